@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# lathe's two jobs, runnable on a fresh Debian bookworm machine. Each first
+# installs whatever system package is missing (apt-get; quiet when all are
+# present), then runs Bazel offline.
+#
+#   bash tools/dev.sh main   # build everything and run lathe's main job
+#   bash tools/dev.sh test   # the whole test suite; ends with "N passed, N failed"
+#
+# The test job runs, in order: every test target (`bazel test //...`), every
+# test target again under AddressSanitizer + UndefinedBehaviorSanitizer
+# (--config=sanitizers; skip with LATHE_SKIP_SANITIZERS=1), and the consumer
+# workspace in tools/consumer_example, which takes lathe as a dependency.
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+readonly ROOT=$PWD
+
+# The Debian packages lathe builds against (DESIGN.md §4). The CUDA toolkit is
+# not among them: it is NVIDIA's, expected at $CUDA_PATH or /usr/local/cuda.
+readonly PACKAGES=(
+  bazel-bootstrap
+  g++
+  libabsl-dev
+  libbenchmark-dev
+  libeigen3-dev
+  libgmock-dev
+  libgtest-dev
+  llvm-14-tools
+)
+
+log() { printf 'lathe: %s\n' "$*" >&2; }
+
+ensure_packages() {
+  local missing=() pkg
+  for pkg in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
+      missing+=("$pkg")
+  done
+  if ((${#missing[@]})); then
+    local sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    log "installing missing packages: ${missing[*]}"
+    "${sudo[@]}" apt-get update -qq >/dev/null || { log "apt-get update failed"; return 1; }
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq \
+      --no-install-recommends "${missing[@]}" >/dev/null ||
+      { log "apt-get install ${missing[*]} failed"; return 1; }
+  fi
+  local cuda=${CUDA_PATH:-/usr/local/cuda}
+  [ -f "$cuda/include/nvrtc.h" ] ||
+    log "note: no CUDA toolkit at $cuda: CUDA code is compiled out and its tests skip"
+  return 0
+}
+
+# Bazel keeps its cache under $HOME; make sure there is one.
+: "${HOME:=$(getent passwd "$(id -u)" | cut -d: -f6)}"
+export HOME
+
+PASSED=0
+FAILED=0
+
+# run_tests LABEL DIR BAZEL_TEST_ARGS...: runs `bazel test` in DIR, shows its
+# output and adds its per-target results to PASSED / FAILED.
+run_tests() {
+  local label=$1 dir=$2
+  shift 2
+  local out rc passed failed
+  out=$(mktemp)
+  log "== $label: bazel test $*"
+  (cd "$dir" && bazel test --keep_going "$@") 2>&1 | tee "$out"
+  rc=${PIPESTATUS[0]}
+  passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$out")
+  failed=$(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY)' "$out")
+  # A build or analysis error can fail the run before any test reports.
+  if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
+  rm -f "$out"
+  log "== $label: $passed passed, $failed failed"
+  PASSED=$((PASSED + passed))
+  FAILED=$((FAILED + failed))
+}
+
+job_main() {
+  bazel build //... || return 1
+  bazel run //tools:lathe_smoke
+}
+
+job_test() {
+  run_tests "all tests" "$ROOT" //...
+  if [ "${LATHE_SKIP_SANITIZERS:-0}" != 1 ]; then
+    run_tests "all tests under asan+ubsan" "$ROOT" --config=sanitizers //...
+  fi
+  run_tests "consumer workspace" "$ROOT/tools/consumer_example" //...
+  (cd "$ROOT/tools/consumer_example" && bazel shutdown) >/dev/null 2>&1
+  echo "$PASSED passed, $FAILED failed"
+  [ "$FAILED" -eq 0 ]
+}
+
+case "${1:-}" in
+  main) ensure_packages && job_main ;;
+  test) ensure_packages && job_test ;;
+  *)
+    echo "usage: bash tools/dev.sh main|test" >&2
+    exit 2
+    ;;
+esac
