@@ -352,46 +352,85 @@ class Parser {
     return Add(terms);
   }
 
+  // A product is built from all its factors at once, and a leading unary
+  // minus is a factor -1, so "-(a + b)*c" reads back as the product it was
+  // printed from (building it pairwise would distribute -1 over a + b first).
   absl::StatusOr<Expr> ParseTerm() {
-    ASSIGN_OR_RETURN(Expr lhs, ParseUnary());
+    std::vector<Expr> factors;
+    Token first = Peek();
+    RETURN_IF_ERROR(ParseFactors(&factors));
+    auto product = [&](const Token& at) -> absl::StatusOr<Expr> {
+      if (factors.size() > 1) {
+        for (Expr f : factors) {
+          if (f.is_bool()) {
+            return Error(at, "'*' needs numeric operands, got a boolean");
+          }
+        }
+      }
+      return factors.size() == 1 ? factors[0] : Mul(factors);
+    };
     while (true) {
       Tok k = Peek().kind;
-      if (k != Tok::kStar && k != Tok::kSlash && k != Tok::kSlashSlash &&
-          k != Tok::kPercent) {
-        return lhs;
+      if (k == Tok::kStar) {
+        Token op = Next();
+        RETURN_IF_ERROR(ParseFactors(&factors));
+        (void)op;
+        continue;
+      }
+      if (k != Tok::kSlash && k != Tok::kSlashSlash && k != Tok::kPercent) {
+        return product(first);
       }
       Token op = Next();
+      ASSIGN_OR_RETURN(Expr lhs, product(op));
       ASSIGN_OR_RETURN(Expr rhs, ParseUnary());
       RETURN_IF_ERROR(NeedNumbers(op, {lhs, rhs}));
-      if (k == Tok::kStar) {
-        lhs = Mul(lhs, rhs);
-      } else if (k == Tok::kSlash) {
-        ASSIGN_OR_RETURN(
-            lhs, At(op, lhs.is_int() && rhs.is_int() ? IntTrueDiv(lhs, rhs)
-                                                     : FloatTrueDiv(lhs, rhs)));
+      Expr result;
+      if (k == Tok::kSlash) {
+        ASSIGN_OR_RETURN(result, At(op, lhs.is_int() && rhs.is_int()
+                                            ? IntTrueDiv(lhs, rhs)
+                                            : FloatTrueDiv(lhs, rhs)));
       } else if (!lhs.is_int() || !rhs.is_int()) {
         return Error(
             op, absl::StrCat("'", op.text, "' of floats is not supported"));
       } else if (k == Tok::kSlashSlash) {
-        ASSIGN_OR_RETURN(lhs, At(op, FloorDiv(lhs, rhs)));
+        ASSIGN_OR_RETURN(result, At(op, FloorDiv(lhs, rhs)));
       } else {
-        ASSIGN_OR_RETURN(lhs, At(op, lhs.is_nonnegative() && rhs.is_positive()
-                                         ? Mod(lhs, rhs)
-                                         : PythonMod(lhs, rhs)));
+        ASSIGN_OR_RETURN(result,
+                         At(op, lhs.is_nonnegative() && rhs.is_positive()
+                                    ? Mod(lhs, rhs)
+                                    : PythonMod(lhs, rhs)));
       }
+      factors = {result};
     }
   }
 
-  absl::StatusOr<Expr> ParseUnary() {
-    if (Peek().kind == Tok::kMinus || Peek().kind == Tok::kPlus) {
-      Token op = Next();
-      DepthGuard guard(&depth_);
-      if (depth_ > kMaxDepth) return Error(op, "expression nested too deeply");
-      ASSIGN_OR_RETURN(Expr a, ParseUnary());
-      RETURN_IF_ERROR(NeedNumbers(op, {a}));
-      return op.kind == Tok::kMinus ? Neg(a) : a;
+  // Appends the factors of one unary operand: -1 for each leading minus.
+  absl::Status ParseFactors(std::vector<Expr>* factors) {
+    int minus = 0;
+    std::vector<Token> signs;
+    while (Peek().kind == Tok::kMinus || Peek().kind == Tok::kPlus) {
+      signs.push_back(Next());
+      if (signs.back().kind == Tok::kMinus) ++minus;
+      if (signs.size() > kMaxDepth) {
+        return Error(signs.back(), "expression nested too deeply");
+      }
     }
-    return ParsePower();
+    ASSIGN_OR_RETURN(Expr operand, ParsePower());
+    if (!signs.empty() && operand.is_bool()) {
+      return Error(signs.back(), absl::StrCat("'", signs.back().text,
+                                              "' needs numeric operands, got "
+                                              "a boolean"));
+    }
+    if (minus % 2 == 1)
+      factors->push_back(operand.is_float() ? Float(-1) : Int(-1));
+    factors->push_back(operand);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<Expr> ParseUnary() {
+    std::vector<Expr> factors;
+    RETURN_IF_ERROR(ParseFactors(&factors));
+    return factors.size() == 1 ? factors[0] : Mul(factors);
   }
 
   absl::StatusOr<Expr> ParsePower() {

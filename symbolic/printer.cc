@@ -175,10 +175,8 @@ class PythonPrinter {
         *prec = kPrecMul;
         bool negative = false;
         std::string body = Product(e, &negative);
-        if (negative) {
-          *prec = kPrecUnary;
-          return absl::StrCat("-", body);
-        }
+        // "-2*x" still binds like '*': (a//(-2*x)) needs its parentheses.
+        if (negative) return absl::StrCat("-", body);
         return body;
       }
       case ExprKind::kPowByNatural:
