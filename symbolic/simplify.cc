@@ -227,6 +227,7 @@ class Simplifier {
       case ExprKind::kAnd:
       case ExprKind::kOr:
       case ExprKind::kNot: {
+        if (!ctx_.decide_relations) return std::optional<Expr>();
         if (std::optional<Expr> v = Range(e).Singleton()) return *v;
         return std::optional<Expr>();
       }

@@ -44,6 +44,8 @@ struct SimplifyContext {
   RangeLookup ranges;
   // Whether `b` is known to divide `a`; null means nothing is known.
   std::function<bool(Expr a, Expr b)> divisible;
+  // Whether relations whose range is one value fold to True/False.
+  bool decide_relations = true;
 };
 
 // Simplify()
