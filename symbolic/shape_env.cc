@@ -557,10 +557,13 @@ RangeLookup ShapeEnv::Ranges(bool size_oblivious) {
   };
 }
 
-Expr ShapeEnv::RangeAndDivisibilitySimplify(Expr e, bool size_oblivious) {
+Expr ShapeEnv::RangeAndDivisibilitySimplify(Expr e, bool size_oblivious,
+                                            bool use_divisibility) {
   SimplifyContext ctx;
   ctx.ranges = Ranges(size_oblivious);
-  ctx.divisible = [this](Expr a, Expr b) { return KnownDivisible(a, b); };
+  if (use_divisibility) {
+    ctx.divisible = [this](Expr a, Expr b) { return KnownDivisible(a, b); };
+  }
   ctx.decide_relations = false;
   return OkOr(symbolic::Simplify(Replace(e), ctx), e);
 }
@@ -708,19 +711,20 @@ std::optional<bool> ShapeEnv::DecideByShifting(Expr rel, bool size_oblivious) {
   return std::nullopt;
 }
 
-std::optional<Expr> ShapeEnv::StaticUncached(Expr e, bool size_oblivious) {
-  Expr s = RangeAndDivisibilitySimplify(e, size_oblivious);
+std::optional<Expr> ShapeEnv::StaticUncached(Expr e, bool size_oblivious,
+                                             bool use_axioms) {
+  Expr s = RangeAndDivisibilitySimplify(e, size_oblivious, use_axioms);
   if (s.is_number()) return s;
   if (s.is_bool()) {
     Expr c = CanonicalizeRelations(s);
     if (c.is_number()) return c;
-    if (!axioms_.empty()) {
+    if (use_axioms && !axioms_.empty()) {
       Expr sub = OkOr(Substitute(c, axioms_), c);
       if (sub.is_number()) return sub;
       c = sub;
     }
     // Bounds learned on polynomials: q in [lo, hi].
-    if (std::optional<PolyFact> f = AsPolyFact(c)) {
+    if (std::optional<PolyFact> f = use_axioms ? AsPolyFact(c) : std::nullopt) {
       auto it = poly_bounds_.find(f->q);
       if (it != poly_bounds_.end()) {
         ValueRange known = it->second;
@@ -731,7 +735,8 @@ std::optional<Expr> ShapeEnv::StaticUncached(Expr e, bool size_oblivious) {
           return Bool(false);
       }
     }
-    if (c.kind() == ExprKind::kNe || c.kind() == ExprKind::kNot) {
+    if (use_axioms &&
+        (c.kind() == ExprKind::kNe || c.kind() == ExprKind::kNot)) {
       Expr eq = c.kind() == ExprKind::kNe ? Eq(c.arg(0), c.arg(1)) : c.arg(0);
       if (std::optional<PolyFact> f = AsPolyFact(eq)) {
         auto it = poly_bounds_.find(f->q);
@@ -769,6 +774,11 @@ std::optional<Expr> ShapeEnv::MaybeEvaluateStatic(Expr e, bool size_oblivious) {
   std::optional<Expr> r = StaticUncached(e, size_oblivious);
   static_cache_[key] = r;
   return r;
+}
+
+std::optional<Expr> ShapeEnv::MaybeEvaluateStaticWithoutAxioms(Expr e) {
+  if (e.is_number()) return e;
+  return StaticUncached(e, /*size_oblivious=*/false, /*use_axioms=*/false);
 }
 
 bool ShapeEnv::StaticallyKnownTrue(Expr cond) {

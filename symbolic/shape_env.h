@@ -208,6 +208,13 @@ class ShapeEnv {
   // `size_oblivious`, size-like symbols are assumed to be >= 2.
   std::optional<Expr> MaybeEvaluateStatic(Expr e, bool size_oblivious = false);
 
+  // MaybeEvaluateStaticWithoutAxioms()
+  //
+  // MaybeEvaluateStatic() from replacements and ranges alone, ignoring the
+  // axioms and divisibility facts recorded guards and asserts imply (so a
+  // guard is not "implied" by itself).
+  std::optional<Expr> MaybeEvaluateStaticWithoutAxioms(Expr e);
+
   // StaticallyKnownTrue()
   //
   // Whether `cond` is provably true without a guard.
@@ -278,8 +285,10 @@ class ShapeEnv {
                  SymbolAssumptions assumptions, SymbolInfo info);
   void Bump() { ++version_; }
   RangeLookup Ranges(bool size_oblivious);
-  Expr RangeAndDivisibilitySimplify(Expr e, bool size_oblivious);
-  std::optional<Expr> StaticUncached(Expr e, bool size_oblivious);
+  Expr RangeAndDivisibilitySimplify(Expr e, bool size_oblivious,
+                                    bool use_divisibility = true);
+  std::optional<Expr> StaticUncached(Expr e, bool size_oblivious,
+                                     bool use_axioms = true);
   std::optional<bool> DecideByShifting(Expr rel, bool size_oblivious);
   absl::StatusOr<Expr> EvaluateImpl(Expr e, std::optional<bool> fallback,
                                     bool size_oblivious);
