@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "status_macros.h"
 #include "symbolic/expr.h"
+#include "symbolic/int_math.h"
 
 namespace lathe::symbolic {
 
@@ -68,18 +69,6 @@ absl::StatusOr<int64_t> Finite(const Value& v, absl::string_view op) {
         absl::StrCat(op, " of an infinite integer is undefined"));
   }
   return v.i;
-}
-
-int64_t FloorDivInt(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
-int64_t PythonModInt(int64_t a, int64_t b) {
-  int64_t r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
 }
 
 // -1, 0, 1, or 2 when unordered (nan).
@@ -172,7 +161,7 @@ class Evaluator {
         if (b == 0) return Undefined("division by zero in FloorDiv");
         if (a == std::numeric_limits<int64_t>::min() && b == -1)
           return Overflow("FloorDiv");
-        return Value::Int(FloorDivInt(a, b));
+        return Value::Int(PyFloorDiv(a, b));
       }
       case ExprKind::kModularIndexing: {
         ASSIGN_OR_RETURN(int64_t a, EvalInt(e.arg(0), "ModularIndexing"));
@@ -183,7 +172,7 @@ class Evaluator {
         }
         if (a == std::numeric_limits<int64_t>::min() && b == -1)
           return Overflow("ModularIndexing");
-        return Value::Int(PythonModInt(FloorDivInt(a, b), c));
+        return Value::Int(PyMod(PyFloorDiv(a, b), c));
       }
       case ExprKind::kMod: {
         ASSIGN_OR_RETURN(int64_t a, EvalInt(e.arg(0), "Mod"));
@@ -200,7 +189,7 @@ class Evaluator {
         ASSIGN_OR_RETURN(int64_t b, EvalInt(e.arg(1), "PythonMod"));
         if (b == 0) return Undefined("modulo by zero in PythonMod");
         if (b == -1) return Value::Int(0);
-        return Value::Int(PythonModInt(a, b));
+        return Value::Int(PyMod(a, b));
       }
       case ExprKind::kMin:
       case ExprKind::kMax: {

@@ -1,4 +1,5 @@
 #include "symbolic/expr.h"
+#include "symbolic/int_math.h"
 
 #include <algorithm>
 #include <cmath>
@@ -299,18 +300,6 @@ Expr IntOrInfinity(__int128 v) {
   if (v > std::numeric_limits<int64_t>::max()) return IntInfinity(1);
   if (v < std::numeric_limits<int64_t>::min()) return IntInfinity(-1);
   return Int(static_cast<int64_t>(v));
-}
-
-int64_t FloorDivInt(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
-int64_t PythonModInt(int64_t a, int64_t b) {
-  int64_t r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
 }
 
 // Makes ints floats when any argument is a float (Python promotion).
@@ -1041,7 +1030,7 @@ absl::StatusOr<Expr> DivImpl(Expr a, Expr b, bool clean) {
           b.int_value() == -1) {
         return IntInfinity(1);
       }
-      return Int(FloorDivInt(a.int_value(), b.int_value()));
+      return Int(PyFloorDiv(a.int_value(), b.int_value()));
     }
     if (a.kind() == ExprKind::kIntInfinity &&
         b.kind() == ExprKind::kIntInfinity) {
@@ -1123,7 +1112,7 @@ absl::StatusOr<Expr> ModularIndexing(Expr a, Expr b, Expr c) {
       c.kind() == ExprKind::kInteger) {
     ASSIGN_OR_RETURN(Expr q, FloorDiv(a, b));
     if (q.kind() != ExprKind::kInteger) return q;
-    return Int(PythonModInt(q.int_value(), c.int_value()));
+    return Int(PyMod(q.int_value(), c.int_value()));
   }
   // ModularIndexing(x // d, b, c) = ModularIndexing(x, d*b, c) for b > 0.
   if ((a.kind() == ExprKind::kFloorDiv || a.kind() == ExprKind::kCleanDiv) &&
@@ -1198,7 +1187,7 @@ absl::StatusOr<Expr> ModImpl(Expr p, Expr q, bool python) {
     return Int(0);
   }
   if (p.kind() == ExprKind::kInteger && q.kind() == ExprKind::kInteger) {
-    return Int(PythonModInt(p.int_value(), q.int_value()));
+    return Int(PyMod(p.int_value(), q.int_value()));
   }
   if (p.kind() == ExprKind::kIntInfinity ||
       q.kind() == ExprKind::kIntInfinity) {

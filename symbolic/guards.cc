@@ -16,6 +16,7 @@
 #include "check.h"
 #include "status_macros.h"
 #include "symbolic/expr.h"
+#include "symbolic/int_math.h"
 #include "symbolic/printer.h"
 #include "symbolic/shape_env.h"
 
@@ -70,19 +71,6 @@ namespace {
 constexpr uint8_t kOpLoadSlot = 200;
 constexpr uint8_t kOpConst = 201;
 constexpr uint8_t kOpEqSource = 202;  // top == source value
-
-int64_t FloorDivInt(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
-int64_t PyModInt(int64_t a, int64_t b) {
-  if (b == -1) return 0;
-  int64_t r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
 
 // Python code for a guard, with symbols spelled by `name`.
 std::string Py(Expr e, const std::function<std::string(Expr)>& name) {
@@ -498,14 +486,14 @@ bool GuardSet::Run(const Guard& g, const int64_t* islots,
               (a[0].i == std::numeric_limits<int64_t>::min() && a[1].i == -1)) {
             return false;
           }
-          r.i = FloorDivInt(a[0].i, a[1].i);
+          r.i = PyFloorDiv(a[0].i, a[1].i);
           break;
         case ExprKind::kModularIndexing:
           if (a[1].i == 0 || a[2].i == 0 ||
               (a[0].i == std::numeric_limits<int64_t>::min() && a[1].i == -1)) {
             return false;
           }
-          r.i = PyModInt(FloorDivInt(a[0].i, a[1].i), a[2].i);
+          r.i = PyMod(PyFloorDiv(a[0].i, a[1].i), a[2].i);
           break;
         case ExprKind::kMod:
           if (a[0].i < 0 || a[1].i < 1) return false;
@@ -513,7 +501,7 @@ bool GuardSet::Run(const Guard& g, const int64_t* islots,
           break;
         case ExprKind::kPythonMod:
           if (a[1].i == 0) return false;
-          r.i = PyModInt(a[0].i, a[1].i);
+          r.i = PyMod(a[0].i, a[1].i);
           break;
         case ExprKind::kMin:
         case ExprKind::kMax: {

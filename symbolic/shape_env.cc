@@ -16,6 +16,7 @@
 #include "status_macros.h"
 #include "symbolic/evaluate.h"
 #include "symbolic/expr.h"
+#include "symbolic/int_math.h"
 #include "symbolic/printer.h"
 #include "symbolic/simplify.h"
 #include "symbolic/value_ranges.h"
@@ -60,12 +61,6 @@ bool ContainsKind(Expr e, ExprKind kind) {
     if (ContainsKind(a, kind)) return true;
   }
   return false;
-}
-
-int64_t FloorDiv64(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
 }
 
 // CleanDiv spelled FloorDiv, so divisibility facts match either form.
@@ -163,7 +158,7 @@ std::optional<Linear> Difference(Expr lhs, Expr rhs) {
   return Linear{Add(terms), c};
 }
 
-int64_t CeilDiv64(int64_t a, int64_t b) { return -FloorDiv64(-a, b); }
+int64_t CeilDiv64(int64_t a, int64_t b) { return -PyFloorDiv(-a, b); }
 
 }  // namespace
 
@@ -211,7 +206,7 @@ Expr CanonicalRelation(Expr rel) {
       int64_t lo = (k == ExprKind::kLt ? 1 : 0) - c;
       // lo <= g*q (positive) or lo <= -g*q, i.e. q <= -lo/g (negated).
       if (!negate) return Le(Int(CeilDiv64(lo, g)), q);
-      return Le(q, Int(FloorDiv64(-lo, g)));
+      return Le(q, Int(PyFloorDiv(-lo, g)));
     }
     default:
       return rel;
