@@ -1,5 +1,4 @@
 #include "symbolic/expr.h"
-#include "symbolic/int_math.h"
 
 #include <algorithm>
 #include <cmath>
@@ -22,6 +21,7 @@
 #include "absl/types/span.h"
 #include "check.h"
 #include "status_macros.h"
+#include "symbolic/int_math.h"
 
 namespace lathe::symbolic {
 

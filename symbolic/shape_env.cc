@@ -4,6 +4,7 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -333,6 +334,84 @@ std::optional<Expr> TrySolve(Expr rel, Expr symbol) {
   return And(parts);
 }
 
+// ---- Congruences ------------------------------------------------------------
+
+namespace {
+
+// x with a*x == 1 (mod m), for coprime a and m >= 1.
+__int128 Inverse(__int128 a, __int128 m) {
+  __int128 g = m, x = 0, x1 = 1, r = ((a % m) + m) % m;
+  while (r != 0) {
+    __int128 q = g / r;
+    std::tie(g, r) = std::make_pair(r, g - q * r);
+    std::tie(x, x1) = std::make_pair(x1, x - q * x1);
+  }
+  return ((x % m) + m) % m;
+}
+
+__int128 Mod128(__int128 a, __int128 m) { return ((a % m) + m) % m; }
+
+}  // namespace
+
+absl::StatusOr<Expr> ReduceCongruences(
+    Expr symbol, absl::Span<const Congruence> congruences) {
+  constexpr __int128 kLimit = static_cast<__int128>(1) << 62;
+  __int128 r0 = 0, m0 = 1;  // symbol == r0 (mod m0)
+  for (const Congruence& c : congruences) {
+    if (c.denominator < 1 || c.modulus < 1) {
+      return absl::InvalidArgumentError(
+          "a congruence needs a positive denominator and modulus");
+    }
+    std::optional<Linear> lin = Difference(Int(0), c.numerator);
+    if (!lin) return absl::InvalidArgumentError("a congruence is not linear");
+    __int128 a = 0;
+    for (Expr t : TermsOf(lin->p)) {
+      if (t.is_constant(0)) continue;
+      auto [coeff, core] = SplitCoefficient(t);
+      if (core != symbol) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("congruence term ", ToString(t),
+                         " is not a multiple of ", symbol.name()));
+      }
+      a += coeff;
+    }
+    // (a*s + b) / d == 0 (mod m)  <=>  a*s == -b (mod m*d).
+    __int128 m = static_cast<__int128>(c.modulus) * c.denominator;
+    if (m > kLimit)
+      return absl::OutOfRangeError("congruence modulus too large");
+    __int128 g =
+        std::gcd(static_cast<int64_t>(Mod128(a, m)), static_cast<int64_t>(m));
+    if (g == 0) g = m;
+    __int128 rhs = Mod128(-static_cast<__int128>(lin->c), m);
+    if (rhs % g != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "congruence ", ToString(c.numerator), " has no solution"));
+    }
+    __int128 mg = m / g;
+    __int128 r = mg == 1 ? 0 : Mod128((rhs / g) * Inverse(a / g, mg), mg);
+    // Combine symbol == r0 (mod m0) with symbol == r (mod mg).
+    __int128 h = std::gcd(static_cast<int64_t>(m0), static_cast<int64_t>(mg));
+    if ((r - r0) % h != 0) {
+      return absl::InvalidArgumentError("congruences contradict each other");
+    }
+    __int128 lcm = m0 / h * mg;
+    if (lcm > kLimit)
+      return absl::OutOfRangeError("congruence modulus too large");
+    __int128 step =
+        mg / h == 1 ? 0
+                    : Mod128(((r - r0) / h) * Inverse(m0 / h, mg / h), mg / h);
+    r0 = Mod128(r0 + m0 * step, lcm);
+    m0 = lcm;
+  }
+  if (m0 == 1) return Bool(true);
+  Expr shifted = Add(symbol, Int(static_cast<int64_t>(Mod128(-r0, m0))));
+  ASSIGN_OR_RETURN(Expr mod,
+                   symbol.is_nonnegative()
+                       ? Mod(shifted, Int(static_cast<int64_t>(m0)))
+                       : PythonMod(shifted, Int(static_cast<int64_t>(m0))));
+  return Eq(mod, Int(0));
+}
+
 // ---- ShapeEnv ---------------------------------------------------------------
 
 ShapeEnv::ShapeEnv(ShapeEnvSettings settings) : settings_(settings) {}
@@ -526,13 +605,9 @@ std::optional<Expr> ShapeEnv::ReplacementOf(Expr symbol) const {
 // ---- Rewriting ----
 
 Expr ShapeEnv::Replace(Expr e) {
+  // Targets are kept fully resolved (see SetReplacement), so one pass does.
   if (replacements_.empty() || !e.has_symbols()) return e;
-  for (int round = 0; round < 8; ++round) {
-    Expr next = OkOr(Substitute(e, replacements_), e);
-    if (next == e) break;
-    e = next;
-  }
-  return e;
+  return OkOr(Substitute(e, replacements_), e);
 }
 
 bool ShapeEnv::KnownDivisible(Expr a, Expr b) {
@@ -1036,8 +1111,21 @@ void ShapeEnv::TryReplacement(Expr eq) {
   for (auto [lhs, rhs] : {std::make_pair(a, b), std::make_pair(b, a)}) {
     if ((lhs.kind() == ExprKind::kMod || lhs.kind() == ExprKind::kPythonMod) &&
         rhs.is_constant(0)) {
-      divisible_.insert(
-          {NormalizeDivisions(lhs.arg(0)), NormalizeDivisions(lhs.arg(1))});
+      Expr p = lhs.arg(0), q = lhs.arg(1);
+      // Mod(c*u0, q) == 0 for an unbacked u0 and constant q: u0 is a
+      // multiple of q / gcd(q, c), so u0 := (q / gcd(q, c)) * u1, fresh u1.
+      auto [c, core] = SplitCoefficient(p);
+      if (core.is_symbol() && IsUnbacked(core) &&
+          q.kind() == ExprKind::kInteger && q.int_value() > 0 &&
+          !replacements_.contains(core)) {
+        int64_t step = q.int_value() / std::gcd(q.int_value(), c < 0 ? -c : c);
+        if (step > 1) {
+          Expr fresh =
+              IsSizeLike(core) ? CreateUnbackedSizeLike() : CreateUnbacked();
+          if (SetReplacement(core, Mul(Int(step), fresh))) return;
+        }
+      }
+      divisible_.insert({NormalizeDivisions(p), NormalizeDivisions(q)});
       Bump();
       return;
     }
@@ -1112,6 +1200,11 @@ bool ShapeEnv::SetReplacement(Expr x, Expr target) {
       Bump();
     }
     if (!refined.Contains(tb)) return false;  // would widen x's range
+  }
+  // Union-find with full path compression: every existing target that
+  // mentions x now mentions x's target instead.
+  for (auto& [y, t] : replacements_) {
+    if (Contains(t, x)) t = OkOr(Substitute(t, {{x, target}}), t);
   }
   replacements_[x] = target;
   Bump();

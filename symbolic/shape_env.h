@@ -338,6 +338,22 @@ Expr CanonicalRelation(Expr rel);
 // by a positive divisor; nullopt otherwise.
 std::optional<Expr> TrySolve(Expr rel, Expr symbol);
 
+// A congruence (numerator / denominator) % modulus == 0 on one symbol, as
+// PyTorch's DimConstraints collects them ("(s/2)%2" is {s, 2, 2}).
+struct Congruence {
+  Expr numerator;
+  int64_t denominator = 1;
+  int64_t modulus = 1;
+};
+
+// ReduceCongruences()
+//
+// The one condition Eq(Mod(symbol + k, M), 0) equivalent to all
+// `congruences` (each a*symbol + b over d with integers a, b), True when they
+// say nothing, an error when they contradict each other or are not linear.
+absl::StatusOr<Expr> ReduceCongruences(
+    Expr symbol, absl::Span<const Congruence> congruences);
+
 // Expand()
 //
 // Products and small powers of sums distributed into a sum of monomials

@@ -401,3 +401,51 @@ TEST(ShapeEnvTest, BackedFloatSymbols) {
 
 }  // namespace
 }  // namespace lathe::symbolic
+namespace lathe::symbolic {
+namespace {
+
+TEST(ShapeEnvTest, ReplacementsAreResolvedTransitively) {
+  ShapeEnv env;
+  Expr a = Sym(env, 4, 0), b = Sym(env, 8, 1), c = Sym(env, 16, 2);
+  ASSERT_TRUE(*env.EvaluateBool(Eq(c, Mul(Int(2), b))));
+  ASSERT_TRUE(*env.EvaluateBool(Eq(b, Mul(Int(2), a))));
+  EXPECT_EQ(env.ReplacementOf(c), Mul(Int(4), a));  // compressed
+  EXPECT_EQ(env.Replace(Add(b, c)), Mul(Int(6), a));
+}
+
+TEST(ShapeEnvTest, ModOfAnUnbackedMultipleIntroducesAFreshSymbol) {
+  ShapeEnv env;
+  Expr u0 = env.CreateUnbacked();
+  ASSERT_TRUE(
+      env.ExpectTrue(Eq(Ok(PythonMod(Mul(Int(6), u0), Int(8))), Int(0))).ok());
+  EXPECT_EQ(Str(env.Replace(u0)), "4*u1");  // 6*u0 % 8 == 0  <=>  4 | u0
+}
+
+}  // namespace
+}  // namespace lathe::symbolic
+namespace lathe::symbolic {
+namespace {
+
+// Scenario 24.
+TEST(ShapeEnvTest, CongruenceReduction) {
+  Expr s = Symbol("s", SymbolType::kInt, {.positive = true});
+  std::vector<Congruence> cs = {
+      {s, 2, 2}, {s, 2, 8}, {s, 2, 4}, {s, 1, 2}, {Add(s, Int(32)), 16, 4}};
+  absl::StatusOr<Expr> r = ReduceCongruences(s, cs);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Str(*r), "Eq(Mod(s + 32, 64), 0)");
+  // Every s in [0, 4096) satisfies all of them exactly when it satisfies r.
+  for (int64_t v = 0; v < 4096; ++v) {
+    bool all = (v / 2) % 2 == 0 && v % 2 == 0 && (v / 2) % 8 == 0 &&
+               (v / 2) % 4 == 0 && v % 16 == 0 && ((v / 16) + 2) % 4 == 0;
+    EXPECT_EQ(all, (v + 32) % 64 == 0) << v;
+  }
+  EXPECT_EQ(*ReduceCongruences(s, {}), Bool(true));
+  std::vector<Congruence> contradiction = {{s, 1, 2}, {Add(s, Int(1)), 1, 2}};
+  EXPECT_FALSE(ReduceCongruences(s, contradiction).ok());
+  std::vector<Congruence> odd_multiple = {{Mul(Int(3), s), 1, 9}};
+  EXPECT_EQ(Str(*ReduceCongruences(s, odd_multiple)), "Eq(Mod(s, 3), 0)");
+}
+
+}  // namespace
+}  // namespace lathe::symbolic
