@@ -1,0 +1,133 @@
+// -----------------------------------------------------------------------------
+// File: dtype.h
+// -----------------------------------------------------------------------------
+//
+// The element types lathe tensors hold, their names in PyTorch's annotations
+// ("f32") and as torch attributes ("torch.float32"), and a visitor that calls
+// a generic lambda with the C++ type of a DType.
+//
+// Example:
+//
+//   ASSIGN_OR_RETURN(DType d, ParseDType("bf16"));
+//   ItemSize(d);                        // 2
+//   VisitDType(d, [](auto tag) { using T = decltype(tag); ... });
+
+#ifndef LATHE_RUNTIME_DTYPE_H_
+#define LATHE_RUNTIME_DTYPE_H_
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "runtime/half.h"
+
+namespace lathe {
+
+enum class DType : uint8_t {
+  kFloat16,
+  kBFloat16,
+  kFloat32,
+  kFloat64,
+  kInt8,
+  kInt16,
+  kInt32,
+  kInt64,
+  kUInt8,
+  kBool,
+};
+
+// AllDTypes()
+//
+// Every DType, in declaration order.
+const std::vector<DType>& AllDTypes();
+
+// ItemSize()
+//
+// Bytes per element.
+int ItemSize(DType dtype);
+
+// ShortName()
+//
+// The name in PyTorch's graph annotations: f16, bf16, f32, f64, i8, i16, i32,
+// i64, u8, b8.
+absl::string_view ShortName(DType dtype);
+
+// TorchName()
+//
+// "torch.float32", "torch.bool", ...
+absl::string_view TorchName(DType dtype);
+
+// ParseDType()
+//
+// A DType from its short name, torch name ("torch.float32" or "float32") or
+// an alias PyTorch accepts ("torch.half", "torch.long", ...).
+absl::StatusOr<DType> ParseDType(absl::string_view name);
+
+// IsFloatingPoint()/IsIntegral()
+//
+// Type classes for promotion and kernels; bool is integral only when asked.
+bool IsFloatingPoint(DType dtype);
+bool IsIntegral(DType dtype, bool include_bool);
+
+// VisitDType()
+//
+// Calls `f` with a value of the C++ type of `dtype` (Half, BFloat16, float,
+// double, int8_t, int16_t, int32_t, int64_t, uint8_t, bool).
+template <typename F>
+decltype(auto) VisitDType(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kFloat16:
+      return f(Half{});
+    case DType::kBFloat16:
+      return f(BFloat16{});
+    case DType::kFloat32:
+      return f(float{});
+    case DType::kFloat64:
+      return f(double{});
+    case DType::kInt8:
+      return f(int8_t{});
+    case DType::kInt16:
+      return f(int16_t{});
+    case DType::kInt32:
+      return f(int32_t{});
+    case DType::kInt64:
+      return f(int64_t{});
+    case DType::kUInt8:
+      return f(uint8_t{});
+    case DType::kBool:
+      return f(bool{});
+  }
+  return f(float{});
+}
+
+// ToDouble()/FromDouble()
+//
+// An element's value as a double, and a double stored as an element with the
+// conversion PyTorch applies (round to nearest for f16/bf16, truncation
+// toward zero for ints, != 0 for bool).
+template <typename T>
+double ToDouble(T v) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    return v.ToFloat();
+  } else {
+    return static_cast<double>(v);
+  }
+}
+
+template <typename T>
+T FromDouble(double v) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    return T::FromFloat(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return v != 0;
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+}  // namespace lathe
+
+#endif  // LATHE_RUNTIME_DTYPE_H_

@@ -1,0 +1,416 @@
+#include "runtime/npy.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "status_macros.h"
+
+namespace lathe {
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr int kMaxDims = 64;
+
+absl::Status At(size_t byte, absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat("byte ", byte, ": ", message));
+}
+
+struct DescrInfo {
+  absl::string_view descr;
+  DType dtype;
+};
+
+// Little-endian (or byte-order-free) descrs lathe reads; the first per dtype
+// is what it writes.
+constexpr DescrInfo kDescrs[] = {
+    {"<f2", DType::kFloat16},  {"|V2", DType::kBFloat16},
+    {"<V2", DType::kBFloat16}, {"<f4", DType::kFloat32},
+    {"<f8", DType::kFloat64},  {"|i1", DType::kInt8},
+    {"<i1", DType::kInt8},     {"<i2", DType::kInt16},
+    {"<i4", DType::kInt32},    {"<i8", DType::kInt64},
+    {"|u1", DType::kUInt8},    {"<u1", DType::kUInt8},
+    {"|b1", DType::kBool},     {"<b1", DType::kBool},
+};
+
+absl::string_view DescrOf(DType dtype) {
+  for (const DescrInfo& d : kDescrs) {
+    if (d.dtype == dtype) return d.descr;
+  }
+  return "?";
+}
+
+// A cursor over the header dict with absolute byte offsets.
+class HeaderParser {
+ public:
+  HeaderParser(absl::string_view text, size_t base)
+      : text_(text), base_(base) {}
+
+  absl::Status Parse(std::string* descr, bool* fortran,
+                     std::vector<int64_t>* shape) {
+    bool have_descr = false, have_fortran = false, have_shape = false;
+    Skip();
+    RETURN_IF_ERROR(Expect('{'));
+    while (true) {
+      Skip();
+      if (Peek() == '}') {
+        ++pos_;
+        break;
+      }
+      size_t key_at = Offset();
+      ASSIGN_OR_RETURN(std::string key, String());
+      Skip();
+      RETURN_IF_ERROR(Expect(':'));
+      Skip();
+      if (key == "descr") {
+        size_t at = Offset();
+        ASSIGN_OR_RETURN(*descr, String());
+        descr_at_ = at;
+        have_descr = true;
+      } else if (key == "fortran_order") {
+        ASSIGN_OR_RETURN(*fortran, Bool());
+        have_fortran = true;
+      } else if (key == "shape") {
+        RETURN_IF_ERROR(Shape(shape));
+        have_shape = true;
+      } else {
+        return At(key_at, absl::StrCat("unexpected header key '", key, "'"));
+      }
+      Skip();
+      if (Peek() == ',') {
+        ++pos_;
+        continue;
+      }
+      Skip();
+      RETURN_IF_ERROR(Expect('}'));
+      break;
+    }
+    Skip();
+    if (pos_ != text_.size()) {
+      return At(Offset(), "unexpected text after the header dict");
+    }
+    if (!have_descr || !have_fortran || !have_shape) {
+      return At(base_, absl::StrCat("header lacks ", !have_descr ? "'descr'"
+                                                     : !have_fortran
+                                                         ? "'fortran_order'"
+                                                         : "'shape'"));
+    }
+    return absl::OkStatus();
+  }
+
+  size_t descr_at() const { return descr_at_; }
+
+ private:
+  size_t Offset() const { return base_ + pos_; }
+  char Peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
+  void Skip() {
+    while (pos_ < text_.size() &&
+           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' ||
+            text_[pos_] == '\r')) {
+      ++pos_;
+    }
+  }
+  absl::Status Expect(char c) {
+    if (Peek() == c) {
+      ++pos_;
+      return absl::OkStatus();
+    }
+    return At(Offset(),
+              pos_ < text_.size()
+                  ? absl::StrCat("expected '", std::string(1, c), "', got '",
+                                 std::string(1, Peek()), "'")
+                  : absl::StrCat("expected '", std::string(1, c),
+                                 "', got the end of the header"));
+  }
+  absl::StatusOr<std::string> String() {
+    char quote = Peek();
+    if (quote != '\'' && quote != '"') {
+      return At(Offset(), "expected a quoted string");
+    }
+    size_t start = ++pos_;
+    while (pos_ < text_.size() && text_[pos_] != quote) ++pos_;
+    if (pos_ >= text_.size())
+      return At(base_ + start - 1, "unterminated string");
+    std::string s(text_.substr(start, pos_ - start));
+    ++pos_;
+    return s;
+  }
+  absl::StatusOr<bool> Bool() {
+    if (text_.substr(pos_, 4) == "True") {
+      pos_ += 4;
+      return true;
+    }
+    if (text_.substr(pos_, 5) == "False") {
+      pos_ += 5;
+      return false;
+    }
+    return At(Offset(), "expected True or False for 'fortran_order'");
+  }
+  absl::Status Shape(std::vector<int64_t>* shape) {
+    RETURN_IF_ERROR(Expect('('));
+    shape->clear();
+    while (true) {
+      Skip();
+      if (Peek() == ')') {
+        ++pos_;
+        return absl::OkStatus();
+      }
+      size_t at = Offset();
+      bool negative = false;
+      if (Peek() == '-') {
+        negative = true;
+        ++pos_;
+      }
+      if (!absl::ascii_isdigit(Peek())) {
+        return At(at, "expected a dimension (a non-negative integer)");
+      }
+      int64_t v = 0;
+      while (absl::ascii_isdigit(Peek())) {
+        if (v > (INT64_MAX - 9) / 10)
+          return At(at, "shape dimension is too large");
+        v = v * 10 + (text_[pos_++] - '0');
+      }
+      if (Peek() == 'L') ++pos_;  // Python 2 longs
+      if (negative) {
+        return At(at, absl::StrCat("shape dimension -", v, " is negative"));
+      }
+      if (shape->size() >= kMaxDims) {
+        return At(at, absl::StrCat("more than ", kMaxDims, " dimensions"));
+      }
+      shape->push_back(v);
+      Skip();
+      if (Peek() == ',') {
+        ++pos_;
+      } else if (Peek() != ')') {
+        return At(Offset(), "expected ',' or ')' in the shape");
+      }
+    }
+  }
+
+  absl::string_view text_;
+  size_t base_;
+  size_t pos_ = 0;
+  size_t descr_at_ = 0;
+};
+
+bool IsFortranContiguous(const Tensor& t) {
+  int64_t expected = 1;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.sizes()[d] == 0) return true;
+    if (t.sizes()[d] != 1 && t.strides()[d] != expected) return false;
+    expected *= t.sizes()[d];
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> ParseNpy(absl::string_view bytes) {
+  if (bytes.size() < 10) {
+    return At(0, absl::StrCat("file of ", bytes.size(),
+                              " bytes is too short for a .npy header"));
+  }
+  if (bytes.substr(0, 6) != absl::string_view(kMagic, 6)) {
+    return At(0, "not a .npy file (missing the \\x93NUMPY magic)");
+  }
+  uint8_t major = static_cast<uint8_t>(bytes[6]);
+  size_t header_len, header_start;
+  if (major == 1) {
+    header_len = static_cast<uint8_t>(bytes[8]) |
+                 (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
+    header_start = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12) return At(8, "truncated header length");
+    header_len = 0;
+    for (int k = 0; k < 4; ++k) {
+      header_len |= static_cast<size_t>(static_cast<uint8_t>(bytes[8 + k]))
+                    << (8 * k);
+    }
+    header_start = 12;
+  } else {
+    return At(6,
+              absl::StrCat("unsupported .npy version ", major, ".",
+                           static_cast<int>(static_cast<uint8_t>(bytes[7]))));
+  }
+  if (header_len > bytes.size() - header_start) {
+    return At(8, absl::StrCat("header length ", header_len,
+                              " runs past the end of the ", bytes.size(),
+                              "-byte file"));
+  }
+  absl::string_view header = bytes.substr(header_start, header_len);
+  std::string descr;
+  bool fortran = false;
+  std::vector<int64_t> shape;
+  HeaderParser parser(header, header_start);
+  RETURN_IF_ERROR(parser.Parse(&descr, &fortran, &shape));
+  std::optional<DType> dtype;
+  for (const DescrInfo& d : kDescrs) {
+    if (descr == d.descr) dtype = d.dtype;
+  }
+  if (!dtype) {
+    if (!descr.empty() && descr[0] == '>' && descr.size() > 2 &&
+        descr.substr(2) != "1") {
+      return At(parser.descr_at(), absl::StrCat("big-endian data ('", descr,
+                                                "') is not supported; save it "
+                                                "little-endian"));
+    }
+    return At(parser.descr_at(),
+              absl::StrCat("unsupported dtype '", descr,
+                           "' (expected one of <f2, |V2 (bf16), <f4, <f8, |i1, "
+                           "<i2, <i4, <i8, |u1, |b1)"));
+  }
+  size_t data_start = header_start + header_len;
+  uint64_t available = bytes.size() - data_start;
+  // numel * itemsize, checked against the bytes present before allocating.
+  uint64_t needed = ItemSize(*dtype);
+  bool overflow = false;
+  for (int64_t d : shape) {
+    overflow |=
+        __builtin_mul_overflow(needed, static_cast<uint64_t>(d), &needed);
+  }
+  bool empty = false;
+  for (int64_t d : shape) empty |= d == 0;
+  if (empty) {
+    needed = 0;
+    overflow = false;
+  }
+  if (overflow || needed != available) {
+    return At(
+        data_start,
+        absl::StrCat(
+            "data has ", available, " bytes but shape (",
+            absl::StrJoin(shape, ", "), ") of ", descr, " needs ",
+            overflow ? "more than 18446744073709551615" : absl::StrCat(needed),
+            " bytes"));
+  }
+  std::vector<int64_t> strides;
+  if (fortran) {
+    int64_t acc = 1;
+    for (int64_t d : shape) {
+      strides.push_back(acc);
+      acc *= std::max<int64_t>(d, 1);
+    }
+  } else {
+    strides = ContiguousStrides(shape);
+  }
+  ASSIGN_OR_RETURN(Storage storage, Storage::Allocate(available));
+  std::memcpy(storage.data(), bytes.data() + data_start, available);
+  if (*dtype == DType::kBool) {
+    const uint8_t* p = static_cast<const uint8_t*>(storage.data());
+    for (uint64_t k = 0; k < available; ++k) {
+      if (p[k] > 1) {
+        return At(data_start + k,
+                  absl::StrCat("bool value ", static_cast<int>(p[k]),
+                               " is not 0 or 1"));
+      }
+    }
+  }
+  return Tensor::Wrap(std::move(storage), *dtype, shape, strides, 0);
+}
+
+absl::StatusOr<std::string> EncodeNpy(const Tensor& t) {
+  if (!t.defined())
+    return absl::InvalidArgumentError("cannot save an undefined tensor");
+  if (!t.device().is_cpu()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot save a tensor on ",
+                                                   t.device().ToString(),
+                                                   " (copy it to cpu)"));
+  }
+  bool fortran = !t.is_contiguous() && IsFortranContiguous(t);
+  std::string shape = absl::StrJoin(t.sizes(), ", ");
+  if (t.dim() == 1) shape += ",";
+  std::string dict =
+      absl::StrCat("{'descr': '", DescrOf(t.dtype()),
+                   "', 'fortran_order': ", fortran ? "True" : "False",
+                   ", 'shape': (", shape, "), }");
+  // Pad so the data starts on a 64-byte boundary; the header ends in '\n'.
+  size_t unpadded = 10 + dict.size() + 1;
+  size_t total = (unpadded + 63) / 64 * 64;
+  bool v2 = total - 10 > 65535;
+  if (v2) total = (12 + dict.size() + 1 + 63) / 64 * 64;
+  size_t header_len = total - (v2 ? 12 : 10);
+  std::string out(kMagic, 6);
+  out += static_cast<char>(v2 ? 2 : 1);
+  out += '\0';
+  for (int k = 0; k < (v2 ? 4 : 2); ++k) {
+    out += static_cast<char>((header_len >> (8 * k)) & 0xff);
+  }
+  out += dict;
+  out.append(header_len - dict.size() - 1, ' ');
+  out += '\n';
+  const int64_t item = t.itemsize();
+  const char* base = static_cast<const char*>(t.storage().data());
+  size_t data_at = out.size();
+  out.resize(data_at + t.numel() * item);
+  char* dst = out.data() + data_at;
+  if (fortran) {
+    // Column-major: the first index moves fastest.
+    std::vector<int64_t> rev(t.sizes().rbegin(), t.sizes().rend());
+    ForEachIndex(rev, [&](absl::Span<const int64_t> ri) {
+      std::vector<int64_t> index(ri.rbegin(), ri.rend());
+      std::memcpy(dst, base + t.ElementOffset(index) * item, item);
+      dst += item;
+    });
+  } else {
+    ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> index) {
+      std::memcpy(dst, base + t.ElementOffset(index) * item, item);
+      dst += item;
+    });
+  }
+  return out;
+}
+
+absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  absl::StatusOr<Tensor> t = ParseNpy(buffer.str());
+  if (!t.ok()) {
+    return absl::Status(t.status().code(),
+                        absl::StrCat(path, ": ", t.status().message()));
+  }
+  return t;
+}
+
+absl::Status WriteNpy(const std::string& path, const Tensor& t) {
+  ASSIGN_OR_RETURN(std::string bytes, EncodeNpy(t));
+  std::string tmp = absl::StrCat(path, ".tmp-lathe");
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      return absl::PermissionDeniedError(
+          absl::StrCat(path, ": cannot write: ", std::strerror(errno)));
+    }
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return absl::DataLossError(absl::StrCat(path, ": write failed"));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return absl::PermissionDeniedError(absl::StrCat(
+        path, ": cannot rename into place: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace lathe

@@ -1,0 +1,54 @@
+// -----------------------------------------------------------------------------
+// File: npy.h
+// -----------------------------------------------------------------------------
+//
+// NumPy's .npy format (versions 1.0-3.0): how lathec reads inputs and writes
+// outputs. All ten lathe dtypes, C and Fortran order, 0-d arrays,
+// little-endian data. bf16, which NumPy lacks, is written as the 2-byte void
+// type '|V2' (the only one lathe writes) and read back from it.
+//
+// Example:
+//
+//   ASSIGN_OR_RETURN(Tensor x, ReadNpy("inputs/x.npy"));
+//   RETURN_IF_ERROR(WriteNpy("out/out0.npy", y));
+//
+// Errors name the file (when there is one) and the byte offset:
+//   "x.npy: byte 58: shape dimension -3 is negative". A malformed file never
+// makes the reader allocate more than the file's own size.
+
+#ifndef LATHE_RUNTIME_NPY_H_
+#define LATHE_RUNTIME_NPY_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "runtime/tensor.h"
+
+namespace lathe {
+
+// ParseNpy()
+//
+// The tensor encoded by `bytes` (a whole .npy file).
+absl::StatusOr<Tensor> ParseNpy(absl::string_view bytes);
+
+// EncodeNpy()
+//
+// `t` as .npy bytes: Fortran order when `t` is Fortran-contiguous and not
+// C-contiguous, else C order.
+absl::StatusOr<std::string> EncodeNpy(const Tensor& t);
+
+// ReadNpy()
+//
+// ParseNpy() of the file at `path`; errors start with the path.
+absl::StatusOr<Tensor> ReadNpy(const std::string& path);
+
+// WriteNpy()
+//
+// Writes `t` to `path` atomically: the file appears whole or not at all.
+absl::Status WriteNpy(const std::string& path, const Tensor& t);
+
+}  // namespace lathe
+
+#endif  // LATHE_RUNTIME_NPY_H_

@@ -1,0 +1,208 @@
+#include "runtime/npy.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/dtype.h"
+#include "runtime/tensor.h"
+
+namespace lathe {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string TestData(const std::string& name) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* ws = std::getenv("TEST_WORKSPACE");
+  return absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "lathe",
+                      "/runtime/testdata/", name);
+}
+
+std::string TmpPath(const std::string& name) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(tmp ? tmp : "/tmp", "/", name);
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Fixtures written by NumPy (testdata/make_npy_fixtures.py): the 2x3 pattern
+// base = [[0, 1, 2], [3, 4, 5]] as base*3 - 4 (signed/float) or base*40 (u8).
+TEST(NpyTest, ReadsEveryDTypeInCAndFortranOrder) {
+  for (const char* name :
+       {"f16", "f32", "f64", "i8", "i16", "i32", "i64", "u8"}) {
+    for (const char* order : {"c", "f"}) {
+      std::string file = absl::StrCat(name, "_", order, ".npy");
+      absl::StatusOr<Tensor> t = ReadNpy(TestData(file));
+      ASSERT_TRUE(t.ok()) << t.status();
+      EXPECT_EQ(ShortName(t->dtype()), name);
+      EXPECT_EQ(t->sizes(), (std::vector<int64_t>{2, 3})) << file;
+      std::vector<int64_t> want_strides = order[0] == 'c'
+                                              ? std::vector<int64_t>{3, 1}
+                                              : std::vector<int64_t>{1, 2};
+      EXPECT_EQ(t->strides(), want_strides);
+      for (int64_t i = 0; i < 2; ++i) {
+        for (int64_t j = 0; j < 3; ++j) {
+          double base = i * 3 + j;
+          double want = name[0] == 'u' ? base * 40 : base * 3 - 4;
+          EXPECT_EQ(t->GetDouble({i, j}), want)
+              << file << " at " << i << "," << j;
+        }
+      }
+    }
+  }
+  Tensor b = *ReadNpy(TestData("b8_c.npy"));
+  EXPECT_EQ(b.dtype(), DType::kBool);
+  EXPECT_EQ(b.GetDouble({0, 1}), 1.0);
+  EXPECT_EQ(b.GetDouble({1, 1}), 0.0);
+}
+
+TEST(NpyTest, ScalarsEmptyVersionTwoAndHalfValues) {
+  Tensor s = *ReadNpy(TestData("f64_scalar.npy"));
+  EXPECT_EQ(s.dim(), 0);
+  EXPECT_EQ(s.GetDouble({}), 2.5);
+  EXPECT_EQ(ReadNpy(TestData("i64_scalar.npy"))->GetDouble({}), -7.0);
+  Tensor e = *ReadNpy(TestData("f32_empty.npy"));
+  EXPECT_EQ(e.sizes(), (std::vector<int64_t>{0, 3}));
+  Tensor v2 = *ReadNpy(TestData("f32_v2.npy"));
+  EXPECT_EQ(v2.GetDouble({1}), -2.0);
+  Tensor h = *ReadNpy(TestData("f16_values.npy"));
+  EXPECT_EQ(h.GetDouble({0}), 0.0999755859375);  // f16(0.1)
+  EXPECT_EQ(h.GetDouble({1}), 65504.0);
+  EXPECT_EQ(h.GetDouble({2}), 1.1920928955078125e-07);  // a subnormal
+}
+
+TEST(NpyTest, WriteThenReadRoundTripsEveryDType) {
+  for (DType d : AllDTypes()) {
+    Tensor t = *Tensor::Empty({2, 3}, d);
+    ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+      t.SetDouble(i, d == DType::kBool ? (i[1] % 2) : (i[0] * 3 + i[1]) - 2);
+    });
+    std::string path = TmpPath(absl::StrCat("rt_", ShortName(d), ".npy"));
+    ASSERT_TRUE(WriteNpy(path, t).ok());
+    Tensor back = *ReadNpy(path);
+    EXPECT_EQ(back.dtype(), d);
+    EXPECT_EQ(back.sizes(), t.sizes());
+    ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+      EXPECT_EQ(back.GetDouble(i), t.GetDouble(i)) << ShortName(d);
+    });
+  }
+}
+
+TEST(NpyTest, WritesFortranOrderForFortranTensorsAndCopiesOthers) {
+  Tensor a = *Tensor::Empty({3, 2}, DType::kFloat32);
+  ForEachIndex(a.sizes(), [&](absl::Span<const int64_t> i) {
+    a.SetDouble(i, i[0] * 10 + i[1]);
+  });
+  Tensor t = *a.AsStrided({2, 3}, {1, 2}, 0);  // a.t(): Fortran-contiguous
+  std::string bytes = *EncodeNpy(t);
+  EXPECT_THAT(bytes, HasSubstr("'fortran_order': True"));
+  EXPECT_EQ(bytes.size() % 64, 24u % 64);  // 64-byte header + 6*4 data
+  Tensor back = *ParseNpy(bytes);
+  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+    EXPECT_EQ(back.GetDouble(i), t.GetDouble(i));
+  });
+  Tensor strided = *a.AsStrided({2}, {4}, 1);  // not contiguous either way
+  Tensor s = *ParseNpy(*EncodeNpy(strided));
+  EXPECT_EQ(s.GetDouble({0}), 1.0);
+  EXPECT_EQ(s.GetDouble({1}), 21.0);
+}
+
+std::string Header(absl::string_view dict, int pad_to = 64) {
+  std::string h = absl::StrCat(std::string("\x93NUMPY\x01\x00", 8), "  ", dict);
+  while ((h.size() + 1) % pad_to != 0) h += ' ';
+  h += '\n';
+  size_t len = h.size() - 10;
+  h[8] = static_cast<char>(len & 0xff);
+  h[9] = static_cast<char>(len >> 8);
+  return h;
+}
+
+TEST(NpyTest, MalformedFilesGiveOneClearLineWithTheByte) {
+  std::string good =
+      Header("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }");
+  struct Case {
+    std::string bytes;
+    std::string message;
+  } cases[] = {
+      {"", "byte 0: file of 0 bytes is too short"},
+      {"hello world!", "byte 0: not a .npy file"},
+      {std::string("\x93NUMPY\x09\x00\x10\x00", 10) + "xxxxxx",
+       "byte 6: unsupported .npy version 9.0"},
+      {std::string("\x93NUMPY\x01\x00\xff\x7f", 10) + "{}",
+       "byte 8: header length 32767 runs past the end"},
+      {Header("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }"),
+       "data has 0 bytes but shape (2) of <f4 needs 8"},
+      {good + std::string(9, '\0'),
+       "data has 9 bytes but shape (2) of <f4 needs 8"},
+      {Header("{'descr': '<c8', 'fortran_order': False, 'shape': (), }") +
+           std::string(8, '\0'),
+       "byte 20: unsupported dtype '<c8'"},
+      {Header("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }") +
+           std::string(4, '\0'),
+       "byte 20: big-endian data ('>f4') is not supported"},
+      {Header("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (1,), }"),
+       "byte 44: expected True or False"},
+      {Header("{'descr': '<f4', 'fortran_order': False, 'shape': (-3,), }"),
+       "byte 61: shape dimension -3 is negative"},
+      {Header("{'descr': '<f4', 'fortran_order': False, 'shape': (3 4), }"),
+       "byte 63: expected ',' or ')' in the shape"},
+      {Header("{'descr': '<f4', 'fortran_order': False}"),
+       "header lacks 'shape'"},
+      {Header("{'descr': '<f4', 'colour': 1, 'fortran_order': False, 'shape': "
+              "(), }"),
+       "byte 27: unexpected header key 'colour'"},
+      {Header("{'descr': '<f4', 'fortran_order': False, 'shape': "
+              "(99999999999999999999,), }"),
+       "shape dimension is too large"},
+      {Header("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, "
+              "4294967296), }") +
+           std::string(8, '\0'),
+       "needs more than 18446744073709551615 bytes"},
+      {Header("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }") +
+           std::string("\x01\x07", 2),
+       "byte 129: bool value 7 is not 0 or 1"},
+      {Header("{'descr': '<f4, 'fortran_order': False, 'shape': (), }"),
+       "byte 27: expected '}', got 'f'"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<Tensor> t = ParseNpy(c.bytes);
+    ASSERT_FALSE(t.ok()) << c.message;
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(t.status().message()), HasSubstr(c.message));
+  }
+  // Fixtures NumPy wrote that lathe refuses.
+  EXPECT_THAT(std::string(ReadNpy(TestData("c64.npy")).status().message()),
+              HasSubstr("c64.npy: byte 20: unsupported dtype '<c8'"));
+  EXPECT_THAT(
+      std::string(ReadNpy(TestData("f32_bigendian.npy")).status().message()),
+      HasSubstr("big-endian"));
+  EXPECT_THAT(std::string(ReadNpy(TmpPath("missing.npy")).status().message()),
+              HasSubstr("missing.npy: cannot open"));
+}
+
+TEST(NpyTest, FailedWritesLeaveNothingBehind) {
+  Tensor t = *Tensor::Empty({2}, DType::kFloat32);
+  std::string path = TmpPath("no/such/dir/out.npy");
+  absl::Status s = WriteNpy(path, t);
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("out.npy: cannot write"));
+  EXPECT_FALSE(std::ifstream(path).good());
+  EXPECT_FALSE(std::ifstream(path + ".tmp-lathe").good());
+  EXPECT_FALSE(EncodeNpy(Tensor()).ok());
+}
+
+}  // namespace
+}  // namespace lathe

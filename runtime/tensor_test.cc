@@ -1,0 +1,128 @@
+#include "runtime/tensor.h"
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/device.h"
+#include "runtime/dtype.h"
+
+namespace lathe {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(DTypeTest, NamesAndParsing) {
+  EXPECT_EQ(AllDTypes().size(), 10u);
+  for (DType d : AllDTypes()) {
+    EXPECT_EQ(*ParseDType(ShortName(d)), d);
+    EXPECT_EQ(*ParseDType(TorchName(d)), d);
+  }
+  EXPECT_EQ(*ParseDType("torch.half"), DType::kFloat16);
+  EXPECT_EQ(*ParseDType("torch.long"), DType::kInt64);
+  EXPECT_EQ(ItemSize(DType::kBFloat16), 2);
+  EXPECT_THAT(std::string(ParseDType("f128").status().message()),
+              HasSubstr("unknown dtype 'f128'"));
+  EXPECT_TRUE(IsFloatingPoint(DType::kBFloat16));
+  EXPECT_FALSE(IsIntegral(DType::kBool, false));
+  EXPECT_TRUE(IsIntegral(DType::kBool, true));
+}
+
+TEST(DeviceTest, Parse) {
+  EXPECT_EQ(Device::Parse("cpu")->ToString(), "cpu");
+  EXPECT_EQ(Device::Parse("cuda")->ToString(), "cuda:0");
+  EXPECT_EQ(Device::Parse("cuda:3")->index, 3);
+  for (const char* bad : {"gpu", "cuda:", "cuda:-1", "cuda:x", "cuda:+1"}) {
+    EXPECT_THAT(std::string(Device::Parse(bad).status().message()),
+                HasSubstr("unknown device"))
+        << bad;
+  }
+}
+
+TEST(TensorTest, EmptyIsContiguousZeros) {
+  Tensor t = *Tensor::Empty({2, 3}, DType::kFloat32);
+  EXPECT_EQ(t.ToString(), "f32[2, 3][3, 1]cpu");
+  EXPECT_TRUE(t.is_contiguous());
+  EXPECT_EQ(t.numel(), 6);
+  EXPECT_EQ(t.GetDouble({1, 2}), 0.0);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data_ptr()) % 64, 0u);
+  EXPECT_THAT(ContiguousStrides({2, 0, 3}), ElementsAre(3, 3, 1));
+  Tensor scalar = *Tensor::Empty({}, DType::kInt64);
+  EXPECT_EQ(scalar.numel(), 1);
+  EXPECT_EQ(scalar.ToString(), "i64[][]cpu");
+}
+
+TEST(TensorTest, ViewsShareStorage) {
+  Tensor a = *Tensor::Empty({2, 3}, DType::kFloat32);
+  Tensor t = *a.AsStrided({3, 2}, {1, 3}, 0);  // a.t()
+  t.SetDouble({2, 1}, 5.0);
+  EXPECT_EQ(a.GetDouble({1, 2}), 5.0);
+  EXPECT_EQ(a.storage(), t.storage());
+  EXPECT_EQ(a.storage().use_count(), 2);
+  EXPECT_FALSE(t.is_contiguous());
+  EXPECT_TRUE(t.is_non_overlapping_and_dense());
+  Tensor row = *a.AsStrided({3}, {1}, 3);  // a[1]
+  EXPECT_EQ(row.GetDouble({2}), 5.0);
+  Tensor c = *a.Clone();
+  EXPECT_NE(c.storage(), a.storage());
+  EXPECT_EQ(c.GetDouble({1, 2}), 5.0);
+}
+
+TEST(TensorTest, ViewsOutsideTheStorageAreErrors) {
+  Tensor a = *Tensor::Empty({2, 3}, DType::kFloat32);
+  absl::StatusOr<Tensor> v = a.AsStrided({2, 3}, {3, 1}, 1);
+  EXPECT_EQ(v.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(std::string(v.status().message()),
+              HasSubstr("exceeds its storage of 24 bytes"));
+  EXPECT_FALSE(a.AsStrided({-1}, {1}, 0).ok());
+  EXPECT_FALSE(a.AsStrided({2}, {-1}, 0).ok());
+  EXPECT_FALSE(a.AsStrided({2}, {1}, -1).ok());
+  EXPECT_FALSE(a.AsStrided({2, 2}, {1}, 0).ok());
+  EXPECT_FALSE(Tensor::Empty({1LL << 40, 1LL << 40}, DType::kFloat32).ok());
+  EXPECT_TRUE(a.AsStrided({0, 100}, {100, 1}, 6).ok());  // empty: no reach
+}
+
+TEST(TensorTest, ContiguityFollowsPyTorch) {
+  Tensor base = *Tensor::Empty({4, 4}, DType::kFloat32);
+  EXPECT_TRUE(base.AsStrided({1, 4}, {99, 1}, 0)->is_contiguous());  // size-1
+  EXPECT_FALSE(base.AsStrided({2, 2}, {4, 1}, 0)->is_contiguous());
+  EXPECT_TRUE(
+      base.AsStrided({2, 2}, {4, 1}, 0)->is_non_overlapping_and_dense() ==
+      false);
+  EXPECT_TRUE(base.AsStrided({4}, {0}, 0).ok());
+}
+
+TEST(TensorTest, OverlapQueries) {
+  Tensor a = *Tensor::Empty({4, 4}, DType::kFloat32);
+  Tensor b = *Tensor::Empty({4, 4}, DType::kFloat32);
+  Tensor row0 = *a.AsStrided({4}, {1}, 0), row1 = *a.AsStrided({4}, {1}, 4);
+  Tensor col0 = *a.AsStrided({4}, {4}, 0);
+  EXPECT_EQ(GetOverlap(a, b), Overlap::kNone);
+  EXPECT_EQ(GetOverlap(a, *a.AsStrided({4, 4}, {4, 1}, 0)), Overlap::kFull);
+  EXPECT_EQ(GetOverlap(row0, row1), Overlap::kNone);
+  EXPECT_EQ(GetOverlap(a, row1), Overlap::kPartial);
+  EXPECT_EQ(GetOverlap(row1, col0), Overlap::kTooHard);  // extents intersect
+  EXPECT_EQ(GetOverlap(a, *a.AsStrided({0}, {1}, 0)), Overlap::kNone);
+  EXPECT_TRUE(HasInternalOverlap(*a.AsStrided({4, 4}, {0, 1}, 0)));  // expand
+  EXPECT_TRUE(HasInternalOverlap(*a.AsStrided({3, 3}, {1, 1}, 0)));
+  EXPECT_FALSE(HasInternalOverlap(*a.AsStrided({2, 2}, {8, 1}, 0)));
+  EXPECT_FALSE(HasInternalOverlap(a));
+}
+
+TEST(TensorTest, ElementConversions) {
+  Tensor h = *Tensor::Empty({2}, DType::kFloat16);
+  h.SetDouble({0}, 0.1);
+  EXPECT_EQ(h.GetDouble({0}),
+            static_cast<double>(Half::FromFloat(0.1f).ToFloat()));
+  Tensor i = *Tensor::Empty({1}, DType::kInt32);
+  i.SetDouble({0}, -2.7);
+  EXPECT_EQ(i.GetDouble({0}), -2.0);  // toward zero
+  Tensor b = *Tensor::Empty({1}, DType::kBool);
+  b.SetDouble({0}, 0.5);
+  EXPECT_EQ(b.GetDouble({0}), 1.0);
+}
+
+}  // namespace
+}  // namespace lathe
