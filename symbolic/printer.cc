@@ -110,8 +110,9 @@ class PythonPrinter {
         uint64_t mag = v < 0 ? 0 - static_cast<uint64_t>(v) : v;
         if (mag != 1) parts.push_back(absl::StrCat(mag));
       } else if (c.kind() == ExprKind::kFloat) {
+        // -1.0*x prints as -x (and -x of a float parses back to -1.0*x).
         double v = std::fabs(c.float_value());
-        parts.push_back(FormatFloat(v));
+        if (v != 1.0) parts.push_back(FormatFloat(v));
       } else {
         parts.push_back(PrintPrec(c, kPrecMul + 1));
       }

@@ -1,0 +1,265 @@
+#include "ir/graph.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "check.h"
+
+namespace lathe::ir {
+
+Arg Arg::Of(Node* n) {
+  Arg a;
+  a.kind = Kind::kNode;
+  a.node = n;
+  return a;
+}
+Arg Arg::None() { return Arg(); }
+Arg Arg::Bool(bool v) {
+  Arg a;
+  a.kind = Kind::kBool;
+  a.b = v;
+  return a;
+}
+Arg Arg::Int(int64_t v) {
+  Arg a;
+  a.kind = Kind::kInt;
+  a.i = v;
+  return a;
+}
+Arg Arg::Float(double v) {
+  Arg a;
+  a.kind = Kind::kFloat;
+  a.f = v;
+  return a;
+}
+Arg Arg::String(std::string v) {
+  Arg a;
+  a.kind = Kind::kString;
+  a.s = std::move(v);
+  return a;
+}
+Arg Arg::OfDType(DType d) {
+  Arg a;
+  a.kind = Kind::kDType;
+  a.dtype = d;
+  return a;
+}
+Arg Arg::OfDevice(Device d) {
+  Arg a;
+  a.kind = Kind::kDevice;
+  a.device = d;
+  return a;
+}
+Arg Arg::Layout(std::string name) {
+  Arg a;
+  a.kind = Kind::kLayout;
+  a.s = std::move(name);
+  return a;
+}
+Arg Arg::MemoryFormat(std::string name) {
+  Arg a;
+  a.kind = Kind::kMemoryFormat;
+  a.s = std::move(name);
+  return a;
+}
+Arg Arg::List(std::vector<Arg> items) {
+  Arg a;
+  a.kind = Kind::kList;
+  a.list = std::move(items);
+  return a;
+}
+
+namespace {
+
+void CollectNodes(const Arg& a, std::vector<Node*>* out) {
+  if (a.kind == Arg::Kind::kNode) out->push_back(a.node);
+  for (const Arg& item : a.list) CollectNodes(item, out);
+}
+
+void ReplaceIn(Arg& a, Node* from, Node* to) {
+  if (a.kind == Arg::Kind::kNode && a.node == from) a.node = to;
+  for (Arg& item : a.list) ReplaceIn(item, from, to);
+}
+
+}  // namespace
+
+std::vector<Node*> Node::Inputs() const {
+  std::vector<Node*> out;
+  for (const Arg& a : args_) CollectNodes(a, &out);
+  for (const auto& [name, a] : kwargs_) CollectNodes(a, &out);
+  return out;
+}
+
+void Node::SetArgs(std::vector<Arg> args,
+                   std::vector<std::pair<std::string, Arg>> kwargs) {
+  for (Node* in : Inputs()) {
+    auto it = std::find(in->users_.begin(), in->users_.end(), this);
+    if (it != in->users_.end()) in->users_.erase(it);
+  }
+  args_ = std::move(args);
+  kwargs_ = std::move(kwargs);
+  for (Node* in : Inputs()) in->users_.push_back(this);
+}
+
+std::vector<Node*> Graph::Placeholders() const {
+  std::vector<Node*> out;
+  for (const auto& n : nodes_) {
+    if (n->kind() == Node::Kind::kPlaceholder) out.push_back(n.get());
+  }
+  return out;
+}
+
+Node* Graph::output() const {
+  for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
+    if ((*it)->kind() == Node::Kind::kOutput) return it->get();
+  }
+  return nullptr;
+}
+
+Node* Graph::Find(absl::string_view name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+Node* Graph::Insert(Node::Kind kind, std::string name, std::string target,
+                    std::vector<Arg> args,
+                    std::vector<std::pair<std::string, Arg>> kwargs,
+                    ValueMeta meta, Node* before) {
+  LATHE_CHECK(!by_name_.contains(name)) << "duplicate node name " << name;
+  std::unique_ptr<Node> node(new Node());
+  node->kind_ = kind;
+  node->name_ = std::move(name);
+  node->target_ = std::move(target);
+  node->meta_ = std::move(meta);
+  node->graph_ = this;
+  Node* raw = node.get();
+  by_name_[raw->name_] = raw;
+  auto pos = nodes_.end();
+  if (before != nullptr) {
+    pos = std::find_if(
+        nodes_.begin(), nodes_.end(),
+        [&](const std::unique_ptr<Node>& n) { return n.get() == before; });
+  }
+  nodes_.insert(pos, std::move(node));
+  raw->SetArgs(std::move(args), std::move(kwargs));
+  return raw;
+}
+
+std::string Graph::UniqueName(absl::string_view base) const {
+  std::string name(base);
+  for (int k = 1; by_name_.contains(name); ++k)
+    name = absl::StrCat(base, "_", k);
+  return name;
+}
+
+void Graph::ReplaceAllUsesWith(Node* from, Node* to) {
+  std::vector<Node*> users = from->users_;
+  absl::flat_hash_set<Node*> done;
+  for (Node* user : users) {
+    if (!done.insert(user).second) continue;
+    std::vector<Arg> args = user->args_;
+    std::vector<std::pair<std::string, Arg>> kwargs = user->kwargs_;
+    for (Arg& a : args) ReplaceIn(a, from, to);
+    for (auto& [name, a] : kwargs) ReplaceIn(a, from, to);
+    user->SetArgs(std::move(args), std::move(kwargs));
+  }
+}
+
+absl::Status Graph::Erase(Node* node) {
+  if (!node->users_.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot erase ", node->name_, ": it still has ", node->users_.size(),
+        " user(s), first ", node->users_[0]->name_));
+  }
+  node->SetArgs({}, {});
+  by_name_.erase(node->name_);
+  nodes_.remove_if(
+      [&](const std::unique_ptr<Node>& n) { return n.get() == node; });
+  return absl::OkStatus();
+}
+
+absl::Status Graph::CheckStructure() const {
+  absl::flat_hash_set<const Node*> seen;
+  absl::flat_hash_map<const Node*, int> uses;
+  int outputs = 0;
+  for (const auto& n : nodes_) {
+    for (Node* in : n->Inputs()) {
+      if (!seen.contains(in)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            n->name(), " uses ", in->name(), " before it is defined"));
+      }
+      ++uses[in];
+    }
+    if (n->kind() == Node::Kind::kOutput) {
+      ++outputs;
+      if (n.get() != nodes_.back().get()) {
+        return absl::FailedPreconditionError("the output is not the last node");
+      }
+    }
+    seen.insert(n.get());
+  }
+  for (const auto& n : nodes_) {
+    if (static_cast<int>(n->users().size()) != uses[n.get()]) {
+      return absl::InternalError(
+          absl::StrCat("use list of ", n->name(), " is out of date"));
+    }
+  }
+  if (outputs != 1) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("a graph needs exactly one output, has ", outputs));
+  }
+  return absl::OkStatus();
+}
+
+Node* GraphBuilder::Placeholder(absl::string_view name, ValueMeta meta) {
+  return graph_->Insert(Node::Kind::kPlaceholder, std::string(name),
+                        std::string(name), {}, {}, std::move(meta));
+}
+
+Node* GraphBuilder::Call(absl::string_view name, absl::string_view target,
+                         std::vector<Arg> args,
+                         std::vector<std::pair<std::string, Arg>> kwargs,
+                         ValueMeta meta) {
+  return graph_->Insert(Node::Kind::kCall, graph_->UniqueName(name),
+                        std::string(target), std::move(args), std::move(kwargs),
+                        std::move(meta));
+}
+
+Node* GraphBuilder::Output(std::vector<Node*> results) {
+  std::vector<Arg> items;
+  for (Node* r : results) items.push_back(Arg::Of(r));
+  return graph_->Insert(Node::Kind::kOutput, "output", "output",
+                        {Arg::List(std::move(items))}, {}, {});
+}
+
+std::unique_ptr<Graph> GraphBuilder::Finish() {
+  ComputeFrees(*graph_);
+  return std::move(graph_);
+}
+
+void ComputeFrees(Graph& graph) {
+  absl::flat_hash_map<Node*, Node*> last_use;
+  for (const auto& n : graph.nodes()) {
+    for (Node* in : n->Inputs()) last_use[in] = n.get();
+  }
+  for (const auto& n : graph.nodes()) {
+    n->frees().clear();
+    if (n->kind() == Node::Kind::kOutput) continue;
+    // In argument order, each value once.
+    absl::flat_hash_set<Node*> listed;
+    for (Node* in : n->Inputs()) {
+      if (last_use[in] == n.get() && listed.insert(in).second) {
+        n->frees().push_back(in->name());
+      }
+    }
+  }
+}
+
+}  // namespace lathe::ir

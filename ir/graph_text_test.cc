@@ -1,0 +1,185 @@
+#include "ir/graph_text.h"
+
+#include <dirent.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/graph.h"
+#include "symbolic/printer.h"
+
+namespace lathe::ir {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string GraphDir() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* ws = std::getenv("TEST_WORKSPACE");
+  return absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "lathe",
+                      "/ir/testdata/graphs");
+}
+
+std::vector<std::string> CorpusFiles() {
+  std::vector<std::string> out;
+  DIR* dir = opendir(GraphDir().c_str());
+  if (dir == nullptr) return out;
+  while (dirent* e = readdir(dir)) {
+    std::string name = e->d_name;
+    if (name.size() > 4 && name.substr(name.size() - 4) == ".txt")
+      out.push_back(name);
+  }
+  closedir(dir);
+  return out;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(GraphTextTest, CorpusRoundTripsExactly) {
+  std::vector<std::string> files = CorpusFiles();
+  EXPECT_GE(files.size(), 20u);
+  for (const std::string& file : files) {
+    std::string text = Slurp(GraphDir() + "/" + file);
+    absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(text);
+    ASSERT_TRUE(g.ok()) << file << ": " << g.status();
+    EXPECT_TRUE((*g)->CheckStructure().ok()) << file;
+    EXPECT_EQ(PrintGraph(**g), text) << file;
+  }
+}
+
+TEST(GraphTextTest, StructureOfAParsedGraph) {
+  std::string text = Slurp(GraphDir() + "/01_mlp.txt");
+  std::unique_ptr<Graph> g = *ParseGraph(text);
+  std::vector<Node*> ps = g->Placeholders();
+  ASSERT_EQ(ps.size(), 4u);
+  EXPECT_EQ(ps[0]->name(), "x");
+  EXPECT_EQ(ps[0]->meta().tensor.ToAnnotation(), "f32[8, 16][16, 1]cpu");
+  Node* mm = g->Find("mm");
+  ASSERT_NE(mm, nullptr);
+  EXPECT_EQ(mm->target(), "aten.mm.default");
+  EXPECT_EQ(mm->args()[0].node, ps[0]);
+  EXPECT_EQ(mm->users().size(), 1u);
+  EXPECT_EQ(mm->users()[0]->name(), "add");
+  EXPECT_EQ(g->output()->args()[0].list[0].node->name(), "mm_1");
+  EXPECT_TRUE(g->wrapped_in_class);
+
+  std::unique_ptr<Graph> kw =
+      *ParseGraph(Slurp(GraphDir() + "/16_creation_kwargs.txt"));
+  Node* full = kw->Find("full");
+  EXPECT_EQ(full->args()[0].kind, Arg::Kind::kList);
+  EXPECT_EQ(full->args()[1].f, 1.5);
+  ASSERT_EQ(full->kwargs().size(), 4u);
+  EXPECT_EQ(full->kwargs()[0].first, "dtype");
+  EXPECT_EQ(full->kwargs()[0].second.dtype, DType::kFloat32);
+  EXPECT_EQ(full->kwargs()[2].second.kind, Arg::Kind::kDevice);
+
+  std::unique_ptr<Graph> dyn =
+      *ParseGraph(Slurp(GraphDir() + "/13_dynamic_sym_ops.txt"));
+  Node* mul = dyn->Find("mul");
+  EXPECT_EQ(mul->target(), "operator.mul");
+  EXPECT_EQ(symbolic::ToString(mul->meta().sym), "s0*s1");
+  std::unique_ptr<Graph> opt =
+      *ParseGraph(Slurp(GraphDir() + "/10_adam_step.txt"));
+  EXPECT_EQ(opt->directives().size(), 1u);
+  EXPECT_EQ(opt->directives()[0].text, "hint zf0 0.001");
+  EXPECT_TRUE(opt->Placeholders()[4]->meta().sym.is_float());
+}
+
+TEST(GraphTextTest, CommentsAndPyTorchSpellingsAreAccepted) {
+  std::string text = R"(class GraphModule(torch.nn.Module):
+    def forward(self, L_x_: "f32[2][1]cpu", n):
+        # File: model.py:12 in forward, code: return x.sin() * 2
+        sin: "f32[2][1]cpu" = torch.ops.aten.sin.default(L_x_);  L_x_ = None
+
+        mul: "f32[2][1]cpu" = torch.ops.aten.mul.Tensor(sin, 2);  sin = None
+        return (mul,)
+)";
+  std::unique_ptr<Graph> g = *ParseGraph(text);
+  EXPECT_EQ(g->Find("mul")->args()[1].i, 2);
+  EXPECT_EQ(g->Placeholders()[1]->meta().kind, ValueMeta::Kind::kNone);
+}
+
+TEST(GraphTextTest, ErrorsNameLineAndColumn) {
+  struct Case {
+    std::string text;
+    std::string message;
+  } cases[] = {
+      {"", "line 1:1: no 'def forward' found"},
+      {"x = 1\n", "line 1:1: expected 'def forward(self, ...):'"},
+      {"def forward(self, x):\n    y = torch.ops.aten.relu.default(z)\n    "
+       "return (y,)\n",
+       "line 2:37: 'z' is not defined"},
+      {"def forward(self, x):\n    y = torch.ops.aten.relu.default(x\n    "
+       "return (y,)\n",
+       "line 2:38: expected ',' or ')' after an argument, got the end of the "
+       "line"},
+      {"def forward(self, x: \"f33[2]\"):\n    return (x,)\n",
+       "line 1:23: in annotation: unknown dtype 'f33'"},
+      {"def forward(self, x: \"f32[2, s0 +]\"):\n    return (x,)\n",
+       "line 1:30: in annotation: in 's0 +'"},
+      {"def forward(self, x):\n    y = x[0]\n    y = x[1]\n    return (y,)\n",
+       "line 3:5: 'y' is assigned twice"},
+      {"def forward(self, x):\n    y = torch.ops.aten.relu.default(x)\n",
+       "forward() has no return"},
+      {"def forward(self, x):\n    return (x,)\n    y = x[0]\n",
+       "line 3:5: text after the graph's return"},
+      {"def forward(self, x, x):\n    return (x,)\n",
+       "line 1:22: parameter 'x' appears twice"},
+      {"def forward(self, x):\n    y = x ^ 2\n    return (y,)\n",
+       "line 2:9: expected a call, x[i], self.attr or a Python operator"},
+      {"def forward(self, x):\n    y = f(1 2)\n    return (y,)\n",
+       "line 2:13: expected ',' or ')' after an argument"},
+      {"def forward(self, x):\n    y = f(x);  q = None\n    return (y,)\n",
+       "line 2:16: 'q' is not defined"},
+      {"def forward(self, x):\n    y = f(a=1, x)\n    return (y,)\n",
+       "line 2:16: a positional argument after keyword arguments"},
+      {"def forward(self, x):\n    y = f('abc)\n    return (y,)\n",
+       "line 2:11: unterminated string"},
+      {"def forward(self, x):\n    y = f(device(type='tpu'))\n    return "
+       "(y,)\n",
+       "unknown device 'tpu'"},
+      {"def forward(self, x):\n    y = f(torch.float128)\n    return (y,)\n",
+       "line 2:11: 'torch.float128' is not defined"},
+      {"def forward(self, x):\nreturn (x,)\n",
+       "line 2:1: expected an indented statement"},
+      {"def forward(self, x):\n    return (x, q)\n",
+       "line 2:16: 'q' is not defined"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(c.text);
+    ASSERT_FALSE(g.ok()) << c.text;
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(g.status().message()), HasSubstr(c.message))
+        << c.text;
+  }
+  std::string deep = "def forward(self, x):\n    y = f(" +
+                     std::string(100000, '[') + "\n    return (y,)\n";
+  EXPECT_THAT(std::string(ParseGraph(deep).status().message()),
+              HasSubstr("nested too deeply"));
+}
+
+TEST(GraphTextTest, PyFloatMatchesPythonRepr) {
+  EXPECT_EQ(PyFloat(0.5), "0.5");
+  EXPECT_EQ(PyFloat(1e-05), "1e-05");
+  EXPECT_EQ(PyFloat(1e16), "1e+16");
+  EXPECT_EQ(PyFloat(1e15), "1000000000000000.0");
+  EXPECT_EQ(PyFloat(0.0001), "0.0001");
+  EXPECT_EQ(PyFloat(-2.0), "-2.0");
+  EXPECT_EQ(PyFloat(0.1 + 0.2), "0.30000000000000004");
+  EXPECT_EQ(PyFloat(1.0 / 0.0), "inf");
+}
+
+}  // namespace
+}  // namespace lathe::ir

@@ -1,0 +1,76 @@
+// -----------------------------------------------------------------------------
+// File: tensor_meta.h
+// -----------------------------------------------------------------------------
+//
+// What the IR knows about a value without running it: for a tensor its dtype,
+// device, symbolic sizes/strides/offset and storage identity; for a symbolic
+// scalar its expression; for a tuple its elements. Also the annotation syntax
+// PyTorch's print_readable() writes: "f32[s0, 16][16, 1]cpu", "Sym(2*s0)".
+//
+// Example:
+//
+//   ASSIGN_OR_RETURN(ValueMeta m, ParseAnnotation("f32[s0, 16][16, 1]cpu"));
+//   m.tensor.sizes[0];          // the symbol s0
+//   m.ToAnnotation();           // "f32[s0, 16][16, 1]cpu"
+
+#ifndef LATHE_IR_TENSOR_META_H_
+#define LATHE_IR_TENSOR_META_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "runtime/device.h"
+#include "runtime/dtype.h"
+#include "symbolic/expr.h"
+
+namespace lathe::ir {
+
+// An identity for a storage: two values alias exactly when their ids match.
+using StorageId = int64_t;
+inline constexpr StorageId kUnknownStorage = -1;
+
+struct TensorMeta {
+  DType dtype = DType::kFloat32;
+  Device device = Device::Cpu();
+  std::vector<symbolic::Expr> sizes;
+  std::vector<symbolic::Expr> strides;
+  symbolic::Expr storage_offset = symbolic::Int(0);
+  StorageId storage = kUnknownStorage;
+  // How the annotation was written (so printing reproduces it).
+  bool show_strides = true;
+  bool show_device = true;
+
+  int64_t dim() const { return static_cast<int64_t>(sizes.size()); }
+  // "f32[s0, 16][16, 1]cpu" (strides and device as show_* say).
+  std::string ToAnnotation() const;
+};
+
+struct ValueMeta {
+  enum class Kind : uint8_t { kNone, kTensor, kSym, kTuple };
+  Kind kind = Kind::kNone;
+  TensorMeta tensor;                // kTensor
+  symbolic::Expr sym;               // kSym: an int, float or bool expression
+  std::vector<ValueMeta> elements;  // kTuple
+
+  static ValueMeta Tensor(TensorMeta t);
+  static ValueMeta Sym(symbolic::Expr e);
+  static ValueMeta Tuple(std::vector<ValueMeta> elements);
+
+  // The annotation text without quotes; "" for kNone.
+  std::string ToAnnotation() const;
+};
+
+// ParseAnnotation()
+//
+// A value's annotation: "f32[2, 3]", "f32[s0, 3][3, 1]", "f32[s0][1]cuda:0",
+// "Sym(s0 + 1)", "Sym(zf0)", "Sym(Eq(s0, 2))", or a parenthesized tuple of
+// those. Symbols follow symbolic::DefaultSymbol naming. Errors name the
+// column within `text` (1-based).
+absl::StatusOr<ValueMeta> ParseAnnotation(absl::string_view text);
+
+}  // namespace lathe::ir
+
+#endif  // LATHE_IR_TENSOR_META_H_
