@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -16,19 +17,29 @@
 
 namespace lathe {
 
+// Products saturate at INT64_MAX: a layout that large is then rejected by
+// the extent check instead of overflowing silently.
 std::vector<int64_t> ContiguousStrides(absl::Span<const int64_t> sizes) {
   std::vector<int64_t> strides(sizes.size());
   int64_t acc = 1;
   for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
     strides[d] = acc;
-    acc *= std::max<int64_t>(sizes[d], 1);
+    if (__builtin_mul_overflow(acc, std::max<int64_t>(sizes[d], 1), &acc)) {
+      acc = std::numeric_limits<int64_t>::max();
+    }
   }
   return strides;
 }
 
 int64_t Numel(absl::Span<const int64_t> sizes) {
   int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
+  for (int64_t s : sizes) {
+    if (s == 0) return 0;
+  }
+  for (int64_t s : sizes) {
+    if (__builtin_mul_overflow(n, s, &n))
+      return std::numeric_limits<int64_t>::max();
+  }
   return n;
 }
 
