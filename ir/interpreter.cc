@@ -1,0 +1,294 @@
+#include "ir/interpreter.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/op_registry.h"
+#include "status_macros.h"
+#include "symbolic/evaluate.h"
+#include "symbolic/printer.h"
+
+namespace lathe::ir {
+
+absl::StatusOr<Value> ArgValue(
+    const Arg& arg, const absl::flat_hash_map<const Node*, Value>& env) {
+  switch (arg.kind) {
+    case Arg::Kind::kNode: {
+      auto it = env.find(arg.node);
+      if (it == env.end()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("'", arg.node->name(), "' has no value yet"));
+      }
+      return it->second;
+    }
+    case Arg::Kind::kNone:
+      return Value::None();
+    case Arg::Kind::kBool:
+      return Value::Bool(arg.b);
+    case Arg::Kind::kInt:
+      return Value::Int(arg.i);
+    case Arg::Kind::kFloat:
+      return Value::Float(arg.f);
+    case Arg::Kind::kString:
+    case Arg::Kind::kLayout:
+    case Arg::Kind::kMemoryFormat:
+      return Value::String(arg.s);
+    case Arg::Kind::kDType:
+      return Value::OfDType(arg.dtype);
+    case Arg::Kind::kDevice:
+      return Value::OfDevice(arg.device);
+    case Arg::Kind::kList: {
+      std::vector<Value> items;
+      for (const Arg& a : arg.list) {
+        ASSIGN_OR_RETURN(Value v, ArgValue(a, env));
+        items.push_back(std::move(v));
+      }
+      return Value::List(std::move(items));
+    }
+  }
+  return Value::None();
+}
+
+absl::StatusOr<Value> EvalPythonOp(absl::string_view target,
+                                   const std::vector<Value>& args) {
+  for (const Value& a : args) {
+    if (!a.is_number()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(target, " takes numbers, got ", a.DebugString()));
+    }
+  }
+  using symbolic::Expr;
+  Expr a = args[0].number;
+  if (target == "operator.neg") return Value::Number(symbolic::Neg(a));
+  if (args.size() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(target, " takes two operands"));
+  }
+  Expr b = args[1].number;
+  absl::StatusOr<Expr> r;
+  if (target == "operator.add")
+    r = symbolic::Add(a, b);
+  else if (target == "operator.sub")
+    r = symbolic::Sub(a, b);
+  else if (target == "operator.mul")
+    r = symbolic::Mul(a, b);
+  else if (target == "operator.floordiv")
+    r = symbolic::FloorDiv(a, b);
+  else if (target == "operator.mod") {
+    r = a.is_nonnegative() && b.is_positive() ? symbolic::Mod(a, b)
+                                              : symbolic::PythonMod(a, b);
+  } else if (target == "operator.truediv") {
+    r = a.is_int() && b.is_int() ? symbolic::IntTrueDiv(a, b)
+                                 : symbolic::FloatTrueDiv(a, b);
+  } else if (target == "operator.pow") {
+    r = a.is_int() && b.is_int() ? symbolic::PowByNatural(a, b)
+                                 : symbolic::FloatPow(a, b);
+  } else if (target == "operator.eq")
+    r = symbolic::Eq(a, b);
+  else if (target == "operator.ne")
+    r = symbolic::Ne(a, b);
+  else if (target == "operator.lt")
+    r = symbolic::Lt(a, b);
+  else if (target == "operator.le")
+    r = symbolic::Le(a, b);
+  else if (target == "operator.gt")
+    r = symbolic::Gt(a, b);
+  else if (target == "operator.ge")
+    r = symbolic::Ge(a, b);
+  else
+    return absl::UnimplementedError(
+        absl::StrCat("unsupported operator ", target));
+  if (!r.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat(target, ": ", r.status().message()));
+  return Value::Number(*r);
+}
+
+namespace {
+
+// Binds size symbols of annotations to input values and checks the rest.
+class InputChecker {
+ public:
+  absl::Status Check(const Node& p, int position, const Value& v) {
+    const ValueMeta& m = p.meta();
+    std::string where = absl::StrCat("input ", position, " ('", p.name(), "')");
+    if (m.kind == ValueMeta::Kind::kNone) return absl::OkStatus();
+    if (m.kind == ValueMeta::Kind::kSym) {
+      if (!v.is_number()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": expected a ", m.sym.is_float() ? "float" : "int",
+            " scalar (", m.ToAnnotation(), "), got ", v.DebugString()));
+      }
+      if (m.sym.is_float() != v.number.is_float()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": expected a ", m.sym.is_float() ? "float" : "int",
+            " scalar, got ", v.DebugString()));
+      }
+      return Bind(where, m.sym, v.number);
+    }
+    if (m.kind != ValueMeta::Kind::kTensor) return absl::OkStatus();
+    if (!v.is_tensor()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": expected a tensor ", m.ToAnnotation(),
+                       ", got ", v.DebugString()));
+    }
+    const TensorMeta& t = m.tensor;
+    if (v.tensor.dtype() != t.dtype) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": expected dtype ", ShortName(t.dtype), ", got ",
+                       ShortName(v.tensor.dtype())));
+    }
+    if (v.tensor.dim() != t.dim()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": expected ", t.dim(), " dimensions (", t.ToAnnotation(),
+          "), got ", v.tensor.dim(), " (", v.tensor.ToString(), ")"));
+    }
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      std::string dim_where = absl::StrCat(where, " size(", d, ")");
+      RETURN_IF_ERROR(
+          Bind(dim_where, t.sizes[d], symbolic::Int(v.tensor.sizes()[d])));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Bind(const std::string& where, symbolic::Expr want,
+                    symbolic::Expr got) {
+    if (want.is_symbol()) {
+      auto [it, inserted] = bound_.emplace(want, got);
+      if (!inserted && it->second != got) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": ", want.name(), " is ", symbolic::ToString(it->second),
+            " from an earlier input, got ", symbolic::ToString(got)));
+      }
+      return absl::OkStatus();
+    }
+    if (want.is_number()) {
+      if (want != got) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": expected ", symbolic::ToString(want),
+                         ", got ", symbolic::ToString(got)));
+      }
+      return absl::OkStatus();
+    }
+    return absl::OkStatus();  // an expression of symbols: checked by guards
+                              // later
+  }
+
+  absl::flat_hash_map<symbolic::Expr, symbolic::Expr> bound_;
+};
+
+bool SameStorage(const Value& v, const Storage& s) {
+  if (v.is_tensor()) return v.tensor.defined() && v.tensor.storage() == s;
+  for (const Value& item : v.list) {
+    if (SameStorage(item, s)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<Interpretation> Interpret(const Graph& graph,
+                                         std::vector<Value> inputs) {
+  std::vector<Node*> placeholders = graph.Placeholders();
+  if (inputs.size() != placeholders.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the graph takes ", placeholders.size(), " inputs, got ",
+                     inputs.size()));
+  }
+  absl::flat_hash_map<const Node*, Value> env;
+  InputChecker checker;
+  for (size_t i = 0; i < placeholders.size(); ++i) {
+    RETURN_IF_ERROR(
+        checker.Check(*placeholders[i], static_cast<int>(i), inputs[i]));
+    env[placeholders[i]] = inputs[i];
+  }
+  Interpretation result;
+  result.mutated_inputs.assign(placeholders.size(), false);
+  const OpRegistry& registry = OpRegistry::Global();
+  for (const auto& node : graph.nodes()) {
+    const Node& n = *node;
+    auto fail = [&](const absl::Status& s) {
+      return absl::Status(s.code(),
+                          absl::StrCat("node '", n.name(), "': ", s.message()));
+    };
+    switch (n.kind()) {
+      case Node::Kind::kPlaceholder:
+        continue;
+      case Node::Kind::kGetAttr:
+        return fail(absl::UnimplementedError(
+            absl::StrCat("constant 'self.", n.target(), "' has no value")));
+      case Node::Kind::kOutput: {
+        absl::StatusOr<Value> out = ArgValue(n.args()[0], env);
+        if (!out.ok()) return fail(out.status());
+        result.outputs = out->list;
+        continue;
+      }
+      case Node::Kind::kCall:
+        break;
+    }
+    std::vector<Value> args;
+    for (const Arg& a : n.args()) {
+      absl::StatusOr<Value> v = ArgValue(a, env);
+      if (!v.ok()) return fail(v.status());
+      args.push_back(std::move(*v));
+    }
+    Value out;
+    if (n.target() == "getitem") {
+      absl::StatusOr<int64_t> index = args[1].AsInt();
+      if (!index.ok() || args[0].kind != Value::Kind::kList ||
+          *index < -static_cast<int64_t>(args[0].list.size()) ||
+          *index >= static_cast<int64_t>(args[0].list.size())) {
+        return fail(absl::InvalidArgumentError(
+            absl::StrCat("cannot index ", args[0].DebugString(), " with ",
+                         args[1].DebugString())));
+      }
+      int64_t i = *index < 0 ? *index + args[0].list.size() : *index;
+      out = args[0].list[i];
+    } else if (absl::StartsWith(n.target(), "operator.")) {
+      absl::StatusOr<Value> v = EvalPythonOp(n.target(), args);
+      if (!v.ok()) return fail(v.status());
+      out = *v;
+    } else {
+      const OpDef* op = registry.Find(n.target());
+      if (op == nullptr) {
+        return fail(
+            absl::UnimplementedError(absl::StrCat("unknown op ", n.target())));
+      }
+      std::vector<std::pair<std::string, Value>> kwargs;
+      for (const auto& [key, a] : n.kwargs()) {
+        absl::StatusOr<Value> v = ArgValue(a, env);
+        if (!v.ok()) return fail(v.status());
+        kwargs.push_back({key, std::move(*v)});
+      }
+      absl::StatusOr<std::vector<Value>> bound = BindArguments(
+          op->schema, std::move(args), std::move(kwargs), op->target);
+      if (!bound.ok()) return fail(bound.status());
+      OpCall call(*op, *bound, /*env=*/nullptr);
+      absl::StatusOr<Value> v = op->kernel(call);
+      if (!v.ok()) return fail(v.status());
+      out = std::move(*v);
+      // Which inputs did a written argument reach?
+      for (size_t a = 0; a < op->schema.arguments.size(); ++a) {
+        if (!op->schema.arguments[a].is_written()) continue;
+        for (size_t p = 0; p < placeholders.size(); ++p) {
+          if (inputs[p].is_tensor() &&
+              SameStorage(call.arg(a), inputs[p].tensor.storage())) {
+            result.mutated_inputs[p] = true;
+          }
+        }
+      }
+    }
+    env[&n] = std::move(out);
+  }
+  return result;
+}
+
+}  // namespace lathe::ir

@@ -1,0 +1,55 @@
+// -----------------------------------------------------------------------------
+// File: interpreter.h
+// -----------------------------------------------------------------------------
+//
+// Runs a graph on concrete values with PyTorch's eager semantics: ops run
+// their reference kernels, views share storage, in-place ops mutate through
+// views (and so through the inputs), outputs may alias inputs. It is the
+// oracle every later stage is tested against.
+//
+// Example:
+//
+//   ASSIGN_OR_RETURN(Interpretation r, Interpret(*graph,
+//   {Value::OfTensor(x)})); r.outputs[0].tensor;        // the first returned
+//   value r.mutated_inputs[0];        // whether input 0 was written
+
+#ifndef LATHE_IR_INTERPRETER_H_
+#define LATHE_IR_INTERPRETER_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/graph.h"
+#include "ir/value.h"
+
+namespace lathe::ir {
+
+struct Interpretation {
+  std::vector<Value> outputs;
+  std::vector<bool> mutated_inputs;  // per placeholder
+};
+
+// Interpret()
+//
+// Runs `graph` with `inputs` (one per placeholder, in order). Each input is
+// checked against its placeholder's annotation: dtype, rank, static sizes
+// and strides-free shape, and one value per size symbol.
+absl::StatusOr<Interpretation> Interpret(const Graph& graph,
+                                         std::vector<Value> inputs);
+
+// ArgValue()
+//
+// A call argument as a value, with nodes looked up in `env`.
+absl::StatusOr<Value> ArgValue(
+    const Arg& arg, const absl::flat_hash_map<const Node*, Value>& env);
+
+// EvalPythonOp()
+//
+// A Python operator on numbers ("operator.add", ...) with Python semantics;
+// symbolic operands give symbolic results.
+absl::StatusOr<Value> EvalPythonOp(absl::string_view target,
+                                   const std::vector<Value>& args);
+
+}  // namespace lathe::ir
+
+#endif  // LATHE_IR_INTERPRETER_H_

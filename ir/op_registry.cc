@@ -1,0 +1,246 @@
+#include "ir/op_registry.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "check.h"
+#include "status_macros.h"
+
+namespace lathe::ir {
+
+const Value& OpCall::arg(absl::string_view name) const {
+  int i = op_.schema.ArgumentIndex(name);
+  LATHE_CHECK(i >= 0) << op_.target << " has no argument " << name;
+  return args_[i];
+}
+
+absl::Status OpCall::Error(absl::string_view message) const {
+  return absl::InvalidArgumentError(absl::StrCat(op_.target, ": ", message));
+}
+
+const OpRegistry& OpRegistry::Global() {
+  static const OpRegistry* registry = [] {
+    auto* r = new OpRegistry;
+    for (auto fn :
+         {&RegisterPointwiseOps, &RegisterReductionOps, &RegisterViewOps,
+          &RegisterLinalgOps, &RegisterCreationOps}) {
+      absl::Status s = fn(*r);
+      LATHE_CHECK(s.ok()) << "op registration failed: " << s.message();
+    }
+    return r;
+  }();
+  return *registry;
+}
+
+const OpDef* OpRegistry::Find(absl::string_view target) const {
+  auto it = ops_.find(target);
+  return it == ops_.end() ? nullptr : it->second.get();
+}
+
+std::vector<std::string> OpRegistry::Targets() const {
+  std::vector<std::string> out;
+  for (const auto& [target, op] : ops_) out.push_back(target);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+absl::Status OpRegistry::Add(absl::string_view schema_text, OpFn meta,
+                             OpFn kernel) {
+  ASSIGN_OR_RETURN(OpSchema schema, ParseSchema(schema_text));
+  auto op = std::make_unique<OpDef>();
+  op->target =
+      absl::StrCat("aten.", schema.name, ".",
+                   schema.overload.empty() ? "default" : schema.overload);
+  if (ops_.contains(op->target)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat(op->target, " registered twice"));
+  }
+  op->schema = std::move(schema);
+  op->meta = std::move(meta);
+  op->kernel = std::move(kernel);
+  std::string target = op->target;
+  ops_[target] = std::move(op);
+  return absl::OkStatus();
+}
+
+absl::Status OpRegistry::Pair(absl::string_view inplace,
+                              absl::string_view functional) {
+  auto i = ops_.find(inplace);
+  auto f = ops_.find(functional);
+  if (i == ops_.end() || f == ops_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot pair ", inplace, " with ", functional));
+  }
+  i->second->functional = std::string(functional);
+  f->second->inplace = std::string(inplace);
+  return absl::OkStatus();
+}
+
+namespace {
+
+Value DefaultOf(const Argument& a) {
+  const DefaultValue& d = *a.default_value;
+  switch (d.kind) {
+    case DefaultValue::Kind::kNone:
+      return Value::None();
+    case DefaultValue::Kind::kBool:
+      return Value::Bool(d.bool_value);
+    case DefaultValue::Kind::kInt:
+      return Value::Int(d.int_value);
+    case DefaultValue::Kind::kFloat:
+      return Value::Float(d.float_value);
+    case DefaultValue::Kind::kString:
+    case DefaultValue::Kind::kName:
+      return Value::String(d.string_value);
+    case DefaultValue::Kind::kList: {
+      std::vector<Value> items;
+      bool ints =
+          a.type.base == BaseType::kInt || a.type.base == BaseType::kSymInt;
+      for (double v : d.list_values) {
+        items.push_back(ints ? Value::Int(static_cast<int64_t>(v))
+                             : Value::Float(v));
+      }
+      // `int[2] padding=0` style: a scalar default for a list.
+      return Value::List(std::move(items));
+    }
+  }
+  return Value::None();
+}
+
+bool IsNumberType(BaseType t) {
+  switch (t) {
+    case BaseType::kInt:
+    case BaseType::kSymInt:
+    case BaseType::kFloat:
+    case BaseType::kSymFloat:
+    case BaseType::kBool:
+    case BaseType::kSymBool:
+    case BaseType::kScalar:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Whether `v` fits one element of `type` (no list or optional wrapping).
+bool FitsElement(BaseType t, const Value& v) {
+  // A Python number where a Tensor is expected is a wrapped number (0-d).
+  if (t == BaseType::kTensor) {
+    return v.kind == Value::Kind::kTensor || v.kind == Value::Kind::kNumber;
+  }
+  if (IsNumberType(t)) {
+    if (v.kind != Value::Kind::kNumber) return false;
+    symbolic::Expr e = v.number;
+    switch (t) {
+      case BaseType::kInt:
+      case BaseType::kSymInt:
+        return e.is_int() || e.is_bool();
+      case BaseType::kBool:
+      case BaseType::kSymBool:
+        return e.is_bool();
+      default:
+        return true;  // float accepts ints; Scalar anything
+    }
+  }
+  switch (t) {
+    case BaseType::kStr:
+    case BaseType::kLayout:
+    case BaseType::kMemoryFormat:
+      return v.kind == Value::Kind::kString;
+    case BaseType::kScalarType:
+      return v.kind == Value::Kind::kDType;
+    case BaseType::kDevice:
+      return v.kind == Value::Kind::kDevice;
+    default:
+      return true;  // Generator, Storage, ...: not checked
+  }
+}
+
+bool Fits(const SchemaType& type, const Value& v) {
+  if (v.is_none()) return type.optional;
+  if (type.is_list) {
+    // A single int for int[N] (PyTorch broadcasts it).
+    if (v.kind == Value::Kind::kNumber)
+      return type.list_size > 0 && FitsElement(type.base, v);
+    if (v.kind != Value::Kind::kList) return false;
+    if (type.list_size > 0 &&
+        static_cast<int64_t>(v.list.size()) != type.list_size &&
+        type.list_size != 1) {
+      return false;
+    }
+    for (const Value& item : v.list) {
+      if (item.is_none() ? !type.element_optional
+                         : !FitsElement(type.base, item)) {
+        return false;
+      }
+    }
+    return true;
+  }
+  return FitsElement(type.base, v);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Value>> BindArguments(
+    const OpSchema& schema, std::vector<Value> positional,
+    std::vector<std::pair<std::string, Value>> kwargs,
+    absl::string_view target) {
+  const std::vector<Argument>& params = schema.arguments;
+  std::vector<Value> out(params.size());
+  std::vector<bool> set(params.size(), false);
+  size_t max_positional = 0;
+  while (max_positional < params.size() && !params[max_positional].kwarg_only) {
+    ++max_positional;
+  }
+  if (positional.size() > max_positional) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(target, ": takes ", max_positional, " positional argument",
+                     max_positional == 1 ? "" : "s", " but ", positional.size(),
+                     " were given"));
+  }
+  for (size_t i = 0; i < positional.size(); ++i) {
+    out[i] = std::move(positional[i]);
+    set[i] = true;
+  }
+  for (auto& [name, value] : kwargs) {
+    int i = schema.ArgumentIndex(name);
+    if (i < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(target, ": no argument named '", name, "'"));
+    }
+    if (set[i]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(target, ": argument '", name, "' given twice"));
+    }
+    out[i] = std::move(value);
+    set[i] = true;
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!set[i]) {
+      if (!params[i].default_value) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(target, ": missing argument '", params[i].name, "'"));
+      }
+      out[i] = DefaultOf(params[i]);
+      // `int[2] stride=[]` / `int[1] padding=0`: PyTorch's list defaults.
+      if (params[i].type.is_list && out[i].kind == Value::Kind::kNumber) {
+        out[i] = Value::List(std::vector<Value>(
+            std::max<int64_t>(params[i].type.list_size, 1), out[i]));
+      }
+    }
+    if (!Fits(params[i].type, out[i])) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          target, ": argument '", params[i].name, "' expects ",
+          params[i].type.ToString(), ", got ", out[i].DebugString()));
+    }
+  }
+  return out;
+}
+
+}  // namespace lathe::ir

@@ -1,0 +1,117 @@
+// -----------------------------------------------------------------------------
+// File: op_registry.h
+// -----------------------------------------------------------------------------
+//
+// The op registry: for each ATen overload ("aten.add.Tensor") its parsed
+// schema, a meta function (output metadata from input metadata, symbolic),
+// a reference CPU kernel (the interpreter's semantics, PyTorch's eager
+// semantics), and the in-place <-> functional pairing.
+//
+// Example:
+//
+//   const OpDef* add = OpRegistry::Global().Find("aten.add.Tensor");
+//   ASSIGN_OR_RETURN(std::vector<Value> bound,
+//                    BindArguments(add->schema, {a, b}, {}));   // alpha=1
+//   OpCall call(*add, std::move(bound), /*env=*/nullptr);
+//   ASSIGN_OR_RETURN(Value out, add->kernel(call));
+//
+// Ops are registered by explicit functions (RegisterPointwiseOps, ...)
+// called once when the registry is first used; there are no static
+// registrars.
+
+#ifndef LATHE_IR_OP_REGISTRY_H_
+#define LATHE_IR_OP_REGISTRY_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "ir/schema.h"
+#include "ir/value.h"
+#include "symbolic/shape_env.h"
+
+namespace lathe::ir {
+
+struct OpDef;
+
+// One call of an op: its definition and its arguments bound in schema order
+// (defaults filled in).
+class OpCall {
+ public:
+  OpCall(const OpDef& op, std::vector<Value> args, symbolic::ShapeEnv* env)
+      : op_(op), args_(std::move(args)), env_(env) {}
+
+  const OpDef& op() const { return op_; }
+  // Argument `i` in schema order.
+  const Value& arg(int i) const { return args_[i]; }
+  // The argument called `name` (which must exist in the schema).
+  const Value& arg(absl::string_view name) const;
+  int num_args() const { return static_cast<int>(args_.size()); }
+  // The ShapeEnv during shape propagation (for guards); null when running.
+  symbolic::ShapeEnv* env() const { return env_; }
+  // An error that names the op: "aten.mm.default: <message>".
+  absl::Status Error(absl::string_view message) const;
+
+ private:
+  const OpDef& op_;
+  std::vector<Value> args_;
+  symbolic::ShapeEnv* env_;
+};
+
+using OpFn = std::function<absl::StatusOr<Value>(const OpCall&)>;
+
+struct OpDef {
+  std::string target;  // "aten.add.Tensor"
+  OpSchema schema;
+  OpFn meta;
+  OpFn kernel;
+  std::string functional;  // for an in-place op: its functional twin
+  std::string inplace;     // for a functional op: its in-place twin
+};
+
+class OpRegistry {
+ public:
+  // The registry with every lathe op.
+  static const OpRegistry& Global();
+
+  // The op for a target as FX prints it ("aten.mm.default"), or null.
+  const OpDef* Find(absl::string_view target) const;
+  // Every registered target, sorted.
+  std::vector<std::string> Targets() const;
+
+  // Registers an op from its schema string; the target is
+  // "aten.<name>.<overload or default>". Errors for a bad or duplicate
+  // schema.
+  absl::Status Add(absl::string_view schema, OpFn meta, OpFn kernel);
+  // Records that `inplace` is the in-place variant of `functional`.
+  absl::Status Pair(absl::string_view inplace, absl::string_view functional);
+
+ private:
+  absl::flat_hash_map<std::string, std::unique_ptr<OpDef>> ops_;
+};
+
+// BindArguments()
+//
+// Matches positional and keyword arguments to `schema`, fills defaults and
+// checks each value against its declared type.
+absl::StatusOr<std::vector<Value>> BindArguments(
+    const OpSchema& schema, std::vector<Value> positional,
+    std::vector<std::pair<std::string, Value>> kwargs,
+    absl::string_view target);
+
+// Registration functions, one per op family (ops_*.cc).
+absl::Status RegisterPointwiseOps(OpRegistry& registry);
+absl::Status RegisterReductionOps(OpRegistry& registry);
+absl::Status RegisterViewOps(OpRegistry& registry);
+absl::Status RegisterLinalgOps(OpRegistry& registry);
+absl::Status RegisterCreationOps(OpRegistry& registry);
+
+}  // namespace lathe::ir
+
+#endif  // LATHE_IR_OP_REGISTRY_H_

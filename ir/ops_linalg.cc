@@ -1,0 +1,155 @@
+// Matrix products: mm, bmm, addmm, computed with Eigen in double precision
+// and rounded to the output dtype.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "Eigen/Dense"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "ir/op_registry.h"
+#include "ir/ops_util.h"
+#include "ir/value.h"
+#include "runtime/tensor.h"
+#include "status_macros.h"
+#include "symbolic/printer.h"
+
+namespace lathe::ir {
+namespace {
+
+using symbolic::Expr;
+
+absl::Status SameDtype(const OpCall& c, const Value& a, const Value& b) {
+  if (DTypeOf(a) != DTypeOf(b)) {
+    return c.Error(
+        absl::StrCat("expected m1 and m2 to have the same dtype, but got: ",
+                     ShortName(DTypeOf(a)), " != ", ShortName(DTypeOf(b))));
+  }
+  return absl::OkStatus();
+}
+
+// The [m, n] result of a @ b for 2-d (batch = false) or 3-d operands.
+absl::StatusOr<std::vector<Expr>> ProductShape(const OpCall& c, const Value& a,
+                                               const Value& b, bool batch) {
+  int64_t want = batch ? 3 : 2;
+  if (!a.is_tensor() || !b.is_tensor() || RankOf(a) != want ||
+      RankOf(b) != want) {
+    return c.Error(absl::StrCat(batch ? "batch1" : "self", " must be a ", want,
+                                "D tensor"));
+  }
+  RETURN_IF_ERROR(SameDtype(c, a, b));
+  std::vector<Expr> sa = SizesOf(a), sb = SizesOf(b);
+  auto shape = [](const std::vector<Expr>& s) {
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+      absl::StrAppend(&out, i ? "x" : "", symbolic::ToString(s[i]));
+    }
+    return out;
+  };
+  size_t k = batch ? 2 : 1;
+  bool ok = sa[k] == sb[k - 1];
+  if (!ok && c.env() != nullptr) {
+    ASSIGN_OR_RETURN(ok, c.env()->EvaluateBool(symbolic::Eq(sa[k], sb[k - 1])));
+  }
+  if (!ok) {
+    return c.Error(absl::StrCat(
+        batch ? "Expected size for first two dimensions of batch2 tensor "
+              : "mat1 and mat2 shapes cannot be multiplied (",
+        shape(sa), " and ", shape(sb), ")"));
+  }
+  if (batch) {
+    ASSIGN_OR_RETURN(std::vector<Expr> b0,
+                     BroadcastShapes(c, {{sa[0]}, {sb[0]}}));
+    if (!(sa[0] == sb[0]))
+      return c.Error("batch1 and batch2 must have the same batch size");
+    return std::vector<Expr>{sa[0], sa[1], sb[2]};
+  }
+  return std::vector<Expr>{sa[0], sb[1]};
+}
+
+Eigen::MatrixXd Matrix(const Tensor& t, int64_t batch) {
+  int64_t rows = t.sizes()[t.dim() - 2], cols = t.sizes()[t.dim() - 1];
+  Eigen::MatrixXd m(rows, cols);
+  std::vector<int64_t> i(t.dim(), 0);
+  if (t.dim() == 3) i[0] = batch;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      i[t.dim() - 2] = r;
+      i[t.dim() - 1] = c;
+      m(r, c) = LoadDouble(t, i);
+    }
+  }
+  return m;
+}
+
+absl::StatusOr<Value> Product(const OpCall& c, const Value& a, const Value& b,
+                              bool batch, const Value* bias, double beta,
+                              double alpha) {
+  ASSIGN_OR_RETURN(std::vector<Expr> shape, ProductShape(c, a, b, batch));
+  if (!a.tensor.defined()) return MetaResult(DTypeOf(a), DeviceOf(a), shape);
+  ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ConcreteSizes(c, shape));
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(sizes, a.tensor.dtype()));
+  Tensor bias_view;
+  if (bias != nullptr) {
+    Tensor t;
+    if (bias->is_tensor()) {
+      t = bias->tensor;
+    } else {
+      ASSIGN_OR_RETURN(t, ScalarTensor(*bias, out.dtype()));
+    }
+    absl::StatusOr<Tensor> v = BroadcastView(t, sizes);
+    if (!v.ok()) return c.Error(v.status().message());
+    bias_view = *v;
+  }
+  int64_t batches = batch ? sizes[0] : 1;
+  for (int64_t n = 0; n < batches; ++n) {
+    Eigen::MatrixXd r = Matrix(a.tensor, n) * Matrix(b.tensor, n);
+    for (int64_t i = 0; i < r.rows(); ++i) {
+      for (int64_t j = 0; j < r.cols(); ++j) {
+        std::vector<int64_t> index =
+            batch ? std::vector<int64_t>{n, i, j} : std::vector<int64_t>{i, j};
+        double v = alpha * r(i, j);
+        if (bias != nullptr) v += beta * LoadDouble(bias_view, index);
+        StoreDouble(out, index, v);
+      }
+    }
+  }
+  return Value::OfTensor(out);
+}
+
+absl::StatusOr<Value> Addmm(const OpCall& c) {
+  ASSIGN_OR_RETURN(double beta, c.arg("beta").AsDouble());
+  ASSIGN_OR_RETURN(double alpha, c.arg("alpha").AsDouble());
+  if (!c.arg(1).tensor.defined()) {
+    ASSIGN_OR_RETURN(Value meta,
+                     Product(c, c.arg(1), c.arg(2), false, nullptr, 1, 1));
+    if (c.arg(0).is_tensor()) {
+      RETURN_IF_ERROR(
+          BroadcastShapes(c, {SizesOf(c.arg(0)), meta.meta.sizes}).status());
+    }
+    return meta;
+  }
+  return Product(c, c.arg(1), c.arg(2), false, &c.arg(0), beta, alpha);
+}
+
+}  // namespace
+
+absl::Status RegisterLinalgOps(OpRegistry& r) {
+  auto mm = [](const OpCall& c) {
+    return Product(c, c.arg(0), c.arg(1), false, nullptr, 1, 1);
+  };
+  auto bmm = [](const OpCall& c) {
+    return Product(c, c.arg(0), c.arg(1), true, nullptr, 1, 1);
+  };
+  RETURN_IF_ERROR(r.Add("mm(Tensor self, Tensor mat2) -> Tensor", mm, mm));
+  RETURN_IF_ERROR(r.Add("bmm(Tensor self, Tensor mat2) -> Tensor", bmm, bmm));
+  RETURN_IF_ERROR(
+      r.Add("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, "
+            "Scalar alpha=1) -> Tensor",
+            Addmm, Addmm));
+  return absl::OkStatus();
+}
+
+}  // namespace lathe::ir

@@ -1,0 +1,523 @@
+// Pointwise ops: unary math, binary arithmetic and comparisons (Tensor and
+// Scalar overloads), where, and their in-place variants. Each op infers its
+// output dtype and broadcast shape once; the meta function returns that as
+// metadata and the kernel computes elements in the op's math type (double
+// for floats, exact wrapping int64 for integers), rounding to the output
+// dtype as PyTorch does.
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "ir/op_registry.h"
+#include "ir/ops_util.h"
+#include "ir/value.h"
+#include "runtime/tensor.h"
+#include "status_macros.h"
+#include "symbolic/printer.h"
+
+namespace lathe::ir {
+namespace {
+
+using DoubleFn = std::function<double(double, double)>;
+using IntFn = std::function<absl::StatusOr<int64_t>(int64_t, int64_t)>;
+
+struct OutInfo {
+  DType dtype;
+  DType compute;  // the dtype operands are promoted to before computing
+  Device device;
+  std::vector<symbolic::Expr> sizes;
+};
+
+absl::StatusOr<OutInfo> Infer(const OpCall& call, std::vector<Value> operands,
+                              bool float_result, bool bool_result) {
+  ASSIGN_OR_RETURN(DType common, ResultType(operands));
+  OutInfo info;
+  info.compute = common;
+  if (float_result && !IsFloatingPoint(common)) info.compute = DType::kFloat32;
+  info.dtype = bool_result ? DType::kBool : info.compute;
+  std::vector<std::vector<symbolic::Expr>> shapes;
+  info.device = Device::Cpu();
+  bool have_device = false;
+  for (const Value& v : operands) {
+    if (!v.is_tensor()) continue;
+    shapes.push_back(SizesOf(v));
+    Device d = DeviceOf(v);
+    if (have_device && d != info.device && RankOf(v) > 0) {
+      return call.Error(absl::StrCat(
+          "Expected all tensors to be on the same device, but found ",
+          info.device.ToString(), " and ", d.ToString()));
+    }
+    if (!have_device || RankOf(v) > 0) {
+      info.device = d;
+      have_device = true;
+    }
+  }
+  ASSIGN_OR_RETURN(info.sizes, BroadcastShapes(call, shapes));
+  return info;
+}
+
+// Evaluates `f` elementwise over broadcast operands into a new tensor.
+absl::StatusOr<Value> Compute(const OpCall& call, const OutInfo& info,
+                              const std::vector<Value>& operands,
+                              const DoubleFn& fd, const IntFn& fi) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ConcreteSizes(call, info.sizes));
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(sizes, info.dtype));
+  std::vector<Tensor> views;
+  for (const Value& v : operands) {
+    Tensor t;
+    if (v.is_tensor()) {
+      t = v.tensor;
+    } else {
+      ASSIGN_OR_RETURN(t, ScalarTensor(v, info.compute));
+    }
+    ASSIGN_OR_RETURN(Tensor view, BroadcastView(t, sizes));
+    views.push_back(view);
+  }
+  bool ints = IsIntegral(info.compute, /*include_bool=*/true) && fi != nullptr;
+  absl::Status status;
+  ForEachIndex(sizes, [&](absl::Span<const int64_t> i) {
+    if (!status.ok()) return;
+    if (ints) {
+      int64_t a = LoadInt(views[0], i);
+      int64_t b = views.size() > 1 ? LoadInt(views[1], i) : 0;
+      absl::StatusOr<int64_t> r = fi(a, b);
+      if (!r.ok()) {
+        status = call.Error(r.status().message());
+        return;
+      }
+      StoreInt(out, i, *r);
+    } else {
+      double a = LoadDouble(views[0], i);
+      double b = views.size() > 1 ? LoadDouble(views[1], i) : 0;
+      // Operands are first rounded to the compute dtype (f16 math is done
+      // on f16 values in float).
+      double r = fd(a, b);
+      StoreDouble(out, i, r);
+    }
+  });
+  RETURN_IF_ERROR(status);
+  return Value::OfTensor(out);
+}
+
+uint64_t U(int64_t v) { return static_cast<uint64_t>(v); }
+
+// ---- Unary -----------------------------------------------------------------
+
+struct Unary {
+  const char* name;
+  bool float_result;  // ints are promoted to float first (exp, sin, ...)
+  double (*fd)(double);
+  int64_t (*fi)(int64_t);  // null: float-only
+  bool bool_result = false;
+};
+
+double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double Relu(double x) { return std::isnan(x) ? x : (x > 0 ? x : 0.0); }
+double Silu(double x) { return x * Sigmoid(x); }
+double Rsqrt(double x) { return 1.0 / std::sqrt(x); }
+double Reciprocal(double x) { return 1.0 / x; }
+double Sign(double x) { return std::isnan(x) ? x : (x > 0) - (x < 0); }
+double RoundHalfEven(double x) { return std::nearbyint(x); }
+
+const Unary kUnary[] = {
+    {"abs", false, [](double x) { return std::fabs(x); },
+     [](int64_t x) -> int64_t {
+       return x < 0 ? static_cast<int64_t>(0 - U(x)) : x;
+     }},
+    {"neg", false, [](double x) { return -x; },
+     [](int64_t x) -> int64_t { return static_cast<int64_t>(0 - U(x)); }},
+    {"relu", false, Relu, [](int64_t x) -> int64_t { return x > 0 ? x : 0; }},
+    {"exp", true, [](double x) { return std::exp(x); }, nullptr},
+    {"expm1", true, [](double x) { return std::expm1(x); }, nullptr},
+    {"log", true, [](double x) { return std::log(x); }, nullptr},
+    {"log1p", true, [](double x) { return std::log1p(x); }, nullptr},
+    {"sqrt", true, [](double x) { return std::sqrt(x); }, nullptr},
+    {"rsqrt", true, Rsqrt, nullptr},
+    {"sin", true, [](double x) { return std::sin(x); }, nullptr},
+    {"cos", true, [](double x) { return std::cos(x); }, nullptr},
+    {"tanh", true, [](double x) { return std::tanh(x); }, nullptr},
+    {"sigmoid", true, Sigmoid, nullptr},
+    {"silu", true, Silu, nullptr},
+    {"erf", true, [](double x) { return std::erf(x); }, nullptr},
+    {"reciprocal", true, Reciprocal, nullptr},
+    {"floor", false, [](double x) { return std::floor(x); },
+     [](int64_t x) { return x; }},
+    {"ceil", false, [](double x) { return std::ceil(x); },
+     [](int64_t x) { return x; }},
+    {"trunc", false, [](double x) { return std::trunc(x); },
+     [](int64_t x) { return x; }},
+    {"round", false, RoundHalfEven, [](int64_t x) { return x; }},
+    {"sign", false, Sign,
+     [](int64_t x) -> int64_t { return (x > 0) - (x < 0); }},
+};
+
+absl::Status RegisterUnary(OpRegistry& r, const Unary& u) {
+  std::string schema = absl::StrCat(u.name, "(Tensor self) -> Tensor");
+  auto infer = [u](const OpCall& c) {
+    return Infer(c, {c.arg(0)}, u.float_result, u.bool_result);
+  };
+  OpFn meta = [infer](const OpCall& c) -> absl::StatusOr<Value> {
+    ASSIGN_OR_RETURN(OutInfo info, infer(c));
+    return MetaResult(info.dtype, info.device, info.sizes);
+  };
+  OpFn kernel = [u, infer](const OpCall& c) -> absl::StatusOr<Value> {
+    ASSIGN_OR_RETURN(OutInfo info, infer(c));
+    IntFn fi = nullptr;
+    if (u.fi != nullptr) {
+      auto f = u.fi;
+      fi = [f](int64_t a, int64_t) -> absl::StatusOr<int64_t> { return f(a); };
+    }
+    auto f = u.fd;
+    return Compute(
+        c, info, {c.arg(0)}, [f](double a, double) { return f(a); }, fi);
+  };
+  return r.Add(schema, meta, kernel);
+}
+
+// ---- Binary ----------------------------------------------------------------
+
+enum class Div { kTrue, kTrunc, kFloor };
+
+absl::StatusOr<int64_t> IntDiv(int64_t a, int64_t b, Div mode) {
+  if (b == 0) return absl::InvalidArgumentError("ZeroDivisionError");
+  if (a == INT64_MIN && b == -1) return a;  // wraps
+  int64_t q = a / b;
+  if (mode == Div::kFloor && (a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+double FloatDiv(double a, double b, Div mode) {
+  double q = a / b;
+  if (mode == Div::kTrunc) return std::trunc(q);
+  if (mode == Div::kFloor) {
+    // Python's float floor division: floor of the exact quotient.
+    if (b == 0) return q;
+    double mod = std::fmod(a, b);
+    double div = (a - mod) / b;
+    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1.0;
+    double floordiv = std::floor(div);
+    if (div - floordiv > 0.5) floordiv += 1.0;
+    return div != 0 ? floordiv : std::copysign(0.0, a / b);
+  }
+  return q;
+}
+
+// self OP other (* alpha); also the base of the in-place variant.
+absl::StatusOr<Value> BinaryKernel(const OpCall& c, const std::string& op,
+                                   const OutInfo& info, const Value& self,
+                                   const Value& other, const Value& alpha) {
+  double alpha_d = 1;
+  int64_t alpha_i = 1;
+  if (!alpha.is_none()) {
+    if (IsIntegral(info.compute, true) && !alpha.number.is_int() &&
+        !alpha.number.is_bool()) {
+      return c.Error(
+          "For integral input tensors, argument alpha must not be a floating "
+          "point number.");
+    }
+    ASSIGN_OR_RETURN(alpha_d, alpha.AsDouble());
+    if (alpha.number.is_int()) {
+      ASSIGN_OR_RETURN(alpha_i, alpha.AsInt());
+    }
+  }
+  DoubleFn fd;
+  IntFn fi;
+  if (op == "add" || op == "sub") {
+    double sign = op == "add" ? 1 : -1;
+    fd = [=](double a, double b) { return a + sign * alpha_d * b; };
+    fi = [=](int64_t a, int64_t b) -> absl::StatusOr<int64_t> {
+      uint64_t t = U(alpha_i) * U(b);
+      return static_cast<int64_t>(op == "add" ? U(a) + t : U(a) - t);
+    };
+  } else if (op == "mul") {
+    fd = [](double a, double b) { return a * b; };
+    fi = [](int64_t a, int64_t b) -> absl::StatusOr<int64_t> {
+      if (a == 0 || b == 0) return 0;
+      return static_cast<int64_t>(U(a) * U(b));
+    };
+  } else if (op == "maximum" || op == "minimum") {
+    bool mx = op == "maximum";
+    fd = [mx](double a, double b) {
+      if (std::isnan(a) || std::isnan(b)) return std::nan("");
+      return mx ? std::max(a, b) : std::min(a, b);
+    };
+    fi = [mx](int64_t a, int64_t b) -> absl::StatusOr<int64_t> {
+      return mx ? std::max(a, b) : std::min(a, b);
+    };
+  } else if (op == "pow") {
+    fd = [](double a, double b) { return std::pow(a, b); };
+    fi = [](int64_t a, int64_t b) -> absl::StatusOr<int64_t> {
+      if (b < 0) {
+        if (a == 1) return 1;
+        if (a == -1) return (b % 2 == 0) ? 1 : -1;
+        return absl::InvalidArgumentError(
+            "Integers to negative integer powers are not allowed.");
+      }
+      uint64_t r = 1, base = U(a);
+      for (int64_t e = b; e > 0; e >>= 1) {
+        if (e & 1) r *= base;
+        base *= base;
+      }
+      return static_cast<int64_t>(r);
+    };
+  } else {  // comparisons, on the promoted operands
+    std::string cmp = op;
+    fd = [cmp](double a, double b) -> double {
+      if (cmp == "eq") return a == b;
+      if (cmp == "ne") return a != b;
+      if (cmp == "lt") return a < b;
+      if (cmp == "le") return a <= b;
+      if (cmp == "gt") return a > b;
+      return a >= b;
+    };
+    fi = [fd](int64_t a, int64_t b) -> absl::StatusOr<int64_t> {
+      // Exact for integers: compare as int64.
+      return static_cast<int64_t>(fd(a < b ? -1 : a > b ? 1 : 0, 0));
+    };
+  }
+  return Compute(c, info, {self, other}, fd, fi);
+}
+
+absl::StatusOr<Value> DivKernel(const OpCall& c, const OutInfo& info,
+                                const Value& self, const Value& other,
+                                Div mode) {
+  DoubleFn fd = [mode](double a, double b) { return FloatDiv(a, b, mode); };
+  IntFn fi = nullptr;
+  if (mode != Div::kTrue) {
+    fi = [mode](int64_t a, int64_t b) { return IntDiv(a, b, mode); };
+  }
+  return Compute(c, info, {self, other}, fd, fi);
+}
+
+absl::StatusOr<Div> DivMode(const OpCall& c) {
+  int i = c.op().schema.ArgumentIndex("rounding_mode");
+  if (i < 0 || c.arg(i).is_none()) return Div::kTrue;
+  const std::string& m = c.arg(i).string;
+  if (m == "trunc") return Div::kTrunc;
+  if (m == "floor") return Div::kFloor;
+  return c.Error(
+      absl::StrCat("div expected rounding_mode to be one of None, 'trunc', or "
+                   "'floor' but found '",
+                   m, "'"));
+}
+
+// In-place: the result must fit self's shape and dtype.
+absl::StatusOr<Value> InplaceResult(const OpCall& c, const OutInfo& info,
+                                    const Value& self) {
+  if (info.sizes != SizesOf(self)) {
+    return c.Error(absl::StrCat("output with shape ", self.DebugString(),
+                                " doesn't match the broadcast shape"));
+  }
+  DType self_dtype = DTypeOf(self);
+  bool can_cast =
+      !(IsFloatingPoint(info.dtype) && !IsFloatingPoint(self_dtype)) &&
+      !(info.dtype != DType::kBool && self_dtype == DType::kBool);
+  if (!can_cast) {
+    return c.Error(absl::StrCat("result type ", ShortName(info.dtype),
+                                " can't be cast to the desired output type ",
+                                ShortName(self_dtype)));
+  }
+  return self;
+}
+
+struct BinarySpec {
+  std::string schema;
+  std::string op;  // add, sub, mul, div, maximum, minimum, pow, eq, ...
+  bool inplace = false;
+};
+
+absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
+  bool is_div = spec.op == "div";
+  bool is_cmp = spec.op == "eq" || spec.op == "ne" || spec.op == "lt" ||
+                spec.op == "le" || spec.op == "gt" || spec.op == "ge";
+  auto infer = [spec, is_div,
+                is_cmp](const OpCall& c) -> absl::StatusOr<OutInfo> {
+    Div mode = Div::kTrue;
+    if (is_div) {
+      ASSIGN_OR_RETURN(mode, DivMode(c));
+    }
+    return Infer(c, {c.arg(0), c.arg(1)}, is_div && mode == Div::kTrue, is_cmp);
+  };
+  OpFn meta = [spec, infer](const OpCall& c) -> absl::StatusOr<Value> {
+    ASSIGN_OR_RETURN(OutInfo info, infer(c));
+    if (spec.inplace) return InplaceResult(c, info, c.arg(0));
+    return MetaResult(info.dtype, info.device, info.sizes);
+  };
+  OpFn kernel = [spec, infer,
+                 is_div](const OpCall& c) -> absl::StatusOr<Value> {
+    ASSIGN_OR_RETURN(OutInfo info, infer(c));
+    if (spec.inplace) {
+      RETURN_IF_ERROR(InplaceResult(c, info, c.arg(0)).status());
+    }
+    Value result;
+    if (is_div) {
+      ASSIGN_OR_RETURN(Div mode, DivMode(c));
+      ASSIGN_OR_RETURN(result, DivKernel(c, info, c.arg(0), c.arg(1), mode));
+    } else {
+      int alpha = c.op().schema.ArgumentIndex("alpha");
+      ASSIGN_OR_RETURN(result,
+                       BinaryKernel(c, spec.op, info, c.arg(0), c.arg(1),
+                                    alpha >= 0 ? c.arg(alpha) : Value::None()));
+    }
+    if (!spec.inplace) return result;
+    RETURN_IF_ERROR(CopyInto(c.arg(0).tensor, result.tensor));
+    return c.arg(0);
+  };
+  return r.Add(spec.schema, meta, kernel);
+}
+
+// where(condition, self, other)
+absl::StatusOr<OutInfo> InferWhere(const OpCall& c) {
+  if (c.arg(0).is_tensor() && DTypeOf(c.arg(0)) != DType::kBool) {
+    return c.Error(
+        absl::StrCat("where expected condition to be a boolean tensor, but got "
+                     "a tensor with dtype ",
+                     ShortName(DTypeOf(c.arg(0)))));
+  }
+  ASSIGN_OR_RETURN(OutInfo info, Infer(c, {c.arg(1), c.arg(2)}, false, false));
+  std::vector<std::vector<symbolic::Expr>> shapes = {info.sizes};
+  if (c.arg(0).is_tensor()) shapes.push_back(SizesOf(c.arg(0)));
+  ASSIGN_OR_RETURN(info.sizes, BroadcastShapes(c, shapes));
+  return info;
+}
+
+}  // namespace
+
+absl::Status RegisterPointwiseOps(OpRegistry& r) {
+  for (const Unary& u : kUnary) RETURN_IF_ERROR(RegisterUnary(r, u));
+  RETURN_IF_ERROR(r.Add(
+      "isnan(Tensor self) -> Tensor",
+      [](const OpCall& c) -> absl::StatusOr<Value> {
+        return MetaResult(DType::kBool, DeviceOf(c.arg(0)), SizesOf(c.arg(0)));
+      },
+      [](const OpCall& c) -> absl::StatusOr<Value> {
+        OutInfo info{DType::kBool, DTypeOf(c.arg(0)), DeviceOf(c.arg(0)),
+                     SizesOf(c.arg(0))};
+        return Compute(
+            c, info, {c.arg(0)},
+            [](double a, double) -> double { return std::isnan(a); },
+            [](int64_t, int64_t) -> absl::StatusOr<int64_t> { return 0; });
+      }));
+  RETURN_IF_ERROR(r.Add(
+      "gelu(Tensor self, *, str approximate='none') -> Tensor",
+      [](const OpCall& c) -> absl::StatusOr<Value> {
+        ASSIGN_OR_RETURN(OutInfo info, Infer(c, {c.arg(0)}, true, false));
+        return MetaResult(info.dtype, info.device, info.sizes);
+      },
+      [](const OpCall& c) -> absl::StatusOr<Value> {
+        ASSIGN_OR_RETURN(OutInfo info, Infer(c, {c.arg(0)}, true, false));
+        const std::string& approx = c.arg(1).string;
+        if (approx != "none" && approx != "tanh") {
+          return c.Error(absl::StrCat(
+              "approximate argument must be either none or tanh, got '", approx,
+              "'"));
+        }
+        bool tanh = approx == "tanh";
+        return Compute(
+            c, info, {c.arg(0)},
+            [tanh](double x, double) {
+              if (tanh) {
+                double k = std::sqrt(2.0 / std::acos(-1.0));
+                return 0.5 * x *
+                       (1 + std::tanh(k * (x + 0.044715 * x * x * x)));
+              }
+              return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+            },
+            nullptr);
+      }));
+  const BinarySpec kBinary[] = {
+      {"add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+       "add"},
+      {"add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor",
+       "add"},
+      {"sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+       "sub"},
+      {"sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor",
+       "sub"},
+      {"mul.Tensor(Tensor self, Tensor other) -> Tensor", "mul"},
+      {"mul.Scalar(Tensor self, Scalar other) -> Tensor", "mul"},
+      {"div.Tensor(Tensor self, Tensor other) -> Tensor", "div"},
+      {"div.Scalar(Tensor self, Scalar other) -> Tensor", "div"},
+      {"div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> "
+       "Tensor",
+       "div"},
+      {"maximum(Tensor self, Tensor other) -> Tensor", "maximum"},
+      {"minimum(Tensor self, Tensor other) -> Tensor", "minimum"},
+      {"pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", "pow"},
+      {"pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", "pow"},
+      {"add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> "
+       "Tensor(a!)",
+       "add", true},
+      {"add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> "
+       "Tensor(a!)",
+       "add", true},
+      {"sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> "
+       "Tensor(a!)",
+       "sub", true},
+      {"mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", "mul", true},
+      {"mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", "mul", true},
+      {"div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", "div", true},
+  };
+  for (const BinarySpec& b : kBinary) RETURN_IF_ERROR(RegisterBinary(r, b));
+  for (const char* cmp : {"eq", "ne", "lt", "le", "gt", "ge"}) {
+    RETURN_IF_ERROR(RegisterBinary(
+        r, {absl::StrCat(cmp, ".Tensor(Tensor self, Tensor other) -> Tensor"),
+            cmp}));
+    RETURN_IF_ERROR(RegisterBinary(
+        r, {absl::StrCat(cmp, ".Scalar(Tensor self, Scalar other) -> Tensor"),
+            cmp}));
+  }
+  RETURN_IF_ERROR(r.Add(
+      "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
+      [](const OpCall& c) -> absl::StatusOr<Value> {
+        ASSIGN_OR_RETURN(OutInfo info, InferWhere(c));
+        return MetaResult(info.dtype, info.device, info.sizes);
+      },
+      [](const OpCall& c) -> absl::StatusOr<Value> {
+        ASSIGN_OR_RETURN(OutInfo info, InferWhere(c));
+        ASSIGN_OR_RETURN(std::vector<int64_t> sizes,
+                         ConcreteSizes(c, info.sizes));
+        ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(sizes, info.dtype));
+        std::vector<Tensor> v;
+        for (int k = 0; k < 3; ++k) {
+          Tensor t;
+          if (c.arg(k).is_tensor()) {
+            t = c.arg(k).tensor;
+          } else {
+            ASSIGN_OR_RETURN(
+                t, ScalarTensor(c.arg(k), k == 0 ? DType::kBool : info.dtype));
+          }
+          ASSIGN_OR_RETURN(Tensor view, BroadcastView(t, sizes));
+          v.push_back(view);
+        }
+        bool ints = IsIntegral(info.dtype, true);
+        ForEachIndex(sizes, [&](absl::Span<const int64_t> i) {
+          const Tensor& pick = LoadInt(v[0], i) != 0 ? v[1] : v[2];
+          if (ints) {
+            StoreInt(out, i, LoadInt(pick, i));
+          } else {
+            StoreDouble(out, i, LoadDouble(pick, i));
+          }
+        });
+        return Value::OfTensor(out);
+      }));
+  for (const auto& [inplace, functional] :
+       std::vector<std::pair<const char*, const char*>>{
+           {"aten.add_.Tensor", "aten.add.Tensor"},
+           {"aten.add_.Scalar", "aten.add.Scalar"},
+           {"aten.sub_.Tensor", "aten.sub.Tensor"},
+           {"aten.mul_.Tensor", "aten.mul.Tensor"},
+           {"aten.mul_.Scalar", "aten.mul.Scalar"},
+           {"aten.div_.Tensor", "aten.div.Tensor"}}) {
+    RETURN_IF_ERROR(r.Pair(inplace, functional));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace lathe::ir

@@ -1,0 +1,295 @@
+#include "ir/ops_util.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "status_macros.h"
+#include "symbolic/printer.h"
+
+namespace lathe::ir {
+
+namespace {
+
+int IntRank(DType d) {  // within the integer category
+  switch (d) {
+    case DType::kBool:
+      return 0;
+    case DType::kUInt8:
+      return 1;
+    case DType::kInt8:
+      return 1;
+    case DType::kInt16:
+      return 2;
+    case DType::kInt32:
+      return 3;
+    case DType::kInt64:
+      return 4;
+    default:
+      return -1;
+  }
+}
+
+}  // namespace
+
+DType PromoteTypes(DType a, DType b) {
+  if (a == b) return a;
+  if (a == DType::kBool) return b;
+  if (b == DType::kBool) return a;
+  bool fa = IsFloatingPoint(a), fb = IsFloatingPoint(b);
+  if (fa && !fb) return a;
+  if (fb && !fa) return b;
+  if (fa && fb) {
+    if ((a == DType::kFloat16 && b == DType::kBFloat16) ||
+        (a == DType::kBFloat16 && b == DType::kFloat16)) {
+      return DType::kFloat32;
+    }
+    auto width = [](DType d) {
+      return d == DType::kFloat64 ? 3 : d == DType::kFloat32 ? 2 : 1;
+    };
+    return width(a) >= width(b) ? a : b;
+  }
+  // Both integers: uint8 with int8 needs int16; otherwise the wider.
+  if ((a == DType::kUInt8 && b == DType::kInt8) ||
+      (a == DType::kInt8 && b == DType::kUInt8)) {
+    return DType::kInt16;
+  }
+  return IntRank(a) >= IntRank(b) ? a : b;
+}
+
+DType DTypeOf(const Value& v) {
+  return v.tensor.defined() ? v.tensor.dtype() : v.meta.dtype;
+}
+Device DeviceOf(const Value& v) {
+  return v.tensor.defined() ? v.tensor.device() : v.meta.device;
+}
+int64_t RankOf(const Value& v) {
+  return v.tensor.defined() ? v.tensor.dim() : v.meta.dim();
+}
+
+std::vector<symbolic::Expr> SizesOf(const Value& v) {
+  if (!v.tensor.defined()) return v.meta.sizes;
+  std::vector<symbolic::Expr> out;
+  for (int64_t s : v.tensor.sizes()) out.push_back(symbolic::Int(s));
+  return out;
+}
+
+std::vector<symbolic::Expr> StridesOf(const Value& v) {
+  if (!v.tensor.defined()) return v.meta.strides;
+  std::vector<symbolic::Expr> out;
+  for (int64_t s : v.tensor.strides()) out.push_back(symbolic::Int(s));
+  return out;
+}
+
+absl::StatusOr<DType> ResultType(absl::Span<const Value> operands) {
+  std::optional<DType> dim_result, zero_result, wrapped_result;
+  auto merge = [](std::optional<DType>& acc, DType d) {
+    acc = acc ? PromoteTypes(*acc, d) : d;
+  };
+  for (const Value& v : operands) {
+    if (v.is_none()) continue;
+    if (v.is_tensor()) {
+      merge(RankOf(v) > 0 ? dim_result : zero_result, DTypeOf(v));
+    } else if (v.is_number()) {
+      symbolic::Expr e = v.number;
+      DType d = e.is_bool()  ? DType::kBool
+                : e.is_int() ? DType::kInt64
+                             : DType::kFloat32;
+      merge(wrapped_result, d);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot promote ", v.DebugString()));
+    }
+  }
+  // combine_categories(higher, lower): the lower priority result only wins
+  // when it is of a higher category.
+  auto combine = [](std::optional<DType> higher,
+                    std::optional<DType> lower) -> std::optional<DType> {
+    if (!higher) return lower;
+    if (!lower) return higher;
+    if (IsFloatingPoint(*higher)) return higher;
+    if (*higher == DType::kBool || IsFloatingPoint(*lower)) {
+      return PromoteTypes(*higher, *lower);
+    }
+    return higher;
+  };
+  std::optional<DType> r =
+      combine(dim_result, combine(zero_result, wrapped_result));
+  if (!r) return absl::InvalidArgumentError("no operand to take a dtype from");
+  return *r;
+}
+
+absl::StatusOr<std::vector<symbolic::Expr>> BroadcastShapes(
+    const OpCall& call, absl::Span<const std::vector<symbolic::Expr>> shapes) {
+  size_t rank = 0;
+  for (const auto& s : shapes) rank = std::max(rank, s.size());
+  std::vector<symbolic::Expr> out(rank, symbolic::Int(1));
+  for (const auto& s : shapes) {
+    size_t offset = rank - s.size();
+    for (size_t i = 0; i < s.size(); ++i) {
+      symbolic::Expr& o = out[offset + i];
+      symbolic::Expr d = s[i];
+      if (d == o || d.is_constant(1)) continue;
+      if (o.is_constant(1)) {
+        o = d;
+        continue;
+      }
+      bool equal = false;
+      if (call.env() != nullptr) {
+        ASSIGN_OR_RETURN(equal, call.env()->EvaluateBool(symbolic::Eq(o, d)));
+      }
+      if (!equal) {
+        return call.Error(absl::StrCat(
+            "The size of tensor a (", symbolic::ToString(o),
+            ") must match the size of tensor b (", symbolic::ToString(d),
+            ") at non-singleton dimension ", offset + i));
+      }
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> WrapDim(const OpCall& call, int64_t dim, int64_t rank) {
+  int64_t r = std::max<int64_t>(rank, 1);
+  if (dim < -r || dim >= r) {
+    return call.Error(
+        absl::StrCat("Dimension out of range (expected to be in range of [", -r,
+                     ", ", r - 1, "], but got ", dim, ")"));
+  }
+  return dim < 0 ? dim + r : dim;
+}
+
+std::vector<symbolic::Expr> ContiguousStrides(
+    absl::Span<const symbolic::Expr> sizes) {
+  std::vector<symbolic::Expr> strides(sizes.size(), symbolic::Int(1));
+  symbolic::Expr acc = symbolic::Int(1);
+  for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
+    strides[d] = acc;
+    acc = symbolic::Mul(acc, symbolic::Max(sizes[d], symbolic::Int(1)));
+  }
+  return strides;
+}
+
+Value MetaResult(DType dtype, Device device,
+                 std::vector<symbolic::Expr> sizes) {
+  TensorMeta m;
+  m.dtype = dtype;
+  m.device = device;
+  m.strides = ContiguousStrides(sizes);
+  m.sizes = std::move(sizes);
+  return Value::OfMeta(std::move(m));
+}
+
+absl::StatusOr<std::vector<int64_t>> ConcreteSizes(
+    const OpCall& call, absl::Span<const symbolic::Expr> sizes) {
+  std::vector<int64_t> out;
+  for (symbolic::Expr e : sizes) {
+    if (e.kind() != symbolic::ExprKind::kInteger) {
+      return call.Error(
+          absl::StrCat("size ", symbolic::ToString(e), " is not concrete"));
+    }
+    out.push_back(e.int_value());
+  }
+  return out;
+}
+
+absl::StatusOr<Tensor> BroadcastView(const Tensor& t,
+                                     absl::Span<const int64_t> sizes) {
+  size_t offset = sizes.size() - t.dim();
+  std::vector<int64_t> strides(sizes.size(), 0);
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.sizes()[d] == sizes[offset + d]) {
+      strides[offset + d] = t.strides()[d];
+    } else if (t.sizes()[d] != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot broadcast ", t.ToString(), " to [",
+                       absl::StrJoin(sizes, ", "), "]"));
+    }
+  }
+  return t.AsStrided(sizes, strides, t.storage_offset());
+}
+
+double LoadDouble(const Tensor& t, absl::Span<const int64_t> index) {
+  return t.GetDouble(index);
+}
+
+int64_t LoadInt(const Tensor& t, absl::Span<const int64_t> index) {
+  int64_t off = t.ElementOffset(index);
+  return VisitDType(t.dtype(), [&](auto tag) -> int64_t {
+    using T = decltype(tag);
+    T v;
+    std::memcpy(&v,
+                static_cast<const char*>(t.storage().data()) + off * sizeof(T),
+                sizeof(T));
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      return static_cast<int64_t>(v.ToFloat());
+    } else {
+      return static_cast<int64_t>(v);
+    }
+  });
+}
+
+void StoreDouble(const Tensor& t, absl::Span<const int64_t> index, double v) {
+  t.SetDouble(index, v);
+}
+
+void StoreInt(const Tensor& t, absl::Span<const int64_t> index, int64_t v) {
+  int64_t off = t.ElementOffset(index);
+  VisitDType(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T out;
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      out = T::FromFloat(static_cast<float>(v));
+    } else if constexpr (std::is_same_v<T, bool>) {
+      out = v != 0;
+    } else {
+      out = static_cast<T>(static_cast<uint64_t>(v));  // wraps, as PyTorch
+    }
+    std::memcpy(static_cast<char*>(t.storage().data()) + off * sizeof(T), &out,
+                sizeof(T));
+  });
+}
+
+absl::Status CopyInto(const Tensor& dst, const Tensor& src) {
+  ASSIGN_OR_RETURN(Tensor view, BroadcastView(src, dst.sizes()));
+  bool exact_ints =
+      IsIntegral(dst.dtype(), true) && IsIntegral(src.dtype(), true);
+  // Read everything first: src may overlap dst.
+  std::vector<double> doubles;
+  std::vector<int64_t> ints;
+  ForEachIndex(dst.sizes(), [&](absl::Span<const int64_t> i) {
+    if (exact_ints) {
+      ints.push_back(LoadInt(view, i));
+    } else {
+      doubles.push_back(LoadDouble(view, i));
+    }
+  });
+  size_t k = 0;
+  ForEachIndex(dst.sizes(), [&](absl::Span<const int64_t> i) {
+    if (exact_ints) {
+      StoreInt(dst, i, ints[k++]);
+    } else {
+      StoreDouble(dst, i, doubles[k++]);
+    }
+  });
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> ScalarTensor(const Value& number, DType dtype) {
+  ASSIGN_OR_RETURN(Tensor t, Tensor::Empty({}, dtype));
+  if (number.number.is_int() && IsIntegral(dtype, true)) {
+    ASSIGN_OR_RETURN(int64_t v, number.AsInt());
+    StoreInt(t, {}, v);
+  } else {
+    ASSIGN_OR_RETURN(double v, number.AsDouble());
+    StoreDouble(t, {}, v);
+  }
+  return t;
+}
+
+}  // namespace lathe::ir

@@ -1,0 +1,105 @@
+// -----------------------------------------------------------------------------
+// File: ops_util.h
+// -----------------------------------------------------------------------------
+//
+// What op meta functions and kernels share: PyTorch's type promotion
+// (including wrapped Python numbers), broadcasting of symbolic shapes,
+// dimension wrapping, contiguous metadata, and element access.
+//
+// Example:
+//
+//   ASSIGN_OR_RETURN(DType out, ResultType({self, other}));
+//   ASSIGN_OR_RETURN(std::vector<Expr> shape, BroadcastShapes(call, {a, b}));
+
+#ifndef LATHE_IR_OPS_UTIL_H_
+#define LATHE_IR_OPS_UTIL_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "ir/op_registry.h"
+#include "ir/tensor_meta.h"
+#include "ir/value.h"
+#include "runtime/dtype.h"
+#include "runtime/tensor.h"
+#include "symbolic/expr.h"
+
+namespace lathe::ir {
+
+// PromoteTypes()
+//
+// PyTorch's promote_types for two dtypes.
+DType PromoteTypes(DType a, DType b);
+
+// ResultType()
+//
+// PyTorch's result_type over tensors and numbers: dimensioned tensors win
+// over 0-d tensors, which win over Python numbers, unless a lower priority
+// operand is of a higher category (bool < int < float); a float number with
+// integer tensors gives the default dtype (float32). None values are skipped.
+absl::StatusOr<DType> ResultType(absl::Span<const Value> operands);
+
+// The dtype, rank and (symbolic) sizes of a tensor value, concrete or meta.
+DType DTypeOf(const Value& v);
+Device DeviceOf(const Value& v);
+int64_t RankOf(const Value& v);
+std::vector<symbolic::Expr> SizesOf(const Value& v);
+std::vector<symbolic::Expr> StridesOf(const Value& v);
+
+// BroadcastShapes()
+//
+// The broadcast of `shapes` (right-aligned; 1 stretches); equal symbolic
+// sizes are checked with a guard through the call's ShapeEnv.
+absl::StatusOr<std::vector<symbolic::Expr>> BroadcastShapes(
+    const OpCall& call, absl::Span<const std::vector<symbolic::Expr>> shapes);
+
+// WrapDim()
+//
+// A dimension in [-rank, rank) as [0, rank), with PyTorch's message
+// otherwise. A 0-d tensor accepts 0 and -1.
+absl::StatusOr<int64_t> WrapDim(const OpCall& call, int64_t dim, int64_t rank);
+
+// Contiguous()
+//
+// Row-major strides for symbolic sizes.
+std::vector<symbolic::Expr> ContiguousStrides(
+    absl::Span<const symbolic::Expr> sizes);
+
+// MetaResult()
+//
+// A contiguous TensorMeta result.
+Value MetaResult(DType dtype, Device device, std::vector<symbolic::Expr> sizes);
+
+// Concrete sizes of symbolic ones (the interpreter's), or an error.
+absl::StatusOr<std::vector<int64_t>> ConcreteSizes(
+    const OpCall& call, absl::Span<const symbolic::Expr> sizes);
+
+// BroadcastView()
+//
+// `t` viewed with `sizes` (stride 0 on stretched dimensions).
+absl::StatusOr<Tensor> BroadcastView(const Tensor& t,
+                                     absl::Span<const int64_t> sizes);
+
+// Load()/Store()
+//
+// Element `index` of a tensor as a double or an int64 (exact for ints), and
+// stored with PyTorch's conversion.
+double LoadDouble(const Tensor& t, absl::Span<const int64_t> index);
+int64_t LoadInt(const Tensor& t, absl::Span<const int64_t> index);
+void StoreDouble(const Tensor& t, absl::Span<const int64_t> index, double v);
+void StoreInt(const Tensor& t, absl::Span<const int64_t> index, int64_t v);
+
+// CopyInto()
+//
+// Writes `src` (broadcast to `dst`'s shape, converted to its dtype) into
+// `dst` through its strides.
+absl::Status CopyInto(const Tensor& dst, const Tensor& src);
+
+// A number value as a 0-d tensor of `dtype` (for kernels).
+absl::StatusOr<Tensor> ScalarTensor(const Value& number, DType dtype);
+
+}  // namespace lathe::ir
+
+#endif  // LATHE_IR_OPS_UTIL_H_

@@ -1,0 +1,416 @@
+// View ops: t, transpose, permute, unsqueeze, squeeze, expand, slice, select,
+// view/_unsafe_view, alias. Kernels return views sharing the input's
+// storage; meta functions compute the same sizes, strides and offset
+// symbolically (and keep the storage identity).
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/op_registry.h"
+#include "ir/ops_util.h"
+#include "ir/value.h"
+#include "runtime/tensor.h"
+#include "status_macros.h"
+#include "symbolic/printer.h"
+
+namespace lathe::ir {
+namespace {
+
+using symbolic::Expr;
+
+// A layout being computed, symbolic in both meta functions and kernels.
+struct Layout {
+  std::vector<Expr> sizes, strides;
+  Expr offset = symbolic::Int(0);
+};
+
+Layout LayoutOf(const Value& v) {
+  Layout l;
+  l.sizes = SizesOf(v);
+  l.strides = StridesOf(v);
+  l.offset = v.tensor.defined() ? symbolic::Int(v.tensor.storage_offset())
+                                : v.meta.storage_offset;
+  return l;
+}
+
+// The view as a Value: a real view for tensors, metadata otherwise.
+absl::StatusOr<Value> Emit(const OpCall& c, const Value& self,
+                           const Layout& l) {
+  if (self.tensor.defined()) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ConcreteSizes(c, l.sizes));
+    ASSIGN_OR_RETURN(std::vector<int64_t> strides, ConcreteSizes(c, l.strides));
+    if (l.offset.kind() != symbolic::ExprKind::kInteger)
+      return c.Error("offset is not concrete");
+    ASSIGN_OR_RETURN(
+        Tensor v, self.tensor.AsStrided(sizes, strides, l.offset.int_value()));
+    return Value::OfTensor(v);
+  }
+  TensorMeta m = self.meta;
+  m.sizes = l.sizes;
+  m.strides = l.strides;
+  m.storage_offset = l.offset;
+  return Value::OfMeta(m);
+}
+
+// Decides `cond` (concretely, or by guarding through the ShapeEnv).
+absl::StatusOr<bool> Decide(const OpCall& c, Expr cond) {
+  if (cond.kind() == symbolic::ExprKind::kBoolean) return cond.bool_value();
+  if (c.env() == nullptr)
+    return c.Error(absl::StrCat("cannot decide ", symbolic::ToString(cond)));
+  return c.env()->EvaluateBool(cond);
+}
+
+std::string Shape(const std::vector<Expr>& sizes) {
+  std::vector<std::string> parts;
+  for (Expr e : sizes) parts.push_back(symbolic::ToString(e));
+  return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
+}
+
+absl::StatusOr<Value> Transpose(const OpCall& c, int64_t d0, int64_t d1) {
+  Layout l = LayoutOf(c.arg(0));
+  int64_t rank = static_cast<int64_t>(l.sizes.size());
+  ASSIGN_OR_RETURN(d0, WrapDim(c, d0, rank));
+  ASSIGN_OR_RETURN(d1, WrapDim(c, d1, rank));
+  if (rank > 0) {
+    std::swap(l.sizes[d0], l.sizes[d1]);
+    std::swap(l.strides[d0], l.strides[d1]);
+  }
+  return Emit(c, c.arg(0), l);
+}
+
+absl::StatusOr<Value> Permute(const OpCall& c) {
+  Layout l = LayoutOf(c.arg(0));
+  int64_t rank = static_cast<int64_t>(l.sizes.size());
+  ASSIGN_OR_RETURN(std::vector<int64_t> dims, c.arg(1).AsIntList());
+  if (static_cast<int64_t>(dims.size()) != rank) {
+    return c.Error(absl::StrCat(
+        "permute(sparse_coo): number of dimensions in the tensor input does "
+        "not match the length of the desired ordering of dimensions i.e. "
+        "input.dim() = ",
+        rank, " is not equal to len(dims) = ", dims.size()));
+  }
+  Layout out;
+  out.offset = l.offset;
+  std::vector<bool> seen(rank, false);
+  for (int64_t d : dims) {
+    ASSIGN_OR_RETURN(int64_t w, WrapDim(c, d, rank));
+    if (seen[w]) return c.Error("permute(): duplicate dims are not allowed.");
+    seen[w] = true;
+    out.sizes.push_back(l.sizes[w]);
+    out.strides.push_back(l.strides[w]);
+  }
+  return Emit(c, c.arg(0), out);
+}
+
+absl::StatusOr<Value> Unsqueeze(const OpCall& c) {
+  Layout l = LayoutOf(c.arg(0));
+  int64_t rank = static_cast<int64_t>(l.sizes.size());
+  ASSIGN_OR_RETURN(int64_t dim, c.arg(1).AsInt());
+  ASSIGN_OR_RETURN(dim, WrapDim(c, dim, rank + 1));
+  Expr stride = dim >= rank ? symbolic::Int(1)
+                            : symbolic::Mul(l.sizes[dim], l.strides[dim]);
+  l.sizes.insert(l.sizes.begin() + dim, symbolic::Int(1));
+  l.strides.insert(l.strides.begin() + dim, stride);
+  return Emit(c, c.arg(0), l);
+}
+
+absl::StatusOr<Value> Squeeze(const OpCall& c) {
+  Layout l = LayoutOf(c.arg(0));
+  int64_t rank = static_cast<int64_t>(l.sizes.size());
+  ASSIGN_OR_RETURN(int64_t dim, c.arg(1).AsInt());
+  ASSIGN_OR_RETURN(dim, WrapDim(c, dim, rank));
+  if (rank == 0) return Emit(c, c.arg(0), l);
+  ASSIGN_OR_RETURN(bool one,
+                   Decide(c, symbolic::Eq(l.sizes[dim], symbolic::Int(1))));
+  if (one) {
+    l.sizes.erase(l.sizes.begin() + dim);
+    l.strides.erase(l.strides.begin() + dim);
+  }
+  return Emit(c, c.arg(0), l);
+}
+
+absl::StatusOr<Value> Expand(const OpCall& c) {
+  Layout l = LayoutOf(c.arg(0));
+  ASSIGN_OR_RETURN(std::vector<Expr> target, c.arg(1).AsExprList());
+  if (target.size() < l.sizes.size()) {
+    return c.Error(absl::StrCat("the number of sizes provided (", target.size(),
+                                ") must be greater or equal to the number of "
+                                "dimensions in the tensor (",
+                                l.sizes.size(), ")"));
+  }
+  Layout out;
+  out.offset = l.offset;
+  size_t lead = target.size() - l.sizes.size();
+  for (size_t i = 0; i < target.size(); ++i) {
+    Expr want = target[i];
+    if (i < lead) {
+      if (want.is_constant(-1)) {
+        return c.Error(absl::StrCat(
+            "The expanded size of the tensor (-1) isn't allowed in a leading, "
+            "non-existing dimension ",
+            i));
+      }
+      out.sizes.push_back(want);
+      out.strides.push_back(symbolic::Int(0));
+      continue;
+    }
+    Expr have = l.sizes[i - lead];
+    if (want.is_constant(-1) || want == have) {
+      out.sizes.push_back(have);
+      out.strides.push_back(l.strides[i - lead]);
+      continue;
+    }
+    ASSIGN_OR_RETURN(bool one, Decide(c, symbolic::Eq(have, symbolic::Int(1))));
+    if (!one) {
+      return c.Error(absl::StrCat(
+          "The expanded size of the tensor (", symbolic::ToString(want),
+          ") must match the existing size (", symbolic::ToString(have),
+          ") at non-singleton dimension ", i, ".  Target sizes: ",
+          Shape(target), ".  Tensor sizes: ", Shape(l.sizes)));
+    }
+    out.sizes.push_back(want);
+    out.strides.push_back(symbolic::Int(0));
+  }
+  return Emit(c, c.arg(0), out);
+}
+
+// Clamps a slice bound to [0, size] (negative: from the end).
+Expr ClampBound(Expr v, Expr size) {
+  if (v.kind() == symbolic::ExprKind::kInteger && v.int_value() < 0)
+    v = symbolic::Add(v, size);
+  return symbolic::Max(symbolic::Int(0), symbolic::Min(v, size));
+}
+
+absl::StatusOr<Value> Slice(const OpCall& c) {
+  Layout l = LayoutOf(c.arg(0));
+  int64_t rank = static_cast<int64_t>(l.sizes.size());
+  ASSIGN_OR_RETURN(int64_t dim, c.arg(1).AsInt());
+  ASSIGN_OR_RETURN(dim, WrapDim(c, dim, rank));
+  if (rank == 0) return c.Error("slice() cannot be applied to a 0-dim tensor.");
+  Expr size = l.sizes[dim];
+  Expr start =
+      c.arg(2).is_none() ? symbolic::Int(0) : ClampBound(c.arg(2).number, size);
+  Expr end = c.arg(3).is_none() ? size : ClampBound(c.arg(3).number, size);
+  Expr step = c.arg(4).number;
+  ASSIGN_OR_RETURN(bool positive,
+                   Decide(c, symbolic::Gt(step, symbolic::Int(0))));
+  if (!positive) return c.Error("slice step must be positive");
+  end = symbolic::Max(start, end);
+  ASSIGN_OR_RETURN(Expr len,
+                   symbolic::CeilDiv(symbolic::Sub(end, start), step));
+  l.offset = symbolic::Add(l.offset, symbolic::Mul(start, l.strides[dim]));
+  l.sizes[dim] = len;
+  l.strides[dim] = symbolic::Mul(l.strides[dim], step);
+  return Emit(c, c.arg(0), l);
+}
+
+absl::StatusOr<Value> Select(const OpCall& c) {
+  Layout l = LayoutOf(c.arg(0));
+  int64_t rank = static_cast<int64_t>(l.sizes.size());
+  if (rank == 0)
+    return c.Error("select() cannot be applied to a 0-dim tensor.");
+  ASSIGN_OR_RETURN(int64_t dim, c.arg(1).AsInt());
+  ASSIGN_OR_RETURN(dim, WrapDim(c, dim, rank));
+  Expr index = c.arg(2).number;
+  Expr size = l.sizes[dim];
+  ASSIGN_OR_RETURN(
+      bool in_range,
+      Decide(c, symbolic::And(symbolic::Le(symbolic::Neg(size), index),
+                              symbolic::Lt(index, size))));
+  if (!in_range) {
+    return c.Error(absl::StrCat("select(): index ", symbolic::ToString(index),
+                                " out of range for tensor of size ",
+                                Shape(l.sizes), " at dimension ", dim));
+  }
+  if (index.kind() == symbolic::ExprKind::kInteger && index.int_value() < 0) {
+    index = symbolic::Add(index, size);
+  }
+  l.offset = symbolic::Add(l.offset, symbolic::Mul(index, l.strides[dim]));
+  l.sizes.erase(l.sizes.begin() + dim);
+  l.strides.erase(l.strides.begin() + dim);
+  return Emit(c, c.arg(0), l);
+}
+
+// PyTorch's computeStride: strides for viewing (sizes, strides) as
+// new_sizes without copying, or nullopt when impossible.
+std::optional<std::vector<int64_t>> ComputeStride(
+    const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+    const std::vector<int64_t>& new_sizes) {
+  std::vector<int64_t> out(new_sizes.size(), 0);
+  if (Numel(sizes) == 0) return ::lathe::ContiguousStrides(new_sizes);
+  int64_t view_d = static_cast<int64_t>(new_sizes.size()) - 1;
+  int64_t chunk_base_stride = strides.empty() ? 1 : strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    tensor_numel *= sizes[d];
+    if (d == 0 || (sizes[d - 1] != 1 &&
+                   strides[d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 &&
+             (view_numel < tensor_numel || new_sizes[view_d] == 1)) {
+        out[view_d] = view_numel * chunk_base_stride;
+        view_numel *= new_sizes[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (d > 0) {
+        chunk_base_stride = strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
+}
+
+absl::StatusOr<Value> View(const OpCall& c) {
+  Layout l = LayoutOf(c.arg(0));
+  ASSIGN_OR_RETURN(std::vector<Expr> target, c.arg(1).AsExprList());
+  // Infer one -1.
+  Expr numel = symbolic::Int(1);
+  for (Expr s : l.sizes) numel = symbolic::Mul(numel, s);
+  int infer = -1;
+  Expr known = symbolic::Int(1);
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i].is_constant(-1)) {
+      if (infer >= 0) return c.Error("only one dimension can be inferred");
+      infer = static_cast<int>(i);
+    } else {
+      known = symbolic::Mul(known, target[i]);
+    }
+  }
+  if (infer >= 0) {
+    ASSIGN_OR_RETURN(Expr q, symbolic::FloorDiv(numel, known));
+    target[infer] = q;
+  }
+  Expr target_numel = symbolic::Int(1);
+  for (Expr s : target) target_numel = symbolic::Mul(target_numel, s);
+  ASSIGN_OR_RETURN(bool same, Decide(c, symbolic::Eq(numel, target_numel)));
+  if (!same) {
+    return c.Error(absl::StrCat("shape '", Shape(target),
+                                "' is invalid for input of size ",
+                                symbolic::ToString(numel)));
+  }
+  Layout out;
+  out.offset = l.offset;
+  out.sizes = target;
+  if (l.strides == ContiguousStrides(l.sizes)) {
+    out.strides = ContiguousStrides(target);
+  } else {
+    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ConcreteSizes(c, l.sizes));
+    ASSIGN_OR_RETURN(std::vector<int64_t> strides, ConcreteSizes(c, l.strides));
+    ASSIGN_OR_RETURN(std::vector<int64_t> new_sizes, ConcreteSizes(c, target));
+    std::optional<std::vector<int64_t>> s =
+        ComputeStride(sizes, strides, new_sizes);
+    if (!s) {
+      return c.Error(
+          "view size is not compatible with input tensor's size and stride (at "
+          "least one "
+          "dimension spans across two contiguous subspaces). Use .reshape(...) "
+          "instead.");
+    }
+    for (int64_t v : *s) out.strides.push_back(symbolic::Int(v));
+  }
+  return Emit(c, c.arg(0), out);
+}
+
+absl::StatusOr<Value> Diagonal(const OpCall& c) {
+  Layout l = LayoutOf(c.arg(0));
+  int64_t rank = static_cast<int64_t>(l.sizes.size());
+  ASSIGN_OR_RETURN(int64_t offset, c.arg(1).AsInt());
+  ASSIGN_OR_RETURN(int64_t d1, c.arg(2).AsInt());
+  ASSIGN_OR_RETURN(int64_t d2, c.arg(3).AsInt());
+  ASSIGN_OR_RETURN(d1, WrapDim(c, d1, rank));
+  ASSIGN_OR_RETURN(d2, WrapDim(c, d2, rank));
+  if (d1 == d2) {
+    return c.Error(
+        absl::StrCat("diagonal dimensions cannot be identical ", d1, ", ", d2));
+  }
+  Expr s1 = l.sizes[d1], s2 = l.sizes[d2];
+  // Length max(min(s1, s2 - offset), 0) for offset >= 0, else
+  // max(min(s1 + offset, s2), 0); the start moves along d2 or d1.
+  Expr len = offset >= 0
+                 ? symbolic::Min(s1, symbolic::Sub(s2, symbolic::Int(offset)))
+                 : symbolic::Min(symbolic::Add(s1, symbolic::Int(offset)), s2);
+  len = symbolic::Max(len, symbolic::Int(0));
+  Expr start = offset >= 0
+                   ? symbolic::Mul(symbolic::Int(offset), l.strides[d2])
+                   : symbolic::Mul(symbolic::Int(-offset), l.strides[d1]);
+  Layout out;
+  out.offset = symbolic::Add(l.offset, start);
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == d1 || d == d2) continue;
+    out.sizes.push_back(l.sizes[d]);
+    out.strides.push_back(l.strides[d]);
+  }
+  out.sizes.push_back(len);
+  out.strides.push_back(symbolic::Add(l.strides[d1], l.strides[d2]));
+  return Emit(c, c.arg(0), out);
+}
+
+absl::Status Both(OpRegistry& r, const char* schema,
+                  std::function<absl::StatusOr<Value>(const OpCall&)> fn) {
+  return r.Add(schema, fn, fn);
+}
+
+}  // namespace
+
+absl::Status RegisterViewOps(OpRegistry& r) {
+  RETURN_IF_ERROR(
+      Both(r, "t(Tensor(a) self) -> Tensor(a)",
+           [](const OpCall& c) -> absl::StatusOr<Value> {
+             if (RankOf(c.arg(0)) > 2) {
+               return c.Error(absl::StrCat(
+                   "t() expects a tensor with <= 2 dimensions, but self is ",
+                   RankOf(c.arg(0)), "D"));
+             }
+             return RankOf(c.arg(0)) < 2 ? Emit(c, c.arg(0), LayoutOf(c.arg(0)))
+                                         : Transpose(c, 0, 1);
+           }));
+  RETURN_IF_ERROR(
+      Both(r, "transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
+           [](const OpCall& c) -> absl::StatusOr<Value> {
+             ASSIGN_OR_RETURN(int64_t d0, c.arg(1).AsInt());
+             ASSIGN_OR_RETURN(int64_t d1, c.arg(2).AsInt());
+             return Transpose(c, d0, d1);
+           }));
+  RETURN_IF_ERROR(
+      Both(r, "permute(Tensor(a) self, int[] dims) -> Tensor(a)", Permute));
+  RETURN_IF_ERROR(
+      Both(r, "unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", Unsqueeze));
+  RETURN_IF_ERROR(
+      Both(r, "squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", Squeeze));
+  RETURN_IF_ERROR(Both(r,
+                       "expand(Tensor(a) self, SymInt[] size, *, bool "
+                       "implicit=False) -> Tensor(a)",
+                       Expand));
+  RETURN_IF_ERROR(Both(r,
+                       "slice.Tensor(Tensor(a) self, int dim=0, SymInt? "
+                       "start=None, SymInt? end=None, "
+                       "SymInt step=1) -> Tensor(a)",
+                       Slice));
+  RETURN_IF_ERROR(
+      Both(r, "select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)",
+           Select));
+  RETURN_IF_ERROR(
+      Both(r, "view(Tensor(a) self, SymInt[] size) -> Tensor(a)", View));
+  RETURN_IF_ERROR(
+      Both(r, "_unsafe_view(Tensor self, SymInt[] size) -> Tensor", View));
+  RETURN_IF_ERROR(Both(r,
+                       "diagonal(Tensor(a) self, int offset=0, int dim1=0, int "
+                       "dim2=1) -> Tensor(a)",
+                       Diagonal));
+  RETURN_IF_ERROR(Both(
+      r, "alias(Tensor(a) self) -> Tensor(a)",
+      [](const OpCall& c) { return Emit(c, c.arg(0), LayoutOf(c.arg(0))); }));
+  return absl::OkStatus();
+}
+
+}  // namespace lathe::ir
