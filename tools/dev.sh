@@ -3,7 +3,7 @@
 # installs whatever system package is missing (apt-get; quiet when all are
 # present), then runs Bazel offline.
 #
-#   bash tools/dev.sh main   # build everything and run lathe's main job
+#   bash tools/dev.sh main   # build everything, run lathec on the example graph
 #   bash tools/dev.sh test   # the whole test suite; ends with "N passed, N failed"
 #
 # The test job runs, in order: every test target (`bazel test //...`), every
@@ -78,9 +78,16 @@ run_tests() {
   FAILED=$((FAILED + failed))
 }
 
+# The main job: compile lathec and run the example graph (an MLP with a
+# dynamic batch) on its example inputs.
 job_main() {
   bazel build //... || return 1
-  bazel run //tools:lathe_smoke
+  local out="${LATHE_OUT:-$ROOT/lathe-out/mlp}"
+  bazel-bin/tools/lathec run "$ROOT/tools/examples/mlp.txt" \
+    --input x="$ROOT/tools/examples/mlp/x.npy" \
+    --input w="$ROOT/tools/examples/mlp/w.npy" \
+    --out "$out" || return 1
+  log "outputs are in $out"
 }
 
 job_test() {

@@ -1,0 +1,311 @@
+// lathec: lathe's command-line compiler driver.
+//
+//   lathec run GRAPH --input NAME=FILE.npy ... [--backend interp] --out DIR
+//       runs the graph and writes DIR/out0.npy, out1.npy, ... and
+//       DIR/NAME.npy for every input the graph mutated; a scalar input is a
+//       0-d .npy (float64 -> float, int64 -> int).
+//   lathec run GRAPH --inputs DIR1 --inputs DIR2 ... --out DIR
+//       replays several input sets (DIRk/NAME.npy) and writes DIR/<k>/...
+//
+// Every error is one line on stderr ("lathec: ...") with exit status 1 (2 for
+// usage); nothing is written unless the whole run succeeded.
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "ir/graph.h"
+#include "ir/graph_text.h"
+#include "ir/interpreter.h"
+#include "ir/value.h"
+#include "runtime/npy.h"
+#include "runtime/tensor.h"
+#include "status_macros.h"
+
+namespace lathe {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: lathec run GRAPH (--input NAME=FILE.npy ... | --inputs DIR ...) "
+    "[--backend interp] --out DIR";
+
+struct RunOptions {
+  std::string graph;
+  std::vector<std::pair<std::string, std::string>> inputs;  // name -> file
+  std::vector<std::string> input_dirs;
+  std::string backend = "interp";
+  std::string out;
+};
+
+absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
+  RunOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](absl::string_view flag) -> absl::StatusOr<std::string> {
+      std::string prefix = absl::StrCat(flag, "=");
+      if (absl::StartsWith(a, prefix)) return a.substr(prefix.size());
+      if (i + 1 >= args.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(flag, " needs a value"));
+      }
+      return args[++i];
+    };
+    if (a == "--input" || absl::StartsWith(a, "--input=")) {
+      ASSIGN_OR_RETURN(std::string v, value("--input"));
+      size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--input expects NAME=FILE.npy, got '", v, "'"));
+      }
+      o.inputs.push_back({v.substr(0, eq), v.substr(eq + 1)});
+    } else if (a == "--inputs" || absl::StartsWith(a, "--inputs=")) {
+      ASSIGN_OR_RETURN(std::string v, value("--inputs"));
+      o.input_dirs.push_back(v);
+    } else if (a == "--backend" || absl::StartsWith(a, "--backend=")) {
+      ASSIGN_OR_RETURN(o.backend, value("--backend"));
+    } else if (a == "--out" || absl::StartsWith(a, "--out=")) {
+      ASSIGN_OR_RETURN(o.out, value("--out"));
+    } else if (absl::StartsWith(a, "--")) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", a));
+    } else if (o.graph.empty()) {
+      o.graph = a;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unexpected argument '", a, "'"));
+    }
+  }
+  if (o.graph.empty()) return absl::InvalidArgumentError("no GRAPH given");
+  if (o.out.empty()) return absl::InvalidArgumentError("no --out DIR given");
+  if (o.inputs.empty() == o.input_dirs.empty() &&
+      !(o.inputs.empty() && o.input_dirs.empty())) {
+    return absl::InvalidArgumentError(
+        "use either --input or --inputs, not both");
+  }
+  if (o.backend != "interp") {
+    return absl::UnimplementedError(absl::StrCat(
+        "backend '", o.backend, "' is not available yet (available: interp)"));
+  }
+  return o;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return absl::NotFoundError(
+        absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A placeholder's value from a .npy file.
+absl::StatusOr<ir::Value> LoadInput(const ir::Node& p,
+                                    const std::string& file) {
+  ASSIGN_OR_RETURN(Tensor t, ReadNpy(file));
+  if (p.meta().kind != ir::ValueMeta::Kind::kSym) return ir::Value::OfTensor(t);
+  if (t.dim() != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": input '", p.name(),
+                     "' is a scalar and needs a 0-d .npy, got ", t.ToString()));
+  }
+  if (t.dtype() == DType::kBool) return ir::Value::Bool(t.GetDouble({}) != 0);
+  if (IsFloatingPoint(t.dtype())) return ir::Value::Float(t.GetDouble({}));
+  int64_t v = 0;
+  VisitDType(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>)
+      v = *static_cast<const T*>(t.data_ptr());
+  });
+  return ir::Value::Int(v);
+}
+
+// An output as a tensor to save (numbers become 0-d arrays).
+absl::StatusOr<Tensor> AsTensor(const ir::Value& v, int index) {
+  if (v.is_tensor()) return v.tensor;
+  if (v.is_number()) {
+    symbolic::Expr e = v.number;
+    DType d = e.is_bool()  ? DType::kBool
+              : e.is_int() ? DType::kInt64
+                           : DType::kFloat64;
+    ASSIGN_OR_RETURN(Tensor t, Tensor::Empty({}, d));
+    if (d == DType::kInt64) {
+      ASSIGN_OR_RETURN(int64_t x, v.AsInt());
+      *t.data<int64_t>() = x;
+    } else {
+      ASSIGN_OR_RETURN(double x, v.AsDouble());
+      t.SetDouble({}, x);
+    }
+    return t;
+  }
+  return absl::UnimplementedError(
+      absl::StrCat("output ", index, " is ", v.DebugString(),
+                   ", which cannot be saved as .npy"));
+}
+
+absl::Status MakeDirs(const std::string& dir) {
+  std::string path;
+  for (absl::string_view part : absl::StrSplit(dir, '/')) {
+    path += std::string(part) + "/";
+    if (part.empty()) continue;
+    if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          dir, ": cannot create directory: ", std::strerror(errno)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+struct PendingFile {
+  std::string path;
+  std::string bytes;
+  std::string summary;
+};
+
+// Runs one input set and returns the files it produces (not yet written).
+absl::StatusOr<std::vector<PendingFile>> RunOnce(
+    const ir::Graph& graph,
+    const absl::flat_hash_map<std::string, std::string>& files,
+    const std::string& out_dir) {
+  std::vector<ir::Node*> placeholders = graph.Placeholders();
+  std::vector<ir::Value> inputs;
+  for (ir::Node* p : placeholders) {
+    auto it = files.find(p->name());
+    if (it == files.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("missing input '", p->name(), "'"));
+    }
+    ASSIGN_OR_RETURN(ir::Value v, LoadInput(*p, it->second));
+    inputs.push_back(std::move(v));
+  }
+  for (const auto& [name, file] : files) {
+    if (graph.Find(name) == nullptr ||
+        graph.Find(name)->kind() != ir::Node::Kind::kPlaceholder) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the graph has no input named '", name, "'"));
+    }
+  }
+  ASSIGN_OR_RETURN(ir::Interpretation r, ir::Interpret(graph, inputs));
+  std::vector<PendingFile> pending;
+  auto add = [&](const std::string& name, const Tensor& t) -> absl::Status {
+    ASSIGN_OR_RETURN(std::string bytes, EncodeNpy(t));
+    pending.push_back({absl::StrCat(out_dir, "/", name, ".npy"),
+                       std::move(bytes),
+                       absl::StrCat(name, ".npy: ", t.ToString())});
+    return absl::OkStatus();
+  };
+  for (size_t i = 0; i < r.outputs.size(); ++i) {
+    ASSIGN_OR_RETURN(Tensor t, AsTensor(r.outputs[i], static_cast<int>(i)));
+    RETURN_IF_ERROR(add(absl::StrCat("out", i), t));
+  }
+  for (size_t p = 0; p < placeholders.size(); ++p) {
+    if (r.mutated_inputs[p])
+      RETURN_IF_ERROR(add(placeholders[p]->name(), inputs[p].tensor));
+  }
+  return pending;
+}
+
+absl::Status Run(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(RunOptions o, ParseRun(args));
+  ASSIGN_OR_RETURN(std::string text, ReadFile(o.graph));
+  absl::StatusOr<std::unique_ptr<ir::Graph>> parsed = ir::ParseGraph(text);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(o.graph, ": ", parsed.status().message()));
+  }
+  const ir::Graph& graph = **parsed;
+  std::vector<PendingFile> all;
+  if (!o.input_dirs.empty()) {
+    for (size_t k = 0; k < o.input_dirs.size(); ++k) {
+      absl::flat_hash_map<std::string, std::string> files;
+      for (ir::Node* p : graph.Placeholders()) {
+        files[p->name()] =
+            absl::StrCat(o.input_dirs[k], "/", p->name(), ".npy");
+      }
+      absl::StatusOr<std::vector<PendingFile>> one =
+          RunOnce(graph, files, absl::StrCat(o.out, "/", k));
+      if (!one.ok()) {
+        return absl::Status(one.status().code(),
+                            absl::StrCat("input set ", k, " (", o.input_dirs[k],
+                                         "): ", one.status().message()));
+      }
+      for (PendingFile& f : *one) all.push_back(std::move(f));
+    }
+    std::printf("compiles=1\n");
+  } else {
+    absl::flat_hash_map<std::string, std::string> files;
+    for (const auto& [name, file] : o.inputs) {
+      if (!files.emplace(name, file).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input '", name, "' given twice"));
+      }
+    }
+    ASSIGN_OR_RETURN(all, RunOnce(graph, files, o.out));
+  }
+  // Everything succeeded: now write.
+  for (const PendingFile& f : all) {
+    RETURN_IF_ERROR(MakeDirs(f.path.substr(0, f.path.rfind('/'))));
+  }
+  for (const PendingFile& f : all) {
+    std::string tmp = f.path + ".tmp-lathe";
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out.write(f.bytes.data(), static_cast<std::streamsize>(f.bytes.size()));
+      if (!out)
+        return absl::DataLossError(absl::StrCat(f.path, ": write failed"));
+    }
+    if (std::rename(tmp.c_str(), f.path.c_str()) != 0) {
+      return absl::PermissionDeniedError(
+          absl::StrCat(f.path, ": cannot write"));
+    }
+    std::printf("%s\n", f.summary.c_str());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace lathe
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::fprintf(args.empty() ? stderr : stdout, "%s\n", lathe::kUsage);
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "compile" || args[0] == "guards") {
+    std::fprintf(stderr, "lathec: '%s' is not available yet (available: run)\n",
+                 args[0].c_str());
+    return 1;
+  }
+  if (args[0] != "run") {
+    std::fprintf(stderr, "lathec: unknown command '%s'\n%s\n", args[0].c_str(),
+                 lathe::kUsage);
+    return 2;
+  }
+  absl::Status s =
+      lathe::Run(std::vector<std::string>(args.begin() + 1, args.end()));
+  if (!s.ok()) {
+    std::string message(s.message());
+    for (char& c : message) {
+      if (c == '\n') c = ' ';
+    }
+    std::fprintf(stderr, "lathec: %s\n", message.c_str());
+    return 1;
+  }
+  return 0;
+}

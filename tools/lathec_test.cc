@@ -1,0 +1,192 @@
+// Runs the lathec binary as a user would and checks its files, output and
+// exit status.
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/npy.h"
+#include "runtime/tensor.h"
+
+namespace lathe {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::string Runfile(const std::string& path) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* ws = std::getenv("TEST_WORKSPACE");
+  return absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "lathe", "/", path);
+}
+
+std::string Tmp(const std::string& name) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(tmp ? tmp : "/tmp", "/", name);
+}
+
+struct Result {
+  int status;
+  std::string output;  // stdout and stderr
+};
+
+Result Lathec(const std::vector<std::string>& args) {
+  std::string cmd = Runfile("tools/lathec");
+  for (const std::string& a : args) absl::StrAppend(&cmd, " '", a, "'");
+  absl::StrAppend(&cmd, " 2>&1");
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[512];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  int status = pclose(pipe);
+  return {WEXITSTATUS(status), out};
+}
+
+std::string Save(const std::string& name, const Tensor& t) {
+  std::string path = Tmp(name);
+  EXPECT_TRUE(WriteNpy(path, t).ok());
+  return path;
+}
+
+Tensor Filled(std::vector<int64_t> sizes, double v, DType d = DType::kFloat32) {
+  Tensor t = *Tensor::Empty(sizes, d);
+  ForEachIndex(t.sizes(),
+               [&](absl::Span<const int64_t> i) { t.SetDouble(i, v); });
+  return t;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+TEST(LathecTest, RunWritesOutputsAndMutatedInputs) {
+  std::string param = Save("param.npy", Filled({16, 32}, 1.0));
+  std::string grad = Save("grad.npy", Filled({16, 32}, 2.0));
+  std::string lr = Save("lr.npy", Filled({}, 0.25, DType::kFloat64));
+  std::string out = Tmp("sgd_out");
+  Result r = Lathec({"run", Runfile("ir/testdata/graphs/09_sgd_step.txt"),
+                     "--input", "param=" + param, "--input", "grad=" + grad,
+                     "--input", "lr=" + lr, "--out", out});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("out0.npy: f32[16, 32][32, 1]cpu"));
+  EXPECT_THAT(r.output, HasSubstr("param.npy: f32[16, 32][32, 1]cpu"));
+  for (const char* name : {"out0.npy", "param.npy"}) {
+    Tensor t = *ReadNpy(out + "/" + name);
+    ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+      EXPECT_EQ(t.GetDouble(i), 0.5);
+    });
+  }
+  EXPECT_FALSE(Exists(out + "/grad.npy"));  // not mutated
+}
+
+TEST(LathecTest, ReplaysSeveralInputSets) {
+  for (int k = 0; k < 2; ++k) {
+    std::string dir = Tmp(absl::StrCat("set", k));
+    mkdir(dir.c_str(), 0755);
+    ASSERT_TRUE(WriteNpy(dir + "/x.npy", Filled({3 + 2 * k, 16}, 1.0)).ok());
+    ASSERT_TRUE(WriteNpy(dir + "/w.npy", Filled({16, 32}, -0.5 + k)).ok());
+  }
+  std::string out = Tmp("replay_out");
+  Result r =
+      Lathec({"run", Runfile("ir/testdata/graphs/02_mlp_dynamic.txt"),
+              "--inputs", Tmp("set0"), "--inputs", Tmp("set1"), "--out", out});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, StartsWith("compiles=1\n"));
+  Tensor a = *ReadNpy(out + "/0/out0.npy"), b = *ReadNpy(out + "/1/out0.npy");
+  EXPECT_EQ(a.ToString(), "f32[3, 32][32, 1]cpu");
+  EXPECT_EQ(b.ToString(), "f32[5, 32][32, 1]cpu");
+  EXPECT_EQ(a.GetDouble({2, 31}), 0.0);  // relu(16 * -0.5)
+  EXPECT_EQ(b.GetDouble({4, 31}), 8.0);  // relu(16 * 0.5)
+}
+
+TEST(LathecTest, ErrorsAreOneLineAndWriteNothing) {
+  std::string graph = Runfile("ir/testdata/graphs/02_mlp_dynamic.txt");
+  std::string x = Save("x.npy", Filled({3, 16}, 1.0));
+  std::string w = Save("w.npy", Filled({16, 32}, 1.0));
+  std::string bad_graph = Tmp("bad.txt");
+  std::ofstream(bad_graph)
+      << "def forward(self, x):\n    y = f(x\n    return (y,)\n";
+  std::string garbage = Tmp("garbage.npy");
+  std::ofstream(garbage) << "not a numpy file";
+  std::string f64 = Save("x64.npy", Filled({3, 16}, 1.0, DType::kFloat64));
+  std::string out = Tmp("never_written");
+  struct Case {
+    std::vector<std::string> args;
+    int status;
+    std::string message;
+  } cases[] = {
+      {{"run", graph, "--input", "x=" + x, "--out", out},
+       1,
+       "lathec: missing input 'w'\n"},
+      {{"run", graph, "--input", "x=" + x, "--input", "w=" + w, "--input",
+        "q=" + w, "--out", out},
+       1,
+       "lathec: the graph has no input named 'q'\n"},
+      {{"run", graph, "--input", "x=" + garbage, "--input", "w=" + w, "--out",
+        out},
+       1,
+       "garbage.npy: byte 0: not a .npy file"},
+      {{"run", graph, "--input", "x=" + f64, "--input", "w=" + w, "--out", out},
+       1,
+       "lathec: input 0 ('x'): expected dtype f32, got f64\n"},
+      {{"run", graph, "--input", "x=" + w, "--input", "w=" + w, "--out", out},
+       1,
+       "lathec: input 0 ('x') size(1): expected 16, got 32\n"},
+      {{"run", bad_graph, "--input", "x=" + x, "--out", out},
+       1,
+       "bad.txt: line 2:12: expected ',' or ')' after an argument"},
+      {{"run", Tmp("missing.txt"), "--out", out},
+       1,
+       "missing.txt: cannot open"},
+      {{"run", graph, "--input", "x=" + x, "--input", "w=" + w},
+       1,
+       "lathec: no --out DIR given\n"},
+      {{"run", graph, "--input", "x" + x, "--out", out},
+       1,
+       "--input expects NAME=FILE.npy"},
+      {{"run", graph, "--frobnicate", "--out", out},
+       1,
+       "lathec: unknown flag --frobnicate\n"},
+      {{"run", graph, "--input", "x=" + x, "--input", "w=" + w, "--backend",
+        "cuda", "--out", out},
+       1,
+       "lathec: backend 'cuda' is not available yet (available: interp)\n"},
+      {{"compile", graph}, 1, "lathec: 'compile' is not available yet"},
+      {{"frobnicate"}, 2, "lathec: unknown command 'frobnicate'"},
+  };
+  for (const Case& c : cases) {
+    Result r = Lathec(c.args);
+    EXPECT_EQ(r.status, c.status) << absl::StrJoin(c.args, " ") << "\n"
+                                  << r.output;
+    EXPECT_THAT(r.output, HasSubstr(c.message)) << absl::StrJoin(c.args, " ");
+    if (c.status == 1) {
+      EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1)
+          << r.output;
+    }
+    EXPECT_FALSE(Exists(out)) << absl::StrJoin(c.args, " ");
+  }
+  std::string lr = Save("lr2.npy", Filled({2}, 0.25, DType::kFloat64));
+  Result scalar =
+      Lathec({"run", Runfile("ir/testdata/graphs/09_sgd_step.txt"), "--input",
+              "param=" + Save("p.npy", Filled({16, 32}, 1.0)), "--input",
+              "grad=" + Save("g.npy", Filled({16, 32}, 1.0)), "--input",
+              "lr=" + lr, "--out", out});
+  EXPECT_THAT(scalar.output,
+              HasSubstr("input 'lr' is a scalar and needs a 0-d .npy"));
+  EXPECT_FALSE(Exists(out));
+}
+
+}  // namespace
+}  // namespace lathe
