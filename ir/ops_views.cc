@@ -181,11 +181,15 @@ absl::StatusOr<Value> Expand(const OpCall& c) {
   return Emit(c, c.arg(0), out);
 }
 
-// Clamps a slice bound to [0, size] (negative: from the end).
-Expr ClampBound(Expr v, Expr size) {
+// A slice bound clamped to [0, size] (negative: from the end), deciding
+// comparisons concretely or by guarding, as PyTorch's meta does.
+absl::StatusOr<Expr> ClampBound(const OpCall& c, Expr v, Expr size) {
   if (v.kind() == symbolic::ExprKind::kInteger && v.int_value() < 0)
     v = symbolic::Add(v, size);
-  return symbolic::Max(symbolic::Int(0), symbolic::Min(v, size));
+  ASSIGN_OR_RETURN(bool below, Decide(c, symbolic::Lt(v, symbolic::Int(0))));
+  if (below) return symbolic::Int(0);
+  ASSIGN_OR_RETURN(bool above, Decide(c, symbolic::Gt(v, size)));
+  return above ? size : v;
 }
 
 absl::StatusOr<Value> Slice(const OpCall& c) {
@@ -195,14 +199,19 @@ absl::StatusOr<Value> Slice(const OpCall& c) {
   ASSIGN_OR_RETURN(dim, WrapDim(c, dim, rank));
   if (rank == 0) return c.Error("slice() cannot be applied to a 0-dim tensor.");
   Expr size = l.sizes[dim];
-  Expr start =
-      c.arg(2).is_none() ? symbolic::Int(0) : ClampBound(c.arg(2).number, size);
-  Expr end = c.arg(3).is_none() ? size : ClampBound(c.arg(3).number, size);
+  Expr start = symbolic::Int(0), end = size;
+  if (!c.arg(2).is_none()) {
+    ASSIGN_OR_RETURN(start, ClampBound(c, c.arg(2).number, size));
+  }
+  if (!c.arg(3).is_none()) {
+    ASSIGN_OR_RETURN(end, ClampBound(c, c.arg(3).number, size));
+  }
   Expr step = c.arg(4).number;
   ASSIGN_OR_RETURN(bool positive,
                    Decide(c, symbolic::Gt(step, symbolic::Int(0))));
   if (!positive) return c.Error("slice step must be positive");
-  end = symbolic::Max(start, end);
+  ASSIGN_OR_RETURN(bool empty, Decide(c, symbolic::Lt(end, start)));
+  if (empty) end = start;
   ASSIGN_OR_RETURN(Expr len,
                    symbolic::CeilDiv(symbolic::Sub(end, start), step));
   l.offset = symbolic::Add(l.offset, symbolic::Mul(start, l.strides[dim]));

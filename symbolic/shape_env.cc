@@ -465,6 +465,47 @@ Expr ShapeEnv::CreateSymbol(int64_t hint, const Source& source,
   return s;
 }
 
+absl::Status ShapeEnv::DeclareSymbol(Expr symbol, std::optional<Value> hint,
+                                     const Source& source) {
+  if (!symbol.is_symbol()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "DeclareSymbol of ", ToString(symbol), ", which is not a symbol"));
+  }
+  if (symbols_.contains(symbol)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat(symbol.name(), " is already declared"));
+  }
+  SymbolInfo info;
+  info.sources.push_back(source);
+  info.range = DefaultRange(symbol);
+  if (hint) {
+    if ((hint->type == ExprType::kFloat) != symbol.is_float()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("hint ", symbolic::ToString(*hint),
+                       " does not match the type of ", symbol.name()));
+    }
+    info.hint = *hint;
+    if (symbol.is_positive()) {
+      info.size_like = true;
+      IntBound lo = settings_.specialize_zero_one ? 2 : 1;
+      info.range = ValueRange::Int(lo, kIntInf);
+    }
+    if (!symbol.is_float() &&
+        !info.range.Contains(ValueRange::Int(hint->i, hint->i))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("hint ", hint->i, " of ", symbol.name(),
+                       " is outside its range ", info.range.ToString()));
+    }
+    backed_.push_back(symbol);
+  } else {
+    info.unbacked = true;
+    info.unbacked_index = next_unbacked_++;
+  }
+  symbols_[symbol] = std::move(info);
+  Bump();
+  return absl::OkStatus();
+}
+
 Expr ShapeEnv::CreateScalarSymbol(int64_t hint, const Source& source) {
   SymbolInfo info;
   info.hint = Value::Int(hint);

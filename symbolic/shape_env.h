@@ -143,6 +143,15 @@ class ShapeEnv {
   // A fresh unbacked int u<n> in [0, int_oo], marked size-like.
   Expr CreateUnbackedSizeLike();
 
+  // DeclareSymbol()
+  //
+  // Adopts a symbol that already appears in a graph's annotations: with a
+  // hint it is backed (sizes s<n>: range [2, int_oo] under 0/1
+  // specialization), without one it is unbacked. Error if the symbol is
+  // already known.
+  absl::Status DeclareSymbol(Expr symbol, std::optional<Value> hint,
+                             const Source& source);
+
   // CreateSymbolicSizesStrides()
   //
   // Symbolic sizes and strides for input tensor `input` with concrete

@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "symbolic/expr.h"
+#include "symbolic/parser.h"
 #include "symbolic/printer.h"
 
 namespace lathe::symbolic {
@@ -445,6 +446,41 @@ TEST(ShapeEnvTest, CongruenceReduction) {
   EXPECT_FALSE(ReduceCongruences(s, contradiction).ok());
   std::vector<Congruence> odd_multiple = {{Mul(Int(3), s), 1, 9}};
   EXPECT_EQ(Str(*ReduceCongruences(s, odd_multiple)), "Eq(Mod(s, 3), 0)");
+}
+
+}  // namespace
+}  // namespace lathe::symbolic
+
+namespace lathe::symbolic {
+namespace {
+
+TEST(ShapeEnvDeclareTest, HintedSymbolsAreBackedSizesUnhintedAreUnbacked) {
+  ShapeEnv env;
+  Expr s0 = DefaultSymbol("s0"), s1 = DefaultSymbol("s1");
+  ASSERT_TRUE(env.DeclareSymbol(s0, Value::Int(8), Source::Size(0, 0)).ok());
+  ASSERT_TRUE(env.DeclareSymbol(s1, std::nullopt, Source::Size(0, 1)).ok());
+  EXPECT_EQ(env.HintOf(s0)->i, 8);
+  EXPECT_FALSE(env.IsUnbacked(s0));
+  EXPECT_TRUE(env.IsUnbacked(s1));
+  EXPECT_EQ(env.RangeOf(s0).ToString(), "[2, int_oo]");
+}
+
+TEST(ShapeEnvDeclareTest, Errors) {
+  ShapeEnv env;
+  Expr s0 = DefaultSymbol("s0");
+  ASSERT_TRUE(env.DeclareSymbol(s0, Value::Int(8), Source::Size(0, 0)).ok());
+  absl::Status again = env.DeclareSymbol(s0, Value::Int(8), Source::Size(0, 0));
+  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(again.message(), "s0 is already declared");
+  absl::Status low =
+      env.DeclareSymbol(DefaultSymbol("s1"), Value::Int(1), Source::Size(0, 1));
+  EXPECT_EQ(low.message(), "hint 1 of s1 is outside its range [2, int_oo]");
+  absl::Status type = env.DeclareSymbol(DefaultSymbol("s2"), Value::Float(1.5),
+                                        Source::Size(0, 2));
+  EXPECT_EQ(type.message(), "hint 1.5 does not match the type of s2");
+  absl::Status notsym =
+      env.DeclareSymbol(Add(s0, Int(1)), std::nullopt, Source::Size(0, 3));
+  EXPECT_EQ(notsym.message(), "DeclareSymbol of s0 + 1, which is not a symbol");
 }
 
 }  // namespace

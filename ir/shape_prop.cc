@@ -1,0 +1,244 @@
+#include "ir/shape_prop.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "ir/interpreter.h"
+#include "ir/op_registry.h"
+#include "ir/value.h"
+#include "status_macros.h"
+#include "symbolic/parser.h"
+
+namespace lathe::ir {
+namespace {
+
+struct Directives {
+  absl::flat_hash_map<std::string, symbolic::Value> hints;
+  absl::flat_hash_map<std::string, std::pair<int64_t, int64_t>> ranges;
+  absl::flat_hash_map<std::string, std::string> alias_of;  // input -> input
+};
+
+absl::StatusOr<Directives> ReadDirectives(const Graph& g) {
+  Directives d;
+  for (const Directive& dir : g.directives()) {
+    std::vector<std::string> w =
+        absl::StrSplit(dir.text, ' ', absl::SkipEmpty());
+    auto bad = [&](absl::string_view why) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("# lathe: ", dir.text, ": ", why));
+    };
+    if (w.empty()) return bad("empty directive");
+    if (w[0] == "hint" && w.size() == 3) {
+      int64_t i;
+      double f;
+      if (absl::SimpleAtoi(w[2], &i)) {
+        d.hints[w[1]] = symbolic::Value::Int(i);
+      } else if (absl::SimpleAtod(w[2], &f)) {
+        d.hints[w[1]] = symbolic::Value::Float(f);
+      } else {
+        return bad("expected 'hint SYMBOL NUMBER'");
+      }
+    } else if (w[0] == "range" && w.size() == 4) {
+      int64_t lo, hi;
+      if (!absl::SimpleAtoi(w[2], &lo) || !absl::SimpleAtoi(w[3], &hi) ||
+          lo > hi) {
+        return bad("expected 'range SYMBOL LO HI' with LO <= HI");
+      }
+      d.ranges[w[1]] = {lo, hi};
+    } else if (w[0] == "alias" && w.size() == 3) {
+      d.alias_of[w[2]] = w[1];
+    } else if (w[0] == "requires_grad" && w.size() == 2) {
+      // Recorded for AOT; no effect on shapes.
+    } else {
+      return bad(
+          "unknown directive (expected hint, range, alias or requires_grad)");
+    }
+  }
+  return d;
+}
+
+ValueMeta ToMeta(const Value& v) {
+  switch (v.kind) {
+    case Value::Kind::kTensor:
+      return ValueMeta::Tensor(v.meta);
+    case Value::Kind::kNumber:
+      return ValueMeta::Sym(v.number);
+    case Value::Kind::kList: {
+      std::vector<ValueMeta> elements;
+      for (const Value& e : v.list) elements.push_back(ToMeta(e));
+      return ValueMeta::Tuple(std::move(elements));
+    }
+    default:
+      return ValueMeta();
+  }
+}
+
+Value FromMeta(const ValueMeta& m) {
+  switch (m.kind) {
+    case ValueMeta::Kind::kTensor:
+      return Value::OfMeta(m.tensor);
+    case ValueMeta::Kind::kSym:
+      return Value::Number(m.sym);
+    case ValueMeta::Kind::kTuple: {
+      std::vector<Value> items;
+      for (const ValueMeta& e : m.elements) items.push_back(FromMeta(e));
+      return Value::List(std::move(items));
+    }
+    case ValueMeta::Kind::kNone:
+      return Value::None();
+  }
+  return Value::None();
+}
+
+// Gives results their storage identities: views and in-place ops keep the
+// argument's, everything else is new.
+void AssignStorage(const OpSchema& schema, const std::vector<Value>& args,
+                   Value& out, StorageId* next) {
+  std::optional<StorageId> shared;
+  if (!schema.returns.empty() && schema.returns[0].alias) {
+    for (size_t a = 0; a < schema.arguments.size(); ++a) {
+      const auto& alias = schema.arguments[a].alias;
+      if (alias && alias->sets == schema.returns[0].alias->sets &&
+          args[a].is_tensor()) {
+        shared = args[a].meta.storage;
+      }
+    }
+  }
+  auto set = [&](Value& v) {
+    if (v.is_tensor()) v.meta.storage = shared ? *shared : (*next)++;
+  };
+  set(out);
+  for (Value& e : out.list) set(e);
+}
+
+}  // namespace
+
+absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
+                             const ShapePropOptions& options) {
+  ASSIGN_OR_RETURN(Directives d, ReadDirectives(graph));
+  for (const auto& [name, v] : options.hints) d.hints[name] = v;
+  absl::flat_hash_map<const Node*, Value> values;
+  absl::flat_hash_map<std::string, StorageId> input_storage;
+  StorageId next_storage = 0;
+  std::vector<Node*> placeholders = graph.Placeholders();
+  for (size_t k = 0; k < placeholders.size(); ++k) {
+    Node* p = placeholders[k];
+    ValueMeta& m = p->meta();
+    if (m.kind == ValueMeta::Kind::kNone) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", p->name(),
+          "' has no annotation; shape propagation needs its type"));
+    }
+    // Declare the symbols the annotation introduces.
+    auto declare = [&](symbolic::Expr e,
+                       const symbolic::Source& source) -> absl::Status {
+      for (symbolic::Expr s : symbolic::FreeSymbols(e)) {
+        if (env.HintOf(s).has_value() || env.IsUnbacked(s)) continue;
+        std::optional<symbolic::Value> hint;
+        if (auto it = d.hints.find(std::string(s.name())); it != d.hints.end())
+          hint = it->second;
+        absl::Status st = env.DeclareSymbol(s, hint, source);
+        if (!st.ok() && st.code() != absl::StatusCode::kAlreadyExists)
+          return st;
+        if (auto r = d.ranges.find(std::string(s.name()));
+            r != d.ranges.end()) {
+          RETURN_IF_ERROR(
+              env.ConstrainRange(s, r->second.first, r->second.second));
+        }
+      }
+      return absl::OkStatus();
+    };
+    if (m.kind == ValueMeta::Kind::kSym) {
+      RETURN_IF_ERROR(declare(m.sym, symbolic::Source::Scalar(k)));
+    } else if (m.kind == ValueMeta::Kind::kTensor) {
+      for (int64_t i = 0; i < m.tensor.dim(); ++i) {
+        RETURN_IF_ERROR(
+            declare(m.tensor.sizes[i], symbolic::Source::Size(k, i)));
+      }
+      for (int64_t i = 0; i < m.tensor.dim(); ++i) {
+        RETURN_IF_ERROR(
+            declare(m.tensor.strides[i], symbolic::Source::Stride(k, i)));
+      }
+      auto alias = d.alias_of.find(p->name());
+      if (alias != d.alias_of.end() && input_storage.contains(alias->second)) {
+        m.tensor.storage = input_storage[alias->second];
+      } else {
+        m.tensor.storage = next_storage++;
+      }
+      input_storage[p->name()] = m.tensor.storage;
+    }
+    values[p] = FromMeta(m);
+  }
+  const OpRegistry& registry = OpRegistry::Global();
+  for (const auto& node : graph.nodes()) {
+    Node& n = *node;
+    if (n.kind() != Node::Kind::kCall) {
+      if (n.kind() == Node::Kind::kGetAttr) {
+        return absl::UnimplementedError(absl::StrCat(
+            "node '", n.name(), "': constants are not supported yet"));
+      }
+      continue;
+    }
+    auto fail = [&](const absl::Status& s) {
+      return absl::Status(s.code(),
+                          absl::StrCat("node '", n.name(), "': ", s.message()));
+    };
+    std::vector<Value> args;
+    for (const Arg& a : n.args()) {
+      absl::StatusOr<Value> v = ArgValue(a, values);
+      if (!v.ok()) return fail(v.status());
+      args.push_back(std::move(*v));
+    }
+    Value out;
+    if (n.target() == "getitem") {
+      absl::StatusOr<int64_t> i = args[1].AsInt();
+      if (!i.ok() || args[0].kind != Value::Kind::kList || *i < 0 ||
+          *i >= static_cast<int64_t>(args[0].list.size())) {
+        return fail(absl::InvalidArgumentError("bad getitem"));
+      }
+      out = args[0].list[*i];
+    } else if (absl::StartsWith(n.target(), "operator.")) {
+      absl::StatusOr<Value> v = EvalPythonOp(n.target(), args);
+      if (!v.ok()) return fail(v.status());
+      out = *v;
+    } else {
+      const OpDef* op = registry.Find(n.target());
+      if (op == nullptr)
+        return fail(
+            absl::UnimplementedError(absl::StrCat("unknown op ", n.target())));
+      std::vector<std::pair<std::string, Value>> kwargs;
+      for (const auto& [key, a] : n.kwargs()) {
+        absl::StatusOr<Value> v = ArgValue(a, values);
+        if (!v.ok()) return fail(v.status());
+        kwargs.push_back({key, std::move(*v)});
+      }
+      absl::StatusOr<std::vector<Value>> bound = BindArguments(
+          op->schema, std::move(args), std::move(kwargs), op->target);
+      if (!bound.ok()) return fail(bound.status());
+      OpCall call(*op, *bound, &env);
+      absl::StatusOr<Value> v = op->meta(call);
+      if (!v.ok()) return fail(v.status());
+      out = std::move(*v);
+      AssignStorage(op->schema, *bound, out, &next_storage);
+    }
+    // Simplify sizes with what the ShapeEnv knows.
+    if (out.is_tensor()) {
+      for (auto* list : {&out.meta.sizes, &out.meta.strides}) {
+        for (symbolic::Expr& e : *list) e = env.Simplify(e);
+      }
+      out.meta.storage_offset = env.Simplify(out.meta.storage_offset);
+    }
+    n.meta() = ToMeta(out);
+    values[&n] = std::move(out);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace lathe::ir

@@ -1,0 +1,208 @@
+#include "ir/shape_prop.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/graph_text.h"
+#include "symbolic/printer.h"
+
+namespace lathe::ir {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ReadGraph(const std::string& name) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* ws = std::getenv("TEST_WORKSPACE");
+  std::ifstream in(absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "lathe",
+                                "/ir/testdata/graphs/", name));
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::unique_ptr<Graph> FromText(const std::string& text) {
+  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(text);
+  EXPECT_TRUE(g.ok()) << g.status();
+  return g.ok() ? std::move(*g) : nullptr;
+}
+
+// Copies how `from` was written (strides/device shown) onto `to`.
+void CopyShowFlags(const ValueMeta& from, ValueMeta& to) {
+  if (from.kind == ValueMeta::Kind::kTensor &&
+      to.kind == ValueMeta::Kind::kTensor) {
+    to.tensor.show_strides = from.tensor.show_strides;
+    to.tensor.show_device = from.tensor.show_device;
+  }
+  if (from.kind == ValueMeta::Kind::kTuple &&
+      to.kind == ValueMeta::Kind::kTuple &&
+      from.elements.size() == to.elements.size()) {
+    for (size_t i = 0; i < from.elements.size(); ++i) {
+      CopyShowFlags(from.elements[i], to.elements[i]);
+    }
+  }
+}
+
+// The corpus graphs were written by PyTorch (or by hand following it): the
+// propagated meta of every annotated node must equal its annotation.
+class CorpusTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CorpusTest, PropagatedMetaMatchesPyTorchAnnotations) {
+  std::unique_ptr<Graph> g = FromText(ReadGraph(GetParam()));
+  ASSERT_NE(g, nullptr);
+  std::vector<std::pair<Node*, ValueMeta>> expected;
+  for (const auto& n : g->nodes()) {
+    if (n->kind() == Node::Kind::kCall &&
+        n->meta().kind != ValueMeta::Kind::kNone) {
+      expected.push_back({n.get(), n->meta()});
+      n->meta() = ValueMeta();  // forget it: shape_prop must recompute it
+    }
+  }
+  ASSERT_FALSE(expected.empty());
+  symbolic::ShapeEnv env;
+  ShapePropOptions options;
+  for (const char* s : {"s0", "s1", "s2", "s3"})
+    options.hints[s] = symbolic::Value::Int(8);
+  absl::Status st = PropagateShapes(*g, env, options);
+  ASSERT_TRUE(st.ok()) << st;
+  for (auto& [node, want] : expected) {
+    ValueMeta got = node->meta();
+    CopyShowFlags(want, got);
+    EXPECT_EQ(got.ToAnnotation(), want.ToAnnotation())
+        << GetParam() << ": node " << node->name();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Graphs, CorpusTest,
+    ::testing::Values("01_mlp.txt", "02_mlp_dynamic.txt", "03_addmm_gelu.txt",
+                      "04_softmax.txt", "05_softmax_op.txt", "08_attention.txt",
+                      "09_sgd_step.txt", "11_views_of_inputs.txt",
+                      "12_inplace_through_view.txt", "13_dynamic_sym_ops.txt",
+                      "14_dynamic_floordiv.txt", "15_scalar_inputs.txt",
+                      "17_no_strides_no_device.txt", "18_cuda_and_bf16.txt"),
+    [](const auto& info) {
+      std::string n = info.param.substr(0, info.param.size() - 4);
+      for (char& c : n)
+        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+      return n;
+    });
+
+constexpr char kViews[] =
+    R"(def forward(self, x: "f32[4, 6][6, 1]cpu", y: "f32[4, 6][6, 1]cpu"):
+    t: "f32[6, 4][1, 6]cpu" = torch.ops.aten.t.default(x)
+    add: "f32[4, 6][6, 1]cpu" = torch.ops.aten.add.Tensor(x, y)
+    add_: "f32[4, 6][6, 1]cpu" = torch.ops.aten.add_.Tensor(y, x)
+    return (t, add, add_)
+)";
+
+TEST(ShapePropTest, ViewsAndInplaceOpsShareTheirInputsStorage) {
+  std::unique_ptr<Graph> g = FromText(kViews);
+  symbolic::ShapeEnv env;
+  ASSERT_TRUE(PropagateShapes(*g, env).ok());
+  StorageId x = g->Find("x")->meta().tensor.storage;
+  StorageId y = g->Find("y")->meta().tensor.storage;
+  EXPECT_NE(x, y);
+  EXPECT_EQ(g->Find("t")->meta().tensor.storage, x);
+  EXPECT_EQ(g->Find("add_")->meta().tensor.storage, y);
+  StorageId add = g->Find("add")->meta().tensor.storage;
+  EXPECT_NE(add, x);
+  EXPECT_NE(add, y);
+}
+
+TEST(ShapePropTest, AliasDirectiveMakesInputsShareAStorage) {
+  std::unique_ptr<Graph> g =
+      FromText(absl::StrCat("# lathe: alias x y\n", kViews));
+  symbolic::ShapeEnv env;
+  ASSERT_TRUE(PropagateShapes(*g, env).ok());
+  EXPECT_EQ(g->Find("x")->meta().tensor.storage,
+            g->Find("y")->meta().tensor.storage);
+}
+
+TEST(ShapePropTest, DynamicDimsAreBackedByHintsAndGuardsAreRecorded) {
+  std::unique_ptr<Graph> g = FromText(R"(# lathe: hint s0 10
+def forward(self, x: "f32[s0, 8][8, 1]cpu", y: "f32[s1, 8][8, 1]cpu"):
+    add: "f32[s0, 8][8, 1]cpu" = torch.ops.aten.add.Tensor(x, y)
+    return (add,)
+)");
+  symbolic::ShapeEnv env;
+  ShapePropOptions options;
+  options.hints["s1"] = symbolic::Value::Int(10);
+  ASSERT_TRUE(PropagateShapes(*g, env, options).ok());
+  // Broadcasting s0 against s1 (both 10) guards that they are equal.
+  ASSERT_FALSE(env.guards().empty());
+  std::string guards;
+  for (const symbolic::Expr& e : env.guards())
+    absl::StrAppend(&guards, symbolic::ToString(e), ";");
+  EXPECT_THAT(guards, HasSubstr("s0"));
+  EXPECT_THAT(guards, HasSubstr("s1"));
+}
+
+TEST(ShapePropTest, SliceBoundsOnSymbolsAreDecidedByGuards) {
+  std::unique_ptr<Graph> g = FromText(R"(def forward(self, x: "f32[s0][1]cpu"):
+    slice_1: "f32[4][1]cpu" = torch.ops.aten.slice.Tensor(x, 0, 2, 6)
+    return (slice_1,)
+)");
+  symbolic::ShapeEnv env;
+  ShapePropOptions options;
+  options.hints["s0"] = symbolic::Value::Int(10);
+  ASSERT_TRUE(PropagateShapes(*g, env, options).ok());
+  EXPECT_EQ(g->Find("slice_1")->meta().ToAnnotation(), "f32[4][1]cpu");
+  EXPECT_FALSE(env.guards().empty());  // 6 <= s0 was assumed from the hint
+}
+
+TEST(ShapePropTest, UnhintedSymbolIsUnbacked) {
+  std::unique_ptr<Graph> g =
+      FromText(R"(def forward(self, x: "f32[s0, 4][4, 1]cpu"):
+    relu: "f32[s0, 4][4, 1]cpu" = torch.ops.aten.relu.default(x)
+    return (relu,)
+)");
+  symbolic::ShapeEnv env;
+  ASSERT_TRUE(PropagateShapes(*g, env).ok());
+  EXPECT_TRUE(env.IsUnbacked(g->Find("relu")->meta().tensor.sizes[0]));
+}
+
+TEST(ShapePropTest, Errors) {
+  struct Case {
+    std::string text;
+    std::string message;
+  } cases[] = {
+      {"def forward(self, x):\n    neg = torch.ops.aten.neg.default(x)\n    "
+       "return (neg,)\n",
+       "input 'x' has no annotation"},
+      {"def forward(self, x: \"f32[2]\"):\n    y = "
+       "torch.ops.aten.nope.default(x)\n    return (y,)\n",
+       "node 'y': unknown op aten.nope.default"},
+      {"def forward(self, x: \"f32[2, 3]\", w: \"f32[4, 5]\"):\n"
+       "    mm = torch.ops.aten.mm.default(x, w)\n    return (mm,)\n",
+       "node 'mm': aten.mm.default:"},
+      {"# lathe: hint s0 many\ndef forward(self, x: \"f32[s0]\"):\n    return "
+       "(x,)\n",
+       "# lathe: hint s0 many: expected 'hint SYMBOL NUMBER'"},
+      {"# lathe: range s0 9 2\ndef forward(self, x: \"f32[s0]\"):\n    return "
+       "(x,)\n",
+       "expected 'range SYMBOL LO HI' with LO <= HI"},
+      {"# lathe: frobnicate\ndef forward(self, x: \"f32[s0]\"):\n    return "
+       "(x,)\n",
+       "unknown directive"},
+  };
+  for (const Case& c : cases) {
+    std::unique_ptr<Graph> g = FromText(c.text);
+    ASSERT_NE(g, nullptr) << c.text;
+    symbolic::ShapeEnv env;
+    absl::Status st = PropagateShapes(*g, env);
+    EXPECT_FALSE(st.ok()) << c.text;
+    EXPECT_THAT(std::string(st.message()), HasSubstr(c.message)) << c.text;
+  }
+}
+
+}  // namespace
+}  // namespace lathe::ir
