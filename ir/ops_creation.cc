@@ -1,6 +1,7 @@
 // Creation and copy ops: full, zeros, ones, clone, _to_copy, copy_, and
 // sym_size.int.
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "ir/value.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
+#include "symbolic/printer.h"
 
 namespace lathe::ir {
 namespace {
@@ -130,9 +132,195 @@ absl::StatusOr<Value> AssertScalar(const OpCall& c) {
   return Value::None();
 }
 
+// arange(start, end, step): ceil((end - start) / step) values.
+absl::StatusOr<Value> Arange(const OpCall& c) {
+  const OpSchema& schema = c.op().schema;
+  int start_i = schema.ArgumentIndex("start"),
+      step_i = schema.ArgumentIndex("step");
+  Value start = start_i >= 0 ? c.arg(start_i) : Value::Int(0);
+  Value end = c.arg("end");
+  Value step = step_i >= 0 ? c.arg(step_i) : Value::Int(1);
+  bool all_int = true;
+  for (const Value* v : {&start, &end, &step}) {
+    if (!v->number.is_int()) all_int = false;
+  }
+  const Value& d = c.arg("dtype");
+  DType dtype = !d.is_none() ? d.dtype
+                : all_int    ? DType::kInt64
+                             : DType::kFloat32;
+  Device device = CreationDevice(c);
+  Expr size;
+  if (all_int && (start.number.kind() != symbolic::ExprKind::kInteger ||
+                  end.number.kind() != symbolic::ExprKind::kInteger)) {
+    ASSIGN_OR_RETURN(int64_t st, step.AsInt());
+    if (st == 0) return c.Error("step must be nonzero");
+    ASSIGN_OR_RETURN(size,
+                     symbolic::CeilDiv(symbolic::Sub(end.number, start.number),
+                                       symbolic::Int(st)));
+    size = symbolic::Max(symbolic::Int(0), size);
+  } else {
+    ASSIGN_OR_RETURN(double a, start.AsDouble());
+    ASSIGN_OR_RETURN(double b, end.AsDouble());
+    ASSIGN_OR_RETURN(double st, step.AsDouble());
+    if (st == 0) return c.Error("step must be nonzero");
+    if (!std::isfinite(a) || !std::isfinite(b)) {
+      return c.Error(absl::StrCat("unsupported range: ", a, " -> ", b));
+    }
+    if ((st > 0 && b < a) || (st < 0 && b > a)) {
+      return c.Error(
+          "upper bound and larger bound inconsistent with step sign");
+    }
+    size = symbolic::Int(static_cast<int64_t>(std::ceil((b - a) / st)));
+  }
+  if (c.env() != nullptr) return MetaResult(dtype, device, {size});
+  if (!device.is_cpu()) return c.Error("the interpreter runs on cpu only");
+  ASSIGN_OR_RETURN(std::vector<int64_t> n, ConcreteSizes(c, {size}));
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(n, dtype));
+  ASSIGN_OR_RETURN(double a, start.AsDouble());
+  ASSIGN_OR_RETURN(double st, step.AsDouble());
+  for (int64_t k = 0; k < n[0]; ++k) {
+    if (IsIntegral(dtype, true) && all_int) {
+      ASSIGN_OR_RETURN(int64_t ai, start.AsInt());
+      ASSIGN_OR_RETURN(int64_t si, step.AsInt());
+      StoreInt(out, {k}, ai + k * si);
+    } else {
+      StoreDouble(out, {k}, a + k * st);
+    }
+  }
+  return Value::OfTensor(out);
+}
+
+// cat(tensors, dim): sizes must match except along dim; 1-d empty tensors
+// are skipped (legacy behavior).
+absl::StatusOr<Value> Cat(const OpCall& c) {
+  const std::vector<Value>& all = c.arg(0).list;
+  if (all.empty())
+    return c.Error("torch.cat(): expected a non-empty list of Tensors");
+  std::vector<const Value*> ts;
+  std::vector<int> numbers;
+  for (size_t k = 0; k < all.size(); ++k) {
+    std::vector<Expr> s = SizesOf(all[k]);
+    if (s.size() == 1 && s[0].is_constant(0)) continue;
+    ts.push_back(&all[k]);
+    numbers.push_back(static_cast<int>(k));
+  }
+  ASSIGN_OR_RETURN(DType dtype, ResultType(all));
+  bool running = all[0].tensor.defined();
+  if (ts.empty())
+    return ResultOrEmpty(c, running, dtype, DeviceOf(all[0]),
+                         {symbolic::Int(0)});
+  std::vector<Expr> sizes = SizesOf(*ts[0]);
+  int64_t rank = static_cast<int64_t>(sizes.size());
+  if (rank == 0) {
+    return c.Error(
+        "zero-dimensional tensor (at position 0) cannot be concatenated");
+  }
+  ASSIGN_OR_RETURN(int64_t dim, c.arg(1).AsInt());
+  ASSIGN_OR_RETURN(dim, WrapDim(c, dim, rank));
+  for (size_t k = 1; k < ts.size(); ++k) {
+    std::vector<Expr> s = SizesOf(*ts[k]);
+    if (static_cast<int64_t>(s.size()) != rank) {
+      return c.Error(
+          absl::StrCat("Tensors must have same number of dimensions: got ",
+                       rank, " and ", s.size()));
+    }
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d == dim) continue;
+      ASSIGN_OR_RETURN(bool same, Decide(c, symbolic::Eq(s[d], sizes[d])));
+      if (!same) {
+        return c.Error(
+            absl::StrCat("Sizes of tensors must match except in dimension ",
+                         dim, ". Expected size ", symbolic::ToString(sizes[d]),
+                         " but got size ", symbolic::ToString(s[d]),
+                         " for tensor number ", numbers[k], " in the list."));
+      }
+    }
+    sizes[dim] = symbolic::Add(sizes[dim], s[dim]);
+  }
+  ASSIGN_OR_RETURN(Value out,
+                   ResultOrEmpty(c, running, dtype, DeviceOf(*ts[0]), sizes));
+  if (!running) return out;
+  int64_t at = 0;
+  for (const Value* t : ts) {
+    std::vector<int64_t> part = t->tensor.sizes();
+    ASSIGN_OR_RETURN(Tensor dst,
+                     out.tensor.AsStrided(part, out.tensor.strides(),
+                                          at * out.tensor.strides()[dim]));
+    RETURN_IF_ERROR(CopyInto(dst, t->tensor));
+    at += part[dim];
+  }
+  return out;
+}
+
+// stack(tensors, dim): equal shapes, joined along a new dim.
+absl::StatusOr<Value> Stack(const OpCall& c) {
+  const std::vector<Value>& ts = c.arg(0).list;
+  if (ts.empty()) return c.Error("stack expects a non-empty TensorList");
+  std::vector<Expr> sizes = SizesOf(ts[0]);
+  for (size_t k = 1; k < ts.size(); ++k) {
+    std::vector<Expr> s = SizesOf(ts[k]);
+    bool same = s.size() == sizes.size();
+    for (size_t d = 0; same && d < s.size(); ++d) {
+      ASSIGN_OR_RETURN(same, Decide(c, symbolic::Eq(s[d], sizes[d])));
+    }
+    if (!same) {
+      return c.Error(
+          absl::StrCat("stack expects each tensor to be equal size, but got ",
+                       ShapeString(sizes), " at entry 0 and ", ShapeString(s),
+                       " at entry ", k));
+    }
+  }
+  ASSIGN_OR_RETURN(int64_t dim, c.arg(1).AsInt());
+  ASSIGN_OR_RETURN(dim,
+                   WrapDim(c, dim, static_cast<int64_t>(sizes.size()) + 1));
+  ASSIGN_OR_RETURN(DType dtype, ResultType(ts));
+  std::vector<Expr> out_sizes = sizes;
+  out_sizes.insert(out_sizes.begin() + dim,
+                   symbolic::Int(static_cast<int64_t>(ts.size())));
+  bool running = ts[0].tensor.defined();
+  ASSIGN_OR_RETURN(
+      Value out, ResultOrEmpty(c, running, dtype, DeviceOf(ts[0]), out_sizes));
+  if (!running) return out;
+  std::vector<int64_t> strides = out.tensor.strides();
+  strides.erase(strides.begin() + dim);
+  for (size_t k = 0; k < ts.size(); ++k) {
+    ASSIGN_OR_RETURN(Tensor dst,
+                     out.tensor.AsStrided(
+                         ts[k].tensor.sizes(), strides,
+                         static_cast<int64_t>(k) * out.tensor.strides()[dim]));
+    RETURN_IF_ERROR(CopyInto(dst, ts[k].tensor));
+  }
+  return out;
+}
+
+// fill_(self, value) / zero_(self): writes through self's strides.
+absl::StatusOr<Value> FillInplace(const OpCall& c, const Value& value) {
+  if (!c.arg(0).tensor.defined()) return c.arg(0);
+  ASSIGN_OR_RETURN(Tensor scalar, ScalarTensor(value, c.arg(0).tensor.dtype()));
+  RETURN_IF_ERROR(CopyInto(c.arg(0).tensor, scalar));
+  return c.arg(0);
+}
+
 }  // namespace
 
 absl::Status RegisterCreationOps(OpRegistry& r) {
+  const char* kFactory =
+      "*, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
+      "bool? pin_memory=None) -> Tensor";
+  for (const char* head :
+       {"arange(Scalar end, ", "arange.start(Scalar start, Scalar end, ",
+        "arange.start_step(Scalar start, Scalar end, Scalar step=1, "}) {
+    RETURN_IF_ERROR(r.Add(absl::StrCat(head, kFactory), Arange, Arange));
+  }
+  RETURN_IF_ERROR(
+      r.Add("cat(Tensor[] tensors, int dim=0) -> Tensor", Cat, Cat));
+  RETURN_IF_ERROR(
+      r.Add("stack(Tensor[] tensors, int dim=0) -> Tensor", Stack, Stack));
+  auto fill = [](const OpCall& c) { return FillInplace(c, c.arg(1)); };
+  RETURN_IF_ERROR(r.Add(
+      "fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)", fill, fill));
+  auto zero = [](const OpCall& c) { return FillInplace(c, Value::Int(0)); };
+  RETURN_IF_ERROR(r.Add("zero_(Tensor(a!) self) -> Tensor(a!)", zero, zero));
   RETURN_IF_ERROR(r.Add("_local_scalar_dense(Tensor self) -> Scalar",
                         LocalScalarDense, LocalScalarDense));
   RETURN_IF_ERROR(r.Add("_assert_scalar(Scalar self, str assert_msg) -> ()",

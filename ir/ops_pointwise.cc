@@ -9,11 +9,14 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "ir/op_registry.h"
 #include "ir/ops_util.h"
 #include "ir/value.h"
@@ -62,10 +65,15 @@ absl::StatusOr<OutInfo> Infer(const OpCall& call, std::vector<Value> operands,
   return info;
 }
 
-// Evaluates `f` elementwise over broadcast operands into a new tensor.
-absl::StatusOr<Value> Compute(const OpCall& call, const OutInfo& info,
-                              const std::vector<Value>& operands,
-                              const DoubleFn& fd, const IntFn& fi) {
+using DoubleNFn = std::function<double(absl::Span<const double>)>;
+using IntNFn =
+    std::function<absl::StatusOr<int64_t>(absl::Span<const int64_t>)>;
+
+// Evaluates `fd` (or `fi` on integer math types) elementwise over broadcast
+// operands into a new tensor.
+absl::StatusOr<Value> ComputeN(const OpCall& call, const OutInfo& info,
+                               const std::vector<Value>& operands,
+                               const DoubleNFn& fd, const IntNFn& fi) {
   ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ConcreteSizes(call, info.sizes));
   ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(sizes, info.dtype));
   std::vector<Tensor> views;
@@ -81,28 +89,41 @@ absl::StatusOr<Value> Compute(const OpCall& call, const OutInfo& info,
   }
   bool ints = IsIntegral(info.compute, /*include_bool=*/true) && fi != nullptr;
   absl::Status status;
+  std::vector<double> d(views.size());
+  std::vector<int64_t> n(views.size());
   ForEachIndex(sizes, [&](absl::Span<const int64_t> i) {
     if (!status.ok()) return;
     if (ints) {
-      int64_t a = LoadInt(views[0], i);
-      int64_t b = views.size() > 1 ? LoadInt(views[1], i) : 0;
-      absl::StatusOr<int64_t> r = fi(a, b);
+      for (size_t k = 0; k < views.size(); ++k) n[k] = LoadInt(views[k], i);
+      absl::StatusOr<int64_t> r = fi(n);
       if (!r.ok()) {
         status = call.Error(r.status().message());
         return;
       }
       StoreInt(out, i, *r);
     } else {
-      double a = LoadDouble(views[0], i);
-      double b = views.size() > 1 ? LoadDouble(views[1], i) : 0;
-      // Operands are first rounded to the compute dtype (f16 math is done
-      // on f16 values in float).
-      double r = fd(a, b);
-      StoreDouble(out, i, r);
+      for (size_t k = 0; k < views.size(); ++k) d[k] = LoadDouble(views[k], i);
+      StoreDouble(out, i, fd(d));
     }
   });
   RETURN_IF_ERROR(status);
   return Value::OfTensor(out);
+}
+
+// ComputeN for unary and binary element functions.
+absl::StatusOr<Value> Compute(const OpCall& call, const OutInfo& info,
+                              const std::vector<Value>& operands,
+                              const DoubleFn& fd, const IntFn& fi) {
+  DoubleNFn fdn = [fd](absl::Span<const double> a) {
+    return fd(a[0], a.size() > 1 ? a[1] : 0);
+  };
+  IntNFn fin = nullptr;
+  if (fi != nullptr) {
+    fin = [fi](absl::Span<const int64_t> a) {
+      return fi(a[0], a.size() > 1 ? a[1] : 0);
+    };
+  }
+  return ComputeN(call, info, operands, fdn, fin);
 }
 
 uint64_t U(int64_t v) { return static_cast<uint64_t>(v); }
@@ -152,6 +173,8 @@ const Unary kUnary[] = {
      [](int64_t x) { return x; }},
     {"trunc", false, [](double x) { return std::trunc(x); },
      [](int64_t x) { return x; }},
+    {"logical_not", false, [](double x) -> double { return x == 0; },
+     [](int64_t x) -> int64_t { return x == 0; }, /*bool_result=*/true},
     {"round", false, RoundHalfEven, [](int64_t x) { return x; }},
     {"sign", false, Sign,
      [](int64_t x) -> int64_t { return (x > 0) - (x < 0); }},
@@ -266,6 +289,36 @@ absl::StatusOr<Value> BinaryKernel(const OpCall& c, const std::string& op,
       }
       return static_cast<int64_t>(r);
     };
+  } else if (op == "remainder" || op == "fmod") {
+    bool python = op == "remainder";  // the result takes the divisor's sign
+    fd = [python](double a, double b) {
+      double m = std::fmod(a, b);
+      if (python && m != 0 && ((b < 0) != (m < 0))) m += b;
+      return m;
+    };
+    fi = [python](int64_t a, int64_t b) -> absl::StatusOr<int64_t> {
+      if (b == 0) return absl::InvalidArgumentError("ZeroDivisionError");
+      if (b == -1) return 0;  // also INT64_MIN % -1
+      int64_t m = a % b;
+      if (python && m != 0 && ((b < 0) != (m < 0))) m += b;
+      return m;
+    };
+  } else if (op == "atan2") {
+    fd = [](double a, double b) { return std::atan2(a, b); };
+  } else if (op == "logical_and" || op == "logical_or") {
+    bool is_and = op == "logical_and";
+    fd = [is_and](double a, double b) -> double {
+      return is_and ? (a != 0 && b != 0) : (a != 0 || b != 0);
+    };
+    fi = [is_and](int64_t a, int64_t b) -> absl::StatusOr<int64_t> {
+      return is_and ? (a != 0 && b != 0) : (a != 0 || b != 0);
+    };
+  } else if (op == "bitwise_and" || op == "bitwise_or" || op == "bitwise_xor") {
+    char k = op[8];                                    // a, o, x
+    fd = [](double, double) { return std::nan(""); };  // unreachable: ints only
+    fi = [k](int64_t a, int64_t b) -> absl::StatusOr<int64_t> {
+      return k == 'a' ? (a & b) : k == 'o' ? (a | b) : (a ^ b);
+    };
   } else {  // comparisons, on the promoted operands
     std::string cmp = op;
     fd = [cmp](double a, double b) -> double {
@@ -335,14 +388,24 @@ struct BinarySpec {
 absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
   bool is_div = spec.op == "div";
   bool is_cmp = spec.op == "eq" || spec.op == "ne" || spec.op == "lt" ||
-                spec.op == "le" || spec.op == "gt" || spec.op == "ge";
-  auto infer = [spec, is_div,
-                is_cmp](const OpCall& c) -> absl::StatusOr<OutInfo> {
+                spec.op == "le" || spec.op == "gt" || spec.op == "ge" ||
+                spec.op == "logical_and" || spec.op == "logical_or";
+  bool ints_only = absl::StartsWith(spec.op, "bitwise_");
+  bool to_float = spec.op == "atan2";
+  auto infer = [spec, is_div, is_cmp, ints_only,
+                to_float](const OpCall& c) -> absl::StatusOr<OutInfo> {
     Div mode = Div::kTrue;
     if (is_div) {
       ASSIGN_OR_RETURN(mode, DivMode(c));
     }
-    return Infer(c, {c.arg(0), c.arg(1)}, is_div && mode == Div::kTrue, is_cmp);
+    ASSIGN_OR_RETURN(OutInfo info,
+                     Infer(c, {c.arg(0), c.arg(1)},
+                           to_float || (is_div && mode == Div::kTrue), is_cmp));
+    if (ints_only && !IsIntegral(info.compute, /*include_bool=*/true)) {
+      return c.Error(absl::StrCat("\"", spec.op, "_cpu\" not implemented for '",
+                                  ScalarTypeName(info.compute), "'"));
+    }
+    return info;
   };
   OpFn meta = [spec, infer](const OpCall& c) -> absl::StatusOr<Value> {
     ASSIGN_OR_RETURN(OutInfo info, infer(c));
@@ -385,6 +448,132 @@ absl::StatusOr<OutInfo> InferWhere(const OpCall& c) {
   if (c.arg(0).is_tensor()) shapes.push_back(SizesOf(c.arg(0)));
   ASSIGN_OR_RETURN(info.sizes, BroadcastShapes(c, shapes));
   return info;
+}
+
+// ---- Ternary: clamp, addcmul, addcdiv, lerp ---------------------------------
+
+// The operands an op computes on (absent optional bounds left out).
+std::vector<Value> TernaryOperands(const OpCall& c, const std::string& op) {
+  std::vector<Value> v = {c.arg(0)};
+  for (int i = 1; i < c.num_args(); ++i) {
+    const std::string& name = c.op().schema.arguments[i].name;
+    if (name == "value" ||
+        (op == "lerp" && name == "weight" && !c.arg(i).is_tensor()))
+      continue;
+    if (!c.arg(i).is_none()) v.push_back(c.arg(i));
+  }
+  if (op == "lerp" && !c.arg(2).is_tensor()) v.push_back(c.arg(2));
+  return v;
+}
+
+absl::StatusOr<OutInfo> InferTernary(const OpCall& c, const std::string& op) {
+  std::vector<Value> operands = TernaryOperands(c, op);
+  if (op == "clamp" && operands.size() == 1) {
+    return c.Error(
+        "torch.clamp: At least one of 'min' or 'max' must not be None");
+  }
+  // A Scalar weight or value does not take part in type promotion.
+  std::vector<Value> promoted = operands;
+  if (op == "lerp" && !c.arg(2).is_tensor()) promoted.pop_back();
+  ASSIGN_OR_RETURN(OutInfo info, Infer(c, promoted, false, false));
+  if (op == "lerp") {
+    if (DTypeOf(c.arg(0)) != DTypeOf(c.arg(1))) {
+      return c.Error(absl::StrCat(
+          "expected dtype ", ScalarTypeName(DTypeOf(c.arg(0))),
+          " for `end` but got dtype ", ScalarTypeName(DTypeOf(c.arg(1)))));
+    }
+    if (!IsFloatingPoint(info.compute)) {
+      return c.Error(
+          absl::StrCat("\"lerp_kernel_scalar\" not implemented for '",
+                       ScalarTypeName(info.compute), "'"));
+    }
+  }
+  if (op == "addcdiv" && IsIntegral(info.compute, /*include_bool=*/true)) {
+    return c.Error(
+        "Integer division with addcdiv is no longer supported, and in a future "
+        "release "
+        "addcdiv will perform a true division of tensor1 and tensor2.");
+  }
+  return info;
+}
+
+absl::StatusOr<Value> TernaryKernel(const OpCall& c, const std::string& op,
+                                    const OutInfo& info) {
+  std::vector<Value> operands = TernaryOperands(c, op);
+  DoubleNFn fd;
+  IntNFn fi;
+  if (op == "clamp") {
+    int lo = c.op().schema.ArgumentIndex("min"),
+        hi = c.op().schema.ArgumentIndex("max");
+    bool has_lo = lo >= 0 && !c.arg(lo).is_none(),
+         has_hi = hi >= 0 && !c.arg(hi).is_none();
+    fd = [=](absl::Span<const double> a) {
+      double x = a[0];
+      size_t k = 1;
+      if (has_lo)
+        x = std::isnan(x)      ? x
+            : std::isnan(a[k]) ? a[k]
+                               : std::max(x, a[k]),
+        ++k;
+      if (has_hi)
+        x = std::isnan(x) ? x : std::isnan(a[k]) ? a[k] : std::min(x, a[k]);
+      return x;
+    };
+    fi = [=](absl::Span<const int64_t> a) -> absl::StatusOr<int64_t> {
+      int64_t x = a[0];
+      size_t k = 1;
+      if (has_lo) x = std::max(x, a[k++]);
+      if (has_hi) x = std::min(x, a[k]);
+      return x;
+    };
+  } else if (op == "addcmul" || op == "addcdiv") {
+    ASSIGN_OR_RETURN(double v, c.arg("value").AsDouble());
+    bool mul = op == "addcmul";
+    fd = [v, mul](absl::Span<const double> a) {
+      return a[0] + v * (mul ? a[1] * a[2] : a[1] / a[2]);
+    };
+    if (mul) {
+      if (!c.arg("value").number.is_int() && !c.arg("value").number.is_bool() &&
+          IsIntegral(info.compute, true)) {
+        return c.Error(
+            "For integral input tensors, argument value must not be a floating "
+            "point number.");
+      }
+      int64_t vi = 0;
+      if (IsIntegral(info.compute, true)) {
+        ASSIGN_OR_RETURN(vi, c.arg("value").AsInt());
+      }
+      fi = [vi](absl::Span<const int64_t> a) -> absl::StatusOr<int64_t> {
+        return static_cast<int64_t>(U(a[0]) + U(vi) * U(a[1]) * U(a[2]));
+      };
+    }
+  } else {  // lerp
+    fd = [](absl::Span<const double> a) {
+      double diff = a[1] - a[0], w = a[2];
+      return std::fabs(w) < 0.5 ? a[0] + w * diff : a[1] - diff * (1 - w);
+    };
+  }
+  return ComputeN(c, info, operands, fd, fi);
+}
+
+absl::Status RegisterTernary(OpRegistry& r, const std::string& schema,
+                             const std::string& op, bool inplace) {
+  OpFn meta = [op, inplace](const OpCall& c) -> absl::StatusOr<Value> {
+    ASSIGN_OR_RETURN(OutInfo info, InferTernary(c, op));
+    if (inplace) return InplaceResult(c, info, c.arg(0));
+    return MetaResult(info.dtype, info.device, info.sizes);
+  };
+  OpFn kernel = [op, inplace](const OpCall& c) -> absl::StatusOr<Value> {
+    ASSIGN_OR_RETURN(OutInfo info, InferTernary(c, op));
+    if (inplace) {
+      RETURN_IF_ERROR(InplaceResult(c, info, c.arg(0)).status());
+    }
+    ASSIGN_OR_RETURN(Value result, TernaryKernel(c, op, info));
+    if (!inplace) return result;
+    RETURN_IF_ERROR(CopyInto(c.arg(0).tensor, result.tensor));
+    return c.arg(0);
+  };
+  return r.Add(schema, meta, kernel);
 }
 
 }  // namespace
@@ -465,6 +654,84 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
       {"div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", "div", true},
   };
   for (const BinarySpec& b : kBinary) RETURN_IF_ERROR(RegisterBinary(r, b));
+  for (const char* op :
+       {"remainder", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor"}) {
+    RETURN_IF_ERROR(RegisterBinary(
+        r, {absl::StrCat(op, ".Tensor(Tensor self, Tensor other) -> Tensor"),
+            op}));
+    RETURN_IF_ERROR(RegisterBinary(
+        r, {absl::StrCat(op, ".Scalar(Tensor self, Scalar other) -> Tensor"),
+            op}));
+  }
+  for (const char* op : {"atan2", "logical_and", "logical_or"}) {
+    RETURN_IF_ERROR(RegisterBinary(
+        r, {absl::StrCat(op, "(Tensor self, Tensor other) -> Tensor"), op}));
+  }
+  RETURN_IF_ERROR(RegisterBinary(
+      r, {"pow.Scalar(Scalar self, Tensor exponent) -> Tensor", "pow"}));
+  const std::tuple<const char*, const char*, bool> kTernary[] = {
+      {"clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
+       "clamp", false},
+      {"clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> "
+       "Tensor",
+       "clamp", false},
+      {"clamp_min(Tensor self, Scalar min) -> Tensor", "clamp", false},
+      {"clamp_max(Tensor self, Scalar max) -> Tensor", "clamp", false},
+      {"clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> "
+       "Tensor(a!)",
+       "clamp", true},
+      {"addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar "
+       "value=1) -> Tensor",
+       "addcmul", false},
+      {"addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar "
+       "value=1) -> "
+       "Tensor(a!)",
+       "addcmul", true},
+      {"addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar "
+       "value=1) -> Tensor",
+       "addcdiv", false},
+      {"addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar "
+       "value=1) -> "
+       "Tensor(a!)",
+       "addcdiv", true},
+      {"lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor", "lerp",
+       false},
+      {"lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor", "lerp",
+       false},
+      {"lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)",
+       "lerp", true},
+      {"lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)",
+       "lerp", true},
+  };
+  for (const auto& [schema, op, inplace] : kTernary) {
+    RETURN_IF_ERROR(RegisterTernary(r, schema, op, inplace));
+  }
+  RETURN_IF_ERROR(r.Add(
+      "bitwise_not(Tensor self) -> Tensor",
+      [](const OpCall& c) -> absl::StatusOr<Value> {
+        DType d = DTypeOf(c.arg(0));
+        if (!IsIntegral(d, true)) {
+          return c.Error(
+              absl::StrCat("\"bitwise_not_cpu\" not implemented for '",
+                           ScalarTypeName(d), "'"));
+        }
+        return MetaResult(d, DeviceOf(c.arg(0)), SizesOf(c.arg(0)));
+      },
+      [](const OpCall& c) -> absl::StatusOr<Value> {
+        DType d = DTypeOf(c.arg(0));
+        if (!IsIntegral(d, true)) {
+          return c.Error(
+              absl::StrCat("\"bitwise_not_cpu\" not implemented for '",
+                           ScalarTypeName(d), "'"));
+        }
+        OutInfo info{d, d, DeviceOf(c.arg(0)), SizesOf(c.arg(0))};
+        bool is_bool = d == DType::kBool;
+        return Compute(
+            c, info, {c.arg(0)}, nullptr,
+            [is_bool](int64_t a, int64_t) -> absl::StatusOr<int64_t> {
+              return is_bool ? (a == 0) : ~a;
+            });
+      }));
   for (const char* cmp : {"eq", "ne", "lt", "le", "gt", "ge"}) {
     RETURN_IF_ERROR(RegisterBinary(
         r, {absl::StrCat(cmp, ".Tensor(Tensor self, Tensor other) -> Tensor"),
@@ -514,7 +781,12 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
            {"aten.sub_.Tensor", "aten.sub.Tensor"},
            {"aten.mul_.Tensor", "aten.mul.Tensor"},
            {"aten.mul_.Scalar", "aten.mul.Scalar"},
-           {"aten.div_.Tensor", "aten.div.Tensor"}}) {
+           {"aten.div_.Tensor", "aten.div.Tensor"},
+           {"aten.clamp_.default", "aten.clamp.default"},
+           {"aten.addcmul_.default", "aten.addcmul.default"},
+           {"aten.addcdiv_.default", "aten.addcdiv.default"},
+           {"aten.lerp_.Scalar", "aten.lerp.Scalar"},
+           {"aten.lerp_.Tensor", "aten.lerp.Tensor"}}) {
     RETURN_IF_ERROR(r.Pair(inplace, functional));
   }
   return absl::OkStatus();

@@ -3,6 +3,7 @@
 // accumulating in double (exact int64 for integer sums) into its output
 // position.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -21,7 +22,18 @@
 namespace lathe::ir {
 namespace {
 
-enum class Reduce { kSum, kMean, kMax, kMin };
+enum class Reduce {
+  kSum,
+  kMean,
+  kMax,
+  kMin,
+  kProd,
+  kAny,
+  kAll,
+  kVar,
+  kArgMax,
+  kArgMin
+};
 
 struct ReduceInfo {
   std::vector<bool> reduced;  // per input dim
@@ -61,8 +73,12 @@ absl::StatusOr<ReduceInfo> InferReduce(const OpCall& c, Reduce kind) {
   bool explicit_dtype = dtype_arg >= 0 && !c.arg(dtype_arg).is_none();
   if (explicit_dtype) {
     info.dtype = c.arg(dtype_arg).dtype;
-  } else if (kind == Reduce::kSum) {
+  } else if (kind == Reduce::kSum || kind == Reduce::kProd) {
     info.dtype = IsIntegral(in, true) ? DType::kInt64 : in;
+  } else if (kind == Reduce::kAny || kind == Reduce::kAll) {
+    info.dtype = in == DType::kUInt8 ? DType::kUInt8 : DType::kBool;
+  } else if (kind == Reduce::kArgMax || kind == Reduce::kArgMin) {
+    info.dtype = DType::kInt64;
   } else {
     info.dtype = in;
   }
@@ -73,14 +89,26 @@ absl::StatusOr<ReduceInfo> InferReduce(const OpCall& c, Reduce kind) {
                      "or complex dtype. Got: ",
                      ShortName(info.dtype)));
   }
+  if (kind == Reduce::kVar && !IsFloatingPoint(info.dtype)) {
+    return c.Error(
+        "std and var only support floating point and complex dtypes");
+  }
+  bool arg = kind == Reduce::kArgMax || kind == Reduce::kArgMin;
+  bool needs_elements = kind == Reduce::kMax || kind == Reduce::kMin || arg;
   std::vector<symbolic::Expr> in_sizes = SizesOf(self);
+  if (arg && dims.empty() && !(dim_arg >= 0 && !c.arg(dim_arg).is_none())) {
+    // argmax(dim=None): the flattened tensor; keepdim keeps every dim as 1.
+    for (int64_t d = 0; d < rank; ++d) {
+      if (info.keepdim) info.sizes.push_back(symbolic::Int(1));
+    }
+    return info;
+  }
   for (int64_t d = 0; d < rank; ++d) {
     if (!info.reduced[d]) {
       info.sizes.push_back(in_sizes[d]);
     } else if (info.keepdim) {
       info.sizes.push_back(symbolic::Int(1));
-    } else if ((kind == Reduce::kMax || kind == Reduce::kMin) &&
-               in_sizes[d].is_constant(0)) {
+    } else if (needs_elements && in_sizes[d].is_constant(0)) {
       return c.Error(absl::StrCat("Expected reduction dim ", d,
                                   " to have non-zero size."));
     }
@@ -156,6 +184,172 @@ absl::StatusOr<Value> ReduceKernel(const OpCall& c, Reduce kind) {
   return Value::OfTensor(view);
 }
 
+// The elements of each output position (reduced dims kept as size 1), for
+// the reductions that need more than a running accumulator.
+struct Slots {
+  std::vector<int64_t> keep_sizes;
+  std::vector<std::vector<double>> values;
+  std::vector<std::vector<int64_t>> ints;  // for integer inputs
+};
+
+Slots GatherSlots(const Tensor& in, const std::vector<bool>& reduced,
+                  bool ints) {
+  Slots s;
+  for (int64_t d = 0; d < in.dim(); ++d)
+    s.keep_sizes.push_back(reduced[d] ? 1 : in.sizes()[d]);
+  int64_t n = Numel(s.keep_sizes);
+  s.values.resize(n);
+  if (ints) s.ints.resize(n);
+  std::vector<int64_t> strides = ::lathe::ContiguousStrides(s.keep_sizes);
+  ForEachIndex(in.sizes(), [&](absl::Span<const int64_t> i) {
+    int64_t slot = 0;
+    for (int64_t d = 0; d < in.dim(); ++d) {
+      if (!reduced[d]) slot += i[d] * strides[d];
+    }
+    s.values[slot].push_back(LoadDouble(in, i));
+    if (ints) s.ints[slot].push_back(LoadInt(in, i));
+  });
+  return s;
+}
+
+// Shapes a keepdim result as `sizes` (dropping reduced dims when needed).
+absl::StatusOr<Value> Finish(const OpCall& c, const Tensor& keep,
+                             const ReduceInfo& info) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ConcreteSizes(c, info.sizes));
+  ASSIGN_OR_RETURN(Tensor view,
+                   keep.AsStrided(sizes, ::lathe::ContiguousStrides(sizes), 0));
+  return Value::OfTensor(view);
+}
+
+// The index of the first maximum (or minimum) of `v`; NaN counts as the
+// largest (and smallest), as in PyTorch.
+int64_t ArgBest(const std::vector<double>& v, bool max) {
+  int64_t best = 0;
+  for (size_t k = 1; k < v.size(); ++k) {
+    if (std::isnan(v[best])) break;
+    if (std::isnan(v[k]) || (max ? v[k] > v[best] : v[k] < v[best])) best = k;
+  }
+  return best;
+}
+
+// The correction of var/var_mean (default 1).
+absl::StatusOr<double> Correction(const OpCall& c) {
+  int i = c.op().schema.ArgumentIndex("correction");
+  if (i < 0 || c.arg(i).is_none()) return 1.0;
+  return c.arg(i).AsDouble();
+}
+
+absl::StatusOr<Value> SlotKernel(const OpCall& c, Reduce kind, bool with_mean) {
+  ASSIGN_OR_RETURN(ReduceInfo info, InferReduce(c, kind));
+  const Tensor& in = c.arg(0).tensor;
+  bool arg = kind == Reduce::kArgMax || kind == Reduce::kArgMin;
+  std::vector<bool> reduced = info.reduced;
+  Tensor flat = in;
+  int dim_arg = c.op().schema.ArgumentIndex("dim");
+  bool flatten = arg && (dim_arg < 0 || c.arg(dim_arg).is_none());
+  if (flatten) {  // argmax over everything: a 1-d view of a contiguous copy
+    ASSIGN_OR_RETURN(Tensor copy, in.Clone());
+    ASSIGN_OR_RETURN(flat, copy.AsStrided({in.numel()}, {1}, 0));
+    reduced = {true};
+  }
+  for (int64_t d = 0; d < flat.dim(); ++d) {
+    if (reduced[d] && flat.sizes()[d] == 0 && arg) {
+      return c.Error(absl::StrCat(kind == Reduce::kArgMax ? "argmax" : "argmin",
+                                  "(): Expected reduction dim ", d,
+                                  " to have non-zero size."));
+    }
+  }
+  bool ints = IsIntegral(DTypeOf(c.arg(0)), true);
+  Slots s = GatherSlots(flat, reduced, ints && (kind == Reduce::kProd || arg));
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(s.keep_sizes, info.dtype));
+  // var_mean's mean, or max.dim's values.
+  ASSIGN_OR_RETURN(
+      Tensor mean,
+      Tensor::Empty(s.keep_sizes, arg ? DTypeOf(c.arg(0)) : info.dtype));
+  ASSIGN_OR_RETURN(double correction, Correction(c));
+  int64_t k = 0;
+  ForEachIndex(s.keep_sizes, [&](absl::Span<const int64_t> i) {
+    const std::vector<double>& v = s.values[k];
+    switch (kind) {
+      case Reduce::kProd:
+        if (ints) {
+          uint64_t p = 1;
+          for (int64_t x : s.ints[k]) p *= static_cast<uint64_t>(x);
+          StoreInt(out, i, static_cast<int64_t>(p));
+        } else {
+          double p = 1;
+          for (double x : v) p *= x;
+          StoreDouble(out, i, p);
+        }
+        break;
+      case Reduce::kAny:
+      case Reduce::kAll: {
+        bool any = false, all = true;
+        for (double x : v) (x != 0 ? any : all) = (x != 0);
+        StoreInt(out, i, kind == Reduce::kAny ? any : all);
+        break;
+      }
+      case Reduce::kArgMax:
+      case Reduce::kArgMin: {
+        int64_t best = ArgBest(v, kind == Reduce::kArgMax);
+        StoreInt(out, i, best);
+        if (with_mean) {
+          if (ints) {
+            StoreInt(mean, i, s.ints[k][best]);
+          } else {
+            StoreDouble(mean, i, v[best]);
+          }
+        }
+        break;
+      }
+      default: {  // kVar
+        double m = 0;
+        for (double x : v) m += x;
+        m = v.empty() ? std::nan("") : m / v.size();
+        double ss = 0;
+        for (double x : v) ss += (x - m) * (x - m);
+        StoreDouble(
+            out, i,
+            ss / std::max(0.0, static_cast<double>(v.size()) - correction));
+        StoreDouble(mean, i, m);
+      }
+    }
+    ++k;
+  });
+  if (flatten) {
+    std::vector<int64_t> sizes(info.sizes.size(), 1);
+    ASSIGN_OR_RETURN(
+        Tensor view,
+        out.AsStrided(sizes, ::lathe::ContiguousStrides(sizes), 0));
+    return Value::OfTensor(view);
+  }
+  ASSIGN_OR_RETURN(Value result, Finish(c, out, info));
+  if (!with_mean) return result;
+  ASSIGN_OR_RETURN(Value m, Finish(c, mean, info));
+  if (arg) return Value::List({m, result});  // (values, indices)
+  return Value::List({result, m});
+}
+
+absl::Status RegisterSlotReduce(OpRegistry& r, const char* schema, Reduce kind,
+                                bool with_mean = false) {
+  return r.Add(
+      schema,
+      [kind, with_mean](const OpCall& c) -> absl::StatusOr<Value> {
+        ASSIGN_OR_RETURN(ReduceInfo info, InferReduce(c, kind));
+        Value out = MetaResult(info.dtype, DeviceOf(c.arg(0)), info.sizes);
+        if (!with_mean) return out;
+        if (kind == Reduce::kArgMax || kind == Reduce::kArgMin) {
+          return Value::List(
+              {MetaResult(DTypeOf(c.arg(0)), DeviceOf(c.arg(0)), info.sizes),
+               out});
+        }
+        return Value::List({out, out});
+      },
+      [kind, with_mean](const OpCall& c) {
+        return SlotKernel(c, kind, with_mean);
+      });
+}
+
 absl::Status RegisterReduce(OpRegistry& r, const char* schema, Reduce kind) {
   return r.Add(
       schema,
@@ -201,9 +395,94 @@ absl::StatusOr<Value> SoftmaxKernel(const OpCall& c, bool log) {
   return Value::OfTensor(out);
 }
 
+// native_layer_norm: (out, mean, rstd) over the trailing normalized dims.
+absl::StatusOr<Value> LayerNorm(const OpCall& c) {
+  const Value& x = c.arg(0);
+  ASSIGN_OR_RETURN(std::vector<symbolic::Expr> norm, c.arg(1).AsExprList());
+  std::vector<symbolic::Expr> sizes = SizesOf(x);
+  int64_t axis =
+      static_cast<int64_t>(sizes.size()) - static_cast<int64_t>(norm.size());
+  bool fits = !norm.empty() && axis >= 0;
+  for (size_t k = 0; fits && k < norm.size(); ++k) {
+    ASSIGN_OR_RETURN(fits, Decide(c, symbolic::Eq(sizes[axis + k], norm[k])));
+  }
+  if (!fits) {
+    return c.Error(absl::StrCat("Given normalized_shape=", ShapeString(norm),
+                                ", expected input with shape [*, ",
+                                ShapeString(norm).substr(1),
+                                ", but got input of size", ShapeString(sizes)));
+  }
+  for (int k : {2, 3}) {
+    if (c.arg(k).is_none()) continue;
+    std::vector<symbolic::Expr> s = SizesOf(c.arg(k));
+    bool same = s.size() == norm.size();
+    for (size_t d = 0; same && d < s.size(); ++d) {
+      ASSIGN_OR_RETURN(same, Decide(c, symbolic::Eq(s[d], norm[d])));
+    }
+    if (!same) {
+      return c.Error(
+          absl::StrCat("Expected ", k == 2 ? "weight" : "bias",
+                       " to be of same shape as normalized_shape, but got ",
+                       k == 2 ? "weight" : "bias", " of shape ", ShapeString(s),
+                       " and normalized_shape = ", ShapeString(norm)));
+    }
+  }
+  DType dtype = DTypeOf(x);
+  if (!IsFloatingPoint(dtype)) {
+    return c.Error(absl::StrCat("\"LayerNormKernelImpl\" not implemented for '",
+                                ScalarTypeName(dtype), "'"));
+  }
+  std::vector<symbolic::Expr> stat_sizes(sizes.begin(), sizes.begin() + axis);
+  stat_sizes.resize(sizes.size(), symbolic::Int(1));
+  bool running = x.tensor.defined();
+  ASSIGN_OR_RETURN(Value out,
+                   ResultOrEmpty(c, running, dtype, DeviceOf(x), sizes));
+  ASSIGN_OR_RETURN(Value mean,
+                   ResultOrEmpty(c, running, dtype, DeviceOf(x), stat_sizes));
+  ASSIGN_OR_RETURN(Value rstd,
+                   ResultOrEmpty(c, running, dtype, DeviceOf(x), stat_sizes));
+  if (running) {
+    ASSIGN_OR_RETURN(double eps, c.arg(4).AsDouble());
+    std::vector<bool> reduced(sizes.size(), false);
+    for (size_t d = axis; d < sizes.size(); ++d) reduced[d] = true;
+    Slots s = GatherSlots(x.tensor, reduced, false);
+    int64_t k = 0;
+    std::vector<double> m(s.values.size()), r(s.values.size());
+    ForEachIndex(s.keep_sizes, [&](absl::Span<const int64_t> i) {
+      const std::vector<double>& v = s.values[k];
+      double sum = 0, ss = 0;
+      for (double e : v) sum += e;
+      m[k] = v.empty() ? std::nan("") : sum / v.size();
+      for (double e : v) ss += (e - m[k]) * (e - m[k]);
+      r[k] = 1.0 / std::sqrt(ss / v.size() + eps);
+      StoreDouble(mean.tensor, i, m[k]);
+      StoreDouble(rstd.tensor, i, r[k]);
+      ++k;
+    });
+    std::vector<int64_t> stat_strides =
+        ::lathe::ContiguousStrides(s.keep_sizes);
+    const Tensor& t = x.tensor;
+    ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+      int64_t slot = 0;
+      for (int64_t d = 0; d < axis; ++d) slot += i[d] * stat_strides[d];
+      std::vector<int64_t> inner(i.begin() + axis, i.end());
+      double y = (LoadDouble(t, i) - m[slot]) * r[slot];
+      if (!c.arg(2).is_none()) y *= LoadDouble(c.arg(2).tensor, inner);
+      if (!c.arg(3).is_none()) y += LoadDouble(c.arg(3).tensor, inner);
+      StoreDouble(out.tensor, i, y);
+    });
+  }
+  return Value::List({out, mean, rstd});
+}
+
 }  // namespace
 
 absl::Status RegisterReductionOps(OpRegistry& r) {
+  RETURN_IF_ERROR(
+      r.Add("native_layer_norm(Tensor input, SymInt[] normalized_shape, "
+            "Tensor? weight, Tensor? bias, "
+            "float eps) -> (Tensor, Tensor, Tensor)",
+            LayerNorm, LayerNorm));
   RETURN_IF_ERROR(
       RegisterReduce(r,
                      "sum.dim_IntList(Tensor self, int[1]? dim, bool "
@@ -226,6 +505,51 @@ absl::Status RegisterReductionOps(OpRegistry& r) {
   RETURN_IF_ERROR(RegisterReduce(
       r, "amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor",
       Reduce::kMin));
+  RETURN_IF_ERROR(RegisterSlotReduce(
+      r, "prod(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+      Reduce::kProd));
+  RETURN_IF_ERROR(RegisterSlotReduce(
+      r,
+      "prod.dim_int(Tensor self, int dim, bool keepdim=False, *, "
+      "ScalarType? dtype=None) -> Tensor",
+      Reduce::kProd));
+  RETURN_IF_ERROR(
+      RegisterSlotReduce(r, "any(Tensor self) -> Tensor", Reduce::kAny));
+  RETURN_IF_ERROR(RegisterSlotReduce(
+      r, "any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
+      Reduce::kAny));
+  RETURN_IF_ERROR(
+      RegisterSlotReduce(r, "all(Tensor self) -> Tensor", Reduce::kAll));
+  RETURN_IF_ERROR(RegisterSlotReduce(
+      r, "all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
+      Reduce::kAll));
+  RETURN_IF_ERROR(RegisterSlotReduce(
+      r, "argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+      Reduce::kArgMax));
+  RETURN_IF_ERROR(RegisterSlotReduce(
+      r, "argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+      Reduce::kArgMin));
+  RETURN_IF_ERROR(
+      RegisterSlotReduce(r,
+                         "max.dim(Tensor self, int dim, bool keepdim=False) -> "
+                         "(Tensor values, Tensor indices)",
+                         Reduce::kArgMax, /*with_mean=*/true));
+  RETURN_IF_ERROR(
+      RegisterSlotReduce(r,
+                         "min.dim(Tensor self, int dim, bool keepdim=False) -> "
+                         "(Tensor values, Tensor indices)",
+                         Reduce::kArgMin, /*with_mean=*/true));
+  RETURN_IF_ERROR(RegisterSlotReduce(
+      r,
+      "var.correction(Tensor self, int[1]? dim=None, *, Scalar? "
+      "correction=None, bool keepdim=False) -> Tensor",
+      Reduce::kVar));
+  RETURN_IF_ERROR(RegisterSlotReduce(
+      r,
+      "var_mean.correction(Tensor self, int[1]? dim=None, *, "
+      "Scalar? correction=None, bool keepdim=False) -> "
+      "(Tensor, Tensor)",
+      Reduce::kVar, /*with_mean=*/true));
   for (bool log : {false, true}) {
     RETURN_IF_ERROR(r.Add(
         log ? "_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor"

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -60,6 +62,55 @@ DType PromoteTypes(DType a, DType b) {
     return DType::kInt16;
   }
   return IntRank(a) >= IntRank(b) ? a : b;
+}
+
+absl::StatusOr<bool> Decide(const OpCall& c, symbolic::Expr cond) {
+  if (cond.kind() == symbolic::ExprKind::kBoolean) return cond.bool_value();
+  if (c.env() == nullptr)
+    return c.Error(absl::StrCat("cannot decide ", symbolic::ToString(cond)));
+  return c.env()->EvaluateBool(cond);
+}
+
+absl::StatusOr<Value> ResultOrEmpty(const OpCall& call, bool running,
+                                    DType dtype, Device device,
+                                    std::vector<symbolic::Expr> sizes) {
+  if (!running) return MetaResult(dtype, device, std::move(sizes));
+  if (!device.is_cpu()) return call.Error("the interpreter runs on cpu only");
+  ASSIGN_OR_RETURN(std::vector<int64_t> concrete, ConcreteSizes(call, sizes));
+  ASSIGN_OR_RETURN(Tensor t, Tensor::Empty(concrete, dtype));
+  return Value::OfTensor(t);
+}
+
+std::string ShapeString(absl::Span<const symbolic::Expr> sizes) {
+  std::vector<std::string> parts;
+  for (symbolic::Expr e : sizes) parts.push_back(symbolic::ToString(e));
+  return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
+}
+
+absl::string_view ScalarTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16:
+      return "Half";
+    case DType::kBFloat16:
+      return "BFloat16";
+    case DType::kFloat32:
+      return "Float";
+    case DType::kFloat64:
+      return "Double";
+    case DType::kInt8:
+      return "Char";
+    case DType::kInt16:
+      return "Short";
+    case DType::kInt32:
+      return "Int";
+    case DType::kInt64:
+      return "Long";
+    case DType::kUInt8:
+      return "Byte";
+    case DType::kBool:
+      return "Bool";
+  }
+  return "?";
 }
 
 DType DTypeOf(const Value& v) {

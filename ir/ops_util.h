@@ -15,9 +15,11 @@
 #define LATHE_IR_OPS_UTIL_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "ir/op_registry.h"
 #include "ir/tensor_meta.h"
@@ -41,6 +43,11 @@ DType PromoteTypes(DType a, DType b);
 // integer tensors gives the default dtype (float32). None values are skipped.
 absl::StatusOr<DType> ResultType(absl::Span<const Value> operands);
 
+// ScalarTypeName()
+//
+// The C++ name PyTorch's kernel errors use: "Float", "Long", "BFloat16", ...
+absl::string_view ScalarTypeName(DType dtype);
+
 // The dtype, rank and (symbolic) sizes of a tensor value, concrete or meta.
 DType DTypeOf(const Value& v);
 Device DeviceOf(const Value& v);
@@ -54,6 +61,12 @@ std::vector<symbolic::Expr> StridesOf(const Value& v);
 // sizes are checked with a guard through the call's ShapeEnv.
 absl::StatusOr<std::vector<symbolic::Expr>> BroadcastShapes(
     const OpCall& call, absl::Span<const std::vector<symbolic::Expr>> shapes);
+
+// Decide()
+//
+// The truth of `cond`: concrete, or decided by guarding through the call's
+// ShapeEnv (an error when running without one).
+absl::StatusOr<bool> Decide(const OpCall& call, symbolic::Expr cond);
 
 // WrapDim()
 //
@@ -71,6 +84,17 @@ std::vector<symbolic::Expr> ContiguousStrides(
 //
 // A contiguous TensorMeta result.
 Value MetaResult(DType dtype, Device device, std::vector<symbolic::Expr> sizes);
+
+// ResultOrEmpty()
+//
+// A contiguous result: a new uninitialized tensor when `running` (the
+// interpreter), its metadata otherwise.
+absl::StatusOr<Value> ResultOrEmpty(const OpCall& call, bool running,
+                                    DType dtype, Device device,
+                                    std::vector<symbolic::Expr> sizes);
+
+// "[s0, 3]".
+std::string ShapeString(absl::Span<const symbolic::Expr> sizes);
 
 // Concrete sizes of symbolic ones (the interpreter's), or an error.
 absl::StatusOr<std::vector<int64_t>> ConcreteSizes(

@@ -59,20 +59,6 @@ absl::StatusOr<Value> Emit(const OpCall& c, const Value& self,
   return Value::OfMeta(m);
 }
 
-// Decides `cond` (concretely, or by guarding through the ShapeEnv).
-absl::StatusOr<bool> Decide(const OpCall& c, Expr cond) {
-  if (cond.kind() == symbolic::ExprKind::kBoolean) return cond.bool_value();
-  if (c.env() == nullptr)
-    return c.Error(absl::StrCat("cannot decide ", symbolic::ToString(cond)));
-  return c.env()->EvaluateBool(cond);
-}
-
-std::string Shape(const std::vector<Expr>& sizes) {
-  std::vector<std::string> parts;
-  for (Expr e : sizes) parts.push_back(symbolic::ToString(e));
-  return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
-}
-
 absl::StatusOr<Value> Transpose(const OpCall& c, int64_t d0, int64_t d1) {
   Layout l = LayoutOf(c.arg(0));
   int64_t rank = static_cast<int64_t>(l.sizes.size());
@@ -173,7 +159,7 @@ absl::StatusOr<Value> Expand(const OpCall& c) {
           "The expanded size of the tensor (", symbolic::ToString(want),
           ") must match the existing size (", symbolic::ToString(have),
           ") at non-singleton dimension ", i, ".  Target sizes: ",
-          Shape(target), ".  Tensor sizes: ", Shape(l.sizes)));
+          ShapeString(target), ".  Tensor sizes: ", ShapeString(l.sizes)));
     }
     out.sizes.push_back(want);
     out.strides.push_back(symbolic::Int(0));
@@ -236,7 +222,7 @@ absl::StatusOr<Value> Select(const OpCall& c) {
   if (!in_range) {
     return c.Error(absl::StrCat("select(): index ", symbolic::ToString(index),
                                 " out of range for tensor of size ",
-                                Shape(l.sizes), " at dimension ", dim));
+                                ShapeString(l.sizes), " at dimension ", dim));
   }
   if (index.kind() == symbolic::ExprKind::kInteger && index.int_value() < 0) {
     index = symbolic::Add(index, size);
@@ -303,7 +289,7 @@ absl::StatusOr<Value> View(const OpCall& c) {
   for (Expr s : target) target_numel = symbolic::Mul(target_numel, s);
   ASSIGN_OR_RETURN(bool same, Decide(c, symbolic::Eq(numel, target_numel)));
   if (!same) {
-    return c.Error(absl::StrCat("shape '", Shape(target),
+    return c.Error(absl::StrCat("shape '", ShapeString(target),
                                 "' is invalid for input of size ",
                                 symbolic::ToString(numel)));
   }
@@ -364,6 +350,154 @@ absl::StatusOr<Value> Diagonal(const OpCall& c) {
   return Emit(c, c.arg(0), out);
 }
 
+// narrow(self, dim, start, length): slice [start, start + length).
+absl::StatusOr<Value> Narrow(const OpCall& c) {
+  Layout l = LayoutOf(c.arg(0));
+  int64_t rank = static_cast<int64_t>(l.sizes.size());
+  if (rank == 0)
+    return c.Error("narrow() cannot be applied to a 0-dim tensor.");
+  ASSIGN_OR_RETURN(int64_t dim, c.arg(1).AsInt());
+  ASSIGN_OR_RETURN(dim, WrapDim(c, dim, rank));
+  Expr size = l.sizes[dim], start = c.arg(2).number, length = c.arg(3).number;
+  ASSIGN_OR_RETURN(
+      bool start_ok,
+      Decide(c, symbolic::And(symbolic::Le(symbolic::Neg(size), start),
+                              symbolic::Le(start, size))));
+  if (!start_ok) {
+    return c.Error(absl::StrCat(
+        "start out of range (expected to be in range of [",
+        symbolic::ToString(symbolic::Neg(size)), ", ", symbolic::ToString(size),
+        "], but got ", symbolic::ToString(start), ")"));
+  }
+  if (start.kind() == symbolic::ExprKind::kInteger && start.int_value() < 0) {
+    start = symbolic::Add(start, size);
+  }
+  ASSIGN_OR_RETURN(
+      bool fits,
+      Decide(c,
+             symbolic::And(symbolic::Ge(length, symbolic::Int(0)),
+                           symbolic::Le(symbolic::Add(start, length), size))));
+  if (!fits) {
+    return c.Error(absl::StrCat("start (", symbolic::ToString(start),
+                                ") + length (", symbolic::ToString(length),
+                                ") exceeds dimension size (",
+                                symbolic::ToString(size), ")."));
+  }
+  l.offset = symbolic::Add(l.offset, symbolic::Mul(start, l.strides[dim]));
+  l.sizes[dim] = length;
+  return Emit(c, c.arg(0), l);
+}
+
+// Views of consecutive chunks of `sizes[k]` along `dim`.
+absl::StatusOr<Value> Chunks(const OpCall& c, int64_t dim,
+                             const std::vector<Expr>& sizes) {
+  Layout l = LayoutOf(c.arg(0));
+  std::vector<Value> out;
+  Expr start = symbolic::Int(0);
+  for (Expr n : sizes) {
+    Layout part = l;
+    part.offset = symbolic::Add(l.offset, symbolic::Mul(start, l.strides[dim]));
+    part.sizes[dim] = n;
+    ASSIGN_OR_RETURN(Value v, Emit(c, c.arg(0), part));
+    out.push_back(std::move(v));
+    start = symbolic::Add(start, n);
+  }
+  return Value::List(std::move(out));
+}
+
+// split.Tensor(self, split_size, dim): chunks of split_size, the last smaller.
+absl::StatusOr<Value> Split(const OpCall& c) {
+  int64_t rank = RankOf(c.arg(0));
+  if (rank == 0)
+    return c.Error("split expects at least a 1-dimensional tensor");
+  ASSIGN_OR_RETURN(int64_t dim, c.arg(2).AsInt());
+  ASSIGN_OR_RETURN(dim, WrapDim(c, dim, rank));
+  Expr size = SizesOf(c.arg(0))[dim];
+  ASSIGN_OR_RETURN(std::vector<int64_t> total, ConcreteSizes(c, {size}));
+  ASSIGN_OR_RETURN(int64_t split, c.arg(1).AsInt());
+  if (split < 0 || (split == 0 && total[0] != 0)) {
+    return c.Error(
+        absl::StrCat("split_size can only be 0 if dimension size is 0, but got "
+                     "dimension size of ",
+                     total[0]));
+  }
+  std::vector<Expr> sizes;
+  int64_t chunks =
+      split == 0 ? 1 : std::max<int64_t>(1, (total[0] + split - 1) / split);
+  for (int64_t k = 0; k < chunks; ++k) {
+    sizes.push_back(symbolic::Int(std::min(split, total[0] - k * split)));
+  }
+  return Chunks(c, dim, sizes);
+}
+
+absl::StatusOr<Value> SplitWithSizes(const OpCall& c) {
+  int64_t rank = RankOf(c.arg(0));
+  if (rank == 0)
+    return c.Error("split expects at least a 1-dimensional tensor");
+  ASSIGN_OR_RETURN(int64_t dim, c.arg(2).AsInt());
+  ASSIGN_OR_RETURN(dim, WrapDim(c, dim, rank));
+  std::vector<Expr> sizes;
+  Expr sum = symbolic::Int(0);
+  for (const Value& v : c.arg(1).list) {
+    sizes.push_back(v.number);
+    sum = symbolic::Add(sum, v.number);
+  }
+  Expr size = SizesOf(c.arg(0))[dim];
+  ASSIGN_OR_RETURN(bool ok, Decide(c, symbolic::Eq(sum, size)));
+  if (!ok) {
+    return c.Error(absl::StrCat(
+        "Split sizes add up to ", symbolic::ToString(sum),
+        " but got the tensor's size of ", symbolic::ToString(size)));
+  }
+  return Chunks(c, dim, sizes);
+}
+
+// unbind(self, dim): select(dim, k) for every k.
+absl::StatusOr<Value> Unbind(const OpCall& c) {
+  Layout l = LayoutOf(c.arg(0));
+  int64_t rank = static_cast<int64_t>(l.sizes.size());
+  if (rank == 0)
+    return c.Error("Dimension specified as 0 but tensor has no dimensions");
+  ASSIGN_OR_RETURN(int64_t dim, c.arg(1).AsInt());
+  ASSIGN_OR_RETURN(dim, WrapDim(c, dim, rank));
+  ASSIGN_OR_RETURN(std::vector<int64_t> n, ConcreteSizes(c, {l.sizes[dim]}));
+  std::vector<Value> out;
+  for (int64_t k = 0; k < n[0]; ++k) {
+    Layout part;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d == dim) continue;
+      part.sizes.push_back(l.sizes[d]);
+      part.strides.push_back(l.strides[d]);
+    }
+    part.offset = symbolic::Add(
+        l.offset, symbolic::Mul(symbolic::Int(k), l.strides[dim]));
+    ASSIGN_OR_RETURN(Value v, Emit(c, c.arg(0), part));
+    out.push_back(std::move(v));
+  }
+  return Value::List(std::move(out));
+}
+
+// as_strided(self, size, stride, storage_offset): any layout on the storage.
+absl::StatusOr<Value> AsStrided(const OpCall& c) {
+  Layout l;
+  for (const Value& v : c.arg(1).list) l.sizes.push_back(v.number);
+  for (const Value& v : c.arg(2).list) l.strides.push_back(v.number);
+  if (l.sizes.size() != l.strides.size()) {
+    return c.Error(absl::StrCat(
+        "mismatch in length of strides and shape: ", l.sizes.size(),
+        " sizes and ", l.strides.size(), " strides"));
+  }
+  l.offset = c.arg(3).is_none() ? LayoutOf(c.arg(0)).offset : c.arg(3).number;
+  for (Expr e : l.sizes) {
+    ASSIGN_OR_RETURN(bool neg, Decide(c, symbolic::Lt(e, symbolic::Int(0))));
+    if (neg)
+      return c.Error(
+          absl::StrCat("Trying to create tensor with negative dimension ",
+                       symbolic::ToString(e)));
+  }
+  return Emit(c, c.arg(0), l);
+}
+
 absl::Status Both(OpRegistry& r, const char* schema,
                   std::function<absl::StatusOr<Value>(const OpCall&)> fn) {
   return r.Add(schema, fn, fn);
@@ -416,6 +550,26 @@ absl::Status RegisterViewOps(OpRegistry& r) {
                        "diagonal(Tensor(a) self, int offset=0, int dim1=0, int "
                        "dim2=1) -> Tensor(a)",
                        Diagonal));
+  RETURN_IF_ERROR(Both(r,
+                       "narrow(Tensor(a) self, int dim, SymInt start, SymInt "
+                       "length) -> Tensor(a)",
+                       Narrow));
+  RETURN_IF_ERROR(Both(r,
+                       "split.Tensor(Tensor(a -> *) self, SymInt split_size, "
+                       "int dim=0) -> Tensor(a)[]",
+                       Split));
+  RETURN_IF_ERROR(Both(r,
+                       "split_with_sizes(Tensor(a -> *) self, SymInt[] "
+                       "split_sizes, int dim=0) -> "
+                       "Tensor(a)[]",
+                       SplitWithSizes));
+  RETURN_IF_ERROR(Both(
+      r, "unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]", Unbind));
+  RETURN_IF_ERROR(
+      Both(r,
+           "as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? "
+           "storage_offset=None) -> Tensor(a)",
+           AsStrided));
   RETURN_IF_ERROR(Both(
       r, "alias(Tensor(a) self) -> Tensor(a)",
       [](const OpCall& c) { return Emit(c, c.arg(0), LayoutOf(c.arg(0))); }));
