@@ -228,6 +228,16 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
       out = std::move(*v);
       AssignStorage(op->schema, *bound, out, &next_storage);
     }
+    // A data-dependent scalar (u0 = x.item()) takes its `# lathe: range`.
+    if (out.is_number() && out.number.is_symbol() &&
+        env.IsUnbacked(out.number)) {
+      if (auto r = d.ranges.find(std::string(out.number.name()));
+          r != d.ranges.end()) {
+        absl::Status st =
+            env.ConstrainRange(out.number, r->second.first, r->second.second);
+        if (!st.ok()) return fail(st);
+      }
+    }
     // Simplify sizes with what the ShapeEnv knows.
     if (out.is_tensor()) {
       for (auto* list : {&out.meta.sizes, &out.meta.strides}) {

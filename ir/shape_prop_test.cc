@@ -35,67 +35,6 @@ std::unique_ptr<Graph> FromText(const std::string& text) {
   return g.ok() ? std::move(*g) : nullptr;
 }
 
-// Copies how `from` was written (strides/device shown) onto `to`.
-void CopyShowFlags(const ValueMeta& from, ValueMeta& to) {
-  if (from.kind == ValueMeta::Kind::kTensor &&
-      to.kind == ValueMeta::Kind::kTensor) {
-    to.tensor.show_strides = from.tensor.show_strides;
-    to.tensor.show_device = from.tensor.show_device;
-  }
-  if (from.kind == ValueMeta::Kind::kTuple &&
-      to.kind == ValueMeta::Kind::kTuple &&
-      from.elements.size() == to.elements.size()) {
-    for (size_t i = 0; i < from.elements.size(); ++i) {
-      CopyShowFlags(from.elements[i], to.elements[i]);
-    }
-  }
-}
-
-// The corpus graphs were written by PyTorch (or by hand following it): the
-// propagated meta of every annotated node must equal its annotation.
-class CorpusTest : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(CorpusTest, PropagatedMetaMatchesPyTorchAnnotations) {
-  std::unique_ptr<Graph> g = FromText(ReadGraph(GetParam()));
-  ASSERT_NE(g, nullptr);
-  std::vector<std::pair<Node*, ValueMeta>> expected;
-  for (const auto& n : g->nodes()) {
-    if (n->kind() == Node::Kind::kCall &&
-        n->meta().kind != ValueMeta::Kind::kNone) {
-      expected.push_back({n.get(), n->meta()});
-      n->meta() = ValueMeta();  // forget it: shape_prop must recompute it
-    }
-  }
-  ASSERT_FALSE(expected.empty());
-  symbolic::ShapeEnv env;
-  ShapePropOptions options;
-  for (const char* s : {"s0", "s1", "s2", "s3"})
-    options.hints[s] = symbolic::Value::Int(8);
-  absl::Status st = PropagateShapes(*g, env, options);
-  ASSERT_TRUE(st.ok()) << st;
-  for (auto& [node, want] : expected) {
-    ValueMeta got = node->meta();
-    CopyShowFlags(want, got);
-    EXPECT_EQ(got.ToAnnotation(), want.ToAnnotation())
-        << GetParam() << ": node " << node->name();
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Graphs, CorpusTest,
-    ::testing::Values("01_mlp.txt", "02_mlp_dynamic.txt", "03_addmm_gelu.txt",
-                      "04_softmax.txt", "05_softmax_op.txt", "08_attention.txt",
-                      "09_sgd_step.txt", "11_views_of_inputs.txt",
-                      "12_inplace_through_view.txt", "13_dynamic_sym_ops.txt",
-                      "14_dynamic_floordiv.txt", "15_scalar_inputs.txt",
-                      "17_no_strides_no_device.txt", "18_cuda_and_bf16.txt"),
-    [](const auto& info) {
-      std::string n = info.param.substr(0, info.param.size() - 4);
-      for (char& c : n)
-        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-      return n;
-    });
-
 constexpr char kViews[] =
     R"(def forward(self, x: "f32[4, 6][6, 1]cpu", y: "f32[4, 6][6, 1]cpu"):
     t: "f32[6, 4][1, 6]cpu" = torch.ops.aten.t.default(x)

@@ -1,0 +1,122 @@
+#include "ir/verifier.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/graph_text.h"
+
+namespace lathe::ir {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ReadGraph(const std::string& name) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* ws = std::getenv("TEST_WORKSPACE");
+  std::ifstream in(absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "lathe",
+                                "/ir/testdata/graphs/", name));
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+absl::Status VerifyText(const std::string& text) {
+  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(text);
+  if (!g.ok()) return g.status();
+  ShapePropOptions options;
+  for (const char* s : {"s0", "s1", "s2"})
+    options.hints[s] = symbolic::Value::Int(8);
+  return Verify(**g, options);
+}
+
+// The corpus graphs were printed by PyTorch (or by hand following it): the
+// meta functions must reproduce every annotation, and verifying must leave
+// the graph as it was.
+class CorpusTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CorpusTest, AnnotationsMatchTheMetaFunctions) {
+  std::string text = ReadGraph(GetParam());
+  ASSERT_FALSE(text.empty());
+  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(text);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ShapePropOptions options;
+  options.hints["s0"] = symbolic::Value::Int(8);
+  options.hints["s1"] = symbolic::Value::Int(6);
+  absl::Status st = Verify(**g, options);
+  EXPECT_TRUE(st.ok()) << GetParam() << ": " << st;
+  EXPECT_EQ(PrintGraph(**g), text);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Graphs, CorpusTest,
+    ::testing::Values("01_mlp.txt", "02_mlp_dynamic.txt", "03_addmm_gelu.txt",
+                      "04_softmax.txt", "05_softmax_op.txt", "06_layernorm.txt",
+                      "07_layernorm_decomposed.txt", "08_attention.txt",
+                      "09_sgd_step.txt", "10_adam_step.txt",
+                      "11_views_of_inputs.txt", "12_inplace_through_view.txt",
+                      "13_dynamic_sym_ops.txt", "14_dynamic_floordiv.txt",
+                      "15_scalar_inputs.txt", "16_creation_kwargs.txt",
+                      "17_no_strides_no_device.txt", "18_cuda_and_bf16.txt",
+                      "19_where_clamp_inf.txt", "22_unbacked_item.txt"),
+    [](const auto& info) {
+      std::string n = info.param.substr(0, info.param.size() - 4);
+      for (char& c : n) {
+        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+      }
+      return n;
+    });
+
+TEST(VerifierTest, WrongAnnotationIsReported) {
+  std::string text = absl::StrReplaceAll(
+      ReadGraph("01_mlp.txt"),
+      {{"relu: \"f32[8, 32][32, 1]cpu\"", "relu: \"f32[8, 33][33, 1]cpu\""}});
+  ASSERT_THAT(text, HasSubstr("[8, 33]"));
+  EXPECT_EQ(VerifyText(text).message(),
+            "node 'relu': annotation f32[8, 33][33, 1]cpu does not match the "
+            "op's meta "
+            "f32[8, 32][32, 1]cpu");
+  std::string dtype = absl::StrReplaceAll(
+      ReadGraph("01_mlp.txt"),
+      {{"relu: \"f32[8, 32][32, 1]cpu\"", "relu: \"f16[8, 32][32, 1]cpu\""}});
+  EXPECT_THAT(std::string(VerifyText(dtype).message()),
+              HasSubstr("node 'relu': annotation f16"));
+}
+
+TEST(VerifierTest, Errors) {
+  struct Case {
+    std::string text;
+    std::string message;
+  } cases[] = {
+      {"def forward(self, x: \"f32[2]\"):\n    y = "
+       "torch.ops.aten.nope.default(x)\n    return (y,)\n",
+       "node 'y': unknown op aten.nope.default"},
+      {"def forward(self, x: \"f32[2]\"):\n    y = "
+       "torch.ops.aten.neg.default(x, x)\n    return (y,)\n",
+       "node 'y': "},
+      {"def forward(self, x: \"f32[2]\"):\n    y = "
+       "torch.ops.aten.neg.default(\"a\")\n    return (y,)\n",
+       "node 'y': "},
+      {"def forward(self, x: \"f32[2, 3]\", w: \"f32[4, 5]\"):\n"
+       "    mm = torch.ops.aten.mm.default(x, w)\n    return (mm,)\n",
+       "node 'mm': aten.mm.default:"},
+      {"def forward(self, x):\n    neg = torch.ops.aten.neg.default(x)\n    "
+       "return (neg,)\n",
+       "input 'x' has no annotation"},
+  };
+  for (const Case& c : cases) {
+    absl::Status st = VerifyText(c.text);
+    EXPECT_FALSE(st.ok()) << c.text;
+    EXPECT_THAT(std::string(st.message()), HasSubstr(c.message)) << c.text;
+  }
+}
+
+}  // namespace
+}  // namespace lathe::ir
