@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/op_testing.h"
 #include "ir/value.h"
 #include "runtime/tensor.h"
 #include "symbolic/printer.h"
@@ -42,67 +43,6 @@ std::vector<double> Elements(const Tensor& t) {
   ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
     out.push_back(t.GetDouble(i));
   });
-  return out;
-}
-
-TensorMeta MetaOf(const Tensor& t) {
-  TensorMeta m;
-  m.dtype = t.dtype();
-  m.device = t.device();
-  for (int64_t s : t.sizes()) m.sizes.push_back(symbolic::Int(s));
-  for (int64_t s : t.strides()) m.strides.push_back(symbolic::Int(s));
-  m.storage_offset = symbolic::Int(t.storage_offset());
-  return m;
-}
-
-Value ToMetaValue(const Value& v) {
-  if (v.is_tensor()) return Value::OfMeta(MetaOf(v.tensor));
-  if (v.kind == Value::Kind::kList) {
-    std::vector<Value> items;
-    for (const Value& e : v.list) items.push_back(ToMetaValue(e));
-    return Value::List(std::move(items));
-  }
-  return v;
-}
-
-std::string Describe(const Value& v) {
-  if (v.is_tensor()) {
-    if (v.tensor.defined()) return v.tensor.ToString();
-    return v.meta.ToAnnotation();
-  }
-  if (v.kind == Value::Kind::kList) {
-    std::vector<std::string> parts;
-    for (const Value& e : v.list) parts.push_back(Describe(e));
-    return absl::StrCat("(", absl::StrJoin(parts, ", "), ")");
-  }
-  return v.DebugString();
-}
-
-// Runs `target`'s kernel; on success checks that its meta function agrees.
-absl::StatusOr<Value> RunOp(
-    const std::string& target, std::vector<Value> args,
-    std::vector<std::pair<std::string, Value>> kwargs = {}) {
-  const OpDef* op = OpRegistry::Global().Find(target);
-  if (op == nullptr) return absl::NotFoundError(absl::StrCat("no op ", target));
-  std::vector<Value> meta_args;
-  for (const Value& a : args) meta_args.push_back(ToMetaValue(a));
-  std::vector<std::pair<std::string, Value>> meta_kwargs;
-  for (const auto& [k, v] : kwargs) meta_kwargs.push_back({k, ToMetaValue(v)});
-  absl::StatusOr<std::vector<Value>> bound =
-      BindArguments(op->schema, std::move(args), std::move(kwargs), target);
-  if (!bound.ok()) return bound.status();
-  absl::StatusOr<Value> out = op->kernel(OpCall(*op, *bound, nullptr));
-  if (!out.ok()) return out;
-  symbolic::ShapeEnv env;
-  absl::StatusOr<std::vector<Value>> meta_bound = BindArguments(
-      op->schema, std::move(meta_args), std::move(meta_kwargs), target);
-  EXPECT_TRUE(meta_bound.ok()) << meta_bound.status();
-  absl::StatusOr<Value> meta = op->meta(OpCall(*op, *meta_bound, &env));
-  EXPECT_TRUE(meta.ok()) << target << ": meta failed where the kernel ran: "
-                         << meta.status();
-  if (meta.ok()) {
-    EXPECT_EQ(Describe(*meta), Describe(ToMetaValue(*out))) << target;
-  }
   return out;
 }
 

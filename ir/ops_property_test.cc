@@ -1,0 +1,212 @@
+// Property test: over random shapes, strides (contiguous, permuted, stepped,
+// broadcast), dtypes and arguments, every op's meta function predicts
+// exactly the dtype, sizes, strides and storage offset its reference kernel
+// produces (RunOp checks that whenever the kernel succeeds).
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "ir/op_registry.h"
+#include "ir/op_testing.h"
+#include "ir/value.h"
+#include "runtime/tensor.h"
+
+namespace lathe::ir {
+namespace {
+
+class Random {
+ public:
+  explicit Random(uint32_t seed) : rng_(seed) {}
+  int64_t Int(int64_t lo, int64_t hi) {  // [lo, hi]
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
+  }
+  bool Coin() { return Int(0, 1) == 1; }
+  template <typename T>
+  const T& Pick(const std::vector<T>& v) {
+    return v[Int(0, static_cast<int64_t>(v.size()) - 1)];
+  }
+  std::mt19937& rng() { return rng_; }
+
+ private:
+  std::mt19937 rng_;
+};
+
+void FillRandom(Random& r, const Tensor& t) {
+  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+    t.SetDouble(i, static_cast<double>(r.Int(-6, 6)) /
+                       (IsFloatingPoint(t.dtype()) ? 2 : 1));
+  });
+}
+
+// A tensor of `sizes` laid out at random: contiguous, permuted, stepped
+// (every other element, offset 1) or with a broadcast (stride 0) dim.
+Tensor RandomLayout(Random& r, std::vector<int64_t> sizes, DType dtype) {
+  int64_t rank = static_cast<int64_t>(sizes.size());
+  int layout = rank == 0 ? 0 : static_cast<int>(r.Int(0, 3));
+  Tensor t;
+  if (layout == 1) {  // permuted
+    std::vector<int64_t> perm(rank);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), r.rng());
+    std::vector<int64_t> base_sizes(rank);
+    for (int64_t d = 0; d < rank; ++d) base_sizes[d] = sizes[perm[d]];
+    Tensor base = *Tensor::Empty(base_sizes, dtype);
+    std::vector<int64_t> strides(rank);
+    for (int64_t d = 0; d < rank; ++d) strides[perm[d]] = base.strides()[d];
+    t = *base.AsStrided(sizes, strides, 0);
+  } else if (layout == 2) {  // stepped
+    std::vector<int64_t> base_sizes = sizes;
+    for (int64_t& s : base_sizes) s = 2 * s + 1;
+    Tensor base = *Tensor::Empty(base_sizes, dtype);
+    std::vector<int64_t> strides = base.strides();
+    for (int64_t& s : strides) s *= 2;
+    t = *base.AsStrided(sizes, strides, 1);
+  } else if (layout == 3) {  // one broadcast dim
+    int64_t d = r.Int(0, rank - 1);
+    std::vector<int64_t> base_sizes = sizes;
+    base_sizes[d] = 1;
+    Tensor base = *Tensor::Empty(base_sizes, dtype);
+    FillRandom(r, base);
+    std::vector<int64_t> strides = base.strides();
+    strides[d] = 0;
+    return *base.AsStrided(sizes, strides, 0);
+  } else {
+    t = *Tensor::Empty(sizes, dtype);
+  }
+  FillRandom(r, t);
+  return t;
+}
+
+std::vector<int64_t> RandomSizes(Random& r) {
+  std::vector<int64_t> sizes(r.Int(0, 4));
+  for (int64_t& s : sizes) s = r.Pick<int64_t>({0, 1, 1, 2, 3, 4});
+  return sizes;
+}
+
+// A shape `sizes` broadcasts against: leading dims dropped, some set to 1.
+std::vector<int64_t> BroadcastPartner(Random& r,
+                                      const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> out(
+      sizes.begin() + r.Int(0, static_cast<int64_t>(sizes.size())),
+      sizes.end());
+  for (int64_t& s : out) {
+    if (r.Int(0, 3) == 0) s = 1;
+  }
+  return out;
+}
+
+Value V(const Tensor& t) { return Value::OfTensor(t); }
+Value I(int64_t v) { return Value::Int(v); }
+Value Ints(const std::vector<int64_t>& v) {
+  std::vector<Value> items;
+  for (int64_t x : v) items.push_back(I(x));
+  return Value::List(std::move(items));
+}
+
+// Runs an op, ignoring argument errors the kernel reports (those are the
+// kernel tests' business); RunOp checks meta == kernel on success.
+int ran = 0;
+void Try(const std::string& target, std::vector<Value> args,
+         std::vector<std::pair<std::string, Value>> kwargs = {}) {
+  if (RunOp(target, std::move(args), std::move(kwargs)).ok()) ++ran;
+}
+
+TEST(OpsPropertyTest, MetaFunctionsPredictKernelResults) {
+  Random r(20261121);
+  const std::vector<DType> dtypes = {DType::kFloat32, DType::kFloat64,
+                                     DType::kInt64,   DType::kInt32,
+                                     DType::kBool,    DType::kFloat16};
+  const std::vector<std::string> unary = {
+      "abs",   "neg",  "exp",   "log1p",       "sqrt",        "sigmoid", "relu",
+      "floor", "sign", "isnan", "logical_not", "bitwise_not", "gelu"};
+  const std::vector<std::string> binary = {
+      "aten.add.Tensor",         "aten.sub.Tensor",
+      "aten.mul.Tensor",         "aten.div.Tensor",
+      "aten.maximum.default",    "aten.eq.Tensor",
+      "aten.lt.Tensor",          "aten.remainder.Tensor",
+      "aten.atan2.default",      "aten.logical_and.default",
+      "aten.bitwise_xor.Tensor", "aten.pow.Tensor_Tensor"};
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<int64_t> sizes = RandomSizes(r);
+    DType dtype = r.Pick(dtypes);
+    Tensor x = RandomLayout(r, sizes, dtype);
+    SCOPED_TRACE(absl::StrCat("trial ", trial, ": x = ", x.ToString(), "+",
+                              x.storage_offset()));
+    int64_t rank = x.dim();
+    int64_t dim = rank == 0 ? 0 : r.Int(-rank, rank - 1);
+    Tensor y = RandomLayout(r, BroadcastPartner(r, sizes), r.Pick(dtypes));
+    if (r.Coin()) std::swap(x, y);
+    // Pointwise.
+    for (const std::string& u : unary)
+      Try(absl::StrCat("aten.", u, ".default"), {V(x)});
+    for (const std::string& b : binary) Try(b, {V(x), V(y)});
+    Try("aten.add.Tensor", {V(x), Value::Float(0.5)}, {{"alpha", I(2)}});
+    Try("aten.mul.Scalar", {V(x), I(3)});
+    Try("aten.clamp.default", {V(x), Value::Float(-1), I(1)});
+    Try("aten.addcmul.default", {V(x), V(y), V(x)});
+    Try("aten.lerp.Scalar", {V(x), V(x), Value::Float(0.3)});
+    Try("aten.where.self",
+        {V(*Tensor::Empty(y.sizes(), DType::kBool)), V(x), V(y)});
+    // Reductions.
+    std::vector<int64_t> dims;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (r.Coin()) dims.push_back(r.Coin() ? d : d - rank);
+    }
+    Value keep = Value::Bool(r.Coin());
+    Try("aten.sum.dim_IntList", {V(x), Ints(dims), keep});
+    Try("aten.mean.dim", {V(x), Ints(dims), keep});
+    Try("aten.amax.default", {V(x), Ints(dims), keep});
+    Try("aten.var_mean.correction", {V(x), Ints(dims)}, {{"keepdim", keep}});
+    Try("aten.prod.dim_int", {V(x), I(dim), keep});
+    Try("aten.argmax.default", {V(x), I(dim), keep});
+    Try("aten.argmin.default", {V(x)});
+    Try("aten.max.dim", {V(x), I(dim), keep});
+    Try("aten.any.dim", {V(x), I(dim)});
+    Try("aten._softmax.default", {V(x), I(dim), Value::Bool(false)});
+    // Views.
+    std::vector<int64_t> perm(rank);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), r.rng());
+    Try("aten.permute.default", {V(x), Ints(perm)});
+    Try("aten.transpose.int",
+        {V(x), I(dim), I(rank == 0 ? 0 : r.Int(0, rank - 1))});
+    Try("aten.t.default", {V(x)});
+    Try("aten.unsqueeze.default", {V(x), I(r.Int(-rank - 1, rank))});
+    Try("aten.squeeze.dim", {V(x), I(dim)});
+    Try("aten.slice.Tensor",
+        {V(x), I(dim), I(r.Int(-5, 5)), I(r.Int(-5, 6)), I(r.Int(1, 3))});
+    Try("aten.select.int", {V(x), I(dim), I(r.Int(-2, 2))});
+    Try("aten.narrow.default", {V(x), I(dim), I(r.Int(0, 2)), I(r.Int(0, 2))});
+    Try("aten.diagonal.default", {V(x), I(r.Int(-2, 2))});
+    Try("aten.split.Tensor", {V(x), I(r.Int(1, 3)), I(dim)});
+    Try("aten.unbind.int", {V(x), I(dim)});
+    std::vector<int64_t> expanded = sizes;
+    expanded.insert(expanded.begin(), 2);
+    Try("aten.expand.default", {V(x), Ints(expanded)});
+    Try("aten.view.default", {V(x), Ints({-1})});
+    Try("aten.alias.default", {V(x)});
+    // Copies and joins.
+    Try("aten.clone.default", {V(x)});
+    Try("aten._to_copy.default", {V(x)},
+        {{"dtype", Value::OfDType(r.Pick(dtypes))}});
+    Try("aten.cat.default", {Value::List({V(x), V(x)}), I(dim)});
+    Try("aten.stack.default", {Value::List({V(x), V(x)}), I(r.Int(0, rank))});
+    if (rank == 2) {
+      Tensor w = RandomLayout(r, {sizes[1], r.Int(0, 3)}, x.dtype());
+      Try("aten.mm.default", {V(x), V(w)});
+    }
+  }
+  // The test means something only if most calls ran.
+  EXPECT_GT(ran, 300 * 25);
+  std::printf("%d op calls ran and matched their meta functions\n", ran);
+}
+
+}  // namespace
+}  // namespace lathe::ir
