@@ -56,6 +56,11 @@ absl::StatusOr<Value> ArgValue(
   return Value::None();
 }
 
+bool IsPythonOp(absl::string_view target) {
+  return absl::StartsWith(target, "operator.") || target == "torch.sym_float" ||
+         target == "torch.sym_int" || target == "torch.sym_max" || target == "torch.sym_min";
+}
+
 absl::StatusOr<Value> EvalPythonOp(absl::string_view target,
                                    const std::vector<Value>& args) {
   for (const Value& a : args) {
@@ -64,9 +69,17 @@ absl::StatusOr<Value> EvalPythonOp(absl::string_view target,
           absl::StrCat(target, " takes numbers, got ", a.DebugString()));
     }
   }
+  if (args.empty()) return absl::InvalidArgumentError(absl::StrCat(target, " takes operands"));
   using symbolic::Expr;
   Expr a = args[0].number;
   if (target == "operator.neg") return Value::Number(symbolic::Neg(a));
+  if (target == "torch.sym_float") return Value::Number(symbolic::ToFloat(a));
+  if (target == "torch.sym_int") {
+    if (a.is_int()) return Value::Number(a);
+    absl::StatusOr<Expr> t = symbolic::TruncToInt(a);
+    if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat(target, ": ", t.status().message()));
+    return Value::Number(*t);
+  }
   if (args.size() != 2) {
     return absl::InvalidArgumentError(
         absl::StrCat(target, " takes two operands"));
@@ -102,6 +115,14 @@ absl::StatusOr<Value> EvalPythonOp(absl::string_view target,
     r = symbolic::Gt(a, b);
   else if (target == "operator.ge")
     r = symbolic::Ge(a, b);
+  else if (target == "torch.sym_max" || target == "torch.sym_min") {
+    // Python's max/min of an int and a float is the float type.
+    if (a.is_int() != b.is_int()) {
+      a = symbolic::ToFloat(a);
+      b = symbolic::ToFloat(b);
+    }
+    r = target == "torch.sym_max" ? symbolic::Max(a, b) : symbolic::Min(a, b);
+  }
   else
     return absl::UnimplementedError(
         absl::StrCat("unsupported operator ", target));
@@ -252,7 +273,7 @@ absl::StatusOr<Interpretation> Interpret(const Graph& graph,
       }
       int64_t i = *index < 0 ? *index + args[0].list.size() : *index;
       out = args[0].list[i];
-    } else if (absl::StartsWith(n.target(), "operator.")) {
+    } else if (IsPythonOp(n.target())) {
       absl::StatusOr<Value> v = EvalPythonOp(n.target(), args);
       if (!v.ok()) return fail(v.status());
       out = *v;

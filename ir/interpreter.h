@@ -43,10 +43,16 @@ absl::StatusOr<Interpretation> Interpret(const Graph& graph,
 absl::StatusOr<Value> ArgValue(
     const Arg& arg, const absl::flat_hash_map<const Node*, Value>& env);
 
+// IsPythonOp()
+//
+// Whether `target` is a Python operator or torch.sym_* function on numbers.
+bool IsPythonOp(absl::string_view target);
+
 // EvalPythonOp()
 //
-// A Python operator on numbers ("operator.add", ...) with Python semantics;
-// symbolic operands give symbolic results.
+// A Python operator on numbers ("operator.add", ...) or torch.sym_float,
+// sym_int, sym_max, sym_min, with Python semantics; symbolic operands give
+// symbolic results.
 absl::StatusOr<Value> EvalPythonOp(absl::string_view target,
                                    const std::vector<Value>& args);
 

@@ -236,5 +236,24 @@ TEST(InterpreterTest, OpErrorsNameTheNode) {
       HasSubstr("aten.add.Tensor: no argument named 'beta'"));
 }
 
+TEST(InterpreterTest, SymFunctions) {
+  std::unique_ptr<Graph> g = FromText(R"g(def forward(self, x: "f32[s0, 3][3, 1]cpu"):
+    sym_size_int: "Sym(s0)" = torch.ops.aten.sym_size.int(x, 0)
+    sym_float: "Sym(ToFloat(s0))" = torch.sym_float(sym_size_int)
+    truediv: "Sym(ToFloat(s0)/2.5)" = sym_float / 2.5
+    sym_int: "Sym(TruncToInt(ToFloat(s0)/2.5))" = torch.sym_int(truediv)
+    sym_max: "Sym(Max(3, s0))" = torch.sym_max(sym_size_int, 3)
+    sym_min: "Sym(Min(1.5, ToFloat(s0)))" = torch.sym_min(sym_size_int, 1.5)
+    return (sym_int, sym_max, sym_min)
+)g");
+  ASSERT_NE(g, nullptr);
+  Interpretation r = *Interpret(*g, {Value::OfTensor(Filled({6, 3}, 0))});
+  ASSERT_EQ(r.outputs.size(), 3u);
+  EXPECT_EQ(*r.outputs[0].AsInt(), 2);  // trunc(6 / 2.5)
+  EXPECT_EQ(*r.outputs[1].AsInt(), 6);
+  EXPECT_EQ(*r.outputs[2].AsDouble(), 1.5);
+  EXPECT_FALSE(r.outputs[2].number.is_int());
+}
+
 }  // namespace
 }  // namespace lathe::ir

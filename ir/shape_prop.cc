@@ -204,7 +204,7 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
         return fail(absl::InvalidArgumentError("bad getitem"));
       }
       out = args[0].list[*i];
-    } else if (absl::StartsWith(n.target(), "operator.")) {
+    } else if (IsPythonOp(n.target())) {
       absl::StatusOr<Value> v = EvalPythonOp(n.target(), args);
       if (!v.ok()) return fail(v.status());
       out = *v;

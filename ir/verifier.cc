@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "status_macros.h"
 #include "symbolic/shape_env.h"
@@ -48,7 +49,7 @@ absl::Status Verify(Graph& graph, const ShapePropOptions& options) {
     past_inputs = true;
     if (n->kind() != Node::Kind::kCall) continue;
     const std::string& t = n->target();
-    if (t != "getitem" && !absl::StartsWith(t, "operator.") &&
+    if (t != "getitem" && !IsPythonOp(t) &&
         OpRegistry::Global().Find(t) == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("node '", n->name(), "': unknown op ", t));
