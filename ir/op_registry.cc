@@ -29,7 +29,7 @@ const OpRegistry& OpRegistry::Global() {
     auto* r = new OpRegistry;
     for (auto fn :
          {&RegisterPointwiseOps, &RegisterReductionOps, &RegisterViewOps,
-          &RegisterLinalgOps, &RegisterCreationOps}) {
+          &RegisterLinalgOps, &RegisterCreationOps, &RegisterIndexOps}) {
       absl::Status s = fn(*r);
       LATHE_CHECK(s.ok()) << "op registration failed: " << s.message();
     }

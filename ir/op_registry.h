@@ -111,6 +111,7 @@ absl::Status RegisterReductionOps(OpRegistry& registry);
 absl::Status RegisterViewOps(OpRegistry& registry);
 absl::Status RegisterLinalgOps(OpRegistry& registry);
 absl::Status RegisterCreationOps(OpRegistry& registry);
+absl::Status RegisterIndexOps(OpRegistry& registry);
 
 }  // namespace lathe::ir
 

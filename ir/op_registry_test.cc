@@ -386,5 +386,129 @@ TEST(CreationTest, ArangeCatStackFill) {
   EXPECT_THAT(Elements(t), ElementsAre(0, 0, 0, 0, 0, 0));
 }
 
+TEST(IndexTest, GatherScatterIndexSelectEmbedding) {
+  Tensor x = T({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor idx = T({2, 2}, {2, 0, 1, -1}, DType::kInt64);
+  EXPECT_THAT(
+      Elements(RunT("aten.gather.default", {V(x), Value::Int(1), V(idx)})),
+      ElementsAre(3, 1, 5, 6));
+  EXPECT_EQ(RunError("aten.gather.default",
+                     {V(x), Value::Int(1), V(T({1, 1}, {3}, DType::kInt64))}),
+            "aten.gather.default: index 3 is out of bounds for dimension 1 "
+            "with size 3");
+  EXPECT_THAT(RunError("aten.gather.default",
+                       {V(x), Value::Int(1), V(T({2}, {0, 0}, DType::kInt64))}),
+              HasSubstr("Index tensor must have the same number of dimensions "
+                        "as input tensor"));
+  Tensor zeros = T({2, 3}, {0, 0, 0, 0, 0, 0});
+  Tensor src = T({2, 2}, {10, 20, 30, 40});
+  Tensor si = T({2, 2}, {2, 2, 0, 1}, DType::kInt64);
+  // Row 0 writes 10 then 20 to column 2 (last write wins); row 1: 30 -> 0, 40
+  // -> 1.
+  EXPECT_THAT(Elements(RunT("aten.scatter.src",
+                            {V(zeros), Value::Int(1), V(si), V(src)})),
+              ElementsAre(0, 0, 20, 30, 40, 0));
+  EXPECT_THAT(Elements(RunT("aten.scatter_add.default",
+                            {V(zeros), Value::Int(1), V(si), V(src)})),
+              ElementsAre(0, 0, 30, 30, 40, 0));
+  EXPECT_THAT(Elements(RunT("aten.scatter.value",
+                            {V(zeros), Value::Int(1), V(si), Value::Float(7)})),
+              ElementsAre(0, 0, 7, 7, 7, 0));
+  EXPECT_THAT(
+      Elements(RunT("aten.scatter.reduce", {V(x), Value::Int(1), V(si), V(src)},
+                    {{"reduce", Value::String("multiply")}})),
+      ElementsAre(1, 2, 600, 120, 200, 6));
+  EXPECT_THAT(
+      RunError("aten.scatter.reduce", {V(x), Value::Int(1), V(si), V(src)},
+               {{"reduce", Value::String("max")}}),
+      HasSubstr("reduce argument must be either add or multiply"));
+  Tensor rows = T({3}, {1, 1, 0}, DType::kInt64);
+  Tensor sel =
+      RunT("aten.index_select.default", {V(x), Value::Int(0), V(rows)});
+  EXPECT_THAT(sel.sizes(), ElementsAre(3, 3));
+  EXPECT_THAT(Elements(sel), ElementsAre(4, 5, 6, 4, 5, 6, 1, 2, 3));
+  EXPECT_THAT(RunError("aten.index_select.default",
+                       {V(x), Value::Int(0), V(T({1}, {2}, DType::kInt64))}),
+              HasSubstr("index out of range in self"));
+  EXPECT_THAT(RunError("aten.index_select.default",
+                       {V(x), Value::Int(0), V(T({1}, {0}))}),
+              HasSubstr("Expected dtype int32/int64 for index but got Float"));
+  Tensor ids = T({2, 2}, {1, 0, 1, 1}, DType::kInt64);
+  Tensor e = RunT("aten.embedding.default", {V(x), V(ids)});
+  EXPECT_THAT(e.sizes(), ElementsAre(2, 2, 3));
+  EXPECT_THAT(Elements(e), ElementsAre(4, 5, 6, 1, 2, 3, 4, 5, 6, 4, 5, 6));
+}
+
+TEST(IndexTest, AdvancedIndexingAndIndexPut) {
+  Tensor x = T({3, 4}, {0, 1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23});
+  Tensor i = T({2}, {2, -3}, DType::kInt64);
+  // x[i]: rows 2 and 0.
+  Tensor rows = RunT("aten.index.Tensor", {V(x), Value::List({V(i)})});
+  EXPECT_THAT(rows.sizes(), ElementsAre(2, 4));
+  EXPECT_THAT(Elements(rows), ElementsAre(20, 21, 22, 23, 0, 1, 2, 3));
+  // x[:, j] with j of shape [2, 1]: the indexed dim is replaced in place.
+  Tensor j = T({2, 1}, {3, 1}, DType::kInt64);
+  Tensor cols =
+      RunT("aten.index.Tensor", {V(x), Value::List({Value::None(), V(j)})});
+  EXPECT_THAT(cols.sizes(), ElementsAre(3, 2, 1));
+  EXPECT_THAT(Elements(cols), ElementsAre(3, 1, 13, 11, 23, 21));
+  // x[i, k] broadcast together: pointwise pairs.
+  Tensor k = T({2}, {1, 3}, DType::kInt64);
+  EXPECT_THAT(
+      Elements(RunT("aten.index.Tensor", {V(x), Value::List({V(i), V(k)})})),
+      ElementsAre(21, 3));
+  EXPECT_EQ(RunError("aten.index.Tensor",
+                     {V(x), Value::List({V(T({1}, {3}, DType::kInt64))})}),
+            "aten.index.Tensor: index 3 is out of bounds for dimension 0 with "
+            "size 3");
+  EXPECT_THAT(RunError("aten.index.Tensor",
+                       {V(x), Value::List({V(T({1}, {1}, DType::kBool))})}),
+              HasSubstr("boolean mask"));
+  // index_put with accumulate: repeated indices add up.
+  Tensor v = T({3}, {1, 2, 3}, DType::kFloat32);
+  Tensor z = T({4}, {0, 0, 0, 0});
+  Tensor at = T({3}, {1, 1, 3}, DType::kInt64);
+  EXPECT_THAT(
+      Elements(RunT("aten.index_put.default",
+                    {V(z), Value::List({V(at)}), V(v), Value::Bool(true)})),
+      ElementsAre(0, 3, 0, 3));
+  EXPECT_THAT(Elements(z),
+              ElementsAre(0, 0, 0, 0));  // functional: self untouched
+  ASSERT_TRUE(RunOp("aten.index_put_.default",
+                    {V(z), Value::List({V(at)}), V(T({1}, {9}))})
+                  .ok());
+  EXPECT_THAT(Elements(z), ElementsAre(0, 9, 0, 9));
+  EXPECT_THAT(
+      RunError(
+          "aten.index_put.default",
+          {V(z), Value::List({V(at)}), V(T({3}, {1, 2, 3}, DType::kFloat64))}),
+      HasSubstr("Index put requires the source and destination dtypes match"));
+}
+
+TEST(IndexTest, ScatterIntoViews) {
+  Tensor x = T({2, 3}, {0, 0, 0, 0, 0, 0});
+  EXPECT_THAT(Elements(RunT("aten.slice_scatter.default",
+                            {V(x), V(T({2, 2}, {1, 2, 3, 4})), Value::Int(1),
+                             Value::Int(1)})),
+              ElementsAre(0, 1, 2, 0, 3, 4));
+  EXPECT_THAT(Elements(RunT(
+                  "aten.select_scatter.default",
+                  {V(x), V(T({3}, {7, 8, 9})), Value::Int(0), Value::Int(-1)})),
+              ElementsAre(0, 0, 0, 7, 8, 9));
+  EXPECT_THAT(Elements(RunT("aten.diagonal_scatter.default",
+                            {V(x), V(T({2}, {5, 6})), Value::Int(1)})),
+              ElementsAre(0, 5, 0, 0, 0, 6));
+  EXPECT_THAT(
+      Elements(RunT("aten.as_strided_scatter.default",
+                    {V(x), V(T({2}, {1, 2})), Value::List({Value::Int(2)}),
+                     Value::List({Value::Int(4)})})),
+      ElementsAre(1, 0, 0, 0, 2, 0));
+  EXPECT_THAT(RunError("aten.slice_scatter.default",
+                       {V(x), V(T({2}, {1, 2})), Value::Int(1)}),
+              HasSubstr("expected src to have a size equal to the slice of "
+                        "self. src size = [2], "
+                        "slice size = [2, 3]"));
+}
+
 }  // namespace
 }  // namespace lathe::ir

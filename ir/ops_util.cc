@@ -306,6 +306,15 @@ void StoreInt(const Tensor& t, absl::Span<const int64_t> index, int64_t v) {
   });
 }
 
+void CopyElement(const Tensor& dst, absl::Span<const int64_t> dst_index,
+                 const Tensor& src, absl::Span<const int64_t> src_index) {
+  if (IsIntegral(dst.dtype(), true) && IsIntegral(src.dtype(), true)) {
+    StoreInt(dst, dst_index, LoadInt(src, src_index));
+  } else {
+    StoreDouble(dst, dst_index, LoadDouble(src, src_index));
+  }
+}
+
 absl::Status CopyInto(const Tensor& dst, const Tensor& src) {
   ASSIGN_OR_RETURN(Tensor view, BroadcastView(src, dst.sizes()));
   bool exact_ints =

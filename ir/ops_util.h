@@ -115,6 +115,12 @@ int64_t LoadInt(const Tensor& t, absl::Span<const int64_t> index);
 void StoreDouble(const Tensor& t, absl::Span<const int64_t> index, double v);
 void StoreInt(const Tensor& t, absl::Span<const int64_t> index, int64_t v);
 
+// CopyElement()
+//
+// dst[dst_index] = src[src_index], converted to dst's dtype.
+void CopyElement(const Tensor& dst, absl::Span<const int64_t> dst_index,
+                 const Tensor& src, absl::Span<const int64_t> src_index);
+
 // CopyInto()
 //
 // Writes `src` (broadcast to `dst`'s shape, converted to its dtype) into
