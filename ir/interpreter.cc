@@ -58,7 +58,8 @@ absl::StatusOr<Value> ArgValue(
 
 bool IsPythonOp(absl::string_view target) {
   return absl::StartsWith(target, "operator.") || target == "torch.sym_float" ||
-         target == "torch.sym_int" || target == "torch.sym_max" || target == "torch.sym_min";
+         target == "torch.sym_int" || target == "torch.sym_max" ||
+         target == "torch.sym_min";
 }
 
 absl::StatusOr<Value> EvalPythonOp(absl::string_view target,
@@ -69,7 +70,8 @@ absl::StatusOr<Value> EvalPythonOp(absl::string_view target,
           absl::StrCat(target, " takes numbers, got ", a.DebugString()));
     }
   }
-  if (args.empty()) return absl::InvalidArgumentError(absl::StrCat(target, " takes operands"));
+  if (args.empty())
+    return absl::InvalidArgumentError(absl::StrCat(target, " takes operands"));
   using symbolic::Expr;
   Expr a = args[0].number;
   if (target == "operator.neg") return Value::Number(symbolic::Neg(a));
@@ -77,7 +79,9 @@ absl::StatusOr<Value> EvalPythonOp(absl::string_view target,
   if (target == "torch.sym_int") {
     if (a.is_int()) return Value::Number(a);
     absl::StatusOr<Expr> t = symbolic::TruncToInt(a);
-    if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat(target, ": ", t.status().message()));
+    if (!t.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat(target, ": ", t.status().message()));
     return Value::Number(*t);
   }
   if (args.size() != 2) {
@@ -122,8 +126,7 @@ absl::StatusOr<Value> EvalPythonOp(absl::string_view target,
       b = symbolic::ToFloat(b);
     }
     r = target == "torch.sym_max" ? symbolic::Max(a, b) : symbolic::Min(a, b);
-  }
-  else
+  } else
     return absl::UnimplementedError(
         absl::StrCat("unsupported operator ", target));
   if (!r.ok())

@@ -237,7 +237,8 @@ TEST(InterpreterTest, OpErrorsNameTheNode) {
 }
 
 TEST(InterpreterTest, SymFunctions) {
-  std::unique_ptr<Graph> g = FromText(R"g(def forward(self, x: "f32[s0, 3][3, 1]cpu"):
+  std::unique_ptr<Graph> g =
+      FromText(R"g(def forward(self, x: "f32[s0, 3][3, 1]cpu"):
     sym_size_int: "Sym(s0)" = torch.ops.aten.sym_size.int(x, 0)
     sym_float: "Sym(ToFloat(s0))" = torch.sym_float(sym_size_int)
     truediv: "Sym(ToFloat(s0)/2.5)" = sym_float / 2.5

@@ -510,5 +510,73 @@ TEST(IndexTest, ScatterIntoViews) {
                         "slice size = [2, 3]"));
 }
 
+TEST(CreationTest, LikeOpsCloneAndCopyPreserveDenseLayouts) {
+  Tensor t = Transposed({1, 2, 3, 4, 5, 6});  // strides [1, 2]
+  Tensor c = RunT("aten.clone.default", {V(t)});
+  EXPECT_EQ(c.ToString(), "f32[2, 3][1, 2]cpu");
+  EXPECT_THAT(Elements(c), ElementsAre(1, 2, 3, 4, 5, 6));
+  Tensor cc = RunT("aten.clone.default", {V(t)},
+                   {{"memory_format", Value::String("contiguous_format")}});
+  EXPECT_EQ(cc.ToString(), "f32[2, 3][3, 1]cpu");
+  // Not dense (every other column): contiguous.
+  Tensor x = T({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+  Tensor stepped = *x.AsStrided({2, 2}, {4, 2}, 0);
+  EXPECT_EQ(RunT("aten.clone.default", {V(stepped)}).ToString(),
+            "f32[2, 2][2, 1]cpu");
+  Tensor z = RunT("aten.zeros_like.default", {V(t)},
+                  {{"dtype", Value::OfDType(DType::kInt32)}});
+  EXPECT_EQ(z.ToString(), "i32[2, 3][1, 2]cpu");
+  EXPECT_THAT(Elements(z), ElementsAre(0, 0, 0, 0, 0, 0));
+  EXPECT_THAT(
+      Elements(RunT("aten.full_like.default", {V(x), Value::Float(2.5)})),
+      ElementsAre(2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5));
+  EXPECT_THAT(Elements(RunT("aten.ones_like.default", {V(T({2}, {7, 7}))})),
+              ElementsAre(1, 1));
+  Tensor cp =
+      RunT("aten.copy.default", {V(t), V(T({3}, {9, 8, 7}, DType::kInt64))});
+  EXPECT_EQ(cp.ToString(), "f32[2, 3][1, 2]cpu");
+  EXPECT_THAT(Elements(cp), ElementsAre(9, 8, 7, 9, 8, 7));
+  EXPECT_THAT(Elements(t), ElementsAre(1, 2, 3, 4, 5, 6));  // functional
+  EXPECT_EQ(RunError("aten.copy_.default",
+                     {V(T({2}, {1, 2})), V(T({2, 2}, {1, 2, 3, 4}))}),
+            "aten.copy_.default: output with shape [2] doesn't match the "
+            "broadcast shape [2, 2]");
+  Tensor st = RunT("aten.scalar_tensor.default", {Value::Int(3)});
+  EXPECT_EQ(st.ToString(), "f32[][]cpu");
+  EXPECT_EQ(st.GetDouble({}), 3);
+  Tensor es = RunT("aten.empty_strided.default",
+                   {Value::List({Value::Int(2), Value::Int(3)}),
+                    Value::List({Value::Int(1), Value::Int(2)})});
+  EXPECT_EQ(es.ToString(), "f32[2, 3][1, 2]cpu");
+  EXPECT_EQ(RunT("aten.empty.memory_format",
+                 {Value::List({Value::Int(0), Value::Int(2)})})
+                .numel(),
+            0);
+  Value n = *RunOp("aten.sym_numel.default", {V(x)});
+  EXPECT_EQ(*n.AsInt(), 8);
+  EXPECT_EQ(*RunOp("aten.sym_stride.int", {V(t), Value::Int(-1)})->AsInt(), 2);
+}
+
+TEST(CreationTest, ConstantPadPadsAndCrops) {
+  Tensor x = T({2, 2}, {1, 2, 3, 4});
+  Tensor p = RunT("aten.constant_pad_nd.default",
+                  {V(x),
+                   Value::List({Value::Int(1), Value::Int(0), Value::Int(0),
+                                Value::Int(1)}),
+                   Value::Float(-1)});
+  EXPECT_THAT(p.sizes(), ElementsAre(3, 3));
+  EXPECT_THAT(Elements(p), ElementsAre(-1, 1, 2, -1, 3, 4, -1, -1, -1));
+  Tensor crop = RunT("aten.constant_pad_nd.default",
+                     {V(x), Value::List({Value::Int(-1), Value::Int(1)})});
+  EXPECT_THAT(Elements(crop), ElementsAre(2, 0, 4, 0));
+  EXPECT_EQ(RunError("aten.constant_pad_nd.default",
+                     {V(x), Value::List({Value::Int(1)})}),
+            "aten.constant_pad_nd.default: Length of pad must be even but "
+            "instead it equals 1");
+  EXPECT_THAT(RunError("aten.constant_pad_nd.default",
+                       {V(x), Value::List({Value::Int(-3), Value::Int(0)})}),
+              HasSubstr("resulted in a negative output size"));
+}
+
 }  // namespace
 }  // namespace lathe::ir

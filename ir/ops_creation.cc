@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -58,6 +59,35 @@ absl::StatusOr<Value> Full(const OpCall& c, const Value* fill,
   return Value::OfTensor(out);
 }
 
+// A new tensor shaped like `self` as memory_format says (preserve by
+// default); filled from `fill` when it is given.
+absl::StatusOr<Value> Like(const OpCall& c, const Value& self, DType dtype,
+                           Device device, const Tensor* fill) {
+  std::vector<Expr> sizes = SizesOf(self), strides = ContiguousStrides(sizes);
+  int mf = c.op().schema.ArgumentIndex("memory_format");
+  std::string format =
+      mf < 0 || c.arg(mf).is_none() ? "preserve_format" : c.arg(mf).string;
+  if (format == "preserve_format") {
+    strides = PreservedStrides(sizes, StridesOf(self));
+  } else if (format != "contiguous_format") {
+    return c.Error(absl::StrCat("unsupported memory_format torch.", format));
+  }
+  if (!self.tensor.defined()) {
+    TensorMeta m;
+    m.dtype = dtype;
+    m.device = device;
+    m.sizes = sizes;
+    m.strides = strides;
+    return Value::OfMeta(m);
+  }
+  if (!device.is_cpu()) return c.Error("the interpreter runs on cpu only");
+  ASSIGN_OR_RETURN(std::vector<int64_t> s, ConcreteSizes(c, sizes));
+  ASSIGN_OR_RETURN(std::vector<int64_t> st, ConcreteSizes(c, strides));
+  ASSIGN_OR_RETURN(Tensor out, Tensor::EmptyStrided(s, st, dtype));
+  if (fill != nullptr) RETURN_IF_ERROR(CopyInto(out, *fill));
+  return Value::OfTensor(out);
+}
+
 absl::StatusOr<Value> ToCopy(const OpCall& c, bool keep_dtype) {
   const Value& self = c.arg(0);
   DType dtype = DTypeOf(self);
@@ -65,20 +95,149 @@ absl::StatusOr<Value> ToCopy(const OpCall& c, bool keep_dtype) {
   Device device = DeviceOf(self);
   if (!keep_dtype && !c.arg("device").is_none())
     device = c.arg("device").device;
-  if (!self.tensor.defined()) return MetaResult(dtype, device, SizesOf(self));
+  return Like(c, self, dtype, device,
+              self.tensor.defined() ? &self.tensor : nullptr);
+}
+
+// zeros_like / ones_like / empty_like / full_like.
+absl::StatusOr<Value> FullLike(const OpCall& c, const Value& fill) {
+  const Value& self = c.arg(0);
+  DType dtype = c.arg("dtype").is_none() ? DTypeOf(self) : c.arg("dtype").dtype;
+  Device device =
+      c.arg("device").is_none() ? DeviceOf(self) : c.arg("device").device;
+  if (!self.tensor.defined()) return Like(c, self, dtype, device, nullptr);
+  ASSIGN_OR_RETURN(Tensor scalar, ScalarTensor(fill, dtype));
+  return Like(c, self, dtype, device, &scalar);
+}
+
+// src must broadcast to self's shape (not beyond it).
+absl::Status CheckCopyShapes(const OpCall& c, const Value& self,
+                             const Value& src) {
+  std::vector<Expr> to = SizesOf(self);
+  ASSIGN_OR_RETURN(
+      std::vector<Expr> b,
+      BroadcastShapes(
+          c, {to, src.is_tensor() ? SizesOf(src) : std::vector<Expr>{}}));
+  if (b.size() != to.size()) {
+    return c.Error(absl::StrCat("output with shape ", ShapeString(to),
+                                " doesn't match the broadcast shape ",
+                                ShapeString(b)));
+  }
+  for (size_t d = 0; d < b.size(); ++d) {
+    ASSIGN_OR_RETURN(bool same, Decide(c, symbolic::Eq(b[d], to[d])));
+    if (!same) {
+      return c.Error(absl::StrCat("output with shape ", ShapeString(to),
+                                  " doesn't match the broadcast shape ",
+                                  ShapeString(b)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// copy(self, src): src converted and broadcast into self's layout.
+absl::StatusOr<Value> Copy(const OpCall& c) {
+  const Value &self = c.arg(0), &src = c.arg(1);
+  RETURN_IF_ERROR(CheckCopyShapes(c, self, src));
+  ASSIGN_OR_RETURN(Value out,
+                   Like(c, self, DTypeOf(self), DeviceOf(self), nullptr));
+  if (self.tensor.defined()) RETURN_IF_ERROR(CopyInto(out.tensor, src.tensor));
+  return out;
+}
+
+absl::StatusOr<Value> EmptyStrided(const OpCall& c) {
+  ASSIGN_OR_RETURN(std::vector<Expr> sizes, c.arg(0).AsExprList());
+  ASSIGN_OR_RETURN(std::vector<Expr> strides, c.arg(1).AsExprList());
+  if (sizes.size() != strides.size()) {
+    return c.Error(
+        absl::StrCat("mismatch in length of strides and shape: ", sizes.size(),
+                     " sizes and ", strides.size(), " strides"));
+  }
+  DType dtype = CreationDType(c, nullptr);
+  Device device = CreationDevice(c);
+  if (c.env() != nullptr) {
+    TensorMeta m;
+    m.dtype = dtype;
+    m.device = device;
+    m.sizes = sizes;
+    m.strides = strides;
+    return Value::OfMeta(m);
+  }
   if (!device.is_cpu()) return c.Error("the interpreter runs on cpu only");
-  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(self.tensor.sizes(), dtype));
-  RETURN_IF_ERROR(CopyInto(out, self.tensor));
-  return Value::OfTensor(out);
+  ASSIGN_OR_RETURN(std::vector<int64_t> s, ConcreteSizes(c, sizes));
+  ASSIGN_OR_RETURN(std::vector<int64_t> st, ConcreteSizes(c, strides));
+  absl::StatusOr<Tensor> t = Tensor::EmptyStrided(s, st, dtype);
+  if (!t.ok()) return c.Error(t.status().message());
+  return Value::OfTensor(*t);
+}
+
+// constant_pad_nd(self, pad, value): pads (or, negative, crops) the last
+// dims, pad = [last_lo, last_hi, second_last_lo, ...].
+absl::StatusOr<Value> ConstantPad(const OpCall& c) {
+  const Value& self = c.arg(0);
+  ASSIGN_OR_RETURN(std::vector<Expr> pad, c.arg(1).AsExprList());
+  std::vector<Expr> sizes = SizesOf(self);
+  if (pad.size() % 2 != 0) {
+    return c.Error(absl::StrCat(
+        "Length of pad must be even but instead it equals ", pad.size()));
+  }
+  if (pad.size() / 2 > sizes.size()) {
+    return c.Error(
+        "Length of pad should be no more than twice the number of dimensions "
+        "of the input.");
+  }
+  std::vector<Expr> out = sizes;
+  std::vector<Expr> lo(sizes.size(), symbolic::Int(0));
+  for (size_t k = 0; k < pad.size() / 2; ++k) {
+    size_t d = sizes.size() - 1 - k;
+    lo[d] = pad[2 * k];
+    out[d] = symbolic::Add(symbolic::Add(sizes[d], pad[2 * k]), pad[2 * k + 1]);
+    ASSIGN_OR_RETURN(bool negative,
+                     Decide(c, symbolic::Lt(out[d], symbolic::Int(0))));
+    if (negative) {
+      return c.Error(absl::StrCat(
+          "The input size ", symbolic::ToString(sizes[d]),
+          ", plus negative padding ", symbolic::ToString(pad[2 * k]), " and ",
+          symbolic::ToString(pad[2 * k + 1]),
+          " resulted in a negative output size, which is invalid. Check "
+          "dimension ",
+          d, " of your input."));
+    }
+  }
+  bool running = self.tensor.defined();
+  ASSIGN_OR_RETURN(Value result, ResultOrEmpty(c, running, DTypeOf(self),
+                                               DeviceOf(self), out));
+  if (!running) return result;
+  ASSIGN_OR_RETURN(Tensor fill, ScalarTensor(c.arg(2), DTypeOf(self)));
+  RETURN_IF_ERROR(CopyInto(result.tensor, fill));
+  ASSIGN_OR_RETURN(std::vector<int64_t> l, ConcreteSizes(c, lo));
+  const Tensor& in = self.tensor;
+  ForEachIndex(in.sizes(), [&](absl::Span<const int64_t> i) {
+    std::vector<int64_t> o(i.begin(), i.end());
+    for (size_t d = 0; d < o.size(); ++d) {
+      o[d] += l[d];
+      if (o[d] < 0 || o[d] >= result.tensor.sizes()[d]) return;  // cropped
+    }
+    CopyElement(result.tensor, o, in, i);
+  });
+  return result;
+}
+
+absl::StatusOr<Value> SymStride(const OpCall& c) {
+  ASSIGN_OR_RETURN(int64_t dim, c.arg(1).AsInt());
+  ASSIGN_OR_RETURN(dim, WrapDim(c, dim, RankOf(c.arg(0))));
+  return Value::Number(StridesOf(c.arg(0))[dim]);
+}
+
+absl::StatusOr<Value> SymNumel(const OpCall& c) {
+  Expr n = symbolic::Int(1);
+  for (Expr s : SizesOf(c.arg(0))) n = symbolic::Mul(n, s);
+  return Value::Number(n);
 }
 
 absl::StatusOr<Value> CopyInplace(const OpCall& c) {
   const Value& self = c.arg(0);
   const Value& src = c.arg(1);
-  RETURN_IF_ERROR(
-      BroadcastShapes(c, {SizesOf(self),
-                          src.is_tensor() ? SizesOf(src) : std::vector<Expr>{}})
-          .status());
+  RETURN_IF_ERROR(CheckCopyShapes(c, self, src));
   if (!self.tensor.defined()) return self;
   Tensor s;
   if (src.is_tensor()) {
@@ -314,6 +473,59 @@ absl::Status RegisterCreationOps(OpRegistry& r) {
   }
   RETURN_IF_ERROR(
       r.Add("cat(Tensor[] tensors, int dim=0) -> Tensor", Cat, Cat));
+  RETURN_IF_ERROR(r.Add("sym_stride.int(Tensor self, int dim) -> SymInt",
+                        SymStride, SymStride));
+  RETURN_IF_ERROR(
+      r.Add("sym_numel(Tensor self) -> SymInt", SymNumel, SymNumel));
+  const char* kLike =
+      "*, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
+      "bool? "
+      "pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+  for (const auto& [head, fill] : std::vector<std::pair<std::string, double>>{
+           {"zeros_like(Tensor self, ", 0},
+           {"ones_like(Tensor self, ", 1},
+           {"empty_like(Tensor self, ", 0}}) {
+    double v = fill;
+    auto fn = [v](const OpCall& c) { return FullLike(c, Value::Float(v)); };
+    RETURN_IF_ERROR(r.Add(absl::StrCat(head, kLike), fn, fn));
+  }
+  auto full_like = [](const OpCall& c) { return FullLike(c, c.arg(1)); };
+  RETURN_IF_ERROR(
+      r.Add(absl::StrCat("full_like(Tensor self, Scalar fill_value, ", kLike),
+            full_like, full_like));
+  RETURN_IF_ERROR(
+      r.Add("copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor",
+            Copy, Copy));
+  RETURN_IF_ERROR(r.Add(
+      "constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor",
+      ConstantPad, ConstantPad));
+  RETURN_IF_ERROR(r.Add(
+      "empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? "
+      "dtype=None, Layout? "
+      "layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+      EmptyStrided, EmptyStrided));
+  // empty: zero-filled, so results never depend on garbage.
+  auto empty = [](const OpCall& c) { return Full(c, nullptr, 0); };
+  RETURN_IF_ERROR(
+      r.Add("empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, "
+            "Layout? layout=None, "
+            "Device? device=None, bool? pin_memory=None, MemoryFormat? "
+            "memory_format=None) -> Tensor",
+            empty, empty));
+  auto scalar_tensor = [](const OpCall& c) -> absl::StatusOr<Value> {
+    DType dtype =
+        c.arg("dtype").is_none() ? DType::kFloat32 : c.arg("dtype").dtype;
+    Device device = CreationDevice(c);
+    if (c.env() != nullptr) return MetaResult(dtype, device, {});
+    if (!device.is_cpu()) return c.Error("the interpreter runs on cpu only");
+    ASSIGN_OR_RETURN(Tensor t, ScalarTensor(c.arg(0), dtype));
+    return Value::OfTensor(t);
+  };
+  RETURN_IF_ERROR(
+      r.Add("scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? "
+            "layout=None, Device? "
+            "device=None, bool? pin_memory=None) -> Tensor",
+            scalar_tensor, scalar_tensor));
   RETURN_IF_ERROR(
       r.Add("stack(Tensor[] tensors, int dim=0) -> Tensor", Stack, Stack));
   auto fill = [](const OpCall& c) { return FillInplace(c, c.arg(1)); };
@@ -360,6 +572,7 @@ absl::Status RegisterCreationOps(OpRegistry& r) {
             CopyInplace, CopyInplace));
   RETURN_IF_ERROR(
       r.Add("sym_size.int(Tensor self, int dim) -> SymInt", SymSize, SymSize));
+  RETURN_IF_ERROR(r.Pair("aten.copy_.default", "aten.copy.default"));
   return absl::OkStatus();
 }
 

@@ -194,6 +194,10 @@ TEST(OpsPropertyTest, MetaFunctionsPredictKernelResults) {
     Try("aten.alias.default", {V(x)});
     // Copies and joins.
     Try("aten.clone.default", {V(x)});
+    Try("aten.zeros_like.default", {V(x)});
+    Try("aten.copy.default", {V(x), V(y)});
+    Try("aten.constant_pad_nd.default",
+        {V(x), Ints({r.Int(-1, 2), r.Int(-1, 2)})});
     Try("aten._to_copy.default", {V(x)},
         {{"dtype", Value::OfDType(r.Pick(dtypes))}});
     Try("aten.cat.default", {Value::List({V(x), V(x)}), I(dim)});

@@ -226,6 +226,29 @@ std::vector<symbolic::Expr> ContiguousStrides(
   return strides;
 }
 
+std::vector<symbolic::Expr> PreservedStrides(
+    absl::Span<const symbolic::Expr> sizes,
+    absl::Span<const symbolic::Expr> strides) {
+  std::vector<symbolic::Expr> contiguous = ContiguousStrides(sizes);
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size), size > 1
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d].kind() != symbolic::ExprKind::kInteger ||
+        strides[d].kind() != symbolic::ExprKind::kInteger) {
+      return contiguous;
+    }
+    if (sizes[d].int_value() == 0) return contiguous;
+    if (sizes[d].int_value() != 1)
+      dims.push_back({strides[d].int_value(), sizes[d].int_value()});
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t expected = 1;
+  for (const auto& [stride, size] : dims) {
+    if (stride != expected) return contiguous;
+    expected *= size;
+  }
+  return std::vector<symbolic::Expr>(strides.begin(), strides.end());
+}
+
 Value MetaResult(DType dtype, Device device,
                  std::vector<symbolic::Expr> sizes) {
   TensorMeta m;
@@ -251,6 +274,11 @@ absl::StatusOr<std::vector<int64_t>> ConcreteSizes(
 
 absl::StatusOr<Tensor> BroadcastView(const Tensor& t,
                                      absl::Span<const int64_t> sizes) {
+  if (static_cast<size_t>(t.dim()) > sizes.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot broadcast ", t.ToString(), " to [",
+                     absl::StrJoin(sizes, ", "), "]"));
+  }
   size_t offset = sizes.size() - t.dim();
   std::vector<int64_t> strides(sizes.size(), 0);
   for (int64_t d = 0; d < t.dim(); ++d) {

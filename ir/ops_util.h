@@ -80,6 +80,14 @@ absl::StatusOr<int64_t> WrapDim(const OpCall& call, int64_t dim, int64_t rank);
 std::vector<symbolic::Expr> ContiguousStrides(
     absl::Span<const symbolic::Expr> sizes);
 
+// PreservedStrides()
+//
+// The strides of a preserve_format copy (clone, *_like): the input's own
+// when they are concrete, non-overlapping and dense; contiguous otherwise.
+std::vector<symbolic::Expr> PreservedStrides(
+    absl::Span<const symbolic::Expr> sizes,
+    absl::Span<const symbolic::Expr> strides);
+
 // MetaResult()
 //
 // A contiguous TensorMeta result.
