@@ -310,6 +310,10 @@ absl::StatusOr<Interpretation> Interpret(const Graph& graph,
         }
       }
     }
+    if (MutatesMetadata(n.target()) && !n.args().empty() &&
+        n.args()[0].kind == Arg::Kind::kNode) {
+      env[n.args()[0].node] = out;
+    }
     env[&n] = std::move(out);
   }
   return result;

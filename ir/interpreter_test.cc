@@ -256,5 +256,20 @@ TEST(InterpreterTest, SymFunctions) {
   EXPECT_FALSE(r.outputs[2].number.is_int());
 }
 
+TEST(InterpreterTest, InPlaceViewOpsChangeTheirInputFromThenOn) {
+  std::unique_ptr<Graph> g =
+      FromText(R"g(def forward(self, x: "f32[2, 3][3, 1]cpu"):
+    t_: "f32[3, 2][1, 3]cpu" = torch.ops.aten.t_.default(x)
+    unsqueeze_: "f32[1, 3, 2][3, 1, 3]cpu" = torch.ops.aten.unsqueeze_.default(x, 0)
+    clone: "f32[1, 3, 2][6, 2, 1]cpu" = torch.ops.aten.clone.default(x, memory_format = torch.contiguous_format)
+    return (clone,)
+)g");
+  ASSERT_NE(g, nullptr);
+  Interpretation r = *Interpret(*g, {Value::OfTensor(Numbered({2, 3}))});
+  EXPECT_EQ(r.outputs[0].tensor.ToString(), "f32[1, 3, 2][6, 2, 1]cpu");
+  EXPECT_EQ(r.outputs[0].tensor.GetDouble({0, 2, 1}),
+            12);  // x[1][2] of the original
+}
+
 }  // namespace
 }  // namespace lathe::ir

@@ -38,6 +38,13 @@ const OpRegistry& OpRegistry::Global() {
   return *registry;
 }
 
+bool MutatesMetadata(absl::string_view target) {
+  return target == "aten.t_.default" || target == "aten.transpose_.default" ||
+         target == "aten.unsqueeze_.default" ||
+         target == "aten.as_strided_.default" ||
+         target == "aten.set_.source_Tensor";
+}
+
 const OpDef* OpRegistry::Find(absl::string_view target) const {
   auto it = ops_.find(target);
   return it == ops_.end() ? nullptr : it->second.get();

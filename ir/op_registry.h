@@ -96,6 +96,13 @@ class OpRegistry {
   absl::flat_hash_map<std::string, std::unique_ptr<OpDef>> ops_;
 };
 
+// MutatesMetadata()
+//
+// Whether `target` changes its first argument's sizes, strides or storage
+// (t_, transpose_, unsqueeze_, as_strided_, set_): its result replaces that
+// argument's value from then on.
+bool MutatesMetadata(absl::string_view target);
+
 // BindArguments()
 //
 // Matches positional and keyword arguments to `schema`, fills defaults and

@@ -578,5 +578,63 @@ TEST(CreationTest, ConstantPadPadsAndCrops) {
               HasSubstr("resulted in a negative output size"));
 }
 
+TEST(ViewTest, ReshapeSqueezeViewDType) {
+  Tensor x = T({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor r = RunT("aten.reshape.default",
+                  {V(x), Value::List({Value::Int(3), Value::Int(-1)})});
+  EXPECT_EQ(r.storage(), x.storage());  // a view when possible
+  Tensor t = Transposed({1, 2, 3, 4, 5, 6});
+  Tensor flat =
+      RunT("aten.reshape.default", {V(t), Value::List({Value::Int(-1)})});
+  EXPECT_NE(flat.storage(), t.storage());  // a copy otherwise
+  EXPECT_THAT(Elements(flat), ElementsAre(1, 2, 3, 4, 5, 6));
+  EXPECT_THAT(
+      RunError("aten.view.default", {V(t), Value::List({Value::Int(-1)})}),
+      HasSubstr("view size is not compatible"));
+  Tensor ones = *Tensor::Empty({1, 3, 1}, DType::kFloat32);
+  EXPECT_THAT(RunT("aten.squeeze.default", {V(ones)}).sizes(), ElementsAre(3));
+  EXPECT_THAT(RunT("aten.squeeze.dims",
+                   {V(ones), Value::List({Value::Int(-1), Value::Int(1)})})
+                  .sizes(),
+              ElementsAre(1, 3));
+  Tensor f = T({2}, {1, -2});
+  Tensor bits = RunT("aten.view.dtype", {V(f), Value::OfDType(DType::kInt32)});
+  EXPECT_EQ(bits.GetDouble({0}), 0x3f800000);  // 1.0f
+  Tensor halves =
+      RunT("aten.view.dtype", {V(f), Value::OfDType(DType::kInt16)});
+  EXPECT_THAT(halves.sizes(), ElementsAre(4));
+  EXPECT_EQ(halves.GetDouble({1}), 0x3f80);  // little-endian high half of 1.0f
+  EXPECT_THAT(
+      RunError("aten.view.dtype", {V(t), Value::OfDType(DType::kInt16)}),
+      HasSubstr("self.stride(-1) must be 1"));
+}
+
+TEST(LinalgTest, BaddbmmAndBetaZeroIgnoresSelf) {
+  Tensor a = T({2, 1, 2}, {1, 2, 3, 4}), b = T({2, 2, 1}, {1, 1, 2, 0});
+  Tensor r = RunT("aten.baddbmm.default", {V(T({1}, {10})), V(a), V(b)},
+                  {{"beta", Value::Float(0.5)}, {"alpha", Value::Int(2)}});
+  EXPECT_THAT(r.sizes(), ElementsAre(2, 1, 1));
+  // 0.5 * 10 + 2 * (1 + 2) = 11; 5 + 2 * 6 = 17.
+  EXPECT_THAT(Elements(r), ElementsAre(11, 17));
+  Tensor m = RunT("aten.addmm.default",
+                  {V(T({1}, {NAN})), V(T({1, 1}, {2})), V(T({1, 1}, {3}))},
+                  {{"beta", Value::Int(0)}});
+  EXPECT_THAT(Elements(m), ElementsAre(6));
+}
+
+TEST(ReductionTest, CumsumAndDivScalarMode) {
+  Tensor x = T({2, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_THAT(Elements(RunT("aten.cumsum.default", {V(x), Value::Int(-1)})),
+              ElementsAre(1, 3, 6, 4, 9, 15));
+  Tensor i = T({3}, {1, 2, 3}, DType::kInt32);
+  Tensor ci = RunT("aten.cumsum.default", {V(i), Value::Int(0)});
+  EXPECT_EQ(ci.dtype(), DType::kInt64);
+  EXPECT_THAT(Elements(ci), ElementsAre(1, 3, 6));
+  EXPECT_THAT(
+      Elements(RunT("aten.div.Scalar_mode", {V(T({2}, {7, -7})), Value::Int(2)},
+                    {{"rounding_mode", Value::String("floor")}})),
+      ElementsAre(3, -4));
+}
+
 }  // namespace
 }  // namespace lathe::ir

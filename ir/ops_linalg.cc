@@ -1,5 +1,5 @@
-// Matrix products: mm, bmm, addmm, computed with Eigen in double precision
-// and rounded to the output dtype.
+// Matrix products: mm, bmm, addmm, baddbmm, computed with Eigen in double
+// precision and rounded to the output dtype.
 
 #include <cstdint>
 #include <string>
@@ -119,19 +119,26 @@ absl::StatusOr<Value> Product(const OpCall& c, const Value& a, const Value& b,
   return Value::OfTensor(out);
 }
 
-absl::StatusOr<Value> Addmm(const OpCall& c) {
+// addmm / baddbmm: beta * self + alpha * (a @ b); beta == 0 ignores self
+// (NaNs in it included), as PyTorch does.
+absl::StatusOr<Value> AddProduct(const OpCall& c, bool batch) {
   ASSIGN_OR_RETURN(double beta, c.arg("beta").AsDouble());
   ASSIGN_OR_RETURN(double alpha, c.arg("alpha").AsDouble());
   if (!c.arg(1).tensor.defined()) {
     ASSIGN_OR_RETURN(Value meta,
-                     Product(c, c.arg(1), c.arg(2), false, nullptr, 1, 1));
+                     Product(c, c.arg(1), c.arg(2), batch, nullptr, 1, 1));
     if (c.arg(0).is_tensor()) {
-      RETURN_IF_ERROR(
-          BroadcastShapes(c, {SizesOf(c.arg(0)), meta.meta.sizes}).status());
+      ASSIGN_OR_RETURN(
+          std::vector<Expr> b,
+          BroadcastShapes(c, {SizesOf(c.arg(0)), meta.meta.sizes}));
+      if (b.size() != meta.meta.sizes.size()) {
+        return c.Error("self must broadcast to the product's shape");
+      }
     }
     return meta;
   }
-  return Product(c, c.arg(1), c.arg(2), false, &c.arg(0), beta, alpha);
+  return Product(c, c.arg(1), c.arg(2), batch, beta == 0 ? nullptr : &c.arg(0),
+                 beta, alpha);
 }
 
 }  // namespace
@@ -145,10 +152,17 @@ absl::Status RegisterLinalgOps(OpRegistry& r) {
   };
   RETURN_IF_ERROR(r.Add("mm(Tensor self, Tensor mat2) -> Tensor", mm, mm));
   RETURN_IF_ERROR(r.Add("bmm(Tensor self, Tensor mat2) -> Tensor", bmm, bmm));
+  auto addmm = [](const OpCall& c) { return AddProduct(c, false); };
   RETURN_IF_ERROR(
       r.Add("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, "
             "Scalar alpha=1) -> Tensor",
-            Addmm, Addmm));
+            addmm, addmm));
+  auto baddbmm = [](const OpCall& c) { return AddProduct(c, true); };
+  RETURN_IF_ERROR(
+      r.Add("baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar "
+            "beta=1, Scalar alpha=1) -> "
+            "Tensor",
+            baddbmm, baddbmm));
   return absl::OkStatus();
 }
 

@@ -636,6 +636,9 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
       {"div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> "
        "Tensor",
        "div"},
+      {"div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> "
+       "Tensor",
+       "div"},
       {"maximum(Tensor self, Tensor other) -> Tensor", "maximum"},
       {"minimum(Tensor self, Tensor other) -> Tensor", "minimum"},
       {"pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", "pow"},

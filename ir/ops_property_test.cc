@@ -192,6 +192,9 @@ TEST(OpsPropertyTest, MetaFunctionsPredictKernelResults) {
     Try("aten.expand.default", {V(x), Ints(expanded)});
     Try("aten.view.default", {V(x), Ints({-1})});
     Try("aten.alias.default", {V(x)});
+    Try("aten.reshape.default", {V(x), Ints({-1})});
+    Try("aten.squeeze.default", {V(x)});
+    Try("aten.cumsum.default", {V(x), I(dim)});
     // Copies and joins.
     Try("aten.clone.default", {V(x)});
     Try("aten.zeros_like.default", {V(x)});

@@ -475,9 +475,48 @@ absl::StatusOr<Value> LayerNorm(const OpCall& c) {
   return Value::List({out, mean, rstd});
 }
 
+// cumsum(self, dim, dtype): running sums along dim (integers as int64).
+absl::StatusOr<Value> Cumsum(const OpCall& c) {
+  const Value& self = c.arg(0);
+  ASSIGN_OR_RETURN(int64_t dim, c.arg(1).AsInt());
+  ASSIGN_OR_RETURN(dim, WrapDim(c, dim, RankOf(self)));
+  DType in = DTypeOf(self);
+  DType dtype = !c.arg(2).is_none()    ? c.arg(2).dtype
+                : IsIntegral(in, true) ? DType::kInt64
+                                       : in;
+  bool running = self.tensor.defined();
+  ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, running, dtype, DeviceOf(self),
+                                            SizesOf(self)));
+  if (!running) return out;
+  const Tensor& t = self.tensor;
+  bool ints = IsIntegral(dtype, true);
+  std::vector<int64_t> outer = t.sizes();
+  int64_t len = t.dim() == 0 ? 1 : outer[dim];
+  if (t.dim() > 0) outer[dim] = std::min<int64_t>(outer[dim], 1);
+  ForEachIndex(outer, [&](absl::Span<const int64_t> base) {
+    std::vector<int64_t> i(base.begin(), base.end());
+    double acc = 0;
+    uint64_t iacc = 0;
+    for (int64_t k = 0; k < len; ++k) {
+      if (t.dim() > 0) i[dim] = k;
+      if (ints) {
+        iacc += static_cast<uint64_t>(LoadInt(t, i));
+        StoreInt(out.tensor, i, static_cast<int64_t>(iacc));
+      } else {
+        acc += LoadDouble(t, i);
+        StoreDouble(out.tensor, i, acc);
+      }
+    }
+  });
+  return out;
+}
+
 }  // namespace
 
 absl::Status RegisterReductionOps(OpRegistry& r) {
+  RETURN_IF_ERROR(
+      r.Add("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
+            Cumsum, Cumsum));
   RETURN_IF_ERROR(
       r.Add("native_layer_norm(Tensor input, SymInt[] normalized_shape, "
             "Tensor? weight, Tensor? bias, "

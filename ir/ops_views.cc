@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/op_registry.h"
@@ -498,6 +499,118 @@ absl::StatusOr<Value> AsStrided(const OpCall& c) {
   return Emit(c, c.arg(0), l);
 }
 
+// reshape: a view when the layout allows one, else a view of a contiguous
+// copy.
+absl::StatusOr<Value> Reshape(const OpCall& c) {
+  absl::StatusOr<Value> view = View(c);
+  if (view.ok() || !absl::StrContains(view.status().message(),
+                                      "view size is not compatible")) {
+    return view;
+  }
+  const Value& self = c.arg(0);
+  Value copy;
+  if (self.tensor.defined()) {
+    ASSIGN_OR_RETURN(copy, ResultOrEmpty(c, true, DTypeOf(self), DeviceOf(self),
+                                         SizesOf(self)));
+    RETURN_IF_ERROR(CopyInto(copy.tensor, self.tensor));
+  } else {
+    copy = MetaResult(DTypeOf(self), DeviceOf(self), SizesOf(self));
+  }
+  OpCall on_copy(c.op(), {copy, c.arg(1)}, c.env());
+  return View(on_copy);
+}
+
+// squeeze() / squeeze.dims(dims): drops the given (or all) size-1 dims.
+absl::StatusOr<Value> SqueezeDims(const OpCall& c) {
+  Layout l = LayoutOf(c.arg(0));
+  int64_t rank = static_cast<int64_t>(l.sizes.size());
+  std::vector<bool> drop(rank, c.num_args() == 1);
+  if (c.num_args() > 1) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> dims, c.arg(1).AsIntList());
+    for (int64_t d : dims) {
+      ASSIGN_OR_RETURN(int64_t w, WrapDim(c, d, rank));
+      if (rank > 0) drop[w] = true;
+    }
+  }
+  Layout out;
+  out.offset = l.offset;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (drop[d] && l.sizes[d].is_constant(1)) continue;
+    out.sizes.push_back(l.sizes[d]);
+    out.strides.push_back(l.strides[d]);
+  }
+  return Emit(c, c.arg(0), out);
+}
+
+// view.dtype: the same bytes as another dtype; a different element size
+// rescales the last dim, which must have stride 1.
+absl::StatusOr<Value> ViewDType(const OpCall& c) {
+  const Value& self = c.arg(0);
+  DType from = DTypeOf(self), to = c.arg(1).dtype;
+  Layout l = LayoutOf(self);
+  int64_t a = ItemSize(from), b = ItemSize(to);
+  if (a != b) {
+    int64_t rank = static_cast<int64_t>(l.sizes.size());
+    if (rank == 0) {
+      return c.Error(
+          "self.dim() cannot be 0 to view a tensor as a dtype with a different "
+          "size");
+    }
+    if (!l.strides[rank - 1].is_constant(1)) {
+      return c.Error(
+          "self.stride(-1) must be 1 to view a tensor as a dtype with a "
+          "different size");
+    }
+    ASSIGN_OR_RETURN(std::vector<int64_t> last,
+                     ConcreteSizes(c, {l.sizes[rank - 1]}));
+    ASSIGN_OR_RETURN(std::vector<int64_t> strides, ConcreteSizes(c, l.strides));
+    ASSIGN_OR_RETURN(std::vector<int64_t> offset, ConcreteSizes(c, {l.offset}));
+    auto divisible = [&](int64_t v) { return (v * a) % b == 0; };
+    if (!divisible(last[0])) {
+      return c.Error(absl::StrCat("self.size(-1) must be divisible by ",
+                                  b / std::min(a, b), " to view ",
+                                  ShortName(from), " as ", ShortName(to)));
+    }
+    for (int64_t d = 0; d + 1 < rank; ++d) {
+      if (!divisible(strides[d])) {
+        return c.Error(
+            "self.stride(i) must be divisible by the element size ratio for "
+            "all i < -1");
+      }
+    }
+    if (!divisible(offset[0]))
+      return c.Error("self.storage_offset() must be divisible");
+    l.sizes[rank - 1] = symbolic::Int(last[0] * a / b);
+    for (int64_t d = 0; d + 1 < rank; ++d)
+      l.strides[d] = symbolic::Int(strides[d] * a / b);
+    l.offset = symbolic::Int(offset[0] * a / b);
+  }
+  if (!self.tensor.defined()) {
+    TensorMeta m = self.meta;
+    m.dtype = to;
+    m.sizes = l.sizes;
+    m.strides = l.strides;
+    m.storage_offset = l.offset;
+    return Value::OfMeta(m);
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ConcreteSizes(c, l.sizes));
+  ASSIGN_OR_RETURN(std::vector<int64_t> strides, ConcreteSizes(c, l.strides));
+  ASSIGN_OR_RETURN(std::vector<int64_t> offset, ConcreteSizes(c, {l.offset}));
+  ASSIGN_OR_RETURN(Tensor t, Tensor::Wrap(self.tensor.storage(), to, sizes,
+                                          strides, offset[0]));
+  return Value::OfTensor(t);
+}
+
+// set_(self, source): self takes source's storage and layout.
+absl::StatusOr<Value> Set(const OpCall& c) {
+  if (DTypeOf(c.arg(0)) != DTypeOf(c.arg(1))) {
+    return c.Error(absl::StrCat(
+        "Could not set tensor of type ", ScalarTypeName(DTypeOf(c.arg(0))),
+        " to a tensor of type ", ScalarTypeName(DTypeOf(c.arg(1)))));
+  }
+  return c.arg(1);
+}
+
 absl::Status Both(OpRegistry& r, const char* schema,
                   std::function<absl::StatusOr<Value>(const OpCall&)> fn) {
   return r.Add(schema, fn, fn);
@@ -570,6 +683,43 @@ absl::Status RegisterViewOps(OpRegistry& r) {
            "as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? "
            "storage_offset=None) -> Tensor(a)",
            AsStrided));
+  RETURN_IF_ERROR(
+      Both(r, "reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", Reshape));
+  RETURN_IF_ERROR(Both(r, "squeeze(Tensor(a) self) -> Tensor(a)", SqueezeDims));
+  RETURN_IF_ERROR(Both(
+      r, "squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)", SqueezeDims));
+  RETURN_IF_ERROR(
+      Both(r, "view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)",
+           ViewDType));
+  // In-place views: the result replaces self's metadata (MutatesMetadata).
+  RETURN_IF_ERROR(
+      Both(r, "t_(Tensor(a!) self) -> Tensor(a!)",
+           [](const OpCall& c) -> absl::StatusOr<Value> {
+             if (RankOf(c.arg(0)) > 2) {
+               return c.Error(absl::StrCat(
+                   "t_() expects a tensor with <= 2 dimensions, but self is ",
+                   RankOf(c.arg(0)), "D"));
+             }
+             return RankOf(c.arg(0)) < 2 ? Emit(c, c.arg(0), LayoutOf(c.arg(0)))
+                                         : Transpose(c, 0, 1);
+           }));
+  RETURN_IF_ERROR(
+      Both(r, "transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)",
+           [](const OpCall& c) -> absl::StatusOr<Value> {
+             ASSIGN_OR_RETURN(int64_t d0, c.arg(1).AsInt());
+             ASSIGN_OR_RETURN(int64_t d1, c.arg(2).AsInt());
+             return Transpose(c, d0, d1);
+           }));
+  RETURN_IF_ERROR(
+      Both(r, "unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)", Unsqueeze));
+  RETURN_IF_ERROR(Both(
+      r,
+      "as_strided_(Tensor(a!) self, SymInt[] size, SymInt[] stride, SymInt? "
+      "storage_offset=None) -> Tensor(a!)",
+      AsStrided));
+  RETURN_IF_ERROR(Both(
+      r, "set_.source_Tensor(Tensor(a!) self, Tensor source) -> Tensor(a!)",
+      Set));
   RETURN_IF_ERROR(Both(
       r, "alias(Tensor(a) self) -> Tensor(a)",
       [](const OpCall& c) { return Emit(c, c.arg(0), LayoutOf(c.arg(0))); }));

@@ -246,6 +246,10 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
       out.meta.storage_offset = env.Simplify(out.meta.storage_offset);
     }
     n.meta() = ToMeta(out);
+    if (MutatesMetadata(n.target()) && !n.args().empty() &&
+        n.args()[0].kind == Arg::Kind::kNode) {
+      values[n.args()[0].node] = out;
+    }
     values[&n] = std::move(out);
   }
   return absl::OkStatus();

@@ -119,5 +119,15 @@ TEST(VerifierTest, Errors) {
   }
 }
 
+TEST(VerifierTest, InPlaceViewOpsUpdateTheirInputsMeta) {
+  EXPECT_TRUE(VerifyText(R"g(def forward(self, x: "f32[2, 3][3, 1]cpu"):
+    t_: "f32[3, 2][1, 3]cpu" = torch.ops.aten.t_.default(x)
+    unsqueeze_: "f32[1, 3, 2][3, 1, 3]cpu" = torch.ops.aten.unsqueeze_.default(x, 0)
+    clone: "f32[1, 3, 2][6, 2, 1]cpu" = torch.ops.aten.clone.default(x, memory_format = torch.contiguous_format)
+    return (clone,)
+)g")
+                  .ok());
+}
+
 }  // namespace
 }  // namespace lathe::ir
