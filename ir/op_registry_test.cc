@@ -636,5 +636,291 @@ TEST(ReductionTest, CumsumAndDivScalarMode) {
       ElementsAre(3, -4));
 }
 
+TEST(PointwiseTest, UnaryValues) {
+  Tensor x = T({5}, {-1.5, -0.5, 0, 0.5, 2.5});
+  auto run = [&](const char* op) {
+    return Elements(RunT(absl::StrCat("aten.", op, ".default"), {V(x)}));
+  };
+  EXPECT_THAT(run("abs"), ElementsAre(1.5, 0.5, 0, 0.5, 2.5));
+  EXPECT_THAT(run("neg"), ElementsAre(1.5, 0.5, 0, -0.5, -2.5));
+  EXPECT_THAT(run("relu"), ElementsAre(0, 0, 0, 0.5, 2.5));
+  EXPECT_THAT(run("floor"), ElementsAre(-2, -1, 0, 0, 2));
+  EXPECT_THAT(run("ceil"), ElementsAre(-1, -0.0, 0, 1, 3));
+  EXPECT_THAT(run("trunc"), ElementsAre(-1, -0.0, 0, 0, 2));
+  EXPECT_THAT(run("round"), ElementsAre(-2, -0.0, 0, 0, 2));  // half to even
+  EXPECT_THAT(run("sign"), ElementsAre(-1, -1, 0, 1, 1));
+  std::vector<double> sig = run("sigmoid");
+  EXPECT_FLOAT_EQ(sig[2], 0.5);
+  EXPECT_FLOAT_EQ(sig[4], 1 / (1 + std::exp(-2.5)));
+  std::vector<double> silu = run("silu");
+  EXPECT_FLOAT_EQ(silu[4], 2.5 / (1 + std::exp(-2.5)));
+  EXPECT_FLOAT_EQ(run("exp")[4], std::exp(2.5f));
+  EXPECT_FLOAT_EQ(run("expm1")[3], std::expm1(0.5f));
+  EXPECT_FLOAT_EQ(run("erf")[3], std::erf(0.5f));
+  EXPECT_FLOAT_EQ(run("tanh")[0], std::tanh(-1.5f));
+  EXPECT_FLOAT_EQ(run("sin")[4], std::sin(2.5f));
+  EXPECT_FLOAT_EQ(run("cos")[4], std::cos(2.5f));
+  EXPECT_TRUE(std::isnan(run("sqrt")[0]));
+  EXPECT_FLOAT_EQ(run("sqrt")[4], std::sqrt(2.5f));
+  EXPECT_EQ(run("rsqrt")[2], std::numeric_limits<double>::infinity());
+  EXPECT_EQ(run("reciprocal")[3], 2);
+  EXPECT_EQ(run("log")[2], -std::numeric_limits<double>::infinity());
+  EXPECT_FLOAT_EQ(run("log1p")[4], std::log1p(2.5f));
+  // gelu: exact (erf) and tanh approximations.
+  Tensor one = T({1}, {1});
+  EXPECT_FLOAT_EQ(RunT("aten.gelu.default", {V(one)}).GetDouble({0}),
+                  0.5 * (1 + std::erf(1 / std::sqrt(2.0))));
+  EXPECT_FLOAT_EQ(RunT("aten.gelu.default", {V(one)},
+                       {{"approximate", Value::String("tanh")}})
+                      .GetDouble({0}),
+                  0.5 * (1 + std::tanh(std::sqrt(2 / M_PI) * (1 + 0.044715))));
+  EXPECT_THAT(RunError("aten.gelu.default", {V(one)},
+                       {{"approximate", Value::String("fast")}}),
+              HasSubstr("approximate argument must be either none or tanh"));
+  // Integer inputs: exact for abs/neg, promoted to float for exp.
+  Tensor i = T({2}, {-3, 4}, DType::kInt64);
+  Tensor ai = RunT("aten.abs.default", {V(i)});
+  EXPECT_EQ(ai.dtype(), DType::kInt64);
+  EXPECT_THAT(Elements(ai), ElementsAre(3, 4));
+  EXPECT_EQ(RunT("aten.exp.default", {V(i)}).dtype(), DType::kFloat32);
+  // f16 results are rounded to f16.
+  Tensor h = T({1}, {1}, DType::kFloat16);
+  Tensor eh = RunT("aten.exp.default", {V(h)});
+  EXPECT_EQ(eh.dtype(), DType::kFloat16);
+  EXPECT_EQ(eh.GetDouble({0}), 2.71875);  // e rounded to f16
+}
+
+TEST(PointwiseTest, BinaryPromotionAndBroadcasting) {
+  Tensor i = T({2}, {1, 2}, DType::kInt32);
+  // int tensor + float number -> default float dtype.
+  Tensor a = RunT("aten.add.Tensor", {V(i), Value::Float(0.5)});
+  EXPECT_EQ(a.dtype(), DType::kFloat32);
+  EXPECT_THAT(Elements(a), ElementsAre(1.5, 2.5));
+  // int32 tensor + int number stays int32; int32 + int64 0-d tensor stays
+  // int32.
+  EXPECT_EQ(RunT("aten.add.Tensor", {V(i), Value::Int(7)}).dtype(),
+            DType::kInt32);
+  EXPECT_EQ(
+      RunT("aten.add.Tensor", {V(i), V(T({}, {7}, DType::kInt64))}).dtype(),
+      DType::kInt32);
+  // int32 + int64 dimensioned tensor -> int64; bool + bool add -> bool.
+  EXPECT_EQ(
+      RunT("aten.mul.Tensor", {V(i), V(T({2}, {1, 1}, DType::kInt64))}).dtype(),
+      DType::kInt64);
+  EXPECT_EQ(RunT("aten.add.Tensor",
+                 {V(T({1}, {1}, DType::kBool)), V(T({1}, {1}, DType::kBool))})
+                .dtype(),
+            DType::kBool);
+  // f16 with f32 0-d tensor stays f16; bf16 with f16 -> f32.
+  EXPECT_EQ(
+      RunT("aten.mul.Tensor", {V(T({1}, {1}, DType::kFloat16)), V(T({}, {2}))})
+          .dtype(),
+      DType::kFloat16);
+  EXPECT_EQ(RunT("aten.mul.Tensor", {V(T({1}, {1}, DType::kFloat16)),
+                                     V(T({1}, {2}, DType::kBFloat16))})
+                .dtype(),
+            DType::kFloat32);
+  // Integer division: true division gives floats; floor/trunc follow Python/C.
+  Tensor n = T({4}, {7, -7, 7, -7}, DType::kInt64),
+         d = T({4}, {2, 2, -2, -2}, DType::kInt64);
+  Tensor q = RunT("aten.div.Tensor", {V(n), V(d)});
+  EXPECT_EQ(q.dtype(), DType::kFloat32);
+  EXPECT_THAT(Elements(q), ElementsAre(3.5, -3.5, -3.5, 3.5));
+  EXPECT_THAT(Elements(RunT("aten.div.Tensor_mode", {V(n), V(d)},
+                            {{"rounding_mode", Value::String("floor")}})),
+              ElementsAre(3, -4, -4, 3));
+  EXPECT_THAT(Elements(RunT("aten.div.Tensor_mode", {V(n), V(d)},
+                            {{"rounding_mode", Value::String("trunc")}})),
+              ElementsAre(3, -3, -3, 3));
+  EXPECT_THAT(
+      RunError("aten.div.Tensor_mode", {V(n), V(T({1}, {0}, DType::kInt64))},
+               {{"rounding_mode", Value::String("floor")}}),
+      HasSubstr("ZeroDivisionError"));
+  // alpha; integral tensors reject a float alpha.
+  EXPECT_THAT(
+      Elements(RunT("aten.sub.Tensor", {V(T({2}, {10, 10})), V(T({2}, {1, 2}))},
+                    {{"alpha", Value::Int(3)}})),
+      ElementsAre(7, 4));
+  EXPECT_THAT(
+      RunError("aten.add.Tensor", {V(i), V(i)}, {{"alpha", Value::Float(0.5)}}),
+      HasSubstr("argument alpha must not be a floating point number"));
+  // Broadcasting [3, 1] with [2]: [3, 2].
+  Tensor col = T({3, 1}, {0, 10, 20}), row = T({2}, {1, 2});
+  Tensor b = RunT("aten.add.Tensor", {V(col), V(row)});
+  EXPECT_THAT(b.sizes(), ElementsAre(3, 2));
+  EXPECT_THAT(Elements(b), ElementsAre(1, 2, 11, 12, 21, 22));
+  EXPECT_THAT(Elements(RunT("aten.maximum.default",
+                            {V(T({2}, {1, NAN})), V(T({2}, {3, 0}))}))[0],
+              3);
+  EXPECT_TRUE(std::isnan(Elements(RunT(
+      "aten.minimum.default", {V(T({2}, {1, NAN})), V(T({2}, {3, 0}))}))[1]));
+  EXPECT_THAT(
+      Elements(RunT("aten.pow.Tensor_Scalar",
+                    {V(T({3}, {1, 2, 3}, DType::kInt64)), Value::Int(2)})),
+      ElementsAre(1, 4, 9));
+  EXPECT_THAT(
+      RunError("aten.pow.Tensor_Scalar",
+               {V(T({1}, {2}, DType::kInt64)), Value::Int(-1)}),
+      HasSubstr("Integers to negative integer powers are not allowed."));
+  Tensor cmp =
+      RunT("aten.lt.Scalar", {V(T({3}, {1, 2, 3})), Value::Float(2.5)});
+  EXPECT_EQ(cmp.dtype(), DType::kBool);
+  EXPECT_THAT(Elements(cmp), ElementsAre(1, 1, 0));
+  Tensor w = RunT("aten.where.self", {V(T({2}, {1, 0}, DType::kBool)),
+                                      V(T({2}, {1, 2})), V(T({}, {9}))});
+  EXPECT_THAT(Elements(w), ElementsAre(1, 9));
+  EXPECT_THAT(RunError("aten.where.self", {V(T({2}, {1, 0})), V(T({2}, {1, 2})),
+                                           V(T({2}, {1, 2}))}),
+              HasSubstr("where expected condition to be a boolean tensor"));
+}
+
+TEST(ReductionTest, SumMeanAmaxWithDimsKeepdimAndEmptyInputs) {
+  Tensor x = T({2, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_THAT(Elements(RunT("aten.sum.dim_IntList",
+                            {V(x), Value::List({Value::Int(-1)})})),
+              ElementsAre(6, 15));
+  Tensor k = RunT("aten.sum.dim_IntList",
+                  {V(x), Value::List({Value::Int(0)}), Value::Bool(true)});
+  EXPECT_EQ(k.ToString(), "f32[1, 3][3, 1]cpu");
+  EXPECT_THAT(Elements(k), ElementsAre(5, 7, 9));
+  EXPECT_EQ(RunT("aten.sum.default", {V(x)}).GetDouble({}), 21);
+  EXPECT_EQ(RunT("aten.sum.default", {V(T({2}, {1, 1}, DType::kBool))}).dtype(),
+            DType::kInt64);
+  EXPECT_THAT(
+      Elements(RunT("aten.mean.dim", {V(x), Value::List({Value::Int(1)})})),
+      ElementsAre(2, 5));
+  EXPECT_THAT(RunError("aten.mean.default", {V(T({1}, {1}, DType::kInt64))}),
+              HasSubstr("mean(): could not infer output dtype"));
+  EXPECT_THAT(
+      Elements(RunT("aten.amax.default", {V(x), Value::List({Value::Int(0)})})),
+      ElementsAre(4, 5, 6));
+  EXPECT_THAT(Elements(RunT("aten.amin.default",
+                            {V(x), Value::List({Value::Int(-1)})})),
+              ElementsAre(1, 4));
+  EXPECT_THAT(
+      RunError("aten.sum.dim_IntList", {V(x), Value::List({Value::Int(2)})}),
+      HasSubstr("Dimension out of range (expected to be in range of [-2, 1], "
+                "but got 2)"));
+  EXPECT_THAT(RunError("aten.sum.dim_IntList",
+                       {V(x), Value::List({Value::Int(0), Value::Int(-2)})}),
+              HasSubstr("dim 0 appears multiple times in the list of dims"));
+  // Non-contiguous input.
+  EXPECT_THAT(
+      Elements(RunT("aten.sum.dim_IntList", {V(Transposed({1, 2, 3, 4, 5, 6})),
+                                             Value::List({Value::Int(0)})})),
+      ElementsAre(5, 7, 9));
+  // Empty inputs: sum 0, mean NaN, amax an error.
+  Tensor e = *Tensor::Empty({0, 2}, DType::kFloat32);
+  EXPECT_THAT(Elements(RunT("aten.sum.dim_IntList",
+                            {V(e), Value::List({Value::Int(0)})})),
+              ElementsAre(0, 0));
+  EXPECT_TRUE(std::isnan(RunT("aten.mean.default", {V(e)}).GetDouble({})));
+  EXPECT_THAT(
+      RunError("aten.amax.default", {V(e), Value::List({Value::Int(0)})}),
+      HasSubstr("Expected reduction dim 0 to have non-zero size."));
+  // softmax on a row with -inf entries.
+  Tensor sm =
+      RunT("aten._softmax.default",
+           {V(T({3}, {0, -INFINITY, 0})), Value::Int(0), Value::Bool(false)});
+  EXPECT_THAT(Elements(sm), ElementsAre(0.5, 0, 0.5));
+}
+
+TEST(ViewTest, BasicViewsAndTheirErrors) {
+  Tensor x = T({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor p = RunT("aten.permute.default",
+                  {V(x), Value::List({Value::Int(-1), Value::Int(0)})});
+  EXPECT_EQ(p.ToString(), "f32[3, 2][1, 3]cpu");
+  EXPECT_EQ(p.storage(), x.storage());
+  EXPECT_THAT(RunError("aten.permute.default",
+                       {V(x), Value::List({Value::Int(0), Value::Int(0)})}),
+              HasSubstr("permute"));
+  Tensor s = RunT("aten.select.int", {V(x), Value::Int(1), Value::Int(-1)});
+  EXPECT_THAT(Elements(s), ElementsAre(3, 6));
+  EXPECT_EQ(s.storage_offset(), 2);
+  EXPECT_THAT(RunError("aten.select.int", {V(x), Value::Int(0), Value::Int(2)}),
+              HasSubstr("select(): index 2 out of range for tensor of size [2, "
+                        "3] at dimension 0"));
+  Tensor sl = RunT("aten.slice.Tensor", {V(x), Value::Int(1), Value::Int(-2),
+                                         Value::Int(100), Value::Int(2)});
+  EXPECT_THAT(Elements(sl), ElementsAre(2, 5));
+  EXPECT_EQ(RunT("aten.slice.Tensor",
+                 {V(x), Value::Int(1), Value::Int(2), Value::Int(1)})
+                .numel(),
+            0);
+  Tensor e =
+      RunT("aten.expand.default",
+           {V(T({3, 1}, {1, 2, 3})),
+            Value::List({Value::Int(2), Value::Int(-1), Value::Int(4)})});
+  EXPECT_EQ(e.ToString(), "f32[2, 3, 4][0, 1, 0]cpu");
+  EXPECT_THAT(RunError("aten.expand.default",
+                       {V(x), Value::List({Value::Int(3), Value::Int(3)})}),
+              HasSubstr("expand"));
+  EXPECT_THAT(
+      RunError("aten.t.default",
+               {V(*Tensor::Empty({1, 1, 1}, DType::kFloat32))}),
+      HasSubstr("t() expects a tensor with <= 2 dimensions, but self is 3D"));
+  EXPECT_THAT(RunError("aten.view.default",
+                       {V(x), Value::List({Value::Int(4), Value::Int(-1)})}),
+              HasSubstr("shape '[4, -1]' is invalid for input of size 6"));
+  Tensor d = RunT("aten.diagonal.default", {V(x), Value::Int(1)});
+  EXPECT_THAT(Elements(d), ElementsAre(2, 6));
+  EXPECT_EQ(RunT("aten.unsqueeze.default", {V(x), Value::Int(-1)}).ToString(),
+            "f32[2, 3, 1][3, 1, 1]cpu");
+  EXPECT_EQ(RunT("aten.squeeze.dim", {V(x), Value::Int(0)}).ToString(),
+            "f32[2, 3][3, 1]cpu");
+}
+
+TEST(LinalgTest, MatrixProducts) {
+  Tensor a = T({2, 3}, {1, 2, 3, 4, 5, 6}), b = T({3, 1}, {1, 0, -1});
+  EXPECT_THAT(Elements(RunT("aten.mm.default", {V(a), V(b)})),
+              ElementsAre(-2, -2));
+  // Non-contiguous operand: a^T @ [1, 1]^T.
+  Tensor at = RunT("aten.t.default", {V(a)});
+  EXPECT_THAT(Elements(RunT("aten.mm.default", {V(at), V(T({2, 1}, {1, 1}))})),
+              ElementsAre(5, 7, 9));
+  EXPECT_EQ(RunError("aten.mm.default", {V(a), V(a)}),
+            "aten.mm.default: mat1 and mat2 shapes cannot be multiplied (2x3 "
+            "and 2x3)");
+  EXPECT_THAT(RunError("aten.mm.default",
+                       {V(a), V(T({3, 1}, {1, 0, -1}, DType::kFloat64))}),
+              HasSubstr("expected m1 and m2 to have the same dtype"));
+  Tensor zero =
+      RunT("aten.mm.default", {V(*Tensor::Empty({2, 0}, DType::kFloat32)),
+                               V(*Tensor::Empty({0, 3}, DType::kFloat32))});
+  EXPECT_THAT(Elements(zero), ElementsAre(0, 0, 0, 0, 0, 0));
+  Tensor bm = RunT("aten.bmm.default",
+                   {V(T({2, 1, 1}, {2, 3})), V(T({2, 1, 2}, {1, 2, 3, 4}))});
+  EXPECT_THAT(Elements(bm), ElementsAre(2, 4, 9, 12));
+  EXPECT_THAT(Elements(RunT("aten.addmm.default", {V(T({1}, {1})), V(a), V(b)},
+                            {{"alpha", Value::Int(2)}})),
+              ElementsAre(-3, -3));
+}
+
+TEST(CreationTest, FullAndConversions) {
+  Tensor f =
+      RunT("aten.full.default", {Value::List({Value::Int(2)}), Value::Int(3)});
+  EXPECT_EQ(f.dtype(), DType::kInt64);  // inferred from the fill value
+  EXPECT_EQ(RunT("aten.full.default",
+                 {Value::List({Value::Int(1)}), Value::Bool(true)})
+                .dtype(),
+            DType::kBool);
+  EXPECT_EQ(RunT("aten.zeros.default", {Value::List({Value::Int(2)})}).dtype(),
+            DType::kFloat32);
+  EXPECT_THAT(RunError("aten.full.default",
+                       {Value::List({Value::Int(-1)}), Value::Int(0)}),
+              HasSubstr("Trying to create tensor with negative dimension -1"));
+  // Conversions: float -> int truncates, -> bool is nonzero, -> f16 rounds.
+  Tensor x = T({3}, {-1.7, 0, 2.5});
+  Tensor i = RunT("aten._to_copy.default", {V(x)},
+                  {{"dtype", Value::OfDType(DType::kInt32)}});
+  EXPECT_THAT(Elements(i), ElementsAre(-1, 0, 2));
+  EXPECT_THAT(Elements(RunT("aten._to_copy.default", {V(x)},
+                            {{"dtype", Value::OfDType(DType::kBool)}})),
+              ElementsAre(1, 0, 1));
+  Tensor h = RunT("aten._to_copy.default", {V(T({1}, {0.1}))},
+                  {{"dtype", Value::OfDType(DType::kFloat16)}});
+  EXPECT_EQ(h.GetDouble({0}), 0.0999755859375);
+}
+
 }  // namespace
 }  // namespace lathe::ir

@@ -269,6 +269,7 @@ std::optional<std::vector<int64_t>> ComputeStride(
 absl::StatusOr<Value> View(const OpCall& c) {
   Layout l = LayoutOf(c.arg(0));
   ASSIGN_OR_RETURN(std::vector<Expr> target, c.arg(1).AsExprList());
+  const std::vector<Expr> requested = target;  // for messages
   // Infer one -1.
   Expr numel = symbolic::Int(1);
   for (Expr s : l.sizes) numel = symbolic::Mul(numel, s);
@@ -290,7 +291,7 @@ absl::StatusOr<Value> View(const OpCall& c) {
   for (Expr s : target) target_numel = symbolic::Mul(target_numel, s);
   ASSIGN_OR_RETURN(bool same, Decide(c, symbolic::Eq(numel, target_numel)));
   if (!same) {
-    return c.Error(absl::StrCat("shape '", ShapeString(target),
+    return c.Error(absl::StrCat("shape '", ShapeString(requested),
                                 "' is invalid for input of size ",
                                 symbolic::ToString(numel)));
   }
