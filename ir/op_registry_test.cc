@@ -922,5 +922,39 @@ TEST(CreationTest, FullAndConversions) {
   EXPECT_EQ(h.GetDouble({0}), 0.0999755859375);
 }
 
+// TensorIterator's output layout: a dense layout shared by all operands is
+// kept; otherwise dims follow the first operand's stride order.
+TEST(PointwiseTest, OutputLayoutFollowsTheOperandsLikeTensorIterator) {
+  Tensor t = Transposed({1, 2, 3, 4, 5, 6});  // [2, 3] strides [1, 2]
+  Tensor c = T({2, 3}, {1, 1, 1, 1, 1, 1});
+  EXPECT_EQ(RunT("aten.abs.default", {V(t)}).ToString(), "f32[2, 3][1, 2]cpu");
+  EXPECT_EQ(RunT("aten.isnan.default", {V(t)}).ToString(), "b8[2, 3][1, 2]cpu");
+  EXPECT_EQ(RunT("aten.add.Tensor", {V(t), V(t)}).ToString(),
+            "f32[2, 3][1, 2]cpu");
+  Tensor tc = RunT("aten.add.Tensor", {V(t), V(c)});
+  EXPECT_EQ(tc.ToString(), "f32[2, 3][1, 2]cpu");
+  EXPECT_THAT(Elements(tc), ElementsAre(2, 3, 4, 5, 6, 7));
+  EXPECT_EQ(RunT("aten.add.Tensor", {V(c), V(t)}).ToString(),
+            "f32[2, 3][3, 1]cpu");
+  // Broadcast operand (stride 0) does not vote.
+  EXPECT_EQ(RunT("aten.mul.Tensor", {V(t), V(T({3}, {1, 2, 3}))}).ToString(),
+            "f32[2, 3][1, 2]cpu");
+  EXPECT_EQ(RunT("aten.mul.Tensor", {V(T({3}, {1, 2, 3})), V(t)}).ToString(),
+            "f32[2, 3][1, 2]cpu");
+  // A Python number does not either.
+  EXPECT_EQ(RunT("aten.mul.Tensor", {V(t), Value::Float(2)}).ToString(),
+            "f32[2, 3][1, 2]cpu");
+  // Non-dense input: dims ordered by its strides, packed densely.
+  Tensor base = T({3, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  Tensor stepped_t =
+      *base.AsStrided({2, 3}, {2, 4}, 0);  // every other column, transposed
+  EXPECT_EQ(RunT("aten.neg.default", {V(stepped_t)}).ToString(),
+            "f32[2, 3][1, 2]cpu");
+  EXPECT_EQ(RunT("aten.where.self",
+                 {V(T({2, 3}, {1, 0, 1, 0, 1, 0}, DType::kBool)), V(t), V(t)})
+                .ToString(),
+            "f32[2, 3][3, 1]cpu");
+}
+
 }  // namespace
 }  // namespace lathe::ir

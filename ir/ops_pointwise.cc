@@ -35,7 +35,27 @@ struct OutInfo {
   DType compute;  // the dtype operands are promoted to before computing
   Device device;
   std::vector<symbolic::Expr> sizes;
+  std::vector<symbolic::Expr> strides;  // empty: contiguous
 };
+
+// A unary op's result info: self's shape and layout rule, `dtype`.
+OutInfo SameShape(const OpCall& c, DType dtype) {
+  OutInfo info{
+      dtype, DTypeOf(c.arg(0)), DeviceOf(c.arg(0)), SizesOf(c.arg(0)), {}};
+  info.strides = PointwiseStrides({c.arg(0)}, info.sizes);
+  return info;
+}
+
+// The result's metadata.
+Value ResultMeta(const OutInfo& info) {
+  TensorMeta m;
+  m.dtype = info.dtype;
+  m.device = info.device;
+  m.sizes = info.sizes;
+  m.strides =
+      info.strides.empty() ? ContiguousStrides(info.sizes) : info.strides;
+  return Value::OfMeta(m);
+}
 
 absl::StatusOr<OutInfo> Infer(const OpCall& call, std::vector<Value> operands,
                               bool float_result, bool bool_result) {
@@ -62,6 +82,7 @@ absl::StatusOr<OutInfo> Infer(const OpCall& call, std::vector<Value> operands,
     }
   }
   ASSIGN_OR_RETURN(info.sizes, BroadcastShapes(call, shapes));
+  info.strides = PointwiseStrides(operands, info.sizes);
   return info;
 }
 
@@ -75,7 +96,11 @@ absl::StatusOr<Value> ComputeN(const OpCall& call, const OutInfo& info,
                                const std::vector<Value>& operands,
                                const DoubleNFn& fd, const IntNFn& fi) {
   ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ConcreteSizes(call, info.sizes));
-  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(sizes, info.dtype));
+  std::vector<symbolic::Expr> st =
+      info.strides.empty() ? ContiguousStrides(info.sizes) : info.strides;
+  ASSIGN_OR_RETURN(std::vector<int64_t> strides, ConcreteSizes(call, st));
+  ASSIGN_OR_RETURN(Tensor out,
+                   Tensor::EmptyStrided(sizes, strides, info.dtype));
   std::vector<Tensor> views;
   for (const Value& v : operands) {
     Tensor t;
@@ -187,7 +212,7 @@ absl::Status RegisterUnary(OpRegistry& r, const Unary& u) {
   };
   OpFn meta = [infer](const OpCall& c) -> absl::StatusOr<Value> {
     ASSIGN_OR_RETURN(OutInfo info, infer(c));
-    return MetaResult(info.dtype, info.device, info.sizes);
+    return ResultMeta(info);
   };
   OpFn kernel = [u, infer](const OpCall& c) -> absl::StatusOr<Value> {
     ASSIGN_OR_RETURN(OutInfo info, infer(c));
@@ -410,7 +435,7 @@ absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
   OpFn meta = [spec, infer](const OpCall& c) -> absl::StatusOr<Value> {
     ASSIGN_OR_RETURN(OutInfo info, infer(c));
     if (spec.inplace) return InplaceResult(c, info, c.arg(0));
-    return MetaResult(info.dtype, info.device, info.sizes);
+    return ResultMeta(info);
   };
   OpFn kernel = [spec, infer,
                  is_div](const OpCall& c) -> absl::StatusOr<Value> {
@@ -447,6 +472,7 @@ absl::StatusOr<OutInfo> InferWhere(const OpCall& c) {
   std::vector<std::vector<symbolic::Expr>> shapes = {info.sizes};
   if (c.arg(0).is_tensor()) shapes.push_back(SizesOf(c.arg(0)));
   ASSIGN_OR_RETURN(info.sizes, BroadcastShapes(c, shapes));
+  info.strides = PointwiseStrides({c.arg(0), c.arg(1), c.arg(2)}, info.sizes);
   return info;
 }
 
@@ -561,7 +587,7 @@ absl::Status RegisterTernary(OpRegistry& r, const std::string& schema,
   OpFn meta = [op, inplace](const OpCall& c) -> absl::StatusOr<Value> {
     ASSIGN_OR_RETURN(OutInfo info, InferTernary(c, op));
     if (inplace) return InplaceResult(c, info, c.arg(0));
-    return MetaResult(info.dtype, info.device, info.sizes);
+    return ResultMeta(info);
   };
   OpFn kernel = [op, inplace](const OpCall& c) -> absl::StatusOr<Value> {
     ASSIGN_OR_RETURN(OutInfo info, InferTernary(c, op));
@@ -583,11 +609,10 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
   RETURN_IF_ERROR(r.Add(
       "isnan(Tensor self) -> Tensor",
       [](const OpCall& c) -> absl::StatusOr<Value> {
-        return MetaResult(DType::kBool, DeviceOf(c.arg(0)), SizesOf(c.arg(0)));
+        return ResultMeta(SameShape(c, DType::kBool));
       },
       [](const OpCall& c) -> absl::StatusOr<Value> {
-        OutInfo info{DType::kBool, DTypeOf(c.arg(0)), DeviceOf(c.arg(0)),
-                     SizesOf(c.arg(0))};
+        OutInfo info = SameShape(c, DType::kBool);
         return Compute(
             c, info, {c.arg(0)},
             [](double a, double) -> double { return std::isnan(a); },
@@ -597,7 +622,7 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
       "gelu(Tensor self, *, str approximate='none') -> Tensor",
       [](const OpCall& c) -> absl::StatusOr<Value> {
         ASSIGN_OR_RETURN(OutInfo info, Infer(c, {c.arg(0)}, true, false));
-        return MetaResult(info.dtype, info.device, info.sizes);
+        return ResultMeta(info);
       },
       [](const OpCall& c) -> absl::StatusOr<Value> {
         ASSIGN_OR_RETURN(OutInfo info, Infer(c, {c.arg(0)}, true, false));
@@ -718,7 +743,7 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
               absl::StrCat("\"bitwise_not_cpu\" not implemented for '",
                            ScalarTypeName(d), "'"));
         }
-        return MetaResult(d, DeviceOf(c.arg(0)), SizesOf(c.arg(0)));
+        return ResultMeta(SameShape(c, d));
       },
       [](const OpCall& c) -> absl::StatusOr<Value> {
         DType d = DTypeOf(c.arg(0));
@@ -727,7 +752,7 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
               absl::StrCat("\"bitwise_not_cpu\" not implemented for '",
                            ScalarTypeName(d), "'"));
         }
-        OutInfo info{d, d, DeviceOf(c.arg(0)), SizesOf(c.arg(0))};
+        OutInfo info = SameShape(c, d);
         bool is_bool = d == DType::kBool;
         return Compute(
             c, info, {c.arg(0)}, nullptr,
@@ -747,13 +772,16 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
       "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
       [](const OpCall& c) -> absl::StatusOr<Value> {
         ASSIGN_OR_RETURN(OutInfo info, InferWhere(c));
-        return MetaResult(info.dtype, info.device, info.sizes);
+        return ResultMeta(info);
       },
       [](const OpCall& c) -> absl::StatusOr<Value> {
         ASSIGN_OR_RETURN(OutInfo info, InferWhere(c));
         ASSIGN_OR_RETURN(std::vector<int64_t> sizes,
                          ConcreteSizes(c, info.sizes));
-        ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(sizes, info.dtype));
+        ASSIGN_OR_RETURN(std::vector<int64_t> strides,
+                         ConcreteSizes(c, info.strides));
+        ASSIGN_OR_RETURN(Tensor out,
+                         Tensor::EmptyStrided(sizes, strides, info.dtype));
         std::vector<Tensor> v;
         for (int k = 0; k < 3; ++k) {
           Tensor t;

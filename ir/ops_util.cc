@@ -226,6 +226,118 @@ std::vector<symbolic::Expr> ContiguousStrides(
   return strides;
 }
 
+namespace {
+
+std::optional<std::vector<int64_t>> Concrete(
+    absl::Span<const symbolic::Expr> v) {
+  std::vector<int64_t> out;
+  for (symbolic::Expr e : v) {
+    if (e.kind() != symbolic::ExprKind::kInteger) return std::nullopt;
+    out.push_back(e.int_value());
+  }
+  return out;
+}
+
+bool NonOverlappingAndDense(const std::vector<int64_t>& sizes,
+                            const std::vector<int64_t>& strides) {
+  std::vector<std::pair<int64_t, int64_t>> dims;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] != 1) dims.push_back({strides[d], sizes[d]});
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t expected = 1;
+  for (const auto& [stride, size] : dims) {
+    if (stride != expected) return false;
+    expected *= size;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<symbolic::Expr> PointwiseStrides(
+    absl::Span<const Value> operands, absl::Span<const symbolic::Expr> sizes) {
+  std::vector<symbolic::Expr> contiguous = ContiguousStrides(sizes);
+  std::optional<std::vector<int64_t>> shape = Concrete(sizes);
+  if (!shape) return contiguous;
+  const int64_t ndim = static_cast<int64_t>(shape->size());
+  int64_t numel = 1;
+  for (int64_t s : *shape) numel *= s;
+  if (numel == 0 || ndim <= 1) return contiguous;
+  // Each tensor operand's strides broadcast to the output shape.
+  std::vector<std::vector<int64_t>> strides;
+  bool same_shape = true;
+  for (const Value& v : operands) {
+    if (!v.is_tensor()) continue;
+    std::optional<std::vector<int64_t>> s = Concrete(SizesOf(v)),
+                                        st = Concrete(StridesOf(v));
+    if (!s || !st) return contiguous;
+    if (*s != *shape) same_shape = false;
+    std::vector<int64_t> b(ndim, 0);
+    int64_t offset = ndim - static_cast<int64_t>(s->size());
+    for (size_t d = 0; d < s->size(); ++d) {
+      b[offset + d] =
+          ((*s)[d] == 1 && (*shape)[offset + d] != 1) ? 0 : (*st)[d];
+    }
+    strides.push_back(std::move(b));
+  }
+  if (strides.empty()) return contiguous;
+  if (same_shape) {  // TensorIterator's fast setup
+    bool all_contiguous = true, same_dense = true;
+    for (size_t k = 0; k < strides.size(); ++k) {
+      std::vector<int64_t> c = *Concrete(contiguous);
+      for (int64_t d = 0; d < ndim; ++d) {
+        if ((*shape)[d] != 1 && strides[k][d] != c[d]) all_contiguous = false;
+      }
+      if (!NonOverlappingAndDense(*shape, strides[k]) ||
+          strides[k] != strides[0])
+        same_dense = false;
+    }
+    if (all_contiguous) return contiguous;
+    if (same_dense) {
+      std::vector<symbolic::Expr> out;
+      for (int64_t s : strides[0]) out.push_back(symbolic::Int(s));
+      return out;
+    }
+  }
+  // reorder_dimensions: perm[0] is the fastest-moving dim.
+  std::vector<int64_t> perm(ndim);
+  for (int64_t d = 0; d < ndim; ++d) perm[d] = ndim - 1 - d;
+  auto should_swap = [&](int64_t d0, int64_t d1) {
+    for (const std::vector<int64_t>& st : strides) {
+      int64_t s0 = st[d0], s1 = st[d1];
+      if (s0 == 0 || s1 == 0) continue;
+      if (s0 < s1) return -1;
+      if (s0 > s1) return 1;
+      if ((*shape)[d0] > (*shape)[d1]) return 1;
+    }
+    return 0;
+  };
+  for (int64_t i = 1; i < ndim; ++i) {
+    int64_t dim1 = i;
+    for (int64_t dim0 = i - 1; dim0 >= 0; --dim0) {
+      int cmp = should_swap(perm[dim0], perm[dim1]);
+      if (cmp > 0) {
+        std::swap(perm[dim0], perm[dim1]);
+        dim1 = dim0;
+      } else if (cmp < 0) {
+        break;
+      }
+    }
+  }
+  bool inverted = true;
+  for (int64_t j = 0; j < ndim; ++j)
+    inverted = inverted && perm[j] == ndim - 1 - j;
+  if (inverted) return contiguous;
+  std::vector<symbolic::Expr> out(ndim);
+  int64_t next = 1;
+  for (int64_t j = 0; j < ndim; ++j) {
+    out[perm[j]] = symbolic::Int(next);
+    next *= (*shape)[perm[j]];
+  }
+  return out;
+}
+
 std::vector<symbolic::Expr> PreservedStrides(
     absl::Span<const symbolic::Expr> sizes,
     absl::Span<const symbolic::Expr> strides) {

@@ -80,6 +80,16 @@ absl::StatusOr<int64_t> WrapDim(const OpCall& call, int64_t dim, int64_t rank);
 std::vector<symbolic::Expr> ContiguousStrides(
     absl::Span<const symbolic::Expr> sizes);
 
+// PointwiseStrides()
+//
+// The output strides PyTorch's TensorIterator gives a pointwise op whose
+// tensor `operands` broadcast to `sizes`: when all operands have that shape
+// and one dense layout, that layout; otherwise dims ordered by the
+// operands' strides (first operand first, stride-0 dims ignored), densely.
+// Contiguous when anything is symbolic.
+std::vector<symbolic::Expr> PointwiseStrides(
+    absl::Span<const Value> operands, absl::Span<const symbolic::Expr> sizes);
+
 // PreservedStrides()
 //
 // The strides of a preserve_format copy (clone, *_like): the input's own
