@@ -140,9 +140,12 @@ namespace {
 // Binds size symbols of annotations to input values and checks the rest.
 class InputChecker {
  public:
+  // Checks input `position`, or a constant when position < 0.
   absl::Status Check(const Node& p, int position, const Value& v) {
     const ValueMeta& m = p.meta();
-    std::string where = absl::StrCat("input ", position, " ('", p.name(), "')");
+    std::string where =
+        position < 0 ? absl::StrCat("constant 'self.", p.target(), "'")
+                     : absl::StrCat("input ", position, " ('", p.name(), "')");
     if (m.kind == ValueMeta::Kind::kNone) return absl::OkStatus();
     if (m.kind == ValueMeta::Kind::kSym) {
       if (!v.is_number()) {
@@ -219,8 +222,9 @@ bool SameStorage(const Value& v, const Storage& s) {
 
 }  // namespace
 
-absl::StatusOr<Interpretation> Interpret(const Graph& graph,
-                                         std::vector<Value> inputs) {
+absl::StatusOr<Interpretation> Interpret(
+    const Graph& graph, std::vector<Value> inputs,
+    const absl::flat_hash_map<std::string, Value>& constants) {
   std::vector<Node*> placeholders = graph.Placeholders();
   if (inputs.size() != placeholders.size()) {
     return absl::InvalidArgumentError(
@@ -246,9 +250,16 @@ absl::StatusOr<Interpretation> Interpret(const Graph& graph,
     switch (n.kind()) {
       case Node::Kind::kPlaceholder:
         continue;
-      case Node::Kind::kGetAttr:
-        return fail(absl::UnimplementedError(
-            absl::StrCat("constant 'self.", n.target(), "' has no value")));
+      case Node::Kind::kGetAttr: {
+        auto it = constants.find(n.target());
+        if (it == constants.end()) {
+          return fail(absl::InvalidArgumentError(
+              absl::StrCat("constant 'self.", n.target(), "' has no value")));
+        }
+        RETURN_IF_ERROR(checker.Check(n, -1, it->second));
+        env[&n] = it->second;
+        continue;
+      }
       case Node::Kind::kOutput: {
         absl::StatusOr<Value> out = ArgValue(n.args()[0], env);
         if (!out.ok()) return fail(out.status());

@@ -16,8 +16,10 @@
 #ifndef LATHE_IR_INTERPRETER_H_
 #define LATHE_IR_INTERPRETER_H_
 
+#include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
 #include "ir/value.h"
@@ -31,11 +33,13 @@ struct Interpretation {
 
 // Interpret()
 //
-// Runs `graph` with `inputs` (one per placeholder, in order). Each input is
-// checked against its placeholder's annotation: dtype, rank, static sizes
-// and strides-free shape, and one value per size symbol.
-absl::StatusOr<Interpretation> Interpret(const Graph& graph,
-                                         std::vector<Value> inputs);
+// Runs `graph` with `inputs` (one per placeholder, in order) and
+// `constants` (values of `self.NAME` get_attr nodes, by NAME). Each is
+// checked against its annotation: dtype, rank, static sizes and
+// strides-free shape, and one value per size symbol.
+absl::StatusOr<Interpretation> Interpret(
+    const Graph& graph, std::vector<Value> inputs,
+    const absl::flat_hash_map<std::string, Value>& constants = {});
 
 // ArgValue()
 //

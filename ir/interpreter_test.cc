@@ -271,5 +271,26 @@ TEST(InterpreterTest, InPlaceViewOpsChangeTheirInputFromThenOn) {
             12);  // x[1][2] of the original
 }
 
+TEST(InterpreterTest, ConstantsComeByAttributeName) {
+  std::unique_ptr<Graph> g = Load("21_constant_and_bare_return.txt");
+  ASSERT_NE(g, nullptr);
+  Interpretation r =
+      *Interpret(*g, {Value::OfTensor(Filled({3}, 1))},
+                 {{"_tensor_constant0", Value::OfTensor(Filled({3}, 2))}});
+  ExpectAll(r.outputs[0].tensor, 3);
+  absl::Status missing =
+      Interpret(*g, {Value::OfTensor(Filled({3}, 1))}).status();
+  EXPECT_EQ(missing.message(),
+            "node '_tensor_constant0': constant 'self._tensor_constant0' has "
+            "no value");
+  absl::Status dtype =
+      Interpret(*g, {Value::OfTensor(Filled({3}, 1))},
+                {{"_tensor_constant0",
+                  Value::OfTensor(Filled({3}, 2, DType::kInt64))}})
+          .status();
+  EXPECT_EQ(dtype.message(),
+            "constant 'self._tensor_constant0': expected dtype f32, got i64");
+}
+
 }  // namespace
 }  // namespace lathe::ir

@@ -179,13 +179,18 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
   const OpRegistry& registry = OpRegistry::Global();
   for (const auto& node : graph.nodes()) {
     Node& n = *node;
-    if (n.kind() != Node::Kind::kCall) {
-      if (n.kind() == Node::Kind::kGetAttr) {
-        return absl::UnimplementedError(absl::StrCat(
-            "node '", n.name(), "': constants are not supported yet"));
+    if (n.kind() ==
+        Node::Kind::kGetAttr) {  // a constant: its annotation says it all
+      if (n.meta().kind != ValueMeta::Kind::kTensor) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "constant '", n.name(),
+            "' has no tensor annotation; shape propagation needs its type"));
       }
+      n.meta().tensor.storage = next_storage++;
+      values[&n] = FromMeta(n.meta());
       continue;
     }
+    if (n.kind() != Node::Kind::kCall) continue;
     auto fail = [&](const absl::Status& s) {
       return absl::Status(s.code(),
                           absl::StrCat("node '", n.name(), "': ", s.message()));

@@ -66,6 +66,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "15_scalar_inputs.txt", "16_creation_kwargs.txt",
                       "17_no_strides_no_device.txt", "18_cuda_and_bf16.txt",
                       "19_where_clamp_inf.txt", "20_cat_split_index.txt",
+                      "21_constant_and_bare_return.txt",
                       "22_unbacked_item.txt"),
     [](const auto& info) {
       std::string n = info.param.substr(0, info.param.size() - 4);

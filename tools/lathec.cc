@@ -3,7 +3,8 @@
 //   lathec run GRAPH --input NAME=FILE.npy ... [--backend interp] --out DIR
 //       runs the graph and writes DIR/out0.npy, out1.npy, ... and
 //       DIR/NAME.npy for every input the graph mutated; a scalar input is a
-//       0-d .npy (float64 -> float, int64 -> int).
+//       0-d .npy (float64 -> float, int64 -> int). A constant the graph
+//       reads (`self.NAME`) is given the same way: --input NAME=FILE.npy.
 //   lathec run GRAPH --inputs DIR1 --inputs DIR2 ... --out DIR
 //       replays several input sets (DIRk/NAME.npy) and writes DIR/<k>/...
 //
@@ -193,14 +194,31 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(
     ASSIGN_OR_RETURN(ir::Value v, LoadInput(*p, it->second));
     inputs.push_back(std::move(v));
   }
+  // Constants (`self.NAME` attributes) are given like inputs, by NAME.
+  absl::flat_hash_map<std::string, ir::Value> constants;
+  absl::flat_hash_map<std::string, bool> is_constant;
+  for (const auto& node : graph.nodes()) {
+    if (node->kind() != ir::Node::Kind::kGetAttr) continue;
+    is_constant[node->target()] = true;
+    auto it = files.find(node->target());
+    if (it == files.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("missing constant 'self.", node->target(),
+                       "' (give it as --input ", node->target(), "=FILE.npy)"));
+    }
+    ASSIGN_OR_RETURN(ir::Value v, LoadInput(*node, it->second));
+    constants[node->target()] = std::move(v);
+  }
   for (const auto& [name, file] : files) {
-    if (graph.Find(name) == nullptr ||
-        graph.Find(name)->kind() != ir::Node::Kind::kPlaceholder) {
+    bool input = graph.Find(name) != nullptr &&
+                 graph.Find(name)->kind() == ir::Node::Kind::kPlaceholder;
+    if (!input && !is_constant.contains(name)) {
       return absl::InvalidArgumentError(
           absl::StrCat("the graph has no input named '", name, "'"));
     }
   }
-  ASSIGN_OR_RETURN(ir::Interpretation r, ir::Interpret(graph, inputs));
+  ASSIGN_OR_RETURN(ir::Interpretation r,
+                   ir::Interpret(graph, inputs, constants));
   std::vector<PendingFile> pending;
   auto add = [&](const std::string& name, const Tensor& t) -> absl::Status {
     ASSIGN_OR_RETURN(std::string bytes, EncodeNpy(t));

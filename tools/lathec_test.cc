@@ -111,6 +111,35 @@ TEST(LathecTest, ReplaysSeveralInputSets) {
   EXPECT_EQ(b.GetDouble({4, 31}), 8.0);  // relu(16 * 0.5)
 }
 
+TEST(LathecTest, ConstantsAreGivenLikeInputs) {
+  std::string graph =
+      Runfile("ir/testdata/graphs/21_constant_and_bare_return.txt");
+  std::string x = Save("cx.npy", Filled({3}, 1.0));
+  std::string c = Save("c.npy", Filled({3}, 2.5));
+  std::string out = Tmp("const_out");
+  Result r = Lathec({"run", graph, "--input", "x=" + x, "--input",
+                     "_tensor_constant0=" + c, "--out", out});
+  ASSERT_EQ(r.status, 0) << r.output;
+  Tensor t = *ReadNpy(out + "/out0.npy");
+  EXPECT_EQ(t.GetDouble({2}), 3.5);
+  Result missing = Lathec(
+      {"run", graph, "--input", "x=" + x, "--out", Tmp("const_missing")});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_EQ(
+      missing.output,
+      "lathec: missing constant 'self._tensor_constant0' (give it as --input "
+      "_tensor_constant0=FILE.npy)\n");
+  Result wrong =
+      Lathec({"run", graph, "--input", "x=" + x, "--input",
+              "_tensor_constant0=" + Save("c2.npy", Filled({2}, 1.0)), "--out",
+              Tmp("const_wrong")});
+  EXPECT_EQ(wrong.status, 1);
+  EXPECT_EQ(
+      wrong.output,
+      "lathec: constant 'self._tensor_constant0' size(0): expected 3, got 2\n");
+  EXPECT_FALSE(Exists(Tmp("const_wrong")));
+}
+
 TEST(LathecTest, ErrorsAreOneLineAndWriteNothing) {
   std::string graph = Runfile("ir/testdata/graphs/02_mlp_dynamic.txt");
   std::string x = Save("x.npy", Filled({3, 16}, 1.0));
