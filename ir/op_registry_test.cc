@@ -5,6 +5,7 @@
 #include "ir/op_registry.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <utility>
@@ -382,6 +383,13 @@ TEST(CreationTest, ArangeCatStackFill) {
   Tensor t = Transposed({1, 2, 3, 4, 5, 6});
   ASSERT_TRUE(RunOp("aten.fill_.Scalar", {V(t), Value::Float(2.5)}).ok());
   EXPECT_THAT(Elements(t), ElementsAre(2.5, 2.5, 2.5, 2.5, 2.5, 2.5));
+  Tensor filled = RunT("aten.fill.Scalar", {V(t), Value::Int(4)});
+  EXPECT_EQ(filled.ToString(), "f32[2, 3][1, 2]cpu");
+  EXPECT_THAT(Elements(filled), ElementsAre(4, 4, 4, 4, 4, 4));
+  EXPECT_THAT(Elements(t),
+              ElementsAre(2.5, 2.5, 2.5, 2.5, 2.5, 2.5));  // functional
+  EXPECT_THAT(Elements(RunT("aten.zero.default", {V(t)})),
+              ElementsAre(0, 0, 0, 0, 0, 0));
   ASSERT_TRUE(RunOp("aten.zero_.default", {V(t)}).ok());
   EXPECT_THAT(Elements(t), ElementsAre(0, 0, 0, 0, 0, 0));
 }
@@ -954,6 +962,80 @@ TEST(PointwiseTest, OutputLayoutFollowsTheOperandsLikeTensorIterator) {
                  {V(T({2, 3}, {1, 0, 1, 0, 1, 0}, DType::kBool)), V(t), V(t)})
                 .ToString(),
             "f32[2, 3][3, 1]cpu");
+}
+
+// Every op issue 4 names, by the overloads PyTorch graphs use.
+TEST(OpRegistryTest, TheOpsLatheNeedsAreRegisteredWithKernelsAndMetas) {
+  const char* kTargets[] = {
+      // unary
+      "abs.default", "neg.default", "exp.default", "expm1.default",
+      "log.default", "log1p.default", "sqrt.default", "rsqrt.default",
+      "sin.default", "cos.default", "tanh.default", "sigmoid.default",
+      "relu.default", "gelu.default", "silu.default", "erf.default",
+      "reciprocal.default", "floor.default", "ceil.default", "round.default",
+      "trunc.default", "sign.default", "isnan.default", "logical_not.default",
+      "bitwise_not.default",
+      // binary / ternary
+      "add.Tensor", "add.Scalar", "sub.Tensor", "sub.Scalar", "mul.Tensor",
+      "mul.Scalar", "div.Tensor", "div.Scalar", "div.Tensor_mode",
+      "div.Scalar_mode", "remainder.Tensor", "remainder.Scalar", "fmod.Tensor",
+      "fmod.Scalar", "pow.Tensor_Tensor", "pow.Tensor_Scalar", "pow.Scalar",
+      "maximum.default", "minimum.default", "atan2.default", "eq.Tensor",
+      "ne.Scalar", "lt.Tensor", "le.Scalar", "gt.Tensor", "ge.Scalar",
+      "logical_and.default", "logical_or.default", "bitwise_and.Tensor",
+      "bitwise_or.Scalar", "bitwise_xor.Tensor", "where.self", "clamp.default",
+      "clamp.Tensor", "clamp_min.default", "clamp_max.default",
+      "addcmul.default", "addcdiv.default", "lerp.Scalar", "lerp.Tensor",
+      // reductions
+      "sum.default", "sum.dim_IntList", "mean.default", "mean.dim",
+      "prod.default", "prod.dim_int", "amax.default", "amin.default", "max.dim",
+      "min.dim", "argmax.default", "argmin.default", "var.correction",
+      "var_mean.correction", "any.default", "any.dim", "all.default", "all.dim",
+      "_softmax.default", "_log_softmax.default", "cumsum.default",
+      // views
+      "view.default", "_unsafe_view.default", "reshape.default",
+      "permute.default", "transpose.int", "t.default", "expand.default",
+      "unsqueeze.default", "squeeze.dim", "squeeze.default", "squeeze.dims",
+      "slice.Tensor", "select.int", "narrow.default", "as_strided.default",
+      "alias.default", "diagonal.default", "unbind.int", "split.Tensor",
+      "split_with_sizes.default", "view.dtype",
+      // scatter / gather
+      "slice_scatter.default", "select_scatter.default",
+      "as_strided_scatter.default", "diagonal_scatter.default", "scatter.src",
+      "scatter.value", "scatter.reduce", "scatter_add.default",
+      "index_select.default", "gather.default", "index.Tensor",
+      "index_put.default", "embedding.default",
+      // creation and copy
+      "full.default", "zeros.default", "ones.default", "empty.memory_format",
+      "empty_strided.default", "arange.default", "arange.start",
+      "arange.start_step", "scalar_tensor.default", "zeros_like.default",
+      "ones_like.default", "empty_like.default", "full_like.default",
+      "_to_copy.default", "clone.default", "copy.default", "cat.default",
+      "stack.default", "constant_pad_nd.default", "native_layer_norm.default",
+      // linear algebra
+      "mm.default", "bmm.default", "addmm.default", "baddbmm.default",
+      // in-place
+      "add_.Tensor", "sub_.Tensor", "mul_.Tensor", "div_.Tensor",
+      "copy_.default", "zero_.default", "fill_.Scalar", "addcmul_.default",
+      "addcdiv_.default", "clamp_.default", "lerp_.Scalar",
+      "index_put_.default", "set_.source_Tensor", "as_strided_.default",
+      "transpose_.default", "t_.default", "unsqueeze_.default",
+      // symbolic and scalar
+      "sym_size.int", "sym_stride.int", "sym_numel.default",
+      "_local_scalar_dense.default", "_assert_scalar.default"};
+  for (const char* t : kTargets) {
+    const OpDef* op = OpRegistry::Global().Find(absl::StrCat("aten.", t));
+    ASSERT_NE(op, nullptr) << t;
+    EXPECT_TRUE(op->meta != nullptr && op->kernel != nullptr) << t;
+  }
+  // Functional twins of in-place ops, for functionalization.
+  EXPECT_EQ(OpRegistry::Global().Find("aten.add_.Tensor")->functional,
+            "aten.add.Tensor");
+  EXPECT_EQ(OpRegistry::Global().Find("aten.index_put.default")->inplace,
+            "aten.index_put_.default");
+  EXPECT_EQ(OpRegistry::Global().Find("aten.copy_.default")->functional,
+            "aten.copy.default");
+  std::printf("%zu ops registered\n", OpRegistry::Global().Targets().size());
 }
 
 }  // namespace

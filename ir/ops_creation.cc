@@ -572,6 +572,23 @@ absl::Status RegisterCreationOps(OpRegistry& r) {
             CopyInplace, CopyInplace));
   RETURN_IF_ERROR(
       r.Add("sym_size.int(Tensor self, int dim) -> SymInt", SymSize, SymSize));
+  // fill / zero: the functional twins of fill_ / zero_ (a new tensor like
+  // self).
+  for (const char* schema : {"fill.Scalar(Tensor self, Scalar value) -> Tensor",
+                             "zero(Tensor self) -> Tensor"}) {
+    auto fn = [](const OpCall& c) -> absl::StatusOr<Value> {
+      const Value& self = c.arg(0);
+      if (!self.tensor.defined())
+        return Like(c, self, DTypeOf(self), DeviceOf(self), nullptr);
+      ASSIGN_OR_RETURN(Tensor v,
+                       ScalarTensor(c.num_args() > 1 ? c.arg(1) : Value::Int(0),
+                                    DTypeOf(self)));
+      return Like(c, self, DTypeOf(self), DeviceOf(self), &v);
+    };
+    RETURN_IF_ERROR(r.Add(schema, fn, fn));
+  }
+  RETURN_IF_ERROR(r.Pair("aten.fill_.Scalar", "aten.fill.Scalar"));
+  RETURN_IF_ERROR(r.Pair("aten.zero_.default", "aten.zero.default"));
   RETURN_IF_ERROR(r.Pair("aten.copy_.default", "aten.copy.default"));
   return absl::OkStatus();
 }
