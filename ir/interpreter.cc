@@ -135,6 +135,48 @@ absl::StatusOr<Value> EvalPythonOp(absl::string_view target,
   return Value::Number(*r);
 }
 
+absl::StatusOr<EvaluatedCall> EvalCall(
+    const Node& n, const absl::flat_hash_map<const Node*, Value>& values,
+    symbolic::ShapeEnv* shape_env) {
+  EvaluatedCall r;
+  std::vector<Value> args;
+  for (const Arg& a : n.args()) {
+    ASSIGN_OR_RETURN(Value v, ArgValue(a, values));
+    args.push_back(std::move(v));
+  }
+  if (n.target() == "getitem") {
+    absl::StatusOr<int64_t> index =
+        args.size() == 2 ? args[1].AsInt() : absl::StatusOr<int64_t>(0);
+    int64_t size = args.empty() ? 0 : static_cast<int64_t>(args[0].list.size());
+    if (args.size() != 2 || !index.ok() || args[0].kind != Value::Kind::kList ||
+        *index < -size || *index >= size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot index ", args.empty() ? "nothing" : args[0].DebugString(),
+          " with ", args.size() < 2 ? "nothing" : args[1].DebugString()));
+    }
+    r.out = args[0].list[*index < 0 ? *index + size : *index];
+    return r;
+  }
+  if (IsPythonOp(n.target())) {
+    ASSIGN_OR_RETURN(r.out, EvalPythonOp(n.target(), args));
+    return r;
+  }
+  r.op = OpRegistry::Global().Find(n.target());
+  if (r.op == nullptr)
+    return absl::UnimplementedError(absl::StrCat("unknown op ", n.target()));
+  std::vector<std::pair<std::string, Value>> kwargs;
+  for (const auto& [key, a] : n.kwargs()) {
+    ASSIGN_OR_RETURN(Value v, ArgValue(a, values));
+    kwargs.push_back({key, std::move(v)});
+  }
+  ASSIGN_OR_RETURN(r.args, BindArguments(r.op->schema, std::move(args),
+                                         std::move(kwargs), r.op->target));
+  OpCall call(*r.op, r.args, shape_env);
+  ASSIGN_OR_RETURN(
+      r.out, shape_env == nullptr ? r.op->kernel(call) : r.op->meta(call));
+  return r;
+}
+
 namespace {
 
 // Binds size symbols of annotations to input values and checks the rest.
@@ -240,7 +282,6 @@ absl::StatusOr<Interpretation> Interpret(
   }
   Interpretation result;
   result.mutated_inputs.assign(placeholders.size(), false);
-  const OpRegistry& registry = OpRegistry::Global();
   for (const auto& node : graph.nodes()) {
     const Node& n = *node;
     auto fail = [&](const absl::Status& s) {
@@ -269,53 +310,17 @@ absl::StatusOr<Interpretation> Interpret(
       case Node::Kind::kCall:
         break;
     }
-    std::vector<Value> args;
-    for (const Arg& a : n.args()) {
-      absl::StatusOr<Value> v = ArgValue(a, env);
-      if (!v.ok()) return fail(v.status());
-      args.push_back(std::move(*v));
-    }
-    Value out;
-    if (n.target() == "getitem") {
-      absl::StatusOr<int64_t> index = args[1].AsInt();
-      if (!index.ok() || args[0].kind != Value::Kind::kList ||
-          *index < -static_cast<int64_t>(args[0].list.size()) ||
-          *index >= static_cast<int64_t>(args[0].list.size())) {
-        return fail(absl::InvalidArgumentError(
-            absl::StrCat("cannot index ", args[0].DebugString(), " with ",
-                         args[1].DebugString())));
-      }
-      int64_t i = *index < 0 ? *index + args[0].list.size() : *index;
-      out = args[0].list[i];
-    } else if (IsPythonOp(n.target())) {
-      absl::StatusOr<Value> v = EvalPythonOp(n.target(), args);
-      if (!v.ok()) return fail(v.status());
-      out = *v;
-    } else {
-      const OpDef* op = registry.Find(n.target());
-      if (op == nullptr) {
-        return fail(
-            absl::UnimplementedError(absl::StrCat("unknown op ", n.target())));
-      }
-      std::vector<std::pair<std::string, Value>> kwargs;
-      for (const auto& [key, a] : n.kwargs()) {
-        absl::StatusOr<Value> v = ArgValue(a, env);
-        if (!v.ok()) return fail(v.status());
-        kwargs.push_back({key, std::move(*v)});
-      }
-      absl::StatusOr<std::vector<Value>> bound = BindArguments(
-          op->schema, std::move(args), std::move(kwargs), op->target);
-      if (!bound.ok()) return fail(bound.status());
-      OpCall call(*op, *bound, /*env=*/nullptr);
-      absl::StatusOr<Value> v = op->kernel(call);
-      if (!v.ok()) return fail(v.status());
-      out = std::move(*v);
+    absl::StatusOr<EvaluatedCall> call =
+        EvalCall(n, env, /*shape_env=*/nullptr);
+    if (!call.ok()) return fail(call.status());
+    Value out = std::move(call->out);
+    if (const OpDef* op = call->op; op != nullptr) {
       // Which inputs did a written argument reach?
       for (size_t a = 0; a < op->schema.arguments.size(); ++a) {
         if (!op->schema.arguments[a].is_written()) continue;
         for (size_t p = 0; p < placeholders.size(); ++p) {
           if (inputs[p].is_tensor() &&
-              SameStorage(call.arg(a), inputs[p].tensor.storage())) {
+              SameStorage(call->args[a], inputs[p].tensor.storage())) {
             result.mutated_inputs[p] = true;
           }
         }

@@ -22,7 +22,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
+#include "ir/op_registry.h"
 #include "ir/value.h"
+#include "symbolic/shape_env.h"
 
 namespace lathe::ir {
 
@@ -46,6 +48,23 @@ absl::StatusOr<Interpretation> Interpret(
 // A call argument as a value, with nodes looked up in `env`.
 absl::StatusOr<Value> ArgValue(
     const Arg& arg, const absl::flat_hash_map<const Node*, Value>& env);
+
+// The result of one call node, and for an op call the op and its bound
+// arguments (schema order, defaults filled).
+struct EvaluatedCall {
+  Value out;
+  const OpDef* op = nullptr;
+  std::vector<Value> args;
+};
+
+// EvalCall()
+//
+// Evaluates call node `n` on the values of its arguments: getitem, Python
+// operators, or an op's reference kernel (shape_env null) or its meta
+// function (recording guards in shape_env).
+absl::StatusOr<EvaluatedCall> EvalCall(
+    const Node& n, const absl::flat_hash_map<const Node*, Value>& values,
+    symbolic::ShapeEnv* shape_env);
 
 // IsPythonOp()
 //

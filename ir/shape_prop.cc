@@ -176,7 +176,6 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
     }
     values[p] = FromMeta(m);
   }
-  const OpRegistry& registry = OpRegistry::Global();
   for (const auto& node : graph.nodes()) {
     Node& n = *node;
     if (n.kind() ==
@@ -195,44 +194,11 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
       return absl::Status(s.code(),
                           absl::StrCat("node '", n.name(), "': ", s.message()));
     };
-    std::vector<Value> args;
-    for (const Arg& a : n.args()) {
-      absl::StatusOr<Value> v = ArgValue(a, values);
-      if (!v.ok()) return fail(v.status());
-      args.push_back(std::move(*v));
-    }
-    Value out;
-    if (n.target() == "getitem") {
-      absl::StatusOr<int64_t> i = args[1].AsInt();
-      if (!i.ok() || args[0].kind != Value::Kind::kList || *i < 0 ||
-          *i >= static_cast<int64_t>(args[0].list.size())) {
-        return fail(absl::InvalidArgumentError("bad getitem"));
-      }
-      out = args[0].list[*i];
-    } else if (IsPythonOp(n.target())) {
-      absl::StatusOr<Value> v = EvalPythonOp(n.target(), args);
-      if (!v.ok()) return fail(v.status());
-      out = *v;
-    } else {
-      const OpDef* op = registry.Find(n.target());
-      if (op == nullptr)
-        return fail(
-            absl::UnimplementedError(absl::StrCat("unknown op ", n.target())));
-      std::vector<std::pair<std::string, Value>> kwargs;
-      for (const auto& [key, a] : n.kwargs()) {
-        absl::StatusOr<Value> v = ArgValue(a, values);
-        if (!v.ok()) return fail(v.status());
-        kwargs.push_back({key, std::move(*v)});
-      }
-      absl::StatusOr<std::vector<Value>> bound = BindArguments(
-          op->schema, std::move(args), std::move(kwargs), op->target);
-      if (!bound.ok()) return fail(bound.status());
-      OpCall call(*op, *bound, &env);
-      absl::StatusOr<Value> v = op->meta(call);
-      if (!v.ok()) return fail(v.status());
-      out = std::move(*v);
-      AssignStorage(op->schema, *bound, out, &next_storage);
-    }
+    absl::StatusOr<EvaluatedCall> call = EvalCall(n, values, &env);
+    if (!call.ok()) return fail(call.status());
+    Value out = std::move(call->out);
+    if (call->op != nullptr)
+      AssignStorage(call->op->schema, call->args, out, &next_storage);
     // A data-dependent scalar (u0 = x.item()) takes its `# lathe: range`.
     if (out.is_number() && out.number.is_symbol() &&
         env.IsUnbacked(out.number)) {
