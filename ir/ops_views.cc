@@ -612,6 +612,25 @@ absl::StatusOr<Value> Set(const OpCall& c) {
   return c.arg(1);
 }
 
+// t / t_: transposes a matrix; fewer dims are returned as they are.
+absl::StatusOr<Value> TransposeMatrix(const OpCall& c) {
+  if (RankOf(c.arg(0)) > 2) {
+    return c.Error(
+        absl::StrCat(c.op().schema.name,
+                     "() expects a tensor with <= 2 dimensions, but self is ",
+                     RankOf(c.arg(0)), "D"));
+  }
+  return RankOf(c.arg(0)) < 2 ? Emit(c, c.arg(0), LayoutOf(c.arg(0)))
+                              : Transpose(c, 0, 1);
+}
+
+// transpose.int / transpose_: swaps two dims.
+absl::StatusOr<Value> TransposeDims(const OpCall& c) {
+  ASSIGN_OR_RETURN(int64_t d0, c.arg(1).AsInt());
+  ASSIGN_OR_RETURN(int64_t d1, c.arg(2).AsInt());
+  return Transpose(c, d0, d1);
+}
+
 absl::Status Both(OpRegistry& r, const char* schema,
                   std::function<absl::StatusOr<Value>(const OpCall&)> fn) {
   return r.Add(schema, fn, fn);
@@ -620,24 +639,10 @@ absl::Status Both(OpRegistry& r, const char* schema,
 }  // namespace
 
 absl::Status RegisterViewOps(OpRegistry& r) {
-  RETURN_IF_ERROR(
-      Both(r, "t(Tensor(a) self) -> Tensor(a)",
-           [](const OpCall& c) -> absl::StatusOr<Value> {
-             if (RankOf(c.arg(0)) > 2) {
-               return c.Error(absl::StrCat(
-                   "t() expects a tensor with <= 2 dimensions, but self is ",
-                   RankOf(c.arg(0)), "D"));
-             }
-             return RankOf(c.arg(0)) < 2 ? Emit(c, c.arg(0), LayoutOf(c.arg(0)))
-                                         : Transpose(c, 0, 1);
-           }));
+  RETURN_IF_ERROR(Both(r, "t(Tensor(a) self) -> Tensor(a)", TransposeMatrix));
   RETURN_IF_ERROR(
       Both(r, "transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
-           [](const OpCall& c) -> absl::StatusOr<Value> {
-             ASSIGN_OR_RETURN(int64_t d0, c.arg(1).AsInt());
-             ASSIGN_OR_RETURN(int64_t d1, c.arg(2).AsInt());
-             return Transpose(c, d0, d1);
-           }));
+           TransposeDims));
   RETURN_IF_ERROR(
       Both(r, "permute(Tensor(a) self, int[] dims) -> Tensor(a)", Permute));
   RETURN_IF_ERROR(
@@ -694,23 +699,10 @@ absl::Status RegisterViewOps(OpRegistry& r) {
            ViewDType));
   // In-place views: the result replaces self's metadata (MutatesMetadata).
   RETURN_IF_ERROR(
-      Both(r, "t_(Tensor(a!) self) -> Tensor(a!)",
-           [](const OpCall& c) -> absl::StatusOr<Value> {
-             if (RankOf(c.arg(0)) > 2) {
-               return c.Error(absl::StrCat(
-                   "t_() expects a tensor with <= 2 dimensions, but self is ",
-                   RankOf(c.arg(0)), "D"));
-             }
-             return RankOf(c.arg(0)) < 2 ? Emit(c, c.arg(0), LayoutOf(c.arg(0)))
-                                         : Transpose(c, 0, 1);
-           }));
+      Both(r, "t_(Tensor(a!) self) -> Tensor(a!)", TransposeMatrix));
   RETURN_IF_ERROR(
       Both(r, "transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)",
-           [](const OpCall& c) -> absl::StatusOr<Value> {
-             ASSIGN_OR_RETURN(int64_t d0, c.arg(1).AsInt());
-             ASSIGN_OR_RETURN(int64_t d1, c.arg(2).AsInt());
-             return Transpose(c, d0, d1);
-           }));
+           TransposeDims));
   RETURN_IF_ERROR(
       Both(r, "unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)", Unsqueeze));
   RETURN_IF_ERROR(Both(
