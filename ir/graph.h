@@ -97,6 +97,16 @@ class Node {
   const std::vector<Node*>& users() const { return users_; }
   ValueMeta& meta() { return meta_; }
   const ValueMeta& meta() const { return meta_; }
+  // The unbacked symbols this node introduces (u0 from x.item(), a
+  // data-dependent size), each with where it sits in the node's value:
+  // "" (the value itself), ".size(1)", "[0].size(0)".
+  std::vector<std::pair<symbolic::Expr, std::string>>& unbacked_bindings() {
+    return unbacked_bindings_;
+  }
+  const std::vector<std::pair<symbolic::Expr, std::string>>& unbacked_bindings()
+      const {
+    return unbacked_bindings_;
+  }
   Graph* graph() const { return graph_; }
 
   // The nodes this one reads, in argument order (with repeats).
@@ -119,6 +129,7 @@ class Node {
   std::vector<std::pair<std::string, Arg>> kwargs_;
   std::vector<Node*> users_;
   ValueMeta meta_;
+  std::vector<std::pair<symbolic::Expr, std::string>> unbacked_bindings_;
   std::vector<std::string> frees_;
   Graph* graph_ = nullptr;
 };

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -118,6 +119,37 @@ void AssignStorage(const OpSchema& schema, const std::vector<Value>& args,
   for (Value& e : out.list) set(e);
 }
 
+// Records in `bindings` the unbacked symbols of `m` not in `known` (and
+// adds them there), with their paths.
+void BindUnbacked(
+    const ValueMeta& m, const std::string& path, const symbolic::ShapeEnv& env,
+    absl::flat_hash_set<symbolic::Expr>& known,
+    std::vector<std::pair<symbolic::Expr, std::string>>& bindings) {
+  auto bind = [&](symbolic::Expr e, const std::string& where) {
+    if (e.is_symbol() && env.IsUnbacked(e) && known.insert(e).second) {
+      bindings.push_back({e, where});
+    }
+  };
+  switch (m.kind) {
+    case ValueMeta::Kind::kSym:
+      bind(m.sym, path);
+      break;
+    case ValueMeta::Kind::kTensor:
+      for (size_t d = 0; d < m.tensor.sizes.size(); ++d) {
+        bind(m.tensor.sizes[d], absl::StrCat(path, ".size(", d, ")"));
+      }
+      break;
+    case ValueMeta::Kind::kTuple:
+      for (size_t i = 0; i < m.elements.size(); ++i) {
+        BindUnbacked(m.elements[i], absl::StrCat(path, "[", i, "]"), env, known,
+                     bindings);
+      }
+      break;
+    case ValueMeta::Kind::kNone:
+      break;
+  }
+}
+
 }  // namespace
 
 absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
@@ -127,6 +159,7 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
   absl::flat_hash_map<const Node*, Value> values;
   absl::flat_hash_map<std::string, StorageId> input_storage;
   StorageId next_storage = 0;
+  absl::flat_hash_set<symbolic::Expr> known;  // symbols bound so far
   std::vector<Node*> placeholders = graph.Placeholders();
   for (size_t k = 0; k < placeholders.size(); ++k) {
     Node* p = placeholders[k];
@@ -174,6 +207,9 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
       }
       input_storage[p->name()] = m.tensor.storage;
     }
+    std::vector<std::pair<symbolic::Expr, std::string>> unused;
+    BindUnbacked(m, "", env, known,
+                 unused);  // inputs' symbols are bound by the caller
     values[p] = FromMeta(m);
   }
   for (const auto& node : graph.nodes()) {
@@ -217,6 +253,8 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
       out.meta.storage_offset = env.Simplify(out.meta.storage_offset);
     }
     n.meta() = ToMeta(out);
+    n.unbacked_bindings().clear();
+    BindUnbacked(n.meta(), "", env, known, n.unbacked_bindings());
     if (MutatesMetadata(n.target()) && !n.args().empty() &&
         n.args()[0].kind == Arg::Kind::kNode) {
       values[n.args()[0].node] = out;

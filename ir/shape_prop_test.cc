@@ -143,5 +143,31 @@ TEST(ShapePropTest, Errors) {
   }
 }
 
+TEST(ShapePropTest, DataDependentScalarsAreUnbackedAndBoundToTheirNode) {
+  std::unique_ptr<Graph> g = FromText(R"g(# lathe: range u0 0 16
+def forward(self, n: "i64[][]cpu", x: "f32[16][1]cpu"):
+    _local_scalar_dense: "Sym(u0)" = torch.ops.aten._local_scalar_dense.default(n)
+    narrow: "f32[u0][1]cpu" = torch.ops.aten.narrow.default(x, 0, 0, _local_scalar_dense)
+    zeros: "f32[u0, 2][2, 1]cpu" = torch.ops.aten.zeros.default([_local_scalar_dense, 2])
+    return (narrow, zeros)
+)g");
+  ASSERT_NE(g, nullptr);
+  symbolic::ShapeEnv env;
+  absl::Status st = PropagateShapes(*g, env);
+  ASSERT_TRUE(st.ok()) << st;
+  const Node* item = g->Find("_local_scalar_dense");
+  EXPECT_EQ(item->meta().ToAnnotation(), "Sym(u0)");
+  EXPECT_TRUE(env.IsUnbacked(item->meta().sym));
+  ASSERT_EQ(item->unbacked_bindings().size(), 1u);
+  EXPECT_EQ(symbolic::ToString(item->unbacked_bindings()[0].first), "u0");
+  EXPECT_EQ(item->unbacked_bindings()[0].second, "");
+  // Later uses of u0 bind nothing new.
+  EXPECT_TRUE(g->Find("narrow")->unbacked_bindings().empty());
+  EXPECT_TRUE(g->Find("zeros")->unbacked_bindings().empty());
+  EXPECT_EQ(g->Find("zeros")->meta().ToAnnotation(), "f32[u0, 2][2, 1]cpu");
+  // The range directive reached u0: narrow needed u0 <= 16.
+  EXPECT_EQ(env.RangeOf(item->meta().sym).ToString(), "[0, 16]");
+}
+
 }  // namespace
 }  // namespace lathe::ir
