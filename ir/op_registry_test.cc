@@ -1038,5 +1038,96 @@ TEST(OpRegistryTest, TheOpsLatheNeedsAreRegisteredWithKernelsAndMetas) {
   std::printf("%zu ops registered\n", OpRegistry::Global().Targets().size());
 }
 
+TEST(OpsTest, RemainingKernelsAgainstHandValues) {
+  Tensor x = T({2, 3}, {1, 5, 2, 8, 0, 8});
+  // Comparisons, Tensor and Scalar overloads, with broadcasting.
+  Tensor row = T({3}, {1, 0, 8});
+  EXPECT_THAT(Elements(RunT("aten.eq.Tensor", {V(x), V(row)})),
+              ElementsAre(1, 0, 0, 0, 1, 1));
+  EXPECT_THAT(Elements(RunT("aten.ne.Scalar", {V(x), Value::Int(8)})),
+              ElementsAre(1, 1, 1, 0, 1, 0));
+  EXPECT_THAT(Elements(RunT("aten.le.Tensor", {V(x), V(row)})),
+              ElementsAre(1, 0, 1, 0, 1, 1));
+  EXPECT_THAT(Elements(RunT("aten.gt.Scalar", {V(x), Value::Float(4.5)})),
+              ElementsAre(0, 1, 0, 1, 0, 1));
+  EXPECT_THAT(Elements(RunT("aten.ge.Tensor", {V(x), V(row)})),
+              ElementsAre(1, 1, 0, 1, 1, 1));
+  // min.dim: first minimum's index; all() over everything.
+  Value mn = *RunOp("aten.min.dim", {V(x), Value::Int(-1), Value::Bool(true)});
+  EXPECT_THAT(mn.list[0].tensor.sizes(), ElementsAre(2, 1));
+  EXPECT_THAT(Elements(mn.list[0].tensor), ElementsAre(1, 0));
+  EXPECT_THAT(Elements(mn.list[1].tensor), ElementsAre(0, 1));
+  EXPECT_EQ(RunT("aten.all.default", {V(x)}).GetDouble({}), 0);
+  EXPECT_EQ(RunT("aten.all.default", {V(row)}).GetDouble({}), 0);
+  EXPECT_EQ(RunT("aten.all.default", {V(*Tensor::Empty({0}, DType::kFloat32))})
+                .GetDouble({}),
+            1);
+  EXPECT_EQ(RunT("aten.any.default", {V(*Tensor::Empty({0}, DType::kFloat32))})
+                .GetDouble({}),
+            0);
+  EXPECT_EQ(RunT("aten.prod.default", {V(T({3}, {-2, 3, 4}, DType::kInt8))})
+                .GetDouble({}),
+            -24);
+  Tensor md =
+      RunT("aten.mean.dim",
+           {V(T({2}, {1, 2}, DType::kInt64)), Value::List({Value::Int(0)})},
+           {{"dtype", Value::OfDType(DType::kFloat64)}});
+  EXPECT_EQ(md.dtype(), DType::kFloat64);
+  EXPECT_EQ(md.GetDouble({}), 1.5);
+  EXPECT_THAT(Elements(RunT("aten.scatter.value_reduce",
+                            {V(T({3}, {1, 1, 1})), Value::Int(0),
+                             V(T({2}, {2, 2}, DType::kInt64)), Value::Int(3)},
+                            {{"reduce", Value::String("add")}})),
+              ElementsAre(1, 1, 7));
+  // log_softmax of a constant row: -log(n).
+  EXPECT_FLOAT_EQ(
+      RunT("aten._log_softmax.default",
+           {V(T({4}, {2, 2, 2, 2})), Value::Int(0), Value::Bool(false)})
+          .GetDouble({1}),
+      -std::log(4.0));
+  // Views that share storage.
+  Tensor a = RunT("aten.alias.default", {V(x)});
+  EXPECT_EQ(a.storage(), x.storage());
+  Tensor uv = RunT("aten._unsafe_view.default",
+                   {V(x), Value::List({Value::Int(3), Value::Int(2)})});
+  EXPECT_THAT(Elements(uv), ElementsAre(1, 5, 2, 8, 0, 8));
+  Tensor tr =
+      RunT("aten.transpose_.default", {V(x), Value::Int(0), Value::Int(-1)});
+  EXPECT_EQ(tr.ToString(), "f32[3, 2][1, 3]cpu");
+  Tensor as = RunT("aten.as_strided_.default",
+                   {V(x), Value::List({Value::Int(2)}),
+                    Value::List({Value::Int(3)}), Value::Int(1)});
+  EXPECT_THAT(Elements(as), ElementsAre(5, 0));
+  Tensor other = T({2}, {7, 9});
+  Tensor set = RunT("aten.set_.source_Tensor", {V(x), V(other)});
+  EXPECT_EQ(set.storage(), other.storage());
+  EXPECT_THAT(
+      RunError("aten.set_.source_Tensor",
+               {V(x), V(T({1}, {1}, DType::kInt64))}),
+      HasSubstr("Could not set tensor of type Float to a tensor of type Long"));
+  EXPECT_EQ(RunT("aten.empty_like.default", {V(Transposed({1, 2, 3, 4, 5, 6}))})
+                .ToString(),
+            "f32[2, 3][1, 2]cpu");
+  // Scalars: item(), sizes, assertions.
+  EXPECT_EQ(
+      *RunOp("aten._local_scalar_dense.default", {V(T({}, {2.5}))})->AsDouble(),
+      2.5);
+  EXPECT_EQ(*RunOp("aten._local_scalar_dense.default",
+                   {V(T({1}, {7}, DType::kInt32))})
+                 ->AsInt(),
+            7);
+  EXPECT_THAT(
+      RunError("aten._local_scalar_dense.default", {V(row)}),
+      HasSubstr(
+          "a Tensor with more than one element cannot be converted to Scalar"));
+  EXPECT_EQ(*RunOp("aten.sym_size.int", {V(x), Value::Int(-1)})->AsInt(), 3);
+  EXPECT_TRUE(RunOp("aten._assert_scalar.default",
+                    {Value::Bool(true), Value::String("never")})
+                  .ok());
+  EXPECT_EQ(RunError("aten._assert_scalar.default",
+                     {Value::Bool(false), Value::String("u0 >= 0 failed")}),
+            "aten._assert_scalar.default: u0 >= 0 failed");
+}
+
 }  // namespace
 }  // namespace lathe::ir

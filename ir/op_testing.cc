@@ -47,6 +47,10 @@ std::string Describe(const Value& v) {
     for (const Value& e : v.list) parts.push_back(Describe(e));
     return absl::StrCat("(", absl::StrJoin(parts, ", "), ")");
   }
+  if (v.is_number()) {  // data-dependent values cannot be predicted, their kind
+                        // can
+    return v.number.is_bool() ? "bool" : v.number.is_float() ? "float" : "int";
+  }
   return v.DebugString();
 }
 

@@ -32,7 +32,7 @@ TensorMeta MetaOf(const Tensor& t);
 Value ToMetaValue(const Value& v);
 
 // "f32[2, 3][3, 1]cpu+0" for tensors (concrete or meta), tuples of those,
-// numbers as DebugString.
+// and a number's kind ("int", "float", "bool").
 std::string Describe(const Value& v);
 
 // Runs `target`'s kernel; when it succeeds, expects the meta function to

@@ -258,20 +258,23 @@ absl::StatusOr<Value> SymSize(const OpCall& c) {
 
 absl::StatusOr<Value> LocalScalarDense(const OpCall& c) {
   const Value& self = c.arg(0);
-  if (RankOf(self) != 0 &&
-      !(self.tensor.defined() && self.tensor.numel() == 1)) {
+  Expr numel = symbolic::Int(1);
+  for (Expr s : SizesOf(self)) numel = symbolic::Mul(numel, s);
+  ASSIGN_OR_RETURN(bool one, Decide(c, symbolic::Eq(numel, symbolic::Int(1))));
+  if (!one)
     return c.Error(
         "a Tensor with more than one element cannot be converted to Scalar");
-  }
-  if (!self.tensor.defined()) {
+  DType d = DTypeOf(self);
+  if (!self.tensor.defined()) {  // data-dependent: a fresh unbacked symbol
     if (c.env() == nullptr) return c.Error("no ShapeEnv for an unbacked value");
-    DType d = DTypeOf(self);
     if (IsFloatingPoint(d))
-      return c.Error("float .item() needs a concrete tensor");
-    return Value::Number(c.env()->CreateUnbacked());
+      return Value::Number(c.env()->CreateUnbackedFloat());
+    Expr u = c.env()->CreateUnbacked();
+    if (d != DType::kBool) return Value::Number(u);
+    RETURN_IF_ERROR(c.env()->ConstrainRange(u, 0, 1));
+    return Value::Number(symbolic::Eq(u, symbolic::Int(1)));
   }
   std::vector<int64_t> zero(self.tensor.dim(), 0);
-  DType d = self.tensor.dtype();
   if (d == DType::kBool) return Value::Bool(LoadInt(self.tensor, zero) != 0);
   if (IsIntegral(d, false)) return Value::Int(LoadInt(self.tensor, zero));
   return Value::Float(LoadDouble(self.tensor, zero));

@@ -169,5 +169,24 @@ def forward(self, n: "i64[][]cpu", x: "f32[16][1]cpu"):
   EXPECT_EQ(env.RangeOf(item->meta().sym).ToString(), "[0, 16]");
 }
 
+TEST(ShapePropTest, FloatAndBoolItemsAreUnbackedToo) {
+  std::unique_ptr<Graph> g =
+      FromText(R"g(def forward(self, a: "f32[1][1]cpu", b: "b8[][]cpu"):
+    _local_scalar_dense: "Sym(zuf0)" = torch.ops.aten._local_scalar_dense.default(a)
+    _local_scalar_dense_1: "Sym(Eq(u0, 1))" = torch.ops.aten._local_scalar_dense.default(b)
+    return (_local_scalar_dense, _local_scalar_dense_1)
+)g");
+  ASSERT_NE(g, nullptr);
+  symbolic::ShapeEnv env;
+  absl::Status st = PropagateShapes(*g, env);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(g->Find("_local_scalar_dense")->meta().ToAnnotation(), "Sym(zuf0)");
+  EXPECT_EQ(g->Find("_local_scalar_dense_1")->meta().ToAnnotation(),
+            "Sym(Eq(u0, 1))");
+  EXPECT_EQ(symbolic::ToString(
+                g->Find("_local_scalar_dense")->unbacked_bindings()[0].first),
+            "zuf0");
+}
+
 }  // namespace
 }  // namespace lathe::ir

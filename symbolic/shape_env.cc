@@ -418,9 +418,10 @@ ShapeEnv::ShapeEnv(ShapeEnvSettings settings) : settings_(settings) {}
 
 Expr ShapeEnv::NewSymbol(absl::string_view prefix, SymbolType type,
                          SymbolAssumptions assumptions, SymbolInfo info) {
-  int& counter = prefix == "u"    ? next_unbacked_
-                 : prefix == "zf" ? next_float_
-                                  : next_size_;
+  int& counter = prefix == "u"     ? next_unbacked_
+                 : prefix == "zf"  ? next_float_
+                 : prefix == "zuf" ? next_unbacked_float_
+                                   : next_size_;
   Expr s = Symbol(absl::StrCat(prefix, counter), type, assumptions);
   if (prefix == "u") info.unbacked_index = counter;
   ++counter;
@@ -527,6 +528,13 @@ Expr ShapeEnv::CreateUnbacked() {
   info.unbacked = true;
   info.range = ValueRange::IntUnknown();
   return NewSymbol("u", SymbolType::kInt, {}, std::move(info));
+}
+
+Expr ShapeEnv::CreateUnbackedFloat() {
+  SymbolInfo info;
+  info.unbacked = true;
+  info.range = ValueRange::FloatUnknown();
+  return NewSymbol("zuf", SymbolType::kFloat, {}, std::move(info));
 }
 
 Expr ShapeEnv::CreateUnbackedSizeLike() {

@@ -138,6 +138,11 @@ class ShapeEnv {
   // A fresh unbacked int u<n> with range [-int_oo, int_oo].
   Expr CreateUnbacked();
 
+  // CreateUnbackedFloat()
+  //
+  // A fresh unbacked float zuf<n> (a float tensor's .item()).
+  Expr CreateUnbackedFloat();
+
   // CreateUnbackedSizeLike()
   //
   // A fresh unbacked int u<n> in [0, int_oo], marked size-like.
@@ -315,7 +320,8 @@ class ShapeEnv {
   absl::flat_hash_map<Expr, SymbolInfo> symbols_;
   std::vector<Expr> backed_;
   absl::flat_hash_map<int64_t, Expr> duck_;  // value -> symbol
-  int next_size_ = 0, next_unbacked_ = 0, next_float_ = 0;
+  int next_size_ = 0, next_unbacked_ = 0, next_float_ = 0,
+      next_unbacked_float_ = 0;
   absl::flat_hash_map<Expr, Expr> replacements_;
   // Known divisibility: (dividend, divisor) with CleanDiv spelled FloorDiv.
   absl::flat_hash_set<std::pair<Expr, Expr>> divisible_;
