@@ -98,25 +98,13 @@ Value FromMeta(const ValueMeta& m) {
   return Value::None();
 }
 
-// Gives results their storage identities: views and in-place ops keep the
-// argument's, everything else is new.
-void AssignStorage(const OpSchema& schema, const std::vector<Value>& args,
-                   Value& out, StorageId* next) {
-  std::optional<StorageId> shared;
-  if (!schema.returns.empty() && schema.returns[0].alias) {
-    for (size_t a = 0; a < schema.arguments.size(); ++a) {
-      const auto& alias = schema.arguments[a].alias;
-      if (alias && alias->sets == schema.returns[0].alias->sets &&
-          args[a].is_tensor()) {
-        shared = args[a].meta.storage;
-      }
-    }
-  }
-  auto set = [&](Value& v) {
-    if (v.is_tensor()) v.meta.storage = shared ? *shared : (*next)++;
-  };
-  set(out);
-  for (Value& e : out.list) set(e);
+// Gives new tensors fresh storage identities. A meta function returns a
+// view, an in-place result or set_'s source with the storage it shares, and
+// a newly made tensor with none.
+void AssignStorage(Value& out, StorageId* next) {
+  if (out.is_tensor() && out.meta.storage == kUnknownStorage)
+    out.meta.storage = (*next)++;
+  for (Value& e : out.list) AssignStorage(e, next);
 }
 
 // Records in `bindings` the unbacked symbols of `m` not in `known` (and
@@ -233,8 +221,7 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
     absl::StatusOr<EvaluatedCall> call = EvalCall(n, values, &env);
     if (!call.ok()) return fail(call.status());
     Value out = std::move(call->out);
-    if (call->op != nullptr)
-      AssignStorage(call->op->schema, call->args, out, &next_storage);
+    AssignStorage(out, &next_storage);
     // A data-dependent scalar (u0 = x.item()) takes its `# lathe: range`.
     if (out.is_number() && out.number.is_symbol() &&
         env.IsUnbacked(out.number)) {

@@ -188,5 +188,31 @@ TEST(ShapePropTest, FloatAndBoolItemsAreUnbackedToo) {
             "zuf0");
 }
 
+TEST(ShapePropTest, CopiesGetNewStorageEvenFromViewOps) {
+  std::unique_ptr<Graph> g = FromText(
+      R"g(def forward(self, x: "f32[2, 3][3, 1]cpu", y: "f32[6][1]cpu"):
+    t: "f32[3, 2][1, 3]cpu" = torch.ops.aten.t.default(x)
+    reshape: "f32[6][1]cpu" = torch.ops.aten.reshape.default(t, [6])
+    reshape_1: "f32[3, 2][2, 1]cpu" = torch.ops.aten.reshape.default(x, [3, 2])
+    split = torch.ops.aten.split.Tensor(x, 1)
+    getitem: "f32[1, 3][3, 1]cpu" = split[1]
+    set_: "f32[6][1]cpu" = torch.ops.aten.set_.source_Tensor(reshape, y)
+    return (reshape, reshape_1, getitem, set_)
+)g");
+  ASSERT_NE(g, nullptr);
+  symbolic::ShapeEnv env;
+  ASSERT_TRUE(PropagateShapes(*g, env).ok());
+  auto storage = [&](const char* name) {
+    return g->Find(name)->meta().tensor.storage;
+  };
+  EXPECT_EQ(storage("t"), storage("x"));
+  EXPECT_NE(storage("reshape"),
+            storage("x"));  // a transposed tensor cannot be viewed flat
+  EXPECT_EQ(storage("reshape_1"), storage("x"));
+  EXPECT_EQ(storage("getitem"), storage("x"));
+  EXPECT_EQ(storage("set_"), storage("y"));
+  EXPECT_EQ(g->Find("split")->meta().elements[0].tensor.storage, storage("x"));
+}
+
 }  // namespace
 }  // namespace lathe::ir
