@@ -375,11 +375,18 @@ absl::StatusOr<std::vector<int64_t>> ConcreteSizes(
     const OpCall& call, absl::Span<const symbolic::Expr> sizes) {
   std::vector<int64_t> out;
   for (symbolic::Expr e : sizes) {
-    if (e.kind() != symbolic::ExprKind::kInteger) {
+    if (e.kind() == symbolic::ExprKind::kInteger) {
+      out.push_back(e.int_value());
+      continue;
+    }
+    if (call.env() == nullptr) {
       return call.Error(
           absl::StrCat("size ", symbolic::ToString(e), " is not concrete"));
     }
-    out.push_back(e.int_value());
+    absl::StatusOr<int64_t> v =
+        call.env()->GuardInt(e);  // specializes, as PyTorch does
+    if (!v.ok()) return call.Error(v.status().message());
+    out.push_back(*v);
   }
   return out;
 }

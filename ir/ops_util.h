@@ -114,7 +114,12 @@ absl::StatusOr<Value> ResultOrEmpty(const OpCall& call, bool running,
 // "[s0, 3]".
 std::string ShapeString(absl::Span<const symbolic::Expr> sizes);
 
-// Concrete sizes of symbolic ones (the interpreter's), or an error.
+// ConcreteSizes()
+//
+// Sizes as integers: the interpreter's are concrete; during shape
+// propagation a symbolic one is specialized to its hint with a guard (as
+// PyTorch does where a meta function needs a number, e.g. split's chunk
+// count).
 absl::StatusOr<std::vector<int64_t>> ConcreteSizes(
     const OpCall& call, absl::Span<const symbolic::Expr> sizes);
 

@@ -214,5 +214,22 @@ TEST(ShapePropTest, CopiesGetNewStorageEvenFromViewOps) {
   EXPECT_EQ(g->Find("split")->meta().elements[0].tensor.storage, storage("x"));
 }
 
+TEST(ShapePropTest, SplittingASymbolicDimSpecializesItWithAGuard) {
+  std::unique_ptr<Graph> g = FromText(R"g(def forward(self, x: "f32[s0][1]cpu"):
+    split = torch.ops.aten.split.Tensor(x, 3)
+    getitem: "f32[2][1]cpu" = split[2]
+    return (getitem,)
+)g");
+  ASSERT_NE(g, nullptr);
+  symbolic::ShapeEnv env;
+  ShapePropOptions options;
+  options.hints["s0"] = symbolic::Value::Int(8);
+  absl::Status st = PropagateShapes(*g, env, options);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(g->Find("getitem")->meta().ToAnnotation(), "f32[2][1]cpu");
+  ASSERT_EQ(env.guards().size(), 1u);
+  EXPECT_EQ(symbolic::ToString(env.guards()[0]), "Eq(s0, 8)");
+}
+
 }  // namespace
 }  // namespace lathe::ir
