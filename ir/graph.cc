@@ -1,7 +1,9 @@
 #include "ir/graph.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
+#include <queue>
 #include <string>
 #include <utility>
 #include <vector>
@@ -182,6 +184,44 @@ absl::Status Graph::Erase(Node* node) {
   by_name_.erase(node->name_);
   nodes_.remove_if(
       [&](const std::unique_ptr<Node>& n) { return n.get() == node; });
+  return absl::OkStatus();
+}
+
+absl::Status Graph::TopologicalSort() {
+  // Kahn's algorithm, always taking the earliest ready node.
+  absl::flat_hash_map<const Node*, int> position, waiting;
+  std::vector<std::list<std::unique_ptr<Node>>::iterator> at;
+  for (auto it = nodes_.begin(); it != nodes_.end(); ++it) {
+    position[it->get()] = static_cast<int>(at.size());
+    at.push_back(it);
+  }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (const auto& n : nodes_) {
+    absl::flat_hash_set<const Node*> inputs;
+    for (Node* in : n->Inputs()) inputs.insert(in);
+    waiting[n.get()] = static_cast<int>(inputs.size());
+    if (inputs.empty()) ready.push(position[n.get()]);
+  }
+  std::list<std::unique_ptr<Node>> sorted;
+  while (!ready.empty()) {
+    int i = ready.top();
+    ready.pop();
+    Node* n = at[i]->get();
+    sorted.splice(sorted.end(), nodes_, at[i]);
+    absl::flat_hash_set<const Node*> done;
+    for (Node* user : n->users()) {
+      if (done.insert(user).second && --waiting[user] == 0)
+        ready.push(position[user]);
+    }
+  }
+  if (!nodes_.empty()) {
+    std::string name = nodes_.front()->name();
+    sorted.splice(sorted.end(), nodes_);  // keep every node owned
+    nodes_ = std::move(sorted);
+    return absl::FailedPreconditionError(
+        absl::StrCat("the graph has a cycle through '", name, "'"));
+  }
+  nodes_ = std::move(sorted);
   return absl::OkStatus();
 }
 

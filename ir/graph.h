@@ -169,6 +169,13 @@ class Graph {
   // Removes a node that has no users.
   absl::Status Erase(Node* node);
 
+  // TopologicalSort()
+  //
+  // Reorders nodes so each comes after the nodes it uses, keeping the
+  // current order wherever that already holds (stable); the output stays
+  // last. Error (naming a node on it) when the uses form a cycle.
+  absl::Status TopologicalSort();
+
   // Whether arguments refer only to earlier nodes, use lists match the
   // arguments, names are unique and there is exactly one output, last.
   absl::Status CheckStructure() const;

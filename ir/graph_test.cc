@@ -102,6 +102,40 @@ TEST(GraphTest, CheckStructureFindsBrokenGraphs) {
               HasSubstr("y uses late before it is defined"));
 }
 
+TEST(GraphTest, TopologicalSortIsStable) {
+  std::unique_ptr<Graph> g = *ParseGraph(R"(def forward(self, x):
+    a = torch.ops.aten.relu.default(x)
+    b = torch.ops.aten.neg.default(x)
+    c = torch.ops.aten.exp.default(x)
+    d = torch.ops.aten.add.Tensor(a, c)
+    return (d, b)
+)");
+  ASSERT_TRUE(g->TopologicalSort().ok());
+  auto order = [&] {
+    std::vector<std::string> names;
+    for (const auto& n : g->nodes()) names.push_back(n->name());
+    return names;
+  };
+  EXPECT_THAT(order(),
+              ElementsAre("x", "a", "b", "c", "d", "output"));  // unchanged
+  // a now uses d, which comes later: a (and nothing else) moves after d.
+  g->Find("a")->SetArgs({Arg::Of(g->Find("c"))}, {});
+  g->Find("d")->SetArgs({Arg::Of(g->Find("b")), Arg::Of(g->Find("c"))}, {});
+  Node* late = g->Insert(Node::Kind::kCall, "late", "aten.sin.default",
+                         {Arg::Of(g->Find("x"))}, {}, {}, g->output());
+  g->Find("b")->SetArgs({Arg::Of(late)}, {});
+  EXPECT_FALSE(g->CheckStructure().ok());
+  ASSERT_TRUE(g->TopologicalSort().ok());
+  EXPECT_THAT(order(), ElementsAre("x", "c", "a", "late", "b", "d", "output"));
+  EXPECT_TRUE(g->CheckStructure().ok());
+  // A cycle is reported and every node is kept.
+  g->Find("c")->SetArgs({Arg::Of(g->Find("a"))}, {});
+  absl::Status cycle = g->TopologicalSort();
+  EXPECT_THAT(std::string(cycle.message()),
+              HasSubstr("the graph has a cycle through"));
+  EXPECT_EQ(g->nodes().size(), 7u);
+}
+
 TEST(TensorMetaTest, Annotations) {
   ValueMeta t = *ParseAnnotation("f32[s0, 16][16, 1]cpu");
   EXPECT_EQ(t.kind, ValueMeta::Kind::kTensor);
