@@ -1,0 +1,75 @@
+#include "aot/functional_checker.h"
+
+#include <string>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "ir/interpreter.h"
+#include "ir/op_registry.h"
+
+namespace lathe::aot {
+namespace {
+
+// The epilogue ops and the kind of mutation each performs.
+const char* EpilogueKind(const std::string& target) {
+  if (target == "aten.copy_.default") return "data";
+  if (target == "aten.set_.source_Tensor") return "storage";
+  if (target == "aten.as_strided_.default") return "metadata";
+  return nullptr;
+}
+
+absl::Status Fail(const ir::Node& n, absl::string_view why) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("node '", n.name(), "': ", why));
+}
+
+}  // namespace
+
+absl::Status CheckFunctional(const ir::Graph& graph) {
+  absl::flat_hash_set<std::string> written;  // "input/kind"
+  const ir::Node* epilogue_start = nullptr;
+  for (const auto& node : graph.nodes()) {
+    const ir::Node& n = *node;
+    if (n.kind() != ir::Node::Kind::kCall) continue;
+    if (n.target() == "getitem" || ir::IsPythonOp(n.target())) {
+      if (epilogue_start != nullptr) {
+        return Fail(n, absl::StrCat("comes after the epilogue started at '",
+                                    epilogue_start->name(), "'"));
+      }
+      continue;
+    }
+    const ir::OpDef* op = ir::OpRegistry::Global().Find(n.target());
+    if (op == nullptr) return Fail(n, absl::StrCat("unknown op ", n.target()));
+    const char* kind = EpilogueKind(n.target());
+    if (kind == nullptr) {
+      for (const ir::Argument& a : op->schema.arguments) {
+        if (a.is_written()) {
+          return Fail(
+              n, absl::StrCat(
+                     n.target(), " writes its argument '", a.name,
+                     "'; only the copy_/set_/as_strided_ epilogue may mutate"));
+        }
+      }
+      if (epilogue_start != nullptr) {
+        return Fail(n, absl::StrCat("comes after the epilogue started at '",
+                                    epilogue_start->name(), "'"));
+      }
+      continue;
+    }
+    if (epilogue_start == nullptr) epilogue_start = &n;
+    if (n.args().empty() || n.args()[0].kind != ir::Arg::Kind::kNode ||
+        n.args()[0].node->kind() != ir::Node::Kind::kPlaceholder) {
+      return Fail(n, absl::StrCat(n.target(), " must write a graph input"));
+    }
+    const std::string& input = n.args()[0].node->name();
+    if (!written.insert(absl::StrCat(input, "/", kind)).second) {
+      return Fail(
+          n, absl::StrCat("input '", input, "' gets a second ", kind,
+                          " mutation; each input is written at most once"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace lathe::aot
