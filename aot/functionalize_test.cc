@@ -1,0 +1,221 @@
+#include "aot/functionalize.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/graph_text.h"
+#include "ir/interpreter.h"
+#include "runtime/tensor.h"
+#include "tools/testing/file_check.h"
+
+namespace lathe::aot {
+namespace {
+
+using ::lathe::testing::RunFileCheck;
+using ::testing::HasSubstr;
+
+std::unique_ptr<ir::Graph> Parse(const std::string& text) {
+  absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(text);
+  EXPECT_TRUE(g.ok()) << g.status();
+  return g.ok() ? std::move(*g) : nullptr;
+}
+
+// The functionalized text of `text`, or the error.
+absl::StatusOr<std::string> FunctionalText(const std::string& text) {
+  std::unique_ptr<ir::Graph> g = Parse(text);
+  if (g == nullptr) return absl::InvalidArgumentError("parse");
+  symbolic::ShapeEnv env;
+  absl::StatusOr<bool> changed = Functionalize(*g, env);
+  if (!changed.ok()) return changed.status();
+  return ir::PrintGraph(*g);
+}
+
+void ExpectChecks(const std::string& text, const std::string& checks) {
+  absl::StatusOr<std::string> out = FunctionalText(text);
+  ASSERT_TRUE(out.ok()) << out.status();
+  absl::Status st = RunFileCheck(*out, checks);
+  EXPECT_TRUE(st.ok()) << st << "\n" << *out;
+}
+
+// Reference scenario 1: a.mul_(2); return a * 3.
+TEST(FunctionalizeTest, InputMutationBecomesAnEpilogueCopy) {
+  ExpectChecks(R"(def forward(self, a: "f32[4][1]cpu"):
+    mul_ = torch.ops.aten.mul_.Tensor(a, 2)
+    mul = torch.ops.aten.mul.Tensor(a, 3)
+    return (mul,)
+)",
+               R"(
+CHECK: [[M:mul_1]]: "f32[4][1]cpu" = torch.ops.aten.mul.Tensor(a, 2)
+CHECK-NEXT: mul: "f32[4][1]cpu" = torch.ops.aten.mul.Tensor([[M]], 3)
+CHECK-NEXT: copy_: "f32[4][1]cpu" = torch.ops.aten.copy_.default(a, [[M]])
+CHECK-NEXT: return (mul,)
+CHECK-NOT: mul_.Tensor
+)");
+}
+
+// Scenario 2: a and c are written, b is not; each written input gets one copy_.
+TEST(FunctionalizeTest, OnlyWrittenInputsGetCopies) {
+  ExpectChecks(
+      R"(def forward(self, a: "f32[2][1]cpu", b: "f32[2][1]cpu", c: "f32[2][1]cpu"):
+    mul_ = torch.ops.aten.mul_.Tensor(a, 2)
+    mul__1 = torch.ops.aten.mul_.Tensor(c, 2)
+    add = torch.ops.aten.add.Tensor(a, b)
+    add_1 = torch.ops.aten.add.Tensor(add, c)
+    return (add_1,)
+)",
+      R"(
+CHECK: [[A:mul]]: {{.*}} = torch.ops.aten.mul.Tensor(a, 2)
+CHECK: [[C:mul_1]]: {{.*}} = torch.ops.aten.mul.Tensor(c, 2)
+CHECK: add: {{.*}} = torch.ops.aten.add.Tensor([[A]], b)
+CHECK: add_1: {{.*}} = torch.ops.aten.add.Tensor(add, [[C]])
+CHECK: copy_: {{.*}} = torch.ops.aten.copy_.default(a, [[A]])
+CHECK-NEXT: copy__1: {{.*}} = torch.ops.aten.copy_.default(c, [[C]])
+CHECK-NOT: copy_.default(b
+)");
+}
+
+// Scenario 3: returning the mutated input returns the input itself.
+TEST(FunctionalizeTest, ReturnedMutatedInputIsTheInput) {
+  ExpectChecks(R"(def forward(self, a: "f32[4][1]cpu"):
+    mul_ = torch.ops.aten.mul_.Tensor(a, 2)
+    return (mul_, a)
+)",
+               R"(
+CHECK: mul: {{.*}} = torch.ops.aten.mul.Tensor(a, 2)
+CHECK-NEXT: copy_: {{.*}} = torch.ops.aten.copy_.default(a, mul)
+CHECK-NEXT: return (copy_, copy_)
+)");
+}
+
+// Chains on an input and on an intermediate (which needs no epilogue).
+TEST(FunctionalizeTest, ChainsAndIntermediates) {
+  ExpectChecks(R"(def forward(self, a: "f32[4][1]cpu"):
+    clone = torch.ops.aten.clone.default(a)
+    add_ = torch.ops.aten.add_.Tensor(clone, 1)
+    mul_ = torch.ops.aten.mul_.Tensor(add_, 2)
+    sub_ = torch.ops.aten.sub_.Tensor(a, clone)
+    return (mul_,)
+)",
+               R"(
+CHECK: add: {{.*}} = torch.ops.aten.add.Tensor(clone, 1)
+CHECK-NEXT: mul: {{.*}} = torch.ops.aten.mul.Tensor(add, 2)
+CHECK-NEXT: sub: {{.*}} = torch.ops.aten.sub.Tensor(a, mul)
+CHECK-NEXT: copy_: {{.*}} = torch.ops.aten.copy_.default(a, sub)
+CHECK-NEXT: return (mul,)
+)");
+}
+
+TEST(FunctionalizeTest, UnsupportedCasesSayWhy) {
+  struct Case {
+    std::string text;
+    std::string message;
+  } cases[] = {
+      {R"(def forward(self, a: "f32[4][1]cpu"):
+    view = torch.ops.aten.view.default(a, [2, 2])
+    add_ = torch.ops.aten.add_.Tensor(view, 1)
+    return (a,)
+)",
+       "node 'add_': mutating 'view', which shares its storage with views "
+       "(view), is not supported "
+       "yet"},
+      {R"(def forward(self, a: "f32[3, 4][4, 1]cpu"):
+    t_ = torch.ops.aten.t_.default(a)
+    return (a,)
+)",
+       "node 't_': aten.t_.default changes metadata or storage; "
+       "functionalizing that is not "
+       "supported yet"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<std::string> out = FunctionalText(c.text);
+    EXPECT_FALSE(out.ok()) << c.text;
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(std::string(out.status().message()), HasSubstr(c.message));
+  }
+}
+
+std::string ReadGraph(const std::string& name) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* ws = std::getenv("TEST_WORKSPACE");
+  std::ifstream in(absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "lathe",
+                                "/ir/testdata/graphs/", name));
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Tensor Ramp(std::vector<int64_t> sizes, double start) {
+  Tensor t = *Tensor::Empty(sizes, DType::kFloat32);
+  double v = start;
+  ForEachIndex(t.sizes(),
+               [&](absl::Span<const int64_t> i) { t.SetDouble(i, v += 0.25); });
+  return t;
+}
+
+// The optimizer steps (in-place updates of several inputs): the functional
+// graph run by the interpreter gives the plain interpreter's outputs and
+// input updates, bit for bit, and returned inputs still alias them.
+TEST(FunctionalizeTest, OptimizerStepsMatchThePlainInterpreter) {
+  for (const char* name : {"09_sgd_step.txt", "10_adam_step.txt"}) {
+    SCOPED_TRACE(name);
+    std::string text = ReadGraph(name);
+    std::unique_ptr<ir::Graph> plain = Parse(text), functional = Parse(text);
+    ASSERT_NE(functional, nullptr);
+    symbolic::ShapeEnv env;
+    absl::StatusOr<bool> changed = Functionalize(*functional, env);
+    ASSERT_TRUE(changed.ok()) << changed.status();
+    EXPECT_TRUE(*changed);
+    auto inputs = [&](const ir::Graph& g) {
+      std::vector<ir::Value> v;
+      double start = 0;
+      for (ir::Node* p : g.Placeholders()) {
+        if (p->meta().kind == ir::ValueMeta::Kind::kSym) {
+          v.push_back(ir::Value::Float(0.125));
+        } else {
+          std::vector<int64_t> sizes;
+          for (symbolic::Expr e : p->meta().tensor.sizes)
+            sizes.push_back(e.int_value());
+          v.push_back(ir::Value::OfTensor(Ramp(sizes, start += 1)));
+        }
+      }
+      return v;
+    };
+    std::vector<ir::Value> a = inputs(*plain), b = inputs(*functional);
+    ir::Interpretation want = *ir::Interpret(*plain, a);
+    absl::StatusOr<ir::Interpretation> got = ir::Interpret(*functional, b);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->outputs.size(), want.outputs.size());
+    for (size_t i = 0; i < want.outputs.size(); ++i) {
+      const Tensor &w = want.outputs[i].tensor, &g = got->outputs[i].tensor;
+      ForEachIndex(w.sizes(), [&](absl::Span<const int64_t> j) {
+        EXPECT_EQ(g.GetDouble(j), w.GetDouble(j));
+      });
+      // An output that was an input in eager is that input here too.
+      for (size_t k = 0; k < a.size(); ++k) {
+        if (!a[k].is_tensor()) continue;
+        EXPECT_EQ(w.storage() == a[k].tensor.storage(),
+                  g.storage() == b[k].tensor.storage())
+            << "output " << i << ", input " << k;
+      }
+    }
+    for (size_t k = 0; k < a.size(); ++k) {
+      if (!a[k].is_tensor()) continue;
+      EXPECT_EQ(want.mutated_inputs[k], got->mutated_inputs[k])
+          << "input " << k;
+      ForEachIndex(a[k].tensor.sizes(), [&](absl::Span<const int64_t> j) {
+        EXPECT_EQ(b[k].tensor.GetDouble(j), a[k].tensor.GetDouble(j));
+      });
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lathe::aot
