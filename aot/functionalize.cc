@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "aot/functional_checker.h"
 #include "ir/op_registry.h"
@@ -27,134 +27,316 @@ std::string ShortName(const std::string& target) {
   return parts.size() > 1 ? parts[1] : target;
 }
 
-// Whether `n`'s value is a new tensor (not a view or in-place result).
-bool MakesNewStorage(const Node& n) {
-  if (n.kind() == Node::Kind::kPlaceholder || n.kind() == Node::Kind::kGetAttr)
-    return true;
-  if (n.kind() != Node::Kind::kCall) return false;
-  if (n.target() ==
-      "getitem") {  // an element of a multi-output op: new unless a view
-    return !n.args().empty() && n.args()[0].kind == Arg::Kind::kNode &&
-           MakesNewStorage(*n.args()[0].node);
-  }
-  const ir::OpDef* op = ir::OpRegistry::Global().Find(n.target());
-  return op != nullptr &&
-         (op->schema.returns.empty() || !op->schema.returns[0].alias);
+const ir::OpDef* OpOf(const Node& n) {
+  return n.kind() == Node::Kind::kCall ? ir::OpRegistry::Global().Find(n.target()) : nullptr;
 }
 
-// Replaces `from` by `to` in `n`'s arguments.
-void Redirect(Node& n, Node* from, Node* to) {
-  std::function<void(Arg&)> fix = [&](Arg& a) {
-    if (a.kind == Arg::Kind::kNode && a.node == from) a.node = to;
-    for (Arg& e : a.list) fix(e);
-  };
-  std::vector<Arg> args = n.args();
-  std::vector<std::pair<std::string, Arg>> kwargs = n.kwargs();
-  for (Arg& a : args) fix(a);
-  for (auto& [k, a] : kwargs) fix(a);
-  n.SetArgs(std::move(args), std::move(kwargs));
+bool IsInplace(const ir::OpDef* op) {
+  return op != nullptr && !op->schema.arguments.empty() && op->schema.arguments[0].is_written();
 }
+
+// Whether `n` returns a view of its first argument (or, for getitem, an
+// element of a list of views).
+bool IsView(const Node& n) {
+  if (n.kind() != Node::Kind::kCall || n.args().empty() || n.args()[0].kind != Arg::Kind::kNode) {
+    return false;
+  }
+  if (n.target() == "getitem") return IsView(*n.args()[0].node);
+  const ir::OpDef* op = OpOf(n);
+  return op != nullptr && !IsInplace(op) && !op->schema.returns.empty() &&
+         op->schema.returns[0].alias.has_value();
+}
+
+// What an eager value is: a view chain from the tensor that owns the storage.
+struct Handle {
+  Node* base = nullptr;
+  std::vector<Node*> chain;  // view nodes from base, in order (getitem included)
+};
+
+class Functionalizer {
+ public:
+  explicit Functionalizer(ir::Graph& graph) : graph_(graph) {}
+
+  absl::StatusOr<bool> Run() {
+    std::vector<Node*> order;
+    for (const auto& n : graph_.nodes()) order.push_back(n.get());
+    bool changed = false;
+    for (Node* n : order) {
+      if (n->kind() == Node::Kind::kPlaceholder || n->kind() == Node::Kind::kGetAttr) {
+        handles_[n] = {n, {}};
+        continue;
+      }
+      const ir::OpDef* op = OpOf(*n);
+      if (IsInplace(op)) {
+        RETURN_IF_ERROR(Mutate(n, op));
+        changed = true;
+        continue;
+      }
+      // A reader: stale arguments are regenerated from their base's value.
+      // A view's handle extends its source's (taken before regeneration).
+      bool view = IsView(*n);
+      Node* source = view ? n->args()[0].node : nullptr;
+      RETURN_IF_ERROR(ReadArgs(n));
+      if (n->kind() != Node::Kind::kCall) continue;
+      if (view && handles_.contains(source)) {
+        Handle h = handles_[source];
+        h.chain.push_back(n);
+        handles_[n] = h;
+      } else {
+        handles_[n] = {n, {}};
+      }
+      seen_[n] = Version(handles_[n].base);
+    }
+    // The epilogue, and outputs that were written inputs are the inputs.
+    for (Node* p : graph_.Placeholders()) {
+      if (Version(p) == 0) continue;
+      Node* value = current_[p];
+      Node* copy = graph_.Insert(Node::Kind::kCall, graph_.UniqueName("copy_"),
+                                 "aten.copy_.default", {Arg::Of(p), Arg::Of(value)}, {}, {},
+                                 graph_.output());
+      Redirect(*graph_.output(), value, copy);
+    }
+    for (Node* n : removed_) RETURN_IF_ERROR(graph_.Erase(n));
+    return changed;
+  }
+
+ private:
+  int Version(Node* base) {
+    auto it = version_.find(base);
+    return it == version_.end() ? 0 : it->second;
+  }
+
+  // The current value of `node`'s eager value, inserting view replays
+  // before `at` when its base changed since it was made.
+  absl::StatusOr<Node*> Read(Node* node, Node* at) {
+    auto h = handles_.find(node);
+    if (h == handles_.end()) return node;  // not a tensor we track
+    Node* base = h->second.base;
+    if (erased_.contains(node) == false && seen_.contains(node) && seen_[node] == Version(base)) {
+      return node;
+    }
+    if (h->second.chain.empty() && !erased_.contains(node) && Version(base) == 0) return node;
+    return Replay(h->second, h->second.chain.size(), at);
+  }
+
+  // The value of the first `k` views of `h`'s chain applied to its base's
+  // current value.
+  absl::StatusOr<Node*> Replay(const Handle& h, size_t k, Node* at) {
+    if (k > 0) {
+      auto whole = replayed_.find(std::make_tuple(h.chain[k - 1], Version(h.base)));
+      if (whole != replayed_.end()) return whole->second;
+    }
+    Node* value = Current(h.base);
+    for (size_t i = 0; i < k; ++i) {
+      Node* v = h.chain[i];
+      auto key = std::make_tuple(v, Version(h.base));
+      auto cached = replayed_.find(key);
+      if (cached != replayed_.end()) {
+        value = cached->second;
+        continue;
+      }
+      std::vector<Arg> args = v->args();
+      if (v->target() == "getitem") {
+        // Replay the multi-output view op, then take the element.
+        Node* list = v->args()[0].node;
+        auto lkey = std::make_tuple(list, Version(h.base));
+        Node* replayed_list;
+        if (auto l = replayed_.find(lkey); l != replayed_.end()) {
+          replayed_list = l->second;
+        } else {
+          std::vector<Arg> largs = list->args();
+          largs[0] = Arg::Of(value);
+          replayed_list = graph_.Insert(Node::Kind::kCall, graph_.UniqueName(list->name()),
+                                        list->target(), largs, list->kwargs(), {}, at);
+          replayed_[lkey] = replayed_list;
+        }
+        args[0] = Arg::Of(replayed_list);
+      } else {
+        args[0] = Arg::Of(value);
+      }
+      value = graph_.Insert(Node::Kind::kCall, graph_.UniqueName(v->name()), v->target(), args,
+                            v->kwargs(), {}, at);
+      replayed_[key] = value;
+    }
+    return value;
+  }
+
+  Node* Current(Node* base) {
+    auto it = current_.find(base);
+    return it == current_.end() ? base : it->second;
+  }
+
+  absl::Status ReadArgs(Node* n) {
+    std::vector<Node*> inputs = n->Inputs();
+    for (Node* in : inputs) {
+      ASSIGN_OR_RETURN(Node * now, Read(in, n));
+      if (now != in) Redirect(*n, in, now);
+    }
+    return absl::OkStatus();
+  }
+
+  // `value` written back through view `v` into `src` (v's input's value).
+  absl::StatusOr<Node*> Unview(Node* v, Node* src, Node* value, Node* at) {
+    auto make = [&](const std::string& target, std::vector<Arg> args) {
+      return graph_.Insert(Node::Kind::kCall, graph_.UniqueName(ShortName(target)), target,
+                           std::move(args), {}, {}, at);
+    };
+    const std::vector<Arg>& a = v->args();
+    const std::string& t = v->target();
+    auto sizes_of = [&](Node* n) -> absl::StatusOr<Arg> {
+      std::vector<Arg> items;
+      if (n->meta().kind != ir::ValueMeta::Kind::kTensor) {
+        return absl::UnimplementedError(absl::StrCat("'", n->name(), "' has no shape"));
+      }
+      for (symbolic::Expr e : n->meta().tensor.sizes) {
+        if (e.kind() != symbolic::ExprKind::kInteger) {
+          return absl::UnimplementedError("writing through a view of a symbolic shape");
+        }
+        items.push_back(Arg::Int(e.int_value()));
+      }
+      return Arg::List(std::move(items));
+    };
+    Node* source = a[0].node;  // the original input of v, for its shape
+    if (t == "aten.slice.Tensor") {
+      std::vector<Arg> args = {Arg::Of(src), Arg::Of(value)};
+      for (size_t i = 1; i < a.size(); ++i) args.push_back(a[i]);
+      return make("aten.slice_scatter.default", args);
+    }
+    if (t == "aten.select.int") {
+      return make("aten.select_scatter.default", {Arg::Of(src), Arg::Of(value), a[1], a[2]});
+    }
+    if (t == "aten.diagonal.default") {
+      std::vector<Arg> args = {Arg::Of(src), Arg::Of(value)};
+      for (size_t i = 1; i < a.size(); ++i) args.push_back(a[i]);
+      return make("aten.diagonal_scatter.default", args);
+    }
+    if (t == "aten.as_strided.default") {
+      std::vector<Arg> args = {Arg::Of(src), Arg::Of(value)};
+      for (size_t i = 1; i < a.size(); ++i) args.push_back(a[i]);
+      return make("aten.as_strided_scatter.default", args);
+    }
+    if (t == "aten.view.default" || t == "aten._unsafe_view.default" ||
+        t == "aten.reshape.default") {
+      ASSIGN_OR_RETURN(Arg sizes, sizes_of(source));
+      return make("aten.view.default", {Arg::Of(value), sizes});
+    }
+    if (t == "aten.t.default") return make("aten.t.default", {Arg::Of(value)});
+    if (t == "aten.transpose.int") {
+      return make("aten.transpose.int", {Arg::Of(value), a[1], a[2]});
+    }
+    if (t == "aten.alias.default") return value;
+    if (t == "aten.unsqueeze.default") {
+      return make("aten.squeeze.dim", {Arg::Of(value), a[1]});
+    }
+    if (t == "aten.permute.default" && a[1].kind == Arg::Kind::kList) {
+      std::vector<Arg> inverse(a[1].list.size());
+      for (size_t i = 0; i < a[1].list.size(); ++i) {
+        int64_t d = a[1].list[i].i;
+        if (d < 0) d += static_cast<int64_t>(a[1].list.size());
+        inverse[d] = Arg::Int(static_cast<int64_t>(i));
+      }
+      return make("aten.permute.default", {Arg::Of(value), Arg::List(std::move(inverse))});
+    }
+    return absl::UnimplementedError(
+        absl::StrCat("writing through view '", v->name(), "' (", t, ") is not supported yet"));
+  }
+
+  absl::Status Mutate(Node* n, const ir::OpDef* op) {
+    auto unsupported = [&](const std::string& why) {
+      return absl::UnimplementedError(absl::StrCat("node '", n->name(), "': ", why));
+    };
+    if (ir::MutatesMetadata(n->target())) {
+      return unsupported(absl::StrCat(n->target(),
+                                      " changes metadata or storage; functionalizing that is not "
+                                      "supported yet"));
+    }
+    if (op->functional.empty()) {
+      return unsupported(absl::StrCat(n->target(), " has no functional twin"));
+    }
+    if (n->args().empty() || n->args()[0].kind != Arg::Kind::kNode ||
+        !handles_.contains(n->args()[0].node)) {
+      return unsupported("the mutated argument is not a tensor of the graph");
+    }
+    Node* self = n->args()[0].node;
+    Handle h = handles_[self];
+    RETURN_IF_ERROR(ReadArgs(n));  // self and the others at their current values
+    // functional = op(args) in place of n.
+    Node* functional =
+        graph_.Insert(Node::Kind::kCall, graph_.UniqueName(ShortName(op->functional)),
+                      op->functional, n->args(), n->kwargs(), {}, n);
+    // Write back through the view chain, innermost first.
+    Node* value = functional;
+    for (size_t i = h.chain.size(); i > 0; --i) {
+      Node* v = h.chain[i - 1];
+      if (v->target() == "getitem") {
+        return unsupported(absl::StrCat("writing through '", v->name(),
+                                        "', an element of a multi-output view, is not supported "
+                                        "yet"));
+      }
+      ASSIGN_OR_RETURN(Node * src, Replay(h, i - 1, n));
+      ASSIGN_OR_RETURN(value, Unview(v, src, value, n));
+    }
+    current_[h.base] = value;
+    ++version_[h.base];
+    // The mutated view's new value is the functional result itself.
+    replayed_[std::make_tuple(h.chain.empty() ? h.base : h.chain.back(), Version(h.base))] =
+        functional;
+    if (h.chain.empty()) current_[h.base] = functional;
+    handles_[n] = h;
+    erased_[n] = true;
+    // Readers of n read self's view; give them a placeholder to find.
+    std::vector<Node*> users = n->users();
+    for (Node* u : users) Redirect(*u, n, self);
+    removed_.push_back(n);  // erased at the end, so no pointer is reused meanwhile
+    return absl::OkStatus();
+  }
+
+  static void Redirect(Node& n, Node* from, Node* to) {
+    std::function<void(Arg&)> fix = [&](Arg& a) {
+      if (a.kind == Arg::Kind::kNode && a.node == from) a.node = to;
+      for (Arg& e : a.list) fix(e);
+    };
+    std::vector<Arg> args = n.args();
+    std::vector<std::pair<std::string, Arg>> kwargs = n.kwargs();
+    for (Arg& a : args) fix(a);
+    for (auto& [k, a] : kwargs) fix(a);
+    n.SetArgs(std::move(args), std::move(kwargs));
+  }
+
+  ir::Graph& graph_;
+  absl::flat_hash_map<Node*, Handle> handles_;
+  absl::flat_hash_map<Node*, int> seen_;     // base version when a node was made
+  absl::flat_hash_map<Node*, bool> erased_;  // in-place nodes, now removed
+  absl::flat_hash_map<Node*, Node*> current_;
+  absl::flat_hash_map<Node*, int> version_;
+  absl::flat_hash_map<std::tuple<Node*, int>, Node*> replayed_;
+  std::vector<Node*> removed_;
+};
 
 }  // namespace
 
 absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
                                    const ir::ShapePropOptions& options) {
   RETURN_IF_ERROR(ir::PropagateShapes(graph, env, options));
-  // Who holds each storage: the node that made it, and the views and
-  // in-place results that share it.
-  absl::flat_hash_map<ir::StorageId, std::vector<Node*>> holders;
-  ir::StorageId next_storage = 0;
-  std::vector<Node*> order;
-  for (const auto& n : graph.nodes()) {
-    order.push_back(n.get());
-    if (n->meta().kind == ir::ValueMeta::Kind::kTensor) {
-      holders[n->meta().tensor.storage].push_back(n.get());
-      next_storage = std::max(next_storage, n->meta().tensor.storage + 1);
-    }
-  }
-  absl::flat_hash_map<Node*, Node*> latest;  // placeholder -> its current value
-  bool changed = false;
-  for (Node* n : order) {
-    if (n->kind() != Node::Kind::kCall) continue;
-    const ir::OpDef* op = ir::OpRegistry::Global().Find(n->target());
-    if (op == nullptr || op->schema.arguments.empty() ||
-        !op->schema.arguments[0].is_written()) {
-      continue;
-    }
-    auto unsupported = [&](const std::string& why) {
-      return absl::UnimplementedError(
-          absl::StrCat("node '", n->name(), "': ", why));
-    };
-    if (ir::MutatesMetadata(n->target())) {
-      return unsupported(absl::StrCat(
-          n->target(),
-          " changes metadata or storage; functionalizing that is not "
-          "supported yet"));
-    }
-    if (op->functional.empty()) {
-      return unsupported(absl::StrCat(n->target(), " has no functional twin"));
-    }
-    if (n->args().empty() || n->args()[0].kind != Arg::Kind::kNode) {
-      return unsupported("the mutated argument is not a graph value");
-    }
-    Node* self = n->args()[0].node;
-    // The mutated storage must be held only by its maker and in-place results.
-    std::vector<std::string> views;
-    for (Node* h : holders[self->meta().tensor.storage]) {
-      const ir::OpDef* hop = h->kind() == Node::Kind::kCall
-                                 ? ir::OpRegistry::Global().Find(h->target())
-                                 : nullptr;
-      bool inplace = hop != nullptr && !hop->schema.arguments.empty() &&
-                     hop->schema.arguments[0].is_written();
-      if (!MakesNewStorage(*h) && !inplace) views.push_back(h->name());
-    }
-    int makers = 0;
-    for (Node* h : holders[self->meta().tensor.storage])
-      makers += MakesNewStorage(*h);
-    if (!views.empty() || makers > 1) {
-      return unsupported(absl::StrCat(
-          "mutating '", self->name(), "', which shares its storage with ",
-          views.empty()
-              ? "another input"
-              : absl::StrCat("views (", absl::StrJoin(views, ", "), ")"),
-          ", is not supported yet"));
-    }
-    // functional = op(args) in place of n; later readers of self read it.
-    ir::ValueMeta meta = n->meta();
-    if (meta.kind == ir::ValueMeta::Kind::kTensor)
-      meta.tensor.storage = next_storage++;
-    Node* functional = graph.Insert(
-        Node::Kind::kCall, graph.UniqueName(ShortName(op->functional)),
-        op->functional, n->args(), n->kwargs(), meta, n);
-    graph.ReplaceAllUsesWith(n, functional);
-    bool after = false;
-    for (Node* m : order) {
-      if (m == n) after = true;
-      if (!after || m == n) continue;
-      bool reads = false;
-      for (Node* in : m->Inputs()) reads = reads || in == self;
-      if (reads) Redirect(*m, self, functional);
-    }
-    std::vector<Node*>& same = holders[n->meta().tensor.storage];
-    same.erase(std::remove(same.begin(), same.end(), n), same.end());
-    RETURN_IF_ERROR(graph.Erase(n));
-    Node* base = self;
-    for (auto& [input, value] : latest) {
-      if (value == self) base = input;
-    }
-    if (base->kind() == Node::Kind::kPlaceholder) latest[base] = functional;
-    changed = true;
-  }
-  // The epilogue: one copy_ per written input; outputs that returned the
-  // written input's value return the input itself.
   for (Node* p : graph.Placeholders()) {
-    auto it = latest.find(p);
-    if (it == latest.end()) continue;
-    Node* value = it->second;
-    Node* copy = graph.Insert(
-        Node::Kind::kCall, graph.UniqueName("copy_"), "aten.copy_.default",
-        {Arg::Of(p), Arg::Of(value)}, {}, p->meta(), graph.output());
-    Redirect(*graph.output(), value, copy);
+    for (Node* q : graph.Placeholders()) {
+      if (p != q && p->meta().kind == ir::ValueMeta::Kind::kTensor &&
+          q->meta().kind == ir::ValueMeta::Kind::kTensor &&
+          p->meta().tensor.storage == q->meta().tensor.storage) {
+        return absl::UnimplementedError(absl::StrCat(
+            "inputs '", p->name(), "' and '", q->name(), "' share a storage; not supported yet"));
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(bool changed, Functionalizer(graph).Run());
+  if (changed) {
+    // New nodes have no meta yet: recompute every non-input meta.
+    for (const auto& n : graph.nodes()) {
+      if (n->kind() != Node::Kind::kPlaceholder && n->kind() != Node::Kind::kGetAttr) {
+        n->meta() = ir::ValueMeta();
+      }
+    }
+    RETURN_IF_ERROR(ir::PropagateShapes(graph, env, options));
   }
   ir::ComputeFrees(graph);
   RETURN_IF_ERROR(CheckFunctional(graph));
