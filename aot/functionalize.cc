@@ -28,17 +28,21 @@ std::string ShortName(const std::string& target) {
 }
 
 const ir::OpDef* OpOf(const Node& n) {
-  return n.kind() == Node::Kind::kCall ? ir::OpRegistry::Global().Find(n.target()) : nullptr;
+  return n.kind() == Node::Kind::kCall
+             ? ir::OpRegistry::Global().Find(n.target())
+             : nullptr;
 }
 
 bool IsInplace(const ir::OpDef* op) {
-  return op != nullptr && !op->schema.arguments.empty() && op->schema.arguments[0].is_written();
+  return op != nullptr && !op->schema.arguments.empty() &&
+         op->schema.arguments[0].is_written();
 }
 
 // Whether `n` returns a view of its first argument (or, for getitem, an
 // element of a list of views).
 bool IsView(const Node& n) {
-  if (n.kind() != Node::Kind::kCall || n.args().empty() || n.args()[0].kind != Arg::Kind::kNode) {
+  if (n.kind() != Node::Kind::kCall || n.args().empty() ||
+      n.args()[0].kind != Arg::Kind::kNode) {
     return false;
   }
   if (n.target() == "getitem") return IsView(*n.args()[0].node);
@@ -50,7 +54,8 @@ bool IsView(const Node& n) {
 // What an eager value is: a view chain from the tensor that owns the storage.
 struct Handle {
   Node* base = nullptr;
-  std::vector<Node*> chain;  // view nodes from base, in order (getitem included)
+  std::vector<Node*>
+      chain;  // view nodes from base, in order (getitem included)
 };
 
 class Functionalizer {
@@ -62,7 +67,8 @@ class Functionalizer {
     for (const auto& n : graph_.nodes()) order.push_back(n.get());
     bool changed = false;
     for (Node* n : order) {
-      if (n->kind() == Node::Kind::kPlaceholder || n->kind() == Node::Kind::kGetAttr) {
+      if (n->kind() == Node::Kind::kPlaceholder ||
+          n->kind() == Node::Kind::kGetAttr) {
         handles_[n] = {n, {}};
         continue;
       }
@@ -80,6 +86,10 @@ class Functionalizer {
       if (n->kind() != Node::Kind::kCall) continue;
       if (view && handles_.contains(source)) {
         Handle h = handles_[source];
+        if (n->target() == "aten.as_strided.default" && Version(h.base) > 0) {
+          // Storage-relative: it views the base's current value.
+          Redirect(*n, n->args()[0].node, Current(h.base));
+        }
         h.chain.push_back(n);
         handles_[n] = h;
       } else {
@@ -91,9 +101,9 @@ class Functionalizer {
     for (Node* p : graph_.Placeholders()) {
       if (Version(p) == 0) continue;
       Node* value = current_[p];
-      Node* copy = graph_.Insert(Node::Kind::kCall, graph_.UniqueName("copy_"),
-                                 "aten.copy_.default", {Arg::Of(p), Arg::Of(value)}, {}, {},
-                                 graph_.output());
+      Node* copy = graph_.Insert(
+          Node::Kind::kCall, graph_.UniqueName("copy_"), "aten.copy_.default",
+          {Arg::Of(p), Arg::Of(value)}, {}, {}, graph_.output());
       Redirect(*graph_.output(), value, copy);
     }
     for (Node* n : removed_) RETURN_IF_ERROR(graph_.Erase(n));
@@ -112,10 +122,13 @@ class Functionalizer {
     auto h = handles_.find(node);
     if (h == handles_.end()) return node;  // not a tensor we track
     Node* base = h->second.base;
-    if (erased_.contains(node) == false && seen_.contains(node) && seen_[node] == Version(base)) {
+    if (erased_.contains(node) == false && seen_.contains(node) &&
+        seen_[node] == Version(base)) {
       return node;
     }
-    if (h->second.chain.empty() && !erased_.contains(node) && Version(base) == 0) return node;
+    if (h->second.chain.empty() && !erased_.contains(node) &&
+        Version(base) == 0)
+      return node;
     return Replay(h->second, h->second.chain.size(), at);
   }
 
@@ -123,7 +136,8 @@ class Functionalizer {
   // current value.
   absl::StatusOr<Node*> Replay(const Handle& h, size_t k, Node* at) {
     if (k > 0) {
-      auto whole = replayed_.find(std::make_tuple(h.chain[k - 1], Version(h.base)));
+      auto whole =
+          replayed_.find(std::make_tuple(h.chain[k - 1], Version(h.base)));
       if (whole != replayed_.end()) return whole->second;
     }
     Node* value = Current(h.base);
@@ -146,16 +160,20 @@ class Functionalizer {
         } else {
           std::vector<Arg> largs = list->args();
           largs[0] = Arg::Of(value);
-          replayed_list = graph_.Insert(Node::Kind::kCall, graph_.UniqueName(list->name()),
-                                        list->target(), largs, list->kwargs(), {}, at);
+          replayed_list =
+              graph_.Insert(Node::Kind::kCall, graph_.UniqueName(list->name()),
+                            list->target(), largs, list->kwargs(), {}, at);
           replayed_[lkey] = replayed_list;
         }
         args[0] = Arg::Of(replayed_list);
+      } else if (v->target() == "aten.as_strided.default") {
+        args[0] =
+            Arg::Of(Current(h.base));  // storage-relative: applied to the base
       } else {
         args[0] = Arg::Of(value);
       }
-      value = graph_.Insert(Node::Kind::kCall, graph_.UniqueName(v->name()), v->target(), args,
-                            v->kwargs(), {}, at);
+      value = graph_.Insert(Node::Kind::kCall, graph_.UniqueName(v->name()),
+                            v->target(), args, v->kwargs(), {}, at);
       replayed_[key] = value;
     }
     return value;
@@ -176,9 +194,12 @@ class Functionalizer {
   }
 
   // `value` written back through view `v` into `src` (v's input's value).
-  absl::StatusOr<Node*> Unview(Node* v, Node* src, Node* value, Node* at) {
+  // `source` is v's input as first propagated (for its shape).
+  absl::StatusOr<Node*> Unview(Node* v, Node* source, Node* src, Node* value,
+                               Node* at) {
     auto make = [&](const std::string& target, std::vector<Arg> args) {
-      return graph_.Insert(Node::Kind::kCall, graph_.UniqueName(ShortName(target)), target,
+      return graph_.Insert(Node::Kind::kCall,
+                           graph_.UniqueName(ShortName(target)), target,
                            std::move(args), {}, {}, at);
     };
     const std::vector<Arg>& a = v->args();
@@ -186,34 +207,31 @@ class Functionalizer {
     auto sizes_of = [&](Node* n) -> absl::StatusOr<Arg> {
       std::vector<Arg> items;
       if (n->meta().kind != ir::ValueMeta::Kind::kTensor) {
-        return absl::UnimplementedError(absl::StrCat("'", n->name(), "' has no shape"));
+        return absl::UnimplementedError(
+            absl::StrCat("'", n->name(), "' has no shape"));
       }
       for (symbolic::Expr e : n->meta().tensor.sizes) {
         if (e.kind() != symbolic::ExprKind::kInteger) {
-          return absl::UnimplementedError("writing through a view of a symbolic shape");
+          return absl::UnimplementedError(
+              "writing through a view of a symbolic shape");
         }
         items.push_back(Arg::Int(e.int_value()));
       }
       return Arg::List(std::move(items));
     };
-    Node* source = a[0].node;  // the original input of v, for its shape
     if (t == "aten.slice.Tensor") {
       std::vector<Arg> args = {Arg::Of(src), Arg::Of(value)};
       for (size_t i = 1; i < a.size(); ++i) args.push_back(a[i]);
       return make("aten.slice_scatter.default", args);
     }
     if (t == "aten.select.int") {
-      return make("aten.select_scatter.default", {Arg::Of(src), Arg::Of(value), a[1], a[2]});
+      return make("aten.select_scatter.default",
+                  {Arg::Of(src), Arg::Of(value), a[1], a[2]});
     }
     if (t == "aten.diagonal.default") {
       std::vector<Arg> args = {Arg::Of(src), Arg::Of(value)};
       for (size_t i = 1; i < a.size(); ++i) args.push_back(a[i]);
       return make("aten.diagonal_scatter.default", args);
-    }
-    if (t == "aten.as_strided.default") {
-      std::vector<Arg> args = {Arg::Of(src), Arg::Of(value)};
-      for (size_t i = 1; i < a.size(); ++i) args.push_back(a[i]);
-      return make("aten.as_strided_scatter.default", args);
     }
     if (t == "aten.view.default" || t == "aten._unsafe_view.default" ||
         t == "aten.reshape.default") {
@@ -235,20 +253,24 @@ class Functionalizer {
         if (d < 0) d += static_cast<int64_t>(a[1].list.size());
         inverse[d] = Arg::Int(static_cast<int64_t>(i));
       }
-      return make("aten.permute.default", {Arg::Of(value), Arg::List(std::move(inverse))});
+      return make("aten.permute.default",
+                  {Arg::Of(value), Arg::List(std::move(inverse))});
     }
-    return absl::UnimplementedError(
-        absl::StrCat("writing through view '", v->name(), "' (", t, ") is not supported yet"));
+    return absl::UnimplementedError(absl::StrCat("writing through view '",
+                                                 v->name(), "' (", t,
+                                                 ") is not supported yet"));
   }
 
   absl::Status Mutate(Node* n, const ir::OpDef* op) {
     auto unsupported = [&](const std::string& why) {
-      return absl::UnimplementedError(absl::StrCat("node '", n->name(), "': ", why));
+      return absl::UnimplementedError(
+          absl::StrCat("node '", n->name(), "': ", why));
     };
     if (ir::MutatesMetadata(n->target())) {
-      return unsupported(absl::StrCat(n->target(),
-                                      " changes metadata or storage; functionalizing that is not "
-                                      "supported yet"));
+      return unsupported(absl::StrCat(
+          n->target(),
+          " changes metadata or storage; functionalizing that is not "
+          "supported yet"));
     }
     if (op->functional.empty()) {
       return unsupported(absl::StrCat(n->target(), " has no functional twin"));
@@ -259,35 +281,50 @@ class Functionalizer {
     }
     Node* self = n->args()[0].node;
     Handle h = handles_[self];
-    RETURN_IF_ERROR(ReadArgs(n));  // self and the others at their current values
+    RETURN_IF_ERROR(
+        ReadArgs(n));  // self and the others at their current values
     // functional = op(args) in place of n.
-    Node* functional =
-        graph_.Insert(Node::Kind::kCall, graph_.UniqueName(ShortName(op->functional)),
-                      op->functional, n->args(), n->kwargs(), {}, n);
+    Node* functional = graph_.Insert(
+        Node::Kind::kCall, graph_.UniqueName(ShortName(op->functional)),
+        op->functional, n->args(), n->kwargs(), {}, n);
     // Write back through the view chain, innermost first.
     Node* value = functional;
     for (size_t i = h.chain.size(); i > 0; --i) {
       Node* v = h.chain[i - 1];
       if (v->target() == "getitem") {
-        return unsupported(absl::StrCat("writing through '", v->name(),
-                                        "', an element of a multi-output view, is not supported "
-                                        "yet"));
+        return unsupported(absl::StrCat(
+            "writing through '", v->name(),
+            "', an element of a multi-output view, is not supported "
+            "yet"));
+      }
+      if (v->target() == "aten.as_strided.default") {
+        // as_strided addresses the storage, not its input: scatter straight
+        // into the base (which owns the storage from offset 0).
+        std::vector<Arg> args = {Arg::Of(Current(h.base)), Arg::Of(value)};
+        for (size_t j = 1; j < v->args().size(); ++j)
+          args.push_back(v->args()[j]);
+        value = graph_.Insert(
+            Node::Kind::kCall, graph_.UniqueName("as_strided_scatter"),
+            "aten.as_strided_scatter.default", args, v->kwargs(), {}, n);
+        break;
       }
       ASSIGN_OR_RETURN(Node * src, Replay(h, i - 1, n));
-      ASSIGN_OR_RETURN(value, Unview(v, src, value, n));
+      Node* source = i >= 2 ? h.chain[i - 2] : h.base;
+      ASSIGN_OR_RETURN(value, Unview(v, source, src, value, n));
     }
     current_[h.base] = value;
     ++version_[h.base];
     // The mutated view's new value is the functional result itself.
-    replayed_[std::make_tuple(h.chain.empty() ? h.base : h.chain.back(), Version(h.base))] =
-        functional;
+    replayed_[std::make_tuple(h.chain.empty() ? h.base : h.chain.back(),
+                              Version(h.base))] = functional;
     if (h.chain.empty()) current_[h.base] = functional;
     handles_[n] = h;
     erased_[n] = true;
     // Readers of n read self's view; give them a placeholder to find.
     std::vector<Node*> users = n->users();
     for (Node* u : users) Redirect(*u, n, self);
-    removed_.push_back(n);  // erased at the end, so no pointer is reused meanwhile
+    removed_.push_back(
+        n);  // erased at the end, so no pointer is reused meanwhile
     return absl::OkStatus();
   }
 
@@ -305,7 +342,7 @@ class Functionalizer {
 
   ir::Graph& graph_;
   absl::flat_hash_map<Node*, Handle> handles_;
-  absl::flat_hash_map<Node*, int> seen_;     // base version when a node was made
+  absl::flat_hash_map<Node*, int> seen_;  // base version when a node was made
   absl::flat_hash_map<Node*, bool> erased_;  // in-place nodes, now removed
   absl::flat_hash_map<Node*, Node*> current_;
   absl::flat_hash_map<Node*, int> version_;
@@ -323,8 +360,9 @@ absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
       if (p != q && p->meta().kind == ir::ValueMeta::Kind::kTensor &&
           q->meta().kind == ir::ValueMeta::Kind::kTensor &&
           p->meta().tensor.storage == q->meta().tensor.storage) {
-        return absl::UnimplementedError(absl::StrCat(
-            "inputs '", p->name(), "' and '", q->name(), "' share a storage; not supported yet"));
+        return absl::UnimplementedError(
+            absl::StrCat("inputs '", p->name(), "' and '", q->name(),
+                         "' share a storage; not supported yet"));
       }
     }
   }
@@ -332,7 +370,8 @@ absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
   if (changed) {
     // New nodes have no meta yet: recompute every non-input meta.
     for (const auto& n : graph.nodes()) {
-      if (n->kind() != Node::Kind::kPlaceholder && n->kind() != Node::Kind::kGetAttr) {
+      if (n->kind() != Node::Kind::kPlaceholder &&
+          n->kind() != Node::Kind::kGetAttr) {
         n->meta() = ir::ValueMeta();
       }
     }

@@ -3,10 +3,15 @@
 // -----------------------------------------------------------------------------
 //
 // Turns in-place ops into their functional twins: `a.mul_(2)` becomes
-// `mul = mul(a, 2)` and every later use of `a` reads `mul`. A graph input
-// that was written gets one `copy_` into it at the end (the epilogue), and
-// outputs that returned the mutated input return that `copy_` (the input
-// itself, as in eager). The result satisfies CheckFunctional.
+// `mul = mul(a, 2)` and every later read of `a` reads `mul`. A write through
+// a view is written back into the view's base with the inverse of each view
+// (slice/select/diagonal -> *_scatter, as_strided -> as_strided_scatter on
+// the base, view -> view back, t/transpose/permute -> their inverse,
+// unsqueeze -> squeeze), and views read after their base changed are
+// regenerated from its new value. A graph input that was written gets one
+// `copy_` into it at the end (the epilogue); outputs that returned the
+// written input return that `copy_` (the input itself, as in eager). The
+// result satisfies CheckFunctional.
 //
 // Example:
 //
@@ -15,9 +20,11 @@
 //   // def forward(self, a):  mul = mul(a, 2); mul_1 = mul(mul, 3)
 //   //                         copy_ = copy_(a, mul); return (mul_1,)
 //
-// This first version handles data mutations of tensors that have no views:
-// a mutation through a view (or of a tensor that has views), and metadata
-// or storage mutations (t_, set_, ...), are reported as Unimplemented.
+// Not yet: metadata and storage mutations (t_, set_, ...), writes through an
+// element of a multi-output view (split) or through expand, inputs that
+// share a storage. Those are Unimplemented errors. Outputs that are views of
+// a written input are regenerated from its new value (equal values; the
+// aliasing with the input is the runtime-wrapper plan's job).
 
 #ifndef LATHE_AOT_FUNCTIONALIZE_H_
 #define LATHE_AOT_FUNCTIONALIZE_H_

@@ -1,8 +1,9 @@
 // Indexing ops: gather/scatter along a dim, index_select, embedding,
 // advanced indexing (index.Tensor, index_put) and the *_scatter ops that
 // write a source into a view of a copy (slice_scatter, select_scatter,
-// diagonal_scatter, as_strided_scatter). Results are new contiguous tensors;
-// index values are checked against the sizes they index.
+// diagonal_scatter, as_strided_scatter). Gathered results are contiguous;
+// scattered ones keep self's dense layout (preserve_format), as in PyTorch.
+// Index values are checked against the sizes they index.
 
 #include <algorithm>
 #include <cstdint>
@@ -49,12 +50,24 @@ absl::StatusOr<int64_t> CheckedIndex(const OpCall& c, int64_t i, int64_t size,
   return i < 0 ? i + size : i;
 }
 
-// A contiguous copy of `self` (the result the scatter ops write into).
+// A copy of `self` in its own layout (clone with preserve_format, as
+// PyTorch's scatter ops start from): the result they write into.
 absl::StatusOr<Value> CopyOf(const OpCall& c, const Value& self, DType dtype) {
-  ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, Running(self), dtype,
-                                            DeviceOf(self), SizesOf(self)));
-  if (Running(self)) RETURN_IF_ERROR(CopyInto(out.tensor, self.tensor));
-  return out;
+  std::vector<Expr> sizes = SizesOf(self);
+  std::vector<Expr> strides = PreservedStrides(sizes, StridesOf(self));
+  if (!Running(self)) {
+    TensorMeta m;
+    m.dtype = dtype;
+    m.device = DeviceOf(self);
+    m.sizes = sizes;
+    m.strides = strides;
+    return Value::OfMeta(m);
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> s, ConcreteSizes(c, sizes));
+  ASSIGN_OR_RETURN(std::vector<int64_t> st, ConcreteSizes(c, strides));
+  ASSIGN_OR_RETURN(Tensor out, Tensor::EmptyStrided(s, st, dtype));
+  RETURN_IF_ERROR(CopyInto(out, self.tensor));
+  return Value::OfTensor(out);
 }
 
 // ---- gather / scatter
