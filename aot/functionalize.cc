@@ -78,6 +78,19 @@ class Functionalizer {
         changed = true;
         continue;
       }
+      if (n->kind() == Node::Kind::kOutput) {
+        for (Node* p : graph_.Placeholders()) {
+          if (Resolve(p) == p) continue;
+          restrided.push_back({p, Resolve(p)});
+          bool returned = false;
+          for (Node* in : n->Inputs()) returned = returned || in == p;
+          if (returned) {
+            ASSIGN_OR_RETURN(Node * now, Read(p, n));
+            Redirect(*n, p, now);
+            output_value[p] = now;
+          }
+        }
+      }
       // A reader: stale arguments are regenerated from their base's value.
       // A view's handle extends its source's (taken before regeneration).
       bool view = IsView(*n);
@@ -118,7 +131,18 @@ class Functionalizer {
 
   // The current value of `node`'s eager value, inserting view replays
   // before `at` when its base changed since it was made.
+  // What `node` means now: a metadata mutation (t_, ...) rebinds a tensor
+  // to a new view of its storage.
+  Node* Resolve(Node* node) {
+    for (auto it = rebound_.find(node); it != rebound_.end();
+         it = rebound_.find(node)) {
+      node = it->second;
+    }
+    return node;
+  }
+
   absl::StatusOr<Node*> Read(Node* node, Node* at) {
+    node = Resolve(node);
     auto h = handles_.find(node);
     if (h == handles_.end()) return node;  // not a tensor we track
     Node* base = h->second.base;
@@ -266,12 +290,7 @@ class Functionalizer {
       return absl::UnimplementedError(
           absl::StrCat("node '", n->name(), "': ", why));
     };
-    if (ir::MutatesMetadata(n->target())) {
-      return unsupported(absl::StrCat(
-          n->target(),
-          " changes metadata or storage; functionalizing that is not "
-          "supported yet"));
-    }
+    if (ir::MutatesMetadata(n->target())) return Restride(n);
     if (op->functional.empty()) {
       return unsupported(absl::StrCat(n->target(), " has no functional twin"));
     }
@@ -280,7 +299,7 @@ class Functionalizer {
       return unsupported("the mutated argument is not a tensor of the graph");
     }
     Node* self = n->args()[0].node;
-    Handle h = handles_[self];
+    Handle h = handles_[Resolve(self)];
     RETURN_IF_ERROR(
         ReadArgs(n));  // self and the others at their current values
     // functional = op(args) in place of n.
@@ -328,6 +347,44 @@ class Functionalizer {
     return absl::OkStatus();
   }
 
+  // t_ / transpose_ / unsqueeze_ / as_strided_: the tensor becomes a new view
+  // of its storage; later reads of it read that view.
+  absl::Status Restride(Node* n) {
+    static const auto* kViewOf =
+        new absl::flat_hash_map<std::string, std::string>{
+            {"aten.t_.default", "aten.t.default"},
+            {"aten.transpose_.default", "aten.transpose.int"},
+            {"aten.unsqueeze_.default", "aten.unsqueeze.default"},
+            {"aten.as_strided_.default", "aten.as_strided.default"}};
+    auto view = kViewOf->find(n->target());
+    if (view == kViewOf->end() || n->args().empty() ||
+        n->args()[0].kind != Arg::Kind::kNode) {
+      return absl::UnimplementedError(
+          absl::StrCat("node '", n->name(), "': ", n->target(),
+                       " changes a tensor's storage; functionalizing that is "
+                       "not supported yet"));
+    }
+    Node* self = n->args()[0].node;
+    Node* now = Resolve(self);
+    if (!handles_.contains(now)) {
+      return absl::UnimplementedError(absl::StrCat(
+          "node '", n->name(), "': the argument is not a tensor of the graph"));
+    }
+    RETURN_IF_ERROR(ReadArgs(n));
+    Node* fv = graph_.Insert(Node::Kind::kCall,
+                             graph_.UniqueName(ShortName(view->second)),
+                             view->second, n->args(), n->kwargs(), {}, n);
+    Handle h = handles_[now];
+    h.chain.push_back(fv);
+    handles_[fv] = h;
+    seen_[fv] = Version(h.base);
+    rebound_[now] = fv;
+    std::vector<Node*> users = n->users();
+    for (Node* u : users) Redirect(*u, n, self);
+    removed_.push_back(n);
+    return absl::OkStatus();
+  }
+
   static void Redirect(Node& n, Node* from, Node* to) {
     std::function<void(Arg&)> fix = [&](Arg& a) {
       if (a.kind == Arg::Kind::kNode && a.node == from) a.node = to;
@@ -347,7 +404,15 @@ class Functionalizer {
   absl::flat_hash_map<Node*, Node*> current_;
   absl::flat_hash_map<Node*, int> version_;
   absl::flat_hash_map<std::tuple<Node*, int>, Node*> replayed_;
+  absl::flat_hash_map<Node*, Node*> rebound_;
   std::vector<Node*> removed_;
+
+ public:
+  // For each input whose metadata changed: its final view, and what the
+  // output returns for it.
+  std::vector<std::pair<Node*, Node*>> restrided;  // (input, final view)
+  absl::flat_hash_map<Node*, Node*>
+      output_value;  // input -> output's value for it
 };
 
 }  // namespace
@@ -366,8 +431,9 @@ absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
       }
     }
   }
-  ASSIGN_OR_RETURN(bool changed, Functionalizer(graph).Run());
-  if (changed) {
+  Functionalizer f(graph);
+  ASSIGN_OR_RETURN(bool changed, f.Run());
+  auto repropagate = [&]() -> absl::Status {
     // New nodes have no meta yet: recompute every non-input meta.
     for (const auto& n : graph.nodes()) {
       if (n->kind() != Node::Kind::kPlaceholder &&
@@ -375,8 +441,54 @@ absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
         n->meta() = ir::ValueMeta();
       }
     }
-    RETURN_IF_ERROR(ir::PropagateShapes(graph, env, options));
+    return ir::PropagateShapes(graph, env, options);
+  };
+  if (changed) RETURN_IF_ERROR(repropagate());
+  // The metadata epilogue: as_strided_ each input whose final view differs
+  // (two t_() cancel out); an output that returned it returns the input.
+  bool restrided = false;
+  for (const auto& [p, view] : f.restrided) {
+    const ir::TensorMeta &from = p->meta().tensor, &to = view->meta().tensor;
+    if (from.sizes == to.sizes && from.strides == to.strides &&
+        from.storage_offset == to.storage_offset) {
+      continue;
+    }
+    std::vector<Arg> sizes, strides;
+    for (const auto* list : {&to.sizes, &to.strides}) {
+      for (symbolic::Expr e : *list) {
+        if (e.kind() != symbolic::ExprKind::kInteger) {
+          return absl::UnimplementedError(
+              absl::StrCat("the new layout of input '", p->name(),
+                           "' is symbolic; not supported yet"));
+        }
+        (list == &to.sizes ? sizes : strides)
+            .push_back(Arg::Int(e.int_value()));
+      }
+    }
+    if (to.storage_offset.kind() != symbolic::ExprKind::kInteger) {
+      return absl::UnimplementedError(
+          "a symbolic storage offset is not supported yet");
+    }
+    Node* restride = graph.Insert(
+        Node::Kind::kCall, graph.UniqueName("as_strided_"),
+        "aten.as_strided_.default",
+        {Arg::Of(p), Arg::List(std::move(sizes)), Arg::List(std::move(strides)),
+         Arg::Int(to.storage_offset.int_value())},
+        {}, {}, graph.output());
+    if (auto out = f.output_value.find(p); out != f.output_value.end()) {
+      std::vector<Arg> args = graph.output()->args();
+      std::function<void(Arg&)> fix = [&](Arg& a) {
+        if (a.kind == Arg::Kind::kNode && a.node == out->second)
+          a.node = restride;
+        for (Arg& e : a.list) fix(e);
+      };
+      for (Arg& a : args) fix(a);
+      graph.output()->SetArgs(std::move(args), graph.output()->kwargs());
+    }
+    restrided = true;
+    changed = true;
   }
+  if (restrided) RETURN_IF_ERROR(repropagate());
   ir::ComputeFrees(graph);
   RETURN_IF_ERROR(CheckFunctional(graph));
   return changed;

@@ -20,9 +20,12 @@
 //   // def forward(self, a):  mul = mul(a, 2); mul_1 = mul(mul, 3)
 //   //                         copy_ = copy_(a, mul); return (mul_1,)
 //
-// Not yet: metadata and storage mutations (t_, set_, ...), writes through an
-// element of a multi-output view (split) or through expand, inputs that
-// share a storage. Those are Unimplemented errors. Outputs that are views of
+// A metadata mutation (t_, transpose_, unsqueeze_, as_strided_) rebinds the
+// tensor to the new view; an input whose final view differs from its
+// original gets `as_strided_` after its `copy_` (two t_() cancel out).
+//
+// Not yet: storage mutations (set_), writes through an element of a
+// multi-output view (split) or through expand, inputs that share a storage. Those are Unimplemented errors. Outputs that are views of
 // a written input are regenerated from its new value (equal values; the
 // aliasing with the input is the runtime-wrapper plan's job).
 

@@ -61,7 +61,7 @@ std::string RandomGraph(std::mt19937& rng, int lines) {
     std::string u = names[pick(static_cast<int>(names.size()))];
     std::string name = absl::StrCat("v", id);
     std::string call;
-    switch (pick(16)) {
+    switch (pick(18)) {
       case 0:
         call = absl::StrCat("torch.ops.aten.slice.Tensor(", t, ", ", pick(2),
                             ", ", pick(3), ", ", 2 + pick(4), ")");

@@ -134,13 +134,13 @@ TEST(FunctionalizeTest, UnsupportedCasesSayWhy) {
 )",
        "writing through view 'expand' (aten.expand.default) is not supported "
        "yet"},
-      {R"(def forward(self, a: "f32[3, 4][4, 1]cpu"):
-    t_ = torch.ops.aten.t_.default(a)
+      {R"(def forward(self, a: "f32[3, 4][4, 1]cpu", b: "f32[3, 4][4, 1]cpu"):
+    set_ = torch.ops.aten.set_.source_Tensor(a, b)
     return (a,)
 )",
-       "node 't_': aten.t_.default changes metadata or storage; "
-       "functionalizing that is not "
-       "supported yet"},
+       "node 'set_': aten.set_.source_Tensor changes a tensor's storage; "
+       "functionalizing that is "
+       "not supported yet"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<std::string> out = FunctionalText(c.text);
@@ -214,6 +214,50 @@ CHECK-NEXT: [[X:t_2]]: "f32[3, 4][4, 1]cpu" = torch.ops.aten.t.default([[SC]])
 CHECK-NEXT: [[OUT:t_3]]: "f32[4, 3][1, 4]cpu" = torch.ops.aten.t.default([[X]])
 CHECK-NEXT: copy_: {{.*}} = torch.ops.aten.copy_.default(x, [[X]])
 CHECK-NEXT: return ([[OUT]],)
+)");
+}
+
+// Scenarios 5 and 6: a metadata mutation of an input becomes an as_strided_
+// epilogue; data written through the new view goes back to the base first.
+TEST(FunctionalizeTest, MetadataMutationsBecomeAnAsStridedEpilogue) {
+  ExpectChecks(
+      R"(def forward(self, a: "f32[3, 4][4, 1]cpu", b: "f32[4, 3][3, 1]cpu"):
+    transpose_ = torch.ops.aten.transpose_.default(a, 1, 0)
+    add = torch.ops.aten.add.Tensor(a, b)
+    return (add,)
+)",
+      R"(
+CHECK: transpose: "f32[4, 3][1, 4]cpu" = torch.ops.aten.transpose.int(a, 1, 0)
+CHECK-NEXT: add: {{.*}} = torch.ops.aten.add.Tensor(transpose, b)
+CHECK-NEXT: as_strided_: {{.*}} = torch.ops.aten.as_strided_.default(a, [4, 3], [1, 4], 0)
+CHECK-NEXT: return (add,)
+CHECK-NOT: copy_
+)");
+  ExpectChecks(R"(def forward(self, a: "f32[3, 4][4, 1]cpu"):
+    transpose_ = torch.ops.aten.transpose_.default(a, 1, 0)
+    mul_ = torch.ops.aten.mul_.Tensor(a, 2)
+    add = torch.ops.aten.add.Tensor(a, 1)
+    return (add, a)
+)",
+               R"(
+CHECK: transpose: {{.*}} = torch.ops.aten.transpose.int(a, 1, 0)
+CHECK-NEXT: mul: {{.*}} = torch.ops.aten.mul.Tensor(transpose, 2)
+CHECK-NEXT: [[B:transpose_1]]: "f32[3, 4][4, 1]cpu" = torch.ops.aten.transpose.int(mul, 1, 0)
+CHECK: copy_: {{.*}} = torch.ops.aten.copy_.default(a, [[B]])
+CHECK-NEXT: as_strided_: {{.*}} = torch.ops.aten.as_strided_.default(a, [4, 3], [1, 4], 0)
+CHECK-NEXT: return ({{.*}}, as_strided_)
+)");
+  // Two t_() cancel out: no epilogue at all.
+  ExpectChecks(R"(def forward(self, a: "f32[3, 4][4, 1]cpu"):
+    t_ = torch.ops.aten.t_.default(a)
+    t__1 = torch.ops.aten.t_.default(a)
+    add = torch.ops.aten.add.Tensor(a, 1)
+    return (add,)
+)",
+               R"(
+CHECK-NOT: as_strided_
+CHECK-NOT: copy_
+CHECK: return (add,)
 )");
 }
 
