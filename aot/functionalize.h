@@ -25,9 +25,10 @@
 // original gets `as_strided_` after its `copy_` (two t_() cancel out).
 //
 // Not yet: storage mutations (set_), writes through an element of a
-// multi-output view (split) or through expand, inputs that share a storage. Those are Unimplemented errors. Outputs that are views of
-// a written input are regenerated from its new value (equal values; the
-// aliasing with the input is the runtime-wrapper plan's job).
+// multi-output view (split) or through expand, inputs that share a storage.
+// Those are Unimplemented errors. Outputs that are views of a written input are
+// regenerated from its new value (equal values; the aliasing with the input is
+// the runtime-wrapper plan's job).
 
 #ifndef LATHE_AOT_FUNCTIONALIZE_H_
 #define LATHE_AOT_FUNCTIONALIZE_H_

@@ -1,0 +1,75 @@
+// -----------------------------------------------------------------------------
+// File: view_and_mutation_meta.h
+// -----------------------------------------------------------------------------
+//
+// What a graph does to its inputs and how its outputs alias, collected from
+// the graph before functionalization (reference §1.1-§1.2): per input, data /
+// metadata / storage mutation and requires_grad; per output, one of
+// PyTorch's OutputTypes with its base index. The runtime-wrapper plan is
+// built from this. requires_grad comes from `# lathe: requires_grad NAME`.
+//
+// Example:
+//
+//   symbolic::ShapeEnv env;
+//   ASSIGN_OR_RETURN(ViewAndMutationMeta m, CollectViewAndMutationMeta(*g,
+//   env)); m.inputs[0].mutates_data;                 // a.mul_(2)
+//   m.outputs[0].type == OutputType::kIsInput;  // return a
+
+#ifndef LATHE_AOT_VIEW_AND_MUTATION_META_H_
+#define LATHE_AOT_VIEW_AND_MUTATION_META_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/graph.h"
+#include "symbolic/shape_env.h"
+
+namespace lathe::aot {
+
+struct InputInfo {
+  bool mutates_data = false;
+  bool mutates_metadata = false;  // sizes, strides or offset really changed
+  bool mutates_storage_metadata = false;  // set_ (implies mutates_metadata)
+  bool requires_grad = false;
+};
+
+enum class OutputType {
+  kNonAlias,
+  kAliasOfInput,
+  kIsInput,
+  kAliasOfIntermediateSaveAsOutput,
+  kAliasOfIntermediate,
+  kAliasOfIntermediateBaseIsUserOutput,
+  kUnsafeViewAlias,
+};
+
+// "non_alias", "alias_of_input", ... as PyTorch names them.
+std::string OutputTypeName(OutputType type);
+
+struct OutputInfo {
+  OutputType type = OutputType::kNonAlias;
+  // kAliasOfInput / kIsInput: the input; kAliasOfIntermediate*: the
+  // intermediate base (or, for ..._base_is_user_output, the output).
+  std::optional<int> base_index;
+  bool requires_grad = false;
+};
+
+struct ViewAndMutationMeta {
+  std::vector<InputInfo> inputs;    // one per placeholder
+  std::vector<OutputInfo> outputs;  // one per returned value
+  std::vector<const ir::Node*>
+      intermediate_bases;  // extra outputs the graph must return
+};
+
+// CollectViewAndMutationMeta()
+//
+// Classifies `graph`'s inputs and outputs (propagating shapes into `env` to
+// learn which values share storage).
+absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
+    ir::Graph& graph, symbolic::ShapeEnv& env);
+
+}  // namespace lathe::aot
+
+#endif  // LATHE_AOT_VIEW_AND_MUTATION_META_H_
