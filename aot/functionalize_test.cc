@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/graph_corpus.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
 #include "runtime/tensor.h"
@@ -356,16 +357,6 @@ TEST(FunctionalizeTest, ViewMutationsMatchEager) {
   }
 }
 
-std::string ReadGraph(const std::string& name) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* ws = std::getenv("TEST_WORKSPACE");
-  std::ifstream in(absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "lathe",
-                                "/ir/testdata/graphs/", name));
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 Tensor Ramp(std::vector<int64_t> sizes, double start) {
   Tensor t = *Tensor::Empty(sizes, DType::kFloat32);
   double v = start;
@@ -380,7 +371,7 @@ Tensor Ramp(std::vector<int64_t> sizes, double start) {
 TEST(FunctionalizeTest, OptimizerStepsMatchThePlainInterpreter) {
   for (const char* name : {"09_sgd_step.txt", "10_adam_step.txt"}) {
     SCOPED_TRACE(name);
-    std::string text = ReadGraph(name);
+    std::string text = ir::ReadCorpusGraph(name);
     std::unique_ptr<ir::Graph> plain = Parse(text), functional = Parse(text);
     ASSERT_NE(functional, nullptr);
     symbolic::ShapeEnv env;

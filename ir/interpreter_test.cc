@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/graph_corpus.h"
 #include "ir/graph_text.h"
 #include "runtime/tensor.h"
 
@@ -21,13 +22,7 @@ namespace {
 using ::testing::HasSubstr;
 
 std::unique_ptr<Graph> Load(const std::string& name) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* ws = std::getenv("TEST_WORKSPACE");
-  std::ifstream in(absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "lathe",
-                                "/ir/testdata/graphs/", name));
-  std::stringstream s;
-  s << in.rdbuf();
-  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(s.str());
+  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(ReadCorpusGraph(name));
   EXPECT_TRUE(g.ok()) << name << ": " << g.status();
   return g.ok() ? std::move(*g) : nullptr;
 }

@@ -72,20 +72,10 @@ absl::StatusOr<Value> Like(const OpCall& c, const Value& self, DType dtype,
   } else if (format != "contiguous_format") {
     return c.Error(absl::StrCat("unsupported memory_format torch.", format));
   }
-  if (!self.tensor.defined()) {
-    TensorMeta m;
-    m.dtype = dtype;
-    m.device = device;
-    m.sizes = sizes;
-    m.strides = strides;
-    return Value::OfMeta(m);
-  }
-  if (!device.is_cpu()) return c.Error("the interpreter runs on cpu only");
-  ASSIGN_OR_RETURN(std::vector<int64_t> s, ConcreteSizes(c, sizes));
-  ASSIGN_OR_RETURN(std::vector<int64_t> st, ConcreteSizes(c, strides));
-  ASSIGN_OR_RETURN(Tensor out, Tensor::EmptyStrided(s, st, dtype));
-  if (fill != nullptr) RETURN_IF_ERROR(CopyInto(out, *fill));
-  return Value::OfTensor(out);
+  ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, self.tensor.defined(), dtype,
+                                            device, sizes, strides));
+  if (fill != nullptr) RETURN_IF_ERROR(CopyInto(out.tensor, *fill));
+  return out;
 }
 
 absl::StatusOr<Value> ToCopy(const OpCall& c, bool keep_dtype) {
@@ -152,22 +142,8 @@ absl::StatusOr<Value> EmptyStrided(const OpCall& c) {
         absl::StrCat("mismatch in length of strides and shape: ", sizes.size(),
                      " sizes and ", strides.size(), " strides"));
   }
-  DType dtype = CreationDType(c, nullptr);
-  Device device = CreationDevice(c);
-  if (c.env() != nullptr) {
-    TensorMeta m;
-    m.dtype = dtype;
-    m.device = device;
-    m.sizes = sizes;
-    m.strides = strides;
-    return Value::OfMeta(m);
-  }
-  if (!device.is_cpu()) return c.Error("the interpreter runs on cpu only");
-  ASSIGN_OR_RETURN(std::vector<int64_t> s, ConcreteSizes(c, sizes));
-  ASSIGN_OR_RETURN(std::vector<int64_t> st, ConcreteSizes(c, strides));
-  absl::StatusOr<Tensor> t = Tensor::EmptyStrided(s, st, dtype);
-  if (!t.ok()) return c.Error(t.status().message());
-  return Value::OfTensor(*t);
+  return ResultOrEmpty(c, c.env() == nullptr, CreationDType(c, nullptr),
+                       CreationDevice(c), sizes, strides);
 }
 
 // constant_pad_nd(self, pad, value): pads (or, negative, crops) the last

@@ -54,20 +54,11 @@ absl::StatusOr<int64_t> CheckedIndex(const OpCall& c, int64_t i, int64_t size,
 // PyTorch's scatter ops start from): the result they write into.
 absl::StatusOr<Value> CopyOf(const OpCall& c, const Value& self, DType dtype) {
   std::vector<Expr> sizes = SizesOf(self);
-  std::vector<Expr> strides = PreservedStrides(sizes, StridesOf(self));
-  if (!Running(self)) {
-    TensorMeta m;
-    m.dtype = dtype;
-    m.device = DeviceOf(self);
-    m.sizes = sizes;
-    m.strides = strides;
-    return Value::OfMeta(m);
-  }
-  ASSIGN_OR_RETURN(std::vector<int64_t> s, ConcreteSizes(c, sizes));
-  ASSIGN_OR_RETURN(std::vector<int64_t> st, ConcreteSizes(c, strides));
-  ASSIGN_OR_RETURN(Tensor out, Tensor::EmptyStrided(s, st, dtype));
-  RETURN_IF_ERROR(CopyInto(out, self.tensor));
-  return Value::OfTensor(out);
+  ASSIGN_OR_RETURN(Value out,
+                   ResultOrEmpty(c, Running(self), dtype, DeviceOf(self), sizes,
+                                 PreservedStrides(sizes, StridesOf(self))));
+  if (Running(self)) RETURN_IF_ERROR(CopyInto(out.tensor, self.tensor));
+  return out;
 }
 
 // ---- gather / scatter

@@ -73,12 +73,23 @@ absl::StatusOr<bool> Decide(const OpCall& c, symbolic::Expr cond) {
 
 absl::StatusOr<Value> ResultOrEmpty(const OpCall& call, bool running,
                                     DType dtype, Device device,
-                                    std::vector<symbolic::Expr> sizes) {
-  if (!running) return MetaResult(dtype, device, std::move(sizes));
+                                    std::vector<symbolic::Expr> sizes,
+                                    std::vector<symbolic::Expr> strides) {
+  if (strides.empty()) strides = ContiguousStrides(sizes);
+  if (!running) {
+    TensorMeta m;
+    m.dtype = dtype;
+    m.device = device;
+    m.sizes = std::move(sizes);
+    m.strides = std::move(strides);
+    return Value::OfMeta(std::move(m));
+  }
   if (!device.is_cpu()) return call.Error("the interpreter runs on cpu only");
-  ASSIGN_OR_RETURN(std::vector<int64_t> concrete, ConcreteSizes(call, sizes));
-  ASSIGN_OR_RETURN(Tensor t, Tensor::Empty(concrete, dtype));
-  return Value::OfTensor(t);
+  ASSIGN_OR_RETURN(std::vector<int64_t> s, ConcreteSizes(call, sizes));
+  ASSIGN_OR_RETURN(std::vector<int64_t> st, ConcreteSizes(call, strides));
+  absl::StatusOr<Tensor> t = Tensor::EmptyStrided(s, st, dtype);
+  if (!t.ok()) return call.Error(t.status().message());
+  return Value::OfTensor(*t);
 }
 
 std::string ShapeString(absl::Span<const symbolic::Expr> sizes) {

@@ -105,11 +105,12 @@ Value MetaResult(DType dtype, Device device, std::vector<symbolic::Expr> sizes);
 
 // ResultOrEmpty()
 //
-// A contiguous result: a new uninitialized tensor when `running` (the
-// interpreter), its metadata otherwise.
+// A result with `strides` (contiguous when empty): a new uninitialized
+// tensor when `running` (the interpreter), its metadata otherwise.
 absl::StatusOr<Value> ResultOrEmpty(const OpCall& call, bool running,
                                     DType dtype, Device device,
-                                    std::vector<symbolic::Expr> sizes);
+                                    std::vector<symbolic::Expr> sizes,
+                                    std::vector<symbolic::Expr> strides = {});
 
 // "[s0, 3]".
 std::string ShapeString(absl::Span<const symbolic::Expr> sizes);

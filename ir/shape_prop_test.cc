@@ -19,16 +19,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string ReadGraph(const std::string& name) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* ws = std::getenv("TEST_WORKSPACE");
-  std::ifstream in(absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "lathe",
-                                "/ir/testdata/graphs/", name));
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::unique_ptr<Graph> FromText(const std::string& text) {
   absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(text);
   EXPECT_TRUE(g.ok()) << g.status();

@@ -11,22 +11,13 @@
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/graph_corpus.h"
 #include "ir/graph_text.h"
 
 namespace lathe::ir {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string ReadGraph(const std::string& name) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* ws = std::getenv("TEST_WORKSPACE");
-  std::ifstream in(absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "lathe",
-                                "/ir/testdata/graphs/", name));
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 absl::Status VerifyText(const std::string& text) {
   absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(text);
@@ -43,7 +34,7 @@ absl::Status VerifyText(const std::string& text) {
 class CorpusTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CorpusTest, AnnotationsMatchTheMetaFunctions) {
-  std::string text = ReadGraph(GetParam());
+  std::string text = ReadCorpusGraph(GetParam());
   ASSERT_FALSE(text.empty());
   absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(text);
   ASSERT_TRUE(g.ok()) << g.status();
@@ -78,7 +69,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(VerifierTest, WrongAnnotationIsReported) {
   std::string text = absl::StrReplaceAll(
-      ReadGraph("01_mlp.txt"),
+      ReadCorpusGraph("01_mlp.txt"),
       {{"relu: \"f32[8, 32][32, 1]cpu\"", "relu: \"f32[8, 33][33, 1]cpu\""}});
   ASSERT_THAT(text, HasSubstr("[8, 33]"));
   EXPECT_EQ(VerifyText(text).message(),
@@ -86,7 +77,7 @@ TEST(VerifierTest, WrongAnnotationIsReported) {
             "op's meta "
             "f32[8, 32][32, 1]cpu");
   std::string dtype = absl::StrReplaceAll(
-      ReadGraph("01_mlp.txt"),
+      ReadCorpusGraph("01_mlp.txt"),
       {{"relu: \"f32[8, 32][32, 1]cpu\"", "relu: \"f16[8, 32][32, 1]cpu\""}});
   EXPECT_THAT(std::string(VerifyText(dtype).message()),
               HasSubstr("node 'relu': annotation f16"));
