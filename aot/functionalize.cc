@@ -82,14 +82,35 @@ class Functionalizer {
         for (Node* p : graph_.Placeholders()) {
           if (Resolve(p) == p) continue;
           restrided.push_back({p, Resolve(p)});
+          ASSIGN_OR_RETURN(Node * now, Read(p, n));
+          final_value[p] = now;
+          storage_changed[p] = handles_[Resolve(p)].base != p;
           bool returned = false;
           for (Node* in : n->Inputs()) returned = returned || in == p;
           if (returned) {
-            ASSIGN_OR_RETURN(Node * now, Read(p, n));
             Redirect(*n, p, now);
             output_value[p] = now;
           }
         }
+        // Other stale values (an unrebound input stays itself here).
+        for (Node* in : n->Inputs()) {
+          if (in->kind() == Node::Kind::kPlaceholder && Resolve(in) == in) {
+            continue;
+          }
+          ASSIGN_OR_RETURN(Node * now, Read(in, n));
+          if (now != in) Redirect(*n, in, now);
+        }
+        // The data epilogue; a returned input is returned as its copy_ (the
+        // input itself, as in eager).
+        for (Node* p : graph_.Placeholders()) {
+          if (Version(p) == 0) continue;
+          Node* copy =
+              graph_.Insert(Node::Kind::kCall, graph_.UniqueName("copy_"),
+                            "aten.copy_.default",
+                            {Arg::Of(p), Arg::Of(current_[p])}, {}, {}, n);
+          if (Resolve(p) == p) Redirect(*n, p, copy);
+        }
+        continue;
       }
       // A reader: stale arguments are regenerated from their base's value.
       // A view's handle extends its source's (taken before regeneration).
@@ -97,8 +118,8 @@ class Functionalizer {
       Node* source = view ? n->args()[0].node : nullptr;
       RETURN_IF_ERROR(ReadArgs(n));
       if (n->kind() != Node::Kind::kCall) continue;
-      if (view && handles_.contains(source)) {
-        Handle h = handles_[source];
+      if (view && handles_.contains(Resolve(source))) {
+        Handle h = handles_[Resolve(source)];  // what the source means now
         if (n->target() == "aten.as_strided.default" && Version(h.base) > 0) {
           // Storage-relative: it views the base's current value.
           Redirect(*n, n->args()[0].node, Current(h.base));
@@ -109,15 +130,6 @@ class Functionalizer {
         handles_[n] = {n, {}};
       }
       seen_[n] = Version(handles_[n].base);
-    }
-    // The epilogue, and outputs that were written inputs are the inputs.
-    for (Node* p : graph_.Placeholders()) {
-      if (Version(p) == 0) continue;
-      Node* value = current_[p];
-      Node* copy = graph_.Insert(
-          Node::Kind::kCall, graph_.UniqueName("copy_"), "aten.copy_.default",
-          {Arg::Of(p), Arg::Of(value)}, {}, {}, graph_.output());
-      Redirect(*graph_.output(), value, copy);
     }
     for (Node* n : removed_) RETURN_IF_ERROR(graph_.Erase(n));
     return changed;
@@ -356,29 +368,39 @@ class Functionalizer {
             {"aten.transpose_.default", "aten.transpose.int"},
             {"aten.unsqueeze_.default", "aten.unsqueeze.default"},
             {"aten.as_strided_.default", "aten.as_strided.default"}};
+    bool set = n->target() == "aten.set_.source_Tensor";
     auto view = kViewOf->find(n->target());
-    if (view == kViewOf->end() || n->args().empty() ||
-        n->args()[0].kind != Arg::Kind::kNode) {
+    if ((!set && view == kViewOf->end()) || n->args().empty() ||
+        n->args()[0].kind != Arg::Kind::kNode ||
+        (set &&
+         (n->args().size() < 2 || n->args()[1].kind != Arg::Kind::kNode))) {
       return absl::UnimplementedError(
           absl::StrCat("node '", n->name(), "': ", n->target(),
                        " changes a tensor's storage; functionalizing that is "
                        "not supported yet"));
     }
     Node* self = n->args()[0].node;
-    Node* now = Resolve(self);
+    // set_(self, source): self becomes an alias of source's storage.
+    Node* now = Resolve(set ? n->args()[1].node : self);
     if (!handles_.contains(now)) {
       return absl::UnimplementedError(absl::StrCat(
           "node '", n->name(), "': the argument is not a tensor of the graph"));
     }
     RETURN_IF_ERROR(ReadArgs(n));
-    Node* fv = graph_.Insert(Node::Kind::kCall,
-                             graph_.UniqueName(ShortName(view->second)),
-                             view->second, n->args(), n->kwargs(), {}, n);
+    // The new view: of self's current value, or for set_ an alias of the
+    // source's (so that later rebinding the source does not move self).
+    Node* fv =
+        set ? graph_.Insert(Node::Kind::kCall, graph_.UniqueName("alias"),
+                            "aten.alias.default", {n->args()[1]}, {}, n->meta(),
+                            n)
+            : graph_.Insert(Node::Kind::kCall,
+                            graph_.UniqueName(ShortName(view->second)),
+                            view->second, n->args(), n->kwargs(), n->meta(), n);
     Handle h = handles_[now];
     h.chain.push_back(fv);
     handles_[fv] = h;
     seen_[fv] = Version(h.base);
-    rebound_[now] = fv;
+    rebound_[self] = fv;  // keyed by the tensor object
     std::vector<Node*> users = n->users();
     for (Node* u : users) Redirect(*u, n, self);
     removed_.push_back(n);
@@ -411,8 +433,9 @@ class Functionalizer {
   // For each input whose metadata changed: its final view, and what the
   // output returns for it.
   std::vector<std::pair<Node*, Node*>> restrided;  // (input, final view)
-  absl::flat_hash_map<Node*, Node*>
-      output_value;  // input -> output's value for it
+  absl::flat_hash_map<Node*, Node*> output_value;
+  absl::flat_hash_map<Node*, Node*> final_value;     // input -> its final value
+  absl::flat_hash_map<Node*, bool> storage_changed;  // set_ gave it another
 };
 
 }  // namespace
@@ -448,6 +471,25 @@ absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
   // (two t_() cancel out); an output that returned it returns the input.
   bool restrided = false;
   for (const auto& [p, view] : f.restrided) {
+    if (f.storage_changed[p]) {  // set_(p, its final value); p is returned as
+                                 // itself
+      Node* set = graph.Insert(Node::Kind::kCall, graph.UniqueName("set_"),
+                               "aten.set_.source_Tensor",
+                               {Arg::Of(p), Arg::Of(f.final_value[p])}, {}, {},
+                               graph.output());
+      if (auto out = f.output_value.find(p); out != f.output_value.end()) {
+        std::vector<Arg> args = graph.output()->args();
+        std::function<void(Arg&)> fix = [&](Arg& a) {
+          if (a.kind == Arg::Kind::kNode && a.node == out->second) a.node = set;
+          for (Arg& e : a.list) fix(e);
+        };
+        for (Arg& a : args) fix(a);
+        graph.output()->SetArgs(std::move(args), graph.output()->kwargs());
+      }
+      restrided = true;
+      changed = true;
+      continue;
+    }
     const ir::TensorMeta &from = p->meta().tensor, &to = view->meta().tensor;
     if (from.sizes == to.sizes && from.strides == to.strides &&
         from.storage_offset == to.storage_offset) {

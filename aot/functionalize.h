@@ -24,8 +24,11 @@
 // tensor to the new view; an input whose final view differs from its
 // original gets `as_strided_` after its `copy_` (two t_() cancel out).
 //
-// Not yet: storage mutations (set_), writes through an element of a
-// multi-output view (split) or through expand, inputs that share a storage.
+// set_(a, b) makes a an alias of b's storage; an input whose storage changed
+// gets `set_` in the epilogue.
+//
+// Not yet: writes through an element of a multi-output view (split) or
+// through expand, inputs that share a storage.
 // Those are Unimplemented errors. Outputs that are views of a written input are
 // regenerated from its new value (equal values; the aliasing with the input is
 // the runtime-wrapper plan's job).

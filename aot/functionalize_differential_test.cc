@@ -61,7 +61,7 @@ std::string RandomGraph(std::mt19937& rng, int lines) {
     std::string u = names[pick(static_cast<int>(names.size()))];
     std::string name = absl::StrCat("v", id);
     std::string call;
-    switch (pick(18)) {
+    switch (pick(19)) {
       case 0:
         call = absl::StrCat("torch.ops.aten.slice.Tensor(", t, ", ", pick(2),
                             ", ", pick(3), ", ", 2 + pick(4), ")");
@@ -113,6 +113,17 @@ std::string RandomGraph(std::mt19937& rng, int lines) {
         break;
       case 14:
         call = absl::StrCat("torch.ops.aten.clone.default(", t, ")");
+        break;
+      case 15:
+        call = absl::StrCat("torch.ops.aten.t_.default(", t, ")");
+        break;
+      case 16:
+        call = absl::StrCat("torch.ops.aten.unsqueeze_.default(", t, ", ",
+                            pick(2), ")");
+        break;
+      case 17:
+        call =
+            absl::StrCat("torch.ops.aten.set_.source_Tensor(", t, ", ", u, ")");
         break;
       default:
         call = absl::StrCat("torch.ops.aten.sub_.Tensor(", t, ", 1)");

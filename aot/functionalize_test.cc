@@ -135,13 +135,6 @@ TEST(FunctionalizeTest, UnsupportedCasesSayWhy) {
 )",
        "writing through view 'expand' (aten.expand.default) is not supported "
        "yet"},
-      {R"(def forward(self, a: "f32[3, 4][4, 1]cpu", b: "f32[3, 4][4, 1]cpu"):
-    set_ = torch.ops.aten.set_.source_Tensor(a, b)
-    return (a,)
-)",
-       "node 'set_': aten.set_.source_Tensor changes a tensor's storage; "
-       "functionalizing that is "
-       "not supported yet"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<std::string> out = FunctionalText(c.text);
@@ -262,6 +255,25 @@ CHECK: return (add,)
 )");
 }
 
+// Scenario 11: a.set_(b); b.mul_(2); return a + b. a now aliases b's
+// storage: it reads b's new value, and the epilogue sets a's storage to it.
+TEST(FunctionalizeTest, SetMakesAnInputAliasAnother) {
+  const char* kGraph =
+      R"(def forward(self, a: "f32[4][1]cpu", b: "f32[4][1]cpu"):
+    set_ = torch.ops.aten.set_.source_Tensor(a, b)
+    mul_ = torch.ops.aten.mul_.Tensor(b, 2)
+    add = torch.ops.aten.add.Tensor(a, b)
+    return (add, a)
+)";
+  ExpectChecks(kGraph, R"(
+CHECK: mul: {{.*}} = torch.ops.aten.mul.Tensor(b, 2)
+CHECK: add: {{.*}} = torch.ops.aten.add.Tensor([[A:alias_1]], mul)
+CHECK: copy_: {{.*}} = torch.ops.aten.copy_.default(b, mul)
+CHECK-NEXT: set_: {{.*}} = torch.ops.aten.set_.source_Tensor(a, [[A]])
+CHECK-NEXT: return (add, set_)
+)");
+}
+
 // Runs `text` plainly and functionalized on the same (deterministic) inputs:
 // outputs and input updates must agree bit for bit.
 void ExpectSameAsEager(const std::string& text) {
@@ -339,6 +351,12 @@ TEST(FunctionalizeTest, ViewMutationsMatchEager) {
     unsqueeze = torch.ops.aten.unsqueeze.default(permute, 0)
     sub_ = torch.ops.aten.sub_.Tensor(unsqueeze, 1)
     return (t, select, x)
+)",
+      R"(def forward(self, a: "f32[4][1]cpu", b: "f32[4][1]cpu"):
+    set_ = torch.ops.aten.set_.source_Tensor(a, b)
+    mul_ = torch.ops.aten.mul_.Tensor(b, 2)
+    add = torch.ops.aten.add.Tensor(a, b)
+    return (add, a)
 )",
       // A view of a view of an intermediate; the input is untouched.
       R"(def forward(self, x: "f32[2, 6][6, 1]cpu"):

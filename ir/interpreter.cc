@@ -56,6 +56,28 @@ absl::StatusOr<Value> ArgValue(
   return Value::None();
 }
 
+const Node* TensorObject(const Node& n) {
+  const Node* at = &n;
+  while (at->kind() == Node::Kind::kCall && !at->args().empty() &&
+         at->args()[0].kind == Arg::Kind::kNode) {
+    const OpDef* op = OpRegistry::Global().Find(at->target());
+    if (op == nullptr || op->schema.arguments.empty() ||
+        !op->schema.arguments[0].is_written()) {
+      break;
+    }
+    at = at->args()[0].node;
+  }
+  return at;
+}
+
+void SetObjectValue(const Node& node, const Value& value,
+                    absl::flat_hash_map<const Node*, Value>& values) {
+  const Node* object = TensorObject(node);
+  for (auto& [n, v] : values) {
+    if (TensorObject(*n) == object) v = value;
+  }
+}
+
 bool IsPythonOp(absl::string_view target) {
   return absl::StartsWith(target, "operator.") || target == "torch.sym_float" ||
          target == "torch.sym_int" || target == "torch.sym_max" ||
@@ -328,7 +350,7 @@ absl::StatusOr<Interpretation> Interpret(
     }
     if (MutatesMetadata(n.target()) && !n.args().empty() &&
         n.args()[0].kind == Arg::Kind::kNode) {
-      env[n.args()[0].node] = out;
+      SetObjectValue(*n.args()[0].node, out, env);
     }
     env[&n] = std::move(out);
   }

@@ -66,6 +66,19 @@ absl::StatusOr<EvaluatedCall> EvalCall(
     const Node& n, const absl::flat_hash_map<const Node*, Value>& values,
     symbolic::ShapeEnv* shape_env);
 
+// TensorObject()
+//
+// The node whose value is the same tensor object as `n`'s: in-place ops
+// return their (first) argument, so their results are that object.
+const Node* TensorObject(const Node& n);
+
+// SetObjectValue()
+//
+// After a metadata mutation (t_, set_, ...) of `node`'s tensor object, every
+// evaluated node that is that object takes `value`.
+void SetObjectValue(const Node& node, const Value& value,
+                    absl::flat_hash_map<const Node*, Value>& values);
+
 // IsPythonOp()
 //
 // Whether `target` is a Python operator or torch.sym_* function on numbers.

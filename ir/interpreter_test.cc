@@ -287,5 +287,21 @@ TEST(InterpreterTest, ConstantsComeByAttributeName) {
             "constant 'self._tensor_constant0': expected dtype f32, got i64");
 }
 
+// x.add_(1) returns x itself, so t_() of that result transposes x.
+TEST(InterpreterTest, MetadataMutationsReachEveryNameOfTheTensor) {
+  std::unique_ptr<Graph> g =
+      FromText(R"g(def forward(self, x: "f32[2, 3][3, 1]cpu"):
+    add_ = torch.ops.aten.add_.Tensor(x, 1)
+    t_ = torch.ops.aten.t_.default(add_)
+    clone = torch.ops.aten.clone.default(x)
+    return (clone, add_)
+)g");
+  ASSERT_NE(g, nullptr);
+  Interpretation r = *Interpret(*g, {Value::OfTensor(Numbered({2, 3}))});
+  EXPECT_EQ(r.outputs[0].tensor.ToString(), "f32[3, 2][1, 3]cpu");
+  EXPECT_EQ(r.outputs[1].tensor.ToString(), "f32[3, 2][1, 3]cpu");
+  EXPECT_EQ(r.outputs[0].tensor.GetDouble({2, 1}), 13);  // x[1][2] + 1
+}
+
 }  // namespace
 }  // namespace lathe::ir

@@ -244,7 +244,7 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
     BindUnbacked(n.meta(), "", env, known, n.unbacked_bindings());
     if (MutatesMetadata(n.target()) && !n.args().empty() &&
         n.args()[0].kind == Arg::Kind::kNode) {
-      values[n.args()[0].node] = out;
+      SetObjectValue(*n.args()[0].node, out, values);
     }
     values[&n] = std::move(out);
   }
