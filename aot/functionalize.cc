@@ -297,6 +297,49 @@ class Functionalizer {
                                                  ") is not supported yet"));
   }
 
+  // `value` written back as element `k` of the list op `list` (split,
+  // split_with_sizes, unbind) into `src`, the list op's input's value.
+  absl::StatusOr<Node*> UnviewElement(Node* list, int64_t k, Node* element,
+                                      Node* src, Node* value, Node* at) {
+    auto make = [&](const std::string& target, std::vector<Arg> args) {
+      return graph_.Insert(Node::Kind::kCall,
+                           graph_.UniqueName(ShortName(target)), target,
+                           std::move(args), {}, {}, at);
+    };
+    const std::vector<Arg>& a = list->args();
+    auto int_arg = [&](size_t i, int64_t fallback) {
+      return i < a.size() && a[i].kind == Arg::Kind::kInt ? a[i].i : fallback;
+    };
+    if (list->target() == "aten.unbind.int") {
+      return make(
+          "aten.select_scatter.default",
+          {Arg::Of(src), Arg::Of(value), Arg::Int(int_arg(1, 0)), Arg::Int(k)});
+    }
+    int64_t dim = int_arg(2, 0);
+    std::vector<symbolic::Expr> sizes = element->meta().tensor.sizes;
+    int64_t rank = static_cast<int64_t>(sizes.size());
+    if (dim < 0) dim += rank;
+    if (dim < 0 || dim >= rank ||
+        sizes[dim].kind() != symbolic::ExprKind::kInteger) {
+      return absl::UnimplementedError(absl::StrCat(
+          "writing through '", element->name(), "' is not supported yet"));
+    }
+    int64_t start = 0;
+    if (list->target() == "aten.split.Tensor" && a.size() > 1 &&
+        a[1].kind == Arg::Kind::kInt) {
+      start = k * a[1].i;
+    } else if (list->target() == "aten.split_with_sizes.default" &&
+               a.size() > 1 && a[1].kind == Arg::Kind::kList) {
+      for (int64_t j = 0; j < k; ++j) start += a[1].list[j].i;
+    } else {
+      return absl::UnimplementedError(absl::StrCat(
+          "writing through '", element->name(), "' is not supported yet"));
+    }
+    return make("aten.slice_scatter.default",
+                {Arg::Of(src), Arg::Of(value), Arg::Int(dim), Arg::Int(start),
+                 Arg::Int(start + sizes[dim].int_value())});
+  }
+
   absl::Status Mutate(Node* n, const ir::OpDef* op) {
     auto unsupported = [&](const std::string& why) {
       return absl::UnimplementedError(
@@ -323,10 +366,20 @@ class Functionalizer {
     for (size_t i = h.chain.size(); i > 0; --i) {
       Node* v = h.chain[i - 1];
       if (v->target() == "getitem") {
-        return unsupported(absl::StrCat(
-            "writing through '", v->name(),
-            "', an element of a multi-output view, is not supported "
-            "yet"));
+        // An element of split / split_with_sizes / unbind: scatter into the
+        // list op's input, then continue below the list op.
+        Node* list = i >= 2 ? h.chain[i - 2] : nullptr;
+        if (list == nullptr || v->args().size() < 2 ||
+            v->args()[1].kind != Arg::Kind::kInt ||
+            v->meta().kind != ir::ValueMeta::Kind::kTensor) {
+          return unsupported(absl::StrCat("writing through '", v->name(),
+                                          "' is not supported yet"));
+        }
+        ASSIGN_OR_RETURN(Node * src, Replay(h, i - 2, n));
+        ASSIGN_OR_RETURN(value,
+                         UnviewElement(list, v->args()[1].i, v, src, value, n));
+        --i;  // the list op is undone too
+        continue;
       }
       if (v->target() == "aten.as_strided.default") {
         // as_strided addresses the storage, not its input: scatter straight

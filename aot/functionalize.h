@@ -27,8 +27,10 @@
 // set_(a, b) makes a an alias of b's storage; an input whose storage changed
 // gets `set_` in the epilogue.
 //
-// Not yet: writes through an element of a multi-output view (split) or
-// through expand, inputs that share a storage.
+// Elements of split / split_with_sizes / unbind are written back with
+// slice_scatter / select_scatter into the list op's input.
+//
+// Not yet: writes through expand, inputs that share a storage.
 // Those are Unimplemented errors. Outputs that are views of a written input are
 // regenerated from its new value (equal values; the aliasing with the input is
 // the runtime-wrapper plan's job).

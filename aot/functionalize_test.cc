@@ -120,15 +120,6 @@ TEST(FunctionalizeTest, UnsupportedCasesSayWhy) {
     std::string message;
   } cases[] = {
       {R"(def forward(self, a: "f32[4][1]cpu"):
-    split = torch.ops.aten.split.Tensor(a, 2)
-    getitem = split[0]
-    add_ = torch.ops.aten.add_.Tensor(getitem, 1)
-    return (a,)
-)",
-       "node 'add_': writing through 'getitem', an element of a multi-output "
-       "view, is not "
-       "supported yet"},
-      {R"(def forward(self, a: "f32[4][1]cpu"):
     expand = torch.ops.aten.expand.default(a, [2, 4])
     add_ = torch.ops.aten.add_.Tensor(expand, 1)
     return (a,)
@@ -274,6 +265,28 @@ CHECK-NEXT: return (add, set_)
 )");
 }
 
+// An element of a multi-output view is written back into the list op's
+// input: unbind -> select_scatter, split -> slice_scatter.
+TEST(FunctionalizeTest, WritesThroughSplitAndUnbindElements) {
+  ExpectChecks(R"(def forward(self, a: "f32[5, 2][2, 1]cpu"):
+    split = torch.ops.aten.split.Tensor(a, 2)
+    getitem = split[2]
+    add_ = torch.ops.aten.add_.Tensor(getitem, 10)
+    unbind = torch.ops.aten.unbind.int(a, 1)
+    getitem_1 = unbind[1]
+    fill_ = torch.ops.aten.fill_.Scalar(getitem_1, 7)
+    return (a,)
+)",
+               R"(
+CHECK: add: "f32[1, 2][2, 1]cpu" = torch.ops.aten.add.Tensor(getitem, 10)
+CHECK-NEXT: [[S:slice_scatter]]: {{.*}} = torch.ops.aten.slice_scatter.default(a, add, 0, 4, 5)
+CHECK: fill: {{.*}} = torch.ops.aten.fill.Scalar({{.*}}, 7)
+CHECK-NEXT: [[U:select_scatter]]: {{.*}} = torch.ops.aten.select_scatter.default([[S]], fill, 1, 1)
+CHECK-NEXT: copy_: {{.*}} = torch.ops.aten.copy_.default(a, [[U]])
+CHECK-NEXT: return (copy_,)
+)");
+}
+
 // Runs `text` plainly and functionalized on the same (deterministic) inputs:
 // outputs and input updates must agree bit for bit.
 void ExpectSameAsEager(const std::string& text) {
@@ -357,6 +370,22 @@ TEST(FunctionalizeTest, ViewMutationsMatchEager) {
     mul_ = torch.ops.aten.mul_.Tensor(b, 2)
     add = torch.ops.aten.add.Tensor(a, b)
     return (add, a)
+)",
+      // Writes through elements of split, split_with_sizes and unbind.
+      R"(def forward(self, a: "f32[5, 2][2, 1]cpu", b: "f32[3, 4][4, 1]cpu"):
+    split = torch.ops.aten.split.Tensor(a, 2)
+    getitem = split[2]
+    getitem_1 = split[1]
+    add_ = torch.ops.aten.add_.Tensor(getitem, 10)
+    mul_ = torch.ops.aten.mul_.Tensor(getitem_1, -1)
+    unbind = torch.ops.aten.unbind.int(b, 1)
+    getitem_2 = unbind[3]
+    fill_ = torch.ops.aten.fill_.Scalar(getitem_2, 7)
+    t = torch.ops.aten.t.default(b)
+    split_with_sizes = torch.ops.aten.split_with_sizes.default(t, [1, 3])
+    getitem_3 = split_with_sizes[1]
+    sub_ = torch.ops.aten.sub_.Tensor(getitem_3, 1)
+    return (getitem_1, a, b, getitem_2)
 )",
       // A view of a view of an intermediate; the input is untouched.
       R"(def forward(self, x: "f32[2, 6][6, 1]cpu"):
