@@ -51,6 +51,19 @@ bool IsView(const Node& n) {
          op->schema.returns[0].alias.has_value();
 }
 
+// Replaces `from` by `to` in `n`'s arguments.
+void Redirect(Node& n, Node* from, Node* to) {
+  std::function<void(Arg&)> fix = [&](Arg& a) {
+    if (a.kind == Arg::Kind::kNode && a.node == from) a.node = to;
+    for (Arg& e : a.list) fix(e);
+  };
+  std::vector<Arg> args = n.args();
+  std::vector<std::pair<std::string, Arg>> kwargs = n.kwargs();
+  for (Arg& a : args) fix(a);
+  for (auto& [k, a] : kwargs) fix(a);
+  n.SetArgs(std::move(args), std::move(kwargs));
+}
+
 // What an eager value is: a view chain from the tensor that owns the storage.
 struct Handle {
   Node* base = nullptr;
@@ -460,18 +473,6 @@ class Functionalizer {
     return absl::OkStatus();
   }
 
-  static void Redirect(Node& n, Node* from, Node* to) {
-    std::function<void(Arg&)> fix = [&](Arg& a) {
-      if (a.kind == Arg::Kind::kNode && a.node == from) a.node = to;
-      for (Arg& e : a.list) fix(e);
-    };
-    std::vector<Arg> args = n.args();
-    std::vector<std::pair<std::string, Arg>> kwargs = n.kwargs();
-    for (Arg& a : args) fix(a);
-    for (auto& [k, a] : kwargs) fix(a);
-    n.SetArgs(std::move(args), std::move(kwargs));
-  }
-
   ir::Graph& graph_;
   absl::flat_hash_map<Node*, Handle> handles_;
   absl::flat_hash_map<Node*, int> seen_;  // base version when a node was made
@@ -531,13 +532,7 @@ absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
                                {Arg::Of(p), Arg::Of(f.final_value[p])}, {}, {},
                                graph.output());
       if (auto out = f.output_value.find(p); out != f.output_value.end()) {
-        std::vector<Arg> args = graph.output()->args();
-        std::function<void(Arg&)> fix = [&](Arg& a) {
-          if (a.kind == Arg::Kind::kNode && a.node == out->second) a.node = set;
-          for (Arg& e : a.list) fix(e);
-        };
-        for (Arg& a : args) fix(a);
-        graph.output()->SetArgs(std::move(args), graph.output()->kwargs());
+        Redirect(*graph.output(), out->second, set);
       }
       restrided = true;
       changed = true;
@@ -571,14 +566,7 @@ absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
          Arg::Int(to.storage_offset.int_value())},
         {}, {}, graph.output());
     if (auto out = f.output_value.find(p); out != f.output_value.end()) {
-      std::vector<Arg> args = graph.output()->args();
-      std::function<void(Arg&)> fix = [&](Arg& a) {
-        if (a.kind == Arg::Kind::kNode && a.node == out->second)
-          a.node = restride;
-        for (Arg& e : a.list) fix(e);
-      };
-      for (Arg& a : args) fix(a);
-      graph.output()->SetArgs(std::move(args), graph.output()->kwargs());
+      Redirect(*graph.output(), out->second, restride);
     }
     restrided = true;
     changed = true;
