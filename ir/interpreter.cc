@@ -193,6 +193,26 @@ absl::StatusOr<EvaluatedCall> EvalCall(
   }
   ASSIGN_OR_RETURN(r.args, BindArguments(r.op->schema, std::move(args),
                                          std::move(kwargs), r.op->target));
+  if (shape_env == nullptr && !MutatesMetadata(n.target())) {
+    // As PyTorch: no in-place write into a tensor with a broadcast (stride
+    // 0) dimension.
+    for (size_t a = 0; a < r.op->schema.arguments.size() && a < r.args.size();
+         ++a) {
+      const Tensor& t = r.args[a].tensor;
+      if (!r.op->schema.arguments[a].is_written() || !t.defined()) continue;
+      for (int64_t d = 0; d < t.dim(); ++d) {
+        if (t.sizes()[d] > 1 && t.strides()[d] == 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(r.op->target,
+                           ": unsupported operation: more than one element of "
+                           "the written-to tensor "
+                           "refers to a single memory location. Please clone() "
+                           "the tensor before "
+                           "performing the operation."));
+        }
+      }
+    }
+  }
   OpCall call(*r.op, r.args, shape_env);
   ASSIGN_OR_RETURN(
       r.out, shape_env == nullptr ? r.op->kernel(call) : r.op->meta(call));

@@ -303,5 +303,21 @@ TEST(InterpreterTest, MetadataMutationsReachEveryNameOfTheTensor) {
   EXPECT_EQ(r.outputs[0].tensor.GetDouble({2, 1}), 13);  // x[1][2] + 1
 }
 
+TEST(InterpreterTest, WritingIntoABroadcastViewIsAnError) {
+  std::unique_ptr<Graph> g = FromText(R"g(def forward(self, x: "f32[3][1]cpu"):
+    expand = torch.ops.aten.expand.default(x, [2, 3])
+    add_ = torch.ops.aten.add_.Tensor(expand, 1)
+    return (x,)
+)g");
+  ASSERT_NE(g, nullptr);
+  absl::Status st = Interpret(*g, {Value::OfTensor(Numbered({3}))}).status();
+  EXPECT_EQ(st.message(),
+            "node 'add_': aten.add_.Tensor: unsupported operation: more than "
+            "one element of the "
+            "written-to tensor refers to a single memory location. Please "
+            "clone() the tensor "
+            "before performing the operation.");
+}
+
 }  // namespace
 }  // namespace lathe::ir
