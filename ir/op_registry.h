@@ -89,6 +89,11 @@ class OpRegistry {
   // "aten.<name>.<overload or default>". Errors for a bad or duplicate
   // schema.
   absl::Status Add(absl::string_view schema, OpFn meta, OpFn kernel);
+  // Registers an op whose one function is both its meta function and its
+  // kernel (it works on metadata and on tensors alike, as views do).
+  absl::Status Add(absl::string_view schema, OpFn fn) {
+    return Add(schema, fn, fn);
+  }
   // Records that `inplace` is the in-place variant of `functional`.
   absl::Status Pair(absl::string_view inplace, absl::string_view functional);
 

@@ -448,14 +448,12 @@ absl::Status RegisterCreationOps(OpRegistry& r) {
   for (const char* head :
        {"arange(Scalar end, ", "arange.start(Scalar start, Scalar end, ",
         "arange.start_step(Scalar start, Scalar end, Scalar step=1, "}) {
-    RETURN_IF_ERROR(r.Add(absl::StrCat(head, kFactory), Arange, Arange));
+    RETURN_IF_ERROR(r.Add(absl::StrCat(head, kFactory), Arange));
   }
+  RETURN_IF_ERROR(r.Add("cat(Tensor[] tensors, int dim=0) -> Tensor", Cat));
   RETURN_IF_ERROR(
-      r.Add("cat(Tensor[] tensors, int dim=0) -> Tensor", Cat, Cat));
-  RETURN_IF_ERROR(r.Add("sym_stride.int(Tensor self, int dim) -> SymInt",
-                        SymStride, SymStride));
-  RETURN_IF_ERROR(
-      r.Add("sym_numel(Tensor self) -> SymInt", SymNumel, SymNumel));
+      r.Add("sym_stride.int(Tensor self, int dim) -> SymInt", SymStride));
+  RETURN_IF_ERROR(r.Add("sym_numel(Tensor self) -> SymInt", SymNumel));
   const char* kLike =
       "*, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
       "bool? "
@@ -466,23 +464,23 @@ absl::Status RegisterCreationOps(OpRegistry& r) {
            {"empty_like(Tensor self, ", 0}}) {
     double v = fill;
     auto fn = [v](const OpCall& c) { return FullLike(c, Value::Float(v)); };
-    RETURN_IF_ERROR(r.Add(absl::StrCat(head, kLike), fn, fn));
+    RETURN_IF_ERROR(r.Add(absl::StrCat(head, kLike), fn));
   }
   auto full_like = [](const OpCall& c) { return FullLike(c, c.arg(1)); };
   RETURN_IF_ERROR(
       r.Add(absl::StrCat("full_like(Tensor self, Scalar fill_value, ", kLike),
-            full_like, full_like));
+            full_like));
   RETURN_IF_ERROR(
       r.Add("copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor",
-            Copy, Copy));
+            Copy));
   RETURN_IF_ERROR(r.Add(
       "constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor",
-      ConstantPad, ConstantPad));
+      ConstantPad));
   RETURN_IF_ERROR(r.Add(
       "empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? "
       "dtype=None, Layout? "
       "layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
-      EmptyStrided, EmptyStrided));
+      EmptyStrided));
   // empty: zero-filled, so results never depend on garbage.
   auto empty = [](const OpCall& c) { return Full(c, nullptr, 0); };
   RETURN_IF_ERROR(
@@ -490,7 +488,7 @@ absl::Status RegisterCreationOps(OpRegistry& r) {
             "Layout? layout=None, "
             "Device? device=None, bool? pin_memory=None, MemoryFormat? "
             "memory_format=None) -> Tensor",
-            empty, empty));
+            empty));
   auto scalar_tensor = [](const OpCall& c) -> absl::StatusOr<Value> {
     DType dtype =
         c.arg("dtype").is_none() ? DType::kFloat32 : c.arg("dtype").dtype;
@@ -504,53 +502,52 @@ absl::Status RegisterCreationOps(OpRegistry& r) {
       r.Add("scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? "
             "layout=None, Device? "
             "device=None, bool? pin_memory=None) -> Tensor",
-            scalar_tensor, scalar_tensor));
-  RETURN_IF_ERROR(
-      r.Add("stack(Tensor[] tensors, int dim=0) -> Tensor", Stack, Stack));
+            scalar_tensor));
+  RETURN_IF_ERROR(r.Add("stack(Tensor[] tensors, int dim=0) -> Tensor", Stack));
   auto fill = [](const OpCall& c) { return FillInplace(c, c.arg(1)); };
-  RETURN_IF_ERROR(r.Add(
-      "fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)", fill, fill));
+  RETURN_IF_ERROR(
+      r.Add("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)", fill));
   auto zero = [](const OpCall& c) { return FillInplace(c, Value::Int(0)); };
-  RETURN_IF_ERROR(r.Add("zero_(Tensor(a!) self) -> Tensor(a!)", zero, zero));
-  RETURN_IF_ERROR(r.Add("_local_scalar_dense(Tensor self) -> Scalar",
-                        LocalScalarDense, LocalScalarDense));
-  RETURN_IF_ERROR(r.Add("_assert_scalar(Scalar self, str assert_msg) -> ()",
-                        AssertScalar, AssertScalar));
+  RETURN_IF_ERROR(r.Add("zero_(Tensor(a!) self) -> Tensor(a!)", zero));
+  RETURN_IF_ERROR(
+      r.Add("_local_scalar_dense(Tensor self) -> Scalar", LocalScalarDense));
+  RETURN_IF_ERROR(
+      r.Add("_assert_scalar(Scalar self, str assert_msg) -> ()", AssertScalar));
   auto full = [](const OpCall& c) { return Full(c, &c.arg(1), 0); };
   RETURN_IF_ERROR(
       r.Add("full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, "
             "Layout? layout=None, "
             "Device? device=None, bool? pin_memory=None) -> Tensor",
-            full, full));
+            full));
   auto zeros = [](const OpCall& c) { return Full(c, nullptr, 0); };
   RETURN_IF_ERROR(
       r.Add("zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? "
             "layout=None, Device? device=None, "
             "bool? pin_memory=None) -> Tensor",
-            zeros, zeros));
+            zeros));
   auto ones = [](const OpCall& c) { return Full(c, nullptr, 1); };
   RETURN_IF_ERROR(
       r.Add("ones(SymInt[] size, *, ScalarType? dtype=None, Layout? "
             "layout=None, Device? device=None, "
             "bool? pin_memory=None) -> Tensor",
-            ones, ones));
+            ones));
   auto clone = [](const OpCall& c) { return ToCopy(c, true); };
   RETURN_IF_ERROR(
       r.Add("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
-            clone, clone));
+            clone));
   auto to_copy = [](const OpCall& c) { return ToCopy(c, false); };
   RETURN_IF_ERROR(
       r.Add("_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? "
             "layout=None, Device? device=None, "
             "bool? pin_memory=None, bool non_blocking=False, MemoryFormat? "
             "memory_format=None) -> Tensor",
-            to_copy, to_copy));
+            to_copy));
   RETURN_IF_ERROR(
       r.Add("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> "
             "Tensor(a!)",
-            CopyInplace, CopyInplace));
+            CopyInplace));
   RETURN_IF_ERROR(
-      r.Add("sym_size.int(Tensor self, int dim) -> SymInt", SymSize, SymSize));
+      r.Add("sym_size.int(Tensor self, int dim) -> SymInt", SymSize));
   // fill / zero: the functional twins of fill_ / zero_ (a new tensor like
   // self).
   for (const char* schema : {"fill.Scalar(Tensor self, Scalar value) -> Tensor",
@@ -564,7 +561,7 @@ absl::Status RegisterCreationOps(OpRegistry& r) {
                                     DTypeOf(self)));
       return Like(c, self, DTypeOf(self), DeviceOf(self), &v);
     };
-    RETURN_IF_ERROR(r.Add(schema, fn, fn));
+    RETURN_IF_ERROR(r.Add(schema, fn));
   }
   RETURN_IF_ERROR(r.Pair("aten.fill_.Scalar", "aten.fill.Scalar"));
   RETURN_IF_ERROR(r.Pair("aten.zero_.default", "aten.zero.default"));

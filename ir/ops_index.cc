@@ -412,76 +412,63 @@ absl::StatusOr<Value> ScatterInto(const OpCall& c,
   return out;
 }
 
-absl::Status Both(OpRegistry& r, const char* schema, OpFn fn) {
-  return r.Add(schema, fn, fn);
-}
-
 }  // namespace
 
 absl::Status RegisterIndexOps(OpRegistry& r) {
-  RETURN_IF_ERROR(Both(r,
-                       "gather(Tensor self, int dim, Tensor index, *, bool "
-                       "sparse_grad=False) -> Tensor",
-                       Gather));
-  RETURN_IF_ERROR(Both(
-      r,
+  RETURN_IF_ERROR(
+      r.Add("gather(Tensor self, int dim, Tensor index, *, bool "
+            "sparse_grad=False) -> Tensor",
+            Gather));
+  RETURN_IF_ERROR(r.Add(
       "scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
       Scatter));
-  RETURN_IF_ERROR(Both(r,
-                       "scatter.value(Tensor self, int dim, Tensor index, "
-                       "Scalar value) -> Tensor",
-                       Scatter));
-  RETURN_IF_ERROR(Both(r,
-                       "scatter.reduce(Tensor self, int dim, Tensor index, "
-                       "Tensor src, *, str reduce) -> Tensor",
-                       Scatter));
-  RETURN_IF_ERROR(Both(r,
-                       "scatter.value_reduce(Tensor self, int dim, Tensor "
-                       "index, Scalar value, *, "
-                       "str reduce) -> Tensor",
-                       Scatter));
-  RETURN_IF_ERROR(Both(
-      r,
+  RETURN_IF_ERROR(
+      r.Add("scatter.value(Tensor self, int dim, Tensor index, "
+            "Scalar value) -> Tensor",
+            Scatter));
+  RETURN_IF_ERROR(
+      r.Add("scatter.reduce(Tensor self, int dim, Tensor index, "
+            "Tensor src, *, str reduce) -> Tensor",
+            Scatter));
+  RETURN_IF_ERROR(
+      r.Add("scatter.value_reduce(Tensor self, int dim, Tensor "
+            "index, Scalar value, *, "
+            "str reduce) -> Tensor",
+            Scatter));
+  RETURN_IF_ERROR(r.Add(
       "scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
       Scatter));
   RETURN_IF_ERROR(
-      Both(r, "index_select(Tensor self, int dim, Tensor index) -> Tensor",
-           IndexSelect));
-  RETURN_IF_ERROR(Both(
-      r,
+      r.Add("index_select(Tensor self, int dim, Tensor index) -> Tensor",
+            IndexSelect));
+  RETURN_IF_ERROR(r.Add(
       "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool "
       "scale_grad_by_freq=False, bool sparse=False) -> Tensor",
       Embedding));
   RETURN_IF_ERROR(
-      Both(r, "index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", Index));
+      r.Add("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", Index));
   RETURN_IF_ERROR(
-      Both(r,
-           "index_put(Tensor self, Tensor?[] indices, Tensor values, bool "
-           "accumulate=False) -> Tensor",
-           IndexPut));
-  RETURN_IF_ERROR(
-      Both(r,
-           "index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool "
-           "accumulate=False) -> Tensor(a!)",
-           IndexPutInplace));
+      r.Add("index_put(Tensor self, Tensor?[] indices, Tensor values, bool "
+            "accumulate=False) -> Tensor",
+            IndexPut));
+  RETURN_IF_ERROR(r.Add(
+      "index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool "
+      "accumulate=False) -> Tensor(a!)",
+      IndexPutInplace));
   RETURN_IF_ERROR(r.Pair("aten.index_put_.default", "aten.index_put.default"));
-  RETURN_IF_ERROR(Both(
-      r,
+  RETURN_IF_ERROR(r.Add(
       "slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, "
       "SymInt? end=None, SymInt step=1) -> Tensor",
       [](const OpCall& c) { return ScatterInto(c, "aten.slice.Tensor"); }));
   RETURN_IF_ERROR(
-      Both(r,
-           "select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> "
-           "Tensor",
-           [](const OpCall& c) { return ScatterInto(c, "aten.select.int"); }));
-  RETURN_IF_ERROR(Both(
-      r,
+      r.Add("select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> "
+            "Tensor",
+            [](const OpCall& c) { return ScatterInto(c, "aten.select.int"); }));
+  RETURN_IF_ERROR(r.Add(
       "diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int "
       "dim2=1) -> Tensor",
       [](const OpCall& c) { return ScatterInto(c, "aten.diagonal.default"); }));
-  RETURN_IF_ERROR(Both(
-      r,
+  RETURN_IF_ERROR(r.Add(
       "as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] "
       "stride, SymInt? storage_offset=None) -> Tensor",
       [](const OpCall& c) {

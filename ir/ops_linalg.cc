@@ -150,19 +150,19 @@ absl::Status RegisterLinalgOps(OpRegistry& r) {
   auto bmm = [](const OpCall& c) {
     return Product(c, c.arg(0), c.arg(1), true, nullptr, 1, 1);
   };
-  RETURN_IF_ERROR(r.Add("mm(Tensor self, Tensor mat2) -> Tensor", mm, mm));
-  RETURN_IF_ERROR(r.Add("bmm(Tensor self, Tensor mat2) -> Tensor", bmm, bmm));
+  RETURN_IF_ERROR(r.Add("mm(Tensor self, Tensor mat2) -> Tensor", mm));
+  RETURN_IF_ERROR(r.Add("bmm(Tensor self, Tensor mat2) -> Tensor", bmm));
   auto addmm = [](const OpCall& c) { return AddProduct(c, false); };
   RETURN_IF_ERROR(
       r.Add("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, "
             "Scalar alpha=1) -> Tensor",
-            addmm, addmm));
+            addmm));
   auto baddbmm = [](const OpCall& c) { return AddProduct(c, true); };
   RETURN_IF_ERROR(
       r.Add("baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar "
             "beta=1, Scalar alpha=1) -> "
             "Tensor",
-            baddbmm, baddbmm));
+            baddbmm));
   return absl::OkStatus();
 }
 

@@ -516,12 +516,12 @@ absl::StatusOr<Value> Cumsum(const OpCall& c) {
 absl::Status RegisterReductionOps(OpRegistry& r) {
   RETURN_IF_ERROR(
       r.Add("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
-            Cumsum, Cumsum));
+            Cumsum));
   RETURN_IF_ERROR(
       r.Add("native_layer_norm(Tensor input, SymInt[] normalized_shape, "
             "Tensor? weight, Tensor? bias, "
             "float eps) -> (Tensor, Tensor, Tensor)",
-            LayerNorm, LayerNorm));
+            LayerNorm));
   RETURN_IF_ERROR(
       RegisterReduce(r,
                      "sum.dim_IntList(Tensor self, int[1]? dim, bool "

@@ -631,90 +631,80 @@ absl::StatusOr<Value> TransposeDims(const OpCall& c) {
   return Transpose(c, d0, d1);
 }
 
-absl::Status Both(OpRegistry& r, const char* schema,
-                  std::function<absl::StatusOr<Value>(const OpCall&)> fn) {
-  return r.Add(schema, fn, fn);
-}
-
 }  // namespace
 
 absl::Status RegisterViewOps(OpRegistry& r) {
-  RETURN_IF_ERROR(Both(r, "t(Tensor(a) self) -> Tensor(a)", TransposeMatrix));
+  RETURN_IF_ERROR(r.Add("t(Tensor(a) self) -> Tensor(a)", TransposeMatrix));
   RETURN_IF_ERROR(
-      Both(r, "transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
-           TransposeDims));
+      r.Add("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
+            TransposeDims));
   RETURN_IF_ERROR(
-      Both(r, "permute(Tensor(a) self, int[] dims) -> Tensor(a)", Permute));
+      r.Add("permute(Tensor(a) self, int[] dims) -> Tensor(a)", Permute));
   RETURN_IF_ERROR(
-      Both(r, "unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", Unsqueeze));
+      r.Add("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", Unsqueeze));
   RETURN_IF_ERROR(
-      Both(r, "squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", Squeeze));
-  RETURN_IF_ERROR(Both(r,
-                       "expand(Tensor(a) self, SymInt[] size, *, bool "
-                       "implicit=False) -> Tensor(a)",
-                       Expand));
-  RETURN_IF_ERROR(Both(r,
-                       "slice.Tensor(Tensor(a) self, int dim=0, SymInt? "
-                       "start=None, SymInt? end=None, "
-                       "SymInt step=1) -> Tensor(a)",
-                       Slice));
+      r.Add("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", Squeeze));
   RETURN_IF_ERROR(
-      Both(r, "select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)",
-           Select));
+      r.Add("expand(Tensor(a) self, SymInt[] size, *, bool "
+            "implicit=False) -> Tensor(a)",
+            Expand));
   RETURN_IF_ERROR(
-      Both(r, "view(Tensor(a) self, SymInt[] size) -> Tensor(a)", View));
+      r.Add("slice.Tensor(Tensor(a) self, int dim=0, SymInt? "
+            "start=None, SymInt? end=None, "
+            "SymInt step=1) -> Tensor(a)",
+            Slice));
   RETURN_IF_ERROR(
-      Both(r, "_unsafe_view(Tensor self, SymInt[] size) -> Tensor", View));
-  RETURN_IF_ERROR(Both(r,
-                       "diagonal(Tensor(a) self, int offset=0, int dim1=0, int "
-                       "dim2=1) -> Tensor(a)",
-                       Diagonal));
-  RETURN_IF_ERROR(Both(r,
-                       "narrow(Tensor(a) self, int dim, SymInt start, SymInt "
-                       "length) -> Tensor(a)",
-                       Narrow));
-  RETURN_IF_ERROR(Both(r,
-                       "split.Tensor(Tensor(a -> *) self, SymInt split_size, "
-                       "int dim=0) -> Tensor(a)[]",
-                       Split));
-  RETURN_IF_ERROR(Both(r,
-                       "split_with_sizes(Tensor(a -> *) self, SymInt[] "
-                       "split_sizes, int dim=0) -> "
-                       "Tensor(a)[]",
-                       SplitWithSizes));
-  RETURN_IF_ERROR(Both(
-      r, "unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]", Unbind));
+      r.Add("select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)",
+            Select));
   RETURN_IF_ERROR(
-      Both(r,
-           "as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? "
-           "storage_offset=None) -> Tensor(a)",
-           AsStrided));
+      r.Add("view(Tensor(a) self, SymInt[] size) -> Tensor(a)", View));
   RETURN_IF_ERROR(
-      Both(r, "reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", Reshape));
-  RETURN_IF_ERROR(Both(r, "squeeze(Tensor(a) self) -> Tensor(a)", SqueezeDims));
-  RETURN_IF_ERROR(Both(
-      r, "squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)", SqueezeDims));
+      r.Add("_unsafe_view(Tensor self, SymInt[] size) -> Tensor", View));
   RETURN_IF_ERROR(
-      Both(r, "view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)",
-           ViewDType));
+      r.Add("diagonal(Tensor(a) self, int offset=0, int dim1=0, int "
+            "dim2=1) -> Tensor(a)",
+            Diagonal));
+  RETURN_IF_ERROR(
+      r.Add("narrow(Tensor(a) self, int dim, SymInt start, SymInt "
+            "length) -> Tensor(a)",
+            Narrow));
+  RETURN_IF_ERROR(
+      r.Add("split.Tensor(Tensor(a -> *) self, SymInt split_size, "
+            "int dim=0) -> Tensor(a)[]",
+            Split));
+  RETURN_IF_ERROR(
+      r.Add("split_with_sizes(Tensor(a -> *) self, SymInt[] "
+            "split_sizes, int dim=0) -> "
+            "Tensor(a)[]",
+            SplitWithSizes));
+  RETURN_IF_ERROR(r.Add(
+      "unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]", Unbind));
+  RETURN_IF_ERROR(r.Add(
+      "as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? "
+      "storage_offset=None) -> Tensor(a)",
+      AsStrided));
+  RETURN_IF_ERROR(
+      r.Add("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", Reshape));
+  RETURN_IF_ERROR(r.Add("squeeze(Tensor(a) self) -> Tensor(a)", SqueezeDims));
+  RETURN_IF_ERROR(r.Add("squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)",
+                        SqueezeDims));
+  RETURN_IF_ERROR(r.Add(
+      "view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)", ViewDType));
   // In-place views: the result replaces self's metadata (MutatesMetadata).
+  RETURN_IF_ERROR(r.Add("t_(Tensor(a!) self) -> Tensor(a!)", TransposeMatrix));
   RETURN_IF_ERROR(
-      Both(r, "t_(Tensor(a!) self) -> Tensor(a!)", TransposeMatrix));
+      r.Add("transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)",
+            TransposeDims));
   RETURN_IF_ERROR(
-      Both(r, "transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)",
-           TransposeDims));
-  RETURN_IF_ERROR(
-      Both(r, "unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)", Unsqueeze));
-  RETURN_IF_ERROR(Both(
-      r,
+      r.Add("unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)", Unsqueeze));
+  RETURN_IF_ERROR(r.Add(
       "as_strided_(Tensor(a!) self, SymInt[] size, SymInt[] stride, SymInt? "
       "storage_offset=None) -> Tensor(a!)",
       AsStrided));
-  RETURN_IF_ERROR(Both(
-      r, "set_.source_Tensor(Tensor(a!) self, Tensor source) -> Tensor(a!)",
-      Set));
-  RETURN_IF_ERROR(Both(
-      r, "alias(Tensor(a) self) -> Tensor(a)",
+  RETURN_IF_ERROR(r.Add(
+      "set_.source_Tensor(Tensor(a!) self, Tensor source) -> Tensor(a!)", Set));
+  RETURN_IF_ERROR(r.Add(
+      "alias(Tensor(a) self) -> Tensor(a)",
       [](const OpCall& c) { return Emit(c, c.arg(0), LayoutOf(c.arg(0))); }));
   return absl::OkStatus();
 }
