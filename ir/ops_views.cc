@@ -108,21 +108,6 @@ absl::StatusOr<Value> Unsqueeze(const OpCall& c) {
   return Emit(c, c.arg(0), l);
 }
 
-absl::StatusOr<Value> Squeeze(const OpCall& c) {
-  Layout l = LayoutOf(c.arg(0));
-  int64_t rank = static_cast<int64_t>(l.sizes.size());
-  ASSIGN_OR_RETURN(int64_t dim, c.arg(1).AsInt());
-  ASSIGN_OR_RETURN(dim, WrapDim(c, dim, rank));
-  if (rank == 0) return Emit(c, c.arg(0), l);
-  ASSIGN_OR_RETURN(bool one,
-                   Decide(c, symbolic::Eq(l.sizes[dim], symbolic::Int(1))));
-  if (one) {
-    l.sizes.erase(l.sizes.begin() + dim);
-    l.strides.erase(l.strides.begin() + dim);
-  }
-  return Emit(c, c.arg(0), l);
-}
-
 absl::StatusOr<Value> Expand(const OpCall& c) {
   Layout l = LayoutOf(c.arg(0));
   ASSIGN_OR_RETURN(std::vector<Expr> target, c.arg(1).AsExprList());
@@ -521,7 +506,8 @@ absl::StatusOr<Value> Reshape(const OpCall& c) {
   return View(on_copy);
 }
 
-// squeeze() / squeeze.dims(dims): drops the given (or all) size-1 dims.
+// squeeze() / squeeze.dim(dim) / squeeze.dims(dims): drops the given (or
+// all) dims of size 1.
 absl::StatusOr<Value> SqueezeDims(const OpCall& c) {
   Layout l = LayoutOf(c.arg(0));
   int64_t rank = static_cast<int64_t>(l.sizes.size());
@@ -536,7 +522,11 @@ absl::StatusOr<Value> SqueezeDims(const OpCall& c) {
   Layout out;
   out.offset = l.offset;
   for (int64_t d = 0; d < rank; ++d) {
-    if (drop[d] && l.sizes[d].is_constant(1)) continue;
+    if (drop[d]) {
+      ASSIGN_OR_RETURN(bool one,
+                       Decide(c, symbolic::Eq(l.sizes[d], symbolic::Int(1))));
+      if (one) continue;
+    }
     out.sizes.push_back(l.sizes[d]);
     out.strides.push_back(l.strides[d]);
   }
@@ -643,7 +633,7 @@ absl::Status RegisterViewOps(OpRegistry& r) {
   RETURN_IF_ERROR(
       r.Add("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", Unsqueeze));
   RETURN_IF_ERROR(
-      r.Add("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", Squeeze));
+      r.Add("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", SqueezeDims));
   RETURN_IF_ERROR(
       r.Add("expand(Tensor(a) self, SymInt[] size, *, bool "
             "implicit=False) -> Tensor(a)",
