@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "aot/functional_checker.h"
+#include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "status_macros.h"
 
@@ -25,30 +26,6 @@ using ir::Node;
 std::string ShortName(const std::string& target) {
   std::vector<std::string> parts = absl::StrSplit(target, '.');
   return parts.size() > 1 ? parts[1] : target;
-}
-
-const ir::OpDef* OpOf(const Node& n) {
-  return n.kind() == Node::Kind::kCall
-             ? ir::OpRegistry::Global().Find(n.target())
-             : nullptr;
-}
-
-bool IsInplace(const ir::OpDef* op) {
-  return op != nullptr && !op->schema.arguments.empty() &&
-         op->schema.arguments[0].is_written();
-}
-
-// Whether `n` returns a view of its first argument (or, for getitem, an
-// element of a list of views).
-bool IsView(const Node& n) {
-  if (n.kind() != Node::Kind::kCall || n.args().empty() ||
-      n.args()[0].kind != Arg::Kind::kNode) {
-    return false;
-  }
-  if (n.target() == "getitem") return IsView(*n.args()[0].node);
-  const ir::OpDef* op = OpOf(n);
-  return op != nullptr && !IsInplace(op) && !op->schema.returns.empty() &&
-         op->schema.returns[0].alias.has_value();
 }
 
 // Replaces `from` by `to` in `n`'s arguments.
@@ -85,9 +62,8 @@ class Functionalizer {
         handles_[n] = {n, {}};
         continue;
       }
-      const ir::OpDef* op = OpOf(*n);
-      if (IsInplace(op)) {
-        RETURN_IF_ERROR(Mutate(n, op));
+      if (ir::IsInplace(*n)) {
+        RETURN_IF_ERROR(Mutate(n, ir::OpRegistry::Global().Find(n->target())));
         changed = true;
         continue;
       }
@@ -127,7 +103,7 @@ class Functionalizer {
       }
       // A reader: stale arguments are regenerated from their base's value.
       // A view's handle extends its source's (taken before regeneration).
-      bool view = IsView(*n);
+      bool view = ir::IsView(*n);
       Node* source = view ? n->args()[0].node : nullptr;
       RETURN_IF_ERROR(ReadArgs(n));
       if (n->kind() != Node::Kind::kCall) continue;

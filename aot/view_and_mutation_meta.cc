@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_split.h"
+#include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "ir/shape_prop.h"
 #include "status_macros.h"
@@ -18,41 +19,13 @@ namespace {
 using ir::Arg;
 using ir::Node;
 
-const ir::OpDef* OpOf(const Node& n) {
-  return n.kind() == Node::Kind::kCall
-             ? ir::OpRegistry::Global().Find(n.target())
-             : nullptr;
-}
-
-bool Writes(const ir::OpDef* op) {
-  return op != nullptr && !op->schema.arguments.empty() &&
-         op->schema.arguments[0].is_written();
-}
-
 // Whether `n` made its storage (rather than viewing or updating another's).
-bool MakesStorage(const Node& n) {
-  if (n.kind() != Node::Kind::kCall) return true;
-  if (n.target() == "getitem") {
-    return !n.args().empty() && n.args()[0].kind == Arg::Kind::kNode &&
-           MakesStorage(*n.args()[0].node);
-  }
-  const ir::OpDef* op = OpOf(n);
-  return op != nullptr &&
-         (op->schema.returns.empty() || !op->schema.returns[0].alias);
-}
+bool MakesStorage(const Node& n) { return !ir::IsView(n) && !ir::IsInplace(n); }
 
 // An element of a multi-output view (unbind, split).
 bool IsMultiOutputView(const Node& n) {
   return n.kind() == Node::Kind::kCall && n.target() == "getitem" &&
-         !MakesStorage(n);
-}
-
-// The value `n` is the same tensor object as: in-place ops return their
-// argument.
-const Node* Object(const Node* n) {
-  while (Writes(OpOf(*n)) && n->args()[0].kind == Arg::Kind::kNode)
-    n = n->args()[0].node;
-  return n;
+         ir::IsView(n);
 }
 
 }  // namespace
@@ -113,8 +86,7 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
     if (n.meta().kind == ir::ValueMeta::Kind::kTensor && MakesStorage(n)) {
       maker.emplace(n.meta().tensor.storage, &n);
     }
-    const ir::OpDef* op = OpOf(n);
-    if (!Writes(op) || n.args()[0].kind != Arg::Kind::kNode) continue;
+    if (!ir::IsInplace(n)) continue;
     const Node* target = n.args()[0].node;
     if (target->meta().kind != ir::ValueMeta::Kind::kTensor) continue;
     auto in = input_of.find(target->meta().tensor.storage);
@@ -123,7 +95,7 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
     if (n.target() == "aten.set_.source_Tensor") {
       info.mutates_storage_metadata = info.mutates_metadata = true;
     } else if (ir::MutatesMetadata(n.target())) {
-      if (Object(target) == inputs[in->second])
+      if (ir::TensorObject(*target) == inputs[in->second])
         final_view[inputs[in->second]] = n.meta().tensor;
     } else {
       info.mutates_data = true;
@@ -165,7 +137,7 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
     info.requires_grad = rg[o];
     ir::StorageId s = o->meta().tensor.storage;
     // The input object itself (also after set_ gave it another storage).
-    auto self = std::find(inputs.begin(), inputs.end(), Object(o));
+    auto self = std::find(inputs.begin(), inputs.end(), ir::TensorObject(*o));
     if (self != inputs.end()) {
       info.type = OutputType::kIsInput;
       info.base_index = static_cast<int>(self - inputs.begin());
@@ -183,7 +155,7 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
         info.type = OutputType::kAliasOfInput;
         info.base_index = in->second;
       }
-    } else if (!MakesStorage(*Object(o)) && maker.contains(s) &&
+    } else if (!MakesStorage(*ir::TensorObject(*o)) && maker.contains(s) &&
                info.requires_grad && rg[maker[s]]) {
       const Node* base = maker[s];
       int non_multi = aliases[s] - multi_output_aliases[s];

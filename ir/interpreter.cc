@@ -56,17 +56,36 @@ absl::StatusOr<Value> ArgValue(
   return Value::None();
 }
 
+namespace {
+
+const OpDef* OpOf(const Node& n) {
+  return n.kind() == Node::Kind::kCall ? OpRegistry::Global().Find(n.target())
+                                       : nullptr;
+}
+
+}  // namespace
+
+bool IsInplace(const Node& n) {
+  const OpDef* op = OpOf(n);
+  return op != nullptr && !op->schema.arguments.empty() &&
+         op->schema.arguments[0].is_written() && !n.args().empty() &&
+         n.args()[0].kind == Arg::Kind::kNode;
+}
+
+bool IsView(const Node& n) {
+  if (n.kind() != Node::Kind::kCall || n.args().empty() ||
+      n.args()[0].kind != Arg::Kind::kNode) {
+    return false;
+  }
+  if (n.target() == "getitem") return IsView(*n.args()[0].node);
+  const OpDef* op = OpOf(n);
+  return op != nullptr && !IsInplace(n) && !op->schema.returns.empty() &&
+         op->schema.returns[0].alias.has_value();
+}
+
 const Node* TensorObject(const Node& n) {
   const Node* at = &n;
-  while (at->kind() == Node::Kind::kCall && !at->args().empty() &&
-         at->args()[0].kind == Arg::Kind::kNode) {
-    const OpDef* op = OpRegistry::Global().Find(at->target());
-    if (op == nullptr || op->schema.arguments.empty() ||
-        !op->schema.arguments[0].is_written()) {
-      break;
-    }
-    at = at->args()[0].node;
-  }
+  while (IsInplace(*at)) at = at->args()[0].node;
   return at;
 }
 

@@ -66,6 +66,18 @@ absl::StatusOr<EvaluatedCall> EvalCall(
     const Node& n, const absl::flat_hash_map<const Node*, Value>& values,
     symbolic::ShapeEnv* shape_env);
 
+// IsInplace()
+//
+// Whether call node `n` writes its first argument and returns it (add_, t_,
+// set_, ...).
+bool IsInplace(const Node& n);
+
+// IsView()
+//
+// Whether `n` returns a view of its first argument's storage (or, for
+// getitem, an element of a list of views such as split's).
+bool IsView(const Node& n);
+
 // TensorObject()
 //
 // The node whose value is the same tensor object as `n`'s: in-place ops
