@@ -147,13 +147,11 @@ class Functionalizer {
     auto h = handles_.find(node);
     if (h == handles_.end()) return node;  // not a tensor we track
     Node* base = h->second.base;
-    if (erased_.contains(node) == false && seen_.contains(node) &&
-        seen_[node] == Version(base)) {
-      return node;
+    auto made = seen_.find(node);
+    if (made != seen_.end() ? made->second == Version(base)
+                            : Version(base) == 0) {
+      return node;  // still current
     }
-    if (h->second.chain.empty() && !erased_.contains(node) &&
-        Version(base) == 0)
-      return node;
     return Replay(h->second, h->second.chain.size(), at);
   }
 
@@ -388,11 +386,11 @@ class Functionalizer {
     current_[h.base] = value;
     ++version_[h.base];
     // The mutated view's new value is the functional result itself.
-    replayed_[std::make_tuple(h.chain.empty() ? h.base : h.chain.back(),
-                              Version(h.base))] = functional;
-    if (h.chain.empty()) current_[h.base] = functional;
-    handles_[n] = h;
-    erased_[n] = true;
+    if (h.chain.empty()) {
+      current_[h.base] = functional;
+    } else {
+      replayed_[std::make_tuple(h.chain.back(), Version(h.base))] = functional;
+    }
     // Readers of n read self's view; give them a placeholder to find.
     std::vector<Node*> users = n->users();
     for (Node* u : users) Redirect(*u, n, self);
@@ -452,7 +450,6 @@ class Functionalizer {
   ir::Graph& graph_;
   absl::flat_hash_map<Node*, Handle> handles_;
   absl::flat_hash_map<Node*, int> seen_;  // base version when a node was made
-  absl::flat_hash_map<Node*, bool> erased_;  // in-place nodes, now removed
   absl::flat_hash_map<Node*, Node*> current_;
   absl::flat_hash_map<Node*, int> version_;
   absl::flat_hash_map<std::tuple<Node*, int>, Node*> replayed_;
