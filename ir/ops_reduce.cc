@@ -38,6 +38,8 @@ enum class Reduce {
 struct ReduceInfo {
   std::vector<bool> reduced;  // per input dim
   bool keepdim = false;
+  bool flatten =
+      false;  // argmax/argmin without a dim: over the flattened tensor
   DType dtype;
   std::vector<symbolic::Expr> sizes;
 };
@@ -96,7 +98,8 @@ absl::StatusOr<ReduceInfo> InferReduce(const OpCall& c, Reduce kind) {
   bool arg = kind == Reduce::kArgMax || kind == Reduce::kArgMin;
   bool needs_elements = kind == Reduce::kMax || kind == Reduce::kMin || arg;
   std::vector<symbolic::Expr> in_sizes = SizesOf(self);
-  if (arg && dims.empty() && !(dim_arg >= 0 && !c.arg(dim_arg).is_none())) {
+  info.flatten = arg && (dim_arg < 0 || c.arg(dim_arg).is_none());
+  if (info.flatten) {
     // argmax(dim=None): the flattened tensor; keepdim keeps every dim as 1.
     for (int64_t d = 0; d < rank; ++d) {
       if (info.keepdim) info.sizes.push_back(symbolic::Int(1));
@@ -245,9 +248,8 @@ absl::StatusOr<Value> SlotKernel(const OpCall& c, Reduce kind, bool with_mean) {
   bool arg = kind == Reduce::kArgMax || kind == Reduce::kArgMin;
   std::vector<bool> reduced = info.reduced;
   Tensor flat = in;
-  int dim_arg = c.op().schema.ArgumentIndex("dim");
-  bool flatten = arg && (dim_arg < 0 || c.arg(dim_arg).is_none());
-  if (flatten) {  // argmax over everything: a 1-d view of a contiguous copy
+  if (info.flatten) {  // argmax over everything: a 1-d view of a contiguous
+                       // copy
     ASSIGN_OR_RETURN(Tensor copy, in.Clone());
     ASSIGN_OR_RETURN(flat, copy.AsStrided({in.numel()}, {1}, 0));
     reduced = {true};
@@ -316,13 +318,6 @@ absl::StatusOr<Value> SlotKernel(const OpCall& c, Reduce kind, bool with_mean) {
     }
     ++k;
   });
-  if (flatten) {
-    std::vector<int64_t> sizes(info.sizes.size(), 1);
-    ASSIGN_OR_RETURN(
-        Tensor view,
-        out.AsStrided(sizes, ::lathe::ContiguousStrides(sizes), 0));
-    return Value::OfTensor(view);
-  }
   ASSIGN_OR_RETURN(Value result, Finish(c, out, info));
   if (!with_mean) return result;
   ASSIGN_OR_RETURN(Value m, Finish(c, mean, info));
