@@ -899,6 +899,10 @@ TEST(LinalgTest, MatrixProducts) {
   Tensor bm = RunT("aten.bmm.default",
                    {V(T({2, 1, 1}, {2, 3})), V(T({2, 1, 2}, {1, 2, 3, 4}))});
   EXPECT_THAT(Elements(bm), ElementsAre(2, 4, 9, 12));
+  EXPECT_EQ(
+      RunError("aten.bmm.default",
+               {V(T({2, 1, 1}, {2, 3})), V(T({3, 1, 1}, {1, 2, 3}))}),
+      "aten.bmm.default: batch1 and batch2 must have the same batch size");
   EXPECT_THAT(Elements(RunT("aten.addmm.default", {V(T({1}, {1})), V(a), V(b)},
                             {{"alpha", Value::Int(2)}})),
               ElementsAre(-3, -3));

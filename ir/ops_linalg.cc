@@ -49,10 +49,7 @@ absl::StatusOr<std::vector<Expr>> ProductShape(const OpCall& c, const Value& a,
     return out;
   };
   size_t k = batch ? 2 : 1;
-  bool ok = sa[k] == sb[k - 1];
-  if (!ok && c.env() != nullptr) {
-    ASSIGN_OR_RETURN(ok, c.env()->EvaluateBool(symbolic::Eq(sa[k], sb[k - 1])));
-  }
+  ASSIGN_OR_RETURN(bool ok, Decide(c, symbolic::Eq(sa[k], sb[k - 1])));
   if (!ok) {
     return c.Error(absl::StrCat(
         batch ? "Expected size for first two dimensions of batch2 tensor "
@@ -60,10 +57,10 @@ absl::StatusOr<std::vector<Expr>> ProductShape(const OpCall& c, const Value& a,
         shape(sa), " and ", shape(sb), ")"));
   }
   if (batch) {
-    ASSIGN_OR_RETURN(std::vector<Expr> b0,
-                     BroadcastShapes(c, {{sa[0]}, {sb[0]}}));
-    if (!(sa[0] == sb[0]))
+    ASSIGN_OR_RETURN(bool same, Decide(c, symbolic::Eq(sa[0], sb[0])));
+    if (!same) {
       return c.Error("batch1 and batch2 must have the same batch size");
+    }
     return std::vector<Expr>{sa[0], sa[1], sb[2]};
   }
   return std::vector<Expr>{sa[0], sb[1]};
