@@ -165,9 +165,7 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
         std::optional<symbolic::Value> hint;
         if (auto it = d.hints.find(std::string(s.name())); it != d.hints.end())
           hint = it->second;
-        absl::Status st = env.DeclareSymbol(s, hint, source);
-        if (!st.ok() && st.code() != absl::StatusCode::kAlreadyExists)
-          return st;
+        RETURN_IF_ERROR(env.DeclareSymbol(s, hint, source));
         if (auto r = d.ranges.find(std::string(s.name()));
             r != d.ranges.end()) {
           RETURN_IF_ERROR(
@@ -195,15 +193,15 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
       }
       input_storage[p->name()] = m.tensor.storage;
     }
-    std::vector<std::pair<symbolic::Expr, std::string>> unused;
-    BindUnbacked(m, "", env, known,
-                 unused);  // inputs' symbols are bound by the caller
+    // The caller binds the inputs' symbols: they are known, not introduced.
+    std::vector<std::pair<symbolic::Expr, std::string>> by_caller;
+    BindUnbacked(m, "", env, known, by_caller);
     values[p] = FromMeta(m);
   }
   for (const auto& node : graph.nodes()) {
     Node& n = *node;
-    if (n.kind() ==
-        Node::Kind::kGetAttr) {  // a constant: its annotation says it all
+    // A constant: its annotation says it all.
+    if (n.kind() == Node::Kind::kGetAttr) {
       if (n.meta().kind != ValueMeta::Kind::kTensor) {
         return absl::InvalidArgumentError(absl::StrCat(
             "constant '", n.name(),
