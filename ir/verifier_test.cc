@@ -44,6 +44,8 @@ TEST_P(CorpusTest, AnnotationsMatchTheMetaFunctions) {
   absl::Status st = Verify(**g, options);
   EXPECT_TRUE(st.ok()) << GetParam() << ": " << st;
   EXPECT_EQ(PrintGraph(**g), text);
+  for (const auto& n : (*g)->nodes())
+    EXPECT_TRUE(n->unbacked_bindings().empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(
