@@ -1,6 +1,7 @@
 #include "aot/functional_checker.h"
 
 #include <string>
+#include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
@@ -27,28 +28,25 @@ absl::Status Fail(const ir::Node& n, absl::string_view why) {
 }  // namespace
 
 absl::Status CheckFunctional(const ir::Graph& graph) {
-  absl::flat_hash_set<std::string> written;  // "input/kind"
+  absl::flat_hash_set<std::pair<const ir::Node*, std::string>> written;
   const ir::Node* epilogue_start = nullptr;
   for (const auto& node : graph.nodes()) {
     const ir::Node& n = *node;
     if (n.kind() != ir::Node::Kind::kCall) continue;
-    if (n.target() == "getitem" || ir::IsPythonOp(n.target())) {
-      if (epilogue_start != nullptr) {
-        return Fail(n, absl::StrCat("comes after the epilogue started at '",
-                                    epilogue_start->name(), "'"));
-      }
-      continue;
-    }
-    const ir::OpDef* op = ir::OpRegistry::Global().Find(n.target());
-    if (op == nullptr) return Fail(n, absl::StrCat("unknown op ", n.target()));
     const char* kind = EpilogueKind(n.target());
-    if (kind == nullptr) {
-      for (const ir::Argument& a : op->schema.arguments) {
-        if (a.is_written()) {
-          return Fail(
-              n, absl::StrCat(
-                     n.target(), " writes its argument '", a.name,
-                     "'; only the copy_/set_/as_strided_ epilogue may mutate"));
+    if (kind == nullptr) {  // must be functional, and before the epilogue
+      if (n.target() != "getitem" && !ir::IsPythonOp(n.target())) {
+        const ir::OpDef* op = ir::OpRegistry::Global().Find(n.target());
+        if (op == nullptr) {
+          return Fail(n, absl::StrCat("unknown op ", n.target()));
+        }
+        for (const ir::Argument& a : op->schema.arguments) {
+          if (a.is_written()) {
+            return Fail(
+                n, absl::StrCat(n.target(), " writes its argument '", a.name,
+                                "'; only the copy_/set_/as_strided_ "
+                                "epilogue may mutate"));
+          }
         }
       }
       if (epilogue_start != nullptr) {
@@ -62,11 +60,12 @@ absl::Status CheckFunctional(const ir::Graph& graph) {
         n.args()[0].node->kind() != ir::Node::Kind::kPlaceholder) {
       return Fail(n, absl::StrCat(n.target(), " must write a graph input"));
     }
-    const std::string& input = n.args()[0].node->name();
-    if (!written.insert(absl::StrCat(input, "/", kind)).second) {
+    const ir::Node* input = n.args()[0].node;
+    if (!written.insert({input, kind}).second) {
       return Fail(
-          n, absl::StrCat("input '", input, "' gets a second ", kind,
-                          " mutation; each input is written at most once"));
+          n, absl::StrCat("input '", input->name(), "' gets a second ", kind,
+                          " mutation; each input is written at most "
+                          "once"));
     }
   }
   return absl::OkStatus();
