@@ -70,16 +70,12 @@ class Functionalizer {
       if (n->kind() == Node::Kind::kOutput) {
         for (Node* p : graph_.Placeholders()) {
           if (Resolve(p) == p) continue;
-          restrided.push_back({p, Resolve(p)});
           ASSIGN_OR_RETURN(Node * now, Read(p, n));
-          final_value[p] = now;
-          storage_changed[p] = handles_[Resolve(p)].base != p;
           bool returned = false;
           for (Node* in : n->Inputs()) returned = returned || in == p;
-          if (returned) {
-            Redirect(*n, p, now);
-            output_value[p] = now;
-          }
+          if (returned) Redirect(*n, p, now);
+          rebound.push_back(
+              {p, Resolve(p), now, handles_[Resolve(p)].base != p, returned});
         }
         // Other stale values (an unrebound input stays itself here).
         for (Node* in : n->Inputs()) {
@@ -457,12 +453,15 @@ class Functionalizer {
   std::vector<Node*> removed_;
 
  public:
-  // For each input whose metadata changed: its final view, and what the
-  // output returns for it.
-  std::vector<std::pair<Node*, Node*>> restrided;  // (input, final view)
-  absl::flat_hash_map<Node*, Node*> output_value;
-  absl::flat_hash_map<Node*, Node*> final_value;     // input -> its final value
-  absl::flat_hash_map<Node*, bool> storage_changed;  // set_ gave it another
+  // An input rebound by a metadata or storage mutation (t_, set_, ...).
+  struct Rebound {
+    Node* input;
+    Node* view;        // its final view
+    Node* value;       // that view's value at the output
+    bool new_storage;  // set_ gave it another storage
+    bool returned;     // the output returns `value` for it
+  };
+  std::vector<Rebound> rebound;
 };
 
 }  // namespace
@@ -470,15 +469,14 @@ class Functionalizer {
 absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
                                    const ir::ShapePropOptions& options) {
   RETURN_IF_ERROR(ir::PropagateShapes(graph, env, options));
+  absl::flat_hash_map<ir::StorageId, Node*> input_of_storage;
   for (Node* p : graph.Placeholders()) {
-    for (Node* q : graph.Placeholders()) {
-      if (p != q && p->meta().kind == ir::ValueMeta::Kind::kTensor &&
-          q->meta().kind == ir::ValueMeta::Kind::kTensor &&
-          p->meta().tensor.storage == q->meta().tensor.storage) {
-        return absl::UnimplementedError(
-            absl::StrCat("inputs '", p->name(), "' and '", q->name(),
-                         "' share a storage; not supported yet"));
-      }
+    if (p->meta().kind != ir::ValueMeta::Kind::kTensor) continue;
+    auto [it, fresh] = input_of_storage.emplace(p->meta().tensor.storage, p);
+    if (!fresh) {
+      return absl::UnimplementedError(
+          absl::StrCat("inputs '", it->second->name(), "' and '", p->name(),
+                       "' share a storage; not supported yet"));
     }
   }
   Functionalizer f(graph);
@@ -494,53 +492,46 @@ absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
     return ir::PropagateShapes(graph, env, options);
   };
   if (changed) RETURN_IF_ERROR(repropagate());
-  // The metadata epilogue: as_strided_ each input whose final view differs
-  // (two t_() cancel out); an output that returned it returns the input.
+  // The metadata epilogue: set_ for an input given another storage, else
+  // as_strided_ when its final view differs (two t_() cancel out). An output
+  // that returned the input returns that node (the input itself).
   bool restrided = false;
-  for (const auto& [p, view] : f.restrided) {
-    if (f.storage_changed[p]) {  // set_(p, its final value); p is returned as
-                                 // itself
-      Node* set = graph.Insert(Node::Kind::kCall, graph.UniqueName("set_"),
-                               "aten.set_.source_Tensor",
-                               {Arg::Of(p), Arg::Of(f.final_value[p])}, {}, {},
-                               graph.output());
-      if (auto out = f.output_value.find(p); out != f.output_value.end()) {
-        Redirect(*graph.output(), out->second, set);
+  for (const Functionalizer::Rebound& r : f.rebound) {
+    Node* p = r.input;
+    std::vector<Arg> args = {Arg::Of(p)};
+    std::string target = "aten.set_.source_Tensor";
+    if (r.new_storage) {
+      args.push_back(Arg::Of(r.value));
+    } else {
+      const ir::TensorMeta &from = p->meta().tensor,
+                           &to = r.view->meta().tensor;
+      if (from.sizes == to.sizes && from.strides == to.strides &&
+          from.storage_offset == to.storage_offset) {
+        continue;
       }
-      restrided = true;
-      changed = true;
-      continue;
-    }
-    const ir::TensorMeta &from = p->meta().tensor, &to = view->meta().tensor;
-    if (from.sizes == to.sizes && from.strides == to.strides &&
-        from.storage_offset == to.storage_offset) {
-      continue;
-    }
-    std::vector<Arg> sizes, strides;
-    for (const auto* list : {&to.sizes, &to.strides}) {
-      for (symbolic::Expr e : *list) {
-        if (e.kind() != symbolic::ExprKind::kInteger) {
-          return absl::UnimplementedError(
-              absl::StrCat("the new layout of input '", p->name(),
-                           "' is symbolic; not supported yet"));
+      target = "aten.as_strided_.default";
+      for (const auto* list : {&to.sizes, &to.strides}) {
+        std::vector<Arg> items;
+        for (symbolic::Expr e : *list) {
+          if (e.kind() != symbolic::ExprKind::kInteger) {
+            return absl::UnimplementedError(
+                absl::StrCat("the new layout of input '", p->name(),
+                             "' is symbolic; not supported yet"));
+          }
+          items.push_back(Arg::Int(e.int_value()));
         }
-        (list == &to.sizes ? sizes : strides)
-            .push_back(Arg::Int(e.int_value()));
+        args.push_back(Arg::List(std::move(items)));
       }
+      if (to.storage_offset.kind() != symbolic::ExprKind::kInteger) {
+        return absl::UnimplementedError(
+            "a symbolic storage offset is not supported yet");
+      }
+      args.push_back(Arg::Int(to.storage_offset.int_value()));
     }
-    if (to.storage_offset.kind() != symbolic::ExprKind::kInteger) {
-      return absl::UnimplementedError(
-          "a symbolic storage offset is not supported yet");
-    }
-    Node* restride = graph.Insert(
-        Node::Kind::kCall, graph.UniqueName("as_strided_"),
-        "aten.as_strided_.default",
-        {Arg::Of(p), Arg::List(std::move(sizes)), Arg::List(std::move(strides)),
-         Arg::Int(to.storage_offset.int_value())},
-        {}, {}, graph.output());
-    if (auto out = f.output_value.find(p); out != f.output_value.end()) {
-      Redirect(*graph.output(), out->second, restride);
-    }
+    Node* epilogue =
+        graph.Insert(Node::Kind::kCall, graph.UniqueName(ShortName(target)),
+                     target, std::move(args), {}, {}, graph.output());
+    if (r.returned) Redirect(*graph.output(), r.value, epilogue);
     restrided = true;
     changed = true;
   }

@@ -126,8 +126,15 @@ TEST(FunctionalizeTest, UnsupportedCasesSayWhy) {
 )",
        "writing through view 'expand' (aten.expand.default) is not supported "
        "yet"},
+      {R"(# lathe: alias a b
+def forward(self, a: "f32[4][1]cpu", b: "f32[4][1]cpu"):
+    add_ = torch.ops.aten.add_.Tensor(a, 1)
+    return (b,)
+)",
+       "inputs 'a' and 'b' share a storage; not supported yet"},
   };
   for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
     absl::StatusOr<std::string> out = FunctionalText(c.text);
     EXPECT_FALSE(out.ok()) << c.text;
     EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
