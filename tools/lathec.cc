@@ -196,10 +196,8 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(
   }
   // Constants (`self.NAME` attributes) are given like inputs, by NAME.
   absl::flat_hash_map<std::string, ir::Value> constants;
-  absl::flat_hash_map<std::string, bool> is_constant;
   for (const auto& node : graph.nodes()) {
     if (node->kind() != ir::Node::Kind::kGetAttr) continue;
-    is_constant[node->target()] = true;
     auto it = files.find(node->target());
     if (it == files.end()) {
       return absl::InvalidArgumentError(
@@ -212,7 +210,7 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(
   for (const auto& [name, file] : files) {
     bool input = graph.Find(name) != nullptr &&
                  graph.Find(name)->kind() == ir::Node::Kind::kPlaceholder;
-    if (!input && !is_constant.contains(name)) {
+    if (!input && !constants.contains(name)) {
       return absl::InvalidArgumentError(
           absl::StrCat("the graph has no input named '", name, "'"));
     }
