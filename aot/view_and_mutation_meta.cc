@@ -28,6 +28,24 @@ bool IsMultiOutputView(const Node& n) {
          ir::IsView(n);
 }
 
+// Whether `n` reaches its tensor through detach() (so writing it is hidden
+// from autograd).
+bool ThroughDetach(const Node* n) {
+  while (ir::IsView(*n) || ir::IsInplace(*n)) {
+    if (n->target() == "aten.detach.default") return true;
+    n = n->args()[0].node;
+  }
+  return false;
+}
+
+// PyTorch's _check_if_mutation_can_be_in_graph, without the mode flag: the
+// mutations autograd need not see.
+bool CanBeInGraph(const InputInfo& i) {
+  return (i.mutates_data || i.mutates_storage_metadata) &&
+         ((!i.mutates_metadata && !i.requires_grad) ||
+          i.mutations_hidden_from_autograd || i.mutations_under_no_grad);
+}
+
 }  // namespace
 
 std::string OutputTypeName(OutputType type) {
@@ -51,15 +69,17 @@ std::string OutputTypeName(OutputType type) {
 }
 
 absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
-    ir::Graph& graph, symbolic::ShapeEnv& env) {
+    ir::Graph& graph, symbolic::ShapeEnv& env,
+    const ViewAndMutationOptions& options) {
   RETURN_IF_ERROR(ir::PropagateShapes(graph, env));
   ViewAndMutationMeta meta;
   std::vector<Node*> inputs = graph.Placeholders();
   meta.inputs.resize(inputs.size());
-  absl::flat_hash_set<std::string> rg_names;
+  absl::flat_hash_set<std::string> rg_names, non_leaf_names;
   for (const ir::Directive& d : graph.directives()) {
     std::vector<std::string> w = absl::StrSplit(d.text, ' ', absl::SkipEmpty());
     if (w.size() == 2 && w[0] == "requires_grad") rg_names.insert(w[1]);
+    if (w.size() == 2 && w[0] == "non_leaf") non_leaf_names.insert(w[1]);
   }
   absl::flat_hash_map<ir::StorageId, int> input_of;  // storage -> input index
   absl::flat_hash_map<const Node*, bool> rg;
@@ -70,46 +90,101 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
       input_of[inputs[i]->meta().tensor.storage] = static_cast<int>(i);
     }
     meta.inputs[i].requires_grad = rg_names.contains(inputs[i]->name());
+    meta.inputs[i].is_leaf = !non_leaf_names.contains(inputs[i]->name());
     rg[inputs[i]] = meta.inputs[i].requires_grad;
   }
   absl::flat_hash_map<ir::StorageId, const Node*> maker;
+  std::vector<int> mutations(inputs.size(), 0), hidden(inputs.size(), 0),
+      no_grad(inputs.size(), 0);
+  bool grad_enabled = true;
   for (const auto& node : graph.nodes()) {
     const Node& n = *node;
     if (n.kind() == Node::Kind::kOutput || n.kind() == Node::Kind::kPlaceholder)
       continue;
-    // requires_grad: any tensor input does, and the result is floating point.
+    if (n.target() == ir::kSetGradEnabled && n.args().size() == 1 &&
+        n.args()[0].kind == Arg::Kind::kBool) {
+      grad_enabled = n.args()[0].b;
+      continue;
+    }
+    // requires_grad: grad is on, any tensor input does, the op is not
+    // detach, and the result is floating point.
     bool any = false;
     for (const Node* in : n.Inputs()) any = any || rg[in];
     bool floating = n.meta().kind == ir::ValueMeta::Kind::kTensor &&
                     IsFloatingPoint(n.meta().tensor.dtype);
-    rg[&n] = any && (floating || n.meta().kind == ir::ValueMeta::Kind::kTuple);
+    rg[&n] = grad_enabled && any && n.target() != "aten.detach.default" &&
+             (floating || n.meta().kind == ir::ValueMeta::Kind::kTuple);
     if (n.meta().kind == ir::ValueMeta::Kind::kTensor && MakesStorage(n)) {
       maker.emplace(n.meta().tensor.storage, &n);
     }
     if (!ir::IsInplace(n)) continue;
     const Node* target = n.args()[0].node;
     if (target->meta().kind != ir::ValueMeta::Kind::kTensor) continue;
-    auto in = input_of.find(target->meta().tensor.storage);
-    if (in == input_of.end()) continue;
-    InputInfo& info = meta.inputs[in->second];
-    if (n.target() == "aten.set_.source_Tensor") {
-      info.mutates_storage_metadata = info.mutates_metadata = true;
-    } else if (ir::MutatesMetadata(n.target())) {
-      if (ir::TensorObject(*target) == inputs[in->second])
-        final_view[inputs[in->second]] = n.meta().tensor;
-    } else {
-      info.mutates_data = true;
+    // set_ and t_-like ops rebind a tensor object: an input's counts when
+    // the object is the input. Data writes land in a storage: an input's
+    // when it is the input's.
+    int i = -1;
+    bool rebinds = n.target() == "aten.set_.source_Tensor" ||
+                   ir::MutatesMetadata(n.target());
+    if (rebinds) {
+      auto it = std::find(inputs.begin(), inputs.end(), ir::TensorObject(n));
+      if (it != inputs.end()) {
+        i = static_cast<int>(it - inputs.begin());
+        final_view[inputs[i]] = n.meta().tensor;
+      }
+    } else if (auto in = input_of.find(target->meta().tensor.storage);
+               in != input_of.end()) {
+      i = in->second;
+      meta.inputs[i].mutates_data = true;
+    }
+    // Grad mode and detach are judged per tensor object too: a write
+    // through `a` after a.set_(b) lands in b's storage but is a's mutation.
+    const Node* root = target;
+    while (ir::IsView(*root) || ir::IsInplace(*root))
+      root = root->args()[0].node;
+    auto r = std::find(inputs.begin(), inputs.end(), root);
+    int j = r == inputs.end() ? -1 : static_cast<int>(r - inputs.begin());
+    for (int k : {i, j == i ? -1 : j}) {
+      if (k < 0) continue;
+      ++mutations[k];
+      hidden[k] += ThroughDetach(target);
+      no_grad[k] += !grad_enabled;
     }
   }
+  // Rebindings count only when the final view differs (two t_() or a set_
+  // back to the original storage cancel out).
   for (const auto& [input, view] : final_view) {
     const ir::TensorMeta& m = input->meta().tensor;
-    int i = input_of[m.storage];
-    meta.inputs[i].mutates_metadata |= view.sizes != m.sizes ||
-                                       view.strides != m.strides ||
-                                       view.storage_offset != m.storage_offset;
+    InputInfo& info =
+        meta.inputs[std::find(inputs.begin(), inputs.end(), input) -
+                    inputs.begin()];
+    info.mutates_storage_metadata = view.storage != m.storage;
+    info.mutates_metadata =
+        info.mutates_storage_metadata || view.sizes != m.sizes ||
+        view.strides != m.strides || view.storage_offset != m.storage_offset;
   }
-  for (InputInfo& info : meta.inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    InputInfo& info = meta.inputs[i];
     if (info.mutates_storage_metadata) info.mutates_data = false;
+    info.mutations_hidden_from_autograd =
+        mutations[i] > 0 && hidden[i] == mutations[i];
+    info.mutations_under_no_grad =
+        mutations[i] > 0 && no_grad[i] == mutations[i];
+    if (!info.mutates_data && !info.mutates_metadata) continue;
+    bool in_graph = CanBeInGraph(info);
+    if (info.mutates_storage_metadata && !in_graph) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Encountered a set_ on a graph input ('", inputs[i]->name(),
+          "'), but the input has other mutations that we cannot keep in the "
+          "graph (requires_grad=",
+          info.requires_grad ? "True" : "False", ", mutations under no_grad=",
+          info.mutations_under_no_grad ? "True" : "False",
+          ", hidden from autograd=",
+          info.mutations_hidden_from_autograd ? "True" : "False", ")"));
+    }
+    info.mutation_type = in_graph && options.keep_input_mutations
+                             ? MutationType::kMutatedInGraph
+                             : MutationType::kMutatedOutGraph;
   }
   // Outputs, by PyTorch's rules in order.
   std::vector<const Node*> outs;
@@ -135,6 +210,7 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
       continue;
     }
     info.requires_grad = rg[o];
+    info.tensor = o->meta().tensor;
     ir::StorageId s = o->meta().tensor.storage;
     // The input object itself (also after set_ gave it another storage).
     auto self = std::find(inputs.begin(), inputs.end(), ir::TensorObject(*o));
@@ -175,6 +251,22 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
         info.type = OutputType::kAliasOfIntermediateSaveAsOutput;
         info.base_index = static_cast<int>(meta.intermediate_bases.size());
         meta.intermediate_bases.push_back(base);
+      }
+    } else if (!info.requires_grad && aliases[s] > 1) {
+      // `return (out, out.detach())` (#100348): the same view of an
+      // intermediate that requires grad is regenerated from that output.
+      for (size_t j = 0; j < outs.size(); ++j) {
+        const Node* other = outs[j];
+        if (other == nullptr || other == o ||
+            other->meta().kind != ir::ValueMeta::Kind::kTensor || !rg[other])
+          continue;
+        const ir::TensorMeta &a = o->meta().tensor, &b = other->meta().tensor;
+        if (b.storage == s && a.sizes == b.sizes && a.strides == b.strides &&
+            a.storage_offset == b.storage_offset) {
+          info.type = OutputType::kAliasOfIntermediateBaseIsUserOutput;
+          info.base_index = static_cast<int>(j);
+          break;
+        }
       }
     }
     meta.outputs.push_back(info);

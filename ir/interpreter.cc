@@ -100,11 +100,19 @@ void SetObjectValue(const Node& node, const Value& value,
 bool IsPythonOp(absl::string_view target) {
   return absl::StartsWith(target, "operator.") || target == "torch.sym_float" ||
          target == "torch.sym_int" || target == "torch.sym_max" ||
-         target == "torch.sym_min";
+         target == "torch.sym_min" || target == kSetGradEnabled;
 }
 
 absl::StatusOr<Value> EvalPythonOp(absl::string_view target,
                                    const std::vector<Value>& args) {
+  if (target == kSetGradEnabled) {
+    // Grad mode only matters to autograd metadata; here it is a no-op.
+    if (args.size() != 1 || !args[0].AsBool().ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(target, " takes one bool"));
+    }
+    return Value::None();
+  }
   for (const Value& a : args) {
     if (!a.is_number()) {
       return absl::InvalidArgumentError(

@@ -91,9 +91,15 @@ const Node* TensorObject(const Node& n);
 void SetObjectValue(const Node& node, const Value& value,
                     absl::flat_hash_map<const Node*, Value>& values);
 
+// Dynamo's grad-mode switch (`torch._C._set_grad_enabled(False)` in a
+// graph): a no-op when running; view_and_mutation_meta reads it.
+inline constexpr absl::string_view kSetGradEnabled =
+    "torch._C._set_grad_enabled";
+
 // IsPythonOp()
 //
-// Whether `target` is a Python operator or torch.sym_* function on numbers.
+// Whether `target` is a Python operator or torch.sym_* function on numbers,
+// or kSetGradEnabled.
 bool IsPythonOp(absl::string_view target);
 
 // EvalPythonOp()

@@ -693,9 +693,14 @@ absl::Status RegisterViewOps(OpRegistry& r) {
       AsStrided));
   RETURN_IF_ERROR(r.Add(
       "set_.source_Tensor(Tensor(a!) self, Tensor source) -> Tensor(a!)", Set));
-  RETURN_IF_ERROR(r.Add(
-      "alias(Tensor(a) self) -> Tensor(a)",
-      [](const OpCall& c) { return Emit(c, c.arg(0), LayoutOf(c.arg(0))); }));
+  // alias and detach are the same view here; detach only matters to
+  // autograd (its result does not require grad), which
+  // view_and_mutation_meta tracks.
+  auto same_view = [](const OpCall& c) {
+    return Emit(c, c.arg(0), LayoutOf(c.arg(0)));
+  };
+  RETURN_IF_ERROR(r.Add("alias(Tensor(a) self) -> Tensor(a)", same_view));
+  RETURN_IF_ERROR(r.Add("detach(Tensor(a) self) -> Tensor(a)", same_view));
   return absl::OkStatus();
 }
 

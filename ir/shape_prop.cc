@@ -55,11 +55,13 @@ absl::StatusOr<Directives> ReadDirectives(const Graph& g) {
       d.ranges[w[1]] = {lo, hi};
     } else if (w[0] == "alias" && w.size() == 3) {
       d.alias_of[w[2]] = w[1];
-    } else if (w[0] == "requires_grad" && w.size() == 2) {
+    } else if ((w[0] == "requires_grad" || w[0] == "non_leaf") &&
+               w.size() == 2) {
       // Recorded for AOT; no effect on shapes.
     } else {
       return bad(
-          "unknown directive (expected hint, range, alias or requires_grad)");
+          "unknown directive (expected hint, range, alias, requires_grad or "
+          "non_leaf)");
     }
   }
   return d;
