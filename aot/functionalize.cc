@@ -261,7 +261,7 @@ class Functionalizer {
     if (t == "aten.transpose.int") {
       return make("aten.transpose.int", {Arg::Of(value), a[1], a[2]});
     }
-    if (t == "aten.alias.default") return value;
+    if (t == "aten.alias.default" || t == "aten.detach.default") return value;
     if (t == "aten.unsqueeze.default") {
       return make("aten.squeeze.dim", {Arg::Of(value), a[1]});
     }
@@ -338,6 +338,13 @@ class Functionalizer {
     }
     Node* self = n->args()[0].node;
     Handle h = handles_[Resolve(self)];
+    if (auto f = frozen_.find(h.base); f != frozen_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node '", n->name(),
+          "': cannot mutate tensors with frozen storage ('", self->name(),
+          "' views the storage input '", h.base->name(),
+          "' had before set_ node '", f->second, "')"));
+    }
     RETURN_IF_ERROR(
         ReadArgs(n));  // self and the others at their current values
     // functional = op(args) in place of n.
@@ -422,6 +429,17 @@ class Functionalizer {
       return absl::UnimplementedError(absl::StrCat(
           "node '", n->name(), "': the argument is not a tensor of the graph"));
     }
+    if (set) {
+      // The storage an input leaves behind is frozen (PyTorch #126236): a
+      // write through an older view of it could not be put back.
+      const Node* object = ir::TensorObject(*self);
+      auto old = handles_.find(Resolve(self));
+      if (old != handles_.end() && old->second.base == object &&
+          object->kind() == Node::Kind::kPlaceholder) {
+        frozen_[old->second.base] = n->name();
+      }
+      frozen_.erase(handles_[now].base);  // set_ back to it thaws it
+    }
     RETURN_IF_ERROR(ReadArgs(n));
     // The new view: of self's current value, or for set_ an alias of the
     // source's (so that later rebinding the source does not move self).
@@ -435,6 +453,9 @@ class Functionalizer {
     Handle h = handles_[now];
     h.chain.push_back(fv);
     handles_[fv] = h;
+    // Its eager layout in the storage (fv's own meta, once re-propagated, is
+    // that of a functional value).
+    layouts[fv] = n->meta().tensor;
     seen_[fv] = Version(h.base);
     rebound_[self] = fv;  // keyed by the tensor object
     std::vector<Node*> users = n->users();
@@ -446,6 +467,8 @@ class Functionalizer {
   ir::Graph& graph_;
   absl::flat_hash_map<Node*, Handle> handles_;
   absl::flat_hash_map<Node*, int> seen_;  // base version when a node was made
+  // Input storages abandoned by set_ -> that set_'s name.
+  absl::flat_hash_map<Node*, std::string> frozen_;
   absl::flat_hash_map<Node*, Node*> current_;
   absl::flat_hash_map<Node*, int> version_;
   absl::flat_hash_map<std::tuple<Node*, int>, Node*> replayed_;
@@ -462,6 +485,7 @@ class Functionalizer {
     bool returned;     // the output returns `value` for it
   };
   std::vector<Rebound> rebound;
+  absl::flat_hash_map<Node*, ir::TensorMeta> layouts;  // rebinding views
 };
 
 }  // namespace
@@ -503,8 +527,7 @@ absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
     if (r.new_storage) {
       args.push_back(Arg::Of(r.value));
     } else {
-      const ir::TensorMeta &from = p->meta().tensor,
-                           &to = r.view->meta().tensor;
+      const ir::TensorMeta &from = p->meta().tensor, &to = f.layouts[r.view];
       if (from.sizes == to.sizes && from.strides == to.strides &&
           from.storage_offset == to.storage_offset) {
         continue;

@@ -94,6 +94,8 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
     rg[inputs[i]] = meta.inputs[i].requires_grad;
   }
   absl::flat_hash_map<ir::StorageId, const Node*> maker;
+  // A tensor object's view after its last set_ / t_-like rebinding.
+  absl::flat_hash_map<const Node*, ir::TensorMeta> final_meta;
   std::vector<int> mutations(inputs.size(), 0), hidden(inputs.size(), 0),
       no_grad(inputs.size(), 0);
   bool grad_enabled = true;
@@ -126,6 +128,7 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
     int i = -1;
     bool rebinds = n.target() == "aten.set_.source_Tensor" ||
                    ir::MutatesMetadata(n.target());
+    if (rebinds) final_meta[ir::TensorObject(n)] = n.meta().tensor;
     if (rebinds) {
       auto it = std::find(inputs.begin(), inputs.end(), ir::TensorObject(n));
       if (it != inputs.end()) {
@@ -196,12 +199,17 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
       outs.push_back(a.kind == Arg::Kind::kNode ? a.node : nullptr);
     }
   }
+  // An output is its tensor object as the graph left it.
+  auto meta_of = [&](const Node* o) -> const ir::TensorMeta& {
+    auto it = final_meta.find(ir::TensorObject(*o));
+    return it != final_meta.end() ? it->second : o->meta().tensor;
+  };
   absl::flat_hash_map<ir::StorageId, int> aliases, multi_output_aliases;
   for (const Node* o : outs) {
     if (o == nullptr || o->meta().kind != ir::ValueMeta::Kind::kTensor)
       continue;
-    ++aliases[o->meta().tensor.storage];
-    if (IsMultiOutputView(*o)) ++multi_output_aliases[o->meta().tensor.storage];
+    ++aliases[meta_of(o).storage];
+    if (IsMultiOutputView(*o)) ++multi_output_aliases[meta_of(o).storage];
   }
   for (const Node* o : outs) {
     OutputInfo info;
@@ -210,8 +218,8 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
       continue;
     }
     info.requires_grad = rg[o];
-    info.tensor = o->meta().tensor;
-    ir::StorageId s = o->meta().tensor.storage;
+    info.tensor = meta_of(o);
+    ir::StorageId s = info.tensor.storage;
     // The input object itself (also after set_ gave it another storage).
     auto self = std::find(inputs.begin(), inputs.end(), ir::TensorObject(*o));
     if (self != inputs.end()) {
@@ -260,7 +268,7 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
         if (other == nullptr || other == o ||
             other->meta().kind != ir::ValueMeta::Kind::kTensor || !rg[other])
           continue;
-        const ir::TensorMeta &a = o->meta().tensor, &b = other->meta().tensor;
+        const ir::TensorMeta &a = info.tensor, &b = meta_of(other);
         if (b.storage == s && a.sizes == b.sizes && a.strides == b.strides &&
             a.storage_offset == b.storage_offset) {
           info.type = OutputType::kAliasOfIntermediateBaseIsUserOutput;

@@ -1,0 +1,68 @@
+// -----------------------------------------------------------------------------
+// File: aot_dispatch.h
+// -----------------------------------------------------------------------------
+//
+// The AOTDispatch half of the walk, in one call: collect the
+// ViewAndMutationMeta of a captured graph, functionalize it, and build the
+// RuntimeWrapperPlan that goes around it. InterpretWithPlan() then runs the
+// result the way a compiled artifact runs — the functional graph (here on
+// the reference interpreter), then the plan — which is what `lathec run`
+// does and what the differential tests compare with the plain interpreter.
+//
+// Example:
+//
+//   symbolic::ShapeEnv env;
+//   ASSIGN_OR_RETURN(AotGraph aot, AotDispatch(*graph, env));
+//   std::vector<ir::Value> inputs = ...;   // rebound by set_/as_strided_
+//   ASSIGN_OR_RETURN(ir::Interpretation r,
+//                    InterpretWithPlan(*graph, aot.plan, inputs));
+
+#ifndef LATHE_AOT_AOT_DISPATCH_H_
+#define LATHE_AOT_AOT_DISPATCH_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "aot/runtime_wrapper_plan.h"
+#include "aot/view_and_mutation_meta.h"
+#include "ir/graph.h"
+#include "ir/interpreter.h"
+#include "ir/shape_prop.h"
+#include "ir/value.h"
+#include "symbolic/shape_env.h"
+
+namespace lathe::aot {
+
+struct AotOptions {
+  ViewAndMutationOptions mutations;
+  ir::ShapePropOptions shapes;
+};
+
+struct AotGraph {
+  ViewAndMutationMeta meta;
+  RuntimeWrapperPlan plan;
+};
+
+// AotDispatch()
+//
+// Rewrites `graph` into the functional graph the plan wraps (see
+// runtime_wrapper_plan.h for its outputs) and returns the meta and plan.
+absl::StatusOr<AotGraph> AotDispatch(ir::Graph& graph, symbolic::ShapeEnv& env,
+                                     const AotOptions& options = {});
+
+// InterpretWithPlan()
+//
+// Interprets the functional `graph` on `inputs`, then runs `plan`: the
+// result has the user outputs, and `mutated_inputs` marks the inputs the
+// graph or the plan wrote; `inputs` holds the inputs as the plan left them
+// (set_ and as_strided_ rebind entries).
+absl::StatusOr<ir::Interpretation> InterpretWithPlan(
+    const ir::Graph& graph, const RuntimeWrapperPlan& plan,
+    std::vector<ir::Value>& inputs,
+    const absl::flat_hash_map<std::string, ir::Value>& constants = {});
+
+}  // namespace lathe::aot
+
+#endif  // LATHE_AOT_AOT_DISPATCH_H_

@@ -1,0 +1,514 @@
+#include "aot/runtime_wrapper_plan.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "aot/aot_dispatch.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/graph_text.h"
+#include "ir/interpreter.h"
+#include "runtime/tensor.h"
+#include "tools/testing/file_check.h"
+
+namespace lathe::aot {
+namespace {
+
+using ::lathe::testing::RunFileCheck;
+using ::testing::HasSubstr;
+
+// A graph after AotDispatch, with its plan.
+struct Compiled {
+  std::unique_ptr<ir::Graph> graph;
+  AotGraph aot;
+  std::string text;    // the functional graph
+  std::string source;  // the plan's C++
+};
+
+absl::StatusOr<Compiled> Compile(const std::string& text, bool keep = true) {
+  Compiled c;
+  absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(text);
+  if (!g.ok()) return g.status();
+  c.graph = std::move(*g);
+  symbolic::ShapeEnv env;
+  AotOptions options;
+  options.mutations.keep_input_mutations = keep;
+  absl::StatusOr<AotGraph> aot = AotDispatch(*c.graph, env, options);
+  if (!aot.ok()) return aot.status();
+  c.aot = std::move(*aot);
+  c.text = ir::PrintGraph(*c.graph);
+  c.source = c.aot.plan.CppSource();
+  return c;
+}
+
+Compiled MustCompile(const std::string& text, bool keep = true) {
+  absl::StatusOr<Compiled> c = Compile(text, keep);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? std::move(*c) : Compiled{};
+}
+
+void ExpectChecks(const std::string& what, const std::string& checks) {
+  absl::Status st = RunFileCheck(what, checks);
+  EXPECT_TRUE(st.ok()) << st << "\n" << what;
+}
+
+// 1, 2, ... as f32 of `sizes` (contiguous), times `scale`.
+Tensor Iota(std::vector<int64_t> sizes, double scale = 1) {
+  Tensor t = *Tensor::Empty(sizes, DType::kFloat32);
+  int64_t i = 0;
+  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> j) {
+    t.SetDouble(j, scale * static_cast<double>(++i));
+  });
+  return t;
+}
+
+std::vector<double> Values(const Tensor& t) {
+  std::vector<double> v;
+  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> j) {
+    v.push_back(t.GetDouble(j));
+  });
+  return v;
+}
+
+// Runs `text` eagerly and through AotDispatch + InterpretWithPlan on equal
+// fresh inputs; checks the outputs and the inputs' storages agree bitwise,
+// and that an output sharing an input's storage in eager shares it here.
+// Returns the AOT run's outputs and (rebound) inputs.
+struct Both {
+  std::vector<ir::Value> outputs, inputs;
+};
+Both ExpectSameAsEager(const std::string& text,
+                       const std::vector<Tensor>& inputs, bool keep = true) {
+  auto fresh = [&] {
+    std::vector<ir::Value> v;
+    for (const Tensor& t : inputs) {
+      Tensor c = *Tensor::EmptyStrided(t.sizes(), t.strides(), t.dtype());
+      ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> j) {
+        c.SetDouble(j, t.GetDouble(j));
+      });
+      v.push_back(ir::Value::OfTensor(c));
+    }
+    return v;
+  };
+  std::vector<ir::Value> eager_in = fresh(), aot_in = fresh();
+  std::vector<ir::Value> aot_original = aot_in;
+  absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(text);
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!g.ok()) return {};
+  absl::StatusOr<ir::Interpretation> want = ir::Interpret(**g, eager_in);
+  EXPECT_TRUE(want.ok()) << want.status();
+  Compiled c = MustCompile(text, keep);
+  if (c.graph == nullptr || !want.ok()) return {};
+  absl::StatusOr<ir::Interpretation> got =
+      InterpretWithPlan(*c.graph, c.aot.plan, aot_in);
+  EXPECT_TRUE(got.ok()) << got.status() << "\n" << c.text;
+  if (!got.ok()) return {};
+  EXPECT_EQ(got->outputs.size(), want->outputs.size());
+  for (size_t k = 0; k < want->outputs.size(); ++k) {
+    const Tensor &w = want->outputs[k].tensor, &o = got->outputs[k].tensor;
+    EXPECT_EQ(o.sizes(), w.sizes()) << "output " << k;
+    EXPECT_EQ(o.strides(), w.strides()) << "output " << k;
+    EXPECT_EQ(Values(o), Values(w)) << "output " << k;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      EXPECT_EQ(w.storage() == eager_in[i].tensor.storage(),
+                o.storage() == aot_original[i].tensor.storage())
+          << "output " << k << " and input " << i << " alias in one only";
+    }
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    EXPECT_EQ(Values(aot_original[i].tensor), Values(eager_in[i].tensor))
+        << "input " << i;
+  }
+  return {got->outputs, aot_in};
+}
+
+// 1. a.mul_(2); return a * 3 with a leaf that requires grad.
+TEST(RuntimeWrapperPlanTest, InputMutationSimple) {
+  const char* kText = R"(# lathe: requires_grad a
+def forward(self, a: "f32[4][1]cpu"):
+    mul_ = torch.ops.aten.mul_.Tensor(a, 2)
+    mul = torch.ops.aten.mul.Tensor(a, 3)
+    return (mul,)
+)";
+  Compiled c = MustCompile(kText);
+  ExpectChecks(c.text, R"(
+CHECK: [[M:mul_1]]: "f32[4][1]cpu" = torch.ops.aten.mul.Tensor(a, 2)
+CHECK-NEXT: mul: "f32[4][1]cpu" = torch.ops.aten.mul.Tensor([[M]], 3)
+CHECK-NOT: copy_
+CHECK: return ([[M]], mul)
+)");
+  ExpectChecks(c.source, R"(
+CHECK: if (in.size() != 1 || fw.size() != 2)
+CHECK: RETURN_IF_ERROR(lathe::CopyTensor(in[0], fw[0]));  // a.detach().copy_
+CHECK: (*out)[0] = fw[1];  // non_alias
+)");
+  Both r = ExpectSameAsEager(kText, {Iota({4})});
+  ASSERT_EQ(r.outputs.size(), 1u);
+  EXPECT_EQ(Values(r.inputs[0].tensor), (std::vector<double>{2, 4, 6, 8}));
+  EXPECT_EQ(Values(r.outputs[0].tensor), (std::vector<double>{6, 12, 18, 24}));
+}
+
+// 2. Two of three inputs mutated: the updated values come first, in input
+// order.
+TEST(RuntimeWrapperPlanTest, InputMutationMultiple) {
+  const char* kText = R"(# lathe: requires_grad a
+# lathe: requires_grad b
+# lathe: requires_grad c
+def forward(self, a: "f32[4][1]cpu", b: "f32[4][1]cpu", c: "f32[4][1]cpu"):
+    mul_ = torch.ops.aten.mul_.Tensor(a, 2)
+    mul__1 = torch.ops.aten.mul_.Tensor(c, 2)
+    add = torch.ops.aten.add.Tensor(a, b)
+    add_1 = torch.ops.aten.add.Tensor(add, c)
+    return (add_1,)
+)";
+  Compiled c = MustCompile(kText);
+  ExpectChecks(c.text, "CHECK: return (mul, mul_1, add_1)");
+  ExpectChecks(c.source, R"(
+CHECK: CopyTensor(in[0], fw[0])
+CHECK-NEXT: CopyTensor(in[2], fw[1])
+CHECK: (*out)[0] = fw[2];
+)");
+  ExpectSameAsEager(kText, {Iota({4}), Iota({4}, 10), Iota({4}, 100)});
+}
+
+// 3. return the mutated input: the wrapper returns the input object.
+TEST(RuntimeWrapperPlanTest, MutatedInputIsOutput) {
+  const char* kText = R"(def forward(self, a: "f32[4][1]cpu"):
+    mul_ = torch.ops.aten.mul_.Tensor(a, 2)
+    return (a,)
+)";
+  Compiled c = MustCompile(kText, /*keep=*/false);
+  ExpectChecks(c.text, "CHECK: return (mul, mul)");
+  ExpectChecks(c.source, R"(
+CHECK: CopyTensor(in[0], fw[0]));  // a.copy_
+CHECK: (*out)[0] = in[0];  // is_input
+)");
+  Both r = ExpectSameAsEager(kText, {Iota({4})}, /*keep=*/false);
+  ASSERT_EQ(r.outputs.size(), 1u);
+  EXPECT_EQ(r.outputs[0].tensor.storage(), r.inputs[0].tensor.storage());
+  // Kept in the graph instead: the copy_ stays, the wrapper copies nothing.
+  Compiled kept = MustCompile(kText);
+  ExpectChecks(kept.text, R"(
+CHECK: copy_{{.*}} = torch.ops.aten.copy_.default(a, mul)
+CHECK: return (copy_,)
+)");
+  ExpectChecks(kept.source, "CHECK-NOT: CopyTensor");
+  ExpectSameAsEager(kText, {Iota({4})});
+}
+
+// 5. transpose_ only: as_strided_ and no copy.
+TEST(RuntimeWrapperPlanTest, MetadataMutation) {
+  const char* kText =
+      R"(def forward(self, a: "f32[3, 4][4, 1]cpu", b: "f32[4, 3][3, 1]cpu"):
+    transpose_ = torch.ops.aten.transpose_.default(a, 1, 0)
+    add = torch.ops.aten.add.Tensor(transpose_, b)
+    return (add,)
+)";
+  Compiled c = MustCompile(kText);
+  ExpectChecks(c.text, "CHECK-NOT: as_strided_\nCHECK: return (add,)");
+  ExpectChecks(c.source, R"(
+CHECK-NOT: CopyTensor
+CHECK: ASSIGN_OR_RETURN(in[0], in[0].AsStrided({4, 3}, {1, 4}, 0));  // a.as_strided_
+)");
+  Both r = ExpectSameAsEager(kText, {Iota({3, 4}), Iota({4, 3})});
+  ASSERT_EQ(r.inputs.size(), 2u);
+  EXPECT_EQ(r.inputs[0].tensor.sizes(), (std::vector<int64_t>{4, 3}));
+}
+
+// 6. transpose_ then mul_: copy_ into the old layout, then as_strided_.
+TEST(RuntimeWrapperPlanTest, DataAndMetadataMutation) {
+  const char* kText = R"(def forward(self, a: "f32[3, 4][4, 1]cpu"):
+    transpose_ = torch.ops.aten.transpose_.default(a, 1, 0)
+    mul_ = torch.ops.aten.mul_.Tensor(transpose_, 2)
+    add = torch.ops.aten.add.Tensor(mul_, 1)
+    return (add,)
+)";
+  Compiled c = MustCompile(kText, /*keep=*/false);
+  ExpectChecks(c.source, R"(
+CHECK: CopyTensor(in[0], fw[0])
+CHECK-NEXT: in[0].AsStrided({4, 3}, {1, 4}, 0)
+)");
+  Both r = ExpectSameAsEager(kText, {Iota({3, 4})}, /*keep=*/false);
+  ASSERT_EQ(r.inputs.size(), 1u);
+  // a == a0.T * 2
+  EXPECT_EQ(r.inputs[0].tensor.GetDouble({1, 0}), 2 * 2);
+  EXPECT_EQ(r.inputs[0].tensor.GetDouble({0, 1}), 2 * 5);
+}
+
+// 7 and 8. a.detach().mul_(2): hidden from autograd, so the graph may keep
+// it; out of the graph a leaf that requires grad is written through
+// detach(), one that does not with a plain copy_.
+TEST(RuntimeWrapperPlanTest, DetachedMutationOfALeaf) {
+  const char* kText = R"(# lathe: requires_grad a
+def forward(self, a: "f32[4][1]cpu"):
+    detach = torch.ops.aten.detach.default(a)
+    mul_ = torch.ops.aten.mul_.Tensor(detach, 2)
+    add = torch.ops.aten.add.Tensor(a, 3)
+    return (add,)
+)";
+  ExpectChecks(MustCompile(kText).text, "CHECK: aten.copy_.default(a, mul)");
+  ExpectChecks(MustCompile(kText, false).source,
+               "CHECK: CopyTensor(in[0], fw[0]));  // a.detach().copy_: a "
+               "leaf that requires grad");
+  ExpectSameAsEager(kText, {Iota({4})}, false);
+  std::string plain = kText;
+  plain.erase(0, plain.find('\n') + 1);  // no requires_grad
+  ExpectChecks(MustCompile(plain, false).source,
+               "CHECK: CopyTensor(in[0], fw[0]));  // a.copy_\n");
+  Both r = ExpectSameAsEager(plain, {Iota({4})}, false);
+  ASSERT_EQ(r.inputs.size(), 1u);
+  EXPECT_EQ(Values(r.inputs[0].tensor), (std::vector<double>{2, 4, 6, 8}));
+}
+
+// 11. set_ then a data mutation of the source, under no_grad: the input is
+// rebound to the graph's value; b's copy_ stays in the graph.
+TEST(RuntimeWrapperPlanTest, SetAndDataMutation) {
+  const char* kText =
+      R"(def forward(self, a: "f32[3, 3][3, 1]cpu", b: "f32[3, 3][3, 1]cpu"):
+    _set_grad_enabled = torch._C._set_grad_enabled(False)
+    set_ = torch.ops.aten.set_.source_Tensor(a, b)
+    mul_ = torch.ops.aten.mul_.Tensor(b, 2)
+    _set_grad_enabled_1 = torch._C._set_grad_enabled(True)
+    add = torch.ops.aten.add.Tensor(a, b)
+    return (add,)
+)";
+  Compiled c = MustCompile(kText);
+  ExpectChecks(c.text, R"(
+CHECK: [[M:mul]]: "f32[3, 3][3, 1]cpu" = torch.ops.aten.mul.Tensor(b, 2)
+CHECK: copy_{{.*}} = torch.ops.aten.copy_.default(b, [[M]])
+CHECK-NOT: set_.source
+CHECK: return ({{.*}}, add)
+)");
+  ExpectChecks(c.source, "CHECK: in[0] = fw[0];  // a.set_");
+  Both r = ExpectSameAsEager(kText, {Iota({3, 3}), Iota({3, 3}, 10)});
+  ASSERT_EQ(r.inputs.size(), 2u);
+  EXPECT_EQ(Values(r.inputs[0].tensor), Values(r.inputs[1].tensor));
+  EXPECT_EQ(r.inputs[0].tensor.GetDouble({0, 0}), 20);
+}
+
+// 13. set_ away and back: nothing for the wrapper to do.
+TEST(RuntimeWrapperPlanTest, SetBackIsNoMutation) {
+  Compiled c =
+      MustCompile(R"(def forward(self, a: "f32[4][1]cpu", b: "f32[4][1]cpu"):
+    alias = torch.ops.aten.alias.default(a)
+    _set_grad_enabled = torch._C._set_grad_enabled(False)
+    set_ = torch.ops.aten.set_.source_Tensor(a, b)
+    set__1 = torch.ops.aten.set_.source_Tensor(a, alias)
+    _set_grad_enabled_1 = torch._C._set_grad_enabled(True)
+    add = torch.ops.aten.add.Tensor(a, b)
+    return (add,)
+)");
+  EXPECT_TRUE(c.aot.plan.epilogue().empty());
+  ExpectChecks(c.text, "CHECK-NOT: set_.source\nCHECK: return (add,)");
+}
+
+// 14. Writing through a view taken before set_ is an error.
+TEST(RuntimeWrapperPlanTest, MutationOfFrozenStorageIsAnError) {
+  absl::StatusOr<Compiled> c = Compile(
+      R"(def forward(self, a: "f32[3, 3][3, 1]cpu", b: "f32[3, 3][3, 1]cpu"):
+    view = torch.ops.aten.view.default(a, [-1])
+    _set_grad_enabled = torch._C._set_grad_enabled(False)
+    set_ = torch.ops.aten.set_.source_Tensor(a, b)
+    mul_ = torch.ops.aten.mul_.Tensor(view, 2)
+    _set_grad_enabled_1 = torch._C._set_grad_enabled(True)
+    add = torch.ops.aten.add.Tensor(a, b)
+    return (add,)
+)");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(),
+              HasSubstr("node 'mul_': cannot mutate tensors with frozen "
+                        "storage ('view' views the storage input 'a' had "
+                        "before set_ node 'set_')"));
+}
+
+// 15. A non-contiguous input (t[0::2]) mutated: the base matches eager.
+TEST(RuntimeWrapperPlanTest, NonContiguousInputMutation) {
+  const char* kText = R"(def forward(self, a: "f32[4][2]cpu"):
+    add_ = torch.ops.aten.add_.Tensor(a, 1)
+    return (a,)
+)";
+  Tensor base = Iota({8});
+  Tensor a = *base.AsStrided({4}, {2}, 0);
+  ExpectSameAsEager(kText, {a}, /*keep=*/false);
+  ExpectSameAsEager(kText, {a});
+}
+
+// 16 and 17. An output that views an input is regenerated from the input,
+// after the epilogue: it shares the input's storage.
+TEST(RuntimeWrapperPlanTest, OutputViewsOfInputs) {
+  const char* kView = R"(def forward(self, a: "f32[2, 2][2, 1]cpu"):
+    view = torch.ops.aten.view.default(a, [-1])
+    return (view,)
+)";
+  ExpectChecks(MustCompile(kView).source,
+               "CHECK: ASSIGN_OR_RETURN((*out)[0], in[0].AsStrided({4}, {1}, "
+               "0));  // alias_of_input");
+  ExpectSameAsEager(kView, {Iota({2, 2})});
+  const char* kAddView = R"(# lathe: requires_grad a
+# lathe: non_leaf a
+def forward(self, a: "f32[2, 2][2, 1]cpu"):
+    add_ = torch.ops.aten.add_.Tensor(a, 1)
+    view = torch.ops.aten.view.default(a, [-1])
+    return (view,)
+)";
+  Compiled c = MustCompile(kAddView);
+  ExpectChecks(c.text, R"(
+CHECK: [[A:add]]: {{.*}} = torch.ops.aten.add.Tensor(a, 1)
+CHECK: [[V:view.*]]: {{.*}} = torch.ops.aten.view.default([[A]], [-1])
+CHECK: return ([[A]], [[V]])
+)");
+  ExpectChecks(c.source, R"(
+CHECK: CopyTensor(in[0], fw[0]));  // a.copy_
+CHECK: (*out)[0], in[0].AsStrided({4}, {1}, 0)
+)");
+  ExpectSameAsEager(kAddView, {Iota({2, 2})});
+}
+
+// 18. b.mul_(3); c.t_(); views of all three inputs returned.
+TEST(RuntimeWrapperPlanTest, ViewsOfMutatedInputs) {
+  const char* kText =
+      R"(def forward(self, a: "f32[2, 3][3, 1]cpu", b: "f32[2, 3][3, 1]cpu", c: "f32[2, 3][3, 1]cpu"):
+    mul_ = torch.ops.aten.mul_.Tensor(b, 3)
+    t_ = torch.ops.aten.t_.default(c)
+    view = torch.ops.aten.view.default(a, [-1])
+    view_1 = torch.ops.aten.view.default(b, [-1])
+    view_2 = torch.ops.aten.unsqueeze.default(c, 0)
+    return (view, view_1, view_2)
+)";
+  Compiled c = MustCompile(kText, false);
+  ExpectChecks(c.source, R"(
+CHECK: CopyTensor(in[1], fw[0])
+CHECK: in[2].AsStrided({3, 2}, {1, 3}, 0));  // c.as_strided_
+CHECK: (*out)[0], in[0].AsStrided
+CHECK: (*out)[1], in[1].AsStrided
+CHECK: (*out)[2], in[2].AsStrided({1, 3, 2}, {3, 1, 3}, 0)
+)");
+  ExpectSameAsEager(kText, {Iota({2, 3}), Iota({2, 3}, 10), Iota({2, 3}, 100)},
+                    false);
+}
+
+// 20, 21 and 25. Views of an intermediate that requires grad alias each
+// other (and their base) after the wrapper, as in eager.
+TEST(RuntimeWrapperPlanTest, OutputsAliasingAnIntermediate) {
+  const char* kTwoViews = R"(# lathe: requires_grad a
+def forward(self, a: "f32[2, 2][2, 1]cpu"):
+    mul = torch.ops.aten.mul.Tensor(a, 3)
+    view = torch.ops.aten.view.default(mul, [-1])
+    view_1 = torch.ops.aten.view.default(mul, [-1])
+    return (view, view_1)
+)";
+  Compiled c = MustCompile(kTwoViews);
+  ExpectChecks(c.text, "CHECK: return (view, view_1, mul)");
+  ExpectChecks(c.source, R"(
+CHECK: (*out)[0], fw[2].AsStrided({4}, {1}, 0));  // alias_of_intermediate_save_as_output
+CHECK: (*out)[1], fw[2].AsStrided({4}, {1}, 0));  // alias_of_intermediate
+)");
+  Both r = ExpectSameAsEager(kTwoViews, {Iota({2, 2})});
+  ASSERT_EQ(r.outputs.size(), 2u);
+  EXPECT_EQ(r.outputs[0].tensor.storage(), r.outputs[1].tensor.storage());
+  // 25: b = a.mul(2); c = b.view(-1); return b, c. Writing out[0] shows in
+  // out[1].
+  Both s = ExpectSameAsEager(R"(# lathe: requires_grad a
+def forward(self, a: "f32[2, 2][2, 1]cpu"):
+    mul = torch.ops.aten.mul.Tensor(a, 2)
+    view = torch.ops.aten.view.default(mul, [-1])
+    return (mul, view)
+)",
+                             {Iota({2, 2})});
+  ASSERT_EQ(s.outputs.size(), 2u);
+  s.outputs[0].tensor.SetDouble({1, 1}, 99);
+  EXPECT_EQ(s.outputs[1].tensor.GetDouble({3}), 99);
+}
+
+// 24. Every alias type at once.
+TEST(RuntimeWrapperPlanTest, AllAliasTypes) {
+  const char* kText = R"(# lathe: requires_grad a
+def forward(self, a: "f32[3, 4][4, 1]cpu"):
+    transpose_ = torch.ops.aten.transpose_.default(a, 1, 0)
+    mul = torch.ops.aten.mul.Tensor(transpose_, 2)
+    squeeze = torch.ops.aten.squeeze.dim(mul, 0)
+    transpose = torch.ops.aten.transpose.int(mul, 1, 0)
+    unsqueeze = torch.ops.aten.unsqueeze.default(transpose_, 0)
+    return (squeeze, transpose, unsqueeze)
+)";
+  ExpectChecks(MustCompile(kText).text,
+               "CHECK: return (squeeze, transpose, unsqueeze{{.*}}, mul)");
+  Both r = ExpectSameAsEager(kText, {Iota({3, 4})});
+  ASSERT_EQ(r.outputs.size(), 3u);
+  EXPECT_EQ(r.outputs[0].tensor.storage(), r.outputs[1].tensor.storage());
+  EXPECT_EQ(r.outputs[2].tensor.storage(), r.inputs[0].tensor.storage());
+}
+
+// 26. (a.detach(), a): the same data.
+TEST(RuntimeWrapperPlanTest, DetachedOutputSharesItsData) {
+  Both r = ExpectSameAsEager(R"(# lathe: requires_grad x
+def forward(self, x: "f32[2, 3][3, 1]cpu"):
+    add = torch.ops.aten.add.Tensor(x, 1)
+    t = torch.ops.aten.t.default(add)
+    detach = torch.ops.aten.detach.default(t)
+    return (detach, t)
+)",
+                             {Iota({2, 3})});
+  ASSERT_EQ(r.outputs.size(), 2u);
+  EXPECT_EQ(r.outputs[0].tensor.data_ptr(), r.outputs[1].tensor.data_ptr());
+}
+
+// 29. No mutation: no epilogue at all.
+TEST(RuntimeWrapperPlanTest, NoMutationNoEpilogue) {
+  Compiled c =
+      MustCompile(R"(def forward(self, x: "f32[4][1]cpu", y: "f32[4][1]cpu"):
+    add = torch.ops.aten.add.Tensor(x, y)
+    return (add,)
+)");
+  EXPECT_TRUE(c.aot.plan.epilogue().empty());
+  ExpectChecks(c.source, R"(
+CHECK-NOT: CopyTensor
+CHECK-NOT: AsStrided
+CHECK: (*out)[0] = fw[0];  // non_alias
+)");
+}
+
+// Symbolic layouts are evaluated from the inputs' sizes at run time.
+TEST(RuntimeWrapperPlanTest, SymbolicViewOfAnInput) {
+  const char* kText = R"(def forward(self, a: "f32[s0, 4][4, 1]cpu"):
+    view = torch.ops.aten.view.default(a, [-1])
+    return (view,)
+)";
+  Compiled c = MustCompile(kText);
+  ExpectChecks(c.source, R"(
+CHECK: const int64_t sym_s0 = in[0].sizes()[0];
+CHECK: (*out)[0], in[0].AsStrided({(4 * sym_s0)}, {1}, 0)
+)");
+  for (int64_t n : {3, 5}) {
+    Both r = ExpectSameAsEager(kText, {Iota({n, 4})});
+    ASSERT_EQ(r.outputs.size(), 1u);
+    EXPECT_EQ(r.outputs[0].tensor.sizes(), (std::vector<int64_t>{4 * n}));
+  }
+}
+
+// Wrong arity at run time is an error naming both counts.
+TEST(RuntimeWrapperPlanTest, WrongArityIsAnError) {
+  Compiled c = MustCompile(R"(def forward(self, a: "f32[4][1]cpu"):
+    mul_ = torch.ops.aten.mul_.Tensor(a, 2)
+    return (a,)
+)",
+                           false);
+  std::vector<Tensor> in = {Iota({4})};
+  std::vector<Tensor> fw = {Iota({4}), Iota({4}), Iota({4})};
+  absl::StatusOr<std::vector<Tensor>> out =
+      c.aot.plan.Run(absl::MakeSpan(in), fw);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(),
+              HasSubstr("expected 1 inputs and 2 graph outputs, got 1 and 3"));
+  fw = {Iota({5}), Iota({4})};
+  out = c.aot.plan.Run(absl::MakeSpan(in), fw);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(), HasSubstr("cannot copy f32[5]"));
+}
+
+}  // namespace
+}  // namespace lathe::aot
