@@ -1,12 +1,17 @@
 // lathec: lathe's command-line compiler driver.
 //
 //   lathec run GRAPH --input NAME=FILE.npy ... [--backend interp] --out DIR
-//       runs the graph and writes DIR/out0.npy, out1.npy, ... and
+//       compiles the graph through AOT dispatch (functionalization and its
+//       runtime-wrapper plan), runs the functional graph and then the plan,
+//       and writes DIR/out0.npy, out1.npy, ... and
 //       DIR/NAME.npy for every input the graph mutated; a scalar input is a
 //       0-d .npy (float64 -> float, int64 -> int). A constant the graph
 //       reads (`self.NAME`) is given the same way: --input NAME=FILE.npy.
 //   lathec run GRAPH --inputs DIR1 --inputs DIR2 ... --out DIR
 //       replays several input sets (DIRk/NAME.npy) and writes DIR/<k>/...
+//   --dump-dir DIR
+//       also writes DIR/functionalize.txt (the functional graph) and
+//       DIR/runtime_wrapper_plan.cc (the plan as C++).
 //
 // Every error is one line on stderr ("lathec: ...") with exit status 1 (2 for
 // usage); nothing is written unless the whole run succeeded.
@@ -32,6 +37,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "aot/aot_dispatch.h"
 #include "ir/graph.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
@@ -45,7 +51,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: lathec run GRAPH (--input NAME=FILE.npy ... | --inputs DIR ...) "
-    "[--backend interp] --out DIR";
+    "[--backend interp] --out DIR [--dump-dir DIR]";
 
 struct RunOptions {
   std::string graph;
@@ -53,6 +59,7 @@ struct RunOptions {
   std::vector<std::string> input_dirs;
   std::string backend = "interp";
   std::string out;
+  std::string dump_dir;
 };
 
 absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
@@ -82,6 +89,8 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
       ASSIGN_OR_RETURN(o.backend, value("--backend"));
     } else if (a == "--out" || absl::StartsWith(a, "--out=")) {
       ASSIGN_OR_RETURN(o.out, value("--out"));
+    } else if (a == "--dump-dir" || absl::StartsWith(a, "--dump-dir=")) {
+      ASSIGN_OR_RETURN(o.dump_dir, value("--dump-dir"));
     } else if (absl::StartsWith(a, "--")) {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag ", a));
     } else if (o.graph.empty()) {
@@ -180,7 +189,7 @@ struct PendingFile {
 
 // Runs one input set and returns the files it produces (not yet written).
 absl::StatusOr<std::vector<PendingFile>> RunOnce(
-    const ir::Graph& graph,
+    const ir::Graph& graph, const aot::RuntimeWrapperPlan& plan,
     const absl::flat_hash_map<std::string, std::string>& files,
     const std::string& out_dir) {
   std::vector<ir::Node*> placeholders = graph.Placeholders();
@@ -216,7 +225,7 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(
     }
   }
   ASSIGN_OR_RETURN(ir::Interpretation r,
-                   ir::Interpret(graph, inputs, constants));
+                   aot::InterpretWithPlan(graph, plan, inputs, constants));
   std::vector<PendingFile> pending;
   auto add = [&](const std::string& name, const Tensor& t) -> absl::Status {
     ASSIGN_OR_RETURN(std::string bytes, EncodeNpy(t));
@@ -244,8 +253,21 @@ absl::Status Run(const std::vector<std::string>& args) {
     return absl::InvalidArgumentError(
         absl::StrCat(o.graph, ": ", parsed.status().message()));
   }
-  const ir::Graph& graph = **parsed;
+  ir::Graph& graph = **parsed;
+  symbolic::ShapeEnv env;
+  absl::StatusOr<aot::AotGraph> aot = aot::AotDispatch(graph, env);
+  if (!aot.ok()) {
+    return absl::Status(aot.status().code(),
+                        absl::StrCat(o.graph, ": ", aot.status().message()));
+  }
+  const aot::RuntimeWrapperPlan& plan = aot->plan;
   std::vector<PendingFile> all;
+  if (!o.dump_dir.empty()) {
+    all.push_back({o.dump_dir + "/functionalize.txt", ir::PrintGraph(graph),
+                   o.dump_dir + "/functionalize.txt"});
+    all.push_back({o.dump_dir + "/runtime_wrapper_plan.cc", plan.CppSource(),
+                   o.dump_dir + "/runtime_wrapper_plan.cc"});
+  }
   if (!o.input_dirs.empty()) {
     for (size_t k = 0; k < o.input_dirs.size(); ++k) {
       absl::flat_hash_map<std::string, std::string> files;
@@ -254,7 +276,7 @@ absl::Status Run(const std::vector<std::string>& args) {
             absl::StrCat(o.input_dirs[k], "/", p->name(), ".npy");
       }
       absl::StatusOr<std::vector<PendingFile>> one =
-          RunOnce(graph, files, absl::StrCat(o.out, "/", k));
+          RunOnce(graph, plan, files, absl::StrCat(o.out, "/", k));
       if (!one.ok()) {
         return absl::Status(one.status().code(),
                             absl::StrCat("input set ", k, " (", o.input_dirs[k],
@@ -271,7 +293,9 @@ absl::Status Run(const std::vector<std::string>& args) {
             absl::StrCat("input '", name, "' given twice"));
       }
     }
-    ASSIGN_OR_RETURN(all, RunOnce(graph, files, o.out));
+    ASSIGN_OR_RETURN(std::vector<PendingFile> one,
+                     RunOnce(graph, plan, files, o.out));
+    for (PendingFile& f : one) all.push_back(std::move(f));
   }
   // Everything succeeded: now write.
   for (const PendingFile& f : all) {

@@ -91,6 +91,72 @@ TEST(LathecTest, RunWritesOutputsAndMutatedInputs) {
   EXPECT_FALSE(Exists(out + "/grad.npy"));  // not mutated
 }
 
+std::string WriteText(const std::string& name, const std::string& text) {
+  std::string path = Tmp(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Reference scenario 6 through AOT: the input is written and restrided by
+// the runtime-wrapper plan, which --dump-dir shows as C++.
+TEST(LathecTest, RunAppliesTheRuntimeWrapperPlan) {
+  std::string graph = WriteText("transpose_mul.txt", R"(# lathe: requires_grad a
+def forward(self, a: "f32[2, 3][3, 1]cpu"):
+    transpose_ = torch.ops.aten.transpose_.default(a, 1, 0)
+    mul_ = torch.ops.aten.mul_.Tensor(transpose_, 2)
+    unsqueeze = torch.ops.aten.unsqueeze.default(a, 0)
+    return (unsqueeze,)
+)");
+  Tensor a = *Tensor::Empty({2, 3}, DType::kFloat32);
+  for (int i = 0; i < 6; ++i) a.data<float>()[i] = static_cast<float>(i);
+  std::string out = Tmp("plan_out"), dump = Tmp("plan_dump");
+  Result r = Lathec({"run", graph, "--input", "a=" + Save("pa.npy", a),
+                     "--out", out, "--dump-dir", dump});
+  ASSERT_EQ(r.status, 0) << r.output;
+  // a is now a0.T * 2 (3x2), and out0 that with a leading 1.
+  Tensor got_a = *ReadNpy(out + "/a.npy"), out0 = *ReadNpy(out + "/out0.npy");
+  EXPECT_EQ(got_a.sizes(), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(got_a.GetDouble({2, 1}), 2 * 5);  // a0[1][2] * 2
+  EXPECT_EQ(got_a.GetDouble({0, 1}), 2 * 3);  // a0[1][0] * 2
+  EXPECT_EQ(out0.sizes(), (std::vector<int64_t>{1, 3, 2}));
+  EXPECT_EQ(out0.GetDouble({0, 2, 1}), 2 * 5);
+  std::string source = ReadText(dump + "/runtime_wrapper_plan.cc");
+  EXPECT_THAT(source, HasSubstr("lathe::CopyTensor(in[0], fw[0]));  // "
+                                "a.detach().copy_"));
+  EXPECT_THAT(source, HasSubstr("in[0].AsStrided({3, 2}, {1, 3}, 0));  // "
+                                "a.as_strided_"));
+  EXPECT_THAT(ReadText(dump + "/functionalize.txt"),
+              HasSubstr("torch.ops.aten.mul.Tensor("));
+}
+
+TEST(LathecTest, AotErrorsNameTheGraph) {
+  std::string graph = WriteText("set_then_mul.txt", R"(# lathe: requires_grad a
+def forward(self, a: "f32[3][1]cpu", b: "f32[3][1]cpu"):
+    _set_grad_enabled = torch._C._set_grad_enabled(False)
+    set_ = torch.ops.aten.set_.source_Tensor(a, b)
+    _set_grad_enabled_1 = torch._C._set_grad_enabled(True)
+    mul_ = torch.ops.aten.mul_.Tensor(a, 2)
+    return (a,)
+)");
+  std::string x = Save("sx.npy", Filled({3}, 1.0));
+  Result r = Lathec({"run", graph, "--input", "a=" + x, "--input", "b=" + x,
+                     "--out", Tmp("set_out")});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.output, absl::StrCat("lathec: ", graph,
+                                   ": Encountered a set_ on a graph input "
+                                   "('a'), but the input has other mutations "
+                                   "that we cannot keep in the graph "
+                                   "(requires_grad=True, mutations under "
+                                   "no_grad=False, hidden from "
+                                   "autograd=False)\n"));
+  EXPECT_FALSE(Exists(Tmp("set_out")));
+}
+
 TEST(LathecTest, ReplaysSeveralInputSets) {
   for (int k = 0; k < 2; ++k) {
     std::string dir = Tmp(absl::StrCat("set", k));
