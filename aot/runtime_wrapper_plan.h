@@ -119,9 +119,13 @@ class RuntimeWrapperPlan {
   //   absl::Status name(absl::Span<lathe::Tensor> in,
   //                     absl::Span<const lathe::Tensor> fw,
   //                     std::vector<lathe::Tensor>* out);
-  // It needs runtime/tensor.h, runtime/copy.h and status_macros.h.
+  // It needs runtime/tensor.h, runtime/copy.h and status_macros.h, and
+  // symbolic::CppPrelude() when has_symbolic_layouts().
   std::string CppSource(
       const std::string& name = "lathe_runtime_wrapper") const;
+
+  // Whether some layout is computed from input sizes at run time.
+  bool has_symbolic_layouts() const { return !symbols_.empty(); }
 
   int num_inputs() const { return num_inputs_; }
   int num_graph_outputs() const { return num_graph_outputs_; }

@@ -26,7 +26,8 @@ absl::Status CopyTensor(const Tensor& dst, const Tensor& src) {
   char* dst_base = static_cast<char*>(dst.storage().data());
   // Same layout and dense (strides are never negative): one block starting
   // at the storage offset to another (memmove: they may overlap).
-  if (dst.strides() == src.strides() && dst.is_non_overlapping_and_dense()) {
+  if ((dst.is_contiguous() && src.is_contiguous()) ||
+      (dst.strides() == src.strides() && dst.is_non_overlapping_and_dense())) {
     std::memmove(dst_base + dst.storage_offset() * item,
                  static_cast<const char*>(src.storage().data()) +
                      src.storage_offset() * item,

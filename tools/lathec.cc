@@ -45,6 +45,7 @@
 #include "runtime/npy.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
+#include "symbolic/printer.h"
 
 namespace lathe {
 namespace {
@@ -265,8 +266,11 @@ absl::Status Run(const std::vector<std::string>& args) {
   if (!o.dump_dir.empty()) {
     all.push_back({o.dump_dir + "/functionalize.txt", ir::PrintGraph(graph),
                    o.dump_dir + "/functionalize.txt"});
-    all.push_back({o.dump_dir + "/runtime_wrapper_plan.cc", plan.CppSource(),
-                   o.dump_dir + "/runtime_wrapper_plan.cc"});
+    all.push_back(
+        {o.dump_dir + "/runtime_wrapper_plan.cc",
+         absl::StrCat(plan.has_symbolic_layouts() ? symbolic::CppPrelude() : "",
+                      plan.CppSource()),
+         o.dump_dir + "/runtime_wrapper_plan.cc"});
   }
   if (!o.input_dirs.empty()) {
     for (size_t k = 0; k < o.input_dirs.size(); ++k) {

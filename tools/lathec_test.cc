@@ -115,8 +115,8 @@ def forward(self, a: "f32[2, 3][3, 1]cpu"):
   Tensor a = *Tensor::Empty({2, 3}, DType::kFloat32);
   for (int i = 0; i < 6; ++i) a.data<float>()[i] = static_cast<float>(i);
   std::string out = Tmp("plan_out"), dump = Tmp("plan_dump");
-  Result r = Lathec({"run", graph, "--input", "a=" + Save("pa.npy", a),
-                     "--out", out, "--dump-dir", dump});
+  Result r = Lathec({"run", graph, "--input", "a=" + Save("pa.npy", a), "--out",
+                     out, "--dump-dir", dump});
   ASSERT_EQ(r.status, 0) << r.output;
   // a is now a0.T * 2 (3x2), and out0 that with a leading 1.
   Tensor got_a = *ReadNpy(out + "/a.npy"), out0 = *ReadNpy(out + "/out0.npy");
