@@ -21,7 +21,7 @@ int main() {
       "#include \"status_macros.h\"\n\n", lathe::symbolic::CppPrelude(),
       "\nnamespace lathe::aot::generated {\n");
   for (const lathe::aot::WrapperCase& c : WrapperCases()) {
-    absl::StatusOr<lathe::aot::PreparedCase> p = lathe::aot::Prepare(c);
+    absl::StatusOr<lathe::aot::PreparedCase> p = lathe::aot::Compile(c);
     if (!p.ok()) {
       std::fprintf(stderr, "emit_runtime_wrappers: %s: %s\n", c.name.c_str(),
                    std::string(p.status().message()).c_str());

@@ -136,13 +136,18 @@ def forward(self, a: "f32[s0, 4][4, 1]cpu"):
   return *cases;
 }
 
-absl::StatusOr<PreparedCase> Prepare(const WrapperCase& c) {
+absl::StatusOr<PreparedCase> Compile(const WrapperCase& c) {
   PreparedCase p;
   ASSIGN_OR_RETURN(p.graph, ir::ParseGraph(c.graph));
   symbolic::ShapeEnv env;
   AotOptions options;
   options.mutations.keep_input_mutations = false;  // the wrapper does it all
   ASSIGN_OR_RETURN(p.aot, AotDispatch(*p.graph, env, options));
+  return p;
+}
+
+absl::StatusOr<PreparedCase> Prepare(const WrapperCase& c) {
+  ASSIGN_OR_RETURN(PreparedCase p, Compile(c));
   std::vector<ir::Value> values;
   for (const std::vector<int64_t>& sizes : c.input_sizes) {
     ASSIGN_OR_RETURN(Tensor t, Tensor::Empty(sizes, DType::kFloat32));

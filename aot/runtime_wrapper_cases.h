@@ -42,13 +42,15 @@ struct WrapperCase {
 // 1 MiB, named epilogue_<n>x<bytes>).
 const std::vector<WrapperCase>& WrapperCases();
 
-// A case compiled, with fresh inputs (1, 2, 3, ... per input) and the
-// functional graph's outputs on them.
+// A case compiled (every mutation left to the wrapper) and, after
+// Prepare(), fresh inputs (1, 2, 3, ... per input) and the functional
+// graph's outputs on them.
 struct PreparedCase {
   std::unique_ptr<ir::Graph> graph;
   AotGraph aot;
   std::vector<Tensor> inputs, fw;
 };
+absl::StatusOr<PreparedCase> Compile(const WrapperCase& c);
 absl::StatusOr<PreparedCase> Prepare(const WrapperCase& c);
 
 // The function CppSource() printed for a case, compiled (defined in the
