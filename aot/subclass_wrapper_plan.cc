@@ -1,0 +1,330 @@
+#include "aot/subclass_wrapper_plan.h"
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "status_macros.h"
+
+namespace lathe::aot {
+namespace {
+
+bool IsInt(symbolic::Expr e) {
+  return e.kind() == symbolic::ExprKind::kInteger;
+}
+
+const Operand& Follow(const Operand& o, const std::vector<int>& path) {
+  const Operand* at = &o;
+  for (int k : path) at = &at->composite->inner[k];
+  return *at;
+}
+
+std::string PathName(int arg, const std::vector<int>& path,
+                     const CompositeLayout* root) {
+  std::string s = absl::StrCat("argument ", arg);
+  const CompositeLayout* at = root;
+  for (int k : path) {
+    absl::StrAppend(&s, ".", at->type->inner_names()[k]);
+    at = &at->inner[k];
+  }
+  return s;
+}
+
+// C++ for args[arg] followed through `path`.
+std::string CppFollow(int arg, const std::vector<int>& path) {
+  std::string s = absl::StrCat("args[", arg, "]");
+  for (int k : path) s = absl::StrCat(s, ".composite->inner[", k, "]");
+  return s;
+}
+
+std::string TypeVar(const CompositeType* t) {
+  return absl::StrCat("type_", t->name());
+}
+
+}  // namespace
+
+int CompositeLayout::Slots(bool argument) const {
+  if (type == nullptr) return 1;
+  if (argument && frozen) return 1;
+  int n = 0;
+  for (const CompositeLayout& l : inner) n += l.Slots(argument);
+  if (argument) {
+    for (const auto* list : {&sizes, &strides}) {
+      for (symbolic::Expr e : *list) n += !IsInt(e);
+    }
+  }
+  return n;
+}
+
+std::string CompositeLayout::ToString() const {
+  if (type == nullptr) return "plain";
+  std::vector<std::string> parts;
+  for (const CompositeLayout& l : inner) parts.push_back(l.ToString());
+  return absl::StrCat(type->name(), "(", absl::StrJoin(parts, ", "), ")");
+}
+
+absl::StatusOr<SubclassWrapperPlan> SubclassWrapperPlan::Build(
+    std::vector<CompositeLayout> arguments,
+    std::vector<CompositeLayout> results) {
+  SubclassWrapperPlan plan;
+  // Validate shapes of the layouts.
+  std::function<absl::Status(const CompositeLayout&)> valid =
+      [&](const CompositeLayout& l) -> absl::Status {
+    if (l.type == nullptr) return absl::OkStatus();
+    if (l.inner.size() != l.type->inner_names().size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("layout ", l.ToString(), ": ", l.type->name(), " has ",
+                       l.type->inner_names().size(), " inner values"));
+    }
+    for (const CompositeLayout& i : l.inner) RETURN_IF_ERROR(valid(i));
+    return absl::OkStatus();
+  };
+  for (const auto* list : {&arguments, &results}) {
+    for (const CompositeLayout& l : *list) RETURN_IF_ERROR(valid(l));
+  }
+  // Unwrap: checks (parents first), then takes in flatten order.
+  for (int a = 0; a < static_cast<int>(arguments.size()); ++a) {
+    const CompositeLayout& root = arguments[a];
+    if (root.frozen) {
+      plan.takes_.push_back({Take::Kind::kEmpty, a, {}, 0});
+      continue;
+    }
+    std::vector<int> path;
+    std::function<void(const CompositeLayout&)> walk =
+        [&](const CompositeLayout& l) {
+          plan.checks_.push_back({a, path, l.type});
+          if (l.type == nullptr) {
+            plan.takes_.push_back({Take::Kind::kValue, a, path, 0});
+            return;
+          }
+          for (int k = 0; k < static_cast<int>(l.inner.size()); ++k) {
+            path.push_back(k);
+            walk(l.inner[k]);
+            path.pop_back();
+          }
+        };
+    walk(root);
+    if (root.type != nullptr) {
+      for (int d = 0; d < static_cast<int>(root.sizes.size()); ++d) {
+        if (!IsInt(root.sizes[d]))
+          plan.takes_.push_back({Take::Kind::kSize, a, {}, d});
+      }
+      for (int d = 0; d < static_cast<int>(root.strides.size()); ++d) {
+        if (!IsInt(root.strides[d]))
+          plan.takes_.push_back({Take::Kind::kStride, a, {}, d});
+      }
+    }
+    plan.num_dense_args_ += root.Slots(/*argument=*/true);
+  }
+  // Rewrap: postorder builds per result.
+  for (const CompositeLayout& r : results) {
+    std::vector<Make> steps;
+    std::function<void(const CompositeLayout&)> walk =
+        [&](const CompositeLayout& l) {
+          if (l.type == nullptr) {
+            steps.push_back({nullptr, 0});
+            return;
+          }
+          for (const CompositeLayout& i : l.inner) walk(i);
+          steps.push_back({l.type, static_cast<int>(l.inner.size())});
+        };
+    walk(r);
+    plan.builds_.push_back(std::move(steps));
+    plan.num_dense_results_ += r.Slots(/*argument=*/false);
+  }
+  plan.arguments_ = std::move(arguments);
+  plan.results_ = std::move(results);
+  return plan;
+}
+
+absl::StatusOr<std::vector<Operand>> SubclassWrapperPlan::Unwrap(
+    absl::Span<const Operand> args) const {
+  if (args.size() < arguments_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected at least ", arguments_.size(),
+                     " arguments, got ", args.size()));
+  }
+  for (const Check& c : checks_) {
+    const Operand& v = Follow(args[c.arg], c.path);
+    bool composite = v.kind == Operand::Kind::kComposite;
+    if (c.type == nullptr ? composite
+                          : !composite || v.composite->type != c.type) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          PathName(c.arg, c.path, &arguments_[c.arg]), ": expected ",
+          c.type == nullptr ? "a plain value" : c.type->name(), ", got ",
+          v.ToString()));
+    }
+  }
+  std::vector<Operand> out;
+  out.reserve(num_dense_args_ + (args.size() - arguments_.size()));
+  for (const Take& t : takes_) {
+    switch (t.kind) {
+      case Take::Kind::kValue:
+        out.push_back(Follow(args[t.arg], t.path));
+        break;
+      case Take::Kind::kEmpty:
+        out.emplace_back();
+        break;
+      case Take::Kind::kSize:
+        out.push_back(Operand::Int(OuterSizes(args[t.arg])[t.dim]));
+        break;
+      case Take::Kind::kStride:
+        out.push_back(Operand::Int(OuterStrides(args[t.arg])[t.dim]));
+        break;
+    }
+  }
+  for (size_t k = arguments_.size(); k < args.size(); ++k) {
+    out.push_back(args[k]);  // trailing: forwarded as they are
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<Operand>> SubclassWrapperPlan::Rewrap(
+    absl::Span<const Operand> dense) const {
+  if (static_cast<int>(dense.size()) != num_dense_results_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected ", num_dense_results_, " dense results, got ", dense.size()));
+  }
+  std::vector<Operand> out;
+  out.reserve(results_.size());
+  std::vector<Operand> stack;
+  size_t next = 0;
+  for (const std::vector<Make>& steps : builds_) {
+    for (const Make& b : steps) {
+      if (b.type == nullptr) {
+        stack.push_back(dense[next++]);
+        continue;
+      }
+      std::vector<Operand> inner(std::make_move_iterator(stack.end() - b.arity),
+                                 std::make_move_iterator(stack.end()));
+      stack.resize(stack.size() - b.arity);
+      std::vector<int64_t> sizes = OuterSizes(inner[0]),
+                           strides = OuterStrides(inner[0]);
+      ASSIGN_OR_RETURN(Operand made,
+                       b.type->Unflatten(std::move(inner), std::move(sizes),
+                                         std::move(strides)));
+      stack.push_back(std::move(made));
+    }
+    out.push_back(std::move(stack.back()));
+    stack.pop_back();
+  }
+  return out;
+}
+
+std::string SubclassWrapperPlan::CppSource(const std::string& name) const {
+  std::string out;
+  absl::flat_hash_set<const CompositeType*> types;
+  for (const Check& c : checks_) {
+    if (c.type != nullptr) types.insert(c.type);
+  }
+  auto declare_types =
+      [&](const absl::flat_hash_set<const CompositeType*>& ts) {
+        std::vector<std::string> names;
+        for (const CompositeType* t : ts)
+          names.push_back(std::string(t->name()));
+        std::sort(names.begin(), names.end());
+        std::string s;
+        for (const std::string& n : names) {
+          absl::StrAppend(&s,
+                          "  static const lathe::CompositeType* const type_", n,
+                          " = lathe::FindCompositeType(\"", n, "\");\n");
+        }
+        return s;
+      };
+  // Unwrap.
+  absl::StrAppend(
+      &out, "// Unwraps composite arguments into the compiled function's\n",
+      "// dense arguments (generated by lathe from a SubclassWrapperPlan).\n",
+      "absl::Status ", name, "_unwrap(absl::Span<const lathe::Operand> args,\n",
+      std::string(name.size() + 21, ' '),
+      "std::vector<lathe::Operand>* out) {\n", declare_types(types),
+      "  if (args.size() < ", arguments_.size(), ") {\n",
+      "    return absl::InvalidArgumentError(\"expected at least ",
+      arguments_.size(), " arguments\");\n  }\n");
+  for (const Check& c : checks_) {
+    std::string v = CppFollow(c.arg, c.path);
+    std::string what = PathName(c.arg, c.path, &arguments_[c.arg]);
+    if (c.type == nullptr) {
+      absl::StrAppend(
+          &out, "  if (", v, ".kind == lathe::Operand::Kind::kComposite) {\n",
+          "    return absl::InvalidArgumentError(absl::StrCat(\"", what,
+          ": expected a plain value, got \", ", v, ".ToString()));\n  }\n");
+    } else {
+      absl::StrAppend(&out, "  if (", v,
+                      ".kind != lathe::Operand::Kind::kComposite || ", v,
+                      ".composite->type != ", TypeVar(c.type), ") {\n",
+                      "    return absl::InvalidArgumentError(absl::StrCat(\"",
+                      what, ": expected ", c.type->name(), ", got \", ", v,
+                      ".ToString()));\n  }\n");
+    }
+  }
+  absl::StrAppend(&out, "  out->clear();\n  out->reserve(", num_dense_args_,
+                  " + args.size() - ", arguments_.size(), ");\n");
+  for (const Take& t : takes_) {
+    switch (t.kind) {
+      case Take::Kind::kValue:
+        absl::StrAppend(&out, "  out->push_back(", CppFollow(t.arg, t.path),
+                        ");\n");
+        break;
+      case Take::Kind::kEmpty:
+        absl::StrAppend(&out, "  out->emplace_back();  // argument ", t.arg,
+                        " is frozen\n");
+        break;
+      case Take::Kind::kSize:
+      case Take::Kind::kStride:
+        absl::StrAppend(
+            &out, "  out->push_back(lathe::Operand::Int(lathe::",
+            t.kind == Take::Kind::kSize ? "OuterSizes" : "OuterStrides",
+            "(args[", t.arg, "])[", t.dim, "]));\n");
+        break;
+    }
+  }
+  absl::StrAppend(&out, "  for (size_t k = ", arguments_.size(),
+                  "; k < args.size(); ++k) out->push_back(args[k]);\n",
+                  "  return absl::OkStatus();\n}\n\n");
+  // Rewrap.
+  absl::flat_hash_set<const CompositeType*> built;
+  for (const auto& steps : builds_) {
+    for (const Make& b : steps) {
+      if (b.type != nullptr) built.insert(b.type);
+    }
+  }
+  absl::StrAppend(
+      &out, "// Rebuilds the user-facing results from the dense ones.\n",
+      "absl::Status ", name,
+      "_rewrap(absl::Span<const lathe::Operand> dense,\n",
+      std::string(name.size() + 21, ' '),
+      "std::vector<lathe::Operand>* out) {\n", declare_types(built),
+      "  if (dense.size() != ", num_dense_results_, ") {\n",
+      "    return absl::InvalidArgumentError(\"expected ", num_dense_results_,
+      " dense results\");\n  }\n  out->resize(", results_.size(), ");\n");
+  int next = 0, temp = 0;
+  for (size_t r = 0; r < builds_.size(); ++r) {
+    std::vector<std::string> stack;
+    for (const Make& b : builds_[r]) {
+      if (b.type == nullptr) {
+        stack.push_back(absl::StrCat("dense[", next++, "]"));
+        continue;
+      }
+      std::vector<std::string> inner(stack.end() - b.arity, stack.end());
+      stack.resize(stack.size() - b.arity);
+      std::string v = absl::StrCat("v", temp++);
+      absl::StrAppend(&out, "  ASSIGN_OR_RETURN(lathe::Operand ", v, ", ",
+                      TypeVar(b.type), "->Unflatten({",
+                      absl::StrJoin(inner, ", "), "}, lathe::OuterSizes(",
+                      inner[0], "), lathe::OuterStrides(", inner[0], ")));\n");
+      stack.push_back(v);
+    }
+    absl::StrAppend(&out, "  (*out)[", r, "] = ", stack.back(), ";\n");
+  }
+  absl::StrAppend(&out, "  return absl::OkStatus();\n}\n");
+  return out;
+}
+
+}  // namespace lathe::aot
