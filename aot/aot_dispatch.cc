@@ -12,6 +12,11 @@ namespace lathe::aot {
 absl::StatusOr<AotGraph> AotDispatch(ir::Graph& graph, symbolic::ShapeEnv& env,
                                      const AotOptions& options) {
   AotGraph aot;
+  for (const ir::Node* p : graph.Placeholders()) aot.names.push_back(p->name());
+  ASSIGN_OR_RETURN(aot.signature, FlattenComposites(graph, env));
+  ASSIGN_OR_RETURN(aot.subclass,
+                   SubclassWrapperPlan::Build(aot.signature.arguments,
+                                              aot.signature.results));
   ASSIGN_OR_RETURN(aot.meta,
                    CollectViewAndMutationMeta(graph, env, options.mutations));
   RETURN_IF_ERROR(Functionalize(graph, env, options.shapes).status());
@@ -51,6 +56,64 @@ absl::StatusOr<ir::Interpretation> InterpretWithPlan(
   }
   r.outputs = std::move(user);
   return r;
+}
+
+absl::StatusOr<UserCall> InterpretAsUser(
+    const ir::Graph& graph, const AotGraph& aot, std::vector<Operand> args,
+    const absl::flat_hash_map<std::string, ir::Value>& constants) {
+  ASSIGN_OR_RETURN(std::vector<Operand> dense, aot.subclass.Unwrap(args));
+  std::vector<ir::Value> inputs;
+  for (const Operand& o : dense) {
+    switch (o.kind) {
+      case Operand::Kind::kTensor:
+        inputs.push_back(ir::Value::OfTensor(o.tensor));
+        break;
+      case Operand::Kind::kInt:
+        inputs.push_back(ir::Value::Int(o.i));
+        break;
+      case Operand::Kind::kFloat:
+        inputs.push_back(ir::Value::Float(o.f));
+        break;
+      default:
+        inputs.push_back(ir::Value::None());
+        break;
+    }
+  }
+  ASSIGN_OR_RETURN(ir::Interpretation r,
+                   InterpretWithPlan(graph, aot.plan, inputs, constants));
+  std::vector<Operand> outs;
+  for (const ir::Value& v : r.outputs) {
+    if (v.is_tensor()) {
+      outs.push_back(Operand::Of(v.tensor));
+    } else if (v.is_number() && v.number.is_int()) {
+      ASSIGN_OR_RETURN(int64_t i, v.AsInt());
+      outs.push_back(Operand::Int(i));
+    } else if (v.is_number()) {
+      ASSIGN_OR_RETURN(double f, v.AsDouble());
+      outs.push_back(Operand::Float(f));
+    } else {
+      outs.emplace_back();
+    }
+  }
+  UserCall call;
+  ASSIGN_OR_RETURN(call.results, aot.subclass.Rewrap(outs));
+  // Dense inputs back to user arguments: a plain one is one slot; a
+  // composite's inner tensors were written in place (its object stays).
+  size_t slot = 0;
+  for (size_t i = 0; i < aot.signature.arguments.size(); ++i) {
+    const CompositeLayout& l = aot.signature.arguments[i];
+    int n = l.Slots(/*argument=*/true);
+    bool written = false;
+    for (int k = 0; k < n; ++k) written = written || r.mutated_inputs[slot + k];
+    call.mutated.push_back(written);
+    if (l.type == nullptr && inputs[slot].is_tensor()) {
+      call.arguments.push_back(Operand::Of(inputs[slot].tensor));
+    } else {
+      call.arguments.push_back(args[i]);
+    }
+    slot += n;
+  }
+  return call;
 }
 
 }  // namespace lathe::aot

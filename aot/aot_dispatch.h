@@ -2,12 +2,15 @@
 // File: aot_dispatch.h
 // -----------------------------------------------------------------------------
 //
-// The AOTDispatch half of the walk, in one call: collect the
-// ViewAndMutationMeta of a captured graph, functionalize it, and build the
-// RuntimeWrapperPlan that goes around it. InterpretWithPlan() then runs the
-// result the way a compiled artifact runs — the functional graph (here on
-// the reference interpreter), then the plan — which is what `lathec run`
-// does and what the differential tests compare with the plain interpreter.
+// The AOTDispatch half of the walk, in one call: flatten composite inputs
+// into a dense graph (with its SubclassWrapperPlan), collect the
+// ViewAndMutationMeta, functionalize, and build the RuntimeWrapperPlan that
+// goes around it. InterpretWithPlan() then runs the dense result the way a
+// compiled artifact runs — the functional graph (here on the reference
+// interpreter), then the plan — and InterpretAsUser() does the same for the
+// user's function, composite arguments and results included. That is what
+// `lathec run` does and what the differential tests compare with the plain
+// interpreter.
 //
 // Example:
 //
@@ -25,12 +28,15 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "aot/flatten_composites.h"
 #include "aot/runtime_wrapper_plan.h"
+#include "aot/subclass_wrapper_plan.h"
 #include "aot/view_and_mutation_meta.h"
 #include "ir/graph.h"
 #include "ir/interpreter.h"
 #include "ir/shape_prop.h"
 #include "ir/value.h"
+#include "runtime/composite.h"
 #include "symbolic/shape_env.h"
 
 namespace lathe::aot {
@@ -41,7 +47,10 @@ struct AotOptions {
 };
 
 struct AotGraph {
-  ViewAndMutationMeta meta;
+  CompositeSignature signature;    // per user argument and result
+  std::vector<std::string> names;  // the user arguments' names
+  SubclassWrapperPlan subclass;
+  ViewAndMutationMeta meta;  // of the dense graph
   RuntimeWrapperPlan plan;
 };
 
@@ -61,6 +70,23 @@ absl::StatusOr<AotGraph> AotDispatch(ir::Graph& graph, symbolic::ShapeEnv& env,
 absl::StatusOr<ir::Interpretation> InterpretWithPlan(
     const ir::Graph& graph, const RuntimeWrapperPlan& plan,
     std::vector<ir::Value>& inputs,
+    const absl::flat_hash_map<std::string, ir::Value>& constants = {});
+
+struct UserCall {
+  std::vector<Operand> results;
+  // Per user argument: whether the call wrote it (any inner tensor of a
+  // composite), and the argument as the call left it (set_ / as_strided_
+  // rebind a plain one).
+  std::vector<bool> mutated;
+  std::vector<Operand> arguments;
+};
+
+// InterpretAsUser()
+//
+// Calls the user's function: unwraps `args` with aot.subclass, runs
+// InterpretWithPlan on the dense graph, rewraps the results.
+absl::StatusOr<UserCall> InterpretAsUser(
+    const ir::Graph& graph, const AotGraph& aot, std::vector<Operand> args,
     const absl::flat_hash_map<std::string, ir::Value>& constants = {});
 
 }  // namespace lathe::aot

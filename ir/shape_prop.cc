@@ -55,13 +55,14 @@ absl::StatusOr<Directives> ReadDirectives(const Graph& g) {
       d.ranges[w[1]] = {lo, hi};
     } else if (w[0] == "alias" && w.size() == 3) {
       d.alias_of[w[2]] = w[1];
-    } else if ((w[0] == "requires_grad" || w[0] == "non_leaf") &&
-               w.size() == 2) {
+    } else if (((w[0] == "requires_grad" || w[0] == "non_leaf") &&
+                w.size() == 2) ||
+               (w[0] == "composite" && w.size() >= 3)) {
       // Recorded for AOT; no effect on shapes.
     } else {
       return bad(
-          "unknown directive (expected hint, range, alias, requires_grad or "
-          "non_leaf)");
+          "unknown directive (expected hint, range, alias, requires_grad, "
+          "non_leaf or composite)");
     }
   }
   return d;

@@ -1,0 +1,59 @@
+// -----------------------------------------------------------------------------
+// File: flatten_composites.h
+// -----------------------------------------------------------------------------
+//
+// Turns a graph whose inputs are composite tensors into a dense graph over
+// their inner tensors (PyTorch's aot_dispatch_subclass), and returns the
+// argument and result layouts the SubclassWrapperPlan needs. A composite
+// input is declared with `# lathe: composite NAME TYPE`, TYPE being a
+// registered type with optional nested inner types: `pair`,
+// `pair(pair, pair)`, `scaled_int8`, `pair(scaled_int8, scaled_int8)`. Its
+// annotation is the outer (logical) tensor; the dense graph takes, in its
+// place, the inner tensors (NAME_a, NAME_b, NAME_a_data, ...) and, for each
+// symbolic outer size or stride, an int (NAME_size0, NAME_stride1).
+//
+// How ops apply:
+//   pair         to each half (with plain arguments shared): the result is a
+//                pair of the two results; a number result is the first
+//                half's;
+//   scaled_int8  view ops apply to the data and keep the scale; multiplying
+//                by a number scales the scale; any other op sees the
+//                dequantized value (data * scale) and gives a plain result.
+// A metadata mutation (t_, transpose_, ...) of a composite is an error, as
+// in PyTorch (reference scenario 27).
+//
+// Example:
+//
+//   // # lathe: composite x pair
+//   // def forward(self, x: "f32[4][1]cpu"): mul = mul(x, 2); return (mul,)
+//   ASSIGN_OR_RETURN(CompositeSignature sig, FlattenComposites(*graph, env));
+//   // def forward(self, x_a, x_b): mul = mul(x_a, 2); mul_1 = mul(x_b, 2)
+//   //     return (mul, mul_1)             sig.results[0]: pair(plain, plain)
+
+#ifndef LATHE_AOT_FLATTEN_COMPOSITES_H_
+#define LATHE_AOT_FLATTEN_COMPOSITES_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "aot/subclass_wrapper_plan.h"
+#include "ir/graph.h"
+#include "symbolic/shape_env.h"
+
+namespace lathe::aot {
+
+struct CompositeSignature {
+  std::vector<CompositeLayout> arguments;  // one per original placeholder
+  std::vector<CompositeLayout> results;    // one per original output
+};
+
+// FlattenComposites()
+//
+// Rewrites `graph` as above (propagating shapes into `env` first); a graph
+// without composite inputs is left as it is, with plain layouts.
+absl::StatusOr<CompositeSignature> FlattenComposites(ir::Graph& graph,
+                                                     symbolic::ShapeEnv& env);
+
+}  // namespace lathe::aot
+
+#endif  // LATHE_AOT_FLATTEN_COMPOSITES_H_

@@ -1,0 +1,293 @@
+#include "aot/flatten_composites.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "aot/aot_dispatch.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/graph_text.h"
+#include "ir/interpreter.h"
+#include "runtime/composite.h"
+#include "runtime/tensor.h"
+#include "tools/testing/file_check.h"
+
+namespace lathe::aot {
+namespace {
+
+using ::lathe::testing::RunFileCheck;
+using ::testing::HasSubstr;
+
+Tensor Iota(std::vector<int64_t> sizes, double scale = 1, double start = 1) {
+  Tensor t = *Tensor::Empty(sizes, DType::kFloat32);
+  int64_t i = 0;
+  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> j) {
+    t.SetDouble(j, scale * (start + static_cast<double>(i++)));
+  });
+  return t;
+}
+
+std::vector<double> Values(const Tensor& t) {
+  std::vector<double> v;
+  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> j) {
+    v.push_back(t.GetDouble(j));
+  });
+  return v;
+}
+
+struct Compiled {
+  std::unique_ptr<ir::Graph> graph;
+  AotGraph aot;
+};
+
+absl::StatusOr<Compiled> Compile(const std::string& text) {
+  Compiled c;
+  absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(text);
+  if (!g.ok()) return g.status();
+  c.graph = std::move(*g);
+  symbolic::ShapeEnv env;
+  absl::StatusOr<AotGraph> aot = AotDispatch(*c.graph, env);
+  if (!aot.ok()) return aot.status();
+  c.aot = std::move(*aot);
+  return c;
+}
+
+// The dense graph FlattenComposites makes of `text` (before AOT).
+std::string Flattened(const std::string& text) {
+  absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(text);
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!g.ok()) return "";
+  symbolic::ShapeEnv env;
+  absl::StatusOr<CompositeSignature> sig = FlattenComposites(**g, env);
+  EXPECT_TRUE(sig.ok()) << sig.status();
+  return ir::PrintGraph(**g);
+}
+
+// The original graph run eagerly on plain tensors (the oracle for a pair's
+// halves: every op applies to each).
+std::vector<Tensor> Eager(const std::string& text, std::vector<Tensor> args) {
+  std::unique_ptr<ir::Graph> g = *ir::ParseGraph(text);
+  std::vector<ir::Value> in;
+  for (Tensor& t : args) in.push_back(ir::Value::OfTensor(t));
+  absl::StatusOr<ir::Interpretation> r = ir::Interpret(*g, in);
+  EXPECT_TRUE(r.ok()) << r.status();
+  std::vector<Tensor> out;
+  if (r.ok()) {
+    for (const ir::Value& v : r->outputs) out.push_back(v.tensor);
+  }
+  return out;
+}
+
+// 30. x * 2 on a pair: each half doubled, the result a pair.
+TEST(FlattenCompositesTest, PairAppliesEveryOpToBothHalves) {
+  const char* kText = R"(# lathe: composite x pair
+def forward(self, x: "f32[2, 3][3, 1]cpu", y: "f32[2, 3][3, 1]cpu"):
+    mul = torch.ops.aten.mul.Tensor(x, 2)
+    add = torch.ops.aten.add.Tensor(mul, y)
+    sum_1 = torch.ops.aten.sum.default(y)
+    return (add, sum_1)
+)";
+  absl::Status st = RunFileCheck(Flattened(kText), R"(
+CHECK: def forward(self, x_a: "f32[2, 3][3, 1]cpu", x_b: "f32[2, 3][3, 1]cpu", y: "f32[2, 3][3, 1]cpu"):
+CHECK-DAG: [[MA:mul.*]]: "f32[2, 3][3, 1]cpu" = torch.ops.aten.mul.Tensor(x_a, 2)
+CHECK-DAG: [[MB:mul.*]]: "f32[2, 3][3, 1]cpu" = torch.ops.aten.mul.Tensor(x_b, 2)
+CHECK-DAG: [[AA:add.*]]: "f32[2, 3][3, 1]cpu" = torch.ops.aten.add.Tensor([[MA]], y)
+CHECK-DAG: [[AB:add.*]]: "f32[2, 3][3, 1]cpu" = torch.ops.aten.add.Tensor([[MB]], y)
+CHECK: return ([[AA]], [[AB]], sum_1)
+)");
+  EXPECT_TRUE(st.ok()) << st;
+  absl::StatusOr<Compiled> c = Compile(kText);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->aot.signature.results[0].ToString(), "pair(plain, plain)");
+  Tensor a = Iota({2, 3}), b = Iota({2, 3}, -1), y = Iota({2, 3}, 10);
+  Operand x = *MakePair(Operand::Of(a), Operand::Of(b));
+  absl::StatusOr<UserCall> r =
+      InterpretAsUser(*c->graph, c->aot, {x, Operand::Of(y)});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->results.size(), 2u);
+  ASSERT_EQ(r->results[0].kind, Operand::Kind::kComposite);
+  const CompositeTensor& out = *r->results[0].composite;
+  EXPECT_EQ(out.type->name(), "pair");
+  std::unique_ptr<ir::Graph> plain = *ir::ParseGraph(kText);
+  std::string eager_text = kText;
+  eager_text.erase(0, eager_text.find('\n') + 1);  // x as a plain tensor
+  EXPECT_EQ(Values(out.inner[0].tensor), Values(Eager(eager_text, {a, y})[0]));
+  EXPECT_EQ(Values(out.inner[1].tensor), Values(Eager(eager_text, {b, y})[0]));
+  EXPECT_EQ(Values(r->results[1].tensor), Values(Eager(eager_text, {a, y})[1]));
+}
+
+// 31. A pair of pairs: four inner tensors in depth-first order; the result
+// rebuilt inner first.
+TEST(FlattenCompositesTest, NestedPairs) {
+  const char* kText = R"(# lathe: composite x pair(pair, pair)
+def forward(self, x: "f32[4][1]cpu"):
+    neg = torch.ops.aten.neg.default(x)
+    return (neg,)
+)";
+  absl::Status st = RunFileCheck(Flattened(kText), R"(
+CHECK: def forward(self, x_a_a: "f32[4][1]cpu", x_a_b: "f32[4][1]cpu", x_b_a: "f32[4][1]cpu", x_b_b: "f32[4][1]cpu"):
+CHECK-COUNT-4: torch.ops.aten.neg.default(x_
+)");
+  EXPECT_TRUE(st.ok()) << st;
+  absl::StatusOr<Compiled> c = Compile(kText);
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::vector<Tensor> t = {Iota({4}), Iota({4}, 2), Iota({4}, 3), Iota({4}, 4)};
+  Operand x = *MakePair(*MakePair(Operand::Of(t[0]), Operand::Of(t[1])),
+                        *MakePair(Operand::Of(t[2]), Operand::Of(t[3])));
+  absl::StatusOr<UserCall> r = InterpretAsUser(*c->graph, c->aot, {x});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const Operand& out = r->results[0];
+  EXPECT_EQ(out.ToString(), x.ToString());
+  EXPECT_EQ(Values(out.composite->inner[1].composite->inner[0].tensor),
+            (std::vector<double>{-3, -6, -9, -12}));
+}
+
+// The scaled tensor: views keep the scale, * number scales it, anything
+// else sees data * scale.
+TEST(FlattenCompositesTest, ScaledInt8) {
+  const char* kText = R"(# lathe: composite x scaled_int8
+def forward(self, x: "f32[2, 3][3, 1]cpu"):
+    t = torch.ops.aten.t.default(x)
+    mul = torch.ops.aten.mul.Tensor(t, 0.5)
+    add = torch.ops.aten.add.Tensor(mul, 1)
+    return (mul, add)
+)";
+  absl::Status st = RunFileCheck(Flattened(kText), R"(
+CHECK: def forward(self, x_data: "i8[2, 3][3, 1]cpu", x_scale: "f32[][]cpu"):
+CHECK: [[T:t.*]]: "i8[3, 2][1, 3]cpu" = torch.ops.aten.t.default(x_data)
+CHECK: [[S:mul.*]]: "f32[][]cpu" = torch.ops.aten.mul.Tensor(x_scale, 0.5)
+CHECK: _to_copy{{.*}} = torch.ops.aten._to_copy.default([[T]], dtype = torch.float32)
+CHECK: return ([[T]], [[S]], add{{.*}})
+)");
+  EXPECT_TRUE(st.ok()) << st;
+  absl::StatusOr<Compiled> c = Compile(kText);
+  ASSERT_TRUE(c.ok()) << c.status();
+  Tensor data = *Tensor::Empty({2, 3}, DType::kInt8);
+  for (int i = 0; i < 6; ++i)
+    data.data<int8_t>()[i] = static_cast<int8_t>(i - 2);
+  Tensor scale = *Tensor::Empty({}, DType::kFloat32);
+  *scale.data<float>() = 0.25f;
+  Operand x = *MakeScaledInt8(data, scale);
+  absl::StatusOr<UserCall> r = InterpretAsUser(*c->graph, c->aot, {x});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->results[0].kind, Operand::Kind::kComposite);
+  const CompositeTensor& m = *r->results[0].composite;
+  EXPECT_EQ(m.type->name(), "scaled_int8");
+  EXPECT_EQ(m.sizes, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(m.inner[1].tensor.GetDouble({}), 0.125);
+  // add = x.T * 0.5 + 1 as floats: element [2][1] is data[1][2] = 3.
+  ASSERT_EQ(r->results[1].kind, Operand::Kind::kTensor);
+  EXPECT_EQ(r->results[1].tensor.GetDouble({2, 1}), 3 * 0.125 + 1);
+  EXPECT_EQ(r->results[1].tensor.GetDouble({0, 0}), -2 * 0.125 + 1);
+}
+
+// A pair of scaled tensors: each half follows the scaled rules.
+TEST(FlattenCompositesTest, PairOfScaled) {
+  absl::StatusOr<Compiled> c =
+      Compile(R"(# lathe: composite x pair(scaled_int8, scaled_int8)
+def forward(self, x: "f32[2, 2][2, 1]cpu"):
+    t = torch.ops.aten.t.default(x)
+    return (t,)
+)");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->aot.signature.results[0].ToString(),
+            "pair(scaled_int8(plain, plain), scaled_int8(plain, plain))");
+  auto scaled = [](int8_t base, float s) {
+    Tensor d = *Tensor::Empty({2, 2}, DType::kInt8);
+    for (int i = 0; i < 4; ++i) d.data<int8_t>()[i] = base + i;
+    Tensor sc = *Tensor::Empty({}, DType::kFloat32);
+    *sc.data<float>() = s;
+    return *MakeScaledInt8(d, sc);
+  };
+  Operand x = *MakePair(scaled(0, 1), scaled(10, 2));
+  absl::StatusOr<UserCall> r = InterpretAsUser(*c->graph, c->aot, {x});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const CompositeTensor& b = *r->results[0].composite->inner[1].composite;
+  EXPECT_EQ(b.inner[0].tensor.GetDouble({0, 1}), 12);  // data[1][0]
+  EXPECT_EQ(b.inner[1].tensor.GetDouble({}), 2);
+}
+
+// Writing a pair input in place writes the caller's inner tensors.
+TEST(FlattenCompositesTest, MutatingAPairInput) {
+  absl::StatusOr<Compiled> c = Compile(R"(# lathe: composite x pair
+def forward(self, x: "f32[3][1]cpu"):
+    mul_ = torch.ops.aten.mul_.Tensor(x, 2)
+    add = torch.ops.aten.add.Tensor(x, 1)
+    return (add,)
+)");
+  ASSERT_TRUE(c.ok()) << c.status();
+  Tensor a = Iota({3}), b = Iota({3}, 10);
+  Operand x = *MakePair(Operand::Of(a), Operand::Of(b));
+  absl::StatusOr<UserCall> r = InterpretAsUser(*c->graph, c->aot, {x});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->mutated, (std::vector<bool>{true}));
+  EXPECT_EQ(Values(a), (std::vector<double>{2, 4, 6}));
+  EXPECT_EQ(Values(b), (std::vector<double>{20, 40, 60}));
+  EXPECT_EQ(Values(r->results[0].composite->inner[1].tensor),
+            (std::vector<double>{21, 41, 61}));
+}
+
+// Symbolic outer sizes become int arguments of the dense graph.
+TEST(FlattenCompositesTest, SymbolicOuterSizes) {
+  const char* kText = R"(# lathe: composite x pair
+# lathe: hint s0 3
+def forward(self, x: "f32[s0, 4][4, 1]cpu"):
+    sum_1 = torch.ops.aten.sum.dim_IntList(x, [1])
+    return (sum_1,)
+)";
+  absl::Status st = RunFileCheck(Flattened(kText), R"-(
+CHECK: def forward(self, x_a: "f32[s0, 4][4, 1]cpu", x_b: "f32[s0, 4][4, 1]cpu", x_size0: "Sym(s0)"):
+)-");
+  EXPECT_TRUE(st.ok()) << st;
+  absl::StatusOr<Compiled> c = Compile(kText);
+  ASSERT_TRUE(c.ok()) << c.status();
+  for (int64_t n : {3, 5}) {
+    Operand x = *MakePair(Operand::Of(Iota({n, 4})), Operand::Of(Iota({n, 4})));
+    absl::StatusOr<UserCall> r = InterpretAsUser(*c->graph, c->aot, {x});
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->results[0].composite->sizes, (std::vector<int64_t>{n}));
+    EXPECT_EQ(r->results[0].composite->inner[0].tensor.GetDouble({0}),
+              1 + 2 + 3 + 4);
+  }
+}
+
+// 27. A metadata mutation of a composite input.
+TEST(FlattenCompositesTest, MetadataMutationOfACompositeIsAnError) {
+  absl::StatusOr<Compiled> c = Compile(R"(# lathe: composite x pair
+def forward(self, x: "f32[2, 3][3, 1]cpu"):
+    transpose_ = torch.ops.aten.transpose_.default(x, 0, 1)
+    return (x,)
+)");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(c.status().message(),
+            "node 'transpose_': Metadata mutations are currently not allowed "
+            "on tensor subclasses (its argument is a pair)");
+}
+
+TEST(FlattenCompositesTest, DeclarationErrors) {
+  const char* kBody = R"(
+def forward(self, x: "f32[2][1]cpu", y: "f32[2][1]cpu"):
+    add = torch.ops.aten.add.Tensor(x, y)
+    return (add,)
+)";
+  auto error = [&](const std::string& directive) {
+    absl::StatusOr<Compiled> c = Compile(directive + kBody);
+    return c.ok() ? std::string("ok") : std::string(c.status().message());
+  };
+  EXPECT_EQ(error("# lathe: composite z pair"),
+            "# lathe: composite z: the graph has no input 'z'");
+  EXPECT_EQ(error("# lathe: composite x quad"),
+            "unknown composite type 'quad'");
+  EXPECT_EQ(error("# lathe: composite x pair(pair)"),
+            "composite type 'pair(pair)' at column 10: pair takes 2 inner "
+            "types");
+  EXPECT_EQ(error("# lathe: composite x pair\n# lathe: composite y "
+                  "scaled_int8"),
+            "node 'add' mixes a pair and a scaled_int8");
+}
+
+}  // namespace
+}  // namespace lathe::aot
