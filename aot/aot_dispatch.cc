@@ -96,7 +96,7 @@ absl::StatusOr<UserCall> InterpretAsUser(
     }
   }
   UserCall call;
-  ASSIGN_OR_RETURN(call.results, aot.subclass.Rewrap(outs));
+  ASSIGN_OR_RETURN(call.results, aot.subclass.Rewrap(std::move(outs)));
   // Dense inputs back to user arguments: a plain one is one slot; a
   // composite's inner tensors were written in place (its object stays).
   size_t slot = 0;

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "aot/runtime_wrapper_cases.h"
+#include "aot/subclass_wrapper_plan.h"
 #include "symbolic/printer.h"
 
 int main() {
@@ -17,6 +18,7 @@ int main() {
       "#include <cstdint>\n#include <string>\n#include <vector>\n\n",
       "#include \"absl/status/status.h\"\n", "#include \"absl/types/span.h\"\n",
       "#include \"aot/runtime_wrapper_cases.h\"\n",
+      "#include \"runtime/composite.h\"\n",
       "#include \"runtime/copy.h\"\n#include \"runtime/tensor.h\"\n",
       "#include \"status_macros.h\"\n\n", lathe::symbolic::CppPrelude(),
       "\nnamespace lathe::aot::generated {\n");
@@ -31,6 +33,18 @@ int main() {
                     p->aot.plan.CppSource("wrapper"), "}  // namespace ",
                     c.name, "\n");
   }
+  for (const lathe::aot::SubclassCase& c : lathe::aot::SubclassCases()) {
+    absl::StatusOr<lathe::aot::SubclassWrapperPlan> plan =
+        lathe::aot::SubclassWrapperPlan::Build(c.arguments, c.results);
+    if (!plan.ok()) {
+      std::fprintf(stderr, "emit_runtime_wrappers: %s: %s\n", c.name.c_str(),
+                   std::string(plan.status().message()).c_str());
+      return 1;
+    }
+    absl::StrAppend(&out, "namespace subclass_", c.name, " {\n",
+                    plan->CppSource("wrapper"), "}  // namespace subclass_",
+                    c.name, "\n");
+  }
   absl::StrAppend(&out, "}  // namespace lathe::aot::generated\n\n",
                   "namespace lathe::aot {\n",
                   "GeneratedWrapper GeneratedWrapperFor(const std::string& "
@@ -39,7 +53,16 @@ int main() {
     absl::StrAppend(&out, "  if (name == \"", c.name,
                     "\") return &generated::", c.name, "::wrapper;\n");
   }
-  absl::StrAppend(&out, "  return nullptr;\n}\n}  // namespace lathe::aot\n");
+  absl::StrAppend(&out, "  return nullptr;\n}\n\n",
+                  "GeneratedSubclass GeneratedSubclassFor(const std::string& "
+                  "name) {\n");
+  for (const lathe::aot::SubclassCase& c : lathe::aot::SubclassCases()) {
+    absl::StrAppend(&out, "  if (name == \"", c.name,
+                    "\") return {&generated::subclass_", c.name,
+                    "::wrapper_unwrap, &generated::subclass_", c.name,
+                    "::wrapper_rewrap};\n");
+  }
+  absl::StrAppend(&out, "  return {};\n}\n}  // namespace lathe::aot\n");
   std::fputs(out.c_str(), stdout);
   return 0;
 }

@@ -175,7 +175,7 @@ CHECK: return ([[T]], [[S]], add{{.*}})
   ASSERT_EQ(r->results[0].kind, Operand::Kind::kComposite);
   const CompositeTensor& m = *r->results[0].composite;
   EXPECT_EQ(m.type->name(), "scaled_int8");
-  EXPECT_EQ(m.sizes, (std::vector<int64_t>{3, 2}));
+  EXPECT_THAT(m.sizes, ::testing::ElementsAre(3, 2));
   EXPECT_EQ(m.inner[1].tensor.GetDouble({}), 0.125);
   // add = x.T * 0.5 + 1 as floats: element [2][1] is data[1][2] = 3.
   ASSERT_EQ(r->results[1].kind, Operand::Kind::kTensor);
@@ -247,7 +247,7 @@ CHECK: def forward(self, x_a: "f32[s0, 4][4, 1]cpu", x_b: "f32[s0, 4][4, 1]cpu",
     Operand x = *MakePair(Operand::Of(Iota({n, 4})), Operand::Of(Iota({n, 4})));
     absl::StatusOr<UserCall> r = InterpretAsUser(*c->graph, c->aot, {x});
     ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(r->results[0].composite->sizes, (std::vector<int64_t>{n}));
+    EXPECT_THAT(r->results[0].composite->sizes, ::testing::ElementsAre(n));
     EXPECT_EQ(r->results[0].composite->inner[0].tensor.GetDouble({0}),
               1 + 2 + 3 + 4);
   }

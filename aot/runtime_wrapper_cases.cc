@@ -136,6 +136,28 @@ def forward(self, a: "f32[s0, 4][4, 1]cpu"):
   return *cases;
 }
 
+const std::vector<SubclassCase>& SubclassCases() {
+  static const auto* cases = new std::vector<SubclassCase>([] {
+    auto pair = [](CompositeLayout a = CompositeLayout::Plain(),
+                   CompositeLayout b = CompositeLayout::Plain()) {
+      return CompositeLayout::Of(FindCompositeType("pair"), {a, b});
+    };
+    CompositeLayout frozen = pair();
+    frozen.frozen = true;
+    CompositeLayout dynamic = pair();
+    dynamic.sizes = {symbolic::Symbol("s0"), symbolic::Int(4)};
+    dynamic.strides = {symbolic::Int(4), symbolic::Int(1)};
+    return std::vector<SubclassCase>{
+        {"pair", {pair()}, {pair()}},
+        {"nested_pair", {pair(pair(), pair())}, {pair(pair(), pair())}},
+        {"mixed",
+         {frozen, CompositeLayout::Plain(), dynamic},
+         {CompositeLayout::Plain(), pair()}},
+    };
+  }());
+  return *cases;
+}
+
 absl::StatusOr<PreparedCase> Compile(const WrapperCase& c) {
   PreparedCase p;
   ASSIGN_OR_RETURN(p.graph, ir::ParseGraph(c.graph));

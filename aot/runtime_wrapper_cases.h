@@ -26,7 +26,9 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "aot/aot_dispatch.h"
+#include "aot/subclass_wrapper_plan.h"
 #include "ir/graph.h"
+#include "runtime/composite.h"
 #include "runtime/tensor.h"
 
 namespace lathe::aot {
@@ -59,6 +61,26 @@ using GeneratedWrapper = absl::Status (*)(absl::Span<Tensor> in,
                                           absl::Span<const Tensor> fw,
                                           std::vector<Tensor>* out);
 GeneratedWrapper GeneratedWrapperFor(const std::string& name);
+
+// Composite layouts whose SubclassWrapperPlans are printed and compiled the
+// same way: pair, nested_pair (a pair of pairs) and mixed (a frozen pair, a
+// plain tensor and a pair with a symbolic size, then trailing arguments).
+struct SubclassCase {
+  std::string name;
+  std::vector<CompositeLayout> arguments, results;
+};
+const std::vector<SubclassCase>& SubclassCases();
+
+// The two functions SubclassWrapperPlan::CppSource() printed for a case.
+using GeneratedUnwrap = absl::Status (*)(absl::Span<const Operand> args,
+                                         std::vector<Operand>* out);
+using GeneratedRewrap = absl::Status (*)(absl::Span<Operand> dense,
+                                         std::vector<Operand>* out);
+struct GeneratedSubclass {
+  GeneratedUnwrap unwrap = nullptr;
+  GeneratedRewrap rewrap = nullptr;
+};
+GeneratedSubclass GeneratedSubclassFor(const std::string& name);
 
 }  // namespace lathe::aot
 

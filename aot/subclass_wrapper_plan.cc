@@ -91,6 +91,7 @@ absl::StatusOr<SubclassWrapperPlan> SubclassWrapperPlan::Build(
   // Unwrap: checks (parents first), then takes in flatten order.
   for (int a = 0; a < static_cast<int>(arguments.size()); ++a) {
     const CompositeLayout& root = arguments[a];
+    plan.num_dense_args_ += root.Slots(/*argument=*/true);
     if (root.frozen) {
       plan.takes_.push_back({Take::Kind::kEmpty, a, {}, 0});
       continue;
@@ -120,7 +121,6 @@ absl::StatusOr<SubclassWrapperPlan> SubclassWrapperPlan::Build(
           plan.takes_.push_back({Take::Kind::kStride, a, {}, d});
       }
     }
-    plan.num_dense_args_ += root.Slots(/*argument=*/true);
   }
   // Rewrap: postorder builds per result.
   for (const CompositeLayout& r : results) {
@@ -186,7 +186,7 @@ absl::StatusOr<std::vector<Operand>> SubclassWrapperPlan::Unwrap(
 }
 
 absl::StatusOr<std::vector<Operand>> SubclassWrapperPlan::Rewrap(
-    absl::Span<const Operand> dense) const {
+    std::vector<Operand> dense) const {
   if (static_cast<int>(dense.size()) != num_dense_results_) {
     return absl::InvalidArgumentError(absl::StrCat(
         "expected ", num_dense_results_, " dense results, got ", dense.size()));
@@ -198,17 +198,14 @@ absl::StatusOr<std::vector<Operand>> SubclassWrapperPlan::Rewrap(
   for (const std::vector<Make>& steps : builds_) {
     for (const Make& b : steps) {
       if (b.type == nullptr) {
-        stack.push_back(dense[next++]);
+        stack.push_back(std::move(dense[next++]));
         continue;
       }
-      std::vector<Operand> inner(std::make_move_iterator(stack.end() - b.arity),
-                                 std::make_move_iterator(stack.end()));
-      stack.resize(stack.size() - b.arity);
-      std::vector<int64_t> sizes = OuterSizes(inner[0]),
-                           strides = OuterStrides(inner[0]);
+      absl::Span<Operand> inner(&stack[stack.size() - b.arity], b.arity);
       ASSIGN_OR_RETURN(Operand made,
-                       b.type->Unflatten(std::move(inner), std::move(sizes),
-                                         std::move(strides)));
+                       b.type->Unflatten(inner, OuterSizes(inner[0]),
+                                         OuterStrides(inner[0])));
+      stack.resize(stack.size() - b.arity);
       stack.push_back(std::move(made));
     }
     out.push_back(std::move(stack.back()));
@@ -264,30 +261,34 @@ std::string SubclassWrapperPlan::CppSource(const std::string& name) const {
                       ".ToString()));\n  }\n");
     }
   }
-  absl::StrAppend(&out, "  out->clear();\n  out->reserve(", num_dense_args_,
-                  " + args.size() - ", arguments_.size(), ");\n");
+  // Assigning into the caller's vector reuses its tensors' buffers from the
+  // previous call.
+  absl::StrAppend(&out, "  out->resize(", num_dense_args_, " + args.size() - ",
+                  arguments_.size(), ");\n");
+  int slot = 0;
   for (const Take& t : takes_) {
+    absl::StrAppend(&out, "  (*out)[", slot++, "] = ");
     switch (t.kind) {
       case Take::Kind::kValue:
-        absl::StrAppend(&out, "  out->push_back(", CppFollow(t.arg, t.path),
-                        ");\n");
+        absl::StrAppend(&out, CppFollow(t.arg, t.path), ";\n");
         break;
       case Take::Kind::kEmpty:
-        absl::StrAppend(&out, "  out->emplace_back();  // argument ", t.arg,
+        absl::StrAppend(&out, "lathe::Operand();  // argument ", t.arg,
                         " is frozen\n");
         break;
       case Take::Kind::kSize:
       case Take::Kind::kStride:
         absl::StrAppend(
-            &out, "  out->push_back(lathe::Operand::Int(lathe::",
+            &out, "lathe::Operand::Int(lathe::",
             t.kind == Take::Kind::kSize ? "OuterSizes" : "OuterStrides",
-            "(args[", t.arg, "])[", t.dim, "]));\n");
+            "(args[", t.arg, "])[", t.dim, "]);\n");
         break;
     }
   }
   absl::StrAppend(&out, "  for (size_t k = ", arguments_.size(),
-                  "; k < args.size(); ++k) out->push_back(args[k]);\n",
-                  "  return absl::OkStatus();\n}\n\n");
+                  "; k < args.size(); ++k) (*out)[",
+                  num_dense_args_ - static_cast<int>(arguments_.size()),
+                  " + k] = args[k];\n", "  return absl::OkStatus();\n}\n\n");
   // Rewrap.
   absl::flat_hash_set<const CompositeType*> built;
   for (const auto& steps : builds_) {
@@ -297,8 +298,7 @@ std::string SubclassWrapperPlan::CppSource(const std::string& name) const {
   }
   absl::StrAppend(
       &out, "// Rebuilds the user-facing results from the dense ones.\n",
-      "absl::Status ", name,
-      "_rewrap(absl::Span<const lathe::Operand> dense,\n",
+      "absl::Status ", name, "_rewrap(absl::Span<lathe::Operand> dense,\n",
       std::string(name.size() + 21, ' '),
       "std::vector<lathe::Operand>* out) {\n", declare_types(built),
       "  if (dense.size() != ", num_dense_results_, ") {\n",
@@ -314,14 +314,22 @@ std::string SubclassWrapperPlan::CppSource(const std::string& name) const {
       }
       std::vector<std::string> inner(stack.end() - b.arity, stack.end());
       stack.resize(stack.size() - b.arity);
-      std::string v = absl::StrCat("v", temp++);
-      absl::StrAppend(&out, "  ASSIGN_OR_RETURN(lathe::Operand ", v, ", ",
-                      TypeVar(b.type), "->Unflatten({",
-                      absl::StrJoin(inner, ", "), "}, lathe::OuterSizes(",
-                      inner[0], "), lathe::OuterStrides(", inner[0], ")));\n");
+      int t = temp++;
+      std::string v = absl::StrCat("v", t), in = absl::StrCat("in", t);
+      std::vector<std::string> moved;
+      for (const std::string& i : inner) {
+        moved.push_back(absl::StrCat("std::move(", i, ")"));
+      }
+      absl::StrAppend(&out, "  lathe::Operand ", in, "[] = {",
+                      absl::StrJoin(moved, ", "), "};\n",
+                      "  ASSIGN_OR_RETURN(lathe::Operand ", v, ", ",
+                      TypeVar(b.type), "->Unflatten(absl::MakeSpan(", in,
+                      "), lathe::OuterSizes(", in, "[0]), lathe::OuterStrides(",
+                      in, "[0])));\n");
       stack.push_back(v);
     }
-    absl::StrAppend(&out, "  (*out)[", r, "] = ", stack.back(), ";\n");
+    absl::StrAppend(&out, "  (*out)[", r, "] = std::move(", stack.back(),
+                    ");\n");
   }
   absl::StrAppend(&out, "  return absl::OkStatus();\n}\n");
   return out;

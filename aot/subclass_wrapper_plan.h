@@ -86,18 +86,18 @@ class SubclassWrapperPlan {
 
   // Rewrap()
   //
-  // The user-facing results from the compiled function's `dense` results;
-  // an error when their count or an inner value does not fit.
-  absl::StatusOr<std::vector<Operand>> Rewrap(
-      absl::Span<const Operand> dense) const;
+  // The user-facing results from the compiled function's `dense` results
+  // (moved into them); an error when their count or an inner value does
+  // not fit.
+  absl::StatusOr<std::vector<Operand>> Rewrap(std::vector<Operand> dense) const;
 
   // CppSource()
   //
   // Unwrap and Rewrap as straight-line C++ (runtime/composite.h and
   // status_macros.h): `absl::Status NAME_unwrap(absl::Span<const
   // lathe::Operand> args, std::vector<lathe::Operand>* out)` and
-  // `absl::Status NAME_rewrap(absl::Span<const lathe::Operand> dense,
-  // std::vector<lathe::Operand>* out)`.
+  // `absl::Status NAME_rewrap(absl::Span<lathe::Operand> dense,
+  // std::vector<lathe::Operand>* out)` (which moves from `dense`).
   std::string CppSource(const std::string& name = "lathe_subclass") const;
 
   int num_dense_arguments() const { return num_dense_args_; }

@@ -50,7 +50,7 @@ TEST(SubclassWrapperPlanTest, PairInPairOut) {
   EXPECT_EQ((*out)[0].composite->type, FindCompositeType("pair"));
   EXPECT_EQ((*out)[0].composite->inner[0].tensor.storage(), o0.storage());
   EXPECT_EQ((*out)[0].composite->inner[1].tensor.storage(), o1.storage());
-  EXPECT_EQ((*out)[0].composite->sizes, (std::vector<int64_t>{4}));
+  EXPECT_THAT((*out)[0].composite->sizes, ::testing::ElementsAre(4));
 }
 
 // 31. Nested pairs: unwrapped a.a, a.b, b.a, b.b; rebuilt inner first.
@@ -96,6 +96,7 @@ TEST(SubclassWrapperPlanTest, FrozenSymbolicAndTrailingArguments) {
   absl::StatusOr<SubclassWrapperPlan> plan = SubclassWrapperPlan::Build(
       {frozen, CompositeLayout::Plain(), dynamic}, {CompositeLayout::Plain()});
   ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->num_dense_arguments(), 5);  // empty, plain, a, b, s0
   Operand pf = *MakePair(Operand::Of(F32({3})), Operand::Of(F32({3})));
   Tensor plain = F32({3});
   Tensor a = F32({5, 3}), b = F32({5, 3});
@@ -119,15 +120,16 @@ CHECK: absl::Status tt_unwrap(
 CHECK: static const lathe::CompositeType* const type_pair = lathe::FindCompositeType("pair");
 CHECK: if (args[2].kind != lathe::Operand::Kind::kComposite || args[2].composite->type != type_pair)
 CHECK: argument 2: expected pair, got
-CHECK: out->emplace_back();  // argument 0 is frozen
-CHECK-NEXT: out->push_back(args[1]);
-CHECK-NEXT: out->push_back(args[2].composite->inner[0]);
-CHECK-NEXT: out->push_back(args[2].composite->inner[1]);
-CHECK-NEXT: out->push_back(lathe::Operand::Int(lathe::OuterSizes(args[2])[0]));
-CHECK-NEXT: for (size_t k = 3; k < args.size(); ++k) out->push_back(args[k]);
+CHECK: out->resize(5 + args.size() - 3);
+CHECK-NEXT: (*out)[0] = lathe::Operand();  // argument 0 is frozen
+CHECK-NEXT: (*out)[1] = args[1];
+CHECK-NEXT: (*out)[2] = args[2].composite->inner[0];
+CHECK-NEXT: (*out)[3] = args[2].composite->inner[1];
+CHECK-NEXT: (*out)[4] = lathe::Operand::Int(lathe::OuterSizes(args[2])[0]);
+CHECK-NEXT: for (size_t k = 3; k < args.size(); ++k) (*out)[2 + k] = args[k];
 CHECK: absl::Status tt_rewrap(
 CHECK: if (dense.size() != 1)
-CHECK: (*out)[0] = dense[0];
+CHECK: (*out)[0] = std::move(dense[0]);
 )");
   EXPECT_TRUE(st.ok()) << st << "\n" << source;
 }

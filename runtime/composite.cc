@@ -31,13 +31,13 @@ class PairType : public CompositeType {
     static const auto* names = new std::vector<std::string>{"a", "b"};
     return *names;
   }
-  DType OuterDType(const std::vector<DType>& inner) const override {
+  DType OuterDType(absl::Span<const DType> inner) const override {
     return inner.empty() ? DType::kFloat32 : inner[0];
   }
 
  protected:
-  std::string Mismatch(const std::vector<Operand>& inner,
-                       const std::vector<int64_t>& sizes) const override {
+  std::string Mismatch(absl::Span<const Operand> inner,
+                       absl::Span<const int64_t> sizes) const override {
     for (size_t k = 0; k < inner.size(); ++k) {
       if (OuterSizes(inner[k]) != sizes) {
         return absl::StrCat("inner '", inner_names()[k], "' is ",
@@ -60,16 +60,16 @@ class ScaledInt8Type : public CompositeType {
     static const auto* names = new std::vector<std::string>{"data", "scale"};
     return *names;
   }
-  DType OuterDType(const std::vector<DType>&) const override {
+  DType OuterDType(absl::Span<const DType>) const override {
     return DType::kFloat32;
   }
 
  protected:
-  std::string Mismatch(const std::vector<Operand>& inner,
-                       const std::vector<int64_t>& sizes) const override {
+  std::string Mismatch(absl::Span<const Operand> inner,
+                       absl::Span<const int64_t> sizes) const override {
     if (inner[0].kind != Operand::Kind::kTensor ||
         inner[0].tensor.dtype() != DType::kInt8 ||
-        inner[0].tensor.sizes() != sizes) {
+        absl::Span<const int64_t>(inner[0].tensor.sizes()) != sizes) {
       return absl::StrCat("'data' must be i8[", absl::StrJoin(sizes, ", "),
                           "], got ", inner[0].ToString());
     }
@@ -124,25 +124,25 @@ std::string Operand::ToString() const {
   return "?";
 }
 
-const std::vector<int64_t>& OuterSizes(const Operand& o) {
-  return o.kind == Operand::Kind::kComposite ? o.composite->sizes
-                                             : o.tensor.sizes();
+absl::Span<const int64_t> OuterSizes(const Operand& o) {
+  if (o.kind == Operand::Kind::kComposite) return o.composite->sizes;
+  return o.tensor.sizes();
 }
 
-const std::vector<int64_t>& OuterStrides(const Operand& o) {
-  return o.kind == Operand::Kind::kComposite ? o.composite->strides
-                                             : o.tensor.strides();
+absl::Span<const int64_t> OuterStrides(const Operand& o) {
+  if (o.kind == Operand::Kind::kComposite) return o.composite->strides;
+  return o.tensor.strides();
 }
 
 absl::StatusOr<Operand> CompositeType::Unflatten(
-    std::vector<Operand> inner, std::vector<int64_t> sizes,
-    std::vector<int64_t> strides) const {
+    absl::Span<Operand> inner, absl::Span<const int64_t> sizes,
+    absl::Span<const int64_t> strides) const {
   if (inner.size() != inner_names().size()) {
     return absl::InvalidArgumentError(
         absl::StrCat(name(), ": expected ", inner_names().size(),
                      " inner values, got ", inner.size()));
   }
-  std::vector<DType> dtypes;
+  absl::InlinedVector<DType, 4> dtypes;
   for (size_t k = 0; k < inner.size(); ++k) {
     if (!IsTensorLike(inner[k])) {
       return absl::InvalidArgumentError(
@@ -160,10 +160,12 @@ absl::StatusOr<Operand> CompositeType::Unflatten(
   }
   auto c = std::make_shared<CompositeTensor>();
   c->type = this;
-  c->inner = std::move(inner);
   c->dtype = OuterDType(dtypes);
-  c->sizes = std::move(sizes);
-  c->strides = std::move(strides);
+  // sizes/strides may view inner[0]: copy them before moving it.
+  c->sizes.assign(sizes.begin(), sizes.end());
+  c->strides.assign(strides.begin(), strides.end());
+  c->inner.assign(std::make_move_iterator(inner.begin()),
+                  std::make_move_iterator(inner.end()));
   return Operand::Of(std::shared_ptr<const CompositeTensor>(std::move(c)));
 }
 
@@ -185,16 +187,19 @@ absl::Status RegisterCompositeType(const CompositeType* type) {
 }
 
 absl::StatusOr<Operand> MakePair(Operand a, Operand b) {
-  std::vector<int64_t> sizes = OuterSizes(a), strides = OuterStrides(a);
-  return FindCompositeType("pair")->Unflatten(
-      {std::move(a), std::move(b)}, std::move(sizes), std::move(strides));
+  std::vector<int64_t> sizes(OuterSizes(a).begin(), OuterSizes(a).end()),
+      strides(OuterStrides(a).begin(), OuterStrides(a).end());
+  Operand inner[] = {std::move(a), std::move(b)};
+  return FindCompositeType("pair")->Unflatten(absl::MakeSpan(inner), sizes,
+                                              strides);
 }
 
 absl::StatusOr<Operand> MakeScaledInt8(Tensor data, Tensor scale) {
   std::vector<int64_t> sizes = data.sizes(), strides = data.strides();
+  Operand inner[] = {Operand::Of(std::move(data)),
+                     Operand::Of(std::move(scale))};
   return FindCompositeType("scaled_int8")
-      ->Unflatten({Operand::Of(std::move(data)), Operand::Of(std::move(scale))},
-                  std::move(sizes), std::move(strides));
+      ->Unflatten(absl::MakeSpan(inner), sizes, strides);
 }
 
 }  // namespace lathe

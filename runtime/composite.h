@@ -19,9 +19,9 @@
 //   ASSIGN_OR_RETURN(Operand p, MakePair(a, b));     // a, b: f32[4]
 //   p.composite->type->name();                       // "pair"
 //   p.composite->inner[1].tensor;                    // b
+//   Operand halves[] = {Operand::Of(a), Operand::Of(b)};
 //   ASSIGN_OR_RETURN(Operand again, p.composite->type->Unflatten(
-//       {Operand::Of(a), Operand::Of(b)}, p.composite->sizes,
-//       p.composite->strides));
+//       absl::MakeSpan(halves), p.composite->sizes, p.composite->strides));
 
 #ifndef LATHE_RUNTIME_COMPOSITE_H_
 #define LATHE_RUNTIME_COMPOSITE_H_
@@ -31,8 +31,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "runtime/tensor.h"
 
 namespace lathe {
@@ -78,12 +80,13 @@ struct Operand {
 };
 
 // A value of a composite type: its inner values in flatten order and the
-// outer (logical) dtype, sizes and strides.
+// outer (logical) dtype, sizes and strides (held inline: building one
+// allocates only the object).
 struct CompositeTensor {
   const CompositeType* type = nullptr;
-  std::vector<Operand> inner;
+  absl::InlinedVector<Operand, 2> inner;
   DType dtype = DType::kFloat32;
-  std::vector<int64_t> sizes, strides;
+  absl::InlinedVector<int64_t, 6> sizes, strides;
 };
 
 class CompositeType {
@@ -94,17 +97,18 @@ class CompositeType {
   // The inner attributes in flatten order ("a", "b").
   virtual const std::vector<std::string>& inner_names() const = 0;
   // The outer dtype for inner values of these dtypes.
-  virtual DType OuterDType(const std::vector<DType>& inner) const = 0;
-  // Unflatten: the composite of `inner` with the given outer sizes and
-  // strides; an error naming the type when they do not fit together.
-  absl::StatusOr<Operand> Unflatten(std::vector<Operand> inner,
-                                    std::vector<int64_t> sizes,
-                                    std::vector<int64_t> strides) const;
+  virtual DType OuterDType(absl::Span<const DType> inner) const = 0;
+  // Unflatten: the composite of `inner` (moved from) with the given outer
+  // sizes and strides; an error naming the type when they do not fit
+  // together.
+  absl::StatusOr<Operand> Unflatten(absl::Span<Operand> inner,
+                                    absl::Span<const int64_t> sizes,
+                                    absl::Span<const int64_t> strides) const;
 
  protected:
   // Whether `inner` fits `sizes` (the type's own rule); "" when it does.
-  virtual std::string Mismatch(const std::vector<Operand>& inner,
-                               const std::vector<int64_t>& sizes) const = 0;
+  virtual std::string Mismatch(absl::Span<const Operand> inner,
+                               absl::Span<const int64_t> sizes) const = 0;
 };
 
 // FindCompositeType()
@@ -126,8 +130,8 @@ absl::StatusOr<Operand> MakePair(Operand a, Operand b);
 absl::StatusOr<Operand> MakeScaledInt8(Tensor data, Tensor scale);
 
 // OuterSizes()/OuterStrides() of an operand: a tensor's or a composite's.
-const std::vector<int64_t>& OuterSizes(const Operand& o);
-const std::vector<int64_t>& OuterStrides(const Operand& o);
+absl::Span<const int64_t> OuterSizes(const Operand& o);
+absl::Span<const int64_t> OuterStrides(const Operand& o);
 
 }  // namespace lathe
 

@@ -24,7 +24,7 @@ TEST(CompositeTest, PairFlattensAndUnflattens) {
   EXPECT_EQ(c.type, FindCompositeType("pair"));
   EXPECT_EQ(c.type->inner_names(), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(c.inner[1].tensor.storage(), b.storage());  // the same tensor
-  EXPECT_EQ(c.sizes, (std::vector<int64_t>{4}));
+  EXPECT_THAT(c.sizes, ::testing::ElementsAre(4));
   EXPECT_EQ(c.dtype, DType::kFloat32);
   EXPECT_EQ(p->ToString(), "pair(f32[4][1]cpu, f32[4][1]cpu)");
   // Nesting: a pair of pairs.
@@ -42,13 +42,15 @@ TEST(CompositeTest, UnflattenChecksTheInnerValues) {
   EXPECT_THAT(bad.status().message(),
               HasSubstr("pair: inner 'b' is f32[3][1]cpu, not of the outer "
                         "sizes [4]"));
+  Operand one[] = {Operand::Of(F32({4}))};
   absl::StatusOr<Operand> few =
-      FindCompositeType("pair")->Unflatten({Operand::Of(F32({4}))}, {4}, {1});
+      FindCompositeType("pair")->Unflatten(absl::MakeSpan(one), {4}, {1});
   ASSERT_FALSE(few.ok());
   EXPECT_THAT(few.status().message(),
               HasSubstr("pair: expected 2 inner values, got 1"));
-  absl::StatusOr<Operand> scalar = FindCompositeType("pair")->Unflatten(
-      {Operand::Of(F32({})), Operand::Int(3)}, {}, {});
+  Operand with_int[] = {Operand::Of(F32({})), Operand::Int(3)};
+  absl::StatusOr<Operand> scalar =
+      FindCompositeType("pair")->Unflatten(absl::MakeSpan(with_int), {}, {});
   ASSERT_FALSE(scalar.ok());
   EXPECT_THAT(scalar.status().message(),
               HasSubstr("inner 'b' is not a tensor (3)"));
@@ -59,7 +61,7 @@ TEST(CompositeTest, ScaledInt8) {
   absl::StatusOr<Operand> s = MakeScaledInt8(data, F32({}));
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->composite->dtype, DType::kFloat32);
-  EXPECT_EQ(s->composite->sizes, (std::vector<int64_t>{2, 3}));
+  EXPECT_THAT(s->composite->sizes, ::testing::ElementsAre(2, 3));
   absl::StatusOr<Operand> wrong = MakeScaledInt8(F32({2, 3}), F32({}));
   ASSERT_FALSE(wrong.ok());
   EXPECT_THAT(wrong.status().message(),
