@@ -9,9 +9,13 @@
 //       reads (`self.NAME`) is given the same way: --input NAME=FILE.npy.
 //   lathec run GRAPH --inputs DIR1 --inputs DIR2 ... --out DIR
 //       replays several input sets (DIRk/NAME.npy) and writes DIR/<k>/...
+//   A composite input (`# lathe: composite NAME TYPE`) is given as its inner
+//   tensors, NAME_a.npy, NAME_b.npy, ...; a composite output is written the
+//   same way (out0_a.npy, ...).
 //   --dump-dir DIR
-//       also writes DIR/functionalize.txt (the functional graph) and
-//       DIR/runtime_wrapper_plan.cc (the plan as C++).
+//       also writes DIR/functionalize.txt (the functional graph),
+//       DIR/runtime_wrapper_plan.cc and DIR/subclass_wrapper_plan.cc (the
+//       plans as C++).
 //
 // Every error is one line on stderr ("lathec: ...") with exit status 1 (2 for
 // usage); nothing is written unless the whole run succeeded.
@@ -42,6 +46,7 @@
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
 #include "ir/value.h"
+#include "runtime/composite.h"
 #include "runtime/npy.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
@@ -188,21 +193,101 @@ struct PendingFile {
   std::string summary;
 };
 
-// Runs one input set and returns the files it produces (not yet written).
-absl::StatusOr<std::vector<PendingFile>> RunOnce(
-    const ir::Graph& graph, const aot::RuntimeWrapperPlan& plan,
-    const absl::flat_hash_map<std::string, std::string>& files,
-    const std::string& out_dir) {
-  std::vector<ir::Node*> placeholders = graph.Placeholders();
-  std::vector<ir::Value> inputs;
-  for (ir::Node* p : placeholders) {
-    auto it = files.find(p->name());
-    if (it == files.end()) {
+// The files (names without .npy) a user argument or result `name` laid out
+// as `l` takes: NAME for a plain one, NAME_a, NAME_b, NAME_a_data, ... for
+// the inner tensors of a composite.
+void LeafNames(const std::string& name, const aot::CompositeLayout& l,
+               std::vector<std::string>* out) {
+  if (l.type == nullptr) {
+    out->push_back(name);
+    return;
+  }
+  for (size_t k = 0; k < l.inner.size(); ++k) {
+    LeafNames(absl::StrCat(name, "_", l.type->inner_names()[k]), l.inner[k],
+              out);
+  }
+}
+
+// The tensors of an operand in LeafNames order.
+void Leaves(const Operand& o, std::vector<Operand>* out) {
+  if (o.kind != Operand::Kind::kComposite) {
+    out->push_back(o);
+    return;
+  }
+  for (const Operand& i : o.composite->inner) Leaves(i, out);
+}
+
+Operand ToOperand(const ir::Value& v) {
+  if (v.is_tensor()) return Operand::Of(v.tensor);
+  if (v.is_number() && v.number.is_float())
+    return Operand::Float(*v.AsDouble());
+  if (v.is_number()) return Operand::Int(*v.AsInt());
+  return Operand();
+}
+
+ir::Value ToValue(const Operand& o) {
+  switch (o.kind) {
+    case Operand::Kind::kTensor:
+      return ir::Value::OfTensor(o.tensor);
+    case Operand::Kind::kInt:
+      return ir::Value::Int(o.i);
+    case Operand::Kind::kFloat:
+      return ir::Value::Float(o.f);
+    default:
+      return ir::Value::None();
+  }
+}
+
+// User argument `name` laid out as `l`, its leaves read from `files`.
+absl::StatusOr<Operand> LoadArgument(
+    const ir::Graph& graph, const std::string& name,
+    const aot::CompositeLayout& l,
+    const absl::flat_hash_map<std::string, std::string>& files) {
+  if (l.type == nullptr) {
+    auto it = files.find(name);
+    const ir::Node* p = graph.Find(name);
+    if (it == files.end() || p == nullptr) {
       return absl::InvalidArgumentError(
-          absl::StrCat("missing input '", p->name(), "'"));
+          absl::StrCat("missing input '", name, "'"));
     }
     ASSIGN_OR_RETURN(ir::Value v, LoadInput(*p, it->second));
-    inputs.push_back(std::move(v));
+    return ToOperand(v);
+  }
+  std::vector<Operand> inner;
+  for (size_t k = 0; k < l.inner.size(); ++k) {
+    ASSIGN_OR_RETURN(
+        Operand o,
+        LoadArgument(graph, absl::StrCat(name, "_", l.type->inner_names()[k]),
+                     l.inner[k], files));
+    inner.push_back(std::move(o));
+  }
+  std::vector<int64_t> sizes(OuterSizes(inner[0]).begin(),
+                             OuterSizes(inner[0]).end());
+  std::vector<int64_t> strides(OuterStrides(inner[0]).begin(),
+                               OuterStrides(inner[0]).end());
+  absl::StatusOr<Operand> made =
+      l.type->Unflatten(absl::MakeSpan(inner), sizes, strides);
+  if (!made.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", name, "': ", made.status().message()));
+  }
+  return made;
+}
+
+// Runs one input set and returns the files it produces (not yet written).
+absl::StatusOr<std::vector<PendingFile>> RunOnce(
+    const ir::Graph& graph, const aot::AotGraph& aot,
+    const absl::flat_hash_map<std::string, std::string>& files,
+    const std::string& out_dir) {
+  std::vector<Operand> args;
+  absl::flat_hash_map<std::string, bool> known;  // file names the run reads
+  for (size_t i = 0; i < aot.names.size(); ++i) {
+    const aot::CompositeLayout& l = aot.signature.arguments[i];
+    std::vector<std::string> leaves;
+    LeafNames(aot.names[i], l, &leaves);
+    for (const std::string& n : leaves) known[n] = true;
+    ASSIGN_OR_RETURN(Operand a, LoadArgument(graph, aot.names[i], l, files));
+    args.push_back(std::move(a));
   }
   // Constants (`self.NAME` attributes) are given like inputs, by NAME.
   absl::flat_hash_map<std::string, ir::Value> constants;
@@ -216,32 +301,44 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(
     }
     ASSIGN_OR_RETURN(ir::Value v, LoadInput(*node, it->second));
     constants[node->target()] = std::move(v);
+    known[node->target()] = true;
   }
   for (const auto& [name, file] : files) {
-    bool input = graph.Find(name) != nullptr &&
-                 graph.Find(name)->kind() == ir::Node::Kind::kPlaceholder;
-    if (!input && !constants.contains(name)) {
+    if (!known.contains(name)) {
       return absl::InvalidArgumentError(
           absl::StrCat("the graph has no input named '", name, "'"));
     }
   }
-  ASSIGN_OR_RETURN(ir::Interpretation r,
-                   aot::InterpretWithPlan(graph, plan, inputs, constants));
+  ASSIGN_OR_RETURN(aot::UserCall r,
+                   aot::InterpretAsUser(graph, aot, args, constants));
   std::vector<PendingFile> pending;
-  auto add = [&](const std::string& name, const Tensor& t) -> absl::Status {
+  auto add = [&](const std::string& name, const Operand& o,
+                 int index) -> absl::Status {
+    ASSIGN_OR_RETURN(Tensor t, AsTensor(ToValue(o), index));
     ASSIGN_OR_RETURN(std::string bytes, EncodeNpy(t));
     pending.push_back({absl::StrCat(out_dir, "/", name, ".npy"),
                        std::move(bytes),
                        absl::StrCat(name, ".npy: ", t.ToString())});
     return absl::OkStatus();
   };
-  for (size_t i = 0; i < r.outputs.size(); ++i) {
-    ASSIGN_OR_RETURN(Tensor t, AsTensor(r.outputs[i], static_cast<int>(i)));
-    RETURN_IF_ERROR(add(absl::StrCat("out", i), t));
+  for (size_t k = 0; k < r.results.size(); ++k) {
+    std::vector<std::string> names;
+    LeafNames(absl::StrCat("out", k), aot.signature.results[k], &names);
+    std::vector<Operand> leaves;
+    Leaves(r.results[k], &leaves);
+    for (size_t j = 0; j < leaves.size() && j < names.size(); ++j) {
+      RETURN_IF_ERROR(add(names[j], leaves[j], static_cast<int>(k)));
+    }
   }
-  for (size_t p = 0; p < placeholders.size(); ++p) {
-    if (r.mutated_inputs[p])
-      RETURN_IF_ERROR(add(placeholders[p]->name(), inputs[p].tensor));
+  for (size_t i = 0; i < aot.names.size(); ++i) {
+    if (!r.mutated[i]) continue;
+    std::vector<std::string> names;
+    LeafNames(aot.names[i], aot.signature.arguments[i], &names);
+    std::vector<Operand> leaves;
+    Leaves(r.arguments[i], &leaves);
+    for (size_t j = 0; j < leaves.size() && j < names.size(); ++j) {
+      RETURN_IF_ERROR(add(names[j], leaves[j], static_cast<int>(i)));
+    }
   }
   return pending;
 }
@@ -262,6 +359,11 @@ absl::Status Run(const std::vector<std::string>& args) {
                         absl::StrCat(o.graph, ": ", aot.status().message()));
   }
   const aot::RuntimeWrapperPlan& plan = aot->plan;
+  // --inputs DIR reads DIR/NAME.npy for each file a user argument takes.
+  std::vector<std::string> input_files;
+  for (size_t i = 0; i < aot->names.size(); ++i) {
+    LeafNames(aot->names[i], aot->signature.arguments[i], &input_files);
+  }
   std::vector<PendingFile> all;
   if (!o.dump_dir.empty()) {
     all.push_back({o.dump_dir + "/functionalize.txt", ir::PrintGraph(graph),
@@ -271,16 +373,18 @@ absl::Status Run(const std::vector<std::string>& args) {
          absl::StrCat(plan.has_symbolic_layouts() ? symbolic::CppPrelude() : "",
                       plan.CppSource()),
          o.dump_dir + "/runtime_wrapper_plan.cc"});
+    all.push_back({o.dump_dir + "/subclass_wrapper_plan.cc",
+                   aot->subclass.CppSource(),
+                   o.dump_dir + "/subclass_wrapper_plan.cc"});
   }
   if (!o.input_dirs.empty()) {
     for (size_t k = 0; k < o.input_dirs.size(); ++k) {
       absl::flat_hash_map<std::string, std::string> files;
-      for (ir::Node* p : graph.Placeholders()) {
-        files[p->name()] =
-            absl::StrCat(o.input_dirs[k], "/", p->name(), ".npy");
+      for (const std::string& name : input_files) {
+        files[name] = absl::StrCat(o.input_dirs[k], "/", name, ".npy");
       }
       absl::StatusOr<std::vector<PendingFile>> one =
-          RunOnce(graph, plan, files, absl::StrCat(o.out, "/", k));
+          RunOnce(graph, *aot, files, absl::StrCat(o.out, "/", k));
       if (!one.ok()) {
         return absl::Status(one.status().code(),
                             absl::StrCat("input set ", k, " (", o.input_dirs[k],
@@ -298,7 +402,7 @@ absl::Status Run(const std::vector<std::string>& args) {
       }
     }
     ASSIGN_OR_RETURN(std::vector<PendingFile> one,
-                     RunOnce(graph, plan, files, o.out));
+                     RunOnce(graph, *aot, files, o.out));
     for (PendingFile& f : one) all.push_back(std::move(f));
   }
   // Everything succeeded: now write.

@@ -134,6 +134,39 @@ def forward(self, a: "f32[2, 3][3, 1]cpu"):
               HasSubstr("torch.ops.aten.mul.Tensor("));
 }
 
+// A pair input is given as its halves; the pair result is written as its
+// halves.
+TEST(LathecTest, CompositeInputsAndOutputsAreTheirInnerTensors) {
+  std::string graph = WriteText("pair_mul.txt", R"(# lathe: composite x pair
+def forward(self, x: "f32[3][1]cpu", y: "f32[3][1]cpu"):
+    mul = torch.ops.aten.mul.Tensor(x, y)
+    return (mul,)
+)");
+  std::string a = Save("xa.npy", Filled({3}, 2.0));
+  std::string b = Save("xb.npy", Filled({3}, -1.0));
+  std::string y = Save("py.npy", Filled({3}, 4.0));
+  std::string out = Tmp("pair_out"), dump = Tmp("pair_dump");
+  Result r = Lathec({"run", graph, "--input", "x_a=" + a, "--input", "x_b=" + b,
+                     "--input", "y=" + y, "--out", out, "--dump-dir", dump});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(ReadNpy(out + "/out0_a.npy")->GetDouble({1}), 8.0);
+  EXPECT_EQ(ReadNpy(out + "/out0_b.npy")->GetDouble({1}), -4.0);
+  EXPECT_THAT(ReadText(dump + "/subclass_wrapper_plan.cc"),
+              HasSubstr("args[0].composite->type != type_pair"));
+  Result missing = Lathec({"run", graph, "--input", "x_a=" + a, "--input",
+                           "y=" + y, "--out", Tmp("pair_missing")});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_EQ(missing.output, "lathec: missing input 'x_b'\n");
+  Result mismatched = Lathec({"run", graph, "--input", "x_a=" + a, "--input",
+                              "x_b=" + Save("xb2.npy", Filled({2}, 1.0)),
+                              "--input", "y=" + y, "--out", Tmp("pair_bad")});
+  EXPECT_EQ(mismatched.status, 1);
+  EXPECT_EQ(mismatched.output,
+            "lathec: input 'x': pair: inner 'b' is f32[2][1]cpu, not of the "
+            "outer sizes [3]\n");
+  EXPECT_FALSE(Exists(Tmp("pair_bad")));
+}
+
 TEST(LathecTest, AotErrorsNameTheGraph) {
   std::string graph = WriteText("set_then_mul.txt", R"(# lathe: requires_grad a
 def forward(self, a: "f32[3][1]cpu", b: "f32[3][1]cpu"):
