@@ -199,6 +199,81 @@ CHECK: return (copy_,)
   ExpectSameAsEager(kText, {Iota({4})});
 }
 
+// 4. An out= style write into an input (b.copy_(sin(a))), kept in the graph:
+// the functional copy, then the epilogue copy_ (PyTorch folds the two); the
+// graph returns the copy_, the wrapper returns b itself.
+TEST(RuntimeWrapperPlanTest, InputMutationReturnKeptInGraph) {
+  const char* kText =
+      R"(def forward(self, a: "f32[4][1]cpu", b: "f32[4][1]cpu"):
+    sin = torch.ops.aten.sin.default(a)
+    copy_ = torch.ops.aten.copy_.default(b, sin)
+    return (copy_,)
+)";
+  Compiled c = MustCompile(kText);
+  ExpectChecks(c.text, R"(
+CHECK: [[S:sin]]: {{.*}} = torch.ops.aten.sin.default(a)
+CHECK: [[C:copy]]: {{.*}} = torch.ops.aten.copy.default(b, [[S]])
+CHECK: [[E:copy__1]]: {{.*}} = torch.ops.aten.copy_.default(b, [[C]])
+CHECK: return ([[E]],)
+)");
+  ExpectChecks(c.source, "CHECK-NOT: CopyTensor\nCHECK: (*out)[0] = in[1];");
+  Both r = ExpectSameAsEager(kText, {Iota({4}), Iota({4}, 10)});
+  ASSERT_EQ(r.outputs.size(), 1u);
+  EXPECT_EQ(r.outputs[0].tensor.storage(), r.inputs[1].tensor.storage());
+}
+
+// 9. A write through a view under no_grad, kept in the graph: regenerated
+// from the functional value, copied back by the graph's copy_.
+TEST(RuntimeWrapperPlanTest, HiddenMutationThroughAViewStaysInTheGraph) {
+  const char* kText = R"(# lathe: requires_grad a
+def forward(self, a: "f32[4][1]cpu"):
+    view = torch.ops.aten.view.default(a, [-1])
+    _set_grad_enabled = torch._C._set_grad_enabled(False)
+    mul_ = torch.ops.aten.mul_.Tensor(view, 2)
+    _set_grad_enabled_1 = torch._C._set_grad_enabled(True)
+    add = torch.ops.aten.add.Tensor(a, 1)
+    return (add,)
+)";
+  Compiled c = MustCompile(kText);
+  ExpectChecks(c.text, R"(
+CHECK: view{{.*}} = torch.ops.aten.view.default(a, [-1])
+CHECK: [[M:mul]]{{.*}} = torch.ops.aten.mul.Tensor(view, 2)
+CHECK: [[V:view.*]]: {{.*}} = torch.ops.aten.view.default([[M]], [4])
+CHECK: add{{.*}} = torch.ops.aten.add.Tensor([[V]], 1)
+CHECK: copy_{{.*}} = torch.ops.aten.copy_.default(a, [[V]])
+CHECK: return (add,)
+)");
+  EXPECT_TRUE(c.aot.plan.epilogue().empty());
+  ExpectSameAsEager(kText, {Iota({4})});
+}
+
+// 19 and 23. A single view of an intermediate (unsafe_view_alias) and the
+// elements of unbind on an input that requires grad (non_alias: the
+// aliasing is hidden) are passed through.
+TEST(RuntimeWrapperPlanTest, HiddenAliasesPassThrough) {
+  Compiled single = MustCompile(R"(# lathe: requires_grad a
+def forward(self, a: "f32[2, 2][2, 1]cpu"):
+    mul = torch.ops.aten.mul.Tensor(a, 3)
+    view = torch.ops.aten.view.default(mul, [-1])
+    return (view,)
+)");
+  ExpectChecks(single.text, "CHECK: return (view,)");
+  ExpectChecks(single.source,
+               "CHECK: (*out)[0] = fw[0];  // unsafe_view_alias");
+  const char* kUnbind = R"(# lathe: requires_grad a
+def forward(self, a: "f32[2, 2][2, 1]cpu"):
+    unbind = torch.ops.aten.unbind.int(a)
+    getitem = unbind[0]
+    getitem_1 = unbind[1]
+    return (getitem, getitem_1)
+)";
+  ExpectChecks(MustCompile(kUnbind).source, R"(
+CHECK: (*out)[0] = fw[0];  // non_alias
+CHECK: (*out)[1] = fw[1];  // non_alias
+)");
+  ExpectSameAsEager(kUnbind, {Iota({2, 2})});
+}
+
 // 5. transpose_ only: as_strided_ and no copy.
 TEST(RuntimeWrapperPlanTest, MetadataMutation) {
   const char* kText =
