@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "aot/aot_dispatch.h"
+#include "aot/aot_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
@@ -19,23 +20,6 @@ namespace {
 
 using ::lathe::testing::RunFileCheck;
 using ::testing::HasSubstr;
-
-Tensor Iota(std::vector<int64_t> sizes, double scale = 1, double start = 1) {
-  Tensor t = *Tensor::Empty(sizes, DType::kFloat32);
-  int64_t i = 0;
-  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> j) {
-    t.SetDouble(j, scale * (start + static_cast<double>(i++)));
-  });
-  return t;
-}
-
-std::vector<double> Values(const Tensor& t) {
-  std::vector<double> v;
-  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> j) {
-    v.push_back(t.GetDouble(j));
-  });
-  return v;
-}
 
 struct Compiled {
   std::unique_ptr<ir::Graph> graph;

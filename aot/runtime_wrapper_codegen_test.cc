@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "aot/aot_testing.h"
 #include "aot/runtime_wrapper_cases.h"
 #include "aot/subclass_wrapper_plan.h"
 #include "gtest/gtest.h"
@@ -16,14 +17,6 @@
 
 namespace lathe::aot {
 namespace {
-
-std::vector<double> Values(const Tensor& t) {
-  std::vector<double> v;
-  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> j) {
-    v.push_back(t.GetDouble(j));
-  });
-  return v;
-}
 
 TEST(RuntimeWrapperCodegenTest, GeneratedSourceDoesWhatThePlanDoes) {
   int checked = 0;

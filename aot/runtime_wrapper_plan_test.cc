@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "aot/aot_dispatch.h"
+#include "aot/aot_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
@@ -53,24 +54,6 @@ Compiled MustCompile(const std::string& text, bool keep = true) {
 void ExpectChecks(const std::string& what, const std::string& checks) {
   absl::Status st = RunFileCheck(what, checks);
   EXPECT_TRUE(st.ok()) << st << "\n" << what;
-}
-
-// 1, 2, ... as f32 of `sizes` (contiguous), times `scale`.
-Tensor Iota(std::vector<int64_t> sizes, double scale = 1) {
-  Tensor t = *Tensor::Empty(sizes, DType::kFloat32);
-  int64_t i = 0;
-  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> j) {
-    t.SetDouble(j, scale * static_cast<double>(++i));
-  });
-  return t;
-}
-
-std::vector<double> Values(const Tensor& t) {
-  std::vector<double> v;
-  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> j) {
-    v.push_back(t.GetDouble(j));
-  });
-  return v;
 }
 
 // Runs `text` eagerly and through AotDispatch + InterpretWithPlan on equal
