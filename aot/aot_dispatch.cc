@@ -13,13 +13,14 @@ absl::StatusOr<AotGraph> AotDispatch(ir::Graph& graph, symbolic::ShapeEnv& env,
                                      const AotOptions& options) {
   AotGraph aot;
   for (const ir::Node* p : graph.Placeholders()) aot.names.push_back(p->name());
-  ASSIGN_OR_RETURN(aot.signature, FlattenComposites(graph, env));
+  const ir::ShapePropOptions& shapes = options.mutations.shapes;
+  ASSIGN_OR_RETURN(aot.signature, FlattenComposites(graph, env, shapes));
   ASSIGN_OR_RETURN(aot.subclass,
                    SubclassWrapperPlan::Build(aot.signature.arguments,
                                               aot.signature.results));
   ASSIGN_OR_RETURN(aot.meta,
                    CollectViewAndMutationMeta(graph, env, options.mutations));
-  RETURN_IF_ERROR(Functionalize(graph, env, options.shapes).status());
+  RETURN_IF_ERROR(Functionalize(graph, env, shapes).status());
   ASSIGN_OR_RETURN(aot.plan, BuildRuntimeWrapperPlan(graph, aot.meta));
   return aot;
 }

@@ -42,8 +42,7 @@
 namespace lathe::aot {
 
 struct AotOptions {
-  ViewAndMutationOptions mutations;
-  ir::ShapePropOptions shapes;
+  ViewAndMutationOptions mutations;  // its `shapes` serve every step
 };
 
 struct AotGraph {

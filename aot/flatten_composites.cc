@@ -274,8 +274,9 @@ CompositeLayout LayoutOf(const Value& v) {
 
 }  // namespace
 
-absl::StatusOr<CompositeSignature> FlattenComposites(ir::Graph& graph,
-                                                     symbolic::ShapeEnv& env) {
+absl::StatusOr<CompositeSignature> FlattenComposites(
+    ir::Graph& graph, symbolic::ShapeEnv& env,
+    const ir::ShapePropOptions& options) {
   CompositeSignature sig;
   absl::flat_hash_map<std::string, CompositeLayout> declared;
   for (const ir::Directive& d : graph.directives()) {
@@ -303,7 +304,7 @@ absl::StatusOr<CompositeSignature> FlattenComposites(ir::Graph& graph,
     sig.results.assign(n_results, CompositeLayout::Plain());
     return sig;
   }
-  RETURN_IF_ERROR(ir::PropagateShapes(graph, env));
+  RETURN_IF_ERROR(ir::PropagateShapes(graph, env, options));
   Flattener f(graph);
   std::vector<Node*> erase;
   // Inputs: inner placeholders (and symbolic outer sizes/strides as ints).
@@ -371,7 +372,7 @@ absl::StatusOr<CompositeSignature> FlattenComposites(ir::Graph& graph,
   for (const auto& n : graph.nodes()) {
     if (n->kind() == Node::Kind::kCall) n->meta() = ir::ValueMeta();
   }
-  RETURN_IF_ERROR(ir::PropagateShapes(graph, env));
+  RETURN_IF_ERROR(ir::PropagateShapes(graph, env, options));
   ir::ComputeFrees(graph);
   return sig;
 }

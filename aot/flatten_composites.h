@@ -38,6 +38,7 @@
 #include "absl/status/statusor.h"
 #include "aot/subclass_wrapper_plan.h"
 #include "ir/graph.h"
+#include "ir/shape_prop.h"
 #include "symbolic/shape_env.h"
 
 namespace lathe::aot {
@@ -51,8 +52,9 @@ struct CompositeSignature {
 //
 // Rewrites `graph` as above (propagating shapes into `env` first); a graph
 // without composite inputs is left as it is, with plain layouts.
-absl::StatusOr<CompositeSignature> FlattenComposites(ir::Graph& graph,
-                                                     symbolic::ShapeEnv& env);
+absl::StatusOr<CompositeSignature> FlattenComposites(
+    ir::Graph& graph, symbolic::ShapeEnv& env,
+    const ir::ShapePropOptions& options = {});
 
 }  // namespace lathe::aot
 

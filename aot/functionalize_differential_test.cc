@@ -214,7 +214,9 @@ TEST(FunctionalizeDifferentialTest, RandomViewAndMutationGraphsMatchEager) {
 void ExpectSameTensor(const Tensor& got, const Tensor& want,
                       const std::string& what, bool layout = true) {
   ASSERT_EQ(got.sizes(), want.sizes()) << what;
-  if (layout) ASSERT_EQ(got.strides(), want.strides()) << what;
+  if (layout) {
+    ASSERT_EQ(got.strides(), want.strides()) << what;
+  }
   ForEachIndex(want.sizes(), [&](absl::Span<const int64_t> j) {
     ASSERT_EQ(got.GetDouble(j), want.GetDouble(j)) << what;
   });

@@ -144,20 +144,29 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
     return a;
   };
 
-  // Symbols the layouts may use, read from the inputs' sizes and strides.
+  // Symbols the layouts may use, read from the inputs' sizes and strides,
+  // else (data-dependent ones) from the user outputs'.
   absl::flat_hash_map<symbolic::Expr, SymbolSource> sources;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i]->meta().kind != ir::ValueMeta::Kind::kTensor) continue;
-    const ir::TensorMeta& m = inputs[i]->meta().tensor;
+  auto add_sources = [&](const Node* n, bool from_output, int index) {
+    if (n == nullptr || n->meta().kind != ir::ValueMeta::Kind::kTensor) return;
+    const ir::TensorMeta& m = n->meta().tensor;
     for (bool stride : {false, true}) {
       const auto& list = stride ? m.strides : m.sizes;
       for (size_t d = 0; d < list.size(); ++d) {
         if (list[d].is_symbol()) {
-          sources.emplace(list[d], SymbolSource{list[d], static_cast<int>(i),
+          sources.emplace(list[d], SymbolSource{list[d], from_output, index,
                                                 stride, static_cast<int>(d)});
         }
       }
     }
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    add_sources(inputs[i], false, static_cast<int>(i));
+  }
+  for (size_t k = 0; k < user_outs.size(); ++k) {
+    Arg a = value_of(user_outs[k]);
+    add_sources(a.kind == Arg::Kind::kNode ? a.node : nullptr, true,
+                static_cast<int>(updated.size() + k));
   }
   absl::flat_hash_set<symbolic::Expr> used;
   auto layout_of = [&](const ir::TensorMeta& m,
@@ -174,7 +183,9 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
               absl::StrCat("output ", k,
                            " aliases an input or another output with a "
                            "layout that depends on ",
-                           s.name(), ", which no input size or stride gives"));
+                           s.name(),
+                           ", which no input or output size or stride "
+                           "gives"));
         }
         if (used.insert(s).second) plan.symbols_.push_back(sources[s]);
       }
@@ -253,8 +264,8 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
 }
 
 absl::StatusOr<Tensor> RuntimeWrapperPlan::View(
-    const Tensor& base, const Layout& layout,
-    absl::Span<const Tensor> inputs) const {
+    const Tensor& base, const Layout& layout, absl::Span<const Tensor> inputs,
+    absl::Span<const Tensor> graph_outputs) const {
   if (!base.defined()) {
     return absl::InvalidArgumentError(
         "the base of an output view is not a "
@@ -266,12 +277,12 @@ absl::StatusOr<Tensor> RuntimeWrapperPlan::View(
   }
   symbolic::Assignment values;
   for (const SymbolSource& s : symbols_) {
-    const Tensor& t = inputs[s.input];
+    const Tensor& t = s.from_output ? graph_outputs[s.index] : inputs[s.index];
     const std::vector<int64_t>& list = s.stride ? t.strides() : t.sizes();
     if (!t.defined() || s.dim >= static_cast<int>(list.size())) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "input ", s.input, " has no ", s.stride ? "stride " : "size ", s.dim,
-          " for ", s.symbol.name()));
+          s.from_output ? "graph output " : "input ", s.index, " has no ",
+          s.stride ? "stride " : "size ", s.dim, " for ", s.symbol.name()));
     }
     values[s.symbol] = symbolic::Value::Int(list[s.dim]);
   }
@@ -312,7 +323,7 @@ absl::StatusOr<std::vector<Tensor>> RuntimeWrapperPlan::Run(
         RETURN_IF_ERROR(CopyTensor(in, graph_outputs[s.updated]));
         break;
       case EpilogueStep::Kind::kAsStrided: {
-        ASSIGN_OR_RETURN(in, View(in, s.layout, original));
+        ASSIGN_OR_RETURN(in, View(in, s.layout, original, graph_outputs));
         break;
       }
       case EpilogueStep::Kind::kSet:
@@ -331,13 +342,14 @@ absl::StatusOr<std::vector<Tensor>> RuntimeWrapperPlan::Run(
         outs.push_back(inputs[s.source]);
         break;
       case OutputStep::Kind::kViewOfInput: {
-        ASSIGN_OR_RETURN(Tensor v, View(inputs[s.source], s.layout, original));
+        ASSIGN_OR_RETURN(Tensor v, View(inputs[s.source], s.layout, original,
+                                        graph_outputs));
         outs.push_back(std::move(v));
         break;
       }
       case OutputStep::Kind::kViewOfGraphOutput: {
-        ASSIGN_OR_RETURN(Tensor v,
-                         View(graph_outputs[s.source], s.layout, original));
+        ASSIGN_OR_RETURN(Tensor v, View(graph_outputs[s.source], s.layout,
+                                        original, graph_outputs));
         outs.push_back(std::move(v));
         break;
       }
@@ -366,8 +378,9 @@ std::string RuntimeWrapperPlan::CppSource(const std::string& name) const {
                   " graph outputs\");\n  }\n");
   auto sym = [](symbolic::Expr s) { return absl::StrCat("sym_", s.name()); };
   for (const SymbolSource& s : symbols_) {
-    absl::StrAppend(&out, "  const int64_t ", sym(s.symbol), " = in[", s.input,
-                    "].", s.stride ? "strides" : "sizes", "()[", s.dim, "];\n");
+    absl::StrAppend(&out, "  const int64_t ", sym(s.symbol), " = ",
+                    s.from_output ? "fw[" : "in[", s.index, "].",
+                    s.stride ? "strides" : "sizes", "()[", s.dim, "];\n");
   }
   symbolic::CppPrintOptions cpp{.symbol_name = sym};
   auto list = [&](const std::vector<symbolic::Expr>& v,

@@ -93,11 +93,13 @@ struct OutputStep {
   std::string why;  // the OutputType it came from, for the dump
 };
 
-// Where a size/stride symbol is read at run time: in[input].sizes()[dim]
-// (or .strides()[dim]).
+// Where a size/stride symbol is read at run time: in[index].sizes()[dim]
+// (or .strides()[dim]), as the inputs came in; or, for a data-dependent
+// (unbacked) size no input gives, fw[index].sizes()[dim] of a graph output.
 struct SymbolSource {
   symbolic::Expr symbol;
-  int input = 0;
+  bool from_output = false;
+  int index = 0;
   bool stride = false;
   int dim = 0;
 };
@@ -136,7 +138,8 @@ class RuntimeWrapperPlan {
   friend absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
       ir::Graph& graph, const ViewAndMutationMeta& meta);
   absl::StatusOr<Tensor> View(const Tensor& base, const Layout& layout,
-                              absl::Span<const Tensor> inputs) const;
+                              absl::Span<const Tensor> inputs,
+                              absl::Span<const Tensor> graph_outputs) const;
 
   int num_inputs_ = 0;
   int num_graph_outputs_ = 0;

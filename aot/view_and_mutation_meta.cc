@@ -71,7 +71,7 @@ std::string OutputTypeName(OutputType type) {
 absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
     ir::Graph& graph, symbolic::ShapeEnv& env,
     const ViewAndMutationOptions& options) {
-  RETURN_IF_ERROR(ir::PropagateShapes(graph, env));
+  RETURN_IF_ERROR(ir::PropagateShapes(graph, env, options.shapes));
   ViewAndMutationMeta meta;
   std::vector<Node*> inputs = graph.Placeholders();
   meta.inputs.resize(inputs.size());

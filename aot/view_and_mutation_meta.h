@@ -27,6 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
+#include "ir/shape_prop.h"
 #include "ir/tensor_meta.h"
 #include "symbolic/shape_env.h"
 
@@ -54,6 +55,7 @@ struct ViewAndMutationOptions {
   // Keep the mutations autograd allows in the graph (PyTorch's
   // keep_input_mutations; Inductor keeps them for inference).
   bool keep_input_mutations = true;
+  ir::ShapePropOptions shapes;  // hints for propagating shapes
 };
 
 enum class OutputType {

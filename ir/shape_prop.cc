@@ -68,6 +68,36 @@ absl::StatusOr<Directives> ReadDirectives(const Graph& g) {
   return d;
 }
 
+// `m` with symbols replaced as `r` says.
+absl::StatusOr<ValueMeta> SubstituteMeta(
+    ValueMeta m, const absl::flat_hash_map<symbolic::Expr, symbolic::Expr>& r) {
+  switch (m.kind) {
+    case ValueMeta::Kind::kTensor: {
+      for (auto* list : {&m.tensor.sizes, &m.tensor.strides}) {
+        for (symbolic::Expr& e : *list) {
+          ASSIGN_OR_RETURN(e, symbolic::Substitute(e, r));
+        }
+      }
+      ASSIGN_OR_RETURN(m.tensor.storage_offset,
+                       symbolic::Substitute(m.tensor.storage_offset, r));
+      break;
+    }
+    case ValueMeta::Kind::kSym: {
+      ASSIGN_OR_RETURN(m.sym, symbolic::Substitute(m.sym, r));
+      break;
+    }
+    case ValueMeta::Kind::kTuple: {
+      for (ValueMeta& e : m.elements) {
+        ASSIGN_OR_RETURN(e, SubstituteMeta(std::move(e), r));
+      }
+      break;
+    }
+    case ValueMeta::Kind::kNone:
+      break;
+  }
+  return m;
+}
+
 ValueMeta ToMeta(const Value& v) {
   switch (v.kind) {
     case Value::Kind::kTensor:
@@ -201,6 +231,7 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
     BindUnbacked(m, "", env, known, by_caller);
     values[p] = FromMeta(m);
   }
+  int unbacked_ints = 0;  // made so far by this propagation
   for (const auto& node : graph.nodes()) {
     Node& n = *node;
     // A constant: its annotation says it all.
@@ -224,10 +255,14 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
     Value out = std::move(call->out);
     AssignStorage(out, &next_storage);
     // A data-dependent scalar (u0 = x.item()) takes its `# lathe: range`.
+    // The graph text numbers unbacked ints in the order the graph makes
+    // them; so does this (the env may hold others from an earlier
+    // propagation of the same graph).
     if (out.is_number() && out.number.is_symbol() &&
         env.IsUnbacked(out.number)) {
-      if (auto r = d.ranges.find(std::string(out.number.name()));
-          r != d.ranges.end()) {
+      std::string name = out.number.is_int() ? absl::StrCat("u", unbacked_ints)
+                                             : std::string(out.number.name());
+      if (auto r = d.ranges.find(name); r != d.ranges.end()) {
         absl::Status st =
             env.ConstrainRange(out.number, r->second.first, r->second.second);
         if (!st.ok()) return fail(st);
@@ -241,8 +276,36 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
       out.meta.storage_offset = env.Simplify(out.meta.storage_offset);
     }
     n.meta() = ToMeta(out);
+    std::vector<std::pair<symbolic::Expr, std::string>> previous =
+        std::move(n.unbacked_bindings());
     n.unbacked_bindings().clear();
     BindUnbacked(n.meta(), "", env, known, n.unbacked_bindings());
+    // Propagating again in the same env keeps the node's unbacked symbols
+    // (u0 stays u0 rather than becoming u1), so metas taken before a pass
+    // still name the symbols the graph has after it.
+    if (!previous.empty() && previous.size() == n.unbacked_bindings().size()) {
+      absl::flat_hash_map<symbolic::Expr, symbolic::Expr> back;
+      bool same_env = true;
+      for (size_t i = 0; i < previous.size(); ++i) {
+        const auto& [old_symbol, old_path] = previous[i];
+        const auto& [new_symbol, new_path] = n.unbacked_bindings()[i];
+        same_env = same_env && env.IsUnbacked(old_symbol) &&
+                   old_path == new_path &&
+                   old_symbol.is_int() == new_symbol.is_int();
+        back[new_symbol] = old_symbol;
+      }
+      if (same_env) {
+        ASSIGN_OR_RETURN(n.meta(), SubstituteMeta(n.meta(), back));
+        out = FromMeta(n.meta());
+        n.unbacked_bindings() = std::move(previous);
+        for (const auto& [symbol, path] : n.unbacked_bindings()) {
+          known.insert(symbol);
+        }
+      }
+    }
+    for (const auto& [symbol, path] : n.unbacked_bindings()) {
+      unbacked_ints += symbol.is_int();
+    }
     if (MutatesMetadata(n.target()) && !n.args().empty() &&
         n.args()[0].kind == Arg::Kind::kNode) {
       SetObjectValue(*n.args()[0].node, out, values);

@@ -157,6 +157,20 @@ def forward(self, n: "i64[][]cpu", x: "f32[16][1]cpu"):
   EXPECT_EQ(g->Find("zeros")->meta().ToAnnotation(), "f32[u0, 2][2, 1]cpu");
   // The range directive reached u0: narrow needed u0 <= 16.
   EXPECT_EQ(env.RangeOf(item->meta().sym).ToString(), "[0, 16]");
+  // Propagating again in the same env (as every pass does) keeps u0: the
+  // node's symbol does not become u1, and the directive still applies.
+  for (const auto& n : g->nodes()) {
+    if (n->kind() == Node::Kind::kCall) n->meta() = ValueMeta();
+  }
+  st = PropagateShapes(*g, env);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(item->meta().ToAnnotation(), "Sym(u0)");
+  EXPECT_EQ(g->Find("narrow")->meta().ToAnnotation(), "f32[u0][1]cpu");
+  EXPECT_EQ(symbolic::ToString(item->unbacked_bindings()[0].first), "u0");
+  // A fresh env numbers from u0 too.
+  symbolic::ShapeEnv other;
+  ASSERT_TRUE(PropagateShapes(*g, other).ok());
+  EXPECT_EQ(g->Find("zeros")->meta().ToAnnotation(), "f32[u0, 2][2, 1]cpu");
 }
 
 TEST(ShapePropTest, FloatAndBoolItemsAreUnbackedToo) {

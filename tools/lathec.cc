@@ -36,6 +36,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -343,6 +344,67 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(
   return pending;
 }
 
+// The .npy file that holds placeholder `p`'s first input, or "": NAME, or
+// for a composite (`# lathe: composite NAME TYPE`) its first inner tensor,
+// NAME_a, NAME_a_data, ... (whose sizes are the outer ones).
+std::string FirstFile(const ir::Graph& graph, const ir::Node& p,
+                      const RunOptions& o) {
+  std::string name = p.name();
+  for (const ir::Directive& d : graph.directives()) {
+    std::vector<std::string> w =
+        absl::StrSplit(d.text, absl::MaxSplits(' ', 2), absl::SkipEmpty());
+    if (w.size() != 3 || w[0] != "composite" || w[1] != p.name()) continue;
+    for (absl::string_view t : absl::StrSplit(w[2], '(')) {
+      const CompositeType* type =
+          FindCompositeType(absl::StripAsciiWhitespace(t));
+      if (type == nullptr) break;
+      absl::StrAppend(&name, "_", type->inner_names()[0]);
+    }
+  }
+  if (!o.input_dirs.empty()) {
+    return absl::StrCat(o.input_dirs[0], "/", name, ".npy");
+  }
+  for (const auto& [n, file] : o.inputs) {
+    if (n == name) return file;
+  }
+  return "";
+}
+
+// Hints for the symbols in the placeholders' annotations, from the first
+// input set (unreadable files are left to the run to report).
+absl::flat_hash_map<std::string, symbolic::Value> FirstInputHints(
+    const ir::Graph& graph, const RunOptions& o) {
+  absl::flat_hash_map<std::string, symbolic::Value> hints;
+  for (const ir::Node* p : graph.Placeholders()) {
+    std::string file = FirstFile(graph, *p, o);
+    if (file.empty()) continue;
+    absl::StatusOr<Tensor> t = ReadNpy(file);
+    if (!t.ok()) continue;
+    const ir::ValueMeta& m = p->meta();
+    if (m.kind == ir::ValueMeta::Kind::kSym && m.sym.is_symbol() &&
+        m.sym.is_int() && t->dim() == 0 && IsIntegral(t->dtype(), false)) {
+      hints[std::string(m.sym.name())] =
+          symbolic::Value::Int(static_cast<int64_t>(t->GetDouble({})));
+    }
+    if (m.kind != ir::ValueMeta::Kind::kTensor || m.tensor.dim() != t->dim()) {
+      continue;
+    }
+    for (int64_t d = 0; d < t->dim(); ++d) {
+      for (bool stride : {false, true}) {
+        symbolic::Expr e = stride ? m.tensor.strides.size() > size_t(d)
+                                        ? m.tensor.strides[d]
+                                        : symbolic::Int(0)
+                                  : m.tensor.sizes[d];
+        if (!e.is_symbol()) continue;
+        hints.emplace(
+            std::string(e.name()),
+            symbolic::Value::Int(stride ? t->strides()[d] : t->sizes()[d]));
+      }
+    }
+  }
+  return hints;
+}
+
 absl::Status Run(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(RunOptions o, ParseRun(args));
   ASSIGN_OR_RETURN(std::string text, ReadFile(o.graph));
@@ -352,8 +414,12 @@ absl::Status Run(const std::vector<std::string>& args) {
         absl::StrCat(o.graph, ": ", parsed.status().message()));
   }
   ir::Graph& graph = **parsed;
+  // The first input set's sizes are the compile-time hints (as PyTorch
+  // compiles with its example inputs).
+  aot::AotOptions options;
+  options.mutations.shapes.hints = FirstInputHints(graph, o);
   symbolic::ShapeEnv env;
-  absl::StatusOr<aot::AotGraph> aot = aot::AotDispatch(graph, env);
+  absl::StatusOr<aot::AotGraph> aot = aot::AotDispatch(graph, env, options);
   if (!aot.ok()) {
     return absl::Status(aot.status().code(),
                         absl::StrCat(o.graph, ": ", aot.status().message()));

@@ -210,6 +210,27 @@ TEST(LathecTest, ReplaysSeveralInputSets) {
   EXPECT_EQ(b.GetDouble({4, 31}), 8.0);  // relu(16 * 0.5)
 }
 
+// A dynamic graph without hint directives compiles with the first input
+// set's sizes as hints, and replays other sizes through the same plan.
+TEST(LathecTest, DynamicGraphsTakeTheirHintsFromTheFirstInputs) {
+  for (int k = 0; k < 2; ++k) {
+    std::string dir = Tmp(absl::StrCat("floordiv", k));
+    mkdir(dir.c_str(), 0755);
+    Tensor x = *Tensor::Empty({6 + 4 * k, 8}, DType::kFloat32);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = i;
+    ASSERT_TRUE(WriteNpy(dir + "/x.npy", x).ok());
+  }
+  std::string out = Tmp("floordiv_out");
+  Result r = Lathec(
+      {"run", Runfile("ir/testdata/graphs/14_dynamic_floordiv.txt"), "--inputs",
+       Tmp("floordiv0"), "--inputs", Tmp("floordiv1"), "--out", out});
+  ASSERT_EQ(r.status, 0) << r.output;
+  Tensor a = *ReadNpy(out + "/0/out0.npy"), b = *ReadNpy(out + "/1/out0.npy");
+  EXPECT_EQ(a.ToString(), "f32[3, 8][8, 1]cpu");  // x[: s0 // 2]
+  EXPECT_EQ(b.ToString(), "f32[5, 8][8, 1]cpu");
+  EXPECT_EQ(b.GetDouble({4, 7}), 39);
+}
+
 TEST(LathecTest, ConstantsAreGivenLikeInputs) {
   std::string graph =
       Runfile("ir/testdata/graphs/21_constant_and_bare_return.txt");
