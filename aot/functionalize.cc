@@ -229,12 +229,19 @@ class Functionalizer {
         return absl::UnimplementedError(
             absl::StrCat("'", n->name(), "' has no shape"));
       }
-      for (symbolic::Expr e : n->meta().tensor.sizes) {
-        if (e.kind() != symbolic::ExprKind::kInteger) {
-          return absl::UnimplementedError(
-              "writing through a view of a symbolic shape");
+      const std::vector<symbolic::Expr>& sizes = n->meta().tensor.sizes;
+      for (size_t d = 0; d < sizes.size(); ++d) {
+        if (sizes[d].kind() == symbolic::ExprKind::kInteger) {
+          items.push_back(Arg::Int(sizes[d].int_value()));
+          continue;
         }
-        items.push_back(Arg::Int(e.int_value()));
+        // A symbolic size is read off the view's source (its value now has
+        // the same shape).
+        Node* size = graph_.Insert(
+            Node::Kind::kCall, graph_.UniqueName("sym_size_int"),
+            "aten.sym_size.int",
+            {Arg::Of(src), Arg::Int(static_cast<int64_t>(d))}, {}, {}, at);
+        items.push_back(Arg::Of(size));
       }
       return Arg::List(std::move(items));
     };

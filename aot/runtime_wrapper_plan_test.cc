@@ -548,6 +548,32 @@ CHECK: (*out)[0], in[0].AsStrided({(4 * sym_s0)}, {1}, 0)
   }
 }
 
+// Writing through a view of a dynamic input: the view is undone with the
+// source's symbolic sizes, read at run time (sym_size), so one compiled
+// graph serves every size.
+TEST(RuntimeWrapperPlanTest, WriteThroughAViewOfADynamicInput) {
+  const char* kText = R"(# lathe: hint s0 3
+def forward(self, x: "f32[s0, 4][4, 1]cpu"):
+    view = torch.ops.aten.view.default(x, [-1])
+    add_ = torch.ops.aten.add_.Tensor(view, 1)
+    mul = torch.ops.aten.mul.Tensor(x, 2)
+    return (mul, view)
+)";
+  Compiled c = MustCompile(kText, /*keep=*/false);
+  ExpectChecks(c.text, R"-(
+CHECK: [[A:add]]: "f32[4*s0][1]cpu" = torch.ops.aten.add.Tensor(view, 1)
+CHECK: [[S:sym_size_int]]: "Sym(s0)" = torch.ops.aten.sym_size.int(x, 0)
+CHECK: [[V:view.*]]: "f32[s0, 4][4, 1]cpu" = torch.ops.aten.view.default([[A]], [[[S]], 4])
+CHECK: return ([[V]],
+)-");
+  ExpectChecks(c.source, R"(
+CHECK: const int64_t sym_s0 = in[0].sizes()[0];
+CHECK: CopyTensor(in[0], fw[0])
+CHECK: (*out)[1], in[0].AsStrided({(4 * sym_s0)}, {1}, 0)
+)");
+  for (int64_t n : {3, 6}) ExpectSameAsEager(kText, {Iota({n, 4})}, false);
+}
+
 // Wrong arity at run time is an error naming both counts.
 TEST(RuntimeWrapperPlanTest, WrongArityIsAnError) {
   Compiled c = MustCompile(R"(def forward(self, a: "f32[4][1]cpu"):
