@@ -2,7 +2,8 @@
 // File: aot_testing.h
 // -----------------------------------------------------------------------------
 //
-// Small helpers the aot/ tests share: known tensors and their values.
+// Small helpers the aot/ tests share: known tensors and their values, and a
+// graph text put through AotDispatch.
 //
 // Example:
 //
@@ -13,8 +14,13 @@
 #define LATHE_AOT_AOT_TESTING_H_
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "aot/aot_dispatch.h"
+#include "ir/graph.h"
 #include "runtime/tensor.h"
 
 namespace lathe::aot {
@@ -38,6 +44,14 @@ inline std::vector<double> Values(const Tensor& t) {
   });
   return v;
 }
+
+// A graph text parsed and put through AotDispatch.
+struct CompiledText {
+  std::unique_ptr<ir::Graph> graph;  // the functional (dense) graph
+  AotGraph aot;
+};
+absl::StatusOr<CompiledText> CompileText(const std::string& text,
+                                         bool keep_input_mutations = true);
 
 }  // namespace lathe::aot
 

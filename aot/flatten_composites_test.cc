@@ -21,21 +21,10 @@ namespace {
 using ::lathe::testing::RunFileCheck;
 using ::testing::HasSubstr;
 
-struct Compiled {
-  std::unique_ptr<ir::Graph> graph;
-  AotGraph aot;
-};
+using Compiled = CompiledText;
 
 absl::StatusOr<Compiled> Compile(const std::string& text) {
-  Compiled c;
-  absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(text);
-  if (!g.ok()) return g.status();
-  c.graph = std::move(*g);
-  symbolic::ShapeEnv env;
-  absl::StatusOr<AotGraph> aot = AotDispatch(*c.graph, env);
-  if (!aot.ok()) return aot.status();
-  c.aot = std::move(*aot);
-  return c;
+  return CompileText(text);
 }
 
 // The dense graph FlattenComposites makes of `text` (before AOT).

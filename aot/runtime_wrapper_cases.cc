@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "aot/aot_testing.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
 #include "status_macros.h"
@@ -159,12 +160,12 @@ const std::vector<SubclassCase>& SubclassCases() {
 }
 
 absl::StatusOr<PreparedCase> Compile(const WrapperCase& c) {
+  // Every mutation left to the wrapper.
+  ASSIGN_OR_RETURN(CompiledText compiled,
+                   CompileText(c.graph, /*keep_input_mutations=*/false));
   PreparedCase p;
-  ASSIGN_OR_RETURN(p.graph, ir::ParseGraph(c.graph));
-  symbolic::ShapeEnv env;
-  AotOptions options;
-  options.mutations.keep_input_mutations = false;  // the wrapper does it all
-  ASSIGN_OR_RETURN(p.aot, AotDispatch(*p.graph, env, options));
+  p.graph = std::move(compiled.graph);
+  p.aot = std::move(compiled.aot);
   return p;
 }
 

@@ -21,25 +21,17 @@ namespace {
 using ::lathe::testing::RunFileCheck;
 using ::testing::HasSubstr;
 
-// A graph after AotDispatch, with its plan.
-struct Compiled {
-  std::unique_ptr<ir::Graph> graph;
-  AotGraph aot;
+// A graph after AotDispatch, with its text and its plan's C++.
+struct Compiled : CompiledText {
   std::string text;    // the functional graph
   std::string source;  // the plan's C++
 };
 
 absl::StatusOr<Compiled> Compile(const std::string& text, bool keep = true) {
+  absl::StatusOr<CompiledText> compiled = CompileText(text, keep);
+  if (!compiled.ok()) return compiled.status();
   Compiled c;
-  absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(text);
-  if (!g.ok()) return g.status();
-  c.graph = std::move(*g);
-  symbolic::ShapeEnv env;
-  AotOptions options;
-  options.mutations.keep_input_mutations = keep;
-  absl::StatusOr<AotGraph> aot = AotDispatch(*c.graph, env, options);
-  if (!aot.ok()) return aot.status();
-  c.aot = std::move(*aot);
+  static_cast<CompiledText&>(c) = std::move(*compiled);
   c.text = ir::PrintGraph(*c.graph);
   c.source = c.aot.plan.CppSource();
   return c;
