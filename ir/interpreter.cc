@@ -121,6 +121,17 @@ absl::StatusOr<Value> EvalPythonOp(absl::string_view target,
   }
   if (args.empty())
     return absl::InvalidArgumentError(absl::StrCat(target, " takes operands"));
+  // Booleans only compare for (in)equality with booleans.
+  bool equality = target == "operator.eq" || target == "operator.ne";
+  for (const Value& a : args) {
+    if (!a.number.is_bool()) continue;
+    if (equality && args.size() == 2 && args[0].number.is_bool() &&
+        args[1].number.is_bool()) {
+      continue;
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        target, ": ", a.DebugString(), " is a boolean; expected a number"));
+  }
   using symbolic::Expr;
   Expr a = args[0].number;
   if (target == "operator.neg") return Value::Number(symbolic::Neg(a));

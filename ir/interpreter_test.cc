@@ -1,4 +1,5 @@
 #include "ir/interpreter.h"
+#include "ir/shape_prop.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -249,6 +250,28 @@ TEST(InterpreterTest, SymFunctions) {
   EXPECT_EQ(*r.outputs[1].AsInt(), 6);
   EXPECT_EQ(*r.outputs[2].AsDouble(), 1.5);
   EXPECT_FALSE(r.outputs[2].number.is_int());
+}
+
+// Found by aot_dispatch_fuzzer: arithmetic on a SymBool was an internal
+// CHECK failure; it is an error naming the operator.
+TEST(InterpreterTest, ArithmeticOnABooleanIsAnError) {
+  std::unique_ptr<Graph> g = FromText(R"g(def forward(self, x: "f32[s0][1]cpu"):
+    sym_size_int: "Sym(s0)" = torch.ops.aten.sym_size.int(x, 0)
+    eq: "Sym(Eq(s0, 4))" = sym_size_int == 4
+    add: "Sym(s0)" = eq + 1
+    eq_1 = eq == eq
+    return (add,)
+)g");
+  ASSERT_NE(g, nullptr);
+  absl::StatusOr<Interpretation> r =
+      Interpret(*g, {Value::OfTensor(Filled({4}, 0))});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("operator.add: True is a boolean; expected a number"));
+  symbolic::ShapeEnv env;
+  absl::Status st =
+      PropagateShapes(*g, env, {.hints = {{"s0", symbolic::Value::Int(4)}}});
+  EXPECT_THAT(st.message(), HasSubstr("operator.add: "));
 }
 
 TEST(InterpreterTest, InPlaceViewOpsChangeTheirInputFromThenOn) {
