@@ -25,15 +25,17 @@
 // original gets `as_strided_` after its `copy_` (two t_() cancel out).
 //
 // set_(a, b) makes a an alias of b's storage; an input whose storage changed
-// gets `set_` in the epilogue.
+// gets `set_` in the epilogue. Writing through a view of the storage an input
+// had before its set_ is PyTorch's "frozen storage" error.
 //
 // Elements of split / split_with_sizes / unbind are written back with
-// slice_scatter / select_scatter into the list op's input.
+// slice_scatter / select_scatter into the list op's input. A view of a
+// dynamic shape is undone with sym_size of its source.
 //
-// Not yet: writes through expand, inputs that share a storage.
-// Those are Unimplemented errors. Outputs that are views of a written input are
-// regenerated from its new value (equal values; the aliasing with the input is
-// the runtime-wrapper plan's job).
+// Not yet (Unimplemented errors): writes through expand, inputs that share a
+// storage, a symbolic new layout for as_strided_. Outputs that are views of a
+// written input are regenerated from its new value (equal values; the
+// aliasing with the input is the runtime-wrapper plan's job).
 
 #ifndef LATHE_AOT_FUNCTIONALIZE_H_
 #define LATHE_AOT_FUNCTIONALIZE_H_

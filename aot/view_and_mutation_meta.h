@@ -14,9 +14,10 @@
 // Example:
 //
 //   symbolic::ShapeEnv env;
-//   ASSIGN_OR_RETURN(ViewAndMutationMeta m, CollectViewAndMutationMeta(*g,
-//   env)); m.inputs[0].mutates_data;                 // a.mul_(2)
-//   m.outputs[0].type == OutputType::kIsInput;  // return a
+//   ASSIGN_OR_RETURN(ViewAndMutationMeta m,
+//                    CollectViewAndMutationMeta(*g, env));
+//   m.inputs[0].mutates_data;                    // a.mul_(2)
+//   m.outputs[0].type == OutputType::kIsInput;   // return a
 
 #ifndef LATHE_AOT_VIEW_AND_MUTATION_META_H_
 #define LATHE_AOT_VIEW_AND_MUTATION_META_H_
