@@ -9,12 +9,14 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "aot/functional_checker.h"
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "status_macros.h"
+#include "symbolic/printer.h"
 
 namespace lathe::aot {
 namespace {
@@ -495,6 +497,90 @@ class Functionalizer {
   absl::flat_hash_map<Node*, ir::TensorMeta> layouts;  // rebinding views
 };
 
+// Graph arguments for size expressions of the inputs (a symbolic new layout
+// in the epilogue): ints as literals, symbols read with sym_size /
+// sym_stride of the input that has them, sums and products with operator
+// nodes. The nodes go before the epilogue.
+class SizeNodes {
+ public:
+  explicit SizeNodes(ir::Graph& graph) : graph_(graph) {
+    for (Node* p : graph.Placeholders()) {
+      if (p->meta().kind != ir::ValueMeta::Kind::kTensor) continue;
+      const ir::TensorMeta& m = p->meta().tensor;
+      for (bool stride : {false, true}) {
+        const auto& list = stride ? m.strides : m.sizes;
+        for (size_t d = 0; d < list.size(); ++d) {
+          if (list[d].is_symbol()) {
+            sources_.emplace(list[d], Source{p, stride, static_cast<int>(d)});
+          }
+        }
+      }
+    }
+  }
+
+  absl::StatusOr<Arg> ArgOf(symbolic::Expr e) {
+    if (e.kind() == symbolic::ExprKind::kInteger)
+      return Arg::Int(e.int_value());
+    if (auto it = made_.find(e); it != made_.end()) return Arg::Of(it->second);
+    Node* n = nullptr;
+    if (e.is_symbol()) {
+      auto s = sources_.find(e);
+      if (s == sources_.end()) {
+        return absl::UnimplementedError(absl::StrCat(
+            "it depends on ", e.name(), ", which no input size or stride is"));
+      }
+      n = Make(s->second.stride ? "aten.sym_stride.int" : "aten.sym_size.int",
+               {Arg::Of(s->second.input), Arg::Int(s->second.dim)});
+    } else if (e.kind() == symbolic::ExprKind::kAdd ||
+               e.kind() == symbolic::ExprKind::kMul) {
+      const char* op = e.kind() == symbolic::ExprKind::kAdd ? "operator.add"
+                                                            : "operator.mul";
+      ASSIGN_OR_RETURN(Arg acc, ArgOf(e.arg(0)));
+      for (int i = 1; i < e.num_args(); ++i) {
+        ASSIGN_OR_RETURN(Arg next, ArgOf(e.arg(i)));
+        acc = Arg::Of(Make(op, {acc, next}));
+      }
+      n = acc.node;
+    } else {
+      return absl::UnimplementedError(absl::StrCat(
+          "its entry ", symbolic::ToString(e), " is not supported yet"));
+    }
+    made_[e] = n;
+    return Arg::Of(n);
+  }
+
+ private:
+  struct Source {
+    Node* input;
+    bool stride;
+    int dim;
+  };
+
+  Node* Make(const std::string& target, std::vector<Arg> args) {
+    // Before the first epilogue node (or the output).
+    Node* before = graph_.output();
+    for (const auto& n : graph_.nodes()) {
+      if (n->target() == "aten.copy_.default" ||
+          n->target() == "aten.set_.source_Tensor" ||
+          n->target() == "aten.as_strided_.default") {
+        before = n.get();
+        break;
+      }
+    }
+    // Names as Dynamo gives them: sym_size_int, mul.
+    std::string base = target.substr(target.find('.') + 1);
+    if (absl::StartsWith(target, "aten.")) {
+      std::replace(base.begin(), base.end(), '.', '_');
+    }
+    return graph_.Insert(Node::Kind::kCall, graph_.UniqueName(base), target,
+                         std::move(args), {}, {}, before);
+  }
+
+  ir::Graph& graph_;
+  absl::flat_hash_map<symbolic::Expr, Source> sources_;
+  absl::flat_hash_map<symbolic::Expr, Node*> made_;
+};
+
 }  // namespace
 
 absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
@@ -527,6 +613,7 @@ absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
   // as_strided_ when its final view differs (two t_() cancel out). An output
   // that returned the input returns that node (the input itself).
   bool restrided = false;
+  SizeNodes sizes(graph);
   for (const Functionalizer::Rebound& r : f.rebound) {
     Node* p = r.input;
     std::vector<Arg> args = {Arg::Of(p)};
@@ -540,23 +627,25 @@ absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
         continue;
       }
       target = "aten.as_strided_.default";
+      auto arg = [&](symbolic::Expr e) -> absl::StatusOr<Arg> {
+        absl::StatusOr<Arg> a = sizes.ArgOf(e);
+        if (!a.ok()) {
+          return absl::UnimplementedError(
+              absl::StrCat("the new layout of input '", p->name(),
+                           "': ", a.status().message()));
+        }
+        return a;
+      };
       for (const auto* list : {&to.sizes, &to.strides}) {
         std::vector<Arg> items;
         for (symbolic::Expr e : *list) {
-          if (e.kind() != symbolic::ExprKind::kInteger) {
-            return absl::UnimplementedError(
-                absl::StrCat("the new layout of input '", p->name(),
-                             "' is symbolic; not supported yet"));
-          }
-          items.push_back(Arg::Int(e.int_value()));
+          ASSIGN_OR_RETURN(Arg a, arg(e));
+          items.push_back(std::move(a));
         }
         args.push_back(Arg::List(std::move(items)));
       }
-      if (to.storage_offset.kind() != symbolic::ExprKind::kInteger) {
-        return absl::UnimplementedError(
-            "a symbolic storage offset is not supported yet");
-      }
-      args.push_back(Arg::Int(to.storage_offset.int_value()));
+      ASSIGN_OR_RETURN(Arg offset, arg(to.storage_offset));
+      args.push_back(std::move(offset));
     }
     Node* epilogue =
         graph.Insert(Node::Kind::kCall, graph.UniqueName(ShortName(target)),

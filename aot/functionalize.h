@@ -32,10 +32,13 @@
 // slice_scatter / select_scatter into the list op's input. A view of a
 // dynamic shape is undone with sym_size of its source.
 //
+// A symbolic new layout (t_() of a dynamic input) is computed in the graph,
+// from sym_size / sym_stride of the inputs, for the as_strided_ epilogue.
+//
 // Not yet (Unimplemented errors): writes through expand, inputs that share a
-// storage, a symbolic new layout for as_strided_. Outputs that are views of a
-// written input are regenerated from its new value (equal values; the
-// aliasing with the input is the runtime-wrapper plan's job).
+// storage. Outputs that are views of a written input are regenerated from its
+// new value (equal values; the aliasing with the input is the runtime-wrapper
+// plan's job).
 
 #ifndef LATHE_AOT_FUNCTIONALIZE_H_
 #define LATHE_AOT_FUNCTIONALIZE_H_

@@ -1,5 +1,6 @@
 #include "aot/runtime_wrapper_plan.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,6 +45,18 @@ Layout MakeLayout(std::vector<symbolic::Expr> sizes,
   return l;
 }
 
+// An int argument (a literal or a SymInt node) as an expression.
+absl::StatusOr<symbolic::Expr> ExprOf(const Node& n, const Arg& a) {
+  if (a.kind == Arg::Kind::kInt) return symbolic::Int(a.i);
+  if (a.kind == Arg::Kind::kNode &&
+      a.node->meta().kind == ir::ValueMeta::Kind::kSym &&
+      a.node->meta().sym.is_int()) {
+    return a.node->meta().sym;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("node '", n.name(), "': expected an int"));
+}
+
 // The layout an as_strided_(self, size, stride, offset) node sets.
 absl::StatusOr<Layout> LayoutOfAsStrided(const Node& n) {
   const std::vector<Arg>& a = n.args();
@@ -54,19 +67,18 @@ absl::StatusOr<Layout> LayoutOfAsStrided(const Node& n) {
           absl::StrCat("node '", n.name(), "': expected an int list"));
     }
     for (const Arg& e : a[i].list) {
-      if (e.kind != Arg::Kind::kInt) {
-        return absl::UnimplementedError(
-            absl::StrCat("node '", n.name(), "': a symbolic layout"));
-      }
-      out.push_back(symbolic::Int(e.i));
+      ASSIGN_OR_RETURN(symbolic::Expr x, ExprOf(n, e));
+      out.push_back(x);
     }
     return out;
   };
   ASSIGN_OR_RETURN(std::vector<symbolic::Expr> sizes, ints(1));
   ASSIGN_OR_RETURN(std::vector<symbolic::Expr> strides, ints(2));
-  int64_t offset = a.size() > 3 && a[3].kind == Arg::Kind::kInt ? a[3].i : 0;
-  return MakeLayout(std::move(sizes), std::move(strides),
-                    symbolic::Int(offset));
+  symbolic::Expr offset = symbolic::Int(0);
+  if (a.size() > 3) {
+    ASSIGN_OR_RETURN(offset, ExprOf(n, a[3]));
+  }
+  return MakeLayout(std::move(sizes), std::move(strides), offset);
 }
 
 std::string IntList(const std::vector<int64_t>& v) {
@@ -94,6 +106,54 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
   }
   plan.num_inputs_ = static_cast<int>(inputs.size());
   for (Node* p : inputs) plan.input_names_.push_back(p->name());
+
+  // Symbols the layouts may use, read from the inputs' sizes and strides,
+  // else (data-dependent ones) from the user outputs'.
+  absl::flat_hash_map<symbolic::Expr, SymbolSource> sources;
+  auto add_sources = [&](const Node* n, bool from_output, int index) {
+    if (n == nullptr || n->meta().kind != ir::ValueMeta::Kind::kTensor) return;
+    const ir::TensorMeta& m = n->meta().tensor;
+    for (bool stride : {false, true}) {
+      const auto& list = stride ? m.strides : m.sizes;
+      for (size_t d = 0; d < list.size(); ++d) {
+        if (list[d].is_symbol()) {
+          sources.emplace(list[d], SymbolSource{list[d], from_output, index,
+                                                stride, static_cast<int>(d)});
+        }
+      }
+    }
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    add_sources(inputs[i], false, static_cast<int>(i));
+  }
+  absl::flat_hash_set<symbolic::Expr> used;
+  auto use_symbols = [&](const Layout& l,
+                         const std::string& what) -> absl::Status {
+    if (l.concrete) return absl::OkStatus();
+    std::vector<symbolic::Expr> all = l.sizes;
+    all.insert(all.end(), l.strides.begin(), l.strides.end());
+    all.push_back(l.storage_offset);
+    for (symbolic::Expr e : all) {
+      for (symbolic::Expr s : symbolic::FreeSymbols(e)) {
+        if (!sources.contains(s)) {
+          return absl::UnimplementedError(
+              absl::StrCat(what, " has a layout that depends on ", s.name(),
+                           ", which no input or output size or stride gives"));
+        }
+        if (used.insert(s).second) plan.symbols_.push_back(sources[s]);
+      }
+    }
+    return absl::OkStatus();
+  };
+  auto layout_of = [&](const ir::TensorMeta& m,
+                       int k) -> absl::StatusOr<Layout> {
+    Layout l = MakeLayout(m.sizes, m.strides, m.storage_offset);
+    RETURN_IF_ERROR(
+        use_symbols(l, absl::StrCat("output ", k,
+                                    ", which aliases an input or another "
+                                    "output,")));
+    return l;
+  };
 
   // The epilogue: per input, copy_, then set_ or as_strided_.
   std::vector<Arg> updated;  // graph outputs ahead of the user outputs
@@ -132,6 +192,9 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
       step.kind = EpilogueStep::Kind::kAsStrided;
       step.input = static_cast<int>(i);
       ASSIGN_OR_RETURN(step.layout, LayoutOfAsStrided(*restride));
+      RETURN_IF_ERROR(
+          use_symbols(step.layout,
+                      absl::StrCat("the new view of input '", p->name(), "'")));
       plan.epilogue_.push_back(std::move(step));
       replaced[restride] = copy != nullptr ? copy->args()[1].node : p;
       erase.push_back(restride);
@@ -143,55 +206,12 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
     }
     return a;
   };
-
-  // Symbols the layouts may use, read from the inputs' sizes and strides,
-  // else (data-dependent ones) from the user outputs'.
-  absl::flat_hash_map<symbolic::Expr, SymbolSource> sources;
-  auto add_sources = [&](const Node* n, bool from_output, int index) {
-    if (n == nullptr || n->meta().kind != ir::ValueMeta::Kind::kTensor) return;
-    const ir::TensorMeta& m = n->meta().tensor;
-    for (bool stride : {false, true}) {
-      const auto& list = stride ? m.strides : m.sizes;
-      for (size_t d = 0; d < list.size(); ++d) {
-        if (list[d].is_symbol()) {
-          sources.emplace(list[d], SymbolSource{list[d], from_output, index,
-                                                stride, static_cast<int>(d)});
-        }
-      }
-    }
-  };
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    add_sources(inputs[i], false, static_cast<int>(i));
-  }
+  // Data-dependent sizes no input gives are read from the user outputs.
   for (size_t k = 0; k < user_outs.size(); ++k) {
     Arg a = value_of(user_outs[k]);
     add_sources(a.kind == Arg::Kind::kNode ? a.node : nullptr, true,
                 static_cast<int>(updated.size() + k));
   }
-  absl::flat_hash_set<symbolic::Expr> used;
-  auto layout_of = [&](const ir::TensorMeta& m,
-                       int k) -> absl::StatusOr<Layout> {
-    Layout l = MakeLayout(m.sizes, m.strides, m.storage_offset);
-    if (l.concrete) return l;
-    std::vector<symbolic::Expr> all = l.sizes;
-    all.insert(all.end(), l.strides.begin(), l.strides.end());
-    all.push_back(l.storage_offset);
-    for (symbolic::Expr e : all) {
-      for (symbolic::Expr s : symbolic::FreeSymbols(e)) {
-        if (!sources.contains(s)) {
-          return absl::UnimplementedError(
-              absl::StrCat("output ", k,
-                           " aliases an input or another output with a "
-                           "layout that depends on ",
-                           s.name(),
-                           ", which no input or output size or stride "
-                           "gives"));
-        }
-        if (used.insert(s).second) plan.symbols_.push_back(sources[s]);
-      }
-    }
-    return l;
-  };
 
   // Outputs.
   const int n_updated = static_cast<int>(updated.size());
@@ -252,12 +272,28 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
   }
   plan.num_graph_outputs_ = static_cast<int>(results.size());
   output->SetArgs({Arg::List(std::move(results))}, {});
-  for (Node* n : erase) {
+  for (size_t k = 0; k < erase.size(); ++k) {
+    Node* n = erase[k];
     if (!n->users().empty()) {
       return absl::InternalError(
           absl::StrCat("epilogue node '", n->name(), "' is still used"));
     }
+    // The size arithmetic only an erased as_strided_ read goes too.
+    std::vector<Node*> feeds;
+    if (n->target() == "aten.as_strided_.default" ||
+        (n->meta().kind == ir::ValueMeta::Kind::kSym &&
+         n->kind() == Node::Kind::kCall)) {
+      for (Node* in : n->Inputs()) {
+        if (in->kind() == Node::Kind::kCall) feeds.push_back(in);
+      }
+    }
     RETURN_IF_ERROR(graph.Erase(n));
+    for (Node* in : feeds) {
+      if (in->users().empty() &&
+          std::find(erase.begin(), erase.end(), in) == erase.end()) {
+        erase.push_back(in);
+      }
+    }
   }
   ir::ComputeFrees(graph);
   return plan;

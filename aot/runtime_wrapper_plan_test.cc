@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "aot/aot_dispatch.h"
 #include "aot/aot_testing.h"
+#include "aot/functionalize.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
@@ -564,6 +565,41 @@ CHECK: CopyTensor(in[0], fw[0])
 CHECK: (*out)[1], in[0].AsStrided({(4 * sym_s0)}, {1}, 0)
 )");
   for (int64_t n : {3, 6}) ExpectSameAsEager(kText, {Iota({n, 4})}, false);
+}
+
+// A metadata mutation of a dynamic input: the new view's layout is symbolic.
+// Functionalize computes it in the graph (sym_size, operator.mul) for its
+// as_strided_ epilogue; the plan evaluates it from the input's sizes.
+TEST(RuntimeWrapperPlanTest, MetadataMutationOfADynamicInput) {
+  const char* kText = R"(# lathe: hint s0 3
+def forward(self, x: "f32[s0, 4][4, 1]cpu"):
+    unsqueeze_ = torch.ops.aten.unsqueeze_.default(x, 0)
+    mul_ = torch.ops.aten.mul_.Tensor(x, 2)
+    return (x,)
+)";
+  absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(kText);
+  ASSERT_TRUE(g.ok());
+  symbolic::ShapeEnv env;
+  ASSERT_TRUE(Functionalize(**g, env).ok());
+  ExpectChecks(ir::PrintGraph(**g), R"-(
+CHECK: [[S:sym_size_int.*]]: "Sym(s0)" = torch.ops.aten.sym_size.int(x, 0)
+CHECK: [[M:mul.*]]: "Sym(4*s0)" = 4 * [[S]]
+CHECK: copy_{{.*}} = torch.ops.aten.copy_.default(x,
+CHECK: as_strided_{{.*}} = torch.ops.aten.as_strided_.default(x, [1, [[S]], 4], [[[M]], 4, 1], 0)
+)-");
+  Compiled c = MustCompile(kText, /*keep=*/false);
+  ExpectChecks(c.source, R"(
+CHECK: const int64_t sym_s0 = in[0].sizes()[0];
+CHECK: CopyTensor(in[0], fw[0])
+CHECK: in[0].AsStrided({1, sym_s0, 4}, {(4 * sym_s0), 4, 1}, 0)
+)");
+  ExpectChecks(c.text, "CHECK-NOT: sym_size\nCHECK-NOT: operator.mul");
+  for (int64_t n : {3, 5}) {
+    Both r = ExpectSameAsEager(kText, {Iota({n, 4})}, false);
+    ASSERT_EQ(r.inputs.size(), 1u);
+    EXPECT_EQ(r.inputs[0].tensor.sizes(), (std::vector<int64_t>{1, n, 4}));
+  }
+  ExpectSameAsEager(kText, {Iota({5, 4})});  // as_strided_ kept in the plan
 }
 
 // Wrong arity at run time is an error naming both counts.
