@@ -6,10 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "aot/aot_testing.h"
-#include "ir/graph_text.h"
 #include "ir/interpreter.h"
 #include "status_macros.h"
-#include "symbolic/shape_env.h"
 
 namespace lathe::aot {
 namespace {
