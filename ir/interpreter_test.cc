@@ -1,5 +1,4 @@
 #include "ir/interpreter.h"
-#include "ir/shape_prop.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -15,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "ir/graph_corpus.h"
 #include "ir/graph_text.h"
+#include "ir/shape_prop.h"
 #include "runtime/tensor.h"
 
 namespace lathe::ir {
