@@ -82,10 +82,10 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
     if (w.size() == 2 && w[0] == "non_leaf") non_leaf_names.insert(w[1]);
   }
   absl::flat_hash_map<ir::StorageId, int> input_of;  // storage -> input index
+  absl::flat_hash_map<const Node*, int> index_of;    // input -> its index
   absl::flat_hash_map<const Node*, bool> rg;
-  absl::flat_hash_map<const Node*, ir::TensorMeta>
-      final_view;  // input -> its last rebinding
   for (size_t i = 0; i < inputs.size(); ++i) {
+    index_of[inputs[i]] = static_cast<int>(i);
     if (inputs[i]->meta().kind == ir::ValueMeta::Kind::kTensor) {
       input_of[inputs[i]->meta().tensor.storage] = static_cast<int>(i);
     }
@@ -125,16 +125,15 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
     // set_ and t_-like ops rebind a tensor object: an input's counts when
     // the object is the input. Data writes land in a storage: an input's
     // when it is the input's.
+    auto input_index = [&](const Node* object) {
+      auto it = index_of.find(object);
+      return it == index_of.end() ? -1 : it->second;
+    };
     int i = -1;
-    bool rebinds = n.target() == "aten.set_.source_Tensor" ||
-                   ir::MutatesMetadata(n.target());
-    if (rebinds) final_meta[ir::TensorObject(n)] = n.meta().tensor;
-    if (rebinds) {
-      auto it = std::find(inputs.begin(), inputs.end(), ir::TensorObject(n));
-      if (it != inputs.end()) {
-        i = static_cast<int>(it - inputs.begin());
-        final_view[inputs[i]] = n.meta().tensor;
-      }
+    if (n.target() == "aten.set_.source_Tensor" ||
+        ir::MutatesMetadata(n.target())) {
+      final_meta[ir::TensorObject(n)] = n.meta().tensor;
+      i = input_index(ir::TensorObject(n));
     } else if (auto in = input_of.find(target->meta().tensor.storage);
                in != input_of.end()) {
       i = in->second;
@@ -145,8 +144,7 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
     const Node* root = target;
     while (ir::IsView(*root) || ir::IsInplace(*root))
       root = root->args()[0].node;
-    auto r = std::find(inputs.begin(), inputs.end(), root);
-    int j = r == inputs.end() ? -1 : static_cast<int>(r - inputs.begin());
+    int j = input_index(root);
     for (int k : {i, j == i ? -1 : j}) {
       if (k < 0) continue;
       ++mutations[k];
@@ -156,11 +154,11 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
   }
   // Rebindings count only when the final view differs (two t_() or a set_
   // back to the original storage cancel out).
-  for (const auto& [input, view] : final_view) {
-    const ir::TensorMeta& m = input->meta().tensor;
-    InputInfo& info =
-        meta.inputs[std::find(inputs.begin(), inputs.end(), input) -
-                    inputs.begin()];
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto final = final_meta.find(inputs[i]);
+    if (final == final_meta.end()) continue;
+    const ir::TensorMeta &m = inputs[i]->meta().tensor, &view = final->second;
+    InputInfo& info = meta.inputs[i];
     info.mutates_storage_metadata = view.storage != m.storage;
     info.mutates_metadata =
         info.mutates_storage_metadata || view.sizes != m.sizes ||
