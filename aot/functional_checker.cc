@@ -10,15 +10,15 @@
 #include "ir/op_registry.h"
 
 namespace lathe::aot {
-namespace {
 
-// The epilogue ops and the kind of mutation each performs.
-const char* EpilogueKind(const std::string& target) {
+const char* EpilogueKind(absl::string_view target) {
   if (target == "aten.copy_.default") return "data";
   if (target == "aten.set_.source_Tensor") return "storage";
   if (target == "aten.as_strided_.default") return "metadata";
   return nullptr;
 }
+
+namespace {
 
 absl::Status Fail(const ir::Node& n, absl::string_view why) {
   return absl::FailedPreconditionError(

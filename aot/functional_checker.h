@@ -18,9 +18,16 @@
 #define LATHE_AOT_FUNCTIONAL_CHECKER_H_
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "ir/graph.h"
 
 namespace lathe::aot {
+
+// EpilogueKind()
+//
+// "data", "storage" or "metadata" for the epilogue ops copy_, set_ and
+// as_strided_; null for any other target.
+const char* EpilogueKind(absl::string_view target);
 
 // CheckFunctional()
 //

@@ -560,9 +560,7 @@ class SizeNodes {
     // Before the first epilogue node (or the output).
     Node* before = graph_.output();
     for (const auto& n : graph_.nodes()) {
-      if (n->target() == "aten.copy_.default" ||
-          n->target() == "aten.set_.source_Tensor" ||
-          n->target() == "aten.as_strided_.default") {
+      if (EpilogueKind(n->target()) != nullptr) {
         before = n.get();
         break;
       }

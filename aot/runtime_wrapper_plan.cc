@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "aot/functional_checker.h"
 #include "ir/shape_prop.h"
 #include "runtime/copy.h"
 #include "status_macros.h"
@@ -21,12 +22,6 @@ namespace {
 
 using ir::Arg;
 using ir::Node;
-
-bool IsEpilogueOp(const Node& n) {
-  return n.target() == "aten.copy_.default" ||
-         n.target() == "aten.set_.source_Tensor" ||
-         n.target() == "aten.as_strided_.default";
-}
 
 Layout MakeLayout(std::vector<symbolic::Expr> sizes,
                   std::vector<symbolic::Expr> strides, symbolic::Expr offset) {
@@ -164,7 +159,8 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
     const InputInfo& info = meta.inputs[i];
     Node *set = nullptr, *copy = nullptr, *restride = nullptr;
     for (Node* u : p->users()) {
-      if (!IsEpilogueOp(*u) || u->args()[0].node != p) continue;
+      if (EpilogueKind(u->target()) == nullptr || u->args()[0].node != p)
+        continue;
       if (u->target() == "aten.set_.source_Tensor") set = u;
       if (u->target() == "aten.copy_.default") copy = u;
       if (u->target() == "aten.as_strided_.default") restride = u;
@@ -238,18 +234,21 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
       }
       case OutputType::kAliasOfIntermediateBaseIsUserOutput: {
         // A view of another output: of whatever that one is made from
-        // (layouts address the storage, so any tensor on it will do).
-        const OutputStep& base = plan.outputs_.size() > size_t(*info.base_index)
-                                     ? plan.outputs_[*info.base_index]
-                                     : OutputStep{};
-        bool made = plan.outputs_.size() > size_t(*info.base_index);
-        step.kind = made && (base.kind == OutputStep::Kind::kInput ||
-                             base.kind == OutputStep::Kind::kViewOfInput)
-                        ? OutputStep::Kind::kViewOfInput
-                        : OutputStep::Kind::kViewOfGraphOutput;
-        step.source = made && base.kind != OutputStep::Kind::kGraphOutput
-                          ? base.source
-                          : n_updated + *info.base_index;
+        // (layouts address the storage, so any tensor on it will do); of
+        // its graph value when it comes later.
+        const int b = *info.base_index;
+        step.kind = OutputStep::Kind::kViewOfGraphOutput;
+        step.source = n_updated + b;
+        if (b < k) {
+          const OutputStep& base = plan.outputs_[b];
+          if (base.kind == OutputStep::Kind::kInput ||
+              base.kind == OutputStep::Kind::kViewOfInput) {
+            step.kind = OutputStep::Kind::kViewOfInput;
+            step.source = base.source;
+          } else if (base.kind == OutputStep::Kind::kViewOfGraphOutput) {
+            step.source = base.source;
+          }
+        }
         ASSIGN_OR_RETURN(step.layout, layout_of(info.tensor, k));
         break;
       }
@@ -299,18 +298,9 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
   return plan;
 }
 
-absl::StatusOr<Tensor> RuntimeWrapperPlan::View(
-    const Tensor& base, const Layout& layout, absl::Span<const Tensor> inputs,
+absl::StatusOr<symbolic::Assignment> RuntimeWrapperPlan::SymbolValues(
+    absl::Span<const Tensor> inputs,
     absl::Span<const Tensor> graph_outputs) const {
-  if (!base.defined()) {
-    return absl::InvalidArgumentError(
-        "the base of an output view is not a "
-        "tensor");
-  }
-  if (layout.concrete) {
-    return base.AsStrided(layout.int_sizes, layout.int_strides,
-                          layout.int_storage_offset);
-  }
   symbolic::Assignment values;
   for (const SymbolSource& s : symbols_) {
     const Tensor& t = s.from_output ? graph_outputs[s.index] : inputs[s.index];
@@ -321,6 +311,20 @@ absl::StatusOr<Tensor> RuntimeWrapperPlan::View(
           s.stride ? "stride " : "size ", s.dim, " for ", s.symbol.name()));
     }
     values[s.symbol] = symbolic::Value::Int(list[s.dim]);
+  }
+  return values;
+}
+
+absl::StatusOr<Tensor> RuntimeWrapperPlan::View(
+    const Tensor& base, const Layout& layout,
+    const symbolic::Assignment& values) const {
+  if (!base.defined()) {
+    return absl::InvalidArgumentError(
+        "the base of an output view is not a tensor");
+  }
+  if (layout.concrete) {
+    return base.AsStrided(layout.int_sizes, layout.int_strides,
+                          layout.int_storage_offset);
   }
   auto eval = [&](symbolic::Expr e) -> absl::StatusOr<int64_t> {
     ASSIGN_OR_RETURN(symbolic::Value v, symbolic::Evaluate(e, values));
@@ -348,9 +352,11 @@ absl::StatusOr<std::vector<Tensor>> RuntimeWrapperPlan::Run(
                      num_graph_outputs_, " graph outputs, got ", inputs.size(),
                      " and ", graph_outputs.size()));
   }
-  // Symbolic layouts read the inputs as they came in.
-  std::vector<Tensor> original;
-  if (!symbols_.empty()) original.assign(inputs.begin(), inputs.end());
+  // Symbolic layouts read the inputs as they came in (empty when none is).
+  symbolic::Assignment values;
+  if (!symbols_.empty()) {
+    ASSIGN_OR_RETURN(values, SymbolValues(inputs, graph_outputs));
+  }
   for (const EpilogueStep& s : epilogue_) {
     Tensor& in = inputs[s.input];
     switch (s.kind) {
@@ -359,7 +365,7 @@ absl::StatusOr<std::vector<Tensor>> RuntimeWrapperPlan::Run(
         RETURN_IF_ERROR(CopyTensor(in, graph_outputs[s.updated]));
         break;
       case EpilogueStep::Kind::kAsStrided: {
-        ASSIGN_OR_RETURN(in, View(in, s.layout, original, graph_outputs));
+        ASSIGN_OR_RETURN(in, View(in, s.layout, values));
         break;
       }
       case EpilogueStep::Kind::kSet:
@@ -378,14 +384,13 @@ absl::StatusOr<std::vector<Tensor>> RuntimeWrapperPlan::Run(
         outs.push_back(inputs[s.source]);
         break;
       case OutputStep::Kind::kViewOfInput: {
-        ASSIGN_OR_RETURN(Tensor v, View(inputs[s.source], s.layout, original,
-                                        graph_outputs));
+        ASSIGN_OR_RETURN(Tensor v, View(inputs[s.source], s.layout, values));
         outs.push_back(std::move(v));
         break;
       }
       case OutputStep::Kind::kViewOfGraphOutput: {
-        ASSIGN_OR_RETURN(Tensor v, View(graph_outputs[s.source], s.layout,
-                                        original, graph_outputs));
+        ASSIGN_OR_RETURN(Tensor v,
+                         View(graph_outputs[s.source], s.layout, values));
         outs.push_back(std::move(v));
         break;
       }

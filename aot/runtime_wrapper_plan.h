@@ -53,6 +53,7 @@
 #include "aot/view_and_mutation_meta.h"
 #include "ir/graph.h"
 #include "runtime/tensor.h"
+#include "symbolic/evaluate.h"
 #include "symbolic/expr.h"
 
 namespace lathe::aot {
@@ -137,9 +138,13 @@ class RuntimeWrapperPlan {
  private:
   friend absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
       ir::Graph& graph, const ViewAndMutationMeta& meta);
+  // The symbols' values, read from the inputs (as they came in) and outputs.
+  absl::StatusOr<symbolic::Assignment> SymbolValues(
+      absl::Span<const Tensor> inputs,
+      absl::Span<const Tensor> graph_outputs) const;
+  // `base` viewed with `layout`, symbols taking `values`.
   absl::StatusOr<Tensor> View(const Tensor& base, const Layout& layout,
-                              absl::Span<const Tensor> inputs,
-                              absl::Span<const Tensor> graph_outputs) const;
+                              const symbolic::Assignment& values) const;
 
   int num_inputs_ = 0;
   int num_graph_outputs_ = 0;
