@@ -120,7 +120,7 @@ class Flattener {
           im.storage_offset = symbolic::Int(0);
         }
       }
-      std::string n = absl::StrCat(name, "_", l.type->inner_names()[k]);
+      std::string n = InnerName(name, l, static_cast<int>(k));
       if (graph_.Find(n) != nullptr) {
         return absl::InvalidArgumentError(absl::StrCat(
             "cannot name the inner tensor '", n, "': the name is taken"));
@@ -274,10 +274,24 @@ CompositeLayout LayoutOf(const Value& v) {
 
 }  // namespace
 
-absl::StatusOr<CompositeSignature> FlattenComposites(
-    ir::Graph& graph, symbolic::ShapeEnv& env,
-    const ir::ShapePropOptions& options) {
-  CompositeSignature sig;
+std::string InnerName(const std::string& outer, const CompositeLayout& l,
+                      int k) {
+  return absl::StrCat(outer, "_", l.type->inner_names()[k]);
+}
+
+void LeafNames(const std::string& name, const CompositeLayout& l,
+               std::vector<std::string>* out) {
+  if (l.type == nullptr) {
+    out->push_back(name);
+    return;
+  }
+  for (size_t k = 0; k < l.inner.size(); ++k) {
+    LeafNames(InnerName(name, l, static_cast<int>(k)), l.inner[k], out);
+  }
+}
+
+absl::StatusOr<absl::flat_hash_map<std::string, CompositeLayout>>
+DeclaredComposites(const ir::Graph& graph) {
   absl::flat_hash_map<std::string, CompositeLayout> declared;
   for (const ir::Directive& d : graph.directives()) {
     std::vector<absl::string_view> w =
@@ -292,6 +306,14 @@ absl::StatusOr<CompositeSignature> FlattenComposites(
     }
     declared[std::string(w[1])] = std::move(l);
   }
+  return declared;
+}
+
+absl::StatusOr<CompositeSignature> FlattenComposites(
+    ir::Graph& graph, symbolic::ShapeEnv& env,
+    const ir::ShapePropOptions& options) {
+  CompositeSignature sig;
+  ASSIGN_OR_RETURN(auto declared, DeclaredComposites(graph));
   std::vector<Node*> placeholders = graph.Placeholders();
   for (Node* p : placeholders) {
     auto it = declared.find(p->name());

@@ -33,8 +33,10 @@
 #ifndef LATHE_AOT_FLATTEN_COMPOSITES_H_
 #define LATHE_AOT_FLATTEN_COMPOSITES_H_
 
+#include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "aot/subclass_wrapper_plan.h"
 #include "ir/graph.h"
@@ -47,6 +49,24 @@ struct CompositeSignature {
   std::vector<CompositeLayout> arguments;  // one per original placeholder
   std::vector<CompositeLayout> results;    // one per original output
 };
+
+// DeclaredComposites()
+//
+// The layout of each input declared with `# lathe: composite NAME TYPE`, by
+// NAME; an error for an unknown type or input.
+absl::StatusOr<absl::flat_hash_map<std::string, CompositeLayout>>
+DeclaredComposites(const ir::Graph& graph);
+
+// InnerName() / LeafNames()
+//
+// How the dense graph (and lathec's files) name inner values: inner `k` of
+// `outer` laid out as `l` is OUTER_<name> ("x_a"); the leaves of `name` are
+// NAME itself for a plain value, else its inner names down to the plain
+// tensors ("x_a_a", "x_a_b", ...).
+std::string InnerName(const std::string& outer, const CompositeLayout& l,
+                      int k);
+void LeafNames(const std::string& name, const CompositeLayout& l,
+               std::vector<std::string>* out);
 
 // FlattenComposites()
 //

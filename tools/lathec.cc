@@ -36,13 +36,13 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "aot/aot_dispatch.h"
+#include "aot/flatten_composites.h"
 #include "ir/graph.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
@@ -194,21 +194,6 @@ struct PendingFile {
   std::string summary;
 };
 
-// The files (names without .npy) a user argument or result `name` laid out
-// as `l` takes: NAME for a plain one, NAME_a, NAME_b, NAME_a_data, ... for
-// the inner tensors of a composite.
-void LeafNames(const std::string& name, const aot::CompositeLayout& l,
-               std::vector<std::string>* out) {
-  if (l.type == nullptr) {
-    out->push_back(name);
-    return;
-  }
-  for (size_t k = 0; k < l.inner.size(); ++k) {
-    LeafNames(absl::StrCat(name, "_", l.type->inner_names()[k]), l.inner[k],
-              out);
-  }
-}
-
 // The tensors of an operand in LeafNames order.
 void Leaves(const Operand& o, std::vector<Operand>* out) {
   if (o.kind != Operand::Kind::kComposite) {
@@ -258,7 +243,7 @@ absl::StatusOr<Operand> LoadArgument(
   for (size_t k = 0; k < l.inner.size(); ++k) {
     ASSIGN_OR_RETURN(
         Operand o,
-        LoadArgument(graph, absl::StrCat(name, "_", l.type->inner_names()[k]),
+        LoadArgument(graph, aot::InnerName(name, l, static_cast<int>(k)),
                      l.inner[k], files));
     inner.push_back(std::move(o));
   }
@@ -285,7 +270,7 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(
   for (size_t i = 0; i < aot.names.size(); ++i) {
     const aot::CompositeLayout& l = aot.signature.arguments[i];
     std::vector<std::string> leaves;
-    LeafNames(aot.names[i], l, &leaves);
+    aot::LeafNames(aot.names[i], l, &leaves);
     for (const std::string& n : leaves) known[n] = true;
     ASSIGN_OR_RETURN(Operand a, LoadArgument(graph, aot.names[i], l, files));
     args.push_back(std::move(a));
@@ -324,7 +309,7 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(
   };
   for (size_t k = 0; k < r.results.size(); ++k) {
     std::vector<std::string> names;
-    LeafNames(absl::StrCat("out", k), aot.signature.results[k], &names);
+    aot::LeafNames(absl::StrCat("out", k), aot.signature.results[k], &names);
     std::vector<Operand> leaves;
     Leaves(r.results[k], &leaves);
     for (size_t j = 0; j < leaves.size() && j < names.size(); ++j) {
@@ -334,7 +319,7 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(
   for (size_t i = 0; i < aot.names.size(); ++i) {
     if (!r.mutated[i]) continue;
     std::vector<std::string> names;
-    LeafNames(aot.names[i], aot.signature.arguments[i], &names);
+    aot::LeafNames(aot.names[i], aot.signature.arguments[i], &names);
     std::vector<Operand> leaves;
     Leaves(r.arguments[i], &leaves);
     for (size_t j = 0; j < leaves.size() && j < names.size(); ++j) {
@@ -345,27 +330,22 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(
 }
 
 // The .npy file that holds placeholder `p`'s first input, or "": NAME, or
-// for a composite (`# lathe: composite NAME TYPE`) its first inner tensor,
-// NAME_a, NAME_a_data, ... (whose sizes are the outer ones).
-std::string FirstFile(const ir::Graph& graph, const ir::Node& p,
-                      const RunOptions& o) {
-  std::string name = p.name();
-  for (const ir::Directive& d : graph.directives()) {
-    std::vector<std::string> w =
-        absl::StrSplit(d.text, absl::MaxSplits(' ', 2), absl::SkipEmpty());
-    if (w.size() != 3 || w[0] != "composite" || w[1] != p.name()) continue;
-    for (absl::string_view t : absl::StrSplit(w[2], '(')) {
-      const CompositeType* type =
-          FindCompositeType(absl::StripAsciiWhitespace(t));
-      if (type == nullptr) break;
-      absl::StrAppend(&name, "_", type->inner_names()[0]);
-    }
-  }
+// for a composite its first inner tensor (whose sizes are the outer ones).
+std::string FirstFile(
+    const ir::Node& p,
+    const absl::flat_hash_map<std::string, aot::CompositeLayout>& composites,
+    const RunOptions& o) {
+  std::vector<std::string> leaves;
+  auto it = composites.find(p.name());
+  aot::LeafNames(
+      p.name(),
+      it == composites.end() ? aot::CompositeLayout::Plain() : it->second,
+      &leaves);
   if (!o.input_dirs.empty()) {
-    return absl::StrCat(o.input_dirs[0], "/", name, ".npy");
+    return absl::StrCat(o.input_dirs[0], "/", leaves[0], ".npy");
   }
   for (const auto& [n, file] : o.inputs) {
-    if (n == name) return file;
+    if (n == leaves[0]) return file;
   }
   return "";
 }
@@ -375,8 +355,11 @@ std::string FirstFile(const ir::Graph& graph, const ir::Node& p,
 absl::flat_hash_map<std::string, symbolic::Value> FirstInputHints(
     const ir::Graph& graph, const RunOptions& o) {
   absl::flat_hash_map<std::string, symbolic::Value> hints;
+  // A bad declaration is reported by the compile that follows.
+  auto composites = aot::DeclaredComposites(graph);
+  if (!composites.ok()) return hints;
   for (const ir::Node* p : graph.Placeholders()) {
-    std::string file = FirstFile(graph, *p, o);
+    std::string file = FirstFile(*p, *composites, o);
     if (file.empty()) continue;
     absl::StatusOr<Tensor> t = ReadNpy(file);
     if (!t.ok()) continue;
@@ -428,7 +411,7 @@ absl::Status Run(const std::vector<std::string>& args) {
   // --inputs DIR reads DIR/NAME.npy for each file a user argument takes.
   std::vector<std::string> input_files;
   for (size_t i = 0; i < aot->names.size(); ++i) {
-    LeafNames(aot->names[i], aot->signature.arguments[i], &input_files);
+    aot::LeafNames(aot->names[i], aot->signature.arguments[i], &input_files);
   }
   std::vector<PendingFile> all;
   if (!o.dump_dir.empty()) {

@@ -167,6 +167,31 @@ def forward(self, x: "f32[3][1]cpu", y: "f32[3][1]cpu"):
   EXPECT_FALSE(Exists(Tmp("pair_bad")));
 }
 
+// A dynamic nested composite without a hint: its first inner tensor
+// (x_a_a) gives the compile-time size.
+TEST(LathecTest, NestedCompositeInputsGiveTheirHints) {
+  std::string graph =
+      WriteText("nested_dynamic.txt", R"(# lathe: composite x pair(pair, pair)
+def forward(self, x: "f32[s0][1]cpu"):
+    sym_size_int = torch.ops.aten.sym_size.int(x, 0)
+    floordiv = sym_size_int // 2
+    slice_1 = torch.ops.aten.slice.Tensor(x, 0, 0, floordiv)
+    neg = torch.ops.aten.neg.default(slice_1)
+    return (neg,)
+)");
+  std::vector<std::string> args = {"run", graph, "--out", Tmp("nested_out")};
+  for (const char* leaf : {"x_a_a", "x_a_b", "x_b_a", "x_b_b"}) {
+    args.push_back("--input");
+    args.push_back(absl::StrCat(
+        leaf, "=", Save(absl::StrCat(leaf, ".npy"), Filled({6}, 2.0))));
+  }
+  Result r = Lathec(args);
+  ASSERT_EQ(r.status, 0) << r.output;
+  Tensor t = *ReadNpy(Tmp("nested_out") + "/out0_b_a.npy");
+  EXPECT_EQ(t.ToString(), "f32[3][1]cpu");
+  EXPECT_EQ(t.GetDouble({2}), -2.0);
+}
+
 TEST(LathecTest, AotErrorsNameTheGraph) {
   std::string graph = WriteText("set_then_mul.txt", R"(# lathe: requires_grad a
 def forward(self, a: "f32[3][1]cpu", b: "f32[3][1]cpu"):
