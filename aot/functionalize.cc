@@ -506,15 +506,10 @@ class SizeNodes {
   explicit SizeNodes(ir::Graph& graph) : graph_(graph) {
     for (Node* p : graph.Placeholders()) {
       if (p->meta().kind != ir::ValueMeta::Kind::kTensor) continue;
-      const ir::TensorMeta& m = p->meta().tensor;
-      for (bool stride : {false, true}) {
-        const auto& list = stride ? m.strides : m.sizes;
-        for (size_t d = 0; d < list.size(); ++d) {
-          if (list[d].is_symbol()) {
-            sources_.emplace(list[d], Source{p, stride, static_cast<int>(d)});
-          }
-        }
-      }
+      ir::ForEachSymbolDim(p->meta().tensor,
+                           [&](symbolic::Expr s, bool stride, int dim) {
+                             sources_.emplace(s, Source{p, stride, dim});
+                           });
     }
   }
 

@@ -107,16 +107,10 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
   absl::flat_hash_map<symbolic::Expr, SymbolSource> sources;
   auto add_sources = [&](const Node* n, bool from_output, int index) {
     if (n == nullptr || n->meta().kind != ir::ValueMeta::Kind::kTensor) return;
-    const ir::TensorMeta& m = n->meta().tensor;
-    for (bool stride : {false, true}) {
-      const auto& list = stride ? m.strides : m.sizes;
-      for (size_t d = 0; d < list.size(); ++d) {
-        if (list[d].is_symbol()) {
-          sources.emplace(list[d], SymbolSource{list[d], from_output, index,
-                                                stride, static_cast<int>(d)});
-        }
-      }
-    }
+    ir::ForEachSymbolDim(
+        n->meta().tensor, [&](symbolic::Expr s, bool stride, int dim) {
+          sources.emplace(s, SymbolSource{s, from_output, index, stride, dim});
+        });
   };
   for (size_t i = 0; i < inputs.size(); ++i) {
     add_sources(inputs[i], false, static_cast<int>(i));

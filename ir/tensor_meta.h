@@ -48,6 +48,20 @@ struct TensorMeta {
   std::string ToAnnotation() const;
 };
 
+// ForEachSymbolDim()
+//
+// Calls `f(symbol, stride, dim)` for each size (stride = false) and stride of
+// `m` that is a bare symbol: where a runtime value for it can be read.
+template <typename F>
+void ForEachSymbolDim(const TensorMeta& m, F&& f) {
+  for (bool stride : {false, true}) {
+    const std::vector<symbolic::Expr>& list = stride ? m.strides : m.sizes;
+    for (size_t d = 0; d < list.size(); ++d) {
+      if (list[d].is_symbol()) f(list[d], stride, static_cast<int>(d));
+    }
+  }
+}
+
 struct ValueMeta {
   enum class Kind : uint8_t { kNone, kTensor, kSym, kTuple };
   Kind kind = Kind::kNone;

@@ -372,18 +372,11 @@ absl::flat_hash_map<std::string, symbolic::Value> FirstInputHints(
     if (m.kind != ir::ValueMeta::Kind::kTensor || m.tensor.dim() != t->dim()) {
       continue;
     }
-    for (int64_t d = 0; d < t->dim(); ++d) {
-      for (bool stride : {false, true}) {
-        symbolic::Expr e = stride ? m.tensor.strides.size() > size_t(d)
-                                        ? m.tensor.strides[d]
-                                        : symbolic::Int(0)
-                                  : m.tensor.sizes[d];
-        if (!e.is_symbol()) continue;
-        hints.emplace(
-            std::string(e.name()),
-            symbolic::Value::Int(stride ? t->strides()[d] : t->sizes()[d]));
-      }
-    }
+    ir::ForEachSymbolDim(m.tensor, [&](symbolic::Expr e, bool stride, int d) {
+      hints.emplace(
+          std::string(e.name()),
+          symbolic::Value::Int(stride ? t->strides()[d] : t->sizes()[d]));
+    });
   }
   return hints;
 }
