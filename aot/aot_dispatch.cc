@@ -59,42 +59,50 @@ absl::StatusOr<ir::Interpretation> InterpretWithPlan(
   return r;
 }
 
+absl::StatusOr<Operand> OperandOf(const ir::Value& v) {
+  if (v.is_tensor()) return Operand::Of(v.tensor);
+  if (!v.is_number()) return Operand();
+  if (v.number.is_bool()) {
+    ASSIGN_OR_RETURN(bool b, v.AsBool());
+    return Operand::Bool(b);
+  }
+  if (v.number.is_int()) {
+    ASSIGN_OR_RETURN(int64_t i, v.AsInt());
+    return Operand::Int(i);
+  }
+  ASSIGN_OR_RETURN(double f, v.AsDouble());
+  return Operand::Float(f);
+}
+
+ir::Value ValueOf(const Operand& o) {
+  switch (o.kind) {
+    case Operand::Kind::kTensor:
+      return ir::Value::OfTensor(o.tensor);
+    case Operand::Kind::kInt:
+      return ir::Value::Int(o.i);
+    case Operand::Kind::kFloat:
+      return ir::Value::Float(o.f);
+    case Operand::Kind::kBool:
+      return ir::Value::Bool(o.b);
+    case Operand::Kind::kNone:
+    case Operand::Kind::kComposite:
+      break;
+  }
+  return ir::Value::None();
+}
+
 absl::StatusOr<UserCall> InterpretAsUser(
     const ir::Graph& graph, const AotGraph& aot, std::vector<Operand> args,
     const absl::flat_hash_map<std::string, ir::Value>& constants) {
   ASSIGN_OR_RETURN(std::vector<Operand> dense, aot.subclass.Unwrap(args));
   std::vector<ir::Value> inputs;
-  for (const Operand& o : dense) {
-    switch (o.kind) {
-      case Operand::Kind::kTensor:
-        inputs.push_back(ir::Value::OfTensor(o.tensor));
-        break;
-      case Operand::Kind::kInt:
-        inputs.push_back(ir::Value::Int(o.i));
-        break;
-      case Operand::Kind::kFloat:
-        inputs.push_back(ir::Value::Float(o.f));
-        break;
-      default:
-        inputs.push_back(ir::Value::None());
-        break;
-    }
-  }
+  for (const Operand& o : dense) inputs.push_back(ValueOf(o));
   ASSIGN_OR_RETURN(ir::Interpretation r,
                    InterpretWithPlan(graph, aot.plan, inputs, constants));
   std::vector<Operand> outs;
   for (const ir::Value& v : r.outputs) {
-    if (v.is_tensor()) {
-      outs.push_back(Operand::Of(v.tensor));
-    } else if (v.is_number() && v.number.is_int()) {
-      ASSIGN_OR_RETURN(int64_t i, v.AsInt());
-      outs.push_back(Operand::Int(i));
-    } else if (v.is_number()) {
-      ASSIGN_OR_RETURN(double f, v.AsDouble());
-      outs.push_back(Operand::Float(f));
-    } else {
-      outs.emplace_back();
-    }
+    ASSIGN_OR_RETURN(Operand o, OperandOf(v));
+    outs.push_back(std::move(o));
   }
   UserCall call;
   ASSIGN_OR_RETURN(call.results, aot.subclass.Rewrap(std::move(outs)));

@@ -80,6 +80,13 @@ struct UserCall {
   std::vector<Operand> arguments;
 };
 
+// OperandOf() / ValueOf()
+//
+// A user-facing operand as the interpreter's value and back (tensors,
+// concrete numbers and booleans, None; a symbolic number is an error).
+absl::StatusOr<Operand> OperandOf(const ir::Value& v);
+ir::Value ValueOf(const Operand& o);
+
 // InterpretAsUser()
 //
 // Calls the user's function: unwraps `args` with aot.subclass, runs

@@ -125,5 +125,21 @@ TEST(AotDispatchTest, CorpusGraphsCompileAndRunAsEager) {
   EXPECT_GE(ran, 13);
 }
 
+// Operands and interpreter values convert both ways, booleans staying
+// booleans; a symbolic number cannot be an operand.
+TEST(AotDispatchTest, OperandsAndValuesConvert) {
+  for (const ir::Value& v :
+       {ir::Value::Int(3), ir::Value::Float(2.5), ir::Value::Bool(true),
+        ir::Value::None(), ir::Value::OfTensor(Iota({2}))}) {
+    absl::StatusOr<Operand> o = OperandOf(v);
+    ASSERT_TRUE(o.ok()) << o.status();
+    EXPECT_EQ(ValueOf(*o).DebugString(), v.DebugString());
+  }
+  EXPECT_EQ(OperandOf(ir::Value::Bool(false))->kind, Operand::Kind::kBool);
+  absl::StatusOr<Operand> symbolic =
+      OperandOf(ir::Value::Number(symbolic::Symbol("s0")));
+  EXPECT_FALSE(symbolic.ok());
+}
+
 }  // namespace
 }  // namespace lathe::aot

@@ -98,6 +98,8 @@ bool SameOperand(const Operand& a, const Operand& b) {
       return a.i == b.i;
     case Operand::Kind::kFloat:
       return a.f == b.f;
+    case Operand::Kind::kBool:
+      return a.b == b.b;
     case Operand::Kind::kNone:
       return true;
   }

@@ -120,6 +120,8 @@ std::string Operand::ToString() const {
       return absl::StrCat(i);
     case Kind::kFloat:
       return absl::StrCat(f);
+    case Kind::kBool:
+      return b ? "True" : "False";
   }
   return "?";
 }

@@ -44,12 +44,13 @@ struct CompositeTensor;
 
 // One argument or result at a compiled function's boundary.
 struct Operand {
-  enum class Kind { kNone, kTensor, kComposite, kInt, kFloat };
+  enum class Kind { kNone, kTensor, kComposite, kInt, kFloat, kBool };
   Kind kind = Kind::kNone;
   Tensor tensor;
   std::shared_ptr<const CompositeTensor> composite;
   int64_t i = 0;
   double f = 0;
+  bool b = false;
 
   static Operand Of(Tensor t) {
     Operand o;
@@ -75,7 +76,14 @@ struct Operand {
     o.f = v;
     return o;
   }
-  // "f32[4][1]cpu", "pair(f32[4][1]cpu, f32[4][1]cpu)", "3", "None".
+  static Operand Bool(bool v) {
+    Operand o;
+    o.kind = Kind::kBool;
+    o.b = v;
+    return o;
+  }
+  // "f32[4][1]cpu", "pair(f32[4][1]cpu, f32[4][1]cpu)", "3", "True",
+  // "None".
   std::string ToString() const;
 };
 

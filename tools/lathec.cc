@@ -203,27 +203,6 @@ void Leaves(const Operand& o, std::vector<Operand>* out) {
   for (const Operand& i : o.composite->inner) Leaves(i, out);
 }
 
-Operand ToOperand(const ir::Value& v) {
-  if (v.is_tensor()) return Operand::Of(v.tensor);
-  if (v.is_number() && v.number.is_float())
-    return Operand::Float(*v.AsDouble());
-  if (v.is_number()) return Operand::Int(*v.AsInt());
-  return Operand();
-}
-
-ir::Value ToValue(const Operand& o) {
-  switch (o.kind) {
-    case Operand::Kind::kTensor:
-      return ir::Value::OfTensor(o.tensor);
-    case Operand::Kind::kInt:
-      return ir::Value::Int(o.i);
-    case Operand::Kind::kFloat:
-      return ir::Value::Float(o.f);
-    default:
-      return ir::Value::None();
-  }
-}
-
 // User argument `name` laid out as `l`, its leaves read from `files`.
 absl::StatusOr<Operand> LoadArgument(
     const ir::Graph& graph, const std::string& name,
@@ -237,7 +216,7 @@ absl::StatusOr<Operand> LoadArgument(
           absl::StrCat("missing input '", name, "'"));
     }
     ASSIGN_OR_RETURN(ir::Value v, LoadInput(*p, it->second));
-    return ToOperand(v);
+    return aot::OperandOf(v);
   }
   std::vector<Operand> inner;
   for (size_t k = 0; k < l.inner.size(); ++k) {
@@ -300,7 +279,7 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(
   std::vector<PendingFile> pending;
   auto add = [&](const std::string& name, const Operand& o,
                  int index) -> absl::Status {
-    ASSIGN_OR_RETURN(Tensor t, AsTensor(ToValue(o), index));
+    ASSIGN_OR_RETURN(Tensor t, AsTensor(aot::ValueOf(o), index));
     ASSIGN_OR_RETURN(std::string bytes, EncodeNpy(t));
     pending.push_back({absl::StrCat(out_dir, "/", name, ".npy"),
                        std::move(bytes),
