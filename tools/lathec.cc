@@ -338,11 +338,18 @@ absl::flat_hash_map<std::string, symbolic::Value> FirstInputHints(
   auto composites = aot::DeclaredComposites(graph);
   if (!composites.ok()) return hints;
   for (const ir::Node* p : graph.Placeholders()) {
+    // Only inputs with a symbol to hint are read (twice, then: once here).
+    const ir::ValueMeta& m = p->meta();
+    bool symbolic = m.kind == ir::ValueMeta::Kind::kSym && m.sym.is_symbol();
+    if (m.kind == ir::ValueMeta::Kind::kTensor) {
+      ir::ForEachSymbolDim(m.tensor,
+                           [&](symbolic::Expr, bool, int) { symbolic = true; });
+    }
+    if (!symbolic) continue;
     std::string file = FirstFile(*p, *composites, o);
     if (file.empty()) continue;
     absl::StatusOr<Tensor> t = ReadNpy(file);
     if (!t.ok()) continue;
-    const ir::ValueMeta& m = p->meta();
     if (m.kind == ir::ValueMeta::Kind::kSym && m.sym.is_symbol() &&
         m.sym.is_int() && t->dim() == 0 && IsIntegral(t->dtype(), false)) {
       hints[std::string(m.sym.name())] =
