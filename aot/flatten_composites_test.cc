@@ -240,6 +240,39 @@ def forward(self, x: "f32[2, 3][3, 1]cpu"):
             "on tensor subclasses (its argument is a pair)");
 }
 
+// What the flattening does not do yet says so, naming the node or input.
+TEST(FlattenCompositesTest, UnsupportedCasesAreErrors) {
+  auto error = [&](const std::string& text) {
+    absl::StatusOr<Compiled> c = Compile(text);
+    return c.ok() ? std::string("ok") : std::string(c.status().message());
+  };
+  EXPECT_EQ(error(R"(# lathe: composite x pair
+def forward(self, x: "f32[2, 3][3, 1]cpu"):
+    unbind = torch.ops.aten.unbind.int(x)
+    getitem = unbind[0]
+    return (getitem,)
+)"),
+            "node 'unbind' (aten.unbind.int) on a pair returns several "
+            "tensors; not supported yet");
+  EXPECT_EQ(error(R"(# lathe: composite x scaled_int8
+def forward(self, x: "f32[3][1]cpu"):
+    mul_ = torch.ops.aten.mul_.Tensor(x, 2)
+    return (x,)
+)"),
+            "node 'mul_': writing into a scaled_int8 is not supported yet");
+  EXPECT_EQ(error(R"(# lathe: composite x pair
+def forward(self, x: "f32[3][1]cpu", x_b: "f32[3][1]cpu"):
+    add = torch.ops.aten.add.Tensor(x, x_b)
+    return (add,)
+)"),
+            "cannot name the inner tensor 'x_b': the name is taken");
+  EXPECT_EQ(error(R"-(# lathe: composite n pair
+def forward(self, n: "Sym(s0)"):
+    return (n,)
+)-"),
+            "composite input 'n' is not annotated as a tensor");
+}
+
 TEST(FlattenCompositesTest, DeclarationErrors) {
   const char* kBody = R"(
 def forward(self, x: "f32[2][1]cpu", y: "f32[2][1]cpu"):

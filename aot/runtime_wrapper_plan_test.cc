@@ -602,6 +602,23 @@ CHECK: in[0].AsStrided({1, sym_s0, 4}, {(4 * sym_s0), 4, 1}, 0)
   ExpectSameAsEager(kText, {Iota({5, 4})});  // as_strided_ kept in the plan
 }
 
+// A new layout with an entry functionalize cannot compute in the graph yet
+// (here s0 // 2) is an error naming the input and the entry.
+TEST(RuntimeWrapperPlanTest, UnsupportedSymbolicNewLayoutIsAnError) {
+  absl::StatusOr<Compiled> c = Compile(R"(# lathe: hint s0 4
+def forward(self, x: "f32[s0][1]cpu"):
+    sym_size_int = torch.ops.aten.sym_size.int(x, 0)
+    floordiv = sym_size_int // 2
+    as_strided_ = torch.ops.aten.as_strided_.default(x, [floordiv], [2], 0)
+    return (x,)
+)");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(c.status().message(),
+            "the new layout of input 'x': its entry (s0//2) is not supported "
+            "yet");
+}
+
 // Wrong arity at run time is an error naming both counts.
 TEST(RuntimeWrapperPlanTest, WrongArityIsAnError) {
   Compiled c = MustCompile(R"(def forward(self, a: "f32[4][1]cpu"):
