@@ -5,9 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,6 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "runtime/file_io.h"
+#include "runtime/storage.h"
 #include "status_macros.h"
 
 namespace lathe {
@@ -373,15 +373,9 @@ absl::StatusOr<std::string> EncodeNpy(const Tensor& t) {
   return out;
 }
 
-absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
-  }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  absl::StatusOr<Tensor> t = ParseNpy(buffer.str());
+absl::StatusOr<Tensor> ReadNpy(const std::string& path, int64_t max_bytes) {
+  ASSIGN_OR_RETURN(std::string bytes, ReadFileLimited(path, max_bytes));
+  absl::StatusOr<Tensor> t = ParseNpy(bytes);
   if (!t.ok()) {
     return absl::Status(t.status().code(),
                         absl::StrCat(path, ": ", t.status().message()));
@@ -391,26 +385,7 @@ absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
 
 absl::Status WriteNpy(const std::string& path, const Tensor& t) {
   ASSIGN_OR_RETURN(std::string bytes, EncodeNpy(t));
-  std::string tmp = absl::StrCat(path, ".tmp-lathe");
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      return absl::PermissionDeniedError(
-          absl::StrCat(path, ": cannot write: ", std::strerror(errno)));
-    }
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return absl::DataLossError(absl::StrCat(path, ": write failed"));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return absl::PermissionDeniedError(absl::StrCat(
-        path, ": cannot rename into place: ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
+  return WriteFileAtomic(path, bytes);
 }
 
 }  // namespace lathe

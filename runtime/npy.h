@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "runtime/storage.h"
 #include "runtime/tensor.h"
 
 namespace lathe {
@@ -41,8 +42,11 @@ absl::StatusOr<std::string> EncodeNpy(const Tensor& t);
 
 // ReadNpy()
 //
-// ParseNpy() of the file at `path`; errors start with the path.
-absl::StatusOr<Tensor> ReadNpy(const std::string& path);
+// ParseNpy() of the file at `path`, read once (a pipe works) and refused
+// when larger than `max_bytes` (by default the host memory limit, see
+// storage.h); errors start with the path.
+absl::StatusOr<Tensor> ReadNpy(const std::string& path,
+                               int64_t max_bytes = HostMemoryLimit());
 
 // WriteNpy()
 //

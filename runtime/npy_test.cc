@@ -198,10 +198,23 @@ TEST(NpyTest, FailedWritesLeaveNothingBehind) {
   std::string path = TmpPath("no/such/dir/out.npy");
   absl::Status s = WriteNpy(path, t);
   EXPECT_FALSE(s.ok());
-  EXPECT_THAT(std::string(s.message()), HasSubstr("out.npy: cannot write"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("out.npy: cannot create a temporary file"));
   EXPECT_FALSE(std::ifstream(path).good());
-  EXPECT_FALSE(std::ifstream(path + ".tmp-lathe").good());
   EXPECT_FALSE(EncodeNpy(Tensor()).ok());
+}
+
+TEST(NpyTest, ReadsAreBounded) {
+  // A symlink to /dev/zero (or any endless input) is refused at the limit
+  // instead of exhausting memory.
+  absl::StatusOr<Tensor> z = ReadNpy("/dev/zero", 4096);
+  EXPECT_EQ(z.status().message(),
+            "/dev/zero: larger than the limit of 4096 bytes");
+  std::string path = TmpPath("bounded.npy");
+  ASSERT_TRUE(WriteNpy(path, *Tensor::Empty({64}, DType::kFloat64)).ok());
+  EXPECT_TRUE(ReadNpy(path).ok());
+  EXPECT_THAT(std::string(ReadNpy(path, 100).status().message()),
+              HasSubstr("bounded.npy: larger than the limit of 100 bytes"));
 }
 
 }  // namespace

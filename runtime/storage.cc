@@ -1,6 +1,9 @@
 #include "runtime/storage.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -9,8 +12,31 @@
 #include "absl/strings/str_cat.h"
 
 namespace lathe {
+namespace {
 
-Storage::Impl::~Impl() { std::free(data); }
+std::atomic<int64_t>& Limit() {
+  static std::atomic<int64_t> limit{PhysicalMemoryBytes()};
+  return limit;
+}
+
+std::atomic<int64_t> in_use{0};
+
+}  // namespace
+
+int64_t PhysicalMemoryBytes() {
+  long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return int64_t{1} << 46;
+  return static_cast<int64_t>(pages) * page;
+}
+
+void SetHostMemoryLimit(int64_t bytes) { Limit().store(bytes); }
+int64_t HostMemoryLimit() { return Limit().load(); }
+int64_t HostMemoryInUse() { return in_use.load(); }
+
+Storage::Impl::~Impl() {
+  std::free(data);
+  in_use.fetch_sub(reserved);
+}
 
 absl::StatusOr<Storage> Storage::Allocate(int64_t nbytes, Device device) {
   if (nbytes < 0) {
@@ -29,8 +55,16 @@ absl::StatusOr<Storage> Storage::Allocate(int64_t nbytes, Device device) {
   }
   int64_t rounded =
       (std::max<int64_t>(nbytes, 1) + kAlign - 1) / kAlign * kAlign;
+  int64_t before = in_use.fetch_add(rounded);
+  if (before + rounded > HostMemoryLimit()) {
+    in_use.fetch_sub(rounded);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "allocating ", nbytes, " bytes would exceed the memory limit of ",
+        HostMemoryLimit(), " bytes (", before, " in use)"));
+  }
   void* data = std::aligned_alloc(kAlign, rounded);
   if (data == nullptr) {
+    in_use.fetch_sub(rounded);
     return absl::ResourceExhaustedError(
         absl::StrCat("out of memory allocating ", nbytes, " bytes"));
   }
@@ -38,6 +72,7 @@ absl::StatusOr<Storage> Storage::Allocate(int64_t nbytes, Device device) {
   Storage s;
   s.impl_ = std::make_shared<Impl>();
   s.impl_->data = data;
+  s.impl_->reserved = rounded;
   s.impl_->nbytes = nbytes;
   s.impl_->device = device;
   return s;

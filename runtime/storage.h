@@ -31,7 +31,8 @@ class Storage {
 
   // Allocate()
   //
-  // `nbytes` of zeroed memory on `device`.
+  // `nbytes` of zeroed memory on `device`; a ResourceExhausted error when
+  // host storages would hold more than HostMemoryLimit() together.
   static absl::StatusOr<Storage> Allocate(int64_t nbytes,
                                           Device device = Device::Cpu());
 
@@ -53,11 +54,26 @@ class Storage {
   struct Impl {
     void* data = nullptr;
     int64_t nbytes = 0;
+    int64_t reserved = 0;  // counted against the host memory limit
     Device device;
     ~Impl();
   };
   std::shared_ptr<Impl> impl_;
 };
+
+// SetHostMemoryLimit() / HostMemoryLimit() / HostMemoryInUse()
+//
+// The most bytes of host memory live Storages may hold together (by default
+// the machine's physical memory; lathec's --max-memory sets it), and the
+// bytes they hold now.
+void SetHostMemoryLimit(int64_t bytes);
+int64_t HostMemoryLimit();
+int64_t HostMemoryInUse();
+
+// PhysicalMemoryBytes()
+//
+// The machine's physical memory.
+int64_t PhysicalMemoryBytes();
 
 }  // namespace lathe
 

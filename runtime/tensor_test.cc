@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "runtime/device.h"
 #include "runtime/dtype.h"
+#include "runtime/storage.h"
 
 namespace lathe {
 namespace {
@@ -122,6 +123,32 @@ TEST(TensorTest, ElementConversions) {
   Tensor b = *Tensor::Empty({1}, DType::kBool);
   b.SetDouble({0}, 0.5);
   EXPECT_EQ(b.GetDouble({0}), 1.0);
+}
+
+}  // namespace
+}  // namespace lathe
+
+namespace lathe {
+namespace {
+
+TEST(StorageTest, TheHostMemoryLimitRefusesAllocationsBeyondIt) {
+  int64_t old = HostMemoryLimit();
+  EXPECT_GT(old, 0);
+  SetHostMemoryLimit(HostMemoryInUse() + 4096);
+  {
+    absl::StatusOr<Tensor> a = Tensor::Empty({512}, DType::kFloat32);  // 2 KiB
+    ASSERT_TRUE(a.ok()) << a.status();
+    absl::StatusOr<Tensor> b = Tensor::Empty({1024}, DType::kFloat32);
+    EXPECT_EQ(b.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_THAT(std::string(b.status().message()),
+                ::testing::HasSubstr(
+                    "allocating 4096 bytes would exceed the memory limit of"));
+  }
+  // Freed storage is given back to the budget.
+  EXPECT_TRUE(Tensor::Empty({1000}, DType::kFloat32).ok());
+  SetHostMemoryLimit(old);
+  // A 64 TiB request is refused before any memory is touched.
+  EXPECT_FALSE(Tensor::Empty({int64_t{1} << 44}, DType::kFloat32).ok());
 }
 
 }  // namespace

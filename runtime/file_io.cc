@@ -1,0 +1,250 @@
+#include "runtime/file_io.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "status_macros.h"
+
+namespace lathe {
+namespace {
+
+absl::Status Errno(const std::string& path, absl::string_view what) {
+  return absl::PermissionDeniedError(
+      absl::StrCat(path, ": ", what, ": ", std::strerror(errno)));
+}
+
+// Writes all of `bytes` to `fd`, then fsyncs it.
+absl::Status WriteAll(int fd, const std::string& path,
+                      absl::string_view bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno(path, "write failed");
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) return Errno(path, "fsync failed");
+  return absl::OkStatus();
+}
+
+// "a/b" -> {"a", "b"}; "b" -> {".", "b"}; trailing slashes ignored.
+std::pair<std::string, std::string> SplitPath(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return {".", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+absl::Status MakeDirs(const std::string& dir) {
+  std::string path;
+  for (absl::string_view part : absl::StrSplit(dir, '/')) {
+    absl::StrAppend(&path, part, "/");
+    if (part.empty() || part == ".") continue;
+    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Errno(dir, "cannot create directory");
+    }
+  }
+  return absl::OkStatus();
+}
+
+void SyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) {
+  return ::remove(path) == 0 ? 0 : -1;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadFileLimited(const std::string& path,
+                                            int64_t max_bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(
+        absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  }
+  auto too_large = [&] {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path, ": larger than the limit of ", max_bytes, " bytes"));
+  };
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": is a directory, not a file"));
+  }
+  if (S_ISREG(st.st_mode) && st.st_size > max_bytes) {
+    ::close(fd);
+    return too_large();
+  }
+  std::string out;
+  char buf[1 << 16];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      absl::Status s = Errno(path, "read failed");
+      ::close(fd);
+      return s;
+    }
+    if (n == 0) break;
+    if (static_cast<int64_t>(out.size()) + n > max_bytes) {
+      ::close(fd);
+      return too_large();
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes) {
+  auto [dir, base] = SplitPath(path);
+  std::string tmp = absl::StrCat(dir, "/.", base, ".tmp-XXXXXX");
+  std::vector<char> name(tmp.begin(), tmp.end());
+  name.push_back('\0');
+  int fd = ::mkostemp(name.data(), O_CLOEXEC);  // O_CREAT | O_EXCL
+  if (fd < 0) return Errno(path, "cannot create a temporary file");
+  tmp = name.data();
+  absl::Status s = WriteAll(fd, path, bytes);
+  if (s.ok() && ::fchmod(fd, 0644) != 0) s = Errno(path, "chmod failed");
+  if (::close(fd) != 0 && s.ok()) s = Errno(path, "close failed");
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    s = Errno(path, "cannot rename into place");
+  }
+  if (!s.ok()) ::unlink(tmp.c_str());
+  return s;
+}
+
+absl::Status RemoveTree(const std::string& path) {
+  if (::nftw(path.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS) != 0 &&
+      errno != ENOENT) {
+    return Errno(path, "cannot remove");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StagedDir> StagedDir::Create(const std::string& dest,
+                                            const std::string& marker) {
+  auto [parent, base] = SplitPath(dest);
+  if (base.empty() || base == "." || base == ".." || base == "/") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(dest, ": not a directory name lathe can create"));
+  }
+  RETURN_IF_ERROR(MakeDirs(parent));
+  std::string tmp = absl::StrCat(parent, "/.", base, ".tmp-XXXXXX");
+  std::vector<char> name(tmp.begin(), tmp.end());
+  name.push_back('\0');
+  if (::mkdtemp(name.data()) == nullptr) {  // mode 0700: private until commit
+    return Errno(dest, "cannot create a staging directory");
+  }
+  StagedDir staged(absl::StrCat(parent, "/", base), name.data(), marker);
+  RETURN_IF_ERROR(staged.Write(marker, ""));
+  return staged;
+}
+
+StagedDir::StagedDir(StagedDir&& other) noexcept
+    : dest_(std::move(other.dest_)),
+      staging_(std::exchange(other.staging_, "")),
+      marker_(std::move(other.marker_)) {}
+
+StagedDir::~StagedDir() {
+  if (!staging_.empty()) RemoveTree(staging_).IgnoreError();
+}
+
+absl::Status StagedDir::Write(const std::string& relative,
+                              absl::string_view bytes) {
+  std::vector<std::string> parts = absl::StrSplit(relative, '/');
+  for (const std::string& p : parts) {
+    if (p.empty() || p == "." || p == "..") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", relative, "' is not a plain relative path inside ", dest_));
+    }
+  }
+  if (staging_.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(dest_, ": already committed"));
+  }
+  std::string path = staging_;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    absl::StrAppend(&path, "/", parts[i]);
+    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Errno(path, "cannot create directory");
+    }
+  }
+  absl::StrAppend(&path, "/", parts.back());
+  std::string shown = absl::StrCat(dest_, "/", relative);
+  int fd = ::open(path.c_str(),
+                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return Errno(shown, "cannot create");
+  absl::Status s = WriteAll(fd, shown, bytes);
+  if (::close(fd) != 0 && s.ok()) s = Errno(shown, "close failed");
+  return s;
+}
+
+absl::Status StagedDir::Commit() {
+  if (staging_.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(dest_, ": already committed"));
+  }
+  if (::chmod(staging_.c_str(), 0755) != 0) {
+    return Errno(staging_, "chmod failed");
+  }
+  SyncDir(staging_);
+  struct stat st;
+  if (::lstat(dest_.c_str(), &st) != 0) {
+    if (errno != ENOENT) return Errno(dest_, "cannot inspect");
+    if (::rename(staging_.c_str(), dest_.c_str()) != 0) {
+      return Errno(dest_, "cannot move the staged directory into place");
+    }
+  } else {
+    if (!S_ISDIR(st.st_mode)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          dest_, ": exists and is not a directory (nothing was written)"));
+    }
+    struct stat mst;
+    std::string mark = absl::StrCat(dest_, "/", marker_);
+    bool ours = ::lstat(mark.c_str(), &mst) == 0 && S_ISREG(mst.st_mode);
+    if (!ours && ::rmdir(dest_.c_str()) != 0) {  // only an empty one goes
+      return absl::FailedPreconditionError(absl::StrCat(
+          dest_, ": exists, is not empty and is not an earlier output (no ",
+          marker_, "); nothing was written"));
+    }
+    if (!ours) {
+      if (::rename(staging_.c_str(), dest_.c_str()) != 0) {
+        return Errno(dest_, "cannot move the staged directory into place");
+      }
+    } else if (::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, dest_.c_str(),
+                           RENAME_EXCHANGE) != 0) {
+      return Errno(dest_, "cannot exchange with the staged directory");
+    } else {
+      // staging_ now holds the earlier output.
+      absl::Status s = RemoveTree(staging_);
+      staging_.clear();
+      SyncDir(SplitPath(dest_).first);
+      return s;
+    }
+  }
+  staging_.clear();
+  SyncDir(SplitPath(dest_).first);
+  return absl::OkStatus();
+}
+
+}  // namespace lathe

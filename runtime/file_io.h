@@ -1,0 +1,98 @@
+// -----------------------------------------------------------------------------
+// File: file_io.h
+// -----------------------------------------------------------------------------
+//
+// Files read and written without harm: a read is bounded (a symlink to
+// /dev/zero or a huge file is one clear error, not an exhausted heap) and
+// reads its source once, so pipes work (`--input x=<(cat x.npy)`); a single
+// file is written through a unique temporary file created exclusively,
+// fsync'd and renamed into place; a whole directory of files is staged
+// beside its destination and moved there in one step, so a reader sees
+// every file of a run or none.
+//
+// Example:
+//
+//   ASSIGN_OR_RETURN(std::string text, ReadFileLimited("g.txt", 64 << 20));
+//   ASSIGN_OR_RETURN(StagedDir out, StagedDir::Create("out", ".lathec"));
+//   RETURN_IF_ERROR(out.Write("out0.npy", bytes));
+//   RETURN_IF_ERROR(out.Commit());   // "out" now holds exactly these files
+//
+// A StagedDir that is destroyed without Commit() removes what it staged.
+
+#ifndef LATHE_RUNTIME_FILE_IO_H_
+#define LATHE_RUNTIME_FILE_IO_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace lathe {
+
+// ReadFileLimited()
+//
+// The contents of `path` (a file, pipe or device), read once; an error
+// naming the path when it cannot be opened or holds more than `max_bytes`.
+absl::StatusOr<std::string> ReadFileLimited(const std::string& path,
+                                            int64_t max_bytes);
+
+// WriteFileAtomic()
+//
+// Replaces `path` with `bytes`: a fresh temporary file in the same
+// directory (created with O_EXCL, so a planted file or symlink is never
+// followed), fsync'd, then renamed over `path`.
+absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes);
+
+// RemoveTree()
+//
+// Removes `path` and, for a directory, everything under it, never following
+// symbolic links.
+absl::Status RemoveTree(const std::string& path);
+
+// A directory of files that appears at its destination all at once.
+class StagedDir {
+ public:
+  // Create()
+  //
+  // Stages files for directory `dest` in a new private directory beside it.
+  // `marker` names a file written into the staged directory; Commit() may
+  // replace an existing `dest` only when it is empty or has that marker (a
+  // previous run's output), never a directory of other files.
+  static absl::StatusOr<StagedDir> Create(const std::string& dest,
+                                          const std::string& marker);
+
+  StagedDir(StagedDir&& other) noexcept;
+  StagedDir& operator=(StagedDir&& other) = delete;
+  StagedDir(const StagedDir&) = delete;
+  ~StagedDir();
+
+  // Write()
+  //
+  // Writes `relative` (e.g. "0/out0.npy"; no "..", no leading "/") into the
+  // staged directory, creating its parent directories.
+  absl::Status Write(const std::string& relative, absl::string_view bytes);
+
+  // Commit()
+  //
+  // Moves the staged directory to `dest` in one rename (an atomic exchange
+  // when `dest` exists, whose old contents are then removed).
+  absl::Status Commit();
+
+  const std::string& dest() const { return dest_; }
+
+ private:
+  StagedDir(std::string dest, std::string staging, std::string marker)
+      : dest_(std::move(dest)),
+        staging_(std::move(staging)),
+        marker_(std::move(marker)) {}
+
+  std::string dest_;
+  std::string staging_;  // empty once committed or moved from
+  std::string marker_;
+};
+
+}  // namespace lathe
+
+#endif  // LATHE_RUNTIME_FILE_IO_H_

@@ -1,0 +1,192 @@
+#include "runtime/file_io.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace lathe {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::string Tmp(const std::string& name) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  std::string dir = absl::StrCat(tmp ? tmp : "/tmp", "/file_io");
+  ::mkdir(dir.c_str(), 0755);
+  return absl::StrCat(dir, "/", name);
+}
+
+void Put(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+std::string Get(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The entries of `dir`, sorted, without "." and "..".
+std::vector<std::string> List(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") out.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(ReadFileLimitedTest, ReadsAFileWithinTheLimit) {
+  std::string path = Tmp("small.txt");
+  Put(path, "hello");
+  EXPECT_EQ(*ReadFileLimited(path, 5), "hello");
+  absl::StatusOr<std::string> r = ReadFileLimited(path, 4);
+  EXPECT_EQ(r.status().message(),
+            absl::StrCat(path, ": larger than the limit of 4 bytes"));
+}
+
+TEST(ReadFileLimitedTest, AnEndlessDeviceIsAnErrorNotAnExhaustedHeap) {
+  absl::StatusOr<std::string> r = ReadFileLimited("/dev/zero", 1 << 20);
+  EXPECT_EQ(r.status().message(),
+            "/dev/zero: larger than the limit of 1048576 bytes");
+}
+
+TEST(ReadFileLimitedTest, APipeIsReadOnce) {
+  std::string fifo = Tmp("fifo");
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] { Put(fifo, "through a pipe"); });
+  absl::StatusOr<std::string> r = ReadFileLimited(fifo, 100);
+  writer.join();
+  EXPECT_EQ(*r, "through a pipe");
+}
+
+TEST(ReadFileLimitedTest, MissingFileAndDirectoryAreErrors) {
+  EXPECT_THAT(ReadFileLimited(Tmp("nosuch"), 10).status().message(),
+              HasSubstr("nosuch: cannot open: No such file or directory"));
+  EXPECT_THAT(ReadFileLimited("/", 10).status().message(),
+              HasSubstr("/: is a directory, not a file"));
+}
+
+TEST(WriteFileAtomicTest, ReplacesAPlantedSymlinkInsteadOfFollowingIt) {
+  std::string secret = Tmp("secret.txt"), path = Tmp("planted.npy");
+  Put(secret, "keep me");
+  ::unlink(path.c_str());
+  ASSERT_EQ(::symlink(secret.c_str(), path.c_str()), 0);
+  ASSERT_TRUE(WriteFileAtomic(path, "new").ok());
+  EXPECT_EQ(Get(secret), "keep me");
+  EXPECT_EQ(Get(path), "new");
+  struct stat st;
+  ASSERT_EQ(::lstat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+}
+
+TEST(WriteFileAtomicTest, LeavesNoTemporaryFileBehind) {
+  std::string dir = Tmp("atomic_dir");
+  ::mkdir(dir.c_str(), 0755);
+  ASSERT_TRUE(WriteFileAtomic(dir + "/a.npy", "x").ok());
+  EXPECT_THAT(List(dir), ElementsAre("a.npy"));
+  EXPECT_FALSE(WriteFileAtomic(dir + "/nosuchdir/a.npy", "x").ok());
+}
+
+TEST(StagedDirTest, FilesAppearOnlyOnCommit) {
+  std::string dest = Tmp("staged_out");
+  ASSERT_TRUE(RemoveTree(dest).ok());
+  {
+    absl::StatusOr<StagedDir> s = StagedDir::Create(dest, ".marker");
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE(s->Write("out0.npy", "zero").ok());
+    ASSERT_TRUE(s->Write("1/out1.npy", "one").ok());
+    EXPECT_FALSE(::access(dest.c_str(), F_OK) == 0);
+    ASSERT_TRUE(s->Commit().ok());
+  }
+  EXPECT_THAT(List(dest), ElementsAre(".marker", "1", "out0.npy"));
+  EXPECT_EQ(Get(dest + "/1/out1.npy"), "one");
+}
+
+TEST(StagedDirTest, AnAbandonedStageLeavesNothing) {
+  std::string parent = Tmp("abandon");
+  ASSERT_TRUE(RemoveTree(parent).ok());
+  {
+    absl::StatusOr<StagedDir> s = StagedDir::Create(parent + "/out", ".m");
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(s->Write("out0.npy", "zero").ok());
+  }
+  EXPECT_TRUE(List(parent).empty());
+}
+
+TEST(StagedDirTest, ReplacesAnEarlierOutputWholeWithNoStaleFiles) {
+  std::string dest = Tmp("rerun");
+  ASSERT_TRUE(RemoveTree(dest).ok());
+  for (const std::string& name : {"old.npy", "new.npy"}) {
+    absl::StatusOr<StagedDir> s = StagedDir::Create(dest, ".m");
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(s->Write(name, name).ok());
+    ASSERT_TRUE(s->Commit().ok());
+  }
+  EXPECT_THAT(List(dest), ElementsAre(".m", "new.npy"));
+  EXPECT_THAT(
+      List(Tmp("")),
+      ::testing::Not(::testing::Contains(::testing::HasSubstr(".rerun.tmp-"))));
+}
+
+TEST(StagedDirTest, NeverReplacesAForeignDirectoryOrASymlink) {
+  std::string dest = Tmp("foreign");
+  ASSERT_TRUE(RemoveTree(dest).ok());
+  ::mkdir(dest.c_str(), 0755);
+  Put(dest + "/thesis.tex", "precious");
+  absl::StatusOr<StagedDir> s = StagedDir::Create(dest, ".m");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->Commit().message(),
+            absl::StrCat(dest,
+                         ": exists, is not empty and is not an earlier output "
+                         "(no .m); nothing was written"));
+  EXPECT_THAT(List(dest), ElementsAre("thesis.tex"));
+
+  std::string link = Tmp("linked_out");
+  ::unlink(link.c_str());
+  ASSERT_EQ(::symlink(dest.c_str(), link.c_str()), 0);
+  absl::StatusOr<StagedDir> t = StagedDir::Create(link, ".m");
+  ASSERT_TRUE(t.ok());
+  EXPECT_THAT(t->Commit().message(), HasSubstr("is not a directory"));
+}
+
+TEST(StagedDirTest, AnEmptyDirectoryIsReplaced) {
+  std::string dest = Tmp("empty_out");
+  ASSERT_TRUE(RemoveTree(dest).ok());
+  ::mkdir(dest.c_str(), 0755);
+  absl::StatusOr<StagedDir> s = StagedDir::Create(dest, ".m");
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(s->Write("a", "1").ok());
+  ASSERT_TRUE(s->Commit().ok());
+  EXPECT_THAT(List(dest), ElementsAre(".m", "a"));
+}
+
+TEST(StagedDirTest, WritesStayInside) {
+  absl::StatusOr<StagedDir> s = StagedDir::Create(Tmp("inside"), ".m");
+  ASSERT_TRUE(s.ok());
+  for (const char* bad : {"../escape", "/etc/x", "a//b", ""}) {
+    EXPECT_THAT(s->Write(bad, "x").message(),
+                HasSubstr("is not a plain relative path inside"))
+        << bad;
+  }
+  EXPECT_THAT(s->Write(".m", "x").message(), HasSubstr("cannot create"));
+}
+
+}  // namespace
+}  // namespace lathe
