@@ -304,6 +304,35 @@ class InputChecker {
       RETURN_IF_ERROR(
           Bind(dim_where, t.sizes[d], symbolic::Int(v.tensor.sizes()[d])));
     }
+    // The layout the graph was compiled for: a stride matters where its
+    // dimension has more than one element.
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      if (v.tensor.sizes()[d] < 2) continue;
+      std::string dim_where = absl::StrCat(where, " stride(", d, ")");
+      RETURN_IF_ERROR(
+          Bind(dim_where, t.strides[d], symbolic::Int(v.tensor.strides()[d])));
+    }
+    return absl::OkStatus();
+  }
+
+  // Checks the sizes and strides that are expressions of symbols, once every
+  // input has bound its symbols.
+  absl::Status Finish() const {
+    symbolic::Assignment values;
+    for (const auto& [symbol, e] : bound_) {
+      if (e.is_number() && e.is_int()) {
+        values[symbol] = symbolic::Value::Int(e.int_value());
+      }
+    }
+    for (const Deferred& d : deferred_) {
+      absl::StatusOr<symbolic::Value> want = symbolic::Evaluate(d.want, values);
+      if (!want.ok() || want->type != symbolic::ExprType::kInt) continue;
+      if (want->i != d.got) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(d.where, ": expected ", symbolic::ToString(d.want),
+                         " = ", want->i, ", got ", d.got));
+      }
+    }
     return absl::OkStatus();
   }
 
@@ -327,11 +356,19 @@ class InputChecker {
       }
       return absl::OkStatus();
     }
-    return absl::OkStatus();  // an expression of symbols: checked by guards
-                              // later
+    if (got.is_number() && got.is_int()) {
+      deferred_.push_back({where, want, got.int_value()});
+    }
+    return absl::OkStatus();  // an expression of symbols: see Finish()
   }
 
+  struct Deferred {
+    std::string where;
+    symbolic::Expr want;
+    int64_t got;
+  };
   absl::flat_hash_map<symbolic::Expr, symbolic::Expr> bound_;
+  std::vector<Deferred> deferred_;
 };
 
 bool SameStorage(const Value& v, const Storage& s) {
@@ -360,6 +397,7 @@ absl::StatusOr<Interpretation> Interpret(
         checker.Check(*placeholders[i], static_cast<int>(i), inputs[i]));
     env[placeholders[i]] = inputs[i];
   }
+  RETURN_IF_ERROR(checker.Finish());
   Interpretation result;
   result.mutated_inputs.assign(placeholders.size(), false);
   for (const auto& node : graph.nodes()) {

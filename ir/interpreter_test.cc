@@ -202,6 +202,40 @@ TEST(InterpreterTest, InputsAreCheckedAgainstTheirAnnotations) {
               HasSubstr("the graph takes 3 inputs, got 1"));
 }
 
+// The layout the graph was compiled for is part of the contract: a
+// transposed (Fortran-order) input for a row-major annotation is refused,
+// not read through the wrong strides.
+TEST(InterpreterTest, InputStridesAreCheckedAgainstTheirAnnotations) {
+  std::unique_ptr<Graph> g = FromText(
+      R"g(def forward(self, a: "f32[3, 2][2, 1]cpu", b: "f32[s0, s1]", c: "f32[s0, 1][1, 1]cpu"):
+    return (a, b, c)
+)g");
+  Tensor row = Filled({3, 2}, 1);
+  Tensor col = *Filled({2, 3}, 1).AsStrided({3, 2}, {1, 3}, 0);
+  Tensor c = Filled({3, 1}, 1);
+  EXPECT_TRUE(Interpret(*g, {Value::OfTensor(row), Value::OfTensor(row),
+                             Value::OfTensor(c)})
+                  .ok());
+  EXPECT_EQ(Interpret(*g, {Value::OfTensor(col), Value::OfTensor(row),
+                           Value::OfTensor(c)})
+                .status()
+                .message(),
+            "input 0 ('a') stride(0): expected 2, got 1");
+  // b's strides are [s1, 1]: s1 is bound by its size.
+  EXPECT_EQ(Interpret(*g, {Value::OfTensor(row), Value::OfTensor(col),
+                           Value::OfTensor(c)})
+                .status()
+                .message(),
+            "input 1 ('b') stride(0): s1 is 2 from an earlier input, got 1");
+  // A dimension of size 1 may have any stride; the others may not.
+  Tensor c_odd = *Filled({3, 5}, 1).AsStrided({3, 1}, {5, 1}, 0);
+  EXPECT_EQ(Interpret(*g, {Value::OfTensor(row), Value::OfTensor(row),
+                           Value::OfTensor(c_odd)})
+                .status()
+                .message(),
+            "input 2 ('c') stride(0): expected 1, got 5");
+}
+
 TEST(InterpreterTest, OpErrorsNameTheNode) {
   std::unique_ptr<Graph> g = FromText(R"g(def forward(self, a, b):
     mm = torch.ops.aten.mm.default(a, b)

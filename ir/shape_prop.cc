@@ -24,10 +24,18 @@ struct Directives {
   absl::flat_hash_map<std::string, symbolic::Value> hints;
   absl::flat_hash_map<std::string, std::pair<int64_t, int64_t>> ranges;
   absl::flat_hash_map<std::string, std::string> alias_of;  // input -> input
+  // The directive text that gave each hint and range (for errors).
+  absl::flat_hash_map<std::string, std::string> hint_text, range_text;
 };
 
 absl::StatusOr<Directives> ReadDirectives(const Graph& g) {
   Directives d;
+  absl::flat_hash_set<std::string> composites;
+  for (const Directive& dir : g.directives()) {
+    std::vector<std::string> w =
+        absl::StrSplit(dir.text, ' ', absl::SkipEmpty());
+    if (w.size() >= 3 && w[0] == "composite") composites.insert(w[1]);
+  }
   for (const Directive& dir : g.directives()) {
     std::vector<std::string> w =
         absl::StrSplit(dir.text, ' ', absl::SkipEmpty());
@@ -36,9 +44,20 @@ absl::StatusOr<Directives> ReadDirectives(const Graph& g) {
           absl::StrCat("# lathe: ", dir.text, ": ", why));
     };
     if (w.empty()) return bad("empty directive");
+    // A name a directive gives must be one of the graph's inputs (or a
+    // composite input, which flattening replaces by its inner tensors).
+    auto input = [&](const std::string& name) -> absl::Status {
+      const Node* n = g.Find(name);
+      if ((n != nullptr && n->kind() == Node::Kind::kPlaceholder) ||
+          composites.contains(name)) {
+        return absl::OkStatus();
+      }
+      return bad(absl::StrCat("'", name, "' is not an input of the graph"));
+    };
     if (w[0] == "hint" && w.size() == 3) {
       int64_t i;
       double f;
+      d.hint_text[w[1]] = dir.text;
       if (absl::SimpleAtoi(w[2], &i)) {
         d.hints[w[1]] = symbolic::Value::Int(i);
       } else if (absl::SimpleAtod(w[2], &f)) {
@@ -53,12 +72,15 @@ absl::StatusOr<Directives> ReadDirectives(const Graph& g) {
         return bad("expected 'range SYMBOL LO HI' with LO <= HI");
       }
       d.ranges[w[1]] = {lo, hi};
+      d.range_text[w[1]] = dir.text;
     } else if (w[0] == "alias" && w.size() == 3) {
+      for (int k : {1, 2}) RETURN_IF_ERROR(input(w[k]));
       d.alias_of[w[2]] = w[1];
     } else if (((w[0] == "requires_grad" || w[0] == "non_leaf") &&
                 w.size() == 2) ||
                (w[0] == "composite" && w.size() >= 3)) {
       // Recorded for AOT; no effect on shapes.
+      if (w[0] != "composite") RETURN_IF_ERROR(input(w[1]));
     } else {
       return bad(
           "unknown directive (expected hint, range, alias, requires_grad, "
@@ -181,6 +203,7 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
   absl::flat_hash_map<std::string, StorageId> input_storage;
   StorageId next_storage = 0;
   absl::flat_hash_set<symbolic::Expr> known;  // symbols bound so far
+  absl::flat_hash_set<std::string> declared;  // by the inputs' annotations
   std::vector<Node*> placeholders = graph.Placeholders();
   for (size_t k = 0; k < placeholders.size(); ++k) {
     Node* p = placeholders[k];
@@ -194,6 +217,7 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
     auto declare = [&](symbolic::Expr e,
                        const symbolic::Source& source) -> absl::Status {
       for (symbolic::Expr s : symbolic::FreeSymbols(e)) {
+        declared.insert(std::string(s.name()));
         if (env.HintOf(s).has_value() || env.IsUnbacked(s)) continue;
         std::optional<symbolic::Value> hint;
         if (auto it = d.hints.find(std::string(s.name())); it != d.hints.end())
@@ -201,8 +225,13 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
         RETURN_IF_ERROR(env.DeclareSymbol(s, hint, source));
         if (auto r = d.ranges.find(std::string(s.name()));
             r != d.ranges.end()) {
-          RETURN_IF_ERROR(
-              env.ConstrainRange(s, r->second.first, r->second.second));
+          absl::Status st =
+              env.ConstrainRange(s, r->second.first, r->second.second);
+          if (!st.ok()) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("# lathe: ", d.range_text[r->first], ": ",
+                             st.message(), " (from input '", p->name(), "')"));
+          }
         }
       }
       return absl::OkStatus();
@@ -230,6 +259,13 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
     std::vector<std::pair<symbolic::Expr, std::string>> by_caller;
     BindUnbacked(m, "", env, known, by_caller);
     values[p] = FromMeta(m);
+  }
+  // A hint must name a symbol of the inputs' annotations.
+  for (const auto& [name, text] : d.hint_text) {
+    if (!declared.contains(name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "# lathe: ", text, ": no input's annotation has the symbol ", name));
+    }
   }
   int unbacked_ints = 0;  // made so far by this propagation
   for (const auto& node : graph.nodes()) {
@@ -306,11 +342,24 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
     for (const auto& [symbol, path] : n.unbacked_bindings()) {
       unbacked_ints += symbol.is_int();
     }
+    for (int k = 0; k < unbacked_ints; ++k) {
+      declared.insert(absl::StrCat("u", k));
+    }
     if (MutatesMetadata(n.target()) && !n.args().empty() &&
         n.args()[0].kind == Arg::Kind::kNode) {
       SetObjectValue(*n.args()[0].node, out, values);
     }
     values[&n] = std::move(out);
+  }
+  // A range must name a symbol of the inputs or one the graph makes.
+  for (const auto& [name, text] : d.range_text) {
+    if (!declared.contains(name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("# lathe: ", text,
+                       ": neither an input's annotation nor the graph has "
+                       "the symbol ",
+                       name));
+    }
   }
   return absl::OkStatus();
 }

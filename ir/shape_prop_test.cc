@@ -122,6 +122,28 @@ TEST(ShapePropTest, Errors) {
       {"# lathe: frobnicate\ndef forward(self, x: \"f32[s0]\"):\n    return "
        "(x,)\n",
        "unknown directive"},
+      // Typos in directives are errors, not silently ignored.
+      {"# lathe: alias x nosuch\ndef forward(self, x: \"f32[2]\"):\n    "
+       "return (x,)\n",
+       "# lathe: alias x nosuch: 'nosuch' is not an input of the graph"},
+      {"# lathe: requires_grad nosuch\ndef forward(self, x: \"f32[2]\"):\n"
+       "    return (x,)\n",
+       "# lathe: requires_grad nosuch: 'nosuch' is not an input of the graph"},
+      {"# lathe: non_leaf y\ndef forward(self, x: \"f32[2]\"):\n"
+       "    return (x,)\n",
+       "# lathe: non_leaf y: 'y' is not an input of the graph"},
+      {"# lathe: hint s9 4\ndef forward(self, x: \"f32[s0]\"):\n    return "
+       "(x,)\n",
+       "# lathe: hint s9 4: no input's annotation has the symbol s9"},
+      {"# lathe: range s9 2 4\ndef forward(self, x: \"f32[s0]\"):\n    "
+       "return (x,)\n",
+       "# lathe: range s9 2 4: neither an input's annotation nor the graph has "
+       "the symbol s9"},
+      // A range the example input violates.
+      {"# lathe: hint s0 4\n# lathe: range s0 8 10\ndef forward(self, x: "
+       "\"f32[s0]\"):\n    return (x,)\n",
+       "# lathe: range s0 8 10: hint 4 of s0 is outside the range [8, 10] "
+       "(from input 'x')"},
   };
   for (const Case& c : cases) {
     std::unique_ptr<Graph> g = FromText(c.text);

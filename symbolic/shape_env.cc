@@ -486,10 +486,15 @@ absl::Status ShapeEnv::DeclareSymbol(Expr symbol, std::optional<Value> hint,
                        " does not match the type of ", symbol.name()));
     }
     info.hint = *hint;
+    bool specialize = false;
     if (symbol.is_positive()) {
       info.size_like = true;
       IntBound lo = settings_.specialize_zero_one ? 2 : 1;
       info.range = ValueRange::Int(lo, kIntInf);
+      // As PyTorch: an example size of 0 or 1 makes that size static.
+      specialize = settings_.specialize_zero_one && !symbol.is_float() &&
+                   (hint->i == 0 || hint->i == 1);
+      if (specialize) info.range = ValueRange::Int(hint->i, hint->i);
     }
     if (!symbol.is_float() &&
         !info.range.Contains(ValueRange::Int(hint->i, hint->i))) {
@@ -498,6 +503,12 @@ absl::Status ShapeEnv::DeclareSymbol(Expr symbol, std::optional<Value> hint,
                        " is outside its range ", info.range.ToString()));
     }
     backed_.push_back(symbol);
+    if (specialize) {
+      symbols_[symbol] = std::move(info);
+      Bump();
+      SetReplacement(symbol, Int(hint->i));
+      return absl::OkStatus();
+    }
   } else {
     info.unbacked = true;
     info.unbacked_index = next_unbacked_++;
@@ -633,6 +644,13 @@ absl::Status ShapeEnv::ConstrainRange(Expr symbol, IntBound lo, IntBound hi) {
         "did not create");
   }
   ValueRange r = it->second.range.Intersect(ValueRange::Int(lo, hi));
+  const std::optional<Value>& hint = it->second.hint;
+  if (!it->second.unbacked && hint && hint->type == ExprType::kInt &&
+      !ValueRange::Int(lo, hi).Contains(ValueRange::Int(hint->i, hint->i))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "hint ", hint->i, " of ", symbol.name(), " is outside the range ",
+        ValueRange::Int(lo, hi).ToString()));
+  }
   if (r.IsEmpty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("range of ", symbol.name(),

@@ -152,8 +152,9 @@ class ShapeEnv {
   //
   // Adopts a symbol that already appears in a graph's annotations: with a
   // hint it is backed (sizes s<n>: range [2, int_oo] under 0/1
-  // specialization), without one it is unbacked. Error if the symbol is
-  // already known.
+  // specialization, and a hint of 0 or 1 replaces the symbol by that
+  // constant, as PyTorch does), without one it is unbacked. Error if the
+  // symbol is already known.
   absl::Status DeclareSymbol(Expr symbol, std::optional<Value> hint,
                              const Source& source);
 

@@ -465,6 +465,23 @@ TEST(ShapeEnvDeclareTest, HintedSymbolsAreBackedSizesUnhintedAreUnbacked) {
   EXPECT_EQ(env.RangeOf(s0).ToString(), "[2, int_oo]");
 }
 
+// As PyTorch's ShapeEnv: an example size of 0 or 1 is specialized (the
+// symbol is replaced by the constant and the guards check it).
+TEST(ShapeEnvDeclareTest, ZeroOneHintsSpecialize) {
+  ShapeEnv env;
+  Expr s0 = DefaultSymbol("s0"), s1 = DefaultSymbol("s1");
+  ASSERT_TRUE(env.DeclareSymbol(s0, Value::Int(1), Source::Size(0, 0)).ok());
+  ASSERT_TRUE(env.DeclareSymbol(s1, Value::Int(0), Source::Size(0, 1)).ok());
+  EXPECT_EQ(env.Simplify(Add(s0, Int(2))), Int(3));
+  EXPECT_EQ(env.Simplify(s1), Int(0));
+  EXPECT_EQ(env.RangeOf(s0).ToString(), "[1, 1]");
+  ShapeEnvSettings settings;
+  settings.specialize_zero_one = false;
+  ShapeEnv plain(settings);
+  ASSERT_TRUE(plain.DeclareSymbol(s0, Value::Int(1), Source::Size(0, 0)).ok());
+  EXPECT_EQ(plain.Simplify(s0), s0);
+}
+
 TEST(ShapeEnvDeclareTest, Errors) {
   ShapeEnv env;
   Expr s0 = DefaultSymbol("s0");
@@ -472,9 +489,8 @@ TEST(ShapeEnvDeclareTest, Errors) {
   absl::Status again = env.DeclareSymbol(s0, Value::Int(8), Source::Size(0, 0));
   EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(again.message(), "s0 is already declared");
-  absl::Status low =
-      env.DeclareSymbol(DefaultSymbol("s1"), Value::Int(1), Source::Size(0, 1));
-  EXPECT_EQ(low.message(), "hint 1 of s1 is outside its range [2, int_oo]");
+  absl::Status range = env.ConstrainRange(s0, 10, 20);
+  EXPECT_EQ(range.message(), "hint 8 of s0 is outside the range [10, 20]");
   absl::Status type = env.DeclareSymbol(DefaultSymbol("s2"), Value::Float(1.5),
                                         Source::Size(0, 2));
   EXPECT_EQ(type.message(), "hint 1.5 does not match the type of s2");
