@@ -43,7 +43,11 @@ class TypeParser {
   }
 
  private:
-  absl::StatusOr<CompositeLayout> One() {
+  absl::StatusOr<CompositeLayout> One(int depth = 1) {
+    if (depth > kMaxCompositeDepth) {
+      return Error(
+          absl::StrCat("nested deeper than ", kMaxCompositeDepth, " levels"));
+    }
     Skip();
     size_t start = at_;
     while (at_ < text_.size() &&
@@ -71,7 +75,7 @@ class TypeParser {
           }
           ++at_;
         }
-        ASSIGN_OR_RETURN(inner[k], One());
+        ASSIGN_OR_RETURN(inner[k], One(depth + 1));
       }
       Skip();
       if (at_ >= text_.size() || text_[at_] != ')')

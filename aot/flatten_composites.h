@@ -52,6 +52,9 @@ struct CompositeSignature {
 
 // DeclaredComposites()
 //
+// The deepest nesting a composite declaration may have (pair(pair(...))).
+inline constexpr int kMaxCompositeDepth = 16;
+
 // The layout of each input declared with `# lathe: composite NAME TYPE`, by
 // NAME; an error for an unknown type or input.
 absl::StatusOr<absl::flat_hash_map<std::string, CompositeLayout>>

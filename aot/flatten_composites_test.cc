@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "aot/aot_dispatch.h"
 #include "aot/aot_testing.h"
 #include "gmock/gmock.h"
@@ -293,6 +294,20 @@ def forward(self, x: "f32[2][1]cpu", y: "f32[2][1]cpu"):
   EXPECT_EQ(error("# lathe: composite x pair\n# lathe: composite y "
                   "scaled_int8"),
             "node 'add' mixes a pair and a scaled_int8");
+  // Nesting is bounded: a hostile declaration is one error, not gigabytes
+  // of layouts or a stack overflow.
+  std::string deep = "pair";
+  for (int i = 1; i < kMaxCompositeDepth; ++i) {
+    deep = absl::StrCat("pair(", deep, ", pair)");
+  }
+  EXPECT_EQ(error("# lathe: composite x " + deep), "ok");
+  std::string deeper = "pair(" + deep + ", pair)";
+  EXPECT_THAT(error("# lathe: composite x " + deeper),
+              ::testing::HasSubstr("nested deeper than 16 levels"));
+  std::string hostile;
+  for (int i = 0; i < 20000; ++i) hostile += "pair(";
+  EXPECT_THAT(error("# lathe: composite x " + hostile),
+              ::testing::HasSubstr("nested deeper than 16 levels"));
 }
 
 }  // namespace

@@ -72,11 +72,15 @@ constexpr BinaryOp kBinaryOps[] = {
     {">", "operator.gt"},
 };
 
+// Whether `target` was spelled `torch.ops.NAMESPACE.op...`: any qualified
+// name except Python's own callees (torch.sym_float, operator.add, ...),
+// which the parser keeps whole.
 bool IsOpTarget(absl::string_view target) {
-  return absl::StartsWith(target, "aten.") ||
-         absl::StartsWith(target, "prims.") ||
-         absl::StartsWith(target, "quantized.") ||
-         absl::StartsWith(target, "lathe.");
+  for (absl::string_view python :
+       {"torch.", "operator.", "_operator.", "math.", "builtins."}) {
+    if (absl::StartsWith(target, python)) return false;
+  }
+  return absl::StrContains(target, '.');
 }
 
 constexpr absl::string_view kLayouts[] = {"strided", "sparse_coo", "sparse_csr",

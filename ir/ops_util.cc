@@ -273,7 +273,10 @@ std::vector<symbolic::Expr> PointwiseStrides(
   if (!shape) return contiguous;
   const int64_t ndim = static_cast<int64_t>(shape->size());
   int64_t numel = 1;
-  for (int64_t s : *shape) numel *= s;
+  for (int64_t s : *shape) {
+    // Too many elements to address: shape propagation reports the result.
+    if (__builtin_mul_overflow(numel, s, &numel)) return contiguous;
+  }
   if (numel == 0 || ndim <= 1) return contiguous;
   // Each tensor operand's strides broadcast to the output shape.
   std::vector<std::vector<int64_t>> strides;

@@ -193,6 +193,26 @@ void BindUnbacked(
   }
 }
 
+// An error when a tensor in `m` has concrete sizes whose bytes int64 cannot
+// count (no later size product may overflow).
+absl::Status CheckByteCount(const ValueMeta& m) {
+  if (m.kind == ValueMeta::Kind::kTuple) {
+    for (const ValueMeta& e : m.elements) RETURN_IF_ERROR(CheckByteCount(e));
+    return absl::OkStatus();
+  }
+  if (m.kind != ValueMeta::Kind::kTensor) return absl::OkStatus();
+  int64_t bytes = ItemSize(m.tensor.dtype);
+  for (const symbolic::Expr& e : m.tensor.sizes) {
+    if (!e.is_number() || !e.is_int()) continue;
+    if (e.int_value() < 0 ||
+        __builtin_mul_overflow(bytes, e.int_value(), &bytes)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(m.ToAnnotation(), " is larger than int64 can count"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
@@ -212,6 +232,10 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
       return absl::InvalidArgumentError(absl::StrCat(
           "input '", p->name(),
           "' has no annotation; shape propagation needs its type"));
+    }
+    if (absl::Status st = CheckByteCount(m); !st.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", p->name(), "': ", st.message()));
     }
     // Declare the symbols the annotation introduces.
     auto declare = [&](symbolic::Expr e,
@@ -278,6 +302,10 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
             "' has no tensor annotation; shape propagation needs its type"));
       }
       n.meta().tensor.storage = next_storage++;
+      if (absl::Status st = CheckByteCount(n.meta()); !st.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("constant '", n.name(), "': ", st.message()));
+      }
       values[&n] = FromMeta(n.meta());
       continue;
     }
@@ -312,6 +340,7 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
       out.meta.storage_offset = env.Simplify(out.meta.storage_offset);
     }
     n.meta() = ToMeta(out);
+    if (absl::Status st = CheckByteCount(n.meta()); !st.ok()) return fail(st);
     std::vector<std::pair<symbolic::Expr, std::string>> previous =
         std::move(n.unbacked_bindings());
     n.unbacked_bindings().clear();

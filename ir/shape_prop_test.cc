@@ -139,6 +139,15 @@ TEST(ShapePropTest, Errors) {
        "return (x,)\n",
        "# lathe: range s9 2 4: neither an input's annotation nor the graph has "
        "the symbol s9"},
+      // Sizes whose byte count overflows int64 (checked, not UB).
+      {"def forward(self, x: \"f32[99999999999, 99999999999]\"):\n    "
+       "neg = torch.ops.aten.neg.default(x)\n    return (neg,)\n",
+       "input 'x': f32[99999999999, 99999999999] is larger than int64 can "
+       "count"},
+      {"def forward(self, a: \"f32[99999999999, 1]\", b: \"f32[1, "
+       "99999999999]\"):\n    add = torch.ops.aten.add.Tensor(a, b)\n    "
+       "return (add,)\n",
+       "node 'add': f32[99999999999, 99999999999]"},
       // A range the example input violates.
       {"# lathe: hint s0 4\n# lathe: range s0 8 10\ndef forward(self, x: "
        "\"f32[s0]\"):\n    return (x,)\n",

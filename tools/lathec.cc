@@ -3,12 +3,15 @@
 //   lathec run GRAPH --input NAME=FILE.npy ... [--backend interp] --out DIR
 //       compiles the graph through AOT dispatch (functionalization and its
 //       runtime-wrapper plan), runs the functional graph and then the plan,
-//       and writes DIR/out0.npy, out1.npy, ... and
-//       DIR/NAME.npy for every input the graph mutated; a scalar input is a
-//       0-d .npy (float64 -> float, int64 -> int). A constant the graph
-//       reads (`self.NAME`) is given the same way: --input NAME=FILE.npy.
+//       and writes DIR/out0.npy, out1.npy, ... and DIR/mutated/NAME.npy for
+//       every input the graph mutated; a scalar input is a 0-d .npy
+//       (float64 -> float, int64 -> int). A constant the graph reads
+//       (`self.NAME`) is given the same way: --input NAME=FILE.npy.
 //   lathec run GRAPH --inputs DIR1 --inputs DIR2 ... --out DIR
-//       replays several input sets (DIRk/NAME.npy) and writes DIR/<k>/...
+//       replays several input sets (DIRk/NAME.npy) and writes DIR/<k>/...;
+//       a set the first compile's guards do not admit (e.g. a size the
+//       first set had as 1, which is specialized) is compiled again, and
+//       "compiles=N" is printed with the reason for each recompile.
 //   A composite input (`# lathe: composite NAME TYPE`) is given as its inner
 //   tensors, NAME_a.npy, NAME_b.npy, ...; a composite output is written the
 //   same way (out0_a.npy, ...).
@@ -16,17 +19,27 @@
 //       also writes DIR/functionalize.txt (the functional graph),
 //       DIR/runtime_wrapper_plan.cc and DIR/subclass_wrapper_plan.cc (the
 //       plans as C++).
+//   --max-memory BYTES (suffixes K, M, G, T)
+//       the most memory the run's tensors may hold together (default: half
+//       the machine's physical memory); .npy files are bounded by it too.
 //
-// Every error is one line on stderr ("lathec: ...") with exit status 1 (2 for
-// usage); nothing is written unless the whole run succeeded.
+// Inputs are laid out as the graph's annotations say (a Fortran-order .npy
+// for a row-major input is copied into row-major order). Every error is one
+// line on stderr ("lathec: ...") with exit status 1 (2 for usage). The
+// files of a run are staged beside --out and moved there together, so they
+// all appear or none does; an existing --out is replaced whole when it is
+// empty or an earlier lathec output (it holds .lathec-out), and refused
+// otherwise. The same holds for --dump-dir (.lathec-dump).
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -34,11 +47,14 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "aot/aot_dispatch.h"
@@ -48,9 +64,14 @@
 #include "ir/interpreter.h"
 #include "ir/value.h"
 #include "runtime/composite.h"
+#include "runtime/copy.h"
+#include "runtime/file_io.h"
 #include "runtime/npy.h"
+#include "runtime/storage.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
+#include "symbolic/evaluate.h"
+#include "symbolic/guards.h"
 #include "symbolic/printer.h"
 
 namespace lathe {
@@ -58,7 +79,46 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: lathec run GRAPH (--input NAME=FILE.npy ... | --inputs DIR ...) "
-    "[--backend interp] --out DIR [--dump-dir DIR]";
+    "[--backend interp] --out DIR [--dump-dir DIR] [--max-memory BYTES]";
+
+// Graph text larger than this is refused before it is parsed.
+constexpr int64_t kMaxGraphBytes = int64_t{64} << 20;
+// The most compiles one replay may make.
+constexpr size_t kMaxCompiles = 8;
+// The files that mark a directory as lathec's own output (see the top).
+constexpr char kOutMarker[] = ".lathec-out";
+constexpr char kDumpMarker[] = ".lathec-dump";
+// Where mutated inputs are written, under --out.
+constexpr char kMutatedDir[] = "mutated";
+
+// "512M" -> 536870912.
+absl::StatusOr<int64_t> ParseBytes(absl::string_view text) {
+  int shift = 0;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'K':
+        shift = 10;
+        break;
+      case 'M':
+        shift = 20;
+        break;
+      case 'G':
+        shift = 30;
+        break;
+      case 'T':
+        shift = 40;
+        break;
+    }
+  }
+  if (shift != 0) text.remove_suffix(1);
+  int64_t n;
+  if (!absl::SimpleAtoi(text, &n) || n <= 0 ||
+      n > (int64_t{1} << (62 - shift))) {
+    return absl::InvalidArgumentError(
+        "--max-memory expects a positive number of bytes (e.g. 4G)");
+  }
+  return n << shift;
+}
 
 struct RunOptions {
   std::string graph;
@@ -67,6 +127,7 @@ struct RunOptions {
   std::string backend = "interp";
   std::string out;
   std::string dump_dir;
+  int64_t max_memory = PhysicalMemoryBytes() / 2;
 };
 
 absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
@@ -98,6 +159,9 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
       ASSIGN_OR_RETURN(o.out, value("--out"));
     } else if (a == "--dump-dir" || absl::StartsWith(a, "--dump-dir=")) {
       ASSIGN_OR_RETURN(o.dump_dir, value("--dump-dir"));
+    } else if (a == "--max-memory" || absl::StartsWith(a, "--max-memory=")) {
+      ASSIGN_OR_RETURN(std::string v, value("--max-memory"));
+      ASSIGN_OR_RETURN(o.max_memory, ParseBytes(v));
     } else if (absl::StartsWith(a, "--")) {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag ", a));
     } else if (o.graph.empty()) {
@@ -114,6 +178,16 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
     return absl::InvalidArgumentError(
         "use either --input or --inputs, not both");
   }
+  if (!o.dump_dir.empty()) {
+    auto inside = [](const std::string& a, const std::string& b) {
+      std::string x = absl::StrCat(a, "/"), y = absl::StrCat(b, "/");
+      return absl::StartsWith(x, y) || absl::StartsWith(y, x);
+    };
+    if (inside(o.out, o.dump_dir)) {
+      return absl::InvalidArgumentError(
+          "--dump-dir and --out must be separate directories");
+    }
+  }
   if (o.backend != "interp") {
     return absl::UnimplementedError(absl::StrCat(
         "backend '", o.backend, "' is not available yet (available: interp)"));
@@ -121,20 +195,9 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
   return o;
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return absl::NotFoundError(
-        absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// A placeholder's value from a .npy file.
-absl::StatusOr<ir::Value> LoadInput(const ir::Node& p,
-                                    const std::string& file) {
-  ASSIGN_OR_RETURN(Tensor t, ReadNpy(file));
+// A placeholder's value from its (already read) tensor.
+absl::StatusOr<ir::Value> InputValue(const ir::Node& p, const Tensor& t,
+                                     const std::string& file) {
   if (p.meta().kind != ir::ValueMeta::Kind::kSym) return ir::Value::OfTensor(t);
   if (t.dim() != 0) {
     return absl::InvalidArgumentError(
@@ -175,47 +238,185 @@ absl::StatusOr<Tensor> AsTensor(const ir::Value& v, int index) {
                    ", which cannot be saved as .npy"));
 }
 
-absl::Status MakeDirs(const std::string& dir) {
-  std::string path;
-  for (absl::string_view part : absl::StrSplit(dir, '/')) {
-    path += std::string(part) + "/";
-    if (part.empty()) continue;
-    if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          dir, ": cannot create directory: ", std::strerror(errno)));
-    }
-  }
-  return absl::OkStatus();
-}
-
+// A file lathec writes: its path relative to the output directory.
 struct PendingFile {
   std::string path;
   std::string bytes;
   std::string summary;
 };
 
-// The tensors of an operand in LeafNames order.
-void Leaves(const Operand& o, std::vector<Operand>* out) {
-  if (o.kind != Operand::Kind::kComposite) {
-    out->push_back(o);
-    return;
+// One input set: every file it names (NAME of NAME.npy), each read once
+// (so a pipe such as `--input x=<(cat x.npy)` works).
+struct InputSet {
+  std::string label;  // how errors name the set: "" or "input set 1 (DIR): "
+  absl::flat_hash_map<std::string, std::string> paths;
+  absl::flat_hash_map<std::string, Tensor> tensors;
+};
+
+// The names of the files a graph reads: each user argument's leaves (a
+// composite's inner tensors) and each constant.
+absl::StatusOr<std::vector<std::string>> FileNames(
+    const ir::Graph& graph,
+    const absl::flat_hash_map<std::string, aot::CompositeLayout>& composites) {
+  std::vector<std::string> names;
+  for (const ir::Node* p : graph.Placeholders()) {
+    auto it = composites.find(p->name());
+    aot::LeafNames(
+        p->name(),
+        it == composites.end() ? aot::CompositeLayout::Plain() : it->second,
+        &names);
   }
-  for (const Operand& i : o.composite->inner) Leaves(i, out);
+  for (const auto& node : graph.nodes()) {
+    if (node->kind() == ir::Node::Kind::kGetAttr) {
+      names.push_back(node->target());
+    }
+  }
+  return names;
 }
 
-// User argument `name` laid out as `l`, its leaves read from `files`.
-absl::StatusOr<Operand> LoadArgument(
-    const ir::Graph& graph, const std::string& name,
-    const aot::CompositeLayout& l,
-    const absl::flat_hash_map<std::string, std::string>& files) {
+absl::Status ReadSet(InputSet& set) {
+  for (const auto& [name, path] : set.paths) {
+    absl::StatusOr<Tensor> t = ReadNpy(path);
+    if (!t.ok()) {
+      return absl::Status(t.status().code(),
+                          absl::StrCat(set.label, t.status().message()));
+    }
+    set.tensors[name] = *std::move(t);
+  }
+  return absl::OkStatus();
+}
+
+// The tensor that holds placeholder `p`'s sizes in `set`: its own, or for a
+// composite its first inner tensor (whose sizes are the outer ones); null
+// when the set lacks it.
+const Tensor* OuterTensor(
+    const ir::Node& p,
+    const absl::flat_hash_map<std::string, aot::CompositeLayout>& composites,
+    const InputSet& set) {
+  std::vector<std::string> leaves;
+  auto it = composites.find(p.name());
+  aot::LeafNames(
+      p.name(),
+      it == composites.end() ? aot::CompositeLayout::Plain() : it->second,
+      &leaves);
+  auto t = set.tensors.find(leaves[0]);
+  return t == set.tensors.end() ? nullptr : &t->second;
+}
+
+// What an input set gives the bare symbols of the placeholders' annotations
+// (sizes, strides, int scalars): the compile-time hints when the set is
+// the first, and the values that lay its inputs out.
+struct SymbolValues {
+  absl::flat_hash_map<std::string, symbolic::Value> hints;
+  symbolic::Assignment values;
+};
+
+SymbolValues ValuesOf(
+    const ir::Graph& graph,
+    const absl::flat_hash_map<std::string, aot::CompositeLayout>& composites,
+    const InputSet& set) {
+  SymbolValues out;
+  auto give = [&](symbolic::Expr symbol, symbolic::Value v) {
+    out.hints.emplace(std::string(symbol.name()), v);
+    out.values.emplace(symbol, v);
+  };
+  for (const ir::Node* p : graph.Placeholders()) {
+    const ir::ValueMeta& m = p->meta();
+    const Tensor* t = OuterTensor(*p, composites, set);
+    if (t == nullptr) continue;  // reported by the run
+    if (m.kind == ir::ValueMeta::Kind::kSym && m.sym.is_symbol() &&
+        m.sym.is_int() && t->dim() == 0 && IsIntegral(t->dtype(), false)) {
+      give(m.sym, symbolic::Value::Int(static_cast<int64_t>(t->GetDouble({}))));
+    }
+    if (m.kind != ir::ValueMeta::Kind::kTensor || m.tensor.dim() != t->dim()) {
+      continue;
+    }
+    ir::ForEachSymbolDim(m.tensor, [&](symbolic::Expr e, bool stride, int d) {
+      give(e, symbolic::Value::Int(stride ? t->strides()[d] : t->sizes()[d]));
+    });
+  }
+  return out;
+}
+
+// `t` in the layout `m` (the annotation the graph was compiled for) gives
+// its sizes: the same tensor when it already is, else a copy laid out so.
+// A .npy file's order (C or Fortran) is how it was saved, not part of the
+// value, so lathec lays every input out as the graph expects.
+absl::StatusOr<Tensor> InAnnotatedLayout(const std::string& name,
+                                         const ir::TensorMeta& m,
+                                         const Tensor& t,
+                                         const symbolic::Assignment& values) {
+  if (m.dim() != t.dim() || m.dtype != t.dtype()) return t;  // the run says
+  std::vector<int64_t> strides(t.dim());
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    // Sizes other than the annotation's are the run's to report.
+    absl::StatusOr<symbolic::Value> size =
+        symbolic::Evaluate(m.sizes[d], values);
+    if (!size.ok() || size->type != symbolic::ExprType::kInt ||
+        size->i != t.sizes()[d]) {
+      return t;
+    }
+    absl::StatusOr<symbolic::Value> v =
+        symbolic::Evaluate(m.strides[d], values);
+    if (!v.ok() || v->type != symbolic::ExprType::kInt) return t;
+    strides[d] = v->i;
+  }
+  absl::StatusOr<symbolic::Value> offset =
+      symbolic::Evaluate(m.storage_offset, values);
+  int64_t off = offset.ok() && offset->type == symbolic::ExprType::kInt
+                    ? offset->i
+                    : t.storage_offset();
+  if (strides == t.strides() && off == t.storage_offset()) return t;
+  // Only a layout whose elements do not overlap can hold any value.
+  std::vector<int64_t> order(t.dim());
+  for (int64_t d = 0; d < t.dim(); ++d) order[d] = d;
+  std::sort(order.begin(), order.end(),
+            [&](int64_t a, int64_t b) { return strides[a] < strides[b]; });
+  int64_t extent = 1;  // elements spanned by the faster dims
+  bool empty = false;
+  for (int64_t d : order) {
+    if (t.sizes()[d] == 0) empty = true;
+    if (t.sizes()[d] < 2) continue;
+    if (strides[d] < extent) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", name, "': the graph was compiled for the layout ",
+          m.ToAnnotation(),
+          ", whose elements overlap; lathec cannot lay a "
+          "file out that way"));
+    }
+    int64_t span;
+    if (__builtin_mul_overflow(strides[d], t.sizes()[d] - 1, &span) ||
+        __builtin_add_overflow(span, 1, &extent)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", name, "': layout too large"));
+    }
+  }
+  if (off < 0) return t;
+  int64_t elements = empty ? 0 : off + extent;
+  ASSIGN_OR_RETURN(Tensor base, Tensor::Empty({elements}, t.dtype()));
+  ASSIGN_OR_RETURN(Tensor out, base.AsStrided(t.sizes(), strides, off));
+  RETURN_IF_ERROR(CopyTensor(out, t));
+  return out;
+}
+
+// User argument `name` laid out as `l`, its leaves taken from `set`.
+absl::StatusOr<Operand> LoadArgument(const ir::Graph& graph,
+                                     const std::string& name,
+                                     const aot::CompositeLayout& l,
+                                     const InputSet& set,
+                                     const symbolic::Assignment& values) {
   if (l.type == nullptr) {
-    auto it = files.find(name);
+    auto it = set.tensors.find(name);
     const ir::Node* p = graph.Find(name);
-    if (it == files.end() || p == nullptr) {
+    if (it == set.tensors.end() || p == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("missing input '", name, "'"));
     }
-    ASSIGN_OR_RETURN(ir::Value v, LoadInput(*p, it->second));
+    Tensor t = it->second;
+    if (p->meta().kind == ir::ValueMeta::Kind::kTensor) {
+      ASSIGN_OR_RETURN(t, InAnnotatedLayout(name, p->meta().tensor, t, values));
+    }
+    ASSIGN_OR_RETURN(ir::Value v, InputValue(*p, t, set.paths.at(name)));
     return aot::OperandOf(v);
   }
   std::vector<Operand> inner;
@@ -223,7 +424,7 @@ absl::StatusOr<Operand> LoadArgument(
     ASSIGN_OR_RETURN(
         Operand o,
         LoadArgument(graph, aot::InnerName(name, l, static_cast<int>(k)),
-                     l.inner[k], files));
+                     l.inner[k], set, values));
     inner.push_back(std::move(o));
   }
   std::vector<int64_t> sizes(OuterSizes(inner[0]).begin(),
@@ -239,40 +440,138 @@ absl::StatusOr<Operand> LoadArgument(
   return made;
 }
 
-// Runs one input set and returns the files it produces (not yet written).
-absl::StatusOr<std::vector<PendingFile>> RunOnce(
-    const ir::Graph& graph, const aot::AotGraph& aot,
-    const absl::flat_hash_map<std::string, std::string>& files,
-    const std::string& out_dir) {
+// The tensors of an operand in LeafNames order.
+void Leaves(const Operand& o, std::vector<Operand>* out) {
+  if (o.kind != Operand::Kind::kComposite) {
+    out->push_back(o);
+    return;
+  }
+  for (const Operand& i : o.composite->inner) Leaves(i, out);
+}
+
+// A compiled function: the dense functional graph and its plans, with the
+// guards that say which inputs (sizes, strides, scalar values) it admits.
+struct Compiled {
+  std::unique_ptr<ir::Graph> graph;
+  std::unique_ptr<symbolic::ShapeEnv> env;
+  aot::AotGraph aot;
+  std::optional<symbolic::GuardSet> guards;  // none for inputs it can't
+                                             // describe (e.g. a None input)
+};
+
+absl::StatusOr<std::unique_ptr<ir::Graph>> Parse(const RunOptions& o,
+                                                 absl::string_view text) {
+  absl::StatusOr<std::unique_ptr<ir::Graph>> parsed = ir::ParseGraph(text);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(o.graph, ": ", parsed.status().message()));
+  }
+  return parsed;
+}
+
+// Compiles `text` with `hints` for its symbols (as PyTorch compiles with
+// example inputs: sizes 0 and 1 are specialized).
+absl::StatusOr<std::unique_ptr<Compiled>> Compile(
+    const RunOptions& o, absl::string_view text,
+    const absl::flat_hash_map<std::string, symbolic::Value>& hints) {
+  auto c = std::make_unique<Compiled>();
+  ASSIGN_OR_RETURN(c->graph, Parse(o, text));
+  std::vector<symbolic::InputSpec> specs;
+  bool describable = true;
+  for (const ir::Node* p : c->graph->Placeholders()) {
+    const ir::ValueMeta& m = p->meta();
+    if (m.kind == ir::ValueMeta::Kind::kTensor) {
+      specs.push_back(symbolic::InputSpec::Tensor(
+          m.tensor.sizes, m.tensor.strides, m.tensor.storage_offset));
+    } else if (m.kind == ir::ValueMeta::Kind::kSym && !m.sym.is_bool()) {
+      specs.push_back(symbolic::InputSpec::Scalar(m.sym));
+    } else {
+      describable = false;
+    }
+  }
+  aot::AotOptions options;
+  options.mutations.shapes.hints = hints;
+  c->env = std::make_unique<symbolic::ShapeEnv>();
+  absl::StatusOr<aot::AotGraph> aot =
+      aot::AotDispatch(*c->graph, *c->env, options);
+  if (!aot.ok()) {
+    return absl::Status(aot.status().code(),
+                        absl::StrCat(o.graph, ": ", aot.status().message()));
+  }
+  c->aot = *std::move(aot);
+  if (describable) {
+    absl::StatusOr<symbolic::GuardSet> g = ProduceGuards(*c->env, specs);
+    if (g.ok()) c->guards = *std::move(g);
+  }
+  return c;
+}
+
+// The guard inputs of a set, one per placeholder of `graph` (the graph as
+// written); false when the set lacks one (the run reports it).
+bool GuardInputs(
+    const ir::Graph& graph,
+    const absl::flat_hash_map<std::string, aot::CompositeLayout>& composites,
+    const InputSet& set, std::vector<symbolic::GuardInput>* out) {
+  for (const ir::Node* p : graph.Placeholders()) {
+    const Tensor* t = OuterTensor(*p, composites, set);
+    if (t == nullptr) return false;
+    if (p->meta().kind == ir::ValueMeta::Kind::kTensor) {
+      out->push_back(symbolic::GuardInput::Tensor(t->sizes(), t->strides(),
+                                                  t->storage_offset()));
+    } else if (t->dim() != 0) {
+      return false;
+    } else if (IsFloatingPoint(t->dtype())) {
+      out->push_back(symbolic::GuardInput::Float(t->GetDouble({})));
+    } else {
+      out->push_back(
+          symbolic::GuardInput::Int(static_cast<int64_t>(t->GetDouble({}))));
+    }
+  }
+  return true;
+}
+
+// A guard as the user reads it: "x.size(0) == 1" for "t0.size(0) == 1".
+std::string DescribeGuard(const ir::Graph& graph,
+                          const symbolic::GuardSet& guards, int failed) {
+  std::string text = guards.Describe(failed);
+  std::vector<ir::Node*> inputs = graph.Placeholders();
+  for (size_t k = inputs.size(); k-- > 0;) {
+    text = absl::StrReplaceAll(
+        text,
+        {{absl::StrCat("t", k, "."), absl::StrCat(inputs[k]->name(), ".")},
+         {absl::StrCat("a", k), inputs[k]->name()}});
+  }
+  return text;
+}
+
+// Runs one input set through `c` and returns the files it produces (not yet
+// written), under `prefix` ("" or "1/").
+absl::StatusOr<std::vector<PendingFile>> RunOnce(const Compiled& c,
+                                                 const InputSet& set,
+                                                 const SymbolValues& values,
+                                                 const std::string& prefix) {
+  const ir::Graph& graph = *c.graph;
+  const aot::AotGraph& aot = c.aot;
   std::vector<Operand> args;
-  absl::flat_hash_map<std::string, bool> known;  // file names the run reads
   for (size_t i = 0; i < aot.names.size(); ++i) {
-    const aot::CompositeLayout& l = aot.signature.arguments[i];
-    std::vector<std::string> leaves;
-    aot::LeafNames(aot.names[i], l, &leaves);
-    for (const std::string& n : leaves) known[n] = true;
-    ASSIGN_OR_RETURN(Operand a, LoadArgument(graph, aot.names[i], l, files));
+    ASSIGN_OR_RETURN(
+        Operand a, LoadArgument(graph, aot.names[i], aot.signature.arguments[i],
+                                set, values.values));
     args.push_back(std::move(a));
   }
   // Constants (`self.NAME` attributes) are given like inputs, by NAME.
   absl::flat_hash_map<std::string, ir::Value> constants;
   for (const auto& node : graph.nodes()) {
     if (node->kind() != ir::Node::Kind::kGetAttr) continue;
-    auto it = files.find(node->target());
-    if (it == files.end()) {
+    auto it = set.tensors.find(node->target());
+    if (it == set.tensors.end()) {
       return absl::InvalidArgumentError(
           absl::StrCat("missing constant 'self.", node->target(),
                        "' (give it as --input ", node->target(), "=FILE.npy)"));
     }
-    ASSIGN_OR_RETURN(ir::Value v, LoadInput(*node, it->second));
+    ASSIGN_OR_RETURN(ir::Value v,
+                     InputValue(*node, it->second, set.paths.at(it->first)));
     constants[node->target()] = std::move(v);
-    known[node->target()] = true;
-  }
-  for (const auto& [name, file] : files) {
-    if (!known.contains(name)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the graph has no input named '", name, "'"));
-    }
   }
   ASSIGN_OR_RETURN(aot::UserCall r,
                    aot::InterpretAsUser(graph, aot, args, constants));
@@ -281,9 +580,9 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(
                  int index) -> absl::Status {
     ASSIGN_OR_RETURN(Tensor t, AsTensor(aot::ValueOf(o), index));
     ASSIGN_OR_RETURN(std::string bytes, EncodeNpy(t));
-    pending.push_back({absl::StrCat(out_dir, "/", name, ".npy"),
-                       std::move(bytes),
-                       absl::StrCat(name, ".npy: ", t.ToString())});
+    std::string path = absl::StrCat(prefix, name, ".npy");
+    pending.push_back(
+        {path, std::move(bytes), absl::StrCat(path, ": ", t.ToString())});
     return absl::OkStatus();
   };
   for (size_t k = 0; k < r.results.size(); ++k) {
@@ -295,6 +594,8 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(
       RETURN_IF_ERROR(add(names[j], leaves[j], static_cast<int>(k)));
     }
   }
+  // Mutated inputs go to mutated/, so no input name can collide with an
+  // output's file.
   for (size_t i = 0; i < aot.names.size(); ++i) {
     if (!r.mutated[i]) continue;
     std::vector<std::string> names;
@@ -302,155 +603,127 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(
     std::vector<Operand> leaves;
     Leaves(r.arguments[i], &leaves);
     for (size_t j = 0; j < leaves.size() && j < names.size(); ++j) {
-      RETURN_IF_ERROR(add(names[j], leaves[j], static_cast<int>(i)));
+      RETURN_IF_ERROR(add(absl::StrCat(kMutatedDir, "/", names[j]), leaves[j],
+                          static_cast<int>(i)));
     }
   }
   return pending;
 }
 
-// The .npy file that holds placeholder `p`'s first input, or "": NAME, or
-// for a composite its first inner tensor (whose sizes are the outer ones).
-std::string FirstFile(
-    const ir::Node& p,
-    const absl::flat_hash_map<std::string, aot::CompositeLayout>& composites,
-    const RunOptions& o) {
-  std::vector<std::string> leaves;
-  auto it = composites.find(p.name());
-  aot::LeafNames(
-      p.name(),
-      it == composites.end() ? aot::CompositeLayout::Plain() : it->second,
-      &leaves);
-  if (!o.input_dirs.empty()) {
-    return absl::StrCat(o.input_dirs[0], "/", leaves[0], ".npy");
-  }
-  for (const auto& [n, file] : o.inputs) {
-    if (n == leaves[0]) return file;
-  }
-  return "";
-}
-
-// Hints for the symbols in the placeholders' annotations, from the first
-// input set (unreadable files are left to the run to report).
-absl::flat_hash_map<std::string, symbolic::Value> FirstInputHints(
-    const ir::Graph& graph, const RunOptions& o) {
-  absl::flat_hash_map<std::string, symbolic::Value> hints;
-  // A bad declaration is reported by the compile that follows.
-  auto composites = aot::DeclaredComposites(graph);
-  if (!composites.ok()) return hints;
-  for (const ir::Node* p : graph.Placeholders()) {
-    // Only inputs with a symbol to hint are read (twice, then: once here).
-    const ir::ValueMeta& m = p->meta();
-    bool symbolic = m.kind == ir::ValueMeta::Kind::kSym && m.sym.is_symbol();
-    if (m.kind == ir::ValueMeta::Kind::kTensor) {
-      ir::ForEachSymbolDim(m.tensor,
-                           [&](symbolic::Expr, bool, int) { symbolic = true; });
-    }
-    if (!symbolic) continue;
-    std::string file = FirstFile(*p, *composites, o);
-    if (file.empty()) continue;
-    absl::StatusOr<Tensor> t = ReadNpy(file);
-    if (!t.ok()) continue;
-    if (m.kind == ir::ValueMeta::Kind::kSym && m.sym.is_symbol() &&
-        m.sym.is_int() && t->dim() == 0 && IsIntegral(t->dtype(), false)) {
-      hints[std::string(m.sym.name())] =
-          symbolic::Value::Int(static_cast<int64_t>(t->GetDouble({})));
-    }
-    if (m.kind != ir::ValueMeta::Kind::kTensor || m.tensor.dim() != t->dim()) {
-      continue;
-    }
-    ir::ForEachSymbolDim(m.tensor, [&](symbolic::Expr e, bool stride, int d) {
-      hints.emplace(
-          std::string(e.name()),
-          symbolic::Value::Int(stride ? t->strides()[d] : t->sizes()[d]));
-    });
-  }
-  return hints;
-}
-
 absl::Status Run(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(RunOptions o, ParseRun(args));
-  ASSIGN_OR_RETURN(std::string text, ReadFile(o.graph));
-  absl::StatusOr<std::unique_ptr<ir::Graph>> parsed = ir::ParseGraph(text);
-  if (!parsed.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(o.graph, ": ", parsed.status().message()));
+  SetHostMemoryLimit(o.max_memory);
+  ASSIGN_OR_RETURN(std::string text, ReadFileLimited(o.graph, kMaxGraphBytes));
+  // The graph as written: its file names, composites and placeholders.
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> written, Parse(o, text));
+  absl::StatusOr<absl::flat_hash_map<std::string, aot::CompositeLayout>>
+      composites = aot::DeclaredComposites(*written);
+  if (!composites.ok()) {
+    return absl::Status(
+        composites.status().code(),
+        absl::StrCat(o.graph, ": ", composites.status().message()));
   }
-  ir::Graph& graph = **parsed;
-  // The first input set's sizes are the compile-time hints (as PyTorch
-  // compiles with its example inputs).
-  aot::AotOptions options;
-  options.mutations.shapes.hints = FirstInputHints(graph, o);
-  symbolic::ShapeEnv env;
-  absl::StatusOr<aot::AotGraph> aot = aot::AotDispatch(graph, env, options);
-  if (!aot.ok()) {
-    return absl::Status(aot.status().code(),
-                        absl::StrCat(o.graph, ": ", aot.status().message()));
-  }
-  const aot::RuntimeWrapperPlan& plan = aot->plan;
-  // --inputs DIR reads DIR/NAME.npy for each file a user argument takes.
-  std::vector<std::string> input_files;
-  for (size_t i = 0; i < aot->names.size(); ++i) {
-    aot::LeafNames(aot->names[i], aot->signature.arguments[i], &input_files);
-  }
-  std::vector<PendingFile> all;
-  if (!o.dump_dir.empty()) {
-    all.push_back({o.dump_dir + "/functionalize.txt", ir::PrintGraph(graph),
-                   o.dump_dir + "/functionalize.txt"});
-    all.push_back(
-        {o.dump_dir + "/runtime_wrapper_plan.cc",
-         absl::StrCat(plan.has_symbolic_layouts() ? symbolic::CppPrelude() : "",
-                      plan.CppSource()),
-         o.dump_dir + "/runtime_wrapper_plan.cc"});
-    all.push_back({o.dump_dir + "/subclass_wrapper_plan.cc",
-                   aot->subclass.CppSource(),
-                   o.dump_dir + "/subclass_wrapper_plan.cc"});
-  }
+  ASSIGN_OR_RETURN(std::vector<std::string> names,
+                   FileNames(*written, *composites));
+  std::vector<InputSet> sets;
   if (!o.input_dirs.empty()) {
     for (size_t k = 0; k < o.input_dirs.size(); ++k) {
-      absl::flat_hash_map<std::string, std::string> files;
-      for (const std::string& name : input_files) {
-        files[name] = absl::StrCat(o.input_dirs[k], "/", name, ".npy");
+      InputSet set;
+      set.label = absl::StrCat("input set ", k, " (", o.input_dirs[k], "): ");
+      for (const std::string& name : names) {
+        set.paths[name] = absl::StrCat(o.input_dirs[k], "/", name, ".npy");
       }
-      absl::StatusOr<std::vector<PendingFile>> one =
-          RunOnce(graph, *aot, files, absl::StrCat(o.out, "/", k));
-      if (!one.ok()) {
-        return absl::Status(one.status().code(),
-                            absl::StrCat("input set ", k, " (", o.input_dirs[k],
-                                         "): ", one.status().message()));
-      }
-      for (PendingFile& f : *one) all.push_back(std::move(f));
+      sets.push_back(std::move(set));
     }
-    std::printf("compiles=1\n");
   } else {
-    absl::flat_hash_map<std::string, std::string> files;
+    InputSet set;
+    absl::flat_hash_set<std::string> known(names.begin(), names.end());
     for (const auto& [name, file] : o.inputs) {
-      if (!files.emplace(name, file).second) {
+      if (!set.paths.emplace(name, file).second) {
         return absl::InvalidArgumentError(
             absl::StrCat("input '", name, "' given twice"));
       }
+      if (!known.contains(name)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("the graph has no input named '", name, "'"));
+      }
     }
-    ASSIGN_OR_RETURN(std::vector<PendingFile> one,
-                     RunOnce(graph, *aot, files, o.out));
-    for (PendingFile& f : one) all.push_back(std::move(f));
+    sets.push_back(std::move(set));
   }
-  // Everything succeeded: now write.
-  for (const PendingFile& f : all) {
-    RETURN_IF_ERROR(MakeDirs(f.path.substr(0, f.path.rfind('/'))));
-  }
-  for (const PendingFile& f : all) {
-    std::string tmp = f.path + ".tmp-lathe";
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out.write(f.bytes.data(), static_cast<std::streamsize>(f.bytes.size()));
-      if (!out)
-        return absl::DataLossError(absl::StrCat(f.path, ": write failed"));
+  for (InputSet& set : sets) RETURN_IF_ERROR(ReadSet(set));
+
+  // Compile with the first set's sizes as hints, and again for a set the
+  // compiled functions' guards do not admit (as torch.compile recompiles).
+  std::vector<std::unique_ptr<Compiled>> compiled;
+  std::vector<std::string> reasons;
+  std::vector<PendingFile> all;
+  for (size_t k = 0; k < sets.size(); ++k) {
+    const InputSet& set = sets[k];
+    SymbolValues values = ValuesOf(*written, *composites, set);
+    std::vector<symbolic::GuardInput> inputs;
+    bool guardable = GuardInputs(*written, *composites, set, &inputs);
+    const Compiled* use = nullptr;
+    std::string reason;
+    for (const auto& c : compiled) {
+      int failed = -1;
+      if (!c->guards || !guardable || c->guards->Check(inputs, &failed)) {
+        use = c.get();
+        break;
+      }
+      if (reason.empty()) reason = DescribeGuard(*written, *c->guards, failed);
     }
-    if (std::rename(tmp.c_str(), f.path.c_str()) != 0) {
-      return absl::PermissionDeniedError(
-          absl::StrCat(f.path, ": cannot write"));
+    if (use == nullptr) {
+      if (compiled.size() >= kMaxCompiles) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat(set.label, "would need compile ", compiled.size() + 1,
+                         ", past the limit of ", kMaxCompiles,
+                         " (guard failed: ", reason, ")"));
+      }
+      ASSIGN_OR_RETURN(std::unique_ptr<Compiled> c,
+                       Compile(o, text, values.hints));
+      if (!compiled.empty()) {
+        reasons.push_back(absl::StrCat("recompile ", compiled.size(), " for ",
+                                       set.label, "guard failed: ", reason));
+      }
+      compiled.push_back(std::move(c));
+      use = compiled.back().get();
     }
-    std::printf("%s\n", f.summary.c_str());
+    std::string prefix = o.input_dirs.empty() ? "" : absl::StrCat(k, "/");
+    absl::StatusOr<std::vector<PendingFile>> one =
+        RunOnce(*use, set, values, prefix);
+    if (!one.ok()) {
+      return absl::Status(one.status().code(),
+                          absl::StrCat(set.label, one.status().message()));
+    }
+    for (PendingFile& f : *one) all.push_back(std::move(f));
   }
+  if (!o.input_dirs.empty()) {
+    std::printf("compiles=%zu\n", compiled.size());
+    for (const std::string& r : reasons) std::printf("%s\n", r.c_str());
+  }
+
+  // Everything succeeded: stage every file beside its directory, then move
+  // the directories into place (all files of the run appear, or none).
+  ASSIGN_OR_RETURN(StagedDir out, StagedDir::Create(o.out, kOutMarker));
+  for (const PendingFile& f : all) RETURN_IF_ERROR(out.Write(f.path, f.bytes));
+  std::optional<StagedDir> dump;
+  if (!o.dump_dir.empty()) {
+    const Compiled& c = *compiled.front();
+    const aot::RuntimeWrapperPlan& plan = c.aot.plan;
+    ASSIGN_OR_RETURN(StagedDir staged,
+                     StagedDir::Create(o.dump_dir, kDumpMarker));
+    dump.emplace(std::move(staged));
+    RETURN_IF_ERROR(dump->Write("functionalize.txt", ir::PrintGraph(*c.graph)));
+    RETURN_IF_ERROR(dump->Write(
+        "runtime_wrapper_plan.cc",
+        absl::StrCat(plan.has_symbolic_layouts() ? symbolic::CppPrelude() : "",
+                     plan.CppSource())));
+    RETURN_IF_ERROR(
+        dump->Write("subclass_wrapper_plan.cc", c.aot.subclass.CppSource()));
+  }
+  RETURN_IF_ERROR(out.Commit());
+  if (dump) RETURN_IF_ERROR(dump->Commit());
+  for (const PendingFile& f : all) std::printf("%s\n", f.summary.c_str());
   return absl::OkStatus();
 }
 

@@ -81,8 +81,8 @@ TEST(LathecTest, RunWritesOutputsAndMutatedInputs) {
                      "--input", "lr=" + lr, "--out", out});
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("out0.npy: f32[16, 32][32, 1]cpu"));
-  EXPECT_THAT(r.output, HasSubstr("param.npy: f32[16, 32][32, 1]cpu"));
-  for (const char* name : {"out0.npy", "param.npy"}) {
+  EXPECT_THAT(r.output, HasSubstr("mutated/param.npy: f32[16, 32][32, 1]cpu"));
+  for (const char* name : {"out0.npy", "mutated/param.npy"}) {
     Tensor t = *ReadNpy(out + "/" + name);
     ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
       EXPECT_EQ(t.GetDouble(i), 0.5);
@@ -119,7 +119,7 @@ def forward(self, a: "f32[2, 3][3, 1]cpu"):
                      out, "--dump-dir", dump});
   ASSERT_EQ(r.status, 0) << r.output;
   // a is now a0.T * 2 (3x2), and out0 that with a leading 1.
-  Tensor got_a = *ReadNpy(out + "/a.npy"), out0 = *ReadNpy(out + "/out0.npy");
+  Tensor got_a = *ReadNpy(out + "/mutated/a.npy"), out0 = *ReadNpy(out + "/out0.npy");
   EXPECT_EQ(got_a.sizes(), (std::vector<int64_t>{3, 2}));
   EXPECT_EQ(got_a.GetDouble({2, 1}), 2 * 5);  // a0[1][2] * 2
   EXPECT_EQ(got_a.GetDouble({0, 1}), 2 * 3);  // a0[1][0] * 2
