@@ -540,40 +540,51 @@ class GraphParser {
     RETURN_IF_ERROR(c.Expect("return", "'return'"));
     c.Skip();
     std::vector<Arg> results;
-    if (c.Accept("(")) {
-      graph_output_style_ = OutputStyle::kTuple;
+    // A returned value: a node or None.
+    auto one = [&]() -> absl::StatusOr<Arg> {
+      size_t at = c.pos();
+      ASSIGN_OR_RETURN(std::string name, c.Identifier("a returned value"));
+      if (name == "None") return Arg::None();
+      ASSIGN_OR_RETURN(Node * n, Defined(c, at, name));
+      return Arg::Of(n);
+    };
+    bool tuple = c.Peek() == '(';
+    if (tuple || c.Peek() == '[') {
+      const char* close = tuple ? ")" : "]";
+      c.Accept(tuple ? "(" : "[");
+      graph_output_style_ = tuple ? OutputStyle::kTuple : OutputStyle::kList;
       c.Skip();
-      if (!c.Accept(")")) {
+      if (!c.Accept(close)) {
         while (true) {
           c.Skip();
-          size_t at = c.pos();
-          ASSIGN_OR_RETURN(std::string name, c.Identifier("a returned value"));
-          ASSIGN_OR_RETURN(Node * n, Defined(c, at, name));
-          results.push_back(Arg::Of(n));
+          ASSIGN_OR_RETURN(Arg a, one());
+          results.push_back(std::move(a));
           c.Skip();
-          if (c.Accept(")")) break;
-          RETURN_IF_ERROR(c.Expect(",", "',' or ')' in the returned tuple"));
+          if (c.Accept(close)) break;
+          RETURN_IF_ERROR(c.Expect(
+              ",", absl::StrCat("',' or '", close, "' in the returned ",
+                                tuple ? "tuple" : "list")));
           c.Skip();
-          if (c.Accept(")")) break;
+          if (c.Accept(close)) break;
         }
       }
     } else {
-      size_t at = c.pos();
-      ASSIGN_OR_RETURN(std::string name, c.Identifier("a returned value"));
-      ASSIGN_OR_RETURN(Node * n, Defined(c, at, name));
-      results.push_back(Arg::Of(n));
+      ASSIGN_OR_RETURN(Arg a, one());
+      results.push_back(std::move(a));
       graph_output_style_ = OutputStyle::kBare;
     }
     c.Skip();
     if (!c.AtEnd()) return c.Error("unexpected text after the return");
     std::string target =
-        graph_output_style_ == OutputStyle::kBare ? "output_bare" : "output";
+        graph_output_style_ == OutputStyle::kBare   ? "output_bare"
+        : graph_output_style_ == OutputStyle::kList ? "output_list"
+                                                    : "output";
     graph_->Insert(Node::Kind::kOutput, graph_->UniqueName("output"), target,
                    {Arg::List(std::move(results))}, {}, {});
     return absl::OkStatus();
   }
 
-  enum class OutputStyle { kTuple, kBare };
+  enum class OutputStyle { kTuple, kBare, kList };
   OutputStyle graph_output_style_ = OutputStyle::kTuple;
   absl::string_view text_;
   std::unique_ptr<Graph> graph_;
@@ -681,6 +692,9 @@ std::string PrintGraph(const Graph& graph) {
       for (const Arg& a : n->args()[0].list) results.push_back(PrintArg(a));
       if (n->target() == "output_bare" && results.size() == 1) {
         absl::StrAppend(&out, body, "return ", results[0], "\n");
+      } else if (n->target() == "output_list") {
+        absl::StrAppend(&out, body, "return [", absl::StrJoin(results, ", "),
+                        "]\n");
       } else {
         absl::StrAppend(&out, body, "return (", absl::StrJoin(results, ", "),
                         results.size() == 1 ? ",)" : ")", "\n");

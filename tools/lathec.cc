@@ -372,27 +372,26 @@ absl::StatusOr<Tensor> InAnnotatedLayout(const std::string& name,
   for (int64_t d = 0; d < t.dim(); ++d) order[d] = d;
   std::sort(order.begin(), order.end(),
             [&](int64_t a, int64_t b) { return strides[a] < strides[b]; });
-  int64_t extent = 1;  // elements spanned by the faster dims
+  int64_t reach = 0;  // the farthest element the faster dims reach
   bool empty = false;
   for (int64_t d : order) {
     if (t.sizes()[d] == 0) empty = true;
     if (t.sizes()[d] < 2) continue;
-    if (strides[d] < extent) {
+    int64_t span;
+    if (strides[d] <= reach) {
       return absl::InvalidArgumentError(absl::StrCat(
           "input '", name, "': the graph was compiled for the layout ",
           m.ToAnnotation(),
-          ", whose elements overlap; lathec cannot lay a "
-          "file out that way"));
+          ", whose elements overlap; lathec cannot lay a file out that way"));
     }
-    int64_t span;
     if (__builtin_mul_overflow(strides[d], t.sizes()[d] - 1, &span) ||
-        __builtin_add_overflow(span, 1, &extent)) {
+        __builtin_add_overflow(reach, span, &reach)) {
       return absl::InvalidArgumentError(
           absl::StrCat("input '", name, "': layout too large"));
     }
   }
   if (off < 0) return t;
-  int64_t elements = empty ? 0 : off + extent;
+  int64_t elements = empty ? 0 : off + reach + 1;
   ASSIGN_OR_RETURN(Tensor base, Tensor::Empty({elements}, t.dtype()));
   ASSIGN_OR_RETURN(Tensor out, base.AsStrided(t.sizes(), strides, off));
   RETURN_IF_ERROR(CopyTensor(out, t));
@@ -586,6 +585,10 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(const Compiled& c,
     return absl::OkStatus();
   };
   for (size_t k = 0; k < r.results.size(); ++k) {
+    if (r.results[k].kind == Operand::Kind::kNone) {  // no file for a None
+      pending.push_back({"", "", absl::StrCat(prefix, "out", k, ": None")});
+      continue;
+    }
     std::vector<std::string> names;
     aot::LeafNames(absl::StrCat("out", k), aot.signature.results[k], &names);
     std::vector<Operand> leaves;
@@ -705,7 +708,9 @@ absl::Status Run(const std::vector<std::string>& args) {
   // Everything succeeded: stage every file beside its directory, then move
   // the directories into place (all files of the run appear, or none).
   ASSIGN_OR_RETURN(StagedDir out, StagedDir::Create(o.out, kOutMarker));
-  for (const PendingFile& f : all) RETURN_IF_ERROR(out.Write(f.path, f.bytes));
+  for (const PendingFile& f : all) {
+    if (!f.path.empty()) RETURN_IF_ERROR(out.Write(f.path, f.bytes));
+  }
   std::optional<StagedDir> dump;
   if (!o.dump_dir.empty()) {
     const Compiled& c = *compiled.front();

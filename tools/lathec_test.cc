@@ -1,8 +1,10 @@
 // Runs the lathec binary as a user would and checks its files, output and
 // exit status.
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -119,7 +121,8 @@ def forward(self, a: "f32[2, 3][3, 1]cpu"):
                      out, "--dump-dir", dump});
   ASSERT_EQ(r.status, 0) << r.output;
   // a is now a0.T * 2 (3x2), and out0 that with a leading 1.
-  Tensor got_a = *ReadNpy(out + "/mutated/a.npy"), out0 = *ReadNpy(out + "/out0.npy");
+  Tensor got_a = *ReadNpy(out + "/mutated/a.npy"),
+         out0 = *ReadNpy(out + "/out0.npy");
   EXPECT_EQ(got_a.sizes(), (std::vector<int64_t>{3, 2}));
   EXPECT_EQ(got_a.GetDouble({2, 1}), 2 * 5);  // a0[1][2] * 2
   EXPECT_EQ(got_a.GetDouble({0, 1}), 2 * 3);  // a0[1][0] * 2
@@ -360,6 +363,282 @@ TEST(LathecTest, ErrorsAreOneLineAndWriteNothing) {
   EXPECT_THAT(scalar.output,
               HasSubstr("input 'lr' is a scalar and needs a 0-d .npy"));
   EXPECT_FALSE(Exists(out));
+}
+
+}  // namespace
+}  // namespace lathe
+
+namespace lathe {
+namespace {
+
+// The entries of `dir`, sorted (hidden ones too).
+std::vector<std::string> List(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") out.push_back(n);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string Fresh(const std::string& name) {
+  std::string dir = Tmp(name);
+  std::system(absl::StrCat("rm -rf '", dir, "'").c_str());
+  mkdir(dir.c_str(), 0755);
+  return dir;
+}
+
+constexpr char kTransposeMul[] = R"(def forward(self, a: "f32[2, 3][3, 1]cpu"):
+    t_ = torch.ops.aten.t_.default(a)
+    mul_ = torch.ops.aten.mul_.Tensor(t_, 2)
+    return (t_,)
+)";
+
+// A Fortran-order .npy (what np.save writes for an F-contiguous array) is
+// the same value as its C-order twin: lathec lays it out as the graph was
+// compiled for, and the results are those of the C-order file.
+TEST(LathecHostileTest, FortranOrderInputsAreLaidOutAsAnnotated) {
+  std::string dir = Fresh("fortran");
+  std::string graph = WriteText("fortran/g.txt", kTransposeMul);
+  Tensor c = *Tensor::Empty({2, 3}, DType::kFloat32);
+  for (int i = 0; i < 6; ++i) c.data<float>()[i] = static_cast<float>(i);
+  Tensor f = *Tensor::Empty({6}, DType::kFloat32);
+  Tensor fv = *f.AsStrided({2, 3}, {1, 2}, 0);  // F-contiguous, same values
+  ForEachIndex(c.sizes(), [&](absl::Span<const int64_t> i) {
+    fv.SetDouble(i, c.GetDouble(i));
+  });
+  std::string cf = Save("fortran/c.npy", c), ff = Save("fortran/f.npy", fv);
+  EXPECT_NE(ReadText(cf), ReadText(ff));  // really two file layouts
+  Result rc = Lathec({"run", graph, "--input", "a=" + cf, "--out", dir + "/c"});
+  Result rf = Lathec({"run", graph, "--input", "a=" + ff, "--out", dir + "/f"});
+  ASSERT_EQ(rc.status, 0) << rc.output;
+  ASSERT_EQ(rf.status, 0) << rf.output;
+  for (const char* file : {"/out0.npy", "/mutated/a.npy"}) {
+    Tensor want = *ReadNpy(dir + "/c" + file),
+           got = *ReadNpy(dir + "/f" + file);
+    ASSERT_EQ(got.sizes(), (std::vector<int64_t>{3, 2})) << file;
+    ForEachIndex(want.sizes(), [&](absl::Span<const int64_t> i) {
+      EXPECT_EQ(got.GetDouble(i), want.GetDouble(i)) << file;
+    });
+    EXPECT_EQ(got.GetDouble({2, 1}), 2 * 5);  // a[1][2] * 2, transposed
+    EXPECT_EQ(got.GetDouble({0, 1}), 2 * 3);  // a[1][0] * 2
+  }
+}
+
+// A mutated input named like an output cannot overwrite the output's file.
+TEST(LathecHostileTest, MutatedInputsNeverCollideWithOutputs) {
+  std::string dir = Fresh("collide");
+  std::string graph =
+      WriteText("collide/g.txt",
+                R"(def forward(self, out0: "f32[2][1]cpu", y: "f32[2][1]cpu"):
+    mul = torch.ops.aten.mul.Tensor(y, 10)
+    add_ = torch.ops.aten.add_.Tensor(out0, 1)
+    return (mul,)
+)");
+  Result r = Lathec({"run", graph, "--input",
+                     "out0=" + Save("collide/o.npy", Filled({2}, 1.0)),
+                     "--input", "y=" + Save("collide/y.npy", Filled({2}, 3.0)),
+                     "--out", dir + "/out"});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(ReadNpy(dir + "/out/out0.npy")->GetDouble({0}), 30.0);
+  EXPECT_EQ(ReadNpy(dir + "/out/mutated/out0.npy")->GetDouble({0}), 2.0);
+}
+
+// Files planted in an earlier output (a symlink named like an output or
+// like a temporary file) are never written through, and stale files do
+// not survive a new run.
+TEST(LathecHostileTest, PlantedSymlinksAndStaleFilesAreHarmless) {
+  std::string dir = Fresh("planted");
+  std::string graph = Runfile("ir/testdata/graphs/09_sgd_step.txt");
+  std::vector<std::string> args = {
+      "run",
+      graph,
+      "--input",
+      "param=" + Save("planted/p.npy", Filled({16, 32}, 1.0)),
+      "--input",
+      "grad=" + Save("planted/g.npy", Filled({16, 32}, 2.0)),
+      "--input",
+      "lr=" + Save("planted/lr.npy", Filled({}, 0.25, DType::kFloat64)),
+      "--out",
+      dir + "/out"};
+  ASSERT_EQ(Lathec(args).status, 0);
+  std::string victim = dir + "/victim.txt";
+  std::ofstream(victim) << "precious";
+  for (const char* name :
+       {"/out/out0.npy", "/out/out0.npy.tmp-lathe", "/out/mutated/param.npy"}) {
+    std::string link = dir + name;
+    unlink(link.c_str());
+    ASSERT_EQ(symlink(victim.c_str(), link.c_str()), 0);
+  }
+  std::ofstream(dir + "/out/stale.npy") << "old";
+  Result r = Lathec(args);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(ReadText(victim), "precious");
+  EXPECT_THAT(List(dir + "/out"),
+              ::testing::ElementsAre(".lathec-out", "mutated", "out0.npy"));
+  EXPECT_EQ(ReadNpy(dir + "/out/out0.npy")->GetDouble({0, 0}), 0.5);
+  // Nothing but the output is left beside it.
+  EXPECT_THAT(List(dir), ::testing::ElementsAre("g.npy", "lr.npy", "out",
+                                                "p.npy", "victim.txt"));
+}
+
+// A directory that is not an earlier output is never replaced.
+TEST(LathecHostileTest, AForeignOutDirectoryIsRefused) {
+  std::string dir = Fresh("foreign");
+  std::ofstream(dir + "/notes.txt") << "mine";
+  Result r = Lathec(
+      {"run", Runfile("ir/testdata/graphs/01_mlp.txt"), "--input",
+       "x=" + Save("foreign_x.npy", Filled({8, 16}, 1.0)), "--input",
+       "w1=" + Save("foreign_w1.npy", Filled({16, 32}, 1.0)), "--input",
+       "b1=" + Save("foreign_b1.npy", Filled({32}, 1.0)), "--input",
+       "w2=" + Save("foreign_w2.npy", Filled({32, 4}, 1.0)), "--out", dir});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("exists, is not empty and is not an earlier "
+                                  "output (no .lathec-out); nothing was "
+                                  "written"));
+  EXPECT_THAT(List(dir), ::testing::ElementsAre("notes.txt"));
+}
+
+// A failure on the second output leaves nothing: no first output, no
+// temporary file, no --dump-dir.
+TEST(LathecHostileTest, AFailedRunWritesNothingAtAll) {
+  std::string dir = Fresh("halfway");
+  std::string graph =
+      WriteText("halfway/g.txt", R"(def forward(self, x: "f32[2][1]cpu"):
+    neg = torch.ops.aten.neg.default(x)
+    expand = torch.ops.aten.expand.default(x, [1000, 1000, 2])
+    clone = torch.ops.aten.clone.default(expand)
+    return (neg, clone)
+)");
+  std::vector<std::string> args = {
+      "run",        graph,
+      "--input",    "x=" + Save("halfway/x.npy", Filled({2}, 1.0)),
+      "--out",      dir + "/out",
+      "--dump-dir", dir + "/dump"};
+  ASSERT_EQ(Lathec(args).status, 0);  // 8 MB fits the default limit
+  std::system(absl::StrCat("rm -rf '", dir, "/out' '", dir, "/dump'").c_str());
+  args.push_back("--max-memory");
+  args.push_back("1M");
+  Result r = Lathec(args);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("would exceed the memory limit"));
+  EXPECT_THAT(List(dir), ::testing::ElementsAre("g.txt", "x.npy"));
+}
+
+// `return None` and None in a returned tuple, as PyTorch prints them: a
+// None result has no file.
+TEST(LathecTest, NoneResultsHaveNoFile) {
+  std::string dir = Fresh("none");
+  std::string graph =
+      WriteText("none/g.txt", R"(def forward(self, x: "f32[2][1]cpu"):
+    neg = torch.ops.aten.neg.default(x)
+    return (neg, None)
+)");
+  std::string x = Save("none/x.npy", Filled({2}, 1.0));
+  Result r = Lathec({"run", graph, "--input", "x=" + x, "--out", dir + "/out"});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("out1: None"));
+  EXPECT_THAT(List(dir + "/out"),
+              ::testing::ElementsAre(".lathec-out", "out0.npy"));
+  std::string nothing =
+      WriteText("none/n.txt", R"(def forward(self, x: "f32[2][1]cpu"):
+    add_ = torch.ops.aten.add_.Tensor(x, 1)
+    return None
+)");
+  Result n =
+      Lathec({"run", nothing, "--input", "x=" + x, "--out", dir + "/out2"});
+  ASSERT_EQ(n.status, 0) << n.output;
+  EXPECT_EQ(ReadNpy(dir + "/out2/mutated/x.npy")->GetDouble({1}), 2.0);
+}
+
+// Two runs into one --out at the same time: the directory ends up wholly
+// one run's (both outputs agree), never a mix.
+TEST(LathecHostileTest, ConcurrentRunsIntoOneOutDoNotMix) {
+  std::string dir = Fresh("concurrent");
+  std::string graph =
+      WriteText("concurrent/g.txt", R"(def forward(self, x: "f32[64][1]cpu"):
+    mul = torch.ops.aten.mul.Tensor(x, 2)
+    mul_1 = torch.ops.aten.mul.Tensor(x, 3)
+    return (mul, mul_1)
+)");
+  std::vector<FILE*> runs;
+  for (int k = 0; k < 4; ++k) {
+    std::string x =
+        Save(absl::StrCat("concurrent/x", k, ".npy"), Filled({64}, 1.0 + k));
+    std::string cmd =
+        absl::StrCat(Runfile("tools/lathec"), " run '", graph,
+                     "' --input 'x=", x, "' --out '", dir, "/out' 2>&1");
+    runs.push_back(popen(cmd.c_str(), "r"));
+  }
+  for (FILE* f : runs) {
+    char buf[256];
+    while (fread(buf, 1, sizeof(buf), f) > 0) {
+    }
+    pclose(f);
+  }
+  Tensor a = *ReadNpy(dir + "/out/out0.npy"),
+         b = *ReadNpy(dir + "/out/out1.npy");
+  EXPECT_EQ(b.GetDouble({0}) * 2, a.GetDouble({0}) * 3);
+  EXPECT_THAT(List(dir + "/out"),
+              ::testing::ElementsAre(".lathec-out", "out0.npy", "out1.npy"));
+}
+
+// Hostile sizes: an endless .npy (a symlink to /dev/zero), graph text
+// larger than the limit, and an output past --max-memory are one line each.
+TEST(LathecHostileTest, UnboundedWorkIsRefused) {
+  std::string dir = Fresh("unbounded");
+  std::string graph = Runfile("ir/testdata/graphs/02_mlp_dynamic.txt");
+  std::string w = Save("unbounded/w.npy", Filled({16, 32}, 1.0));
+  Result zero = Lathec({"run", graph, "--input", "x=/dev/zero", "--input",
+                        "w=" + w, "--max-memory", "1M", "--out", dir + "/out"});
+  EXPECT_EQ(zero.status, 1);
+  EXPECT_EQ(zero.output,
+            "lathec: /dev/zero: larger than the limit of 1048576 bytes\n");
+  Result text = Lathec({"run", "/dev/zero", "--out", dir + "/out"});
+  EXPECT_EQ(text.status, 1);
+  EXPECT_EQ(text.output,
+            "lathec: /dev/zero: larger than the limit of 67108864 bytes\n");
+  std::string big =
+      WriteText("unbounded/big.txt", R"(def forward(self, x: "f32[2][1]cpu"):
+    expand = torch.ops.aten.expand.default(x, [1000000, 1000000, 2])
+    clone = torch.ops.aten.clone.default(expand)
+    return (clone,)
+)");
+  Result huge = Lathec({"run", big, "--input",
+                        "x=" + Save("unbounded/x.npy", Filled({2}, 1.0)),
+                        "--max-memory", "64M", "--out", dir + "/out"});
+  EXPECT_EQ(huge.status, 1);
+  EXPECT_THAT(huge.output,
+              HasSubstr("allocating 8000000000000 bytes would exceed the "
+                        "memory limit of 67108864 bytes"));
+  Result flag = Lathec({"run", big, "--max-memory", "lots", "--out", dir});
+  EXPECT_EQ(flag.output,
+            "lathec: --max-memory expects a positive number of bytes (e.g. "
+            "4G)\n");
+  EXPECT_FALSE(Exists(dir + "/out"));
+}
+
+// Each input file is read once, so process substitution works for a
+// dynamic graph (whose first input set also gives the hints).
+TEST(LathecHostileTest, InputsAreReadOnceSoPipesWork) {
+  std::string dir = Fresh("pipes");
+  std::string x = Save("pipes/x.npy", Filled({3, 16}, 1.0));
+  std::string w = Save("pipes/w.npy", Filled({16, 32}, 0.5));
+  std::string cmd = absl::StrCat(
+      "bash -c \"", Runfile("tools/lathec"), " run ",
+      Runfile("ir/testdata/graphs/02_mlp_dynamic.txt"), " --input x=<(cat ", x,
+      ") --input w=<(cat ", w, ") --out ", dir, "/out\" 2>&1");
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[512];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  EXPECT_EQ(WEXITSTATUS(pclose(pipe)), 0) << out;
+  EXPECT_EQ(ReadNpy(dir + "/out/out0.npy")->GetDouble({2, 31}), 8.0);
 }
 
 }  // namespace
