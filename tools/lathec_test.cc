@@ -238,6 +238,38 @@ TEST(LathecTest, ReplaysSeveralInputSets) {
   EXPECT_EQ(b.GetDouble({4, 31}), 8.0);  // relu(16 * 0.5)
 }
 
+// As PyTorch: a first input set with a size of 1 compiles that size as the
+// constant 1 (0/1 specialization), so a later size needs a second compile,
+// reported with the guard that failed; a set either compile admits reuses
+// it. The other order fails the first compile's `2 <= size` guard.
+TEST(LathecTest, ReplaysSpecializeSizesOfOneAndRecompile) {
+  for (int64_t rows : {1, 5}) {
+    std::string dir = Tmp(absl::StrCat("rows", rows));
+    mkdir(dir.c_str(), 0755);
+    ASSERT_TRUE(WriteNpy(dir + "/x.npy", Filled({rows, 16}, 1.0)).ok());
+    ASSERT_TRUE(WriteNpy(dir + "/w.npy", Filled({16, 32}, 0.5)).ok());
+  }
+  std::string graph = Runfile("ir/testdata/graphs/02_mlp_dynamic.txt");
+  Result r =
+      Lathec({"run", graph, "--inputs", Tmp("rows1"), "--inputs", Tmp("rows5"),
+              "--inputs", Tmp("rows1"), "--out", Tmp("rows_out")});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output,
+              StartsWith(absl::StrCat(
+                  "compiles=2\nrecompile 1 for input set 1 (", Tmp("rows5"),
+                  "): guard failed: x.size(0) == 1\n")));
+  EXPECT_EQ(ReadNpy(Tmp("rows_out") + "/1/out0.npy")->ToString(),
+            "f32[5, 32][32, 1]cpu");
+  EXPECT_EQ(ReadNpy(Tmp("rows_out") + "/2/out0.npy")->GetDouble({0, 0}), 8.0);
+  Result back = Lathec({"run", graph, "--inputs", Tmp("rows5"), "--inputs",
+                        Tmp("rows1"), "--out", Tmp("rows_out2")});
+  ASSERT_EQ(back.status, 0) << back.output;
+  EXPECT_THAT(back.output,
+              StartsWith(absl::StrCat(
+                  "compiles=2\nrecompile 1 for input set 1 (", Tmp("rows1"),
+                  "): guard failed: 2 <= x.size(0)\n")));
+}
+
 // A dynamic graph without hint directives compiles with the first input
 // set's sizes as hints, and replays other sizes through the same plan.
 TEST(LathecTest, DynamicGraphsTakeTheirHintsFromTheFirstInputs) {
