@@ -182,8 +182,16 @@ class Graph {
 
   std::vector<Directive>& directives() { return directives_; }
   const std::vector<Directive>& directives() const { return directives_; }
-  // Whether the text had the `class GraphModule(torch.nn.Module):` wrapper.
+  // Whether the text had the `class GraphModule(torch.nn.Module):` wrapper,
+  // and the class's name (make_fx names it after the function: `class
+  // mlp(...)`, `class <lambda>(...)`).
   bool wrapped_in_class = true;
+  std::string class_name = "GraphModule";
+  // make_fx's pytree form: forward's own parameters (`def forward(self, x,
+  // params)`), which fx_pytree.tree_flatten_spec flattens into the
+  // placeholders (x_1, params_1, params_2); the result is then rebuilt by
+  // pytree.tree_unflatten. Empty for the plain form.
+  std::vector<std::string> pytree_params;
 
  private:
   std::list<std::unique_ptr<Node>> nodes_;

@@ -204,6 +204,12 @@ class GraphParser {
             return c.Error("expected ':' at the end of the class line");
           }
           graph_->wrapped_in_class = true;
+          absl::string_view name = stripped.substr(6);
+          name = name.substr(0, name.find('('));
+          graph_->class_name = std::string(absl::StripAsciiWhitespace(name));
+          if (graph_->class_name.empty()) {
+            return c.Error("expected a class name");
+          }
           continue;
         }
         if (!absl::StartsWith(stripped, "def ")) {
@@ -220,6 +226,14 @@ class GraphParser {
       if (absl::StartsWith(stripped, "return")) {
         RETURN_IF_ERROR(ParseReturn(c));
         state = State::kDone;
+        continue;
+      }
+      if (IsDeclarationLine(stripped)) {
+        RETURN_IF_ERROR(ParseDeclarations(c));
+        continue;
+      }
+      if (absl::StrContains(stripped, "fx_pytree.tree_flatten_spec(")) {
+        RETURN_IF_ERROR(ParseFlatten(c));
         continue;
       }
       RETURN_IF_ERROR(ParseAssign(c));
@@ -267,6 +281,113 @@ class GraphParser {
     RETURN_IF_ERROR(c.Expect(":", "':' after the parameters"));
     c.Skip();
     if (!c.AtEnd()) return c.Error("unexpected text after 'def forward(...):'");
+    return absl::OkStatus();
+  }
+
+  // `x_1: "f32[3]"; w_1: "f32[4]";`: make_fx's declarations of the
+  // flattened inputs (an annotation followed by ';', never by '=').
+  static bool IsDeclarationLine(absl::string_view line) {
+    size_t colon = line.find(':');
+    if (colon == absl::string_view::npos || line.find('"') < colon) {
+      return false;
+    }
+    size_t open = line.find('"', colon);
+    if (open == absl::string_view::npos) return false;
+    size_t close = line.find('"', open + 1);
+    if (close == absl::string_view::npos) return false;
+    absl::string_view rest =
+        absl::StripLeadingAsciiWhitespace(line.substr(close + 1));
+    return absl::StartsWith(rest, ";");
+  }
+
+  absl::Status ParseDeclarations(LineCursor& c) {
+    while (true) {
+      c.Skip();
+      if (c.AtEnd()) return absl::OkStatus();
+      size_t at = c.pos();
+      ASSIGN_OR_RETURN(std::string name, c.Identifier("a declared input"));
+      c.Skip();
+      RETURN_IF_ERROR(c.Expect(":", "':' after a declared input"));
+      c.Skip();
+      ASSIGN_OR_RETURN(ValueMeta meta, Annotation(c));
+      if (!declared_.emplace(name, std::move(meta)).second) {
+        return c.ErrorAt(at, absl::StrCat("'", name, "' is declared twice"));
+      }
+      c.Skip();
+      RETURN_IF_ERROR(c.Expect(";", "';' after a declaration"));
+    }
+  }
+
+  // `x_1, params_1, = fx_pytree.tree_flatten_spec([x, params],
+  // self._in_spec)`: forward's parameters become the declared inputs.
+  absl::Status ParseFlatten(LineCursor& c) {
+    if (!graph_->pytree_params.empty() ||
+        graph_->nodes().size() != graph_->Placeholders().size()) {
+      return c.Error("tree_flatten_spec must come once, before any node");
+    }
+    std::vector<std::pair<std::string, size_t>> flat;  // name, column
+    while (true) {
+      c.Skip();
+      if (c.Accept("=")) break;
+      size_t at = c.pos();
+      ASSIGN_OR_RETURN(std::string name, c.Identifier("a flattened input"));
+      flat.push_back({name, at});
+      c.Skip();
+      if (c.Accept("=")) break;
+      RETURN_IF_ERROR(c.Expect(",", "',' or '=' after a flattened input"));
+    }
+    c.Skip();
+    RETURN_IF_ERROR(c.Expect("fx_pytree.tree_flatten_spec(",
+                             "fx_pytree.tree_flatten_spec("));
+    c.Skip();
+    RETURN_IF_ERROR(c.Expect("[", "'['"));
+    std::vector<std::string> params;
+    for (Node* p : graph_->Placeholders()) params.push_back(p->name());
+    for (size_t k = 0;; ++k) {
+      c.Skip();
+      if (c.Accept("]")) {
+        if (k != params.size()) {
+          return c.Error("expected forward's parameters, in order");
+        }
+        break;
+      }
+      if (k > 0) {
+        RETURN_IF_ERROR(c.Expect(",", "',' or ']'"));
+        c.Skip();
+      }
+      size_t at = c.pos();
+      ASSIGN_OR_RETURN(std::string name, c.Identifier("a parameter"));
+      if (k >= params.size() || name != params[k]) {
+        return c.ErrorAt(at, "expected forward's parameters, in order");
+      }
+    }
+    c.Skip();
+    RETURN_IF_ERROR(c.Expect(",", "','"));
+    c.Skip();
+    RETURN_IF_ERROR(c.Expect("self._in_spec", "self._in_spec"));
+    c.Skip();
+    RETURN_IF_ERROR(c.Expect(")", "')'"));
+    c.Skip();
+    if (!c.AtEnd()) return c.Error("unexpected text after tree_flatten_spec");
+    for (Node* p : graph_->Placeholders()) {
+      if (p->meta().kind != ValueMeta::Kind::kNone) {
+        return c.Error(absl::StrCat("parameter '", p->name(),
+                                    "' of a pytree forward has an annotation"));
+      }
+      RETURN_IF_ERROR(graph_->Erase(p));
+    }
+    for (const auto& [name, at] : flat) {
+      auto it = declared_.find(name);
+      if (it == declared_.end()) {
+        return c.ErrorAt(at, absl::StrCat("flattened input '", name,
+                                          "' has no declaration"));
+      }
+      if (graph_->Find(name) != nullptr) {
+        return c.ErrorAt(at, absl::StrCat("input '", name, "' appears twice"));
+      }
+      graph_->Insert(Node::Kind::kPlaceholder, name, name, {}, {}, it->second);
+    }
+    graph_->pytree_params = std::move(params);
     return absl::OkStatus();
   }
 
@@ -548,6 +669,14 @@ class GraphParser {
       ASSIGN_OR_RETURN(Node * n, Defined(c, at, name));
       return Arg::Of(n);
     };
+    bool pytree = c.Accept("pytree.tree_unflatten(");
+    if (pytree) {
+      if (graph_->pytree_params.empty()) {
+        return c.Error("pytree.tree_unflatten without tree_flatten_spec");
+      }
+      c.Skip();
+      if (c.Peek() != '[') return c.Error("expected '['");
+    }
     bool tuple = c.Peek() == '(';
     if (tuple || c.Peek() == '[') {
       const char* close = tuple ? ")" : "]";
@@ -573,18 +702,29 @@ class GraphParser {
       results.push_back(std::move(a));
       graph_output_style_ = OutputStyle::kBare;
     }
+    if (pytree) {
+      c.Skip();
+      RETURN_IF_ERROR(c.Expect(",", "','"));
+      c.Skip();
+      RETURN_IF_ERROR(c.Expect("self._out_spec", "self._out_spec"));
+      c.Skip();
+      RETURN_IF_ERROR(c.Expect(")", "')'"));
+      graph_output_style_ = OutputStyle::kPytree;
+    }
     c.Skip();
     if (!c.AtEnd()) return c.Error("unexpected text after the return");
-    std::string target =
-        graph_output_style_ == OutputStyle::kBare   ? "output_bare"
-        : graph_output_style_ == OutputStyle::kList ? "output_list"
-                                                    : "output";
+    const char* target = "output";
+    if (graph_output_style_ == OutputStyle::kBare) target = "output_bare";
+    if (graph_output_style_ == OutputStyle::kList) target = "output_list";
+    if (graph_output_style_ == OutputStyle::kPytree) target = "output_pytree";
     graph_->Insert(Node::Kind::kOutput, graph_->UniqueName("output"), target,
                    {Arg::List(std::move(results))}, {}, {});
     return absl::OkStatus();
   }
 
-  enum class OutputStyle { kTuple, kBare, kList };
+  enum class OutputStyle { kTuple, kBare, kList, kPytree };
+  // make_fx's declared inputs (pytree form), by name.
+  absl::flat_hash_map<std::string, ValueMeta> declared_;
   OutputStyle graph_output_style_ = OutputStyle::kTuple;
   absl::string_view text_;
   std::unique_ptr<Graph> graph_;
@@ -678,13 +818,30 @@ std::string PrintGraph(const Graph& graph) {
     absl::StrAppend(&out, "# lathe: ", d.text, "\n");
   }
   std::string indent = graph.wrapped_in_class ? "    " : "";
-  if (graph.wrapped_in_class) out += "class GraphModule(torch.nn.Module):\n";
-  std::vector<std::string> params = {"self"};
-  for (Node* p : graph.Placeholders())
-    params.push_back(Annotated(p->name(), p->meta()));
-  absl::StrAppend(&out, indent, "def forward(", absl::StrJoin(params, ", "),
-                  "):\n");
+  if (graph.wrapped_in_class) {
+    absl::StrAppend(&out, "class ", graph.class_name, "(torch.nn.Module):\n");
+  }
   std::string body = indent + "    ";
+  std::vector<std::string> params = {"self"};
+  if (graph.pytree_params.empty()) {
+    for (Node* p : graph.Placeholders())
+      params.push_back(Annotated(p->name(), p->meta()));
+    absl::StrAppend(&out, indent, "def forward(", absl::StrJoin(params, ", "),
+                    "):\n");
+  } else {
+    for (const std::string& p : graph.pytree_params) params.push_back(p);
+    absl::StrAppend(&out, indent, "def forward(", absl::StrJoin(params, ", "),
+                    "):\n", body);
+    std::string flat;
+    for (Node* p : graph.Placeholders()) {
+      absl::StrAppend(&out, Annotated(p->name(), p->meta()), "; ");
+      absl::StrAppend(&flat, p->name(), ", ");
+    }
+    out.pop_back();
+    absl::StrAppend(&out, "\n\n", body, flat, "= fx_pytree.tree_flatten_spec([",
+                    absl::StrJoin(graph.pytree_params, ", "),
+                    "], self._in_spec)\n");
+  }
   for (const auto& n : graph.nodes()) {
     if (n->kind() == Node::Kind::kPlaceholder) continue;
     if (n->kind() == Node::Kind::kOutput) {
@@ -692,6 +849,9 @@ std::string PrintGraph(const Graph& graph) {
       for (const Arg& a : n->args()[0].list) results.push_back(PrintArg(a));
       if (n->target() == "output_bare" && results.size() == 1) {
         absl::StrAppend(&out, body, "return ", results[0], "\n");
+      } else if (n->target() == "output_pytree") {
+        absl::StrAppend(&out, body, "return pytree.tree_unflatten([",
+                        absl::StrJoin(results, ", "), "], self._out_spec)\n");
       } else if (n->target() == "output_list") {
         absl::StrAppend(&out, body, "return [", absl::StrJoin(results, ", "),
                         "]\n");

@@ -111,6 +111,39 @@ TEST(GraphTextTest, CommentsAndPyTorchSpellingsAreAccepted) {
   EXPECT_EQ(g->Placeholders()[1]->meta().kind, ValueMeta::Kind::kNone);
 }
 
+// The forms make_fx prints: a class named after the function, the pytree
+// form (the placeholders are the flattened inputs), a returned list, None
+// results and an unannotated (baked-in) parameter.
+TEST(GraphTextTest, MakeFxForms) {
+  std::unique_ptr<Graph> g = *ParseGraph(R"(class f(torch.nn.Module):
+    def forward(self, x, params):
+        x_1: "f32[3][1]cpu"; params_1: "f32[3][1]cpu"; params_2: "f32[3][1]cpu";
+
+        x_1, params_1, params_2, = fx_pytree.tree_flatten_spec([x, params], self._in_spec)
+        # No stacktrace found for following nodes
+        add: "f32[3][1]cpu" = torch.ops.aten.add.Tensor(x_1, params_2);  x_1 = params_2 = None
+        return pytree.tree_unflatten([add, None], self._out_spec)
+)");
+  EXPECT_EQ(g->class_name, "f");
+  std::vector<std::string> names;
+  for (Node* p : g->Placeholders()) names.push_back(p->name());
+  EXPECT_THAT(names, ::testing::ElementsAre("x_1", "params_1", "params_2"));
+  EXPECT_THAT(g->pytree_params, ::testing::ElementsAre("x", "params"));
+  EXPECT_EQ(g->Placeholders()[2]->meta().ToAnnotation(), "f32[3][1]cpu");
+  EXPECT_EQ(g->output()->args()[0].list[1].kind, Arg::Kind::kNone);
+  EXPECT_THAT(PrintGraph(*g),
+              HasSubstr("        return pytree.tree_unflatten([add, None], "
+                        "self._out_spec)\n"));
+  std::unique_ptr<Graph> lambda =
+      *ParseGraph(R"(class <lambda>(torch.nn.Module):
+    def forward(self, x_1: "f32[2][1]cpu", n_1):
+        neg: "f32[2][1]cpu" = torch.ops.aten.neg.default(x_1);  x_1 = None
+        return [neg]
+)");
+  EXPECT_EQ(lambda->class_name, "<lambda>");
+  EXPECT_THAT(PrintGraph(*lambda), HasSubstr("        return [neg]\n"));
+}
+
 TEST(GraphTextTest, ErrorsNameLineAndColumn) {
   struct Case {
     std::string text;
@@ -156,6 +189,25 @@ TEST(GraphTextTest, ErrorsNameLineAndColumn) {
        "line 2:1: expected an indented statement"},
       {"def forward(self, x):\n    return (x, q)\n",
        "line 2:16: 'q' is not defined"},
+      // make_fx's pytree form, malformed.
+      {"def forward(self, x):\n    x_1, = fx_pytree.tree_flatten_spec([x], "
+       "self._in_spec)\n    return (x_1,)\n",
+       "line 2:5: flattened input 'x_1' has no declaration"},
+      {"def forward(self, x, y):\n    x_1: \"f32[2]\"; y_1: \"f32[2]\";\n    "
+       "x_1, y_1, = fx_pytree.tree_flatten_spec([y, x], self._in_spec)\n    "
+       "return (x_1,)\n",
+       "line 3:46: expected forward's parameters, in order"},
+      {"def forward(self, x):\n    x_1: \"f32[2]\"; x_1: \"f32[2]\";\n",
+       "line 2:20: 'x_1' is declared twice"},
+      {"def forward(self, x: \"f32[2]\"):\n    return "
+       "pytree.tree_unflatten([x], self._out_spec)\n",
+       "pytree.tree_unflatten without tree_flatten_spec"},
+      {"def forward(self, x):\n    x_1: \"f32[2]\";\n    x_1, = "
+       "fx_pytree.tree_flatten_spec([x], self._in_spec)\n    neg = "
+       "torch.ops.aten.neg.default(x_1)\n    x_1, = "
+       "fx_pytree.tree_flatten_spec([x], self._in_spec)\n    return (neg,)\n",
+       "tree_flatten_spec must come once, before any node"},
+      {"def forward(self, x):\n    return [x\n", "expected ',' or ']'"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(c.text);

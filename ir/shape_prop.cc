@@ -229,9 +229,10 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
     Node* p = placeholders[k];
     ValueMeta& m = p->meta();
     if (m.kind == ValueMeta::Kind::kNone) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input '", p->name(),
-          "' has no annotation; shape propagation needs its type"));
+      // A parameter make_fx left unannotated: a Python value it baked into
+      // the graph, which the graph never reads as a tensor.
+      values[p] = Value();
+      continue;
     }
     if (absl::Status st = CheckByteCount(m); !st.ok()) {
       return absl::InvalidArgumentError(
@@ -315,7 +316,18 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
                           absl::StrCat("node '", n.name(), "': ", s.message()));
     };
     absl::StatusOr<EvaluatedCall> call = EvalCall(n, values, &env);
-    if (!call.ok()) return fail(call.status());
+    if (!call.ok()) {
+      for (const Node* in : n.Inputs()) {
+        if (in->kind() == Node::Kind::kPlaceholder &&
+            in->meta().kind == ValueMeta::Kind::kNone) {
+          return fail(absl::InvalidArgumentError(absl::StrCat(
+              "it reads input '", in->name(),
+              "', which has no annotation; shape propagation needs its type (",
+              call.status().message(), ")")));
+        }
+      }
+      return fail(call.status());
+    }
     Value out = std::move(call->out);
     AssignStorage(out, &next_storage);
     // A data-dependent scalar (u0 = x.item()) takes its `# lathe: range`.

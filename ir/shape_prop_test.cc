@@ -106,7 +106,7 @@ TEST(ShapePropTest, Errors) {
   } cases[] = {
       {"def forward(self, x):\n    neg = torch.ops.aten.neg.default(x)\n    "
        "return (neg,)\n",
-       "input 'x' has no annotation"},
+       "reads input 'x', which has no annotation"},
       {"def forward(self, x: \"f32[2]\"):\n    y = "
        "torch.ops.aten.nope.default(x)\n    return (y,)\n",
        "node 'y': unknown op aten.nope.default"},

@@ -104,7 +104,7 @@ TEST(VerifierTest, Errors) {
        "node 'mm': aten.mm.default:"},
       {"def forward(self, x):\n    neg = torch.ops.aten.neg.default(x)\n    "
        "return (neg,)\n",
-       "input 'x' has no annotation"},
+       "reads input 'x', which has no annotation"},
   };
   for (const Case& c : cases) {
     absl::Status st = VerifyText(c.text);

@@ -260,6 +260,8 @@ absl::StatusOr<std::vector<std::string>> FileNames(
     const absl::flat_hash_map<std::string, aot::CompositeLayout>& composites) {
   std::vector<std::string> names;
   for (const ir::Node* p : graph.Placeholders()) {
+    // An unannotated parameter is a Python value make_fx baked in: no file.
+    if (p->meta().kind == ir::ValueMeta::Kind::kNone) continue;
     auto it = composites.find(p->name());
     aot::LeafNames(
         p->name(),
@@ -407,6 +409,9 @@ absl::StatusOr<Operand> LoadArgument(const ir::Graph& graph,
   if (l.type == nullptr) {
     auto it = set.tensors.find(name);
     const ir::Node* p = graph.Find(name);
+    if (p != nullptr && p->meta().kind == ir::ValueMeta::Kind::kNone) {
+      return Operand();  // baked in by make_fx; its value is not read
+    }
     if (it == set.tensors.end() || p == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("missing input '", name, "'"));
