@@ -1,0 +1,174 @@
+// The torch corpus (ir/testdata/torch_corpus, captured by capture.py from
+// PyTorch 2.15 itself): every case runs through `lathec run` — AotDispatch,
+// the reference interpreter and the runtime-wrapper plan — and its outputs
+// and mutated inputs must match eager PyTorch's: floats within the
+// tolerance their dtype needs, integers and booleans exactly.
+//
+// A case is a directory: graph.txt (print_readable text as PyTorch printed
+// it), inputs/NAME.npy (one per placeholder or constant) and expected/
+// (out<k>.npy and mutated/NAME.npy, the layout lathec writes).
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "runtime/npy.h"
+#include "runtime/tensor.h"
+
+namespace lathe {
+namespace {
+
+std::string Runfile(const std::string& path) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* ws = std::getenv("TEST_WORKSPACE");
+  return absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "lathe", "/", path);
+}
+
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != ".." && n[0] != '.') out.push_back(n);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool IsDir(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// Relative paths of the .npy files under `dir`.
+void NpyFiles(const std::string& dir, const std::string& prefix,
+              std::vector<std::string>* out) {
+  for (const std::string& e : Entries(dir)) {
+    std::string path = absl::StrCat(dir, "/", e);
+    if (IsDir(path)) {
+      NpyFiles(path, absl::StrCat(prefix, e, "/"), out);
+    } else if (absl::EndsWith(e, ".npy")) {
+      out->push_back(absl::StrCat(prefix, e));
+    }
+  }
+}
+
+// The tolerance a dtype's results need (PyTorch computes in that dtype,
+// the interpreter in double and rounds once).
+double Tolerance(DType d) {
+  switch (d) {
+    case DType::kFloat16:
+      return 1e-2;
+    case DType::kBFloat16:
+      return 4e-2;
+    case DType::kFloat32:
+      return 1e-4;
+    case DType::kFloat64:
+      return 1e-10;
+    default:
+      return 0;
+  }
+}
+
+// Empty when `got` matches `want`, else what differs.
+std::string Compare(const Tensor& want, const Tensor& got) {
+  if (want.dtype() != got.dtype() || want.sizes() != got.sizes()) {
+    return absl::StrCat("expected ", want.ToString(), ", got ",
+                        got.ToString());
+  }
+  double tol = Tolerance(want.dtype());
+  std::string diff;
+  ForEachIndex(want.sizes(), [&](absl::Span<const int64_t> i) {
+    if (!diff.empty()) return;
+    double w = want.GetDouble(i), g = got.GetDouble(i);
+    bool same = (std::isnan(w) && std::isnan(g)) || w == g ||
+                (tol > 0 && std::fabs(w - g) <= tol * (1 + std::fabs(w)));
+    if (!same) {
+      std::string at;
+      for (int64_t x : i) absl::StrAppend(&at, at.empty() ? "" : ", ", x);
+      diff = absl::StrCat("at [", at, "]: expected ", w, ", got ", g);
+    }
+  });
+  return diff;
+}
+
+struct Result {
+  int status;
+  std::string output;
+};
+
+Result Run(const std::string& cmd) {
+  FILE* pipe = popen(absl::StrCat(cmd, " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[512];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  int status = pclose(pipe);
+  return {WEXITSTATUS(status), out};
+}
+
+TEST(TorchCorpusTest, EveryCaseMatchesEagerPyTorch) {
+  std::string root = Runfile("ir/testdata/torch_corpus");
+  std::vector<std::string> cases;
+  for (const std::string& e : Entries(root)) {
+    if (IsDir(absl::StrCat(root, "/", e))) cases.push_back(e);
+  }
+  ASSERT_GE(cases.size(), 120u);
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  std::map<std::string, int> per_mode;
+  int passed = 0;
+  for (const std::string& c : cases) {
+    SCOPED_TRACE(c);
+    std::string dir = absl::StrCat(root, "/", c);
+    std::string out = absl::StrCat(tmp ? tmp : "/tmp", "/corpus_", c);
+    Result r = Run(absl::StrCat(Runfile("tools/lathec"), " run '", dir,
+                                "/graph.txt' --inputs '", dir,
+                                "/inputs' --out '", out, "'"));
+    if (r.status != 0) {
+      ADD_FAILURE() << c << ": " << r.output;
+      continue;
+    }
+    std::vector<std::string> want, got;
+    NpyFiles(dir + "/expected", "", &want);
+    NpyFiles(out + "/0", "", &got);
+    EXPECT_EQ(want, got) << c << ": lathec wrote other files";
+    bool ok = want == got;
+    for (const std::string& f : want) {
+      absl::StatusOr<Tensor> w = ReadNpy(absl::StrCat(dir, "/expected/", f));
+      absl::StatusOr<Tensor> g = ReadNpy(absl::StrCat(out, "/0/", f));
+      ASSERT_TRUE(w.ok()) << w.status();
+      if (!g.ok()) {
+        ok = false;
+        continue;
+      }
+      std::string diff = Compare(*w, *g);
+      EXPECT_EQ(diff, "") << c << "/" << f;
+      ok = ok && diff.empty();
+    }
+    if (ok) {
+      ++passed;
+      ++per_mode[c.substr(c.rfind("__") + 2)];
+    }
+  }
+  std::printf("%d of %zu torch corpus cases match eager PyTorch\n", passed,
+              cases.size());
+  for (const auto& [mode, n] : per_mode) {
+    std::printf("  %s: %d\n", mode.c_str(), n);
+  }
+}
+
+}  // namespace
+}  // namespace lathe
