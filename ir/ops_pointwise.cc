@@ -698,7 +698,14 @@ absl::StatusOr<Value> CheckOut(const OpCall& c, const OutInfo& info) {
         "out has shape ", ShapeString(sizes), " but the result has shape ",
         ShapeString(info.sizes), " (resizing out= tensors is not supported)"));
   }
-  return InplaceResult(c, info, out);
+  DType out_dtype = DTypeOf(out);
+  if ((IsFloatingPoint(info.dtype) && !IsFloatingPoint(out_dtype)) ||
+      (info.dtype != DType::kBool && out_dtype == DType::kBool)) {
+    return c.Error(absl::StrCat("result type ", ScalarTypeName(info.dtype),
+                                " can't be cast to the desired output type ",
+                                ScalarTypeName(out_dtype)));
+  }
+  return out;
 }
 
 }  // namespace
