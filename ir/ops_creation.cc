@@ -551,7 +551,8 @@ absl::StatusOr<Value> Randperm(const OpCall& c, bool running) {
 
 // native_dropout(input, p, train): (output, mask) as PyTorch's CPU kernel
 // computes them. An empty input gives (input itself, empty_like(input)).
-// train=False: (a preserve_format clone, an all-true bool mask).
+// train=False: (a clone, an all-true bool mask), both laid out as
+// empty_like(input) (EmptyLikeStrides).
 // train=True or None: mask = empty_like(input, bool) kept with probability
 // 1 - p, output = input * mask * scale (scale = 1/(1-p), 0 for p = 1),
 // laid out as that product is (TensorIterator over input and mask).
@@ -565,7 +566,7 @@ absl::StatusOr<Value> NativeDropout(const OpCall& c, bool running) {
   DType dtype = DTypeOf(input);
   Device device = DeviceOf(input);
   std::vector<Expr> sizes = SizesOf(input);
-  std::vector<Expr> preserved = PreservedStrides(sizes, StridesOf(input));
+  std::vector<Expr> preserved = EmptyLikeStrides(input);
   Expr numel = symbolic::Int(1);
   for (Expr s : sizes) numel = symbolic::Mul(numel, s);
   ASSIGN_OR_RETURN(bool empty,

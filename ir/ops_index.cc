@@ -416,7 +416,7 @@ absl::StatusOr<Value> ScatterInto(const OpCall& c,
 
 // ---- flip / repeat ----------------------------------------------------------
 
-// flip(self, dims): a preserve_format copy with `dims` reversed.
+// flip(self, dims): a copy laid out as empty_like(self), `dims` reversed.
 absl::StatusOr<Value> Flip(const OpCall& c) {
   const Value& self = c.arg(0);
   ASSIGN_OR_RETURN(std::vector<int64_t> dims, c.arg(1).AsIntList());
@@ -433,9 +433,8 @@ absl::StatusOr<Value> Flip(const OpCall& c) {
   }
   std::vector<Expr> sizes = SizesOf(self);
   ASSIGN_OR_RETURN(
-      Value out,
-      ResultOrEmpty(c, Running(self), DTypeOf(self), DeviceOf(self), sizes,
-                    PreservedStrides(sizes, StridesOf(self))));
+      Value out, ResultOrEmpty(c, Running(self), DTypeOf(self), DeviceOf(self),
+                               sizes, EmptyLikeStrides(self)));
   if (!Running(self)) return out;
   const Tensor& s = self.tensor;
   ForEachIndex(s.sizes(), [&](absl::Span<const int64_t> i) {
@@ -546,9 +545,9 @@ void StoreLine(const Line<K>& line, std::vector<int64_t> i, int64_t dim,
   }
 }
 
-// sort(self, dim, descending): values and indices in self's dense layout
-// (preserve_format). Ties come out in the order PyTorch's CPU kernel gives
-// them (stable=False: std::sort over (value, index) pairs with its
+// sort(self, dim, descending): values and indices laid out as
+// empty_like(self) (EmptyLikeStrides). Ties come out in the order PyTorch's CPU
+// kernel gives them (stable=False: std::sort over (value, index) pairs with its
 // comparators; the same algorithm, so the same order, verified against
 // torch 2.15); a dim of stride 0 keeps indices 0..n-1, as PyTorch does.
 template <typename K>
@@ -573,7 +572,7 @@ absl::StatusOr<Value> Sort(const OpCall& c) {
   ASSIGN_OR_RETURN(dim, WrapDim(c, dim, RankOf(self)));
   ASSIGN_OR_RETURN(bool descending, c.arg(2).AsBool());
   std::vector<Expr> sizes = SizesOf(self);
-  std::vector<Expr> strides = PreservedStrides(sizes, StridesOf(self));
+  std::vector<Expr> strides = EmptyLikeStrides(self);
   ASSIGN_OR_RETURN(Value values, ResultOrEmpty(c, Running(self), DTypeOf(self),
                                                DeviceOf(self), sizes, strides));
   ASSIGN_OR_RETURN(Value indices,
@@ -757,6 +756,24 @@ absl::StatusOr<Value> ScatterReduce(const OpCall& c) {
     return c.Error(
         "Index tensor must have the same number of dimensions as src tensor");
   }
+  // PyTorch's scatter_shape_check: index no larger than src anywhere, nor
+  // than self outside `dim`.
+  std::vector<Expr> is = SizesOf(index), ss = SizesOf(self), rs = SizesOf(src);
+  bool fits = true;
+  for (size_t d = 0; fits && d < is.size(); ++d) {
+    Expr small = symbolic::Le(is[d], rs.size() > d ? rs[d] : symbolic::Int(1));
+    if (static_cast<int64_t>(d) != dim) {
+      small = symbolic::And(
+          small, symbolic::Le(is[d], ss.size() > d ? ss[d] : symbolic::Int(1)));
+    }
+    ASSIGN_OR_RETURN(fits, Decide(c, small));
+  }
+  if (!fits) {
+    return c.Error(absl::StrCat(
+        "Expected index ", ShapeString(is), " to be no larger than self ",
+        ShapeString(ss), " apart from dimension ", dim,
+        " and to be no larger size than src ", ShapeString(rs)));
+  }
   DType dtype = DTypeOf(self);
   if (reduce == "mean" && dtype == DType::kBool) {
     return c.Error(
@@ -775,12 +792,6 @@ absl::StatusOr<Value> ScatterReduce(const OpCall& c) {
   absl::Status status;
   ForEachIndex(index.tensor.sizes(), [&](absl::Span<const int64_t> i) {
     if (!status.ok()) return;
-    for (int64_t d = 0; d < source.dim(); ++d) {
-      if (i[d] >= source.sizes()[d]) {
-        status = c.Error("index shape exceeds the source shape");
-        return;
-      }
-    }
     std::vector<int64_t> at(i.begin(), i.end());
     if (o.dim() == 0) at.clear();
     absl::StatusOr<int64_t> k = CheckedIndex(

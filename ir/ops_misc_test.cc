@@ -348,6 +348,24 @@ TEST(MiscOpsTest, SortMatchesTorchIncludingTiesAndNan) {
   Value se = RunV("aten.sort.default", {V(ex), Value::Int(0)});
   EXPECT_THAT(Elements(se.list[1].tensor),
               ElementsAre(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2));
+  // torch: a stepped, permuted input ([4, 3] with strides [2, 14]) gives
+  // dense strides in its dimension order, [1, 4], as empty_like does; so
+  // does hardtanh, which keeps a dense input's strides verbatim.
+  Tensor stepped =
+      *(*Tensor::Empty({35}, DType::kFloat32)).AsStrided({4, 3}, {2, 14}, 0);
+  EXPECT_THAT(RunV("aten.sort.default", {V(stepped), Value::Int(0)})
+                  .list[1]
+                  .tensor.strides(),
+              ElementsAre(1, 4));
+  EXPECT_THAT(RunT("aten.flip.default", {V(stepped), Ints({0})}).strides(),
+              ElementsAre(1, 4));
+  EXPECT_THAT(RunT("aten.hardtanh.default", {V(stepped)}).strides(),
+              ElementsAre(1, 4));
+  Tensor odd =
+      *(*Tensor::Empty({3}, DType::kFloat32)).AsStrided({1, 3}, {1, 1}, 0);
+  EXPECT_THAT(RunT("aten.hardtanh.default", {V(odd)}).strides(),
+              ElementsAre(1, 1));
+  EXPECT_THAT(RunT("aten.elu.default", {V(odd)}).strides(), ElementsAre(3, 1));
   EXPECT_EQ(RunError("aten.sort.default", {V(tr), Value::Int(2)}),
             "aten.sort.default: Dimension out of range (expected to be in "
             "range of [-2, 1], but got 2)");
@@ -567,6 +585,15 @@ TEST(MiscOpsTest, ScatterReduceMatchesTorch) {
                     V(T({1, 1}, {10})), Value::String("sum")})
                   .strides(),
               ElementsAre(3, 1));
+  // torch's scatter_shape_check message.
+  EXPECT_EQ(RunError("aten.scatter_reduce.two",
+                     {V(*Tensor::Empty({2, 3}, DType::kFloat32)), Value::Int(0),
+                      V(*Tensor::Empty({1, 4}, DType::kInt64)),
+                      V(*Tensor::Empty({2, 4}, DType::kFloat32)),
+                      Value::String("sum")}),
+            "aten.scatter_reduce.two: Expected index [1, 4] to be no larger "
+            "than self [2, 3] apart from dimension 0 and to be no larger size "
+            "than src [2, 4]");
   EXPECT_EQ(
       RunError("aten.scatter_reduce.two",
                {V(self), Value::Int(0), V(idx), V(src), Value::String("max2")}),

@@ -622,7 +622,8 @@ absl::Status RegisterTernary(OpRegistry& r, const std::string& schema,
 // ---- Activations with Scalar parameters: elu, hardtanh, leaky_relu ---------
 
 // Checks self's dtype (elu and leaky_relu take floats only, hardtanh no
-// bools) and gives self's dtype and layout.
+// bools) and gives self's dtype and a layout: TensorIterator's for elu and
+// leaky_relu, empty_like(self)'s for hardtanh (PyTorch writes it into one).
 absl::StatusOr<OutInfo> InferActivation(const OpCall& c,
                                         const std::string& op) {
   DType d = DTypeOf(c.arg(0));
@@ -633,7 +634,9 @@ absl::StatusOr<OutInfo> InferActivation(const OpCall& c,
     return c.Error(absl::StrCat("\"", op, "_cpu\" not implemented for '",
                                 ScalarTypeName(d), "'"));
   }
-  return Infer(c, {c.arg(0)}, false, false);
+  ASSIGN_OR_RETURN(OutInfo info, Infer(c, {c.arg(0)}, false, false));
+  if (op == "hardtanh") info.strides = EmptyLikeStrides(c.arg(0));
+  return info;
 }
 
 absl::StatusOr<Value> ActivationKernel(const OpCall& c, const std::string& op,
