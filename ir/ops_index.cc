@@ -618,6 +618,9 @@ absl::StatusOr<Value> Topk(const OpCall& c) {
   ASSIGN_OR_RETURN(dim, WrapDim(c, dim, RankOf(self)));
   ASSIGN_OR_RETURN(bool largest, c.arg(3).AsBool());
   ASSIGN_OR_RETURN(bool sorted, c.arg(4).AsBool());
+  if (DTypeOf(self) == DType::kBool) {
+    return c.Error("topk does not support bool dtypes on CPU");
+  }
   std::vector<Expr> sizes = SizesOf(self);
   Expr len = sizes.empty() ? symbolic::Int(1) : sizes[dim];
   ASSIGN_OR_RETURN(bool in_range,

@@ -423,6 +423,9 @@ TEST(MiscOpsTest, TopkMatchesTorchIncludingTies) {
             "aten.topk.default: selected index k out of range");
   EXPECT_EQ(RunError("aten.topk.default", {V(f), Value::Int(-1)}),
             "aten.topk.default: selected index k out of range");
+  EXPECT_EQ(RunError("aten.topk.default",
+                     {V(T({2}, {1, 0}, DType::kBool)), Value::Int(1)}),
+            "aten.topk.default: topk does not support bool dtypes on CPU");
 }
 
 TEST(MiscOpsTest, NonzeroValuesLayoutAndUnbackedMeta) {
