@@ -22,8 +22,10 @@
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "ir/op_testing.h"
+#include "ir/shape_prop.h"
 #include "ir/value.h"
 #include "runtime/tensor.h"
+#include "symbolic/evaluate.h"
 #include "symbolic/printer.h"
 #include "symbolic/shape_env.h"
 
@@ -472,6 +474,28 @@ TEST(MiscOpsTest, NonzeroValuesLayoutAndUnbackedMeta) {
   EXPECT_EQ(
       op->meta(OpCall(*op, {ToMetaValue(V(x))}, nullptr)).status().message(),
       "aten.nonzero.default: no ShapeEnv for an unbacked value");
+}
+
+TEST(MiscOpsTest, NonzeroInShapePropagationBindsItsUnbackedSize) {
+  absl::StatusOr<std::unique_ptr<Graph>> g =
+      ParseGraph(R"g(def forward(self, x: "f32[s0, 3][3, 1]cpu"):
+    nonzero: "i64[u0, 2][1, u0]cpu" = torch.ops.aten.nonzero.default(x)
+    sum_1: "i64[][]cpu" = torch.ops.aten.sum.default(nonzero)
+    return (nonzero, sum_1)
+)g");
+  ASSERT_TRUE(g.ok()) << g.status();
+  symbolic::ShapeEnv env;
+  ShapePropOptions options;
+  options.hints["s0"] = symbolic::Value::Int(4);
+  absl::Status st = PropagateShapes(**g, env, options);
+  ASSERT_TRUE(st.ok()) << st;
+  const Node* nz = (*g)->Find("nonzero");
+  EXPECT_EQ(nz->meta().ToAnnotation(), "i64[u0, 2][1, u0]cpu");
+  ASSERT_EQ(nz->unbacked_bindings().size(), 1u);
+  EXPECT_EQ(symbolic::ToString(nz->unbacked_bindings()[0].first), "u0");
+  EXPECT_EQ(nz->unbacked_bindings()[0].second, ".size(0)");
+  EXPECT_TRUE(env.IsUnbacked(nz->unbacked_bindings()[0].first));
+  EXPECT_EQ((*g)->Find("sum_1")->meta().ToAnnotation(), "i64[][]cpu");
 }
 
 TEST(MiscOpsTest, SymStorageOffset) {
