@@ -550,12 +550,19 @@ void StoreLine(const Line<K>& line, std::vector<int64_t> i, int64_t dim,
 // kernel gives them (stable=False: std::sort over (value, index) pairs with its
 // comparators; the same algorithm, so the same order, verified against
 // torch 2.15); a dim of stride 0 keeps indices 0..n-1, as PyTorch does.
+// An ascending sort of a 1-d integer tensor of at least 32768 (PyTorch's
+// GRAIN_SIZE) elements takes PyTorch's radix sort path, which is stable.
 template <typename K>
 void SortLines(const Tensor& s, int64_t dim, bool descending,
                const Tensor& values, const Tensor& indices) {
   bool broadcast = s.dim() > 0 && s.strides()[dim] == 0;
+  bool radix = s.dim() == 1 && !descending &&
+               IsIntegral(s.dtype(), /*include_bool=*/false) &&
+               s.numel() >= 32768;
   ForEachLine<K>(s, dim, [&](Line<K>& line, std::vector<int64_t> base) {
-    if (!broadcast) {
+    if (radix) {
+      std::stable_sort(line.begin(), line.end(), Less<K>);
+    } else if (!broadcast) {
       if (descending) {
         std::sort(line.begin(), line.end(), Greater<K>);
       } else {

@@ -338,6 +338,17 @@ TEST(MiscOpsTest, SortMatchesTorchIncludingTiesAndNan) {
       RunV("aten.sort.default", {V(t), Value::Int(0), Value::Bool(true)});
   EXPECT_THAT(Elements(desc.list[1].tensor), ElementsAreArray(kDesc));
   EXPECT_TRUE(std::isnan(Elements(desc.list[0].tensor)[0]));
+  // torch: an ascending sort of >= 32768 1-d integers is stable (its radix
+  // sort path); verified against torch.sort(stable=True) on random data.
+  Tensor big = *Tensor::Empty({40000}, DType::kInt64);
+  for (int64_t k = 0; k < 40000; ++k) big.SetDouble({k}, (k * 7) % 3 - 1);
+  std::vector<double> want;
+  for (int v : {-1, 0, 1}) {
+    for (int64_t k = 0; k < 40000; ++k) {
+      if ((k * 7) % 3 - 1 == v) want.push_back(k);
+    }
+  }
+  EXPECT_EQ(Elements(RunV("aten.sort.default", {V(big)}).list[1].tensor), want);
   // Along dim 0 of a transposed tensor: the layout is kept (torch).
   Tensor tr = Transposed({3, 1, 2, 2, 1, 3});  // [[3, 2, 1], [1, 2, 3]]
   Value s0 = RunV("aten.sort.default", {V(tr), Value::Int(0)});
