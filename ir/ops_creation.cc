@@ -447,8 +447,7 @@ absl::StatusOr<Value> FillInplace(const OpCall& c, const Value& value) {
   return c.arg(0);
 }
 
-// ---- Random ops
-// ----------------------------------------------------------------
+// ---- Random ops -------------------------------------------------------------
 //
 // rand, randn, randperm and native_dropout draw from the call's Generator
 // (random.h): seeded and reproducible, PyTorch's distributions but not its

@@ -485,8 +485,7 @@ absl::StatusOr<Value> Repeat(const OpCall& c) {
   return out;
 }
 
-// ---- sort / topk
-// -------------------------------------------------------------
+// ---- sort / topk ------------------------------------------------------------
 
 // One line along `dim` as (key, index) pairs: int64 keys for integer and bool
 // tensors (exact), double keys for floats.
@@ -652,8 +651,7 @@ absl::StatusOr<Value> Topk(const OpCall& c) {
   return Value::List({values, indices});
 }
 
-// ---- nonzero
-// -------------------------------------------------------------------
+// ---- nonzero ----------------------------------------------------------------
 
 // nonzero(self): the indices of nonzero elements (NaN counts), one row each
 // in row-major order: i64[n, ndim] with strides [1, n] (PyTorch fills the
@@ -688,8 +686,7 @@ absl::StatusOr<Value> Nonzero(const OpCall& c) {
   return Value::OfTensor(out);
 }
 
-// ---- masked_scatter / scatter_reduce
-// -------------------------------------------
+// ---- masked_scatter / scatter_reduce ----------------------------------------
 
 // masked_scatter(self, mask, source): self and mask broadcast; where mask
 // is true, the next element of source (row-major) is written. Contiguous.

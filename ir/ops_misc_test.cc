@@ -100,8 +100,7 @@ Tensor Transposed(const std::vector<double>& values) {
   return *base.AsStrided({2, 3}, {1, 2}, 0);
 }
 
-// ---- Pointwise
-// ----------------------------------------------------------------
+// ---- Pointwise --------------------------------------------------------------
 
 TEST(MiscOpsTest, InverseTrigHyperbolicAndLogs) {
   // torch: f64 [0.5, 2.0, -0.5] through each op.
@@ -235,8 +234,7 @@ TEST(MiscOpsTest, Atan2OutInAGraphMutatesItsOutInput) {
   ExpectSame(Elements(o), {pi / 2, -pi / 2}, 1e-6);
 }
 
-// ---- Reductions
-// -----------------------------------------------------------------
+// ---- Reductions -------------------------------------------------------------
 
 TEST(MiscOpsTest, AnyDimsAndVarDim) {
   Tensor x = T({2, 2}, {0, 1, 0, 0}, DType::kInt64);
@@ -276,8 +274,7 @@ TEST(MiscOpsTest, AnyDimsAndVarDim) {
             "dtypes");
 }
 
-// ---- Views, copies, indexing
-// -------------------------------------------------------
+// ---- Views, copies, indexing ------------------------------------------------
 
 TEST(MiscOpsTest, FlipAndRepeat) {
   Tensor x = T({2, 3}, {1, 2, 3, 4, 5, 6});
@@ -644,8 +641,7 @@ TEST(MiscOpsTest, ScatterReduceMatchesTorch) {
       "equal to src.dtype");
 }
 
-// ---- Random ops
-// ----------------------------------------------------------------
+// ---- Random ops -------------------------------------------------------------
 
 struct Moments {
   double mean = 0, var = 0, min = INFINITY, max = -INFINITY;
@@ -824,8 +820,7 @@ TEST(MiscOpsTest, RandomOpsAreSeededAndDeterministic) {
   EXPECT_NE(Generator(8).Bits(4), g1.Bits(4));
 }
 
-// ---- FFT
-// -------------------------------------------------------------------------
+// ---- FFT --------------------------------------------------------------------
 
 TEST(MiscOpsTest, FftSaysComplexDtypesAreUnsupported) {
   Tensor x = T({4}, {1, 2, 3, 4});
