@@ -79,8 +79,11 @@ bool IsView(const Node& n) {
   }
   if (n.target() == "getitem") return IsView(*n.args()[0].node);
   const OpDef* op = OpOf(n);
+  // A return aliasing a written argument (an out= overload's `out`) is
+  // that argument, not a view of the first.
   return op != nullptr && !IsInplace(n) && !op->schema.returns.empty() &&
-         op->schema.returns[0].alias.has_value();
+         op->schema.returns[0].alias.has_value() &&
+         !op->schema.returns[0].alias->is_write;
 }
 
 const Node* TensorObject(const Node& n) {

@@ -224,6 +224,10 @@ TEST(MiscOpsTest, Atan2OutInAGraphMutatesItsOutInput) {
     return (atan2,)
 )g");
   ASSERT_TRUE(g.ok()) << g.status();
+  // The result is `out` itself: neither a view of self nor an in-place op.
+  const Node* node = (*g)->Find("atan2");
+  EXPECT_FALSE(IsView(*node));
+  EXPECT_FALSE(IsInplace(*node));
   Tensor o = T({2}, {7, 7});
   absl::StatusOr<Interpretation> r =
       Interpret(**g, {V(T({2}, {1, -1})), V(T({2}, {0, 0})), V(o)});
