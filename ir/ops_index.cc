@@ -3,7 +3,9 @@
 // write a source into a view of a copy (slice_scatter, select_scatter,
 // diagonal_scatter, as_strided_scatter). Gathered results are contiguous;
 // scattered ones keep self's dense layout (preserve_format), as in PyTorch.
-// Index values are checked against the sizes they index.
+// Index values are checked against the sizes they index. Also the copies
+// that reorder or select elements: flip, repeat, sort, topk, nonzero (a
+// data-dependent size), masked_scatter and scatter_reduce.
 
 #include <algorithm>
 #include <cmath>

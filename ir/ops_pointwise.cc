@@ -1,9 +1,10 @@
 // Pointwise ops: unary math, binary arithmetic and comparisons (Tensor and
-// Scalar overloads), where, and their in-place variants. Each op infers its
-// output dtype and broadcast shape once; the meta function returns that as
-// metadata and the kernel computes elements in the op's math type (double
-// for floats, exact wrapping int64 for integers), rounding to the output
-// dtype as PyTorch does.
+// Scalar overloads), where, activations with Scalar parameters (elu,
+// hardtanh, leaky_relu), their in-place variants and atan2's out= variant. Each
+// op infers its output dtype and broadcast shape once; the meta function
+// returns that as metadata and the kernel computes elements in the op's math
+// type (double for floats, exact wrapping int64 for integers), rounding to the
+// output dtype as PyTorch does.
 
 #include <algorithm>
 #include <cmath>

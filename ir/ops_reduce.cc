@@ -1,6 +1,7 @@
-// Reductions: sum, mean, amax, amin (over dims, with keepdim and an optional
-// dtype), and the softmax family. The kernel walks every input element once,
-// accumulating in double (exact int64 for integer sums) into its output
+// Reductions: sum, mean, amax, amin, prod, any, all, var, argmax, argmin,
+// max/min.dim (over dims, with keepdim and an optional dtype), cumsum,
+// layer norm, and the softmax family. The kernel walks every input element
+// once, accumulating in double (exact int64 for integer sums) into its output
 // position.
 
 #include <algorithm>
