@@ -79,8 +79,11 @@ bool IsView(const Node& n) {
   }
   if (n.target() == "getitem") return IsView(*n.args()[0].node);
   const OpDef* op = OpOf(n);
+  // A return aliasing a written argument (an out= overload's `out`) is
+  // that argument, not a view of the first.
   return op != nullptr && !IsInplace(n) && !op->schema.returns.empty() &&
-         op->schema.returns[0].alias.has_value();
+         op->schema.returns[0].alias.has_value() &&
+         !op->schema.returns[0].alias->is_write;
 }
 
 const Node* TensorObject(const Node& n) {
@@ -197,7 +200,7 @@ absl::StatusOr<Value> EvalPythonOp(absl::string_view target,
 
 absl::StatusOr<EvaluatedCall> EvalCall(
     const Node& n, const absl::flat_hash_map<const Node*, Value>& values,
-    symbolic::ShapeEnv* shape_env) {
+    symbolic::ShapeEnv* shape_env, Generator* generator) {
   EvaluatedCall r;
   std::vector<Value> args;
   for (const Arg& a : n.args()) {
@@ -251,7 +254,7 @@ absl::StatusOr<EvaluatedCall> EvalCall(
       }
     }
   }
-  OpCall call(*r.op, r.args, shape_env);
+  OpCall call(*r.op, r.args, shape_env, generator);
   ASSIGN_OR_RETURN(
       r.out, shape_env == nullptr ? r.op->kernel(call) : r.op->meta(call));
   return r;
@@ -383,8 +386,9 @@ bool SameStorage(const Value& v, const Storage& s) {
 
 absl::StatusOr<Interpretation> Interpret(
     const Graph& graph, std::vector<Value> inputs,
-    const absl::flat_hash_map<std::string, Value>& constants) {
+    const absl::flat_hash_map<std::string, Value>& constants, uint64_t seed) {
   std::vector<Node*> placeholders = graph.Placeholders();
+  Generator generator(seed);
   if (inputs.size() != placeholders.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("the graph takes ", placeholders.size(), " inputs, got ",
@@ -429,7 +433,7 @@ absl::StatusOr<Interpretation> Interpret(
         break;
     }
     absl::StatusOr<EvaluatedCall> call =
-        EvalCall(n, env, /*shape_env=*/nullptr);
+        EvalCall(n, env, /*shape_env=*/nullptr, &generator);
     if (!call.ok()) return fail(call.status());
     Value out = std::move(call->out);
     if (const OpDef* op = call->op; op != nullptr) {

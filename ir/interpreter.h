@@ -16,6 +16,7 @@
 #ifndef LATHE_IR_INTERPRETER_H_
 #define LATHE_IR_INTERPRETER_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
 #include "ir/op_registry.h"
+#include "ir/random.h"
 #include "ir/value.h"
 #include "symbolic/shape_env.h"
 
@@ -38,10 +40,13 @@ struct Interpretation {
 // Runs `graph` with `inputs` (one per placeholder, in order) and
 // `constants` (values of `self.NAME` get_attr nodes, by NAME). Each is
 // checked against its annotation: dtype, rank, static sizes and
-// strides-free shape, and one value per size symbol.
+// strides-free shape, and one value per size symbol. Random ops draw from
+// one Generator seeded with `seed` (random.h), in graph order: a run is
+// reproducible.
 absl::StatusOr<Interpretation> Interpret(
     const Graph& graph, std::vector<Value> inputs,
-    const absl::flat_hash_map<std::string, Value>& constants = {});
+    const absl::flat_hash_map<std::string, Value>& constants = {},
+    uint64_t seed = Generator::kDefaultSeed);
 
 // ArgValue()
 //
@@ -61,10 +66,11 @@ struct EvaluatedCall {
 //
 // Evaluates call node `n` on the values of its arguments: getitem, Python
 // operators, or an op's reference kernel (shape_env null) or its meta
-// function (recording guards in shape_env).
+// function (recording guards in shape_env). Random kernels draw from
+// `generator` (null: a fresh default-seeded one).
 absl::StatusOr<EvaluatedCall> EvalCall(
     const Node& n, const absl::flat_hash_map<const Node*, Value>& values,
-    symbolic::ShapeEnv* shape_env);
+    symbolic::ShapeEnv* shape_env, Generator* generator = nullptr);
 
 // IsInplace()
 //

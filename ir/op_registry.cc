@@ -91,6 +91,33 @@ absl::Status OpRegistry::Pair(absl::string_view inplace,
 
 namespace {
 
+// A dtype from its c10::ScalarType code (schema defaults such as randperm's
+// `dtype=4`); int64 for codes lathe has no dtype for.
+DType ScalarTypeOfCode(int64_t code) {
+  switch (code) {
+    case 0:
+      return DType::kUInt8;
+    case 1:
+      return DType::kInt8;
+    case 2:
+      return DType::kInt16;
+    case 3:
+      return DType::kInt32;
+    case 5:
+      return DType::kFloat16;
+    case 6:
+      return DType::kFloat32;
+    case 7:
+      return DType::kFloat64;
+    case 11:
+      return DType::kBool;
+    case 15:
+      return DType::kBFloat16;
+    default:
+      return DType::kInt64;
+  }
+}
+
 Value DefaultOf(const Argument& a) {
   const DefaultValue& d = *a.default_value;
   switch (d.kind) {
@@ -99,6 +126,11 @@ Value DefaultOf(const Argument& a) {
     case DefaultValue::Kind::kBool:
       return Value::Bool(d.bool_value);
     case DefaultValue::Kind::kInt:
+      // `ScalarType? dtype=4`: c10's ScalarType code.
+      if (a.type.base == BaseType::kScalarType) {
+        DType dtype = ScalarTypeOfCode(d.int_value);
+        return Value::OfDType(dtype);
+      }
       return Value::Int(d.int_value);
     case DefaultValue::Kind::kFloat:
       return Value::Float(d.float_value);

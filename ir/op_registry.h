@@ -32,6 +32,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "ir/random.h"
 #include "ir/schema.h"
 #include "ir/value.h"
 #include "symbolic/shape_env.h"
@@ -44,8 +45,9 @@ struct OpDef;
 // (defaults filled in).
 class OpCall {
  public:
-  OpCall(const OpDef& op, std::vector<Value> args, symbolic::ShapeEnv* env)
-      : op_(op), args_(std::move(args)), env_(env) {}
+  OpCall(const OpDef& op, std::vector<Value> args, symbolic::ShapeEnv* env,
+         Generator* generator = nullptr)
+      : op_(op), args_(std::move(args)), env_(env), generator_(generator) {}
 
   const OpDef& op() const { return op_; }
   // Argument `i` in schema order.
@@ -55,6 +57,9 @@ class OpCall {
   int num_args() const { return static_cast<int>(args_.size()); }
   // The ShapeEnv during shape propagation (for guards); null when running.
   symbolic::ShapeEnv* env() const { return env_; }
+  // The interpreter's random number generator (random.h); null outside an
+  // interpreter run, where random ops use a fresh default-seeded one.
+  Generator* generator() const { return generator_; }
   // An error that names the op: "aten.mm.default: <message>".
   absl::Status Error(absl::string_view message) const;
 
@@ -62,6 +67,7 @@ class OpCall {
   const OpDef& op_;
   std::vector<Value> args_;
   symbolic::ShapeEnv* env_;
+  Generator* generator_;
 };
 
 using OpFn = std::function<absl::StatusOr<Value>(const OpCall&)>;

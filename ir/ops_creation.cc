@@ -1,5 +1,6 @@
-// Creation and copy ops: full, zeros, ones, clone, _to_copy, copy_, and
-// sym_size.int.
+// Creation and copy ops: full, zeros, ones, clone, _to_copy, copy_,
+// sym_size.int, sym_storage_offset, and the random ops (rand, randn,
+// randperm, native_dropout).
 
 #include <cmath>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/op_registry.h"
 #include "ir/ops_util.h"
+#include "ir/random.h"
 #include "ir/value.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
@@ -208,6 +210,12 @@ absl::StatusOr<Value> SymNumel(const OpCall& c) {
   Expr n = symbolic::Int(1);
   for (Expr s : SizesOf(c.arg(0))) n = symbolic::Mul(n, s);
   return Value::Number(n);
+}
+
+absl::StatusOr<Value> SymStorageOffset(const OpCall& c) {
+  const Value& self = c.arg(0);
+  if (self.tensor.defined()) return Value::Int(self.tensor.storage_offset());
+  return Value::Number(self.meta.storage_offset);
 }
 
 absl::StatusOr<Value> CopyInplace(const OpCall& c) {
@@ -439,6 +447,181 @@ absl::StatusOr<Value> FillInplace(const OpCall& c, const Value& value) {
   return c.arg(0);
 }
 
+// ---- Random ops -------------------------------------------------------------
+//
+// rand, randn, randperm and native_dropout draw from the call's Generator
+// (random.h): seeded and reproducible, PyTorch's distributions but not its
+// numbers. Each call reserves its draws up front, one (two for randn) per
+// element in row-major order.
+
+// The call's generator, or `fallback` (default-seeded) outside an
+// interpreter.
+Generator& GeneratorOf(const OpCall& c, Generator& fallback) {
+  return c.generator() != nullptr ? *c.generator() : fallback;
+}
+
+// Significand bits of a floating dtype: a uniform draw with that many bits
+// stays below 1 in it.
+int SignificandBits(DType d) {
+  switch (d) {
+    case DType::kFloat16:
+      return 11;
+    case DType::kBFloat16:
+      return 8;
+    case DType::kFloat32:
+      return 24;
+    default:
+      return 53;
+  }
+}
+
+// rand(size) / randn(size): uniform in [0, 1) / standard normal (Box-Muller
+// over two uniform draws). Floating dtypes only, as in PyTorch.
+absl::StatusOr<Value> RandomFill(const OpCall& c, bool normal, bool running) {
+  ASSIGN_OR_RETURN(std::vector<Expr> sizes, c.arg(0).AsExprList());
+  for (Expr s : sizes) {
+    if (s.kind() == symbolic::ExprKind::kInteger && s.int_value() < 0) {
+      return c.Error(
+          absl::StrCat("Trying to create tensor with negative dimension ",
+                       s.int_value(), ": ", ShapeString(sizes)));
+    }
+  }
+  DType dtype = CreationDType(c, nullptr);
+  if (!IsFloatingPoint(dtype)) {
+    return c.Error(absl::StrCat(
+        normal ? "\"normal_kernel_cpu\"" : "\"check_uniform_bounds\"",
+        " not implemented for '", ScalarTypeName(dtype), "'"));
+  }
+  Device device = CreationDevice(c);
+  if (!running) return MetaResult(dtype, device, sizes);
+  if (!device.is_cpu()) return c.Error("the interpreter runs on cpu only");
+  ASSIGN_OR_RETURN(std::vector<int64_t> concrete, ConcreteSizes(c, sizes));
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(concrete, dtype));
+  Generator fallback;
+  Generator& g = GeneratorOf(c, fallback);
+  uint64_t n = static_cast<uint64_t>(out.numel());
+  uint64_t at = g.Reserve(normal ? 2 * n : n);
+  int bits = SignificandBits(dtype);
+  const double kTwoPi = 2 * std::acos(-1.0);
+  ForEachIndex(concrete, [&](absl::Span<const int64_t> i) {
+    double v;
+    if (normal) {
+      double u1 = 1.0 - g.Uniform(at++, 53);  // in (0, 1]
+      double u2 = g.Uniform(at++, 53);
+      v = std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
+    } else {
+      v = g.Uniform(at++, bits);
+    }
+    StoreDouble(out, i, v);
+  });
+  return Value::OfTensor(out);
+}
+
+// randperm(n): a random permutation of 0 .. n-1 (Fisher-Yates).
+absl::StatusOr<Value> Randperm(const OpCall& c, bool running) {
+  Expr n = c.arg(0).number;
+  if (n.kind() == symbolic::ExprKind::kInteger && n.int_value() < 0) {
+    return c.Error(
+        absl::StrCat("Trying to create tensor with negative "
+                     "dimension ",
+                     n.int_value(), ": [", n.int_value(), "]"));
+  }
+  DType dtype = CreationDType(c, nullptr);
+  if (dtype == DType::kBool) {
+    return c.Error("\"randperm\" not implemented for 'Bool'");
+  }
+  Device device = CreationDevice(c);
+  if (!running) return MetaResult(dtype, device, {n});
+  if (!device.is_cpu()) return c.Error("the interpreter runs on cpu only");
+  ASSIGN_OR_RETURN(int64_t count, c.arg(0).AsInt());
+  Generator fallback;
+  Generator& g = GeneratorOf(c, fallback);
+  uint64_t at = g.Reserve(static_cast<uint64_t>(count));
+  std::vector<int64_t> perm(count);
+  for (int64_t i = 0; i < count; ++i) perm[i] = i;
+  for (int64_t i = count - 1; i > 0; --i) {
+    uint64_t j = g.Bits(at + i) % static_cast<uint64_t>(i + 1);
+    std::swap(perm[i], perm[j]);
+  }
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty({count}, dtype));
+  for (int64_t i = 0; i < count; ++i) StoreInt(out, {i}, perm[i]);
+  return Value::OfTensor(out);
+}
+
+// native_dropout(input, p, train): (output, mask) as PyTorch's CPU kernel
+// computes them. An empty input gives (input itself, empty_like(input)).
+// train=False: (a clone, an all-true bool mask), both laid out as
+// empty_like(input) (EmptyLikeStrides).
+// train=True or None: mask = empty_like(input, bool) kept with probability
+// 1 - p, output = input * mask * scale (scale = 1/(1-p), 0 for p = 1),
+// laid out as that product is (TensorIterator over input and mask).
+absl::StatusOr<Value> NativeDropout(const OpCall& c, bool running) {
+  const Value& input = c.arg(0);
+  ASSIGN_OR_RETURN(double p, c.arg(1).AsDouble());
+  bool train = true;
+  if (!c.arg(2).is_none()) {
+    ASSIGN_OR_RETURN(train, c.arg(2).AsBool());
+  }
+  DType dtype = DTypeOf(input);
+  Device device = DeviceOf(input);
+  std::vector<Expr> sizes = SizesOf(input);
+  std::vector<Expr> preserved = EmptyLikeStrides(input);
+  Expr numel = symbolic::Int(1);
+  for (Expr s : sizes) numel = symbolic::Mul(numel, s);
+  ASSIGN_OR_RETURN(bool empty,
+                   Decide(c, symbolic::Eq(numel, symbolic::Int(0))));
+  if (empty) {
+    ASSIGN_OR_RETURN(
+        Value mask, ResultOrEmpty(c, running, dtype, device, sizes, preserved));
+    return Value::List({input, mask});
+  }
+  ASSIGN_OR_RETURN(Value mask, ResultOrEmpty(c, running, DType::kBool, device,
+                                             sizes, preserved));
+  if (!train) {
+    ASSIGN_OR_RETURN(
+        Value out, ResultOrEmpty(c, running, dtype, device, sizes, preserved));
+    if (running) {
+      RETURN_IF_ERROR(CopyInto(out.tensor, input.tensor));
+      ForEachIndex(mask.tensor.sizes(), [&](absl::Span<const int64_t> i) {
+        StoreInt(mask.tensor, i, 1);
+      });
+    }
+    return Value::List({out, mask});
+  }
+  double p1m = 1.0 - p;
+  if (!(p1m >= 0 && p1m <= 1)) {
+    return c.Error(
+        absl::StrCat("bernoulli_ expects p to be in [0, 1], but got p=", p1m));
+  }
+  if (!IsFloatingPoint(dtype)) {
+    return c.Error(absl::StrCat(
+        "result type Float can't be cast to the desired output type ",
+        ScalarTypeName(dtype)));
+  }
+  TensorMeta mask_meta;
+  mask_meta.dtype = DType::kBool;
+  mask_meta.device = device;
+  mask_meta.sizes = sizes;
+  mask_meta.strides = preserved;
+  std::vector<Expr> strides =
+      PointwiseStrides({input, Value::OfMeta(mask_meta)}, sizes);
+  ASSIGN_OR_RETURN(Value out,
+                   ResultOrEmpty(c, running, dtype, device, sizes, strides));
+  if (!running) return Value::List({out, mask});
+  double scale = p1m == 0 ? 0.0 : 1.0 / p1m;
+  // mul_(scale) multiplies in the tensor's dtype (float for reduced ones).
+  if (dtype != DType::kFloat64) scale = static_cast<float>(scale);
+  Generator fallback;
+  Generator& g = GeneratorOf(c, fallback);
+  uint64_t at = g.Reserve(static_cast<uint64_t>(input.tensor.numel()));
+  ForEachIndex(input.tensor.sizes(), [&](absl::Span<const int64_t> i) {
+    bool keep = g.Uniform(at++, 53) < p1m;
+    StoreInt(mask.tensor, i, keep);
+    StoreDouble(out.tensor, i, LoadDouble(input.tensor, i) * keep * scale);
+  });
+  return Value::List({out, mask});
+}
+
 }  // namespace
 
 absl::Status RegisterCreationOps(OpRegistry& r) {
@@ -454,6 +637,23 @@ absl::Status RegisterCreationOps(OpRegistry& r) {
   RETURN_IF_ERROR(
       r.Add("sym_stride.int(Tensor self, int dim) -> SymInt", SymStride));
   RETURN_IF_ERROR(r.Add("sym_numel(Tensor self) -> SymInt", SymNumel));
+  RETURN_IF_ERROR(
+      r.Add("sym_storage_offset(Tensor self) -> SymInt", SymStorageOffset));
+  for (bool normal : {false, true}) {
+    RETURN_IF_ERROR(r.Add(
+        absl::StrCat(normal ? "randn" : "rand", "(SymInt[] size, ", kFactory),
+        [normal](const OpCall& c) { return RandomFill(c, normal, false); },
+        [normal](const OpCall& c) { return RandomFill(c, normal, true); }));
+  }
+  RETURN_IF_ERROR(r.Add(
+      "randperm(SymInt n, *, ScalarType? dtype=4, Layout? layout=None, Device? "
+      "device=None, bool? pin_memory=None) -> Tensor",
+      [](const OpCall& c) { return Randperm(c, false); },
+      [](const OpCall& c) { return Randperm(c, true); }));
+  RETURN_IF_ERROR(r.Add(
+      "native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)",
+      [](const OpCall& c) { return NativeDropout(c, false); },
+      [](const OpCall& c) { return NativeDropout(c, true); }));
   const char* kLike =
       "*, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
       "bool? "

@@ -3,11 +3,15 @@
 // write a source into a view of a copy (slice_scatter, select_scatter,
 // diagonal_scatter, as_strided_scatter). Gathered results are contiguous;
 // scattered ones keep self's dense layout (preserve_format), as in PyTorch.
-// Index values are checked against the sizes they index.
+// Index values are checked against the sizes they index. Also the copies
+// that reorder or select elements: flip, repeat, sort, topk, nonzero (a
+// data-dependent size), masked_scatter and scatter_reduce.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -412,6 +416,452 @@ absl::StatusOr<Value> ScatterInto(const OpCall& c,
   return out;
 }
 
+// ---- flip / repeat ----------------------------------------------------------
+
+// flip(self, dims): a copy laid out as empty_like(self), `dims` reversed.
+absl::StatusOr<Value> Flip(const OpCall& c) {
+  const Value& self = c.arg(0);
+  ASSIGN_OR_RETURN(std::vector<int64_t> dims, c.arg(1).AsIntList());
+  int64_t rank = RankOf(self);
+  std::vector<bool> flipped(rank, false);
+  for (int64_t d : dims) {
+    ASSIGN_OR_RETURN(int64_t w, WrapDim(c, d, rank));
+    if (rank == 0) continue;
+    if (flipped[w]) {
+      return c.Error(absl::StrCat(
+          "dim ", w, " appears multiple times in the list of dims"));
+    }
+    flipped[w] = true;
+  }
+  std::vector<Expr> sizes = SizesOf(self);
+  ASSIGN_OR_RETURN(
+      Value out, ResultOrEmpty(c, Running(self), DTypeOf(self), DeviceOf(self),
+                               sizes, EmptyLikeStrides(self)));
+  if (!Running(self)) return out;
+  const Tensor& s = self.tensor;
+  ForEachIndex(s.sizes(), [&](absl::Span<const int64_t> i) {
+    std::vector<int64_t> at(i.begin(), i.end());
+    for (int64_t d = 0; d < rank; ++d) {
+      if (flipped[d]) at[d] = s.sizes()[d] - 1 - i[d];
+    }
+    CopyElement(out.tensor, i, s, at);
+  });
+  return out;
+}
+
+// repeat(self, repeats): self tiled; more repeats than dims add leading
+// dims (self is viewed with leading 1s). Contiguous.
+absl::StatusOr<Value> Repeat(const OpCall& c) {
+  const Value& self = c.arg(0);
+  ASSIGN_OR_RETURN(std::vector<Expr> repeats, c.arg(1).AsExprList());
+  int64_t rank = RankOf(self), n = static_cast<int64_t>(repeats.size());
+  if (n < rank) {
+    return c.Error(
+        "Number of dimensions of repeat dims can not be smaller than number of "
+        "dimensions of tensor");
+  }
+  std::vector<Expr> in = SizesOf(self);
+  in.insert(in.begin(), n - rank, symbolic::Int(1));
+  std::vector<Expr> sizes;
+  for (int64_t d = 0; d < n; ++d)
+    sizes.push_back(symbolic::Mul(in[d], repeats[d]));
+  for (const Expr& e : sizes) {
+    ASSIGN_OR_RETURN(bool negative,
+                     Decide(c, symbolic::Lt(e, symbolic::Int(0))));
+    if (negative) {
+      return c.Error(
+          absl::StrCat("Trying to create tensor with negative "
+                       "dimension ",
+                       symbolic::ToString(e), ": ", ShapeString(sizes)));
+    }
+  }
+  ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, Running(self), DTypeOf(self),
+                                            DeviceOf(self), sizes));
+  if (!Running(self)) return out;
+  const Tensor& s = self.tensor;
+  ForEachIndex(out.tensor.sizes(), [&](absl::Span<const int64_t> i) {
+    std::vector<int64_t> at(i.begin() + (n - rank), i.end());
+    for (int64_t d = 0; d < rank; ++d) at[d] %= s.sizes()[d];
+    CopyElement(out.tensor, i, s, at);
+  });
+  return out;
+}
+
+// ---- sort / topk ------------------------------------------------------------
+
+// One line along `dim` as (key, index) pairs: int64 keys for integer and bool
+// tensors (exact), double keys for floats.
+template <typename K>
+using Line = std::vector<std::pair<K, int64_t>>;
+
+// PyTorch's CPU comparators: NaN is larger than every number.
+template <typename K>
+bool Less(const std::pair<K, int64_t>& a, const std::pair<K, int64_t>& b) {
+  return (!std::isnan(static_cast<double>(a.first)) &&
+          std::isnan(static_cast<double>(b.first))) ||
+         a.first < b.first;
+}
+template <typename K>
+bool Greater(const std::pair<K, int64_t>& a, const std::pair<K, int64_t>& b) {
+  return (std::isnan(static_cast<double>(a.first)) &&
+          !std::isnan(static_cast<double>(b.first))) ||
+         a.first > b.first;
+}
+
+// Calls `fn(line, base)` for each line of `t` along `dim` (base: the index of
+// the line's first element); a 0-d tensor is one line of one element.
+template <typename K, typename Fn>
+void ForEachLine(const Tensor& t, int64_t dim, Fn fn) {
+  std::vector<int64_t> outer = t.sizes();
+  int64_t len = t.dim() == 0 ? 1 : outer[dim];
+  if (t.dim() > 0) outer[dim] = std::min<int64_t>(outer[dim], 1);
+  if (len == 0) return;
+  ForEachIndex(outer, [&](absl::Span<const int64_t> base) {
+    std::vector<int64_t> i(base.begin(), base.end());
+    Line<K> line(len);
+    for (int64_t k = 0; k < len; ++k) {
+      if (t.dim() > 0) i[dim] = k;
+      if constexpr (std::is_same_v<K, double>) {
+        line[k] = {LoadDouble(t, i), k};
+      } else {
+        line[k] = {LoadInt(t, i), k};
+      }
+    }
+    fn(line, std::vector<int64_t>(base.begin(), base.end()));
+  });
+}
+
+// Writes `line` (value and index pairs) along `dim` from `base`.
+template <typename K>
+void StoreLine(const Line<K>& line, std::vector<int64_t> i, int64_t dim,
+               const Tensor& values, const Tensor& indices) {
+  for (size_t k = 0; k < line.size(); ++k) {
+    if (values.dim() > 0) i[dim] = static_cast<int64_t>(k);
+    if constexpr (std::is_same_v<K, double>) {
+      StoreDouble(values, i, line[k].first);
+    } else {
+      StoreInt(values, i, line[k].first);
+    }
+    StoreInt(indices, i, line[k].second);
+  }
+}
+
+// sort(self, dim, descending): values and indices laid out as
+// empty_like(self) (EmptyLikeStrides). Ties come out in the order PyTorch's CPU
+// kernel gives them (stable=False: std::sort over (value, index) pairs with its
+// comparators; the same algorithm, so the same order, verified against
+// torch 2.15); a dim of stride 0 keeps indices 0..n-1, as PyTorch does.
+// An ascending sort of a 1-d integer tensor of at least 32768 (PyTorch's
+// GRAIN_SIZE) elements takes PyTorch's radix sort path, which is stable.
+template <typename K>
+void SortLines(const Tensor& s, int64_t dim, bool descending,
+               const Tensor& values, const Tensor& indices) {
+  bool broadcast = s.dim() > 0 && s.strides()[dim] == 0;
+  bool radix = s.dim() == 1 && !descending &&
+               IsIntegral(s.dtype(), /*include_bool=*/false) &&
+               s.numel() >= 32768;
+  ForEachLine<K>(s, dim, [&](Line<K>& line, std::vector<int64_t> base) {
+    if (radix) {
+      std::stable_sort(line.begin(), line.end(), Less<K>);
+    } else if (!broadcast) {
+      if (descending) {
+        std::sort(line.begin(), line.end(), Greater<K>);
+      } else {
+        std::sort(line.begin(), line.end(), Less<K>);
+      }
+    }
+    StoreLine(line, base, dim, values, indices);
+  });
+}
+
+absl::StatusOr<Value> Sort(const OpCall& c) {
+  const Value& self = c.arg(0);
+  ASSIGN_OR_RETURN(int64_t dim, c.arg(1).AsInt());
+  ASSIGN_OR_RETURN(dim, WrapDim(c, dim, RankOf(self)));
+  ASSIGN_OR_RETURN(bool descending, c.arg(2).AsBool());
+  std::vector<Expr> sizes = SizesOf(self);
+  std::vector<Expr> strides = EmptyLikeStrides(self);
+  ASSIGN_OR_RETURN(Value values, ResultOrEmpty(c, Running(self), DTypeOf(self),
+                                               DeviceOf(self), sizes, strides));
+  ASSIGN_OR_RETURN(Value indices,
+                   ResultOrEmpty(c, Running(self), DType::kInt64,
+                                 DeviceOf(self), sizes, strides));
+  if (Running(self)) {
+    if (IsFloatingPoint(DTypeOf(self))) {
+      SortLines<double>(self.tensor, dim, descending, values.tensor,
+                        indices.tensor);
+    } else {
+      SortLines<int64_t>(self.tensor, dim, descending, values.tensor,
+                         indices.tensor);
+    }
+  }
+  return Value::List({values, indices});
+}
+
+// topk(self, k, dim, largest, sorted): contiguous results. The order (ties
+// included) is PyTorch's CPU kernel's: std::partial_sort when k * 64 <= n,
+// otherwise std::nth_element and, when sorted, std::sort of the first k - 1.
+template <typename K>
+void TopkLines(const Tensor& s, int64_t dim, int64_t k, bool largest,
+               bool sorted, const Tensor& values, const Tensor& indices) {
+  ForEachLine<K>(s, dim, [&](Line<K>& line, std::vector<int64_t> base) {
+    if (k == 0) return;
+    auto comp = largest ? Greater<K> : Less<K>;
+    int64_t n = static_cast<int64_t>(line.size());
+    if (k * 64 <= n) {
+      std::partial_sort(line.begin(), line.begin() + k, line.end(), comp);
+    } else {
+      std::nth_element(line.begin(), line.begin() + k - 1, line.end(), comp);
+      if (sorted) std::sort(line.begin(), line.begin() + k - 1, comp);
+    }
+    line.resize(k);
+    StoreLine(line, base, dim, values, indices);
+  });
+}
+
+absl::StatusOr<Value> Topk(const OpCall& c) {
+  const Value& self = c.arg(0);
+  Expr k = c.arg(1).number;
+  ASSIGN_OR_RETURN(int64_t dim, c.arg(2).AsInt());
+  ASSIGN_OR_RETURN(dim, WrapDim(c, dim, RankOf(self)));
+  ASSIGN_OR_RETURN(bool largest, c.arg(3).AsBool());
+  ASSIGN_OR_RETURN(bool sorted, c.arg(4).AsBool());
+  if (DTypeOf(self) == DType::kBool) {
+    return c.Error("topk does not support bool dtypes on CPU");
+  }
+  std::vector<Expr> sizes = SizesOf(self);
+  Expr len = sizes.empty() ? symbolic::Int(1) : sizes[dim];
+  ASSIGN_OR_RETURN(bool in_range,
+                   Decide(c, symbolic::And(symbolic::Ge(k, symbolic::Int(0)),
+                                           symbolic::Le(k, len))));
+  if (!in_range) return c.Error("selected index k out of range");
+  if (!sizes.empty()) sizes[dim] = k;
+  ASSIGN_OR_RETURN(Value values, ResultOrEmpty(c, Running(self), DTypeOf(self),
+                                               DeviceOf(self), sizes));
+  ASSIGN_OR_RETURN(Value indices, ResultOrEmpty(c, Running(self), DType::kInt64,
+                                                DeviceOf(self), sizes));
+  if (Running(self)) {
+    ASSIGN_OR_RETURN(int64_t kk, c.arg(1).AsInt());
+    if (IsFloatingPoint(DTypeOf(self))) {
+      TopkLines<double>(self.tensor, dim, kk, largest, sorted, values.tensor,
+                        indices.tensor);
+    } else {
+      TopkLines<int64_t>(self.tensor, dim, kk, largest, sorted, values.tensor,
+                         indices.tensor);
+    }
+  }
+  return Value::List({values, indices});
+}
+
+// ---- nonzero ----------------------------------------------------------------
+
+// nonzero(self): the indices of nonzero elements (NaN counts), one row each
+// in row-major order: i64[n, ndim] with strides [1, n] (PyTorch fills the
+// transpose). n depends on the data: the meta function gives a fresh
+// unbacked size-like symbol from the call's ShapeEnv.
+absl::StatusOr<Value> NonzeroMeta(const OpCall& c) {
+  const Value& self = c.arg(0);
+  if (c.env() == nullptr) return c.Error("no ShapeEnv for an unbacked value");
+  Expr n = c.env()->CreateUnbackedSizeLike();
+  TensorMeta m;
+  m.dtype = DType::kInt64;
+  m.device = DeviceOf(self);
+  m.sizes = {n, symbolic::Int(RankOf(self))};
+  m.strides = {symbolic::Int(1), n};
+  return Value::OfMeta(m);
+}
+
+absl::StatusOr<Value> Nonzero(const OpCall& c) {
+  const Tensor& s = c.arg(0).tensor;
+  std::vector<std::vector<int64_t>> rows;
+  bool ints = IsIntegral(s.dtype(), true);
+  ForEachIndex(s.sizes(), [&](absl::Span<const int64_t> i) {
+    bool nz = ints ? LoadInt(s, i) != 0 : LoadDouble(s, i) != 0;
+    if (nz) rows.emplace_back(i.begin(), i.end());
+  });
+  int64_t n = static_cast<int64_t>(rows.size());
+  ASSIGN_OR_RETURN(Tensor out,
+                   Tensor::EmptyStrided({n, s.dim()}, {1, n}, DType::kInt64));
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t d = 0; d < s.dim(); ++d) StoreInt(out, {r, d}, rows[r][d]);
+  }
+  return Value::OfTensor(out);
+}
+
+// ---- masked_scatter / scatter_reduce ----------------------------------------
+
+// masked_scatter(self, mask, source): self and mask broadcast; where mask
+// is true, the next element of source (row-major) is written. Contiguous.
+absl::StatusOr<Value> MaskedScatter(const OpCall& c) {
+  const Value &self = c.arg(0), &mask = c.arg(1), &source = c.arg(2);
+  if (DTypeOf(mask) != DType::kBool) {
+    return c.Error(absl::StrCat(
+        "masked_scatter_ only supports boolean masks, but got mask with dtype ",
+        ScalarTypeName(DTypeOf(mask))));
+  }
+  if (DTypeOf(self) != DTypeOf(source)) {
+    return c.Error(absl::StrCat(
+        "masked_scatter: expected self and source to have same dtypes but got",
+        ScalarTypeName(DTypeOf(self)), " and ",
+        ScalarTypeName(DTypeOf(source))));
+  }
+  ASSIGN_OR_RETURN(std::vector<Expr> sizes,
+                   BroadcastShapes(c, {SizesOf(self), SizesOf(mask)}));
+  ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, Running(self), DTypeOf(self),
+                                            DeviceOf(self), sizes));
+  if (!Running(self)) return out;
+  const Tensor& o = out.tensor;
+  ASSIGN_OR_RETURN(Tensor s, BroadcastView(self.tensor, o.sizes()));
+  ASSIGN_OR_RETURN(Tensor m, BroadcastView(mask.tensor, o.sizes()));
+  const Tensor& src = source.tensor;
+  std::vector<int64_t> src_strides = ::lathe::ContiguousStrides(src.sizes());
+  int64_t next = 0;
+  absl::Status status;
+  ForEachIndex(o.sizes(), [&](absl::Span<const int64_t> i) {
+    if (!status.ok()) return;
+    if (LoadInt(m, i) == 0) {
+      CopyElement(o, i, s, i);
+      return;
+    }
+    if (next >= src.numel()) {
+      status = c.Error("Number of elements of source < number of ones in mask");
+      return;
+    }
+    std::vector<int64_t> at(src.dim());
+    for (int64_t d = 0, rest = next; d < src.dim(); ++d) {
+      at[d] = rest / src_strides[d];
+      rest %= src_strides[d];
+    }
+    ++next;
+    CopyElement(o, i, src, at);
+  });
+  RETURN_IF_ERROR(status);
+  return out;
+}
+
+// scatter_reduce.two(self, dim, index, src, reduce, include_self): a
+// contiguous copy of self in which each src element is combined into the
+// position index names (sum, prod, mean, amax, amin; NaN propagates through
+// amax/amin). include_self=False: positions some index names start from the
+// reduction's identity instead of self's value (untouched ones keep self's).
+// mean divides by the count of combined values (self counting once when
+// included), by floor division for integers. Combining happens in self's
+// dtype, element by element, as PyTorch's CPU kernel does.
+absl::StatusOr<Value> ScatterReduce(const OpCall& c) {
+  const Value &self = c.arg(0), &index = c.arg(2), &src = c.arg(3);
+  ASSIGN_OR_RETURN(int64_t dim, GatherDim(c, self, index));
+  const std::string& reduce = c.arg(4).string;
+  if (reduce != "sum" && reduce != "prod" && reduce != "mean" &&
+      reduce != "amax" && reduce != "amin") {
+    return c.Error(absl::StrCat(
+        "reduce argument must be either sum, prod, mean, amax or amin, got ",
+        reduce));
+  }
+  ASSIGN_OR_RETURN(bool include_self, c.arg(5).AsBool());
+  if (DTypeOf(self) != DTypeOf(src)) {
+    return c.Error("scatter(): Expected self.dtype to be equal to src.dtype");
+  }
+  if (RankOf(src) != RankOf(index) && RankOf(index) > 1) {
+    return c.Error(
+        "Index tensor must have the same number of dimensions as src tensor");
+  }
+  // PyTorch's scatter_shape_check: index no larger than src anywhere, nor
+  // than self outside `dim`.
+  std::vector<Expr> is = SizesOf(index), ss = SizesOf(self), rs = SizesOf(src);
+  bool fits = true;
+  for (size_t d = 0; fits && d < is.size(); ++d) {
+    Expr small = symbolic::Le(is[d], rs.size() > d ? rs[d] : symbolic::Int(1));
+    if (static_cast<int64_t>(d) != dim) {
+      small = symbolic::And(
+          small, symbolic::Le(is[d], ss.size() > d ? ss[d] : symbolic::Int(1)));
+    }
+    ASSIGN_OR_RETURN(fits, Decide(c, small));
+  }
+  if (!fits) {
+    return c.Error(absl::StrCat(
+        "Expected index ", ShapeString(is), " to be no larger than self ",
+        ShapeString(ss), " apart from dimension ", dim,
+        " and to be no larger size than src ", ShapeString(rs)));
+  }
+  DType dtype = DTypeOf(self);
+  if (reduce == "mean" && dtype == DType::kBool) {
+    return c.Error(
+        "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'");
+  }
+  ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, Running(self), dtype,
+                                            DeviceOf(self), SizesOf(self)));
+  if (!Running(self)) return out;
+  const Tensor& o = out.tensor;
+  RETURN_IF_ERROR(CopyInto(o, self.tensor));
+  const Tensor& source = src.tensor;
+  bool ints = IsIntegral(dtype, true);
+  std::vector<int64_t> count_strides = ::lathe::ContiguousStrides(o.sizes());
+  std::vector<int64_t> count(o.numel(), include_self ? 1 : 0);
+  std::vector<bool> seen(o.numel(), false);
+  absl::Status status;
+  ForEachIndex(index.tensor.sizes(), [&](absl::Span<const int64_t> i) {
+    if (!status.ok()) return;
+    std::vector<int64_t> at(i.begin(), i.end());
+    if (o.dim() == 0) at.clear();
+    absl::StatusOr<int64_t> k = CheckedIndex(
+        c, LoadInt(index.tensor, i), o.dim() == 0 ? 1 : o.sizes()[dim], dim);
+    if (!k.ok()) {
+      status = k.status();
+      return;
+    }
+    if (o.dim() > 0) at[dim] = *k;
+    int64_t slot = 0;
+    for (int64_t d = 0; d < o.dim(); ++d) slot += at[d] * count_strides[d];
+    bool first = !include_self && !seen[slot];
+    seen[slot] = true;
+    ++count[slot];
+    if (ints) {
+      int64_t b = LoadInt(source, i);
+      if (first) {
+        StoreInt(o, at, b);
+        return;
+      }
+      int64_t a = LoadInt(o, at);
+      uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+      int64_t v = reduce == "prod"   ? static_cast<int64_t>(ua * ub)
+                  : reduce == "amax" ? std::max(a, b)
+                  : reduce == "amin" ? std::min(a, b)
+                                     : static_cast<int64_t>(ua + ub);
+      StoreInt(o, at, v);
+    } else {
+      double b = LoadDouble(source, i);
+      if (first) {  // the identity combined with b (0 + -0.0 is 0.0)
+        StoreDouble(o, at, reduce == "sum" || reduce == "mean" ? 0.0 + b : b);
+        return;
+      }
+      double a = LoadDouble(o, at);
+      double v =
+          reduce == "prod" ? a * b
+          : reduce == "amax"
+              ? (std::isnan(a) || std::isnan(b) ? std::nan("") : std::max(a, b))
+          : reduce == "amin"
+              ? (std::isnan(a) || std::isnan(b) ? std::nan("") : std::min(a, b))
+              : a + b;
+      StoreDouble(o, at, v);
+    }
+  });
+  RETURN_IF_ERROR(status);
+  if (reduce == "mean") {
+    int64_t slot = 0;
+    ForEachIndex(o.sizes(), [&](absl::Span<const int64_t> i) {
+      int64_t n = std::max<int64_t>(count[slot++], 1);
+      if (ints) {
+        int64_t a = LoadInt(o, i), q = a / n;
+        if (a % n != 0 && a < 0) --q;  // floor division (n > 0)
+        StoreInt(o, i, q);
+      } else {
+        StoreDouble(o, i, LoadDouble(o, i) / n);
+      }
+    });
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::Status RegisterIndexOps(OpRegistry& r) {
@@ -474,6 +924,26 @@ absl::Status RegisterIndexOps(OpRegistry& r) {
       [](const OpCall& c) {
         return ScatterInto(c, "aten.as_strided.default");
       }));
+  RETURN_IF_ERROR(r.Add("flip(Tensor self, int[] dims) -> Tensor", Flip));
+  RETURN_IF_ERROR(
+      r.Add("repeat(Tensor self, SymInt[] repeats) -> Tensor", Repeat));
+  RETURN_IF_ERROR(
+      r.Add("sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor "
+            "values, Tensor indices)",
+            Sort));
+  RETURN_IF_ERROR(
+      r.Add("topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool "
+            "sorted=True) -> (Tensor values, Tensor indices)",
+            Topk));
+  RETURN_IF_ERROR(
+      r.Add("nonzero(Tensor self) -> Tensor", NonzeroMeta, Nonzero));
+  RETURN_IF_ERROR(
+      r.Add("masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor",
+            MaskedScatter));
+  RETURN_IF_ERROR(r.Add(
+      "scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str "
+      "reduce, *, bool include_self=True) -> Tensor",
+      ScatterReduce));
   return absl::OkStatus();
 }
 

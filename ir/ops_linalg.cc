@@ -1,5 +1,6 @@
 // Matrix products: mm, bmm, addmm, baddbmm, computed with Eigen in double
-// precision and rounded to the output dtype.
+// precision and rounded to the output dtype; and the FFT ops, which need
+// complex dtypes lathe does not have (they report that).
 
 #include <cstdint>
 #include <string>
@@ -141,6 +142,18 @@ absl::StatusOr<Value> AddProduct(const OpCall& c, bool batch) {
 }  // namespace
 
 absl::Status RegisterLinalgOps(OpRegistry& r) {
+  // FFTs produce or take complex tensors, and lathe has no complex dtypes:
+  // the ops are registered (graphs that use them parse and bind) but their
+  // meta function and kernel say so.
+  for (const char* schema :
+       {"_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) "
+        "-> Tensor",
+        "_fft_c2r(Tensor self, int[] dim, int normalization, SymInt "
+        "last_dim_size) -> Tensor"}) {
+    RETURN_IF_ERROR(r.Add(schema, [](const OpCall& c) -> absl::StatusOr<Value> {
+      return c.Error("complex dtypes are not supported");
+    }));
+  }
   auto mm = [](const OpCall& c) {
     return Product(c, c.arg(0), c.arg(1), false, nullptr, 1, 1);
   };

@@ -1,10 +1,12 @@
 // Pointwise ops: unary math, binary arithmetic and comparisons (Tensor and
-// Scalar overloads), where, and their in-place variants. Each op infers its
-// output dtype and broadcast shape once; the meta function returns that as
-// metadata and the kernel computes elements in the op's math type (double
-// for floats, exact wrapping int64 for integers), rounding to the output
-// dtype as PyTorch does.
+// Scalar overloads), where, activations with Scalar parameters (elu,
+// hardtanh, leaky_relu), their in-place variants and atan2's out= variant. Each
+// op infers its output dtype and broadcast shape once; the meta function
+// returns that as metadata and the kernel computes elements in the op's math
+// type (double for floats, exact wrapping int64 for integers), rounding to the
+// output dtype as PyTorch does.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -203,6 +205,17 @@ const Unary kUnary[] = {
     {"round", false, RoundHalfEven, [](int64_t x) { return x; }},
     {"sign", false, Sign,
      [](int64_t x) -> int64_t { return (x > 0) - (x < 0); }},
+    {"acos", true, [](double x) { return std::acos(x); }, nullptr},
+    {"acosh", true, [](double x) { return std::acosh(x); }, nullptr},
+    {"asin", true, [](double x) { return std::asin(x); }, nullptr},
+    {"asinh", true, [](double x) { return std::asinh(x); }, nullptr},
+    {"atan", true, [](double x) { return std::atan(x); }, nullptr},
+    {"atanh", true, [](double x) { return std::atanh(x); }, nullptr},
+    {"cosh", true, [](double x) { return std::cosh(x); }, nullptr},
+    {"sinh", true, [](double x) { return std::sinh(x); }, nullptr},
+    {"tan", true, [](double x) { return std::tan(x); }, nullptr},
+    {"log10", true, [](double x) { return std::log10(x); }, nullptr},
+    {"log2", true, [](double x) { return std::log2(x); }, nullptr},
 };
 
 absl::Status RegisterUnary(OpRegistry& r, const Unary& u) {
@@ -330,13 +343,17 @@ absl::StatusOr<Value> BinaryKernel(const OpCall& c, const std::string& op,
     };
   } else if (op == "atan2") {
     fd = [](double a, double b) { return std::atan2(a, b); };
-  } else if (op == "logical_and" || op == "logical_or") {
-    bool is_and = op == "logical_and";
-    fd = [is_and](double a, double b) -> double {
-      return is_and ? (a != 0 && b != 0) : (a != 0 || b != 0);
+  } else if (op == "logical_and" || op == "logical_or" || op == "logical_xor") {
+    char k = op[8];  // a, o, x
+    fd = [k](double a, double b) -> double {
+      return k == 'a'   ? (a != 0 && b != 0)
+             : k == 'o' ? (a != 0 || b != 0)
+                        : ((a != 0) != (b != 0));
     };
-    fi = [is_and](int64_t a, int64_t b) -> absl::StatusOr<int64_t> {
-      return is_and ? (a != 0 && b != 0) : (a != 0 || b != 0);
+    fi = [k](int64_t a, int64_t b) -> absl::StatusOr<int64_t> {
+      return k == 'a'   ? (a != 0 && b != 0)
+             : k == 'o' ? (a != 0 || b != 0)
+                        : ((a != 0) != (b != 0));
     };
   } else if (op == "bitwise_and" || op == "bitwise_or" || op == "bitwise_xor") {
     char k = op[8];                                    // a, o, x
@@ -414,7 +431,8 @@ absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
   bool is_div = spec.op == "div";
   bool is_cmp = spec.op == "eq" || spec.op == "ne" || spec.op == "lt" ||
                 spec.op == "le" || spec.op == "gt" || spec.op == "ge" ||
-                spec.op == "logical_and" || spec.op == "logical_or";
+                spec.op == "logical_and" || spec.op == "logical_or" ||
+                spec.op == "logical_xor";
   bool ints_only = absl::StartsWith(spec.op, "bitwise_");
   bool to_float = spec.op == "atan2";
   auto infer = [spec, is_div, is_cmp, ints_only,
@@ -602,6 +620,98 @@ absl::Status RegisterTernary(OpRegistry& r, const std::string& schema,
   return r.Add(schema, meta, kernel);
 }
 
+// ---- Activations with Scalar parameters: elu, hardtanh, leaky_relu ---------
+
+// Checks self's dtype (elu and leaky_relu take floats only, hardtanh no
+// bools) and gives self's dtype and a layout: TensorIterator's for elu and
+// leaky_relu, empty_like(self)'s for hardtanh (PyTorch writes it into one).
+absl::StatusOr<OutInfo> InferActivation(const OpCall& c,
+                                        const std::string& op) {
+  DType d = DTypeOf(c.arg(0));
+  if (op == "hardtanh" && d == DType::kBool) {
+    return c.Error("Bool inputs not supported for hardtanh");
+  }
+  if (op != "hardtanh" && !IsFloatingPoint(d)) {
+    return c.Error(absl::StrCat("\"", op, "_cpu\" not implemented for '",
+                                ScalarTypeName(d), "'"));
+  }
+  ASSIGN_OR_RETURN(OutInfo info, Infer(c, {c.arg(0)}, false, false));
+  if (op == "hardtanh") info.strides = EmptyLikeStrides(c.arg(0));
+  return info;
+}
+
+absl::StatusOr<Value> ActivationKernel(const OpCall& c, const std::string& op,
+                                       const OutInfo& info) {
+  std::vector<double> p;  // the op's Scalar arguments, in schema order
+  for (int i = 1; i < c.num_args(); ++i) {
+    ASSIGN_OR_RETURN(double v, c.arg(i).AsDouble());
+    p.push_back(v);
+  }
+  DoubleFn fd;
+  IntFn fi;
+  if (op == "elu") {  // x <= 0: (exp(x * input_scale) - 1) * alpha * scale
+    double alpha = p[0], scale = p[1], input_scale = p[2];
+    fd = [=](double x, double) {
+      return x <= 0 ? std::expm1(x * input_scale) * alpha * scale : x * scale;
+    };
+  } else if (op == "leaky_relu") {
+    double slope = p[0];
+    fd = [slope](double x, double) { return x > 0 ? x : x * slope; };
+  } else {  // hardtanh: NaN stays NaN; integer bounds are truncated
+    double lo = p[0], hi = p[1];
+    fd = [lo, hi](double x, double) {
+      return std::isnan(x) ? x : std::min(std::max(x, lo), hi);
+    };
+    int64_t ilo = static_cast<int64_t>(lo), ihi = static_cast<int64_t>(hi);
+    fi = [ilo, ihi](int64_t x, int64_t) -> absl::StatusOr<int64_t> {
+      return std::min(std::max(x, ilo), ihi);
+    };
+  }
+  return Compute(c, info, {c.arg(0)}, fd, fi);
+}
+
+absl::Status RegisterActivation(OpRegistry& r, const char* schema,
+                                const std::string& op) {
+  return r.Add(
+      schema,
+      [op](const OpCall& c) -> absl::StatusOr<Value> {
+        ASSIGN_OR_RETURN(OutInfo info, InferActivation(c, op));
+        return ResultMeta(info);
+      },
+      [op](const OpCall& c) -> absl::StatusOr<Value> {
+        ASSIGN_OR_RETURN(OutInfo info, InferActivation(c, op));
+        return ActivationKernel(c, op, info);
+      });
+}
+
+// ---- out= variants ---------------------------------------------------------
+
+// The `out` argument of an out= overload, checked against the result: lathe
+// does not resize out= tensors (PyTorch does, with a deprecation warning
+// unless out is empty), so its shape must be the result's; the result must
+// cast to its dtype. The kernel writes through out's own strides.
+absl::StatusOr<Value> CheckOut(const OpCall& c, const OutInfo& info) {
+  const Value& out = c.arg("out");
+  std::vector<symbolic::Expr> sizes = SizesOf(out);
+  bool same = sizes.size() == info.sizes.size();
+  for (size_t d = 0; same && d < sizes.size(); ++d) {
+    ASSIGN_OR_RETURN(same, Decide(c, symbolic::Eq(sizes[d], info.sizes[d])));
+  }
+  if (!same) {
+    return c.Error(absl::StrCat(
+        "out has shape ", ShapeString(sizes), " but the result has shape ",
+        ShapeString(info.sizes), " (resizing out= tensors is not supported)"));
+  }
+  DType out_dtype = DTypeOf(out);
+  if ((IsFloatingPoint(info.dtype) && !IsFloatingPoint(out_dtype)) ||
+      (info.dtype != DType::kBool && out_dtype == DType::kBool)) {
+    return c.Error(absl::StrCat("result type ", ScalarTypeName(info.dtype),
+                                " can't be cast to the desired output type ",
+                                ScalarTypeName(out_dtype)));
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::Status RegisterPointwiseOps(OpRegistry& r) {
@@ -644,6 +754,47 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
               return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
             },
             nullptr);
+      }));
+  RETURN_IF_ERROR(r.Add(
+      "isinf(Tensor self) -> Tensor",
+      [](const OpCall& c) -> absl::StatusOr<Value> {
+        return ResultMeta(SameShape(c, DType::kBool));
+      },
+      [](const OpCall& c) -> absl::StatusOr<Value> {
+        OutInfo info = SameShape(c, DType::kBool);
+        return Compute(
+            c, info, {c.arg(0)},
+            [](double a, double) -> double { return std::isinf(a); },
+            [](int64_t, int64_t) -> absl::StatusOr<int64_t> { return 0; });
+      }));
+  RETURN_IF_ERROR(RegisterActivation(
+      r,
+      "elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar "
+      "input_scale=1) -> Tensor",
+      "elu"));
+  RETURN_IF_ERROR(RegisterActivation(
+      r, "hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor",
+      "hardtanh"));
+  RETURN_IF_ERROR(RegisterActivation(
+      r, "leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor",
+      "leaky_relu"));
+  // atan2.out: computes atan2(self, other) and writes it into `out`, which it
+  // returns (the interpreter sees `out` as a written argument).
+  RETURN_IF_ERROR(r.Add(
+      "atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+      [](const OpCall& c) -> absl::StatusOr<Value> {
+        ASSIGN_OR_RETURN(OutInfo info,
+                         Infer(c, {c.arg(0), c.arg(1)}, true, false));
+        return CheckOut(c, info);
+      },
+      [](const OpCall& c) -> absl::StatusOr<Value> {
+        ASSIGN_OR_RETURN(OutInfo info,
+                         Infer(c, {c.arg(0), c.arg(1)}, true, false));
+        RETURN_IF_ERROR(CheckOut(c, info).status());
+        ASSIGN_OR_RETURN(Value result, BinaryKernel(c, "atan2", info, c.arg(0),
+                                                    c.arg(1), Value::None()));
+        RETURN_IF_ERROR(CopyInto(c.arg("out").tensor, result.tensor));
+        return c.arg("out");
       }));
   const BinarySpec kBinary[] = {
       {"add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
@@ -691,7 +842,7 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
         r, {absl::StrCat(op, ".Scalar(Tensor self, Scalar other) -> Tensor"),
             op}));
   }
-  for (const char* op : {"atan2", "logical_and", "logical_or"}) {
+  for (const char* op : {"atan2", "logical_and", "logical_or", "logical_xor"}) {
     RETURN_IF_ERROR(RegisterBinary(
         r, {absl::StrCat(op, "(Tensor self, Tensor other) -> Tensor"), op}));
   }

@@ -215,5 +215,91 @@ TEST(OpsPropertyTest, MetaFunctionsPredictKernelResults) {
   std::printf("%d op calls ran and matched their meta functions\n", ran);
 }
 
+// The later Core ATen ops (ops_misc_test.cc has their values). nonzero is
+// left out: its meta size is a fresh unbacked symbol, never the kernel's
+// number (ops_misc_test checks it).
+TEST(OpsPropertyTest, MoreOpsMetaFunctionsPredictKernelResults) {
+  Random r(20261122);
+  const std::vector<DType> dtypes = {DType::kFloat32, DType::kFloat64,
+                                     DType::kInt64,   DType::kInt32,
+                                     DType::kBool,    DType::kFloat16};
+  const std::vector<std::string> unary = {
+      "acos",  "acosh", "asin",       "asinh",    "atan",
+      "atanh", "cosh",  "sinh",       "tan",      "log10",
+      "log2",  "isinf", "leaky_relu", "hardtanh", "elu"};
+  int before = ran;
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<int64_t> sizes = RandomSizes(r);
+    DType dtype = r.Pick(dtypes);
+    Tensor x = RandomLayout(r, sizes, dtype);
+    SCOPED_TRACE(absl::StrCat("trial ", trial, ": x = ", x.ToString(), "+",
+                              x.storage_offset()));
+    int64_t rank = x.dim();
+    int64_t dim = rank == 0 ? 0 : r.Int(-rank, rank - 1);
+    Tensor y = RandomLayout(r, BroadcastPartner(r, sizes), r.Pick(dtypes));
+    if (r.Coin()) std::swap(x, y);
+    rank = x.dim();
+    dim = rank == 0 ? 0 : r.Int(-rank, rank - 1);
+    Value keep = Value::Bool(r.Coin());
+    // Pointwise.
+    for (const std::string& u : unary)
+      Try(absl::StrCat("aten.", u, ".default"), {V(x)});
+    Try("aten.elu.default",
+        {V(x), Value::Float(0.5), Value::Float(2), Value::Float(1.5)});
+    Try("aten.hardtanh.default", {V(x), I(-1), Value::Float(2.5)});
+    Try("aten.logical_xor.default", {V(x), V(y)});
+    Try("aten.atan2.out", {V(x), V(x)},
+        {{"out", V(RandomLayout(r, x.sizes(), r.Pick(dtypes)))}});
+    // Reductions.
+    std::vector<int64_t> dims;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (r.Coin()) dims.push_back(r.Coin() ? d : d - rank);
+    }
+    Try("aten.any.dims", {V(x), r.Coin() ? Ints(dims) : Value::None(), keep});
+    Try("aten.var.dim", {V(x), r.Coin() ? Ints(dims) : Value::None(),
+                         Value::Bool(r.Coin()), keep});
+    // Copies and indexing.
+    Try("aten.flip.default", {V(x), Ints(dims)});
+    std::vector<int64_t> repeats;
+    for (int64_t d = 0, n = rank + r.Int(0, 2); d < n; ++d)
+      repeats.push_back(r.Int(0, 3));
+    Try("aten.repeat.default", {V(x), Ints(repeats)});
+    Try("aten.sort.default", {V(x), I(dim), Value::Bool(r.Coin())});
+    int64_t len = rank == 0 ? 1 : x.sizes()[dim < 0 ? dim + rank : dim];
+    Try("aten.topk.default", {V(x), I(r.Int(0, len)), I(dim),
+                              Value::Bool(r.Coin()), Value::Bool(r.Coin())});
+    Try("aten.sym_storage_offset.default", {V(x)});
+    Tensor mask = RandomLayout(r, BroadcastPartner(r, x.sizes()), DType::kBool);
+    Tensor source = RandomLayout(r, {x.numel() + 2}, x.dtype());
+    Try("aten.masked_scatter.default", {V(x), V(mask), V(source)});
+    if (rank > 0) {
+      std::vector<int64_t> index_sizes = x.sizes();
+      for (int64_t& s : index_sizes) s = r.Int(0, s);
+      Tensor index = *Tensor::Empty(index_sizes, DType::kInt64);
+      int64_t wrapped = dim < 0 ? dim + rank : dim;
+      ForEachIndex(index.sizes(), [&](absl::Span<const int64_t> i) {
+        index.SetDouble(i, r.Int(0, x.sizes()[wrapped] - 1));
+      });
+      Tensor src = RandomLayout(r, x.sizes(), x.dtype());
+      Try("aten.scatter_reduce.two",
+          {V(x), I(dim), V(index), V(src),
+           Value::String(
+               r.Pick<std::string>({"sum", "prod", "mean", "amax", "amin"}))},
+          {{"include_self", Value::Bool(r.Coin())}});
+    }
+    // Random ops: their layouts are deterministic even where values are not.
+    Try("aten.native_dropout.default",
+        {V(x), Value::Float(0.5),
+         r.Coin() ? Value::Bool(r.Coin()) : Value::None()});
+    Try("aten.rand.default", {Ints(sizes)},
+        {{"dtype", Value::OfDType(r.Pick(dtypes))}});
+    Try("aten.randn.default", {Ints(sizes)});
+    Try("aten.randperm.default", {I(r.Int(0, 5))});
+  }
+  EXPECT_GT(ran - before, 200 * 20);
+  std::printf("%d more op calls ran and matched their meta functions\n",
+              ran - before);
+}
+
 }  // namespace
 }  // namespace lathe::ir

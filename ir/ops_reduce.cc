@@ -1,6 +1,7 @@
-// Reductions: sum, mean, amax, amin (over dims, with keepdim and an optional
-// dtype), and the softmax family. The kernel walks every input element once,
-// accumulating in double (exact int64 for integer sums) into its output
+// Reductions: sum, mean, amax, amin, prod, any, all, var, argmax, argmin,
+// max/min.dim (over dims, with keepdim and an optional dtype), cumsum,
+// layer norm, and the softmax family. The kernel walks every input element
+// once, accumulating in double (exact int64 for integer sums) into its output
 // position.
 
 #include <algorithm>
@@ -54,8 +55,12 @@ absl::StatusOr<ReduceInfo> InferReduce(const OpCall& c, Reduce kind) {
   if (dim_arg >= 0 && !c.arg(dim_arg).is_none()) {
     ASSIGN_OR_RETURN(dims, c.arg(dim_arg).AsIntList());
   }
-  if (dims.empty()) {
-    info.reduced.assign(rank, true);  // all dims (amax dim=[] too)
+  // All dims for an empty list (amax dim=[] too), except any.dims, whose
+  // dim=[] reduces nothing (dim=None reduces all), as in PyTorch.
+  bool none_for_empty = c.op().target == "aten.any.dims" && dim_arg >= 0 &&
+                        !c.arg(dim_arg).is_none();
+  if (dims.empty() && !none_for_empty) {
+    info.reduced.assign(rank, true);
   }
   for (int64_t d : dims) {
     ASSIGN_OR_RETURN(int64_t w, WrapDim(c, d, rank));
@@ -235,8 +240,13 @@ int64_t ArgBest(const std::vector<double>& v, bool max) {
   return best;
 }
 
-// The correction of var/var_mean (default 1).
+// The correction of var/var_mean (default 1; var.dim's unbiased=False is 0).
 absl::StatusOr<double> Correction(const OpCall& c) {
+  int u = c.op().schema.ArgumentIndex("unbiased");
+  if (u >= 0) {
+    ASSIGN_OR_RETURN(bool unbiased, c.arg(u).AsBool());
+    return unbiased ? 1.0 : 0.0;
+  }
   int i = c.op().schema.ArgumentIndex("correction");
   if (i < 0 || c.arg(i).is_none()) return 1.0;
   return c.arg(i).AsDouble();
@@ -552,6 +562,9 @@ absl::Status RegisterReductionOps(OpRegistry& r) {
   RETURN_IF_ERROR(RegisterSlotReduce(
       r, "any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
       Reduce::kAny));
+  RETURN_IF_ERROR(RegisterSlotReduce(
+      r, "any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor",
+      Reduce::kAny));
   RETURN_IF_ERROR(
       RegisterSlotReduce(r, "all(Tensor self) -> Tensor", Reduce::kAll));
   RETURN_IF_ERROR(RegisterSlotReduce(
@@ -577,6 +590,11 @@ absl::Status RegisterReductionOps(OpRegistry& r) {
       r,
       "var.correction(Tensor self, int[1]? dim=None, *, Scalar? "
       "correction=None, bool keepdim=False) -> Tensor",
+      Reduce::kVar));
+  RETURN_IF_ERROR(RegisterSlotReduce(
+      r,
+      "var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool "
+      "keepdim=False) -> Tensor",
       Reduce::kVar));
   RETURN_IF_ERROR(RegisterSlotReduce(
       r,

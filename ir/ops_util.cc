@@ -375,6 +375,59 @@ std::vector<symbolic::Expr> PreservedStrides(
   return std::vector<symbolic::Expr>(strides.begin(), strides.end());
 }
 
+std::vector<symbolic::Expr> EmptyLikeStrides(const Value& self) {
+  std::vector<symbolic::Expr> sizes = SizesOf(self), strides = StridesOf(self);
+  std::optional<std::vector<int64_t>> size = Concrete(sizes),
+                                      stride = Concrete(strides);
+  if (!size || !stride) return ContiguousStrides(sizes);
+  const int64_t ndim = static_cast<int64_t>(size->size());
+  // is_non_overlapping_and_dense: an empty tensor is; otherwise the dims of
+  // size >= 2, by stride, chain densely from 1.
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
+  bool dense = true;
+  for (int64_t d = 0; d < ndim; ++d) {
+    if ((*size)[d] == 0) return strides;
+    if ((*size)[d] >= 2) dims.push_back({(*stride)[d], (*size)[d]});
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t expected = 1;
+  for (const auto& [st, sz] : dims) {
+    if (st != expected) dense = false;
+    expected *= sz;
+  }
+  if (dense) return strides;
+  // infer_dense_strides: perm[0] is the fastest-moving dim; stride-0 dims
+  // compare as ambiguous.
+  std::vector<int64_t> perm(ndim);
+  for (int64_t d = 0; d < ndim; ++d) perm[d] = ndim - 1 - d;
+  auto should_swap = [&](int64_t d0, int64_t d1) {
+    int64_t s0 = (*stride)[d0], s1 = (*stride)[d1];
+    if (s0 == 0 || s1 == 0) return 0;
+    if (s0 < s1) return -1;
+    if (s0 > s1) return 1;
+    return (*size)[d0] > (*size)[d1] ? 1 : 0;
+  };
+  for (int64_t i = 1; i < ndim; ++i) {
+    int64_t dim1 = i;
+    for (int64_t dim0 = i - 1; dim0 >= 0; --dim0) {
+      int c = should_swap(perm[dim0], perm[dim1]);
+      if (c > 0) {
+        std::swap(perm[dim0], perm[dim1]);
+        dim1 = dim0;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  std::vector<symbolic::Expr> out(ndim);
+  int64_t curr = 1;
+  for (int64_t i = 0; i < ndim; ++i) {
+    out[perm[i]] = symbolic::Int(curr);
+    if ((*size)[perm[i]] > 1) curr *= (*size)[perm[i]];
+  }
+  return out;
+}
+
 Value MetaResult(DType dtype, Device device,
                  std::vector<symbolic::Expr> sizes) {
   TensorMeta m;

@@ -98,6 +98,16 @@ std::vector<symbolic::Expr> PreservedStrides(
     absl::Span<const symbolic::Expr> sizes,
     absl::Span<const symbolic::Expr> strides);
 
+// EmptyLikeStrides()
+//
+// The strides of PyTorch's empty_like(self) (preserve_format), which sort,
+// flip, hardtanh and native_dropout allocate with: self's own when self is
+// non-overlapping and dense by PyTorch's rule (size-1 dims do not count,
+// and an empty tensor always is: unlike PreservedStrides, it keeps its
+// strides); otherwise infer_dense_strides (dense, in self's dimension
+// order). Contiguous when anything is symbolic.
+std::vector<symbolic::Expr> EmptyLikeStrides(const Value& self);
+
 // MetaResult()
 //
 // A contiguous TensorMeta result.

@@ -1,0 +1,850 @@
+// Kernels of the later Core ATen ops (inverse trig and friends, activations,
+// out= atan2, any.dims, var.dim, flip, repeat, sort, topk, nonzero,
+// masked_scatter, scatter_reduce, random ops, FFT) against hand-derived
+// values and values captured from PyTorch 2.15 on CPU (marked "torch:";
+// lathe does not depend on torch). Every RunOp call also checks that the
+// op's meta function predicts the kernel's result.
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/graph_text.h"
+#include "ir/interpreter.h"
+#include "ir/op_registry.h"
+#include "ir/op_testing.h"
+#include "ir/shape_prop.h"
+#include "ir/value.h"
+#include "runtime/tensor.h"
+#include "symbolic/evaluate.h"
+#include "symbolic/printer.h"
+#include "symbolic/shape_env.h"
+
+namespace lathe::ir {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+Tensor T(std::vector<int64_t> sizes, std::vector<double> values,
+         DType dtype = DType::kFloat32) {
+  Tensor t = *Tensor::Empty(sizes, dtype);
+  size_t k = 0;
+  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+    t.SetDouble(i, values.at(k++));
+  });
+  EXPECT_EQ(k, values.size());
+  return t;
+}
+
+std::vector<double> Elements(const Tensor& t) {
+  std::vector<double> out;
+  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+    out.push_back(t.GetDouble(i));
+  });
+  return out;
+}
+
+Value V(const Tensor& t) { return Value::OfTensor(t); }
+Value Ints(const std::vector<int64_t>& v) {
+  std::vector<Value> items;
+  for (int64_t x : v) items.push_back(Value::Int(x));
+  return Value::List(std::move(items));
+}
+
+Value RunV(const std::string& target, std::vector<Value> args,
+           std::vector<std::pair<std::string, Value>> kwargs = {}) {
+  absl::StatusOr<Value> v = RunOp(target, std::move(args), std::move(kwargs));
+  EXPECT_TRUE(v.ok()) << target << ": " << v.status();
+  return v.ok() ? *v : Value();
+}
+
+Tensor RunT(const std::string& target, std::vector<Value> args,
+            std::vector<std::pair<std::string, Value>> kwargs = {}) {
+  return RunV(target, std::move(args), std::move(kwargs)).tensor;
+}
+
+std::string RunError(const std::string& target, std::vector<Value> args,
+                     std::vector<std::pair<std::string, Value>> kwargs = {}) {
+  absl::StatusOr<Value> v = RunOp(target, std::move(args), std::move(kwargs));
+  EXPECT_FALSE(v.ok()) << target << " unexpectedly succeeded";
+  return v.ok() ? "" : std::string(v.status().message());
+}
+
+// Element-wise equality where NaN equals NaN.
+void ExpectSame(const std::vector<double>& got, const std::vector<double>& want,
+                double tol = 0) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    if (std::isnan(want[k])) {
+      EXPECT_TRUE(std::isnan(got[k])) << "element " << k << ": " << got[k];
+    } else {
+      EXPECT_NEAR(got[k], want[k], tol) << "element " << k;
+    }
+  }
+}
+
+// A [3, 2] tensor's transpose: [2, 3] with strides [1, 2].
+Tensor Transposed(const std::vector<double>& values) {
+  Tensor base = T({3, 2}, values);
+  return *base.AsStrided({2, 3}, {1, 2}, 0);
+}
+
+// ---- Pointwise --------------------------------------------------------------
+
+TEST(MiscOpsTest, InverseTrigHyperbolicAndLogs) {
+  // torch: f64 [0.5, 2.0, -0.5] through each op.
+  const std::vector<std::pair<std::string, std::vector<double>>> kWant = {
+      {"acos", {1.0471975511965976, NAN, 2.0943951023931957}},
+      {"acosh", {NAN, 1.3169578969248166, NAN}},
+      {"asin", {0.5235987755982989, NAN, -0.5235987755982989}},
+      {"asinh",
+       {0.48121182505960347, 1.4436354751788103, -0.48121182505960347}},
+      {"atan", {0.4636476090008061, 1.1071487177940904, -0.4636476090008061}},
+      {"atanh", {0.5493061443340548, NAN, -0.5493061443340548}},
+      {"cosh", {1.1276259652063807, 3.7621956910836314, 1.1276259652063807}},
+      {"sinh", {0.5210953054937474, 3.626860407847019, -0.5210953054937474}},
+      {"tan", {0.5463024898437905, -2.185039863261519, -0.5463024898437905}},
+      {"log10", {-0.3010299956639812, 0.3010299956639812, NAN}},
+      {"log2", {-1.0, 1.0, NAN}},
+  };
+  Tensor x = T({3}, {0.5, 2.0, -0.5}, DType::kFloat64);
+  Tensor i = T({3}, {0, 1, 2}, DType::kInt64);
+  for (const auto& [op, want] : kWant) {
+    SCOPED_TRACE(op);
+    std::string target = absl::StrCat("aten.", op, ".default");
+    Tensor r = RunT(target, {V(x)});
+    EXPECT_EQ(r.dtype(), DType::kFloat64);
+    ExpectSame(Elements(r), want, 1e-15);
+    // Integers promote to the default float dtype, as sin does.
+    EXPECT_EQ(RunT(target, {V(i)}).dtype(), DType::kFloat32);
+  }
+  EXPECT_THAT(Elements(RunT("aten.log2.default", {V(i)})),
+              ElementsAre(-INFINITY, 0, 1));
+  // A transposed input keeps its layout.
+  Tensor t = Transposed({1, 2, 3, 4, 5, 6});
+  EXPECT_THAT(RunT("aten.tan.default", {V(t)}).strides(), ElementsAre(1, 2));
+}
+
+TEST(MiscOpsTest, IsinfAndLogicalXor) {
+  Tensor x = T({4}, {INFINITY, -INFINITY, NAN, 1});
+  Tensor r = RunT("aten.isinf.default", {V(x)});
+  EXPECT_EQ(r.dtype(), DType::kBool);
+  EXPECT_THAT(Elements(r), ElementsAre(1, 1, 0, 0));
+  EXPECT_THAT(
+      Elements(RunT("aten.isinf.default", {V(T({2}, {5, -7}, DType::kInt64))})),
+      ElementsAre(0, 0));
+  // torch: logical_xor([1., 0, 2], [0, 0, 3] (int64)) = [True, False, False].
+  Tensor a = T({3}, {1, 0, 2}), b = T({3}, {0, 0, 3}, DType::kInt64);
+  Tensor x2 = RunT("aten.logical_xor.default", {V(a), V(b)});
+  EXPECT_EQ(x2.dtype(), DType::kBool);
+  EXPECT_THAT(Elements(x2), ElementsAre(1, 0, 0));
+  // NaN is true; broadcasting.
+  EXPECT_THAT(Elements(RunT("aten.logical_xor.default",
+                            {V(T({2, 1}, {NAN, 0})), V(T({2}, {0, 1}))})),
+              ElementsAre(1, 0, 0, 1));
+}
+
+TEST(MiscOpsTest, Activations) {
+  Tensor x = T({4}, {-1, 0, 2, NAN});
+  // elu: x <= 0: (exp(x * input_scale) - 1) * alpha * scale, else x * scale.
+  // torch: elu([-1., 0, 2], 2.0, 3.0, 0.5) = [-2.3608, 0, 6].
+  ExpectSame(
+      Elements(RunT("aten.elu.default", {V(x), Value::Float(2), Value::Float(3),
+                                         Value::Float(0.5)})),
+      {(std::exp(-0.5) - 1) * 6, 0, 6, NAN}, 1e-6);
+  ExpectSame(Elements(RunT("aten.elu.default", {V(x)})),
+             {std::exp(-1.0) - 1, 0, 2, NAN}, 1e-7);
+  ExpectSame(Elements(RunT("aten.leaky_relu.default", {V(x)})),
+             {-0.01, 0, 2, NAN}, 1e-9);
+  ExpectSame(
+      Elements(RunT("aten.leaky_relu.default", {V(x), Value::Float(0.5)})),
+      {-0.5, 0, 2, NAN});
+  // torch: hardtanh([-3., nan, 2], -1, 1) = [-1, nan, 1]; ints stay ints.
+  ExpectSame(Elements(RunT("aten.hardtanh.default", {V(T({3}, {-3, NAN, 2}))})),
+             {-1, NAN, 1});
+  Tensor hi = RunT(
+      "aten.hardtanh.default",
+      {V(T({3}, {-3, 0, 2}, DType::kInt64)), Value::Int(-1), Value::Int(1)});
+  EXPECT_EQ(hi.dtype(), DType::kInt64);
+  EXPECT_THAT(Elements(hi), ElementsAre(-1, 0, 1));
+  Tensor ints = T({2}, {-1, 2}, DType::kInt64);
+  EXPECT_EQ(RunError("aten.elu.default", {V(ints)}),
+            "aten.elu.default: \"elu_cpu\" not implemented for 'Long'");
+  EXPECT_EQ(
+      RunError("aten.leaky_relu.default", {V(ints)}),
+      "aten.leaky_relu.default: \"leaky_relu_cpu\" not implemented for 'Long'");
+  EXPECT_EQ(RunError("aten.hardtanh.default", {V(T({1}, {1}, DType::kBool))}),
+            "aten.hardtanh.default: Bool inputs not supported for hardtanh");
+}
+
+TEST(MiscOpsTest, Atan2OutWritesIntoOutAndReturnsIt) {
+  Tensor y = T({2, 3}, {0, 1, 1, -1, 0, 1}), x = T({3}, {1, 1, -1});
+  // out is a transposed [2, 3]: it keeps its strides and storage.
+  Tensor out = Transposed({9, 9, 9, 9, 9, 9});
+  Value r = RunV("aten.atan2.out", {V(y), V(x)}, {{"out", V(out)}});
+  EXPECT_EQ(r.tensor.storage(), out.storage());
+  EXPECT_THAT(r.tensor.strides(), ElementsAre(1, 2));
+  const double pi = std::acos(-1.0);
+  ExpectSame(Elements(out), {0, pi / 4, 3 * pi / 4, -pi / 4, 0, 3 * pi / 4},
+             1e-6);
+  // torch: integer inputs compute in float32 (the promoted dtype), then
+  // the result is cast to out's float64: 0.7853981852531433.
+  Tensor d = *Tensor::Empty({2}, DType::kFloat64);
+  RunV("aten.atan2.out",
+       {V(T({2}, {1, 2}, DType::kInt64)), V(T({2}, {1, 2}, DType::kInt64))},
+       {{"out", V(d)}});
+  EXPECT_THAT(Elements(d), ElementsAre(0.7853981852531433, 0.7853981852531433));
+  // torch's message for an out dtype the result can't be cast to.
+  EXPECT_EQ(RunError("aten.atan2.out", {V(y), V(x)},
+                     {{"out", V(*Tensor::Empty({2, 3}, DType::kInt64))}}),
+            "aten.atan2.out: result type Float can't be cast to the desired "
+            "output type Long");
+  // lathe does not resize out= tensors.
+  EXPECT_EQ(RunError("aten.atan2.out", {V(y), V(x)},
+                     {{"out", V(*Tensor::Empty({3}, DType::kFloat32))}}),
+            "aten.atan2.out: out has shape [3] but the result has shape [2, "
+            "3] (resizing out= tensors is not supported)");
+}
+
+TEST(MiscOpsTest, Atan2OutInAGraphMutatesItsOutInput) {
+  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(
+      R"g(def forward(self, a: "f32[2][1]cpu", b: "f32[2][1]cpu", o: "f32[2][1]cpu"):
+    atan2: "f32[2][1]cpu" = torch.ops.aten.atan2.out(a, b, out = o)
+    return (atan2,)
+)g");
+  ASSERT_TRUE(g.ok()) << g.status();
+  // The result is `out` itself: neither a view of self nor an in-place op.
+  const Node* node = (*g)->Find("atan2");
+  EXPECT_FALSE(IsView(*node));
+  EXPECT_FALSE(IsInplace(*node));
+  Tensor o = T({2}, {7, 7});
+  absl::StatusOr<Interpretation> r =
+      Interpret(**g, {V(T({2}, {1, -1})), V(T({2}, {0, 0})), V(o)});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(r->mutated_inputs, ElementsAre(false, false, true));
+  EXPECT_EQ(r->outputs[0].tensor.storage(), o.storage());
+  const double pi = std::acos(-1.0);
+  ExpectSame(Elements(o), {pi / 2, -pi / 2}, 1e-6);
+}
+
+// ---- Reductions -------------------------------------------------------------
+
+TEST(MiscOpsTest, AnyDimsAndVarDim) {
+  Tensor x = T({2, 2}, {0, 1, 0, 0}, DType::kInt64);
+  // torch: any.dims(x, []) reduces nothing; dim=None reduces everything.
+  Tensor none = RunT("aten.any.dims", {V(x), Ints({})});
+  EXPECT_EQ(none.dtype(), DType::kBool);
+  EXPECT_THAT(none.sizes(), ElementsAre(2, 2));
+  EXPECT_THAT(Elements(none), ElementsAre(0, 1, 0, 0));
+  Tensor all = RunT("aten.any.dims", {V(x), Value::None(), Value::Bool(true)});
+  EXPECT_THAT(all.sizes(), ElementsAre(1, 1));
+  EXPECT_THAT(Elements(all), ElementsAre(1));
+  Tensor rows = RunT("aten.any.dims", {V(x), Ints({-1})});
+  EXPECT_THAT(Elements(rows), ElementsAre(1, 0));
+  // torch: uint8 in, uint8 out.
+  EXPECT_EQ(RunT("aten.any.dims", {V(T({2}, {3, 0}, DType::kUInt8)), Ints({0})})
+                .dtype(),
+            DType::kUInt8);
+  EXPECT_EQ(RunError("aten.any.dims", {V(x), Ints({0, -2})}),
+            "aten.any.dims: dim 0 appears multiple times in the list of dims");
+
+  // torch: var.dim([[1., 2, 4], [3, 3, 9]], [1], False, True) =
+  // [[1.5556], [8.0]]; dim=None (and []) unbiased: 7.8667.
+  Tensor v = T({2, 3}, {1, 2, 4, 3, 3, 9});
+  Tensor biased = RunT(
+      "aten.var.dim", {V(v), Ints({1}), Value::Bool(false), Value::Bool(true)});
+  EXPECT_THAT(biased.sizes(), ElementsAre(2, 1));
+  ExpectSame(Elements(biased), {14.0 / 9, 8}, 1e-6);
+  ExpectSame(Elements(RunT("aten.var.dim", {V(v), Ints({1})})), {7.0 / 3, 12},
+             1e-6);
+  Tensor every = RunT("aten.var.dim", {V(v), Value::None()});
+  EXPECT_EQ(every.dim(), 0);
+  ExpectSame(Elements(every), {7.8666666}, 1e-5);
+  ExpectSame(Elements(RunT("aten.var.dim", {V(v), Ints({})})), {7.8666666},
+             1e-5);
+  EXPECT_EQ(RunError("aten.var.dim", {V(x), Ints({0})}),
+            "aten.var.dim: std and var only support floating point and complex "
+            "dtypes");
+}
+
+// ---- Views, copies, indexing ------------------------------------------------
+
+TEST(MiscOpsTest, FlipAndRepeat) {
+  Tensor x = T({2, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_THAT(Elements(RunT("aten.flip.default", {V(x), Ints({0})})),
+              ElementsAre(4, 5, 6, 1, 2, 3));
+  EXPECT_THAT(Elements(RunT("aten.flip.default", {V(x), Ints({-1, 0})})),
+              ElementsAre(6, 5, 4, 3, 2, 1));
+  EXPECT_THAT(Elements(RunT("aten.flip.default", {V(x), Ints({})})),
+              ElementsAre(1, 2, 3, 4, 5, 6));
+  // torch: flip preserves a dense permuted layout.
+  Tensor t = Transposed({1, 2, 3, 4, 5, 6});  // [[1, 3, 5], [2, 4, 6]]
+  Tensor ft = RunT("aten.flip.default", {V(t), Ints({1})});
+  EXPECT_THAT(ft.strides(), ElementsAre(1, 2));
+  EXPECT_THAT(Elements(ft), ElementsAre(5, 3, 1, 6, 4, 2));
+  EXPECT_EQ(RunError("aten.flip.default", {V(x), Ints({0, -2})}),
+            "aten.flip.default: dim 0 appears multiple times in the list of "
+            "dims");
+
+  Tensor r = RunT("aten.repeat.default", {V(T({2}, {1, 2})), Ints({2, 3})});
+  EXPECT_THAT(r.sizes(), ElementsAre(2, 6));
+  EXPECT_THAT(Elements(r), ElementsAre(1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2));
+  // More repeats than dims: leading dims; torch: x.t().repeat(2, 1, 1) is
+  // [2, 3, 2] contiguous.
+  Tensor r3 = RunT("aten.repeat.default", {V(t), Ints({2, 1, 1})});
+  EXPECT_THAT(r3.sizes(), ElementsAre(2, 2, 3));
+  EXPECT_THAT(r3.strides(), ElementsAre(6, 3, 1));
+  EXPECT_THAT(Elements(r3), ElementsAre(1, 3, 5, 2, 4, 6, 1, 3, 5, 2, 4, 6));
+  EXPECT_THAT(RunT("aten.repeat.default", {V(x), Ints({0, 2})}).sizes(),
+              ElementsAre(0, 6));
+  EXPECT_EQ(RunError("aten.repeat.default", {V(x), Ints({2})}),
+            "aten.repeat.default: Number of dimensions of repeat dims can not "
+            "be smaller than number of dimensions of tensor");
+  EXPECT_EQ(RunError("aten.repeat.default", {V(x), Ints({-1, 3})}),
+            "aten.repeat.default: Trying to create tensor with negative "
+            "dimension -2: [-2, 9]");
+}
+
+TEST(MiscOpsTest, SortMatchesTorchIncludingTiesAndNan) {
+  // torch: x and torch.sort(x) / torch.sort(x, descending=True) indices
+  // (stable=False: ties come out in the order of PyTorch's CPU kernel).
+  std::vector<double> x = {0, 3, 1, 0, 3, NAN, 3, 3, 1, 3, 1, 2,
+                           0, 3, 2, 0, 0, NAN, 2, 1, 2, 3, 3, 2};
+  const std::vector<double> kAsc = {0,  3,  16, 15, 12, 2,  19, 8,
+                                    10, 23, 20, 18, 14, 11, 13, 9,
+                                    7,  6,  4,  21, 22, 1,  17, 5};
+  const std::vector<double> kDesc = {5,  17, 1,  22, 21, 4,  6,  7,
+                                     9,  13, 23, 20, 18, 14, 11, 10,
+                                     19, 8,  2,  12, 15, 16, 3,  0};
+  Tensor t = T({24}, x);
+  Value asc = RunV("aten.sort.default", {V(t)});
+  ASSERT_EQ(asc.list.size(), 2u);
+  EXPECT_EQ(asc.list[1].tensor.dtype(), DType::kInt64);
+  EXPECT_THAT(Elements(asc.list[1].tensor), ElementsAreArray(kAsc));
+  std::vector<double> values = Elements(asc.list[0].tensor);
+  EXPECT_EQ(values[0], 0);
+  EXPECT_TRUE(std::isnan(values[23]) && std::isnan(values[22]));
+  Value desc =
+      RunV("aten.sort.default", {V(t), Value::Int(0), Value::Bool(true)});
+  EXPECT_THAT(Elements(desc.list[1].tensor), ElementsAreArray(kDesc));
+  EXPECT_TRUE(std::isnan(Elements(desc.list[0].tensor)[0]));
+  // torch: an ascending sort of >= 32768 1-d integers is stable (its radix
+  // sort path); verified against torch.sort(stable=True) on random data.
+  Tensor big = *Tensor::Empty({40000}, DType::kInt64);
+  for (int64_t k = 0; k < 40000; ++k) big.SetDouble({k}, (k * 7) % 3 - 1);
+  std::vector<double> want;
+  for (int v : {-1, 0, 1}) {
+    for (int64_t k = 0; k < 40000; ++k) {
+      if ((k * 7) % 3 - 1 == v) want.push_back(k);
+    }
+  }
+  EXPECT_EQ(Elements(RunV("aten.sort.default", {V(big)}).list[1].tensor), want);
+  // Along dim 0 of a transposed tensor: the layout is kept (torch).
+  Tensor tr = Transposed({3, 1, 2, 2, 1, 3});  // [[3, 2, 1], [1, 2, 3]]
+  Value s0 = RunV("aten.sort.default", {V(tr), Value::Int(0)});
+  EXPECT_THAT(s0.list[0].tensor.strides(), ElementsAre(1, 2));
+  EXPECT_THAT(Elements(s0.list[0].tensor), ElementsAre(1, 2, 1, 3, 2, 3));
+  EXPECT_THAT(Elements(s0.list[1].tensor), ElementsAre(1, 0, 0, 0, 1, 1));
+  // torch: a broadcast (stride 0) sort dim keeps indices 0..n-1.
+  Tensor row = T({4}, {2, 1, 2, 1}, DType::kInt32);
+  Tensor ex = *row.AsStrided({3, 4}, {0, 1}, 0);
+  Value se = RunV("aten.sort.default", {V(ex), Value::Int(0)});
+  EXPECT_THAT(Elements(se.list[1].tensor),
+              ElementsAre(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2));
+  // torch: a stepped, permuted input ([4, 3] with strides [2, 14]) gives
+  // dense strides in its dimension order, [1, 4], as empty_like does; so
+  // does hardtanh, which keeps a dense input's strides verbatim.
+  Tensor stepped =
+      *(*Tensor::Empty({35}, DType::kFloat32)).AsStrided({4, 3}, {2, 14}, 0);
+  EXPECT_THAT(RunV("aten.sort.default", {V(stepped), Value::Int(0)})
+                  .list[1]
+                  .tensor.strides(),
+              ElementsAre(1, 4));
+  EXPECT_THAT(RunT("aten.flip.default", {V(stepped), Ints({0})}).strides(),
+              ElementsAre(1, 4));
+  EXPECT_THAT(RunT("aten.hardtanh.default", {V(stepped)}).strides(),
+              ElementsAre(1, 4));
+  Tensor odd =
+      *(*Tensor::Empty({3}, DType::kFloat32)).AsStrided({1, 3}, {1, 1}, 0);
+  EXPECT_THAT(RunT("aten.hardtanh.default", {V(odd)}).strides(),
+              ElementsAre(1, 1));
+  EXPECT_THAT(RunT("aten.elu.default", {V(odd)}).strides(), ElementsAre(3, 1));
+  EXPECT_EQ(RunError("aten.sort.default", {V(tr), Value::Int(2)}),
+            "aten.sort.default: Dimension out of range (expected to be in "
+            "range of [-2, 1], but got 2)");
+}
+
+TEST(MiscOpsTest, TopkMatchesTorchIncludingTies) {
+  // torch: y (int32) and torch.topk(y, k, largest=, sorted=) indices.
+  std::vector<double> y = {4, 1, 4, 4, 4, 0, 1, 2, 3, 0, 0, 0, 2, 4, 1, 3, 3,
+                           3, 1, 4, 1, 2, 3, 0, 2, 1, 0, 4, 3, 1, 1, 0, 3, 1,
+                           1, 2, 4, 1, 3, 4, 0, 0, 3, 2, 3, 2, 2, 0, 0, 0, 3,
+                           1, 4, 1, 1, 0, 2, 4, 4, 3, 4, 3, 4, 3, 4, 3, 0, 3,
+                           2, 3, 0, 1, 1, 0, 2, 2, 0, 1, 1, 0, 4, 0, 3, 1, 2,
+                           3, 0, 4, 4, 3, 4, 4, 4, 0, 2, 4, 0, 3, 3, 2};
+  struct Case {
+    int64_t k;
+    bool largest, sorted;
+    std::vector<double> indices;
+  };
+  const std::vector<Case> kCases = {
+      {30, true, true, {19, 92, 4,  95, 91, 90, 13, 3,  2,  0,
+                        88, 87, 80, 27, 64, 36, 39, 62, 60, 58,
+                        57, 52, 44, 97, 38, 63, 8,  65, 42, 50}},
+      {30, false, true, {47, 11, 10, 9,  86, 5,  93, 96, 81, 79,
+                         76, 26, 73, 48, 49, 41, 40, 55, 66, 70,
+                         31, 23, 53, 33, 34, 51, 18, 37, 77, 54}},
+      {1, true, true, {0}},
+      {1, false, true, {5}},
+      {30, true, false, {0,  52, 57, 58, 60, 62, 39, 36, 64, 27,
+                         80, 87, 19, 88, 42, 65, 2,  3,  13, 90,
+                         91, 8,  95, 4,  63, 92, 38, 97, 44, 50}},
+  };
+  Tensor t = T({100}, y, DType::kInt32);
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(absl::StrCat("k=", c.k, " largest=", c.largest));
+    Value r = RunV("aten.topk.default",
+                   {V(t), Value::Int(c.k), Value::Int(-1),
+                    Value::Bool(c.largest), Value::Bool(c.sorted)});
+    EXPECT_EQ(r.list[0].tensor.dtype(), DType::kInt32);
+    EXPECT_THAT(Elements(r.list[1].tensor), ElementsAreArray(c.indices));
+    std::vector<double> values = Elements(r.list[0].tensor);
+    for (size_t j = 0; j < values.size(); ++j) {
+      EXPECT_EQ(values[j], y[static_cast<size_t>(c.indices[j])]);
+    }
+  }
+  // torch: NaN is the largest; topk results are contiguous.
+  Tensor f = T({5}, {3, NAN, 1, 3, 2});
+  Value top = RunV("aten.topk.default", {V(f), Value::Int(2)});
+  EXPECT_THAT(Elements(top.list[1].tensor), ElementsAre(1, 3));
+  Tensor tr = Transposed({3, 1, 2, 2, 1, 3});  // [[3, 2, 1], [1, 2, 3]]
+  Value t0 = RunV("aten.topk.default", {V(tr), Value::Int(1), Value::Int(0)});
+  EXPECT_THAT(t0.list[0].tensor.sizes(), ElementsAre(1, 3));
+  EXPECT_THAT(t0.list[0].tensor.strides(), ElementsAre(3, 1));
+  EXPECT_THAT(Elements(t0.list[0].tensor), ElementsAre(3, 2, 3));
+  EXPECT_EQ(RunError("aten.topk.default", {V(f), Value::Int(6)}),
+            "aten.topk.default: selected index k out of range");
+  EXPECT_EQ(RunError("aten.topk.default", {V(f), Value::Int(-1)}),
+            "aten.topk.default: selected index k out of range");
+  EXPECT_EQ(RunError("aten.topk.default",
+                     {V(T({2}, {1, 0}, DType::kBool)), Value::Int(1)}),
+            "aten.topk.default: topk does not support bool dtypes on CPU");
+}
+
+TEST(MiscOpsTest, NonzeroValuesLayoutAndUnbackedMeta) {
+  // torch: nonzero([[0, 1], [2, 0]]) = [[0, 1], [1, 0]], strides (1, 2).
+  Tensor x = T({2, 2}, {0, 1, 2, 0}, DType::kInt64);
+  absl::StatusOr<Value> r =
+      OpRegistry::Global()
+          .Find("aten.nonzero.default")
+          ->kernel(OpCall(*OpRegistry::Global().Find("aten.nonzero.default"),
+                          {V(x)}, nullptr));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->tensor.dtype(), DType::kInt64);
+  EXPECT_THAT(r->tensor.sizes(), ElementsAre(2, 2));
+  EXPECT_THAT(r->tensor.strides(), ElementsAre(1, 2));
+  EXPECT_THAT(Elements(r->tensor), ElementsAre(0, 1, 1, 0));
+  const OpDef* op = OpRegistry::Global().Find("aten.nonzero.default");
+  // NaN counts as nonzero; a 0-d input gives [n, 0].
+  Tensor nan = op->kernel(OpCall(*op, {V(T({2}, {NAN, 0}))}, nullptr))->tensor;
+  EXPECT_THAT(Elements(nan), ElementsAre(0));
+  Tensor scalar = op->kernel(OpCall(*op, {V(T({}, {3}))}, nullptr))->tensor;
+  EXPECT_THAT(scalar.sizes(), ElementsAre(1, 0));
+
+  // The meta function: i64[u0, 2] with strides [1, u0], u0 a fresh unbacked
+  // symbol of the call's ShapeEnv.
+  symbolic::ShapeEnv env;
+  absl::StatusOr<Value> m = op->meta(OpCall(*op, {ToMetaValue(V(x))}, &env));
+  ASSERT_TRUE(m.ok()) << m.status();
+  const TensorMeta& meta = m->meta;
+  EXPECT_EQ(meta.dtype, DType::kInt64);
+  ASSERT_EQ(meta.sizes.size(), 2u);
+  symbolic::Expr u = meta.sizes[0];
+  ASSERT_TRUE(u.is_symbol());
+  EXPECT_TRUE(env.IsUnbacked(u));
+  EXPECT_TRUE(absl::StartsWith(symbolic::ToString(u), "u"))
+      << symbolic::ToString(u);
+  EXPECT_EQ(symbolic::ToString(meta.sizes[1]), "2");
+  EXPECT_EQ(symbolic::ToString(meta.strides[0]), "1");
+  EXPECT_EQ(meta.strides[1], u);
+  // A second call gets a different symbol.
+  absl::StatusOr<Value> m2 = op->meta(OpCall(*op, {ToMetaValue(V(x))}, &env));
+  ASSERT_TRUE(m2.ok());
+  EXPECT_NE(m2->meta.sizes[0], u);
+  // Without a ShapeEnv there is nothing to create the symbol in.
+  EXPECT_EQ(
+      op->meta(OpCall(*op, {ToMetaValue(V(x))}, nullptr)).status().message(),
+      "aten.nonzero.default: no ShapeEnv for an unbacked value");
+}
+
+TEST(MiscOpsTest, NonzeroInShapePropagationBindsItsUnbackedSize) {
+  absl::StatusOr<std::unique_ptr<Graph>> g =
+      ParseGraph(R"g(def forward(self, x: "f32[s0, 3][3, 1]cpu"):
+    nonzero: "i64[u0, 2][1, u0]cpu" = torch.ops.aten.nonzero.default(x)
+    sum_1: "i64[][]cpu" = torch.ops.aten.sum.default(nonzero)
+    return (nonzero, sum_1)
+)g");
+  ASSERT_TRUE(g.ok()) << g.status();
+  symbolic::ShapeEnv env;
+  ShapePropOptions options;
+  options.hints["s0"] = symbolic::Value::Int(4);
+  absl::Status st = PropagateShapes(**g, env, options);
+  ASSERT_TRUE(st.ok()) << st;
+  const Node* nz = (*g)->Find("nonzero");
+  EXPECT_EQ(nz->meta().ToAnnotation(), "i64[u0, 2][1, u0]cpu");
+  ASSERT_EQ(nz->unbacked_bindings().size(), 1u);
+  EXPECT_EQ(symbolic::ToString(nz->unbacked_bindings()[0].first), "u0");
+  EXPECT_EQ(nz->unbacked_bindings()[0].second, ".size(0)");
+  EXPECT_TRUE(env.IsUnbacked(nz->unbacked_bindings()[0].first));
+  EXPECT_EQ((*g)->Find("sum_1")->meta().ToAnnotation(), "i64[][]cpu");
+}
+
+TEST(MiscOpsTest, SymStorageOffset) {
+  Tensor base = T({6}, {0, 1, 2, 3, 4, 5});
+  Tensor view = *base.AsStrided({2}, {2}, 3);
+  Value off = RunV("aten.sym_storage_offset.default", {V(view)});
+  EXPECT_EQ(*off.AsInt(), 3);
+  // On metadata: the (symbolic) offset itself.
+  const OpDef* op =
+      OpRegistry::Global().Find("aten.sym_storage_offset.default");
+  symbolic::ShapeEnv env;
+  TensorMeta m = MetaOf(view);
+  m.storage_offset = env.CreateUnbacked();
+  absl::StatusOr<Value> r = op->meta(OpCall(*op, {Value::OfMeta(m)}, &env));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->number, m.storage_offset);
+}
+
+TEST(MiscOpsTest, MaskedScatter) {
+  // torch: masked_scatter(zeros(2, 3), mask, arange(1., 10).reshape(3, 3)).
+  Tensor self = T({2, 3}, {0, 0, 0, 0, 0, 0});
+  Tensor mask = T({2, 3}, {1, 0, 1, 0, 1, 0}, DType::kBool);
+  Tensor src = T({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  EXPECT_THAT(
+      Elements(RunT("aten.masked_scatter.default", {V(self), V(mask), V(src)})),
+      ElementsAre(1, 0, 2, 0, 3, 0));
+  // A broadcast mask; a broadcast self (torch: [3] with a [2, 3] mask gives
+  // [2, 3]). Results are contiguous.
+  Tensor row_mask = T({3}, {1, 0, 1}, DType::kBool);
+  EXPECT_THAT(Elements(RunT("aten.masked_scatter.default",
+                            {V(self), V(row_mask), V(src)})),
+              ElementsAre(1, 0, 2, 3, 0, 4));
+  Tensor grown = RunT("aten.masked_scatter.default",
+                      {V(T({3}, {7, 8, 9})), V(mask), V(src)});
+  EXPECT_THAT(grown.sizes(), ElementsAre(2, 3));
+  EXPECT_THAT(Elements(grown), ElementsAre(1, 8, 2, 7, 3, 9));
+  Tensor tr = Transposed({1, 2, 3, 4, 5, 6});
+  EXPECT_THAT(
+      RunT("aten.masked_scatter.default", {V(tr), V(mask), V(src)}).strides(),
+      ElementsAre(3, 1));
+  EXPECT_EQ(RunError("aten.masked_scatter.default",
+                     {V(self), V(mask), V(T({2}, {1, 2}))}),
+            "aten.masked_scatter.default: Number of elements of source < "
+            "number of ones in mask");
+  EXPECT_EQ(RunError("aten.masked_scatter.default",
+                     {V(self), V(T({3}, {1, 0, 1}, DType::kInt32)), V(src)}),
+            "aten.masked_scatter.default: masked_scatter_ only supports "
+            "boolean masks, but got mask with dtype Int");
+}
+
+TEST(MiscOpsTest, ScatterReduceMatchesTorch) {
+  Tensor idx = T({6}, {0, 0, 2, 2, 2, 1}, DType::kInt64);
+  struct Case {
+    const char* reduce;
+    bool include_self;
+    std::vector<double> floats, ints;
+  };
+  // torch: scatter_reduce.two([1., 2, 3, 4, 5], 0, idx, [1., 2, 3, 4, 5, 6])
+  // and the int64 version with src [1, 2, 3, 4, 6, 7].
+  const std::vector<Case> kCases = {
+      {"sum", true, {4, 8, 15, 4, 5}, {4, 9, 16, 4, 5}},
+      {"sum", false, {3, 6, 12, 4, 5}, {3, 7, 13, 4, 5}},
+      {"prod", true, {2, 12, 180, 4, 5}, {2, 14, 216, 4, 5}},
+      {"prod", false, {2, 6, 60, 4, 5}, {2, 7, 72, 4, 5}},
+      {"mean", true, {1.3333333730697632, 4, 3.75, 4, 5}, {1, 4, 4, 4, 5}},
+      {"mean", false, {1.5, 6, 4, 4, 5}, {1, 7, 4, 4, 5}},
+      {"amax", true, {2, 6, 5, 4, 5}, {2, 7, 6, 4, 5}},
+      {"amax", false, {2, 6, 5, 4, 5}, {2, 7, 6, 4, 5}},
+      {"amin", true, {1, 2, 3, 4, 5}, {1, 2, 3, 4, 5}},
+      {"amin", false, {1, 6, 3, 4, 5}, {1, 7, 3, 4, 5}},
+  };
+  Tensor self = T({5}, {1, 2, 3, 4, 5});
+  Tensor src = T({6}, {1, 2, 3, 4, 5, 6});
+  Tensor iself = T({5}, {1, 2, 3, 4, 5}, DType::kInt64);
+  Tensor isrc = T({6}, {1, 2, 3, 4, 6, 7}, DType::kInt64);
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(absl::StrCat(c.reduce, " include_self=", c.include_self));
+    std::vector<std::pair<std::string, Value>> kw = {
+        {"include_self", Value::Bool(c.include_self)}};
+    Tensor f = RunT(
+        "aten.scatter_reduce.two",
+        {V(self), Value::Int(0), V(idx), V(src), Value::String(c.reduce)}, kw);
+    EXPECT_THAT(Elements(f), ElementsAreArray(c.floats));
+    Tensor i = RunT(
+        "aten.scatter_reduce.two",
+        {V(iself), Value::Int(0), V(idx), V(isrc), Value::String(c.reduce)},
+        kw);
+    EXPECT_EQ(i.dtype(), DType::kInt64);
+    EXPECT_THAT(Elements(i), ElementsAreArray(c.ints));
+  }
+  // torch: integer mean floors (-5 / 3 -> -2).
+  EXPECT_THAT(Elements(RunT(
+                  "aten.scatter_reduce.two",
+                  {V(T({2}, {-1, 0}, DType::kInt64)), Value::Int(0),
+                   V(T({2}, {0, 0}, DType::kInt64)),
+                   V(T({2}, {-2, -2}, DType::kInt64)), Value::String("mean")})),
+              ElementsAre(-2, 0));
+  // torch: NaN propagates through amax, from self and from src.
+  Tensor ns = T({3}, {1, NAN, 3}), ni = T({4}, {0, 1, 2, 0}, DType::kInt64),
+         nsrc = T({4}, {NAN, 5, 1, 2});
+  ExpectSame(Elements(RunT("aten.scatter_reduce.two",
+                           {V(ns), Value::Int(0), V(ni), V(nsrc),
+                            Value::String("amax")})),
+             {NAN, NAN, 3});
+  ExpectSame(Elements(RunT(
+                 "aten.scatter_reduce.two",
+                 {V(ns), Value::Int(0), V(ni), V(nsrc), Value::String("amax")},
+                 {{"include_self", Value::Bool(false)}})),
+             {NAN, 5, 1});
+  // torch: the result is contiguous even for a transposed self.
+  Tensor tr = Transposed({1, 2, 3, 4, 5, 6});
+  EXPECT_THAT(RunT("aten.scatter_reduce.two",
+                   {V(tr), Value::Int(0), V(T({1, 1}, {1}, DType::kInt64)),
+                    V(T({1, 1}, {10})), Value::String("sum")})
+                  .strides(),
+              ElementsAre(3, 1));
+  // torch's scatter_shape_check message.
+  EXPECT_EQ(RunError("aten.scatter_reduce.two",
+                     {V(*Tensor::Empty({2, 3}, DType::kFloat32)), Value::Int(0),
+                      V(*Tensor::Empty({1, 4}, DType::kInt64)),
+                      V(*Tensor::Empty({2, 4}, DType::kFloat32)),
+                      Value::String("sum")}),
+            "aten.scatter_reduce.two: Expected index [1, 4] to be no larger "
+            "than self [2, 3] apart from dimension 0 and to be no larger size "
+            "than src [2, 4]");
+  EXPECT_EQ(
+      RunError("aten.scatter_reduce.two",
+               {V(self), Value::Int(0), V(idx), V(src), Value::String("max2")}),
+      "aten.scatter_reduce.two: reduce argument must be either sum, "
+      "prod, mean, amax or amin, got max2");
+  EXPECT_EQ(
+      RunError("aten.scatter_reduce.two",
+               {V(self), Value::Int(0), V(idx), V(isrc), Value::String("sum")}),
+      "aten.scatter_reduce.two: scatter(): Expected self.dtype to be "
+      "equal to src.dtype");
+}
+
+// ---- Random ops -------------------------------------------------------------
+
+struct Moments {
+  double mean = 0, var = 0, min = INFINITY, max = -INFINITY;
+};
+
+Moments MomentsOf(const Tensor& t) {
+  std::vector<double> v = Elements(t);
+  Moments m;
+  for (double x : v) {
+    m.mean += x;
+    m.min = std::min(m.min, x);
+    m.max = std::max(m.max, x);
+  }
+  m.mean /= v.size();
+  for (double x : v) m.var += (x - m.mean) * (x - m.mean);
+  m.var /= v.size() - 1;
+  return m;
+}
+
+TEST(MiscOpsTest, RandAndRandnDistributions) {
+  Tensor u = RunT("aten.rand.default", {Ints({100, 100})});
+  EXPECT_EQ(u.dtype(), DType::kFloat32);
+  EXPECT_THAT(u.sizes(), ElementsAre(100, 100));
+  Moments mu = MomentsOf(u);
+  // n = 10000: the mean's standard error is 0.0029, the variance's ~0.0008.
+  EXPECT_NEAR(mu.mean, 0.5, 0.015);
+  EXPECT_NEAR(mu.var, 1.0 / 12, 0.004);
+  EXPECT_GE(mu.min, 0);
+  EXPECT_LT(mu.max, 1);
+  Tensor n = RunT("aten.randn.default", {Ints({10000})},
+                  {{"dtype", Value::OfDType(DType::kFloat64)}});
+  EXPECT_EQ(n.dtype(), DType::kFloat64);
+  Moments mn = MomentsOf(n);
+  EXPECT_NEAR(mn.mean, 0, 0.05);  // standard error 0.01
+  EXPECT_NEAR(mn.var, 1, 0.07);   // standard error ~0.014
+  // About 68.3% within one standard deviation.
+  int within = 0;
+  for (double x : Elements(n)) within += std::fabs(x) < 1;
+  EXPECT_NEAR(within / 10000.0, 0.6827, 0.02);
+  // Half precision stays below 1 too.
+  EXPECT_LT(MomentsOf(RunT("aten.rand.default", {Ints({4000})},
+                           {{"dtype", Value::OfDType(DType::kFloat16)}}))
+                .max,
+            1);
+  EXPECT_EQ(RunError("aten.rand.default", {Ints({2})},
+                     {{"dtype", Value::OfDType(DType::kInt64)}}),
+            "aten.rand.default: \"check_uniform_bounds\" not implemented for "
+            "'Long'");
+  EXPECT_EQ(RunError("aten.randn.default", {Ints({2})},
+                     {{"dtype", Value::OfDType(DType::kInt64)}}),
+            "aten.randn.default: \"normal_kernel_cpu\" not implemented for "
+            "'Long'");
+}
+
+TEST(MiscOpsTest, RandpermIsAPermutation) {
+  // The schema's `dtype=4` is c10's code for int64.
+  Tensor p = RunT("aten.randperm.default", {Value::Int(1000)});
+  EXPECT_EQ(p.dtype(), DType::kInt64);
+  std::vector<double> v = Elements(p);
+  std::set<double> seen(v.begin(), v.end());
+  EXPECT_EQ(seen.size(), 1000u);
+  EXPECT_EQ(*seen.begin(), 0);
+  EXPECT_EQ(*seen.rbegin(), 999);
+  int fixed = 0;
+  for (int k = 0; k < 1000; ++k) fixed += v[k] == k;
+  EXPECT_LT(fixed, 10);  // a random permutation has ~1 fixed point
+  EXPECT_EQ(RunT("aten.randperm.default", {Value::Int(5)},
+                 {{"dtype", Value::OfDType(DType::kFloat32)}})
+                .dtype(),
+            DType::kFloat32);
+  EXPECT_EQ(RunT("aten.randperm.default", {Value::Int(0)}).numel(), 0);
+  EXPECT_EQ(RunError("aten.randperm.default", {Value::Int(-1)}),
+            "aten.randperm.default: Trying to create tensor with negative "
+            "dimension -1: [-1]");
+}
+
+TEST(MiscOpsTest, NativeDropout) {
+  Tensor x = *Tensor::Empty({100, 100}, DType::kFloat32);
+  ForEachIndex(x.sizes(), [&](absl::Span<const int64_t> i) {
+    x.SetDouble(i, 1 + i[1] % 7);
+  });
+  // train=True: keep rate 1 - p, kept values scaled by 1 / (1 - p).
+  Value r = RunV("aten.native_dropout.default",
+                 {V(x), Value::Float(0.25), Value::Bool(true)});
+  const Tensor &out = r.list[0].tensor, &mask = r.list[1].tensor;
+  EXPECT_EQ(mask.dtype(), DType::kBool);
+  int kept = 0;
+  ForEachIndex(x.sizes(), [&](absl::Span<const int64_t> i) {
+    bool keep = mask.GetDouble(i) != 0;
+    kept += keep;
+    EXPECT_FLOAT_EQ(out.GetDouble(i), keep ? x.GetDouble(i) / 0.75 : 0);
+  });
+  EXPECT_NEAR(kept / 10000.0, 0.75, 0.015);  // standard error 0.0043
+  // train=None trains too; p = 1 drops everything.
+  Value all = RunV("aten.native_dropout.default",
+                   {V(x), Value::Float(1), Value::None()});
+  EXPECT_EQ(MomentsOf(all.list[1].tensor).max, 0);
+  EXPECT_EQ(MomentsOf(all.list[0].tensor).max, 0);
+  // train=False: the identity and an all-true mask, in the input's layout.
+  Tensor t = Transposed({1, 2, 3, 4, 5, 6});
+  Value ev = RunV("aten.native_dropout.default",
+                  {V(t), Value::Float(0.5), Value::Bool(false)});
+  EXPECT_THAT(Elements(ev.list[0].tensor), ElementsAreArray(Elements(t)));
+  EXPECT_THAT(ev.list[0].tensor.strides(), ElementsAre(1, 2));
+  EXPECT_THAT(Elements(ev.list[1].tensor), ElementsAre(1, 1, 1, 1, 1, 1));
+  // torch: integer inputs are fine in eval, an error when training.
+  Tensor ints = T({2}, {1, 2}, DType::kInt64);
+  EXPECT_THAT(Elements(RunV("aten.native_dropout.default",
+                            {V(ints), Value::Float(0.5), Value::Bool(false)})
+                           .list[0]
+                           .tensor),
+              ElementsAre(1, 2));
+  EXPECT_EQ(RunError("aten.native_dropout.default",
+                     {V(ints), Value::Float(0.5), Value::Bool(true)}),
+            "aten.native_dropout.default: result type Float can't be cast to "
+            "the desired output type Long");
+  EXPECT_EQ(RunError("aten.native_dropout.default",
+                     {V(x), Value::Float(1.5), Value::Bool(true)}),
+            "aten.native_dropout.default: bernoulli_ expects p to be in [0, "
+            "1], but got p=-0.5");
+}
+
+// Runs a graph of random ops with `seed`; its outputs' elements.
+std::vector<std::vector<double>> RunRandomGraph(uint64_t seed) {
+  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(
+      R"g(def forward(self, x: "f32[64][1]cpu"):
+    rand: "f32[64][1]cpu" = torch.ops.aten.rand.default([64])
+    rand_1: "f32[64][1]cpu" = torch.ops.aten.rand.default([64])
+    randn: "f32[8, 8][8, 1]cpu" = torch.ops.aten.randn.default([8, 8])
+    randperm: "i64[64][1]cpu" = torch.ops.aten.randperm.default(64)
+    native_dropout = torch.ops.aten.native_dropout.default(x, 0.5, True)
+    getitem: "f32[64][1]cpu" = native_dropout[0]
+    return (rand, rand_1, randn, randperm, getitem)
+)g");
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!g.ok()) return {};
+  Tensor x = *Tensor::Empty({64}, DType::kFloat32);
+  ForEachIndex(x.sizes(),
+               [&](absl::Span<const int64_t> i) { x.SetDouble(i, 1); });
+  absl::StatusOr<Interpretation> r = Interpret(**g, {V(x)}, {}, seed);
+  EXPECT_TRUE(r.ok()) << r.status();
+  std::vector<std::vector<double>> out;
+  if (r.ok()) {
+    for (const Value& v : r->outputs) out.push_back(Elements(v.tensor));
+  }
+  return out;
+}
+
+TEST(MiscOpsTest, RandomOpsAreSeededAndDeterministic) {
+  std::vector<std::vector<double>> a = RunRandomGraph(Generator::kDefaultSeed);
+  std::vector<std::vector<double>> b = RunRandomGraph(Generator::kDefaultSeed);
+  std::vector<std::vector<double>> c = RunRandomGraph(12345);
+  ASSERT_EQ(a.size(), 5u);
+  ASSERT_EQ(c.size(), 5u);
+  EXPECT_EQ(a, b);  // the same graph and seed: the same numbers
+  for (size_t k = 0; k < a.size(); ++k) EXPECT_NE(a[k], c[k]) << "output " << k;
+  // Two calls in one run draw different numbers.
+  EXPECT_NE(a[0], a[1]);
+  // The default seed is Interpret's default.
+  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(
+      R"g(def forward(self):
+    rand: "f32[64][1]cpu" = torch.ops.aten.rand.default([64])
+    return (rand,)
+)g");
+  ASSERT_TRUE(g.ok());
+  absl::StatusOr<Interpretation> d = Interpret(**g, {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(Elements(d->outputs[0].tensor), a[0]);
+  // The generator: a pure function of (seed, counter).
+  Generator g1(7), g2(7);
+  EXPECT_EQ(g1.Reserve(3), 0u);
+  EXPECT_EQ(g1.Reserve(2), 3u);
+  EXPECT_EQ(g1.offset(), 5u);
+  EXPECT_EQ(g1.Bits(4), g2.Bits(4));
+  EXPECT_NE(g1.Bits(4), g1.Bits(5));
+  EXPECT_NE(Generator(8).Bits(4), g1.Bits(4));
+}
+
+// ---- FFT --------------------------------------------------------------------
+
+TEST(MiscOpsTest, FftSaysComplexDtypesAreUnsupported) {
+  Tensor x = T({4}, {1, 2, 3, 4});
+  EXPECT_EQ(RunError("aten._fft_r2c.default",
+                     {V(x), Ints({0}), Value::Int(0), Value::Bool(true)}),
+            "aten._fft_r2c.default: complex dtypes are not supported");
+  EXPECT_EQ(RunError("aten._fft_c2r.default",
+                     {V(x), Ints({0}), Value::Int(0), Value::Int(6)}),
+            "aten._fft_c2r.default: complex dtypes are not supported");
+  // The meta function says the same (shape propagation stops there).
+  const OpDef* op = OpRegistry::Global().Find("aten._fft_r2c.default");
+  symbolic::ShapeEnv env;
+  EXPECT_EQ(op->meta(OpCall(*op,
+                            {ToMetaValue(V(x)), Ints({0}), Value::Int(0),
+                             Value::Bool(true)},
+                            &env))
+                .status()
+                .message(),
+            "aten._fft_r2c.default: complex dtypes are not supported");
+}
+
+}  // namespace
+}  // namespace lathe::ir
