@@ -53,7 +53,7 @@ struct Arg {
     kDevice,        // device(type='cpu')
     kLayout,        // torch.strided
     kMemoryFormat,  // torch.contiguous_format
-    kList,          // [a, b]
+    kList,          // [a, b], or (a, b) when `tuple`
   };
   Kind kind = Kind::kNone;
   Node* node = nullptr;
@@ -64,6 +64,7 @@ struct Arg {
   DType dtype = DType::kFloat32;
   Device device;
   std::vector<Arg> list;
+  bool tuple = false;  // kList spelled as a Python tuple
 
   static Arg Of(Node* n);
   static Arg None();
@@ -192,6 +193,11 @@ class Graph {
   // placeholders (x_1, params_1, params_2); the result is then rebuilt by
   // pytree.tree_unflatten. Empty for the plain form.
   std::vector<std::string> pytree_params;
+  // A returned value nested in tuples (`return (a, (b, c))`, as make_fx
+  // prints a tuple-returning op's result): the output node holds the flat
+  // values (a, b, c) and this holds the shape they print in, '%' standing
+  // for each ("(%, (%, %))"). Empty for a flat return.
+  std::string output_template;
 
  private:
   std::list<std::unique_ptr<Node>> nodes_;

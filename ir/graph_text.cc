@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -441,6 +442,25 @@ class GraphParser {
       }
       return Arg::List(std::move(items));
     }
+    if (ch == '(') {  // a tuple, e.g. torch.sym_sum((a, b))
+      c.Accept("(");
+      std::vector<Arg> items;
+      c.Skip();
+      if (!c.Accept(")")) {
+        while (true) {
+          ASSIGN_OR_RETURN(Arg item, Value(c, depth + 1));
+          items.push_back(std::move(item));
+          c.Skip();
+          if (c.Accept(")")) break;
+          RETURN_IF_ERROR(c.Expect(",", "',' or ')' in a tuple"));
+          c.Skip();
+          if (c.Accept(")")) break;
+        }
+      }
+      Arg tuple = Arg::List(std::move(items));
+      tuple.tuple = true;
+      return tuple;
+    }
     if (ch == '\'' || ch == '"') {
       ASSIGN_OR_RETURN(std::string s, c.QuotedString());
       return Arg::String(std::move(s));
@@ -657,6 +677,42 @@ class GraphParser {
     return absl::OkStatus();
   }
 
+  // `(a, (b, c))` inside a returned tuple: its values flattened into
+  // `results`, its shape appended to `shape` ('%' for each value).
+  absl::Status NestedResult(LineCursor& c, int depth, std::vector<Arg>* results,
+                            std::string* shape) {
+    if (depth > kMaxNesting) return c.Error("return nested too deeply");
+    c.Skip();
+    if (!c.Accept("(")) {
+      size_t at = c.pos();
+      ASSIGN_OR_RETURN(std::string name, c.Identifier("a returned value"));
+      if (name == "None") {
+        results->push_back(Arg::None());
+      } else {
+        ASSIGN_OR_RETURN(Node * n, Defined(c, at, name));
+        results->push_back(Arg::Of(n));
+      }
+      *shape += "%";
+      return absl::OkStatus();
+    }
+    *shape += "(";
+    int n = 0;  // elements so far
+    while (true) {
+      c.Skip();
+      if (c.Accept(")")) break;
+      if (n > 0) {
+        RETURN_IF_ERROR(c.Expect(",", "',' or ')' in a returned tuple"));
+        c.Skip();
+        if (c.Accept(")")) break;
+        *shape += ", ";
+      }
+      RETURN_IF_ERROR(NestedResult(c, depth + 1, results, shape));
+      ++n;
+    }
+    *shape += n == 1 ? ",)" : ")";
+    return absl::OkStatus();
+  }
+
   absl::Status ParseReturn(LineCursor& c) {
     RETURN_IF_ERROR(c.Expect("return", "'return'"));
     c.Skip();
@@ -683,11 +739,20 @@ class GraphParser {
       c.Accept(tuple ? "(" : "[");
       graph_output_style_ = tuple ? OutputStyle::kTuple : OutputStyle::kList;
       c.Skip();
+      std::vector<std::string> shapes;  // of each element, '%' for a value
+      bool nested = false;
       if (!c.Accept(close)) {
         while (true) {
           c.Skip();
-          ASSIGN_OR_RETURN(Arg a, one());
-          results.push_back(std::move(a));
+          shapes.emplace_back();
+          if (tuple && c.Peek() == '(') {  // a tuple-returning op's result
+            nested = true;
+            RETURN_IF_ERROR(NestedResult(c, 1, &results, &shapes.back()));
+          } else {
+            ASSIGN_OR_RETURN(Arg a, one());
+            results.push_back(std::move(a));
+            shapes.back() = "%";
+          }
           c.Skip();
           if (c.Accept(close)) break;
           RETURN_IF_ERROR(c.Expect(
@@ -696,6 +761,10 @@ class GraphParser {
           c.Skip();
           if (c.Accept(close)) break;
         }
+      }
+      if (nested) {
+        graph_->output_template = absl::StrCat("(", absl::StrJoin(shapes, ", "),
+                                               shapes.size() == 1 ? ",)" : ")");
       }
     } else {
       ASSIGN_OR_RETURN(Arg a, one());
@@ -772,6 +841,10 @@ std::string PrintArg(const Arg& a) {
     case Arg::Kind::kList: {
       std::vector<std::string> items;
       for (const Arg& item : a.list) items.push_back(PrintArg(item));
+      if (a.tuple) {
+        return absl::StrCat("(", absl::StrJoin(items, ", "),
+                            items.size() == 1 ? ",)" : ")");
+      }
       return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
     }
   }
@@ -847,7 +920,18 @@ std::string PrintGraph(const Graph& graph) {
     if (n->kind() == Node::Kind::kOutput) {
       std::vector<std::string> results;
       for (const Arg& a : n->args()[0].list) results.push_back(PrintArg(a));
-      if (n->target() == "output_bare" && results.size() == 1) {
+      if (!graph.output_template.empty()) {
+        std::string text;
+        size_t k = 0;
+        for (char ch : graph.output_template) {
+          if (ch == '%' && k < results.size()) {
+            text += results[k++];
+          } else {
+            text += ch;
+          }
+        }
+        absl::StrAppend(&out, body, "return ", text, "\n");
+      } else if (n->target() == "output_bare" && results.size() == 1) {
         absl::StrAppend(&out, body, "return ", results[0], "\n");
       } else if (n->target() == "output_pytree") {
         absl::StrAppend(&out, body, "return pytree.tree_unflatten([",

@@ -103,7 +103,8 @@ void SetObjectValue(const Node& node, const Value& value,
 bool IsPythonOp(absl::string_view target) {
   return absl::StartsWith(target, "operator.") || target == "torch.sym_float" ||
          target == "torch.sym_int" || target == "torch.sym_max" ||
-         target == "torch.sym_min" || target == kSetGradEnabled;
+         target == "torch.sym_min" || target == "torch.sym_sum" ||
+         target == kSetGradEnabled;
 }
 
 absl::StatusOr<Value> EvalPythonOp(absl::string_view target,
@@ -115,6 +116,26 @@ absl::StatusOr<Value> EvalPythonOp(absl::string_view target,
           absl::StrCat(target, " takes one bool"));
     }
     return Value::None();
+  }
+  if (target == "torch.sym_sum") {  // sym_sum((a, b, ...))
+    if (args.size() != 1 || args[0].kind != Value::Kind::kList) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(target, " takes one tuple of numbers"));
+    }
+    symbolic::Expr sum = symbolic::Int(0);
+    for (const Value& a : args[0].list) {
+      if (!a.is_number() || a.number.is_bool()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(target, " takes numbers, got ", a.DebugString()));
+      }
+      absl::StatusOr<symbolic::Expr> r = symbolic::Add(sum, a.number);
+      if (!r.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(target, ": ", r.status().message()));
+      }
+      sum = *r;
+    }
+    return Value::Number(sum);
   }
   for (const Value& a : args) {
     if (!a.is_number()) {

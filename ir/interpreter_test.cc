@@ -236,6 +236,27 @@ TEST(InterpreterTest, InputStridesAreCheckedAgainstTheirAnnotations) {
             "input 2 ('c') stride(0): expected 1, got 5");
 }
 
+// torch.sym_sum over a tuple, and a returned tuple nested in the result
+// (its values are the graph's outputs, flat).
+TEST(InterpreterTest, SymSumAndNestedReturns) {
+  std::unique_ptr<Graph> g = FromText(
+      R"g(def forward(self, a: "Sym(s0)", b: "Sym(s1)", x: "f32[3]"):
+    sym_sum: "Sym(s0 + s1)" = torch.sym_sum((a, b))
+    var_mean = torch.ops.aten.var_mean.correction(x, [0])
+    getitem = var_mean[0]
+    getitem_1 = var_mean[1]
+    return (sym_sum, (getitem, (getitem_1,)))
+)g");
+  Tensor x = *Tensor::Empty({3}, DType::kFloat32);
+  for (int i = 0; i < 3; ++i) x.data<float>()[i] = static_cast<float>(2 * i);
+  Interpretation r =
+      *Interpret(*g, {Value::Int(3), Value::Int(4), Value::OfTensor(x)});
+  ASSERT_EQ(r.outputs.size(), 3u);
+  EXPECT_EQ(*r.outputs[0].AsInt(), 7);
+  EXPECT_EQ(r.outputs[1].tensor.GetDouble({}), 4.0);  // var of 0, 2, 4
+  EXPECT_EQ(r.outputs[2].tensor.GetDouble({}), 2.0);  // mean
+}
+
 TEST(InterpreterTest, OpErrorsNameTheNode) {
   std::unique_ptr<Graph> g = FromText(R"g(def forward(self, a, b):
     mm = torch.ops.aten.mm.default(a, b)
