@@ -15,8 +15,11 @@
 #include "gtest/gtest.h"
 #include "ir/op_registry.h"
 #include "ir/op_testing.h"
+#include "ir/tensor_meta.h"
 #include "ir/value.h"
 #include "runtime/tensor.h"
+#include "symbolic/expr.h"
+#include "symbolic/shape_env.h"
 
 namespace lathe::ir {
 namespace {
@@ -2750,6 +2753,88 @@ TEST(NnOpsErrorTest, EmbeddingsAndDistances) {
   EXPECT_EQ(RunError("aten._pdist_forward.default", {a, Value::Float(-1)}),
             "aten._pdist_forward.default: pdist only supports non-negative p "
             "values");
+}
+
+// Meta functions on symbolic sizes (shape propagation): simple size
+// arithmetic stays symbolic; what needs numbers is specialized with guards.
+class NnSymbolicTest : public ::testing::Test {
+ protected:
+  symbolic::Expr Sym(int64_t hint, int dim) {
+    return env_.CreateSymbol(hint, symbolic::Source::Size(0, dim));
+  }
+  // Contiguous metadata of `sizes`.
+  static Value Meta(std::vector<symbolic::Expr> sizes,
+                    DType dtype = DType::kFloat32) {
+    TensorMeta m;
+    m.dtype = dtype;
+    m.sizes = sizes;
+    m.strides.assign(sizes.size(), symbolic::Int(1));
+    for (int64_t d = static_cast<int64_t>(sizes.size()) - 2; d >= 0; --d) {
+      m.strides[d] = symbolic::Mul(m.strides[d + 1], sizes[d + 1]);
+    }
+    m.storage_offset = symbolic::Int(0);
+    return Value::OfMeta(std::move(m));
+  }
+  std::string MetaOf(const std::string& target, std::vector<Value> args) {
+    const OpDef* op = OpRegistry::Global().Find(target);
+    EXPECT_NE(op, nullptr) << target;
+    if (op == nullptr) return "";
+    absl::StatusOr<std::vector<Value>> bound =
+        BindArguments(op->schema, std::move(args), {}, target);
+    EXPECT_TRUE(bound.ok()) << bound.status();
+    if (!bound.ok()) return "";
+    absl::StatusOr<Value> out = op->meta(OpCall(*op, *bound, &env_));
+    EXPECT_TRUE(out.ok()) << target << ": " << out.status();
+    return out.ok() ? Describe(*out) : "";
+  }
+  symbolic::ShapeEnv env_;
+};
+
+TEST_F(NnSymbolicTest, OutputSizesStaySymbolicWhereTheyAreArithmetic) {
+  symbolic::Expr s0 = Sym(2, 0), s1 = Sym(9, 2);
+  symbolic::Expr three = symbolic::Int(3);
+  // Convolution: (s1 + 2 - 3) // 2 + 1 for stride 2, padding 1, kernel 3.
+  EXPECT_THAT(
+      MetaOf("aten.convolution.default",
+             {Meta({s0, three, s1}), Meta({symbolic::Int(4), three, three}),
+              Value::None(), Ints({2}), Ints({1}), Ints({1}),
+              Value::Bool(false), Ints({0}), Value::Int(1)}),
+      HasSubstr("f32[s0, 4, ((s1 - 1)//2) + 1]"));
+  // Transposed: (s1 - 1) * 2 - 2 + 3 + 1.
+  EXPECT_THAT(
+      MetaOf("aten.convolution.default",
+             {Meta({s0, three, s1}), Meta({three, symbolic::Int(2), three}),
+              Value::None(), Ints({2}), Ints({1}), Ints({1}), Value::Bool(true),
+              Ints({1}), Value::Int(1)}),
+      HasSubstr("f32[s0, 2, 2*s1]"));
+  EXPECT_THAT(MetaOf("aten.reflection_pad1d.default",
+                     {Meta({s0, three, s1}), Ints({2, 1})}),
+              HasSubstr("f32[s0, 3, s1 + 3]"));
+  EXPECT_THAT(MetaOf("aten._adaptive_avg_pool2d.default",
+                     {Meta({s0, three, s1, s1}), Ints({2, 2})}),
+              HasSubstr("f32[s0, 3, 2, 2]"));
+  EXPECT_THAT(
+      MetaOf("aten._native_batch_norm_legit.no_stats",
+             {Meta({s0, three, s1}), Value::None(), Value::None(),
+              Value::Bool(true), Value::Float(0.1), Value::Float(1e-5)}),
+      HasSubstr("(f32[s0, 3, s1]"));
+  EXPECT_THAT(MetaOf("aten._pdist_forward.default",
+                     {Meta({s1, three}), Value::Float(2)}),
+              HasSubstr("f32[(s1*(s1 - 1)//2)]"));
+  EXPECT_THAT(MetaOf("aten._cdist_forward.default",
+                     {Meta({s0, s1, three}), Meta({symbolic::Int(4), three}),
+                      Value::Float(2), Value::None()}),
+              HasSubstr("f32[s0, s1, 4]"));
+  EXPECT_THAT(MetaOf("aten.embedding_dense_backward.default",
+                     {Meta({s0, three}), Meta({s0}, DType::kInt64),
+                      Value::Int(7), Value::Int(-1), Value::Bool(false)}),
+              HasSubstr("f32[7, 3]"));
+  // Pooling specializes the spatial sizes (ceil_mode needs numbers) but
+  // keeps the batch symbolic.
+  EXPECT_THAT(MetaOf("aten.max_pool2d_with_indices.default",
+                     {Meta({s0, three, s1, s1}), Ints({2, 2}), Ints({2, 2}),
+                      Ints({0, 0}), Ints({1, 1}), Value::Bool(true)}),
+              HasSubstr("(f32[s0, 3, 5, 5]"));
 }
 
 }  // namespace
