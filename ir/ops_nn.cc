@@ -78,6 +78,22 @@ absl::StatusOr<std::vector<int64_t>> Concrete(const OpCall& c, const Value& v) {
   return ConcreteSizes(c, SizesOf(v));
 }
 
+// The product of symbolic sizes.
+Expr NumelOf(absl::Span<const Expr> sizes) {
+  return sizes.empty() ? symbolic::Int(1) : symbolic::Mul(sizes);
+}
+
+// Whether two symbolic shapes are equal (guarded during shape propagation).
+absl::StatusOr<bool> SameShape(const OpCall& c, const std::vector<Expr>& a,
+                               const std::vector<Expr>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t d = 0; d < a.size(); ++d) {
+    ASSIGN_OR_RETURN(bool same, Decide(c, symbolic::Eq(a[d], b[d])));
+    if (!same) return false;
+  }
+  return true;
+}
+
 int64_t Product(const std::vector<int64_t>& v, size_t from = 0) {
   int64_t p = 1;
   for (size_t i = from; i < v.size(); ++i) p *= v[i];
@@ -326,6 +342,7 @@ absl::StatusOr<ConvSetup> SetupConv(const OpCall& c, const Value& input,
                      absl::StrJoin(kernel, " x "),
                      "). Kernel size can't be greater than actual input size"));
   }
+  if (!input.tensor.defined()) return s;  // the geometry is for kernels
   ASSIGN_OR_RETURN(std::vector<int64_t> outs, ConcreteSizes(c, s.out_sizes));
   ASSIGN_OR_RETURN(std::vector<int64_t> ins, Concrete(c, input));
   ConvGeometry& g = s.g;
@@ -376,10 +393,7 @@ absl::StatusOr<Value> ConvolutionBackward(const OpCall& c) {
   ASSIGN_OR_RETURN(ConvSetup s, SetupConv(c, input, weight, nullptr));
   ASSIGN_OR_RETURN(std::vector<bool> mask, OutputMask(c));
   std::vector<Expr> gs = SizesOf(grad);
-  bool same = gs.size() == s.out_sizes.size();
-  for (size_t d = 0; same && d < gs.size(); ++d) {
-    ASSIGN_OR_RETURN(same, Decide(c, symbolic::Eq(gs[d], s.out_sizes[d])));
-  }
+  ASSIGN_OR_RETURN(bool same, SameShape(c, gs, s.out_sizes));
   if (!same) {
     return c.Error(absl::StrCat("Expected grad_output of size ",
                                 ShapeString(s.out_sizes), ", but got ",
@@ -400,8 +414,7 @@ absl::StatusOr<Value> ConvolutionBackward(const OpCall& c) {
     ASSIGN_OR_RETURN(outs[1], Result(c, running, dt, input, SizesOf(weight)));
   }
   if (mask[2]) {
-    ASSIGN_OR_RETURN(outs[2],
-                     Result(c, running, dt, input, {symbolic::Int(s.g.cout)}));
+    ASSIGN_OR_RETURN(outs[2], Result(c, running, dt, input, {s.out_sizes[1]}));
   }
   if (running) {
     std::vector<double> x = Elements(input.tensor), w = Elements(weight.tensor),
@@ -533,9 +546,11 @@ absl::StatusOr<PoolGeometry> SetupPool(const OpCall& c, const Value& self,
                                 absl::StrJoin(outs, "x"),
                                 "). Output size is too small"));
   }
-  std::vector<Expr> lead(sizes.begin(), sizes.end() - nsp);
-  ASSIGN_OR_RETURN(std::vector<int64_t> lead_n, ConcreteSizes(c, lead));
-  g.planes = Product(lead_n);
+  if (self.tensor.defined()) {
+    std::vector<Expr> lead(sizes.begin(), sizes.end() - nsp);
+    ASSIGN_OR_RETURN(std::vector<int64_t> lead_n, ConcreteSizes(c, lead));
+    g.planes = Product(lead_n);
+  }
   for (int d = 0; d < 3; ++d) {
     int sd = d - (3 - nsp);
     bool real = sd >= 0;
@@ -623,10 +638,7 @@ absl::Status SameAsPoolOutput(const OpCall& c, const Value& v,
                               const std::vector<Expr>& want,
                               absl::string_view what) {
   std::vector<Expr> s = SizesOf(v);
-  bool same = s.size() == want.size();
-  for (size_t d = 0; same && d < s.size(); ++d) {
-    ASSIGN_OR_RETURN(same, Decide(c, symbolic::Eq(s[d], want[d])));
-  }
+  ASSIGN_OR_RETURN(bool same, SameShape(c, s, want));
   if (!same) {
     return c.Error(absl::StrCat("Expected ", what, " of size ",
                                 ShapeString(want), ", but got ",
@@ -809,15 +821,18 @@ absl::StatusOr<AdaptiveSetup> SetupAdaptive(const OpCall& c, const Value& self,
     return c.Error(absl::StrCat(name, ": output_size must be ", nsp));
   }
   AdaptiveSetup s;
-  ASSIGN_OR_RETURN(std::vector<int64_t> all, ConcreteSizes(c, sizes));
-  ASSIGN_OR_RETURN(std::vector<int64_t> outs, ConcreteSizes(c, out_size));
-  for (int64_t o : outs) {
-    if (o < 0) {
+  for (const Expr& o : out_size) {
+    ASSIGN_OR_RETURN(bool negative,
+                     Decide(c, symbolic::Lt(o, symbolic::Int(0))));
+    if (negative) {
       return c.Error(absl::StrCat(
           name, ": elements of output_size must be greater than or equal to ",
-          "0 but received ", o));
+          "0 but received ", symbolic::ToString(o)));
     }
   }
+  if (!self.tensor.defined()) return s;  // the geometry is for kernels
+  ASSIGN_OR_RETURN(std::vector<int64_t> all, ConcreteSizes(c, sizes));
+  ASSIGN_OR_RETURN(std::vector<int64_t> outs, ConcreteSizes(c, out_size));
   s.planes = Product(std::vector<int64_t>(all.begin(), all.end() - nsp));
   for (int d = 0; d < nsp; ++d) {
     s.in[3 - nsp + d] = all[rank - nsp + d];
@@ -970,8 +985,8 @@ absl::StatusOr<Value> BatchNorm(const OpCall& c, bool stats,
                                 " must be defined in evaluation mode"));
   }
   std::vector<Expr> sizes = SizesOf(input);
-  ASSIGN_OR_RETURN(std::vector<int64_t> is, ConcreteSizes(c, sizes));
-  int64_t channels = is[1];
+  ASSIGN_OR_RETURN(std::vector<int64_t> cs, ConcreteSizes(c, {sizes[1]}));
+  int64_t channels = cs[0];
   RETURN_IF_ERROR(VectorOf(c, weight, channels, "weight"));
   RETURN_IF_ERROR(VectorOf(c, bias, channels, "bias"));
   RETURN_IF_ERROR(VectorOf(c, rm, channels, "running_mean"));
@@ -987,6 +1002,7 @@ absl::StatusOr<Value> BatchNorm(const OpCall& c, bool stats,
   ASSIGN_OR_RETURN(Value mean, Result(c, running, sdt, input, stat_sizes));
   ASSIGN_OR_RETURN(Value invstd, Result(c, running, sdt, input, stat_sizes));
   if (!running) return Value::List({out, mean, invstd});
+  const std::vector<int64_t>& is = input.tensor.sizes();
   std::vector<double> x = Elements(input.tensor);
   int64_t inner = Product(is, 2), n = is[0] * inner;
   std::vector<double> m(channels), r(channels);
@@ -1050,21 +1066,14 @@ struct GroupNormSetup {
 absl::StatusOr<GroupNormSetup> SetupGroupNorm(const OpCall& c,
                                               const Value& input) {
   GroupNormSetup s;
-  ASSIGN_OR_RETURN(std::vector<Expr> nchw,
-                   [&]() -> absl::StatusOr<std::vector<Expr>> {
-                     std::vector<Expr> v;
-                     for (const char* name : {"N", "C", "HxW"}) {
-                       const Value& a = c.arg(name);
-                       if (!a.is_number())
-                         return c.Error(absl::StrCat(name, " must be an int"));
-                       v.push_back(a.number);
-                     }
-                     return v;
-                   }());
-  ASSIGN_OR_RETURN(std::vector<int64_t> dims, ConcreteSizes(c, nchw));
-  s.n = dims[0];
-  s.channels = dims[1];
-  s.hxw = dims[2];
+  std::vector<Expr> nchw;
+  for (const char* name : {"N", "C", "HxW"}) {
+    const Value& a = c.arg(name);
+    if (!a.is_number()) return c.Error(absl::StrCat(name, " must be an int"));
+    nchw.push_back(a.number);
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> cs, ConcreteSizes(c, {nchw[1]}));
+  s.channels = cs[0];
   ASSIGN_OR_RETURN(s.group, c.arg("group").AsInt());
   if (s.group <= 0 || s.channels % s.group != 0) {
     return c.Error(
@@ -1072,12 +1081,13 @@ absl::StatusOr<GroupNormSetup> SetupGroupNorm(const OpCall& c,
                      "num_groups, but got input of shape ", SizeString(input),
                      " and num_groups=", s.group));
   }
-  ASSIGN_OR_RETURN(std::vector<int64_t> is, Concrete(c, input));
-  if (Product(is) != s.n * s.channels * s.hxw || is.size() < 2 ||
-      is[0] != s.n || is[1] != s.channels) {
+  std::vector<Expr> sizes = SizesOf(input);
+  ASSIGN_OR_RETURN(bool fits,
+                   Decide(c, symbolic::Eq(NumelOf(sizes), NumelOf(nchw))));
+  if (!fits) {
     return c.Error(absl::StrCat(
-        "Expected input of shape [N, C, *] with N=", s.n, ", C=", s.channels,
-        " and HxW=", s.hxw, ", but got input of shape ", SizeString(input)));
+        "Expected the input of shape ", ShapeString(sizes),
+        " to have N * C * HxW = ", ShapeString(nchw), " elements"));
   }
   const Value& weight = c.arg("weight");
   if (!weight.is_none()) {
@@ -1088,6 +1098,11 @@ absl::StatusOr<GroupNormSetup> SetupGroupNorm(const OpCall& c,
           "channels in input, but got weight of shape ", SizeString(weight),
           " and input of shape ", SizeString(input)));
     }
+  }
+  if (input.tensor.defined()) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> dims, ConcreteSizes(c, nchw));
+    s.n = dims[0];
+    s.hxw = dims[2];
   }
   return s;
 }
@@ -1181,18 +1196,19 @@ absl::StatusOr<Value> GroupNormBackward(const OpCall& c) {
   RETURN_IF_ERROR(NeedFloat(c, dt, "GroupNormBackwardKernelImpl"));
   ASSIGN_OR_RETURN(GroupNormSetup s, SetupGroupNorm(c, input));
   ASSIGN_OR_RETURN(std::vector<bool> mask, OutputMask(c));
-  ASSIGN_OR_RETURN(std::vector<int64_t> gs, Concrete(c, grad));
-  ASSIGN_OR_RETURN(std::vector<int64_t> is, Concrete(c, input));
-  if (gs != is) {
+  ASSIGN_OR_RETURN(bool same, SameShape(c, SizesOf(grad), SizesOf(input)));
+  if (!same) {
     return c.Error(absl::StrCat("Expected grad_out of size ", SizeString(input),
                                 ", but got ", SizeString(grad)));
   }
+  Expr stats = symbolic::Mul(c.arg("N").number, symbolic::Int(s.group));
   for (const Value* v : {&mean_v, &rstd_v}) {
-    ASSIGN_OR_RETURN(std::vector<int64_t> ms, Concrete(c, *v));
-    if (Product(ms) != s.n * s.group) {
-      return c.Error(absl::StrCat(
-          "Expected mean and rstd to have N * group = ", s.n * s.group,
-          " elements, but got ", SizeString(*v)));
+    ASSIGN_OR_RETURN(bool fits,
+                     Decide(c, symbolic::Eq(NumelOf(SizesOf(*v)), stats)));
+    if (!fits) {
+      return c.Error(absl::StrCat("Expected mean and rstd to have N * group = ",
+                                  symbolic::ToString(stats),
+                                  " elements, but got ", SizeString(*v)));
     }
   }
   bool running = input.tensor.defined();
@@ -1240,27 +1256,33 @@ absl::StatusOr<Value> LayerNormBackward(const OpCall& c) {
   RETURN_IF_ERROR(NeedFloat(c, dt, "LayerNormBackwardKernelImpl"));
   ASSIGN_OR_RETURN(std::vector<int64_t> norm,
                    c.arg("normalized_shape").AsIntList());
-  ASSIGN_OR_RETURN(std::vector<int64_t> is, Concrete(c, input));
-  ASSIGN_OR_RETURN(std::vector<int64_t> gs, Concrete(c, grad));
-  int64_t axis = static_cast<int64_t>(is.size() - norm.size());
-  bool fits = !norm.empty() && axis >= 0 &&
-              std::equal(norm.begin(), norm.end(), is.begin() + axis);
+  std::vector<Expr> is = SizesOf(input);
+  int64_t axis =
+      static_cast<int64_t>(is.size()) - static_cast<int64_t>(norm.size());
+  bool fits = !norm.empty() && axis >= 0;
+  for (size_t k = 0; fits && k < norm.size(); ++k) {
+    ASSIGN_OR_RETURN(
+        fits, Decide(c, symbolic::Eq(is[axis + k], symbolic::Int(norm[k]))));
+  }
   if (!fits) {
     return c.Error(absl::StrCat(
         "Given normalized_shape=[", absl::StrJoin(norm, ", "),
         "], expected input with shape [*, ", absl::StrJoin(norm, ", "),
         "], but got input of size", SizeString(input)));
   }
-  if (gs != is) {
+  ASSIGN_OR_RETURN(bool same, SameShape(c, SizesOf(grad), is));
+  if (!same) {
     return c.Error(absl::StrCat("Expected grad_out of size ", SizeString(input),
                                 ", but got ", SizeString(grad)));
   }
-  int64_t rows = Product(std::vector<int64_t>(is.begin(), is.begin() + axis));
+  Expr rows = NumelOf(std::vector<Expr>(is.begin(), is.begin() + axis));
   int64_t per = Product(norm);
   for (const Value* v : {&mean_v, &rstd_v}) {
-    ASSIGN_OR_RETURN(std::vector<int64_t> ms, Concrete(c, *v));
-    if (Product(ms) != rows) {
-      return c.Error(absl::StrCat("Expected mean and rstd to have ", rows,
+    ASSIGN_OR_RETURN(bool ok,
+                     Decide(c, symbolic::Eq(NumelOf(SizesOf(*v)), rows)));
+    if (!ok) {
+      return c.Error(absl::StrCat("Expected mean and rstd to have ",
+                                  symbolic::ToString(rows),
                                   " elements, but got ", SizeString(*v)));
     }
   }
@@ -1340,11 +1362,13 @@ absl::StatusOr<UpsampleSetup> SetupUpsample(const OpCall& c,
                                 "got size ", in.size()));
   }
   RETURN_IF_ERROR(NeedFloat(c, DTypeOf(input), kernel));
-  ASSIGN_OR_RETURN(std::vector<int64_t> is, ConcreteSizes(c, in));
-  s.n = is[0];
-  s.channels = is[1];
-  s.in[0] = is[2];
-  s.in[1] = is[3];
+  ASSIGN_OR_RETURN(std::vector<int64_t> is, ConcreteSizes(c, {in[2], in[3]}));
+  s.in[0] = is[0];
+  s.in[1] = is[1];
+  if (input.tensor.defined()) {
+    s.n = input.tensor.sizes()[0];
+    s.channels = input.tensor.sizes()[1];
+  }
   s.sizes = {in[0], in[1]};
   if (!osize.is_none()) {
     ASSIGN_OR_RETURN(std::vector<Expr> o, osize.AsExprList());
@@ -1498,9 +1522,11 @@ absl::StatusOr<Value> Pad(const OpCall& c, int nsp, bool reflect) {
   if (DTypeOf(self) == DType::kBool) {
     return c.Error(absl::StrCat("\"", name, "\" not implemented for 'Bool'"));
   }
-  ASSIGN_OR_RETURN(std::vector<int64_t> is, ConcreteSizes(c, sizes));
+  ASSIGN_OR_RETURN(
+      std::vector<int64_t> in,
+      ConcreteSizes(c, std::vector<Expr>(sizes.end() - nsp, sizes.end())));
   static const char* kDimNames[] = {"D", "H", "W"};
-  std::vector<int64_t> in(is.end() - nsp, is.end()), outn(nsp);
+  std::vector<int64_t> outn(nsp);
   std::vector<Expr> out_sizes(sizes.begin(), sizes.end() - nsp);
   std::vector<std::string> in_desc, out_desc;
   bool small = false;
@@ -1600,8 +1626,9 @@ absl::StatusOr<Value> Col2Im(const OpCall& c) {
         "batch size and non-zero dimensions for input, but got: ",
         ShapeString(sizes)));
   }
-  ASSIGN_OR_RETURN(std::vector<int64_t> is, ConcreteSizes(c, sizes));
-  int64_t rows = is[rank - 2], len = is[rank - 1];
+  ASSIGN_OR_RETURN(std::vector<int64_t> is,
+                   ConcreteSizes(c, {sizes[rank - 2], sizes[rank - 1]}));
+  int64_t rows = is[0], len = is[1];
   if (rows % (k[0] * k[1]) != 0) {
     return c.Error(absl::StrCat(
         "Expected size of input's dimension ", rank - 2,
@@ -1633,7 +1660,7 @@ absl::StatusOr<Value> Col2Im(const OpCall& c) {
   ASSIGN_OR_RETURN(Value out,
                    Result(c, running, DTypeOf(self), self, out_sizes));
   if (!running) return out;
-  int64_t batch = rank == 3 ? is[0] : 1;
+  int64_t batch = rank == 3 ? self.tensor.sizes()[0] : 1;
   std::vector<double> x = Elements(self.tensor);
   std::vector<double> y(batch * channels * os[0] * os[1], 0.0);
   for (int64_t n = 0; n < batch; ++n) {
@@ -1716,25 +1743,27 @@ absl::StatusOr<Value> GridSampler2d(const OpCall& c) {
         "dimensions, but got input with sizes ",
         SizeString(input), " and grid with sizes ", SizeString(grid)));
   }
-  ASSIGN_OR_RETURN(std::vector<int64_t> is, Concrete(c, input));
-  ASSIGN_OR_RETURN(std::vector<int64_t> gs, Concrete(c, grid));
-  if (is[0] != gs[0]) {
+  std::vector<Expr> isz = SizesOf(input), gsz = SizesOf(grid);
+  ASSIGN_OR_RETURN(bool same_batch, Decide(c, symbolic::Eq(isz[0], gsz[0])));
+  ASSIGN_OR_RETURN(bool pairs,
+                   Decide(c, symbolic::Eq(gsz[3], symbolic::Int(2))));
+  if (!same_batch) {
     return c.Error(absl::StrCat(
         "grid_sampler(): expected grid and input to have same batch size, "
         "but got input with sizes ",
         SizeString(input), " and grid with sizes ", SizeString(grid)));
   }
-  if (gs[3] != 2) {
+  if (!pairs) {
     return c.Error(absl::StrCat(
         "grid_sampler(): expected grid to have size 2 in last dimension, "
         "but got grid with sizes ",
         SizeString(grid)));
   }
-  if (is[2] == 0 || is[3] == 0) {
+  if (isz[2].is_constant(0) || isz[3].is_constant(0)) {
     return c.Error(absl::StrCat(
         "grid_sampler(): expected input to have non-empty spatial dimensions, "
         "but input has sizes ",
-        SizeString(input), " with dimension ", is[2] == 0 ? 2 : 3,
+        SizeString(input), " with dimension ", isz[2].is_constant(0) ? 2 : 3,
         " being empty"));
   }
   if (mode < 0 || mode > 2) {
@@ -1751,11 +1780,12 @@ absl::StatusOr<Value> GridSampler2d(const OpCall& c) {
   }
   RETURN_IF_ERROR(
       NeedFloat(c, DTypeOf(input), "grid_sampler_2d_cpu_kernel_impl"));
-  std::vector<Expr> isz = SizesOf(input), gsz = SizesOf(grid);
   bool running = input.tensor.defined();
   ASSIGN_OR_RETURN(Value out, Result(c, running, DTypeOf(input), input,
                                      {isz[0], isz[1], gsz[1], gsz[2]}));
   if (!running) return out;
+  const std::vector<int64_t>& is = input.tensor.sizes();
+  const std::vector<int64_t>& gs = grid.tensor.sizes();
   std::vector<double> x = Elements(input.tensor), g = Elements(grid.tensor);
   int64_t n_ = is[0], ch = is[1], h = is[2], w = is[3], ho = gs[1], wo = gs[2];
   std::vector<double> y;
@@ -1844,20 +1874,21 @@ absl::StatusOr<Value> EmbeddingDenseBackward(const OpCall& c) {
   }
   std::vector<Expr> gsz = SizesOf(grad);
   if (gsz.empty()) return c.Error("grad_output must have at least 1 dim");
-  ASSIGN_OR_RETURN(std::vector<int64_t> gs, Concrete(c, grad));
-  ASSIGN_OR_RETURN(std::vector<int64_t> is, Concrete(c, indices));
-  int64_t dim = gs.back();
-  if (Product(is) * dim != Product(gs)) {
+  ASSIGN_OR_RETURN(
+      bool fits, Decide(c, symbolic::Eq(NumelOf(gsz),
+                                        symbolic::Mul(NumelOf(SizesOf(indices)),
+                                                      gsz.back()))));
+  if (!fits) {
     return c.Error(absl::StrCat(
-        "Expected grad_output of size [*",
-        SizeString(indices).substr(1, std::string::npos).insert(0, ", "),
-        " + [embedding_dim], but got ", SizeString(grad)));
+        "Expected grad_output to have the indices' shape ", SizeString(indices),
+        " plus the embedding dim, but got ", SizeString(grad)));
   }
-  ASSIGN_OR_RETURN(std::vector<int64_t> nwc, ConcreteSizes(c, {nw.number}));
   bool running = grad.tensor.defined();
   ASSIGN_OR_RETURN(Value out, Result(c, running, DTypeOf(grad), grad,
                                      {nw.number, gsz.back()}));
   if (!running) return out;
+  ASSIGN_OR_RETURN(std::vector<int64_t> nwc, ConcreteSizes(c, {nw.number}));
+  int64_t dim = grad.tensor.sizes().back();
   std::vector<double> gy = Elements(grad.tensor);
   std::vector<int64_t> ix = IntElements(indices.tensor);
   std::vector<double> gw(nwc[0] * dim, 0.0);
@@ -1923,16 +1954,14 @@ absl::StatusOr<Value> EmbeddingBag(const OpCall& c) {
   }
   DType wdt = DTypeOf(weight);
   RETURN_IF_ERROR(NeedFloat(c, wdt, "embedding_bag"));
-  ASSIGN_OR_RETURN(std::vector<int64_t> ws, Concrete(c, weight));
-  ASSIGN_OR_RETURN(std::vector<int64_t> is, Concrete(c, indices));
-  ASSIGN_OR_RETURN(std::vector<int64_t> os, Concrete(c, offsets));
-  int64_t num_bags = os[0] - (last ? 1 : 0);
-  if (num_bags < 0) {
+  Expr nb = symbolic::Sub(SizesOf(offsets)[0], symbolic::Int(last ? 1 : 0));
+  ASSIGN_OR_RETURN(bool no_bags, Decide(c, symbolic::Lt(nb, symbolic::Int(0))));
+  if (no_bags) {
     return c.Error("include_last_offset needs at least one offset");
   }
   if (!psw.is_none()) {
-    ASSIGN_OR_RETURN(std::vector<int64_t> ps, Concrete(c, psw));
-    if (ps != is) {
+    ASSIGN_OR_RETURN(bool same, SameShape(c, SizesOf(psw), SizesOf(indices)));
+    if (!same) {
       return c.Error(absl::StrCat(
           "embedding_bag: If per_sample_weights (", SizeString(psw),
           ") is not None, then it must have the same shape as the input (",
@@ -1951,7 +1980,6 @@ absl::StatusOr<Value> EmbeddingBag(const OpCall& c) {
               unit(wst[1]) && padding_idx < 0 &&
               (psw.is_none() || unit(StridesOf(psw)[0]));
   bool sum_fast = mode == 0 && fast;
-  Expr nb = symbolic::Sub(SizesOf(offsets)[0], symbolic::Int(last ? 1 : 0));
   DType idt = DTypeOf(offsets);
   bool running = weight.tensor.defined();
   ASSIGN_OR_RETURN(Value out,
@@ -1966,7 +1994,9 @@ absl::StatusOr<Value> EmbeddingBag(const OpCall& c) {
   if (!running) return Value::List({out, o2b, bag_size, max_idx});
   std::vector<int64_t> ix = IntElements(indices.tensor),
                        off = IntElements(offsets.tensor);
-  int64_t n = is[0], dim = ws[1];
+  const std::vector<int64_t>& ws = weight.tensor.sizes();
+  int64_t n = indices.tensor.sizes()[0], dim = ws[1];
+  int64_t num_bags = out.tensor.sizes()[0];
   if (!off.empty() && off[0] != 0) {
     return c.Error(absl::StrCat(
         "offsets[0] has to be 0, i.e., the first sequence in the mini-batch "

@@ -6,19 +6,26 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/graph.h"
+#include "ir/graph_text.h"
+#include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "ir/op_testing.h"
+#include "ir/shape_prop.h"
 #include "ir/tensor_meta.h"
 #include "ir/value.h"
 #include "runtime/tensor.h"
 #include "symbolic/expr.h"
+#include "symbolic/printer.h"
 #include "symbolic/shape_env.h"
 
 namespace lathe::ir {
@@ -2835,6 +2842,138 @@ TEST_F(NnSymbolicTest, OutputSizesStaySymbolicWhereTheyAreArithmetic) {
                      {Meta({s0, three, s1, s1}), Ints({2, 2}), Ints({2, 2}),
                       Ints({0, 0}), Ints({1, 1}), Value::Bool(true)}),
               HasSubstr("(f32[s0, 3, 5, 5]"));
+}
+
+TEST_F(NnSymbolicTest, BatchSizesNeedNoHint) {
+  // A batch size without a value (as a graph's unhinted s0): meta functions
+  // must not ask for its number.
+  symbolic::Expr b = env_.CreateUnbackedSizeLike();
+  std::string u = symbolic::ToString(b);
+  symbolic::Expr two = symbolic::Int(2), three = symbolic::Int(3),
+                 four = symbolic::Int(4);
+  Value x = Meta({b, two, four, four});
+  auto has_batch = [&](const std::string& d) {
+    EXPECT_THAT(d, HasSubstr(absl::StrCat("[", u, ", "))) << d;
+  };
+  has_batch(MetaOf("aten.convolution.default",
+                   {x, Meta({three, two, three, three}), Value::None(),
+                    Ints({1, 1}), Ints({1, 1}), Ints({1, 1}),
+                    Value::Bool(false), Ints({0, 0}), Value::Int(1)}));
+  has_batch(MetaOf(
+      "aten.convolution_backward.default",
+      {Meta({b, three, four, four}), x, Meta({three, two, three, three}),
+       Ints({3}), Ints({1, 1}), Ints({1, 1}), Ints({1, 1}), Value::Bool(false),
+       Ints({0, 0}), Value::Int(1), Bools({true, true, true})}));
+  has_batch(MetaOf("aten.max_pool2d_with_indices.default",
+                   {x, Ints({2, 2}), Ints({}), Ints({0, 0}), Ints({1, 1}),
+                    Value::Bool(true)}));
+  has_batch(MetaOf("aten.max_pool2d_with_indices_backward.default",
+                   {Meta({b, two, two, two}), x, Ints({2, 2}), Ints({2, 2}),
+                    Ints({0, 0}), Ints({1, 1}), Value::Bool(false),
+                    Meta({b, two, two, two}, DType::kInt64)}));
+  has_batch(MetaOf("aten.avg_pool2d.default",
+                   {x, Ints({3, 3}), Ints({2, 2}), Ints({1, 1}),
+                    Value::Bool(true), Value::Bool(false), Value::None()}));
+  has_batch(MetaOf(
+      "aten.avg_pool2d_backward.default",
+      {Meta({b, two, two, two}), x, Ints({2, 2}), Ints({2, 2}), Ints({0, 0}),
+       Value::Bool(false), Value::Bool(true), Value::None()}));
+  has_batch(MetaOf("aten._adaptive_avg_pool2d.default", {x, Ints({3, 3})}));
+  has_batch(MetaOf("aten._adaptive_avg_pool2d_backward.default",
+                   {Meta({b, two, three, three}), x}));
+  has_batch(MetaOf("aten._native_batch_norm_legit.no_stats",
+                   {x, Value::None(), Value::None(), Value::Bool(true),
+                    Value::Float(0.1), Value::Float(1e-5)}));
+  has_batch(
+      MetaOf("aten.native_group_norm.default",
+             {x, Value::None(), Value::None(), Value::Number(b), Value::Int(2),
+              Value::Int(16), Value::Int(2), Value::Float(1e-5)}));
+  has_batch(MetaOf("aten.native_group_norm_backward.default",
+                   {x, x, Meta({b, two}), Meta({b, two}), Value::None(),
+                    Value::Number(b), Value::Int(2), Value::Int(16),
+                    Value::Int(2), Bools({true, true, true})}));
+  has_batch(MetaOf(
+      "aten.native_layer_norm_backward.default",
+      {x, x, Ints({4, 4}), Meta({b, two, symbolic::Int(1), symbolic::Int(1)}),
+       Meta({b, two, symbolic::Int(1), symbolic::Int(1)}), Value::None(),
+       Value::None(), Bools({true, false, false})}));
+  has_batch(MetaOf("aten.upsample_bilinear2d.vec",
+                   {x, Ints({5, 7}), Value::Bool(false), Value::None()}));
+  has_batch(MetaOf("aten.upsample_nearest2d.vec",
+                   {x, Value::None(), Floats({2.0, 1.5})}));
+  has_batch(MetaOf("aten.reflection_pad2d.default", {x, Ints({1, 2, 3, 0})}));
+  has_batch(MetaOf("aten.replication_pad2d.default", {x, Ints({1, 2, 3, 0})}));
+  has_batch(MetaOf("aten.col2im.default",
+                   {Meta({b, symbolic::Int(8), symbolic::Int(9)}), Ints({4, 4}),
+                    Ints({2, 2}), Ints({1, 1}), Ints({0, 0}), Ints({1, 1})}));
+  has_batch(MetaOf("aten.grid_sampler_2d.default",
+                   {x, Meta({b, three, three, two}), Value::Int(0),
+                    Value::Int(0), Value::Bool(false)}));
+  has_batch(MetaOf("aten._cdist_forward.default",
+                   {Meta({b, three, four}), Meta({two, four}), Value::Float(2),
+                    Value::None()}));
+  // Data-dependent counts: the embedding ops' index counts.
+  EXPECT_THAT(MetaOf("aten.embedding_dense_backward.default",
+                     {Meta({b, three}), Meta({b}, DType::kInt64), Value::Int(7),
+                      Value::Int(-1), Value::Bool(false)}),
+              HasSubstr("f32[7, 3]"));
+  EXPECT_THAT(MetaOf("aten._embedding_bag.default",
+                     {Meta({symbolic::Int(5), three}), Meta({b}, DType::kInt64),
+                      Meta({four}, DType::kInt64), Value::Bool(false),
+                      Value::Int(1), Value::Bool(false), Value::None(),
+                      Value::Bool(true), Value::Int(-1)}),
+              HasSubstr(absl::StrCat("(f32[3, 3][3, 1]cpu+0, i64[", u, "]")));
+}
+
+// A small network through shape propagation (dynamic batch) and the
+// interpreter: batch norm in training mode writes its running statistics
+// into the graph's inputs, which the interpreter reports as mutated.
+constexpr char kConvBnPool[] = R"(
+class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[s0, 2, 6, 6][72, 36, 6, 1]cpu", w: "f32[3, 2, 3, 3][18, 9, 3, 1]cpu", rm: "f32[3][1]cpu", rv: "f32[3][1]cpu"):
+        convolution: "f32[s0, 3, 6, 6][108, 36, 6, 1]cpu" = torch.ops.aten.convolution.default(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1);  x = w = None
+        _native_batch_norm_legit = torch.ops.aten._native_batch_norm_legit.default(convolution, None, None, rm, rv, True, 0.1, 1e-05);  convolution = rm = rv = None
+        getitem: "f32[s0, 3, 6, 6][108, 36, 6, 1]cpu" = _native_batch_norm_legit[0];  _native_batch_norm_legit = None
+        max_pool2d_with_indices = torch.ops.aten.max_pool2d_with_indices.default(getitem, [2, 2], [2, 2]);  getitem = None
+        getitem_1: "f32[s0, 3, 3, 3][27, 9, 3, 1]cpu" = max_pool2d_with_indices[0];  max_pool2d_with_indices = None
+        return (getitem_1,)
+)";
+
+TEST(NnGraphTest, ConvBatchNormPoolPropagatesAndRuns) {
+  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(kConvBnPool);
+  ASSERT_TRUE(g.ok()) << g.status();
+  symbolic::ShapeEnv env;
+  absl::Status s = PropagateShapes(**g, env);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ((*g)->Find("getitem_1")->meta().tensor.ToAnnotation(),
+            "f32[s0, 3, 3, 3][27, 9, 3, 1]cpu");
+  Tensor x = Seq({2, 2, 6, 6}, DType::kFloat32, 13, 6, 0.5);
+  Tensor w = Seq({3, 2, 3, 3}, DType::kFloat32, 7, 3, 0.5);
+  Tensor rm = T({3}, {0, 0, 0}), rv = T({3}, {1, 1, 1});
+  absl::StatusOr<Interpretation> r = Interpret(**g, {V(x), V(w), V(rm), V(rv)});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->outputs[0].tensor.ToString(), "f32[2, 3, 3, 3][27, 9, 3, 1]cpu");
+  EXPECT_EQ(r->mutated_inputs, (std::vector<bool>{false, false, true, true}));
+  // The running statistics moved by momentum 0.1 towards the batch's.
+  Value conv =
+      *RunOp("aten.convolution.default",
+             {V(x), V(w), Value::None(), Ints({1, 1}), Ints({1, 1}),
+              Ints({1, 1}), Value::Bool(false), Ints({0, 0}), Value::Int(1)});
+  for (int64_t c = 0; c < 3; ++c) {
+    double sum = 0, ss = 0, n = 2 * 36;
+    ForEachIndex(conv.tensor.sizes(), [&](absl::Span<const int64_t> i) {
+      if (i[1] == c) sum += conv.tensor.GetDouble(i);
+    });
+    double mean = sum / n;
+    ForEachIndex(conv.tensor.sizes(), [&](absl::Span<const int64_t> i) {
+      if (i[1] == c) {
+        double d = conv.tensor.GetDouble(i) - mean;
+        ss += d * d;
+      }
+    });
+    EXPECT_NEAR(rm.GetDouble({c}), 0.1 * mean, 1e-5);
+    EXPECT_NEAR(rv.GetDouble({c}), 0.9 + 0.1 * ss / (n - 1), 1e-4);
+  }
 }
 
 }  // namespace
