@@ -121,7 +121,8 @@ absl::StatusOr<std::vector<int64_t>> IntParam(
   if (v.size() == 1) v.assign(n, v[0]);
   if (v.size() != n) {
     return c.Error(absl::StrCat(what, " must either be a single int, or a ",
-                                "tuple of ", n, " ints"));
+                                "tuple of ", n == 2 ? "two" : "three",
+                                " ints"));
   }
   return v;
 }
@@ -659,7 +660,7 @@ absl::StatusOr<Value> MaxPoolBackward(const OpCall& c) {
   }
   bool running = self.tensor.defined();
   ASSIGN_OR_RETURN(Value out,
-                   Result(c, running, DTypeOf(grad), self, g.in_sizes));
+                   Result(c, running, DTypeOf(self), self, g.in_sizes));
   if (!running) return out;
   std::vector<double> gy = Elements(grad.tensor);
   std::vector<int64_t> ix = IntElements(indices.tensor);
@@ -1685,31 +1686,48 @@ absl::StatusOr<Value> Col2Im(const OpCall& c) {
 // ---------------------------------------------------------------------------
 // grid_sampler_2d.
 
-double Unnormalize(double coord, int64_t size, bool align) {
+// Grid coordinates are computed in the input's scalar type T (float for
+// float32, double for float64), as PyTorch does: large coordinates round
+// like PyTorch's.
+template <typename T>
+T Unnormalize(T coord, int64_t size, bool align) {
   return align ? (coord + 1) / 2 * (size - 1) : ((coord + 1) * size - 1) / 2;
 }
 
-double ClipCoordinate(double x, int64_t size) {
-  return std::min(static_cast<double>(size - 1), std::max(x, 0.0));
+// NaN clips to 0, as PyTorch's (vectorized) CPU kernel does.
+template <typename T>
+T ClipCoordinate(T x, int64_t size) {
+  if (std::isnan(x)) return 0;
+  return std::min(static_cast<T>(size - 1), std::max(x, static_cast<T>(0)));
 }
 
 // PyTorch's reflect_coordinates over [twice_low / 2, twice_high / 2].
-double ReflectCoordinate(double x, int64_t twice_low, int64_t twice_high) {
-  if (twice_low == twice_high) return 0;
-  double lo = twice_low / 2.0, span = (twice_high - twice_low) / 2.0;
+template <typename T>
+T ReflectCoordinate(T x, int64_t twice_low, int64_t twice_high) {
+  if (twice_low == twice_high || !std::isfinite(x)) return 0;
+  T lo = static_cast<T>(twice_low) / 2,
+    span = static_cast<T>(twice_high - twice_low) / 2;
   x = std::fabs(x - lo);
-  double extra = std::fmod(x, span);
+  T extra = std::fmod(x, span);
   int64_t flips = static_cast<int64_t>(std::floor(x / span));
   return flips % 2 == 0 ? extra + lo : span - extra + lo;
 }
 
-// padding_mode: 0 zeros, 1 border, 2 reflection.
-double ComputeCoordinate(double x, int64_t size, int64_t padding, bool align) {
-  if (padding == 1) return ClipCoordinate(x, size);
-  if (padding == 2) {
+// padding_mode: 0 zeros, 1 border, 2 reflection. As PyTorch, a coordinate
+// that is not finite or not an int32 becomes -100 (out of bounds).
+template <typename T>
+T ComputeCoordinate(T x, int64_t size, int64_t padding, bool align) {
+  if (padding == 1) {
+    x = ClipCoordinate(x, size);
+  } else if (padding == 2) {
     x = align ? ReflectCoordinate(x, 0, 2 * (size - 1))
               : ReflectCoordinate(x, -1, 2 * size - 1);
-    return ClipCoordinate(x, size);
+    x = ClipCoordinate(x, size);
+  }
+  if (!std::isfinite(x) ||
+      x > static_cast<T>(std::numeric_limits<int32_t>::max() - 1) ||
+      x < static_cast<T>(std::numeric_limits<int32_t>::min())) {
+    return -100;
   }
   return x;
 }
@@ -1724,6 +1742,49 @@ double CubicInterp(double x0, double x1, double x2, double x3, double t) {
   const double a = -0.75;
   return x0 * CubicConvolution2(t + 1, a) + x1 * CubicConvolution1(t, a) +
          x2 * CubicConvolution1(1 - t, a) + x3 * CubicConvolution2(2 - t, a);
+}
+
+// One output point of grid_sampler_2d from an [h, w] input plane at grid
+// point (px, py): interpolation `mode` 0 bilinear, 1 nearest, 2 bicubic.
+template <typename T>
+double SamplePoint(const double* plane, int64_t h, int64_t w, T px, T py,
+                   int64_t mode, int64_t padding, bool align) {
+  auto value = [&](int64_t iy, int64_t ix) {
+    if (iy < 0 || iy >= h || ix < 0 || ix >= w) return 0.0;
+    return plane[iy * w + ix];
+  };
+  T gx = Unnormalize(px, w, align), gy = Unnormalize(py, h, align);
+  bool finite = std::isfinite(gx) && std::isfinite(gy);
+  if (!finite && (mode == 2 || (mode == 0 && padding == 0))) {
+    return std::numeric_limits<double>::quiet_NaN();  // NaN weights
+  }
+  if (mode == 2) {  // bicubic: coordinates padded per tap
+    T fx = std::floor(gx), fy = std::floor(gy);
+    double tx = gx - fx, ty = gy - fy;
+    auto bounded = [&](T yy, T xx) {
+      T cx = ComputeCoordinate(xx, w, padding, align);
+      T cy = ComputeCoordinate(yy, h, padding, align);
+      return value(static_cast<int64_t>(cy), static_cast<int64_t>(cx));
+    };
+    double rows[4];
+    for (int i = 0; i < 4; ++i) {
+      T yy = fy - 1 + i;
+      rows[i] = CubicInterp(bounded(yy, fx - 1), bounded(yy, fx),
+                            bounded(yy, fx + 1), bounded(yy, fx + 2), tx);
+    }
+    return CubicInterp(rows[0], rows[1], rows[2], rows[3], ty);
+  }
+  T ix = ComputeCoordinate(gx, w, padding, align);
+  T iy = ComputeCoordinate(gy, h, padding, align);
+  if (mode == 1) {
+    return value(static_cast<int64_t>(std::nearbyint(iy)),
+                 static_cast<int64_t>(std::nearbyint(ix)));
+  }
+  T x0 = std::floor(ix), y0 = std::floor(iy);
+  double dx = ix - x0, dy = iy - y0;
+  int64_t a = static_cast<int64_t>(x0), b = static_cast<int64_t>(y0);
+  return value(b, a) * (1 - dx) * (1 - dy) + value(b, a + 1) * dx * (1 - dy) +
+         value(b + 1, a) * (1 - dx) * dy + value(b + 1, a + 1) * dx * dy;
 }
 
 absl::StatusOr<Value> GridSampler2d(const OpCall& c) {
@@ -1787,56 +1848,22 @@ absl::StatusOr<Value> GridSampler2d(const OpCall& c) {
   const std::vector<int64_t>& is = input.tensor.sizes();
   const std::vector<int64_t>& gs = grid.tensor.sizes();
   std::vector<double> x = Elements(input.tensor), g = Elements(grid.tensor);
+  bool as_double = input.tensor.dtype() == DType::kFloat64;
   int64_t n_ = is[0], ch = is[1], h = is[2], w = is[3], ho = gs[1], wo = gs[2];
   std::vector<double> y;
   y.reserve(out.tensor.numel());
   for (int64_t n = 0; n < n_; ++n) {
     for (int64_t cc = 0; cc < ch; ++cc) {
       const double* plane = x.data() + (n * ch + cc) * h * w;
-      auto value = [&](int64_t iy, int64_t ix) {
-        if (iy < 0 || iy >= h || ix < 0 || ix >= w) return 0.0;
-        return plane[iy * w + ix];
-      };
       for (int64_t oy = 0; oy < ho; ++oy) {
         for (int64_t ox = 0; ox < wo; ++ox) {
           const double* p = g.data() + ((n * ho + oy) * wo + ox) * 2;
-          double gx = Unnormalize(p[0], w, align),
-                 gy = Unnormalize(p[1], h, align);
-          double v = 0;
-          if (mode == 2) {  // bicubic: coordinates padded per tap
-            double fx = std::floor(gx), fy = std::floor(gy);
-            double tx = gx - fx, ty = gy - fy;
-            auto bounded = [&](double yy, double xx) {
-              double cx = ComputeCoordinate(xx, w, padding, align);
-              double cy = ComputeCoordinate(yy, h, padding, align);
-              return value(static_cast<int64_t>(cy), static_cast<int64_t>(cx));
-            };
-            double rows[4];
-            for (int i = 0; i < 4; ++i) {
-              double yy = fy - 1 + i;
-              rows[i] =
-                  CubicInterp(bounded(yy, fx - 1), bounded(yy, fx),
-                              bounded(yy, fx + 1), bounded(yy, fx + 2), tx);
-            }
-            v = CubicInterp(rows[0], rows[1], rows[2], rows[3], ty);
-          } else {
-            double ix = ComputeCoordinate(gx, w, padding, align);
-            double iy = ComputeCoordinate(gy, h, padding, align);
-            if (mode == 1) {
-              v = value(static_cast<int64_t>(std::nearbyint(iy)),
-                        static_cast<int64_t>(std::nearbyint(ix)));
-            } else {
-              double x0 = std::floor(ix), y0 = std::floor(iy);
-              double dx = ix - x0, dy = iy - y0;
-              int64_t a = static_cast<int64_t>(x0),
-                      b = static_cast<int64_t>(y0);
-              v = value(b, a) * (1 - dx) * (1 - dy) +
-                  value(b, a + 1) * dx * (1 - dy) +
-                  value(b + 1, a) * (1 - dx) * dy +
-                  value(b + 1, a + 1) * dx * dy;
-            }
-          }
-          y.push_back(v);
+          y.push_back(as_double ? SamplePoint<double>(plane, h, w, p[0], p[1],
+                                                      mode, padding, align)
+                                : SamplePoint<float>(plane, h, w,
+                                                     static_cast<float>(p[0]),
+                                                     static_cast<float>(p[1]),
+                                                     mode, padding, align));
         }
       }
     }

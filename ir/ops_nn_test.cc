@@ -1770,7 +1770,7 @@ TEST(NnOpsTest, GridSampler2d) {
   // Expected values computed by PyTorch 2.15 (torch.ops.aten) and captured.
   // every interpolation mode (bilinear, nearest, bicubic) x padding mode
   // (zeros, border, reflection) x align_corners, grid points outside [-1, 1]
-  // included.
+  // included; NaN, +-inf and huge grid coordinates.
   {
     std::vector<Value> args = {
         V(Seq({1, 2, 3, 4}, DType::kFloat32, 13, 6, 0.5)),
@@ -1998,6 +1998,118 @@ TEST(NnOpsTest, GridSampler2d) {
             1.5049999999999972, -0.28000000000000025, 0.44499999999999984,
             1.3399999999999999},
            0.0001, true);
+  }
+  {
+    std::vector<Value> args = {
+        V(Seq({1, 1, 3, 4}, DType::kFloat32, 13, 6, 0.5)),
+        V(T({1, 1, 4, 2},
+            {kNaN, 0.20000000298023224, 0.30000001192092896, kInf,
+             -999999995904.0, 0.10000000149011612, 0.5, -kInf},
+            DType::kFloat32)),
+        Value::Int(0), Value::Int(0), Value::Bool(false)};
+    Value r = RunV("aten.grid_sampler_2d.default", args);
+    Expect(r, {1, 1, 1, 4}, DType::kFloat32, {kNaN, kNaN, 0.0, kNaN}, 0.0001,
+           true);
+  }
+  {
+    std::vector<Value> args = {
+        V(Seq({1, 1, 3, 4}, DType::kFloat32, 13, 6, 0.5)),
+        V(T({1, 1, 4, 2},
+            {kNaN, 0.20000000298023224, 0.30000001192092896, kInf,
+             -999999995904.0, 0.10000000149011612, 0.5, -kInf},
+            DType::kFloat32)),
+        Value::Int(0), Value::Int(1), Value::Bool(false)};
+    Value r = RunV("aten.grid_sampler_2d.default", args);
+    Expect(
+        r, {1, 1, 1, 4}, DType::kFloat32,
+        {-1.6999999284744263, -0.15000033378601074, -1.8499999046325684, -0.75},
+        0.0001, true);
+  }
+  {
+    std::vector<Value> args = {
+        V(Seq({1, 1, 3, 4}, DType::kFloat32, 13, 6, 0.5)),
+        V(T({1, 1, 4, 2},
+            {kNaN, 0.20000000298023224, 0.30000001192092896, kInf,
+             -999999995904.0, 0.10000000149011612, 0.5, -kInf},
+            DType::kFloat32)),
+        Value::Int(0), Value::Int(2), Value::Bool(false)};
+    Value r = RunV("aten.grid_sampler_2d.default", args);
+    Expect(
+        r, {1, 1, 1, 4}, DType::kFloat32,
+        {-1.6999999284744263, -2.1500003337860107, -1.8499999046325684, -0.75},
+        0.0001, true);
+  }
+  {
+    std::vector<Value> args = {
+        V(Seq({1, 1, 3, 4}, DType::kFloat32, 13, 6, 0.5)),
+        V(T({1, 1, 4, 2},
+            {kNaN, 0.20000000298023224, 0.30000001192092896, kInf,
+             -999999995904.0, 0.10000000149011612, 0.5, -kInf},
+            DType::kFloat32)),
+        Value::Int(1), Value::Int(0), Value::Bool(false)};
+    Value r = RunV("aten.grid_sampler_2d.default", args);
+    Expect(r, {1, 1, 1, 4}, DType::kFloat32, {0.0, 0.0, 0.0, 0.0}, 0.0001,
+           true);
+  }
+  {
+    std::vector<Value> args = {
+        V(Seq({1, 1, 3, 4}, DType::kFloat32, 13, 6, 0.5)),
+        V(T({1, 1, 4, 2},
+            {kNaN, 0.20000000298023224, 0.30000001192092896, kInf,
+             -999999995904.0, 0.10000000149011612, 0.5, -kInf},
+            DType::kFloat32)),
+        Value::Int(1), Value::Int(1), Value::Bool(false)};
+    Value r = RunV("aten.grid_sampler_2d.default", args);
+    Expect(r, {1, 1, 1, 4}, DType::kFloat32, {-2.0, -0.5, -2.0, -2.5}, 0.0001,
+           true);
+  }
+  {
+    std::vector<Value> args = {
+        V(Seq({1, 1, 3, 4}, DType::kFloat32, 13, 6, 0.5)),
+        V(T({1, 1, 4, 2},
+            {kNaN, 0.20000000298023224, 0.30000001192092896, kInf,
+             -999999995904.0, 0.10000000149011612, 0.5, -kInf},
+            DType::kFloat32)),
+        Value::Int(1), Value::Int(2), Value::Bool(false)};
+    Value r = RunV("aten.grid_sampler_2d.default", args);
+    Expect(r, {1, 1, 1, 4}, DType::kFloat32, {-2.0, -2.5, -2.0, -2.5}, 0.0001,
+           true);
+  }
+  {
+    std::vector<Value> args = {
+        V(Seq({1, 1, 3, 4}, DType::kFloat32, 13, 6, 0.5)),
+        V(T({1, 1, 4, 2},
+            {kNaN, 0.20000000298023224, 0.30000001192092896, kInf,
+             -999999995904.0, 0.10000000149011612, 0.5, -kInf},
+            DType::kFloat32)),
+        Value::Int(2), Value::Int(0), Value::Bool(false)};
+    Value r = RunV("aten.grid_sampler_2d.default", args);
+    Expect(r, {1, 1, 1, 4}, DType::kFloat32, {kNaN, kNaN, 0.0, kNaN}, 0.0001,
+           true);
+  }
+  {
+    std::vector<Value> args = {
+        V(Seq({1, 1, 3, 4}, DType::kFloat32, 13, 6, 0.5)),
+        V(T({1, 1, 4, 2},
+            {kNaN, 0.20000000298023224, 0.30000001192092896, kInf,
+             -999999995904.0, 0.10000000149011612, 0.5, -kInf},
+            DType::kFloat32)),
+        Value::Int(2), Value::Int(1), Value::Bool(false)};
+    Value r = RunV("aten.grid_sampler_2d.default", args);
+    Expect(r, {1, 1, 1, 4}, DType::kFloat32,
+           {kNaN, kNaN, -1.7910308837890625, kNaN}, 0.0001, true);
+  }
+  {
+    std::vector<Value> args = {
+        V(Seq({1, 1, 3, 4}, DType::kFloat32, 13, 6, 0.5)),
+        V(T({1, 1, 4, 2},
+            {kNaN, 0.20000000298023224, 0.30000001192092896, kInf,
+             -999999995904.0, 0.10000000149011612, 0.5, -kInf},
+            DType::kFloat32)),
+        Value::Int(2), Value::Int(2), Value::Bool(false)};
+    Value r = RunV("aten.grid_sampler_2d.default", args);
+    Expect(r, {1, 1, 1, 4}, DType::kFloat32,
+           {kNaN, kNaN, -1.7910308837890625, kNaN}, 0.0001, true);
   }
 }
 

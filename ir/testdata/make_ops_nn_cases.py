@@ -191,7 +191,12 @@ for mode in (0, 1, 2):
         for ac in (False, True):
             gcases.append(case("grid_sampler_2d.default", [S([1,2,3,4], mod=13, off=6), grid, mode, pad, ac]))
 gcases.append(case("grid_sampler_2d.default", [S([2,1,2,3], 'f64', 13, 6), S([2,2,2,2], 'f64', 19, 9, 0.21), 0, 2, False]))
-test("GridSampler2d", CAP + " every interpolation mode (bilinear, nearest, bicubic) x padding mode (zeros, border, reflection) x align_corners, grid points outside [-1, 1] included.", gcases)
+# Non-finite and huge grid coordinates.
+odd = L(torch.tensor([[[[float('nan'), 0.2], [0.3, float('inf')], [-1e12, 0.1], [0.5, float('-inf')]]]]))
+for mode in (0, 1, 2):
+    for pad in (0, 1, 2):
+        gcases.append(case("grid_sampler_2d.default", [S([1,1,3,4], mod=13, off=6), odd, mode, pad, False]))
+test("GridSampler2d", CAP + " every interpolation mode (bilinear, nearest, bicubic) x padding mode (zeros, border, reflection) x align_corners, grid points outside [-1, 1] included; NaN, +-inf and huge grid coordinates.", gcases)
 ix = L(torch.tensor([[1,0,3],[1,1,4]]))
 test("EmbeddingDenseBackward", CAP + " repeated indices accumulate; padding_idx rows stay zero; scale_grad_by_freq divides by counts; int32 indices.", [
     case("embedding_dense_backward.default", [S([2,3,4], mod=7, off=3), ix, 6, 4, True]),
