@@ -340,7 +340,7 @@ TEST(NnOpsTest, ConvolutionBackward) {
 TEST(NnOpsTest, MaxPool) {
   // Expected values computed by PyTorch 2.15 (torch.ops.aten) and captured.
   // ceil_mode, padding with dilation and a rectangular kernel, unbatched,
-  // int64, 3-d with ceil_mode.
+  // int64, 3-d with ceil_mode, NaN and ties.
   {
     std::vector<Value> args = {
         V(Seq({1, 2, 5, 5}, DType::kFloat32, 23, 11, 0.5)),
@@ -448,6 +448,22 @@ TEST(NnOpsTest, MaxPool) {
     Expect(Out(r, 1), {2, 1, 4, 2}, DType::kInt64,
            {4.0, 3.0, 4.0, 3.0, 4.0, 7.0, 8.0, 11.0, 1.0, 34.0, 1.0, 43.0, 5.0,
             14.0, 9.0, 14.0},
+           0.0001, true);
+  }
+  {
+    std::vector<Value> args = {
+        V(T({1, 3, 4},
+            {1.0, kNaN, 3.0, 3.0, kNaN, 2.0, 3.0, 0.0, 5.0, 5.0, -1.0, -kInf},
+            DType::kFloat32)),
+        Ints({2, 2}),
+        Ints({1, 1}),
+        Ints({0, 0}),
+        Ints({1, 1}),
+        Value::Bool(false)};
+    Value r = RunV("aten.max_pool2d_with_indices.default", args);
+    Expect(Out(r, 0), {1, 2, 3}, DType::kFloat32,
+           {kNaN, kNaN, 3.0, kNaN, 5.0, 3.0}, 0.0001, true);
+    Expect(Out(r, 1), {1, 2, 3}, DType::kInt64, {4.0, 1.0, 2.0, 4.0, 9.0, 6.0},
            0.0001, true);
   }
 }

@@ -99,13 +99,15 @@ test("ConvolutionBackward", CAP + " grouped strided 2-d with all outputs; transp
     case("convolution_backward.default", [S([2,3,13], mod=7, off=3), S([2,2,4]), S([2,3,3], mod=5, off=2), None, [3], [1], [2], True, [1], 1, [True,False,True]]),
 ])
 x5 = S([1,2,5,5], mod=23, off=11)
-test("MaxPool", CAP + " ceil_mode, padding with dilation and a rectangular kernel, unbatched, int64, 3-d with ceil_mode.", [
+test("MaxPool", CAP + " ceil_mode, padding with dilation and a rectangular kernel, unbatched, int64, 3-d with ceil_mode, NaN and ties.", [
     case("max_pool2d_with_indices.default", [x5, [2,2], [2,2], [0,0], [1,1], True]),
     case("max_pool2d_with_indices.default", [x5, [3,2], [2,1], [1,1], [2,1], False]),
     case("max_pool2d_with_indices.default", [S([2,4,4], mod=13, off=6), [2,2], [], [1,1], [1,1], False]),
     case("max_pool2d_with_indices.default", [S([1,1,4,4], 'i64', 9, 4, 1), [3,3], [1,1], [1,1], [1,1], False]),
     case("max_pool3d_with_indices.default", [S([1,1,4,5,5], mod=29, off=14), [2,2,2], [2,2,2], [1,1,1], [1,1,1], True]),
     case("max_pool3d_with_indices.default", [S([2,3,4,4], mod=29, off=14), [2,3,2], [1,1,2], [0,1,0], [2,1,1], False]),
+    # NaN wins (the last NaN of a window gives the index); ties keep the first.
+    case("max_pool2d_with_indices.default", [L(torch.tensor([[[1., float('nan'), 3., 3.], [float('nan'), 2., 3., 0.], [5., 5., -1., float('-inf')]]])), [2,2], [1,1], [0,0], [1,1], False]),
 ])
 _, mi = A.max_pool2d_with_indices(x5.torch(), [3,3], [2,2], [1,1], [1,1], True)
 _, mi2 = A.max_pool2d_with_indices(x5.torch(), [3,2], [2,1], [1,1], [2,1], False)
