@@ -4,8 +4,11 @@
 // backward and bags, and cdist/pdist. Kernels are direct loops over
 // row-major copies of the inputs, computed in double (integers exactly where
 // PyTorch computes them in integers) and rounded to the output dtype. Every
-// result is contiguous; output sizes are symbolic where they are simple
-// arithmetic of symbolic sizes and specialized (ConcreteSizes) otherwise.
+// result is contiguous (PyTorch's CPU kernels keep channels-last inputs
+// channels-last in convolution, pooling and batch norm; lathe does not).
+// Output sizes are symbolic where they are simple arithmetic of symbolic
+// sizes; spatial sizes that need numbers (pooling's ceil_mode, upsampling
+// scales) are specialized with guards (ConcreteSizes).
 
 #include <algorithm>
 #include <cmath>
@@ -1939,7 +1942,8 @@ absl::StatusOr<Value> EmbeddingDenseBackward(const OpCall& c) {
 
 // _embedding_bag (CPU): (output, offset2bag, bag_size, max_indices) with
 // PyTorch's shapes. offset2bag is empty on PyTorch's fast sum path (float32,
-// float16 or bfloat16 weight with unit stride in dim 1, no padding_idx).
+// float16 or bfloat16 weight with unit stride in dim 1, no padding_idx: the
+// CPU kernel's rule; PyTorch's meta function leaves bfloat16 out).
 // With include_last_offset, offsets should end at len(indices) (PyTorch's
 // fast and slow paths disagree about indices past the last offset; here
 // they are in no bag; offset2bag gives them the last bag, as PyTorch).
