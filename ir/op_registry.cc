@@ -27,9 +27,9 @@ absl::Status OpCall::Error(absl::string_view message) const {
 const OpRegistry& OpRegistry::Global() {
   static const OpRegistry* registry = [] {
     auto* r = new OpRegistry;
-    for (auto fn :
-         {&RegisterPointwiseOps, &RegisterReductionOps, &RegisterViewOps,
-          &RegisterLinalgOps, &RegisterCreationOps, &RegisterIndexOps}) {
+    for (auto fn : {&RegisterPointwiseOps, &RegisterReductionOps,
+                    &RegisterViewOps, &RegisterLinalgOps, &RegisterCreationOps,
+                    &RegisterIndexOps, &RegisterNnOps}) {
       absl::Status s = fn(*r);
       LATHE_CHECK(s.ok()) << "op registration failed: " << s.message();
     }
@@ -208,7 +208,9 @@ bool Fits(const SchemaType& type, const Value& v) {
     if (v.kind == Value::Kind::kNumber)
       return type.list_size > 0 && FitsElement(type.base, v);
     if (v.kind != Value::Kind::kList) return false;
-    if (type.list_size > 0 &&
+    // An empty list fits int[N] too: `int[2] stride=[]` is PyTorch's own
+    // default (the op reads it as "like kernel_size").
+    if (type.list_size > 0 && !v.list.empty() &&
         static_cast<int64_t>(v.list.size()) != type.list_size &&
         type.list_size != 1) {
       return false;

@@ -130,6 +130,7 @@ absl::Status RegisterViewOps(OpRegistry& registry);
 absl::Status RegisterLinalgOps(OpRegistry& registry);
 absl::Status RegisterCreationOps(OpRegistry& registry);
 absl::Status RegisterIndexOps(OpRegistry& registry);
+absl::Status RegisterNnOps(OpRegistry& registry);
 
 }  // namespace lathe::ir
 

@@ -301,5 +301,296 @@ TEST(OpsPropertyTest, MoreOpsMetaFunctionsPredictKernelResults) {
               ran - before);
 }
 
+// The nn ops (ops_nn.cc) over random tiny shapes, layouts, dtypes and
+// options: whenever the kernel accepts a call, its meta function must
+// predict the result (RunOp checks). Backward ops get the forward's result
+// shapes (and max_pool's indices, the norms' statistics).
+TEST(OpsPropertyTest, NnOpsMetaFunctionsPredictKernelResults) {
+  Random r(20261122);
+  const std::vector<DType> dtypes = {DType::kFloat32, DType::kFloat64,
+                                     DType::kFloat16, DType::kInt64};
+  const int before = ran;
+  auto B = [](bool b) { return Value::Bool(b); };
+  auto F = [](double d) { return Value::Float(d); };
+  auto Bools = [](std::vector<bool> v) {
+    std::vector<Value> items;
+    for (bool b : v) items.push_back(Value::Bool(b));
+    return Value::List(std::move(items));
+  };
+  auto Sizes = [&](int64_t n, int64_t lo, int64_t hi) {
+    std::vector<int64_t> s(n);
+    for (int64_t& x : s) x = r.Int(lo, hi);
+    return s;
+  };
+  auto Cat = [](std::vector<int64_t> a, const std::vector<int64_t>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  // A contiguous int64 tensor of values in [lo, hi].
+  auto Index = [&](std::vector<int64_t> sizes, int64_t lo, int64_t hi) {
+    Tensor t = *Tensor::Empty(sizes, DType::kInt64);
+    ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+      t.SetDouble(i, static_cast<double>(r.Int(lo, hi)));
+    });
+    return t;
+  };
+  std::vector<std::pair<std::string, int>> hits;  // successful calls
+  auto hit = [&](const std::string& target) -> int& {
+    for (auto& [t, count] : hits) {
+      if (t == target) return count;
+    }
+    hits.push_back({target, 0});
+    return hits.back().second;
+  };
+  auto Run = [&](const std::string& target, std::vector<Value> args) {
+    absl::StatusOr<Value> v = RunOp(target, std::move(args));
+    if (v.ok()) {
+      ++ran;
+      ++hit(target);
+    }
+    return v;
+  };
+  auto TryNn = [&](const std::string& target, std::vector<Value> args) {
+    (void)Run(target, std::move(args));
+  };
+  for (int trial = 0; trial < 80; ++trial) {
+    SCOPED_TRACE(absl::StrCat("nn trial ", trial));
+    DType dt = r.Pick(dtypes);
+    int64_t n = r.Int(1, 2), ch = r.Int(1, 3);
+    // Convolution and its backward, 1-d to 3-d.
+    {
+      int64_t nsp = r.Int(1, 3), groups = r.Int(1, 2);
+      int64_t cin = groups * r.Int(1, 2), cout = groups * r.Int(1, 2);
+      bool transposed = r.Coin();
+      std::vector<int64_t> in = {n, cin};
+      std::vector<int64_t> w = transposed
+                                   ? std::vector<int64_t>{cin, cout / groups}
+                                   : std::vector<int64_t>{cout, cin / groups};
+      std::vector<int64_t> stride, pad, dil, outpad;
+      for (int64_t d = 0; d < nsp; ++d) {
+        in.push_back(r.Int(1, 4));
+        w.push_back(r.Int(1, 3));
+        stride.push_back(r.Int(1, 2));
+        pad.push_back(r.Int(0, 1));
+        dil.push_back(r.Int(1, 2));
+        outpad.push_back(transposed ? r.Int(0, 1) : 0);
+      }
+      Tensor x = RandomLayout(r, in, dt), wt = RandomLayout(r, w, dt);
+      Value bias = r.Coin() ? V(RandomLayout(r, {cout}, dt)) : Value::None();
+      std::vector<Value> args = {V(x),          V(wt),        bias,
+                                 Ints(stride),  Ints(pad),    Ints(dil),
+                                 B(transposed), Ints(outpad), I(groups)};
+      absl::StatusOr<Value> y = Run("aten.convolution.default", args);
+      if (y.ok()) {
+        Tensor g = RandomLayout(r, y->tensor.sizes(), dt);
+        TryNn("aten.convolution_backward.default",
+              {V(g), V(x), V(wt), Ints({cout}), Ints(stride), Ints(pad),
+               Ints(dil), B(transposed), Ints(outpad), I(groups),
+               Bools({r.Coin(), r.Coin(), r.Coin()})});
+      }
+    }
+    // Pooling (max, avg, adaptive) and backwards.
+    for (int64_t nsp : {2, 3}) {
+      std::vector<int64_t> lead =
+          r.Coin() ? std::vector<int64_t>{ch} : std::vector<int64_t>{n, ch};
+      Tensor x = RandomLayout(r, Cat(lead, Sizes(nsp, 1, 5)), dt);
+      std::vector<int64_t> k = Sizes(nsp, 1, 3), pad = Sizes(nsp, 0, 1),
+                           dil = Sizes(nsp, 1, 2);
+      Value stride = r.Coin() ? Ints({}) : Ints(Sizes(nsp, 1, 2));
+      Value ceil = B(r.Coin());
+      std::string max =
+          absl::StrCat("aten.max_pool", nsp, "d_with_indices.default");
+      absl::StatusOr<Value> y =
+          Run(max, {V(x), Ints(k), stride, Ints(pad), Ints(dil), ceil});
+      if (y.ok() && nsp == 2) {
+        const Tensor& out = y->list[0].tensor;
+        TryNn("aten.max_pool2d_with_indices_backward.default",
+              {V(RandomLayout(r, out.sizes(), x.dtype())), V(x), Ints(k),
+               stride, Ints(pad), Ints(dil), ceil, y->list[1]});
+      }
+      Value cip = B(r.Coin());
+      Value div = r.Coin() ? I(r.Int(1, 3)) : Value::None();
+      std::string avg = absl::StrCat("aten.avg_pool", nsp, "d.default");
+      absl::StatusOr<Value> a =
+          Run(avg, {V(x), Ints(k), stride, Ints(pad), ceil, cip, div});
+      if (a.ok() && nsp == 2) {
+        TryNn("aten.avg_pool2d_backward.default",
+              {V(RandomLayout(r, a->tensor.sizes(), x.dtype())), V(x), Ints(k),
+               stride, Ints(pad), ceil, cip, div});
+      }
+      std::string adaptive =
+          absl::StrCat("aten._adaptive_avg_pool", nsp, "d.default");
+      absl::StatusOr<Value> ad = Run(adaptive, {V(x), Ints(Sizes(nsp, 1, 3))});
+      if (ad.ok() && nsp == 2) {
+        TryNn("aten._adaptive_avg_pool2d_backward.default",
+              {V(RandomLayout(r, ad->tensor.sizes(), x.dtype())), V(x)});
+      }
+    }
+    // Normalization.
+    {
+      std::vector<int64_t> sizes = Cat({n, ch}, Sizes(r.Int(0, 2), 1, 3));
+      Tensor x = RandomLayout(r, sizes, dt);
+      auto param = [&](int64_t len) {
+        return r.Coin()
+                   ? V(RandomLayout(r, {len}, r.Coin() ? dt : DType::kFloat32))
+                   : Value::None();
+      };
+      auto stats = [&]() {
+        Tensor t = *Tensor::Empty({ch}, r.Coin() ? dt : DType::kFloat32);
+        ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+          t.SetDouble(i, static_cast<double>(r.Int(1, 4)));
+        });
+        return V(t);
+      };
+      TryNn("aten._native_batch_norm_legit.default",
+            {V(x), param(ch), param(ch), stats(), stats(), B(r.Coin()), F(0.1),
+             F(1e-5)});
+      TryNn("aten._native_batch_norm_legit.no_stats",
+            {V(x), param(ch), param(ch), B(true), F(0.1), F(1e-5)});
+      TryNn("aten._native_batch_norm_legit_no_training.default",
+            {V(x), param(ch), param(ch), stats(), stats(), F(0.1), F(1e-5)});
+      int64_t group = r.Int(1, 2);
+      std::vector<int64_t> gs =
+          Cat({n, group * r.Int(1, 2)}, Sizes(r.Int(0, 2), 1, 3));
+      Tensor gx = RandomLayout(r, gs, dt);
+      int64_t hxw = 1;
+      for (size_t d = 2; d < gs.size(); ++d) hxw *= gs[d];
+      Value gw = param(gs[1]);
+      absl::StatusOr<Value> gn = Run(
+          "aten.native_group_norm.default",
+          {V(gx), gw, param(gs[1]), I(n), I(gs[1]), I(hxw), I(group), F(1e-5)});
+      if (gn.ok()) {
+        TryNn("aten.native_group_norm_backward.default",
+              {V(RandomLayout(r, gs, dt)), V(gx), gn->list[1], gn->list[2], gw,
+               I(n), I(gs[1]), I(hxw), I(group),
+               Bools({r.Coin(), r.Coin(), r.Coin()})});
+      }
+      std::vector<int64_t> norm(sizes.end() - r.Int(1, 2), sizes.end());
+      Value lw = r.Coin() ? V(RandomLayout(r, norm, dt)) : Value::None();
+      Value lb = r.Coin() ? V(RandomLayout(r, norm, dt)) : Value::None();
+      absl::StatusOr<Value> ln = Run("aten.native_layer_norm.default",
+                                     {V(x), Ints(norm), lw, lb, F(1e-5)});
+      if (ln.ok()) {
+        TryNn("aten.native_layer_norm_backward.default",
+              {V(RandomLayout(r, sizes, dt)), V(x), Ints(norm), ln->list[1],
+               ln->list[2], lw, lb,
+               Bools({r.Coin(), !lw.is_none() && r.Coin(),
+                      !lb.is_none() && r.Coin()})});
+      }
+    }
+    // Upsampling, padding, col2im, grid_sampler.
+    {
+      Tensor x = RandomLayout(r, {n, ch, r.Int(1, 4), r.Int(1, 4)}, dt);
+      bool by_size = r.Coin();
+      Value osize = by_size ? Ints(Sizes(2, 1, 5)) : Value::None();
+      std::vector<Value> f = {F(r.Int(1, 5) * 0.5), F(r.Int(1, 5) * 0.5)};
+      Value scales = by_size ? Value::None() : Value::List(f);
+      TryNn("aten.upsample_bilinear2d.vec", {V(x), osize, B(r.Coin()), scales});
+      TryNn("aten.upsample_nearest2d.vec", {V(x), osize, scales});
+      for (int64_t nsp : {1, 2, 3}) {
+        std::vector<int64_t> lead =
+            r.Coin() ? std::vector<int64_t>{ch} : std::vector<int64_t>{n, ch};
+        Tensor p = RandomLayout(r, Cat(lead, Sizes(nsp, 1, 4)), dt);
+        Value pads = Ints(Sizes(2 * nsp, -1, 3));
+        TryNn(absl::StrCat("aten.reflection_pad", nsp, "d.default"),
+              {V(p), pads});
+        if (nsp > 1) {
+          TryNn(absl::StrCat("aten.replication_pad", nsp, "d.default"),
+                {V(p), pads});
+        }
+      }
+      std::vector<int64_t> k = Sizes(2, 1, 2), dil = Sizes(2, 1, 2),
+                           pad = Sizes(2, 0, 1), st = Sizes(2, 1, 2),
+                           os = Sizes(2, 1, 4);
+      int64_t blocks = 1;
+      for (int d = 0; d < 2; ++d) {
+        blocks *= std::max<int64_t>(
+            (os[d] + 2 * pad[d] - dil[d] * (k[d] - 1) - 1) / st[d] + 1, 0);
+      }
+      std::vector<int64_t> cols = {ch * k[0] * k[1], blocks};
+      if (r.Coin()) cols.insert(cols.begin(), n);
+      TryNn("aten.col2im.default", {V(RandomLayout(r, cols, dt)), Ints(os),
+                                    Ints(k), Ints(dil), Ints(pad), Ints(st)});
+      Tensor grid = RandomLayout(r, {n, r.Int(1, 3), r.Int(1, 3), 2}, dt);
+      TryNn("aten.grid_sampler_2d.default",
+            {V(x), V(grid), I(r.Int(0, 2)), I(r.Int(0, 2)), B(r.Coin())});
+    }
+    // Embeddings and distances.
+    {
+      int64_t nw = r.Int(1, 4), dim = r.Int(1, 3);
+      std::vector<int64_t> isz = Sizes(r.Int(1, 2), 1, 3);
+      TryNn("aten.embedding_dense_backward.default",
+            {V(RandomLayout(r, Cat(isz, {dim}), dt)), V(Index(isz, 0, nw - 1)),
+             I(nw), I(r.Int(-1, nw - 1)), B(r.Coin())});
+      int64_t count = r.Int(0, 5), bags = r.Int(1, 3);
+      bool last = r.Coin();
+      Tensor offsets = *Tensor::Empty({bags + (last ? 1 : 0)}, DType::kInt64);
+      std::vector<int64_t> off = {0};
+      for (int64_t b = 1; b < bags; ++b)
+        off.push_back(r.Int(off.back(), count));
+      if (last) off.push_back(count);
+      for (size_t b = 0; b < off.size(); ++b) {
+        offsets.SetDouble({static_cast<int64_t>(b)}, off[b]);
+      }
+      int64_t mode = r.Int(0, 2);
+      Value psw = mode == 0 && r.Coin() ? V(RandomLayout(r, {count}, dt))
+                                        : Value::None();
+      TryNn("aten._embedding_bag.default",
+            {V(RandomLayout(r, {nw, dim}, dt)), V(Index({count}, 0, nw - 1)),
+             V(offsets), B(false), I(mode), B(false), psw, B(last),
+             I(r.Coin() ? -1 : r.Int(0, nw - 1))});
+      const std::vector<double> ps = {0, 1, 1.5, 2, std::stod("inf")};
+      int64_t m = r.Int(1, 3);
+      std::vector<int64_t> b1 = Sizes(r.Int(0, 2), 1, 2);
+      std::vector<int64_t> b2 = BroadcastPartner(r, b1);
+      TryNn("aten._cdist_forward.default",
+            {V(RandomLayout(r, Cat(b1, {r.Int(1, 3), m}), dt)),
+             V(RandomLayout(r, Cat(b2, {r.Int(1, 3), m}), dt)), F(r.Pick(ps)),
+             Value::None()});
+      TryNn("aten._pdist_forward.default",
+            {V(RandomLayout(r, {r.Int(1, 4), m}, dt)), F(r.Pick(ps))});
+    }
+  }
+  // Every op must have run (and matched) in some trials.
+  for (const char* t : {"convolution",
+                        "convolution_backward",
+                        "max_pool2d_with_indices",
+                        "max_pool3d_with_indices",
+                        "max_pool2d_with_indices_backward",
+                        "avg_pool2d",
+                        "avg_pool3d",
+                        "avg_pool2d_backward",
+                        "_adaptive_avg_pool2d",
+                        "_adaptive_avg_pool3d",
+                        "_adaptive_avg_pool2d_backward",
+                        "_native_batch_norm_legit",
+                        "_native_batch_norm_legit_no_training",
+                        "native_group_norm",
+                        "native_group_norm_backward",
+                        "native_layer_norm_backward",
+                        "reflection_pad1d",
+                        "reflection_pad2d",
+                        "reflection_pad3d",
+                        "replication_pad2d",
+                        "replication_pad3d",
+                        "col2im",
+                        "grid_sampler_2d",
+                        "embedding_dense_backward",
+                        "_embedding_bag",
+                        "_cdist_forward",
+                        "_pdist_forward"}) {
+    EXPECT_GT(hit(absl::StrCat("aten.", t, ".default")), 3) << t;
+  }
+  for (const char* t :
+       {"aten._native_batch_norm_legit.no_stats",
+        "aten.upsample_bilinear2d.vec", "aten.upsample_nearest2d.vec"}) {
+    EXPECT_GT(hit(t), 3) << t;
+  }
+  for (const auto& [t, count] : hits) std::printf("%s: %d\n", t.c_str(), count);
+  EXPECT_GT(ran - before, 80 * 20);
+  std::printf("%d nn op calls ran and matched their meta functions\n",
+              ran - before);
+}
+
 }  // namespace
 }  // namespace lathe::ir
