@@ -1,0 +1,713 @@
+#include "tools/lathec_run.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "aot/aot_dispatch.h"
+#include "aot/flatten_composites.h"
+#include "ir/graph.h"
+#include "ir/graph_text.h"
+#include "ir/interpreter.h"
+#include "ir/value.h"
+#include "runtime/composite.h"
+#include "runtime/copy.h"
+#include "runtime/file_io.h"
+#include "runtime/npy.h"
+#include "runtime/storage.h"
+#include "runtime/tensor.h"
+#include "status_macros.h"
+#include "symbolic/evaluate.h"
+#include "symbolic/guards.h"
+#include "symbolic/printer.h"
+
+namespace lathe {
+namespace {}  // namespace
+
+const char kLathecUsage[] =
+    "usage: lathec run GRAPH (--input NAME=FILE.npy ... | --inputs DIR ...) "
+    "[--backend interp] --out DIR [--dump-dir DIR] [--max-memory BYTES]";
+
+namespace {
+
+// Graph text larger than this is refused before it is parsed.
+constexpr int64_t kMaxGraphBytes = int64_t{64} << 20;
+// The most compiles one replay may make.
+constexpr size_t kMaxCompiles = 8;
+// The files that mark a directory as lathec's own output (see the top).
+constexpr char kOutMarker[] = ".lathec-out";
+constexpr char kDumpMarker[] = ".lathec-dump";
+// Where mutated inputs are written, under --out.
+constexpr char kMutatedDir[] = "mutated";
+
+// "512M" -> 536870912.
+absl::StatusOr<int64_t> ParseBytes(absl::string_view text) {
+  int shift = 0;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'K':
+        shift = 10;
+        break;
+      case 'M':
+        shift = 20;
+        break;
+      case 'G':
+        shift = 30;
+        break;
+      case 'T':
+        shift = 40;
+        break;
+    }
+  }
+  if (shift != 0) text.remove_suffix(1);
+  int64_t n;
+  if (!absl::SimpleAtoi(text, &n) || n <= 0 ||
+      n > (int64_t{1} << (62 - shift))) {
+    return absl::InvalidArgumentError(
+        "--max-memory expects a positive number of bytes (e.g. 4G)");
+  }
+  return n << shift;
+}
+
+struct RunOptions {
+  std::string graph;
+  std::vector<std::pair<std::string, std::string>> inputs;  // name -> file
+  std::vector<std::string> input_dirs;
+  std::string backend = "interp";
+  std::string out;
+  std::string dump_dir;
+  int64_t max_memory = PhysicalMemoryBytes() / 2;
+};
+
+absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
+  RunOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](absl::string_view flag) -> absl::StatusOr<std::string> {
+      std::string prefix = absl::StrCat(flag, "=");
+      if (absl::StartsWith(a, prefix)) return a.substr(prefix.size());
+      if (i + 1 >= args.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(flag, " needs a value"));
+      }
+      return args[++i];
+    };
+    if (a == "--input" || absl::StartsWith(a, "--input=")) {
+      ASSIGN_OR_RETURN(std::string v, value("--input"));
+      size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--input expects NAME=FILE.npy, got '", v, "'"));
+      }
+      o.inputs.push_back({v.substr(0, eq), v.substr(eq + 1)});
+    } else if (a == "--inputs" || absl::StartsWith(a, "--inputs=")) {
+      ASSIGN_OR_RETURN(std::string v, value("--inputs"));
+      o.input_dirs.push_back(v);
+    } else if (a == "--backend" || absl::StartsWith(a, "--backend=")) {
+      ASSIGN_OR_RETURN(o.backend, value("--backend"));
+    } else if (a == "--out" || absl::StartsWith(a, "--out=")) {
+      ASSIGN_OR_RETURN(o.out, value("--out"));
+    } else if (a == "--dump-dir" || absl::StartsWith(a, "--dump-dir=")) {
+      ASSIGN_OR_RETURN(o.dump_dir, value("--dump-dir"));
+    } else if (a == "--max-memory" || absl::StartsWith(a, "--max-memory=")) {
+      ASSIGN_OR_RETURN(std::string v, value("--max-memory"));
+      ASSIGN_OR_RETURN(o.max_memory, ParseBytes(v));
+    } else if (absl::StartsWith(a, "--")) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", a));
+    } else if (o.graph.empty()) {
+      o.graph = a;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unexpected argument '", a, "'"));
+    }
+  }
+  if (o.graph.empty()) return absl::InvalidArgumentError("no GRAPH given");
+  if (o.out.empty()) return absl::InvalidArgumentError("no --out DIR given");
+  if (o.inputs.empty() == o.input_dirs.empty() &&
+      !(o.inputs.empty() && o.input_dirs.empty())) {
+    return absl::InvalidArgumentError(
+        "use either --input or --inputs, not both");
+  }
+  if (!o.dump_dir.empty()) {
+    auto inside = [](const std::string& a, const std::string& b) {
+      std::string x = absl::StrCat(a, "/"), y = absl::StrCat(b, "/");
+      return absl::StartsWith(x, y) || absl::StartsWith(y, x);
+    };
+    if (inside(o.out, o.dump_dir)) {
+      return absl::InvalidArgumentError(
+          "--dump-dir and --out must be separate directories");
+    }
+  }
+  if (o.backend != "interp") {
+    return absl::UnimplementedError(absl::StrCat(
+        "backend '", o.backend, "' is not available yet (available: interp)"));
+  }
+  return o;
+}
+
+// A placeholder's value from its (already read) tensor.
+absl::StatusOr<ir::Value> InputValue(const ir::Node& p, const Tensor& t,
+                                     const std::string& file) {
+  if (p.meta().kind != ir::ValueMeta::Kind::kSym) return ir::Value::OfTensor(t);
+  if (t.dim() != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": input '", p.name(),
+                     "' is a scalar and needs a 0-d .npy, got ", t.ToString()));
+  }
+  if (t.dtype() == DType::kBool) return ir::Value::Bool(t.GetDouble({}) != 0);
+  if (IsFloatingPoint(t.dtype())) return ir::Value::Float(t.GetDouble({}));
+  int64_t v = 0;
+  VisitDType(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>)
+      v = *static_cast<const T*>(t.data_ptr());
+  });
+  return ir::Value::Int(v);
+}
+
+// An output as a tensor to save (numbers become 0-d arrays).
+absl::StatusOr<Tensor> AsTensor(const ir::Value& v, int index) {
+  if (v.is_tensor()) return v.tensor;
+  if (v.is_number()) {
+    symbolic::Expr e = v.number;
+    DType d = e.is_bool()  ? DType::kBool
+              : e.is_int() ? DType::kInt64
+                           : DType::kFloat64;
+    ASSIGN_OR_RETURN(Tensor t, Tensor::Empty({}, d));
+    if (d == DType::kInt64) {
+      ASSIGN_OR_RETURN(int64_t x, v.AsInt());
+      *t.data<int64_t>() = x;
+    } else {
+      ASSIGN_OR_RETURN(double x, v.AsDouble());
+      t.SetDouble({}, x);
+    }
+    return t;
+  }
+  return absl::UnimplementedError(
+      absl::StrCat("output ", index, " is ", v.DebugString(),
+                   ", which cannot be saved as .npy"));
+}
+
+// A file lathec writes: its path relative to the output directory.
+struct PendingFile {
+  std::string path;
+  std::string bytes;
+  std::string summary;
+};
+
+// One input set: every file it names (NAME of NAME.npy), each read once
+// (so a pipe such as `--input x=<(cat x.npy)` works).
+struct InputSet {
+  std::string label;  // how errors name the set: "" or "input set 1 (DIR): "
+  absl::flat_hash_map<std::string, std::string> paths;
+  absl::flat_hash_map<std::string, Tensor> tensors;
+};
+
+// The names of the files a graph reads: each user argument's leaves (a
+// composite's inner tensors) and each constant.
+absl::StatusOr<std::vector<std::string>> FileNames(
+    const ir::Graph& graph,
+    const absl::flat_hash_map<std::string, aot::CompositeLayout>& composites) {
+  std::vector<std::string> names;
+  for (const ir::Node* p : graph.Placeholders()) {
+    // An unannotated parameter is a Python value make_fx baked in: no file.
+    if (p->meta().kind == ir::ValueMeta::Kind::kNone) continue;
+    auto it = composites.find(p->name());
+    aot::LeafNames(
+        p->name(),
+        it == composites.end() ? aot::CompositeLayout::Plain() : it->second,
+        &names);
+  }
+  for (const auto& node : graph.nodes()) {
+    if (node->kind() == ir::Node::Kind::kGetAttr) {
+      names.push_back(node->target());
+    }
+  }
+  return names;
+}
+
+absl::Status ReadSet(InputSet& set) {
+  for (const auto& [name, path] : set.paths) {
+    absl::StatusOr<Tensor> t = ReadNpy(path);
+    if (!t.ok()) {
+      return absl::Status(t.status().code(),
+                          absl::StrCat(set.label, t.status().message()));
+    }
+    set.tensors[name] = *std::move(t);
+  }
+  return absl::OkStatus();
+}
+
+// The tensor that holds placeholder `p`'s sizes in `set`: its own, or for a
+// composite its first inner tensor (whose sizes are the outer ones); null
+// when the set lacks it.
+const Tensor* OuterTensor(
+    const ir::Node& p,
+    const absl::flat_hash_map<std::string, aot::CompositeLayout>& composites,
+    const InputSet& set) {
+  std::vector<std::string> leaves;
+  auto it = composites.find(p.name());
+  aot::LeafNames(
+      p.name(),
+      it == composites.end() ? aot::CompositeLayout::Plain() : it->second,
+      &leaves);
+  auto t = set.tensors.find(leaves[0]);
+  return t == set.tensors.end() ? nullptr : &t->second;
+}
+
+// What an input set gives the bare symbols of the placeholders' annotations
+// (sizes, strides, int scalars): the compile-time hints when the set is
+// the first, and the values that lay its inputs out.
+struct SymbolValues {
+  absl::flat_hash_map<std::string, symbolic::Value> hints;
+  symbolic::Assignment values;
+};
+
+SymbolValues ValuesOf(
+    const ir::Graph& graph,
+    const absl::flat_hash_map<std::string, aot::CompositeLayout>& composites,
+    const InputSet& set) {
+  SymbolValues out;
+  auto give = [&](symbolic::Expr symbol, symbolic::Value v) {
+    out.hints.emplace(std::string(symbol.name()), v);
+    out.values.emplace(symbol, v);
+  };
+  for (const ir::Node* p : graph.Placeholders()) {
+    const ir::ValueMeta& m = p->meta();
+    const Tensor* t = OuterTensor(*p, composites, set);
+    if (t == nullptr) continue;  // reported by the run
+    if (m.kind == ir::ValueMeta::Kind::kSym && m.sym.is_symbol() &&
+        m.sym.is_int() && t->dim() == 0 && IsIntegral(t->dtype(), false)) {
+      give(m.sym, symbolic::Value::Int(static_cast<int64_t>(t->GetDouble({}))));
+    }
+    if (m.kind != ir::ValueMeta::Kind::kTensor || m.tensor.dim() != t->dim()) {
+      continue;
+    }
+    ir::ForEachSymbolDim(m.tensor, [&](symbolic::Expr e, bool stride, int d) {
+      give(e, symbolic::Value::Int(stride ? t->strides()[d] : t->sizes()[d]));
+    });
+  }
+  return out;
+}
+
+// `t` in the layout `m` (the annotation the graph was compiled for) gives
+// its sizes: the same tensor when it already is, else a copy laid out so.
+// A .npy file's order (C or Fortran) is how it was saved, not part of the
+// value, so lathec lays every input out as the graph expects.
+absl::StatusOr<Tensor> InAnnotatedLayout(const std::string& name,
+                                         const ir::TensorMeta& m,
+                                         const Tensor& t,
+                                         const symbolic::Assignment& values) {
+  if (m.dim() != t.dim() || m.dtype != t.dtype()) return t;  // the run says
+  std::vector<int64_t> strides(t.dim());
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    // Sizes other than the annotation's are the run's to report.
+    absl::StatusOr<symbolic::Value> size =
+        symbolic::Evaluate(m.sizes[d], values);
+    if (!size.ok() || size->type != symbolic::ExprType::kInt ||
+        size->i != t.sizes()[d]) {
+      return t;
+    }
+    absl::StatusOr<symbolic::Value> v =
+        symbolic::Evaluate(m.strides[d], values);
+    if (!v.ok() || v->type != symbolic::ExprType::kInt) return t;
+    strides[d] = v->i;
+  }
+  absl::StatusOr<symbolic::Value> offset =
+      symbolic::Evaluate(m.storage_offset, values);
+  int64_t off = offset.ok() && offset->type == symbolic::ExprType::kInt
+                    ? offset->i
+                    : t.storage_offset();
+  if (strides == t.strides() && off == t.storage_offset()) return t;
+  // Only a layout whose elements do not overlap can hold any value.
+  std::vector<int64_t> order(t.dim());
+  for (int64_t d = 0; d < t.dim(); ++d) order[d] = d;
+  std::sort(order.begin(), order.end(),
+            [&](int64_t a, int64_t b) { return strides[a] < strides[b]; });
+  int64_t reach = 0;  // the farthest element the faster dims reach
+  bool empty = false;
+  for (int64_t d : order) {
+    if (t.sizes()[d] == 0) empty = true;
+    if (t.sizes()[d] < 2) continue;
+    int64_t span;
+    if (strides[d] <= reach) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", name, "': the graph was compiled for the layout ",
+          m.ToAnnotation(),
+          ", whose elements overlap; lathec cannot lay a file out that way"));
+    }
+    if (__builtin_mul_overflow(strides[d], t.sizes()[d] - 1, &span) ||
+        __builtin_add_overflow(reach, span, &reach)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", name, "': layout too large"));
+    }
+  }
+  if (off < 0) return t;
+  int64_t elements = empty ? 0 : off + reach + 1;
+  ASSIGN_OR_RETURN(Tensor base, Tensor::Empty({elements}, t.dtype()));
+  ASSIGN_OR_RETURN(Tensor out, base.AsStrided(t.sizes(), strides, off));
+  RETURN_IF_ERROR(CopyTensor(out, t));
+  return out;
+}
+
+// User argument `name` laid out as `l`, its leaves taken from `set`.
+absl::StatusOr<Operand> LoadArgument(const ir::Graph& graph,
+                                     const std::string& name,
+                                     const aot::CompositeLayout& l,
+                                     const InputSet& set,
+                                     const symbolic::Assignment& values) {
+  if (l.type == nullptr) {
+    auto it = set.tensors.find(name);
+    const ir::Node* p = graph.Find(name);
+    if (p != nullptr && p->meta().kind == ir::ValueMeta::Kind::kNone) {
+      return Operand();  // baked in by make_fx; its value is not read
+    }
+    if (it == set.tensors.end() || p == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("missing input '", name, "'"));
+    }
+    Tensor t = it->second;
+    if (p->meta().kind == ir::ValueMeta::Kind::kTensor) {
+      ASSIGN_OR_RETURN(t, InAnnotatedLayout(name, p->meta().tensor, t, values));
+    }
+    ASSIGN_OR_RETURN(ir::Value v, InputValue(*p, t, set.paths.at(name)));
+    return aot::OperandOf(v);
+  }
+  std::vector<Operand> inner;
+  for (size_t k = 0; k < l.inner.size(); ++k) {
+    ASSIGN_OR_RETURN(
+        Operand o,
+        LoadArgument(graph, aot::InnerName(name, l, static_cast<int>(k)),
+                     l.inner[k], set, values));
+    inner.push_back(std::move(o));
+  }
+  std::vector<int64_t> sizes(OuterSizes(inner[0]).begin(),
+                             OuterSizes(inner[0]).end());
+  std::vector<int64_t> strides(OuterStrides(inner[0]).begin(),
+                               OuterStrides(inner[0]).end());
+  absl::StatusOr<Operand> made =
+      l.type->Unflatten(absl::MakeSpan(inner), sizes, strides);
+  if (!made.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", name, "': ", made.status().message()));
+  }
+  return made;
+}
+
+// The tensors of an operand in LeafNames order.
+void Leaves(const Operand& o, std::vector<Operand>* out) {
+  if (o.kind != Operand::Kind::kComposite) {
+    out->push_back(o);
+    return;
+  }
+  for (const Operand& i : o.composite->inner) Leaves(i, out);
+}
+
+// A compiled function: the dense functional graph and its plans, with the
+// guards that say which inputs (sizes, strides, scalar values) it admits.
+struct Compiled {
+  std::unique_ptr<ir::Graph> graph;
+  std::unique_ptr<symbolic::ShapeEnv> env;
+  aot::AotGraph aot;
+  std::optional<symbolic::GuardSet> guards;  // none for inputs it can't
+                                             // describe (e.g. a None input)
+};
+
+absl::StatusOr<std::unique_ptr<ir::Graph>> Parse(const RunOptions& o,
+                                                 absl::string_view text) {
+  absl::StatusOr<std::unique_ptr<ir::Graph>> parsed = ir::ParseGraph(text);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(o.graph, ": ", parsed.status().message()));
+  }
+  return parsed;
+}
+
+// Compiles `text` with `hints` for its symbols (as PyTorch compiles with
+// example inputs: sizes 0 and 1 are specialized).
+absl::StatusOr<std::unique_ptr<Compiled>> Compile(
+    const RunOptions& o, absl::string_view text,
+    const absl::flat_hash_map<std::string, symbolic::Value>& hints) {
+  auto c = std::make_unique<Compiled>();
+  ASSIGN_OR_RETURN(c->graph, Parse(o, text));
+  std::vector<symbolic::InputSpec> specs;
+  bool describable = true;
+  for (const ir::Node* p : c->graph->Placeholders()) {
+    const ir::ValueMeta& m = p->meta();
+    if (m.kind == ir::ValueMeta::Kind::kTensor) {
+      specs.push_back(symbolic::InputSpec::Tensor(
+          m.tensor.sizes, m.tensor.strides, m.tensor.storage_offset));
+    } else if (m.kind == ir::ValueMeta::Kind::kSym && !m.sym.is_bool()) {
+      specs.push_back(symbolic::InputSpec::Scalar(m.sym));
+    } else {
+      describable = false;
+    }
+  }
+  aot::AotOptions options;
+  options.mutations.shapes.hints = hints;
+  c->env = std::make_unique<symbolic::ShapeEnv>();
+  absl::StatusOr<aot::AotGraph> aot =
+      aot::AotDispatch(*c->graph, *c->env, options);
+  if (!aot.ok()) {
+    return absl::Status(aot.status().code(),
+                        absl::StrCat(o.graph, ": ", aot.status().message()));
+  }
+  c->aot = *std::move(aot);
+  if (describable) {
+    absl::StatusOr<symbolic::GuardSet> g = ProduceGuards(*c->env, specs);
+    if (g.ok()) c->guards = *std::move(g);
+  }
+  return c;
+}
+
+// The guard inputs of a set, one per placeholder of `graph` (the graph as
+// written); false when the set lacks one (the run reports it).
+bool GuardInputs(
+    const ir::Graph& graph,
+    const absl::flat_hash_map<std::string, aot::CompositeLayout>& composites,
+    const InputSet& set, std::vector<symbolic::GuardInput>* out) {
+  for (const ir::Node* p : graph.Placeholders()) {
+    const Tensor* t = OuterTensor(*p, composites, set);
+    if (t == nullptr) return false;
+    if (p->meta().kind == ir::ValueMeta::Kind::kTensor) {
+      out->push_back(symbolic::GuardInput::Tensor(t->sizes(), t->strides(),
+                                                  t->storage_offset()));
+    } else if (t->dim() != 0) {
+      return false;
+    } else if (IsFloatingPoint(t->dtype())) {
+      out->push_back(symbolic::GuardInput::Float(t->GetDouble({})));
+    } else {
+      out->push_back(
+          symbolic::GuardInput::Int(static_cast<int64_t>(t->GetDouble({}))));
+    }
+  }
+  return true;
+}
+
+// A guard as the user reads it: "x.size(0) == 1" for "t0.size(0) == 1".
+std::string DescribeGuard(const ir::Graph& graph,
+                          const symbolic::GuardSet& guards, int failed) {
+  std::string text = guards.Describe(failed);
+  std::vector<ir::Node*> inputs = graph.Placeholders();
+  for (size_t k = inputs.size(); k-- > 0;) {
+    text = absl::StrReplaceAll(
+        text,
+        {{absl::StrCat("t", k, "."), absl::StrCat(inputs[k]->name(), ".")},
+         {absl::StrCat("a", k), inputs[k]->name()}});
+  }
+  return text;
+}
+
+// Runs one input set through `c` and returns the files it produces (not yet
+// written), under `prefix` ("" or "1/").
+absl::StatusOr<std::vector<PendingFile>> RunOnce(const Compiled& c,
+                                                 const InputSet& set,
+                                                 const SymbolValues& values,
+                                                 const std::string& prefix) {
+  const ir::Graph& graph = *c.graph;
+  const aot::AotGraph& aot = c.aot;
+  std::vector<Operand> args;
+  for (size_t i = 0; i < aot.names.size(); ++i) {
+    ASSIGN_OR_RETURN(
+        Operand a, LoadArgument(graph, aot.names[i], aot.signature.arguments[i],
+                                set, values.values));
+    args.push_back(std::move(a));
+  }
+  // Constants (`self.NAME` attributes) are given like inputs, by NAME.
+  absl::flat_hash_map<std::string, ir::Value> constants;
+  for (const auto& node : graph.nodes()) {
+    if (node->kind() != ir::Node::Kind::kGetAttr) continue;
+    auto it = set.tensors.find(node->target());
+    if (it == set.tensors.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("missing constant 'self.", node->target(),
+                       "' (give it as --input ", node->target(), "=FILE.npy)"));
+    }
+    ASSIGN_OR_RETURN(ir::Value v,
+                     InputValue(*node, it->second, set.paths.at(it->first)));
+    constants[node->target()] = std::move(v);
+  }
+  ASSIGN_OR_RETURN(aot::UserCall r,
+                   aot::InterpretAsUser(graph, aot, args, constants));
+  std::vector<PendingFile> pending;
+  auto add = [&](const std::string& name, const Operand& o,
+                 int index) -> absl::Status {
+    ASSIGN_OR_RETURN(Tensor t, AsTensor(aot::ValueOf(o), index));
+    ASSIGN_OR_RETURN(std::string bytes, EncodeNpy(t));
+    std::string path = absl::StrCat(prefix, name, ".npy");
+    pending.push_back(
+        {path, std::move(bytes), absl::StrCat(path, ": ", t.ToString())});
+    return absl::OkStatus();
+  };
+  for (size_t k = 0; k < r.results.size(); ++k) {
+    if (r.results[k].kind == Operand::Kind::kNone) {  // no file for a None
+      pending.push_back({"", "", absl::StrCat(prefix, "out", k, ": None")});
+      continue;
+    }
+    std::vector<std::string> names;
+    aot::LeafNames(absl::StrCat("out", k), aot.signature.results[k], &names);
+    std::vector<Operand> leaves;
+    Leaves(r.results[k], &leaves);
+    for (size_t j = 0; j < leaves.size() && j < names.size(); ++j) {
+      RETURN_IF_ERROR(add(names[j], leaves[j], static_cast<int>(k)));
+    }
+  }
+  // Mutated inputs go to mutated/, so no input name can collide with an
+  // output's file.
+  for (size_t i = 0; i < aot.names.size(); ++i) {
+    if (!r.mutated[i]) continue;
+    std::vector<std::string> names;
+    aot::LeafNames(aot.names[i], aot.signature.arguments[i], &names);
+    std::vector<Operand> leaves;
+    Leaves(r.arguments[i], &leaves);
+    for (size_t j = 0; j < leaves.size() && j < names.size(); ++j) {
+      RETURN_IF_ERROR(add(absl::StrCat(kMutatedDir, "/", names[j]), leaves[j],
+                          static_cast<int>(i)));
+    }
+  }
+  return pending;
+}
+
+}  // namespace
+
+absl::Status LathecRun(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(RunOptions o, ParseRun(args));
+  SetHostMemoryLimit(o.max_memory);
+  ASSIGN_OR_RETURN(std::string text, ReadFileLimited(o.graph, kMaxGraphBytes));
+  // The graph as written: its file names, composites and placeholders.
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> written, Parse(o, text));
+  absl::StatusOr<absl::flat_hash_map<std::string, aot::CompositeLayout>>
+      composites = aot::DeclaredComposites(*written);
+  if (!composites.ok()) {
+    return absl::Status(
+        composites.status().code(),
+        absl::StrCat(o.graph, ": ", composites.status().message()));
+  }
+  ASSIGN_OR_RETURN(std::vector<std::string> names,
+                   FileNames(*written, *composites));
+  std::vector<InputSet> sets;
+  if (!o.input_dirs.empty()) {
+    for (size_t k = 0; k < o.input_dirs.size(); ++k) {
+      InputSet set;
+      set.label = absl::StrCat("input set ", k, " (", o.input_dirs[k], "): ");
+      for (const std::string& name : names) {
+        set.paths[name] = absl::StrCat(o.input_dirs[k], "/", name, ".npy");
+      }
+      sets.push_back(std::move(set));
+    }
+  } else {
+    InputSet set;
+    absl::flat_hash_set<std::string> known(names.begin(), names.end());
+    for (const auto& [name, file] : o.inputs) {
+      if (!set.paths.emplace(name, file).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input '", name, "' given twice"));
+      }
+      if (!known.contains(name)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("the graph has no input named '", name, "'"));
+      }
+    }
+    sets.push_back(std::move(set));
+  }
+  for (InputSet& set : sets) RETURN_IF_ERROR(ReadSet(set));
+
+  // Compile with the first set's sizes as hints, and again for a set the
+  // compiled functions' guards do not admit (as torch.compile recompiles).
+  std::vector<std::unique_ptr<Compiled>> compiled;
+  std::vector<std::string> reasons;
+  std::vector<PendingFile> all;
+  for (size_t k = 0; k < sets.size(); ++k) {
+    const InputSet& set = sets[k];
+    SymbolValues values = ValuesOf(*written, *composites, set);
+    std::vector<symbolic::GuardInput> inputs;
+    bool guardable = GuardInputs(*written, *composites, set, &inputs);
+    const Compiled* use = nullptr;
+    std::string reason;
+    for (const auto& c : compiled) {
+      int failed = -1;
+      if (!c->guards || !guardable || c->guards->Check(inputs, &failed)) {
+        use = c.get();
+        break;
+      }
+      if (reason.empty()) reason = DescribeGuard(*written, *c->guards, failed);
+    }
+    if (use == nullptr) {
+      if (compiled.size() >= kMaxCompiles) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat(set.label, "would need compile ", compiled.size() + 1,
+                         ", past the limit of ", kMaxCompiles,
+                         " (guard failed: ", reason, ")"));
+      }
+      ASSIGN_OR_RETURN(std::unique_ptr<Compiled> c,
+                       Compile(o, text, values.hints));
+      if (!compiled.empty()) {
+        reasons.push_back(absl::StrCat("recompile ", compiled.size(), " for ",
+                                       set.label, "guard failed: ", reason));
+      }
+      compiled.push_back(std::move(c));
+      use = compiled.back().get();
+    }
+    std::string prefix = o.input_dirs.empty() ? "" : absl::StrCat(k, "/");
+    absl::StatusOr<std::vector<PendingFile>> one =
+        RunOnce(*use, set, values, prefix);
+    if (!one.ok()) {
+      return absl::Status(one.status().code(),
+                          absl::StrCat(set.label, one.status().message()));
+    }
+    for (PendingFile& f : *one) all.push_back(std::move(f));
+  }
+  if (!o.input_dirs.empty()) {
+    std::printf("compiles=%zu\n", compiled.size());
+    for (const std::string& r : reasons) std::printf("%s\n", r.c_str());
+  }
+
+  // Everything succeeded: stage every file beside its directory, then move
+  // the directories into place (all files of the run appear, or none).
+  ASSIGN_OR_RETURN(StagedDir out, StagedDir::Create(o.out, kOutMarker));
+  for (const PendingFile& f : all) {
+    if (!f.path.empty()) RETURN_IF_ERROR(out.Write(f.path, f.bytes));
+  }
+  std::optional<StagedDir> dump;
+  if (!o.dump_dir.empty()) {
+    const Compiled& c = *compiled.front();
+    const aot::RuntimeWrapperPlan& plan = c.aot.plan;
+    ASSIGN_OR_RETURN(StagedDir staged,
+                     StagedDir::Create(o.dump_dir, kDumpMarker));
+    dump.emplace(std::move(staged));
+    RETURN_IF_ERROR(dump->Write("functionalize.txt", ir::PrintGraph(*c.graph)));
+    RETURN_IF_ERROR(dump->Write(
+        "runtime_wrapper_plan.cc",
+        absl::StrCat(plan.has_symbolic_layouts() ? symbolic::CppPrelude() : "",
+                     plan.CppSource())));
+    RETURN_IF_ERROR(
+        dump->Write("subclass_wrapper_plan.cc", c.aot.subclass.CppSource()));
+  }
+  RETURN_IF_ERROR(out.Commit());
+  if (dump) RETURN_IF_ERROR(dump->Commit());
+  for (const PendingFile& f : all) std::printf("%s\n", f.summary.c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace lathe
