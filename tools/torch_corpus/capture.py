@@ -534,6 +534,19 @@ def _(x):
     return (x * s, x + x.max().item())
 
 
+@program("item_to_size", modes=("symbolic", "aot", "aot_dyn"))(lambda: [rnd(3), torch.tensor(4)])
+def _(x, n):
+    k = n.item()
+    return x.new_zeros(k) + 1, x * k
+
+
+@program("sgd_param_list")(lambda: [[rnd(4, 3), rnd(3)], [rnd(4, 3), rnd(3)]])
+def _(params, grads):
+    for p, g in zip(params, grads):
+        p.sub_(g * 0.1)
+    return [p.sum() for p in params]
+
+
 @program("nonzero_data_dependent", modes=("symbolic", "aot", "aot_dyn"))(lambda: [rnd(4, 5)])
 def _(x):
     return (torch.nonzero(x > 0),)
@@ -590,7 +603,8 @@ def save(path, value):
 
 
 def clone(v):
-    return v.clone() if isinstance(v, torch.Tensor) else v
+    """A deep copy of an input (its tensors cloned, lists too)."""
+    return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, v)
 
 
 def same(a, b):
