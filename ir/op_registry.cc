@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "check.h"
 #include "status_macros.h"
@@ -201,6 +202,28 @@ bool FitsElement(BaseType t, const Value& v) {
   }
 }
 
+// Whether `target` takes a Python number where its schema says Tensor (a
+// wrapped number), as PyTorch's torch.ops binding allows: every prims op,
+// and the aten ops of should_allow_numbers_as_tensors (add, sub, mul, div
+// and their aliases, true_divide, floor_divide, to, _to_copy, copy_,
+// _conj); any other op rejects it.
+bool NumbersAsTensors(absl::string_view target) {
+  if (absl::StartsWith(target, "prims.")) return true;
+  if (!absl::StartsWith(target, "aten.")) return true;  // lathe's own ops
+  absl::string_view name = target.substr(5);
+  name = name.substr(0, name.find('.'));
+  for (absl::string_view base :
+       {"add", "div", "divide", "mul", "multiply", "sub", "subtract",
+        "true_divide", "floor_divide"}) {
+    if (name == base || name == absl::StrCat(base, "_") ||
+        name == absl::StrCat(base, "_out")) {
+      return true;
+    }
+  }
+  return name == "to" || name == "_to_copy" || name == "copy_" ||
+         name == "_conj";
+}
+
 bool Fits(const SchemaType& type, const Value& v) {
   if (v.is_none()) return type.optional;
   if (type.is_list) {
@@ -275,7 +298,11 @@ absl::StatusOr<std::vector<Value>> BindArguments(
             std::max<int64_t>(params[i].type.list_size, 1), out[i]));
       }
     }
-    if (!Fits(params[i].type, out[i])) {
+    bool number_for_tensor = params[i].type.base == BaseType::kTensor &&
+                             !params[i].type.is_list &&
+                             out[i].kind == Value::Kind::kNumber;
+    if (!Fits(params[i].type, out[i]) ||
+        (number_for_tensor && !NumbersAsTensors(target))) {
       return absl::InvalidArgumentError(absl::StrCat(
           target, ": argument '", params[i].name, "' expects ",
           params[i].type.ToString(), ", got ", out[i].DebugString()));

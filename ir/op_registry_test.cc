@@ -1135,3 +1135,30 @@ TEST(OpsTest, RemainingKernelsAgainstHandValues) {
 
 }  // namespace
 }  // namespace lathe::ir
+
+namespace lathe::ir {
+namespace {
+
+// As PyTorch's torch.ops binding: a Python number stands for a Tensor
+// argument only for add/sub/mul/div (and aliases), true_divide,
+// floor_divide, the copies, and prims; any other op refuses it (found by
+// lathec_fuzzer: sum.dim_IntList of a SymInt crashed the kernel).
+TEST(BindArgumentsTest, NumbersStandForTensorsOnlyWherePyTorchAllows) {
+  Tensor x = *Tensor::Empty({3}, DType::kInt32);
+  EXPECT_TRUE(
+      RunOp("aten.add.Tensor", {Value::Int(2), Value::OfTensor(x)}).ok());
+  EXPECT_TRUE(
+      RunOp("aten.mul.Tensor", {Value::OfTensor(x), Value::Float(2.5)}).ok());
+  EXPECT_EQ(RunOp("aten.sum.dim_IntList",
+                  {Value::Int(3), Value::List({Value::Int(0)})})
+                .status()
+                .message(),
+            "aten.sum.dim_IntList: argument 'self' expects Tensor, got 3");
+  EXPECT_EQ(RunOp("aten.maximum.default", {Value::OfTensor(x), Value::Int(2)})
+                .status()
+                .message(),
+            "aten.maximum.default: argument 'other' expects Tensor, got 2");
+}
+
+}  // namespace
+}  // namespace lathe::ir
