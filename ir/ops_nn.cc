@@ -1508,7 +1508,7 @@ void LinearSource(int64_t o, int64_t in, int64_t out, double scale,
 }
 
 absl::StatusOr<Value> UpsampleBilinear(const OpCall& c) {
-  const Value& input = c.arg("input");
+  const Value& input = c.arg(0);
   ASSIGN_OR_RETURN(bool align, c.arg("align_corners").AsBool());
   ASSIGN_OR_RETURN(UpsampleSetup s,
                    SetupUpsample(c, "upsample_bilinear2d_channels_last"));
@@ -2680,6 +2680,11 @@ absl::Status RegisterNnOps(OpRegistry& r) {
       "Tensor? per_sample_weights=None, bool include_last_offset=False, int "
       "padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)",
       EmbeddingBag));
+  RETURN_IF_ERROR(
+      r.Add("upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool "
+            "align_corners, float? scales_h=None, float? scales_w=None) -> "
+            "Tensor",
+            UpsampleBilinear));
   RETURN_IF_ERROR(
       r.Add("upsample_nearest2d(Tensor self, SymInt[2] output_size, float? "
             "scales_h=None, float? scales_w=None) -> Tensor",
