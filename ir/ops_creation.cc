@@ -353,7 +353,10 @@ absl::StatusOr<Value> Linspace(const OpCall& c) {
   ASSIGN_OR_RETURN(double b, c.arg("end").AsDouble());
   ASSIGN_OR_RETURN(Tensor out, Tensor::Empty({steps}, dtype));
   int64_t halfway = steps / 2;
-  if (IsIntegral(dtype, true)) {
+  if (steps == 1) {  // PyTorch fills start (the step would divide by 0)
+    ASSIGN_OR_RETURN(Tensor sa, ScalarTensor(c.arg("start"), dtype));
+    RETURN_IF_ERROR(CopyInto(out, sa));
+  } else if (IsIntegral(dtype, true)) {
     ASSIGN_OR_RETURN(Tensor sa, ScalarTensor(c.arg("start"), dtype));
     ASSIGN_OR_RETURN(Tensor sb, ScalarTensor(c.arg("end"), dtype));
     double ia = static_cast<double>(LoadInt(sa, {})),
@@ -395,8 +398,15 @@ absl::StatusOr<Value> EmptyPermuted(const OpCall& c) {
   }
   std::vector<bool> seen(sizes.size(), false);
   std::vector<Expr> physical;
-  for (int64_t& d : layout) {
-    ASSIGN_OR_RETURN(d, WrapDim(c, d, static_cast<int64_t>(sizes.size())));
+  for (int64_t d : layout) {
+    int64_t rank = static_cast<int64_t>(sizes.size());
+    if (d < 0 || d >= rank) {
+      return c.Error(absl::StrCat(
+          "Dimension out of range (expected to be between 0 and ", rank - 1,
+          ", but got ", d, " at index ", physical.size(),
+          ").  NB: negative dims not currently supported; file an issue if "
+          "you want it."));
+    }
     if (seen[d]) return c.Error("Duplicate dim not allowed");
     seen[d] = true;
     physical.push_back(sizes[d]);
