@@ -2445,6 +2445,9 @@ absl::StatusOr<Value> FlashAttentionCpu(const OpCall& c) {
   }
   std::vector<Expr> score_sizes = {qs[0], qs[1], qs[2], ks[2]};
   if (!mask.is_none()) {
+    if (RankOf(mask) != 2 && RankOf(mask) != 4) {
+      return c.Error(absl::StrCat(kName, "Attention mask dim in {2, 4}"));
+    }
     if (DTypeOf(mask) != dt) {
       return c.Error(absl::StrCat(kName,
                                   "Attention mask is the same data "
