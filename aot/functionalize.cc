@@ -399,20 +399,13 @@ class Functionalizer {
 
   // An op that writes arguments besides its first (OpDef::written_results):
   // its functional twin computes the results and the written arguments'
-  // new values, which are written back as an in-place op's result is.
+  // new values, which are written back as an in-place op's result is, one
+  // after the other (views of one base: each scatter starts from the base's
+  // value after the previous one).
   absl::Status MutateWritten(Node* n, const ir::OpDef* op) {
     std::vector<std::pair<Handle, int>> writes;  // handle, twin's result
     for (const auto& [arg, result] : op->written_results) {
       ASSIGN_OR_RETURN(Handle h, WrittenHandle(n, arg));
-      for (const auto& [other, unused] : writes) {
-        if (other.base == h.base) {
-          return absl::UnimplementedError(
-              absl::StrCat("node '", n->name(),
-                           "': two written arguments share the storage "
-                           "of '",
-                           h.base->name(), "'; not supported yet"));
-        }
-      }
       writes.push_back({h, result});
     }
     RETURN_IF_ERROR(ReadArgs(n));
