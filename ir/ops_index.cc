@@ -464,6 +464,10 @@ absl::StatusOr<Value> Roll(const OpCall& c) {
                                 shifts.size(), ", dims:", dims.size()));
   }
   for (int64_t& d : dims) {
+    if (rank == 0) {
+      return c.Error(absl::StrCat("Dimension specified as ", d,
+                                  " but tensor has no dimensions"));
+    }
     ASSIGN_OR_RETURN(d, WrapDim(c, d, rank));
   }
   std::vector<Expr> sizes = SizesOf(self);
