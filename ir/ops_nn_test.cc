@@ -3318,5 +3318,28 @@ TEST(NnOpsErrorTest, CorpusNnOps) {
       HasSubstr("Q/K/V should have the same head size"));
 }
 
+TEST(NnOpsErrorTest, PairMutatingChecksTheWrittenArgumentsAndResults) {
+  OpRegistry r;
+  OpFn none = [](const OpCall& c) -> absl::StatusOr<Value> {
+    return c.Error("unused");
+  };
+  ASSERT_TRUE(r.Add("m(Tensor x, Tensor(a!) s) -> Tensor", none).ok());
+  ASSERT_TRUE(r.Add("f(Tensor x, Tensor s) -> (Tensor, Tensor)", none).ok());
+  // Argument 0 is not written; result 0 is the op's own; 2 does not exist.
+  EXPECT_THAT(
+      r.PairMutating("aten.m.default", "aten.f.default", {{0, 1}}).message(),
+      HasSubstr("argument 0 is not a written argument"));
+  EXPECT_THAT(
+      r.PairMutating("aten.m.default", "aten.f.default", {{1, 0}}).message(),
+      HasSubstr("result 0 is not one past"));
+  EXPECT_FALSE(
+      r.PairMutating("aten.m.default", "aten.f.default", {{1, 2}}).ok());
+  EXPECT_FALSE(r.PairMutating("aten.m.default", "aten.g.default", {}).ok());
+  ASSERT_TRUE(
+      r.PairMutating("aten.m.default", "aten.f.default", {{1, 1}}).ok());
+  EXPECT_EQ(r.Find("aten.m.default")->functional, "aten.f.default");
+  EXPECT_EQ(r.Find("aten.f.default")->inplace, "aten.m.default");
+}
+
 }  // namespace
 }  // namespace lathe::ir
