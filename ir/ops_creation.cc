@@ -1,6 +1,6 @@
 // Creation and copy ops: full, zeros, ones, clone, _to_copy, copy_,
 // sym_size.int, sym_storage_offset, and the random ops (rand, randn,
-// randperm, native_dropout), linspace and empty_permuted.
+// randperm, native_dropout), linspace, eye and empty_permuted.
 
 #include <cmath>
 #include <cstdint>
@@ -384,6 +384,32 @@ absl::StatusOr<Value> Linspace(const OpCall& c) {
   return Value::OfTensor(out);
 }
 
+// eye(n[, m]): the identity (ones on the main diagonal of an n x m matrix).
+absl::StatusOr<Value> Eye(const OpCall& c) {
+  Expr n = c.arg("n").number;
+  Expr m = n;
+  if (c.op().schema.ArgumentIndex("m") >= 0) {
+    m = c.arg("m").number;
+  }
+  for (const auto& [name, e] :
+       {std::pair<const char*, Expr>{"n", n}, {"m", m}}) {
+    if (e.kind() == symbolic::ExprKind::kInteger && e.int_value() < 0) {
+      return c.Error(absl::StrCat(name, " must be greater or equal to 0, got ",
+                                  e.int_value()));
+    }
+  }
+  DType dtype = CreationDType(c, nullptr);
+  Device device = CreationDevice(c);
+  if (c.env() != nullptr) return MetaResult(dtype, device, {n, m});
+  if (!device.is_cpu()) return c.Error("the interpreter runs on cpu only");
+  ASSIGN_OR_RETURN(std::vector<int64_t> cs, ConcreteSizes(c, {n, m}));
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(cs, dtype));
+  ForEachIndex(cs, [&](absl::Span<const int64_t> i) {
+    StoreInt(out, i, i[0] == i[1] ? 1 : 0);
+  });
+  return Value::OfTensor(out);
+}
+
 // empty_permuted(size, physical_layout): dense, with physical_layout[0] the
 // outermost dim; zero-filled like empty.
 absl::StatusOr<Value> EmptyPermuted(const OpCall& c) {
@@ -725,6 +751,9 @@ absl::Status RegisterCreationOps(OpRegistry& r) {
   RETURN_IF_ERROR(r.Add(
       absl::StrCat("linspace(Scalar start, Scalar end, int steps, ", kFactory),
       Linspace));
+  RETURN_IF_ERROR(r.Add(absl::StrCat("eye(SymInt n, ", kFactory), Eye));
+  RETURN_IF_ERROR(
+      r.Add(absl::StrCat("eye.m(SymInt n, SymInt m, ", kFactory), Eye));
   RETURN_IF_ERROR(r.Add(absl::StrCat("empty_permuted(SymInt[] size, int[] "
                                      "physical_layout, ",
                                      kFactory),

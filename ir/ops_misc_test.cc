@@ -1055,5 +1055,18 @@ TEST(MiscOpsTest, ViewOfANonContiguousTensorKeepsSymbolicSizes) {
               HasSubstr("view size is not compatible"));
 }
 
+TEST(MiscOpsTest, Eye) {
+  // torch: eye(3, dtype=int64); eye(2, 3) (float32 by default).
+  Tensor e = RunT("aten.eye.default", {Value::Int(3)},
+                  {{"dtype", Value::OfDType(DType::kInt64)}});
+  EXPECT_EQ(e.dtype(), DType::kInt64);
+  ExpectSame(Elements(e), {1, 0, 0, 0, 1, 0, 0, 0, 1});
+  Tensor m = RunT("aten.eye.m", {Value::Int(2), Value::Int(3)});
+  EXPECT_EQ(m.dtype(), DType::kFloat32);
+  ExpectSame(Elements(m), {1, 0, 0, 0, 1, 0});
+  EXPECT_THAT(RunError("aten.eye.default", {Value::Int(-1)}),
+              HasSubstr("n must be greater or equal to 0, got -1"));
+}
+
 }  // namespace
 }  // namespace lathe::ir

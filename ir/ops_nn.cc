@@ -2343,15 +2343,26 @@ absl::StatusOr<Value> NllLossForward(const OpCall& c) {
   return Value::List({out, total});
 }
 
-// mse_loss(self, target, reduction): (self - target)^2, broadcast (with
-// TensorIterator's layout when not reduced), or its mean or sum (0-d).
-absl::StatusOr<Value> MseLoss(const OpCall& c) {
+// mse_loss / smooth_l1_loss(self, target, reduction[, beta]): the
+// elementwise loss of self - target, broadcast (with TensorIterator's
+// layout when not reduced), or its mean or sum (0-d). smooth_l1 is
+// 0.5 * d^2 / beta below beta and |d| - 0.5 * beta above (|d| for beta 0).
+absl::StatusOr<Value> PointwiseLoss(const OpCall& c, bool smooth_l1) {
   const Value& self = c.arg("self");
   const Value& target = c.arg("target");
   ASSIGN_OR_RETURN(int64_t reduction, ReductionArg(c));
+  double beta = 0;
+  if (smooth_l1) {
+    ASSIGN_OR_RETURN(beta, c.arg("beta").AsDouble());
+    if (beta < 0) {
+      return c.Error(
+          "smooth_l1_loss does not support negative values for beta.");
+    }
+  }
   ASSIGN_OR_RETURN(DType dt, ResultType({self, target}));
   if (!IsFloatingPoint(dt)) {
-    return c.Error(absl::StrCat("\"mse_cpu\" not implemented for '",
+    return c.Error(absl::StrCat("\"", smooth_l1 ? "smooth_l1" : "mse",
+                                "_cpu\" not implemented for '",
                                 ScalarTypeName(dt), "'"));
   }
   ASSIGN_OR_RETURN(std::vector<Expr> sizes,
@@ -2371,11 +2382,81 @@ absl::StatusOr<Value> MseLoss(const OpCall& c) {
   double sum = 0;
   int64_t count = 0;
   ForEachIndex(cs, [&](absl::Span<const int64_t> i) {
-    double d = LoadDouble(a, i) - LoadDouble(b, i);
+    double d = LoadDouble(a, i) - LoadDouble(b, i), loss = d * d;
+    if (smooth_l1) {
+      double ad = std::fabs(d);
+      loss = ad < beta ? 0.5 * d * d / beta : ad - 0.5 * beta;
+    }
     if (reduction == 0) {
-      StoreDouble(out.tensor, i, d * d);
+      StoreDouble(out.tensor, i, loss);
     } else {
-      sum += d * d;
+      sum += loss;
+      ++count;
+    }
+  });
+  if (reduction == 1) StoreDouble(out.tensor, {}, sum / count);
+  if (reduction == 2) StoreDouble(out.tensor, {}, sum);
+  return out;
+}
+
+// binary_cross_entropy_with_logits(self, target, weight, pos_weight,
+// reduction): PyTorch's (1 - t) * x - ((pos_weight - 1) * t + 1) *
+// log_sigmoid(x), times weight. As in PyTorch (which computes it in place
+// on 1 - target), the result has target's shape and dtype, and the other
+// operands must broadcast to it.
+absl::StatusOr<Value> BceWithLogits(const OpCall& c) {
+  const Value& self = c.arg("self");
+  const Value& target = c.arg("target");
+  const Value& weight = c.arg("weight");
+  const Value& pos_weight = c.arg("pos_weight");
+  ASSIGN_OR_RETURN(int64_t reduction, ReductionArg(c));
+  DType dt = DTypeOf(target);
+  RETURN_IF_ERROR(NeedFloat(c, dt, "binary_cross_entropy_with_logits"));
+  RETURN_IF_ERROR(
+      NeedFloat(c, DTypeOf(self), "binary_cross_entropy_with_logits"));
+  std::vector<Expr> sizes = SizesOf(target);
+  for (const Value* v : {&self, &weight, &pos_weight}) {
+    if (v->is_none()) continue;
+    ASSIGN_OR_RETURN(std::vector<Expr> b,
+                     BroadcastShapes(c, {sizes, SizesOf(*v)}));
+    ASSIGN_OR_RETURN(bool same, SameShape(c, b, sizes));
+    if (!same) {
+      return c.Error(absl::StrCat("output with shape ", ShapeString(sizes),
+                                  " doesn't match the broadcast shape ",
+                                  ShapeString(b)));
+    }
+  }
+  bool running = self.tensor.defined();
+  std::vector<Expr> out_sizes, strides;
+  if (reduction == 0) {
+    out_sizes = sizes;
+    strides = PointwiseStrides({target}, sizes);
+  }
+  ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, running, dt, DeviceOf(target),
+                                            out_sizes, strides));
+  if (!running) return out;
+  const std::vector<int64_t>& cs = target.tensor.sizes();
+  ASSIGN_OR_RETURN(Tensor x, BroadcastView(self.tensor, cs));
+  Tensor w, pw;
+  if (!weight.is_none()) {
+    ASSIGN_OR_RETURN(w, BroadcastView(weight.tensor, cs));
+  }
+  if (!pos_weight.is_none()) {
+    ASSIGN_OR_RETURN(pw, BroadcastView(pos_weight.tensor, cs));
+  }
+  double sum = 0;
+  int64_t count = 0;
+  ForEachIndex(cs, [&](absl::Span<const int64_t> i) {
+    double xv = LoadDouble(x, i), t = LoadDouble(target.tensor, i);
+    double log_sigmoid =
+        std::min(xv, 0.0) - std::log1p(std::exp(-std::fabs(xv)));
+    double lw = pos_weight.is_none() ? 1 : (LoadDouble(pw, i) - 1) * t + 1;
+    double loss = (1 - t) * xv - lw * log_sigmoid;
+    if (!weight.is_none()) loss *= LoadDouble(w, i);
+    if (reduction == 0) {
+      StoreDouble(out.tensor, i, loss);
+    } else {
+      sum += loss;
       ++count;
     }
   });
@@ -2699,7 +2780,15 @@ absl::Status RegisterNnOps(OpRegistry& r) {
             NllLossForward));
   RETURN_IF_ERROR(
       r.Add("mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
-            MseLoss));
+            [](const OpCall& c) { return PointwiseLoss(c, false); }));
+  RETURN_IF_ERROR(
+      r.Add("smooth_l1_loss(Tensor self, Tensor target, int reduction=1, "
+            "float beta=1.) -> Tensor",
+            [](const OpCall& c) { return PointwiseLoss(c, true); }));
+  RETURN_IF_ERROR(r.Add(
+      "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? "
+      "weight=None, Tensor? pos_weight=None, int reduction=1) -> Tensor",
+      BceWithLogits));
   RETURN_IF_ERROR(r.Add(
       "_scaled_dot_product_flash_attention_for_cpu(Tensor query, Tensor key, "
       "Tensor value, float dropout_p=0., bool is_causal=False, *, Tensor? "

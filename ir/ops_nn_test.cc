@@ -3341,5 +3341,46 @@ TEST(NnOpsErrorTest, PairMutatingChecksTheWrittenArgumentsAndResults) {
   EXPECT_EQ(r.Find("aten.f.default")->inplace, "aten.m.default");
 }
 
+TEST(NnOpsTest, SmoothL1AndBinaryCrossEntropyWithLogits) {
+  Tensor x = T({2, 3}, {1, -2, 0.5, 3, 0.2, -1});
+  Tensor y = T({3}, {0, 1, 0.3});
+  // torch: smooth_l1_loss(x, y, 0); (x, y, 1, beta=0.5); (x, y, 2, beta=0).
+  Expect(RunV("aten.smooth_l1_loss.default", {V(x), V(y), Value::Int(0)}),
+         {2, 3}, DType::kFloat32,
+         {0.5, 2.5, 0.019999997690320015, 2.5, 0.320000022649765,
+          0.7999999523162842},
+         1e-6, true);
+  Expect(RunV("aten.smooth_l1_loss.default",
+              {V(x), V(y), Value::Int(1), Value::Float(0.5)}),
+         {}, DType::kFloat32, {1.3149999380111694}, 1e-6, true);
+  Expect(RunV("aten.smooth_l1_loss.default",
+              {V(x), V(y), Value::Int(2), Value::Float(0)}),
+         {}, DType::kFloat32, {9.299999237060547}, 1e-6, true);
+  Tensor t = *y.AsStrided({2, 3}, {0, 1}, 0);
+  // torch: binary_cross_entropy_with_logits(x, y.expand(2, 3), None, None,
+  // 0); with weight [1, 2, 3], pos_weight [2, 1, .5], mean.
+  Expect(RunV("aten.binary_cross_entropy_with_logits.default",
+              {V(x), V(t), Value::None(), Value::None(), Value::Int(0)}),
+         {2, 3}, DType::kFloat32,
+         {1.3132617473602295, 2.1269280910491943, 0.8240770101547241,
+          3.0485873222351074, 0.5981388688087463, 0.6132617592811584},
+         1e-6, true);
+  Expect(RunV("aten.binary_cross_entropy_with_logits.default",
+              {V(x), V(t), V(T({3}, {1, 2, 3})), V(T({3}, {2, 1, 0.5})),
+               Value::Int(1)}),
+         {}, DType::kFloat32, {2.219949722290039}, 1e-6, true);
+  // torch's messages: a target that does not have the result's shape; a
+  // negative beta.
+  EXPECT_THAT(RunError("aten.binary_cross_entropy_with_logits.default",
+                       {V(x), V(T({3}, {1, 1, 1})), Value::None(),
+                        Value::None(), Value::Int(1)}),
+              HasSubstr("output with shape [3] doesn't match the broadcast "
+                        "shape [2, 3]"));
+  EXPECT_THAT(RunError("aten.smooth_l1_loss.default",
+                       {V(x), V(y), Value::Int(1), Value::Float(-1)}),
+              HasSubstr("smooth_l1_loss does not support negative values for "
+                        "beta."));
+}
+
 }  // namespace
 }  // namespace lathe::ir

@@ -593,7 +593,7 @@ TEST(OpsPropertyTest, NnOpsMetaFunctionsPredictKernelResults) {
 }
 
 // The ops the torch corpus needed (hypot, shifts, rsub, hardsigmoid,
-// softplus, max/min, linspace, roll, diag_embed, mv, empty_permuted,
+// softplus, max/min, linspace, eye, roll, diag_embed, mv, empty_permuted,
 // _unsafe_index, the batch-norm twins, losses, flash attention, upsampling
 // and embedding_bag_forward_only) on random sizes, layouts and dtypes.
 TEST(OpsPropertyTest, CorpusOpsMetaFunctionsPredictKernelResults) {
@@ -673,6 +673,13 @@ TEST(OpsPropertyTest, CorpusOpsMetaFunctionsPredictKernelResults) {
       {{"dtype", Value::OfDType(dtype)}});
     // Losses.
     T("aten.mse_loss.default", {V(x), V(y), I(r.Int(0, 2))});
+    T("aten.smooth_l1_loss.default",
+      {V(x), V(y), I(r.Int(0, 2)), F(r.Pick<double>({0, 0.5, 1}))});
+    T("aten.binary_cross_entropy_with_logits.default",
+      {V(y), V(x), r.Coin() ? V(y) : Value::None(),
+       r.Coin() ? V(y) : Value::None(), I(r.Int(0, 2))});
+    T("aten.eye.m", {I(r.Int(0, 4)), I(r.Int(0, 4))},
+      {{"dtype", Value::OfDType(dtype)}});
     int64_t classes = pos(1, 4), batch = pos(0, 3);
     DType ft = r.Pick(floats);
     bool batched = r.Coin();
@@ -773,6 +780,9 @@ TEST(OpsPropertyTest, CorpusOpsMetaFunctionsPredictKernelResults) {
         "aten.linspace.default",
         "aten.empty_permuted.default",
         "aten.mse_loss.default",
+        "aten.smooth_l1_loss.default",
+        "aten.binary_cross_entropy_with_logits.default",
+        "aten.eye.m",
         "aten.nll_loss_forward.default",
         "aten._native_batch_norm_legit_functional.default",
         "aten.native_batch_norm.default",
