@@ -64,6 +64,14 @@ class Functionalizer {
         handles_[n] = {n, {}};
         continue;
       }
+      if (const ir::OpDef* op = n->kind() == Node::Kind::kCall
+                                    ? ir::OpRegistry::Global().Find(n->target())
+                                    : nullptr;
+          op != nullptr && !op->written_results.empty()) {
+        RETURN_IF_ERROR(MutateWritten(n, op));
+        changed = true;
+        continue;
+      }
       if (ir::IsInplace(*n)) {
         RETURN_IF_ERROR(Mutate(n, ir::OpRegistry::Global().Find(n->target())));
         changed = true;
@@ -360,7 +368,71 @@ class Functionalizer {
     Node* functional = graph_.Insert(
         Node::Kind::kCall, graph_.UniqueName(ShortName(op->functional)),
         op->functional, n->args(), n->kwargs(), {}, n);
-    // Write back through the view chain, innermost first.
+    RETURN_IF_ERROR(WriteBack(n, h, functional));
+    // Readers of n read self's view; give them a placeholder to find.
+    std::vector<Node*> users = n->users();
+    for (Node* u : users) Redirect(*u, n, self);
+    removed_.push_back(
+        n);  // erased at the end, so no pointer is reused meanwhile
+    return absl::OkStatus();
+  }
+
+  // The tensor argument `i` of `n`, which `n` writes, as a tracked handle.
+  absl::StatusOr<Handle> WrittenHandle(Node* n, size_t i) {
+    if (i >= n->args().size() || n->args()[i].kind != Arg::Kind::kNode ||
+        !handles_.contains(Resolve(n->args()[i].node))) {
+      return absl::UnimplementedError(
+          absl::StrCat("node '", n->name(), "': the mutated argument ", i,
+                       " is not a tensor of the graph"));
+    }
+    Node* self = n->args()[i].node;
+    Handle h = handles_[Resolve(self)];
+    if (auto f = frozen_.find(h.base); f != frozen_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node '", n->name(),
+          "': cannot mutate tensors with frozen storage ('", self->name(),
+          "' views the storage input '", h.base->name(),
+          "' had before set_ node '", f->second, "')"));
+    }
+    return h;
+  }
+
+  // An op that writes arguments besides its first (OpDef::written_results):
+  // its functional twin computes the results and the written arguments'
+  // new values, which are written back as an in-place op's result is, one
+  // after the other (views of one base: each scatter starts from the base's
+  // value after the previous one).
+  absl::Status MutateWritten(Node* n, const ir::OpDef* op) {
+    std::vector<std::pair<Handle, int>> writes;  // handle, twin's result
+    for (const auto& [arg, result] : op->written_results) {
+      ASSIGN_OR_RETURN(Handle h, WrittenHandle(n, arg));
+      writes.push_back({h, result});
+    }
+    RETURN_IF_ERROR(ReadArgs(n));
+    Node* functional = graph_.Insert(
+        Node::Kind::kCall, graph_.UniqueName(ShortName(op->functional)),
+        op->functional, n->args(), n->kwargs(), {}, n);
+    for (const auto& [h, result] : writes) {
+      Node* value = graph_.Insert(
+          Node::Kind::kCall, graph_.UniqueName("getitem"), "getitem",
+          {Arg::Of(functional), Arg::Int(result)}, {}, {}, n);
+      RETURN_IF_ERROR(WriteBack(n, h, value));
+    }
+    // The twin's first results are n's own.
+    std::vector<Node*> users = n->users();
+    for (Node* u : users) Redirect(*u, n, functional);
+    removed_.push_back(n);
+    return absl::OkStatus();
+  }
+
+  // Makes `functional` (inserted before `n`) the new value of the tensor
+  // `h` names: written back through h's view chain into its base, innermost
+  // first, and the base's version bumped.
+  absl::Status WriteBack(Node* n, const Handle& h, Node* functional) {
+    auto unsupported = [&](const std::string& why) {
+      return absl::UnimplementedError(
+          absl::StrCat("node '", n->name(), "': ", why));
+    };
     Node* value = functional;
     for (size_t i = h.chain.size(); i > 0; --i) {
       Node* v = h.chain[i - 1];
@@ -403,11 +475,6 @@ class Functionalizer {
     } else {
       replayed_[std::make_tuple(h.chain.back(), Version(h.base))] = functional;
     }
-    // Readers of n read self's view; give them a placeholder to find.
-    std::vector<Node*> users = n->users();
-    for (Node* u : users) Redirect(*u, n, self);
-    removed_.push_back(
-        n);  // erased at the end, so no pointer is reused meanwhile
     return absl::OkStatus();
   }
 

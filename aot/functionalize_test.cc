@@ -476,5 +476,87 @@ TEST(FunctionalizeTest, OptimizerStepsMatchThePlainInterpreter) {
   }
 }
 
+// _native_batch_norm_legit writes running_mean and running_var (arguments 3
+// and 4), not its first argument: its functional twin returns their new
+// values as results 3 and 4, which are copied back like any mutation, and
+// the op's own results are the twin's first three.
+TEST(FunctionalizeTest, AnOpWritingTwoArgumentsUsesItsFunctionalTwin) {
+  const std::string text =
+      R"(def forward(self, x: "f32[4, 3, 2][6, 2, 1]cpu", w: "f32[3][1]cpu", b: "f32[3][1]cpu", rm: "f32[3][1]cpu", rv: "f32[3][1]cpu"):
+    bn = torch.ops.aten._native_batch_norm_legit.default(x, w, b, rm, rv, True, 0.1, 1e-05)
+    getitem = bn[0]
+    getitem_1 = bn[1]
+    add = torch.ops.aten.add.Tensor(rm, rv)
+    return (getitem, getitem_1, add)
+)";
+  ExpectChecks(text, R"(
+CHECK: [[F:_native_batch_norm_legit_functional]]: {{.*}} = torch.ops.aten._native_batch_norm_legit_functional.default(x, w, b, rm, rv, True, 0.1, 1e-05)
+CHECK-NEXT: [[M:getitem_[0-9]+]]: "f32[3][1]cpu" = [[F]][3]
+CHECK-NEXT: [[V:getitem_[0-9]+]]: "f32[3][1]cpu" = [[F]][4]
+CHECK-NEXT: getitem: "f32[4, 3, 2][6, 2, 1]cpu" = [[F]][0]
+CHECK-NEXT: getitem_1: "f32[3][1]cpu" = [[F]][1]
+CHECK-NEXT: add: {{.*}} = torch.ops.aten.add.Tensor([[M]], [[V]])
+CHECK-NEXT: copy_: {{.*}} = torch.ops.aten.copy_.default(rm, [[M]])
+CHECK-NEXT: copy__1: {{.*}} = torch.ops.aten.copy_.default(rv, [[V]])
+CHECK-NOT: _native_batch_norm_legit.default
+)");
+  // Running statistics that are two rows of one buffer: both written back
+  // into it, and the results match the eager (plain) interpreter's.
+  const std::string rows =
+      R"(def forward(self, x: "f32[4, 3, 2][6, 2, 1]cpu", stats: "f32[2, 3][3, 1]cpu"):
+    rm = torch.ops.aten.select.int(stats, 0, 0)
+    rv = torch.ops.aten.select.int(stats, 0, 1)
+    bn = torch.ops.aten._native_batch_norm_legit.default(x, None, None, rm, rv, True, 0.5, 1e-05)
+    getitem = bn[0]
+    mul = torch.ops.aten.mul.Tensor(stats, 2)
+    return (getitem, mul)
+)";
+  for (const std::string& program : {text, rows}) {
+    std::unique_ptr<ir::Graph> plain = Parse(program),
+                               functional = Parse(program);
+    ASSERT_NE(functional, nullptr);
+    symbolic::ShapeEnv env;
+    absl::StatusOr<bool> changed = Functionalize(*functional, env);
+    ASSERT_TRUE(changed.ok()) << changed.status();
+    auto inputs = [&](const ir::Graph& g) {
+      std::vector<ir::Value> v;
+      double start = 0;
+      for (ir::Node* p : g.Placeholders()) {
+        std::vector<int64_t> sizes;
+        for (symbolic::Expr e : p->meta().tensor.sizes)
+          sizes.push_back(e.int_value());
+        v.push_back(ir::Value::OfTensor(Ramp(sizes, start += 1)));
+      }
+      return v;
+    };
+    std::vector<ir::Value> a = inputs(*plain), b = inputs(*functional);
+    absl::StatusOr<ir::Interpretation> want = ir::Interpret(*plain, a);
+    ASSERT_TRUE(want.ok()) << want.status();
+    absl::StatusOr<ir::Interpretation> got = ir::Interpret(*functional, b);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->outputs.size(), want->outputs.size());
+    for (size_t i = 0; i < want->outputs.size(); ++i) {
+      const Tensor &w = want->outputs[i].tensor, &g = got->outputs[i].tensor;
+      ASSERT_EQ(w.sizes(), g.sizes());
+      ForEachIndex(w.sizes(), [&](absl::Span<const int64_t> j) {
+        EXPECT_FLOAT_EQ(g.GetDouble(j), w.GetDouble(j)) << "output " << i;
+      });
+    }
+    // The written inputs end up as eager leaves them (and were changed).
+    for (size_t k = 0; k < a.size(); ++k) {
+      const Tensor &w = a[k].tensor, &g = b[k].tensor;
+      ForEachIndex(w.sizes(), [&](absl::Span<const int64_t> j) {
+        EXPECT_FLOAT_EQ(g.GetDouble(j), w.GetDouble(j)) << "input " << k;
+      });
+    }
+    const Tensor before = inputs(*plain).back().tensor;
+    bool written = false;
+    ForEachIndex(before.sizes(), [&](absl::Span<const int64_t> j) {
+      written = written || b.back().tensor.GetDouble(j) != before.GetDouble(j);
+    });
+    EXPECT_TRUE(written);
+  }
+}
+
 }  // namespace
 }  // namespace lathe::aot

@@ -90,6 +90,36 @@ absl::Status OpRegistry::Pair(absl::string_view inplace,
   return absl::OkStatus();
 }
 
+absl::Status OpRegistry::PairMutating(
+    absl::string_view mutating, absl::string_view functional,
+    std::vector<std::pair<int, int>> written_results) {
+  auto m = ops_.find(mutating);
+  auto f = ops_.find(functional);
+  if (m == ops_.end() || f == ops_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot pair ", mutating, " with ", functional));
+  }
+  const OpSchema& ms = m->second->schema;
+  const OpSchema& fs = f->second->schema;
+  for (const auto& [arg, result] : written_results) {
+    if (arg < 0 || arg >= static_cast<int>(ms.arguments.size()) ||
+        !ms.arguments[arg].is_written()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          mutating, ": argument ", arg, " is not a written argument"));
+    }
+    if (result < static_cast<int>(ms.returns.size()) ||
+        result >= static_cast<int>(fs.returns.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(functional, ": result ", result, " is not one past ",
+                       mutating, "'s own results"));
+    }
+  }
+  m->second->functional = std::string(functional);
+  m->second->written_results = std::move(written_results);
+  f->second->inplace = std::string(mutating);
+  return absl::OkStatus();
+}
+
 namespace {
 
 // A dtype from its c10::ScalarType code (schema defaults such as randperm's

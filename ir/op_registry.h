@@ -79,6 +79,11 @@ struct OpDef {
   OpFn kernel;
   std::string functional;  // for an in-place op: its functional twin
   std::string inplace;     // for a functional op: its in-place twin
+  // For an op that writes arguments other than (or besides) its first
+  // (_native_batch_norm_legit writes running_mean and running_var):
+  // {written argument index, index of the functional twin's result that is
+  // that argument's new value}. The twin's first results are the op's own.
+  std::vector<std::pair<int, int>> written_results;
 };
 
 class OpRegistry {
@@ -102,6 +107,15 @@ class OpRegistry {
   }
   // Records that `inplace` is the in-place variant of `functional`.
   absl::Status Pair(absl::string_view inplace, absl::string_view functional);
+  // Records that `mutating` (which writes the arguments in
+  // `written_results`, see OpDef) has `functional` as its functional twin:
+  // the same arguments, its own results first, then for each written
+  // argument the result that is its new value. Errors unless each listed
+  // argument is written (Tensor(a!)) and each result index is past the
+  // op's own results and within the twin's.
+  absl::Status PairMutating(absl::string_view mutating,
+                            absl::string_view functional,
+                            std::vector<std::pair<int, int>> written_results);
 
  private:
   absl::flat_hash_map<std::string, std::unique_ptr<OpDef>> ops_;

@@ -1,6 +1,6 @@
 // Creation and copy ops: full, zeros, ones, clone, _to_copy, copy_,
 // sym_size.int, sym_storage_offset, and the random ops (rand, randn,
-// randperm, native_dropout).
+// randperm, native_dropout), linspace, eye and empty_permuted.
 
 #include <cmath>
 #include <cstdint>
@@ -336,6 +336,121 @@ absl::StatusOr<Value> Arange(const OpCall& c) {
   return Value::OfTensor(out);
 }
 
+// linspace(start, end, steps): PyTorch's CPU kernel, which steps from
+// `start` up to halfway and from `end` back after it, in the dtype's type
+// (float32 math for float32, half and bfloat16; a double step for integer
+// dtypes, truncated).
+absl::StatusOr<Value> Linspace(const OpCall& c) {
+  ASSIGN_OR_RETURN(int64_t steps, c.arg("steps").AsInt());
+  if (steps < 0) return c.Error("number of steps must be non-negative");
+  DType dtype =
+      c.arg("dtype").is_none() ? DType::kFloat32 : c.arg("dtype").dtype;
+  Device device = CreationDevice(c);
+  if (c.env() != nullptr)
+    return MetaResult(dtype, device, {symbolic::Int(steps)});
+  if (!device.is_cpu()) return c.Error("the interpreter runs on cpu only");
+  ASSIGN_OR_RETURN(double a, c.arg("start").AsDouble());
+  ASSIGN_OR_RETURN(double b, c.arg("end").AsDouble());
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty({steps}, dtype));
+  int64_t halfway = steps / 2;
+  if (steps == 1) {  // PyTorch fills start (the step would divide by 0)
+    ASSIGN_OR_RETURN(Tensor sa, ScalarTensor(c.arg("start"), dtype));
+    RETURN_IF_ERROR(CopyInto(out, sa));
+  } else if (IsIntegral(dtype, true)) {
+    ASSIGN_OR_RETURN(Tensor sa, ScalarTensor(c.arg("start"), dtype));
+    ASSIGN_OR_RETURN(Tensor sb, ScalarTensor(c.arg("end"), dtype));
+    double ia = static_cast<double>(LoadInt(sa, {})),
+           ib = static_cast<double>(LoadInt(sb, {}));
+    double step = (ib - ia) / static_cast<double>(steps - 1);
+    for (int64_t k = 0; k < steps; ++k) {
+      double v = k < halfway ? ia + step * k : ib - step * (steps - k - 1);
+      StoreInt(out, {k}, static_cast<int64_t>(v));
+    }
+  } else if (dtype == DType::kFloat64) {
+    double step = (b - a) / static_cast<double>(steps - 1);
+    for (int64_t k = 0; k < steps; ++k) {
+      StoreDouble(out, {k},
+                  k < halfway ? a + step * k : b - step * (steps - k - 1));
+    }
+  } else {
+    float fa = static_cast<float>(a), fb = static_cast<float>(b);
+    float step = (fb - fa) / static_cast<float>(steps - 1);
+    for (int64_t k = 0; k < steps; ++k) {
+      float v = k < halfway ? fa + step * static_cast<float>(k)
+                            : fb - step * static_cast<float>(steps - k - 1);
+      StoreDouble(out, {k}, v);
+    }
+  }
+  return Value::OfTensor(out);
+}
+
+// eye(n[, m]): the identity (ones on the main diagonal of an n x m matrix).
+absl::StatusOr<Value> Eye(const OpCall& c) {
+  Expr n = c.arg("n").number;
+  Expr m = n;
+  if (c.op().schema.ArgumentIndex("m") >= 0) {
+    m = c.arg("m").number;
+  }
+  for (const auto& [name, e] :
+       {std::pair<const char*, Expr>{"n", n}, {"m", m}}) {
+    if (e.kind() == symbolic::ExprKind::kInteger && e.int_value() < 0) {
+      return c.Error(absl::StrCat(name, " must be greater or equal to 0, got ",
+                                  e.int_value()));
+    }
+  }
+  DType dtype = CreationDType(c, nullptr);
+  Device device = CreationDevice(c);
+  if (c.env() != nullptr) return MetaResult(dtype, device, {n, m});
+  if (!device.is_cpu()) return c.Error("the interpreter runs on cpu only");
+  ASSIGN_OR_RETURN(std::vector<int64_t> cs, ConcreteSizes(c, {n, m}));
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(cs, dtype));
+  ForEachIndex(cs, [&](absl::Span<const int64_t> i) {
+    StoreInt(out, i, i[0] == i[1] ? 1 : 0);
+  });
+  return Value::OfTensor(out);
+}
+
+// empty_permuted(size, physical_layout): dense, with physical_layout[0] the
+// outermost dim; zero-filled like empty.
+absl::StatusOr<Value> EmptyPermuted(const OpCall& c) {
+  ASSIGN_OR_RETURN(std::vector<Expr> sizes, c.arg(0).AsExprList());
+  ASSIGN_OR_RETURN(std::vector<int64_t> layout, c.arg(1).AsIntList());
+  if (layout.size() != sizes.size()) {
+    return c.Error(absl::StrCat(
+        "Number of dimensions in size does not match "
+        "the length of the physical_layout; i.e. len(",
+        "size) = ", sizes.size(),
+        " is not equal to len(physical_layout) = ", layout.size()));
+  }
+  std::vector<bool> seen(sizes.size(), false);
+  std::vector<Expr> physical;
+  for (int64_t d : layout) {
+    int64_t rank = static_cast<int64_t>(sizes.size());
+    if (d < 0 || d >= rank) {
+      return c.Error(absl::StrCat(
+          "Dimension out of range (expected to be between 0 and ", rank - 1,
+          ", but got ", d, " at index ", physical.size(),
+          ").  NB: negative dims not currently supported; file an issue if "
+          "you want it."));
+    }
+    if (seen[d]) return c.Error("Duplicate dim not allowed");
+    seen[d] = true;
+    physical.push_back(sizes[d]);
+  }
+  std::vector<Expr> pstrides = ContiguousStrides(physical);
+  std::vector<Expr> strides(sizes.size());
+  for (size_t i = 0; i < layout.size(); ++i) strides[layout[i]] = pstrides[i];
+  ASSIGN_OR_RETURN(
+      Value out, ResultOrEmpty(c, c.env() == nullptr, CreationDType(c, nullptr),
+                               CreationDevice(c), sizes, strides));
+  if (out.tensor.defined()) {
+    ASSIGN_OR_RETURN(Tensor zero,
+                     ScalarTensor(Value::Int(0), out.tensor.dtype()));
+    RETURN_IF_ERROR(CopyInto(out.tensor, zero));
+  }
+  return out;
+}
+
 // cat(tensors, dim): sizes must match except along dim; 1-d empty tensors
 // are skipped (legacy behavior).
 absl::StatusOr<Value> Cat(const OpCall& c) {
@@ -633,6 +748,16 @@ absl::Status RegisterCreationOps(OpRegistry& r) {
         "arange.start_step(Scalar start, Scalar end, Scalar step=1, "}) {
     RETURN_IF_ERROR(r.Add(absl::StrCat(head, kFactory), Arange));
   }
+  RETURN_IF_ERROR(r.Add(
+      absl::StrCat("linspace(Scalar start, Scalar end, int steps, ", kFactory),
+      Linspace));
+  RETURN_IF_ERROR(r.Add(absl::StrCat("eye(SymInt n, ", kFactory), Eye));
+  RETURN_IF_ERROR(
+      r.Add(absl::StrCat("eye.m(SymInt n, SymInt m, ", kFactory), Eye));
+  RETURN_IF_ERROR(r.Add(absl::StrCat("empty_permuted(SymInt[] size, int[] "
+                                     "physical_layout, ",
+                                     kFactory),
+                        EmptyPermuted));
   RETURN_IF_ERROR(r.Add("cat(Tensor[] tensors, int dim=0) -> Tensor", Cat));
   RETURN_IF_ERROR(
       r.Add("sym_stride.int(Tensor self, int dim) -> SymInt", SymStride));

@@ -3,9 +3,9 @@
 // write a source into a view of a copy (slice_scatter, select_scatter,
 // diagonal_scatter, as_strided_scatter). Gathered results are contiguous;
 // scattered ones keep self's dense layout (preserve_format), as in PyTorch.
-// Index values are checked against the sizes they index. Also the copies
-// that reorder or select elements: flip, repeat, sort, topk, nonzero (a
-// data-dependent size), masked_scatter and scatter_reduce.
+// Also roll and diag_embed. Index values are checked against the sizes they
+// index. Also the copies that reorder or select elements: flip, repeat, sort,
+// topk, nonzero (a data-dependent size), masked_scatter and scatter_reduce.
 
 #include <algorithm>
 #include <cmath>
@@ -445,6 +445,114 @@ absl::StatusOr<Value> Flip(const OpCall& c) {
       if (flipped[d]) at[d] = s.sizes()[d] - 1 - i[d];
     }
     CopyElement(out.tensor, i, s, at);
+  });
+  return out;
+}
+
+// roll(self, shifts, dims): out[(i + shift) mod n] = self[i] along each
+// dim; with no dims and one shift, over the flattened tensor. Contiguous
+// (PyTorch rolls a contiguous copy), except that an empty tensor is cloned.
+absl::StatusOr<Value> Roll(const OpCall& c) {
+  const Value& self = c.arg(0);
+  ASSIGN_OR_RETURN(std::vector<Expr> shifts, c.arg(1).AsExprList());
+  ASSIGN_OR_RETURN(std::vector<int64_t> dims, c.arg(2).AsIntList());
+  int64_t rank = RankOf(self);
+  if (shifts.empty()) return c.Error("`shifts` required");
+  bool flat = dims.empty() && shifts.size() == 1;
+  if (!flat && shifts.size() != dims.size()) {
+    return c.Error(absl::StrCat("shifts and dimensions must align. shifts: ",
+                                shifts.size(), ", dims:", dims.size()));
+  }
+  for (int64_t& d : dims) {
+    if (rank == 0) {
+      return c.Error(absl::StrCat("Dimension specified as ", d,
+                                  " but tensor has no dimensions"));
+    }
+    ASSIGN_OR_RETURN(d, WrapDim(c, d, rank));
+  }
+  std::vector<Expr> sizes = SizesOf(self);
+  bool empty = false;
+  for (const Expr& s : sizes) empty = empty || s.is_constant(0);
+  std::vector<Expr> strides = empty ? PreservedStrides(sizes, StridesOf(self))
+                                    : ContiguousStrides(sizes);
+  ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, Running(self), DTypeOf(self),
+                                            DeviceOf(self), sizes, strides));
+  if (!Running(self) || empty) return out;
+  const Tensor& s = self.tensor;
+  std::vector<int64_t> shift(rank, 0);
+  int64_t flat_shift = 0;
+  for (size_t k = 0; k < shifts.size(); ++k) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> v, ConcreteSizes(c, {shifts[k]}));
+    if (flat) {
+      flat_shift = v[0];
+    } else {
+      shift[dims[k]] += v[0];
+    }
+  }
+  int64_t numel = s.numel();
+  ForEachIndex(s.sizes(), [&](absl::Span<const int64_t> i) {
+    std::vector<int64_t> at(i.begin(), i.end());
+    if (flat) {
+      int64_t linear = 0;
+      for (int64_t d = 0; d < rank; ++d) linear = linear * s.sizes()[d] + i[d];
+      linear = ((linear + flat_shift) % numel + numel) % numel;
+      for (int64_t d = rank; d-- > 0;) {
+        at[d] = linear % s.sizes()[d];
+        linear /= s.sizes()[d];
+      }
+    } else {
+      for (int64_t d = 0; d < rank; ++d) {
+        int64_t n = s.sizes()[d];
+        at[d] = ((i[d] + shift[d]) % n + n) % n;
+      }
+    }
+    CopyElement(out.tensor, at, s, i);
+  });
+  return out;
+}
+
+// diag_embed(self, offset, dim1, dim2): zeros with self's last dim written
+// on the offset diagonal of the new dims dim1 and dim2 (of size
+// n + |offset|); the other dims are self's leading ones. Contiguous.
+absl::StatusOr<Value> DiagEmbed(const OpCall& c) {
+  const Value& self = c.arg(0);
+  ASSIGN_OR_RETURN(int64_t offset, c.arg(1).AsInt());
+  ASSIGN_OR_RETURN(int64_t d1, c.arg(2).AsInt());
+  ASSIGN_OR_RETURN(int64_t d2, c.arg(3).AsInt());
+  int64_t rank = RankOf(self) + 1;
+  ASSIGN_OR_RETURN(int64_t w1, WrapDim(c, d1, rank));
+  ASSIGN_OR_RETURN(int64_t w2, WrapDim(c, d2, rank));
+  if (w1 == w2) {
+    return c.Error(
+        absl::StrCat("diagonal dimensions cannot be identical ", d1, ", ", d2));
+  }
+  if (RankOf(self) == 0) {
+    return c.Error(absl::StrCat(
+        "Dimension out of range (expected to be in range of [-1, 0], but got "
+        "-1)"));
+  }
+  if (w1 > w2) {  // swapping the dims is negating the offset
+    std::swap(w1, w2);
+    offset = -offset;
+  }
+  std::vector<Expr> in = SizesOf(self);
+  Expr n = symbolic::Add(in.back(), symbolic::Int(std::abs(offset)));
+  std::vector<Expr> sizes(in.begin(), in.end() - 1);
+  sizes.insert(sizes.begin() + w1, n);
+  sizes.insert(sizes.begin() + w2, n);
+  ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, Running(self), DTypeOf(self),
+                                            DeviceOf(self), sizes));
+  if (!Running(self)) return out;
+  const Tensor& s = self.tensor;
+  ASSIGN_OR_RETURN(Tensor zero, ScalarTensor(Value::Int(0), s.dtype()));
+  RETURN_IF_ERROR(CopyInto(out.tensor, zero));
+  ForEachIndex(s.sizes(), [&](absl::Span<const int64_t> i) {
+    int64_t k = i.back();
+    std::vector<int64_t> at(i.begin(), i.end() - 1);
+    int64_t a = offset >= 0 ? k : k - offset, b = offset >= 0 ? k + offset : k;
+    at.insert(at.begin() + w1, a);
+    at.insert(at.begin() + w2, b);
+    CopyElement(out.tensor, at, s, i);
   });
   return out;
 }
@@ -897,6 +1005,10 @@ absl::Status RegisterIndexOps(OpRegistry& r) {
       Embedding));
   RETURN_IF_ERROR(
       r.Add("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", Index));
+  // _unsafe_index: index without PyTorch's bounds promise; lathe's kernel
+  // still checks every index (an error, never a wild read).
+  RETURN_IF_ERROR(r.Add(
+      "_unsafe_index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", Index));
   RETURN_IF_ERROR(
       r.Add("index_put(Tensor self, Tensor?[] indices, Tensor values, bool "
             "accumulate=False) -> Tensor",
@@ -925,6 +1037,12 @@ absl::Status RegisterIndexOps(OpRegistry& r) {
         return ScatterInto(c, "aten.as_strided.default");
       }));
   RETURN_IF_ERROR(r.Add("flip(Tensor self, int[] dims) -> Tensor", Flip));
+  RETURN_IF_ERROR(r.Add(
+      "roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor", Roll));
+  RETURN_IF_ERROR(r.Add(
+      "diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> "
+      "Tensor",
+      DiagEmbed));
   RETURN_IF_ERROR(
       r.Add("repeat(Tensor self, SymInt[] repeats) -> Tensor", Repeat));
   RETURN_IF_ERROR(

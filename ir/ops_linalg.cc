@@ -1,4 +1,4 @@
-// Matrix products: mm, bmm, addmm, baddbmm, computed with Eigen in double
+// Matrix products: mm, bmm, mv, addmm, baddbmm, computed with Eigen in double
 // precision and rounded to the output dtype; and the FFT ops, which need
 // complex dtypes lathe does not have (they report that).
 
@@ -139,6 +139,51 @@ absl::StatusOr<Value> AddProduct(const OpCall& c, bool batch) {
                  beta, alpha);
 }
 
+// mv(self, vec): [n, m] @ [m] -> [n].
+absl::StatusOr<Value> Mv(const OpCall& c) {
+  const Value &a = c.arg(0), &v = c.arg(1);
+  if (RankOf(a) != 2 || RankOf(v) != 1) {
+    return c.Error(absl::StrCat("vector + matrix @ vector expected, got 1, ",
+                                RankOf(a), ", ", RankOf(v)));
+  }
+  std::vector<Expr> sa = SizesOf(a), sv = SizesOf(v);
+  ASSIGN_OR_RETURN(bool ok, Decide(c, symbolic::Eq(sa[1], sv[0])));
+  if (!ok) {
+    return c.Error(absl::StrCat(
+        "size mismatch, got input (", symbolic::ToString(sa[0]), "), mat (",
+        symbolic::ToString(sa[0]), "x", symbolic::ToString(sa[1]), "), vec (",
+        symbolic::ToString(sv[0]), ")"));
+  }
+  if (DTypeOf(a) != DTypeOf(v)) {
+    return c.Error(absl::StrCat(
+        "addmv input tensors must have the same dtype, but got ",
+        ScalarTypeName(DTypeOf(v)), ", ", ScalarTypeName(DTypeOf(a)), ", and ",
+        ScalarTypeName(DTypeOf(v))));
+  }
+  if (!a.tensor.defined()) return MetaResult(DTypeOf(a), DeviceOf(a), {sa[0]});
+  const Tensor &m = a.tensor, &x = v.tensor;
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty({m.sizes()[0]}, m.dtype()));
+  bool ints = IsIntegral(m.dtype(), true);
+  for (int64_t i = 0; i < m.sizes()[0]; ++i) {
+    double acc = 0;
+    uint64_t iacc = 0;  // wrapping, as int64 arithmetic does
+    for (int64_t j = 0; j < m.sizes()[1]; ++j) {
+      if (ints) {
+        iacc += static_cast<uint64_t>(LoadInt(m, {i, j})) *
+                static_cast<uint64_t>(LoadInt(x, {j}));
+      } else {
+        acc += LoadDouble(m, {i, j}) * LoadDouble(x, {j});
+      }
+    }
+    if (ints) {
+      StoreInt(out, {i}, static_cast<int64_t>(iacc));
+    } else {
+      StoreDouble(out, {i}, acc);
+    }
+  }
+  return Value::OfTensor(out);
+}
+
 }  // namespace
 
 absl::Status RegisterLinalgOps(OpRegistry& r) {
@@ -162,6 +207,7 @@ absl::Status RegisterLinalgOps(OpRegistry& r) {
   };
   RETURN_IF_ERROR(r.Add("mm(Tensor self, Tensor mat2) -> Tensor", mm));
   RETURN_IF_ERROR(r.Add("bmm(Tensor self, Tensor mat2) -> Tensor", bmm));
+  RETURN_IF_ERROR(r.Add("mv(Tensor self, Tensor vec) -> Tensor", Mv));
   auto addmm = [](const OpCall& c) { return AddProduct(c, false); };
   RETURN_IF_ERROR(
       r.Add("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, "

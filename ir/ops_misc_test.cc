@@ -846,5 +846,227 @@ TEST(MiscOpsTest, FftSaysComplexDtypesAreUnsupported) {
             "aten._fft_r2c.default: complex dtypes are not supported");
 }
 
+// ---- Corpus ops: hypot, shifts, rsub, hardsigmoid, softplus, max/min,
+// linspace, roll, diag_embed, mv, empty_permuted, _unsafe_index -------------
+// (values captured from torch 2.15 on CPU, marked "torch:").
+
+TEST(MiscOpsTest, HypotShiftsAndRsub) {
+  Tensor x = T({2, 3}, {3, -5, 0.5, 0, 8, -1});
+  Tensor y = T({3}, {4, 12, -1.2});
+  // torch: hypot(x, y) (y broadcast over rows).
+  ExpectSame(
+      Elements(RunT("aten.hypot.default", {V(x), V(y)})),
+      {5, 13, 1.3000000715255737, 4, 14.422204971313477, 1.5620499849319458},
+      1e-6);
+  Tensor i8 = T({4}, {1, -8, 64, -128}, DType::kInt8);
+  Tensor by = T({4}, {0, 3, 8, -1}, DType::kInt8);
+  // torch: shifts in int8, where shifting by >= 8 or by a negative amount
+  // gives 0 (left) or the sign fill (right).
+  ExpectSame(Elements(RunT("aten.__lshift__.Scalar", {V(i8), Value::Int(1)})),
+             {2, -16, -128, 0});
+  ExpectSame(Elements(RunT("aten.__lshift__.Tensor", {V(i8), V(by)})),
+             {1, -64, 0, 0});
+  ExpectSame(Elements(RunT("aten.__rshift__.Scalar", {V(i8), Value::Int(2)})),
+             {0, -2, 16, -32});
+  ExpectSame(Elements(RunT("aten.__rshift__.Tensor", {V(i8), V(by)})),
+             {1, -1, 0, -1});
+  Tensor u8 = T({2}, {200, 1}, DType::kUInt8);
+  // torch: uint8 has no sign to fill with.
+  ExpectSame(Elements(RunT("aten.__rshift__.Scalar", {V(u8), Value::Int(9)})),
+             {0, 0});
+  ExpectSame(Elements(RunT("aten.__rshift__.Scalar", {V(u8), Value::Int(7)})),
+             {1, 0});
+  ExpectSame(Elements(RunT("aten.__lshift__.Scalar", {V(u8), Value::Int(1)})),
+             {144, 2});
+  // torch: rsub.Scalar(tensor([1, 2, 3]), 10, alpha=2) = 10 - 2 * self.
+  Tensor r = RunT("aten.rsub.Scalar", {V(T({3}, {1, 2, 3}, DType::kInt64)),
+                                       Value::Int(10), Value::Int(2)});
+  EXPECT_EQ(r.dtype(), DType::kInt64);
+  ExpectSame(Elements(r), {8, 6, 4});
+  // torch: rsub.Tensor(tensor([1.5, 2.]), tensor([[1], [2]]), alpha=0.5).
+  Tensor rt = RunT("aten.rsub.Tensor",
+                   {V(T({2}, {1.5, 2})), V(T({2, 1}, {1, 2}, DType::kInt64))},
+                   {{"alpha", Value::Float(0.5)}});
+  EXPECT_EQ(rt.dtype(), DType::kFloat32);
+  EXPECT_THAT(rt.sizes(), ElementsAre(2, 2));
+  ExpectSame(Elements(rt), {0.25, 0, 1.25, 1});
+}
+
+TEST(MiscOpsTest, HardsigmoidAndSoftplus) {
+  const double nan = std::nan("");
+  Tensor h = T({8}, {-4, -3, -1.5, 0, 1, 3, 5, nan});
+  // torch: hardsigmoid(h); softplus(h); softplus(h, beta=2, threshold=3).
+  ExpectSame(Elements(RunT("aten.hardsigmoid.default", {V(h)})),
+             {0, 0, 0.25, 0.5, 0.6666666865348816, 1, 1, nan}, 1e-7);
+  ExpectSame(Elements(RunT("aten.softplus.default", {V(h)})),
+             {0.018149929121136665, 0.04858735203742981, 0.20141328871250153,
+              0.6931471824645996, 1.31326162815094, 3.0485873222351074,
+              5.006715297698975, nan},
+             1e-6);
+  ExpectSame(
+      Elements(
+          RunT("aten.softplus.default", {V(h), Value::Int(2), Value::Int(3)})),
+      {0.00016770318325143307, 0.0012378426035866141, 0.024293676018714905,
+       0.3465735912322998, 1.0634640455245972, 3, 5, nan},
+      1e-6);
+  // A transposed input keeps its layout (TensorIterator).
+  Tensor t =
+      RunT("aten.hardsigmoid.default", {V(Transposed({0, 1, 2, 3, 4, 5}))});
+  EXPECT_THAT(t.strides(), ElementsAre(1, 2));
+}
+
+TEST(MiscOpsTest, MaxMinOfAllElements) {
+  Tensor x = T({2, 3}, {3, -5, 0.5, 0, 8, -1});
+  Tensor mx = RunT("aten.max.default", {V(x)});
+  EXPECT_EQ(mx.dim(), 0);
+  EXPECT_EQ(mx.GetDouble({}), 8);
+  EXPECT_EQ(RunT("aten.min.default", {V(x)}).GetDouble({}), -5);
+  Tensor ints =
+      RunT("aten.max.default", {V(T({2, 2}, {1, 7, 3, -2}, DType::kInt64))});
+  EXPECT_EQ(ints.dtype(), DType::kInt64);
+  EXPECT_EQ(ints.GetDouble({}), 7);
+  // torch: max(tensor([1., nan, 2.])) is nan.
+  EXPECT_TRUE(
+      std::isnan(RunT("aten.max.default", {V(T({3}, {1, std::nan(""), 2}))})
+                     .GetDouble({})));
+}
+
+TEST(MiscOpsTest, LinspaceRollDiagEmbedMvEmptyPermuted) {
+  // torch: linspace(-1, 2, 5); linspace(0, 1, 7) (float32 steps from both
+  // ends); linspace(5, -5, 4, dtype=int32) (truncated); linspace(3, 7, 1).
+  ExpectSame(Elements(RunT("aten.linspace.default",
+                           {Value::Int(-1), Value::Int(2), Value::Int(5)})),
+             {-1, -0.25, 0.5, 1.25, 2});
+  ExpectSame(Elements(RunT("aten.linspace.default",
+                           {Value::Int(0), Value::Int(1), Value::Int(7)})),
+             {0, 0.1666666716337204, 0.3333333432674408, 0.5,
+              0.6666666269302368, 0.8333333134651184, 1});
+  Tensor li = RunT("aten.linspace.default",
+                   {Value::Int(5), Value::Int(-5), Value::Int(4)},
+                   {{"dtype", Value::OfDType(DType::kInt32)}});
+  EXPECT_EQ(li.dtype(), DType::kInt32);
+  ExpectSame(Elements(li), {5, 1, -1, -5});
+  ExpectSame(Elements(RunT("aten.linspace.default",
+                           {Value::Int(3), Value::Int(7), Value::Int(1)})),
+             {3});
+  std::vector<double> twelve;
+  for (int i = 0; i < 12; ++i) twelve.push_back(i);
+  Tensor r = T({3, 4}, twelve, DType::kInt64);
+  // torch: roll(r, [1, -1], [0, 1]); roll(r, [5]) (flattened);
+  // roll(r, [-2], [1]).
+  ExpectSame(
+      Elements(RunT("aten.roll.default", {V(r), Ints({1, -1}), Ints({0, 1})})),
+      {9, 10, 11, 8, 1, 2, 3, 0, 5, 6, 7, 4});
+  ExpectSame(Elements(RunT("aten.roll.default", {V(r), Ints({5})})),
+             {7, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6});
+  Tensor rolled = RunT("aten.roll.default", {V(Transposed({0, 1, 2, 3, 4, 5})),
+                                             Ints({1}), Ints({1})});
+  EXPECT_THAT(rolled.strides(), ElementsAre(3, 1));  // contiguous
+  // Transposed(...) is [[0, 2, 4], [1, 3, 5]].
+  ExpectSame(Elements(rolled), {4, 0, 2, 5, 1, 3});
+  // torch: diag_embed([[1, 2], [3, 4]], offset=-1, dim1=0, dim2=2).
+  Tensor de = RunT("aten.diag_embed.default",
+                   {V(T({2, 2}, {1, 2, 3, 4})), Value::Int(-1), Value::Int(0),
+                    Value::Int(2)});
+  EXPECT_THAT(de.sizes(), ElementsAre(3, 2, 3));
+  ExpectSame(Elements(de),
+             {0, 0, 0, 0, 0, 0, 1, 0, 0, 3, 0, 0, 0, 2, 0, 0, 4, 0});
+  // torch: diag_embed(tensor([1, 2]), 1).
+  Tensor de2 = RunT("aten.diag_embed.default",
+                    {V(T({2}, {1, 2}, DType::kInt64)), Value::Int(1)});
+  ExpectSame(Elements(de2), {0, 1, 0, 0, 0, 2, 0, 0, 0});
+  // Hand-derived: [[3, -5, .5], [0, 8, -1]] @ [1, 2, 3] = [-5.5, 13].
+  ExpectSame(
+      Elements(RunT("aten.mv.default", {V(T({2, 3}, {3, -5, 0.5, 0, 8, -1})),
+                                        V(T({3}, {1, 2, 3}))})),
+      {-5.5, 13});
+  ExpectSame(Elements(RunT("aten.mv.default",
+                           {V(T({2, 2}, {1, 2, 3, 4}, DType::kInt64)),
+                            V(T({2}, {5, -6}, DType::kInt64))})),
+             {-7, -9});
+  // torch: empty_permuted([2, 3, 4], [1, 2, 0]).stride() == (1, 8, 2).
+  Tensor ep =
+      RunT("aten.empty_permuted.default", {Ints({2, 3, 4}), Ints({1, 2, 0})});
+  EXPECT_THAT(ep.strides(), ElementsAre(1, 8, 2));
+}
+
+TEST(MiscOpsTest, CorpusOpsErrors) {
+  // torch's messages.
+  EXPECT_THAT(
+      RunError("aten.__lshift__.Scalar", {V(T({1}, {1})), Value::Int(1)}),
+      HasSubstr("\"lshift_cpu\" not implemented for 'Float'"));
+  EXPECT_THAT(RunError("aten.hypot.default", {V(T({1}, {3}, DType::kInt64)),
+                                              V(T({1}, {4}, DType::kInt64))}),
+              HasSubstr("\"hypot_cpu\" not implemented for 'Long'"));
+  EXPECT_THAT(RunError("aten.rsub.Scalar",
+                       {V(T({1}, {1}, DType::kBool)), Value::Int(2)}),
+              HasSubstr("Subtraction, the `-` operator, with a bool tensor"));
+  EXPECT_THAT(RunError("aten.min.default", {V(T({2, 0}, {}))}),
+              HasSubstr("min(): Expected reduction dim to be specified for "
+                        "input.numel() == 0."));
+  EXPECT_THAT(RunError("aten.linspace.default",
+                       {Value::Int(0), Value::Int(1), Value::Int(-1)}),
+              HasSubstr("number of steps must be non-negative"));
+  Tensor r = T({3, 4}, std::vector<double>(12, 0));
+  EXPECT_THAT(RunError("aten.roll.default", {V(r), Ints({1, 2}), Ints({0})}),
+              HasSubstr("shifts and dimensions must align. shifts: 2, dims:1"));
+  EXPECT_THAT(RunError("aten.diag_embed.default",
+                       {V(r), Value::Int(0), Value::Int(-3), Value::Int(0)}),
+              HasSubstr("diagonal dimensions cannot be identical -3, 0"));
+  EXPECT_THAT(RunError("aten.mv.default", {V(r), V(T({5}, {1, 2, 3, 4, 5}))}),
+              HasSubstr("size mismatch, got input (3), mat (3x4), vec (5)"));
+  EXPECT_THAT(
+      RunError("aten.empty_permuted.default", {Ints({2, 3}), Ints({0, 0})}),
+      HasSubstr("Duplicate dim not allowed"));
+  // _unsafe_index still checks its indices (torch's index message).
+  EXPECT_THAT(
+      RunError("aten._unsafe_index.Tensor",
+               {V(r), Value::List({V(T({2}, {0, 3}, DType::kInt64))})}),
+      HasSubstr("index 3 is out of bounds for dimension 0 with size 3"));
+}
+
+// attention_masked (corpus): viewing an expanded permute, a non-contiguous
+// tensor, as its own symbolic shape kept s0 symbolic; view specialized it
+// to its hint, and a later expand to [s0, ...] failed.
+TEST(MiscOpsTest, ViewOfANonContiguousTensorKeepsSymbolicSizes) {
+  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(
+      R"g(def forward(self, arg0_1: "Sym(s0)", arg1_1: "Sym(s1)", x: "f32[s0, 4, s1][4*s1, s1, 1]cpu"):
+    permute: "f32[s0, s1, 4][4*s1, 1, s1]cpu" = torch.ops.aten.permute.default(x, [0, 2, 1])
+    expand: "f32[s0, s1, 4][4*s1, 1, s1]cpu" = torch.ops.aten.expand.default(permute, [arg0_1, arg1_1, 4])
+    view: "f32[s0, s1, 4][4*s1, 1, s1]cpu" = torch.ops.aten.view.default(expand, [arg0_1, arg1_1, 4])
+    view_1: "f32[s0, 4*s1][4*s1, 1]cpu" = torch.ops.aten.view.default(x, [arg0_1, -1])
+    expand_1: "f32[s0, s1, 4][4*s1, 1, s1]cpu" = torch.ops.aten.expand.default(view, [arg0_1, arg1_1, 4])
+    return (expand_1, view_1)
+)g");
+  ASSERT_TRUE(g.ok()) << g.status();
+  symbolic::ShapeEnv env;
+  ShapePropOptions options;
+  options.hints["s0"] = symbolic::Value::Int(2);
+  options.hints["s1"] = symbolic::Value::Int(8);
+  absl::Status st = PropagateShapes(**g, env, options);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ((*g)->Find("view")->meta().ToAnnotation(),
+            "f32[s0, s1, 4][4*s1, 1, s1]cpu");
+  EXPECT_EQ((*g)->Find("expand_1")->meta().ToAnnotation(),
+            "f32[s0, s1, 4][4*s1, 1, s1]cpu");
+  // A view that must merge non-mergeable dims still fails (concretely).
+  Tensor t = Transposed({0, 1, 2, 3, 4, 5});
+  EXPECT_THAT(RunError("aten.view.default", {V(t), Ints({6})}),
+              HasSubstr("view size is not compatible"));
+}
+
+TEST(MiscOpsTest, Eye) {
+  // torch: eye(3, dtype=int64); eye(2, 3) (float32 by default).
+  Tensor e = RunT("aten.eye.default", {Value::Int(3)},
+                  {{"dtype", Value::OfDType(DType::kInt64)}});
+  EXPECT_EQ(e.dtype(), DType::kInt64);
+  ExpectSame(Elements(e), {1, 0, 0, 0, 1, 0, 0, 0, 1});
+  Tensor m = RunT("aten.eye.m", {Value::Int(2), Value::Int(3)});
+  EXPECT_EQ(m.dtype(), DType::kFloat32);
+  ExpectSame(Elements(m), {1, 0, 0, 0, 1, 0});
+  EXPECT_THAT(RunError("aten.eye.default", {Value::Int(-1)}),
+              HasSubstr("n must be greater or equal to 0, got -1"));
+}
+
 }  // namespace
 }  // namespace lathe::ir

@@ -958,16 +958,17 @@ absl::Status VectorOf(const OpCall& c, const Value& v, int64_t n,
   return absl::OkStatus();
 }
 
-// The batch-norm family. `stats`: running_mean/var arguments exist;
-// `training`: nullopt reads the `training` argument.
-absl::StatusOr<Value> BatchNorm(const OpCall& c, bool stats,
-                                std::optional<bool> fixed_training) {
+// The batch-norm family. `stats`: running_mean/var arguments exist (their
+// values `rm` and `rv`, None when absent); `training`: nullopt reads the
+// `training` argument; `update`: training writes the new running statistics
+// into `rm` and `rv`.
+absl::StatusOr<Value> BatchNorm(const OpCall& c, bool stats, const Value& rm,
+                                const Value& rv,
+                                std::optional<bool> fixed_training,
+                                bool update) {
   const Value& input = c.arg("input");
   const Value& weight = c.arg("weight");
   const Value& bias = c.arg("bias");
-  Value none = Value::None();
-  const Value& rm = stats ? c.arg("running_mean") : none;
-  const Value& rv = stats ? c.arg("running_var") : none;
   bool training;
   if (fixed_training.has_value()) {
     training = *fixed_training;
@@ -1019,8 +1020,9 @@ absl::StatusOr<Value> BatchNorm(const OpCall& c, bool stats,
   };
   if (training) {
     std::vector<double> rm_v, rv_v;
-    if (!rm.is_none()) rm_v = Elements(rm.tensor);
-    if (!rv.is_none()) rv_v = Elements(rv.tensor);
+    if (!update) rm_v = rv_v = std::vector<double>(channels, 0.0);
+    if (update && !rm.is_none()) rm_v = Elements(rm.tensor);
+    if (update && !rv.is_none()) rv_v = Elements(rv.tensor);
     for (int64_t ch = 0; ch < channels; ++ch) {
       double sum = 0;
       for (int64_t bt = 0; bt < is[0]; ++bt) {
@@ -1041,8 +1043,8 @@ absl::StatusOr<Value> BatchNorm(const OpCall& c, bool stats,
         rv_v[ch] = momentum * ss / (n - 1) + (1 - momentum) * rv_v[ch];
       }
     }
-    if (!rm.is_none()) Fill(rm.tensor, rm_v);
-    if (!rv.is_none()) Fill(rv.tensor, rv_v);
+    if (update && !rm.is_none()) Fill(rm.tensor, rm_v);
+    if (update && !rv.is_none()) Fill(rv.tensor, rv_v);
     Fill(mean.tensor, m);
     Fill(invstd.tensor, r);
   } else {
@@ -1061,6 +1063,33 @@ absl::StatusOr<Value> BatchNorm(const OpCall& c, bool stats,
   }
   Fill(out.tensor, y);
   return Value::List({out, mean, invstd});
+}
+
+// The batch-norm ops that take running statistics from their arguments.
+absl::StatusOr<Value> BatchNormWithStats(const OpCall& c,
+                                         std::optional<bool> training,
+                                         bool update) {
+  return BatchNorm(c, true, c.arg("running_mean"), c.arg("running_var"),
+                   training, update);
+}
+
+// _native_batch_norm_legit_functional: _native_batch_norm_legit on copies of
+// the running statistics, which it returns as two more results (the
+// statistics unchanged in evaluation mode).
+absl::StatusOr<Value> BatchNormFunctional(const OpCall& c) {
+  Value rm = c.arg("running_mean"), rv = c.arg("running_var");
+  bool running = c.arg("input").tensor.defined();
+  for (Value* v : {&rm, &rv}) {
+    std::vector<Expr> sizes = SizesOf(*v);
+    ASSIGN_OR_RETURN(Value copy,
+                     Result(c, running, DTypeOf(*v), *v, std::move(sizes)));
+    if (running) RETURN_IF_ERROR(CopyInto(copy.tensor, v->tensor));
+    *v = copy;
+  }
+  ASSIGN_OR_RETURN(Value out, BatchNorm(c, true, rm, rv, std::nullopt, true));
+  out.list.push_back(rm);
+  out.list.push_back(rv);
+  return out;
 }
 
 struct GroupNormSetup {
@@ -1353,10 +1382,23 @@ struct UpsampleSetup {
 
 absl::StatusOr<UpsampleSetup> SetupUpsample(const OpCall& c,
                                             absl::string_view kernel) {
-  const Value& input = c.arg("input");
+  const Value& input = c.arg(0);
   const Value& osize = c.arg("output_size");
-  const Value& scales = c.arg("scale_factors");
+  // The .vec overloads take scale_factors; the others an output_size and
+  // optional per-dim scales (which only change the index computation).
+  bool vec = c.op().schema.ArgumentIndex("scale_factors") >= 0;
+  const Value& scales = vec ? c.arg("scale_factors") : Value::None();
   UpsampleSetup s;
+  if (!vec) {
+    int k = 0;
+    for (const char* name : {"scales_h", "scales_w"}) {
+      const Value& v = c.arg(name);
+      if (!v.is_none()) {
+        ASSIGN_OR_RETURN(s.scale[k], v.AsDouble());
+      }
+      ++k;
+    }
+  }
   if (osize.is_none() == scales.is_none()) {
     return c.Error("Must specify exactly one of output_size and scale_factors");
   }
@@ -1421,7 +1463,7 @@ int64_t NearestIndex(int64_t o, int64_t in, int64_t out, double scale) {
 }
 
 absl::StatusOr<Value> UpsampleNearest(const OpCall& c) {
-  const Value& input = c.arg("input");
+  const Value& input = c.arg(0);
   ASSIGN_OR_RETURN(UpsampleSetup s,
                    SetupUpsample(c, "upsample_nearest2d_channels_last"));
   bool running = input.tensor.defined();
@@ -1466,7 +1508,7 @@ void LinearSource(int64_t o, int64_t in, int64_t out, double scale,
 }
 
 absl::StatusOr<Value> UpsampleBilinear(const OpCall& c) {
-  const Value& input = c.arg("input");
+  const Value& input = c.arg(0);
   ASSIGN_OR_RETURN(bool align, c.arg("align_corners").AsBool());
   ASSIGN_OR_RETURN(UpsampleSetup s,
                    SetupUpsample(c, "upsample_bilinear2d_channels_last"));
@@ -2213,6 +2255,357 @@ absl::StatusOr<Value> Pdist(const OpCall& c) {
   return out;
 }
 
+// ---------------------------------------------------------------------------
+// Losses.
+
+// PyTorch's Reduction enum: 0 none, 1 mean, 2 sum.
+absl::StatusOr<int64_t> ReductionArg(const OpCall& c) {
+  ASSIGN_OR_RETURN(int64_t reduction, c.arg("reduction").AsInt());
+  if (reduction < 0 || reduction > 2) {
+    return c.Error(
+        absl::StrCat(reduction, " is not a valid value for reduction"));
+  }
+  return reduction;
+}
+
+// nll_loss_forward(self, target, weight, reduction, ignore_index) ->
+// (output, total_weight): -weight[t] * self[n, t] per sample (0 where t is
+// ignore_index), summed, or divided by the summed weights (mean). A 1-d
+// self is one sample with a 0-d output whatever the reduction; with a 2-d
+// self and no reduction, the output is [N] and total_weight 0.
+absl::StatusOr<Value> NllLossForward(const OpCall& c) {
+  const Value& self = c.arg("self");
+  const Value& target = c.arg("target");
+  const Value& weight = c.arg("weight");
+  ASSIGN_OR_RETURN(int64_t reduction, ReductionArg(c));
+  ASSIGN_OR_RETURN(int64_t ignore, c.arg("ignore_index").AsInt());
+  int64_t rank = RankOf(self);
+  if (rank < 1 || rank > 2) return c.Error("input tensor should be 1D or 2D");
+  if (RankOf(target) > 1) {
+    return c.Error(
+        "0D or 1D target tensor expected, multi-target not supported");
+  }
+  DType tdt = DTypeOf(target);
+  if (tdt != DType::kInt64 && tdt != DType::kUInt8) {
+    return c.Error(
+        absl::StrCat("expected target dtype to be Long or Byte, but got ",
+                     ScalarTypeName(tdt)));
+  }
+  DType dt = DTypeOf(self);
+  RETURN_IF_ERROR(NeedFloat(c, dt, "nll_loss_out_frame"));
+  std::vector<Expr> in = SizesOf(self), ts = SizesOf(target);
+  bool batched = rank == 2;
+  if (batched) {
+    ASSIGN_OR_RETURN(
+        bool same,
+        Decide(c, symbolic::Eq(in[0], ts.empty() ? symbolic::Int(1) : ts[0])));
+    if (!same || ts.empty()) {
+      return c.Error(absl::StrCat("size mismatch (got input: ", ShapeString(in),
+                                  ", target: ", ShapeString(ts), ")"));
+    }
+  } else if (!ts.empty() && !ts[0].is_constant(1)) {
+    return c.Error(absl::StrCat("size mismatch (got input: ", ShapeString(in),
+                                ", target: ", ShapeString(ts), ")"));
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> classes, ConcreteSizes(c, {in.back()}));
+  int64_t n_classes = classes[0];
+  RETURN_IF_ERROR(VectorOf(c, weight, n_classes, "weight"));
+  bool running = self.tensor.defined();
+  std::vector<Expr> out_sizes;
+  if (batched && reduction == 0) out_sizes.push_back(in[0]);
+  ASSIGN_OR_RETURN(Value out, Result(c, running, dt, self, out_sizes));
+  ASSIGN_OR_RETURN(Value total, Result(c, running, dt, self, {}));
+  if (!running) return Value::List({out, total});
+  std::vector<double> x = Elements(self.tensor);
+  std::vector<int64_t> t = IntElements(target.tensor);
+  std::vector<double> w = weight.is_none() ? std::vector<double>(n_classes, 1.0)
+                                           : Elements(weight.tensor);
+  int64_t n = batched ? self.tensor.sizes()[0] : 1;
+  std::vector<double> losses(n, 0.0);
+  double sum = 0, wsum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t k = t[i];
+    if (k == ignore) continue;
+    if (k < 0 || k >= n_classes) {
+      return c.Error(absl::StrCat("Target ", k, " is out of bounds."));
+    }
+    losses[i] = -w[k] * x[i * n_classes + k];
+    sum += losses[i];
+    wsum += w[k];
+  }
+  if (batched && reduction == 0) {
+    Fill(out.tensor, losses);
+    Fill(total.tensor, {0.0});
+  } else {
+    Fill(out.tensor, {reduction == 1 ? sum / wsum : sum});
+    Fill(total.tensor, {wsum});
+  }
+  return Value::List({out, total});
+}
+
+// mse_loss / smooth_l1_loss(self, target, reduction[, beta]): the
+// elementwise loss of self - target, broadcast (with TensorIterator's
+// layout when not reduced), or its mean or sum (0-d). smooth_l1 is
+// 0.5 * d^2 / beta below beta and |d| - 0.5 * beta above (|d| for beta 0).
+absl::StatusOr<Value> PointwiseLoss(const OpCall& c, bool smooth_l1) {
+  const Value& self = c.arg("self");
+  const Value& target = c.arg("target");
+  ASSIGN_OR_RETURN(int64_t reduction, ReductionArg(c));
+  double beta = 0;
+  if (smooth_l1) {
+    ASSIGN_OR_RETURN(beta, c.arg("beta").AsDouble());
+    if (beta < 0) {
+      return c.Error(
+          "smooth_l1_loss does not support negative values for beta.");
+    }
+  }
+  ASSIGN_OR_RETURN(DType dt, ResultType({self, target}));
+  if (!IsFloatingPoint(dt)) {
+    return c.Error(absl::StrCat("\"", smooth_l1 ? "smooth_l1" : "mse",
+                                "_cpu\" not implemented for '",
+                                ScalarTypeName(dt), "'"));
+  }
+  ASSIGN_OR_RETURN(std::vector<Expr> sizes,
+                   BroadcastShapes(c, {SizesOf(self), SizesOf(target)}));
+  bool running = self.tensor.defined();
+  std::vector<Expr> out_sizes, strides;
+  if (reduction == 0) {
+    out_sizes = sizes;
+    strides = PointwiseStrides({self, target}, sizes);
+  }
+  ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, running, dt, DeviceOf(self),
+                                            out_sizes, strides));
+  if (!running) return out;
+  ASSIGN_OR_RETURN(std::vector<int64_t> cs, ConcreteSizes(c, sizes));
+  ASSIGN_OR_RETURN(Tensor a, BroadcastView(self.tensor, cs));
+  ASSIGN_OR_RETURN(Tensor b, BroadcastView(target.tensor, cs));
+  double sum = 0;
+  int64_t count = 0;
+  ForEachIndex(cs, [&](absl::Span<const int64_t> i) {
+    double d = LoadDouble(a, i) - LoadDouble(b, i), loss = d * d;
+    if (smooth_l1) {
+      double ad = std::fabs(d);
+      loss = ad < beta ? 0.5 * d * d / beta : ad - 0.5 * beta;
+    }
+    if (reduction == 0) {
+      StoreDouble(out.tensor, i, loss);
+    } else {
+      sum += loss;
+      ++count;
+    }
+  });
+  if (reduction == 1) StoreDouble(out.tensor, {}, sum / count);
+  if (reduction == 2) StoreDouble(out.tensor, {}, sum);
+  return out;
+}
+
+// binary_cross_entropy_with_logits(self, target, weight, pos_weight,
+// reduction): PyTorch's (1 - t) * x - ((pos_weight - 1) * t + 1) *
+// log_sigmoid(x), times weight. As in PyTorch (which computes it in place
+// on 1 - target), the result has target's shape and dtype, and the other
+// operands must broadcast to it.
+absl::StatusOr<Value> BceWithLogits(const OpCall& c) {
+  const Value& self = c.arg("self");
+  const Value& target = c.arg("target");
+  const Value& weight = c.arg("weight");
+  const Value& pos_weight = c.arg("pos_weight");
+  ASSIGN_OR_RETURN(int64_t reduction, ReductionArg(c));
+  DType dt = DTypeOf(target);
+  RETURN_IF_ERROR(NeedFloat(c, dt, "binary_cross_entropy_with_logits"));
+  RETURN_IF_ERROR(
+      NeedFloat(c, DTypeOf(self), "binary_cross_entropy_with_logits"));
+  std::vector<Expr> sizes = SizesOf(target);
+  for (const Value* v : {&self, &weight, &pos_weight}) {
+    if (v->is_none()) continue;
+    ASSIGN_OR_RETURN(std::vector<Expr> b,
+                     BroadcastShapes(c, {sizes, SizesOf(*v)}));
+    ASSIGN_OR_RETURN(bool same, SameShape(c, b, sizes));
+    if (!same) {
+      return c.Error(absl::StrCat("output with shape ", ShapeString(sizes),
+                                  " doesn't match the broadcast shape ",
+                                  ShapeString(b)));
+    }
+  }
+  bool running = self.tensor.defined();
+  std::vector<Expr> out_sizes, strides;
+  if (reduction == 0) {
+    out_sizes = sizes;
+    strides = PointwiseStrides({target}, sizes);
+  }
+  ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, running, dt, DeviceOf(target),
+                                            out_sizes, strides));
+  if (!running) return out;
+  const std::vector<int64_t>& cs = target.tensor.sizes();
+  ASSIGN_OR_RETURN(Tensor x, BroadcastView(self.tensor, cs));
+  Tensor w, pw;
+  if (!weight.is_none()) {
+    ASSIGN_OR_RETURN(w, BroadcastView(weight.tensor, cs));
+  }
+  if (!pos_weight.is_none()) {
+    ASSIGN_OR_RETURN(pw, BroadcastView(pos_weight.tensor, cs));
+  }
+  double sum = 0;
+  int64_t count = 0;
+  ForEachIndex(cs, [&](absl::Span<const int64_t> i) {
+    double xv = LoadDouble(x, i), t = LoadDouble(target.tensor, i);
+    double log_sigmoid =
+        std::min(xv, 0.0) - std::log1p(std::exp(-std::fabs(xv)));
+    double lw = pos_weight.is_none() ? 1 : (LoadDouble(pw, i) - 1) * t + 1;
+    double loss = (1 - t) * xv - lw * log_sigmoid;
+    if (!weight.is_none()) loss *= LoadDouble(w, i);
+    if (reduction == 0) {
+      StoreDouble(out.tensor, i, loss);
+    } else {
+      sum += loss;
+      ++count;
+    }
+  });
+  if (reduction == 1) StoreDouble(out.tensor, {}, sum / count);
+  if (reduction == 2) StoreDouble(out.tensor, {}, sum);
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Attention.
+
+// _scaled_dot_product_flash_attention_for_cpu(q [B, H, L, E], k [B, H, S,
+// E], v [B, H, S, E]) -> (output [B, H, L, E], logsumexp [B, H, L]):
+// softmax(q k^T * scale + mask) v, where the mask is attn_mask (of q's
+// dtype, broadcast to [B, H, L, S]) and, with is_causal, -inf above the
+// diagonal; logsumexp is the log of each row's softmax denominator, in
+// float32 (float64 for float64 inputs), laid out as PyTorch's [B, L, H]
+// transposed. Dropout is not supported (dropout_p must be 0).
+absl::StatusOr<Value> FlashAttentionCpu(const OpCall& c) {
+  const Value& q = c.arg("query");
+  const Value& k = c.arg("key");
+  const Value& v = c.arg("value");
+  const Value& mask = c.arg("attn_mask");
+  ASSIGN_OR_RETURN(double dropout, c.arg("dropout_p").AsDouble());
+  ASSIGN_OR_RETURN(bool causal, c.arg("is_causal").AsBool());
+  const char* kName = "scaled_dot_product_attention_flash_attention: ";
+  if (dropout != 0) {
+    return c.Error(absl::StrCat(kName,
+                                "dropout_p must be 0 (lathe has no "
+                                "attention dropout); got ",
+                                dropout));
+  }
+  for (const Value* t : {&q, &k, &v}) {
+    if (RankOf(*t) != 4) {
+      return c.Error(absl::StrCat(kName,
+                                  "Accept only 4 dims inputs shape of "
+                                  "{B, H, T, K}"));
+    }
+  }
+  DType dt = DTypeOf(q);
+  if (DTypeOf(k) != dt || DTypeOf(v) != dt) {
+    return c.Error(absl::StrCat(kName,
+                                "Expected query, key, and value to "
+                                "have the same dtype"));
+  }
+  RETURN_IF_ERROR(NeedFloat(c, dt, "flash_attention"));
+  std::vector<Expr> qs = SizesOf(q), ks = SizesOf(k), vs = SizesOf(v);
+  for (int d : {0, 1}) {
+    ASSIGN_OR_RETURN(bool same_k, Decide(c, symbolic::Eq(qs[d], ks[d])));
+    ASSIGN_OR_RETURN(bool same_v, Decide(c, symbolic::Eq(qs[d], vs[d])));
+    if (!same_k || !same_v) {
+      return c.Error(absl::StrCat(kName,
+                                  "Q/K/V should have the same batch "
+                                  "size and number of heads"));
+    }
+  }
+  ASSIGN_OR_RETURN(bool same_s, Decide(c, symbolic::Eq(ks[2], vs[2])));
+  ASSIGN_OR_RETURN(bool same_e, Decide(c, symbolic::Eq(qs[3], ks[3])));
+  ASSIGN_OR_RETURN(bool same_ev, Decide(c, symbolic::Eq(qs[3], vs[3])));
+  if (!same_s) {
+    return c.Error(absl::StrCat(kName,
+                                "K/V should have the same sequence "
+                                "length"));
+  }
+  if (!same_e || !same_ev) {
+    return c.Error(absl::StrCat(kName, "Q/K/V should have the same head size"));
+  }
+  std::vector<Expr> score_sizes = {qs[0], qs[1], qs[2], ks[2]};
+  if (!mask.is_none()) {
+    if (RankOf(mask) != 2 && RankOf(mask) != 4) {
+      return c.Error(absl::StrCat(kName, "Attention mask dim in {2, 4}"));
+    }
+    if (DTypeOf(mask) != dt) {
+      return c.Error(absl::StrCat(kName,
+                                  "Attention mask is the same data "
+                                  "type as query"));
+    }
+    ASSIGN_OR_RETURN(std::vector<Expr> b,
+                     BroadcastShapes(c, {score_sizes, SizesOf(mask)}));
+    ASSIGN_OR_RETURN(bool fits, SameShape(c, b, score_sizes));
+    if (!fits) {
+      return c.Error(absl::StrCat(kName, "attn_mask of shape ",
+                                  SizeString(mask),
+                                  " does not broadcast to the scores' shape ",
+                                  ShapeString(score_sizes)));
+    }
+  }
+  DType acc = dt == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
+  bool running = q.tensor.defined();
+  ASSIGN_OR_RETURN(Value out, Result(c, running, dt, q, qs));
+  // logsumexp: [B, H, L] with strides [L * H, 1, H].
+  std::vector<Expr> lse_sizes = {qs[0], qs[1], qs[2]};
+  std::vector<Expr> lse_strides = {symbolic::Mul({qs[2], qs[1]}),
+                                   symbolic::Int(1), qs[1]};
+  ASSIGN_OR_RETURN(Value lse, ResultOrEmpty(c, running, acc, DeviceOf(q),
+                                            lse_sizes, lse_strides));
+  if (!running) return Value::List({out, lse});
+  const std::vector<int64_t>& shape = q.tensor.sizes();
+  int64_t B = shape[0], H = shape[1], L = shape[2], E = shape[3];
+  int64_t S = k.tensor.sizes()[2];
+  double scale = 1.0 / std::sqrt(static_cast<double>(E));
+  if (!c.arg("scale").is_none()) {
+    ASSIGN_OR_RETURN(scale, c.arg("scale").AsDouble());
+  }
+  std::vector<double> qv = Elements(q.tensor), kv = Elements(k.tensor),
+                      vv = Elements(v.tensor);
+  Tensor mask_view;
+  if (!mask.is_none()) {
+    ASSIGN_OR_RETURN(mask_view, BroadcastView(mask.tensor, {B, H, L, S}));
+  }
+  const double kInf = std::numeric_limits<double>::infinity();
+  std::vector<double> y(qv.size()), lv(B * H * L), p(S);
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t h = 0; h < H; ++h) {
+      int64_t bh = b * H + h;
+      for (int64_t i = 0; i < L; ++i) {
+        double mx = -kInf;
+        for (int64_t j = 0; j < S; ++j) {
+          double dot = 0;
+          for (int64_t e = 0; e < E; ++e) {
+            dot += qv[(bh * L + i) * E + e] * kv[(bh * S + j) * E + e];
+          }
+          double sc = dot * scale;
+          if (!mask.is_none()) sc += LoadDouble(mask_view, {b, h, i, j});
+          if (causal && j > i) sc = -kInf;
+          p[j] = sc;
+          mx = std::max(mx, sc);
+        }
+        double denom = 0;
+        for (int64_t j = 0; j < S; ++j) {
+          p[j] = mx == -kInf ? 0 : std::exp(p[j] - mx);
+          denom += p[j];
+        }
+        lv[bh * L + i] = mx + std::log(denom);
+        for (int64_t e = 0; e < E; ++e) {
+          double acc_v = 0;
+          for (int64_t j = 0; j < S; ++j) {
+            acc_v += p[j] * vv[(bh * S + j) * E + e];
+          }
+          y[(bh * L + i) * E + e] = acc_v / denom;
+        }
+      }
+    }
+  }
+  Fill(out.tensor, y);
+  Fill(lse.tensor, lv);
+  return Value::List({out, lse});
+}
+
 }  // namespace
 
 absl::Status RegisterNnOps(OpRegistry& r) {
@@ -2271,17 +2664,44 @@ absl::Status RegisterNnOps(OpRegistry& r) {
       "_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, "
       "Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float "
       "momentum, float eps) -> (Tensor, Tensor, Tensor)",
-      [](const OpCall& c) { return BatchNorm(c, true, std::nullopt); }));
+      [](const OpCall& c) {
+        return BatchNormWithStats(c, std::nullopt, /*update=*/true);
+      }));
+  RETURN_IF_ERROR(r.Add(
+      "_native_batch_norm_legit_functional(Tensor input, Tensor? weight, "
+      "Tensor? bias, Tensor running_mean, Tensor running_var, bool training, "
+      "float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor "
+      "running_mean_out, Tensor running_var_out)",
+      BatchNormFunctional));
+  // Functionalization replaces the op that writes the running statistics by
+  // its functional twin, whose results 3 and 4 are their new values.
+  RETURN_IF_ERROR(r.PairMutating("aten._native_batch_norm_legit.default",
+                                 "aten._native_batch_norm_legit_functional."
+                                 "default",
+                                 {{3, 3}, {4, 4}}));
+  // native_batch_norm (running statistics optional): PyTorch's CPU kernel
+  // also updates them in place in training mode although its schema does
+  // not say so; lathe's does not write them (graphs mark every write).
+  RETURN_IF_ERROR(r.Add(
+      "native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? "
+      "running_mean, Tensor? running_var, bool training, float momentum, "
+      "float eps) -> (Tensor, Tensor, Tensor)",
+      [](const OpCall& c) {
+        return BatchNormWithStats(c, std::nullopt, /*update=*/false);
+      }));
   RETURN_IF_ERROR(r.Add(
       "_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, "
       "Tensor? bias, bool training, float momentum, float eps) -> (Tensor, "
       "Tensor, Tensor)",
-      [](const OpCall& c) { return BatchNorm(c, false, std::nullopt); }));
+      [](const OpCall& c) {
+        return BatchNorm(c, false, Value::None(), Value::None(), std::nullopt,
+                         false);
+      }));
   RETURN_IF_ERROR(r.Add(
       "_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, "
       "Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, "
       "float eps) -> (Tensor, Tensor, Tensor)",
-      [](const OpCall& c) { return BatchNorm(c, true, false); }));
+      [](const OpCall& c) { return BatchNormWithStats(c, false, false); }));
   RETURN_IF_ERROR(r.Add(
       "native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt "
       "N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, "
@@ -2338,6 +2758,43 @@ absl::Status RegisterNnOps(OpRegistry& r) {
       "per_sample_weights=None, bool include_last_offset=False, int "
       "padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)",
       EmbeddingBag));
+  RETURN_IF_ERROR(r.Add(
+      "_embedding_bag_forward_only(Tensor weight, Tensor indices, Tensor "
+      "offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, "
+      "Tensor? per_sample_weights=None, bool include_last_offset=False, int "
+      "padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)",
+      EmbeddingBag));
+  RETURN_IF_ERROR(
+      r.Add("upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool "
+            "align_corners, float? scales_h=None, float? scales_w=None) -> "
+            "Tensor",
+            UpsampleBilinear));
+  RETURN_IF_ERROR(
+      r.Add("upsample_nearest2d(Tensor self, SymInt[2] output_size, float? "
+            "scales_h=None, float? scales_w=None) -> Tensor",
+            UpsampleNearest));
+  RETURN_IF_ERROR(
+      r.Add("nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int "
+            "reduction, SymInt ignore_index) -> (Tensor output, Tensor "
+            "total_weight)",
+            NllLossForward));
+  RETURN_IF_ERROR(
+      r.Add("mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
+            [](const OpCall& c) { return PointwiseLoss(c, false); }));
+  RETURN_IF_ERROR(
+      r.Add("smooth_l1_loss(Tensor self, Tensor target, int reduction=1, "
+            "float beta=1.) -> Tensor",
+            [](const OpCall& c) { return PointwiseLoss(c, true); }));
+  RETURN_IF_ERROR(r.Add(
+      "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? "
+      "weight=None, Tensor? pos_weight=None, int reduction=1) -> Tensor",
+      BceWithLogits));
+  RETURN_IF_ERROR(r.Add(
+      "_scaled_dot_product_flash_attention_for_cpu(Tensor query, Tensor key, "
+      "Tensor value, float dropout_p=0., bool is_causal=False, *, Tensor? "
+      "attn_mask=None, float? scale=None) -> (Tensor output, Tensor "
+      "logsumexp)",
+      FlashAttentionCpu));
   RETURN_IF_ERROR(
       r.Add("_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) "
             "-> Tensor",

@@ -3104,5 +3104,283 @@ TEST(NnGraphTest, ConvBatchNormPoolPropagatesAndRuns) {
   }
 }
 
+// ---- Corpus ops: batch norm twins, losses, flash attention, upsampling,
+// embedding_bag_forward_only (values captured from torch 2.15 on CPU). ------
+
+TEST(NnOpsTest, BatchNormFunctionalTwinAndNativeBatchNorm) {
+  Tensor x = T({2, 2, 2}, {1, 2, 3, -1, 0, 4, 2, 2});
+  Tensor w = T({2}, {1, 2}), b = T({2}, {0, -1});
+  Tensor rm = T({2}, {0.5, -0.5}), rv = T({2}, {2, 1});
+  Value r = RunV("aten._native_batch_norm_legit_functional.default",
+                 {V(x), V(w), V(b), V(rm), V(rv), Value::Bool(true),
+                  Value::Float(0.1), Value::Float(1e-5)});
+  ASSERT_EQ(r.list.size(), 5u);
+  Expect(Out(r, 0), {2, 2, 2}, DType::kFloat32,
+         {-0.5070914030075073, 0.16903042793273926, 0.9999954700469971,
+          -4.33332633972168, -1.183213233947754, 1.5212740898132324,
+          -0.33333492279052734, -0.33333492279052734},
+         1e-5, true);
+  Expect(Out(r, 1), {2}, DType::kFloat32, {1.75, 1.5}, 1e-6, true);
+  Expect(Out(r, 2), {2}, DType::kFloat32,
+         {0.6761218309402466, 0.6666651964187622}, 1e-5, true);
+  // The new running statistics (momentum 0.1, unbiased variance) ...
+  Expect(Out(r, 3), {2}, DType::kFloat32, {0.625, -0.29999998211860657}, 1e-6,
+         true);
+  Expect(Out(r, 4), {2}, DType::kFloat32,
+         {2.0916666984558105, 1.1999999284744263}, 1e-6, true);
+  // ... while the arguments are left as they were.
+  EXPECT_EQ(rm.GetDouble({0}), 0.5);
+  EXPECT_EQ(rv.GetDouble({1}), 1);
+  // native_batch_norm in evaluation mode: running statistics, empty saved
+  // statistics.
+  Value e = RunV("aten.native_batch_norm.default",
+                 {V(x), V(w), V(b), V(rm), V(rv), Value::Bool(false),
+                  Value::Float(0.1), Value::Float(1e-5)});
+  Expect(Out(e, 0), {2, 2, 2}, DType::kFloat32,
+         {0.3535524904727936, 1.0606575012207031, 5.999964714050293,
+          -1.9999949932098389, -0.3535524904727936, 2.474867343902588,
+          3.9999749660491943, 3.9999749660491943},
+         1e-5, true);
+  Expect(Out(e, 1), {0}, DType::kFloat32, {}, 0, true);
+  // Training without weights or running statistics.
+  Value n =
+      RunV("aten.native_batch_norm.default",
+           {V(x), Value::None(), Value::None(), Value::None(), Value::None(),
+            Value::Bool(true), Value::Float(0.1), Value::Float(1e-5)});
+  Expect(Out(n, 0), {2, 2, 2}, DType::kFloat32,
+         {-0.5070914030075073, 0.16903042793273926, 0.9999977946281433,
+          -1.6666629314422607, -1.183213233947754, 1.5212740898132324,
+          0.3333325982093811, 0.3333325982093811},
+         1e-5, true);
+  // lathe's native_batch_norm does not write running statistics (PyTorch's
+  // CPU kernel does, although its schema does not say so).
+  Value t = RunV("aten.native_batch_norm.default",
+                 {V(x), V(w), V(b), V(rm), V(rv), Value::Bool(true),
+                  Value::Float(0.1), Value::Float(1e-5)});
+  Expect(Out(t, 1), {2}, DType::kFloat32, {1.75, 1.5}, 1e-6, true);
+  EXPECT_EQ(rm.GetDouble({0}), 0.5);
+  // The mutating op is paired with its twin: results 3 and 4 are the new
+  // values of arguments 3 and 4.
+  const OpDef* legit =
+      OpRegistry::Global().Find("aten._native_batch_norm_legit.default");
+  ASSERT_NE(legit, nullptr);
+  EXPECT_EQ(legit->functional,
+            "aten._native_batch_norm_legit_functional.default");
+  EXPECT_EQ(legit->written_results,
+            (std::vector<std::pair<int, int>>{{3, 3}, {4, 4}}));
+}
+
+TEST(NnOpsTest, NllLossForwardAndMseLoss) {
+  Tensor s = T({2, 3}, {-1, -2, -0.5, -0.3, -1.2, -3});
+  Tensor t = T({2}, {2, 0}, DType::kInt64);
+  Value none =
+      RunV("aten.nll_loss_forward.default",
+           {V(s), V(t), Value::None(), Value::Int(0), Value::Int(-100)});
+  Expect(Out(none, 0), {2}, DType::kFloat32, {0.5, 0.30000001192092896}, 1e-6,
+         true);
+  Expect(Out(none, 1), {}, DType::kFloat32, {0}, 0, true);
+  Value mean =
+      RunV("aten.nll_loss_forward.default",
+           {V(s), V(t), V(T({3}, {1, 2, 3})), Value::Int(1), Value::Int(-100)});
+  Expect(Out(mean, 0), {}, DType::kFloat32, {0.44999998807907104}, 1e-6, true);
+  Expect(Out(mean, 1), {}, DType::kFloat32, {4}, 0, true);
+  Value sum = RunV("aten.nll_loss_forward.default",
+                   {V(s), V(t), Value::None(), Value::Int(2), Value::Int(0)});
+  Expect(Out(sum, 0), {}, DType::kFloat32, {0.5}, 1e-6, true);
+  Expect(Out(sum, 1), {}, DType::kFloat32, {1}, 0, true);
+  // A 1-d input is one sample: a 0-d loss even unreduced.
+  Value one = RunV("aten.nll_loss_forward.default",
+                   {V(T({3}, {-1, -2, -0.5})), V(T({}, {1}, DType::kInt64)),
+                    Value::None(), Value::Int(0), Value::Int(-100)});
+  Expect(Out(one, 0), {}, DType::kFloat32, {2}, 0, true);
+  Expect(Out(one, 1), {}, DType::kFloat32, {1}, 0, true);
+  Tensor p = T({2, 3}, {1, 2, 3, 0, -1, 4}), q = T({3}, {0.5, 2, 1});
+  Expect(RunV("aten.mse_loss.default", {V(p), V(q), Value::Int(0)}), {2, 3},
+         DType::kFloat32, {0.25, 0, 4, 0.25, 9, 9}, 0, true);
+  Expect(RunV("aten.mse_loss.default", {V(p), V(q)}), {}, DType::kFloat32,
+         {3.75}, 1e-7, true);
+  Expect(RunV("aten.mse_loss.default", {V(p), V(q), Value::Int(2)}), {},
+         DType::kFloat32, {22.5}, 1e-7, true);
+}
+
+TEST(NnOpsTest, FlashAttentionForCpu) {
+  Tensor q = T({1, 1, 4, 2}, {0.1, 0.2, -0.3, 0.4, 0.5, -0.6, 0.7, 0.8});
+  Tensor k = T({1, 1, 3, 2}, {0.3, -0.1, 0.2, 0.5, -0.4, 0.6});
+  Tensor v = T({1, 1, 3, 2}, {1, 2, -1, 0.5, 3, -2});
+  const std::string op =
+      "aten._scaled_dot_product_flash_attention_for_cpu.default";
+  Value r = RunV(op, {V(q), V(k), V(v)});
+  Expect(Out(r, 0), {1, 1, 4, 2}, DType::kFloat32,
+         {0.9807487726211548, 0.14016903936862946, 1.1124162673950195,
+          -0.061523448675870895, 0.855544924736023, 0.5213145017623901,
+          0.8313760161399841, 0.16730467975139618},
+         1e-5, true);
+  Expect(Out(r, 1), {1, 1, 4}, DType::kFloat32,
+         {1.1486245393753052, 1.1957775354385376, 0.9937063455581665,
+          1.311884880065918},
+         1e-5, true);
+  absl::StatusOr<Value> causal =
+      RunOp(op, {V(q), V(k), V(v)},
+            {{"is_causal", Value::Bool(true)}, {"scale", Value::Float(0.5)}});
+  ASSERT_TRUE(causal.ok()) << causal.status();
+  Expect(Out(*causal, 0), {1, 1, 4, 2}, DType::kFloat32,
+         {1, 2, -0.06739769130945206, 1.1994518041610718, 0.8924317955970764,
+          0.41939133405685425, 0.8823801875114441, 0.16625775396823883},
+         1e-5, true);
+  Expect(Out(*causal, 1), {1, 1, 4}, DType::kFloat32,
+         {0.004999999888241291, 0.6979235410690308, 1.019327998161316,
+          1.2476913928985596},
+         1e-5, true);
+  Tensor mask = *T({3}, {0, -1, 2}).AsStrided({4, 3}, {0, 1}, 0);
+  absl::StatusOr<Value> masked =
+      RunOp(op, {V(q), V(k), V(v)}, {{"attn_mask", V(mask)}});
+  ASSERT_TRUE(masked.ok()) << masked.status();
+  Expect(Out(*masked, 0), {1, 1, 4, 2}, DType::kFloat32,
+         {2.6080892086029053, -1.4548908472061157, 2.682103395462036,
+          -1.5701059103012085, 2.442438840866089, -1.1571012735366821,
+          2.571458578109741, -1.435044288635254},
+         1e-5, true);
+  Expect(Out(*masked, 1), {1, 1, 4}, DType::kFloat32,
+         {2.2220957279205322, 2.3841116428375244, 1.864457368850708,
+          2.317152500152588},
+         1e-5, true);
+  // PyTorch's layouts: a contiguous output, logsumexp as [B, L, H]
+  // transposed (torch: strides (12, 1, 3) for [2, 3, 4]).
+  Value big = RunV(op, {V(Seq({2, 3, 4, 8}, DType::kFloat32, 11, 5, 0.1)),
+                        V(Seq({2, 3, 5, 8}, DType::kFloat32, 13, 6, 0.1)),
+                        V(Seq({2, 3, 5, 8}, DType::kFloat32, 7, 3, 0.1))});
+  EXPECT_EQ(Out(big, 0).tensor.strides(), (std::vector<int64_t>{96, 32, 8, 1}));
+  EXPECT_EQ(Out(big, 1).tensor.strides(), (std::vector<int64_t>{12, 1, 3}));
+}
+
+TEST(NnOpsTest, UpsampleNearest2dAndEmbeddingBagForwardOnly) {
+  std::vector<double> six = {0, 1, 2, 3, 4, 5};
+  Tensor u = T({1, 1, 2, 3}, six);
+  Expect(RunV("aten.upsample_nearest2d.default", {V(u), Ints({3, 5})}),
+         {1, 1, 3, 5}, DType::kFloat32,
+         {0, 0, 1, 1, 2, 0, 0, 1, 1, 2, 3, 3, 4, 4, 5}, 0, true);
+  // scales_h=0.9 picks rows by 1 / 0.9 instead of in / out.
+  Expect(RunV("aten.upsample_nearest2d.default",
+              {V(u), Ints({3, 5}), Value::Float(0.9)}),
+         {1, 1, 3, 5}, DType::kFloat32,
+         {0, 0, 1, 1, 2, 3, 3, 4, 4, 5, 3, 3, 4, 4, 5}, 0, true);
+  Tensor w = T({4, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
+  Tensor ind = T({5}, {0, 2, 1, 3, 3}, DType::kInt64);
+  Tensor off = T({2}, {0, 2}, DType::kInt64);
+  Value mean = RunV("aten._embedding_bag_forward_only.default",
+                    {V(w), V(ind), V(off), Value::Bool(false), Value::Int(1)});
+  Expect(Out(mean, 0), {2, 2}, DType::kFloat32,
+         {2, 3, 4.666666507720947, 5.666666507720947}, 1e-6, true);
+  Value mx = RunV("aten._embedding_bag_forward_only.default",
+                  {V(w), V(ind), V(off), Value::Bool(false), Value::Int(2)});
+  Expect(Out(mx, 0), {2, 2}, DType::kFloat32, {4, 5, 6, 7}, 0, true);
+  Expect(Out(mx, 3), {2, 2}, DType::kInt64, {2, 2, 3, 3}, 0, true);
+}
+
+TEST(NnOpsErrorTest, CorpusNnOps) {
+  Tensor x = T({2, 3}, {1, 2, 3, 4, 5, 6});
+  // torch's messages.
+  EXPECT_THAT(RunError("aten.native_batch_norm.default",
+                       {V(x), Value::None(), Value::None(), Value::None(),
+                        Value::None(), Value::Bool(false), Value::Float(0.1),
+                        Value::Float(1e-5)}),
+              HasSubstr("running_mean must be defined in evaluation mode"));
+  EXPECT_THAT(RunError("aten.nll_loss_forward.default",
+                       {V(x), V(T({2}, {0, 5}, DType::kInt64)), Value::None(),
+                        Value::Int(1), Value::Int(-100)}),
+              HasSubstr("Target 5 is out of bounds."));
+  EXPECT_THAT(
+      RunError("aten.nll_loss_forward.default",
+               {V(x), V(T({2}, {0, 1}, DType::kInt32)), Value::None(),
+                Value::Int(1), Value::Int(-100)}),
+      HasSubstr("expected target dtype to be Long or Byte, but got Int"));
+  EXPECT_THAT(RunError("aten.nll_loss_forward.default",
+                       {V(x), V(T({3}, {0, 1, 1}, DType::kInt64)),
+                        Value::None(), Value::Int(1), Value::Int(-100)}),
+              HasSubstr("size mismatch (got input: [2, 3], target: [3])"));
+  EXPECT_THAT(
+      RunError("aten.mse_loss.default", {V(T({2}, {1, 2}, DType::kInt64)),
+                                         V(T({2}, {1, 2}, DType::kInt64))}),
+      HasSubstr("\"mse_cpu\" not implemented for 'Long'"));
+  Tensor q = T({1, 1, 2, 2}, {1, 2, 3, 4});
+  const std::string sdpa =
+      "aten._scaled_dot_product_flash_attention_for_cpu.default";
+  EXPECT_THAT(RunError(sdpa, {V(q), V(q), V(q), Value::Float(0.1)}),
+              HasSubstr("dropout_p must be 0"));
+  absl::StatusOr<Value> bool_mask =
+      RunOp(sdpa, {V(q), V(q), V(q)},
+            {{"attn_mask", V(T({2, 2}, {1, 0, 1, 1}, DType::kBool))}});
+  ASSERT_FALSE(bool_mask.ok());
+  EXPECT_THAT(bool_mask.status().message(),
+              HasSubstr("Attention mask is the same data type as query"));
+  EXPECT_THAT(
+      RunError(sdpa, {V(q), V(T({1, 1, 2, 3}, {1, 2, 3, 4, 5, 6})), V(q)}),
+      HasSubstr("Q/K/V should have the same head size"));
+}
+
+TEST(NnOpsErrorTest, PairMutatingChecksTheWrittenArgumentsAndResults) {
+  OpRegistry r;
+  OpFn none = [](const OpCall& c) -> absl::StatusOr<Value> {
+    return c.Error("unused");
+  };
+  ASSERT_TRUE(r.Add("m(Tensor x, Tensor(a!) s) -> Tensor", none).ok());
+  ASSERT_TRUE(r.Add("f(Tensor x, Tensor s) -> (Tensor, Tensor)", none).ok());
+  // Argument 0 is not written; result 0 is the op's own; 2 does not exist.
+  EXPECT_THAT(
+      r.PairMutating("aten.m.default", "aten.f.default", {{0, 1}}).message(),
+      HasSubstr("argument 0 is not a written argument"));
+  EXPECT_THAT(
+      r.PairMutating("aten.m.default", "aten.f.default", {{1, 0}}).message(),
+      HasSubstr("result 0 is not one past"));
+  EXPECT_FALSE(
+      r.PairMutating("aten.m.default", "aten.f.default", {{1, 2}}).ok());
+  EXPECT_FALSE(r.PairMutating("aten.m.default", "aten.g.default", {}).ok());
+  ASSERT_TRUE(
+      r.PairMutating("aten.m.default", "aten.f.default", {{1, 1}}).ok());
+  EXPECT_EQ(r.Find("aten.m.default")->functional, "aten.f.default");
+  EXPECT_EQ(r.Find("aten.f.default")->inplace, "aten.m.default");
+}
+
+TEST(NnOpsTest, SmoothL1AndBinaryCrossEntropyWithLogits) {
+  Tensor x = T({2, 3}, {1, -2, 0.5, 3, 0.2, -1});
+  Tensor y = T({3}, {0, 1, 0.3});
+  // torch: smooth_l1_loss(x, y, 0); (x, y, 1, beta=0.5); (x, y, 2, beta=0).
+  Expect(RunV("aten.smooth_l1_loss.default", {V(x), V(y), Value::Int(0)}),
+         {2, 3}, DType::kFloat32,
+         {0.5, 2.5, 0.019999997690320015, 2.5, 0.320000022649765,
+          0.7999999523162842},
+         1e-6, true);
+  Expect(RunV("aten.smooth_l1_loss.default",
+              {V(x), V(y), Value::Int(1), Value::Float(0.5)}),
+         {}, DType::kFloat32, {1.3149999380111694}, 1e-6, true);
+  Expect(RunV("aten.smooth_l1_loss.default",
+              {V(x), V(y), Value::Int(2), Value::Float(0)}),
+         {}, DType::kFloat32, {9.299999237060547}, 1e-6, true);
+  Tensor t = *y.AsStrided({2, 3}, {0, 1}, 0);
+  // torch: binary_cross_entropy_with_logits(x, y.expand(2, 3), None, None,
+  // 0); with weight [1, 2, 3], pos_weight [2, 1, .5], mean.
+  Expect(RunV("aten.binary_cross_entropy_with_logits.default",
+              {V(x), V(t), Value::None(), Value::None(), Value::Int(0)}),
+         {2, 3}, DType::kFloat32,
+         {1.3132617473602295, 2.1269280910491943, 0.8240770101547241,
+          3.0485873222351074, 0.5981388688087463, 0.6132617592811584},
+         1e-6, true);
+  Expect(RunV("aten.binary_cross_entropy_with_logits.default",
+              {V(x), V(t), V(T({3}, {1, 2, 3})), V(T({3}, {2, 1, 0.5})),
+               Value::Int(1)}),
+         {}, DType::kFloat32, {2.219949722290039}, 1e-6, true);
+  // torch's messages: a target that does not have the result's shape; a
+  // negative beta.
+  EXPECT_THAT(RunError("aten.binary_cross_entropy_with_logits.default",
+                       {V(x), V(T({3}, {1, 1, 1})), Value::None(),
+                        Value::None(), Value::Int(1)}),
+              HasSubstr("output with shape [3] doesn't match the broadcast "
+                        "shape [2, 3]"));
+  EXPECT_THAT(RunError("aten.smooth_l1_loss.default",
+                       {V(x), V(y), Value::Int(1), Value::Float(-1)}),
+              HasSubstr("smooth_l1_loss does not support negative values for "
+                        "beta."));
+}
+
 }  // namespace
 }  // namespace lathe::ir

@@ -1,10 +1,10 @@
 // Pointwise ops: unary math, binary arithmetic and comparisons (Tensor and
-// Scalar overloads), where, activations with Scalar parameters (elu,
-// hardtanh, leaky_relu), their in-place variants and atan2's out= variant. Each
-// op infers its output dtype and broadcast shape once; the meta function
-// returns that as metadata and the kernel computes elements in the op's math
-// type (double for floats, exact wrapping int64 for integers), rounding to the
-// output dtype as PyTorch does.
+// Scalar overloads; rsub, hypot, the shifts), where, activations with Scalar
+// parameters (elu, hardtanh, leaky_relu, hardsigmoid, softplus), their in-place
+// variants and atan2's out= variant. Each op infers its output dtype and
+// broadcast shape once; the meta function returns that as metadata and the
+// kernel computes elements in the op's math type (double for floats, exact
+// wrapping int64 for integers), rounding to the output dtype as PyTorch does.
 
 #include <algorithm>
 #include <cmath>
@@ -343,6 +343,24 @@ absl::StatusOr<Value> BinaryKernel(const OpCall& c, const std::string& op,
     };
   } else if (op == "atan2") {
     fd = [](double a, double b) { return std::atan2(a, b); };
+  } else if (op == "hypot") {
+    fd = [](double a, double b) { return std::hypot(a, b); };
+  } else if (op == "lshift" || op == "rshift") {
+    // PyTorch's shifts in the operands' width: a shift by a negative amount
+    // or by the width or more gives 0 (left) or the sign fill (right).
+    bool left = op == "lshift";
+    bool is_signed = info.compute != DType::kUInt8;
+    int64_t bits = ItemSize(info.compute) * 8;
+    fd = [](double, double) { return std::nan(""); };  // unreachable: ints only
+    fi = [=](int64_t a, int64_t b) -> absl::StatusOr<int64_t> {
+      if (left) {
+        if (b < 0 || b >= bits) return 0;
+        return static_cast<int64_t>(U(a) << b);
+      }
+      int64_t max_shift = bits - (is_signed ? 1 : 0);
+      if (b < 0 || b >= max_shift) return a >> max_shift;
+      return a >> b;
+    };
   } else if (op == "logical_and" || op == "logical_or" || op == "logical_xor") {
     char k = op[8];  // a, o, x
     fd = [k](double a, double b) -> double {
@@ -434,19 +452,43 @@ absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
                 spec.op == "logical_and" || spec.op == "logical_or" ||
                 spec.op == "logical_xor";
   bool ints_only = absl::StartsWith(spec.op, "bitwise_");
+  bool shift = spec.op == "lshift" || spec.op == "rshift";
+  bool floats_only = spec.op == "hypot";
   bool to_float = spec.op == "atan2";
-  auto infer = [spec, is_div, is_cmp, ints_only,
-                to_float](const OpCall& c) -> absl::StatusOr<OutInfo> {
+  bool reversed = spec.op == "rsub";  // other - alpha * self
+  auto infer = [spec, is_div, is_cmp, ints_only, shift, floats_only, to_float,
+                reversed](const OpCall& c) -> absl::StatusOr<OutInfo> {
     Div mode = Div::kTrue;
     if (is_div) {
       ASSIGN_OR_RETURN(mode, DivMode(c));
     }
-    ASSIGN_OR_RETURN(OutInfo info,
-                     Infer(c, {c.arg(0), c.arg(1)},
-                           to_float || (is_div && mode == Div::kTrue), is_cmp));
-    if (ints_only && !IsIntegral(info.compute, /*include_bool=*/true)) {
+    std::vector<Value> operands = {c.arg(0), c.arg(1)};
+    if (reversed) std::swap(operands[0], operands[1]);
+    ASSIGN_OR_RETURN(
+        OutInfo info,
+        Infer(c, operands, to_float || (is_div && mode == Div::kTrue), is_cmp));
+    if ((ints_only && !IsIntegral(info.compute, /*include_bool=*/true)) ||
+        (shift && !IsIntegral(info.compute, /*include_bool=*/false)) ||
+        (floats_only && !IsFloatingPoint(info.compute))) {
       return c.Error(absl::StrCat("\"", spec.op, "_cpu\" not implemented for '",
                                   ScalarTypeName(info.compute), "'"));
+    }
+    if (reversed) {
+      int bools = 0;
+      for (const Value& v : operands) {
+        bools += v.is_tensor() && DTypeOf(v) == DType::kBool;
+      }
+      if (bools == 2) {
+        return c.Error(
+            "Subtraction, the `-` operator, with two bool tensors is not "
+            "supported. Use the `^` or `logical_xor()` operator instead.");
+      }
+      if (bools == 1) {
+        return c.Error(
+            "Subtraction, the `-` operator, with a bool tensor is not "
+            "supported. If you are trying to invert a mask, use the `~` or "
+            "`logical_not()` operator instead.");
+      }
     }
     return info;
   };
@@ -467,8 +509,10 @@ absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
       ASSIGN_OR_RETURN(result, DivKernel(c, info, c.arg(0), c.arg(1), mode));
     } else {
       int alpha = c.op().schema.ArgumentIndex("alpha");
+      bool rsub = spec.op == "rsub";
       ASSIGN_OR_RETURN(result,
-                       BinaryKernel(c, spec.op, info, c.arg(0), c.arg(1),
+                       BinaryKernel(c, rsub ? "sub" : spec.op, info,
+                                    c.arg(rsub ? 1 : 0), c.arg(rsub ? 0 : 1),
                                     alpha >= 0 ? c.arg(alpha) : Value::None()));
     }
     if (!spec.inplace) return result;
@@ -654,6 +698,15 @@ absl::StatusOr<Value> ActivationKernel(const OpCall& c, const std::string& op,
     fd = [=](double x, double) {
       return x <= 0 ? std::expm1(x * input_scale) * alpha * scale : x * scale;
     };
+  } else if (op == "hardsigmoid") {
+    fd = [](double x, double) {
+      return std::isnan(x) ? x : std::min(std::max(x + 3, 0.0), 6.0) / 6;
+    };
+  } else if (op == "softplus") {  // linear above threshold (in x * beta)
+    double beta = p[0], threshold = p[1];
+    fd = [=](double x, double) {
+      return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
+    };
   } else if (op == "leaky_relu") {
     double slope = p[0];
     fd = [slope](double x, double) { return x > 0 ? x : x * slope; };
@@ -778,6 +831,11 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
   RETURN_IF_ERROR(RegisterActivation(
       r, "leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor",
       "leaky_relu"));
+  RETURN_IF_ERROR(RegisterActivation(r, "hardsigmoid(Tensor self) -> Tensor",
+                                     "hardsigmoid"));
+  RETURN_IF_ERROR(RegisterActivation(
+      r, "softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor",
+      "softplus"));
   // atan2.out: computes atan2(self, other) and writes it into `out`, which it
   // returns (the interpreter sees `out` as a written argument).
   RETURN_IF_ERROR(r.Add(
@@ -819,6 +877,15 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
       {"minimum(Tensor self, Tensor other) -> Tensor", "minimum"},
       {"pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", "pow"},
       {"pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", "pow"},
+      {"hypot(Tensor self, Tensor other) -> Tensor", "hypot"},
+      {"__lshift__.Scalar(Tensor self, Scalar other) -> Tensor", "lshift"},
+      {"__lshift__.Tensor(Tensor self, Tensor other) -> Tensor", "lshift"},
+      {"__rshift__.Scalar(Tensor self, Scalar other) -> Tensor", "rshift"},
+      {"__rshift__.Tensor(Tensor self, Tensor other) -> Tensor", "rshift"},
+      {"rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor",
+       "rsub"},
+      {"rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+       "rsub"},
       {"add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> "
        "Tensor(a!)",
        "add", true},

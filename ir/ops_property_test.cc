@@ -592,5 +592,206 @@ TEST(OpsPropertyTest, NnOpsMetaFunctionsPredictKernelResults) {
               ran - before);
 }
 
+// The ops the torch corpus needed (hypot, shifts, rsub, hardsigmoid,
+// softplus, max/min, linspace, eye, roll, diag_embed, mv, empty_permuted,
+// _unsafe_index, the batch-norm twins, losses, flash attention, upsampling
+// and embedding_bag_forward_only) on random sizes, layouts and dtypes.
+TEST(OpsPropertyTest, CorpusOpsMetaFunctionsPredictKernelResults) {
+  Random r(20261122);
+  std::vector<std::pair<std::string, int>> hits;  // successful calls
+  auto hit = [&](const std::string& target) -> int& {
+    for (auto& [t, count] : hits) {
+      if (t == target) return count;
+    }
+    hits.push_back({target, 0});
+    return hits.back().second;
+  };
+  auto T = [&](const std::string& target, std::vector<Value> args,
+               std::vector<std::pair<std::string, Value>> kwargs = {}) {
+    if (RunOp(target, std::move(args), std::move(kwargs)).ok()) {
+      ++hit(target);
+      ++ran;
+    }
+  };
+  auto F = [](double v) { return Value::Float(v); };
+  auto B = [](bool v) { return Value::Bool(v); };
+  const std::vector<DType> dtypes = {
+      DType::kFloat32, DType::kFloat64, DType::kInt64, DType::kInt32,
+      DType::kInt8,    DType::kUInt8,   DType::kBool,  DType::kFloat16};
+  const std::vector<DType> floats = {DType::kFloat32, DType::kFloat64,
+                                     DType::kFloat16};
+  // Integer tensors of `sizes` with values in [lo, hi].
+  auto index = [&](std::vector<int64_t> sizes, int64_t lo, int64_t hi) {
+    Tensor t = *Tensor::Empty(sizes, DType::kInt64);
+    ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+      t.SetDouble(i, static_cast<double>(r.Int(lo, hi)));
+    });
+    return t;
+  };
+  auto pos = [&](int64_t lo, int64_t hi) { return r.Int(lo, hi); };
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<int64_t> sizes = RandomSizes(r);
+    DType dtype = r.Pick(dtypes);
+    Tensor x = RandomLayout(r, sizes, dtype);
+    SCOPED_TRACE(absl::StrCat("trial ", trial, ": x = ", x.ToString()));
+    Tensor y = RandomLayout(r, BroadcastPartner(r, sizes), r.Pick(dtypes));
+    if (r.Coin()) std::swap(x, y);
+    int64_t rank = x.dim();
+    T("aten.hypot.default", {V(x), V(y)});
+    T("aten.__lshift__.Tensor", {V(x), V(y)});
+    T("aten.__rshift__.Tensor", {V(x), V(y)});
+    T("aten.__lshift__.Scalar", {V(x), I(r.Int(-1, 9))});
+    T("aten.__rshift__.Scalar", {V(x), I(r.Int(-1, 70))});
+    T("aten.rsub.Tensor", {V(x), V(y)}, {{"alpha", I(r.Int(-2, 2))}});
+    T("aten.rsub.Scalar", {V(x), r.Coin() ? I(3) : F(0.5), I(2)});
+    T("aten.hardsigmoid.default", {V(x)});
+    T("aten.softplus.default",
+      {V(x), F(r.Pick<double>({0.5, 1, 2})), I(r.Int(0, 20))});
+    T("aten.max.default", {V(x)});
+    T("aten.min.default", {V(x)});
+    T("aten.roll.default",
+      {V(x), Ints({r.Int(-5, 5)}),
+       rank == 0 || r.Coin() ? Ints({}) : Ints({r.Int(-rank, rank - 1)})});
+    if (rank >= 1 && x.sizes()[0] > 0) {
+      int64_t d1 = r.Int(-rank - 1, rank), d2 = r.Int(-rank - 1, rank);
+      T("aten.diag_embed.default", {V(x), I(r.Int(-2, 2)), I(d1), I(d2)});
+      T("aten._unsafe_index.Tensor",
+        {V(x), Value::List({V(index({pos(0, 3)}, 0, x.sizes()[0] - 1))})});
+    }
+    int64_t n = pos(0, 4), m = pos(0, 4);
+    DType dt = r.Pick(
+        std::vector<DType>{DType::kFloat32, DType::kFloat64, DType::kInt64});
+    T("aten.mv.default",
+      {V(RandomLayout(r, {n, m}, dt)), V(RandomLayout(r, {m}, dt))});
+    T("aten.linspace.default",
+      {F(r.Int(-4, 4) / 2.0), I(r.Int(-3, 3)), I(r.Int(0, 6))},
+      {{"dtype", Value::OfDType(r.Pick(dtypes))}});
+    std::vector<int64_t> perm(rank);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), r.rng());
+    T("aten.empty_permuted.default", {Ints(x.sizes()), Ints(perm)},
+      {{"dtype", Value::OfDType(dtype)}});
+    // Losses.
+    T("aten.mse_loss.default", {V(x), V(y), I(r.Int(0, 2))});
+    T("aten.smooth_l1_loss.default",
+      {V(x), V(y), I(r.Int(0, 2)), F(r.Pick<double>({0, 0.5, 1}))});
+    T("aten.binary_cross_entropy_with_logits.default",
+      {V(y), V(x), r.Coin() ? V(y) : Value::None(),
+       r.Coin() ? V(y) : Value::None(), I(r.Int(0, 2))});
+    T("aten.eye.m", {I(r.Int(0, 4)), I(r.Int(0, 4))},
+      {{"dtype", Value::OfDType(dtype)}});
+    int64_t classes = pos(1, 4), batch = pos(0, 3);
+    DType ft = r.Pick(floats);
+    bool batched = r.Coin();
+    Tensor logits = RandomLayout(r,
+                                 batched ? std::vector<int64_t>{batch, classes}
+                                         : std::vector<int64_t>{classes},
+                                 ft);
+    Tensor target =
+        index(batched ? std::vector<int64_t>{batch} : std::vector<int64_t>{}, 0,
+              classes - 1);
+    T("aten.nll_loss_forward.default",
+      {V(logits), V(target),
+       r.Coin() ? V(RandomLayout(r, {classes}, ft)) : Value::None(),
+       I(r.Int(0, 2)), I(r.Coin() ? -100 : r.Int(0, classes - 1))});
+    // Batch norm: [N, C, *] with C channels.
+    int64_t c = pos(1, 3);
+    std::vector<int64_t> bs = {pos(2, 3), c};
+    for (int64_t k = r.Int(0, 2); k > 0; --k) bs.push_back(pos(1, 3));
+    Tensor in = RandomLayout(r, bs, ft);
+    auto stat = [&](bool var) {
+      Tensor t = RandomLayout(r, {c}, ft);
+      if (var) {
+        ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+          t.SetDouble(i, std::abs(t.GetDouble(i)) + 1);
+        });
+      }
+      return t;
+    };
+    bool training = r.Coin();
+    Value w = r.Coin() ? V(stat(false)) : Value::None();
+    Value b = r.Coin() ? V(stat(false)) : Value::None();
+    T("aten._native_batch_norm_legit_functional.default",
+      {V(in), w, b, V(stat(false)), V(stat(true)), B(training), F(0.1),
+       F(1e-5)});
+    T("aten.native_batch_norm.default",
+      {V(in), w, b, training && r.Coin() ? Value::None() : V(stat(false)),
+       training && r.Coin() ? Value::None() : V(stat(true)), B(training),
+       F(0.1), F(1e-5)});
+    // Flash attention.
+    int64_t bb = pos(1, 2), h = pos(1, 2), l = pos(1, 3), s = pos(1, 3),
+            e = pos(1, 4);
+    DType at =
+        r.Pick(floats) == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
+    std::vector<std::pair<std::string, Value>> kw = {
+        {"is_causal", B(r.Coin())}};
+    if (r.Coin()) kw.push_back({"scale", F(0.3)});
+    if (r.Coin()) {
+      kw.push_back({"attn_mask",
+                    V(RandomLayout(r,
+                                   r.Coin() ? std::vector<int64_t>{l, s}
+                                            : std::vector<int64_t>{bb, h, l, s},
+                                   at))});
+    }
+    T("aten._scaled_dot_product_flash_attention_for_cpu.default",
+      {V(RandomLayout(r, {bb, h, l, e}, at)),
+       V(RandomLayout(r, {bb, h, s, e}, at)),
+       V(RandomLayout(r, {bb, h, s, e}, at))},
+      kw);
+    // Upsampling and embedding bags.
+    Tensor img =
+        RandomLayout(r, {pos(1, 2), pos(1, 2), pos(1, 4), pos(1, 4)}, ft);
+    T("aten.upsample_nearest2d.default",
+      {V(img), Ints({pos(1, 6), pos(1, 6)}),
+       r.Coin() ? F(r.Pick<double>({0.5, 1.5, 2})) : Value::None()});
+    int64_t nw = pos(1, 4), count = pos(0, 5), bags = pos(1, 3);
+    Tensor offsets = index({bags}, 0, count);
+    std::vector<int64_t> o;
+    ForEachIndex(offsets.sizes(), [&](absl::Span<const int64_t> i) {
+      o.push_back(static_cast<int64_t>(offsets.GetDouble(i)));
+    });
+    std::sort(o.begin(), o.end());
+    o[0] = 0;
+    for (int64_t k = 0; k < bags; ++k) offsets.SetDouble({k}, o[k]);
+    int64_t mode = r.Int(0, 2);
+    T("aten._embedding_bag_forward_only.default",
+      {V(RandomLayout(r, {nw, pos(1, 3)}, ft)), V(index({count}, 0, nw - 1)),
+       V(offsets), B(false), I(mode), B(false),
+       mode == 0 && r.Coin() ? V(RandomLayout(r, {count}, ft)) : Value::None(),
+       B(r.Coin())});
+  }
+  for (const auto& [t, count] : hits) std::printf("%s: %d\n", t.c_str(), count);
+  for (const char* t :
+       {"aten.hypot.default",
+        "aten.__lshift__.Tensor",
+        "aten.__rshift__.Tensor",
+        "aten.__lshift__.Scalar",
+        "aten.__rshift__.Scalar",
+        "aten.rsub.Tensor",
+        "aten.rsub.Scalar",
+        "aten.hardsigmoid.default",
+        "aten.softplus.default",
+        "aten.max.default",
+        "aten.min.default",
+        "aten.roll.default",
+        "aten.diag_embed.default",
+        "aten._unsafe_index.Tensor",
+        "aten.mv.default",
+        "aten.linspace.default",
+        "aten.empty_permuted.default",
+        "aten.mse_loss.default",
+        "aten.smooth_l1_loss.default",
+        "aten.binary_cross_entropy_with_logits.default",
+        "aten.eye.m",
+        "aten.nll_loss_forward.default",
+        "aten._native_batch_norm_legit_functional.default",
+        "aten.native_batch_norm.default",
+        "aten._scaled_dot_product_flash_attention_for_cpu.default",
+        "aten.upsample_nearest2d.default",
+        "aten._embedding_bag_forward_only.default"}) {
+    EXPECT_GT(hit(t), 10) << t;
+  }
+}
+
 }  // namespace
 }  // namespace lathe::ir

@@ -1,8 +1,8 @@
-// Reductions: sum, mean, amax, amin, prod, any, all, var, argmax, argmin,
-// max/min.dim (over dims, with keepdim and an optional dtype), cumsum,
-// layer norm, and the softmax family. The kernel walks every input element
-// once, accumulating in double (exact int64 for integer sums) into its output
-// position.
+// Reductions: sum, mean, amax, amin, max/min (of all elements), prod, any, all,
+// var, argmax, argmin, max/min.dim (over dims, with keepdim and an optional
+// dtype), cumsum, layer norm, and the softmax family. The kernel walks every
+// input element once, accumulating in double (exact int64 for integer sums)
+// into its output position.
 
 #include <algorithm>
 #include <cmath>
@@ -110,6 +110,16 @@ absl::StatusOr<ReduceInfo> InferReduce(const OpCall& c, Reduce kind) {
       if (info.keepdim) info.sizes.push_back(symbolic::Int(1));
     }
     return info;
+  }
+  bool whole = c.op().target == "aten.max.default" ||
+               c.op().target == "aten.min.default";
+  for (int64_t d = 0; whole && d < rank; ++d) {
+    if (in_sizes[d].is_constant(0)) {
+      return c.Error(absl::StrCat(
+          c.op().schema.name, "(): Expected reduction dim to be specified for ",
+          "input.numel() == 0. Specify the reduction dim with the 'dim' ",
+          "argument."));
+    }
   }
   for (int64_t d = 0; d < rank; ++d) {
     if (!info.reduced[d]) {
@@ -549,6 +559,11 @@ absl::Status RegisterReductionOps(OpRegistry& r) {
   RETURN_IF_ERROR(RegisterReduce(
       r, "amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor",
       Reduce::kMin));
+  // max()/min(): amax/amin over every element, an error when there is none.
+  RETURN_IF_ERROR(
+      RegisterReduce(r, "max(Tensor self) -> Tensor", Reduce::kMax));
+  RETURN_IF_ERROR(
+      RegisterReduce(r, "min(Tensor self) -> Tensor", Reduce::kMin));
   RETURN_IF_ERROR(RegisterSlotReduce(
       r, "prod(Tensor self, *, ScalarType? dtype=None) -> Tensor",
       Reduce::kProd));

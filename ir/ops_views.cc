@@ -219,36 +219,61 @@ absl::StatusOr<Value> Select(const OpCall& c) {
   return Emit(c, c.arg(0), l);
 }
 
-// PyTorch's computeStride: strides for viewing (sizes, strides) as
-// new_sizes without copying, or nullopt when impossible.
-std::optional<std::vector<int64_t>> ComputeStride(
-    const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
-    const std::vector<int64_t>& new_sizes) {
-  std::vector<int64_t> out(new_sizes.size(), 0);
-  if (Numel(sizes) == 0) return ::lathe::ContiguousStrides(new_sizes);
+// PyTorch's computeStride on symbolic sizes and strides: the strides of a
+// view of `sizes`/`strides` as `new_sizes`, or nullopt when no view can
+// have that shape. Each comparison is decided through the call (guards
+// during shape propagation, as PyTorch's symbolic computeStride does), so
+// a symbolic size stays symbolic rather than being specialized to its hint.
+absl::StatusOr<std::optional<std::vector<Expr>>> ComputeStride(
+    const OpCall& c, const std::vector<Expr>& sizes,
+    const std::vector<Expr>& strides, const std::vector<Expr>& new_sizes) {
+  using symbolic::Int;
+  using symbolic::Mul;
+  Expr numel = Int(1);
+  for (const Expr& s : sizes) numel = Mul(numel, s);
+  ASSIGN_OR_RETURN(bool empty, Decide(c, symbolic::Eq(numel, Int(0))));
+  if (empty) return {ContiguousStrides(new_sizes)};
+  std::vector<Expr> out(new_sizes.size(), Int(0));
   int64_t view_d = static_cast<int64_t>(new_sizes.size()) - 1;
-  int64_t chunk_base_stride = strides.empty() ? 1 : strides.back();
-  int64_t tensor_numel = 1, view_numel = 1;
+  Expr chunk_base_stride = strides.empty() ? Int(1) : strides.back();
+  Expr tensor_numel = Int(1), view_numel = Int(1);
   for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
-    tensor_numel *= sizes[d];
-    if (d == 0 || (sizes[d - 1] != 1 &&
-                   strides[d - 1] != tensor_numel * chunk_base_stride)) {
-      while (view_d >= 0 &&
-             (view_numel < tensor_numel || new_sizes[view_d] == 1)) {
-        out[view_d] = view_numel * chunk_base_stride;
-        view_numel *= new_sizes[view_d];
-        --view_d;
-      }
-      if (view_numel != tensor_numel) return std::nullopt;
-      if (d > 0) {
-        chunk_base_stride = strides[d - 1];
-        tensor_numel = 1;
-        view_numel = 1;
+    tensor_numel = Mul(tensor_numel, sizes[d]);
+    bool chunk_end = d == 0;
+    if (!chunk_end) {
+      ASSIGN_OR_RETURN(bool not_one,
+                       Decide(c, symbolic::Ne(sizes[d - 1], Int(1))));
+      if (not_one) {
+        ASSIGN_OR_RETURN(
+            chunk_end,
+            Decide(c, symbolic::Ne(strides[d - 1],
+                                   Mul(tensor_numel, chunk_base_stride))));
       }
     }
+    if (!chunk_end) continue;
+    while (view_d >= 0) {
+      ASSIGN_OR_RETURN(bool less,
+                       Decide(c, symbolic::Lt(view_numel, tensor_numel)));
+      if (!less) {
+        ASSIGN_OR_RETURN(less,
+                         Decide(c, symbolic::Eq(new_sizes[view_d], Int(1))));
+      }
+      if (!less) break;
+      out[view_d] = Mul(view_numel, chunk_base_stride);
+      view_numel = Mul(view_numel, new_sizes[view_d]);
+      --view_d;
+    }
+    ASSIGN_OR_RETURN(bool same,
+                     Decide(c, symbolic::Eq(view_numel, tensor_numel)));
+    if (!same) return {std::nullopt};
+    if (d > 0) {
+      chunk_base_stride = strides[d - 1];
+      tensor_numel = Int(1);
+      view_numel = Int(1);
+    }
   }
-  if (view_d != -1) return std::nullopt;
-  return out;
+  if (view_d != -1) return {std::nullopt};
+  return {out};
 }
 
 absl::StatusOr<Value> View(const OpCall& c) {
@@ -286,11 +311,8 @@ absl::StatusOr<Value> View(const OpCall& c) {
   if (l.strides == ContiguousStrides(l.sizes)) {
     out.strides = ContiguousStrides(target);
   } else {
-    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ConcreteSizes(c, l.sizes));
-    ASSIGN_OR_RETURN(std::vector<int64_t> strides, ConcreteSizes(c, l.strides));
-    ASSIGN_OR_RETURN(std::vector<int64_t> new_sizes, ConcreteSizes(c, target));
-    std::optional<std::vector<int64_t>> s =
-        ComputeStride(sizes, strides, new_sizes);
+    ASSIGN_OR_RETURN(std::optional<std::vector<Expr>> s,
+                     ComputeStride(c, l.sizes, l.strides, target));
     if (!s) {
       return c.Error(
           "view size is not compatible with input tensor's size and stride (at "
@@ -298,7 +320,7 @@ absl::StatusOr<Value> View(const OpCall& c) {
           "dimension spans across two contiguous subspaces). Use .reshape(...) "
           "instead.");
     }
-    for (int64_t v : *s) out.strides.push_back(symbolic::Int(v));
+    out.strides = *std::move(s);
   }
   return Emit(c, c.arg(0), out);
 }
