@@ -175,19 +175,31 @@ absl::StatusOr<Value> Slice(const OpCall& c) {
   if (!c.arg(2).is_none()) {
     ASSIGN_OR_RETURN(start, ClampBound(c, c.arg(2).number, size));
   }
-  if (!c.arg(3).is_none()) {
-    ASSIGN_OR_RETURN(end, ClampBound(c, c.arg(3).number, size));
-  }
   Expr step = c.arg(4).number;
   ASSIGN_OR_RETURN(bool positive,
                    Decide(c, symbolic::Gt(step, symbolic::Int(0))));
   if (!positive) return c.Error("slice step must be positive");
-  ASSIGN_OR_RETURN(bool empty, Decide(c, symbolic::Lt(end, start)));
-  if (empty) end = start;
-  ASSIGN_OR_RETURN(Expr len,
-                   symbolic::CeilDiv(symbolic::Sub(end, start), step));
+  std::optional<Expr> len;
+  if (!c.arg(3).is_none()) {
+    absl::StatusOr<Expr> clamped = ClampBound(c, c.arg(3).number, size);
+    if (clamped.ok()) {
+      end = *clamped;
+    } else if (symbolic::IsDataDependentError(clamped.status()) &&
+               c.env() != nullptr) {
+      // An end that depends on data (x[:u0]): as PyTorch, the length is a
+      // fresh unbacked size, bound to the result's size.
+      len = c.env()->CreateUnbackedSizeLike();
+    } else {
+      return clamped.status();
+    }
+  }
+  if (!len) {
+    ASSIGN_OR_RETURN(bool empty, Decide(c, symbolic::Lt(end, start)));
+    if (empty) end = start;
+    ASSIGN_OR_RETURN(len, symbolic::CeilDiv(symbolic::Sub(end, start), step));
+  }
   l.offset = symbolic::Add(l.offset, symbolic::Mul(start, l.strides[dim]));
-  l.sizes[dim] = len;
+  l.sizes[dim] = *len;
   l.strides[dim] = symbolic::Mul(l.strides[dim], step);
   return Emit(c, c.arg(0), l);
 }

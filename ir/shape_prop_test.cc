@@ -12,6 +12,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
+#include "ir/interpreter.h"
+#include "ir/value.h"
+#include "runtime/tensor.h"
 #include "symbolic/printer.h"
 
 namespace lathe::ir {
@@ -202,6 +205,34 @@ def forward(self, n: "i64[][]cpu", x: "f32[16][1]cpu"):
   symbolic::ShapeEnv other;
   ASSERT_TRUE(PropagateShapes(*g, other).ok());
   EXPECT_EQ(g->Find("zeros")->meta().ToAnnotation(), "f32[u0, 2][2, 1]cpu");
+}
+
+// x[:u0] without a range: whether u0 is past the end cannot be decided, so
+// (as PyTorch) the slice's length is a fresh unbacked size bound to the
+// result's size(0); the interpreter gives it its value.
+TEST(ShapePropTest, SliceToADataDependentEndHasAnUnbackedLength) {
+  std::unique_ptr<Graph> g = FromText(R"g(
+def forward(self, n: "i64[][]cpu", x: "f32[6][1]cpu"):
+    _local_scalar_dense: "Sym(u2)" = torch.ops.aten._local_scalar_dense.default(n)
+    slice_1: "f32[u3][1]cpu" = torch.ops.aten.slice.Tensor(x, 0, 0, _local_scalar_dense)
+    mul: "f32[u3][1]cpu" = torch.ops.aten.mul.Tensor(slice_1, 2)
+    return (mul,)
+)g");
+  ASSERT_NE(g, nullptr);
+  symbolic::ShapeEnv env;
+  absl::Status st = PropagateShapes(*g, env);
+  ASSERT_TRUE(st.ok()) << st;
+  const Node* slice = g->Find("slice_1");
+  EXPECT_EQ(slice->meta().ToAnnotation(), "f32[u1][1]cpu");
+  ASSERT_EQ(slice->unbacked_bindings().size(), 1u);
+  EXPECT_EQ(slice->unbacked_bindings()[0].second, ".size(0)");
+  Tensor n = *Tensor::Empty({}, DType::kInt64);
+  *n.data<int64_t>() = 4;
+  Tensor x = *Tensor::Empty({6}, DType::kFloat32);
+  absl::StatusOr<Interpretation> r =
+      Interpret(*g, {Value::OfTensor(n), Value::OfTensor(x)});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->outputs[0].tensor.sizes(), (std::vector<int64_t>{4}));
 }
 
 TEST(ShapePropTest, FloatAndBoolItemsAreUnbackedToo) {

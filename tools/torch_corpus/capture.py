@@ -540,6 +540,11 @@ def _(x, n):
     return x.new_zeros(k) + 1, x * k
 
 
+@program("item_slice", modes=("aot", "aot_dyn"))(lambda: [rnd(6), torch.tensor(3)])
+def _(x, n):
+    return (x[: n.item()] * 2,)
+
+
 @program("sgd_param_list")(lambda: [[rnd(4, 3), rnd(3)], [rnd(4, 3), rnd(3)]])
 def _(params, grads):
     for p, g in zip(params, grads):
