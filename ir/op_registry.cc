@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "check.h"
+#include "ir/ops_util.h"
 #include "status_macros.h"
 
 namespace lathe::ir {
@@ -29,7 +30,8 @@ const OpRegistry& OpRegistry::Global() {
     auto* r = new OpRegistry;
     for (auto fn :
          {&RegisterPointwiseOps, &RegisterReductionOps, &RegisterViewOps,
-          &RegisterLinalgOps, &RegisterCreationOps, &RegisterIndexOps}) {
+          &RegisterLinalgOps, &RegisterCreationOps, &RegisterIndexOps,
+          &RegisterExtraOps, &RegisterInplaceTwins}) {
       absl::Status s = fn(*r);
       LATHE_CHECK(s.ok()) << "op registration failed: " << s.message();
     }
@@ -61,9 +63,10 @@ absl::Status OpRegistry::Add(absl::string_view schema_text, OpFn meta,
                              OpFn kernel) {
   ASSIGN_OR_RETURN(OpSchema schema, ParseSchema(schema_text));
   auto op = std::make_unique<OpDef>();
+  // "prims::iota(...)" registers prims.iota.default; no namespace is aten.
   op->target =
-      absl::StrCat("aten.", schema.name, ".",
-                   schema.overload.empty() ? "default" : schema.overload);
+      absl::StrCat(schema.ns.empty() ? "aten" : schema.ns, ".", schema.name,
+                   ".", schema.overload.empty() ? "default" : schema.overload);
   if (ops_.contains(op->target)) {
     return absl::AlreadyExistsError(
         absl::StrCat(op->target, " registered twice"));
@@ -87,6 +90,114 @@ absl::Status OpRegistry::Pair(absl::string_view inplace,
   i->second->functional = std::string(functional);
   f->second->inplace = std::string(inplace);
   return absl::OkStatus();
+}
+
+absl::Status OpRegistry::MarkPointwise(absl::string_view target) {
+  auto it = ops_.find(target);
+  if (it == ops_.end()) {
+    return absl::NotFoundError(absl::StrCat("no op ", target));
+  }
+  it->second->pointwise = true;
+  return absl::OkStatus();
+}
+
+namespace {
+
+// PyTorch's canCast for an in-place result: no floating point into an
+// integer, nothing but bool into bool.
+bool CanCast(DType from, DType to) {
+  if (IsFloatingPoint(from) && !IsFloatingPoint(to)) return false;
+  if (from != DType::kBool && to == DType::kBool) return false;
+  return true;
+}
+
+// The checks of an in-place op on `self` whose functional twin gave
+// `result` (a tensor or its metadata).
+absl::Status CheckInplaceResult(const OpCall& c, const Value& self,
+                                const Value& result) {
+  std::vector<symbolic::Expr> sizes = SizesOf(self), strides = StridesOf(self);
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    ASSIGN_OR_RETURN(
+        bool overlaps,
+        Decide(c, symbolic::And(symbolic::Eq(strides[d], symbolic::Int(0)),
+                                symbolic::Gt(sizes[d], symbolic::Int(1)))));
+    if (overlaps) {
+      return c.Error(
+          "unsupported operation: more than one element of the written-to "
+          "tensor refers to a single memory location. Please clone() the "
+          "tensor before performing the operation.");
+    }
+  }
+  std::vector<symbolic::Expr> out = SizesOf(result);
+  bool same = out.size() == sizes.size();
+  for (size_t d = 0; same && d < sizes.size(); ++d) {
+    ASSIGN_OR_RETURN(same, Decide(c, symbolic::Eq(sizes[d], out[d])));
+  }
+  if (!same) {
+    return c.Error(absl::StrCat("output with shape ", ShapeString(sizes),
+                                " doesn't match the broadcast shape ",
+                                ShapeString(out)));
+  }
+  if (!CanCast(DTypeOf(result), DTypeOf(self))) {
+    return c.Error(absl::StrCat("result type ", ScalarTypeName(DTypeOf(result)),
+                                " can't be cast to the desired output type ",
+                                ScalarTypeName(DTypeOf(self))));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<Value> ArgsOf(const OpCall& c) {
+  std::vector<Value> args;
+  for (int i = 0; i < c.num_args(); ++i) args.push_back(c.arg(i));
+  return args;
+}
+
+}  // namespace
+
+absl::Status OpRegistry::AddInplaceTwin(absl::string_view functional,
+                                        absl::string_view overload) {
+  const OpDef* f = Find(functional);
+  if (f == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no op ", functional));
+  }
+  const OpSchema& fs = f->schema;
+  if (fs.IsMutable() || fs.arguments.empty() ||
+      fs.arguments[0].type.ToString() != "Tensor" || fs.returns.size() != 1 ||
+      fs.returns[0].type.ToString() != "Tensor") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        functional, " has no in-place form (Tensor self -> Tensor)"));
+  }
+  OpSchema schema = fs;
+  schema.name += "_";
+  schema.overload = std::string(overload == "default" ? "" : overload);
+  AliasInfo written;
+  written.sets = {"a"};
+  written.is_write = true;
+  schema.arguments[0].alias = written;
+  schema.returns[0].alias = written;
+  schema.returns[0].name.clear();
+  std::string target =
+      absl::StrCat(schema.ns.empty() ? "aten" : schema.ns, ".", schema.name,
+                   ".", schema.overload.empty() ? "default" : schema.overload);
+  if (!ops_.contains(target)) {
+    const OpDef* def = f;  // stable: ops are owned through unique_ptrs
+    auto meta = [def](const OpCall& c) -> absl::StatusOr<Value> {
+      ASSIGN_OR_RETURN(Value result, def->meta(OpCall(*def, ArgsOf(c), c.env(),
+                                                      c.generator())));
+      RETURN_IF_ERROR(CheckInplaceResult(c, c.arg(0), result));
+      return c.arg(0);
+    };
+    auto kernel = [def](const OpCall& c) -> absl::StatusOr<Value> {
+      ASSIGN_OR_RETURN(
+          Value result,
+          def->kernel(OpCall(*def, ArgsOf(c), c.env(), c.generator())));
+      RETURN_IF_ERROR(CheckInplaceResult(c, c.arg(0), result));
+      RETURN_IF_ERROR(CopyInto(c.arg(0).tensor, result.tensor));
+      return c.arg(0);
+    };
+    RETURN_IF_ERROR(Add(schema.ToString(), meta, kernel));
+  }
+  return Pair(target, functional);
 }
 
 namespace {

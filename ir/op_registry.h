@@ -79,6 +79,9 @@ struct OpDef {
   OpFn kernel;
   std::string functional;  // for an in-place op: its functional twin
   std::string inplace;     // for a functional op: its in-place twin
+  // Elementwise with broadcasting (RegisterPointwiseOps' ops): a functional
+  // one gets its in-place twin from RegisterInplaceTwins.
+  bool pointwise = false;
 };
 
 class OpRegistry {
@@ -92,8 +95,9 @@ class OpRegistry {
   std::vector<std::string> Targets() const;
 
   // Registers an op from its schema string; the target is
-  // "aten.<name>.<overload or default>". Errors for a bad or duplicate
-  // schema.
+  // "<namespace>.<name>.<overload or default>", the namespace being the
+  // schema's own ("prims::iota(...)": prims.iota.default) or aten when it
+  // has none. Errors for a bad or duplicate schema.
   absl::Status Add(absl::string_view schema, OpFn meta, OpFn kernel);
   // Registers an op whose one function is both its meta function and its
   // kernel (it works on metadata and on tensors alike, as views do).
@@ -102,6 +106,19 @@ class OpRegistry {
   }
   // Records that `inplace` is the in-place variant of `functional`.
   absl::Status Pair(absl::string_view inplace, absl::string_view functional);
+  // Registers the in-place twin of the functional op `functional`
+  // ("aten.abs.default") and pairs them: its schema is the functional one
+  // named `<name>_`, overload `overload`, with self written and returned
+  // (`Tensor(a!) self ... -> Tensor(a!)`); it computes the functional result
+  // and writes it into self, refusing as PyTorch does a self whose elements
+  // overlap, a result of another shape ("output with shape [3] doesn't match
+  // the broadcast shape [2, 3]") and a result dtype self cannot take
+  // ("result type Float can't be cast to the desired output type Long").
+  // When the twin is already registered it only pairs them.
+  absl::Status AddInplaceTwin(absl::string_view functional,
+                              absl::string_view overload);
+  // Marks `target` pointwise (OpDef::pointwise).
+  absl::Status MarkPointwise(absl::string_view target);
 
  private:
   absl::flat_hash_map<std::string, std::unique_ptr<OpDef>> ops_;
@@ -130,6 +147,10 @@ absl::Status RegisterViewOps(OpRegistry& registry);
 absl::Status RegisterLinalgOps(OpRegistry& registry);
 absl::Status RegisterCreationOps(OpRegistry& registry);
 absl::Status RegisterIndexOps(OpRegistry& registry);
+// The later ops (ops_extra.cc): prims, new_*, masked_fill, tril/triu, ...
+absl::Status RegisterExtraOps(OpRegistry& registry);
+// Last: the in-place twin of every functional pointwise op (ops_extra.cc).
+absl::Status RegisterInplaceTwins(OpRegistry& registry);
 
 }  // namespace lathe::ir
 

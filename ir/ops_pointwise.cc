@@ -1,6 +1,10 @@
-// Pointwise ops: unary math, binary arithmetic and comparisons (Tensor and
-// Scalar overloads), where, activations with Scalar parameters (elu,
-// hardtanh, leaky_relu), their in-place variants and atan2's out= variant. Each
+// Pointwise ops: unary math (exp2, square, isfinite, nan_to_num among them),
+// binary arithmetic and comparisons (Tensor and Scalar overloads; fmax/fmin,
+// floor_divide, true_divide), where (and its Scalar overloads), activations
+// with Scalar parameters (elu, hardtanh, leaky_relu), the hand-written
+// in-place variants and atan2's out= variant; every op registered here is
+// marked pointwise, and RegisterInplaceTwins (ops_extra.cc) derives the
+// other in-place twins from the functional ops. Each
 // op infers its output dtype and broadcast shape once; the meta function
 // returns that as metadata and the kernel computes elements in the op's math
 // type (double for floats, exact wrapping int64 for integers), rounding to the
@@ -216,6 +220,7 @@ const Unary kUnary[] = {
     {"tan", true, [](double x) { return std::tan(x); }, nullptr},
     {"log10", true, [](double x) { return std::log10(x); }, nullptr},
     {"log2", true, [](double x) { return std::log2(x); }, nullptr},
+    {"exp2", true, [](double x) { return std::exp2(x); }, nullptr},
 };
 
 absl::Status RegisterUnary(OpRegistry& r, const Unary& u) {
@@ -306,6 +311,16 @@ absl::StatusOr<Value> BinaryKernel(const OpCall& c, const std::string& op,
     bool mx = op == "maximum";
     fd = [mx](double a, double b) {
       if (std::isnan(a) || std::isnan(b)) return std::nan("");
+      return mx ? std::max(a, b) : std::min(a, b);
+    };
+    fi = [mx](int64_t a, int64_t b) -> absl::StatusOr<int64_t> {
+      return mx ? std::max(a, b) : std::min(a, b);
+    };
+  } else if (op == "fmax" || op == "fmin") {  // NaN only when both are
+    bool mx = op == "fmax";
+    fd = [mx](double a, double b) {
+      if (std::isnan(a)) return b;
+      if (std::isnan(b)) return a;
       return mx ? std::max(a, b) : std::min(a, b);
     };
     fi = [mx](int64_t a, int64_t b) -> absl::StatusOr<int64_t> {
@@ -406,17 +421,18 @@ absl::StatusOr<Div> DivMode(const OpCall& c) {
 absl::StatusOr<Value> InplaceResult(const OpCall& c, const OutInfo& info,
                                     const Value& self) {
   if (info.sizes != SizesOf(self)) {
-    return c.Error(absl::StrCat("output with shape ", self.DebugString(),
-                                " doesn't match the broadcast shape"));
+    return c.Error(absl::StrCat(
+        "output with shape ", ShapeString(SizesOf(self)),
+        " doesn't match the broadcast shape ", ShapeString(info.sizes)));
   }
   DType self_dtype = DTypeOf(self);
   bool can_cast =
       !(IsFloatingPoint(info.dtype) && !IsFloatingPoint(self_dtype)) &&
       !(info.dtype != DType::kBool && self_dtype == DType::kBool);
   if (!can_cast) {
-    return c.Error(absl::StrCat("result type ", ShortName(info.dtype),
+    return c.Error(absl::StrCat("result type ", ScalarTypeName(info.dtype),
                                 " can't be cast to the desired output type ",
-                                ShortName(self_dtype)));
+                                ScalarTypeName(self_dtype)));
   }
   return self;
 }
@@ -428,17 +444,21 @@ struct BinarySpec {
 };
 
 absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
-  bool is_div = spec.op == "div";
+  // floor_divide is div with rounding_mode='floor', true_divide div.
+  bool floor_div = spec.op == "floor_divide";
+  bool is_div = spec.op == "div" || spec.op == "true_divide" || floor_div;
   bool is_cmp = spec.op == "eq" || spec.op == "ne" || spec.op == "lt" ||
                 spec.op == "le" || spec.op == "gt" || spec.op == "ge" ||
                 spec.op == "logical_and" || spec.op == "logical_or" ||
                 spec.op == "logical_xor";
   bool ints_only = absl::StartsWith(spec.op, "bitwise_");
   bool to_float = spec.op == "atan2";
-  auto infer = [spec, is_div, is_cmp, ints_only,
-                to_float](const OpCall& c) -> absl::StatusOr<OutInfo> {
+  auto infer = [spec, is_div, is_cmp, ints_only, to_float,
+                floor_div](const OpCall& c) -> absl::StatusOr<OutInfo> {
     Div mode = Div::kTrue;
-    if (is_div) {
+    if (floor_div) {
+      mode = Div::kFloor;
+    } else if (is_div) {
       ASSIGN_OR_RETURN(mode, DivMode(c));
     }
     ASSIGN_OR_RETURN(OutInfo info,
@@ -448,6 +468,9 @@ absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
       return c.Error(absl::StrCat("\"", spec.op, "_cpu\" not implemented for '",
                                   ScalarTypeName(info.compute), "'"));
     }
+    if (floor_div && info.compute == DType::kBool) {
+      return c.Error("\"div_floor_cpu\" not implemented for 'Bool'");
+    }
     return info;
   };
   OpFn meta = [spec, infer](const OpCall& c) -> absl::StatusOr<Value> {
@@ -455,15 +478,18 @@ absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
     if (spec.inplace) return InplaceResult(c, info, c.arg(0));
     return ResultMeta(info);
   };
-  OpFn kernel = [spec, infer,
-                 is_div](const OpCall& c) -> absl::StatusOr<Value> {
+  OpFn kernel = [spec, infer, is_div,
+                 floor_div](const OpCall& c) -> absl::StatusOr<Value> {
     ASSIGN_OR_RETURN(OutInfo info, infer(c));
     if (spec.inplace) {
       RETURN_IF_ERROR(InplaceResult(c, info, c.arg(0)).status());
     }
     Value result;
     if (is_div) {
-      ASSIGN_OR_RETURN(Div mode, DivMode(c));
+      Div mode = Div::kFloor;
+      if (!floor_div) {
+        ASSIGN_OR_RETURN(mode, DivMode(c));
+      }
       ASSIGN_OR_RETURN(result, DivKernel(c, info, c.arg(0), c.arg(1), mode));
     } else {
       int alpha = c.op().schema.ArgumentIndex("alpha");
@@ -712,22 +738,107 @@ absl::StatusOr<Value> CheckOut(const OpCall& c, const OutInfo& info) {
   return out;
 }
 
-}  // namespace
-
-absl::Status RegisterPointwiseOps(OpRegistry& r) {
-  for (const Unary& u : kUnary) RETURN_IF_ERROR(RegisterUnary(r, u));
-  RETURN_IF_ERROR(r.Add(
-      "isnan(Tensor self) -> Tensor",
+// isnan / isinf / isfinite: bool results; integers are never NaN or infinite.
+absl::Status RegisterFloatClass(OpRegistry& r, const char* schema,
+                                bool (*fd)(double), bool int_value) {
+  return r.Add(
+      schema,
       [](const OpCall& c) -> absl::StatusOr<Value> {
         return ResultMeta(SameShape(c, DType::kBool));
       },
-      [](const OpCall& c) -> absl::StatusOr<Value> {
+      [fd, int_value](const OpCall& c) -> absl::StatusOr<Value> {
         OutInfo info = SameShape(c, DType::kBool);
         return Compute(
             c, info, {c.arg(0)},
-            [](double a, double) -> double { return std::isnan(a); },
-            [](int64_t, int64_t) -> absl::StatusOr<int64_t> { return 0; });
-      }));
+            [fd](double a, double) -> double { return fd(a); },
+            [int_value](int64_t, int64_t) -> absl::StatusOr<int64_t> {
+              return int_value;
+            });
+      });
+}
+
+// nan_to_num(self, nan, posinf, neginf): NaN -> nan (0), +inf -> posinf
+// (the dtype's largest finite value), -inf -> neginf (its lowest); integer
+// and bool tensors are cloned (PyTorch returns self.clone()).
+absl::StatusOr<Value> NanToNum(const OpCall& c, bool running) {
+  const Value& self = c.arg(0);
+  DType d = DTypeOf(self);
+  if (!IsFloatingPoint(d)) {
+    std::vector<symbolic::Expr> sizes = SizesOf(self);
+    ASSIGN_OR_RETURN(Value out,
+                     ResultOrEmpty(c, running, d, DeviceOf(self), sizes,
+                                   PreservedStrides(sizes, StridesOf(self))));
+    if (running) RETURN_IF_ERROR(CopyInto(out.tensor, self.tensor));
+    return out;
+  }
+  OutInfo info = SameShape(c, d);
+  if (!running) return ResultMeta(info);
+  double big = d == DType::kFloat16    ? 65504.0
+               : d == DType::kBFloat16 ? 3.3895313892515355e38
+               : d == DType::kFloat32  ? 3.4028234663852886e38
+                                       : 1.7976931348623157e308;
+  double nan = 0, posinf = big, neginf = -big;
+  if (!c.arg(1).is_none()) {
+    ASSIGN_OR_RETURN(nan, c.arg(1).AsDouble());
+  }
+  if (!c.arg(2).is_none()) {
+    ASSIGN_OR_RETURN(posinf, c.arg(2).AsDouble());
+  }
+  if (!c.arg(3).is_none()) {
+    ASSIGN_OR_RETURN(neginf, c.arg(3).AsDouble());
+  }
+  return Compute(
+      c, info, {self},
+      [=](double x, double) {
+        return std::isnan(x)   ? nan
+               : std::isinf(x) ? (x > 0 ? posinf : neginf)
+                               : x;
+      },
+      nullptr);
+}
+
+absl::Status RegisterPointwiseBody(OpRegistry& r);
+
+}  // namespace
+
+// The pointwise ops, each marked pointwise (RegisterInplaceTwins derives
+// the in-place twins of the functional ones).
+absl::Status RegisterPointwiseOps(OpRegistry& r) {
+  std::vector<std::string> before = r.Targets();
+  RETURN_IF_ERROR(RegisterPointwiseBody(r));
+  for (const std::string& target : r.Targets()) {
+    if (!std::binary_search(before.begin(), before.end(), target)) {
+      RETURN_IF_ERROR(r.MarkPointwise(target));
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+absl::Status RegisterPointwiseBody(OpRegistry& r) {
+  for (const Unary& u : kUnary) RETURN_IF_ERROR(RegisterUnary(r, u));
+  RETURN_IF_ERROR(RegisterFloatClass(
+      r, "isfinite(Tensor self) -> Tensor",
+      [](double a) -> bool { return std::isfinite(a); }, true));
+  RETURN_IF_ERROR(r.Add(
+      "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? "
+      "neginf=None) -> Tensor",
+      [](const OpCall& c) { return NanToNum(c, false); },
+      [](const OpCall& c) { return NanToNum(c, true); }));
+  // square(self) is pow(self, 2) (a bool tensor squares to int64).
+  auto square = [](bool meta) {
+    return [meta](const OpCall& c) -> absl::StatusOr<Value> {
+      const OpDef* pow = OpRegistry::Global().Find("aten.pow.Tensor_Scalar");
+      OpCall call(*pow, {c.arg(0), Value::Int(2)}, c.env(), c.generator());
+      return meta ? pow->meta(call) : pow->kernel(call);
+    };
+  };
+  RETURN_IF_ERROR(
+      r.Add("square(Tensor self) -> Tensor", square(true), square(false)));
+  RETURN_IF_ERROR(RegisterFloatClass(
+      r, "isnan(Tensor self) -> Tensor",
+      [](double a) -> bool { return std::isnan(a); }, false));
   RETURN_IF_ERROR(r.Add(
       "gelu(Tensor self, *, str approximate='none') -> Tensor",
       [](const OpCall& c) -> absl::StatusOr<Value> {
@@ -755,18 +866,9 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
             },
             nullptr);
       }));
-  RETURN_IF_ERROR(r.Add(
-      "isinf(Tensor self) -> Tensor",
-      [](const OpCall& c) -> absl::StatusOr<Value> {
-        return ResultMeta(SameShape(c, DType::kBool));
-      },
-      [](const OpCall& c) -> absl::StatusOr<Value> {
-        OutInfo info = SameShape(c, DType::kBool);
-        return Compute(
-            c, info, {c.arg(0)},
-            [](double a, double) -> double { return std::isinf(a); },
-            [](int64_t, int64_t) -> absl::StatusOr<int64_t> { return 0; });
-      }));
+  RETURN_IF_ERROR(RegisterFloatClass(
+      r, "isinf(Tensor self) -> Tensor",
+      [](double a) -> bool { return std::isinf(a); }, false));
   RETURN_IF_ERROR(RegisterActivation(
       r,
       "elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar "
@@ -816,6 +918,15 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
        "Tensor",
        "div"},
       {"maximum(Tensor self, Tensor other) -> Tensor", "maximum"},
+      {"fmax(Tensor self, Tensor other) -> Tensor", "fmax"},
+      {"fmin(Tensor self, Tensor other) -> Tensor", "fmin"},
+      {"floor_divide(Tensor self, Tensor other) -> Tensor", "floor_divide"},
+      {"floor_divide.Scalar(Tensor self, Scalar other) -> Tensor",
+       "floor_divide"},
+      {"true_divide.Tensor(Tensor self, Tensor other) -> Tensor",
+       "true_divide"},
+      {"true_divide.Scalar(Tensor self, Scalar other) -> Tensor",
+       "true_divide"},
       {"minimum(Tensor self, Tensor other) -> Tensor", "minimum"},
       {"pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", "pow"},
       {"pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", "pow"},
@@ -919,43 +1030,53 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
         r, {absl::StrCat(cmp, ".Scalar(Tensor self, Scalar other) -> Tensor"),
             cmp}));
   }
-  RETURN_IF_ERROR(r.Add(
-      "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
-      [](const OpCall& c) -> absl::StatusOr<Value> {
-        ASSIGN_OR_RETURN(OutInfo info, InferWhere(c));
-        return ResultMeta(info);
-      },
-      [](const OpCall& c) -> absl::StatusOr<Value> {
-        ASSIGN_OR_RETURN(OutInfo info, InferWhere(c));
-        ASSIGN_OR_RETURN(std::vector<int64_t> sizes,
-                         ConcreteSizes(c, info.sizes));
-        ASSIGN_OR_RETURN(std::vector<int64_t> strides,
-                         ConcreteSizes(c, info.strides));
-        ASSIGN_OR_RETURN(Tensor out,
-                         Tensor::EmptyStrided(sizes, strides, info.dtype));
-        std::vector<Tensor> v;
-        for (int k = 0; k < 3; ++k) {
-          Tensor t;
-          if (c.arg(k).is_tensor()) {
-            t = c.arg(k).tensor;
-          } else {
-            ASSIGN_OR_RETURN(
-                t, ScalarTensor(c.arg(k), k == 0 ? DType::kBool : info.dtype));
+  // where: the Scalar overloads promote like wrapped numbers.
+  for (const char* where_schema :
+       {"where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
+        "where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> "
+        "Tensor",
+        "where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> "
+        "Tensor",
+        "where.Scalar(Tensor condition, Scalar self, Scalar other) -> "
+        "Tensor"}) {
+    RETURN_IF_ERROR(r.Add(
+        where_schema,
+        [](const OpCall& c) -> absl::StatusOr<Value> {
+          ASSIGN_OR_RETURN(OutInfo info, InferWhere(c));
+          return ResultMeta(info);
+        },
+        [](const OpCall& c) -> absl::StatusOr<Value> {
+          ASSIGN_OR_RETURN(OutInfo info, InferWhere(c));
+          ASSIGN_OR_RETURN(std::vector<int64_t> sizes,
+                           ConcreteSizes(c, info.sizes));
+          ASSIGN_OR_RETURN(std::vector<int64_t> strides,
+                           ConcreteSizes(c, info.strides));
+          ASSIGN_OR_RETURN(Tensor out,
+                           Tensor::EmptyStrided(sizes, strides, info.dtype));
+          std::vector<Tensor> v;
+          for (int k = 0; k < 3; ++k) {
+            Tensor t;
+            if (c.arg(k).is_tensor()) {
+              t = c.arg(k).tensor;
+            } else {
+              ASSIGN_OR_RETURN(t, ScalarTensor(c.arg(k), k == 0 ? DType::kBool
+                                                                : info.dtype));
+            }
+            ASSIGN_OR_RETURN(Tensor view, BroadcastView(t, sizes));
+            v.push_back(view);
           }
-          ASSIGN_OR_RETURN(Tensor view, BroadcastView(t, sizes));
-          v.push_back(view);
-        }
-        bool ints = IsIntegral(info.dtype, true);
-        ForEachIndex(sizes, [&](absl::Span<const int64_t> i) {
-          const Tensor& pick = LoadInt(v[0], i) != 0 ? v[1] : v[2];
-          if (ints) {
-            StoreInt(out, i, LoadInt(pick, i));
-          } else {
-            StoreDouble(out, i, LoadDouble(pick, i));
-          }
-        });
-        return Value::OfTensor(out);
-      }));
+          bool ints = IsIntegral(info.dtype, true);
+          ForEachIndex(sizes, [&](absl::Span<const int64_t> i) {
+            const Tensor& pick = LoadInt(v[0], i) != 0 ? v[1] : v[2];
+            if (ints) {
+              StoreInt(out, i, LoadInt(pick, i));
+            } else {
+              StoreDouble(out, i, LoadDouble(pick, i));
+            }
+          });
+          return Value::OfTensor(out);
+        }));
+  }
   for (const auto& [inplace, functional] :
        std::vector<std::pair<const char*, const char*>>{
            {"aten.add_.Tensor", "aten.add.Tensor"},
@@ -973,5 +1094,7 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
   }
   return absl::OkStatus();
 }
+
+}  // namespace
 
 }  // namespace lathe::ir
