@@ -1,6 +1,7 @@
 #include "ir/op_registry.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <utility>
@@ -8,7 +9,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "check.h"
 #include "ir/ops_util.h"
 #include "status_macros.h"
@@ -111,24 +114,11 @@ bool CanCast(DType from, DType to) {
   return true;
 }
 
-// The checks of an in-place op on `self` whose functional twin gave
-// `result` (a tensor or its metadata).
+// The checks of an in-place op on `self` whose functional twin gives
+// `result` (its metadata): self's shape, and a dtype self can take.
 absl::Status CheckInplaceResult(const OpCall& c, const Value& self,
                                 const Value& result) {
-  std::vector<symbolic::Expr> sizes = SizesOf(self), strides = StridesOf(self);
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    ASSIGN_OR_RETURN(
-        bool overlaps,
-        Decide(c, symbolic::And(symbolic::Eq(strides[d], symbolic::Int(0)),
-                                symbolic::Gt(sizes[d], symbolic::Int(1)))));
-    if (overlaps) {
-      return c.Error(
-          "unsupported operation: more than one element of the written-to "
-          "tensor refers to a single memory location. Please clone() the "
-          "tensor before performing the operation.");
-    }
-  }
-  std::vector<symbolic::Expr> out = SizesOf(result);
+  std::vector<symbolic::Expr> sizes = SizesOf(self), out = SizesOf(result);
   bool same = out.size() == sizes.size();
   for (size_t d = 0; same && d < sizes.size(); ++d) {
     ASSIGN_OR_RETURN(same, Decide(c, symbolic::Eq(sizes[d], out[d])));
@@ -139,23 +129,52 @@ absl::Status CheckInplaceResult(const OpCall& c, const Value& self,
                                 ShapeString(out)));
   }
   if (!CanCast(DTypeOf(result), DTypeOf(self))) {
-    return c.Error(absl::StrCat("result type ", ScalarTypeName(DTypeOf(result)),
-                                " can't be cast to the desired output type ",
-                                ScalarTypeName(DTypeOf(self))));
+    return c.Error(
+        InplaceCastMessage(c.op().schema, DTypeOf(result), DTypeOf(self)));
   }
   return absl::OkStatus();
 }
 
-std::vector<Value> ArgsOf(const OpCall& c) {
+// Whether the in-place op `c` refuses an overlapping self: nan_to_num_ of
+// an integer self copies self onto itself, unchecked.
+bool RefusesOverlap(const OpCall& c, bool refuse_overlap) {
+  return refuse_overlap && !(c.op().schema.name == "nan_to_num_" &&
+                             !IsFloatingPoint(DTypeOf(c.arg(0))));
+}
+
+// A tensor value as its metadata (other values as they are).
+Value AsMeta(const Value& v) {
+  if (!v.is_tensor() || !v.tensor.defined()) return v;
+  TensorMeta m;
+  m.dtype = v.tensor.dtype();
+  m.device = v.tensor.device();
+  for (int64_t s : v.tensor.sizes()) m.sizes.push_back(symbolic::Int(s));
+  for (int64_t s : v.tensor.strides()) m.strides.push_back(symbolic::Int(s));
+  m.storage_offset = symbolic::Int(v.tensor.storage_offset());
+  return Value::OfMeta(m);
+}
+
+// Runs the functional twin `def` of the in-place op `c` on c's arguments;
+// its errors are reported as c's.
+absl::StatusOr<Value> RunFunctional(const OpCall& c, const OpDef* def,
+                                    bool running) {
   std::vector<Value> args;
-  for (int i = 0; i < c.num_args(); ++i) args.push_back(c.arg(i));
-  return args;
+  for (int i = 0; i < c.num_args(); ++i) {
+    args.push_back(running ? c.arg(i) : AsMeta(c.arg(i)));
+  }
+  OpCall call(*def, std::move(args), c.env(), c.generator());
+  absl::StatusOr<Value> out = running ? def->kernel(call) : def->meta(call);
+  if (out.ok()) return out;
+  absl::string_view message = out.status().message();
+  absl::ConsumePrefix(&message, absl::StrCat(def->target, ": "));
+  return c.Error(message);
 }
 
 }  // namespace
 
 absl::Status OpRegistry::AddInplaceTwin(absl::string_view functional,
-                                        absl::string_view overload) {
+                                        absl::string_view overload,
+                                        bool refuse_overlap) {
   const OpDef* f = Find(functional);
   if (f == nullptr) {
     return absl::NotFoundError(absl::StrCat("no op ", functional));
@@ -181,18 +200,56 @@ absl::Status OpRegistry::AddInplaceTwin(absl::string_view functional,
                    ".", schema.overload.empty() ? "default" : schema.overload);
   if (!ops_.contains(target)) {
     const OpDef* def = f;  // stable: ops are owned through unique_ptrs
-    auto meta = [def](const OpCall& c) -> absl::StatusOr<Value> {
-      ASSIGN_OR_RETURN(Value result, def->meta(OpCall(*def, ArgsOf(c), c.env(),
-                                                      c.generator())));
-      RETURN_IF_ERROR(CheckInplaceResult(c, c.arg(0), result));
+    // PyTorch's order: the op's own argument checks, TensorIterator's
+    // overlap check, the result's shape and dtype (from the functional meta
+    // function), then the kernel's dtype dispatch ("... not implemented for
+    // 'Bool'") and the errors that depend on data (ZeroDivisionError).
+    auto checks = [def, refuse_overlap](const OpCall& c) -> absl::Status {
+      absl::StatusOr<Value> result = RunFunctional(c, def, false);
+      if (!result.ok() && !absl::StrContains(result.status().message(),
+                                             "not implemented for")) {
+        return result.status();
+      }
+      // The Scalar clamp family checks the result dtype first.
+      const OpSchema& s = c.op().schema;
+      if (result.ok() && absl::StartsWith(s.name, "clamp") &&
+          s.overload != "Tensor") {
+        RETURN_IF_ERROR(CheckInplaceResult(c, c.arg(0), *result));
+      }
+      if (RefusesOverlap(c, refuse_overlap)) {
+        RETURN_IF_ERROR(CheckInternalOverlap(c, c.arg(0)));
+      }
+      RETURN_IF_ERROR(result.status());
+      return CheckInplaceResult(c, c.arg(0), *result);
+    };
+    auto meta = [checks](const OpCall& c) -> absl::StatusOr<Value> {
+      RETURN_IF_ERROR(checks(c));
       return c.arg(0);
     };
-    auto kernel = [def](const OpCall& c) -> absl::StatusOr<Value> {
-      ASSIGN_OR_RETURN(
-          Value result,
-          def->kernel(OpCall(*def, ArgsOf(c), c.env(), c.generator())));
-      RETURN_IF_ERROR(CheckInplaceResult(c, c.arg(0), result));
-      RETURN_IF_ERROR(CopyInto(c.arg(0).tensor, result.tensor));
+    auto kernel = [def, refuse_overlap,
+                   checks](const OpCall& c) -> absl::StatusOr<Value> {
+      RETURN_IF_ERROR(checks(c));
+      ASSIGN_OR_RETURN(Value result, RunFunctional(c, def, true));
+      const Tensor& self = c.arg(0).tensor;
+      if (refuse_overlap) {
+        RETURN_IF_ERROR(CopyInto(self, result.tensor));
+        return c.arg(0);
+      }
+      // Ops that may write an overlapping self (tril_, masked_fill_) write
+      // only the elements they change, as PyTorch's kernels do.
+      std::vector<std::vector<int64_t>> changed;
+      ForEachIndex(self.sizes(), [&](absl::Span<const int64_t> i) {
+        double a = LoadDouble(self, i), b = LoadDouble(result.tensor, i);
+        bool same = a == b || (std::isnan(a) && std::isnan(b));
+        if (IsIntegral(self.dtype(), true) &&
+            IsIntegral(result.tensor.dtype(), true)) {
+          same = LoadInt(self, i) == LoadInt(result.tensor, i);
+        }
+        if (!same) changed.emplace_back(i.begin(), i.end());
+      });
+      for (const std::vector<int64_t>& i : changed) {
+        CopyElement(self, i, result.tensor, i);
+      }
       return c.arg(0);
     };
     RETURN_IF_ERROR(Add(schema.ToString(), meta, kernel));

@@ -110,13 +110,14 @@ class OpRegistry {
   // ("aten.abs.default") and pairs them: its schema is the functional one
   // named `<name>_`, overload `overload`, with self written and returned
   // (`Tensor(a!) self ... -> Tensor(a!)`); it computes the functional result
-  // and writes it into self, refusing as PyTorch does a self whose elements
-  // overlap, a result of another shape ("output with shape [3] doesn't match
-  // the broadcast shape [2, 3]") and a result dtype self cannot take
-  // ("result type Float can't be cast to the desired output type Long").
+  // and writes it into self, refusing as PyTorch does a result of another
+  // shape ("output with shape [3] doesn't match the broadcast shape [2,
+  // 3]"), a result dtype self cannot take ("result type Float can't be cast
+  // to the desired output type Long") and, when `refuse_overlap` (ops
+  // PyTorch runs through TensorIterator), a self whose elements overlap.
   // When the twin is already registered it only pairs them.
   absl::Status AddInplaceTwin(absl::string_view functional,
-                              absl::string_view overload);
+                              absl::string_view overload, bool refuse_overlap);
   // Marks `target` pointwise (OpDef::pointwise).
   absl::Status MarkPointwise(absl::string_view target);
 

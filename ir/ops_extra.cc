@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -129,30 +130,66 @@ absl::StatusOr<Value> NewFull(const OpCall& c, bool running,
 
 // ---- masked_fill ------------------------------------------------------------
 
-// The C++ type name PyTorch's caffe2::TypeMeta gives a dtype in messages.
-absl::string_view TypeMetaName(DType d) {
+// The C++ type PyTorch names in "value cannot be converted to type X without
+// overflow".
+absl::string_view CppTypeName(DType d) {
   switch (d) {
-    case DType::kFloat32:
-      return "float";
-    case DType::kFloat64:
-      return "double";
+    case DType::kInt64:
+      return "int64_t";
+    case DType::kInt32:
+      return "int";
+    case DType::kInt16:
+      return "int16_t";
+    case DType::kInt8:
+      return "int8_t";
+    case DType::kUInt8:
+      return "uint8_t";
     case DType::kFloat16:
       return "c10::Half";
     case DType::kBFloat16:
       return "c10::BFloat16";
-    case DType::kInt64:
-      return "long int";
-    case DType::kInt32:
-      return "int";
-    case DType::kInt16:
-      return "short int";
-    case DType::kInt8:
-      return "signed char";
-    case DType::kUInt8:
-      return "unsigned char";
+    case DType::kFloat32:
+      return "float";
+    case DType::kFloat64:
+      return "double";
     default:
       return "bool";
   }
+}
+
+// c10::checked_convert: whether a fill value (an integer when `is_int`)
+// overflows `to`. Infinities and NaN fit floating types; a negative integer
+// wraps into uint8 down to -255.
+bool Overflows(DType to, bool is_int, int64_t i, double d) {
+  if (to == DType::kBool || to == DType::kFloat64) return false;
+  double v = is_int ? static_cast<double>(i) : d;
+  if (IsFloatingPoint(to)) {
+    if (std::isinf(v) || std::isnan(v)) return false;
+    double max = to == DType::kFloat16    ? 65504.0
+                 : to == DType::kBFloat16 ? 3.3895313892515355e38
+                                          : 3.4028234663852886e38;
+    return v < -max || v > max;
+  }
+  if (std::isnan(v)) return true;
+  double lo = 0, hi = 0;
+  switch (to) {
+    case DType::kInt64:
+      lo = -9223372036854775808.0, hi = 9223372036854775808.0;
+      break;
+    case DType::kInt32:
+      lo = -2147483648.0, hi = 2147483647.0;
+      break;
+    case DType::kInt16:
+      lo = -32768, hi = 32767;
+      break;
+    case DType::kInt8:
+      lo = -128, hi = 127;
+      break;
+    default:  // uint8
+      lo = is_int ? -255 : 0, hi = 255;
+      break;
+  }
+  return v < lo || v > hi;
 }
 
 // masked_fill(self, mask, value): self broadcast with mask, value where mask
@@ -169,6 +206,29 @@ absl::StatusOr<Value> MaskedFill(const OpCall& c, bool running) {
         "masked_fill_ only supports a 0-dimensional value tensor, but got "
         "tensor with ",
         RankOf(value), " dimension(s)."));
+  }
+  // The value is converted to self's dtype with an overflow check (a value
+  // tensor's only when running: its element is data).
+  bool is_int = false, known = false;
+  int64_t iv = 0;
+  double dv = 0;
+  if (!value.is_tensor() && value.number.is_int()) {
+    ASSIGN_OR_RETURN(iv, value.AsInt());
+    is_int = known = true;
+  } else if (!value.is_tensor() && value.number.is_float()) {
+    ASSIGN_OR_RETURN(dv, value.AsDouble());
+    known = true;
+  } else if (Running(value)) {
+    std::vector<int64_t> none;
+    is_int = IsIntegral(value.tensor.dtype(), true);
+    iv = LoadInt(value.tensor, none);
+    dv = LoadDouble(value.tensor, none);
+    known = true;
+  }
+  if (known && Overflows(DTypeOf(self), is_int, iv, dv)) {
+    return c.Error(absl::StrCat("value cannot be converted to type ",
+                                CppTypeName(DTypeOf(self)),
+                                " without overflow"));
   }
   ASSIGN_OR_RETURN(std::vector<Expr> sizes,
                    BroadcastShapes(c, {SizesOf(self), SizesOf(mask)}));
@@ -301,6 +361,21 @@ absl::StatusOr<Value> LogSumExp(const OpCall& c, bool running) {
   ASSIGN_OR_RETURN(std::vector<bool> reduced,
                    ReducedDims(c, RankOf(self), c.arg(1)));
   ASSIGN_OR_RETURN(bool keepdim, c.arg(2).AsBool());
+  // PyTorch's quirk: with dim=[] the max keeps every dim as 1, is squeezed
+  // over no dims, and adding it into the reduced result fails.
+  ASSIGN_OR_RETURN(std::vector<int64_t> dim_list, c.arg(1).AsIntList());
+  int64_t rank = RankOf(self);
+  if (dim_list.empty() && !keepdim && rank > 0) {
+    Expr numel = symbolic::Int(1);
+    for (const Expr& e : SizesOf(self)) numel = symbolic::Mul(numel, e);
+    ASSIGN_OR_RETURN(bool empty,
+                     Decide(c, symbolic::Eq(numel, symbolic::Int(0))));
+    if (!empty) {
+      return c.Error(absl::StrCat(
+          "output with shape [] doesn't match the broadcast shape ",
+          ShapeString(std::vector<Expr>(rank, symbolic::Int(1)))));
+    }
+  }
   ASSIGN_OR_RETURN(
       Value out, ResultOrEmpty(c, running, dtype, DeviceOf(self),
                                ReducedSizes(SizesOf(self), reduced, keepdim)));
@@ -386,10 +461,18 @@ absl::StatusOr<Value> VectorNorm(const OpCall& c, bool running) {
   ASSIGN_OR_RETURN(bool keepdim, c.arg("keepdim").AsBool());
   std::vector<Expr> sizes = SizesOf(self);
   if (ord < 0 || std::isinf(ord)) {
-    for (int64_t d = 0; d < rank; ++d) {
-      if (!reduced[d]) continue;
+    // The dims as given (PyTorch names them unwrapped).
+    std::vector<int64_t> given;
+    if (!c.arg("dim").is_none()) {
+      ASSIGN_OR_RETURN(given, c.arg("dim").AsIntList());
+    }
+    if (given.empty()) {
+      for (int64_t d = 0; d < rank; ++d) given.push_back(d);
+    }
+    for (int64_t d : given) {
+      int64_t w = d < 0 ? d + rank : d;
       ASSIGN_OR_RETURN(bool empty,
-                       Decide(c, symbolic::Eq(sizes[d], symbolic::Int(0))));
+                       Decide(c, symbolic::Eq(sizes[w], symbolic::Int(0))));
       if (empty) {
         return c.Error(absl::StrCat(
             "linalg.vector_norm cannot compute the ", ord,
@@ -446,6 +529,9 @@ absl::StatusOr<Value> CumProd(const OpCall& c, bool running) {
                    Tensor::EmptyStrided(sizes, strides, out.meta.dtype));
   ASSIGN_OR_RETURN(int64_t dim, c.arg(1).AsInt());
   ASSIGN_OR_RETURN(dim, WrapDim(c, dim, x.dim()));
+  if (o.dtype() == DType::kBool && o.dim() > 0 && o.numel() > 0) {
+    return c.Error("\"cumprod_out_cpu\" not implemented for 'Bool'");
+  }
   std::vector<int64_t> flat = ::lathe::ContiguousStrides(sizes);
   std::vector<double> dacc(x.numel());
   std::vector<int64_t> iacc(x.numel());
@@ -466,6 +552,19 @@ absl::StatusOr<Value> CumProd(const OpCall& c, bool running) {
     }
   });
   return Value::OfTensor(o);
+}
+
+// cumprod_(self, dim, *, dtype): cumprod in self's dtype (or `dtype`)
+// written into self (so a bool self is refused unless empty).
+absl::StatusOr<Value> CumProdInplace(const OpCall& c, bool running) {
+  const Value& self = c.arg(0);
+  Value dtype = c.arg("dtype");
+  if (dtype.is_none()) dtype = Value::OfDType(DTypeOf(self));
+  ASSIGN_OR_RETURN(Value result, Call(c, running, "aten.cumprod.default",
+                                      {self, c.arg(1)}, {{"dtype", dtype}}));
+  RETURN_IF_ERROR(CheckInternalOverlap(c, self));
+  if (running) RETURN_IF_ERROR(CopyInto(self.tensor, result.tensor));
+  return self;
 }
 
 // ---- index_add --------------------------------------------------------------
@@ -534,6 +633,8 @@ absl::StatusOr<Value> IndexAdd(const OpCall& c, bool running) {
   if (!running) return out;
   const Tensor& o = out.tensor;
   RETURN_IF_ERROR(CopyInto(o, self.tensor));
+  // PyTorch's multi-dimensional path adds nothing into an empty self.
+  if (rank > 1 && o.numel() == 0) return out;
   ASSIGN_OR_RETURN(Tensor alpha_t, ScalarTensor(c.arg("alpha"), dtype));
   std::vector<int64_t> none;
   double alpha_d = LoadDouble(alpha_t, none);
@@ -546,10 +647,12 @@ absl::StatusOr<Value> IndexAdd(const OpCall& c, bool running) {
     std::vector<int64_t> row = {source_rank == 0 ? 0 : i[dim]};
     if (index.tensor.dim() == 0) row.clear();
     int64_t k = LoadInt(index.tensor, row);
-    if (k < 0 || k >= size) {
-      status =
-          c.Error(absl::StrCat("index ", k, " is out of bounds for dimension ",
-                               dim, " with size ", size));
+    if (k < 0 || k >= size) {  // the 1-D path words it differently
+      status = c.Error(rank <= 1 ? std::string("index out of range in self")
+                                 : absl::StrCat("index ", k,
+                                                " is out of bounds for "
+                                                "dimension ",
+                                                dim, " with size ", size));
       return;
     }
     std::vector<int64_t> at(i.begin(), i.end());
@@ -650,8 +753,6 @@ absl::Status RegisterExtraOps(OpRegistry& r) {
   RETURN_IF_ERROR(AddOp(
       r, "masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor",
       MaskedFill));
-  RETURN_IF_ERROR(r.MarkPointwise("aten.masked_fill.Scalar"));
-  RETURN_IF_ERROR(r.MarkPointwise("aten.masked_fill.Tensor"));
   RETURN_IF_ERROR(AddOp(r, "tril(Tensor self, SymInt diagonal=0) -> Tensor",
                         [](const OpCall& c, bool running) {
                           return Triangle(c, running, true);
@@ -686,11 +787,24 @@ absl::Status RegisterExtraOps(OpRegistry& r) {
                         "index_add(Tensor self, int dim, Tensor index, Tensor "
                         "source, *, Scalar alpha=1) -> Tensor",
                         IndexAdd));
-  for (const char* target :
-       {"aten.tril.default", "aten.triu.default", "aten.cumprod.default",
-        "aten.index_add.default"}) {
-    RETURN_IF_ERROR(r.AddInplaceTwin(target, "default"));
+  // The in-place twins of these non-pointwise ops; tril_, triu_ and
+  // masked_fill_ write an overlapping self (PyTorch only warns for
+  // masked_fill_), index_add_ refuses one. (cumprod_ computes in self's
+  // dtype: CumProdInplace.)
+  const std::tuple<const char*, const char*, bool> kTwins[] = {
+      {"aten.masked_fill.Scalar", "Scalar", false},
+      {"aten.masked_fill.Tensor", "Tensor", false},
+      {"aten.tril.default", "default", false},
+      {"aten.triu.default", "default", false},
+      {"aten.index_add.default", "default", true}};
+  for (const auto& [target, overload, refuse_overlap] : kTwins) {
+    RETURN_IF_ERROR(r.AddInplaceTwin(target, overload, refuse_overlap));
   }
+  RETURN_IF_ERROR(AddOp(r,
+                        "cumprod_(Tensor(a!) self, int dim, *, ScalarType? "
+                        "dtype=None) -> Tensor(a!)",
+                        CumProdInplace));
+  RETURN_IF_ERROR(r.Pair("aten.cumprod_.default", "aten.cumprod.default"));
   return absl::OkStatus();
 }
 
@@ -719,7 +833,8 @@ absl::Status RegisterInplaceTwins(OpRegistry& r) {
     for (const auto& [functional, inplace] : kInplaceOverload) {
       if (functional == target) overload = std::string(inplace);
     }
-    RETURN_IF_ERROR(r.AddInplaceTwin(target, overload));
+    RETURN_IF_ERROR(
+        r.AddInplaceTwin(target, overload, /*refuse_overlap=*/true));
   }
   return absl::OkStatus();
 }

@@ -569,6 +569,182 @@ TEST(ExtraOpsTest, ScatterRefusesAnIndexLargerThanSelf) {
   EXPECT_THAT(Elements(ok), ElementsAre(2, 0, 3, 0));
 }
 
+// ---- What the differential run against torch turned up -------------------
+
+// arange(6.) as [3, 1, 2] with strides [2, 1, 1]: dense, with a size-1 dim
+// whose stride differs from the contiguous one.
+Tensor DenseOddStride(DType dtype = DType::kFloat32) {
+  Tensor base = T({6}, {0, 1, 2, 3, 4, 5}, dtype);
+  return *base.AsStrided({3, 1, 2}, {2, 1, 1}, 0);
+}
+
+TEST(ExtraOpsTest, WrappedNumbersRuleOutTensorIteratorsFastSetup) {
+  // torch: a Scalar operand is a wrapped 0-d tensor, so the result's dims
+  // follow the input's strides ([2, 1, 1]); a Tensor operand of the same
+  // layout, or a Scalar that is a kernel parameter (pow's exponent,
+  // clamp's bound), keeps the fast (contiguous) setup: [2, 2, 1].
+  Tensor x = DenseOddStride();
+  EXPECT_THAT(RunT("aten.add.Scalar", {V(x), I(1)}).strides(),
+              ElementsAre(2, 1, 1));
+  EXPECT_THAT(RunT("aten.eq.Scalar", {V(x), I(1)}).strides(),
+              ElementsAre(2, 1, 1));
+  EXPECT_THAT(RunT("aten.floor_divide.Scalar", {V(x), I(2)}).strides(),
+              ElementsAre(2, 1, 1));
+  EXPECT_THAT(RunT("aten.where.ScalarOther",
+                   {V(RunT("aten.gt.Scalar", {V(x), I(2)})), V(x), F(0.5)})
+                  .strides(),
+              ElementsAre(2, 1, 1));
+  EXPECT_THAT(RunT("aten.add.Tensor", {V(x), V(DenseOddStride())}).strides(),
+              ElementsAre(2, 2, 1));
+  EXPECT_THAT(RunT("aten.pow.Tensor_Scalar", {V(x), I(2)}).strides(),
+              ElementsAre(2, 2, 1));
+  EXPECT_THAT(RunT("aten.clamp.default", {V(x), I(0)}).strides(),
+              ElementsAre(2, 2, 1));
+  // torch: isinf / isfinite of integers are zeros_like / ones_like
+  // (empty_like's layout), isnan is self != self.
+  Tensor xi = DenseOddStride(DType::kInt64);
+  EXPECT_THAT(RunT("aten.isinf.default", {V(xi)}).strides(),
+              ElementsAre(2, 1, 1));
+  EXPECT_THAT(RunT("aten.isfinite.default", {V(xi)}).strides(),
+              ElementsAre(2, 1, 1));
+  EXPECT_THAT(RunT("aten.isnan.default", {V(xi)}).strides(),
+              ElementsAre(2, 2, 1));
+  // torch: nan_to_num writes into empty_like(self).
+  EXPECT_THAT(RunT("aten.nan_to_num.default", {V(x)}).strides(),
+              ElementsAre(2, 1, 1));
+}
+
+TEST(ExtraOpsTest, PointwiseEdgeCasesMatchTorch) {
+  // torch: sign(NaN) is 0; a Scalar exponent of 0.5 is sqrt (NaN for -inf),
+  // a Tensor one is pow (inf).
+  ExpectSame(Elements(RunT("aten.sign.default", {V(T({2}, {NAN, -2}))})),
+             {0, -1});
+  ExpectSame(
+      Elements(RunT("aten.pow.Tensor_Scalar", {V(T({2}, {-kInf, 4})), F(0.5)})),
+      {NAN, 2});
+  ExpectSame(Elements(RunT("aten.pow.Tensor_Tensor",
+                           {V(T({1}, {-kInf})), V(T({1}, {0.5}))})),
+             {kInf});
+  ExpectSame(
+      Elements(RunT("aten.pow.Tensor_Scalar", {V(T({1}, {-0.0})), F(-0.5)})),
+      {-kInf});
+  // torch's refusals of bool (and integer) inputs.
+  Tensor b = T({1}, {1}, DType::kBool);
+  EXPECT_EQ(RunError("aten.neg.default", {V(b)}),
+            "aten.neg.default: Negation, the `-` operator, on a bool tensor is "
+            "not supported. If you are trying to invert a mask, use the `~` "
+            "or `logical_not()` operator instead.");
+  EXPECT_EQ(RunError("aten.abs.default", {V(b)}),
+            "aten.abs.default: \"abs_cpu\" not implemented for 'Bool'");
+  EXPECT_EQ(RunError("aten.relu.default", {V(b)}),
+            "aten.relu.default: Boolean inputs not supported for relu");
+  EXPECT_EQ(RunError("aten.sub.Scalar", {V(b), I(1)}),
+            "aten.sub.Scalar: Subtraction, the `-` operator, with a bool "
+            "tensor is not supported. If you are trying to invert a mask, use "
+            "the `~` or `logical_not()` operator instead.");
+  EXPECT_EQ(RunError("aten.sub.Tensor", {V(b), V(b)}),
+            "aten.sub.Tensor: Subtraction, the `-` operator, with two bool "
+            "tensors is not supported. Use the `^` or `logical_xor()` "
+            "operator instead.");
+  EXPECT_EQ(RunError("aten.remainder.Tensor", {V(b), V(b)}),
+            "aten.remainder.Tensor: \"remainder_cpu\" not implemented for "
+            "'Bool'");
+  EXPECT_EQ(RunError("aten.div.Tensor_mode", {V(b), V(b)},
+                     {{"rounding_mode", Value::String("trunc")}}),
+            "aten.div.Tensor_mode: \"div_trunc_cpu\" not implemented for "
+            "'Bool'");
+  EXPECT_EQ(RunError("aten.gelu.default", {V(T({1}, {1}, DType::kInt64))}),
+            "aten.gelu.default: \"GeluKernelImpl\" not implemented for "
+            "'Long'");
+  // torch: masked_fill's value is converted with an overflow check (a
+  // negative integer wraps into uint8, a negative double does not).
+  Tensor mask = T({1}, {1}, DType::kBool);
+  EXPECT_EQ(RunError("aten.masked_fill.Scalar",
+                     {V(T({1}, {0}, DType::kInt32)), V(mask), F(kInf)}),
+            "aten.masked_fill.Scalar: value cannot be converted to type int "
+            "without overflow");
+  EXPECT_THAT(Elements(RunT("aten.masked_fill.Scalar",
+                            {V(T({1}, {0}, DType::kUInt8)), V(mask), I(-1)})),
+              ElementsAre(255));
+  EXPECT_EQ(RunError("aten.masked_fill.Tensor",
+                     {V(T({1}, {0}, DType::kUInt8)), V(mask),
+                      V(T({}, {-1}, DType::kFloat64))}),
+            "aten.masked_fill.Tensor: value cannot be converted to type "
+            "uint8_t without overflow");
+  EXPECT_EQ(RunError("aten.masked_fill.Scalar",
+                     {V(T({1}, {0}, DType::kFloat16)), V(mask), F(1e10)}),
+            "aten.masked_fill.Scalar: value cannot be converted to type "
+            "c10::Half without overflow");
+}
+
+TEST(ExtraOpsTest, ReductionAndIndexEdgeCasesMatchTorch) {
+  // torch: logsumexp over dim=[] without keepdim trips over its own max.
+  EXPECT_EQ(RunError("aten.logsumexp.default",
+                     {V(T({2, 2}, {1, 2, 3, 4})), Ints({})}),
+            "aten.logsumexp.default: output with shape [] doesn't match the "
+            "broadcast shape [1, 1]");
+  Tensor all = RunT("aten.logsumexp.default",
+                    {V(T({2}, {0, 0})), Ints({}), Value::Bool(true)});
+  ExpectSame(Elements(all), {std::log(2.0)}, 1e-6);
+  // torch: the norm names the dim as given.
+  EXPECT_EQ(RunError("aten.linalg_vector_norm.default",
+                     {V(T({0, 3}, {})), F(-kInf), Ints({-2, 1})}),
+            "aten.linalg_vector_norm.default: linalg.vector_norm cannot "
+            "compute the -inf norm on the dimension -2because this dimension "
+            "is empty and the operation does not have an identity");
+  // torch: a 1-D self words an index error differently; an empty
+  // multi-dimensional self takes nothing.
+  EXPECT_EQ(RunError("aten.index_add.default",
+                     {V(T({2}, {0, 0})), I(0), V(T({1}, {2}, DType::kInt64)),
+                      V(T({1}, {1}))}),
+            "aten.index_add.default: index out of range in self");
+  Tensor empty = RunT("aten.index_add.default",
+                      {V(T({1, 0}, {})), I(1), V(T({2}, {0, 0}, DType::kInt64)),
+                       V(T({1, 2}, {1, 1}))});
+  EXPECT_THAT(empty.sizes(), ElementsAre(1, 0));
+  // torch: cumprod_ computes in self's dtype: int32 stays int32, a bool self
+  // is refused.
+  Tensor i32 = T({3}, {2, 3, 4}, DType::kInt32);
+  RunT("aten.cumprod_.default", {V(i32), I(0)});
+  EXPECT_THAT(Elements(i32), ElementsAre(2, 6, 24));
+  EXPECT_EQ(RunError("aten.cumprod_.default",
+                     {V(T({2}, {1, 1}, DType::kBool)), I(0)}),
+            "aten.cumprod_.default: \"cumprod_out_cpu\" not implemented for "
+            "'Bool'");
+}
+
+TEST(ExtraOpsTest, InplaceTwinsCheckInPyTorchsOrder) {
+  // torch: the op's own argument check comes before the overlap check...
+  Tensor b = *T({3, 1}, {1, 0, 1}, DType::kBool).AsStrided({3, 2}, {1, 0}, 0);
+  EXPECT_THAT(RunError("aten.neg_.default", {V(b)}), HasSubstr("Negation"));
+  // ...the result dtype before data errors (ZeroDivisionError)...
+  EXPECT_EQ(
+      RunError("aten.div_.Tensor_mode",
+               {V(T({1}, {1}, DType::kBool)), V(T({1}, {0}, DType::kInt64))},
+               {{"rounding_mode", Value::String("trunc")}}),
+      "aten.div_.Tensor_mode: result type Long can't be cast to the "
+      "desired output type Bool");
+  // ...and the Scalar clamp family names the output type as TypeMeta does.
+  EXPECT_EQ(RunError("aten.clamp_min_.default",
+                     {V(T({2}, {1, 2}, DType::kInt32)), F(0.5)}),
+            "aten.clamp_min_.default: result type Float can't be cast to the "
+            "desired output type int");
+  EXPECT_EQ(RunError("aten.clamp_.default",
+                     {V(T({2}, {1, 2}, DType::kInt64)), F(0.5)}),
+            "aten.clamp_.default: result type Float can't be cast to the "
+            "desired output type long int");
+  // torch: masked_fill_ and tril_ write an overlapping self, only where
+  // they change it (the shared element takes the written value).
+  Tensor base = T({1, 2}, {0, 0});
+  Tensor e = *base.AsStrided({3, 2}, {0, 1}, 0);
+  RunT("aten.masked_fill_.Scalar",
+       {V(e), V(T({3, 2}, {1, 0, 0, 0, 0, 0}, DType::kBool)), F(5)});
+  EXPECT_THAT(Elements(base), ElementsAre(5, 0));
+  Tensor one = T({1, 1}, {2.5});
+  RunT("aten.tril_.default", {V(*one.AsStrided({4, 1}, {0, 1}, 0)), I(-1)});
+  EXPECT_THAT(Elements(one), ElementsAre(0));
+}
+
 // ---- In-place twins ---------------------------------------------------------
 
 // torch: every pointwise op lathe has whose aten::<name>_ exists (pow's

@@ -169,12 +169,28 @@ struct Unary {
   bool bool_result = false;
 };
 
+// PyTorch's refusal of a bool input, for the unary ops that refuse one.
+const char* BoolError(absl::string_view op) {
+  if (op == "abs") return "\"abs_cpu\" not implemented for 'Bool'";
+  if (op == "neg") {
+    return "Negation, the `-` operator, on a bool tensor is not supported. If "
+           "you are trying to invert a mask, use the `~` or `logical_not()` "
+           "operator instead.";
+  }
+  if (op == "relu") return "Boolean inputs not supported for relu";
+  if (op == "floor") return "\"floor_vml_cpu\" not implemented for 'Bool'";
+  if (op == "ceil") return "\"ceil_vml_cpu\" not implemented for 'Bool'";
+  if (op == "trunc") return "\"trunc_vml_cpu\" not implemented for 'Bool'";
+  if (op == "round") return "\"round_vml_cpu\" not implemented for 'Bool'";
+  return nullptr;
+}
+
 double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double Relu(double x) { return std::isnan(x) ? x : (x > 0 ? x : 0.0); }
 double Silu(double x) { return x * Sigmoid(x); }
 double Rsqrt(double x) { return 1.0 / std::sqrt(x); }
 double Reciprocal(double x) { return 1.0 / x; }
-double Sign(double x) { return std::isnan(x) ? x : (x > 0) - (x < 0); }
+double Sign(double x) { return (x > 0) - (x < 0); }  // sign(NaN) is 0
 double RoundHalfEven(double x) { return std::nearbyint(x); }
 
 const Unary kUnary[] = {
@@ -225,7 +241,11 @@ const Unary kUnary[] = {
 
 absl::Status RegisterUnary(OpRegistry& r, const Unary& u) {
   std::string schema = absl::StrCat(u.name, "(Tensor self) -> Tensor");
-  auto infer = [u](const OpCall& c) {
+  const char* bool_error = BoolError(u.name);
+  auto infer = [u, bool_error](const OpCall& c) -> absl::StatusOr<OutInfo> {
+    if (bool_error != nullptr && DTypeOf(c.arg(0)) == DType::kBool) {
+      return c.Error(bool_error);
+    }
     return Infer(c, {c.arg(0)}, u.float_result, u.bool_result);
   };
   OpFn meta = [infer](const OpCall& c) -> absl::StatusOr<Value> {
@@ -327,7 +347,14 @@ absl::StatusOr<Value> BinaryKernel(const OpCall& c, const std::string& op,
       return mx ? std::max(a, b) : std::min(a, b);
     };
   } else if (op == "pow") {
-    fd = [](double a, double b) { return std::pow(a, b); };
+    // A Scalar exponent of +-0.5 is sqrt / rsqrt in PyTorch (pow(-inf, 0.5)
+    // is NaN, not inf).
+    bool scalar_exponent = !other.is_tensor();
+    fd = [scalar_exponent](double a, double b) {
+      if (scalar_exponent && b == 0.5) return std::sqrt(a);
+      if (scalar_exponent && b == -0.5) return 1.0 / std::sqrt(a);
+      return std::pow(a, b);
+    };
     fi = [](int64_t a, int64_t b) -> absl::StatusOr<int64_t> {
       if (b < 0) {
         if (a == 1) return 1;
@@ -430,9 +457,7 @@ absl::StatusOr<Value> InplaceResult(const OpCall& c, const OutInfo& info,
       !(IsFloatingPoint(info.dtype) && !IsFloatingPoint(self_dtype)) &&
       !(info.dtype != DType::kBool && self_dtype == DType::kBool);
   if (!can_cast) {
-    return c.Error(absl::StrCat("result type ", ScalarTypeName(info.dtype),
-                                " can't be cast to the desired output type ",
-                                ScalarTypeName(self_dtype)));
+    return c.Error(InplaceCastMessage(c.op().schema, info.dtype, self_dtype));
   }
   return self;
 }
@@ -468,9 +493,37 @@ absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
       return c.Error(absl::StrCat("\"", spec.op, "_cpu\" not implemented for '",
                                   ScalarTypeName(info.compute), "'"));
     }
-    if (floor_div && info.compute == DType::kBool) {
-      return c.Error("\"div_floor_cpu\" not implemented for 'Bool'");
+    if (mode != Div::kTrue && info.compute == DType::kBool) {
+      return c.Error(absl::StrCat("\"div_",
+                                  mode == Div::kFloor ? "floor" : "trunc",
+                                  "_cpu\" not implemented for 'Bool'"));
     }
+    if ((spec.op == "remainder" || spec.op == "fmod") &&
+        info.compute == DType::kBool) {
+      return c.Error(
+          absl::StrCat("\"", spec.op, "_cpu\" not implemented for 'Bool'"));
+    }
+    if (spec.op == "sub" && c.arg(1).is_tensor() &&
+        DTypeOf(c.arg(0)) == DType::kBool &&
+        DTypeOf(c.arg(1)) == DType::kBool) {
+      return c.Error(
+          "Subtraction, the `-` operator, with two bool tensors is not "
+          "supported. Use the `^` or `logical_xor()` operator instead.");
+    }
+    if (spec.op == "sub" &&
+        (DTypeOf(c.arg(0)) == DType::kBool ||
+         (c.arg(1).is_tensor() && DTypeOf(c.arg(1)) == DType::kBool))) {
+      return c.Error(
+          "Subtraction, the `-` operator, with a bool tensor is not "
+          "supported. If you are trying to invert a mask, use the `~` or "
+          "`logical_not()` operator instead.");
+    }
+    // pow's Scalar exponent is a parameter of its kernel, not an operand.
+    if (spec.op == "pow" && !c.arg(1).is_tensor() && c.arg(0).is_tensor()) {
+      info.strides = PointwiseStrides({c.arg(0)}, info.sizes);
+    }
+    // pow.Scalar (a number base) allocates its result contiguous.
+    if (spec.op == "pow" && !c.arg(0).is_tensor()) info.strides.clear();
     return info;
   };
   OpFn meta = [spec, infer](const OpCall& c) -> absl::StatusOr<Value> {
@@ -546,6 +599,12 @@ absl::StatusOr<OutInfo> InferTernary(const OpCall& c, const std::string& op) {
   std::vector<Value> promoted = operands;
   if (op == "lerp" && !c.arg(2).is_tensor()) promoted.pop_back();
   ASSIGN_OR_RETURN(OutInfo info, Infer(c, promoted, false, false));
+  // Scalar bounds and weights are kernel parameters, not operands.
+  std::vector<Value> tensors;
+  for (const Value& v : operands) {
+    if (v.is_tensor()) tensors.push_back(v);
+  }
+  info.strides = PointwiseStrides(tensors, info.sizes);
   if (op == "lerp") {
     if (DTypeOf(c.arg(0)) != DTypeOf(c.arg(1))) {
       return c.Error(absl::StrCat(
@@ -738,16 +797,27 @@ absl::StatusOr<Value> CheckOut(const OpCall& c, const OutInfo& info) {
   return out;
 }
 
-// isnan / isinf / isfinite: bool results; integers are never NaN or infinite.
+// isnan / isinf / isfinite: bool results; integers are never NaN or
+// infinite. For integers PyTorch's isinf and isfinite are zeros_like /
+// ones_like (empty_like's layout; `like` true), isnan is self != self.
+OutInfo FloatClassInfo(const OpCall& c, bool like) {
+  OutInfo info = SameShape(c, DType::kBool);
+  if (like && !IsFloatingPoint(DTypeOf(c.arg(0)))) {
+    info.strides = EmptyLikeStrides(c.arg(0));
+  }
+  return info;
+}
+
 absl::Status RegisterFloatClass(OpRegistry& r, const char* schema,
                                 bool (*fd)(double), bool int_value) {
+  bool like = !absl::StartsWith(schema, "isnan");
   return r.Add(
       schema,
-      [](const OpCall& c) -> absl::StatusOr<Value> {
-        return ResultMeta(SameShape(c, DType::kBool));
+      [like](const OpCall& c) -> absl::StatusOr<Value> {
+        return ResultMeta(FloatClassInfo(c, like));
       },
-      [fd, int_value](const OpCall& c) -> absl::StatusOr<Value> {
-        OutInfo info = SameShape(c, DType::kBool);
+      [fd, int_value, like](const OpCall& c) -> absl::StatusOr<Value> {
+        OutInfo info = FloatClassInfo(c, like);
         return Compute(
             c, info, {c.arg(0)},
             [fd](double a, double) -> double { return fd(a); },
@@ -759,19 +829,18 @@ absl::Status RegisterFloatClass(OpRegistry& r, const char* schema,
 
 // nan_to_num(self, nan, posinf, neginf): NaN -> nan (0), +inf -> posinf
 // (the dtype's largest finite value), -inf -> neginf (its lowest); integer
-// and bool tensors are cloned (PyTorch returns self.clone()).
+// and bool tensors are copied. PyTorch writes into empty_like(self).
 absl::StatusOr<Value> NanToNum(const OpCall& c, bool running) {
   const Value& self = c.arg(0);
   DType d = DTypeOf(self);
+  OutInfo info = SameShape(c, d);
+  info.strides = EmptyLikeStrides(self);
   if (!IsFloatingPoint(d)) {
-    std::vector<symbolic::Expr> sizes = SizesOf(self);
-    ASSIGN_OR_RETURN(Value out,
-                     ResultOrEmpty(c, running, d, DeviceOf(self), sizes,
-                                   PreservedStrides(sizes, StridesOf(self))));
+    ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, running, d, DeviceOf(self),
+                                              info.sizes, info.strides));
     if (running) RETURN_IF_ERROR(CopyInto(out.tensor, self.tensor));
     return out;
   }
-  OutInfo info = SameShape(c, d);
   if (!running) return ResultMeta(info);
   double big = d == DType::kFloat16    ? 65504.0
                : d == DType::kBFloat16 ? 3.3895313892515355e38
@@ -795,6 +864,14 @@ absl::StatusOr<Value> NanToNum(const OpCall& c, bool running) {
                                : x;
       },
       nullptr);
+}
+
+// gelu takes floating point inputs only.
+absl::Status GeluDType(const OpCall& c) {
+  DType d = DTypeOf(c.arg(0));
+  if (IsFloatingPoint(d)) return absl::OkStatus();
+  return c.Error(absl::StrCat("\"GeluKernelImpl\" not implemented for '",
+                              ScalarTypeName(d), "'"));
 }
 
 absl::Status RegisterPointwiseBody(OpRegistry& r);
@@ -842,10 +919,12 @@ absl::Status RegisterPointwiseBody(OpRegistry& r) {
   RETURN_IF_ERROR(r.Add(
       "gelu(Tensor self, *, str approximate='none') -> Tensor",
       [](const OpCall& c) -> absl::StatusOr<Value> {
+        RETURN_IF_ERROR(GeluDType(c));
         ASSIGN_OR_RETURN(OutInfo info, Infer(c, {c.arg(0)}, true, false));
         return ResultMeta(info);
       },
       [](const OpCall& c) -> absl::StatusOr<Value> {
+        RETURN_IF_ERROR(GeluDType(c));
         ASSIGN_OR_RETURN(OutInfo info, Infer(c, {c.arg(0)}, true, false));
         const std::string& approx = c.arg(1).string;
         if (approx != "none" && approx != "tanh") {
