@@ -219,6 +219,22 @@ absl::Status OpRegistry::AddInplaceTwin(absl::string_view functional,
       if (RefusesOverlap(c, refuse_overlap)) {
         RETURN_IF_ERROR(CheckInternalOverlap(c, c.arg(0)));
       }
+      if (!result.ok()) {
+        // The kernel's dtype dispatch failed; the operands' common dtype
+        // must still cast to self's first (bitwise_and_ of an int self with
+        // a float other is a cast error).
+        std::vector<Value> operands;
+        for (int i = 0; i < c.num_args(); ++i) {
+          const Argument& a = s.arguments[i];
+          if (a.type.base == BaseType::kTensor || a.name == "other") {
+            operands.push_back(c.arg(i));
+          }
+        }
+        absl::StatusOr<DType> common = ResultType(operands);
+        if (common.ok() && !CanCast(*common, DTypeOf(c.arg(0)))) {
+          return c.Error(InplaceCastMessage(s, *common, DTypeOf(c.arg(0))));
+        }
+      }
       RETURN_IF_ERROR(result.status());
       return CheckInplaceResult(c, c.arg(0), *result);
     };

@@ -1,14 +1,14 @@
 // Pointwise ops: unary math (exp2, square, isfinite, nan_to_num among them),
 // binary arithmetic and comparisons (Tensor and Scalar overloads; fmax/fmin,
 // floor_divide, true_divide), where (and its Scalar overloads), activations
-// with Scalar parameters (elu, hardtanh, leaky_relu), the hand-written
-// in-place variants and atan2's out= variant; every op registered here is
-// marked pointwise, and RegisterInplaceTwins (ops_extra.cc) derives the
-// other in-place twins from the functional ops. Each
-// op infers its output dtype and broadcast shape once; the meta function
-// returns that as metadata and the kernel computes elements in the op's math
-// type (double for floats, exact wrapping int64 for integers), rounding to the
-// output dtype as PyTorch does.
+// with Scalar parameters (elu, hardtanh, leaky_relu) and atan2's out=
+// variant. Every op registered here is marked pointwise; their in-place
+// twins (add_, abs_, eq_.Scalar, ...) are all derived from the functional
+// ops by RegisterInplaceTwins (ops_extra.cc). Each op infers its output
+// dtype and broadcast shape once; the meta function returns that as
+// metadata and the kernel computes elements in the op's math type (double
+// for floats, exact wrapping int64 for integers), rounding to the output
+// dtype as PyTorch does.
 
 #include <algorithm>
 #include <cmath>
@@ -178,6 +178,7 @@ const char* BoolError(absl::string_view op) {
            "operator instead.";
   }
   if (op == "relu") return "Boolean inputs not supported for relu";
+  if (op == "silu") return "\"silu_cpu\" not implemented for 'Bool'";
   if (op == "floor") return "\"floor_vml_cpu\" not implemented for 'Bool'";
   if (op == "ceil") return "\"ceil_vml_cpu\" not implemented for 'Bool'";
   if (op == "trunc") return "\"trunc_vml_cpu\" not implemented for 'Bool'";
@@ -245,6 +246,11 @@ absl::Status RegisterUnary(OpRegistry& r, const Unary& u) {
   auto infer = [u, bool_error](const OpCall& c) -> absl::StatusOr<OutInfo> {
     if (bool_error != nullptr && DTypeOf(c.arg(0)) == DType::kBool) {
       return c.Error(bool_error);
+    }
+    if (absl::string_view(u.name) == "silu" &&
+        !IsFloatingPoint(DTypeOf(c.arg(0)))) {  // no promotion of integers
+      return c.Error(absl::StrCat("\"silu_cpu\" not implemented for '",
+                                  ScalarTypeName(DTypeOf(c.arg(0))), "'"));
     }
     return Infer(c, {c.arg(0)}, u.float_result, u.bool_result);
   };
@@ -356,11 +362,10 @@ absl::StatusOr<Value> BinaryKernel(const OpCall& c, const std::string& op,
       return std::pow(a, b);
     };
     fi = [](int64_t a, int64_t b) -> absl::StatusOr<int64_t> {
-      if (b < 0) {
+      if (b < 0) {  // Tensor_Scalar refuses these up front
         if (a == 1) return 1;
         if (a == -1) return (b % 2 == 0) ? 1 : -1;
-        return absl::InvalidArgumentError(
-            "Integers to negative integer powers are not allowed.");
+        return 0;
       }
       uint64_t r = 1, base = U(a);
       for (int64_t e = b; e > 0; e >>= 1) {
@@ -444,28 +449,9 @@ absl::StatusOr<Div> DivMode(const OpCall& c) {
                    m, "'"));
 }
 
-// In-place: the result must fit self's shape and dtype.
-absl::StatusOr<Value> InplaceResult(const OpCall& c, const OutInfo& info,
-                                    const Value& self) {
-  if (info.sizes != SizesOf(self)) {
-    return c.Error(absl::StrCat(
-        "output with shape ", ShapeString(SizesOf(self)),
-        " doesn't match the broadcast shape ", ShapeString(info.sizes)));
-  }
-  DType self_dtype = DTypeOf(self);
-  bool can_cast =
-      !(IsFloatingPoint(info.dtype) && !IsFloatingPoint(self_dtype)) &&
-      !(info.dtype != DType::kBool && self_dtype == DType::kBool);
-  if (!can_cast) {
-    return c.Error(InplaceCastMessage(c.op().schema, info.dtype, self_dtype));
-  }
-  return self;
-}
-
 struct BinarySpec {
   std::string schema;
   std::string op;  // add, sub, mul, div, maximum, minimum, pow, eq, ...
-  bool inplace = false;
 };
 
 absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
@@ -518,6 +504,18 @@ absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
           "supported. If you are trying to invert a mask, use the `~` or "
           "`logical_not()` operator instead.");
     }
+    if (spec.op == "pow" && !c.arg(1).is_tensor() &&
+        IsIntegral(DTypeOf(c.arg(0)), true) &&
+        (c.arg(1).number.is_int() || c.arg(1).number.is_bool())) {
+      ASSIGN_OR_RETURN(int64_t e, c.arg(1).AsInt());
+      if (e < 0) {
+        return c.Error("Integers to negative integer powers are not allowed.");
+      }
+    }
+    if (spec.op == "pow" && c.arg(0).is_tensor() && c.arg(1).is_tensor() &&
+        info.compute == DType::kBool) {
+      return c.Error("\"pow\" not implemented for 'Bool'");
+    }
     // pow's Scalar exponent is a parameter of its kernel, not an operand.
     if (spec.op == "pow" && !c.arg(1).is_tensor() && c.arg(0).is_tensor()) {
       info.strides = PointwiseStrides({c.arg(0)}, info.sizes);
@@ -528,15 +526,11 @@ absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
   };
   OpFn meta = [spec, infer](const OpCall& c) -> absl::StatusOr<Value> {
     ASSIGN_OR_RETURN(OutInfo info, infer(c));
-    if (spec.inplace) return InplaceResult(c, info, c.arg(0));
     return ResultMeta(info);
   };
   OpFn kernel = [spec, infer, is_div,
                  floor_div](const OpCall& c) -> absl::StatusOr<Value> {
     ASSIGN_OR_RETURN(OutInfo info, infer(c));
-    if (spec.inplace) {
-      RETURN_IF_ERROR(InplaceResult(c, info, c.arg(0)).status());
-    }
     Value result;
     if (is_div) {
       Div mode = Div::kFloor;
@@ -550,9 +544,7 @@ absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
                        BinaryKernel(c, spec.op, info, c.arg(0), c.arg(1),
                                     alpha >= 0 ? c.arg(alpha) : Value::None()));
     }
-    if (!spec.inplace) return result;
-    RETURN_IF_ERROR(CopyInto(c.arg(0).tensor, result.tensor));
-    return c.arg(0);
+    return result;
   };
   return r.Add(spec.schema, meta, kernel);
 }
@@ -612,16 +604,26 @@ absl::StatusOr<OutInfo> InferTernary(const OpCall& c, const std::string& op) {
           " for `end` but got dtype ", ScalarTypeName(DTypeOf(c.arg(1)))));
     }
     if (!IsFloatingPoint(info.compute)) {
-      return c.Error(
-          absl::StrCat("\"lerp_kernel_scalar\" not implemented for '",
-                       ScalarTypeName(info.compute), "'"));
+      return c.Error(absl::StrCat(
+          "\"lerp_kernel_", c.arg(2).is_tensor() ? "tensor" : "scalar",
+          "\" not implemented for '", ScalarTypeName(info.compute), "'"));
     }
   }
-  if (op == "addcdiv" && IsIntegral(info.compute, /*include_bool=*/true)) {
+  // PyTorch looks at tensor1 and tensor2 alone (a float self does not help).
+  if (op == "addcdiv" && IsIntegral(DTypeOf(c.arg(1)), /*include_bool=*/true) &&
+      IsIntegral(DTypeOf(c.arg(2)), /*include_bool=*/true)) {
     return c.Error(
         "Integer division with addcdiv is no longer supported, and in a future "
-        "release "
-        "addcdiv will perform a true division of tensor1 and tensor2.");
+        " release addcdiv will perform a true division of tensor1 and "
+        "tensor2. The historic addcdiv behavior can be implemented as (input "
+        "+ value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
+        "integer inputs and as (input + value * tensor1 / tensor2) for float "
+        "inputs. The future addcdiv behavior is just the latter "
+        "implementation: (input + value * tensor1 / tensor2), for all "
+        "dtypes.");
+  }
+  if (op == "addcmul" && info.compute == DType::kBool) {
+    return c.Error("\"addcmul_cpu_out\" not implemented for 'Bool'");
   }
   return info;
 }
@@ -686,21 +688,14 @@ absl::StatusOr<Value> TernaryKernel(const OpCall& c, const std::string& op,
 }
 
 absl::Status RegisterTernary(OpRegistry& r, const std::string& schema,
-                             const std::string& op, bool inplace) {
-  OpFn meta = [op, inplace](const OpCall& c) -> absl::StatusOr<Value> {
+                             const std::string& op) {
+  OpFn meta = [op](const OpCall& c) -> absl::StatusOr<Value> {
     ASSIGN_OR_RETURN(OutInfo info, InferTernary(c, op));
-    if (inplace) return InplaceResult(c, info, c.arg(0));
     return ResultMeta(info);
   };
-  OpFn kernel = [op, inplace](const OpCall& c) -> absl::StatusOr<Value> {
+  OpFn kernel = [op](const OpCall& c) -> absl::StatusOr<Value> {
     ASSIGN_OR_RETURN(OutInfo info, InferTernary(c, op));
-    if (inplace) {
-      RETURN_IF_ERROR(InplaceResult(c, info, c.arg(0)).status());
-    }
-    ASSIGN_OR_RETURN(Value result, TernaryKernel(c, op, info));
-    if (!inplace) return result;
-    RETURN_IF_ERROR(CopyInto(c.arg(0).tensor, result.tensor));
-    return c.arg(0);
+    return TernaryKernel(c, op, info);
   };
   return r.Add(schema, meta, kernel);
 }
@@ -1009,18 +1004,6 @@ absl::Status RegisterPointwiseBody(OpRegistry& r) {
       {"minimum(Tensor self, Tensor other) -> Tensor", "minimum"},
       {"pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", "pow"},
       {"pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", "pow"},
-      {"add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> "
-       "Tensor(a!)",
-       "add", true},
-      {"add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> "
-       "Tensor(a!)",
-       "add", true},
-      {"sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> "
-       "Tensor(a!)",
-       "sub", true},
-      {"mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", "mul", true},
-      {"mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", "mul", true},
-      {"div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", "div", true},
   };
   for (const BinarySpec& b : kBinary) RETURN_IF_ERROR(RegisterBinary(r, b));
   for (const char* op :
@@ -1038,42 +1021,25 @@ absl::Status RegisterPointwiseBody(OpRegistry& r) {
   }
   RETURN_IF_ERROR(RegisterBinary(
       r, {"pow.Scalar(Scalar self, Tensor exponent) -> Tensor", "pow"}));
-  const std::tuple<const char*, const char*, bool> kTernary[] = {
+  const std::pair<const char*, const char*> kTernary[] = {
       {"clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
-       "clamp", false},
+       "clamp"},
       {"clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> "
        "Tensor",
-       "clamp", false},
-      {"clamp_min(Tensor self, Scalar min) -> Tensor", "clamp", false},
-      {"clamp_max(Tensor self, Scalar max) -> Tensor", "clamp", false},
-      {"clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> "
-       "Tensor(a!)",
-       "clamp", true},
+       "clamp"},
+      {"clamp_min(Tensor self, Scalar min) -> Tensor", "clamp"},
+      {"clamp_max(Tensor self, Scalar max) -> Tensor", "clamp"},
       {"addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar "
        "value=1) -> Tensor",
-       "addcmul", false},
-      {"addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar "
-       "value=1) -> "
-       "Tensor(a!)",
-       "addcmul", true},
+       "addcmul"},
       {"addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar "
        "value=1) -> Tensor",
-       "addcdiv", false},
-      {"addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar "
-       "value=1) -> "
-       "Tensor(a!)",
-       "addcdiv", true},
-      {"lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor", "lerp",
-       false},
-      {"lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor", "lerp",
-       false},
-      {"lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)",
-       "lerp", true},
-      {"lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)",
-       "lerp", true},
+       "addcdiv"},
+      {"lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor", "lerp"},
+      {"lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor", "lerp"},
   };
-  for (const auto& [schema, op, inplace] : kTernary) {
-    RETURN_IF_ERROR(RegisterTernary(r, schema, op, inplace));
+  for (const auto& [schema, op] : kTernary) {
+    RETURN_IF_ERROR(RegisterTernary(r, schema, op));
   }
   RETURN_IF_ERROR(r.Add(
       "bitwise_not(Tensor self) -> Tensor",
@@ -1155,21 +1121,6 @@ absl::Status RegisterPointwiseBody(OpRegistry& r) {
           });
           return Value::OfTensor(out);
         }));
-  }
-  for (const auto& [inplace, functional] :
-       std::vector<std::pair<const char*, const char*>>{
-           {"aten.add_.Tensor", "aten.add.Tensor"},
-           {"aten.add_.Scalar", "aten.add.Scalar"},
-           {"aten.sub_.Tensor", "aten.sub.Tensor"},
-           {"aten.mul_.Tensor", "aten.mul.Tensor"},
-           {"aten.mul_.Scalar", "aten.mul.Scalar"},
-           {"aten.div_.Tensor", "aten.div.Tensor"},
-           {"aten.clamp_.default", "aten.clamp.default"},
-           {"aten.addcmul_.default", "aten.addcmul.default"},
-           {"aten.addcdiv_.default", "aten.addcdiv.default"},
-           {"aten.lerp_.Scalar", "aten.lerp.Scalar"},
-           {"aten.lerp_.Tensor", "aten.lerp.Tensor"}}) {
-    RETURN_IF_ERROR(r.Pair(inplace, functional));
   }
   return absl::OkStatus();
 }
