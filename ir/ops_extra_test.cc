@@ -745,6 +745,53 @@ TEST(ExtraOpsTest, InplaceTwinsCheckInPyTorchsOrder) {
   EXPECT_THAT(Elements(one), ElementsAre(0));
 }
 
+TEST(ExtraOpsTest, MixedDtypeInputsAreConvertedBeforeTheLayout) {
+  // torch: an int32 input of an int64 op is first converted with .to()
+  // (made dense), so the int64 input's strides break the tie: [4, 1, 4].
+  Tensor xs = *Tensor::Empty({81}, DType::kInt32);
+  Tensor x = *xs.AsStrided({1, 4, 1}, {54, 6, 2}, 1);
+  Tensor y = *T({4}, {1, 2, 3, 4}, DType::kInt64).AsStrided({4, 1}, {1, 4}, 0);
+  ForEachIndex(x.sizes(),
+               [&](absl::Span<const int64_t> i) { x.SetDouble(i, 1); });
+  EXPECT_THAT(RunT("aten.fmax.default", {V(x), V(y)}).strides(),
+              ElementsAre(4, 1, 4));
+  EXPECT_THAT(RunT("aten.add.Tensor", {V(x), V(y)}).strides(),
+              ElementsAre(4, 1, 4));
+  // The same with one dtype keeps x's order: [4, 1, 1].
+  Tensor x64 =
+      *Tensor::Empty({81}, DType::kInt64)->AsStrided({1, 4, 1}, {54, 6, 2}, 1);
+  ForEachIndex(x64.sizes(),
+               [&](absl::Span<const int64_t> i) { x64.SetDouble(i, 1); });
+  EXPECT_THAT(RunT("aten.add.Tensor", {V(x64), V(y)}).strides(),
+              ElementsAre(4, 1, 1));
+}
+
+TEST(ExtraOpsTest, DerivedTwinsOfFormerlyHandWrittenOps) {
+  // torch: add_ now refuses an overlapping self too.
+  Tensor e = *T({3, 1}, {1, 2, 3}).AsStrided({3, 2}, {1, 0}, 0);
+  EXPECT_THAT(RunError("aten.add_.Scalar", {V(e), I(1)}),
+              HasSubstr("more than one element of the written-to tensor"));
+  Tensor p = T({2}, {1, 1});
+  RunT("aten.addcdiv_.default", {V(p), V(T({2}, {1, 2})), V(T({2}, {2, 4}))},
+       {{"value", I(2)}});
+  EXPECT_THAT(Elements(p), ElementsAre(2, 2));
+  // torch: integer pow by a negative Tensor exponent is 0 unless |base| is
+  // 1; only Tensor_Scalar refuses it.
+  EXPECT_THAT(Elements(RunT("aten.pow.Tensor_Tensor",
+                            {V(T({4}, {2, 1, -1, 0}, DType::kInt64)),
+                             V(T({4}, {-1, -2, -3, -1}, DType::kInt64))})),
+              ElementsAre(0, 1, -1, 0));
+  // torch: silu does not promote integers; addcdiv looks at tensor1 and
+  // tensor2 only.
+  EXPECT_EQ(RunError("aten.silu.default", {V(T({1}, {1}, DType::kInt64))}),
+            "aten.silu.default: \"silu_cpu\" not implemented for 'Long'");
+  EXPECT_THAT(RunError("aten.addcdiv.default", {V(T({1}, {0}, DType::kFloat64)),
+                                                V(T({1}, {1}, DType::kInt64)),
+                                                V(T({1}, {1}, DType::kInt64))}),
+              HasSubstr("The future addcdiv behavior is just the latter "
+                        "implementation"));
+}
+
 // ---- In-place twins ---------------------------------------------------------
 
 // torch: every pointwise op lathe has whose aten::<name>_ exists (pow's

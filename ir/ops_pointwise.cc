@@ -63,6 +63,27 @@ Value ResultMeta(const OutInfo& info) {
   return Value::OfMeta(m);
 }
 
+// An input as PyTorch's CPU TensorIterator sees it when its dtype is not
+// the common one: converted with .to(common) (preserve_format) first, so
+// laid out as empty_like(input).
+Value AsPromoted(const Value& v, DType common) {
+  if (!v.is_tensor() || DTypeOf(v) == common) return v;
+  TensorMeta m;
+  m.dtype = common;
+  m.device = DeviceOf(v);
+  m.sizes = SizesOf(v);
+  m.strides = EmptyLikeStrides(v);
+  m.storage_offset = symbolic::Int(0);
+  return Value::OfMeta(m);
+}
+
+std::vector<Value> AsPromoted(const std::vector<Value>& operands,
+                              DType common) {
+  std::vector<Value> out;
+  for (const Value& v : operands) out.push_back(AsPromoted(v, common));
+  return out;
+}
+
 absl::StatusOr<OutInfo> Infer(const OpCall& call, std::vector<Value> operands,
                               bool float_result, bool bool_result) {
   ASSIGN_OR_RETURN(DType common, ResultType(operands));
@@ -88,7 +109,8 @@ absl::StatusOr<OutInfo> Infer(const OpCall& call, std::vector<Value> operands,
     }
   }
   ASSIGN_OR_RETURN(info.sizes, BroadcastShapes(call, shapes));
-  info.strides = PointwiseStrides(operands, info.sizes);
+  info.strides =
+      PointwiseStrides(AsPromoted(operands, info.compute), info.sizes);
   return info;
 }
 
@@ -518,7 +540,8 @@ absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
     }
     // pow's Scalar exponent is a parameter of its kernel, not an operand.
     if (spec.op == "pow" && !c.arg(1).is_tensor() && c.arg(0).is_tensor()) {
-      info.strides = PointwiseStrides({c.arg(0)}, info.sizes);
+      info.strides =
+          PointwiseStrides({AsPromoted(c.arg(0), info.compute)}, info.sizes);
     }
     // pow.Scalar (a number base) allocates its result contiguous.
     if (spec.op == "pow" && !c.arg(0).is_tensor()) info.strides.clear();
@@ -561,7 +584,9 @@ absl::StatusOr<OutInfo> InferWhere(const OpCall& c) {
   std::vector<std::vector<symbolic::Expr>> shapes = {info.sizes};
   if (c.arg(0).is_tensor()) shapes.push_back(SizesOf(c.arg(0)));
   ASSIGN_OR_RETURN(info.sizes, BroadcastShapes(c, shapes));
-  info.strides = PointwiseStrides({c.arg(0), c.arg(1), c.arg(2)}, info.sizes);
+  info.strides = PointwiseStrides({c.arg(0), AsPromoted(c.arg(1), info.compute),
+                                   AsPromoted(c.arg(2), info.compute)},
+                                  info.sizes);
   return info;
 }
 
@@ -591,10 +616,19 @@ absl::StatusOr<OutInfo> InferTernary(const OpCall& c, const std::string& op) {
   std::vector<Value> promoted = operands;
   if (op == "lerp" && !c.arg(2).is_tensor()) promoted.pop_back();
   ASSIGN_OR_RETURN(OutInfo info, Infer(c, promoted, false, false));
-  // Scalar bounds and weights are kernel parameters, not operands.
+  // Scalar bounds and weights are kernel parameters, not operands; a clamp
+  // with Scalar bounds is a unary op that does not convert its input.
   std::vector<Value> tensors;
+  bool scalar_bounds = false;
   for (const Value& v : operands) {
-    if (v.is_tensor()) tensors.push_back(v);
+    if (v.is_tensor()) {
+      tensors.push_back(v);
+    } else {
+      scalar_bounds = true;
+    }
+  }
+  if (!(op == "clamp" && scalar_bounds)) {
+    tensors = AsPromoted(tensors, info.compute);
   }
   info.strides = PointwiseStrides(tensors, info.sizes);
   if (op == "lerp") {
