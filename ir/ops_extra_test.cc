@@ -792,6 +792,35 @@ TEST(ExtraOpsTest, DerivedTwinsOfFormerlyHandWrittenOps) {
                         "implementation"));
 }
 
+TEST(ExtraOpsTest, RoundDecimals) {
+  // torch: float32 rounds in float arithmetic (2.675f * 100 is 267.5).
+  Tensor x = T({8}, {1.005, 2.675, -0.125, 1234.5678, NAN, 0.5, 1.5, 2.5});
+  ExpectSame(
+      Elements(RunT("aten.round.decimals", {V(x)}, {{"decimals", I(2)}})),
+      {1.0, 2.680000066757202, -0.11999999731779099, 1234.5699462890625, NAN,
+       0.5, 1.5, 2.5});
+  ExpectSame(
+      Elements(RunT("aten.round.decimals", {V(x)}, {{"decimals", I(-2)}})),
+      {0, 0, 0, 1200, NAN, 0, 0, 0});
+  ExpectSame(
+      Elements(RunT("aten.round.decimals", {V(x)}, {{"decimals", I(0)}})),
+      {1, 3, 0, 1235, NAN, 0, 2, 2});
+  Tensor d = T({3}, {1.005, 2.675, -0.125}, DType::kFloat64);
+  ExpectSame(
+      Elements(RunT("aten.round.decimals", {V(d)}, {{"decimals", I(2)}})),
+      {1.0, 2.68, -0.12}, 1e-15);  // torch: 2.675 * 100 is 267.5 in double
+  EXPECT_THAT(
+      RunT("aten.round.decimals", {V(Transposed())}, {{"decimals", I(1)}})
+          .strides(),
+      ElementsAre(1, 2));
+  EXPECT_EQ(RunError("aten.round.decimals", {V(T({1}, {15}, DType::kInt64))},
+                     {{"decimals", I(-1)}}),
+            "aten.round.decimals: \"round_cpu\" not implemented for 'Long'");
+  Tensor in = T({2}, {0.25, 0.35});
+  RunT("aten.round_.decimals", {V(in)}, {{"decimals", I(1)}});
+  ExpectSame(Elements(in), {0.2, 0.4}, 1e-7);  // torch
+}
+
 // ---- In-place twins ---------------------------------------------------------
 
 // torch: every pointwise op lathe has whose aten::<name>_ exists (pow's
@@ -819,6 +848,7 @@ const std::pair<const char*, const char*> kTorchInplace[] = {
     {"aten.trunc.default", "aten.trunc_.default"},
     {"aten.logical_not.default", "aten.logical_not_.default"},
     {"aten.round.default", "aten.round_.default"},
+    {"aten.round.decimals", "aten.round_.decimals"},
     {"aten.sign.default", "aten.sign_.default"},
     {"aten.acos.default", "aten.acos_.default"},
     {"aten.acosh.default", "aten.acosh_.default"},

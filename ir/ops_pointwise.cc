@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/types/span.h"
 #include "ir/op_registry.h"
 #include "ir/ops_util.h"
@@ -924,6 +925,49 @@ namespace {
 
 absl::Status RegisterPointwiseBody(OpRegistry& r) {
   for (const Unary& u : kUnary) RETURN_IF_ERROR(RegisterUnary(r, u));
+  // round.decimals: round(x * 10^d) / 10^d (d < 0: round(x / 10^-d) *
+  // 10^-d) in the op math type (float below float64), as PyTorch computes
+  // it; decimals=0 is round.default.
+  auto round_decimals = [](bool running) {
+    return [running](const OpCall& c) -> absl::StatusOr<Value> {
+      ASSIGN_OR_RETURN(int64_t decimals, c.arg("decimals").AsInt());
+      if (decimals == 0) {
+        const OpDef* round = OpRegistry::Global().Find("aten.round.default");
+        OpCall call(*round, {c.arg(0)}, c.env(), c.generator());
+        absl::StatusOr<Value> out =
+            running ? round->kernel(call) : round->meta(call);
+        if (out.ok()) return out;
+        absl::string_view message = out.status().message();
+        absl::ConsumePrefix(&message, "aten.round.default: ");
+        return c.Error(message);
+      }
+      DType d = DTypeOf(c.arg(0));
+      if (!IsFloatingPoint(d)) {
+        return c.Error(absl::StrCat("\"round_cpu\" not implemented for '",
+                                    ScalarTypeName(d), "'"));
+      }
+      OutInfo info = SameShape(c, d);
+      if (!running) return ResultMeta(info);
+      bool neg = decimals < 0;
+      double ten = std::pow(10.0, static_cast<double>(std::abs(decimals)));
+      bool f64 = d == DType::kFloat64;
+      return Compute(
+          c, info, {c.arg(0)},
+          [=](double x, double) -> double {
+            if (f64) {
+              return neg ? std::nearbyint(x / ten) * ten
+                         : std::nearbyint(x * ten) / ten;
+            }
+            float xf = static_cast<float>(x), tf = static_cast<float>(ten);
+            return neg ? std::nearbyint(xf / tf) * tf
+                       : std::nearbyint(xf * tf) / tf;
+          },
+          nullptr);
+    };
+  };
+  RETURN_IF_ERROR(
+      r.Add("round.decimals(Tensor self, *, int decimals) -> Tensor",
+            round_decimals(false), round_decimals(true)));
   RETURN_IF_ERROR(RegisterFloatClass(
       r, "isfinite(Tensor self) -> Tensor",
       [](double a) -> bool { return std::isfinite(a); }, true));
