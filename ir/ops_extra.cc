@@ -453,6 +453,12 @@ absl::StatusOr<Value> VectorNorm(const OpCall& c, bool running) {
           "got ",
           ScalarTypeName(dtype)));
     }
+    if (PromoteTypes(in, dtype) != dtype) {
+      return c.Error(absl::StrCat(
+          "linalg.vector_norm: the dtype of the input (", ScalarTypeName(in),
+          ") should be convertible without narrowing to the specified dtype (",
+          ScalarTypeName(dtype), ")"));
+    }
   }
   ASSIGN_OR_RETURN(double ord, c.arg("ord").AsDouble());
   int64_t rank = RankOf(self);
@@ -466,8 +472,17 @@ absl::StatusOr<Value> VectorNorm(const OpCall& c, bool running) {
     if (!c.arg("dim").is_none()) {
       ASSIGN_OR_RETURN(given, c.arg("dim").AsIntList());
     }
-    if (given.empty()) {
-      for (int64_t d = 0; d < rank; ++d) given.push_back(d);
+    if (given.empty()) {  // over every dim: the whole tensor must not be empty
+      Expr numel = symbolic::Int(1);
+      for (const Expr& e : sizes) numel = symbolic::Mul(numel, e);
+      ASSIGN_OR_RETURN(bool empty,
+                       Decide(c, symbolic::Eq(numel, symbolic::Int(0))));
+      if (empty) {
+        return c.Error(absl::StrCat("linalg.vector_norm cannot compute the ",
+                                    ord,
+                                    " norm on an empty tensor because the "
+                                    "operation does not have an identity"));
+      }
     }
     for (int64_t d : given) {
       int64_t w = d < 0 ? d + rank : d;
@@ -520,7 +535,14 @@ absl::StatusOr<Value> CumProd(const OpCall& c, bool running) {
                                    {AsMeta(c.arg(0)), c.arg(1)},
                                    {{"dtype", c.arg("dtype")}}));
   if (!running) return out;
-  const Tensor& x = c.arg(0).tensor;
+  // The input converted to the result dtype first (self.to(dtype)).
+  Tensor x = c.arg(0).tensor;
+  if (x.dtype() != out.meta.dtype) {
+    ASSIGN_OR_RETURN(Tensor converted,
+                     Tensor::Empty(x.sizes(), out.meta.dtype));
+    RETURN_IF_ERROR(CopyInto(converted, x));
+    x = converted;
+  }
   ASSIGN_OR_RETURN(std::vector<int64_t> sizes,
                    ConcreteSizes(c, out.meta.sizes));
   ASSIGN_OR_RETURN(std::vector<int64_t> strides,

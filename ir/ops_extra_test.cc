@@ -821,6 +821,54 @@ TEST(ExtraOpsTest, RoundDecimals) {
   ExpectSame(Elements(in), {0.2, 0.4}, 1e-7);  // torch
 }
 
+TEST(ExtraOpsTest, ChannelsLastInputsGiveChannelsLastResults) {
+  // torch: x.contiguous(memory_format=torch.channels_last) for [3, 2, 1, 3]
+  // has strides [6, 1, 6, 2]; one with the size-1 dim's stride 1 is still
+  // channels-last contiguous, and TensorIterator allocates channels-last.
+  Tensor x = *Tensor::Empty({18}, DType::kFloat16)
+                  ->AsStrided({3, 2, 1, 3}, {6, 1, 1, 2}, 0);
+  ForEachIndex(x.sizes(),
+               [&](absl::Span<const int64_t> i) { x.SetDouble(i, 1); });
+  EXPECT_THAT(RunT("aten.abs.default", {V(x)}).strides(),
+              ElementsAre(6, 1, 6, 2));
+  EXPECT_THAT(RunT("aten.isnan.default", {V(x)}).strides(),
+              ElementsAre(6, 1, 6, 2));
+  EXPECT_THAT(
+      RunT("aten.round.decimals", {V(x)}, {{"decimals", I(1)}}).strides(),
+      ElementsAre(6, 1, 6, 2));
+  // channels_last_3d: [2, 3, 1, 2, 2] -> [12, 1, 12, 6, 3].
+  Tensor y = *Tensor::Empty({24}, DType::kFloat32)
+                  ->AsStrided({2, 3, 1, 2, 2}, {12, 1, 12, 6, 3}, 0);
+  ForEachIndex(y.sizes(),
+               [&](absl::Span<const int64_t> i) { y.SetDouble(i, 1); });
+  EXPECT_THAT(RunT("aten.add.Tensor", {V(y), V(y)}).strides(),
+              ElementsAre(12, 1, 12, 6, 3));
+  // torch: more edge messages.
+  EXPECT_EQ(RunError("aten.linalg_vector_norm.default",
+                     {V(T({2}, {1, 2}, DType::kFloat64))},
+                     {{"dtype", Value::OfDType(DType::kFloat16)}}),
+            "aten.linalg_vector_norm.default: linalg.vector_norm: the dtype "
+            "of the input (Double) should be convertible without narrowing to "
+            "the specified dtype (Half)");
+  EXPECT_EQ(
+      RunError("aten.linalg_vector_norm.default", {V(T({2, 0}, {})), F(kInf)}),
+      "aten.linalg_vector_norm.default: linalg.vector_norm cannot "
+      "compute the inf norm on an empty tensor because the operation "
+      "does not have an identity");
+  EXPECT_EQ(RunError("aten.round.decimals", {V(T({1}, {1}, DType::kInt64))},
+                     {{"decimals", I(0)}}),
+            "aten.round.decimals: \"round_vml_cpu\" not implemented for "
+            "'Long'");
+  EXPECT_EQ(RunError("aten.pow.Scalar",
+                     {Value::Bool(true), V(T({1}, {1}, DType::kBool))}),
+            "aten.pow.Scalar: \"pow\" not implemented for 'Bool'");
+  // torch: cumprod with dtype=int32 converts the input first (-inf becomes
+  // INT32_MIN on x86).
+  Tensor c = RunT("aten.cumprod.default", {V(T({2}, {-kInf, 1})), I(0)},
+                  {{"dtype", Value::OfDType(DType::kInt32)}});
+  EXPECT_THAT(Elements(c), ElementsAre(-2147483648.0, -2147483648.0));
+}
+
 // ---- In-place twins ---------------------------------------------------------
 
 // torch: every pointwise op lathe has whose aten::<name>_ exists (pow's

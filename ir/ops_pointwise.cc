@@ -535,7 +535,7 @@ absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
         return c.Error("Integers to negative integer powers are not allowed.");
       }
     }
-    if (spec.op == "pow" && c.arg(0).is_tensor() && c.arg(1).is_tensor() &&
+    if (spec.op == "pow" && c.arg(1).is_tensor() &&
         info.compute == DType::kBool) {
       return c.Error("\"pow\" not implemented for 'Bool'");
     }
@@ -931,6 +931,12 @@ absl::Status RegisterPointwiseBody(OpRegistry& r) {
   auto round_decimals = [](bool running) {
     return [running](const OpCall& c) -> absl::StatusOr<Value> {
       ASSIGN_OR_RETURN(int64_t decimals, c.arg("decimals").AsInt());
+      DType d = DTypeOf(c.arg(0));
+      if (!IsFloatingPoint(d)) {  // round.default would copy integers
+        return c.Error(absl::StrCat("\"round", decimals == 0 ? "_vml" : "",
+                                    "_cpu\" not implemented for '",
+                                    ScalarTypeName(d), "'"));
+      }
       if (decimals == 0) {
         const OpDef* round = OpRegistry::Global().Find("aten.round.default");
         OpCall call(*round, {c.arg(0)}, c.env(), c.generator());
@@ -940,11 +946,6 @@ absl::Status RegisterPointwiseBody(OpRegistry& r) {
         absl::string_view message = out.status().message();
         absl::ConsumePrefix(&message, "aten.round.default: ");
         return c.Error(message);
-      }
-      DType d = DTypeOf(c.arg(0));
-      if (!IsFloatingPoint(d)) {
-        return c.Error(absl::StrCat("\"round_cpu\" not implemented for '",
-                                    ScalarTypeName(d), "'"));
       }
       OutInfo info = SameShape(c, d);
       if (!running) return ResultMeta(info);

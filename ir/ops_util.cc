@@ -370,6 +370,31 @@ std::vector<symbolic::Expr> PointwiseStrides(
         same_dense = false;
     }
     if (all_contiguous) return contiguous;
+    // Then channels-last (4-d) / channels-last-3d (5-d): every operand
+    // is_contiguous(ChannelsLast), size-1 dims ignored, gives that format.
+    if (ndim == 4 || ndim == 5) {
+      std::vector<int64_t> order = ndim == 4
+                                       ? std::vector<int64_t>{1, 3, 2, 0}
+                                       : std::vector<int64_t>{1, 4, 3, 2, 0};
+      bool all_channels_last = true;
+      for (const std::vector<int64_t>& st : strides) {
+        int64_t expected = 1;
+        for (int64_t d : order) {
+          if ((*shape)[d] == 1) continue;
+          if (st[d] != expected) all_channels_last = false;
+          expected *= (*shape)[d];
+        }
+      }
+      if (all_channels_last) {
+        std::vector<symbolic::Expr> out(ndim);
+        int64_t next = 1;
+        for (int64_t d : order) {
+          out[d] = symbolic::Int(next);
+          next *= (*shape)[d];
+        }
+        return out;
+      }
+    }
     if (same_dense) {
       std::vector<symbolic::Expr> out;
       for (int64_t s : strides[0]) out.push_back(symbolic::Int(s));
