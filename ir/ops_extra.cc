@@ -89,18 +89,17 @@ absl::StatusOr<Value> Iota(const OpCall& c, bool running) {
     return c.Error("prims.iota only supports integer dtypes");
   }
   const Value& step = c.arg("step");
-  if (step.number.is_int()) {
-    ASSIGN_OR_RETURN(int64_t s, step.AsInt());
-    if (s == 0) return c.Error("step must be nonzero");
+  if (step.number.kind() == symbolic::ExprKind::kInteger &&
+      step.number.int_value() == 0) {
+    return c.Error("step must be nonzero");
   }
   Expr length = c.arg("length").number;
-  if (length.is_int()) {
-    ASSIGN_OR_RETURN(int64_t n, c.arg("length").AsInt());
-    if (n < 0) {
-      return c.Error(
-          absl::StrCat("Trying to create tensor with negative dimension ", n,
-                       ": [", n, "]"));
-    }
+  ASSIGN_OR_RETURN(bool negative,
+                   Decide(c, symbolic::Lt(length, symbolic::Int(0))));
+  if (negative) {
+    return c.Error(absl::StrCat(
+        "Trying to create tensor with negative dimension ",
+        symbolic::ToString(length), ": [", symbolic::ToString(length), "]"));
   }
   ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, running, dtype,
                                             c.arg("device").device, {length}));
@@ -212,10 +211,12 @@ absl::StatusOr<Value> MaskedFill(const OpCall& c, bool running) {
   bool is_int = false, known = false;
   int64_t iv = 0;
   double dv = 0;
-  if (!value.is_tensor() && value.number.is_int()) {
+  symbolic::ExprKind kind =
+      value.is_tensor() ? symbolic::ExprKind::kSymbol : value.number.kind();
+  if (kind == symbolic::ExprKind::kInteger) {
     ASSIGN_OR_RETURN(iv, value.AsInt());
     is_int = known = true;
-  } else if (!value.is_tensor() && value.number.is_float()) {
+  } else if (kind == symbolic::ExprKind::kFloat) {
     ASSIGN_OR_RETURN(dv, value.AsDouble());
     known = true;
   } else if (Running(value)) {

@@ -20,10 +20,15 @@
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/graph_text.h"
+#include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "ir/op_testing.h"
+#include "ir/shape_prop.h"
 #include "ir/value.h"
 #include "runtime/tensor.h"
+#include "symbolic/evaluate.h"
+#include "symbolic/shape_env.h"
 
 namespace lathe::ir {
 namespace {
@@ -867,6 +872,51 @@ TEST(ExtraOpsTest, ChannelsLastInputsGiveChannelsLastResults) {
   Tensor c = RunT("aten.cumprod.default", {V(T({2}, {-kInf, 1})), I(0)},
                   {{"dtype", Value::OfDType(DType::kInt32)}});
   EXPECT_THAT(Elements(c), ElementsAre(-2147483648.0, -2147483648.0));
+}
+
+// ---- In graphs
+// ---------------------------------------------------------------
+
+// The form make_fx prints: prims targets, an in-place twin on a placeholder,
+// symbolic sizes through shape propagation (the twins' checks guard).
+constexpr char kGraph[] =
+    R"g(def forward(self, x: "f32[s0, 3][3, 1]cpu", m: "b8[s0, 3][3, 1]cpu"):
+    sym_size_int: "Sym(s0)" = torch.ops.aten.sym_size.int(x, 0)
+    convert_element_type: "f64[s0, 3][3, 1]cpu" = torch.ops.prims.convert_element_type.default(x, torch.float64)
+    iota: "i64[s0][1]cpu" = torch.ops.prims.iota.default(sym_size_int, start = 0, step = 1, dtype = torch.int64, device = device(type='cpu'), requires_grad = False)
+    masked_fill_: "f32[s0, 3][3, 1]cpu" = torch.ops.aten.masked_fill_.Scalar(x, m, 0.5)
+    logsumexp: "f32[s0][1]cpu" = torch.ops.aten.logsumexp.default(x, [1])
+    abs_: "f32[s0, 3][3, 1]cpu" = torch.ops.aten.abs_.default(convert_element_type)
+    return (convert_element_type, iota, logsumexp)
+)g";
+
+TEST(ExtraOpsTest, PrimsAndInplaceTwinsInAGraph) {
+  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(kGraph);
+  ASSERT_TRUE(g.ok()) << g.status();
+  symbolic::ShapeEnv env;
+  ShapePropOptions options;
+  options.hints["s0"] = symbolic::Value::Int(2);
+  absl::Status st = PropagateShapes(**g, env, options);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ((*g)->Find("iota")->meta().ToAnnotation(), "i64[s0][1]cpu");
+  EXPECT_EQ((*g)->Find("logsumexp")->meta().ToAnnotation(), "f32[s0][1]cpu");
+  EXPECT_EQ((*g)->Find("abs_")->meta().ToAnnotation(), "f64[s0, 3][3, 1]cpu");
+
+  Tensor x = T({2, 3}, {-1, 0, 1, 2, 3, 4});
+  Tensor m = T({2, 3}, {1, 0, 0, 0, 0, 1}, DType::kBool);
+  absl::StatusOr<Interpretation> r = Interpret(**g, {V(x), V(m)});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(r->mutated_inputs, ElementsAre(true, false));
+  EXPECT_THAT(Elements(x), ElementsAre(0.5, 0, 1, 2, 3, 0.5));
+  // convert_element_type ran before masked_fill_, abs_ after it.
+  EXPECT_EQ(r->outputs[0].tensor.dtype(), DType::kFloat64);
+  EXPECT_THAT(Elements(r->outputs[0].tensor), ElementsAre(1, 0, 1, 2, 3, 4));
+  EXPECT_THAT(Elements(r->outputs[1].tensor), ElementsAre(0, 1));
+  // log(e^0.5 + 1 + e) and log(e^2 + e^3 + e^0.5).
+  ExpectSame(Elements(r->outputs[2].tensor),
+             {std::log(std::exp(0.5) + 1 + std::exp(1.0)),
+              std::log(std::exp(2.0) + std::exp(3.0) + std::exp(0.5))},
+             1e-6);
 }
 
 // ---- In-place twins ---------------------------------------------------------

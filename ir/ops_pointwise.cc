@@ -529,7 +529,7 @@ absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
     }
     if (spec.op == "pow" && !c.arg(1).is_tensor() &&
         IsIntegral(DTypeOf(c.arg(0)), true) &&
-        (c.arg(1).number.is_int() || c.arg(1).number.is_bool())) {
+        c.arg(1).number.kind() == symbolic::ExprKind::kInteger) {
       ASSIGN_OR_RETURN(int64_t e, c.arg(1).AsInt());
       if (e < 0) {
         return c.Error("Integers to negative integer powers are not allowed.");
