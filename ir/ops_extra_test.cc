@@ -919,6 +919,37 @@ TEST(ExtraOpsTest, PrimsAndInplaceTwinsInAGraph) {
              1e-6);
 }
 
+TEST(ExtraOpsTest, MetaFunctionsOnSymbolicShapes) {
+  // Shape propagation alone (no kernels): every new op's meta function on
+  // symbolic sizes, with the annotations PyTorch's fake tensors print.
+  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(
+      R"g(def forward(self, x: "f32[s0, s1][s1, 1]cpu", i: "i64[s2][1]cpu", src: "f32[s2, s1][s1, 1]cpu"):
+    tril: "f32[s0, s1][s1, 1]cpu" = torch.ops.aten.tril.default(x, 1)
+    gt: "b8[s0, s1][s1, 1]cpu" = torch.ops.aten.gt.Scalar(x, 0)
+    masked_fill: "f32[s0, s1][s1, 1]cpu" = torch.ops.aten.masked_fill.Scalar(tril, gt, -1.0)
+    std: "f32[s0][1]cpu" = torch.ops.aten.std.correction(masked_fill, [1], correction = 0)
+    norm: "f32[1, s1][s1, 1]cpu" = torch.ops.aten.linalg_vector_norm.default(x, 2, [0], True)
+    cumprod: "f32[s0, s1][s1, 1]cpu" = torch.ops.aten.cumprod.default(x, 1)
+    index_add: "f32[s0, s1][s1, 1]cpu" = torch.ops.aten.index_add.default(x, 0, i, src)
+    sym_size_int: "Sym(s0)" = torch.ops.aten.sym_size.int(x, 0)
+    new_zeros: "f32[s0][1]cpu" = torch.ops.aten.new_zeros.default(x, [sym_size_int])
+    floor_divide: "f32[s0, s1][s1, 1]cpu" = torch.ops.aten.floor_divide.default(x, cumprod)
+    fmax: "f32[s0, s1][s1, 1]cpu" = torch.ops.aten.fmax.default(floor_divide, index_add)
+    return (std, norm, fmax, new_zeros)
+)g");
+  ASSERT_TRUE(g.ok()) << g.status();
+  symbolic::ShapeEnv env;
+  ShapePropOptions options;
+  options.hints["s0"] = symbolic::Value::Int(3);
+  options.hints["s1"] = symbolic::Value::Int(4);
+  options.hints["s2"] = symbolic::Value::Int(2);
+  absl::Status st = PropagateShapes(**g, env, options);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ((*g)->Find("std")->meta().ToAnnotation(), "f32[s0][1]cpu");
+  EXPECT_EQ((*g)->Find("norm")->meta().ToAnnotation(), "f32[1, s1][s1, 1]cpu");
+  EXPECT_EQ((*g)->Find("fmax")->meta().ToAnnotation(), "f32[s0, s1][s1, 1]cpu");
+}
+
 // ---- In-place twins ---------------------------------------------------------
 
 // torch: every pointwise op lathe has whose aten::<name>_ exists (pow's

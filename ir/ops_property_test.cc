@@ -368,6 +368,7 @@ TEST(OpsPropertyTest, ExtraOpsMetaFunctionsPredictKernelResults) {
     Try("aten.where.ScalarOther", {V(mask), V(x), Value::Float(0.5)});
     Try("aten.where.ScalarSelf", {V(mask), I(2), V(x)});
     Try("aten.where.Scalar", {V(mask), I(2), Value::Float(0.5)});
+    Try("aten.round.decimals", {V(x)}, {{"decimals", I(r.Int(-2, 2))}});
     // Reductions and scans.
     Try("aten.logsumexp.default", {V(x), Ints(dims), keep});
     Try("aten.std.correction", {V(x), r.Coin() ? Ints(dims) : Value::None()},
