@@ -31,13 +31,16 @@ absl::Status OpCall::Error(absl::string_view message) const {
 const OpRegistry& OpRegistry::Global() {
   static const OpRegistry* registry = [] {
     auto* r = new OpRegistry;
-    for (auto fn :
-         {&RegisterPointwiseOps, &RegisterReductionOps, &RegisterViewOps,
-          &RegisterLinalgOps, &RegisterCreationOps, &RegisterIndexOps,
-          &RegisterExtraOps, &RegisterInplaceTwins}) {
+    for (auto fn : {&RegisterPointwiseOps, &RegisterReductionOps,
+                    &RegisterViewOps, &RegisterLinalgOps, &RegisterCreationOps,
+                    &RegisterIndexOps, &RegisterExtraOps}) {
       absl::Status s = fn(*r);
       LATHE_CHECK(s.ok()) << "op registration failed: " << s.message();
     }
+    // After every family: the in-place twins of the pointwise ops (a twin
+    // some family registered by hand is only paired).
+    absl::Status s = RegisterInplaceTwins(*r);
+    LATHE_CHECK(s.ok()) << "op registration failed: " << s.message();
     return r;
   }();
   return *registry;

@@ -150,7 +150,8 @@ absl::Status RegisterCreationOps(OpRegistry& registry);
 absl::Status RegisterIndexOps(OpRegistry& registry);
 // The later ops (ops_extra.cc): prims, new_*, masked_fill, tril/triu, ...
 absl::Status RegisterExtraOps(OpRegistry& registry);
-// Last: the in-place twin of every functional pointwise op (ops_extra.cc).
+// After every family (Global() calls it last): the in-place twin of every
+// functional pointwise op (ops_extra.cc).
 absl::Status RegisterInplaceTwins(OpRegistry& registry);
 
 }  // namespace lathe::ir
