@@ -119,8 +119,10 @@ TEST(FunctionalizeTest, UnsupportedCasesSayWhy) {
     std::string text;
     std::string message;
   } cases[] = {
+      // An expand that broadcasts nothing (PyTorch refuses a write into an
+      // overlapping one before functionalization sees it).
       {R"(def forward(self, a: "f32[4][1]cpu"):
-    expand = torch.ops.aten.expand.default(a, [2, 4])
+    expand = torch.ops.aten.expand.default(a, [1, 4])
     add_ = torch.ops.aten.add_.Tensor(expand, 1)
     return (a,)
 )",

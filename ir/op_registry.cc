@@ -1,6 +1,7 @@
 #include "ir/op_registry.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <utility>
@@ -10,7 +11,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "check.h"
+#include "ir/ops_util.h"
 #include "status_macros.h"
 
 namespace lathe::ir {
@@ -30,10 +33,14 @@ const OpRegistry& OpRegistry::Global() {
     auto* r = new OpRegistry;
     for (auto fn : {&RegisterPointwiseOps, &RegisterReductionOps,
                     &RegisterViewOps, &RegisterLinalgOps, &RegisterCreationOps,
-                    &RegisterIndexOps, &RegisterNnOps}) {
+                    &RegisterIndexOps, &RegisterNnOps, &RegisterExtraOps}) {
       absl::Status s = fn(*r);
       LATHE_CHECK(s.ok()) << "op registration failed: " << s.message();
     }
+    // After every family: the in-place twins of the pointwise ops (a twin
+    // some family registered by hand is only paired).
+    absl::Status s = RegisterInplaceTwins(*r);
+    LATHE_CHECK(s.ok()) << "op registration failed: " << s.message();
     return r;
   }();
   return *registry;
@@ -62,9 +69,10 @@ absl::Status OpRegistry::Add(absl::string_view schema_text, OpFn meta,
                              OpFn kernel) {
   ASSIGN_OR_RETURN(OpSchema schema, ParseSchema(schema_text));
   auto op = std::make_unique<OpDef>();
+  // "prims::iota(...)" registers prims.iota.default; no namespace is aten.
   op->target =
-      absl::StrCat("aten.", schema.name, ".",
-                   schema.overload.empty() ? "default" : schema.overload);
+      absl::StrCat(schema.ns.empty() ? "aten" : schema.ns, ".", schema.name,
+                   ".", schema.overload.empty() ? "default" : schema.overload);
   if (ops_.contains(op->target)) {
     return absl::AlreadyExistsError(
         absl::StrCat(op->target, " registered twice"));
@@ -118,6 +126,191 @@ absl::Status OpRegistry::PairMutating(
   m->second->written_results = std::move(written_results);
   f->second->inplace = std::string(mutating);
   return absl::OkStatus();
+}
+
+absl::Status OpRegistry::MarkPointwise(absl::string_view target) {
+  auto it = ops_.find(target);
+  if (it == ops_.end()) {
+    return absl::NotFoundError(absl::StrCat("no op ", target));
+  }
+  it->second->pointwise = true;
+  return absl::OkStatus();
+}
+
+namespace {
+
+// PyTorch's canCast for an in-place result: no floating point into an
+// integer, nothing but bool into bool.
+bool CanCast(DType from, DType to) {
+  if (IsFloatingPoint(from) && !IsFloatingPoint(to)) return false;
+  if (from != DType::kBool && to == DType::kBool) return false;
+  return true;
+}
+
+// The checks of an in-place op on `self` whose functional twin gives
+// `result` (its metadata): self's shape, and a dtype self can take.
+absl::Status CheckInplaceResult(const OpCall& c, const Value& self,
+                                const Value& result) {
+  std::vector<symbolic::Expr> sizes = SizesOf(self), out = SizesOf(result);
+  bool same = out.size() == sizes.size();
+  for (size_t d = 0; same && d < sizes.size(); ++d) {
+    ASSIGN_OR_RETURN(same, Decide(c, symbolic::Eq(sizes[d], out[d])));
+  }
+  if (!same) {
+    return c.Error(absl::StrCat("output with shape ", ShapeString(sizes),
+                                " doesn't match the broadcast shape ",
+                                ShapeString(out)));
+  }
+  if (!CanCast(DTypeOf(result), DTypeOf(self))) {
+    return c.Error(
+        InplaceCastMessage(c.op().schema, DTypeOf(result), DTypeOf(self)));
+  }
+  return absl::OkStatus();
+}
+
+// Whether the in-place op `c` refuses an overlapping self: nan_to_num_ of
+// an integer self copies self onto itself, unchecked.
+bool RefusesOverlap(const OpCall& c, bool refuse_overlap) {
+  return refuse_overlap && !(c.op().schema.name == "nan_to_num_" &&
+                             !IsFloatingPoint(DTypeOf(c.arg(0))));
+}
+
+// A tensor value as its metadata (other values as they are).
+Value AsMeta(const Value& v) {
+  if (!v.is_tensor() || !v.tensor.defined()) return v;
+  TensorMeta m;
+  m.dtype = v.tensor.dtype();
+  m.device = v.tensor.device();
+  for (int64_t s : v.tensor.sizes()) m.sizes.push_back(symbolic::Int(s));
+  for (int64_t s : v.tensor.strides()) m.strides.push_back(symbolic::Int(s));
+  m.storage_offset = symbolic::Int(v.tensor.storage_offset());
+  return Value::OfMeta(m);
+}
+
+// Runs the functional twin `def` of the in-place op `c` on c's arguments;
+// its errors are reported as c's.
+absl::StatusOr<Value> RunFunctional(const OpCall& c, const OpDef* def,
+                                    bool running) {
+  std::vector<Value> args;
+  for (int i = 0; i < c.num_args(); ++i) {
+    args.push_back(running ? c.arg(i) : AsMeta(c.arg(i)));
+  }
+  OpCall call(*def, std::move(args), c.env(), c.generator());
+  absl::StatusOr<Value> out = running ? def->kernel(call) : def->meta(call);
+  if (out.ok()) return out;
+  absl::string_view message = out.status().message();
+  absl::ConsumePrefix(&message, absl::StrCat(def->target, ": "));
+  return c.Error(message);
+}
+
+}  // namespace
+
+absl::Status OpRegistry::AddInplaceTwin(absl::string_view functional,
+                                        absl::string_view overload,
+                                        bool refuse_overlap) {
+  const OpDef* f = Find(functional);
+  if (f == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no op ", functional));
+  }
+  const OpSchema& fs = f->schema;
+  if (fs.IsMutable() || fs.arguments.empty() ||
+      fs.arguments[0].type.ToString() != "Tensor" || fs.returns.size() != 1 ||
+      fs.returns[0].type.ToString() != "Tensor") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        functional, " has no in-place form (Tensor self -> Tensor)"));
+  }
+  OpSchema schema = fs;
+  // Python's dunder operators have in-place twins of their own spelling:
+  // __lshift__ -> __ilshift__.
+  if (absl::StartsWith(schema.name, "__") &&
+      absl::EndsWith(schema.name, "__")) {
+    schema.name = absl::StrCat("__i", schema.name.substr(2));
+  } else {
+    schema.name += "_";
+  }
+  schema.overload = std::string(overload == "default" ? "" : overload);
+  AliasInfo written;
+  written.sets = {"a"};
+  written.is_write = true;
+  schema.arguments[0].alias = written;
+  schema.returns[0].alias = written;
+  schema.returns[0].name.clear();
+  std::string target =
+      absl::StrCat(schema.ns.empty() ? "aten" : schema.ns, ".", schema.name,
+                   ".", schema.overload.empty() ? "default" : schema.overload);
+  if (!ops_.contains(target)) {
+    const OpDef* def = f;  // stable: ops are owned through unique_ptrs
+    // PyTorch's order: the op's own argument checks, TensorIterator's
+    // overlap check, the result's shape and dtype (from the functional meta
+    // function), then the kernel's dtype dispatch ("... not implemented for
+    // 'Bool'") and the errors that depend on data (ZeroDivisionError).
+    auto checks = [def, refuse_overlap](const OpCall& c) -> absl::Status {
+      absl::StatusOr<Value> result = RunFunctional(c, def, false);
+      if (!result.ok() && !absl::StrContains(result.status().message(),
+                                             "not implemented for")) {
+        return result.status();
+      }
+      // The Scalar clamp family checks the result dtype first.
+      const OpSchema& s = c.op().schema;
+      if (result.ok() && absl::StartsWith(s.name, "clamp") &&
+          s.overload != "Tensor") {
+        RETURN_IF_ERROR(CheckInplaceResult(c, c.arg(0), *result));
+      }
+      if (RefusesOverlap(c, refuse_overlap)) {
+        RETURN_IF_ERROR(CheckInternalOverlap(c, c.arg(0)));
+      }
+      if (!result.ok()) {
+        // The kernel's dtype dispatch failed; the operands' common dtype
+        // must still cast to self's first (bitwise_and_ of an int self with
+        // a float other is a cast error).
+        std::vector<Value> operands;
+        for (int i = 0; i < c.num_args(); ++i) {
+          const Argument& a = s.arguments[i];
+          if (a.type.base == BaseType::kTensor || a.name == "other") {
+            operands.push_back(c.arg(i));
+          }
+        }
+        absl::StatusOr<DType> common = ResultType(operands);
+        if (common.ok() && !CanCast(*common, DTypeOf(c.arg(0)))) {
+          return c.Error(InplaceCastMessage(s, *common, DTypeOf(c.arg(0))));
+        }
+      }
+      RETURN_IF_ERROR(result.status());
+      return CheckInplaceResult(c, c.arg(0), *result);
+    };
+    auto meta = [checks](const OpCall& c) -> absl::StatusOr<Value> {
+      RETURN_IF_ERROR(checks(c));
+      return c.arg(0);
+    };
+    auto kernel = [def, refuse_overlap,
+                   checks](const OpCall& c) -> absl::StatusOr<Value> {
+      RETURN_IF_ERROR(checks(c));
+      ASSIGN_OR_RETURN(Value result, RunFunctional(c, def, true));
+      const Tensor& self = c.arg(0).tensor;
+      if (refuse_overlap) {
+        RETURN_IF_ERROR(CopyInto(self, result.tensor));
+        return c.arg(0);
+      }
+      // Ops that may write an overlapping self (tril_, masked_fill_) write
+      // only the elements they change, as PyTorch's kernels do.
+      std::vector<std::vector<int64_t>> changed;
+      ForEachIndex(self.sizes(), [&](absl::Span<const int64_t> i) {
+        double a = LoadDouble(self, i), b = LoadDouble(result.tensor, i);
+        bool same = a == b || (std::isnan(a) && std::isnan(b));
+        if (IsIntegral(self.dtype(), true) &&
+            IsIntegral(result.tensor.dtype(), true)) {
+          same = LoadInt(self, i) == LoadInt(result.tensor, i);
+        }
+        if (!same) changed.emplace_back(i.begin(), i.end());
+      });
+      for (const std::vector<int64_t>& i : changed) {
+        CopyElement(self, i, result.tensor, i);
+      }
+      return c.arg(0);
+    };
+    RETURN_IF_ERROR(Add(schema.ToString(), meta, kernel));
+  }
+  return Pair(target, functional);
 }
 
 namespace {

@@ -84,6 +84,9 @@ struct OpDef {
   // {written argument index, index of the functional twin's result that is
   // that argument's new value}. The twin's first results are the op's own.
   std::vector<std::pair<int, int>> written_results;
+  // Elementwise with broadcasting (RegisterPointwiseOps' ops): a functional
+  // one gets its in-place twin from RegisterInplaceTwins.
+  bool pointwise = false;
 };
 
 class OpRegistry {
@@ -97,8 +100,9 @@ class OpRegistry {
   std::vector<std::string> Targets() const;
 
   // Registers an op from its schema string; the target is
-  // "aten.<name>.<overload or default>". Errors for a bad or duplicate
-  // schema.
+  // "<namespace>.<name>.<overload or default>", the namespace being the
+  // schema's own ("prims::iota(...)": prims.iota.default) or aten when it
+  // has none. Errors for a bad or duplicate schema.
   absl::Status Add(absl::string_view schema, OpFn meta, OpFn kernel);
   // Registers an op whose one function is both its meta function and its
   // kernel (it works on metadata and on tensors alike, as views do).
@@ -116,6 +120,21 @@ class OpRegistry {
   absl::Status PairMutating(absl::string_view mutating,
                             absl::string_view functional,
                             std::vector<std::pair<int, int>> written_results);
+  // Registers the in-place twin of the functional op `functional`
+  // ("aten.abs.default") and pairs them: its schema is the functional one
+  // named `<name>_` (`__i<name>__` for a dunder operator such as
+  // __lshift__), overload `overload`, with self written and returned
+  // (`Tensor(a!) self ... -> Tensor(a!)`); it computes the functional result
+  // and writes it into self, refusing as PyTorch does a result of another
+  // shape ("output with shape [3] doesn't match the broadcast shape [2,
+  // 3]"), a result dtype self cannot take ("result type Float can't be cast
+  // to the desired output type Long") and, when `refuse_overlap` (ops
+  // PyTorch runs through TensorIterator), a self whose elements overlap.
+  // When the twin is already registered it only pairs them.
+  absl::Status AddInplaceTwin(absl::string_view functional,
+                              absl::string_view overload, bool refuse_overlap);
+  // Marks `target` pointwise (OpDef::pointwise).
+  absl::Status MarkPointwise(absl::string_view target);
 
  private:
   absl::flat_hash_map<std::string, std::unique_ptr<OpDef>> ops_;
@@ -145,6 +164,11 @@ absl::Status RegisterLinalgOps(OpRegistry& registry);
 absl::Status RegisterCreationOps(OpRegistry& registry);
 absl::Status RegisterIndexOps(OpRegistry& registry);
 absl::Status RegisterNnOps(OpRegistry& registry);
+// The later ops (ops_extra.cc): prims, new_*, masked_fill, tril/triu, ...
+absl::Status RegisterExtraOps(OpRegistry& registry);
+// After every family (Global() calls it last): the in-place twin of every
+// functional pointwise op (ops_extra.cc).
+absl::Status RegisterInplaceTwins(OpRegistry& registry);
 
 }  // namespace lathe::ir
 

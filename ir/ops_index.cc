@@ -119,6 +119,37 @@ absl::StatusOr<Combine> ReduceMode(const OpCall& c) {
       "reduce argument must be either add or multiply, got '", m, "'"));
 }
 
+// PyTorch's scatter_shape_check: index no larger than self outside `dim`,
+// nor (when src is a tensor) than src anywhere. Without it an oversized
+// index would write out of bounds.
+absl::Status ScatterShapeCheck(const OpCall& c, int64_t dim, const Value& self,
+                               const Value& index, const Value& src) {
+  std::vector<Expr> is = SizesOf(index), ss = SizesOf(self);
+  std::vector<Expr> rs;
+  if (src.is_tensor()) rs = SizesOf(src);
+  bool fits = true;
+  for (size_t d = 0; fits && d < is.size(); ++d) {
+    Expr small = symbolic::Bool(true);
+    if (src.is_tensor()) {
+      small = symbolic::Le(is[d], rs.size() > d ? rs[d] : symbolic::Int(1));
+    }
+    if (static_cast<int64_t>(d) != dim) {
+      small = symbolic::And(
+          small, symbolic::Le(is[d], ss.size() > d ? ss[d] : symbolic::Int(1)));
+    }
+    ASSIGN_OR_RETURN(fits, Decide(c, small));
+  }
+  if (fits) return absl::OkStatus();
+  std::string message = absl::StrCat(
+      "Expected index ", ShapeString(is), " to be no larger than self ",
+      ShapeString(ss), " apart from dimension ", dim);
+  if (src.is_tensor()) {
+    absl::StrAppend(&message, " and to be no larger size than src ",
+                    ShapeString(rs));
+  }
+  return c.Error(message);
+}
+
 // scatter(self, dim, index, src | value [, reduce]) and scatter_add.
 absl::StatusOr<Value> Scatter(const OpCall& c) {
   const Value &self = c.arg(0), &index = c.arg(2), &src = c.arg(3);
@@ -128,6 +159,7 @@ absl::StatusOr<Value> Scatter(const OpCall& c) {
     return c.Error(
         "Index tensor must have the same number of dimensions as src tensor");
   }
+  RETURN_IF_ERROR(ScatterShapeCheck(c, dim, self, index, src));
   ASSIGN_OR_RETURN(Value out, CopyOf(c, self, DTypeOf(self)));
   if (!Running(self)) return out;
   Tensor source;
@@ -873,24 +905,7 @@ absl::StatusOr<Value> ScatterReduce(const OpCall& c) {
     return c.Error(
         "Index tensor must have the same number of dimensions as src tensor");
   }
-  // PyTorch's scatter_shape_check: index no larger than src anywhere, nor
-  // than self outside `dim`.
-  std::vector<Expr> is = SizesOf(index), ss = SizesOf(self), rs = SizesOf(src);
-  bool fits = true;
-  for (size_t d = 0; fits && d < is.size(); ++d) {
-    Expr small = symbolic::Le(is[d], rs.size() > d ? rs[d] : symbolic::Int(1));
-    if (static_cast<int64_t>(d) != dim) {
-      small = symbolic::And(
-          small, symbolic::Le(is[d], ss.size() > d ? ss[d] : symbolic::Int(1)));
-    }
-    ASSIGN_OR_RETURN(fits, Decide(c, small));
-  }
-  if (!fits) {
-    return c.Error(absl::StrCat(
-        "Expected index ", ShapeString(is), " to be no larger than self ",
-        ShapeString(ss), " apart from dimension ", dim,
-        " and to be no larger size than src ", ShapeString(rs)));
-  }
+  RETURN_IF_ERROR(ScatterShapeCheck(c, dim, self, index, src));
   DType dtype = DTypeOf(self);
   if (reduce == "mean" && dtype == DType::kBool) {
     return c.Error(

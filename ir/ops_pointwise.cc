@@ -1,7 +1,11 @@
-// Pointwise ops: unary math, binary arithmetic and comparisons (Tensor and
-// Scalar overloads; rsub, hypot, the shifts), where, activations with Scalar
-// parameters (elu, hardtanh, leaky_relu, hardsigmoid, softplus), their in-place
-// variants and atan2's out= variant. Each op infers its output dtype and
+// Pointwise ops: unary math (exp2, square, isfinite, nan_to_num among them),
+// binary arithmetic and comparisons (Tensor and Scalar overloads; rsub,
+// hypot, the shifts, fmax/fmin, floor_divide, true_divide), where (and its
+// Scalar overloads), activations with Scalar parameters (elu, hardtanh,
+// leaky_relu, hardsigmoid, softplus) and atan2's out= variant. Every op
+// registered here is marked pointwise; their in-place twins (add_, abs_,
+// eq_.Scalar, ...) are all derived from the functional ops by
+// RegisterInplaceTwins (ops_extra.cc). Each op infers its output dtype and
 // broadcast shape once; the meta function returns that as metadata and the
 // kernel computes elements in the op's math type (double for floats, exact
 // wrapping int64 for integers), rounding to the output dtype as PyTorch does.
@@ -18,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/types/span.h"
 #include "ir/op_registry.h"
 #include "ir/ops_util.h"
@@ -59,6 +64,27 @@ Value ResultMeta(const OutInfo& info) {
   return Value::OfMeta(m);
 }
 
+// An input as PyTorch's CPU TensorIterator sees it when its dtype is not
+// the common one: converted with .to(common) (preserve_format) first, so
+// laid out as empty_like(input).
+Value AsPromoted(const Value& v, DType common) {
+  if (!v.is_tensor() || DTypeOf(v) == common) return v;
+  TensorMeta m;
+  m.dtype = common;
+  m.device = DeviceOf(v);
+  m.sizes = SizesOf(v);
+  m.strides = EmptyLikeStrides(v);
+  m.storage_offset = symbolic::Int(0);
+  return Value::OfMeta(m);
+}
+
+std::vector<Value> AsPromoted(const std::vector<Value>& operands,
+                              DType common) {
+  std::vector<Value> out;
+  for (const Value& v : operands) out.push_back(AsPromoted(v, common));
+  return out;
+}
+
 absl::StatusOr<OutInfo> Infer(const OpCall& call, std::vector<Value> operands,
                               bool float_result, bool bool_result) {
   ASSIGN_OR_RETURN(DType common, ResultType(operands));
@@ -84,7 +110,8 @@ absl::StatusOr<OutInfo> Infer(const OpCall& call, std::vector<Value> operands,
     }
   }
   ASSIGN_OR_RETURN(info.sizes, BroadcastShapes(call, shapes));
-  info.strides = PointwiseStrides(operands, info.sizes);
+  info.strides =
+      PointwiseStrides(AsPromoted(operands, info.compute), info.sizes);
   return info;
 }
 
@@ -165,12 +192,29 @@ struct Unary {
   bool bool_result = false;
 };
 
+// PyTorch's refusal of a bool input, for the unary ops that refuse one.
+const char* BoolError(absl::string_view op) {
+  if (op == "abs") return "\"abs_cpu\" not implemented for 'Bool'";
+  if (op == "neg") {
+    return "Negation, the `-` operator, on a bool tensor is not supported. If "
+           "you are trying to invert a mask, use the `~` or `logical_not()` "
+           "operator instead.";
+  }
+  if (op == "relu") return "Boolean inputs not supported for relu";
+  if (op == "silu") return "\"silu_cpu\" not implemented for 'Bool'";
+  if (op == "floor") return "\"floor_vml_cpu\" not implemented for 'Bool'";
+  if (op == "ceil") return "\"ceil_vml_cpu\" not implemented for 'Bool'";
+  if (op == "trunc") return "\"trunc_vml_cpu\" not implemented for 'Bool'";
+  if (op == "round") return "\"round_vml_cpu\" not implemented for 'Bool'";
+  return nullptr;
+}
+
 double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double Relu(double x) { return std::isnan(x) ? x : (x > 0 ? x : 0.0); }
 double Silu(double x) { return x * Sigmoid(x); }
 double Rsqrt(double x) { return 1.0 / std::sqrt(x); }
 double Reciprocal(double x) { return 1.0 / x; }
-double Sign(double x) { return std::isnan(x) ? x : (x > 0) - (x < 0); }
+double Sign(double x) { return (x > 0) - (x < 0); }  // sign(NaN) is 0
 double RoundHalfEven(double x) { return std::nearbyint(x); }
 
 const Unary kUnary[] = {
@@ -216,11 +260,21 @@ const Unary kUnary[] = {
     {"tan", true, [](double x) { return std::tan(x); }, nullptr},
     {"log10", true, [](double x) { return std::log10(x); }, nullptr},
     {"log2", true, [](double x) { return std::log2(x); }, nullptr},
+    {"exp2", true, [](double x) { return std::exp2(x); }, nullptr},
 };
 
 absl::Status RegisterUnary(OpRegistry& r, const Unary& u) {
   std::string schema = absl::StrCat(u.name, "(Tensor self) -> Tensor");
-  auto infer = [u](const OpCall& c) {
+  const char* bool_error = BoolError(u.name);
+  auto infer = [u, bool_error](const OpCall& c) -> absl::StatusOr<OutInfo> {
+    if (bool_error != nullptr && DTypeOf(c.arg(0)) == DType::kBool) {
+      return c.Error(bool_error);
+    }
+    if (absl::string_view(u.name) == "silu" &&
+        !IsFloatingPoint(DTypeOf(c.arg(0)))) {  // no promotion of integers
+      return c.Error(absl::StrCat("\"silu_cpu\" not implemented for '",
+                                  ScalarTypeName(DTypeOf(c.arg(0))), "'"));
+    }
     return Infer(c, {c.arg(0)}, u.float_result, u.bool_result);
   };
   OpFn meta = [infer](const OpCall& c) -> absl::StatusOr<Value> {
@@ -311,14 +365,30 @@ absl::StatusOr<Value> BinaryKernel(const OpCall& c, const std::string& op,
     fi = [mx](int64_t a, int64_t b) -> absl::StatusOr<int64_t> {
       return mx ? std::max(a, b) : std::min(a, b);
     };
+  } else if (op == "fmax" || op == "fmin") {  // NaN only when both are
+    bool mx = op == "fmax";
+    fd = [mx](double a, double b) {
+      if (std::isnan(a)) return b;
+      if (std::isnan(b)) return a;
+      return mx ? std::max(a, b) : std::min(a, b);
+    };
+    fi = [mx](int64_t a, int64_t b) -> absl::StatusOr<int64_t> {
+      return mx ? std::max(a, b) : std::min(a, b);
+    };
   } else if (op == "pow") {
-    fd = [](double a, double b) { return std::pow(a, b); };
+    // A Scalar exponent of +-0.5 is sqrt / rsqrt in PyTorch (pow(-inf, 0.5)
+    // is NaN, not inf).
+    bool scalar_exponent = !other.is_tensor();
+    fd = [scalar_exponent](double a, double b) {
+      if (scalar_exponent && b == 0.5) return std::sqrt(a);
+      if (scalar_exponent && b == -0.5) return 1.0 / std::sqrt(a);
+      return std::pow(a, b);
+    };
     fi = [](int64_t a, int64_t b) -> absl::StatusOr<int64_t> {
-      if (b < 0) {
+      if (b < 0) {  // Tensor_Scalar refuses these up front
         if (a == 1) return 1;
         if (a == -1) return (b % 2 == 0) ? 1 : -1;
-        return absl::InvalidArgumentError(
-            "Integers to negative integer powers are not allowed.");
+        return 0;
       }
       uint64_t r = 1, base = U(a);
       for (int64_t e = b; e > 0; e >>= 1) {
@@ -420,33 +490,15 @@ absl::StatusOr<Div> DivMode(const OpCall& c) {
                    m, "'"));
 }
 
-// In-place: the result must fit self's shape and dtype.
-absl::StatusOr<Value> InplaceResult(const OpCall& c, const OutInfo& info,
-                                    const Value& self) {
-  if (info.sizes != SizesOf(self)) {
-    return c.Error(absl::StrCat("output with shape ", self.DebugString(),
-                                " doesn't match the broadcast shape"));
-  }
-  DType self_dtype = DTypeOf(self);
-  bool can_cast =
-      !(IsFloatingPoint(info.dtype) && !IsFloatingPoint(self_dtype)) &&
-      !(info.dtype != DType::kBool && self_dtype == DType::kBool);
-  if (!can_cast) {
-    return c.Error(absl::StrCat("result type ", ShortName(info.dtype),
-                                " can't be cast to the desired output type ",
-                                ShortName(self_dtype)));
-  }
-  return self;
-}
-
 struct BinarySpec {
   std::string schema;
   std::string op;  // add, sub, mul, div, maximum, minimum, pow, eq, ...
-  bool inplace = false;
 };
 
 absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
-  bool is_div = spec.op == "div";
+  // floor_divide is div with rounding_mode='floor', true_divide div.
+  bool floor_div = spec.op == "floor_divide";
+  bool is_div = spec.op == "div" || spec.op == "true_divide" || floor_div;
   bool is_cmp = spec.op == "eq" || spec.op == "ne" || spec.op == "lt" ||
                 spec.op == "le" || spec.op == "gt" || spec.op == "ge" ||
                 spec.op == "logical_and" || spec.op == "logical_or" ||
@@ -457,9 +509,12 @@ absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
   bool to_float = spec.op == "atan2";
   bool reversed = spec.op == "rsub";  // other - alpha * self
   auto infer = [spec, is_div, is_cmp, ints_only, shift, floats_only, to_float,
-                reversed](const OpCall& c) -> absl::StatusOr<OutInfo> {
+                reversed,
+                floor_div](const OpCall& c) -> absl::StatusOr<OutInfo> {
     Div mode = Div::kTrue;
-    if (is_div) {
+    if (floor_div) {
+      mode = Div::kFloor;
+    } else if (is_div) {
       ASSIGN_OR_RETURN(mode, DivMode(c));
     }
     std::vector<Value> operands = {c.arg(0), c.arg(1)};
@@ -490,22 +545,65 @@ absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
             "`logical_not()` operator instead.");
       }
     }
+    if (mode != Div::kTrue && info.compute == DType::kBool) {
+      return c.Error(absl::StrCat("\"div_",
+                                  mode == Div::kFloor ? "floor" : "trunc",
+                                  "_cpu\" not implemented for 'Bool'"));
+    }
+    if ((spec.op == "remainder" || spec.op == "fmod") &&
+        info.compute == DType::kBool) {
+      return c.Error(
+          absl::StrCat("\"", spec.op, "_cpu\" not implemented for 'Bool'"));
+    }
+    if (spec.op == "sub" && c.arg(1).is_tensor() &&
+        DTypeOf(c.arg(0)) == DType::kBool &&
+        DTypeOf(c.arg(1)) == DType::kBool) {
+      return c.Error(
+          "Subtraction, the `-` operator, with two bool tensors is not "
+          "supported. Use the `^` or `logical_xor()` operator instead.");
+    }
+    if (spec.op == "sub" &&
+        (DTypeOf(c.arg(0)) == DType::kBool ||
+         (c.arg(1).is_tensor() && DTypeOf(c.arg(1)) == DType::kBool))) {
+      return c.Error(
+          "Subtraction, the `-` operator, with a bool tensor is not "
+          "supported. If you are trying to invert a mask, use the `~` or "
+          "`logical_not()` operator instead.");
+    }
+    if (spec.op == "pow" && !c.arg(1).is_tensor() &&
+        IsIntegral(DTypeOf(c.arg(0)), true) &&
+        c.arg(1).number.kind() == symbolic::ExprKind::kInteger) {
+      ASSIGN_OR_RETURN(int64_t e, c.arg(1).AsInt());
+      if (e < 0) {
+        return c.Error("Integers to negative integer powers are not allowed.");
+      }
+    }
+    if (spec.op == "pow" && c.arg(1).is_tensor() &&
+        info.compute == DType::kBool) {
+      return c.Error("\"pow\" not implemented for 'Bool'");
+    }
+    // pow's Scalar exponent is a parameter of its kernel, not an operand.
+    if (spec.op == "pow" && !c.arg(1).is_tensor() && c.arg(0).is_tensor()) {
+      info.strides =
+          PointwiseStrides({AsPromoted(c.arg(0), info.compute)}, info.sizes);
+    }
+    // pow.Scalar (a number base) allocates its result contiguous.
+    if (spec.op == "pow" && !c.arg(0).is_tensor()) info.strides.clear();
     return info;
   };
   OpFn meta = [spec, infer](const OpCall& c) -> absl::StatusOr<Value> {
     ASSIGN_OR_RETURN(OutInfo info, infer(c));
-    if (spec.inplace) return InplaceResult(c, info, c.arg(0));
     return ResultMeta(info);
   };
-  OpFn kernel = [spec, infer,
-                 is_div](const OpCall& c) -> absl::StatusOr<Value> {
+  OpFn kernel = [spec, infer, is_div,
+                 floor_div](const OpCall& c) -> absl::StatusOr<Value> {
     ASSIGN_OR_RETURN(OutInfo info, infer(c));
-    if (spec.inplace) {
-      RETURN_IF_ERROR(InplaceResult(c, info, c.arg(0)).status());
-    }
     Value result;
     if (is_div) {
-      ASSIGN_OR_RETURN(Div mode, DivMode(c));
+      Div mode = Div::kFloor;
+      if (!floor_div) {
+        ASSIGN_OR_RETURN(mode, DivMode(c));
+      }
       ASSIGN_OR_RETURN(result, DivKernel(c, info, c.arg(0), c.arg(1), mode));
     } else {
       int alpha = c.op().schema.ArgumentIndex("alpha");
@@ -515,9 +613,7 @@ absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
                                     c.arg(rsub ? 1 : 0), c.arg(rsub ? 0 : 1),
                                     alpha >= 0 ? c.arg(alpha) : Value::None()));
     }
-    if (!spec.inplace) return result;
-    RETURN_IF_ERROR(CopyInto(c.arg(0).tensor, result.tensor));
-    return c.arg(0);
+    return result;
   };
   return r.Add(spec.schema, meta, kernel);
 }
@@ -534,7 +630,9 @@ absl::StatusOr<OutInfo> InferWhere(const OpCall& c) {
   std::vector<std::vector<symbolic::Expr>> shapes = {info.sizes};
   if (c.arg(0).is_tensor()) shapes.push_back(SizesOf(c.arg(0)));
   ASSIGN_OR_RETURN(info.sizes, BroadcastShapes(c, shapes));
-  info.strides = PointwiseStrides({c.arg(0), c.arg(1), c.arg(2)}, info.sizes);
+  info.strides = PointwiseStrides({c.arg(0), AsPromoted(c.arg(1), info.compute),
+                                   AsPromoted(c.arg(2), info.compute)},
+                                  info.sizes);
   return info;
 }
 
@@ -564,6 +662,21 @@ absl::StatusOr<OutInfo> InferTernary(const OpCall& c, const std::string& op) {
   std::vector<Value> promoted = operands;
   if (op == "lerp" && !c.arg(2).is_tensor()) promoted.pop_back();
   ASSIGN_OR_RETURN(OutInfo info, Infer(c, promoted, false, false));
+  // Scalar bounds and weights are kernel parameters, not operands; a clamp
+  // with Scalar bounds is a unary op that does not convert its input.
+  std::vector<Value> tensors;
+  bool scalar_bounds = false;
+  for (const Value& v : operands) {
+    if (v.is_tensor()) {
+      tensors.push_back(v);
+    } else {
+      scalar_bounds = true;
+    }
+  }
+  if (!(op == "clamp" && scalar_bounds)) {
+    tensors = AsPromoted(tensors, info.compute);
+  }
+  info.strides = PointwiseStrides(tensors, info.sizes);
   if (op == "lerp") {
     if (DTypeOf(c.arg(0)) != DTypeOf(c.arg(1))) {
       return c.Error(absl::StrCat(
@@ -571,16 +684,26 @@ absl::StatusOr<OutInfo> InferTernary(const OpCall& c, const std::string& op) {
           " for `end` but got dtype ", ScalarTypeName(DTypeOf(c.arg(1)))));
     }
     if (!IsFloatingPoint(info.compute)) {
-      return c.Error(
-          absl::StrCat("\"lerp_kernel_scalar\" not implemented for '",
-                       ScalarTypeName(info.compute), "'"));
+      return c.Error(absl::StrCat(
+          "\"lerp_kernel_", c.arg(2).is_tensor() ? "tensor" : "scalar",
+          "\" not implemented for '", ScalarTypeName(info.compute), "'"));
     }
   }
-  if (op == "addcdiv" && IsIntegral(info.compute, /*include_bool=*/true)) {
+  // PyTorch looks at tensor1 and tensor2 alone (a float self does not help).
+  if (op == "addcdiv" && IsIntegral(DTypeOf(c.arg(1)), /*include_bool=*/true) &&
+      IsIntegral(DTypeOf(c.arg(2)), /*include_bool=*/true)) {
     return c.Error(
         "Integer division with addcdiv is no longer supported, and in a future "
-        "release "
-        "addcdiv will perform a true division of tensor1 and tensor2.");
+        " release addcdiv will perform a true division of tensor1 and "
+        "tensor2. The historic addcdiv behavior can be implemented as (input "
+        "+ value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
+        "integer inputs and as (input + value * tensor1 / tensor2) for float "
+        "inputs. The future addcdiv behavior is just the latter "
+        "implementation: (input + value * tensor1 / tensor2), for all "
+        "dtypes.");
+  }
+  if (op == "addcmul" && info.compute == DType::kBool) {
+    return c.Error("\"addcmul_cpu_out\" not implemented for 'Bool'");
   }
   return info;
 }
@@ -645,21 +768,14 @@ absl::StatusOr<Value> TernaryKernel(const OpCall& c, const std::string& op,
 }
 
 absl::Status RegisterTernary(OpRegistry& r, const std::string& schema,
-                             const std::string& op, bool inplace) {
-  OpFn meta = [op, inplace](const OpCall& c) -> absl::StatusOr<Value> {
+                             const std::string& op) {
+  OpFn meta = [op](const OpCall& c) -> absl::StatusOr<Value> {
     ASSIGN_OR_RETURN(OutInfo info, InferTernary(c, op));
-    if (inplace) return InplaceResult(c, info, c.arg(0));
     return ResultMeta(info);
   };
-  OpFn kernel = [op, inplace](const OpCall& c) -> absl::StatusOr<Value> {
+  OpFn kernel = [op](const OpCall& c) -> absl::StatusOr<Value> {
     ASSIGN_OR_RETURN(OutInfo info, InferTernary(c, op));
-    if (inplace) {
-      RETURN_IF_ERROR(InplaceResult(c, info, c.arg(0)).status());
-    }
-    ASSIGN_OR_RETURN(Value result, TernaryKernel(c, op, info));
-    if (!inplace) return result;
-    RETURN_IF_ERROR(CopyInto(c.arg(0).tensor, result.tensor));
-    return c.arg(0);
+    return TernaryKernel(c, op, info);
   };
   return r.Add(schema, meta, kernel);
 }
@@ -765,29 +881,178 @@ absl::StatusOr<Value> CheckOut(const OpCall& c, const OutInfo& info) {
   return out;
 }
 
-}  // namespace
+// isnan / isinf / isfinite: bool results; integers are never NaN or
+// infinite. For integers PyTorch's isinf and isfinite are zeros_like /
+// ones_like (empty_like's layout; `like` true), isnan is self != self.
+OutInfo FloatClassInfo(const OpCall& c, bool like) {
+  OutInfo info = SameShape(c, DType::kBool);
+  if (like && !IsFloatingPoint(DTypeOf(c.arg(0)))) {
+    info.strides = EmptyLikeStrides(c.arg(0));
+  }
+  return info;
+}
 
-absl::Status RegisterPointwiseOps(OpRegistry& r) {
-  for (const Unary& u : kUnary) RETURN_IF_ERROR(RegisterUnary(r, u));
-  RETURN_IF_ERROR(r.Add(
-      "isnan(Tensor self) -> Tensor",
-      [](const OpCall& c) -> absl::StatusOr<Value> {
-        return ResultMeta(SameShape(c, DType::kBool));
+absl::Status RegisterFloatClass(OpRegistry& r, const char* schema,
+                                bool (*fd)(double), bool int_value) {
+  bool like = !absl::StartsWith(schema, "isnan");
+  return r.Add(
+      schema,
+      [like](const OpCall& c) -> absl::StatusOr<Value> {
+        return ResultMeta(FloatClassInfo(c, like));
       },
-      [](const OpCall& c) -> absl::StatusOr<Value> {
-        OutInfo info = SameShape(c, DType::kBool);
+      [fd, int_value, like](const OpCall& c) -> absl::StatusOr<Value> {
+        OutInfo info = FloatClassInfo(c, like);
         return Compute(
             c, info, {c.arg(0)},
-            [](double a, double) -> double { return std::isnan(a); },
-            [](int64_t, int64_t) -> absl::StatusOr<int64_t> { return 0; });
-      }));
+            [fd](double a, double) -> double { return fd(a); },
+            [int_value](int64_t, int64_t) -> absl::StatusOr<int64_t> {
+              return int_value;
+            });
+      });
+}
+
+// nan_to_num(self, nan, posinf, neginf): NaN -> nan (0), +inf -> posinf
+// (the dtype's largest finite value), -inf -> neginf (its lowest); integer
+// and bool tensors are copied. PyTorch writes into empty_like(self).
+absl::StatusOr<Value> NanToNum(const OpCall& c, bool running) {
+  const Value& self = c.arg(0);
+  DType d = DTypeOf(self);
+  OutInfo info = SameShape(c, d);
+  info.strides = EmptyLikeStrides(self);
+  if (!IsFloatingPoint(d)) {
+    ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, running, d, DeviceOf(self),
+                                              info.sizes, info.strides));
+    if (running) RETURN_IF_ERROR(CopyInto(out.tensor, self.tensor));
+    return out;
+  }
+  if (!running) return ResultMeta(info);
+  double big = d == DType::kFloat16    ? 65504.0
+               : d == DType::kBFloat16 ? 3.3895313892515355e38
+               : d == DType::kFloat32  ? 3.4028234663852886e38
+                                       : 1.7976931348623157e308;
+  double nan = 0, posinf = big, neginf = -big;
+  if (!c.arg(1).is_none()) {
+    ASSIGN_OR_RETURN(nan, c.arg(1).AsDouble());
+  }
+  if (!c.arg(2).is_none()) {
+    ASSIGN_OR_RETURN(posinf, c.arg(2).AsDouble());
+  }
+  if (!c.arg(3).is_none()) {
+    ASSIGN_OR_RETURN(neginf, c.arg(3).AsDouble());
+  }
+  return Compute(
+      c, info, {self},
+      [=](double x, double) {
+        return std::isnan(x)   ? nan
+               : std::isinf(x) ? (x > 0 ? posinf : neginf)
+                               : x;
+      },
+      nullptr);
+}
+
+// gelu takes floating point inputs only.
+absl::Status GeluDType(const OpCall& c) {
+  DType d = DTypeOf(c.arg(0));
+  if (IsFloatingPoint(d)) return absl::OkStatus();
+  return c.Error(absl::StrCat("\"GeluKernelImpl\" not implemented for '",
+                              ScalarTypeName(d), "'"));
+}
+
+absl::Status RegisterPointwiseBody(OpRegistry& r);
+
+}  // namespace
+
+// The pointwise ops, each marked pointwise (RegisterInplaceTwins derives
+// the in-place twins of the functional ones).
+absl::Status RegisterPointwiseOps(OpRegistry& r) {
+  std::vector<std::string> before = r.Targets();
+  RETURN_IF_ERROR(RegisterPointwiseBody(r));
+  for (const std::string& target : r.Targets()) {
+    if (!std::binary_search(before.begin(), before.end(), target)) {
+      RETURN_IF_ERROR(r.MarkPointwise(target));
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+absl::Status RegisterPointwiseBody(OpRegistry& r) {
+  for (const Unary& u : kUnary) RETURN_IF_ERROR(RegisterUnary(r, u));
+  // round.decimals: round(x * 10^d) / 10^d (d < 0: round(x / 10^-d) *
+  // 10^-d) in the op math type (float below float64), as PyTorch computes
+  // it; decimals=0 is round.default.
+  auto round_decimals = [](bool running) {
+    return [running](const OpCall& c) -> absl::StatusOr<Value> {
+      ASSIGN_OR_RETURN(int64_t decimals, c.arg("decimals").AsInt());
+      DType d = DTypeOf(c.arg(0));
+      if (!IsFloatingPoint(d)) {  // round.default would copy integers
+        return c.Error(absl::StrCat("\"round", decimals == 0 ? "_vml" : "",
+                                    "_cpu\" not implemented for '",
+                                    ScalarTypeName(d), "'"));
+      }
+      if (decimals == 0) {
+        const OpDef* round = OpRegistry::Global().Find("aten.round.default");
+        OpCall call(*round, {c.arg(0)}, c.env(), c.generator());
+        absl::StatusOr<Value> out =
+            running ? round->kernel(call) : round->meta(call);
+        if (out.ok()) return out;
+        absl::string_view message = out.status().message();
+        absl::ConsumePrefix(&message, "aten.round.default: ");
+        return c.Error(message);
+      }
+      OutInfo info = SameShape(c, d);
+      if (!running) return ResultMeta(info);
+      bool neg = decimals < 0;
+      double ten = std::pow(10.0, static_cast<double>(std::abs(decimals)));
+      bool f64 = d == DType::kFloat64;
+      return Compute(
+          c, info, {c.arg(0)},
+          [=](double x, double) -> double {
+            if (f64) {
+              return neg ? std::nearbyint(x / ten) * ten
+                         : std::nearbyint(x * ten) / ten;
+            }
+            float xf = static_cast<float>(x), tf = static_cast<float>(ten);
+            return neg ? std::nearbyint(xf / tf) * tf
+                       : std::nearbyint(xf * tf) / tf;
+          },
+          nullptr);
+    };
+  };
+  RETURN_IF_ERROR(
+      r.Add("round.decimals(Tensor self, *, int decimals) -> Tensor",
+            round_decimals(false), round_decimals(true)));
+  RETURN_IF_ERROR(RegisterFloatClass(
+      r, "isfinite(Tensor self) -> Tensor",
+      [](double a) -> bool { return std::isfinite(a); }, true));
+  RETURN_IF_ERROR(r.Add(
+      "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? "
+      "neginf=None) -> Tensor",
+      [](const OpCall& c) { return NanToNum(c, false); },
+      [](const OpCall& c) { return NanToNum(c, true); }));
+  // square(self) is pow(self, 2) (a bool tensor squares to int64).
+  auto square = [](bool meta) {
+    return [meta](const OpCall& c) -> absl::StatusOr<Value> {
+      const OpDef* pow = OpRegistry::Global().Find("aten.pow.Tensor_Scalar");
+      OpCall call(*pow, {c.arg(0), Value::Int(2)}, c.env(), c.generator());
+      return meta ? pow->meta(call) : pow->kernel(call);
+    };
+  };
+  RETURN_IF_ERROR(
+      r.Add("square(Tensor self) -> Tensor", square(true), square(false)));
+  RETURN_IF_ERROR(RegisterFloatClass(
+      r, "isnan(Tensor self) -> Tensor",
+      [](double a) -> bool { return std::isnan(a); }, false));
   RETURN_IF_ERROR(r.Add(
       "gelu(Tensor self, *, str approximate='none') -> Tensor",
       [](const OpCall& c) -> absl::StatusOr<Value> {
+        RETURN_IF_ERROR(GeluDType(c));
         ASSIGN_OR_RETURN(OutInfo info, Infer(c, {c.arg(0)}, true, false));
         return ResultMeta(info);
       },
       [](const OpCall& c) -> absl::StatusOr<Value> {
+        RETURN_IF_ERROR(GeluDType(c));
         ASSIGN_OR_RETURN(OutInfo info, Infer(c, {c.arg(0)}, true, false));
         const std::string& approx = c.arg(1).string;
         if (approx != "none" && approx != "tanh") {
@@ -808,18 +1073,9 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
             },
             nullptr);
       }));
-  RETURN_IF_ERROR(r.Add(
-      "isinf(Tensor self) -> Tensor",
-      [](const OpCall& c) -> absl::StatusOr<Value> {
-        return ResultMeta(SameShape(c, DType::kBool));
-      },
-      [](const OpCall& c) -> absl::StatusOr<Value> {
-        OutInfo info = SameShape(c, DType::kBool);
-        return Compute(
-            c, info, {c.arg(0)},
-            [](double a, double) -> double { return std::isinf(a); },
-            [](int64_t, int64_t) -> absl::StatusOr<int64_t> { return 0; });
-      }));
+  RETURN_IF_ERROR(RegisterFloatClass(
+      r, "isinf(Tensor self) -> Tensor",
+      [](double a) -> bool { return std::isinf(a); }, false));
   RETURN_IF_ERROR(RegisterActivation(
       r,
       "elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar "
@@ -874,6 +1130,15 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
        "Tensor",
        "div"},
       {"maximum(Tensor self, Tensor other) -> Tensor", "maximum"},
+      {"fmax(Tensor self, Tensor other) -> Tensor", "fmax"},
+      {"fmin(Tensor self, Tensor other) -> Tensor", "fmin"},
+      {"floor_divide(Tensor self, Tensor other) -> Tensor", "floor_divide"},
+      {"floor_divide.Scalar(Tensor self, Scalar other) -> Tensor",
+       "floor_divide"},
+      {"true_divide.Tensor(Tensor self, Tensor other) -> Tensor",
+       "true_divide"},
+      {"true_divide.Scalar(Tensor self, Scalar other) -> Tensor",
+       "true_divide"},
       {"minimum(Tensor self, Tensor other) -> Tensor", "minimum"},
       {"pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", "pow"},
       {"pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", "pow"},
@@ -886,18 +1151,6 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
        "rsub"},
       {"rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
        "rsub"},
-      {"add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> "
-       "Tensor(a!)",
-       "add", true},
-      {"add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> "
-       "Tensor(a!)",
-       "add", true},
-      {"sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> "
-       "Tensor(a!)",
-       "sub", true},
-      {"mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", "mul", true},
-      {"mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", "mul", true},
-      {"div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", "div", true},
   };
   for (const BinarySpec& b : kBinary) RETURN_IF_ERROR(RegisterBinary(r, b));
   for (const char* op :
@@ -915,42 +1168,25 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
   }
   RETURN_IF_ERROR(RegisterBinary(
       r, {"pow.Scalar(Scalar self, Tensor exponent) -> Tensor", "pow"}));
-  const std::tuple<const char*, const char*, bool> kTernary[] = {
+  const std::pair<const char*, const char*> kTernary[] = {
       {"clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
-       "clamp", false},
+       "clamp"},
       {"clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> "
        "Tensor",
-       "clamp", false},
-      {"clamp_min(Tensor self, Scalar min) -> Tensor", "clamp", false},
-      {"clamp_max(Tensor self, Scalar max) -> Tensor", "clamp", false},
-      {"clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> "
-       "Tensor(a!)",
-       "clamp", true},
+       "clamp"},
+      {"clamp_min(Tensor self, Scalar min) -> Tensor", "clamp"},
+      {"clamp_max(Tensor self, Scalar max) -> Tensor", "clamp"},
       {"addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar "
        "value=1) -> Tensor",
-       "addcmul", false},
-      {"addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar "
-       "value=1) -> "
-       "Tensor(a!)",
-       "addcmul", true},
+       "addcmul"},
       {"addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar "
        "value=1) -> Tensor",
-       "addcdiv", false},
-      {"addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar "
-       "value=1) -> "
-       "Tensor(a!)",
-       "addcdiv", true},
-      {"lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor", "lerp",
-       false},
-      {"lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor", "lerp",
-       false},
-      {"lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)",
-       "lerp", true},
-      {"lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)",
-       "lerp", true},
+       "addcdiv"},
+      {"lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor", "lerp"},
+      {"lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor", "lerp"},
   };
-  for (const auto& [schema, op, inplace] : kTernary) {
-    RETURN_IF_ERROR(RegisterTernary(r, schema, op, inplace));
+  for (const auto& [schema, op] : kTernary) {
+    RETURN_IF_ERROR(RegisterTernary(r, schema, op));
   }
   RETURN_IF_ERROR(r.Add(
       "bitwise_not(Tensor self) -> Tensor",
@@ -986,59 +1222,56 @@ absl::Status RegisterPointwiseOps(OpRegistry& r) {
         r, {absl::StrCat(cmp, ".Scalar(Tensor self, Scalar other) -> Tensor"),
             cmp}));
   }
-  RETURN_IF_ERROR(r.Add(
-      "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
-      [](const OpCall& c) -> absl::StatusOr<Value> {
-        ASSIGN_OR_RETURN(OutInfo info, InferWhere(c));
-        return ResultMeta(info);
-      },
-      [](const OpCall& c) -> absl::StatusOr<Value> {
-        ASSIGN_OR_RETURN(OutInfo info, InferWhere(c));
-        ASSIGN_OR_RETURN(std::vector<int64_t> sizes,
-                         ConcreteSizes(c, info.sizes));
-        ASSIGN_OR_RETURN(std::vector<int64_t> strides,
-                         ConcreteSizes(c, info.strides));
-        ASSIGN_OR_RETURN(Tensor out,
-                         Tensor::EmptyStrided(sizes, strides, info.dtype));
-        std::vector<Tensor> v;
-        for (int k = 0; k < 3; ++k) {
-          Tensor t;
-          if (c.arg(k).is_tensor()) {
-            t = c.arg(k).tensor;
-          } else {
-            ASSIGN_OR_RETURN(
-                t, ScalarTensor(c.arg(k), k == 0 ? DType::kBool : info.dtype));
+  // where: the Scalar overloads promote like wrapped numbers.
+  for (const char* where_schema :
+       {"where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
+        "where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> "
+        "Tensor",
+        "where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> "
+        "Tensor",
+        "where.Scalar(Tensor condition, Scalar self, Scalar other) -> "
+        "Tensor"}) {
+    RETURN_IF_ERROR(r.Add(
+        where_schema,
+        [](const OpCall& c) -> absl::StatusOr<Value> {
+          ASSIGN_OR_RETURN(OutInfo info, InferWhere(c));
+          return ResultMeta(info);
+        },
+        [](const OpCall& c) -> absl::StatusOr<Value> {
+          ASSIGN_OR_RETURN(OutInfo info, InferWhere(c));
+          ASSIGN_OR_RETURN(std::vector<int64_t> sizes,
+                           ConcreteSizes(c, info.sizes));
+          ASSIGN_OR_RETURN(std::vector<int64_t> strides,
+                           ConcreteSizes(c, info.strides));
+          ASSIGN_OR_RETURN(Tensor out,
+                           Tensor::EmptyStrided(sizes, strides, info.dtype));
+          std::vector<Tensor> v;
+          for (int k = 0; k < 3; ++k) {
+            Tensor t;
+            if (c.arg(k).is_tensor()) {
+              t = c.arg(k).tensor;
+            } else {
+              ASSIGN_OR_RETURN(t, ScalarTensor(c.arg(k), k == 0 ? DType::kBool
+                                                                : info.dtype));
+            }
+            ASSIGN_OR_RETURN(Tensor view, BroadcastView(t, sizes));
+            v.push_back(view);
           }
-          ASSIGN_OR_RETURN(Tensor view, BroadcastView(t, sizes));
-          v.push_back(view);
-        }
-        bool ints = IsIntegral(info.dtype, true);
-        ForEachIndex(sizes, [&](absl::Span<const int64_t> i) {
-          const Tensor& pick = LoadInt(v[0], i) != 0 ? v[1] : v[2];
-          if (ints) {
-            StoreInt(out, i, LoadInt(pick, i));
-          } else {
-            StoreDouble(out, i, LoadDouble(pick, i));
-          }
-        });
-        return Value::OfTensor(out);
-      }));
-  for (const auto& [inplace, functional] :
-       std::vector<std::pair<const char*, const char*>>{
-           {"aten.add_.Tensor", "aten.add.Tensor"},
-           {"aten.add_.Scalar", "aten.add.Scalar"},
-           {"aten.sub_.Tensor", "aten.sub.Tensor"},
-           {"aten.mul_.Tensor", "aten.mul.Tensor"},
-           {"aten.mul_.Scalar", "aten.mul.Scalar"},
-           {"aten.div_.Tensor", "aten.div.Tensor"},
-           {"aten.clamp_.default", "aten.clamp.default"},
-           {"aten.addcmul_.default", "aten.addcmul.default"},
-           {"aten.addcdiv_.default", "aten.addcdiv.default"},
-           {"aten.lerp_.Scalar", "aten.lerp.Scalar"},
-           {"aten.lerp_.Tensor", "aten.lerp.Tensor"}}) {
-    RETURN_IF_ERROR(r.Pair(inplace, functional));
+          bool ints = IsIntegral(info.dtype, true);
+          ForEachIndex(sizes, [&](absl::Span<const int64_t> i) {
+            const Tensor& pick = LoadInt(v[0], i) != 0 ? v[1] : v[2];
+            if (ints) {
+              StoreInt(out, i, LoadInt(pick, i));
+            } else {
+              StoreDouble(out, i, LoadDouble(pick, i));
+            }
+          });
+          return Value::OfTensor(out);
+        }));
   }
   return absl::OkStatus();
 }
+
+}  // namespace
 
 }  // namespace lathe::ir

@@ -793,5 +793,130 @@ TEST(OpsPropertyTest, CorpusOpsMetaFunctionsPredictKernelResults) {
   }
 }
 
+// The non-core ops (ops_extra_test.cc has their values) and the derived
+// in-place twins: every unary pointwise twin runs on a copy of x laid out
+// as x is (the twin writes it; overlapping layouts are refused).
+TEST(OpsPropertyTest, ExtraOpsMetaFunctionsPredictKernelResults) {
+  Random r(20261123);
+  const std::vector<DType> dtypes = {DType::kFloat32, DType::kFloat64,
+                                     DType::kInt64,   DType::kInt32,
+                                     DType::kBool,    DType::kFloat16};
+  // The in-place twins of the unary pointwise ops (self the only argument
+  // without a default).
+  std::vector<std::string> unary_inplace;
+  for (const std::string& target : OpRegistry::Global().Targets()) {
+    const OpDef* op = OpRegistry::Global().Find(target);
+    if (!op->pointwise || op->inplace.empty()) continue;
+    int required = 0;
+    for (const Argument& a : op->schema.arguments)
+      required += !a.default_value.has_value();
+    if (required == 1) unary_inplace.push_back(op->inplace);
+  }
+  EXPECT_GT(unary_inplace.size(), 35u);
+  int before = ran;
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<int64_t> sizes = RandomSizes(r);
+    DType dtype = r.Pick(dtypes);
+    Tensor x = RandomLayout(r, sizes, dtype);
+    SCOPED_TRACE(absl::StrCat("trial ", trial, ": x = ", x.ToString(), "+",
+                              x.storage_offset()));
+    int64_t rank = x.dim();
+    int64_t dim = rank == 0 ? 0 : r.Int(-rank, rank - 1);
+    Tensor y = RandomLayout(r, BroadcastPartner(r, sizes), r.Pick(dtypes));
+    Value keep = Value::Bool(r.Coin());
+    std::vector<int64_t> dims;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (r.Coin()) dims.push_back(r.Coin() ? d : d - rank);
+    }
+    Tensor mask = RandomLayout(r, BroadcastPartner(r, sizes), DType::kBool);
+    // prims and copies.
+    Try("prims.convert_element_type.default",
+        {V(x), Value::OfDType(r.Pick(dtypes))});
+    Try("prims.iota.default", {I(r.Int(0, 5))},
+        {{"start", I(r.Int(-3, 3))},
+         {"step", I(r.Int(1, 3))},
+         {"dtype", Value::OfDType(r.Pick(dtypes))},
+         {"device", Value::OfDevice(Device::Cpu())},
+         {"requires_grad", Value::Bool(false)}});
+    Try("aten.lift_fresh_copy.default", {V(x)});
+    Try("aten.new_zeros.default", {V(x), Ints(RandomSizes(r))});
+    Try("aten.new_full.default",
+        {V(x), Ints(RandomSizes(r)), Value::Float(1.5)},
+        {{"dtype", Value::OfDType(r.Pick(dtypes))}});
+    Try("aten.new_empty_strided.default",
+        {V(x), Ints(x.sizes()), Ints(x.strides())});
+    // Pointwise additions.
+    Try("aten.masked_fill.Scalar", {V(x), V(mask), Value::Float(-2)});
+    Try("aten.masked_fill.Tensor",
+        {V(x), V(mask), V(RandomLayout(r, {}, r.Pick(dtypes)))});
+    for (const char* b :
+         {"aten.floor_divide.default", "aten.true_divide.Tensor",
+          "aten.fmax.default", "aten.fmin.default"})
+      Try(b, {V(x), V(y)});
+    Try("aten.floor_divide.Scalar", {V(x), I(r.Int(1, 3))});
+    for (const char* u : {"aten.square.default", "aten.exp2.default",
+                          "aten.isfinite.default", "aten.nan_to_num.default"})
+      Try(u, {V(x)});
+    Try("aten.where.ScalarOther", {V(mask), V(x), Value::Float(0.5)});
+    Try("aten.where.ScalarSelf", {V(mask), I(2), V(x)});
+    Try("aten.where.Scalar", {V(mask), I(2), Value::Float(0.5)});
+    Try("aten.round.decimals", {V(x)}, {{"decimals", I(r.Int(-2, 2))}});
+    // Reductions and scans.
+    Try("aten.logsumexp.default", {V(x), Ints(dims), keep});
+    Try("aten.std.correction", {V(x), r.Coin() ? Ints(dims) : Value::None()},
+        {{"correction", I(r.Int(0, 2))}, {"keepdim", keep}});
+    Try("aten.std.dim", {V(x), Ints(dims), Value::Bool(r.Coin()), keep});
+    Try("aten.linalg_vector_norm.default",
+        {V(x), r.Pick<Value>({I(2), I(1), I(0), Value::Float(3)}),
+         r.Coin() ? Ints(dims) : Value::None(), keep});
+    Try("aten.cumprod.default", {V(x), I(dim)});
+    Try("aten.tril.default", {V(x), I(r.Int(-2, 2))});
+    Try("aten.triu.default", {V(x), I(r.Int(-2, 2))});
+    if (rank > 0) {
+      int64_t wrapped = dim < 0 ? dim + rank : dim;
+      std::vector<int64_t> source_sizes = x.sizes();
+      source_sizes[wrapped] = r.Int(0, 3);
+      Tensor index = *Tensor::Empty({source_sizes[wrapped]}, DType::kInt64);
+      ForEachIndex(index.sizes(), [&](absl::Span<const int64_t> i) {
+        index.SetDouble(i,
+                        r.Int(0, std::max<int64_t>(x.sizes()[wrapped], 1) - 1));
+      });
+      Try("aten.index_add.default",
+          {V(x), I(dim), V(index), V(RandomLayout(r, source_sizes, dtype))},
+          {{"alpha", I(2)}});
+    }
+    // Scatter with an index that may be larger than self (refused).
+    if (rank > 0) {
+      std::vector<int64_t> index_sizes = x.sizes();
+      for (int64_t& s : index_sizes) s = r.Int(0, s + 1);
+      Tensor index = *Tensor::Empty(index_sizes, DType::kInt64);
+      int64_t wrapped = dim < 0 ? dim + rank : dim;
+      ForEachIndex(index.sizes(), [&](absl::Span<const int64_t> i) {
+        index.SetDouble(i,
+                        r.Int(0, std::max<int64_t>(x.sizes()[wrapped], 1) - 1));
+      });
+      Try("aten.scatter.value", {V(x), I(dim), V(index), Value::Float(1)});
+    }
+    // In-place twins, each on a fresh copy of x's layout.
+    auto copy = [&]() {
+      Tensor t = RandomLayout(r, sizes, dtype);
+      return V(t);
+    };
+    for (const std::string& t : unary_inplace) Try(t, {copy()});
+    Try("aten.sub_.Scalar", {copy(), Value::Float(0.5)});
+    Try("aten.div_.Scalar", {copy(), I(2)});
+    Try("aten.eq_.Tensor", {copy(), V(y)});
+    Try("aten.pow_.Scalar", {copy(), I(2)});
+    Try("aten.floor_divide_.Tensor", {copy(), V(y)});
+    Try("aten.clamp_min_.default", {copy(), I(0)});
+    Try("aten.masked_fill_.Scalar", {copy(), V(mask), I(1)});
+    Try("aten.tril_.default", {copy(), I(r.Int(-1, 1))});
+    Try("aten.cumprod_.default", {copy(), I(dim)});
+  }
+  EXPECT_GT(ran - before, 200 * 40);
+  std::printf("%d extra op calls ran and matched their meta functions\n",
+              ran - before);
+}
+
 }  // namespace
 }  // namespace lathe::ir

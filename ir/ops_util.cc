@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "status_macros.h"
@@ -266,6 +267,62 @@ bool NonOverlappingAndDense(const std::vector<int64_t>& sizes,
 
 }  // namespace
 
+absl::string_view TypeMetaName(DType d) {
+  switch (d) {
+    case DType::kFloat32:
+      return "float";
+    case DType::kFloat64:
+      return "double";
+    case DType::kFloat16:
+      return "c10::Half";
+    case DType::kBFloat16:
+      return "c10::BFloat16";
+    case DType::kInt64:
+      return "long int";
+    case DType::kInt32:
+      return "int";
+    case DType::kInt16:
+      return "short int";
+    case DType::kInt8:
+      return "signed char";
+    case DType::kUInt8:
+      return "unsigned char";
+    default:
+      return "bool";
+  }
+}
+
+std::string InplaceCastMessage(const OpSchema& schema, DType result,
+                               DType self) {
+  bool scalar_clamp =
+      absl::StartsWith(schema.name, "clamp") && schema.overload != "Tensor";
+  return absl::StrCat("result type ", ScalarTypeName(result),
+                      " can't be cast to the desired output type ",
+                      scalar_clamp ? TypeMetaName(self) : ScalarTypeName(self));
+}
+
+absl::Status CheckInternalOverlap(const OpCall& call, const Value& self) {
+  std::vector<symbolic::Expr> sizes = SizesOf(self), strides = StridesOf(self);
+  symbolic::Expr numel = symbolic::Int(1);
+  for (const symbolic::Expr& s : sizes) numel = symbolic::Mul(numel, s);
+  ASSIGN_OR_RETURN(bool empty,
+                   Decide(call, symbolic::Eq(numel, symbolic::Int(0))));
+  if (empty) return absl::OkStatus();
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    ASSIGN_OR_RETURN(
+        bool overlaps,
+        Decide(call, symbolic::And(symbolic::Eq(strides[d], symbolic::Int(0)),
+                                   symbolic::Gt(sizes[d], symbolic::Int(1)))));
+    if (overlaps) {
+      return call.Error(
+          "unsupported operation: more than one element of the written-to "
+          "tensor refers to a single memory location. Please clone() the "
+          "tensor before performing the operation.");
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::vector<symbolic::Expr> PointwiseStrides(
     absl::Span<const Value> operands, absl::Span<const symbolic::Expr> sizes) {
   std::vector<symbolic::Expr> contiguous = ContiguousStrides(sizes);
@@ -282,7 +339,12 @@ std::vector<symbolic::Expr> PointwiseStrides(
   std::vector<std::vector<int64_t>> strides;
   bool same_shape = true;
   for (const Value& v : operands) {
-    if (!v.is_tensor()) continue;
+    if (!v.is_tensor()) {
+      // A number is a wrapped 0-d tensor operand: it rules out the fast
+      // setup (as a 0-d tensor does) and adds no strides.
+      if (v.is_number()) same_shape = false;
+      continue;
+    }
     std::optional<std::vector<int64_t>> s = Concrete(SizesOf(v)),
                                         st = Concrete(StridesOf(v));
     if (!s || !st) return contiguous;
@@ -308,6 +370,31 @@ std::vector<symbolic::Expr> PointwiseStrides(
         same_dense = false;
     }
     if (all_contiguous) return contiguous;
+    // Then channels-last (4-d) / channels-last-3d (5-d): every operand
+    // is_contiguous(ChannelsLast), size-1 dims ignored, gives that format.
+    if (ndim == 4 || ndim == 5) {
+      std::vector<int64_t> order = ndim == 4
+                                       ? std::vector<int64_t>{1, 3, 2, 0}
+                                       : std::vector<int64_t>{1, 4, 3, 2, 0};
+      bool all_channels_last = true;
+      for (const std::vector<int64_t>& st : strides) {
+        int64_t expected = 1;
+        for (int64_t d : order) {
+          if ((*shape)[d] == 1) continue;
+          if (st[d] != expected) all_channels_last = false;
+          expected *= (*shape)[d];
+        }
+      }
+      if (all_channels_last) {
+        std::vector<symbolic::Expr> out(ndim);
+        int64_t next = 1;
+        for (int64_t d : order) {
+          out[d] = symbolic::Int(next);
+          next *= (*shape)[d];
+        }
+        return out;
+      }
+    }
     if (same_dense) {
       std::vector<symbolic::Expr> out;
       for (int64_t s : strides[0]) out.push_back(symbolic::Int(s));

@@ -48,6 +48,20 @@ absl::StatusOr<DType> ResultType(absl::Span<const Value> operands);
 // The C++ name PyTorch's kernel errors use: "Float", "Long", "BFloat16", ...
 absl::string_view ScalarTypeName(DType dtype);
 
+// TypeMetaName()
+//
+// The C++ type name PyTorch's caffe2::TypeMeta gives a dtype in some
+// messages: "float", "long int", "c10::Half", "bool", ...
+absl::string_view TypeMetaName(DType dtype);
+
+// InplaceCastMessage()
+//
+// PyTorch's refusal of an in-place result of dtype `result` into `self`:
+// "result type Float can't be cast to the desired output type Long" (the
+// Scalar clamp family names the output type as TypeMeta does: "long int").
+std::string InplaceCastMessage(const OpSchema& schema, DType result,
+                               DType self);
+
 // The dtype, rank and (symbolic) sizes of a tensor value, concrete or meta.
 DType DTypeOf(const Value& v);
 Device DeviceOf(const Value& v);
@@ -86,6 +100,9 @@ std::vector<symbolic::Expr> ContiguousStrides(
 // tensor `operands` broadcast to `sizes`: when all operands have that shape
 // and one dense layout, that layout; otherwise dims ordered by the
 // operands' strides (first operand first, stride-0 dims ignored), densely.
+// A number operand is a wrapped 0-d tensor (add.Scalar's other): it rules
+// out the first case; pass only tensors where a number is a parameter of
+// the kernel rather than an operand (clamp's bounds, pow's Scalar exponent).
 // Contiguous when anything is symbolic.
 std::vector<symbolic::Expr> PointwiseStrides(
     absl::Span<const Value> operands, absl::Span<const symbolic::Expr> sizes);
@@ -107,6 +124,13 @@ std::vector<symbolic::Expr> PreservedStrides(
 // strides); otherwise infer_dense_strides (dense, in self's dimension
 // order). Contiguous when anything is symbolic.
 std::vector<symbolic::Expr> EmptyLikeStrides(const Value& self);
+
+// CheckInternalOverlap()
+//
+// TensorIterator's refusal of a written-to `self` whose elements overlap (a
+// stride-0 dim of size > 1; an empty self has none), with PyTorch's
+// message.
+absl::Status CheckInternalOverlap(const OpCall& call, const Value& self);
 
 // MetaResult()
 //

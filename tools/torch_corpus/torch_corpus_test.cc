@@ -86,8 +86,7 @@ double Tolerance(DType d) {
 // Empty when `got` matches `want`, else what differs.
 std::string Compare(const Tensor& want, const Tensor& got) {
   if (want.dtype() != got.dtype() || want.sizes() != got.sizes()) {
-    return absl::StrCat("expected ", want.ToString(), ", got ",
-                        got.ToString());
+    return absl::StrCat("expected ", want.ToString(), ", got ", got.ToString());
   }
   double tol = Tolerance(want.dtype());
   std::string diff;
@@ -110,7 +109,7 @@ struct Result {
   std::string output;
 };
 
-Result Run(const std::string& cmd) {
+Result RunCommand(const std::string& cmd) {
   FILE* pipe = popen(absl::StrCat(cmd, " 2>&1").c_str(), "r");
   std::string out;
   char buf[512];
@@ -134,9 +133,9 @@ TEST(TorchCorpusTest, EveryCaseMatchesEagerPyTorch) {
     SCOPED_TRACE(c);
     std::string dir = absl::StrCat(root, "/", c);
     std::string out = absl::StrCat(tmp ? tmp : "/tmp", "/corpus_", c);
-    Result r = Run(absl::StrCat(Runfile("tools/lathec"), " run '", dir,
-                                "/graph.txt' --inputs '", dir,
-                                "/inputs' --out '", out, "'"));
+    Result r = RunCommand(absl::StrCat(Runfile("tools/lathec"), " run '", dir,
+                                       "/graph.txt' --inputs '", dir,
+                                       "/inputs' --out '", out, "'"));
     if (r.status != 0) {
       ADD_FAILURE() << c << ": " << r.output;
       continue;
