@@ -1,8 +1,9 @@
-// The non-core ops PyTorch leaves in real graphs: prims.convert_element_type
-// and prims.iota; lift_fresh_copy and the new_* factories; masked_fill,
-// tril/triu, logsumexp, std, linalg_vector_norm, cumprod, index_add (with
-// their in-place twins); and RegisterInplaceTwins, which gives every
-// functional pointwise op its in-place twin (abs_, eq_.Scalar, pow_.Scalar,
+// The non-core ops PyTorch leaves in real graphs: prims.convert_element_type,
+// prims.iota and Inductor's prims.fma; lift_fresh_copy and the new_* factories;
+// masked_fill, tril/triu, logsumexp, std, linalg_vector_norm, cumprod,
+// index_add (with their in-place twins); and RegisterInplaceTwins, which gives
+// every functional pointwise op its in-place twin (abs_, eq_.Scalar,
+// pow_.Scalar,
 // ...) in one place. Reductions compute in double and round once to the
 // result dtype; results are contiguous where PyTorch allocates them so.
 
@@ -79,6 +80,31 @@ absl::StatusOr<Value> ConvertElementType(const OpCall& c, bool running) {
                                             SizesOf(a), EmptyLikeStrides(a)));
   if (running) RETURN_IF_ERROR(CopyInto(out.tensor, a.tensor));
   return out;
+}
+
+// prims.fma(a, b, c): Inductor's fused multiply-add prim, which graphs
+// torch.compile makes carry; (a * b) + c as its eager implementation
+// computes it (mul.Tensor, then add.Tensor: two roundings, PyTorch's
+// promotion with b or c a wrapped number).
+absl::StatusOr<Value> Fma(const OpCall& c, bool running) {
+  absl::StatusOr<Value> product;
+  for (const char* target : {"aten.mul.Tensor", "aten.add.Tensor"}) {
+    const OpDef* op = OpRegistry::Global().Find(target);
+    std::vector<Value> args = product.ok()
+                                  ? std::vector<Value>{*product, c.arg(2)}
+                                  : std::vector<Value>{c.arg(0), c.arg(1)};
+    ASSIGN_OR_RETURN(std::vector<Value> bound,
+                     BindArguments(op->schema, std::move(args), {}, target));
+    OpCall call(*op, std::move(bound), c.env());
+    absl::StatusOr<Value> v = running ? op->kernel(call) : op->meta(call);
+    if (!v.ok()) return c.Error(v.status().message());
+    if (!product.ok()) {
+      product = *std::move(v);
+    } else {
+      return v;
+    }
+  }
+  return product;
 }
 
 // prims.iota(length, *, start, step, dtype, device, requires_grad): start,
@@ -716,6 +742,8 @@ absl::Status RegisterExtraOps(OpRegistry& r) {
   RETURN_IF_ERROR(AddOp(
       r, "prims::convert_element_type(Tensor a, ScalarType dtype) -> Tensor",
       ConvertElementType));
+  RETURN_IF_ERROR(
+      AddOp(r, "prims::fma(Tensor a, Tensor b, Tensor c) -> Tensor", Fma));
   RETURN_IF_ERROR(AddOp(r,
                         "prims::iota(SymInt length, *, SymInt start, SymInt "
                         "step, ScalarType dtype, Device device, bool "

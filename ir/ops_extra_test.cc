@@ -143,6 +143,31 @@ TEST(ExtraOpsTest, ConvertElementType) {
   EXPECT_THAT(d.strides(), ElementsAre(4, 1));
 }
 
+// prims.fma (Inductor's prim, in AOT graphs of optimizers): (a * b) + c
+// with two roundings, promoting as mul and add do (values hand-derived).
+TEST(ExtraOpsTest, Fma) {
+  Tensor t = RunT(
+      "prims.fma.default",
+      {V(T({2, 2}, {1, 2, 3, 4})), Value::Float(0.5), V(T({2}, {10, 20}))});
+  EXPECT_EQ(t.dtype(), DType::kFloat32);
+  EXPECT_THAT(Elements(t), ElementsAre(10.5, 21, 11.5, 22));
+  // f16 rounds the product first: 2049 * 1 = 2048 in f16, + 1 = 2049 -> 2048.
+  Tensor h = RunT("prims.fma.default", {V(T({1}, {2049}, DType::kFloat16)),
+                                        V(T({1}, {1}, DType::kFloat16)),
+                                        V(T({1}, {1}, DType::kFloat16))});
+  EXPECT_EQ(h.dtype(), DType::kFloat16);
+  EXPECT_THAT(Elements(h), ElementsAre(2048));
+  // An int tensor times a float number is float (wrapped-number promotion).
+  Tensor i = RunT("prims.fma.default", {V(T({2}, {1, 3}, DType::kInt64)),
+                                        Value::Float(0.5), Value::Int(1)});
+  EXPECT_EQ(i.dtype(), DType::kFloat32);
+  EXPECT_THAT(Elements(i), ElementsAre(1.5, 2.5));
+  EXPECT_THAT(
+      RunError("prims.fma.default",
+               {V(T({2}, {1, 2})), V(T({3}, {1, 2, 3})), Value::Int(0)}),
+      HasSubstr("prims.fma.default: "));
+}
+
 TEST(ExtraOpsTest, Iota) {
   std::vector<std::pair<std::string, Value>> kw = {
       {"start", I(2)},

@@ -832,6 +832,7 @@ TEST(OpsPropertyTest, ExtraOpsMetaFunctionsPredictKernelResults) {
     // prims and copies.
     Try("prims.convert_element_type.default",
         {V(x), Value::OfDType(r.Pick(dtypes))});
+    Try("prims.fma.default", {V(x), V(y), V(x)});
     Try("prims.iota.default", {I(r.Int(0, 5))},
         {{"start", I(r.Int(-3, 3))},
          {"step", I(r.Int(1, 3))},
