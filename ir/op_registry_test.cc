@@ -27,26 +27,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-Tensor T(std::vector<int64_t> sizes, std::vector<double> values,
-         DType dtype = DType::kFloat32) {
-  Tensor t = *Tensor::Empty(sizes, dtype);
-  size_t k = 0;
-  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
-    t.SetDouble(i, values.at(k++));
-  });
-  EXPECT_EQ(k, values.size());
-  return t;
-}
-
-// The elements of `t` in row-major order.
-std::vector<double> Elements(const Tensor& t) {
-  std::vector<double> out;
-  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
-    out.push_back(t.GetDouble(i));
-  });
-  return out;
-}
-
 Tensor RunT(const std::string& target, std::vector<Value> args,
             std::vector<std::pair<std::string, Value>> kwargs = {}) {
   absl::StatusOr<Value> v = RunOp(target, std::move(args), std::move(kwargs));
@@ -60,8 +40,6 @@ std::string RunError(const std::string& target, std::vector<Value> args,
   EXPECT_FALSE(v.ok()) << target << " unexpectedly succeeded";
   return std::string(v.status().message());
 }
-
-Value V(const Tensor& t) { return Value::OfTensor(t); }
 
 // A 2x3 tensor stored transposed (strides [1, 2]).
 Tensor Transposed(std::vector<double> row_major) {

@@ -80,4 +80,30 @@ absl::StatusOr<Value> RunOp(const std::string& target, std::vector<Value> args,
   return out;
 }
 
+Tensor T(std::vector<int64_t> sizes, std::vector<double> values, DType dtype) {
+  Tensor t = *Tensor::Empty(sizes, dtype);
+  size_t k = 0;
+  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+    t.SetDouble(i, values.at(k++));
+  });
+  EXPECT_EQ(k, values.size());
+  return t;
+}
+
+std::vector<double> Elements(const Tensor& t) {
+  std::vector<double> out;
+  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+    out.push_back(t.GetDouble(i));
+  });
+  return out;
+}
+
+Value V(const Tensor& t) { return Value::OfTensor(t); }
+
+Value Ints(const std::vector<int64_t>& v) {
+  std::vector<Value> items;
+  for (int64_t x : v) items.push_back(Value::Int(x));
+  return Value::List(std::move(items));
+}
+
 }  // namespace lathe::ir

@@ -36,19 +36,6 @@ using ::testing::HasSubstr;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-Value V(const Tensor& t) { return Value::OfTensor(t); }
-
-Tensor T(std::vector<int64_t> sizes, std::vector<double> values,
-         DType dtype = DType::kFloat32) {
-  Tensor t = *Tensor::Empty(sizes, dtype);
-  size_t k = 0;
-  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
-    t.SetDouble(i, values.at(k++));
-  });
-  EXPECT_EQ(k, values.size());
-  return t;
-}
-
 // Element i (row-major) is ((7 * i) % mod - off) * scale, as the generator
 // computed it.
 Tensor Seq(std::vector<int64_t> sizes, DType dtype, int64_t mod, int64_t off,
@@ -62,11 +49,6 @@ Tensor Seq(std::vector<int64_t> sizes, DType dtype, int64_t mod, int64_t off,
   return t;
 }
 
-Value Ints(const std::vector<int64_t>& v) {
-  std::vector<Value> items;
-  for (int64_t x : v) items.push_back(Value::Int(x));
-  return Value::List(std::move(items));
-}
 Value Floats(const std::vector<double>& v) {
   std::vector<Value> items;
   for (double x : v) items.push_back(Value::Float(x));

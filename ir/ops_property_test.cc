@@ -102,14 +102,7 @@ std::vector<int64_t> BroadcastPartner(Random& r,
   return out;
 }
 
-Value V(const Tensor& t) { return Value::OfTensor(t); }
 Value I(int64_t v) { return Value::Int(v); }
-Value Ints(const std::vector<int64_t>& v) {
-  std::vector<Value> items;
-  for (int64_t x : v) items.push_back(I(x));
-  return Value::List(std::move(items));
-}
-
 // Runs an op, ignoring argument errors the kernel reports (those are the
 // kernel tests' business); RunOp checks meta == kernel on success.
 int ran = 0;
