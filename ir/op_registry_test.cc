@@ -27,20 +27,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-Tensor RunT(const std::string& target, std::vector<Value> args,
-            std::vector<std::pair<std::string, Value>> kwargs = {}) {
-  absl::StatusOr<Value> v = RunOp(target, std::move(args), std::move(kwargs));
-  EXPECT_TRUE(v.ok()) << target << ": " << v.status();
-  return v.ok() ? v->tensor : Tensor();
-}
-
-std::string RunError(const std::string& target, std::vector<Value> args,
-                     std::vector<std::pair<std::string, Value>> kwargs = {}) {
-  absl::StatusOr<Value> v = RunOp(target, std::move(args), std::move(kwargs));
-  EXPECT_FALSE(v.ok()) << target << " unexpectedly succeeded";
-  return std::string(v.status().message());
-}
-
 // A 2x3 tensor stored transposed (strides [1, 2]).
 Tensor Transposed(std::vector<double> row_major) {
   Tensor t = *Tensor::EmptyStrided({2, 3}, {1, 2}, DType::kFloat32);

@@ -106,4 +106,18 @@ Value Ints(const std::vector<int64_t>& v) {
   return Value::List(std::move(items));
 }
 
+Tensor RunT(const std::string& target, std::vector<Value> args,
+            std::vector<std::pair<std::string, Value>> kwargs) {
+  absl::StatusOr<Value> v = RunOp(target, std::move(args), std::move(kwargs));
+  EXPECT_TRUE(v.ok()) << target << ": " << v.status();
+  return v.ok() ? v->tensor : Tensor();
+}
+
+std::string RunError(const std::string& target, std::vector<Value> args,
+                     std::vector<std::pair<std::string, Value>> kwargs) {
+  absl::StatusOr<Value> v = RunOp(target, std::move(args), std::move(kwargs));
+  EXPECT_FALSE(v.ok()) << target << " unexpectedly succeeded";
+  return v.ok() ? "" : std::string(v.status().message());
+}
+
 }  // namespace lathe::ir

@@ -49,6 +49,14 @@ std::vector<double> Elements(const Tensor& t);
 Value V(const Tensor& t);
 Value Ints(const std::vector<int64_t>& v);
 
+// RunOp's tensor result, EXPECTing success.
+Tensor RunT(const std::string& target, std::vector<Value> args,
+            std::vector<std::pair<std::string, Value>> kwargs = {});
+
+// RunOp's error message, EXPECTing an error.
+std::string RunError(const std::string& target, std::vector<Value> args,
+                     std::vector<std::pair<std::string, Value>> kwargs = {});
+
 // Runs `target`'s kernel; when it succeeds, expects the meta function to
 // succeed on the arguments' metadata and to describe the same result.
 absl::StatusOr<Value> RunOp(

@@ -40,20 +40,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 Value I(int64_t v) { return Value::Int(v); }
 Value F(double v) { return Value::Float(v); }
-Tensor RunT(const std::string& target, std::vector<Value> args,
-            std::vector<std::pair<std::string, Value>> kwargs = {}) {
-  absl::StatusOr<Value> v = RunOp(target, std::move(args), std::move(kwargs));
-  EXPECT_TRUE(v.ok()) << target << ": " << v.status();
-  return v.ok() ? v->tensor : Tensor();
-}
-
-std::string RunError(const std::string& target, std::vector<Value> args,
-                     std::vector<std::pair<std::string, Value>> kwargs = {}) {
-  absl::StatusOr<Value> v = RunOp(target, std::move(args), std::move(kwargs));
-  EXPECT_FALSE(v.ok()) << target << " unexpectedly succeeded";
-  return v.ok() ? "" : std::string(v.status().message());
-}
-
 // Element-wise equality where NaN equals NaN.
 void ExpectSame(const std::vector<double>& got, const std::vector<double>& want,
                 double tol = 0) {

@@ -43,18 +43,6 @@ Value RunV(const std::string& target, std::vector<Value> args,
   return v.ok() ? *v : Value();
 }
 
-Tensor RunT(const std::string& target, std::vector<Value> args,
-            std::vector<std::pair<std::string, Value>> kwargs = {}) {
-  return RunV(target, std::move(args), std::move(kwargs)).tensor;
-}
-
-std::string RunError(const std::string& target, std::vector<Value> args,
-                     std::vector<std::pair<std::string, Value>> kwargs = {}) {
-  absl::StatusOr<Value> v = RunOp(target, std::move(args), std::move(kwargs));
-  EXPECT_FALSE(v.ok()) << target << " unexpectedly succeeded";
-  return v.ok() ? "" : std::string(v.status().message());
-}
-
 // Element-wise equality where NaN equals NaN.
 void ExpectSame(const std::vector<double>& got, const std::vector<double>& want,
                 double tol = 0) {

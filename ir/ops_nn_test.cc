@@ -66,12 +66,6 @@ Value RunV(const std::string& target, const std::vector<Value>& args) {
   return v.ok() ? *v : Value::None();
 }
 
-std::string RunError(const std::string& target, std::vector<Value> args) {
-  absl::StatusOr<Value> v = RunOp(target, std::move(args));
-  EXPECT_FALSE(v.ok()) << target << " unexpectedly succeeded";
-  return std::string(v.status().message());
-}
-
 Value Out(const Value& r, size_t i) {
   if (r.kind != Value::Kind::kList || i >= r.list.size()) return Value::None();
   return r.list[i];
