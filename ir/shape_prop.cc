@@ -1,5 +1,6 @@
 #include "ir/shape_prop.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -330,6 +331,35 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
     }
     Value out = std::move(call->out);
     AssignStorage(out, &next_storage);
+    // An .item() PyTorch annotated with a backed symbol
+    // (`_local_scalar_dense: "Sym(s16)"`) is that symbol, backed by the hint
+    // the caller gives it (lathec: the item'd input's value), not a fresh
+    // unbacked one; without a hint it stays unbacked.
+    const Node* item_of =
+        n.args().empty() || n.args()[0].kind != Arg::Kind::kNode
+            ? nullptr
+            : n.args()[0].node;
+    if (out.is_number() && out.number.is_symbol() &&
+        env.IsUnbacked(out.number) && n.meta().kind == ValueMeta::Kind::kSym &&
+        n.meta().sym.is_symbol() && n.meta().sym.is_int() &&
+        n.meta().sym.name()[0] == 's' && item_of != nullptr &&
+        item_of->kind() == Node::Kind::kPlaceholder) {
+      symbolic::Expr backed = n.meta().sym;
+      std::string name(backed.name());
+      if (!env.HintOf(backed).has_value() && !env.IsUnbacked(backed)) {
+        auto h = d.hints.find(name);
+        int input = static_cast<int>(
+            std::find(placeholders.begin(), placeholders.end(), item_of) -
+            placeholders.begin());
+        if (h != d.hints.end()) {
+          absl::Status st = env.DeclareSymbol(backed, h->second,
+                                              symbolic::Source::Scalar(input));
+          if (!st.ok()) return fail(st);
+          declared.insert(name);
+        }
+      }
+      if (env.HintOf(backed).has_value()) out = Value::Number(backed);
+    }
     // A data-dependent scalar (u0 = x.item()) takes its `# lathe: range`.
     // The graph text numbers unbacked ints in the order the graph makes
     // them; so does this (the env may hold others from an earlier

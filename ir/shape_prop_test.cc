@@ -235,6 +235,35 @@ def forward(self, n: "i64[][]cpu", x: "f32[6][1]cpu"):
   EXPECT_EQ(r->outputs[0].tensor.sizes(), (std::vector<int64_t>{4}));
 }
 
+// An .item() PyTorch annotated with a backed symbol is that symbol, backed
+// by the hint the caller gives (lathec: the input's value); without a hint
+// it is unbacked.
+TEST(ShapePropTest, AnItemAnnotatedWithABackedSymbolIsBacked) {
+  const char* text = R"g(
+def forward(self, n: "i64[][]cpu", x: "f32[3][1]cpu"):
+    _local_scalar_dense: "Sym(s16)" = torch.ops.aten._local_scalar_dense.default(n)
+    new_zeros: "f32[s16][1]cpu" = torch.ops.aten.new_zeros.default(x, [_local_scalar_dense])
+    return (new_zeros,)
+)g";
+  std::unique_ptr<Graph> g = FromText(text);
+  ASSERT_NE(g, nullptr);
+  symbolic::ShapeEnv env;
+  ShapePropOptions options;
+  options.hints["s16"] = symbolic::Value::Int(4);
+  absl::Status st = PropagateShapes(*g, env, options);
+  ASSERT_TRUE(st.ok()) << st;
+  const Node* item = g->Find("_local_scalar_dense");
+  EXPECT_EQ(item->meta().ToAnnotation(), "Sym(s16)");
+  EXPECT_FALSE(env.IsUnbacked(item->meta().sym));
+  EXPECT_EQ(env.HintOf(item->meta().sym)->i, 4);
+  EXPECT_TRUE(item->unbacked_bindings().empty());
+  EXPECT_EQ(g->Find("new_zeros")->meta().ToAnnotation(), "f32[s16][1]cpu");
+  std::unique_ptr<Graph> h = FromText(text);
+  symbolic::ShapeEnv plain;
+  ASSERT_TRUE(PropagateShapes(*h, plain).ok());
+  EXPECT_TRUE(plain.IsUnbacked(h->Find("_local_scalar_dense")->meta().sym));
+}
+
 TEST(ShapePropTest, FloatAndBoolItemsAreUnbackedToo) {
   std::unique_ptr<Graph> g =
       FromText(R"g(def forward(self, a: "f32[1][1]cpu", b: "b8[][]cpu"):

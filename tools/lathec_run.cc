@@ -308,6 +308,23 @@ SymbolValues ValuesOf(
       give(e, symbolic::Value::Int(stride ? t->strides()[d] : t->sizes()[d]));
     });
   }
+  // An .item() of an input that PyTorch annotated with a backed symbol
+  // (`_local_scalar_dense: "Sym(s16)"`) takes its hint from that input.
+  for (const auto& node : graph.nodes()) {
+    const ir::ValueMeta& m = node->meta();
+    if (node->target() != "aten._local_scalar_dense.default" ||
+        m.kind != ir::ValueMeta::Kind::kSym || !m.sym.is_symbol() ||
+        !m.sym.is_int() || node->args().empty() ||
+        node->args()[0].kind != ir::Arg::Kind::kNode) {
+      continue;
+    }
+    auto t = set.tensors.find(node->args()[0].node->name());
+    if (t != set.tensors.end() && t->second.dim() == 0 &&
+        IsIntegral(t->second.dtype(), false)) {
+      give(m.sym,
+           symbolic::Value::Int(static_cast<int64_t>(t->second.GetDouble({}))));
+    }
+  }
   return out;
 }
 

@@ -654,6 +654,30 @@ TEST(LathecHostileTest, UnboundedWorkIsRefused) {
   EXPECT_FALSE(Exists(dir + "/out"));
 }
 
+// `_local_scalar_dense: "Sym(s16)"` (an .item() PyTorch knew to be a backed
+// size) takes its hint from the input it reads.
+TEST(LathecTest, ABackedItemTakesItsHintFromItsInput) {
+  std::string dir = Fresh("backed_item");
+  std::string graph =
+      WriteText("backed_item/g.txt",
+                R"g(def forward(self, n: "i64[][]cpu", x: "f32[3][1]cpu"):
+    _local_scalar_dense: "Sym(s16)" = torch.ops.aten._local_scalar_dense.default(n)
+    new_zeros: "f32[s16][1]cpu" = torch.ops.aten.new_zeros.default(x, [_local_scalar_dense])
+    add: "f32[s16][1]cpu" = torch.ops.aten.add.Tensor(new_zeros, 1)
+    return (add,)
+)g");
+  Result r =
+      Lathec({"run", graph, "--input",
+              "n=" + Save("backed_item/n.npy", Filled({}, 4, DType::kInt64)),
+              "--input", "x=" + Save("backed_item/x.npy", Filled({3}, 1.0)),
+              "--out", dir + "/out", "--dump-dir", dir + "/dump"});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(ReadNpy(dir + "/out/out0.npy")->ToString(), "f32[4][1]cpu");
+  // Compiled with s16 backed (hint 4), not as a fresh unbacked u0.
+  EXPECT_THAT(ReadText(dir + "/dump/functionalize.txt"),
+              HasSubstr("add: \"f32[s16][1]cpu\""));
+}
+
 // Each input file is read once, so process substitution works for a
 // dynamic graph (whose first input set also gives the hints).
 TEST(LathecHostileTest, InputsAreReadOnceSoPipesWork) {
