@@ -937,7 +937,7 @@ absl::StatusOr<Value> AdaptiveAvgPoolBackward(const OpCall& c) {
 // input with some float32 parameter (PyTorch's mixed type), else the
 // input's.
 DType StatsDType(const OpCall& c, DType input,
-                 std::initializer_list<const char*> params) {
+                 const std::vector<const char*>& params) {
   if (input != DType::kFloat16 && input != DType::kBFloat16) return input;
   for (const char* name : params) {
     const Value& v = c.arg(name);
@@ -996,10 +996,12 @@ absl::StatusOr<Value> BatchNorm(const OpCall& c, bool stats, const Value& rm,
   RETURN_IF_ERROR(VectorOf(c, bias, channels, "bias"));
   RETURN_IF_ERROR(VectorOf(c, rm, channels, "running_mean"));
   RETURN_IF_ERROR(VectorOf(c, rv, channels, "running_var"));
-  std::initializer_list<const char*> stat_params =
-      stats ? std::initializer_list<const char*>{"weight", "bias",
-                                                 "running_mean", "running_var"}
-            : std::initializer_list<const char*>{"weight", "bias"};
+  // (A vector: an initializer_list's array would not outlive this line.)
+  std::vector<const char*> stat_params = {"weight", "bias"};
+  if (stats) {
+    stat_params.push_back("running_mean");
+    stat_params.push_back("running_var");
+  }
   DType sdt = StatsDType(c, dt, stat_params);
   bool running = input.tensor.defined();
   std::vector<Expr> stat_sizes = {symbolic::Int(training ? channels : 0)};
