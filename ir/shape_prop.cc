@@ -413,9 +413,6 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
     for (const auto& [symbol, path] : n.unbacked_bindings()) {
       unbacked_ints += symbol.is_int();
     }
-    for (int k = 0; k < unbacked_ints; ++k) {
-      declared.insert(absl::StrCat("u", k));
-    }
     if (MutatesMetadata(n.target()) && !n.args().empty() &&
         n.args()[0].kind == Arg::Kind::kNode) {
       SetObjectValue(*n.args()[0].node, out, values);
@@ -423,6 +420,7 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
     values[&n] = std::move(out);
   }
   // A range must name a symbol of the inputs or one the graph makes.
+  for (int k = 0; k < unbacked_ints; ++k) declared.insert(absl::StrCat("u", k));
   for (const auto& [name, text] : d.range_text) {
     if (!declared.contains(name)) {
       return absl::InvalidArgumentError(

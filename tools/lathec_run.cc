@@ -1,6 +1,7 @@
 #include "tools/lathec_run.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -91,6 +92,27 @@ absl::StatusOr<int64_t> ParseBytes(absl::string_view text) {
   return n << shift;
 }
 
+// `path` made absolute and lexically normal ("./out/" and "out" alike),
+// ending in '/'.
+std::string Absolute(const std::string& path) {
+  std::vector<std::string> parts;
+  std::string full = path;
+  if (!absl::StartsWith(path, "/")) {
+    char cwd[4096];
+    if (::getcwd(cwd, sizeof(cwd)) != nullptr)
+      full = absl::StrCat(cwd, "/", path);
+  }
+  for (absl::string_view part : absl::StrSplit(full, '/')) {
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+      continue;
+    }
+    parts.emplace_back(part);
+  }
+  return absl::StrCat("/", absl::StrJoin(parts, "/"), parts.empty() ? "" : "/");
+}
+
 struct RunOptions {
   std::string graph;
   std::vector<std::pair<std::string, std::string>> inputs;  // name -> file
@@ -151,7 +173,7 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
   }
   if (!o.dump_dir.empty()) {
     auto inside = [](const std::string& a, const std::string& b) {
-      std::string x = absl::StrCat(a, "/"), y = absl::StrCat(b, "/");
+      std::string x = Absolute(a), y = Absolute(b);
       return absl::StartsWith(x, y) || absl::StartsWith(y, x);
     };
     if (inside(o.out, o.dump_dir)) {
@@ -166,6 +188,17 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
   return o;
 }
 
+// The integer a 0-d integer tensor holds, exactly (no trip through double).
+int64_t IntOf(const Tensor& t) {
+  int64_t v = 0;
+  VisitDType(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>)
+      v = static_cast<int64_t>(*static_cast<const T*>(t.data_ptr()));
+  });
+  return v;
+}
+
 // A placeholder's value from its (already read) tensor.
 absl::StatusOr<ir::Value> InputValue(const ir::Node& p, const Tensor& t,
                                      const std::string& file) {
@@ -177,13 +210,7 @@ absl::StatusOr<ir::Value> InputValue(const ir::Node& p, const Tensor& t,
   }
   if (t.dtype() == DType::kBool) return ir::Value::Bool(t.GetDouble({}) != 0);
   if (IsFloatingPoint(t.dtype())) return ir::Value::Float(t.GetDouble({}));
-  int64_t v = 0;
-  VisitDType(t.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_integral_v<T>)
-      v = *static_cast<const T*>(t.data_ptr());
-  });
-  return ir::Value::Int(v);
+  return ir::Value::Int(IntOf(t));
 }
 
 // An output as a tensor to save (numbers become 0-d arrays).
@@ -224,20 +251,24 @@ struct InputSet {
   absl::flat_hash_map<std::string, Tensor> tensors;
 };
 
+using Composites = absl::flat_hash_map<std::string, aot::CompositeLayout>;
+
+// The declared layout of input `name` (plain when not a composite).
+aot::CompositeLayout LayoutOf(const Composites& composites,
+                              const std::string& name) {
+  auto it = composites.find(name);
+  return it == composites.end() ? aot::CompositeLayout::Plain() : it->second;
+}
+
 // The names of the files a graph reads: each user argument's leaves (a
 // composite's inner tensors) and each constant.
-absl::StatusOr<std::vector<std::string>> FileNames(
-    const ir::Graph& graph,
-    const absl::flat_hash_map<std::string, aot::CompositeLayout>& composites) {
+std::vector<std::string> FileNames(const ir::Graph& graph,
+                                   const Composites& composites) {
   std::vector<std::string> names;
   for (const ir::Node* p : graph.Placeholders()) {
     // An unannotated parameter is a Python value make_fx baked in: no file.
     if (p->meta().kind == ir::ValueMeta::Kind::kNone) continue;
-    auto it = composites.find(p->name());
-    aot::LeafNames(
-        p->name(),
-        it == composites.end() ? aot::CompositeLayout::Plain() : it->second,
-        &names);
+    aot::LeafNames(p->name(), LayoutOf(composites, p->name()), &names);
   }
   for (const auto& node : graph.nodes()) {
     if (node->kind() == ir::Node::Kind::kGetAttr) {
@@ -262,16 +293,10 @@ absl::Status ReadSet(InputSet& set) {
 // The tensor that holds placeholder `p`'s sizes in `set`: its own, or for a
 // composite its first inner tensor (whose sizes are the outer ones); null
 // when the set lacks it.
-const Tensor* OuterTensor(
-    const ir::Node& p,
-    const absl::flat_hash_map<std::string, aot::CompositeLayout>& composites,
-    const InputSet& set) {
+const Tensor* OuterTensor(const ir::Node& p, const Composites& composites,
+                          const InputSet& set) {
   std::vector<std::string> leaves;
-  auto it = composites.find(p.name());
-  aot::LeafNames(
-      p.name(),
-      it == composites.end() ? aot::CompositeLayout::Plain() : it->second,
-      &leaves);
+  aot::LeafNames(p.name(), LayoutOf(composites, p.name()), &leaves);
   auto t = set.tensors.find(leaves[0]);
   return t == set.tensors.end() ? nullptr : &t->second;
 }
@@ -284,10 +309,8 @@ struct SymbolValues {
   symbolic::Assignment values;
 };
 
-SymbolValues ValuesOf(
-    const ir::Graph& graph,
-    const absl::flat_hash_map<std::string, aot::CompositeLayout>& composites,
-    const InputSet& set) {
+SymbolValues ValuesOf(const ir::Graph& graph, const Composites& composites,
+                      const InputSet& set) {
   SymbolValues out;
   auto give = [&](symbolic::Expr symbol, symbolic::Value v) {
     out.hints.emplace(std::string(symbol.name()), v);
@@ -299,7 +322,7 @@ SymbolValues ValuesOf(
     if (t == nullptr) continue;  // reported by the run
     if (m.kind == ir::ValueMeta::Kind::kSym && m.sym.is_symbol() &&
         m.sym.is_int() && t->dim() == 0 && IsIntegral(t->dtype(), false)) {
-      give(m.sym, symbolic::Value::Int(static_cast<int64_t>(t->GetDouble({}))));
+      give(m.sym, symbolic::Value::Int(IntOf(*t)));
     }
     if (m.kind != ir::ValueMeta::Kind::kTensor || m.tensor.dim() != t->dim()) {
       continue;
@@ -321,8 +344,7 @@ SymbolValues ValuesOf(
     auto t = set.tensors.find(node->args()[0].node->name());
     if (t != set.tensors.end() && t->second.dim() == 0 &&
         IsIntegral(t->second.dtype(), false)) {
-      give(m.sym,
-           symbolic::Value::Int(static_cast<int64_t>(t->second.GetDouble({}))));
+      give(m.sym, symbolic::Value::Int(IntOf(t->second)));
     }
   }
   return out;
@@ -500,10 +522,8 @@ absl::StatusOr<std::unique_ptr<Compiled>> Compile(
 
 // The guard inputs of a set, one per placeholder of `graph` (the graph as
 // written); false when the set lacks one (the run reports it).
-bool GuardInputs(
-    const ir::Graph& graph,
-    const absl::flat_hash_map<std::string, aot::CompositeLayout>& composites,
-    const InputSet& set, std::vector<symbolic::GuardInput>* out) {
+bool GuardInputs(const ir::Graph& graph, const Composites& composites,
+                 const InputSet& set, std::vector<symbolic::GuardInput>* out) {
   for (const ir::Node* p : graph.Placeholders()) {
     const Tensor* t = OuterTensor(*p, composites, set);
     if (t == nullptr) return false;
@@ -515,8 +535,7 @@ bool GuardInputs(
     } else if (IsFloatingPoint(t->dtype())) {
       out->push_back(symbolic::GuardInput::Float(t->GetDouble({})));
     } else {
-      out->push_back(
-          symbolic::GuardInput::Int(static_cast<int64_t>(t->GetDouble({}))));
+      out->push_back(symbolic::GuardInput::Int(IntOf(*t)));
     }
   }
   return true;
@@ -614,15 +633,13 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(std::string text, ReadFileLimited(o.graph, kMaxGraphBytes));
   // The graph as written: its file names, composites and placeholders.
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> written, Parse(o, text));
-  absl::StatusOr<absl::flat_hash_map<std::string, aot::CompositeLayout>>
-      composites = aot::DeclaredComposites(*written);
+  absl::StatusOr<Composites> composites = aot::DeclaredComposites(*written);
   if (!composites.ok()) {
     return absl::Status(
         composites.status().code(),
         absl::StrCat(o.graph, ": ", composites.status().message()));
   }
-  ASSIGN_OR_RETURN(std::vector<std::string> names,
-                   FileNames(*written, *composites));
+  std::vector<std::string> names = FileNames(*written, *composites);
   std::vector<InputSet> sets;
   if (!o.input_dirs.empty()) {
     for (size_t k = 0; k < o.input_dirs.size(); ++k) {
