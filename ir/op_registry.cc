@@ -295,11 +295,15 @@ absl::Status OpRegistry::AddInplaceTwin(absl::string_view functional,
       // only the elements they change, as PyTorch's kernels do.
       std::vector<std::vector<int64_t>> changed;
       ForEachIndex(self.sizes(), [&](absl::Span<const int64_t> i) {
-        double a = LoadDouble(self, i), b = LoadDouble(result.tensor, i);
-        bool same = a == b || (std::isnan(a) && std::isnan(b));
+        bool same;
         if (IsIntegral(self.dtype(), true) &&
             IsIntegral(result.tensor.dtype(), true)) {
           same = LoadInt(self, i) == LoadInt(result.tensor, i);
+        } else {
+          // -0.0 over 0.0 is a change (== says otherwise); NaN over NaN not.
+          double a = LoadDouble(self, i), b = LoadDouble(result.tensor, i);
+          same = (a == b && std::signbit(a) == std::signbit(b)) ||
+                 (std::isnan(a) && std::isnan(b));
         }
         if (!same) changed.emplace_back(i.begin(), i.end());
       });

@@ -368,6 +368,14 @@ TEST(IndexTest, GatherScatterIndexSelectEmbedding) {
                      {V(x), Value::Int(1), V(T({1, 1}, {3}, DType::kInt64))}),
             "aten.gather.default: index 3 is out of bounds for dimension 1 "
             "with size 3");
+  // torch's gather_shape_check (an oversized index used to abort on a
+  // CHECK instead of being an error).
+  EXPECT_EQ(
+      RunError("aten.gather.default",
+               {V(x), Value::Int(1), V(T({3, 1}, {0, 0, 0}, DType::kInt64))}),
+      "aten.gather.default: Size does not match at dimension 0 expected "
+      "index [3, 1] to be no larger than self [2, 3] apart from "
+      "dimension 1");
   EXPECT_THAT(RunError("aten.gather.default",
                        {V(x), Value::Int(1), V(T({2}, {0, 0}, DType::kInt64))}),
               HasSubstr("Index tensor must have the same number of dimensions "

@@ -512,7 +512,8 @@ absl::StatusOr<Value> VectorNorm(const OpCall& c, bool running) {
       }
     }
     for (int64_t d : given) {
-      int64_t w = d < 0 ? d + rank : d;
+      if (rank == 0) break;  // a 0-d tensor holds one element
+      ASSIGN_OR_RETURN(int64_t w, WrapDim(c, d, rank));
       ASSIGN_OR_RETURN(bool empty,
                        Decide(c, symbolic::Eq(sizes[w], symbolic::Int(0))));
       if (empty) {

@@ -207,6 +207,12 @@ TEST(ExtraOpsTest, MaskedFill) {
                   {V(T({3}, {0, 0, 0}, DType::kInt64)),
                    V(T({3}, {1, 0, 1}, DType::kBool)), V(T({}, {2.5}))});
   EXPECT_THAT(Elements(v), ElementsAre(2, 0, 2));
+  // torch: filling -0.0 over 0.0 writes the sign.
+  Tensor z = T({3}, {0, 0, 0});
+  RunT("aten.masked_fill_.Tensor",
+       {V(z), V(T({3}, {1, 0, 1}, DType::kBool)), V(T({}, {-0.0}))});
+  EXPECT_TRUE(std::signbit(z.GetDouble({0})));
+  EXPECT_FALSE(std::signbit(z.GetDouble({1})));
   // In place: self keeps its storage and layout.
   Tensor x = Transposed();
   Tensor r = RunT("aten.masked_fill_.Scalar", {V(x), V(mask), I(7)});
@@ -436,6 +442,9 @@ TEST(ExtraOpsTest, LinalgVectorNorm) {
                   {{"dtype", Value::OfDType(DType::kFloat64)}});
   EXPECT_EQ(d.dtype(), DType::kFloat64);
   ExpectSame(Elements(d), {2.23606797749979}, 1e-12);
+  // torch: a 0-d input takes dim 0 or -1 (was an out-of-bounds read).
+  ExpectSame(Elements(RunT(norm, {V(T({}, {-3})), F(kInf), Ints({0})})), {3});
+  ExpectSame(Elements(RunT(norm, {V(T({}, {-3})), I(-1), Ints({-1})})), {3});
   // torch's messages (the missing space is PyTorch's).
   EXPECT_EQ(RunError(norm, {V(T({2}, {1, 2}, DType::kInt64))}),
             "aten.linalg_vector_norm.default: linalg.vector_norm: Expected a "

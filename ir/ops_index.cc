@@ -81,9 +81,31 @@ absl::StatusOr<int64_t> GatherDim(const OpCall& c, const Value& self,
   return dim;
 }
 
+// PyTorch's gather_shape_check: index no larger than self outside `dim`
+// (an oversized index would read out of bounds).
+absl::Status GatherShapeCheck(const OpCall& c, int64_t dim, const Value& self,
+                              const Value& index) {
+  std::vector<Expr> is = SizesOf(index), ss = SizesOf(self);
+  for (size_t d = 0; d < is.size(); ++d) {
+    if (static_cast<int64_t>(d) == dim) continue;
+    ASSIGN_OR_RETURN(
+        bool fits,
+        Decide(c,
+               symbolic::Le(is[d], ss.size() > d ? ss[d] : symbolic::Int(1))));
+    if (!fits) {
+      return c.Error(absl::StrCat(
+          "Size does not match at dimension ", d, " expected index ",
+          ShapeString(is), " to be no larger than self ", ShapeString(ss),
+          " apart from dimension ", dim));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Value> Gather(const OpCall& c) {
   const Value &self = c.arg(0), &index = c.arg(2);
   ASSIGN_OR_RETURN(int64_t dim, GatherDim(c, self, index));
+  RETURN_IF_ERROR(GatherShapeCheck(c, dim, self, index));
   ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, Running(self), DTypeOf(self),
                                             DeviceOf(self), SizesOf(index)));
   if (!Running(self)) return out;

@@ -980,11 +980,7 @@ absl::StatusOr<Value> BatchNorm(const OpCall& c, bool stats, const Value& rm,
   DType dt = DTypeOf(input);
   RETURN_IF_ERROR(NeedFloat(c, dt, "batch_norm"));
   int64_t rank = RankOf(input);
-  if (rank < 2) {
-    return c.Error(
-        absl::StrCat("Dimension out of range (expected to be in range of [",
-                     -rank, ", ", rank - 1, "], but got 1)"));
-  }
+  RETURN_IF_ERROR(WrapDim(c, 1, rank).status());  // the channel dim
   if (!training && (rm.is_none() || rv.is_none())) {
     return c.Error(absl::StrCat(rm.is_none() ? "running_mean" : "running_var",
                                 " must be defined in evaluation mode"));
@@ -2305,9 +2301,12 @@ absl::StatusOr<Value> NllLossForward(const OpCall& c) {
       return c.Error(absl::StrCat("size mismatch (got input: ", ShapeString(in),
                                   ", target: ", ShapeString(ts), ")"));
     }
-  } else if (!ts.empty() && !ts[0].is_constant(1)) {
-    return c.Error(absl::StrCat("size mismatch (got input: ", ShapeString(in),
-                                ", target: ", ShapeString(ts), ")"));
+  } else if (!ts.empty()) {  // as PyTorch: a 1-d target must match self
+    ASSIGN_OR_RETURN(bool same, Decide(c, symbolic::Eq(in[0], ts[0])));
+    if (!same) {
+      return c.Error(absl::StrCat("size mismatch (got input: ", ShapeString(in),
+                                  ", target: ", ShapeString(ts), ")"));
+    }
   }
   ASSIGN_OR_RETURN(std::vector<int64_t> classes, ConcreteSizes(c, {in.back()}));
   int64_t n_classes = classes[0];

@@ -3274,6 +3274,19 @@ TEST(NnOpsErrorTest, CorpusNnOps) {
                        {V(x), V(T({3}, {0, 1, 1}, DType::kInt64)),
                         Value::None(), Value::Int(1), Value::Int(-100)}),
               HasSubstr("size mismatch (got input: [2, 3], target: [3])"));
+  // torch's meta: a 1-d self takes a 0-d target, or a 1-d one of its size.
+  EXPECT_EQ(RunError("aten.nll_loss_forward.default",
+                     {V(T({5}, {1, 2, 3, 4, 5})), V(T({1}, {1}, DType::kInt64)),
+                      Value::None(), Value::Int(1), Value::Int(-100)}),
+            "aten.nll_loss_forward.default: size mismatch (got input: [5], "
+            "target: [1])");
+  // A 0-d or 1-d input has no channel dim: PyTorch's dim-range message.
+  EXPECT_EQ(RunError("aten.native_batch_norm.default",
+                     {V(T({}, {1})), Value::None(), Value::None(),
+                      Value::None(), Value::None(), Value::Bool(true),
+                      Value::Float(0.1), Value::Float(1e-5)}),
+            "aten.native_batch_norm.default: Dimension out of range (expected "
+            "to be in range of [-1, 0], but got 1)");
   EXPECT_THAT(
       RunError("aten.mse_loss.default", {V(T({2}, {1, 2}, DType::kInt64)),
                                          V(T({2}, {1, 2}, DType::kInt64))}),
