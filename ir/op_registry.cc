@@ -175,18 +175,6 @@ bool RefusesOverlap(const OpCall& c, bool refuse_overlap) {
                              !IsFloatingPoint(DTypeOf(c.arg(0))));
 }
 
-// A tensor value as its metadata (other values as they are).
-Value AsMeta(const Value& v) {
-  if (!v.is_tensor() || !v.tensor.defined()) return v;
-  TensorMeta m;
-  m.dtype = v.tensor.dtype();
-  m.device = v.tensor.device();
-  for (int64_t s : v.tensor.sizes()) m.sizes.push_back(symbolic::Int(s));
-  for (int64_t s : v.tensor.strides()) m.strides.push_back(symbolic::Int(s));
-  m.storage_offset = symbolic::Int(v.tensor.storage_offset());
-  return Value::OfMeta(m);
-}
-
 // Runs the functional twin `def` of the in-place op `c` on c's arguments;
 // its errors are reported as c's.
 absl::StatusOr<Value> RunFunctional(const OpCall& c, const OpDef* def,
@@ -195,6 +183,7 @@ absl::StatusOr<Value> RunFunctional(const OpCall& c, const OpDef* def,
   for (int i = 0; i < c.num_args(); ++i) {
     args.push_back(running ? c.arg(i) : AsMeta(c.arg(i)));
   }
+  // Already bound in schema order (keyword-only ones too): no rebinding.
   OpCall call(*def, std::move(args), c.env(), c.generator());
   absl::StatusOr<Value> out = running ? def->kernel(call) : def->meta(call);
   if (out.ok()) return out;

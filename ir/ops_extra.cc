@@ -21,9 +21,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
 #include "absl/types/span.h"
-#include "check.h"
 #include "ir/op_registry.h"
 #include "ir/ops_util.h"
 #include "ir/value.h"
@@ -37,37 +35,6 @@ namespace {
 using symbolic::Expr;
 
 bool Running(const Value& v) { return v.is_tensor() && v.tensor.defined(); }
-
-// A tensor value as its metadata (other values as they are).
-Value AsMeta(const Value& v) {
-  if (!Running(v)) return v;
-  TensorMeta m;
-  m.dtype = v.tensor.dtype();
-  m.device = v.tensor.device();
-  for (int64_t s : v.tensor.sizes()) m.sizes.push_back(symbolic::Int(s));
-  for (int64_t s : v.tensor.strides()) m.strides.push_back(symbolic::Int(s));
-  m.storage_offset = symbolic::Int(v.tensor.storage_offset());
-  return Value::OfMeta(m);
-}
-
-// Runs another op's kernel (running) or meta function on `args`; its
-// errors are reported as the calling op's.
-absl::StatusOr<Value> Call(
-    const OpCall& c, bool running, absl::string_view target,
-    std::vector<Value> args,
-    std::vector<std::pair<std::string, Value>> kwargs = {}) {
-  const OpDef* op = OpRegistry::Global().Find(target);
-  LATHE_CHECK(op != nullptr) << "no op " << target;
-  ASSIGN_OR_RETURN(
-      std::vector<Value> bound,
-      BindArguments(op->schema, std::move(args), std::move(kwargs), target));
-  OpCall call(*op, std::move(bound), c.env(), c.generator());
-  absl::StatusOr<Value> out = running ? op->kernel(call) : op->meta(call);
-  if (out.ok()) return out;
-  absl::string_view message = out.status().message();
-  absl::ConsumePrefix(&message, absl::StrCat(target, ": "));
-  return c.Error(message);
-}
 
 // ---- prims ------------------------------------------------------------------
 
@@ -87,24 +54,9 @@ absl::StatusOr<Value> ConvertElementType(const OpCall& c, bool running) {
 // computes it (mul.Tensor, then add.Tensor: two roundings, PyTorch's
 // promotion with b or c a wrapped number).
 absl::StatusOr<Value> Fma(const OpCall& c, bool running) {
-  absl::StatusOr<Value> product;
-  for (const char* target : {"aten.mul.Tensor", "aten.add.Tensor"}) {
-    const OpDef* op = OpRegistry::Global().Find(target);
-    std::vector<Value> args = product.ok()
-                                  ? std::vector<Value>{*product, c.arg(2)}
-                                  : std::vector<Value>{c.arg(0), c.arg(1)};
-    ASSIGN_OR_RETURN(std::vector<Value> bound,
-                     BindArguments(op->schema, std::move(args), {}, target));
-    OpCall call(*op, std::move(bound), c.env());
-    absl::StatusOr<Value> v = running ? op->kernel(call) : op->meta(call);
-    if (!v.ok()) return c.Error(v.status().message());
-    if (!product.ok()) {
-      product = *std::move(v);
-    } else {
-      return v;
-    }
-  }
-  return product;
+  ASSIGN_OR_RETURN(Value product,
+                   CallOp(c, running, "aten.mul.Tensor", {c.arg(0), c.arg(1)}));
+  return CallOp(c, running, "aten.add.Tensor", {product, c.arg(2)});
 }
 
 // prims.iota(length, *, start, step, dtype, device, requires_grad): start,
@@ -149,8 +101,8 @@ absl::StatusOr<Value> NewFull(const OpCall& c, bool running,
                               const Value& fill) {
   Value dtype = c.arg("dtype");
   if (dtype.is_none()) dtype = Value::OfDType(DTypeOf(c.arg(0)));
-  return Call(c, running, "aten.full.default", {c.arg("size"), fill},
-              {{"dtype", dtype}});
+  return CallOp(c, running, "aten.full.default", {c.arg("size"), fill},
+                {{"dtype", dtype}});
 }
 
 // ---- masked_fill ------------------------------------------------------------
@@ -559,9 +511,9 @@ absl::StatusOr<Value> VectorNorm(const OpCall& c, bool running) {
 // typed as cumsum (integers and bools give int64); the product runs in
 // double (float dtypes) or wrapping int64 and rounds once per element.
 absl::StatusOr<Value> CumProd(const OpCall& c, bool running) {
-  ASSIGN_OR_RETURN(Value out, Call(c, false, "aten.cumsum.default",
-                                   {AsMeta(c.arg(0)), c.arg(1)},
-                                   {{"dtype", c.arg("dtype")}}));
+  ASSIGN_OR_RETURN(Value out, CallOp(c, false, "aten.cumsum.default",
+                                     {AsMeta(c.arg(0)), c.arg(1)},
+                                     {{"dtype", c.arg("dtype")}}));
   if (!running) return out;
   // The input converted to the result dtype first (self.to(dtype)).
   Tensor x = c.arg(0).tensor;
@@ -610,8 +562,8 @@ absl::StatusOr<Value> CumProdInplace(const OpCall& c, bool running) {
   const Value& self = c.arg(0);
   Value dtype = c.arg("dtype");
   if (dtype.is_none()) dtype = Value::OfDType(DTypeOf(self));
-  ASSIGN_OR_RETURN(Value result, Call(c, running, "aten.cumprod.default",
-                                      {self, c.arg(1)}, {{"dtype", dtype}}));
+  ASSIGN_OR_RETURN(Value result, CallOp(c, running, "aten.cumprod.default",
+                                        {self, c.arg(1)}, {{"dtype", dtype}}));
   RETURN_IF_ERROR(CheckInternalOverlap(c, self));
   if (running) RETURN_IF_ERROR(CopyInto(self.tensor, result.tensor));
   return self;
@@ -796,8 +748,8 @@ absl::Status RegisterExtraOps(OpRegistry& r) {
       [](const OpCall& c, bool running) -> absl::StatusOr<Value> {
         Value dtype = c.arg("dtype");
         if (dtype.is_none()) dtype = Value::OfDType(DTypeOf(c.arg(0)));
-        return Call(c, running, "aten.empty_strided.default",
-                    {c.arg("size"), c.arg("stride")}, {{"dtype", dtype}});
+        return CallOp(c, running, "aten.empty_strided.default",
+                      {c.arg("size"), c.arg("stride")}, {{"dtype", dtype}});
       }));
   RETURN_IF_ERROR(AddOp(
       r, "masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",

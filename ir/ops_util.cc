@@ -12,6 +12,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "check.h"
 #include "status_macros.h"
 #include "symbolic/printer.h"
 
@@ -651,6 +653,34 @@ absl::StatusOr<Tensor> ScalarTensor(const Value& number, DType dtype) {
     StoreDouble(t, {}, v);
   }
   return t;
+}
+
+Value AsMeta(const Value& v) {
+  if (!v.is_tensor() || !v.tensor.defined()) return v;
+  TensorMeta m;
+  m.dtype = v.tensor.dtype();
+  m.device = v.tensor.device();
+  for (int64_t s : v.tensor.sizes()) m.sizes.push_back(symbolic::Int(s));
+  for (int64_t s : v.tensor.strides()) m.strides.push_back(symbolic::Int(s));
+  m.storage_offset = symbolic::Int(v.tensor.storage_offset());
+  return Value::OfMeta(m);
+}
+
+absl::StatusOr<Value> CallOp(
+    const OpCall& c, bool running, absl::string_view target,
+    std::vector<Value> args,
+    std::vector<std::pair<std::string, Value>> kwargs) {
+  const OpDef* op = OpRegistry::Global().Find(target);
+  LATHE_CHECK(op != nullptr) << "no op " << target;
+  ASSIGN_OR_RETURN(
+      std::vector<Value> bound,
+      BindArguments(op->schema, std::move(args), std::move(kwargs), target));
+  OpCall call(*op, std::move(bound), c.env(), c.generator());
+  absl::StatusOr<Value> out = running ? op->kernel(call) : op->meta(call);
+  if (out.ok()) return out;
+  absl::string_view message = out.status().message();
+  absl::ConsumePrefix(&message, absl::StrCat(target, ": "));
+  return c.Error(message);
 }
 
 }  // namespace lathe::ir

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -187,6 +188,21 @@ absl::Status CopyInto(const Tensor& dst, const Tensor& src);
 
 // A number value as a 0-d tensor of `dtype` (for kernels).
 absl::StatusOr<Tensor> ScalarTensor(const Value& number, DType dtype);
+
+// AsMeta()
+//
+// A tensor value as its metadata (other values as they are).
+Value AsMeta(const Value& v);
+
+// CallOp()
+//
+// Another op's kernel (`running`) or meta function on `args` and `kwargs`
+// (bound to its schema, defaults filled), within the call `c` (its ShapeEnv
+// and generator); the callee's errors are reported as c's.
+absl::StatusOr<Value> CallOp(
+    const OpCall& c, bool running, absl::string_view target,
+    std::vector<Value> args,
+    std::vector<std::pair<std::string, Value>> kwargs = {});
 
 }  // namespace lathe::ir
 
