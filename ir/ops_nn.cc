@@ -2344,6 +2344,24 @@ absl::StatusOr<Value> NllLossForward(const OpCall& c) {
   return Value::List({out, total});
 }
 
+// Writes `loss` (of each index of `sizes`) into `out` per PyTorch's
+// reduction: 0 elementwise, 1 the mean, 2 the sum.
+void StoreLoss(const Tensor& out, absl::Span<const int64_t> sizes,
+               int64_t reduction,
+               const std::function<double(absl::Span<const int64_t>)>& loss) {
+  double sum = 0;
+  ForEachIndex(sizes, [&](absl::Span<const int64_t> i) {
+    double v = loss(i);
+    if (reduction == 0) {
+      StoreDouble(out, i, v);
+    } else {
+      sum += v;
+    }
+  });
+  if (reduction == 1) StoreDouble(out, {}, sum / Numel(sizes));
+  if (reduction == 2) StoreDouble(out, {}, sum);
+}
+
 // mse_loss / smooth_l1_loss(self, target, reduction[, beta]): the
 // elementwise loss of self - target, broadcast (with TensorIterator's
 // layout when not reduced), or its mean or sum (0-d). smooth_l1 is
@@ -2380,23 +2398,12 @@ absl::StatusOr<Value> PointwiseLoss(const OpCall& c, bool smooth_l1) {
   ASSIGN_OR_RETURN(std::vector<int64_t> cs, ConcreteSizes(c, sizes));
   ASSIGN_OR_RETURN(Tensor a, BroadcastView(self.tensor, cs));
   ASSIGN_OR_RETURN(Tensor b, BroadcastView(target.tensor, cs));
-  double sum = 0;
-  int64_t count = 0;
-  ForEachIndex(cs, [&](absl::Span<const int64_t> i) {
-    double d = LoadDouble(a, i) - LoadDouble(b, i), loss = d * d;
-    if (smooth_l1) {
-      double ad = std::fabs(d);
-      loss = ad < beta ? 0.5 * d * d / beta : ad - 0.5 * beta;
-    }
-    if (reduction == 0) {
-      StoreDouble(out.tensor, i, loss);
-    } else {
-      sum += loss;
-      ++count;
-    }
+  StoreLoss(out.tensor, cs, reduction, [&](absl::Span<const int64_t> i) {
+    double d = LoadDouble(a, i) - LoadDouble(b, i);
+    if (!smooth_l1) return d * d;
+    double ad = std::fabs(d);
+    return ad < beta ? 0.5 * d * d / beta : ad - 0.5 * beta;
   });
-  if (reduction == 1) StoreDouble(out.tensor, {}, sum / count);
-  if (reduction == 2) StoreDouble(out.tensor, {}, sum);
   return out;
 }
 
@@ -2445,24 +2452,14 @@ absl::StatusOr<Value> BceWithLogits(const OpCall& c) {
   if (!pos_weight.is_none()) {
     ASSIGN_OR_RETURN(pw, BroadcastView(pos_weight.tensor, cs));
   }
-  double sum = 0;
-  int64_t count = 0;
-  ForEachIndex(cs, [&](absl::Span<const int64_t> i) {
+  StoreLoss(out.tensor, cs, reduction, [&](absl::Span<const int64_t> i) {
     double xv = LoadDouble(x, i), t = LoadDouble(target.tensor, i);
     double log_sigmoid =
         std::min(xv, 0.0) - std::log1p(std::exp(-std::fabs(xv)));
     double lw = pos_weight.is_none() ? 1 : (LoadDouble(pw, i) - 1) * t + 1;
     double loss = (1 - t) * xv - lw * log_sigmoid;
-    if (!weight.is_none()) loss *= LoadDouble(w, i);
-    if (reduction == 0) {
-      StoreDouble(out.tensor, i, loss);
-    } else {
-      sum += loss;
-      ++count;
-    }
+    return weight.is_none() ? loss : loss * LoadDouble(w, i);
   });
-  if (reduction == 1) StoreDouble(out.tensor, {}, sum / count);
-  if (reduction == 2) StoreDouble(out.tensor, {}, sum);
   return out;
 }
 
