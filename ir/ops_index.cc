@@ -68,6 +68,24 @@ absl::StatusOr<Value> CopyOf(const OpCall& c, const Value& self, DType dtype) {
 // ---- gather / scatter
 // --------------------------------------------------------
 
+// Where index element `i` points in `target` (gather's source, scatter's
+// destination): `i` with its `dim` coordinate replaced by the index value,
+// bounds-checked; empty for a 0-d target.
+absl::StatusOr<std::vector<int64_t>> IndexTarget(const OpCall& c,
+                                                 const Tensor& index,
+                                                 absl::Span<const int64_t> i,
+                                                 const Tensor& target,
+                                                 int64_t dim) {
+  std::vector<int64_t> at;
+  if (target.dim() > 0) at.assign(i.begin(), i.end());
+  ASSIGN_OR_RETURN(
+      int64_t k,
+      CheckedIndex(c, LoadInt(index, i),
+                   target.dim() == 0 ? 1 : target.sizes()[dim], dim));
+  if (target.dim() > 0) at[dim] = k;
+  return at;
+}
+
 absl::StatusOr<int64_t> GatherDim(const OpCall& c, const Value& self,
                                   const Value& index) {
   ASSIGN_OR_RETURN(int64_t dim, c.arg(1).AsInt());
@@ -113,15 +131,13 @@ absl::StatusOr<Value> Gather(const OpCall& c) {
   absl::Status status;
   ForEachIndex(index.tensor.sizes(), [&](absl::Span<const int64_t> i) {
     if (!status.ok()) return;
-    std::vector<int64_t> at(i.begin(), i.end());
-    if (s.dim() == 0) at.clear();
-    absl::StatusOr<int64_t> k = CheckedIndex(
-        c, LoadInt(index.tensor, i), s.dim() == 0 ? 1 : s.sizes()[dim], dim);
-    if (!k.ok()) {
-      status = k.status();
+    absl::StatusOr<std::vector<int64_t>> target =
+        IndexTarget(c, index.tensor, i, s, dim);
+    if (!target.ok()) {
+      status = target.status();
       return;
     }
-    if (s.dim() > 0) at[dim] = *k;
+    const std::vector<int64_t>& at = *target;
     CopyElement(out.tensor, i, s, at);
   });
   RETURN_IF_ERROR(status);
@@ -202,15 +218,13 @@ absl::StatusOr<Value> Scatter(const OpCall& c) {
         return;
       }
     }
-    std::vector<int64_t> at(i.begin(), i.end());
-    if (o.dim() == 0) at.clear();
-    absl::StatusOr<int64_t> k = CheckedIndex(
-        c, LoadInt(index.tensor, i), o.dim() == 0 ? 1 : o.sizes()[dim], dim);
-    if (!k.ok()) {
-      status = k.status();
+    absl::StatusOr<std::vector<int64_t>> target =
+        IndexTarget(c, index.tensor, i, o, dim);
+    if (!target.ok()) {
+      status = target.status();
       return;
     }
-    if (o.dim() > 0) at[dim] = *k;
+    const std::vector<int64_t>& at = *target;
     if (ints) {
       int64_t a = LoadInt(o, at), b = LoadInt(source, i);
       uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
@@ -946,15 +960,13 @@ absl::StatusOr<Value> ScatterReduce(const OpCall& c) {
   absl::Status status;
   ForEachIndex(index.tensor.sizes(), [&](absl::Span<const int64_t> i) {
     if (!status.ok()) return;
-    std::vector<int64_t> at(i.begin(), i.end());
-    if (o.dim() == 0) at.clear();
-    absl::StatusOr<int64_t> k = CheckedIndex(
-        c, LoadInt(index.tensor, i), o.dim() == 0 ? 1 : o.sizes()[dim], dim);
-    if (!k.ok()) {
-      status = k.status();
+    absl::StatusOr<std::vector<int64_t>> target =
+        IndexTarget(c, index.tensor, i, o, dim);
+    if (!target.ok()) {
+      status = target.status();
       return;
     }
-    if (o.dim() > 0) at[dim] = *k;
+    const std::vector<int64_t>& at = *target;
     int64_t slot = 0;
     for (int64_t d = 0; d < o.dim(); ++d) slot += at[d] * count_strides[d];
     bool first = !include_self && !seen[slot];
