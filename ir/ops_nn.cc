@@ -936,12 +936,12 @@ absl::StatusOr<Value> AdaptiveAvgPoolBackward(const OpCall& c) {
 // The dtype of batch/group norm statistics: float32 for a float16/bfloat16
 // input with some float32 parameter (PyTorch's mixed type), else the
 // input's.
-DType StatsDType(const OpCall& c, DType input,
-                 const std::vector<const char*>& params) {
+DType StatsDType(DType input, absl::Span<const Value* const> params) {
   if (input != DType::kFloat16 && input != DType::kBFloat16) return input;
-  for (const char* name : params) {
-    const Value& v = c.arg(name);
-    if (v.is_tensor() && DTypeOf(v) == DType::kFloat32) return DType::kFloat32;
+  for (const Value* v : params) {
+    if (v->is_tensor() && DTypeOf(*v) == DType::kFloat32) {
+      return DType::kFloat32;
+    }
   }
   return input;
 }
@@ -992,13 +992,7 @@ absl::StatusOr<Value> BatchNorm(const OpCall& c, bool stats, const Value& rm,
   RETURN_IF_ERROR(VectorOf(c, bias, channels, "bias"));
   RETURN_IF_ERROR(VectorOf(c, rm, channels, "running_mean"));
   RETURN_IF_ERROR(VectorOf(c, rv, channels, "running_var"));
-  // (A vector: an initializer_list's array would not outlive this line.)
-  std::vector<const char*> stat_params = {"weight", "bias"};
-  if (stats) {
-    stat_params.push_back("running_mean");
-    stat_params.push_back("running_var");
-  }
-  DType sdt = StatsDType(c, dt, stat_params);
+  DType sdt = StatsDType(dt, {&weight, &bias, &rm, &rv});  // None: skipped
   bool running = input.tensor.defined();
   std::vector<Expr> stat_sizes = {symbolic::Int(training ? channels : 0)};
   ASSIGN_OR_RETURN(Value out, Result(c, running, dt, input, sizes));
@@ -1155,7 +1149,7 @@ absl::StatusOr<Value> GroupNorm(const OpCall& c) {
     }
   }
   ASSIGN_OR_RETURN(double eps, c.arg("eps").AsDouble());
-  DType sdt = StatsDType(c, dt, {"weight", "bias"});
+  DType sdt = StatsDType(dt, {&weight, &bias});
   bool running = input.tensor.defined();
   std::vector<Expr> stat_sizes = {c.arg("N").number, symbolic::Int(s.group)};
   ASSIGN_OR_RETURN(Value out, Result(c, running, dt, input, SizesOf(input)));
