@@ -349,19 +349,8 @@ class Functionalizer {
     if (op->functional.empty()) {
       return unsupported(absl::StrCat(n->target(), " has no functional twin"));
     }
-    if (n->args().empty() || n->args()[0].kind != Arg::Kind::kNode ||
-        !handles_.contains(n->args()[0].node)) {
-      return unsupported("the mutated argument is not a tensor of the graph");
-    }
+    ASSIGN_OR_RETURN(Handle h, WrittenHandle(n, 0));
     Node* self = n->args()[0].node;
-    Handle h = handles_[Resolve(self)];
-    if (auto f = frozen_.find(h.base); f != frozen_.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "node '", n->name(),
-          "': cannot mutate tensors with frozen storage ('", self->name(),
-          "' views the storage input '", h.base->name(),
-          "' had before set_ node '", f->second, "')"));
-    }
     RETURN_IF_ERROR(
         ReadArgs(n));  // self and the others at their current values
     // functional = op(args) in place of n.
