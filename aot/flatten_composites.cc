@@ -10,6 +10,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "ir/alias_info.h"
+#include "ir/eval_call.h"
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "ir/shape_prop.h"

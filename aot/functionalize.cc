@@ -13,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "aot/functional_checker.h"
+#include "ir/alias_info.h"
+#include "ir/eval_call.h"
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "status_macros.h"
@@ -23,25 +25,6 @@ namespace {
 
 using ir::Arg;
 using ir::Node;
-
-// "mul" for "aten.mul.Tensor".
-std::string ShortName(const std::string& target) {
-  std::vector<std::string> parts = absl::StrSplit(target, '.');
-  return parts.size() > 1 ? parts[1] : target;
-}
-
-// Replaces `from` by `to` in `n`'s arguments.
-void Redirect(Node& n, Node* from, Node* to) {
-  std::function<void(Arg&)> fix = [&](Arg& a) {
-    if (a.kind == Arg::Kind::kNode && a.node == from) a.node = to;
-    for (Arg& e : a.list) fix(e);
-  };
-  std::vector<Arg> args = n.args();
-  std::vector<std::pair<std::string, Arg>> kwargs = n.kwargs();
-  for (Arg& a : args) fix(a);
-  for (auto& [k, a] : kwargs) fix(a);
-  n.SetArgs(std::move(args), std::move(kwargs));
-}
 
 // What an eager value is: a view chain from the tensor that owns the storage.
 struct Handle {
@@ -83,7 +66,7 @@ class Functionalizer {
           ASSIGN_OR_RETURN(Node * now, Read(p, n));
           bool returned = false;
           for (Node* in : n->Inputs()) returned = returned || in == p;
-          if (returned) Redirect(*n, p, now);
+          if (returned) n->ReplaceInput(p, now);
           rebound.push_back(
               {p, Resolve(p), now, handles_[Resolve(p)].base != p, returned});
         }
@@ -93,7 +76,7 @@ class Functionalizer {
             continue;
           }
           ASSIGN_OR_RETURN(Node * now, Read(in, n));
-          if (now != in) Redirect(*n, in, now);
+          if (now != in) n->ReplaceInput(in, now);
         }
         // The data epilogue; a returned input is returned as its copy_ (the
         // input itself, as in eager).
@@ -103,7 +86,7 @@ class Functionalizer {
               graph_.Insert(Node::Kind::kCall, graph_.UniqueName("copy_"),
                             "aten.copy_.default",
                             {Arg::Of(p), Arg::Of(current_[p])}, {}, {}, n);
-          if (Resolve(p) == p) Redirect(*n, p, copy);
+          if (Resolve(p) == p) n->ReplaceInput(p, copy);
         }
         continue;
       }
@@ -117,7 +100,7 @@ class Functionalizer {
         Handle h = handles_[Resolve(source)];  // what the source means now
         if (n->target() == "aten.as_strided.default" && Version(h.base) > 0) {
           // Storage-relative: it views the base's current value.
-          Redirect(*n, n->args()[0].node, Current(h.base));
+          n->ReplaceInput(n->args()[0].node, Current(h.base));
         }
         h.chain.push_back(n);
         handles_[n] = h;
@@ -217,7 +200,7 @@ class Functionalizer {
     std::vector<Node*> inputs = n->Inputs();
     for (Node* in : inputs) {
       ASSIGN_OR_RETURN(Node * now, Read(in, n));
-      if (now != in) Redirect(*n, in, now);
+      if (now != in) n->ReplaceInput(in, now);
     }
     return absl::OkStatus();
   }
@@ -228,7 +211,7 @@ class Functionalizer {
                                Node* at) {
     auto make = [&](const std::string& target, std::vector<Arg> args) {
       return graph_.Insert(Node::Kind::kCall,
-                           graph_.UniqueName(ShortName(target)), target,
+                           graph_.UniqueName(ir::DynamoName(target)), target,
                            std::move(args), {}, {}, at);
     };
     const std::vector<Arg>& a = v->args();
@@ -303,7 +286,7 @@ class Functionalizer {
                                       Node* src, Node* value, Node* at) {
     auto make = [&](const std::string& target, std::vector<Arg> args) {
       return graph_.Insert(Node::Kind::kCall,
-                           graph_.UniqueName(ShortName(target)), target,
+                           graph_.UniqueName(ir::DynamoName(target)), target,
                            std::move(args), {}, {}, at);
     };
     const std::vector<Arg>& a = list->args();
@@ -355,12 +338,12 @@ class Functionalizer {
         ReadArgs(n));  // self and the others at their current values
     // functional = op(args) in place of n.
     Node* functional = graph_.Insert(
-        Node::Kind::kCall, graph_.UniqueName(ShortName(op->functional)),
+        Node::Kind::kCall, graph_.UniqueName(ir::DynamoName(op->functional)),
         op->functional, n->args(), n->kwargs(), {}, n);
     RETURN_IF_ERROR(WriteBack(n, h, functional));
     // Readers of n read self's view; give them a placeholder to find.
     std::vector<Node*> users = n->users();
-    for (Node* u : users) Redirect(*u, n, self);
+    for (Node* u : users) u->ReplaceInput(n, self);
     removed_.push_back(
         n);  // erased at the end, so no pointer is reused meanwhile
     return absl::OkStatus();
@@ -399,7 +382,7 @@ class Functionalizer {
     }
     RETURN_IF_ERROR(ReadArgs(n));
     Node* functional = graph_.Insert(
-        Node::Kind::kCall, graph_.UniqueName(ShortName(op->functional)),
+        Node::Kind::kCall, graph_.UniqueName(ir::DynamoName(op->functional)),
         op->functional, n->args(), n->kwargs(), {}, n);
     for (const auto& [h, result] : writes) {
       Node* value = graph_.Insert(
@@ -409,7 +392,7 @@ class Functionalizer {
     }
     // The twin's first results are n's own.
     std::vector<Node*> users = n->users();
-    for (Node* u : users) Redirect(*u, n, functional);
+    for (Node* u : users) u->ReplaceInput(n, functional);
     removed_.push_back(n);
     return absl::OkStatus();
   }
@@ -513,7 +496,7 @@ class Functionalizer {
                             "aten.alias.default", {n->args()[1]}, {}, n->meta(),
                             n)
             : graph_.Insert(Node::Kind::kCall,
-                            graph_.UniqueName(ShortName(view->second)),
+                            graph_.UniqueName(ir::DynamoName(view->second)),
                             view->second, n->args(), n->kwargs(), n->meta(), n);
     Handle h = handles_[now];
     h.chain.push_back(fv);
@@ -524,7 +507,7 @@ class Functionalizer {
     seen_[fv] = Version(h.base);
     rebound_[self] = fv;  // keyed by the tensor object
     std::vector<Node*> users = n->users();
-    for (Node* u : users) Redirect(*u, n, self);
+    for (Node* u : users) u->ReplaceInput(n, self);
     removed_.push_back(n);
     return absl::OkStatus();
   }
@@ -616,12 +599,8 @@ class SizeNodes {
         break;
       }
     }
-    // Names as Dynamo gives them: sym_size_int, mul.
-    std::string base = target.substr(target.find('.') + 1);
-    if (absl::StartsWith(target, "aten.")) {
-      std::replace(base.begin(), base.end(), '.', '_');
-    }
-    return graph_.Insert(Node::Kind::kCall, graph_.UniqueName(base), target,
+    return graph_.Insert(Node::Kind::kCall,
+                         graph_.UniqueName(ir::DynamoName(target)), target,
                          std::move(args), {}, {}, before);
   }
 
@@ -696,10 +675,10 @@ absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
       ASSIGN_OR_RETURN(Arg offset, arg(to.storage_offset));
       args.push_back(std::move(offset));
     }
-    Node* epilogue =
-        graph.Insert(Node::Kind::kCall, graph.UniqueName(ShortName(target)),
-                     target, std::move(args), {}, {}, graph.output());
-    if (r.returned) Redirect(*graph.output(), r.value, epilogue);
+    Node* epilogue = graph.Insert(
+        Node::Kind::kCall, graph.UniqueName(ir::DynamoName(target)), target,
+        std::move(args), {}, {}, graph.output());
+    if (r.returned) graph.output()->ReplaceInput(r.value, epilogue);
     restrided = true;
     changed = true;
   }

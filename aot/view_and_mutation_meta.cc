@@ -8,6 +8,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_split.h"
+#include "ir/alias_info.h"
+#include "ir/eval_call.h"
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "ir/shape_prop.h"

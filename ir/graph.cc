@@ -11,7 +11,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "check.h"
 
 namespace lathe::ir {
@@ -99,6 +101,19 @@ std::vector<Node*> Node::Inputs() const {
   return out;
 }
 
+void Node::set_target(std::string target) {
+  target_ = std::move(target);
+  op_ = kind_ == Kind::kCall ? OpRegistry::Global().Find(target_) : nullptr;
+}
+
+void Node::ReplaceInput(Node* from, Node* to) {
+  std::vector<Arg> args = args_;
+  std::vector<std::pair<std::string, Arg>> kwargs = kwargs_;
+  for (Arg& a : args) ReplaceIn(a, from, to);
+  for (auto& [name, a] : kwargs) ReplaceIn(a, from, to);
+  SetArgs(std::move(args), std::move(kwargs));
+}
+
 void Node::SetArgs(std::vector<Arg> args,
                    std::vector<std::pair<std::string, Arg>> kwargs) {
   for (Node* in : Inputs()) {
@@ -135,23 +150,75 @@ Node* Graph::Insert(Node::Kind kind, std::string name, std::string target,
                     std::vector<std::pair<std::string, Arg>> kwargs,
                     ValueMeta meta, Node* before) {
   LATHE_CHECK(!by_name_.contains(name)) << "duplicate node name " << name;
+  LATHE_CHECK(before == nullptr || before->graph_ == this);
   std::unique_ptr<Node> node(new Node());
   node->kind_ = kind;
   node->name_ = std::move(name);
-  node->target_ = std::move(target);
+  node->set_target(std::move(target));
   node->meta_ = std::move(meta);
   node->graph_ = this;
   Node* raw = node.get();
   by_name_[raw->name_] = raw;
-  auto pos = nodes_.end();
-  if (before != nullptr) {
-    pos = std::find_if(
-        nodes_.begin(), nodes_.end(),
-        [&](const std::unique_ptr<Node>& n) { return n.get() == before; });
-  }
-  nodes_.insert(pos, std::move(node));
+  raw->position_ = nodes_.insert(
+      before == nullptr ? nodes_.end() : before->position_, std::move(node));
+  Number(raw);
   raw->SetArgs(std::move(args), std::move(kwargs));
   return raw;
+}
+
+std::string DynamoName(absl::string_view target) {
+  std::vector<absl::string_view> parts = absl::StrSplit(target, '.');
+  if (parts.size() < 2) {
+    std::string name(target);
+    std::replace(name.begin(), name.end(), '.', '_');
+    return name;
+  }
+  std::string name(parts[1]);
+  if (absl::StartsWith(name, "__") && absl::EndsWith(name, "__") &&
+      name.size() > 4) {
+    name = name.substr(2, name.size() - 4);
+  }
+  if (absl::StartsWith(name, "sym_") && parts.size() == 3 &&
+      parts[2] != "default") {
+    absl::StrAppend(&name, "_", parts[2]);
+  }
+  return name;
+}
+
+absl::StatusOr<Node*> Graph::InsertCall(
+    Node* before, std::string target, std::vector<Arg> args,
+    std::vector<std::pair<std::string, Arg>> kwargs,
+    absl::string_view name_hint) {
+  std::string name =
+      UniqueName(name_hint.empty() ? DynamoName(target) : name_hint);
+  Node* n = Insert(Node::Kind::kCall, std::move(name), std::move(target),
+                   std::move(args), std::move(kwargs), {}, before);
+  if (meta_inference_ != nullptr) {
+    if (absl::Status st = meta_inference_->Infer(*n); !st.ok()) {
+      absl::Status erased = Erase(n);
+      LATHE_CHECK(erased.ok()) << erased.message();
+      return st;
+    }
+  }
+  return n;
+}
+
+void Graph::Number(Node* node) {
+  constexpr uint64_t kGap = uint64_t{1} << 20;
+  auto it = node->position_;
+  uint64_t prev = it == nodes_.begin() ? 0 : (*std::prev(it))->order_;
+  auto next = std::next(it);
+  if (next == nodes_.end()) {
+    node->order_ = prev + kGap;
+    return;
+  }
+  uint64_t after = (*next)->order_;
+  if (after - prev > 1) {
+    node->order_ = prev + (after - prev) / 2;
+    return;
+  }
+  uint64_t order = 0;
+  for (const auto& n : nodes_) n->order_ = order += kGap;
 }
 
 std::string Graph::UniqueName(absl::string_view base) const {
@@ -162,15 +229,16 @@ std::string Graph::UniqueName(absl::string_view base) const {
 }
 
 void Graph::ReplaceAllUsesWith(Node* from, Node* to) {
+  ReplaceUsesWithIf(from, to, [](const Node&) { return true; });
+}
+
+void Graph::ReplaceUsesWithIf(Node* from, Node* to,
+                              const std::function<bool(const Node&)>& pred) {
   std::vector<Node*> users = from->users_;
   absl::flat_hash_set<Node*> done;
   for (Node* user : users) {
-    if (!done.insert(user).second) continue;
-    std::vector<Arg> args = user->args_;
-    std::vector<std::pair<std::string, Arg>> kwargs = user->kwargs_;
-    for (Arg& a : args) ReplaceIn(a, from, to);
-    for (auto& [name, a] : kwargs) ReplaceIn(a, from, to);
-    user->SetArgs(std::move(args), std::move(kwargs));
+    if (!done.insert(user).second || !pred(*user)) continue;
+    user->ReplaceInput(from, to);
   }
 }
 
@@ -182,9 +250,93 @@ absl::Status Graph::Erase(Node* node) {
   }
   node->SetArgs({}, {});
   by_name_.erase(node->name_);
-  nodes_.remove_if(
-      [&](const std::unique_ptr<Node>& n) { return n.get() == node; });
+  nodes_.erase(node->position_);
   return absl::OkStatus();
+}
+
+void Graph::MoveBefore(Node* node, Node* before) {
+  LATHE_CHECK(node->graph_ == this && before->graph_ == this);
+  if (node == before) return;
+  nodes_.splice(before->position_, nodes_, node->position_);
+  Number(node);
+}
+
+void Graph::MoveAfter(Node* node, Node* after) {
+  LATHE_CHECK(node->graph_ == this && after->graph_ == this);
+  if (node == after) return;
+  nodes_.splice(std::next(after->position_), nodes_, node->position_);
+  Number(node);
+}
+
+bool Graph::IsBefore(const Node* a, const Node* b) const {
+  LATHE_CHECK(a->graph_ == this && b->graph_ == this);
+  return a->order_ < b->order_;
+}
+
+namespace {
+
+// Whether a call has an effect beyond its value (EraseDeadNodes keeps it).
+bool HasEffect(const Node& n) {
+  if (n.target() == "torch._C._set_grad_enabled") return true;
+  const OpDef* op = n.op();
+  if (op == nullptr) return false;  // getitem, Python operators: pure
+  if (op->HasTag(OpTag::kSideEffect) || op->HasTag(OpTag::kRandom)) {
+    return true;
+  }
+  for (const Argument& a : op->schema.arguments) {
+    if (a.is_written()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int Graph::EraseDeadNodes() {
+  int erased = 0;
+  // Backwards, so a chain of dead nodes goes in one walk.
+  std::vector<Node*> backwards;
+  backwards.reserve(nodes_.size());
+  for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
+    backwards.push_back(it->get());
+  }
+  for (Node* n : backwards) {
+    if (n->kind() != Node::Kind::kCall || !n->users().empty() || HasEffect(*n))
+      continue;
+    absl::Status st = Erase(n);
+    LATHE_CHECK(st.ok()) << st.message();
+    ++erased;
+  }
+  return erased;
+}
+
+std::unique_ptr<Graph> Graph::Clone() const {
+  auto g = std::make_unique<Graph>();
+  absl::flat_hash_map<const Node*, Node*> copy;
+  std::function<Arg(const Arg&)> map = [&](const Arg& a) {
+    Arg b = a;
+    if (a.kind == Arg::Kind::kNode) b.node = copy.at(a.node);
+    for (Arg& item : b.list) item = map(item);
+    return b;
+  };
+  for (const auto& n : nodes_) {
+    std::vector<Arg> args;
+    for (const Arg& a : n->args_) args.push_back(map(a));
+    std::vector<std::pair<std::string, Arg>> kwargs;
+    for (const auto& [k, a] : n->kwargs_) kwargs.push_back({k, map(a)});
+    Node* c = g->Insert(n->kind_, n->name_, n->target_, std::move(args),
+                        std::move(kwargs), n->meta_);
+    c->unbacked_bindings_ = n->unbacked_bindings_;
+    c->frees_ = n->frees_;
+    copy[n.get()] = c;
+  }
+  g->directives_ = directives_;
+  g->wrapped_in_class = wrapped_in_class;
+  g->class_name = class_name;
+  g->pytree_params = pytree_params;
+  g->output_template = output_template;
+  g->meta_inference_ = meta_inference_;
+  g->next_storage_ = next_storage_;
+  return g;
 }
 
 absl::Status Graph::TopologicalSort() {
@@ -217,11 +369,13 @@ absl::Status Graph::TopologicalSort() {
   if (!nodes_.empty()) {
     std::string name = nodes_.front()->name();
     sorted.splice(sorted.end(), nodes_);  // keep every node owned
-    nodes_ = std::move(sorted);
+    nodes_.splice(nodes_.end(), sorted);  // splicing keeps positions valid
     return absl::FailedPreconditionError(
         absl::StrCat("the graph has a cycle through '", name, "'"));
   }
-  nodes_ = std::move(sorted);
+  nodes_.splice(nodes_.end(), sorted);
+  uint64_t order = 0;
+  for (const auto& n : nodes_) n->order_ = order += uint64_t{1} << 20;
   return absl::OkStatus();
 }
 

@@ -23,6 +23,7 @@
 #define LATHE_IR_GRAPH_H_
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <string>
@@ -31,7 +32,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "ir/op_registry.h"
 #include "ir/tensor_meta.h"
 #include "runtime/device.h"
 #include "runtime/dtype.h"
@@ -90,6 +93,11 @@ class Node {
   // The op ("aten.mm.default"), "getitem", "operator.add", or for a get_attr
   // node the attribute name.
   const std::string& target() const { return target_; }
+  // The registered op a call node runs, or null (getitem, Python operators,
+  // unknown targets, non-call nodes).
+  const OpDef* op() const { return op_; }
+  // Makes the node run `target` instead (same arguments); keeps op() right.
+  void set_target(std::string target);
   const std::vector<Arg>& args() const { return args_; }
   const std::vector<std::pair<std::string, Arg>>& kwargs() const {
     return kwargs_;
@@ -115,6 +123,8 @@ class Node {
   // Replaces the arguments, keeping use lists right.
   void SetArgs(std::vector<Arg> args,
                std::vector<std::pair<std::string, Arg>> kwargs);
+  // Makes every argument that is `from` refer to `to` instead.
+  void ReplaceInput(Node* from, Node* to);
   // Values whose last use is this node, as the text form's `x = None`.
   std::vector<std::string>& frees() { return frees_; }
   const std::vector<std::string>& frees() const { return frees_; }
@@ -126,6 +136,11 @@ class Node {
   Kind kind_ = Kind::kCall;
   std::string name_;
   std::string target_;
+  const OpDef* op_ = nullptr;
+  // Where the node sits in its graph's list, and its order number there
+  // (increasing along the list, with gaps): O(1) erase and IsBefore.
+  std::list<std::unique_ptr<Node>>::iterator position_;
+  uint64_t order_ = 0;
   std::vector<Arg> args_;
   std::vector<std::pair<std::string, Arg>> kwargs_;
   std::vector<Node*> users_;
@@ -138,6 +153,18 @@ class Node {
 // A graph-level note from a `# lathe:` comment line, kept verbatim.
 struct Directive {
   std::string text;  // after "# lathe: "
+};
+
+// MetaInference
+//
+// How a graph fills the meta of a node a pass creates (InsertCall): shape
+// propagation installs one bound to its ShapeEnv (infer_meta.h). A graph
+// without one leaves new nodes' metas empty.
+class MetaInference {
+ public:
+  virtual ~MetaInference() = default;
+  // Sets `node`'s meta and unbacked bindings from its inputs' metas.
+  virtual absl::Status Infer(Node& node) = 0;
 };
 
 class Graph {
@@ -154,21 +181,67 @@ class Graph {
   // The node called `name`, or null.
   Node* Find(absl::string_view name) const;
 
-  // Creates a node before `before` (at the end when null). The name must be
-  // unused; args must refer to nodes of this graph that come earlier.
+  // Creates a node before `before` (at the end when null), in O(1). The
+  // name must be unused; args must refer to nodes of this graph that come
+  // earlier.
   Node* Insert(Node::Kind kind, std::string name, std::string target,
                std::vector<Arg> args,
                std::vector<std::pair<std::string, Arg>> kwargs, ValueMeta meta,
                Node* before = nullptr);
+
+  // InsertCall()
+  //
+  // Creates a call of `target` before `before` (at the end when null),
+  // named as Dynamo names it (`name_hint`, or the op's name when empty:
+  // "aten.add.Tensor" -> add, add_1, ...), with its meta and unbacked
+  // bindings from the graph's MetaInference. On an inference error the graph
+  // is left as it was.
+  absl::StatusOr<Node*> InsertCall(
+      Node* before, std::string target, std::vector<Arg> args,
+      std::vector<std::pair<std::string, Arg>> kwargs = {},
+      absl::string_view name_hint = "");
 
   // A name not used yet, from `base` ("relu", "relu_1", ...).
   std::string UniqueName(absl::string_view base) const;
 
   // Makes every user of `from` use `to` instead.
   void ReplaceAllUsesWith(Node* from, Node* to);
+  // Makes each user of `from` for which `pred(user)` holds use `to` instead.
+  void ReplaceUsesWithIf(Node* from, Node* to,
+                         const std::function<bool(const Node&)>& pred);
 
-  // Removes a node that has no users.
+  // Removes a node that has no users, in O(its arguments).
   absl::Status Erase(Node* node);
+
+  // Moves `node` to just before `before` / just after `after`. The caller
+  // keeps the order valid (arguments first); Verify checks it.
+  void MoveBefore(Node* node, Node* before);
+  void MoveAfter(Node* node, Node* after);
+
+  // Whether `a` comes before `b` (both of this graph), in O(1).
+  bool IsBefore(const Node* a, const Node* b) const;
+
+  // EraseDeadNodes()
+  //
+  // Erases call nodes whose values nothing uses and that have no effect:
+  // not an op that writes an argument, an assert (_assert_scalar, ...), a
+  // random op (it advances the generator) or the grad-mode switch. The
+  // number erased.
+  int EraseDeadNodes();
+
+  // A deep copy: nodes, metas, bindings, directives and attributes; it
+  // shares this graph's MetaInference.
+  std::unique_ptr<Graph> Clone() const;
+
+  // The meta inference for nodes passes create (null: none).
+  MetaInference* meta_inference() const { return meta_inference_.get(); }
+  void set_meta_inference(std::shared_ptr<MetaInference> m) {
+    meta_inference_ = std::move(m);
+  }
+  // A storage identity no value of the graph has yet.
+  StorageId NewStorageId() { return next_storage_++; }
+  // Makes NewStorageId count from `next` (shape propagation restarts it).
+  void ResetStorageIds(StorageId next) { next_storage_ = next; }
 
   // TopologicalSort()
   //
@@ -200,10 +273,24 @@ class Graph {
   std::string output_template;
 
  private:
+  // Gives `node` (just placed in the list) an order number between its
+  // neighbours', renumbering the whole list when they have no gap left.
+  void Number(Node* node);
+
   std::list<std::unique_ptr<Node>> nodes_;
   absl::flat_hash_map<std::string, Node*> by_name_;
   std::vector<Directive> directives_;
+  std::shared_ptr<MetaInference> meta_inference_;
+  StorageId next_storage_ = 0;
 };
+
+// DynamoName()
+//
+// The name Dynamo gives a call of `target` (before uniquing): the op's name
+// without namespace and overload ("aten.add.Tensor": add;
+// "aten.__lshift__.Scalar": lshift), but sym_size_int and sym_stride_int as
+// make_fx prints them.
+std::string DynamoName(absl::string_view target);
 
 // GraphBuilder
 //

@@ -10,10 +10,12 @@
 #include "ir/graph_text.h"
 #include "ir/tensor_meta.h"
 #include "symbolic/printer.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {
 
+using ::lathe::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -134,6 +136,151 @@ TEST(GraphTest, TopologicalSortIsStable) {
   EXPECT_THAT(std::string(cycle.message()),
               HasSubstr("the graph has a cycle through"));
   EXPECT_EQ(g->nodes().size(), 7u);
+}
+
+// A meta inference that records what it was asked and fails on "bad".
+class FakeInference : public MetaInference {
+ public:
+  absl::Status Infer(Node& node) override {
+    asked.push_back(node.name());
+    if (node.target() == "aten.bad.default")
+      return absl::InvalidArgumentError("no meta for bad");
+    node.meta() = F32({7});
+    return absl::OkStatus();
+  }
+  std::vector<std::string> asked;
+};
+
+TEST(GraphTest, InsertCallNamesAsDynamoAndFillsMeta) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> g,
+                       ParseGraph(R"(def forward(self, x):
+    add = torch.ops.aten.add.Tensor(x, x)
+    return (add,)
+)"));
+  auto inference = std::make_shared<FakeInference>();
+  g->set_meta_inference(inference);
+  Node* x = g->Find("x");
+  ASSERT_OK_AND_ASSIGN(Node * a, g->InsertCall(g->output(), "aten.add.Tensor",
+                                               {Arg::Of(x), Arg::Of(x)}));
+  EXPECT_EQ(a->name(), "add_1");
+  EXPECT_EQ(a->meta().ToAnnotation(), "f32[7][1]cpu");
+  EXPECT_EQ(a->op(), OpRegistry::Global().Find("aten.add.Tensor"));
+  ASSERT_OK_AND_ASSIGN(Node * s, g->InsertCall(g->output(), "aten.sym_size.int",
+                                               {Arg::Of(x), Arg::Int(0)}));
+  EXPECT_EQ(s->name(), "sym_size_int");
+  ASSERT_OK_AND_ASSIGN(Node * l,
+                       g->InsertCall(a, "aten.__lshift__.Scalar",
+                                     {Arg::Of(x), Arg::Int(1)}, {}, ""));
+  EXPECT_EQ(l->name(), "lshift");
+  EXPECT_TRUE(g->IsBefore(l, a));
+  ASSERT_OK_AND_ASSIGN(Node * h, g->InsertCall(nullptr, "aten.neg.default",
+                                               {Arg::Of(x)}, {}, "my_neg"));
+  EXPECT_EQ(h->name(), "my_neg");
+  // An inference error leaves the graph as it was.
+  size_t before = g->nodes().size();
+  EXPECT_THAT(g->InsertCall(g->output(), "aten.bad.default", {Arg::Of(x)}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("no meta for bad")));
+  EXPECT_EQ(g->nodes().size(), before);
+  EXPECT_EQ(g->Find("bad"), nullptr);
+  EXPECT_THAT(inference->asked,
+              ElementsAre("add_1", "sym_size_int", "lshift", "my_neg", "bad"));
+}
+
+TEST(GraphTest, IsBeforeFollowsInsertsAndMoves) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> g,
+                       ParseGraph(R"(def forward(self, x):
+    a = torch.ops.aten.relu.default(x)
+    b = torch.ops.aten.neg.default(x)
+    return (a, b)
+)"));
+  Node* a = g->Find("a");
+  Node* b = g->Find("b");
+  // Many inserts at the same place use up the gap and renumber.
+  std::vector<Node*> made;
+  for (int i = 0; i < 100; ++i) {
+    made.push_back(g->Insert(Node::Kind::kCall, g->UniqueName("e"),
+                             "aten.exp.default", {Arg::Of(g->Find("x"))}, {},
+                             {}, b));
+  }
+  for (size_t i = 1; i < made.size(); ++i) {
+    EXPECT_TRUE(g->IsBefore(made[i - 1], made[i]));
+    EXPECT_FALSE(g->IsBefore(made[i], made[i - 1]));
+  }
+  EXPECT_TRUE(g->IsBefore(a, made.front()));
+  EXPECT_TRUE(g->IsBefore(made.back(), b));
+  // The list order and IsBefore agree everywhere.
+  std::vector<Node*> order;
+  for (const auto& n : g->nodes()) order.push_back(n.get());
+  for (size_t i = 1; i < order.size(); ++i) {
+    EXPECT_TRUE(g->IsBefore(order[i - 1], order[i])) << i;
+  }
+  g->MoveBefore(b, a);
+  EXPECT_TRUE(g->IsBefore(b, a));
+  g->MoveAfter(b, made.back());
+  EXPECT_TRUE(g->IsBefore(made.back(), b));
+  EXPECT_TRUE(g->IsBefore(b, g->output()));
+  EXPECT_OK(g->CheckStructure());
+}
+
+TEST(GraphTest, ReplaceUsesWithIfAndReplaceInput) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> g,
+                       ParseGraph(R"(def forward(self, x, y):
+    a = torch.ops.aten.add.Tensor(x, x)
+    b = torch.ops.aten.mul.Tensor(x, y)
+    c = torch.ops.aten.cat.default([x, b])
+    return (a, b, c)
+)"));
+  Node* x = g->Find("x");
+  Node* y = g->Find("y");
+  g->ReplaceUsesWithIf(x, y, [](const Node& u) { return u.name() != "a"; });
+  EXPECT_THAT(Names(x->users()), ElementsAre("a", "a"));
+  g->Find("a")->ReplaceInput(x, g->Find("y"));
+  EXPECT_TRUE(x->users().empty());
+  // Inside lists too.
+  EXPECT_EQ(g->Find("c")->args()[0].list[0].node, y);
+  EXPECT_OK(g->CheckStructure());
+  Node* b = g->Find("b");
+  b->set_target("aten.sub.Tensor");
+  EXPECT_EQ(b->op()->target, "aten.sub.Tensor");
+  b->set_target("operator.add");
+  EXPECT_EQ(b->op(), nullptr);
+}
+
+TEST(GraphTest, EraseDeadNodesKeepsEffects) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> g,
+                       ParseGraph(R"(def forward(self, x, n):
+    a = torch.ops.aten.relu.default(x)
+    b = torch.ops.aten.neg.default(a)
+    ge = n >= 0
+    _assert_scalar = torch.ops.aten._assert_scalar.default(ge, "n >= 0")
+    r = torch.ops.aten.rand.default([2])
+    add_ = torch.ops.aten.add_.Tensor(x, 1)
+    c = torch.ops.aten.exp.default(x)
+    return (c,)
+)"));
+  EXPECT_EQ(g->EraseDeadNodes(), 2);  // b, then a
+  std::vector<std::string> names;
+  for (const auto& n : g->nodes()) names.push_back(n->name());
+  EXPECT_THAT(names, ElementsAre("x", "n", "ge", "_assert_scalar", "r", "add_",
+                                 "c", "output"));
+  EXPECT_EQ(g->EraseDeadNodes(), 0);
+}
+
+TEST(GraphTest, CloneIsDeepAndIndependent) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> g,
+                       ParseGraph(R"(def forward(self, x: "f32[4]"):
+    a = torch.ops.aten.relu.default(x)
+    b = torch.ops.aten.cat.default([a, x])
+    return (b,)
+)"));
+  std::unique_ptr<Graph> c = g->Clone();
+  EXPECT_EQ(PrintGraph(*c), PrintGraph(*g));
+  EXPECT_OK(c->CheckStructure());
+  EXPECT_EQ(c->Find("b")->args()[0].list[0].node, c->Find("a"));
+  c->Find("a")->set_target("aten.neg.default");
+  EXPECT_EQ(g->Find("a")->target(), "aten.relu.default");
+  EXPECT_NE(PrintGraph(*c), PrintGraph(*g));
 }
 
 TEST(TensorMetaTest, Annotations) {

@@ -22,6 +22,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "ir/eval_call.h"
 #include "ir/graph.h"
 #include "ir/op_registry.h"
 #include "ir/random.h"
@@ -47,74 +48,6 @@ absl::StatusOr<Interpretation> Interpret(
     const Graph& graph, std::vector<Value> inputs,
     const absl::flat_hash_map<std::string, Value>& constants = {},
     uint64_t seed = Generator::kDefaultSeed);
-
-// ArgValue()
-//
-// A call argument as a value, with nodes looked up in `env`.
-absl::StatusOr<Value> ArgValue(
-    const Arg& arg, const absl::flat_hash_map<const Node*, Value>& env);
-
-// The result of one call node, and for an op call the op and its bound
-// arguments (schema order, defaults filled).
-struct EvaluatedCall {
-  Value out;
-  const OpDef* op = nullptr;
-  std::vector<Value> args;
-};
-
-// EvalCall()
-//
-// Evaluates call node `n` on the values of its arguments: getitem, Python
-// operators, or an op's reference kernel (shape_env null) or its meta
-// function (recording guards in shape_env). Random kernels draw from
-// `generator` (null: a fresh default-seeded one).
-absl::StatusOr<EvaluatedCall> EvalCall(
-    const Node& n, const absl::flat_hash_map<const Node*, Value>& values,
-    symbolic::ShapeEnv* shape_env, Generator* generator = nullptr);
-
-// IsInplace()
-//
-// Whether call node `n` writes its first argument and returns it (add_, t_,
-// set_, ...).
-bool IsInplace(const Node& n);
-
-// IsView()
-//
-// Whether `n` returns a view of its first argument's storage (or, for
-// getitem, an element of a list of views such as split's).
-bool IsView(const Node& n);
-
-// TensorObject()
-//
-// The node whose value is the same tensor object as `n`'s: in-place ops
-// return their (first) argument, so their results are that object.
-const Node* TensorObject(const Node& n);
-
-// SetObjectValue()
-//
-// After a metadata mutation (t_, set_, ...) of `node`'s tensor object, every
-// evaluated node that is that object takes `value`.
-void SetObjectValue(const Node& node, const Value& value,
-                    absl::flat_hash_map<const Node*, Value>& values);
-
-// Dynamo's grad-mode switch (`torch._C._set_grad_enabled(False)` in a
-// graph): a no-op when running; view_and_mutation_meta reads it.
-inline constexpr absl::string_view kSetGradEnabled =
-    "torch._C._set_grad_enabled";
-
-// IsPythonOp()
-//
-// Whether `target` is a Python operator or torch.sym_* function on numbers,
-// or kSetGradEnabled.
-bool IsPythonOp(absl::string_view target);
-
-// EvalPythonOp()
-//
-// A Python operator on numbers ("operator.add", ...) or torch.sym_float,
-// sym_int, sym_max, sym_min, with Python semantics; symbolic operands give
-// symbolic results.
-absl::StatusOr<Value> EvalPythonOp(absl::string_view target,
-                                   const std::vector<Value>& args);
 
 }  // namespace lathe::ir
 

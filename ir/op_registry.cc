@@ -31,26 +31,29 @@ absl::Status OpCall::Error(absl::string_view message) const {
 const OpRegistry& OpRegistry::Global() {
   static const OpRegistry* registry = [] {
     auto* r = new OpRegistry;
+    std::vector<std::string> reductions;
     for (auto fn : {&RegisterPointwiseOps, &RegisterReductionOps,
                     &RegisterViewOps, &RegisterLinalgOps, &RegisterCreationOps,
                     &RegisterIndexOps, &RegisterNnOps, &RegisterExtraOps}) {
+      std::vector<std::string> before = r->Targets();
       absl::Status s = fn(*r);
       LATHE_CHECK(s.ok()) << "op registration failed: " << s.message();
+      if (fn == &RegisterReductionOps) {
+        for (const std::string& t : r->Targets()) {
+          if (!std::binary_search(before.begin(), before.end(), t))
+            reductions.push_back(t);
+        }
+      }
     }
     // After every family: the in-place twins of the pointwise ops (a twin
     // some family registered by hand is only paired).
     absl::Status s = RegisterInplaceTwins(*r);
     LATHE_CHECK(s.ok()) << "op registration failed: " << s.message();
+    s = r->DeriveTags(reductions);
+    LATHE_CHECK(s.ok()) << "op registration failed: " << s.message();
     return r;
   }();
   return *registry;
-}
-
-bool MutatesMetadata(absl::string_view target) {
-  return target == "aten.t_.default" || target == "aten.transpose_.default" ||
-         target == "aten.unsqueeze_.default" ||
-         target == "aten.as_strided_.default" ||
-         target == "aten.set_.source_Tensor";
 }
 
 const OpDef* OpRegistry::Find(absl::string_view target) const {
@@ -133,7 +136,71 @@ absl::Status OpRegistry::MarkPointwise(absl::string_view target) {
   if (it == ops_.end()) {
     return absl::NotFoundError(absl::StrCat("no op ", target));
   }
-  it->second->pointwise = true;
+  it->second->tags |= static_cast<uint32_t>(OpTag::kPointwise);
+  return absl::OkStatus();
+}
+
+absl::Status OpRegistry::Tag(absl::string_view target, OpTag tag) {
+  auto it = ops_.find(target);
+  if (it == ops_.end()) {
+    return absl::NotFoundError(absl::StrCat("no op ", target));
+  }
+  it->second->tags |= static_cast<uint32_t>(tag);
+  return absl::OkStatus();
+}
+
+absl::Status OpRegistry::DeriveTags(
+    const std::vector<std::string>& reductions) {
+  for (const std::string& t : reductions) {
+    // Scans and sorts live with the reductions but keep their dimensions.
+    if (absl::StrContains(t, "cum") || absl::StrContains(t, "sort") ||
+        absl::StrContains(t, "topk")) {
+      continue;
+    }
+    RETURN_IF_ERROR(Tag(t, OpTag::kReduction));
+  }
+  for (absl::string_view t :
+       {"aten.mm.default", "aten.bmm.default", "aten.addmm.default",
+        "aten.baddbmm.default", "aten.convolution.default",
+        "aten.convolution_backward.default", "aten.sort.default",
+        "aten.topk.default", "aten._cdist_forward.default",
+        "aten._pdist_forward.default", "aten._embedding_bag.default",
+        "aten._embedding_bag_forward_only.default", "aten._fft_r2c.default",
+        "aten._fft_c2r.default"}) {
+    RETURN_IF_ERROR(Tag(t, OpTag::kExtern));
+  }
+  for (absl::string_view t :
+       {"aten.rand.default", "aten.randn.default", "aten.randperm.default",
+        "aten.native_dropout.default"}) {
+    RETURN_IF_ERROR(Tag(t, OpTag::kRandom));
+  }
+  RETURN_IF_ERROR(Tag("aten._assert_scalar.default", OpTag::kSideEffect));
+  for (auto& [target, op] : ops_) {
+    const OpSchema& s = op->schema;
+    if (s.overload == "out" || absl::StartsWith(s.overload, "out_")) {
+      op->tags |= static_cast<uint32_t>(OpTag::kOut);
+      std::string functional =
+          absl::StrCat(target.substr(0, target.rfind('.')), ".",
+                       s.overload == "out" ? "default" : s.overload.substr(4));
+      if (auto f = ops_.find(functional); f != ops_.end()) {
+        op->functional = functional;
+        f->second->out = target;
+      } else if (auto t = ops_.find(absl::StrCat(
+                     target.substr(0, target.rfind('.')), ".Tensor"));
+                 t != ops_.end()) {
+        op->functional = t->first;
+        t->second->out = target;
+      }
+      continue;
+    }
+    bool first_written = !s.arguments.empty() && s.arguments[0].is_written();
+    if (first_written) {
+      op->tags |= static_cast<uint32_t>(OpTag::kInplace);
+    } else if (!s.returns.empty() && s.returns[0].alias.has_value() &&
+               !s.returns[0].alias->is_write) {
+      op->tags |= static_cast<uint32_t>(OpTag::kView);
+    }
+  }
   return absl::OkStatus();
 }
 

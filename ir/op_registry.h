@@ -72,21 +72,38 @@ class OpCall {
 
 using OpFn = std::function<absl::StatusOr<Value>(const OpCall&)>;
 
+// What passes and code generation ask of an op, as bits of OpDef::tags.
+enum class OpTag : uint32_t {
+  kPointwise = 1 << 0,   // elementwise with broadcasting
+  kReduction = 1 << 1,   // reduces dimensions (sum, amax, var, ...)
+  kView = 1 << 2,        // returns a view of its first argument
+  kInplace = 1 << 3,     // writes its first argument and returns it
+  kOut = 1 << 4,         // an out= overload (writes `out`, returns it)
+  kExtern = 1 << 5,      // a library routine: matmul, convolution, sort
+  kRandom = 1 << 6,      // draws from the generator
+  kSideEffect = 1 << 7,  // an effect beyond its value (_assert_scalar)
+};
+
 struct OpDef {
   std::string target;  // "aten.add.Tensor"
   OpSchema schema;
   OpFn meta;
   OpFn kernel;
-  std::string functional;  // for an in-place op: its functional twin
+  std::string functional;  // for an in-place or out= op: its functional twin
   std::string inplace;     // for a functional op: its in-place twin
+  std::string out;         // for a functional op: its out= overload
   // For an op that writes arguments other than (or besides) its first
   // (_native_batch_norm_legit writes running_mean and running_var):
   // {written argument index, index of the functional twin's result that is
   // that argument's new value}. The twin's first results are the op's own.
   std::vector<std::pair<int, int>> written_results;
-  // Elementwise with broadcasting (RegisterPointwiseOps' ops): a functional
-  // one gets its in-place twin from RegisterInplaceTwins.
-  bool pointwise = false;
+  // OpTag bits. A functional pointwise op gets its in-place twin from
+  // RegisterInplaceTwins.
+  uint32_t tags = 0;
+
+  bool HasTag(OpTag tag) const {
+    return (tags & static_cast<uint32_t>(tag)) != 0;
+  }
 };
 
 class OpRegistry {
@@ -133,19 +150,18 @@ class OpRegistry {
   // When the twin is already registered it only pairs them.
   absl::Status AddInplaceTwin(absl::string_view functional,
                               absl::string_view overload, bool refuse_overlap);
-  // Marks `target` pointwise (OpDef::pointwise).
+  // Marks `target` pointwise (OpTag::kPointwise).
   absl::Status MarkPointwise(absl::string_view target);
+  // Adds `tag` to `target`'s tags.
+  absl::Status Tag(absl::string_view target, OpTag tag);
+  // After every family: tags each op by its schema (view, in-place, out=)
+  // and by the families' lists (reductions, externs, random and
+  // side-effecting ops), and pairs out= overloads with their functional op.
+  absl::Status DeriveTags(const std::vector<std::string>& reductions);
 
  private:
   absl::flat_hash_map<std::string, std::unique_ptr<OpDef>> ops_;
 };
-
-// MutatesMetadata()
-//
-// Whether `target` changes its first argument's sizes, strides or storage
-// (t_, transpose_, unsqueeze_, as_strided_, set_): its result replaces that
-// argument's value from then on.
-bool MutatesMetadata(absl::string_view target);
 
 // BindArguments()
 //

@@ -1074,7 +1074,7 @@ TEST(ExtraOpsTest, EveryPointwiseOpHasItsInplaceTwinPaired) {
   int checked = 0;
   for (const std::string& target : registry.Targets()) {
     const OpDef* op = registry.Find(target);
-    if (!op->pointwise || op->schema.IsMutable() ||
+    if (!op->HasTag(OpTag::kPointwise) || op->schema.IsMutable() ||
         op->schema.arguments[0].name != "self" ||
         op->schema.arguments[0].type.ToString() != "Tensor" ||
         none.count(op->schema.name)) {
@@ -1088,7 +1088,7 @@ TEST(ExtraOpsTest, EveryPointwiseOpHasItsInplaceTwinPaired) {
   }
   int pointwise = 0;
   for (const auto& [functional, inplace] : kTorchInplace) {
-    pointwise += registry.Find(functional)->pointwise;
+    pointwise += registry.Find(functional)->HasTag(OpTag::kPointwise);
   }
   EXPECT_EQ(checked, pointwise);
   EXPECT_GT(checked, 80);

@@ -19,6 +19,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
+#include "ir/alias_info.h"
+#include "ir/eval_call.h"
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "ir/op_testing.h"

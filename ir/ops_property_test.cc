@@ -799,7 +799,7 @@ TEST(OpsPropertyTest, ExtraOpsMetaFunctionsPredictKernelResults) {
   std::vector<std::string> unary_inplace;
   for (const std::string& target : OpRegistry::Global().Targets()) {
     const OpDef* op = OpRegistry::Global().Find(target);
-    if (!op->pointwise || op->inplace.empty()) continue;
+    if (!op->HasTag(OpTag::kPointwise) || op->inplace.empty()) continue;
     int required = 0;
     for (const Argument& a : op->schema.arguments)
       required += !a.default_value.has_value();

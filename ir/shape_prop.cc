@@ -1,6 +1,7 @@
 #include "ir/shape_prop.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,7 +13,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "ir/interpreter.h"
+#include "ir/alias_info.h"
+#include "ir/eval_call.h"
+#include "ir/infer_meta.h"
 #include "ir/op_registry.h"
 #include "ir/value.h"
 #include "status_macros.h"
@@ -91,107 +94,13 @@ absl::StatusOr<Directives> ReadDirectives(const Graph& g) {
   return d;
 }
 
-// `m` with symbols replaced as `r` says.
-absl::StatusOr<ValueMeta> SubstituteMeta(
-    ValueMeta m, const absl::flat_hash_map<symbolic::Expr, symbolic::Expr>& r) {
-  switch (m.kind) {
-    case ValueMeta::Kind::kTensor: {
-      for (auto* list : {&m.tensor.sizes, &m.tensor.strides}) {
-        for (symbolic::Expr& e : *list) {
-          ASSIGN_OR_RETURN(e, symbolic::Substitute(e, r));
-        }
-      }
-      ASSIGN_OR_RETURN(m.tensor.storage_offset,
-                       symbolic::Substitute(m.tensor.storage_offset, r));
-      break;
-    }
-    case ValueMeta::Kind::kSym: {
-      ASSIGN_OR_RETURN(m.sym, symbolic::Substitute(m.sym, r));
-      break;
-    }
-    case ValueMeta::Kind::kTuple: {
-      for (ValueMeta& e : m.elements) {
-        ASSIGN_OR_RETURN(e, SubstituteMeta(std::move(e), r));
-      }
-      break;
-    }
-    case ValueMeta::Kind::kNone:
-      break;
-  }
-  return m;
-}
-
-ValueMeta ToMeta(const Value& v) {
-  switch (v.kind) {
-    case Value::Kind::kTensor:
-      return ValueMeta::Tensor(v.meta);
-    case Value::Kind::kNumber:
-      return ValueMeta::Sym(v.number);
-    case Value::Kind::kList: {
-      std::vector<ValueMeta> elements;
-      for (const Value& e : v.list) elements.push_back(ToMeta(e));
-      return ValueMeta::Tuple(std::move(elements));
-    }
-    default:
-      return ValueMeta();
-  }
-}
-
-Value FromMeta(const ValueMeta& m) {
-  switch (m.kind) {
-    case ValueMeta::Kind::kTensor:
-      return Value::OfMeta(m.tensor);
-    case ValueMeta::Kind::kSym:
-      return Value::Number(m.sym);
-    case ValueMeta::Kind::kTuple: {
-      std::vector<Value> items;
-      for (const ValueMeta& e : m.elements) items.push_back(FromMeta(e));
-      return Value::List(std::move(items));
-    }
-    case ValueMeta::Kind::kNone:
-      return Value::None();
-  }
-  return Value::None();
-}
-
 // Gives new tensors fresh storage identities. A meta function returns a
 // view, an in-place result or set_'s source with the storage it shares, and
 // a newly made tensor with none.
-void AssignStorage(Value& out, StorageId* next) {
+void AssignFreshStorage(Value& out, Graph& graph) {
   if (out.is_tensor() && out.meta.storage == kUnknownStorage)
-    out.meta.storage = (*next)++;
-  for (Value& e : out.list) AssignStorage(e, next);
-}
-
-// Records in `bindings` the unbacked symbols of `m` not in `known` (and
-// adds them there), with their paths.
-void BindUnbacked(
-    const ValueMeta& m, const std::string& path, const symbolic::ShapeEnv& env,
-    absl::flat_hash_set<symbolic::Expr>& known,
-    std::vector<std::pair<symbolic::Expr, std::string>>& bindings) {
-  auto bind = [&](symbolic::Expr e, const std::string& where) {
-    if (e.is_symbol() && env.IsUnbacked(e) && known.insert(e).second) {
-      bindings.push_back({e, where});
-    }
-  };
-  switch (m.kind) {
-    case ValueMeta::Kind::kSym:
-      bind(m.sym, path);
-      break;
-    case ValueMeta::Kind::kTensor:
-      for (size_t d = 0; d < m.tensor.sizes.size(); ++d) {
-        bind(m.tensor.sizes[d], absl::StrCat(path, ".size(", d, ")"));
-      }
-      break;
-    case ValueMeta::Kind::kTuple:
-      for (size_t i = 0; i < m.elements.size(); ++i) {
-        BindUnbacked(m.elements[i], absl::StrCat(path, "[", i, "]"), env, known,
-                     bindings);
-      }
-      break;
-    case ValueMeta::Kind::kNone:
-      break;
-  }
+    out.meta.storage = graph.NewStorageId();
+  for (Value& e : out.list) AssignFreshStorage(e, graph);
 }
 
 // An error when a tensor in `m` has concrete sizes whose bytes int64 cannot
@@ -222,7 +131,7 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
   for (const auto& [name, v] : options.hints) d.hints[name] = v;
   absl::flat_hash_map<const Node*, Value> values;
   absl::flat_hash_map<std::string, StorageId> input_storage;
-  StorageId next_storage = 0;
+  graph.ResetStorageIds(0);
   absl::flat_hash_set<symbolic::Expr> known;  // symbols bound so far
   absl::flat_hash_set<std::string> declared;  // by the inputs' annotations
   std::vector<Node*> placeholders = graph.Placeholders();
@@ -277,14 +186,14 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
       if (alias != d.alias_of.end() && input_storage.contains(alias->second)) {
         m.tensor.storage = input_storage[alias->second];
       } else {
-        m.tensor.storage = next_storage++;
+        m.tensor.storage = graph.NewStorageId();
       }
       input_storage[p->name()] = m.tensor.storage;
     }
     // The caller binds the inputs' symbols: they are known, not introduced.
     std::vector<std::pair<symbolic::Expr, std::string>> by_caller;
     BindUnbacked(m, "", env, known, by_caller);
-    values[p] = FromMeta(m);
+    values[p] = ValueOfMeta(m);
   }
   // A hint must name a symbol of the inputs' annotations.
   for (const auto& [name, text] : d.hint_text) {
@@ -303,12 +212,12 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
             "constant '", n.name(),
             "' has no tensor annotation; shape propagation needs its type"));
       }
-      n.meta().tensor.storage = next_storage++;
+      n.meta().tensor.storage = graph.NewStorageId();
       if (absl::Status st = CheckByteCount(n.meta()); !st.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat("constant '", n.name(), "': ", st.message()));
       }
-      values[&n] = FromMeta(n.meta());
+      values[&n] = ValueOfMeta(n.meta());
       continue;
     }
     if (n.kind() != Node::Kind::kCall) continue;
@@ -330,7 +239,7 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
       return fail(call.status());
     }
     Value out = std::move(call->out);
-    AssignStorage(out, &next_storage);
+    AssignFreshStorage(out, graph);
     // An .item() PyTorch annotated with a backed symbol
     // (`_local_scalar_dense: "Sym(s16)"`) is that symbol, backed by the hint
     // the caller gives it (lathec: the item'd input's value), not a fresh
@@ -381,7 +290,7 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
       }
       out.meta.storage_offset = env.Simplify(out.meta.storage_offset);
     }
-    n.meta() = ToMeta(out);
+    n.meta() = MetaOfValue(out);
     if (absl::Status st = CheckByteCount(n.meta()); !st.ok()) return fail(st);
     std::vector<std::pair<symbolic::Expr, std::string>> previous =
         std::move(n.unbacked_bindings());
@@ -402,8 +311,8 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
         back[new_symbol] = old_symbol;
       }
       if (same_env) {
-        ASSIGN_OR_RETURN(n.meta(), SubstituteMeta(n.meta(), back));
-        out = FromMeta(n.meta());
+        ASSIGN_OR_RETURN(n.meta(), SubstituteSymbols(n.meta(), back));
+        out = ValueOfMeta(n.meta());
         n.unbacked_bindings() = std::move(previous);
         for (const auto& [symbol, path] : n.unbacked_bindings()) {
           known.insert(symbol);
@@ -430,6 +339,7 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
                        name));
     }
   }
+  graph.set_meta_inference(std::make_shared<ShapeEnvMetaInference>(env));
   return absl::OkStatus();
 }
 

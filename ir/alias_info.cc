@@ -1,0 +1,49 @@
+#include "ir/alias_info.h"
+
+#include "ir/op_registry.h"
+
+namespace lathe::ir {
+
+namespace {
+
+const OpDef* OpOf(const Node& n) {
+  return n.kind() == Node::Kind::kCall ? n.op() : nullptr;
+}
+
+}  // namespace
+
+bool IsInplace(const Node& n) {
+  const OpDef* op = OpOf(n);
+  return op != nullptr && !op->schema.arguments.empty() &&
+         op->schema.arguments[0].is_written() && !n.args().empty() &&
+         n.args()[0].kind == Arg::Kind::kNode;
+}
+
+bool IsView(const Node& n) {
+  if (n.kind() != Node::Kind::kCall || n.args().empty() ||
+      n.args()[0].kind != Arg::Kind::kNode) {
+    return false;
+  }
+  if (n.target() == "getitem") return IsView(*n.args()[0].node);
+  const OpDef* op = OpOf(n);
+  // A return aliasing a written argument (an out= overload's `out`) is
+  // that argument, not a view of the first.
+  return op != nullptr && !IsInplace(n) && !op->schema.returns.empty() &&
+         op->schema.returns[0].alias.has_value() &&
+         !op->schema.returns[0].alias->is_write;
+}
+
+const Node* TensorObject(const Node& n) {
+  const Node* at = &n;
+  while (IsInplace(*at)) at = at->args()[0].node;
+  return at;
+}
+
+bool MutatesMetadata(absl::string_view target) {
+  return target == "aten.t_.default" || target == "aten.transpose_.default" ||
+         target == "aten.unsqueeze_.default" ||
+         target == "aten.as_strided_.default" ||
+         target == "aten.set_.source_Tensor";
+}
+
+}  // namespace lathe::ir

@@ -1,0 +1,84 @@
+// -----------------------------------------------------------------------------
+// File: eval_call.h
+// -----------------------------------------------------------------------------
+//
+// Evaluates one call node on the values of its arguments: `getitem`, Python
+// operators on numbers, or an op's reference kernel or meta function. The
+// interpreter runs graphs with it; shape propagation and InferMeta compute
+// metas with it.
+//
+// Example:
+//
+//   ASSIGN_OR_RETURN(EvaluatedCall c, EvalCall(*node, values, &env));
+//   c.out.meta.ToAnnotation();   // the node's meta, from its inputs' metas
+
+#ifndef LATHE_IR_EVAL_CALL_H_
+#define LATHE_IR_EVAL_CALL_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "ir/graph.h"
+#include "ir/op_registry.h"
+#include "ir/random.h"
+#include "ir/value.h"
+#include "symbolic/shape_env.h"
+
+namespace lathe::ir {
+
+// ArgValue()
+//
+// A call argument as a value, with nodes looked up in `env`.
+absl::StatusOr<Value> ArgValue(
+    const Arg& arg, const absl::flat_hash_map<const Node*, Value>& env);
+
+// The result of one call node, and for an op call the op and its bound
+// arguments (schema order, defaults filled).
+struct EvaluatedCall {
+  Value out;
+  const OpDef* op = nullptr;
+  std::vector<Value> args;
+};
+
+// EvalCall()
+//
+// Evaluates call node `n` on the values of its arguments: getitem, Python
+// operators, or an op's reference kernel (shape_env null) or its meta
+// function (recording guards in shape_env). Random kernels draw from
+// `generator` (null: a fresh default-seeded one).
+absl::StatusOr<EvaluatedCall> EvalCall(
+    const Node& n, const absl::flat_hash_map<const Node*, Value>& values,
+    symbolic::ShapeEnv* shape_env, Generator* generator = nullptr);
+
+// SetObjectValue()
+//
+// After a metadata mutation (t_, set_, ...) of `node`'s tensor object, every
+// evaluated node that is that object takes `value`.
+void SetObjectValue(const Node& node, const Value& value,
+                    absl::flat_hash_map<const Node*, Value>& values);
+
+// Dynamo's grad-mode switch (`torch._C._set_grad_enabled(False)` in a
+// graph): a no-op when running; view_and_mutation_meta reads it.
+inline constexpr absl::string_view kSetGradEnabled =
+    "torch._C._set_grad_enabled";
+
+// IsPythonOp()
+//
+// Whether `target` is a Python operator or torch.sym_* function on numbers,
+// or kSetGradEnabled.
+bool IsPythonOp(absl::string_view target);
+
+// EvalPythonOp()
+//
+// A Python operator on numbers ("operator.add", ...) or torch.sym_float,
+// sym_int, sym_max, sym_min, with Python semantics; symbolic operands give
+// symbolic results.
+absl::StatusOr<Value> EvalPythonOp(absl::string_view target,
+                                   const std::vector<Value>& args);
+
+}  // namespace lathe::ir
+
+#endif  // LATHE_IR_EVAL_CALL_H_

@@ -1,0 +1,36 @@
+// -----------------------------------------------------------------------------
+// File: runfiles.h
+// -----------------------------------------------------------------------------
+//
+// The one way lathe's tests find their data files: a path relative to the
+// workspace root, resolved in the test's runfiles ($TEST_SRCDIR/
+// $TEST_WORKSPACE), and the test's scratch directory ($TEST_TMPDIR).
+//
+// Example:
+//
+//   ASSERT_OK_AND_ASSIGN(std::string text,
+//                        ReadRunfile("ir/testdata/graphs/mlp.txt"));
+//   std::string out = TestTmpPath("out");
+
+#ifndef LATHE_TOOLS_TESTING_RUNFILES_H_
+#define LATHE_TOOLS_TESTING_RUNFILES_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace lathe::testing {
+
+// The absolute path of workspace-relative `path` in the test's runfiles.
+std::string RunfilePath(absl::string_view path);
+
+// The contents of runfile `path`; NotFound naming it when it cannot be read.
+absl::StatusOr<std::string> ReadRunfile(absl::string_view path);
+
+// `name` under the test's scratch directory ($TEST_TMPDIR, else /tmp).
+std::string TestTmpPath(absl::string_view name);
+
+}  // namespace lathe::testing
+
+#endif  // LATHE_TOOLS_TESTING_RUNFILES_H_
