@@ -13,9 +13,9 @@
 
 #include "absl/strings/string_view.h"
 #include "aot/aot_dispatch.h"
-#include "aot/functional_checker.h"
 #include "ir/graph.h"
 #include "ir/graph_text.h"
+#include "passes/functional_invariant.h"
 #include "symbolic/shape_env.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       lathe::aot::AotDispatch(**g, env, options);
   if (!aot.ok()) return 0;
   if (!(*g)->CheckStructure().ok()) std::abort();
-  if (!lathe::aot::CheckFunctional(**g).ok()) std::abort();
+  if (!lathe::passes::CheckFunctional(**g).ok()) std::abort();
   if (aot->plan.CppSource().empty() || aot->subclass.CppSource().empty()) {
     std::abort();
   }

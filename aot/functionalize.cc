@@ -12,7 +12,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "aot/functional_checker.h"
 #include "ir/alias_info.h"
 #include "ir/eval_call.h"
 #include "ir/interpreter.h"
@@ -594,7 +593,7 @@ class SizeNodes {
     // Before the first epilogue node (or the output).
     Node* before = graph_.output();
     for (const auto& n : graph_.nodes()) {
-      if (EpilogueKind(n->target()) != nullptr) {
+      if (ir::EpilogueKind(n->target()) != nullptr) {
         before = n.get();
         break;
       }
@@ -684,7 +683,6 @@ absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
   }
   if (restrided) RETURN_IF_ERROR(repropagate());
   ir::ComputeFrees(graph);
-  RETURN_IF_ERROR(CheckFunctional(graph));
   return changed;
 }
 

@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "aot/functional_checker.h"
+#include "ir/alias_info.h"
 #include "ir/shape_prop.h"
 #include "runtime/copy.h"
 #include "status_macros.h"
@@ -153,7 +153,7 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
     const InputInfo& info = meta.inputs[i];
     Node *set = nullptr, *copy = nullptr, *restride = nullptr;
     for (Node* u : p->users()) {
-      if (EpilogueKind(u->target()) == nullptr || u->args()[0].node != p)
+      if (ir::EpilogueKind(u->target()) == nullptr || u->args()[0].node != p)
         continue;
       if (u->target() == "aten.set_.source_Tensor") set = u;
       if (u->target() == "aten.copy_.default") copy = u;

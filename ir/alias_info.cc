@@ -46,4 +46,11 @@ bool MutatesMetadata(absl::string_view target) {
          target == "aten.set_.source_Tensor";
 }
 
+const char* EpilogueKind(absl::string_view target) {
+  if (target == "aten.copy_.default") return "data";
+  if (target == "aten.set_.source_Tensor") return "storage";
+  if (target == "aten.as_strided_.default") return "metadata";
+  return nullptr;
+}
+
 }  // namespace lathe::ir

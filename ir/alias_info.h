@@ -45,6 +45,13 @@ const Node* TensorObject(const Node& n);
 // argument's value from then on.
 bool MutatesMetadata(absl::string_view target);
 
+// EpilogueKind()
+//
+// "data", "storage" or "metadata" for the ops of the mutation epilogue
+// functionalization leaves (copy_, set_, as_strided_); null for any other
+// target.
+const char* EpilogueKind(absl::string_view target);
+
 }  // namespace lathe::ir
 
 #endif  // LATHE_IR_ALIAS_INFO_H_

@@ -31,7 +31,7 @@ void CopyShowFlags(const ValueMeta& from, ValueMeta& to) {
 
 }  // namespace
 
-absl::Status Verify(Graph& graph, const ShapePropOptions& options) {
+absl::Status Verify(const Graph& graph, const ShapePropOptions& options) {
   RETURN_IF_ERROR(graph.CheckStructure());
   bool past_inputs = false;
   for (const auto& n : graph.nodes()) {
@@ -45,32 +45,25 @@ absl::Status Verify(Graph& graph, const ShapePropOptions& options) {
     }
     past_inputs = true;
   }
-  // Recompute every meta in a scratch ShapeEnv (unknown ops, arity and
-  // argument types fail there), compare, and restore the graph.
-  struct Saved {
-    Node* node;
-    ValueMeta meta;
-    std::vector<std::pair<symbolic::Expr, std::string>> bindings;
-  };
-  std::vector<Saved> saved;
-  for (const auto& n : graph.nodes()) {
-    saved.push_back({n.get(), n->meta(), n->unbacked_bindings()});
-  }
+  // Recompute every meta on a copy, in a scratch ShapeEnv (unknown ops,
+  // arity and argument types fail there), and compare.
+  std::unique_ptr<Graph> copy = graph.Clone();
   symbolic::ShapeEnv scratch;
-  absl::Status status = PropagateShapes(graph, scratch, options);
-  for (Saved& s : saved) {
-    ValueMeta got = std::move(s.node->meta());
-    s.node->meta() = s.meta;
-    s.node->unbacked_bindings() = std::move(s.bindings);
-    if (!status.ok() || s.node->kind() == Node::Kind::kPlaceholder ||
-        s.meta.kind == ValueMeta::Kind::kNone) {
+  RETURN_IF_ERROR(PropagateShapes(*copy, scratch, options));
+  absl::Status status;
+  auto it = copy->nodes().begin();
+  for (const auto& n : graph.nodes()) {
+    const Node& got_node = **it++;
+    if (n->kind() == Node::Kind::kPlaceholder ||
+        n->meta().kind == ValueMeta::Kind::kNone) {
       continue;
     }
-    CopyShowFlags(s.meta, got);
-    std::string w = s.meta.ToAnnotation(), g = got.ToAnnotation();
+    ValueMeta got = got_node.meta();
+    CopyShowFlags(n->meta(), got);
+    std::string w = n->meta().ToAnnotation(), g = got.ToAnnotation();
     if (w != g) {
-      status = absl::InvalidArgumentError(
-          absl::StrCat("node '", s.node->name(), "': annotation ", w,
+      return absl::InvalidArgumentError(
+          absl::StrCat("node '", n->name(), "': annotation ", w,
                        " does not match the op's meta ", g));
     }
   }

@@ -6,7 +6,7 @@
 // order and use lists, inputs first and annotated, every target a known op
 // called with the right arity and argument types, and every recorded
 // annotation equal to what the op's meta function computes from its inputs
-// (in a scratch ShapeEnv; the graph is left as it was).
+// (on a copy, in a scratch ShapeEnv: the graph is never changed).
 //
 // Example:
 //
@@ -28,7 +28,7 @@ namespace lathe::ir {
 // OK when the graph is well formed and its annotations are consistent; the
 // first problem otherwise, naming the node. Symbol hints come from
 // `# lathe: hint` directives and `options`.
-absl::Status Verify(Graph& graph, const ShapePropOptions& options = {});
+absl::Status Verify(const Graph& graph, const ShapePropOptions& options = {});
 
 }  // namespace lathe::ir
 

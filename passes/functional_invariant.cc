@@ -1,4 +1,4 @@
-#include "aot/functional_checker.h"
+#include "passes/functional_invariant.h"
 
 #include <string>
 #include <utility>
@@ -8,17 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "ir/alias_info.h"
 #include "ir/eval_call.h"
-#include "ir/interpreter.h"
 #include "ir/op_registry.h"
 
-namespace lathe::aot {
-
-const char* EpilogueKind(absl::string_view target) {
-  if (target == "aten.copy_.default") return "data";
-  if (target == "aten.set_.source_Tensor") return "storage";
-  if (target == "aten.as_strided_.default") return "metadata";
-  return nullptr;
-}
+namespace lathe::passes {
 
 namespace {
 
@@ -35,10 +27,10 @@ absl::Status CheckFunctional(const ir::Graph& graph) {
   for (const auto& node : graph.nodes()) {
     const ir::Node& n = *node;
     if (n.kind() != ir::Node::Kind::kCall) continue;
-    const char* kind = EpilogueKind(n.target());
+    const char* kind = ir::EpilogueKind(n.target());
     if (kind == nullptr) {  // must be functional, and before the epilogue
       if (n.target() != "getitem" && !ir::IsPythonOp(n.target())) {
-        const ir::OpDef* op = ir::OpRegistry::Global().Find(n.target());
+        const ir::OpDef* op = n.op();
         if (op == nullptr) {
           return Fail(n, absl::StrCat("unknown op ", n.target()));
         }
@@ -73,4 +65,4 @@ absl::Status CheckFunctional(const ir::Graph& graph) {
   return absl::OkStatus();
 }
 
-}  // namespace lathe::aot
+}  // namespace lathe::passes

@@ -1,33 +1,28 @@
 // -----------------------------------------------------------------------------
-// File: functional_checker.h
+// File: functional_invariant.h
 // -----------------------------------------------------------------------------
 //
 // The invariant every stage after functionalization relies on (reference
 // §1.3): "no mutation in the graph, except for an epilogue at the end". The
 // epilogue is copy_ (data), set_ (storage) and as_strided_ (metadata) into
 // graph inputs, each input written at most once per kind; every other op
-// must be functional. Later passes run the check between stages.
+// must be functional. The pass pipeline checks it after every pass until
+// reinplace.
 //
 // Example:
 //
-//   RETURN_IF_ERROR(aot::CheckFunctional(*graph));
+//   RETURN_IF_ERROR(passes::CheckFunctional(*graph));
 //   // "node 'mul_': aten.mul_.Tensor writes its argument 'self'; only the
 //   //  copy_/set_/as_strided_ epilogue may mutate"
 
-#ifndef LATHE_AOT_FUNCTIONAL_CHECKER_H_
-#define LATHE_AOT_FUNCTIONAL_CHECKER_H_
+#ifndef LATHE_PASSES_FUNCTIONAL_INVARIANT_H_
+#define LATHE_PASSES_FUNCTIONAL_INVARIANT_H_
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "ir/graph.h"
 
-namespace lathe::aot {
-
-// EpilogueKind()
-//
-// "data", "storage" or "metadata" for the epilogue ops copy_, set_ and
-// as_strided_; null for any other target.
-const char* EpilogueKind(absl::string_view target);
+namespace lathe::passes {
 
 // CheckFunctional()
 //
@@ -35,6 +30,6 @@ const char* EpilogueKind(absl::string_view target);
 // first violation otherwise, naming the node.
 absl::Status CheckFunctional(const ir::Graph& graph);
 
-}  // namespace lathe::aot
+}  // namespace lathe::passes
 
-#endif  // LATHE_AOT_FUNCTIONAL_CHECKER_H_
+#endif  // LATHE_PASSES_FUNCTIONAL_INVARIANT_H_

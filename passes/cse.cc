@@ -1,0 +1,127 @@
+#include "passes/cse.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "ir/op_registry.h"
+#include "status_macros.h"
+
+namespace lathe::passes {
+namespace {
+
+void AppendKey(const ir::Arg& a, std::string& key) {
+  using K = ir::Arg::Kind;
+  switch (a.kind) {
+    case K::kNode:
+      absl::StrAppend(&key, "%", reinterpret_cast<uintptr_t>(a.node));
+      break;
+    case K::kNone:
+      key += "None";
+      break;
+    case K::kBool:
+      key += a.b ? "True" : "False";
+      break;
+    case K::kInt:
+      absl::StrAppend(&key, "i", a.i);
+      break;
+    case K::kFloat: {
+      uint64_t bits;
+      std::memcpy(&bits, &a.f, sizeof bits);
+      absl::StrAppend(&key, "f", bits);
+      break;
+    }
+    case K::kString:
+    case K::kLayout:
+    case K::kMemoryFormat:
+      absl::StrAppend(&key, "'", a.s, "'");
+      break;
+    case K::kDType:
+      absl::StrAppend(&key, "dt", static_cast<int>(a.dtype));
+      break;
+    case K::kDevice:
+      absl::StrAppend(&key, "dev", a.device.ToString());
+      break;
+    case K::kList:
+      key += a.tuple ? "(" : "[";
+      for (const ir::Arg& e : a.list) {
+        AppendKey(e, key);
+        key += ",";
+      }
+      key += a.tuple ? ")" : "]";
+      break;
+  }
+}
+
+// Whether merging can change what the program does, beyond its value.
+bool HasEffect(const ir::Node& n) {
+  if (n.target() == "torch._C._set_grad_enabled") return true;
+  const ir::OpDef* op = n.op();
+  if (op == nullptr) return false;
+  if (op->HasTag(ir::OpTag::kRandom) || op->HasTag(ir::OpTag::kSideEffect))
+    return true;
+  for (const ir::Argument& a : op->schema.arguments) {
+    if (a.is_written()) return true;
+  }
+  return false;
+}
+
+void Storages(const ir::ValueMeta& m, absl::flat_hash_set<ir::StorageId>& out) {
+  if (m.kind == ir::ValueMeta::Kind::kTensor) out.insert(m.tensor.storage);
+  for (const ir::ValueMeta& e : m.elements) Storages(e, out);
+}
+
+}  // namespace
+
+absl::StatusOr<bool> Cse::Run(ir::Graph& graph, PassContext& ctx) {
+  // Storages of inputs and outputs, and the output's nodes.
+  absl::flat_hash_set<ir::StorageId> boundary;
+  absl::flat_hash_set<const ir::Node*> returned;
+  for (ir::Node* p : graph.Placeholders()) Storages(p->meta(), boundary);
+  if (const ir::Node* out = graph.output(); out != nullptr) {
+    for (ir::Node* r : out->Inputs()) {
+      returned.insert(r);
+      Storages(r->meta(), boundary);
+    }
+  }
+  absl::flat_hash_map<std::string, ir::Node*> seen;
+  std::vector<ir::Node*> order;
+  for (const auto& n : graph.nodes()) order.push_back(n.get());
+  bool changed = false;
+  for (ir::Node* n : order) {
+    if (n->kind() != ir::Node::Kind::kCall) continue;
+    if (HasEffect(*n)) {
+      if (n->op() != nullptr && !n->op()->HasTag(ir::OpTag::kRandom))
+        seen.clear();  // a write: nothing merges across it
+      continue;
+    }
+    std::string key = n->target();
+    for (const ir::Arg& a : n->args()) AppendKey(a, key);
+    for (const auto& [k, a] : n->kwargs()) {
+      absl::StrAppend(&key, ";", k, "=");
+      AppendKey(a, key);
+    }
+    auto [it, fresh] = seen.emplace(std::move(key), n);
+    if (fresh) continue;
+    ir::Node* earlier = it->second;
+    // A fresh tensor the graph returns stays fresh (Rule A of
+    // remove_noop_ops): merging would alias it with an input or output.
+    if (returned.contains(n) &&
+        n->meta().kind == ir::ValueMeta::Kind::kTensor &&
+        earlier->meta().kind == ir::ValueMeta::Kind::kTensor &&
+        n->meta().tensor.storage != earlier->meta().tensor.storage &&
+        boundary.contains(earlier->meta().tensor.storage)) {
+      continue;
+    }
+    ctx.Log("cse: ", n->name(), " -> ", earlier->name());
+    graph.ReplaceAllUsesWith(n, earlier);
+    RETURN_IF_ERROR(graph.Erase(n));
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace lathe::passes

@@ -1,0 +1,120 @@
+#include "passes/invariants.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "symbolic/expr.h"
+#include "symbolic/printer.h"
+
+namespace lathe::passes {
+namespace {
+
+void Storages(const ir::ValueMeta& m, std::vector<ir::StorageId>& out) {
+  if (m.kind == ir::ValueMeta::Kind::kTensor &&
+      m.tensor.storage != ir::kUnknownStorage) {
+    out.push_back(m.tensor.storage);
+  }
+  for (const ir::ValueMeta& e : m.elements) Storages(e, out);
+}
+
+void Symbols(const ir::ValueMeta& m, std::vector<symbolic::Expr>& out) {
+  auto add = [&](symbolic::Expr e) {
+    for (symbolic::Expr s : symbolic::FreeSymbols(e)) out.push_back(s);
+  };
+  switch (m.kind) {
+    case ir::ValueMeta::Kind::kTensor:
+      for (const auto& e : m.tensor.sizes) add(e);
+      for (const auto& e : m.tensor.strides) add(e);
+      add(m.tensor.storage_offset);
+      break;
+    case ir::ValueMeta::Kind::kSym:
+      add(m.sym);
+      break;
+    case ir::ValueMeta::Kind::kTuple:
+      for (const ir::ValueMeta& e : m.elements) Symbols(e, out);
+      break;
+    case ir::ValueMeta::Kind::kNone:
+      break;
+  }
+}
+
+}  // namespace
+
+AliasSnapshot TakeAliasSnapshot(const ir::Graph& graph) {
+  AliasSnapshot snap;
+  absl::flat_hash_map<ir::StorageId, std::vector<std::string>> input_of;
+  std::vector<ir::Node*> inputs = graph.Placeholders();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<ir::StorageId> s;
+    Storages(inputs[i]->meta(), s);
+    for (ir::StorageId id : s)
+      input_of[id].push_back(absl::StrCat("input ", i));
+  }
+  const ir::Node* out = graph.output();
+  if (out == nullptr || out->args().empty()) return snap;
+  const std::vector<ir::Arg>& results = out->args()[0].list;
+  std::vector<std::vector<ir::StorageId>> out_storages(results.size());
+  for (size_t j = 0; j < results.size(); ++j) {
+    if (results[j].kind == ir::Arg::Kind::kNode) {
+      Storages(results[j].node->meta(), out_storages[j]);
+    }
+    std::string name = absl::StrCat("output ", j);
+    for (ir::StorageId id : out_storages[j]) {
+      auto it = input_of.find(id);
+      if (it == input_of.end()) continue;
+      for (const std::string& in : it->second) snap.pairs.insert({in, name});
+    }
+    for (size_t k = 0; k < j; ++k) {
+      for (ir::StorageId a : out_storages[k]) {
+        for (ir::StorageId b : out_storages[j]) {
+          if (a == b) snap.pairs.insert({absl::StrCat("output ", k), name});
+        }
+      }
+    }
+  }
+  return snap;
+}
+
+absl::Status CheckNoNewAliasing(const AliasSnapshot& before,
+                                const ir::Graph& graph) {
+  AliasSnapshot now = TakeAliasSnapshot(graph);
+  for (const auto& pair : now.pairs) {
+    if (before.pairs.count(pair) == 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(pair.first, " and ", pair.second,
+                       " now share a storage; they did not before"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckUnbackedBindings(const ir::Graph& graph,
+                                   const symbolic::ShapeEnv& env) {
+  absl::flat_hash_set<symbolic::Expr> bound;
+  for (const auto& n : graph.nodes()) {
+    std::vector<symbolic::Expr> symbols;
+    Symbols(n->meta(), symbols);
+    if (n->kind() == ir::Node::Kind::kPlaceholder ||
+        n->kind() == ir::Node::Kind::kGetAttr) {
+      for (symbolic::Expr s : symbols) bound.insert(s);  // the caller binds
+      continue;
+    }
+    for (const auto& [symbol, path] : n->unbacked_bindings()) {
+      bound.insert(symbol);
+    }
+    for (symbolic::Expr s : symbols) {
+      if (env.IsUnbacked(s) && !bound.contains(s)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "node '", n->name(), "': its meta ", n->meta().ToAnnotation(),
+            " mentions the unbacked symbol ", symbolic::ToString(s),
+            ", which no earlier node binds"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace lathe::passes

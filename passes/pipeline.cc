@@ -1,0 +1,125 @@
+#include "passes/pipeline.h"
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "ir/graph_text.h"
+#include "ir/verifier.h"
+#include "passes/functional_invariant.h"
+#include "passes/invariants.h"
+#include "status_macros.h"
+
+namespace lathe::passes {
+
+struct PassPipeline::State {
+  const PipelineOptions& options;
+  PipelineReport& report;
+  AliasSnapshot aliasing;
+  bool functional = true;
+};
+
+PassPipeline& PassPipeline::AddFixedPoint(int max_iterations) {
+  steps_.push_back(
+      Step{nullptr, std::make_unique<PassPipeline>(), max_iterations});
+  return *steps_.back().group;
+}
+
+std::string PassPipeline::Describe() const {
+  std::vector<std::string> names;
+  for (const Step& s : steps_) {
+    names.push_back(s.pass != nullptr ? std::string(s.pass->name())
+                                      : absl::StrCat("fixed_point(",
+                                                     s.group->Describe(), ")"));
+  }
+  return absl::StrJoin(names, ", ");
+}
+
+namespace {
+
+double Since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+}  // namespace
+
+absl::Status PassPipeline::RunSteps(ir::Graph& graph, PassContext& ctx,
+                                    State& state, bool& changed) {
+  for (Step& step : steps_) {
+    if (step.group != nullptr) {
+      int k = 0;
+      for (bool again = true; again; ++k) {
+        if (k == step.max_iterations) {
+          ctx.Log("fixed_point(", step.group->Describe(), "): stopped after ",
+                  k, " iterations, still changing");
+          break;
+        }
+        again = false;
+        RETURN_IF_ERROR(step.group->RunSteps(graph, ctx, state, again));
+        changed = changed || again;
+      }
+      continue;
+    }
+    Pass& pass = *step.pass;
+    PassRun run;
+    run.name = std::string(pass.name());
+    auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<bool> did = pass.Run(graph, ctx);
+    run.seconds = Since(start);
+    if (!did.ok()) {
+      return absl::Status(
+          did.status().code(),
+          absl::StrCat("pass ", run.name, ": ", did.status().message()));
+    }
+    run.changed = *did;
+    changed = changed || *did;
+    if (pass.AddsMutation()) state.functional = false;
+    if (state.options.check_invariants) {
+      start = std::chrono::steady_clock::now();
+      auto broke = [&](const absl::Status& s) {
+        return absl::InternalError(
+            absl::StrCat("after pass ", run.name, ": ", s.message()));
+      };
+      if (absl::Status s = ir::Verify(graph); !s.ok()) return broke(s);
+      if (state.functional) {
+        if (absl::Status s = CheckFunctional(graph); !s.ok()) return broke(s);
+      }
+      if (absl::Status s = CheckNoNewAliasing(state.aliasing, graph); !s.ok())
+        return broke(s);
+      if (absl::Status s = CheckUnbackedBindings(graph, ctx.env()); !s.ok())
+        return broke(s);
+      run.check_seconds = Since(start);
+    }
+    if (state.options.dump) {
+      ir::ComputeFrees(graph);
+      state.report.dumps.push_back(
+          {absl::StrFormat("%02d-%s.txt", state.report.runs.size() + 1,
+                           run.name),
+           ir::PrintGraph(graph)});
+    }
+    state.report.runs.push_back(std::move(run));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PipelineReport> PassPipeline::Run(
+    ir::Graph& graph, PassContext& ctx, const PipelineOptions& options) {
+  PipelineReport report;
+  // The functional invariant holds from functionalization to reinplace; a
+  // graph that never had it (a pass test's mutating input) is not held to
+  // it.
+  State state{options, report, TakeAliasSnapshot(graph),
+              options.check_invariants && CheckFunctional(graph).ok()};
+  bool changed = false;
+  RETURN_IF_ERROR(RunSteps(graph, ctx, state, changed));
+  report.changed = changed;
+  ir::ComputeFrees(graph);
+  return report;
+}
+
+}  // namespace lathe::passes
