@@ -1,0 +1,188 @@
+#include "passes/tensorify_scalars.h"
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/graph_text.h"
+#include "ir/interpreter.h"
+#include "ir/op_testing.h"
+#include "ir/shape_prop.h"
+#include "passes/pass_testing.h"
+#include "passes/pipeline.h"
+#include "symbolic/printer.h"
+#include "symbolic/shape_env.h"
+#include "tools/testing/runfiles.h"
+#include "tools/testing/status_matchers.h"
+
+namespace lathe::passes {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+TEST(TensorifyScalarsTest, FloatInTensorSlotBecomesA0dTensor) {
+  EXPECT_OK(RunPassAndFileCheck<TensorifyScalars>(R"IR(# lathe: hint zf0 0.5
+def forward(self, x: "f32[4]", lr: "Sym(zf0)"):
+    mul = torch.ops.aten.mul.Tensor(x, lr)
+    return (mul,)
+)IR",
+                                                  R"IR(
+CHECK: scalar_tensor: "f64[][]cpu" = torch.ops.aten.scalar_tensor.default(lr, dtype = torch.float64)
+CHECK: convert_element_type: "f32[][]cpu" = torch.ops.prims.convert_element_type.default(scalar_tensor, torch.float32)
+CHECK: mul: "f32[4][1]cpu" = torch.ops.aten.mul.Tensor(x, convert_element_type)
+)IR"));
+}
+
+// Method-form in-place ops keep their in-place overloads (no copy_), and
+// alpha= / value= Scalars become tensor compute (seed 000).
+TEST(TensorifyScalarsTest, InPlaceAndScalarArguments) {
+  EXPECT_OK(RunPassAndFileCheck<TensorifyScalars>(R"IR(# lathe: hint zf0 0.5
+def forward(self, p: "f32[4]", g: "f32[4]", d: "f32[4]", lr: "Sym(zf0)"):
+    mul_ = torch.ops.aten.mul_.Scalar(p, lr)
+    neg = -lr
+    add_ = torch.ops.aten.add_.Tensor(p, g, alpha = neg)
+    half = 0.5 * lr
+    addcdiv_ = torch.ops.aten.addcdiv_.default(p, g, d, value = half)
+    return ()
+)IR",
+                                                  R"IR(
+CHECK: mul_: {{.*}} = torch.ops.aten.mul_.Tensor(p, convert_element_type)
+CHECK: mul: {{.*}} = torch.ops.aten.mul.Tensor(scalar_tensor, -1.0)
+CHECK: mul_1: {{.*}} = torch.ops.aten.mul.Tensor(g, convert_element_type_1)
+CHECK: add_: {{.*}} = torch.ops.aten.add_.Tensor(p, mul_1);
+CHECK: mul_2: {{.*}} = torch.ops.aten.mul.Tensor(scalar_tensor, 0.5)
+CHECK: div: {{.*}} = torch.ops.aten.div.Tensor(g, d)
+CHECK: mul_3: {{.*}} = torch.ops.aten.mul.Tensor(div, convert_element_type_2)
+CHECK: addcdiv_: {{.*}} = torch.ops.aten.add_.Tensor(p, mul_3);
+CHECK-NOT: copy_
+CHECK-NOT: = -lr
+)IR"));
+}
+
+// Composite expressions (`1 - beta1 ** step`, `beta2 ** 0.5`) and
+// comparisons are rebuilt from the symbols, each subexpression once.
+TEST(TensorifyScalarsTest, CompositeExpressionsAndComparisons) {
+  EXPECT_OK(RunPassAndFileCheck<TensorifyScalars>(R"IR(# lathe: hint zf0 0.9
+# lathe: hint zf1 3.0
+def forward(self, x: "f32[4]", beta: "Sym(zf0)", step: "Sym(zf1)"):
+    pow_1 = beta ** step
+    bc = 1 - pow_1
+    sq = bc ** 0.5
+    div = torch.ops.aten.div.Tensor(x, sq)
+    gt = torch.ops.aten.gt.Scalar(x, bc)
+    return (div, gt)
+)IR",
+                                                  R"IR(
+CHECK: scalar_tensor{{.*}}(beta, dtype = torch.float64)
+CHECK: scalar_tensor_1{{.*}}(step, dtype = torch.float64)
+CHECK: pow: {{.*}} = torch.ops.aten.pow.Tensor_Tensor(scalar_tensor, scalar_tensor_1)
+CHECK: mul: {{.*}} = torch.ops.aten.mul.Tensor(pow, -1.0)
+CHECK: add: {{.*}} = torch.ops.aten.add.Tensor(mul, 1.0)
+CHECK: pow_2: {{.*}} = torch.ops.aten.pow.Tensor_Scalar(add, 0.5)
+CHECK: div{{.*}} = torch.ops.aten.div.Tensor(x, convert_element_type)
+CHECK: convert_element_type_1: {{.*}}(add, torch.float32)
+CHECK: gt{{.*}} = torch.ops.aten.gt.Tensor(x, convert_element_type_1)
+CHECK-NOT: ** 
+)IR"));
+}
+
+// A float a use needs as a number (here a fill value full() takes as a
+// Scalar) is specialized: a guard on its value, the value in the graph.
+TEST(TensorifyScalarsTest, SweepSpecializesWhatCannotBeTensorified) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g,
+                       ir::ParseGraph(R"IR(# lathe: hint zf0 0.25
+# lathe: hint zf1 2.0
+def forward(self, x: "f32[2]", a: "Sym(zf0)", b: "Sym(zf1)"):
+    full = torch.ops.aten.full.default([2], a)
+    mul = torch.ops.aten.mul.Tensor(x, b)
+    add = torch.ops.aten.add.Tensor(full, mul)
+    return (add,)
+)IR"));
+  symbolic::ShapeEnv env;
+  ASSERT_OK(ir::PropagateShapes(*g, env));
+  PassPipeline p;
+  p.AddPass<TensorifyScalars>();
+  PassContext ctx(env);
+  ASSERT_OK_AND_ASSIGN(PipelineReport r, p.Run(*g, ctx));
+  EXPECT_TRUE(r.changed);
+  EXPECT_THAT(ctx.specialize(), ElementsAre("zf0"));
+  ASSERT_EQ(env.guards().size(), 1u);
+  EXPECT_EQ(symbolic::ToString(env.guards()[0]), "Eq(zf0, 0.25)");
+  EXPECT_THAT(ir::PrintGraph(*g),
+              ::testing::HasSubstr("aten.full.default([2], 0.25)"));
+}
+
+// The Adam step of seed 000 over 10 parameters, lr/beta1/beta2/step as
+// float symbols: nothing is specialized, and one tensorified graph gives
+// the unoptimized graph's results for 20 (lr, step) values.
+TEST(TensorifyScalarsTest, AdamStepNeverSpecializes) {
+  ASSERT_OK_AND_ASSIGN(std::string text, lathe::testing::ReadRunfile(
+                                             "passes/testdata/adam10_sym.txt"));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> original,
+                       ir::ParseGraph(text));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));
+  symbolic::ShapeEnv env;
+  ASSERT_OK(ir::PropagateShapes(*g, env));
+  PassPipeline p;
+  p.AddPass<TensorifyScalars>();
+  PassContext ctx(env);
+  ASSERT_OK_AND_ASSIGN(PipelineReport r, p.Run(*g, ctx));
+  EXPECT_TRUE(r.changed);
+  EXPECT_THAT(ctx.specialize(), IsEmpty());
+  EXPECT_THAT(env.guards(), IsEmpty());
+  std::string printed = ir::PrintGraph(*g);
+  EXPECT_THAT(printed, ::testing::Not(::testing::HasSubstr("copy_")));
+  EXPECT_THAT(printed, ::testing::Not(::testing::HasSubstr("value =")));
+  std::mt19937 rng(7);
+  std::normal_distribution<double> normal;
+  for (int k = 0; k < 20; ++k) {
+    double lr = 1e-3 * (k + 1), step = k + 1;
+    std::vector<ir::Value> a, b;
+    for (ir::Node* ph : g->Placeholders()) {
+      ir::Value v;
+      if (ph->meta().kind == ir::ValueMeta::Kind::kSym) {
+        const std::string& n = ph->name();
+        v = ir::Value::Float(n == "lr"      ? lr
+                             : n == "beta1" ? 0.9
+                             : n == "beta2" ? 0.999
+                                            : step);
+        a.push_back(v);
+        b.push_back(v);
+        continue;
+      }
+      std::vector<int64_t> sizes;
+      int64_t count = 1;
+      for (const auto& s : ph->meta().tensor.sizes) {
+        sizes.push_back(s.int_value());
+        count *= s.int_value();
+      }
+      std::vector<double> values;
+      for (int64_t i = 0; i < count; ++i) {
+        double x = normal(rng);
+        values.push_back(ph->name()[0] == 'v' ? std::abs(x) : x);
+      }
+      a.push_back(ir::V(ir::T(sizes, values)));
+      b.push_back(ir::V(ir::T(sizes, values)));
+    }
+    ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*original, a));
+    ASSERT_OK_AND_ASSIGN(ir::Interpretation got, ir::Interpret(*g, b));
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!a[i].is_tensor()) continue;
+      std::vector<double> x = ir::Elements(a[i].tensor),
+                          y = ir::Elements(b[i].tensor);
+      ASSERT_EQ(x.size(), y.size());
+      for (size_t j = 0; j < x.size(); ++j) {
+        EXPECT_NEAR(y[j], x[j], 1e-6 * std::max(1.0, std::abs(x[j])))
+            << "input " << i << " element " << j << " (lr " << lr << ")";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lathe::passes
