@@ -183,8 +183,14 @@ bool SameMeta(const ValueMeta& a, const ValueMeta& b) {
   return false;
 }
 
-absl::Status InferMeta(Node& node, symbolic::ShapeEnv& env) {
-  if (node.kind() != Node::Kind::kCall) return absl::OkStatus();
+absl::StatusOr<InferredMeta> ComputeMeta(const Node& node,
+                                         symbolic::ShapeEnv& env) {
+  InferredMeta r;
+  if (node.kind() != Node::Kind::kCall) {
+    r.meta = node.meta();
+    r.bindings = node.unbacked_bindings();
+    return r;
+  }
   absl::flat_hash_map<const Node*, Value> values;
   absl::flat_hash_set<StorageId> input_storages;
   absl::flat_hash_set<symbolic::Expr> known;
@@ -200,7 +206,7 @@ absl::Status InferMeta(Node& node, symbolic::ShapeEnv& env) {
         absl::StrCat("node '", node.name(), "': ", call.status().message()));
   }
   Value out = std::move(call->out);
-  const ValueMeta old = node.meta();
+  const ValueMeta& old = node.meta();
   AssignStorage(out, old.kind == ValueMeta::Kind::kNone ? nullptr : &old,
                 input_storages, *node.graph());
   if (out.is_tensor()) {
@@ -214,26 +220,41 @@ absl::Status InferMeta(Node& node, symbolic::ShapeEnv& env) {
     out.meta.show_device =
         old.kind != ValueMeta::Kind::kTensor || old.tensor.show_device;
   }
-  ValueMeta meta = MetaOfValue(out);
-  std::vector<std::pair<symbolic::Expr, std::string>> bindings;
-  BindUnbacked(meta, "", env, known, bindings);
+  r.meta = MetaOfValue(out);
+  BindUnbacked(r.meta, "", env, known, r.bindings);
   // A node that had bindings keeps its symbols (u0 stays u0).
   const auto& previous = node.unbacked_bindings();
-  if (!previous.empty() && previous.size() == bindings.size()) {
+  // An .item() shape propagation bound to a backed symbol (`Sym(s16)`, the
+  // hint its input gave) stays that symbol.
+  if (previous.empty() && r.bindings.size() == 1 &&
+      r.bindings[0].second.empty() && old.kind == ValueMeta::Kind::kSym &&
+      old.sym.is_symbol() && env.HintOf(old.sym).has_value() &&
+      old.sym.is_int() == r.bindings[0].first.is_int()) {
+    r.meta = old;
+    r.bindings.clear();
+    return r;
+  }
+  if (!previous.empty() && previous.size() == r.bindings.size()) {
     absl::flat_hash_map<symbolic::Expr, symbolic::Expr> back;
     bool same = true;
     for (size_t i = 0; i < previous.size(); ++i) {
-      same = same && previous[i].second == bindings[i].second &&
-             previous[i].first.is_int() == bindings[i].first.is_int();
-      back[bindings[i].first] = previous[i].first;
+      same = same && previous[i].second == r.bindings[i].second &&
+             previous[i].first.is_int() == r.bindings[i].first.is_int();
+      back[r.bindings[i].first] = previous[i].first;
     }
     if (same) {
-      ASSIGN_OR_RETURN(meta, SubstituteSymbols(std::move(meta), back));
-      bindings = previous;
+      ASSIGN_OR_RETURN(r.meta, SubstituteSymbols(std::move(r.meta), back));
+      r.bindings = previous;
     }
   }
-  node.meta() = std::move(meta);
-  node.unbacked_bindings() = std::move(bindings);
+  return r;
+}
+
+absl::Status InferMeta(Node& node, symbolic::ShapeEnv& env) {
+  if (node.kind() != Node::Kind::kCall) return absl::OkStatus();
+  ASSIGN_OR_RETURN(InferredMeta r, ComputeMeta(node, env));
+  node.meta() = std::move(r.meta);
+  node.unbacked_bindings() = std::move(r.bindings);
   return absl::OkStatus();
 }
 

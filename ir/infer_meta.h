@@ -35,6 +35,18 @@
 
 namespace lathe::ir {
 
+// What a call node's meta and unbacked bindings are, from its inputs' metas.
+struct InferredMeta {
+  ValueMeta meta;
+  std::vector<std::pair<symbolic::Expr, std::string>> bindings;
+};
+
+// ComputeMeta()
+//
+// The meta InferMeta would give `node`, leaving the node as it is.
+absl::StatusOr<InferredMeta> ComputeMeta(const Node& node,
+                                         symbolic::ShapeEnv& env);
+
 // InferMeta()
 //
 // Sets call node `node`'s meta and unbacked bindings from its inputs'

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "ir/infer_meta.h"
 #include "ir/op_registry.h"
 #include "status_macros.h"
 
@@ -91,6 +92,7 @@ absl::StatusOr<bool> Cse::Run(ir::Graph& graph, PassContext& ctx) {
   std::vector<ir::Node*> order;
   for (const auto& n : graph.nodes()) order.push_back(n.get());
   bool changed = false;
+  absl::flat_hash_set<ir::Node*> edited;  // users that read another value
   for (ir::Node* n : order) {
     if (n->kind() != ir::Node::Kind::kCall) continue;
     if (HasEffect(*n)) {
@@ -117,10 +119,16 @@ absl::StatusOr<bool> Cse::Run(ir::Graph& graph, PassContext& ctx) {
       continue;
     }
     ctx.Log("cse: ", n->name(), " -> ", earlier->name());
+    for (ir::Node* user : n->users()) edited.insert(user);
     graph.ReplaceAllUsesWith(n, earlier);
+    edited.erase(n);
     RETURN_IF_ERROR(graph.Erase(n));
     changed = true;
   }
+  // Users now read another value (a view of it shares its storage).
+  RETURN_IF_ERROR(
+      ir::RefreshMetas(graph, ctx.env(), {edited.begin(), edited.end()})
+          .status());
   return changed;
 }
 

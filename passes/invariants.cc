@@ -6,6 +6,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "ir/infer_meta.h"
+#include "status_macros.h"
 #include "symbolic/expr.h"
 #include "symbolic/printer.h"
 
@@ -86,6 +88,22 @@ absl::Status CheckNoNewAliasing(const AliasSnapshot& before,
       return absl::FailedPreconditionError(
           absl::StrCat(pair.first, " and ", pair.second,
                        " now share a storage; they did not before"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckMetas(const ir::Graph& graph, symbolic::ShapeEnv& env) {
+  RETURN_IF_ERROR(graph.CheckStructure());
+  for (const auto& n : graph.nodes()) {
+    if (n->kind() != ir::Node::Kind::kCall) continue;
+    ASSIGN_OR_RETURN(ir::InferredMeta want, ir::ComputeMeta(*n, env));
+    if (!ir::SameMeta(want.meta, n->meta())) {
+      ir::ValueMeta shown = want.meta;
+      return absl::FailedPreconditionError(
+          absl::StrCat("node '", n->name(), "': meta ",
+                       n->meta().ToAnnotation(), " is not the op's meta ",
+                       shown.ToAnnotation(), " (or its storage differs)"));
     }
   }
   return absl::OkStatus();

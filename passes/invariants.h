@@ -4,10 +4,10 @@
 //
 // The invariants every pass keeps (seed 002), checked by the pipeline after
 // each pass: the graph is well formed and every meta is what its op's meta
-// function gives (ir::Verify); until reinplace, only the epilogue mutates
-// (functional_invariant.h); no pass makes an input and an output, or two
-// outputs, share a storage that did not before; every unbacked symbol a
-// meta mentions is bound by the node that makes it, before its uses.
+// function gives in the compile's ShapeEnv (CheckMetas); until reinplace, only
+// the epilogue mutates (functional_invariant.h); no pass makes an input and an
+// output, or two outputs, share a storage that did not before; every unbacked
+// symbol a meta mentions is bound by the node that makes it, before its uses.
 //
 // Example:
 //
@@ -40,6 +40,14 @@ AliasSnapshot TakeAliasSnapshot(const ir::Graph& graph);
 // An error naming the pair when `graph` has a sharing `before` lacks.
 absl::Status CheckNoNewAliasing(const AliasSnapshot& before,
                                 const ir::Graph& graph);
+
+// CheckMetas()
+//
+// An error naming the first call node whose meta (sizes, strides, offset,
+// dtype, device, storage) is not what its op's meta function gives from its
+// inputs' metas in `env` (the ShapeEnv the graph was compiled in), and
+// when the graph is not well formed (Graph::CheckStructure).
+absl::Status CheckMetas(const ir::Graph& graph, symbolic::ShapeEnv& env);
 
 // An error naming the node when a meta mentions an unbacked symbol no
 // earlier node (or input annotation) binds.

@@ -1,6 +1,7 @@
 #include "passes/pipeline.h"
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,7 +10,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "ir/graph_text.h"
-#include "ir/verifier.h"
 #include "passes/functional_invariant.h"
 #include "passes/invariants.h"
 #include "status_macros.h"
@@ -85,10 +85,11 @@ absl::Status PassPipeline::RunSteps(ir::Graph& graph, PassContext& ctx,
         return absl::InternalError(
             absl::StrCat("after pass ", run.name, ": ", s.message()));
       };
-      if (absl::Status s = ir::Verify(graph); !s.ok()) return broke(s);
       if (state.functional) {
         if (absl::Status s = CheckFunctional(graph); !s.ok()) return broke(s);
       }
+      if (absl::Status s = CheckMetas(graph, ctx.env()); !s.ok())
+        return broke(s);
       if (absl::Status s = CheckNoNewAliasing(state.aliasing, graph); !s.ok())
         return broke(s);
       if (absl::Status s = CheckUnbackedBindings(graph, ctx.env()); !s.ok())

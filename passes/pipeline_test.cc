@@ -113,7 +113,9 @@ TEST(PipelineTest, IterationCapStopsAndLogs) {
 TEST(PipelineTest, BrokenInvariantsNameThePass) {
   for (const auto& [how, message] :
        std::vector<std::pair<std::string, std::string>>{
-           {"meta", "after pass breaker: node 'a': annotation f32[5]"},
+           {"meta",
+            "after pass breaker: node 'a': meta f32[5][1]cpu is not the op's "
+            "meta f32[4][1]cpu"},
            {"mutation",
             "after pass breaker: node 'a': aten.neg_.default "
             "writes its argument"},

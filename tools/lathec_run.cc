@@ -23,6 +23,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -43,6 +44,7 @@
 #include "symbolic/evaluate.h"
 #include "symbolic/guards.h"
 #include "symbolic/printer.h"
+#include "tools/compile.h"
 
 namespace lathe {
 namespace {}  // namespace
@@ -463,15 +465,8 @@ void Leaves(const Operand& o, std::vector<Operand>* out) {
   for (const Operand& i : o.composite->inner) Leaves(i, out);
 }
 
-// A compiled function: the dense functional graph and its plans, with the
-// guards that say which inputs (sizes, strides, scalar values) it admits.
-struct Compiled {
-  std::unique_ptr<ir::Graph> graph;
-  std::unique_ptr<symbolic::ShapeEnv> env;
-  aot::AotGraph aot;
-  std::optional<symbolic::GuardSet> guards;  // none for inputs it can't
-                                             // describe (e.g. a None input)
-};
+// A compiled function: the walk's result (tools/compile.h).
+using Compiled = CompiledGraph;
 
 absl::StatusOr<std::unique_ptr<ir::Graph>> Parse(const RunOptions& o,
                                                  absl::string_view text) {
@@ -488,36 +483,11 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> Parse(const RunOptions& o,
 absl::StatusOr<std::unique_ptr<Compiled>> Compile(
     const RunOptions& o, absl::string_view text,
     const absl::flat_hash_map<std::string, symbolic::Value>& hints) {
-  auto c = std::make_unique<Compiled>();
-  ASSIGN_OR_RETURN(c->graph, Parse(o, text));
-  std::vector<symbolic::InputSpec> specs;
-  bool describable = true;
-  for (const ir::Node* p : c->graph->Placeholders()) {
-    const ir::ValueMeta& m = p->meta();
-    if (m.kind == ir::ValueMeta::Kind::kTensor) {
-      specs.push_back(symbolic::InputSpec::Tensor(
-          m.tensor.sizes, m.tensor.strides, m.tensor.storage_offset));
-    } else if (m.kind == ir::ValueMeta::Kind::kSym && !m.sym.is_bool()) {
-      specs.push_back(symbolic::InputSpec::Scalar(m.sym));
-    } else {
-      describable = false;
-    }
-  }
-  aot::AotOptions options;
-  options.mutations.shapes.hints = hints;
-  c->env = std::make_unique<symbolic::ShapeEnv>();
-  absl::StatusOr<aot::AotGraph> aot =
-      aot::AotDispatch(*c->graph, *c->env, options);
-  if (!aot.ok()) {
-    return absl::Status(aot.status().code(),
-                        absl::StrCat(o.graph, ": ", aot.status().message()));
-  }
-  c->aot = *std::move(aot);
-  if (describable) {
-    absl::StatusOr<symbolic::GuardSet> g = ProduceGuards(*c->env, specs);
-    if (g.ok()) c->guards = *std::move(g);
-  }
-  return c;
+  CompileOptions options;
+  options.source = o.graph;
+  options.hints = hints;
+  options.dump = !o.dump_dir.empty();
+  return CompileGraphText(text, options);
 }
 
 // The guard inputs of a set, one per placeholder of `graph` (the graph as
@@ -730,7 +700,18 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
     ASSIGN_OR_RETURN(StagedDir staged,
                      StagedDir::Create(o.dump_dir, kDumpMarker));
     dump.emplace(std::move(staged));
-    RETURN_IF_ERROR(dump->Write("functionalize.txt", ir::PrintGraph(*c.graph)));
+    for (const auto& [name, text] : c.dumps) {
+      RETURN_IF_ERROR(dump->Write(name, text));
+    }
+    std::string steps;
+    for (const StepTime& step : c.steps) {
+      absl::StrAppend(&steps, absl::StrFormat("%-40s %10.3f ms\n", step.name,
+                                              step.seconds * 1e3));
+    }
+    RETURN_IF_ERROR(dump->Write("steps.txt", steps));
+    RETURN_IF_ERROR(dump->Write(
+        "passes.log",
+        absl::StrCat(absl::StrJoin(c.log, "\n"), c.log.empty() ? "" : "\n")));
     RETURN_IF_ERROR(dump->Write(
         "runtime_wrapper_plan.cc",
         absl::StrCat(plan.has_symbolic_layouts() ? symbolic::CppPrelude() : "",

@@ -21,9 +21,11 @@
 //   tensors, NAME_a.npy, NAME_b.npy, ...; a composite output is written the
 //   same way (out0_a.npy, ...).
 //   --dump-dir DIR
-//       also writes DIR/functionalize.txt (the functional graph),
-//       DIR/runtime_wrapper_plan.cc and DIR/subclass_wrapper_plan.cc (the
-//       plans as C++).
+//       also writes DIR/00-aot_dispatch.txt (the functional graph),
+//       DIR/NN-PASS.txt (the graph after each pass of the default
+//       pipeline), DIR/steps.txt (the time of each step of the walk),
+//       DIR/passes.log (the passes' decisions), DIR/runtime_wrapper_plan.cc
+//       and DIR/subclass_wrapper_plan.cc (the plans as C++).
 //   --max-memory BYTES (suffixes K, M, G, T)
 //       the most memory the run's tensors may hold together (default: half
 //       the machine's physical memory); .npy files are bounded by it too.

@@ -133,7 +133,7 @@ def forward(self, a: "f32[2, 3][3, 1]cpu"):
                                 "a.detach().copy_"));
   EXPECT_THAT(source, HasSubstr("in[0].AsStrided({3, 2}, {1, 3}, 0));  // "
                                 "a.as_strided_"));
-  EXPECT_THAT(ReadText(dump + "/functionalize.txt"),
+  EXPECT_THAT(ReadText(dump + "/00-aot_dispatch.txt"),
               HasSubstr("torch.ops.aten.mul.Tensor("));
 }
 
@@ -683,7 +683,7 @@ TEST(LathecTest, ABackedItemTakesItsHintFromItsInput) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(ReadNpy(dir + "/out/out0.npy")->ToString(), "f32[4][1]cpu");
   // Compiled with s16 backed (hint 4), not as a fresh unbacked u0.
-  EXPECT_THAT(ReadText(dir + "/dump/functionalize.txt"),
+  EXPECT_THAT(ReadText(dir + "/dump/00-aot_dispatch.txt"),
               HasSubstr("add: \"f32[s16][1]cpu\""));
 }
 

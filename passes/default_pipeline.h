@@ -1,0 +1,28 @@
+// -----------------------------------------------------------------------------
+// File: default_pipeline.h
+// -----------------------------------------------------------------------------
+//
+// The pass pipeline every compile runs, in DESIGN.md §1's order; read
+// default_pipeline.cc top to bottom to see what happens to a functional
+// graph between AOT dispatch and code generation.
+//
+// Example:
+//
+//   PassPipeline p = DefaultPipeline();
+//   PassContext ctx(env);
+//   ASSIGN_OR_RETURN(PipelineReport r, p.Run(graph, ctx, {.dump = true}));
+
+#ifndef LATHE_PASSES_DEFAULT_PIPELINE_H_
+#define LATHE_PASSES_DEFAULT_PIPELINE_H_
+
+#include "passes/pipeline.h"
+
+namespace lathe::passes {
+
+// The default pipeline: tensorify_scalars, the cleanups to a fixed point,
+// reinplace last.
+PassPipeline DefaultPipeline();
+
+}  // namespace lathe::passes
+
+#endif  // LATHE_PASSES_DEFAULT_PIPELINE_H_
