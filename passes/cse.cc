@@ -78,16 +78,14 @@ void Storages(const ir::ValueMeta& m, absl::flat_hash_set<ir::StorageId>& out) {
 }  // namespace
 
 absl::StatusOr<bool> Cse::Run(ir::Graph& graph, PassContext& ctx) {
-  // Storages of inputs and outputs, and the output's nodes.
-  absl::flat_hash_set<ir::StorageId> boundary;
-  absl::flat_hash_set<const ir::Node*> returned;
+  // Storages the caller sees: the inputs' and the outputs' (an output may
+  // be a view of the value that owns its storage).
+  absl::flat_hash_set<ir::StorageId> returned, boundary;
   for (ir::Node* p : graph.Placeholders()) Storages(p->meta(), boundary);
   if (const ir::Node* out = graph.output(); out != nullptr) {
-    for (ir::Node* r : out->Inputs()) {
-      returned.insert(r);
-      Storages(r->meta(), boundary);
-    }
+    for (ir::Node* r : out->Inputs()) Storages(r->meta(), returned);
   }
+  boundary.insert(returned.begin(), returned.end());
   absl::flat_hash_map<std::string, ir::Node*> seen;
   std::vector<ir::Node*> order;
   for (const auto& n : graph.nodes()) order.push_back(n.get());
@@ -109,12 +107,12 @@ absl::StatusOr<bool> Cse::Run(ir::Graph& graph, PassContext& ctx) {
     auto [it, fresh] = seen.emplace(std::move(key), n);
     if (fresh) continue;
     ir::Node* earlier = it->second;
-    // A fresh tensor the graph returns stays fresh (Rule A of
+    // A storage the graph returns stays its own (Rule A of
     // remove_noop_ops): merging would alias it with an input or output.
-    if (returned.contains(n) &&
-        n->meta().kind == ir::ValueMeta::Kind::kTensor &&
+    if (n->meta().kind == ir::ValueMeta::Kind::kTensor &&
         earlier->meta().kind == ir::ValueMeta::Kind::kTensor &&
         n->meta().tensor.storage != earlier->meta().tensor.storage &&
+        returned.contains(n->meta().tensor.storage) &&
         boundary.contains(earlier->meta().tensor.storage)) {
       continue;
     }
