@@ -116,19 +116,33 @@ void Node::ReplaceInput(Node* from, Node* to) {
 
 void Node::SetArgs(std::vector<Arg> args,
                    std::vector<std::pair<std::string, Arg>> kwargs) {
-  for (Node* in : Inputs()) {
-    auto it = std::find(in->users_.begin(), in->users_.end(), this);
-    if (it != in->users_.end()) in->users_.erase(it);
-  }
+  // Only the inputs whose use count changes are touched: an edit of one
+  // argument costs nothing on a value with thousands of users (x, lr).
+  absl::flat_hash_map<Node*, int> delta;
+  for (Node* in : Inputs()) --delta[in];
   args_ = std::move(args);
   kwargs_ = std::move(kwargs);
-  for (Node* in : Inputs()) in->users_.push_back(this);
+  std::vector<Node*> added;
+  for (Node* in : Inputs()) {
+    if (++delta[in] > 0) added.push_back(in);
+  }
+  for (auto& [in, d] : delta) {
+    for (; d < 0; ++d) {
+      auto it = std::find(in->users_.rbegin(), in->users_.rend(), this);
+      if (it != in->users_.rend()) in->users_.erase(std::next(it).base());
+    }
+  }
+  for (Node* in : added) in->users_.push_back(this);
 }
 
 std::vector<Node*> Graph::Placeholders() const {
+  // Inputs come first in any verified graph: stop once all are found.
   std::vector<Node*> out;
-  for (const auto& n : nodes_) {
-    if (n->kind() == Node::Kind::kPlaceholder) out.push_back(n.get());
+  out.reserve(placeholders_);
+  for (auto it = nodes_.begin();
+       it != nodes_.end() && static_cast<int>(out.size()) < placeholders_;
+       ++it) {
+    if ((*it)->kind() == Node::Kind::kPlaceholder) out.push_back(it->get());
   }
   return out;
 }
@@ -159,6 +173,7 @@ Node* Graph::Insert(Node::Kind kind, std::string name, std::string target,
   node->graph_ = this;
   Node* raw = node.get();
   by_name_[raw->name_] = raw;
+  placeholders_ += kind == Node::Kind::kPlaceholder;
   raw->position_ = nodes_.insert(
       before == nullptr ? nodes_.end() : before->position_, std::move(node));
   Number(raw);
@@ -222,12 +237,14 @@ void Graph::Number(Node* node) {
 }
 
 std::string Graph::UniqueName(absl::string_view base) const {
-  std::string name(base);
-  for (int k = 1; by_name_.contains(name); ++k)
-    name = absl::StrCat(base, "_", k);
+  // Suffixes count up per base from where the last search stopped, so
+  // naming the 10,000th "mul" does not try mul_1 ... mul_9999 again.
+  int& next = next_suffix_[base];
+  std::string name =
+      next == 0 ? std::string(base) : absl::StrCat(base, "_", next);
+  while (by_name_.contains(name)) name = absl::StrCat(base, "_", ++next);
   return name;
 }
-
 void Graph::ReplaceAllUsesWith(Node* from, Node* to) {
   ReplaceUsesWithIf(from, to, [](const Node&) { return true; });
 }
@@ -250,6 +267,7 @@ absl::Status Graph::Erase(Node* node) {
   }
   node->SetArgs({}, {});
   by_name_.erase(node->name_);
+  placeholders_ -= node->kind_ == Node::Kind::kPlaceholder;
   nodes_.erase(node->position_);
   return absl::OkStatus();
 }

@@ -282,6 +282,9 @@ class Graph {
   std::vector<Directive> directives_;
   std::shared_ptr<MetaInference> meta_inference_;
   StorageId next_storage_ = 0;
+  int placeholders_ = 0;  // how many of nodes_ are placeholders
+  // UniqueName's next suffix to try, per base.
+  mutable absl::flat_hash_map<std::string, int> next_suffix_;
 };
 
 // DynamoName()
