@@ -401,7 +401,6 @@ absl::StatusOr<CompositeSignature> FlattenComposites(
     if (n->kind() == Node::Kind::kCall) n->meta() = ir::ValueMeta();
   }
   RETURN_IF_ERROR(ir::PropagateShapes(graph, env, options));
-  ir::ComputeFrees(graph);
   return sig;
 }
 

@@ -682,7 +682,6 @@ absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
     changed = true;
   }
   if (restrided) RETURN_IF_ERROR(repropagate());
-  ir::ComputeFrees(graph);
   return changed;
 }
 

@@ -288,7 +288,6 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
       }
     }
   }
-  ir::ComputeFrees(graph);
   return plan;
 }
 

@@ -344,7 +344,6 @@ std::unique_ptr<Graph> Graph::Clone() const {
     Node* c = g->Insert(n->kind_, n->name_, n->target_, std::move(args),
                         std::move(kwargs), n->meta_);
     c->unbacked_bindings_ = n->unbacked_bindings_;
-    c->frees_ = n->frees_;
     copy[n.get()] = c;
   }
   g->directives_ = directives_;
@@ -451,27 +450,6 @@ Node* GraphBuilder::Output(std::vector<Node*> results) {
                         {Arg::List(std::move(items))}, {}, {});
 }
 
-std::unique_ptr<Graph> GraphBuilder::Finish() {
-  ComputeFrees(*graph_);
-  return std::move(graph_);
-}
-
-void ComputeFrees(Graph& graph) {
-  absl::flat_hash_map<Node*, Node*> last_use;
-  for (const auto& n : graph.nodes()) {
-    for (Node* in : n->Inputs()) last_use[in] = n.get();
-  }
-  for (const auto& n : graph.nodes()) {
-    n->frees().clear();
-    if (n->kind() == Node::Kind::kOutput) continue;
-    // In argument order, each value once.
-    absl::flat_hash_set<Node*> listed;
-    for (Node* in : n->Inputs()) {
-      if (last_use[in] == n.get() && listed.insert(in).second) {
-        n->frees().push_back(in->name());
-      }
-    }
-  }
-}
+std::unique_ptr<Graph> GraphBuilder::Finish() { return std::move(graph_); }
 
 }  // namespace lathe::ir

@@ -125,9 +125,6 @@ class Node {
                std::vector<std::pair<std::string, Arg>> kwargs);
   // Makes every argument that is `from` refer to `to` instead.
   void ReplaceInput(Node* from, Node* to);
-  // Values whose last use is this node, as the text form's `x = None`.
-  std::vector<std::string>& frees() { return frees_; }
-  const std::vector<std::string>& frees() const { return frees_; }
 
  private:
   friend class Graph;
@@ -146,7 +143,6 @@ class Node {
   std::vector<Node*> users_;
   ValueMeta meta_;
   std::vector<std::pair<symbolic::Expr, std::string>> unbacked_bindings_;
-  std::vector<std::string> frees_;
   Graph* graph_ = nullptr;
 };
 
@@ -297,7 +293,7 @@ std::string DynamoName(absl::string_view target);
 
 // GraphBuilder
 //
-// Appends nodes in order and computes `x = None` frees when finished.
+// Appends nodes in order.
 class GraphBuilder {
  public:
   GraphBuilder() : graph_(std::make_unique<Graph>()) {}
@@ -308,18 +304,12 @@ class GraphBuilder {
              std::vector<std::pair<std::string, Arg>> kwargs = {},
              ValueMeta meta = {});
   Node* Output(std::vector<Node*> results);
-  // The graph, with frees: each value is freed after its last use.
+  // The graph.
   std::unique_ptr<Graph> Finish();
 
  private:
   std::unique_ptr<Graph> graph_;
 };
-
-// ComputeFrees()
-//
-// Sets every node's frees to the values whose last use it is (as FX prints
-// them), except values the output returns.
-void ComputeFrees(Graph& graph);
 
 }  // namespace lathe::ir
 

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
@@ -658,7 +660,7 @@ class GraphParser {
       c.Skip();
       if (c.AtEnd()) break;
       RETURN_IF_ERROR(c.Expect(";", "';' or the end of the line"));
-      std::vector<std::string> names;
+      // `x = None` frees: checked, not kept (the printer computes them).
       while (true) {
         c.Skip();
         size_t at = c.pos();
@@ -668,11 +670,10 @@ class GraphParser {
           return c.ErrorAt(at, "expected a name before '= None'");
         ASSIGN_OR_RETURN(Node * n, Defined(c, at, freed));
         (void)n;
-        names.push_back(freed);
         c.Skip();
         if (c.Accept("None")) break;
       }
-      for (std::string& n : names) node->frees().push_back(std::move(n));
+      (void)node;
     }
     return absl::OkStatus();
   }
@@ -885,7 +886,41 @@ absl::StatusOr<std::unique_ptr<Graph>> ParseGraph(absl::string_view text) {
   return GraphParser(text).Parse();
 }
 
+namespace {
+
+// The `x = None` lines as FX's code generator writes them: after each node,
+// the values whose last use it is (in argument order; not those the output
+// returns), and the node itself when nothing uses it.
+absl::flat_hash_map<const Node*, std::vector<std::string>> Frees(
+    const Graph& graph) {
+  absl::flat_hash_map<const Node*, const Node*> last_use;
+  for (const auto& n : graph.nodes()) {
+    for (const Node* in : n->Inputs()) last_use[in] = n.get();
+  }
+  absl::flat_hash_map<const Node*, std::vector<std::string>> frees;
+  for (const auto& n : graph.nodes()) {
+    if (n->kind() == Node::Kind::kOutput ||
+        n->kind() == Node::Kind::kPlaceholder) {
+      continue;
+    }
+    std::vector<std::string>& names = frees[n.get()];
+    absl::flat_hash_set<const Node*> listed;
+    for (const Node* in : n->Inputs()) {
+      if (last_use[in] == n.get() && listed.insert(in).second) {
+        names.push_back(in->name());
+      }
+    }
+    if (n->users().empty()) names.push_back(n->name());
+    if (names.empty()) frees.erase(n.get());
+  }
+  return frees;
+}
+
+}  // namespace
+
 std::string PrintGraph(const Graph& graph) {
+  absl::flat_hash_map<const Node*, std::vector<std::string>> frees =
+      Frees(graph);
   std::string out;
   for (const Directive& d : graph.directives()) {
     absl::StrAppend(&out, "# lathe: ", d.text, "\n");
@@ -947,8 +982,8 @@ std::string PrintGraph(const Graph& graph) {
     }
     absl::StrAppend(&out, body, Annotated(n->name(), n->meta()), " = ",
                     Rhs(*n));
-    if (!n->frees().empty()) {
-      absl::StrAppend(&out, ";  ", absl::StrJoin(n->frees(), " = "), " = None");
+    if (auto f = frees.find(n.get()); f != frees.end()) {
+      absl::StrAppend(&out, ";  ", absl::StrJoin(f->second, " = "), " = None");
     }
     out += "\n";
   }

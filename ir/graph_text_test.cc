@@ -9,7 +9,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
@@ -57,6 +61,45 @@ TEST(GraphTextTest, CorpusRoundTripsExactly) {
     EXPECT_TRUE((*g)->CheckStructure().ok()) << file;
     EXPECT_EQ(PrintGraph(**g), text) << file;
   }
+}
+
+// The `x = None` frees of each statement line: "name: frees".
+std::vector<std::string> FreesOf(const std::string& text) {
+  std::vector<std::string> out;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    line = absl::StripLeadingAsciiWhitespace(line);
+    if (line.empty() || line[0] == '#' || absl::StartsWith(line, "def ") ||
+        absl::StartsWith(line, "class ") || absl::StartsWith(line, "return")) {
+      continue;
+    }
+    size_t name_end = line.find_first_of(":= ");
+    size_t semi = line.rfind(";  ");
+    out.push_back(absl::StrCat(
+        line.substr(0, name_end), ": ",
+        semi == absl::string_view::npos ? "" : line.substr(semi + 3)));
+  }
+  return out;
+}
+
+// Every graph PyTorch 2.15 printed (the torch corpus) prints back with the
+// same `x = None` lines: the printer computes them as FX does.
+TEST(GraphTextTest, TorchCorpusPrintsBackExactly) {
+  std::string root = absl::StrCat(GraphDir(), "/../torch_corpus");
+  DIR* dir = opendir(root.c_str());
+  ASSERT_NE(dir, nullptr) << root;
+  int checked = 0;
+  while (dirent* e = readdir(dir)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    std::string text = Slurp(absl::StrCat(root, "/", name, "/graph.txt"));
+    if (text.empty()) continue;
+    absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(text);
+    ASSERT_TRUE(g.ok()) << name << ": " << g.status();
+    EXPECT_EQ(FreesOf(PrintGraph(**g)), FreesOf(text)) << name;
+    ++checked;
+  }
+  closedir(dir);
+  EXPECT_GE(checked, 500);
 }
 
 TEST(GraphTextTest, StructureOfAParsedGraph) {

@@ -38,7 +38,6 @@ absl::StatusOr<PassResult> RunPass(absl::string_view text,
   symbolic::ShapeEnv env;
   RETURN_IF_ERROR(ir::PropagateShapes(*graph, env));
   PassResult r;
-  ir::ComputeFrees(*graph);
   r.before = ir::PrintGraph(*graph);
   PassPipeline pipeline;
   pipeline.AddPass<Borrowed>(std::move(pass));

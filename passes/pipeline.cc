@@ -97,7 +97,6 @@ absl::Status PassPipeline::RunSteps(ir::Graph& graph, PassContext& ctx,
       run.check_seconds = Since(start);
     }
     if (state.options.dump) {
-      ir::ComputeFrees(graph);
       state.report.dumps.push_back(
           {absl::StrFormat("%02d-%s.txt", state.report.runs.size() + 1,
                            run.name),
@@ -119,7 +118,6 @@ absl::StatusOr<PipelineReport> PassPipeline::Run(
   bool changed = false;
   RETURN_IF_ERROR(RunSteps(graph, ctx, state, changed));
   report.changed = changed;
-  ir::ComputeFrees(graph);
   return report;
 }
 
