@@ -1021,21 +1021,23 @@ constexpr Decomposition kDecompositions[] = {
 // ---- Scatter chains (reference §2.2) ----------------------------------------
 
 // Each scatter op and the view whose elements it writes (same arguments
-// after `src`).
+// after `src`); `absolute`: the view addresses storage positions
+// (as_strided), not positions relative to its input.
 struct ScatterView {
   const char* scatter;
   const char* view;
+  bool absolute = false;
 };
 constexpr ScatterView kScatterViews[] = {
-    {"aten.as_strided_scatter.default", "aten.as_strided.default"},
+    {"aten.as_strided_scatter.default", "aten.as_strided.default", true},
     {"aten.diagonal_scatter.default", "aten.diagonal.default"},
     {"aten.select_scatter.default", "aten.select.int"},
     {"aten.slice_scatter.default", "aten.slice.Tensor"},
 };
 
-const char* ViewOfScatter(absl::string_view target) {
+const ScatterView* ScatterOf(absl::string_view target) {
   for (const ScatterView& s : kScatterViews) {
-    if (target == s.scatter) return s.view;
+    if (target == s.scatter) return &s;
   }
   return nullptr;
 }
@@ -1081,12 +1083,13 @@ std::optional<std::vector<Arg>> ViewArgs(const Node& scatter) {
 // functional form). Returns whether it rewired anything.
 absl::StatusOr<bool> StraightenScatter(ir::Graph& graph, Node* outer,
                                        PassContext& ctx) {
-  const char* view = ViewOfScatter(outer->target());
-  if (view == nullptr || outer->args().size() < 2) return false;
+  const ScatterView* scatter = ScatterOf(outer->target());
+  if (scatter == nullptr || outer->args().size() < 2) return false;
+  const char* view = scatter->view;
   const Arg& src = outer->args()[1];
   if (src.kind != Arg::Kind::kNode) return false;
   Node* inner = src.node;
-  if (ViewOfScatter(inner->target()) == nullptr || inner->args().empty() ||
+  if (ScatterOf(inner->target()) == nullptr || inner->args().empty() ||
       inner->args()[0].kind != Arg::Kind::kNode) {
     return false;
   }
@@ -1103,7 +1106,7 @@ absl::StatusOr<bool> StraightenScatter(ir::Graph& graph, Node* outer,
   }
   // as_strided reads storage positions: outer must be laid out as x.
   const Node* x = outer->args()[0].node;
-  if (absl::string_view(view) == "aten.as_strided.default") {
+  if (scatter->absolute) {
     const TensorMeta &a = TM(x), &b = TM(outer);
     if (a.strides != b.strides || a.storage_offset != b.storage_offset) {
       return false;
@@ -1250,7 +1253,7 @@ absl::StatusOr<bool> Decompose::Run(ir::Graph& graph, PassContext& ctx) {
   // Scatter chains.
   std::vector<Node*> scatters;
   for (const auto& n : graph.nodes()) {
-    if (ViewOfScatter(n->target()) != nullptr) scatters.push_back(n.get());
+    if (ScatterOf(n->target()) != nullptr) scatters.push_back(n.get());
   }
   for (Node* s : scatters) {
     ASSIGN_OR_RETURN(bool rewired, StraightenScatter(graph, s, ctx));
