@@ -1,0 +1,1267 @@
+#include "passes/decompose.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "check.h"
+#include "ir/infer_meta.h"
+#include "ir/op_registry.h"
+#include "runtime/dtype.h"
+#include "status_macros.h"
+#include "symbolic/expr.h"
+
+namespace lathe::passes {
+namespace {
+
+using ir::Arg;
+using ir::Node;
+using ir::TensorMeta;
+using symbolic::Expr;
+
+// A decomposition's results, one per result of the op; empty when the call
+// is left alone.
+using Outputs = std::vector<Node*>;
+
+Arg A(Node* n) { return Arg::Of(n); }
+Arg I(int64_t v) { return Arg::Int(v); }
+Arg F(double v) { return Arg::Float(v); }
+Arg IntList(const std::vector<int64_t>& v) {
+  std::vector<Arg> items;
+  for (int64_t x : v) items.push_back(Arg::Int(x));
+  return Arg::List(std::move(items));
+}
+
+const TensorMeta& TM(const Node* n) { return n->meta().tensor; }
+
+bool IsTensor(const Node* n) {
+  return n != nullptr && n->meta().kind == ir::ValueMeta::Kind::kTensor;
+}
+
+bool IsConstant(Expr e) { return e.kind() == symbolic::ExprKind::kInteger; }
+
+// The dtype PyTorch computes in (utils.get_computation_dtype): float32 for
+// the 16-bit floats.
+DType OpMath(DType d) {
+  return d == DType::kFloat16 || d == DType::kBFloat16 ? DType::kFloat32 : d;
+}
+
+// Whether `m` is contiguous as PyTorch's is_contiguous says (size-1 dims
+// do not count), provably.
+bool IsContiguous(const TensorMeta& m) {
+  Expr expected = symbolic::Int(1);
+  for (int64_t d = m.dim() - 1; d >= 0; --d) {
+    if (m.sizes[d].is_constant(1)) continue;
+    if (m.sizes[d].is_constant(0)) return true;
+    if (m.strides[d] != expected) return false;
+    expected = symbolic::Mul(expected, m.sizes[d]);
+  }
+  return true;
+}
+
+// A literal number argument (not a symbol).
+bool IsNumber(const Arg& a) {
+  return a.kind == Arg::Kind::kInt || a.kind == Arg::Kind::kFloat ||
+         a.kind == Arg::Kind::kBool;
+}
+double NumberOf(const Arg& a) {
+  if (a.kind == Arg::Kind::kInt) return static_cast<double>(a.i);
+  if (a.kind == Arg::Kind::kBool) return a.b ? 1 : 0;
+  return a.f;
+}
+
+// The argument a schema default stands for.
+Arg DefaultArg(const ir::DefaultValue& d) {
+  using K = ir::DefaultValue::Kind;
+  switch (d.kind) {
+    case K::kNone:
+      return Arg::None();
+    case K::kBool:
+      return Arg::Bool(d.bool_value);
+    case K::kInt:
+      return Arg::Int(d.int_value);
+    case K::kFloat:
+      return Arg::Float(d.float_value);
+    case K::kString:
+    case K::kName:
+      return Arg::String(d.string_value);
+    case K::kList: {
+      std::vector<int64_t> v;
+      for (double x : d.list_values) v.push_back(static_cast<int64_t>(x));
+      return IntList(v);
+    }
+  }
+  return Arg::None();
+}
+
+// Every dim of a tensor of `rank`.
+std::vector<int64_t> AllDims(int64_t rank) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
+  return dims;
+}
+
+// Rewriter
+//
+// One decomposition of one call: reads its arguments by schema name
+// (defaults filled in) and creates the new nodes before it, through
+// Graph::InsertCall, remembering them so that a decomposition that gives up
+// leaves the graph as it was (Rollback).
+class Rewriter {
+ public:
+  Rewriter(ir::Graph& graph, Node* node, symbolic::ShapeEnv& env)
+      : graph_(graph), node_(node), env_(env) {}
+
+  Node* node() const { return node_; }
+  const std::vector<Node*>& created() const { return created_; }
+
+  // ---- Arguments.
+
+  // The argument called `name` as written, or its default.
+  Arg Get(absl::string_view name) const {
+    const ir::OpSchema& schema = node_->op()->schema;
+    int i = schema.ArgumentIndex(name);
+    LATHE_CHECK(i >= 0) << node_->target() << " has no argument " << name;
+    if (!schema.arguments[i].kwarg_only &&
+        i < static_cast<int>(node_->args().size())) {
+      return node_->args()[i];
+    }
+    for (const auto& [k, a] : node_->kwargs()) {
+      if (k == name) return a;
+    }
+    const auto& d = schema.arguments[i].default_value;
+    return d.has_value() ? DefaultArg(*d) : Arg::None();
+  }
+  // A tensor argument's node; null for None.
+  Node* Tensor(absl::string_view name) const {
+    Arg a = Get(name);
+    return a.kind == Arg::Kind::kNode ? a.node : nullptr;
+  }
+  // A literal number argument; nullopt for None or a symbol.
+  std::optional<double> Number(absl::string_view name) const {
+    Arg a = Get(name);
+    if (!IsNumber(a)) return std::nullopt;
+    return NumberOf(a);
+  }
+  std::optional<int64_t> Int(absl::string_view name) const {
+    Arg a = Get(name);
+    if (a.kind == Arg::Kind::kInt) return a.i;
+    return std::nullopt;
+  }
+  std::optional<bool> Bool(absl::string_view name) const {
+    Arg a = Get(name);
+    if (a.kind == Arg::Kind::kBool) return a.b;
+    return std::nullopt;
+  }
+  // Reduction dims of a tensor of `rank`: wrapped and sorted; None or []
+  // is every dim. nullopt unless they are literal ints.
+  std::optional<std::vector<int64_t>> Dims(absl::string_view name,
+                                           int64_t rank) const {
+    Arg a = Get(name);
+    std::vector<int64_t> dims;
+    if (a.kind == Arg::Kind::kInt) {
+      dims.push_back(a.i);
+    } else if (a.kind == Arg::Kind::kList) {
+      for (const Arg& e : a.list) {
+        if (e.kind != Arg::Kind::kInt) return std::nullopt;
+        dims.push_back(e.i);
+      }
+    } else if (a.kind != Arg::Kind::kNone) {
+      return std::nullopt;
+    }
+    if (rank == 0) return std::vector<int64_t>{};
+    if (dims.empty()) return AllDims(rank);
+    for (int64_t& d : dims) {
+      if (d < -rank || d >= rank) return std::nullopt;
+      if (d < 0) d += rank;
+    }
+    std::sort(dims.begin(), dims.end());
+    if (std::adjacent_find(dims.begin(), dims.end()) != dims.end()) {
+      return std::nullopt;
+    }
+    return dims;
+  }
+
+  // Whether `e` (a size) is provably positive.
+  bool Positive(Expr e) const {
+    if (IsConstant(e)) return e.int_value() > 0;
+    return env_.StaticallyKnownTrue(symbolic::Gt(e, symbolic::Int(0)));
+  }
+
+  // ---- New nodes.
+
+  // A call of `target` before the node being decomposed.
+  absl::StatusOr<Node*> Call(
+      std::string target, std::vector<Arg> args,
+      std::vector<std::pair<std::string, Arg>> kwargs = {}) {
+    ASSIGN_OR_RETURN(
+        Node * n, graph_.InsertCall(node_, std::move(target), std::move(args),
+                                    std::move(kwargs)));
+    created_.push_back(n);
+    return n;
+  }
+  absl::StatusOr<Node*> Unary(std::string target, Node* x) {
+    return Call(std::move(target), {A(x)});
+  }
+  absl::StatusOr<Node*> Binary(std::string target, Node* a, Arg b) {
+    return Call(std::move(target), {A(a), std::move(b)});
+  }
+
+  // `x` as `dtype` (x itself when it is): prims.convert_element_type.
+  absl::StatusOr<Node*> To(Node* x, DType dtype) {
+    if (TM(x).dtype == dtype) return x;
+    return Call("prims.convert_element_type.default",
+                {A(x), Arg::OfDType(dtype)});
+  }
+
+  // `x` contiguous (x.contiguous()): a clone when it is not provably.
+  absl::StatusOr<Node*> Contiguous(Node* x) {
+    if (IsContiguous(TM(x))) return x;
+    return Call("aten.clone.default", {A(x)},
+                {{"memory_format", Arg::MemoryFormat("contiguous_format")}});
+  }
+
+  // A 0-d tensor holding `v`.
+  absl::StatusOr<Node*> ScalarTensor(Arg v, DType dtype, const Device& device) {
+    return Call("aten.scalar_tensor.default", {std::move(v)},
+                {{"dtype", Arg::OfDType(dtype)},
+                 {"layout", Arg::Layout("strided")},
+                 {"device", Arg::OfDevice(device)}});
+  }
+
+  // A size of `x` as an argument: the int, or a sym_size node.
+  absl::StatusOr<Arg> Size(Node* x, int64_t d) {
+    Expr e = TM(x).sizes[d];
+    if (IsConstant(e)) return I(e.int_value());
+    ASSIGN_OR_RETURN(Node * s, Call("aten.sym_size.int", {A(x), I(d)}));
+    return A(s);
+  }
+
+  // All sizes of `x` as arguments.
+  absl::StatusOr<std::vector<Arg>> Sizes(Node* x) {
+    std::vector<Arg> out;
+    for (int64_t d = 0; d < TM(x).dim(); ++d) {
+      ASSIGN_OR_RETURN(Arg a, Size(x, d));
+      out.push_back(std::move(a));
+    }
+    return out;
+  }
+
+  // The number of elements of `x` in `dims`: an int, or a SymInt node (the
+  // product of sym_size nodes).
+  absl::StatusOr<Arg> Count(Node* x, const std::vector<int64_t>& dims) {
+    int64_t constant = 1;
+    Node* product = nullptr;
+    for (int64_t d : dims) {
+      Expr e = TM(x).sizes[d];
+      if (IsConstant(e)) {
+        constant *= e.int_value();
+        continue;
+      }
+      ASSIGN_OR_RETURN(Arg s, Size(x, d));
+      if (product == nullptr) {
+        product = s.node;
+      } else {
+        ASSIGN_OR_RETURN(product, Binary("operator.mul", product, s));
+      }
+    }
+    if (product == nullptr) return I(constant);
+    if (constant != 1) {
+      ASSIGN_OR_RETURN(product, Binary("operator.mul", product, I(constant)));
+    }
+    return A(product);
+  }
+
+  // Erases the nodes created so far (a decomposition that gave up).
+  void Rollback() {
+    for (auto it = created_.rbegin(); it != created_.rend(); ++it) {
+      absl::Status s = graph_.Erase(*it);
+      LATHE_CHECK(s.ok()) << s.message();
+    }
+    created_.clear();
+  }
+
+ private:
+  ir::Graph& graph_;
+  Node* node_;
+  symbolic::ShapeEnv& env_;
+  std::vector<Node*> created_;
+};
+
+// ---- Shared pieces ----------------------------------------------------------
+
+// The divisor of a variance: max(0, n - correction), as an argument.
+absl::StatusOr<Arg> VarDivisor(Rewriter& r, const Arg& n, double correction) {
+  if (n.kind == Arg::Kind::kInt) {
+    double d = std::max(0.0, static_cast<double>(n.i) - correction);
+    if (correction == std::floor(correction)) {
+      return I(static_cast<int64_t>(d));
+    }
+    return F(d);
+  }
+  if (correction == 0) return n;
+  Arg c = correction == std::floor(correction)
+              ? I(static_cast<int64_t>(correction))
+              : F(correction);
+  ASSIGN_OR_RETURN(Node * sub, r.Binary("operator.sub", n.node, c));
+  ASSIGN_OR_RETURN(Node * clamped, r.Call("torch.sym_max", {A(sub), I(0)}));
+  return A(clamped);
+}
+
+struct Moments {
+  Node* var = nullptr;   // reduced as keepdim says
+  Node* mean = nullptr;  // always with the reduced dims kept (size 1)
+};
+
+// The variance (with `correction`) and mean of `x` over `dims`, two-pass:
+// mean = sum(x) / n; var = sum((x - mean)^2) / max(0, n - correction).
+absl::StatusOr<Moments> VarMean(Rewriter& r, Node* x,
+                                const std::vector<int64_t>& dims,
+                                double correction, bool keepdim) {
+  ASSIGN_OR_RETURN(Node * sum, r.Call("aten.sum.dim_IntList",
+                                      {A(x), IntList(dims), Arg::Bool(true)}));
+  ASSIGN_OR_RETURN(Arg n, r.Count(x, dims));
+  Moments m;
+  ASSIGN_OR_RETURN(m.mean, r.Binary("aten.div.Tensor", sum, n));
+  ASSIGN_OR_RETURN(Node * diff, r.Binary("aten.sub.Tensor", x, A(m.mean)));
+  ASSIGN_OR_RETURN(Node * sq, r.Binary("aten.mul.Tensor", diff, A(diff)));
+  ASSIGN_OR_RETURN(Node * ss,
+                   r.Call("aten.sum.dim_IntList",
+                          {A(sq), IntList(dims), Arg::Bool(keepdim)}));
+  ASSIGN_OR_RETURN(Arg divisor, VarDivisor(r, n, correction));
+  ASSIGN_OR_RETURN(m.var, r.Binary("aten.div.Tensor", ss, divisor));
+  return m;
+}
+
+// `x` without the (size-1) `dims` unless `keepdim`.
+absl::StatusOr<Node*> Squeeze(Rewriter& r, Node* x,
+                              const std::vector<int64_t>& dims, bool keepdim) {
+  if (keepdim || dims.empty()) return x;
+  return r.Call("aten.squeeze.dims", {A(x), IntList(dims)});
+}
+
+// `x` with trailing size-1 dims up to `rank` dims (_unsqueeze_to_dim).
+absl::StatusOr<Node*> UnsqueezeTo(Rewriter& r, Node* x, int64_t rank) {
+  for (int64_t k = TM(x).dim(); k < rank; ++k) {
+    ASSIGN_OR_RETURN(x, r.Binary("aten.unsqueeze.default", x, I(-1)));
+  }
+  return x;
+}
+
+// The variance correction of a var/std call: `unbiased` (1 or 0) or
+// `correction` (None: 1); nullopt when symbolic.
+std::optional<double> Correction(const Rewriter& r) {
+  const ir::OpSchema& s = r.node()->op()->schema;
+  if (s.ArgumentIndex("unbiased") >= 0) {
+    std::optional<bool> u = r.Bool("unbiased");
+    if (!u.has_value()) return std::nullopt;
+    return *u ? 1.0 : 0.0;
+  }
+  Arg c = r.Get("correction");
+  if (c.kind == Arg::Kind::kNone) return 1.0;
+  if (!IsNumber(c)) return std::nullopt;
+  return NumberOf(c);
+}
+
+// ---- Decompositions ---------------------------------------------------------
+
+// _softmax / _log_softmax (decompositions.py): in the computation dtype,
+// x - amax(x) and its exp, normalized by (or log of) their sum.
+absl::StatusOr<Outputs> SoftmaxFamily(Rewriter& r, bool log) {
+  Node* x = r.Tensor("self");
+  std::optional<int64_t> dim = r.Int("dim");
+  std::optional<bool> half_to_float = r.Bool("half_to_float");
+  // half_to_float changes the result dtype, which lathe's op does not.
+  if (!IsTensor(x) || !dim.has_value() || half_to_float.value_or(true)) {
+    return Outputs{};
+  }
+  const TensorMeta& m = TM(x);
+  if (!IsFloatingPoint(m.dtype)) return Outputs{};
+  int64_t rank = std::max<int64_t>(m.dim(), 1);
+  if (*dim < -rank || *dim >= rank) return Outputs{};
+  // amax has no identity: the dim must not be empty (PyTorch pads an
+  // empty one with -inf; lathe leaves such a call alone).
+  if (m.dim() > 0 && !r.Positive(m.sizes[(*dim + rank) % rank])) {
+    return Outputs{};
+  }
+  ASSIGN_OR_RETURN(Node * xc, r.Contiguous(x));
+  ASSIGN_OR_RETURN(xc, r.To(xc, OpMath(m.dtype)));
+  ASSIGN_OR_RETURN(
+      Node * amax,
+      r.Call("aten.amax.default", {A(xc), IntList({*dim}), Arg::Bool(true)}));
+  ASSIGN_OR_RETURN(Node * shifted, r.Binary("aten.sub.Tensor", xc, A(amax)));
+  ASSIGN_OR_RETURN(Node * exp, r.Unary("aten.exp.default", shifted));
+  ASSIGN_OR_RETURN(Node * sum,
+                   r.Call("aten.sum.dim_IntList",
+                          {A(exp), IntList({*dim}), Arg::Bool(true)}));
+  Node* out;
+  if (log) {
+    ASSIGN_OR_RETURN(Node * lse, r.Unary("aten.log.default", sum));
+    ASSIGN_OR_RETURN(out, r.Binary("aten.sub.Tensor", shifted, A(lse)));
+  } else {
+    ASSIGN_OR_RETURN(out, r.Binary("aten.div.Tensor", exp, A(sum)));
+  }
+  ASSIGN_OR_RETURN(out, r.To(out, m.dtype));
+  return Outputs{out};
+}
+
+absl::StatusOr<Outputs> Softmax(Rewriter& r) { return SoftmaxFamily(r, false); }
+absl::StatusOr<Outputs> LogSoftmax(Rewriter& r) {
+  return SoftmaxFamily(r, true);
+}
+
+// logsumexp (_refs): amax with infinite maxima replaced by 0, then
+// log(sum(exp(x - max))) + max; integers as float32.
+absl::StatusOr<Outputs> LogSumExp(Rewriter& r) {
+  Node* x = r.Tensor("self");
+  if (!IsTensor(x)) return Outputs{};
+  const TensorMeta& m = TM(x);
+  std::optional<std::vector<int64_t>> dims = r.Dims("dim", m.dim());
+  std::optional<bool> keepdim = r.Bool("keepdim");
+  if (!dims.has_value() || !keepdim.has_value()) return Outputs{};
+  DType out_dtype = TM(r.node()).dtype;
+  if (!IsFloatingPoint(out_dtype)) return Outputs{};
+  ASSIGN_OR_RETURN(Node * xc, r.To(x, OpMath(out_dtype)));
+  bool empty = false, nonempty = true;
+  for (const Expr& s : m.sizes) {
+    if (s.is_constant(0)) empty = true;
+    if (!r.Positive(s)) nonempty = false;
+  }
+  if (empty) {  // sum(exp(x)).log()
+    ASSIGN_OR_RETURN(Node * exp, r.Unary("aten.exp.default", xc));
+    ASSIGN_OR_RETURN(Node * sum,
+                     r.Call("aten.sum.dim_IntList",
+                            {A(exp), IntList(*dims), Arg::Bool(*keepdim)}));
+    ASSIGN_OR_RETURN(Node * out, r.Unary("aten.log.default", sum));
+    ASSIGN_OR_RETURN(out, r.To(out, out_dtype));
+    return Outputs{out};
+  }
+  if (!nonempty) return Outputs{};
+  ASSIGN_OR_RETURN(
+      Node * amax,
+      r.Call("aten.amax.default", {A(xc), IntList(*dims), Arg::Bool(true)}));
+  ASSIGN_OR_RETURN(Node * abs, r.Unary("aten.abs.default", amax));
+  ASSIGN_OR_RETURN(Node * inf,
+                   r.Binary("aten.eq.Scalar", abs,
+                            F(std::numeric_limits<double>::infinity())));
+  ASSIGN_OR_RETURN(Node * zero, r.ScalarTensor(I(0), TM(xc).dtype, m.device));
+  ASSIGN_OR_RETURN(Node * maxes,
+                   r.Call("aten.where.self", {A(inf), A(zero), A(amax)}));
+  ASSIGN_OR_RETURN(Node * shifted, r.Binary("aten.sub.Tensor", xc, A(maxes)));
+  ASSIGN_OR_RETURN(Node * exp, r.Unary("aten.exp.default", shifted));
+  ASSIGN_OR_RETURN(Node * sum,
+                   r.Call("aten.sum.dim_IntList",
+                          {A(exp), IntList(*dims), Arg::Bool(*keepdim)}));
+  ASSIGN_OR_RETURN(Node * log, r.Unary("aten.log.default", sum));
+  ASSIGN_OR_RETURN(Node * squeezed, Squeeze(r, maxes, *dims, *keepdim));
+  ASSIGN_OR_RETURN(Node * out, r.Binary("aten.add.Tensor", log, A(squeezed)));
+  ASSIGN_OR_RETURN(out, r.To(out, out_dtype));
+  return Outputs{out};
+}
+
+// mean (_refs): the sum in the computation dtype, converted to the result
+// dtype, divided by the element count.
+absl::StatusOr<Outputs> Mean(Rewriter& r) {
+  Node* x = r.Tensor("self");
+  if (!IsTensor(x)) return Outputs{};
+  bool has_dim = r.node()->op()->schema.ArgumentIndex("dim") >= 0;
+  std::optional<std::vector<int64_t>> dims =
+      has_dim ? r.Dims("dim", TM(x).dim()) : AllDims(TM(x).dim());
+  std::optional<bool> keepdim =
+      has_dim ? r.Bool("keepdim") : std::optional<bool>(false);
+  if (!dims.has_value() || !keepdim.has_value()) return Outputs{};
+  DType out_dtype = TM(r.node()).dtype;
+  if (!IsFloatingPoint(out_dtype)) return Outputs{};
+  ASSIGN_OR_RETURN(Node * xc, r.To(x, OpMath(out_dtype)));
+  ASSIGN_OR_RETURN(Node * sum,
+                   r.Call("aten.sum.dim_IntList",
+                          {A(xc), IntList(*dims), Arg::Bool(*keepdim)}));
+  ASSIGN_OR_RETURN(sum, r.To(sum, out_dtype));
+  ASSIGN_OR_RETURN(Arg n, r.Count(x, *dims));
+  ASSIGN_OR_RETURN(Node * out, r.Binary("aten.div.Tensor", sum, n));
+  return Outputs{out};
+}
+
+// var / std / var_mean (_refs): in the computation dtype, two-pass.
+absl::StatusOr<Outputs> VarFamily(Rewriter& r, bool sqrt, bool with_mean) {
+  Node* x = r.Tensor("self");
+  if (!IsTensor(x)) return Outputs{};
+  const ir::OpSchema& s = r.node()->op()->schema;
+  std::optional<std::vector<int64_t>> dims = s.ArgumentIndex("dim") >= 0
+                                                 ? r.Dims("dim", TM(x).dim())
+                                                 : AllDims(TM(x).dim());
+  std::optional<bool> keepdim = s.ArgumentIndex("keepdim") >= 0
+                                    ? r.Bool("keepdim")
+                                    : std::optional<bool>(false);
+  std::optional<double> correction = Correction(r);
+  if (!dims.has_value() || !keepdim.has_value() || !correction.has_value()) {
+    return Outputs{};
+  }
+  DType in = TM(x).dtype;
+  if (!IsFloatingPoint(in)) return Outputs{};
+  ASSIGN_OR_RETURN(Node * xc, r.To(x, OpMath(in)));
+  ASSIGN_OR_RETURN(Moments m, VarMean(r, xc, *dims, *correction, *keepdim));
+  Node* out = m.var;
+  if (sqrt) {
+    ASSIGN_OR_RETURN(out, r.Unary("aten.sqrt.default", out));
+  }
+  ASSIGN_OR_RETURN(out, r.To(out, in));
+  if (!with_mean) return Outputs{out};
+  ASSIGN_OR_RETURN(Node * mean, Squeeze(r, m.mean, *dims, *keepdim));
+  ASSIGN_OR_RETURN(mean, r.To(mean, in));
+  return Outputs{out, mean};
+}
+
+absl::StatusOr<Outputs> Var(Rewriter& r) { return VarFamily(r, false, false); }
+absl::StatusOr<Outputs> Std(Rewriter& r) { return VarFamily(r, true, false); }
+absl::StatusOr<Outputs> VarMeanOp(Rewriter& r) {
+  return VarFamily(r, false, true);
+}
+
+// native_layer_norm (_refs): normalize over the trailing dims in the
+// computation dtype; mean and rstd keep the normalized dims as size 1.
+absl::StatusOr<Outputs> LayerNorm(Rewriter& r) {
+  Node* input = r.Tensor("input");
+  Arg shape = r.Get("normalized_shape");
+  Node* weight = r.Tensor("weight");
+  Node* bias = r.Tensor("bias");
+  Arg eps = r.Get("eps");
+  if (!IsTensor(input) || shape.kind != Arg::Kind::kList ||
+      shape.list.empty()) {
+    return Outputs{};
+  }
+  const TensorMeta& m = TM(input);
+  int64_t axis = m.dim() - static_cast<int64_t>(shape.list.size());
+  if (axis < 0 || !IsFloatingPoint(m.dtype)) return Outputs{};
+  std::vector<int64_t> dims;
+  for (int64_t d = axis; d < m.dim(); ++d) dims.push_back(d);
+  ASSIGN_OR_RETURN(Node * x, r.Contiguous(input));
+  ASSIGN_OR_RETURN(x, r.To(x, OpMath(m.dtype)));
+  ASSIGN_OR_RETURN(Moments mo, VarMean(r, x, dims, 0, /*keepdim=*/true));
+  ASSIGN_OR_RETURN(Node * var_eps, r.Binary("aten.add.Tensor", mo.var, eps));
+  ASSIGN_OR_RETURN(Node * rstd, r.Unary("aten.rsqrt.default", var_eps));
+  ASSIGN_OR_RETURN(Node * centered, r.Binary("aten.sub.Tensor", x, A(mo.mean)));
+  ASSIGN_OR_RETURN(Node * out, r.Binary("aten.mul.Tensor", centered, A(rstd)));
+  if (weight != nullptr) {
+    ASSIGN_OR_RETURN(out, r.Binary("aten.mul.Tensor", out, A(weight)));
+  }
+  if (bias != nullptr) {
+    ASSIGN_OR_RETURN(out, r.Binary("aten.add.Tensor", out, A(bias)));
+  }
+  ASSIGN_OR_RETURN(out, r.To(out, m.dtype));
+  return Outputs{out, mo.mean, rstd};
+}
+
+// native_group_norm (_refs): the input viewed as [N, group, C / group,
+// HxW], normalized over the last two dims; weight and bias per channel.
+absl::StatusOr<Outputs> GroupNorm(Rewriter& r) {
+  Node* input = r.Tensor("input");
+  Node* weight = r.Tensor("weight");
+  Node* bias = r.Tensor("bias");
+  Arg n = r.Get("N"), hxw = r.Get("HxW"), eps = r.Get("eps");
+  std::optional<int64_t> channels = r.Int("C");
+  std::optional<int64_t> group = r.Int("group");
+  if (!IsTensor(input) || !channels.has_value() || !group.has_value() ||
+      *group <= 0 || *channels % *group != 0 || TM(input).dim() < 2) {
+    return Outputs{};
+  }
+  const TensorMeta& m = TM(input);
+  if (!IsFloatingPoint(m.dtype)) return Outputs{};
+  for (const Node* p : {weight, bias}) {
+    if (p != nullptr && TM(p).dim() != 1) return Outputs{};
+  }
+  ASSIGN_OR_RETURN(Node * x, r.Contiguous(input));
+  ASSIGN_OR_RETURN(x, r.To(x, OpMath(m.dtype)));
+  ASSIGN_OR_RETURN(
+      Node * grouped,
+      r.Call("aten.view.default",
+             {A(x), Arg::List({n, I(*group), I(*channels / *group), hxw})}));
+  ASSIGN_OR_RETURN(Moments mo, VarMean(r, grouped, {2, 3}, 0, true));
+  ASSIGN_OR_RETURN(Node * var_eps, r.Binary("aten.add.Tensor", mo.var, eps));
+  ASSIGN_OR_RETURN(Node * rstd, r.Unary("aten.rsqrt.default", var_eps));
+  ASSIGN_OR_RETURN(Node * centered,
+                   r.Binary("aten.sub.Tensor", grouped, A(mo.mean)));
+  ASSIGN_OR_RETURN(Node * out, r.Binary("aten.mul.Tensor", centered, A(rstd)));
+  ASSIGN_OR_RETURN(std::vector<Arg> sizes, r.Sizes(input));
+  ASSIGN_OR_RETURN(out,
+                   r.Call("aten.view.default", {A(out), Arg::List(sizes)}));
+  // weight/bias [C] -> [1, C, 1, ...].
+  auto per_channel = [&](Node* p) -> absl::StatusOr<Node*> {
+    ASSIGN_OR_RETURN(p, r.Binary("aten.unsqueeze.default", p, I(0)));
+    for (int64_t d = 2; d < m.dim(); ++d) {
+      ASSIGN_OR_RETURN(p, r.Binary("aten.unsqueeze.default", p, I(d)));
+    }
+    return p;
+  };
+  if (weight != nullptr) {
+    ASSIGN_OR_RETURN(Node * w, per_channel(weight));
+    ASSIGN_OR_RETURN(out, r.Binary("aten.mul.Tensor", out, A(w)));
+  }
+  if (bias != nullptr) {
+    ASSIGN_OR_RETURN(Node * b, per_channel(bias));
+    ASSIGN_OR_RETURN(out, r.Binary("aten.add.Tensor", out, A(b)));
+  }
+  ASSIGN_OR_RETURN(out, r.To(out, m.dtype));
+  ASSIGN_OR_RETURN(Node * mean, Squeeze(r, mo.mean, {2, 3}, false));
+  ASSIGN_OR_RETURN(Node * rstd_out, Squeeze(r, rstd, {2, 3}, false));
+  return Outputs{out, mean, rstd_out};
+}
+
+// The batch-norm family (native_batch_norm_helper): batch statistics over
+// every dim but the channels in training, the running ones otherwise.
+// `stats_out`: also the new running statistics (the functional op).
+absl::StatusOr<Outputs> BatchNormCore(Rewriter& r, Node* rm, Node* rv,
+                                      bool training, bool stats_out) {
+  Node* input = r.Tensor("input");
+  Node* weight = r.Tensor("weight");
+  Node* bias = r.Tensor("bias");
+  Arg eps = r.Get("eps");
+  std::optional<double> momentum = r.Number("momentum");
+  if (!IsTensor(input) || !momentum.has_value() || TM(input).dim() < 2) {
+    return Outputs{};
+  }
+  const TensorMeta& m = TM(input);
+  int64_t rank = m.dim();
+  if (!IsFloatingPoint(m.dtype)) return Outputs{};
+  for (const Node* p : {weight, bias, rm, rv}) {
+    if (p != nullptr && TM(p).dim() != 1) return Outputs{};
+  }
+  if (!training && (rm == nullptr || rv == nullptr)) return Outputs{};
+  DType compute = OpMath(m.dtype);
+  Node* out;
+  Node* save_mean;
+  Node* save_rstd;
+  Node* new_rm = rm;
+  Node* new_rv = rv;
+  if (training) {
+    std::vector<int64_t> dims = {0};
+    for (int64_t d = 2; d < rank; ++d) dims.push_back(d);
+    ASSIGN_OR_RETURN(Node * x, r.To(input, compute));
+    ASSIGN_OR_RETURN(Moments mo, VarMean(r, x, dims, 0, true));
+    ASSIGN_OR_RETURN(Node * var_eps, r.Binary("aten.add.Tensor", mo.var, eps));
+    ASSIGN_OR_RETURN(Node * rstd, r.Unary("aten.rsqrt.default", var_eps));
+    ASSIGN_OR_RETURN(Node * centered,
+                     r.Binary("aten.sub.Tensor", input, A(mo.mean)));
+    ASSIGN_OR_RETURN(out, r.Binary("aten.mul.Tensor", centered, A(rstd)));
+    ASSIGN_OR_RETURN(save_mean, Squeeze(r, mo.mean, dims, false));
+    ASSIGN_OR_RETURN(save_rstd, Squeeze(r, rstd, dims, false));
+    if (stats_out) {
+      // momentum * batch + (1 - momentum) * running; the variance unbiased.
+      auto update = [&](Node* batch, Node* running) -> absl::StatusOr<Node*> {
+        ASSIGN_OR_RETURN(Node * a,
+                         r.Binary("aten.mul.Tensor", batch, F(*momentum)));
+        ASSIGN_OR_RETURN(
+            Node * b, r.Binary("aten.mul.Tensor", running, F(1 - *momentum)));
+        return r.Binary("aten.add.Tensor", a, A(b));
+      };
+      ASSIGN_OR_RETURN(new_rm, update(save_mean, rm));
+      ASSIGN_OR_RETURN(Arg n, r.Count(input, dims));
+      Arg factor;
+      if (n.kind == Arg::Kind::kInt) {
+        factor = F(static_cast<double>(n.i) / static_cast<double>(n.i - 1));
+      } else {
+        ASSIGN_OR_RETURN(Node * n1, r.Binary("operator.sub", n.node, I(1)));
+        ASSIGN_OR_RETURN(Node * f, r.Binary("operator.truediv", n.node, A(n1)));
+        factor = A(f);
+      }
+      ASSIGN_OR_RETURN(Node * var, Squeeze(r, mo.var, dims, false));
+      ASSIGN_OR_RETURN(Node * unbiased,
+                       r.Binary("aten.mul.Tensor", var, factor));
+      ASSIGN_OR_RETURN(new_rv, update(unbiased, rv));
+    }
+  } else {
+    ASSIGN_OR_RETURN(Node * mean, r.To(rm, compute));
+    ASSIGN_OR_RETURN(Node * var, r.To(rv, compute));
+    ASSIGN_OR_RETURN(Node * var_eps, r.Binary("aten.add.Tensor", var, eps));
+    ASSIGN_OR_RETURN(Node * invstd, r.Unary("aten.rsqrt.default", var_eps));
+    // The CPU kernel returns empty statistics in evaluation mode.
+    const ir::ValueMeta& old = r.node()->meta();
+    for (int k : {1, 2}) {
+      ASSIGN_OR_RETURN(
+          Node * empty,
+          r.Call("aten.full.default", {IntList({0}), I(0)},
+                 {{"dtype", Arg::OfDType(old.elements[k].tensor.dtype)},
+                  {"layout", Arg::Layout("strided")},
+                  {"device", Arg::OfDevice(m.device)},
+                  {"pin_memory", Arg::Bool(false)}}));
+      (k == 1 ? save_mean : save_rstd) = empty;
+    }
+    // The new running statistics are copies (never the inputs themselves).
+    new_rm = mean != rm ? mean : nullptr;
+    new_rv = var != rv ? var : nullptr;
+    if (stats_out && new_rm == nullptr) {
+      ASSIGN_OR_RETURN(new_rm, r.Unary("aten.clone.default", rm));
+    }
+    if (stats_out && new_rv == nullptr) {
+      ASSIGN_OR_RETURN(new_rv, r.Unary("aten.clone.default", rv));
+    }
+    ASSIGN_OR_RETURN(Node * mean_b, UnsqueezeTo(r, mean, rank - 1));
+    ASSIGN_OR_RETURN(Node * invstd_b, UnsqueezeTo(r, invstd, rank - 1));
+    ASSIGN_OR_RETURN(Node * centered,
+                     r.Binary("aten.sub.Tensor", input, A(mean_b)));
+    ASSIGN_OR_RETURN(out, r.Binary("aten.mul.Tensor", centered, A(invstd_b)));
+  }
+  if (weight != nullptr) {
+    ASSIGN_OR_RETURN(Node * w, UnsqueezeTo(r, weight, rank - 1));
+    ASSIGN_OR_RETURN(out, r.Binary("aten.mul.Tensor", out, A(w)));
+  }
+  if (bias != nullptr) {
+    ASSIGN_OR_RETURN(Node * b, UnsqueezeTo(r, bias, rank - 1));
+    ASSIGN_OR_RETURN(out, r.Binary("aten.add.Tensor", out, A(b)));
+  }
+  ASSIGN_OR_RETURN(out, r.To(out, m.dtype));
+  if (stats_out) return Outputs{out, save_mean, save_rstd, new_rm, new_rv};
+  return Outputs{out, save_mean, save_rstd};
+}
+
+// native_batch_norm: lathe's kernel does not write the running statistics.
+absl::StatusOr<Outputs> NativeBatchNorm(Rewriter& r) {
+  std::optional<bool> training = r.Bool("training");
+  if (!training.has_value()) return Outputs{};
+  return BatchNormCore(r, r.Tensor("running_mean"), r.Tensor("running_var"),
+                       *training, false);
+}
+
+// _native_batch_norm_legit: in training it writes the running statistics,
+// which a rewrite without copy_ would lose; evaluation only.
+absl::StatusOr<Outputs> BatchNormLegit(Rewriter& r) {
+  std::optional<bool> training = r.Bool("training");
+  if (training.value_or(true)) return Outputs{};
+  return BatchNormCore(r, r.Tensor("running_mean"), r.Tensor("running_var"),
+                       false, false);
+}
+
+absl::StatusOr<Outputs> BatchNormNoStats(Rewriter& r) {
+  std::optional<bool> training = r.Bool("training");
+  if (!training.value_or(false)) return Outputs{};
+  return BatchNormCore(r, nullptr, nullptr, true, false);
+}
+
+absl::StatusOr<Outputs> BatchNormNoTraining(Rewriter& r) {
+  return BatchNormCore(r, r.Tensor("running_mean"), r.Tensor("running_var"),
+                       false, false);
+}
+
+absl::StatusOr<Outputs> BatchNormFunctional(Rewriter& r) {
+  std::optional<bool> training = r.Bool("training");
+  Node* rm = r.Tensor("running_mean");
+  Node* rv = r.Tensor("running_var");
+  if (!training.has_value() || rm == nullptr || rv == nullptr) {
+    return Outputs{};
+  }
+  return BatchNormCore(r, rm, rv, *training, true);
+}
+
+// gelu (_refs.nn.functional): erf form, or the tanh approximation.
+absl::StatusOr<Outputs> Gelu(Rewriter& r) {
+  Node* self = r.Tensor("self");
+  Arg approximate = r.Get("approximate");
+  if (!IsTensor(self) || approximate.kind != Arg::Kind::kString) {
+    return Outputs{};
+  }
+  DType dtype = TM(r.node()).dtype;
+  if (!IsFloatingPoint(dtype)) return Outputs{};
+  constexpr double kSqrt2 = 1.41421356237309504880;
+  constexpr double kSqrt1_2 = 0.70710678118654752440;
+  constexpr double k2SqrtPi = 1.12837916709551257390;
+  ASSIGN_OR_RETURN(Node * a, r.To(self, OpMath(dtype)));
+  Node* out;
+  if (approximate.s == "tanh") {
+    ASSIGN_OR_RETURN(Node * sq, r.Binary("aten.mul.Tensor", a, A(a)));
+    ASSIGN_OR_RETURN(Node * cube, r.Binary("aten.mul.Tensor", sq, A(a)));
+    ASSIGN_OR_RETURN(Node * k, r.Binary("aten.mul.Tensor", cube, F(0.044715)));
+    ASSIGN_OR_RETURN(Node * sum, r.Binary("aten.add.Tensor", a, A(k)));
+    ASSIGN_OR_RETURN(Node * inner, r.Binary("aten.mul.Tensor", sum,
+                                            F(kSqrt2 * k2SqrtPi * 0.5)));
+    ASSIGN_OR_RETURN(Node * half, r.Binary("aten.mul.Tensor", a, F(0.5)));
+    ASSIGN_OR_RETURN(Node * tanh, r.Unary("aten.tanh.default", inner));
+    ASSIGN_OR_RETURN(Node * one_plus, r.Binary("aten.add.Tensor", tanh, I(1)));
+    ASSIGN_OR_RETURN(out, r.Binary("aten.mul.Tensor", half, A(one_plus)));
+  } else if (approximate.s == "none") {
+    ASSIGN_OR_RETURN(Node * half, r.Binary("aten.mul.Tensor", a, F(0.5)));
+    ASSIGN_OR_RETURN(Node * scaled,
+                     r.Binary("aten.mul.Tensor", a, F(kSqrt1_2)));
+    ASSIGN_OR_RETURN(Node * erf, r.Unary("aten.erf.default", scaled));
+    ASSIGN_OR_RETURN(Node * one_plus, r.Binary("aten.add.Tensor", erf, I(1)));
+    ASSIGN_OR_RETURN(out, r.Binary("aten.mul.Tensor", half, A(one_plus)));
+  } else {
+    return Outputs{};
+  }
+  ASSIGN_OR_RETURN(out, r.To(out, dtype));
+  return Outputs{out};
+}
+
+// silu (Inductor's, the form that matches eager): x / (1 + exp(-x)).
+absl::StatusOr<Outputs> Silu(Rewriter& r) {
+  Node* self = r.Tensor("self");
+  if (!IsTensor(self)) return Outputs{};
+  DType dtype = TM(r.node()).dtype;
+  if (!IsFloatingPoint(dtype)) return Outputs{};
+  ASSIGN_OR_RETURN(Node * x, r.To(self, OpMath(dtype)));
+  ASSIGN_OR_RETURN(Node * neg, r.Unary("aten.neg.default", x));
+  ASSIGN_OR_RETURN(Node * exp, r.Unary("aten.exp.default", neg));
+  ASSIGN_OR_RETURN(Node * denom, r.Binary("aten.add.Tensor", exp, I(1)));
+  ASSIGN_OR_RETURN(Node * out, r.Binary("aten.div.Tensor", x, A(denom)));
+  ASSIGN_OR_RETURN(out, r.To(out, dtype));
+  return Outputs{out};
+}
+
+// addcmul / addcdiv (_refs): self + value * tensor1 (* or /) tensor2, in
+// the computation dtype.
+absl::StatusOr<Outputs> AddcFamily(Rewriter& r, bool divide) {
+  Node* self = r.Tensor("self");
+  Node* t1 = r.Tensor("tensor1");
+  Node* t2 = r.Tensor("tensor2");
+  Arg value = r.Get("value");
+  if (!IsTensor(self) || !IsTensor(t1) || !IsTensor(t2) || !IsNumber(value)) {
+    return Outputs{};
+  }
+  DType dtype = TM(r.node()).dtype;
+  if (dtype == DType::kBool) return Outputs{};
+  DType compute = OpMath(dtype);
+  ASSIGN_OR_RETURN(Node * s, r.To(self, compute));
+  ASSIGN_OR_RETURN(Node * a, r.To(t1, compute));
+  ASSIGN_OR_RETURN(Node * b, r.To(t2, compute));
+  if (NumberOf(value) != 1) {
+    ASSIGN_OR_RETURN(a, r.Binary("aten.mul.Tensor", a, value));
+  }
+  ASSIGN_OR_RETURN(
+      Node * p,
+      r.Binary(divide ? "aten.div.Tensor" : "aten.mul.Tensor", a, A(b)));
+  ASSIGN_OR_RETURN(Node * out, r.Binary("aten.add.Tensor", s, A(p)));
+  ASSIGN_OR_RETURN(out, r.To(out, dtype));
+  return Outputs{out};
+}
+
+absl::StatusOr<Outputs> Addcmul(Rewriter& r) { return AddcFamily(r, false); }
+absl::StatusOr<Outputs> Addcdiv(Rewriter& r) { return AddcFamily(r, true); }
+
+// lerp.Scalar (Inductor's): start + w * (end - start) for |w| < 0.5, else
+// end + (w - 1) * (end - start), as eager computes it.
+absl::StatusOr<Outputs> LerpScalar(Rewriter& r) {
+  Node* start = r.Tensor("self");
+  Node* end = r.Tensor("end");
+  std::optional<double> w = r.Number("weight");
+  if (!IsTensor(start) || !IsTensor(end) || !w.has_value()) return Outputs{};
+  DType dtype = TM(r.node()).dtype;
+  if (!IsFloatingPoint(dtype)) return Outputs{};
+  DType compute = OpMath(dtype);
+  ASSIGN_OR_RETURN(Node * s, r.To(start, compute));
+  ASSIGN_OR_RETURN(Node * e, r.To(end, compute));
+  ASSIGN_OR_RETURN(Node * diff, r.Binary("aten.sub.Tensor", e, A(s)));
+  bool far = std::fabs(*w) >= 0.5;
+  ASSIGN_OR_RETURN(Node * out,
+                   r.Call("aten.add.Tensor", {A(far ? e : s), A(diff)},
+                          {{"alpha", F(far ? *w - 1 : *w)}}));
+  ASSIGN_OR_RETURN(out, r.To(out, dtype));
+  return Outputs{out};
+}
+
+// lerp.Tensor (_refs / Inductor's): the same two formulas chosen per
+// element by where(|w| >= 0.5).
+absl::StatusOr<Outputs> LerpTensor(Rewriter& r) {
+  Node* start = r.Tensor("self");
+  Node* end = r.Tensor("end");
+  Node* weight = r.Tensor("weight");
+  if (!IsTensor(start) || !IsTensor(end) || !IsTensor(weight)) {
+    return Outputs{};
+  }
+  DType dtype = TM(r.node()).dtype;
+  if (!IsFloatingPoint(dtype)) return Outputs{};
+  DType compute = OpMath(dtype);
+  ASSIGN_OR_RETURN(Node * s, r.To(start, compute));
+  ASSIGN_OR_RETURN(Node * e, r.To(end, compute));
+  ASSIGN_OR_RETURN(Node * w, r.To(weight, compute));
+  ASSIGN_OR_RETURN(Node * diff, r.Binary("aten.sub.Tensor", e, A(s)));
+  ASSIGN_OR_RETURN(Node * abs, r.Unary("aten.abs.default", w));
+  ASSIGN_OR_RETURN(Node * far, r.Binary("aten.ge.Scalar", abs, F(0.5)));
+  ASSIGN_OR_RETURN(Node * w1, r.Binary("aten.sub.Tensor", w, I(1)));
+  ASSIGN_OR_RETURN(Node * coeff,
+                   r.Call("aten.where.self", {A(far), A(w1), A(w)}));
+  ASSIGN_OR_RETURN(Node * base,
+                   r.Call("aten.where.self", {A(far), A(e), A(s)}));
+  ASSIGN_OR_RETURN(Node * step, r.Binary("aten.mul.Tensor", coeff, A(diff)));
+  ASSIGN_OR_RETURN(Node * out, r.Binary("aten.add.Tensor", base, A(step)));
+  ASSIGN_OR_RETURN(out, r.To(out, dtype));
+  return Outputs{out};
+}
+
+// The range of an integer dtype.
+std::pair<double, double> IntRange(DType d) {
+  switch (d) {
+    case DType::kInt8:
+      return {-128, 127};
+    case DType::kInt16:
+      return {-32768, 32767};
+    case DType::kInt32:
+      return {-2147483648.0, 2147483647.0};
+    case DType::kUInt8:
+      return {0, 255};
+    default:
+      return {-9223372036854775808.0, 9223372036854775807.0};
+  }
+}
+
+// clamp / clamp_min / clamp_max with Scalar bounds: maximum with the lower
+// and minimum with the upper bound, each a 0-d tensor of the result dtype.
+// Both propagate NaN (from the input or a bound) as clamp does. For
+// integers a bound outside the dtype is a no-op (_refs drops it).
+absl::StatusOr<Outputs> ClampScalar(Rewriter& r) {
+  Node* self = r.Tensor("self");
+  const ir::OpSchema& s = r.node()->op()->schema;
+  Arg lo = s.ArgumentIndex("min") >= 0 ? r.Get("min") : Arg::None();
+  Arg hi = s.ArgumentIndex("max") >= 0 ? r.Get("max") : Arg::None();
+  if (!IsTensor(self)) return Outputs{};
+  for (const Arg* b : {&lo, &hi}) {
+    if (b->kind != Arg::Kind::kNone && !IsNumber(*b)) return Outputs{};
+  }
+  DType dtype = TM(r.node()).dtype;
+  if (dtype == DType::kBool) return Outputs{};
+  if (IsIntegral(dtype, false)) {
+    auto [min, max] = IntRange(dtype);
+    if (lo.kind != Arg::Kind::kNone) {
+      if (NumberOf(lo) > max) return Outputs{};  // PyTorch refuses it
+      if (NumberOf(lo) < min) lo = Arg::None();
+    }
+    if (hi.kind != Arg::Kind::kNone) {
+      if (NumberOf(hi) < min) return Outputs{};
+      if (NumberOf(hi) > max) hi = Arg::None();
+    }
+  }
+  if (lo.kind == Arg::Kind::kNone && hi.kind == Arg::Kind::kNone &&
+      !IsIntegral(dtype, false)) {
+    return Outputs{};  // an error in the op itself
+  }
+  ASSIGN_OR_RETURN(Node * x, r.To(self, dtype));
+  if (lo.kind == Arg::Kind::kNone && hi.kind == Arg::Kind::kNone) {
+    ASSIGN_OR_RETURN(x, r.Unary("aten.clone.default", x));
+    return Outputs{x};
+  }
+  if (lo.kind != Arg::Kind::kNone) {
+    ASSIGN_OR_RETURN(Node * b, r.ScalarTensor(lo, dtype, TM(self).device));
+    ASSIGN_OR_RETURN(x, r.Binary("aten.maximum.default", x, A(b)));
+  }
+  if (hi.kind != Arg::Kind::kNone) {
+    ASSIGN_OR_RETURN(Node * b, r.ScalarTensor(hi, dtype, TM(self).device));
+    ASSIGN_OR_RETURN(x, r.Binary("aten.minimum.default", x, A(b)));
+  }
+  return Outputs{x};
+}
+
+// clamp.Tensor: maximum / minimum with the bounds, all in the result dtype.
+absl::StatusOr<Outputs> ClampTensor(Rewriter& r) {
+  Node* self = r.Tensor("self");
+  Node* lo = r.Tensor("min");
+  Node* hi = r.Tensor("max");
+  if (!IsTensor(self) || (lo == nullptr && hi == nullptr)) return Outputs{};
+  DType dtype = TM(r.node()).dtype;
+  if (dtype == DType::kBool) return Outputs{};
+  ASSIGN_OR_RETURN(Node * x, r.To(self, dtype));
+  if (lo != nullptr) {
+    ASSIGN_OR_RETURN(Node * b, r.To(lo, dtype));
+    ASSIGN_OR_RETURN(x, r.Binary("aten.maximum.default", x, A(b)));
+  }
+  if (hi != nullptr) {
+    ASSIGN_OR_RETURN(Node * b, r.To(hi, dtype));
+    ASSIGN_OR_RETURN(x, r.Binary("aten.minimum.default", x, A(b)));
+  }
+  return Outputs{x};
+}
+
+// ---- The table --------------------------------------------------------------
+
+using DecomposeFn = absl::StatusOr<Outputs> (*)(Rewriter&);
+
+struct Decomposition {
+  const char* target;
+  DecomposeFn fn;
+};
+
+// Every op the pass decomposes, and how.
+constexpr Decomposition kDecompositions[] = {
+    {"aten._log_softmax.default", LogSoftmax},
+    {"aten._native_batch_norm_legit.default", BatchNormLegit},
+    {"aten._native_batch_norm_legit.no_stats", BatchNormNoStats},
+    {"aten._native_batch_norm_legit_functional.default", BatchNormFunctional},
+    {"aten._native_batch_norm_legit_no_training.default", BatchNormNoTraining},
+    {"aten._softmax.default", Softmax},
+    {"aten.addcdiv.default", Addcdiv},
+    {"aten.addcmul.default", Addcmul},
+    {"aten.clamp.Tensor", ClampTensor},
+    {"aten.clamp.default", ClampScalar},
+    {"aten.clamp_max.default", ClampScalar},
+    {"aten.clamp_min.default", ClampScalar},
+    {"aten.gelu.default", Gelu},
+    {"aten.lerp.Scalar", LerpScalar},
+    {"aten.lerp.Tensor", LerpTensor},
+    {"aten.logsumexp.default", LogSumExp},
+    {"aten.mean.default", Mean},
+    {"aten.mean.dim", Mean},
+    {"aten.native_batch_norm.default", NativeBatchNorm},
+    {"aten.native_group_norm.default", GroupNorm},
+    {"aten.native_layer_norm.default", LayerNorm},
+    {"aten.silu.default", Silu},
+    {"aten.std.correction", Std},
+    {"aten.std.default", Std},
+    {"aten.std.dim", Std},
+    {"aten.var.correction", Var},
+    {"aten.var.dim", Var},
+    {"aten.var_mean.correction", VarMeanOp},
+};
+
+// ---- Scatter chains (reference §2.2) ----------------------------------------
+
+// Each scatter op and the view whose elements it writes (same arguments
+// after `src`); `absolute`: the view addresses storage positions
+// (as_strided), not positions relative to its input.
+struct ScatterView {
+  const char* scatter;
+  const char* view;
+  bool absolute = false;
+};
+constexpr ScatterView kScatterViews[] = {
+    {"aten.as_strided_scatter.default", "aten.as_strided.default", true},
+    {"aten.diagonal_scatter.default", "aten.diagonal.default"},
+    {"aten.select_scatter.default", "aten.select.int"},
+    {"aten.slice_scatter.default", "aten.slice.Tensor"},
+};
+
+const ScatterView* ScatterOf(absl::string_view target) {
+  for (const ScatterView& s : kScatterViews) {
+    if (target == s.scatter) return &s;
+  }
+  return nullptr;
+}
+
+bool SameArgs(const std::vector<Arg>& a, const std::vector<Arg>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].kind != b[i].kind) return false;
+    switch (a[i].kind) {
+      case Arg::Kind::kNode:
+        if (a[i].node != b[i].node) return false;
+        break;
+      case Arg::Kind::kInt:
+        if (a[i].i != b[i].i) return false;
+        break;
+      case Arg::Kind::kBool:
+        if (a[i].b != b[i].b) return false;
+        break;
+      case Arg::Kind::kNone:
+        break;
+      case Arg::Kind::kList:
+        if (!SameArgs(a[i].list, b[i].list)) return false;
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+// The scatter's view arguments (after self and src), positional only.
+std::optional<std::vector<Arg>> ViewArgs(const Node& scatter) {
+  if (!scatter.kwargs().empty() || scatter.args().size() < 2) {
+    return std::nullopt;
+  }
+  return std::vector<Arg>(scatter.args().begin() + 2, scatter.args().end());
+}
+
+// In `inner = scatter2(view1(x), src); outer = scatter1(x, inner)` where
+// view1 is the view scatter1 writes through, the users of `inner` other
+// than `outer` read view1(outer) instead (Inductor's canonicalization into
+// one generalized scatter, then its decomposition back into the nested
+// functional form). Returns whether it rewired anything.
+absl::StatusOr<bool> StraightenScatter(ir::Graph& graph, Node* outer,
+                                       PassContext& ctx) {
+  const ScatterView* scatter = ScatterOf(outer->target());
+  if (scatter == nullptr || outer->args().size() < 2) return false;
+  const char* view = scatter->view;
+  const Arg& src = outer->args()[1];
+  if (src.kind != Arg::Kind::kNode) return false;
+  Node* inner = src.node;
+  if (ScatterOf(inner->target()) == nullptr || inner->args().empty() ||
+      inner->args()[0].kind != Arg::Kind::kNode) {
+    return false;
+  }
+  Node* base = inner->args()[0].node;  // must be view1(x)
+  std::optional<std::vector<Arg>> view_args = ViewArgs(*outer);
+  if (!view_args.has_value() || base->target() != view ||
+      !base->kwargs().empty() || base->args().empty() ||
+      base->args()[0].kind != Arg::Kind::kNode ||
+      outer->args()[0].kind != Arg::Kind::kNode ||
+      base->args()[0].node != outer->args()[0].node ||
+      !SameArgs(std::vector<Arg>(base->args().begin() + 1, base->args().end()),
+                *view_args)) {
+    return false;
+  }
+  // as_strided reads storage positions: outer must be laid out as x.
+  const Node* x = outer->args()[0].node;
+  if (scatter->absolute) {
+    const TensorMeta &a = TM(x), &b = TM(outer);
+    if (a.strides != b.strides || a.storage_offset != b.storage_offset) {
+      return false;
+    }
+  }
+  std::vector<Node*> others;
+  for (Node* u : inner->users()) {
+    if (u == outer) continue;
+    if (u->kind() == Node::Kind::kOutput) return false;  // would alias
+    if (std::find(others.begin(), others.end(), u) == others.end()) {
+      others.push_back(u);
+    }
+  }
+  if (others.empty()) return false;
+  // outer moves up to just after inner when its other arguments allow.
+  for (Node* in : outer->Inputs()) {
+    if (in != inner && !graph.IsBefore(in, inner)) return false;
+  }
+  graph.MoveAfter(outer, inner);
+  std::vector<Arg> args = {A(outer)};
+  args.insert(args.end(), view_args->begin(), view_args->end());
+  // Every other user is after inner, so after outer now.
+  Node* first = others[0];
+  for (Node* u : others) {
+    if (graph.IsBefore(u, first)) first = u;
+  }
+  ASSIGN_OR_RETURN(Node * v, graph.InsertCall(first, view, std::move(args)));
+  for (Node* u : others) u->ReplaceInput(inner, v);
+  ctx.Log("decompose: ", inner->name(), " read as ", v->name(), " (a view of ",
+          outer->name(), ")");
+  return true;
+}
+
+// ---- The pass ---------------------------------------------------------------
+
+// Whether every use of a multi-result node is a getitem of one of its
+// results.
+bool OnlyGetitemUsers(const Node& n) {
+  int64_t count = static_cast<int64_t>(n.meta().elements.size());
+  for (const Node* u : n.users()) {
+    if (u->target() != "getitem" || u->args().size() != 2 ||
+        u->args()[1].kind != Arg::Kind::kInt || u->args()[1].i < 0 ||
+        u->args()[1].i >= count) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool IsPlaceholderStorage(const ir::Graph& graph, ir::StorageId s) {
+  for (const Node* p : graph.Placeholders()) {
+    if (p->meta().kind == ir::ValueMeta::Kind::kTensor &&
+        p->meta().tensor.storage == s) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> DecomposedTargets() {
+  std::vector<std::string> out;
+  for (const Decomposition& d : kDecompositions) out.push_back(d.target);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+absl::StatusOr<bool> Decompose::Run(ir::Graph& graph, PassContext& ctx) {
+  absl::flat_hash_map<absl::string_view, DecomposeFn> table;
+  for (const Decomposition& d : kDecompositions) table[d.target] = d.fn;
+  std::vector<Node*> work;
+  for (const auto& n : graph.nodes()) {
+    if (n->kind() == Node::Kind::kCall && table.contains(n->target())) {
+      work.push_back(n.get());
+    }
+  }
+  bool changed = false;
+  absl::flat_hash_set<Node*> refresh;  // users of replaced values
+  for (Node* n : work) {
+    if (n->meta().kind == ir::ValueMeta::Kind::kTuple && !OnlyGetitemUsers(*n))
+      continue;
+    Rewriter r(graph, n, ctx.env());
+    absl::StatusOr<Outputs> outs = table.at(n->target())(r);
+    if (!outs.ok()) {
+      r.Rollback();
+      return absl::Status(
+          outs.status().code(),
+          absl::StrCat("decompose ", n->name(), " (", n->target(),
+                       "): ", outs.status().message()));
+    }
+    if (outs->empty()) {
+      r.Rollback();
+      continue;
+    }
+    // Each result in the dtype of the value it replaces, never an input.
+    bool tuple = n->meta().kind == ir::ValueMeta::Kind::kTuple;
+    size_t count = tuple ? n->meta().elements.size() : 1;
+    LATHE_CHECK(outs->size() == count)
+        << n->target() << " decomposed into " << outs->size() << " results";
+    for (size_t k = 0; k < count; ++k) {
+      const TensorMeta& want =
+          tuple ? n->meta().elements[k].tensor : n->meta().tensor;
+      Node*& got = (*outs)[k];
+      ASSIGN_OR_RETURN(got, r.To(got, want.dtype));
+      if (IsPlaceholderStorage(graph, TM(got).storage)) {
+        ASSIGN_OR_RETURN(got, r.Unary("aten.clone.default", got));
+      }
+      if (TM(got).sizes != want.sizes) {
+        r.Rollback();
+        return absl::InternalError(absl::StrCat(
+            "decompose ", n->name(), " (", n->target(), "): result ", k, " is ",
+            TM(got).ToAnnotation(), ", the op's is ", want.ToAnnotation()));
+      }
+    }
+    // Rewire the users, then erase the node and what nothing uses.
+    if (tuple) {
+      std::vector<Node*> getitems(n->users().begin(), n->users().end());
+      for (Node* g : getitems) {
+        for (Node* u : g->users()) refresh.insert(u);
+        graph.ReplaceAllUsesWith(g, (*outs)[g->args()[1].i]);
+        refresh.erase(g);
+        RETURN_IF_ERROR(graph.Erase(g));
+      }
+    } else {
+      for (Node* u : n->users()) refresh.insert(u);
+      graph.ReplaceAllUsesWith(n, (*outs)[0]);
+    }
+    refresh.erase(n);
+    std::string name = n->name(), target = n->target();
+    RETURN_IF_ERROR(graph.Erase(n));
+    std::vector<Node*> created = r.created();
+    int kept = 0;
+    for (auto it = created.rbegin(); it != created.rend(); ++it) {
+      if ((*it)->users().empty()) {
+        RETURN_IF_ERROR(graph.Erase(*it));
+      } else {
+        ++kept;
+      }
+    }
+    ctx.Log("decompose: ", name, " (", target, ") into ", kept, " nodes");
+    changed = true;
+  }
+  // Scatter chains.
+  std::vector<Node*> scatters;
+  for (const auto& n : graph.nodes()) {
+    if (ScatterOf(n->target()) != nullptr) scatters.push_back(n.get());
+  }
+  for (Node* s : scatters) {
+    ASSIGN_OR_RETURN(bool rewired, StraightenScatter(graph, s, ctx));
+    changed = changed || rewired;
+  }
+  std::vector<Node*> stale(refresh.begin(), refresh.end());
+  RETURN_IF_ERROR(ir::RefreshMetas(graph, ctx.env(), stale).status());
+  return changed;
+}
+
+}  // namespace lathe::passes

@@ -1,0 +1,753 @@
+#include "passes/decompose.h"
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "ir/graph.h"
+#include "ir/graph_text.h"
+#include "ir/interpreter.h"
+#include "ir/shape_prop.h"
+#include "passes/pass.h"
+#include "passes/pass_testing.h"
+#include "passes/pipeline.h"
+#include "runtime/tensor.h"
+#include "symbolic/shape_env.h"
+#include "tools/testing/status_matchers.h"
+
+namespace lathe::passes {
+namespace {
+
+TEST(DecomposeTest, TargetsAreListedOnce) {
+  EXPECT_EQ(DecomposedTargets(),
+            (std::vector<std::string>{
+                "aten._log_softmax.default",
+                "aten._native_batch_norm_legit.default",
+                "aten._native_batch_norm_legit.no_stats",
+                "aten._native_batch_norm_legit_functional.default",
+                "aten._native_batch_norm_legit_no_training.default",
+                "aten._softmax.default",
+                "aten.addcdiv.default",
+                "aten.addcmul.default",
+                "aten.clamp.Tensor",
+                "aten.clamp.default",
+                "aten.clamp_max.default",
+                "aten.clamp_min.default",
+                "aten.gelu.default",
+                "aten.lerp.Scalar",
+                "aten.lerp.Tensor",
+                "aten.logsumexp.default",
+                "aten.mean.default",
+                "aten.mean.dim",
+                "aten.native_batch_norm.default",
+                "aten.native_group_norm.default",
+                "aten.native_layer_norm.default",
+                "aten.silu.default",
+                "aten.std.correction",
+                "aten.std.default",
+                "aten.std.dim",
+                "aten.var.correction",
+                "aten.var.dim",
+                "aten.var_mean.correction",
+            }));
+}
+
+// float16 computes in float32 and converts back, as PyTorch's
+// decomposition does.
+TEST(DecomposeTest, SoftmaxUpcastsHalf) {
+  EXPECT_OK(
+      RunPassAndFileCheck<Decompose>(R"IR(def forward(self, x: "f16[3, 5]"):
+    s = torch.ops.aten._softmax.default(x, -1, False)
+    return (s,)
+)IR",
+                                     R"IR(
+CHECK: [[X:[a-z_0-9]+]]: "f32[3, 5][5, 1]cpu" = torch.ops.prims.convert_element_type.default(x, torch.float32)
+CHECK: [[MAX:[a-z_0-9]+]]: "f32[3, 1][1, 1]cpu" = torch.ops.aten.amax.default([[X]], [-1], True)
+CHECK: [[SUB:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.sub.Tensor([[X]], [[MAX]])
+CHECK: [[EXP:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.exp.default([[SUB]])
+CHECK: [[SUM:[a-z_0-9]+]]: "f32[3, 1][1, 1]cpu" = torch.ops.aten.sum.dim_IntList([[EXP]], [-1], True)
+CHECK: [[DIV:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.div.Tensor([[EXP]], [[SUM]])
+CHECK: [[OUT:[a-z_0-9]+]]: "f16[3, 5][5, 1]cpu" = torch.ops.prims.convert_element_type.default([[DIV]], torch.float16)
+CHECK-NOT: _softmax
+CHECK: return ([[OUT]],)
+)IR"));
+}
+
+TEST(DecomposeTest, LogSoftmax) {
+  EXPECT_OK(
+      RunPassAndFileCheck<Decompose>(R"IR(def forward(self, x: "f32[3, 5]"):
+    s = torch.ops.aten._log_softmax.default(x, 1, False)
+    return (s,)
+)IR",
+                                     R"IR(
+CHECK: [[MAX:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.amax.default(x, [1], True)
+CHECK: [[SUB:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.sub.Tensor(x, [[MAX]])
+CHECK: [[EXP:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.exp.default([[SUB]])
+CHECK: [[SUM:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.sum.dim_IntList([[EXP]], [1], True)
+CHECK: [[LOG:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.log.default([[SUM]])
+CHECK: [[OUT:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.sub.Tensor([[SUB]], [[LOG]])
+CHECK: return ([[OUT]],)
+)IR"));
+}
+
+// The getitem users of native_layer_norm read the new values.
+TEST(DecomposeTest, LayerNormRewiresGetitems) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, x: "f32[2, 3, 4]", w: "f32[4]", b: "f32[4]"):
+    ln = torch.ops.aten.native_layer_norm.default(x, [4], w, b, 1e-05)
+    getitem = ln[0]
+    getitem_1 = ln[1]
+    getitem_2 = ln[2]
+    return (getitem, getitem_1, getitem_2)
+)IR",
+      R"IR(
+CHECK: [[SUM:[a-z_0-9]+]]: "f32[2, 3, 1][3, 1, 1]cpu" = torch.ops.aten.sum.dim_IntList(x, [2], True)
+CHECK: [[MEAN:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.div.Tensor([[SUM]], 4)
+CHECK: [[VAR:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.div.Tensor({{.*}}, 4)
+CHECK: [[EPS:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.add.Tensor([[VAR]], 1e-05)
+CHECK: [[RSTD:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.rsqrt.default([[EPS]])
+CHECK: [[W:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.mul.Tensor({{.*}}, w)
+CHECK: [[OUT:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.add.Tensor([[W]], b)
+CHECK-NOT: getitem
+CHECK: return ([[OUT]], [[MEAN]], [[RSTD]])
+)IR"));
+}
+
+// Evaluation mode: running statistics, empty saved ones (the CPU kernel's).
+TEST(DecomposeTest, BatchNormInference) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, x: "f32[2, 3, 5]", rm: "f32[3]", rv: "f32[3]"):
+    bn = torch.ops.aten._native_batch_norm_legit_no_training.default(x, None, None, rm, rv, 0.1, 1e-05)
+    getitem = bn[0]
+    getitem_1 = bn[1]
+    return (getitem, getitem_1)
+)IR",
+      R"IR(
+CHECK: [[EPS:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.add.Tensor(rv, 1e-05)
+CHECK: [[INV:[a-z_0-9]+]]: "f32[3][1]cpu" = torch.ops.aten.rsqrt.default([[EPS]])
+CHECK: [[EMPTY:[a-z_0-9]+]]: "f32[0][1]cpu" = torch.ops.aten.full.default([0], 0, dtype = torch.float32, layout = torch.strided, device = device(type='cpu'), pin_memory = False)
+CHECK: [[M:[a-z_0-9]+]]: "f32[3, 1][1, 1]cpu" = torch.ops.aten.unsqueeze.default(rm, -1)
+CHECK: [[I:[a-z_0-9]+]]: "f32[3, 1][1, 1]cpu" = torch.ops.aten.unsqueeze.default([[INV]], -1)
+CHECK: [[SUB:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.sub.Tensor(x, [[M]])
+CHECK: [[OUT:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.mul.Tensor([[SUB]], [[I]])
+CHECK: return ([[OUT]], [[EMPTY]])
+)IR"));
+}
+
+// The functional form's new running statistics in evaluation mode are
+// copies: returning the inputs themselves would alias them with outputs.
+TEST(DecomposeTest, BatchNormFunctionalInferenceCopiesStatistics) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, x: "f32[2, 3]", rm: "f32[3]", rv: "f32[3]"):
+    bn = torch.ops.aten._native_batch_norm_legit_functional.default(x, None, None, rm, rv, False, 0.1, 1e-05)
+    getitem = bn[0]
+    getitem_3 = bn[3]
+    getitem_4 = bn[4]
+    return (getitem, getitem_3, getitem_4)
+)IR",
+      R"IR(
+CHECK: [[RM:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.clone.default(rm)
+CHECK: [[RV:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.clone.default(rv)
+CHECK: return ({{.*}}, [[RM]], [[RV]])
+)IR"));
+}
+
+TEST(DecomposeTest, GeluErf) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(R"IR(def forward(self, x: "f32[4]"):
+    g = torch.ops.aten.gelu.default(x)
+    return (g,)
+)IR",
+                                           R"IR(
+CHECK: [[HALF:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.mul.Tensor(x, 0.5)
+CHECK: [[S:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.mul.Tensor(x, 0.7071067811865476)
+CHECK: [[ERF:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.erf.default([[S]])
+CHECK: [[ADD:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.add.Tensor([[ERF]], 1)
+CHECK: [[OUT:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.mul.Tensor([[HALF]], [[ADD]])
+CHECK: return ([[OUT]],)
+)IR"));
+}
+
+TEST(DecomposeTest, GeluTanh) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(R"IR(def forward(self, x: "f32[4]"):
+    g = torch.ops.aten.gelu.default(x, approximate = 'tanh')
+    return (g,)
+)IR",
+                                           R"IR(
+CHECK: [[SQ:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.mul.Tensor(x, x)
+CHECK: [[CUBE:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.mul.Tensor([[SQ]], x)
+CHECK: [[K:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.mul.Tensor([[CUBE]], 0.044715)
+CHECK: [[SUM:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.add.Tensor(x, [[K]])
+CHECK: [[IN:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.mul.Tensor([[SUM]], 0.7978845608028654)
+CHECK: [[T:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.tanh.default([[IN]])
+CHECK: torch.ops.aten.add.Tensor([[T]], 1)
+)IR"));
+}
+
+TEST(DecomposeTest, Silu) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(R"IR(def forward(self, x: "bf16[4]"):
+    s = torch.ops.aten.silu.default(x)
+    return (s,)
+)IR",
+                                           R"IR(
+CHECK: [[X:[a-z_0-9]+]]: "f32[4][1]cpu" = torch.ops.prims.convert_element_type.default(x, torch.float32)
+CHECK: [[NEG:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.neg.default([[X]])
+CHECK: [[EXP:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.exp.default([[NEG]])
+CHECK: [[D:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.add.Tensor([[EXP]], 1)
+CHECK: [[DIV:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.div.Tensor([[X]], [[D]])
+CHECK: torch.ops.prims.convert_element_type.default([[DIV]], torch.bfloat16)
+)IR"));
+}
+
+TEST(DecomposeTest, AddcmulAndLerp) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, x: "f32[4]", y: "f32[4]", z: "f32[4]"):
+    a = torch.ops.aten.addcmul.default(x, y, z, value = 2)
+    b = torch.ops.aten.lerp.Scalar(x, y, 0.75)
+    return (a, b)
+)IR",
+      R"IR(
+CHECK: [[V:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.mul.Tensor(y, 2)
+CHECK: [[P:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.mul.Tensor([[V]], z)
+CHECK: [[A:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.add.Tensor(x, [[P]])
+CHECK: [[D:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.sub.Tensor(y, x)
+CHECK: [[B:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.add.Tensor(y, [[D]], alpha = -0.25)
+CHECK: return ([[A]], [[B]])
+)IR"));
+}
+
+// clamp is maximum/minimum with 0-d bounds: both propagate NaN as clamp
+// does; an integer input clamped by a float bound becomes float first.
+TEST(DecomposeTest, ClampIsMaximumAndMinimum) {
+  EXPECT_OK(
+      RunPassAndFileCheck<Decompose>(R"IR(def forward(self, x: "i32[2, 3]"):
+    a = torch.ops.aten.clamp.default(x, -2, 0.5)
+    return (a,)
+)IR",
+                                     R"IR(
+CHECK: [[X:[a-z_0-9]+]]: "f32[2, 3][3, 1]cpu" = torch.ops.prims.convert_element_type.default(x, torch.float32)
+CHECK: [[LO:[a-z_0-9]+]]: "f32[][]cpu" = torch.ops.aten.scalar_tensor.default(-2, dtype = torch.float32, layout = torch.strided, device = device(type='cpu'))
+CHECK: [[MAX:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.maximum.default([[X]], [[LO]])
+CHECK: [[HI:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.scalar_tensor.default(0.5, {{.*}})
+CHECK: [[MIN:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.minimum.default([[MAX]], [[HI]])
+CHECK: return ([[MIN]],)
+)IR"));
+}
+
+// An integer bound outside the dtype is no bound; with none left, a copy.
+TEST(DecomposeTest, ClampDropsOutOfRangeIntegerBounds) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(R"IR(def forward(self, x: "i8[3]"):
+    a = torch.ops.aten.clamp_min.default(x, -1000)
+    return (a,)
+)IR",
+                                           R"IR(
+CHECK: [[C:[a-z_0-9]+]]: "i8[3][1]cpu" = torch.ops.aten.clone.default(x)
+CHECK-NOT: maximum
+CHECK: return ([[C]],)
+)IR"));
+}
+
+// logsumexp masks infinite maxima to 0 before subtracting them.
+TEST(DecomposeTest, LogSumExpMasksInfiniteMaxima) {
+  EXPECT_OK(
+      RunPassAndFileCheck<Decompose>(R"IR(def forward(self, x: "f32[2, 3]"):
+    a = torch.ops.aten.logsumexp.default(x, [1])
+    return (a,)
+)IR",
+                                     R"IR(
+CHECK: [[MAX:[a-z_0-9]+]]: "f32[2, 1][1, 1]cpu" = torch.ops.aten.amax.default(x, [1], True)
+CHECK: [[ABS:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.abs.default([[MAX]])
+CHECK: [[INF:[a-z_0-9]+]]: "b8[2, 1][1, 1]cpu" = torch.ops.aten.eq.Scalar([[ABS]], inf)
+CHECK: [[ZERO:[a-z_0-9]+]]: "f32[][]cpu" = torch.ops.aten.scalar_tensor.default(0, {{.*}})
+CHECK: [[M:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.where.self([[INF]], [[ZERO]], [[MAX]])
+CHECK: [[SUB:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.sub.Tensor(x, [[M]])
+CHECK: [[SUM:[a-z_0-9]+]]: "f32[2][1]cpu" = torch.ops.aten.sum.dim_IntList({{.*}}, [1], False)
+CHECK: [[LOG:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.log.default([[SUM]])
+CHECK: [[SQ:[a-z_0-9]+]]: "f32[2][1]cpu" = torch.ops.aten.squeeze.dims([[M]], [1])
+CHECK: torch.ops.aten.add.Tensor([[LOG]], [[SQ]])
+)IR"));
+}
+
+// Symbolic counts are SymInt nodes; the variance divides by
+// max(0, n - correction).
+TEST(DecomposeTest, MeanAndVarOverSymbolicSizes) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(R"IR(# lathe: hint s0 4
+def forward(self, x: "f32[s0, 3]"):
+    a = torch.ops.aten.mean.dim(x, [0, 1])
+    b = torch.ops.aten.var.correction(x, [0], correction = 1)
+    return (a, b)
+)IR",
+                                           R"IR(
+CHECK: [[SUM:[a-z_0-9]+]]: "f32[][]cpu" = torch.ops.aten.sum.dim_IntList(x, [0, 1], False)
+CHECK: [[S:[a-z_0-9]+]]: "Sym(s0)" = torch.ops.aten.sym_size.int(x, 0)
+CHECK: [[N:[a-z_0-9]+]]: "Sym(3*s0)" = [[S]] * 3
+CHECK: [[A:[a-z_0-9]+]]: "f32[][]cpu" = torch.ops.aten.div.Tensor([[SUM]], [[N]])
+CHECK: [[S1:[a-z_0-9]+]]: "Sym(s0)" = torch.ops.aten.sym_size.int(x, 0)
+CHECK: [[N1:[a-z_0-9]+]]: "Sym(s0 - 1)" = [[S1]] - 1
+CHECK: [[D:[a-z_0-9]+]]: "Sym(Max(0, s0 - 1))" = torch.sym_max([[N1]], 0)
+CHECK: [[B:[a-z_0-9]+]]: "f32[3][1]cpu" = torch.ops.aten.div.Tensor({{.*}}, [[D]])
+CHECK: return ([[A]], [[B]])
+)IR"));
+}
+
+TEST(DecomposeTest, VarMeanWithoutKeepdim) {
+  EXPECT_OK(
+      RunPassAndFileCheck<Decompose>(R"IR(def forward(self, x: "f32[3, 4]"):
+    vm = torch.ops.aten.var_mean.correction(x, [1], correction = 0)
+    getitem = vm[0]
+    getitem_1 = vm[1]
+    return (getitem, getitem_1)
+)IR",
+                                     R"IR(
+CHECK: [[SUM:[a-z_0-9]+]]: "f32[3, 1][1, 1]cpu" = torch.ops.aten.sum.dim_IntList(x, [1], True)
+CHECK: [[MEAN:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.div.Tensor([[SUM]], 4)
+CHECK: [[VAR:[a-z_0-9]+]]: "f32[3][1]cpu" = torch.ops.aten.div.Tensor({{.*}}, 4)
+CHECK: [[M:[a-z_0-9]+]]: "f32[3][1]cpu" = torch.ops.aten.squeeze.dims([[MEAN]], [1])
+CHECK: return ([[VAR]], [[M]])
+)IR"));
+}
+
+// Inductor's functional scatter form: the inner scatter feeds the outer one
+// alone; its other user reads the view of the outer result.
+TEST(DecomposeTest, ScatterChainReadsAViewOfTheOuterScatter) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, x: "f32[4, 6]", y: "f32[2]"):
+    select = torch.ops.aten.select.int(x, 0, 1)
+    slice_1 = torch.ops.aten.slice.Tensor(select, 0, 2, 4)
+    add = torch.ops.aten.add.Tensor(slice_1, y)
+    slice_scatter = torch.ops.aten.slice_scatter.default(select, add, 0, 2, 4)
+    mul = torch.ops.aten.mul.Tensor(slice_scatter, 2)
+    select_scatter = torch.ops.aten.select_scatter.default(x, slice_scatter, 0, 1)
+    return (select_scatter, mul)
+)IR",
+      R"IR(
+CHECK: slice_scatter: {{.*}} = torch.ops.aten.slice_scatter.default(select, add, 0, 2, 4)
+CHECK-NEXT: select_scatter: {{.*}} = torch.ops.aten.select_scatter.default(x, slice_scatter, 0, 1)
+CHECK-NEXT: [[V:[a-z_0-9]+]]: "f32[6][1]cpu" = torch.ops.aten.select.int(select_scatter, 0, 1)
+CHECK-NEXT: mul: {{.*}} = torch.ops.aten.mul.Tensor([[V]], 2)
+)IR"));
+}
+
+// A returned inner scatter stays: a view of the outer one would alias two
+// outputs.
+TEST(DecomposeTest, ScatterChainKeepsReturnedInnerScatter) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, x: "f32[4, 6]", y: "f32[2]"):
+    select = torch.ops.aten.select.int(x, 0, 1)
+    slice_scatter = torch.ops.aten.slice_scatter.default(select, y, 0, 2, 4)
+    select_scatter = torch.ops.aten.select_scatter.default(x, slice_scatter, 0, 1)
+    return (select_scatter, slice_scatter)
+)IR",
+      std::nullopt));
+}
+
+// What cannot be decomposed faithfully stays: half_to_float (lathe's op
+// keeps the dtype), a symbolic Scalar weight, an empty softmax dim, and a
+// batch norm that writes its running statistics.
+TEST(DecomposeTest, LeavesWhatItCannotDecomposeFaithfully) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, x: "f16[3, 5]", y: "f16[3, 5]", w: "Sym(zf0)", e: "f32[3, 0]"):
+    s = torch.ops.aten._softmax.default(x, -1, True)
+    l = torch.ops.aten.lerp.Scalar(x, y, w)
+    s2 = torch.ops.aten._softmax.default(e, 1, False)
+    return (s, l, s2)
+)IR",
+      std::nullopt));
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, x: "f32[2, 3]", rm: "f32[3]", rv: "f32[3]"):
+    bn = torch.ops.aten._native_batch_norm_legit.default(x, None, None, rm, rv, True, 0.1, 1e-05)
+    getitem = bn[0]
+    return (getitem,)
+)IR",
+      std::nullopt));
+}
+
+// ---- Differential harness ---------------------------------------------------
+
+// Random inputs for the placeholders of `graph` (a symbolic size is 5);
+// with `specials`, some elements are NaN, +-inf and -0.0.
+std::vector<ir::Value> RandomInputs(const ir::Graph& graph, std::mt19937& rng,
+                                    bool specials) {
+  std::vector<ir::Value> inputs;
+  std::normal_distribution<double> normal(0.0, 2.0);
+  std::uniform_int_distribution<int> small(-6, 6), pick(0, 9);
+  for (const ir::Node* p : graph.Placeholders()) {
+    const ir::TensorMeta& m = p->meta().tensor;
+    std::vector<int64_t> sizes;
+    for (const symbolic::Expr& s : m.sizes) {
+      sizes.push_back(s.kind() == symbolic::ExprKind::kInteger ? s.int_value()
+                                                               : 5);
+    }
+    Tensor t = *Tensor::Empty(sizes, m.dtype);
+    ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+      double v;
+      if (m.dtype == DType::kBool) {
+        v = pick(rng) < 5;
+      } else if (IsIntegral(m.dtype, false)) {
+        v = small(rng);
+      } else {
+        v = normal(rng);
+        if (specials) {
+          int k = pick(rng);
+          if (k == 0) v = std::nan("");
+          if (k == 1) v = std::numeric_limits<double>::infinity();
+          if (k == 2) v = -std::numeric_limits<double>::infinity();
+          if (k == 3) v = -0.0;
+        }
+      }
+      t.SetDouble(i, v);
+    });
+    inputs.push_back(ir::Value::OfTensor(t));
+  }
+  return inputs;
+}
+
+// The relative tolerance a decomposition may differ by in `dtype` (the
+// reference kernels round once from double; decompositions round per op).
+double Tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16:
+      return 4e-3;
+    case DType::kBFloat16:
+      return 3e-2;
+    case DType::kFloat32:
+      return 1e-5;
+    case DType::kFloat64:
+      return 1e-12;
+    default:
+      return 0;  // integers and bools: exact
+  }
+}
+
+void ExpectClose(const Tensor& want, const Tensor& got,
+                 const std::string& what) {
+  ASSERT_EQ(want.dtype(), got.dtype()) << what;
+  ASSERT_EQ(want.sizes(), got.sizes()) << what;
+  double tol = Tolerance(want.dtype());
+  ForEachIndex(want.sizes(), [&](absl::Span<const int64_t> i) {
+    double w = want.GetDouble(i), g = got.GetDouble(i);
+    if (std::isnan(w)) {
+      EXPECT_TRUE(std::isnan(g)) << what << ": want NaN, got " << g;
+    } else if (std::isinf(w) || tol == 0) {
+      EXPECT_EQ(w, g) << what;
+    } else {
+      EXPECT_LE(std::fabs(w - g), tol * (std::fabs(w) + 1e-1))
+          << what << ": want " << w << ", got " << g;
+    }
+  });
+}
+
+// Runs `text` on random inputs before and after decompose (through a
+// pipeline, so the invariants are checked) and compares every output;
+// `decomposed` is the op that must be gone afterwards.
+void ExpectSameResults(const std::string& text, const std::string& decomposed,
+                       bool specials = false, int trials = 3) {
+  SCOPED_TRACE(text);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));
+  symbolic::ShapeEnv env;
+  ASSERT_OK(ir::PropagateShapes(*g, env));
+  std::unique_ptr<ir::Graph> before = g->Clone();
+  PassPipeline pipeline;
+  pipeline.AddPass<Decompose>();
+  PassContext ctx(env);
+  ASSERT_OK_AND_ASSIGN(PipelineReport report, pipeline.Run(*g, ctx));
+  EXPECT_TRUE(report.changed);
+  std::string after = ir::PrintGraph(*g);
+  EXPECT_EQ(after.find(decomposed), std::string::npos) << after;
+  std::mt19937 rng(1234);
+  for (int trial = 0; trial < trials; ++trial) {
+    std::vector<ir::Value> inputs = RandomInputs(*before, rng, specials);
+    ASSERT_OK_AND_ASSIGN(ir::Interpretation want,
+                         ir::Interpret(*before, inputs));
+    ASSERT_OK_AND_ASSIGN(ir::Interpretation got, ir::Interpret(*g, inputs));
+    ASSERT_EQ(want.outputs.size(), got.outputs.size());
+    for (size_t k = 0; k < want.outputs.size(); ++k) {
+      ExpectClose(want.outputs[k].tensor, got.outputs[k].tensor,
+                  absl::StrCat("output ", k, " of\n", after));
+    }
+  }
+}
+
+TEST(DecomposeDifferentialTest, Softmax) {
+  for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
+    ExpectSameResults(absl::StrCat(R"IR(def forward(self, x: ")IR", dtype,
+                                   R"IR([3, 5]"):
+    s = torch.ops.aten._softmax.default(x, -1, False)
+    l = torch.ops.aten._log_softmax.default(x, 0, False)
+    return (s, l)
+)IR"),
+                      "softmax");
+  }
+}
+
+TEST(DecomposeDifferentialTest, SoftmaxOfNonContiguousInput) {
+  ExpectSameResults(R"IR(def forward(self, x: "f32[5, 3]"):
+    t = torch.ops.aten.t.default(x)
+    s = torch.ops.aten._softmax.default(t, 1, False)
+    return (s,)
+)IR",
+                    "_softmax");
+}
+
+TEST(DecomposeDifferentialTest, SoftmaxWithInfinities) {
+  ExpectSameResults(R"IR(def forward(self, x: "f32[4, 6]"):
+    s = torch.ops.aten._softmax.default(x, 1, False)
+    l = torch.ops.aten._log_softmax.default(x, 1, False)
+    return (s, l)
+)IR",
+                    "softmax", /*specials=*/true, /*trials=*/8);
+}
+
+TEST(DecomposeDifferentialTest, LogSumExp) {
+  for (const char* dtype : {"f32", "f16", "i32"}) {
+    ExpectSameResults(absl::StrCat(R"IR(def forward(self, x: ")IR", dtype,
+                                   R"IR([3, 4, 5]"):
+    a = torch.ops.aten.logsumexp.default(x, [1])
+    b = torch.ops.aten.logsumexp.default(x, [0, 2], True)
+    return (a, b)
+)IR"),
+                      "logsumexp");
+  }
+  // Infinite maxima (all -inf rows, +inf) take the masked path.
+  ExpectSameResults(R"IR(def forward(self, x: "f32[6, 3]"):
+    a = torch.ops.aten.logsumexp.default(x, [1])
+    return (a,)
+)IR",
+                    "logsumexp", /*specials=*/true, /*trials=*/10);
+}
+
+TEST(DecomposeDifferentialTest, LogSumExpOfEmpty) {
+  ExpectSameResults(R"IR(def forward(self, x: "f32[0, 3]"):
+    a = torch.ops.aten.logsumexp.default(x, [0])
+    return (a,)
+)IR",
+                    "logsumexp");
+}
+
+TEST(DecomposeDifferentialTest, Norms) {
+  for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
+    ExpectSameResults(absl::StrCat(R"IR(def forward(self, x: ")IR", dtype,
+                                   R"IR([2, 3, 4, 5]", w: ")IR", dtype,
+                                   R"IR([4, 5]", b: ")IR", dtype,
+                                   R"IR([4, 5]"):
+    ln = torch.ops.aten.native_layer_norm.default(x, [4, 5], w, b, 1e-05)
+    getitem = ln[0]
+    getitem_1 = ln[1]
+    getitem_2 = ln[2]
+    ln2 = torch.ops.aten.native_layer_norm.default(x, [5], None, None, 0.001)
+    getitem_3 = ln2[0]
+    return (getitem, getitem_1, getitem_2, getitem_3)
+)IR"),
+                      "layer_norm");
+  }
+}
+
+TEST(DecomposeDifferentialTest, LayerNormOfNonContiguousInput) {
+  ExpectSameResults(R"IR(def forward(self, x: "f32[6, 4]", w: "f32[6]"):
+    t = torch.ops.aten.t.default(x)
+    ln = torch.ops.aten.native_layer_norm.default(t, [6], w, None, 1e-05)
+    getitem = ln[0]
+    getitem_2 = ln[2]
+    return (getitem, getitem_2)
+)IR",
+                    "layer_norm");
+}
+
+TEST(DecomposeDifferentialTest, GroupNorm) {
+  for (const char* dtype : {"f32", "f16"}) {
+    ExpectSameResults(absl::StrCat(R"IR(def forward(self, x: ")IR", dtype,
+                                   R"IR([2, 6, 3, 2]", w: ")IR", dtype,
+                                   R"IR([6]", b: ")IR", dtype, R"IR([6]"):
+    gn = torch.ops.aten.native_group_norm.default(x, w, b, 2, 6, 6, 3, 1e-05)
+    getitem = gn[0]
+    getitem_1 = gn[1]
+    getitem_2 = gn[2]
+    gn2 = torch.ops.aten.native_group_norm.default(x, None, None, 2, 6, 6, 2, 1e-05)
+    getitem_3 = gn2[0]
+    return (getitem, getitem_1, getitem_2, getitem_3)
+)IR"),
+                      "group_norm");
+  }
+}
+
+TEST(DecomposeDifferentialTest, BatchNorm) {
+  for (const char* dtype : {"f32", "f16"}) {
+    ExpectSameResults(
+        absl::StrCat(
+            R"IR(def forward(self, x: ")IR", dtype,
+            R"IR([4, 3, 2, 2]", w: "f32[3]", b: "f32[3]", rm: "f32[3]", rv: "f32[3]"):
+    abs = torch.ops.aten.abs.default(rv)
+    f = torch.ops.aten._native_batch_norm_legit_functional.default(x, w, b, rm, abs, True, 0.1, 1e-05)
+    getitem = f[0]
+    getitem_1 = f[1]
+    getitem_2 = f[2]
+    getitem_3 = f[3]
+    getitem_4 = f[4]
+    e = torch.ops.aten._native_batch_norm_legit_no_training.default(x, w, b, rm, abs, 0.1, 1e-05)
+    getitem_5 = e[0]
+    getitem_6 = e[1]
+    n = torch.ops.aten._native_batch_norm_legit.no_stats(x, None, b, True, 0.1, 1e-05)
+    getitem_7 = n[0]
+    getitem_8 = n[2]
+    nb = torch.ops.aten.native_batch_norm.default(x, w, None, rm, abs, False, 0.1, 1e-05)
+    getitem_9 = nb[0]
+    nt = torch.ops.aten.native_batch_norm.default(x, w, b, None, None, True, 0.1, 1e-05)
+    getitem_10 = nt[0]
+    getitem_11 = nt[1]
+    fe = torch.ops.aten._native_batch_norm_legit_functional.default(x, None, None, rm, abs, False, 0.1, 1e-05)
+    getitem_12 = fe[0]
+    getitem_13 = fe[3]
+    getitem_14 = fe[4]
+    return (getitem, getitem_1, getitem_2, getitem_3, getitem_4, getitem_5, getitem_6, getitem_7, getitem_8, getitem_9, getitem_10, getitem_11, getitem_12, getitem_13, getitem_14)
+)IR"),
+        "batch_norm");
+  }
+}
+
+TEST(DecomposeDifferentialTest, Activations) {
+  for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
+    ExpectSameResults(absl::StrCat(R"IR(def forward(self, x: ")IR", dtype,
+                                   R"IR([4, 7]"):
+    a = torch.ops.aten.gelu.default(x)
+    b = torch.ops.aten.gelu.default(x, approximate = 'tanh')
+    c = torch.ops.aten.silu.default(x)
+    return (a, b, c)
+)IR"),
+                      "gelu", /*specials=*/true);
+  }
+}
+
+TEST(DecomposeDifferentialTest, Ternary) {
+  for (const char* dtype : {"f32", "f16", "i64"}) {
+    ExpectSameResults(absl::StrCat(R"IR(def forward(self, x: ")IR", dtype,
+                                   R"IR([3, 4]", y: ")IR", dtype,
+                                   R"IR([4]", z: ")IR", dtype, R"IR([3, 1]"):
+    a = torch.ops.aten.addcmul.default(x, y, z)
+    b = torch.ops.aten.addcmul.default(x, y, z, value = 3)
+    return (a, b)
+)IR"),
+                      "addc");
+  }
+  for (const char* dtype : {"f32", "f16"}) {
+    ExpectSameResults(absl::StrCat(R"IR(def forward(self, x: ")IR", dtype,
+                                   R"IR([3, 4]", y: ")IR", dtype,
+                                   R"IR([4]", z: ")IR", dtype, R"IR([3, 1]"):
+    a = torch.ops.aten.addcdiv.default(x, y, z)
+    b = torch.ops.aten.addcdiv.default(x, y, z, value = -0.5)
+    c = torch.ops.aten.lerp.Scalar(x, y, 0.25)
+    d = torch.ops.aten.lerp.Scalar(x, y, 0.75)
+    e = torch.ops.aten.lerp.Scalar(x, y, -2.0)
+    f = torch.ops.aten.lerp.Tensor(x, y, z)
+    return (a, b, c, d, e, f)
+)IR"),
+                      "addc");
+  }
+}
+
+TEST(DecomposeDifferentialTest, Reductions) {
+  for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
+    ExpectSameResults(absl::StrCat(R"IR(def forward(self, x: ")IR", dtype,
+                                   R"IR([3, 4, 5]"):
+    a = torch.ops.aten.var.correction(x, [1], correction = 0)
+    b = torch.ops.aten.var.correction(x, None, keepdim = True)
+    c = torch.ops.aten.var.correction(x, [0, 2], correction = 2.5)
+    d = torch.ops.aten.var.dim(x, [-1], False, True)
+    e = torch.ops.aten.std.correction(x, [2], correction = 1)
+    f = torch.ops.aten.std.default(x)
+    g = torch.ops.aten.std.dim(x, [0], False)
+    vm = torch.ops.aten.var_mean.correction(x, [1, 2], correction = 1)
+    getitem = vm[0]
+    getitem_1 = vm[1]
+    vm2 = torch.ops.aten.var_mean.correction(x, [0], correction = 0, keepdim = True)
+    getitem_2 = vm2[0]
+    getitem_3 = vm2[1]
+    h = torch.ops.aten.mean.dim(x, [1], True)
+    i = torch.ops.aten.mean.dim(x, [-1, 0])
+    j = torch.ops.aten.mean.default(x)
+    k = torch.ops.aten.mean.dim(x, None)
+    return (a, b, c, d, e, f, g, getitem, getitem_1, getitem_2, getitem_3, h, i, j, k)
+)IR"),
+                      "var");
+  }
+}
+
+// A correction larger than the count divides by max(0, n - correction) = 0.
+TEST(DecomposeDifferentialTest, VarianceOfTooFewElements) {
+  ExpectSameResults(R"IR(def forward(self, x: "f32[3, 2]"):
+    a = torch.ops.aten.var.correction(x, [1], correction = 3)
+    b = torch.ops.aten.var.correction(x, [1], correction = 2)
+    c = torch.ops.aten.mean.dim(x, [0], dtype = torch.float64)
+    return (a, b, c)
+)IR",
+                    "var");
+}
+
+TEST(DecomposeDifferentialTest, DynamicShapes) {
+  ExpectSameResults(R"IR(# lathe: hint s0 5
+def forward(self, x: "f32[s0, 4]", w: "f32[4]"):
+    a = torch.ops.aten.mean.dim(x, [0])
+    b = torch.ops.aten.var.correction(x, [0, 1], correction = 1)
+    c = torch.ops.aten._softmax.default(x, 0, False)
+    ln = torch.ops.aten.native_layer_norm.default(x, [4], w, None, 1e-05)
+    getitem = ln[0]
+    vm = torch.ops.aten.var_mean.correction(x, [0], correction = 1)
+    getitem_1 = vm[0]
+    getitem_2 = vm[1]
+    return (a, b, c, getitem, getitem_1, getitem_2)
+)IR",
+                    "mean.dim");
+}
+
+TEST(DecomposeDifferentialTest, Clamp) {
+  for (const char* dtype : {"f32", "f16", "f64"}) {
+    ExpectSameResults(absl::StrCat(R"IR(def forward(self, x: ")IR", dtype,
+                                   R"IR([5, 6]", lo: ")IR", dtype,
+                                   R"IR([6]", hi: ")IR", dtype, R"IR([]"):
+    a = torch.ops.aten.clamp.default(x, -1.5, 0.5)
+    b = torch.ops.aten.clamp.default(x, None, 1)
+    c = torch.ops.aten.clamp_min.default(x, 0.25)
+    d = torch.ops.aten.clamp_max.default(x, -0.0)
+    e = torch.ops.aten.clamp.Tensor(x, lo, hi)
+    f = torch.ops.aten.clamp.Tensor(x, None, lo)
+    g = torch.ops.aten.clamp.default(x, 1.0, -1.0)
+    h = torch.ops.aten.clamp.default(x, nan)
+    return (a, b, c, d, e, f, g, h)
+)IR"),
+                      "clamp", /*specials=*/true, /*trials=*/6);
+  }
+  for (const char* dtype : {"i32", "i64", "i8"}) {
+    ExpectSameResults(absl::StrCat(R"IR(def forward(self, x: ")IR", dtype,
+                                   R"IR([5, 6]", lo: ")IR", dtype,
+                                   R"IR([6]", hi: "f32[]"):
+    a = torch.ops.aten.clamp.default(x, -2, 3)
+    b = torch.ops.aten.clamp_min.default(x, -1000000)
+    c = torch.ops.aten.clamp_max.default(x, 1)
+    d = torch.ops.aten.clamp.Tensor(x, lo, None)
+    e = torch.ops.aten.clamp.Tensor(x, lo, hi)
+    f = torch.ops.aten.clamp.default(x, 0.5)
+    return (a, b, c, d, e, f)
+)IR"),
+                      "clamp");
+  }
+}
+
+TEST(DecomposeDifferentialTest, ScatterChain) {
+  ExpectSameResults(R"IR(def forward(self, x: "f32[4, 6]", y: "f32[2]"):
+    select = torch.ops.aten.select.int(x, 0, 1)
+    slice_1 = torch.ops.aten.slice.Tensor(select, 0, 2, 4)
+    add = torch.ops.aten.add.Tensor(slice_1, y)
+    slice_scatter = torch.ops.aten.slice_scatter.default(select, add, 0, 2, 4)
+    mul = torch.ops.aten.mul.Tensor(slice_scatter, 2)
+    select_scatter = torch.ops.aten.select_scatter.default(x, slice_scatter, 0, 1)
+    return (select_scatter, mul)
+)IR",
+                    "nothing-removed");
+}
+
+}  // namespace
+}  // namespace lathe::passes
