@@ -17,6 +17,7 @@
 //   )", R"(
 //   CHECK: add = torch.ops.aten.add.Tensor(a, a)
 //   )"));
+//   ASSERT_OK_AND_ASSIGN(PassResult r, RunPassAndCompare<Cse>(text));
 
 #ifndef LATHE_PASSES_PASS_TESTING_H_
 #define LATHE_PASSES_PASS_TESTING_H_
@@ -59,6 +60,22 @@ template <typename T>
 absl::Status RunPassAndFileCheck(absl::string_view text,
                                  std::optional<absl::string_view> checks) {
   return RunPassAndFileCheck(text, std::make_unique<T>(), checks);
+}
+
+// RunPassAndCompare()
+//
+// The differential check against the interpreter (the oracle): RunPass,
+// then interprets the graph before and after it on the same deterministic
+// inputs (static shapes; floats from a ramp, integers 0 and 1 so they can
+// index any dimension). Outputs and the inputs' final values must agree bit
+// for bit, and an output may share a storage with an input or another
+// output afterwards only where it did before. Returns the pass's result.
+absl::StatusOr<PassResult> RunPassAndCompare(absl::string_view text,
+                                             std::unique_ptr<Pass> pass);
+
+template <typename T>
+absl::StatusOr<PassResult> RunPassAndCompare(absl::string_view text) {
+  return RunPassAndCompare(text, std::make_unique<T>());
 }
 
 }  // namespace lathe::passes
