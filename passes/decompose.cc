@@ -1203,6 +1203,7 @@ absl::StatusOr<bool> Decompose::Run(ir::Graph& graph, PassContext& ctx) {
       continue;
     }
     // Each result in the dtype of the value it replaces, never an input.
+    std::string mismatch;
     bool tuple = n->meta().kind == ir::ValueMeta::Kind::kTuple;
     size_t count = tuple ? n->meta().elements.size() : 1;
     LATHE_CHECK(outs->size() == count)
@@ -1216,11 +1217,19 @@ absl::StatusOr<bool> Decompose::Run(ir::Graph& graph, PassContext& ctx) {
         ASSIGN_OR_RETURN(got, r.Unary("aten.clone.default", got));
       }
       if (TM(got).sizes != want.sizes) {
-        r.Rollback();
-        return absl::InternalError(absl::StrCat(
-            "decompose ", n->name(), " (", n->target(), "): result ", k, " is ",
-            TM(got).ToAnnotation(), ", the op's is ", want.ToAnnotation()));
+        // Sizes the ShapeEnv cannot show equal (symbolic forms that differ):
+        // the op stays as it is rather than change a meta.
+        mismatch = absl::StrCat("decompose: kept ", n->name(), " (",
+                                n->target(), "): result ", k, " is ",
+                                TM(got).ToAnnotation(), ", the op's is ",
+                                want.ToAnnotation());
+        break;
       }
+    }
+    if (!mismatch.empty()) {
+      r.Rollback();
+      ctx.Log(mismatch);
+      continue;
     }
     // Rewire the users, then erase the node and what nothing uses.
     if (tuple) {

@@ -1,7 +1,11 @@
 #include "passes/default_pipeline.h"
 
+#include "passes/constant_fold.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
+#include "passes/decompose.h"
+#include "passes/reinplace.h"
+#include "passes/remove_noop_ops.h"
 #include "passes/tensorify_scalars.h"
 
 namespace lathe::passes {
@@ -11,10 +15,17 @@ PassPipeline DefaultPipeline() {
   // 1. Float scalars become 0-d tensor compute before anything reads them
   //    as numbers: a new lr never recompiles (seed 000).
   p.AddPass<TensorifyScalars>();
-  // 2. Cleanups, until none changes the graph.
+  // 2. Composite ops become the core ops code generation handles.
+  p.AddPass<Decompose>();
+  // 3. Cleanups, until none changes the graph.
   PassPipeline& cleanup = p.AddFixedPoint(/*max_iterations=*/4);
   cleanup.AddPass<Cse>();
   cleanup.AddPass<Dce>();
+  cleanup.AddPass<ConstantFold>();
+  cleanup.AddPass<RemoveNoopOps>();
+  // 4. Last, because it adds mutation: functional ops write their inputs'
+  //    buffers where nothing reads them later, and the copy_ epilogue goes.
+  p.AddPass<Reinplace>();
   return p;
 }
 

@@ -19,8 +19,8 @@
 
 namespace lathe::passes {
 
-// The default pipeline: tensorify_scalars, the cleanups to a fixed point,
-// reinplace last.
+// The default pipeline: tensorify_scalars, decompose, the cleanups (cse,
+// dce, constant_fold, remove_noop_ops) to a fixed point, reinplace last.
 PassPipeline DefaultPipeline();
 
 }  // namespace lathe::passes
