@@ -1,0 +1,145 @@
+// The walk as a library (tools/compile.h), and the acceptance test of seed
+// 000: an Adam step over 10 parameters whose lr, beta1, beta2 and step are
+// float symbols compiles once, specializes nothing, updates the parameters
+// in place with no copy_ left, and gives the unoptimized graph's results
+// for 20 (lr, step) values through that one compile.
+
+#include "tools/compile.h"
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "aot/aot_dispatch.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/graph_text.h"
+#include "ir/interpreter.h"
+#include "ir/op_testing.h"
+#include "symbolic/expr.h"
+#include "symbolic/printer.h"
+#include "tools/testing/runfiles.h"
+#include "tools/testing/status_matchers.h"
+
+namespace lathe {
+namespace {
+
+using ::lathe::testing::StatusIs;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+
+TEST(CompileTest, EveryStepIsTimedAndEveryDumpParses) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c,
+                       CompileGraphText(R"IR(def forward(self, x: "f32[4]"):
+    a = torch.ops.aten.neg.default(x)
+    b = torch.ops.aten.neg.default(x)
+    add = torch.ops.aten.add.Tensor(a, b)
+    return (add,)
+)IR",
+                                        {.dump = true}));
+  std::vector<std::string> names;
+  for (const StepTime& s : c->steps) {
+    EXPECT_GE(s.seconds, 0) << s.name;
+    names.push_back(s.name);
+  }
+  EXPECT_EQ(names.front(), "parse");
+  EXPECT_EQ(names[1], "aot_dispatch");
+  EXPECT_EQ(names.back(), "guards");
+  EXPECT_THAT(names, ::testing::Contains("reinplace"));
+  ASSERT_GE(c->dumps.size(), 3u);
+  EXPECT_EQ(c->dumps[0].first, "00-aot_dispatch.txt");
+  EXPECT_EQ(c->dumps[1].first, "01-tensorify_scalars.txt");
+  for (const auto& [name, text] : c->dumps) {
+    EXPECT_OK(ir::ParseGraph(text).status()) << name;
+  }
+  EXPECT_THAT(c->log, ::testing::Contains("cse: b -> a"));
+}
+
+TEST(CompileTest, ErrorsNameTheSource) {
+  EXPECT_THAT(CompileGraphText("def forward(self, x: \"f32[4]\"):\n"
+                               "    y = torch.ops.aten.mm.default(x, x)\n"
+                               "    return (y,)\n",
+                               {.source = "g.txt"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("g.txt: node 'y'")));
+}
+
+TEST(CompileTest, AdamStepCompilesOnceAndUpdatesInPlace) {
+  ASSERT_OK_AND_ASSIGN(std::string text, lathe::testing::ReadRunfile(
+                                             "passes/testdata/adam10_sym.txt"));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c,
+                       CompileGraphText(text));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> original,
+                       ir::ParseGraph(text));
+  // No float symbol specialized: no guard mentions one.
+  EXPECT_THAT(c->specialized, IsEmpty());
+  for (symbolic::Expr g : c->env->guards()) {
+    for (symbolic::Expr s : symbolic::FreeSymbols(g)) {
+      EXPECT_FALSE(s.is_float()) << symbolic::ToString(g);
+    }
+  }
+  // Parameters, moments updated in place: no copy_ epilogue is left.
+  std::string printed = ir::PrintGraph(*c->graph);
+  EXPECT_THAT(printed, Not(HasSubstr("copy_")));
+  EXPECT_THAT(printed, HasSubstr("torch.ops.aten.add_.Tensor(p9, "));
+  ASSERT_TRUE(c->guards.has_value());
+  std::mt19937 rng(3);
+  std::normal_distribution<double> normal;
+  for (int k = 0; k < 20; ++k) {
+    double lr = 1e-3 * (k + 1) / 3, step = k + 1;
+    std::vector<ir::Value> a, b;
+    std::vector<std::vector<int64_t>> shapes;
+    for (ir::Node* ph : original->Placeholders()) {
+      if (ph->meta().kind == ir::ValueMeta::Kind::kSym) {
+        const std::string& n = ph->name();
+        ir::Value v = ir::Value::Float(n == "lr"      ? lr
+                                       : n == "beta1" ? 0.9
+                                       : n == "beta2" ? 0.999
+                                                      : step);
+        a.push_back(v);
+        b.push_back(v);
+        continue;
+      }
+      std::vector<int64_t> sizes;
+      int64_t count = 1;
+      for (const auto& s : ph->meta().tensor.sizes) {
+        sizes.push_back(s.int_value());
+        count *= s.int_value();
+      }
+      std::vector<double> values;
+      for (int64_t i = 0; i < count; ++i) {
+        double x = normal(rng);
+        values.push_back(ph->name()[0] == 'v' ? std::abs(x) : x);
+      }
+      a.push_back(ir::V(ir::T(sizes, values)));
+      b.push_back(ir::V(ir::T(sizes, values)));
+    }
+    // The one compile admits every set (the guards see new lr and step).
+    std::vector<symbolic::GuardInput> inputs;
+    for (const ir::Value& v : b) {
+      inputs.push_back(
+          v.is_tensor() ? symbolic::GuardInput::Tensor(v.tensor.sizes(),
+                                                       v.tensor.strides())
+                        : symbolic::GuardInput::Float(v.number.float_value()));
+    }
+    EXPECT_TRUE(c->guards->Check(inputs)) << "lr " << lr;
+    ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*original, a));
+    ASSERT_OK_AND_ASSIGN(ir::Interpretation got,
+                         aot::InterpretWithPlan(*c->graph, c->aot.plan, b));
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!a[i].is_tensor()) continue;
+      std::vector<double> x = ir::Elements(a[i].tensor),
+                          y = ir::Elements(b[i].tensor);
+      for (size_t j = 0; j < x.size(); ++j) {
+        ASSERT_NEAR(y[j], x[j], 1e-6 * std::max(1.0, std::abs(x[j])))
+            << "input " << i << " element " << j << " lr " << lr;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lathe
