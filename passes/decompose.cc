@@ -1219,10 +1219,10 @@ absl::StatusOr<bool> Decompose::Run(ir::Graph& graph, PassContext& ctx) {
       if (TM(got).sizes != want.sizes) {
         // Sizes the ShapeEnv cannot show equal (symbolic forms that differ):
         // the op stays as it is rather than change a meta.
-        mismatch = absl::StrCat("decompose: kept ", n->name(), " (",
-                                n->target(), "): result ", k, " is ",
-                                TM(got).ToAnnotation(), ", the op's is ",
-                                want.ToAnnotation());
+        mismatch =
+            absl::StrCat("decompose: kept ", n->name(), " (", n->target(),
+                         "): result ", k, " is ", TM(got).ToAnnotation(),
+                         ", the op's is ", want.ToAnnotation());
         break;
       }
     }

@@ -1,5 +1,7 @@
 #include "passes/default_pipeline.h"
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "passes/constant_fold.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
@@ -26,6 +28,37 @@ PassPipeline DefaultPipeline() {
   // 4. Last, because it adds mutation: functional ops write their inputs'
   //    buffers where nothing reads them later, and the copy_ epilogue goes.
   p.AddPass<Reinplace>();
+  return p;
+}
+
+std::vector<std::string> PassNames() {
+  return {"tensorify_scalars", "decompose",       "cse",      "dce",
+          "constant_fold",     "remove_noop_ops", "reinplace"};
+}
+
+absl::StatusOr<PassPipeline> PipelineOf(const std::vector<std::string>& names) {
+  PassPipeline p;
+  for (const std::string& name : names) {
+    if (name == "tensorify_scalars") {
+      p.AddPass<TensorifyScalars>();
+    } else if (name == "decompose") {
+      p.AddPass<Decompose>();
+    } else if (name == "cse") {
+      p.AddPass<Cse>();
+    } else if (name == "dce") {
+      p.AddPass<Dce>();
+    } else if (name == "constant_fold") {
+      p.AddPass<ConstantFold>();
+    } else if (name == "remove_noop_ops") {
+      p.AddPass<RemoveNoopOps>();
+    } else if (name == "reinplace") {
+      p.AddPass<Reinplace>();
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown pass '", name,
+                       "' (passes: ", absl::StrJoin(PassNames(), ", "), ")"));
+    }
+  }
   return p;
 }
 

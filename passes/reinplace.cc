@@ -607,6 +607,17 @@ std::string Reinplacer::Check(Plan& plan) {
     }
   }
   if (plan.scatter != nullptr) return ShouldReinplaceScatter(plan);
+  // The in-place twin's meta function must accept the call as it is (a
+  // data-dependent size it cannot decide refuses).
+  if (plan.twin != nullptr) {
+    std::string target = n->target();
+    n->set_target(plan.twin->target);
+    absl::StatusOr<ir::InferredMeta> twin = ir::ComputeMeta(*n, env_);
+    n->set_target(target);
+    if (!twin.ok()) {
+      return absl::StrCat("the in-place op refuses: ", twin.status().message());
+    }
+  }
   return "";
 }
 

@@ -72,6 +72,12 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> CompileGraph(
   // The passes.
   if (options.passes) {
     passes::PassPipeline pipeline = passes::DefaultPipeline();
+    if (options.only_passes.has_value()) {
+      absl::StatusOr<passes::PassPipeline> p =
+          passes::PipelineOf(*options.only_passes);
+      if (!p.ok()) return p.status();
+      pipeline = *std::move(p);
+    }
     passes::PassContext ctx(*c->env);
     absl::StatusOr<passes::PipelineReport> report = pipeline.Run(
         *c->graph, ctx,

@@ -41,6 +41,9 @@ struct CompileOptions {
   absl::flat_hash_map<std::string, symbolic::Value> hints;
   // Run the default pass pipeline after AOT dispatch.
   bool passes = true;
+  // Instead of the default pipeline, these passes in this order, each once
+  // (passes::PassNames(); lathec --passes).
+  std::optional<std::vector<std::string>> only_passes;
   // Check the invariants after every pass.
   bool check_invariants = true;
   // Keep the graph text after AOT and after each pass (CompiledGraph::dumps).

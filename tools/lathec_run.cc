@@ -51,7 +51,8 @@ namespace {}  // namespace
 
 const char kLathecUsage[] =
     "usage: lathec run GRAPH (--input NAME=FILE.npy ... | --inputs DIR ...) "
-    "[--backend interp] --out DIR [--dump-dir DIR] [--max-memory BYTES]";
+    "[--backend interp] --out DIR [--dump-dir DIR] [--max-memory BYTES] "
+    "[--passes NAME,NAME,...|none]";
 
 namespace {
 
@@ -123,6 +124,7 @@ struct RunOptions {
   std::string out;
   std::string dump_dir;
   int64_t max_memory = PhysicalMemoryBytes() / 2;
+  std::optional<std::vector<std::string>> passes;  // default pipeline: none
 };
 
 absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
@@ -154,6 +156,10 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
       ASSIGN_OR_RETURN(o.out, value("--out"));
     } else if (a == "--dump-dir" || absl::StartsWith(a, "--dump-dir=")) {
       ASSIGN_OR_RETURN(o.dump_dir, value("--dump-dir"));
+    } else if (a == "--passes" || absl::StartsWith(a, "--passes=")) {
+      ASSIGN_OR_RETURN(std::string v, value("--passes"));
+      o.passes.emplace();
+      if (v != "none") *o.passes = absl::StrSplit(v, ',', absl::SkipEmpty());
     } else if (a == "--max-memory" || absl::StartsWith(a, "--max-memory=")) {
       ASSIGN_OR_RETURN(std::string v, value("--max-memory"));
       ASSIGN_OR_RETURN(o.max_memory, ParseBytes(v));
@@ -487,6 +493,7 @@ absl::StatusOr<std::unique_ptr<Compiled>> Compile(
   options.source = o.graph;
   options.hints = hints;
   options.dump = !o.dump_dir.empty();
+  options.only_passes = o.passes;
   return CompileGraphText(text, options);
 }
 

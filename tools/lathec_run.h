@@ -26,6 +26,10 @@
 //       pipeline), DIR/steps.txt (the time of each step of the walk),
 //       DIR/passes.log (the passes' decisions), DIR/runtime_wrapper_plan.cc
 //       and DIR/subclass_wrapper_plan.cc (the plans as C++).
+//   --passes NAME,NAME,...|none
+//       runs these passes (tensorify_scalars, decompose, cse, dce,
+//       constant_fold, remove_noop_ops, reinplace), in this order, each once,
+//       instead of the default pipeline; `none` runs no pass.
 //   --max-memory BYTES (suffixes K, M, G, T)
 //       the most memory the run's tensors may hold together (default: half
 //       the machine's physical memory); .npy files are bounded by it too.

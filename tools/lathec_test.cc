@@ -371,6 +371,12 @@ TEST(LathecTest, ErrorsAreOneLineAndWriteNothing) {
         "--dump-dir", out + "/../never_written/dump"},
        1,
        "lathec: --dump-dir and --out must be separate directories\n"},
+      // A pass name lathe does not have.
+      {{"run", graph, "--input", "x=" + x, "--input", "w=" + w, "--out", out,
+        "--passes", "cse,fuse_everything"},
+       1,
+       "lathec: unknown pass 'fuse_everything' (passes: tensorify_scalars, "
+       "decompose, cse, dce, constant_fold, remove_noop_ops, reinplace)\n"},
       {{"run", graph, "--input", "x" + x, "--out", out},
        1,
        "--input expects NAME=FILE.npy"},

@@ -119,15 +119,23 @@ Result RunCommand(const std::string& cmd) {
   return {WEXITSTATUS(status), out};
 }
 
-TEST(TorchCorpusTest, EveryCaseMatchesEagerPyTorch) {
+// Runs lathec on every case whose name ends in one of `modes` (all when
+// empty) with `extra` arguments; the number whose files match eager.
+int RunCases(const std::vector<std::string>& modes, const std::string& extra,
+             std::map<std::string, int>* per_mode, size_t* total) {
   std::string root = Runfile("ir/testdata/torch_corpus");
   std::vector<std::string> cases;
   for (const std::string& e : Entries(root)) {
-    if (IsDir(absl::StrCat(root, "/", e))) cases.push_back(e);
+    if (!IsDir(absl::StrCat(root, "/", e))) continue;
+    std::string mode = e.substr(e.rfind("__") + 2);
+    if (!modes.empty() &&
+        std::find(modes.begin(), modes.end(), mode) == modes.end()) {
+      continue;
+    }
+    cases.push_back(e);
   }
-  ASSERT_GE(cases.size(), 120u);
+  *total = cases.size();
   const char* tmp = std::getenv("TEST_TMPDIR");
-  std::map<std::string, int> per_mode;
   int passed = 0;
   for (const std::string& c : cases) {
     SCOPED_TRACE(c);
@@ -135,9 +143,9 @@ TEST(TorchCorpusTest, EveryCaseMatchesEagerPyTorch) {
     std::string out = absl::StrCat(tmp ? tmp : "/tmp", "/corpus_", c);
     Result r = RunCommand(absl::StrCat(Runfile("tools/lathec"), " run '", dir,
                                        "/graph.txt' --inputs '", dir,
-                                       "/inputs' --out '", out, "'"));
+                                       "/inputs' --out '", out, "'", extra));
     if (r.status != 0) {
-      ADD_FAILURE() << c << ": " << r.output;
+      ADD_FAILURE() << c << extra << ": " << r.output;
       continue;
     }
     std::vector<std::string> want, got;
@@ -148,24 +156,49 @@ TEST(TorchCorpusTest, EveryCaseMatchesEagerPyTorch) {
     for (const std::string& f : want) {
       absl::StatusOr<Tensor> w = ReadNpy(absl::StrCat(dir, "/expected/", f));
       absl::StatusOr<Tensor> g = ReadNpy(absl::StrCat(out, "/0/", f));
-      ASSERT_TRUE(w.ok()) << w.status();
-      if (!g.ok()) {
+      EXPECT_TRUE(w.ok()) << w.status();
+      if (!w.ok() || !g.ok()) {
         ok = false;
         continue;
       }
       std::string diff = Compare(*w, *g);
-      EXPECT_EQ(diff, "") << c << "/" << f;
+      EXPECT_EQ(diff, "") << c << "/" << f << extra;
       ok = ok && diff.empty();
     }
     if (ok) {
       ++passed;
-      ++per_mode[c.substr(c.rfind("__") + 2)];
+      if (per_mode != nullptr) ++(*per_mode)[c.substr(c.rfind("__") + 2)];
     }
   }
+  return passed;
+}
+
+// Every case through lathec's default pipeline.
+TEST(TorchCorpusTest, EveryCaseMatchesEagerPyTorch) {
+  std::map<std::string, int> per_mode;
+  size_t total = 0;
+  int passed = RunCases({}, "", &per_mode, &total);
+  EXPECT_GE(total, 500u);
   std::printf("%d of %zu torch corpus cases match eager PyTorch\n", passed,
-              cases.size());
+              total);
   for (const auto& [mode, n] : per_mode) {
     std::printf("  %s: %d\n", mode.c_str(), n);
+  }
+}
+
+// Each pass alone (lathec --passes NAME, invariants checked after it) on
+// the AOT-captured cases, and no pass at all.
+TEST(TorchCorpusTest, EachPassAloneMatchesEagerPyTorch) {
+  std::vector<std::string> names = {
+      "none", "tensorify_scalars", "decompose",       "cse",
+      "dce",  "constant_fold",     "remove_noop_ops", "reinplace"};
+  for (const std::string& name : names) {
+    size_t total = 0;
+    int passed =
+        RunCases({"aot", "aot_dyn"}, " --passes " + name, nullptr, &total);
+    EXPECT_GE(total, 250u);
+    std::printf("--passes %s: %d of %zu cases match eager PyTorch\n",
+                name.c_str(), passed, total);
   }
 }
 
