@@ -324,6 +324,19 @@ double FloatDiv(double a, double b, Div mode) {
 }
 
 // self OP other (* alpha); also the base of the in-place variant.
+// A Python number operand of add, sub, mul or div on a float16/bfloat16
+// tensor: PyTorch's CPU kernels use it at the float32 precision they compute
+// in (`original_scalar_value<opmath_t>`), not rounded to the tensor's dtype.
+Value OpmathScalar(const OutInfo& info, absl::string_view op, const Value& v) {
+  if (v.is_tensor() || !v.is_number() ||
+      (info.compute != DType::kFloat16 && info.compute != DType::kBFloat16) ||
+      (op != "add" && op != "sub" && op != "mul" && op != "div")) {
+    return v;
+  }
+  absl::StatusOr<Tensor> t = ScalarTensor(v, DType::kFloat32);
+  return t.ok() ? Value::OfTensor(*t) : v;
+}
+
 absl::StatusOr<Value> BinaryKernel(const OpCall& c, const std::string& op,
                                    const OutInfo& info, const Value& self,
                                    const Value& other, const Value& alpha) {
@@ -464,7 +477,7 @@ absl::StatusOr<Value> BinaryKernel(const OpCall& c, const std::string& op,
       return static_cast<int64_t>(fd(a < b ? -1 : a > b ? 1 : 0, 0));
     };
   }
-  return Compute(c, info, {self, other}, fd, fi);
+  return Compute(c, info, {self, OpmathScalar(info, op, other)}, fd, fi);
 }
 
 absl::StatusOr<Value> DivKernel(const OpCall& c, const OutInfo& info,
@@ -475,7 +488,7 @@ absl::StatusOr<Value> DivKernel(const OpCall& c, const OutInfo& info,
   if (mode != Div::kTrue) {
     fi = [mode](int64_t a, int64_t b) { return IntDiv(a, b, mode); };
   }
-  return Compute(c, info, {self, other}, fd, fi);
+  return Compute(c, info, {self, OpmathScalar(info, "div", other)}, fd, fi);
 }
 
 absl::StatusOr<Div> DivMode(const OpCall& c) {

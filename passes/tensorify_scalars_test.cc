@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
@@ -14,6 +15,7 @@
 #include "ir/shape_prop.h"
 #include "passes/pass_testing.h"
 #include "passes/pipeline.h"
+#include "runtime/dtype.h"
 #include "symbolic/printer.h"
 #include "symbolic/shape_env.h"
 #include "tools/testing/runfiles.h"
@@ -182,6 +184,129 @@ TEST(TensorifyScalarsTest, AdamStepNeverSpecializes) {
       }
     }
   }
+}
+
+// Runs `text` before and after the default pipeline's first pass through
+// the interpreter for each value of the float input `lr`: results must
+// agree and nothing may be specialized (one compile serves every value).
+void ExpectOneCompileServes(const std::string& text,
+                            const std::vector<double>& values,
+                            const std::vector<ir::Value>& tensors) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> original,
+                       ir::ParseGraph(text));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));
+  symbolic::ShapeEnv env;
+  ASSERT_OK(ir::PropagateShapes(*g, env));
+  PassPipeline p;
+  p.AddPass<TensorifyScalars>();
+  PassContext ctx(env);
+  ASSERT_OK(p.Run(*g, ctx).status());
+  EXPECT_THAT(ctx.specialize(), IsEmpty()) << ir::PrintGraph(*g);
+  EXPECT_THAT(env.guards(), IsEmpty()) << ir::PrintGraph(*g);
+  for (double v : values) {
+    std::vector<ir::Value> a, b;
+    for (const ir::Value& t : tensors) {
+      a.push_back(ir::V(*t.tensor.Clone()));
+      b.push_back(ir::V(*t.tensor.Clone()));
+    }
+    a.push_back(ir::Value::Float(v));
+    b.push_back(ir::Value::Float(v));
+    ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*original, a));
+    ASSERT_OK_AND_ASSIGN(ir::Interpretation got, ir::Interpret(*g, b));
+    ASSERT_EQ(got.outputs.size(), want.outputs.size());
+    for (size_t i = 0; i < want.outputs.size(); ++i) {
+      EXPECT_EQ(got.outputs[i].tensor.dtype(), want.outputs[i].tensor.dtype());
+      EXPECT_EQ(ir::Elements(got.outputs[i].tensor),
+                ir::Elements(want.outputs[i].tensor))
+          << "value " << v << "\n"
+          << ir::PrintGraph(*g);
+    }
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      EXPECT_EQ(ir::Elements(b[i].tensor), ir::Elements(a[i].tensor))
+          << "input " << i << " value " << v;
+    }
+  }
+}
+
+// Symbolic reference scenario 35: x * y for y in {1.00048828125, 126,
+// 127}, in bf16, f16, f32 and f64: one compile per dtype, eager's results.
+TEST(TensorifyScalarsTest, Scenario35MultiplyInEveryFloatDType) {
+  for (const char* dtype : {"bf16", "f16", "f32", "f64"}) {
+    SCOPED_TRACE(dtype);
+    DType d = *ParseDType(dtype);
+    std::string text = absl::StrCat(
+        "# lathe: hint zf0 1.00048828125\n"
+        "def forward(self, x: \"",
+        dtype, "[3]\", y: \"Sym(zf0)\"):\n",
+        "    mul = torch.ops.aten.mul.Tensor(x, y)\n    return (mul,)\n");
+    ExpectOneCompileServes(text, {1.00048828125, 126, 127},
+                           {ir::V(ir::T({3}, {1.5, -2.25, 3.0}, d))});
+  }
+}
+
+// Scenario 36: x + y with y = 2.0, then 3.0.
+TEST(TensorifyScalarsTest, Scenario36Add) {
+  ExpectOneCompileServes(R"IR(# lathe: hint zf0 2.0
+def forward(self, x: "f32[4]", y: "Sym(zf0)"):
+    add = torch.ops.aten.add.Tensor(x, y)
+    return (add,)
+)IR",
+                         {2.0, 3.0}, {ir::V(ir::T({4}, {1, 2, 3, 4}))});
+}
+
+// Scenario 37: clamp(max=limit) and clamp(min=-limit, max=limit).
+TEST(TensorifyScalarsTest, Scenario37Clamp) {
+  ExpectOneCompileServes(R"IR(# lathe: hint zf0 0.5
+def forward(self, x: "f32[5]", limit: "Sym(zf0)"):
+    clamp = torch.ops.aten.clamp.default(x, None, limit)
+    neg = -limit
+    clamp_1 = torch.ops.aten.clamp.default(x, neg, limit)
+    return (clamp, clamp_1)
+)IR",
+                         {0.5, 1.0, 0.25},
+                         {ir::V(ir::T({5}, {-2, -0.4, 0, 0.3, 7}))});
+}
+
+// Scenario 38 (#170477 / #171320 / #179395): p.mul_(p * (a * b)) and
+// update.mul_(scale * lr), method-form in place with composite floats.
+TEST(TensorifyScalarsTest, Scenario38MethodFormInPlace) {
+  ExpectOneCompileServes(
+      R"IR(# lathe: hint zf0 0.03
+def forward(self, p: "f32[3]", update: "f32[3]", a: "Sym(zf0)"):
+    mul = a * 2.0
+    mul_1 = torch.ops.aten.mul.Tensor(p, mul)
+    mul_ = torch.ops.aten.mul_.Tensor(p, mul_1)
+    scale = 0.5 * a
+    mul__1 = torch.ops.aten.mul_.Tensor(update, scale)
+    return ()
+)IR",
+      {0.03, 0.07, 0.5},
+      {ir::V(ir::T({3}, {1, -2, 3})), ir::V(ir::T({3}, {0.5, 0.25, -4}))});
+}
+
+// Scenario 34: a float whose value a Python bool is read from (here an
+// assert on y != 5.0) cannot be a tensor: it is specialized with a guard,
+// so a new value recompiles, as PyTorch recompiles for its `y == 5.0`
+// branch.
+TEST(TensorifyScalarsTest, Scenario34AComparisonReadAsABoolSpecializes) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g,
+                       ir::ParseGraph(R"IR(# lathe: hint zf0 2.0
+def forward(self, x: "f32[2]", y: "Sym(zf0)"):
+    ne = y != 5.0
+    _assert_scalar = torch.ops.aten._assert_scalar.default(ne, "y != 5.0")
+    mul = torch.ops.aten.mul.Tensor(x, y)
+    return (mul,)
+)IR"));
+  symbolic::ShapeEnv env;
+  ASSERT_OK(ir::PropagateShapes(*g, env));
+  PassPipeline p;
+  p.AddPass<TensorifyScalars>();
+  PassContext ctx(env);
+  ASSERT_OK(p.Run(*g, ctx).status());
+  EXPECT_THAT(ctx.specialize(), ElementsAre("zf0"));
+  std::vector<std::string> guards;
+  for (symbolic::Expr g : env.guards()) guards.push_back(symbolic::ToString(g));
+  EXPECT_THAT(guards, ::testing::Contains("Eq(zf0, 2.0)"));
 }
 
 }  // namespace
