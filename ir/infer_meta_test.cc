@@ -54,17 +54,18 @@ TEST(InferMetaTest, InsertCallGetsMetaStorageAndBindings) {
   symbolic::ShapeEnv env;
   ASSERT_OK(PropagateShapes(*g, env));
   Node* x = g->Find("x");
-  ASSERT_OK_AND_ASSIGN(Node* v, g->InsertCall(g->output(), "aten.view.default",
-                                              {Arg::Of(x), Arg::List({Arg::Int(32)})}));
+  ASSERT_OK_AND_ASSIGN(Node * v,
+                       g->InsertCall(g->output(), "aten.view.default",
+                                     {Arg::Of(x), Arg::List({Arg::Int(32)})}));
   EXPECT_EQ(v->meta().ToAnnotation(), "f32[32][1]cpu");
   EXPECT_EQ(v->meta().tensor.storage, x->meta().tensor.storage);  // a view
-  ASSERT_OK_AND_ASSIGN(Node* e, g->InsertCall(g->output(), "aten.exp.default",
-                                              {Arg::Of(x)}));
+  ASSERT_OK_AND_ASSIGN(
+      Node * e, g->InsertCall(g->output(), "aten.exp.default", {Arg::Of(x)}));
   EXPECT_NE(e->meta().tensor.storage, x->meta().tensor.storage);
   EXPECT_NE(e->meta().tensor.storage, g->Find("a")->meta().tensor.storage);
-  ASSERT_OK_AND_ASSIGN(Node* nz, g->InsertCall(g->output(),
-                                               "aten.nonzero.default",
-                                               {Arg::Of(x)}));
+  ASSERT_OK_AND_ASSIGN(
+      Node * nz,
+      g->InsertCall(g->output(), "aten.nonzero.default", {Arg::Of(x)}));
   ASSERT_EQ(nz->unbacked_bindings().size(), 1u);
   EXPECT_EQ(nz->unbacked_bindings()[0].second, ".size(0)");
   EXPECT_TRUE(env.IsUnbacked(nz->unbacked_bindings()[0].first));
@@ -75,9 +76,9 @@ TEST(InferMetaTest, InsertCallGetsMetaStorageAndBindings) {
   EXPECT_EQ(nz->unbacked_bindings()[0].first, u);
   EXPECT_EQ(nz->meta().tensor.sizes[0], u);
   // A call the meta function refuses: an error naming the node, no node.
-  EXPECT_THAT(g->InsertCall(g->output(), "aten.mm.default",
-                            {Arg::Of(x), Arg::Of(x)}),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'mm'")));
+  EXPECT_THAT(
+      g->InsertCall(g->output(), "aten.mm.default", {Arg::Of(x), Arg::Of(x)}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'mm'")));
   EXPECT_EQ(g->Find("mm"), nullptr);
   EXPECT_OK(g->CheckStructure());
 }

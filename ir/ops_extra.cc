@@ -827,8 +827,8 @@ absl::Status RegisterInplaceTwins(OpRegistry& r) {
   for (const std::string& target : r.Targets()) {
     const OpDef* op = r.Find(target);
     const OpSchema& s = op->schema;
-    if (!op->HasTag(OpTag::kPointwise) || s.IsMutable() || s.arguments.empty() ||
-        s.arguments[0].name != "self" ||
+    if (!op->HasTag(OpTag::kPointwise) || s.IsMutable() ||
+        s.arguments.empty() || s.arguments[0].name != "self" ||
         s.arguments[0].type.ToString() != "Tensor" || s.returns.size() != 1 ||
         std::find(std::begin(kNoInplaceTwin), std::end(kNoInplaceTwin),
                   s.name) != std::end(kNoInplaceTwin)) {
