@@ -291,12 +291,9 @@ bool Graph::IsBefore(const Node* a, const Node* b) const {
   return a->order_ < b->order_;
 }
 
-namespace {
-
-// Whether a call has an effect beyond its value (EraseDeadNodes keeps it).
-bool HasEffect(const Node& n) {
-  if (n.target() == "torch._C._set_grad_enabled") return true;
-  const OpDef* op = n.op();
+bool Node::HasEffect() const {
+  if (target_ == "torch._C._set_grad_enabled") return true;
+  const OpDef* op = op_;
   if (op == nullptr) return false;  // getitem, Python operators: pure
   if (op->HasTag(OpTag::kSideEffect) || op->HasTag(OpTag::kRandom)) {
     return true;
@@ -307,8 +304,6 @@ bool HasEffect(const Node& n) {
   return false;
 }
 
-}  // namespace
-
 int Graph::EraseDeadNodes() {
   int erased = 0;
   // Backwards, so a chain of dead nodes goes in one walk.
@@ -318,7 +313,7 @@ int Graph::EraseDeadNodes() {
     backwards.push_back(it->get());
   }
   for (Node* n : backwards) {
-    if (n->kind() != Node::Kind::kCall || !n->users().empty() || HasEffect(*n))
+    if (n->kind() != Node::Kind::kCall || !n->users().empty() || n->HasEffect())
       continue;
     absl::Status st = Erase(n);
     LATHE_CHECK(st.ok()) << st.message();

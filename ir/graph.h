@@ -125,6 +125,10 @@ class Node {
                std::vector<std::pair<std::string, Arg>> kwargs);
   // Makes every argument that is `from` refer to `to` instead.
   void ReplaceInput(Node* from, Node* to);
+  // Whether the call has an effect beyond its value: it writes an argument,
+  // asserts (_assert_scalar), draws random numbers (advancing the
+  // generator), or is the grad-mode switch.
+  bool HasEffect() const;
 
  private:
   friend class Graph;

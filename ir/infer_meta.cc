@@ -40,33 +40,6 @@ void AssignStorage(Value& out, const ValueMeta* old,
   }
 }
 
-void CollectStorages(const ValueMeta& m, absl::flat_hash_set<StorageId>& out) {
-  if (m.kind == ValueMeta::Kind::kTensor) out.insert(m.tensor.storage);
-  for (const ValueMeta& e : m.elements) CollectStorages(e, out);
-}
-
-void CollectSymbols(const ValueMeta& m,
-                    absl::flat_hash_set<symbolic::Expr>& out) {
-  auto add = [&](symbolic::Expr e) {
-    for (symbolic::Expr s : symbolic::FreeSymbols(e)) out.insert(s);
-  };
-  switch (m.kind) {
-    case ValueMeta::Kind::kTensor:
-      for (const auto& e : m.tensor.sizes) add(e);
-      for (const auto& e : m.tensor.strides) add(e);
-      add(m.tensor.storage_offset);
-      break;
-    case ValueMeta::Kind::kSym:
-      add(m.sym);
-      break;
-    case ValueMeta::Kind::kTuple:
-      for (const ValueMeta& e : m.elements) CollectSymbols(e, out);
-      break;
-    case ValueMeta::Kind::kNone:
-      break;
-  }
-}
-
 }  // namespace
 
 void BindUnbacked(
@@ -196,8 +169,8 @@ absl::StatusOr<InferredMeta> ComputeMeta(const Node& node,
   absl::flat_hash_set<symbolic::Expr> known;
   for (Node* in : node.Inputs()) {
     values[in] = ValueOfMeta(in->meta());
-    CollectStorages(in->meta(), input_storages);
-    CollectSymbols(in->meta(), known);
+    for (StorageId s : in->meta().Storages()) input_storages.insert(s);
+    for (symbolic::Expr s : in->meta().Symbols()) known.insert(s);
   }
   absl::StatusOr<EvaluatedCall> call = EvalCall(node, values, &env);
   if (!call.ok()) {

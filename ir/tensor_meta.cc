@@ -1,5 +1,7 @@
 #include "ir/tensor_meta.h"
 
+#include <algorithm>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,6 +53,56 @@ std::string TensorMeta::ToAnnotation() const {
   std::string out = absl::StrCat(ShortName(dtype), "[", JoinExprs(sizes), "]");
   if (show_strides) absl::StrAppend(&out, "[", JoinExprs(strides), "]");
   if (show_device) absl::StrAppend(&out, device.ToString());
+  return out;
+}
+
+bool TensorMeta::IsContiguous() const {
+  symbolic::Expr expected = symbolic::Int(1);
+  for (int64_t d = dim() - 1; d >= 0; --d) {
+    if (sizes[d].is_constant(1)) continue;
+    if (sizes[d].is_constant(0)) return true;
+    if (strides[d] != expected) return false;
+    expected = symbolic::Mul(expected, sizes[d]);
+  }
+  return true;
+}
+
+std::vector<StorageId> ValueMeta::Storages() const {
+  std::vector<StorageId> out;
+  std::function<void(const ValueMeta&)> walk = [&](const ValueMeta& m) {
+    if (m.kind == Kind::kTensor && m.tensor.storage != kUnknownStorage &&
+        std::find(out.begin(), out.end(), m.tensor.storage) == out.end()) {
+      out.push_back(m.tensor.storage);
+    }
+    for (const ValueMeta& e : m.elements) walk(e);
+  };
+  walk(*this);
+  return out;
+}
+
+std::vector<symbolic::Expr> ValueMeta::Symbols() const {
+  std::vector<symbolic::Expr> out;
+  auto add = [&](symbolic::Expr e) {
+    for (symbolic::Expr s : symbolic::FreeSymbols(e)) out.push_back(s);
+  };
+  std::function<void(const ValueMeta&)> walk = [&](const ValueMeta& m) {
+    switch (m.kind) {
+      case Kind::kTensor:
+        for (const symbolic::Expr& e : m.tensor.sizes) add(e);
+        for (const symbolic::Expr& e : m.tensor.strides) add(e);
+        add(m.tensor.storage_offset);
+        break;
+      case Kind::kSym:
+        add(m.sym);
+        break;
+      case Kind::kTuple:
+        for (const ValueMeta& e : m.elements) walk(e);
+        break;
+      case Kind::kNone:
+        break;
+    }
+  };
+  walk(*this);
   return out;
 }
 

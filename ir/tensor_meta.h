@@ -46,6 +46,9 @@ struct TensorMeta {
   int64_t dim() const { return static_cast<int64_t>(sizes.size()); }
   // "f32[s0, 16][16, 1]cpu" (strides and device as show_* say).
   std::string ToAnnotation() const;
+  // Whether it is provably contiguous as PyTorch's is_contiguous says
+  // (size-1 dimensions do not count; an empty tensor is).
+  bool IsContiguous() const;
 };
 
 // ForEachSymbolDim()
@@ -75,6 +78,11 @@ struct ValueMeta {
 
   // The annotation text without quotes; "" for kNone.
   std::string ToAnnotation() const;
+  // The known storages of its tensors, each once, in order.
+  std::vector<StorageId> Storages() const;
+  // The free symbols of its sizes, strides, offsets and scalar values (with
+  // repeats).
+  std::vector<symbolic::Expr> Symbols() const;
 };
 
 // ParseAnnotation()

@@ -152,35 +152,13 @@ double ElementOf(const Tensor& t) {
   return t.GetDouble(std::vector<int64_t>(t.dim(), 0));
 }
 
-// Whether `m` is contiguous as PyTorch's is_contiguous says, provably.
-bool IsContiguous(const TensorMeta& m) {
-  Expr expected = symbolic::Int(1);
-  for (int64_t d = m.dim() - 1; d >= 0; --d) {
-    if (m.sizes[d].is_constant(1)) continue;
-    if (m.sizes[d].is_constant(0)) return true;
-    if (m.strides[d] != expected) return false;
-    expected = symbolic::Mul(expected, m.sizes[d]);
-  }
-  return true;
-}
-
 // Whether erasing an unused `n` changes nothing but its value.
 bool Removable(const Node& n) {
-  if (n.kind() != Node::Kind::kCall || !n.users().empty() ||
-      n.target() == ir::kSetGradEnabled) {
+  if (n.kind() != Node::Kind::kCall || !n.users().empty() || n.HasEffect()) {
     return false;
   }
-  const ir::OpDef* op = n.op();
-  if (op == nullptr) {
-    return n.target() == "getitem" || ir::IsPythonOp(n.target());
-  }
-  if (op->HasTag(ir::OpTag::kRandom) || op->HasTag(ir::OpTag::kSideEffect)) {
-    return false;
-  }
-  for (const ir::Argument& a : op->schema.arguments) {
-    if (a.is_written()) return false;
-  }
-  return true;
+  return n.op() != nullptr || n.target() == "getitem" ||
+         ir::IsPythonOp(n.target());
 }
 
 class Folder {
@@ -398,7 +376,7 @@ class Folder {
     for (Node* n : frontier) {
       Uniform u = known_.at(n);
       const TensorMeta& m = TM(n);
-      if (!IsContiguous(m) || m.dtype == DType::kUInt8) continue;
+      if (!m.IsContiguous() || m.dtype == DType::kUInt8) continue;
       if (per_origin[u.origin] > 1) continue;  // shares its constant
       if (const FoldRule* r = RuleOf(*n);
           r != nullptr && r->rule == Rule::kFull) {

@@ -57,33 +57,19 @@ void AppendKey(const ir::Arg& a, std::string& key) {
   }
 }
 
-// Whether merging can change what the program does, beyond its value.
-bool HasEffect(const ir::Node& n) {
-  if (n.target() == "torch._C._set_grad_enabled") return true;
-  const ir::OpDef* op = n.op();
-  if (op == nullptr) return false;
-  if (op->HasTag(ir::OpTag::kRandom) || op->HasTag(ir::OpTag::kSideEffect))
-    return true;
-  for (const ir::Argument& a : op->schema.arguments) {
-    if (a.is_written()) return true;
-  }
-  return false;
-}
-
-void Storages(const ir::ValueMeta& m, absl::flat_hash_set<ir::StorageId>& out) {
-  if (m.kind == ir::ValueMeta::Kind::kTensor) out.insert(m.tensor.storage);
-  for (const ir::ValueMeta& e : m.elements) Storages(e, out);
-}
-
 }  // namespace
 
 absl::StatusOr<bool> Cse::Run(ir::Graph& graph, PassContext& ctx) {
   // Storages the caller sees: the inputs' and the outputs' (an output may
   // be a view of the value that owns its storage).
   absl::flat_hash_set<ir::StorageId> returned, boundary;
-  for (ir::Node* p : graph.Placeholders()) Storages(p->meta(), boundary);
+  for (ir::Node* p : graph.Placeholders()) {
+    for (ir::StorageId s : p->meta().Storages()) boundary.insert(s);
+  }
   if (const ir::Node* out = graph.output(); out != nullptr) {
-    for (ir::Node* r : out->Inputs()) Storages(r->meta(), returned);
+    for (ir::Node* r : out->Inputs()) {
+      for (ir::StorageId s : r->meta().Storages()) returned.insert(s);
+    }
   }
   boundary.insert(returned.begin(), returned.end());
   absl::flat_hash_map<std::string, ir::Node*> seen;
@@ -93,7 +79,7 @@ absl::StatusOr<bool> Cse::Run(ir::Graph& graph, PassContext& ctx) {
   absl::flat_hash_set<ir::Node*> edited;  // users that read another value
   for (ir::Node* n : order) {
     if (n->kind() != ir::Node::Kind::kCall) continue;
-    if (HasEffect(*n)) {
+    if (n->HasEffect()) {
       if (n->op() != nullptr && !n->op()->HasTag(ir::OpTag::kRandom))
         seen.clear();  // a write: nothing merges across it
       continue;

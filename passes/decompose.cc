@@ -55,19 +55,6 @@ DType OpMath(DType d) {
   return d == DType::kFloat16 || d == DType::kBFloat16 ? DType::kFloat32 : d;
 }
 
-// Whether `m` is contiguous as PyTorch's is_contiguous says (size-1 dims
-// do not count), provably.
-bool IsContiguous(const TensorMeta& m) {
-  Expr expected = symbolic::Int(1);
-  for (int64_t d = m.dim() - 1; d >= 0; --d) {
-    if (m.sizes[d].is_constant(1)) continue;
-    if (m.sizes[d].is_constant(0)) return true;
-    if (m.strides[d] != expected) return false;
-    expected = symbolic::Mul(expected, m.sizes[d]);
-  }
-  return true;
-}
-
 // A literal number argument (not a symbol).
 bool IsNumber(const Arg& a) {
   return a.kind == Arg::Kind::kInt || a.kind == Arg::Kind::kFloat ||
@@ -225,7 +212,7 @@ class Rewriter {
 
   // `x` contiguous (x.contiguous()): a clone when it is not provably.
   absl::StatusOr<Node*> Contiguous(Node* x) {
-    if (IsContiguous(TM(x))) return x;
+    if (TM(x).IsContiguous()) return x;
     return Call("aten.clone.default", {A(x)},
                 {{"memory_format", Arg::MemoryFormat("contiguous_format")}});
   }

@@ -12,47 +12,12 @@
 #include "symbolic/printer.h"
 
 namespace lathe::passes {
-namespace {
-
-void Storages(const ir::ValueMeta& m, std::vector<ir::StorageId>& out) {
-  if (m.kind == ir::ValueMeta::Kind::kTensor &&
-      m.tensor.storage != ir::kUnknownStorage) {
-    out.push_back(m.tensor.storage);
-  }
-  for (const ir::ValueMeta& e : m.elements) Storages(e, out);
-}
-
-void Symbols(const ir::ValueMeta& m, std::vector<symbolic::Expr>& out) {
-  auto add = [&](symbolic::Expr e) {
-    for (symbolic::Expr s : symbolic::FreeSymbols(e)) out.push_back(s);
-  };
-  switch (m.kind) {
-    case ir::ValueMeta::Kind::kTensor:
-      for (const auto& e : m.tensor.sizes) add(e);
-      for (const auto& e : m.tensor.strides) add(e);
-      add(m.tensor.storage_offset);
-      break;
-    case ir::ValueMeta::Kind::kSym:
-      add(m.sym);
-      break;
-    case ir::ValueMeta::Kind::kTuple:
-      for (const ir::ValueMeta& e : m.elements) Symbols(e, out);
-      break;
-    case ir::ValueMeta::Kind::kNone:
-      break;
-  }
-}
-
-}  // namespace
-
 AliasSnapshot TakeAliasSnapshot(const ir::Graph& graph) {
   AliasSnapshot snap;
   absl::flat_hash_map<ir::StorageId, std::vector<std::string>> input_of;
   std::vector<ir::Node*> inputs = graph.Placeholders();
   for (size_t i = 0; i < inputs.size(); ++i) {
-    std::vector<ir::StorageId> s;
-    Storages(inputs[i]->meta(), s);
-    for (ir::StorageId id : s)
+    for (ir::StorageId id : inputs[i]->meta().Storages())
       input_of[id].push_back(absl::StrCat("input ", i));
   }
   const ir::Node* out = graph.output();
@@ -61,7 +26,7 @@ AliasSnapshot TakeAliasSnapshot(const ir::Graph& graph) {
   std::vector<std::vector<ir::StorageId>> out_storages(results.size());
   for (size_t j = 0; j < results.size(); ++j) {
     if (results[j].kind == ir::Arg::Kind::kNode) {
-      Storages(results[j].node->meta(), out_storages[j]);
+      out_storages[j] = results[j].node->meta().Storages();
     }
     std::string name = absl::StrCat("output ", j);
     for (ir::StorageId id : out_storages[j]) {
@@ -113,8 +78,7 @@ absl::Status CheckUnbackedBindings(const ir::Graph& graph,
                                    const symbolic::ShapeEnv& env) {
   absl::flat_hash_set<symbolic::Expr> bound;
   for (const auto& n : graph.nodes()) {
-    std::vector<symbolic::Expr> symbols;
-    Symbols(n->meta(), symbols);
+    std::vector<symbolic::Expr> symbols = n->meta().Symbols();
     if (n->kind() == ir::Node::Kind::kPlaceholder ||
         n->kind() == ir::Node::Kind::kGetAttr) {
       for (symbolic::Expr s : symbols) bound.insert(s);  // the caller binds

@@ -86,19 +86,8 @@ const ir::TensorMeta* TensorOf(const Node* n) {
                                                         : nullptr;
 }
 
-void CollectStorages(const ir::ValueMeta& m, std::vector<ir::StorageId>& out) {
-  if (m.kind == ir::ValueMeta::Kind::kTensor &&
-      m.tensor.storage != ir::kUnknownStorage &&
-      std::find(out.begin(), out.end(), m.tensor.storage) == out.end()) {
-    out.push_back(m.tensor.storage);
-  }
-  for (const ir::ValueMeta& e : m.elements) CollectStorages(e, out);
-}
-
 std::vector<ir::StorageId> StoragesOf(const Node* n) {
-  std::vector<ir::StorageId> out;
-  CollectStorages(n->meta(), out);
-  return out;
+  return n->meta().Storages();
 }
 
 // The copy_ / set_ / as_strided_ epilogue kind of `n`, or null.

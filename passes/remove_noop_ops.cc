@@ -257,12 +257,6 @@ void Flatten(const ir::Arg& a, std::vector<ir::Node*>& out) {
   for (const ir::Arg& e : a.list) Flatten(e, out);
 }
 
-void CollectStorages(const ir::ValueMeta& m,
-                     absl::flat_hash_set<ir::StorageId>& out) {
-  if (m.kind == ir::ValueMeta::Kind::kTensor) out.insert(m.tensor.storage);
-  for (const ir::ValueMeta& e : m.elements) CollectStorages(e, out);
-}
-
 // The graph's boundary: inputs and (flattened) outputs, and their storages.
 struct Boundary {
   absl::flat_hash_set<const ir::Node*> inputs, outputs;
@@ -273,14 +267,14 @@ Boundary BoundaryOf(const ir::Graph& graph) {
   Boundary b;
   for (ir::Node* p : graph.Placeholders()) {
     b.inputs.insert(p);
-    CollectStorages(p->meta(), b.input_storages);
+    for (ir::StorageId s : p->meta().Storages()) b.input_storages.insert(s);
   }
   if (const ir::Node* out = graph.output(); out != nullptr) {
     std::vector<ir::Node*> results;
     for (const ir::Arg& a : out->args()) Flatten(a, results);
     for (ir::Node* r : results) {
       b.outputs.insert(r);
-      CollectStorages(r->meta(), b.output_storages);
+      for (ir::StorageId s : r->meta().Storages()) b.output_storages.insert(s);
     }
   }
   return b;
