@@ -50,7 +50,6 @@ absl::Status Verify(const Graph& graph, const ShapePropOptions& options) {
   std::unique_ptr<Graph> copy = graph.Clone();
   symbolic::ShapeEnv scratch;
   RETURN_IF_ERROR(PropagateShapes(*copy, scratch, options));
-  absl::Status status;
   auto it = copy->nodes().begin();
   for (const auto& n : graph.nodes()) {
     const Node& got_node = **it++;
@@ -67,7 +66,7 @@ absl::Status Verify(const Graph& graph, const ShapePropOptions& options) {
                        " does not match the op's meta ", g));
     }
   }
-  return status;
+  return absl::OkStatus();
 }
 
 }  // namespace lathe::ir

@@ -13,9 +13,11 @@
 #include "ir/interpreter.h"
 #include "ir/op_testing.h"
 #include "ir/shape_prop.h"
+#include "passes/adam_inputs.h"
 #include "passes/pass_testing.h"
 #include "passes/pipeline.h"
 #include "runtime/dtype.h"
+#include "status_macros.h"
 #include "symbolic/printer.h"
 #include "symbolic/shape_env.h"
 #include "tools/testing/runfiles.h"
@@ -26,6 +28,16 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+
+// Propagates shapes of `g` in `env`, then runs tensorify_scalars alone
+// through a pipeline (its invariants checked).
+absl::StatusOr<PipelineReport> Tensorify(ir::Graph& g, symbolic::ShapeEnv& env,
+                                         PassContext& ctx) {
+  RETURN_IF_ERROR(ir::PropagateShapes(g, env));
+  PassPipeline p;
+  p.AddPass<TensorifyScalars>();
+  return p.Run(g, ctx);
+}
 
 TEST(TensorifyScalarsTest, FloatInTensorSlotBecomesA0dTensor) {
   EXPECT_OK(RunPassAndFileCheck<TensorifyScalars>(R"IR(# lathe: hint zf0 0.5
@@ -106,11 +118,8 @@ def forward(self, x: "f32[2]", a: "Sym(zf0)", b: "Sym(zf1)"):
     return (add,)
 )IR"));
   symbolic::ShapeEnv env;
-  ASSERT_OK(ir::PropagateShapes(*g, env));
-  PassPipeline p;
-  p.AddPass<TensorifyScalars>();
   PassContext ctx(env);
-  ASSERT_OK_AND_ASSIGN(PipelineReport r, p.Run(*g, ctx));
+  ASSERT_OK_AND_ASSIGN(PipelineReport r, Tensorify(*g, env, ctx));
   EXPECT_TRUE(r.changed);
   EXPECT_THAT(ctx.specialize(), ElementsAre("zf0"));
   ASSERT_EQ(env.guards().size(), 1u);
@@ -129,11 +138,8 @@ TEST(TensorifyScalarsTest, AdamStepNeverSpecializes) {
                        ir::ParseGraph(text));
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));
   symbolic::ShapeEnv env;
-  ASSERT_OK(ir::PropagateShapes(*g, env));
-  PassPipeline p;
-  p.AddPass<TensorifyScalars>();
   PassContext ctx(env);
-  ASSERT_OK_AND_ASSIGN(PipelineReport r, p.Run(*g, ctx));
+  ASSERT_OK_AND_ASSIGN(PipelineReport r, Tensorify(*g, env, ctx));
   EXPECT_TRUE(r.changed);
   EXPECT_THAT(ctx.specialize(), IsEmpty());
   EXPECT_THAT(env.guards(), IsEmpty());
@@ -141,36 +147,10 @@ TEST(TensorifyScalarsTest, AdamStepNeverSpecializes) {
   EXPECT_THAT(printed, ::testing::Not(::testing::HasSubstr("copy_")));
   EXPECT_THAT(printed, ::testing::Not(::testing::HasSubstr("value =")));
   std::mt19937 rng(7);
-  std::normal_distribution<double> normal;
   for (int k = 0; k < 20; ++k) {
     double lr = 1e-3 * (k + 1), step = k + 1;
-    std::vector<ir::Value> a, b;
-    for (ir::Node* ph : g->Placeholders()) {
-      ir::Value v;
-      if (ph->meta().kind == ir::ValueMeta::Kind::kSym) {
-        const std::string& n = ph->name();
-        v = ir::Value::Float(n == "lr"      ? lr
-                             : n == "beta1" ? 0.9
-                             : n == "beta2" ? 0.999
-                                            : step);
-        a.push_back(v);
-        b.push_back(v);
-        continue;
-      }
-      std::vector<int64_t> sizes;
-      int64_t count = 1;
-      for (const auto& s : ph->meta().tensor.sizes) {
-        sizes.push_back(s.int_value());
-        count *= s.int_value();
-      }
-      std::vector<double> values;
-      for (int64_t i = 0; i < count; ++i) {
-        double x = normal(rng);
-        values.push_back(ph->name()[0] == 'v' ? std::abs(x) : x);
-      }
-      a.push_back(ir::V(ir::T(sizes, values)));
-      b.push_back(ir::V(ir::T(sizes, values)));
-    }
+    std::vector<ir::Value> a = AdamInputs(*original, lr, step, rng);
+    std::vector<ir::Value> b = CopyInputs(a);
     ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*original, a));
     ASSERT_OK_AND_ASSIGN(ir::Interpretation got, ir::Interpret(*g, b));
     for (size_t i = 0; i < a.size(); ++i) {
@@ -196,11 +176,8 @@ void ExpectOneCompileServes(const std::string& text,
                        ir::ParseGraph(text));
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));
   symbolic::ShapeEnv env;
-  ASSERT_OK(ir::PropagateShapes(*g, env));
-  PassPipeline p;
-  p.AddPass<TensorifyScalars>();
   PassContext ctx(env);
-  ASSERT_OK(p.Run(*g, ctx).status());
+  ASSERT_OK(Tensorify(*g, env, ctx).status());
   EXPECT_THAT(ctx.specialize(), IsEmpty()) << ir::PrintGraph(*g);
   EXPECT_THAT(env.guards(), IsEmpty()) << ir::PrintGraph(*g);
   for (double v : values) {
@@ -298,11 +275,8 @@ def forward(self, x: "f32[2]", y: "Sym(zf0)"):
     return (mul,)
 )IR"));
   symbolic::ShapeEnv env;
-  ASSERT_OK(ir::PropagateShapes(*g, env));
-  PassPipeline p;
-  p.AddPass<TensorifyScalars>();
   PassContext ctx(env);
-  ASSERT_OK(p.Run(*g, ctx).status());
+  ASSERT_OK(Tensorify(*g, env, ctx).status());
   EXPECT_THAT(ctx.specialize(), ElementsAre("zf0"));
   std::vector<std::string> guards;
   for (symbolic::Expr g : env.guards()) guards.push_back(symbolic::ToString(g));

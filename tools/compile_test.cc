@@ -18,6 +18,7 @@
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
 #include "ir/op_testing.h"
+#include "passes/adam_inputs.h"
 #include "symbolic/expr.h"
 #include "symbolic/printer.h"
 #include "tools/testing/runfiles.h"
@@ -87,36 +88,10 @@ TEST(CompileTest, AdamStepCompilesOnceAndUpdatesInPlace) {
   EXPECT_THAT(printed, HasSubstr("torch.ops.aten.add_.Tensor(p9, "));
   ASSERT_TRUE(c->guards.has_value());
   std::mt19937 rng(3);
-  std::normal_distribution<double> normal;
   for (int k = 0; k < 20; ++k) {
     double lr = 1e-3 * (k + 1) / 3, step = k + 1;
-    std::vector<ir::Value> a, b;
-    std::vector<std::vector<int64_t>> shapes;
-    for (ir::Node* ph : original->Placeholders()) {
-      if (ph->meta().kind == ir::ValueMeta::Kind::kSym) {
-        const std::string& n = ph->name();
-        ir::Value v = ir::Value::Float(n == "lr"      ? lr
-                                       : n == "beta1" ? 0.9
-                                       : n == "beta2" ? 0.999
-                                                      : step);
-        a.push_back(v);
-        b.push_back(v);
-        continue;
-      }
-      std::vector<int64_t> sizes;
-      int64_t count = 1;
-      for (const auto& s : ph->meta().tensor.sizes) {
-        sizes.push_back(s.int_value());
-        count *= s.int_value();
-      }
-      std::vector<double> values;
-      for (int64_t i = 0; i < count; ++i) {
-        double x = normal(rng);
-        values.push_back(ph->name()[0] == 'v' ? std::abs(x) : x);
-      }
-      a.push_back(ir::V(ir::T(sizes, values)));
-      b.push_back(ir::V(ir::T(sizes, values)));
-    }
+    std::vector<ir::Value> a = passes::AdamInputs(*original, lr, step, rng);
+    std::vector<ir::Value> b = passes::CopyInputs(a);
     // The one compile admits every set (the guards see new lr and step).
     std::vector<symbolic::GuardInput> inputs;
     for (const ir::Value& v : b) {
