@@ -160,6 +160,10 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
       ASSIGN_OR_RETURN(std::string v, value("--passes"));
       o.passes.emplace();
       if (v != "none") *o.passes = absl::StrSplit(v, ',', absl::SkipEmpty());
+      if (v != "none" && o.passes->empty()) {
+        return absl::InvalidArgumentError(
+            "--passes expects NAME,NAME,... or none");
+      }
     } else if (a == "--max-memory" || absl::StartsWith(a, "--max-memory=")) {
       ASSIGN_OR_RETURN(std::string v, value("--max-memory"));
       ASSIGN_OR_RETURN(o.max_memory, ParseBytes(v));

@@ -371,6 +371,11 @@ TEST(LathecTest, ErrorsAreOneLineAndWriteNothing) {
         "--dump-dir", out + "/../never_written/dump"},
        1,
        "lathec: --dump-dir and --out must be separate directories\n"},
+      // No pass named (use `none` for that).
+      {{"run", graph, "--input", "x=" + x, "--input", "w=" + w, "--out", out,
+        "--passes="},
+       1,
+       "lathec: --passes expects NAME,NAME,... or none\n"},
       // A pass name lathe does not have.
       {{"run", graph, "--input", "x=" + x, "--input", "w=" + w, "--out", out,
         "--passes", "cse,fuse_everything"},
