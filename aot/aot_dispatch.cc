@@ -13,14 +13,17 @@ absl::StatusOr<AotGraph> AotDispatch(ir::Graph& graph, symbolic::ShapeEnv& env,
                                      const AotOptions& options) {
   AotGraph aot;
   for (const ir::Node* p : graph.Placeholders()) aot.names.push_back(p->name());
-  const ir::ShapePropOptions& shapes = options.mutations.shapes;
-  ASSIGN_OR_RETURN(aot.signature, FlattenComposites(graph, env, shapes));
+  if (graph.meta_inference() == nullptr) {
+    return absl::FailedPreconditionError(
+        "AOT dispatch needs a shape-propagated graph (ir::PropagateShapes)");
+  }
+  ASSIGN_OR_RETURN(aot.signature, FlattenComposites(graph));
   ASSIGN_OR_RETURN(aot.subclass,
                    SubclassWrapperPlan::Build(aot.signature.arguments,
                                               aot.signature.results));
   ASSIGN_OR_RETURN(aot.meta,
-                   CollectViewAndMutationMeta(graph, env, options.mutations));
-  RETURN_IF_ERROR(Functionalize(graph, env, shapes).status());
+                   CollectViewAndMutationMeta(graph, options.mutations));
+  RETURN_IF_ERROR(Functionalize(graph, env).status());
   ASSIGN_OR_RETURN(aot.plan, BuildRuntimeWrapperPlan(graph, aot.meta));
   return aot;
 }

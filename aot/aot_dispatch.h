@@ -15,6 +15,7 @@
 // Example:
 //
 //   symbolic::ShapeEnv env;
+//   RETURN_IF_ERROR(ir::PropagateShapes(*graph, env));
 //   ASSIGN_OR_RETURN(AotGraph aot, AotDispatch(*graph, env));
 //   std::vector<ir::Value> inputs = ...;   // rebound by set_/as_strided_
 //   ASSIGN_OR_RETURN(ir::Interpretation r,
@@ -42,7 +43,7 @@
 namespace lathe::aot {
 
 struct AotOptions {
-  ViewAndMutationOptions mutations;  // its `shapes` serve every step
+  ViewAndMutationOptions mutations;
 };
 
 struct AotGraph {
@@ -55,8 +56,10 @@ struct AotGraph {
 
 // AotDispatch()
 //
-// Rewrites `graph` into the functional graph the plan wraps (see
-// runtime_wrapper_plan.h for its outputs) and returns the meta and plan.
+// Rewrites `graph`, whose shapes are propagated into `env`
+// (ir::PropagateShapes, the walk's first step), into the functional graph
+// the plan wraps (see runtime_wrapper_plan.h for its outputs), keeping its
+// metas current, and returns the meta and plan.
 absl::StatusOr<AotGraph> AotDispatch(ir::Graph& graph, symbolic::ShapeEnv& env,
                                      const AotOptions& options = {});
 

@@ -15,6 +15,7 @@
 #include "aot/aot_dispatch.h"
 #include "ir/graph.h"
 #include "ir/graph_text.h"
+#include "ir/shape_prop.h"
 #include "passes/functional_invariant.h"
 #include "symbolic/shape_env.h"
 
@@ -25,12 +26,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       lathe::ir::ParseGraph(text);
   if (!g.ok()) return 0;
   lathe::symbolic::ShapeEnv env;
-  lathe::aot::AotOptions options;
+  lathe::ir::ShapePropOptions options;
   for (const char* s : {"s0", "s1", "s2", "s3"}) {
-    options.mutations.shapes.hints[s] = lathe::symbolic::Value::Int(5);
+    options.hints[s] = lathe::symbolic::Value::Int(5);
   }
-  absl::StatusOr<lathe::aot::AotGraph> aot =
-      lathe::aot::AotDispatch(**g, env, options);
+  if (!lathe::ir::PropagateShapes(**g, env, options).ok()) return 0;
+  absl::StatusOr<lathe::aot::AotGraph> aot = lathe::aot::AotDispatch(**g, env);
   if (!aot.ok()) return 0;
   if (!(*g)->CheckStructure().ok()) std::abort();
   if (!lathe::passes::CheckFunctional(**g).ok()) std::abort();

@@ -11,12 +11,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "aot/aot_testing.h"
+#include "aot/functionalize.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph_corpus.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
+#include "ir/shape_prop.h"
 #include "runtime/composite.h"
 #include "runtime/tensor.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::aot {
 namespace {
@@ -74,6 +78,32 @@ bool MakeInputs(const ir::Graph& g, std::vector<ir::Value>* out) {
   return true;
 }
 
+// Every AOT step works on the metas shape propagation (the walk's first
+// step) gave the graph, and refuses a graph without them.
+TEST(AotDispatchTest, StepsRefuseAGraphWithoutPropagatedShapes) {
+  using ::lathe::testing::StatusIs;
+  using ::testing::HasSubstr;
+  constexpr char kText[] = R"IR(def forward(self, x: "f32[4]"):
+    add_ = torch.ops.aten.add_.Tensor(x, 1)
+    return (add_,)
+)IR";
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(kText));
+  symbolic::ShapeEnv env;
+  auto refused = [](absl::string_view step) {
+    return StatusIs(absl::StatusCode::kFailedPrecondition,
+                    HasSubstr(absl::StrCat(step,
+                                           " needs a shape-propagated graph "
+                                           "(ir::PropagateShapes)")));
+  };
+  EXPECT_THAT(AotDispatch(*g, env).status(), refused("AOT dispatch"));
+  EXPECT_THAT(FlattenComposites(*g).status(), refused("flattening composites"));
+  EXPECT_THAT(CollectViewAndMutationMeta(*g).status(),
+              refused("collecting view and mutation meta"));
+  EXPECT_THAT(Functionalize(*g, env).status(), refused("functionalize"));
+  ASSERT_OK(ir::PropagateShapes(*g, env));
+  EXPECT_OK(AotDispatch(*g, env).status());
+}
+
 TEST(AotDispatchTest, CorpusGraphsCompileAndRunAsEager) {
   int ran = 0;
   for (const char* name : kCorpus) {
@@ -83,11 +113,12 @@ TEST(AotDispatchTest, CorpusGraphsCompileAndRunAsEager) {
     std::unique_ptr<ir::Graph> plain = *ir::ParseGraph(text);
     std::unique_ptr<ir::Graph> g = *ir::ParseGraph(text);
     symbolic::ShapeEnv env;
-    AotOptions options;  // hints for the dynamic graphs without their own
-    for (const char* s : {"s0", "s1", "s2", "s3"}) {
-      options.mutations.shapes.hints[s] = symbolic::Value::Int(8);
+    ir::ShapePropOptions options;  // hints for the dynamic graphs without
+    for (const char* s : {"s0", "s1", "s2", "s3"}) {  // their own
+      options.hints[s] = symbolic::Value::Int(8);
     }
-    absl::StatusOr<AotGraph> aot = AotDispatch(*g, env, options);
+    ASSERT_OK(ir::PropagateShapes(*g, env, options));
+    absl::StatusOr<AotGraph> aot = AotDispatch(*g, env);
     ASSERT_TRUE(aot.ok()) << aot.status();
     std::vector<ir::Value> a, b;
     if (!MakeInputs(*plain, &a) || !MakeInputs(*plain, &b)) continue;

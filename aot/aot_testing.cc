@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "ir/graph_text.h"
+#include "ir/shape_prop.h"
 #include "status_macros.h"
 #include "symbolic/shape_env.h"
 
@@ -14,6 +15,7 @@ absl::StatusOr<CompiledText> CompileText(const std::string& text,
   CompiledText c;
   ASSIGN_OR_RETURN(c.graph, ir::ParseGraph(text));
   symbolic::ShapeEnv env;
+  RETURN_IF_ERROR(ir::PropagateShapes(*c.graph, env));
   AotOptions options;
   options.mutations.keep_input_mutations = keep_input_mutations;
   ASSIGN_OR_RETURN(c.aot, AotDispatch(*c.graph, env, options));

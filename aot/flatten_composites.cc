@@ -109,7 +109,7 @@ class Flattener {
                                const ir::TensorMeta& m, Node* before) {
     if (l.type == nullptr) {
       ir::TensorMeta inner = m;
-      inner.storage = ir::kUnknownStorage;
+      inner.storage = graph_.NewStorageId();
       Node* p = graph_.Insert(Node::Kind::kPlaceholder, name, name, {}, {},
                               ir::ValueMeta::Tensor(inner), before);
       return Value{p, nullptr, {}};
@@ -146,7 +146,10 @@ class Flattener {
         break;
       }
     }
-    if (type == nullptr) return Value{Clone(n, args), nullptr, {}};
+    if (type == nullptr) {
+      ASSIGN_OR_RETURN(Node * clone, Clone(n, args));
+      return Value{clone, nullptr, {}};
+    }
     if (ir::MutatesMetadata(n->target()) ||
         n->target() == "aten.set_.source_Tensor") {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -192,9 +195,10 @@ class Flattener {
       }
       if (self.type == type && n->target() == "aten.mul.Tensor" &&
           n->args().size() == 2 && n->args()[1].kind != Arg::Kind::kNode) {
-        Node* scale = graph_.Insert(
-            Node::Kind::kCall, graph_.UniqueName("mul"), "aten.mul.Tensor",
-            {Arg::Of(self.inner[1].node), n->args()[1]}, {}, {}, n);
+        ASSIGN_OR_RETURN(
+            Node * scale,
+            graph_.InsertCall(n, "aten.mul.Tensor",
+                              {Arg::Of(self.inner[1].node), n->args()[1]}));
         return Value{nullptr, type, {self.inner[0], Value{scale, nullptr, {}}}};
       }
       // Anything else sees the dequantized value.
@@ -204,14 +208,16 @@ class Flattener {
         if (a.inner[0].type != nullptr || a.inner[1].type != nullptr) {
           return absl::UnimplementedError("nested inside scaled_int8");
         }
-        Node* f32 =
-            graph_.Insert(Node::Kind::kCall, graph_.UniqueName("_to_copy"),
-                          "aten._to_copy.default", {Arg::Of(a.inner[0].node)},
-                          {{"dtype", Arg::OfDType(DType::kFloat32)}}, {}, n);
-        Node* deq =
-            graph_.Insert(Node::Kind::kCall, graph_.UniqueName("dequantize"),
-                          "aten.mul.Tensor",
-                          {Arg::Of(f32), Arg::Of(a.inner[1].node)}, {}, {}, n);
+        ASSIGN_OR_RETURN(
+            Node * f32,
+            graph_.InsertCall(n, "aten._to_copy.default",
+                              {Arg::Of(a.inner[0].node)},
+                              {{"dtype", Arg::OfDType(DType::kFloat32)}}));
+        ASSIGN_OR_RETURN(
+            Node * deq,
+            graph_.InsertCall(n, "aten.mul.Tensor",
+                              {Arg::Of(f32), Arg::Of(a.inner[1].node)}, {},
+                              "dequantize"));
         a = Value{deq, nullptr, {}};
       }
       return Apply(n, plain);
@@ -221,7 +227,7 @@ class Flattener {
   }
 
   // A copy of `n` reading `args` (all plain) in place of its node arguments.
-  Node* Clone(Node* n, const std::vector<Value>& args) {
+  absl::StatusOr<Node*> Clone(Node* n, const std::vector<Value>& args) {
     size_t k = 0;
     std::function<Arg(const Arg&)> map = [&](const Arg& a) -> Arg {
       if (a.kind == Arg::Kind::kNode) return Arg::Of(args[k++].node);
@@ -236,9 +242,8 @@ class Flattener {
     for (const Arg& a : n->args()) new_args.push_back(map(a));
     std::vector<std::pair<std::string, Arg>> kwargs;
     for (const auto& [key, a] : n->kwargs()) kwargs.push_back({key, map(a)});
-    return graph_.Insert(Node::Kind::kCall, graph_.UniqueName(n->name()),
-                         n->target(), std::move(new_args), std::move(kwargs),
-                         {}, n);
+    return graph_.InsertCall(n, n->target(), std::move(new_args),
+                             std::move(kwargs), n->name());
   }
 
   // The node arguments of `n` (args then kwargs, lists flattened), as
@@ -315,9 +320,12 @@ DeclaredComposites(const ir::Graph& graph) {
   return declared;
 }
 
-absl::StatusOr<CompositeSignature> FlattenComposites(
-    ir::Graph& graph, symbolic::ShapeEnv& env,
-    const ir::ShapePropOptions& options) {
+absl::StatusOr<CompositeSignature> FlattenComposites(ir::Graph& graph) {
+  if (graph.meta_inference() == nullptr) {
+    return absl::FailedPreconditionError(
+        "flattening composites needs a shape-propagated graph "
+        "(ir::PropagateShapes)");
+  }
   CompositeSignature sig;
   ASSIGN_OR_RETURN(auto declared, DeclaredComposites(graph));
   std::vector<Node*> placeholders = graph.Placeholders();
@@ -332,7 +340,6 @@ absl::StatusOr<CompositeSignature> FlattenComposites(
     sig.results.assign(n_results, CompositeLayout::Plain());
     return sig;
   }
-  RETURN_IF_ERROR(ir::PropagateShapes(graph, env, options));
   Flattener f(graph);
   std::vector<Node*> erase;
   // Inputs: inner placeholders (and symbolic outer sizes/strides as ints).
@@ -396,11 +403,6 @@ absl::StatusOr<CompositeSignature> FlattenComposites(
   for (auto it = erase.rbegin(); it != erase.rend(); ++it) {
     RETURN_IF_ERROR(graph.Erase(*it));
   }
-  // Fresh metas for the dense graph.
-  for (const auto& n : graph.nodes()) {
-    if (n->kind() == Node::Kind::kCall) n->meta() = ir::ValueMeta();
-  }
-  RETURN_IF_ERROR(ir::PropagateShapes(graph, env, options));
   return sig;
 }
 

@@ -26,7 +26,7 @@
 //
 //   // # lathe: composite x pair
 //   // def forward(self, x: "f32[4][1]cpu"): mul = mul(x, 2); return (mul,)
-//   ASSIGN_OR_RETURN(CompositeSignature sig, FlattenComposites(*graph, env));
+//   ASSIGN_OR_RETURN(CompositeSignature sig, FlattenComposites(*graph));
 //   // def forward(self, x_a, x_b): mul = mul(x_a, 2); mul_1 = mul(x_b, 2)
 //   //     return (mul, mul_1)             sig.results[0]: pair(plain, plain)
 
@@ -40,8 +40,6 @@
 #include "absl/status/statusor.h"
 #include "aot/subclass_wrapper_plan.h"
 #include "ir/graph.h"
-#include "ir/shape_prop.h"
-#include "symbolic/shape_env.h"
 
 namespace lathe::aot {
 
@@ -73,11 +71,10 @@ void LeafNames(const std::string& name, const CompositeLayout& l,
 
 // FlattenComposites()
 //
-// Rewrites `graph` as above (propagating shapes into `env` first); a graph
-// without composite inputs is left as it is, with plain layouts.
-absl::StatusOr<CompositeSignature> FlattenComposites(
-    ir::Graph& graph, symbolic::ShapeEnv& env,
-    const ir::ShapePropOptions& options = {});
+// Rewrites `graph`, whose shapes are propagated (ir::PropagateShapes), as
+// above, the new nodes with their metas; a graph without composite inputs
+// is left as it is, with plain layouts.
+absl::StatusOr<CompositeSignature> FlattenComposites(ir::Graph& graph);
 
 }  // namespace lathe::aot
 

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
+#include "ir/shape_prop.h"
 #include "runtime/composite.h"
 #include "runtime/tensor.h"
 #include "tools/testing/file_check.h"
@@ -34,7 +35,10 @@ std::string Flattened(const std::string& text) {
   EXPECT_TRUE(g.ok()) << g.status();
   if (!g.ok()) return "";
   symbolic::ShapeEnv env;
-  absl::StatusOr<CompositeSignature> sig = FlattenComposites(**g, env);
+  absl::Status shapes = ir::PropagateShapes(**g, env);
+  EXPECT_TRUE(shapes.ok()) << shapes;
+  if (!shapes.ok()) return "";
+  absl::StatusOr<CompositeSignature> sig = FlattenComposites(**g);
   EXPECT_TRUE(sig.ok()) << sig.status();
   return ir::PrintGraph(**g);
 }

@@ -8,12 +8,14 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "ir/alias_info.h"
 #include "ir/eval_call.h"
+#include "ir/infer_meta.h"
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "status_macros.h"
@@ -34,7 +36,8 @@ struct Handle {
 
 class Functionalizer {
  public:
-  explicit Functionalizer(ir::Graph& graph) : graph_(graph) {}
+  Functionalizer(ir::Graph& graph, symbolic::ShapeEnv& env)
+      : graph_(graph), env_(env) {}
 
   absl::StatusOr<bool> Run() {
     std::vector<Node*> order;
@@ -81,10 +84,10 @@ class Functionalizer {
         // input itself, as in eager).
         for (Node* p : graph_.Placeholders()) {
           if (Version(p) == 0) continue;
-          Node* copy =
-              graph_.Insert(Node::Kind::kCall, graph_.UniqueName("copy_"),
-                            "aten.copy_.default",
-                            {Arg::Of(p), Arg::Of(current_[p])}, {}, {}, n);
+          ASSIGN_OR_RETURN(
+              Node * copy,
+              graph_.InsertCall(n, "aten.copy_.default",
+                                {Arg::Of(p), Arg::Of(current_[p])}));
           if (Resolve(p) == p) n->ReplaceInput(p, copy);
         }
         continue;
@@ -100,6 +103,7 @@ class Functionalizer {
         if (n->target() == "aten.as_strided.default" && Version(h.base) > 0) {
           // Storage-relative: it views the base's current value.
           n->ReplaceInput(n->args()[0].node, Current(h.base));
+          stale_.insert(n);
         }
         h.chain.push_back(n);
         handles_[n] = h;
@@ -108,7 +112,14 @@ class Functionalizer {
       }
       seen_[n] = Version(handles_[n].base);
     }
-    for (Node* n : removed_) RETURN_IF_ERROR(graph_.Erase(n));
+    for (Node* n : removed_) {
+      stale_.erase(n);
+      RETURN_IF_ERROR(graph_.Erase(n));
+    }
+    // Nodes that now read functional values get their metas from them (new
+    // nodes got theirs when inserted).
+    std::vector<Node*> stale(stale_.begin(), stale_.end());
+    RETURN_IF_ERROR(ir::RefreshMetas(graph_, env_, stale).status());
     return changed;
   }
 
@@ -171,9 +182,9 @@ class Functionalizer {
         } else {
           std::vector<Arg> largs = list->args();
           largs[0] = Arg::Of(value);
-          replayed_list =
-              graph_.Insert(Node::Kind::kCall, graph_.UniqueName(list->name()),
-                            list->target(), largs, list->kwargs(), {}, at);
+          ASSIGN_OR_RETURN(replayed_list,
+                           graph_.InsertCall(at, list->target(), largs,
+                                             list->kwargs(), list->name()));
           replayed_[lkey] = replayed_list;
         }
         args[0] = Arg::Of(replayed_list);
@@ -183,8 +194,8 @@ class Functionalizer {
       } else {
         args[0] = Arg::Of(value);
       }
-      value = graph_.Insert(Node::Kind::kCall, graph_.UniqueName(v->name()),
-                            v->target(), args, v->kwargs(), {}, at);
+      ASSIGN_OR_RETURN(value, graph_.InsertCall(at, v->target(), args,
+                                                v->kwargs(), v->name()));
       replayed_[key] = value;
     }
     return value;
@@ -199,9 +210,21 @@ class Functionalizer {
     std::vector<Node*> inputs = n->Inputs();
     for (Node* in : inputs) {
       ASSIGN_OR_RETURN(Node * now, Read(in, n));
-      if (now != in) n->ReplaceInput(in, now);
+      if (now != in) {
+        n->ReplaceInput(in, now);
+        stale_.insert(n);
+      }
     }
     return absl::OkStatus();
+  }
+
+  // Makes the readers of `n` (about to be erased) read `to`.
+  void Redirect(Node* n, Node* to) {
+    std::vector<Node*> users = n->users();
+    for (Node* u : users) {
+      u->ReplaceInput(n, to);
+      stale_.insert(u);
+    }
   }
 
   // `value` written back through view `v` into `src` (v's input's value).
@@ -209,9 +232,7 @@ class Functionalizer {
   absl::StatusOr<Node*> Unview(Node* v, Node* source, Node* src, Node* value,
                                Node* at) {
     auto make = [&](const std::string& target, std::vector<Arg> args) {
-      return graph_.Insert(Node::Kind::kCall,
-                           graph_.UniqueName(ir::DynamoName(target)), target,
-                           std::move(args), {}, {}, at);
+      return graph_.InsertCall(at, target, std::move(args));
     };
     const std::vector<Arg>& a = v->args();
     const std::string& t = v->target();
@@ -229,10 +250,10 @@ class Functionalizer {
         }
         // A symbolic size is read off the view's source (its value now has
         // the same shape).
-        Node* size = graph_.Insert(
-            Node::Kind::kCall, graph_.UniqueName("sym_size_int"),
-            "aten.sym_size.int",
-            {Arg::Of(src), Arg::Int(static_cast<int64_t>(d))}, {}, {}, at);
+        ASSIGN_OR_RETURN(Node * size, graph_.InsertCall(
+                                          at, "aten.sym_size.int",
+                                          {Arg::Of(src),
+                                           Arg::Int(static_cast<int64_t>(d))}));
         items.push_back(Arg::Of(size));
       }
       return Arg::List(std::move(items));
@@ -260,7 +281,9 @@ class Functionalizer {
     if (t == "aten.transpose.int") {
       return make("aten.transpose.int", {Arg::Of(value), a[1], a[2]});
     }
-    if (t == "aten.alias.default" || t == "aten.detach.default") return value;
+    if (t == "aten.alias.default" || t == "aten.detach.default") {
+      return value;
+    }
     if (t == "aten.unsqueeze.default") {
       return make("aten.squeeze.dim", {Arg::Of(value), a[1]});
     }
@@ -284,9 +307,7 @@ class Functionalizer {
   absl::StatusOr<Node*> UnviewElement(Node* list, int64_t k, Node* element,
                                       Node* src, Node* value, Node* at) {
     auto make = [&](const std::string& target, std::vector<Arg> args) {
-      return graph_.Insert(Node::Kind::kCall,
-                           graph_.UniqueName(ir::DynamoName(target)), target,
-                           std::move(args), {}, {}, at);
+      return graph_.InsertCall(at, target, std::move(args));
     };
     const std::vector<Arg>& a = list->args();
     auto int_arg = [&](size_t i, int64_t fallback) {
@@ -336,13 +357,12 @@ class Functionalizer {
     RETURN_IF_ERROR(
         ReadArgs(n));  // self and the others at their current values
     // functional = op(args) in place of n.
-    Node* functional = graph_.Insert(
-        Node::Kind::kCall, graph_.UniqueName(ir::DynamoName(op->functional)),
-        op->functional, n->args(), n->kwargs(), {}, n);
+    ASSIGN_OR_RETURN(
+        Node * functional,
+        graph_.InsertCall(n, op->functional, n->args(), n->kwargs()));
     RETURN_IF_ERROR(WriteBack(n, h, functional));
     // Readers of n read self's view; give them a placeholder to find.
-    std::vector<Node*> users = n->users();
-    for (Node* u : users) u->ReplaceInput(n, self);
+    Redirect(n, self);
     removed_.push_back(
         n);  // erased at the end, so no pointer is reused meanwhile
     return absl::OkStatus();
@@ -380,18 +400,17 @@ class Functionalizer {
       writes.push_back({h, result});
     }
     RETURN_IF_ERROR(ReadArgs(n));
-    Node* functional = graph_.Insert(
-        Node::Kind::kCall, graph_.UniqueName(ir::DynamoName(op->functional)),
-        op->functional, n->args(), n->kwargs(), {}, n);
+    ASSIGN_OR_RETURN(
+        Node * functional,
+        graph_.InsertCall(n, op->functional, n->args(), n->kwargs()));
     for (const auto& [h, result] : writes) {
-      Node* value = graph_.Insert(
-          Node::Kind::kCall, graph_.UniqueName("getitem"), "getitem",
-          {Arg::Of(functional), Arg::Int(result)}, {}, {}, n);
+      ASSIGN_OR_RETURN(Node * value, graph_.InsertCall(n, "getitem",
+                                                       {Arg::Of(functional),
+                                                        Arg::Int(result)}));
       RETURN_IF_ERROR(WriteBack(n, h, value));
     }
     // The twin's first results are n's own.
-    std::vector<Node*> users = n->users();
-    for (Node* u : users) u->ReplaceInput(n, functional);
+    Redirect(n, functional);
     removed_.push_back(n);
     return absl::OkStatus();
   }
@@ -429,9 +448,9 @@ class Functionalizer {
         std::vector<Arg> args = {Arg::Of(Current(h.base)), Arg::Of(value)};
         for (size_t j = 1; j < v->args().size(); ++j)
           args.push_back(v->args()[j]);
-        value = graph_.Insert(
-            Node::Kind::kCall, graph_.UniqueName("as_strided_scatter"),
-            "aten.as_strided_scatter.default", args, v->kwargs(), {}, n);
+        ASSIGN_OR_RETURN(
+            value, graph_.InsertCall(n, "aten.as_strided_scatter.default", args,
+                                     v->kwargs()));
         break;
       }
       ASSIGN_OR_RETURN(Node * src, Replay(h, i - 1, n));
@@ -490,28 +509,25 @@ class Functionalizer {
     RETURN_IF_ERROR(ReadArgs(n));
     // The new view: of self's current value, or for set_ an alias of the
     // source's (so that later rebinding the source does not move self).
-    Node* fv =
-        set ? graph_.Insert(Node::Kind::kCall, graph_.UniqueName("alias"),
-                            "aten.alias.default", {n->args()[1]}, {}, n->meta(),
-                            n)
-            : graph_.Insert(Node::Kind::kCall,
-                            graph_.UniqueName(ir::DynamoName(view->second)),
-                            view->second, n->args(), n->kwargs(), n->meta(), n);
+    ASSIGN_OR_RETURN(
+        Node * fv,
+        set ? graph_.InsertCall(n, "aten.alias.default", {n->args()[1]})
+            : graph_.InsertCall(n, view->second, n->args(), n->kwargs()));
     Handle h = handles_[now];
     h.chain.push_back(fv);
     handles_[fv] = h;
-    // Its eager layout in the storage (fv's own meta, once re-propagated, is
-    // that of a functional value).
+    // Its eager layout in the storage (fv's own meta is that of a functional
+    // value).
     layouts[fv] = n->meta().tensor;
     seen_[fv] = Version(h.base);
     rebound_[self] = fv;  // keyed by the tensor object
-    std::vector<Node*> users = n->users();
-    for (Node* u : users) u->ReplaceInput(n, self);
+    Redirect(n, self);
     removed_.push_back(n);
     return absl::OkStatus();
   }
 
   ir::Graph& graph_;
+  symbolic::ShapeEnv& env_;
   absl::flat_hash_map<Node*, Handle> handles_;
   absl::flat_hash_map<Node*, int> seen_;  // base version when a node was made
   // Input storages abandoned by set_ -> that set_'s name.
@@ -521,6 +537,7 @@ class Functionalizer {
   absl::flat_hash_map<std::tuple<Node*, int>, Node*> replayed_;
   absl::flat_hash_map<Node*, Node*> rebound_;
   std::vector<Node*> removed_;
+  absl::flat_hash_set<Node*> stale_;  // calls whose inputs were replaced
 
  public:
   // An input rebound by a metadata or storage mutation (t_, set_, ...).
@@ -562,8 +579,10 @@ class SizeNodes {
         return absl::UnimplementedError(absl::StrCat(
             "it depends on ", e.name(), ", which no input size or stride is"));
       }
-      n = Make(s->second.stride ? "aten.sym_stride.int" : "aten.sym_size.int",
-               {Arg::Of(s->second.input), Arg::Int(s->second.dim)});
+      ASSIGN_OR_RETURN(
+          n,
+          Make(s->second.stride ? "aten.sym_stride.int" : "aten.sym_size.int",
+               {Arg::Of(s->second.input), Arg::Int(s->second.dim)}));
     } else if (e.kind() == symbolic::ExprKind::kAdd ||
                e.kind() == symbolic::ExprKind::kMul) {
       const char* op = e.kind() == symbolic::ExprKind::kAdd ? "operator.add"
@@ -571,7 +590,8 @@ class SizeNodes {
       ASSIGN_OR_RETURN(Arg acc, ArgOf(e.arg(0)));
       for (int i = 1; i < e.num_args(); ++i) {
         ASSIGN_OR_RETURN(Arg next, ArgOf(e.arg(i)));
-        acc = Arg::Of(Make(op, {acc, next}));
+        ASSIGN_OR_RETURN(Node * sum, Make(op, {acc, next}));
+        acc = Arg::Of(sum);
       }
       n = acc.node;
     } else {
@@ -589,7 +609,7 @@ class SizeNodes {
     int dim;
   };
 
-  Node* Make(const std::string& target, std::vector<Arg> args) {
+  absl::StatusOr<Node*> Make(const std::string& target, std::vector<Arg> args) {
     // Before the first epilogue node (or the output).
     Node* before = graph_.output();
     for (const auto& n : graph_.nodes()) {
@@ -598,9 +618,7 @@ class SizeNodes {
         break;
       }
     }
-    return graph_.Insert(Node::Kind::kCall,
-                         graph_.UniqueName(ir::DynamoName(target)), target,
-                         std::move(args), {}, {}, before);
+    return graph_.InsertCall(before, target, std::move(args));
   }
 
   ir::Graph& graph_;
@@ -610,9 +628,11 @@ class SizeNodes {
 
 }  // namespace
 
-absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
-                                   const ir::ShapePropOptions& options) {
-  RETURN_IF_ERROR(ir::PropagateShapes(graph, env, options));
+absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env) {
+  if (graph.meta_inference() == nullptr) {
+    return absl::FailedPreconditionError(
+        "functionalize needs a shape-propagated graph (ir::PropagateShapes)");
+  }
   absl::flat_hash_map<ir::StorageId, Node*> input_of_storage;
   for (Node* p : graph.Placeholders()) {
     if (p->meta().kind != ir::ValueMeta::Kind::kTensor) continue;
@@ -623,23 +643,11 @@ absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
                        "' share a storage; not supported yet"));
     }
   }
-  Functionalizer f(graph);
+  Functionalizer f(graph, env);
   ASSIGN_OR_RETURN(bool changed, f.Run());
-  auto repropagate = [&]() -> absl::Status {
-    // New nodes have no meta yet: recompute every non-input meta.
-    for (const auto& n : graph.nodes()) {
-      if (n->kind() != Node::Kind::kPlaceholder &&
-          n->kind() != Node::Kind::kGetAttr) {
-        n->meta() = ir::ValueMeta();
-      }
-    }
-    return ir::PropagateShapes(graph, env, options);
-  };
-  if (changed) RETURN_IF_ERROR(repropagate());
   // The metadata epilogue: set_ for an input given another storage, else
   // as_strided_ when its final view differs (two t_() cancel out). An output
   // that returned the input returns that node (the input itself).
-  bool restrided = false;
   SizeNodes sizes(graph);
   for (const Functionalizer::Rebound& r : f.rebound) {
     Node* p = r.input;
@@ -674,14 +682,11 @@ absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
       ASSIGN_OR_RETURN(Arg offset, arg(to.storage_offset));
       args.push_back(std::move(offset));
     }
-    Node* epilogue = graph.Insert(
-        Node::Kind::kCall, graph.UniqueName(ir::DynamoName(target)), target,
-        std::move(args), {}, {}, graph.output());
+    ASSIGN_OR_RETURN(Node * epilogue,
+                     graph.InsertCall(graph.output(), target, std::move(args)));
     if (r.returned) graph.output()->ReplaceInput(r.value, epilogue);
-    restrided = true;
     changed = true;
   }
-  if (restrided) RETURN_IF_ERROR(repropagate());
   return changed;
 }
 

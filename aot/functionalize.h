@@ -45,17 +45,16 @@
 
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
-#include "ir/shape_prop.h"
 #include "symbolic/shape_env.h"
 
 namespace lathe::aot {
 
 // Functionalize()
 //
-// Rewrites `graph` as above (propagating shapes into `env` first to learn
-// which values alias); true when something changed.
-absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env,
-                                   const ir::ShapePropOptions& options = {});
+// Rewrites `graph`, whose shapes are propagated into `env`
+// (ir::PropagateShapes: its metas say which values alias), as above,
+// keeping every meta current; true when something changed.
+absl::StatusOr<bool> Functionalize(ir::Graph& graph, symbolic::ShapeEnv& env);
 
 }  // namespace lathe::aot
 

@@ -20,8 +20,10 @@
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
+#include "ir/shape_prop.h"
 #include "runtime/tensor.h"
 #include "tools/testing/random_graph.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::aot {
 namespace {
@@ -38,8 +40,9 @@ absl::StatusOr<ir::Interpretation> RunText(const std::string& text,
 bool RejectedByAot(const std::string& text) {
   absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(text);
   symbolic::ShapeEnv env;
-  return g.ok() && AotDispatch(**g, env).status().code() ==
-                       absl::StatusCode::kInvalidArgument;
+  return g.ok() && ir::PropagateShapes(**g, env).ok() &&
+         AotDispatch(**g, env).status().code() ==
+             absl::StatusCode::kInvalidArgument;
 }
 
 int rejected_by_aot = 0;  // candidate lines, over the whole run
@@ -72,6 +75,7 @@ TEST(FunctionalizeDifferentialTest, RandomViewAndMutationGraphsMatchEager) {
     absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(text);
     ASSERT_TRUE(g.ok());
     symbolic::ShapeEnv env;
+    ASSERT_OK(ir::PropagateShapes(**g, env));
     absl::StatusOr<bool> changed = Functionalize(**g, env);
     ASSERT_TRUE(changed.ok()) << changed.status();
     mutating += *changed;
@@ -125,6 +129,7 @@ TEST(FunctionalizeDifferentialTest, RandomGraphsThroughThePlanMatchEager) {
     absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(text);
     ASSERT_TRUE(g.ok());
     symbolic::ShapeEnv env;
+    ASSERT_OK(ir::PropagateShapes(**g, env));
     AotOptions options;
     options.mutations.keep_input_mutations = keep;
     absl::StatusOr<AotGraph> aot = AotDispatch(**g, env, options);

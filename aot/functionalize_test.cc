@@ -14,8 +14,11 @@
 #include "ir/graph_corpus.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
+#include "ir/shape_prop.h"
 #include "runtime/tensor.h"
+#include "status_macros.h"
 #include "tools/testing/file_check.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::aot {
 namespace {
@@ -34,6 +37,7 @@ absl::StatusOr<std::string> FunctionalText(const std::string& text) {
   std::unique_ptr<ir::Graph> g = Parse(text);
   if (g == nullptr) return absl::InvalidArgumentError("parse");
   symbolic::ShapeEnv env;
+  RETURN_IF_ERROR(ir::PropagateShapes(*g, env));
   absl::StatusOr<bool> changed = Functionalize(*g, env);
   if (!changed.ok()) return changed.status();
   return ir::PrintGraph(*g);
@@ -302,6 +306,7 @@ void ExpectSameAsEager(const std::string& text) {
   std::unique_ptr<ir::Graph> plain = Parse(text), functional = Parse(text);
   ASSERT_NE(functional, nullptr);
   symbolic::ShapeEnv env;
+  ASSERT_OK(ir::PropagateShapes(*functional, env));
   absl::StatusOr<bool> changed = Functionalize(*functional, env);
   ASSERT_TRUE(changed.ok()) << changed.status();
   auto inputs = [&](const ir::Graph& g) {
@@ -431,6 +436,7 @@ TEST(FunctionalizeTest, OptimizerStepsMatchThePlainInterpreter) {
     std::unique_ptr<ir::Graph> plain = Parse(text), functional = Parse(text);
     ASSERT_NE(functional, nullptr);
     symbolic::ShapeEnv env;
+    ASSERT_OK(ir::PropagateShapes(*functional, env));
     absl::StatusOr<bool> changed = Functionalize(*functional, env);
     ASSERT_TRUE(changed.ok()) << changed.status();
     EXPECT_TRUE(*changed);
@@ -518,6 +524,7 @@ CHECK-NOT: _native_batch_norm_legit.default
                                functional = Parse(program);
     ASSERT_NE(functional, nullptr);
     symbolic::ShapeEnv env;
+    ASSERT_OK(ir::PropagateShapes(*functional, env));
     absl::StatusOr<bool> changed = Functionalize(*functional, env);
     ASSERT_TRUE(changed.ok()) << changed.status();
     auto inputs = [&](const ir::Graph& g) {

@@ -13,8 +13,10 @@
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
+#include "ir/shape_prop.h"
 #include "runtime/tensor.h"
 #include "tools/testing/file_check.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::aot {
 namespace {
@@ -580,7 +582,8 @@ def forward(self, x: "f32[s0, 4][4, 1]cpu"):
   absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(kText);
   ASSERT_TRUE(g.ok());
   symbolic::ShapeEnv env;
-  ASSERT_TRUE(Functionalize(**g, env).ok());
+  ASSERT_OK(ir::PropagateShapes(**g, env));
+  ASSERT_OK(Functionalize(**g, env).status());
   ExpectChecks(ir::PrintGraph(**g), R"-(
 CHECK: [[S:sym_size_int.*]]: "Sym(s0)" = torch.ops.aten.sym_size.int(x, 0)
 CHECK: [[M:mul.*]]: "Sym(4*s0)" = 4 * [[S]]

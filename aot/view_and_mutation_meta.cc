@@ -71,9 +71,12 @@ std::string OutputTypeName(OutputType type) {
 }
 
 absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
-    ir::Graph& graph, symbolic::ShapeEnv& env,
-    const ViewAndMutationOptions& options) {
-  RETURN_IF_ERROR(ir::PropagateShapes(graph, env, options.shapes));
+    ir::Graph& graph, const ViewAndMutationOptions& options) {
+  if (graph.meta_inference() == nullptr) {
+    return absl::FailedPreconditionError(
+        "collecting view and mutation meta needs a shape-propagated graph "
+        "(ir::PropagateShapes)");
+  }
   ViewAndMutationMeta meta;
   std::vector<Node*> inputs = graph.Placeholders();
   meta.inputs.resize(inputs.size());

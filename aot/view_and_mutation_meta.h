@@ -56,7 +56,6 @@ struct ViewAndMutationOptions {
   // Keep the mutations autograd allows in the graph (PyTorch's
   // keep_input_mutations; Inductor keeps them for inference).
   bool keep_input_mutations = true;
-  ir::ShapePropOptions shapes;  // hints for propagating shapes
 };
 
 enum class OutputType {
@@ -90,12 +89,11 @@ struct ViewAndMutationMeta {
 
 // CollectViewAndMutationMeta()
 //
-// Classifies `graph`'s inputs and outputs (propagating shapes into `env` to
-// learn which values share storage). A set_ on an input whose other
-// mutations autograd must see is an error, as in PyTorch.
+// Classifies the inputs and outputs of `graph`, whose shapes are propagated
+// (ir::PropagateShapes: its metas say which values share storage). A set_ on an
+// input whose other mutations autograd must see is an error, as in PyTorch.
 absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
-    ir::Graph& graph, symbolic::ShapeEnv& env,
-    const ViewAndMutationOptions& options = {});
+    ir::Graph& graph, const ViewAndMutationOptions& options = {});
 
 }  // namespace lathe::aot
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
+#include "ir/shape_prop.h"
 
 namespace lathe::aot {
 namespace {
@@ -18,7 +19,9 @@ std::string Summary(const std::string& text) {
   EXPECT_TRUE(g.ok()) << g.status();
   if (!g.ok()) return "";
   symbolic::ShapeEnv env;
-  absl::StatusOr<ViewAndMutationMeta> m = CollectViewAndMutationMeta(**g, env);
+  absl::Status shapes = ir::PropagateShapes(**g, env);
+  if (!shapes.ok()) return std::string(shapes.message());
+  absl::StatusOr<ViewAndMutationMeta> m = CollectViewAndMutationMeta(**g);
   EXPECT_TRUE(m.ok()) << m.status();
   if (!m.ok()) return "";
   std::vector<std::string> ins, outs;
@@ -107,8 +110,10 @@ std::string Modes(const std::string& text, bool keep = true) {
   EXPECT_TRUE(g.ok()) << g.status();
   if (!g.ok()) return "";
   symbolic::ShapeEnv env;
+  absl::Status shapes = ir::PropagateShapes(**g, env);
+  if (!shapes.ok()) return std::string(shapes.message());
   absl::StatusOr<ViewAndMutationMeta> m =
-      CollectViewAndMutationMeta(**g, env, {.keep_input_mutations = keep});
+      CollectViewAndMutationMeta(**g, {.keep_input_mutations = keep});
   if (!m.ok()) return std::string(m.status().message());
   std::vector<std::string> ins;
   for (const InputInfo& i : m->inputs) {

@@ -100,6 +100,34 @@ absl::StatusOr<ValueMeta> SubstituteSymbols(
   return m;
 }
 
+namespace {
+
+void ReplaceIn(ValueMeta& m, symbolic::ShapeEnv& env) {
+  switch (m.kind) {
+    case ValueMeta::Kind::kTensor:
+      for (auto* list : {&m.tensor.sizes, &m.tensor.strides}) {
+        for (symbolic::Expr& e : *list) e = env.Replace(e);
+      }
+      m.tensor.storage_offset = env.Replace(m.tensor.storage_offset);
+      break;
+    case ValueMeta::Kind::kSym:
+      m.sym = env.Replace(m.sym);
+      break;
+    case ValueMeta::Kind::kTuple:
+      for (ValueMeta& e : m.elements) ReplaceIn(e, env);
+      break;
+    case ValueMeta::Kind::kNone:
+      break;
+  }
+}
+
+}  // namespace
+
+ValueMeta ApplyReplacements(ValueMeta m, symbolic::ShapeEnv& env) {
+  ReplaceIn(m, env);
+  return m;
+}
+
 Value ValueOfMeta(const ValueMeta& m) {
   switch (m.kind) {
     case ValueMeta::Kind::kTensor:

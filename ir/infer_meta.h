@@ -94,6 +94,13 @@ void BindUnbacked(
     std::vector<std::pair<symbolic::Expr, std::string>>& bindings);
 
 // `m` with its symbols replaced as `r` says.
+// ApplyReplacements()
+//
+// `m` with what `env` learned since it was computed applied to each size,
+// stride, offset and number (s77 == 2, found after a size used s77): two
+// metas describe the same value in `env` when these are equal.
+ValueMeta ApplyReplacements(ValueMeta m, symbolic::ShapeEnv& env);
+
 absl::StatusOr<ValueMeta> SubstituteSymbols(
     ValueMeta m, const absl::flat_hash_map<symbolic::Expr, symbolic::Expr>& r);
 

@@ -115,6 +115,16 @@ absl::StatusOr<PipelineReport> PassPipeline::Run(
   // it.
   State state{options, report, TakeAliasSnapshot(graph),
               options.check_invariants && CheckFunctional(graph).ok()};
+  if (options.check_invariants) {
+    // What the walk hands the passes must already hold: metas current (AOT
+    // dispatch keeps them so, without re-propagating) and bound.
+    absl::Status s = CheckMetas(graph, ctx.env());
+    if (s.ok()) s = CheckUnbackedBindings(graph, ctx.env());
+    if (!s.ok()) {
+      return absl::InternalError(
+          absl::StrCat("before the first pass: ", s.message()));
+    }
+  }
   bool changed = false;
   RETURN_IF_ERROR(RunSteps(graph, ctx, state, changed));
   report.changed = changed;

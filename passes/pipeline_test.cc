@@ -13,6 +13,7 @@
 namespace lathe::passes {
 namespace {
 
+using ::lathe::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -128,6 +129,19 @@ TEST(PipelineTest, BrokenInvariantsNameThePass) {
     absl::Status s = p.Run(*f->graph, ctx).status();
     EXPECT_THAT(std::string(s.message()), HasSubstr(message)) << how;
   }
+}
+
+// A graph handed over with a stale meta is refused before any pass runs.
+TEST(PipelineTest, StaleMetaOnEntryIsRefused) {
+  auto f = Make();
+  f->graph->Find("b")->meta().tensor.sizes[0] = symbolic::Int(5);
+  PassPipeline p;
+  p.AddPass<FoldNegNeg>();
+  PassContext ctx(f->env);
+  EXPECT_THAT(p.Run(*f->graph, ctx).status(),
+              StatusIs(absl::StatusCode::kInternal,
+                       HasSubstr("before the first pass: node 'b': meta "
+                                 "f32[5][1]cpu is not the op's meta")));
 }
 
 }  // namespace

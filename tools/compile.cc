@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ir/graph_text.h"
+#include "ir/shape_prop.h"
 #include "passes/default_pipeline.h"
 #include "status_macros.h"
 
@@ -56,13 +57,16 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> CompileGraph(
       describable = false;
     }
   }
-  // AOT dispatch: shape propagation, composites, functionalization, plans.
+  // Shape propagation, once: every later step keeps the metas current.
   Clock::time_point start = Clock::now();
-  aot::AotOptions aot_options;
-  aot_options.mutations.shapes.hints = options.hints;
   c->env = std::make_unique<symbolic::ShapeEnv>();
-  absl::StatusOr<aot::AotGraph> aot =
-      aot::AotDispatch(*c->graph, *c->env, aot_options);
+  absl::Status shapes =
+      ir::PropagateShapes(*c->graph, *c->env, {.hints = options.hints});
+  if (!shapes.ok()) return Named(options, shapes);
+  c->steps.push_back({"shape_prop", Since(start)});
+  // AOT dispatch: composites, functionalization, plans.
+  start = Clock::now();
+  absl::StatusOr<aot::AotGraph> aot = aot::AotDispatch(*c->graph, *c->env);
   if (!aot.ok()) return Named(options, aot.status());
   c->aot = *std::move(aot);
   c->steps.push_back({"aot_dispatch", Since(start)});

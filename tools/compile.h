@@ -12,7 +12,7 @@
 //   ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> c,
 //                    CompileGraphText(text, {.source = "mlp.txt"}));
 //   c->graph;         // ready for the interpreter (and code generation)
-//   c->steps;         // {"parse", 0.0004}, {"aot_dispatch", ...}, ...
+//   c->steps;         // {"parse", 0.0004}, {"shape_prop", ...}, ...
 
 #ifndef LATHE_TOOLS_COMPILE_H_
 #define LATHE_TOOLS_COMPILE_H_

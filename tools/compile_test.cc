@@ -47,7 +47,8 @@ TEST(CompileTest, EveryStepIsTimedAndEveryDumpParses) {
     names.push_back(s.name);
   }
   EXPECT_EQ(names.front(), "parse");
-  EXPECT_EQ(names[1], "aot_dispatch");
+  EXPECT_EQ(names[1], "shape_prop");
+  EXPECT_EQ(names[2], "aot_dispatch");
   EXPECT_EQ(names.back(), "guards");
   EXPECT_THAT(names, ::testing::Contains("reinplace"));
   ASSERT_GE(c->dumps.size(), 3u);
