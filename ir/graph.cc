@@ -1,6 +1,7 @@
 #include "ir/graph.h"
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <queue>
@@ -78,6 +79,38 @@ Arg Arg::List(std::vector<Arg> items) {
   a.kind = Kind::kList;
   a.list = std::move(items);
   return a;
+}
+
+bool SameArg(const Arg& a, const Arg& b) {
+  using K = Arg::Kind;
+  if (a.kind != b.kind) return false;
+  switch (a.kind) {
+    case K::kNode:
+      return a.node == b.node;
+    case K::kNone:
+      return true;
+    case K::kBool:
+      return a.b == b.b;
+    case K::kInt:
+      return a.i == b.i;
+    case K::kFloat:
+      return std::memcmp(&a.f, &b.f, sizeof a.f) == 0;
+    case K::kString:
+    case K::kLayout:
+    case K::kMemoryFormat:
+      return a.s == b.s;
+    case K::kDType:
+      return a.dtype == b.dtype;
+    case K::kDevice:
+      return a.device == b.device;
+    case K::kList:
+      if (a.tuple != b.tuple || a.list.size() != b.list.size()) return false;
+      for (size_t i = 0; i < a.list.size(); ++i) {
+        if (!SameArg(a.list[i], b.list[i])) return false;
+      }
+      return true;
+  }
+  return false;
 }
 
 namespace {

@@ -82,6 +82,12 @@ struct Arg {
   static Arg List(std::vector<Arg> items);
 };
 
+// SameArg()
+//
+// Whether two arguments are the same: nodes by identity, floats bit for bit
+// (-0.0 is not 0.0; NaN is NaN), lists (and tuples) element by element.
+bool SameArg(const Arg& a, const Arg& b);
+
 class Graph;
 
 class Node {

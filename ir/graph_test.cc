@@ -1,5 +1,6 @@
 #include "ir/graph.h"
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +53,23 @@ TEST(GraphTest, BuilderWritesTheTextForm) {
             "        relu_1: \"f32[2, 3][3, 1]cpu\" = "
             "torch.ops.aten.relu.default(relu);  relu = None\n"
             "        return (relu_1,)\n");
+}
+
+TEST(GraphTest, SameArgComparesNodesByIdentityAndFloatsByBits) {
+  GraphBuilder b;
+  Node* x = b.Placeholder("x", F32({2}));
+  Node* y = b.Placeholder("y", F32({2}));
+  EXPECT_TRUE(SameArg(Arg::Of(x), Arg::Of(x)));
+  EXPECT_FALSE(SameArg(Arg::Of(x), Arg::Of(y)));
+  EXPECT_FALSE(SameArg(Arg::Float(0.0), Arg::Float(-0.0)));
+  EXPECT_TRUE(SameArg(Arg::Float(std::nan("")), Arg::Float(std::nan(""))));
+  EXPECT_FALSE(SameArg(Arg::Int(1), Arg::Float(1.0)));
+  Arg list = Arg::List({Arg::Of(x), Arg::Int(2)});
+  EXPECT_TRUE(SameArg(list, Arg::List({Arg::Of(x), Arg::Int(2)})));
+  EXPECT_FALSE(SameArg(list, Arg::List({Arg::Of(x)})));
+  Arg tuple = list;
+  tuple.tuple = true;
+  EXPECT_FALSE(SameArg(list, tuple));
 }
 
 TEST(GraphTest, ReplaceAllUsesAndErase) {

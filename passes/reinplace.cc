@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -131,38 +130,6 @@ bool IsMetaOnlyUse(const Node* u) {
   return true;
 }
 
-bool SameArg(const ir::Arg& a, const ir::Arg& b) {
-  using K = ir::Arg::Kind;
-  if (a.kind != b.kind) return false;
-  switch (a.kind) {
-    case K::kNode:
-      return a.node == b.node;
-    case K::kNone:
-      return true;
-    case K::kBool:
-      return a.b == b.b;
-    case K::kInt:
-      return a.i == b.i;
-    case K::kFloat:
-      return std::memcmp(&a.f, &b.f, sizeof a.f) == 0;
-    case K::kString:
-    case K::kLayout:
-    case K::kMemoryFormat:
-      return a.s == b.s;
-    case K::kDType:
-      return a.dtype == b.dtype;
-    case K::kDevice:
-      return a.device == b.device;
-    case K::kList:
-      if (a.tuple != b.tuple || a.list.size() != b.list.size()) return false;
-      for (size_t i = 0; i < a.list.size(); ++i) {
-        if (!SameArg(a.list[i], b.list[i])) return false;
-      }
-      return true;
-  }
-  return false;
-}
-
 // Whether scatter call `scatter(self, src, *args)` writes exactly what view
 // call `view(self, *args)` sees.
 bool SameViewArgs(const Node& view, const Node& scatter) {
@@ -172,11 +139,11 @@ bool SameViewArgs(const Node& view, const Node& scatter) {
     return false;
   }
   for (size_t i = 1; i < va.size(); ++i) {
-    if (!SameArg(va[i], sa[i + 1])) return false;
+    if (!ir::SameArg(va[i], sa[i + 1])) return false;
   }
   for (size_t i = 0; i < view.kwargs().size(); ++i) {
     if (view.kwargs()[i].first != scatter.kwargs()[i].first ||
-        !SameArg(view.kwargs()[i].second, scatter.kwargs()[i].second)) {
+        !ir::SameArg(view.kwargs()[i].second, scatter.kwargs()[i].second)) {
       return false;
     }
   }
