@@ -1,9 +1,7 @@
 #include "runtime/npy.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -13,29 +11,16 @@
 #include "gtest/gtest.h"
 #include "runtime/dtype.h"
 #include "runtime/tensor.h"
+#include "tools/testing/runfiles.h"
 
 namespace lathe {
 namespace {
 
 using ::testing::HasSubstr;
 
+// A fixture in runtime/testdata.
 std::string TestData(const std::string& name) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* ws = std::getenv("TEST_WORKSPACE");
-  return absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "lathe",
-                      "/runtime/testdata/", name);
-}
-
-std::string TmpPath(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(tmp ? tmp : "/tmp", "/", name);
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return lathe::testing::RunfilePath(absl::StrCat("runtime/testdata/", name));
 }
 
 // Fixtures written by NumPy (testdata/make_npy_fixtures.py): the 2x3 pattern
@@ -90,7 +75,8 @@ TEST(NpyTest, WriteThenReadRoundTripsEveryDType) {
     ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
       t.SetDouble(i, d == DType::kBool ? (i[1] % 2) : (i[0] * 3 + i[1]) - 2);
     });
-    std::string path = TmpPath(absl::StrCat("rt_", ShortName(d), ".npy"));
+    std::string path =
+        lathe::testing::TestTmpPath(absl::StrCat("rt_", ShortName(d), ".npy"));
     ASSERT_TRUE(WriteNpy(path, t).ok());
     Tensor back = *ReadNpy(path);
     EXPECT_EQ(back.dtype(), d);
@@ -189,13 +175,15 @@ TEST(NpyTest, MalformedFilesGiveOneClearLineWithTheByte) {
   EXPECT_THAT(
       std::string(ReadNpy(TestData("f32_bigendian.npy")).status().message()),
       HasSubstr("big-endian"));
-  EXPECT_THAT(std::string(ReadNpy(TmpPath("missing.npy")).status().message()),
+  EXPECT_THAT(std::string(ReadNpy(lathe::testing::TestTmpPath("missing.npy"))
+                              .status()
+                              .message()),
               HasSubstr("missing.npy: cannot open"));
 }
 
 TEST(NpyTest, FailedWritesLeaveNothingBehind) {
   Tensor t = *Tensor::Empty({2}, DType::kFloat32);
-  std::string path = TmpPath("no/such/dir/out.npy");
+  std::string path = lathe::testing::TestTmpPath("no/such/dir/out.npy");
   absl::Status s = WriteNpy(path, t);
   EXPECT_FALSE(s.ok());
   EXPECT_THAT(std::string(s.message()),
@@ -210,7 +198,7 @@ TEST(NpyTest, ReadsAreBounded) {
   absl::StatusOr<Tensor> z = ReadNpy("/dev/zero", 4096);
   EXPECT_EQ(z.status().message(),
             "/dev/zero: larger than the limit of 4096 bytes");
-  std::string path = TmpPath("bounded.npy");
+  std::string path = lathe::testing::TestTmpPath("bounded.npy");
   ASSERT_TRUE(WriteNpy(path, *Tensor::Empty({64}, DType::kFloat64)).ok());
   EXPECT_TRUE(ReadNpy(path).ok());
   EXPECT_THAT(std::string(ReadNpy(path, 100).status().message()),
