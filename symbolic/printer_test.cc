@@ -12,12 +12,13 @@
 #include "gtest/gtest.h"
 #include "symbolic/evaluate.h"
 #include "symbolic/expr.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::symbolic {
 namespace {
 
 Expr Ok(absl::StatusOr<Expr> e) {
-  EXPECT_TRUE(e.ok()) << e.status();
+  EXPECT_OK(e);
   return e.ok() ? *e : Int(0);
 }
 
@@ -118,7 +119,7 @@ TEST(PrinterTest, CppOutputCompilesAndAgreesWithEvaluate) {
     }
     for (Expr e : exprs) {
       absl::StatusOr<Value> want = Evaluate(e, values);
-      ASSERT_TRUE(want.ok()) << ToString(e) << ": " << want.status();
+      ASSERT_OK(want) << ToString(e);
       std::string cpp = ToCpp(e);
       if (e.is_float()) {
         absl::StrAppend(&program, "  printf(\"%.17g\\n\", (double)", cpp,
