@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "symbolic/printer.h"
 #include "symbolic/shape_env.h"
 #include "symbolic/sym_value.h"
+#include "tools/testing/runfiles.h"
 #include "tools/testing/status_matchers.h"
 
 namespace lathe::symbolic {
@@ -203,11 +203,11 @@ TEST(GuardsTest, CppExpressionAgreesWithCheck) {
     expected.push_back(Accepts(g, c) ? "1" : "0");
   }
   absl::StrAppend(&program, "}\n");
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  std::string dir = tmp ? tmp : "/tmp";
-  std::ofstream(dir + "/guards.cc") << program;
-  std::string cmd = absl::StrCat("c++ -std=c++17 -o ", dir, "/guards ", dir,
-                                 "/guards.cc 2>&1 && ", dir, "/guards");
+  std::string src = lathe::testing::TestTmpPath("guards.cc"),
+              bin = lathe::testing::TestTmpPath("guards");
+  std::ofstream(src) << program;
+  std::string cmd =
+      absl::StrCat("c++ -std=c++17 -o ", bin, " ", src, " 2>&1 && ", bin);
   FILE* pipe = popen(cmd.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string out;
