@@ -14,6 +14,7 @@
 namespace lathe::ir {
 namespace {
 
+using ::lathe::testing::StatusIs;
 using ::testing::HasSubstr;
 
 OpSchema Parse(absl::string_view text) {
@@ -144,10 +145,9 @@ TEST(SchemaTest, ErrorsNameTheColumn) {
       {"add.(Tensor self) -> Tensor", "column 5: expected an overload name"},
   };
   for (const Case& c : cases) {
-    absl::StatusOr<OpSchema> s = ParseSchema(c.text);
-    ASSERT_FALSE(s.ok()) << c.text;
-    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(s.status().message()), HasSubstr(c.message))
+    EXPECT_THAT(
+        ParseSchema(c.text),
+        StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.message)))
         << c.text;
   }
 }
