@@ -17,6 +17,7 @@
 #include "ir/interpreter.h"
 #include "runtime/composite.h"
 #include "runtime/tensor.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::aot {
 namespace {
@@ -87,23 +88,20 @@ TEST(AotDispatchTest, CorpusGraphsCompileAndRunAsEager) {
     for (const char* s : {"s0", "s1", "s2", "s3"}) {
       options.mutations.shapes.hints[s] = symbolic::Value::Int(8);
     }
-    absl::StatusOr<AotGraph> aot = AotDispatch(*g, env, options);
-    ASSERT_TRUE(aot.ok()) << aot.status();
+    ASSERT_OK_AND_ASSIGN(AotGraph aot, AotDispatch(*g, env, options));
     std::vector<ir::Value> a, b;
     if (!MakeInputs(*plain, &a) || !MakeInputs(*plain, &b)) continue;
-    absl::StatusOr<ir::Interpretation> want = ir::Interpret(*plain, a);
-    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*plain, a));
     std::vector<Operand> args;
     for (const ir::Value& v : b) {
       args.push_back(v.is_tensor() ? Operand::Of(v.tensor)
                                    : Operand::Float(*v.AsDouble()));
     }
-    absl::StatusOr<UserCall> got = InterpretAsUser(*g, *aot, args);
-    ASSERT_TRUE(got.ok()) << got.status();
-    ASSERT_EQ(got->results.size(), want->outputs.size());
-    for (size_t k = 0; k < want->outputs.size(); ++k) {
-      const Tensor& w = want->outputs[k].tensor;
-      const Tensor& o = got->results[k].tensor;
+    ASSERT_OK_AND_ASSIGN(UserCall got, InterpretAsUser(*g, aot, args));
+    ASSERT_EQ(got.results.size(), want.outputs.size());
+    for (size_t k = 0; k < want.outputs.size(); ++k) {
+      const Tensor& w = want.outputs[k].tensor;
+      const Tensor& o = got.results[k].tensor;
       EXPECT_EQ(o.sizes(), w.sizes()) << "output " << k;
       EXPECT_EQ(Values(o), Values(w)) << "output " << k;
       for (size_t i = 0; i < a.size(); ++i) {
@@ -114,7 +112,7 @@ TEST(AotDispatchTest, CorpusGraphsCompileAndRunAsEager) {
       }
     }
     for (size_t i = 0; i < a.size(); ++i) {
-      EXPECT_EQ(got->mutated[i], want->mutated_inputs[i]) << "input " << i;
+      EXPECT_EQ(got.mutated[i], want.mutated_inputs[i]) << "input " << i;
       if (a[i].is_tensor()) {
         EXPECT_EQ(Values(b[i].tensor), Values(a[i].tensor)) << "input " << i;
       }
@@ -131,9 +129,8 @@ TEST(AotDispatchTest, OperandsAndValuesConvert) {
   for (const ir::Value& v :
        {ir::Value::Int(3), ir::Value::Float(2.5), ir::Value::Bool(true),
         ir::Value::None(), ir::Value::OfTensor(Iota({2}))}) {
-    absl::StatusOr<Operand> o = OperandOf(v);
-    ASSERT_TRUE(o.ok()) << o.status();
-    EXPECT_EQ(ValueOf(*o).DebugString(), v.DebugString());
+    ASSERT_OK_AND_ASSIGN(Operand o, OperandOf(v));
+    EXPECT_EQ(ValueOf(o).DebugString(), v.DebugString());
   }
   EXPECT_EQ(OperandOf(ir::Value::Bool(false))->kind, Operand::Kind::kBool);
   absl::StatusOr<Operand> symbolic =
