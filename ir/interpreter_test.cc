@@ -215,9 +215,8 @@ TEST(InterpreterTest, InputStridesAreCheckedAgainstTheirAnnotations) {
   Tensor row = Filled({3, 2}, 1);
   Tensor col = *Filled({2, 3}, 1).AsStrided({3, 2}, {1, 3}, 0);
   Tensor c = Filled({3, 1}, 1);
-  EXPECT_TRUE(Interpret(*g, {Value::OfTensor(row), Value::OfTensor(row),
-                             Value::OfTensor(c)})
-                  .ok());
+  EXPECT_OK(Interpret(
+      *g, {Value::OfTensor(row), Value::OfTensor(row), Value::OfTensor(c)}));
   EXPECT_EQ(Interpret(*g, {Value::OfTensor(col), Value::OfTensor(row),
                            Value::OfTensor(c)})
                 .status()

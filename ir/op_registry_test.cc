@@ -162,10 +162,9 @@ TEST(PointwiseTest, AddcmulAndAddcdiv) {
       HasSubstr("Integer division with addcdiv is no longer supported"));
   // In place on a parameter (Adam's update).
   Tensor p = T({2}, {1, 1});
-  ASSERT_TRUE(RunOp("aten.addcdiv_.default",
-                    {V(p), V(T({2}, {1, 2})), V(T({2}, {4, 4}))},
-                    {{"value", Value::Float(-1)}})
-                  .ok());
+  ASSERT_OK(RunOp("aten.addcdiv_.default",
+                  {V(p), V(T({2}, {1, 2})), V(T({2}, {4, 4}))},
+                  {{"value", Value::Float(-1)}}));
   EXPECT_THAT(Elements(p), ElementsAre(0.75, 0.5));
   // In place cannot broadcast self.
   EXPECT_THAT(RunError("aten.addcmul_.default", {V(s), V(a), V(b)}),
@@ -455,9 +454,8 @@ TEST(IndexTest, AdvancedIndexingAndIndexPut) {
       ElementsAre(0, 3, 0, 3));
   EXPECT_THAT(Elements(z),
               ElementsAre(0, 0, 0, 0));  // functional: self untouched
-  ASSERT_TRUE(RunOp("aten.index_put_.default",
-                    {V(z), Value::List({V(at)}), V(T({1}, {9}))})
-                  .ok());
+  ASSERT_OK(RunOp("aten.index_put_.default",
+                  {V(z), Value::List({V(at)}), V(T({1}, {9}))}));
   EXPECT_THAT(Elements(z), ElementsAre(0, 9, 0, 9));
   EXPECT_THAT(
       RunError(
@@ -1098,9 +1096,8 @@ TEST(OpsTest, RemainingKernelsAgainstHandValues) {
       HasSubstr(
           "a Tensor with more than one element cannot be converted to Scalar"));
   EXPECT_EQ(*RunOp("aten.sym_size.int", {V(x), Value::Int(-1)})->AsInt(), 3);
-  EXPECT_TRUE(RunOp("aten._assert_scalar.default",
-                    {Value::Bool(true), Value::String("never")})
-                  .ok());
+  EXPECT_OK(RunOp("aten._assert_scalar.default",
+                  {Value::Bool(true), Value::String("never")}));
   EXPECT_EQ(RunError("aten._assert_scalar.default",
                      {Value::Bool(false), Value::String("u0 >= 0 failed")}),
             "aten._assert_scalar.default: u0 >= 0 failed");
