@@ -20,6 +20,7 @@
 #include "runtime/npy.h"
 #include "runtime/tensor.h"
 #include "tools/testing/runfiles.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe {
 namespace {
@@ -49,7 +50,7 @@ Result Lathec(const std::vector<std::string>& args) {
 
 std::string Save(const std::string& name, const Tensor& t) {
   std::string path = TestTmpPath(name);
-  EXPECT_TRUE(WriteNpy(path, t).ok());
+  EXPECT_OK(WriteNpy(path, t));
   return path;
 }
 
@@ -216,8 +217,8 @@ TEST(LathecTest, ReplaysSeveralInputSets) {
   for (int k = 0; k < 2; ++k) {
     std::string dir = TestTmpPath(absl::StrCat("set", k));
     mkdir(dir.c_str(), 0755);
-    ASSERT_TRUE(WriteNpy(dir + "/x.npy", Filled({3 + 2 * k, 16}, 1.0)).ok());
-    ASSERT_TRUE(WriteNpy(dir + "/w.npy", Filled({16, 32}, -0.5 + k)).ok());
+    ASSERT_OK(WriteNpy(dir + "/x.npy", Filled({3 + 2 * k, 16}, 1.0)));
+    ASSERT_OK(WriteNpy(dir + "/w.npy", Filled({16, 32}, -0.5 + k)));
   }
   std::string out = TestTmpPath("replay_out");
   Result r = Lathec(
@@ -240,8 +241,8 @@ TEST(LathecTest, ReplaysSpecializeSizesOfOneAndRecompile) {
   for (int64_t rows : {1, 5}) {
     std::string dir = TestTmpPath(absl::StrCat("rows", rows));
     mkdir(dir.c_str(), 0755);
-    ASSERT_TRUE(WriteNpy(dir + "/x.npy", Filled({rows, 16}, 1.0)).ok());
-    ASSERT_TRUE(WriteNpy(dir + "/w.npy", Filled({16, 32}, 0.5)).ok());
+    ASSERT_OK(WriteNpy(dir + "/x.npy", Filled({rows, 16}, 1.0)));
+    ASSERT_OK(WriteNpy(dir + "/w.npy", Filled({16, 32}, 0.5)));
   }
   std::string graph = RunfilePath("ir/testdata/graphs/02_mlp_dynamic.txt");
   Result r = Lathec({"run", graph, "--inputs", TestTmpPath("rows1"), "--inputs",
@@ -274,7 +275,7 @@ TEST(LathecTest, DynamicGraphsTakeTheirHintsFromTheFirstInputs) {
     mkdir(dir.c_str(), 0755);
     Tensor x = *Tensor::Empty({6 + 4 * k, 8}, DType::kFloat32);
     for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = i;
-    ASSERT_TRUE(WriteNpy(dir + "/x.npy", x).ok());
+    ASSERT_OK(WriteNpy(dir + "/x.npy", x));
   }
   std::string out = TestTmpPath("floordiv_out");
   Result r =

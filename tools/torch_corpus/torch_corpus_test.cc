@@ -25,6 +25,7 @@
 #include "runtime/npy.h"
 #include "runtime/tensor.h"
 #include "tools/testing/runfiles.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe {
 namespace {
@@ -152,7 +153,7 @@ int RunCases(const std::vector<std::string>& modes, const std::string& extra,
     for (const std::string& f : want) {
       absl::StatusOr<Tensor> w = ReadNpy(absl::StrCat(dir, "/expected/", f));
       absl::StatusOr<Tensor> g = ReadNpy(absl::StrCat(out, "/0/", f));
-      EXPECT_TRUE(w.ok()) << w.status();
+      EXPECT_OK(w);
       if (!w.ok() || !g.ok()) {
         ok = false;
         continue;
