@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe {
 namespace {
@@ -39,7 +40,7 @@ TEST(ReturnIfErrorTest, ReturnsTheErrorAndStopsThere) {
 
 TEST(ReturnIfErrorTest, ContinuesOnOk) {
   int reached = 0;
-  EXPECT_TRUE(ReturnIfErrorOnStatus(/*fail=*/false, &reached).ok());
+  EXPECT_OK(ReturnIfErrorOnStatus(/*fail=*/false, &reached));
   EXPECT_EQ(reached, 1);
 }
 
@@ -48,7 +49,7 @@ TEST(ReturnIfErrorTest, TakesAStatusOr) {
     RETURN_IF_ERROR(Half(x));
     return absl::OkStatus();
   };
-  EXPECT_TRUE(f(4).ok());
+  EXPECT_OK(f(4));
   EXPECT_THAT(std::string(f(3).message()), HasSubstr("odd"));
 }
 
@@ -62,7 +63,7 @@ TEST(ReturnIfErrorTest, EvaluatesItsArgumentOnce) {
     RETURN_IF_ERROR(counted());
     return absl::OkStatus();
   };
-  ASSERT_TRUE(f().ok());
+  ASSERT_OK(f());
   EXPECT_EQ(calls, 1);
 }
 
@@ -73,9 +74,8 @@ absl::StatusOr<int> Quarter(int x) {
 }
 
 TEST(AssignOrReturnTest, DeclaresAndAssigns) {
-  absl::StatusOr<int> q = Quarter(12);
-  ASSERT_TRUE(q.ok());
-  EXPECT_EQ(*q, 3);
+  ASSERT_OK_AND_ASSIGN(int q, Quarter(12));
+  EXPECT_EQ(q, 3);
 }
 
 TEST(AssignOrReturnTest, PropagatesTheFirstError) {

@@ -118,23 +118,20 @@ TEST(AotDispatchTest, CorpusGraphsCompileAndRunAsEager) {
       options.hints[s] = symbolic::Value::Int(8);
     }
     ASSERT_OK(ir::PropagateShapes(*g, env, options));
-    absl::StatusOr<AotGraph> aot = AotDispatch(*g, env);
-    ASSERT_TRUE(aot.ok()) << aot.status();
+    ASSERT_OK_AND_ASSIGN(AotGraph aot, AotDispatch(*g, env));
     std::vector<ir::Value> a, b;
     if (!MakeInputs(*plain, &a) || !MakeInputs(*plain, &b)) continue;
-    absl::StatusOr<ir::Interpretation> want = ir::Interpret(*plain, a);
-    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*plain, a));
     std::vector<Operand> args;
     for (const ir::Value& v : b) {
       args.push_back(v.is_tensor() ? Operand::Of(v.tensor)
                                    : Operand::Float(*v.AsDouble()));
     }
-    absl::StatusOr<UserCall> got = InterpretAsUser(*g, *aot, args);
-    ASSERT_TRUE(got.ok()) << got.status();
-    ASSERT_EQ(got->results.size(), want->outputs.size());
-    for (size_t k = 0; k < want->outputs.size(); ++k) {
-      const Tensor& w = want->outputs[k].tensor;
-      const Tensor& o = got->results[k].tensor;
+    ASSERT_OK_AND_ASSIGN(UserCall got, InterpretAsUser(*g, aot, args));
+    ASSERT_EQ(got.results.size(), want.outputs.size());
+    for (size_t k = 0; k < want.outputs.size(); ++k) {
+      const Tensor& w = want.outputs[k].tensor;
+      const Tensor& o = got.results[k].tensor;
       EXPECT_EQ(o.sizes(), w.sizes()) << "output " << k;
       EXPECT_EQ(Values(o), Values(w)) << "output " << k;
       for (size_t i = 0; i < a.size(); ++i) {
@@ -145,7 +142,7 @@ TEST(AotDispatchTest, CorpusGraphsCompileAndRunAsEager) {
       }
     }
     for (size_t i = 0; i < a.size(); ++i) {
-      EXPECT_EQ(got->mutated[i], want->mutated_inputs[i]) << "input " << i;
+      EXPECT_EQ(got.mutated[i], want.mutated_inputs[i]) << "input " << i;
       if (a[i].is_tensor()) {
         EXPECT_EQ(Values(b[i].tensor), Values(a[i].tensor)) << "input " << i;
       }
@@ -162,9 +159,8 @@ TEST(AotDispatchTest, OperandsAndValuesConvert) {
   for (const ir::Value& v :
        {ir::Value::Int(3), ir::Value::Float(2.5), ir::Value::Bool(true),
         ir::Value::None(), ir::Value::OfTensor(Iota({2}))}) {
-    absl::StatusOr<Operand> o = OperandOf(v);
-    ASSERT_TRUE(o.ok()) << o.status();
-    EXPECT_EQ(ValueOf(*o).DebugString(), v.DebugString());
+    ASSERT_OK_AND_ASSIGN(Operand o, OperandOf(v));
+    EXPECT_EQ(ValueOf(o).DebugString(), v.DebugString());
   }
   EXPECT_EQ(OperandOf(ir::Value::Bool(false))->kind, Operand::Kind::kBool);
   absl::StatusOr<Operand> symbolic =

@@ -16,11 +16,13 @@
 #include "runtime/composite.h"
 #include "runtime/tensor.h"
 #include "tools/testing/file_check.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::aot {
 namespace {
 
 using ::lathe::testing::RunFileCheck;
+using ::lathe::testing::StatusIs;
 using ::testing::HasSubstr;
 
 using Compiled = CompiledText;
@@ -32,14 +34,14 @@ absl::StatusOr<Compiled> Compile(const std::string& text) {
 // The dense graph FlattenComposites makes of `text` (before AOT).
 std::string Flattened(const std::string& text) {
   absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(text);
-  EXPECT_TRUE(g.ok()) << g.status();
+  EXPECT_OK(g);
   if (!g.ok()) return "";
   symbolic::ShapeEnv env;
   absl::Status shapes = ir::PropagateShapes(**g, env);
-  EXPECT_TRUE(shapes.ok()) << shapes;
+  EXPECT_OK(shapes);
   if (!shapes.ok()) return "";
   absl::StatusOr<CompositeSignature> sig = FlattenComposites(**g);
-  EXPECT_TRUE(sig.ok()) << sig.status();
+  EXPECT_OK(sig);
   return ir::PrintGraph(**g);
 }
 
@@ -50,7 +52,7 @@ std::vector<Tensor> Eager(const std::string& text, std::vector<Tensor> args) {
   std::vector<ir::Value> in;
   for (Tensor& t : args) in.push_back(ir::Value::OfTensor(t));
   absl::StatusOr<ir::Interpretation> r = ir::Interpret(*g, in);
-  EXPECT_TRUE(r.ok()) << r.status();
+  EXPECT_OK(r);
   std::vector<Tensor> out;
   if (r.ok()) {
     for (const ir::Value& v : r->outputs) out.push_back(v.tensor);
@@ -67,33 +69,30 @@ def forward(self, x: "f32[2, 3][3, 1]cpu", y: "f32[2, 3][3, 1]cpu"):
     sum_1 = torch.ops.aten.sum.default(y)
     return (add, sum_1)
 )";
-  absl::Status st = RunFileCheck(Flattened(kText), R"(
+  EXPECT_OK(RunFileCheck(Flattened(kText), R"(
 CHECK: def forward(self, x_a: "f32[2, 3][3, 1]cpu", x_b: "f32[2, 3][3, 1]cpu", y: "f32[2, 3][3, 1]cpu"):
 CHECK-DAG: [[MA:mul.*]]: "f32[2, 3][3, 1]cpu" = torch.ops.aten.mul.Tensor(x_a, 2)
 CHECK-DAG: [[MB:mul.*]]: "f32[2, 3][3, 1]cpu" = torch.ops.aten.mul.Tensor(x_b, 2)
 CHECK-DAG: [[AA:add.*]]: "f32[2, 3][3, 1]cpu" = torch.ops.aten.add.Tensor([[MA]], y)
 CHECK-DAG: [[AB:add.*]]: "f32[2, 3][3, 1]cpu" = torch.ops.aten.add.Tensor([[MB]], y)
 CHECK: return ([[AA]], [[AB]], sum_1)
-)");
-  EXPECT_TRUE(st.ok()) << st;
-  absl::StatusOr<Compiled> c = Compile(kText);
-  ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->aot.signature.results[0].ToString(), "pair(plain, plain)");
+)"));
+  ASSERT_OK_AND_ASSIGN(Compiled c, Compile(kText));
+  EXPECT_EQ(c.aot.signature.results[0].ToString(), "pair(plain, plain)");
   Tensor a = Iota({2, 3}), b = Iota({2, 3}, -1), y = Iota({2, 3}, 10);
   Operand x = *MakePair(Operand::Of(a), Operand::Of(b));
-  absl::StatusOr<UserCall> r =
-      InterpretAsUser(*c->graph, c->aot, {x, Operand::Of(y)});
-  ASSERT_TRUE(r.ok()) << r.status();
-  ASSERT_EQ(r->results.size(), 2u);
-  ASSERT_EQ(r->results[0].kind, Operand::Kind::kComposite);
-  const CompositeTensor& out = *r->results[0].composite;
+  ASSERT_OK_AND_ASSIGN(UserCall r,
+                       InterpretAsUser(*c.graph, c.aot, {x, Operand::Of(y)}));
+  ASSERT_EQ(r.results.size(), 2u);
+  ASSERT_EQ(r.results[0].kind, Operand::Kind::kComposite);
+  const CompositeTensor& out = *r.results[0].composite;
   EXPECT_EQ(out.type->name(), "pair");
   std::unique_ptr<ir::Graph> plain = *ir::ParseGraph(kText);
   std::string eager_text = kText;
   eager_text.erase(0, eager_text.find('\n') + 1);  // x as a plain tensor
   EXPECT_EQ(Values(out.inner[0].tensor), Values(Eager(eager_text, {a, y})[0]));
   EXPECT_EQ(Values(out.inner[1].tensor), Values(Eager(eager_text, {b, y})[0]));
-  EXPECT_EQ(Values(r->results[1].tensor), Values(Eager(eager_text, {a, y})[1]));
+  EXPECT_EQ(Values(r.results[1].tensor), Values(Eager(eager_text, {a, y})[1]));
 }
 
 // 31. A pair of pairs: four inner tensors in depth-first order; the result
@@ -104,19 +103,16 @@ def forward(self, x: "f32[4][1]cpu"):
     neg = torch.ops.aten.neg.default(x)
     return (neg,)
 )";
-  absl::Status st = RunFileCheck(Flattened(kText), R"(
+  EXPECT_OK(RunFileCheck(Flattened(kText), R"(
 CHECK: def forward(self, x_a_a: "f32[4][1]cpu", x_a_b: "f32[4][1]cpu", x_b_a: "f32[4][1]cpu", x_b_b: "f32[4][1]cpu"):
 CHECK-COUNT-4: torch.ops.aten.neg.default(x_
-)");
-  EXPECT_TRUE(st.ok()) << st;
-  absl::StatusOr<Compiled> c = Compile(kText);
-  ASSERT_TRUE(c.ok()) << c.status();
+)"));
+  ASSERT_OK_AND_ASSIGN(Compiled c, Compile(kText));
   std::vector<Tensor> t = {Iota({4}), Iota({4}, 2), Iota({4}, 3), Iota({4}, 4)};
   Operand x = *MakePair(*MakePair(Operand::Of(t[0]), Operand::Of(t[1])),
                         *MakePair(Operand::Of(t[2]), Operand::Of(t[3])));
-  absl::StatusOr<UserCall> r = InterpretAsUser(*c->graph, c->aot, {x});
-  ASSERT_TRUE(r.ok()) << r.status();
-  const Operand& out = r->results[0];
+  ASSERT_OK_AND_ASSIGN(UserCall r, InterpretAsUser(*c.graph, c.aot, {x}));
+  const Operand& out = r.results[0];
   EXPECT_EQ(out.ToString(), x.ToString());
   EXPECT_EQ(Values(out.composite->inner[1].composite->inner[0].tensor),
             (std::vector<double>{-3, -6, -9, -12}));
@@ -132,45 +128,41 @@ def forward(self, x: "f32[2, 3][3, 1]cpu"):
     add = torch.ops.aten.add.Tensor(mul, 1)
     return (mul, add)
 )";
-  absl::Status st = RunFileCheck(Flattened(kText), R"(
+  EXPECT_OK(RunFileCheck(Flattened(kText), R"(
 CHECK: def forward(self, x_data: "i8[2, 3][3, 1]cpu", x_scale: "f32[][]cpu"):
 CHECK: [[T:t.*]]: "i8[3, 2][1, 3]cpu" = torch.ops.aten.t.default(x_data)
 CHECK: [[S:mul.*]]: "f32[][]cpu" = torch.ops.aten.mul.Tensor(x_scale, 0.5)
 CHECK: _to_copy{{.*}} = torch.ops.aten._to_copy.default([[T]], dtype = torch.float32)
 CHECK: return ([[T]], [[S]], add{{.*}})
-)");
-  EXPECT_TRUE(st.ok()) << st;
-  absl::StatusOr<Compiled> c = Compile(kText);
-  ASSERT_TRUE(c.ok()) << c.status();
+)"));
+  ASSERT_OK_AND_ASSIGN(Compiled c, Compile(kText));
   Tensor data = *Tensor::Empty({2, 3}, DType::kInt8);
   for (int i = 0; i < 6; ++i)
     data.data<int8_t>()[i] = static_cast<int8_t>(i - 2);
   Tensor scale = *Tensor::Empty({}, DType::kFloat32);
   *scale.data<float>() = 0.25f;
   Operand x = *MakeScaledInt8(data, scale);
-  absl::StatusOr<UserCall> r = InterpretAsUser(*c->graph, c->aot, {x});
-  ASSERT_TRUE(r.ok()) << r.status();
-  ASSERT_EQ(r->results[0].kind, Operand::Kind::kComposite);
-  const CompositeTensor& m = *r->results[0].composite;
+  ASSERT_OK_AND_ASSIGN(UserCall r, InterpretAsUser(*c.graph, c.aot, {x}));
+  ASSERT_EQ(r.results[0].kind, Operand::Kind::kComposite);
+  const CompositeTensor& m = *r.results[0].composite;
   EXPECT_EQ(m.type->name(), "scaled_int8");
   EXPECT_THAT(m.sizes, ::testing::ElementsAre(3, 2));
   EXPECT_EQ(m.inner[1].tensor.GetDouble({}), 0.125);
   // add = x.T * 0.5 + 1 as floats: element [2][1] is data[1][2] = 3.
-  ASSERT_EQ(r->results[1].kind, Operand::Kind::kTensor);
-  EXPECT_EQ(r->results[1].tensor.GetDouble({2, 1}), 3 * 0.125 + 1);
-  EXPECT_EQ(r->results[1].tensor.GetDouble({0, 0}), -2 * 0.125 + 1);
+  ASSERT_EQ(r.results[1].kind, Operand::Kind::kTensor);
+  EXPECT_EQ(r.results[1].tensor.GetDouble({2, 1}), 3 * 0.125 + 1);
+  EXPECT_EQ(r.results[1].tensor.GetDouble({0, 0}), -2 * 0.125 + 1);
 }
 
 // A pair of scaled tensors: each half follows the scaled rules.
 TEST(FlattenCompositesTest, PairOfScaled) {
-  absl::StatusOr<Compiled> c =
-      Compile(R"(# lathe: composite x pair(scaled_int8, scaled_int8)
+  ASSERT_OK_AND_ASSIGN(
+      Compiled c, Compile(R"(# lathe: composite x pair(scaled_int8, scaled_int8)
 def forward(self, x: "f32[2, 2][2, 1]cpu"):
     t = torch.ops.aten.t.default(x)
     return (t,)
-)");
-  ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->aot.signature.results[0].ToString(),
+)"));
+  EXPECT_EQ(c.aot.signature.results[0].ToString(),
             "pair(scaled_int8(plain, plain), scaled_int8(plain, plain))");
   auto scaled = [](int8_t base, float s) {
     Tensor d = *Tensor::Empty({2, 2}, DType::kInt8);
@@ -180,30 +172,27 @@ def forward(self, x: "f32[2, 2][2, 1]cpu"):
     return *MakeScaledInt8(d, sc);
   };
   Operand x = *MakePair(scaled(0, 1), scaled(10, 2));
-  absl::StatusOr<UserCall> r = InterpretAsUser(*c->graph, c->aot, {x});
-  ASSERT_TRUE(r.ok()) << r.status();
-  const CompositeTensor& b = *r->results[0].composite->inner[1].composite;
+  ASSERT_OK_AND_ASSIGN(UserCall r, InterpretAsUser(*c.graph, c.aot, {x}));
+  const CompositeTensor& b = *r.results[0].composite->inner[1].composite;
   EXPECT_EQ(b.inner[0].tensor.GetDouble({0, 1}), 12);  // data[1][0]
   EXPECT_EQ(b.inner[1].tensor.GetDouble({}), 2);
 }
 
 // Writing a pair input in place writes the caller's inner tensors.
 TEST(FlattenCompositesTest, MutatingAPairInput) {
-  absl::StatusOr<Compiled> c = Compile(R"(# lathe: composite x pair
+  ASSERT_OK_AND_ASSIGN(Compiled c, Compile(R"(# lathe: composite x pair
 def forward(self, x: "f32[3][1]cpu"):
     mul_ = torch.ops.aten.mul_.Tensor(x, 2)
     add = torch.ops.aten.add.Tensor(x, 1)
     return (add,)
-)");
-  ASSERT_TRUE(c.ok()) << c.status();
+)"));
   Tensor a = Iota({3}), b = Iota({3}, 10);
   Operand x = *MakePair(Operand::Of(a), Operand::Of(b));
-  absl::StatusOr<UserCall> r = InterpretAsUser(*c->graph, c->aot, {x});
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->mutated, (std::vector<bool>{true}));
+  ASSERT_OK_AND_ASSIGN(UserCall r, InterpretAsUser(*c.graph, c.aot, {x}));
+  EXPECT_EQ(r.mutated, (std::vector<bool>{true}));
   EXPECT_EQ(Values(a), (std::vector<double>{2, 4, 6}));
   EXPECT_EQ(Values(b), (std::vector<double>{20, 40, 60}));
-  EXPECT_EQ(Values(r->results[0].composite->inner[1].tensor),
+  EXPECT_EQ(Values(r.results[0].composite->inner[1].tensor),
             (std::vector<double>{21, 41, 61}));
 }
 
@@ -215,34 +204,30 @@ def forward(self, x: "f32[s0, 4][4, 1]cpu"):
     sum_1 = torch.ops.aten.sum.dim_IntList(x, [1])
     return (sum_1,)
 )";
-  absl::Status st = RunFileCheck(Flattened(kText), R"-(
+  EXPECT_OK(RunFileCheck(Flattened(kText), R"-(
 CHECK: def forward(self, x_a: "f32[s0, 4][4, 1]cpu", x_b: "f32[s0, 4][4, 1]cpu", x_size0: "Sym(s0)"):
-)-");
-  EXPECT_TRUE(st.ok()) << st;
-  absl::StatusOr<Compiled> c = Compile(kText);
-  ASSERT_TRUE(c.ok()) << c.status();
+)-"));
+  ASSERT_OK_AND_ASSIGN(Compiled c, Compile(kText));
   for (int64_t n : {3, 5}) {
     Operand x = *MakePair(Operand::Of(Iota({n, 4})), Operand::Of(Iota({n, 4})));
-    absl::StatusOr<UserCall> r = InterpretAsUser(*c->graph, c->aot, {x});
-    ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_THAT(r->results[0].composite->sizes, ::testing::ElementsAre(n));
-    EXPECT_EQ(r->results[0].composite->inner[0].tensor.GetDouble({0}),
+    ASSERT_OK_AND_ASSIGN(UserCall r, InterpretAsUser(*c.graph, c.aot, {x}));
+    EXPECT_THAT(r.results[0].composite->sizes, ::testing::ElementsAre(n));
+    EXPECT_EQ(r.results[0].composite->inner[0].tensor.GetDouble({0}),
               1 + 2 + 3 + 4);
   }
 }
 
 // 27. A metadata mutation of a composite input.
 TEST(FlattenCompositesTest, MetadataMutationOfACompositeIsAnError) {
-  absl::StatusOr<Compiled> c = Compile(R"(# lathe: composite x pair
+  EXPECT_THAT(Compile(R"(# lathe: composite x pair
 def forward(self, x: "f32[2, 3][3, 1]cpu"):
     transpose_ = torch.ops.aten.transpose_.default(x, 0, 1)
     return (x,)
-)");
-  ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(c.status().message(),
-            "node 'transpose_': Metadata mutations are currently not allowed "
-            "on tensor subclasses (its argument is a pair)");
+)"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "node 'transpose_': Metadata mutations are currently "
+                       "not allowed on tensor subclasses (its argument is a "
+                       "pair)"));
 }
 
 // What the flattening does not do yet says so, naming the node or input.

@@ -70,31 +70,28 @@ TEST(FunctionalizeDifferentialTest, RandomViewAndMutationGraphsMatchEager) {
     const std::string& text = program.text;
     SCOPED_TRACE(absl::StrCat("trial ", trial, ":\n", text));
     std::vector<ir::Value> a = program.Inputs(), b = program.Inputs();
-    absl::StatusOr<ir::Interpretation> want = RunText(text, a);
-    ASSERT_TRUE(want.ok()) << want.status();
-    absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(text);
-    ASSERT_TRUE(g.ok());
+    ASSERT_OK_AND_ASSIGN(ir::Interpretation want, RunText(text, a));
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));
     symbolic::ShapeEnv env;
-    ASSERT_OK(ir::PropagateShapes(**g, env));
-    absl::StatusOr<bool> changed = Functionalize(**g, env);
-    ASSERT_TRUE(changed.ok()) << changed.status();
-    mutating += *changed;
-    absl::StatusOr<ir::Interpretation> got = ir::Interpret(**g, b);
-    ASSERT_TRUE(got.ok()) << got.status() << "\n" << ir::PrintGraph(**g);
-    ASSERT_EQ(got->outputs.size(), want->outputs.size());
-    for (size_t i = 0; i < want->outputs.size(); ++i) {
-      const Tensor &w = want->outputs[i].tensor, &o = got->outputs[i].tensor;
+    ASSERT_OK(ir::PropagateShapes(*g, env));
+    ASSERT_OK_AND_ASSIGN(bool changed, Functionalize(*g, env));
+    mutating += changed;
+    absl::StatusOr<ir::Interpretation> got = ir::Interpret(*g, b);
+    ASSERT_OK(got) << ir::PrintGraph(*g);
+    ASSERT_EQ(got->outputs.size(), want.outputs.size());
+    for (size_t i = 0; i < want.outputs.size(); ++i) {
+      const Tensor &w = want.outputs[i].tensor, &o = got->outputs[i].tensor;
       ASSERT_EQ(w.sizes(), o.sizes()) << "output " << i;
       ForEachIndex(w.sizes(), [&](absl::Span<const int64_t> j) {
         ASSERT_EQ(o.GetDouble(j), w.GetDouble(j)) << "output " << i << "\n"
-                                                  << ir::PrintGraph(**g);
+                                                  << ir::PrintGraph(*g);
       });
     }
     for (size_t k = 0; k < a.size(); ++k) {
       ForEachIndex(a[k].tensor.sizes(), [&](absl::Span<const int64_t> j) {
         ASSERT_EQ(b[k].tensor.GetDouble(j), a[k].tensor.GetDouble(j))
             << "input " << k << "\n"
-            << ir::PrintGraph(**g);
+            << ir::PrintGraph(*g);
       });
     }
   }
@@ -124,25 +121,20 @@ TEST(FunctionalizeDifferentialTest, RandomGraphsThroughThePlanMatchEager) {
     SCOPED_TRACE(absl::StrCat("trial ", trial, " keep ", keep, ":\n", text));
     std::vector<ir::Value> a = program.Inputs(), b = program.Inputs();
     const std::vector<ir::Value> b_original = b;  // the caller's objects
-    absl::StatusOr<ir::Interpretation> want = RunText(text, a);
-    ASSERT_TRUE(want.ok()) << want.status();
-    absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(text);
-    ASSERT_TRUE(g.ok());
+    ASSERT_OK_AND_ASSIGN(ir::Interpretation want, RunText(text, a));
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));
     symbolic::ShapeEnv env;
-    ASSERT_OK(ir::PropagateShapes(**g, env));
+    ASSERT_OK(ir::PropagateShapes(*g, env));
     AotOptions options;
     options.mutations.keep_input_mutations = keep;
-    absl::StatusOr<AotGraph> aot = AotDispatch(**g, env, options);
-    ASSERT_TRUE(aot.ok()) << aot.status();
-    with_epilogue += !aot->plan.epilogue().empty();
-    absl::StatusOr<ir::Interpretation> got =
-        InterpretWithPlan(**g, aot->plan, b);
-    ASSERT_TRUE(got.ok()) << got.status() << "\n"
-                          << ir::PrintGraph(**g) << aot->plan.CppSource();
-    ASSERT_EQ(got->outputs.size(), want->outputs.size());
+    ASSERT_OK_AND_ASSIGN(AotGraph aot, AotDispatch(*g, env, options));
+    with_epilogue += !aot.plan.epilogue().empty();
+    absl::StatusOr<ir::Interpretation> got = InterpretWithPlan(*g, aot.plan, b);
+    ASSERT_OK(got) << ir::PrintGraph(*g) << aot.plan.CppSource();
+    ASSERT_EQ(got->outputs.size(), want.outputs.size());
     bool has_set = text.find("set_.source") != std::string::npos;
-    for (size_t i = 0; i < want->outputs.size(); ++i) {
-      const Tensor &w = want->outputs[i].tensor, &o = got->outputs[i].tensor;
+    for (size_t i = 0; i < want.outputs.size(); ++i) {
+      const Tensor &w = want.outputs[i].tensor, &o = got->outputs[i].tensor;
       // An output aliasing an input is that view of it, layout and all; a
       // fresh output may be laid out as the functional op made it.
       bool views_input = false;
@@ -150,8 +142,8 @@ TEST(FunctionalizeDifferentialTest, RandomGraphsThroughThePlanMatchEager) {
         views_input = views_input || w.storage() == a[k].tensor.storage();
       }
       ExpectSameTensor(o, w,
-                       absl::StrCat("output ", i, "\n", ir::PrintGraph(**g),
-                                    aot->plan.CppSource()),
+                       absl::StrCat("output ", i, "\n", ir::PrintGraph(*g),
+                                    aot.plan.CppSource()),
                        views_input && !has_set);
       // set_ may leave eager aliasing a storage the functional graph copied
       // (as in PyTorch); otherwise aliasing an input must be kept.

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "runtime/composite.h"
 #include "runtime/tensor.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::aot {
 namespace {
@@ -23,20 +24,18 @@ TEST(RuntimeWrapperCodegenTest, GeneratedSourceDoesWhatThePlanDoes) {
   for (const WrapperCase& c : WrapperCases()) {
     if (absl::EndsWith(c.name, "x1048576")) continue;  // 1 MiB: benchmark only
     SCOPED_TRACE(c.name);
-    absl::StatusOr<PreparedCase> a = Prepare(c), b = Prepare(c);
-    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
-    std::vector<Tensor> a_original = a->inputs, b_original = b->inputs;
-    absl::StatusOr<std::vector<Tensor>> want =
-        a->aot.plan.Run(absl::MakeSpan(a->inputs), a->fw);
-    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_OK_AND_ASSIGN(PreparedCase a, Prepare(c));
+    ASSERT_OK_AND_ASSIGN(PreparedCase b, Prepare(c));
+    std::vector<Tensor> a_original = a.inputs, b_original = b.inputs;
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want,
+                         a.aot.plan.Run(absl::MakeSpan(a.inputs), a.fw));
     GeneratedWrapper generated = GeneratedWrapperFor(c.name);
     ASSERT_NE(generated, nullptr);
     std::vector<Tensor> got;
-    absl::Status s = generated(absl::MakeSpan(b->inputs), b->fw, &got);
-    ASSERT_TRUE(s.ok()) << s;
-    ASSERT_EQ(got.size(), want->size());
+    ASSERT_OK(generated(absl::MakeSpan(b.inputs), b.fw, &got));
+    ASSERT_EQ(got.size(), want.size());
     for (size_t k = 0; k < got.size(); ++k) {
-      const Tensor &w = (*want)[k], &o = got[k];
+      const Tensor &w = want[k], &o = got[k];
       EXPECT_EQ(o.sizes(), w.sizes()) << "output " << k;
       EXPECT_EQ(o.strides(), w.strides()) << "output " << k;
       EXPECT_EQ(o.storage_offset(), w.storage_offset()) << "output " << k;
@@ -47,9 +46,9 @@ TEST(RuntimeWrapperCodegenTest, GeneratedSourceDoesWhatThePlanDoes) {
             << "output " << k << " / input " << i;
       }
     }
-    for (size_t i = 0; i < a->inputs.size(); ++i) {
-      EXPECT_EQ(b->inputs[i].ToString(), a->inputs[i].ToString());
-      EXPECT_EQ(Values(b->inputs[i]), Values(a->inputs[i]));
+    for (size_t i = 0; i < a.inputs.size(); ++i) {
+      EXPECT_EQ(b.inputs[i].ToString(), a.inputs[i].ToString());
+      EXPECT_EQ(Values(b.inputs[i]), Values(a.inputs[i]));
       EXPECT_EQ(Values(b_original[i]), Values(a_original[i]));
     }
     ++checked;
@@ -109,32 +108,29 @@ bool SameOperand(const Operand& a, const Operand& b) {
 TEST(RuntimeWrapperCodegenTest, GeneratedSubclassWrappersDoWhatThePlanDoes) {
   for (const SubclassCase& c : SubclassCases()) {
     SCOPED_TRACE(c.name);
-    absl::StatusOr<SubclassWrapperPlan> plan =
-        SubclassWrapperPlan::Build(c.arguments, c.results);
-    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_OK_AND_ASSIGN(SubclassWrapperPlan plan,
+                         SubclassWrapperPlan::Build(c.arguments, c.results));
     GeneratedSubclass g = GeneratedSubclassFor(c.name);
     ASSERT_NE(g.unwrap, nullptr);
     std::vector<Operand> args = SubclassArgs(c);
-    absl::StatusOr<std::vector<Operand>> want = plan->Unwrap(args);
-    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_OK_AND_ASSIGN(std::vector<Operand> want, plan.Unwrap(args));
     std::vector<Operand> got;
-    ASSERT_TRUE(g.unwrap(args, &got).ok());
-    ASSERT_EQ(got.size(), want->size());
+    ASSERT_OK(g.unwrap(args, &got));
+    ASSERT_EQ(got.size(), want.size());
     for (size_t k = 0; k < got.size(); ++k) {
-      EXPECT_TRUE(SameOperand(got[k], (*want)[k])) << "dense argument " << k;
+      EXPECT_TRUE(SameOperand(got[k], want[k])) << "dense argument " << k;
     }
     // Results: dense slots of 4x4 tensors.
     std::vector<Operand> dense;
-    for (int k = 0; k < plan->num_dense_results(); ++k) {
+    for (int k = 0; k < plan.num_dense_results(); ++k) {
       dense.push_back(Operand::Of(*Tensor::Empty({4, 4}, DType::kFloat32)));
     }
-    absl::StatusOr<std::vector<Operand>> results = plan->Rewrap(dense);
-    ASSERT_TRUE(results.ok()) << results.status();
+    ASSERT_OK_AND_ASSIGN(std::vector<Operand> results, plan.Rewrap(dense));
     std::vector<Operand> generated_results, consumed = dense;
-    ASSERT_TRUE(g.rewrap(absl::MakeSpan(consumed), &generated_results).ok());
-    ASSERT_EQ(generated_results.size(), results->size());
-    for (size_t k = 0; k < results->size(); ++k) {
-      EXPECT_TRUE(SameOperand(generated_results[k], (*results)[k]))
+    ASSERT_OK(g.rewrap(absl::MakeSpan(consumed), &generated_results));
+    ASSERT_EQ(generated_results.size(), results.size());
+    for (size_t k = 0; k < results.size(); ++k) {
+      EXPECT_TRUE(SameOperand(generated_results[k], results[k]))
           << "result " << k;
     }
     // Errors: a plain tensor where a pair is expected; too few results.
@@ -144,7 +140,7 @@ TEST(RuntimeWrapperCodegenTest, GeneratedSubclassWrappersDoWhatThePlanDoes) {
       wrong[i] = Operand::Of(*Tensor::Empty({4, 4}, DType::kFloat32));
       absl::Status s = g.unwrap(wrong, &got);
       EXPECT_EQ(s.message(),
-                plan->Unwrap(wrong).status().message());  // same words
+                plan.Unwrap(wrong).status().message());  // same words
       EXPECT_FALSE(s.ok());
       break;
     }

@@ -22,6 +22,7 @@ namespace lathe::aot {
 namespace {
 
 using ::lathe::testing::RunFileCheck;
+using ::lathe::testing::StatusIs;
 using ::testing::HasSubstr;
 
 // A graph after AotDispatch, with its text and its plan's C++.
@@ -42,13 +43,12 @@ absl::StatusOr<Compiled> Compile(const std::string& text, bool keep = true) {
 
 Compiled MustCompile(const std::string& text, bool keep = true) {
   absl::StatusOr<Compiled> c = Compile(text, keep);
-  EXPECT_TRUE(c.ok()) << c.status();
+  EXPECT_OK(c);
   return c.ok() ? std::move(*c) : Compiled{};
 }
 
 void ExpectChecks(const std::string& what, const std::string& checks) {
-  absl::Status st = RunFileCheck(what, checks);
-  EXPECT_TRUE(st.ok()) << st << "\n" << what;
+  EXPECT_OK(RunFileCheck(what, checks)) << what;
 }
 
 // Runs `text` eagerly and through AotDispatch + InterpretWithPlan on equal
@@ -74,15 +74,15 @@ Both ExpectSameAsEager(const std::string& text,
   std::vector<ir::Value> eager_in = fresh(), aot_in = fresh();
   std::vector<ir::Value> aot_original = aot_in;
   absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(text);
-  EXPECT_TRUE(g.ok()) << g.status();
+  EXPECT_OK(g);
   if (!g.ok()) return {};
   absl::StatusOr<ir::Interpretation> want = ir::Interpret(**g, eager_in);
-  EXPECT_TRUE(want.ok()) << want.status();
+  EXPECT_OK(want);
   Compiled c = MustCompile(text, keep);
   if (c.graph == nullptr || !want.ok()) return {};
   absl::StatusOr<ir::Interpretation> got =
       InterpretWithPlan(*c.graph, c.aot.plan, aot_in);
-  EXPECT_TRUE(got.ok()) << got.status() << "\n" << c.text;
+  EXPECT_OK(got) << c.text;
   if (!got.ok()) return {};
   EXPECT_EQ(got->outputs.size(), want->outputs.size());
   for (size_t k = 0; k < want->outputs.size(); ++k) {
@@ -360,8 +360,9 @@ TEST(RuntimeWrapperPlanTest, SetBackIsNoMutation) {
 
 // 14. Writing through a view taken before set_ is an error.
 TEST(RuntimeWrapperPlanTest, MutationOfFrozenStorageIsAnError) {
-  absl::StatusOr<Compiled> c = Compile(
-      R"(def forward(self, a: "f32[3, 3][3, 1]cpu", b: "f32[3, 3][3, 1]cpu"):
+  EXPECT_THAT(
+      Compile(
+          R"(def forward(self, a: "f32[3, 3][3, 1]cpu", b: "f32[3, 3][3, 1]cpu"):
     view = torch.ops.aten.view.default(a, [-1])
     _set_grad_enabled = torch._C._set_grad_enabled(False)
     set_ = torch.ops.aten.set_.source_Tensor(a, b)
@@ -369,13 +370,11 @@ TEST(RuntimeWrapperPlanTest, MutationOfFrozenStorageIsAnError) {
     _set_grad_enabled_1 = torch._C._set_grad_enabled(True)
     add = torch.ops.aten.add.Tensor(a, b)
     return (add,)
-)");
-  ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(c.status().message(),
-              HasSubstr("node 'mul_': cannot mutate tensors with frozen "
-                        "storage ('view' views the storage input 'a' had "
-                        "before set_ node 'set_')"));
+)"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("node 'mul_': cannot mutate tensors with frozen "
+                         "storage ('view' views the storage input 'a' had "
+                         "before set_ node 'set_')")));
 }
 
 // 15. A non-contiguous input (t[0::2]) mutated: the base matches eager.
@@ -579,12 +578,11 @@ def forward(self, x: "f32[s0, 4][4, 1]cpu"):
     mul_ = torch.ops.aten.mul_.Tensor(x, 2)
     return (x,)
 )";
-  absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(kText);
-  ASSERT_TRUE(g.ok());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(kText));
   symbolic::ShapeEnv env;
-  ASSERT_OK(ir::PropagateShapes(**g, env));
-  ASSERT_OK(Functionalize(**g, env).status());
-  ExpectChecks(ir::PrintGraph(**g), R"-(
+  ASSERT_OK(ir::PropagateShapes(*g, env));
+  ASSERT_OK(Functionalize(*g, env));
+  ExpectChecks(ir::PrintGraph(*g), R"-(
 CHECK: [[S:sym_size_int.*]]: "Sym(s0)" = torch.ops.aten.sym_size.int(x, 0)
 CHECK: [[M:mul.*]]: "Sym(4*s0)" = 4 * [[S]]
 CHECK: copy_{{.*}} = torch.ops.aten.copy_.default(x,
@@ -608,18 +606,16 @@ CHECK: in[0].AsStrided({1, sym_s0, 4}, {(4 * sym_s0), 4, 1}, 0)
 // A new layout with an entry functionalize cannot compute in the graph yet
 // (here s0 // 2) is an error naming the input and the entry.
 TEST(RuntimeWrapperPlanTest, UnsupportedSymbolicNewLayoutIsAnError) {
-  absl::StatusOr<Compiled> c = Compile(R"(# lathe: hint s0 4
+  EXPECT_THAT(Compile(R"(# lathe: hint s0 4
 def forward(self, x: "f32[s0][1]cpu"):
     sym_size_int = torch.ops.aten.sym_size.int(x, 0)
     floordiv = sym_size_int // 2
     as_strided_ = torch.ops.aten.as_strided_.default(x, [floordiv], [2], 0)
     return (x,)
-)");
-  ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(c.status().message(),
-            "the new layout of input 'x': its entry (s0//2) is not supported "
-            "yet");
+)"),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       "the new layout of input 'x': its entry (s0//2) is not "
+                       "supported yet"));
 }
 
 // Wrong arity at run time is an error naming both counts.
@@ -631,15 +627,15 @@ TEST(RuntimeWrapperPlanTest, WrongArityIsAnError) {
                            false);
   std::vector<Tensor> in = {Iota({4})};
   std::vector<Tensor> fw = {Iota({4}), Iota({4}), Iota({4})};
-  absl::StatusOr<std::vector<Tensor>> out =
-      c.aot.plan.Run(absl::MakeSpan(in), fw);
-  ASSERT_FALSE(out.ok());
-  EXPECT_THAT(out.status().message(),
-              HasSubstr("expected 1 inputs and 2 graph outputs, got 1 and 3"));
+  EXPECT_THAT(
+      c.aot.plan.Run(absl::MakeSpan(in), fw),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          HasSubstr("expected 1 inputs and 2 graph outputs, got 1 and 3")));
   fw = {Iota({5}), Iota({4})};
-  out = c.aot.plan.Run(absl::MakeSpan(in), fw);
-  ASSERT_FALSE(out.ok());
-  EXPECT_THAT(out.status().message(), HasSubstr("cannot copy f32[5]"));
+  EXPECT_THAT(c.aot.plan.Run(absl::MakeSpan(in), fw),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("cannot copy f32[5]")));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
 #include "ir/shape_prop.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::aot {
 namespace {
@@ -16,13 +17,13 @@ namespace {
 // "inputs: data, -; outputs: is_input@0, non_alias" for compact checks.
 std::string Summary(const std::string& text) {
   absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(text);
-  EXPECT_TRUE(g.ok()) << g.status();
+  EXPECT_OK(g);
   if (!g.ok()) return "";
   symbolic::ShapeEnv env;
   absl::Status shapes = ir::PropagateShapes(**g, env);
   if (!shapes.ok()) return std::string(shapes.message());
   absl::StatusOr<ViewAndMutationMeta> m = CollectViewAndMutationMeta(**g);
-  EXPECT_TRUE(m.ok()) << m.status();
+  EXPECT_OK(m);
   if (!m.ok()) return "";
   std::vector<std::string> ins, outs;
   for (const InputInfo& i : m->inputs) {
@@ -107,7 +108,7 @@ def forward(self, a: "f32[4][1]cpu"):
 // Per input: "data hidden no_grad leaf rg -> in_graph" (or the error).
 std::string Modes(const std::string& text, bool keep = true) {
   absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(text);
-  EXPECT_TRUE(g.ok()) << g.status();
+  EXPECT_OK(g);
   if (!g.ok()) return "";
   symbolic::ShapeEnv env;
   absl::Status shapes = ir::PropagateShapes(**g, env);

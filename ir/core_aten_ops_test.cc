@@ -4,11 +4,11 @@
 // FFT overloads are the listed exception: lathe has no complex dtypes, so
 // they refuse with one clear error.
 
-#include <cstdlib>
-#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -18,16 +18,19 @@
 #include "ir/schema.h"
 #include "ir/value.h"
 #include "runtime/tensor.h"
+#include "tools/testing/runfiles.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {
 
-std::vector<std::string> Lines(const std::string& name) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* ws = std::getenv("TEST_WORKSPACE");
-  std::ifstream in(absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "lathe",
-                                "/ir/testdata/", name));
+// The lines of ir/testdata/`name` but blank lines and # comments.
+absl::StatusOr<std::vector<std::string>> Lines(const std::string& name) {
+  absl::StatusOr<std::string> text =
+      lathe::testing::ReadRunfile(absl::StrCat("ir/testdata/", name));
+  if (!text.ok()) return text.status();
   std::vector<std::string> out;
+  std::istringstream in(*text);
   std::string line;
   while (std::getline(in, line)) {
     if (!line.empty() && line[0] != '#') out.push_back(line);
@@ -49,8 +52,10 @@ std::string Canonical(OpSchema s) {
 }
 
 TEST(CoreAtenOpsTest, EveryOverloadIsRegisteredWithPyTorchsSchema) {
-  std::vector<std::string> ops = Lines("core_aten_ops.txt");
-  std::vector<std::string> schemas = Lines("core_aten_schemas.txt");
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> ops,
+                       Lines("core_aten_ops.txt"));
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> schemas,
+                       Lines("core_aten_schemas.txt"));
   ASSERT_EQ(ops.size(), 189u);
   ASSERT_EQ(schemas.size(), ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -58,7 +63,7 @@ TEST(CoreAtenOpsTest, EveryOverloadIsRegisteredWithPyTorchsSchema) {
     ASSERT_NE(op, nullptr) << ops[i] << " is not registered";
     EXPECT_TRUE(op->meta != nullptr && op->kernel != nullptr) << ops[i];
     absl::StatusOr<OpSchema> want = ParseSchema(schemas[i]);
-    ASSERT_TRUE(want.ok()) << schemas[i] << ": " << want.status();
+    ASSERT_OK(want) << schemas[i];
     EXPECT_EQ(Canonical(op->schema), Canonical(*want)) << ops[i];
   }
 }

@@ -1,22 +1,18 @@
 #include "ir/graph_corpus.h"
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
+#include <utility>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "tools/testing/runfiles.h"
 
 namespace lathe::ir {
 
 std::string ReadCorpusGraph(absl::string_view name) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* ws = std::getenv("TEST_WORKSPACE");
-  std::ifstream in(absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "lathe",
-                                "/ir/testdata/graphs/", name));
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  absl::StatusOr<std::string> text =
+      lathe::testing::ReadRunfile(absl::StrCat("ir/testdata/graphs/", name));
+  return text.ok() ? *std::move(text) : std::string();
 }
 
 }  // namespace lathe::ir

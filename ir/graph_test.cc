@@ -43,7 +43,7 @@ TEST(GraphTest, BuilderWritesTheTextForm) {
   Node* r2 = b.Call("relu", "aten.relu.default", {Arg::Of(r)}, {}, F32({2, 3}));
   b.Output({r2});
   std::unique_ptr<Graph> g = b.Finish();
-  EXPECT_TRUE(g->CheckStructure().ok());
+  EXPECT_OK(g->CheckStructure());
   EXPECT_EQ(r2->name(), "relu_1");
   EXPECT_EQ(PrintGraph(*g),
             "class GraphModule(torch.nn.Module):\n"
@@ -91,12 +91,12 @@ TEST(GraphTest, ReplaceAllUsesAndErase) {
   g->ReplaceAllUsesWith(a, early);
   EXPECT_TRUE(a->users().empty());
   EXPECT_THAT(Names(early->users()), ElementsAre("b", "b", "output"));
-  EXPECT_TRUE(g->Erase(a).ok());
+  EXPECT_OK(g->Erase(a));
   EXPECT_EQ(g->Find("a"), nullptr);
   absl::Status busy = g->Erase(early);
   EXPECT_THAT(std::string(busy.message()), HasSubstr("still has 3 user(s)"));
-  EXPECT_TRUE(g->Erase(c).ok());
-  EXPECT_TRUE(g->CheckStructure().ok());
+  EXPECT_OK(g->Erase(c));
+  EXPECT_OK(g->CheckStructure());
   EXPECT_EQ(PrintGraph(*g),
             "def forward(self, x):\n"
             "    neg = torch.ops.aten.neg.default(x);  x = None\n"
@@ -129,7 +129,7 @@ TEST(GraphTest, TopologicalSortIsStable) {
     d = torch.ops.aten.add.Tensor(a, c)
     return (d, b)
 )");
-  ASSERT_TRUE(g->TopologicalSort().ok());
+  ASSERT_OK(g->TopologicalSort());
   auto order = [&] {
     std::vector<std::string> names;
     for (const auto& n : g->nodes()) names.push_back(n->name());
@@ -144,9 +144,9 @@ TEST(GraphTest, TopologicalSortIsStable) {
                          {Arg::Of(g->Find("x"))}, {}, {}, g->output());
   g->Find("b")->SetArgs({Arg::Of(late)}, {});
   EXPECT_FALSE(g->CheckStructure().ok());
-  ASSERT_TRUE(g->TopologicalSort().ok());
+  ASSERT_OK(g->TopologicalSort());
   EXPECT_THAT(order(), ElementsAre("x", "c", "a", "late", "b", "d", "output"));
-  EXPECT_TRUE(g->CheckStructure().ok());
+  EXPECT_OK(g->CheckStructure());
   // A cycle is reported and every node is kept.
   g->Find("c")->SetArgs({Arg::Of(g->Find("a"))}, {});
   absl::Status cycle = g->TopologicalSort();

@@ -2,9 +2,6 @@
 
 #include <dirent.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,22 +15,25 @@
 #include "gtest/gtest.h"
 #include "ir/graph.h"
 #include "symbolic/printer.h"
+#include "tools/testing/runfiles.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {
 
+using ::lathe::testing::StatusIs;
 using ::testing::HasSubstr;
 
-std::string GraphDir() {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* ws = std::getenv("TEST_WORKSPACE");
-  return absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "lathe",
-                      "/ir/testdata/graphs");
+constexpr absl::string_view kGraphDir = "ir/testdata/graphs";
+
+// A graph of the corpus, ir/testdata/graphs/`file`.
+absl::StatusOr<std::string> ReadGraph(absl::string_view file) {
+  return lathe::testing::ReadRunfile(absl::StrCat(kGraphDir, "/", file));
 }
 
 std::vector<std::string> CorpusFiles() {
   std::vector<std::string> out;
-  DIR* dir = opendir(GraphDir().c_str());
+  DIR* dir = opendir(lathe::testing::RunfilePath(kGraphDir).c_str());
   if (dir == nullptr) return out;
   while (dirent* e = readdir(dir)) {
     std::string name = e->d_name;
@@ -44,21 +44,14 @@ std::vector<std::string> CorpusFiles() {
   return out;
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 TEST(GraphTextTest, CorpusRoundTripsExactly) {
   std::vector<std::string> files = CorpusFiles();
   EXPECT_GE(files.size(), 20u);
   for (const std::string& file : files) {
-    std::string text = Slurp(GraphDir() + "/" + file);
+    ASSERT_OK_AND_ASSIGN(std::string text, ReadGraph(file));
     absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(text);
-    ASSERT_TRUE(g.ok()) << file << ": " << g.status();
-    EXPECT_TRUE((*g)->CheckStructure().ok()) << file;
+    ASSERT_OK(g) << file;
+    EXPECT_OK((*g)->CheckStructure()) << file;
     EXPECT_EQ(PrintGraph(**g), text) << file;
   }
 }
@@ -84,18 +77,19 @@ std::vector<std::string> FreesOf(const std::string& text) {
 // Every graph PyTorch 2.15 printed (the torch corpus) prints back with the
 // same `x = None` lines: the printer computes them as FX does.
 TEST(GraphTextTest, TorchCorpusPrintsBackExactly) {
-  std::string root = absl::StrCat(GraphDir(), "/../torch_corpus");
+  std::string root = lathe::testing::RunfilePath("ir/testdata/torch_corpus");
   DIR* dir = opendir(root.c_str());
   ASSERT_NE(dir, nullptr) << root;
   int checked = 0;
   while (dirent* e = readdir(dir)) {
     std::string name = e->d_name;
     if (name == "." || name == "..") continue;
-    std::string text = Slurp(absl::StrCat(root, "/", name, "/graph.txt"));
-    if (text.empty()) continue;
-    absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(text);
-    ASSERT_TRUE(g.ok()) << name << ": " << g.status();
-    EXPECT_EQ(FreesOf(PrintGraph(**g)), FreesOf(text)) << name;
+    absl::StatusOr<std::string> text = lathe::testing::ReadRunfile(
+        absl::StrCat("ir/testdata/torch_corpus/", name, "/graph.txt"));
+    if (!text.ok() || text->empty()) continue;
+    absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(*text);
+    ASSERT_OK(g) << name;
+    EXPECT_EQ(FreesOf(PrintGraph(**g)), FreesOf(*text)) << name;
     ++checked;
   }
   closedir(dir);
@@ -103,8 +97,8 @@ TEST(GraphTextTest, TorchCorpusPrintsBackExactly) {
 }
 
 TEST(GraphTextTest, StructureOfAParsedGraph) {
-  std::string text = Slurp(GraphDir() + "/01_mlp.txt");
-  std::unique_ptr<Graph> g = *ParseGraph(text);
+  ASSERT_OK_AND_ASSIGN(std::string text, ReadGraph("01_mlp.txt"));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> g, ParseGraph(text));
   std::vector<Node*> ps = g->Placeholders();
   ASSERT_EQ(ps.size(), 4u);
   EXPECT_EQ(ps[0]->name(), "x");
@@ -118,8 +112,9 @@ TEST(GraphTextTest, StructureOfAParsedGraph) {
   EXPECT_EQ(g->output()->args()[0].list[0].node->name(), "mm_1");
   EXPECT_TRUE(g->wrapped_in_class);
 
-  std::unique_ptr<Graph> kw =
-      *ParseGraph(Slurp(GraphDir() + "/16_creation_kwargs.txt"));
+  ASSERT_OK_AND_ASSIGN(std::string kw_text,
+                       ReadGraph("16_creation_kwargs.txt"));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> kw, ParseGraph(kw_text));
   Node* full = kw->Find("full");
   EXPECT_EQ(full->args()[0].kind, Arg::Kind::kList);
   EXPECT_EQ(full->args()[1].f, 1.5);
@@ -128,13 +123,14 @@ TEST(GraphTextTest, StructureOfAParsedGraph) {
   EXPECT_EQ(full->kwargs()[0].second.dtype, DType::kFloat32);
   EXPECT_EQ(full->kwargs()[2].second.kind, Arg::Kind::kDevice);
 
-  std::unique_ptr<Graph> dyn =
-      *ParseGraph(Slurp(GraphDir() + "/13_dynamic_sym_ops.txt"));
+  ASSERT_OK_AND_ASSIGN(std::string dyn_text,
+                       ReadGraph("13_dynamic_sym_ops.txt"));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> dyn, ParseGraph(dyn_text));
   Node* mul = dyn->Find("mul");
   EXPECT_EQ(mul->target(), "operator.mul");
   EXPECT_EQ(symbolic::ToString(mul->meta().sym), "s0*s1");
-  std::unique_ptr<Graph> opt =
-      *ParseGraph(Slurp(GraphDir() + "/10_adam_step.txt"));
+  ASSERT_OK_AND_ASSIGN(std::string opt_text, ReadGraph("10_adam_step.txt"));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> opt, ParseGraph(opt_text));
   EXPECT_EQ(opt->directives().size(), 1u);
   EXPECT_EQ(opt->directives()[0].text, "hint zf0 0.001");
   EXPECT_TRUE(opt->Placeholders()[4]->meta().sym.is_float());
@@ -253,10 +249,8 @@ TEST(GraphTextTest, ErrorsNameLineAndColumn) {
       {"def forward(self, x):\n    return [x\n", "expected ',' or ']'"},
   };
   for (const Case& c : cases) {
-    absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(c.text);
-    ASSERT_FALSE(g.ok()) << c.text;
-    EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(g.status().message()), HasSubstr(c.message))
+    EXPECT_THAT(ParseGraph(c.text), StatusIs(absl::StatusCode::kInvalidArgument,
+                                             HasSubstr(c.message)))
         << c.text;
   }
   std::string deep = "def forward(self, x):\n    y = f(" +

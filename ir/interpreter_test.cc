@@ -16,21 +16,23 @@
 #include "ir/graph_text.h"
 #include "ir/shape_prop.h"
 #include "runtime/tensor.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {
 
+using ::lathe::testing::StatusIs;
 using ::testing::HasSubstr;
 
 std::unique_ptr<Graph> Load(const std::string& name) {
   absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(ReadCorpusGraph(name));
-  EXPECT_TRUE(g.ok()) << name << ": " << g.status();
+  EXPECT_OK(g) << name;
   return g.ok() ? std::move(*g) : nullptr;
 }
 
 std::unique_ptr<Graph> FromText(const std::string& text) {
   absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(text);
-  EXPECT_TRUE(g.ok()) << g.status();
+  EXPECT_OK(g);
   return g.ok() ? std::move(*g) : nullptr;
 }
 
@@ -178,7 +180,7 @@ TEST(InterpreterTest, InputsAreCheckedAgainstTheirAnnotations) {
     return Interpret(*g, {a, b, n}).status();
   };
   Value good = Value::OfTensor(Filled({3, 4}, 1));
-  EXPECT_TRUE(run(good, good, Value::Int(2)).ok());
+  EXPECT_OK(run(good, good, Value::Int(2)));
   EXPECT_THAT(
       std::string(run(Value::OfTensor(Filled({3, 4}, 1, DType::kFloat64)), good,
                       Value::Int(2))
@@ -213,9 +215,8 @@ TEST(InterpreterTest, InputStridesAreCheckedAgainstTheirAnnotations) {
   Tensor row = Filled({3, 2}, 1);
   Tensor col = *Filled({2, 3}, 1).AsStrided({3, 2}, {1, 3}, 0);
   Tensor c = Filled({3, 1}, 1);
-  EXPECT_TRUE(Interpret(*g, {Value::OfTensor(row), Value::OfTensor(row),
-                             Value::OfTensor(c)})
-                  .ok());
+  EXPECT_OK(Interpret(
+      *g, {Value::OfTensor(row), Value::OfTensor(row), Value::OfTensor(c)}));
   EXPECT_EQ(Interpret(*g, {Value::OfTensor(col), Value::OfTensor(row),
                            Value::OfTensor(c)})
                 .status()
@@ -318,11 +319,11 @@ TEST(InterpreterTest, ArithmeticOnABooleanIsAnError) {
     return (add,)
 )g");
   ASSERT_NE(g, nullptr);
-  absl::StatusOr<Interpretation> r =
-      Interpret(*g, {Value::OfTensor(Filled({4}, 0))});
-  ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.status().message(),
-              HasSubstr("operator.add: True is a boolean; expected a number"));
+  EXPECT_THAT(
+      Interpret(*g, {Value::OfTensor(Filled({4}, 0))}),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          HasSubstr("operator.add: True is a boolean; expected a number")));
   symbolic::ShapeEnv env;
   absl::Status st =
       PropagateShapes(*g, env, {.hints = {{"s0", symbolic::Value::Int(4)}}});

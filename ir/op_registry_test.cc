@@ -20,6 +20,7 @@
 #include "ir/value.h"
 #include "runtime/tensor.h"
 #include "symbolic/printer.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {
@@ -161,10 +162,9 @@ TEST(PointwiseTest, AddcmulAndAddcdiv) {
       HasSubstr("Integer division with addcdiv is no longer supported"));
   // In place on a parameter (Adam's update).
   Tensor p = T({2}, {1, 1});
-  ASSERT_TRUE(RunOp("aten.addcdiv_.default",
-                    {V(p), V(T({2}, {1, 2})), V(T({2}, {4, 4}))},
-                    {{"value", Value::Float(-1)}})
-                  .ok());
+  ASSERT_OK(RunOp("aten.addcdiv_.default",
+                  {V(p), V(T({2}, {1, 2})), V(T({2}, {4, 4}))},
+                  {{"value", Value::Float(-1)}}));
   EXPECT_THAT(Elements(p), ElementsAre(0.75, 0.5));
   // In place cannot broadcast self.
   EXPECT_THAT(RunError("aten.addcmul_.default", {V(s), V(a), V(b)}),
@@ -180,7 +180,7 @@ TEST(PointwiseTest, Lerp) {
       Elements(RunT("aten.lerp.Tensor", {V(s), V(e), V(T({3}, {0, 1, 0.75}))})),
       ElementsAre(0, 20, 2));
   Tensor p = T({3}, {0, 10, -4});
-  ASSERT_TRUE(RunOp("aten.lerp_.Scalar", {V(p), V(e), Value::Float(1)}).ok());
+  ASSERT_OK(RunOp("aten.lerp_.Scalar", {V(p), V(e), Value::Float(1)}));
   EXPECT_THAT(Elements(p), ElementsAre(10, 20, 4));
   Tensor i = T({1}, {1}, DType::kInt64);
   EXPECT_EQ(
@@ -345,7 +345,7 @@ TEST(CreationTest, ArangeCatStackFill) {
             "but got [2, 2] at "
             "entry 0 and [2, 1] at entry 1");
   Tensor t = Transposed({1, 2, 3, 4, 5, 6});
-  ASSERT_TRUE(RunOp("aten.fill_.Scalar", {V(t), Value::Float(2.5)}).ok());
+  ASSERT_OK(RunOp("aten.fill_.Scalar", {V(t), Value::Float(2.5)}));
   EXPECT_THAT(Elements(t), ElementsAre(2.5, 2.5, 2.5, 2.5, 2.5, 2.5));
   Tensor filled = RunT("aten.fill.Scalar", {V(t), Value::Int(4)});
   EXPECT_EQ(filled.ToString(), "f32[2, 3][1, 2]cpu");
@@ -354,7 +354,7 @@ TEST(CreationTest, ArangeCatStackFill) {
               ElementsAre(2.5, 2.5, 2.5, 2.5, 2.5, 2.5));  // functional
   EXPECT_THAT(Elements(RunT("aten.zero.default", {V(t)})),
               ElementsAre(0, 0, 0, 0, 0, 0));
-  ASSERT_TRUE(RunOp("aten.zero_.default", {V(t)}).ok());
+  ASSERT_OK(RunOp("aten.zero_.default", {V(t)}));
   EXPECT_THAT(Elements(t), ElementsAre(0, 0, 0, 0, 0, 0));
 }
 
@@ -454,9 +454,8 @@ TEST(IndexTest, AdvancedIndexingAndIndexPut) {
       ElementsAre(0, 3, 0, 3));
   EXPECT_THAT(Elements(z),
               ElementsAre(0, 0, 0, 0));  // functional: self untouched
-  ASSERT_TRUE(RunOp("aten.index_put_.default",
-                    {V(z), Value::List({V(at)}), V(T({1}, {9}))})
-                  .ok());
+  ASSERT_OK(RunOp("aten.index_put_.default",
+                  {V(z), Value::List({V(at)}), V(T({1}, {9}))}));
   EXPECT_THAT(Elements(z), ElementsAre(0, 9, 0, 9));
   EXPECT_THAT(
       RunError(
@@ -1097,9 +1096,8 @@ TEST(OpsTest, RemainingKernelsAgainstHandValues) {
       HasSubstr(
           "a Tensor with more than one element cannot be converted to Scalar"));
   EXPECT_EQ(*RunOp("aten.sym_size.int", {V(x), Value::Int(-1)})->AsInt(), 3);
-  EXPECT_TRUE(RunOp("aten._assert_scalar.default",
-                    {Value::Bool(true), Value::String("never")})
-                  .ok());
+  EXPECT_OK(RunOp("aten._assert_scalar.default",
+                  {Value::Bool(true), Value::String("never")}));
   EXPECT_EQ(RunError("aten._assert_scalar.default",
                      {Value::Bool(false), Value::String("u0 >= 0 failed")}),
             "aten._assert_scalar.default: u0 >= 0 failed");
@@ -1117,10 +1115,8 @@ namespace {
 // lathec_fuzzer: sum.dim_IntList of a SymInt crashed the kernel).
 TEST(BindArgumentsTest, NumbersStandForTensorsOnlyWherePyTorchAllows) {
   Tensor x = *Tensor::Empty({3}, DType::kInt32);
-  EXPECT_TRUE(
-      RunOp("aten.add.Tensor", {Value::Int(2), Value::OfTensor(x)}).ok());
-  EXPECT_TRUE(
-      RunOp("aten.mul.Tensor", {Value::OfTensor(x), Value::Float(2.5)}).ok());
+  EXPECT_OK(RunOp("aten.add.Tensor", {Value::Int(2), Value::OfTensor(x)}));
+  EXPECT_OK(RunOp("aten.mul.Tensor", {Value::OfTensor(x), Value::Float(2.5)}));
   EXPECT_EQ(RunOp("aten.sum.dim_IntList",
                   {Value::Int(3), Value::List({Value::Int(0)})})
                 .status()

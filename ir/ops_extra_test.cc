@@ -29,6 +29,7 @@
 #include "runtime/tensor.h"
 #include "symbolic/evaluate.h"
 #include "symbolic/shape_env.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {
@@ -885,29 +886,26 @@ constexpr char kGraph[] =
 )g";
 
 TEST(ExtraOpsTest, PrimsAndInplaceTwinsInAGraph) {
-  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(kGraph);
-  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> g, ParseGraph(kGraph));
   symbolic::ShapeEnv env;
   ShapePropOptions options;
   options.hints["s0"] = symbolic::Value::Int(2);
-  absl::Status st = PropagateShapes(**g, env, options);
-  ASSERT_TRUE(st.ok()) << st;
-  EXPECT_EQ((*g)->Find("iota")->meta().ToAnnotation(), "i64[s0][1]cpu");
-  EXPECT_EQ((*g)->Find("logsumexp")->meta().ToAnnotation(), "f32[s0][1]cpu");
-  EXPECT_EQ((*g)->Find("abs_")->meta().ToAnnotation(), "f64[s0, 3][3, 1]cpu");
+  ASSERT_OK(PropagateShapes(*g, env, options));
+  EXPECT_EQ(g->Find("iota")->meta().ToAnnotation(), "i64[s0][1]cpu");
+  EXPECT_EQ(g->Find("logsumexp")->meta().ToAnnotation(), "f32[s0][1]cpu");
+  EXPECT_EQ(g->Find("abs_")->meta().ToAnnotation(), "f64[s0, 3][3, 1]cpu");
 
   Tensor x = T({2, 3}, {-1, 0, 1, 2, 3, 4});
   Tensor m = T({2, 3}, {1, 0, 0, 0, 0, 1}, DType::kBool);
-  absl::StatusOr<Interpretation> r = Interpret(**g, {V(x), V(m)});
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_THAT(r->mutated_inputs, ElementsAre(true, false));
+  ASSERT_OK_AND_ASSIGN(Interpretation r, Interpret(*g, {V(x), V(m)}));
+  EXPECT_THAT(r.mutated_inputs, ElementsAre(true, false));
   EXPECT_THAT(Elements(x), ElementsAre(0.5, 0, 1, 2, 3, 0.5));
   // convert_element_type ran before masked_fill_, abs_ after it.
-  EXPECT_EQ(r->outputs[0].tensor.dtype(), DType::kFloat64);
-  EXPECT_THAT(Elements(r->outputs[0].tensor), ElementsAre(1, 0, 1, 2, 3, 4));
-  EXPECT_THAT(Elements(r->outputs[1].tensor), ElementsAre(0, 1));
+  EXPECT_EQ(r.outputs[0].tensor.dtype(), DType::kFloat64);
+  EXPECT_THAT(Elements(r.outputs[0].tensor), ElementsAre(1, 0, 1, 2, 3, 4));
+  EXPECT_THAT(Elements(r.outputs[1].tensor), ElementsAre(0, 1));
   // log(e^0.5 + 1 + e) and log(e^2 + e^3 + e^0.5).
-  ExpectSame(Elements(r->outputs[2].tensor),
+  ExpectSame(Elements(r.outputs[2].tensor),
              {std::log(std::exp(0.5) + 1 + std::exp(1.0)),
               std::log(std::exp(2.0) + std::exp(3.0) + std::exp(0.5))},
              1e-6);
@@ -916,8 +914,10 @@ TEST(ExtraOpsTest, PrimsAndInplaceTwinsInAGraph) {
 TEST(ExtraOpsTest, MetaFunctionsOnSymbolicShapes) {
   // Shape propagation alone (no kernels): every new op's meta function on
   // symbolic sizes, with the annotations PyTorch's fake tensors print.
-  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(
-      R"g(def forward(self, x: "f32[s0, s1][s1, 1]cpu", i: "i64[s2][1]cpu", src: "f32[s2, s1][s1, 1]cpu"):
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<Graph> g,
+      ParseGraph(
+          R"g(def forward(self, x: "f32[s0, s1][s1, 1]cpu", i: "i64[s2][1]cpu", src: "f32[s2, s1][s1, 1]cpu"):
     tril: "f32[s0, s1][s1, 1]cpu" = torch.ops.aten.tril.default(x, 1)
     gt: "b8[s0, s1][s1, 1]cpu" = torch.ops.aten.gt.Scalar(x, 0)
     masked_fill: "f32[s0, s1][s1, 1]cpu" = torch.ops.aten.masked_fill.Scalar(tril, gt, -1.0)
@@ -930,18 +930,16 @@ TEST(ExtraOpsTest, MetaFunctionsOnSymbolicShapes) {
     floor_divide: "f32[s0, s1][s1, 1]cpu" = torch.ops.aten.floor_divide.default(x, cumprod)
     fmax: "f32[s0, s1][s1, 1]cpu" = torch.ops.aten.fmax.default(floor_divide, index_add)
     return (std, norm, fmax, new_zeros)
-)g");
-  ASSERT_TRUE(g.ok()) << g.status();
+)g"));
   symbolic::ShapeEnv env;
   ShapePropOptions options;
   options.hints["s0"] = symbolic::Value::Int(3);
   options.hints["s1"] = symbolic::Value::Int(4);
   options.hints["s2"] = symbolic::Value::Int(2);
-  absl::Status st = PropagateShapes(**g, env, options);
-  ASSERT_TRUE(st.ok()) << st;
-  EXPECT_EQ((*g)->Find("std")->meta().ToAnnotation(), "f32[s0][1]cpu");
-  EXPECT_EQ((*g)->Find("norm")->meta().ToAnnotation(), "f32[1, s1][s1, 1]cpu");
-  EXPECT_EQ((*g)->Find("fmax")->meta().ToAnnotation(), "f32[s0, s1][s1, 1]cpu");
+  ASSERT_OK(PropagateShapes(*g, env, options));
+  EXPECT_EQ(g->Find("std")->meta().ToAnnotation(), "f32[s0][1]cpu");
+  EXPECT_EQ(g->Find("norm")->meta().ToAnnotation(), "f32[1, s1][s1, 1]cpu");
+  EXPECT_EQ(g->Find("fmax")->meta().ToAnnotation(), "f32[s0, s1][s1, 1]cpu");
 }
 
 // ---- In-place twins ---------------------------------------------------------
@@ -1143,10 +1141,9 @@ TEST(ExtraOpsTest, InplaceTwinsWriteSelfAndRefuseWhatPyTorchRefuses) {
   // relu_ writes self through its own (transposed) layout and returns it.
   Tensor x = T({3, 2}, {-1, 2, -3, 4, -5, 6});
   Tensor xt = *x.AsStrided({2, 3}, {1, 2}, 0);
-  absl::StatusOr<Value> r = RunOp("aten.relu_.default", {V(xt)});
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->tensor.data_ptr(), x.data_ptr());
-  EXPECT_THAT(r->tensor.strides(), ElementsAre(1, 2));
+  ASSERT_OK_AND_ASSIGN(Value r, RunOp("aten.relu_.default", {V(xt)}));
+  EXPECT_EQ(r.tensor.data_ptr(), x.data_ptr());
+  EXPECT_THAT(r.tensor.strides(), ElementsAre(1, 2));
   EXPECT_THAT(Elements(x), ElementsAre(0, 2, 0, 4, 0, 6));
   // torch: eq_ on floats writes 1.0 / 0.0.
   Tensor f = T({2}, {1, 2});

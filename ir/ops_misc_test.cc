@@ -30,6 +30,7 @@
 #include "symbolic/evaluate.h"
 #include "symbolic/printer.h"
 #include "symbolic/shape_env.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {
@@ -41,7 +42,7 @@ using ::testing::HasSubstr;
 Value RunV(const std::string& target, std::vector<Value> args,
            std::vector<std::pair<std::string, Value>> kwargs = {}) {
   absl::StatusOr<Value> v = RunOp(target, std::move(args), std::move(kwargs));
-  EXPECT_TRUE(v.ok()) << target << ": " << v.status();
+  EXPECT_OK(v) << target;
   return v.ok() ? *v : Value();
 }
 
@@ -182,22 +183,23 @@ TEST(MiscOpsTest, Atan2OutWritesIntoOutAndReturnsIt) {
 }
 
 TEST(MiscOpsTest, Atan2OutInAGraphMutatesItsOutInput) {
-  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(
-      R"g(def forward(self, a: "f32[2][1]cpu", b: "f32[2][1]cpu", o: "f32[2][1]cpu"):
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<Graph> g,
+      ParseGraph(
+          R"g(def forward(self, a: "f32[2][1]cpu", b: "f32[2][1]cpu", o: "f32[2][1]cpu"):
     atan2: "f32[2][1]cpu" = torch.ops.aten.atan2.out(a, b, out = o)
     return (atan2,)
-)g");
-  ASSERT_TRUE(g.ok()) << g.status();
+)g"));
   // The result is `out` itself: neither a view of self nor an in-place op.
-  const Node* node = (*g)->Find("atan2");
+  const Node* node = g->Find("atan2");
   EXPECT_FALSE(IsView(*node));
   EXPECT_FALSE(IsInplace(*node));
   Tensor o = T({2}, {7, 7});
-  absl::StatusOr<Interpretation> r =
-      Interpret(**g, {V(T({2}, {1, -1})), V(T({2}, {0, 0})), V(o)});
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_THAT(r->mutated_inputs, ElementsAre(false, false, true));
-  EXPECT_EQ(r->outputs[0].tensor.storage(), o.storage());
+  ASSERT_OK_AND_ASSIGN(
+      Interpretation r,
+      Interpret(*g, {V(T({2}, {1, -1})), V(T({2}, {0, 0})), V(o)}));
+  EXPECT_THAT(r.mutated_inputs, ElementsAre(false, false, true));
+  EXPECT_EQ(r.outputs[0].tensor.storage(), o.storage());
   const double pi = std::acos(-1.0);
   ExpectSame(Elements(o), {pi / 2, -pi / 2}, 1e-6);
 }
@@ -409,16 +411,16 @@ TEST(MiscOpsTest, TopkMatchesTorchIncludingTies) {
 TEST(MiscOpsTest, NonzeroValuesLayoutAndUnbackedMeta) {
   // torch: nonzero([[0, 1], [2, 0]]) = [[0, 1], [1, 0]], strides (1, 2).
   Tensor x = T({2, 2}, {0, 1, 2, 0}, DType::kInt64);
-  absl::StatusOr<Value> r =
+  ASSERT_OK_AND_ASSIGN(
+      Value r,
       OpRegistry::Global()
           .Find("aten.nonzero.default")
           ->kernel(OpCall(*OpRegistry::Global().Find("aten.nonzero.default"),
-                          {V(x)}, nullptr));
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->tensor.dtype(), DType::kInt64);
-  EXPECT_THAT(r->tensor.sizes(), ElementsAre(2, 2));
-  EXPECT_THAT(r->tensor.strides(), ElementsAre(1, 2));
-  EXPECT_THAT(Elements(r->tensor), ElementsAre(0, 1, 1, 0));
+                          {V(x)}, nullptr)));
+  EXPECT_EQ(r.tensor.dtype(), DType::kInt64);
+  EXPECT_THAT(r.tensor.sizes(), ElementsAre(2, 2));
+  EXPECT_THAT(r.tensor.strides(), ElementsAre(1, 2));
+  EXPECT_THAT(Elements(r.tensor), ElementsAre(0, 1, 1, 0));
   const OpDef* op = OpRegistry::Global().Find("aten.nonzero.default");
   // NaN counts as nonzero; a 0-d input gives [n, 0].
   Tensor nan = op->kernel(OpCall(*op, {V(T({2}, {NAN, 0}))}, nullptr))->tensor;
@@ -429,9 +431,9 @@ TEST(MiscOpsTest, NonzeroValuesLayoutAndUnbackedMeta) {
   // The meta function: i64[u0, 2] with strides [1, u0], u0 a fresh unbacked
   // symbol of the call's ShapeEnv.
   symbolic::ShapeEnv env;
-  absl::StatusOr<Value> m = op->meta(OpCall(*op, {ToMetaValue(V(x))}, &env));
-  ASSERT_TRUE(m.ok()) << m.status();
-  const TensorMeta& meta = m->meta;
+  ASSERT_OK_AND_ASSIGN(Value m,
+                       op->meta(OpCall(*op, {ToMetaValue(V(x))}, &env)));
+  const TensorMeta& meta = m.meta;
   EXPECT_EQ(meta.dtype, DType::kInt64);
   ASSERT_EQ(meta.sizes.size(), 2u);
   symbolic::Expr u = meta.sizes[0];
@@ -443,9 +445,9 @@ TEST(MiscOpsTest, NonzeroValuesLayoutAndUnbackedMeta) {
   EXPECT_EQ(symbolic::ToString(meta.strides[0]), "1");
   EXPECT_EQ(meta.strides[1], u);
   // A second call gets a different symbol.
-  absl::StatusOr<Value> m2 = op->meta(OpCall(*op, {ToMetaValue(V(x))}, &env));
-  ASSERT_TRUE(m2.ok());
-  EXPECT_NE(m2->meta.sizes[0], u);
+  ASSERT_OK_AND_ASSIGN(Value m2,
+                       op->meta(OpCall(*op, {ToMetaValue(V(x))}, &env)));
+  EXPECT_NE(m2.meta.sizes[0], u);
   // Without a ShapeEnv there is nothing to create the symbol in.
   EXPECT_EQ(
       op->meta(OpCall(*op, {ToMetaValue(V(x))}, nullptr)).status().message(),
@@ -453,25 +455,24 @@ TEST(MiscOpsTest, NonzeroValuesLayoutAndUnbackedMeta) {
 }
 
 TEST(MiscOpsTest, NonzeroInShapePropagationBindsItsUnbackedSize) {
-  absl::StatusOr<std::unique_ptr<Graph>> g =
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<Graph> g,
       ParseGraph(R"g(def forward(self, x: "f32[s0, 3][3, 1]cpu"):
     nonzero: "i64[u0, 2][1, u0]cpu" = torch.ops.aten.nonzero.default(x)
     sum_1: "i64[][]cpu" = torch.ops.aten.sum.default(nonzero)
     return (nonzero, sum_1)
-)g");
-  ASSERT_TRUE(g.ok()) << g.status();
+)g"));
   symbolic::ShapeEnv env;
   ShapePropOptions options;
   options.hints["s0"] = symbolic::Value::Int(4);
-  absl::Status st = PropagateShapes(**g, env, options);
-  ASSERT_TRUE(st.ok()) << st;
-  const Node* nz = (*g)->Find("nonzero");
+  ASSERT_OK(PropagateShapes(*g, env, options));
+  const Node* nz = g->Find("nonzero");
   EXPECT_EQ(nz->meta().ToAnnotation(), "i64[u0, 2][1, u0]cpu");
   ASSERT_EQ(nz->unbacked_bindings().size(), 1u);
   EXPECT_EQ(symbolic::ToString(nz->unbacked_bindings()[0].first), "u0");
   EXPECT_EQ(nz->unbacked_bindings()[0].second, ".size(0)");
   EXPECT_TRUE(env.IsUnbacked(nz->unbacked_bindings()[0].first));
-  EXPECT_EQ((*g)->Find("sum_1")->meta().ToAnnotation(), "i64[][]cpu");
+  EXPECT_EQ(g->Find("sum_1")->meta().ToAnnotation(), "i64[][]cpu");
 }
 
 TEST(MiscOpsTest, SymStorageOffset) {
@@ -485,9 +486,9 @@ TEST(MiscOpsTest, SymStorageOffset) {
   symbolic::ShapeEnv env;
   TensorMeta m = MetaOf(view);
   m.storage_offset = env.CreateUnbacked();
-  absl::StatusOr<Value> r = op->meta(OpCall(*op, {Value::OfMeta(m)}, &env));
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->number, m.storage_offset);
+  ASSERT_OK_AND_ASSIGN(Value r,
+                       op->meta(OpCall(*op, {Value::OfMeta(m)}, &env)));
+  EXPECT_EQ(r.number, m.storage_offset);
 }
 
 TEST(MiscOpsTest, MaskedScatter) {
@@ -744,13 +745,13 @@ std::vector<std::vector<double>> RunRandomGraph(uint64_t seed) {
     getitem: "f32[64][1]cpu" = native_dropout[0]
     return (rand, rand_1, randn, randperm, getitem)
 )g");
-  EXPECT_TRUE(g.ok()) << g.status();
+  EXPECT_OK(g);
   if (!g.ok()) return {};
   Tensor x = *Tensor::Empty({64}, DType::kFloat32);
   ForEachIndex(x.sizes(),
                [&](absl::Span<const int64_t> i) { x.SetDouble(i, 1); });
   absl::StatusOr<Interpretation> r = Interpret(**g, {V(x)}, {}, seed);
-  EXPECT_TRUE(r.ok()) << r.status();
+  EXPECT_OK(r);
   std::vector<std::vector<double>> out;
   if (r.ok()) {
     for (const Value& v : r->outputs) out.push_back(Elements(v.tensor));
@@ -769,15 +770,13 @@ TEST(MiscOpsTest, RandomOpsAreSeededAndDeterministic) {
   // Two calls in one run draw different numbers.
   EXPECT_NE(a[0], a[1]);
   // The default seed is Interpret's default.
-  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(
-      R"g(def forward(self):
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> g,
+                       ParseGraph(R"g(def forward(self):
     rand: "f32[64][1]cpu" = torch.ops.aten.rand.default([64])
     return (rand,)
-)g");
-  ASSERT_TRUE(g.ok());
-  absl::StatusOr<Interpretation> d = Interpret(**g, {});
-  ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ(Elements(d->outputs[0].tensor), a[0]);
+)g"));
+  ASSERT_OK_AND_ASSIGN(Interpretation d, Interpret(*g, {}));
+  EXPECT_EQ(Elements(d.outputs[0].tensor), a[0]);
   // The generator: a pure function of (seed, counter).
   Generator g1(7), g2(7);
   EXPECT_EQ(g1.Reserve(3), 0u);
@@ -993,25 +992,25 @@ TEST(MiscOpsTest, CorpusOpsErrors) {
 // tensor, as its own symbolic shape kept s0 symbolic; view specialized it
 // to its hint, and a later expand to [s0, ...] failed.
 TEST(MiscOpsTest, ViewOfANonContiguousTensorKeepsSymbolicSizes) {
-  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(
-      R"g(def forward(self, arg0_1: "Sym(s0)", arg1_1: "Sym(s1)", x: "f32[s0, 4, s1][4*s1, s1, 1]cpu"):
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<Graph> g,
+      ParseGraph(
+          R"g(def forward(self, arg0_1: "Sym(s0)", arg1_1: "Sym(s1)", x: "f32[s0, 4, s1][4*s1, s1, 1]cpu"):
     permute: "f32[s0, s1, 4][4*s1, 1, s1]cpu" = torch.ops.aten.permute.default(x, [0, 2, 1])
     expand: "f32[s0, s1, 4][4*s1, 1, s1]cpu" = torch.ops.aten.expand.default(permute, [arg0_1, arg1_1, 4])
     view: "f32[s0, s1, 4][4*s1, 1, s1]cpu" = torch.ops.aten.view.default(expand, [arg0_1, arg1_1, 4])
     view_1: "f32[s0, 4*s1][4*s1, 1]cpu" = torch.ops.aten.view.default(x, [arg0_1, -1])
     expand_1: "f32[s0, s1, 4][4*s1, 1, s1]cpu" = torch.ops.aten.expand.default(view, [arg0_1, arg1_1, 4])
     return (expand_1, view_1)
-)g");
-  ASSERT_TRUE(g.ok()) << g.status();
+)g"));
   symbolic::ShapeEnv env;
   ShapePropOptions options;
   options.hints["s0"] = symbolic::Value::Int(2);
   options.hints["s1"] = symbolic::Value::Int(8);
-  absl::Status st = PropagateShapes(**g, env, options);
-  ASSERT_TRUE(st.ok()) << st;
-  EXPECT_EQ((*g)->Find("view")->meta().ToAnnotation(),
+  ASSERT_OK(PropagateShapes(*g, env, options));
+  EXPECT_EQ(g->Find("view")->meta().ToAnnotation(),
             "f32[s0, s1, 4][4*s1, 1, s1]cpu");
-  EXPECT_EQ((*g)->Find("expand_1")->meta().ToAnnotation(),
+  EXPECT_EQ(g->Find("expand_1")->meta().ToAnnotation(),
             "f32[s0, s1, 4][4*s1, 1, s1]cpu");
   // A view that must merge non-mergeable dims still fails (concretely).
   Tensor t = Transposed({0, 1, 2, 3, 4, 5});

@@ -1,7 +1,6 @@
 #include "ir/schema.h"
 
-#include <cstdlib>
-#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -9,33 +8,35 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tools/testing/runfiles.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {
 
+using ::lathe::testing::StatusIs;
 using ::testing::HasSubstr;
 
 OpSchema Parse(absl::string_view text) {
   absl::StatusOr<OpSchema> s = ParseSchema(text);
-  EXPECT_TRUE(s.ok()) << text << ": " << s.status();
+  EXPECT_OK(s) << text;
   return s.ok() ? *s : OpSchema();
 }
 
 // Every schema in native_functions_schemas.txt (copied verbatim from
 // PyTorch) parses and prints back exactly.
 TEST(SchemaTest, NativeFunctionsCorpusRoundTrips) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* ws = std::getenv("TEST_WORKSPACE");
-  std::ifstream in(absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "lathe",
-                                "/ir/testdata/native_functions_schemas.txt"));
-  ASSERT_TRUE(in.good());
+  ASSERT_OK_AND_ASSIGN(
+      std::string corpus,
+      lathe::testing::ReadRunfile("ir/testdata/native_functions_schemas.txt"));
+  std::istringstream in(corpus);
   std::string line;
   int count = 0;
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
     ++count;
     absl::StatusOr<OpSchema> s = ParseSchema(line);
-    ASSERT_TRUE(s.ok()) << line << ": " << s.status();
+    ASSERT_OK(s) << line;
     EXPECT_EQ(s->ToString(), line);
   }
   EXPECT_GE(count, 100);
@@ -144,10 +145,9 @@ TEST(SchemaTest, ErrorsNameTheColumn) {
       {"add.(Tensor self) -> Tensor", "column 5: expected an overload name"},
   };
   for (const Case& c : cases) {
-    absl::StatusOr<OpSchema> s = ParseSchema(c.text);
-    ASSERT_FALSE(s.ok()) << c.text;
-    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(s.status().message()), HasSubstr(c.message))
+    EXPECT_THAT(
+        ParseSchema(c.text),
+        StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.message)))
         << c.text;
   }
 }

@@ -16,6 +16,7 @@
 #include "ir/value.h"
 #include "runtime/tensor.h"
 #include "symbolic/printer.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {
@@ -24,7 +25,7 @@ using ::testing::HasSubstr;
 
 std::unique_ptr<Graph> FromText(const std::string& text) {
   absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(text);
-  EXPECT_TRUE(g.ok()) << g.status();
+  EXPECT_OK(g);
   return g.ok() ? std::move(*g) : nullptr;
 }
 
@@ -39,7 +40,7 @@ constexpr char kViews[] =
 TEST(ShapePropTest, ViewsAndInplaceOpsShareTheirInputsStorage) {
   std::unique_ptr<Graph> g = FromText(kViews);
   symbolic::ShapeEnv env;
-  ASSERT_TRUE(PropagateShapes(*g, env).ok());
+  ASSERT_OK(PropagateShapes(*g, env));
   StorageId x = g->Find("x")->meta().tensor.storage;
   StorageId y = g->Find("y")->meta().tensor.storage;
   EXPECT_NE(x, y);
@@ -54,7 +55,7 @@ TEST(ShapePropTest, AliasDirectiveMakesInputsShareAStorage) {
   std::unique_ptr<Graph> g =
       FromText(absl::StrCat("# lathe: alias x y\n", kViews));
   symbolic::ShapeEnv env;
-  ASSERT_TRUE(PropagateShapes(*g, env).ok());
+  ASSERT_OK(PropagateShapes(*g, env));
   EXPECT_EQ(g->Find("x")->meta().tensor.storage,
             g->Find("y")->meta().tensor.storage);
 }
@@ -68,7 +69,7 @@ def forward(self, x: "f32[s0, 8][8, 1]cpu", y: "f32[s1, 8][8, 1]cpu"):
   symbolic::ShapeEnv env;
   ShapePropOptions options;
   options.hints["s1"] = symbolic::Value::Int(10);
-  ASSERT_TRUE(PropagateShapes(*g, env, options).ok());
+  ASSERT_OK(PropagateShapes(*g, env, options));
   // Broadcasting s0 against s1 (both 10) guards that they are equal.
   ASSERT_FALSE(env.guards().empty());
   std::string guards;
@@ -86,7 +87,7 @@ TEST(ShapePropTest, SliceBoundsOnSymbolsAreDecidedByGuards) {
   symbolic::ShapeEnv env;
   ShapePropOptions options;
   options.hints["s0"] = symbolic::Value::Int(10);
-  ASSERT_TRUE(PropagateShapes(*g, env, options).ok());
+  ASSERT_OK(PropagateShapes(*g, env, options));
   EXPECT_EQ(g->Find("slice_1")->meta().ToAnnotation(), "f32[4][1]cpu");
   EXPECT_FALSE(env.guards().empty());  // 6 <= s0 was assumed from the hint
 }
@@ -98,7 +99,7 @@ TEST(ShapePropTest, UnhintedSymbolIsUnbacked) {
     return (relu,)
 )");
   symbolic::ShapeEnv env;
-  ASSERT_TRUE(PropagateShapes(*g, env).ok());
+  ASSERT_OK(PropagateShapes(*g, env));
   EXPECT_TRUE(env.IsUnbacked(g->Find("relu")->meta().tensor.sizes[0]));
 }
 
@@ -178,7 +179,7 @@ def forward(self, n: "i64[][]cpu", x: "f32[16][1]cpu"):
   ASSERT_NE(g, nullptr);
   symbolic::ShapeEnv env;
   absl::Status st = PropagateShapes(*g, env);
-  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_OK(st);
   const Node* item = g->Find("_local_scalar_dense");
   EXPECT_EQ(item->meta().ToAnnotation(), "Sym(u0)");
   EXPECT_TRUE(env.IsUnbacked(item->meta().sym));
@@ -197,13 +198,13 @@ def forward(self, n: "i64[][]cpu", x: "f32[16][1]cpu"):
     if (n->kind() == Node::Kind::kCall) n->meta() = ValueMeta();
   }
   st = PropagateShapes(*g, env);
-  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_OK(st);
   EXPECT_EQ(item->meta().ToAnnotation(), "Sym(u0)");
   EXPECT_EQ(g->Find("narrow")->meta().ToAnnotation(), "f32[u0][1]cpu");
   EXPECT_EQ(symbolic::ToString(item->unbacked_bindings()[0].first), "u0");
   // A fresh env numbers from u0 too.
   symbolic::ShapeEnv other;
-  ASSERT_TRUE(PropagateShapes(*g, other).ok());
+  ASSERT_OK(PropagateShapes(*g, other));
   EXPECT_EQ(g->Find("zeros")->meta().ToAnnotation(), "f32[u0, 2][2, 1]cpu");
 }
 
@@ -220,8 +221,7 @@ def forward(self, n: "i64[][]cpu", x: "f32[6][1]cpu"):
 )g");
   ASSERT_NE(g, nullptr);
   symbolic::ShapeEnv env;
-  absl::Status st = PropagateShapes(*g, env);
-  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_OK(PropagateShapes(*g, env));
   const Node* slice = g->Find("slice_1");
   EXPECT_EQ(slice->meta().ToAnnotation(), "f32[u1][1]cpu");
   ASSERT_EQ(slice->unbacked_bindings().size(), 1u);
@@ -229,10 +229,9 @@ def forward(self, n: "i64[][]cpu", x: "f32[6][1]cpu"):
   Tensor n = *Tensor::Empty({}, DType::kInt64);
   *n.data<int64_t>() = 4;
   Tensor x = *Tensor::Empty({6}, DType::kFloat32);
-  absl::StatusOr<Interpretation> r =
-      Interpret(*g, {Value::OfTensor(n), Value::OfTensor(x)});
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->outputs[0].tensor.sizes(), (std::vector<int64_t>{4}));
+  ASSERT_OK_AND_ASSIGN(Interpretation r,
+                       Interpret(*g, {Value::OfTensor(n), Value::OfTensor(x)}));
+  EXPECT_EQ(r.outputs[0].tensor.sizes(), (std::vector<int64_t>{4}));
 }
 
 // An .item() PyTorch annotated with a backed symbol is that symbol, backed
@@ -250,8 +249,7 @@ def forward(self, n: "i64[][]cpu", x: "f32[3][1]cpu"):
   symbolic::ShapeEnv env;
   ShapePropOptions options;
   options.hints["s16"] = symbolic::Value::Int(4);
-  absl::Status st = PropagateShapes(*g, env, options);
-  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_OK(PropagateShapes(*g, env, options));
   const Node* item = g->Find("_local_scalar_dense");
   EXPECT_EQ(item->meta().ToAnnotation(), "Sym(s16)");
   EXPECT_FALSE(env.IsUnbacked(item->meta().sym));
@@ -260,7 +258,7 @@ def forward(self, n: "i64[][]cpu", x: "f32[3][1]cpu"):
   EXPECT_EQ(g->Find("new_zeros")->meta().ToAnnotation(), "f32[s16][1]cpu");
   std::unique_ptr<Graph> h = FromText(text);
   symbolic::ShapeEnv plain;
-  ASSERT_TRUE(PropagateShapes(*h, plain).ok());
+  ASSERT_OK(PropagateShapes(*h, plain));
   EXPECT_TRUE(plain.IsUnbacked(h->Find("_local_scalar_dense")->meta().sym));
 }
 
@@ -273,8 +271,7 @@ TEST(ShapePropTest, FloatAndBoolItemsAreUnbackedToo) {
 )g");
   ASSERT_NE(g, nullptr);
   symbolic::ShapeEnv env;
-  absl::Status st = PropagateShapes(*g, env);
-  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_OK(PropagateShapes(*g, env));
   EXPECT_EQ(g->Find("_local_scalar_dense")->meta().ToAnnotation(), "Sym(zuf0)");
   EXPECT_EQ(g->Find("_local_scalar_dense_1")->meta().ToAnnotation(),
             "Sym(Eq(u0, 1))");
@@ -296,7 +293,7 @@ TEST(ShapePropTest, CopiesGetNewStorageEvenFromViewOps) {
 )g");
   ASSERT_NE(g, nullptr);
   symbolic::ShapeEnv env;
-  ASSERT_TRUE(PropagateShapes(*g, env).ok());
+  ASSERT_OK(PropagateShapes(*g, env));
   auto storage = [&](const char* name) {
     return g->Find(name)->meta().tensor.storage;
   };
@@ -319,8 +316,7 @@ TEST(ShapePropTest, SplittingASymbolicDimSpecializesItWithAGuard) {
   symbolic::ShapeEnv env;
   ShapePropOptions options;
   options.hints["s0"] = symbolic::Value::Int(8);
-  absl::Status st = PropagateShapes(*g, env, options);
-  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_OK(PropagateShapes(*g, env, options));
   EXPECT_EQ(g->Find("getitem")->meta().ToAnnotation(), "f32[2][1]cpu");
   ASSERT_EQ(env.guards().size(), 1u);
   EXPECT_EQ(symbolic::ToString(env.guards()[0]), "Eq(s0, 8)");

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "ir/graph_corpus.h"
 #include "ir/graph_text.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {
@@ -36,16 +37,13 @@ class CorpusTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(CorpusTest, AnnotationsMatchTheMetaFunctions) {
   std::string text = ReadCorpusGraph(GetParam());
   ASSERT_FALSE(text.empty());
-  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(text);
-  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> g, ParseGraph(text));
   ShapePropOptions options;
   options.hints["s0"] = symbolic::Value::Int(8);
   options.hints["s1"] = symbolic::Value::Int(6);
-  absl::Status st = Verify(**g, options);
-  EXPECT_TRUE(st.ok()) << GetParam() << ": " << st;
-  EXPECT_EQ(PrintGraph(**g), text);
-  for (const auto& n : (*g)->nodes())
-    EXPECT_TRUE(n->unbacked_bindings().empty());
+  EXPECT_OK(Verify(*g, options)) << GetParam();
+  EXPECT_EQ(PrintGraph(*g), text);
+  for (const auto& n : g->nodes()) EXPECT_TRUE(n->unbacked_bindings().empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -7,39 +7,39 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::passes {
 namespace {
 
+using ::lathe::testing::StatusIs;
 using ::testing::HasSubstr;
 
 absl::Status Check(const std::string& text) {
   absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(text);
-  EXPECT_TRUE(g.ok()) << g.status();
+  EXPECT_OK(g);
   if (!g.ok()) return g.status();
   return CheckFunctional(**g);
 }
 
 TEST(FunctionalInvariantTest, AcceptsFunctionalGraphsWithAnEpilogue) {
   // Reference scenario 1 after functionalization, epilogue in the graph.
-  EXPECT_TRUE(Check(R"IR(def forward(self, a: "f32[4]"):
+  EXPECT_OK(Check(R"IR(def forward(self, a: "f32[4]"):
     mul = torch.ops.aten.mul.Tensor(a, 2)
     mul_1 = torch.ops.aten.mul.Tensor(mul, 3)
     copy_ = torch.ops.aten.copy_.default(a, mul)
     return (mul_1,)
-)IR")
-                  .ok());
+)IR"));
   // Scenario 6: metadata then data for one input; scenario 11: set_ and copy_.
-  EXPECT_TRUE(Check(R"IR(def forward(self, a: "f32[3, 4]", b: "f32[4]"):
+  EXPECT_OK(Check(R"IR(def forward(self, a: "f32[3, 4]", b: "f32[4]"):
     t = torch.ops.aten.t.default(a)
     mul = torch.ops.aten.mul.Tensor(t, 2)
     as_strided_ = torch.ops.aten.as_strided_.default(a, [4, 3], [1, 4])
     copy_ = torch.ops.aten.copy_.default(a, mul)
     set_ = torch.ops.aten.set_.source_Tensor(b, mul)
     return (mul,)
-)IR")
-                  .ok());
-  EXPECT_TRUE(Check("def forward(self, x):\n    return (x,)\n").ok());
+)IR"));
+  EXPECT_OK(Check("def forward(self, x):\n    return (x,)\n"));
 }
 
 TEST(FunctionalInvariantTest, RejectsEveryOtherMutation) {
@@ -85,9 +85,9 @@ TEST(FunctionalInvariantTest, RejectsEveryOtherMutation) {
        "node 'y': unknown op aten.frob.default"},
   };
   for (const Case& c : cases) {
-    absl::Status st = Check(c.text);
-    EXPECT_FALSE(st.ok()) << c.text;
-    EXPECT_THAT(std::string(st.message()), HasSubstr(c.message)) << c.text;
+    EXPECT_THAT(Check(c.text), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                        HasSubstr(c.message)))
+        << c.text;
   }
 }
 

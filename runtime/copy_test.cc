@@ -6,6 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/tensor.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe {
 namespace {
@@ -21,7 +22,7 @@ Tensor Iota(std::vector<int64_t> sizes) {
 TEST(CopyTensorTest, ContiguousIsAnExactCopy) {
   Tensor src = Iota({3, 4});
   Tensor dst = Tensor::Empty({3, 4}, DType::kFloat32).value();
-  ASSERT_TRUE(CopyTensor(dst, src).ok());
+  ASSERT_OK(CopyTensor(dst, src));
   for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(dst.data<float>()[i], i + 1);
 }
 
@@ -30,7 +31,7 @@ TEST(CopyTensorTest, StridedDestinationGetsEachElement) {
   Tensor buffer = Tensor::Empty({4, 3}, DType::kFloat32).value();
   Tensor dst = buffer.AsStrided({3, 4}, {1, 3}, 0).value();
   Tensor src = Iota({3, 4});
-  ASSERT_TRUE(CopyTensor(dst, src).ok());
+  ASSERT_OK(CopyTensor(dst, src));
   for (int64_t i = 0; i < 3; ++i) {
     for (int64_t j = 0; j < 4; ++j) {
       EXPECT_EQ(buffer.data<float>()[j * 3 + i], i * 4 + j + 1);
@@ -42,7 +43,7 @@ TEST(CopyTensorTest, SameLayoutWithOffsetCopiesTheBlock) {
   Tensor big = Iota({10});
   Tensor dst = big.AsStrided({4}, {1}, 6).value();  // big[6:10]
   Tensor src = big.AsStrided({4}, {1}, 0).value();  // big[0:4]
-  ASSERT_TRUE(CopyTensor(dst, src).ok());
+  ASSERT_OK(CopyTensor(dst, src));
   std::vector<float> want = {1, 2, 3, 4, 5, 6, 1, 2, 3, 4};
   for (int i = 0; i < 10; ++i) EXPECT_EQ(big.data<float>()[i], want[i]) << i;
 }
@@ -52,7 +53,7 @@ TEST(CopyTensorTest, OverlappingStridedSourceIsReadBeforeWriting) {
   Tensor big = Iota({8});
   Tensor dst = big.AsStrided({4}, {1}, 1).value();
   Tensor src = big.AsStrided({4}, {2}, 0).value();
-  ASSERT_TRUE(CopyTensor(dst, src).ok());
+  ASSERT_OK(CopyTensor(dst, src));
   std::vector<float> want = {1, 1, 3, 5, 7, 6, 7, 8};
   for (int i = 0; i < 8; ++i) EXPECT_EQ(big.data<float>()[i], want[i]) << i;
 }

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -14,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tools/testing/runfiles.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe {
 namespace {
@@ -21,9 +22,9 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
+// `name` in this test's scratch directory.
 std::string Tmp(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  std::string dir = absl::StrCat(tmp ? tmp : "/tmp", "/file_io");
+  std::string dir = lathe::testing::TestTmpPath("file_io");
   ::mkdir(dir.c_str(), 0755);
   return absl::StrCat(dir, "/", name);
 }
@@ -88,7 +89,7 @@ TEST(WriteFileAtomicTest, ReplacesAPlantedSymlinkInsteadOfFollowingIt) {
   Put(secret, "keep me");
   ::unlink(path.c_str());
   ASSERT_EQ(::symlink(secret.c_str(), path.c_str()), 0);
-  ASSERT_TRUE(WriteFileAtomic(path, "new").ok());
+  ASSERT_OK(WriteFileAtomic(path, "new"));
   EXPECT_EQ(Get(secret), "keep me");
   EXPECT_EQ(Get(path), "new");
   struct stat st;
@@ -99,21 +100,20 @@ TEST(WriteFileAtomicTest, ReplacesAPlantedSymlinkInsteadOfFollowingIt) {
 TEST(WriteFileAtomicTest, LeavesNoTemporaryFileBehind) {
   std::string dir = Tmp("atomic_dir");
   ::mkdir(dir.c_str(), 0755);
-  ASSERT_TRUE(WriteFileAtomic(dir + "/a.npy", "x").ok());
+  ASSERT_OK(WriteFileAtomic(dir + "/a.npy", "x"));
   EXPECT_THAT(List(dir), ElementsAre("a.npy"));
   EXPECT_FALSE(WriteFileAtomic(dir + "/nosuchdir/a.npy", "x").ok());
 }
 
 TEST(StagedDirTest, FilesAppearOnlyOnCommit) {
   std::string dest = Tmp("staged_out");
-  ASSERT_TRUE(RemoveTree(dest).ok());
+  ASSERT_OK(RemoveTree(dest));
   {
-    absl::StatusOr<StagedDir> s = StagedDir::Create(dest, ".marker");
-    ASSERT_TRUE(s.ok()) << s.status();
-    ASSERT_TRUE(s->Write("out0.npy", "zero").ok());
-    ASSERT_TRUE(s->Write("1/out1.npy", "one").ok());
+    ASSERT_OK_AND_ASSIGN(StagedDir s, StagedDir::Create(dest, ".marker"));
+    ASSERT_OK(s.Write("out0.npy", "zero"));
+    ASSERT_OK(s.Write("1/out1.npy", "one"));
     EXPECT_FALSE(::access(dest.c_str(), F_OK) == 0);
-    ASSERT_TRUE(s->Commit().ok());
+    ASSERT_OK(s.Commit());
   }
   EXPECT_THAT(List(dest), ElementsAre(".marker", "1", "out0.npy"));
   EXPECT_EQ(Get(dest + "/1/out1.npy"), "one");
@@ -121,23 +121,21 @@ TEST(StagedDirTest, FilesAppearOnlyOnCommit) {
 
 TEST(StagedDirTest, AnAbandonedStageLeavesNothing) {
   std::string parent = Tmp("abandon");
-  ASSERT_TRUE(RemoveTree(parent).ok());
+  ASSERT_OK(RemoveTree(parent));
   {
-    absl::StatusOr<StagedDir> s = StagedDir::Create(parent + "/out", ".m");
-    ASSERT_TRUE(s.ok());
-    ASSERT_TRUE(s->Write("out0.npy", "zero").ok());
+    ASSERT_OK_AND_ASSIGN(StagedDir s, StagedDir::Create(parent + "/out", ".m"));
+    ASSERT_OK(s.Write("out0.npy", "zero"));
   }
   EXPECT_TRUE(List(parent).empty());
 }
 
 TEST(StagedDirTest, ReplacesAnEarlierOutputWholeWithNoStaleFiles) {
   std::string dest = Tmp("rerun");
-  ASSERT_TRUE(RemoveTree(dest).ok());
+  ASSERT_OK(RemoveTree(dest));
   for (const std::string& name : {"old.npy", "new.npy"}) {
-    absl::StatusOr<StagedDir> s = StagedDir::Create(dest, ".m");
-    ASSERT_TRUE(s.ok());
-    ASSERT_TRUE(s->Write(name, name).ok());
-    ASSERT_TRUE(s->Commit().ok());
+    ASSERT_OK_AND_ASSIGN(StagedDir s, StagedDir::Create(dest, ".m"));
+    ASSERT_OK(s.Write(name, name));
+    ASSERT_OK(s.Commit());
   }
   EXPECT_THAT(List(dest), ElementsAre(".m", "new.npy"));
   EXPECT_THAT(
@@ -147,12 +145,11 @@ TEST(StagedDirTest, ReplacesAnEarlierOutputWholeWithNoStaleFiles) {
 
 TEST(StagedDirTest, NeverReplacesAForeignDirectoryOrASymlink) {
   std::string dest = Tmp("foreign");
-  ASSERT_TRUE(RemoveTree(dest).ok());
+  ASSERT_OK(RemoveTree(dest));
   ::mkdir(dest.c_str(), 0755);
   Put(dest + "/thesis.tex", "precious");
-  absl::StatusOr<StagedDir> s = StagedDir::Create(dest, ".m");
-  ASSERT_TRUE(s.ok());
-  EXPECT_EQ(s->Commit().message(),
+  ASSERT_OK_AND_ASSIGN(StagedDir s, StagedDir::Create(dest, ".m"));
+  EXPECT_EQ(s.Commit().message(),
             absl::StrCat(dest,
                          ": exists, is not empty and is not an earlier output "
                          "(no .m); nothing was written"));
@@ -161,31 +158,28 @@ TEST(StagedDirTest, NeverReplacesAForeignDirectoryOrASymlink) {
   std::string link = Tmp("linked_out");
   ::unlink(link.c_str());
   ASSERT_EQ(::symlink(dest.c_str(), link.c_str()), 0);
-  absl::StatusOr<StagedDir> t = StagedDir::Create(link, ".m");
-  ASSERT_TRUE(t.ok());
-  EXPECT_THAT(t->Commit().message(), HasSubstr("is not a directory"));
+  ASSERT_OK_AND_ASSIGN(StagedDir t, StagedDir::Create(link, ".m"));
+  EXPECT_THAT(t.Commit().message(), HasSubstr("is not a directory"));
 }
 
 TEST(StagedDirTest, AnEmptyDirectoryIsReplaced) {
   std::string dest = Tmp("empty_out");
-  ASSERT_TRUE(RemoveTree(dest).ok());
+  ASSERT_OK(RemoveTree(dest));
   ::mkdir(dest.c_str(), 0755);
-  absl::StatusOr<StagedDir> s = StagedDir::Create(dest, ".m");
-  ASSERT_TRUE(s.ok());
-  ASSERT_TRUE(s->Write("a", "1").ok());
-  ASSERT_TRUE(s->Commit().ok());
+  ASSERT_OK_AND_ASSIGN(StagedDir s, StagedDir::Create(dest, ".m"));
+  ASSERT_OK(s.Write("a", "1"));
+  ASSERT_OK(s.Commit());
   EXPECT_THAT(List(dest), ElementsAre(".m", "a"));
 }
 
 TEST(StagedDirTest, WritesStayInside) {
-  absl::StatusOr<StagedDir> s = StagedDir::Create(Tmp("inside"), ".m");
-  ASSERT_TRUE(s.ok());
+  ASSERT_OK_AND_ASSIGN(StagedDir s, StagedDir::Create(Tmp("inside"), ".m"));
   for (const char* bad : {"../escape", "/etc/x", "a//b", ""}) {
-    EXPECT_THAT(s->Write(bad, "x").message(),
+    EXPECT_THAT(s.Write(bad, "x").message(),
                 HasSubstr("is not a plain relative path inside"))
         << bad;
   }
-  EXPECT_THAT(s->Write(".m", "x").message(), HasSubstr("cannot create"));
+  EXPECT_THAT(s.Write(".m", "x").message(), HasSubstr("cannot create"));
 }
 
 }  // namespace

@@ -1,9 +1,7 @@
 #include "runtime/npy.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -13,29 +11,18 @@
 #include "gtest/gtest.h"
 #include "runtime/dtype.h"
 #include "runtime/tensor.h"
+#include "tools/testing/runfiles.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe {
 namespace {
 
+using ::lathe::testing::StatusIs;
 using ::testing::HasSubstr;
 
+// A fixture in runtime/testdata.
 std::string TestData(const std::string& name) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* ws = std::getenv("TEST_WORKSPACE");
-  return absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "lathe",
-                      "/runtime/testdata/", name);
-}
-
-std::string TmpPath(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(tmp ? tmp : "/tmp", "/", name);
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return lathe::testing::RunfilePath(absl::StrCat("runtime/testdata/", name));
 }
 
 // Fixtures written by NumPy (testdata/make_npy_fixtures.py): the 2x3 pattern
@@ -45,19 +32,18 @@ TEST(NpyTest, ReadsEveryDTypeInCAndFortranOrder) {
        {"f16", "f32", "f64", "i8", "i16", "i32", "i64", "u8"}) {
     for (const char* order : {"c", "f"}) {
       std::string file = absl::StrCat(name, "_", order, ".npy");
-      absl::StatusOr<Tensor> t = ReadNpy(TestData(file));
-      ASSERT_TRUE(t.ok()) << t.status();
-      EXPECT_EQ(ShortName(t->dtype()), name);
-      EXPECT_EQ(t->sizes(), (std::vector<int64_t>{2, 3})) << file;
+      ASSERT_OK_AND_ASSIGN(Tensor t, ReadNpy(TestData(file)));
+      EXPECT_EQ(ShortName(t.dtype()), name);
+      EXPECT_EQ(t.sizes(), (std::vector<int64_t>{2, 3})) << file;
       std::vector<int64_t> want_strides = order[0] == 'c'
                                               ? std::vector<int64_t>{3, 1}
                                               : std::vector<int64_t>{1, 2};
-      EXPECT_EQ(t->strides(), want_strides);
+      EXPECT_EQ(t.strides(), want_strides);
       for (int64_t i = 0; i < 2; ++i) {
         for (int64_t j = 0; j < 3; ++j) {
           double base = i * 3 + j;
           double want = name[0] == 'u' ? base * 40 : base * 3 - 4;
-          EXPECT_EQ(t->GetDouble({i, j}), want)
+          EXPECT_EQ(t.GetDouble({i, j}), want)
               << file << " at " << i << "," << j;
         }
       }
@@ -90,8 +76,9 @@ TEST(NpyTest, WriteThenReadRoundTripsEveryDType) {
     ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
       t.SetDouble(i, d == DType::kBool ? (i[1] % 2) : (i[0] * 3 + i[1]) - 2);
     });
-    std::string path = TmpPath(absl::StrCat("rt_", ShortName(d), ".npy"));
-    ASSERT_TRUE(WriteNpy(path, t).ok());
+    std::string path =
+        lathe::testing::TestTmpPath(absl::StrCat("rt_", ShortName(d), ".npy"));
+    ASSERT_OK(WriteNpy(path, t));
     Tensor back = *ReadNpy(path);
     EXPECT_EQ(back.dtype(), d);
     EXPECT_EQ(back.sizes(), t.sizes());
@@ -178,10 +165,9 @@ TEST(NpyTest, MalformedFilesGiveOneClearLineWithTheByte) {
        "byte 27: expected '}', got 'f'"},
   };
   for (const Case& c : cases) {
-    absl::StatusOr<Tensor> t = ParseNpy(c.bytes);
-    ASSERT_FALSE(t.ok()) << c.message;
-    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(t.status().message()), HasSubstr(c.message));
+    EXPECT_THAT(ParseNpy(c.bytes), StatusIs(absl::StatusCode::kInvalidArgument,
+                                            HasSubstr(c.message)))
+        << c.message;
   }
   // Fixtures NumPy wrote that lathe refuses.
   EXPECT_THAT(std::string(ReadNpy(TestData("c64.npy")).status().message()),
@@ -189,17 +175,18 @@ TEST(NpyTest, MalformedFilesGiveOneClearLineWithTheByte) {
   EXPECT_THAT(
       std::string(ReadNpy(TestData("f32_bigendian.npy")).status().message()),
       HasSubstr("big-endian"));
-  EXPECT_THAT(std::string(ReadNpy(TmpPath("missing.npy")).status().message()),
+  EXPECT_THAT(std::string(ReadNpy(lathe::testing::TestTmpPath("missing.npy"))
+                              .status()
+                              .message()),
               HasSubstr("missing.npy: cannot open"));
 }
 
 TEST(NpyTest, FailedWritesLeaveNothingBehind) {
   Tensor t = *Tensor::Empty({2}, DType::kFloat32);
-  std::string path = TmpPath("no/such/dir/out.npy");
-  absl::Status s = WriteNpy(path, t);
-  EXPECT_FALSE(s.ok());
-  EXPECT_THAT(std::string(s.message()),
-              HasSubstr("out.npy: cannot create a temporary file"));
+  std::string path = lathe::testing::TestTmpPath("no/such/dir/out.npy");
+  EXPECT_THAT(WriteNpy(path, t),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("out.npy: cannot create a temporary file")));
   EXPECT_FALSE(std::ifstream(path).good());
   EXPECT_FALSE(EncodeNpy(Tensor()).ok());
 }
@@ -210,9 +197,9 @@ TEST(NpyTest, ReadsAreBounded) {
   absl::StatusOr<Tensor> z = ReadNpy("/dev/zero", 4096);
   EXPECT_EQ(z.status().message(),
             "/dev/zero: larger than the limit of 4096 bytes");
-  std::string path = TmpPath("bounded.npy");
-  ASSERT_TRUE(WriteNpy(path, *Tensor::Empty({64}, DType::kFloat64)).ok());
-  EXPECT_TRUE(ReadNpy(path).ok());
+  std::string path = lathe::testing::TestTmpPath("bounded.npy");
+  ASSERT_OK(WriteNpy(path, *Tensor::Empty({64}, DType::kFloat64)));
+  EXPECT_OK(ReadNpy(path));
   EXPECT_THAT(std::string(ReadNpy(path, 100).status().message()),
               HasSubstr("bounded.npy: larger than the limit of 100 bytes"));
 }

@@ -8,6 +8,7 @@
 #include "runtime/device.h"
 #include "runtime/dtype.h"
 #include "runtime/storage.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe {
 namespace {
@@ -82,7 +83,7 @@ TEST(TensorTest, ViewsOutsideTheStorageAreErrors) {
   EXPECT_FALSE(a.AsStrided({2}, {1}, -1).ok());
   EXPECT_FALSE(a.AsStrided({2, 2}, {1}, 0).ok());
   EXPECT_FALSE(Tensor::Empty({1LL << 40, 1LL << 40}, DType::kFloat32).ok());
-  EXPECT_TRUE(a.AsStrided({0, 100}, {100, 1}, 6).ok());  // empty: no reach
+  EXPECT_OK(a.AsStrided({0, 100}, {100, 1}, 6));  // empty: no reach
 }
 
 TEST(TensorTest, ContiguityFollowsPyTorch) {
@@ -92,7 +93,7 @@ TEST(TensorTest, ContiguityFollowsPyTorch) {
   EXPECT_TRUE(
       base.AsStrided({2, 2}, {4, 1}, 0)->is_non_overlapping_and_dense() ==
       false);
-  EXPECT_TRUE(base.AsStrided({4}, {0}, 0).ok());
+  EXPECT_OK(base.AsStrided({4}, {0}, 0));
 }
 
 TEST(TensorTest, OverlapQueries) {
@@ -137,7 +138,7 @@ TEST(StorageTest, TheHostMemoryLimitRefusesAllocationsBeyondIt) {
   SetHostMemoryLimit(HostMemoryInUse() + 4096);
   {
     absl::StatusOr<Tensor> a = Tensor::Empty({512}, DType::kFloat32);  // 2 KiB
-    ASSERT_TRUE(a.ok()) << a.status();
+    ASSERT_OK(a);
     absl::StatusOr<Tensor> b = Tensor::Empty({1024}, DType::kFloat32);
     EXPECT_EQ(b.status().code(), absl::StatusCode::kResourceExhausted);
     EXPECT_THAT(std::string(b.status().message()),
@@ -145,7 +146,7 @@ TEST(StorageTest, TheHostMemoryLimitRefusesAllocationsBeyondIt) {
                     "allocating 4096 bytes would exceed the memory limit of"));
   }
   // Freed storage is given back to the budget.
-  EXPECT_TRUE(Tensor::Empty({1000}, DType::kFloat32).ok());
+  EXPECT_OK(Tensor::Empty({1000}, DType::kFloat32));
   SetHostMemoryLimit(old);
   // A 64 TiB request is refused before any memory is touched.
   EXPECT_FALSE(Tensor::Empty({int64_t{1} << 44}, DType::kFloat32).ok());

@@ -11,6 +11,7 @@
 #include "symbolic/evaluate.h"
 #include "symbolic/parser.h"
 #include "symbolic/printer.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::symbolic {
 namespace {
@@ -23,7 +24,7 @@ Expr S(absl::string_view name) {
 Expr I(absl::string_view name) { return Symbol(name, SymbolType::kInt); }
 
 Expr Ok(absl::StatusOr<Expr> e) {
-  EXPECT_TRUE(e.ok()) << e.status();
+  EXPECT_OK(e);
   return e.ok() ? *e : Int(0);
 }
 
@@ -85,9 +86,9 @@ TEST(ExprTest, FloorDivIsPythonFloor) {
         << c.a << " // " << c.b;
     Expr x = I("x"), y = I("y");
     Expr sym = Ok(FloorDiv(x, y));
-    auto v = Evaluate(sym, {{x, Value::Int(c.a)}, {y, Value::Int(c.b)}});
-    ASSERT_TRUE(v.ok());
-    EXPECT_EQ(v->i, c.want);
+    ASSERT_OK_AND_ASSIGN(
+        Value v, Evaluate(sym, {{x, Value::Int(c.a)}, {y, Value::Int(c.b)}}));
+    EXPECT_EQ(v.i, c.want);
   }
   EXPECT_EQ(Mul(Int(7), Ok(FloorDiv(Int(6), Int(2)))), Int(21));
 }
@@ -205,9 +206,9 @@ TEST(ExprTest, PiecewiseAndIte) {
   EXPECT_EQ(Str(r), "Piecewise((t, Eq(t, 5)), (f, True))");
   EXPECT_EQ(Ite(Bool(true), t, f), t);
   EXPECT_EQ(Ite(Eq(t, f), t, t), t);
-  auto v = Evaluate(r, {{t, Value::Int(5)}, {f, Value::Int(4)}});
-  ASSERT_TRUE(v.ok());
-  EXPECT_EQ(v->i, 5);
+  ASSERT_OK_AND_ASSIGN(Value v,
+                       Evaluate(r, {{t, Value::Int(5)}, {f, Value::Int(4)}}));
+  EXPECT_EQ(v.i, 5);
 }
 
 TEST(ExprTest, FloatConversions) {
@@ -256,9 +257,8 @@ TEST(ExprTest, TenThousandTermSumIsLinearish) {
   EXPECT_EQ(reparsed, sum);
   Assignment values;
   for (Expr s : FreeSymbols(sum)) values[s] = Value::Int(1);
-  auto v = Evaluate(sum, values);
-  ASSERT_TRUE(v.ok());
-  EXPECT_EQ(v->i, 10000LL * 10001 / 2);
+  ASSERT_OK_AND_ASSIGN(Value v, Evaluate(sum, values));
+  EXPECT_EQ(v.i, 10000LL * 10001 / 2);
   // A generous bound that still catches quadratic behaviour (seconds, not
   // milliseconds); timing is reported by the benchmark, not asserted.
   EXPECT_LT(seconds, 20.0);

@@ -9,14 +9,16 @@
 #include "gtest/gtest.h"
 #include "symbolic/expr.h"
 #include "symbolic/printer.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::symbolic {
 namespace {
 
+using ::lathe::testing::StatusIs;
 using ::testing::HasSubstr;
 
 Expr Ok(absl::StatusOr<Expr> e) {
-  EXPECT_TRUE(e.ok()) << e.status();
+  EXPECT_OK(e);
   return e.ok() ? *e : Int(0);
 }
 
@@ -86,7 +88,7 @@ TEST(ParserTest, PrintThenParseGivesTheSameExpressionForEveryKind) {
   for (Expr e : all) {
     std::string text = ToString(e, PrintStyle::kParseable);
     absl::StatusOr<Expr> back = ParseExpr(text, symbols);
-    ASSERT_TRUE(back.ok()) << text << ": " << back.status();
+    ASSERT_OK(back) << text;
     EXPECT_EQ(*back, e) << text << " came back as "
                         << ToString(*back, PrintStyle::kParseable);
   }
@@ -136,20 +138,16 @@ TEST(ParserTest, ErrorsNameTheColumn) {
       {"zf0 // 2.0", "column 5: '//' of floats is not supported"},
   };
   for (const Case& c : cases) {
-    absl::StatusOr<Expr> e = ParseExpr(c.text);
-    ASSERT_FALSE(e.ok()) << c.text;
-    EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(e.status().message()), HasSubstr(c.message))
+    EXPECT_THAT(ParseExpr(c.text), StatusIs(absl::StatusCode::kInvalidArgument,
+                                            HasSubstr(c.message)))
         << c.text;
   }
 }
 
 TEST(ParserTest, DeepNestingIsAnErrorNotACrash) {
   std::string deep = std::string(100000, '(') + "s0" + std::string(100000, ')');
-  absl::StatusOr<Expr> e = ParseExpr(deep);
-  ASSERT_FALSE(e.ok());
-  EXPECT_THAT(std::string(e.status().message()),
-              HasSubstr("nested too deeply"));
+  EXPECT_THAT(ParseExpr(deep), StatusIs(absl::StatusCode::kInvalidArgument,
+                                        HasSubstr("nested too deeply")));
   EXPECT_FALSE(ParseExpr(std::string(100000, '-') + "s0").ok());
   EXPECT_FALSE(ParseExpr(std::string(100000, '~') + "True").ok());
   std::string powers = "2";

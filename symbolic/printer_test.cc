@@ -1,7 +1,6 @@
 #include "symbolic/printer.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -12,12 +11,14 @@
 #include "gtest/gtest.h"
 #include "symbolic/evaluate.h"
 #include "symbolic/expr.h"
+#include "tools/testing/runfiles.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::symbolic {
 namespace {
 
 Expr Ok(absl::StatusOr<Expr> e) {
-  EXPECT_TRUE(e.ok()) << e.status();
+  EXPECT_OK(e);
   return e.ok() ? *e : Int(0);
 }
 
@@ -43,9 +44,8 @@ TEST(PrinterTest, PythonStyleMatchesPyTorch) {
 
 // Runs `program` through the system C++ compiler and returns its stdout.
 std::string CompileAndRun(const std::string& program) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  std::string dir = tmp ? tmp : "/tmp";
-  std::string src = dir + "/printed.cc", bin = dir + "/printed";
+  std::string src = lathe::testing::TestTmpPath("printed.cc"),
+              bin = lathe::testing::TestTmpPath("printed");
   std::ofstream(src) << program;
   std::string cmd =
       absl::StrCat("c++ -std=c++17 -O0 -o ", bin, " ", src, " 2>&1 && ", bin);
@@ -118,7 +118,7 @@ TEST(PrinterTest, CppOutputCompilesAndAgreesWithEvaluate) {
     }
     for (Expr e : exprs) {
       absl::StatusOr<Value> want = Evaluate(e, values);
-      ASSERT_TRUE(want.ok()) << ToString(e) << ": " << want.status();
+      ASSERT_OK(want) << ToString(e);
       std::string cpp = ToCpp(e);
       if (e.is_float()) {
         absl::StrAppend(&program, "  printf(\"%.17g\\n\", (double)", cpp,

@@ -9,6 +9,7 @@
 #include "symbolic/expr.h"
 #include "symbolic/parser.h"
 #include "symbolic/printer.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::symbolic {
 namespace {
@@ -17,7 +18,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 Expr Ok(absl::StatusOr<Expr> e) {
-  EXPECT_TRUE(e.ok()) << e.status();
+  EXPECT_OK(e);
   return e.ok() ? *e : Int(0);
 }
 
@@ -149,7 +150,7 @@ TEST(ShapeEnvTest, DataDependentError) {
 TEST(ShapeEnvTest, ExpectTrueCreatesAReplacement) {
   ShapeEnv env;
   Expr u = env.CreateUnbacked();
-  ASSERT_TRUE(env.ExpectTrue(Eq(u, Int(0))).ok());
+  ASSERT_OK(env.ExpectTrue(Eq(u, Int(0))));
   EXPECT_EQ(env.ReplacementOf(u), Int(0));
 }
 
@@ -158,7 +159,7 @@ TEST(ShapeEnvTest, DeferredAssertKeyedOnTheUnbackedSymbol) {
   ShapeEnv env;
   Expr s = Sym(env, 5);
   Expr u = env.CreateUnbacked();
-  ASSERT_TRUE(env.ExpectTrue(Lt(u, s)).ok());
+  ASSERT_OK(env.ExpectTrue(Lt(u, s)));
   ASSERT_TRUE(env.deferred_runtime_asserts().contains(u));
   EXPECT_EQ(env.deferred_runtime_asserts().at(u)[0].expr, Lt(u, s));
   EXPECT_TRUE(*env.EvaluateBool(Lt(u, s)));
@@ -172,12 +173,12 @@ TEST(ShapeEnvTest, DeferredAssertKeyedOnTheUnbackedSymbol) {
 TEST(ShapeEnvTest, AssertKeyIsTheLatestUnbackedSymbolNumerically) {
   ShapeEnv env;
   Expr u0 = env.CreateUnbacked(), u1 = env.CreateUnbacked();
-  ASSERT_TRUE(env.ExpectTrue(Eq(Add(u0, u1), Int(10))).ok());
+  ASSERT_OK(env.ExpectTrue(Eq(Add(u0, u1), Int(10))));
   EXPECT_TRUE(env.deferred_runtime_asserts().contains(u1));
   ShapeEnv many;
   std::vector<Expr> us;
   for (int i = 0; i < 11; ++i) us.push_back(many.CreateUnbacked());
-  ASSERT_TRUE(many.ExpectTrue(Eq(Add(us), Int(20))).ok());
+  ASSERT_OK(many.ExpectTrue(Eq(Add(us), Int(20))));
   EXPECT_TRUE(many.deferred_runtime_asserts().contains(us[10]));
   EXPECT_EQ(Str(us[10]), "u10");
 }
@@ -186,9 +187,9 @@ TEST(ShapeEnvTest, AssertKeyIsTheLatestUnbackedSymbolNumerically) {
 TEST(ShapeEnvTest, NoUnbackedSymbolIsReplacedByALaterOne) {
   ShapeEnv env;
   Expr u0 = env.CreateUnbackedSizeLike(), u1 = env.CreateUnbackedSizeLike();
-  ASSERT_TRUE(env.ExpectTrue(Eq(u0, Mul(Int(4), u1))).ok());
+  ASSERT_OK(env.ExpectTrue(Eq(u0, Mul(Int(4), u1))));
   EXPECT_EQ(env.Replace(u0), u0);
-  ASSERT_TRUE(env.ExpectTrue(Eq(u0, Sub(Int(10), u1))).ok());
+  ASSERT_OK(env.ExpectTrue(Eq(u0, Sub(Int(10), u1))));
   EXPECT_EQ(env.Replace(u0), u0);
 }
 
@@ -201,7 +202,7 @@ TEST(ShapeEnvTest, RangeRefinementFromAnAssert) {
                 : spelling == 1 ? Lt(Int(4), u)
                 : spelling == 2 ? Ge(u, Int(5))
                                 : Le(Int(5), u);
-    ASSERT_TRUE(env.ExpectTrue(cond).ok());
+    ASSERT_OK(env.ExpectTrue(cond));
     SCOPED_TRACE(Str(cond));
     EXPECT_EQ(Static(env, Ne(u, Int(3))), "true");
     EXPECT_EQ(Static(env, Ne(u, Int(4))), "true");
@@ -249,10 +250,10 @@ TEST(ShapeEnvTest, FloorDivAndCleanDivAxioms) {
   ShapeEnv env;
   Expr u = env.CreateUnbacked();
   Expr floor_eq = Eq(Ok(FloorDiv(u, Int(3))), Int(1));
-  ASSERT_TRUE(env.ExpectTrue(floor_eq).ok());
+  ASSERT_OK(env.ExpectTrue(floor_eq));
   EXPECT_TRUE(*env.EvaluateBool(floor_eq));
   EXPECT_EQ(env.RangeOf(u).ToString(), "[3, 5]");
-  ASSERT_TRUE(env.ExpectTrue(Eq(Ok(Mod(u, Int(3))), Int(0))).ok());
+  ASSERT_OK(env.ExpectTrue(Eq(Ok(Mod(u, Int(3))), Int(0))));
   EXPECT_EQ(env.Simplify(floor_eq), Eq(Ok(CleanDiv(u, Int(3))), Int(1)));
   EXPECT_TRUE(*env.EvaluateBool(floor_eq));
   EXPECT_TRUE(*env.EvaluateBool(Eq(Ok(CleanDiv(u, Int(3))), Int(1))));
@@ -288,7 +289,7 @@ TEST(ShapeEnvTest, PreferDeferredRuntimeAsserts) {
   ShapeEnv env2(
       ShapeEnvSettings{.prefer_deferred_runtime_asserts_over_guards = true});
   Expr t = Sym(env2, 2);
-  ASSERT_TRUE(env2.ExpectTrue(Eq(t, Int(2))).ok());
+  ASSERT_OK(env2.ExpectTrue(Eq(t, Int(2))));
   EXPECT_TRUE(env2.guards().empty());
   ASSERT_TRUE(env2.deferred_runtime_asserts().contains(Expr()));
   EXPECT_EQ(env2.deferred_runtime_asserts().at(Expr())[0].expr, Eq(t, Int(2)));
@@ -386,7 +387,7 @@ TEST(ShapeEnvTest, CachesAreKeyedOnTheVersion) {
   Expr u = env.CreateUnbacked();
   EXPECT_EQ(Static(env, Gt(u, Int(4))), "unknown");
   int64_t before = env.version();
-  ASSERT_TRUE(env.ExpectTrue(Gt(u, Int(4))).ok());
+  ASSERT_OK(env.ExpectTrue(Gt(u, Int(4))));
   EXPECT_GT(env.version(), before);
   EXPECT_EQ(Static(env, Gt(u, Int(4))), "true");  // not the stale answer
 }
@@ -417,8 +418,7 @@ TEST(ShapeEnvTest, ReplacementsAreResolvedTransitively) {
 TEST(ShapeEnvTest, ModOfAnUnbackedMultipleIntroducesAFreshSymbol) {
   ShapeEnv env;
   Expr u0 = env.CreateUnbacked();
-  ASSERT_TRUE(
-      env.ExpectTrue(Eq(Ok(PythonMod(Mul(Int(6), u0), Int(8))), Int(0))).ok());
+  ASSERT_OK(env.ExpectTrue(Eq(Ok(PythonMod(Mul(Int(6), u0), Int(8))), Int(0))));
   EXPECT_EQ(Str(env.Replace(u0)), "4*u1");  // 6*u0 % 8 == 0  <=>  4 | u0
 }
 
@@ -432,9 +432,8 @@ TEST(ShapeEnvTest, CongruenceReduction) {
   Expr s = Symbol("s", SymbolType::kInt, {.positive = true});
   std::vector<Congruence> cs = {
       {s, 2, 2}, {s, 2, 8}, {s, 2, 4}, {s, 1, 2}, {Add(s, Int(32)), 16, 4}};
-  absl::StatusOr<Expr> r = ReduceCongruences(s, cs);
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(Str(*r), "Eq(Mod(s + 32, 64), 0)");
+  ASSERT_OK_AND_ASSIGN(Expr r, ReduceCongruences(s, cs));
+  EXPECT_EQ(Str(r), "Eq(Mod(s + 32, 64), 0)");
   // Every s in [0, 4096) satisfies all of them exactly when it satisfies r.
   for (int64_t v = 0; v < 4096; ++v) {
     bool all = (v / 2) % 2 == 0 && v % 2 == 0 && (v / 2) % 8 == 0 &&
@@ -457,8 +456,8 @@ namespace {
 TEST(ShapeEnvDeclareTest, HintedSymbolsAreBackedSizesUnhintedAreUnbacked) {
   ShapeEnv env;
   Expr s0 = DefaultSymbol("s0"), s1 = DefaultSymbol("s1");
-  ASSERT_TRUE(env.DeclareSymbol(s0, Value::Int(8), Source::Size(0, 0)).ok());
-  ASSERT_TRUE(env.DeclareSymbol(s1, std::nullopt, Source::Size(0, 1)).ok());
+  ASSERT_OK(env.DeclareSymbol(s0, Value::Int(8), Source::Size(0, 0)));
+  ASSERT_OK(env.DeclareSymbol(s1, std::nullopt, Source::Size(0, 1)));
   EXPECT_EQ(env.HintOf(s0)->i, 8);
   EXPECT_FALSE(env.IsUnbacked(s0));
   EXPECT_TRUE(env.IsUnbacked(s1));
@@ -470,22 +469,22 @@ TEST(ShapeEnvDeclareTest, HintedSymbolsAreBackedSizesUnhintedAreUnbacked) {
 TEST(ShapeEnvDeclareTest, ZeroOneHintsSpecialize) {
   ShapeEnv env;
   Expr s0 = DefaultSymbol("s0"), s1 = DefaultSymbol("s1");
-  ASSERT_TRUE(env.DeclareSymbol(s0, Value::Int(1), Source::Size(0, 0)).ok());
-  ASSERT_TRUE(env.DeclareSymbol(s1, Value::Int(0), Source::Size(0, 1)).ok());
+  ASSERT_OK(env.DeclareSymbol(s0, Value::Int(1), Source::Size(0, 0)));
+  ASSERT_OK(env.DeclareSymbol(s1, Value::Int(0), Source::Size(0, 1)));
   EXPECT_EQ(env.Simplify(Add(s0, Int(2))), Int(3));
   EXPECT_EQ(env.Simplify(s1), Int(0));
   EXPECT_EQ(env.RangeOf(s0).ToString(), "[1, 1]");
   ShapeEnvSettings settings;
   settings.specialize_zero_one = false;
   ShapeEnv plain(settings);
-  ASSERT_TRUE(plain.DeclareSymbol(s0, Value::Int(1), Source::Size(0, 0)).ok());
+  ASSERT_OK(plain.DeclareSymbol(s0, Value::Int(1), Source::Size(0, 0)));
   EXPECT_EQ(plain.Simplify(s0), s0);
 }
 
 TEST(ShapeEnvDeclareTest, Errors) {
   ShapeEnv env;
   Expr s0 = DefaultSymbol("s0");
-  ASSERT_TRUE(env.DeclareSymbol(s0, Value::Int(8), Source::Size(0, 0)).ok());
+  ASSERT_OK(env.DeclareSymbol(s0, Value::Int(8), Source::Size(0, 0)));
   absl::Status again = env.DeclareSymbol(s0, Value::Int(8), Source::Size(0, 0));
   EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(again.message(), "s0 is already declared");

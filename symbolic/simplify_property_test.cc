@@ -26,6 +26,7 @@
 #include "symbolic/printer.h"
 #include "symbolic/simplify.h"
 #include "symbolic/value_ranges.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::symbolic {
 namespace {
@@ -342,7 +343,7 @@ TEST(SimplifyPropertyTest, SimplifiedExpressionsEvaluateLikeTheOriginal) {
           << simplified.status();
       std::string text = ToString(*built, PrintStyle::kParseable);
       absl::StatusOr<Expr> reparsed = ParseExpr(text, pool_symbols);
-      ASSERT_TRUE(reparsed.ok()) << text << ": " << reparsed.status();
+      ASSERT_OK(reparsed) << text;
       ASSERT_EQ(*reparsed, *built) << text;
     }
     if (built.ok() && simplified.ok() && *simplified != *built) ++rewritten;

@@ -7,12 +7,13 @@
 #include "symbolic/expr.h"
 #include "symbolic/printer.h"
 #include "symbolic/value_ranges.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::symbolic {
 namespace {
 
 Expr Ok(absl::StatusOr<Expr> e) {
-  EXPECT_TRUE(e.ok()) << e.status();
+  EXPECT_OK(e);
   return e.ok() ? *e : Int(0);
 }
 
@@ -144,7 +145,8 @@ TEST(SimplifyTest, IndexRulesAreExactOnEveryPointOfSmallDomains) {
               Assignment values = {{i0, Value::Int(a)}, {i1, Value::Int(b)}};
               auto want = Evaluate(e, values),
                    got = Evaluate(simplified, values);
-              ASSERT_TRUE(want.ok() && got.ok());
+              ASSERT_OK(want);
+              ASSERT_OK(got);
               ASSERT_EQ(want->i, got->i)
                   << ToString(e) << " -> " << ToString(simplified)
                   << " at i0=" << a << " i1=" << b;

@@ -4,12 +4,13 @@
 
 #include "gtest/gtest.h"
 #include "symbolic/expr.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe::symbolic {
 namespace {
 
 Expr Ok(absl::StatusOr<Expr> e) {
-  EXPECT_TRUE(e.ok()) << e.status();
+  EXPECT_OK(e);
   return e.ok() ? *e : Int(0);
 }
 

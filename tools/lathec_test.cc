@@ -19,23 +19,16 @@
 #include "gtest/gtest.h"
 #include "runtime/npy.h"
 #include "runtime/tensor.h"
+#include "tools/testing/runfiles.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe {
 namespace {
 
+using ::lathe::testing::RunfilePath;
+using ::lathe::testing::TestTmpPath;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-std::string Runfile(const std::string& path) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* ws = std::getenv("TEST_WORKSPACE");
-  return absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "lathe", "/", path);
-}
-
-std::string Tmp(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(tmp ? tmp : "/tmp", "/", name);
-}
 
 struct Result {
   int status;
@@ -43,7 +36,7 @@ struct Result {
 };
 
 Result Lathec(const std::vector<std::string>& args) {
-  std::string cmd = Runfile("tools/lathec");
+  std::string cmd = RunfilePath("tools/lathec");
   for (const std::string& a : args) absl::StrAppend(&cmd, " '", a, "'");
   absl::StrAppend(&cmd, " 2>&1");
   FILE* pipe = popen(cmd.c_str(), "r");
@@ -56,8 +49,8 @@ Result Lathec(const std::vector<std::string>& args) {
 }
 
 std::string Save(const std::string& name, const Tensor& t) {
-  std::string path = Tmp(name);
-  EXPECT_TRUE(WriteNpy(path, t).ok());
+  std::string path = TestTmpPath(name);
+  EXPECT_OK(WriteNpy(path, t));
   return path;
 }
 
@@ -77,8 +70,8 @@ TEST(LathecTest, RunWritesOutputsAndMutatedInputs) {
   std::string param = Save("param.npy", Filled({16, 32}, 1.0));
   std::string grad = Save("grad.npy", Filled({16, 32}, 2.0));
   std::string lr = Save("lr.npy", Filled({}, 0.25, DType::kFloat64));
-  std::string out = Tmp("sgd_out");
-  Result r = Lathec({"run", Runfile("ir/testdata/graphs/09_sgd_step.txt"),
+  std::string out = TestTmpPath("sgd_out");
+  Result r = Lathec({"run", RunfilePath("ir/testdata/graphs/09_sgd_step.txt"),
                      "--input", "param=" + param, "--input", "grad=" + grad,
                      "--input", "lr=" + lr, "--out", out});
   ASSERT_EQ(r.status, 0) << r.output;
@@ -94,7 +87,7 @@ TEST(LathecTest, RunWritesOutputsAndMutatedInputs) {
 }
 
 std::string WriteText(const std::string& name, const std::string& text) {
-  std::string path = Tmp(name);
+  std::string path = TestTmpPath(name);
   std::ofstream(path) << text;
   return path;
 }
@@ -116,7 +109,7 @@ def forward(self, a: "f32[2, 3][3, 1]cpu"):
 )");
   Tensor a = *Tensor::Empty({2, 3}, DType::kFloat32);
   for (int i = 0; i < 6; ++i) a.data<float>()[i] = static_cast<float>(i);
-  std::string out = Tmp("plan_out"), dump = Tmp("plan_dump");
+  std::string out = TestTmpPath("plan_out"), dump = TestTmpPath("plan_dump");
   Result r = Lathec({"run", graph, "--input", "a=" + Save("pa.npy", a), "--out",
                      out, "--dump-dir", dump});
   ASSERT_EQ(r.status, 0) << r.output;
@@ -148,7 +141,7 @@ def forward(self, x: "f32[3][1]cpu", y: "f32[3][1]cpu"):
   std::string a = Save("xa.npy", Filled({3}, 2.0));
   std::string b = Save("xb.npy", Filled({3}, -1.0));
   std::string y = Save("py.npy", Filled({3}, 4.0));
-  std::string out = Tmp("pair_out"), dump = Tmp("pair_dump");
+  std::string out = TestTmpPath("pair_out"), dump = TestTmpPath("pair_dump");
   Result r = Lathec({"run", graph, "--input", "x_a=" + a, "--input", "x_b=" + b,
                      "--input", "y=" + y, "--out", out, "--dump-dir", dump});
   ASSERT_EQ(r.status, 0) << r.output;
@@ -157,17 +150,18 @@ def forward(self, x: "f32[3][1]cpu", y: "f32[3][1]cpu"):
   EXPECT_THAT(ReadText(dump + "/subclass_wrapper_plan.cc"),
               HasSubstr("args[0].composite->type != type_pair"));
   Result missing = Lathec({"run", graph, "--input", "x_a=" + a, "--input",
-                           "y=" + y, "--out", Tmp("pair_missing")});
+                           "y=" + y, "--out", TestTmpPath("pair_missing")});
   EXPECT_EQ(missing.status, 1);
   EXPECT_EQ(missing.output, "lathec: missing input 'x_b'\n");
-  Result mismatched = Lathec({"run", graph, "--input", "x_a=" + a, "--input",
-                              "x_b=" + Save("xb2.npy", Filled({2}, 1.0)),
-                              "--input", "y=" + y, "--out", Tmp("pair_bad")});
+  Result mismatched =
+      Lathec({"run", graph, "--input", "x_a=" + a, "--input",
+              "x_b=" + Save("xb2.npy", Filled({2}, 1.0)), "--input", "y=" + y,
+              "--out", TestTmpPath("pair_bad")});
   EXPECT_EQ(mismatched.status, 1);
   EXPECT_EQ(mismatched.output,
             "lathec: input 'x': pair: inner 'b' is f32[2][1]cpu, not of the "
             "outer sizes [3]\n");
-  EXPECT_FALSE(Exists(Tmp("pair_bad")));
+  EXPECT_FALSE(Exists(TestTmpPath("pair_bad")));
 }
 
 // A dynamic nested composite without a hint: its first inner tensor
@@ -182,7 +176,8 @@ def forward(self, x: "f32[s0][1]cpu"):
     neg = torch.ops.aten.neg.default(slice_1)
     return (neg,)
 )");
-  std::vector<std::string> args = {"run", graph, "--out", Tmp("nested_out")};
+  std::vector<std::string> args = {"run", graph, "--out",
+                                   TestTmpPath("nested_out")};
   for (const char* leaf : {"x_a_a", "x_a_b", "x_b_a", "x_b_b"}) {
     args.push_back("--input");
     args.push_back(absl::StrCat(
@@ -190,7 +185,7 @@ def forward(self, x: "f32[s0][1]cpu"):
   }
   Result r = Lathec(args);
   ASSERT_EQ(r.status, 0) << r.output;
-  Tensor t = *ReadNpy(Tmp("nested_out") + "/out0_b_a.npy");
+  Tensor t = *ReadNpy(TestTmpPath("nested_out") + "/out0_b_a.npy");
   EXPECT_EQ(t.ToString(), "f32[3][1]cpu");
   EXPECT_EQ(t.GetDouble({2}), -2.0);
 }
@@ -206,7 +201,7 @@ def forward(self, a: "f32[3][1]cpu", b: "f32[3][1]cpu"):
 )");
   std::string x = Save("sx.npy", Filled({3}, 1.0));
   Result r = Lathec({"run", graph, "--input", "a=" + x, "--input", "b=" + x,
-                     "--out", Tmp("set_out")});
+                     "--out", TestTmpPath("set_out")});
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.output, absl::StrCat("lathec: ", graph,
                                    ": Encountered a set_ on a graph input "
@@ -215,20 +210,20 @@ def forward(self, a: "f32[3][1]cpu", b: "f32[3][1]cpu"):
                                    "(requires_grad=True, mutations under "
                                    "no_grad=False, hidden from "
                                    "autograd=False)\n"));
-  EXPECT_FALSE(Exists(Tmp("set_out")));
+  EXPECT_FALSE(Exists(TestTmpPath("set_out")));
 }
 
 TEST(LathecTest, ReplaysSeveralInputSets) {
   for (int k = 0; k < 2; ++k) {
-    std::string dir = Tmp(absl::StrCat("set", k));
+    std::string dir = TestTmpPath(absl::StrCat("set", k));
     mkdir(dir.c_str(), 0755);
-    ASSERT_TRUE(WriteNpy(dir + "/x.npy", Filled({3 + 2 * k, 16}, 1.0)).ok());
-    ASSERT_TRUE(WriteNpy(dir + "/w.npy", Filled({16, 32}, -0.5 + k)).ok());
+    ASSERT_OK(WriteNpy(dir + "/x.npy", Filled({3 + 2 * k, 16}, 1.0)));
+    ASSERT_OK(WriteNpy(dir + "/w.npy", Filled({16, 32}, -0.5 + k)));
   }
-  std::string out = Tmp("replay_out");
-  Result r =
-      Lathec({"run", Runfile("ir/testdata/graphs/02_mlp_dynamic.txt"),
-              "--inputs", Tmp("set0"), "--inputs", Tmp("set1"), "--out", out});
+  std::string out = TestTmpPath("replay_out");
+  Result r = Lathec(
+      {"run", RunfilePath("ir/testdata/graphs/02_mlp_dynamic.txt"), "--inputs",
+       TestTmpPath("set0"), "--inputs", TestTmpPath("set1"), "--out", out});
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, StartsWith("compiles=1\n"));
   Tensor a = *ReadNpy(out + "/0/out0.npy"), b = *ReadNpy(out + "/1/out0.npy");
@@ -244,46 +239,49 @@ TEST(LathecTest, ReplaysSeveralInputSets) {
 // it. The other order fails the first compile's `2 <= size` guard.
 TEST(LathecTest, ReplaysSpecializeSizesOfOneAndRecompile) {
   for (int64_t rows : {1, 5}) {
-    std::string dir = Tmp(absl::StrCat("rows", rows));
+    std::string dir = TestTmpPath(absl::StrCat("rows", rows));
     mkdir(dir.c_str(), 0755);
-    ASSERT_TRUE(WriteNpy(dir + "/x.npy", Filled({rows, 16}, 1.0)).ok());
-    ASSERT_TRUE(WriteNpy(dir + "/w.npy", Filled({16, 32}, 0.5)).ok());
+    ASSERT_OK(WriteNpy(dir + "/x.npy", Filled({rows, 16}, 1.0)));
+    ASSERT_OK(WriteNpy(dir + "/w.npy", Filled({16, 32}, 0.5)));
   }
-  std::string graph = Runfile("ir/testdata/graphs/02_mlp_dynamic.txt");
-  Result r =
-      Lathec({"run", graph, "--inputs", Tmp("rows1"), "--inputs", Tmp("rows5"),
-              "--inputs", Tmp("rows1"), "--out", Tmp("rows_out")});
+  std::string graph = RunfilePath("ir/testdata/graphs/02_mlp_dynamic.txt");
+  Result r = Lathec({"run", graph, "--inputs", TestTmpPath("rows1"), "--inputs",
+                     TestTmpPath("rows5"), "--inputs", TestTmpPath("rows1"),
+                     "--out", TestTmpPath("rows_out")});
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output,
               StartsWith(absl::StrCat(
-                  "compiles=2\nrecompile 1 for input set 1 (", Tmp("rows5"),
-                  "): guard failed: x.size(0) == 1\n")));
-  EXPECT_EQ(ReadNpy(Tmp("rows_out") + "/1/out0.npy")->ToString(),
+                  "compiles=2\nrecompile 1 for input set 1 (",
+                  TestTmpPath("rows5"), "): guard failed: x.size(0) == 1\n")));
+  EXPECT_EQ(ReadNpy(TestTmpPath("rows_out") + "/1/out0.npy")->ToString(),
             "f32[5, 32][32, 1]cpu");
-  EXPECT_EQ(ReadNpy(Tmp("rows_out") + "/2/out0.npy")->GetDouble({0, 0}), 8.0);
-  Result back = Lathec({"run", graph, "--inputs", Tmp("rows5"), "--inputs",
-                        Tmp("rows1"), "--out", Tmp("rows_out2")});
+  EXPECT_EQ(ReadNpy(TestTmpPath("rows_out") + "/2/out0.npy")->GetDouble({0, 0}),
+            8.0);
+  Result back =
+      Lathec({"run", graph, "--inputs", TestTmpPath("rows5"), "--inputs",
+              TestTmpPath("rows1"), "--out", TestTmpPath("rows_out2")});
   ASSERT_EQ(back.status, 0) << back.output;
   EXPECT_THAT(back.output,
               StartsWith(absl::StrCat(
-                  "compiles=2\nrecompile 1 for input set 1 (", Tmp("rows1"),
-                  "): guard failed: 2 <= x.size(0)\n")));
+                  "compiles=2\nrecompile 1 for input set 1 (",
+                  TestTmpPath("rows1"), "): guard failed: 2 <= x.size(0)\n")));
 }
 
 // A dynamic graph without hint directives compiles with the first input
 // set's sizes as hints, and replays other sizes through the same plan.
 TEST(LathecTest, DynamicGraphsTakeTheirHintsFromTheFirstInputs) {
   for (int k = 0; k < 2; ++k) {
-    std::string dir = Tmp(absl::StrCat("floordiv", k));
+    std::string dir = TestTmpPath(absl::StrCat("floordiv", k));
     mkdir(dir.c_str(), 0755);
     Tensor x = *Tensor::Empty({6 + 4 * k, 8}, DType::kFloat32);
     for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = i;
-    ASSERT_TRUE(WriteNpy(dir + "/x.npy", x).ok());
+    ASSERT_OK(WriteNpy(dir + "/x.npy", x));
   }
-  std::string out = Tmp("floordiv_out");
-  Result r = Lathec(
-      {"run", Runfile("ir/testdata/graphs/14_dynamic_floordiv.txt"), "--inputs",
-       Tmp("floordiv0"), "--inputs", Tmp("floordiv1"), "--out", out});
+  std::string out = TestTmpPath("floordiv_out");
+  Result r =
+      Lathec({"run", RunfilePath("ir/testdata/graphs/14_dynamic_floordiv.txt"),
+              "--inputs", TestTmpPath("floordiv0"), "--inputs",
+              TestTmpPath("floordiv1"), "--out", out});
   ASSERT_EQ(r.status, 0) << r.output;
   Tensor a = *ReadNpy(out + "/0/out0.npy"), b = *ReadNpy(out + "/1/out0.npy");
   EXPECT_EQ(a.ToString(), "f32[3, 8][8, 1]cpu");  // x[: s0 // 2]
@@ -293,17 +291,17 @@ TEST(LathecTest, DynamicGraphsTakeTheirHintsFromTheFirstInputs) {
 
 TEST(LathecTest, ConstantsAreGivenLikeInputs) {
   std::string graph =
-      Runfile("ir/testdata/graphs/21_constant_and_bare_return.txt");
+      RunfilePath("ir/testdata/graphs/21_constant_and_bare_return.txt");
   std::string x = Save("cx.npy", Filled({3}, 1.0));
   std::string c = Save("c.npy", Filled({3}, 2.5));
-  std::string out = Tmp("const_out");
+  std::string out = TestTmpPath("const_out");
   Result r = Lathec({"run", graph, "--input", "x=" + x, "--input",
                      "_tensor_constant0=" + c, "--out", out});
   ASSERT_EQ(r.status, 0) << r.output;
   Tensor t = *ReadNpy(out + "/out0.npy");
   EXPECT_EQ(t.GetDouble({2}), 3.5);
-  Result missing = Lathec(
-      {"run", graph, "--input", "x=" + x, "--out", Tmp("const_missing")});
+  Result missing = Lathec({"run", graph, "--input", "x=" + x, "--out",
+                           TestTmpPath("const_missing")});
   EXPECT_EQ(missing.status, 1);
   EXPECT_EQ(
       missing.output,
@@ -312,25 +310,25 @@ TEST(LathecTest, ConstantsAreGivenLikeInputs) {
   Result wrong =
       Lathec({"run", graph, "--input", "x=" + x, "--input",
               "_tensor_constant0=" + Save("c2.npy", Filled({2}, 1.0)), "--out",
-              Tmp("const_wrong")});
+              TestTmpPath("const_wrong")});
   EXPECT_EQ(wrong.status, 1);
   EXPECT_EQ(
       wrong.output,
       "lathec: constant 'self._tensor_constant0' size(0): expected 3, got 2\n");
-  EXPECT_FALSE(Exists(Tmp("const_wrong")));
+  EXPECT_FALSE(Exists(TestTmpPath("const_wrong")));
 }
 
 TEST(LathecTest, ErrorsAreOneLineAndWriteNothing) {
-  std::string graph = Runfile("ir/testdata/graphs/02_mlp_dynamic.txt");
+  std::string graph = RunfilePath("ir/testdata/graphs/02_mlp_dynamic.txt");
   std::string x = Save("x.npy", Filled({3, 16}, 1.0));
   std::string w = Save("w.npy", Filled({16, 32}, 1.0));
-  std::string bad_graph = Tmp("bad.txt");
+  std::string bad_graph = TestTmpPath("bad.txt");
   std::ofstream(bad_graph)
       << "def forward(self, x):\n    y = f(x\n    return (y,)\n";
-  std::string garbage = Tmp("garbage.npy");
+  std::string garbage = TestTmpPath("garbage.npy");
   std::ofstream(garbage) << "not a numpy file";
   std::string f64 = Save("x64.npy", Filled({3, 16}, 1.0, DType::kFloat64));
-  std::string out = Tmp("never_written");
+  std::string out = TestTmpPath("never_written");
   struct Case {
     std::vector<std::string> args;
     int status;
@@ -356,7 +354,7 @@ TEST(LathecTest, ErrorsAreOneLineAndWriteNothing) {
       {{"run", bad_graph, "--input", "x=" + x, "--out", out},
        1,
        "bad.txt: line 2:12: expected ',' or ')' after an argument"},
-      {{"run", Tmp("missing.txt"), "--out", out},
+      {{"run", TestTmpPath("missing.txt"), "--out", out},
        1,
        "missing.txt: cannot open"},
       {{"run", graph, "--input", "x=" + x, "--input", "w=" + w},
@@ -408,10 +406,10 @@ TEST(LathecTest, ErrorsAreOneLineAndWriteNothing) {
   }
   std::string lr = Save("lr2.npy", Filled({2}, 0.25, DType::kFloat64));
   Result scalar =
-      Lathec({"run", Runfile("ir/testdata/graphs/09_sgd_step.txt"), "--input",
-              "param=" + Save("p.npy", Filled({16, 32}, 1.0)), "--input",
-              "grad=" + Save("g.npy", Filled({16, 32}, 1.0)), "--input",
-              "lr=" + lr, "--out", out});
+      Lathec({"run", RunfilePath("ir/testdata/graphs/09_sgd_step.txt"),
+              "--input", "param=" + Save("p.npy", Filled({16, 32}, 1.0)),
+              "--input", "grad=" + Save("g.npy", Filled({16, 32}, 1.0)),
+              "--input", "lr=" + lr, "--out", out});
   EXPECT_THAT(scalar.output,
               HasSubstr("input 'lr' is a scalar and needs a 0-d .npy"));
   EXPECT_FALSE(Exists(out));
@@ -438,7 +436,7 @@ std::vector<std::string> List(const std::string& dir) {
 }
 
 std::string Fresh(const std::string& name) {
-  std::string dir = Tmp(name);
+  std::string dir = TestTmpPath(name);
   std::system(absl::StrCat("rm -rf '", dir, "'").c_str());
   mkdir(dir.c_str(), 0755);
   return dir;
@@ -505,7 +503,7 @@ TEST(LathecHostileTest, MutatedInputsNeverCollideWithOutputs) {
 // not survive a new run.
 TEST(LathecHostileTest, PlantedSymlinksAndStaleFilesAreHarmless) {
   std::string dir = Fresh("planted");
-  std::string graph = Runfile("ir/testdata/graphs/09_sgd_step.txt");
+  std::string graph = RunfilePath("ir/testdata/graphs/09_sgd_step.txt");
   std::vector<std::string> args = {
       "run",
       graph,
@@ -543,7 +541,7 @@ TEST(LathecHostileTest, AForeignOutDirectoryIsRefused) {
   std::string dir = Fresh("foreign");
   std::ofstream(dir + "/notes.txt") << "mine";
   Result r = Lathec(
-      {"run", Runfile("ir/testdata/graphs/01_mlp.txt"), "--input",
+      {"run", RunfilePath("ir/testdata/graphs/01_mlp.txt"), "--input",
        "x=" + Save("foreign_x.npy", Filled({8, 16}, 1.0)), "--input",
        "w1=" + Save("foreign_w1.npy", Filled({16, 32}, 1.0)), "--input",
        "b1=" + Save("foreign_b1.npy", Filled({32}, 1.0)), "--input",
@@ -622,7 +620,7 @@ TEST(LathecHostileTest, ConcurrentRunsIntoOneOutDoNotMix) {
     std::string x =
         Save(absl::StrCat("concurrent/x", k, ".npy"), Filled({64}, 1.0 + k));
     std::string cmd =
-        absl::StrCat(Runfile("tools/lathec"), " run '", graph,
+        absl::StrCat(RunfilePath("tools/lathec"), " run '", graph,
                      "' --input 'x=", x, "' --out '", dir, "/out' 2>&1");
     runs.push_back(popen(cmd.c_str(), "r"));
   }
@@ -643,7 +641,7 @@ TEST(LathecHostileTest, ConcurrentRunsIntoOneOutDoNotMix) {
 // larger than the limit, and an output past --max-memory are one line each.
 TEST(LathecHostileTest, UnboundedWorkIsRefused) {
   std::string dir = Fresh("unbounded");
-  std::string graph = Runfile("ir/testdata/graphs/02_mlp_dynamic.txt");
+  std::string graph = RunfilePath("ir/testdata/graphs/02_mlp_dynamic.txt");
   std::string w = Save("unbounded/w.npy", Filled({16, 32}, 1.0));
   Result zero = Lathec({"run", graph, "--input", "x=/dev/zero", "--input",
                         "w=" + w, "--max-memory", "1M", "--out", dir + "/out"});
@@ -705,9 +703,9 @@ TEST(LathecHostileTest, InputsAreReadOnceSoPipesWork) {
   std::string x = Save("pipes/x.npy", Filled({3, 16}, 1.0));
   std::string w = Save("pipes/w.npy", Filled({16, 32}, 0.5));
   std::string cmd = absl::StrCat(
-      "bash -c \"", Runfile("tools/lathec"), " run ",
-      Runfile("ir/testdata/graphs/02_mlp_dynamic.txt"), " --input x=<(cat ", x,
-      ") --input w=<(cat ", w, ") --out ", dir, "/out\" 2>&1");
+      "bash -c \"", RunfilePath("tools/lathec"), " run ",
+      RunfilePath("ir/testdata/graphs/02_mlp_dynamic.txt"), " --input x=<(cat ",
+      x, ") --input w=<(cat ", w, ") --out ", dir, "/out\" 2>&1");
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string out;
   char buf[512];

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "status_macros.h"
+#include "tools/testing/runfiles.h"
 
 extern char** environ;
 
@@ -32,8 +33,7 @@ bool IsExecutable(const std::string& path) {
 class TempFile {
  public:
   static absl::StatusOr<TempFile> Create(absl::string_view contents) {
-    const char* dir = std::getenv("TEST_TMPDIR");
-    std::string path = absl::StrCat(dir ? dir : "/tmp", "/filecheck.XXXXXX");
+    std::string path = TestTmpPath("filecheck.XXXXXX");
     int fd = mkstemp(path.data());
     if (fd < 0) {
       return absl::InternalError(
@@ -72,14 +72,12 @@ class TempFile {
 
 absl::StatusOr<std::string> FileCheckPath() {
   if (const char* env = std::getenv("LATHE_FILECHECK")) return std::string(env);
-  std::vector<std::string> candidates;
-  if (const char* srcdir = std::getenv("TEST_SRCDIR")) {
-    candidates.push_back(absl::StrCat(srcdir, "/llvm_filecheck/FileCheck"));
-    if (const char* ws = std::getenv("TEST_WORKSPACE")) {
-      candidates.push_back(
-          absl::StrCat(srcdir, "/", ws, "/external/llvm_filecheck/FileCheck"));
-    }
-  }
+  // The external repository's own runfiles directory, else its legacy place
+  // under the workspace's (--legacy_external_runfiles).
+  std::string candidates[] = {
+      ExternalRunfilePath("llvm_filecheck", "FileCheck"),
+      RunfilePath("external/llvm_filecheck/FileCheck"),
+  };
   for (const std::string& path : candidates) {
     if (IsExecutable(path)) return path;
   }

@@ -10,10 +10,22 @@
 
 namespace lathe::testing {
 
+namespace {
+
+const char* EnvOr(const char* name, const char* fallback) {
+  const char* value = std::getenv(name);
+  return value ? value : fallback;
+}
+
+}  // namespace
+
 std::string RunfilePath(absl::string_view path) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* ws = std::getenv("TEST_WORKSPACE");
-  return absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "lathe", "/", path);
+  return ExternalRunfilePath(EnvOr("TEST_WORKSPACE", "lathe"), path);
+}
+
+std::string ExternalRunfilePath(absl::string_view repo,
+                                absl::string_view path) {
+  return absl::StrCat(EnvOr("TEST_SRCDIR", "."), "/", repo, "/", path);
 }
 
 absl::StatusOr<std::string> ReadRunfile(absl::string_view path) {
@@ -28,8 +40,7 @@ absl::StatusOr<std::string> ReadRunfile(absl::string_view path) {
 }
 
 std::string TestTmpPath(absl::string_view name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(tmp ? tmp : "/tmp", "/", name);
+  return absl::StrCat(EnvOr("TEST_TMPDIR", "/tmp"), "/", name);
 }
 
 }  // namespace lathe::testing

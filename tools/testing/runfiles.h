@@ -25,6 +25,10 @@ namespace lathe::testing {
 // The absolute path of workspace-relative `path` in the test's runfiles.
 std::string RunfilePath(absl::string_view path);
 
+// The absolute path of `path` in external repository `repo`'s runfiles
+// ($TEST_SRCDIR/`repo`/`path`), e.g. a tool from an http_archive.
+std::string ExternalRunfilePath(absl::string_view repo, absl::string_view path);
+
 // The contents of runfile `path`; NotFound naming it when it cannot be read.
 absl::StatusOr<std::string> ReadRunfile(absl::string_view path);
 

@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,15 +24,14 @@
 #include "gtest/gtest.h"
 #include "runtime/npy.h"
 #include "runtime/tensor.h"
+#include "tools/testing/runfiles.h"
+#include "tools/testing/status_matchers.h"
 
 namespace lathe {
 namespace {
 
-std::string Runfile(const std::string& path) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* ws = std::getenv("TEST_WORKSPACE");
-  return absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "lathe", "/", path);
-}
+using ::lathe::testing::RunfilePath;
+using ::lathe::testing::TestTmpPath;
 
 std::vector<std::string> Entries(const std::string& dir) {
   std::vector<std::string> out;
@@ -123,7 +121,7 @@ Result RunCommand(const std::string& cmd) {
 // empty) with `extra` arguments; the number whose files match eager.
 int RunCases(const std::vector<std::string>& modes, const std::string& extra,
              std::map<std::string, int>* per_mode, size_t* total) {
-  std::string root = Runfile("ir/testdata/torch_corpus");
+  std::string root = RunfilePath("ir/testdata/torch_corpus");
   std::vector<std::string> cases;
   for (const std::string& e : Entries(root)) {
     if (!IsDir(absl::StrCat(root, "/", e))) continue;
@@ -135,14 +133,13 @@ int RunCases(const std::vector<std::string>& modes, const std::string& extra,
     cases.push_back(e);
   }
   *total = cases.size();
-  const char* tmp = std::getenv("TEST_TMPDIR");
   int passed = 0;
   for (const std::string& c : cases) {
     SCOPED_TRACE(c);
     std::string dir = absl::StrCat(root, "/", c);
-    std::string out = absl::StrCat(tmp ? tmp : "/tmp", "/corpus_", c);
-    Result r = RunCommand(absl::StrCat(Runfile("tools/lathec"), " run '", dir,
-                                       "/graph.txt' --inputs '", dir,
+    std::string out = TestTmpPath(absl::StrCat("corpus_", c));
+    Result r = RunCommand(absl::StrCat(RunfilePath("tools/lathec"), " run '",
+                                       dir, "/graph.txt' --inputs '", dir,
                                        "/inputs' --out '", out, "'", extra));
     if (r.status != 0) {
       ADD_FAILURE() << c << extra << ": " << r.output;
@@ -156,7 +153,7 @@ int RunCases(const std::vector<std::string>& modes, const std::string& extra,
     for (const std::string& f : want) {
       absl::StatusOr<Tensor> w = ReadNpy(absl::StrCat(dir, "/expected/", f));
       absl::StatusOr<Tensor> g = ReadNpy(absl::StrCat(out, "/0/", f));
-      EXPECT_TRUE(w.ok()) << w.status();
+      EXPECT_OK(w);
       if (!w.ok() || !g.ok()) {
         ok = false;
         continue;
