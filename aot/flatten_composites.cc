@@ -13,6 +13,7 @@
 #include "ir/alias_info.h"
 #include "ir/eval_call.h"
 #include "ir/interpreter.h"
+#include "ir/known_ops.h"
 #include "ir/op_registry.h"
 #include "ir/shape_prop.h"
 #include "runtime/composite.h"
@@ -150,8 +151,7 @@ class Flattener {
       ASSIGN_OR_RETURN(Node * clone, Clone(n, args));
       return Value{clone, nullptr, {}};
     }
-    if (ir::MutatesMetadata(n->target()) ||
-        n->target() == "aten.set_.source_Tensor") {
+    if (ir::MutatesMetadata(*n) || n->op() == ir::Known().set_) {
       return absl::InvalidArgumentError(absl::StrCat(
           "node '", n->name(),
           "': Metadata mutations are currently not allowed on tensor "
@@ -193,7 +193,7 @@ class Flattener {
         ASSIGN_OR_RETURN(Value data, Apply(n, on_data));
         return Value{nullptr, type, {std::move(data), self.inner[1]}};
       }
-      if (self.type == type && n->target() == "aten.mul.Tensor" &&
+      if (self.type == type && n->op() == ir::Known().mul &&
           n->args().size() == 2 && n->args()[1].kind != Arg::Kind::kNode) {
         ASSIGN_OR_RETURN(
             Node * scale,

@@ -17,6 +17,7 @@
 #include "ir/eval_call.h"
 #include "ir/infer_meta.h"
 #include "ir/interpreter.h"
+#include "ir/known_ops.h"
 #include "ir/op_registry.h"
 #include "status_macros.h"
 #include "symbolic/printer.h"
@@ -100,7 +101,7 @@ class Functionalizer {
       if (n->kind() != Node::Kind::kCall) continue;
       if (view && handles_.contains(Resolve(source))) {
         Handle h = handles_[Resolve(source)];  // what the source means now
-        if (n->target() == "aten.as_strided.default" && Version(h.base) > 0) {
+        if (n->op() == ir::Known().as_strided && Version(h.base) > 0) {
           // Storage-relative: it views the base's current value.
           n->ReplaceInput(n->args()[0].node, Current(h.base));
           stale_.insert(n);
@@ -188,7 +189,7 @@ class Functionalizer {
           replayed_[lkey] = replayed_list;
         }
         args[0] = Arg::Of(replayed_list);
-      } else if (v->target() == "aten.as_strided.default") {
+      } else if (v->op() == ir::Known().as_strided) {
         args[0] =
             Arg::Of(Current(h.base));  // storage-relative: applied to the base
       } else {
@@ -235,7 +236,8 @@ class Functionalizer {
       return graph_.InsertCall(at, target, std::move(args));
     };
     const std::vector<Arg>& a = v->args();
-    const std::string& t = v->target();
+    const ir::KnownOps& k = ir::Known();
+    const ir::OpDef* t = v->op();
     auto sizes_of = [&](Node* n) -> absl::StatusOr<Arg> {
       std::vector<Arg> items;
       if (n->meta().kind != ir::ValueMeta::Kind::kTensor) {
@@ -258,36 +260,28 @@ class Functionalizer {
       }
       return Arg::List(std::move(items));
     };
-    if (t == "aten.slice.Tensor") {
+    // slice, select, diagonal (as_strided addresses the storage: WriteBack
+    // scatters it into the base).
+    if (t != nullptr && !t->scatter.empty() && t != k.as_strided) {
       std::vector<Arg> args = {Arg::Of(src), Arg::Of(value)};
       for (size_t i = 1; i < a.size(); ++i) args.push_back(a[i]);
-      return make("aten.slice_scatter.default", args);
+      return make(t->scatter, args);
     }
-    if (t == "aten.select.int") {
-      return make("aten.select_scatter.default",
-                  {Arg::Of(src), Arg::Of(value), a[1], a[2]});
-    }
-    if (t == "aten.diagonal.default") {
-      std::vector<Arg> args = {Arg::Of(src), Arg::Of(value)};
-      for (size_t i = 1; i < a.size(); ++i) args.push_back(a[i]);
-      return make("aten.diagonal_scatter.default", args);
-    }
-    if (t == "aten.view.default" || t == "aten._unsafe_view.default" ||
-        t == "aten.reshape.default") {
+    if (t == k.view || t == k.unsafe_view || t == k.reshape) {
       ASSIGN_OR_RETURN(Arg sizes, sizes_of(source));
       return make("aten.view.default", {Arg::Of(value), sizes});
     }
-    if (t == "aten.t.default") return make("aten.t.default", {Arg::Of(value)});
-    if (t == "aten.transpose.int") {
+    if (t == k.t) return make("aten.t.default", {Arg::Of(value)});
+    if (t == k.transpose) {
       return make("aten.transpose.int", {Arg::Of(value), a[1], a[2]});
     }
-    if (t == "aten.alias.default" || t == "aten.detach.default") {
+    if (t == k.alias || t == k.detach) {
       return value;
     }
-    if (t == "aten.unsqueeze.default") {
+    if (t == k.unsqueeze) {
       return make("aten.squeeze.dim", {Arg::Of(value), a[1]});
     }
-    if (t == "aten.permute.default" && a[1].kind == Arg::Kind::kList) {
+    if (t == k.permute && a[1].kind == Arg::Kind::kList) {
       std::vector<Arg> inverse(a[1].list.size());
       for (size_t i = 0; i < a[1].list.size(); ++i) {
         int64_t d = a[1].list[i].i;
@@ -298,7 +292,7 @@ class Functionalizer {
                   {Arg::Of(value), Arg::List(std::move(inverse))});
     }
     return absl::UnimplementedError(absl::StrCat("writing through view '",
-                                                 v->name(), "' (", t,
+                                                 v->name(), "' (", v->target(),
                                                  ") is not supported yet"));
   }
 
@@ -313,7 +307,7 @@ class Functionalizer {
     auto int_arg = [&](size_t i, int64_t fallback) {
       return i < a.size() && a[i].kind == Arg::Kind::kInt ? a[i].i : fallback;
     };
-    if (list->target() == "aten.unbind.int") {
+    if (list->op() == ir::Known().unbind) {
       return make(
           "aten.select_scatter.default",
           {Arg::Of(src), Arg::Of(value), Arg::Int(int_arg(1, 0)), Arg::Int(k)});
@@ -328,11 +322,11 @@ class Functionalizer {
           "writing through '", element->name(), "' is not supported yet"));
     }
     int64_t start = 0;
-    if (list->target() == "aten.split.Tensor" && a.size() > 1 &&
+    if (list->op() == ir::Known().split && a.size() > 1 &&
         a[1].kind == Arg::Kind::kInt) {
       start = k * a[1].i;
-    } else if (list->target() == "aten.split_with_sizes.default" &&
-               a.size() > 1 && a[1].kind == Arg::Kind::kList) {
+    } else if (list->op() == ir::Known().split_with_sizes && a.size() > 1 &&
+               a[1].kind == Arg::Kind::kList) {
       for (int64_t j = 0; j < k; ++j) start += a[1].list[j].i;
     } else {
       return absl::UnimplementedError(absl::StrCat(
@@ -348,7 +342,7 @@ class Functionalizer {
       return absl::UnimplementedError(
           absl::StrCat("node '", n->name(), "': ", why));
     };
-    if (ir::MutatesMetadata(n->target())) return Restride(n);
+    if (ir::MutatesMetadata(*n)) return Restride(n);
     if (op->functional.empty()) {
       return unsupported(absl::StrCat(n->target(), " has no functional twin"));
     }
@@ -442,7 +436,7 @@ class Functionalizer {
         --i;  // the list op is undone too
         continue;
       }
-      if (v->target() == "aten.as_strided.default") {
+      if (v->op() == ir::Known().as_strided) {
         // as_strided addresses the storage, not its input: scatter straight
         // into the base (which owns the storage from offset 0).
         std::vector<Arg> args = {Arg::Of(Current(h.base)), Arg::Of(value)};
@@ -471,15 +465,15 @@ class Functionalizer {
   // t_ / transpose_ / unsqueeze_ / as_strided_: the tensor becomes a new view
   // of its storage; later reads of it read that view.
   absl::Status Restride(Node* n) {
-    static const auto* kViewOf =
-        new absl::flat_hash_map<std::string, std::string>{
-            {"aten.t_.default", "aten.t.default"},
-            {"aten.transpose_.default", "aten.transpose.int"},
-            {"aten.unsqueeze_.default", "aten.unsqueeze.default"},
-            {"aten.as_strided_.default", "aten.as_strided.default"}};
-    bool set = n->target() == "aten.set_.source_Tensor";
-    auto view = kViewOf->find(n->target());
-    if ((!set && view == kViewOf->end()) || n->args().empty() ||
+    const ir::KnownOps& k = ir::Known();
+    // The view each metadata mutation makes of its argument.
+    const ir::OpDef* view = n->op() == k.t_            ? k.t
+                            : n->op() == k.transpose_  ? k.transpose
+                            : n->op() == k.unsqueeze_  ? k.unsqueeze
+                            : n->op() == k.as_strided_ ? k.as_strided
+                                                       : nullptr;
+    bool set = n->op() == k.set_;
+    if ((!set && view == nullptr) || n->args().empty() ||
         n->args()[0].kind != Arg::Kind::kNode ||
         (set &&
          (n->args().size() < 2 || n->args()[1].kind != Arg::Kind::kNode))) {
@@ -512,7 +506,7 @@ class Functionalizer {
     ASSIGN_OR_RETURN(
         Node * fv,
         set ? graph_.InsertCall(n, "aten.alias.default", {n->args()[1]})
-            : graph_.InsertCall(n, view->second, n->args(), n->kwargs()));
+            : graph_.InsertCall(n, view->target, n->args(), n->kwargs()));
     Handle h = handles_[now];
     h.chain.push_back(fv);
     handles_[fv] = h;
@@ -613,7 +607,7 @@ class SizeNodes {
     // Before the first epilogue node (or the output).
     Node* before = graph_.output();
     for (const auto& n : graph_.nodes()) {
-      if (ir::EpilogueKind(n->target()) != nullptr) {
+      if (ir::EpilogueKind(*n) != nullptr) {
         before = n.get();
         break;
       }

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/alias_info.h"
+#include "ir/known_ops.h"
 #include "ir/shape_prop.h"
 #include "runtime/copy.h"
 #include "status_macros.h"
@@ -153,11 +154,10 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
     const InputInfo& info = meta.inputs[i];
     Node *set = nullptr, *copy = nullptr, *restride = nullptr;
     for (Node* u : p->users()) {
-      if (ir::EpilogueKind(u->target()) == nullptr || u->args()[0].node != p)
-        continue;
-      if (u->target() == "aten.set_.source_Tensor") set = u;
-      if (u->target() == "aten.copy_.default") copy = u;
-      if (u->target() == "aten.as_strided_.default") restride = u;
+      if (ir::EpilogueKind(*u) == nullptr || u->args()[0].node != p) continue;
+      if (u->op() == ir::Known().set_) set = u;
+      if (u->op() == ir::Known().copy_) copy = u;
+      if (u->op() == ir::Known().as_strided_) restride = u;
     }
     auto take_updated = [&](Node* n, EpilogueStep::Kind kind) {
       EpilogueStep step;
@@ -273,7 +273,7 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
     }
     // The size arithmetic only an erased as_strided_ read goes too.
     std::vector<Node*> feeds;
-    if (n->target() == "aten.as_strided_.default" ||
+    if (n->op() == ir::Known().as_strided_ ||
         (n->meta().kind == ir::ValueMeta::Kind::kSym &&
          n->kind() == Node::Kind::kCall)) {
       for (Node* in : n->Inputs()) {

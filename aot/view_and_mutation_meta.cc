@@ -11,6 +11,7 @@
 #include "ir/alias_info.h"
 #include "ir/eval_call.h"
 #include "ir/interpreter.h"
+#include "ir/known_ops.h"
 #include "ir/op_registry.h"
 #include "ir/shape_prop.h"
 #include "status_macros.h"
@@ -34,7 +35,7 @@ bool IsMultiOutputView(const Node& n) {
 // from autograd).
 bool ThroughDetach(const Node* n) {
   while (ir::IsView(*n) || ir::IsInplace(*n)) {
-    if (n->target() == "aten.detach.default") return true;
+    if (n->op() == ir::Known().detach) return true;
     n = n->args()[0].node;
   }
   return false;
@@ -119,7 +120,7 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
     for (const Node* in : n.Inputs()) any = any || rg[in];
     bool floating = n.meta().kind == ir::ValueMeta::Kind::kTensor &&
                     IsFloatingPoint(n.meta().tensor.dtype);
-    rg[&n] = grad_enabled && any && n.target() != "aten.detach.default" &&
+    rg[&n] = grad_enabled && any && n.op() != ir::Known().detach &&
              (floating || n.meta().kind == ir::ValueMeta::Kind::kTuple);
     if (n.meta().kind == ir::ValueMeta::Kind::kTensor && MakesStorage(n)) {
       maker.emplace(n.meta().tensor.storage, &n);
@@ -135,8 +136,7 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
       return it == index_of.end() ? -1 : it->second;
     };
     int i = -1;
-    if (n.target() == "aten.set_.source_Tensor" ||
-        ir::MutatesMetadata(n.target())) {
+    if (n.op() == ir::Known().set_ || ir::MutatesMetadata(n)) {
       final_meta[ir::TensorObject(n)] = n.meta().tensor;
       i = input_index(ir::TensorObject(n));
     } else if (auto in = input_of.find(target->meta().tensor.storage);

@@ -1,5 +1,6 @@
 #include "ir/alias_info.h"
 
+#include "ir/known_ops.h"
 #include "ir/op_registry.h"
 
 namespace lathe::ir {
@@ -39,17 +40,21 @@ const Node* TensorObject(const Node& n) {
   return at;
 }
 
-bool MutatesMetadata(absl::string_view target) {
-  return target == "aten.t_.default" || target == "aten.transpose_.default" ||
-         target == "aten.unsqueeze_.default" ||
-         target == "aten.as_strided_.default" ||
-         target == "aten.set_.source_Tensor";
+bool MutatesMetadata(const Node& n) {
+  const KnownOps& k = Known();
+  const OpDef* op = n.op();
+  return op != nullptr &&
+         (op == k.t_ || op == k.transpose_ || op == k.unsqueeze_ ||
+          op == k.as_strided_ || op == k.set_);
 }
 
-const char* EpilogueKind(absl::string_view target) {
-  if (target == "aten.copy_.default") return "data";
-  if (target == "aten.set_.source_Tensor") return "storage";
-  if (target == "aten.as_strided_.default") return "metadata";
+const char* EpilogueKind(const Node& n) {
+  const KnownOps& k = Known();
+  const OpDef* op = n.op();
+  if (op == nullptr) return nullptr;
+  if (op == k.copy_) return "data";
+  if (op == k.set_) return "storage";
+  if (op == k.as_strided_) return "metadata";
   return nullptr;
 }
 

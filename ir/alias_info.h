@@ -40,17 +40,17 @@ const Node* TensorObject(const Node& n);
 
 // MutatesMetadata()
 //
-// Whether `target` changes its first argument's sizes, strides or storage
+// Whether call `n` changes its first argument's sizes, strides or storage
 // (t_, transpose_, unsqueeze_, as_strided_, set_): its result replaces that
 // argument's value from then on.
-bool MutatesMetadata(absl::string_view target);
+bool MutatesMetadata(const Node& n);
 
 // EpilogueKind()
 //
 // "data", "storage" or "metadata" for the ops of the mutation epilogue
 // functionalization leaves (copy_, set_, as_strided_); null for any other
-// target.
-const char* EpilogueKind(absl::string_view target);
+// node.
+const char* EpilogueKind(const Node& n);
 
 }  // namespace lathe::ir
 

@@ -217,7 +217,7 @@ absl::StatusOr<EvaluatedCall> EvalCall(
   }
   ASSIGN_OR_RETURN(r.args, BindArguments(r.op->schema, std::move(args),
                                          std::move(kwargs), r.op->target));
-  if (shape_env == nullptr && !MutatesMetadata(n.target())) {
+  if (shape_env == nullptr && !MutatesMetadata(n)) {
     // As PyTorch: no in-place write into a tensor with a broadcast (stride
     // 0) dimension.
     for (size_t a = 0; a < r.op->schema.arguments.size() && a < r.args.size();

@@ -206,7 +206,7 @@ absl::StatusOr<Interpretation> Interpret(
         }
       }
     }
-    if (MutatesMetadata(n.target()) && !n.args().empty() &&
+    if (MutatesMetadata(n) && !n.args().empty() &&
         n.args()[0].kind == Arg::Kind::kNode) {
       SetObjectValue(*n.args()[0].node, out, env);
     }

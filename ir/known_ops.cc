@@ -33,12 +33,18 @@ const KnownOps& Known() {
     k->slice_scatter = op("aten.slice_scatter.default");
     k->split = op("aten.split.Tensor");
     k->split_with_sizes = op("aten.split_with_sizes.default");
+    k->squeeze_dim = op("aten.squeeze.dim");
+    k->sym_size = op("aten.sym_size.int");
+    k->sym_stride = op("aten.sym_stride.int");
     k->t = op("aten.t.default");
+    k->t_ = op("aten.t_.default");
     k->to_copy = op("aten._to_copy.default");
     k->transpose = op("aten.transpose.int");
+    k->transpose_ = op("aten.transpose_.default");
     k->unbind = op("aten.unbind.int");
     k->unsafe_view = op("aten._unsafe_view.default");
     k->unsqueeze = op("aten.unsqueeze.default");
+    k->unsqueeze_ = op("aten.unsqueeze_.default");
     k->view = op("aten.view.default");
     return k;
   }();

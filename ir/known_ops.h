@@ -44,12 +44,18 @@ struct KnownOps {
   const OpDef* slice_scatter;       // aten.slice_scatter.default
   const OpDef* split;               // aten.split.Tensor
   const OpDef* split_with_sizes;    // aten.split_with_sizes.default
+  const OpDef* squeeze_dim;         // aten.squeeze.dim
+  const OpDef* sym_size;            // aten.sym_size.int
+  const OpDef* sym_stride;          // aten.sym_stride.int
   const OpDef* t;                   // aten.t.default
+  const OpDef* t_;                  // aten.t_.default
   const OpDef* to_copy;             // aten._to_copy.default
   const OpDef* transpose;           // aten.transpose.int
+  const OpDef* transpose_;          // aten.transpose_.default
   const OpDef* unbind;              // aten.unbind.int
   const OpDef* unsafe_view;         // aten._unsafe_view.default
   const OpDef* unsqueeze;           // aten.unsqueeze.default
+  const OpDef* unsqueeze_;          // aten.unsqueeze_.default
   const OpDef* view;                // aten.view.default
 };
 

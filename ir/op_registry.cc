@@ -101,6 +101,19 @@ absl::Status OpRegistry::Pair(absl::string_view inplace,
   return absl::OkStatus();
 }
 
+absl::Status OpRegistry::PairScatter(absl::string_view view,
+                                     absl::string_view scatter) {
+  auto v = ops_.find(view);
+  auto s = ops_.find(scatter);
+  if (v == ops_.end() || s == ops_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot pair ", view, " with ", scatter));
+  }
+  v->second->scatter = std::string(scatter);
+  s->second->scattered_view = std::string(view);
+  return absl::OkStatus();
+}
+
 absl::Status OpRegistry::PairMutating(
     absl::string_view mutating, absl::string_view functional,
     std::vector<std::pair<int, int>> written_results) {

@@ -92,6 +92,11 @@ struct OpDef {
   std::string functional;  // for an in-place or out= op: its functional twin
   std::string inplace;     // for a functional op: its in-place twin
   std::string out;         // for a functional op: its out= overload
+  // For a view op whose elements a functional scatter writes back (slice:
+  // slice_scatter): that scatter; for the scatter, the view. scatter(self,
+  // src, *args) writes src where view(self, *args) sees.
+  std::string scatter;
+  std::string scattered_view;
   // For an op that writes arguments other than (or besides) its first
   // (_native_batch_norm_legit writes running_mean and running_var):
   // {written argument index, index of the functional twin's result that is
@@ -128,6 +133,8 @@ class OpRegistry {
   }
   // Records that `inplace` is the in-place variant of `functional`.
   absl::Status Pair(absl::string_view inplace, absl::string_view functional);
+  // Records that `scatter` writes back the elements view op `view` sees.
+  absl::Status PairScatter(absl::string_view view, absl::string_view scatter);
   // Records that `mutating` (which writes the arguments in
   // `written_results`, see OpDef) has `functional` as its functional twin:
   // the same arguments, its own results first, then for each written

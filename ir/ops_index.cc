@@ -1085,6 +1085,14 @@ absl::Status RegisterIndexOps(OpRegistry& r) {
       [](const OpCall& c) {
         return ScatterInto(c, "aten.as_strided.default");
       }));
+  RETURN_IF_ERROR(
+      r.PairScatter("aten.slice.Tensor", "aten.slice_scatter.default"));
+  RETURN_IF_ERROR(
+      r.PairScatter("aten.select.int", "aten.select_scatter.default"));
+  RETURN_IF_ERROR(
+      r.PairScatter("aten.diagonal.default", "aten.diagonal_scatter.default"));
+  RETURN_IF_ERROR(r.PairScatter("aten.as_strided.default",
+                                "aten.as_strided_scatter.default"));
   RETURN_IF_ERROR(r.Add("flip(Tensor self, int[] dims) -> Tensor", Flip));
   RETURN_IF_ERROR(r.Add(
       "roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor", Roll));

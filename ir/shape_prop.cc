@@ -322,7 +322,7 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
     for (const auto& [symbol, path] : n.unbacked_bindings()) {
       unbacked_ints += symbol.is_int();
     }
-    if (MutatesMetadata(n.target()) && !n.args().empty() &&
+    if (MutatesMetadata(n) && !n.args().empty() &&
         n.args()[0].kind == Arg::Kind::kNode) {
       SetObjectValue(*n.args()[0].node, out, values);
     }

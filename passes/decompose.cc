@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "check.h"
 #include "ir/infer_meta.h"
+#include "ir/known_ops.h"
 #include "ir/op_registry.h"
 #include "runtime/dtype.h"
 #include "status_macros.h"
@@ -1007,26 +1008,11 @@ constexpr Decomposition kDecompositions[] = {
 
 // ---- Scatter chains (reference §2.2) ----------------------------------------
 
-// Each scatter op and the view whose elements it writes (same arguments
-// after `src`); `absolute`: the view addresses storage positions
-// (as_strided), not positions relative to its input.
-struct ScatterView {
-  const char* scatter;
-  const char* view;
-  bool absolute = false;
-};
-constexpr ScatterView kScatterViews[] = {
-    {"aten.as_strided_scatter.default", "aten.as_strided.default", true},
-    {"aten.diagonal_scatter.default", "aten.diagonal.default"},
-    {"aten.select_scatter.default", "aten.select.int"},
-    {"aten.slice_scatter.default", "aten.slice.Tensor"},
-};
-
-const ScatterView* ScatterOf(absl::string_view target) {
-  for (const ScatterView& s : kScatterViews) {
-    if (target == s.scatter) return &s;
-  }
-  return nullptr;
+// The view op whose elements scatter node `n` writes back
+// (OpDef::scattered_view), or null when `n` is no scatter.
+const ir::OpDef* ScatteredView(const Node& n) {
+  if (n.op() == nullptr || n.op()->scattered_view.empty()) return nullptr;
+  return ir::OpRegistry::Global().Find(n.op()->scattered_view);
 }
 
 bool SameArgs(const std::vector<Arg>& a, const std::vector<Arg>& b) {
@@ -1070,21 +1056,19 @@ std::optional<std::vector<Arg>> ViewArgs(const Node& scatter) {
 // functional form). Returns whether it rewired anything.
 absl::StatusOr<bool> StraightenScatter(ir::Graph& graph, Node* outer,
                                        PassContext& ctx) {
-  const ScatterView* scatter = ScatterOf(outer->target());
-  if (scatter == nullptr || outer->args().size() < 2) return false;
-  const char* view = scatter->view;
+  const ir::OpDef* view = ScatteredView(*outer);
+  if (view == nullptr || outer->args().size() < 2) return false;
   const Arg& src = outer->args()[1];
   if (src.kind != Arg::Kind::kNode) return false;
   Node* inner = src.node;
-  if (ScatterOf(inner->target()) == nullptr || inner->args().empty() ||
+  if (ScatteredView(*inner) == nullptr || inner->args().empty() ||
       inner->args()[0].kind != Arg::Kind::kNode) {
     return false;
   }
   Node* base = inner->args()[0].node;  // must be view1(x)
   std::optional<std::vector<Arg>> view_args = ViewArgs(*outer);
-  if (!view_args.has_value() || base->target() != view ||
-      !base->kwargs().empty() || base->args().empty() ||
-      base->args()[0].kind != Arg::Kind::kNode ||
+  if (!view_args.has_value() || base->op() != view || !base->kwargs().empty() ||
+      base->args().empty() || base->args()[0].kind != Arg::Kind::kNode ||
       outer->args()[0].kind != Arg::Kind::kNode ||
       base->args()[0].node != outer->args()[0].node ||
       !SameArgs(std::vector<Arg>(base->args().begin() + 1, base->args().end()),
@@ -1093,7 +1077,7 @@ absl::StatusOr<bool> StraightenScatter(ir::Graph& graph, Node* outer,
   }
   // as_strided reads storage positions: outer must be laid out as x.
   const Node* x = outer->args()[0].node;
-  if (scatter->absolute) {
+  if (view == ir::Known().as_strided) {
     const TensorMeta &a = TM(x), &b = TM(outer);
     if (a.strides != b.strides || a.storage_offset != b.storage_offset) {
       return false;
@@ -1120,7 +1104,8 @@ absl::StatusOr<bool> StraightenScatter(ir::Graph& graph, Node* outer,
   for (Node* u : others) {
     if (graph.IsBefore(u, first)) first = u;
   }
-  ASSIGN_OR_RETURN(Node * v, graph.InsertCall(first, view, std::move(args)));
+  ASSIGN_OR_RETURN(Node * v,
+                   graph.InsertCall(first, view->target, std::move(args)));
   for (Node* u : others) u->ReplaceInput(inner, v);
   ctx.Log("decompose: ", inner->name(), " read as ", v->name(), " (a view of ",
           outer->name(), ")");
@@ -1249,7 +1234,7 @@ absl::StatusOr<bool> Decompose::Run(ir::Graph& graph, PassContext& ctx) {
   // Scatter chains.
   std::vector<Node*> scatters;
   for (const auto& n : graph.nodes()) {
-    if (ScatterOf(n->target()) != nullptr) scatters.push_back(n.get());
+    if (ScatteredView(*n) != nullptr) scatters.push_back(n.get());
   }
   for (Node* s : scatters) {
     ASSIGN_OR_RETURN(bool rewired, StraightenScatter(graph, s, ctx));

@@ -27,7 +27,7 @@ absl::Status CheckFunctional(const ir::Graph& graph) {
   for (const auto& node : graph.nodes()) {
     const ir::Node& n = *node;
     if (n.kind() != ir::Node::Kind::kCall) continue;
-    const char* kind = ir::EpilogueKind(n.target());
+    const char* kind = ir::EpilogueKind(n);
     if (kind == nullptr) {  // must be functional, and before the epilogue
       if (n.target() != "getitem" && !ir::IsPythonOp(n.target())) {
         const ir::OpDef* op = n.op();

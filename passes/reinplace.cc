@@ -12,6 +12,7 @@
 #include "check.h"
 #include "ir/alias_info.h"
 #include "ir/infer_meta.h"
+#include "ir/known_ops.h"
 #include "ir/op_registry.h"
 #include "status_macros.h"
 #include "symbolic/expr.h"
@@ -23,51 +24,33 @@ namespace {
 using ir::Node;
 using symbolic::Expr;
 
-// ---- The pass's one table, keyed by target ----------------------------------
+// ---- What the pass knows of ops ---------------------------------------------
 
-struct TableEntry {
-  enum class Kind {
-    kMetaOnly,     // reads only metadata: no use of the data (sym_size, ...)
-    kViewScatter,  // writes `src` into `view` of its input, functionally
-  };
-  absl::string_view target;
-  Kind kind;
-  // kViewScatter: the view op; scatter(self, src, *args) writes the
-  // elements view(self, *args) sees.
-  absl::string_view view;
-  // kViewScatter: lowered as a write anyway, so reinplacing never costs a
-  // fusion (should_reinplace_scatter rule 2).
-  bool always_mutates = false;
+// Ops that read only their argument's metadata, never its data.
+constexpr absl::string_view kMetaOnly[] = {
+    "aten.sym_size.int",
+    "aten.sym_stride.int",
+    "aten.sym_numel.default",
+    "aten.sym_storage_offset.default",
 };
 
-constexpr TableEntry kTable[] = {
-    {"aten.sym_size.int", TableEntry::Kind::kMetaOnly, "", false},
-    {"aten.sym_stride.int", TableEntry::Kind::kMetaOnly, "", false},
-    {"aten.sym_numel.default", TableEntry::Kind::kMetaOnly, "", false},
-    {"aten.sym_storage_offset.default", TableEntry::Kind::kMetaOnly, "", false},
-    {"aten.slice_scatter.default", TableEntry::Kind::kViewScatter,
-     "aten.slice.Tensor", false},
-    {"aten.select_scatter.default", TableEntry::Kind::kViewScatter,
-     "aten.select.int", false},
-    {"aten.diagonal_scatter.default", TableEntry::Kind::kViewScatter,
-     "aten.diagonal.default", true},
-    {"aten.as_strided_scatter.default", TableEntry::Kind::kViewScatter,
-     "aten.as_strided.default", true},
-};
-
-const TableEntry* Lookup(absl::string_view target) {
-  for (const TableEntry& e : kTable) {
-    if (e.target == target) return &e;
+bool IsMetaOnlyOp(absl::string_view target) {
+  for (absl::string_view t : kMetaOnly) {
+    if (t == target) return true;
   }
-  return nullptr;
+  return false;
 }
 
-// The scatter that writes back what view op `view` sees, or null.
-const TableEntry* ScatterOfView(absl::string_view view) {
-  for (const TableEntry& e : kTable) {
-    if (e.kind == TableEntry::Kind::kViewScatter && e.view == view) return &e;
-  }
-  return nullptr;
+// A functional scatter that writes back a view's elements (OpDef::scatter).
+bool IsViewScatter(const ir::OpDef* op) {
+  return op != nullptr && !op->scattered_view.empty();
+}
+
+// Whether the scatter is lowered as a write anyway, so reinplacing never
+// costs a fusion (should_reinplace_scatter rule 2).
+bool AlwaysMutates(const ir::OpDef* scatter) {
+  const ir::KnownOps& k = ir::Known();
+  return scatter == k.diagonal_scatter || scatter == k.as_strided_scatter;
 }
 
 // ---- Small facts about nodes
@@ -91,7 +74,7 @@ std::vector<ir::StorageId> StoragesOf(const Node* n) {
 
 // The copy_ / set_ / as_strided_ epilogue kind of `n`, or null.
 const char* EpilogueKindOf(const Node* n) {
-  return IsCall(n) ? ir::EpilogueKind(n->target()) : nullptr;
+  return IsCall(n) ? ir::EpilogueKind(*n) : nullptr;
 }
 
 bool IsCopy(const Node* n) {
@@ -119,10 +102,7 @@ bool IsViewOf(const Node* s, const Node* value) {
 // are.
 bool IsMetaOnlyUse(const Node* u) {
   if (!IsCall(u)) return false;
-  if (const TableEntry* e = Lookup(u->target());
-      e != nullptr && e->kind == TableEntry::Kind::kMetaOnly) {
-    return true;
-  }
+  if (IsMetaOnlyOp(u->target())) return true;
   if (!ir::IsView(*u)) return false;
   for (const Node* v : u->users()) {
     if (!IsMetaOnlyUse(v)) return false;
@@ -180,13 +160,13 @@ bool IsRealized(const Node* n) {
 // One candidate and what the checks found out about it.
 struct Plan {
   Node* node = nullptr;
-  Node* mutated = nullptr;              // the argument it would write
-  const ir::OpDef* twin = nullptr;      // an op with an in-place twin
-  const TableEntry* scatter = nullptr;  // or a view scatter
-  std::vector<Node*> chain;             // scatters writing it back
-  Node* input = nullptr;                // whose storage `mutated` is
-  Node* boundary = nullptr;             // the input's next write
-  Node* copy_back = nullptr;            // `boundary`, when it is a no-op
+  Node* mutated = nullptr;             // the argument it would write
+  const ir::OpDef* twin = nullptr;     // an op with an in-place twin
+  const ir::OpDef* scatter = nullptr;  // or a view scatter
+  std::vector<Node*> chain;            // scatters writing it back
+  Node* input = nullptr;               // whose storage `mutated` is
+  Node* boundary = nullptr;            // the input's next write
+  Node* copy_back = nullptr;           // `boundary`, when it is a no-op
 };
 
 class Reinplacer {
@@ -325,12 +305,11 @@ bool Reinplacer::Candidate(Node* n, Plan& plan) {
       n->args()[0].kind != ir::Arg::Kind::kNode) {
     return false;
   }
-  if (const TableEntry* e = Lookup(n->target());
-      e != nullptr && e->kind == TableEntry::Kind::kViewScatter) {
+  if (IsViewScatter(op)) {
     if (n->args().size() < 2 || n->args()[1].kind != ir::Arg::Kind::kNode) {
       return false;
     }
-    plan.scatter = e;
+    plan.scatter = op;
   } else if (!op->inplace.empty() && !op->schema.IsMutable()) {
     plan.twin = ir::OpRegistry::Global().Find(op->inplace);
     if (plan.twin == nullptr) return false;
@@ -346,13 +325,13 @@ void Reinplacer::FindChain(Plan& plan) {
   Node* value = plan.node;
   Node* view = plan.mutated;
   while (IsCall(view) && ir::IsView(*view)) {
-    const TableEntry* scatter = ScatterOfView(view->target());
-    if (scatter == nullptr) return;
+    if (view->op() == nullptr || view->op()->scatter.empty()) return;
+    const std::string& scatter = view->op()->scatter;
     Node* base = view->args()[0].node;
     Node* found = nullptr;
     for (Node* u : value->users()) {
-      if (IsCall(u) && u->target() == scatter->target &&
-          u->args().size() >= 2 && u->args()[0].kind == ir::Arg::Kind::kNode &&
+      if (IsCall(u) && u->target() == scatter && u->args().size() >= 2 &&
+          u->args()[0].kind == ir::Arg::Kind::kNode &&
           u->args()[0].node == base &&
           u->args()[1].kind == ir::Arg::Kind::kNode &&
           u->args()[1].node == value && SameViewArgs(*view, *u)) {
@@ -426,7 +405,7 @@ std::string Reinplacer::ShouldReinplaceScatter(const Plan& plan) {
     }
   }
   // 2. Lowered as a write anyway.
-  if (plan.scatter->always_mutates) return "";
+  if (AlwaysMutates(plan.scatter)) return "";
   // 3. Both sides are buffers anyway.
   if (IsRealized(input) && IsRealized(n)) return "";
   // 4. Copied back into its input: both are buffers.
@@ -602,12 +581,12 @@ absl::Status Reinplacer::Commit(const Plan& plan) {
     n->set_target(plan.twin->target);
     refresh.push_back(n);
   } else {
-    ctx_.Log("reinplace: ", n->name(), " -> ", plan.scatter->view, " of ",
-             m->name(), " + copy_");
+    ctx_.Log("reinplace: ", n->name(), " -> ", plan.scatter->scattered_view,
+             " of ", m->name(), " + copy_");
     std::vector<ir::Arg> view_args = {ir::Arg::Of(m)};
     view_args.insert(view_args.end(), n->args().begin() + 2, n->args().end());
     ASSIGN_OR_RETURN(Node * view,
-                     graph_.InsertCall(n, std::string(plan.scatter->view),
+                     graph_.InsertCall(n, plan.scatter->scattered_view,
                                        std::move(view_args), n->kwargs()));
     ASSIGN_OR_RETURN(Node * copy,
                      graph_.InsertCall(n, "aten.copy_.default",

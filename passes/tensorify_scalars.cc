@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "ir/eval_call.h"
 #include "ir/infer_meta.h"
+#include "ir/known_ops.h"
 #include "ir/op_registry.h"
 #include "runtime/dtype.h"
 #include "status_macros.h"
@@ -101,7 +102,7 @@ class Tensorifier {
       if (!v || !v->is_symbol() || !ctx_.env().HintOf(*v).has_value()) continue;
       if (n->kind() == Node::Kind::kPlaceholder) {
         source_.emplace(*v, n.get());
-      } else if (n->target() == "aten._local_scalar_dense.default" &&
+      } else if (n->op() == ir::Known().local_scalar_dense &&
                  n->args()[0].kind == Arg::Kind::kNode) {
         const Node* t = n->args()[0].node;
         if (t->meta().kind == ir::ValueMeta::Kind::kTensor &&
@@ -443,10 +444,10 @@ class Tensorifier {
       bool python = ir::IsPythonOp(n->target()) || n->target() == "getitem";
       if (python) continue;
       bool ours =
-          n->target() == "aten.scalar_tensor.default" &&
+          n->op() == ir::Known().scalar_tensor &&
           n->args()[0].kind == Arg::Kind::kNode &&
           source_.contains(FloatValue(n->args()[0].node).value_or(Expr()));
-      if (ours || n->target() == "aten._local_scalar_dense.default") continue;
+      if (ours || n->op() == ir::Known().local_scalar_dense) continue;
       for (Node* in : n->Inputs()) {
         if (in->meta().kind != ir::ValueMeta::Kind::kSym) continue;
         for (Expr s : symbolic::FreeSymbols(in->meta().sym)) {

@@ -33,6 +33,7 @@
 #include "ir/graph.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
+#include "ir/known_ops.h"
 #include "ir/value.h"
 #include "runtime/composite.h"
 #include "runtime/copy.h"
@@ -347,7 +348,7 @@ SymbolValues ValuesOf(const ir::Graph& graph, const Composites& composites,
   // (`_local_scalar_dense: "Sym(s16)"`) takes its hint from that input.
   for (const auto& node : graph.nodes()) {
     const ir::ValueMeta& m = node->meta();
-    if (node->target() != "aten._local_scalar_dense.default" ||
+    if (node->op() != ir::Known().local_scalar_dense ||
         m.kind != ir::ValueMeta::Kind::kSym || !m.sym.is_symbol() ||
         !m.sym.is_int() || node->args().empty() ||
         node->args()[0].kind != ir::Arg::Kind::kNode) {
