@@ -179,6 +179,30 @@ void BM_WholeWalk(benchmark::State& state) {
 }
 BENCHMARK(BM_WholeWalk)->Arg(2000)->Arg(20000)->Unit(benchmark::kMillisecond);
 
+// The walk before the passes: parse, shape propagation and AOT dispatch
+// (the front half the pipeline receives its graph from).
+void BM_ParseShapesAot(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  std::string text = GeneratedGraph(nodes);
+  CompileOptions options;
+  options.passes = false;
+  for (auto _ : state) {
+    absl::StatusOr<std::unique_ptr<CompiledGraph>> c =
+        CompileGraphText(text, options);
+    LATHE_CHECK(c.ok()) << c.status().message();
+    state.PauseTiming();
+    c->reset();
+    state.ResumeTiming();
+  }
+  state.counters["per_node"] = benchmark::Counter(
+      static_cast<double>(nodes) * state.iterations(),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_ParseShapesAot)
+    ->Arg(2000)
+    ->Arg(20000)
+    ->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace lathe::passes
 
