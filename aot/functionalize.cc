@@ -219,13 +219,13 @@ class Functionalizer {
     return absl::OkStatus();
   }
 
-  // Makes the readers of `n` (about to be erased) read `to`.
-  void Redirect(Node* n, Node* to) {
-    std::vector<Node*> users = n->users();
-    for (Node* u : users) {
-      u->ReplaceInput(n, to);
-      stale_.insert(u);
-    }
+  // Retires the mutating node `n`: its readers read `to` from now on (their
+  // metas are refreshed at the end), and it is erased at the end, so no
+  // pointer is reused meanwhile.
+  void Retire(Node* n, Node* to) {
+    stale_.insert(n->users().begin(), n->users().end());
+    graph_.ReplaceAllUsesWith(n, to);
+    removed_.push_back(n);
   }
 
   // `value` written back through view `v` into `src` (v's input's value).
@@ -356,9 +356,7 @@ class Functionalizer {
         graph_.InsertCall(n, op->functional, n->args(), n->kwargs()));
     RETURN_IF_ERROR(WriteBack(n, h, functional));
     // Readers of n read self's view; give them a placeholder to find.
-    Redirect(n, self);
-    removed_.push_back(
-        n);  // erased at the end, so no pointer is reused meanwhile
+    Retire(n, self);
     return absl::OkStatus();
   }
 
@@ -404,8 +402,7 @@ class Functionalizer {
       RETURN_IF_ERROR(WriteBack(n, h, value));
     }
     // The twin's first results are n's own.
-    Redirect(n, functional);
-    removed_.push_back(n);
+    Retire(n, functional);
     return absl::OkStatus();
   }
 
@@ -515,8 +512,7 @@ class Functionalizer {
     layouts[fv] = n->meta().tensor;
     seen_[fv] = Version(h.base);
     rebound_[self] = fv;  // keyed by the tensor object
-    Redirect(n, self);
-    removed_.push_back(n);
+    Retire(n, self);
     return absl::OkStatus();
   }
 
