@@ -374,7 +374,7 @@ std::unique_ptr<Graph> Graph::Clone() const {
     c->unbacked_bindings_ = n->unbacked_bindings_;
     copy[n.get()] = c;
   }
-  g->directives_ = directives_;
+  g->attributes_ = attributes_;
   g->wrapped_in_class = wrapped_in_class;
   g->class_name = class_name;
   g->pytree_params = pytree_params;

@@ -57,6 +57,11 @@ std::string PyFloat(double v) {
   return negative ? "-" + out : out;
 }
 
+std::string PyNumber(const symbolic::Value& v) {
+  if (v.type == symbolic::ExprType::kFloat) return PyFloat(v.f);
+  return symbolic::ToString(v);
+}
+
 namespace {
 
 constexpr int kMaxNesting = 64;
@@ -91,6 +96,12 @@ constexpr absl::string_view kLayouts[] = {"strided", "sparse_coo", "sparse_csr",
 constexpr absl::string_view kMemoryFormats[] = {
     "contiguous_format", "channels_last", "channels_last_3d",
     "preserve_format"};
+
+// How each `# lathe:` directive is written (its kind, then its fields).
+constexpr absl::string_view kDirectiveUsages[] = {
+    "hint SYMBOL NUMBER",   "range SYMBOL LO HI",  "alias INPUT INPUT",
+    "composite INPUT TYPE", "requires_grad INPUT", "non_leaf INPUT",
+};
 
 // One line under a cursor; errors carry "line L:C".
 class LineCursor {
@@ -161,6 +172,13 @@ class LineCursor {
     ++pos_;
     return out;
   }
+  // The run of characters up to the next space or tab (empty at the end).
+  absl::string_view Word() {
+    size_t start = pos_;
+    while (pos_ < text_.size() && text_[pos_] != ' ' && text_[pos_] != '\t')
+      ++pos_;
+    return text_.substr(start, pos_ - start);
+  }
   size_t pos() const { return pos_; }
   void set_pos(size_t p) { pos_ = p; }
   absl::string_view text() const { return text_; }
@@ -188,9 +206,9 @@ class GraphParser {
       absl::string_view stripped = absl::StripLeadingAsciiWhitespace(line);
       int indent = static_cast<int>(line.size() - stripped.size());
       if (absl::StartsWith(stripped, "# lathe:")) {
-        absl::string_view rest = stripped.substr(8);
-        graph_->directives().push_back(
-            Directive{std::string(absl::StripAsciiWhitespace(rest))});
+        LineCursor c(line, line_no);
+        c.set_pos(indent + 8);
+        RETURN_IF_ERROR(ParseDirective(c));
         continue;
       }
       if (stripped.empty() || stripped[0] == '#') continue;
@@ -250,6 +268,116 @@ class GraphParser {
   }
 
  private:
+  // `# lathe: KIND ...` (the cursor after "# lathe:") into the graph's
+  // attributes; a line of no known kind is kept as written.
+  absl::Status ParseDirective(LineCursor& c) {
+    c.Skip();
+    absl::string_view rest =
+        absl::StripTrailingAsciiWhitespace(c.text().substr(c.pos()));
+    absl::string_view kind = rest.substr(0, rest.find_first_of(" \t"));
+    absl::string_view usage;
+    for (absl::string_view u : kDirectiveUsages) {
+      if (absl::StartsWith(u, absl::StrCat(kind, " "))) usage = u;
+    }
+    GraphAttributes& a = graph_->attributes();
+    if (usage.empty()) {
+      a.unknown.emplace_back(rest);
+      return absl::OkStatus();
+    }
+    c.set_pos(c.pos() + kind.size());
+    ASSIGN_OR_RETURN(
+        std::string name,
+        DirectiveName(
+            c, kind == "hint" || kind == "range" ? "a symbol" : "an input name",
+            usage));
+    if (kind == "hint") {
+      c.Skip();
+      size_t at = c.pos();
+      std::string word(c.Word());
+      int64_t i;
+      double f;
+      if (absl::SimpleAtoi(word, &i)) {
+        a.hints[name] = symbolic::Value::Int(i);
+      } else if (absl::SimpleAtod(word, &f)) {
+        a.hints[name] = symbolic::Value::Float(f);
+      } else {
+        c.set_pos(at);
+        return DirectiveError(c, "an int or a float", usage);
+      }
+    } else if (kind == "range") {
+      SymbolRange r;
+      ASSIGN_OR_RETURN(r.lo, DirectiveInt(c, "an int LO", usage));
+      c.Skip();
+      size_t hi_at = c.pos();
+      ASSIGN_OR_RETURN(r.hi, DirectiveInt(c, "an int HI", usage));
+      if (r.lo > r.hi) {
+        return c.ErrorAt(hi_at,
+                         absl::StrCat("expected HI >= LO (# lathe: ", usage,
+                                      "), got ", r.lo, " > ", r.hi));
+      }
+      a.ranges[name] = r;
+    } else if (kind == "alias") {
+      ASSIGN_OR_RETURN(std::string other,
+                       DirectiveName(c, "a second input name", usage));
+      a.alias_of[other] = name;
+    } else if (kind == "composite") {
+      c.Skip();
+      absl::string_view type =
+          absl::StripTrailingAsciiWhitespace(c.text().substr(c.pos()));
+      if (type.empty()) return DirectiveError(c, "a composite type", usage);
+      a.composites[name] = std::string(type);
+      c.set_pos(c.text().size());
+    } else if (kind == "requires_grad") {
+      a.requires_grad.insert(name);
+    } else {
+      a.non_leaf.insert(name);
+    }
+    c.Skip();
+    if (!c.AtEnd()) return DirectiveError(c, "the end of the line", usage);
+    return absl::OkStatus();
+  }
+
+  // "line L:C: expected WHAT (# lathe: USAGE), got 'WORD'", at the next word.
+  static absl::Status DirectiveError(LineCursor& c, absl::string_view what,
+                                     absl::string_view usage) {
+    c.Skip();
+    size_t at = c.pos();
+    absl::string_view word = c.Word();
+    return c.ErrorAt(
+        at, absl::StrCat("expected ", what, " (# lathe: ", usage, "), got ",
+                         word.empty() ? "the end of the line"
+                                      : absl::StrCat("'", word, "'")));
+  }
+
+  // A symbol or input name of a directive.
+  static absl::StatusOr<std::string> DirectiveName(LineCursor& c,
+                                                   absl::string_view what,
+                                                   absl::string_view usage) {
+    c.Skip();
+    size_t at = c.pos();
+    absl::string_view word = c.Word();
+    bool identifier = !word.empty() && !absl::ascii_isdigit(word[0]);
+    for (char ch : word) {
+      identifier = identifier && (absl::ascii_isalnum(ch) || ch == '_');
+    }
+    c.set_pos(at);
+    if (!identifier) return DirectiveError(c, what, usage);
+    c.Word();
+    return std::string(word);
+  }
+
+  // An integer of a directive.
+  static absl::StatusOr<int64_t> DirectiveInt(LineCursor& c,
+                                              absl::string_view what,
+                                              absl::string_view usage) {
+    c.Skip();
+    size_t at = c.pos();
+    int64_t v;
+    if (absl::SimpleAtoi(c.Word(), &v)) return v;
+    c.set_pos(at);
+    return DirectiveError(c, what, usage);
+  }
+
   absl::Status ParseDef(LineCursor& c) {
     RETURN_IF_ERROR(c.Expect("def", "'def'"));
     c.Skip();
@@ -922,8 +1050,28 @@ std::string PrintGraph(const Graph& graph) {
   absl::flat_hash_map<const Node*, std::vector<std::string>> frees =
       Frees(graph);
   std::string out;
-  for (const Directive& d : graph.directives()) {
-    absl::StrAppend(&out, "# lathe: ", d.text, "\n");
+  const GraphAttributes& a = graph.attributes();
+  for (const auto& [symbol, v] : a.hints) {
+    absl::StrAppend(&out, "# lathe: hint ", symbol, " ", PyNumber(v), "\n");
+  }
+  for (const auto& [symbol, r] : a.ranges) {
+    absl::StrAppend(&out, "# lathe: range ", symbol, " ", r.lo, " ", r.hi,
+                    "\n");
+  }
+  for (const auto& [input, other] : a.alias_of) {
+    absl::StrAppend(&out, "# lathe: alias ", other, " ", input, "\n");
+  }
+  for (const auto& [input, type] : a.composites) {
+    absl::StrAppend(&out, "# lathe: composite ", input, " ", type, "\n");
+  }
+  for (const std::string& input : a.requires_grad) {
+    absl::StrAppend(&out, "# lathe: requires_grad ", input, "\n");
+  }
+  for (const std::string& input : a.non_leaf) {
+    absl::StrAppend(&out, "# lathe: non_leaf ", input, "\n");
+  }
+  for (const std::string& text : a.unknown) {
+    absl::StrAppend(&out, "# lathe: ", text, "\n");
   }
   std::string indent = graph.wrapped_in_class ? "    " : "";
   if (graph.wrapped_in_class) {

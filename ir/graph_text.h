@@ -17,7 +17,8 @@
 // (`add = sym_size_int + 1`), `c = self.c` constants, keyword arguments,
 // literals (ints, floats incl. inf/nan, bools, None, strings, lists,
 // torch.float32, device(type='cpu'), torch.strided, torch.contiguous_format),
-// comments, and `# lathe: ...` lines, which are kept as graph directives.
+// comments, and `# lathe: ...` lines, which become the graph's attributes
+// (GraphAttributes) and print back first, one kind after another.
 // PrintGraph writes the same form: PrintGraph(ParseGraph(t)) == t for text
 // in that form. Errors are one line: "line 3:17: 'w2' is not defined".
 
@@ -30,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "ir/graph.h"
+#include "symbolic/evaluate.h"
 
 namespace lathe::ir {
 
@@ -47,6 +49,12 @@ std::string PrintGraph(const Graph& graph);
 //
 // A float as Python's repr() writes it ("0.5", "1e-05", "inf", "nan").
 std::string PyFloat(double v);
+
+// PyNumber()
+//
+// An int or float (a `# lathe: hint`'s value) as Python's repr() writes it
+// ("32", "0.5").
+std::string PyNumber(const symbolic::Value& v);
 
 }  // namespace lathe::ir
 

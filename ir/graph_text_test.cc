@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
+#include "symbolic/evaluate.h"
 #include "symbolic/printer.h"
 #include "tools/testing/runfiles.h"
 #include "tools/testing/status_matchers.h"
@@ -22,7 +23,9 @@ namespace lathe::ir {
 namespace {
 
 using ::lathe::testing::StatusIs;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Pair;
 
 constexpr absl::string_view kGraphDir = "ir/testdata/graphs";
 
@@ -131,8 +134,8 @@ TEST(GraphTextTest, StructureOfAParsedGraph) {
   EXPECT_EQ(symbolic::ToString(mul->meta().sym), "s0*s1");
   ASSERT_OK_AND_ASSIGN(std::string opt_text, ReadGraph("10_adam_step.txt"));
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> opt, ParseGraph(opt_text));
-  EXPECT_EQ(opt->directives().size(), 1u);
-  EXPECT_EQ(opt->directives()[0].text, "hint zf0 0.001");
+  EXPECT_THAT(opt->attributes().hints,
+              ElementsAre(Pair("zf0", symbolic::Value::Float(0.001))));
   EXPECT_TRUE(opt->Placeholders()[4]->meta().sym.is_float());
 }
 
@@ -257,6 +260,120 @@ TEST(GraphTextTest, ErrorsNameLineAndColumn) {
                      std::string(100000, '[') + "\n    return (y,)\n";
   EXPECT_THAT(std::string(ParseGraph(deep).status().message()),
               HasSubstr("nested too deeply"));
+}
+
+constexpr char kForwardXY[] =
+    "def forward(self, x: \"f32[s0]\", y: \"f32[s0]\"):\n"
+    "    return (x,)\n";
+
+// Each `# lathe:` kind lands in its own field of the graph's attributes,
+// parsed once.
+TEST(GraphTextTest, DirectivesBecomeTypedAttributes) {
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<Graph> g,
+      ParseGraph(absl::StrCat("# lathe: hint s0 32\n"
+                              "# lathe: hint zf0 0.5\n"
+                              "# lathe: range u0 -2 16\n"
+                              "# lathe: alias x y\n"
+                              "# lathe: composite x pair(pair, "
+                              "scaled_int8)\n"
+                              "# lathe: requires_grad x\n"
+                              "# lathe: non_leaf y\n"
+                              "# lathe: frobnicate 1 2\n",
+                              kForwardXY)));
+  const GraphAttributes& a = g->attributes();
+  EXPECT_THAT(a.hints, ElementsAre(Pair("s0", symbolic::Value::Int(32)),
+                                   Pair("zf0", symbolic::Value::Float(0.5))));
+  ASSERT_EQ(a.ranges.size(), 1u);
+  EXPECT_EQ(a.ranges.at("u0").lo, -2);
+  EXPECT_EQ(a.ranges.at("u0").hi, 16);
+  EXPECT_THAT(a.alias_of, ElementsAre(Pair("y", "x")));
+  EXPECT_THAT(a.composites, ElementsAre(Pair("x", "pair(pair, scaled_int8)")));
+  EXPECT_THAT(a.requires_grad, ElementsAre("x"));
+  EXPECT_THAT(a.non_leaf, ElementsAre("y"));
+  // Another kind is kept as written (shape propagation rejects it).
+  EXPECT_THAT(a.unknown, ElementsAre("frobnicate 1 2"));
+  // A copy has them too.
+  EXPECT_THAT(g->Clone()->attributes().requires_grad, ElementsAre("x"));
+}
+
+// The attributes print back first, a kind at a time, each by name; the
+// printed text parses to the same attributes and prints identically.
+TEST(GraphTextTest, AttributesPrintBackAndRoundTrip) {
+  std::string text = absl::StrCat(
+      "# lathe: non_leaf y\n"
+      "# lathe:   requires_grad   y\n"
+      "# lathe: hint zf0 1e-3\n"
+      "# lathe: requires_grad x\n"
+      "# lathe: composite y pair\n"
+      "# lathe: hint s0 8\n"
+      "# lathe: range s0 2 64\n"
+      "# lathe: alias x y\n"
+      "# lathe: what\n",
+      kForwardXY);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> g, ParseGraph(text));
+  std::string printed = PrintGraph(*g);
+  EXPECT_EQ(printed, absl::StrCat("# lathe: hint s0 8\n"
+                                  "# lathe: hint zf0 0.001\n"
+                                  "# lathe: range s0 2 64\n"
+                                  "# lathe: alias x y\n"
+                                  "# lathe: composite y pair\n"
+                                  "# lathe: requires_grad x\n"
+                                  "# lathe: requires_grad y\n"
+                                  "# lathe: non_leaf y\n"
+                                  "# lathe: what\n",
+                                  kForwardXY));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> again, ParseGraph(printed));
+  EXPECT_EQ(PrintGraph(*again), printed);
+  EXPECT_EQ(again->attributes().hints, g->attributes().hints);
+  EXPECT_EQ(again->attributes().alias_of, g->attributes().alias_of);
+}
+
+// A malformed directive of a known kind is a parse error naming the line,
+// the column and what was expected.
+TEST(GraphTextTest, MalformedDirectivesAreParseErrors) {
+  struct Case {
+    std::string directive;
+    std::string message;
+  } cases[] = {
+      {"# lathe: hint s0 many",
+       "line 1:18: expected an int or a float (# lathe: hint SYMBOL NUMBER), "
+       "got 'many'"},
+      {"# lathe: hint s0",
+       "line 1:17: expected an int or a float (# lathe: hint SYMBOL NUMBER), "
+       "got the end of the line"},
+      {"# lathe: hint 0s 4",
+       "line 1:15: expected a symbol (# lathe: hint SYMBOL NUMBER), got '0s'"},
+      {"# lathe: hint s0 4 5",
+       "line 1:20: expected the end of the line (# lathe: hint SYMBOL "
+       "NUMBER), got '5'"},
+      {"# lathe: range s0 9 2",
+       "line 1:21: expected HI >= LO (# lathe: range SYMBOL LO HI), got 9 > 2"},
+      {"# lathe: range s0 1.5 2",
+       "line 1:19: expected an int LO (# lathe: range SYMBOL LO HI), got "
+       "'1.5'"},
+      {"# lathe: alias x",
+       "line 1:17: expected a second input name (# lathe: alias INPUT INPUT)"},
+      {"# lathe: composite x",
+       "line 1:21: expected a composite type (# lathe: composite INPUT TYPE)"},
+      {"  # lathe: requires_grad x y",
+       "line 1:28: expected the end of the line (# lathe: requires_grad "
+       "INPUT), got 'y'"},
+      {"# lathe: non_leaf",
+       "line 1:18: expected an input name (# lathe: non_leaf INPUT), got the "
+       "end of the line"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_THAT(
+        ParseGraph(absl::StrCat(c.directive, "\n", kForwardXY)),
+        StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.message)))
+        << c.directive;
+  }
+  // On a later line, the line is named.
+  EXPECT_THAT(ParseGraph(absl::StrCat("# lathe: hint s0 4\n",
+                                      "# lathe: range s0 a 4\n", kForwardXY)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("line 2:19: expected an int LO")));
 }
 
 TEST(GraphTextTest, PyFloatMatchesPythonRepr) {
