@@ -375,8 +375,6 @@ std::unique_ptr<Graph> Graph::Clone() const {
     copy[n.get()] = c;
   }
   g->attributes_ = attributes_;
-  g->wrapped_in_class = wrapped_in_class;
-  g->class_name = class_name;
   g->pytree_params = pytree_params;
   g->output_template = output_template;
   g->meta_inference_ = meta_inference_;

@@ -304,11 +304,6 @@ class Graph {
   // The `# lathe:` attributes (above).
   GraphAttributes& attributes() { return attributes_; }
   const GraphAttributes& attributes() const { return attributes_; }
-  // Whether the text had the `class GraphModule(torch.nn.Module):` wrapper,
-  // and the class's name (make_fx names it after the function: `class
-  // mlp(...)`, `class <lambda>(...)`).
-  bool wrapped_in_class = true;
-  std::string class_name = "GraphModule";
   // make_fx's pytree form: forward's own parameters (`def forward(self, x,
   // params)`), which fx_pytree.tree_flatten_spec flattens into the
   // placeholders (x_1, params_1, params_2); the result is then rebuilt by

@@ -193,9 +193,9 @@ class GraphParser {
  public:
   explicit GraphParser(absl::string_view text) : text_(text) {}
 
-  absl::StatusOr<std::unique_ptr<Graph>> Parse() {
+  absl::StatusOr<ParsedGraph> Parse() {
     graph_ = std::make_unique<Graph>();
-    graph_->wrapped_in_class = false;
+    style_.wrap_in_class = false;
     std::vector<absl::string_view> lines = absl::StrSplit(text_, '\n');
     enum class State { kStart, kBody, kDone } state = State::kStart;
     int def_indent = -1;
@@ -219,16 +219,16 @@ class GraphParser {
       }
       if (state == State::kStart) {
         if (absl::StartsWith(stripped, "class ")) {
-          if (graph_->wrapped_in_class) return c.Error("a second class line");
+          if (style_.wrap_in_class) return c.Error("a second class line");
           if (!absl::EndsWith(absl::StripTrailingAsciiWhitespace(stripped),
                               ":")) {
             return c.Error("expected ':' at the end of the class line");
           }
-          graph_->wrapped_in_class = true;
+          style_.wrap_in_class = true;
           absl::string_view name = stripped.substr(6);
           name = name.substr(0, name.find('('));
-          graph_->class_name = std::string(absl::StripAsciiWhitespace(name));
-          if (graph_->class_name.empty()) {
+          style_.class_name = std::string(absl::StripAsciiWhitespace(name));
+          if (style_.class_name.empty()) {
             return c.Error("expected a class name");
           }
           continue;
@@ -264,7 +264,7 @@ class GraphParser {
       return end.Error(state == State::kStart ? "no 'def forward' found"
                                               : "forward() has no return");
     }
-    return std::move(graph_);
+    return ParsedGraph{std::move(graph_), std::move(style_)};
   }
 
  private:
@@ -403,7 +403,7 @@ class GraphParser {
       c.Skip();
       if (c.Accept(":")) {
         c.Skip();
-        ASSIGN_OR_RETURN(meta, Annotation(c));
+        ASSIGN_OR_RETURN(meta, Annotation(c, pname));
       }
       graph_->Insert(Node::Kind::kPlaceholder, pname, pname, {}, {},
                      std::move(meta));
@@ -440,7 +440,7 @@ class GraphParser {
       c.Skip();
       RETURN_IF_ERROR(c.Expect(":", "':' after a declared input"));
       c.Skip();
-      ASSIGN_OR_RETURN(ValueMeta meta, Annotation(c));
+      ASSIGN_OR_RETURN(ValueMeta meta, Annotation(c, name));
       if (!declared_.emplace(name, std::move(meta)).second) {
         return c.ErrorAt(at, absl::StrCat("'", name, "' is declared twice"));
       }
@@ -522,10 +522,13 @@ class GraphParser {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<ValueMeta> Annotation(LineCursor& c) {
+  // The quoted annotation of `name`; how it is written goes to the style
+  // when not in full.
+  absl::StatusOr<ValueMeta> Annotation(LineCursor& c, const std::string& name) {
     size_t at = c.pos();
     ASSIGN_OR_RETURN(std::string text, c.QuotedString());
-    absl::StatusOr<ValueMeta> meta = ParseAnnotation(text);
+    std::vector<AnnotationStyle> styles;
+    absl::StatusOr<ValueMeta> meta = ParseAnnotation(text, &styles);
     if (!meta.ok()) {
       // The annotation's own column, shifted to the line (+1 for the quote).
       absl::string_view msg = meta.status().message();
@@ -539,6 +542,12 @@ class GraphParser {
         }
       }
       return c.ErrorAt(at, absl::StrCat("in annotation: ", msg));
+    }
+    for (const AnnotationStyle& s : styles) {
+      if (s != AnnotationStyle()) {
+        style_.annotations[name] = std::move(styles);
+        break;
+      }
     }
     return *meta;
   }
@@ -720,7 +729,7 @@ class GraphParser {
     c.Skip();
     if (c.Accept(":")) {
       c.Skip();
-      ASSIGN_OR_RETURN(meta, Annotation(c));
+      ASSIGN_OR_RETURN(meta, Annotation(c, name));
     }
     RETURN_IF_ERROR(c.Expect("=", "'='"));
     c.Skip();
@@ -926,6 +935,7 @@ class GraphParser {
   OutputStyle graph_output_style_ = OutputStyle::kTuple;
   absl::string_view text_;
   std::unique_ptr<Graph> graph_;
+  PrintOptions style_;
 };
 
 // ---- Printing ----
@@ -980,9 +990,15 @@ std::string PrintArg(const Arg& a) {
   return "?";
 }
 
-std::string Annotated(const std::string& name, const ValueMeta& meta) {
+std::string Annotated(const std::string& name, const ValueMeta& meta,
+                      const PrintOptions& options) {
   if (meta.kind == ValueMeta::Kind::kNone) return name;
-  return absl::StrCat(name, ": \"", meta.ToAnnotation(), "\"");
+  auto style = options.annotations.find(name);
+  return absl::StrCat(name, ": \"",
+                      style == options.annotations.end()
+                          ? meta.ToAnnotation()
+                          : meta.ToAnnotation(style->second),
+                      "\"");
 }
 
 std::string Rhs(const Node& n) {
@@ -1011,6 +1027,11 @@ std::string Rhs(const Node& n) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Graph>> ParseGraph(absl::string_view text) {
+  ASSIGN_OR_RETURN(ParsedGraph p, GraphParser(text).Parse());
+  return std::move(p.graph);
+}
+
+absl::StatusOr<ParsedGraph> ParseGraphWithStyle(absl::string_view text) {
   return GraphParser(text).Parse();
 }
 
@@ -1046,7 +1067,7 @@ absl::flat_hash_map<const Node*, std::vector<std::string>> Frees(
 
 }  // namespace
 
-std::string PrintGraph(const Graph& graph) {
+std::string PrintGraph(const Graph& graph, const PrintOptions& options) {
   absl::flat_hash_map<const Node*, std::vector<std::string>> frees =
       Frees(graph);
   std::string out;
@@ -1073,15 +1094,15 @@ std::string PrintGraph(const Graph& graph) {
   for (const std::string& text : a.unknown) {
     absl::StrAppend(&out, "# lathe: ", text, "\n");
   }
-  std::string indent = graph.wrapped_in_class ? "    " : "";
-  if (graph.wrapped_in_class) {
-    absl::StrAppend(&out, "class ", graph.class_name, "(torch.nn.Module):\n");
+  std::string indent = options.wrap_in_class ? "    " : "";
+  if (options.wrap_in_class) {
+    absl::StrAppend(&out, "class ", options.class_name, "(torch.nn.Module):\n");
   }
   std::string body = indent + "    ";
   std::vector<std::string> params = {"self"};
   if (graph.pytree_params.empty()) {
     for (Node* p : graph.Placeholders())
-      params.push_back(Annotated(p->name(), p->meta()));
+      params.push_back(Annotated(p->name(), p->meta(), options));
     absl::StrAppend(&out, indent, "def forward(", absl::StrJoin(params, ", "),
                     "):\n");
   } else {
@@ -1090,7 +1111,7 @@ std::string PrintGraph(const Graph& graph) {
                     "):\n", body);
     std::string flat;
     for (Node* p : graph.Placeholders()) {
-      absl::StrAppend(&out, Annotated(p->name(), p->meta()), "; ");
+      absl::StrAppend(&out, Annotated(p->name(), p->meta(), options), "; ");
       absl::StrAppend(&flat, p->name(), ", ");
     }
     out.pop_back();
@@ -1128,7 +1149,7 @@ std::string PrintGraph(const Graph& graph) {
       }
       continue;
     }
-    absl::StrAppend(&out, body, Annotated(n->name(), n->meta()), " = ",
+    absl::StrAppend(&out, body, Annotated(n->name(), n->meta(), options), " = ",
                     Rhs(*n));
     if (auto f = frees.find(n.get()); f != frees.end()) {
       absl::StrAppend(&out, ";  ", absl::StrJoin(f->second, " = "), " = None");

@@ -52,10 +52,10 @@ TEST(GraphTextTest, CorpusRoundTripsExactly) {
   EXPECT_GE(files.size(), 20u);
   for (const std::string& file : files) {
     ASSERT_OK_AND_ASSIGN(std::string text, ReadGraph(file));
-    absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(text);
-    ASSERT_OK(g) << file;
-    EXPECT_OK((*g)->CheckStructure()) << file;
-    EXPECT_EQ(PrintGraph(**g), text) << file;
+    absl::StatusOr<ParsedGraph> p = ParseGraphWithStyle(text);
+    ASSERT_OK(p) << file;
+    EXPECT_OK(p->graph->CheckStructure()) << file;
+    EXPECT_EQ(PrintGraph(*p->graph, p->style), text) << file;
   }
 }
 
@@ -101,7 +101,8 @@ TEST(GraphTextTest, TorchCorpusPrintsBackExactly) {
 
 TEST(GraphTextTest, StructureOfAParsedGraph) {
   ASSERT_OK_AND_ASSIGN(std::string text, ReadGraph("01_mlp.txt"));
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> g, ParseGraph(text));
+  ASSERT_OK_AND_ASSIGN(ParsedGraph parsed, ParseGraphWithStyle(text));
+  const std::unique_ptr<Graph>& g = parsed.graph;
   std::vector<Node*> ps = g->Placeholders();
   ASSERT_EQ(ps.size(), 4u);
   EXPECT_EQ(ps[0]->name(), "x");
@@ -113,7 +114,7 @@ TEST(GraphTextTest, StructureOfAParsedGraph) {
   EXPECT_EQ(mm->users().size(), 1u);
   EXPECT_EQ(mm->users()[0]->name(), "add");
   EXPECT_EQ(g->output()->args()[0].list[0].node->name(), "mm_1");
-  EXPECT_TRUE(g->wrapped_in_class);
+  EXPECT_TRUE(parsed.style.wrap_in_class);
 
   ASSERT_OK_AND_ASSIGN(std::string kw_text,
                        ReadGraph("16_creation_kwargs.txt"));
@@ -157,7 +158,8 @@ TEST(GraphTextTest, CommentsAndPyTorchSpellingsAreAccepted) {
 // form (the placeholders are the flattened inputs), a returned list, None
 // results and an unannotated (baked-in) parameter.
 TEST(GraphTextTest, MakeFxForms) {
-  std::unique_ptr<Graph> g = *ParseGraph(R"(class f(torch.nn.Module):
+  ASSERT_OK_AND_ASSIGN(ParsedGraph parsed,
+                       ParseGraphWithStyle(R"(class f(torch.nn.Module):
     def forward(self, x, params):
         x_1: "f32[3][1]cpu"; params_1: "f32[3][1]cpu"; params_2: "f32[3][1]cpu";
 
@@ -165,25 +167,67 @@ TEST(GraphTextTest, MakeFxForms) {
         # No stacktrace found for following nodes
         add: "f32[3][1]cpu" = torch.ops.aten.add.Tensor(x_1, params_2);  x_1 = params_2 = None
         return pytree.tree_unflatten([add, None], self._out_spec)
-)");
-  EXPECT_EQ(g->class_name, "f");
+)"));
+  const std::unique_ptr<Graph>& g = parsed.graph;
+  EXPECT_EQ(parsed.style.class_name, "f");
   std::vector<std::string> names;
   for (Node* p : g->Placeholders()) names.push_back(p->name());
   EXPECT_THAT(names, ::testing::ElementsAre("x_1", "params_1", "params_2"));
   EXPECT_THAT(g->pytree_params, ::testing::ElementsAre("x", "params"));
   EXPECT_EQ(g->Placeholders()[2]->meta().ToAnnotation(), "f32[3][1]cpu");
   EXPECT_EQ(g->output()->args()[0].list[1].kind, Arg::Kind::kNone);
-  EXPECT_THAT(PrintGraph(*g),
+  EXPECT_THAT(PrintGraph(*g, parsed.style),
               HasSubstr("        return pytree.tree_unflatten([add, None], "
                         "self._out_spec)\n"));
-  std::unique_ptr<Graph> lambda =
-      *ParseGraph(R"(class <lambda>(torch.nn.Module):
+  ASSERT_OK_AND_ASSIGN(ParsedGraph lambda,
+                       ParseGraphWithStyle(R"(class <lambda>(torch.nn.Module):
     def forward(self, x_1: "f32[2][1]cpu", n_1):
         neg: "f32[2][1]cpu" = torch.ops.aten.neg.default(x_1);  x_1 = None
         return [neg]
-)");
-  EXPECT_EQ(lambda->class_name, "<lambda>");
-  EXPECT_THAT(PrintGraph(*lambda), HasSubstr("        return [neg]\n"));
+)"));
+  EXPECT_EQ(lambda.style.class_name, "<lambda>");
+  EXPECT_THAT(PrintGraph(*lambda.graph, lambda.style),
+              HasSubstr("class <lambda>(torch.nn.Module):\n"));
+  EXPECT_THAT(PrintGraph(*lambda.graph), HasSubstr("        return [neg]\n"));
+}
+
+// How a text is written (the class line, annotations without strides or
+// device) is the parse's style, not the graph's: PrintGraph writes
+// print_readable()'s form unless given the style.
+TEST(GraphTextTest, StyleIsKeptApartFromTheGraph) {
+  constexpr char kBare[] =
+      R"g(def forward(self, x: "f32[3, 4]", y: "(f32[2], f32[2][1]cuda:0)"):
+    neg: "f32[3, 4][4, 1]" = torch.ops.aten.neg.default(x);  x = None
+    return (neg, y)
+)g";
+  ASSERT_OK_AND_ASSIGN(ParsedGraph p, ParseGraphWithStyle(kBare));
+  EXPECT_FALSE(p.style.wrap_in_class);
+  AnnotationStyle bare{.strides = false, .device = false};
+  AnnotationStyle no_device{.strides = true, .device = false};
+  EXPECT_THAT(p.style.annotations,
+              ::testing::UnorderedElementsAre(
+                  Pair("x", ElementsAre(bare)),
+                  Pair("y", ElementsAre(bare, AnnotationStyle())),
+                  Pair("neg", ElementsAre(no_device))));
+  EXPECT_EQ(PrintGraph(*p.graph, p.style), kBare);
+  // The graph alone prints as print_readable() does.
+  EXPECT_EQ(PrintGraph(*p.graph),
+            "class GraphModule(torch.nn.Module):\n"
+            "    def forward(self, x: \"f32[3, 4][4, 1]cpu\", y: "
+            "\"(f32[2][1]cpu, f32[2][1]cuda:0)\"):\n"
+            "        neg: \"f32[3, 4][4, 1]cpu\" = "
+            "torch.ops.aten.neg.default(x);  x = None\n"
+            "        return (neg, y)\n");
+  // A node the style does not name (one a pass made) prints in full.
+  ASSERT_OK_AND_ASSIGN(
+      Node * relu, p.graph->InsertCall(p.graph->output(), "aten.relu.default",
+                                       {Arg::Of(p.graph->Find("neg"))}));
+  relu->meta() = p.graph->Find("neg")->meta();
+  EXPECT_THAT(PrintGraph(*p.graph, p.style),
+              HasSubstr("    relu: \"f32[3, 4][4, 1]cpu\" = "));
+  // The style goes by node name: a copy of the graph prints the same.
+  EXPECT_EQ(PrintGraph(*p.graph->Clone(), p.style),
+            PrintGraph(*p.graph, p.style));
 }
 
 TEST(GraphTextTest, ErrorsNameLineAndColumn) {
@@ -311,8 +355,9 @@ TEST(GraphTextTest, AttributesPrintBackAndRoundTrip) {
       "# lathe: alias x y\n"
       "# lathe: what\n",
       kForwardXY);
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> g, ParseGraph(text));
-  std::string printed = PrintGraph(*g);
+  ASSERT_OK_AND_ASSIGN(ParsedGraph p, ParseGraphWithStyle(text));
+  const std::unique_ptr<Graph>& g = p.graph;
+  std::string printed = PrintGraph(*g, p.style);
   EXPECT_EQ(printed, absl::StrCat("# lathe: hint s0 8\n"
                                   "# lathe: hint zf0 0.001\n"
                                   "# lathe: range s0 2 64\n"
@@ -324,7 +369,7 @@ TEST(GraphTextTest, AttributesPrintBackAndRoundTrip) {
                                   "# lathe: what\n",
                                   kForwardXY));
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> again, ParseGraph(printed));
-  EXPECT_EQ(PrintGraph(*again), printed);
+  EXPECT_EQ(PrintGraph(*again, p.style), printed);
   EXPECT_EQ(again->attributes().hints, g->attributes().hints);
   EXPECT_EQ(again->attributes().alias_of, g->attributes().alias_of);
 }

@@ -95,8 +95,9 @@ absl::Status CheckByteCount(const ValueMeta& m) {
     if (!e.is_number() || !e.is_int()) continue;
     if (e.int_value() < 0 ||
         __builtin_mul_overflow(bytes, e.int_value(), &bytes)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(m.ToAnnotation(), " is larger than int64 can count"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          m.tensor.ToAnnotation({.strides = false, .device = false}),
+          " is larger than int64 can count"));
     }
   }
   return absl::OkStatus();
