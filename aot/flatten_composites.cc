@@ -9,7 +9,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "ir/alias_info.h"
 #include "ir/eval_call.h"
 #include "ir/interpreter.h"
@@ -304,18 +303,15 @@ void LeafNames(const std::string& name, const CompositeLayout& l,
 absl::StatusOr<absl::flat_hash_map<std::string, CompositeLayout>>
 DeclaredComposites(const ir::Graph& graph) {
   absl::flat_hash_map<std::string, CompositeLayout> declared;
-  for (const ir::Directive& d : graph.directives()) {
-    std::vector<absl::string_view> w =
-        absl::StrSplit(d.text, absl::MaxSplits(' ', 2), absl::SkipEmpty());
-    if (w.size() != 3 || w[0] != "composite") continue;
-    ASSIGN_OR_RETURN(CompositeLayout l, TypeParser(w[2]).Parse());
-    Node* p = graph.Find(w[1]);
+  for (const auto& [name, type] : graph.attributes().composites) {
+    ASSIGN_OR_RETURN(CompositeLayout l, TypeParser(type).Parse());
+    Node* p = graph.Find(name);
     if (p == nullptr || p->kind() != Node::Kind::kPlaceholder) {
       return absl::InvalidArgumentError(
-          absl::StrCat("# lathe: composite ", w[1],
-                       ": the graph has no input '", w[1], "'"));
+          absl::StrCat("# lathe: composite ", name,
+                       ": the graph has no input '", name, "'"));
     }
-    declared[std::string(w[1])] = std::move(l);
+    declared[name] = std::move(l);
   }
   return declared;
 }

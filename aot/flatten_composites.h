@@ -53,8 +53,9 @@ struct CompositeSignature {
 // The deepest nesting a composite declaration may have (pair(pair(...))).
 inline constexpr int kMaxCompositeDepth = 16;
 
-// The layout of each input declared with `# lathe: composite NAME TYPE`, by
-// NAME; an error for an unknown type or input.
+// The layout of each composite input (the graph's attributes().composites,
+// from `# lathe: composite NAME TYPE`), by NAME; an error for an unknown
+// type or input.
 absl::StatusOr<absl::flat_hash_map<std::string, CompositeLayout>>
 DeclaredComposites(const ir::Graph& graph);
 

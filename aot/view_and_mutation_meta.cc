@@ -5,9 +5,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
-#include "absl/strings/str_split.h"
+#include "absl/strings/str_cat.h"
 #include "ir/alias_info.h"
 #include "ir/eval_call.h"
 #include "ir/interpreter.h"
@@ -81,12 +80,7 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
   ViewAndMutationMeta meta;
   std::vector<Node*> inputs = graph.Placeholders();
   meta.inputs.resize(inputs.size());
-  absl::flat_hash_set<std::string> rg_names, non_leaf_names;
-  for (const ir::Directive& d : graph.directives()) {
-    std::vector<std::string> w = absl::StrSplit(d.text, ' ', absl::SkipEmpty());
-    if (w.size() == 2 && w[0] == "requires_grad") rg_names.insert(w[1]);
-    if (w.size() == 2 && w[0] == "non_leaf") non_leaf_names.insert(w[1]);
-  }
+  const ir::GraphAttributes& attributes = graph.attributes();
   absl::flat_hash_map<ir::StorageId, int> input_of;  // storage -> input index
   absl::flat_hash_map<const Node*, int> index_of;    // input -> its index
   absl::flat_hash_map<const Node*, bool> rg;
@@ -95,8 +89,9 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
     if (inputs[i]->meta().kind == ir::ValueMeta::Kind::kTensor) {
       input_of[inputs[i]->meta().tensor.storage] = static_cast<int>(i);
     }
-    meta.inputs[i].requires_grad = rg_names.contains(inputs[i]->name());
-    meta.inputs[i].is_leaf = !non_leaf_names.contains(inputs[i]->name());
+    meta.inputs[i].requires_grad =
+        attributes.requires_grad.count(inputs[i]->name()) > 0;
+    meta.inputs[i].is_leaf = attributes.non_leaf.count(inputs[i]->name()) == 0;
     rg[inputs[i]] = meta.inputs[i].requires_grad;
   }
   absl::flat_hash_map<ir::StorageId, const Node*> maker;

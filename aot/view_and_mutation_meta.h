@@ -7,9 +7,10 @@
 // metadata / storage mutation, grad mode and requires_grad, and whether the
 // graph or the runtime wrapper applies the mutation; per output, one of
 // PyTorch's OutputTypes with its base index. The runtime-wrapper plan is
-// built from this. requires_grad comes from `# lathe: requires_grad NAME`,
-// grad mode from torch._C._set_grad_enabled calls, detach() hides a
-// mutation from autograd.
+// built from this. requires_grad and leafness come from the graph's
+// attributes (`# lathe: requires_grad NAME`, `# lathe: non_leaf NAME`), grad
+// mode from torch._C._set_grad_enabled calls, detach() hides a mutation from
+// autograd.
 //
 // Example:
 //

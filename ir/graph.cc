@@ -374,9 +374,7 @@ std::unique_ptr<Graph> Graph::Clone() const {
     c->unbacked_bindings_ = n->unbacked_bindings_;
     copy[n.get()] = c;
   }
-  g->directives_ = directives_;
-  g->wrapped_in_class = wrapped_in_class;
-  g->class_name = class_name;
+  g->attributes_ = attributes_;
   g->pytree_params = pytree_params;
   g->output_template = output_template;
   g->meta_inference_ = meta_inference_;

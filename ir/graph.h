@@ -25,7 +25,9 @@
 #include <cstdint>
 #include <functional>
 #include <list>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +40,7 @@
 #include "ir/tensor_meta.h"
 #include "runtime/device.h"
 #include "runtime/dtype.h"
+#include "symbolic/evaluate.h"
 
 namespace lathe::ir {
 
@@ -156,9 +159,47 @@ class Node {
   Graph* graph_ = nullptr;
 };
 
-// A graph-level note from a `# lathe:` comment line, kept verbatim.
-struct Directive {
-  std::string text;  // after "# lathe: "
+// The bounds of a symbol, both inclusive (lo <= hi).
+struct SymbolRange {
+  int64_t lo = 0;
+  int64_t hi = 0;
+};
+
+// GraphAttributes
+//
+// What the graph text's `# lathe:` lines say about the graph, parsed once by
+// ParseGraph and written back by PrintGraph. Only the syntax is checked
+// there; the steps that read an attribute check its names against the graph
+// (shape propagation: inputs and symbols; AOT dispatch: composite types).
+//
+//   # lathe: hint s0 32               hints["s0"] = Int(32)
+//   # lathe: hint zf0 0.5             hints["zf0"] = Float(0.5)
+//   # lathe: range u0 0 16            ranges["u0"] = {0, 16}
+//   # lathe: alias a b                alias_of["b"] = "a"
+//   # lathe: composite x pair(pair, pair)
+//                                     composites["x"] = "pair(pair, pair)"
+//   # lathe: requires_grad x          requires_grad = {"x"}
+//   # lathe: non_leaf x               non_leaf = {"x"}
+struct GraphAttributes {
+  // The example value of a symbol of the inputs (an int or a float), by
+  // symbol name.
+  std::map<std::string, symbolic::Value> hints;
+  // The bounds of a symbol of the inputs or of one the graph makes (u0 from
+  // x.item()), by symbol name.
+  std::map<std::string, SymbolRange> ranges;
+  // For an input that shares another input's storage, that other input
+  // (`alias OTHER INPUT`), by input name.
+  std::map<std::string, std::string> alias_of;
+  // The composite type of a composite input, as written ("pair",
+  // "pair(scaled_int8, plain)"; aot::DeclaredComposites reads it), by input
+  // name.
+  std::map<std::string, std::string> composites;
+  // The inputs that require grad, and those that are not leaves.
+  std::set<std::string> requires_grad;
+  std::set<std::string> non_leaf;
+  // Lines of no known kind (or empty), after "# lathe: ", as written: kept so
+  // the text prints back; shape propagation rejects them.
+  std::vector<std::string> unknown;
 };
 
 // MetaInference
@@ -235,8 +276,8 @@ class Graph {
   // number erased.
   int EraseDeadNodes();
 
-  // A deep copy: nodes, metas, bindings, directives and attributes; it
-  // shares this graph's MetaInference.
+  // A deep copy: nodes, metas, bindings, the `# lathe:` attributes and the
+  // fields below; it shares this graph's MetaInference.
   std::unique_ptr<Graph> Clone() const;
 
   // The meta inference for nodes passes create (null: none).
@@ -260,13 +301,9 @@ class Graph {
   // arguments, names are unique and there is exactly one output, last.
   absl::Status CheckStructure() const;
 
-  std::vector<Directive>& directives() { return directives_; }
-  const std::vector<Directive>& directives() const { return directives_; }
-  // Whether the text had the `class GraphModule(torch.nn.Module):` wrapper,
-  // and the class's name (make_fx names it after the function: `class
-  // mlp(...)`, `class <lambda>(...)`).
-  bool wrapped_in_class = true;
-  std::string class_name = "GraphModule";
+  // The `# lathe:` attributes (above).
+  GraphAttributes& attributes() { return attributes_; }
+  const GraphAttributes& attributes() const { return attributes_; }
   // make_fx's pytree form: forward's own parameters (`def forward(self, x,
   // params)`), which fx_pytree.tree_flatten_spec flattens into the
   // placeholders (x_1, params_1, params_2); the result is then rebuilt by
@@ -285,7 +322,7 @@ class Graph {
 
   std::list<std::unique_ptr<Node>> nodes_;
   absl::flat_hash_map<std::string, Node*> by_name_;
-  std::vector<Directive> directives_;
+  GraphAttributes attributes_;
   std::shared_ptr<MetaInference> meta_inference_;
   StorageId next_storage_ = 0;
   int placeholders_ = 0;  // how many of nodes_ are placeholders

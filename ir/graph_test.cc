@@ -73,12 +73,14 @@ TEST(GraphTest, SameArgComparesNodesByIdentityAndFloatsByBits) {
 }
 
 TEST(GraphTest, ReplaceAllUsesAndErase) {
-  std::unique_ptr<Graph> g = *ParseGraph(R"(def forward(self, x):
+  ASSERT_OK_AND_ASSIGN(ParsedGraph parsed,
+                       ParseGraphWithStyle(R"(def forward(self, x):
     a = torch.ops.aten.relu.default(x)
     b = torch.ops.aten.add.Tensor(a, a)
     c = torch.ops.aten.neg.default(x)
     return (b, a)
-)");
+)"));
+  std::unique_ptr<Graph>& g = parsed.graph;
   Node* a = g->Find("a");
   Node* c = g->Find("c");
   EXPECT_EQ(a->users().size(), 3u);  // b twice, the output once
@@ -97,7 +99,7 @@ TEST(GraphTest, ReplaceAllUsesAndErase) {
   EXPECT_THAT(std::string(busy.message()), HasSubstr("still has 3 user(s)"));
   EXPECT_OK(g->Erase(c));
   EXPECT_OK(g->CheckStructure());
-  EXPECT_EQ(PrintGraph(*g),
+  EXPECT_EQ(PrintGraph(*g, parsed.style),
             "def forward(self, x):\n"
             "    neg = torch.ops.aten.neg.default(x);  x = None\n"
             "    b = torch.ops.aten.add.Tensor(neg, neg)\n"
@@ -305,13 +307,25 @@ TEST(TensorMetaTest, Annotations) {
   EXPECT_EQ(t.kind, ValueMeta::Kind::kTensor);
   EXPECT_TRUE(t.tensor.sizes[0].is_symbol());
   EXPECT_EQ(t.ToAnnotation(), "f32[s0, 16][16, 1]cpu");
-  ValueMeta bare = *ParseAnnotation("i64[3, s1]");
-  EXPECT_FALSE(bare.tensor.show_strides);
+  std::vector<AnnotationStyle> styles;
+  ValueMeta bare = *ParseAnnotation("i64[3, s1]", &styles);
+  ASSERT_EQ(styles.size(), 1u);
+  EXPECT_FALSE(styles[0].strides);
+  EXPECT_FALSE(styles[0].device);
   EXPECT_EQ(symbolic::ToString(bare.tensor.strides[0]), "s1");  // contiguous
-  ValueMeta tuple = *ParseAnnotation("(f32[2], Sym(s0 + 1))");
+  EXPECT_EQ(bare.ToAnnotation(), "i64[3, s1][s1, 1]cpu");
+  EXPECT_EQ(bare.ToAnnotation(styles), "i64[3, s1]");
+  ValueMeta tuple = *ParseAnnotation("(f32[2], Sym(s0 + 1))", &styles);
   ASSERT_EQ(tuple.elements.size(), 2u);
-  EXPECT_EQ(tuple.ToAnnotation(), "(f32[2], Sym(s0 + 1))");
-  EXPECT_EQ(ParseAnnotation("(f32[2],)")->ToAnnotation(), "(f32[2],)");
+  EXPECT_EQ(tuple.ToAnnotation(styles), "(f32[2], Sym(s0 + 1))");
+  EXPECT_EQ(tuple.ToAnnotation(), "(f32[2][1]cpu, Sym(s0 + 1))");
+  EXPECT_EQ(ParseAnnotation("(f32[2],)", &styles)->ToAnnotation(styles),
+            "(f32[2],)");
+  // Each tensor of a tuple as it was written.
+  EXPECT_EQ(
+      ParseAnnotation("(f32[2][1], (i64[3]cpu, f32[1][1]cuda:0))", &styles)
+          ->ToAnnotation(styles),
+      "(f32[2][1], (i64[3]cpu, f32[1][1]cuda:0))");
   EXPECT_EQ(ParseAnnotation("f16[4][1]cuda:1")->tensor.device.index, 1);
   EXPECT_EQ(ParseAnnotation("Sym(Eq(s0, 2))")->sym.kind(),
             symbolic::ExprKind::kEq);

@@ -57,6 +57,11 @@ std::string PyFloat(double v) {
   return negative ? "-" + out : out;
 }
 
+std::string PyNumber(const symbolic::Value& v) {
+  if (v.type == symbolic::ExprType::kFloat) return PyFloat(v.f);
+  return symbolic::ToString(v);
+}
+
 namespace {
 
 constexpr int kMaxNesting = 64;
@@ -91,6 +96,12 @@ constexpr absl::string_view kLayouts[] = {"strided", "sparse_coo", "sparse_csr",
 constexpr absl::string_view kMemoryFormats[] = {
     "contiguous_format", "channels_last", "channels_last_3d",
     "preserve_format"};
+
+// How each `# lathe:` directive is written (its kind, then its fields).
+constexpr absl::string_view kDirectiveUsages[] = {
+    "hint SYMBOL NUMBER",   "range SYMBOL LO HI",  "alias INPUT INPUT",
+    "composite INPUT TYPE", "requires_grad INPUT", "non_leaf INPUT",
+};
 
 // One line under a cursor; errors carry "line L:C".
 class LineCursor {
@@ -161,6 +172,13 @@ class LineCursor {
     ++pos_;
     return out;
   }
+  // The run of characters up to the next space or tab (empty at the end).
+  absl::string_view Word() {
+    size_t start = pos_;
+    while (pos_ < text_.size() && text_[pos_] != ' ' && text_[pos_] != '\t')
+      ++pos_;
+    return text_.substr(start, pos_ - start);
+  }
   size_t pos() const { return pos_; }
   void set_pos(size_t p) { pos_ = p; }
   absl::string_view text() const { return text_; }
@@ -175,9 +193,9 @@ class GraphParser {
  public:
   explicit GraphParser(absl::string_view text) : text_(text) {}
 
-  absl::StatusOr<std::unique_ptr<Graph>> Parse() {
+  absl::StatusOr<ParsedGraph> Parse() {
     graph_ = std::make_unique<Graph>();
-    graph_->wrapped_in_class = false;
+    style_.wrap_in_class = false;
     std::vector<absl::string_view> lines = absl::StrSplit(text_, '\n');
     enum class State { kStart, kBody, kDone } state = State::kStart;
     int def_indent = -1;
@@ -188,9 +206,9 @@ class GraphParser {
       absl::string_view stripped = absl::StripLeadingAsciiWhitespace(line);
       int indent = static_cast<int>(line.size() - stripped.size());
       if (absl::StartsWith(stripped, "# lathe:")) {
-        absl::string_view rest = stripped.substr(8);
-        graph_->directives().push_back(
-            Directive{std::string(absl::StripAsciiWhitespace(rest))});
+        LineCursor c(line, line_no);
+        c.set_pos(indent + 8);
+        RETURN_IF_ERROR(ParseDirective(c));
         continue;
       }
       if (stripped.empty() || stripped[0] == '#') continue;
@@ -201,16 +219,16 @@ class GraphParser {
       }
       if (state == State::kStart) {
         if (absl::StartsWith(stripped, "class ")) {
-          if (graph_->wrapped_in_class) return c.Error("a second class line");
+          if (style_.wrap_in_class) return c.Error("a second class line");
           if (!absl::EndsWith(absl::StripTrailingAsciiWhitespace(stripped),
                               ":")) {
             return c.Error("expected ':' at the end of the class line");
           }
-          graph_->wrapped_in_class = true;
+          style_.wrap_in_class = true;
           absl::string_view name = stripped.substr(6);
           name = name.substr(0, name.find('('));
-          graph_->class_name = std::string(absl::StripAsciiWhitespace(name));
-          if (graph_->class_name.empty()) {
+          style_.class_name = std::string(absl::StripAsciiWhitespace(name));
+          if (style_.class_name.empty()) {
             return c.Error("expected a class name");
           }
           continue;
@@ -246,10 +264,120 @@ class GraphParser {
       return end.Error(state == State::kStart ? "no 'def forward' found"
                                               : "forward() has no return");
     }
-    return std::move(graph_);
+    return ParsedGraph{std::move(graph_), std::move(style_)};
   }
 
  private:
+  // `# lathe: KIND ...` (the cursor after "# lathe:") into the graph's
+  // attributes; a line of no known kind is kept as written.
+  absl::Status ParseDirective(LineCursor& c) {
+    c.Skip();
+    absl::string_view rest =
+        absl::StripTrailingAsciiWhitespace(c.text().substr(c.pos()));
+    absl::string_view kind = rest.substr(0, rest.find_first_of(" \t"));
+    absl::string_view usage;
+    for (absl::string_view u : kDirectiveUsages) {
+      if (absl::StartsWith(u, absl::StrCat(kind, " "))) usage = u;
+    }
+    GraphAttributes& a = graph_->attributes();
+    if (usage.empty()) {
+      a.unknown.emplace_back(rest);
+      return absl::OkStatus();
+    }
+    c.set_pos(c.pos() + kind.size());
+    ASSIGN_OR_RETURN(
+        std::string name,
+        DirectiveName(
+            c, kind == "hint" || kind == "range" ? "a symbol" : "an input name",
+            usage));
+    if (kind == "hint") {
+      c.Skip();
+      size_t at = c.pos();
+      std::string word(c.Word());
+      int64_t i;
+      double f;
+      if (absl::SimpleAtoi(word, &i)) {
+        a.hints[name] = symbolic::Value::Int(i);
+      } else if (absl::SimpleAtod(word, &f)) {
+        a.hints[name] = symbolic::Value::Float(f);
+      } else {
+        c.set_pos(at);
+        return DirectiveError(c, "an int or a float", usage);
+      }
+    } else if (kind == "range") {
+      SymbolRange r;
+      ASSIGN_OR_RETURN(r.lo, DirectiveInt(c, "an int LO", usage));
+      c.Skip();
+      size_t hi_at = c.pos();
+      ASSIGN_OR_RETURN(r.hi, DirectiveInt(c, "an int HI", usage));
+      if (r.lo > r.hi) {
+        return c.ErrorAt(hi_at,
+                         absl::StrCat("expected HI >= LO (# lathe: ", usage,
+                                      "), got ", r.lo, " > ", r.hi));
+      }
+      a.ranges[name] = r;
+    } else if (kind == "alias") {
+      ASSIGN_OR_RETURN(std::string other,
+                       DirectiveName(c, "a second input name", usage));
+      a.alias_of[other] = name;
+    } else if (kind == "composite") {
+      c.Skip();
+      absl::string_view type =
+          absl::StripTrailingAsciiWhitespace(c.text().substr(c.pos()));
+      if (type.empty()) return DirectiveError(c, "a composite type", usage);
+      a.composites[name] = std::string(type);
+      c.set_pos(c.text().size());
+    } else if (kind == "requires_grad") {
+      a.requires_grad.insert(name);
+    } else {
+      a.non_leaf.insert(name);
+    }
+    c.Skip();
+    if (!c.AtEnd()) return DirectiveError(c, "the end of the line", usage);
+    return absl::OkStatus();
+  }
+
+  // "line L:C: expected WHAT (# lathe: USAGE), got 'WORD'", at the next word.
+  static absl::Status DirectiveError(LineCursor& c, absl::string_view what,
+                                     absl::string_view usage) {
+    c.Skip();
+    size_t at = c.pos();
+    absl::string_view word = c.Word();
+    return c.ErrorAt(
+        at, absl::StrCat("expected ", what, " (# lathe: ", usage, "), got ",
+                         word.empty() ? "the end of the line"
+                                      : absl::StrCat("'", word, "'")));
+  }
+
+  // A symbol or input name of a directive.
+  static absl::StatusOr<std::string> DirectiveName(LineCursor& c,
+                                                   absl::string_view what,
+                                                   absl::string_view usage) {
+    c.Skip();
+    size_t at = c.pos();
+    absl::string_view word = c.Word();
+    bool identifier = !word.empty() && !absl::ascii_isdigit(word[0]);
+    for (char ch : word) {
+      identifier = identifier && (absl::ascii_isalnum(ch) || ch == '_');
+    }
+    c.set_pos(at);
+    if (!identifier) return DirectiveError(c, what, usage);
+    c.Word();
+    return std::string(word);
+  }
+
+  // An integer of a directive.
+  static absl::StatusOr<int64_t> DirectiveInt(LineCursor& c,
+                                              absl::string_view what,
+                                              absl::string_view usage) {
+    c.Skip();
+    size_t at = c.pos();
+    int64_t v;
+    if (absl::SimpleAtoi(c.Word(), &v)) return v;
+    c.set_pos(at);
+    return DirectiveError(c, what, usage);
+  }
+
   absl::Status ParseDef(LineCursor& c) {
     RETURN_IF_ERROR(c.Expect("def", "'def'"));
     c.Skip();
@@ -275,7 +403,7 @@ class GraphParser {
       c.Skip();
       if (c.Accept(":")) {
         c.Skip();
-        ASSIGN_OR_RETURN(meta, Annotation(c));
+        ASSIGN_OR_RETURN(meta, Annotation(c, pname));
       }
       graph_->Insert(Node::Kind::kPlaceholder, pname, pname, {}, {},
                      std::move(meta));
@@ -312,7 +440,7 @@ class GraphParser {
       c.Skip();
       RETURN_IF_ERROR(c.Expect(":", "':' after a declared input"));
       c.Skip();
-      ASSIGN_OR_RETURN(ValueMeta meta, Annotation(c));
+      ASSIGN_OR_RETURN(ValueMeta meta, Annotation(c, name));
       if (!declared_.emplace(name, std::move(meta)).second) {
         return c.ErrorAt(at, absl::StrCat("'", name, "' is declared twice"));
       }
@@ -394,10 +522,13 @@ class GraphParser {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<ValueMeta> Annotation(LineCursor& c) {
+  // The quoted annotation of `name`; how it is written goes to the style
+  // when not in full.
+  absl::StatusOr<ValueMeta> Annotation(LineCursor& c, const std::string& name) {
     size_t at = c.pos();
     ASSIGN_OR_RETURN(std::string text, c.QuotedString());
-    absl::StatusOr<ValueMeta> meta = ParseAnnotation(text);
+    std::vector<AnnotationStyle> styles;
+    absl::StatusOr<ValueMeta> meta = ParseAnnotation(text, &styles);
     if (!meta.ok()) {
       // The annotation's own column, shifted to the line (+1 for the quote).
       absl::string_view msg = meta.status().message();
@@ -411,6 +542,12 @@ class GraphParser {
         }
       }
       return c.ErrorAt(at, absl::StrCat("in annotation: ", msg));
+    }
+    for (const AnnotationStyle& s : styles) {
+      if (s != AnnotationStyle()) {
+        style_.annotations[name] = std::move(styles);
+        break;
+      }
     }
     return *meta;
   }
@@ -592,7 +729,7 @@ class GraphParser {
     c.Skip();
     if (c.Accept(":")) {
       c.Skip();
-      ASSIGN_OR_RETURN(meta, Annotation(c));
+      ASSIGN_OR_RETURN(meta, Annotation(c, name));
     }
     RETURN_IF_ERROR(c.Expect("=", "'='"));
     c.Skip();
@@ -798,6 +935,7 @@ class GraphParser {
   OutputStyle graph_output_style_ = OutputStyle::kTuple;
   absl::string_view text_;
   std::unique_ptr<Graph> graph_;
+  PrintOptions style_;
 };
 
 // ---- Printing ----
@@ -852,9 +990,15 @@ std::string PrintArg(const Arg& a) {
   return "?";
 }
 
-std::string Annotated(const std::string& name, const ValueMeta& meta) {
+std::string Annotated(const std::string& name, const ValueMeta& meta,
+                      const PrintOptions& options) {
   if (meta.kind == ValueMeta::Kind::kNone) return name;
-  return absl::StrCat(name, ": \"", meta.ToAnnotation(), "\"");
+  auto style = options.annotations.find(name);
+  return absl::StrCat(name, ": \"",
+                      style == options.annotations.end()
+                          ? meta.ToAnnotation()
+                          : meta.ToAnnotation(style->second),
+                      "\"");
 }
 
 std::string Rhs(const Node& n) {
@@ -883,6 +1027,11 @@ std::string Rhs(const Node& n) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Graph>> ParseGraph(absl::string_view text) {
+  ASSIGN_OR_RETURN(ParsedGraph p, GraphParser(text).Parse());
+  return std::move(p.graph);
+}
+
+absl::StatusOr<ParsedGraph> ParseGraphWithStyle(absl::string_view text) {
   return GraphParser(text).Parse();
 }
 
@@ -918,22 +1067,42 @@ absl::flat_hash_map<const Node*, std::vector<std::string>> Frees(
 
 }  // namespace
 
-std::string PrintGraph(const Graph& graph) {
+std::string PrintGraph(const Graph& graph, const PrintOptions& options) {
   absl::flat_hash_map<const Node*, std::vector<std::string>> frees =
       Frees(graph);
   std::string out;
-  for (const Directive& d : graph.directives()) {
-    absl::StrAppend(&out, "# lathe: ", d.text, "\n");
+  const GraphAttributes& a = graph.attributes();
+  for (const auto& [symbol, v] : a.hints) {
+    absl::StrAppend(&out, "# lathe: hint ", symbol, " ", PyNumber(v), "\n");
   }
-  std::string indent = graph.wrapped_in_class ? "    " : "";
-  if (graph.wrapped_in_class) {
-    absl::StrAppend(&out, "class ", graph.class_name, "(torch.nn.Module):\n");
+  for (const auto& [symbol, r] : a.ranges) {
+    absl::StrAppend(&out, "# lathe: range ", symbol, " ", r.lo, " ", r.hi,
+                    "\n");
+  }
+  for (const auto& [input, other] : a.alias_of) {
+    absl::StrAppend(&out, "# lathe: alias ", other, " ", input, "\n");
+  }
+  for (const auto& [input, type] : a.composites) {
+    absl::StrAppend(&out, "# lathe: composite ", input, " ", type, "\n");
+  }
+  for (const std::string& input : a.requires_grad) {
+    absl::StrAppend(&out, "# lathe: requires_grad ", input, "\n");
+  }
+  for (const std::string& input : a.non_leaf) {
+    absl::StrAppend(&out, "# lathe: non_leaf ", input, "\n");
+  }
+  for (const std::string& text : a.unknown) {
+    absl::StrAppend(&out, "# lathe: ", text, "\n");
+  }
+  std::string indent = options.wrap_in_class ? "    " : "";
+  if (options.wrap_in_class) {
+    absl::StrAppend(&out, "class ", options.class_name, "(torch.nn.Module):\n");
   }
   std::string body = indent + "    ";
   std::vector<std::string> params = {"self"};
   if (graph.pytree_params.empty()) {
     for (Node* p : graph.Placeholders())
-      params.push_back(Annotated(p->name(), p->meta()));
+      params.push_back(Annotated(p->name(), p->meta(), options));
     absl::StrAppend(&out, indent, "def forward(", absl::StrJoin(params, ", "),
                     "):\n");
   } else {
@@ -942,7 +1111,7 @@ std::string PrintGraph(const Graph& graph) {
                     "):\n", body);
     std::string flat;
     for (Node* p : graph.Placeholders()) {
-      absl::StrAppend(&out, Annotated(p->name(), p->meta()), "; ");
+      absl::StrAppend(&out, Annotated(p->name(), p->meta(), options), "; ");
       absl::StrAppend(&flat, p->name(), ", ");
     }
     out.pop_back();
@@ -980,7 +1149,7 @@ std::string PrintGraph(const Graph& graph) {
       }
       continue;
     }
-    absl::StrAppend(&out, body, Annotated(n->name(), n->meta()), " = ",
+    absl::StrAppend(&out, body, Annotated(n->name(), n->meta(), options), " = ",
                     Rhs(*n));
     if (auto f = frees.find(n.get()); f != frees.end()) {
       absl::StrAppend(&out, ";  ", absl::StrJoin(f->second, " = "), " = None");

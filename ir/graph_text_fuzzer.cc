@@ -16,13 +16,21 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::string_view text(reinterpret_cast<const char*>(data), size);
-  absl::StatusOr<std::unique_ptr<lathe::ir::Graph>> g =
-      lathe::ir::ParseGraph(text);
+  absl::StatusOr<lathe::ir::ParsedGraph> g =
+      lathe::ir::ParseGraphWithStyle(text);
   if (!g.ok()) return 0;
-  if (!(*g)->CheckStructure().ok()) std::abort();
-  std::string printed = lathe::ir::PrintGraph(**g);
-  absl::StatusOr<std::unique_ptr<lathe::ir::Graph>> again =
-      lathe::ir::ParseGraph(printed);
-  if (!again.ok() || lathe::ir::PrintGraph(**again) != printed) std::abort();
+  if (!g->graph->CheckStructure().ok()) std::abort();
+  // Both in the text's own style and in print_readable()'s.
+  for (bool styled : {true, false}) {
+    lathe::ir::PrintOptions options =
+        styled ? g->style : lathe::ir::PrintOptions();
+    std::string printed = lathe::ir::PrintGraph(*g->graph, options);
+    absl::StatusOr<lathe::ir::ParsedGraph> again =
+        lathe::ir::ParseGraphWithStyle(printed);
+    if (!again.ok() ||
+        lathe::ir::PrintGraph(*again->graph, again->style) != printed) {
+      std::abort();
+    }
+  }
   return 0;
 }

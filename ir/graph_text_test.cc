@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
+#include "symbolic/evaluate.h"
 #include "symbolic/printer.h"
 #include "tools/testing/runfiles.h"
 #include "tools/testing/status_matchers.h"
@@ -22,7 +23,9 @@ namespace lathe::ir {
 namespace {
 
 using ::lathe::testing::StatusIs;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Pair;
 
 constexpr absl::string_view kGraphDir = "ir/testdata/graphs";
 
@@ -49,10 +52,10 @@ TEST(GraphTextTest, CorpusRoundTripsExactly) {
   EXPECT_GE(files.size(), 20u);
   for (const std::string& file : files) {
     ASSERT_OK_AND_ASSIGN(std::string text, ReadGraph(file));
-    absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(text);
-    ASSERT_OK(g) << file;
-    EXPECT_OK((*g)->CheckStructure()) << file;
-    EXPECT_EQ(PrintGraph(**g), text) << file;
+    absl::StatusOr<ParsedGraph> p = ParseGraphWithStyle(text);
+    ASSERT_OK(p) << file;
+    EXPECT_OK(p->graph->CheckStructure()) << file;
+    EXPECT_EQ(PrintGraph(*p->graph, p->style), text) << file;
   }
 }
 
@@ -98,7 +101,8 @@ TEST(GraphTextTest, TorchCorpusPrintsBackExactly) {
 
 TEST(GraphTextTest, StructureOfAParsedGraph) {
   ASSERT_OK_AND_ASSIGN(std::string text, ReadGraph("01_mlp.txt"));
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> g, ParseGraph(text));
+  ASSERT_OK_AND_ASSIGN(ParsedGraph parsed, ParseGraphWithStyle(text));
+  const std::unique_ptr<Graph>& g = parsed.graph;
   std::vector<Node*> ps = g->Placeholders();
   ASSERT_EQ(ps.size(), 4u);
   EXPECT_EQ(ps[0]->name(), "x");
@@ -110,7 +114,7 @@ TEST(GraphTextTest, StructureOfAParsedGraph) {
   EXPECT_EQ(mm->users().size(), 1u);
   EXPECT_EQ(mm->users()[0]->name(), "add");
   EXPECT_EQ(g->output()->args()[0].list[0].node->name(), "mm_1");
-  EXPECT_TRUE(g->wrapped_in_class);
+  EXPECT_TRUE(parsed.style.wrap_in_class);
 
   ASSERT_OK_AND_ASSIGN(std::string kw_text,
                        ReadGraph("16_creation_kwargs.txt"));
@@ -131,8 +135,8 @@ TEST(GraphTextTest, StructureOfAParsedGraph) {
   EXPECT_EQ(symbolic::ToString(mul->meta().sym), "s0*s1");
   ASSERT_OK_AND_ASSIGN(std::string opt_text, ReadGraph("10_adam_step.txt"));
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> opt, ParseGraph(opt_text));
-  EXPECT_EQ(opt->directives().size(), 1u);
-  EXPECT_EQ(opt->directives()[0].text, "hint zf0 0.001");
+  EXPECT_THAT(opt->attributes().hints,
+              ElementsAre(Pair("zf0", symbolic::Value::Float(0.001))));
   EXPECT_TRUE(opt->Placeholders()[4]->meta().sym.is_float());
 }
 
@@ -154,7 +158,8 @@ TEST(GraphTextTest, CommentsAndPyTorchSpellingsAreAccepted) {
 // form (the placeholders are the flattened inputs), a returned list, None
 // results and an unannotated (baked-in) parameter.
 TEST(GraphTextTest, MakeFxForms) {
-  std::unique_ptr<Graph> g = *ParseGraph(R"(class f(torch.nn.Module):
+  ASSERT_OK_AND_ASSIGN(ParsedGraph parsed,
+                       ParseGraphWithStyle(R"(class f(torch.nn.Module):
     def forward(self, x, params):
         x_1: "f32[3][1]cpu"; params_1: "f32[3][1]cpu"; params_2: "f32[3][1]cpu";
 
@@ -162,25 +167,67 @@ TEST(GraphTextTest, MakeFxForms) {
         # No stacktrace found for following nodes
         add: "f32[3][1]cpu" = torch.ops.aten.add.Tensor(x_1, params_2);  x_1 = params_2 = None
         return pytree.tree_unflatten([add, None], self._out_spec)
-)");
-  EXPECT_EQ(g->class_name, "f");
+)"));
+  const std::unique_ptr<Graph>& g = parsed.graph;
+  EXPECT_EQ(parsed.style.class_name, "f");
   std::vector<std::string> names;
   for (Node* p : g->Placeholders()) names.push_back(p->name());
   EXPECT_THAT(names, ::testing::ElementsAre("x_1", "params_1", "params_2"));
   EXPECT_THAT(g->pytree_params, ::testing::ElementsAre("x", "params"));
   EXPECT_EQ(g->Placeholders()[2]->meta().ToAnnotation(), "f32[3][1]cpu");
   EXPECT_EQ(g->output()->args()[0].list[1].kind, Arg::Kind::kNone);
-  EXPECT_THAT(PrintGraph(*g),
+  EXPECT_THAT(PrintGraph(*g, parsed.style),
               HasSubstr("        return pytree.tree_unflatten([add, None], "
                         "self._out_spec)\n"));
-  std::unique_ptr<Graph> lambda =
-      *ParseGraph(R"(class <lambda>(torch.nn.Module):
+  ASSERT_OK_AND_ASSIGN(ParsedGraph lambda,
+                       ParseGraphWithStyle(R"(class <lambda>(torch.nn.Module):
     def forward(self, x_1: "f32[2][1]cpu", n_1):
         neg: "f32[2][1]cpu" = torch.ops.aten.neg.default(x_1);  x_1 = None
         return [neg]
-)");
-  EXPECT_EQ(lambda->class_name, "<lambda>");
-  EXPECT_THAT(PrintGraph(*lambda), HasSubstr("        return [neg]\n"));
+)"));
+  EXPECT_EQ(lambda.style.class_name, "<lambda>");
+  EXPECT_THAT(PrintGraph(*lambda.graph, lambda.style),
+              HasSubstr("class <lambda>(torch.nn.Module):\n"));
+  EXPECT_THAT(PrintGraph(*lambda.graph), HasSubstr("        return [neg]\n"));
+}
+
+// How a text is written (the class line, annotations without strides or
+// device) is the parse's style, not the graph's: PrintGraph writes
+// print_readable()'s form unless given the style.
+TEST(GraphTextTest, StyleIsKeptApartFromTheGraph) {
+  constexpr char kBare[] =
+      R"g(def forward(self, x: "f32[3, 4]", y: "(f32[2], f32[2][1]cuda:0)"):
+    neg: "f32[3, 4][4, 1]" = torch.ops.aten.neg.default(x);  x = None
+    return (neg, y)
+)g";
+  ASSERT_OK_AND_ASSIGN(ParsedGraph p, ParseGraphWithStyle(kBare));
+  EXPECT_FALSE(p.style.wrap_in_class);
+  AnnotationStyle bare{.strides = false, .device = false};
+  AnnotationStyle no_device{.strides = true, .device = false};
+  EXPECT_THAT(p.style.annotations,
+              ::testing::UnorderedElementsAre(
+                  Pair("x", ElementsAre(bare)),
+                  Pair("y", ElementsAre(bare, AnnotationStyle())),
+                  Pair("neg", ElementsAre(no_device))));
+  EXPECT_EQ(PrintGraph(*p.graph, p.style), kBare);
+  // The graph alone prints as print_readable() does.
+  EXPECT_EQ(PrintGraph(*p.graph),
+            "class GraphModule(torch.nn.Module):\n"
+            "    def forward(self, x: \"f32[3, 4][4, 1]cpu\", y: "
+            "\"(f32[2][1]cpu, f32[2][1]cuda:0)\"):\n"
+            "        neg: \"f32[3, 4][4, 1]cpu\" = "
+            "torch.ops.aten.neg.default(x);  x = None\n"
+            "        return (neg, y)\n");
+  // A node the style does not name (one a pass made) prints in full.
+  ASSERT_OK_AND_ASSIGN(
+      Node * relu, p.graph->InsertCall(p.graph->output(), "aten.relu.default",
+                                       {Arg::Of(p.graph->Find("neg"))}));
+  relu->meta() = p.graph->Find("neg")->meta();
+  EXPECT_THAT(PrintGraph(*p.graph, p.style),
+              HasSubstr("    relu: \"f32[3, 4][4, 1]cpu\" = "));
+  // The style goes by node name: a copy of the graph prints the same.
+  EXPECT_EQ(PrintGraph(*p.graph->Clone(), p.style),
+            PrintGraph(*p.graph, p.style));
 }
 
 TEST(GraphTextTest, ErrorsNameLineAndColumn) {
@@ -257,6 +304,121 @@ TEST(GraphTextTest, ErrorsNameLineAndColumn) {
                      std::string(100000, '[') + "\n    return (y,)\n";
   EXPECT_THAT(std::string(ParseGraph(deep).status().message()),
               HasSubstr("nested too deeply"));
+}
+
+constexpr char kForwardXY[] =
+    "def forward(self, x: \"f32[s0]\", y: \"f32[s0]\"):\n"
+    "    return (x,)\n";
+
+// Each `# lathe:` kind lands in its own field of the graph's attributes,
+// parsed once.
+TEST(GraphTextTest, DirectivesBecomeTypedAttributes) {
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<Graph> g,
+      ParseGraph(absl::StrCat("# lathe: hint s0 32\n"
+                              "# lathe: hint zf0 0.5\n"
+                              "# lathe: range u0 -2 16\n"
+                              "# lathe: alias x y\n"
+                              "# lathe: composite x pair(pair, "
+                              "scaled_int8)\n"
+                              "# lathe: requires_grad x\n"
+                              "# lathe: non_leaf y\n"
+                              "# lathe: frobnicate 1 2\n",
+                              kForwardXY)));
+  const GraphAttributes& a = g->attributes();
+  EXPECT_THAT(a.hints, ElementsAre(Pair("s0", symbolic::Value::Int(32)),
+                                   Pair("zf0", symbolic::Value::Float(0.5))));
+  ASSERT_EQ(a.ranges.size(), 1u);
+  EXPECT_EQ(a.ranges.at("u0").lo, -2);
+  EXPECT_EQ(a.ranges.at("u0").hi, 16);
+  EXPECT_THAT(a.alias_of, ElementsAre(Pair("y", "x")));
+  EXPECT_THAT(a.composites, ElementsAre(Pair("x", "pair(pair, scaled_int8)")));
+  EXPECT_THAT(a.requires_grad, ElementsAre("x"));
+  EXPECT_THAT(a.non_leaf, ElementsAre("y"));
+  // Another kind is kept as written (shape propagation rejects it).
+  EXPECT_THAT(a.unknown, ElementsAre("frobnicate 1 2"));
+  // A copy has them too.
+  EXPECT_THAT(g->Clone()->attributes().requires_grad, ElementsAre("x"));
+}
+
+// The attributes print back first, a kind at a time, each by name; the
+// printed text parses to the same attributes and prints identically.
+TEST(GraphTextTest, AttributesPrintBackAndRoundTrip) {
+  std::string text = absl::StrCat(
+      "# lathe: non_leaf y\n"
+      "# lathe:   requires_grad   y\n"
+      "# lathe: hint zf0 1e-3\n"
+      "# lathe: requires_grad x\n"
+      "# lathe: composite y pair\n"
+      "# lathe: hint s0 8\n"
+      "# lathe: range s0 2 64\n"
+      "# lathe: alias x y\n"
+      "# lathe: what\n",
+      kForwardXY);
+  ASSERT_OK_AND_ASSIGN(ParsedGraph p, ParseGraphWithStyle(text));
+  const std::unique_ptr<Graph>& g = p.graph;
+  std::string printed = PrintGraph(*g, p.style);
+  EXPECT_EQ(printed, absl::StrCat("# lathe: hint s0 8\n"
+                                  "# lathe: hint zf0 0.001\n"
+                                  "# lathe: range s0 2 64\n"
+                                  "# lathe: alias x y\n"
+                                  "# lathe: composite y pair\n"
+                                  "# lathe: requires_grad x\n"
+                                  "# lathe: requires_grad y\n"
+                                  "# lathe: non_leaf y\n"
+                                  "# lathe: what\n",
+                                  kForwardXY));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> again, ParseGraph(printed));
+  EXPECT_EQ(PrintGraph(*again, p.style), printed);
+  EXPECT_EQ(again->attributes().hints, g->attributes().hints);
+  EXPECT_EQ(again->attributes().alias_of, g->attributes().alias_of);
+}
+
+// A malformed directive of a known kind is a parse error naming the line,
+// the column and what was expected.
+TEST(GraphTextTest, MalformedDirectivesAreParseErrors) {
+  struct Case {
+    std::string directive;
+    std::string message;
+  } cases[] = {
+      {"# lathe: hint s0 many",
+       "line 1:18: expected an int or a float (# lathe: hint SYMBOL NUMBER), "
+       "got 'many'"},
+      {"# lathe: hint s0",
+       "line 1:17: expected an int or a float (# lathe: hint SYMBOL NUMBER), "
+       "got the end of the line"},
+      {"# lathe: hint 0s 4",
+       "line 1:15: expected a symbol (# lathe: hint SYMBOL NUMBER), got '0s'"},
+      {"# lathe: hint s0 4 5",
+       "line 1:20: expected the end of the line (# lathe: hint SYMBOL "
+       "NUMBER), got '5'"},
+      {"# lathe: range s0 9 2",
+       "line 1:21: expected HI >= LO (# lathe: range SYMBOL LO HI), got 9 > 2"},
+      {"# lathe: range s0 1.5 2",
+       "line 1:19: expected an int LO (# lathe: range SYMBOL LO HI), got "
+       "'1.5'"},
+      {"# lathe: alias x",
+       "line 1:17: expected a second input name (# lathe: alias INPUT INPUT)"},
+      {"# lathe: composite x",
+       "line 1:21: expected a composite type (# lathe: composite INPUT TYPE)"},
+      {"  # lathe: requires_grad x y",
+       "line 1:28: expected the end of the line (# lathe: requires_grad "
+       "INPUT), got 'y'"},
+      {"# lathe: non_leaf",
+       "line 1:18: expected an input name (# lathe: non_leaf INPUT), got the "
+       "end of the line"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_THAT(
+        ParseGraph(absl::StrCat(c.directive, "\n", kForwardXY)),
+        StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.message)))
+        << c.directive;
+  }
+  // On a later line, the line is named.
+  EXPECT_THAT(ParseGraph(absl::StrCat("# lathe: hint s0 4\n",
+                                      "# lathe: range s0 a 4\n", kForwardXY)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("line 2:19: expected an int LO")));
 }
 
 TEST(GraphTextTest, PyFloatMatchesPythonRepr) {

@@ -215,11 +215,6 @@ absl::StatusOr<InferredMeta> ComputeMeta(const Node& node,
       for (symbolic::Expr& e : *list) e = env.Simplify(e);
     }
     out.meta.storage_offset = env.Simplify(out.meta.storage_offset);
-    // A new node prints in full, as Dynamo prints; an old one as before.
-    out.meta.show_strides =
-        old.kind != ValueMeta::Kind::kTensor || old.tensor.show_strides;
-    out.meta.show_device =
-        old.kind != ValueMeta::Kind::kTensor || old.tensor.show_device;
   }
   r.meta = MetaOfValue(out);
   BindUnbacked(r.meta, "", env, known, r.bindings);

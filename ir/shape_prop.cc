@@ -1,6 +1,7 @@
 #include "ir/shape_prop.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -9,12 +10,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "ir/alias_info.h"
 #include "ir/eval_call.h"
+#include "ir/graph_text.h"
 #include "ir/infer_meta.h"
 #include "ir/op_registry.h"
 #include "ir/value.h"
@@ -24,74 +24,53 @@
 namespace lathe::ir {
 namespace {
 
-struct Directives {
-  absl::flat_hash_map<std::string, symbolic::Value> hints;
-  absl::flat_hash_map<std::string, std::pair<int64_t, int64_t>> ranges;
-  absl::flat_hash_map<std::string, std::string> alias_of;  // input -> input
-  // The directive text that gave each hint and range (for errors).
-  absl::flat_hash_map<std::string, std::string> hint_text, range_text;
-};
+// The error for the `# lathe:` line `text` (after the prefix).
+absl::Status BadDirective(absl::string_view text, absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat("# lathe: ", text, ": ", why));
+}
 
-absl::StatusOr<Directives> ReadDirectives(const Graph& g) {
-  Directives d;
-  absl::flat_hash_set<std::string> composites;
-  for (const Directive& dir : g.directives()) {
-    std::vector<std::string> w =
-        absl::StrSplit(dir.text, ' ', absl::SkipEmpty());
-    if (w.size() >= 3 && w[0] == "composite") composites.insert(w[1]);
+std::string HintText(const std::string& symbol, const symbolic::Value& v) {
+  return absl::StrCat("hint ", symbol, " ", PyNumber(v));
+}
+
+std::string RangeText(const std::string& symbol, const SymbolRange& r) {
+  return absl::StrCat("range ", symbol, " ", r.lo, " ", r.hi);
+}
+
+// An error for a `# lathe:` line of no known kind, or an attribute naming an
+// input the graph does not have (a composite input counts: flattening
+// replaces it by its inner tensors).
+absl::Status CheckAttributes(const Graph& g) {
+  const GraphAttributes& a = g.attributes();
+  if (!a.unknown.empty()) {
+    const std::string& text = a.unknown.front();
+    return BadDirective(
+        text, text.empty() ? "empty directive"
+                           : "unknown directive (expected hint, range, alias, "
+                             "requires_grad, non_leaf or composite)");
   }
-  for (const Directive& dir : g.directives()) {
-    std::vector<std::string> w =
-        absl::StrSplit(dir.text, ' ', absl::SkipEmpty());
-    auto bad = [&](absl::string_view why) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("# lathe: ", dir.text, ": ", why));
-    };
-    if (w.empty()) return bad("empty directive");
-    // A name a directive gives must be one of the graph's inputs (or a
-    // composite input, which flattening replaces by its inner tensors).
-    auto input = [&](const std::string& name) -> absl::Status {
-      const Node* n = g.Find(name);
-      if ((n != nullptr && n->kind() == Node::Kind::kPlaceholder) ||
-          composites.contains(name)) {
-        return absl::OkStatus();
-      }
-      return bad(absl::StrCat("'", name, "' is not an input of the graph"));
-    };
-    if (w[0] == "hint" && w.size() == 3) {
-      int64_t i;
-      double f;
-      d.hint_text[w[1]] = dir.text;
-      if (absl::SimpleAtoi(w[2], &i)) {
-        d.hints[w[1]] = symbolic::Value::Int(i);
-      } else if (absl::SimpleAtod(w[2], &f)) {
-        d.hints[w[1]] = symbolic::Value::Float(f);
-      } else {
-        return bad("expected 'hint SYMBOL NUMBER'");
-      }
-    } else if (w[0] == "range" && w.size() == 4) {
-      int64_t lo, hi;
-      if (!absl::SimpleAtoi(w[2], &lo) || !absl::SimpleAtoi(w[3], &hi) ||
-          lo > hi) {
-        return bad("expected 'range SYMBOL LO HI' with LO <= HI");
-      }
-      d.ranges[w[1]] = {lo, hi};
-      d.range_text[w[1]] = dir.text;
-    } else if (w[0] == "alias" && w.size() == 3) {
-      for (int k : {1, 2}) RETURN_IF_ERROR(input(w[k]));
-      d.alias_of[w[2]] = w[1];
-    } else if (((w[0] == "requires_grad" || w[0] == "non_leaf") &&
-                w.size() == 2) ||
-               (w[0] == "composite" && w.size() >= 3)) {
-      // Recorded for AOT; no effect on shapes.
-      if (w[0] != "composite") RETURN_IF_ERROR(input(w[1]));
-    } else {
-      return bad(
-          "unknown directive (expected hint, range, alias, requires_grad, "
-          "non_leaf or composite)");
+  auto input = [&](const std::string& text,
+                   const std::string& name) -> absl::Status {
+    const Node* n = g.Find(name);
+    if ((n != nullptr && n->kind() == Node::Kind::kPlaceholder) ||
+        a.composites.count(name) > 0) {
+      return absl::OkStatus();
     }
+    return BadDirective(
+        text, absl::StrCat("'", name, "' is not an input of the graph"));
+  };
+  for (const auto& [name, first] : a.alias_of) {
+    std::string text = absl::StrCat("alias ", first, " ", name);
+    RETURN_IF_ERROR(input(text, first));
+    RETURN_IF_ERROR(input(text, name));
   }
-  return d;
+  for (const std::string& name : a.requires_grad) {
+    RETURN_IF_ERROR(input(absl::StrCat("requires_grad ", name), name));
+  }
+  for (const std::string& name : a.non_leaf) {
+    RETURN_IF_ERROR(input(absl::StrCat("non_leaf ", name), name));
+  }
+  return absl::OkStatus();
 }
 
 // Gives new tensors fresh storage identities. A meta function returns a
@@ -116,8 +95,9 @@ absl::Status CheckByteCount(const ValueMeta& m) {
     if (!e.is_number() || !e.is_int()) continue;
     if (e.int_value() < 0 ||
         __builtin_mul_overflow(bytes, e.int_value(), &bytes)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(m.ToAnnotation(), " is larger than int64 can count"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          m.tensor.ToAnnotation({.strides = false, .device = false}),
+          " is larger than int64 can count"));
     }
   }
   return absl::OkStatus();
@@ -127,8 +107,12 @@ absl::Status CheckByteCount(const ValueMeta& m) {
 
 absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
                              const ShapePropOptions& options) {
-  ASSIGN_OR_RETURN(Directives d, ReadDirectives(graph));
-  for (const auto& [name, v] : options.hints) d.hints[name] = v;
+  RETURN_IF_ERROR(CheckAttributes(graph));
+  const GraphAttributes& attributes = graph.attributes();
+  absl::flat_hash_map<std::string, symbolic::Value> hints(
+      attributes.hints.begin(), attributes.hints.end());
+  for (const auto& [name, v] : options.hints) hints[name] = v;
+  const std::map<std::string, SymbolRange>& ranges = attributes.ranges;
   absl::flat_hash_map<const Node*, Value> values;
   absl::flat_hash_map<std::string, StorageId> input_storage;
   graph.ResetStorageIds(0);
@@ -155,17 +139,15 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
         declared.insert(std::string(s.name()));
         if (env.HintOf(s).has_value() || env.IsUnbacked(s)) continue;
         std::optional<symbolic::Value> hint;
-        if (auto it = d.hints.find(std::string(s.name())); it != d.hints.end())
+        if (auto it = hints.find(std::string(s.name())); it != hints.end())
           hint = it->second;
         RETURN_IF_ERROR(env.DeclareSymbol(s, hint, source));
-        if (auto r = d.ranges.find(std::string(s.name()));
-            r != d.ranges.end()) {
-          absl::Status st =
-              env.ConstrainRange(s, r->second.first, r->second.second);
+        if (auto r = ranges.find(std::string(s.name())); r != ranges.end()) {
+          absl::Status st = env.ConstrainRange(s, r->second.lo, r->second.hi);
           if (!st.ok()) {
-            return absl::InvalidArgumentError(
-                absl::StrCat("# lathe: ", d.range_text[r->first], ": ",
-                             st.message(), " (from input '", p->name(), "')"));
+            return BadDirective(
+                RangeText(r->first, r->second),
+                absl::StrCat(st.message(), " (from input '", p->name(), "')"));
           }
         }
       }
@@ -182,8 +164,9 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
         RETURN_IF_ERROR(
             declare(m.tensor.strides[i], symbolic::Source::Stride(k, i)));
       }
-      auto alias = d.alias_of.find(p->name());
-      if (alias != d.alias_of.end() && input_storage.contains(alias->second)) {
+      auto alias = attributes.alias_of.find(p->name());
+      if (alias != attributes.alias_of.end() &&
+          input_storage.contains(alias->second)) {
         m.tensor.storage = input_storage[alias->second];
       } else {
         m.tensor.storage = graph.NewStorageId();
@@ -196,10 +179,11 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
     values[p] = ValueOfMeta(m);
   }
   // A hint must name a symbol of the inputs' annotations.
-  for (const auto& [name, text] : d.hint_text) {
+  for (const auto& [name, v] : attributes.hints) {
     if (!declared.contains(name)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "# lathe: ", text, ": no input's annotation has the symbol ", name));
+      return BadDirective(
+          HintText(name, v),
+          absl::StrCat("no input's annotation has the symbol ", name));
     }
   }
   int unbacked_ints = 0;  // made so far by this propagation
@@ -256,11 +240,11 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
       symbolic::Expr backed = n.meta().sym;
       std::string name(backed.name());
       if (!env.HintOf(backed).has_value() && !env.IsUnbacked(backed)) {
-        auto h = d.hints.find(name);
+        auto h = hints.find(name);
         int input = static_cast<int>(
             std::find(placeholders.begin(), placeholders.end(), item_of) -
             placeholders.begin());
-        if (h != d.hints.end()) {
+        if (h != hints.end()) {
           absl::Status st = env.DeclareSymbol(backed, h->second,
                                               symbolic::Source::Scalar(input));
           if (!st.ok()) return fail(st);
@@ -277,9 +261,9 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
         env.IsUnbacked(out.number)) {
       std::string name = out.number.is_int() ? absl::StrCat("u", unbacked_ints)
                                              : std::string(out.number.name());
-      if (auto r = d.ranges.find(name); r != d.ranges.end()) {
+      if (auto r = ranges.find(name); r != ranges.end()) {
         absl::Status st =
-            env.ConstrainRange(out.number, r->second.first, r->second.second);
+            env.ConstrainRange(out.number, r->second.lo, r->second.hi);
         if (!st.ok()) return fail(st);
       }
     }
@@ -330,11 +314,11 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
   }
   // A range must name a symbol of the inputs or one the graph makes.
   for (int k = 0; k < unbacked_ints; ++k) declared.insert(absl::StrCat("u", k));
-  for (const auto& [name, text] : d.range_text) {
+  for (const auto& [name, r] : ranges) {
     if (!declared.contains(name)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("# lathe: ", text,
-                       ": neither an input's annotation nor the graph has "
+      return BadDirective(
+          RangeText(name, r),
+          absl::StrCat("neither an input's annotation nor the graph has "
                        "the symbol ",
                        name));
     }

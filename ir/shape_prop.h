@@ -15,8 +15,10 @@
 //   RETURN_IF_ERROR(PropagateShapes(*graph, env));
 //   graph->Find("mm")->meta().ToAnnotation();   // "f32[s0, 32][32, 1]cpu"
 //
-// Directives: `# lathe: hint SYMBOL VALUE`, `# lathe: range SYMBOL LO HI`,
-// `# lathe: alias INPUT INPUT` (two inputs share a storage).
+// The graph's attributes it reads (GraphAttributes, from `# lathe:` lines):
+// hints, ranges and aliases (two inputs share a storage). It checks that
+// every attribute names an input or symbol of the graph, and rejects lines
+// of no known kind.
 
 #ifndef LATHE_IR_SHAPE_PROP_H_
 #define LATHE_IR_SHAPE_PROP_H_
@@ -32,7 +34,7 @@
 namespace lathe::ir {
 
 struct ShapePropOptions {
-  // Hints by symbol name, in addition to `# lathe: hint` directives.
+  // Hints by symbol name, in addition to (and over) the graph's.
   absl::flat_hash_map<std::string, symbolic::Value> hints;
 };
 

@@ -49,10 +49,10 @@ std::string JoinExprs(const std::vector<symbolic::Expr>& es) {
 
 }  // namespace
 
-std::string TensorMeta::ToAnnotation() const {
+std::string TensorMeta::ToAnnotation(AnnotationStyle style) const {
   std::string out = absl::StrCat(ShortName(dtype), "[", JoinExprs(sizes), "]");
-  if (show_strides) absl::StrAppend(&out, "[", JoinExprs(strides), "]");
-  if (show_device) absl::StrAppend(&out, device.ToString());
+  if (style.strides) absl::StrAppend(&out, "[", JoinExprs(strides), "]");
+  if (style.device) absl::StrAppend(&out, device.ToString());
   return out;
 }
 
@@ -106,22 +106,40 @@ std::vector<symbolic::Expr> ValueMeta::Symbols() const {
   return out;
 }
 
-std::string ValueMeta::ToAnnotation() const {
-  switch (kind) {
-    case Kind::kNone:
+namespace {
+
+// `m`'s annotation, its tensors styled from styles[*next] on (advancing
+// *next past each).
+std::string Annotation(const ValueMeta& m,
+                       absl::Span<const AnnotationStyle> styles, size_t* next) {
+  switch (m.kind) {
+    case ValueMeta::Kind::kNone:
       return "";
-    case Kind::kTensor:
-      return tensor.ToAnnotation();
-    case Kind::kSym:
-      return absl::StrCat("Sym(", symbolic::ToString(sym), ")");
-    case Kind::kTuple: {
+    case ValueMeta::Kind::kTensor: {
+      size_t k = (*next)++;
+      return m.tensor.ToAnnotation(k < styles.size() ? styles[k]
+                                                     : AnnotationStyle());
+    }
+    case ValueMeta::Kind::kSym:
+      return absl::StrCat("Sym(", symbolic::ToString(m.sym), ")");
+    case ValueMeta::Kind::kTuple: {
       std::vector<std::string> parts;
-      for (const ValueMeta& e : elements) parts.push_back(e.ToAnnotation());
+      for (const ValueMeta& e : m.elements) {
+        parts.push_back(Annotation(e, styles, next));
+      }
       return absl::StrCat("(", absl::StrJoin(parts, ", "),
-                          elements.size() == 1 ? ",)" : ")");
+                          m.elements.size() == 1 ? ",)" : ")");
     }
   }
   return "";
+}
+
+}  // namespace
+
+std::string ValueMeta::ToAnnotation(
+    absl::Span<const AnnotationStyle> styles) const {
+  size_t next = 0;
+  return Annotation(*this, styles, &next);
 }
 
 namespace {
@@ -137,6 +155,9 @@ class AnnotationParser {
       return Error("unexpected text after the annotation");
     return m;
   }
+
+  // How each tensor parsed so far is written, in order.
+  const std::vector<AnnotationStyle>& styles() const { return styles_; }
 
  private:
   absl::Status Error(absl::string_view message, size_t at) const {
@@ -252,6 +273,7 @@ class AnnotationParser {
     absl::StatusOr<DType> dtype = ParseDType(dtype_name);
     if (!dtype.ok()) return Error(dtype.status().message(), at);
     TensorMeta t;
+    AnnotationStyle style;
     t.dtype = *dtype;
     if (!Accept("[")) return Error("expected '[' and the sizes");
     size_t sizes_at = pos_;
@@ -267,7 +289,7 @@ class AnnotationParser {
                      strides_at - 1);
       }
     } else {
-      t.show_strides = false;
+      style.strides = false;
       // Contiguous strides through the sizes.
       t.strides.assign(t.sizes.size(), symbolic::Int(1));
       for (int d = static_cast<int>(t.sizes.size()) - 2; d >= 0; --d) {
@@ -281,23 +303,29 @@ class AnnotationParser {
     }
     absl::string_view device = text_.substr(device_start, pos_ - device_start);
     if (device.empty()) {
-      t.show_device = false;
+      style.device = false;
     } else {
       absl::StatusOr<Device> d = Device::Parse(device);
       if (!d.ok()) return Error(d.status().message(), device_start);
       t.device = *d;
     }
+    styles_.push_back(style);
     return ValueMeta::Tensor(std::move(t));
   }
 
   absl::string_view text_;
   size_t pos_ = 0;
+  std::vector<AnnotationStyle> styles_;
 };
 
 }  // namespace
 
-absl::StatusOr<ValueMeta> ParseAnnotation(absl::string_view text) {
-  return AnnotationParser(text).Parse();
+absl::StatusOr<ValueMeta> ParseAnnotation(
+    absl::string_view text, std::vector<AnnotationStyle>* styles) {
+  AnnotationParser parser(text);
+  ASSIGN_OR_RETURN(ValueMeta m, parser.Parse());
+  if (styles != nullptr) *styles = parser.styles();
+  return m;
 }
 
 }  // namespace lathe::ir

@@ -12,6 +12,7 @@
 //   ASSIGN_OR_RETURN(ValueMeta m, ParseAnnotation("f32[s0, 16][16, 1]cpu"));
 //   m.tensor.sizes[0];          // the symbol s0
 //   m.ToAnnotation();           // "f32[s0, 16][16, 1]cpu"
+//   m.tensor.ToAnnotation({.strides = false});  // "f32[s0, 16]cpu"
 
 #ifndef LATHE_IR_TENSOR_META_H_
 #define LATHE_IR_TENSOR_META_H_
@@ -22,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "runtime/device.h"
 #include "runtime/dtype.h"
 #include "symbolic/expr.h"
@@ -32,6 +34,22 @@ namespace lathe::ir {
 using StorageId = int64_t;
 inline constexpr StorageId kUnknownStorage = -1;
 
+// AnnotationStyle
+//
+// How a tensor annotation is written: print_readable() shows the strides and
+// the device ("f32[2, 3][3, 1]cpu") unless asked not to ("f32[2, 3]"). A
+// choice of the text, not part of the meta: an annotation without strides
+// means contiguous ones, without a device the CPU.
+struct AnnotationStyle {
+  bool strides = true;
+  bool device = true;
+
+  bool operator==(const AnnotationStyle& o) const {
+    return strides == o.strides && device == o.device;
+  }
+  bool operator!=(const AnnotationStyle& o) const { return !(*this == o); }
+};
+
 struct TensorMeta {
   DType dtype = DType::kFloat32;
   Device device = Device::Cpu();
@@ -39,13 +57,10 @@ struct TensorMeta {
   std::vector<symbolic::Expr> strides;
   symbolic::Expr storage_offset = symbolic::Int(0);
   StorageId storage = kUnknownStorage;
-  // How the annotation was written (so printing reproduces it).
-  bool show_strides = true;
-  bool show_device = true;
 
   int64_t dim() const { return static_cast<int64_t>(sizes.size()); }
-  // "f32[s0, 16][16, 1]cpu" (strides and device as show_* say).
-  std::string ToAnnotation() const;
+  // "f32[s0, 16][16, 1]cpu"; "f32[s0, 16]" without strides and device.
+  std::string ToAnnotation(AnnotationStyle style = {}) const;
   // Whether it is provably contiguous as PyTorch's is_contiguous says
   // (size-1 dimensions do not count; an empty tensor is).
   bool IsContiguous() const;
@@ -76,8 +91,10 @@ struct ValueMeta {
   static ValueMeta Sym(symbolic::Expr e);
   static ValueMeta Tuple(std::vector<ValueMeta> elements);
 
-  // The annotation text without quotes; "" for kNone.
-  std::string ToAnnotation() const;
+  // The annotation text without quotes; "" for kNone. Its k-th tensor
+  // (depth first through tuples) is written as styles[k] says, in full when
+  // `styles` has no k-th entry.
+  std::string ToAnnotation(absl::Span<const AnnotationStyle> styles = {}) const;
   // The known storages of its tensors, each once, in order.
   std::vector<StorageId> Storages() const;
   // The free symbols of its sizes, strides, offsets and scalar values (with
@@ -90,8 +107,10 @@ struct ValueMeta {
 // A value's annotation: "f32[2, 3]", "f32[s0, 3][3, 1]", "f32[s0][1]cuda:0",
 // "Sym(s0 + 1)", "Sym(zf0)", "Sym(Eq(s0, 2))", or a parenthesized tuple of
 // those. Symbols follow symbolic::DefaultSymbol naming. Errors name the
-// column within `text` (1-based).
-absl::StatusOr<ValueMeta> ParseAnnotation(absl::string_view text);
+// column within `text` (1-based). With `styles`, sets it to how each tensor
+// of the annotation is written, in the order ToAnnotation takes them.
+absl::StatusOr<ValueMeta> ParseAnnotation(
+    absl::string_view text, std::vector<AnnotationStyle>* styles = nullptr);
 
 }  // namespace lathe::ir
 

@@ -6,32 +6,15 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "ir/tensor_meta.h"
 #include "status_macros.h"
 #include "symbolic/shape_env.h"
 
 namespace lathe::ir {
-namespace {
 
-// Copies how `from` was written (strides/device shown) onto `to`, so the
-// comparison covers exactly what the annotation states.
-void CopyShowFlags(const ValueMeta& from, ValueMeta& to) {
-  if (from.kind == ValueMeta::Kind::kTensor &&
-      to.kind == ValueMeta::Kind::kTensor) {
-    to.tensor.show_strides = from.tensor.show_strides;
-    to.tensor.show_device = from.tensor.show_device;
-  }
-  if (from.kind == ValueMeta::Kind::kTuple &&
-      to.kind == ValueMeta::Kind::kTuple &&
-      from.elements.size() == to.elements.size()) {
-    for (size_t i = 0; i < from.elements.size(); ++i) {
-      CopyShowFlags(from.elements[i], to.elements[i]);
-    }
-  }
-}
-
-}  // namespace
-
-absl::Status Verify(const Graph& graph, const ShapePropOptions& options) {
+absl::Status Verify(const Graph& graph, const ShapePropOptions& options,
+                    const PrintOptions& written) {
   RETURN_IF_ERROR(graph.CheckStructure());
   bool past_inputs = false;
   for (const auto& n : graph.nodes()) {
@@ -57,9 +40,15 @@ absl::Status Verify(const Graph& graph, const ShapePropOptions& options) {
         n->meta().kind == ValueMeta::Kind::kNone) {
       continue;
     }
-    ValueMeta got = got_node.meta();
-    CopyShowFlags(n->meta(), got);
-    std::string w = n->meta().ToAnnotation(), g = got.ToAnnotation();
+    // Compared as the annotation is written: what it leaves out (strides,
+    // device) it does not state.
+    absl::Span<const AnnotationStyle> styles;
+    if (auto it = written.annotations.find(n->name());
+        it != written.annotations.end()) {
+      styles = it->second;
+    }
+    std::string w = n->meta().ToAnnotation(styles),
+                g = got_node.meta().ToAnnotation(styles);
     if (w != g) {
       return absl::InvalidArgumentError(
           absl::StrCat("node '", n->name(), "': annotation ", w,

@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "ir/graph.h"
+#include "ir/graph_text.h"
 #include "ir/shape_prop.h"
 
 namespace lathe::ir {
@@ -26,9 +27,12 @@ namespace lathe::ir {
 // Verify()
 //
 // OK when the graph is well formed and its annotations are consistent; the
-// first problem otherwise, naming the node. Symbol hints come from
-// `# lathe: hint` directives and `options`.
-absl::Status Verify(const Graph& graph, const ShapePropOptions& options = {});
+// first problem otherwise, naming the node. Symbol hints come from the
+// graph's attributes (`# lathe: hint`) and `options`. `written` says how the
+// text wrote the annotations (ParseGraphWithStyle's style): what an
+// annotation leaves out (strides, device) is not compared.
+absl::Status Verify(const Graph& graph, const ShapePropOptions& options = {},
+                    const PrintOptions& written = {});
 
 }  // namespace lathe::ir
 

@@ -18,15 +18,16 @@
 namespace lathe::ir {
 namespace {
 
+using ::lathe::testing::StatusIs;
 using ::testing::HasSubstr;
 
 absl::Status VerifyText(const std::string& text) {
-  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(text);
-  if (!g.ok()) return g.status();
+  absl::StatusOr<ParsedGraph> p = ParseGraphWithStyle(text);
+  if (!p.ok()) return p.status();
   ShapePropOptions options;
   for (const char* s : {"s0", "s1", "s2"})
     options.hints[s] = symbolic::Value::Int(8);
-  return Verify(**g, options);
+  return Verify(*p->graph, options, p->style);
 }
 
 // The corpus graphs were printed by PyTorch (or by hand following it): the
@@ -37,13 +38,15 @@ class CorpusTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(CorpusTest, AnnotationsMatchTheMetaFunctions) {
   std::string text = ReadCorpusGraph(GetParam());
   ASSERT_FALSE(text.empty());
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> g, ParseGraph(text));
+  ASSERT_OK_AND_ASSIGN(ParsedGraph p, ParseGraphWithStyle(text));
   ShapePropOptions options;
   options.hints["s0"] = symbolic::Value::Int(8);
   options.hints["s1"] = symbolic::Value::Int(6);
-  EXPECT_OK(Verify(*g, options)) << GetParam();
-  EXPECT_EQ(PrintGraph(*g), text);
-  for (const auto& n : g->nodes()) EXPECT_TRUE(n->unbacked_bindings().empty());
+  EXPECT_OK(Verify(*p.graph, options, p.style)) << GetParam();
+  EXPECT_EQ(PrintGraph(*p.graph, p.style), text);
+  for (const auto& n : p.graph->nodes()) {
+    EXPECT_TRUE(n->unbacked_bindings().empty());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -109,6 +112,23 @@ TEST(VerifierTest, Errors) {
     EXPECT_FALSE(st.ok()) << c.text;
     EXPECT_THAT(std::string(st.message()), HasSubstr(c.message)) << c.text;
   }
+}
+
+// An annotation without strides or device states neither: a transposed
+// view written "f32[3, 2]" is consistent, though its strides are not the
+// contiguous ones the annotation implies.
+TEST(VerifierTest, WhatAnAnnotationLeavesOutIsNotCompared) {
+  constexpr char kShort[] = R"g(def forward(self, x: "f32[2, 3]"):
+    t: "f32[3, 2]" = torch.ops.aten.t.default(x)
+    return (t,)
+)g";
+  EXPECT_OK(VerifyText(kShort));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> g, ParseGraph(kShort));
+  EXPECT_THAT(Verify(*g),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 't': annotation f32[3, 2][2, 1]cpu "
+                                 "does not match the op's meta f32[3, 2][1, "
+                                 "3]cpu")));
 }
 
 TEST(VerifierTest, InPlaceViewOpsUpdateTheirInputsMeta) {

@@ -164,17 +164,18 @@ absl::StatusOr<PassResult> RunPassAndCompare(absl::string_view text,
 
 absl::StatusOr<PassResult> RunPass(absl::string_view text,
                                    std::unique_ptr<Pass> pass) {
-  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, ir::ParseGraph(text));
+  ASSIGN_OR_RETURN(ir::ParsedGraph parsed, ir::ParseGraphWithStyle(text));
+  ir::Graph& graph = *parsed.graph;
   symbolic::ShapeEnv env;
-  RETURN_IF_ERROR(ir::PropagateShapes(*graph, env));
+  RETURN_IF_ERROR(ir::PropagateShapes(graph, env));
   PassResult r;
-  r.before = ir::PrintGraph(*graph);
+  r.before = ir::PrintGraph(graph, parsed.style);
   PassPipeline pipeline;
   pipeline.AddPass<Borrowed>(std::move(pass));
   PassContext ctx(env);
-  ASSIGN_OR_RETURN(PipelineReport report, pipeline.Run(*graph, ctx));
+  ASSIGN_OR_RETURN(PipelineReport report, pipeline.Run(graph, ctx));
   r.changed = report.changed;
-  r.after = ir::PrintGraph(*graph);
+  r.after = ir::PrintGraph(graph, parsed.style);
   return r;
 }
 

@@ -37,8 +37,9 @@ namespace lathe::passes {
 // RunPass()
 //
 // Parses `text`, propagates shapes, runs `pass` through a pipeline that
-// checks the invariants; returns the printed result and whether the pass
-// said it changed the graph.
+// checks the invariants; returns the graph before and after, printed in
+// `text`'s style (ParseGraphWithStyle), and whether the pass said it changed
+// the graph.
 struct PassResult {
   std::string before;
   std::string after;
