@@ -6,11 +6,10 @@
 // so a graph copied from PyTorch's logs parses as is (DESIGN.md §3):
 //
 //   class GraphModule(torch.nn.Module):
-//       def forward(self, x: "f32[s0, 16][16, 1]cpu", w: "f32[16, 32][32,
-//       1]cpu"):
-//           mm: "f32[s0, 32][32, 1]cpu" = torch.ops.aten.mm.default(x, w);  x =
-//           None relu: "f32[s0, 32][32, 1]cpu" =
-//           torch.ops.aten.relu.default(mm) return (relu,)
+//       def forward(self, x: "f32[s0, 16]", w: "f32[16, 32]"):
+//           mm: "f32[s0, 32]" = torch.ops.aten.mm.default(x, w);  x = None
+//           relu: "f32[s0, 32]" = torch.ops.aten.relu.default(mm)
+//           return (relu,)
 //
 // Also accepted: a bare `def forward`, annotations without strides or device,
 // `Sym(expr)` annotations, `y = x[0]`, Python operators on symbols
