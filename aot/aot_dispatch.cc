@@ -31,9 +31,11 @@ absl::StatusOr<AotGraph> AotDispatch(ir::Graph& graph, symbolic::ShapeEnv& env,
 absl::StatusOr<ir::Interpretation> InterpretWithPlan(
     const ir::Graph& graph, const RuntimeWrapperPlan& plan,
     std::vector<ir::Value>& inputs,
-    const absl::flat_hash_map<std::string, ir::Value>& constants) {
+    const absl::flat_hash_map<std::string, ir::Value>& constants,
+    const GraphRunner& runner) {
   ASSIGN_OR_RETURN(ir::Interpretation r,
-                   ir::Interpret(graph, inputs, constants));
+                   runner ? runner(graph, inputs, constants)
+                          : ir::Interpret(graph, inputs, constants));
   std::vector<Tensor> in(inputs.size()), fw(r.outputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].is_tensor()) in[i] = inputs[i].tensor;
@@ -96,12 +98,14 @@ ir::Value ValueOf(const Operand& o) {
 
 absl::StatusOr<UserCall> InterpretAsUser(
     const ir::Graph& graph, const AotGraph& aot, std::vector<Operand> args,
-    const absl::flat_hash_map<std::string, ir::Value>& constants) {
+    const absl::flat_hash_map<std::string, ir::Value>& constants,
+    const GraphRunner& runner) {
   ASSIGN_OR_RETURN(std::vector<Operand> dense, aot.subclass.Unwrap(args));
   std::vector<ir::Value> inputs;
   for (const Operand& o : dense) inputs.push_back(ValueOf(o));
-  ASSIGN_OR_RETURN(ir::Interpretation r,
-                   InterpretWithPlan(graph, aot.plan, inputs, constants));
+  ASSIGN_OR_RETURN(
+      ir::Interpretation r,
+      InterpretWithPlan(graph, aot.plan, inputs, constants, runner));
   std::vector<Operand> outs;
   for (const ir::Value& v : r.outputs) {
     ASSIGN_OR_RETURN(Operand o, OperandOf(v));

@@ -24,6 +24,7 @@
 #ifndef LATHE_AOT_AOT_DISPATCH_H_
 #define LATHE_AOT_AOT_DISPATCH_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,16 +64,24 @@ struct AotGraph {
 absl::StatusOr<AotGraph> AotDispatch(ir::Graph& graph, symbolic::ShapeEnv& env,
                                      const AotOptions& options = {});
 
+// How the functional graph is run: the interpreter by default, or a
+// compiled function (codegen) with the same contract as ir::Interpret.
+using GraphRunner = std::function<absl::StatusOr<ir::Interpretation>(
+    const ir::Graph& graph, const std::vector<ir::Value>& inputs,
+    const absl::flat_hash_map<std::string, ir::Value>& constants)>;
+
 // InterpretWithPlan()
 //
-// Interprets the functional `graph` on `inputs`, then runs `plan`: the
+// Interprets the functional `graph` on `inputs` (with `runner` when given),
+// then runs `plan`: the
 // result has the user outputs, and `mutated_inputs` marks the inputs the
 // graph or the plan wrote; `inputs` holds the inputs as the plan left them
 // (set_ and as_strided_ rebind entries).
 absl::StatusOr<ir::Interpretation> InterpretWithPlan(
     const ir::Graph& graph, const RuntimeWrapperPlan& plan,
     std::vector<ir::Value>& inputs,
-    const absl::flat_hash_map<std::string, ir::Value>& constants = {});
+    const absl::flat_hash_map<std::string, ir::Value>& constants = {},
+    const GraphRunner& runner = nullptr);
 
 struct UserCall {
   std::vector<Operand> results;
@@ -96,7 +105,8 @@ ir::Value ValueOf(const Operand& o);
 // InterpretWithPlan on the dense graph, rewraps the results.
 absl::StatusOr<UserCall> InterpretAsUser(
     const ir::Graph& graph, const AotGraph& aot, std::vector<Operand> args,
-    const absl::flat_hash_map<std::string, ir::Value>& constants = {});
+    const absl::flat_hash_map<std::string, ir::Value>& constants = {},
+    const GraphRunner& runner = nullptr);
 
 }  // namespace lathe::aot
 

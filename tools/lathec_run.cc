@@ -30,6 +30,7 @@
 #include "absl/strings/string_view.h"
 #include "aot/aot_dispatch.h"
 #include "aot/flatten_composites.h"
+#include "codegen/cpp/cpu_function.h"
 #include "ir/graph.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
@@ -52,7 +53,7 @@ namespace {}  // namespace
 
 const char kLathecUsage[] =
     "usage: lathec run GRAPH (--input NAME=FILE.npy ... | --inputs DIR ...) "
-    "[--backend interp] --out DIR [--dump-dir DIR] [--max-memory BYTES] "
+    "[--backend interp|cpu] --out DIR [--dump-dir DIR] [--max-memory BYTES] "
     "[--passes NAME,NAME,...|none]";
 
 namespace {
@@ -194,9 +195,10 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
           "--dump-dir and --out must be separate directories");
     }
   }
-  if (o.backend != "interp") {
-    return absl::UnimplementedError(absl::StrCat(
-        "backend '", o.backend, "' is not available yet (available: interp)"));
+  if (o.backend != "interp" && o.backend != "cpu") {
+    return absl::UnimplementedError(
+        absl::StrCat("backend '", o.backend,
+                     "' is not available yet (available: interp, cpu)"));
   }
   return o;
 }
@@ -477,7 +479,11 @@ void Leaves(const Operand& o, std::vector<Operand>* out) {
 }
 
 // A compiled function: the walk's result (tools/compile.h).
-using Compiled = CompiledGraph;
+// A compile of the graph, and its native code with --backend cpu.
+struct Compiled : CompiledGraph {
+  explicit Compiled(CompiledGraph&& g) : CompiledGraph(std::move(g)) {}
+  std::unique_ptr<codegen::CpuFunction> cpu;
+};
 
 absl::StatusOr<std::unique_ptr<ir::Graph>> Parse(const RunOptions& o,
                                                  absl::string_view text) {
@@ -499,7 +505,20 @@ absl::StatusOr<std::unique_ptr<Compiled>> Compile(
   options.hints = hints;
   options.dump = !o.dump_dir.empty();
   options.only_passes = o.passes;
-  return CompileGraphText(text, options);
+  ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> g,
+                   CompileGraphText(text, options));
+  auto c = std::make_unique<Compiled>(std::move(*g));
+  if (o.backend == "cpu") {
+    absl::StatusOr<std::unique_ptr<codegen::CpuFunction>> cpu =
+        codegen::CpuFunction::Compile(*c->graph, *c->env);
+    if (!cpu.ok()) {
+      return absl::Status(
+          cpu.status().code(),
+          absl::StrCat(o.graph, ": cpu backend: ", cpu.status().message()));
+    }
+    c->cpu = std::move(*cpu);
+  }
+  return c;
 }
 
 // The guard inputs of a set, one per placeholder of `graph` (the graph as
@@ -566,8 +585,16 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(const Compiled& c,
                      InputValue(*node, it->second, set.paths.at(it->first)));
     constants[node->target()] = std::move(v);
   }
+  aot::GraphRunner runner = nullptr;
+  if (c.cpu != nullptr) {
+    const codegen::CpuFunction* f = c.cpu.get();
+    runner = [f](const ir::Graph&, const std::vector<ir::Value>& inputs,
+                 const absl::flat_hash_map<std::string, ir::Value>&) {
+      return f->Run(inputs);
+    };
+  }
   ASSIGN_OR_RETURN(aot::UserCall r,
-                   aot::InterpretAsUser(graph, aot, args, constants));
+                   aot::InterpretAsUser(graph, aot, args, constants, runner));
   std::vector<PendingFile> pending;
   auto add = [&](const std::string& name, const Operand& o,
                  int index) -> absl::Status {
@@ -730,6 +757,14 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
                      plan.CppSource())));
     RETURN_IF_ERROR(
         dump->Write("subclass_wrapper_plan.cc", c.aot.subclass.CppSource()));
+    if (c.cpu != nullptr) {
+      RETURN_IF_ERROR(dump->Write("loop_ir.txt", c.cpu->unscheduled()));
+      RETURN_IF_ERROR(dump->Write("loop_ir_scheduled.txt", c.cpu->scheduled()));
+      RETURN_IF_ERROR(dump->Write("kernel.cc", c.cpu->source()));
+      RETURN_IF_ERROR(dump->Write(
+          "fusion.log",
+          absl::StrCat(absl::StrJoin(c.cpu->stats().fusion_log, "\n"), "\n")));
+    }
   }
   RETURN_IF_ERROR(out.Commit());
   if (dump) RETURN_IF_ERROR(dump->Commit());

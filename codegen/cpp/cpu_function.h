@@ -1,0 +1,85 @@
+// -----------------------------------------------------------------------------
+// File: cpu_function.h
+// -----------------------------------------------------------------------------
+//
+// A graph compiled for the CPU: lowered to the loop IR, scheduled, emitted
+// as C++, built into a shared library with the system compiler, loaded with
+// dlopen, and called like the interpreter: concrete inputs in, outputs out.
+// The host side binds the runtime symbols from the inputs' sizes, strides
+// and numbers, allocates the program's buffers and wraps the outputs.
+//
+// Example:
+//
+//   ASSIGN_OR_RETURN(std::unique_ptr<CpuFunction> f,
+//                    CpuFunction::Compile(*graph, env, {.dir = "/tmp/g"}));
+//   ASSIGN_OR_RETURN(ir::Interpretation r, f->Run(inputs));
+//   f->stats().kernels;   // kernels after fusion
+
+#ifndef LATHE_CODEGEN_CPP_CPU_FUNCTION_H_
+#define LATHE_CODEGEN_CPP_CPU_FUNCTION_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "codegen/cpp/cpp_compiler.h"
+#include "codegen/lowering.h"
+#include "ir/graph.h"
+#include "ir/interpreter.h"
+#include "ir/value.h"
+#include "runtime/kernel_abi.h"
+#include "runtime/shared_library.h"
+#include "symbolic/shape_env.h"
+
+namespace lathe::codegen {
+
+struct CpuCompileOptions {
+  // Where the source and the .so go; a fresh temporary directory when empty
+  // (removed with the function).
+  std::string dir;
+};
+
+struct CpuStats {
+  int kernels = 0;              // after scheduling
+  int kernels_unfused = 0;      // as lowered
+  double lower_seconds = 0;     // lowering + scheduling + emission
+  double compiler_seconds = 0;  // the C++ compiler
+  std::vector<std::string> fusion_log;
+};
+
+class CpuFunction {
+ public:
+  // Compiles `graph` (shape-propagated into `env`).
+  static absl::StatusOr<std::unique_ptr<CpuFunction>> Compile(
+      const ir::Graph& graph, symbolic::ShapeEnv& env,
+      const CpuCompileOptions& options = {});
+  ~CpuFunction();
+
+  // Runs on one input per placeholder (tensors laid out as annotated,
+  // numbers for Sym inputs): the graph's outputs, and which inputs it wrote.
+  absl::StatusOr<ir::Interpretation> Run(
+      const std::vector<ir::Value>& inputs) const;
+
+  const std::string& source() const { return source_; }
+  // The loop IR before and after scheduling.
+  const std::string& unscheduled() const { return unscheduled_; }
+  const std::string& scheduled() const { return scheduled_; }
+  const BuiltLibrary& library() const { return built_; }
+  const CpuStats& stats() const { return stats_; }
+
+ private:
+  CpuFunction() = default;
+  LoweredGraph lowered_;
+  std::string source_, unscheduled_, scheduled_;
+  BuiltLibrary built_;
+  SharedLibrary library_;
+  LatheEntryFn entry_ = nullptr;
+  std::string temp_dir_;            // removed in the destructor
+  std::vector<bool> writes_input_;  // per placeholder
+  CpuStats stats_;
+};
+
+}  // namespace lathe::codegen
+
+#endif  // LATHE_CODEGEN_CPP_CPU_FUNCTION_H_

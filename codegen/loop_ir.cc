@@ -1,0 +1,157 @@
+#include "codegen/loop_ir.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "symbolic/printer.h"
+
+namespace lathe::codegen {
+
+const char* ReduceName(ReduceKind kind) {
+  switch (kind) {
+    case ReduceKind::kSum:
+      return "sum";
+    case ReduceKind::kProd:
+      return "prod";
+    case ReduceKind::kMax:
+      return "max";
+    case ReduceKind::kMin:
+      return "min";
+    case ReduceKind::kArgMax:
+      return "argmax";
+    case ReduceKind::kArgMin:
+      return "argmin";
+    case ReduceKind::kAny:
+      return "any";
+    case ReduceKind::kAll:
+      return "all";
+  }
+  return "?";
+}
+
+symbolic::Expr IndexVar(int k) {
+  return symbolic::Symbol(absl::StrCat("x", k), symbolic::SymbolType::kInt,
+                          {.positive = false, .nonnegative = true});
+}
+
+symbolic::Expr SectionVar(int section, int k) {
+  return symbolic::Symbol(absl::StrCat("r", section, "_", k),
+                          symbolic::SymbolType::kInt,
+                          {.positive = false, .nonnegative = true});
+}
+
+symbolic::Expr Product(const std::vector<symbolic::Expr>& factors) {
+  if (factors.empty()) return symbolic::Int(1);
+  return symbolic::Mul(factors);
+}
+
+std::vector<int> Users(const Kernel& kernel) {
+  std::vector<int> users(kernel.ops.size(), 0);
+  for (const ScalarOp& op : kernel.ops) {
+    for (int a : op.args) ++users[a];
+    if (op.arg_index >= 0) ++users[op.arg_index];
+  }
+  return users;
+}
+
+namespace {
+
+std::string Exprs(const std::vector<symbolic::Expr>& list) {
+  return absl::StrJoin(list, ", ", [](std::string* out, symbolic::Expr e) {
+    out->append(symbolic::ToString(e));
+  });
+}
+
+std::string OpText(const Program& p, const ScalarOp& op) {
+  std::string args = absl::StrJoin(op.args, ", ", [](std::string* out, int a) {
+    absl::StrAppend(out, "%", a);
+  });
+  std::string type = std::string(ShortName(op.dtype));
+  switch (op.kind) {
+    case ScalarOp::Kind::kLoad:
+      return absl::StrCat("load ", p.buffers[op.buffer].name, "[",
+                          symbolic::ToString(op.index), "] : ", type);
+    case ScalarOp::Kind::kStore:
+      return absl::StrCat("store ", p.buffers[op.buffer].name, "[",
+                          symbolic::ToString(op.index), "] = ", args);
+    case ScalarOp::Kind::kConstant:
+      if (IsFloatingPoint(op.dtype)) {
+        return absl::StrCat("constant ", symbolic::FormatFloat(op.f), " : ",
+                            type);
+      }
+      return absl::StrCat("constant ", op.i, " : ", type);
+    case ScalarOp::Kind::kIndex:
+      return absl::StrCat("index ", symbolic::ToString(op.index), " : ", type);
+    case ScalarOp::Kind::kSymbol:
+      return absl::StrCat("symbol ", symbolic::ToString(op.index), " : ", type);
+    case ScalarOp::Kind::kCall:
+      return absl::StrCat(op.fn, "(", args, ") : ", type);
+    case ScalarOp::Kind::kCast:
+      return absl::StrCat("cast(", args, ") : ", type);
+    case ScalarOp::Kind::kReduce:
+      return absl::StrCat(
+          "reduce ", ReduceName(op.reduce), "(", args,
+          op.arg_index >= 0 ? absl::StrCat(", index %", op.arg_index) : "",
+          ") : ", type);
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string PrintProgram(const Program& p) {
+  std::string out;
+  if (!p.symbols.empty()) {
+    absl::StrAppend(&out, "symbols ", Exprs(p.symbols), "\n");
+  }
+  for (const Buffer& b : p.buffers) {
+    absl::StrAppend(&out, "buffer ", b.name, " : ", ShortName(b.dtype), "[",
+                    symbolic::ToString(b.numel), "]");
+    if (b.kind == Buffer::Kind::kInput) {
+      absl::StrAppend(&out, " input ", b.input);
+    }
+    if (b.local) absl::StrAppend(&out, " local");
+    if (b.reuses >= 0) {
+      absl::StrAppend(&out, " reuses ", p.buffers[b.reuses].name);
+    }
+    out += "\n";
+  }
+  for (const Kernel& k : p.kernels) {
+    if (k.kind == Kernel::Kind::kExtern) {
+      absl::StrAppend(&out, "kernel ", k.name, " extern ", k.routine, "(",
+                      absl::StrJoin(k.extern_buffers, ", ",
+                                    [&](std::string* s, int b) {
+                                      s->append(p.buffers[b].name);
+                                    }),
+                      "; ", Exprs(k.extern_args), ")\n");
+      continue;
+    }
+    absl::StrAppend(&out, "kernel ", k.name, " ranges=[", Exprs(k.ranges),
+                    "]\n");
+    for (size_t s = 0; s < k.sections.size(); ++s) {
+      const Section& sec = k.sections[s];
+      absl::StrAppend(&out, "  section ", s,
+                      sec.reduction ? " reduction" : " pointwise");
+      for (size_t v = 0; v < sec.vars.size(); ++v) {
+        absl::StrAppend(&out, v == 0 ? " " : ", ",
+                        symbolic::ToString(sec.vars[v]), " in ",
+                        symbolic::ToString(sec.ranges[v]));
+      }
+      out += "\n";
+      for (size_t i = 0; i < k.ops.size(); ++i) {
+        const ScalarOp& op = k.ops[i];
+        if (op.section != static_cast<int>(s)) continue;
+        if (op.kind == ScalarOp::Kind::kStore) {
+          absl::StrAppend(&out, "    ", OpText(p, op), "\n");
+        } else {
+          absl::StrAppend(&out, "    %", i, " = ", OpText(p, op), "\n");
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace lathe::codegen

@@ -1,0 +1,165 @@
+// -----------------------------------------------------------------------------
+// File: loop_ir.h
+// -----------------------------------------------------------------------------
+//
+// The loop-level IR code generation works on (DESIGN.md §3 codegen): a
+// Program is a list of buffers and kernels. A kernel loops over symbolic
+// outer ranges (index variables x0, x1, ...) and, inside them, runs its
+// sections in order; a section loops over its own inner ranges (r0_0, ...)
+// — none for a straight-line section — and evaluates a list of scalar ops:
+// loads and stores at symbolic::Expr indices, constants, index values,
+// calls of the scalar functions scalar_ops.h defines, casts, and
+// reductions. Views, broadcasting, padding and strides are index
+// arithmetic, never copies. Nothing in it is CPU-specific: the CPU and CUDA
+// emitters consume the same program.
+//
+// A reduce op accumulates over its section's inner loops; its value is
+// available to the later sections (the reduction's epilogue). An Extern
+// kernel calls a library routine (matrix products) on whole buffers.
+//
+// Example (softmax of a [4, 8] input, one fused kernel):
+//
+//   kernel k0 pointwise_reduction ranges=[4]
+//     section 0 reduction r0_0 in [8]
+//       %0 = load in0[8*x0 + r0_0] : f32
+//       %1 = reduce max(%0) : f32
+//     section 1 reduction r1_0 in [8]
+//       %2 = load in0[8*x0 + r1_0] : f32
+//       %3 = sub(%2, %1) : f32
+//       ...
+//
+// Printed with PrintProgram; lowering and scheduling tests check that text.
+
+#ifndef LATHE_CODEGEN_LOOP_IR_H_
+#define LATHE_CODEGEN_LOOP_IR_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/dtype.h"
+#include "symbolic/expr.h"
+
+namespace lathe::codegen {
+
+// One buffer: a graph input's storage, or memory the program allocates.
+struct Buffer {
+  enum class Kind : uint8_t {
+    kInput,     // the storage of graph input `input` (its data pointer)
+    kAllocated  // allocated before the first kernel that writes it
+  };
+  std::string name;  // "in0", "buf3"
+  Kind kind = Kind::kAllocated;
+  DType dtype = DType::kFloat32;
+  // Elements the storage holds (kAllocated: how many to allocate).
+  symbolic::Expr numel = symbolic::Int(0);
+  int input = -1;  // kInput: the placeholder's position
+  // Whether every access is in one kernel at one index, so the emitter may
+  // keep it in a register instead (the scheduler decides; memory plan).
+  bool local = false;
+  // The buffer whose memory this one reuses (memory plan), or -1.
+  int reuses = -1;
+};
+
+// The reductions a reduce op performs.
+enum class ReduceKind : uint8_t {
+  kSum,
+  kProd,
+  kMax,     // NaN propagates
+  kMin,     // NaN propagates
+  kArgMax,  // first index of the maximum (NaN counts as the maximum)
+  kArgMin,
+  kAny,
+  kAll,
+};
+
+// The reduction's name as the IR prints it ("sum", "argmax", ...).
+const char* ReduceName(ReduceKind kind);
+
+// One scalar op of a section.
+struct ScalarOp {
+  enum class Kind : uint8_t {
+    kLoad,      // buffer[index]
+    kStore,     // buffer[index] = args[0] (no value)
+    kConstant,  // number (as a double, or an int64 for integer dtypes)
+    kIndex,     // the integer value of `index` (an index expression)
+    kSymbol,    // the runtime value of a float/int symbol (`index`)
+    kCall,      // fn(args...) of scalar_ops.h, computed in `dtype`
+    kCast,      // args[0] converted to `dtype`
+    kReduce,    // reduce over the section's inner loops
+  };
+  Kind kind = Kind::kCall;
+  DType dtype = DType::kFloat32;
+  std::string fn;  // kCall
+  std::vector<int> args;
+  int buffer = -1;       // kLoad, kStore
+  symbolic::Expr index;  // kLoad, kStore, kIndex, kSymbol
+  double f = 0;          // kConstant of a floating dtype (or bool)
+  int64_t i = 0;         // kConstant of an integer dtype
+  ReduceKind reduce = ReduceKind::kSum;
+  // kReduce of kArgMax/kArgMin: the op giving the index being reduced over.
+  int arg_index = -1;
+  int section = 0;
+};
+
+// A loop nest inside the kernel's outer loops.
+struct Section {
+  // Index variables (symbols r<section>_<k>) and their extents; empty for a
+  // straight-line section.
+  std::vector<symbolic::Expr> vars;
+  std::vector<symbolic::Expr> ranges;
+  bool reduction = false;  // has kReduce ops
+};
+
+struct Kernel {
+  enum class Kind : uint8_t { kLoops, kExtern };
+  std::string name;  // "k0"
+  Kind kind = Kind::kLoops;
+  // kLoops: outer index variables (symbols x0, x1, ...) and their extents.
+  std::vector<symbolic::Expr> vars;
+  std::vector<symbolic::Expr> ranges;
+  std::vector<Section> sections;
+  std::vector<ScalarOp>
+      ops;  // in evaluation order; ScalarOp::section says where
+  // kExtern: the routine ("mm", "bmm", "addmm"), its buffers and the sizes,
+  // strides and offsets it is called with.
+  std::string routine;
+  std::vector<int> extern_buffers;  // output first
+  std::vector<symbolic::Expr> extern_args;
+  // Why the scheduler fused what it fused into this kernel (for the log).
+  std::vector<std::string> fused_from;
+};
+
+struct Program {
+  std::vector<Buffer> buffers;
+  std::vector<Kernel> kernels;
+  // The runtime values the kernels read: size symbols and float symbols,
+  // in the order the entry point receives them.
+  std::vector<symbolic::Expr> symbols;
+};
+
+// PrintProgram()
+//
+// The program as text (the form lowering and scheduling tests check).
+std::string PrintProgram(const Program& program);
+
+// IndexVar() / SectionVar()
+//
+// The outer index variable x<k> and the inner variable r<s>_<k> of section
+// s (nonnegative integer symbols).
+symbolic::Expr IndexVar(int k);
+symbolic::Expr SectionVar(int section, int k);
+
+// Product()
+//
+// The product of `factors` (1 for none).
+symbolic::Expr Product(const std::vector<symbolic::Expr>& factors);
+
+// Users()
+//
+// For each op of `kernel`, how many later ops use its value.
+std::vector<int> Users(const Kernel& kernel);
+
+}  // namespace lathe::codegen
+
+#endif  // LATHE_CODEGEN_LOOP_IR_H_

@@ -1,0 +1,1642 @@
+#include "codegen/lowering.h"
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "check.h"
+#include "codegen/scalar_ops.h"
+#include "ir/eval_call.h"
+#include "ir/infer_meta.h"
+#include "ir/ops_util.h"
+#include "status_macros.h"
+#include "symbolic/printer.h"
+
+namespace lathe::codegen {
+namespace {
+
+using ir::Arg;
+using ir::Node;
+using ir::OpDef;
+using ir::TensorMeta;
+using symbolic::Expr;
+
+// ---- Kernel building
+// ---------------------------------------------------------
+
+// Adds ops to one section of a kernel, reusing an identical earlier op of
+// that section.
+class KernelBuilder {
+ public:
+  explicit KernelBuilder(Kernel* kernel) : k_(kernel) {}
+  Kernel& kernel() { return *k_; }
+  void set_section(int s) { section_ = s; }
+  int section() const { return section_; }
+
+  int Add(ScalarOp op) {
+    op.section = section_;
+    bool pure =
+        op.kind != ScalarOp::Kind::kStore && op.kind != ScalarOp::Kind::kReduce;
+    std::string key;
+    if (pure) {
+      key = absl::StrCat(static_cast<int>(op.kind), "|", ShortName(op.dtype),
+                         "|", op.fn, "|", absl::StrJoin(op.args, ","), "|",
+                         op.buffer, "|",
+                         op.index.is_null() ? "" : symbolic::ToString(op.index),
+                         "|", op.f, "|", op.i, "|", section_);
+      if (std::signbit(op.f)) key += "-";
+      auto it = cse_.find(key);
+      if (it != cse_.end()) return it->second;
+    }
+    k_->ops.push_back(std::move(op));
+    int id = static_cast<int>(k_->ops.size()) - 1;
+    if (pure) cse_[key] = id;
+    return id;
+  }
+  DType dtype(int op) const { return k_->ops[op].dtype; }
+
+  int Cast(int op, DType to) {
+    if (k_->ops[op].dtype == to) return op;
+    ScalarOp c;
+    c.kind = ScalarOp::Kind::kCast;
+    c.dtype = to;
+    c.args = {op};
+    return Add(std::move(c));
+  }
+  int Call(const std::string& fn, std::vector<int> args, DType dtype) {
+    ScalarOp c;
+    c.kind = ScalarOp::Kind::kCall;
+    c.fn = fn;
+    c.dtype = dtype;
+    c.args = std::move(args);
+    return Add(std::move(c));
+  }
+  int Constant(double v, DType dtype) {
+    ScalarOp c;
+    c.kind = ScalarOp::Kind::kConstant;
+    c.dtype = dtype;
+    if (IsFloatingPoint(dtype)) {
+      c.f = v;
+    } else if (dtype == DType::kBool) {
+      c.i = v != 0;
+    } else {
+      c.i = static_cast<int64_t>(v);
+    }
+    return Add(std::move(c));
+  }
+  int IntConstant(int64_t v, DType dtype) {
+    if (IsFloatingPoint(dtype)) return Constant(static_cast<double>(v), dtype);
+    ScalarOp c;
+    c.kind = ScalarOp::Kind::kConstant;
+    c.dtype = dtype;
+    c.i = dtype == DType::kBool ? (v != 0) : v;
+    return Add(std::move(c));
+  }
+  int Index(Expr e) {
+    ScalarOp c;
+    c.kind = ScalarOp::Kind::kIndex;
+    c.dtype = DType::kInt64;
+    c.index = e;
+    return Add(std::move(c));
+  }
+
+ private:
+  Kernel* k_;
+  int section_ = 0;
+  absl::flat_hash_map<std::string, int> cse_;
+};
+
+using Loader = std::function<absl::StatusOr<int>(KernelBuilder&,
+                                                 const std::vector<Expr>&)>;
+
+// A tensor value during lowering: a loader over its sizes, and where it is
+// in memory when it is (buffer >= 0: strides and offset in the buffer's
+// storage coordinates).
+struct TBox {
+  DType dtype = DType::kFloat32;
+  std::vector<Expr> sizes;
+  Loader load;
+  int buffer = -1;
+  std::vector<Expr> strides;
+  Expr offset = symbolic::Int(0);
+  std::set<int> reads;  // buffers the loader reads
+  int cost = 1;         // ops the loader adds, roughly
+};
+
+struct NodeValue {
+  enum class Kind : uint8_t { kNone, kTensor, kNumber, kTuple };
+  Kind kind = Kind::kNone;
+  TBox t;
+  Expr number;
+  std::vector<NodeValue> elements;
+};
+
+Expr Linear(const std::vector<Expr>& idx, const std::vector<Expr>& strides,
+            Expr offset) {
+  std::vector<Expr> terms = {offset};
+  for (size_t d = 0; d < idx.size(); ++d) {
+    terms.push_back(symbolic::Mul(idx[d], strides[d]));
+  }
+  return symbolic::Add(terms);
+}
+
+std::vector<Expr> Contiguous(const std::vector<Expr>& sizes) {
+  return ir::ContiguousStrides(sizes);
+}
+
+// Elements a storage needs so that every index of the layout is inside.
+Expr StorageNumel(const std::vector<Expr>& sizes,
+                  const std::vector<Expr>& strides, Expr offset) {
+  std::vector<Expr> terms = {offset, symbolic::Int(1)};
+  std::vector<Expr> numel = {symbolic::Int(1)};
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    terms.push_back(
+        symbolic::Mul(symbolic::Sub(sizes[d], symbolic::Int(1)), strides[d]));
+    numel.push_back(sizes[d]);
+  }
+  // An empty tensor needs nothing: max(0, ...) keeps the formula valid.
+  return symbolic::Max(
+      symbolic::Int(0),
+      symbolic::Mul(symbolic::Min(symbolic::Int(1), symbolic::Mul(numel)),
+                    symbolic::Add(terms)));
+}
+
+bool IsOne(Expr e) { return e == symbolic::Int(1); }
+
+// ---- Arguments by schema
+// ------------------------------------------------------
+
+// One argument of a call as the schema binds it: given, or its default.
+struct Bound {
+  const Arg* arg = nullptr;  // null: the schema default (or absent)
+  const ir::DefaultValue* def = nullptr;
+  bool is_none() const {
+    if (arg != nullptr) return arg->kind == Arg::Kind::kNone;
+    return def == nullptr || def->kind == ir::DefaultValue::Kind::kNone;
+  }
+};
+
+class Call {
+ public:
+  explicit Call(const Node& n) : n_(n), op_(*n.op()) {
+    const ir::OpSchema& s = op_.schema;
+    bound_.resize(s.arguments.size());
+    for (size_t i = 0; i < s.arguments.size(); ++i) {
+      if (s.arguments[i].default_value.has_value()) {
+        bound_[i].def = &*s.arguments[i].default_value;
+      }
+    }
+    for (size_t i = 0; i < n.args().size() && i < bound_.size(); ++i) {
+      bound_[i].arg = &n.args()[i];
+    }
+    for (const auto& [name, a] : n.kwargs()) {
+      int i = s.ArgumentIndex(name);
+      if (i >= 0) bound_[i].arg = &a;
+    }
+  }
+  const Node& node() const { return n_; }
+  const OpDef& op() const { return op_; }
+  int num() const { return static_cast<int>(bound_.size()); }
+  int Index(absl::string_view name) const {
+    return op_.schema.ArgumentIndex(name);
+  }
+  const Bound& at(int i) const { return bound_[i]; }
+  bool Has(absl::string_view name) const {
+    int i = Index(name);
+    return i >= 0 && !bound_[i].is_none();
+  }
+  Node* NodeAt(int i) const {
+    const Arg* a = bound_[i].arg;
+    return a != nullptr && a->kind == Arg::Kind::kNode ? a->node : nullptr;
+  }
+  absl::StatusOr<int64_t> Int(int i) const {
+    const Bound& b = bound_[i];
+    if (b.arg != nullptr) {
+      if (b.arg->kind == Arg::Kind::kInt) return b.arg->i;
+      if (b.arg->kind == Arg::Kind::kBool) return b.arg->b ? 1 : 0;
+      if (b.arg->kind == Arg::Kind::kNode &&
+          b.arg->node->meta().kind == ir::ValueMeta::Kind::kSym &&
+          b.arg->node->meta().sym.kind() == symbolic::ExprKind::kInteger) {
+        return b.arg->node->meta().sym.int_value();
+      }
+      return Error(absl::StrCat("argument ", i, " is not a known int"));
+    }
+    if (b.def != nullptr && b.def->kind == ir::DefaultValue::Kind::kInt) {
+      return b.def->int_value;
+    }
+    if (b.def != nullptr && b.def->kind == ir::DefaultValue::Kind::kBool) {
+      return b.def->bool_value ? 1 : 0;
+    }
+    return Error(absl::StrCat("argument ", i, " has no int value"));
+  }
+  absl::StatusOr<int64_t> Int(absl::string_view name) const {
+    return Int(Index(name));
+  }
+  absl::StatusOr<bool> Bool(absl::string_view name) const {
+    ASSIGN_OR_RETURN(int64_t v, Int(Index(name)));
+    return v != 0;
+  }
+  // An int list argument (dims); nullopt when None.
+  absl::StatusOr<std::optional<std::vector<int64_t>>> IntList(int i) const {
+    const Bound& b = bound_[i];
+    if (b.is_none()) return std::nullopt;
+    std::vector<int64_t> out;
+    if (b.arg != nullptr) {
+      if (b.arg->kind == Arg::Kind::kInt) return std::vector<int64_t>{b.arg->i};
+      if (b.arg->kind != Arg::Kind::kList) {
+        return Error(absl::StrCat("argument ", i, " is not an int list"));
+      }
+      for (const Arg& e : b.arg->list) {
+        if (e.kind != Arg::Kind::kInt) {
+          return Error(absl::StrCat("argument ", i, " is not an int list"));
+        }
+        out.push_back(e.i);
+      }
+      return out;
+    }
+    if (b.def->kind == ir::DefaultValue::Kind::kInt) {
+      return std::vector<int64_t>{b.def->int_value};
+    }
+    if (b.def->kind == ir::DefaultValue::Kind::kList && b.def->text == "[]") {
+      return out;
+    }
+    return Error(absl::StrCat("argument ", i, " default ", b.def->text,
+                              " is not supported"));
+  }
+  absl::StatusOr<std::string> String(absl::string_view name) const {
+    const Bound& b = bound_[Index(name)];
+    if (b.arg != nullptr && b.arg->kind == Arg::Kind::kString) return b.arg->s;
+    if (b.def != nullptr) return b.def->string_value;
+    return std::string();
+  }
+  absl::Status Error(absl::string_view message) const {
+    return absl::UnimplementedError(
+        absl::StrCat("node '", n_.name(), "' (", op_.target, "): ", message));
+  }
+
+ private:
+  const Node& n_;
+  const OpDef& op_;
+  std::vector<Bound> bound_;
+};
+
+// ---- The lowerer
+// ----------------------------------------------------------------
+
+class Lowerer;
+using LowerFn = std::function<absl::StatusOr<NodeValue>(Lowerer&, const Call&)>;
+
+const absl::flat_hash_map<std::string, LowerFn>& Table();
+
+class Lowerer {
+ public:
+  Lowerer(const ir::Graph& graph, symbolic::ShapeEnv& env)
+      : graph_(graph), env_(env) {}
+
+  absl::StatusOr<LoweredGraph> Run();
+
+  // The meta of `n` with what the env learned applied.
+  const ir::ValueMeta& Meta(const Node* n) {
+    auto it = metas_.find(n);
+    if (it == metas_.end()) {
+      it = metas_.emplace(n, ir::ApplyReplacements(n->meta(), env_)).first;
+    }
+    return it->second;
+  }
+  const TensorMeta& TMeta(const Node* n) { return Meta(n).tensor; }
+  symbolic::ShapeEnv& env() { return env_; }
+
+  // The tensor value of node `n` (an argument of the call being lowered).
+  absl::StatusOr<TBox> Tensor(const Call& c, int i) {
+    Node* n = c.NodeAt(i);
+    if (n == nullptr)
+      return c.Error(absl::StrCat("argument ", i, " is not a tensor"));
+    const NodeValue& v = values_.at(n);
+    if (v.kind != NodeValue::Kind::kTensor) {
+      return c.Error(absl::StrCat("argument ", i, " is not a tensor"));
+    }
+    return v.t;
+  }
+
+  // An operand of a pointwise op: a tensor, or a number (a literal or a
+  // symbolic value) broadcast as a 0-d tensor of `dtype`.
+  absl::StatusOr<TBox> Operand(const Call& c, int i, DType dtype) {
+    const Bound& b = c.at(i);
+    if (b.arg != nullptr && b.arg->kind == Arg::Kind::kNode) {
+      const NodeValue& v = values_.at(b.arg->node);
+      if (v.kind == NodeValue::Kind::kTensor) return v.t;
+      if (v.kind == NodeValue::Kind::kNumber) return NumberBox(v.number, dtype);
+      return c.Error(absl::StrCat("argument ", i, " is not a number"));
+    }
+    if (b.arg != nullptr) {
+      switch (b.arg->kind) {
+        case Arg::Kind::kInt:
+          return NumberBox(symbolic::Int(b.arg->i), dtype);
+        case Arg::Kind::kFloat:
+          return NumberBox(symbolic::Float(b.arg->f), dtype);
+        case Arg::Kind::kBool:
+          return NumberBox(symbolic::Int(b.arg->b ? 1 : 0), dtype);
+        default:
+          return c.Error(absl::StrCat("argument ", i, " is not a number"));
+      }
+    }
+    if (b.def != nullptr) {
+      if (b.def->kind == ir::DefaultValue::Kind::kInt) {
+        return NumberBox(symbolic::Int(b.def->int_value), dtype);
+      }
+      if (b.def->kind == ir::DefaultValue::Kind::kFloat) {
+        return NumberBox(symbolic::Float(b.def->float_value), dtype);
+      }
+      if (b.def->kind == ir::DefaultValue::Kind::kBool) {
+        return NumberBox(symbolic::Int(b.def->bool_value), dtype);
+      }
+    }
+    return c.Error(absl::StrCat("argument ", i, " is missing"));
+  }
+
+  // A number as a 0-d tensor of `dtype`.
+  TBox NumberBox(Expr number, DType dtype) {
+    TBox t;
+    t.dtype = dtype;
+    t.cost = 0;
+    symbolic::ExprKind kind = number.kind();
+    if (kind == symbolic::ExprKind::kInteger ||
+        kind == symbolic::ExprKind::kFloat ||
+        kind == symbolic::ExprKind::kBoolean) {
+      bool is_int = kind == symbolic::ExprKind::kInteger;
+      double v = kind == symbolic::ExprKind::kFloat ? number.float_value()
+                 : kind == symbolic::ExprKind::kBoolean
+                     ? (number.bool_value() ? 1 : 0)
+                     : static_cast<double>(number.int_value());
+      int64_t iv = is_int ? number.int_value() : static_cast<int64_t>(v);
+      t.load = [v, iv, is_int, dtype](
+                   KernelBuilder& kb,
+                   const std::vector<Expr>&) -> absl::StatusOr<int> {
+        return is_int ? kb.IntConstant(iv, dtype) : kb.Constant(v, dtype);
+      };
+      return t;
+    }
+    // A symbolic number: an index expression or a float symbol's value.
+    bool is_float = number.is_float();
+    std::vector<Expr> syms = symbolic::FreeSymbols(number);
+    for (Expr s : syms) UseSymbol(s);
+    t.load = [number, dtype, is_float](
+                 KernelBuilder& kb,
+                 const std::vector<Expr>&) -> absl::StatusOr<int> {
+      ScalarOp op;
+      op.kind = is_float ? ScalarOp::Kind::kSymbol : ScalarOp::Kind::kIndex;
+      op.dtype = is_float ? DType::kFloat64 : DType::kInt64;
+      op.index = number;
+      return kb.Cast(kb.Add(std::move(op)), dtype);
+    };
+    return t;
+  }
+
+  // Registers a symbol the program reads at run time.
+  void UseSymbol(Expr s) {
+    if (symbol_set_.insert(s).second) program_.symbols.push_back(s);
+  }
+  void UseSymbols(const std::vector<Expr>& exprs) {
+    for (Expr e : exprs) {
+      for (Expr s : symbolic::FreeSymbols(e)) {
+        if (s.is_symbol() && !IsIndexVar(s)) UseSymbol(s);
+      }
+    }
+  }
+  static bool IsIndexVar(Expr s) {
+    std::string n = symbolic::ToString(s);
+    return (n[0] == 'x' || n[0] == 'r') && n.size() > 1 &&
+           std::isdigit(static_cast<unsigned char>(n[1]));
+  }
+
+  // A loader reading buffer `b` at the layout.
+  TBox FromBuffer(int b, DType dtype, std::vector<Expr> sizes,
+                  std::vector<Expr> strides, Expr offset) {
+    UseSymbols(sizes);
+    UseSymbols(strides);
+    UseSymbols({offset});
+    TBox t;
+    t.dtype = dtype;
+    t.sizes = std::move(sizes);
+    t.buffer = b;
+    t.strides = strides;
+    t.offset = offset;
+    t.reads = {b};
+    t.load = [b, dtype, strides, offset](
+                 KernelBuilder& kb,
+                 const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+      ScalarOp op;
+      op.kind = ScalarOp::Kind::kLoad;
+      op.dtype = dtype;
+      op.buffer = b;
+      op.index = Linear(idx, strides, offset);
+      return kb.Add(std::move(op));
+    };
+    return t;
+  }
+
+  // The box of a value whose meta says where it is in storage `b`.
+  TBox FromStorage(int b, const TensorMeta& m) {
+    Expr offset = symbolic::Sub(m.storage_offset, base_offsets_[b]);
+    return FromBuffer(b, m.dtype, m.sizes, m.strides, offset);
+  }
+
+  int NewBuffer(DType dtype, Expr numel) {
+    UseSymbols({numel});
+    Buffer b;
+    b.name = absl::StrCat("buf", program_.buffers.size());
+    b.kind = Buffer::Kind::kAllocated;
+    b.dtype = dtype;
+    b.numel = numel;
+    program_.buffers.push_back(b);
+    base_offsets_.push_back(symbolic::Int(0));
+    return static_cast<int>(program_.buffers.size()) - 1;
+  }
+
+  Kernel NewKernel(const std::vector<Expr>& ranges) {
+    Kernel k;
+    k.name = absl::StrCat("k", kernel_count_++);
+    for (size_t d = 0; d < ranges.size(); ++d) {
+      k.vars.push_back(IndexVar(static_cast<int>(d)));
+    }
+    k.ranges = ranges;
+    UseSymbols(ranges);
+    k.sections.push_back(Section());
+    return k;
+  }
+
+  void Emit(Kernel k) {
+    k.fused_from = {k.name};
+    program_.kernels.push_back(std::move(k));
+  }
+
+  // Stores `value` into buffer b at the layout (one kernel over the sizes).
+  absl::Status Store(int b, const std::vector<Expr>& strides, Expr offset,
+                     const TBox& value) {
+    Kernel k = NewKernel(value.sizes);
+    KernelBuilder kb(&k);
+    ASSIGN_OR_RETURN(int v, value.load(kb, k.vars));
+    v = kb.Cast(v, program_.buffers[b].dtype);
+    ScalarOp st;
+    st.kind = ScalarOp::Kind::kStore;
+    st.buffer = b;
+    st.index = Linear(k.vars, strides, offset);
+    st.dtype = program_.buffers[b].dtype;
+    st.args = {v};
+    kb.Add(std::move(st));
+    Emit(std::move(k));
+    return absl::OkStatus();
+  }
+
+  // `value` in memory: a new buffer laid out as `meta` says (its strides and
+  // offset; contiguous without one).
+  absl::StatusOr<TBox> Realize(const TBox& value, const TensorMeta* meta) {
+    if (value.buffer >= 0) return value;
+    std::vector<Expr> strides =
+        meta != nullptr ? meta->strides : Contiguous(value.sizes);
+    Expr offset = meta != nullptr ? meta->storage_offset : symbolic::Int(0);
+    int b = NewBuffer(value.dtype, StorageNumel(value.sizes, strides, offset));
+    RETURN_IF_ERROR(Store(b, strides, offset, value));
+    return FromBuffer(b, value.dtype, value.sizes, strides, offset);
+  }
+
+  // Realizes node n's value in place of its loader (laid out as its meta
+  // says when it owns its storage, which then maps to the buffer).
+  absl::Status RealizeNode(const Node* n) {
+    NodeValue& v = values_.at(n);
+    if (v.kind != NodeValue::Kind::kTensor || v.t.buffer >= 0) {
+      return absl::OkStatus();
+    }
+    const TensorMeta& m = TMeta(n);
+    if (n->op() != nullptr && n->op()->HasTag(ir::OpTag::kView) &&
+        !n->args().empty() && n->args()[0].kind == Arg::Kind::kNode) {
+      // A view lives where its storage does: realize the storage's owner and
+      // read the view through its own meta.
+      const Node* root = n->args()[0].node;
+      while (root->op() != nullptr && root->op()->HasTag(ir::OpTag::kView) &&
+             !root->args().empty() &&
+             root->args()[0].kind == Arg::Kind::kNode) {
+        root = root->args()[0].node;
+      }
+      if (values_.contains(root)) RETURN_IF_ERROR(RealizeNode(root));
+      auto it = storage_buffer_.find(m.storage);
+      if (it != storage_buffer_.end()) {
+        v.t = FromStorage(it->second, m);
+        return absl::OkStatus();
+      }
+    }
+    bool owner = n->op() != nullptr && !n->op()->HasTag(ir::OpTag::kView) &&
+                 m.storage != ir::kUnknownStorage &&
+                 !storage_buffer_.contains(m.storage);
+    ASSIGN_OR_RETURN(TBox t, Realize(v.t, owner ? &m : nullptr));
+    if (owner) storage_buffer_[m.storage] = t.buffer;
+    v.t = t;
+    return absl::OkStatus();
+  }
+
+  // Pointwise: fn over operands broadcast to `sizes`, computed in
+  // `compute`, the result in `out`.
+  TBox Pointwise(const std::string& fn, std::vector<TBox> operands,
+                 DType compute, DType out, std::vector<Expr> sizes) {
+    TBox t;
+    t.dtype = out;
+    t.sizes = sizes;
+    t.cost = 1;
+    for (const TBox& o : operands) {
+      t.reads.insert(o.reads.begin(), o.reads.end());
+      t.cost += o.cost;
+    }
+    const ScalarFn* f = FindScalarFn(fn);
+    LATHE_CHECK(f != nullptr) << fn;
+    bool bool_result = f->bool_result;
+    bool is_where = fn == "where";
+    t.load = [fn, operands, compute, out, sizes, bool_result, is_where](
+                 KernelBuilder& kb,
+                 const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+      std::vector<int> args;
+      for (size_t k = 0; k < operands.size(); ++k) {
+        const TBox& o = operands[k];
+        // Broadcast: align right; a size-1 dim of a bigger result reads 0.
+        std::vector<Expr> sub;
+        size_t off = idx.size() - o.sizes.size();
+        for (size_t d = 0; d < o.sizes.size(); ++d) {
+          bool broadcast = IsOne(o.sizes[d]) && !IsOne(sizes[off + d]);
+          sub.push_back(broadcast ? symbolic::Int(0) : idx[off + d]);
+        }
+        ASSIGN_OR_RETURN(int v, o.load(kb, sub));
+        DType want = (is_where && k == 0) ? DType::kBool : compute;
+        args.push_back(kb.Cast(v, want));
+      }
+      int r = kb.Call(fn, args, bool_result ? DType::kBool : compute);
+      return kb.Cast(r, out);
+    };
+    return t;
+  }
+
+  // A reduction of `in` over `dims` into a new buffer laid out as `meta`
+  // (keepdim or not); `post` maps the reduced value (acc dtype) to the
+  // stored one.
+  absl::StatusOr<TBox> Reduce(
+      const TBox& in, std::vector<int64_t> dims, ReduceKind kind, DType acc,
+      const TensorMeta& meta,
+      std::function<int(KernelBuilder&, int, Expr)> post) {
+    int64_t rank = static_cast<int64_t>(in.sizes.size());
+    std::vector<bool> reduced(rank, false);
+    for (int64_t d : dims) reduced[d < 0 ? d + rank : d] = true;
+    std::vector<Expr> outer, inner;
+    for (int64_t d = 0; d < rank; ++d) {
+      (reduced[d] ? inner : outer).push_back(in.sizes[d]);
+    }
+    Expr count = Product(inner);
+    Kernel k = NewKernel(outer);
+    k.sections[0].reduction = true;
+    for (size_t d = 0; d < inner.size(); ++d) {
+      k.sections[0].vars.push_back(SectionVar(0, static_cast<int>(d)));
+      k.sections[0].ranges.push_back(inner[d]);
+    }
+    UseSymbols(inner);
+    k.sections.push_back(Section());
+    KernelBuilder kb(&k);
+    std::vector<Expr> idx;
+    int o = 0, r = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      idx.push_back(reduced[d] ? k.sections[0].vars[r++] : k.vars[o++]);
+    }
+    ASSIGN_OR_RETURN(int v, in.load(kb, idx));
+    ScalarOp red;
+    red.kind = ScalarOp::Kind::kReduce;
+    red.reduce = kind;
+    if (kind == ReduceKind::kArgMax || kind == ReduceKind::kArgMin) {
+      // The flat index over the reduced dims, row-major.
+      std::vector<Expr> strides = Contiguous(inner);
+      red.arg_index =
+          kb.Index(Linear(k.sections[0].vars, strides, symbolic::Int(0)));
+      red.dtype = DType::kInt64;
+      red.args = {kb.Cast(v, ComputeDType(in.dtype))};
+    } else if (kind == ReduceKind::kAny || kind == ReduceKind::kAll) {
+      red.dtype = DType::kBool;
+      red.args = {kb.Cast(v, DType::kBool)};
+    } else {
+      red.dtype = acc;
+      red.args = {kb.Cast(v, acc)};
+    }
+    int rv = kb.Add(std::move(red));
+    kb.set_section(1);
+    int result = post ? post(kb, rv, count) : rv;
+    int b = NewBuffer(meta.dtype, StorageNumel(meta.sizes, meta.strides,
+                                               meta.storage_offset));
+    result = kb.Cast(result, meta.dtype);
+    // The output index: the outer vars, 0 at kept reduced dims.
+    std::vector<Expr> out_idx;
+    o = 0;
+    bool keepdim = static_cast<int64_t>(meta.sizes.size()) == rank;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (!reduced[d]) {
+        out_idx.push_back(k.vars[o++]);
+      } else if (keepdim) {
+        out_idx.push_back(symbolic::Int(0));
+      }
+    }
+    ScalarOp st;
+    st.kind = ScalarOp::Kind::kStore;
+    st.buffer = b;
+    st.dtype = meta.dtype;
+    st.index = Linear(out_idx, meta.strides, meta.storage_offset);
+    st.args = {result};
+    kb.Add(std::move(st));
+    Emit(std::move(k));
+    return FromBuffer(b, meta.dtype, meta.sizes, meta.strides,
+                      meta.storage_offset);
+  }
+
+  // An extern kernel.
+  void EmitExtern(const std::string& routine, std::vector<int> buffers,
+                  std::vector<Expr> args) {
+    Kernel k;
+    k.name = absl::StrCat("k", kernel_count_++);
+    k.kind = Kernel::Kind::kExtern;
+    k.routine = routine;
+    k.extern_buffers = std::move(buffers);
+    UseSymbols(args);
+    k.extern_args = std::move(args);
+    Emit(std::move(k));
+  }
+
+  // Realizes a box whose storage the program writes later... (the buffer a
+  // mutation targets); see LowerNode.
+  absl::StatusOr<TBox> InMemory(const TBox& t, const TensorMeta* meta) {
+    return Realize(t, meta);
+  }
+
+  // Writes `value` (broadcast to the target's sizes) into the memory of
+  // `target`; lazily computed values that still read that memory and will
+  // be read later are realized first.
+  absl::Status WriteInto(const Node* current, const TBox& target, TBox value) {
+    int b = target.buffer;
+    LATHE_CHECK(b >= 0);
+    for (auto& [node, v] : values_) {
+      if (node == current || remaining_[node] == 0) continue;
+      if (v.kind == NodeValue::Kind::kTensor && v.t.buffer < 0 &&
+          v.t.reads.count(b) > 0) {
+        RETURN_IF_ERROR(RealizeNode(node));
+      }
+    }
+    // Broadcast the value to the target's sizes.
+    if (value.sizes != target.sizes) {
+      value = Broadcast(value, target.sizes);
+    }
+    // A value reading the target at other elements is computed first.
+    Kernel probe = NewKernel(target.sizes);
+    --kernel_count_;
+    KernelBuilder kb(&probe);
+    ASSIGN_OR_RETURN(int unused, value.load(kb, probe.vars));
+    (void)unused;
+    Expr at = Linear(probe.vars, target.strides, target.offset);
+    bool clash = false;
+    for (const ScalarOp& op : probe.ops) {
+      if (op.kind == ScalarOp::Kind::kLoad && op.buffer == b &&
+          op.index != at) {
+        clash = true;
+      }
+    }
+    if (clash) {
+      ASSIGN_OR_RETURN(value, Realize(value, nullptr));
+    }
+    return Store(b, target.strides, target.offset, value);
+  }
+
+  // `t` broadcast to `sizes` (no computation).
+  TBox Broadcast(const TBox& t, std::vector<Expr> sizes) {
+    TBox out = t;
+    out.buffer = -1;
+    out.sizes = sizes;
+    TBox in = t;
+    out.load = [in, sizes](
+                   KernelBuilder& kb,
+                   const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+      std::vector<Expr> sub;
+      size_t off = idx.size() - in.sizes.size();
+      for (size_t d = 0; d < in.sizes.size(); ++d) {
+        bool broadcast = IsOne(in.sizes[d]) && !IsOne(sizes[off + d]);
+        sub.push_back(broadcast ? symbolic::Int(0) : idx[off + d]);
+      }
+      return in.load(kb, sub);
+    };
+    if (t.buffer >= 0) {  // still a strided view of the buffer
+      std::vector<Expr> strides(sizes.size(), symbolic::Int(0));
+      size_t off = sizes.size() - t.sizes.size();
+      for (size_t d = 0; d < t.sizes.size(); ++d) {
+        bool broadcast = IsOne(t.sizes[d]) && !IsOne(sizes[off + d]);
+        strides[off + d] = broadcast ? symbolic::Int(0) : t.strides[d];
+      }
+      return FromBuffer(t.buffer, t.dtype, sizes, strides, t.offset);
+    }
+    return out;
+  }
+
+  std::vector<std::string>& notes() { return notes_; }
+  absl::flat_hash_map<ir::StorageId, int>& storage_buffer() {
+    return storage_buffer_;
+  }
+  NodeValue& value(const Node* n) { return values_.at(n); }
+  bool HasValue(const Node* n) const { return values_.contains(n); }
+  Program& program() { return program_; }
+
+ private:
+  absl::Status LowerNode(const Node& n);
+
+  const ir::Graph& graph_;
+  symbolic::ShapeEnv& env_;
+  Program program_;
+  absl::flat_hash_map<const Node*, ir::ValueMeta> metas_;
+  absl::flat_hash_map<const Node*, NodeValue> values_;
+  absl::flat_hash_map<const Node*, int> remaining_;
+  absl::flat_hash_map<ir::StorageId, int> storage_buffer_;
+  absl::flat_hash_set<ir::StorageId> mutated_;
+  absl::flat_hash_set<Expr> symbol_set_;
+  std::vector<Expr> base_offsets_;
+  std::vector<std::string> notes_;
+  int kernel_count_ = 0;
+  friend struct LowerAccess;
+
+ public:
+  std::vector<Expr>& base_offsets() { return base_offsets_; }
+  absl::flat_hash_set<ir::StorageId>& mutated() { return mutated_; }
+  const absl::flat_hash_map<const Node*, int>& remaining() const {
+    return remaining_;
+  }
+};
+
+// ---- Lowering functions
+// ------------------------------------------------------------
+
+// Promotion of the pointwise op's operands: the meta says the result dtype;
+// comparisons compute in the promoted operands' type.
+absl::StatusOr<DType> OperandsType(Lowerer& L, const Call& c,
+                                   const std::vector<int>& operands) {
+  std::vector<ir::Value> vals;
+  for (int i : operands) {
+    const Bound& b = c.at(i);
+    if (b.arg != nullptr && b.arg->kind == Arg::Kind::kNode) {
+      const ir::ValueMeta& m = L.Meta(b.arg->node);
+      if (m.kind == ir::ValueMeta::Kind::kTensor) {
+        vals.push_back(ir::Value::OfMeta(m.tensor));
+      } else if (m.kind == ir::ValueMeta::Kind::kSym) {
+        vals.push_back(ir::Value::Number(m.sym));
+      }
+    } else if (b.arg != nullptr && b.arg->kind == Arg::Kind::kInt) {
+      vals.push_back(ir::Value::Int(b.arg->i));
+    } else if (b.arg != nullptr && b.arg->kind == Arg::Kind::kFloat) {
+      vals.push_back(ir::Value::Float(b.arg->f));
+    } else if (b.arg != nullptr && b.arg->kind == Arg::Kind::kBool) {
+      vals.push_back(ir::Value::Bool(b.arg->b));
+    }
+  }
+  return ir::ResultType(vals);
+}
+
+const TensorMeta& OutMeta(Lowerer& L, const Call& c) {
+  return L.TMeta(&c.node());
+}
+
+NodeValue TensorValue(TBox t) {
+  NodeValue v;
+  v.kind = NodeValue::Kind::kTensor;
+  v.t = std::move(t);
+  return v;
+}
+
+// fn(operands...) with the output dtype the meta gives.
+LowerFn PointwiseFn(std::string fn, std::vector<int> operands,
+                    bool compare = false) {
+  return [fn, operands, compare](Lowerer& L,
+                                 const Call& c) -> absl::StatusOr<NodeValue> {
+    const TensorMeta& m = OutMeta(L, c);
+    DType compute = ComputeDType(m.dtype);
+    if (compare || m.dtype == DType::kBool) {
+      ASSIGN_OR_RETURN(DType common, OperandsType(L, c, operands));
+      compute = ComputeDType(common);
+    }
+    const ScalarFn* f = FindScalarFn(fn);
+    if (f->float_only && !IsFloatingPoint(compute)) compute = DType::kFloat32;
+    std::vector<TBox> boxes;
+    for (int i : operands) {
+      ASSIGN_OR_RETURN(TBox b, L.Operand(c, i, compute));
+      boxes.push_back(std::move(b));
+    }
+    return TensorValue(L.Pointwise(fn, boxes, compute, m.dtype, m.sizes));
+  };
+}
+
+// self +- alpha * other.
+LowerFn AddSubFn(std::string fn, bool reversed) {
+  return
+      [fn, reversed](Lowerer& L, const Call& c) -> absl::StatusOr<NodeValue> {
+        const TensorMeta& m = OutMeta(L, c);
+        DType compute = ComputeDType(m.dtype);
+        ASSIGN_OR_RETURN(TBox a, L.Operand(c, 0, compute));
+        ASSIGN_OR_RETURN(TBox b, L.Operand(c, 1, compute));
+        if (reversed) std::swap(a, b);
+        int ai = c.Index("alpha");
+        if (ai >= 0 && c.at(ai).arg != nullptr) {
+          ASSIGN_OR_RETURN(TBox alpha, L.Operand(c, ai, compute));
+          b = L.Pointwise("mul", {b, alpha}, compute, compute, b.sizes);
+        }
+        return TensorValue(L.Pointwise(fn, {a, b}, compute, m.dtype, m.sizes));
+      };
+}
+
+absl::StatusOr<NodeValue> LowerDiv(Lowerer& L, const Call& c) {
+  std::string fn = "truediv";
+  int mi = c.Index("rounding_mode");
+  if (mi >= 0) {
+    ASSIGN_OR_RETURN(std::string mode, c.String("rounding_mode"));
+    if (mode == "floor") fn = "floordiv";
+    if (mode == "trunc") fn = "truncdiv";
+  }
+  if (absl::StartsWith(c.op().schema.name, "floor_divide")) fn = "floordiv";
+  return PointwiseFn(fn, {0, 1})(L, c);
+}
+
+absl::StatusOr<NodeValue> LowerWhere(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  DType compute = ComputeDType(m.dtype);
+  ASSIGN_OR_RETURN(TBox cond, L.Operand(c, 0, DType::kBool));
+  ASSIGN_OR_RETURN(TBox a, L.Operand(c, 1, compute));
+  ASSIGN_OR_RETURN(TBox b, L.Operand(c, 2, compute));
+  return TensorValue(
+      L.Pointwise("where", {cond, a, b}, compute, m.dtype, m.sizes));
+}
+
+// `t` converted to `to` element by element.
+TBox CastBox(const TBox& t, DType to) {
+  if (t.dtype == to) return t;
+  TBox out = t;
+  out.buffer = -1;
+  out.dtype = to;
+  TBox in = t;
+  out.load = [in, to](KernelBuilder& kb,
+                      const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    ASSIGN_OR_RETURN(int v, in.load(kb, idx));
+    return kb.Cast(v, to);
+  };
+  return out;
+}
+
+absl::StatusOr<NodeValue> LowerClamp(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  DType compute = ComputeDType(m.dtype);
+  ASSIGN_OR_RETURN(TBox x, L.Operand(c, 0, compute));
+  TBox t = x;
+  std::string name = c.op().schema.name;
+  auto apply = [&](absl::string_view arg, const char* fn) -> absl::Status {
+    int i = c.Index(arg);
+    if (i < 0 || c.at(i).is_none()) return absl::OkStatus();
+    ASSIGN_OR_RETURN(TBox bound, L.Operand(c, i, compute));
+    t = L.Pointwise(fn, {t, bound}, compute, compute, m.sizes);
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(apply("min", "maximum"));
+  RETURN_IF_ERROR(apply("max", "minimum"));
+  return TensorValue(CastBox(t, m.dtype));
+}
+
+// A cast of self to the meta's dtype (clone, _to_copy, convert_element_type,
+// contiguous, ...): a loader; realized only when needed.
+absl::StatusOr<NodeValue> LowerCopyLike(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  TBox t = x;
+  t.buffer = -1;
+  t.dtype = m.dtype;
+  t.sizes = m.sizes;
+  DType to = m.dtype;
+  TBox in = x;
+  t.load = [in, to](KernelBuilder& kb,
+                    const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    ASSIGN_OR_RETURN(int v, in.load(kb, idx));
+    return kb.Cast(v, to);
+  };
+  return TensorValue(t);
+}
+
+// full / scalar_tensor / zeros / ones / *_like: a constant loader.
+LowerFn FillFn(int value_arg, double fixed) {
+  return [value_arg, fixed](Lowerer& L,
+                            const Call& c) -> absl::StatusOr<NodeValue> {
+    const TensorMeta& m = OutMeta(L, c);
+    TBox v;
+    if (value_arg >= 0) {
+      ASSIGN_OR_RETURN(v, L.Operand(c, value_arg, m.dtype));
+    } else {
+      v = L.NumberBox(symbolic::Float(fixed), m.dtype);
+    }
+    return TensorValue(CastBox(L.Broadcast(v, m.sizes), m.dtype));
+  };
+}
+
+// iota-like: arange(start, end, step) as index arithmetic.
+absl::StatusOr<NodeValue> LowerArange(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  DType compute = IsFloatingPoint(m.dtype) ? DType::kFloat64 : DType::kInt64;
+  TBox start = L.NumberBox(symbolic::Int(0), compute);
+  TBox step = L.NumberBox(symbolic::Int(1), compute);
+  std::string overload = c.op().schema.overload;
+  if (overload == "start" || overload == "start_step") {
+    ASSIGN_OR_RETURN(start, L.Operand(c, c.Index("start"), compute));
+  }
+  if (overload == "start_step") {
+    ASSIGN_OR_RETURN(step, L.Operand(c, c.Index("step"), compute));
+  }
+  TBox t;
+  t.dtype = m.dtype;
+  t.sizes = m.sizes;
+  DType out = m.dtype;
+  t.load = [start, step, compute, out](
+               KernelBuilder& kb,
+               const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    int i = kb.Cast(kb.Index(idx[0]), compute);
+    ASSIGN_OR_RETURN(int s0, start.load(kb, {}));
+    ASSIGN_OR_RETURN(int s1, step.load(kb, {}));
+    int v = kb.Call("add", {s0, kb.Call("mul", {i, s1}, compute)}, compute);
+    return kb.Cast(v, out);
+  };
+  return TensorValue(t);
+}
+
+// Reductions over `dim` (an int list; None or [] = all dims).
+LowerFn ReduceFn(ReduceKind kind, bool mean = false) {
+  return [kind, mean](Lowerer& L, const Call& c) -> absl::StatusOr<NodeValue> {
+    ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+    const ir::ValueMeta& vm = L.Meta(&c.node());
+    const TensorMeta& m = vm.kind == ir::ValueMeta::Kind::kTuple
+                              ? vm.elements[0].tensor
+                              : vm.tensor;
+    int64_t rank = static_cast<int64_t>(x.sizes.size());
+    std::vector<int64_t> dims;
+    int di = c.Index("dim");
+    if (di >= 0) {
+      ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> d, c.IntList(di));
+      if (d.has_value()) dims = *d;
+    }
+    if (dims.empty()) {
+      for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
+    }
+    for (int64_t& d : dims) d = d < 0 ? d + rank : d;
+    if (rank == 0) {  // a 0-d reduction is the value itself
+      NodeValue v;
+      if (kind == ReduceKind::kArgMax || kind == ReduceKind::kArgMin) {
+        return TensorValue(L.NumberBox(symbolic::Int(0), DType::kInt64));
+      }
+      ASSIGN_OR_RETURN(v, LowerCopyLike(L, c));
+      return v;
+    }
+    DType acc = ComputeDType(m.dtype);
+    if (kind == ReduceKind::kMax || kind == ReduceKind::kMin) {
+      acc = ComputeDType(x.dtype);
+    }
+    std::function<int(KernelBuilder&, int, Expr)> post;
+    if (mean) {
+      post = [acc](KernelBuilder& kb, int v, Expr count) {
+        int n = kb.Cast(kb.Index(count), acc);
+        return kb.Call("truediv", {v, n}, acc);
+      };
+    }
+    ASSIGN_OR_RETURN(TBox out, L.Reduce(x, dims, kind, acc, m, post));
+    if (vm.kind != ir::ValueMeta::Kind::kTuple) return TensorValue(out);
+    // max.dim / min.dim: (values, indices).
+    ReduceKind arg =
+        kind == ReduceKind::kMax ? ReduceKind::kArgMax : ReduceKind::kArgMin;
+    ASSIGN_OR_RETURN(TBox idx, L.Reduce(x, dims, arg, DType::kInt64,
+                                        vm.elements[1].tensor, nullptr));
+    NodeValue v;
+    v.kind = NodeValue::Kind::kTuple;
+    v.elements = {TensorValue(out), TensorValue(idx)};
+    return v;
+  };
+}
+
+absl::StatusOr<NodeValue> LowerMatmul(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  std::string name = c.op().schema.name;
+  bool addmm = name == "addmm" || name == "baddbmm";
+  int ai = addmm ? 1 : 0;
+  ASSIGN_OR_RETURN(TBox a, L.Tensor(c, ai));
+  ASSIGN_OR_RETURN(TBox b, L.Tensor(c, ai + 1));
+  bool batched = a.sizes.size() == 3;
+  if (m.dtype == DType::kFloat32 || m.dtype == DType::kFloat64) {
+    ASSIGN_OR_RETURN(a, L.Realize(a, nullptr));
+    ASSIGN_OR_RETURN(b, L.Realize(b, nullptr));
+    std::vector<Expr> strides = Contiguous(m.sizes);
+    int out = L.NewBuffer(m.dtype, Product(m.sizes));
+    Expr zero = symbolic::Int(0);
+    auto st = [&](const TBox& t, int d) {
+      return batched ? t.strides[d] : (d == 0 ? zero : t.strides[d - 1]);
+    };
+    size_t r = batched ? 1 : 0;
+    std::vector<Expr> args = {batched ? m.sizes[0] : symbolic::Int(1),
+                              m.sizes[r],
+                              m.sizes[r + 1],
+                              a.sizes[r + 1],
+                              a.offset,
+                              st(a, 0),
+                              st(a, 1),
+                              st(a, 2),
+                              b.offset,
+                              st(b, 0),
+                              st(b, 1),
+                              st(b, 2),
+                              zero,
+                              batched ? strides[0] : zero,
+                              strides[r],
+                              strides[r + 1]};
+    L.EmitExtern(m.dtype == DType::kFloat32 ? "sgemm" : "dgemm",
+                 {out, a.buffer, b.buffer}, args);
+    TBox prod = L.FromBuffer(out, m.dtype, m.sizes, strides, zero);
+    if (!addmm) return TensorValue(prod);
+    // beta * self + alpha * product, as a loader the epilogue fuses into.
+    ASSIGN_OR_RETURN(TBox self, L.Tensor(c, 0));
+    ASSIGN_OR_RETURN(TBox beta, L.Operand(c, c.Index("beta"), m.dtype));
+    ASSIGN_OR_RETURN(TBox alpha, L.Operand(c, c.Index("alpha"), m.dtype));
+    TBox sb = L.Pointwise("mul", {self, beta}, m.dtype, m.dtype, m.sizes);
+    TBox pa = L.Pointwise("mul", {prod, alpha}, m.dtype, m.dtype, m.sizes);
+    return TensorValue(L.Pointwise("add", {sb, pa}, m.dtype, m.dtype, m.sizes));
+  }
+  // Other dtypes: a sum-of-products reduction, computed in the opmath type.
+  DType acc = ComputeDType(m.dtype);
+  size_t r = batched ? 1 : 0;
+  Expr k = a.sizes[r + 1];
+  // prod[b, i, j, kk] = a[b, i, kk] * b[b, kk, j], reduced over kk.
+  TBox p;
+  p.dtype = acc;
+  p.sizes = m.sizes;
+  p.sizes.push_back(k);
+  p.reads = a.reads;
+  p.reads.insert(b.reads.begin(), b.reads.end());
+  p.load = [a, b, acc, batched](
+               KernelBuilder& kb,
+               const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    std::vector<Expr> ia, ib;
+    if (batched) {
+      ia = {idx[0], idx[1], idx[3]};
+      ib = {idx[0], idx[3], idx[2]};
+    } else {
+      ia = {idx[0], idx[2]};
+      ib = {idx[2], idx[1]};
+    }
+    ASSIGN_OR_RETURN(int va, a.load(kb, ia));
+    ASSIGN_OR_RETURN(int vb, b.load(kb, ib));
+    return kb.Call("mul", {kb.Cast(va, acc), kb.Cast(vb, acc)}, acc);
+  };
+  ASSIGN_OR_RETURN(TBox prod,
+                   L.Reduce(p, {static_cast<int64_t>(p.sizes.size()) - 1},
+                            ReduceKind::kSum, acc, m, nullptr));
+  if (!addmm) return TensorValue(prod);
+  ASSIGN_OR_RETURN(TBox self, L.Tensor(c, 0));
+  ASSIGN_OR_RETURN(TBox beta, L.Operand(c, c.Index("beta"), acc));
+  ASSIGN_OR_RETURN(TBox alpha, L.Operand(c, c.Index("alpha"), acc));
+  TBox sb = L.Pointwise("mul", {self, beta}, acc, acc, m.sizes);
+  TBox pa = L.Pointwise("mul", {prod, alpha}, acc, acc, m.sizes);
+  return TensorValue(L.Pointwise("add", {sb, pa}, acc, m.dtype, m.sizes));
+}
+
+// A view op: index arithmetic over the view's meta when the base is in
+// memory; otherwise a few structural views compose with the base's loader,
+// and the rest realize the base first.
+absl::StatusOr<NodeValue> LowerView(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  Node* base = c.NodeAt(0);
+  if (base == nullptr) return c.Error("the viewed argument is not a tensor");
+  TBox b = L.value(base).t;
+  std::string name = c.op().schema.name;
+  if (b.buffer < 0) {
+    if (name == "expand" || name == "expand_copy") {
+      return TensorValue(L.Broadcast(b, m.sizes));
+    }
+    if (name == "permute" || name == "transpose" || name == "t" ||
+        name == "unsqueeze" || name == "squeeze" || name == "view" ||
+        name == "reshape" || name == "_unsafe_view" || name == "alias") {
+      // Compose via the row-major linear index when both are contiguous in
+      // their own shapes (view/reshape family), or by permutation.
+      std::vector<int64_t> perm;
+      if (name == "permute") {
+        ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> p, c.IntList(1));
+        perm = *p;
+      } else if (name == "transpose" || name == "t") {
+        int64_t rank = static_cast<int64_t>(b.sizes.size());
+        for (int64_t d = 0; d < rank; ++d) perm.push_back(d);
+        if (rank == 2 || name == "transpose") {
+          int64_t d0 = 0, d1 = 1;
+          if (name == "transpose") {
+            ASSIGN_OR_RETURN(d0, c.Int(1));
+            ASSIGN_OR_RETURN(d1, c.Int(2));
+          }
+          if (d0 < 0) d0 += rank;
+          if (d1 < 0) d1 += rank;
+          if (rank > 0) std::swap(perm[d0], perm[d1]);
+        }
+      }
+      TBox t = b;
+      t.sizes = m.sizes;
+      TBox in = b;
+      std::vector<Expr> out_sizes = m.sizes;
+      if (!perm.empty() || name == "t" || name == "transpose") {
+        for (int64_t& p : perm)
+          p = p < 0 ? p + static_cast<int64_t>(perm.size()) : p;
+        t.load = [in, perm](
+                     KernelBuilder& kb,
+                     const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+          std::vector<Expr> sub(idx.size());
+          for (size_t d = 0; d < perm.size(); ++d) sub[perm[d]] = idx[d];
+          return in.load(kb, sub);
+        };
+        return TensorValue(t);
+      }
+      t.load = [in, out_sizes](
+                   KernelBuilder& kb,
+                   const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+        Expr lin = Linear(idx, Contiguous(out_sizes), symbolic::Int(0));
+        std::vector<Expr> st = Contiguous(in.sizes);
+        std::vector<Expr> sub;
+        for (size_t d = 0; d < in.sizes.size(); ++d) {
+          if (IsOne(in.sizes[d])) {
+            sub.push_back(symbolic::Int(0));
+            continue;
+          }
+          ASSIGN_OR_RETURN(Expr e,
+                           symbolic::ModularIndexing(lin, st[d], in.sizes[d]));
+          sub.push_back(e);
+        }
+        return in.load(kb, sub);
+      };
+      return TensorValue(t);
+    }
+    RETURN_IF_ERROR(L.RealizeNode(base));
+    b = L.value(base).t;
+  }
+  auto it = L.storage_buffer().find(m.storage);
+  if (it != L.storage_buffer().end() && it->second == b.buffer) {
+    return TensorValue(L.FromStorage(b.buffer, m));
+  }
+  // The base's buffer does not hold the view's storage coordinates (a
+  // realized view of a loader): translate through the base's own meta.
+  const TensorMeta& bm = L.TMeta(base);
+  Expr delta = symbolic::Sub(b.offset, bm.storage_offset);
+  if (b.strides == bm.strides) {
+    return TensorValue(L.FromBuffer(b.buffer, m.dtype, m.sizes, m.strides,
+                                    symbolic::Add(m.storage_offset, delta)));
+  }
+  return c.Error("a view of a value whose layout differs from its meta");
+}
+
+// copy(self, src): src broadcast to self's sizes in self's dtype.
+absl::StatusOr<NodeValue> LowerCopy(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  ASSIGN_OR_RETURN(TBox src, L.Operand(c, 1, m.dtype));
+  return TensorValue(CastBox(L.Broadcast(src, m.sizes), m.dtype));
+}
+
+// scatter(self, src, *args): a copy of self (laid out as the result's meta)
+// with src stored where view(result, *args) sees; the view's layout comes
+// from the paired view op's meta function.
+absl::StatusOr<NodeValue> LowerScatter(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  const OpDef* view = ir::OpRegistry::Global().Find(c.op().scattered_view);
+  if (view == nullptr) return c.Error("no paired view op");
+  std::vector<ir::Value> positional = {ir::Value::OfMeta(m)};
+  absl::flat_hash_map<const Node*, ir::Value> env;
+  for (const Node* in : c.node().Inputs()) {
+    env[in] = ir::ValueOfMeta(L.Meta(in));
+  }
+  for (size_t i = 2; i < c.node().args().size(); ++i) {
+    ASSIGN_OR_RETURN(ir::Value v, ir::ArgValue(c.node().args()[i], env));
+    positional.push_back(std::move(v));
+  }
+  std::vector<std::pair<std::string, ir::Value>> kwargs;
+  for (const auto& [name, a] : c.node().kwargs()) {
+    ASSIGN_OR_RETURN(ir::Value v, ir::ArgValue(a, env));
+    kwargs.emplace_back(name, std::move(v));
+  }
+  ASSIGN_OR_RETURN(std::vector<ir::Value> bound,
+                   ir::BindArguments(view->schema, std::move(positional),
+                                     std::move(kwargs), view->target));
+  ir::OpCall call(*view, std::move(bound), &L.env());
+  ASSIGN_OR_RETURN(ir::Value vm, view->meta(call));
+  if (!vm.is_tensor()) return c.Error("the paired view is not a tensor");
+  TensorMeta region =
+      ir::ApplyReplacements(ir::ValueMeta::Tensor(vm.meta), L.env()).tensor;
+  ASSIGN_OR_RETURN(TBox self, L.Tensor(c, 0));
+  ASSIGN_OR_RETURN(TBox src, L.Tensor(c, 1));
+  TBox fresh = CastBox(self, m.dtype);
+  fresh.buffer = -1;  // a new copy, never self's memory
+  ASSIGN_OR_RETURN(TBox out, L.Realize(fresh, &m));
+  TBox dst = L.FromBuffer(out.buffer, m.dtype, region.sizes, region.strides,
+                          region.storage_offset);
+  RETURN_IF_ERROR(L.WriteInto(&c.node(), dst, CastBox(src, m.dtype)));
+  return TensorValue(out);
+}
+
+absl::StatusOr<NodeValue> LowerGetitem(Lowerer& L, const Node& n) {
+  const NodeValue& t = L.value(n.args()[0].node);
+  int64_t i = n.args()[1].i;
+  if (t.kind != NodeValue::Kind::kTuple || i < 0 ||
+      i >= static_cast<int64_t>(t.elements.size())) {
+    return absl::UnimplementedError(
+        absl::StrCat("node '", n.name(), "': getitem of a non-tuple"));
+  }
+  return t.elements[i];
+}
+
+const absl::flat_hash_map<std::string, LowerFn>& Table() {
+  static const auto* table = [] {
+    auto* t = new absl::flat_hash_map<std::string, LowerFn>();
+    auto& T = *t;
+    // Unary math: the op name is the scalar function's.
+    for (const ScalarFn& f : ScalarFns()) {
+      if (f.arity == 1)
+        T[absl::StrCat("aten.", f.name, ".default")] = PointwiseFn(f.name, {0});
+    }
+    T["aten.bitwise_not.default"] = PointwiseFn("bitwise_not", {0});
+    // Binary, Tensor and Scalar overloads.
+    for (const char* op :
+         {"mul", "maximum", "minimum", "fmax", "fmin", "atan2", "hypot",
+          "copysign", "remainder", "fmod", "pow", "bitwise_and", "bitwise_or",
+          "bitwise_xor", "logical_and", "logical_or", "logical_xor"}) {
+      for (const char* ov : {"default", "Tensor", "Scalar", "Tensor_Tensor",
+                             "Tensor_Scalar", "Scalar_Tensor"}) {
+        T[absl::StrCat("aten.", op, ".", ov)] = PointwiseFn(op, {0, 1});
+      }
+    }
+    for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge"}) {
+      for (const char* ov : {"Tensor", "Scalar"}) {
+        T[absl::StrCat("aten.", op, ".", ov)] = PointwiseFn(op, {0, 1}, true);
+      }
+    }
+    for (const char* ov : {"Tensor", "Scalar"}) {
+      T[absl::StrCat("aten.__lshift__.", ov)] = PointwiseFn("lshift", {0, 1});
+      T[absl::StrCat("aten.__rshift__.", ov)] = PointwiseFn("rshift", {0, 1});
+      T[absl::StrCat("aten.add.", ov)] = AddSubFn("add", false);
+      T[absl::StrCat("aten.sub.", ov)] = AddSubFn("sub", false);
+      T[absl::StrCat("aten.rsub.", ov)] = AddSubFn("sub", true);
+      T[absl::StrCat("aten.div.", ov)] = LowerDiv;
+      T[absl::StrCat("aten.div.", ov, "_mode")] = LowerDiv;
+      T[absl::StrCat("aten.true_divide.", ov)] = LowerDiv;
+    }
+    T["aten.floor_divide.default"] = LowerDiv;
+    T["aten.floor_divide.Scalar"] = LowerDiv;
+    T["aten.pow.Scalar"] = PointwiseFn("pow", {0, 1});
+    T["aten.where.self"] = LowerWhere;
+    T["aten.where.ScalarSelf"] = LowerWhere;
+    T["aten.where.ScalarOther"] = LowerWhere;
+    T["aten.where.Scalar"] = LowerWhere;
+    T["aten.clamp.default"] = LowerClamp;
+    T["aten.clamp.Tensor"] = LowerClamp;
+    T["aten.clamp_min.default"] = LowerClamp;
+    T["aten.clamp_max.default"] = LowerClamp;
+    for (const char* op :
+         {"aten.clone.default", "aten._to_copy.default",
+          "prims.convert_element_type.default", "aten.contiguous.default",
+          "aten.lift_fresh_copy.default", "aten.to.dtype",
+          "aten.to.dtype_layout", "aten.type_as.default",
+          "aten.positive.default", "aten.detach_copy.default"}) {
+      T[op] = LowerCopyLike;
+    }
+    T["aten.full.default"] = FillFn(1, 0);
+    T["aten.fill.Scalar"] = FillFn(1, 0);
+    T["aten.fill.Tensor"] = FillFn(1, 0);
+    T["aten.zero.default"] = FillFn(-1, 0);
+    // Uninitialized memory: zeros are one of its values.
+    for (const char* op :
+         {"aten.empty.memory_format", "aten.empty_like.default",
+          "aten.empty_strided.default", "aten.new_empty.default",
+          "aten.new_empty_strided.default", "aten.empty.default"}) {
+      T[op] = FillFn(-1, 0);
+    }
+    T["aten.full_like.default"] = FillFn(1, 0);
+    T["aten.scalar_tensor.default"] = FillFn(0, 0);
+    T["aten.zeros.default"] = FillFn(-1, 0);
+    T["aten.zeros_like.default"] = FillFn(-1, 0);
+    T["aten.ones.default"] = FillFn(-1, 1);
+    T["aten.ones_like.default"] = FillFn(-1, 1);
+    T["aten.new_zeros.default"] = FillFn(-1, 0);
+    T["aten.new_ones.default"] = FillFn(-1, 1);
+    T["aten.new_full.default"] = FillFn(2, 0);
+    T["aten.arange.default"] = LowerArange;
+    T["aten.arange.start"] = LowerArange;
+    T["aten.arange.start_step"] = LowerArange;
+    T["aten.sum.default"] = ReduceFn(ReduceKind::kSum);
+    T["aten.sum.dim_IntList"] = ReduceFn(ReduceKind::kSum);
+    T["aten.prod.default"] = ReduceFn(ReduceKind::kProd);
+    T["aten.prod.dim_int"] = ReduceFn(ReduceKind::kProd);
+    T["aten.mean.default"] = ReduceFn(ReduceKind::kSum, true);
+    T["aten.mean.dim"] = ReduceFn(ReduceKind::kSum, true);
+    T["aten.amax.default"] = ReduceFn(ReduceKind::kMax);
+    T["aten.amin.default"] = ReduceFn(ReduceKind::kMin);
+    T["aten.max.default"] = ReduceFn(ReduceKind::kMax);
+    T["aten.min.default"] = ReduceFn(ReduceKind::kMin);
+    T["aten.max.dim"] = ReduceFn(ReduceKind::kMax);
+    T["aten.min.dim"] = ReduceFn(ReduceKind::kMin);
+    T["aten.argmax.default"] = ReduceFn(ReduceKind::kArgMax);
+    T["aten.argmin.default"] = ReduceFn(ReduceKind::kArgMin);
+    T["aten.any.default"] = ReduceFn(ReduceKind::kAny);
+    T["aten.any.dim"] = ReduceFn(ReduceKind::kAny);
+    T["aten.any.dims"] = ReduceFn(ReduceKind::kAny);
+    T["aten.all.default"] = ReduceFn(ReduceKind::kAll);
+    T["aten.all.dim"] = ReduceFn(ReduceKind::kAll);
+    T["aten.all.dims"] = ReduceFn(ReduceKind::kAll);
+    T["aten.copy.default"] = LowerCopy;
+    T["aten.mm.default"] = LowerMatmul;
+    T["aten.bmm.default"] = LowerMatmul;
+    T["aten.addmm.default"] = LowerMatmul;
+    return t;
+  }();
+  return *table;
+}
+
+// Whether the op lowers as a view (any registry view op).
+bool IsViewOp(const OpDef& op) { return op.HasTag(ir::OpTag::kView); }
+
+const OpDef* FunctionalTwin(const OpDef& op) {
+  if (op.functional.empty()) return nullptr;
+  return ir::OpRegistry::Global().Find(op.functional);
+}
+
+absl::Status Lowerer::LowerNode(const Node& n) {
+  NodeValue v;
+  const ir::ValueMeta& meta = Meta(&n);
+  if (n.kind() == Node::Kind::kGetAttr) {
+    return absl::UnimplementedError(
+        absl::StrCat("node '", n.name(), "': constants (self.", n.target(),
+                     ") are not supported by the cpu backend yet"));
+  }
+  if (meta.kind == ir::ValueMeta::Kind::kSym && n.kind() == Node::Kind::kCall) {
+    // A symbolic number: its value is its expression over the inputs'
+    // symbols (sym_size, operator.mul, ...).
+    for (Expr s : symbolic::FreeSymbols(meta.sym)) {
+      if (!symbol_set_.contains(s)) {
+        bool bound = false;
+        for (Node* p : graph_.Placeholders()) {
+          for (Expr q : Meta(p).Symbols()) bound = bound || q == s;
+        }
+        if (!bound) {
+          return absl::UnimplementedError(
+              absl::StrCat("node '", n.name(), "' (", n.target(),
+                           "): the data-dependent ", symbolic::ToString(s),
+                           " is not supported by the cpu backend yet"));
+        }
+      }
+    }
+    v.kind = NodeValue::Kind::kNumber;
+    v.number = meta.sym;
+    values_[&n] = v;
+    return absl::OkStatus();
+  }
+  if (n.target() == "getitem") {
+    ASSIGN_OR_RETURN(v, LowerGetitem(*this, n));
+    values_[&n] = v;
+    return absl::OkStatus();
+  }
+  const OpDef* op = n.op();
+  if (n.target() == "torch._C._set_grad_enabled") {  // no effect on values
+    values_[&n] = NodeValue();
+    return absl::OkStatus();
+  }
+  if (op == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(
+        "node '", n.name(), "': '", n.target(), "' has no cpu lowering"));
+  }
+  Call c(n);
+  const auto& table = Table();
+  auto it = table.find(op->target);
+  if (it != table.end()) {
+    ASSIGN_OR_RETURN(v, it->second(*this, c));
+  } else if (!op->scattered_view.empty()) {
+    ASSIGN_OR_RETURN(v, LowerScatter(*this, c));
+  } else if (IsViewOp(*op)) {
+    ASSIGN_OR_RETURN(v, LowerView(*this, c));
+  } else if (op->HasTag(ir::OpTag::kInplace) || op->HasTag(ir::OpTag::kOut) ||
+             op->target == "aten.copy_.default") {
+    // The functional twin computes the value; it is stored into the written
+    // argument (self, or out=).
+    int target_arg = 0;
+    if (op->HasTag(ir::OpTag::kOut)) target_arg = c.Index("out");
+    Node* target = c.NodeAt(target_arg);
+    if (target == nullptr)
+      return c.Error("the written argument is not a tensor");
+    TBox value;
+    if (op->target == "aten.copy_.default") {
+      ASSIGN_OR_RETURN(value, Tensor(c, 1));
+    } else {
+      const OpDef* twin = FunctionalTwin(*op);
+      auto tw = twin != nullptr ? table.find(twin->target) : table.end();
+      if (tw == table.end()) {
+        return absl::UnimplementedError(absl::StrCat(
+            "node '", n.name(), "': ", op->target, " has no cpu lowering"));
+      }
+      ASSIGN_OR_RETURN(NodeValue fv, tw->second(*this, c));
+      if (fv.kind != NodeValue::Kind::kTensor) {
+        return c.Error("the functional twin's result is not one tensor");
+      }
+      value = fv.t;
+    }
+    RETURN_IF_ERROR(RealizeNode(target));
+    TBox dst = values_.at(target).t;
+    value.dtype = value.dtype;
+    RETURN_IF_ERROR(WriteInto(&n, dst, value));
+    // The result is the written tensor, in memory.
+    v.kind = NodeValue::Kind::kTensor;
+    v.t = dst;
+    v.t.reads = {dst.buffer};
+  } else {
+    return absl::UnimplementedError(absl::StrCat(
+        "node '", n.name(), "': ", op->target, " has no cpu lowering"));
+  }
+  values_[&n] = v;
+  // Values whose storage the program writes later live in memory from the
+  // start, so every alias sees the write.
+  if (v.kind == NodeValue::Kind::kTensor &&
+      meta.kind == ir::ValueMeta::Kind::kTensor &&
+      mutated_.contains(meta.tensor.storage)) {
+    RETURN_IF_ERROR(RealizeNode(&n));
+  }
+  // A loader read more than once, or grown large, is computed once.
+  NodeValue& mine = values_.at(&n);
+  if (mine.kind == NodeValue::Kind::kTensor && mine.t.buffer < 0 &&
+      ((n.users().size() > 1 && mine.t.cost > 1) || mine.t.cost > 64)) {
+    RETURN_IF_ERROR(RealizeNode(&n));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LoweredGraph> Lowerer::Run() {
+  LoweredGraph out;
+  // Storages some op writes.
+  for (const auto& node : graph_.nodes()) {
+    remaining_[node.get()] = static_cast<int>(node->users().size());
+    const OpDef* op = node->op();
+    if (op == nullptr) continue;
+    for (size_t i = 0;
+         i < op->schema.arguments.size() && i < node->args().size(); ++i) {
+      const Arg& a = node->args()[i];
+      if (op->schema.arguments[i].is_written() && a.kind == Arg::Kind::kNode) {
+        mutated_.insert(Meta(a.node).tensor.storage);
+      }
+    }
+    for (const auto& [name, a] : node->kwargs()) {
+      int i = op->schema.ArgumentIndex(name);
+      if (i >= 0 && op->schema.arguments[i].is_written() &&
+          a.kind == Arg::Kind::kNode) {
+        mutated_.insert(Meta(a.node).tensor.storage);
+      }
+    }
+  }
+  int position = 0;
+  for (Node* p : graph_.Placeholders()) {
+    const ir::ValueMeta& m = Meta(p);
+    if (m.kind == ir::ValueMeta::Kind::kTensor) {
+      Buffer b;
+      b.name = absl::StrCat("in", position);
+      b.kind = Buffer::Kind::kInput;
+      b.dtype = m.tensor.dtype;
+      b.input = position;
+      b.numel =
+          StorageNumel(m.tensor.sizes, m.tensor.strides, symbolic::Int(0));
+      program_.buffers.push_back(b);
+      int id = static_cast<int>(program_.buffers.size()) - 1;
+      base_offsets_.push_back(m.tensor.storage_offset);
+      out.input_buffers.push_back(id);
+      if (!storage_buffer_.contains(m.tensor.storage)) {
+        storage_buffer_[m.tensor.storage] = id;
+      }
+      values_[p] =
+          TensorValue(FromStorage(storage_buffer_[m.tensor.storage], m.tensor));
+      ir::ForEachSymbolDim(m.tensor, [&](Expr s, bool stride, int d) {
+        out.sources.push_back(
+            {s, position,
+             stride ? SymbolSource::Kind::kStride : SymbolSource::Kind::kSize,
+             d});
+      });
+    } else if (m.kind == ir::ValueMeta::Kind::kSym) {
+      out.input_buffers.push_back(-1);
+      if (m.sym.is_symbol()) {
+        out.sources.push_back(
+            {m.sym, position, SymbolSource::Kind::kScalar, 0});
+      }
+      NodeValue v;
+      v.kind = NodeValue::Kind::kNumber;
+      v.number = m.sym;
+      values_[p] = v;
+    } else {
+      out.input_buffers.push_back(-1);
+      values_[p] = NodeValue();
+    }
+    ++position;
+  }
+  for (const auto& node : graph_.nodes()) {
+    const Node& n = *node;
+    if (n.kind() == Node::Kind::kPlaceholder) continue;
+    if (n.kind() == Node::Kind::kOutput) break;
+    RETURN_IF_ERROR(LowerNode(n));
+    for (Node* in : n.Inputs()) --remaining_[in];
+  }
+  // Outputs: in memory, where their metas say.
+  const Node* output = graph_.output();
+  std::vector<const Arg*> flat;
+  std::function<void(const Arg&)> walk = [&](const Arg& a) {
+    if (a.kind == Arg::Kind::kList) {
+      for (const Arg& e : a.list) walk(e);
+    } else {
+      flat.push_back(&a);
+    }
+  };
+  for (const Arg& a : output->args()) walk(a);
+  for (const Arg* a : flat) {
+    LoweredOutput o;
+    if (a->kind != Arg::Kind::kNode) {
+      if (a->kind == Arg::Kind::kInt) {
+        o.kind = LoweredOutput::Kind::kNumber;
+        o.number = symbolic::Int(a->i);
+      }
+      out.outputs.push_back(o);
+      continue;
+    }
+    const Node* n = a->node;
+    NodeValue& v = values_.at(n);
+    if (v.kind == NodeValue::Kind::kNumber) {
+      o.kind = LoweredOutput::Kind::kNumber;
+      o.number = v.number;
+      UseSymbols({v.number});
+    } else if (v.kind == NodeValue::Kind::kTensor) {
+      const TensorMeta& m = TMeta(n);
+      if (v.t.buffer < 0) RETURN_IF_ERROR(RealizeNode(n));
+      TBox t = values_.at(n).t;
+      if (t.strides != m.strides && !m.sizes.empty()) {
+        // In memory, but not in the layout the meta promises: copy.
+        t.buffer = -1;
+        v.t = t;
+        TBox copy;
+        ASSIGN_OR_RETURN(copy, Realize(TBox{t.dtype, t.sizes, t.load}, &m));
+        t = copy;
+      }
+      o.kind = LoweredOutput::Kind::kTensor;
+      o.buffer = t.buffer;
+      o.dtype = m.dtype;
+      o.sizes = m.sizes;
+      o.strides = t.strides;
+      o.offset = t.offset;
+      UseSymbols(o.sizes);
+      UseSymbols(o.strides);
+      UseSymbols({o.offset});
+    }
+    out.outputs.push_back(o);
+  }
+  out.program = std::move(program_);
+  out.base_offsets = base_offsets_;
+  // Only symbols some input binds can be read at run time.
+  for (Expr s : out.program.symbols) {
+    bool bound = false;
+    for (const SymbolSource& src : out.sources)
+      bound = bound || src.symbol == s;
+    if (!bound) {
+      return absl::UnimplementedError(absl::StrCat(
+          "symbol ", symbolic::ToString(s),
+          " is not a size, stride or number of an input (the cpu backend "
+          "cannot bind it yet)"));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<LoweredGraph> Lower(const ir::Graph& graph,
+                                   symbolic::ShapeEnv& env) {
+  Lowerer l(graph, env);
+  return l.Run();
+}
+
+bool HasLowering(const ir::OpDef& op) {
+  const auto& t = Table();
+  if (t.contains(op.target) || IsViewOp(op) || !op.scattered_view.empty()) {
+    return true;
+  }
+  if (op.target == "aten.copy_.default") return true;
+  if (op.HasTag(ir::OpTag::kInplace) || op.HasTag(ir::OpTag::kOut)) {
+    const OpDef* twin = FunctionalTwin(op);
+    return twin != nullptr && t.contains(twin->target);
+  }
+  return false;
+}
+
+}  // namespace lathe::codegen

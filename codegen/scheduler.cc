@@ -1,0 +1,256 @@
+#include "codegen/scheduler.h"
+
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "status_macros.h"
+#include "symbolic/expr.h"
+
+namespace lathe::codegen {
+namespace {
+
+using symbolic::Expr;
+
+constexpr int kMaxSections = 8;
+
+bool FlatPointwise(const Kernel& k) {
+  return k.kind == Kernel::Kind::kLoops && k.sections.size() == 1 &&
+         k.sections[0].vars.empty();
+}
+
+bool HasReduction(const Kernel& k) {
+  for (const Section& s : k.sections) {
+    if (s.reduction) return true;
+  }
+  return false;
+}
+
+// Tries to fuse b into a; on success a holds both and the reason is set.
+std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
+  if (a.kind != Kernel::Kind::kLoops || b.kind != Kernel::Kind::kLoops) {
+    return std::nullopt;
+  }
+  size_t na = a.ranges.size();
+  // How b's variables map into a, and which section b's first section goes to.
+  absl::flat_hash_map<Expr, Expr> rename;
+  std::string reason;
+  enum class Mode { kSameSection, kNewSections } mode;
+  int into = 0;
+  std::vector<Section> added;
+  if (a.ranges == b.ranges && FlatPointwise(b)) {
+    const Section& last = a.sections.back();
+    if (!last.vars.empty()) {
+      mode = Mode::kNewSections;
+      added.push_back(Section());
+      into = static_cast<int>(a.sections.size());
+    } else {
+      mode = Mode::kSameSection;
+      into = static_cast<int>(a.sections.size()) - 1;
+    }
+    reason = HasReduction(a) ? "epilogue over the reduction's outer ranges"
+                             : "pointwise over the same ranges";
+  } else if (a.ranges == b.ranges && HasReduction(b) && HasReduction(a)) {
+    mode = Mode::kNewSections;
+    into = static_cast<int>(a.sections.size());
+    for (size_t s = 0; s < b.sections.size(); ++s) {
+      Section sec = b.sections[s];
+      for (size_t v = 0; v < sec.vars.size(); ++v) {
+        Expr nv = SectionVar(into + static_cast<int>(s), static_cast<int>(v));
+        rename[sec.vars[v]] = nv;
+        sec.vars[v] = nv;
+      }
+      added.push_back(sec);
+    }
+    reason = "reduction over the same outer ranges";
+  } else if (HasReduction(a) && FlatPointwise(b) && b.ranges.size() > na &&
+             std::equal(a.ranges.begin(), a.ranges.end(), b.ranges.begin())) {
+    mode = Mode::kNewSections;
+    into = static_cast<int>(a.sections.size());
+    Section sec;
+    for (size_t v = na; v < b.ranges.size(); ++v) {
+      Expr nv = SectionVar(into, static_cast<int>(v - na));
+      rename[b.vars[v]] = nv;
+      sec.vars.push_back(nv);
+      sec.ranges.push_back(b.ranges[v]);
+    }
+    added.push_back(sec);
+    reason = "pointwise over the reduction's outer ranges and its inner ones";
+  } else {
+    return std::nullopt;
+  }
+  if (a.sections.size() + added.size() > kMaxSections) return std::nullopt;
+  // b's ops with renamed indices.
+  std::vector<ScalarOp> ops = b.ops;
+  for (ScalarOp& op : ops) {
+    if (!op.index.is_null() && !rename.empty()) {
+      absl::StatusOr<Expr> e = symbolic::Substitute(op.index, rename);
+      if (!e.ok()) return std::nullopt;
+      op.index = *e;
+    }
+  }
+  // Accesses of a, per buffer: stores (index, value, section) and loads.
+  struct Access {
+    Expr index;
+    int value;
+    bool straight;  // in a section without loops of its own
+  };
+  absl::flat_hash_map<int, std::vector<Access>> a_stores, a_loads;
+  for (size_t i = 0; i < a.ops.size(); ++i) {
+    const ScalarOp& op = a.ops[i];
+    bool straight = a.sections[op.section].vars.empty();
+    if (op.kind == ScalarOp::Kind::kStore) {
+      a_stores[op.buffer].push_back({op.index, op.args[0], straight});
+    } else if (op.kind == ScalarOp::Kind::kLoad) {
+      a_loads[op.buffer].push_back({op.index, static_cast<int>(i), straight});
+    }
+  }
+  // Check b's accesses against a's, and find the loads that become values.
+  absl::flat_hash_map<int, int> replaced;  // b op -> a op
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const ScalarOp& op = ops[i];
+    if (op.kind == ScalarOp::Kind::kLoad) {
+      auto it = a_stores.find(op.buffer);
+      if (it == a_stores.end()) continue;
+      bool found = false;
+      for (const Access& s : it->second) {
+        if (s.index == op.index && (s.straight || mode == Mode::kSameSection)) {
+          replaced[static_cast<int>(i)] = s.value;
+          found = true;
+        }
+      }
+      if (!found || it->second.size() > 1) return std::nullopt;
+    } else if (op.kind == ScalarOp::Kind::kStore) {
+      for (auto* table : {&a_stores, &a_loads}) {
+        auto it = table->find(op.buffer);
+        if (it == table->end()) continue;
+        for (const Access& s : it->second) {
+          if (s.index != op.index) return std::nullopt;
+          if (mode == Mode::kNewSections && !s.straight) return std::nullopt;
+        }
+      }
+    }
+  }
+  // Merge.
+  int base = static_cast<int>(a.ops.size());
+  std::vector<int> map(ops.size(), -1);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    auto it = replaced.find(static_cast<int>(i));
+    if (it != replaced.end()) {
+      map[i] = it->second;
+      continue;
+    }
+    ScalarOp op = ops[i];
+    for (int& x : op.args) x = map[x];
+    if (op.arg_index >= 0) op.arg_index = map[op.arg_index];
+    op.section = mode == Mode::kSameSection ? into : into + op.section;
+    a.ops.push_back(std::move(op));
+    map[i] = static_cast<int>(a.ops.size()) - 1;
+  }
+  (void)base;
+  for (Section& s : added) a.sections.push_back(std::move(s));
+  for (const std::string& f : b.fused_from) a.fused_from.push_back(f);
+  return reason;
+}
+
+// Drops the stores to buffers nothing reads (not outputs, not inputs) and
+// marks them local: they are neither stored nor allocated.
+void PlanMemory(LoweredGraph& g, std::vector<std::string>& log) {
+  Program& p = g.program;
+  std::vector<bool> read(p.buffers.size(), false);
+  for (const LoweredOutput& o : g.outputs) {
+    if (o.buffer >= 0) read[o.buffer] = true;
+  }
+  for (const Kernel& k : p.kernels) {
+    for (const ScalarOp& op : k.ops) {
+      if (op.kind == ScalarOp::Kind::kLoad) read[op.buffer] = true;
+    }
+    for (size_t i = 1; i < k.extern_buffers.size(); ++i) {
+      read[k.extern_buffers[i]] = true;
+    }
+    if (!k.extern_buffers.empty()) read[k.extern_buffers[0]] = true;
+  }
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    Buffer& buf = p.buffers[b];
+    if (buf.kind != Buffer::Kind::kAllocated || read[b]) continue;
+    buf.local = true;
+    for (Kernel& k : p.kernels) {
+      std::vector<ScalarOp> kept;
+      std::vector<int> map(k.ops.size(), -1);
+      for (size_t i = 0; i < k.ops.size(); ++i) {
+        const ScalarOp& op = k.ops[i];
+        if (op.kind == ScalarOp::Kind::kStore &&
+            op.buffer == static_cast<int>(b)) {
+          continue;
+        }
+        ScalarOp c = op;
+        for (int& x : c.args) x = map[x];
+        if (c.arg_index >= 0) c.arg_index = map[c.arg_index];
+        kept.push_back(std::move(c));
+        map[i] = static_cast<int>(kept.size()) - 1;
+      }
+      k.ops = std::move(kept);
+    }
+    log.push_back(
+        absl::StrCat(buf.name, ": kept in registers (every read was fused)"));
+  }
+  // Ops whose values nothing uses any more (the stored values of dropped
+  // buffers) are removed.
+  for (Kernel& k : p.kernels) {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      std::vector<int> users = Users(k);
+      std::vector<ScalarOp> kept;
+      std::vector<int> map(k.ops.size(), -1);
+      for (size_t i = 0; i < k.ops.size(); ++i) {
+        const ScalarOp& op = k.ops[i];
+        bool dead = users[i] == 0 && op.kind != ScalarOp::Kind::kStore;
+        if (dead) {
+          changed = true;
+          continue;
+        }
+        ScalarOp c = op;
+        for (int& x : c.args) x = map[x];
+        if (c.arg_index >= 0) c.arg_index = map[c.arg_index];
+        kept.push_back(std::move(c));
+        map[i] = static_cast<int>(kept.size()) - 1;
+      }
+      k.ops = std::move(kept);
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<ScheduleResult> Schedule(LoweredGraph& g) {
+  ScheduleResult r;
+  Program& p = g.program;
+  std::vector<Kernel> out;
+  for (Kernel& k : p.kernels) {
+    if (!out.empty()) {
+      Kernel merged = out.back();
+      std::optional<std::string> why = TryFuse(merged, k);
+      if (why.has_value()) {
+        r.log.push_back(absl::StrCat("fuse ", k.name, " into ", out.back().name,
+                                     ": ", *why));
+        out.back() = std::move(merged);
+        continue;
+      }
+      r.log.push_back(absl::StrCat("keep ", k.name, " apart from ",
+                                   out.back().name,
+                                   ": different ranges or an access at another "
+                                   "element"));
+    }
+    out.push_back(std::move(k));
+  }
+  p.kernels = std::move(out);
+  PlanMemory(g, r.log);
+  return r;
+}
+
+}  // namespace lathe::codegen

@@ -1,0 +1,35 @@
+// -----------------------------------------------------------------------------
+// File: kernel_runtime.h
+// -----------------------------------------------------------------------------
+//
+// The runtime side of the kernel C ABI (kernel_abi.h): the routines
+// generated code calls (matrix products), and the ABI's text for generated
+// source to embed.
+//
+// Example:
+//
+//   const LatheKernelRuntime* rt = lathe::KernelRuntime();
+//   entry(buffers, sizes, floats, rt);
+//   std::string src = std::string(lathe::KernelAbiSource());
+
+#ifndef LATHE_RUNTIME_KERNEL_RUNTIME_H_
+#define LATHE_RUNTIME_KERNEL_RUNTIME_H_
+
+#include "absl/strings/string_view.h"
+#include "runtime/kernel_abi.h"
+
+namespace lathe {
+
+// KernelRuntime()
+//
+// The routines of this build, for every compiled graph.
+const LatheKernelRuntime* KernelRuntime();
+
+// KernelAbiSource()
+//
+// kernel_abi.h's text, which generated source embeds.
+absl::string_view KernelAbiSource();
+
+}  // namespace lathe
+
+#endif  // LATHE_RUNTIME_KERNEL_RUNTIME_H_
