@@ -20,6 +20,9 @@ std::vector<std::string> CompilerFlags() {
       "-fno-math-errno", "-fPIC", "-shared",       "-w"};
 #if defined(__SANITIZE_ADDRESS__)
   flags.push_back("-fsanitize=address");
+  // GCC reports stack-use-after-scope inside OpenMP outlined regions for
+  // variables they capture from the enclosing kernel, which are in scope.
+  flags.push_back("-fno-sanitize-address-use-after-scope");
 #endif
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) && !defined(__SANITIZE_ADDRESS__)
