@@ -673,12 +673,6 @@ class Lowerer {
     Emit(std::move(k));
   }
 
-  // Realizes a box whose storage the program writes later... (the buffer a
-  // mutation targets); see LowerNode.
-  absl::StatusOr<TBox> InMemory(const TBox& t, const TensorMeta* meta) {
-    return Realize(t, meta);
-  }
-
   // Writes `value` (broadcast to the target's sizes) into the memory of
   // `target`; lazily computed values that still read that memory and will
   // be read later are realized first.
@@ -745,13 +739,10 @@ class Lowerer {
     return out;
   }
 
-  std::vector<std::string>& notes() { return notes_; }
   absl::flat_hash_map<ir::StorageId, int>& storage_buffer() {
     return storage_buffer_;
   }
   NodeValue& value(const Node* n) { return values_.at(n); }
-  bool HasValue(const Node* n) const { return values_.contains(n); }
-  Program& program() { return program_; }
 
  private:
   absl::Status LowerNode(const Node& n);
@@ -766,16 +757,7 @@ class Lowerer {
   absl::flat_hash_set<ir::StorageId> mutated_;
   absl::flat_hash_set<Expr> symbol_set_;
   std::vector<Expr> base_offsets_;
-  std::vector<std::string> notes_;
   int kernel_count_ = 0;
-  friend struct LowerAccess;
-
- public:
-  std::vector<Expr>& base_offsets() { return base_offsets_; }
-  absl::flat_hash_set<ir::StorageId>& mutated() { return mutated_; }
-  const absl::flat_hash_map<const Node*, int>& remaining() const {
-    return remaining_;
-  }
 };
 
 // ---- Lowering functions
@@ -1452,7 +1434,6 @@ absl::Status Lowerer::LowerNode(const Node& n) {
     }
     RETURN_IF_ERROR(RealizeNode(target));
     TBox dst = values_.at(target).t;
-    value.dtype = value.dtype;
     RETURN_IF_ERROR(WriteInto(&n, dst, value));
     // The result is the written tensor, in memory.
     v.kind = NodeValue::Kind::kTensor;

@@ -136,7 +136,6 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
     }
   }
   // Merge.
-  int base = static_cast<int>(a.ops.size());
   std::vector<int> map(ops.size(), -1);
   for (size_t i = 0; i < ops.size(); ++i) {
     auto it = replaced.find(static_cast<int>(i));
@@ -151,7 +150,6 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
     a.ops.push_back(std::move(op));
     map[i] = static_cast<int>(a.ops.size()) - 1;
   }
-  (void)base;
   for (Section& s : added) a.sections.push_back(std::move(s));
   for (const std::string& f : b.fused_from) a.fused_from.push_back(f);
   return reason;

@@ -33,21 +33,20 @@ typedef struct LatheKernelRuntime {
   /* c[b] = a[b] @ b[b] for b < batch; every matrix given by its element
    * strides (batch, row, column), so transposed and broadcast operands need
    * no copy. */
-  void (*sgemm)(int64_t batch, int64_t m, int64_t n, int64_t k,
-                const float* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
-                const float* b, int64_t b_bs, int64_t b_rs, int64_t b_cs,
-                float* c, int64_t c_bs, int64_t c_rs, int64_t c_cs);
-  void (*dgemm)(int64_t batch, int64_t m, int64_t n, int64_t k,
-                const double* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
-                const double* b, int64_t b_bs, int64_t b_rs, int64_t b_cs,
-                double* c, int64_t c_bs, int64_t c_rs, int64_t c_cs);
+  void (*sgemm)(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a,
+                int64_t a_bs, int64_t a_rs, int64_t a_cs, const float* b,
+                int64_t b_bs, int64_t b_rs, int64_t b_cs, float* c,
+                int64_t c_bs, int64_t c_rs, int64_t c_cs);
+  void (*dgemm)(int64_t batch, int64_t m, int64_t n, int64_t k, const double* a,
+                int64_t a_bs, int64_t a_rs, int64_t a_cs, const double* b,
+                int64_t b_bs, int64_t b_rs, int64_t b_cs, double* c,
+                int64_t c_bs, int64_t c_rs, int64_t c_cs);
 } LatheKernelRuntime;
 
 /* The entry point of a compiled graph: buffers in the program's order, the
  * integer symbols' and the float symbols' values; 0 on success. */
 typedef int (*LatheEntryFn)(void* const* buffers, const int64_t* sizes,
-                            const double* floats,
-                            const LatheKernelRuntime* rt);
+                            const double* floats, const LatheKernelRuntime* rt);
 
 #ifdef __cplusplus
 }

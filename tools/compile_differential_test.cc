@@ -24,6 +24,7 @@
 #include "ir/shape_prop.h"
 #include "runtime/tensor.h"
 #include "tools/compile.h"
+#include "tools/testing/expect_close.h"
 #include "tools/testing/random_graph.h"
 #include "tools/testing/status_matchers.h"
 
@@ -57,18 +58,7 @@ bool RejectedByAot(const std::string& text) {
 
 void ExpectClose(const Tensor& got, const Tensor& want,
                  const std::string& what) {
-  ASSERT_EQ(got.sizes(), want.sizes()) << what;
-  ASSERT_EQ(got.dtype(), want.dtype()) << what;
-  ForEachIndex(want.sizes(), [&](absl::Span<const int64_t> j) {
-    double g = got.GetDouble(j), w = want.GetDouble(j);
-    if (!IsFloatingPoint(want.dtype())) {
-      ASSERT_EQ(g, w) << what;
-    } else if (std::isnan(w)) {
-      ASSERT_TRUE(std::isnan(g)) << what;
-    } else {
-      ASSERT_NEAR(g, w, 1e-6 * std::max(1.0, std::abs(w))) << what;
-    }
-  });
+  testing::ExpectTensorsClose(got, want, 1e-6, what);
 }
 
 TEST(CompileDifferentialTest, RandomProgramsThroughTheWholeWalkMatchEager) {

@@ -389,7 +389,8 @@ TEST(LathecTest, ErrorsAreOneLineAndWriteNothing) {
       {{"run", graph, "--input", "x=" + x, "--input", "w=" + w, "--backend",
         "cuda", "--out", out},
        1,
-       "lathec: backend 'cuda' is not available yet (available: interp, cpu)\n"},
+       "lathec: backend 'cuda' is not available yet (available: interp, "
+       "cpu)\n"},
       {{"compile", graph}, 1, "lathec: 'compile' is not available yet"},
       {{"frobnicate"}, 2, "lathec: unknown command 'frobnicate'"},
   };
