@@ -1,0 +1,82 @@
+// CpuFunction's errors: an op without a lowering names the node and the op;
+// a failing C++ compiler is reported with its command and leaves no
+// temporary directory behind. (Results are checked against the interpreter
+// by tools/cpu_differential_test.)
+
+#include "codegen/cpp/cpu_function.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/graph_text.h"
+#include "ir/shape_prop.h"
+#include "status_macros.h"
+#include "tools/testing/status_matchers.h"
+
+namespace lathe::codegen {
+namespace {
+
+using ::lathe::testing::StatusIs;
+using ::testing::HasSubstr;
+
+constexpr char kCumsum[] = R"IR(
+def forward(self, x: "f32[4, 6][6, 1]cpu"):
+    cumsum = torch.ops.aten.cumsum.default(x, 1);  x = None
+    return (cumsum,)
+)IR";
+
+constexpr char kAdd[] = R"IR(
+def forward(self, x: "f32[4, 6][6, 1]cpu"):
+    add = torch.ops.aten.add.Tensor(x, 1);  x = None
+    return (add,)
+)IR";
+
+absl::StatusOr<std::unique_ptr<CpuFunction>> CompileText(const char* text) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));
+  symbolic::ShapeEnv env;
+  RETURN_IF_ERROR(ir::PropagateShapes(*g, env));
+  return CpuFunction::Compile(*g, env);
+}
+
+int TempDirs() {
+  int n = 0;
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::getenv("TEST_TMPDIR"))) {
+    n += e.path().filename().string().rfind("lathe-cpu-", 0) == 0;
+  }
+  return n;
+}
+
+TEST(CpuFunctionTest, AnOpWithoutALoweringIsNamed) {
+  EXPECT_THAT(CompileText(kCumsum).status(),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("node 'cumsum': aten.cumsum.default has no "
+                                 "cpu lowering")));
+}
+
+TEST(CpuFunctionTest, ACompilerFailureIsReportedAndLeavesNoFiles) {
+  int before = TempDirs();
+  setenv("LATHE_CXX", "false", 1);
+  absl::StatusOr<std::unique_ptr<CpuFunction>> f = CompileText(kAdd);
+  unsetenv("LATHE_CXX");
+  EXPECT_THAT(f.status(), StatusIs(absl::StatusCode::kInternal,
+                                   HasSubstr("the C++ compiler failed")));
+  EXPECT_EQ(TempDirs(), before);
+}
+
+TEST(CpuFunctionTest, TheTemporaryDirectoryGoesWithTheFunction) {
+  int before = TempDirs();
+  {
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f, CompileText(kAdd));
+    EXPECT_EQ(TempDirs(), before + 1);
+    EXPECT_EQ(f->stats().kernels, 1);
+  }
+  EXPECT_EQ(TempDirs(), before);
+}
+
+}  // namespace
+}  // namespace lathe::codegen
