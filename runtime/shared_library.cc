@@ -7,9 +7,11 @@
 
 namespace lathe {
 
-absl::StatusOr<SharedLibrary> SharedLibrary::Open(const std::string& path) {
+absl::StatusOr<SharedLibrary> SharedLibrary::Open(const std::string& path,
+                                                  bool keep) {
   dlerror();
-  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* h =
+      dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | (keep ? RTLD_NODELETE : 0));
   if (h == nullptr) {
     const char* e = dlerror();
     return absl::FailedPreconditionError(

@@ -23,8 +23,10 @@ namespace lathe {
 class SharedLibrary {
  public:
   SharedLibrary() = default;
-  // Loads `path` (RTLD_NOW | RTLD_LOCAL); errors carry dlerror's text.
-  static absl::StatusOr<SharedLibrary> Open(const std::string& path);
+  // Loads `path` (RTLD_NOW | RTLD_LOCAL; with `keep`, never unloaded:
+  // RTLD_NODELETE); errors carry dlerror's text.
+  static absl::StatusOr<SharedLibrary> Open(const std::string& path,
+                                            bool keep = false);
   // The address of `name`, or an error naming it and the library.
   absl::StatusOr<void*> Symbol(const std::string& name) const;
   const std::string& path() const { return path_; }

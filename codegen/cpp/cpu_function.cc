@@ -72,6 +72,13 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Compile(
   }
   ASSIGN_OR_RETURN(f->built_, CompileSharedLibrary(f->source_, dir));
   f->stats_.compiler_seconds = f->built_.seconds;
+  // The OpenMP runtime the kernels link stays loaded for the process: were
+  // it unloaded with the last kernel library, its thread pool and state
+  // would go with it (and LeakSanitizer reports them).
+  static const absl::StatusOr<SharedLibrary>* openmp =
+      new absl::StatusOr<SharedLibrary>(
+          SharedLibrary::Open("libgomp.so.1", /*keep=*/true));
+  if (!openmp->ok()) return openmp->status();
   ASSIGN_OR_RETURN(f->library_, SharedLibrary::Open(f->built_.path));
   ASSIGN_OR_RETURN(void* entry, f->library_.Symbol("lathe_entry"));
   f->entry_ = reinterpret_cast<LatheEntryFn>(entry);
