@@ -747,6 +747,23 @@ class Lowerer {
  private:
   absl::Status LowerNode(const Node& n);
 
+  // A buffer for the next input (a placeholder, or a constant when `out`
+  // is null), and its value.
+  TBox AddInput(const TensorMeta& m, LoweredGraph* out) {
+    Buffer b;
+    b.kind = Buffer::Kind::kInput;
+    b.dtype = m.dtype;
+    b.input = num_inputs_++;
+    b.name = absl::StrCat("in", b.input);
+    b.numel = StorageNumel(m.sizes, m.strides, symbolic::Int(0));
+    program_.buffers.push_back(b);
+    int id = static_cast<int>(program_.buffers.size()) - 1;
+    base_offsets_.push_back(m.storage_offset);
+    (out != nullptr ? out->input_buffers : constant_buffers_).push_back(id);
+    if (!storage_buffer_.contains(m.storage)) storage_buffer_[m.storage] = id;
+    return FromStorage(storage_buffer_[m.storage], m);
+  }
+
   const ir::Graph& graph_;
   symbolic::ShapeEnv& env_;
   Program program_;
@@ -758,6 +775,9 @@ class Lowerer {
   absl::flat_hash_set<Expr> symbol_set_;
   std::vector<Expr> base_offsets_;
   int kernel_count_ = 0;
+  int num_inputs_ = 0;                 // placeholders, then constants
+  std::vector<std::string> constants_;  // by input number - placeholders
+  std::vector<int> constant_buffers_;
 };
 
 // ---- Lowering functions
@@ -1093,93 +1113,135 @@ absl::StatusOr<NodeValue> LowerMatmul(Lowerer& L, const Call& c) {
   return TensorValue(L.Pointwise("add", {sb, pa}, acc, m.dtype, m.sizes));
 }
 
-// A view op: index arithmetic over the view's meta when the base is in
-// memory; otherwise a few structural views compose with the base's loader,
-// and the rest realize the base first.
-absl::StatusOr<NodeValue> LowerView(Lowerer& L, const Call& c) {
-  const TensorMeta& m = OutMeta(L, c);
-  Node* base = c.NodeAt(0);
-  if (base == nullptr) return c.Error("the viewed argument is not a tensor");
-  TBox b = L.value(base).t;
-  std::string name = c.op().schema.name;
-  if (b.buffer < 0) {
-    if (name == "expand" || name == "expand_copy") {
-      return TensorValue(L.Broadcast(b, m.sizes));
-    }
-    if (name == "permute" || name == "transpose" || name == "t" ||
-        name == "unsqueeze" || name == "squeeze" || name == "view" ||
-        name == "reshape" || name == "_unsafe_view" || name == "alias") {
-      // Compose via the row-major linear index when both are contiguous in
-      // their own shapes (view/reshape family), or by permutation.
-      std::vector<int64_t> perm;
-      if (name == "permute") {
-        ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> p, c.IntList(1));
-        perm = *p;
-      } else if (name == "transpose" || name == "t") {
-        int64_t rank = static_cast<int64_t>(b.sizes.size());
-        for (int64_t d = 0; d < rank; ++d) perm.push_back(d);
-        if (rank == 2 || name == "transpose") {
-          int64_t d0 = 0, d1 = 1;
-          if (name == "transpose") {
-            ASSIGN_OR_RETURN(d0, c.Int(1));
-            ASSIGN_OR_RETURN(d1, c.Int(2));
-          }
-          if (d0 < 0) d0 += rank;
-          if (d1 < 0) d1 += rank;
-          if (rank > 0) std::swap(perm[d0], perm[d1]);
-        }
+// `in` read in row-major order as a tensor of `sizes` (view/reshape of a
+// value that is not in memory).
+TBox ReshapeLoader(const TBox& in, std::vector<Expr> sizes) {
+  TBox t = in;
+  t.buffer = -1;
+  t.sizes = sizes;
+  t.load = [in, sizes](KernelBuilder& kb,
+                       const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    Expr lin = Linear(idx, Contiguous(sizes), symbolic::Int(0));
+    std::vector<Expr> st = Contiguous(in.sizes);
+    std::vector<Expr> sub;
+    for (size_t d = 0; d < in.sizes.size(); ++d) {
+      if (IsOne(in.sizes[d])) {
+        sub.push_back(symbolic::Int(0));
+        continue;
       }
-      TBox t = b;
-      t.sizes = m.sizes;
-      TBox in = b;
-      std::vector<Expr> out_sizes = m.sizes;
-      if (!perm.empty() || name == "t" || name == "transpose") {
-        for (int64_t& p : perm)
-          p = p < 0 ? p + static_cast<int64_t>(perm.size()) : p;
-        t.load = [in, perm](
-                     KernelBuilder& kb,
-                     const std::vector<Expr>& idx) -> absl::StatusOr<int> {
-          std::vector<Expr> sub(idx.size());
-          for (size_t d = 0; d < perm.size(); ++d) sub[perm[d]] = idx[d];
-          return in.load(kb, sub);
-        };
-        return TensorValue(t);
-      }
-      t.load = [in, out_sizes](
-                   KernelBuilder& kb,
-                   const std::vector<Expr>& idx) -> absl::StatusOr<int> {
-        Expr lin = Linear(idx, Contiguous(out_sizes), symbolic::Int(0));
-        std::vector<Expr> st = Contiguous(in.sizes);
-        std::vector<Expr> sub;
-        for (size_t d = 0; d < in.sizes.size(); ++d) {
-          if (IsOne(in.sizes[d])) {
-            sub.push_back(symbolic::Int(0));
-            continue;
-          }
-          ASSIGN_OR_RETURN(Expr e,
-                           symbolic::ModularIndexing(lin, st[d], in.sizes[d]));
-          sub.push_back(e);
-        }
-        return in.load(kb, sub);
-      };
-      return TensorValue(t);
+      ASSIGN_OR_RETURN(Expr e,
+                       symbolic::ModularIndexing(lin, st[d], in.sizes[d]));
+      sub.push_back(e);
     }
-    RETURN_IF_ERROR(L.RealizeNode(base));
-    b = L.value(base).t;
-  }
+    return in.load(kb, sub);
+  };
+  return t;
+}
+
+// `in` with its dims permuted: result dim d is in's dim perm[d].
+TBox PermuteLoader(const TBox& in, std::vector<int64_t> perm,
+                   std::vector<Expr> sizes) {
+  TBox t = in;
+  t.buffer = -1;
+  t.sizes = sizes;
+  t.load = [in, perm](KernelBuilder& kb,
+                      const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    std::vector<Expr> sub(idx.size());
+    for (size_t d = 0; d < perm.size(); ++d) sub[perm[d]] = idx[d];
+    return in.load(kb, sub);
+  };
+  return t;
+}
+
+// The view `m` of in-memory `b` (the value of `base`): index arithmetic over
+// the view's meta.
+absl::StatusOr<TBox> ViewOfBuffer(Lowerer& L, const Call& c, const Node* base,
+                                  const TBox& b, const TensorMeta& m) {
   auto it = L.storage_buffer().find(m.storage);
   if (it != L.storage_buffer().end() && it->second == b.buffer) {
-    return TensorValue(L.FromStorage(b.buffer, m));
+    return L.FromStorage(b.buffer, m);
   }
   // The base's buffer does not hold the view's storage coordinates (a
   // realized view of a loader): translate through the base's own meta.
   const TensorMeta& bm = L.TMeta(base);
   Expr delta = symbolic::Sub(b.offset, bm.storage_offset);
   if (b.strides == bm.strides) {
-    return TensorValue(L.FromBuffer(b.buffer, m.dtype, m.sizes, m.strides,
-                                    symbolic::Add(m.storage_offset, delta)));
+    return L.FromBuffer(b.buffer, m.dtype, m.sizes, m.strides,
+                        symbolic::Add(m.storage_offset, delta));
   }
   return c.Error("a view of a value whose layout differs from its meta");
+}
+
+// A view op: index arithmetic over the view's meta when the base is in
+// memory; otherwise a few structural views compose with the base's loader,
+// and the rest realize the base first. Ops returning several views (split,
+// unbind, ...) give a tuple of them.
+absl::StatusOr<NodeValue> LowerView(Lowerer& L, const Call& c) {
+  const ir::ValueMeta& vm = L.Meta(&c.node());
+  Node* base = c.NodeAt(0);
+  if (base == nullptr) return c.Error("the viewed argument is not a tensor");
+  TBox b = L.value(base).t;
+  std::string name = c.op().schema.name;
+  if (vm.kind == ir::ValueMeta::Kind::kTuple) {
+    RETURN_IF_ERROR(L.RealizeNode(base));
+    b = L.value(base).t;
+    NodeValue out;
+    out.kind = NodeValue::Kind::kTuple;
+    for (const ir::ValueMeta& e : vm.elements) {
+      if (e.kind != ir::ValueMeta::Kind::kTensor) {
+        return c.Error("a view op result that is not a tensor");
+      }
+      ASSIGN_OR_RETURN(TBox t, ViewOfBuffer(L, c, base, b, e.tensor));
+      out.elements.push_back(TensorValue(std::move(t)));
+    }
+    return out;
+  }
+  const TensorMeta& m = vm.tensor;
+  if (b.buffer < 0) {
+    if (name == "expand" || name == "expand_copy") {
+      return TensorValue(L.Broadcast(b, m.sizes));
+    }
+    int64_t rank = static_cast<int64_t>(b.sizes.size());
+    if (name == "permute") {
+      ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> p, c.IntList(1));
+      std::vector<int64_t> perm = *p;
+      for (int64_t& d : perm) d = d < 0 ? d + rank : d;
+      return TensorValue(PermuteLoader(b, perm, m.sizes));
+    }
+    if (name == "transpose" || name == "t") {
+      std::vector<int64_t> perm;
+      for (int64_t d = 0; d < rank; ++d) perm.push_back(d);
+      int64_t d0 = 0, d1 = 1;
+      if (name == "transpose") {
+        ASSIGN_OR_RETURN(d0, c.Int(1));
+        ASSIGN_OR_RETURN(d1, c.Int(2));
+      }
+      if (d0 < 0) d0 += rank;
+      if (d1 < 0) d1 += rank;
+      if (rank >= 2) std::swap(perm[d0], perm[d1]);
+      return TensorValue(PermuteLoader(b, perm, m.sizes));
+    }
+    if (name == "unsqueeze" || name == "squeeze" || name == "view" ||
+        name == "reshape" || name == "_unsafe_view" || name == "alias") {
+      return TensorValue(ReshapeLoader(b, m.sizes));
+    }
+    RETURN_IF_ERROR(L.RealizeNode(base));
+    b = L.value(base).t;
+  }
+  ASSIGN_OR_RETURN(TBox t, ViewOfBuffer(L, c, base, b, m));
+  return TensorValue(std::move(t));
+}
+
+// _unsafe_view (a reshape that PyTorch does not count as a view): the
+// buffer reread when it is contiguous, else the row-major loader.
+absl::StatusOr<NodeValue> LowerUnsafeView(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  if (x.buffer >= 0 && x.strides == Contiguous(x.sizes)) {
+    return TensorValue(L.FromBuffer(x.buffer, m.dtype, m.sizes,
+                                    Contiguous(m.sizes), x.offset));
+  }
+  return TensorValue(ReshapeLoader(x, m.sizes));
 }
 
 // copy(self, src): src broadcast to self's sizes in self's dtype.
@@ -1226,6 +1288,721 @@ absl::StatusOr<NodeValue> LowerScatter(Lowerer& L, const Call& c) {
   TBox dst = L.FromBuffer(out.buffer, m.dtype, region.sizes, region.strides,
                           region.storage_offset);
   RETURN_IF_ERROR(L.WriteInto(&c.node(), dst, CastBox(src, m.dtype)));
+  return TensorValue(out);
+}
+
+// ---- Composite pointwise ops
+// -------------------------------------------------------
+
+// A number argument (Scalar or float); nullopt when None.
+absl::StatusOr<std::optional<double>> NumberArg(const Call& c,
+                                                absl::string_view name) {
+  int i = c.Index(name);
+  if (i < 0 || c.at(i).is_none()) return std::nullopt;
+  const Bound& b = c.at(i);
+  if (b.arg != nullptr) {
+    if (b.arg->kind == Arg::Kind::kFloat) return b.arg->f;
+    if (b.arg->kind == Arg::Kind::kInt) return static_cast<double>(b.arg->i);
+    if (b.arg->kind == Arg::Kind::kBool) return b.arg->b ? 1.0 : 0.0;
+    return c.Error(absl::StrCat("argument '", name, "' is not a known number"));
+  }
+  if (b.def->kind == ir::DefaultValue::Kind::kFloat) return b.def->float_value;
+  if (b.def->kind == ir::DefaultValue::Kind::kInt) {
+    return static_cast<double>(b.def->int_value);
+  }
+  return c.Error(absl::StrCat("argument '", name, "' has no number default"));
+}
+
+// Pointwise expressions over boxes broadcast to one result's sizes, computed
+// in one dtype.
+class Expression {
+ public:
+  Expression(Lowerer& L, DType compute, std::vector<Expr> sizes)
+      : L_(L), compute_(compute), sizes_(std::move(sizes)) {}
+  TBox operator()(const std::string& fn, std::vector<TBox> args) {
+    DType out = FindScalarFn(fn)->bool_result ? DType::kBool : compute_;
+    return L_.Pointwise(fn, std::move(args), compute_, out, sizes_);
+  }
+  TBox Number(double v) { return L_.NumberBox(symbolic::Float(v), compute_); }
+  DType compute() const { return compute_; }
+
+ private:
+  Lowerer& L_;
+  DType compute_;
+  std::vector<Expr> sizes_;
+};
+
+// An activation over self with the given number arguments, built by `f`.
+using ActivationBody = std::function<TBox(Expression&, TBox x,
+                                          const std::vector<double>& args)>;
+LowerFn ActivationFn(std::vector<std::string> arg_names, ActivationBody f) {
+  return [arg_names, f](Lowerer& L,
+                        const Call& c) -> absl::StatusOr<NodeValue> {
+    const TensorMeta& m = OutMeta(L, c);
+    DType compute = ComputeDType(m.dtype);
+    if (!IsFloatingPoint(compute)) compute = DType::kFloat32;
+    std::vector<double> args;
+    for (const std::string& a : arg_names) {
+      ASSIGN_OR_RETURN(std::optional<double> v, NumberArg(c, a));
+      if (!v.has_value()) return c.Error(absl::StrCat("'", a, "' is None"));
+      args.push_back(*v);
+    }
+    ASSIGN_OR_RETURN(TBox x, L.Operand(c, 0, compute));
+    Expression e(L, compute, m.sizes);
+    return TensorValue(CastBox(f(e, x, args), m.dtype));
+  };
+}
+
+void AddActivations(absl::flat_hash_map<std::string, LowerFn>& T) {
+  // x > 0 ? x : x * negative_slope
+  T["aten.leaky_relu.default"] =
+      ActivationFn({"negative_slope"}, [](Expression& e, TBox x, auto& a) {
+        return e("where", {e("gt", {x, e.Number(0)}), x,
+                           e("mul", {x, e.Number(a[0])})});
+      });
+  T["aten.hardtanh.default"] =
+      ActivationFn({"min_val", "max_val"}, [](Expression& e, TBox x, auto& a) {
+        return e("minimum", {e("maximum", {x, e.Number(a[0])}),
+                             e.Number(a[1])});
+      });
+  // x > 0 ? x * scale : expm1(x * input_scale) * alpha * scale
+  T["aten.elu.default"] = ActivationFn(
+      {"alpha", "scale", "input_scale"}, [](Expression& e, TBox x, auto& a) {
+        TBox neg = e("mul", {e("expm1", {e("mul", {x, e.Number(a[2])})}),
+                             e.Number(a[0] * a[1])});
+        return e("where", {e("gt", {x, e.Number(0)}),
+                           e("mul", {x, e.Number(a[1])}), neg});
+      });
+  // x * beta > threshold ? x : log1p(exp(x * beta)) / beta
+  T["aten.softplus.default"] = ActivationFn(
+      {"beta", "threshold"}, [](Expression& e, TBox x, auto& a) {
+        TBox xb = e("mul", {x, e.Number(a[0])});
+        TBox soft = e("truediv", {e("log1p", {e("exp", {xb})}),
+                                  e.Number(a[0])});
+        return e("where", {e("gt", {xb, e.Number(a[1])}), x, soft});
+      });
+  // min(max(x + 3, 0), 6) / 6, and x times it.
+  auto hardsigmoid = [](Expression& e, TBox x) {
+    TBox r = e("maximum", {e("add", {x, e.Number(3)}), e.Number(0)});
+    return e("truediv", {e("minimum", {r, e.Number(6)}), e.Number(6)});
+  };
+  T["aten.hardsigmoid.default"] =
+      ActivationFn({}, [hardsigmoid](Expression& e, TBox x, auto&) {
+        return hardsigmoid(e, x);
+      });
+  T["aten.hardswish.default"] =
+      ActivationFn({}, [hardsigmoid](Expression& e, TBox x, auto&) {
+        return e("mul", {x, hardsigmoid(e, x)});
+      });
+  T["aten.mish.default"] = ActivationFn({}, [](Expression& e, TBox x, auto&) {
+    TBox sp = e("log1p", {e("exp", {x})});
+    return e("mul", {x, e("tanh", {sp})});
+  });
+  T["aten.logit.default"] = ActivationFn({}, [](Expression& e, TBox x, auto&) {
+    return e("log", {e("truediv", {x, e("sub", {e.Number(1), x})})});
+  });
+}
+
+// nan_to_num(self, nan, posinf, neginf): NaN and infinities replaced; the
+// infinities by the dtype's largest finite values unless given.
+absl::StatusOr<NodeValue> LowerNanToNum(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  if (!IsFloatingPoint(m.dtype)) return LowerCopyLike(L, c);
+  double big = m.dtype == DType::kFloat16    ? 65504.0
+               : m.dtype == DType::kBFloat16 ? 3.3895313892515355e38
+               : m.dtype == DType::kFloat32  ? 3.4028234663852886e38
+                                             : 1.7976931348623157e308;
+  ASSIGN_OR_RETURN(std::optional<double> nan, NumberArg(c, "nan"));
+  ASSIGN_OR_RETURN(std::optional<double> posinf, NumberArg(c, "posinf"));
+  ASSIGN_OR_RETURN(std::optional<double> neginf, NumberArg(c, "neginf"));
+  DType compute = ComputeDType(m.dtype);
+  ASSIGN_OR_RETURN(TBox x, L.Operand(c, 0, compute));
+  Expression e(L, compute, m.sizes);
+  TBox inf = e("isinf", {x});
+  TBox r = e("where", {e("logical_and", {inf, e("gt", {x, e.Number(0)})}),
+                       e.Number(posinf.value_or(big)), x});
+  r = e("where", {e("logical_and", {inf, e("lt", {x, e.Number(0)})}),
+                  e.Number(neginf.value_or(-big)), r});
+  r = e("where", {e("isnan", {x}), e.Number(nan.value_or(0)), r});
+  return TensorValue(CastBox(r, m.dtype));
+}
+
+// masked_fill(self, mask, value): where(mask, value, self).
+absl::StatusOr<NodeValue> LowerMaskedFill(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  DType compute = ComputeDType(m.dtype);
+  ASSIGN_OR_RETURN(TBox self, L.Operand(c, 0, compute));
+  ASSIGN_OR_RETURN(TBox mask, L.Operand(c, 1, DType::kBool));
+  ASSIGN_OR_RETURN(TBox value, L.Operand(c, 2, compute));
+  return TensorValue(L.Pointwise("where", {mask, value, self}, compute,
+                                 m.dtype, m.sizes));
+}
+
+// prims.fma(a, b, c): a * b + c.
+absl::StatusOr<NodeValue> LowerFma(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  DType compute = ComputeDType(m.dtype);
+  std::vector<TBox> x;
+  for (int i = 0; i < 3; ++i) {
+    ASSIGN_OR_RETURN(TBox t, L.Operand(c, i, compute));
+    x.push_back(std::move(t));
+  }
+  Expression e(L, compute, m.sizes);
+  return TensorValue(CastBox(e("add", {e("mul", {x[0], x[1]}), x[2]}), m.dtype));
+}
+
+// ---- Index remapping: triangles, flips, pads, repeats
+// ----------------------------------------
+
+// A loader over `sizes` reading `in` at map(idx) (which must stay inside
+// in's sizes), optionally masked: where `valid(idx)` is false the value is
+// `fill`.
+using IndexMap =
+    std::function<absl::StatusOr<std::vector<Expr>>(const std::vector<Expr>&)>;
+using IndexMask = std::function<int(KernelBuilder&, const std::vector<Expr>&)>;
+TBox Remap(const TBox& in, std::vector<Expr> sizes, IndexMap map,
+           IndexMask valid = nullptr, double fill = 0) {
+  TBox t = in;
+  t.buffer = -1;
+  t.sizes = std::move(sizes);
+  t.cost = in.cost + (valid ? 4 : 0);
+  DType compute = ComputeDType(in.dtype);
+  DType dtype = in.dtype;
+  t.load = [in, map, valid, fill, compute, dtype](
+               KernelBuilder& kb,
+               const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    ASSIGN_OR_RETURN(std::vector<Expr> sub, map(idx));
+    ASSIGN_OR_RETURN(int v, in.load(kb, sub));
+    if (!valid) return v;
+    int keep = valid(kb, idx);
+    int w = kb.Call("where",
+                    {keep, kb.Cast(v, compute), kb.Constant(fill, compute)},
+                    compute);
+    return kb.Cast(w, dtype);
+  };
+  return t;
+}
+
+// The bool `lo <= e < hi`.
+int InRange(KernelBuilder& kb, Expr e, Expr lo, Expr hi) {
+  int v = kb.Index(e);
+  int a = kb.Call("ge", {v, kb.Index(lo)}, DType::kBool);
+  int b = kb.Call("lt", {v, kb.Index(hi)}, DType::kBool);
+  return kb.Call("logical_and", {a, b}, DType::kBool);
+}
+
+// e clamped into [0, size - 1].
+Expr ClampIndex(Expr e, Expr size) {
+  return symbolic::Max(
+      {symbolic::Int(0),
+       symbolic::Min({e, symbolic::Sub(size, symbolic::Int(1))})});
+}
+
+Expr AbsIndex(Expr e) { return symbolic::Max({e, symbolic::Neg(e)}); }
+
+// tril / triu(self, diagonal): elements off the triangle are 0.
+LowerFn TriangleFn(bool lower) {
+  return [lower](Lowerer& L, const Call& c) -> absl::StatusOr<NodeValue> {
+    ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+    ASSIGN_OR_RETURN(int64_t diagonal, c.Int("diagonal"));
+    size_t n = x.sizes.size();
+    if (n < 2) return c.Error("needs at least 2 dims");
+    auto identity = [](const std::vector<Expr>& idx)
+        -> absl::StatusOr<std::vector<Expr>> { return idx; };
+    auto keep = [lower, diagonal, n](KernelBuilder& kb,
+                                     const std::vector<Expr>& idx) {
+      int d = kb.Index(symbolic::Sub(idx[n - 1], idx[n - 2]));
+      return kb.Call(lower ? "le" : "ge",
+                     {d, kb.IntConstant(diagonal, DType::kInt64)},
+                     DType::kBool);
+    };
+    return TensorValue(Remap(x, x.sizes, identity, keep, 0));
+  };
+}
+
+absl::StatusOr<NodeValue> LowerFlip(Lowerer& L, const Call& c) {
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> dims, c.IntList(1));
+  int64_t rank = static_cast<int64_t>(x.sizes.size());
+  std::vector<bool> flip(rank, false);
+  for (int64_t d : dims.value_or(std::vector<int64_t>{})) {
+    flip[d < 0 ? d + rank : d] = true;
+  }
+  std::vector<Expr> sizes = x.sizes;
+  return TensorValue(Remap(x, sizes, [flip, sizes](const std::vector<Expr>& idx)
+                                         -> absl::StatusOr<std::vector<Expr>> {
+    std::vector<Expr> sub = idx;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      if (flip[d]) {
+        sub[d] = symbolic::Sub(symbolic::Sub(sizes[d], symbolic::Int(1)),
+                               idx[d]);
+      }
+    }
+    return sub;
+  }));
+}
+
+// roll(self, shifts, dims): with no dims, the flattened tensor rolls.
+absl::StatusOr<NodeValue> LowerRoll(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> shifts, c.IntList(1));
+  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> dims,
+                   c.IntList(c.Index("dims")));
+  std::vector<int64_t> dl = dims.value_or(std::vector<int64_t>{});
+  std::vector<int64_t> sl = shifts.value_or(std::vector<int64_t>{});
+  TBox in = x;
+  if (dl.empty()) {  // flatten, roll, restore
+    if (sl.size() != 1) return c.Error("expects one shift without dims");
+    in = ReshapeLoader(x, {Product(x.sizes)});
+    dl = {0};
+  }
+  if (dl.size() != sl.size()) return c.Error("shifts and dims differ in size");
+  int64_t rank = static_cast<int64_t>(in.sizes.size());
+  std::vector<Expr> shift(rank, symbolic::Int(0));
+  for (size_t k = 0; k < dl.size(); ++k) {
+    int64_t d = dl[k] < 0 ? dl[k] + rank : dl[k];
+    shift[d] = symbolic::Add(shift[d], symbolic::Int(sl[k]));
+  }
+  std::vector<Expr> sizes = in.sizes;
+  TBox r = Remap(in, sizes, [shift, sizes](const std::vector<Expr>& idx)
+                               -> absl::StatusOr<std::vector<Expr>> {
+    std::vector<Expr> sub = idx;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      if (shift[d] == symbolic::Int(0)) continue;
+      // (i - shift) mod size, kept non-negative.
+      ASSIGN_OR_RETURN(Expr s, symbolic::Mod(shift[d], sizes[d]));
+      ASSIGN_OR_RETURN(sub[d], symbolic::Mod(symbolic::Add(
+                                                 symbolic::Sub(idx[d], s),
+                                                 sizes[d]),
+                                             sizes[d]));
+    }
+    return sub;
+  });
+  if (dims.value_or(std::vector<int64_t>{}).empty()) {
+    r = ReshapeLoader(r, m.sizes);
+  }
+  return TensorValue(r);
+}
+
+// repeat(self, repeats): result index i reads self at i mod size.
+absl::StatusOr<NodeValue> LowerRepeat(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  std::vector<Expr> in = x.sizes;
+  return TensorValue(Remap(x, m.sizes, [in](const std::vector<Expr>& idx)
+                                           -> absl::StatusOr<std::vector<Expr>> {
+    size_t off = idx.size() - in.size();
+    std::vector<Expr> sub;
+    for (size_t d = 0; d < in.size(); ++d) {
+      if (IsOne(in[d])) {
+        sub.push_back(symbolic::Int(0));
+        continue;
+      }
+      ASSIGN_OR_RETURN(Expr e, symbolic::Mod(idx[off + d], in[d]));
+      sub.push_back(e);
+    }
+    return sub;
+  }));
+}
+
+// The (left, right) padding of each dim from pad lists given from the last
+// dim backwards ([l_last, r_last, l_prev, r_prev, ...]).
+std::vector<std::pair<int64_t, int64_t>> PadsByDim(
+    const std::vector<int64_t>& pad, size_t rank) {
+  std::vector<std::pair<int64_t, int64_t>> out(rank, {0, 0});
+  for (size_t k = 0; k < pad.size() && k / 2 < rank; k += 2) {
+    size_t d = rank - 1 - k / 2;
+    out[d] = {pad[k], k + 1 < pad.size() ? pad[k + 1] : 0};
+  }
+  return out;
+}
+
+// constant_pad_nd / reflection_pad / replication_pad.
+enum class PadMode { kConstant, kReflect, kReplicate };
+LowerFn PadFn(PadMode mode) {
+  return [mode](Lowerer& L, const Call& c) -> absl::StatusOr<NodeValue> {
+    const TensorMeta& m = OutMeta(L, c);
+    ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+    ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> pad, c.IntList(1));
+    double value = 0;
+    if (mode == PadMode::kConstant) {
+      ASSIGN_OR_RETURN(std::optional<double> v, NumberArg(c, "value"));
+      value = v.value_or(0);
+    }
+    auto pads = PadsByDim(pad.value_or(std::vector<int64_t>{}), x.sizes.size());
+    std::vector<Expr> in = x.sizes;
+    IndexMap map = [mode, pads, in](const std::vector<Expr>& idx)
+        -> absl::StatusOr<std::vector<Expr>> {
+      std::vector<Expr> sub = idx;
+      for (size_t d = 0; d < idx.size(); ++d) {
+        if (pads[d].first == 0 && pads[d].second == 0) continue;
+        Expr i = symbolic::Sub(idx[d], symbolic::Int(pads[d].first));
+        Expr last = symbolic::Sub(in[d], symbolic::Int(1));
+        if (mode == PadMode::kReflect) {  // last - |last - |i||
+          i = symbolic::Sub(last, AbsIndex(symbolic::Sub(last, AbsIndex(i))));
+        }
+        sub[d] = ClampIndex(i, in[d]);
+      }
+      return sub;
+    };
+    IndexMask valid = nullptr;
+    if (mode == PadMode::kConstant) {
+      valid = [pads, in](KernelBuilder& kb, const std::vector<Expr>& idx) {
+        int keep = kb.Constant(1, DType::kBool);
+        for (size_t d = 0; d < idx.size(); ++d) {
+          if (pads[d].first <= 0 && pads[d].second <= 0) continue;
+          Expr i = symbolic::Sub(idx[d], symbolic::Int(pads[d].first));
+          keep = kb.Call("logical_and",
+                         {keep, InRange(kb, i, symbolic::Int(0), in[d])},
+                         DType::kBool);
+        }
+        return keep;
+      };
+    }
+    return TensorValue(Remap(x, m.sizes, map, valid, value));
+  };
+}
+
+// diag_embed(self, offset, dim1, dim2): self's last dim on a diagonal of
+// two new dims, zeros elsewhere.
+absl::StatusOr<NodeValue> LowerDiagEmbed(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  ASSIGN_OR_RETURN(int64_t offset, c.Int("offset"));
+  ASSIGN_OR_RETURN(int64_t dim1, c.Int("dim1"));
+  ASSIGN_OR_RETURN(int64_t dim2, c.Int("dim2"));
+  int64_t rank = static_cast<int64_t>(m.sizes.size());
+  if (dim1 < 0) dim1 += rank;
+  if (dim2 < 0) dim2 += rank;
+  Expr n = x.sizes.back();
+  IndexMap map = [=](const std::vector<Expr>& idx)
+      -> absl::StatusOr<std::vector<Expr>> {
+    std::vector<Expr> sub;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d != dim1 && d != dim2) sub.push_back(idx[d]);
+    }
+    sub.push_back(ClampIndex(offset >= 0 ? idx[dim1] : idx[dim2], n));
+    return sub;
+  };
+  IndexMask on_diagonal = [=](KernelBuilder& kb, const std::vector<Expr>& idx) {
+    int d = kb.Index(symbolic::Sub(idx[dim2], idx[dim1]));
+    return kb.Call("eq", {d, kb.IntConstant(offset, DType::kInt64)},
+                   DType::kBool);
+  };
+  return TensorValue(Remap(x, m.sizes, map, on_diagonal, 0));
+}
+
+// linspace(start, end, steps) as PyTorch's CPU kernel computes it: from
+// start for the first half, from end for the second.
+absl::StatusOr<NodeValue> LowerLinspace(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  ASSIGN_OR_RETURN(std::optional<double> start, NumberArg(c, "start"));
+  ASSIGN_OR_RETURN(std::optional<double> end, NumberArg(c, "end"));
+  ASSIGN_OR_RETURN(int64_t steps, c.Int("steps"));
+  if (!start.has_value() || !end.has_value()) {
+    return c.Error("start and end must be known numbers");
+  }
+  double a = *start, b = *end;
+  double step = steps > 1 ? (b - a) / static_cast<double>(steps - 1) : 0;
+  int64_t half = steps / 2;
+  DType out = m.dtype;
+  TBox t;
+  t.dtype = out;
+  t.sizes = m.sizes;
+  t.load = [=](KernelBuilder& kb,
+               const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    DType f = DType::kFloat64;
+    int i = kb.Cast(kb.Index(idx[0]), f);
+    int lo = kb.Call("add", {kb.Constant(a, f), kb.Call("mul", {i, kb.Constant(step, f)}, f)}, f);
+    int back = kb.Call("sub", {kb.Constant(static_cast<double>(steps - 1), f), i}, f);
+    int hi = kb.Call("sub", {kb.Constant(b, f), kb.Call("mul", {back, kb.Constant(step, f)}, f)}, f);
+    int first = kb.Call("lt", {kb.Index(idx[0]), kb.IntConstant(half, DType::kInt64)}, DType::kBool);
+    return kb.Cast(kb.Call("where", {first, lo, hi}, f), out);
+  };
+  return TensorValue(t);
+}
+
+// cat(tensors, dim): each input stored into its slice of one buffer.
+absl::StatusOr<NodeValue> LowerCat(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  const Bound& list = c.at(0);
+  if (list.arg == nullptr || list.arg->kind != Arg::Kind::kList) {
+    return c.Error("tensors is not a list");
+  }
+  ASSIGN_OR_RETURN(int64_t dim, c.Int("dim"));
+  int64_t rank = static_cast<int64_t>(m.sizes.size());
+  if (dim < 0) dim += rank;
+  int b = L.NewBuffer(m.dtype, StorageNumel(m.sizes, m.strides,
+                                            m.storage_offset));
+  L.storage_buffer()[m.storage] = b;
+  Expr start = symbolic::Int(0);
+  for (const Arg& a : list.arg->list) {
+    if (a.kind != Arg::Kind::kNode) return c.Error("a cat input is not a tensor");
+    const NodeValue& v = L.value(a.node);
+    if (v.kind != NodeValue::Kind::kTensor) {
+      return c.Error("a cat input is not a tensor");
+    }
+    const TBox& t = v.t;
+    // PyTorch skips 1-d empty inputs of any other shape.
+    if (t.sizes.size() == 1 && t.sizes[0] == symbolic::Int(0) && rank != 1) {
+      continue;
+    }
+    Expr offset = symbolic::Add(m.storage_offset,
+                                symbolic::Mul(start, m.strides[dim]));
+    RETURN_IF_ERROR(L.Store(b, m.strides, offset, t));
+    start = symbolic::Add(start, t.sizes[dim]);
+  }
+  return TensorValue(
+      L.FromBuffer(b, m.dtype, m.sizes, m.strides, m.storage_offset));
+}
+
+// linalg_vector_norm(self, ord, dim, keepdim, dtype).
+absl::StatusOr<NodeValue> LowerVectorNorm(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  DType compute = ComputeDType(m.dtype);
+  ASSIGN_OR_RETURN(TBox x, L.Operand(c, 0, compute));
+  ASSIGN_OR_RETURN(std::optional<double> ord, NumberArg(c, "ord"));
+  double p = ord.value_or(2);
+  int64_t rank = static_cast<int64_t>(x.sizes.size());
+  std::vector<int64_t> dims;
+  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> d,
+                   c.IntList(c.Index("dim")));
+  if (d.has_value()) dims = *d;
+  if (dims.empty()) {
+    for (int64_t k = 0; k < rank; ++k) dims.push_back(k);
+  }
+  for (int64_t& k : dims) k = k < 0 ? k + rank : k;
+  Expression e(L, compute, x.sizes);
+  TBox a = e("abs", {x});
+  ReduceKind kind = ReduceKind::kSum;
+  TBox in = a;
+  std::function<int(KernelBuilder&, int, Expr)> post;
+  if (std::isinf(p)) {
+    kind = p > 0 ? ReduceKind::kMax : ReduceKind::kMin;
+  } else if (p == 0) {
+    in = CastBox(e("ne", {x, e.Number(0)}), compute);
+  } else if (p == 2) {
+    in = e("mul", {x, x});
+    post = [compute](KernelBuilder& kb, int v, Expr) {
+      return kb.Call("sqrt", {v}, compute);
+    };
+  } else if (p != 1) {
+    in = e("pow", {a, e.Number(p)});
+    post = [compute, p](KernelBuilder& kb, int v, Expr) {
+      return kb.Call("pow", {v, kb.Constant(1 / p, compute)}, compute);
+    };
+  }
+  if (rank == 0) return TensorValue(CastBox(a, m.dtype));
+  ASSIGN_OR_RETURN(TBox out, L.Reduce(in, dims, kind, compute, m, post));
+  return TensorValue(out);
+}
+
+// stack(tensors, dim): input k stored at index k of the new dim.
+absl::StatusOr<NodeValue> LowerStack(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  const Bound& list = c.at(0);
+  if (list.arg == nullptr || list.arg->kind != Arg::Kind::kList) {
+    return c.Error("tensors is not a list");
+  }
+  ASSIGN_OR_RETURN(int64_t dim, c.Int("dim"));
+  int64_t rank = static_cast<int64_t>(m.sizes.size());
+  if (dim < 0) dim += rank;
+  int b = L.NewBuffer(m.dtype,
+                      StorageNumel(m.sizes, m.strides, m.storage_offset));
+  L.storage_buffer()[m.storage] = b;
+  std::vector<Expr> strides = m.strides;
+  strides.erase(strides.begin() + dim);
+  int64_t k = 0;
+  for (const Arg& a : list.arg->list) {
+    const NodeValue* v =
+        a.kind == Arg::Kind::kNode ? &L.value(a.node) : nullptr;
+    if (v == nullptr || v->kind != NodeValue::Kind::kTensor) {
+      return c.Error("a stack input is not a tensor");
+    }
+    std::vector<Expr> sizes = m.sizes;
+    sizes.erase(sizes.begin() + dim);
+    Expr offset = symbolic::Add(m.storage_offset,
+                                symbolic::Mul(symbolic::Int(k++), m.strides[dim]));
+    RETURN_IF_ERROR(L.Store(b, strides, offset, L.Broadcast(v->t, sizes)));
+  }
+  return TensorValue(
+      L.FromBuffer(b, m.dtype, m.sizes, m.strides, m.storage_offset));
+}
+
+// eye(n, m): ones on the diagonal.
+absl::StatusOr<NodeValue> LowerEye(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  TBox t;
+  t.dtype = m.dtype;
+  t.sizes = m.sizes;
+  DType out = m.dtype;
+  t.load = [out](KernelBuilder& kb,
+                 const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    int d = kb.Call("eq", {kb.Index(idx[0]), kb.Index(idx[1])}, DType::kBool);
+    return kb.Cast(d, out);
+  };
+  return TensorValue(t);
+}
+
+// mv(self, vec) and dot(self, other): a sum of products.
+absl::StatusOr<NodeValue> LowerContraction(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  DType acc = ComputeDType(m.dtype);
+  ASSIGN_OR_RETURN(TBox a, L.Tensor(c, 0));
+  ASSIGN_OR_RETURN(TBox v, L.Tensor(c, 1));
+  TBox p;
+  p.dtype = acc;
+  p.sizes = a.sizes;  // [m, k] or [k]
+  p.reads = a.reads;
+  p.reads.insert(v.reads.begin(), v.reads.end());
+  p.load = [a, v, acc](KernelBuilder& kb,
+                       const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    ASSIGN_OR_RETURN(int x, a.load(kb, idx));
+    ASSIGN_OR_RETURN(int y, v.load(kb, {idx.back()}));
+    return kb.Call("mul", {kb.Cast(x, acc), kb.Cast(y, acc)}, acc);
+  };
+  ASSIGN_OR_RETURN(
+      TBox out, L.Reduce(p, {static_cast<int64_t>(a.sizes.size()) - 1},
+                         ReduceKind::kSum, acc, m, nullptr));
+  return TensorValue(out);
+}
+
+// A pointwise loss of (self, target), then reduction none (0), mean (1) or
+// sum (2).
+using LossBody = std::function<absl::StatusOr<TBox>(Lowerer&, const Call&,
+                                                    Expression&, TBox, TBox)>;
+LowerFn LossFn(LossBody body) {
+  return [body](Lowerer& L, const Call& c) -> absl::StatusOr<NodeValue> {
+    const TensorMeta& m = OutMeta(L, c);
+    DType compute = ComputeDType(m.dtype);
+    ASSIGN_OR_RETURN(TBox a, L.Operand(c, 0, compute));
+    ASSIGN_OR_RETURN(TBox b, L.Operand(c, 1, compute));
+    ASSIGN_OR_RETURN(int64_t reduction, c.Int("reduction"));
+    std::vector<Expr> sizes =
+        a.sizes.size() >= b.sizes.size() ? a.sizes : b.sizes;
+    Expression e(L, compute, sizes);
+    ASSIGN_OR_RETURN(TBox l, body(L, c, e, a, b));
+    std::vector<int64_t> dims;
+    for (size_t k = 0; k < sizes.size(); ++k) dims.push_back(k);
+    if (reduction == 0 || dims.empty()) return TensorValue(CastBox(l, m.dtype));
+    std::function<int(KernelBuilder&, int, Expr)> post;
+    if (reduction == 1) {
+      post = [compute](KernelBuilder& kb, int v, Expr count) {
+        return kb.Call("truediv", {v, kb.Cast(kb.Index(count), compute)},
+                       compute);
+      };
+    }
+    ASSIGN_OR_RETURN(TBox out,
+                     L.Reduce(l, dims, ReduceKind::kSum, compute, m, post));
+    return TensorValue(out);
+  };
+}
+
+void AddLosses(absl::flat_hash_map<std::string, LowerFn>& T) {
+  T["aten.mse_loss.default"] =
+      LossFn([](Lowerer&, const Call&, Expression& e, TBox a,
+                TBox b) -> absl::StatusOr<TBox> {
+        TBox d = e("sub", {a, b});
+        return e("mul", {d, d});
+      });
+  T["aten.l1_loss.default"] =
+      LossFn([](Lowerer&, const Call&, Expression& e, TBox a,
+                TBox b) -> absl::StatusOr<TBox> {
+        return e("abs", {e("sub", {a, b})});
+      });
+  // |d| < beta ? 0.5 d^2 / beta : |d| - 0.5 beta
+  T["aten.smooth_l1_loss.default"] =
+      LossFn([](Lowerer&, const Call& c, Expression& e, TBox a,
+                TBox b) -> absl::StatusOr<TBox> {
+        ASSIGN_OR_RETURN(std::optional<double> beta, NumberArg(c, "beta"));
+        double bt = beta.value_or(1);
+        TBox d = e("abs", {e("sub", {a, b})});
+        if (bt == 0) return d;
+        TBox quad = e("truediv", {e("mul", {e("mul", {d, d}), e.Number(0.5)}),
+                                  e.Number(bt)});
+        return e("where", {e("lt", {d, e.Number(bt)}), quad,
+                           e("sub", {d, e.Number(0.5 * bt)})});
+      });
+  // (1 - y) x - log_sigmoid(x) with log_sigmoid(x) = min(x, 0) -
+  // log1p(exp(-|x|)); weight and pos_weight as PyTorch applies them.
+  T["aten.binary_cross_entropy_with_logits.default"] =
+      LossFn([](Lowerer& L, const Call& c, Expression& e, TBox x,
+                TBox y) -> absl::StatusOr<TBox> {
+        TBox log_sig = e("sub", {e("minimum", {x, e.Number(0)}),
+                                 e("log1p", {e("exp", {e("neg", {e("abs", {x})})})})});
+        TBox one_minus_y = e("sub", {e.Number(1), y});
+        TBox loss;
+        if (c.Has("pos_weight")) {
+          ASSIGN_OR_RETURN(TBox pw, L.Operand(c, c.Index("pos_weight"),
+                                              e.compute()));
+          // (1 - y) x - (1 + (pw - 1) y) log_sigmoid(x)
+          TBox lw = e("add", {e.Number(1),
+                              e("mul", {e("sub", {pw, e.Number(1)}), y})});
+          loss = e("sub", {e("mul", {one_minus_y, x}), e("mul", {lw, log_sig})});
+        } else {
+          loss = e("sub", {e("mul", {one_minus_y, x}), log_sig});
+        }
+        if (c.Has("weight")) {
+          ASSIGN_OR_RETURN(TBox w, L.Operand(c, c.Index("weight"), e.compute()));
+          loss = e("mul", {loss, w});
+        }
+        return loss;
+      });
+}
+
+// _cdist_forward(x1, x2, p, compute_mode): the p-norm distance of every
+// row pair, [..., P, M] x [..., R, M] -> [..., P, R].
+absl::StatusOr<NodeValue> LowerCdist(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  DType acc = ComputeDType(m.dtype);
+  ASSIGN_OR_RETURN(TBox x1, L.Tensor(c, 0));
+  ASSIGN_OR_RETURN(TBox x2, L.Tensor(c, 1));
+  ASSIGN_OR_RETURN(std::optional<double> pv, NumberArg(c, "p"));
+  double p = pv.value_or(2);
+  TBox d;
+  d.dtype = acc;
+  d.sizes = m.sizes;
+  d.sizes.push_back(x1.sizes.back());
+  d.reads = x1.reads;
+  d.reads.insert(x2.reads.begin(), x2.reads.end());
+  size_t rank = d.sizes.size();
+  d.load = [x1, x2, acc, p, rank](
+               KernelBuilder& kb,
+               const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    auto at = [&](const TBox& x, Expr row) {
+      std::vector<Expr> sub;
+      size_t batch = x.sizes.size() - 2;
+      for (size_t b = 0; b < batch; ++b) {
+        Expr i = idx[rank - 3 - batch + b];
+        sub.push_back(IsOne(x.sizes[b]) ? symbolic::Int(0) : i);
+      }
+      sub.push_back(row);
+      sub.push_back(idx[rank - 1]);
+      return sub;
+    };
+    ASSIGN_OR_RETURN(int a, x1.load(kb, at(x1, idx[rank - 3])));
+    ASSIGN_OR_RETURN(int b, x2.load(kb, at(x2, idx[rank - 2])));
+    int diff = kb.Call("abs", {kb.Call("sub", {kb.Cast(a, acc), kb.Cast(b, acc)}, acc)}, acc);
+    if (p == 0) return kb.Cast(kb.Call("ne", {diff, kb.Constant(0, acc)}, DType::kBool), acc);
+    if (p == 1 || std::isinf(p)) return diff;
+    if (p == 2) return kb.Call("mul", {diff, diff}, acc);
+    return kb.Call("pow", {diff, kb.Constant(p, acc)}, acc);
+  };
+  ReduceKind kind = std::isinf(p) ? ReduceKind::kMax : ReduceKind::kSum;
+  std::function<int(KernelBuilder&, int, Expr)> post;
+  if (p == 2) {
+    post = [acc](KernelBuilder& kb, int v, Expr) {
+      return kb.Call("sqrt", {v}, acc);
+    };
+  } else if (p != 0 && p != 1 && !std::isinf(p)) {
+    post = [acc, p](KernelBuilder& kb, int v, Expr) {
+      return kb.Call("pow", {v, kb.Constant(1 / p, acc)}, acc);
+    };
+  }
+  ASSIGN_OR_RETURN(TBox out,
+                   L.Reduce(d, {static_cast<int64_t>(rank) - 1}, kind, acc, m,
+                            post));
   return TensorValue(out);
 }
 
@@ -1338,6 +2115,36 @@ const absl::flat_hash_map<std::string, LowerFn>& Table() {
     T["aten.all.dim"] = ReduceFn(ReduceKind::kAll);
     T["aten.all.dims"] = ReduceFn(ReduceKind::kAll);
     T["aten.copy.default"] = LowerCopy;
+    AddActivations(T);
+    T["aten.nan_to_num.default"] = LowerNanToNum;
+    T["aten.masked_fill.Scalar"] = LowerMaskedFill;
+    T["aten.masked_fill.Tensor"] = LowerMaskedFill;
+    T["prims.fma.default"] = LowerFma;
+    T["aten.tril.default"] = TriangleFn(true);
+    T["aten.triu.default"] = TriangleFn(false);
+    T["aten.flip.default"] = LowerFlip;
+    T["aten.roll.default"] = LowerRoll;
+    T["aten.repeat.default"] = LowerRepeat;
+    T["aten.constant_pad_nd.default"] = PadFn(PadMode::kConstant);
+    for (const char* d : {"1d", "2d", "3d"}) {
+      T[absl::StrCat("aten.reflection_pad", d, ".default")] =
+          PadFn(PadMode::kReflect);
+      T[absl::StrCat("aten.replication_pad", d, ".default")] =
+          PadFn(PadMode::kReplicate);
+    }
+    T["aten.diag_embed.default"] = LowerDiagEmbed;
+    T["aten.linspace.default"] = LowerLinspace;
+    T["aten.cat.default"] = LowerCat;
+    AddLosses(T);
+    T["aten.stack.default"] = LowerStack;
+    T["aten.eye.default"] = LowerEye;
+    T["aten.eye.m"] = LowerEye;
+    T["aten.mv.default"] = LowerContraction;
+    T["aten.dot.default"] = LowerContraction;
+    T["aten._cdist_forward.default"] = LowerCdist;
+    T["aten.linalg_vector_norm.default"] = LowerVectorNorm;
+    T["aten._unsafe_view.default"] = LowerUnsafeView;
+    T["aten.baddbmm.default"] = LowerMatmul;
     T["aten.mm.default"] = LowerMatmul;
     T["aten.bmm.default"] = LowerMatmul;
     T["aten.addmm.default"] = LowerMatmul;
@@ -1357,10 +2164,10 @@ const OpDef* FunctionalTwin(const OpDef& op) {
 absl::Status Lowerer::LowerNode(const Node& n) {
   NodeValue v;
   const ir::ValueMeta& meta = Meta(&n);
-  if (n.kind() == Node::Kind::kGetAttr) {
-    return absl::UnimplementedError(
-        absl::StrCat("node '", n.name(), "': constants (self.", n.target(),
-                     ") are not supported by the cpu backend yet"));
+  if (n.kind() == Node::Kind::kGetAttr) {  // an input given by name
+    values_[&n] = TensorValue(AddInput(meta.tensor, nullptr));
+    constants_.push_back(n.target());
+    return absl::OkStatus();
   }
   if (meta.kind == ir::ValueMeta::Kind::kSym && n.kind() == Node::Kind::kCall) {
     // A symbolic number: its value is its expression over the inputs'
@@ -1486,22 +2293,7 @@ absl::StatusOr<LoweredGraph> Lowerer::Run() {
   for (Node* p : graph_.Placeholders()) {
     const ir::ValueMeta& m = Meta(p);
     if (m.kind == ir::ValueMeta::Kind::kTensor) {
-      Buffer b;
-      b.name = absl::StrCat("in", position);
-      b.kind = Buffer::Kind::kInput;
-      b.dtype = m.tensor.dtype;
-      b.input = position;
-      b.numel =
-          StorageNumel(m.tensor.sizes, m.tensor.strides, symbolic::Int(0));
-      program_.buffers.push_back(b);
-      int id = static_cast<int>(program_.buffers.size()) - 1;
-      base_offsets_.push_back(m.tensor.storage_offset);
-      out.input_buffers.push_back(id);
-      if (!storage_buffer_.contains(m.tensor.storage)) {
-        storage_buffer_[m.tensor.storage] = id;
-      }
-      values_[p] =
-          TensorValue(FromStorage(storage_buffer_[m.tensor.storage], m.tensor));
+      values_[p] = TensorValue(AddInput(m.tensor, &out));
       ir::ForEachSymbolDim(m.tensor, [&](Expr s, bool stride, int d) {
         out.sources.push_back(
             {s, position,
@@ -1509,6 +2301,7 @@ absl::StatusOr<LoweredGraph> Lowerer::Run() {
              d});
       });
     } else if (m.kind == ir::ValueMeta::Kind::kSym) {
+      ++num_inputs_;
       out.input_buffers.push_back(-1);
       if (m.sym.is_symbol()) {
         out.sources.push_back(
@@ -1519,6 +2312,7 @@ absl::StatusOr<LoweredGraph> Lowerer::Run() {
       v.number = m.sym;
       values_[p] = v;
     } else {
+      ++num_inputs_;
       out.input_buffers.push_back(-1);
       values_[p] = NodeValue();
     }
@@ -1582,6 +2376,9 @@ absl::StatusOr<LoweredGraph> Lowerer::Run() {
     }
     out.outputs.push_back(o);
   }
+  out.input_buffers.insert(out.input_buffers.end(), constant_buffers_.begin(),
+                           constant_buffers_.end());
+  out.constants = constants_;
   out.program = std::move(program_);
   out.base_offsets = base_offsets_;
   // Only symbols some input binds can be read at run time.

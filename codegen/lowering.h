@@ -60,8 +60,12 @@ struct LoweredGraph {
   std::vector<LoweredOutput> outputs;
   // How each symbol of program.symbols is bound from the inputs.
   std::vector<SymbolSource> sources;
-  // Per placeholder: its buffer, or -1 (a number, or an input nothing reads).
+  // Per placeholder, then per constant: its buffer, or -1 (a number, or an
+  // input nothing reads).
   std::vector<int> input_buffers;
+  // The constants the graph reads (`self.NAME` attributes), by NAME; the
+  // k-th is input number (placeholders + k).
+  std::vector<std::string> constants;
   // The storage offset of each input buffer's first element, by buffer (the
   // placeholder's meta offset; 0 for allocated buffers).
   std::vector<symbolic::Expr> base_offsets;

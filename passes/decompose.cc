@@ -1188,7 +1188,13 @@ absl::StatusOr<bool> Decompose::Run(ir::Graph& graph, PassContext& ctx) {
       if (IsPlaceholderStorage(graph, TM(got).storage)) {
         ASSIGN_OR_RETURN(got, r.Unary("aten.clone.default", got));
       }
-      if (TM(got).sizes != want.sizes) {
+      // Both with what the env learned since the metas were made (an
+      // earlier node's meta function may have specialized a symbol).
+      auto sizes = [&](const TensorMeta& m) {
+        return ir::ApplyReplacements(ir::ValueMeta::Tensor(m), ctx.env())
+            .tensor.sizes;
+      };
+      if (sizes(TM(got)) != sizes(want)) {
         // Sizes the ShapeEnv cannot show equal (symbolic forms that differ):
         // the op stays as it is rather than change a meta.
         mismatch =

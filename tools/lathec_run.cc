@@ -589,8 +589,8 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(const Compiled& c,
   if (c.cpu != nullptr) {
     const codegen::CpuFunction* f = c.cpu.get();
     runner = [f](const ir::Graph&, const std::vector<ir::Value>& inputs,
-                 const absl::flat_hash_map<std::string, ir::Value>&) {
-      return f->Run(inputs);
+                 const absl::flat_hash_map<std::string, ir::Value>& constants) {
+      return f->Run(inputs, constants);
     };
   }
   ASSIGN_OR_RETURN(aot::UserCall r,

@@ -86,13 +86,30 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Compile(
 }
 
 absl::StatusOr<ir::Interpretation> CpuFunction::Run(
-    const std::vector<ir::Value>& inputs) const {
+    const std::vector<ir::Value>& given,
+    const absl::flat_hash_map<std::string, ir::Value>& constants) const {
   const LoweredGraph& g = lowered_;
   const Program& p = g.program;
-  if (inputs.size() != g.input_buffers.size()) {
+  size_t placeholders = g.input_buffers.size() - g.constants.size();
+  if (given.size() != placeholders) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "expected ", g.input_buffers.size(), " inputs, got ", inputs.size()));
+        "expected ", placeholders, " inputs, got ", given.size()));
   }
+  // Constants are the inputs after the placeholders.
+  std::vector<ir::Value> with_constants;
+  if (!g.constants.empty()) {
+    with_constants = given;
+    for (const std::string& name : g.constants) {
+      auto it = constants.find(name);
+      if (it == constants.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("missing constant 'self.", name, "'"));
+      }
+      with_constants.push_back(it->second);
+    }
+  }
+  const std::vector<ir::Value>& inputs =
+      g.constants.empty() ? given : with_constants;
   // Symbols from the inputs.
   symbolic::Assignment values;
   for (const SymbolSource& s : g.sources) {
@@ -169,6 +186,7 @@ absl::StatusOr<ir::Interpretation> CpuFunction::Run(
   }
   ir::Interpretation r;
   r.mutated_inputs = writes_input_;
+  r.mutated_inputs.resize(placeholders);
   for (const LoweredOutput& o : g.outputs) {
     if (o.kind == LoweredOutput::Kind::kNone) {
       r.outputs.push_back(ir::Value::None());

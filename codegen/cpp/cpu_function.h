@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "codegen/cpp/cpp_compiler.h"
 #include "codegen/lowering.h"
@@ -57,9 +58,11 @@ class CpuFunction {
   ~CpuFunction();
 
   // Runs on one input per placeholder (tensors laid out as annotated,
-  // numbers for Sym inputs): the graph's outputs, and which inputs it wrote.
+  // numbers for Sym inputs) and the constants the graph reads, by name: the
+  // graph's outputs, and which inputs it wrote.
   absl::StatusOr<ir::Interpretation> Run(
-      const std::vector<ir::Value>& inputs) const;
+      const std::vector<ir::Value>& inputs,
+      const absl::flat_hash_map<std::string, ir::Value>& constants = {}) const;
 
   const std::string& source() const { return source_; }
   // The loop IR before and after scheduling.
