@@ -60,6 +60,10 @@ absl::Status LowerAndFileCheck(absl::string_view text,
 absl::Status ScheduleAndFileCheck(absl::string_view text,
                                   absl::string_view checks) {
   ASSIGN_OR_RETURN(Scheduled s, ScheduleText(text));
+  return FileCheckScheduled(s, checks);
+}
+
+absl::Status FileCheckScheduled(const Scheduled& s, absl::string_view checks) {
   return FileCheckWithContext(PrintScheduled(s), checks);
 }
 

@@ -36,7 +36,7 @@ namespace lathe::codegen {
 // Parses `text`, propagates shapes into a fresh ShapeEnv and lowers it.
 absl::StatusOr<LoweredGraph> LowerText(absl::string_view text);
 
-// ScheduledText()
+// ScheduleText()
 //
 // LowerText, then Schedule: the scheduled program and the fusion log.
 struct Scheduled {
@@ -64,6 +64,12 @@ absl::Status LowerAndFileCheck(absl::string_view text,
 // ScheduleText, then FileCheck `checks` against PrintScheduled's text.
 absl::Status ScheduleAndFileCheck(absl::string_view text,
                                   absl::string_view checks);
+
+// FileCheckScheduled()
+//
+// FileCheck `checks` against PrintScheduled(s) (for a test that also looks
+// at the kernel counts).
+absl::Status FileCheckScheduled(const Scheduled& s, absl::string_view checks);
 
 }  // namespace lathe::codegen
 
