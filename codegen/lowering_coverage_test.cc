@@ -15,7 +15,7 @@
 namespace lathe::codegen {
 namespace {
 
-// Today (2026-11): 264 of 401. The floor leaves room for a few renames.
+// Today: 264 of 401. The floor leaves room for a few renames.
 constexpr int kFloor = 255;
 
 TEST(LoweringCoverageTest, CountsTheRegistryOpsThatLower) {

@@ -205,6 +205,26 @@ CHECK-NEXT: log: buf1: kept in registers (every read was fused)
 )"));
 }
 
+// Symbolic ranges fuse when they are the same expression: the row sums of
+// an [s0, 8] input and their relu are one kernel over [s0].
+TEST(SchedulerTest, SymbolicRangesFuse) {
+  EXPECT_OK(ScheduleAndFileCheck(R"IR(# lathe: hint s0 5
+def forward(self, x: "f32[s0, 8]"):
+    sum_1 = torch.ops.aten.sum.dim_IntList(x, [1])
+    relu = torch.ops.aten.relu.default(sum_1)
+    return (relu,)
+)IR",
+                                 R"(
+CHECK:      buffer buf1 : f32[s0] local
+CHECK:      kernel k0 ranges=[s0]
+CHECK:          %[[R:[0-9]+]] = reduce sum(
+CHECK:          %[[Y:[0-9]+]] = relu(%[[R]]) : f32
+CHECK-NEXT:     store buf2[x0] = %[[Y]]
+CHECK-NOT:  kernel
+CHECK:      log: fuse k1 into k0: epilogue over the reduction's outer ranges
+)"));
+}
+
 // x - mean(x) summed per row: the second reduction reads the first one's
 // value (stored in a straight section) at the same row, so it becomes a new
 // loop nest of the same kernel using the mean directly.
