@@ -15,8 +15,8 @@
 namespace lathe::codegen {
 namespace {
 
-// Today: 264 of 401. The floor leaves room for a few renames.
-constexpr int kFloor = 255;
+// Today: 307 of 401. The floor leaves room for a few renames.
+constexpr int kFloor = 300;
 
 TEST(LoweringCoverageTest, CountsTheRegistryOpsThatLower) {
   const ir::OpRegistry& registry = ir::OpRegistry::Global();

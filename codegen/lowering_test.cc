@@ -9,8 +9,10 @@
 #include "codegen/lowering.h"
 
 #include "codegen/codegen_testing.h"
+#include "codegen/loop_ir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tools/testing/file_check.h"
 #include "tools/testing/status_matchers.h"
 
 namespace lathe::codegen {
@@ -568,27 +570,33 @@ def forward(self, x: "f32[4, 6]"):
 TEST(LoweringTest, AnInPlaceOpWithoutALoweredTwinIsNamed) {
   EXPECT_THAT(LowerText(R"IR(
 def forward(self, x: "f32[4]"):
-    leaky_relu_ = torch.ops.aten.leaky_relu_.default(x, 0.1)
-    return (leaky_relu_,)
+    cumprod_ = torch.ops.aten.cumprod_.default(x, 0)
+    return (cumprod_,)
 )IR")
                   .status(),
               StatusIs(absl::StatusCode::kUnimplemented,
-                       "node 'leaky_relu_': aten.leaky_relu_.default has no "
+                       "node 'cumprod_': aten.cumprod_.default has no "
                        "cpu lowering"));
 }
 
-// A graph constant (self.c) is not supported yet.
-TEST(LoweringTest, AConstantIsUnimplemented) {
-  EXPECT_THAT(LowerText(R"IR(
+// A graph constant (self.c) is an input after the placeholders, given by
+// name at run time.
+TEST(LoweringTest, AConstantIsAnInputAfterThePlaceholders) {
+  absl::StatusOr<LoweredGraph> lowered = LowerText(R"IR(
 def forward(self, x: "f32[4]"):
     c: "f32[4]" = self.c
     add = torch.ops.aten.add.Tensor(x, c)
     return (add,)
-)IR")
-                  .status(),
-              StatusIs(absl::StatusCode::kUnimplemented,
-                       "node 'c': constants (self.c) are not supported by "
-                       "the cpu backend yet"));
+)IR");
+  ASSERT_OK(lowered);
+  EXPECT_THAT(lowered->constants, ::testing::ElementsAre("c"));
+  EXPECT_EQ(lowered->input_buffers.size(), 2u);
+  EXPECT_OK(testing::RunFileCheck(PrintProgram(lowered->program), R"(
+CHECK: buffer in1 : f32[4] input 1
+CHECK: kernel k0 ranges=[4]
+CHECK:   load in0[x0]
+CHECK:   load in1[x0]
+)"));
 }
 
 // A data-dependent number (item of a tensor: an unbacked u0) is not
@@ -607,14 +615,9 @@ def forward(self, x: "i64[]", y: "f32[4]"):
                        "yet"));
 }
 
-// ---- Known bugs (disabled; see the report on branch codegen-tests) ----------
-
-// BUG: HasLowering says split.Tensor (and split_with_sizes, unbind) lower,
-// since they are view ops, but LowerView returns one tensor for the
-// tuple-valued op and the getitem after it fails with "node 'getitem':
-// getitem of a non-tuple". Expected: each piece is a view of x, read at
-// its offset (rows 0-1 at 0, rows 2-3 at 16), and no copy.
-TEST(LoweringTest, DISABLED_SplitPiecesAreViews) {
+// split (a view op returning several tensors): each piece is a view of x,
+// read at its offset (rows 0-1 at 0, rows 2-3 at 16), and no copy.
+TEST(LoweringTest, SplitPiecesAreViews) {
   EXPECT_OK(LowerAndFileCheck(R"IR(
 def forward(self, x: "f32[4, 8]"):
     split = torch.ops.aten.split.Tensor(x, 2)
