@@ -98,15 +98,18 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
     Expr index;
     int value;
     bool straight;  // in a section without loops of its own
+    int section;
   };
   absl::flat_hash_map<int, std::vector<Access>> a_stores, a_loads;
   for (size_t i = 0; i < a.ops.size(); ++i) {
     const ScalarOp& op = a.ops[i];
     bool straight = a.sections[op.section].vars.empty();
     if (op.kind == ScalarOp::Kind::kStore) {
-      a_stores[op.buffer].push_back({op.index, op.args[0], straight});
+      a_stores[op.buffer].push_back(
+          {op.index, op.args[0], straight, op.section});
     } else if (op.kind == ScalarOp::Kind::kLoad) {
-      a_loads[op.buffer].push_back({op.index, static_cast<int>(i), straight});
+      a_loads[op.buffer].push_back(
+          {op.index, static_cast<int>(i), straight, op.section});
     }
   }
   // Check b's accesses against a's, and find the loads that become values.
@@ -116,14 +119,34 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
     if (op.kind == ScalarOp::Kind::kLoad) {
       auto it = a_stores.find(op.buffer);
       if (it == a_stores.end()) continue;
-      bool found = false;
+      // Every store of the buffer must be at this element (an in-place
+      // chain stores it several times): the load takes the last value.
+      bool forward = true;
       for (const Access& s : it->second) {
-        if (s.index == op.index && (s.straight || mode == Mode::kSameSection)) {
-          replaced[static_cast<int>(i)] = s.value;
-          found = true;
+        if (s.index != op.index ||
+            !(s.straight || mode == Mode::kSameSection)) {
+          forward = false;
+          break;
         }
+        replaced[static_cast<int>(i)] = s.value;
       }
-      if (!found || it->second.size() > 1) return std::nullopt;
+      if (forward) continue;
+      replaced.erase(static_cast<int>(i));
+      // Else, in a section of its own, the load may read the memory an
+      // earlier section of the same outer iteration wrote, when both loop
+      // over the same inner ranges and touch the same element of them.
+      if (mode != Mode::kNewSections) return std::nullopt;
+      const Section& mine = added[op.section];
+      for (const Access& s : it->second) {
+        const Section& theirs = a.sections[s.section];
+        if (theirs.ranges != mine.ranges) return std::nullopt;
+        absl::flat_hash_map<Expr, Expr> same;
+        for (size_t v = 0; v < mine.vars.size(); ++v) {
+          same[mine.vars[v]] = theirs.vars[v];
+        }
+        absl::StatusOr<Expr> at = symbolic::Substitute(op.index, same);
+        if (!at.ok() || *at != s.index) return std::nullopt;
+      }
     } else if (op.kind == ScalarOp::Kind::kStore) {
       for (auto* table : {&a_stores, &a_loads}) {
         auto it = table->find(op.buffer);
@@ -195,6 +218,36 @@ void PlanMemory(LoweredGraph& g, std::vector<std::string>& log) {
     }
     log.push_back(
         absl::StrCat(buf.name, ": kept in registers (every read was fused)"));
+  }
+  // A store that a later store of the same section overwrites at the same
+  // element, with no load of the buffer between, is dropped (in-place chains
+  // fused into one kernel).
+  for (Kernel& k : p.kernels) {
+    std::vector<bool> drop(k.ops.size(), false);
+    for (size_t i = 0; i < k.ops.size(); ++i) {
+      const ScalarOp& a = k.ops[i];
+      if (a.kind != ScalarOp::Kind::kStore) continue;
+      for (size_t j = i + 1; j < k.ops.size(); ++j) {
+        const ScalarOp& b = k.ops[j];
+        if (b.buffer != a.buffer) continue;
+        if (b.kind == ScalarOp::Kind::kLoad) break;
+        if (b.kind == ScalarOp::Kind::kStore) {
+          drop[i] = b.index == a.index && b.section == a.section;
+          break;
+        }
+      }
+    }
+    std::vector<ScalarOp> kept;
+    std::vector<int> map(k.ops.size(), -1);
+    for (size_t i = 0; i < k.ops.size(); ++i) {
+      if (drop[i]) continue;
+      ScalarOp c = k.ops[i];
+      for (int& x : c.args) x = map[x];
+      if (c.arg_index >= 0) c.arg_index = map[c.arg_index];
+      kept.push_back(std::move(c));
+      map[i] = static_cast<int>(kept.size()) - 1;
+    }
+    k.ops = std::move(kept);
   }
   // Ops whose values nothing uses any more (the stored values of dropped
   // buffers) are removed.

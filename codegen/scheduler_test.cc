@@ -254,55 +254,10 @@ CHECK:      log: fuse k1 into k0: reduction over the same outer ranges
 )"));
 }
 
-// Softmax: max per row, exp(x - max) (realized: two readers), its sum per
-// row, the quotient. What fuses today: the exp kernel becomes a loop nest
-// of the max kernel (section 2, over the row's 8 elements, using the max
-// directly) and the quotient one of the sum kernel; max and sum become
-// local.
-TEST(SchedulerTest, SoftmaxPiecesBecomeSections) {
-  EXPECT_OK(ScheduleAndFileCheck(R"IR(
-def forward(self, x: "f32[4, 8]"):
-    amax = torch.ops.aten.amax.default(x, [1], True)
-    sub = torch.ops.aten.sub.Tensor(x, amax)
-    exp = torch.ops.aten.exp.default(sub)
-    sum_1 = torch.ops.aten.sum.dim_IntList(exp, [1], True)
-    div = torch.ops.aten.div.Tensor(exp, sum_1)
-    return (div,)
-)IR",
-                                 R"(
-CHECK:      buffer buf1 : f32[4] local
-CHECK:      buffer buf3 : f32[4] local
-CHECK:      kernel k0 ranges=[4]
-CHECK-NEXT:   section 0 reduction r0_0 in 8
-CHECK-NEXT:     load in0[r0_0 + 8*x0]
-CHECK-NEXT:     %[[MAX:[0-9]+]] = reduce max(
-CHECK-NEXT:   section 1 pointwise
-CHECK-NEXT:   section 2 pointwise r2_0 in 8
-CHECK-NEXT:     %[[X:[0-9]+]] = load in0[r2_0 + 8*x0] : f32
-CHECK-NEXT:     %[[D:[0-9]+]] = sub(%[[X]], %[[MAX]]) : f32
-CHECK-NEXT:     %[[E:[0-9]+]] = exp(%[[D]]) : f32
-CHECK-NEXT:     store buf2[r2_0 + 8*x0] = %[[E]]
-CHECK:      kernel k2 ranges=[4]
-CHECK-NEXT:   section 0 reduction r0_0 in 8
-CHECK:          %[[SUM:[0-9]+]] = reduce sum(
-CHECK:        section 2 pointwise r2_0 in 8
-CHECK-NEXT:     %[[V:[0-9]+]] = load buf2[r2_0 + 8*x0] : f32
-CHECK-NEXT:     %[[Q:[0-9]+]] = truediv(%[[V]], %[[SUM]]) : f32
-CHECK-NEXT:     store buf4[r2_0 + 8*x0] = %[[Q]]
-CHECK:      log: fuse k1 into k0: pointwise over the reduction's outer ranges and its inner ones
-CHECK:      log: fuse k3 into k2: pointwise over the reduction's outer ranges and its inner ones
-)"));
-}
-
-// BUG: scheduler.h and loop_ir.h promise softmax as ONE kernel (max, sum of
-// exp, normalize as loop nests inside the row loop), but the sum kernel is
-// kept apart ("keep k2 apart from k0: different ranges or an access at
-// another element"): it reads buf2, which the merged kernel stores in a
-// looped section (r2_0), and TryFuse only replaces loads of values stored
-// in straight sections, refusing any other load of a buffer the first
-// kernel stores — although that section has written the whole row before
-// the new section starts.
-TEST(SchedulerTest, DISABLED_SoftmaxIsOneKernel) {
+// Softmax is one kernel: max per row, exp(x - max) stored by a loop nest
+// (it has two readers), the sum of exp reading that row back from memory
+// in a later loop nest of the same row iteration, then the quotient.
+TEST(SchedulerTest, SoftmaxIsOneKernel) {
   ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(R"IR(
 def forward(self, x: "f32[4, 8]"):
     amax = torch.ops.aten.amax.default(x, [1], True)
