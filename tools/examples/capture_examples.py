@@ -29,6 +29,9 @@ against torch.optim.Adam(foreach=False) stepping the same state.
   python3 tools/examples/capture_examples.py            # rewrite everything
   python3 tools/examples/capture_examples.py --only softmax
   python3 tools/examples/capture_examples.py --check OUT_DIR NAME
+  python3 tools/examples/capture_examples.py --verify bazel-bin/tools/lathec
+      (every example on --backend interp and cpu, checked; a cpu backend
+      error is printed, not failed: some ops do not lower yet)
 
 Seeded: a rerun writes the same files (the graph text carries no paths).
 tools/bench/torch_anchor.py imports PROGRAMS and BENCH_SHAPES from here, so
@@ -39,6 +42,7 @@ import argparse
 import math
 import os
 import shutil
+import subprocess
 import sys
 
 import numpy as np
@@ -155,7 +159,7 @@ def mlp_inputs(batch, k, n):
     return [rnd(batch, k), rnd(k, n, scale=1.0 / math.sqrt(k)), rnd(n, scale=0.1)]
 
 
-TRANSFORMER_SMALL = dict(batch=2, seq=8, d=32, heads=4, mlp=64)
+TRANSFORMER_SMALL = dict(batch=2, seq=8, d=16, heads=2, mlp=32)
 TRANSFORMER_BENCH = dict(batch=8, seq=128, d=512, heads=8, mlp=2048)
 
 
@@ -171,19 +175,25 @@ def transformer(shape):
     return transformer_block_fixed
 
 
-# name -> (program, small inputs for the example, or None for bench-only)
+def _small_transformer_inputs():
+    return transformer_inputs(TRANSFORMER_SMALL["batch"], TRANSFORMER_SMALL["seq"],
+                              TRANSFORMER_SMALL["d"], TRANSFORMER_SMALL["mlp"])
+
+
+# name -> (program, its small example inputs); captured with make_fx, or
+# with torch.compile's AOT forward graph when the name ends in _aot.
 PROGRAMS = {
     "swish_affine": (swish_affine, lambda: [rnd(8, 128), rnd(128), rnd(128)]),
     "softmax": (softmax, lambda: [rnd(8, 128, scale=3.0)]),
     "layernorm": (layernorm, lambda: [rnd(8, 128) + 0.5, ones_ish(128),
                                       rnd(128, scale=0.1)]),
-    "mlp_gelu": (mlp_gelu, lambda: mlp_inputs(4, 32, 128)),
-    "transformer_block": (
-        transformer(TRANSFORMER_SMALL),
-        lambda: transformer_inputs(TRANSFORMER_SMALL["batch"],
-                                   TRANSFORMER_SMALL["seq"],
-                                   TRANSFORMER_SMALL["d"],
-                                   TRANSFORMER_SMALL["mlp"])),
+    "mlp_gelu": (mlp_gelu, lambda: mlp_inputs(4, 32, 64)),
+    "transformer_block": (transformer(TRANSFORMER_SMALL),
+                          _small_transformer_inputs),
+    # The same block as torch.compile hands its backend (views, permute and
+    # clone where make_fx records _unsafe_view).
+    "transformer_block_aot": (transformer(TRANSFORMER_SMALL),
+                              _small_transformer_inputs),
     "small_cnn": (small_cnn, lambda: [
         rnd(2, 3, 8, 8), rnd(8, 3, 3, 3, scale=0.3), rnd(8, scale=0.1),
         rnd(16, 8, 3, 3, scale=0.2), rnd(16, scale=0.1),
@@ -209,6 +219,8 @@ BENCH_SHAPES = {
     "mlp_gelu_b64": (mlp_gelu, [(64, 1024), (1024, 4096), (4096,)]),
     "mlp_gelu_b1024": (mlp_gelu, [(1024, 1024), (1024, 4096), (4096,)]),
     "transformer_block_b8_s128_d512": (transformer(T), _transformer_shapes(T)),
+    "transformer_block_aot_b8_s128_d512": (transformer(T),
+                                           _transformer_shapes(T)),
 }
 
 # ------------------------------------------------------------------- capture
@@ -220,8 +232,12 @@ def clone(v):
 
 
 def graph_text(gm):
-    return gm.print_readable(print_output=False, include_stride=True,
+    text = gm.print_readable(print_output=False, include_stride=True,
                              include_device=True).rstrip("\n") + "\n"
+    # `# File:` comments name this script relative to the workspace root,
+    # so a rerun from another checkout writes the same text.
+    root = os.path.abspath(os.path.join(HERE, "..", "..")) + os.sep
+    return text.replace(root, "")
 
 
 def placeholders(gm):
@@ -248,12 +264,45 @@ def adam_reference(inputs):
     return [p.detach() for p in ps], grads, exp_avgs, exp_avg_sqs
 
 
+def capture_aot(fn, inputs):
+    """torch.compile's AOT forward graph of fn (static shapes, inference),
+    as tools/torch_corpus/capture.py records it: (the graph, the flat
+    arguments it is called with)."""
+    from functorch.compile import make_boxed_func
+    from torch._decomp import core_aten_decompositions
+    from torch._functorch.aot_autograd import aot_module_simplified
+
+    records = []
+
+    def backend(gm, example_inputs):
+        def fw(g, _):
+            def run(*args):
+                records.append((g, [a.clone() for a in args]))
+                return g(*args)
+            return make_boxed_func(run)
+        return aot_module_simplified(gm, example_inputs, fw_compiler=fw,
+                                     decompositions=core_aten_decompositions())
+
+    torch._dynamo.reset()
+    with torch.no_grad():
+        torch.compile(fn, backend=backend, dynamic=False,
+                      fullgraph=True)(*clone(inputs))
+    if len(records) != 1:
+        raise RuntimeError(f"{len(records)} graphs")
+    return records[0]
+
+
 def capture_example(name, fn, make_inputs, root):
-    torch.manual_seed(sum(map(ord, name)))
+    torch.manual_seed(sum(map(ord, name.removesuffix("_aot"))))
     inputs = make_inputs()
-    gm = make_fx(fn)(*clone(inputs))
+    if name.endswith("_aot"):
+        gm, flat = capture_aot(fn, inputs)
+        if len(flat) != len(pytree.tree_leaves(inputs)):
+            raise RuntimeError(f"{name}: the AOT graph takes other arguments")
+    else:
+        gm = make_fx(fn)(*clone(inputs))
+        flat = pytree.tree_leaves(inputs)
     names = placeholders(gm)
-    flat = pytree.tree_leaves(inputs)
     if len(names) != len(flat):
         raise RuntimeError(f"{name}: {len(names)} placeholders, {len(flat)} inputs")
 
@@ -290,8 +339,11 @@ def capture_example(name, fn, make_inputs, root):
 
 
 def capture_bench(name, fn, shapes, root):
-    args = [torch.empty(*s, dtype=torch.float32) for s in shapes]
-    gm = make_fx(fn, tracing_mode="fake")(*args)
+    if "_aot" in name:  # real (uninitialized) tensors: nothing is checked
+        gm, _ = capture_aot(fn, [torch.empty(*s) for s in shapes])
+    else:
+        args = [torch.empty(*s, dtype=torch.float32) for s in shapes]
+        gm = make_fx(fn, tracing_mode="fake")(*args)
     os.makedirs(root, exist_ok=True)
     with open(os.path.join(root, name + ".txt"), "w") as f:
         f.write(graph_text(gm))
@@ -325,15 +377,41 @@ def check_run(out_dir, name, root=HERE, rtol=1e-4, atol=1e-4):
     return bad == 0
 
 
+def verify(lathec):
+    """Runs every example through `lathec run` on both backends and checks
+    the results against expected/; prints one line per run."""
+    import tempfile
+    ok = True
+    for name in PROGRAMS:
+        for backend in ("interp", "cpu"):
+            with tempfile.TemporaryDirectory() as tmp:
+                out = os.path.join(tmp, "out")
+                r = subprocess.run(
+                    [lathec, "run", os.path.join(HERE, name + ".txt"),
+                     "--inputs", os.path.join(HERE, name), "--out", out,
+                     "--backend", backend], capture_output=True, text=True)
+                if r.returncode != 0:
+                    err = (r.stderr.strip().splitlines() or ["?"])[-1]
+                    print(f"{name:24s} {backend:6s} ERROR {err}")
+                    ok = ok and backend == "cpu"  # cpu gaps are reported
+                    continue
+                print(f"{name:24s} {backend:6s} ", end="", flush=True)
+                ok = check_run(os.path.join(out, "0"), name) and ok
+    return ok
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", default="")
     parser.add_argument("--out", default=HERE)
     parser.add_argument("--bench-out", default=BENCH_GRAPHS)
     parser.add_argument("--check", nargs=2, metavar=("OUT_DIR", "NAME"))
+    parser.add_argument("--verify", metavar="LATHEC")
     a = parser.parse_args()
     if a.check:
         sys.exit(0 if check_run(*a.check) else 1)
+    if a.verify:
+        sys.exit(0 if verify(a.verify) else 1)
     for name, (fn, make_inputs) in PROGRAMS.items():
         if a.only in name:
             capture_example(name, fn, make_inputs, os.path.abspath(a.out))
