@@ -15,12 +15,13 @@
 //   b. BM_Run/NAME: softmax(dim -1) and layernorm over [4096, 2560] (bytes/s),
 //      gelu(addmm) with x [B, 1024], W [1024, 4096] at B = 64 and 1024, and a
 //      pre-LN transformer block at batch 8, seq 128, d_model 512, 8 heads,
-//      MLP 2048 (flop/s: the matmuls' 2*M*N*K).
+//      MLP 2048 (flop/s: the matmuls' 2*M*N*K), as make_fx records it and
+//      as torch.compile's AOT forward graph (transformer_block_aot_*).
 //   c. BM_Compile/NAME: one compile of the MLP layer and the transformer
-//      block; counters frontend_s (parse, AOT dispatch, the pass pipeline),
-//      lower_s (lowering + scheduling + C++ emission: CpuStats::lower_seconds),
-//      lathe_s (the two together: lathe's own time) and cxx_s (the system C++
-//      compiler: CpuStats::compiler_seconds).
+//      block (both captures); counters frontend_s (parse, AOT dispatch, the
+//      pass pipeline), lower_s (lowering + scheduling + C++ emission:
+//      CpuStats::lower_seconds), lathe_s (the two together: lathe's own time)
+//      and cxx_s (the system C++ compiler: CpuStats::compiler_seconds).
 //
 // Each graph is compiled once (the first time a case needs it) and its
 // inputs made once, outside the timed loop; the loop is CpuFunction::Run
@@ -340,6 +341,12 @@ BENCHMARK_CAPTURE(BM_Matmul, transformer_block_b8_s128_d512,
                   "transformer_block_b8_s128_d512", TransformerFlops())
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+// The same block as torch.compile's AOT forward graph (view/permute/clone
+// where make_fx's graph has _unsafe_view).
+BENCHMARK_CAPTURE(BM_Matmul, transformer_block_aot_b8_s128_d512,
+                  "transformer_block_aot_b8_s128_d512", TransformerFlops())
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // ---- c. compile time --------------------------------------------------------
 
@@ -384,6 +391,10 @@ BENCHMARK_CAPTURE(BM_Compile, mlp_gelu_b64, "mlp_gelu_b64")
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Compile, transformer_block_b8_s128_d512,
                   "transformer_block_b8_s128_d512")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Compile, transformer_block_aot_b8_s128_d512,
+                  "transformer_block_aot_b8_s128_d512")
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
