@@ -1,0 +1,414 @@
+// -----------------------------------------------------------------------------
+// File: cpu_backend_benchmark.cc
+// -----------------------------------------------------------------------------
+//
+// lathe's cpu backend (codegen/cpp/cpu_function.h) on the programs of
+// tools/examples, at the benchmark's shapes (tools/bench/graphs/*.txt,
+// captured from PyTorch 2.15 by tools/examples/capture_examples.py):
+//
+//   a. BM_SwishAffine/default: x * sigmoid(x) * s + b over f32 [8192, 8192]
+//      (s, b: [8192]), in bytes/s (x read + out written + s and b), beside
+//      a hand-written STREAM triad and scale (OpenMP parallel for simd) over
+//      arrays of the same size: the bandwidth ceiling.
+//   The *_noreinplace rows compile without the pipeline's last pass
+//   (reinplace), to show what in-place ops cost fusion today.
+//   b. BM_Run/NAME: softmax(dim -1) and layernorm over [4096, 2560] (bytes/s),
+//      gelu(addmm) with x [B, 1024], W [1024, 4096] at B = 64 and 1024, and a
+//      pre-LN transformer block at batch 8, seq 128, d_model 512, 8 heads,
+//      MLP 2048 (flop/s: the matmuls' 2*M*N*K), as make_fx records it and
+//      as torch.compile's AOT forward graph (transformer_block_aot_*).
+//   c. BM_Compile/NAME: one compile of the MLP layer and the transformer
+//      block (both captures); counters frontend_s (parse, AOT dispatch, the
+//      pass pipeline), lower_s (lowering + scheduling + C++ emission:
+//      CpuStats::lower_seconds), lathe_s (the two together: lathe's own time)
+//      and cxx_s (the system C++ compiler: CpuStats::compiler_seconds).
+//
+// Each graph is compiled once (the first time a case needs it) and its
+// inputs made once, outside the timed loop; the loop is CpuFunction::Run
+// (which allocates the outputs, as a compiled PyTorch function does). A row
+// whose graph does not compile (an op without a cpu lowering) is skipped
+// with the error. tools/bench/torch_anchor.py runs the same programs in
+// PyTorch; tools/bench/README.md reads the two side by side.
+//
+//   bazel run -c opt //tools/bench:cpu_backend_benchmark
+//   bazel run -c opt //tools/bench:cpu_backend_benchmark --
+//       --benchmark_filter=softmax --benchmark_min_time=0.05
+
+#include <omp.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "benchmark/benchmark.h"
+#include "codegen/cpp/cpu_function.h"
+#include "ir/graph.h"
+#include "ir/value.h"
+#include "runtime/storage.h"
+#include "runtime/tensor.h"
+#include "status_macros.h"
+#include "symbolic/evaluate.h"
+#include "tools/compile.h"
+
+namespace lathe {
+namespace {
+
+// The benchmark binary's path (argv[0]), for finding its runfiles.
+std::string* argv0 = new std::string();
+
+// The contents of workspace file `path`: from the runfiles (bazel run, a
+// test) or, run by hand from the workspace root, from the source tree.
+absl::StatusOr<std::string> ReadWorkspaceFile(const std::string& path) {
+  std::vector<std::string> candidates;
+  for (const char* env : {"TEST_SRCDIR", "RUNFILES_DIR"}) {
+    if (const char* dir = std::getenv(env); dir != nullptr && *dir != '\0') {
+      candidates.push_back(absl::StrCat(dir, "/lathe/", path));
+    }
+  }
+  candidates.push_back(absl::StrCat(*argv0, ".runfiles/lathe/", path));
+  candidates.push_back(path);
+  for (const std::string& c : candidates) {
+    std::ifstream in(c, std::ios::binary);
+    if (!in.good()) continue;
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  return absl::NotFoundError(absl::StrCat("cannot find ", path));
+}
+
+// The concrete sizes of a static annotation.
+absl::StatusOr<std::vector<int64_t>> ConcreteSizes(const ir::TensorMeta& m) {
+  std::vector<int64_t> sizes;
+  for (const symbolic::Expr& e : m.sizes) {
+    ASSIGN_OR_RETURN(symbolic::Value v, symbolic::Evaluate(e, {}));
+    if (v.type != symbolic::ExprType::kInt) {
+      return absl::InvalidArgumentError("a size is not an integer");
+    }
+    sizes.push_back(v.i);
+  }
+  return sizes;
+}
+
+// The default pipeline less its last pass (reinplace), for the *_noreinplace
+// rows: what fusion does with the functional graph.
+const std::vector<std::string> kPassesWithoutReinplace = {
+    "tensorify_scalars", "decompose",      "cse", "dce",
+    "constant_fold",     "remove_noop_ops"};
+
+// One benchmark graph, compiled, with its inputs.
+struct Case {
+  std::unique_ptr<CompiledGraph> compiled;
+  std::unique_ptr<codegen::CpuFunction> function;
+  std::vector<ir::Value> inputs;
+  int64_t input_bytes = 0;
+  int64_t output_bytes = 0;
+  absl::Status status;  // why the case cannot run
+};
+
+// Walks the graph text through CompileGraphText and CpuFunction::Compile.
+absl::Status CompileCase(const std::string& text, const std::string& source,
+                         bool reinplace, Case* c) {
+  CompileOptions options;
+  options.source = source;
+  if (!reinplace) options.only_passes = kPassesWithoutReinplace;
+  ASSIGN_OR_RETURN(c->compiled, CompileGraphText(text, options));
+  ASSIGN_OR_RETURN(c->function, codegen::CpuFunction::Compile(
+                                    *c->compiled->graph, *c->compiled->env));
+  return absl::OkStatus();
+}
+
+// Inputs for every placeholder: f32 uniform in [-1, 1), 1 + that/8 for
+// the 1-d ones (norm weights and the swish scale), seeded.
+absl::Status MakeInputs(Case* c) {
+  std::mt19937 rng(2026);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (const ir::Node* p : c->compiled->graph->Placeholders()) {
+    if (p->meta().kind != ir::ValueMeta::Kind::kTensor) {
+      return absl::UnimplementedError(
+          absl::StrCat("input '", p->name(), "' is not a tensor"));
+    }
+    const ir::TensorMeta& m = p->meta().tensor;
+    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ConcreteSizes(m));
+    ASSIGN_OR_RETURN(Tensor t, Tensor::Empty(sizes, m.dtype));
+    if (m.dtype != DType::kFloat32) {
+      return absl::UnimplementedError("only f32 inputs are generated");
+    }
+    float* data = t.data<float>();
+    const int64_t n = t.numel();
+    // A short random pattern repeated: distinct enough, and quick to make
+    // for the 64M-element inputs.
+    std::vector<float> pattern(4099);
+    for (float& v : pattern) v = u(rng);
+    const bool one_d = sizes.size() == 1;
+    for (int64_t i = 0; i < n; ++i) {
+      float v = pattern[i % pattern.size()];
+      data[i] = one_d ? 1.0f + v / 8 : v;
+    }
+    c->input_bytes += n * t.itemsize();
+    c->inputs.push_back(ir::Value::OfTensor(std::move(t)));
+  }
+  // One call outside the timing: its outputs' bytes, and a warm start.
+  ASSIGN_OR_RETURN(ir::Interpretation r, c->function->Run(c->inputs));
+  for (const ir::Value& out : r.outputs) {
+    if (out.is_tensor()) {
+      c->output_bytes += out.tensor.numel() * out.tensor.itemsize();
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The case for tools/bench/graphs/NAME.txt, compiled once per process.
+Case& GetCase(const std::string& name, bool reinplace = true) {
+  static auto* cases = new std::map<std::string, std::unique_ptr<Case>>();
+  std::unique_ptr<Case>& c = (*cases)[absl::StrCat(name, reinplace)];
+  if (c != nullptr) return *c;
+  c = std::make_unique<Case>();
+  std::string path = absl::StrCat("tools/bench/graphs/", name, ".txt");
+  absl::StatusOr<std::string> text = ReadWorkspaceFile(path);
+  c->status = text.status();
+  if (c->status.ok()) c->status = CompileCase(*text, path, reinplace, c.get());
+  if (c->status.ok()) c->status = MakeInputs(c.get());
+  return *c;
+}
+
+void SkipWith(benchmark::State& state, const absl::Status& status) {
+  state.SkipWithError(std::string(status.message()).c_str());
+}
+
+// The timed loop: Run on the prepared inputs.
+void RunLoop(benchmark::State& state, const Case& c) {
+  for (auto _ : state) {
+    absl::StatusOr<ir::Interpretation> r = c.function->Run(c.inputs);
+    if (!r.ok()) {
+      SkipWith(state, r.status());
+      break;
+    }
+    benchmark::DoNotOptimize(r->outputs.data());
+  }
+}
+
+void SetBytes(benchmark::State& state, double bytes_per_call) {
+  state.counters["bytes"] = benchmark::Counter(
+      bytes_per_call * state.iterations(), benchmark::Counter::kIsRate,
+      benchmark::Counter::OneK::kIs1000);
+}
+
+void SetFlops(benchmark::State& state, double flops_per_call) {
+  state.counters["flops"] = benchmark::Counter(
+      flops_per_call * state.iterations(), benchmark::Counter::kIsRate,
+      benchmark::Counter::OneK::kIs1000);
+}
+
+// ---- a. the fused chain and the bandwidth ceiling ---------------------------
+
+constexpr int64_t kChainN = int64_t{8192} * 8192;
+
+void BM_SwishAffine(benchmark::State& state, bool reinplace) {
+  Case& c = GetCase("swish_affine_8192x8192", reinplace);
+  if (!c.status.ok()) return SkipWith(state, c.status);
+  RunLoop(state, c);
+  // x read and out written, plus the two [8192] vectors.
+  SetBytes(state, static_cast<double>(c.input_bytes + c.output_bytes));
+  state.counters["kernels"] = c.function->stats().kernels;
+}
+BENCHMARK_CAPTURE(BM_SwishAffine, default, true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+// Without reinplace (see README.md: the in-place chain splits the fusion).
+BENCHMARK_CAPTURE(BM_SwishAffine, noreinplace, false)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// STREAM's arrays, first touched by the threads that use them.
+struct StreamArrays {
+  float* a;
+  float* b;
+  float* c;
+  StreamArrays() {
+    a = static_cast<float*>(std::aligned_alloc(64, kChainN * sizeof(float)));
+    b = static_cast<float*>(std::aligned_alloc(64, kChainN * sizeof(float)));
+    c = static_cast<float*>(std::aligned_alloc(64, kChainN * sizeof(float)));
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < kChainN; ++i) {
+      a[i] = 0.0f;
+      b[i] = 1.0f;
+      c[i] = 2.0f;
+    }
+  }
+};
+
+StreamArrays& Stream() {
+  static auto* arrays = new StreamArrays();
+  return *arrays;
+}
+
+// a[i] = b[i] + s * c[i]: 2 arrays read, 1 written (STREAM counts 3).
+void BM_StreamTriad(benchmark::State& state) {
+  StreamArrays& s = Stream();
+  float* __restrict a = s.a;
+  const float* __restrict b = s.b;
+  const float* __restrict c = s.c;
+  const float scalar = 3.0f;
+  for (auto _ : state) {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < kChainN; ++i) a[i] = b[i] + scalar * c[i];
+    benchmark::ClobberMemory();
+  }
+  SetBytes(state, 3.0 * kChainN * sizeof(float));
+  state.counters["threads"] = omp_get_max_threads();
+}
+BENCHMARK(BM_StreamTriad)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// a[i] = s * b[i]: 1 array read, 1 written — the swish chain's traffic.
+void BM_StreamScale(benchmark::State& state) {
+  StreamArrays& s = Stream();
+  float* __restrict a = s.a;
+  const float* __restrict b = s.b;
+  const float scalar = 3.0f;
+  for (auto _ : state) {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < kChainN; ++i) a[i] = scalar * b[i];
+    benchmark::ClobberMemory();
+  }
+  SetBytes(state, 2.0 * kChainN * sizeof(float));
+  state.counters["threads"] = omp_get_max_threads();
+}
+BENCHMARK(BM_StreamScale)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// ---- b. normalizations, the MLP layer, the transformer block ---------------
+
+// Bytes-bound rows (inputs read + outputs written).
+void BM_Memory(benchmark::State& state, const std::string& name,
+               bool reinplace = true) {
+  Case& c = GetCase(name, reinplace);
+  if (!c.status.ok()) return SkipWith(state, c.status);
+  RunLoop(state, c);
+  SetBytes(state, static_cast<double>(c.input_bytes + c.output_bytes));
+  state.counters["kernels"] = c.function->stats().kernels;
+}
+BENCHMARK_CAPTURE(BM_Memory, softmax_4096x2560, "softmax_4096x2560")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Memory, layernorm_4096x2560, "layernorm_4096x2560")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Memory, softmax_4096x2560_noreinplace, "softmax_4096x2560",
+                  false)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Memory, layernorm_4096x2560_noreinplace,
+                  "layernorm_4096x2560", false)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// Matmul-bound rows; `flops` is the matmuls' 2*M*N*K per call.
+void BM_Matmul(benchmark::State& state, const std::string& name, double flops) {
+  Case& c = GetCase(name);
+  if (!c.status.ok()) return SkipWith(state, c.status);
+  RunLoop(state, c);
+  SetFlops(state, flops);
+  state.counters["kernels"] = c.function->stats().kernels;
+}
+
+constexpr double MlpFlops(double batch) { return 2 * batch * 1024 * 4096; }
+
+// batch 8, seq 128, d 512, 8 heads, MLP 2048: q/k/v/o projections
+// (4 * 2*T*d*d), scores and att@v (2 * 2*B*S*S*d), the MLP (2 * 2*T*d*m).
+constexpr double TransformerFlops() {
+  double b = 8, s = 128, d = 512, m = 2048, t = b * s;
+  return 4 * 2 * t * d * d + 2 * 2 * b * s * s * d + 2 * 2 * t * d * m;
+}
+
+BENCHMARK_CAPTURE(BM_Matmul, mlp_gelu_b64, "mlp_gelu_b64", MlpFlops(64))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Matmul, mlp_gelu_b1024, "mlp_gelu_b1024", MlpFlops(1024))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Matmul, transformer_block_b8_s128_d512,
+                  "transformer_block_b8_s128_d512", TransformerFlops())
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+// The same block as torch.compile's AOT forward graph (view/permute/clone
+// where make_fx's graph has _unsafe_view).
+BENCHMARK_CAPTURE(BM_Matmul, transformer_block_aot_b8_s128_d512,
+                  "transformer_block_aot_b8_s128_d512", TransformerFlops())
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// ---- c. compile time --------------------------------------------------------
+
+// One whole compile per iteration: the walk (CompileGraphText), then
+// CpuFunction::Compile; lathe's own time and the C++ compiler's, per call.
+void BM_Compile(benchmark::State& state, const std::string& name) {
+  std::string path = absl::StrCat("tools/bench/graphs/", name, ".txt");
+  absl::StatusOr<std::string> text = ReadWorkspaceFile(path);
+  if (!text.ok()) return SkipWith(state, text.status());
+  double frontend = 0, lower = 0, cxx = 0;
+  int kernels = 0;
+  for (auto _ : state) {
+    Case c;
+    auto start = std::chrono::steady_clock::now();
+    CompileOptions options;
+    options.source = path;
+    absl::StatusOr<std::unique_ptr<CompiledGraph>> g =
+        CompileGraphText(*text, options);
+    if (!g.ok()) return SkipWith(state, g.status());
+    frontend +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    absl::StatusOr<std::unique_ptr<codegen::CpuFunction>> f =
+        codegen::CpuFunction::Compile(*(*g)->graph, *(*g)->env);
+    if (!f.ok()) return SkipWith(state, f.status());
+    lower += (*f)->stats().lower_seconds;
+    cxx += (*f)->stats().compiler_seconds;
+    kernels = (*f)->stats().kernels;
+    state.PauseTiming();  // the function's temporary directory goes
+    f->reset();
+    state.ResumeTiming();
+  }
+  double n = static_cast<double>(state.iterations());
+  state.counters["frontend_s"] = frontend / n;
+  state.counters["lower_s"] = lower / n;
+  state.counters["lathe_s"] = (frontend + lower) / n;
+  state.counters["cxx_s"] = cxx / n;
+  state.counters["kernels"] = kernels;
+}
+BENCHMARK_CAPTURE(BM_Compile, mlp_gelu_b64, "mlp_gelu_b64")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Compile, transformer_block_b8_s128_d512,
+                  "transformer_block_b8_s128_d512")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Compile, transformer_block_aot_b8_s128_d512,
+                  "transformer_block_aot_b8_s128_d512")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace lathe
+
+int main(int argc, char** argv) {
+  *lathe::argv0 = argv[0];
+  // As lathec: the runtime may hold half the physical memory (the big rows
+  // hold about 1.5 GB together).
+  lathe::SetHostMemoryLimit(lathe::PhysicalMemoryBytes() / 2);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
