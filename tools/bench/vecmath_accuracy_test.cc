@@ -20,7 +20,7 @@
 // upgrade that fixes them shows up here. hwy_avx512_fixed is held to libm
 // everywhere.
 //
-// The double reference for sigmoid is skipped below x = -88.72: there
+// The double reference for sigmoid is skipped below x = -88.7228: there
 // expf(-x) overflows and the f32 formula 1/(1+exp(-x)) gives 0 in every
 // library (libm included) where the true value is a tiny or denormal float.
 #include <cmath>
@@ -80,7 +80,8 @@ double UlpError(float y, double ref) {
 
 bool IsSpecial(float f) { return std::isnan(f) || std::isinf(f); }
 
-constexpr float kExpOverflow = 88.72283935546875f;  // largest finite expf
+// The largest x with a finite expf(x) (0x42b17217); the next float overflows.
+constexpr float kExpOverflow = 88.72283172607421875f;
 
 // The inputs Highway's contrib/math documents a result for.
 bool InHighwayDomain(VecFn fn, float x) {
@@ -116,9 +117,9 @@ std::vector<float> SpecialInputs() {
       -20.0f,
       // exp overflows to inf above ~88.7228; underflows to denormals below
       // ~-87.34 and to 0 below ~-103.97.
-      88.0f, 88.7228f, 88.72284f, 88.7229f, 89.0f, 100.0f, 104.0f, 105.0f,
-      -87.0f, -87.34f, -88.0f, -100.0f, -103.0f, -103.97f, -104.0f, -105.0f,
-      -150.0f, -1000.0f, 1000.0f};
+      88.0f, 88.7228f, kExpOverflow, 88.72284f, 88.7229f, 89.0f, 100.0f, 104.0f,
+      105.0f, -kExpOverflow, -88.72284f, -87.0f, -87.34f, -88.0f, -100.0f,
+      -103.0f, -103.97f, -104.0f, -105.0f, -150.0f, -1000.0f, 1000.0f};
   // Around every power of two (exponent edges of log), both signs.
   for (int e = -149; e <= 127; ++e) {
     const float p = std::ldexp(1.0f, e);

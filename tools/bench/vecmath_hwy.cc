@@ -60,11 +60,12 @@ struct SigmoidOp {
 };
 
 // libm's special values restored around Highway's functions. Exp: x above
-// ln(FLT_MAX) overflows to +inf (Highway returns garbage past +104, e.g.
-// Exp(256) = 1e-43); NaN stays NaN (Highway gives 0).
+// 88.72283172607421875 (the largest x with a finite expf) overflows to +inf
+// (Highway returns garbage past +104, e.g. Exp(256) = 1e-43); NaN stays NaN
+// (Highway gives 0).
 template <class D, class V>
 HWY_INLINE V FixedExp(D d, V x) {
-  const V overflow = hn::Set(d, 88.72283935546875f);  // largest finite expf
+  const V overflow = hn::Set(d, 88.72283172607421875f);
   const V r = hn::IfThenElse(hn::Gt(x, overflow), hn::Inf(d), hn::Exp(d, x));
   return hn::IfThenElse(hn::IsNaN(x), x, r);
 }
