@@ -20,6 +20,12 @@ Repositories:
                             gmock, gmock_main.
   com_github_google_benchmark  libbenchmark-dev: benchmark, benchmark_main.
   eigen                     libeigen3-dev (header-only): //:eigen.
+  openblas                  libopenblas-dev (cblas.h; pthreads variant here):
+                            //:openblas.
+  onednn                    libdnnl-dev (oneDNN 2.6, OpenMP runtime): //:dnnl.
+  sleef                     libsleef-dev (3.5): //:sleef.
+  highway                   libhwy-dev (1.0.3): //:hwy, //:math
+                            (hwy/contrib/math), static dispatch only.
   local_cuda                the CUDA toolkit (default /usr/local/cuda,
                             override with CUDA_PATH): cuda_headers, nvrtc,
                             cudart, cublas. The driver is never linked.
@@ -190,6 +196,26 @@ def lathe_repositories():
         name = "eigen",
         path = "/usr/include/eigen3",
         build_file = str(Label("//third_party/eigen:eigen.BUILD")),
+    )
+    _maybe(
+        files_repository,
+        name = "openblas",
+        files = {Label("//third_party/openblas:openblas.BUILD"): "BUILD"},
+    )
+    _maybe(
+        files_repository,
+        name = "onednn",
+        files = {Label("//third_party/onednn:onednn.BUILD"): "BUILD"},
+    )
+    _maybe(
+        files_repository,
+        name = "sleef",
+        files = {Label("//third_party/sleef:sleef.BUILD"): "BUILD"},
+    )
+    _maybe(
+        files_repository,
+        name = "highway",
+        files = {Label("//third_party/highway:highway.BUILD"): "BUILD"},
     )
     _maybe(
         cuda_configure,
