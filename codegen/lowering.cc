@@ -775,7 +775,7 @@ class Lowerer {
   absl::flat_hash_set<Expr> symbol_set_;
   std::vector<Expr> base_offsets_;
   int kernel_count_ = 0;
-  int num_inputs_ = 0;                 // placeholders, then constants
+  int num_inputs_ = 0;                  // placeholders, then constants
   std::vector<std::string> constants_;  // by input number - placeholders
   std::vector<int> constant_buffers_;
 };
@@ -1333,37 +1333,37 @@ class Expression {
 };
 
 // An activation over self with the given number arguments, built by `f`.
-using ActivationBody = std::function<TBox(Expression&, TBox x,
-                                          const std::vector<double>& args)>;
+using ActivationBody =
+    std::function<TBox(Expression&, TBox x, const std::vector<double>& args)>;
 LowerFn ActivationFn(std::vector<std::string> arg_names, ActivationBody f) {
-  return [arg_names, f](Lowerer& L,
-                        const Call& c) -> absl::StatusOr<NodeValue> {
-    const TensorMeta& m = OutMeta(L, c);
-    DType compute = ComputeDType(m.dtype);
-    if (!IsFloatingPoint(compute)) compute = DType::kFloat32;
-    std::vector<double> args;
-    for (const std::string& a : arg_names) {
-      ASSIGN_OR_RETURN(std::optional<double> v, NumberArg(c, a));
-      if (!v.has_value()) return c.Error(absl::StrCat("'", a, "' is None"));
-      args.push_back(*v);
-    }
-    ASSIGN_OR_RETURN(TBox x, L.Operand(c, 0, compute));
-    Expression e(L, compute, m.sizes);
-    return TensorValue(CastBox(f(e, x, args), m.dtype));
-  };
+  return
+      [arg_names, f](Lowerer& L, const Call& c) -> absl::StatusOr<NodeValue> {
+        const TensorMeta& m = OutMeta(L, c);
+        DType compute = ComputeDType(m.dtype);
+        if (!IsFloatingPoint(compute)) compute = DType::kFloat32;
+        std::vector<double> args;
+        for (const std::string& a : arg_names) {
+          ASSIGN_OR_RETURN(std::optional<double> v, NumberArg(c, a));
+          if (!v.has_value()) return c.Error(absl::StrCat("'", a, "' is None"));
+          args.push_back(*v);
+        }
+        ASSIGN_OR_RETURN(TBox x, L.Operand(c, 0, compute));
+        Expression e(L, compute, m.sizes);
+        return TensorValue(CastBox(f(e, x, args), m.dtype));
+      };
 }
 
 void AddActivations(absl::flat_hash_map<std::string, LowerFn>& T) {
   // x > 0 ? x : x * negative_slope
   T["aten.leaky_relu.default"] =
       ActivationFn({"negative_slope"}, [](Expression& e, TBox x, auto& a) {
-        return e("where", {e("gt", {x, e.Number(0)}), x,
-                           e("mul", {x, e.Number(a[0])})});
+        return e("where",
+                 {e("gt", {x, e.Number(0)}), x, e("mul", {x, e.Number(a[0])})});
       });
   T["aten.hardtanh.default"] =
       ActivationFn({"min_val", "max_val"}, [](Expression& e, TBox x, auto& a) {
-        return e("minimum", {e("maximum", {x, e.Number(a[0])}),
-                             e.Number(a[1])});
+        return e("minimum",
+                 {e("maximum", {x, e.Number(a[0])}), e.Number(a[1])});
       });
   // x > 0 ? x * scale : expm1(x * input_scale) * alpha * scale
   T["aten.elu.default"] = ActivationFn(
@@ -1374,11 +1374,11 @@ void AddActivations(absl::flat_hash_map<std::string, LowerFn>& T) {
                            e("mul", {x, e.Number(a[1])}), neg});
       });
   // x * beta > threshold ? x : log1p(exp(x * beta)) / beta
-  T["aten.softplus.default"] = ActivationFn(
-      {"beta", "threshold"}, [](Expression& e, TBox x, auto& a) {
+  T["aten.softplus.default"] =
+      ActivationFn({"beta", "threshold"}, [](Expression& e, TBox x, auto& a) {
         TBox xb = e("mul", {x, e.Number(a[0])});
-        TBox soft = e("truediv", {e("log1p", {e("exp", {xb})}),
-                                  e.Number(a[0])});
+        TBox soft =
+            e("truediv", {e("log1p", {e("exp", {xb})}), e.Number(a[0])});
         return e("where", {e("gt", {xb, e.Number(a[1])}), x, soft});
       });
   // min(max(x + 3, 0), 6) / 6, and x times it.
@@ -1434,8 +1434,8 @@ absl::StatusOr<NodeValue> LowerMaskedFill(Lowerer& L, const Call& c) {
   ASSIGN_OR_RETURN(TBox self, L.Operand(c, 0, compute));
   ASSIGN_OR_RETURN(TBox mask, L.Operand(c, 1, DType::kBool));
   ASSIGN_OR_RETURN(TBox value, L.Operand(c, 2, compute));
-  return TensorValue(L.Pointwise("where", {mask, value, self}, compute,
-                                 m.dtype, m.sizes));
+  return TensorValue(
+      L.Pointwise("where", {mask, value, self}, compute, m.dtype, m.sizes));
 }
 
 // prims.fma(a, b, c): a * b + c.
@@ -1448,7 +1448,8 @@ absl::StatusOr<NodeValue> LowerFma(Lowerer& L, const Call& c) {
     x.push_back(std::move(t));
   }
   Expression e(L, compute, m.sizes);
-  return TensorValue(CastBox(e("add", {e("mul", {x[0], x[1]}), x[2]}), m.dtype));
+  return TensorValue(
+      CastBox(e("add", {e("mul", {x[0], x[1]}), x[2]}), m.dtype));
 }
 
 // ---- Index remapping: triangles, flips, pads, repeats
@@ -1507,8 +1508,10 @@ LowerFn TriangleFn(bool lower) {
     ASSIGN_OR_RETURN(int64_t diagonal, c.Int("diagonal"));
     size_t n = x.sizes.size();
     if (n < 2) return c.Error("needs at least 2 dims");
-    auto identity = [](const std::vector<Expr>& idx)
-        -> absl::StatusOr<std::vector<Expr>> { return idx; };
+    auto identity =
+        [](const std::vector<Expr>& idx) -> absl::StatusOr<std::vector<Expr>> {
+      return idx;
+    };
     auto keep = [lower, diagonal, n](KernelBuilder& kb,
                                      const std::vector<Expr>& idx) {
       int d = kb.Index(symbolic::Sub(idx[n - 1], idx[n - 2]));
@@ -1529,17 +1532,19 @@ absl::StatusOr<NodeValue> LowerFlip(Lowerer& L, const Call& c) {
     flip[d < 0 ? d + rank : d] = true;
   }
   std::vector<Expr> sizes = x.sizes;
-  return TensorValue(Remap(x, sizes, [flip, sizes](const std::vector<Expr>& idx)
-                                         -> absl::StatusOr<std::vector<Expr>> {
-    std::vector<Expr> sub = idx;
-    for (size_t d = 0; d < idx.size(); ++d) {
-      if (flip[d]) {
-        sub[d] = symbolic::Sub(symbolic::Sub(sizes[d], symbolic::Int(1)),
-                               idx[d]);
-      }
-    }
-    return sub;
-  }));
+  return TensorValue(Remap(
+      x, sizes,
+      [flip, sizes](
+          const std::vector<Expr>& idx) -> absl::StatusOr<std::vector<Expr>> {
+        std::vector<Expr> sub = idx;
+        for (size_t d = 0; d < idx.size(); ++d) {
+          if (flip[d]) {
+            sub[d] = symbolic::Sub(symbolic::Sub(sizes[d], symbolic::Int(1)),
+                                   idx[d]);
+          }
+        }
+        return sub;
+      }));
 }
 
 // roll(self, shifts, dims): with no dims, the flattened tensor rolls.
@@ -1565,20 +1570,22 @@ absl::StatusOr<NodeValue> LowerRoll(Lowerer& L, const Call& c) {
     shift[d] = symbolic::Add(shift[d], symbolic::Int(sl[k]));
   }
   std::vector<Expr> sizes = in.sizes;
-  TBox r = Remap(in, sizes, [shift, sizes](const std::vector<Expr>& idx)
-                               -> absl::StatusOr<std::vector<Expr>> {
-    std::vector<Expr> sub = idx;
-    for (size_t d = 0; d < idx.size(); ++d) {
-      if (shift[d] == symbolic::Int(0)) continue;
-      // (i - shift) mod size, kept non-negative.
-      ASSIGN_OR_RETURN(Expr s, symbolic::Mod(shift[d], sizes[d]));
-      ASSIGN_OR_RETURN(sub[d], symbolic::Mod(symbolic::Add(
-                                                 symbolic::Sub(idx[d], s),
-                                                 sizes[d]),
-                                             sizes[d]));
-    }
-    return sub;
-  });
+  TBox r = Remap(
+      in, sizes,
+      [shift, sizes](
+          const std::vector<Expr>& idx) -> absl::StatusOr<std::vector<Expr>> {
+        std::vector<Expr> sub = idx;
+        for (size_t d = 0; d < idx.size(); ++d) {
+          if (shift[d] == symbolic::Int(0)) continue;
+          // (i - shift) mod size, kept non-negative.
+          ASSIGN_OR_RETURN(Expr s, symbolic::Mod(shift[d], sizes[d]));
+          ASSIGN_OR_RETURN(
+              sub[d],
+              symbolic::Mod(symbolic::Add(symbolic::Sub(idx[d], s), sizes[d]),
+                            sizes[d]));
+        }
+        return sub;
+      });
   if (dims.value_or(std::vector<int64_t>{}).empty()) {
     r = ReshapeLoader(r, m.sizes);
   }
@@ -1590,20 +1597,21 @@ absl::StatusOr<NodeValue> LowerRepeat(Lowerer& L, const Call& c) {
   const TensorMeta& m = OutMeta(L, c);
   ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
   std::vector<Expr> in = x.sizes;
-  return TensorValue(Remap(x, m.sizes, [in](const std::vector<Expr>& idx)
-                                           -> absl::StatusOr<std::vector<Expr>> {
-    size_t off = idx.size() - in.size();
-    std::vector<Expr> sub;
-    for (size_t d = 0; d < in.size(); ++d) {
-      if (IsOne(in[d])) {
-        sub.push_back(symbolic::Int(0));
-        continue;
-      }
-      ASSIGN_OR_RETURN(Expr e, symbolic::Mod(idx[off + d], in[d]));
-      sub.push_back(e);
-    }
-    return sub;
-  }));
+  return TensorValue(Remap(
+      x, m.sizes,
+      [in](const std::vector<Expr>& idx) -> absl::StatusOr<std::vector<Expr>> {
+        size_t off = idx.size() - in.size();
+        std::vector<Expr> sub;
+        for (size_t d = 0; d < in.size(); ++d) {
+          if (IsOne(in[d])) {
+            sub.push_back(symbolic::Int(0));
+            continue;
+          }
+          ASSIGN_OR_RETURN(Expr e, symbolic::Mod(idx[off + d], in[d]));
+          sub.push_back(e);
+        }
+        return sub;
+      }));
 }
 
 // The (left, right) padding of each dim from pad lists given from the last
@@ -1632,8 +1640,9 @@ LowerFn PadFn(PadMode mode) {
     }
     auto pads = PadsByDim(pad.value_or(std::vector<int64_t>{}), x.sizes.size());
     std::vector<Expr> in = x.sizes;
-    IndexMap map = [mode, pads, in](const std::vector<Expr>& idx)
-        -> absl::StatusOr<std::vector<Expr>> {
+    IndexMap map =
+        [mode, pads, in](
+            const std::vector<Expr>& idx) -> absl::StatusOr<std::vector<Expr>> {
       std::vector<Expr> sub = idx;
       for (size_t d = 0; d < idx.size(); ++d) {
         if (pads[d].first == 0 && pads[d].second == 0) continue;
@@ -1676,8 +1685,8 @@ absl::StatusOr<NodeValue> LowerDiagEmbed(Lowerer& L, const Call& c) {
   if (dim1 < 0) dim1 += rank;
   if (dim2 < 0) dim2 += rank;
   Expr n = x.sizes.back();
-  IndexMap map = [=](const std::vector<Expr>& idx)
-      -> absl::StatusOr<std::vector<Expr>> {
+  IndexMap map =
+      [=](const std::vector<Expr>& idx) -> absl::StatusOr<std::vector<Expr>> {
     std::vector<Expr> sub;
     for (int64_t d = 0; d < rank; ++d) {
       if (d != dim1 && d != dim2) sub.push_back(idx[d]);
@@ -1714,10 +1723,18 @@ absl::StatusOr<NodeValue> LowerLinspace(Lowerer& L, const Call& c) {
                const std::vector<Expr>& idx) -> absl::StatusOr<int> {
     DType f = DType::kFloat64;
     int i = kb.Cast(kb.Index(idx[0]), f);
-    int lo = kb.Call("add", {kb.Constant(a, f), kb.Call("mul", {i, kb.Constant(step, f)}, f)}, f);
-    int back = kb.Call("sub", {kb.Constant(static_cast<double>(steps - 1), f), i}, f);
-    int hi = kb.Call("sub", {kb.Constant(b, f), kb.Call("mul", {back, kb.Constant(step, f)}, f)}, f);
-    int first = kb.Call("lt", {kb.Index(idx[0]), kb.IntConstant(half, DType::kInt64)}, DType::kBool);
+    int lo = kb.Call(
+        "add",
+        {kb.Constant(a, f), kb.Call("mul", {i, kb.Constant(step, f)}, f)}, f);
+    int back =
+        kb.Call("sub", {kb.Constant(static_cast<double>(steps - 1), f), i}, f);
+    int hi = kb.Call(
+        "sub",
+        {kb.Constant(b, f), kb.Call("mul", {back, kb.Constant(step, f)}, f)},
+        f);
+    int first =
+        kb.Call("lt", {kb.Index(idx[0]), kb.IntConstant(half, DType::kInt64)},
+                DType::kBool);
     return kb.Cast(kb.Call("where", {first, lo, hi}, f), out);
   };
   return TensorValue(t);
@@ -1733,12 +1750,13 @@ absl::StatusOr<NodeValue> LowerCat(Lowerer& L, const Call& c) {
   ASSIGN_OR_RETURN(int64_t dim, c.Int("dim"));
   int64_t rank = static_cast<int64_t>(m.sizes.size());
   if (dim < 0) dim += rank;
-  int b = L.NewBuffer(m.dtype, StorageNumel(m.sizes, m.strides,
-                                            m.storage_offset));
+  int b =
+      L.NewBuffer(m.dtype, StorageNumel(m.sizes, m.strides, m.storage_offset));
   L.storage_buffer()[m.storage] = b;
   Expr start = symbolic::Int(0);
   for (const Arg& a : list.arg->list) {
-    if (a.kind != Arg::Kind::kNode) return c.Error("a cat input is not a tensor");
+    if (a.kind != Arg::Kind::kNode)
+      return c.Error("a cat input is not a tensor");
     const NodeValue& v = L.value(a.node);
     if (v.kind != NodeValue::Kind::kTensor) {
       return c.Error("a cat input is not a tensor");
@@ -1748,8 +1766,8 @@ absl::StatusOr<NodeValue> LowerCat(Lowerer& L, const Call& c) {
     if (t.sizes.size() == 1 && t.sizes[0] == symbolic::Int(0) && rank != 1) {
       continue;
     }
-    Expr offset = symbolic::Add(m.storage_offset,
-                                symbolic::Mul(start, m.strides[dim]));
+    Expr offset =
+        symbolic::Add(m.storage_offset, symbolic::Mul(start, m.strides[dim]));
     RETURN_IF_ERROR(L.Store(b, m.strides, offset, t));
     start = symbolic::Add(start, t.sizes[dim]);
   }
@@ -1808,8 +1826,8 @@ absl::StatusOr<NodeValue> LowerStack(Lowerer& L, const Call& c) {
   ASSIGN_OR_RETURN(int64_t dim, c.Int("dim"));
   int64_t rank = static_cast<int64_t>(m.sizes.size());
   if (dim < 0) dim += rank;
-  int b = L.NewBuffer(m.dtype,
-                      StorageNumel(m.sizes, m.strides, m.storage_offset));
+  int b =
+      L.NewBuffer(m.dtype, StorageNumel(m.sizes, m.strides, m.storage_offset));
   L.storage_buffer()[m.storage] = b;
   std::vector<Expr> strides = m.strides;
   strides.erase(strides.begin() + dim);
@@ -1822,8 +1840,8 @@ absl::StatusOr<NodeValue> LowerStack(Lowerer& L, const Call& c) {
     }
     std::vector<Expr> sizes = m.sizes;
     sizes.erase(sizes.begin() + dim);
-    Expr offset = symbolic::Add(m.storage_offset,
-                                symbolic::Mul(symbolic::Int(k++), m.strides[dim]));
+    Expr offset = symbolic::Add(
+        m.storage_offset, symbolic::Mul(symbolic::Int(k++), m.strides[dim]));
     RETURN_IF_ERROR(L.Store(b, strides, offset, L.Broadcast(v->t, sizes)));
   }
   return TensorValue(
@@ -1862,9 +1880,9 @@ absl::StatusOr<NodeValue> LowerContraction(Lowerer& L, const Call& c) {
     ASSIGN_OR_RETURN(int y, v.load(kb, {idx.back()}));
     return kb.Call("mul", {kb.Cast(x, acc), kb.Cast(y, acc)}, acc);
   };
-  ASSIGN_OR_RETURN(
-      TBox out, L.Reduce(p, {static_cast<int64_t>(a.sizes.size()) - 1},
-                         ReduceKind::kSum, acc, m, nullptr));
+  ASSIGN_OR_RETURN(TBox out,
+                   L.Reduce(p, {static_cast<int64_t>(a.sizes.size()) - 1},
+                            ReduceKind::kSum, acc, m, nullptr));
   return TensorValue(out);
 }
 
@@ -1929,22 +1947,25 @@ void AddLosses(absl::flat_hash_map<std::string, LowerFn>& T) {
   T["aten.binary_cross_entropy_with_logits.default"] =
       LossFn([](Lowerer& L, const Call& c, Expression& e, TBox x,
                 TBox y) -> absl::StatusOr<TBox> {
-        TBox log_sig = e("sub", {e("minimum", {x, e.Number(0)}),
-                                 e("log1p", {e("exp", {e("neg", {e("abs", {x})})})})});
+        TBox log_sig =
+            e("sub", {e("minimum", {x, e.Number(0)}),
+                      e("log1p", {e("exp", {e("neg", {e("abs", {x})})})})});
         TBox one_minus_y = e("sub", {e.Number(1), y});
         TBox loss;
         if (c.Has("pos_weight")) {
-          ASSIGN_OR_RETURN(TBox pw, L.Operand(c, c.Index("pos_weight"),
-                                              e.compute()));
+          ASSIGN_OR_RETURN(TBox pw,
+                           L.Operand(c, c.Index("pos_weight"), e.compute()));
           // (1 - y) x - (1 + (pw - 1) y) log_sigmoid(x)
-          TBox lw = e("add", {e.Number(1),
-                              e("mul", {e("sub", {pw, e.Number(1)}), y})});
-          loss = e("sub", {e("mul", {one_minus_y, x}), e("mul", {lw, log_sig})});
+          TBox lw = e(
+              "add", {e.Number(1), e("mul", {e("sub", {pw, e.Number(1)}), y})});
+          loss =
+              e("sub", {e("mul", {one_minus_y, x}), e("mul", {lw, log_sig})});
         } else {
           loss = e("sub", {e("mul", {one_minus_y, x}), log_sig});
         }
         if (c.Has("weight")) {
-          ASSIGN_OR_RETURN(TBox w, L.Operand(c, c.Index("weight"), e.compute()));
+          ASSIGN_OR_RETURN(TBox w,
+                           L.Operand(c, c.Index("weight"), e.compute()));
           loss = e("mul", {loss, w});
         }
         return loss;
@@ -1983,8 +2004,11 @@ absl::StatusOr<NodeValue> LowerCdist(Lowerer& L, const Call& c) {
     };
     ASSIGN_OR_RETURN(int a, x1.load(kb, at(x1, idx[rank - 3])));
     ASSIGN_OR_RETURN(int b, x2.load(kb, at(x2, idx[rank - 2])));
-    int diff = kb.Call("abs", {kb.Call("sub", {kb.Cast(a, acc), kb.Cast(b, acc)}, acc)}, acc);
-    if (p == 0) return kb.Cast(kb.Call("ne", {diff, kb.Constant(0, acc)}, DType::kBool), acc);
+    int diff = kb.Call(
+        "abs", {kb.Call("sub", {kb.Cast(a, acc), kb.Cast(b, acc)}, acc)}, acc);
+    if (p == 0)
+      return kb.Cast(kb.Call("ne", {diff, kb.Constant(0, acc)}, DType::kBool),
+                     acc);
     if (p == 1 || std::isinf(p)) return diff;
     if (p == 2) return kb.Call("mul", {diff, diff}, acc);
     return kb.Call("pow", {diff, kb.Constant(p, acc)}, acc);
@@ -2000,9 +2024,8 @@ absl::StatusOr<NodeValue> LowerCdist(Lowerer& L, const Call& c) {
       return kb.Call("pow", {v, kb.Constant(1 / p, acc)}, acc);
     };
   }
-  ASSIGN_OR_RETURN(TBox out,
-                   L.Reduce(d, {static_cast<int64_t>(rank) - 1}, kind, acc, m,
-                            post));
+  ASSIGN_OR_RETURN(TBox out, L.Reduce(d, {static_cast<int64_t>(rank) - 1}, kind,
+                                      acc, m, post));
   return TensorValue(out);
 }
 

@@ -1,8 +1,10 @@
 #include "runtime/kernel_runtime.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "Eigen/Core"
+#include "dnnl.h"
 
 namespace lathe {
 namespace {
@@ -28,6 +30,51 @@ void Gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const T* a,
   }
 }
 
+// The BLAS form of a rows x cols row-major operand with strides (rs, cs):
+// 'N' with leading dimension rs when its rows are contiguous, 'T' with
+// leading dimension cs when its columns are; false for any other layout.
+bool BlasLayout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, char* trans,
+                int64_t* ld) {
+  int64_t r = std::max<int64_t>(rows, 1), c = std::max<int64_t>(cols, 1);
+  if ((cs == 1 || cols == 1) && (rows == 1 || rs >= c)) {
+    *trans = 'N';
+    *ld = rows == 1 ? c : rs;
+    return true;
+  }
+  if ((rs == 1 || rows == 1) && (cols == 1 || cs >= r)) {
+    *trans = 'T';
+    *ld = cols == 1 ? r : cs;
+    return true;
+  }
+  return false;
+}
+
+// f32: oneDNN's sgemm (tools/bench/library_choice.md: the fastest of Eigen,
+// OpenBLAS and oneDNN on this machine at the MLP and transformer shapes; it
+// threads with the kernels' own OpenMP runtime). Layouts BLAS cannot
+// express go to Eigen.
+void Sgemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a,
+           int64_t a_bs, int64_t a_rs, int64_t a_cs, const float* b,
+           int64_t b_bs, int64_t b_rs, int64_t b_cs, float* c, int64_t c_bs,
+           int64_t c_rs, int64_t c_cs) {
+  char ta, tb, tc;
+  int64_t lda, ldb, ldc;
+  bool blas = k > 0 && m > 0 && n > 0 &&
+              BlasLayout(m, k, a_rs, a_cs, &ta, &lda) &&
+              BlasLayout(k, n, b_rs, b_cs, &tb, &ldb) &&
+              BlasLayout(m, n, c_rs, c_cs, &tc, &ldc) && tc == 'N';
+  for (int64_t i = 0; blas && i < batch; ++i) {
+    if (dnnl_sgemm(ta, tb, m, n, k, 1.0f, a + i * a_bs, lda, b + i * b_bs, ldb,
+                   0.0f, c + i * c_bs, ldc) != dnnl_success) {
+      blas = false;
+    }
+  }
+  if (!blas) {
+    Gemm<float>(batch, m, n, k, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, c,
+                c_bs, c_rs, c_cs);
+  }
+}
+
 const char kAbiText[] =
 #include "runtime/kernel_abi_text.inc"
     ;
@@ -35,7 +82,7 @@ const char kAbiText[] =
 }  // namespace
 
 const LatheKernelRuntime* KernelRuntime() {
-  static const LatheKernelRuntime rt = {LATHE_KERNEL_ABI_VERSION, &Gemm<float>,
+  static const LatheKernelRuntime rt = {LATHE_KERNEL_ABI_VERSION, &Sgemm,
                                         &Gemm<double>};
   return &rt;
 }

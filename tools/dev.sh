@@ -26,6 +26,10 @@ readonly PACKAGES=(
   libgmock-dev
   libgtest-dev
   llvm-14-tools
+  libdnnl-dev
+  libhwy-dev
+  libopenblas-dev
+  libsleef-dev
 )
 
 log() { printf 'lathe: %s\n' "$*" >&2; }

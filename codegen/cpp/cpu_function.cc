@@ -92,8 +92,8 @@ absl::StatusOr<ir::Interpretation> CpuFunction::Run(
   const Program& p = g.program;
   size_t placeholders = g.input_buffers.size() - g.constants.size();
   if (given.size() != placeholders) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "expected ", placeholders, " inputs, got ", given.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected ", placeholders, " inputs, got ", given.size()));
   }
   // Constants are the inputs after the placeholders.
   std::vector<ir::Value> with_constants;

@@ -203,9 +203,10 @@ TEST(TorchCorpusTest, CpuBackendMatchesEagerPyTorch) {
   size_t total = 0;
   std::vector<std::string> refused;
   int passed = RunCases({}, " --backend cpu", &per_mode, &total, &refused);
-  std::printf("--backend cpu: %d of %zu torch corpus cases compile and match "
-              "eager PyTorch; %zu refused:\n",
-              passed, total, refused.size());
+  std::printf(
+      "--backend cpu: %d of %zu torch corpus cases compile and match "
+      "eager PyTorch; %zu refused:\n",
+      passed, total, refused.size());
   for (const std::string& r : refused) std::printf("  %s", r.c_str());
   // The floor rises as lowerings land; the goal is every case.
   EXPECT_GE(passed, kCpuBackendFloor);

@@ -1,0 +1,98 @@
+// The kernel runtime's matrix products against a naive triple loop, in
+// every layout the generated code passes: row-major, transposed operands
+// (BLAS 'T'), batches, a strided output and a layout BLAS cannot express
+// (both strides > 1, which goes to Eigen), and k = 0.
+
+#include "runtime/kernel_runtime.h"
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace lathe {
+namespace {
+
+struct Layout {
+  int64_t bs, rs, cs;
+};
+
+// c = a @ b over `batch` products, each operand laid out as given.
+template <typename T>
+std::vector<T> Naive(int64_t batch, int64_t m, int64_t n, int64_t k,
+                     const std::vector<T>& a, Layout la,
+                     const std::vector<T>& b, Layout lb) {
+  std::vector<T> c(batch * m * n);
+  for (int64_t i = 0; i < batch; ++i)
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t col = 0; col < n; ++col) {
+        double acc = 0;
+        for (int64_t x = 0; x < k; ++x) {
+          acc += double(a[i * la.bs + r * la.rs + x * la.cs]) *
+                 double(b[i * lb.bs + x * lb.rs + col * lb.cs]);
+        }
+        c[(i * m + r) * n + col] = static_cast<T>(acc);
+      }
+  return c;
+}
+
+template <typename T>
+void Check(int64_t batch, int64_t m, int64_t n, int64_t k, Layout la, Layout lb,
+           Layout lc) {
+  std::vector<T> a(batch * la.bs + m * la.rs + k * la.cs + 1);
+  std::vector<T> b(batch * lb.bs + k * lb.rs + n * lb.cs + 1);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = T(std::sin(0.37 * i));
+  for (size_t i = 0; i < b.size(); ++i) b[i] = T(std::cos(0.11 * i));
+  std::vector<T> c(batch * lc.bs + m * lc.rs + n * lc.cs + 1, T(-7));
+  const LatheKernelRuntime* rt = KernelRuntime();
+  auto gemm = sizeof(T) == 4 ? reinterpret_cast<void*>(rt->sgemm)
+                             : reinterpret_cast<void*>(rt->dgemm);
+  using Fn = void (*)(int64_t, int64_t, int64_t, int64_t, const T*, int64_t,
+                      int64_t, int64_t, const T*, int64_t, int64_t, int64_t, T*,
+                      int64_t, int64_t, int64_t);
+  reinterpret_cast<Fn>(gemm)(batch, m, n, k, a.data(), la.bs, la.rs, la.cs,
+                             b.data(), lb.bs, lb.rs, lb.cs, c.data(), lc.bs,
+                             lc.rs, lc.cs);
+  std::vector<T> want = Naive<T>(batch, m, n, k, a, la, b, lb);
+  for (int64_t i = 0; i < batch; ++i)
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t col = 0; col < n; ++col) {
+        double w = want[(i * m + r) * n + col];
+        double g = c[i * lc.bs + r * lc.rs + col * lc.cs];
+        ASSERT_NEAR(g, w, 1e-4 * (1 + std::fabs(w)))
+            << "batch " << i << " at [" << r << ", " << col << "]";
+      }
+}
+
+TEST(KernelRuntimeTest, RowMajor) {
+  Check<float>(1, 33, 65, 17, {0, 17, 1}, {0, 65, 1}, {0, 65, 1});
+  Check<double>(1, 33, 65, 17, {0, 17, 1}, {0, 65, 1}, {0, 65, 1});
+}
+
+TEST(KernelRuntimeTest, TransposedOperands) {
+  // a is k x m stored transposed, b is n x k stored transposed.
+  Check<float>(1, 20, 30, 40, {0, 1, 20}, {0, 1, 40}, {0, 30, 1});
+}
+
+TEST(KernelRuntimeTest, Batches) {
+  Check<float>(3, 8, 9, 10, {80, 10, 1}, {90, 9, 1}, {72, 9, 1});
+  Check<float>(2, 8, 9, 10, {0, 10, 1}, {90, 1, 10}, {72, 9, 1});  // a shared
+}
+
+TEST(KernelRuntimeTest, PaddedRowsAndSingleRows) {
+  Check<float>(1, 5, 6, 7, {0, 11, 1}, {0, 8, 1}, {0, 9, 1});
+  Check<float>(1, 1, 6, 7, {0, 123, 1}, {0, 6, 1}, {0, 6, 1});
+}
+
+TEST(KernelRuntimeTest, LayoutsBlasCannotExpressGoToEigen) {
+  Check<float>(1, 6, 5, 4, {0, 8, 2}, {0, 10, 2}, {0, 5, 1});
+  Check<float>(1, 6, 5, 4, {0, 4, 1}, {0, 5, 1}, {0, 1, 6});  // column-major c
+}
+
+TEST(KernelRuntimeTest, EmptyInnerDimensionGivesZeros) {
+  Check<float>(1, 3, 4, 0, {0, 1, 1}, {0, 4, 1}, {0, 4, 1});
+}
+
+}  // namespace
+}  // namespace lathe
