@@ -143,38 +143,37 @@ absl::string_view ScalarPrelude() {
 
 #define LATHE_FN static inline __attribute__((always_inline))
 
-// glibc's libmvec has vector variants of these; <math.h> declares them only
-// under -ffast-math, so they are declared here, and GCC calls them from
-// `omp simd` loops (tools/bench/library_choice.md: faster than Sleef and
-// Highway on this machine, within 4 ULP, the same NaN/Inf results).
-#define LATHE_MVEC(name)                  \
-  _Pragma("omp declare simd notinbranch") \
-  float name##f(float) noexcept;          \
-  _Pragma("omp declare simd notinbranch") \
-  double name(double) noexcept;
-extern "C" {
-LATHE_MVEC(exp)
-LATHE_MVEC(exp2)
-LATHE_MVEC(expm1)
-LATHE_MVEC(log)
-LATHE_MVEC(log2)
-LATHE_MVEC(log10)
-LATHE_MVEC(log1p)
-LATHE_MVEC(sin)
-LATHE_MVEC(cos)
-LATHE_MVEC(tan)
-LATHE_MVEC(asin)
-LATHE_MVEC(acos)
-LATHE_MVEC(atan)
-LATHE_MVEC(sinh)
-LATHE_MVEC(cosh)
-LATHE_MVEC(tanh)
-LATHE_MVEC(asinh)
-LATHE_MVEC(acosh)
-LATHE_MVEC(atanh)
-LATHE_MVEC(erf)
-LATHE_MVEC(erfc)
-}
+              // glibc's libmvec has vector variants of these; <math.h> declares
+              // them only under -ffast-math, so they are declared here, and GCC
+              // calls them from `omp simd` loops
+              // (tools/bench/library_choice.md: faster than Sleef and Highway
+              // on this machine, within 4 ULP, the same NaN/Inf results).
+#define LATHE_MVEC(name)                                                 \
+                _Pragma("omp declare simd notinbranch") float name##f(float) noexcept; \
+                _Pragma("omp declare simd notinbranch") double name(double) noexcept;
+              extern "C" {
+              LATHE_MVEC(exp)
+              LATHE_MVEC(exp2)
+              LATHE_MVEC(expm1)
+              LATHE_MVEC(log)
+              LATHE_MVEC(log2)
+              LATHE_MVEC(log10)
+              LATHE_MVEC(log1p)
+              LATHE_MVEC(sin)
+              LATHE_MVEC(cos)
+              LATHE_MVEC(tan)
+              LATHE_MVEC(asin)
+              LATHE_MVEC(acos)
+              LATHE_MVEC(atan)
+              LATHE_MVEC(sinh)
+              LATHE_MVEC(cosh)
+              LATHE_MVEC(tanh)
+              LATHE_MVEC(asinh)
+              LATHE_MVEC(acosh)
+              LATHE_MVEC(atanh)
+              LATHE_MVEC(erf)
+              LATHE_MVEC(erfc)
+              }
 #undef LATHE_MVEC
 
               // float16 / bfloat16 are stored as their bits and computed in

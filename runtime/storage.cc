@@ -1,5 +1,6 @@
 #include "runtime/storage.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,6 +40,15 @@ Storage::Impl::~Impl() {
 }
 
 absl::StatusOr<Storage> Storage::Allocate(int64_t nbytes, Device device) {
+  return AllocateHost(nbytes, device, /*zeroed=*/true);
+}
+
+absl::StatusOr<Storage> Storage::AllocateUninitialized(int64_t nbytes) {
+  return AllocateHost(nbytes, Device::Cpu(), /*zeroed=*/false);
+}
+
+absl::StatusOr<Storage> Storage::AllocateHost(int64_t nbytes, Device device,
+                                              bool zeroed) {
   if (nbytes < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot allocate a negative size (", nbytes, " bytes)"));
@@ -55,6 +65,11 @@ absl::StatusOr<Storage> Storage::Allocate(int64_t nbytes, Device device) {
   }
   int64_t rounded =
       (std::max<int64_t>(nbytes, 1) + kAlign - 1) / kAlign * kAlign;
+  // Blocks of 2 MiB and more start on a huge-page boundary and ask for huge
+  // pages: a fresh block then faults in 512 times less often.
+  constexpr int64_t kHuge = int64_t{2} << 20;
+  bool huge = rounded >= kHuge;
+  if (huge) rounded = (rounded + kHuge - 1) / kHuge * kHuge;
   int64_t before = in_use.fetch_add(rounded);
   if (before + rounded > HostMemoryLimit()) {
     in_use.fetch_sub(rounded);
@@ -62,13 +77,14 @@ absl::StatusOr<Storage> Storage::Allocate(int64_t nbytes, Device device) {
         "allocating ", nbytes, " bytes would exceed the memory limit of ",
         HostMemoryLimit(), " bytes (", before, " in use)"));
   }
-  void* data = std::aligned_alloc(kAlign, rounded);
+  void* data = std::aligned_alloc(huge ? kHuge : kAlign, rounded);
+  if (data != nullptr && huge) madvise(data, rounded, MADV_HUGEPAGE);
   if (data == nullptr) {
     in_use.fetch_sub(rounded);
     return absl::ResourceExhaustedError(
         absl::StrCat("out of memory allocating ", nbytes, " bytes"));
   }
-  std::memset(data, 0, rounded);
+  if (zeroed) std::memset(data, 0, rounded);
   Storage s;
   s.impl_ = std::make_shared<Impl>();
   s.impl_->data = data;

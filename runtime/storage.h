@@ -36,6 +36,13 @@ class Storage {
   static absl::StatusOr<Storage> Allocate(int64_t nbytes,
                                           Device device = Device::Cpu());
 
+  // AllocateUninitialized()
+  //
+  // As Allocate, without zeroing: for memory the caller writes in full
+  // before anything reads it (the buffers of compiled kernels). Large
+  // blocks are backed by transparent huge pages where the kernel allows.
+  static absl::StatusOr<Storage> AllocateUninitialized(int64_t nbytes);
+
   bool is_null() const { return impl_ == nullptr; }
   void* data() const { return impl_ ? impl_->data : nullptr; }
   int64_t nbytes() const { return impl_ ? impl_->nbytes : 0; }
@@ -51,6 +58,8 @@ class Storage {
   }
 
  private:
+  static absl::StatusOr<Storage> AllocateHost(int64_t nbytes, Device device,
+                                              bool zeroed);
   struct Impl {
     void* data = nullptr;
     int64_t nbytes = 0;

@@ -154,3 +154,29 @@ TEST(StorageTest, TheHostMemoryLimitRefusesAllocationsBeyondIt) {
 
 }  // namespace
 }  // namespace lathe
+
+namespace lathe {
+namespace {
+
+// Uninitialized storage: the size asked for, counted against the limit like
+// any other; a large block starts on a 2 MiB (huge page) boundary.
+TEST(StorageTest, UninitializedStorageIsCountedAndLargeBlocksAreHugeAligned) {
+  int64_t before = HostMemoryInUse();
+  {
+    absl::StatusOr<Storage> small = Storage::AllocateUninitialized(100);
+    ASSERT_OK(small);
+    EXPECT_EQ(small->nbytes(), 100);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(small->data()) % 64, 0u);
+    absl::StatusOr<Storage> big =
+        Storage::AllocateUninitialized((int64_t{3} << 20) + 1);
+    ASSERT_OK(big);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(big->data()) % (2 << 20), 0u);
+    EXPECT_EQ(HostMemoryInUse() - before, 128 + (int64_t{4} << 20));
+    static_cast<char*>(big->data())[(int64_t{3} << 20)] = 1;  // writable
+  }
+  EXPECT_EQ(HostMemoryInUse(), before);
+  EXPECT_FALSE(Storage::AllocateUninitialized(-1).ok());
+}
+
+}  // namespace
+}  // namespace lathe

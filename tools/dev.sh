@@ -90,7 +90,8 @@ job_main() {
   bazel-bin/tools/lathec run "$ROOT/tools/examples/mlp.txt" \
     --input x="$ROOT/tools/examples/mlp/x.npy" \
     --input w="$ROOT/tools/examples/mlp/w.npy" \
-    --out "$out" || return 1
+    --backend cpu --dump-dir "$out-dump" --out "$out" || return 1
+  log "the generated kernels, loop IR and fusion log are in $out-dump"
   log "outputs are in $out"
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -483,6 +484,8 @@ void Leaves(const Operand& o, std::vector<Operand>* out) {
 struct Compiled : CompiledGraph {
   explicit Compiled(CompiledGraph&& g) : CompiledGraph(std::move(g)) {}
   std::unique_ptr<codegen::CpuFunction> cpu;
+  mutable double run_seconds = 0;  // every input set it ran, with wrappers
+  mutable int runs = 0;
 };
 
 absl::StatusOr<std::unique_ptr<ir::Graph>> Parse(const RunOptions& o,
@@ -713,8 +716,13 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
       use = compiled.back().get();
     }
     std::string prefix = o.input_dirs.empty() ? "" : absl::StrCat(k, "/");
+    auto run_start = std::chrono::steady_clock::now();
     absl::StatusOr<std::vector<PendingFile>> one =
         RunOnce(*use, set, values, prefix);
+    use->run_seconds += std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - run_start)
+                            .count();
+    ++use->runs;
     if (!one.ok()) {
       return absl::Status(one.status().code(),
                           absl::StrCat(set.label, one.status().message()));
@@ -769,6 +777,17 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
   RETURN_IF_ERROR(out.Commit());
   if (dump) RETURN_IF_ERROR(dump->Commit());
   for (const PendingFile& f : all) std::printf("%s\n", f.summary.c_str());
+  // What the cpu backend did, per compile.
+  for (const auto& c : compiled) {
+    if (c->cpu == nullptr) continue;
+    const codegen::CpuStats& st = c->cpu->stats();
+    std::printf(
+        "cpu backend: %d kernels (%d before fusion); lathe %.1f ms, C++ "
+        "compiler %.0f ms; %d run(s), %.3f ms each\n",
+        st.kernels, st.kernels_unfused, st.lower_seconds * 1e3,
+        st.compiler_seconds * 1e3, c->runs,
+        c->runs > 0 ? c->run_seconds * 1e3 / c->runs : 0.0);
+  }
   return absl::OkStatus();
 }
 

@@ -174,9 +174,9 @@ absl::StatusOr<ir::Interpretation> CpuFunction::Run(
     }
     if (buf.local) continue;  // never stored (scheduler.h)
     ASSIGN_OR_RETURN(int64_t numel, eval_int(buf.numel));
-    ASSIGN_OR_RETURN(
-        storages[b],
-        Storage::Allocate(std::max<int64_t>(numel, 1) * ItemSize(buf.dtype)));
+    ASSIGN_OR_RETURN(storages[b],
+                     Storage::AllocateUninitialized(
+                         std::max<int64_t>(numel, 1) * ItemSize(buf.dtype)));
     pointers[b] = storages[b].data();
   }
   int rc = entry_(pointers.data(), ints.data(), floats.data(), KernelRuntime());
