@@ -23,12 +23,9 @@ namespace {
 // Binds size symbols of annotations to input values and checks the rest.
 class InputChecker {
  public:
-  // Checks input `position`, or a constant when position < 0.
-  absl::Status Check(const Node& p, int position, const Value& v) {
-    const ValueMeta& m = p.meta();
-    std::string where =
-        position < 0 ? absl::StrCat("constant 'self.", p.target(), "'")
-                     : absl::StrCat("input ", position, " ('", p.name(), "')");
+  // Checks `v` against the annotation `m`; errors start with `where`.
+  absl::Status Check(const ValueMeta& m, const std::string& where,
+                     const Value& v) {
     if (m.kind == ValueMeta::Kind::kNone) return absl::OkStatus();
     if (m.kind == ValueMeta::Kind::kSym) {
       if (!v.is_number()) {
@@ -140,7 +137,42 @@ bool SameStorage(const Value& v, const Storage& s) {
   return false;
 }
 
+std::string WhereOf(const Node& n, int position) {
+  return n.kind() == Node::Kind::kGetAttr
+             ? absl::StrCat("constant 'self.", n.target(), "'")
+             : absl::StrCat("input ", position, " ('", n.name(), "')");
+}
+
 }  // namespace
+
+std::vector<InputSlot> InputSlots(const Graph& graph) {
+  std::vector<InputSlot> slots;
+  std::vector<Node*> placeholders = graph.Placeholders();
+  for (size_t i = 0; i < placeholders.size(); ++i) {
+    slots.push_back({placeholders[i]->meta(),
+                     WhereOf(*placeholders[i], static_cast<int>(i))});
+  }
+  for (const auto& node : graph.nodes()) {
+    if (node->kind() == Node::Kind::kGetAttr) {
+      slots.push_back({node->meta(), WhereOf(*node, -1)});
+    }
+  }
+  return slots;
+}
+
+absl::Status CheckInputs(const std::vector<InputSlot>& slots,
+                         const std::vector<const Value*>& values) {
+  if (values.size() != slots.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected ", slots.size(), " inputs and constants, got ",
+                     values.size()));
+  }
+  InputChecker checker;
+  for (size_t k = 0; k < slots.size(); ++k) {
+    RETURN_IF_ERROR(checker.Check(slots[k].meta, slots[k].where, *values[k]));
+  }
+  return checker.Finish();
+}
 
 absl::StatusOr<Interpretation> Interpret(
     const Graph& graph, std::vector<Value> inputs,
@@ -155,8 +187,9 @@ absl::StatusOr<Interpretation> Interpret(
   absl::flat_hash_map<const Node*, Value> env;
   InputChecker checker;
   for (size_t i = 0; i < placeholders.size(); ++i) {
-    RETURN_IF_ERROR(
-        checker.Check(*placeholders[i], static_cast<int>(i), inputs[i]));
+    RETURN_IF_ERROR(checker.Check(
+        placeholders[i]->meta(), WhereOf(*placeholders[i], static_cast<int>(i)),
+        inputs[i]));
     env[placeholders[i]] = inputs[i];
   }
   RETURN_IF_ERROR(checker.Finish());
@@ -177,7 +210,7 @@ absl::StatusOr<Interpretation> Interpret(
           return fail(absl::InvalidArgumentError(
               absl::StrCat("constant 'self.", n.target(), "' has no value")));
         }
-        RETURN_IF_ERROR(checker.Check(n, -1, it->second));
+        RETURN_IF_ERROR(checker.Check(n.meta(), WhereOf(n, -1), it->second));
         env[&n] = it->second;
         continue;
       }

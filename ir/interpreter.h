@@ -36,6 +36,26 @@ struct Interpretation {
   std::vector<bool> mutated_inputs;  // per placeholder
 };
 
+// A value a graph takes: a placeholder or a constant (`self.NAME`), with
+// its annotation and how errors name it.
+struct InputSlot {
+  ValueMeta meta;
+  std::string where;  // "input 0 ('x')" or "constant 'self.c'"
+};
+
+// InputSlots()
+//
+// The graph's placeholders in order, then its constants in graph order.
+std::vector<InputSlot> InputSlots(const Graph& graph);
+
+// CheckInputs()
+//
+// Checks values[k] against slots[k]'s annotation, as Interpret checks its
+// inputs: dtype, rank, sizes, the strides of dimensions with more than one
+// element, and one value per size symbol across all of them.
+absl::Status CheckInputs(const std::vector<InputSlot>& slots,
+                         const std::vector<const Value*>& values);
+
 // Interpret()
 //
 // Runs `graph` with `inputs` (one per placeholder, in order) and

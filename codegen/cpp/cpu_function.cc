@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "check.h"
 #include "codegen/cpp/cpp_emitter.h"
 #include "codegen/scheduler.h"
 #include "runtime/kernel_runtime.h"
@@ -46,6 +47,9 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Compile(
   f->stats_.lower_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
+  f->slots_ = ir::InputSlots(graph);
+  LATHE_CHECK(f->slots_.size() == f->lowered_.input_buffers.size())
+      << "lowering's inputs are the placeholders, then the constants";
   f->writes_input_.assign(f->lowered_.input_buffers.size(), false);
   for (const Kernel& k : f->lowered_.program.kernels) {
     std::vector<int> written;
@@ -95,25 +99,23 @@ absl::StatusOr<ir::Interpretation> CpuFunction::Run(
     return absl::InvalidArgumentError(
         absl::StrCat("expected ", placeholders, " inputs, got ", given.size()));
   }
-  // Constants are the inputs after the placeholders.
-  std::vector<ir::Value> with_constants;
-  if (!g.constants.empty()) {
-    with_constants = given;
-    for (const std::string& name : g.constants) {
-      auto it = constants.find(name);
-      if (it == constants.end()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("missing constant 'self.", name, "'"));
-      }
-      with_constants.push_back(it->second);
+  // Constants are the inputs after the placeholders; every one is checked
+  // against its annotation before a kernel reads it.
+  std::vector<const ir::Value*> inputs;
+  for (const ir::Value& v : given) inputs.push_back(&v);
+  for (const std::string& name : g.constants) {
+    auto it = constants.find(name);
+    if (it == constants.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("missing constant 'self.", name, "'"));
     }
+    inputs.push_back(&it->second);
   }
-  const std::vector<ir::Value>& inputs =
-      g.constants.empty() ? given : with_constants;
+  RETURN_IF_ERROR(ir::CheckInputs(slots_, inputs));
   // Symbols from the inputs.
   symbolic::Assignment values;
   for (const SymbolSource& s : g.sources) {
-    const ir::Value& v = inputs[s.input];
+    const ir::Value& v = *inputs[s.input];
     symbolic::Value val;
     if (s.kind == SymbolSource::Kind::kScalar) {
       if (!v.is_number()) {
@@ -162,7 +164,7 @@ absl::StatusOr<ir::Interpretation> CpuFunction::Run(
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     const Buffer& buf = p.buffers[b];
     if (buf.kind == Buffer::Kind::kInput) {
-      const ir::Value& v = inputs[buf.input];
+      const ir::Value& v = *inputs[buf.input];
       if (!v.is_tensor() || v.tensor.dtype() != buf.dtype) {
         return absl::InvalidArgumentError(
             absl::StrCat("input ", buf.input, " is not a ",
@@ -212,7 +214,7 @@ absl::StatusOr<ir::Interpretation> CpuFunction::Run(
     ASSIGN_OR_RETURN(int64_t offset, eval_int(o.offset));
     const Buffer& buf = p.buffers[o.buffer];
     if (buf.kind == Buffer::Kind::kInput) {
-      offset += inputs[buf.input].tensor.storage_offset();
+      offset += inputs[buf.input]->tensor.storage_offset();
     }
     ASSIGN_OR_RETURN(Tensor t, Tensor::Wrap(storages[o.buffer], o.dtype, sizes,
                                             strides, offset));

@@ -78,8 +78,9 @@ class CpuFunction {
   BuiltLibrary built_;
   SharedLibrary library_;
   LatheEntryFn entry_ = nullptr;
-  std::string temp_dir_;            // removed in the destructor
-  std::vector<bool> writes_input_;  // per placeholder
+  std::string temp_dir_;              // removed in the destructor
+  std::vector<bool> writes_input_;    // per placeholder
+  std::vector<ir::InputSlot> slots_;  // what Run checks its inputs against
   CpuStats stats_;
 };
 

@@ -1,6 +1,8 @@
 // CpuFunction's errors: an op without a lowering names the node and the op;
 // a failing C++ compiler is reported with its command and leaves no
-// temporary directory behind. (Results are checked against the interpreter
+// temporary directory behind; inputs and constants that do not match their
+// annotations are refused before a kernel reads them. Constants are given
+// by name. (Results are checked against the interpreter
 // by tools/cpu_differential_test.)
 
 #include "codegen/cpp/cpu_function.h"
@@ -14,6 +16,8 @@
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
 #include "ir/shape_prop.h"
+#include "ir/value.h"
+#include "runtime/tensor.h"
 #include "status_macros.h"
 #include "tools/testing/status_matchers.h"
 
@@ -76,6 +80,53 @@ TEST(CpuFunctionTest, TheTemporaryDirectoryGoesWithTheFunction) {
     EXPECT_EQ(f->stats().kernels, 1);
   }
   EXPECT_EQ(TempDirs(), before);
+}
+
+constexpr char kConstant[] = R"IR(
+def forward(self, x: "f32[3][1]cpu"):
+    c: "f32[3][1]cpu" = self.c
+    mul = torch.ops.aten.mul.Tensor(x, c);  x = c = None
+    return (mul,)
+)IR";
+
+ir::Value Filled(std::vector<int64_t> sizes, double first) {
+  Tensor t = *Tensor::Empty(sizes, DType::kFloat32);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = first + i;
+  return ir::Value::OfTensor(t);
+}
+
+TEST(CpuFunctionTest, ConstantsAreGivenByName) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f, CompileText(kConstant));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation r,
+                       f->Run({Filled({3}, 1)}, {{"c", Filled({3}, 10)}}));
+  // [1, 2, 3] * [10, 11, 12]
+  const Tensor& out = r.outputs[0].tensor;
+  EXPECT_EQ(out.GetDouble({0}), 10);
+  EXPECT_EQ(out.GetDouble({1}), 22);
+  EXPECT_EQ(out.GetDouble({2}), 36);
+  EXPECT_THAT(r.mutated_inputs, ::testing::ElementsAre(false));
+}
+
+TEST(CpuFunctionTest, AMissingConstantIsNamed) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f, CompileText(kConstant));
+  EXPECT_THAT(f->Run({Filled({3}, 1)}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "missing constant 'self.c'"));
+}
+
+// A kernel would read past the end of a short constant or input: both are
+// refused with what the annotation expected.
+TEST(CpuFunctionTest, InputsAndConstantsOfTheWrongShapeAreRefused) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f, CompileText(kConstant));
+  EXPECT_THAT(f->Run({Filled({3}, 1)}, {{"c", Filled({2}, 10)}}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "constant 'self.c' size(0): expected 3, got 2"));
+  EXPECT_THAT(f->Run({Filled({2}, 1)}, {{"c", Filled({3}, 10)}}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "input 0 ('x') size(0): expected 3, got 2"));
+  EXPECT_THAT(f->Run({ir::Value::Int(3)}, {{"c", Filled({3}, 10)}}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("input 0 ('x'): expected a tensor")));
 }
 
 }  // namespace
