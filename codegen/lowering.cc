@@ -1408,10 +1408,7 @@ void AddActivations(absl::flat_hash_map<std::string, LowerFn>& T) {
 absl::StatusOr<NodeValue> LowerNanToNum(Lowerer& L, const Call& c) {
   const TensorMeta& m = OutMeta(L, c);
   if (!IsFloatingPoint(m.dtype)) return LowerCopyLike(L, c);
-  double big = m.dtype == DType::kFloat16    ? 65504.0
-               : m.dtype == DType::kBFloat16 ? 3.3895313892515355e38
-               : m.dtype == DType::kFloat32  ? 3.4028234663852886e38
-                                             : 1.7976931348623157e308;
+  double big = MaxFinite(m.dtype);
   ASSIGN_OR_RETURN(std::optional<double> nan, NumberArg(c, "nan"));
   ASSIGN_OR_RETURN(std::optional<double> posinf, NumberArg(c, "posinf"));
   ASSIGN_OR_RETURN(std::optional<double> neginf, NumberArg(c, "neginf"));

@@ -142,9 +142,7 @@ bool Overflows(DType to, bool is_int, int64_t i, double d) {
   double v = is_int ? static_cast<double>(i) : d;
   if (IsFloatingPoint(to)) {
     if (std::isinf(v) || std::isnan(v)) return false;
-    double max = to == DType::kFloat16    ? 65504.0
-                 : to == DType::kBFloat16 ? 3.3895313892515355e38
-                                          : 3.4028234663852886e38;
+    double max = MaxFinite(to);
     return v < -max || v > max;
   }
   if (std::isnan(v)) return true;

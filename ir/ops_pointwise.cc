@@ -939,10 +939,7 @@ absl::StatusOr<Value> NanToNum(const OpCall& c, bool running) {
     return out;
   }
   if (!running) return ResultMeta(info);
-  double big = d == DType::kFloat16    ? 65504.0
-               : d == DType::kBFloat16 ? 3.3895313892515355e38
-               : d == DType::kFloat32  ? 3.4028234663852886e38
-                                       : 1.7976931348623157e308;
+  double big = MaxFinite(d);
   double nan = 0, posinf = big, neginf = -big;
   if (!c.arg(1).is_none()) {
     ASSIGN_OR_RETURN(nan, c.arg(1).AsDouble());

@@ -74,6 +74,19 @@ bool IsFloatingPoint(DType d) {
          d == DType::kFloat32 || d == DType::kFloat64;
 }
 
+double MaxFinite(DType d) {
+  switch (d) {
+    case DType::kFloat16:
+      return 65504.0;
+    case DType::kBFloat16:
+      return 3.3895313892515355e38;
+    case DType::kFloat32:
+      return 3.4028234663852886e38;
+    default:
+      return 1.7976931348623157e308;
+  }
+}
+
 bool IsIntegral(DType d, bool include_bool) {
   if (d == DType::kBool) return include_bool;
   return !IsFloatingPoint(d);

@@ -72,6 +72,11 @@ absl::StatusOr<DType> ParseDType(absl::string_view name);
 bool IsFloatingPoint(DType dtype);
 bool IsIntegral(DType dtype, bool include_bool);
 
+// MaxFinite()
+//
+// The largest finite value of a floating dtype (float16: 65504).
+double MaxFinite(DType dtype);
+
 // VisitDType()
 //
 // Calls `f` with a value of the C++ type of `dtype` (Half, BFloat16, float,

@@ -1,5 +1,6 @@
 #include "runtime/tensor.h"
 
+#include <limits>
 #include <string>
 
 #include "absl/status/status.h"
@@ -176,6 +177,22 @@ TEST(StorageTest, UninitializedStorageIsCountedAndLargeBlocksAreHugeAligned) {
   }
   EXPECT_EQ(HostMemoryInUse(), before);
   EXPECT_FALSE(Storage::AllocateUninitialized(-1).ok());
+}
+
+}  // namespace
+}  // namespace lathe
+
+namespace lathe {
+namespace {
+
+// The largest finite value of each floating dtype (bfloat16: float32's
+// exponent with 7 mantissa bits, all ones).
+TEST(DTypeTest, MaxFiniteIsTheLargestFiniteValue) {
+  EXPECT_EQ(MaxFinite(DType::kFloat16), 65504.0);
+  EXPECT_EQ(MaxFinite(DType::kBFloat16), 0x1.fep127);
+  EXPECT_EQ(MaxFinite(DType::kFloat32),
+            static_cast<double>(std::numeric_limits<float>::max()));
+  EXPECT_EQ(MaxFinite(DType::kFloat64), std::numeric_limits<double>::max());
 }
 
 }  // namespace
