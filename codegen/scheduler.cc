@@ -180,6 +180,24 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
 
 // Drops the stores to buffers nothing reads (not outputs, not inputs) and
 // marks them local: they are neither stored nor allocated.
+// Removes the ops `drop` marks from k (no kept op may use one), renumbering
+// the rest; whether any was removed.
+bool EraseOps(Kernel& k, const std::vector<bool>& drop) {
+  std::vector<ScalarOp> kept;
+  std::vector<int> map(k.ops.size(), -1);
+  for (size_t i = 0; i < k.ops.size(); ++i) {
+    if (drop[i]) continue;
+    ScalarOp c = std::move(k.ops[i]);
+    for (int& x : c.args) x = map[x];
+    if (c.arg_index >= 0) c.arg_index = map[c.arg_index];
+    kept.push_back(std::move(c));
+    map[i] = static_cast<int>(kept.size()) - 1;
+  }
+  bool changed = kept.size() != k.ops.size();
+  k.ops = std::move(kept);
+  return changed;
+}
+
 void PlanMemory(LoweredGraph& g, std::vector<std::string>& log) {
   Program& p = g.program;
   std::vector<bool> read(p.buffers.size(), false);
@@ -190,39 +208,28 @@ void PlanMemory(LoweredGraph& g, std::vector<std::string>& log) {
     for (const ScalarOp& op : k.ops) {
       if (op.kind == ScalarOp::Kind::kLoad) read[op.buffer] = true;
     }
-    for (size_t i = 1; i < k.extern_buffers.size(); ++i) {
-      read[k.extern_buffers[i]] = true;
-    }
-    if (!k.extern_buffers.empty()) read[k.extern_buffers[0]] = true;
+    for (int b : k.extern_buffers) read[b] = true;
   }
+  // A buffer nothing reads is never stored (its values stay in registers).
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     Buffer& buf = p.buffers[b];
     if (buf.kind != Buffer::Kind::kAllocated || read[b]) continue;
     buf.local = true;
     for (Kernel& k : p.kernels) {
-      std::vector<ScalarOp> kept;
-      std::vector<int> map(k.ops.size(), -1);
+      std::vector<bool> drop(k.ops.size(), false);
       for (size_t i = 0; i < k.ops.size(); ++i) {
-        const ScalarOp& op = k.ops[i];
-        if (op.kind == ScalarOp::Kind::kStore &&
-            op.buffer == static_cast<int>(b)) {
-          continue;
-        }
-        ScalarOp c = op;
-        for (int& x : c.args) x = map[x];
-        if (c.arg_index >= 0) c.arg_index = map[c.arg_index];
-        kept.push_back(std::move(c));
-        map[i] = static_cast<int>(kept.size()) - 1;
+        drop[i] = k.ops[i].kind == ScalarOp::Kind::kStore &&
+                  k.ops[i].buffer == static_cast<int>(b);
       }
-      k.ops = std::move(kept);
+      EraseOps(k, drop);
     }
     log.push_back(
         absl::StrCat(buf.name, ": kept in registers (every read was fused)"));
   }
-  // A store that a later store of the same section overwrites at the same
-  // element, with no load of the buffer between, is dropped (in-place chains
-  // fused into one kernel).
   for (Kernel& k : p.kernels) {
+    // A store that a later store of the same section overwrites at the same
+    // element, with no load of the buffer between, is dropped (in-place
+    // chains fused into one kernel).
     std::vector<bool> drop(k.ops.size(), false);
     for (size_t i = 0; i < k.ops.size(); ++i) {
       const ScalarOp& a = k.ops[i];
@@ -237,41 +244,17 @@ void PlanMemory(LoweredGraph& g, std::vector<std::string>& log) {
         }
       }
     }
-    std::vector<ScalarOp> kept;
-    std::vector<int> map(k.ops.size(), -1);
-    for (size_t i = 0; i < k.ops.size(); ++i) {
-      if (drop[i]) continue;
-      ScalarOp c = k.ops[i];
-      for (int& x : c.args) x = map[x];
-      if (c.arg_index >= 0) c.arg_index = map[c.arg_index];
-      kept.push_back(std::move(c));
-      map[i] = static_cast<int>(kept.size()) - 1;
-    }
-    k.ops = std::move(kept);
-  }
-  // Ops whose values nothing uses any more (the stored values of dropped
-  // buffers) are removed.
-  for (Kernel& k : p.kernels) {
+    EraseOps(k, drop);
+    // Ops whose values nothing uses any more (the stored values of dropped
+    // stores) are removed.
     bool changed = true;
     while (changed) {
-      changed = false;
       std::vector<int> users = Users(k);
-      std::vector<ScalarOp> kept;
-      std::vector<int> map(k.ops.size(), -1);
+      drop.assign(k.ops.size(), false);
       for (size_t i = 0; i < k.ops.size(); ++i) {
-        const ScalarOp& op = k.ops[i];
-        bool dead = users[i] == 0 && op.kind != ScalarOp::Kind::kStore;
-        if (dead) {
-          changed = true;
-          continue;
-        }
-        ScalarOp c = op;
-        for (int& x : c.args) x = map[x];
-        if (c.arg_index >= 0) c.arg_index = map[c.arg_index];
-        kept.push_back(std::move(c));
-        map[i] = static_cast<int>(kept.size()) - 1;
+        drop[i] = users[i] == 0 && k.ops[i].kind != ScalarOp::Kind::kStore;
       }
-      k.ops = std::move(kept);
+      changed = EraseOps(k, drop);
     }
   }
 }
