@@ -871,29 +871,47 @@ absl::StatusOr<NodeValue> LowerDiv(Lowerer& L, const Call& c) {
   return PointwiseFn(fn, {0, 1})(L, c);
 }
 
-absl::StatusOr<NodeValue> LowerWhere(Lowerer& L, const Call& c) {
-  const TensorMeta& m = OutMeta(L, c);
-  DType compute = ComputeDType(m.dtype);
-  ASSIGN_OR_RETURN(TBox cond, L.Operand(c, 0, DType::kBool));
-  ASSIGN_OR_RETURN(TBox a, L.Operand(c, 1, compute));
-  ASSIGN_OR_RETURN(TBox b, L.Operand(c, 2, compute));
-  return TensorValue(
-      L.Pointwise("where", {cond, a, b}, compute, m.dtype, m.sizes));
+// where(cond, a, b) over the arguments at those positions (where: 0, 1, 2;
+// masked_fill(self, mask, value): 1, 2, 0).
+LowerFn WhereFn(int cond_arg, int a_arg, int b_arg) {
+  return [=](Lowerer& L, const Call& c) -> absl::StatusOr<NodeValue> {
+    const TensorMeta& m = OutMeta(L, c);
+    DType compute = ComputeDType(m.dtype);
+    ASSIGN_OR_RETURN(TBox cond, L.Operand(c, cond_arg, DType::kBool));
+    ASSIGN_OR_RETURN(TBox a, L.Operand(c, a_arg, compute));
+    ASSIGN_OR_RETURN(TBox b, L.Operand(c, b_arg, compute));
+    return TensorValue(
+        L.Pointwise("where", {cond, a, b}, compute, m.dtype, m.sizes));
+  };
+}
+
+// f applied to each element of `t`, giving `to`.
+TBox MapBox(const TBox& t, DType to,
+            std::function<int(KernelBuilder&, int)> f) {
+  TBox out = t;
+  out.buffer = -1;
+  out.dtype = to;
+  TBox in = t;
+  out.load = [in, f](KernelBuilder& kb,
+                     const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    ASSIGN_OR_RETURN(int v, in.load(kb, idx));
+    return f(kb, v);
+  };
+  return out;
 }
 
 // `t` converted to `to` element by element.
 TBox CastBox(const TBox& t, DType to) {
   if (t.dtype == to) return t;
-  TBox out = t;
-  out.buffer = -1;
-  out.dtype = to;
-  TBox in = t;
-  out.load = [in, to](KernelBuilder& kb,
-                      const std::vector<Expr>& idx) -> absl::StatusOr<int> {
-    ASSIGN_OR_RETURN(int v, in.load(kb, idx));
-    return kb.Cast(v, to);
+  return MapBox(t, to,
+                [to](KernelBuilder& kb, int v) { return kb.Cast(v, to); });
+}
+
+// What a mean does with a reduced sum: divides it by the count.
+std::function<int(KernelBuilder&, int, Expr)> MeanOf(DType acc) {
+  return [acc](KernelBuilder& kb, int v, Expr count) {
+    return kb.Call("truediv", {v, kb.Cast(kb.Index(count), acc)}, acc);
   };
-  return out;
 }
 
 absl::StatusOr<NodeValue> LowerClamp(Lowerer& L, const Call& c) {
@@ -1008,14 +1026,8 @@ LowerFn ReduceFn(ReduceKind kind, bool mean = false) {
     if (kind == ReduceKind::kMax || kind == ReduceKind::kMin) {
       acc = ComputeDType(x.dtype);
     }
-    std::function<int(KernelBuilder&, int, Expr)> post;
-    if (mean) {
-      post = [acc](KernelBuilder& kb, int v, Expr count) {
-        int n = kb.Cast(kb.Index(count), acc);
-        return kb.Call("truediv", {v, n}, acc);
-      };
-    }
-    ASSIGN_OR_RETURN(TBox out, L.Reduce(x, dims, kind, acc, m, post));
+    ASSIGN_OR_RETURN(TBox out, L.Reduce(x, dims, kind, acc, m,
+                                        mean ? MeanOf(acc) : nullptr));
     if (vm.kind != ir::ValueMeta::Kind::kTuple) return TensorValue(out);
     // max.dim / min.dim: (values, indices).
     ReduceKind arg =
@@ -1424,17 +1436,6 @@ absl::StatusOr<NodeValue> LowerNanToNum(Lowerer& L, const Call& c) {
   return TensorValue(CastBox(r, m.dtype));
 }
 
-// masked_fill(self, mask, value): where(mask, value, self).
-absl::StatusOr<NodeValue> LowerMaskedFill(Lowerer& L, const Call& c) {
-  const TensorMeta& m = OutMeta(L, c);
-  DType compute = ComputeDType(m.dtype);
-  ASSIGN_OR_RETURN(TBox self, L.Operand(c, 0, compute));
-  ASSIGN_OR_RETURN(TBox mask, L.Operand(c, 1, DType::kBool));
-  ASSIGN_OR_RETURN(TBox value, L.Operand(c, 2, compute));
-  return TensorValue(
-      L.Pointwise("where", {mask, value, self}, compute, m.dtype, m.sizes));
-}
-
 // prims.fma(a, b, c): a * b + c.
 absl::StatusOr<NodeValue> LowerFma(Lowerer& L, const Call& c) {
   const TensorMeta& m = OutMeta(L, c);
@@ -1737,28 +1738,44 @@ absl::StatusOr<NodeValue> LowerLinspace(Lowerer& L, const Call& c) {
   return TensorValue(t);
 }
 
-// cat(tensors, dim): each input stored into its slice of one buffer.
-absl::StatusOr<NodeValue> LowerCat(Lowerer& L, const Call& c) {
-  const TensorMeta& m = OutMeta(L, c);
-  const Bound& list = c.at(0);
+// The tensors of list argument i (cat's and stack's `tensors`).
+absl::StatusOr<std::vector<TBox>> TensorList(Lowerer& L, const Call& c, int i) {
+  const Bound& list = c.at(i);
   if (list.arg == nullptr || list.arg->kind != Arg::Kind::kList) {
-    return c.Error("tensors is not a list");
+    return c.Error(absl::StrCat("argument ", i, " is not a list"));
   }
-  ASSIGN_OR_RETURN(int64_t dim, c.Int("dim"));
-  int64_t rank = static_cast<int64_t>(m.sizes.size());
-  if (dim < 0) dim += rank;
+  std::vector<TBox> out;
+  for (const Arg& a : list.arg->list) {
+    const NodeValue* v =
+        a.kind == Arg::Kind::kNode ? &L.value(a.node) : nullptr;
+    if (v == nullptr || v->kind != NodeValue::Kind::kTensor) {
+      return c.Error(
+          absl::StrCat("an element of argument ", i, " is not a tensor"));
+    }
+    out.push_back(v->t);
+  }
+  return out;
+}
+
+// A new buffer laid out as the call's result meta `m` says, the buffer of
+// its storage from now on.
+int ResultBuffer(Lowerer& L, const TensorMeta& m) {
   int b =
       L.NewBuffer(m.dtype, StorageNumel(m.sizes, m.strides, m.storage_offset));
   L.storage_buffer()[m.storage] = b;
+  return b;
+}
+
+// cat(tensors, dim): each input stored into its slice of one buffer.
+absl::StatusOr<NodeValue> LowerCat(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  ASSIGN_OR_RETURN(std::vector<TBox> inputs, TensorList(L, c, 0));
+  ASSIGN_OR_RETURN(int64_t dim, c.Int("dim"));
+  int64_t rank = static_cast<int64_t>(m.sizes.size());
+  if (dim < 0) dim += rank;
+  int b = ResultBuffer(L, m);
   Expr start = symbolic::Int(0);
-  for (const Arg& a : list.arg->list) {
-    if (a.kind != Arg::Kind::kNode)
-      return c.Error("a cat input is not a tensor");
-    const NodeValue& v = L.value(a.node);
-    if (v.kind != NodeValue::Kind::kTensor) {
-      return c.Error("a cat input is not a tensor");
-    }
-    const TBox& t = v.t;
+  for (const TBox& t : inputs) {
     // PyTorch skips 1-d empty inputs of any other shape.
     if (t.sizes.size() == 1 && t.sizes[0] == symbolic::Int(0) && rank != 1) {
       continue;
@@ -1772,14 +1789,56 @@ absl::StatusOr<NodeValue> LowerCat(Lowerer& L, const Call& c) {
       L.FromBuffer(b, m.dtype, m.sizes, m.strides, m.storage_offset));
 }
 
+// The p-norm of values |d|: each |d|'s term, how the terms reduce, and the
+// root taken of the result (none for p = 0, 1 and +-inf).
+struct PNorm {
+  ReduceKind kind = ReduceKind::kSum;
+  std::function<int(KernelBuilder&, int)> term;
+  std::function<int(KernelBuilder&, int, Expr)> root;
+};
+PNorm PNormOf(double p, DType acc) {
+  PNorm n;
+  n.term = [p, acc](KernelBuilder& kb, int v) {
+    if (p == 0) {
+      return kb.Cast(kb.Call("ne", {v, kb.Constant(0, acc)}, DType::kBool),
+                     acc);
+    }
+    if (p == 1 || std::isinf(p)) return v;
+    if (p == 2) return kb.Call("mul", {v, v}, acc);
+    return kb.Call("pow", {v, kb.Constant(p, acc)}, acc);
+  };
+  if (std::isinf(p)) n.kind = p > 0 ? ReduceKind::kMax : ReduceKind::kMin;
+  if (p == 2) {
+    n.root = [acc](KernelBuilder& kb, int v, Expr) {
+      return kb.Call("sqrt", {v}, acc);
+    };
+  } else if (p != 0 && p != 1 && !std::isinf(p)) {
+    n.root = [acc, p](KernelBuilder& kb, int v, Expr) {
+      return kb.Call("pow", {v, kb.Constant(1 / p, acc)}, acc);
+    };
+  }
+  return n;
+}
+
 // linalg_vector_norm(self, ord, dim, keepdim, dtype).
 absl::StatusOr<NodeValue> LowerVectorNorm(Lowerer& L, const Call& c) {
   const TensorMeta& m = OutMeta(L, c);
-  DType compute = ComputeDType(m.dtype);
-  ASSIGN_OR_RETURN(TBox x, L.Operand(c, 0, compute));
+  DType acc = ComputeDType(m.dtype);
+  ASSIGN_OR_RETURN(TBox x, L.Operand(c, 0, acc));
   ASSIGN_OR_RETURN(std::optional<double> ord, NumberArg(c, "ord"));
-  double p = ord.value_or(2);
+  PNorm norm = PNormOf(ord.value_or(2), acc);
+  TBox terms = MapBox(x, acc, [acc, norm](KernelBuilder& kb, int v) {
+    return norm.term(kb, kb.Call("abs", {v}, acc));
+  });
   int64_t rank = static_cast<int64_t>(x.sizes.size());
+  if (rank == 0) {  // the norm of one value
+    DType out = m.dtype;
+    return TensorValue(
+        MapBox(terms, out, [norm, out](KernelBuilder& kb, int v) {
+          return kb.Cast(norm.root ? norm.root(kb, v, symbolic::Int(1)) : v,
+                         out);
+        }));
+  }
   std::vector<int64_t> dims;
   ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> d,
                    c.IntList(c.Index("dim")));
@@ -1788,58 +1847,27 @@ absl::StatusOr<NodeValue> LowerVectorNorm(Lowerer& L, const Call& c) {
     for (int64_t k = 0; k < rank; ++k) dims.push_back(k);
   }
   for (int64_t& k : dims) k = k < 0 ? k + rank : k;
-  Expression e(L, compute, x.sizes);
-  TBox a = e("abs", {x});
-  ReduceKind kind = ReduceKind::kSum;
-  TBox in = a;
-  std::function<int(KernelBuilder&, int, Expr)> post;
-  if (std::isinf(p)) {
-    kind = p > 0 ? ReduceKind::kMax : ReduceKind::kMin;
-  } else if (p == 0) {
-    in = CastBox(e("ne", {x, e.Number(0)}), compute);
-  } else if (p == 2) {
-    in = e("mul", {x, x});
-    post = [compute](KernelBuilder& kb, int v, Expr) {
-      return kb.Call("sqrt", {v}, compute);
-    };
-  } else if (p != 1) {
-    in = e("pow", {a, e.Number(p)});
-    post = [compute, p](KernelBuilder& kb, int v, Expr) {
-      return kb.Call("pow", {v, kb.Constant(1 / p, compute)}, compute);
-    };
-  }
-  if (rank == 0) return TensorValue(CastBox(a, m.dtype));
-  ASSIGN_OR_RETURN(TBox out, L.Reduce(in, dims, kind, compute, m, post));
+  ASSIGN_OR_RETURN(TBox out,
+                   L.Reduce(terms, dims, norm.kind, acc, m, norm.root));
   return TensorValue(out);
 }
 
 // stack(tensors, dim): input k stored at index k of the new dim.
 absl::StatusOr<NodeValue> LowerStack(Lowerer& L, const Call& c) {
   const TensorMeta& m = OutMeta(L, c);
-  const Bound& list = c.at(0);
-  if (list.arg == nullptr || list.arg->kind != Arg::Kind::kList) {
-    return c.Error("tensors is not a list");
-  }
+  ASSIGN_OR_RETURN(std::vector<TBox> inputs, TensorList(L, c, 0));
   ASSIGN_OR_RETURN(int64_t dim, c.Int("dim"));
   int64_t rank = static_cast<int64_t>(m.sizes.size());
   if (dim < 0) dim += rank;
-  int b =
-      L.NewBuffer(m.dtype, StorageNumel(m.sizes, m.strides, m.storage_offset));
-  L.storage_buffer()[m.storage] = b;
-  std::vector<Expr> strides = m.strides;
+  int b = ResultBuffer(L, m);
+  std::vector<Expr> sizes = m.sizes, strides = m.strides;
+  sizes.erase(sizes.begin() + dim);
   strides.erase(strides.begin() + dim);
-  int64_t k = 0;
-  for (const Arg& a : list.arg->list) {
-    const NodeValue* v =
-        a.kind == Arg::Kind::kNode ? &L.value(a.node) : nullptr;
-    if (v == nullptr || v->kind != NodeValue::Kind::kTensor) {
-      return c.Error("a stack input is not a tensor");
-    }
-    std::vector<Expr> sizes = m.sizes;
-    sizes.erase(sizes.begin() + dim);
+  for (size_t k = 0; k < inputs.size(); ++k) {
     Expr offset = symbolic::Add(
-        m.storage_offset, symbolic::Mul(symbolic::Int(k++), m.strides[dim]));
-    RETURN_IF_ERROR(L.Store(b, strides, offset, L.Broadcast(v->t, sizes)));
+        m.storage_offset,
+        symbolic::Mul(symbolic::Int(static_cast<int64_t>(k)), m.strides[dim]));
+    RETURN_IF_ERROR(L.Store(b, strides, offset, L.Broadcast(inputs[k], sizes)));
   }
   return TensorValue(
       L.FromBuffer(b, m.dtype, m.sizes, m.strides, m.storage_offset));
@@ -1901,15 +1929,9 @@ LowerFn LossFn(LossBody body) {
     std::vector<int64_t> dims;
     for (size_t k = 0; k < sizes.size(); ++k) dims.push_back(k);
     if (reduction == 0 || dims.empty()) return TensorValue(CastBox(l, m.dtype));
-    std::function<int(KernelBuilder&, int, Expr)> post;
-    if (reduction == 1) {
-      post = [compute](KernelBuilder& kb, int v, Expr count) {
-        return kb.Call("truediv", {v, kb.Cast(kb.Index(count), compute)},
-                       compute);
-      };
-    }
     ASSIGN_OR_RETURN(TBox out,
-                     L.Reduce(l, dims, ReduceKind::kSum, compute, m, post));
+                     L.Reduce(l, dims, ReduceKind::kSum, compute, m,
+                              reduction == 1 ? MeanOf(compute) : nullptr));
     return TensorValue(out);
   };
 }
@@ -1976,8 +1998,8 @@ absl::StatusOr<NodeValue> LowerCdist(Lowerer& L, const Call& c) {
   DType acc = ComputeDType(m.dtype);
   ASSIGN_OR_RETURN(TBox x1, L.Tensor(c, 0));
   ASSIGN_OR_RETURN(TBox x2, L.Tensor(c, 1));
-  ASSIGN_OR_RETURN(std::optional<double> pv, NumberArg(c, "p"));
-  double p = pv.value_or(2);
+  ASSIGN_OR_RETURN(std::optional<double> p, NumberArg(c, "p"));
+  PNorm norm = PNormOf(p.value_or(2), acc);
   TBox d;
   d.dtype = acc;
   d.sizes = m.sizes;
@@ -1985,7 +2007,7 @@ absl::StatusOr<NodeValue> LowerCdist(Lowerer& L, const Call& c) {
   d.reads = x1.reads;
   d.reads.insert(x2.reads.begin(), x2.reads.end());
   size_t rank = d.sizes.size();
-  d.load = [x1, x2, acc, p, rank](
+  d.load = [x1, x2, acc, norm, rank](
                KernelBuilder& kb,
                const std::vector<Expr>& idx) -> absl::StatusOr<int> {
     auto at = [&](const TBox& x, Expr row) {
@@ -2003,26 +2025,10 @@ absl::StatusOr<NodeValue> LowerCdist(Lowerer& L, const Call& c) {
     ASSIGN_OR_RETURN(int b, x2.load(kb, at(x2, idx[rank - 2])));
     int diff = kb.Call(
         "abs", {kb.Call("sub", {kb.Cast(a, acc), kb.Cast(b, acc)}, acc)}, acc);
-    if (p == 0)
-      return kb.Cast(kb.Call("ne", {diff, kb.Constant(0, acc)}, DType::kBool),
-                     acc);
-    if (p == 1 || std::isinf(p)) return diff;
-    if (p == 2) return kb.Call("mul", {diff, diff}, acc);
-    return kb.Call("pow", {diff, kb.Constant(p, acc)}, acc);
+    return norm.term(kb, diff);
   };
-  ReduceKind kind = std::isinf(p) ? ReduceKind::kMax : ReduceKind::kSum;
-  std::function<int(KernelBuilder&, int, Expr)> post;
-  if (p == 2) {
-    post = [acc](KernelBuilder& kb, int v, Expr) {
-      return kb.Call("sqrt", {v}, acc);
-    };
-  } else if (p != 0 && p != 1 && !std::isinf(p)) {
-    post = [acc, p](KernelBuilder& kb, int v, Expr) {
-      return kb.Call("pow", {v, kb.Constant(1 / p, acc)}, acc);
-    };
-  }
-  ASSIGN_OR_RETURN(TBox out, L.Reduce(d, {static_cast<int64_t>(rank) - 1}, kind,
-                                      acc, m, post));
+  ASSIGN_OR_RETURN(TBox out, L.Reduce(d, {static_cast<int64_t>(rank) - 1},
+                                      norm.kind, acc, m, norm.root));
   return TensorValue(out);
 }
 
@@ -2075,10 +2081,10 @@ const absl::flat_hash_map<std::string, LowerFn>& Table() {
     T["aten.floor_divide.default"] = LowerDiv;
     T["aten.floor_divide.Scalar"] = LowerDiv;
     T["aten.pow.Scalar"] = PointwiseFn("pow", {0, 1});
-    T["aten.where.self"] = LowerWhere;
-    T["aten.where.ScalarSelf"] = LowerWhere;
-    T["aten.where.ScalarOther"] = LowerWhere;
-    T["aten.where.Scalar"] = LowerWhere;
+    T["aten.where.self"] = WhereFn(0, 1, 2);
+    T["aten.where.ScalarSelf"] = WhereFn(0, 1, 2);
+    T["aten.where.ScalarOther"] = WhereFn(0, 1, 2);
+    T["aten.where.Scalar"] = WhereFn(0, 1, 2);
     T["aten.clamp.default"] = LowerClamp;
     T["aten.clamp.Tensor"] = LowerClamp;
     T["aten.clamp_min.default"] = LowerClamp;
@@ -2137,8 +2143,8 @@ const absl::flat_hash_map<std::string, LowerFn>& Table() {
     T["aten.copy.default"] = LowerCopy;
     AddActivations(T);
     T["aten.nan_to_num.default"] = LowerNanToNum;
-    T["aten.masked_fill.Scalar"] = LowerMaskedFill;
-    T["aten.masked_fill.Tensor"] = LowerMaskedFill;
+    T["aten.masked_fill.Scalar"] = WhereFn(1, 2, 0);
+    T["aten.masked_fill.Tensor"] = WhereFn(1, 2, 0);
     T["prims.fma.default"] = LowerFma;
     T["aten.tril.default"] = TriangleFn(true);
     T["aten.triu.default"] = TriangleFn(false);

@@ -634,5 +634,22 @@ CHECK-NOT:  kernel
 )"));
 }
 
+// The 0-norm of a 0-d value counts whether it is nonzero (no reduction).
+TEST(LoweringTest, TheZeroNormOfOneValueIsWhetherItIsNonzero) {
+  EXPECT_OK(LowerAndFileCheck(R"IR(
+def forward(self, x: "f32[]"):
+    linalg_vector_norm = torch.ops.aten.linalg_vector_norm.default(x, 0)
+    return (linalg_vector_norm,)
+)IR",
+                              R"(
+CHECK:      kernel k0 ranges=[]
+CHECK:        %[[X:[0-9]+]] = load in0[0] : f32
+CHECK-NEXT:   %[[A:[0-9]+]] = abs(%[[X]]) : f32
+CHECK:        ne(%[[A]], %{{[0-9]+}}) : b8
+CHECK-NOT:    reduce
+CHECK:        store buf1[0]
+)"));
+}
+
 }  // namespace
 }  // namespace lathe::codegen

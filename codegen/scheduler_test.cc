@@ -47,6 +47,35 @@ CHECK-NOT:  log:
 )"));
 }
 
+// An in-place chain (what reinplace leaves: ops writing back into the
+// buffer they read) fuses into one kernel: each load takes the value the
+// last store at its element gave, and only the final store remains. (x is
+// loaded twice, once per op that reads it: left for a later CSE.)
+TEST(SchedulerTest, AnInPlaceChainFusesWithOneStore) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(R"IR(
+def forward(self, x: "f32[4, 8]"):
+    sigmoid = torch.ops.aten.sigmoid.default(x)
+    mul_ = torch.ops.aten.mul_.Tensor(sigmoid, x)
+    add_ = torch.ops.aten.add_.Tensor(sigmoid, 1.0)
+    return (sigmoid,)
+)IR"));
+  EXPECT_EQ(s.kernels_before, 3);
+  EXPECT_EQ(s.lowered.program.kernels.size(), 1u);
+  EXPECT_OK(FileCheckScheduled(s, R"(
+CHECK:      kernel k0 ranges=[4, 8]
+CHECK:        %[[X:[0-9]+]] = load in0[8*x0 + x1] : f32
+CHECK-NEXT:   %[[S:[0-9]+]] = sigmoid(%[[X]]) : f32
+CHECK-NOT:    {{store|load buf1}}
+CHECK:        %[[M:[0-9]+]] = mul(%[[S]], %{{[0-9]+}}) : f32
+CHECK-NOT:    {{store|load buf1}}
+CHECK:        %[[A:[0-9]+]] = add(%[[M]], %{{[0-9]+}}) : f32
+CHECK-NEXT:   store buf1[8*x0 + x1] = %[[A]]
+CHECK-NOT:    store
+CHECK:      log: fuse k1 into k0: pointwise over the same ranges
+CHECK-NEXT: log: fuse k2 into k0: pointwise over the same ranges
+)"));
+}
+
 // Two independent kernels over the same range fuse horizontally: one loop,
 // both stores (both buffers are outputs, so neither becomes local).
 TEST(SchedulerTest, IndependentPointwiseOverTheSameRangesFuse) {
