@@ -289,33 +289,66 @@ TEST(LathecTest, DynamicGraphsTakeTheirHintsFromTheFirstInputs) {
   EXPECT_EQ(b.GetDouble({4, 7}), 39);
 }
 
+// On both backends: a constant is given like an input, and a missing or
+// misshapen one is refused before anything reads it (the cpu backend's
+// kernels would read past its end).
 TEST(LathecTest, ConstantsAreGivenLikeInputs) {
   std::string graph =
       RunfilePath("ir/testdata/graphs/21_constant_and_bare_return.txt");
   std::string x = Save("cx.npy", Filled({3}, 1.0));
   std::string c = Save("c.npy", Filled({3}, 2.5));
-  std::string out = TestTmpPath("const_out");
-  Result r = Lathec({"run", graph, "--input", "x=" + x, "--input",
-                     "_tensor_constant0=" + c, "--out", out});
+  for (std::string backend : {"interp", "cpu"}) {
+    SCOPED_TRACE(backend);
+    std::string out = TestTmpPath("const_out_" + backend);
+    Result r =
+        Lathec({"run", graph, "--input", "x=" + x, "--input",
+                "_tensor_constant0=" + c, "--out", out, "--backend", backend});
+    ASSERT_EQ(r.status, 0) << r.output;
+    Tensor t = *ReadNpy(out + "/out0.npy");
+    EXPECT_EQ(t.GetDouble({2}), 3.5);
+    Result missing =
+        Lathec({"run", graph, "--input", "x=" + x, "--out",
+                TestTmpPath("const_missing_" + backend), "--backend", backend});
+    EXPECT_EQ(missing.status, 1);
+    EXPECT_EQ(
+        missing.output,
+        "lathec: missing constant 'self._tensor_constant0' (give it as --input "
+        "_tensor_constant0=FILE.npy)\n");
+    std::string wrong_out = TestTmpPath("const_wrong_" + backend);
+    Result wrong =
+        Lathec({"run", graph, "--input", "x=" + x, "--input",
+                "_tensor_constant0=" + Save("c2.npy", Filled({2}, 1.0)),
+                "--out", wrong_out, "--backend", backend});
+    EXPECT_EQ(wrong.status, 1);
+    EXPECT_EQ(wrong.output,
+              "lathec: constant 'self._tensor_constant0' size(0): expected 3, "
+              "got 2\n");
+    EXPECT_FALSE(Exists(wrong_out));
+  }
+}
+
+// With the cpu backend lathec says what it compiled: kernels after and
+// before fusion, its own and the C++ compiler's time, runs and time per run.
+TEST(LathecTest, TheCpuBackendSaysWhatItDid) {
+  std::string x = Save("mlp_x.npy", Filled({4, 16}, 0.5));
+  std::string w = Save("mlp_w.npy", Filled({16, 32}, 0.25));
+  std::string graph = WriteText("mlp.txt", R"(
+def forward(self, x: "f32[s0, 16][16, 1]cpu", w: "f32[16, 32][32, 1]cpu"):
+    mm: "f32[s0, 32][32, 1]cpu" = torch.ops.aten.mm.default(x, w)
+    relu: "f32[s0, 32][32, 1]cpu" = torch.ops.aten.relu.default(mm)
+    return (relu,)
+)");
+  Result r = Lathec({"run", graph, "--input", "x=" + x, "--input", "w=" + w,
+                     "--out", TestTmpPath("mlp_cpu"), "--backend", "cpu"});
   ASSERT_EQ(r.status, 0) << r.output;
-  Tensor t = *ReadNpy(out + "/out0.npy");
-  EXPECT_EQ(t.GetDouble({2}), 3.5);
-  Result missing = Lathec({"run", graph, "--input", "x=" + x, "--out",
-                           TestTmpPath("const_missing")});
-  EXPECT_EQ(missing.status, 1);
-  EXPECT_EQ(
-      missing.output,
-      "lathec: missing constant 'self._tensor_constant0' (give it as --input "
-      "_tensor_constant0=FILE.npy)\n");
-  Result wrong =
-      Lathec({"run", graph, "--input", "x=" + x, "--input",
-              "_tensor_constant0=" + Save("c2.npy", Filled({2}, 1.0)), "--out",
-              TestTmpPath("const_wrong")});
-  EXPECT_EQ(wrong.status, 1);
-  EXPECT_EQ(
-      wrong.output,
-      "lathec: constant 'self._tensor_constant0' size(0): expected 3, got 2\n");
-  EXPECT_FALSE(Exists(TestTmpPath("const_wrong")));
+  EXPECT_THAT(r.output,
+              ::testing::ContainsRegex(
+                  "cpu backend: [0-9]+ kernels \\([0-9]+ before fusion\\); "
+                  "lathe [0-9.]+ ms, C\\+\\+ compiler [0-9]+ ms; 1 run\\(s\\), "
+                  "[0-9.]+ ms each\n"));
+  // relu(x @ w) with x = 0.5, w = 0.25 over 16 terms: 2.
+  Tensor t = *ReadNpy(TestTmpPath("mlp_cpu") + "/out0.npy");
+  EXPECT_EQ(t.GetDouble({3, 31}), 2.0);
 }
 
 TEST(LathecTest, ErrorsAreOneLineAndWriteNothing) {
