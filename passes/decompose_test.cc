@@ -97,6 +97,25 @@ CHECK: return ([[OUT]],)
 }
 
 // The getitem users of native_layer_norm read the new values.
+// A later node's meta can teach the env that s1 is 5 (broadcasting x with
+// y); the earlier _log_softmax's meta still says s1. The decomposition's
+// sizes (5) and the op's (s1) are the same once the env's replacements are
+// applied, so the op is decomposed rather than kept.
+TEST(DecomposeTest, SizesAreComparedWithWhatTheEnvLearnedLater) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(R"IR(# lathe: hint s0 3
+# lathe: hint s1 5
+def forward(self, x: "f32[s0, s1]", y: "f32[s0, 5]"):
+    ls = torch.ops.aten._log_softmax.default(x, 1, False)
+    add = torch.ops.aten.add.Tensor(x, y)
+    return (ls, add)
+)IR",
+                                           R"IR(
+CHECK: torch.ops.aten.amax.default(x, [1], True)
+CHECK-NOT: _log_softmax
+CHECK: return
+)IR"));
+}
+
 TEST(DecomposeTest, LayerNormRewiresGetitems) {
   EXPECT_OK(RunPassAndFileCheck<Decompose>(
       R"IR(def forward(self, x: "f32[2, 3, 4]", w: "f32[4]", b: "f32[4]"):
