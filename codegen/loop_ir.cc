@@ -42,6 +42,20 @@ symbolic::Expr SectionVar(int section, int k) {
                           {.positive = false, .nonnegative = true});
 }
 
+symbolic::Expr IndirectVar(int k) {
+  return symbolic::Symbol(absl::StrCat("ind", k), symbolic::SymbolType::kInt);
+}
+
+int IndirectArgs(const ScalarOp& op) {
+  return op.kind == ScalarOp::Kind::kStore ? 1 : 0;
+}
+
+bool IsIndirect(const ScalarOp& op) {
+  return (op.kind == ScalarOp::Kind::kLoad ||
+          op.kind == ScalarOp::Kind::kStore) &&
+         static_cast<int>(op.args.size()) > IndirectArgs(op);
+}
+
 symbolic::Expr Product(const std::vector<symbolic::Expr>& factors) {
   if (factors.empty()) return symbolic::Int(1);
   return symbolic::Mul(factors);
@@ -64,6 +78,17 @@ std::string Exprs(const std::vector<symbolic::Expr>& list) {
   });
 }
 
+// " (ind0=%4, ind1=%7)" for an indirect access.
+std::string IndirectText(const ScalarOp& op) {
+  if (!IsIndirect(op)) return "";
+  std::vector<std::string> parts;
+  for (size_t a = IndirectArgs(op); a < op.args.size(); ++a) {
+    parts.push_back(
+        absl::StrCat("ind", a - IndirectArgs(op), "=%", op.args[a]));
+  }
+  return absl::StrCat(" (", absl::StrJoin(parts, ", "), ")");
+}
+
 std::string OpText(const Program& p, const ScalarOp& op) {
   std::string args = absl::StrJoin(op.args, ", ", [](std::string* out, int a) {
     absl::StrAppend(out, "%", a);
@@ -72,10 +97,16 @@ std::string OpText(const Program& p, const ScalarOp& op) {
   switch (op.kind) {
     case ScalarOp::Kind::kLoad:
       return absl::StrCat("load ", p.buffers[op.buffer].name, "[",
-                          symbolic::ToString(op.index), "] : ", type);
+                          symbolic::ToString(op.index), "]", IndirectText(op),
+                          " : ", type);
     case ScalarOp::Kind::kStore:
       return absl::StrCat("store ", p.buffers[op.buffer].name, "[",
-                          symbolic::ToString(op.index), "] = ", args);
+                          symbolic::ToString(op.index), "] = %", op.args[0],
+                          IndirectText(op));
+    case ScalarOp::Kind::kCheckIndex:
+      return absl::StrCat(
+          "check_index(", args, ") in [0, ", symbolic::ToString(op.index), ")",
+          op.wrap ? " wrap" : "", ", check ", op.i, " : ", type);
     case ScalarOp::Kind::kConstant:
       if (IsFloatingPoint(op.dtype)) {
         return absl::StrCat("constant ", symbolic::FormatFloat(op.f), " : ",

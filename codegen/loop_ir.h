@@ -17,6 +17,17 @@
 // available to the later sections (the reduction's epilogue). An Extern
 // kernel calls a library routine (matrix products) on whole buffers.
 //
+// Indirect indexing (gather, embedding, index): a load's or store's index
+// may use loaded values, as the symbols ind0, ind1, ... standing for the
+// op's extra arguments. Such a value first goes through a check-index op,
+// which wraps negative indices where PyTorch does and stops the program
+// with one of Program::checks when the index is out of range, so no access
+// leaves its buffer:
+//
+//   %3 = load in1[x0] : i64
+//   %4 = check_index(%3) in [0, 10) wrap, check 0 : i64
+//   %5 = load in0[x1 + 8*ind0] (ind0=%4) : f32
+//
 // Example (softmax of a [4, 8] input, one fused kernel):
 //
 //   kernel k0 pointwise_reduction ranges=[4]
@@ -87,15 +98,22 @@ struct ScalarOp {
     kCall,      // fn(args...) of scalar_ops.h, computed in `dtype`
     kCast,      // args[0] converted to `dtype`
     kReduce,    // reduce over the section's inner loops
+    // args[0] as an index into [0, `index`): negative values first wrap by
+    // `index` when `wrap`; out of range, the program stops with check `i`
+    // (Program::checks) and the value is 0.
+    kCheckIndex,
   };
   Kind kind = Kind::kCall;
   DType dtype = DType::kFloat32;
   std::string fn;  // kCall
+  // Operands. A load's args, and a store's after its value, are the values
+  // of the indirect variables IndirectVar(0), IndirectVar(1), ... in `index`.
   std::vector<int> args;
   int buffer = -1;       // kLoad, kStore
   symbolic::Expr index;  // kLoad, kStore, kIndex, kSymbol
   double f = 0;          // kConstant of a floating dtype (or bool)
-  int64_t i = 0;         // kConstant of an integer dtype
+  int64_t i = 0;         // kConstant of an integer dtype; kCheckIndex
+  bool wrap = false;     // kCheckIndex
   ReduceKind reduce = ReduceKind::kSum;
   // kReduce of kArgMax/kArgMin: the op giving the index being reduced over.
   int arg_index = -1;
@@ -136,6 +154,8 @@ struct Program {
   // The runtime values the kernels read: size symbols and float symbols,
   // in the order the entry point receives them.
   std::vector<symbolic::Expr> symbols;
+  // What each check-index op reports when its index is out of range.
+  std::vector<std::string> checks;
 };
 
 // PrintProgram()
@@ -149,6 +169,23 @@ std::string PrintProgram(const Program& program);
 // s (nonnegative integer symbols).
 symbolic::Expr IndexVar(int k);
 symbolic::Expr SectionVar(int section, int k);
+
+// IndirectVar()
+//
+// The symbol ind<k>: in a load's or store's index, the value of its k-th
+// indirect argument.
+symbolic::Expr IndirectVar(int k);
+
+// IndirectArgs()
+//
+// The first of `op`'s args that are indirect variables' values (0 for a
+// load, 1 for a store); args from there on are indirect.
+int IndirectArgs(const ScalarOp& op);
+
+// IsIndirect()
+//
+// Whether `op` is a load or store whose index uses loaded values.
+bool IsIndirect(const ScalarOp& op);
 
 // Product()
 //

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
@@ -75,6 +76,7 @@ class KernelBuilder {
     return Add(std::move(c));
   }
   int Call(const std::string& fn, std::vector<int> args, DType dtype) {
+    LATHE_CHECK(FindScalarFn(fn) != nullptr) << fn;
     ScalarOp c;
     c.kind = ScalarOp::Kind::kCall;
     c.fn = fn;
@@ -590,7 +592,8 @@ class Lowerer {
   absl::StatusOr<TBox> Reduce(
       const TBox& in, std::vector<int64_t> dims, ReduceKind kind, DType acc,
       const TensorMeta& meta,
-      std::function<int(KernelBuilder&, int, Expr)> post) {
+      std::function<int(KernelBuilder&, int, Expr)> post,
+      std::function<Expr(const std::vector<Expr>&)> arg_of = nullptr) {
     int64_t rank = static_cast<int64_t>(in.sizes.size());
     std::vector<bool> reduced(rank, false);
     for (int64_t d : dims) reduced[d < 0 ? d + rank : d] = true;
@@ -618,10 +621,12 @@ class Lowerer {
     red.kind = ScalarOp::Kind::kReduce;
     red.reduce = kind;
     if (kind == ReduceKind::kArgMax || kind == ReduceKind::kArgMin) {
-      // The flat index over the reduced dims, row-major.
+      // The flat index over the reduced dims, row-major, unless `arg_of`
+      // says which index of the input an element stands for.
       std::vector<Expr> strides = Contiguous(inner);
-      red.arg_index =
-          kb.Index(Linear(k.sections[0].vars, strides, symbolic::Int(0)));
+      red.arg_index = kb.Index(
+          arg_of ? arg_of(idx)
+                 : Linear(k.sections[0].vars, strides, symbolic::Int(0)));
       red.dtype = DType::kInt64;
       red.args = {kb.Cast(v, ComputeDType(in.dtype))};
     } else if (kind == ReduceKind::kAny || kind == ReduceKind::kAll) {
@@ -739,6 +744,27 @@ class Lowerer {
     return out;
   }
 
+  // A check-index op over `value` (an integer): wrapped by `size` when
+  // negative (when `wrap`); out of range, the run fails naming the node.
+  int CheckIndex(KernelBuilder& kb, const Node& n, int value, Expr size,
+                 bool wrap, int64_t dim) {
+    UseSymbols({size});
+    std::string message =
+        absl::StrCat("node '", n.name(), "' (", n.op()->target,
+                     "): an index is out of bounds for dimension ", dim,
+                     " with size ", symbolic::ToString(size));
+    auto [it, added] = check_ids_.emplace(message, program_.checks.size());
+    if (added) program_.checks.push_back(message);
+    ScalarOp op;
+    op.kind = ScalarOp::Kind::kCheckIndex;
+    op.dtype = DType::kInt64;
+    op.args = {kb.Cast(value, DType::kInt64)};
+    op.index = size;
+    op.i = it->second;
+    op.wrap = wrap;
+    return kb.Add(std::move(op));
+  }
+
   absl::flat_hash_map<ir::StorageId, int>& storage_buffer() {
     return storage_buffer_;
   }
@@ -767,6 +793,7 @@ class Lowerer {
   const ir::Graph& graph_;
   symbolic::ShapeEnv& env_;
   Program program_;
+  absl::flat_hash_map<std::string, int64_t> check_ids_;
   absl::flat_hash_map<const Node*, ir::ValueMeta> metas_;
   absl::flat_hash_map<const Node*, NodeValue> values_;
   absl::flat_hash_map<const Node*, int> remaining_;
@@ -2032,6 +2059,653 @@ absl::StatusOr<NodeValue> LowerCdist(Lowerer& L, const Call& c) {
   return TensorValue(out);
 }
 
+// ---- Convolution and pooling
+// ------------------------------------------------------
+
+// A per-spatial-dim int list argument (stride, padding, ...): one value
+// serves every dim; `fallback` when the list is empty or the op has none.
+absl::StatusOr<std::vector<int64_t>> SpatialArg(const Call& c,
+                                                absl::string_view name,
+                                                size_t dims,
+                                                std::vector<int64_t> fallback) {
+  std::vector<int64_t> out;
+  if (c.Index(name) >= 0) {
+    ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> v,
+                     c.IntList(c.Index(name)));
+    out = v.value_or(std::vector<int64_t>{});
+  }
+  if (out.empty()) out = std::move(fallback);
+  if (out.size() == 1) out.resize(dims, out[0]);
+  if (out.size() != dims) {
+    return c.Error(absl::StrCat(name, " has ", out.size(), " values for ", dims,
+                                " spatial dims"));
+  }
+  return out;
+}
+
+// The window geometry of a convolution or pool over `dims` spatial dims.
+struct Window {
+  std::vector<int64_t> stride, padding, dilation;
+  // The input position output position `o` reads at kernel offset `k`.
+  Expr Position(size_t d, Expr o, Expr k) const {
+    return symbolic::Add({symbolic::Mul(o, symbolic::Int(stride[d])),
+                          symbolic::Int(-padding[d]),
+                          symbolic::Mul(k, symbolic::Int(dilation[d]))});
+  }
+};
+
+absl::StatusOr<Window> WindowArgs(const Call& c, size_t dims,
+                                  std::vector<int64_t> default_stride) {
+  Window w;
+  ASSIGN_OR_RETURN(w.stride,
+                   SpatialArg(c, "stride", dims, std::move(default_stride)));
+  ASSIGN_OR_RETURN(w.padding, SpatialArg(c, "padding", dims, {0}));
+  ASSIGN_OR_RETURN(w.dilation, SpatialArg(c, "dilation", dims, {1}));
+  for (size_t d = 0; d < dims; ++d) {
+    if (w.stride[d] <= 0 || w.dilation[d] <= 0) {
+      return c.Error("stride and dilation must be positive");
+    }
+  }
+  return w;
+}
+
+// The bool and of `masks` (true for none).
+int AllOf(KernelBuilder& kb, const std::vector<int>& masks) {
+  int m = kb.IntConstant(1, DType::kBool);
+  for (size_t i = 0; i < masks.size(); ++i) {
+    m = i == 0 ? masks[0] : kb.Call("logical_and", {m, masks[i]}, DType::kBool);
+  }
+  return m;
+}
+
+// convolution(input, weight, bias, stride, padding, dilation, transposed,
+// output_padding, groups): per output element, a sum over the group's input
+// channels and the kernel offsets. Padding is a mask over a clamped index;
+// a transposed convolution reads input position (o + padding - k*dilation)
+// / stride where that divides. The bias is an epilogue.
+absl::StatusOr<NodeValue> LowerConvolution(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  DType acc = ComputeDType(m.dtype);
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  ASSIGN_OR_RETURN(TBox w, L.Tensor(c, 1));
+  if (w.sizes.size() < 3 || x.sizes.size() != w.sizes.size()) {
+    return c.Error("expects a batched input with the weight's rank");
+  }
+  size_t nsp = w.sizes.size() - 2;
+  ASSIGN_OR_RETURN(Window win, WindowArgs(c, nsp, {1}));
+  ASSIGN_OR_RETURN(bool transposed, c.Bool("transposed"));
+  ASSIGN_OR_RETURN(int64_t groups, c.Int("groups"));
+  if (groups <= 0) return c.Error("groups must be positive");
+  Expr g_count = symbolic::Int(groups);
+  // Input and output channels per group.
+  ASSIGN_OR_RETURN(Expr w0_per_group, symbolic::FloorDiv(w.sizes[0], g_count));
+  Expr icg = transposed ? w0_per_group : w.sizes[1];
+  Expr ocg = transposed ? w.sizes[1] : w0_per_group;
+  TBox p;
+  p.dtype = acc;
+  p.sizes = m.sizes;
+  p.sizes.push_back(icg);
+  for (size_t d = 0; d < nsp; ++d) p.sizes.push_back(w.sizes[2 + d]);
+  p.reads = x.reads;
+  p.reads.insert(w.reads.begin(), w.reads.end());
+  p.cost = x.cost + w.cost + 8;
+  p.load = [x, w, win, transposed, icg, ocg, nsp, acc](
+               KernelBuilder& kb,
+               const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    Expr oc = idx[1], ic = idx[2 + nsp];
+    ASSIGN_OR_RETURN(Expr g, symbolic::FloorDiv(oc, ocg));
+    Expr cin = symbolic::Add(symbolic::Mul(g, icg), ic);
+    std::vector<Expr> xi = {idx[0], cin};
+    std::vector<Expr> wi = {
+        transposed ? cin : oc,
+        transposed ? symbolic::Sub(oc, symbolic::Mul(g, ocg)) : ic};
+    std::vector<int> masks;
+    for (size_t d = 0; d < nsp; ++d) {
+      Expr o = idx[2 + d], k = idx[3 + nsp + d], in = x.sizes[2 + d];
+      wi.push_back(k);
+      if (!transposed) {
+        Expr pos = win.Position(d, o, k);
+        masks.push_back(InRange(kb, pos, symbolic::Int(0), in));
+        xi.push_back(ClampIndex(pos, in));
+        continue;
+      }
+      Expr s = symbolic::Int(win.stride[d]);
+      Expr t =
+          symbolic::Add({o, symbolic::Int(win.padding[d]),
+                         symbolic::Mul(k, symbolic::Int(-win.dilation[d]))});
+      masks.push_back(InRange(kb, t, symbolic::Int(0), symbolic::Mul(in, s)));
+      ASSIGN_OR_RETURN(Expr rem, symbolic::PythonMod(t, s));
+      masks.push_back(kb.Call("eq", {kb.Index(rem), kb.Index(symbolic::Int(0))},
+                              DType::kBool));
+      ASSIGN_OR_RETURN(Expr q, symbolic::FloorDiv(t, s));
+      xi.push_back(ClampIndex(q, in));
+    }
+    ASSIGN_OR_RETURN(int xv, x.load(kb, xi));
+    ASSIGN_OR_RETURN(int wv, w.load(kb, wi));
+    int prod = kb.Call("mul", {kb.Cast(xv, acc), kb.Cast(wv, acc)}, acc);
+    return kb.Call("where", {AllOf(kb, masks), prod, kb.Constant(0, acc)}, acc);
+  };
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d <= nsp; ++d) {
+    dims.push_back(static_cast<int64_t>(m.sizes.size() + d));
+  }
+  ASSIGN_OR_RETURN(TBox out,
+                   L.Reduce(p, dims, ReduceKind::kSum, acc, m, nullptr));
+  if (c.NodeAt(2) == nullptr) return TensorValue(out);
+  ASSIGN_OR_RETURN(TBox bias, L.Tensor(c, 2));
+  TBox b = Remap(
+      bias, m.sizes,
+      [](const std::vector<Expr>& idx) -> absl::StatusOr<std::vector<Expr>> {
+        return std::vector<Expr>{idx[1]};
+      });
+  return TensorValue(L.Pointwise("add", {out, b}, acc, m.dtype, m.sizes));
+}
+
+// A pool's windows over `x`'s trailing spatial dims: sizes out_sizes + the
+// kernel sizes, reading x at each window position (in the compute dtype),
+// `fill` where the position is outside the input.
+struct PoolWindows {
+  TBox box;
+  std::vector<Expr> in;  // the input's spatial sizes
+  size_t lead = 0;       // dims before the spatial ones
+  Window win;
+  std::vector<int64_t> kernel;
+  // The input positions the window element `idx` reads (unclamped).
+  std::vector<Expr> Positions(const std::vector<Expr>& idx) const {
+    std::vector<Expr> pos;
+    for (size_t d = 0; d < in.size(); ++d) {
+      pos.push_back(win.Position(d, idx[lead + d], idx[lead + in.size() + d]));
+    }
+    return pos;
+  }
+  // The reduced dims (the kernel's).
+  std::vector<int64_t> Dims() const {
+    std::vector<int64_t> dims;
+    for (size_t d = 0; d < in.size(); ++d) {
+      dims.push_back(static_cast<int64_t>(lead + in.size() + d));
+    }
+    return dims;
+  }
+};
+
+absl::StatusOr<PoolWindows> PoolWindowsOf(Lowerer& L, const Call& c,
+                                          const std::vector<Expr>& out_sizes,
+                                          double fill) {
+  PoolWindows pw;
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  size_t nsp = absl::StrContains(c.op().schema.name, "3d") ? 3 : 2;
+  ASSIGN_OR_RETURN(pw.kernel, SpatialArg(c, "kernel_size", nsp, {}));
+  ASSIGN_OR_RETURN(pw.win, WindowArgs(c, nsp, pw.kernel));
+  if (x.sizes.size() < nsp + 1 || out_sizes.size() != x.sizes.size()) {
+    return c.Error("unexpected input rank");
+  }
+  if (!IsFloatingPoint(x.dtype)) {
+    return c.Error("integer pooling is not supported by the cpu backend");
+  }
+  pw.lead = x.sizes.size() - nsp;
+  pw.in.assign(x.sizes.begin() + pw.lead, x.sizes.end());
+  DType compute = ComputeDType(x.dtype);
+  TBox& p = pw.box;
+  p.dtype = compute;
+  p.sizes = out_sizes;
+  for (int64_t k : pw.kernel) p.sizes.push_back(symbolic::Int(k));
+  p.reads = x.reads;
+  p.cost = x.cost + 8;
+  PoolWindows geometry = pw;
+  p.load = [x, geometry, compute, fill](
+               KernelBuilder& kb,
+               const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    std::vector<Expr> xi(idx.begin(), idx.begin() + geometry.lead);
+    std::vector<int> masks;
+    std::vector<Expr> pos = geometry.Positions(idx);
+    for (size_t d = 0; d < pos.size(); ++d) {
+      Expr in = geometry.in[d];
+      masks.push_back(InRange(kb, pos[d], symbolic::Int(0), in));
+      xi.push_back(ClampIndex(pos[d], in));
+    }
+    ASSIGN_OR_RETURN(int v, x.load(kb, xi));
+    return kb.Call(
+        "where",
+        {AllOf(kb, masks), kb.Cast(v, compute), kb.Constant(fill, compute)},
+        compute);
+  };
+  return pw;
+}
+
+// max_pool2d/3d_with_indices(self, kernel_size, stride, padding, dilation,
+// ceil_mode): the window's maximum (NaN propagates) and the flat spatial
+// index of the input element it came from. Windows past the input (padding,
+// ceil_mode) see -inf there.
+absl::StatusOr<NodeValue> LowerMaxPool(Lowerer& L, const Call& c) {
+  const ir::ValueMeta& vm = L.Meta(&c.node());
+  if (vm.kind != ir::ValueMeta::Kind::kTuple || vm.elements.size() != 2) {
+    return c.Error("expects (values, indices)");
+  }
+  const TensorMeta& mv = vm.elements[0].tensor;
+  const TensorMeta& mi = vm.elements[1].tensor;
+  ASSIGN_OR_RETURN(
+      PoolWindows pw,
+      PoolWindowsOf(L, c, mv.sizes, -std::numeric_limits<double>::infinity()));
+  ASSIGN_OR_RETURN(TBox values, L.Reduce(pw.box, pw.Dims(), ReduceKind::kMax,
+                                         pw.box.dtype, mv, nullptr));
+  std::vector<Expr> in_strides = Contiguous(pw.in);
+  ASSIGN_OR_RETURN(
+      TBox indices,
+      L.Reduce(pw.box, pw.Dims(), ReduceKind::kArgMax, DType::kInt64, mi,
+               nullptr, [pw, in_strides](const std::vector<Expr>& idx) {
+                 return Linear(pw.Positions(idx), in_strides, symbolic::Int(0));
+               }));
+  NodeValue v;
+  v.kind = NodeValue::Kind::kTuple;
+  v.elements = {TensorValue(values), TensorValue(indices)};
+  return v;
+}
+
+// avg_pool2d/3d(self, kernel_size, stride, padding, ceil_mode,
+// count_include_pad, divisor_override): the window's sum over the input
+// elements it covers, divided by PyTorch's divisor (the override; the
+// window clipped to the padded input; or the elements it covers); an empty
+// window gives 0.
+absl::StatusOr<NodeValue> LowerAvgPool(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  ASSIGN_OR_RETURN(PoolWindows pw, PoolWindowsOf(L, c, m.sizes, 0));
+  ASSIGN_OR_RETURN(bool include_pad, c.Bool("count_include_pad"));
+  std::optional<int64_t> override;
+  if (c.Has("divisor_override")) {
+    ASSIGN_OR_RETURN(override, c.Int("divisor_override"));
+    if (*override == 0) return c.Error("division by zero");
+  }
+  // The divisor and the covered count per output element, from the kernel's
+  // outer index variables (the output's dims).
+  std::vector<Expr> pool, count;
+  for (size_t d = 0; d < pw.in.size(); ++d) {
+    Expr lo = pw.win.Position(d, IndexVar(static_cast<int>(pw.lead + d)),
+                              symbolic::Int(0));
+    Expr pad = symbolic::Int(pw.win.padding[d]);
+    Expr hi = symbolic::Min(symbolic::Add(lo, symbolic::Int(pw.kernel[d])),
+                            symbolic::Add(pw.in[d], pad));
+    pool.push_back(symbolic::Sub(hi, lo));
+    Expr covered = symbolic::Sub(symbolic::Min(hi, pw.in[d]),
+                                 symbolic::Max(lo, symbolic::Int(0)));
+    count.push_back(symbolic::Max(covered, symbolic::Int(0)));
+  }
+  Expr covered = Product(count);
+  Expr divisor = override.has_value() ? symbolic::Int(*override)
+                 : include_pad        ? Product(pool)
+                                      : covered;
+  DType acc = pw.box.dtype;
+  auto divide = [acc, divisor, covered](KernelBuilder& kb, int sum, Expr) {
+    int q = MeanOf(acc)(kb, sum, divisor);
+    int some = kb.Call("gt", {kb.Index(covered), kb.Index(symbolic::Int(0))},
+                       DType::kBool);
+    return kb.Call("where", {some, q, kb.Constant(0, acc)}, acc);
+  };
+  ASSIGN_OR_RETURN(
+      TBox out, L.Reduce(pw.box, pw.Dims(), ReduceKind::kSum, acc, m, divide));
+  return TensorValue(out);
+}
+
+// _adaptive_avg_pool2d/3d(self, output_size): output o of a dim averages
+// input [floor(o*I/O), ceil((o+1)*I/O)); the window loop runs to the widest
+// window, masked past each one's end.
+absl::StatusOr<NodeValue> LowerAdaptiveAvgPool(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  size_t nsp = absl::StrContains(c.op().schema.name, "3d") ? 3 : 2;
+  if (x.sizes.size() < nsp + 1 || m.sizes.size() != x.sizes.size()) {
+    return c.Error("unexpected input rank");
+  }
+  if (!IsFloatingPoint(x.dtype)) {
+    return c.Error("integer pooling is not supported by the cpu backend");
+  }
+  size_t lead = x.sizes.size() - nsp;
+  DType acc = ComputeDType(x.dtype);
+  std::vector<Expr> in(x.sizes.begin() + lead, x.sizes.end());
+  std::vector<Expr> out(m.sizes.begin() + lead, m.sizes.end());
+  // The window [start, end) of output index o in spatial dim d.
+  auto window = [in, out](size_t d,
+                          Expr o) -> absl::StatusOr<std::pair<Expr, Expr>> {
+    ASSIGN_OR_RETURN(Expr start,
+                     symbolic::FloorDiv(symbolic::Mul(o, in[d]), out[d]));
+    ASSIGN_OR_RETURN(
+        Expr end,
+        symbolic::CeilDiv(
+            symbolic::Mul(symbolic::Add(o, symbolic::Int(1)), in[d]), out[d]));
+    return std::make_pair(start, end);
+  };
+  TBox p;
+  p.dtype = acc;
+  p.sizes = m.sizes;
+  for (size_t d = 0; d < nsp; ++d) {
+    ASSIGN_OR_RETURN(Expr w, symbolic::CeilDiv(in[d], out[d]));
+    p.sizes.push_back(symbolic::Add(w, symbolic::Int(1)));
+  }
+  p.reads = x.reads;
+  p.cost = x.cost + 8;
+  p.load = [x, in, lead, nsp, acc, window](
+               KernelBuilder& kb,
+               const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    std::vector<Expr> xi(idx.begin(), idx.begin() + lead);
+    std::vector<int> masks;
+    for (size_t d = 0; d < nsp; ++d) {
+      ASSIGN_OR_RETURN(auto se, window(d, idx[lead + d]));
+      Expr pos = symbolic::Add(se.first, idx[lead + nsp + d]);
+      masks.push_back(
+          kb.Call("lt", {kb.Index(pos), kb.Index(se.second)}, DType::kBool));
+      xi.push_back(ClampIndex(pos, in[d]));
+    }
+    ASSIGN_OR_RETURN(int v, x.load(kb, xi));
+    return kb.Call(
+        "where", {AllOf(kb, masks), kb.Cast(v, acc), kb.Constant(0, acc)}, acc);
+  };
+  // The divisor from the kernel's outer index variables (the output's dims).
+  std::vector<Expr> counts;
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < nsp; ++d) {
+    ASSIGN_OR_RETURN(auto se, window(d, IndexVar(static_cast<int>(lead + d))));
+    counts.push_back(symbolic::Sub(se.second, se.first));
+    dims.push_back(static_cast<int64_t>(lead + nsp + d));
+  }
+  Expr count = Product(counts);
+  auto divide = [acc, count](KernelBuilder& kb, int sum, Expr) {
+    return MeanOf(acc)(kb, sum, count);
+  };
+  ASSIGN_OR_RETURN(TBox result,
+                   L.Reduce(p, dims, ReduceKind::kSum, acc, m, divide));
+  return TensorValue(result);
+}
+
+// ---- Indirect indexing: gather, index_select, embedding, index
+// ----------------------------------
+
+// In-memory `x` read at `sub`, whose IndirectVar(k) stand for values[k]
+// (check-index ops).
+int IndirectLoad(KernelBuilder& kb, const TBox& x, const std::vector<Expr>& sub,
+                 std::vector<int> values) {
+  ScalarOp op;
+  op.kind = ScalarOp::Kind::kLoad;
+  op.dtype = x.dtype;
+  op.buffer = x.buffer;
+  op.index = Linear(sub, x.strides, x.offset);
+  op.args = std::move(values);
+  return kb.Add(std::move(op));
+}
+
+// A loader over `sizes` reading in-memory `x` at x_index(idx), where some
+// dims are indirect: `lookups` gives, per indirect dim, the value loaded at
+// idx (before its check).
+struct Lookup {
+  int64_t dim;  // x's dim it indexes
+  Loader value;
+  bool wrap;  // negative values count from the end
+};
+TBox IndirectBox(
+    Lowerer& L, const Call& c, const TBox& x, std::vector<Expr> sizes,
+    std::vector<Lookup> lookups,
+    std::function<std::vector<Expr>(const std::vector<Expr>&)> direct) {
+  TBox t;
+  t.dtype = x.dtype;
+  t.sizes = std::move(sizes);
+  t.reads = x.reads;
+  t.cost = x.cost + 4 * static_cast<int>(lookups.size());
+  Lowerer* lp = &L;
+  const Node* node = &c.node();
+  t.load = [lp, node, x, lookups, direct](
+               KernelBuilder& kb,
+               const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    std::vector<Expr> sub = direct(idx);
+    std::vector<int> values;
+    for (size_t k = 0; k < lookups.size(); ++k) {
+      const Lookup& l = lookups[k];
+      ASSIGN_OR_RETURN(int v, l.value(kb, idx));
+      Expr size = x.sizes.empty() ? symbolic::Int(1) : x.sizes[l.dim];
+      values.push_back(lp->CheckIndex(kb, *node, v, size, l.wrap, l.dim));
+      if (!x.sizes.empty()) sub[l.dim] = IndirectVar(static_cast<int>(k));
+    }
+    return IndirectLoad(kb, x, sub, values);
+  };
+  return t;
+}
+
+// A Lookup's loader: `index` read at the dims of idx that `pick` chooses.
+Loader ReadAt(const TBox& index,
+              std::function<std::vector<Expr>(const std::vector<Expr>&)> pick) {
+  return [index, pick](KernelBuilder& kb,
+                       const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    return index.load(kb, pick(idx));
+  };
+}
+
+int64_t WrapDim(int64_t dim, size_t rank) {
+  int64_t r = std::max<int64_t>(static_cast<int64_t>(rank), 1);
+  return dim < 0 ? dim + r : dim;
+}
+
+// gather(self, dim, index): out[i] = self[i with dim replaced by index[i]].
+absl::StatusOr<NodeValue> LowerGather(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  ASSIGN_OR_RETURN(x, L.Realize(x, nullptr));
+  ASSIGN_OR_RETURN(int64_t dim, c.Int("dim"));
+  dim = WrapDim(dim, x.sizes.size());
+  ASSIGN_OR_RETURN(TBox index, L.Tensor(c, 2));
+  TBox t = IndirectBox(
+      L, c, x, m.sizes,
+      {{dim, ReadAt(index, [](const std::vector<Expr>& i) { return i; }),
+        false}},
+      [](const std::vector<Expr>& i) { return i; });
+  t.reads.insert(index.reads.begin(), index.reads.end());
+  return TensorValue(t);
+}
+
+// index_select(self, dim, index): self's slices at index's values along dim.
+absl::StatusOr<NodeValue> LowerIndexSelect(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  ASSIGN_OR_RETURN(x, L.Realize(x, nullptr));
+  ASSIGN_OR_RETURN(int64_t dim, c.Int("dim"));
+  dim = WrapDim(dim, x.sizes.size());
+  ASSIGN_OR_RETURN(TBox index, L.Tensor(c, 2));
+  bool scalar = index.sizes.empty() || x.sizes.empty();
+  TBox t = IndirectBox(L, c, x, m.sizes,
+                       {{dim,
+                         ReadAt(index,
+                                [dim, scalar](const std::vector<Expr>& i) {
+                                  return scalar ? std::vector<Expr>{}
+                                                : std::vector<Expr>{i[dim]};
+                                }),
+                         false}},
+                       [](const std::vector<Expr>& i) { return i; });
+  t.reads.insert(index.reads.begin(), index.reads.end());
+  return TensorValue(t);
+}
+
+// embedding(weight, indices, ...): out[..., j] = weight[indices[...], j].
+absl::StatusOr<NodeValue> LowerEmbedding(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  ASSIGN_OR_RETURN(TBox w, L.Tensor(c, 0));
+  ASSIGN_OR_RETURN(w, L.Realize(w, nullptr));
+  ASSIGN_OR_RETURN(TBox index, L.Tensor(c, 1));
+  if (w.sizes.size() != 2) return c.Error("expects a 2-d weight");
+  TBox t =
+      IndirectBox(L, c, w, m.sizes,
+                  {{0,
+                    ReadAt(index,
+                           [](const std::vector<Expr>& i) {
+                             return std::vector<Expr>(i.begin(), i.end() - 1);
+                           }),
+                    false}},
+                  [](const std::vector<Expr>& i) {
+                    return std::vector<Expr>{symbolic::Int(0), i.back()};
+                  });
+  t.reads.insert(index.reads.begin(), index.reads.end());
+  return TensorValue(t);
+}
+
+// index.Tensor / _unsafe_index.Tensor(self, indices): advanced indexing by
+// integer tensors (None keeps a dim). The index tensors broadcast to one
+// shape B; when they are adjacent B's dims replace theirs in place, else
+// they come first. Negative indices count from the end.
+absl::StatusOr<NodeValue> LowerIndex(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  ASSIGN_OR_RETURN(x, L.Realize(x, nullptr));
+  const Bound& list = c.at(1);
+  if (list.arg == nullptr || list.arg->kind != Arg::Kind::kList) {
+    return c.Error("argument 1 is not a list");
+  }
+  std::vector<std::optional<TBox>> indices;
+  size_t b_rank = 0;
+  for (const Arg& a : list.arg->list) {
+    if (a.kind == Arg::Kind::kNone) {
+      indices.push_back(std::nullopt);
+      continue;
+    }
+    if (a.kind != Arg::Kind::kNode) return c.Error("an index is not a tensor");
+    const NodeValue& v = L.value(a.node);
+    if (v.kind != NodeValue::Kind::kTensor) {
+      return c.Error("an index is not a tensor");
+    }
+    if (v.t.dtype == DType::kBool || v.t.dtype == DType::kUInt8) {
+      return c.Error(
+          "boolean mask indices are data-dependent; the cpu backend does not "
+          "support them yet");
+    }
+    indices.push_back(v.t);
+    b_rank = std::max(b_rank, v.t.sizes.size());
+  }
+  std::vector<size_t> indexed;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    if (indices[d].has_value()) indexed.push_back(d);
+  }
+  if (indexed.empty()) return c.Error("expects at least one index tensor");
+  bool adjacent = indexed.back() - indexed.front() + 1 == indexed.size();
+  size_t b_at = adjacent ? indexed.front() : 0;
+  size_t rank = x.sizes.size();
+  // The result's dims: B at b_at; x's other dims in order around it.
+  std::vector<size_t> kept;
+  for (size_t d = 0; d < rank; ++d) {
+    if (d >= indices.size() || !indices[d].has_value()) kept.push_back(d);
+  }
+  std::vector<Lookup> lookups;
+  TBox t;
+  for (size_t k = 0; k < indexed.size(); ++k) {
+    const TBox& ix = *indices[indexed[k]];
+    t.reads.insert(ix.reads.begin(), ix.reads.end());
+    size_t r = ix.sizes.size();
+    std::vector<Expr> isz = ix.sizes;
+    lookups.push_back(
+        {static_cast<int64_t>(indexed[k]),
+         ReadAt(ix,
+                [b_at, b_rank, r, isz](const std::vector<Expr>& i) {
+                  std::vector<Expr> sub;
+                  for (size_t e = 0; e < r; ++e) {
+                    sub.push_back(IsOne(isz[e]) ? symbolic::Int(0)
+                                                : i[b_at + b_rank - r + e]);
+                  }
+                  return sub;
+                }),
+         true});
+  }
+  auto direct = [kept, b_at, b_rank, rank](const std::vector<Expr>& i) {
+    std::vector<Expr> sub(rank, symbolic::Int(0));
+    size_t o = 0;
+    for (size_t d : kept) {
+      if (o == b_at) o += b_rank;
+      sub[d] = i[o++];
+    }
+    return sub;
+  };
+  std::set<int> reads = t.reads;
+  t = IndirectBox(L, c, x, m.sizes, lookups, direct);
+  t.reads.insert(reads.begin(), reads.end());
+  return TensorValue(t);
+}
+
+// nll_loss_forward(self, target, weight, reduction, ignore_index) ->
+// (output, total_weight): -weight[t] * self[n, t] per sample (0 where t is
+// ignore_index); reduction none, mean (over the weights' sum) or sum.
+absl::StatusOr<NodeValue> LowerNllLoss(Lowerer& L, const Call& c) {
+  const ir::ValueMeta& vm = L.Meta(&c.node());
+  if (vm.kind != ir::ValueMeta::Kind::kTuple || vm.elements.size() != 2) {
+    return c.Error("expects (output, total_weight)");
+  }
+  const TensorMeta& mo = vm.elements[0].tensor;
+  const TensorMeta& mt = vm.elements[1].tensor;
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  ASSIGN_OR_RETURN(x, L.Realize(x, nullptr));
+  ASSIGN_OR_RETURN(TBox target, L.Tensor(c, 1));
+  std::optional<TBox> weight;
+  if (c.NodeAt(2) != nullptr) {
+    ASSIGN_OR_RETURN(TBox w, L.Tensor(c, 2));
+    ASSIGN_OR_RETURN(w, L.Realize(w, nullptr));
+    weight = w;
+  }
+  ASSIGN_OR_RETURN(int64_t reduction, c.Int("reduction"));
+  ASSIGN_OR_RETURN(int64_t ignore, c.Int("ignore_index"));
+  bool batched = x.sizes.size() == 2;
+  DType acc = ComputeDType(x.dtype);
+  Expr n = batched ? x.sizes[0] : symbolic::Int(1);
+  Expr classes = x.sizes.back();
+  Lowerer* lp = &L;
+  const Node* node = &c.node();
+  // The per-sample (weight, loss) over [n]: the class checked unless it is
+  // ignore_index (then class 0 is read and the weight is 0).
+  auto sample = [=](KernelBuilder& kb, Expr i,
+                    bool loss) -> absl::StatusOr<int> {
+    ASSIGN_OR_RETURN(
+        int t, target.load(kb, target.sizes.empty() ? std::vector<Expr>{}
+                                                    : std::vector<Expr>{i}));
+    t = kb.Cast(t, DType::kInt64);
+    int ignored =
+        kb.Call("eq", {t, kb.IntConstant(ignore, DType::kInt64)}, DType::kBool);
+    int safe = kb.Call("where", {ignored, kb.IntConstant(0, DType::kInt64), t},
+                       DType::kInt64);
+    int k = lp->CheckIndex(kb, *node, safe, classes, false, batched ? 1 : 0);
+    int w = kb.Constant(1, acc);
+    if (weight.has_value()) {
+      w = kb.Cast(IndirectLoad(kb, *weight, {IndirectVar(0)}, {k}), acc);
+    }
+    w = kb.Call("where", {ignored, kb.Constant(0, acc), w}, acc);
+    if (!loss) return w;
+    std::vector<Expr> sub = {IndirectVar(0)};
+    if (batched) sub.insert(sub.begin(), i);
+    int v = kb.Cast(IndirectLoad(kb, x, sub, {k}), acc);
+    return kb.Call("neg", {kb.Call("mul", {w, v}, acc)}, acc);
+  };
+  auto per_sample = [&](bool loss) {
+    TBox t;
+    t.dtype = acc;
+    t.sizes = {n};
+    t.reads = x.reads;
+    t.reads.insert(target.reads.begin(), target.reads.end());
+    if (weight.has_value())
+      t.reads.insert(weight->reads.begin(), weight->reads.end());
+    t.cost = 12;
+    t.load = [sample, loss](KernelBuilder& kb, const std::vector<Expr>& idx) {
+      return sample(kb, idx[0], loss);
+    };
+    return t;
+  };
+  NodeValue v;
+  v.kind = NodeValue::Kind::kTuple;
+  if (batched && reduction == 0) {
+    v.elements = {TensorValue(CastBox(per_sample(true), mo.dtype)),
+                  TensorValue(L.NumberBox(symbolic::Int(0), mt.dtype))};
+    return v;
+  }
+  ASSIGN_OR_RETURN(TBox total, L.Reduce(per_sample(false), {0},
+                                        ReduceKind::kSum, acc, mt, nullptr));
+  ASSIGN_OR_RETURN(TBox sum, L.Reduce(per_sample(true), {0}, ReduceKind::kSum,
+                                      acc, mo, nullptr));
+  TBox out = sum;
+  if (reduction == 1) {
+    out = L.Pointwise("truediv", {sum, total}, acc, mo.dtype, mo.sizes);
+  }
+  v.elements = {TensorValue(out), TensorValue(total)};
+  return v;
+}
+
 absl::StatusOr<NodeValue> LowerGetitem(Lowerer& L, const Node& n) {
   const NodeValue& t = L.value(n.args()[0].node);
   int64_t i = n.args()[1].i;
@@ -2172,6 +2846,19 @@ const absl::flat_hash_map<std::string, LowerFn>& Table() {
     T["aten._unsafe_view.default"] = LowerUnsafeView;
     T["aten.baddbmm.default"] = LowerMatmul;
     T["aten.mm.default"] = LowerMatmul;
+    T["aten.convolution.default"] = LowerConvolution;
+    T["aten.gather.default"] = LowerGather;
+    T["aten.index_select.default"] = LowerIndexSelect;
+    T["aten.embedding.default"] = LowerEmbedding;
+    T["aten.index.Tensor"] = LowerIndex;
+    T["aten._unsafe_index.Tensor"] = LowerIndex;
+    T["aten.nll_loss_forward.default"] = LowerNllLoss;
+    T["aten.max_pool2d_with_indices.default"] = LowerMaxPool;
+    T["aten.max_pool3d_with_indices.default"] = LowerMaxPool;
+    T["aten.avg_pool2d.default"] = LowerAvgPool;
+    T["aten.avg_pool3d.default"] = LowerAvgPool;
+    T["aten._adaptive_avg_pool2d.default"] = LowerAdaptiveAvgPool;
+    T["aten._adaptive_avg_pool3d.default"] = LowerAdaptiveAvgPool;
     T["aten.bmm.default"] = LowerMatmul;
     T["aten.addmm.default"] = LowerMatmul;
     return t;

@@ -119,6 +119,8 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
     if (op.kind == ScalarOp::Kind::kLoad) {
       auto it = a_stores.find(op.buffer);
       if (it == a_stores.end()) continue;
+      // An indirect load may read any element: a must be done first.
+      if (IsIndirect(op)) return std::nullopt;
       // Every store of the buffer must be at this element (an in-place
       // chain stores it several times): the load takes the last value.
       bool forward = true;
@@ -151,6 +153,7 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
       for (auto* table : {&a_stores, &a_loads}) {
         auto it = table->find(op.buffer);
         if (it == table->end()) continue;
+        if (IsIndirect(op)) return std::nullopt;
         for (const Access& s : it->second) {
           if (s.index != op.index) return std::nullopt;
           if (mode == Mode::kNewSections && !s.straight) return std::nullopt;
@@ -239,7 +242,8 @@ void PlanMemory(LoweredGraph& g, std::vector<std::string>& log) {
         if (b.buffer != a.buffer) continue;
         if (b.kind == ScalarOp::Kind::kLoad) break;
         if (b.kind == ScalarOp::Kind::kStore) {
-          drop[i] = b.index == a.index && b.section == a.section;
+          drop[i] = b.index == a.index && b.section == a.section &&
+                    !IsIndirect(a) && !IsIndirect(b);
           break;
         }
       }

@@ -38,25 +38,45 @@ class Emitter {
     absl::StrAppend(&out, KernelAbiSource(), "\n", symbolic::CppPrelude(), "\n",
                     ScalarPrelude(), "\n");
     for (const Kernel& k : p_.kernels) EmitKernel(k, &out);
+    // The entry returns 0, or 1 + the check that failed (Program::checks).
     absl::StrAppend(&out,
                     "extern \"C\" __attribute__((visibility(\"default\"))) int "
                     "lathe_entry(void* const* B, const int64_t* S, const "
                     "double* F, const LatheKernelRuntime* rt) {\n"
-                    "  (void)S; (void)F; (void)rt;\n");
+                    "  (void)S; (void)F; (void)rt;\n"
+                    "  int E = 0;\n");
     for (const Kernel& k : p_.kernels) {
-      absl::StrAppend(&out, "  ", k.name, "(B, S, F, rt);\n");
+      absl::StrAppend(&out, "  ", k.name, "(B, S, F, rt, &E);\n");
+      if (HasChecks(k)) absl::StrAppend(&out, "  if (E != 0) return E;\n");
     }
     absl::StrAppend(&out, "  return 0;\n}\n");
     return out;
   }
 
  private:
-  std::string Cpp(Expr e) {
-    return symbolic::ToCpp(e, {.symbol_name = [this](Expr s) {
-                             auto it = names_.find(s);
-                             return it != names_.end() ? it->second
-                                                       : std::string(s.name());
-                           }});
+  static bool HasChecks(const Kernel& k) {
+    for (const ScalarOp& op : k.ops) {
+      if (op.kind == ScalarOp::Kind::kCheckIndex) return true;
+    }
+    return false;
+  }
+
+  // `e` as C++: runtime symbols from S[] and F[]; in an indirect access's
+  // index (`op`), ind<k> is the value of its k-th indirect argument.
+  std::string Cpp(Expr e, const ScalarOp* op = nullptr) {
+    return symbolic::ToCpp(
+        e, {.symbol_name = [this, op](Expr s) {
+          auto it = names_.find(s);
+          if (it != names_.end()) return it->second;
+          if (op != nullptr) {
+            for (size_t a = IndirectArgs(*op); a < op->args.size(); ++a) {
+              if (s == IndirectVar(static_cast<int>(a - IndirectArgs(*op)))) {
+                return absl::StrCat("v", op->args[a]);
+              }
+            }
+          }
+          return std::string(s.name());
+        }});
   }
 
   std::string Ptr(int b) { return absl::StrCat("b", b); }
@@ -96,12 +116,25 @@ class Emitter {
     switch (op.kind) {
       case ScalarOp::Kind::kLoad:
         absl::StrAppend(out, indent, "const ", t, " v", i, " = ",
-                        Ptr(op.buffer), "[", Cpp(op.index), "];\n");
+                        Ptr(op.buffer), "[", Cpp(op.index, &op), "];\n");
         return;
       case ScalarOp::Kind::kStore:
-        absl::StrAppend(out, indent, Ptr(op.buffer), "[", Cpp(op.index),
+        absl::StrAppend(out, indent, Ptr(op.buffer), "[", Cpp(op.index, &op),
                         "] = ", arg(0), ";\n");
         return;
+      case ScalarOp::Kind::kCheckIndex: {
+        std::string v = absl::StrCat("v", i), n = Cpp(op.index);
+        absl::StrAppend(out, indent, "int64_t ", v, " = static_cast<int64_t>(",
+                        arg(0), ");\n");
+        if (op.wrap) {
+          absl::StrAppend(out, indent, "if (", v, " < 0) ", v, " += ", n,
+                          ";\n");
+        }
+        absl::StrAppend(out, indent, "if (__builtin_expect(", v, " < 0 || ", v,
+                        " >= ", n, ", 0)) { __atomic_store_n(E, ", op.i + 1,
+                        ", __ATOMIC_RELAXED); ", v, " = 0; }\n");
+        return;
+      }
       case ScalarOp::Kind::kConstant:
         absl::StrAppend(out, indent, "const ",
                         VType(IsFloatingPoint(op.dtype) ? ComputeDType(op.dtype)
@@ -309,8 +342,8 @@ class Emitter {
   void EmitKernel(const Kernel& k, std::string* out) {
     absl::StrAppend(&*out, "static void ", k.name,
                     "(void* const* B, const int64_t* S, const double* F, "
-                    "const LatheKernelRuntime* rt) {\n"
-                    "  (void)S; (void)F; (void)rt;\n");
+                    "const LatheKernelRuntime* rt, int* E) {\n"
+                    "  (void)S; (void)F; (void)rt; (void)E;\n");
     std::set<int> used;
     for (const ScalarOp& op : k.ops) {
       if (op.buffer >= 0) used.insert(op.buffer);

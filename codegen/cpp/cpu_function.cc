@@ -182,6 +182,10 @@ absl::StatusOr<ir::Interpretation> CpuFunction::Run(
     pointers[b] = storages[b].data();
   }
   int rc = entry_(pointers.data(), ints.data(), floats.data(), KernelRuntime());
+  const std::vector<std::string>& checks = lowered_.program.checks;
+  if (rc > 0 && rc <= static_cast<int>(checks.size())) {
+    return absl::InvalidArgumentError(checks[rc - 1]);
+  }
   if (rc != 0) {
     return absl::InternalError(
         absl::StrCat("the compiled graph failed (", rc, ")"));

@@ -129,5 +129,59 @@ TEST(CpuFunctionTest, InputsAndConstantsOfTheWrongShapeAreRefused) {
                        HasSubstr("input 0 ('x'): expected a tensor")));
 }
 
+constexpr char kIndexSelect[] = R"IR(
+def forward(self, x: "f32[4, 6][6, 1]cpu", i: "i64[2][1]cpu"):
+    index_select = torch.ops.aten.index_select.default(x, 0, i);  x = i = None
+    return (index_select,)
+)IR";
+
+constexpr char kIndex[] = R"IR(
+def forward(self, x: "f32[4, 6][6, 1]cpu", i: "i64[2][1]cpu"):
+    index = torch.ops.aten.index.Tensor(x, [i]);  x = i = None
+    return (index,)
+)IR";
+
+ir::Value Ints(std::vector<int64_t> values) {
+  Tensor t =
+      *Tensor::Empty({static_cast<int64_t>(values.size())}, DType::kInt64);
+  for (size_t k = 0; k < values.size(); ++k) t.data<int64_t>()[k] = values[k];
+  return ir::Value::OfTensor(t);
+}
+
+// x = 0, 1, ..., 23 as [4, 6]: row r starts at 6r.
+TEST(CpuFunctionTest, IndirectLoadsReadTheIndexedRows) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f,
+                       CompileText(kIndexSelect));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation r,
+                       f->Run({Filled({4, 6}, 0), Ints({3, 0})}));
+  const Tensor& out = r.outputs[0].tensor;
+  EXPECT_EQ(out.GetDouble({0, 0}), 18);
+  EXPECT_EQ(out.GetDouble({0, 5}), 23);
+  EXPECT_EQ(out.GetDouble({1, 2}), 2);
+  // index.Tensor counts negative indices from the end.
+  ASSERT_OK_AND_ASSIGN(f, CompileText(kIndex));
+  ASSERT_OK_AND_ASSIGN(r, f->Run({Filled({4, 6}, 0), Ints({-1, 1})}));
+  EXPECT_EQ(r.outputs[0].tensor.GetDouble({0, 1}), 19);
+  EXPECT_EQ(r.outputs[0].tensor.GetDouble({1, 1}), 7);
+}
+
+// An index outside its dim stops the run before any load leaves the
+// buffer, with the node and the dim's size.
+TEST(CpuFunctionTest, AnIndexOutOfRangeIsARunErrorNamingTheNode) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f,
+                       CompileText(kIndexSelect));
+  EXPECT_THAT(f->Run({Filled({4, 6}, 0), Ints({1, 9})}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "node 'index_select' (aten.index_select.default): an "
+                       "index is out of bounds for dimension 0 with size 4"));
+  // index_select does not wrap negative indices; index.Tensor wraps once.
+  EXPECT_THAT(f->Run({Filled({4, 6}, 0), Ints({-1, 0})}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  ASSERT_OK_AND_ASSIGN(f, CompileText(kIndex));
+  EXPECT_THAT(f->Run({Filled({4, 6}, 0), Ints({0, -5})}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 'index' (aten.index.Tensor)")));
+}
+
 }  // namespace
 }  // namespace lathe::codegen
