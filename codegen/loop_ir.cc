@@ -103,6 +103,9 @@ std::string OpText(const Program& p, const ScalarOp& op) {
       return absl::StrCat("store ", p.buffers[op.buffer].name, "[",
                           symbolic::ToString(op.index), "] = %", op.args[0],
                           IndirectText(op));
+    case ScalarOp::Kind::kScan:
+      return absl::StrCat("scan ", ReduceName(op.reduce), "(", args,
+                          ") : ", type);
     case ScalarOp::Kind::kCheckIndex:
       return absl::StrCat(
           "check_index(", args, ") in [0, ", symbolic::ToString(op.index), ")",

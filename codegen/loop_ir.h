@@ -14,7 +14,9 @@
 // emitters consume the same program.
 //
 // A reduce op accumulates over its section's inner loops; its value is
-// available to the later sections (the reduction's epilogue). An Extern
+// available to the later sections (the reduction's epilogue). A scan op
+// (cumsum, cumprod) is a running reduction: its value is the accumulator
+// at each iteration, so its section's loops run in order. An Extern
 // kernel calls a library routine (matrix products) on whole buffers.
 //
 // Indirect indexing (gather, embedding, index): a load's or store's index
@@ -98,6 +100,8 @@ struct ScalarOp {
     kCall,      // fn(args...) of scalar_ops.h, computed in `dtype`
     kCast,      // args[0] converted to `dtype`
     kReduce,    // reduce over the section's inner loops
+    kScan,      // the running `reduce` (sum, prod) of args[0] up to and
+                // including this iteration of the section's loops
     // args[0] as an index into [0, `index`): negative values first wrap by
     // `index` when `wrap`; out of range, the program stops with check `i`
     // (Program::checks) and the value is 0.

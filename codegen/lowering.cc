@@ -47,8 +47,9 @@ class KernelBuilder {
 
   int Add(ScalarOp op) {
     op.section = section_;
-    bool pure =
-        op.kind != ScalarOp::Kind::kStore && op.kind != ScalarOp::Kind::kReduce;
+    bool pure = op.kind != ScalarOp::Kind::kStore &&
+                op.kind != ScalarOp::Kind::kReduce &&
+                op.kind != ScalarOp::Kind::kScan;
     std::string key;
     if (pure) {
       key = absl::StrCat(static_cast<int>(op.kind), "|", ShortName(op.dtype),
@@ -2706,6 +2707,51 @@ absl::StatusOr<NodeValue> LowerNllLoss(Lowerer& L, const Call& c) {
   return v;
 }
 
+// cumsum / cumprod(self, dim, dtype): per position of the other dims, a
+// scan along dim in the result's compute type, stored as the meta says.
+LowerFn ScanFn(ReduceKind kind) {
+  return [kind](Lowerer& L, const Call& c) -> absl::StatusOr<NodeValue> {
+    const TensorMeta& m = OutMeta(L, c);
+    ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+    if (x.sizes.empty()) return TensorValue(CastBox(x, m.dtype));
+    ASSIGN_OR_RETURN(int64_t dim, c.Int("dim"));
+    dim = WrapDim(dim, x.sizes.size());
+    std::vector<Expr> outer;
+    for (size_t d = 0; d < x.sizes.size(); ++d) {
+      if (static_cast<int64_t>(d) != dim) outer.push_back(x.sizes[d]);
+    }
+    Kernel k = L.NewKernel(outer);
+    Section& sec = k.sections[0];
+    sec.vars = {SectionVar(0, 0)};
+    sec.ranges = {x.sizes[dim]};
+    std::vector<Expr> idx;
+    for (size_t d = 0, o = 0; d < x.sizes.size(); ++d) {
+      idx.push_back(static_cast<int64_t>(d) == dim ? sec.vars[0] : k.vars[o++]);
+    }
+    KernelBuilder kb(&k);
+    DType acc = ComputeDType(m.dtype);
+    ASSIGN_OR_RETURN(int v, x.load(kb, idx));
+    ScalarOp scan;
+    scan.kind = ScalarOp::Kind::kScan;
+    scan.reduce = kind;
+    scan.dtype = acc;
+    scan.args = {kb.Cast(v, acc)};
+    int running = kb.Add(std::move(scan));
+    int b = L.NewBuffer(m.dtype,
+                        StorageNumel(m.sizes, m.strides, m.storage_offset));
+    ScalarOp st;
+    st.kind = ScalarOp::Kind::kStore;
+    st.buffer = b;
+    st.dtype = m.dtype;
+    st.index = Linear(idx, m.strides, m.storage_offset);
+    st.args = {kb.Cast(running, m.dtype)};
+    kb.Add(std::move(st));
+    L.Emit(std::move(k));
+    return TensorValue(
+        L.FromBuffer(b, m.dtype, m.sizes, m.strides, m.storage_offset));
+  };
+}
+
 absl::StatusOr<NodeValue> LowerGetitem(Lowerer& L, const Node& n) {
   const NodeValue& t = L.value(n.args()[0].node);
   int64_t i = n.args()[1].i;
@@ -2847,6 +2893,8 @@ const absl::flat_hash_map<std::string, LowerFn>& Table() {
     T["aten.baddbmm.default"] = LowerMatmul;
     T["aten.mm.default"] = LowerMatmul;
     T["aten.convolution.default"] = LowerConvolution;
+    T["aten.cumsum.default"] = ScanFn(ReduceKind::kSum);
+    T["aten.cumprod.default"] = ScanFn(ReduceKind::kProd);
     T["aten.gather.default"] = LowerGather;
     T["aten.index_select.default"] = LowerIndexSelect;
     T["aten.embedding.default"] = LowerEmbedding;

@@ -556,12 +556,13 @@ CHECK-NOT:  kernel
 TEST(LoweringTest, AnOpWithoutALoweringIsNamed) {
   EXPECT_THAT(LowerText(R"IR(
 def forward(self, x: "f32[4, 6]"):
-    cumsum = torch.ops.aten.cumsum.default(x, 1)
-    return (cumsum,)
+    sort = torch.ops.aten.sort.default(x, 1)
+    getitem = sort[0]
+    return (getitem,)
 )IR")
                   .status(),
               StatusIs(absl::StatusCode::kUnimplemented,
-                       "node 'cumsum': aten.cumsum.default has no cpu "
+                       "node 'sort': aten.sort.default has no cpu "
                        "lowering"));
 }
 
@@ -570,12 +571,12 @@ def forward(self, x: "f32[4, 6]"):
 TEST(LoweringTest, AnInPlaceOpWithoutALoweredTwinIsNamed) {
   EXPECT_THAT(LowerText(R"IR(
 def forward(self, x: "f32[4]"):
-    cumprod_ = torch.ops.aten.cumprod_.default(x, 0)
-    return (cumprod_,)
+    round_ = torch.ops.aten.round_.decimals(x, decimals=2)
+    return (round_,)
 )IR")
                   .status(),
               StatusIs(absl::StatusCode::kUnimplemented,
-                       "node 'cumprod_': aten.cumprod_.default has no "
+                       "node 'round_': aten.round_.decimals has no "
                        "cpu lowering"));
 }
 

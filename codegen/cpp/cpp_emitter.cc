@@ -163,6 +163,12 @@ class Emitter {
       case ScalarOp::Kind::kReduce:
         EmitCombine(k, i, indent, out);
         return;
+      case ScalarOp::Kind::kScan:
+        absl::StrAppend(
+            out, indent, "acc", i,
+            op.reduce == ReduceKind::kProd ? " *= " : " += ", arg(0), ";\n",
+            indent, "const ", t, " v", i, " = acc", i, ";\n");
+        return;
     }
   }
 
@@ -265,6 +271,15 @@ class Emitter {
     }
     std::string clauses;
     bool simd = true;
+    // A scan's iterations run in order, on one thread.
+    for (size_t i = 0; i < k.ops.size(); ++i) {
+      const ScalarOp& op = k.ops[i];
+      if (op.section != s || op.kind != ScalarOp::Kind::kScan) continue;
+      absl::StrAppend(out, indent, CType(op.dtype), " acc", i, " = ", Init(op),
+                      ";\n");
+      simd = false;
+      parallel = false;
+    }
     for (int i : reduces) {
       const ScalarOp& op = k.ops[i];
       DType in = k.ops[op.args[0]].dtype;
