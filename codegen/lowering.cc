@@ -2543,20 +2543,26 @@ absl::StatusOr<NodeValue> LowerEmbedding(Lowerer& L, const Call& c) {
   return TensorValue(t);
 }
 
-// index.Tensor / _unsafe_index.Tensor(self, indices): advanced indexing by
-// integer tensors (None keeps a dim). The index tensors broadcast to one
+// Advanced indexing by a list of integer tensors (None keeps a dim), as
+// index.Tensor and index_put see it. The index tensors broadcast to one
 // shape B; when they are adjacent B's dims replace theirs in place, else
-// they come first. Negative indices count from the end.
-absl::StatusOr<NodeValue> LowerIndex(Lowerer& L, const Call& c) {
-  const TensorMeta& m = OutMeta(L, c);
-  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
-  ASSIGN_OR_RETURN(x, L.Realize(x, nullptr));
+// they come first; x's other dims keep their order. Negative indices count
+// from the end.
+struct AdvancedIndex {
+  std::vector<Expr> sizes;  // the indexing result's
+  std::vector<Lookup> lookups;
+  std::function<std::vector<Expr>(const std::vector<Expr>&)> direct;
+  std::set<int> reads;  // of the index tensors
+};
+
+absl::StatusOr<AdvancedIndex> AdvancedIndexOf(Lowerer& L, const Call& c,
+                                              const TBox& x) {
   const Bound& list = c.at(1);
   if (list.arg == nullptr || list.arg->kind != Arg::Kind::kList) {
     return c.Error("argument 1 is not a list");
   }
   std::vector<std::optional<TBox>> indices;
-  size_t b_rank = 0;
+  std::vector<Expr> b_sizes;  // B, right-aligned broadcast
   for (const Arg& a : list.arg->list) {
     if (a.kind == Arg::Kind::kNone) {
       indices.push_back(std::nullopt);
@@ -2573,8 +2579,17 @@ absl::StatusOr<NodeValue> LowerIndex(Lowerer& L, const Call& c) {
           "support them yet");
     }
     indices.push_back(v.t);
-    b_rank = std::max(b_rank, v.t.sizes.size());
+    const std::vector<Expr>& s = v.t.sizes;
+    if (s.size() > b_sizes.size()) {
+      b_sizes.insert(b_sizes.begin(), s.size() - b_sizes.size(),
+                     symbolic::Int(1));
+    }
+    for (size_t e = 0; e < s.size(); ++e) {
+      Expr& b = b_sizes[b_sizes.size() - s.size() + e];
+      if (IsOne(b)) b = s[e];
+    }
   }
+  if (indices.size() > x.sizes.size()) return c.Error("too many indices");
   std::vector<size_t> indexed;
   for (size_t d = 0; d < indices.size(); ++d) {
     if (indices[d].has_value()) indexed.push_back(d);
@@ -2582,21 +2597,25 @@ absl::StatusOr<NodeValue> LowerIndex(Lowerer& L, const Call& c) {
   if (indexed.empty()) return c.Error("expects at least one index tensor");
   bool adjacent = indexed.back() - indexed.front() + 1 == indexed.size();
   size_t b_at = adjacent ? indexed.front() : 0;
+  size_t b_rank = b_sizes.size();
   size_t rank = x.sizes.size();
-  // The result's dims: B at b_at; x's other dims in order around it.
+  AdvancedIndex ai;
   std::vector<size_t> kept;
   for (size_t d = 0; d < rank; ++d) {
     if (d >= indices.size() || !indices[d].has_value()) kept.push_back(d);
   }
-  std::vector<Lookup> lookups;
-  TBox t;
-  for (size_t k = 0; k < indexed.size(); ++k) {
-    const TBox& ix = *indices[indexed[k]];
-    t.reads.insert(ix.reads.begin(), ix.reads.end());
+  for (size_t k = 0; k <= kept.size(); ++k) {
+    if (k == b_at)
+      ai.sizes.insert(ai.sizes.end(), b_sizes.begin(), b_sizes.end());
+    if (k < kept.size()) ai.sizes.push_back(x.sizes[kept[k]]);
+  }
+  for (size_t d : indexed) {
+    const TBox& ix = *indices[d];
+    ai.reads.insert(ix.reads.begin(), ix.reads.end());
     size_t r = ix.sizes.size();
     std::vector<Expr> isz = ix.sizes;
-    lookups.push_back(
-        {static_cast<int64_t>(indexed[k]),
+    ai.lookups.push_back(
+        {static_cast<int64_t>(d),
          ReadAt(ix,
                 [b_at, b_rank, r, isz](const std::vector<Expr>& i) {
                   std::vector<Expr> sub;
@@ -2608,19 +2627,204 @@ absl::StatusOr<NodeValue> LowerIndex(Lowerer& L, const Call& c) {
                 }),
          true});
   }
-  auto direct = [kept, b_at, b_rank, rank](const std::vector<Expr>& i) {
+  ai.direct = [kept, b_at, b_rank, rank](const std::vector<Expr>& i) {
     std::vector<Expr> sub(rank, symbolic::Int(0));
     size_t o = 0;
-    for (size_t d : kept) {
-      if (o == b_at) o += b_rank;
-      sub[d] = i[o++];
+    for (size_t k = 0; k < kept.size(); ++k) {
+      if (k == b_at) o += b_rank;
+      sub[kept[k]] = i[o++];
     }
     return sub;
   };
-  std::set<int> reads = t.reads;
-  t = IndirectBox(L, c, x, m.sizes, lookups, direct);
-  t.reads.insert(reads.begin(), reads.end());
+  return ai;
+}
+
+// index.Tensor / _unsafe_index.Tensor(self, indices).
+absl::StatusOr<NodeValue> LowerIndex(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  ASSIGN_OR_RETURN(x, L.Realize(x, nullptr));
+  ASSIGN_OR_RETURN(AdvancedIndex ai, AdvancedIndexOf(L, c, x));
+  TBox t = IndirectBox(L, c, x, m.sizes, ai.lookups, ai.direct);
+  t.reads.insert(ai.reads.begin(), ai.reads.end());
   return TensorValue(t);
+}
+
+// One kernel over `sizes`, run in order (indices may repeat), storing
+// value(idx) into in-memory `target` at the element `lookups` and `direct`
+// pick, or combining it with the element's value by `combine` ("add",
+// "mul", "maximum", "minimum") when given.
+using IndexFn = std::function<std::vector<Expr>(const std::vector<Expr>&)>;
+absl::Status IndirectStore(Lowerer& L, const Call& c, const TBox& target,
+                           std::vector<Expr> sizes,
+                           const std::vector<Lookup>& lookups,
+                           const IndexFn& direct, const TBox& value,
+                           const std::string& combine) {
+  DType compute = ComputeDType(target.dtype);
+  Kernel k = L.NewKernel(sizes);
+  KernelBuilder kb(&k);
+  std::vector<Expr> sub = direct(k.vars);
+  std::vector<int> checked;
+  for (size_t j = 0; j < lookups.size(); ++j) {
+    const Lookup& l = lookups[j];
+    ASSIGN_OR_RETURN(int v, l.value(kb, k.vars));
+    bool scalar = target.sizes.empty();
+    checked.push_back(L.CheckIndex(
+        kb, c.node(), v, scalar ? symbolic::Int(1) : target.sizes[l.dim],
+        l.wrap, l.dim));
+    if (!scalar) sub[l.dim] = IndirectVar(static_cast<int>(j));
+  }
+  ASSIGN_OR_RETURN(int v, value.load(kb, k.vars));
+  v = kb.Cast(v, compute);
+  if (!combine.empty()) {
+    int old = kb.Cast(IndirectLoad(kb, target, sub, checked), compute);
+    v = kb.Call(combine, {old, v}, compute);
+  }
+  ScalarOp st;
+  st.kind = ScalarOp::Kind::kStore;
+  st.buffer = target.buffer;
+  st.dtype = target.dtype;
+  st.index = Linear(sub, target.strides, target.offset);
+  st.args = {kb.Cast(v, target.dtype)};
+  st.args.insert(st.args.end(), checked.begin(), checked.end());
+  kb.Add(std::move(st));
+  L.Emit(std::move(k));
+  return absl::OkStatus();
+}
+
+// A copy of `self` laid out as the call's meta, then IndirectStore into it.
+absl::StatusOr<NodeValue> ScatterInto(Lowerer& L, const Call& c,
+                                      const TBox& self, std::vector<Expr> sizes,
+                                      const std::vector<Lookup>& lookups,
+                                      const IndexFn& direct, const TBox& value,
+                                      const std::string& combine) {
+  const TensorMeta& m = OutMeta(L, c);
+  int b = ResultBuffer(L, m);
+  RETURN_IF_ERROR(L.Store(b, m.strides, m.storage_offset, self));
+  TBox out = L.FromBuffer(b, m.dtype, m.sizes, m.strides, m.storage_offset);
+  RETURN_IF_ERROR(IndirectStore(L, c, out, std::move(sizes), lookups, direct,
+                                value, combine));
+  return TensorValue(out);
+}
+
+// index_put(self, indices, values, accumulate): values (broadcast to the
+// indexing result's sizes) stored at, or added to, self[indices].
+absl::StatusOr<NodeValue> LowerIndexPut(Lowerer& L, const Call& c) {
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  ASSIGN_OR_RETURN(AdvancedIndex ai, AdvancedIndexOf(L, c, x));
+  ASSIGN_OR_RETURN(TBox values, L.Tensor(c, 2));
+  ASSIGN_OR_RETURN(bool accumulate, c.Bool("accumulate"));
+  return ScatterInto(L, c, x, ai.sizes, ai.lookups, ai.direct,
+                     L.Broadcast(values, ai.sizes), accumulate ? "add" : "");
+}
+
+// scatter(self, dim, index, src | value [, reduce]), scatter_add and
+// scatter_reduce (sum, prod, mean, amax, amin; include_self): for every
+// element i of index, self[i with dim replaced by index[i]] is set to (or
+// combined with) src[i]. Without include_self the elements index reaches
+// start from the reduction's identity; a mean divides by how many values
+// each element combined (at least 1).
+absl::StatusOr<NodeValue> LowerScatterDim(Lowerer& L, const Call& c) {
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  ASSIGN_OR_RETURN(int64_t dim, c.Int("dim"));
+  dim = WrapDim(dim, x.sizes.size());
+  ASSIGN_OR_RETURN(TBox index, L.Tensor(c, 2));
+  std::string combine = c.op().schema.name == "scatter_add" ? "add" : "";
+  bool include_self = true, mean = false;
+  double identity = 0;
+  if (c.Has("reduce")) {
+    ASSIGN_OR_RETURN(std::string reduce, c.String("reduce"));
+    if (c.Index("include_self") >= 0) {
+      ASSIGN_OR_RETURN(include_self, c.Bool("include_self"));
+    }
+    mean = reduce == "mean";
+    if (reduce == "add" || reduce == "sum" || mean) {
+      combine = "add";
+    } else if (reduce == "multiply" || reduce == "prod") {
+      combine = "mul";
+      identity = 1;
+    } else if (reduce == "amax" || reduce == "amin") {
+      combine = reduce == "amax" ? "maximum" : "minimum";
+      identity =
+          (reduce == "amax" ? -1 : 1) * std::numeric_limits<double>::infinity();
+    } else {
+      return c.Error(absl::StrCat("reduce '", reduce, "' is not supported"));
+    }
+    if ((mean || !include_self) && !IsFloatingPoint(x.dtype)) {
+      return c.Error("an integer mean or include_self=False is not supported");
+    }
+  }
+  ASSIGN_OR_RETURN(TBox src, L.Operand(c, 3, x.dtype));
+  // A tensor src is read at index's elements; a number is broadcast.
+  TBox value = src.sizes.empty() ? L.Broadcast(src, index.sizes) : src;
+  value.sizes = index.sizes;
+  bool scalar = x.sizes.empty();
+  std::vector<Lookup> lookups = {
+      {dim, ReadAt(index, [](const std::vector<Expr>& i) { return i; }),
+       false}};
+  IndexFn direct = [scalar](const std::vector<Expr>& i) {
+    return scalar ? std::vector<Expr>{} : i;
+  };
+  if (include_self && !mean) {
+    return ScatterInto(L, c, x, index.sizes, lookups, direct, value, combine);
+  }
+  const TensorMeta& m = OutMeta(L, c);
+  int b = ResultBuffer(L, m);
+  RETURN_IF_ERROR(L.Store(b, m.strides, m.storage_offset, x));
+  TBox out = L.FromBuffer(b, m.dtype, m.sizes, m.strides, m.storage_offset);
+  if (!include_self) {
+    RETURN_IF_ERROR(
+        IndirectStore(L, c, out, index.sizes, lookups, direct,
+                      L.NumberBox(symbolic::Float(identity), m.dtype), ""));
+  }
+  RETURN_IF_ERROR(
+      IndirectStore(L, c, out, index.sizes, lookups, direct, value, combine));
+  if (!mean) return TensorValue(out);
+  // The count of each element: include_self's 1 (or 0), plus one per value.
+  int counts = L.NewBuffer(DType::kInt64, Product(m.sizes));
+  std::vector<Expr> cs = Contiguous(m.sizes);
+  TBox start = L.Broadcast(
+      L.NumberBox(symbolic::Int(include_self ? 1 : 0), DType::kInt64), m.sizes);
+  RETURN_IF_ERROR(L.Store(counts, cs, symbolic::Int(0), start));
+  TBox count =
+      L.FromBuffer(counts, DType::kInt64, m.sizes, cs, symbolic::Int(0));
+  RETURN_IF_ERROR(IndirectStore(L, c, count, index.sizes, lookups, direct,
+                                L.NumberBox(symbolic::Int(1), DType::kInt64),
+                                "add"));
+  DType compute = ComputeDType(m.dtype);
+  TBox n = L.Pointwise("maximum",
+                       {count, L.NumberBox(symbolic::Int(1), DType::kInt64)},
+                       DType::kInt64, compute, m.sizes);
+  return TensorValue(
+      L.Pointwise("truediv", {out, n}, compute, m.dtype, m.sizes));
+}
+
+// index_add(self, dim, index, source, alpha): source's slice k (along dim)
+// times alpha added to self's slice index[k].
+absl::StatusOr<NodeValue> LowerIndexAdd(Lowerer& L, const Call& c) {
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  ASSIGN_OR_RETURN(int64_t dim, c.Int("dim"));
+  dim = WrapDim(dim, x.sizes.size());
+  ASSIGN_OR_RETURN(TBox index, L.Tensor(c, 2));
+  ASSIGN_OR_RETURN(TBox source, L.Tensor(c, 3));
+  DType compute = ComputeDType(x.dtype);
+  ASSIGN_OR_RETURN(TBox alpha, L.Operand(c, c.Index("alpha"), compute));
+  TBox value =
+      L.Pointwise("mul", {source, alpha}, compute, compute, source.sizes);
+  bool scalar = x.sizes.empty() || source.sizes.empty();
+  return ScatterInto(
+      L, c, x, source.sizes,
+      {{dim,
+        ReadAt(index,
+               [dim, scalar](const std::vector<Expr>& i) {
+                 return scalar ? std::vector<Expr>{}
+                               : std::vector<Expr>{i[dim]};
+               }),
+        false}},
+      [scalar](const std::vector<Expr>& i) {
+        return scalar ? std::vector<Expr>{} : i;
+      },
+      value, "add");
 }
 
 // nll_loss_forward(self, target, weight, reduction, ignore_index) ->
@@ -2899,6 +3103,14 @@ const absl::flat_hash_map<std::string, LowerFn>& Table() {
     T["aten.index_select.default"] = LowerIndexSelect;
     T["aten.embedding.default"] = LowerEmbedding;
     T["aten.index.Tensor"] = LowerIndex;
+    T["aten.index_put.default"] = LowerIndexPut;
+    T["aten.index_add.default"] = LowerIndexAdd;
+    for (const char* op :
+         {"aten.scatter.src", "aten.scatter.value", "aten.scatter.reduce",
+          "aten.scatter.value_reduce", "aten.scatter_add.default",
+          "aten.scatter_reduce.two"}) {
+      T[op] = LowerScatterDim;
+    }
     T["aten._unsafe_index.Tensor"] = LowerIndex;
     T["aten.nll_loss_forward.default"] = LowerNllLoss;
     T["aten.max_pool2d_with_indices.default"] = LowerMaxPool;

@@ -383,36 +383,39 @@ class Emitter {
     }
     int n = static_cast<int>(k.vars.size());
     bool one_section = k.sections.size() == 1 && k.sections[0].vars.empty();
+    // Stores at loaded indices may hit one element several times: they run
+    // in order, on one thread (the last write wins, as in the interpreter).
+    bool serial = false;
+    for (const ScalarOp& op : k.ops) {
+      serial = serial || (op.kind == ScalarOp::Kind::kStore && IsIndirect(op));
+    }
     std::string indent = "  ";
     Expr work = Product(k.ranges);
     for (const Section& s : k.sections) {
       if (!s.vars.empty()) work = symbolic::Mul(work, Product(s.ranges));
     }
-    if (n > 0) {
-      // Parallel over the outer loops; the innermost is the simd loop when
-      // the body is one straight-line section.
-      int collapse = one_section ? n - 1 : n;
-      if (collapse > 0) {
-        absl::StrAppend(
-            out, indent, "#pragma omp parallel for",
-            collapse > 1 ? absl::StrCat(" collapse(", collapse, ")") : "",
-            " if(", Cpp(work), " > ", kParallelThreshold, ")\n");
-      } else {
-        absl::StrAppend(out, indent, "#pragma omp parallel for simd if(",
-                        Cpp(work), " > ", kParallelThreshold, ")\n");
+    // Parallel over the outer loops; the innermost is the simd loop when
+    // the body is one straight-line section.
+    int collapse = one_section ? n - 1 : n;
+    if (n > 0 && !serial) {
+      absl::StrAppend(
+          out, indent, "#pragma omp parallel for",
+          collapse > 1 ? absl::StrCat(" collapse(", collapse, ")") : "",
+          collapse == 0 ? " simd" : "", " if(", Cpp(work), " > ",
+          kParallelThreshold, ")\n");
+    }
+    for (int v = 0; v < n; ++v) {
+      if (!serial && one_section && v == n - 1 && collapse > 0) {
+        absl::StrAppend(out, indent, "#pragma omp simd\n");
       }
-      for (int v = 0; v < n; ++v) {
-        if (one_section && v == n - 1 && collapse > 0) {
-          absl::StrAppend(out, indent, "#pragma omp simd\n");
-        }
-        std::string var(k.vars[v].name());
-        absl::StrAppend(out, indent, "for (int64_t ", var, " = 0; ", var, " < ",
-                        Cpp(k.ranges[v]), "; ++", var, ") {\n");
-        indent += "  ";
-      }
+      std::string var(k.vars[v].name());
+      absl::StrAppend(out, indent, "for (int64_t ", var, " = 0; ", var, " < ",
+                      Cpp(k.ranges[v]), "; ++", var, ") {\n");
+      indent += "  ";
     }
     for (size_t s = 0; s < k.sections.size(); ++s) {
-      EmitSection(k, static_cast<int>(s), indent, /*parallel=*/n == 0, out);
+      EmitSection(k, static_cast<int>(s), indent,
+                  /*parallel=*/n == 0 && !serial, out);
     }
     for (int v = 0; v < n; ++v) {
       indent.resize(indent.size() - 2);
