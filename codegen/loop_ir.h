@@ -148,8 +148,10 @@ struct Kernel {
   std::string routine;
   std::vector<int> extern_buffers;  // output first
   std::vector<symbolic::Expr> extern_args;
-  // Why the scheduler fused what it fused into this kernel (for the log).
+  // The kernels fused into this one (for the log), and the graph nodes whose
+  // values they compute (for the fusion picture).
   std::vector<std::string> fused_from;
+  std::vector<std::string> nodes;
 };
 
 struct Program {

@@ -481,6 +481,7 @@ class Lowerer {
 
   void Emit(Kernel k) {
     k.fused_from = {k.name};
+    if (current_ != nullptr) k.nodes = {current_->name()};
     program_.kernels.push_back(std::move(k));
   }
 
@@ -517,6 +518,14 @@ class Lowerer {
   // Realizes node n's value in place of its loader (laid out as its meta
   // says when it owns its storage, which then maps to the buffer).
   absl::Status RealizeNode(const Node* n) {
+    // The kernel is n's, whichever node's lowering needed it in memory.
+    const Node* was = current_;
+    current_ = n;
+    absl::Status status = RealizeNodeInMemory(n);
+    current_ = was;
+    return status;
+  }
+  absl::Status RealizeNodeInMemory(const Node* n) {
     NodeValue& v = values_.at(n);
     if (v.kind != NodeValue::Kind::kTensor || v.t.buffer >= 0) {
       return absl::OkStatus();
@@ -794,6 +803,7 @@ class Lowerer {
   const ir::Graph& graph_;
   symbolic::ShapeEnv& env_;
   Program program_;
+  const Node* current_ = nullptr;  // the node whose kernels are being emitted
   absl::flat_hash_map<std::string, int64_t> check_ids_;
   absl::flat_hash_map<const Node*, ir::ValueMeta> metas_;
   absl::flat_hash_map<const Node*, NodeValue> values_;
@@ -3135,6 +3145,7 @@ const OpDef* FunctionalTwin(const OpDef& op) {
 }
 
 absl::Status Lowerer::LowerNode(const Node& n) {
+  current_ = &n;
   NodeValue v;
   const ir::ValueMeta& meta = Meta(&n);
   if (n.kind() == Node::Kind::kGetAttr) {  // an input given by name

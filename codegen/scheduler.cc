@@ -178,6 +178,7 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
   }
   for (Section& s : added) a.sections.push_back(std::move(s));
   for (const std::string& f : b.fused_from) a.fused_from.push_back(f);
+  for (const std::string& n : b.nodes) a.nodes.push_back(n);
   return reason;
 }
 

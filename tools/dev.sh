@@ -30,6 +30,7 @@ readonly PACKAGES=(
   libhwy-dev
   libopenblas-dev
   libsleef-dev
+  graphviz
 )
 
 log() { printf 'lathe: %s\n' "$*" >&2; }

@@ -7,7 +7,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -66,6 +68,40 @@ constexpr size_t kMaxCompiles = 8;
 // The files that mark a directory as lathec's own output (see the top).
 constexpr char kOutMarker[] = ".lathec-out";
 constexpr char kDumpMarker[] = ".lathec-dump";
+
+// Graphviz text rendered as SVG by `dot` when it is on the PATH (at most 30
+// seconds); nothing when it is not there or fails.
+std::optional<std::string> RenderSvg(const std::string& dot_text) {
+  const char* path = std::getenv("PATH");
+  bool found = false;
+  for (absl::string_view dir : absl::StrSplit(path ? path : "", ':')) {
+    std::string exe = absl::StrCat(dir, "/dot");
+    found = found || access(exe.c_str(), X_OK) == 0;
+  }
+  if (!found) return std::nullopt;
+  std::string tmp = absl::StrCat(
+      std::filesystem::temp_directory_path().string(), "/lathec-graph-XXXXXX");
+  int fd = mkstemp(tmp.data());
+  if (fd < 0) return std::nullopt;
+  bool written = write(fd, dot_text.data(), dot_text.size()) ==
+                 static_cast<ssize_t>(dot_text.size());
+  close(fd);
+  std::optional<std::string> svg;
+  if (written) {
+    FILE* pipe = popen(
+        absl::StrCat("timeout 30 dot -Tsvg '", tmp, "' 2>/dev/null").c_str(),
+        "r");
+    if (pipe != nullptr) {
+      std::string out;
+      char buf[4096];
+      size_t n;
+      while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+      if (pclose(pipe) == 0 && !out.empty()) svg = std::move(out);
+    }
+  }
+  std::remove(tmp.c_str());
+  return svg;
+}
 // Where mutated inputs are written, under --out.
 constexpr char kMutatedDir[] = "mutated";
 
@@ -772,6 +808,10 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
       RETURN_IF_ERROR(dump->Write(
           "fusion.log",
           absl::StrCat(absl::StrJoin(c.cpu->stats().fusion_log, "\n"), "\n")));
+      RETURN_IF_ERROR(dump->Write("graph.dot", c.cpu->fusion_dot()));
+      if (std::optional<std::string> svg = RenderSvg(c.cpu->fusion_dot())) {
+        RETURN_IF_ERROR(dump->Write("graph.svg", *svg));
+      }
     }
   }
   RETURN_IF_ERROR(out.Commit());

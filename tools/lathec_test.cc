@@ -328,7 +328,9 @@ TEST(LathecTest, ConstantsAreGivenLikeInputs) {
 }
 
 // With the cpu backend lathec says what it compiled: kernels after and
-// before fusion, its own and the C++ compiler's time, runs and time per run.
+// before fusion, its own and the C++ compiler's time, runs and time per run;
+// --dump-dir holds the loop IR before and after scheduling, the source, the
+// fusion log and the fusion picture (graph.svg only when `dot` is there).
 TEST(LathecTest, TheCpuBackendSaysWhatItDid) {
   std::string x = Save("mlp_x.npy", Filled({4, 16}, 0.5));
   std::string w = Save("mlp_w.npy", Filled({16, 32}, 0.25));
@@ -338,9 +340,26 @@ def forward(self, x: "f32[s0, 16][16, 1]cpu", w: "f32[16, 32][32, 1]cpu"):
     relu: "f32[s0, 32][32, 1]cpu" = torch.ops.aten.relu.default(mm)
     return (relu,)
 )");
-  Result r = Lathec({"run", graph, "--input", "x=" + x, "--input", "w=" + w,
-                     "--out", TestTmpPath("mlp_cpu"), "--backend", "cpu"});
+  std::string dump = TestTmpPath("mlp_cpu_dump");
+  Result r =
+      Lathec({"run", graph, "--input", "x=" + x, "--input", "w=" + w, "--out",
+              TestTmpPath("mlp_cpu"), "--backend", "cpu", "--dump-dir", dump});
   ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(ReadText(dump + "/loop_ir.txt"),
+              ::testing::HasSubstr("extern sgemm"));
+  EXPECT_THAT(ReadText(dump + "/loop_ir_scheduled.txt"),
+              ::testing::HasSubstr("kernel k"));
+  EXPECT_THAT(ReadText(dump + "/kernel.cc"),
+              ::testing::HasSubstr("lathe_entry"));
+  EXPECT_TRUE(Exists(dump + "/fusion.log"));
+  EXPECT_THAT(ReadText(dump + "/graph.dot"),
+              ::testing::AllOf(::testing::HasSubstr("subgraph cluster_k0"),
+                               ::testing::HasSubstr("\"mm\" -> \"relu\"")));
+  bool have_dot = std::system("command -v dot > /dev/null 2>&1") == 0;
+  EXPECT_EQ(Exists(dump + "/graph.svg"), have_dot);
+  if (have_dot) {
+    EXPECT_THAT(ReadText(dump + "/graph.svg"), ::testing::HasSubstr("<svg"));
+  }
   EXPECT_THAT(r.output,
               ::testing::ContainsRegex(
                   "cpu backend: [0-9]+ kernels \\([0-9]+ before fusion\\); "

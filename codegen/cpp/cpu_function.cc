@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "check.h"
 #include "codegen/cpp/cpp_emitter.h"
+#include "codegen/fusion_graph.h"
 #include "codegen/scheduler.h"
 #include "runtime/kernel_runtime.h"
 #include "runtime/storage.h"
@@ -42,6 +43,7 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Compile(
   ASSIGN_OR_RETURN(ScheduleResult sched, Schedule(f->lowered_));
   f->stats_.fusion_log = std::move(sched.log);
   f->scheduled_ = PrintProgram(f->lowered_.program);
+  f->fusion_dot_ = FusionDot(graph, f->lowered_.program);
   f->stats_.kernels = static_cast<int>(f->lowered_.program.kernels.size());
   f->source_ = EmitCpp(f->lowered_.program);
   f->stats_.lower_seconds =

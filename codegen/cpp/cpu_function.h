@@ -68,13 +68,15 @@ class CpuFunction {
   // The loop IR before and after scheduling.
   const std::string& unscheduled() const { return unscheduled_; }
   const std::string& scheduled() const { return scheduled_; }
+  // The graph with its fusion groups, as Graphviz text (fusion_graph.h).
+  const std::string& fusion_dot() const { return fusion_dot_; }
   const BuiltLibrary& library() const { return built_; }
   const CpuStats& stats() const { return stats_; }
 
  private:
   CpuFunction() = default;
   LoweredGraph lowered_;
-  std::string source_, unscheduled_, scheduled_;
+  std::string source_, unscheduled_, scheduled_, fusion_dot_;
   BuiltLibrary built_;
   SharedLibrary library_;
   LatheEntryFn entry_ = nullptr;
