@@ -2122,9 +2122,10 @@ absl::StatusOr<Window> WindowArgs(const Call& c, size_t dims,
 
 // The bool and of `masks` (true for none).
 int AllOf(KernelBuilder& kb, const std::vector<int>& masks) {
-  int m = kb.IntConstant(1, DType::kBool);
-  for (size_t i = 0; i < masks.size(); ++i) {
-    m = i == 0 ? masks[0] : kb.Call("logical_and", {m, masks[i]}, DType::kBool);
+  if (masks.empty()) return kb.IntConstant(1, DType::kBool);
+  int m = masks[0];
+  for (size_t i = 1; i < masks.size(); ++i) {
+    m = kb.Call("logical_and", {m, masks[i]}, DType::kBool);
   }
   return m;
 }
@@ -2160,11 +2161,14 @@ absl::StatusOr<NodeValue> LowerConvolution(Lowerer& L, const Call& c) {
   p.reads = x.reads;
   p.reads.insert(w.reads.begin(), w.reads.end());
   p.cost = x.cost + w.cost + 8;
-  p.load = [x, w, win, transposed, icg, ocg, nsp, acc](
+  p.load = [x, w, win, transposed, icg, ocg, nsp, acc, groups](
                KernelBuilder& kb,
                const std::vector<Expr>& idx) -> absl::StatusOr<int> {
     Expr oc = idx[1], ic = idx[2 + nsp];
-    ASSIGN_OR_RETURN(Expr g, symbolic::FloorDiv(oc, ocg));
+    Expr g = symbolic::Int(0);
+    if (groups > 1) {
+      ASSIGN_OR_RETURN(g, symbolic::FloorDiv(oc, ocg));
+    }
     Expr cin = symbolic::Add(symbolic::Mul(g, icg), ic);
     std::vector<Expr> xi = {idx[0], cin};
     std::vector<Expr> wi = {

@@ -549,6 +549,90 @@ CHECK-NOT:  kernel
 )"));
 }
 
+// ---- Convolution, scans and indirect indexing ------------------------------
+
+// A convolution is a sum over (input channel, kernel offset) per output
+// element; padding is a mask over a clamped input index, never a padded
+// copy. Output o reads input position o + k - 1 (stride 1, padding 1).
+TEST(LoweringTest, ConvolutionIsAMaskedReduction) {
+  EXPECT_OK(LowerAndFileCheck(R"IR(
+def forward(self, x: "f32[1, 2, 5]", w: "f32[3, 2, 3]"):
+    convolution = torch.ops.aten.convolution.default(x, w, None, [1], [1], [1], False, [0], 1)
+    return (convolution,)
+)IR",
+                              R"(
+CHECK:      kernel k0 ranges=[1, 3, 5]
+CHECK-NEXT:   section 0 reduction r0_0 in 2, r0_1 in 3
+CHECK-NEXT:     %[[POS:[0-9]+]] = index r0_1 + x2 - 1 : i64
+CHECK:          %[[IN:[0-9]+]] = logical_and(
+CHECK-NEXT:     %[[X:[0-9]+]] = load in0[5*r0_0 + 10*x0 + Max(0, Min(4, r0_1 + x2 - 1))] : f32
+CHECK-NEXT:     %[[W:[0-9]+]] = load in1[3*r0_0 + r0_1 + 6*x1] : f32
+CHECK-NEXT:     %[[P:[0-9]+]] = mul(%[[X]], %[[W]]) : f32
+CHECK-NEXT:     %[[Z:[0-9]+]] = constant 0.0 : f32
+CHECK-NEXT:     %[[M:[0-9]+]] = where(%[[IN]], %[[P]], %[[Z]]) : f32
+CHECK-NEXT:     %[[S:[0-9]+]] = reduce sum(%[[M]]) : f32
+CHECK-NEXT:   section 1 pointwise
+CHECK-NEXT:     store buf2[15*x0 + 5*x1 + x2] = %[[S]]
+CHECK-NOT:  kernel
+)"));
+}
+
+// cumsum is a scan: the running sum along dim 1 stored at every step.
+TEST(LoweringTest, CumsumIsAScan) {
+  EXPECT_OK(LowerAndFileCheck(R"IR(
+def forward(self, x: "f32[4, 6]"):
+    cumsum = torch.ops.aten.cumsum.default(x, 1)
+    return (cumsum,)
+)IR",
+                              R"(
+CHECK:      kernel k0 ranges=[4]
+CHECK-NEXT:   section 0 pointwise r0_0 in 6
+CHECK-NEXT:     %[[X:[0-9]+]] = load in0[r0_0 + 6*x0] : f32
+CHECK-NEXT:     %[[S:[0-9]+]] = scan sum(%[[X]]) : f32
+CHECK-NEXT:     store buf1[r0_0 + 6*x0] = %[[S]]
+)"));
+}
+
+// gather reads x at an index loaded from i: the loaded value is checked
+// against dim 1's size (no wrap for gather) and stands for ind0.
+TEST(LoweringTest, GatherIsACheckedIndirectLoad) {
+  EXPECT_OK(LowerAndFileCheck(R"IR(
+def forward(self, x: "f32[4, 6]", i: "i64[4, 2]"):
+    gather = torch.ops.aten.gather.default(x, 1, i)
+    return (gather,)
+)IR",
+                              R"(
+CHECK:      kernel k0 ranges=[4, 2]
+CHECK-NEXT:   section 0 pointwise
+CHECK-NEXT:     %[[I:[0-9]+]] = load in1[2*x0 + x1] : i64
+CHECK-NEXT:     %[[C:[0-9]+]] = check_index(%[[I]]) in [0, 6), check 0 : i64
+CHECK-NEXT:     %[[V:[0-9]+]] = load in0[ind0 + 6*x0] (ind0=%[[C]]) : f32
+CHECK-NEXT:     store buf2[2*x0 + x1] = %[[V]]
+)"));
+}
+
+// index_put with accumulate: self copied into the result, then a kernel
+// over the indices adds each value at its (wrapped, checked) element.
+TEST(LoweringTest, IndexPutAccumulatesThroughAnIndirectStore) {
+  EXPECT_OK(LowerAndFileCheck(R"IR(
+def forward(self, x: "f32[5]", i: "i64[3]", v: "f32[3]"):
+    index_put = torch.ops.aten.index_put.default(x, [i], v, True)
+    return (index_put,)
+)IR",
+                              R"(
+CHECK:      kernel k0 ranges=[5]
+CHECK:          store buf[[OUT:[0-9]+]][x0] =
+CHECK:      kernel k1 ranges=[3]
+CHECK-NEXT:   section 0 pointwise
+CHECK-NEXT:     %[[I:[0-9]+]] = load in1[x0] : i64
+CHECK-NEXT:     %[[C:[0-9]+]] = check_index(%[[I]]) in [0, 5) wrap, check 0 : i64
+CHECK-NEXT:     %[[V:[0-9]+]] = load in2[x0] : f32
+CHECK-NEXT:     %[[OLD:[0-9]+]] = load buf[[OUT]][ind0] (ind0=%[[C]]) : f32
+CHECK-NEXT:     %[[SUM:[0-9]+]] = add(%[[OLD]], %[[V]]) : f32
+CHECK-NEXT:     store buf[[OUT]][ind0] = %[[SUM]] (ind0=%[[C]])
+)"));
+}
+
 // ---- Errors
 // -----------------------------------------------------------------------
 

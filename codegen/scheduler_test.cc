@@ -339,5 +339,24 @@ CHECK-NEXT: log: keep k4 apart from k0:
 )"));
 }
 
+// gather reads exp's buffer at loaded indices: any element, so the gather
+// kernel cannot run inside the loop that is still writing exp, even over
+// the same ranges. Two kernels stay.
+TEST(SchedulerTest, AnIndirectLoadOfAStoredBufferIsNotFused) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(R"IR(
+def forward(self, x: "f32[4, 6]", i: "i64[4, 6]"):
+    exp = torch.ops.aten.exp.default(x)
+    gather = torch.ops.aten.gather.default(exp, 1, i)
+    return (gather,)
+)IR"));
+  EXPECT_EQ(s.kernels_before, 2);
+  EXPECT_EQ(s.lowered.program.kernels.size(), 2u);
+  EXPECT_OK(FileCheckScheduled(s, R"(
+CHECK:      kernel k1 ranges=[4, 6]
+CHECK:        load buf2[ind0 + 6*x0]
+CHECK:      log: keep k1 apart from k0
+)"));
+}
+
 }  // namespace
 }  // namespace lathe::codegen

@@ -1,0 +1,81 @@
+// The assembly the C++ emitter's kernels become, not just their source: the
+// fused swish chain x * sigmoid(x) * s + b is compiled with the recorded
+// flags, disassembled with objdump, and its kernel must use the machine's
+// widest vector registers (zmm with AVX-512, ymm with AVX2) and call
+// glibc libmvec's vector expf of that width (_ZGVeN16v_expf /
+// _ZGVdN8v_expf) rather than scalar expf. Skipped on a machine without
+// AVX2 or without objdump, and in the ASan build (whose kernels are
+// instrumented, so not vectorized).
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/cpp/cpu_function.h"
+#include "gtest/gtest.h"
+#include "ir/graph_text.h"
+#include "ir/shape_prop.h"
+#include "status_macros.h"
+#include "tools/testing/status_matchers.h"
+
+namespace lathe::codegen {
+namespace {
+
+constexpr char kSwish[] = R"IR(
+def forward(self, x: "f32[s0, 256][256, 1]cpu", s: "f32[256][1]cpu", b: "f32[256][1]cpu"):
+    sigmoid = torch.ops.aten.sigmoid.default(x)
+    mul = torch.ops.aten.mul.Tensor(x, sigmoid)
+    mul_1 = torch.ops.aten.mul.Tensor(mul, s)
+    add = torch.ops.aten.add.Tensor(mul_1, b)
+    return (add,)
+)IR";
+
+// The output of `command`, or nullopt when it fails.
+std::optional<std::string> Output(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return std::nullopt;
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  if (pclose(pipe) != 0) return std::nullopt;
+  return out;
+}
+
+TEST(VectorizationTest, TheSwishKernelUsesTheWidestVectorsAndLibmvec) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "kernels built with -fsanitize=address are instrumented "
+                  "and not vectorized; the plain run checks this";
+#endif
+  __builtin_cpu_init();
+  bool avx512 = __builtin_cpu_supports("avx512f");
+  if (!avx512 && !__builtin_cpu_supports("avx2")) {
+    GTEST_SKIP() << "no AVX2 on this machine";
+  }
+  if (std::system("command -v objdump > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "no objdump";
+  }
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(kSwish));
+  symbolic::ShapeEnv env;
+  ASSERT_OK(ir::PropagateShapes(*g, env));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f,
+                       CpuFunction::Compile(*g, env));
+  ASSERT_EQ(f->stats().kernels, 1);
+  std::optional<std::string> asm_text = Output(
+      absl::StrCat("objdump -d --no-show-raw-insn '", f->library().path, "'"));
+  ASSERT_TRUE(asm_text.has_value());
+  // The kernel k0 (a static function, possibly split by OpenMP outlining
+  // into k0._omp_fn.N): every vector instruction of the .so is in it.
+  const char* reg = avx512 ? "%zmm" : "%ymm";
+  const char* expf = avx512 ? "_ZGVeN16v_expf" : "_ZGVdN8v_expf";
+  EXPECT_NE(asm_text->find(reg), std::string::npos)
+      << "no " << reg << " register in the kernel";
+  EXPECT_NE(asm_text->find(expf), std::string::npos)
+      << "no call of libmvec's " << expf;
+  // Scalar expf is not called from the vectorized loop body.
+  EXPECT_EQ(asm_text->find("<expf@plt>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lathe::codegen
