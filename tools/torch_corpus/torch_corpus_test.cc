@@ -8,12 +8,10 @@
 // it), inputs/NAME.npy (one per placeholder or constant) and expected/
 // (out<k>.npy and mutated/NAME.npy, the layout lathec writes).
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -22,84 +20,20 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "runtime/npy.h"
-#include "runtime/tensor.h"
+#include "tools/testing/npy_tree.h"
 #include "tools/testing/runfiles.h"
-#include "tools/testing/status_matchers.h"
 
 namespace lathe {
 namespace {
 
+using ::lathe::testing::DirEntries;
+using ::lathe::testing::NpyTreeDiff;
 using ::lathe::testing::RunfilePath;
 using ::lathe::testing::TestTmpPath;
-
-std::vector<std::string> Entries(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return out;
-  while (dirent* e = readdir(d)) {
-    std::string n = e->d_name;
-    if (n != "." && n != ".." && n[0] != '.') out.push_back(n);
-  }
-  closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 bool IsDir(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-// Relative paths of the .npy files under `dir`.
-void NpyFiles(const std::string& dir, const std::string& prefix,
-              std::vector<std::string>* out) {
-  for (const std::string& e : Entries(dir)) {
-    std::string path = absl::StrCat(dir, "/", e);
-    if (IsDir(path)) {
-      NpyFiles(path, absl::StrCat(prefix, e, "/"), out);
-    } else if (absl::EndsWith(e, ".npy")) {
-      out->push_back(absl::StrCat(prefix, e));
-    }
-  }
-}
-
-// The tolerance a dtype's results need (PyTorch computes in that dtype,
-// the interpreter in double and rounds once).
-double Tolerance(DType d) {
-  switch (d) {
-    case DType::kFloat16:
-      return 1e-2;
-    case DType::kBFloat16:
-      return 4e-2;
-    case DType::kFloat32:
-      return 1e-4;
-    case DType::kFloat64:
-      return 1e-10;
-    default:
-      return 0;
-  }
-}
-
-// Empty when `got` matches `want`, else what differs.
-std::string Compare(const Tensor& want, const Tensor& got) {
-  if (want.dtype() != got.dtype() || want.sizes() != got.sizes()) {
-    return absl::StrCat("expected ", want.ToString(), ", got ", got.ToString());
-  }
-  double tol = Tolerance(want.dtype());
-  std::string diff;
-  ForEachIndex(want.sizes(), [&](absl::Span<const int64_t> i) {
-    if (!diff.empty()) return;
-    double w = want.GetDouble(i), g = got.GetDouble(i);
-    bool same = (std::isnan(w) && std::isnan(g)) || w == g ||
-                (tol > 0 && std::fabs(w - g) <= tol * (1 + std::fabs(w)));
-    if (!same) {
-      std::string at;
-      for (int64_t x : i) absl::StrAppend(&at, at.empty() ? "" : ", ", x);
-      diff = absl::StrCat("at [", at, "]: expected ", w, ", got ", g);
-    }
-  });
-  return diff;
 }
 
 struct Result {
@@ -126,7 +60,7 @@ int RunCases(const std::vector<std::string>& modes, const std::string& extra,
              std::vector<std::string>* refused = nullptr) {
   std::string root = RunfilePath("ir/testdata/torch_corpus");
   std::vector<std::string> cases;
-  for (const std::string& e : Entries(root)) {
+  for (const std::string& e : DirEntries(root)) {
     if (!IsDir(absl::StrCat(root, "/", e))) continue;
     std::string mode = e.substr(e.rfind("__") + 2);
     if (!modes.empty() &&
@@ -154,23 +88,9 @@ int RunCases(const std::vector<std::string>& modes, const std::string& extra,
       ADD_FAILURE() << c << extra << ": " << r.output;
       continue;
     }
-    std::vector<std::string> want, got;
-    NpyFiles(dir + "/expected", "", &want);
-    NpyFiles(out + "/0", "", &got);
-    EXPECT_EQ(want, got) << c << ": lathec wrote other files";
-    bool ok = want == got;
-    for (const std::string& f : want) {
-      absl::StatusOr<Tensor> w = ReadNpy(absl::StrCat(dir, "/expected/", f));
-      absl::StatusOr<Tensor> g = ReadNpy(absl::StrCat(out, "/0/", f));
-      EXPECT_OK(w);
-      if (!w.ok() || !g.ok()) {
-        ok = false;
-        continue;
-      }
-      std::string diff = Compare(*w, *g);
-      EXPECT_EQ(diff, "") << c << "/" << f << extra;
-      ok = ok && diff.empty();
-    }
+    std::string diff = NpyTreeDiff(dir + "/expected", out + "/0");
+    EXPECT_EQ(diff, "") << c << extra;
+    bool ok = diff.empty();
     if (ok) {
       ++passed;
       if (per_mode != nullptr) ++(*per_mode)[c.substr(c.rfind("__") + 2)];

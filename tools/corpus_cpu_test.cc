@@ -1,0 +1,149 @@
+// The graph corpus (ir/testdata/graphs) and the AOT scenarios
+// (aot/testdata/aot_corpus) compiled to native code: every graph runs
+// through `lathec run --backend cpu` and through `lathec run` on the
+// reference interpreter, on inputs made from its annotations, and the two
+// must write the same files with the same values (floats within their
+// dtype's tolerance, integers and bools exactly), mutated inputs included.
+// Each graph is replayed at two sets of sizes through one compile, so a
+// dynamic graph is checked at more than the size it was compiled for.
+//
+// A graph the interpreter itself refuses on these inputs (a data-dependent
+// size, an index the made-up values put out of range) is listed, not
+// compared; a graph the cpu backend refuses to compile (an op without a
+// lowering) is listed with lathec's message.
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/string_view.h"
+#include "gtest/gtest.h"
+#include "ir/graph_text.h"
+#include "tools/lathec_run.h"
+#include "tools/testing/annotated_inputs.h"
+#include "tools/testing/npy_tree.h"
+#include "tools/testing/runfiles.h"
+#include "tools/testing/status_matchers.h"
+
+namespace lathe {
+namespace {
+
+using ::lathe::testing::DirEntries;
+using ::lathe::testing::RunfilePath;
+using ::lathe::testing::TestTmpPath;
+
+// The size a symbol takes in input set `set`: 2..4 in the first, 5..7 in
+// the second, by the symbol's name (so s0 and s1 usually differ).
+int64_t SymbolValue(int set, absl::string_view name) {
+  int64_t h = 0;
+  for (char c : name) h = h * 31 + static_cast<unsigned char>(c);
+  return (set == 0 ? 2 : 5) + h % 3;
+}
+
+// `file: message` without the test's long paths.
+std::string Short(const std::string& file, const absl::Status& s,
+                  const std::string& dir, const std::string& base) {
+  std::string m =
+      absl::StrReplaceAll(s.message(), {{dir + "/", ""}, {base, file}});
+  return absl::StartsWith(m, file) ? m : absl::StrCat(file, ": ", m);
+}
+
+struct Outcome {
+  int compared = 0;
+  std::vector<std::string> not_graphs, interp_refused, cpu_refused;
+};
+
+// Runs one graph file both ways and compares; failures are gtest failures.
+void RunGraph(const std::string& dir, const std::string& file,
+              Outcome* outcome) {
+  std::string path = absl::StrCat(dir, "/", file);
+  SCOPED_TRACE(path);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<std::unique_ptr<ir::Graph>> g = ir::ParseGraph(text.str());
+  if (!g.ok()) {  // the fuzzers' corpus keeps malformed text too
+    outcome->not_graphs.push_back(
+        absl::StrCat(file, ": ", g.status().message()));
+    return;
+  }
+  std::string base = TestTmpPath(absl::StrCat("corpus_cpu/", file));
+  std::vector<std::string> args = {path};
+  for (int set = 0; set < 2; ++set) {
+    std::string inputs = absl::StrCat(base, "_in", set);
+    ASSERT_EQ(system(absl::StrCat("mkdir -p '", inputs, "'").c_str()), 0);
+    ASSERT_OK(testing::WriteAnnotatedInputs(
+        **g, inputs, [set](absl::string_view s) { return SymbolValue(set, s); },
+        set == 0 ? 0.5 : -1.25));
+    args.insert(args.end(), {"--inputs", inputs});
+  }
+  std::vector<std::string> interp = args, cpu = args;
+  interp.insert(interp.end(), {"--out", base + "_interp"});
+  cpu.insert(cpu.end(), {"--backend", "cpu", "--out", base + "_cpu"});
+  absl::Status want = LathecRun(interp);
+  if (!want.ok()) {
+    outcome->interp_refused.push_back(Short(file, want, dir, base));
+    return;
+  }
+  absl::Status got = LathecRun(cpu);
+  if (absl::StrContains(got.message(), ": cpu backend: ")) {
+    outcome->cpu_refused.push_back(Short(file, got, dir, base));
+    return;
+  }
+  ASSERT_OK(got);
+  std::string diff = testing::NpyTreeDiff(base + "_interp", base + "_cpu");
+  EXPECT_EQ(diff, "");
+  if (diff.empty()) ++outcome->compared;
+}
+
+// The number of graphs that must compile and match; the goal is all.
+constexpr int kGraphCorpusFloor = 24;
+constexpr int kAotCorpusFloor = 55;
+
+void RunCorpus(const std::string& name, int floor) {
+  std::string dir = RunfilePath(name);
+  Outcome outcome;
+  int total = 0;
+  for (const std::string& file : DirEntries(dir)) {
+    if (!absl::EndsWith(file, ".txt") || file == "README.txt") continue;
+    ++total;
+    RunGraph(dir, file, &outcome);
+  }
+  std::printf(
+      "%s: %d of %d graphs compiled by the cpu backend match the "
+      "interpreter\n",
+      name.c_str(), outcome.compared, total);
+  std::printf("  %zu are not graphs (kept as fuzz seeds):\n",
+              outcome.not_graphs.size());
+  for (const std::string& r : outcome.not_graphs) {
+    std::printf("    %s\n", r.c_str());
+  }
+  std::printf("  the interpreter refuses %zu on made-up inputs:\n",
+              outcome.interp_refused.size());
+  for (const std::string& r : outcome.interp_refused) {
+    std::printf("    %s\n", r.c_str());
+  }
+  std::printf("  the cpu backend refuses %zu:\n", outcome.cpu_refused.size());
+  for (const std::string& r : outcome.cpu_refused) {
+    std::printf("    %s\n", r.c_str());
+  }
+  EXPECT_GE(total, 20);
+  EXPECT_GE(outcome.compared, floor);
+}
+
+TEST(CorpusCpuTest, GraphCorpusMatchesTheInterpreter) {
+  RunCorpus("ir/testdata/graphs", kGraphCorpusFloor);
+}
+
+TEST(CorpusCpuTest, AotScenariosMatchTheInterpreter) {
+  RunCorpus("aot/testdata/aot_corpus", kAotCorpusFloor);
+}
+
+}  // namespace
+}  // namespace lathe
