@@ -143,8 +143,9 @@ struct Kernel {
   std::vector<Section> sections;
   std::vector<ScalarOp>
       ops;  // in evaluation order; ScalarOp::section says where
-  // kExtern: the routine ("mm", "bmm", "addmm"), its buffers and the sizes,
-  // strides and offsets it is called with.
+  // kExtern: a LatheKernelRuntime routine ("sgemm", "dgemm": sizes,
+  // strides and offsets as its arguments; "sconv": one geometry array), its
+  // buffers and the integer arguments it is called with.
   std::string routine;
   std::vector<int> extern_buffers;  // output first
   std::vector<symbolic::Expr> extern_args;

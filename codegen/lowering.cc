@@ -2135,6 +2135,61 @@ int AllOf(KernelBuilder& kb, const std::vector<int>& masks) {
 // channels and the kernel offsets. Padding is a mask over a clamped index;
 // a transposed convolution reads input position (o + padding - k*dilation)
 // / stride where that divides. The bias is an epilogue.
+// An f32 convolution without transposition as one call of the runtime's
+// sconv (oneDNN; runtime/convolution.h gives the geometry's layout) on the
+// realized operands, into a buffer with the output's strides.
+absl::StatusOr<TBox> ConvolutionCall(Lowerer& L, TBox x, TBox w,
+                                     const Window& win, int64_t groups,
+                                     const TensorMeta& m) {
+  ASSIGN_OR_RETURN(x, L.Realize(x, nullptr));
+  ASSIGN_OR_RETURN(w, L.Realize(w, nullptr));
+  size_t nsp = w.sizes.size() - 2;
+  auto ints = [](const std::vector<int64_t>& v) {
+    std::vector<Expr> e;
+    for (int64_t i : v) e.push_back(symbolic::Int(i));
+    return e;
+  };
+  std::vector<Expr> g = {symbolic::Int(static_cast<int64_t>(nsp)),
+                         symbolic::Int(groups), x.sizes[0], x.sizes[1],
+                         w.sizes[0]};
+  auto append = [&g](const std::vector<Expr>& v, size_t from) {
+    g.insert(g.end(), v.begin() + static_cast<std::ptrdiff_t>(from), v.end());
+  };
+  append(x.sizes, 2);
+  append(w.sizes, 2);
+  append(m.sizes, 2);
+  append(ints(win.stride), 0);
+  append(ints(win.padding), 0);
+  append(ints(win.dilation), 0);
+  Expr zero = symbolic::Int(0);
+  int out =
+      L.NewBuffer(DType::kFloat32, StorageNumel(m.sizes, m.strides, zero));
+  for (const auto& [offset, strides] :
+       {std::pair{x.offset, x.strides}, std::pair{w.offset, w.strides},
+        std::pair{zero, m.strides}}) {
+    g.push_back(offset);
+    append(strides, 0);
+  }
+  L.EmitExtern("sconv", {out, x.buffer, w.buffer}, std::move(g));
+  return L.FromBuffer(out, DType::kFloat32, m.sizes, m.strides, zero);
+}
+
+// The convolution's result plus its bias (argument 2) broadcast along the
+// channel dim, when there is one: a pointwise epilogue.
+absl::StatusOr<NodeValue> ConvolutionBias(Lowerer& L, const Call& c,
+                                          const TBox& out,
+                                          const TensorMeta& m) {
+  if (c.NodeAt(2) == nullptr) return TensorValue(out);
+  ASSIGN_OR_RETURN(TBox bias, L.Tensor(c, 2));
+  TBox b = Remap(
+      bias, m.sizes,
+      [](const std::vector<Expr>& idx) -> absl::StatusOr<std::vector<Expr>> {
+        return std::vector<Expr>{idx[1]};
+      });
+  return TensorValue(
+      L.Pointwise("add", {out, b}, ComputeDType(m.dtype), m.dtype, m.sizes));
+}
+
 absl::StatusOr<NodeValue> LowerConvolution(Lowerer& L, const Call& c) {
   const TensorMeta& m = OutMeta(L, c);
   DType acc = ComputeDType(m.dtype);
@@ -2148,6 +2203,10 @@ absl::StatusOr<NodeValue> LowerConvolution(Lowerer& L, const Call& c) {
   ASSIGN_OR_RETURN(bool transposed, c.Bool("transposed"));
   ASSIGN_OR_RETURN(int64_t groups, c.Int("groups"));
   if (groups <= 0) return c.Error("groups must be positive");
+  if (m.dtype == DType::kFloat32 && !transposed) {
+    ASSIGN_OR_RETURN(TBox out, ConvolutionCall(L, x, w, win, groups, m));
+    return ConvolutionBias(L, c, out, m);
+  }
   Expr g_count = symbolic::Int(groups);
   // Input and output channels per group.
   ASSIGN_OR_RETURN(Expr w0_per_group, symbolic::FloorDiv(w.sizes[0], g_count));
@@ -2206,14 +2265,7 @@ absl::StatusOr<NodeValue> LowerConvolution(Lowerer& L, const Call& c) {
   }
   ASSIGN_OR_RETURN(TBox out,
                    L.Reduce(p, dims, ReduceKind::kSum, acc, m, nullptr));
-  if (c.NodeAt(2) == nullptr) return TensorValue(out);
-  ASSIGN_OR_RETURN(TBox bias, L.Tensor(c, 2));
-  TBox b = Remap(
-      bias, m.sizes,
-      [](const std::vector<Expr>& idx) -> absl::StatusOr<std::vector<Expr>> {
-        return std::vector<Expr>{idx[1]};
-      });
-  return TensorValue(L.Pointwise("add", {out, b}, acc, m.dtype, m.sizes));
+  return ConvolutionBias(L, c, out, m);
 }
 
 // A pool's windows over `x`'s trailing spatial dims: sizes out_sizes + the

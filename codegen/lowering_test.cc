@@ -551,12 +551,13 @@ CHECK-NOT:  kernel
 
 // ---- Convolution, scans and indirect indexing ------------------------------
 
-// A convolution is a sum over (input channel, kernel offset) per output
-// element; padding is a mask over a clamped input index, never a padded
-// copy. Output o reads input position o + k - 1 (stride 1, padding 1).
+// An f64 convolution (f32 calls the library, below) is a sum over (input
+// channel, kernel offset) per output element; padding is a mask over a
+// clamped input index, never a padded copy. Output o reads input position
+// o + k - 1 (stride 1, padding 1).
 TEST(LoweringTest, ConvolutionIsAMaskedReduction) {
   EXPECT_OK(LowerAndFileCheck(R"IR(
-def forward(self, x: "f32[1, 2, 5]", w: "f32[3, 2, 3]"):
+def forward(self, x: "f64[1, 2, 5]", w: "f64[3, 2, 3]"):
     convolution = torch.ops.aten.convolution.default(x, w, None, [1], [1], [1], False, [0], 1)
     return (convolution,)
 )IR",
@@ -565,15 +566,35 @@ CHECK:      kernel k0 ranges=[1, 3, 5]
 CHECK-NEXT:   section 0 reduction r0_0 in 2, r0_1 in 3
 CHECK-NEXT:     %[[POS:[0-9]+]] = index r0_1 + x2 - 1 : i64
 CHECK:          %[[IN:[0-9]+]] = logical_and(
-CHECK-NEXT:     %[[X:[0-9]+]] = load in0[5*r0_0 + 10*x0 + Max(0, Min(4, r0_1 + x2 - 1))] : f32
-CHECK-NEXT:     %[[W:[0-9]+]] = load in1[3*r0_0 + r0_1 + 6*x1] : f32
-CHECK-NEXT:     %[[P:[0-9]+]] = mul(%[[X]], %[[W]]) : f32
-CHECK-NEXT:     %[[Z:[0-9]+]] = constant 0.0 : f32
-CHECK-NEXT:     %[[M:[0-9]+]] = where(%[[IN]], %[[P]], %[[Z]]) : f32
-CHECK-NEXT:     %[[S:[0-9]+]] = reduce sum(%[[M]]) : f32
+CHECK-NEXT:     %[[X:[0-9]+]] = load in0[5*r0_0 + 10*x0 + Max(0, Min(4, r0_1 + x2 - 1))] : f64
+CHECK-NEXT:     %[[W:[0-9]+]] = load in1[3*r0_0 + r0_1 + 6*x1] : f64
+CHECK-NEXT:     %[[P:[0-9]+]] = mul(%[[X]], %[[W]]) : f64
+CHECK-NEXT:     %[[Z:[0-9]+]] = constant 0.0 : f64
+CHECK-NEXT:     %[[M:[0-9]+]] = where(%[[IN]], %[[P]], %[[Z]]) : f64
+CHECK-NEXT:     %[[S:[0-9]+]] = reduce sum(%[[M]]) : f64
 CHECK-NEXT:   section 1 pointwise
 CHECK-NEXT:     store buf2[15*x0 + 5*x1 + x2] = %[[S]]
 CHECK-NOT:  kernel
+)"));
+}
+
+// An f32 convolution is one call of the runtime's sconv (oneDNN) with
+// the geometry array runtime/convolution.h lays out: spatial dims 1,
+// groups 1, N 1, C 2, O 3, input 5, kernel 3, output 5, stride 1, padding
+// 1, dilation 1, then each operand's offset and strides (x, w, out). The
+// bias is an epilogue that reads the call's output.
+TEST(LoweringTest, Float32ConvolutionCallsTheLibrary) {
+  EXPECT_OK(LowerAndFileCheck(R"IR(
+def forward(self, x: "f32[1, 2, 5]", w: "f32[3, 2, 3]", b: "f32[3]"):
+    convolution = torch.ops.aten.convolution.default(x, w, b, [1], [1], [1], False, [0], 1)
+    return (convolution,)
+)IR",
+                              R"(
+CHECK:      kernel k0 extern sconv(buf3, in0, in1; 1, 1, 1, 2, 3, 5, 3, 5, 1, 1, 1, 0, 10, 5, 1, 0, 6, 3, 1, 0, 15, 5, 1)
+CHECK:      kernel k1 ranges=[1, 3, 5]
+CHECK-DAG:    load buf3[15*x0 + 5*x1 + x2] : f32
+CHECK-DAG:    load in2[x1] : f32
+CHECK:        store buf4[15*x0 + 5*x1 + x2]
 )"));
 }
 

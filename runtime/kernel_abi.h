@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field changes; an artifact records the one it uses. */
-#define LATHE_KERNEL_ABI_VERSION 1
+#define LATHE_KERNEL_ABI_VERSION 2
 
 typedef struct LatheKernelRuntime {
   uint32_t abi_version;
@@ -41,6 +41,12 @@ typedef struct LatheKernelRuntime {
                 int64_t a_bs, int64_t a_rs, int64_t a_cs, const double* b,
                 int64_t b_bs, int64_t b_rs, int64_t b_cs, double* c,
                 int64_t c_bs, int64_t c_rs, int64_t c_cs);
+  /* out = convolution(x, w), f32, no bias: the geometry array gives the
+   * spatial dims s, groups, N, C, O, the input, kernel and output sizes,
+   * strides, paddings and dilations (s each), then each operand's element
+   * offset and 2 + s strides (x, w, out); runtime/convolution.h. */
+  void (*sconv)(const int64_t* geometry, const float* x, const float* w,
+                float* out);
 } LatheKernelRuntime;
 
 /* The entry point of a compiled graph: buffers in the program's order, the

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "Eigen/Core"
+#include "runtime/convolution.h"
 #include "dnnl.h"
 
 namespace lathe {
@@ -83,7 +84,7 @@ const char kAbiText[] =
 
 const LatheKernelRuntime* KernelRuntime() {
   static const LatheKernelRuntime rt = {LATHE_KERNEL_ABI_VERSION, &Sgemm,
-                                        &Gemm<double>};
+                                        &Gemm<double>, &Sconv};
   return &rt;
 }
 

@@ -7,7 +7,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -22,7 +25,72 @@ std::atomic<int64_t>& Limit() {
 
 std::atomic<int64_t> in_use{0};
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;  // reuse would hide use-after-free
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// Freed huge blocks by rounded size, kept for reuse (SetHostBlockCacheLimit).
+struct BlockCache {
+  std::mutex mu;
+  std::multimap<int64_t, void*> blocks;
+  int64_t bytes = 0;
+  int64_t limit = kSanitized ? 0 : int64_t{1} << 30;
+
+  // A cached block of exactly `size` bytes, or null.
+  void* Take(int64_t size) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = blocks.find(size);
+    if (it == blocks.end()) return nullptr;
+    void* data = it->second;
+    blocks.erase(it);
+    bytes -= size;
+    return data;
+  }
+  // Keeps `data` when there is room; false when the caller must free it.
+  bool Keep(void* data, int64_t size) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (bytes + size > limit) return false;
+    blocks.emplace(size, data);
+    bytes += size;
+    return true;
+  }
+  // Frees blocks until at most `limit` bytes are held.
+  void Trim() {
+    std::lock_guard<std::mutex> lock(mu);
+    while (bytes > limit && !blocks.empty()) {
+      auto last = std::prev(blocks.end());
+      bytes -= last->first;
+      std::free(last->second);
+      blocks.erase(last);
+    }
+  }
+};
+
+BlockCache& Cache() {
+  static auto* cache = new BlockCache();
+  return *cache;
+}
+
+constexpr int64_t kHuge = int64_t{2} << 20;
+
 }  // namespace
+
+void SetHostBlockCacheLimit(int64_t bytes) {
+  BlockCache& c = Cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    c.limit = kSanitized ? 0 : std::max<int64_t>(bytes, 0);
+  }
+  c.Trim();
+}
+
+int64_t HostBlockCacheBytes() {
+  BlockCache& c = Cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.bytes;
+}
 
 int64_t PhysicalMemoryBytes() {
   long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
@@ -35,8 +103,9 @@ int64_t HostMemoryLimit() { return Limit().load(); }
 int64_t HostMemoryInUse() { return in_use.load(); }
 
 Storage::Impl::~Impl() {
-  std::free(data);
   in_use.fetch_sub(reserved);
+  if (reserved >= kHuge && Cache().Keep(data, reserved)) return;
+  std::free(data);
 }
 
 absl::StatusOr<Storage> Storage::Allocate(int64_t nbytes, Device device) {
@@ -67,7 +136,6 @@ absl::StatusOr<Storage> Storage::AllocateHost(int64_t nbytes, Device device,
       (std::max<int64_t>(nbytes, 1) + kAlign - 1) / kAlign * kAlign;
   // Blocks of 2 MiB and more start on a huge-page boundary and ask for huge
   // pages: a fresh block then faults in 512 times less often.
-  constexpr int64_t kHuge = int64_t{2} << 20;
   bool huge = rounded >= kHuge;
   if (huge) rounded = (rounded + kHuge - 1) / kHuge * kHuge;
   int64_t before = in_use.fetch_add(rounded);
@@ -77,8 +145,11 @@ absl::StatusOr<Storage> Storage::AllocateHost(int64_t nbytes, Device device,
         "allocating ", nbytes, " bytes would exceed the memory limit of ",
         HostMemoryLimit(), " bytes (", before, " in use)"));
   }
-  void* data = std::aligned_alloc(huge ? kHuge : kAlign, rounded);
-  if (data != nullptr && huge) madvise(data, rounded, MADV_HUGEPAGE);
+  void* data = huge ? Cache().Take(rounded) : nullptr;
+  if (data == nullptr) {
+    data = std::aligned_alloc(huge ? kHuge : kAlign, rounded);
+    if (data != nullptr && huge) madvise(data, rounded, MADV_HUGEPAGE);
+  }
   if (data == nullptr) {
     in_use.fetch_sub(rounded);
     return absl::ResourceExhaustedError(

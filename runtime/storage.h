@@ -79,6 +79,18 @@ void SetHostMemoryLimit(int64_t bytes);
 int64_t HostMemoryLimit();
 int64_t HostMemoryInUse();
 
+// SetHostBlockCacheLimit() / HostBlockCacheBytes()
+//
+// Freed host blocks of 2 MiB and more are kept, up to this many bytes
+// together (default 1 GiB; 0 turns the cache off, and it is always off under
+// AddressSanitizer), and handed to the next allocation of the same rounded
+// size: a fresh block's pages are faulted in and zeroed by the OS on first
+// touch, which costs as much again as the kernel that writes it. Cached
+// blocks do not count as in use; HostBlockCacheBytes() is what the cache
+// holds now.
+void SetHostBlockCacheLimit(int64_t bytes);
+int64_t HostBlockCacheBytes();
+
 // PhysicalMemoryBytes()
 //
 // The machine's physical memory.

@@ -179,6 +179,46 @@ TEST(StorageTest, UninitializedStorageIsCountedAndLargeBlocksAreHugeAligned) {
   EXPECT_FALSE(Storage::AllocateUninitialized(-1).ok());
 }
 
+#if !defined(__SANITIZE_ADDRESS__)
+// A freed large block is kept and handed to the next allocation of its
+// size (zeroed again when Allocate asks), within the cache's limit; small
+// blocks are not kept.
+TEST(StorageTest, FreedLargeBlocksAreReusedWithinTheCacheLimit) {
+  SetHostBlockCacheLimit(int64_t{8} << 20);
+  const int64_t size = int64_t{4} << 20;
+  void* first = nullptr;
+  {
+    absl::StatusOr<Storage> a = Storage::AllocateUninitialized(size);
+    ASSERT_OK(a);
+    first = a->data();
+    static_cast<char*>(a->data())[12345] = 7;
+  }
+  EXPECT_EQ(HostBlockCacheBytes(), size);
+  {
+    absl::StatusOr<Storage> b = Storage::Allocate(size);
+    ASSERT_OK(b);
+    EXPECT_EQ(b->data(), first);
+    EXPECT_EQ(static_cast<char*>(b->data())[12345], 0);  // zeroed again
+    EXPECT_EQ(HostBlockCacheBytes(), 0);
+    // Another size is a fresh block; both freed overflow the limit of 8 MiB,
+    // so one of them is freed, not kept.
+    absl::StatusOr<Storage> c = Storage::AllocateUninitialized(size + 4096);
+    ASSERT_OK(c);
+    EXPECT_NE(c->data(), first);
+  }
+  EXPECT_LE(HostBlockCacheBytes(), int64_t{8} << 20);
+  EXPECT_GT(HostBlockCacheBytes(), 0);
+  {
+    absl::StatusOr<Storage> small = Storage::AllocateUninitialized(1000);
+    ASSERT_OK(small);
+  }
+  EXPECT_LE(HostBlockCacheBytes(), int64_t{8} << 20);
+  SetHostBlockCacheLimit(0);  // empties the cache
+  EXPECT_EQ(HostBlockCacheBytes(), 0);
+  SetHostBlockCacheLimit(int64_t{1} << 30);
+}
+#endif
+
 }  // namespace
 }  // namespace lathe
 

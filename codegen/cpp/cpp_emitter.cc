@@ -369,6 +369,18 @@ class Emitter {
       absl::StrAppend(out, "  ", t, "* ", Ptr(b), " = static_cast<", t, "*>(B[",
                       b, "]);\n");
     }
+    if (k.kind == Kernel::Kind::kExtern && k.routine == "sconv") {
+      // The geometry array, then the inputs and the output.
+      std::string g;
+      for (const Expr& e : k.extern_args) {
+        absl::StrAppend(&g, g.empty() ? "" : ", ", Cpp(e));
+      }
+      const std::vector<int>& bs = k.extern_buffers;
+      absl::StrAppend(out, "  const int64_t g[] = {", g, "};\n  rt->sconv(g, ",
+                      Ptr(bs[1]), ", ", Ptr(bs[2]), ", ", Ptr(bs[0]),
+                      ");\n}\n\n");
+      return;
+    }
     if (k.kind == Kernel::Kind::kExtern) {
       const std::vector<Expr>& a = k.extern_args;
       auto x = [&](int i) { return Cpp(a[i]); };

@@ -16,7 +16,9 @@
 //      gelu(addmm) with x [B, 1024], W [1024, 4096] at B = 64 and 1024, and a
 //      pre-LN transformer block at batch 8, seq 128, d_model 512, 8 heads,
 //      MLP 2048 (flop/s: the matmuls' 2*M*N*K), as make_fx records it and
-//      as torch.compile's AOT forward graph (transformer_block_aot_*).
+//      as torch.compile's AOT forward graph (transformer_block_aot_*), and
+//      small_cnn (two 3x3 convolutions, max pools, a linear layer) at batch
+//      32 on 64x64 images (flop/s: the convolutions' and the linear's).
 //   c. BM_Compile/NAME: one compile of the MLP layer and the transformer
 //      block (both captures); counters frontend_s (parse, AOT dispatch, the
 //      pass pipeline), lower_s (lowering + scheduling + C++ emission:
@@ -345,6 +347,20 @@ BENCHMARK_CAPTURE(BM_Matmul, transformer_block_b8_s128_d512,
 // where make_fx's graph has _unsafe_view).
 BENCHMARK_CAPTURE(BM_Matmul, transformer_block_aot_b8_s128_d512,
                   "transformer_block_aot_b8_s128_d512", TransformerFlops())
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// small_cnn at batch 32 on 64x64 images: its two 3x3 convolutions
+// (2*N*O*OH*OW*C*9: 3 -> 32 channels at 64x64, 32 -> 64 at 32x32) and the
+// linear layer.
+constexpr double SmallCnnFlops() {
+  double n = 32;
+  return 2 * n * 32 * 64 * 64 * 3 * 9 + 2 * n * 64 * 32 * 32 * 32 * 9 +
+         2 * n * 10 * 64 * 16 * 16;
+}
+
+BENCHMARK_CAPTURE(BM_Matmul, small_cnn_b32_64x64, "small_cnn_b32_64x64",
+                  SmallCnnFlops())
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -59,6 +59,10 @@ def flops(name):
         b, s, d, m = T["batch"], T["seq"], T["d"], T["mlp"]
         t = b * s
         return 4 * 2 * t * d * d + 2 * 2 * b * s * s * d + 2 * 2 * t * d * m
+    if name.startswith("small_cnn_b32_64x64"):  # as SmallCnnFlops()
+        n = 32
+        return (2.0 * n * 32 * 64 * 64 * 3 * 9 + 2.0 * n * 64 * 32 * 32 * 32 * 9
+                + 2.0 * n * 10 * 64 * 16 * 16)
     return None
 
 

@@ -220,6 +220,10 @@ BENCH_SHAPES = {
     "transformer_block_b8_s128_d512": (transformer(T), _transformer_shapes(T)),
     "transformer_block_aot_b8_s128_d512": (transformer(T),
                                            _transformer_shapes(T)),
+    # small_cnn at batch 32 on 64x64 images, 32 then 64 channels.
+    "small_cnn_b32_64x64": (small_cnn, [
+        (32, 3, 64, 64), (32, 3, 3, 3), (32,), (64, 32, 3, 3), (64,),
+        (10, 64 * 16 * 16), (10,)]),
 }
 
 # ------------------------------------------------------------------- capture

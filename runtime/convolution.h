@@ -1,0 +1,50 @@
+// -----------------------------------------------------------------------------
+// File: convolution.h
+// -----------------------------------------------------------------------------
+//
+// The f32 convolution generated kernels call through the kernel ABI
+// (LatheKernelRuntime::sconv): PyTorch's aten.convolution without bias or
+// transposition, 1 to 3 spatial dims, groups, stride, padding and dilation,
+// on operands of any strides. It runs as a oneDNN convolution primitive
+// (created once per geometry and cached; operands reordered into the
+// layouts oneDNN picks), and falls back to a direct loop nest for what
+// oneDNN refuses (an empty or overlapping operand).
+//
+// The geometry is one int64 array, so the ABI entry stays one C signature:
+//
+//   s (spatial dims), groups, N, C, O,
+//   input sizes [s], kernel sizes [s], output sizes [s],
+//   strides [s], paddings [s], dilations [s]  (PyTorch's: 1 is dense),
+//   x offset, x strides [2 + s], w offset, w strides [2 + s],
+//   out offset, out strides [2 + s].
+//
+// Example (a 3x3 convolution of a [1, 2, 5, 5] input, 4 output channels):
+//
+//   std::vector<int64_t> g = ConvGeometry(...);  // see the test
+//   lathe::Sconv(g.data(), x, w, out);
+
+#ifndef LATHE_RUNTIME_CONVOLUTION_H_
+#define LATHE_RUNTIME_CONVOLUTION_H_
+
+#include <cstdint>
+
+namespace lathe {
+
+// The number of int64 entries of a geometry with `s` spatial dims.
+constexpr int64_t SconvGeometrySize(int64_t s) { return 14 + 9 * s; }
+
+// out = convolution(x, w) as the geometry says, through oneDNN where it
+// takes the geometry and the reference loops otherwise.
+void Sconv(const int64_t* geometry, const float* x, const float* w, float* out);
+
+// Whether Sconv runs this geometry through oneDNN (else the reference).
+bool SconvUsesOneDnn(const int64_t* geometry);
+
+// The same convolution by the reference loops alone (f32 products summed
+// in double, rounded once): the fallback, and the tests' second opinion.
+void SconvReference(const int64_t* geometry, const float* x, const float* w,
+                    float* out);
+
+}  // namespace lathe
+
+#endif  // LATHE_RUNTIME_CONVOLUTION_H_

@@ -1,0 +1,155 @@
+#include "runtime/convolution.h"
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace lathe {
+namespace {
+
+// A convolution's shape and layout, and its geometry array.
+struct Conv {
+  int64_t n = 1, c = 1, o = 1, groups = 1;
+  std::vector<int64_t> in, k, stride, pad, dil;
+  bool channels_last = false;  // x and out as N, spatial..., C
+
+  std::vector<int64_t> Out() const {
+    std::vector<int64_t> out;
+    for (size_t d = 0; d < in.size(); ++d) {
+      out.push_back((in[d] + 2 * pad[d] - dil[d] * (k[d] - 1) - 1) / stride[d] +
+                    1);
+    }
+    return out;
+  }
+  // Strides of [N, C, spatial...] stored contiguously, or channels last.
+  static std::vector<int64_t> Strides(int64_t n, int64_t c,
+                                      const std::vector<int64_t>& sp,
+                                      bool last) {
+    (void)n;
+    size_t s = sp.size();
+    std::vector<int64_t> st(2 + s);
+    int64_t acc = last ? c : 1;
+    for (size_t d = s; d-- > 0;) {
+      st[2 + d] = acc;
+      acc *= sp[d];
+    }
+    if (last) {
+      st[1] = 1;
+      st[0] = acc;
+    } else {
+      st[1] = acc;
+      st[0] = acc * c;
+    }
+    return st;
+  }
+  std::vector<int64_t> Geometry() const {
+    size_t s = in.size();
+    std::vector<int64_t> g = {static_cast<int64_t>(s), groups, n, c, o};
+    const std::vector<int64_t> out = Out();
+    for (const auto* v : {&in, &k, &out, &stride, &pad, &dil}) {
+      g.insert(g.end(), v->begin(), v->end());
+    }
+    std::vector<int64_t> ks = Strides(o, c / groups, k, false);
+    for (const auto& st : {Strides(n, c, in, channels_last), ks,
+                           Strides(n, o, out, channels_last)}) {
+      g.push_back(0);
+      g.insert(g.end(), st.begin(), st.end());
+    }
+    return g;
+  }
+  int64_t Numel(int64_t lead, int64_t ch,
+                const std::vector<int64_t>& sp) const {
+    int64_t e = lead * ch;
+    for (int64_t v : sp) e *= v;
+    return e;
+  }
+};
+
+TEST(ConvolutionTest, GeometrySizeMatchesTheLayout) {
+  Conv c{1, 1, 1, 1, {5, 5}, {3, 3}, {1, 1}, {0, 0}, {1, 1}};
+  EXPECT_EQ(static_cast<int64_t>(c.Geometry().size()), SconvGeometrySize(2));
+}
+
+// A 1-d convolution worked by hand: x = [1, 2, 3, 4], w = [1, 0, -1],
+// padding 1: out[i] = x[i-1] - x[i+1] = [-2, -2, -2, 3].
+TEST(ConvolutionTest, OneDimensionalByHand) {
+  Conv c{1, 1, 1, 1, {4}, {3}, {1}, {1}, {1}};
+  std::vector<int64_t> g = c.Geometry();
+  std::vector<float> x = {1, 2, 3, 4}, w = {1, 0, -1};
+  std::vector<float> want = {-2, -2, -2, 3};
+  for (bool reference : {true, false}) {
+    std::vector<float> out(4, 99);
+    EXPECT_TRUE(SconvUsesOneDnn(g.data()));
+    (reference ? SconvReference : Sconv)(g.data(), x.data(), w.data(),
+                                         out.data());
+    EXPECT_EQ(out, want) << (reference ? "reference" : "oneDNN");
+  }
+}
+
+// Two groups of one channel each, stride 2: each output channel sees only
+// its own input channel.
+TEST(ConvolutionTest, GroupsReadTheirOwnChannels) {
+  Conv c{1, 2, 2, 2, {4}, {2}, {2}, {0}, {1}};
+  std::vector<int64_t> g = c.Geometry();
+  std::vector<float> x = {1, 2, 3, 4, 10, 20, 30, 40}, w = {1, 1, 1, -1};
+  // Channel 0: [1+2, 3+4]; channel 1: [10-20, 30-40].
+  std::vector<float> want = {3, 7, -10, -10};
+  std::vector<float> out(4);
+  Sconv(g.data(), x.data(), w.data(), out.data());
+  EXPECT_EQ(out, want);
+}
+
+// oneDNN against the reference loops over many geometries and layouts.
+TEST(ConvolutionTest, OneDnnMatchesTheReference) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<Conv> cases = {
+      {2, 3, 8, 1, {9, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+      {2, 4, 6, 2, {8, 8}, {3, 3}, {2, 2}, {1, 1}, {1, 1}},
+      {1, 4, 4, 4, {7, 9}, {3, 3}, {1, 2}, {2, 1}, {2, 1}},
+      {2, 3, 5, 1, {16}, {5}, {3}, {2}, {1}},
+      {1, 2, 4, 1, {5, 6, 7}, {3, 2, 3}, {1, 2, 1}, {1, 0, 1}, {1, 1, 2}},
+      {3, 16, 32, 1, {12, 12}, {1, 1}, {1, 1}, {0, 0}, {1, 1}},
+      {1, 3, 4, 1, {10, 10}, {3, 3}, {3, 3}, {0, 0}, {1, 1}},  // floor drop
+  };
+  for (bool last : {false, true}) {
+    for (Conv c : cases) {
+      c.channels_last = last;
+      std::vector<int64_t> g = c.Geometry();
+      std::vector<float> x(c.Numel(c.n, c.c, c.in)),
+          w(c.Numel(c.o, c.c / c.groups, c.k));
+      for (float& v : x) v = u(rng);
+      for (float& v : w) v = u(rng);
+      int64_t m = c.Numel(c.n, c.o, c.Out());
+      std::vector<float> got(m, -7), want(m, 7);
+      EXPECT_TRUE(SconvUsesOneDnn(g.data()));
+      Sconv(g.data(), x.data(), w.data(), got.data());
+      SconvReference(g.data(), x.data(), w.data(), want.data());
+      for (int64_t i = 0; i < m; ++i) {
+        ASSERT_NEAR(got[i], want[i], 1e-4)
+            << "case with " << c.in.size() << " dims, groups " << c.groups
+            << (last ? ", channels last" : "") << ", element " << i;
+      }
+    }
+  }
+}
+
+// Empty operands go to the reference loops: zero input channels give
+// zeros, zero batch writes nothing.
+TEST(ConvolutionTest, EmptyOperands) {
+  Conv c{1, 0, 2, 1, {4}, {1}, {1}, {0}, {1}};
+  std::vector<int64_t> g = c.Geometry();
+  std::vector<float> out(8, 5);
+  EXPECT_FALSE(SconvUsesOneDnn(g.data()));
+  Sconv(g.data(), nullptr, nullptr, out.data());
+  EXPECT_EQ(out, std::vector<float>(8, 0));
+  Conv b{0, 2, 2, 1, {4}, {1}, {1}, {0}, {1}};
+  g = b.Geometry();
+  Sconv(g.data(), nullptr, nullptr, nullptr);
+}
+
+}  // namespace
+}  // namespace lathe
