@@ -106,6 +106,19 @@ class KernelBuilder {
     c.i = dtype == DType::kBool ? (v != 0) : v;
     return Add(std::move(c));
   }
+  // Stores op `value`, cast to `dtype` (the buffer's), at buffer[index];
+  // `indirect` are the checked loaded values the index names ind0, ind1...
+  void Store(int buffer, DType dtype, Expr index, int value,
+             const std::vector<int>& indirect = {}) {
+    ScalarOp st;
+    st.kind = ScalarOp::Kind::kStore;
+    st.buffer = buffer;
+    st.dtype = dtype;
+    st.index = std::move(index);
+    st.args = {Cast(value, dtype)};
+    st.args.insert(st.args.end(), indirect.begin(), indirect.end());
+    Add(std::move(st));
+  }
   int Index(Expr e) {
     ScalarOp c;
     c.kind = ScalarOp::Kind::kIndex;
@@ -491,14 +504,7 @@ class Lowerer {
     Kernel k = NewKernel(value.sizes);
     KernelBuilder kb(&k);
     ASSIGN_OR_RETURN(int v, value.load(kb, k.vars));
-    v = kb.Cast(v, program_.buffers[b].dtype);
-    ScalarOp st;
-    st.kind = ScalarOp::Kind::kStore;
-    st.buffer = b;
-    st.index = Linear(k.vars, strides, offset);
-    st.dtype = program_.buffers[b].dtype;
-    st.args = {v};
-    kb.Add(std::move(st));
+    kb.Store(b, program_.buffers[b].dtype, Linear(k.vars, strides, offset), v);
     Emit(std::move(k));
     return absl::OkStatus();
   }
@@ -651,7 +657,6 @@ class Lowerer {
     int result = post ? post(kb, rv, count) : rv;
     int b = NewBuffer(meta.dtype, StorageNumel(meta.sizes, meta.strides,
                                                meta.storage_offset));
-    result = kb.Cast(result, meta.dtype);
     // The output index: the outer vars, 0 at kept reduced dims.
     std::vector<Expr> out_idx;
     o = 0;
@@ -663,13 +668,8 @@ class Lowerer {
         out_idx.push_back(symbolic::Int(0));
       }
     }
-    ScalarOp st;
-    st.kind = ScalarOp::Kind::kStore;
-    st.buffer = b;
-    st.dtype = meta.dtype;
-    st.index = Linear(out_idx, meta.strides, meta.storage_offset);
-    st.args = {result};
-    kb.Add(std::move(st));
+    kb.Store(b, meta.dtype, Linear(out_idx, meta.strides, meta.storage_offset),
+             result);
     Emit(std::move(k));
     return FromBuffer(b, meta.dtype, meta.sizes, meta.strides,
                       meta.storage_offset);
@@ -2746,14 +2746,8 @@ absl::Status IndirectStore(Lowerer& L, const Call& c, const TBox& target,
     int old = kb.Cast(IndirectLoad(kb, target, sub, checked), compute);
     v = kb.Call(combine, {old, v}, compute);
   }
-  ScalarOp st;
-  st.kind = ScalarOp::Kind::kStore;
-  st.buffer = target.buffer;
-  st.dtype = target.dtype;
-  st.index = Linear(sub, target.strides, target.offset);
-  st.args = {kb.Cast(v, target.dtype)};
-  st.args.insert(st.args.end(), checked.begin(), checked.end());
-  kb.Add(std::move(st));
+  kb.Store(target.buffer, target.dtype,
+           Linear(sub, target.strides, target.offset), v, checked);
   L.Emit(std::move(k));
   return absl::OkStatus();
 }
@@ -3009,13 +3003,7 @@ LowerFn ScanFn(ReduceKind kind) {
     int running = kb.Add(std::move(scan));
     int b = L.NewBuffer(m.dtype,
                         StorageNumel(m.sizes, m.strides, m.storage_offset));
-    ScalarOp st;
-    st.kind = ScalarOp::Kind::kStore;
-    st.buffer = b;
-    st.dtype = m.dtype;
-    st.index = Linear(idx, m.strides, m.storage_offset);
-    st.args = {kb.Cast(running, m.dtype)};
-    kb.Add(std::move(st));
+    kb.Store(b, m.dtype, Linear(idx, m.strides, m.storage_offset), running);
     L.Emit(std::move(k));
     return TensorValue(
         L.FromBuffer(b, m.dtype, m.sizes, m.strides, m.storage_offset));

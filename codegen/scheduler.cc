@@ -112,6 +112,23 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
           {op.index, static_cast<int>(i), straight, op.section});
     }
   }
+  // Whether b's access `op`, in a section of its own, touches the element
+  // a's access `s` touched in an earlier section of the same outer
+  // iteration: both sections loop over the same inner ranges and the
+  // indices agree once the inner variables are matched. Sections run in
+  // order within an outer iteration, so the access sees a's.
+  auto SameElement = [&](const ScalarOp& op, const Access& s) {
+    if (mode != Mode::kNewSections) return false;
+    const Section& mine = added[op.section];
+    const Section& theirs = a.sections[s.section];
+    if (mine.vars.empty() || theirs.ranges != mine.ranges) return false;
+    absl::flat_hash_map<Expr, Expr> same;
+    for (size_t v = 0; v < mine.vars.size(); ++v) {
+      same[mine.vars[v]] = theirs.vars[v];
+    }
+    absl::StatusOr<Expr> at = symbolic::Substitute(op.index, same);
+    return at.ok() && *at == s.index;
+  };
   // Check b's accesses against a's, and find the loads that become values.
   absl::flat_hash_map<int, int> replaced;  // b op -> a op
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -135,19 +152,9 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
       if (forward) continue;
       replaced.erase(static_cast<int>(i));
       // Else, in a section of its own, the load may read the memory an
-      // earlier section of the same outer iteration wrote, when both loop
-      // over the same inner ranges and touch the same element of them.
-      if (mode != Mode::kNewSections) return std::nullopt;
-      const Section& mine = added[op.section];
+      // earlier section of the same outer iteration wrote.
       for (const Access& s : it->second) {
-        const Section& theirs = a.sections[s.section];
-        if (theirs.ranges != mine.ranges) return std::nullopt;
-        absl::flat_hash_map<Expr, Expr> same;
-        for (size_t v = 0; v < mine.vars.size(); ++v) {
-          same[mine.vars[v]] = theirs.vars[v];
-        }
-        absl::StatusOr<Expr> at = symbolic::Substitute(op.index, same);
-        if (!at.ok() || *at != s.index) return std::nullopt;
+        if (!SameElement(op, s)) return std::nullopt;
       }
     } else if (op.kind == ScalarOp::Kind::kStore) {
       for (auto* table : {&a_stores, &a_loads}) {
@@ -155,8 +162,9 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
         if (it == table->end()) continue;
         if (IsIndirect(op)) return std::nullopt;
         for (const Access& s : it->second) {
-          if (s.index != op.index) return std::nullopt;
-          if (mode == Mode::kNewSections && !s.straight) return std::nullopt;
+          bool here =
+              s.index == op.index && (mode == Mode::kSameSection || s.straight);
+          if (!here && !SameElement(op, s)) return std::nullopt;
         }
       }
     }

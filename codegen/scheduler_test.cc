@@ -310,6 +310,40 @@ CHECK:      log: fuse k3 into k0
 )"));
 }
 
+// Softmax after reinplace (exp_ and div_ write back into sub's buffer) is
+// one kernel too: each in-place loop nest is a section of its own that
+// reads and writes the row element the earlier section wrote, in order
+// within the row's iteration.
+TEST(SchedulerTest, InPlaceSoftmaxIsOneKernel) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(R"IR(
+def forward(self, x: "f32[4, 8]"):
+    amax = torch.ops.aten.amax.default(x, [1], True)
+    sub = torch.ops.aten.sub.Tensor(x, amax)
+    exp_ = torch.ops.aten.exp_.default(sub)
+    sum_1 = torch.ops.aten.sum.dim_IntList(sub, [1], True)
+    div_ = torch.ops.aten.div_.Tensor(sub, sum_1)
+    return (sub,)
+)IR"));
+  EXPECT_EQ(s.kernels_before, 5);
+  EXPECT_EQ(s.lowered.program.kernels.size(), 1u);
+  EXPECT_OK(FileCheckScheduled(s, R"(
+CHECK:      kernel k0 ranges=[4]
+CHECK:        reduce max(
+CHECK:        section 2 pointwise r2_0 in 8
+CHECK:          store buf2[r2_0 + 8*x0]
+CHECK:        section 3 pointwise r3_0 in 8
+CHECK-NEXT:     load buf2[r3_0 + 8*x0]
+CHECK-NEXT:     exp(
+CHECK-NEXT:     store buf2[r3_0 + 8*x0]
+CHECK:          reduce sum(
+CHECK:        section 6 pointwise r6_0 in 8
+CHECK:          truediv(
+CHECK-NEXT:     store buf2[r6_0 + 8*x0]
+CHECK-NOT:  kernel
+CHECK:      log: fuse k4 into k0
+)"));
+}
+
 // A kernel holds at most 8 sections: four row reductions (two sections
 // each) fill k0, the fifth stays a kernel of its own. (The log gives the
 // generic reason, not the limit.)
