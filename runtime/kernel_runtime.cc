@@ -4,8 +4,8 @@
 #include <cstdint>
 
 #include "Eigen/Core"
-#include "runtime/convolution.h"
 #include "dnnl.h"
+#include "runtime/convolution.h"
 
 namespace lathe {
 namespace {
