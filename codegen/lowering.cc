@@ -2130,11 +2130,6 @@ int AllOf(KernelBuilder& kb, const std::vector<int>& masks) {
   return m;
 }
 
-// convolution(input, weight, bias, stride, padding, dilation, transposed,
-// output_padding, groups): per output element, a sum over the group's input
-// channels and the kernel offsets. Padding is a mask over a clamped index;
-// a transposed convolution reads input position (o + padding - k*dilation)
-// / stride where that divides. The bias is an epilogue.
 // An f32 convolution without transposition as one call of the runtime's
 // sconv (oneDNN; runtime/convolution.h gives the geometry's layout) on the
 // realized operands, into a buffer with the output's strides.
@@ -2190,6 +2185,11 @@ absl::StatusOr<NodeValue> ConvolutionBias(Lowerer& L, const Call& c,
       L.Pointwise("add", {out, b}, ComputeDType(m.dtype), m.dtype, m.sizes));
 }
 
+// convolution(input, weight, bias, stride, padding, dilation, transposed,
+// output_padding, groups): per output element, a sum over the group's input
+// channels and the kernel offsets. Padding is a mask over a clamped index;
+// a transposed convolution reads input position (o + padding - k*dilation)
+// / stride where that divides. The bias is an epilogue.
 absl::StatusOr<NodeValue> LowerConvolution(Lowerer& L, const Call& c) {
   const TensorMeta& m = OutMeta(L, c);
   DType acc = ComputeDType(m.dtype);
@@ -2203,7 +2203,9 @@ absl::StatusOr<NodeValue> LowerConvolution(Lowerer& L, const Call& c) {
   ASSIGN_OR_RETURN(bool transposed, c.Bool("transposed"));
   ASSIGN_OR_RETURN(int64_t groups, c.Int("groups"));
   if (groups <= 0) return c.Error("groups must be positive");
-  if (m.dtype == DType::kFloat32 && !transposed) {
+  // The library takes 1 to 3 spatial dims (shape propagation already
+  // refuses more, as PyTorch does).
+  if (m.dtype == DType::kFloat32 && !transposed && nsp <= 3) {
     ASSIGN_OR_RETURN(TBox out, ConvolutionCall(L, x, w, win, groups, m));
     return ConvolutionBias(L, c, out, m);
   }

@@ -45,8 +45,7 @@ struct Geometry {
   }
 };
 
-// ---- oneDNN
-// ------------------------------------------------------------------
+// ---- oneDNN ---------------------------------------------------------------
 
 dnnl_engine_t Engine() {
   static dnnl_engine_t engine = [] {
@@ -59,6 +58,11 @@ dnnl_engine_t Engine() {
 
 // A primitive and the reorders around it, for one geometry.
 struct Plan {
+  ~Plan() {
+    for (dnnl_primitive_t p : {conv, x_in, w_in, o_out}) {
+      if (p != nullptr) dnnl_primitive_destroy(p);
+    }
+  }
   dnnl_primitive_t conv = nullptr;
   dnnl_memory_desc_t x_user, w_user, o_user;  // the caller's layouts
   dnnl_memory_desc_t x_md, w_md, o_md;        // the primitive's
@@ -139,8 +143,8 @@ bool BuildPlan(const Geometry& g, Plan* plan) {
          Reorder(plan->o_md, plan->o_user, &plan->o_out);
 }
 
-// The cached plan for a geometry, or null when oneDNN
-// does not take it. Plans live as long as the process.
+// The cached plan for a geometry, or null when oneDNN does not take it.
+// Plans live as long as the process.
 const Plan* PlanFor(const int64_t* geometry, const Geometry& g) {
   static std::mutex* mu = new std::mutex();
   static auto* plans =

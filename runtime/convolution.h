@@ -33,7 +33,8 @@ namespace lathe {
 // The number of int64 entries of a geometry with `s` spatial dims.
 constexpr int64_t SconvGeometrySize(int64_t s) { return 14 + 9 * s; }
 
-// out = convolution(x, w) as the geometry says, through oneDNN where it
+// out = convolution(x, w) as the geometry says (s in [1, 3]; lowering
+// calls it for nothing else), through oneDNN where it
 // takes the geometry and the reference loops otherwise.
 void Sconv(const int64_t* geometry, const float* x, const float* w, float* out);
 
