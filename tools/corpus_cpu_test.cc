@@ -12,11 +12,14 @@
 // compared; a graph the cpu backend refuses to compile (an op without a
 // lowering) is listed with lathec's message.
 
+#include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -41,9 +44,9 @@ using ::lathe::testing::TestTmpPath;
 // The size a symbol takes in input set `set`: 2..4 in the first, 5..7 in
 // the second, by the symbol's name (so s0 and s1 usually differ).
 int64_t SymbolValue(int set, absl::string_view name) {
-  int64_t h = 0;
+  uint64_t h = 0;  // unsigned: long names wrap instead of overflowing
   for (char c : name) h = h * 31 + static_cast<unsigned char>(c);
-  return (set == 0 ? 2 : 5) + h % 3;
+  return (set == 0 ? 2 : 5) + static_cast<int64_t>(h % 3);
 }
 
 // `file: message` without the test's long paths.
@@ -77,7 +80,9 @@ void RunGraph(const std::string& dir, const std::string& file,
   std::vector<std::string> args = {path};
   for (int set = 0; set < 2; ++set) {
     std::string inputs = absl::StrCat(base, "_in", set);
-    ASSERT_EQ(system(absl::StrCat("mkdir -p '", inputs, "'").c_str()), 0);
+    std::error_code error;
+    std::filesystem::create_directories(inputs, error);
+    ASSERT_FALSE(error) << inputs << ": " << error.message();
     ASSERT_OK(testing::WriteAnnotatedInputs(
         **g, inputs, [set](absl::string_view s) { return SymbolValue(set, s); },
         set == 0 ? 0.5 : -1.25));
