@@ -56,10 +56,10 @@ struct BlockCache {
     bytes += size;
     return true;
   }
-  // Frees blocks until at most `limit` bytes are held.
-  void Trim() {
+  // Frees blocks until at most `keep` bytes are held.
+  void Trim(int64_t keep) {
     std::lock_guard<std::mutex> lock(mu);
-    while (bytes > limit && !blocks.empty()) {
+    while (bytes > keep && !blocks.empty()) {
       auto last = std::prev(blocks.end());
       bytes -= last->first;
       std::free(last->second);
@@ -79,11 +79,12 @@ constexpr int64_t kHuge = int64_t{2} << 20;
 
 void SetHostBlockCacheLimit(int64_t bytes) {
   BlockCache& c = Cache();
+  int64_t limit = kSanitized ? 0 : std::max<int64_t>(bytes, 0);
   {
     std::lock_guard<std::mutex> lock(c.mu);
-    c.limit = kSanitized ? 0 : std::max<int64_t>(bytes, 0);
+    c.limit = limit;
   }
-  c.Trim();
+  c.Trim(limit);
 }
 
 int64_t HostBlockCacheBytes() {
@@ -148,6 +149,10 @@ absl::StatusOr<Storage> Storage::AllocateHost(int64_t nbytes, Device device,
   void* data = huge ? Cache().Take(rounded) : nullptr;
   if (data == nullptr) {
     data = std::aligned_alloc(huge ? kHuge : kAlign, rounded);
+    if (data == nullptr && huge) {  // the cache gives its blocks back first
+      Cache().Trim(0);
+      data = std::aligned_alloc(kHuge, rounded);
+    }
     if (data != nullptr && huge) madvise(data, rounded, MADV_HUGEPAGE);
   }
   if (data == nullptr) {
