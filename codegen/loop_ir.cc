@@ -150,6 +150,10 @@ std::string PrintProgram(const Program& p) {
     if (b.reuses >= 0) {
       absl::StrAppend(&out, " reuses ", p.buffers[b.reuses].name);
     }
+    if (b.free_after >= 0 &&
+        b.free_after < static_cast<int>(p.kernels.size())) {
+      absl::StrAppend(&out, " freed after ", p.kernels[b.free_after].name);
+    }
     out += "\n";
   }
   for (const Kernel& k : p.kernels) {

@@ -70,8 +70,12 @@ struct Buffer {
   // Whether every access is in one kernel at one index, so the emitter may
   // keep it in a register instead (the scheduler decides; memory plan).
   bool local = false;
-  // The buffer whose memory this one reuses (memory plan), or -1.
+  // The buffer whose memory this one takes over (memory plan), or -1.
   int reuses = -1;
+  // The kernel (index into Program::kernels) after which this buffer's
+  // memory is given back (memory plan); -1 while it stays: an input, an
+  // output, memory a later buffer takes over, or a buffer never planned.
+  int free_after = -1;
 };
 
 // The reductions a reduce op performs.

@@ -8,8 +8,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/dtype.h"
 #include "status_macros.h"
 #include "symbolic/expr.h"
+#include "symbolic/printer.h"
 
 namespace lathe::codegen {
 namespace {
@@ -210,6 +212,60 @@ bool EraseOps(Kernel& k, const std::vector<bool>& drop) {
   return changed;
 }
 
+// Which memory each allocated buffer lives in (as Inductor's buffer reuse):
+// the kernels that first and last touch it bound its lifetime; a buffer takes
+// over the memory of one whose last kernel came before its own first and
+// whose size in bytes is the same expression (the one given back last, so
+// the cache is warm); memory nothing takes over is given back after its last
+// kernel. Outputs keep theirs, and take over none that is an output.
+void PlanStorage(LoweredGraph& g, std::vector<std::string>& log) {
+  Program& p = g.program;
+  const int nb = static_cast<int>(p.buffers.size());
+  const int nk = static_cast<int>(p.kernels.size());
+  std::vector<int> first(nb, -1), last(nb, -1);
+  for (int k = 0; k < nk; ++k) {
+    auto touch = [&](int b) {
+      if (first[b] < 0) first[b] = k;
+      last[b] = k;
+    };
+    for (const ScalarOp& op : p.kernels[k].ops) {
+      if (op.buffer >= 0) touch(op.buffer);
+    }
+    for (int b : p.kernels[k].extern_buffers) touch(b);
+  }
+  std::vector<bool> output(nb, false);
+  for (const LoweredOutput& o : g.outputs) {
+    if (o.buffer >= 0) output[o.buffer] = true;
+  }
+  auto planned = [&](int b) {
+    const Buffer& buf = p.buffers[b];
+    return buf.kind == Buffer::Kind::kAllocated && !buf.local && first[b] >= 0;
+  };
+  auto bytes = [&](int b) {
+    return symbolic::Mul(p.buffers[b].numel,
+                         symbolic::Int(ItemSize(p.buffers[b].dtype)));
+  };
+  std::vector<int> free;  // memory no buffer holds, the last given back last
+  for (int k = 0; k < nk; ++k) {
+    for (int b = 0; b < nb; ++b) {
+      if (!planned(b) || first[b] != k) continue;
+      for (size_t f = free.size(); f-- > 0;) {
+        if (bytes(free[f]) != bytes(b)) continue;
+        p.buffers[b].reuses = free[f];
+        log.push_back(absl::StrCat(p.buffers[b].name, ": reuses the memory of ",
+                                   p.buffers[free[f]].name, " (",
+                                   symbolic::ToString(bytes(b)), " bytes)"));
+        free.erase(free.begin() + static_cast<std::ptrdiff_t>(f));
+        break;
+      }
+    }
+    for (int b = 0; b < nb; ++b) {
+      if (planned(b) && last[b] == k && !output[b]) free.push_back(b);
+    }
+  }
+  for (int b : free) p.buffers[b].free_after = last[b];
+}
+
 void PlanMemory(LoweredGraph& g, std::vector<std::string>& log) {
   Program& p = g.program;
   std::vector<bool> read(p.buffers.size(), false);
@@ -270,6 +326,7 @@ void PlanMemory(LoweredGraph& g, std::vector<std::string>& log) {
       changed = EraseOps(k, drop);
     }
   }
+  PlanStorage(g, log);
 }
 
 }  // namespace

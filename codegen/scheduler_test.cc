@@ -156,7 +156,7 @@ def forward(self, x: "f32[8, 8]"):
     return (add,)
 )IR",
                                  R"(
-CHECK:      buffer buf1 : f32[64]{{$}}
+CHECK:      buffer buf1 : f32[64] freed after k1{{$}}
 CHECK:      kernel k0 ranges=[8, 8]
 CHECK:        store buf1[8*x0 + x1] =
 CHECK:      kernel k1 ranges=[8, 8]
@@ -196,7 +196,7 @@ def forward(self, a: "f32[4, 16]", b: "f32[16, 8]"):
     return (relu,)
 )IR",
                                  R"(
-CHECK:      buffer buf2 : f32[32]{{$}}
+CHECK:      buffer buf2 : f32[32] freed after k1{{$}}
 CHECK:      kernel k0 extern sgemm(buf2, in0, in1;
 CHECK-NEXT: kernel k1 ranges=[4, 8]
 CHECK:        load buf2[8*x0 + x1]
@@ -389,6 +389,58 @@ def forward(self, x: "f32[4, 6]", i: "i64[4, 6]"):
 CHECK:      kernel k1 ranges=[4, 6]
 CHECK:        load buf2[ind0 + 6*x0]
 CHECK:      log: keep k1 apart from k0
+)"));
+}
+
+// ---- Memory plan -----------------------------------------------------------
+
+// A chain of matrix products with a relu between each: every product and
+// relu is its own kernel (a library call reads its operands from memory).
+// Each buffer is dead after the kernel that reads it, so the third kernel's
+// buffer takes over the first's memory, the fourth the second's, and the
+// output (the last product) the third's; only the fourth's memory is given
+// back, after the last kernel.
+TEST(SchedulerTest, ADeadBufferOfTheSameSizeIsReused) {
+  EXPECT_OK(ScheduleAndFileCheck(R"IR(
+def forward(self, x: "f32[4, 8]", w: "f32[8, 8]"):
+    mm = torch.ops.aten.mm.default(x, w)
+    relu = torch.ops.aten.relu.default(mm)
+    mm_1 = torch.ops.aten.mm.default(relu, w)
+    relu_1 = torch.ops.aten.relu.default(mm_1)
+    mm_2 = torch.ops.aten.mm.default(relu_1, w)
+    return (mm_2,)
+)IR",
+                                 R"(
+CHECK:      buffer [[MM:buf[0-9]+]] : f32[32]{{$}}
+CHECK-NEXT: buffer [[RELU:buf[0-9]+]] : f32[32]{{$}}
+CHECK-NEXT: buffer [[MM1:buf[0-9]+]] : f32[32] reuses [[MM]]{{$}}
+CHECK-NEXT: buffer [[RELU1:buf[0-9]+]] : f32[32] reuses [[RELU]] freed after [[K4:k[0-9]+]]{{$}}
+CHECK-NEXT: buffer [[MM2:buf[0-9]+]] : f32[32] reuses [[MM1]]{{$}}
+CHECK:      kernel [[K4]] extern sgemm([[MM2]], [[RELU1]], in1;
+CHECK:      log: [[MM1]]: reuses the memory of [[MM]] (128 bytes)
+CHECK-NEXT: log: [[RELU1]]: reuses the memory of [[RELU]] (128 bytes)
+CHECK-NEXT: log: [[MM2]]: reuses the memory of [[MM1]] (128 bytes)
+)"));
+}
+
+// Buffers of different sizes (mm's [4, 8], then [4, 4] and [4, 2]) take
+// over nothing; each is given back after its last reader. Symbolic sizes
+// match only as the same expression.
+TEST(SchedulerTest, ABufferOfAnotherSizeIsNotReused) {
+  EXPECT_OK(ScheduleAndFileCheck(R"IR(
+def forward(self, x: "f32[s0, 8]", w: "f32[8, 8]", v: "f32[8, 4]", u: "f32[4, 2]"):
+    mm = torch.ops.aten.mm.default(x, w)
+    relu = torch.ops.aten.relu.default(mm)
+    mm_1 = torch.ops.aten.mm.default(relu, v)
+    relu_1 = torch.ops.aten.relu.default(mm_1)
+    mm_2 = torch.ops.aten.mm.default(relu_1, u)
+    return (mm_2,)
+)IR",
+                                 R"(
+CHECK-NOT:  reuses
+CHECK:      buffer [[MM:buf[0-9]+]] : f32[8*s0] freed after [[K1:k[0-9]+]]{{$}}
+CHECK:      kernel [[K1]] ranges=[s0, 8]
+CHECK-NOT:  log: {{.*}}reuses
 )"));
 }
 

@@ -2,19 +2,20 @@
  * File: kernel_abi.h
  * -----------------------------------------------------------------------------
  *
- * The C ABI between generated kernels and the runtime (as AOTInductor's
+ * The C ABI between generated code and the runtime (as AOTInductor's
  * shim): plain C types only, so a compiled .so depends on no C++ ABI of
  * lathe's. Generated source embeds this file's text (KernelAbiSource() in
- * kernel_abi_source.h); the runtime fills a LatheKernelRuntime and calls the
- * .so's entry point, lathe_entry.
+ * kernel_runtime.h). A compiled graph's .so exports its host function,
+ * lathe_call, and its guards, lathe_guards; the runtime fills a
+ * LatheKernelRuntime (the library routines kernels call, and storage
+ * allocation) and passes it in.
  *
- * Example (generated code):
+ * Example (the host calls generated code):
  *
- *   int lathe_entry(void* const* buffers, const int64_t* sizes,
- *                   const double* floats, const LatheKernelRuntime* rt) {
- *     rt->sgemm(1, m, n, k, a, 0, k, 1, b, 0, n, 1, c, 0, n, 1);
- *     return 0;
- *   }
+ *   LatheValue in[2] = {...}, out[1] = {...};   // views of the tensors
+ *   LatheCallFn call = (LatheCallFn)dlsym(so, "lathe_call");
+ *   int rc = call(in, 2, out, 1, lathe::KernelRuntime());
+ *   // rc == 0: out[0].storage is a retained handle on the result's storage
  */
 #ifndef LATHE_RUNTIME_KERNEL_ABI_H_
 #define LATHE_RUNTIME_KERNEL_ABI_H_
@@ -26,7 +27,44 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field changes; an artifact records the one it uses. */
-#define LATHE_KERNEL_ABI_VERSION 2
+#define LATHE_KERNEL_ABI_VERSION 3
+
+/* What a LatheValue holds. */
+#define LATHE_VALUE_NONE 0
+#define LATHE_VALUE_TENSOR 1
+#define LATHE_VALUE_INT 2
+#define LATHE_VALUE_FLOAT 3
+#define LATHE_VALUE_BOOL 4
+
+/* A LatheValue's dtype: lathe::DType's order (runtime/dtype.h). */
+#define LATHE_DTYPE_F16 0
+#define LATHE_DTYPE_BF16 1
+#define LATHE_DTYPE_F32 2
+#define LATHE_DTYPE_F64 3
+#define LATHE_DTYPE_I8 4
+#define LATHE_DTYPE_I16 5
+#define LATHE_DTYPE_I32 6
+#define LATHE_DTYPE_I64 7
+#define LATHE_DTYPE_U8 8
+#define LATHE_DTYPE_BOOL 9
+
+/* One argument or result of a compiled graph's host function. A tensor is a
+ * view of a storage: `data` is the storage's first byte, `storage` the
+ * runtime's handle on it (retained for a result), and sizes and strides
+ * (elements) point at `ndim` values each; for a result the caller provides
+ * the two arrays, at the rank the graph gives that output. */
+typedef struct LatheValue {
+  int32_t kind;
+  int32_t dtype;
+  int64_t ndim;
+  int64_t* sizes;
+  int64_t* strides;
+  int64_t storage_offset;
+  void* data;
+  void* storage;
+  int64_t i; /* LATHE_VALUE_INT, LATHE_VALUE_BOOL */
+  double f;  /* LATHE_VALUE_FLOAT */
+} LatheValue;
 
 typedef struct LatheKernelRuntime {
   uint32_t abi_version;
@@ -47,12 +85,30 @@ typedef struct LatheKernelRuntime {
    * offset and 2 + s strides (x, w, out); runtime/convolution.h. */
   void (*sconv)(const int64_t* geometry, const float* x, const float* w,
                 float* out);
+  /* A new storage of `bytes` bytes (uninitialized): its handle, and its
+   * first byte in *data; NULL when the memory limit or the system refuses. */
+  void* (*alloc)(int64_t bytes, void** data);
+  /* Another reference to a storage, and the end of one. */
+  void* (*retain)(void* storage);
+  void (*release)(void* storage);
 } LatheKernelRuntime;
 
-/* The entry point of a compiled graph: buffers in the program's order, the
- * integer symbols' and the float symbols' values; 0 on success. */
-typedef int (*LatheEntryFn)(void* const* buffers, const int64_t* sizes,
-                            const double* floats, const LatheKernelRuntime* rt);
+/* The host function of a compiled graph (codegen/cpp/wrapper_emitter.h):
+ * checks `inputs` (the placeholders, then the constants) against the
+ * graph's annotations, binds its symbols, allocates its buffers, runs its
+ * kernels and fills `outputs`. Returns 0; LATHE_CALL_BAD_INPUTS when an
+ * input does not match (the caller says which, the slow way);
+ * LATHE_CALL_NO_MEMORY; or k > 0 when index check k - 1 failed. On failure
+ * no output holds a storage. */
+#define LATHE_CALL_BAD_INPUTS (-1)
+#define LATHE_CALL_NO_MEMORY (-2)
+typedef int (*LatheCallFn)(const LatheValue* inputs, int64_t num_inputs,
+                           LatheValue* outputs, int64_t num_outputs,
+                           const LatheKernelRuntime* rt);
+
+/* The compiled guard set: 1 when `inputs` (the graph's placeholders as the
+ * user gave them, before composite flattening) satisfy every guard. */
+typedef int (*LatheGuardFn)(const LatheValue* inputs, int64_t num_inputs);
 
 #ifdef __cplusplus
 }

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "Eigen/Core"
+#include "absl/status/statusor.h"
 #include "dnnl.h"
 #include "runtime/convolution.h"
+#include "runtime/storage.h"
 
 namespace lathe {
 namespace {
@@ -76,6 +79,19 @@ void Sgemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a,
   }
 }
 
+// Storage handles for generated code: a heap copy of a Storage (one
+// reference); release deletes it.
+void* Alloc(int64_t bytes, void** data) {
+  absl::StatusOr<Storage> s = Storage::AllocateUninitialized(bytes);
+  if (!s.ok()) return nullptr;
+  *data = s->data();
+  return new Storage(*std::move(s));
+}
+void* Retain(void* storage) {
+  return new Storage(*static_cast<const Storage*>(storage));
+}
+void Release(void* storage) { delete static_cast<Storage*>(storage); }
+
 const char kAbiText[] =
 #include "runtime/kernel_abi_text.inc"
     ;
@@ -83,8 +99,13 @@ const char kAbiText[] =
 }  // namespace
 
 const LatheKernelRuntime* KernelRuntime() {
-  static const LatheKernelRuntime rt = {LATHE_KERNEL_ABI_VERSION, &Sgemm,
-                                        &Gemm<double>, &Sconv};
+  static const LatheKernelRuntime rt = {LATHE_KERNEL_ABI_VERSION,
+                                        &Sgemm,
+                                        &Gemm<double>,
+                                        &Sconv,
+                                        &Alloc,
+                                        &Retain,
+                                        &Release};
   return &rt;
 }
 

@@ -3,13 +3,14 @@
 // -----------------------------------------------------------------------------
 //
 // The runtime side of the kernel C ABI (kernel_abi.h): the routines
-// generated code calls (matrix products), and the ABI's text for generated
-// source to embed.
+// generated code calls (matrix products, convolutions, storage allocation
+// with the host's memory limit and block cache), and the ABI's text for
+// generated source to embed.
 //
 // Example:
 //
 //   const LatheKernelRuntime* rt = lathe::KernelRuntime();
-//   entry(buffers, sizes, floats, rt);
+//   call(inputs, 2, outputs, 1, rt);   // a compiled graph's lathe_call
 //   std::string src = std::string(lathe::KernelAbiSource());
 
 #ifndef LATHE_RUNTIME_KERNEL_RUNTIME_H_

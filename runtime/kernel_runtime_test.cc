@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/storage.h"
 
 namespace lathe {
 namespace {
@@ -92,6 +93,30 @@ TEST(KernelRuntimeTest, LayoutsBlasCannotExpressGoToEigen) {
 
 TEST(KernelRuntimeTest, EmptyInnerDimensionGivesZeros) {
   Check<float>(1, 3, 4, 0, {0, 1, 1}, {0, 4, 1}, {0, 4, 1});
+}
+
+// Storage handles: alloc counts against the host memory limit and refuses
+// past it; a retained handle keeps the memory after the first is released.
+TEST(KernelRuntimeTest, StorageHandlesCountAndOutliveTheirFirstReference) {
+  const LatheKernelRuntime* rt = KernelRuntime();
+  const int64_t before = HostMemoryInUse();
+  void* data = nullptr;
+  void* a = rt->alloc(4096, &data);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(data, nullptr);
+  EXPECT_EQ(HostMemoryInUse(), before + 4096);
+  static_cast<float*>(data)[1023] = 7.0f;
+  void* b = rt->retain(a);
+  rt->release(a);
+  EXPECT_EQ(HostMemoryInUse(), before + 4096);
+  EXPECT_EQ(static_cast<float*>(data)[1023], 7.0f);
+  rt->release(b);
+  EXPECT_EQ(HostMemoryInUse(), before);
+  const int64_t limit = HostMemoryLimit();
+  SetHostMemoryLimit(before + 1024);
+  void* refused = rt->alloc(4096, &data);
+  SetHostMemoryLimit(limit);
+  EXPECT_EQ(refused, nullptr);
 }
 
 }  // namespace

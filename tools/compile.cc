@@ -102,7 +102,10 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> CompileGraph(
   start = Clock::now();
   if (describable) {
     absl::StatusOr<symbolic::GuardSet> g = ProduceGuards(*c->env, specs);
-    if (g.ok()) c->guards = *std::move(g);
+    if (g.ok()) {
+      c->guards = *std::move(g);
+      c->guard_inputs = std::move(specs);
+    }
   }
   c->steps.push_back({"guards", Since(start)});
   return c;

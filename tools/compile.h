@@ -62,6 +62,8 @@ struct CompiledGraph {
   aot::AotGraph aot;
   // None when an input is of a kind guards cannot describe (a None input).
   std::optional<symbolic::GuardSet> guards;
+  // The inputs as the guards describe them (one per placeholder as written).
+  std::vector<symbolic::InputSpec> guard_inputs;
   std::vector<StepTime> steps;
   // {"00-aot_dispatch.txt", text}, {"01-tensorify_scalars.txt", text}, ...
   std::vector<std::pair<std::string, std::string>> dumps;

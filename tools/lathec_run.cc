@@ -549,7 +549,10 @@ absl::StatusOr<std::unique_ptr<Compiled>> Compile(
   auto c = std::make_unique<Compiled>(std::move(*g));
   if (o.backend == "cpu") {
     absl::StatusOr<std::unique_ptr<codegen::CpuFunction>> cpu =
-        codegen::CpuFunction::Compile(*c->graph, *c->env);
+        codegen::CpuFunction::Compile(
+            *c->graph, *c->env,
+            {.guards = c->guards ? &*c->guards : nullptr,
+             .guard_inputs = c->guard_inputs});
     if (!cpu.ok()) {
       return absl::Status(
           cpu.status().code(),
@@ -729,7 +732,16 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
     std::string reason;
     for (const auto& c : compiled) {
       int failed = -1;
-      if (!c->guards || !guardable || c->guards->Check(inputs, &failed)) {
+      bool admitted =
+          !c->guards || !guardable || c->guards->Check(inputs, &failed);
+      // The guards compiled into the .so (lathe_guards) must agree.
+      if (c->cpu != nullptr && c->guards && guardable &&
+          c->cpu->Admits(inputs) != admitted) {
+        return absl::InternalError(absl::StrCat(
+            set.label, "the compiled guards ", admitted ? "refuse" : "admit",
+            " inputs the guard set ", admitted ? "admits" : "refuses"));
+      }
+      if (admitted) {
         use = c.get();
         break;
       }

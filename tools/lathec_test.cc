@@ -349,8 +349,11 @@ def forward(self, x: "f32[s0, 16][16, 1]cpu", w: "f32[16, 32][32, 1]cpu"):
               ::testing::HasSubstr("extern sgemm"));
   EXPECT_THAT(ReadText(dump + "/loop_ir_scheduled.txt"),
               ::testing::HasSubstr("kernel k"));
+  // The kernels, the host function and the compiled guards (s0 >= 2).
   EXPECT_THAT(ReadText(dump + "/kernel.cc"),
-              ::testing::HasSubstr("lathe_entry"));
+              ::testing::AllOf(::testing::HasSubstr("static void k0("),
+                               ::testing::HasSubstr("int lathe_call("),
+                               ::testing::HasSubstr("int lathe_guards(")));
   EXPECT_TRUE(Exists(dump + "/fusion.log"));
   EXPECT_THAT(ReadText(dump + "/graph.dot"),
               ::testing::AllOf(::testing::HasSubstr("subgraph cluster_k0"),

@@ -38,29 +38,10 @@ class Emitter {
     absl::StrAppend(&out, KernelAbiSource(), "\n", symbolic::CppPrelude(), "\n",
                     ScalarPrelude(), "\n");
     for (const Kernel& k : p_.kernels) EmitKernel(k, &out);
-    // The entry returns 0, or 1 + the check that failed (Program::checks).
-    absl::StrAppend(&out,
-                    "extern \"C\" __attribute__((visibility(\"default\"))) int "
-                    "lathe_entry(void* const* B, const int64_t* S, const "
-                    "double* F, const LatheKernelRuntime* rt) {\n"
-                    "  (void)S; (void)F; (void)rt;\n"
-                    "  int E = 0;\n");
-    for (const Kernel& k : p_.kernels) {
-      absl::StrAppend(&out, "  ", k.name, "(B, S, F, rt, &E);\n");
-      if (HasChecks(k)) absl::StrAppend(&out, "  if (E != 0) return E;\n");
-    }
-    absl::StrAppend(&out, "  return 0;\n}\n");
     return out;
   }
 
  private:
-  static bool HasChecks(const Kernel& k) {
-    for (const ScalarOp& op : k.ops) {
-      if (op.kind == ScalarOp::Kind::kCheckIndex) return true;
-    }
-    return false;
-  }
-
   // `e` as C++: runtime symbols from S[] and F[]; in an indirect access's
   // index (`op`), ind<k> is the value of its k-th indirect argument.
   std::string Cpp(Expr e, const ScalarOp* op = nullptr) {

@@ -11,18 +11,15 @@
 #include "absl/strings/str_cat.h"
 #include "check.h"
 #include "codegen/cpp/cpp_emitter.h"
+#include "codegen/cpp/wrapper_emitter.h"
 #include "codegen/fusion_graph.h"
 #include "codegen/scheduler.h"
 #include "runtime/kernel_runtime.h"
 #include "runtime/storage.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
-#include "symbolic/evaluate.h"
-#include "symbolic/printer.h"
 
 namespace lathe::codegen {
-
-using symbolic::Expr;
 
 CpuFunction::~CpuFunction() {
   if (!temp_dir_.empty()) {
@@ -45,13 +42,21 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Compile(
   f->scheduled_ = PrintProgram(f->lowered_.program);
   f->fusion_dot_ = FusionDot(graph, f->lowered_.program);
   f->stats_.kernels = static_cast<int>(f->lowered_.program.kernels.size());
-  f->source_ = EmitCpp(f->lowered_.program);
-  f->stats_.lower_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
   f->slots_ = ir::InputSlots(graph);
   LATHE_CHECK(f->slots_.size() == f->lowered_.input_buffers.size())
       << "lowering's inputs are the placeholders, then the constants";
+  ASSIGN_OR_RETURN(WrapperSource wrapper,
+                   EmitWrapper(f->lowered_, f->slots_,
+                               {.guards = options.guards,
+                                .guard_inputs = options.guard_inputs}));
+  f->host_checks_ = wrapper.host_checks;
+  for (const LoweredOutput& o : f->lowered_.outputs) {
+    f->output_dims_ += o.sizes.size();
+  }
+  f->source_ = EmitCpp(f->lowered_.program) + wrapper.text;
+  f->stats_.lower_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   f->writes_input_.assign(f->lowered_.input_buffers.size(), false);
   for (const Kernel& k : f->lowered_.program.kernels) {
     std::vector<int> written;
@@ -86,9 +91,90 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Compile(
           SharedLibrary::Open("libgomp.so.1", /*keep=*/true));
   if (!openmp->ok()) return openmp->status();
   ASSIGN_OR_RETURN(f->library_, SharedLibrary::Open(f->built_.path));
-  ASSIGN_OR_RETURN(void* entry, f->library_.Symbol("lathe_entry"));
-  f->entry_ = reinterpret_cast<LatheEntryFn>(entry);
+  ASSIGN_OR_RETURN(void* call, f->library_.Symbol("lathe_call"));
+  f->call_ = reinterpret_cast<LatheCallFn>(call);
+  if (wrapper.has_guards) {
+    ASSIGN_OR_RETURN(void* guards, f->library_.Symbol("lathe_guards"));
+    f->guards_ = reinterpret_cast<LatheGuardFn>(guards);
+  }
   return f;
+}
+
+namespace {
+
+// Inputs and outputs up to this many are passed without a heap array.
+constexpr size_t kMaxInline = 16;
+
+// `v` as the C ABI sees it: a view, nothing copied or retained.
+LatheValue ViewOf(const ir::Value& v) {
+  LatheValue c{};
+  if (v.is_tensor() && v.tensor.defined()) {
+    const Tensor& t = v.tensor;
+    c.kind = LATHE_VALUE_TENSOR;
+    c.dtype = static_cast<int32_t>(t.dtype());
+    c.ndim = t.dim();
+    c.sizes = const_cast<int64_t*>(t.sizes().data());
+    c.strides = const_cast<int64_t*>(t.strides().data());
+    c.storage_offset = t.storage_offset();
+    c.data = t.storage().data();
+    c.storage = const_cast<Storage*>(&t.storage());
+  } else if (v.is_number()) {
+    switch (v.number.kind()) {
+      case symbolic::ExprKind::kFloat:
+        c.kind = LATHE_VALUE_FLOAT;
+        c.f = v.number.float_value();
+        break;
+      case symbolic::ExprKind::kBoolean:
+        c.kind = LATHE_VALUE_BOOL;
+        c.i = v.number.bool_value() ? 1 : 0;
+        break;
+      case symbolic::ExprKind::kInteger:
+        c.kind = LATHE_VALUE_INT;
+        c.i = v.number.int_value();
+        break;
+      default:
+        break;  // not a concrete number: the input check refuses it
+    }
+  }
+  return c;
+}
+
+// The storage handle a result holds (kernel_runtime.cc's Alloc/Retain), taken
+// back: the Storage it names.
+Storage TakeStorage(void* handle) {
+  Storage* s = static_cast<Storage*>(handle);
+  Storage taken = std::move(*s);
+  delete s;
+  return taken;
+}
+
+}  // namespace
+
+bool CpuFunction::Admits(absl::Span<const symbolic::GuardInput> inputs) const {
+  if (guards_ == nullptr) return true;
+  std::vector<LatheValue> in(inputs.size());
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const symbolic::GuardInput& g = inputs[k];
+    LatheValue& c = in[k];
+    switch (g.kind) {
+      case symbolic::InputSpec::Kind::kTensor:
+        c.kind = LATHE_VALUE_TENSOR;
+        c.ndim = g.ndim;
+        c.sizes = const_cast<int64_t*>(g.sizes);
+        c.strides = const_cast<int64_t*>(g.strides);
+        c.storage_offset = g.storage_offset;
+        break;
+      case symbolic::InputSpec::Kind::kInt:
+        c.kind = LATHE_VALUE_INT;
+        c.i = g.int_value;
+        break;
+      case symbolic::InputSpec::Kind::kFloat:
+        c.kind = LATHE_VALUE_FLOAT;
+        c.f = g.float_value;
+        break;
+    }
+  }
+  return guards_(in.data(), static_cast<int64_t>(in.size())) != 0;
 }
 
 absl::StatusOr<ir::Interpretation> CpuFunction::Run(
@@ -113,78 +199,43 @@ absl::StatusOr<ir::Interpretation> CpuFunction::Run(
     }
     inputs.push_back(&it->second);
   }
-  RETURN_IF_ERROR(ir::CheckInputs(slots_, inputs));
-  // Symbols from the inputs.
-  symbolic::Assignment values;
-  for (const SymbolSource& s : g.sources) {
-    const ir::Value& v = *inputs[s.input];
-    symbolic::Value val;
-    if (s.kind == SymbolSource::Kind::kScalar) {
-      if (!v.is_number()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("input ", s.input, " is not a number"));
-      }
-      ASSIGN_OR_RETURN(val, symbolic::Evaluate(v.number, {}));
-    } else {
-      if (!v.is_tensor() || s.dim >= v.tensor.dim()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "input ", s.input, " is not a tensor of the graph's rank"));
-      }
-      val = symbolic::Value::Int(s.kind == SymbolSource::Kind::kSize
-                                     ? v.tensor.sizes()[s.dim]
-                                     : v.tensor.strides()[s.dim]);
-    }
-    values[s.symbol] = val;
+  if (host_checks_) RETURN_IF_ERROR(ir::CheckInputs(slots_, inputs));
+  LatheValue in[kMaxInline], out[kMaxInline];
+  std::vector<LatheValue> in_heap, out_heap;
+  LatheValue* ins = in;
+  LatheValue* outs = out;
+  if (inputs.size() > kMaxInline) {
+    in_heap.resize(inputs.size());
+    ins = in_heap.data();
   }
-  auto eval_int = [&](Expr e) -> absl::StatusOr<int64_t> {
-    ASSIGN_OR_RETURN(symbolic::Value v, symbolic::Evaluate(e, values));
-    if (v.type != symbolic::ExprType::kInt || v.inf != 0) {
-      return absl::InternalError(
-          absl::StrCat(symbolic::ToString(e), " is not a finite int"));
-    }
-    return v.i;
-  };
-  std::vector<int64_t> ints;
-  std::vector<double> floats;
-  for (Expr s : p.symbols) {
-    auto it = values.find(s);
-    if (it == values.end()) {
-      return absl::InternalError(
-          absl::StrCat("symbol ", symbolic::ToString(s), " is not bound"));
-    }
-    if (s.is_float()) {
-      floats.push_back(it->second.type == symbolic::ExprType::kFloat
-                           ? it->second.f
-                           : static_cast<double>(it->second.i));
-    } else {
-      ints.push_back(it->second.i);
-    }
+  if (g.outputs.size() > kMaxInline) {
+    out_heap.resize(g.outputs.size());
+    outs = out_heap.data();
   }
-  // Buffers.
-  std::vector<Storage> storages(p.buffers.size());
-  std::vector<void*> pointers(p.buffers.size(), nullptr);
-  for (size_t b = 0; b < p.buffers.size(); ++b) {
-    const Buffer& buf = p.buffers[b];
-    if (buf.kind == Buffer::Kind::kInput) {
-      const ir::Value& v = *inputs[buf.input];
-      if (!v.is_tensor() || v.tensor.dtype() != buf.dtype) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("input ", buf.input, " is not a ",
-                         ShortName(buf.dtype), " tensor"));
-      }
-      storages[b] = v.tensor.storage();
-      pointers[b] = v.tensor.data_ptr();
-      continue;
-    }
-    if (buf.local) continue;  // never stored (scheduler.h)
-    ASSIGN_OR_RETURN(int64_t numel, eval_int(buf.numel));
-    ASSIGN_OR_RETURN(storages[b],
-                     Storage::AllocateUninitialized(
-                         std::max<int64_t>(numel, 1) * ItemSize(buf.dtype)));
-    pointers[b] = storages[b].data();
+  for (size_t k = 0; k < inputs.size(); ++k) ins[k] = ViewOf(*inputs[k]);
+  // Each output's sizes and strides, at the rank the graph gives it, in
+  // one array.
+  std::vector<int64_t> dims(2 * output_dims_);
+  for (size_t k = 0, at = 0; k < g.outputs.size(); ++k) {
+    outs[k] = LatheValue{};
+    outs[k].sizes = dims.data() + at;
+    at += g.outputs[k].sizes.size();
+    outs[k].strides = dims.data() + at;
+    at += g.outputs[k].sizes.size();
   }
-  int rc = entry_(pointers.data(), ints.data(), floats.data(), KernelRuntime());
-  const std::vector<std::string>& checks = lowered_.program.checks;
+  int rc = call_(ins, static_cast<int64_t>(inputs.size()), outs,
+                 static_cast<int64_t>(g.outputs.size()), KernelRuntime());
+  if (rc == LATHE_CALL_BAD_INPUTS) {
+    // The compiled check said no: the interpreter's checker says why.
+    RETURN_IF_ERROR(ir::CheckInputs(slots_, inputs));
+    return absl::InternalError(
+        "the compiled input check refused inputs the annotations admit");
+  }
+  if (rc == LATHE_CALL_NO_MEMORY) {
+    return absl::ResourceExhaustedError(
+        "out of memory allocating the compiled graph's buffers");
+  }
+  const std::vector<std::string>& checks = p.checks;
   if (rc > 0 && rc <= static_cast<int>(checks.size())) {
     return absl::InvalidArgumentError(checks[rc - 1]);
   }
@@ -195,36 +246,39 @@ absl::StatusOr<ir::Interpretation> CpuFunction::Run(
   ir::Interpretation r;
   r.mutated_inputs = writes_input_;
   r.mutated_inputs.resize(placeholders);
-  for (const LoweredOutput& o : g.outputs) {
-    if (o.kind == LoweredOutput::Kind::kNone) {
-      r.outputs.push_back(ir::Value::None());
-      continue;
+  // Every result holds a storage from here on: each is taken back, even
+  // when an earlier one fails to wrap.
+  std::vector<Storage> held(g.outputs.size());
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    if (outs[k].kind == LATHE_VALUE_TENSOR)
+      held[k] = TakeStorage(outs[k].storage);
+  }
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    const LatheValue& o = outs[k];
+    switch (o.kind) {
+      case LATHE_VALUE_TENSOR: {
+        ASSIGN_OR_RETURN(
+            Tensor t,
+            Tensor::Wrap(std::move(held[k]), static_cast<DType>(o.dtype),
+                         absl::MakeConstSpan(o.sizes, o.ndim),
+                         absl::MakeConstSpan(o.strides, o.ndim),
+                         o.storage_offset));
+        r.outputs.push_back(ir::Value::OfTensor(std::move(t)));
+        break;
+      }
+      case LATHE_VALUE_INT:
+        r.outputs.push_back(ir::Value::Number(symbolic::Int(o.i)));
+        break;
+      case LATHE_VALUE_BOOL:
+        r.outputs.push_back(ir::Value::Number(symbolic::Bool(o.i != 0)));
+        break;
+      case LATHE_VALUE_FLOAT:
+        r.outputs.push_back(ir::Value::Number(symbolic::Float(o.f)));
+        break;
+      default:
+        r.outputs.push_back(ir::Value::None());
+        break;
     }
-    if (o.kind == LoweredOutput::Kind::kNumber) {
-      ASSIGN_OR_RETURN(symbolic::Value v, symbolic::Evaluate(o.number, values));
-      r.outputs.push_back(ir::Value::Number(
-          v.type == symbolic::ExprType::kFloat  ? symbolic::Float(v.f)
-          : v.type == symbolic::ExprType::kBool ? symbolic::Bool(v.b)
-                                                : symbolic::Int(v.i)));
-      continue;
-    }
-    std::vector<int64_t> sizes, strides;
-    for (Expr e : o.sizes) {
-      ASSIGN_OR_RETURN(int64_t v, eval_int(e));
-      sizes.push_back(v);
-    }
-    for (Expr e : o.strides) {
-      ASSIGN_OR_RETURN(int64_t v, eval_int(e));
-      strides.push_back(v);
-    }
-    ASSIGN_OR_RETURN(int64_t offset, eval_int(o.offset));
-    const Buffer& buf = p.buffers[o.buffer];
-    if (buf.kind == Buffer::Kind::kInput) {
-      offset += inputs[buf.input]->tensor.storage_offset();
-    }
-    ASSIGN_OR_RETURN(Tensor t, Tensor::Wrap(storages[o.buffer], o.dtype, sizes,
-                                            strides, offset));
-    r.outputs.push_back(ir::Value::OfTensor(std::move(t)));
   }
   return r;
 }

@@ -3,10 +3,12 @@
 // -----------------------------------------------------------------------------
 //
 // A graph compiled for the CPU: lowered to the loop IR, scheduled, emitted
-// as C++, built into a shared library with the system compiler, loaded with
-// dlopen, and called like the interpreter: concrete inputs in, outputs out.
-// The host side binds the runtime symbols from the inputs' sizes, strides
-// and numbers, allocates the program's buffers and wraps the outputs.
+// as C++ (the kernels, and the host function that checks the inputs, binds
+// the symbols, allocates the buffers and makes the outputs: wrapper_emitter.h),
+// built into a shared library with the system compiler, loaded with dlopen,
+// and called like the interpreter: concrete inputs in, outputs out. Run()
+// only views its values through the C ABI (runtime/kernel_abi.h) and wraps
+// what comes back.
 //
 // Example:
 //
@@ -24,6 +26,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "codegen/cpp/cpp_compiler.h"
 #include "codegen/lowering.h"
 #include "ir/graph.h"
@@ -31,6 +34,7 @@
 #include "ir/value.h"
 #include "runtime/kernel_abi.h"
 #include "runtime/shared_library.h"
+#include "symbolic/guards.h"
 #include "symbolic/shape_env.h"
 
 namespace lathe::codegen {
@@ -39,6 +43,10 @@ struct CpuCompileOptions {
   // Where the source and the .so go; a fresh temporary directory when empty
   // (removed with the function).
   std::string dir;
+  // The guards over the user's inputs and the inputs they were made for:
+  // compiled into the .so as lathe_guards (Admits()).
+  const symbolic::GuardSet* guards = nullptr;
+  std::vector<symbolic::InputSpec> guard_inputs;
 };
 
 struct CpuStats {
@@ -64,6 +72,12 @@ class CpuFunction {
       const std::vector<ir::Value>& inputs,
       const absl::flat_hash_map<std::string, ir::Value>& constants = {}) const;
 
+  // Admits()
+  //
+  // The compiled guards on the user's inputs: true when they all hold.
+  // Without guards at compile time, true.
+  bool Admits(absl::Span<const symbolic::GuardInput> inputs) const;
+
   const std::string& source() const { return source_; }
   // The loop IR before and after scheduling.
   const std::string& unscheduled() const { return unscheduled_; }
@@ -79,7 +93,10 @@ class CpuFunction {
   std::string source_, unscheduled_, scheduled_, fusion_dot_;
   BuiltLibrary built_;
   SharedLibrary library_;
-  LatheEntryFn entry_ = nullptr;
+  LatheCallFn call_ = nullptr;
+  LatheGuardFn guards_ = nullptr;
+  bool host_checks_ = false;          // ir::CheckInputs before every call
+  size_t output_dims_ = 0;            // the outputs' ranks, summed
   std::string temp_dir_;              // removed in the destructor
   std::vector<bool> writes_input_;    // per placeholder
   std::vector<ir::InputSlot> slots_;  // what Run checks its inputs against

@@ -17,8 +17,10 @@
 #include "ir/graph_text.h"
 #include "ir/shape_prop.h"
 #include "ir/value.h"
+#include "runtime/storage.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
+#include "symbolic/guards.h"
 #include "tools/testing/status_matchers.h"
 
 namespace lathe::codegen {
@@ -182,6 +184,113 @@ TEST(CpuFunctionTest, AnIndexOutOfRangeIsARunErrorNamingTheNode) {
   EXPECT_THAT(f->Run({Filled({4, 6}, 0), Ints({0, -5})}).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("node 'index' (aten.index.Tensor)")));
+}
+
+// ---- The host function (wrapper_emitter.h) ---------------------------------
+
+constexpr char kDynamicAdd[] = R"IR(
+def forward(self, x: "f32[s0, 4][4, 1]cpu", y: "f32[s0, 4][4, 1]cpu"):
+    add = torch.ops.aten.add.Tensor(x, y);  x = y = None
+    return (add,)
+)IR";
+
+// One .so serves every size of s0; two inputs that disagree on it, a
+// layout the graph was not compiled for and a wrong dtype are refused (by
+// the compiled check; the message is ir::CheckInputs's).
+TEST(CpuFunctionTest, TheHostFunctionBindsAndChecksSymbols) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f,
+                       CompileText(kDynamicAdd));
+  for (int64_t n : {2, 5}) {
+    ASSERT_OK_AND_ASSIGN(ir::Interpretation r,
+                         f->Run({Filled({n, 4}, 0), Filled({n, 4}, 100)}));
+    const Tensor& out = r.outputs[0].tensor;
+    EXPECT_EQ(out.sizes(), (std::vector<int64_t>{n, 4}));
+    EXPECT_EQ(out.GetDouble({n - 1, 3}), 2 * (4 * n - 1) + 100);
+  }
+  EXPECT_THAT(f->Run({Filled({3, 4}, 0), Filled({2, 4}, 0)}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "input 1 ('y') size(0): s0 is 3 from an earlier input, "
+                       "got 2"));
+  ir::Value transposed = Filled({4, 3}, 0);
+  ASSERT_OK_AND_ASSIGN(transposed.tensor,
+                       Tensor::Wrap(transposed.tensor.storage(),
+                                    DType::kFloat32, {3, 4}, {1, 3}, 0));
+  EXPECT_THAT(f->Run({transposed, Filled({3, 4}, 0)}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "input 0 ('x') stride(0): expected 4, got 1"));
+  ir::Value ints = ir::Value::OfTensor(*Tensor::Empty({3, 4}, DType::kInt32));
+  EXPECT_THAT(f->Run({Filled({3, 4}, 0), ints}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "input 1 ('y'): expected dtype f32, got i32"));
+}
+
+// A storage the memory limit refuses ends the call with an error, holding
+// nothing (ASan's leak check runs this test too).
+TEST(CpuFunctionTest, AnAllocationTheLimitRefusesIsAnError) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f,
+                       CompileText(kDynamicAdd));
+  ir::Value x = Filled({1000, 4}, 0), y = Filled({1000, 4}, 0);
+  const int64_t limit = HostMemoryLimit();
+  SetHostMemoryLimit(HostMemoryInUse() + 1000);
+  absl::StatusOr<ir::Interpretation> r = f->Run({x, y});
+  SetHostMemoryLimit(limit);
+  EXPECT_THAT(r.status(), StatusIs(absl::StatusCode::kResourceExhausted,
+                                   HasSubstr("out of memory")));
+  EXPECT_OK(f->Run({x, y}).status());
+}
+
+// The guards compiled into the .so (lathe_guards) admit what the guard set
+// admits: s0 and s1 of at least 2 (0/1 specialization), y's size equal to
+// x's second, and x contiguous as compiled.
+TEST(CpuFunctionTest, TheCompiledGuardsAgreeWithTheGuardSet) {
+  constexpr char kText[] = R"IR(
+def forward(self, x: "f32[s0, s1][s1, 1]cpu", y: "f32[s1][1]cpu"):
+    add = torch.ops.aten.add.Tensor(x, y);  x = y = None
+    return (add,)
+)IR";
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(kText));
+  std::vector<symbolic::InputSpec> specs;
+  for (const ir::Node* p : g->Placeholders()) {
+    const ir::TensorMeta& m = p->meta().tensor;
+    specs.push_back(
+        symbolic::InputSpec::Tensor(m.sizes, m.strides, m.storage_offset));
+  }
+  // Hints, as lathec gives from the first input set: sizes of 2 and more
+  // compile for every such size (0/1 specialization).
+  symbolic::ShapeEnv env;
+  ASSERT_OK(ir::PropagateShapes(*g, env,
+                                {.hints = {{"s0", symbolic::Value::Int(3)},
+                                           {"s1", symbolic::Value::Int(5)}}}));
+  ASSERT_OK_AND_ASSIGN(symbolic::GuardSet guards,
+                       symbolic::ProduceGuards(env, specs));
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<CpuFunction> f,
+      CpuFunction::Compile(*g, env,
+                           {.guards = &guards, .guard_inputs = specs}));
+  struct Case {
+    std::vector<int64_t> xs, xt, ys;
+    bool admitted;
+  };
+  const std::vector<Case> cases = {
+      {{3, 5}, {5, 1}, {5}, true},  {{2, 2}, {2, 1}, {2}, true},
+      {{1, 5}, {5, 1}, {5}, false}, {{3, 1}, {1, 1}, {1}, false},
+      {{3, 5}, {5, 1}, {4}, false}, {{3, 5}, {1, 3}, {5}, false},
+      {{3, 5}, {6, 1}, {5}, false},
+  };
+  int admitted = 0;
+  for (const Case& c : cases) {
+    std::vector<int64_t> one = {1};
+    std::vector<symbolic::GuardInput> in = {
+        symbolic::GuardInput::Tensor(c.xs, c.xt, 0),
+        symbolic::GuardInput::Tensor(c.ys, one, 0)};
+    SCOPED_TRACE(::testing::PrintToString(c.xs) +
+                 ::testing::PrintToString(c.xt) +
+                 ::testing::PrintToString(c.ys));
+    EXPECT_EQ(guards.Check(in), c.admitted);
+    EXPECT_EQ(f->Admits(in), c.admitted);
+    admitted += f->Admits(in);
+  }
+  EXPECT_EQ(admitted, 2);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 //      as torch.compile's AOT forward graph (transformer_block_aot_*), and
 //      small_cnn (two 3x3 convolutions, max pools, a linear layer) at batch
 //      32 on 64x64 images (flop/s: the convolutions' and the linear's).
+//   BM_CallOverhead: a 16-element graph, in ns per call: the host side.
 //   c. BM_Compile/NAME: one compile of the MLP layer and the transformer
 //      block (both captures); counters frontend_s (parse, AOT dispatch, the
 //      pass pipeline), lower_s (lowering + scheduling + C++ emission:
@@ -365,6 +366,18 @@ BENCHMARK_CAPTURE(BM_Matmul, small_cnn_b32_64x64, "small_cnn_b32_64x64",
     ->UseRealTime();
 
 // ---- c. compile time --------------------------------------------------------
+
+// ---- the host side of one call ----------------------------------------------
+
+// A 16-element add and mul with two outputs: the kernels do next to nothing,
+// so the time is what a call costs around them (input checks, symbol
+// binding, allocation, wrapping the outputs).
+void BM_CallOverhead(benchmark::State& state) {
+  Case& c = GetCase("call_overhead_16");
+  if (!c.status.ok()) return SkipWith(state, c.status);
+  RunLoop(state, c);
+}
+BENCHMARK(BM_CallOverhead)->Unit(benchmark::kNanosecond);
 
 // One whole compile per iteration: the walk (CompileGraphText), then
 // CpuFunction::Compile; lathe's own time and the C++ compiler's, per call.

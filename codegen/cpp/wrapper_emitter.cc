@@ -1,0 +1,383 @@
+#include "codegen/cpp/wrapper_emitter.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/dtype.h"
+#include "symbolic/expr.h"
+#include "symbolic/printer.h"
+
+namespace lathe::codegen {
+namespace {
+
+using symbolic::Expr;
+using symbolic::ExprKind;
+
+constexpr char kBad[] = "return LATHE_CALL_BAD_INPUTS;";
+
+// Whether `e` evaluates without a division or a float: what lathe_call may
+// check itself (it cannot fault, and needs only int symbols).
+bool CheckableInC(Expr e) {
+  switch (e.kind()) {
+    case ExprKind::kInteger:
+      return true;
+    case ExprKind::kSymbol:
+      return e.is_int();
+    case ExprKind::kAdd:
+    case ExprKind::kMul:
+    case ExprKind::kPowByNatural:
+    case ExprKind::kMin:
+    case ExprKind::kMax:
+      for (Expr a : e.args()) {
+        if (!CheckableInC(a)) return false;
+      }
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The input checks of lathe_call: ir::CheckInputs's rules, each failure a
+// plain `return LATHE_CALL_BAD_INPUTS` (the host then finds the message).
+class InputCheckEmitter {
+ public:
+  explicit InputCheckEmitter(std::string* out) : out_(out) {}
+
+  void Slot(int k, const ir::ValueMeta& m) {
+    std::string v = absl::StrCat("in[", k, "]");
+    if (m.kind == ir::ValueMeta::Kind::kSym) {
+      if (m.sym.is_float()) {
+        absl::StrAppend(out_, "  if (", v, ".kind != LATHE_VALUE_FLOAT) ", kBad,
+                        "\n");
+        Bind(m.sym, absl::StrCat(v, ".f"), /*is_int=*/false, "");
+      } else {
+        absl::StrAppend(out_, "  if (", v, ".kind != LATHE_VALUE_INT && ", v,
+                        ".kind != LATHE_VALUE_BOOL) ", kBad, "\n");
+        Bind(m.sym, absl::StrCat(v, ".i"), /*is_int=*/true, "");
+      }
+      return;
+    }
+    if (m.kind != ir::ValueMeta::Kind::kTensor) return;
+    const ir::TensorMeta& t = m.tensor;
+    absl::StrAppend(out_, "  if (", v, ".kind != LATHE_VALUE_TENSOR || ", v,
+                    ".dtype != ", static_cast<int>(t.dtype), " || ", v,
+                    ".ndim != ", t.dim(), ") ", kBad, "\n");
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      Bind(t.sizes[d], absl::StrCat(v, ".sizes[", d, "]"), true, "");
+    }
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      Bind(t.strides[d], absl::StrCat(v, ".strides[", d, "]"), true,
+           absl::StrCat(v, ".sizes[", d, "] >= 2"));
+    }
+  }
+
+  // The checks of expressions, once every symbol is bound; false when one
+  // cannot be checked here.
+  bool Finish() {
+    bool all = true;
+    for (const Deferred& d : deferred_) {
+      if (!CheckableInC(d.want)) {
+        all = false;
+        continue;
+      }
+      std::string cond = d.when.empty() ? "" : absl::StrCat(d.when, " && ");
+      bool bound = true;
+      for (Expr s : symbolic::FreeSymbols(d.want)) {
+        auto it = vars_.find(s);
+        if (it == vars_.end()) {
+          bound = false;  // never bound: ir::CheckInputs skips it too
+          break;
+        }
+        absl::StrAppend(&cond, "h", it->second, " && ");
+      }
+      if (!bound) continue;
+      std::string want =
+          symbolic::ToCpp(d.want, {.symbol_name = [this](Expr s) {
+                            return absl::StrCat("c", vars_.at(s));
+                          }});
+      absl::StrAppend(out_, "  if (", cond, d.got, " != (int64_t)(", want,
+                      ")) ", kBad, "\n");
+    }
+    return all;
+  }
+
+ private:
+  // ir::CheckInputs's Bind: a symbol takes its first value and every later
+  // one must equal it; a number must be equal; an expression is checked at
+  // the end. `when` guards the whole check (a stride's dimension size).
+  void Bind(Expr want, const std::string& got, bool is_int,
+            const std::string& when) {
+    std::string pre = when.empty() ? "  " : absl::StrCat("  if (", when, ") ");
+    if (want.is_symbol()) {
+      auto [it, inserted] = vars_.emplace(want, static_cast<int>(vars_.size()));
+      int j = it->second;
+      if (inserted) {
+        absl::StrAppend(out_, "  ", is_int ? "int64_t" : "double", " c", j,
+                        " = 0; bool h", j, " = false;\n");
+      }
+      std::string differs = is_int
+                                ? absl::StrCat("c", j, " != ", got)
+                                : absl::StrCat("__builtin_memcmp(&c", j, ", &",
+                                               got, ", sizeof(double)) != 0");
+      absl::StrAppend(out_, pre, "{ if (!h", j, ") { c", j, " = ", got, "; h",
+                      j, " = true; } else if (", differs, ") ", kBad, " }\n");
+      return;
+    }
+    if (want.is_number()) {
+      std::string value = want.is_int() ? absl::StrCat(want.int_value(), "LL")
+                                        : symbolic::ToCpp(want);
+      absl::StrAppend(out_, pre, "if (", got, " != ", value, ") ", kBad, "\n");
+      return;
+    }
+    if (is_int) deferred_.push_back({want, got, when});
+  }
+
+  struct Deferred {
+    Expr want;
+    std::string got, when;
+  };
+  std::string* out_;
+  absl::flat_hash_map<Expr, int> vars_;  // annotation symbol -> c<j>
+  std::vector<Deferred> deferred_;
+};
+
+}  // namespace
+
+absl::StatusOr<WrapperSource> EmitWrapper(
+    const LoweredGraph& g, const std::vector<ir::InputSlot>& slots,
+    const WrapperOptions& options) {
+  const Program& p = g.program;
+  WrapperSource w;
+  std::string& out = w.text;
+  // Runtime symbols: S[] and F[], as the kernels read them.
+  absl::flat_hash_map<Expr, std::string> names;
+  int ints = 0, floats = 0;
+  for (Expr s : p.symbols) {
+    names[s] = s.is_float() ? absl::StrCat("F[", floats++, "]")
+                            : absl::StrCat("S[", ints++, "]");
+  }
+  absl::Status unbound = absl::OkStatus();
+  auto cpp = [&](Expr e) {
+    return symbolic::ToCpp(e, {.symbol_name = [&](Expr s) {
+                             auto it = names.find(s);
+                             if (it != names.end()) return it->second;
+                             unbound = absl::InternalError(absl::StrCat(
+                                 "symbol ", s.name(), " is not bound"));
+                             return std::string("0");
+                           }});
+  };
+  const int nb = static_cast<int>(p.buffers.size());
+  const int nk = static_cast<int>(p.kernels.size());
+  absl::StrAppend(
+      &out,
+      "\n// The host function (codegen/cpp/wrapper_emitter.cc).\n"
+      "namespace {\n"
+      "// The storages this call holds, given back however it returns.\n"
+      "struct LatheHeld {\n"
+      "  const LatheKernelRuntime* rt;\n"
+      "  void* h[",
+      nb > 0 ? nb : 1,
+      "];\n"
+      "  ~LatheHeld() { for (void* s : h) if (s != nullptr) rt->release(s); }\n"
+      "};\n"
+      "}  // namespace\n\n"
+      "extern \"C\" __attribute__((visibility(\"default\"))) int lathe_call(\n"
+      "    const LatheValue* in, int64_t num_inputs, LatheValue* out,\n"
+      "    int64_t num_outputs, const LatheKernelRuntime* rt) {\n",
+      "  if (num_inputs != ", slots.size(),
+      " || num_outputs != ", g.outputs.size(), ") ", kBad, "\n");
+  // Inputs.
+  InputCheckEmitter checks(&out);
+  for (size_t k = 0; k < slots.size(); ++k) {
+    checks.Slot(static_cast<int>(k), slots[k].meta);
+  }
+  w.host_checks = !checks.Finish();
+  // Symbols.
+  absl::StrAppend(&out, "  int64_t S[", ints > 0 ? ints : 1, "]; double F[",
+                  floats > 0 ? floats : 1, "];\n  (void)S; (void)F;\n");
+  for (Expr s : p.symbols) {
+    const SymbolSource* src = nullptr;
+    for (const SymbolSource& c : g.sources) {
+      if (c.symbol == s) {
+        src = &c;
+        break;
+      }
+    }
+    if (src == nullptr) {
+      return absl::InternalError(
+          absl::StrCat("symbol ", s.name(), " has no source"));
+    }
+    std::string v = absl::StrCat("in[", src->input, "]");
+    std::string value;
+    switch (src->kind) {
+      case SymbolSource::Kind::kSize:
+        value = absl::StrCat(v, ".sizes[", src->dim, "]");
+        break;
+      case SymbolSource::Kind::kStride:
+        value = absl::StrCat(v, ".strides[", src->dim, "]");
+        break;
+      case SymbolSource::Kind::kScalar:
+        value = s.is_float()
+                    ? absl::StrCat("(", v, ".kind == LATHE_VALUE_FLOAT ? ", v,
+                                   ".f : (double)", v, ".i)")
+                    : absl::StrCat(v, ".i");
+        break;
+    }
+    absl::StrAppend(&out, "  ", names[s], " = ", value, ";\n");
+  }
+  // Buffers: inputs at their first element; the others from the plan.
+  std::vector<int> first(nb, -1);
+  for (int k = nk; k-- > 0;) {
+    for (const ScalarOp& op : p.kernels[k].ops) {
+      if (op.buffer >= 0) first[op.buffer] = k;
+    }
+    for (int b : p.kernels[k].extern_buffers) first[b] = k;
+  }
+  absl::StrAppend(&out, "  void* B[", nb > 0 ? nb : 1,
+                  "] = {};\n  LatheHeld H{rt, {}};\n  int E = 0;\n");
+  for (int b = 0; b < nb; ++b) {
+    const Buffer& buf = p.buffers[b];
+    if (buf.kind != Buffer::Kind::kInput) continue;
+    std::string v = absl::StrCat("in[", buf.input, "]");
+    absl::StrAppend(&out, "  B[", b, "] = static_cast<char*>(", v, ".data) + ",
+                    v, ".storage_offset * ", ItemSize(buf.dtype), ";\n");
+  }
+  auto allocate = [&](int b) {
+    const Buffer& buf = p.buffers[b];
+    if (buf.reuses >= 0) {
+      absl::StrAppend(&out, "  H.h[", b, "] = H.h[", buf.reuses, "]; H.h[",
+                      buf.reuses, "] = nullptr; B[", b, "] = B[", buf.reuses,
+                      "];  // ", buf.name, " takes over ",
+                      p.buffers[buf.reuses].name, "\n");
+      return;
+    }
+    int64_t item = ItemSize(buf.dtype);
+    absl::StrAppend(&out, "  { int64_t n = (int64_t)(", cpp(buf.numel), ") * ",
+                    item, "; H.h[", b, "] = rt->alloc(n > ", item,
+                    " ? n : ", item, ", &B[", b, "]); if (H.h[", b,
+                    "] == nullptr) return LATHE_CALL_NO_MEMORY; }  // ",
+                    buf.name, "\n");
+  };
+  auto allocated = [&](int b) {
+    const Buffer& buf = p.buffers[b];
+    return buf.kind == Buffer::Kind::kAllocated && !buf.local;
+  };
+  for (int b = 0; b < nb; ++b) {
+    if (allocated(b) && first[b] < 0) allocate(b);  // touched by no kernel
+  }
+  for (int k = 0; k < nk; ++k) {
+    for (int b = 0; b < nb; ++b) {
+      if (allocated(b) && first[b] == k) allocate(b);
+    }
+    absl::StrAppend(&out, "  ", p.kernels[k].name,
+                    "(B, S, F, rt, &E);\n  if (E != 0) return E;\n");
+    for (int b = 0; b < nb; ++b) {
+      if (allocated(b) && p.buffers[b].free_after == k) {
+        absl::StrAppend(&out, "  rt->release(H.h[", b, "]); H.h[", b,
+                        "] = nullptr;  // ", p.buffers[b].name, "\n");
+      }
+    }
+  }
+  // Outputs.
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    const LoweredOutput& o = g.outputs[k];
+    std::string v = absl::StrCat("out[", k, "]");
+    if (o.kind == LoweredOutput::Kind::kNone) {
+      absl::StrAppend(&out, "  ", v, ".kind = LATHE_VALUE_NONE;\n");
+      continue;
+    }
+    if (o.kind == LoweredOutput::Kind::kNumber) {
+      if (o.number.is_float()) {
+        absl::StrAppend(&out, "  ", v, ".kind = LATHE_VALUE_FLOAT; ", v,
+                        ".f = (double)(", cpp(o.number), ");\n");
+      } else {
+        absl::StrAppend(
+            &out, "  ", v, ".kind = ",
+            o.number.is_bool() ? "LATHE_VALUE_BOOL" : "LATHE_VALUE_INT", "; ",
+            v, ".i = (int64_t)(", cpp(o.number), ");\n");
+      }
+      continue;
+    }
+    const Buffer& buf = p.buffers[o.buffer];
+    absl::StrAppend(&out, "  ", v, ".kind = LATHE_VALUE_TENSOR; ", v,
+                    ".dtype = ", static_cast<int>(o.dtype), "; ", v,
+                    ".ndim = ", o.sizes.size(), ";\n");
+    for (size_t d = 0; d < o.sizes.size(); ++d) {
+      absl::StrAppend(&out, "  ", v, ".sizes[", d, "] = ", cpp(o.sizes[d]),
+                      "; ", v, ".strides[", d, "] = ", cpp(o.strides[d]),
+                      ";\n");
+    }
+    if (buf.kind == Buffer::Kind::kInput) {
+      std::string i = absl::StrCat("in[", buf.input, "]");
+      absl::StrAppend(&out, "  ", v, ".storage_offset = ", i,
+                      ".storage_offset + ", cpp(o.offset), "; ", v,
+                      ".data = ", i, ".data; ", v, ".storage = rt->retain(", i,
+                      ".storage);\n");
+    } else {
+      absl::StrAppend(&out, "  ", v, ".storage_offset = ", cpp(o.offset), "; ",
+                      v, ".data = B[", o.buffer, "]; ", v,
+                      ".storage = rt->retain(H.h[", o.buffer, "]);\n");
+    }
+  }
+  absl::StrAppend(&out, "  return 0;\n}\n");
+  if (!unbound.ok()) return unbound;
+  // Guards.
+  if (options.guards != nullptr) {
+    const std::vector<symbolic::InputSpec>& specs = options.guard_inputs;
+    absl::Status bad = absl::OkStatus();
+    std::string expr = options.guards->ToCpp([&](const symbolic::Source& s) {
+      std::string v = absl::StrCat("in[", s.input, "]");
+      switch (s.kind) {
+        case symbolic::Source::Kind::kSize:
+          return absl::StrCat(v, ".sizes[", s.dim, "]");
+        case symbolic::Source::Kind::kStride:
+          return absl::StrCat(v, ".strides[", s.dim, "]");
+        case symbolic::Source::Kind::kStorageOffset:
+          return absl::StrCat(v, ".storage_offset");
+        case symbolic::Source::Kind::kScalar:
+          break;
+      }
+      if (s.input < 0 || s.input >= static_cast<int>(specs.size())) {
+        bad = absl::InternalError("a guard reads an input it was not given");
+        return std::string("0");
+      }
+      return absl::StrCat(
+          v, specs[s.input].kind == symbolic::InputSpec::Kind::kFloat ? ".f"
+                                                                      : ".i");
+    });
+    if (!bad.ok()) return bad;
+    // The guards read sizes and strides only of tensors of the rank they
+    // were made for, and scalars of their kind.
+    std::string shape;
+    for (size_t k = 0; k < specs.size(); ++k) {
+      switch (specs[k].kind) {
+        case symbolic::InputSpec::Kind::kTensor:
+          absl::StrAppend(&shape, " && in[", k,
+                          "].kind == LATHE_VALUE_TENSOR && in[", k,
+                          "].ndim == ", specs[k].sizes.size());
+          break;
+        case symbolic::InputSpec::Kind::kInt:
+          absl::StrAppend(&shape, " && in[", k, "].kind == LATHE_VALUE_INT");
+          break;
+        case symbolic::InputSpec::Kind::kFloat:
+          absl::StrAppend(&shape, " && in[", k, "].kind == LATHE_VALUE_FLOAT");
+          break;
+      }
+    }
+    absl::StrAppend(
+        &out,
+        "\nextern \"C\" __attribute__((visibility(\"default\"))) int "
+        "lathe_guards(\n    const LatheValue* in, int64_t num_inputs) {\n"
+        "  if (!(num_inputs == ",
+        specs.size(), shape, ")) return 0;\n  return (", expr,
+        ") ? 1 : 0;\n}\n");
+    w.has_guards = true;
+  }
+  return w;
+}
+
+}  // namespace lathe::codegen
