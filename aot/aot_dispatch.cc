@@ -99,13 +99,14 @@ ir::Value ValueOf(const Operand& o) {
 absl::StatusOr<UserCall> InterpretAsUser(
     const ir::Graph& graph, const AotGraph& aot, std::vector<Operand> args,
     const absl::flat_hash_map<std::string, ir::Value>& constants,
-    const GraphRunner& runner) {
+    const GraphRunner& runner, const PlannedRunner& planned) {
   ASSIGN_OR_RETURN(std::vector<Operand> dense, aot.subclass.Unwrap(args));
   std::vector<ir::Value> inputs;
   for (const Operand& o : dense) inputs.push_back(ValueOf(o));
   ASSIGN_OR_RETURN(
       ir::Interpretation r,
-      InterpretWithPlan(graph, aot.plan, inputs, constants, runner));
+      planned ? planned(inputs, constants)
+              : InterpretWithPlan(graph, aot.plan, inputs, constants, runner));
   std::vector<Operand> outs;
   for (const ir::Value& v : r.outputs) {
     ASSIGN_OR_RETURN(Operand o, OperandOf(v));

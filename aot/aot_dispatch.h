@@ -99,14 +99,23 @@ struct UserCall {
 absl::StatusOr<Operand> OperandOf(const ir::Value& v);
 ir::Value ValueOf(const Operand& o);
 
+// A compiled function that runs the graph and its plan together (the cpu
+// backend's generated host function), with InterpretWithPlan's contract:
+// the user outputs, `mutated_inputs`, and `inputs` rebound.
+using PlannedRunner = std::function<absl::StatusOr<ir::Interpretation>(
+    std::vector<ir::Value>& inputs,
+    const absl::flat_hash_map<std::string, ir::Value>& constants)>;
+
 // InterpretAsUser()
 //
 // Calls the user's function: unwraps `args` with aot.subclass, runs
-// InterpretWithPlan on the dense graph, rewraps the results.
+// InterpretWithPlan on the dense graph (or `planned`, which runs graph and
+// plan in one), rewraps the results.
 absl::StatusOr<UserCall> InterpretAsUser(
     const ir::Graph& graph, const AotGraph& aot, std::vector<Operand> args,
     const absl::flat_hash_map<std::string, ir::Value>& constants = {},
-    const GraphRunner& runner = nullptr);
+    const GraphRunner& runner = nullptr,
+    const PlannedRunner& planned = nullptr);
 
 }  // namespace lathe::aot
 

@@ -134,6 +134,8 @@ class RuntimeWrapperPlan {
   int num_graph_outputs() const { return num_graph_outputs_; }
   const std::vector<EpilogueStep>& epilogue() const { return epilogue_; }
   const std::vector<OutputStep>& outputs() const { return outputs_; }
+  // Where the symbols of the symbolic layouts are read.
+  const std::vector<SymbolSource>& symbols() const { return symbols_; }
 
  private:
   friend absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(

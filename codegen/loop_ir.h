@@ -148,10 +148,12 @@ struct Kernel {
   std::vector<ScalarOp>
       ops;  // in evaluation order; ScalarOp::section says where
   // kExtern: a LatheKernelRuntime routine ("sgemm", "dgemm": sizes,
-  // strides and offsets as its arguments; "sconv": one geometry array), its
+  // strides and offsets as its arguments; "sconv", "sort": one geometry
+  // array), its
   // buffers and the integer arguments it is called with.
   std::string routine;
-  std::vector<int> extern_buffers;  // output first
+  std::vector<int> extern_buffers;  // outputs first
+  int extern_outputs = 1;           // how many of them it writes
   std::vector<symbolic::Expr> extern_args;
   // The kernels fused into this one (for the log), and the graph nodes whose
   // values they compute (for the fusion picture).

@@ -677,12 +677,13 @@ class Lowerer {
 
   // An extern kernel.
   void EmitExtern(const std::string& routine, std::vector<int> buffers,
-                  std::vector<Expr> args) {
+                  std::vector<Expr> args, int outputs = 1) {
     Kernel k;
     k.name = absl::StrCat("k", kernel_count_++);
     k.kind = Kernel::Kind::kExtern;
     k.routine = routine;
     k.extern_buffers = std::move(buffers);
+    k.extern_outputs = outputs;
     UseSymbols(args);
     k.extern_args = std::move(args);
     Emit(std::move(k));
@@ -2169,6 +2170,68 @@ absl::StatusOr<TBox> ConvolutionCall(Lowerer& L, TBox x, TBox w,
   return L.FromBuffer(out, DType::kFloat32, m.sizes, m.strides, zero);
 }
 
+// sort(self, dim, descending) and topk(self, k, dim, largest, sorted): one
+// call of the runtime's sort (runtime/sort.h: PyTorch's CPU order, ties
+// included) on the realized input, into values and indices buffers laid
+// out as the metas say. A dimension eager PyTorch sees with stride 0 (an
+// expanded input) keeps its order, as PyTorch's kernel does.
+absl::StatusOr<NodeValue> SortCall(Lowerer& L, const Call& c, bool topk) {
+  const ir::ValueMeta& vm = L.Meta(&c.node());
+  if (vm.kind != ir::ValueMeta::Kind::kTuple || vm.elements.size() != 2) {
+    return c.Error("expects (values, indices)");
+  }
+  const TensorMeta& mv = vm.elements[0].tensor;
+  const TensorMeta& mi = vm.elements[1].tensor;
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  const int64_t rank = static_cast<int64_t>(x.sizes.size());
+  ASSIGN_OR_RETURN(int64_t dim, c.Int("dim"));
+  if (dim < 0) dim += std::max<int64_t>(rank, 1);
+  if (dim < 0 || dim >= std::max<int64_t>(rank, 1)) {
+    return c.Error("dim out of range");
+  }
+  ASSIGN_OR_RETURN(bool descending, c.Bool(topk ? "largest" : "descending"));
+  bool sorted = true;
+  if (topk) {
+    ASSIGN_OR_RETURN(sorted, c.Bool("sorted"));
+  }
+  Expr k = symbolic::Int(-1);
+  if (topk) k = rank == 0 ? symbolic::Int(1) : mv.sizes[dim];
+  bool keep_order = false;
+  if (const Node* in = c.NodeAt(0);
+      !topk && rank > 0 && in != nullptr &&
+      in->meta().kind == ir::ValueMeta::Kind::kTensor) {
+    keep_order = in->meta().tensor.strides[dim] == symbolic::Int(0);
+  }
+  ASSIGN_OR_RETURN(x, L.Realize(x, nullptr));
+  Expr zero = symbolic::Int(0);
+  int values = L.NewBuffer(mv.dtype, StorageNumel(mv.sizes, mv.strides, zero));
+  int indices =
+      L.NewBuffer(DType::kInt64, StorageNumel(mi.sizes, mi.strides, zero));
+  std::vector<Expr> g = {symbolic::Int(static_cast<int64_t>(x.dtype)),
+                         symbolic::Int(rank),
+                         symbolic::Int(dim),
+                         symbolic::Int(descending ? 1 : 0),
+                         k,
+                         symbolic::Int(sorted ? 1 : 0),
+                         symbolic::Int(keep_order ? 1 : 0)};
+  g.insert(g.end(), x.sizes.begin(), x.sizes.end());
+  for (const auto& [offset, strides] :
+       {std::pair{x.offset, x.strides}, std::pair{zero, mv.strides},
+        std::pair{zero, mi.strides}}) {
+    g.push_back(offset);
+    g.insert(g.end(), strides.begin(), strides.end());
+  }
+  L.EmitExtern("sort", {values, indices, x.buffer}, std::move(g),
+               /*outputs=*/2);
+  NodeValue v;
+  v.kind = NodeValue::Kind::kTuple;
+  v.elements = {
+      TensorValue(L.FromBuffer(values, mv.dtype, mv.sizes, mv.strides, zero)),
+      TensorValue(
+          L.FromBuffer(indices, DType::kInt64, mi.sizes, mi.strides, zero))};
+  return v;
+}
+
 // The convolution's result plus its bias (argument 2) broadcast along the
 // channel dim, when there is one: a pointwise epilogue.
 absl::StatusOr<NodeValue> ConvolutionBias(Lowerer& L, const Call& c,
@@ -3153,6 +3216,12 @@ const absl::flat_hash_map<std::string, LowerFn>& Table() {
     T["aten.baddbmm.default"] = LowerMatmul;
     T["aten.mm.default"] = LowerMatmul;
     T["aten.convolution.default"] = LowerConvolution;
+    T["aten.sort.default"] = [](Lowerer& L, const Call& c) {
+      return SortCall(L, c, /*topk=*/false);
+    };
+    T["aten.topk.default"] = [](Lowerer& L, const Call& c) {
+      return SortCall(L, c, /*topk=*/true);
+    };
     T["aten.cumsum.default"] = ScanFn(ReduceKind::kSum);
     T["aten.cumprod.default"] = ScanFn(ReduceKind::kProd);
     T["aten.gather.default"] = LowerGather;

@@ -598,6 +598,34 @@ CHECK:        store buf4[15*x0 + 5*x1 + x2]
 )"));
 }
 
+// sort and topk are one library call each (runtime/sort.h) writing two
+// buffers, values then indices. The geometry, by hand: dtype f32 (2), rank
+// 2, dim 1, descending/largest, k (-1 for sort; 2), sorted, keep order,
+// sizes [4, 6], x at offset 0 with strides [6, 1], then the values' and
+// the indices' offsets and strides ([6, 1] for sort, [2, 1] for topk).
+// An input eager PyTorch sees expanded (stride 0 along dim) keeps its
+// order: keep order is 1.
+TEST(LoweringTest, SortAndTopkCallTheLibrary) {
+  EXPECT_OK(LowerAndFileCheck(R"IR(
+def forward(self, x: "f32[4, 6]", y: "f32[4, 1]"):
+    sort = torch.ops.aten.sort.default(x, -1, True)
+    getitem = sort[0]
+    getitem_1 = sort[1]
+    topk = torch.ops.aten.topk.default(x, 2)
+    getitem_2 = topk[0]
+    getitem_3 = topk[1]
+    expand = torch.ops.aten.expand.default(y, [4, 6])
+    sort_1 = torch.ops.aten.sort.default(expand, 1)
+    getitem_4 = sort_1[1]
+    return (getitem, getitem_1, getitem_2, getitem_3, getitem_4)
+)IR",
+                              R"(
+CHECK:      kernel k0 extern sort([[V:buf[0-9]+]], [[I:buf[0-9]+]], in0; 2, 2, 1, 1, -1, 1, 0, 4, 6, 0, 6, 1, 0, 6, 1, 0, 6, 1)
+CHECK:      kernel k1 extern sort({{buf[0-9]+}}, {{buf[0-9]+}}, in0; 2, 2, 1, 1, 2, 1, 0, 4, 6, 0, 6, 1, 0, 2, 1, 0, 2, 1)
+CHECK:      kernel k2 extern sort({{buf[0-9]+}}, {{buf[0-9]+}}, in1; 2, 2, 1, 0, -1, 1, 1, 4, 6, 0, 1, 0, 0, 6, 1, 0, 6, 1)
+)"));
+}
+
 // cumsum is a scan: the running sum along dim 1 stored at every step.
 TEST(LoweringTest, CumsumIsAScan) {
   EXPECT_OK(LowerAndFileCheck(R"IR(
@@ -660,15 +688,14 @@ CHECK-NEXT:     store buf[[OUT]][ind0] = %[[SUM]] (ind0=%[[C]])
 // An op with no lowering: Unimplemented, naming the node and the op.
 TEST(LoweringTest, AnOpWithoutALoweringIsNamed) {
   EXPECT_THAT(LowerText(R"IR(
-def forward(self, x: "f32[4, 6]"):
-    sort = torch.ops.aten.sort.default(x, 1)
-    getitem = sort[0]
-    return (getitem,)
+def forward(self, x: "f32[4, 6]", m: "b8[4, 6]", s: "f32[24]"):
+    masked_scatter = torch.ops.aten.masked_scatter.default(x, m, s)
+    return (masked_scatter,)
 )IR")
                   .status(),
               StatusIs(absl::StatusCode::kUnimplemented,
-                       "node 'sort': aten.sort.default has no cpu "
-                       "lowering"));
+                       "node 'masked_scatter': aten.masked_scatter.default "
+                       "has no cpu lowering"));
 }
 
 // An in-place op whose functional twin has no lowering names the in-place

@@ -22,6 +22,7 @@
 #include "ir/op_registry.h"
 #include "ir/ops_util.h"
 #include "ir/value.h"
+#include "runtime/sort.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
 #include "symbolic/printer.h"
@@ -670,20 +671,6 @@ absl::StatusOr<Value> Repeat(const OpCall& c) {
 template <typename K>
 using Line = std::vector<std::pair<K, int64_t>>;
 
-// PyTorch's CPU comparators: NaN is larger than every number.
-template <typename K>
-bool Less(const std::pair<K, int64_t>& a, const std::pair<K, int64_t>& b) {
-  return (!std::isnan(static_cast<double>(a.first)) &&
-          std::isnan(static_cast<double>(b.first))) ||
-         a.first < b.first;
-}
-template <typename K>
-bool Greater(const std::pair<K, int64_t>& a, const std::pair<K, int64_t>& b) {
-  return (std::isnan(static_cast<double>(a.first)) &&
-          !std::isnan(static_cast<double>(b.first))) ||
-         a.first > b.first;
-}
-
 // Calls `fn(line, base)` for each line of `t` along `dim` (base: the index of
 // the line's first element); a 0-d tensor is one line of one element.
 template <typename K, typename Fn>
@@ -738,12 +725,12 @@ void SortLines(const Tensor& s, int64_t dim, bool descending,
                s.numel() >= 32768;
   ForEachLine<K>(s, dim, [&](Line<K>& line, std::vector<int64_t> base) {
     if (radix) {
-      std::stable_sort(line.begin(), line.end(), Less<K>);
+      std::stable_sort(line.begin(), line.end(), SortLess<K>);
     } else if (!broadcast) {
       if (descending) {
-        std::sort(line.begin(), line.end(), Greater<K>);
+        std::sort(line.begin(), line.end(), SortGreater<K>);
       } else {
-        std::sort(line.begin(), line.end(), Less<K>);
+        std::sort(line.begin(), line.end(), SortLess<K>);
       }
     }
     StoreLine(line, base, dim, values, indices);
@@ -782,7 +769,7 @@ void TopkLines(const Tensor& s, int64_t dim, int64_t k, bool largest,
                bool sorted, const Tensor& values, const Tensor& indices) {
   ForEachLine<K>(s, dim, [&](Line<K>& line, std::vector<int64_t> base) {
     if (k == 0) return;
-    auto comp = largest ? Greater<K> : Less<K>;
+    auto comp = largest ? SortGreater<K> : SortLess<K>;
     int64_t n = static_cast<int64_t>(line.size());
     if (k * 64 <= n) {
       std::partial_sort(line.begin(), line.begin() + k, line.end(), comp);

@@ -85,12 +85,20 @@ typedef struct LatheKernelRuntime {
    * offset and 2 + s strides (x, w, out); runtime/convolution.h. */
   void (*sconv)(const int64_t* geometry, const float* x, const float* w,
                 float* out);
+  /* values, indices = sort(x) or topk(x) along one dim, any dtype: the
+   * geometry gives the dtype, rank, dim, direction, k, the input sizes and
+   * each operand's offset and strides; runtime/sort.h. */
+  void (*sort)(const int64_t* geometry, const void* x, void* values,
+               int64_t* indices);
   /* A new storage of `bytes` bytes (uninitialized): its handle, and its
    * first byte in *data; NULL when the memory limit or the system refuses. */
   void* (*alloc)(int64_t bytes, void** data);
   /* Another reference to a storage, and the end of one. */
   void* (*retain)(void* storage);
   void (*release)(void* storage);
+  /* dst.copy_(src) for two tensors of the same dtype and sizes, through any
+   * strides (the mutation epilogue: runtime/copy.h); 0 on success. */
+  int (*copy)(const LatheValue* dst, const LatheValue* src);
 } LatheKernelRuntime;
 
 /* The host function of a compiled graph (codegen/cpp/wrapper_emitter.h):
@@ -98,10 +106,12 @@ typedef struct LatheKernelRuntime {
  * graph's annotations, binds its symbols, allocates its buffers, runs its
  * kernels and fills `outputs`. Returns 0; LATHE_CALL_BAD_INPUTS when an
  * input does not match (the caller says which, the slow way);
- * LATHE_CALL_NO_MEMORY; or k > 0 when index check k - 1 failed. On failure
- * no output holds a storage. */
+ * LATHE_CALL_NO_MEMORY; LATHE_CALL_COPY_FAILED (the mutation epilogue); or
+ * k > 0 when index check k - 1 failed. On failure no output holds a
+ * storage. */
 #define LATHE_CALL_BAD_INPUTS (-1)
 #define LATHE_CALL_NO_MEMORY (-2)
+#define LATHE_CALL_COPY_FAILED (-3)
 typedef int (*LatheCallFn)(const LatheValue* inputs, int64_t num_inputs,
                            LatheValue* outputs, int64_t num_outputs,
                            const LatheKernelRuntime* rt);

@@ -5,10 +5,15 @@
 #include <utility>
 
 #include "Eigen/Core"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "dnnl.h"
 #include "runtime/convolution.h"
+#include "runtime/copy.h"
+#include "runtime/sort.h"
 #include "runtime/storage.h"
+#include "runtime/tensor.h"
 
 namespace lathe {
 namespace {
@@ -92,6 +97,23 @@ void* Retain(void* storage) {
 }
 void Release(void* storage) { delete static_cast<Storage*>(storage); }
 
+// A tensor value as the Tensor it views (its storage shared).
+absl::StatusOr<Tensor> TensorOf(const LatheValue& v) {
+  if (v.kind != LATHE_VALUE_TENSOR || v.storage == nullptr) {
+    return absl::InvalidArgumentError("not a tensor");
+  }
+  return Tensor::Wrap(*static_cast<const Storage*>(v.storage),
+                      static_cast<DType>(v.dtype),
+                      absl::MakeConstSpan(v.sizes, v.ndim),
+                      absl::MakeConstSpan(v.strides, v.ndim), v.storage_offset);
+}
+
+int Copy(const LatheValue* dst, const LatheValue* src) {
+  absl::StatusOr<Tensor> d = TensorOf(*dst), s = TensorOf(*src);
+  if (!d.ok() || !s.ok()) return 1;
+  return CopyTensor(*d, *s).ok() ? 0 : 1;
+}
+
 const char kAbiText[] =
 #include "runtime/kernel_abi_text.inc"
     ;
@@ -103,9 +125,11 @@ const LatheKernelRuntime* KernelRuntime() {
                                         &Sgemm,
                                         &Gemm<double>,
                                         &Sconv,
+                                        &SortLines,
                                         &Alloc,
                                         &Retain,
-                                        &Release};
+                                        &Release,
+                                        &Copy};
   return &rt;
 }
 

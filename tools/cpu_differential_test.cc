@@ -49,7 +49,7 @@ void ExpectClose(const Tensor& got, const Tensor& want,
 TEST(CpuDifferentialTest, RandomProgramsCompiledNativelyMatchEager) {
   std::mt19937 rng(20261123);
   constexpr int kPrograms = 300;
-  int kernels = 0, unfused = 0, native = 0;
+  int kernels = 0, unfused = 0, native = 0, planned = 0;
   std::map<std::string, int> unsupported;
   for (int trial = 0; trial < kPrograms; ++trial) {
     testing::RandomGraphOptions options;
@@ -62,7 +62,8 @@ TEST(CpuDifferentialTest, RandomProgramsCompiledNativelyMatchEager) {
     ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c,
                          CompileGraphText(program.text));
     absl::StatusOr<std::unique_ptr<codegen::CpuFunction>> compiled =
-        codegen::CpuFunction::Compile(*c->graph, *c->env);
+        codegen::CpuFunction::Compile(*c->graph, *c->env,
+                                      {.plan = &c->aot.plan});
     if (absl::IsUnimplemented(compiled.status())) {
       // Not lowered yet (the lowering table's gaps): counted, not compared.
       ++unsupported[std::string(compiled.status().message()).substr(0, 60)];
@@ -71,6 +72,7 @@ TEST(CpuDifferentialTest, RandomProgramsCompiledNativelyMatchEager) {
     ASSERT_OK(compiled.status());
     std::unique_ptr<codegen::CpuFunction> f = std::move(*compiled);
     ++native;
+    planned += f->plan_applied();
     kernels += f->stats().kernels;
     unfused += f->stats().kernels_unfused;
     aot::GraphRunner runner = [&f](const ir::Graph&,
@@ -83,9 +85,12 @@ TEST(CpuDifferentialTest, RandomProgramsCompiledNativelyMatchEager) {
       const std::vector<ir::Value> b_original = b;
       ASSERT_OK_AND_ASSIGN(ir::Interpretation want,
                            ir::Interpret(*original, a));
+      // The plan inside the .so when its C form says it; else after it.
       ASSERT_OK_AND_ASSIGN(
           ir::Interpretation got,
-          aot::InterpretWithPlan(*c->graph, c->aot.plan, b, {}, runner));
+          f->plan_applied()
+              ? f->RunWithPlan(b)
+              : aot::InterpretWithPlan(*c->graph, c->aot.plan, b, {}, runner));
       ASSERT_EQ(got.outputs.size(), want.outputs.size());
       std::string context =
           absl::StrCat(ir::PrintGraph(*c->graph), "\n", f->scheduled());
@@ -102,12 +107,15 @@ TEST(CpuDifferentialTest, RandomProgramsCompiledNativelyMatchEager) {
   }
   std::printf(
       "%d programs: %d compiled natively and compared (%d kernels "
-      "after fusion, %d before); not lowered yet:\n",
-      kPrograms, native, kernels, unfused);
+      "after fusion, %d before; %d with the runtime wrapper plan inside the "
+      ".so); not lowered yet:\n",
+      kPrograms, native, kernels, unfused, planned);
   for (const auto& [why, n] : unsupported)
     std::printf("  %4d  %s\n", n, why.c_str());
   // The gaps are listed above; most programs must compile.
   EXPECT_GE(native, kPrograms / 2);
+  // Every plan the generator makes has a C form.
+  EXPECT_EQ(planned, native);
 }
 
 }  // namespace

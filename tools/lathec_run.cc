@@ -552,7 +552,8 @@ absl::StatusOr<std::unique_ptr<Compiled>> Compile(
         codegen::CpuFunction::Compile(
             *c->graph, *c->env,
             {.guards = c->guards ? &*c->guards : nullptr,
-             .guard_inputs = c->guard_inputs});
+             .guard_inputs = c->guard_inputs,
+             .plan = &c->aot.plan});
     if (!cpu.ok()) {
       return absl::Status(
           cpu.status().code(),
@@ -627,16 +628,26 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(const Compiled& c,
                      InputValue(*node, it->second, set.paths.at(it->first)));
     constants[node->target()] = std::move(v);
   }
+  // The cpu backend runs the graph and, inside its .so, the runtime
+  // wrapper plan; a plan the generated code cannot say runs here after it.
   aot::GraphRunner runner = nullptr;
-  if (c.cpu != nullptr) {
-    const codegen::CpuFunction* f = c.cpu.get();
-    runner = [f](const ir::Graph&, const std::vector<ir::Value>& inputs,
-                 const absl::flat_hash_map<std::string, ir::Value>& constants) {
-      return f->Run(inputs, constants);
-    };
+  aot::PlannedRunner planned = nullptr;
+  if (const codegen::CpuFunction* f = c.cpu.get(); f != nullptr) {
+    if (f->plan_applied()) {
+      planned = [f](std::vector<ir::Value>& inputs,
+                    const absl::flat_hash_map<std::string, ir::Value>& k) {
+        return f->RunWithPlan(inputs, k);
+      };
+    } else {
+      runner = [f](const ir::Graph&, const std::vector<ir::Value>& inputs,
+                   const absl::flat_hash_map<std::string, ir::Value>& k) {
+        return f->Run(inputs, k);
+      };
+    }
   }
-  ASSIGN_OR_RETURN(aot::UserCall r,
-                   aot::InterpretAsUser(graph, aot, args, constants, runner));
+  ASSIGN_OR_RETURN(
+      aot::UserCall r,
+      aot::InterpretAsUser(graph, aot, args, constants, runner, planned));
   std::vector<PendingFile> pending;
   auto add = [&](const std::string& name, const Operand& o,
                  int index) -> absl::Status {
@@ -839,6 +850,10 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
         st.kernels, st.kernels_unfused, st.lower_seconds * 1e3,
         st.compiler_seconds * 1e3, c->runs,
         c->runs > 0 ? c->run_seconds * 1e3 / c->runs : 0.0);
+    if (!c->cpu->plan_applied()) {
+      std::printf("cpu backend: the runtime wrapper runs on the host: %s\n",
+                  c->cpu->plan_error().c_str());
+    }
   }
   return absl::OkStatus();
 }

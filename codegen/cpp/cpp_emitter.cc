@@ -350,16 +350,25 @@ class Emitter {
       absl::StrAppend(out, "  ", t, "* ", Ptr(b), " = static_cast<", t, "*>(B[",
                       b, "]);\n");
     }
-    if (k.kind == Kernel::Kind::kExtern && k.routine == "sconv") {
-      // The geometry array, then the inputs and the output.
+    if (k.kind == Kernel::Kind::kExtern &&
+        (k.routine == "sconv" || k.routine == "sort")) {
+      // rt->routine(geometry, inputs..., outputs...): the geometry array
+      // (runtime/convolution.h, runtime/sort.h), then the buffers after
+      // the outputs, then the outputs.
       std::string g;
       for (const Expr& e : k.extern_args) {
         absl::StrAppend(&g, g.empty() ? "" : ", ", Cpp(e));
       }
       const std::vector<int>& bs = k.extern_buffers;
-      absl::StrAppend(out, "  const int64_t g[] = {", g, "};\n  rt->sconv(g, ",
-                      Ptr(bs[1]), ", ", Ptr(bs[2]), ", ", Ptr(bs[0]),
-                      ");\n}\n\n");
+      absl::StrAppend(out, "  const int64_t g[] = {", g, "};\n  rt->",
+                      k.routine, "(g");
+      for (size_t b = k.extern_outputs; b < bs.size(); ++b) {
+        absl::StrAppend(out, ", ", Ptr(bs[b]));
+      }
+      for (int b = 0; b < k.extern_outputs; ++b) {
+        absl::StrAppend(out, ", ", Ptr(bs[b]));
+      }
+      absl::StrAppend(out, ");\n}\n\n");
       return;
     }
     if (k.kind == Kernel::Kind::kExtern) {

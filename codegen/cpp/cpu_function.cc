@@ -48,10 +48,18 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Compile(
   ASSIGN_OR_RETURN(WrapperSource wrapper,
                    EmitWrapper(f->lowered_, f->slots_,
                                {.guards = options.guards,
-                                .guard_inputs = options.guard_inputs}));
+                                .guard_inputs = options.guard_inputs,
+                                .plan = options.plan}));
   f->host_checks_ = wrapper.host_checks;
-  for (const LoweredOutput& o : f->lowered_.outputs) {
-    f->output_dims_ += o.sizes.size();
+  f->plan_applied_ = wrapper.plan_applied;
+  f->plan_error_ = wrapper.plan_error;
+  f->output_ranks_ = wrapper.output_ranks;
+  f->rebound_inputs_ = wrapper.rebound_inputs;
+  for (int rank : f->output_ranks_) f->output_dims_ += rank;
+  if (options.plan != nullptr) {
+    for (const aot::EpilogueStep& s : options.plan->epilogue()) {
+      f->epilogue_inputs_.push_back(s.input);
+    }
   }
   f->source_ = EmitCpp(f->lowered_.program) + wrapper.text;
   f->stats_.lower_seconds =
@@ -63,7 +71,10 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Compile(
     for (const ScalarOp& op : k.ops) {
       if (op.kind == ScalarOp::Kind::kStore) written.push_back(op.buffer);
     }
-    if (k.kind == Kernel::Kind::kExtern) written.push_back(k.extern_buffers[0]);
+    if (k.kind == Kernel::Kind::kExtern) {
+      written.insert(written.end(), k.extern_buffers.begin(),
+                     k.extern_buffers.begin() + k.extern_outputs);
+    }
     for (int b : written) {
       const Buffer& buf = f->lowered_.program.buffers[b];
       if (buf.kind == Buffer::Kind::kInput) f->writes_input_[buf.input] = true;
@@ -177,11 +188,10 @@ bool CpuFunction::Admits(absl::Span<const symbolic::GuardInput> inputs) const {
   return guards_(in.data(), static_cast<int64_t>(in.size())) != 0;
 }
 
-absl::StatusOr<ir::Interpretation> CpuFunction::Run(
+absl::StatusOr<std::vector<ir::Value>> CpuFunction::Call(
     const std::vector<ir::Value>& given,
     const absl::flat_hash_map<std::string, ir::Value>& constants) const {
   const LoweredGraph& g = lowered_;
-  const Program& p = g.program;
   size_t placeholders = g.input_buffers.size() - g.constants.size();
   if (given.size() != placeholders) {
     return absl::InvalidArgumentError(
@@ -200,6 +210,7 @@ absl::StatusOr<ir::Interpretation> CpuFunction::Run(
     inputs.push_back(&it->second);
   }
   if (host_checks_) RETURN_IF_ERROR(ir::CheckInputs(slots_, inputs));
+  const size_t n_out = output_ranks_.size();
   LatheValue in[kMaxInline], out[kMaxInline];
   std::vector<LatheValue> in_heap, out_heap;
   LatheValue* ins = in;
@@ -208,23 +219,23 @@ absl::StatusOr<ir::Interpretation> CpuFunction::Run(
     in_heap.resize(inputs.size());
     ins = in_heap.data();
   }
-  if (g.outputs.size() > kMaxInline) {
-    out_heap.resize(g.outputs.size());
+  if (n_out > kMaxInline) {
+    out_heap.resize(n_out);
     outs = out_heap.data();
   }
   for (size_t k = 0; k < inputs.size(); ++k) ins[k] = ViewOf(*inputs[k]);
-  // Each output's sizes and strides, at the rank the graph gives it, in
+  // Each result's sizes and strides, at the rank the program gives it, in
   // one array.
   std::vector<int64_t> dims(2 * output_dims_);
-  for (size_t k = 0, at = 0; k < g.outputs.size(); ++k) {
+  for (size_t k = 0, at = 0; k < n_out; ++k) {
     outs[k] = LatheValue{};
     outs[k].sizes = dims.data() + at;
-    at += g.outputs[k].sizes.size();
+    at += output_ranks_[k];
     outs[k].strides = dims.data() + at;
-    at += g.outputs[k].sizes.size();
+    at += output_ranks_[k];
   }
   int rc = call_(ins, static_cast<int64_t>(inputs.size()), outs,
-                 static_cast<int64_t>(g.outputs.size()), KernelRuntime());
+                 static_cast<int64_t>(n_out), KernelRuntime());
   if (rc == LATHE_CALL_BAD_INPUTS) {
     // The compiled check said no: the interpreter's checker says why.
     RETURN_IF_ERROR(ir::CheckInputs(slots_, inputs));
@@ -235,7 +246,11 @@ absl::StatusOr<ir::Interpretation> CpuFunction::Run(
     return absl::ResourceExhaustedError(
         "out of memory allocating the compiled graph's buffers");
   }
-  const std::vector<std::string>& checks = p.checks;
+  if (rc == LATHE_CALL_COPY_FAILED) {
+    return absl::InternalError(
+        "the mutation epilogue could not copy an updated value into its input");
+  }
+  const std::vector<std::string>& checks = g.program.checks;
   if (rc > 0 && rc <= static_cast<int>(checks.size())) {
     return absl::InvalidArgumentError(checks[rc - 1]);
   }
@@ -243,17 +258,17 @@ absl::StatusOr<ir::Interpretation> CpuFunction::Run(
     return absl::InternalError(
         absl::StrCat("the compiled graph failed (", rc, ")"));
   }
-  ir::Interpretation r;
-  r.mutated_inputs = writes_input_;
-  r.mutated_inputs.resize(placeholders);
   // Every result holds a storage from here on: each is taken back, even
   // when an earlier one fails to wrap.
-  std::vector<Storage> held(g.outputs.size());
-  for (size_t k = 0; k < g.outputs.size(); ++k) {
-    if (outs[k].kind == LATHE_VALUE_TENSOR)
+  std::vector<Storage> held(n_out);
+  for (size_t k = 0; k < n_out; ++k) {
+    if (outs[k].kind == LATHE_VALUE_TENSOR) {
       held[k] = TakeStorage(outs[k].storage);
+    }
   }
-  for (size_t k = 0; k < g.outputs.size(); ++k) {
+  std::vector<ir::Value> results;
+  results.reserve(n_out);
+  for (size_t k = 0; k < n_out; ++k) {
     const LatheValue& o = outs[k];
     switch (o.kind) {
       case LATHE_VALUE_TENSOR: {
@@ -263,23 +278,59 @@ absl::StatusOr<ir::Interpretation> CpuFunction::Run(
                          absl::MakeConstSpan(o.sizes, o.ndim),
                          absl::MakeConstSpan(o.strides, o.ndim),
                          o.storage_offset));
-        r.outputs.push_back(ir::Value::OfTensor(std::move(t)));
+        results.push_back(ir::Value::OfTensor(std::move(t)));
         break;
       }
       case LATHE_VALUE_INT:
-        r.outputs.push_back(ir::Value::Number(symbolic::Int(o.i)));
+        results.push_back(ir::Value::Number(symbolic::Int(o.i)));
         break;
       case LATHE_VALUE_BOOL:
-        r.outputs.push_back(ir::Value::Number(symbolic::Bool(o.i != 0)));
+        results.push_back(ir::Value::Number(symbolic::Bool(o.i != 0)));
         break;
       case LATHE_VALUE_FLOAT:
-        r.outputs.push_back(ir::Value::Number(symbolic::Float(o.f)));
+        results.push_back(ir::Value::Number(symbolic::Float(o.f)));
         break;
       default:
-        r.outputs.push_back(ir::Value::None());
+        results.push_back(ir::Value::None());
         break;
     }
   }
+  return results;
+}
+
+absl::StatusOr<ir::Interpretation> CpuFunction::Run(
+    const std::vector<ir::Value>& inputs,
+    const absl::flat_hash_map<std::string, ir::Value>& constants) const {
+  if (plan_applied_) {
+    return absl::FailedPreconditionError(
+        "compiled with its runtime wrapper: call RunWithPlan");
+  }
+  ir::Interpretation r;
+  ASSIGN_OR_RETURN(r.outputs, Call(inputs, constants));
+  r.mutated_inputs = writes_input_;
+  r.mutated_inputs.resize(inputs.size());
+  return r;
+}
+
+absl::StatusOr<ir::Interpretation> CpuFunction::RunWithPlan(
+    std::vector<ir::Value>& inputs,
+    const absl::flat_hash_map<std::string, ir::Value>& constants) const {
+  if (!plan_applied_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the runtime wrapper is not compiled in",
+                     plan_error_.empty() ? "" : ": ", plan_error_));
+  }
+  ASSIGN_OR_RETURN(std::vector<ir::Value> results, Call(inputs, constants));
+  const size_t users = results.size() - rebound_inputs_.size();
+  for (size_t j = 0; j < rebound_inputs_.size(); ++j) {
+    inputs[rebound_inputs_[j]] = std::move(results[users + j]);
+  }
+  results.resize(users);
+  ir::Interpretation r;
+  r.outputs = std::move(results);
+  r.mutated_inputs = writes_input_;
+  r.mutated_inputs.resize(inputs.size());
+  for (int i : epilogue_inputs_) r.mutated_inputs[i] = true;
   return r;
 }
 

@@ -27,6 +27,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "aot/runtime_wrapper_plan.h"
 #include "codegen/cpp/cpp_compiler.h"
 #include "codegen/lowering.h"
 #include "ir/graph.h"
@@ -47,6 +48,9 @@ struct CpuCompileOptions {
   // compiled into the .so as lathe_guards (Admits()).
   const symbolic::GuardSet* guards = nullptr;
   std::vector<symbolic::InputSpec> guard_inputs;
+  // The runtime wrapper plan around the graph (the AOT plan): compiled into
+  // the .so when its C form can say it (plan_applied()); then RunWithPlan.
+  const aot::RuntimeWrapperPlan* plan = nullptr;
 };
 
 struct CpuStats {
@@ -67,10 +71,24 @@ class CpuFunction {
 
   // Runs on one input per placeholder (tensors laid out as annotated,
   // numbers for Sym inputs) and the constants the graph reads, by name: the
-  // graph's outputs, and which inputs it wrote.
+  // graph's outputs, and which inputs it wrote. Not for a function compiled
+  // with its plan.
   absl::StatusOr<ir::Interpretation> Run(
       const std::vector<ir::Value>& inputs,
       const absl::flat_hash_map<std::string, ir::Value>& constants = {}) const;
+
+  // RunWithPlan()
+  //
+  // Runs the graph and its runtime wrapper plan, as aot::InterpretWithPlan
+  // does: the user outputs, which inputs the graph or the plan wrote, and
+  // `inputs` rebound by its set_ and as_strided_ steps.
+  absl::StatusOr<ir::Interpretation> RunWithPlan(
+      std::vector<ir::Value>& inputs,
+      const absl::flat_hash_map<std::string, ir::Value>& constants = {}) const;
+
+  // Whether the plan given at compile time runs inside the .so; if not, why.
+  bool plan_applied() const { return plan_applied_; }
+  const std::string& plan_error() const { return plan_error_; }
 
   // Admits()
   //
@@ -89,14 +107,23 @@ class CpuFunction {
 
  private:
   CpuFunction() = default;
+  // One call of lathe_call: its results, as values.
+  absl::StatusOr<std::vector<ir::Value>> Call(
+      const std::vector<ir::Value>& inputs,
+      const absl::flat_hash_map<std::string, ir::Value>& constants) const;
   LoweredGraph lowered_;
   std::string source_, unscheduled_, scheduled_, fusion_dot_;
   BuiltLibrary built_;
   SharedLibrary library_;
   LatheCallFn call_ = nullptr;
   LatheGuardFn guards_ = nullptr;
-  bool host_checks_ = false;          // ir::CheckInputs before every call
-  size_t output_dims_ = 0;            // the outputs' ranks, summed
+  bool host_checks_ = false;  // ir::CheckInputs before every call
+  bool plan_applied_ = false;
+  std::string plan_error_;
+  std::vector<int> output_ranks_;     // per result of lathe_call
+  size_t output_dims_ = 0;            // output_ranks_, summed
+  std::vector<int> rebound_inputs_;   // per result after the user outputs
+  std::vector<int> epilogue_inputs_;  // the inputs the plan writes
   std::string temp_dir_;              // removed in the destructor
   std::vector<bool> writes_input_;    // per placeholder
   std::vector<ir::InputSlot> slots_;  // what Run checks its inputs against

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "aot/aot_dispatch.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
@@ -29,11 +30,10 @@ namespace {
 using ::lathe::testing::StatusIs;
 using ::testing::HasSubstr;
 
-constexpr char kSort[] = R"IR(
-def forward(self, x: "f32[4, 6][6, 1]cpu"):
-    sort = torch.ops.aten.sort.default(x, 1);  x = None
-    getitem = sort[0];  sort = None
-    return (getitem,)
+constexpr char kUnlowered[] = R"IR(
+def forward(self, x: "f32[4, 6][6, 1]cpu", m: "b8[4, 6][6, 1]cpu", s: "f32[24][1]cpu"):
+    masked_scatter = torch.ops.aten.masked_scatter.default(x, m, s);  x = m = s = None
+    return (masked_scatter,)
 )IR";
 
 constexpr char kAdd[] = R"IR(
@@ -59,9 +59,10 @@ int TempDirs() {
 }
 
 TEST(CpuFunctionTest, AnOpWithoutALoweringIsNamed) {
-  EXPECT_THAT(CompileText(kSort).status(),
+  EXPECT_THAT(CompileText(kUnlowered).status(),
               StatusIs(absl::StatusCode::kUnimplemented,
-                       HasSubstr("node 'sort': aten.sort.default has no "
+                       HasSubstr("node 'masked_scatter': "
+                                 "aten.masked_scatter.default has no "
                                  "cpu lowering")));
 }
 
@@ -291,6 +292,44 @@ def forward(self, x: "f32[s0, s1][s1, 1]cpu", y: "f32[s1][1]cpu"):
     admitted += f->Admits(in);
   }
   EXPECT_EQ(admitted, 2);
+}
+
+// The runtime wrapper plan inside the .so: x's mul_ left to the wrapper is
+// copied back into x (rt->copy), y's t_ rebinds y to its transpose, and the
+// output that is y itself comes back as the transposed view of y's storage.
+TEST(CpuFunctionTest, ThePlanWritesBackAndRebindsInputs) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(R"IR(
+def forward(self, x: "f32[2, 3][3, 1]cpu", y: "f32[2, 3][3, 1]cpu"):
+    mul_ = torch.ops.aten.mul_.Tensor(x, 2)
+    t_ = torch.ops.aten.t_.default(y)
+    add = torch.ops.aten.add.Tensor(x, 1)
+    return (add, y)
+)IR"));
+  symbolic::ShapeEnv env;
+  ASSERT_OK(ir::PropagateShapes(*g, env));
+  aot::AotOptions options;
+  options.mutations.keep_input_mutations = false;
+  ASSERT_OK_AND_ASSIGN(aot::AotGraph aot, aot::AotDispatch(*g, env, options));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f,
+                       CpuFunction::Compile(*g, env, {.plan = &aot.plan}));
+  ASSERT_TRUE(f->plan_applied()) << f->plan_error();
+  std::vector<ir::Value> inputs = {Filled({2, 3}, 0), Filled({2, 3}, 10)};
+  const Storage y_storage = inputs[1].tensor.storage();
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation r, f->RunWithPlan(inputs));
+  // x = 0..5 doubled, in place; add = that + 1.
+  EXPECT_EQ(inputs[0].tensor.GetDouble({1, 2}), 10);
+  EXPECT_EQ(r.outputs[0].tensor.GetDouble({1, 2}), 11);
+  // y is rebound to its transpose over the same storage, and so is the
+  // output that is y.
+  EXPECT_EQ(inputs[1].tensor.sizes(), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(inputs[1].tensor.strides(), (std::vector<int64_t>{1, 3}));
+  EXPECT_TRUE(inputs[1].tensor.storage() == y_storage);
+  EXPECT_EQ(r.outputs[1].tensor.GetDouble({2, 1}), 15);
+  EXPECT_TRUE(r.outputs[1].tensor.storage() == y_storage);
+  EXPECT_THAT(r.mutated_inputs, ::testing::ElementsAre(true, true));
+  // A function compiled with its plan is not run without it.
+  EXPECT_THAT(f->Run(inputs).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "codegen/cpp/wrapper_emitter.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -7,7 +8,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "runtime/dtype.h"
+#include "status_macros.h"
 #include "symbolic/expr.h"
 #include "symbolic/printer.h"
 
@@ -145,6 +148,188 @@ class InputCheckEmitter {
   std::vector<Deferred> deferred_;
 };
 
+// `e` as C++ over the variables `names` gives its symbols; a symbol without
+// one sets `*unbound` ("<what> s0, which nothing binds").
+std::string CppOver(Expr e, const absl::flat_hash_map<Expr, std::string>& names,
+                    absl::string_view what, absl::Status* unbound) {
+  return symbolic::ToCpp(e, {.symbol_name = [&](Expr s) {
+                           auto it = names.find(s);
+                           if (it != names.end()) return it->second;
+                           *unbound = absl::InternalError(absl::StrCat(
+                               what, " ", s.name(), ", which nothing binds"));
+                           return std::string("0");
+                         }});
+}
+
+// The rank of `slot`'s value when it is a tensor, else -1.
+int SlotRank(const ir::InputSlot& slot) {
+  return slot.meta.kind == ir::ValueMeta::Kind::kTensor
+             ? static_cast<int>(slot.meta.tensor.dim())
+             : -1;
+}
+
+// The runtime wrapper plan as C++ after the graph's outputs fw[] are made:
+// its symbols read from the inputs as they came in (in[] is never written)
+// and from fw[]; the epilogue (copies into the inputs through rt->copy;
+// set_ and as_strided_ as new values of the inputs they rebind); the user
+// outputs as values of fw[], of the inputs or views of them. `results`
+// receives what lathe_call returns, in order (the user outputs, then one
+// value per rebinding step), `ranks` their ranks and `rebound` the input
+// each rebinding step rebinds. An error for what the C form cannot say (a
+// layout over a symbol it cannot read, a view of a number).
+absl::StatusOr<std::string> EmitPlan(const aot::RuntimeWrapperPlan& plan,
+                                     const LoweredGraph& g,
+                                     const std::vector<ir::InputSlot>& slots,
+                                     std::vector<std::string>* results,
+                                     std::vector<int>* ranks,
+                                     std::vector<int>* rebound) {
+  const int nfw = static_cast<int>(g.outputs.size());
+  if (plan.num_inputs() > static_cast<int>(slots.size()) ||
+      plan.num_graph_outputs() != nfw) {
+    return absl::InternalError("the plan is not the lowered graph's");
+  }
+  auto fw_rank = [&](int k) -> int {
+    return g.outputs[k].kind == LoweredOutput::Kind::kTensor
+               ? static_cast<int>(g.outputs[k].sizes.size())
+               : -1;
+  };
+  std::string out =
+      "  // The runtime wrapper plan (aot/runtime_wrapper_plan.h).\n";
+  absl::flat_hash_map<Expr, std::string> names;
+  for (const aot::SymbolSource& s : plan.symbols()) {
+    int rank = s.from_output ? (s.index < nfw ? fw_rank(s.index) : -1)
+                             : (s.index < static_cast<int>(slots.size())
+                                    ? SlotRank(slots[s.index])
+                                    : -1);
+    if (s.dim >= rank) {
+      return absl::InternalError(absl::StrCat("the plan reads ",
+                                              s.symbol.name(), " where no ",
+                                              "tensor has that dimension"));
+    }
+    std::string name = absl::StrCat("w", names.size());
+    absl::StrAppend(&out, "  const int64_t ", name, " = ",
+                    s.from_output ? "fw[" : "in[", s.index, "].",
+                    s.stride ? "strides[" : "sizes[", s.dim, "];\n");
+    names[s.symbol] = name;
+  }
+  absl::Status unbound = absl::OkStatus();
+  auto cpp = [&](Expr e) {
+    return CppOver(e, names, "the plan's layouts read", &unbound);
+  };
+  // A view of `base` (of rank >= 0) with `layout`: a local value's name.
+  int views = 0;
+  auto view = [&](const std::string& base, int base_rank,
+                  const aot::Layout& l) -> absl::StatusOr<std::string> {
+    if (base_rank < 0) {
+      return absl::InternalError("the plan views a value that is no tensor");
+    }
+    std::string v = absl::StrCat("pv", views++);
+    size_t rank = l.concrete ? l.int_sizes.size() : l.sizes.size();
+    absl::StrAppend(
+        &out, "  int64_t ", v, "_d[", rank > 0 ? 2 * rank : 1, "]; LatheValue ",
+        v, " = ", base, "; ", v, ".ndim = ", rank, "; ", v, ".sizes = ", v,
+        "_d; ", v, ".strides = ", v, "_d + ", rank, "; ", v,
+        ".storage_offset = ",
+        l.concrete ? absl::StrCat(l.int_storage_offset) : cpp(l.storage_offset),
+        ";\n");
+    for (size_t d = 0; d < rank; ++d) {
+      absl::StrAppend(
+          &out, "  ", v, ".sizes[", d,
+          "] = ", l.concrete ? absl::StrCat(l.int_sizes[d]) : cpp(l.sizes[d]),
+          "; ", v, ".strides[", d, "] = ",
+          l.concrete ? absl::StrCat(l.int_strides[d]) : cpp(l.strides[d]),
+          ";\n");
+    }
+    return v;
+  };
+  // Each input's value now, and its rank.
+  std::vector<std::string> cur;
+  std::vector<int> cur_rank;
+  for (int i = 0; i < plan.num_inputs(); ++i) {
+    cur.push_back(absl::StrCat("in[", i, "]"));
+    cur_rank.push_back(SlotRank(slots[i]));
+  }
+  std::vector<std::string> rebinds;
+  std::vector<int> rebind_ranks;
+  for (const aot::EpilogueStep& s : plan.epilogue()) {
+    if (s.input < 0 || s.input >= plan.num_inputs()) {
+      return absl::InternalError("an epilogue step names no input");
+    }
+    switch (s.kind) {
+      case aot::EpilogueStep::Kind::kCopy:
+      case aot::EpilogueStep::Kind::kCopyDetached:
+        if (cur_rank[s.input] < 0 || fw_rank(s.updated) < 0) {
+          return absl::InternalError(
+              "the epilogue copies a value that is no tensor");
+        }
+        absl::StrAppend(&out, "  if (rt->copy(&", cur[s.input], ", &fw[",
+                        s.updated, "]) != 0) return LATHE_CALL_COPY_FAILED;\n");
+        break;
+      case aot::EpilogueStep::Kind::kAsStrided: {
+        ASSIGN_OR_RETURN(std::string v,
+                         view(cur[s.input], cur_rank[s.input], s.layout));
+        cur[s.input] = v;
+        cur_rank[s.input] =
+            static_cast<int>(s.layout.concrete ? s.layout.int_sizes.size()
+                                               : s.layout.sizes.size());
+        rebinds.push_back(v);
+        rebind_ranks.push_back(cur_rank[s.input]);
+        rebound->push_back(s.input);
+        break;
+      }
+      case aot::EpilogueStep::Kind::kSet:
+        if (fw_rank(s.updated) < 0) {
+          return absl::InternalError("set_ to a value that is no tensor");
+        }
+        cur[s.input] = absl::StrCat("fw[", s.updated, "]");
+        cur_rank[s.input] = fw_rank(s.updated);
+        rebinds.push_back(cur[s.input]);
+        rebind_ranks.push_back(cur_rank[s.input]);
+        rebound->push_back(s.input);
+        break;
+    }
+  }
+  for (const aot::OutputStep& s : plan.outputs()) {
+    switch (s.kind) {
+      case aot::OutputStep::Kind::kGraphOutput:
+        results->push_back(absl::StrCat("fw[", s.source, "]"));
+        ranks->push_back(std::max(fw_rank(s.source), 0));
+        break;
+      case aot::OutputStep::Kind::kInput:
+        if (cur_rank[s.source] < 0) {
+          return absl::InternalError("an output is an input that is no tensor");
+        }
+        results->push_back(cur[s.source]);
+        ranks->push_back(cur_rank[s.source]);
+        break;
+      case aot::OutputStep::Kind::kViewOfInput: {
+        ASSIGN_OR_RETURN(std::string v,
+                         view(cur[s.source], cur_rank[s.source], s.layout));
+        results->push_back(v);
+        ranks->push_back(static_cast<int>(s.layout.concrete
+                                              ? s.layout.int_sizes.size()
+                                              : s.layout.sizes.size()));
+        break;
+      }
+      case aot::OutputStep::Kind::kViewOfGraphOutput: {
+        ASSIGN_OR_RETURN(std::string v, view(absl::StrCat("fw[", s.source, "]"),
+                                             fw_rank(s.source), s.layout));
+        results->push_back(v);
+        ranks->push_back(static_cast<int>(s.layout.concrete
+                                              ? s.layout.int_sizes.size()
+                                              : s.layout.sizes.size()));
+        break;
+      }
+    }
+  }
+  for (size_t j = 0; j < rebinds.size(); ++j) {
+    results->push_back(rebinds[j]);
+    ranks->push_back(rebind_ranks[j]);
+  }
+  RETURN_IF_ERROR(unbound);
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<WrapperSource> EmitWrapper(
@@ -153,6 +338,28 @@ absl::StatusOr<WrapperSource> EmitWrapper(
   const Program& p = g.program;
   WrapperSource w;
   std::string& out = w.text;
+  // The results: the runtime wrapper plan's, or the graph's outputs.
+  std::vector<std::string> results;
+  std::string plan_text;
+  if (options.plan != nullptr) {
+    absl::StatusOr<std::string> plan = EmitPlan(
+        *options.plan, g, slots, &results, &w.output_ranks, &w.rebound_inputs);
+    if (plan.ok()) {
+      plan_text = *std::move(plan);
+      w.plan_applied = true;
+    } else {
+      results.clear();
+      w.output_ranks.clear();
+      w.rebound_inputs.clear();
+      w.plan_error = std::string(plan.status().message());
+    }
+  }
+  if (!w.plan_applied) {
+    for (size_t k = 0; k < g.outputs.size(); ++k) {
+      results.push_back(absl::StrCat("fw[", k, "]"));
+      w.output_ranks.push_back(static_cast<int>(g.outputs[k].sizes.size()));
+    }
+  }
   // Runtime symbols: S[] and F[], as the kernels read them.
   absl::flat_hash_map<Expr, std::string> names;
   int ints = 0, floats = 0;
@@ -162,13 +369,7 @@ absl::StatusOr<WrapperSource> EmitWrapper(
   }
   absl::Status unbound = absl::OkStatus();
   auto cpp = [&](Expr e) {
-    return symbolic::ToCpp(e, {.symbol_name = [&](Expr s) {
-                             auto it = names.find(s);
-                             if (it != names.end()) return it->second;
-                             unbound = absl::InternalError(absl::StrCat(
-                                 "symbol ", s.name(), " is not bound"));
-                             return std::string("0");
-                           }});
+    return CppOver(e, names, "the host function reads", &unbound);
   };
   const int nb = static_cast<int>(p.buffers.size());
   const int nk = static_cast<int>(p.kernels.size());
@@ -184,12 +385,25 @@ absl::StatusOr<WrapperSource> EmitWrapper(
       "];\n"
       "  ~LatheHeld() { for (void* s : h) if (s != nullptr) rt->release(s); }\n"
       "};\n"
+      "// *o = *v with its own sizes and strides (the caller's arrays) and "
+      "its\n"
+      "// own reference to the storage.\n"
+      "void lathe_put(LatheValue* o, const LatheValue* v,\n"
+      "               const LatheKernelRuntime* rt) {\n"
+      "  int64_t* sizes = o->sizes; int64_t* strides = o->strides;\n"
+      "  *o = *v; o->sizes = sizes; o->strides = strides;\n"
+      "  for (int64_t d = 0; d < v->ndim; ++d) {\n"
+      "    sizes[d] = v->sizes[d]; strides[d] = v->strides[d];\n"
+      "  }\n"
+      "  o->storage = v->kind == LATHE_VALUE_TENSOR ? rt->retain(v->storage)"
+      " : nullptr;\n"
+      "}\n"
       "}  // namespace\n\n"
       "extern \"C\" __attribute__((visibility(\"default\"))) int lathe_call(\n"
       "    const LatheValue* in, int64_t num_inputs, LatheValue* out,\n"
       "    int64_t num_outputs, const LatheKernelRuntime* rt) {\n",
       "  if (num_inputs != ", slots.size(),
-      " || num_outputs != ", g.outputs.size(), ") ", kBad, "\n");
+      " || num_outputs != ", results.size(), ") ", kBad, "\n");
   // Inputs.
   InputCheckEmitter checks(&out);
   for (size_t k = 0; k < slots.size(); ++k) {
@@ -282,14 +496,19 @@ absl::StatusOr<WrapperSource> EmitWrapper(
       }
     }
   }
-  // Outputs.
-  for (size_t k = 0; k < g.outputs.size(); ++k) {
+  // The graph's outputs (fw), borrowing their storages.
+  const int nfw = static_cast<int>(g.outputs.size());
+  int fw_dims = 0;
+  for (const LoweredOutput& o : g.outputs) {
+    fw_dims += 2 * static_cast<int>(o.sizes.size());
+  }
+  absl::StrAppend(&out, "  LatheValue fw[", nfw > 0 ? nfw : 1,
+                  "] = {};\n  int64_t FD[", fw_dims > 0 ? fw_dims : 1,
+                  "];\n  (void)FD;\n");
+  for (int k = 0, at = 0; k < nfw; ++k) {
     const LoweredOutput& o = g.outputs[k];
-    std::string v = absl::StrCat("out[", k, "]");
-    if (o.kind == LoweredOutput::Kind::kNone) {
-      absl::StrAppend(&out, "  ", v, ".kind = LATHE_VALUE_NONE;\n");
-      continue;
-    }
+    std::string v = absl::StrCat("fw[", k, "]");
+    if (o.kind == LoweredOutput::Kind::kNone) continue;  // kind NONE
     if (o.kind == LoweredOutput::Kind::kNumber) {
       if (o.number.is_float()) {
         absl::StrAppend(&out, "  ", v, ".kind = LATHE_VALUE_FLOAT; ", v,
@@ -303,10 +522,13 @@ absl::StatusOr<WrapperSource> EmitWrapper(
       continue;
     }
     const Buffer& buf = p.buffers[o.buffer];
+    const int rank = static_cast<int>(o.sizes.size());
     absl::StrAppend(&out, "  ", v, ".kind = LATHE_VALUE_TENSOR; ", v,
                     ".dtype = ", static_cast<int>(o.dtype), "; ", v,
-                    ".ndim = ", o.sizes.size(), ";\n");
-    for (size_t d = 0; d < o.sizes.size(); ++d) {
+                    ".ndim = ", rank, "; ", v, ".sizes = FD + ", at, "; ", v,
+                    ".strides = FD + ", at + rank, ";\n");
+    at += 2 * rank;
+    for (int d = 0; d < rank; ++d) {
       absl::StrAppend(&out, "  ", v, ".sizes[", d, "] = ", cpp(o.sizes[d]),
                       "; ", v, ".strides[", d, "] = ", cpp(o.strides[d]),
                       ";\n");
@@ -315,16 +537,21 @@ absl::StatusOr<WrapperSource> EmitWrapper(
       std::string i = absl::StrCat("in[", buf.input, "]");
       absl::StrAppend(&out, "  ", v, ".storage_offset = ", i,
                       ".storage_offset + ", cpp(o.offset), "; ", v,
-                      ".data = ", i, ".data; ", v, ".storage = rt->retain(", i,
-                      ".storage);\n");
+                      ".data = ", i, ".data; ", v, ".storage = ", i,
+                      ".storage;\n");
     } else {
       absl::StrAppend(&out, "  ", v, ".storage_offset = ", cpp(o.offset), "; ",
-                      v, ".data = B[", o.buffer, "]; ", v,
-                      ".storage = rt->retain(H.h[", o.buffer, "]);\n");
+                      v, ".data = B[", o.buffer, "]; ", v, ".storage = H.h[",
+                      o.buffer, "];\n");
     }
   }
-  absl::StrAppend(&out, "  return 0;\n}\n");
   if (!unbound.ok()) return unbound;
+  out += plan_text;
+  for (size_t k = 0; k < results.size(); ++k) {
+    absl::StrAppend(&out, "  lathe_put(&out[", k, "], &", results[k],
+                    ", rt);\n");
+  }
+  absl::StrAppend(&out, "  return 0;\n}\n");
   // Guards.
   if (options.guards != nullptr) {
     const std::vector<symbolic::InputSpec>& specs = options.guard_inputs;

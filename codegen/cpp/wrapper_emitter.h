@@ -12,9 +12,11 @@
 //                 allocates each buffer before the kernel that first
 //                 touches it and gives its memory back (or to the buffer
 //                 that takes it over) as the memory plan says, calls the
-//                 kernels EmitCpp wrote, and makes the outputs: retained
-//                 storages with sizes, strides and offsets computed from
-//                 the symbols;
+//                 kernels EmitCpp wrote, makes the graph's outputs (sizes,
+//                 strides and offsets computed from the symbols), then
+//                 runs the runtime wrapper plan when given (the mutation
+//                 epilogue, outputs that alias inputs or other outputs) and
+//                 returns retained storages;
 //   lathe_guards  the guard set as one C++ expression over the user's
 //                 inputs (GuardSet::ToCpp), when guards are given.
 //
@@ -31,6 +33,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "aot/runtime_wrapper_plan.h"
 #include "codegen/lowering.h"
 #include "ir/interpreter.h"
 #include "symbolic/guards.h"
@@ -42,6 +45,10 @@ struct WrapperOptions {
   // made for them (ProduceGuards' specs); no lathe_guards without them.
   const symbolic::GuardSet* guards = nullptr;
   std::vector<symbolic::InputSpec> guard_inputs;
+  // The runtime wrapper around the graph (aot/runtime_wrapper_plan.h): when
+  // given, lathe_call applies it and returns the user outputs, then the new
+  // value of each input a set_ or as_strided_ step rebinds.
+  const aot::RuntimeWrapperPlan* plan = nullptr;
 };
 
 struct WrapperSource {
@@ -50,6 +57,15 @@ struct WrapperSource {
   // (one with a division): the host checks the inputs first (ir::CheckInputs).
   bool host_checks = false;
   bool has_guards = false;  // lathe_guards is defined
+  // Whether lathe_call applies the plan; if not (one was given, and the C
+  // form cannot say it), why: the host applies it instead.
+  bool plan_applied = false;
+  std::string plan_error;
+  // The rank of each value lathe_call returns (the caller's arrays), and,
+  // when the plan is applied, the input each value after the user outputs
+  // rebinds.
+  std::vector<int> output_ranks;
+  std::vector<int> rebound_inputs;
 };
 
 // EmitWrapper()

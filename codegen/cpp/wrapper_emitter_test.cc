@@ -9,11 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "aot/aot_dispatch.h"
 #include "codegen/codegen_testing.h"
+#include "codegen/scheduler.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
 #include "ir/shape_prop.h"
 #include "status_macros.h"
+#include "symbolic/shape_env.h"
 #include "tools/testing/file_check.h"
 #include "tools/testing/status_matchers.h"
 
@@ -32,7 +35,8 @@ absl::StatusOr<WrapperSource> Wrap(absl::string_view text) {
 // Inputs are checked as ir::CheckInputs checks them: kind, dtype (f32 is
 // 2), rank, then sizes (s0 bound at its first place, checked at the
 // second), then strides only where the dimension has two or more elements.
-// The symbol the kernels read is bound from its source.
+// The symbol the kernels read is bound from its source; the output is made
+// from the symbols and put into the caller's value with its own reference.
 TEST(WrapperEmitterTest, InputsAreCheckedAndSymbolsBound) {
   ASSERT_OK_AND_ASSIGN(WrapperSource w, Wrap(R"IR(
 def forward(self, x: "f32[s0, 4][4, 1]cpu", y: "f32[s0, 4][4, 1]cpu"):
@@ -57,10 +61,11 @@ CHECK:      B[0] = static_cast<char*>(in[0].data) + in[0].storage_offset * 4;
 CHECK:      B[1] = static_cast<char*>(in[1].data) + in[1].storage_offset * 4;
 CHECK:      H.h[2] = rt->alloc(
 CHECK-NEXT: k0(B, S, F, rt, &E);
-CHECK:      out[0].kind = LATHE_VALUE_TENSOR; out[0].dtype = 2; out[0].ndim = 2;
-CHECK-NEXT: out[0].sizes[0] = S[0]; out[0].strides[0] = 4;
-CHECK-NEXT: out[0].sizes[1] = 4; out[0].strides[1] = 1;
-CHECK-NEXT: out[0].storage_offset = 0; out[0].data = B[2]; out[0].storage = rt->retain(H.h[2]);
+CHECK:      fw[0].kind = LATHE_VALUE_TENSOR; fw[0].dtype = 2; fw[0].ndim = 2;
+CHECK-NEXT: fw[0].sizes[0] = S[0]; fw[0].strides[0] = 4;
+CHECK-NEXT: fw[0].sizes[1] = 4; fw[0].strides[1] = 1;
+CHECK-NEXT: fw[0].storage_offset = 0; fw[0].data = B[2]; fw[0].storage = H.h[2];
+CHECK-NEXT: lathe_put(&out[0], &fw[0], rt);
 CHECK-NEXT: return 0;
 )"));
 }
@@ -93,7 +98,7 @@ CHECK-NEXT: k4(B, S, F, rt, &E);
 CHECK-NEXT: if (E != 0) return E;
 CHECK-NEXT: rt->release(H.h[[[RELU1]]]); H.h[[[RELU1]]] = nullptr;
 CHECK-NOT:  rt->alloc
-CHECK:      out[0].storage = rt->retain(H.h[[[MM2]]]);
+CHECK:      fw[0].storage = H.h[[[MM2]]];
 )"));
 }
 
@@ -121,6 +126,79 @@ def forward(self, x: "f32[s0][1]cpu", y: "f32[(s0//2)][1]cpu"):
     return (add,)
 )IR"));
   EXPECT_TRUE(w.host_checks);
+}
+
+// `text` through AOT dispatch (functionalization, the runtime wrapper
+// plan), lowered, scheduled and wrapped with its plan.
+absl::StatusOr<WrapperSource> WrapWithPlan(absl::string_view text,
+                                           aot::AotOptions options = {}) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));
+  symbolic::ShapeEnv env;
+  RETURN_IF_ERROR(ir::PropagateShapes(*g, env));
+  ASSIGN_OR_RETURN(aot::AotGraph aot, aot::AotDispatch(*g, env, options));
+  ASSIGN_OR_RETURN(LoweredGraph lowered, Lower(*g, env));
+  RETURN_IF_ERROR(Schedule(lowered).status());
+  return EmitWrapper(lowered, ir::InputSlots(*g), {.plan = &aot.plan});
+}
+
+// The plan inside lathe_call (AOT scenario 17): b's mul_ stays in the
+// graph (its kernel writes b; nothing to copy back), c's t_ is a new value
+// of c (as_strided_), and the three outputs are views of the inputs as
+// they are after the epilogue (c's unsqueeze over the transposed c).
+// lathe_call returns the three outputs, then c's new value.
+TEST(WrapperEmitterTest, ThePlanRunsAfterTheKernels) {
+  ASSERT_OK_AND_ASSIGN(WrapperSource w, WrapWithPlan(R"IR(
+def forward(self, a: "f32[2, 3][3, 1]cpu", b: "f32[2, 3][3, 1]cpu", c: "f32[2, 3][3, 1]cpu"):
+    mul_ = torch.ops.aten.mul_.Tensor(b, 3)
+    t_ = torch.ops.aten.t_.default(c)
+    view = torch.ops.aten.view.default(a, [-1])
+    view_1 = torch.ops.aten.view.default(b, [-1])
+    view_2 = torch.ops.aten.unsqueeze.default(c, 0)
+    return (view, view_1, view_2)
+)IR"));
+  ASSERT_TRUE(w.plan_applied) << w.plan_error;
+  EXPECT_EQ(w.output_ranks, (std::vector<int>{1, 1, 3, 2}));
+  EXPECT_EQ(w.rebound_inputs, (std::vector<int>{2}));
+  EXPECT_OK(RunFileCheck(w.text, R"(
+CHECK:      if (num_inputs != 3 || num_outputs != 4) return LATHE_CALL_BAD_INPUTS;
+CHECK:      // The runtime wrapper plan
+CHECK-NOT:  rt->copy
+CHECK:      LatheValue [[C:pv[0-9]+]] = in[2]; [[C]].ndim = 2;
+CHECK-NEXT: [[C]].sizes[0] = 3; [[C]].strides[0] = 1;
+CHECK-NEXT: [[C]].sizes[1] = 2; [[C]].strides[1] = 3;
+CHECK:      LatheValue [[A:pv[0-9]+]] = in[0]; [[A]].ndim = 1;
+CHECK-NEXT: [[A]].sizes[0] = 6; [[A]].strides[0] = 1;
+CHECK:      LatheValue [[B:pv[0-9]+]] = in[1]; [[B]].ndim = 1;
+CHECK:      LatheValue [[U:pv[0-9]+]] = [[C]]; [[U]].ndim = 3;
+CHECK:      lathe_put(&out[0], &[[A]], rt);
+CHECK-NEXT: lathe_put(&out[1], &[[B]], rt);
+CHECK-NEXT: lathe_put(&out[2], &[[U]], rt);
+CHECK-NEXT: lathe_put(&out[3], &[[C]], rt);
+CHECK-NEXT: return 0;
+)"));
+}
+
+// With the input mutations left to the wrapper (keep_input_mutations
+// off), x's mul_ is the graph's first output, copied into x after the
+// kernels; the user output is the graph's second.
+TEST(WrapperEmitterTest, AMutationLeftToTheWrapperIsCopiedBack) {
+  aot::AotOptions options;
+  options.mutations.keep_input_mutations = false;
+  ASSERT_OK_AND_ASSIGN(WrapperSource w, WrapWithPlan(R"IR(
+def forward(self, x: "f32[4][1]cpu"):
+    mul_ = torch.ops.aten.mul_.Tensor(x, 2)
+    add = torch.ops.aten.add.Tensor(x, 1)
+    return (add,)
+)IR",
+                                                     options));
+  ASSERT_TRUE(w.plan_applied) << w.plan_error;
+  EXPECT_EQ(w.output_ranks, (std::vector<int>{1}));
+  EXPECT_OK(RunFileCheck(w.text, R"(
+CHECK:      // The runtime wrapper plan
+CHECK-NEXT: if (rt->copy(&in[0], &fw[0]) != 0) return LATHE_CALL_COPY_FAILED;
+CHECK-NEXT: lathe_put(&out[0], &fw[1], rt);
+CHECK-NEXT: return 0;
+)"));
 }
 
 }  // namespace
