@@ -31,6 +31,36 @@ class Emitter {
       names_[s] = s.is_float() ? absl::StrCat("F[", floats++, "]")
                                : absl::StrCat("S[", ints++, "]");
     }
+    index_type_ = Int32Indexing(p) ? "int32_t" : "int64_t";
+  }
+
+  // Whether every loop index and every element index of `p` fits in int32:
+  // no size is symbolic and every buffer holds fewer than 2^31 elements (an
+  // index expression is an element of its buffer; loop extents are at most
+  // its size). Otherwise the loops count in int64.
+  static bool Int32Indexing(const Program& p) {
+    for (Expr s : p.symbols) {
+      if (!s.is_float()) return false;
+    }
+    for (const Buffer& b : p.buffers) {
+      if (b.numel.kind() != symbolic::ExprKind::kInteger ||
+          b.numel.int_value() > std::numeric_limits<int32_t>::max()) {
+        return false;
+      }
+    }
+    for (const Kernel& k : p.kernels) {
+      std::vector<Expr> ranges = k.ranges;
+      for (const Section& s : k.sections) {
+        ranges.insert(ranges.end(), s.ranges.begin(), s.ranges.end());
+      }
+      for (Expr r : ranges) {
+        if (r.kind() != symbolic::ExprKind::kInteger ||
+            r.int_value() > std::numeric_limits<int32_t>::max()) {
+          return false;
+        }
+      }
+    }
+    return true;
   }
 
   std::string Run() {
@@ -305,8 +335,8 @@ class Emitter {
           absl::StrAppend(out, in, "#pragma omp simd", clauses, "\n");
         }
         std::string var(sec.vars[v].name());
-        absl::StrAppend(out, in, "for (int64_t ", var, " = 0; ", var, " < ",
-                        Cpp(sec.ranges[v]), "; ++", var, ") {\n");
+        absl::StrAppend(out, in, "for (", index_type_, " ", var, " = 0; ", var,
+                        " < ", Cpp(sec.ranges[v]), "; ++", var, ") {\n");
         in += "  ";
       }
     }
@@ -411,8 +441,8 @@ class Emitter {
         absl::StrAppend(out, indent, "#pragma omp simd\n");
       }
       std::string var(k.vars[v].name());
-      absl::StrAppend(out, indent, "for (int64_t ", var, " = 0; ", var, " < ",
-                      Cpp(k.ranges[v]), "; ++", var, ") {\n");
+      absl::StrAppend(out, indent, "for (", index_type_, " ", var, " = 0; ",
+                      var, " < ", Cpp(k.ranges[v]), "; ++", var, ") {\n");
       indent += "  ";
     }
     for (size_t s = 0; s < k.sections.size(); ++s) {
@@ -428,6 +458,7 @@ class Emitter {
 
   const Program& p_;
   absl::flat_hash_map<Expr, std::string> names_;
+  const char* index_type_ = "int64_t";  // of every loop variable
 };
 
 }  // namespace

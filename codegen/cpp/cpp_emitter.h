@@ -12,7 +12,9 @@
 // large enough (an `if` clause over the runtime sizes); a reduction whose
 // outer loops are empty is split across threads instead. Symbolic sizes
 // are read from the `S` (and `F`) array the host function fills, so one .so
-// serves every size the guards admit.
+// serves every size the guards admit. Loops count in int32 when every size
+// is static and every buffer holds fewer than 2^31 elements, in int64
+// otherwise.
 //
 // Example:
 //

@@ -1,0 +1,73 @@
+// The kernels' C++ text: graph text in, lowered and scheduled, EmitCpp's
+// source out, FileCheck CHECK lines on what the emitter decides: the index
+// type of the loops and the form of a library call. That the source
+// compiles, vectorizes and computes the interpreter's results is
+// vectorization_test's and tools/cpu_differential_test's.
+
+#include "codegen/cpp/cpp_emitter.h"
+
+#include "codegen/codegen_testing.h"
+#include "gtest/gtest.h"
+#include "status_macros.h"
+#include "tools/testing/file_check.h"
+#include "tools/testing/status_matchers.h"
+
+namespace lathe::codegen {
+namespace {
+
+using ::lathe::testing::RunFileCheck;
+
+absl::StatusOr<std::string> Emit(absl::string_view text) {
+  ASSIGN_OR_RETURN(Scheduled s, ScheduleText(text));
+  return EmitCpp(s.lowered.program);
+}
+
+// Static sizes, every buffer under 2^31 elements: the loops count in int32.
+TEST(CppEmitterTest, StaticSizesIndexInInt32) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f32[4, 8]"):
+    exp = torch.ops.aten.exp.default(x)
+    sum_1 = torch.ops.aten.sum.dim_IntList(exp, [1])
+    return (sum_1,)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:     static void k0(
+CHECK:       for (int32_t x0 = 0; x0 < 4; ++x0) {
+CHECK:         for (int32_t r0_0 = 0; r0_0 < 8; ++r0_0) {
+CHECK-NOT: int64_t x
+)"));
+}
+
+// A symbolic size may exceed 2^31 (no bound says otherwise): int64.
+TEST(CppEmitterTest, SymbolicSizesIndexInInt64) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f32[s0, 8]"):
+    exp = torch.ops.aten.exp.default(x)
+    return (exp,)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:     static void k0(
+CHECK:       for (int64_t x0 = 0; x0 < S[0]; ++x0) {
+CHECK-NOT: int32_t x
+)"));
+}
+
+// A library call with a geometry array passes the inputs, then the
+// outputs: sort(x) writes values (buf1) and indices (buf2) from in0.
+TEST(CppEmitterTest, AGeometryCallPassesInputsThenOutputs) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f32[4, 6]"):
+    sort = torch.ops.aten.sort.default(x)
+    getitem = sort[0]
+    getitem_1 = sort[1]
+    return (getitem, getitem_1)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:      static void k0(
+CHECK:        const int64_t g[] = {2, 2, 1, 0, (-1), 1, 0, 4, 6, 0, 6, 1, 0, 6, 1, 0, 6, 1};
+CHECK-NEXT:   rt->sort(g, b0, b1, b2);
+)"));
+}
+
+}  // namespace
+}  // namespace lathe::codegen
