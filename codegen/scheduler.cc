@@ -32,6 +32,38 @@ bool HasReduction(const Kernel& k) {
   return false;
 }
 
+// Drops the outer loops of extent 1 (the kept dims of a keepdim reduction,
+// an in-place op on its [n, 1] result): their variable is 0 in every index
+// and the rest are renumbered x0, x1, ..., so that [n, 1] and [n] are the
+// same ranges to fusion. False when an index cannot be rewritten.
+bool SqueezeUnitRanges(Kernel& k) {
+  if (k.kind != Kernel::Kind::kLoops) return true;
+  absl::flat_hash_map<Expr, Expr> rename;
+  std::vector<Expr> vars, ranges;
+  for (size_t v = 0; v < k.vars.size(); ++v) {
+    if (k.ranges[v] == symbolic::Int(1)) {
+      rename[k.vars[v]] = symbolic::Int(0);
+      continue;
+    }
+    Expr nv = IndexVar(static_cast<int>(vars.size()));
+    if (nv != k.vars[v]) rename[k.vars[v]] = nv;
+    vars.push_back(nv);
+    ranges.push_back(k.ranges[v]);
+  }
+  if (rename.empty()) return true;
+  std::vector<ScalarOp> ops = k.ops;
+  for (ScalarOp& op : ops) {
+    if (op.index.is_null()) continue;
+    absl::StatusOr<Expr> e = symbolic::Substitute(op.index, rename);
+    if (!e.ok()) return false;
+    op.index = *e;
+  }
+  k.ops = std::move(ops);
+  k.vars = std::move(vars);
+  k.ranges = std::move(ranges);
+  return true;
+}
+
 // Tries to fuse b into a; on success a holds both and the reason is set.
 std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
   if (a.kind != Kernel::Kind::kLoops || b.kind != Kernel::Kind::kLoops) {
@@ -336,6 +368,8 @@ absl::StatusOr<ScheduleResult> Schedule(LoweredGraph& g) {
   Program& p = g.program;
   std::vector<Kernel> out;
   for (Kernel& k : p.kernels) {
+    Kernel squeezed = k;
+    if (SqueezeUnitRanges(squeezed)) k = std::move(squeezed);
     if (!out.empty()) {
       Kernel merged = out.back();
       std::optional<std::string> why = TryFuse(merged, k);

@@ -392,6 +392,27 @@ CHECK:      log: keep k1 apart from k0
 )"));
 }
 
+// An in-place op on a keepdim reduction's [4, 1] result (what reinplace
+// makes of layer norm's mean) loops over [4, 1]: its extent-1 loop is
+// dropped, so it is the reduction's epilogue over [4], and the subtraction
+// over [4, 8] joins as a section. One kernel, as without reinplace.
+TEST(SchedulerTest, AnInPlaceOpOnAKeepdimReductionFuses) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(R"IR(
+def forward(self, x: "f32[4, 8]"):
+    sum_1 = torch.ops.aten.sum.dim_IntList(x, [1], True)
+    div_ = torch.ops.aten.div_.Tensor(sum_1, 8)
+    sub = torch.ops.aten.sub.Tensor(x, div_)
+    return (sub,)
+)IR"));
+  EXPECT_EQ(s.kernels_before, 3);
+  EXPECT_EQ(s.lowered.program.kernels.size(), 1u);
+  EXPECT_OK(FileCheckScheduled(s, R"(
+CHECK:      kernel k0 ranges=[4]
+CHECK:      log: fuse k1 into k0: epilogue over the reduction's outer ranges
+CHECK-NEXT: log: fuse k2 into k0: pointwise over the reduction's outer ranges and its inner ones
+)"));
+}
+
 // ---- Memory plan -----------------------------------------------------------
 
 // A chain of matrix products with a relu between each: every product and
