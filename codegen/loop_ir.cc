@@ -166,8 +166,15 @@ std::string PrintProgram(const Program& p) {
                       "; ", Exprs(k.extern_args), ")\n");
       continue;
     }
-    absl::StrAppend(&out, "kernel ", k.name, " ranges=[", Exprs(k.ranges),
-                    "]\n");
+    absl::StrAppend(&out, "kernel ", k.name, " ranges=[", Exprs(k.ranges), "]");
+    // Loops in another order than x0, x1, ... (the scheduler's reordering):
+    // the variable of each range, outermost first.
+    bool canonical = true;
+    for (size_t v = 0; v < k.vars.size(); ++v) {
+      canonical = canonical && k.vars[v] == IndexVar(static_cast<int>(v));
+    }
+    if (!canonical) absl::StrAppend(&out, " order=[", Exprs(k.vars), "]");
+    out += "\n";
     for (size_t s = 0; s < k.sections.size(); ++s) {
       const Section& sec = k.sections[s];
       absl::StrAppend(&out, "  section ", s,

@@ -141,7 +141,8 @@ struct Kernel {
   enum class Kind : uint8_t { kLoops, kExtern };
   std::string name;  // "k0"
   Kind kind = Kind::kLoops;
-  // kLoops: outer index variables (symbols x0, x1, ...) and their extents.
+  // kLoops: outer index variables (symbols x0, x1, ...) and their extents,
+  // outermost first (the scheduler may reorder them: x1 before x0).
   std::vector<symbolic::Expr> vars;
   std::vector<symbolic::Expr> ranges;
   std::vector<Section> sections;

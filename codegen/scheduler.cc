@@ -64,6 +64,77 @@ bool SqueezeUnitRanges(Kernel& k) {
   return true;
 }
 
+// The element stride of variable `v` in `index` (its coefficient when
+// index is affine in it: index(v = 1) - index(v = 0), the other variables
+// 0), or nullopt when that is not a number.
+std::optional<int64_t> StrideOf(Expr index, Expr v,
+                                const std::vector<Expr>& vars) {
+  absl::flat_hash_map<Expr, Expr> at0, at1;
+  for (Expr u : vars) {
+    at0[u] = symbolic::Int(0);
+    at1[u] = symbolic::Int(u == v ? 1 : 0);
+  }
+  absl::StatusOr<Expr> a = symbolic::Substitute(index, at0);
+  absl::StatusOr<Expr> b = symbolic::Substitute(index, at1);
+  if (!a.ok() || !b.ok() || a->kind() != symbolic::ExprKind::kInteger ||
+      b->kind() != symbolic::ExprKind::kInteger) {
+    return std::nullopt;
+  }
+  return b->int_value() - a->int_value();
+}
+
+// Loop reordering for contiguous access (as Inductor's loop order choice):
+// in a flat pointwise kernel, the outer loop over which the most bytes are
+// read or written at stride 1 becomes the innermost (the simd loop); the
+// others keep their order. Only when the iterations are independent: no
+// indirect store, and every buffer the kernel stores to is loaded only at
+// the element the same iteration stores. Returns a log entry when it moved
+// a loop.
+std::optional<std::string> ReorderForContiguity(Kernel& k, const Program& p) {
+  if (!FlatPointwise(k) || k.vars.size() < 2) return std::nullopt;
+  absl::flat_hash_map<int, std::vector<Expr>> stored;
+  for (const ScalarOp& op : k.ops) {
+    if (op.kind != ScalarOp::Kind::kStore) continue;
+    if (IsIndirect(op)) return std::nullopt;
+    stored[op.buffer].push_back(op.index);
+  }
+  for (const ScalarOp& op : k.ops) {
+    if (op.kind != ScalarOp::Kind::kLoad) continue;
+    auto it = stored.find(op.buffer);
+    if (it == stored.end()) continue;
+    for (Expr e : it->second) {
+      if (e != op.index || IsIndirect(op)) return std::nullopt;
+    }
+  }
+  const size_t n = k.vars.size();
+  std::vector<int64_t> contiguous(n, 0);
+  for (const ScalarOp& op : k.ops) {
+    if (op.kind != ScalarOp::Kind::kLoad && op.kind != ScalarOp::Kind::kStore) {
+      continue;
+    }
+    if (IsIndirect(op)) continue;
+    for (size_t v = 0; v < n; ++v) {
+      std::optional<int64_t> stride = StrideOf(op.index, k.vars[v], k.vars);
+      if (stride.has_value() && (*stride == 1 || *stride == -1)) {
+        contiguous[v] += ItemSize(p.buffers[op.buffer].dtype);
+      }
+    }
+  }
+  size_t best = n - 1;
+  for (size_t v = 0; v < n; ++v) {
+    if (contiguous[v] > contiguous[best]) best = v;
+  }
+  if (best == n - 1) return std::nullopt;
+  Expr var = k.vars[best], range = k.ranges[best];
+  k.vars.erase(k.vars.begin() + static_cast<std::ptrdiff_t>(best));
+  k.ranges.erase(k.ranges.begin() + static_cast<std::ptrdiff_t>(best));
+  k.vars.push_back(var);
+  k.ranges.push_back(range);
+  return absl::StrCat(
+      "reorder ", k.name, ": ", var.name(), " innermost (", contiguous[best],
+      " bytes per iteration at stride 1, against ", contiguous[n - 1], ")");
+}
+
 // Tries to fuse b into a; on success a holds both and the reason is set.
 std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
   if (a.kind != Kernel::Kind::kLoops || b.kind != Kernel::Kind::kLoops) {
@@ -387,6 +458,11 @@ absl::StatusOr<ScheduleResult> Schedule(LoweredGraph& g) {
     out.push_back(std::move(k));
   }
   p.kernels = std::move(out);
+  for (Kernel& k : p.kernels) {
+    if (std::optional<std::string> why = ReorderForContiguity(k, p)) {
+      r.log.push_back(*why);
+    }
+  }
   PlanMemory(g, r.log);
   return r;
 }

@@ -413,6 +413,42 @@ CHECK-NEXT: log: fuse k2 into k0: pointwise over the reduction's outer ranges an
 )"));
 }
 
+// ---- Loop order ------------------------------------------------------------
+
+// t * 2 for t = x.t(): the result keeps x's layout (strides [1, 128], as
+// eager's TensorIterator gives it), so over x0 in 128, x1 in 64 both the
+// load and the store move by 128 elements per step of x1 and by 1 per step
+// of x0: x0 becomes the inner loop.
+TEST(SchedulerTest, TheLoopWithContiguousAccessGoesInnermost) {
+  EXPECT_OK(ScheduleAndFileCheck(R"IR(
+def forward(self, x: "f32[64, 128]"):
+    t = torch.ops.aten.t.default(x)
+    mul = torch.ops.aten.mul.Tensor(t, 2)
+    return (mul,)
+)IR",
+                                 R"(
+CHECK:      kernel k0 ranges=[64, 128] order=[x1, x0]
+CHECK:        load in0[x0 + 128*x1]
+CHECK:        store buf1[x0 + 128*x1]
+CHECK:      log: reorder k0: x0 innermost (8 bytes per iteration at stride 1, against 0)
+)"));
+}
+
+// A kernel that reads a buffer it writes at another element (here: no
+// such kernel is made, so a contiguous kernel) keeps its order; so does one
+// whose innermost loop is already the contiguous one.
+TEST(SchedulerTest, AContiguousKernelKeepsItsOrder) {
+  EXPECT_OK(ScheduleAndFileCheck(R"IR(
+def forward(self, x: "f32[64, 128]"):
+    mul = torch.ops.aten.mul.Tensor(x, 2)
+    return (mul,)
+)IR",
+                                 R"(
+CHECK:      kernel k0 ranges=[64, 128]{{$}}
+CHECK-NOT:  log: reorder
+)"));
+}
+
 // ---- Memory plan -----------------------------------------------------------
 
 // A chain of matrix products with a relu between each: every product and

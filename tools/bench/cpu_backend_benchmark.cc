@@ -19,6 +19,8 @@
 //      as torch.compile's AOT forward graph (transformer_block_aot_*), and
 //      small_cnn (two 3x3 convolutions, max pools, a linear layer) at batch
 //      32 on 64x64 images (flop/s: the convolutions' and the linear's).
+//   BM_Memory/transposed_scale: x.t() * 2, f32 [4096, 4096], whose loops
+//   the scheduler reorders for contiguous access.
 //   BM_CallOverhead: a 16-element graph, in ns per call: the host side.
 //   c. BM_Compile/NAME: one compile of the MLP layer and the transformer
 //      block (both captures); counters frontend_s (parse, AOT dispatch, the
@@ -305,6 +307,12 @@ BENCHMARK_CAPTURE(BM_Memory, softmax_4096x2560, "softmax_4096x2560")
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Memory, layernorm_4096x2560, "layernorm_4096x2560")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+// x.t() * 2 over f32 [4096, 4096]: the result keeps x's layout, so the
+// loops run transposed to the sizes (the scheduler's loop reordering).
+BENCHMARK_CAPTURE(BM_Memory, transposed_scale_4096x4096,
+                  "transposed_scale_4096x4096")
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Memory, softmax_4096x2560_noreinplace, "softmax_4096x2560",
