@@ -1521,6 +1521,96 @@ TBox Remap(const TBox& in, std::vector<Expr> sizes, IndexMap map,
   return t;
 }
 
+// upsample_nearest2d(self, output_size, scales_h, scales_w) and its .vec
+// overload (input, output_size, scale_factors): each output element reads
+// the input at PyTorch's nearest index per spatial dim (ir/ops_nn.cc's
+// NearestIndex: floor(o * s) in float, s = 1 / scale or in / out, at most
+// in - 1). The spatial sizes are static, so that index is worked out for
+// every o at compile time and expressed as FloorDiv(o * a, b) (a / b = in /
+// out, or the scale's inverse as a fraction) when that quotient gives it
+// for every o; otherwise (a float rounding or a clamp no quotient makes)
+// the op is refused.
+absl::StatusOr<NodeValue> LowerUpsampleNearest(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  if (x.sizes.size() != 4 || m.sizes.size() != 4) {
+    return c.Error("expects a 4-d input");
+  }
+  double scale[2] = {0, 0};
+  if (c.Index("scale_factors") >= 0) {
+    const Bound& b = c.at(c.Index("scale_factors"));
+    if (!b.is_none() && b.arg != nullptr && b.arg->kind == Arg::Kind::kList &&
+        b.arg->list.size() == 2) {
+      for (int d = 0; d < 2; ++d) {
+        const Arg& e = b.arg->list[d];
+        if (e.kind == Arg::Kind::kFloat) scale[d] = e.f;
+        if (e.kind == Arg::Kind::kInt) scale[d] = static_cast<double>(e.i);
+      }
+    } else if (!b.is_none()) {
+      return c.Error("scale_factors is not a list of two numbers");
+    }
+  } else {
+    int d = 0;
+    for (const char* name : {"scales_h", "scales_w"}) {
+      ASSIGN_OR_RETURN(std::optional<double> v, NumberArg(c, name));
+      if (v.has_value()) scale[d] = *v;
+      ++d;
+    }
+  }
+  int64_t frac[2][2] = {{0, 0}, {0, 0}};  // per dim: o * a // b
+  for (int d = 0; d < 2; ++d) {
+    Expr in_e = x.sizes[2 + d], out_e = m.sizes[2 + d];
+    if (in_e.kind() != symbolic::ExprKind::kInteger ||
+        out_e.kind() != symbolic::ExprKind::kInteger) {
+      return c.Error("expects static spatial sizes");
+    }
+    const int64_t in = in_e.int_value(), out = out_e.int_value();
+    auto nearest = [&](int64_t o) -> int64_t {  // PyTorch's, in float
+      if (out == in) return o;
+      if (out == 2 * in) return o >> 1;
+      float s = scale[d] > 0 ? static_cast<float>(1.0 / scale[d])
+                             : static_cast<float>(in) / static_cast<float>(out);
+      return std::min(
+          static_cast<int64_t>(std::floor(static_cast<float>(o) * s)), in - 1);
+    };
+    std::vector<std::pair<int64_t, int64_t>> fractions = {{in, out}};
+    if (scale[d] > 0) {
+      for (int64_t q = 1; q <= 64; ++q) {
+        double p = std::round(q / scale[d]);
+        if (std::abs(p / q - 1 / scale[d]) < 1e-9) {
+          fractions.push_back({static_cast<int64_t>(p), q});
+          break;
+        }
+      }
+    }
+    for (const auto& [a, b] : fractions) {
+      bool all = true;
+      for (int64_t o = 0; o < out && all; ++o) {
+        all = (o * a) / b == nearest(o);  // in range: nearest's is
+      }
+      if (!all) continue;
+      frac[d][0] = a;
+      frac[d][1] = b;
+      break;
+    }
+    if (frac[d][1] == 0) {
+      return c.Error("a nearest index that no integer quotient gives");
+    }
+  }
+  return TensorValue(Remap(
+      x, m.sizes,
+      [a0 = frac[0][0], b0 = frac[0][1], a1 = frac[1][0], b1 = frac[1][1]](
+          const std::vector<Expr>& idx) -> absl::StatusOr<std::vector<Expr>> {
+        ASSIGN_OR_RETURN(
+            Expr h, symbolic::FloorDiv(symbolic::Mul(idx[2], symbolic::Int(a0)),
+                                       symbolic::Int(b0)));
+        ASSIGN_OR_RETURN(
+            Expr w, symbolic::FloorDiv(symbolic::Mul(idx[3], symbolic::Int(a1)),
+                                       symbolic::Int(b1)));
+        return std::vector<Expr>{idx[0], idx[1], h, w};
+      }));
+}
+
 // The bool `lo <= e < hi`.
 int InRange(KernelBuilder& kb, Expr e, Expr lo, Expr hi) {
   int v = kb.Index(e);
@@ -2613,6 +2703,63 @@ int64_t WrapDim(int64_t dim, size_t rank) {
   return dim < 0 ? dim + r : dim;
 }
 
+// masked_scatter(self, mask, source): one kernel whose single section walks
+// the broadcast result in row-major order, counting the mask's true
+// elements with a scan; where mask is true the element is source's
+// (count - 1)-th in row-major order (source flattened into a contiguous
+// buffer, the position checked against its size), elsewhere self's.
+absl::StatusOr<NodeValue> LowerMaskedScatter(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  ASSIGN_OR_RETURN(TBox self, L.Tensor(c, 0));
+  ASSIGN_OR_RETURN(TBox mask, L.Tensor(c, 1));
+  ASSIGN_OR_RETURN(TBox source, L.Tensor(c, 2));
+  Expr numel = symbolic::Int(1);
+  for (Expr e : source.sizes) numel = symbolic::Mul(numel, e);
+  if (numel == symbolic::Int(0)) return c.Error("an empty source");
+  ASSIGN_OR_RETURN(TBox flat,
+                   L.Realize(ReshapeLoader(source, {numel}), nullptr));
+  self = L.Broadcast(self, m.sizes);
+  mask = L.Broadcast(mask, m.sizes);
+  Kernel k = L.NewKernel({});
+  Section& sec = k.sections[0];
+  for (size_t d = 0; d < m.sizes.size(); ++d) {
+    sec.vars.push_back(SectionVar(0, static_cast<int>(d)));
+  }
+  sec.ranges = m.sizes;
+  const std::vector<Expr> idx = sec.vars;
+  KernelBuilder kb(&k);
+  ASSIGN_OR_RETURN(int keep, mask.load(kb, idx));
+  keep = kb.Cast(keep, DType::kBool);
+  ScalarOp scan;
+  scan.kind = ScalarOp::Kind::kScan;
+  scan.reduce = ReduceKind::kSum;
+  scan.dtype = DType::kInt64;
+  scan.args = {kb.Cast(keep, DType::kInt64)};
+  int count = kb.Add(std::move(scan));
+  // Source position count - 1 where mask is true, 0 elsewhere (not read).
+  int at = kb.Call(
+      "where",
+      {keep,
+       kb.Call("sub", {count, kb.IntConstant(1, DType::kInt64)}, DType::kInt64),
+       kb.IntConstant(0, DType::kInt64)},
+      DType::kInt64);
+  int checked = L.CheckIndex(kb, c.node(), at, numel, false, 0);
+  int from_source = IndirectLoad(kb, flat, {IndirectVar(0)}, {checked});
+  ASSIGN_OR_RETURN(int from_self, self.load(kb, idx));
+  DType compute = ComputeDType(m.dtype);
+  int v = kb.Call(
+      "where",
+      {keep, kb.Cast(from_source, compute), kb.Cast(from_self, compute)},
+      compute);
+  int b =
+      L.NewBuffer(m.dtype, StorageNumel(m.sizes, m.strides, m.storage_offset));
+  kb.Store(b, m.dtype, Linear(idx, m.strides, m.storage_offset),
+           kb.Cast(v, m.dtype));
+  L.Emit(std::move(k));
+  return TensorValue(
+      L.FromBuffer(b, m.dtype, m.sizes, m.strides, m.storage_offset));
+}
+
 // gather(self, dim, index): out[i] = self[i with dim replaced by index[i]].
 absl::StatusOr<NodeValue> LowerGather(Lowerer& L, const Call& c) {
   const TensorMeta& m = OutMeta(L, c);
@@ -3216,6 +3363,9 @@ const absl::flat_hash_map<std::string, LowerFn>& Table() {
     T["aten.baddbmm.default"] = LowerMatmul;
     T["aten.mm.default"] = LowerMatmul;
     T["aten.convolution.default"] = LowerConvolution;
+    T["aten.masked_scatter.default"] = LowerMaskedScatter;
+    T["aten.upsample_nearest2d.default"] = LowerUpsampleNearest;
+    T["aten.upsample_nearest2d.vec"] = LowerUpsampleNearest;
     T["aten.sort.default"] = [](Lowerer& L, const Call& c) {
       return SortCall(L, c, /*topk=*/false);
     };

@@ -626,6 +626,24 @@ CHECK:      kernel k2 extern sort({{buf[0-9]+}}, {{buf[0-9]+}}, in1; 2, 2, 1, 0,
 )"));
 }
 
+// upsample_nearest2d by 2 reads input row h // 2 and column w // 2; to
+// output size [6, 6] from [3, 4], row h // 2 and column floor(w * 4 / 6) =
+// 2 * w // 3.
+TEST(LoweringTest, UpsampleNearestReadsAtAQuotient) {
+  EXPECT_OK(LowerAndFileCheck(R"IR(
+def forward(self, x: "f32[1, 2, 3, 4]"):
+    up = torch.ops.aten.upsample_nearest2d.vec(x, None, [2.0, 2.0])
+    up_1 = torch.ops.aten.upsample_nearest2d.default(x, [6, 6])
+    return (up, up_1)
+)IR",
+                              R"(
+CHECK:      kernel k0 ranges=[1, 2, 6, 8]
+CHECK:        load in0[24*x0 + 12*x1 + 4*(x2//2) + (x3//2)] : f32
+CHECK:      kernel k1 ranges=[1, 2, 6, 6]
+CHECK:        load in0[24*x0 + 12*x1 + 4*(x2//2) + (2*x3//3)] : f32
+)"));
+}
+
 // cumsum is a scan: the running sum along dim 1 stored at every step.
 TEST(LoweringTest, CumsumIsAScan) {
   EXPECT_OK(LowerAndFileCheck(R"IR(
@@ -688,13 +706,13 @@ CHECK-NEXT:     store buf[[OUT]][ind0] = %[[SUM]] (ind0=%[[C]])
 // An op with no lowering: Unimplemented, naming the node and the op.
 TEST(LoweringTest, AnOpWithoutALoweringIsNamed) {
   EXPECT_THAT(LowerText(R"IR(
-def forward(self, x: "f32[4, 6]", m: "b8[4, 6]", s: "f32[24]"):
-    masked_scatter = torch.ops.aten.masked_scatter.default(x, m, s)
-    return (masked_scatter,)
+def forward(self, x: "f32[4, 3]"):
+    _pdist_forward = torch.ops.aten._pdist_forward.default(x, 2.0)
+    return (_pdist_forward,)
 )IR")
                   .status(),
               StatusIs(absl::StatusCode::kUnimplemented,
-                       "node 'masked_scatter': aten.masked_scatter.default "
+                       "node '_pdist_forward': aten._pdist_forward.default "
                        "has no cpu lowering"));
 }
 

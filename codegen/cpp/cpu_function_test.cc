@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
+#include "ir/interpreter.h"
 #include "ir/shape_prop.h"
 #include "ir/value.h"
 #include "runtime/storage.h"
@@ -31,9 +32,9 @@ using ::lathe::testing::StatusIs;
 using ::testing::HasSubstr;
 
 constexpr char kUnlowered[] = R"IR(
-def forward(self, x: "f32[4, 6][6, 1]cpu", m: "b8[4, 6][6, 1]cpu", s: "f32[24][1]cpu"):
-    masked_scatter = torch.ops.aten.masked_scatter.default(x, m, s);  x = m = s = None
-    return (masked_scatter,)
+def forward(self, x: "f32[4, 3][3, 1]cpu"):
+    _pdist_forward = torch.ops.aten._pdist_forward.default(x, 2.0);  x = None
+    return (_pdist_forward,)
 )IR";
 
 constexpr char kAdd[] = R"IR(
@@ -61,8 +62,8 @@ int TempDirs() {
 TEST(CpuFunctionTest, AnOpWithoutALoweringIsNamed) {
   EXPECT_THAT(CompileText(kUnlowered).status(),
               StatusIs(absl::StatusCode::kUnimplemented,
-                       HasSubstr("node 'masked_scatter': "
-                                 "aten.masked_scatter.default has no "
+                       HasSubstr("node '_pdist_forward': "
+                                 "aten._pdist_forward.default has no "
                                  "cpu lowering")));
 }
 
@@ -330,6 +331,54 @@ def forward(self, x: "f32[2, 3][3, 1]cpu", y: "f32[2, 3][3, 1]cpu"):
   // A function compiled with its plan is not run without it.
   EXPECT_THAT(f->Run(inputs).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition));
+}
+
+// masked_scatter and upsample_nearest2d compiled, against the interpreter
+// on the same inputs: x = 0..11 as [3, 4], mask true at every third
+// element, source 100, 101, ...
+TEST(CpuFunctionTest, MaskedScatterAndNearestUpsampleMatchTheInterpreter) {
+  constexpr char kText[] = R"IR(
+def forward(self, x: "f32[3, 4][4, 1]cpu", m: "b8[3, 4][4, 1]cpu", s: "f32[2, 3][3, 1]cpu", y: "f32[1, 2, 3, 4][24, 12, 4, 1]cpu"):
+    masked_scatter = torch.ops.aten.masked_scatter.default(x, m, s);  x = m = s = None
+    up = torch.ops.aten.upsample_nearest2d.vec(y, None, [2.0, 2.0])
+    up_1 = torch.ops.aten.upsample_nearest2d.default(y, [6, 6]);  y = None
+    return (masked_scatter, up, up_1)
+)IR";
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(kText));
+  symbolic::ShapeEnv env;
+  ASSERT_OK(ir::PropagateShapes(*g, env));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f,
+                       CpuFunction::Compile(*g, env));
+  Tensor mask = *Tensor::Empty({3, 4}, DType::kBool);
+  for (int64_t i = 0; i < 12; ++i) mask.data<bool>()[i] = i % 3 == 0;
+  std::vector<ir::Value> in = {Filled({3, 4}, 0), ir::Value::OfTensor(mask),
+                               Filled({2, 3}, 100), Filled({1, 2, 3, 4}, 0)};
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, f->Run(in));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*g, in));
+  ASSERT_EQ(got.outputs.size(), 3u);
+  for (size_t k = 0; k < 3; ++k) {
+    const Tensor &a = got.outputs[k].tensor, &b = want.outputs[k].tensor;
+    ASSERT_EQ(a.sizes(), b.sizes()) << "output " << k;
+    std::vector<int64_t> index(a.dim(), 0);
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      for (int64_t d = a.dim(), rest = i; d-- > 0;) {
+        index[d] = rest % a.sizes()[d];
+        rest /= a.sizes()[d];
+      }
+      ASSERT_EQ(a.GetDouble(index), b.GetDouble(index))
+          << "output " << k << " element " << i;
+    }
+  }
+  // By hand: elements 0, 3, 6, 9 take source's 100, 101, 102, 103.
+  EXPECT_EQ(got.outputs[0].tensor.GetDouble({0, 0}), 100);
+  EXPECT_EQ(got.outputs[0].tensor.GetDouble({0, 3}), 101);
+  EXPECT_EQ(got.outputs[0].tensor.GetDouble({2, 1}), 103);
+  EXPECT_EQ(got.outputs[0].tensor.GetDouble({2, 2}), 10);
+  // A mask with more true elements (12) than source has (6) is a run error.
+  for (int64_t i = 0; i < 12; ++i) mask.data<bool>()[i] = true;
+  absl::StatusOr<ir::Interpretation> short_source = f->Run(in);
+  EXPECT_THAT(short_source.status(),
+              StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace
