@@ -125,6 +125,21 @@ def run_rows(a):
             rows.append(row)
             print(f"  {name:34s} {mode:9s} {sec * 1e3:10.3f} ms", file=sys.stderr)
         del args, outs
+    if a.only in "transposed_scale_4096x4096":
+        x = torch.rand(4096, 4096)
+
+        def transposed_scale(x):
+            return x.t() * 2
+
+        for mode, f in (("eager", transposed_scale),
+                        ("inductor", compiled(transposed_scale))):
+            torch._dynamo.reset()
+            sec = time_call(f, (x,), a.repeats, a.min_time)
+            rows.append({"name": "transposed_scale_4096x4096", "mode": mode,
+                         "ms": sec * 1e3,
+                         "GB/s": 2.0 * x.numel() * 4 / sec / 1e9})
+            print(f"  {'transposed_scale_4096x4096':34s} {mode:9s} "
+                  f"{sec * 1e3:10.3f} ms", file=sys.stderr)
     if a.only in "stream_triad":
         b = torch.rand(CHAIN_N)
         c = torch.rand(CHAIN_N)
