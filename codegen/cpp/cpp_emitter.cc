@@ -1,7 +1,9 @@
 #include "codegen/cpp/cpp_emitter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <set>
 #include <string>
@@ -34,10 +36,11 @@ class Emitter {
     index_type_ = Int32Indexing(p) ? "int32_t" : "int64_t";
   }
 
-  // Whether every loop index and every element index of `p` fits in int32:
-  // no size is symbolic and every buffer holds fewer than 2^31 elements (an
-  // index expression is an element of its buffer; loop extents are at most
-  // its size). Otherwise the loops count in int64.
+  // Whether every loop index and every index computation of `p` fits in
+  // int32: no size is symbolic, every buffer holds fewer than 2^31
+  // elements, and every index expression stays within int32 on the way to
+  // its value (bounded from the loop extents). Otherwise the loops count in
+  // int64.
   static bool Int32Indexing(const Program& p) {
     for (Expr s : p.symbols) {
       if (!s.is_float()) return false;
@@ -48,19 +51,77 @@ class Emitter {
         return false;
       }
     }
+    constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
     for (const Kernel& k : p.kernels) {
-      std::vector<Expr> ranges = k.ranges;
+      // The largest value each loop variable takes.
+      absl::flat_hash_map<Expr, int64_t> top;
+      std::vector<Expr> vars = k.vars, ranges = k.ranges;
       for (const Section& s : k.sections) {
+        vars.insert(vars.end(), s.vars.begin(), s.vars.end());
         ranges.insert(ranges.end(), s.ranges.begin(), s.ranges.end());
       }
-      for (Expr r : ranges) {
-        if (r.kind() != symbolic::ExprKind::kInteger ||
-            r.int_value() > std::numeric_limits<int32_t>::max()) {
+      for (size_t v = 0; v < vars.size(); ++v) {
+        if (ranges[v].kind() != symbolic::ExprKind::kInteger ||
+            ranges[v].int_value() > kMax) {
           return false;
         }
+        top[vars[v]] = std::max<int64_t>(ranges[v].int_value() - 1, 0);
+      }
+      // Every index expression, and every value inside it, stays within
+      // int32 (a quotient's dividend may exceed the result).
+      for (const ScalarOp& op : k.ops) {
+        if (op.index.is_null() || op.kind == ScalarOp::Kind::kSymbol) continue;
+        if (Magnitude(op.index, top) > kMax) return false;
       }
     }
     return true;
+  }
+
+  // A bound on the magnitude of `e` and of every value computed on the way
+  // (loop variables at most `top`); int64 max for what it cannot bound (an
+  // indirect variable: a loaded int64, a symbol).
+  static int64_t Magnitude(Expr e,
+                           const absl::flat_hash_map<Expr, int64_t>& top) {
+    constexpr int64_t kInf = std::numeric_limits<int64_t>::max();
+    auto sat_add = [](int64_t a, int64_t b) {
+      return a > kInf - b ? kInf : a + b;
+    };
+    auto sat_mul = [](int64_t a, int64_t b) {
+      return a != 0 && b > kInf / a ? kInf : a * b;
+    };
+    switch (e.kind()) {
+      case symbolic::ExprKind::kInteger:
+        return e.int_value() == std::numeric_limits<int64_t>::min()
+                   ? kInf
+                   : std::abs(e.int_value());
+      case symbolic::ExprKind::kSymbol: {
+        auto it = top.find(e);
+        return it == top.end() ? kInf : it->second;
+      }
+      case symbolic::ExprKind::kAdd:
+      case symbolic::ExprKind::kMul: {
+        int64_t m = e.kind() == symbolic::ExprKind::kAdd ? 0 : 1;
+        for (Expr a : e.args()) {
+          int64_t b = Magnitude(a, top);
+          m = e.kind() == symbolic::ExprKind::kAdd ? sat_add(m, b)
+                                                   : sat_mul(m, b);
+        }
+        return m;
+      }
+      case symbolic::ExprKind::kFloorDiv:
+      case symbolic::ExprKind::kCleanDiv:
+      case symbolic::ExprKind::kModularIndexing:
+      case symbolic::ExprKind::kMod:
+      case symbolic::ExprKind::kPythonMod:
+      case symbolic::ExprKind::kMin:
+      case symbolic::ExprKind::kMax: {
+        int64_t m = 0;
+        for (Expr a : e.args()) m = std::max(m, Magnitude(a, top));
+        return m;
+      }
+      default:
+        return kInf;
+    }
   }
 
   std::string Run() {

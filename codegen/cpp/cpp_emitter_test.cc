@@ -52,6 +52,20 @@ CHECK-NOT: int32_t x
 )"));
 }
 
+// An index computed from a loaded value (gather's) is int64 arithmetic,
+// so its kernel cannot be bounded: int64.
+TEST(CppEmitterTest, AnIndirectIndexKeepsInt64) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f32[4, 6]", i: "i64[4, 2]"):
+    gather = torch.ops.aten.gather.default(x, 1, i)
+    return (gather,)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:     static void k0(
+CHECK:       for (int64_t x0 = 0; x0 < 4; ++x0) {
+)"));
+}
+
 // A library call with a geometry array passes the inputs, then the
 // outputs: sort(x) writes values (buf1) and indices (buf2) from in0.
 TEST(CppEmitterTest, AGeometryCallPassesInputsThenOutputs) {
