@@ -1543,8 +1543,13 @@ absl::StatusOr<NodeValue> LowerUpsampleNearest(Lowerer& L, const Call& c) {
         b.arg->list.size() == 2) {
       for (int d = 0; d < 2; ++d) {
         const Arg& e = b.arg->list[d];
-        if (e.kind == Arg::Kind::kFloat) scale[d] = e.f;
-        if (e.kind == Arg::Kind::kInt) scale[d] = static_cast<double>(e.i);
+        if (e.kind == Arg::Kind::kFloat) {
+          scale[d] = e.f;
+        } else if (e.kind == Arg::Kind::kInt) {
+          scale[d] = static_cast<double>(e.i);
+        } else {
+          return c.Error("a scale factor that is not a known number");
+        }
       }
     } else if (!b.is_none()) {
       return c.Error("scale_factors is not a list of two numbers");

@@ -226,6 +226,22 @@ TEST(CpuFunctionTest, TheHostFunctionBindsAndChecksSymbols) {
                        "input 1 ('y'): expected dtype f32, got i32"));
 }
 
+// s0 is bound by y's size (checked) and also appears as x's stride 0,
+// which nothing checks because that dimension has one element: the kernel
+// takes the checked value (y's size 5), not x's stride (3).
+TEST(CpuFunctionTest, ASymbolTakesItsCheckedValue) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f, CompileText(R"IR(
+def forward(self, x: "f32[1, 3][s0, 1]cpu", y: "f32[s0][1]cpu"):
+    mul = torch.ops.aten.mul.Tensor(y, 2);  y = None
+    return (mul,)
+)IR"));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation r,
+                       f->Run({Filled({1, 3}, 0), Filled({5}, 1)}));
+  const Tensor& out = r.outputs[0].tensor;
+  ASSERT_EQ(out.sizes(), (std::vector<int64_t>{5}));
+  EXPECT_EQ(out.GetDouble({4}), 10);
+}
+
 // A storage the memory limit refuses ends the call with an error, holding
 // nothing (ASan's leak check runs this test too).
 TEST(CpuFunctionTest, AnAllocationTheLimitRefusesIsAnError) {

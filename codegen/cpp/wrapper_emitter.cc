@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,14 @@ class InputCheckEmitter {
       Bind(t.strides[d], absl::StrCat(v, ".strides[", d, "]"), true,
            absl::StrCat(v, ".sizes[", d, "] >= 2"));
     }
+  }
+
+  // The index j of the checked variable c<j> (with its flag h<j>) that
+  // holds symbol `s` once bound, if an annotation binds it.
+  std::optional<int> VarOf(Expr s) const {
+    auto it = vars_.find(s);
+    if (it == vars_.end()) return std::nullopt;
+    return it->second;
   }
 
   // The checks of expressions, once every symbol is bound; false when one
@@ -413,12 +422,16 @@ absl::StatusOr<WrapperSource> EmitWrapper(
   // Symbols.
   absl::StrAppend(&out, "  int64_t S[", ints > 0 ? ints : 1, "]; double F[",
                   floats > 0 ? floats : 1, "];\n  (void)S; (void)F;\n");
+  // A symbol the input checks bound takes that (checked) value; otherwise
+  // its first size or scalar source, then a stride (a stride of a dimension
+  // with fewer than 2 elements is never checked, so it comes last).
   for (Expr s : p.symbols) {
     const SymbolSource* src = nullptr;
     for (const SymbolSource& c : g.sources) {
-      if (c.symbol == s) {
+      if (c.symbol != s) continue;
+      if (src == nullptr || (src->kind == SymbolSource::Kind::kStride &&
+                             c.kind != SymbolSource::Kind::kStride)) {
         src = &c;
-        break;
       }
     }
     if (src == nullptr) {
@@ -440,6 +453,9 @@ absl::StatusOr<WrapperSource> EmitWrapper(
                                    ".f : (double)", v, ".i)")
                     : absl::StrCat(v, ".i");
         break;
+    }
+    if (std::optional<int> j = checks.VarOf(s); j.has_value()) {
+      value = absl::StrCat("h", *j, " ? c", *j, " : ", value);
     }
     absl::StrAppend(&out, "  ", names[s], " = ", value, ";\n");
   }

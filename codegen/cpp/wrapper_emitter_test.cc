@@ -35,7 +35,7 @@ absl::StatusOr<WrapperSource> Wrap(absl::string_view text) {
 // Inputs are checked as ir::CheckInputs checks them: kind, dtype (f32 is
 // 2), rank, then sizes (s0 bound at its first place, checked at the
 // second), then strides only where the dimension has two or more elements.
-// The symbol the kernels read is bound from its source; the output is made
+// The symbol the kernels read takes the checked value; the output is made
 // from the symbols and put into the caller's value with its own reference.
 TEST(WrapperEmitterTest, InputsAreCheckedAndSymbolsBound) {
   ASSERT_OK_AND_ASSIGN(WrapperSource w, Wrap(R"IR(
@@ -56,7 +56,7 @@ CHECK-NEXT: if (in[0].sizes[0] >= 2) if (in[0].strides[0] != 4LL) return LATHE_C
 CHECK-NEXT: if (in[0].sizes[1] >= 2) if (in[0].strides[1] != 1LL) return LATHE_CALL_BAD_INPUTS;
 CHECK-NEXT: if (in[1].kind != LATHE_VALUE_TENSOR
 CHECK-NEXT: { if (!h0) { c0 = in[1].sizes[0]; h0 = true; } else if (c0 != in[1].sizes[0]) return LATHE_CALL_BAD_INPUTS; }
-CHECK:      S[0] = in[0].sizes[0];
+CHECK:      S[0] = h0 ? c0 : in[0].sizes[0];
 CHECK:      B[0] = static_cast<char*>(in[0].data) + in[0].storage_offset * 4;
 CHECK:      B[1] = static_cast<char*>(in[1].data) + in[1].storage_offset * 4;
 CHECK:      H.h[2] = rt->alloc(
