@@ -858,6 +858,13 @@ NodeValue TensorValue(TBox t) {
   return v;
 }
 
+NodeValue TupleValue(std::vector<NodeValue> elements) {
+  NodeValue v;
+  v.kind = NodeValue::Kind::kTuple;
+  v.elements = std::move(elements);
+  return v;
+}
+
 // fn(operands...) with the output dtype the meta gives.
 LowerFn PointwiseFn(std::string fn, std::vector<int> operands,
                     bool compare = false) {
@@ -1073,10 +1080,7 @@ LowerFn ReduceFn(ReduceKind kind, bool mean = false) {
         kind == ReduceKind::kMax ? ReduceKind::kArgMax : ReduceKind::kArgMin;
     ASSIGN_OR_RETURN(TBox idx, L.Reduce(x, dims, arg, DType::kInt64,
                                         vm.elements[1].tensor, nullptr));
-    NodeValue v;
-    v.kind = NodeValue::Kind::kTuple;
-    v.elements = {TensorValue(out), TensorValue(idx)};
-    return v;
+    return TupleValue({TensorValue(out), TensorValue(idx)});
   };
 }
 
@@ -1236,16 +1240,15 @@ absl::StatusOr<NodeValue> LowerView(Lowerer& L, const Call& c) {
   if (vm.kind == ir::ValueMeta::Kind::kTuple) {
     RETURN_IF_ERROR(L.RealizeNode(base));
     b = L.value(base).t;
-    NodeValue out;
-    out.kind = NodeValue::Kind::kTuple;
+    std::vector<NodeValue> pieces;
     for (const ir::ValueMeta& e : vm.elements) {
       if (e.kind != ir::ValueMeta::Kind::kTensor) {
         return c.Error("a view op result that is not a tensor");
       }
       ASSIGN_OR_RETURN(TBox t, ViewOfBuffer(L, c, base, b, e.tensor));
-      out.elements.push_back(TensorValue(std::move(t)));
+      pieces.push_back(TensorValue(std::move(t)));
     }
-    return out;
+    return TupleValue(std::move(pieces));
   }
   const TensorMeta& m = vm.tensor;
   if (b.buffer < 0) {
@@ -2318,13 +2321,10 @@ absl::StatusOr<NodeValue> SortCall(Lowerer& L, const Call& c, bool topk) {
   }
   L.EmitExtern("sort", {values, indices, x.buffer}, std::move(g),
                /*outputs=*/2);
-  NodeValue v;
-  v.kind = NodeValue::Kind::kTuple;
-  v.elements = {
-      TensorValue(L.FromBuffer(values, mv.dtype, mv.sizes, mv.strides, zero)),
-      TensorValue(
-          L.FromBuffer(indices, DType::kInt64, mi.sizes, mi.strides, zero))};
-  return v;
+  return TupleValue(
+      {TensorValue(L.FromBuffer(values, mv.dtype, mv.sizes, mv.strides, zero)),
+       TensorValue(
+           L.FromBuffer(indices, DType::kInt64, mi.sizes, mi.strides, zero))});
 }
 
 // The convolution's result plus its bias (argument 2) broadcast along the
@@ -2522,10 +2522,7 @@ absl::StatusOr<NodeValue> LowerMaxPool(Lowerer& L, const Call& c) {
                nullptr, [pw, in_strides](const std::vector<Expr>& idx) {
                  return Linear(pw.Positions(idx), in_strides, symbolic::Int(0));
                }));
-  NodeValue v;
-  v.kind = NodeValue::Kind::kTuple;
-  v.elements = {TensorValue(values), TensorValue(indices)};
-  return v;
+  return TupleValue({TensorValue(values), TensorValue(indices)});
 }
 
 // avg_pool2d/3d(self, kernel_size, stride, padding, ceil_mode,
