@@ -70,6 +70,10 @@ struct Buffer {
   // Whether every access is in one kernel at one index, so the emitter may
   // keep it in a register instead (the scheduler decides; memory plan).
   bool local = false;
+  // The kernel (index into Program::kernels) before which this buffer is
+  // allocated, or taken over from `reuses` (memory plan): the first that
+  // touches it; -1 for one no kernel touches (allocated first of all).
+  int allocate_before = -1;
   // The buffer whose memory this one takes over (memory plan), or -1.
   int reuses = -1;
   // The kernel (index into Program::kernels) after which this buffer's

@@ -2700,6 +2700,22 @@ Loader ReadAt(const TBox& index,
   };
 }
 
+// In-memory `x` read over `sizes` with dim `dim` taken from `index`: at
+// output index i, x's coordinates are direct(i) with dim replaced by the
+// (checked, unwrapped) value of index at pick(i). gather, index_select and
+// embedding differ only in pick and direct.
+TBox LookupAlong(
+    Lowerer& L, const Call& c, const TBox& x, const TBox& index, int64_t dim,
+    std::vector<Expr> sizes,
+    std::function<std::vector<Expr>(const std::vector<Expr>&)> pick,
+    std::function<std::vector<Expr>(const std::vector<Expr>&)> direct) {
+  TBox t = IndirectBox(L, c, x, std::move(sizes),
+                       {{dim, ReadAt(index, std::move(pick)), false}},
+                       std::move(direct));
+  t.reads.insert(index.reads.begin(), index.reads.end());
+  return t;
+}
+
 int64_t WrapDim(int64_t dim, size_t rank) {
   int64_t r = std::max<int64_t>(static_cast<int64_t>(rank), 1);
   return dim < 0 ? dim + r : dim;
@@ -2770,13 +2786,10 @@ absl::StatusOr<NodeValue> LowerGather(Lowerer& L, const Call& c) {
   ASSIGN_OR_RETURN(int64_t dim, c.Int("dim"));
   dim = WrapDim(dim, x.sizes.size());
   ASSIGN_OR_RETURN(TBox index, L.Tensor(c, 2));
-  TBox t = IndirectBox(
-      L, c, x, m.sizes,
-      {{dim, ReadAt(index, [](const std::vector<Expr>& i) { return i; }),
-        false}},
-      [](const std::vector<Expr>& i) { return i; });
-  t.reads.insert(index.reads.begin(), index.reads.end());
-  return TensorValue(t);
+  return TensorValue(LookupAlong(
+      L, c, x, index, dim, m.sizes,
+      [](const std::vector<Expr>& i) { return i; },
+      [](const std::vector<Expr>& i) { return i; }));
 }
 
 // index_select(self, dim, index): self's slices at index's values along dim.
@@ -2788,17 +2801,12 @@ absl::StatusOr<NodeValue> LowerIndexSelect(Lowerer& L, const Call& c) {
   dim = WrapDim(dim, x.sizes.size());
   ASSIGN_OR_RETURN(TBox index, L.Tensor(c, 2));
   bool scalar = index.sizes.empty() || x.sizes.empty();
-  TBox t = IndirectBox(L, c, x, m.sizes,
-                       {{dim,
-                         ReadAt(index,
-                                [dim, scalar](const std::vector<Expr>& i) {
-                                  return scalar ? std::vector<Expr>{}
-                                                : std::vector<Expr>{i[dim]};
-                                }),
-                         false}},
-                       [](const std::vector<Expr>& i) { return i; });
-  t.reads.insert(index.reads.begin(), index.reads.end());
-  return TensorValue(t);
+  return TensorValue(LookupAlong(
+      L, c, x, index, dim, m.sizes,
+      [dim, scalar](const std::vector<Expr>& i) {
+        return scalar ? std::vector<Expr>{} : std::vector<Expr>{i[dim]};
+      },
+      [](const std::vector<Expr>& i) { return i; }));
 }
 
 // embedding(weight, indices, ...): out[..., j] = weight[indices[...], j].
@@ -2808,19 +2816,14 @@ absl::StatusOr<NodeValue> LowerEmbedding(Lowerer& L, const Call& c) {
   ASSIGN_OR_RETURN(w, L.Realize(w, nullptr));
   ASSIGN_OR_RETURN(TBox index, L.Tensor(c, 1));
   if (w.sizes.size() != 2) return c.Error("expects a 2-d weight");
-  TBox t =
-      IndirectBox(L, c, w, m.sizes,
-                  {{0,
-                    ReadAt(index,
-                           [](const std::vector<Expr>& i) {
-                             return std::vector<Expr>(i.begin(), i.end() - 1);
-                           }),
-                    false}},
-                  [](const std::vector<Expr>& i) {
-                    return std::vector<Expr>{symbolic::Int(0), i.back()};
-                  });
-  t.reads.insert(index.reads.begin(), index.reads.end());
-  return TensorValue(t);
+  return TensorValue(LookupAlong(
+      L, c, w, index, 0, m.sizes,
+      [](const std::vector<Expr>& i) {
+        return std::vector<Expr>(i.begin(), i.end() - 1);
+      },
+      [](const std::vector<Expr>& i) {
+        return std::vector<Expr>{symbolic::Int(0), i.back()};
+      }));
 }
 
 // Advanced indexing by a list of integer tensors (None keeps a dim), as

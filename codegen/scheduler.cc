@@ -348,6 +348,7 @@ void PlanStorage(LoweredGraph& g, std::vector<std::string>& log) {
     return symbolic::Mul(p.buffers[b].numel,
                          symbolic::Int(ItemSize(p.buffers[b].dtype)));
   };
+  for (int b = 0; b < nb; ++b) p.buffers[b].allocate_before = first[b];
   std::vector<int> free;  // memory no buffer holds, the last given back last
   for (int k = 0; k < nk; ++k) {
     for (int b = 0; b < nb; ++b) {

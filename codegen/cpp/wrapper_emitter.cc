@@ -460,13 +460,6 @@ absl::StatusOr<WrapperSource> EmitWrapper(
     absl::StrAppend(&out, "  ", names[s], " = ", value, ";\n");
   }
   // Buffers: inputs at their first element; the others from the plan.
-  std::vector<int> first(nb, -1);
-  for (int k = nk; k-- > 0;) {
-    for (const ScalarOp& op : p.kernels[k].ops) {
-      if (op.buffer >= 0) first[op.buffer] = k;
-    }
-    for (int b : p.kernels[k].extern_buffers) first[b] = k;
-  }
   absl::StrAppend(&out, "  void* B[", nb > 0 ? nb : 1,
                   "] = {};\n  LatheHeld H{rt, {}};\n  int E = 0;\n");
   for (int b = 0; b < nb; ++b) {
@@ -497,11 +490,11 @@ absl::StatusOr<WrapperSource> EmitWrapper(
     return buf.kind == Buffer::Kind::kAllocated && !buf.local;
   };
   for (int b = 0; b < nb; ++b) {
-    if (allocated(b) && first[b] < 0) allocate(b);  // touched by no kernel
+    if (allocated(b) && p.buffers[b].allocate_before < 0) allocate(b);
   }
   for (int k = 0; k < nk; ++k) {
     for (int b = 0; b < nb; ++b) {
-      if (allocated(b) && first[b] == k) allocate(b);
+      if (allocated(b) && p.buffers[b].allocate_before == k) allocate(b);
     }
     absl::StrAppend(&out, "  ", p.kernels[k].name,
                     "(B, S, F, rt, &E);\n  if (E != 0) return E;\n");
