@@ -47,10 +47,12 @@ symbolic::Expr IndirectVar(int k) {
 }
 
 int IndirectArgs(const ScalarOp& op) {
-  return op.kind == ScalarOp::Kind::kStore ? 1 : 0;
+  if (op.kind != ScalarOp::Kind::kStore) return 0;
+  return op.masked ? 2 : 1;
 }
 
 bool IsIndirect(const ScalarOp& op) {
+  if (op.kind == ScalarOp::Kind::kStore && op.masked) return true;
   return (op.kind == ScalarOp::Kind::kLoad ||
           op.kind == ScalarOp::Kind::kStore) &&
          static_cast<int>(op.args.size()) > IndirectArgs(op);
@@ -80,7 +82,7 @@ std::string Exprs(const std::vector<symbolic::Expr>& list) {
 
 // " (ind0=%4, ind1=%7)" for an indirect access.
 std::string IndirectText(const ScalarOp& op) {
-  if (!IsIndirect(op)) return "";
+  if (static_cast<int>(op.args.size()) <= IndirectArgs(op)) return "";
   std::vector<std::string> parts;
   for (size_t a = IndirectArgs(op); a < op.args.size(); ++a) {
     parts.push_back(
@@ -102,6 +104,7 @@ std::string OpText(const Program& p, const ScalarOp& op) {
     case ScalarOp::Kind::kStore:
       return absl::StrCat("store ", p.buffers[op.buffer].name, "[",
                           symbolic::ToString(op.index), "] = %", op.args[0],
+                          op.masked ? absl::StrCat(" if %", op.args[1]) : "",
                           IndirectText(op));
     case ScalarOp::Kind::kScan:
       return absl::StrCat("scan ", ReduceName(op.reduce), "(", args,
@@ -157,6 +160,22 @@ std::string PrintProgram(const Program& p) {
     out += "\n";
   }
   for (const Kernel& k : p.kernels) {
+    if (k.kind == Kernel::Kind::kBind) {
+      absl::StrAppend(&out, "kernel ", k.name, " bind ",
+                      symbolic::ToString(k.symbol), " = ");
+      if (k.extern_buffers.empty()) {
+        absl::StrAppend(&out, symbolic::ToString(k.value), "\n");
+      } else {
+        absl::StrAppend(&out, p.buffers[k.extern_buffers[0]].name, "[",
+                        symbolic::ToString(k.value), "]\n");
+      }
+      continue;
+    }
+    if (k.kind == Kernel::Kind::kAssert) {
+      absl::StrAppend(&out, "kernel ", k.name, " assert ",
+                      symbolic::ToString(k.value), ", check ", k.check, "\n");
+      continue;
+    }
     if (k.kind == Kernel::Kind::kExtern) {
       absl::StrAppend(&out, "kernel ", k.name, " extern ", k.routine, "(",
                       absl::StrJoin(k.extern_buffers, ", ",

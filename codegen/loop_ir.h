@@ -126,6 +126,9 @@ struct ScalarOp {
   double f = 0;          // kConstant of a floating dtype (or bool)
   int64_t i = 0;         // kConstant of an integer dtype; kCheckIndex
   bool wrap = false;     // kCheckIndex
+  // kStore: args[1] is a bool value and the store happens only where it is
+  // true (nonzero's compaction); its indirect values come after it.
+  bool masked = false;
   ReduceKind reduce = ReduceKind::kSum;
   // kReduce of kArgMax/kArgMin: the op giving the index being reduced over.
   int arg_index = -1;
@@ -142,7 +145,9 @@ struct Section {
 };
 
 struct Kernel {
-  enum class Kind : uint8_t { kLoops, kExtern };
+  // kBind and kAssert are host steps between kernels, for data-dependent
+  // values: the emitted host function runs them inline.
+  enum class Kind : uint8_t { kLoops, kExtern, kBind, kAssert };
   std::string name;  // "k0"
   Kind kind = Kind::kLoops;
   // kLoops: outer index variables (symbols x0, x1, ...) and their extents,
@@ -160,6 +165,14 @@ struct Kernel {
   std::vector<int> extern_buffers;  // outputs first
   int extern_outputs = 1;           // how many of them it writes
   std::vector<symbolic::Expr> extern_args;
+  // kBind: runtime symbol `symbol` (a data-dependent u0) takes `value` — the
+  // element at index `value` of buffer extern_buffers[0] when there is one
+  // (x.item()), else an expression of symbols bound before it (the length
+  // of x[:u0]). kAssert: `value` is a condition over bound symbols; when it
+  // is false the program stops with check `check` (Program::checks).
+  symbolic::Expr symbol;
+  symbolic::Expr value;
+  int check = -1;
   // The kernels fused into this one (for the log), and the graph nodes whose
   // values they compute (for the fusion picture).
   std::vector<std::string> fused_from;
@@ -202,7 +215,8 @@ int IndirectArgs(const ScalarOp& op);
 
 // IsIndirect()
 //
-// Whether `op` is a load or store whose index uses loaded values.
+// Whether `op` is a load or store whose index uses loaded values, or a
+// masked store: an access whose element the index alone does not say.
 bool IsIndirect(const ScalarOp& op);
 
 // Product()

@@ -110,14 +110,12 @@ class KernelBuilder {
   // `indirect` are the checked loaded values the index names ind0, ind1...
   void Store(int buffer, DType dtype, Expr index, int value,
              const std::vector<int>& indirect = {}) {
-    ScalarOp st;
-    st.kind = ScalarOp::Kind::kStore;
-    st.buffer = buffer;
-    st.dtype = dtype;
-    st.index = std::move(index);
-    st.args = {Cast(value, dtype)};
-    st.args.insert(st.args.end(), indirect.begin(), indirect.end());
-    Add(std::move(st));
+    AddStore(buffer, dtype, std::move(index), value, -1, indirect);
+  }
+  // Store() only where bool op `mask` is true.
+  void MaskedStore(int buffer, DType dtype, Expr index, int value, int mask,
+                   const std::vector<int>& indirect = {}) {
+    AddStore(buffer, dtype, std::move(index), value, mask, indirect);
   }
   int Index(Expr e) {
     ScalarOp c;
@@ -128,6 +126,20 @@ class KernelBuilder {
   }
 
  private:
+  void AddStore(int buffer, DType dtype, Expr index, int value, int mask,
+                const std::vector<int>& indirect) {
+    ScalarOp st;
+    st.kind = ScalarOp::Kind::kStore;
+    st.buffer = buffer;
+    st.dtype = dtype;
+    st.index = std::move(index);
+    st.args = {Cast(value, dtype)};
+    st.masked = mask >= 0;
+    if (st.masked) st.args.push_back(Cast(mask, DType::kBool));
+    st.args.insert(st.args.end(), indirect.begin(), indirect.end());
+    Add(std::move(st));
+  }
+
   Kernel* k_;
   int section_ = 0;
   absl::flat_hash_map<std::string, int> cse_;
@@ -776,6 +788,64 @@ class Lowerer {
     return kb.Add(std::move(op));
   }
 
+  // Whether runtime symbol `s` has a value where the program is now: an
+  // input's, or one a bind step gave it.
+  bool IsBound(Expr s) {
+    if (bound_.contains(s)) return true;
+    for (Node* p : graph_.Placeholders()) {
+      for (Expr q : Meta(p).Symbols()) {
+        if (q == s) return true;
+      }
+    }
+    return false;
+  }
+
+  // A host step binding data-dependent symbol `s` here: to the element at
+  // index `value` of buffer `b` (x.item()), or, with b < 0, to `value`, an
+  // expression of bound symbols.
+  void EmitBind(Expr s, int b, Expr value) {
+    Kernel k;
+    k.name = absl::StrCat("k", kernel_count_++);
+    k.kind = Kernel::Kind::kBind;
+    if (b >= 0) k.extern_buffers = {b};
+    k.extern_outputs = 0;
+    k.symbol = s;
+    k.value = value;
+    UseSymbols({value});
+    UseSymbol(s);
+    bound_.insert(s);
+    Emit(std::move(k));
+  }
+
+  // A host step stopping the program with `message` when `cond` (over bound
+  // symbols) is false.
+  void EmitAssert(Expr cond, const std::string& message) {
+    auto [it, added] = check_ids_.emplace(message, program_.checks.size());
+    if (added) program_.checks.push_back(message);
+    Kernel k;
+    k.name = absl::StrCat("k", kernel_count_++);
+    k.kind = Kernel::Kind::kAssert;
+    k.value = cond;
+    k.check = it->second;
+    UseSymbols({cond});
+    Emit(std::move(k));
+  }
+
+  // An int argument that is a literal or a symbolic number.
+  absl::StatusOr<Expr> IntExpr(const Call& c, int i) {
+    const Bound& b = c.at(i);
+    if (b.arg != nullptr && b.arg->kind == Arg::Kind::kNode) {
+      const NodeValue& v = values_.at(b.arg->node);
+      if (v.kind == NodeValue::Kind::kNumber && v.number.is_int()) {
+        return v.number;
+      }
+    } else {
+      absl::StatusOr<int64_t> v = c.Int(i);
+      if (v.ok()) return symbolic::Int(*v);
+    }
+    return c.Error(absl::StrCat("argument ", i, " is not an int"));
+  }
+
   absl::flat_hash_map<ir::StorageId, int>& storage_buffer() {
     return storage_buffer_;
   }
@@ -783,6 +853,8 @@ class Lowerer {
 
  private:
   absl::Status LowerNode(const Node& n);
+  absl::StatusOr<NodeValue> LowerItem(const Node& n);
+  absl::Status BindSliceLength(const Call& c);
 
   // A buffer for the next input (a placeholder, or a constant when `out`
   // is null), and its value.
@@ -812,6 +884,7 @@ class Lowerer {
   absl::flat_hash_map<ir::StorageId, int> storage_buffer_;
   absl::flat_hash_set<ir::StorageId> mutated_;
   absl::flat_hash_set<Expr> symbol_set_;
+  absl::flat_hash_set<Expr> bound_;  // data-dependent symbols bound so far
   std::vector<Expr> base_offsets_;
   int kernel_count_ = 0;
   int num_inputs_ = 0;                  // placeholders, then constants
@@ -2778,6 +2851,96 @@ absl::StatusOr<NodeValue> LowerMaskedScatter(Lowerer& L, const Call& c) {
       L.FromBuffer(b, m.dtype, m.sizes, m.strides, m.storage_offset));
 }
 
+// nonzero(x): the coordinates of x's nonzero elements in row-major order,
+// an i64 [u0, rank] laid out column-major as PyTorch's CPU kernel writes
+// it. A reduction counts them and a host step binds u0 to the count; then
+// one kernel walks x in row-major order with a running count (a scan) and
+// stores each nonzero element's coordinates in row count - 1 (a masked
+// store: elsewhere nothing is written).
+absl::StatusOr<NodeValue> LowerNonzero(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  const size_t rank = x.sizes.size();
+  if (m.sizes.size() != 2 || !m.sizes[0].is_symbol() || L.IsBound(m.sizes[0])) {
+    return c.Error("expected a result of a fresh data-dependent size");
+  }
+  const Expr u = m.sizes[0];
+  TBox keep = CastBox(x, DType::kBool);
+  TensorMeta count_meta;
+  count_meta.dtype = DType::kInt64;
+  std::vector<int64_t> all;
+  for (size_t d = 0; d < rank; ++d) all.push_back(static_cast<int64_t>(d));
+  ASSIGN_OR_RETURN(TBox count,
+                   L.Reduce(CastBox(keep, DType::kInt64), all, ReduceKind::kSum,
+                            DType::kInt64, count_meta, nullptr));
+  L.EmitBind(u, count.buffer, count.offset);
+  int b = L.NewBuffer(DType::kInt64,
+                      StorageNumel(m.sizes, m.strides, m.storage_offset));
+  Kernel k = L.NewKernel({});
+  Section& sec = k.sections[0];
+  for (size_t d = 0; d < rank; ++d) {
+    sec.vars.push_back(SectionVar(0, static_cast<int>(d)));
+  }
+  sec.ranges = x.sizes;
+  const std::vector<Expr> idx = sec.vars;
+  KernelBuilder kb(&k);
+  ASSIGN_OR_RETURN(int nz, keep.load(kb, idx));
+  ScalarOp scan;
+  scan.kind = ScalarOp::Kind::kScan;
+  scan.reduce = ReduceKind::kSum;
+  scan.dtype = DType::kInt64;
+  scan.args = {kb.Cast(nz, DType::kInt64)};
+  int running = kb.Add(std::move(scan));
+  // Row running - 1 where x is nonzero (within [0, u0): the count kernel
+  // saw the same elements), 0 elsewhere (not written).
+  int row = kb.Call("where",
+                    {nz,
+                     kb.Call("sub", {running, kb.IntConstant(1, DType::kInt64)},
+                             DType::kInt64),
+                     kb.IntConstant(0, DType::kInt64)},
+                    DType::kInt64);
+  for (size_t d = 0; d < rank; ++d) {
+    Expr at = symbolic::Add(
+        {m.storage_offset, symbolic::Mul(IndirectVar(0), m.strides[0]),
+         symbolic::Mul(symbolic::Int(static_cast<int64_t>(d)), m.strides[1])});
+    kb.MaskedStore(b, DType::kInt64, at, kb.Index(idx[d]), nz, {row});
+  }
+  L.Emit(std::move(k));
+  return TensorValue(
+      L.FromBuffer(b, m.dtype, m.sizes, m.strides, m.storage_offset));
+}
+
+// _assert_scalar(cond, message): a host step checks the condition where it
+// stands (a data-dependent u0's range), unless it is a literal. What the
+// ShapeEnv knows is not used to drop it: the assertion itself taught it.
+absl::StatusOr<NodeValue> LowerAssertScalar(Lowerer& L, const Call& c) {
+  ASSIGN_OR_RETURN(std::string message, c.String("assert_msg"));
+  Expr cond;
+  const Bound& b = c.at(0);
+  if (b.arg != nullptr && b.arg->kind == Arg::Kind::kNode) {
+    const NodeValue& v = L.value(b.arg->node);
+    if (v.kind != NodeValue::Kind::kNumber) {
+      return c.Error("argument 0 is not a number");
+    }
+    cond = v.number;
+  } else {
+    ASSIGN_OR_RETURN(int64_t v, c.Int(0));
+    cond = symbolic::Bool(v != 0);
+  }
+  if (cond.kind() == symbolic::ExprKind::kBoolean ||
+      cond.kind() == symbolic::ExprKind::kInteger) {
+    bool holds = cond.kind() == symbolic::ExprKind::kBoolean
+                     ? cond.bool_value()
+                     : cond.int_value() != 0;
+    if (!holds) return c.Error(absl::StrCat("always fails: ", message));
+    return NodeValue();
+  }
+  L.EmitAssert(cond,
+               absl::StrCat("node '", c.node().name(),
+                            "' (aten._assert_scalar.default): ", message));
+  return NodeValue();
+}
+
 // gather(self, dim, index): out[i] = self[i with dim replaced by index[i]].
 absl::StatusOr<NodeValue> LowerGather(Lowerer& L, const Call& c) {
   const TensorMeta& m = OutMeta(L, c);
@@ -3369,6 +3532,8 @@ const absl::flat_hash_map<std::string, LowerFn>& Table() {
     T["aten.mm.default"] = LowerMatmul;
     T["aten.convolution.default"] = LowerConvolution;
     T["aten.masked_scatter.default"] = LowerMaskedScatter;
+    T["aten.nonzero.default"] = LowerNonzero;
+    T["aten._assert_scalar.default"] = LowerAssertScalar;
     T["aten.upsample_nearest2d.default"] = LowerUpsampleNearest;
     T["aten.upsample_nearest2d.vec"] = LowerUpsampleNearest;
     T["aten.sort.default"] = [](Lowerer& L, const Call& c) {
@@ -3414,6 +3579,98 @@ const OpDef* FunctionalTwin(const OpDef& op) {
   return ir::OpRegistry::Global().Find(op.functional);
 }
 
+// x.item() (_local_scalar_dense): a host step binds the result's symbol
+// (u0, or a float zuf0) to x's element once the kernels before it ran.
+absl::StatusOr<NodeValue> Lowerer::LowerItem(const Node& n) {
+  const ir::ValueMeta& meta = Meta(&n);
+  auto error = [&](absl::string_view what) {
+    return absl::UnimplementedError(
+        absl::StrCat("node '", n.name(), "' (", n.target(), "): ", what));
+  };
+  Expr s = meta.sym;
+  if (!s.is_symbol() || s.is_bool()) {
+    return error(absl::StrCat("expected a fresh int or float symbol, got ",
+                              symbolic::ToString(s)));
+  }
+  if (IsBound(s)) {
+    return error(absl::StrCat(symbolic::ToString(s),
+                              " already has a value (checking a second "
+                              "source is not supported)"));
+  }
+  if (n.args().empty() || n.args()[0].kind != Arg::Kind::kNode ||
+      values_.at(n.args()[0].node).kind != NodeValue::Kind::kTensor) {
+    return error("argument 0 is not a tensor");
+  }
+  const Node* x = n.args()[0].node;
+  RETURN_IF_ERROR(RealizeNode(x));
+  const TBox& t = values_.at(x).t;
+  const Node* was = current_;
+  current_ = &n;
+  EmitBind(s, t.buffer,
+           Linear(std::vector<Expr>(t.sizes.size(), symbolic::Int(0)),
+                  t.strides, t.offset));
+  current_ = was;
+  NodeValue v;
+  v.kind = NodeValue::Kind::kNumber;
+  v.number = s;
+  return v;
+}
+
+// x[start:u0] makes a fresh length u1 (ops_views.cc); the host computes it
+// as Python slicing does: a negative bound counts from the end, both are
+// clamped to [0, size], and the length is ceil((end - start) / step), at
+// least 0.
+absl::Status Lowerer::BindSliceLength(const Call& c) {
+  const Node& n = c.node();
+  if (c.op().target != "aten.slice.Tensor" || n.unbacked_bindings().empty()) {
+    return absl::OkStatus();
+  }
+  Node* self = c.NodeAt(0);
+  if (self == nullptr) return c.Error("argument 0 is not a tensor");
+  const TensorMeta& in = TMeta(self);
+  ASSIGN_OR_RETURN(int64_t dim, c.Int(1));
+  if (dim < 0) dim += static_cast<int64_t>(in.sizes.size());
+  if (dim < 0 || dim >= static_cast<int64_t>(in.sizes.size())) {
+    return c.Error("dim out of range");
+  }
+  Expr size = in.sizes[dim];
+  auto clamp = [&](Expr e) {
+    Expr wrapped = symbolic::Ite(symbolic::Lt(e, symbolic::Int(0)),
+                                 symbolic::Add(e, size), e);
+    return symbolic::Min(symbolic::Max(wrapped, symbolic::Int(0)), size);
+  };
+  Expr start = symbolic::Int(0), end = size;
+  if (!c.at(2).is_none()) {
+    ASSIGN_OR_RETURN(Expr e, IntExpr(c, 2));
+    start = clamp(e);
+  }
+  if (!c.at(3).is_none()) {
+    ASSIGN_OR_RETURN(Expr e, IntExpr(c, 3));
+    end = clamp(e);
+  }
+  ASSIGN_OR_RETURN(Expr step, IntExpr(c, 4));
+  ASSIGN_OR_RETURN(Expr len,
+                   symbolic::CeilDiv(symbolic::Sub(end, start), step));
+  len = symbolic::Max(len, symbolic::Int(0));
+  const TensorMeta& out = TMeta(&n);
+  for (const auto& [u, path] : n.unbacked_bindings()) {
+    if (IsBound(u)) continue;
+    if (path != absl::StrCat(".size(", dim, ")") || out.sizes[dim] != u) {
+      return c.Error(absl::StrCat("unexpected data-dependent ",
+                                  symbolic::ToString(u), " at ", path));
+    }
+    for (Expr s : symbolic::FreeSymbols(len)) {
+      if (!IsBound(s)) {
+        return c.Error(absl::StrCat("the length of the slice needs ",
+                                    symbolic::ToString(s),
+                                    ", which has no value here"));
+      }
+    }
+    EmitBind(u, -1, len);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Lowerer::LowerNode(const Node& n) {
   current_ = &n;
   NodeValue v;
@@ -3423,21 +3680,20 @@ absl::Status Lowerer::LowerNode(const Node& n) {
     constants_.push_back(n.target());
     return absl::OkStatus();
   }
+  if (meta.kind == ir::ValueMeta::Kind::kSym && n.kind() == Node::Kind::kCall &&
+      n.target() == "aten._local_scalar_dense.default") {
+    ASSIGN_OR_RETURN(v, LowerItem(n));
+    values_[&n] = v;
+    return absl::OkStatus();
+  }
   if (meta.kind == ir::ValueMeta::Kind::kSym && n.kind() == Node::Kind::kCall) {
     // A symbolic number: its value is its expression over the inputs'
-    // symbols (sym_size, operator.mul, ...).
+    // symbols and those bind steps bound (sym_size, operator.mul, ...).
     for (Expr s : symbolic::FreeSymbols(meta.sym)) {
-      if (!symbol_set_.contains(s)) {
-        bool bound = false;
-        for (Node* p : graph_.Placeholders()) {
-          for (Expr q : Meta(p).Symbols()) bound = bound || q == s;
-        }
-        if (!bound) {
-          return absl::UnimplementedError(
-              absl::StrCat("node '", n.name(), "' (", n.target(),
-                           "): the data-dependent ", symbolic::ToString(s),
-                           " is not supported by the cpu backend yet"));
-        }
+      if (!IsBound(s)) {
+        return absl::UnimplementedError(absl::StrCat(
+            "node '", n.name(), "' (", n.target(), "): the data-dependent ",
+            symbolic::ToString(s), " has no value here in the cpu backend"));
       }
     }
     v.kind = NodeValue::Kind::kNumber;
@@ -3460,6 +3716,7 @@ absl::Status Lowerer::LowerNode(const Node& n) {
         "node '", n.name(), "': '", n.target(), "' has no cpu lowering"));
   }
   Call c(n);
+  RETURN_IF_ERROR(BindSliceLength(c));
   const auto& table = Table();
   auto it = table.find(op->target);
   if (it != table.end()) {
@@ -3505,6 +3762,14 @@ absl::Status Lowerer::LowerNode(const Node& n) {
         "node '", n.name(), "': ", op->target, " has no cpu lowering"));
   }
   values_[&n] = v;
+  for (const auto& [u, path] : n.unbacked_bindings()) {
+    if (!IsBound(u)) {
+      return absl::UnimplementedError(absl::StrCat(
+          "node '", n.name(), "': ", op->target, " makes the data-dependent ",
+          symbolic::ToString(u), " (", path.empty() ? "its value" : path,
+          "), which the cpu backend cannot compute"));
+    }
+  }
   // Values whose storage the program writes later live in memory from the
   // start, so every alias sees the write.
   if (v.kind == NodeValue::Kind::kTensor &&
@@ -3635,9 +3900,9 @@ absl::StatusOr<LoweredGraph> Lowerer::Run() {
   out.constants = constants_;
   out.program = std::move(program_);
   out.base_offsets = base_offsets_;
-  // Only symbols some input binds can be read at run time.
+  // Only symbols some input or bind step binds can be read at run time.
   for (Expr s : out.program.symbols) {
-    bool bound = false;
+    bool bound = bound_.contains(s);
     for (const SymbolSource& src : out.sources)
       bound = bound || src.symbol == s;
     if (!bound) {

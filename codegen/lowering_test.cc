@@ -750,20 +750,81 @@ CHECK:   load in1[x0]
 )"));
 }
 
-// A data-dependent number (item of a tensor: an unbacked u0) is not
-// supported yet; the message names the node, the op and the symbol.
-TEST(LoweringTest, ADataDependentNumberIsUnimplemented) {
-  EXPECT_THAT(LowerText(R"IR(
-def forward(self, x: "i64[]", y: "f32[4]"):
+// x.item() (an unbacked u0) is a host step binding the symbol to x's
+// element where the program stands; kernels after it read u0 like any
+// size. The length of y[:u0] is bound next, as Python slicing computes it.
+TEST(LoweringTest, ItemBindsItsSymbolAndASliceToItItsLength) {
+  EXPECT_OK(LowerAndFileCheck(R"IR(
+def forward(self, x: "i64[]", y: "f32[6]"):
     item = torch.ops.aten._local_scalar_dense.default(x)
-    mul = torch.ops.aten.mul.Tensor(y, item)
+    slice_1 = torch.ops.aten.slice.Tensor(y, 0, 0, item)
+    mul = torch.ops.aten.mul.Tensor(slice_1, item)
     return (mul,)
-)IR")
-                  .status(),
-              StatusIs(absl::StatusCode::kUnimplemented,
-                       "node 'item' (aten._local_scalar_dense.default): the "
-                       "data-dependent u0 is not supported by the cpu backend "
-                       "yet"));
+)IR",
+                              R"(
+CHECK:      symbols u0, u1
+CHECK:      kernel k0 bind u0 = in0[0]
+CHECK-NEXT: kernel k1 bind u1 = Min(6, Max(0, Piecewise((u0 + 6, u0 < 0), (u0, True))))
+CHECK-NEXT: kernel k2 ranges=[u1]
+CHECK:        index u0 : i64
+)"));
+}
+
+// nonzero: a reduction counts the nonzero elements, a host step binds u0 to
+// the count, and one scan kernel stores each nonzero element's coordinates
+// at row (running count - 1) of the column-major [u0, 2] result, masked
+// where the element is zero.
+TEST(LoweringTest, NonzeroCountsBindsAndCompacts) {
+  EXPECT_OK(LowerAndFileCheck(R"IR(
+def forward(self, x: "f32[4, 5]"):
+    nonzero = torch.ops.aten.nonzero.default(x)
+    return (nonzero,)
+)IR",
+                              R"(
+CHECK:      buffer buf2 : i64[
+CHECK:      kernel k0 ranges=[]
+CHECK:        reduce sum
+CHECK:      kernel k1 bind u0 = buf1[0]
+CHECK-NEXT: kernel k2 ranges=[]
+CHECK-NEXT:   section 0 pointwise r0_0 in 4, r0_1 in 5
+CHECK:        [[KEEP:%[0-9]+]] = cast(%0) : b8
+CHECK:        [[RUN:%[0-9]+]] = scan sum
+CHECK:        [[ROW:%[0-9]+]] = where([[KEEP]],
+CHECK:        [[I:%[0-9]+]] = index r0_0 : i64
+CHECK-NEXT:   store buf2[ind0] = [[I]] if [[KEEP]] (ind0=[[ROW]])
+CHECK:        [[J:%[0-9]+]] = index r0_1 : i64
+CHECK-NEXT:   store buf2[ind0 + u0] = [[J]] if [[KEEP]] (ind0=[[ROW]])
+)"));
+}
+
+// A runtime assertion is a host step with its check message, even when the
+// ShapeEnv already assumes it (it learned it from the assertion).
+TEST(LoweringTest, AssertScalarIsAHostCheckUnlessDecided) {
+  ASSERT_OK_AND_ASSIGN(LoweredGraph lowered, LowerText(R"IR(
+def forward(self, x: "i64[]"):
+    item = torch.ops.aten._local_scalar_dense.default(x)
+    le = item <= 3
+    _assert_scalar = torch.ops.aten._assert_scalar.default(le, "u0 <= 3 failed")
+    new_zeros = torch.ops.aten.new_zeros.default(x, [item])
+    return (new_zeros,)
+)IR"));
+  EXPECT_OK(testing::RunFileCheck(PrintProgram(lowered.program), R"(
+CHECK:      kernel k0 bind u0 = in0[0]
+CHECK-NEXT: kernel k1 assert u0 <= 3, check 0
+)"));
+  EXPECT_THAT(lowered.program.checks,
+              ::testing::ElementsAre("node '_assert_scalar' "
+                                     "(aten._assert_scalar.default): u0 <= 3 "
+                                     "failed"));
+  // A literal True checks nothing (a literal False never gets here: shape
+  // propagation refuses it).
+  ASSERT_OK_AND_ASSIGN(LoweredGraph literal, LowerText(R"IR(
+def forward(self, x: "f32[4]"):
+    _assert_scalar = torch.ops.aten._assert_scalar.default(True, "never")
+    return (x,)
+)IR"));
+  EXPECT_TRUE(literal.program.kernels.empty());
+  EXPECT_TRUE(literal.program.checks.empty());
 }
 
 // split (a view op returning several tensors): each piece is a view of x,

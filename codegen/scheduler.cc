@@ -204,6 +204,7 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
     int value;
     bool straight;  // in a section without loops of its own
     int section;
+    bool indirect;  // an indirect or masked store: any element
   };
   absl::flat_hash_map<int, std::vector<Access>> a_stores, a_loads;
   for (size_t i = 0; i < a.ops.size(); ++i) {
@@ -211,10 +212,10 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
     bool straight = a.sections[op.section].vars.empty();
     if (op.kind == ScalarOp::Kind::kStore) {
       a_stores[op.buffer].push_back(
-          {op.index, op.args[0], straight, op.section});
+          {op.index, op.args[0], straight, op.section, IsIndirect(op)});
     } else if (op.kind == ScalarOp::Kind::kLoad) {
-      a_loads[op.buffer].push_back(
-          {op.index, static_cast<int>(i), straight, op.section});
+      a_loads[op.buffer].push_back({op.index, static_cast<int>(i), straight,
+                                    op.section, IsIndirect(op)});
     }
   }
   // Whether b's access `op`, in a section of its own, touches the element
@@ -241,8 +242,12 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
     if (op.kind == ScalarOp::Kind::kLoad) {
       auto it = a_stores.find(op.buffer);
       if (it == a_stores.end()) continue;
-      // An indirect load may read any element: a must be done first.
+      // An indirect load may read any element, an indirect store write
+      // any: a must be done first.
       if (IsIndirect(op)) return std::nullopt;
+      for (const Access& s : it->second) {
+        if (s.indirect) return std::nullopt;
+      }
       // Every store of the buffer must be at this element (an in-place
       // chain stores it several times): the load takes the last value.
       bool forward = true;
@@ -267,6 +272,7 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
         if (it == table->end()) continue;
         if (IsIndirect(op)) return std::nullopt;
         for (const Access& s : it->second) {
+          if (s.indirect) return std::nullopt;
           bool here =
               s.index == op.index && (mode == Mode::kSameSection || s.straight);
           if (!here && !SameElement(op, s)) return std::nullopt;

@@ -352,6 +352,90 @@ def forward(self, x: "f32[2, 3][3, 1]cpu", y: "f32[2, 3][3, 1]cpu"):
 // masked_scatter and upsample_nearest2d compiled, against the interpreter
 // on the same inputs: x = 0..11 as [3, 4], mask true at every third
 // element, source 100, 101, ...
+// A 0-d int64 tensor holding v.
+ir::Value IntScalar(int64_t v) {
+  Tensor t = *Tensor::Empty({}, DType::kInt64);
+  t.data<int64_t>()[0] = v;
+  return ir::Value::OfTensor(t);
+}
+
+// Every element of each output equals the interpreter's (same sizes).
+void ExpectSameOutputs(const ir::Interpretation& got,
+                       const ir::Interpretation& want) {
+  ASSERT_EQ(got.outputs.size(), want.outputs.size());
+  for (size_t k = 0; k < got.outputs.size(); ++k) {
+    const Tensor &a = got.outputs[k].tensor, &b = want.outputs[k].tensor;
+    ASSERT_EQ(a.sizes(), b.sizes()) << "output " << k;
+    std::vector<int64_t> index(a.dim(), 0);
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      for (int64_t d = a.dim(), rest = i; d-- > 0;) {
+        index[d] = rest % a.sizes()[d];
+        rest /= a.sizes()[d];
+      }
+      ASSERT_EQ(a.GetDouble(index), b.GetDouble(index))
+          << "output " << k << " element " << i;
+    }
+  }
+}
+
+// Data-dependent sizes: nonzero's row count and the length of x[:n.item()]
+// are bound by the host function while it runs; no nonzero element (0
+// rows), all of them, a negative end and one past the size included.
+TEST(CpuFunctionTest, DataDependentSizesMatchTheInterpreter) {
+  constexpr char kText[] = R"IR(
+def forward(self, x: "f32[3, 4][4, 1]cpu", n: "i64[][]cpu"):
+    gt = torch.ops.aten.gt.Scalar(x, 0)
+    nonzero = torch.ops.aten.nonzero.default(gt);  gt = None
+    item = torch.ops.aten._local_scalar_dense.default(n);  n = None
+    view = torch.ops.aten.view.default(x, [12]);  x = None
+    slice_1 = torch.ops.aten.slice.Tensor(view, 0, 1, item);  view = None
+    mul = torch.ops.aten.mul.Tensor(slice_1, 2);  slice_1 = None
+    return (nonzero, mul)
+)IR";
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(kText));
+  symbolic::ShapeEnv env;
+  ASSERT_OK(ir::PropagateShapes(*g, env));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f,
+                       CpuFunction::Compile(*g, env));
+  for (double first : {-100.0, -5.0, 1.0}) {
+    for (int64_t n : {int64_t{5}, int64_t{-3}, int64_t{0}, int64_t{20}}) {
+      std::vector<ir::Value> in = {Filled({3, 4}, first), IntScalar(n)};
+      SCOPED_TRACE(::testing::Message() << "first " << first << " n " << n);
+      ASSERT_OK_AND_ASSIGN(ir::Interpretation got, f->Run(in));
+      ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*g, in));
+      ExpectSameOutputs(got, want);
+    }
+  }
+  // By hand: x = -5, -4, ..., 6 has 6 positive elements, the first (1) at
+  // [1, 2]; x[1:5] * 2 is -8, -6, -4, -2.
+  std::vector<ir::Value> in = {Filled({3, 4}, -5), IntScalar(5)};
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, f->Run(in));
+  EXPECT_EQ(got.outputs[0].tensor.sizes(), (std::vector<int64_t>{6, 2}));
+  EXPECT_EQ(got.outputs[0].tensor.GetDouble({0, 0}), 1);
+  EXPECT_EQ(got.outputs[0].tensor.GetDouble({0, 1}), 2);
+  EXPECT_EQ(got.outputs[1].tensor.sizes(), (std::vector<int64_t>{4}));
+  EXPECT_EQ(got.outputs[1].tensor.GetDouble({3}), -2);
+}
+
+// A runtime assertion on a data-dependent value stops the call with its
+// message, naming the node.
+TEST(CpuFunctionTest, AFailedRuntimeAssertionIsAnError) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f, CompileText(R"IR(
+def forward(self, n: "i64[][]cpu"):
+    item = torch.ops.aten._local_scalar_dense.default(n);  n = None
+    le = item <= 3
+    _assert_scalar = torch.ops.aten._assert_scalar.default(le, "u0 <= 3 on node 'le'");  le = None
+    zeros = torch.ops.aten.zeros.default([item], dtype = torch.float32)
+    return (zeros,)
+)IR"));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation ok, f->Run({IntScalar(3)}));
+  EXPECT_EQ(ok.outputs[0].tensor.sizes(), (std::vector<int64_t>{3}));
+  EXPECT_THAT(f->Run({IntScalar(4)}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "node '_assert_scalar' (aten._assert_scalar.default): "
+                       "u0 <= 3 on node 'le'"));
+}
+
 TEST(CpuFunctionTest, MaskedScatterAndNearestUpsampleMatchTheInterpreter) {
   constexpr char kText[] = R"IR(
 def forward(self, x: "f32[3, 4][4, 1]cpu", m: "b8[3, 4][4, 1]cpu", s: "f32[2, 3][3, 1]cpu", y: "f32[1, 2, 3, 4][24, 12, 4, 1]cpu"):
@@ -372,19 +456,7 @@ def forward(self, x: "f32[3, 4][4, 1]cpu", m: "b8[3, 4][4, 1]cpu", s: "f32[2, 3]
   ASSERT_OK_AND_ASSIGN(ir::Interpretation got, f->Run(in));
   ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*g, in));
   ASSERT_EQ(got.outputs.size(), 3u);
-  for (size_t k = 0; k < 3; ++k) {
-    const Tensor &a = got.outputs[k].tensor, &b = want.outputs[k].tensor;
-    ASSERT_EQ(a.sizes(), b.sizes()) << "output " << k;
-    std::vector<int64_t> index(a.dim(), 0);
-    for (int64_t i = 0; i < a.numel(); ++i) {
-      for (int64_t d = a.dim(), rest = i; d-- > 0;) {
-        index[d] = rest % a.sizes()[d];
-        rest /= a.sizes()[d];
-      }
-      ASSERT_EQ(a.GetDouble(index), b.GetDouble(index))
-          << "output " << k << " element " << i;
-    }
-  }
+  ExpectSameOutputs(got, want);
   // By hand: elements 0, 3, 6, 9 take source's 100, 101, 102, 103.
   EXPECT_EQ(got.outputs[0].tensor.GetDouble({0, 0}), 100);
   EXPECT_EQ(got.outputs[0].tensor.GetDouble({0, 3}), 101);

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "codegen/scalar_ops.h"
 #include "runtime/dtype.h"
 #include "status_macros.h"
 #include "symbolic/expr.h"
@@ -425,7 +426,16 @@ absl::StatusOr<WrapperSource> EmitWrapper(
   // A symbol the input checks bound takes that (checked) value; otherwise
   // its first size or scalar source, then a stride (a stride of a dimension
   // with fewer than 2 elements is never checked, so it comes last).
+  // Data-dependent symbols are bound by the program's bind steps.
+  absl::flat_hash_map<Expr, bool> bound_later;
+  for (const Kernel& k : p.kernels) {
+    if (k.kind == Kernel::Kind::kBind) bound_later[k.symbol] = true;
+  }
   for (Expr s : p.symbols) {
+    if (bound_later.contains(s)) {
+      absl::StrAppend(&out, "  ", names[s], " = 0;  // bound below\n");
+      continue;
+    }
     const SymbolSource* src = nullptr;
     for (const SymbolSource& c : g.sources) {
       if (c.symbol != s) continue;
@@ -496,7 +506,26 @@ absl::StatusOr<WrapperSource> EmitWrapper(
     for (int b = 0; b < nb; ++b) {
       if (allocated(b) && p.buffers[b].allocate_before == k) allocate(b);
     }
-    absl::StrAppend(&out, "  ", p.kernels[k].name,
+    const Kernel& kernel = p.kernels[k];
+    if (kernel.kind == Kernel::Kind::kBind) {
+      // x.item(): the element, converted as the symbol's kind says.
+      std::string value = cpp(kernel.value);
+      if (!kernel.extern_buffers.empty()) {
+        int b = kernel.extern_buffers[0];
+        value = absl::StrCat("static_cast<const ", CType(p.buffers[b].dtype),
+                             "*>(B[", b, "])[", value, "]");
+      }
+      absl::StrAppend(&out, "  ", names[kernel.symbol], " = (",
+                      kernel.symbol.is_float() ? "double" : "int64_t", ")(",
+                      value, ");  // ", kernel.name, "\n");
+      continue;
+    }
+    if (kernel.kind == Kernel::Kind::kAssert) {
+      absl::StrAppend(&out, "  if (!(", cpp(kernel.value), ")) return ",
+                      kernel.check + 1, ";  // ", kernel.name, "\n");
+      continue;
+    }
+    absl::StrAppend(&out, "  ", kernel.name,
                     "(B, S, F, rt, &E);\n  if (E != 0) return E;\n");
     for (int b = 0; b < nb; ++b) {
       if (allocated(b) && p.buffers[b].free_after == k) {

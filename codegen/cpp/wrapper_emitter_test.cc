@@ -70,6 +70,31 @@ CHECK-NEXT: return 0;
 )"));
 }
 
+// Data-dependent symbols: bound by the host function between kernels (x.item()
+// reads the element, the slice length is computed from it), checked where a
+// runtime assertion stands, and the buffer whose size needs them allocated
+// after.
+TEST(WrapperEmitterTest, BindStepsAndAssertionsRunBetweenKernels) {
+  ASSERT_OK_AND_ASSIGN(WrapperSource w, Wrap(R"IR(
+def forward(self, n: "i64[]", y: "f32[6]"):
+    item = torch.ops.aten._local_scalar_dense.default(n)
+    le = item <= 3
+    _assert_scalar = torch.ops.aten._assert_scalar.default(le, "u0 <= 3")
+    slice_1 = torch.ops.aten.slice.Tensor(y, 0, 0, item)
+    mul = torch.ops.aten.mul.Tensor(slice_1, 2)
+    return (mul,)
+)IR"));
+  EXPECT_OK(RunFileCheck(w.text, R"(
+CHECK:      S[0] = 0;  // bound below
+CHECK-NEXT: S[1] = 0;  // bound below
+CHECK:      S[0] = (int64_t)(static_cast<const int64_t*>(B[0])[0]);  // k0
+CHECK-NEXT: if (!((S[0] <= 3))) return 1;  // k1
+CHECK-NEXT: S[1] = (int64_t)(std::min<int64_t>({6, std::max<int64_t>({0, ((S[0] < 0) ? (6 + S[0]) : S[0])})}));  // k2
+CHECK-NEXT: H.h[2] = rt->alloc(
+CHECK-NEXT: k3(B, S, F, rt, &E);
+)"));
+}
+
 // The memory plan in the host function: each buffer is allocated just
 // before the kernel that first writes it, takes over a dead buffer's memory
 // where the plan says so, and memory nothing takes is given back after its
