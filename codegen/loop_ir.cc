@@ -27,6 +27,10 @@ const char* ReduceName(ReduceKind kind) {
       return "any";
     case ReduceKind::kAll:
       return "all";
+    case ReduceKind::kWelfordMean:
+      return "welford_mean";
+    case ReduceKind::kWelfordM2:
+      return "welford_m2";
   }
   return "?";
 }
@@ -128,10 +132,12 @@ std::string OpText(const Program& p, const ScalarOp& op) {
     case ScalarOp::Kind::kCast:
       return absl::StrCat("cast(", args, ") : ", type);
     case ScalarOp::Kind::kReduce:
-      return absl::StrCat(
-          "reduce ", ReduceName(op.reduce), "(", args,
-          op.arg_index >= 0 ? absl::StrCat(", index %", op.arg_index) : "",
-          ") : ", type);
+      return absl::StrCat("reduce ", ReduceName(op.reduce), "(", args,
+                          op.arg_index < 0 ? ""
+                          : op.reduce == ReduceKind::kWelfordM2
+                              ? absl::StrCat(", mean %", op.arg_index)
+                              : absl::StrCat(", index %", op.arg_index),
+                          ") : ", type);
   }
   return "?";
 }

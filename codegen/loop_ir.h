@@ -92,6 +92,11 @@ enum class ReduceKind : uint8_t {
   kArgMin,
   kAny,
   kAll,
+  // Welford's mean and M2 (the sum of squared deviations from the mean),
+  // accumulated in one pass: the M2 op's arg_index is the mean op over the
+  // same value, whose accumulator it shares. An empty reduction is NaN.
+  kWelfordMean,
+  kWelfordM2,
 };
 
 // The reduction's name as the IR prints it ("sum", "argmax", ...).
@@ -130,7 +135,8 @@ struct ScalarOp {
   // true (nonzero's compaction); its indirect values come after it.
   bool masked = false;
   ReduceKind reduce = ReduceKind::kSum;
-  // kReduce of kArgMax/kArgMin: the op giving the index being reduced over.
+  // kReduce of kArgMax/kArgMin: the op giving the index being reduced over;
+  // of kWelfordM2: the kWelfordMean op it shares an accumulator with.
   int arg_index = -1;
   int section = 0;
 };

@@ -614,6 +614,63 @@ class Lowerer {
     return t;
   }
 
+  // A reduction kernel's frame: outer loops over the dims of `in` not in
+  // `dims`, a reduction section over those in it, and `in` loaded there
+  // (value `loaded`, at `idx`); section 1 (the epilogue) is current.
+  struct ReductionFrame {
+    Kernel k;
+    std::vector<bool> reduced;
+    std::vector<Expr> idx;
+    Expr count;  // elements per reduction
+  };
+  ReductionFrame NewReduction(const TBox& in,
+                              const std::vector<int64_t>& dims) {
+    ReductionFrame f;
+    int64_t rank = static_cast<int64_t>(in.sizes.size());
+    f.reduced.assign(rank, false);
+    for (int64_t d : dims) f.reduced[d < 0 ? d + rank : d] = true;
+    std::vector<Expr> outer, inner;
+    for (int64_t d = 0; d < rank; ++d) {
+      (f.reduced[d] ? inner : outer).push_back(in.sizes[d]);
+    }
+    f.count = Product(inner);
+    f.k = NewKernel(outer);
+    f.k.sections[0].reduction = true;
+    for (size_t d = 0; d < inner.size(); ++d) {
+      f.k.sections[0].vars.push_back(SectionVar(0, static_cast<int>(d)));
+      f.k.sections[0].ranges.push_back(inner[d]);
+    }
+    UseSymbols(inner);
+    f.k.sections.push_back(Section());
+    int o = 0, r = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      f.idx.push_back(f.reduced[d] ? f.k.sections[0].vars[r++] : f.k.vars[o++]);
+    }
+    return f;
+  }
+  // Stores `value` (an epilogue op of f's kernel) into a new buffer laid
+  // out as `meta` (keepdim or not) and returns it.
+  TBox StoreReduced(ReductionFrame& f, KernelBuilder& kb,
+                    const TensorMeta& meta, int value) {
+    int b = NewBuffer(meta.dtype, StorageNumel(meta.sizes, meta.strides,
+                                               meta.storage_offset));
+    // The output index: the outer vars, 0 at kept reduced dims.
+    std::vector<Expr> out_idx;
+    const size_t rank = f.reduced.size();
+    bool keepdim = meta.sizes.size() == rank;
+    for (size_t d = 0, o = 0; d < rank; ++d) {
+      if (!f.reduced[d]) {
+        out_idx.push_back(f.k.vars[o++]);
+      } else if (keepdim) {
+        out_idx.push_back(symbolic::Int(0));
+      }
+    }
+    kb.Store(b, meta.dtype, Linear(out_idx, meta.strides, meta.storage_offset),
+             value);
+    return FromBuffer(b, meta.dtype, meta.sizes, meta.strides,
+                      meta.storage_offset);
+  }
+
   // A reduction of `in` over `dims` into a new buffer laid out as `meta`
   // (keepdim or not); `post` maps the reduced value (acc dtype) to the
   // stored one.
@@ -622,39 +679,19 @@ class Lowerer {
       const TensorMeta& meta,
       std::function<int(KernelBuilder&, int, Expr)> post,
       std::function<Expr(const std::vector<Expr>&)> arg_of = nullptr) {
-    int64_t rank = static_cast<int64_t>(in.sizes.size());
-    std::vector<bool> reduced(rank, false);
-    for (int64_t d : dims) reduced[d < 0 ? d + rank : d] = true;
-    std::vector<Expr> outer, inner;
-    for (int64_t d = 0; d < rank; ++d) {
-      (reduced[d] ? inner : outer).push_back(in.sizes[d]);
-    }
-    Expr count = Product(inner);
-    Kernel k = NewKernel(outer);
-    k.sections[0].reduction = true;
-    for (size_t d = 0; d < inner.size(); ++d) {
-      k.sections[0].vars.push_back(SectionVar(0, static_cast<int>(d)));
-      k.sections[0].ranges.push_back(inner[d]);
-    }
-    UseSymbols(inner);
-    k.sections.push_back(Section());
-    KernelBuilder kb(&k);
-    std::vector<Expr> idx;
-    int o = 0, r = 0;
-    for (int64_t d = 0; d < rank; ++d) {
-      idx.push_back(reduced[d] ? k.sections[0].vars[r++] : k.vars[o++]);
-    }
-    ASSIGN_OR_RETURN(int v, in.load(kb, idx));
+    ReductionFrame f = NewReduction(in, dims);
+    KernelBuilder kb(&f.k);
+    ASSIGN_OR_RETURN(int v, in.load(kb, f.idx));
     ScalarOp red;
     red.kind = ScalarOp::Kind::kReduce;
     red.reduce = kind;
     if (kind == ReduceKind::kArgMax || kind == ReduceKind::kArgMin) {
       // The flat index over the reduced dims, row-major, unless `arg_of`
       // says which index of the input an element stands for.
-      std::vector<Expr> strides = Contiguous(inner);
+      const Section& sec = f.k.sections[0];
+      std::vector<Expr> strides = Contiguous(sec.ranges);
       red.arg_index = kb.Index(
-          arg_of ? arg_of(idx)
-                 : Linear(k.sections[0].vars, strides, symbolic::Int(0)));
+          arg_of ? arg_of(f.idx) : Linear(sec.vars, strides, symbolic::Int(0)));
       red.dtype = DType::kInt64;
       red.args = {kb.Cast(v, ComputeDType(in.dtype))};
     } else if (kind == ReduceKind::kAny || kind == ReduceKind::kAll) {
@@ -666,25 +703,48 @@ class Lowerer {
     }
     int rv = kb.Add(std::move(red));
     kb.set_section(1);
-    int result = post ? post(kb, rv, count) : rv;
-    int b = NewBuffer(meta.dtype, StorageNumel(meta.sizes, meta.strides,
-                                               meta.storage_offset));
-    // The output index: the outer vars, 0 at kept reduced dims.
-    std::vector<Expr> out_idx;
-    o = 0;
-    bool keepdim = static_cast<int64_t>(meta.sizes.size()) == rank;
-    for (int64_t d = 0; d < rank; ++d) {
-      if (!reduced[d]) {
-        out_idx.push_back(k.vars[o++]);
-      } else if (keepdim) {
-        out_idx.push_back(symbolic::Int(0));
-      }
-    }
-    kb.Store(b, meta.dtype, Linear(out_idx, meta.strides, meta.storage_offset),
-             result);
-    Emit(std::move(k));
-    return FromBuffer(b, meta.dtype, meta.sizes, meta.strides,
-                      meta.storage_offset);
+    int result = post ? post(kb, rv, f.count) : rv;
+    TBox out = StoreReduced(f, kb, meta, result);
+    Emit(std::move(f.k));
+    return out;
+  }
+
+  // var and mean of `in` over `dims` in one Welford reduction (computed in
+  // `acc`): var = M2 / max(count - correction, 0), each stored as its meta
+  // says.
+  absl::StatusOr<std::pair<TBox, TBox>> VarMean(
+      const TBox& in, const std::vector<int64_t>& dims, DType acc,
+      double correction, const TensorMeta& var_meta,
+      const TensorMeta& mean_meta) {
+    ReductionFrame f = NewReduction(in, dims);
+    KernelBuilder kb(&f.k);
+    ASSIGN_OR_RETURN(int v, in.load(kb, f.idx));
+    v = kb.Cast(v, acc);
+    ScalarOp mean;
+    mean.kind = ScalarOp::Kind::kReduce;
+    mean.reduce = ReduceKind::kWelfordMean;
+    mean.dtype = acc;
+    mean.args = {v};
+    int mean_op = kb.Add(std::move(mean));
+    ScalarOp m2;
+    m2.kind = ScalarOp::Kind::kReduce;
+    m2.reduce = ReduceKind::kWelfordM2;
+    m2.dtype = acc;
+    m2.args = {v};
+    m2.arg_index = mean_op;
+    int m2_op = kb.Add(std::move(m2));
+    kb.set_section(1);
+    int count = kb.Cast(kb.Index(f.count), acc);
+    int divisor =
+        kb.Call("maximum",
+                {kb.Call("sub", {count, kb.Constant(correction, acc)}, acc),
+                 kb.Constant(0, acc)},
+                acc);
+    int var = kb.Call("truediv", {m2_op, divisor}, acc);
+    TBox var_box = StoreReduced(f, kb, var_meta, var);
+    TBox mean_box = StoreReduced(f, kb, mean_meta, mean_op);
+    Emit(std::move(f.k));
+    return std::make_pair(var_box, mean_box);
   }
 
   // An extern kernel.
@@ -2851,6 +2911,36 @@ absl::StatusOr<NodeValue> LowerMaskedScatter(Lowerer& L, const Call& c) {
       L.FromBuffer(b, m.dtype, m.sizes, m.strides, m.storage_offset));
 }
 
+// var_mean / var (the correction overloads; decompose turns std and the
+// other var forms into var_mean): one Welford reduction in the computation
+// dtype, var = M2 / max(count - correction, 0).
+absl::StatusOr<NodeValue> LowerVarMean(Lowerer& L, const Call& c) {
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  if (!IsFloatingPoint(x.dtype)) {
+    return c.Error("expects a floating-point input");
+  }
+  const ir::ValueMeta& vm = L.Meta(&c.node());
+  const bool with_mean = vm.kind == ir::ValueMeta::Kind::kTuple;
+  const TensorMeta& var_meta = with_mean ? vm.elements[0].tensor : vm.tensor;
+  const TensorMeta& mean_meta = with_mean ? vm.elements[1].tensor : vm.tensor;
+  int64_t rank = static_cast<int64_t>(x.sizes.size());
+  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> d,
+                   c.IntList(c.Index("dim")));
+  std::vector<int64_t> dims = d.value_or(std::vector<int64_t>());
+  if (dims.empty()) {
+    for (int64_t k = 0; k < rank; ++k) dims.push_back(k);
+  }
+  for (int64_t& k : dims) k = k < 0 ? k + rank : k;
+  ASSIGN_OR_RETURN(std::optional<double> correction,
+                   NumberArg(c, "correction"));
+  ASSIGN_OR_RETURN(auto vm_boxes,
+                   L.VarMean(x, dims, ComputeDType(x.dtype),
+                             correction.value_or(1.0), var_meta, mean_meta));
+  if (!with_mean) return TensorValue(vm_boxes.first);
+  return TupleValue(
+      {TensorValue(vm_boxes.first), TensorValue(vm_boxes.second)});
+}
+
 // nonzero(x): the coordinates of x's nonzero elements in row-major order,
 // an i64 [u0, rank] laid out column-major as PyTorch's CPU kernel writes
 // it. A reduction counts them and a host step binds u0 to the count; then
@@ -3533,6 +3623,8 @@ const absl::flat_hash_map<std::string, LowerFn>& Table() {
     T["aten.convolution.default"] = LowerConvolution;
     T["aten.masked_scatter.default"] = LowerMaskedScatter;
     T["aten.nonzero.default"] = LowerNonzero;
+    T["aten.var_mean.correction"] = LowerVarMean;
+    T["aten.var.correction"] = LowerVarMean;
     T["aten._assert_scalar.default"] = LowerAssertScalar;
     T["aten.upsample_nearest2d.default"] = LowerUpsampleNearest;
     T["aten.upsample_nearest2d.vec"] = LowerUpsampleNearest;

@@ -287,54 +287,34 @@ class Rewriter {
 
 // ---- Shared pieces ----------------------------------------------------------
 
-// The divisor of a variance: max(0, n - correction), as an argument.
-absl::StatusOr<Arg> VarDivisor(Rewriter& r, const Arg& n, double correction) {
-  if (n.kind == Arg::Kind::kInt) {
-    double d = std::max(0.0, static_cast<double>(n.i) - correction);
-    if (correction == std::floor(correction)) {
-      return I(static_cast<int64_t>(d));
-    }
-    return F(d);
-  }
-  if (correction == 0) return n;
-  Arg c = correction == std::floor(correction)
-              ? I(static_cast<int64_t>(correction))
-              : F(correction);
-  ASSIGN_OR_RETURN(Node * sub, r.Binary("operator.sub", n.node, c));
-  ASSIGN_OR_RETURN(Node * clamped, r.Call("torch.sym_max", {A(sub), I(0)}));
-  return A(clamped);
-}
-
 struct Moments {
   Node* var = nullptr;   // reduced as keepdim says
   Node* mean = nullptr;  // always with the reduced dims kept (size 1)
 };
-
-// The variance (with `correction`) and mean of `x` over `dims`, two-pass:
-// mean = sum(x) / n; var = sum((x - mean)^2) / max(0, n - correction).
-absl::StatusOr<Moments> VarMean(Rewriter& r, Node* x,
-                                const std::vector<int64_t>& dims,
-                                double correction, bool keepdim) {
-  ASSIGN_OR_RETURN(Node * sum, r.Call("aten.sum.dim_IntList",
-                                      {A(x), IntList(dims), Arg::Bool(true)}));
-  ASSIGN_OR_RETURN(Arg n, r.Count(x, dims));
-  Moments m;
-  ASSIGN_OR_RETURN(m.mean, r.Binary("aten.div.Tensor", sum, n));
-  ASSIGN_OR_RETURN(Node * diff, r.Binary("aten.sub.Tensor", x, A(m.mean)));
-  ASSIGN_OR_RETURN(Node * sq, r.Binary("aten.mul.Tensor", diff, A(diff)));
-  ASSIGN_OR_RETURN(Node * ss,
-                   r.Call("aten.sum.dim_IntList",
-                          {A(sq), IntList(dims), Arg::Bool(keepdim)}));
-  ASSIGN_OR_RETURN(Arg divisor, VarDivisor(r, n, correction));
-  ASSIGN_OR_RETURN(m.var, r.Binary("aten.div.Tensor", ss, divisor));
-  return m;
-}
 
 // `x` without the (size-1) `dims` unless `keepdim`.
 absl::StatusOr<Node*> Squeeze(Rewriter& r, Node* x,
                               const std::vector<int64_t>& dims, bool keepdim) {
   if (keepdim || dims.empty()) return x;
   return r.Call("aten.squeeze.dims", {A(x), IntList(dims)});
+}
+
+// The variance (with `correction`) and mean of `x` over `dims`: one
+// var_mean (Inductor's choice too: the cpu backend lowers it as one Welford
+// reduction), both kept as [.., 1, ..], the variance then squeezed unless
+// `keepdim`.
+absl::StatusOr<Moments> VarMean(Rewriter& r, Node* x,
+                                const std::vector<int64_t>& dims,
+                                double correction, bool keepdim) {
+  ASSIGN_OR_RETURN(
+      Node * vm,
+      r.Call("aten.var_mean.correction", {A(x), IntList(dims)},
+             {{"correction", F(correction)}, {"keepdim", Arg::Bool(true)}}));
+  Moments m;
+  ASSIGN_OR_RETURN(Node * var, r.Call("getitem", {A(vm), I(0)}));
+  ASSIGN_OR_RETURN(m.mean, r.Call("getitem", {A(vm), I(1)}));
+  ASSIGN_OR_RETURN(m.var, Squeeze(r, var, dims, keepdim));
+  return m;
 }
 
 // `x` with trailing size-1 dims up to `rank` dims (_unsqueeze_to_dim).
@@ -479,8 +459,9 @@ absl::StatusOr<Outputs> Mean(Rewriter& r) {
   return Outputs{out};
 }
 
-// var / std / var_mean (_refs): in the computation dtype, two-pass.
-absl::StatusOr<Outputs> VarFamily(Rewriter& r, bool sqrt, bool with_mean) {
+// var / std (_refs): var_mean in the computation dtype, the variance's
+// square root for std.
+absl::StatusOr<Outputs> VarFamily(Rewriter& r, bool sqrt) {
   Node* x = r.Tensor("self");
   if (!IsTensor(x)) return Outputs{};
   const ir::OpSchema& s = r.node()->op()->schema;
@@ -503,17 +484,11 @@ absl::StatusOr<Outputs> VarFamily(Rewriter& r, bool sqrt, bool with_mean) {
     ASSIGN_OR_RETURN(out, r.Unary("aten.sqrt.default", out));
   }
   ASSIGN_OR_RETURN(out, r.To(out, in));
-  if (!with_mean) return Outputs{out};
-  ASSIGN_OR_RETURN(Node * mean, Squeeze(r, m.mean, *dims, *keepdim));
-  ASSIGN_OR_RETURN(mean, r.To(mean, in));
-  return Outputs{out, mean};
+  return Outputs{out};
 }
 
-absl::StatusOr<Outputs> Var(Rewriter& r) { return VarFamily(r, false, false); }
-absl::StatusOr<Outputs> Std(Rewriter& r) { return VarFamily(r, true, false); }
-absl::StatusOr<Outputs> VarMeanOp(Rewriter& r) {
-  return VarFamily(r, false, true);
-}
+absl::StatusOr<Outputs> Var(Rewriter& r) { return VarFamily(r, false); }
+absl::StatusOr<Outputs> Std(Rewriter& r) { return VarFamily(r, true); }
 
 // native_layer_norm (_refs): normalize over the trailing dims in the
 // computation dtype; mean and rstd keep the normalized dims as size 1.
@@ -1003,7 +978,6 @@ constexpr Decomposition kDecompositions[] = {
     {"aten.std.dim", Std},
     {"aten.var.correction", Var},
     {"aten.var.dim", Var},
-    {"aten.var_mean.correction", VarMeanOp},
 };
 
 // ---- Scatter chains (reference §2.2) ----------------------------------------

@@ -54,7 +54,6 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
                 "aten.std.dim",
                 "aten.var.correction",
                 "aten.var.dim",
-                "aten.var_mean.correction",
             }));
 }
 
@@ -126,9 +125,9 @@ TEST(DecomposeTest, LayerNormRewiresGetitems) {
     return (getitem, getitem_1, getitem_2)
 )IR",
       R"IR(
-CHECK: [[SUM:[a-z_0-9]+]]: "f32[2, 3, 1][3, 1, 1]cpu" = torch.ops.aten.sum.dim_IntList(x, [2], True)
-CHECK: [[MEAN:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.div.Tensor([[SUM]], 4)
-CHECK: [[VAR:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.div.Tensor({{.*}}, 4)
+CHECK: [[VM:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.var_mean.correction(x, [2], correction = 0.0, keepdim = True)
+CHECK: [[VAR:[a-z_0-9]+]]: "f32[2, 3, 1][3, 1, 1]cpu" = [[VM]][0]
+CHECK: [[MEAN:[a-z_0-9]+]]: "f32[2, 3, 1][3, 1, 1]cpu" = [[VM]][1]
 CHECK: [[EPS:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.add.Tensor([[VAR]], 1e-05)
 CHECK: [[RSTD:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.rsqrt.default([[EPS]])
 CHECK: [[W:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.mul.Tensor({{.*}}, w)
@@ -292,8 +291,8 @@ CHECK: torch.ops.aten.add.Tensor([[LOG]], [[SQ]])
 )IR"));
 }
 
-// Symbolic counts are SymInt nodes; the variance divides by
-// max(0, n - correction).
+// Symbolic counts are SymInt nodes for the mean; the variance is one
+// var_mean (the cpu backend's Welford reduction), squeezed unless keepdim.
 TEST(DecomposeTest, MeanAndVarOverSymbolicSizes) {
   EXPECT_OK(RunPassAndFileCheck<Decompose>(R"IR(# lathe: hint s0 4
 def forward(self, x: "f32[s0, 3]"):
@@ -306,28 +305,31 @@ CHECK: [[SUM:[a-z_0-9]+]]: "f32[][]cpu" = torch.ops.aten.sum.dim_IntList(x, [0, 
 CHECK: [[S:[a-z_0-9]+]]: "Sym(s0)" = torch.ops.aten.sym_size.int(x, 0)
 CHECK: [[N:[a-z_0-9]+]]: "Sym(3*s0)" = [[S]] * 3
 CHECK: [[A:[a-z_0-9]+]]: "f32[][]cpu" = torch.ops.aten.div.Tensor([[SUM]], [[N]])
-CHECK: [[S1:[a-z_0-9]+]]: "Sym(s0)" = torch.ops.aten.sym_size.int(x, 0)
-CHECK: [[N1:[a-z_0-9]+]]: "Sym(s0 - 1)" = [[S1]] - 1
-CHECK: [[D:[a-z_0-9]+]]: "Sym(Max(0, s0 - 1))" = torch.sym_max([[N1]], 0)
-CHECK: [[B:[a-z_0-9]+]]: "f32[3][1]cpu" = torch.ops.aten.div.Tensor({{.*}}, [[D]])
+CHECK: [[VM:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.var_mean.correction(x, [0], correction = 1.0, keepdim = True)
+CHECK: [[V:[a-z_0-9]+]]: "f32[1, 3][3, 1]cpu" = [[VM]][0]
+CHECK: [[B:[a-z_0-9]+]]: "f32[3][1]cpu" = torch.ops.aten.squeeze.dims([[V]], [0])
 CHECK: return ([[A]], [[B]])
 )IR"));
 }
 
-TEST(DecomposeTest, VarMeanWithoutKeepdim) {
+// std in float16: var_mean in float32, its variance's square root, back to
+// float16; var_mean itself is left to the backend.
+TEST(DecomposeTest, StdIsTheRootOfVarMeanInTheComputationDtype) {
   EXPECT_OK(
-      RunPassAndFileCheck<Decompose>(R"IR(def forward(self, x: "f32[3, 4]"):
+      RunPassAndFileCheck<Decompose>(R"IR(def forward(self, x: "f16[3, 4]"):
+    s = torch.ops.aten.std.dim(x, [1], False, True)
     vm = torch.ops.aten.var_mean.correction(x, [1], correction = 0)
     getitem = vm[0]
-    getitem_1 = vm[1]
-    return (getitem, getitem_1)
+    return (s, getitem)
 )IR",
                                      R"IR(
-CHECK: [[SUM:[a-z_0-9]+]]: "f32[3, 1][1, 1]cpu" = torch.ops.aten.sum.dim_IntList(x, [1], True)
-CHECK: [[MEAN:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.div.Tensor([[SUM]], 4)
-CHECK: [[VAR:[a-z_0-9]+]]: "f32[3][1]cpu" = torch.ops.aten.div.Tensor({{.*}}, 4)
-CHECK: [[M:[a-z_0-9]+]]: "f32[3][1]cpu" = torch.ops.aten.squeeze.dims([[MEAN]], [1])
-CHECK: return ([[VAR]], [[M]])
+CHECK: [[X:[a-z_0-9]+]]: "f32[3, 4][4, 1]cpu" = torch.ops.prims.convert_element_type.default(x, torch.float32)
+CHECK: [[VM:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.var_mean.correction([[X]], [1], correction = 0.0, keepdim = True)
+CHECK: [[V:[a-z_0-9]+]]: "f32[3, 1][1, 1]cpu" = [[VM]][0]
+CHECK: [[R:[a-z_0-9]+]]: "f32[3, 1][1, 1]cpu" = torch.ops.aten.sqrt.default([[V]])
+CHECK: [[S:[a-z_0-9]+]]: "f16[3, 1][1, 1]cpu" = torch.ops.prims.convert_element_type.default([[R]], torch.float16)
+CHECK: torch.ops.aten.var_mean.correction(x, [1], correction = 0)
+CHECK: return ([[S]],
 )IR"));
 }
 
@@ -691,7 +693,7 @@ TEST(DecomposeDifferentialTest, Reductions) {
     k = torch.ops.aten.mean.dim(x, None)
     return (a, b, c, d, e, f, g, getitem, getitem_1, getitem_2, getitem_3, h, i, j, k)
 )IR"),
-                      "var");
+                      "aten.var.correction");
   }
 }
 
@@ -703,7 +705,7 @@ TEST(DecomposeDifferentialTest, VarianceOfTooFewElements) {
     c = torch.ops.aten.mean.dim(x, [0], dtype = torch.float64)
     return (a, b, c)
 )IR",
-                    "var");
+                    "aten.var.correction");
 }
 
 TEST(DecomposeDifferentialTest, DynamicShapes) {

@@ -38,6 +38,45 @@ CHECK-NOT: int64_t x
 )"));
 }
 
+// A Welford reduction runs its innermost loop in blocks of 256: one simd
+// pass sums the block, a second sums the squared deviations from the
+// block's mean, recomputing the value (the exp), and the block is merged
+// into the double accumulator; an empty row is NaN. The max over the same
+// rows is a section of its own.
+TEST(CppEmitterTest, WelfordRunsInBlocksOfTwoPasses) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f32[4, 1000]"):
+    exp = torch.ops.aten.exp.default(x)
+    vm = torch.ops.aten.var_mean.correction(exp, [1], correction = 1)
+    getitem = vm[0]
+    amax = torch.ops.aten.amax.default(x, [1])
+    add = torch.ops.aten.add.Tensor(getitem, amax)
+    return (add,)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:      lathe_welford<double> [[WF:wf[0-9]+]]{0, 0, 0};
+CHECK-NEXT: for (int32_t blk = 0; blk < 1000; blk += 256) {
+CHECK-NEXT:   const int32_t end = static_cast<int32_t>(std::min<int64_t>(int64_t{blk} + 256, 1000));
+CHECK-NEXT:   double [[BS:bs[0-9]+]] = 0;
+CHECK-NEXT:   #pragma omp simd reduction(+:[[BS]])
+CHECK-NEXT:   for (int32_t r0_0 = blk; r0_0 < end; ++r0_0) {
+CHECK:          lathe_op_exp
+CHECK-NEXT:     [[BS]] += static_cast<double>(
+CHECK-NEXT:   }
+CHECK-NEXT:   const double [[BM:bm[0-9]+]] = [[BS]] / static_cast<double>((end - blk));
+CHECK-NEXT:   double [[BQ:bq[0-9]+]] = 0;
+CHECK-NEXT:   #pragma omp simd reduction(+:[[BQ]])
+CHECK-NEXT:   for (int32_t r0_0 = blk; r0_0 < end; ++r0_0) {
+CHECK:          lathe_op_exp
+CHECK-NEXT:     { const double d = static_cast<double>(v{{[0-9]+}}) - [[BM]]; [[BQ]] += d * d; }
+CHECK-NEXT:   }
+CHECK-NEXT:   [[WF]] = lathe_welford_merge([[WF]], {[[BM]], [[BQ]], static_cast<int64_t>((end - blk))});
+CHECK-NEXT: }
+CHECK:      [[WF]].n > 0 ? static_cast<float>([[WF]].m2) : std::numeric_limits<float>::quiet_NaN();
+CHECK:      reduction(max:
+)"));
+}
+
 // A symbolic size may exceed 2^31 (no bound says otherwise): int64.
 TEST(CppEmitterTest, SymbolicSizesIndexInInt64) {
   ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(

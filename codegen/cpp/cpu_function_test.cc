@@ -7,6 +7,7 @@
 
 #include "codegen/cpp/cpu_function.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -359,9 +360,10 @@ ir::Value IntScalar(int64_t v) {
   return ir::Value::OfTensor(t);
 }
 
-// Every element of each output equals the interpreter's (same sizes).
+// Every element of each output equals the interpreter's (same sizes), or
+// is within tol * (|want| + 1) of it when tol > 0; NaN matches NaN.
 void ExpectSameOutputs(const ir::Interpretation& got,
-                       const ir::Interpretation& want) {
+                       const ir::Interpretation& want, double tol = 0) {
   ASSERT_EQ(got.outputs.size(), want.outputs.size());
   for (size_t k = 0; k < got.outputs.size(); ++k) {
     const Tensor &a = got.outputs[k].tensor, &b = want.outputs[k].tensor;
@@ -372,8 +374,14 @@ void ExpectSameOutputs(const ir::Interpretation& got,
         index[d] = rest % a.sizes()[d];
         rest /= a.sizes()[d];
       }
-      ASSERT_EQ(a.GetDouble(index), b.GetDouble(index))
-          << "output " << k << " element " << i;
+      double u = a.GetDouble(index), w = b.GetDouble(index);
+      if (std::isnan(w) && std::isnan(u)) continue;
+      if (tol == 0 || std::isinf(w)) {
+        ASSERT_EQ(u, w) << "output " << k << " element " << i;
+      } else {
+        ASSERT_NEAR(u, w, tol * (std::fabs(w) + 1))
+            << "output " << k << " element " << i;
+      }
     }
   }
 }
@@ -434,6 +442,57 @@ def forward(self, n: "i64[][]cpu"):
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "node '_assert_scalar' (aten._assert_scalar.default): "
                        "u0 <= 3 on node 'le'"));
+}
+
+// var_mean is one Welford reduction over blocks of 256: rows that end
+// before, at and after a block boundary, f32 and f64, a correction larger
+// than the count (inf) and an empty reduction (NaN) agree with the
+// interpreter; rows offset by 1e4 keep their small variance (a one-pass sum
+// of squares would lose it in float32).
+TEST(CpuFunctionTest, VarMeanIsAWelfordReductionThatMatchesTheInterpreter) {
+  constexpr char kText[] = R"IR(
+def forward(self, x: "f32[4, 1000][1000, 1]cpu", y: "f64[3, 257][257, 1]cpu", z: "f32[2, 0][1, 1]cpu"):
+    vm = torch.ops.aten.var_mean.correction(x, [1], correction = 1)
+    getitem = vm[0]
+    getitem_1 = vm[1];  vm = None
+    vm_1 = torch.ops.aten.var_mean.correction(y, [1], correction = 0, keepdim = True);  y = None
+    getitem_2 = vm_1[0]
+    getitem_3 = vm_1[1];  vm_1 = None
+    var = torch.ops.aten.var.correction(x, [0], correction = 5);  x = None
+    var_1 = torch.ops.aten.var.correction(z, [1], correction = 0);  z = None
+    return (getitem, getitem_1, getitem_2, getitem_3, var, var_1)
+)IR";
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(kText));
+  symbolic::ShapeEnv env;
+  ASSERT_OK(ir::PropagateShapes(*g, env));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f,
+                       CpuFunction::Compile(*g, env));
+  EXPECT_THAT(f->scheduled(), HasSubstr("reduce welford_m2"));
+  // x[r, k] = 1e4 + r + 0.01 k; y[r, k] = (k * 37 % 101) / 7 - r.
+  Tensor x = *Tensor::Empty({4, 1000}, DType::kFloat32);
+  for (int64_t r = 0; r < 4; ++r) {
+    for (int64_t k = 0; k < 1000; ++k) {
+      x.SetDouble({r, k}, 1e4 + static_cast<double>(r) + 0.01 * k);
+    }
+  }
+  Tensor y = *Tensor::Empty({3, 257}, DType::kFloat64);
+  for (int64_t r = 0; r < 3; ++r) {
+    for (int64_t k = 0; k < 257; ++k) {
+      y.SetDouble({r, k}, static_cast<double>(k * 37 % 101) / 7 - r);
+    }
+  }
+  Tensor z = *Tensor::Empty({2, 0}, DType::kFloat32);
+  std::vector<ir::Value> in = {ir::Value::OfTensor(x), ir::Value::OfTensor(y),
+                               ir::Value::OfTensor(z)};
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, f->Run(in));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*g, in));
+  ExpectSameOutputs(got, want, 1e-5);
+  // By hand: 1000 evenly spaced values 0.01 apart have (correction 1)
+  // variance 0.01^2 * 1000 * 1001 / 12 = 8.341667; their mean is the middle.
+  EXPECT_NEAR(got.outputs[0].tensor.GetDouble({2}), 8.341667, 1e-3);
+  EXPECT_NEAR(got.outputs[1].tensor.GetDouble({2}), 1e4 + 2 + 4.995, 1e-2);
+  // The empty reduction is NaN.
+  EXPECT_TRUE(std::isnan(got.outputs[5].tensor.GetDouble({0})));
 }
 
 TEST(CpuFunctionTest, MaskedScatterAndNearestUpsampleMatchTheInterpreter) {

@@ -11,7 +11,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "codegen/cpp/cpu_function.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
@@ -43,19 +45,25 @@ std::optional<std::string> Output(const std::string& command) {
   return out;
 }
 
-TEST(VectorizationTest, TheSwishKernelUsesTheWidestVectorsAndLibmvec) {
+// Why this machine or build cannot check the assembly, or nullopt.
+std::optional<std::string> WhyNotChecked() {
 #if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "kernels built with -fsanitize=address are instrumented "
-                  "and not vectorized; the plain run checks this";
+  return "kernels built with -fsanitize=address are instrumented and not "
+         "vectorized; the plain run checks this";
 #endif
   __builtin_cpu_init();
-  bool avx512 = __builtin_cpu_supports("avx512f");
-  if (!avx512 && !__builtin_cpu_supports("avx2")) {
-    GTEST_SKIP() << "no AVX2 on this machine";
+  if (!__builtin_cpu_supports("avx512f") && !__builtin_cpu_supports("avx2")) {
+    return "no AVX2 on this machine";
   }
   if (std::system("command -v objdump > /dev/null 2>&1") != 0) {
-    GTEST_SKIP() << "no objdump";
+    return "no objdump";
   }
+  return std::nullopt;
+}
+
+TEST(VectorizationTest, TheSwishKernelUsesTheWidestVectorsAndLibmvec) {
+  if (std::optional<std::string> why = WhyNotChecked()) GTEST_SKIP() << *why;
+  const bool avx512 = __builtin_cpu_supports("avx512f");
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(kSwish));
   symbolic::ShapeEnv env;
   ASSERT_OK(ir::PropagateShapes(*g, env));
@@ -75,6 +83,38 @@ TEST(VectorizationTest, TheSwishKernelUsesTheWidestVectorsAndLibmvec) {
       << "no call of libmvec's " << expf;
   // Scalar expf is not called from the vectorized loop body.
   EXPECT_EQ(asm_text->find("<expf@plt>"), std::string::npos);
+}
+
+// A Welford reduction (var_mean over rows) runs its block passes as vector
+// loops: the float values are widened to double in vector registers
+// (vcvtps2pd) and summed there (vaddpd / vfmadd on packed doubles).
+TEST(VectorizationTest, TheWelfordBlockPassesAreVectorLoops) {
+  if (std::optional<std::string> why = WhyNotChecked()) GTEST_SKIP() << *why;
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(R"IR(
+def forward(self, x: "f32[s0, 1024][1024, 1]cpu"):
+    vm = torch.ops.aten.var_mean.correction(x, [1], correction = 0)
+    getitem = vm[0]
+    getitem_1 = vm[1];  vm = None
+    return (getitem, getitem_1)
+)IR"));
+  symbolic::ShapeEnv env;
+  ASSERT_OK(ir::PropagateShapes(*g, env));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f,
+                       CpuFunction::Compile(*g, env));
+  std::optional<std::string> asm_text = Output(
+      absl::StrCat("objdump -d --no-show-raw-insn '", f->library().path, "'"));
+  ASSERT_TRUE(asm_text.has_value());
+  const std::string reg = avx512 ? "%zmm" : "%ymm";
+  bool widened = false, summed = false;
+  for (absl::string_view line : absl::StrSplit(*asm_text, '\n')) {
+    if (!absl::StrContains(line, reg)) continue;
+    widened = widened || absl::StrContains(line, "vcvtps2pd");
+    summed = summed || absl::StrContains(line, "vaddpd") ||
+             absl::StrContains(line, "vfmadd");
+  }
+  EXPECT_TRUE(widened) << "no vcvtps2pd into " << reg;
+  EXPECT_TRUE(summed) << "no packed-double add into " << reg;
 }
 
 }  // namespace
