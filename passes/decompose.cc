@@ -185,6 +185,18 @@ class Rewriter {
     return env_.StaticallyKnownTrue(symbolic::Gt(e, symbolic::Int(0)));
   }
 
+  // An int argument's value: a literal, or a SymInt the env knows.
+  std::optional<int64_t> KnownInt(const Arg& a) const {
+    if (a.kind == Arg::Kind::kInt) return a.i;
+    if (a.kind != Arg::Kind::kNode ||
+        a.node->meta().kind != ir::ValueMeta::Kind::kSym) {
+      return std::nullopt;
+    }
+    Expr e = env_.Simplify(a.node->meta().sym);
+    if (!IsConstant(e)) return std::nullopt;
+    return e.int_value();
+  }
+
   // ---- New nodes.
 
   // A call of `target` before the node being decomposed.
@@ -550,18 +562,21 @@ absl::StatusOr<Outputs> LayerNorm(Rewriter& r) {
 }
 
 // native_group_norm (_refs): the input viewed as [N, group, C / group,
-// HxW], normalized over the last two dims; weight and bias per channel.
+// HxW], normalized over the last two dims; weight and bias per channel. C
+// may be a SymInt whose value the env knows (the op's meta specializes it).
 absl::StatusOr<Outputs> GroupNorm(Rewriter& r) {
   Node* input = r.Tensor("input");
   Node* weight = r.Tensor("weight");
   Node* bias = r.Tensor("bias");
   Arg n = r.Get("N"), hxw = r.Get("HxW"), eps = r.Get("eps");
-  std::optional<int64_t> channels = r.Int("C");
+  Arg channels = r.Get("C");
   std::optional<int64_t> group = r.Int("group");
-  if (!IsTensor(input) || !channels.has_value() || !group.has_value() ||
-      *group <= 0 || *channels % *group != 0 || TM(input).dim() < 2) {
+  if (!IsTensor(input) || !group.has_value() || *group <= 0 ||
+      TM(input).dim() < 2) {
     return Outputs{};
   }
+  std::optional<int64_t> c = r.KnownInt(channels);
+  if (!c.has_value() || *c % *group != 0) return Outputs{};
   const TensorMeta& m = TM(input);
   if (!IsFloatingPoint(m.dtype)) return Outputs{};
   for (const Node* p : {weight, bias}) {
@@ -572,7 +587,7 @@ absl::StatusOr<Outputs> GroupNorm(Rewriter& r) {
   ASSIGN_OR_RETURN(
       Node * grouped,
       r.Call("aten.view.default",
-             {A(x), Arg::List({n, I(*group), I(*channels / *group), hxw})}));
+             {A(x), Arg::List({n, I(*group), I(*c / *group), hxw})}));
   ASSIGN_OR_RETURN(Moments mo, VarMean(r, grouped, {2, 3}, 0, true));
   ASSIGN_OR_RETURN(Node * var_eps, r.Binary("aten.add.Tensor", mo.var, eps));
   ASSIGN_OR_RETURN(Node * rstd, r.Unary("aten.rsqrt.default", var_eps));

@@ -331,6 +331,29 @@ CHECK: return ([[VAR]], [[M]])
 )IR"));
 }
 
+// A SymInt channel count (sym_size) is read through the env, which the
+// op's meta made specialize it: the grouped view has C / group channels.
+TEST(DecomposeTest, GroupNormOfSymIntChannels) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(R"IR(# lathe: hint s0 2
+# lathe: hint s1 6
+# lathe: hint s2 4
+def forward(self, x: "f32[s0, s1, s2]", w: "f32[s1]"):
+    n = torch.ops.aten.sym_size.int(x, 0)
+    c = torch.ops.aten.sym_size.int(x, 1)
+    hw = torch.ops.aten.sym_size.int(x, 2)
+    gn = torch.ops.aten.native_group_norm.default(x, w, None, n, c, hw, 3, 1e-05)
+    getitem = gn[0]
+    getitem_1 = gn[1]
+    return (getitem, getitem_1)
+)IR",
+                                           R"IR(
+CHECK: [[V:[a-z_0-9]+]]: "f32[s0, 3, 2, s2]{{.*}} = torch.ops.aten.view.default(x, [n, 3, 2, hw])
+CHECK: torch.ops.aten.sum.dim_IntList([[V]], [2, 3], True)
+CHECK-NOT: native_group_norm
+CHECK: return
+)IR"));
+}
+
 // Inductor's functional scatter form: the inner scatter feeds the outer one
 // alone; its other user reads the view of the outer result.
 TEST(DecomposeTest, ScatterChainReadsAViewOfTheOuterScatter) {
