@@ -980,6 +980,93 @@ absl::StatusOr<Outputs> ClampTensor(Rewriter& r) {
   return Outputs{x};
 }
 
+// upsample_bilinear2d (_upsample_linear): for each spatial dim, the source
+// coordinate of every output index (clamped at 0), its floor x and x + 1
+// (clamped to the last input index), and the fraction between them; the
+// four corners are read with _unsafe_index and blended along W, then H.
+// Static spatial sizes only (the scale is a number); the result is
+// contiguous, so a channels-last op is left alone.
+absl::StatusOr<Outputs> UpsampleBilinear2d(Rewriter& r) {
+  Node* input = r.Tensor("self");
+  Arg out_size = r.Get("output_size");
+  std::optional<bool> align_corners = r.Bool("align_corners");
+  if (!IsTensor(input) || TM(input).dim() != 4 ||
+      out_size.kind != Arg::Kind::kList || out_size.list.size() != 2 ||
+      !align_corners.has_value() || !TM(r.node()).IsContiguous()) {
+    return Outputs{};
+  }
+  const TensorMeta& m = TM(input);
+  if (!IsFloatingPoint(m.dtype)) return Outputs{};
+  DType compute = OpMath(m.dtype);
+  struct Axis {
+    Node* frac;  // the source coordinate minus its floor, in [0, 1]
+    Node* lo;    // floor, int64
+    Node* hi;    // min(floor + 1, in - 1)
+  };
+  std::vector<Axis> axes;
+  for (int k = 0; k < 2; ++k) {
+    Expr in_e = m.sizes[2 + k];
+    const Arg& o = out_size.list[k];
+    if (!IsConstant(in_e) || o.kind != Arg::Kind::kInt) return Outputs{};
+    int64_t in = in_e.int_value(), out = o.i;
+    std::optional<double> given = r.Number(k == 0 ? "scales_h" : "scales_w");
+    double scale;
+    if (*align_corners) {
+      scale = out > 1 ? static_cast<double>(in - 1) / (out - 1) : 0.0;
+    } else {
+      scale = given.has_value() && *given > 0
+                  ? 1.0 / *given
+                  : static_cast<double>(in) / static_cast<double>(out);
+    }
+    ASSIGN_OR_RETURN(Node * i, r.Call("aten.arange.default", {I(out)},
+                                      {{"dtype", Arg::OfDType(DType::kInt64)},
+                                       {"layout", Arg::Layout("strided")},
+                                       {"device", Arg::OfDevice(m.device)},
+                                       {"pin_memory", Arg::Bool(false)}}));
+    ASSIGN_OR_RETURN(Node * src, r.To(i, compute));
+    if (*align_corners) {
+      ASSIGN_OR_RETURN(src, r.Binary("aten.mul.Tensor", src, F(scale)));
+    } else {
+      ASSIGN_OR_RETURN(src, r.Binary("aten.add.Tensor", src, F(0.5)));
+      ASSIGN_OR_RETURN(src, r.Binary("aten.mul.Tensor", src, F(scale)));
+      ASSIGN_OR_RETURN(src, r.Binary("aten.sub.Tensor", src, F(0.5)));
+    }
+    ASSIGN_OR_RETURN(src, r.Binary("aten.clamp_min.default", src, F(0.0)));
+    if (k == 0) {  // H: [out, 1], to broadcast against W
+      ASSIGN_OR_RETURN(src, r.Binary("aten.unsqueeze.default", src, I(1)));
+    }
+    Axis a;
+    ASSIGN_OR_RETURN(a.lo, r.To(src, DType::kInt64));
+    ASSIGN_OR_RETURN(Node * up, r.Binary("aten.add.Tensor", a.lo, I(1)));
+    ASSIGN_OR_RETURN(a.hi, r.Binary("aten.clamp_max.default", up, I(in - 1)));
+    ASSIGN_OR_RETURN(Node * diff, r.Binary("aten.sub.Tensor", src, A(a.lo)));
+    ASSIGN_OR_RETURN(a.frac,
+                     r.Call("aten.clamp.default", {A(diff), F(0.0), F(1.0)}));
+    axes.push_back(a);
+  }
+  ASSIGN_OR_RETURN(Node * x, r.To(input, compute));
+  auto corner = [&](Node* h, Node* w) {
+    return r.Call("aten._unsafe_index.Tensor",
+                  {A(x), Arg::List({Arg::None(), Arg::None(), A(h), A(w)})});
+  };
+  // x1 + (x2 - x1) * alpha
+  auto blend = [&](Node* a, Node* b, Node* alpha) -> absl::StatusOr<Node*> {
+    ASSIGN_OR_RETURN(Node * d, r.Binary("aten.sub.Tensor", b, A(a)));
+    ASSIGN_OR_RETURN(Node * s, r.Binary("aten.mul.Tensor", d, A(alpha)));
+    return r.Binary("aten.add.Tensor", a, A(s));
+  };
+  ASSIGN_OR_RETURN(Node * v00, corner(axes[0].lo, axes[1].lo));
+  ASSIGN_OR_RETURN(Node * v01, corner(axes[0].lo, axes[1].hi));
+  ASSIGN_OR_RETURN(Node * v10, corner(axes[0].hi, axes[1].lo));
+  ASSIGN_OR_RETURN(Node * v11, corner(axes[0].hi, axes[1].hi));
+  ASSIGN_OR_RETURN(Node * top, blend(v00, v01, axes[1].frac));
+  ASSIGN_OR_RETURN(Node * bottom, blend(v10, v11, axes[1].frac));
+  ASSIGN_OR_RETURN(Node * out, blend(top, bottom, axes[0].frac));
+  ASSIGN_OR_RETURN(out, r.Contiguous(out));
+  ASSIGN_OR_RETURN(out, r.To(out, m.dtype));
+  return Outputs{out};
+}
+
 // ---- The table --------------------------------------------------------------
 
 using DecomposeFn = absl::StatusOr<Outputs> (*)(Rewriter&);
@@ -1016,6 +1103,7 @@ constexpr Decomposition kDecompositions[] = {
     {"aten.std.correction", Std},
     {"aten.std.default", Std},
     {"aten.std.dim", Std},
+    {"aten.upsample_bilinear2d.default", UpsampleBilinear2d},
     {"aten.var.correction", Var},
     {"aten.var.dim", Var},
     {"aten.var_mean.correction", VarMeanOp},

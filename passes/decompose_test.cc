@@ -52,6 +52,7 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
                 "aten.std.correction",
                 "aten.std.default",
                 "aten.std.dim",
+                "aten.upsample_bilinear2d.default",
                 "aten.var.correction",
                 "aten.var.dim",
                 "aten.var_mean.correction",
@@ -354,6 +355,32 @@ CHECK: return
 )IR"));
 }
 
+// Each axis: source coordinates from an arange, their floor and the next
+// index (clamped), the fraction; four corners blended along W, then H.
+TEST(DecomposeTest, UpsampleBilinear2d) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, x: "f32[1, 2, 3, 4]"):
+    up = torch.ops.aten.upsample_bilinear2d.default(x, [5, 7], False)
+    return (up,)
+)IR",
+      R"IR(
+CHECK: torch.ops.aten.arange.default(5, dtype = torch.int64
+CHECK: [[H:[a-z_0-9]+]]: "f32[5, 1][1, 1]cpu" = torch.ops.aten.unsqueeze.default({{.*}}, 1)
+CHECK: [[H0:[a-z_0-9]+]]: "i64[5, 1][1, 1]cpu" = torch.ops.prims.convert_element_type.default([[H]], torch.int64)
+CHECK: [[H1:[a-z_0-9]+]]: "i64[5, 1][1, 1]cpu" = torch.ops.aten.clamp_max.default({{.*}}, 2)
+CHECK: torch.ops.aten.arange.default(7, dtype = torch.int64
+CHECK: [[W0:[a-z_0-9]+]]: "i64[7][1]cpu" = torch.ops.prims.convert_element_type.default({{.*}}, torch.int64)
+CHECK: [[W1:[a-z_0-9]+]]: "i64[7][1]cpu" = torch.ops.aten.clamp_max.default({{.*}}, 3)
+CHECK: [[FW:[a-z_0-9]+]]: "f32[7][1]cpu" = torch.ops.aten.clamp.default
+CHECK: "f32[1, 2, 5, 7][70, 35, 7, 1]cpu" = torch.ops.aten._unsafe_index.Tensor(x, [None, None, [[H0]], [[W0]]])
+CHECK: torch.ops.aten._unsafe_index.Tensor(x, [None, None, [[H0]], [[W1]]])
+CHECK: torch.ops.aten._unsafe_index.Tensor(x, [None, None, [[H1]], [[W0]]])
+CHECK: torch.ops.aten._unsafe_index.Tensor(x, [None, None, [[H1]], [[W1]]])
+CHECK-NOT: upsample_bilinear2d
+CHECK: return
+)IR"));
+}
+
 // Inductor's functional scatter form: the inner scatter feeds the outer one
 // alone; its other user reads the view of the outer result.
 TEST(DecomposeTest, ScatterChainReadsAViewOfTheOuterScatter) {
@@ -614,6 +641,20 @@ TEST(DecomposeDifferentialTest, GroupNorm) {
     return (getitem, getitem_1, getitem_2, getitem_3)
 )IR"),
                       "group_norm");
+  }
+}
+
+TEST(DecomposeDifferentialTest, UpsampleBilinear2d) {
+  for (const char* dtype : {"f32", "f64", "f16"}) {
+    ExpectSameResults(absl::StrCat(R"IR(def forward(self, x: ")IR", dtype,
+                                   R"IR([2, 3, 4, 5]"):
+    a = torch.ops.aten.upsample_bilinear2d.default(x, [7, 3], False)
+    b = torch.ops.aten.upsample_bilinear2d.default(x, [8, 11], True)
+    c = torch.ops.aten.upsample_bilinear2d.default(x, [1, 1], True)
+    d = torch.ops.aten.upsample_bilinear2d.default(x, [6, 9], False, 1.5, 2.0)
+    return (a, b, c, d)
+)IR"),
+                      "upsample_bilinear2d");
   }
 }
 
