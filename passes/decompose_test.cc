@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
 #include "ir/graph_text.h"
@@ -40,6 +41,7 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
                 "aten.clamp_max.default",
                 "aten.clamp_min.default",
                 "aten.gelu.default",
+                "aten.grid_sampler_2d.default",
                 "aten.lerp.Scalar",
                 "aten.lerp.Tensor",
                 "aten.logsumexp.default",
@@ -381,6 +383,31 @@ CHECK: return
 )IR"));
 }
 
+// Bilinear with zeros padding: unnormalized coordinates, four corners read
+// with aten.index.Tensor at [n, c, y, x], masked outside, weighted.
+TEST(DecomposeTest, GridSampler2dBilinear) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, x: "f32[1, 2, 4, 5]", g: "f32[1, 3, 3, 2]"):
+    gs = torch.ops.aten.grid_sampler_2d.default(x, g, 0, 0, False)
+    return (gs,)
+)IR",
+      R"IR(
+CHECK: [[GX:[a-z_0-9]+]]: "f32[1, 3, 3]{{.*}} = torch.ops.aten.select.int(g, 3, 0)
+CHECK: [[A:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.add.Tensor([[GX]], 1)
+CHECK: [[B:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.mul.Tensor([[A]], 5)
+CHECK: [[C:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.mul.Tensor([[B]], 0.5)
+CHECK: [[IX:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.sub.Tensor([[C]], 0.5)
+CHECK: torch.ops.aten.select.int(g, 3, 1)
+CHECK: torch.ops.aten.floor.default([[IX]])
+CHECK: [[IN:[a-z_0-9]+]]: "b8[1, 1, 3, 3]{{.*}} = torch.ops.aten.unsqueeze.default
+CHECK: [[V:[a-z_0-9]+]]: "f32[1, 2, 3, 3][18, 9, 3, 1]cpu" = torch.ops.aten.index.Tensor(x, [{{.*}}])
+CHECK: torch.ops.aten.where.ScalarOther([[IN]], [[V]], 0.0)
+CHECK-COUNT-3: torch.ops.aten.index.Tensor(x
+CHECK-NOT: grid_sampler_2d
+CHECK: return
+)IR"));
+}
+
 // Inductor's functional scatter form: the inner scatter feeds the outer one
 // alone; its other user reads the view of the outer result.
 TEST(DecomposeTest, ScatterChainReadsAViewOfTheOuterScatter) {
@@ -656,6 +683,38 @@ TEST(DecomposeDifferentialTest, UpsampleBilinear2d) {
 )IR"),
                       "upsample_bilinear2d");
   }
+}
+
+TEST(DecomposeDifferentialTest, GridSampler2d) {
+  for (const char* dtype : {"f32", "f64"}) {
+    std::string body;
+    int k = 0;
+    std::vector<std::string> outs;
+    for (int mode : {0, 1}) {
+      for (int padding : {0, 1, 2}) {
+        for (const char* align : {"False", "True"}) {
+          std::string name = absl::StrCat("gs", k++);
+          absl::StrAppend(&body, "    ", name,
+                          " = torch.ops.aten.grid_sampler_2d.default(x, g, ",
+                          mode, ", ", padding, ", ", align, ")\n");
+          outs.push_back(name);
+        }
+      }
+    }
+    ExpectSameResults(
+        absl::StrCat("def forward(self, x: \"", dtype, "[2, 3, 4, 5]\", g: \"",
+                     dtype, "[2, 6, 7, 2]\"):\n", body, "    return (",
+                     absl::StrJoin(outs, ", "), ")\n"),
+        "grid_sampler_2d");
+  }
+  // A one-pixel-wide input reflects onto its only column.
+  ExpectSameResults(
+      R"IR(def forward(self, x: "f32[1, 2, 3, 1]", g: "f32[1, 4, 4, 2]"):
+    a = torch.ops.aten.grid_sampler_2d.default(x, g, 0, 2, True)
+    b = torch.ops.aten.grid_sampler_2d.default(x, g, 1, 2, False)
+    return (a, b)
+)IR",
+      "grid_sampler_2d");
 }
 
 TEST(DecomposeDifferentialTest, BatchNorm) {
