@@ -1240,6 +1240,82 @@ absl::StatusOr<Outputs> GridSampler2d(Rewriter& r) {
   return Outputs{out};
 }
 
+// `a` op `b` for sizes (ints or SymInt nodes): operator.add / mul /
+// floordiv, folded when both are ints.
+absl::StatusOr<Arg> SizeOp(Rewriter& r, const char* op, const Arg& a,
+                           const Arg& b) {
+  absl::string_view name(op);
+  if (a.kind == Arg::Kind::kInt && b.kind == Arg::Kind::kInt) {
+    if (name == "operator.add") return I(a.i + b.i);
+    if (name == "operator.mul") return I(a.i * b.i);
+    if (name == "operator.floordiv") return I(a.i / b.i);  // both >= 0
+  }
+  Node* lhs = a.node;
+  Arg rhs = b;
+  if (a.kind == Arg::Kind::kInt) {
+    if (name == "operator.floordiv") return absl::InternalError("int // sym");
+    lhs = b.node;  // add and mul commute
+    rhs = a;
+  }
+  ASSIGN_OR_RETURN(Node * n, r.Binary(op, lhs, rhs));
+  return A(n);
+}
+
+// _pdist_forward: the p-norm distances of the rows i < j, row-major. The
+// flat indices i * n + j of those pairs come from the strict upper
+// triangle's mask: its running count places each pair (the others go to a
+// spare last slot), scattered into [n (n - 1) / 2 + 1] and sliced; the
+// rows are gathered with index_select and reduced by linalg_vector_norm.
+absl::StatusOr<Outputs> Pdist(Rewriter& r) {
+  Node* self = r.Tensor("self");
+  std::optional<double> p = r.Number("p");
+  if (!IsTensor(self) || !p.has_value() || *p < 0 || TM(self).dim() != 2 ||
+      !IsFloatingPoint(TM(self).dtype)) {
+    return Outputs{};
+  }
+  const Device& device = TM(self).device;
+  ASSIGN_OR_RETURN(Arg n, r.Size(self, 0));
+  ASSIGN_OR_RETURN(Arg n1, SizePlus(r, n, -1));
+  ASSIGN_OR_RETURN(Arg nn, SizeOp(r, "operator.mul", n, n));
+  ASSIGN_OR_RETURN(Arg twice, SizeOp(r, "operator.mul", n, n1));
+  ASSIGN_OR_RETURN(Arg pairs, SizeOp(r, "operator.floordiv", twice, I(2)));
+  ASSIGN_OR_RETURN(Arg slots, SizePlus(r, pairs, 1));
+  ASSIGN_OR_RETURN(Node * rows, Iota(r, n, device));
+  ASSIGN_OR_RETURN(Node * cols, Iota(r, n, device));
+  ASSIGN_OR_RETURN(rows, r.Binary("aten.unsqueeze.default", rows, I(1)));
+  ASSIGN_OR_RETURN(Node * upper, r.Binary("aten.gt.Tensor", cols, A(rows)));
+  ASSIGN_OR_RETURN(upper,
+                   r.Call("aten.view.default", {A(upper), IntList({-1})}));
+  ASSIGN_OR_RETURN(Node * count,
+                   r.Call("aten.cumsum.default", {A(upper), I(0)},
+                          {{"dtype", Arg::OfDType(DType::kInt64)}}));
+  ASSIGN_OR_RETURN(Node * slot, r.Binary("aten.sub.Tensor", count, I(1)));
+  ASSIGN_OR_RETURN(
+      slot, r.Call("aten.where.ScalarOther", {A(upper), A(slot), pairs}));
+  ASSIGN_OR_RETURN(Node * flat, Iota(r, nn, device));
+  ASSIGN_OR_RETURN(Node * base,
+                   r.Call("aten.zeros.default", {Arg::List({slots})},
+                          {{"dtype", Arg::OfDType(DType::kInt64)},
+                           {"layout", Arg::Layout("strided")},
+                           {"device", Arg::OfDevice(device)},
+                           {"pin_memory", Arg::Bool(false)}}));
+  ASSIGN_OR_RETURN(Node * placed, r.Call("aten.scatter.src",
+                                         {A(base), I(0), A(slot), A(flat)}));
+  ASSIGN_OR_RETURN(Node * pair,
+                   r.Call("aten.slice.Tensor", {A(placed), I(0), I(0), pairs}));
+  ASSIGN_OR_RETURN(Node * i, r.Binary("aten.floor_divide.Scalar", pair, n));
+  ASSIGN_OR_RETURN(Node * j, r.Binary("aten.remainder.Scalar", pair, n));
+  ASSIGN_OR_RETURN(Node * xi,
+                   r.Call("aten.index_select.default", {A(self), I(0), A(i)}));
+  ASSIGN_OR_RETURN(Node * xj,
+                   r.Call("aten.index_select.default", {A(self), I(0), A(j)}));
+  ASSIGN_OR_RETURN(Node * diff, r.Binary("aten.sub.Tensor", xi, A(xj)));
+  ASSIGN_OR_RETURN(Node * out,
+                   r.Call("aten.linalg_vector_norm.default",
+                          {A(diff), F(*p), IntList({1}), Arg::Bool(false)}));
+  return Outputs{out};
+}
+
 // ---- The table --------------------------------------------------------------
 
 using DecomposeFn = absl::StatusOr<Outputs> (*)(Rewriter&);
@@ -1256,6 +1332,7 @@ constexpr Decomposition kDecompositions[] = {
     {"aten._native_batch_norm_legit.no_stats", BatchNormNoStats},
     {"aten._native_batch_norm_legit_functional.default", BatchNormFunctional},
     {"aten._native_batch_norm_legit_no_training.default", BatchNormNoTraining},
+    {"aten._pdist_forward.default", Pdist},
     {"aten._softmax.default", Softmax},
     {"aten.addcdiv.default", Addcdiv},
     {"aten.addcmul.default", Addcmul},

@@ -33,6 +33,7 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
                 "aten._native_batch_norm_legit.no_stats",
                 "aten._native_batch_norm_legit_functional.default",
                 "aten._native_batch_norm_legit_no_training.default",
+                "aten._pdist_forward.default",
                 "aten._softmax.default",
                 "aten.addcdiv.default",
                 "aten.addcmul.default",
@@ -408,6 +409,29 @@ CHECK: return
 )IR"));
 }
 
+// The pairs i < j come from the strict upper triangle's running count,
+// scattered into n (n - 1) / 2 + 1 slots; the rows are gathered and
+// reduced by linalg_vector_norm.
+TEST(DecomposeTest, PdistOfSymbolicRows) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(R"IR(# lathe: hint s0 4
+def forward(self, x: "f32[s0, 3]"):
+    d = torch.ops.aten._pdist_forward.default(x, 1.0)
+    return (d,)
+)IR",
+                                           R"IR(
+CHECK: [[UP:[a-z_0-9]+]]: "b8[s0, s0]{{.*}} = torch.ops.aten.gt.Tensor
+CHECK: [[CS:[a-z_0-9]+]]: "i64[s0**2]{{.*}} = torch.ops.aten.cumsum.default({{.*}}, 0, dtype = torch.int64)
+CHECK: [[SLOT:[a-z_0-9]+]]: "i64[s0**2]{{.*}} = torch.ops.aten.where.ScalarOther
+CHECK: [[Z:[a-z_0-9]+]]: "i64[(s0*(s0 - 1)//2) + 1]{{.*}} = torch.ops.aten.zeros.default
+CHECK: [[SC:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.scatter.src([[Z]], 0, [[SLOT]], {{.*}})
+CHECK: [[PAIR:[a-z_0-9]+]]: "i64[(s0*(s0 - 1)//2)]{{.*}} = torch.ops.aten.slice.Tensor([[SC]], 0, 0,
+CHECK: torch.ops.aten.index_select.default(x, 0,
+CHECK: torch.ops.aten.index_select.default(x, 0,
+CHECK: [[OUT:[a-z_0-9]+]]: "f32[(s0*(s0 - 1)//2)]{{.*}} = torch.ops.aten.linalg_vector_norm.default({{.*}}, 1.0, [1], False)
+CHECK: return ([[OUT]],)
+)IR"));
+}
+
 // Inductor's functional scatter form: the inner scatter feeds the outer one
 // alone; its other user reads the view of the outer result.
 TEST(DecomposeTest, ScatterChainReadsAViewOfTheOuterScatter) {
@@ -715,6 +739,28 @@ TEST(DecomposeDifferentialTest, GridSampler2d) {
     return (a, b)
 )IR",
       "grid_sampler_2d");
+}
+
+TEST(DecomposeDifferentialTest, Pdist) {
+  for (const char* dtype : {"f32", "f64"}) {
+    ExpectSameResults(absl::StrCat(R"IR(def forward(self, x: ")IR", dtype,
+                                   R"IR([6, 4]"):
+    a = torch.ops.aten._pdist_forward.default(x)
+    b = torch.ops.aten._pdist_forward.default(x, 1.0)
+    c = torch.ops.aten._pdist_forward.default(x, 0.0)
+    d = torch.ops.aten._pdist_forward.default(x, 3.5)
+    e = torch.ops.aten._pdist_forward.default(x, inf)
+    return (a, b, c, d, e)
+)IR"),
+                      "_pdist_forward");
+  }
+  ExpectSameResults(R"IR(# lathe: hint s0 5
+def forward(self, x: "f32[s0, 3]", y: "f32[1, 3]"):
+    a = torch.ops.aten._pdist_forward.default(x)
+    b = torch.ops.aten._pdist_forward.default(y)
+    return (a, b)
+)IR",
+                    "_pdist_forward");
 }
 
 TEST(DecomposeDifferentialTest, BatchNorm) {
