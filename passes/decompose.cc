@@ -1316,6 +1316,170 @@ absl::StatusOr<Outputs> Pdist(Rewriter& r) {
   return Outputs{out};
 }
 
+// A new tensor of `sizes` filled with `value`.
+absl::StatusOr<Node*> Full(Rewriter& r, std::vector<Arg> sizes, Arg value,
+                           DType dtype, const Device& device) {
+  return r.Call("aten.full.default", {Arg::List(std::move(sizes)), value},
+                {{"dtype", Arg::OfDType(dtype)},
+                 {"layout", Arg::Layout("strided")},
+                 {"device", Arg::OfDevice(device)},
+                 {"pin_memory", Arg::Bool(false)}});
+}
+
+// _embedding_bag_forward_only (sum, mean, max): each index's bag is the
+// running count of the bag starts offsets[1:B] at or before it (index_add
+// of ones, then cumsum), as PyTorch's offset2bag; an index past the last
+// bag (include_last_offset) or equal to padding_idx goes to a spare bag B.
+// The rows are gathered with index_select (times per_sample_weights) and
+// reduced per bag: index_add for sum and mean (divided by the bag's
+// count, at least 1), scatter_reduce amax for max, whose max_indices are
+// the first index reaching the maximum (scatter_reduce amin of positions).
+// offset2bag, bag_size and max_indices have the shapes and values of
+// lathe's kernel.
+absl::StatusOr<Outputs> EmbeddingBag(Rewriter& r) {
+  Node* weight = r.Tensor("weight");
+  Node* indices = r.Tensor("indices");
+  Node* offsets = r.Tensor("offsets");
+  Node* psw = r.Tensor("per_sample_weights");
+  std::optional<int64_t> mode = r.Int("mode");
+  std::optional<bool> last = r.Bool("include_last_offset");
+  std::optional<int64_t> padding_idx = r.Int("padding_idx");
+  if (!IsTensor(weight) || !IsTensor(indices) || !IsTensor(offsets) ||
+      !mode.has_value() || *mode < 0 || *mode > 2 || !last.has_value() ||
+      !padding_idx.has_value() || TM(weight).dim() != 2 ||
+      TM(indices).dim() != 1 || TM(offsets).dim() != 1 ||
+      (psw != nullptr && *mode != 0) || !IsFloatingPoint(TM(weight).dtype)) {
+    return Outputs{};
+  }
+  const ir::ValueMeta& meta = r.node()->meta();
+  const Device& device = TM(weight).device;
+  DType compute = OpMath(TM(weight).dtype);
+  constexpr DType kLong = DType::kInt64;
+  ASSIGN_OR_RETURN(Arg n, r.Size(indices, 0));
+  ASSIGN_OR_RETURN(Arg dim, r.Size(weight, 1));
+  ASSIGN_OR_RETURN(Arg offsets_len, r.Size(offsets, 0));
+  ASSIGN_OR_RETURN(Arg bags, SizePlus(r, offsets_len, *last ? -1 : 0));
+  ASSIGN_OR_RETURN(Arg bags1, SizePlus(r, bags, 1));
+  ASSIGN_OR_RETURN(Arg n1, SizePlus(r, n, 1));
+  ASSIGN_OR_RETURN(Node * ix, r.To(indices, kLong));
+  ASSIGN_OR_RETURN(Node * off, r.To(offsets, kLong));
+  // offset2bag: ones at offsets[1:B], summed up to each position.
+  ASSIGN_OR_RETURN(Node * starts,
+                   r.Call("aten.slice.Tensor", {A(off), I(0), I(1), bags}));
+  ASSIGN_OR_RETURN(Node * marks, Full(r, {n1}, I(0), kLong, device));
+  ASSIGN_OR_RETURN(Node * ones, r.Unary("aten.ones_like.default", starts));
+  ASSIGN_OR_RETURN(marks, r.Call("aten.index_add.default",
+                                 {A(marks), I(0), A(starts), A(ones)}));
+  ASSIGN_OR_RETURN(Node * bag, r.Call("aten.cumsum.default", {A(marks), I(0)}));
+  ASSIGN_OR_RETURN(bag, r.Call("aten.slice.Tensor", {A(bag), I(0), I(0), n}));
+  // Which indices count: before the end of the last bag, not padding.
+  ASSIGN_OR_RETURN(Node * pos, Iota(r, n, device));
+  Node* valid = nullptr;
+  if (*last) {
+    ASSIGN_OR_RETURN(Node * end,
+                     r.Call("aten.select.int", {A(off), I(0), I(-1)}));
+    ASSIGN_OR_RETURN(valid, r.Binary("aten.lt.Tensor", pos, A(end)));
+  }
+  if (*padding_idx >= 0) {
+    ASSIGN_OR_RETURN(Node * real,
+                     r.Binary("aten.ne.Scalar", ix, I(*padding_idx)));
+    if (valid == nullptr) {
+      valid = real;
+    } else {
+      ASSIGN_OR_RETURN(valid,
+                       r.Binary("aten.logical_and.default", valid, A(real)));
+    }
+  }
+  Node* target = bag;  // the bag each row reduces into (B: none)
+  if (valid != nullptr) {
+    ASSIGN_OR_RETURN(
+        target, r.Call("aten.where.ScalarOther", {A(valid), A(bag), bags}));
+  }
+  ASSIGN_OR_RETURN(Node * w, r.To(weight, compute));
+  ASSIGN_OR_RETURN(Node * rows,
+                   r.Call("aten.index_select.default", {A(w), I(0), A(ix)}));
+  Node* out;
+  Node* counts = nullptr;  // [B] int64, for mean and max
+  Node* max_indices = nullptr;
+  if (*mode != 0) {
+    ASSIGN_OR_RETURN(Node * zero, Full(r, {bags1}, I(0), kLong, device));
+    ASSIGN_OR_RETURN(Node * one, Full(r, {n}, I(1), kLong, device));
+    ASSIGN_OR_RETURN(counts, r.Call("aten.index_add.default",
+                                    {A(zero), I(0), A(target), A(one)}));
+    ASSIGN_OR_RETURN(
+        counts, r.Call("aten.slice.Tensor", {A(counts), I(0), I(0), bags}));
+  }
+  if (*mode == 2) {
+    ASSIGN_OR_RETURN(Node * t,
+                     r.Binary("aten.unsqueeze.default", target, I(1)));
+    ASSIGN_OR_RETURN(
+        t, r.Call("aten.expand.default", {A(t), Arg::List({n, dim})}));
+    ASSIGN_OR_RETURN(Node * base, Full(r, {bags1, dim}, I(0), compute, device));
+    ASSIGN_OR_RETURN(Node * amax,
+                     r.Call("aten.scatter_reduce.two",
+                            {A(base), I(0), A(t), A(rows), Arg::String("amax")},
+                            {{"include_self", Arg::Bool(false)}}));
+    // The first position whose row reaches its bag's maximum.
+    ASSIGN_OR_RETURN(Node * reached,
+                     r.Call("aten.gather.default", {A(amax), I(0), A(t)}));
+    ASSIGN_OR_RETURN(reached, r.Binary("aten.eq.Tensor", rows, A(reached)));
+    ASSIGN_OR_RETURN(Node * p, r.Binary("aten.unsqueeze.default", pos, I(1)));
+    ASSIGN_OR_RETURN(p,
+                     r.Call("aten.where.ScalarOther", {A(reached), A(p), n}));
+    ASSIGN_OR_RETURN(Node * never, Full(r, {bags1, dim}, n, kLong, device));
+    ASSIGN_OR_RETURN(Node * first,
+                     r.Call("aten.scatter_reduce.two",
+                            {A(never), I(0), A(t), A(p), Arg::String("amin")},
+                            {{"include_self", Arg::Bool(false)}}));
+    ASSIGN_OR_RETURN(first,
+                     r.Call("aten.slice.Tensor", {A(first), I(0), I(0), bags}));
+    // indices[first], 0 for an empty bag (first == n).
+    ASSIGN_OR_RETURN(Node * zero, Full(r, {I(1)}, I(0), kLong, device));
+    ASSIGN_OR_RETURN(Node * padded,
+                     r.Call("aten.cat.default", {Arg::List({A(ix), A(zero)})}));
+    ASSIGN_OR_RETURN(Node * flat,
+                     r.Call("aten.view.default", {A(first), IntList({-1})}));
+    ASSIGN_OR_RETURN(max_indices, r.Call("aten.index_select.default",
+                                         {A(padded), I(0), A(flat)}));
+    ASSIGN_OR_RETURN(
+        max_indices,
+        r.Call("aten.view.default", {A(max_indices), Arg::List({bags, dim})}));
+    ASSIGN_OR_RETURN(out,
+                     r.Call("aten.slice.Tensor", {A(amax), I(0), I(0), bags}));
+  } else {
+    if (psw != nullptr) {
+      ASSIGN_OR_RETURN(Node * s, r.To(psw, compute));
+      ASSIGN_OR_RETURN(s, r.Binary("aten.unsqueeze.default", s, I(1)));
+      ASSIGN_OR_RETURN(rows, r.Binary("aten.mul.Tensor", rows, A(s)));
+    }
+    ASSIGN_OR_RETURN(Node * base, Full(r, {bags1, dim}, I(0), compute, device));
+    ASSIGN_OR_RETURN(out, r.Call("aten.index_add.default",
+                                 {A(base), I(0), A(target), A(rows)}));
+    ASSIGN_OR_RETURN(out,
+                     r.Call("aten.slice.Tensor", {A(out), I(0), I(0), bags}));
+    if (*mode == 1) {
+      ASSIGN_OR_RETURN(Node * c,
+                       r.Binary("aten.clamp_min.default", counts, I(1)));
+      ASSIGN_OR_RETURN(c, r.Binary("aten.unsqueeze.default", c, I(1)));
+      ASSIGN_OR_RETURN(out, r.Binary("aten.div.Tensor", out, A(c)));
+    }
+  }
+  ASSIGN_OR_RETURN(out, r.To(out, TM(weight).dtype));
+  // offset2bag: empty on the sum fast path (the op's meta says which).
+  Node* offset2bag = bag;
+  if (meta.elements[1].tensor.sizes[0].is_constant(0)) {
+    ASSIGN_OR_RETURN(offset2bag, Full(r, {I(0)}, I(0), kLong, device));
+  }
+  Node* bag_size = counts;
+  if (bag_size == nullptr) {
+    ASSIGN_OR_RETURN(bag_size, Full(r, {bags}, I(0), kLong, device));
+  }
+  if (max_indices == nullptr) {  // bag_size's values, in its own storage
+    ASSIGN_OR_RETURN(max_indices, r.Unary("aten.clone.default", bag_size));
+  }
+  return Outputs{out, offset2bag, bag_size, max_indices};
+}
+
 // ---- The table --------------------------------------------------------------
 
 using DecomposeFn = absl::StatusOr<Outputs> (*)(Rewriter&);
@@ -1327,6 +1491,7 @@ struct Decomposition {
 
 // Every op the pass decomposes, and how.
 constexpr Decomposition kDecompositions[] = {
+    {"aten._embedding_bag_forward_only.default", EmbeddingBag},
     {"aten._log_softmax.default", LogSoftmax},
     {"aten._native_batch_norm_legit.default", BatchNormLegit},
     {"aten._native_batch_norm_legit.no_stats", BatchNormNoStats},

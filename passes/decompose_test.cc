@@ -28,6 +28,7 @@ namespace {
 TEST(DecomposeTest, TargetsAreListedOnce) {
   EXPECT_EQ(DecomposedTargets(),
             (std::vector<std::string>{
+                "aten._embedding_bag_forward_only.default",
                 "aten._log_softmax.default",
                 "aten._native_batch_norm_legit.default",
                 "aten._native_batch_norm_legit.no_stats",
@@ -432,6 +433,35 @@ CHECK: return ([[OUT]],)
 )IR"));
 }
 
+// Each index's bag: ones at offsets[1:], index_add-ed and cumsum-ed; the
+// rows are index_add-ed per bag (sum) or scatter_reduce-d (max).
+TEST(DecomposeTest, EmbeddingBagSumAndMax) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, w: "f32[10, 4]", i: "i64[6]", o: "i64[2]"):
+    eb = torch.ops.aten._embedding_bag_forward_only.default(w, i, o, False, 0, False, None)
+    getitem = eb[0]
+    eb2 = torch.ops.aten._embedding_bag_forward_only.default(w, i, o, False, 2, False, None)
+    getitem_1 = eb2[0]
+    getitem_2 = eb2[3]
+    return (getitem, getitem_1, getitem_2)
+)IR",
+      R"IR(
+CHECK: [[STARTS:[a-z_0-9]+]]: "i64[1]{{.*}} = torch.ops.aten.slice.Tensor(o, 0, 1, 2)
+CHECK: [[MARKS:[a-z_0-9]+]]: "i64[7]{{.*}} = torch.ops.aten.index_add.default({{.*}}, 0, [[STARTS]],
+CHECK: [[CS:[a-z_0-9]+]]: "i64[7]{{.*}} = torch.ops.aten.cumsum.default([[MARKS]], 0)
+CHECK: [[BAG:[a-z_0-9]+]]: "i64[6]{{.*}} = torch.ops.aten.slice.Tensor([[CS]], 0, 0, 6)
+CHECK: [[ROWS:[a-z_0-9]+]]: "f32[6, 4]{{.*}} = torch.ops.aten.index_select.default(w, 0, i)
+CHECK: [[SUM:[a-z_0-9]+]]: "f32[3, 4]{{.*}} = torch.ops.aten.index_add.default({{.*}}, 0, [[BAG]], [[ROWS]])
+CHECK: [[OUT:[a-z_0-9]+]]: "f32[2, 4]{{.*}} = torch.ops.aten.slice.Tensor([[SUM]], 0, 0, 2)
+CHECK: [[AMAX:[a-z_0-9]+]]: "f32[3, 4]{{.*}} = torch.ops.aten.scatter_reduce.two({{.*}}, 0, {{.*}}, {{.*}}, 'amax', include_self = False)
+CHECK: torch.ops.aten.scatter_reduce.two({{.*}}, 'amin', include_self = False)
+CHECK: [[MI:[a-z_0-9]+]]: "i64[2, 4]{{.*}} = torch.ops.aten.view.default
+CHECK: [[MAX:[a-z_0-9]+]]: "f32[2, 4]{{.*}} = torch.ops.aten.slice.Tensor([[AMAX]], 0, 0, 2)
+CHECK-NOT: _embedding_bag
+CHECK: return ([[OUT]], [[MAX]], [[MI]])
+)IR"));
+}
+
 // Inductor's functional scatter form: the inner scatter feeds the outer one
 // alone; its other user reads the view of the outer result.
 TEST(DecomposeTest, ScatterChainReadsAViewOfTheOuterScatter) {
@@ -761,6 +791,49 @@ def forward(self, x: "f32[s0, 3]", y: "f32[1, 3]"):
     return (a, b)
 )IR",
                     "_pdist_forward");
+}
+
+// Valid indices (remainder 10) and offsets with empty bags: [0, 0, 3, 3,
+// 6] (floor(arange / 2) * 3), or [0, 2, 4, 6] (arange(0, 8, 2)).
+TEST(DecomposeDifferentialTest, EmbeddingBag) {
+  for (const char* dtype : {"f32", "f64", "f16"}) {
+    std::string text =
+        absl::StrCat(R"IR(def forward(self, w: ")IR", dtype,
+                     R"IR([10, 3]", r: "i64[9]", s: ")IR", dtype, R"IR([9]"):
+    i = torch.ops.aten.remainder.Scalar(r, 10)
+    a = torch.ops.aten.arange.default(5, dtype = torch.int64)
+    h = torch.ops.aten.floor_divide.Scalar(a, 2)
+    o = torch.ops.aten.mul.Tensor(h, 3)
+    o2 = torch.ops.aten.arange.start_step(0, 8, 2, dtype = torch.int64)
+)IR");
+    std::vector<std::string> outs;
+    int k = 0;
+    for (const char* offsets : {"o", "o2"}) {
+      for (int mode : {0, 1, 2}) {
+        // include_last_offset, padding_idx.
+        for (const char* tail : {"", ", False, 4", ", True", ", True, 4"}) {
+          std::string name = absl::StrCat("eb", k++);
+          absl::StrAppend(
+              &text, "    ", name,
+              " = torch.ops.aten._embedding_bag_forward_only.default(w, i, ",
+              offsets, ", False, ", mode, ", False, None", tail, ")\n");
+          for (int item = 0; item < 4; ++item) {
+            absl::StrAppend(&text, "    ", name, "_", item, " = ", name, "[",
+                            item, "]\n");
+            outs.push_back(absl::StrCat(name, "_", item));
+          }
+        }
+      }
+    }
+    // per_sample_weights (sum only).
+    absl::StrAppend(
+        &text,
+        "    p = torch.ops.aten._embedding_bag_forward_only.default("
+        "w, i, o, False, 0, False, s, True)\n    p_0 = p[0]\n");
+    outs.push_back("p_0");
+    absl::StrAppend(&text, "    return (", absl::StrJoin(outs, ", "), ")\n");
+    ExpectSameResults(text, "_embedding_bag");
+  }
 }
 
 TEST(DecomposeDifferentialTest, BatchNorm) {
