@@ -1480,6 +1480,102 @@ absl::StatusOr<Outputs> EmbeddingBag(Rewriter& r) {
   return Outputs{out, offset2bag, bag_size, max_indices};
 }
 
+// _scaled_dot_product_flash_attention_for_cpu (dropout_p = 0): the math
+// path, with the scale applied to the scores as the CPU kernel does.
+// scores = bmm(q, k^T) * scale (default 1 / sqrt(E)), -inf above the
+// diagonal when causal (top-left aligned), plus attn_mask; a softmax over
+// the keys by amax, exp and sum, whose log-sum-exp is the second result
+// ([B, H, L] laid out as [B, L, H], as the kernel writes it); then
+// bmm(p, v). All in the computation dtype (float32 for 16-bit floats).
+absl::StatusOr<Outputs> FlashAttentionCpu(Rewriter& r) {
+  Node* query = r.Tensor("query");
+  Node* key = r.Tensor("key");
+  Node* value = r.Tensor("value");
+  Node* mask = r.Tensor("attn_mask");
+  std::optional<double> dropout = r.Number("dropout_p");
+  std::optional<bool> causal = r.Bool("is_causal");
+  Arg scale_arg = r.Get("scale");
+  if (!IsTensor(query) || !IsTensor(key) || !IsTensor(value) ||
+      !dropout.has_value() || *dropout != 0 || !causal.has_value() ||
+      (scale_arg.kind != Arg::Kind::kNone && !IsNumber(scale_arg)) ||
+      TM(query).dim() != 4 || TM(key).dim() != 4 || TM(value).dim() != 4 ||
+      !IsFloatingPoint(TM(query).dtype)) {
+    return Outputs{};
+  }
+  const TensorMeta& qm = TM(query);
+  DType compute = OpMath(qm.dtype);
+  ASSIGN_OR_RETURN(Arg b, r.Size(query, 0));
+  ASSIGN_OR_RETURN(Arg h, r.Size(query, 1));
+  ASSIGN_OR_RETURN(Arg l, r.Size(query, 2));
+  ASSIGN_OR_RETURN(Arg e, r.Size(query, 3));
+  // The scale: a number, or rsqrt of a 0-d tensor holding a symbolic E.
+  Arg scale;
+  if (scale_arg.kind != Arg::Kind::kNone) {
+    scale = F(NumberOf(scale_arg));
+  } else if (e.kind == Arg::Kind::kInt) {
+    scale = F(1.0 / std::sqrt(static_cast<double>(e.i)));
+  } else {
+    ASSIGN_OR_RETURN(Node * t, r.ScalarTensor(e, DType::kFloat64, qm.device));
+    ASSIGN_OR_RETURN(t, r.Unary("aten.rsqrt.default", t));
+    scale = A(t);
+  }
+  ASSIGN_OR_RETURN(Arg s, r.Size(key, 2));
+  ASSIGN_OR_RETURN(Arg bh, SizeOp(r, "operator.mul", b, h));
+  // [B, H, T, E] as [B * H, T, E] in the computation dtype.
+  auto batched = [&](Node* t, const Arg& len) -> absl::StatusOr<Node*> {
+    ASSIGN_OR_RETURN(t, r.To(t, compute));
+    ASSIGN_OR_RETURN(t, r.Contiguous(t));
+    return r.Call("aten.view.default", {A(t), Arg::List({bh, len, e})});
+  };
+  ASSIGN_OR_RETURN(Node * q, batched(query, l));
+  ASSIGN_OR_RETURN(Node * k, batched(key, s));
+  ASSIGN_OR_RETURN(Node * v, batched(value, s));
+  ASSIGN_OR_RETURN(Node * kt, r.Call("aten.transpose.int", {A(k), I(1), I(2)}));
+  ASSIGN_OR_RETURN(Node * scores, r.Binary("aten.bmm.default", q, A(kt)));
+  ASSIGN_OR_RETURN(scores, r.Binary("aten.mul.Tensor", scores, scale));
+  ASSIGN_OR_RETURN(scores, r.Call("aten.view.default",
+                                  {A(scores), Arg::List({b, h, l, s})}));
+  if (*causal) {
+    ASSIGN_OR_RETURN(Node * rows, Iota(r, l, qm.device));
+    ASSIGN_OR_RETURN(rows, r.Binary("aten.unsqueeze.default", rows, I(1)));
+    ASSIGN_OR_RETURN(Node * cols, Iota(r, s, qm.device));
+    ASSIGN_OR_RETURN(Node * above, r.Binary("aten.gt.Tensor", cols, A(rows)));
+    ASSIGN_OR_RETURN(scores,
+                     r.Call("aten.masked_fill.Scalar",
+                            {A(scores), A(above),
+                             F(-std::numeric_limits<double>::infinity())}));
+  }
+  if (mask != nullptr) {
+    ASSIGN_OR_RETURN(Node * m, r.To(mask, compute));
+    ASSIGN_OR_RETURN(scores, r.Binary("aten.add.Tensor", scores, A(m)));
+  }
+  ASSIGN_OR_RETURN(
+      Node * max,
+      r.Call("aten.amax.default", {A(scores), IntList({-1}), Arg::Bool(true)}));
+  ASSIGN_OR_RETURN(Node * shifted, r.Binary("aten.sub.Tensor", scores, A(max)));
+  ASSIGN_OR_RETURN(Node * exp, r.Unary("aten.exp.default", shifted));
+  ASSIGN_OR_RETURN(
+      Node * sum,
+      r.Call("aten.sum.dim_IntList", {A(exp), IntList({-1}), Arg::Bool(true)}));
+  ASSIGN_OR_RETURN(Node * p, r.Binary("aten.div.Tensor", exp, A(sum)));
+  ASSIGN_OR_RETURN(p,
+                   r.Call("aten.view.default", {A(p), Arg::List({bh, l, s})}));
+  ASSIGN_OR_RETURN(Node * out, r.Binary("aten.bmm.default", p, A(v)));
+  ASSIGN_OR_RETURN(
+      out, r.Call("aten.view.default", {A(out), Arg::List({b, h, l, e})}));
+  ASSIGN_OR_RETURN(out, r.To(out, qm.dtype));
+  // logsumexp = max + log(sum), [B, H, L] with [B, L, H]'s layout.
+  ASSIGN_OR_RETURN(Node * lse, r.Unary("aten.log.default", sum));
+  ASSIGN_OR_RETURN(lse, r.Binary("aten.add.Tensor", lse, A(max)));
+  ASSIGN_OR_RETURN(lse, r.Call("aten.squeeze.dims", {A(lse), IntList({3})}));
+  ASSIGN_OR_RETURN(
+      lse, r.Call("aten.permute.default", {A(lse), IntList({0, 2, 1})}));
+  ASSIGN_OR_RETURN(lse, r.Contiguous(lse));
+  ASSIGN_OR_RETURN(
+      lse, r.Call("aten.permute.default", {A(lse), IntList({0, 2, 1})}));
+  return Outputs{out, lse};
+}
+
 // ---- The table --------------------------------------------------------------
 
 using DecomposeFn = absl::StatusOr<Outputs> (*)(Rewriter&);
@@ -1498,6 +1594,8 @@ constexpr Decomposition kDecompositions[] = {
     {"aten._native_batch_norm_legit_functional.default", BatchNormFunctional},
     {"aten._native_batch_norm_legit_no_training.default", BatchNormNoTraining},
     {"aten._pdist_forward.default", Pdist},
+    {"aten._scaled_dot_product_flash_attention_for_cpu.default",
+     FlashAttentionCpu},
     {"aten._softmax.default", Softmax},
     {"aten.addcdiv.default", Addcdiv},
     {"aten.addcmul.default", Addcmul},

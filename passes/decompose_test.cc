@@ -35,6 +35,7 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
                 "aten._native_batch_norm_legit_functional.default",
                 "aten._native_batch_norm_legit_no_training.default",
                 "aten._pdist_forward.default",
+                "aten._scaled_dot_product_flash_attention_for_cpu.default",
                 "aten._softmax.default",
                 "aten.addcdiv.default",
                 "aten.addcmul.default",
@@ -462,6 +463,35 @@ CHECK: return ([[OUT]], [[MAX]], [[MI]])
 )IR"));
 }
 
+// bmm(q, k^T) scaled after, the causal mask as masked_fill, a softmax by
+// amax / exp / sum, bmm with v; the log-sum-exp is laid out as [B, L, H].
+TEST(DecomposeTest, FlashAttentionCpuCausal) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, q: "f32[1, 2, 4, 8]", k: "f32[1, 2, 4, 8]", v: "f32[1, 2, 4, 8]"):
+    a = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, True)
+    getitem = a[0]
+    getitem_1 = a[1]
+    return (getitem, getitem_1)
+)IR",
+      R"IR(
+CHECK: [[Q:[a-z_0-9]+]]: "f32[2, 4, 8]{{.*}} = torch.ops.aten.view.default(q, [2, 4, 8])
+CHECK: [[K:[a-z_0-9]+]]: "f32[2, 4, 8]{{.*}} = torch.ops.aten.view.default(k, [2, 4, 8])
+CHECK: [[KT:[a-z_0-9]+]]: "f32[2, 8, 4]{{.*}} = torch.ops.aten.transpose.int([[K]], 1, 2)
+CHECK: [[S:[a-z_0-9]+]]: "f32[2, 4, 4]{{.*}} = torch.ops.aten.bmm.default([[Q]], [[KT]])
+CHECK: torch.ops.aten.mul.Tensor([[S]], 0.35355339059327373)
+CHECK: [[ABOVE:[a-z_0-9]+]]: "b8[4, 4]{{.*}} = torch.ops.aten.gt.Tensor
+CHECK: [[M:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.masked_fill.Scalar({{.*}}, [[ABOVE]], -inf)
+CHECK: [[MAX:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.amax.default([[M]], [-1], True)
+CHECK: [[SUM:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.sum.dim_IntList
+CHECK: torch.ops.aten.bmm.default
+CHECK: [[OUT:[a-z_0-9]+]]: "f32[1, 2, 4, 8][64, 32, 8, 1]cpu" = torch.ops.aten.view.default
+CHECK: torch.ops.aten.log.default([[SUM]])
+CHECK: [[LSE:[a-z_0-9]+]]: "f32[1, 2, 4][8, 1, 2]cpu" = torch.ops.aten.permute.default({{.*}}, [0, 2, 1])
+CHECK-NOT: flash_attention
+CHECK: return ([[OUT]], [[LSE]])
+)IR"));
+}
+
 // Inductor's functional scatter form: the inner scatter feeds the outer one
 // alone; its other user reads the view of the outer result.
 TEST(DecomposeTest, ScatterChainReadsAViewOfTheOuterScatter) {
@@ -834,6 +864,37 @@ TEST(DecomposeDifferentialTest, EmbeddingBag) {
     absl::StrAppend(&text, "    return (", absl::StrJoin(outs, ", "), ")\n");
     ExpectSameResults(text, "_embedding_bag");
   }
+}
+
+TEST(DecomposeDifferentialTest, FlashAttentionCpu) {
+  for (const char* dtype : {"f32", "f64", "f16"}) {
+    ExpectSameResults(
+        absl::StrCat(R"IR(def forward(self, q: ")IR", dtype,
+                     R"IR([2, 3, 5, 4]", k: ")IR", dtype,
+                     R"IR([2, 3, 7, 4]", v: ")IR", dtype,
+                     R"IR([2, 3, 7, 4]", m: ")IR", dtype, R"IR([5, 7]"):
+    t = torch.ops.aten.transpose.int(q, 1, 2)
+    c = torch.ops.aten.clone.default(t)
+    u = torch.ops.aten.transpose.int(c, 1, 2)
+    a = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, True)
+    a_0 = a[0]
+    a_1 = a[1]
+    b = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(u, k, v, attn_mask = m, scale = 0.25)
+    b_0 = b[0]
+    b_1 = b[1]
+    return (a_0, a_1, b_0, b_1)
+)IR"),
+        "flash_attention");
+  }
+  ExpectSameResults(R"IR(# lathe: hint s0 6
+# lathe: hint s1 3
+def forward(self, q: "f32[1, 2, s0, s1]", k: "f32[1, 2, s0, s1]", v: "f32[1, 2, s0, s1]"):
+    a = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, True)
+    a_0 = a[0]
+    a_1 = a[1]
+    return (a_0, a_1)
+)IR",
+                    "flash_attention");
 }
 
 TEST(DecomposeDifferentialTest, BatchNorm) {
