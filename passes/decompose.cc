@@ -185,6 +185,18 @@ class Rewriter {
     return env_.StaticallyKnownTrue(symbolic::Gt(e, symbolic::Int(0)));
   }
 
+  // An int argument's value: a literal, or a SymInt the env knows.
+  std::optional<int64_t> KnownInt(const Arg& a) const {
+    if (a.kind == Arg::Kind::kInt) return a.i;
+    if (a.kind != Arg::Kind::kNode ||
+        a.node->meta().kind != ir::ValueMeta::Kind::kSym) {
+      return std::nullopt;
+    }
+    Expr e = env_.Simplify(a.node->meta().sym);
+    if (!IsConstant(e)) return std::nullopt;
+    return e.int_value();
+  }
+
   // ---- New nodes.
 
   // A call of `target` before the node being decomposed.
@@ -525,18 +537,21 @@ absl::StatusOr<Outputs> LayerNorm(Rewriter& r) {
 }
 
 // native_group_norm (_refs): the input viewed as [N, group, C / group,
-// HxW], normalized over the last two dims; weight and bias per channel.
+// HxW], normalized over the last two dims; weight and bias per channel. C
+// may be a SymInt whose value the env knows (the op's meta specializes it).
 absl::StatusOr<Outputs> GroupNorm(Rewriter& r) {
   Node* input = r.Tensor("input");
   Node* weight = r.Tensor("weight");
   Node* bias = r.Tensor("bias");
   Arg n = r.Get("N"), hxw = r.Get("HxW"), eps = r.Get("eps");
-  std::optional<int64_t> channels = r.Int("C");
+  Arg channels = r.Get("C");
   std::optional<int64_t> group = r.Int("group");
-  if (!IsTensor(input) || !channels.has_value() || !group.has_value() ||
-      *group <= 0 || *channels % *group != 0 || TM(input).dim() < 2) {
+  if (!IsTensor(input) || !group.has_value() || *group <= 0 ||
+      TM(input).dim() < 2) {
     return Outputs{};
   }
+  std::optional<int64_t> c = r.KnownInt(channels);
+  if (!c.has_value() || *c % *group != 0) return Outputs{};
   const TensorMeta& m = TM(input);
   if (!IsFloatingPoint(m.dtype)) return Outputs{};
   for (const Node* p : {weight, bias}) {
@@ -547,7 +562,7 @@ absl::StatusOr<Outputs> GroupNorm(Rewriter& r) {
   ASSIGN_OR_RETURN(
       Node * grouped,
       r.Call("aten.view.default",
-             {A(x), Arg::List({n, I(*group), I(*channels / *group), hxw})}));
+             {A(x), Arg::List({n, I(*group), I(*c / *group), hxw})}));
   ASSIGN_OR_RETURN(Moments mo, VarMean(r, grouped, {2, 3}, 0, true));
   ASSIGN_OR_RETURN(Node * var_eps, r.Binary("aten.add.Tensor", mo.var, eps));
   ASSIGN_OR_RETURN(Node * rstd, r.Unary("aten.rsqrt.default", var_eps));
@@ -940,6 +955,602 @@ absl::StatusOr<Outputs> ClampTensor(Rewriter& r) {
   return Outputs{x};
 }
 
+// upsample_bilinear2d (_upsample_linear): for each spatial dim, the source
+// coordinate of every output index (clamped at 0), its floor x and x + 1
+// (clamped to the last input index), and the fraction between them; the
+// four corners are read with _unsafe_index and blended along W, then H.
+// Static spatial sizes only (the scale is a number); the result is
+// contiguous, so a channels-last op is left alone.
+absl::StatusOr<Outputs> UpsampleBilinear2d(Rewriter& r) {
+  Node* input = r.Tensor("self");
+  Arg out_size = r.Get("output_size");
+  std::optional<bool> align_corners = r.Bool("align_corners");
+  if (!IsTensor(input) || TM(input).dim() != 4 ||
+      out_size.kind != Arg::Kind::kList || out_size.list.size() != 2 ||
+      !align_corners.has_value() || !TM(r.node()).IsContiguous()) {
+    return Outputs{};
+  }
+  const TensorMeta& m = TM(input);
+  if (!IsFloatingPoint(m.dtype)) return Outputs{};
+  DType compute = OpMath(m.dtype);
+  struct Axis {
+    Node* frac;  // the source coordinate minus its floor, in [0, 1]
+    Node* lo;    // floor, int64
+    Node* hi;    // min(floor + 1, in - 1)
+  };
+  std::vector<Axis> axes;
+  for (int k = 0; k < 2; ++k) {
+    Expr in_e = m.sizes[2 + k];
+    const Arg& o = out_size.list[k];
+    if (!IsConstant(in_e) || o.kind != Arg::Kind::kInt) return Outputs{};
+    int64_t in = in_e.int_value(), out = o.i;
+    std::optional<double> given = r.Number(k == 0 ? "scales_h" : "scales_w");
+    double scale;
+    if (*align_corners) {
+      scale = out > 1 ? static_cast<double>(in - 1) / (out - 1) : 0.0;
+    } else {
+      scale = given.has_value() && *given > 0
+                  ? 1.0 / *given
+                  : static_cast<double>(in) / static_cast<double>(out);
+    }
+    ASSIGN_OR_RETURN(Node * i, r.Call("aten.arange.default", {I(out)},
+                                      {{"dtype", Arg::OfDType(DType::kInt64)},
+                                       {"layout", Arg::Layout("strided")},
+                                       {"device", Arg::OfDevice(m.device)},
+                                       {"pin_memory", Arg::Bool(false)}}));
+    ASSIGN_OR_RETURN(Node * src, r.To(i, compute));
+    if (*align_corners) {
+      ASSIGN_OR_RETURN(src, r.Binary("aten.mul.Tensor", src, F(scale)));
+    } else {
+      ASSIGN_OR_RETURN(src, r.Binary("aten.add.Tensor", src, F(0.5)));
+      ASSIGN_OR_RETURN(src, r.Binary("aten.mul.Tensor", src, F(scale)));
+      ASSIGN_OR_RETURN(src, r.Binary("aten.sub.Tensor", src, F(0.5)));
+    }
+    ASSIGN_OR_RETURN(src, r.Binary("aten.clamp_min.default", src, F(0.0)));
+    if (k == 0) {  // H: [out, 1], to broadcast against W
+      ASSIGN_OR_RETURN(src, r.Binary("aten.unsqueeze.default", src, I(1)));
+    }
+    Axis a;
+    ASSIGN_OR_RETURN(a.lo, r.To(src, DType::kInt64));
+    ASSIGN_OR_RETURN(Node * up, r.Binary("aten.add.Tensor", a.lo, I(1)));
+    ASSIGN_OR_RETURN(a.hi, r.Binary("aten.clamp_max.default", up, I(in - 1)));
+    ASSIGN_OR_RETURN(Node * diff, r.Binary("aten.sub.Tensor", src, A(a.lo)));
+    ASSIGN_OR_RETURN(a.frac,
+                     r.Call("aten.clamp.default", {A(diff), F(0.0), F(1.0)}));
+    axes.push_back(a);
+  }
+  ASSIGN_OR_RETURN(Node * x, r.To(input, compute));
+  auto corner = [&](Node* h, Node* w) {
+    return r.Call("aten._unsafe_index.Tensor",
+                  {A(x), Arg::List({Arg::None(), Arg::None(), A(h), A(w)})});
+  };
+  // x1 + (x2 - x1) * alpha
+  auto blend = [&](Node* a, Node* b, Node* alpha) -> absl::StatusOr<Node*> {
+    ASSIGN_OR_RETURN(Node * d, r.Binary("aten.sub.Tensor", b, A(a)));
+    ASSIGN_OR_RETURN(Node * s, r.Binary("aten.mul.Tensor", d, A(alpha)));
+    return r.Binary("aten.add.Tensor", a, A(s));
+  };
+  ASSIGN_OR_RETURN(Node * v00, corner(axes[0].lo, axes[1].lo));
+  ASSIGN_OR_RETURN(Node * v01, corner(axes[0].lo, axes[1].hi));
+  ASSIGN_OR_RETURN(Node * v10, corner(axes[0].hi, axes[1].lo));
+  ASSIGN_OR_RETURN(Node * v11, corner(axes[0].hi, axes[1].hi));
+  ASSIGN_OR_RETURN(Node * top, blend(v00, v01, axes[1].frac));
+  ASSIGN_OR_RETURN(Node * bottom, blend(v10, v11, axes[1].frac));
+  ASSIGN_OR_RETURN(Node * out, blend(top, bottom, axes[0].frac));
+  ASSIGN_OR_RETURN(out, r.Contiguous(out));
+  ASSIGN_OR_RETURN(out, r.To(out, m.dtype));
+  return Outputs{out};
+}
+
+// A size (an int or a SymInt node) plus `k`.
+absl::StatusOr<Arg> SizePlus(Rewriter& r, const Arg& size, int64_t k) {
+  if (k == 0) return size;
+  if (size.kind == Arg::Kind::kInt) return I(size.i + k);
+  ASSIGN_OR_RETURN(Node * s, r.Binary("operator.add", size.node, I(k)));
+  return A(s);
+}
+
+// `x` with size-1 dims inserted at `dims` (in order).
+absl::StatusOr<Node*> Unsqueezed(Rewriter& r, Node* x,
+                                 const std::vector<int64_t>& dims) {
+  for (int64_t d : dims) {
+    ASSIGN_OR_RETURN(x, r.Binary("aten.unsqueeze.default", x, I(d)));
+  }
+  return x;
+}
+
+// arange(n) as int64.
+absl::StatusOr<Node*> Iota(Rewriter& r, const Arg& n, const Device& device) {
+  return r.Call("aten.arange.default", {n},
+                {{"dtype", Arg::OfDType(DType::kInt64)},
+                 {"layout", Arg::Layout("strided")},
+                 {"device", Arg::OfDevice(device)},
+                 {"pin_memory", Arg::Bool(false)}});
+}
+
+// grid_sampler_2d (_grid_sampler_2d in decompositions.py), bilinear and
+// nearest: each grid coordinate unnormalized as eager's CPU kernel does
+// ((c + 1) * size / 2 - 0.5, or (c + 1) * (size - 1) / 2 with
+// align_corners), clamped (border) or reflected (reflection); each corner
+// read with aten.index.Tensor at [n, c, y, x], 0 where it falls outside
+// the input, and weighted. Reflection needs static sizes; bicubic is left
+// alone.
+absl::StatusOr<Outputs> GridSampler2d(Rewriter& r) {
+  Node* input = r.Tensor("input");
+  Node* grid = r.Tensor("grid");
+  std::optional<int64_t> mode = r.Int("interpolation_mode");
+  std::optional<int64_t> padding = r.Int("padding_mode");
+  std::optional<bool> align = r.Bool("align_corners");
+  if (!IsTensor(input) || !IsTensor(grid) || !mode.has_value() ||
+      !padding.has_value() || !align.has_value() || TM(input).dim() != 4 ||
+      TM(grid).dim() != 4 || !TM(grid).sizes[3].is_constant(2) ||
+      (*mode != 0 && *mode != 1) || *padding < 0 || *padding > 2 ||
+      !TM(r.node()).IsContiguous()) {
+    return Outputs{};
+  }
+  const TensorMeta& m = TM(input);
+  DType dtype = TM(r.node()).dtype;
+  if (!IsFloatingPoint(dtype)) return Outputs{};
+  DType compute = OpMath(dtype);
+  ASSIGN_OR_RETURN(Arg ih, r.Size(input, 2));
+  ASSIGN_OR_RETURN(Arg iw, r.Size(input, 3));
+  if (*padding == 2 &&
+      (ih.kind != Arg::Kind::kInt || iw.kind != Arg::Kind::kInt)) {
+    return Outputs{};
+  }
+  ASSIGN_OR_RETURN(Node * x, r.To(input, compute));
+  ASSIGN_OR_RETURN(Node * g, r.To(grid, compute));
+  // The source coordinate along one axis of `size`.
+  auto source = [&](int64_t component,
+                    const Arg& size) -> absl::StatusOr<Node*> {
+    ASSIGN_OR_RETURN(Node * c,
+                     r.Call("aten.select.int", {A(g), I(3), I(component)}));
+    ASSIGN_OR_RETURN(c, r.Binary("aten.add.Tensor", c, I(1)));
+    ASSIGN_OR_RETURN(Arg extent, SizePlus(r, size, *align ? -1 : 0));
+    ASSIGN_OR_RETURN(c, r.Binary("aten.mul.Tensor", c, extent));
+    ASSIGN_OR_RETURN(c, r.Binary("aten.mul.Tensor", c, F(0.5)));
+    if (!*align) {
+      ASSIGN_OR_RETURN(c, r.Binary("aten.sub.Tensor", c, F(0.5)));
+    }
+    if (*padding == 0) return c;
+    ASSIGN_OR_RETURN(Arg last, SizePlus(r, size, -1));
+    if (*padding == 2) {
+      // Reflect about [low, high] (doubled: -1 and 2 * size - 1, or 0 and
+      // 2 * (size - 1) with align_corners).
+      int64_t twice_low = *align ? 0 : -1;
+      int64_t twice_high = *align ? 2 * (size.i - 1) : 2 * size.i - 1;
+      if (twice_low == twice_high) {
+        ASSIGN_OR_RETURN(c, r.Unary("aten.zeros_like.default", c));
+      } else {
+        double low = twice_low / 2.0;
+        double span = (twice_high - twice_low) / 2.0;
+        ASSIGN_OR_RETURN(Node * d, r.Binary("aten.sub.Tensor", c, F(low)));
+        ASSIGN_OR_RETURN(d, r.Unary("aten.abs.default", d));
+        ASSIGN_OR_RETURN(Node * extra,
+                         r.Binary("aten.fmod.Scalar", d, F(span)));
+        ASSIGN_OR_RETURN(Node * flips, r.Binary("aten.div.Tensor", d, F(span)));
+        ASSIGN_OR_RETURN(flips, r.Unary("aten.floor.default", flips));
+        ASSIGN_OR_RETURN(Node * parity,
+                         r.Binary("aten.fmod.Scalar", flips, F(2)));
+        ASSIGN_OR_RETURN(Node * even, r.Binary("aten.eq.Scalar", parity, F(0)));
+        ASSIGN_OR_RETURN(Node * up, r.Binary("aten.add.Tensor", extra, F(low)));
+        ASSIGN_OR_RETURN(Node * down,
+                         r.Call("aten.rsub.Scalar", {A(extra), F(span + low)}));
+        ASSIGN_OR_RETURN(c,
+                         r.Call("aten.where.self", {A(even), A(up), A(down)}));
+      }
+    }
+    ASSIGN_OR_RETURN(c, r.Binary("aten.clamp_min.default", c, F(0.0)));
+    return r.Binary("aten.clamp_max.default", c, last);
+  };
+  ASSIGN_OR_RETURN(Node * ix, source(0, iw));
+  ASSIGN_OR_RETURN(Node * iy, source(1, ih));
+  ASSIGN_OR_RETURN(Arg n, r.Size(input, 0));
+  ASSIGN_OR_RETURN(Arg channels, r.Size(input, 1));
+  ASSIGN_OR_RETURN(Node * n_idx, Iota(r, n, m.device));
+  ASSIGN_OR_RETURN(n_idx, Unsqueezed(r, n_idx, {1, 2, 3}));
+  ASSIGN_OR_RETURN(Node * c_idx, Iota(r, channels, m.device));
+  ASSIGN_OR_RETURN(c_idx, Unsqueezed(r, c_idx, {1, 2}));
+  // input[n, c, y, x] where (x, y) is inside the input, else 0.
+  auto read = [&](Node* cx, Node* cy) -> absl::StatusOr<Node*> {
+    ASSIGN_OR_RETURN(Node * x_ge, r.Binary("aten.ge.Scalar", cx, I(0)));
+    ASSIGN_OR_RETURN(Node * x_lt, r.Binary("aten.lt.Scalar", cx, iw));
+    ASSIGN_OR_RETURN(Node * y_ge, r.Binary("aten.ge.Scalar", cy, I(0)));
+    ASSIGN_OR_RETURN(Node * y_lt, r.Binary("aten.lt.Scalar", cy, ih));
+    ASSIGN_OR_RETURN(Node * in,
+                     r.Binary("aten.logical_and.default", y_ge, A(y_lt)));
+    ASSIGN_OR_RETURN(in, r.Binary("aten.logical_and.default", x_lt, A(in)));
+    ASSIGN_OR_RETURN(in, r.Binary("aten.logical_and.default", x_ge, A(in)));
+    ASSIGN_OR_RETURN(in, r.Binary("aten.unsqueeze.default", in, I(1)));
+    std::vector<Node*> idx;
+    for (Node* coord : {cy, cx}) {
+      ASSIGN_OR_RETURN(Node * i, r.To(coord, DType::kInt64));
+      ASSIGN_OR_RETURN(i, r.Binary("aten.unsqueeze.default", i, I(1)));
+      ASSIGN_OR_RETURN(i,
+                       r.Call("aten.where.ScalarOther", {A(in), A(i), I(0)}));
+      idx.push_back(i);
+    }
+    ASSIGN_OR_RETURN(
+        Node * v,
+        r.Call("aten.index.Tensor",
+               {A(x), Arg::List({A(n_idx), A(c_idx), A(idx[0]), A(idx[1])})}));
+    return r.Call("aten.where.ScalarOther", {A(in), A(v), F(0.0)});
+  };
+  Node* out;
+  if (*mode == 1) {  // nearest: round half to even, as nearbyint
+    ASSIGN_OR_RETURN(Node * rx, r.Unary("aten.round.default", ix));
+    ASSIGN_OR_RETURN(Node * ry, r.Unary("aten.round.default", iy));
+    ASSIGN_OR_RETURN(out, read(rx, ry));
+  } else {  // bilinear
+    ASSIGN_OR_RETURN(Node * x0, r.Unary("aten.floor.default", ix));
+    ASSIGN_OR_RETURN(Node * y0, r.Unary("aten.floor.default", iy));
+    ASSIGN_OR_RETURN(Node * x1, r.Binary("aten.add.Tensor", x0, I(1)));
+    ASSIGN_OR_RETURN(Node * y1, r.Binary("aten.add.Tensor", y0, I(1)));
+    // The weights toward each side: x1 - ix and ix - x0 (likewise y).
+    ASSIGN_OR_RETURN(Node * wx0, r.Binary("aten.sub.Tensor", x1, A(ix)));
+    ASSIGN_OR_RETURN(Node * wx1, r.Binary("aten.sub.Tensor", ix, A(x0)));
+    ASSIGN_OR_RETURN(Node * wy0, r.Binary("aten.sub.Tensor", y1, A(iy)));
+    ASSIGN_OR_RETURN(Node * wy1, r.Binary("aten.sub.Tensor", iy, A(y0)));
+    struct Corner {
+      Node *cx, *cy, *wx, *wy;
+    };
+    const Corner corners[] = {{x0, y0, wx0, wy0},
+                              {x1, y0, wx1, wy0},
+                              {x0, y1, wx0, wy1},
+                              {x1, y1, wx1, wy1}};
+    out = nullptr;
+    for (const Corner& k : corners) {
+      ASSIGN_OR_RETURN(Node * w, r.Binary("aten.mul.Tensor", k.wx, A(k.wy)));
+      ASSIGN_OR_RETURN(w, r.Binary("aten.unsqueeze.default", w, I(1)));
+      ASSIGN_OR_RETURN(Node * v, read(k.cx, k.cy));
+      ASSIGN_OR_RETURN(v, r.Binary("aten.mul.Tensor", v, A(w)));
+      if (out == nullptr) {
+        out = v;
+      } else {
+        ASSIGN_OR_RETURN(out, r.Binary("aten.add.Tensor", out, A(v)));
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(out, r.To(out, dtype));
+  return Outputs{out};
+}
+
+// `a` op `b` for sizes (ints or SymInt nodes): operator.add / mul /
+// floordiv, folded when both are ints.
+absl::StatusOr<Arg> SizeOp(Rewriter& r, const char* op, const Arg& a,
+                           const Arg& b) {
+  absl::string_view name(op);
+  if (a.kind == Arg::Kind::kInt && b.kind == Arg::Kind::kInt) {
+    if (name == "operator.add") return I(a.i + b.i);
+    if (name == "operator.mul") return I(a.i * b.i);
+    if (name == "operator.floordiv") return I(a.i / b.i);  // both >= 0
+  }
+  Node* lhs = a.node;
+  Arg rhs = b;
+  if (a.kind == Arg::Kind::kInt) {
+    if (name == "operator.floordiv") return absl::InternalError("int // sym");
+    lhs = b.node;  // add and mul commute
+    rhs = a;
+  }
+  ASSIGN_OR_RETURN(Node * n, r.Binary(op, lhs, rhs));
+  return A(n);
+}
+
+// _pdist_forward: the p-norm distances of the rows i < j, row-major. The
+// flat indices i * n + j of those pairs come from the strict upper
+// triangle's mask: its running count places each pair (the others go to a
+// spare last slot), scattered into [n (n - 1) / 2 + 1] and sliced; the
+// rows are gathered with index_select and reduced by linalg_vector_norm.
+absl::StatusOr<Outputs> Pdist(Rewriter& r) {
+  Node* self = r.Tensor("self");
+  std::optional<double> p = r.Number("p");
+  if (!IsTensor(self) || !p.has_value() || *p < 0 || TM(self).dim() != 2 ||
+      !IsFloatingPoint(TM(self).dtype)) {
+    return Outputs{};
+  }
+  const Device& device = TM(self).device;
+  ASSIGN_OR_RETURN(Arg n, r.Size(self, 0));
+  ASSIGN_OR_RETURN(Arg n1, SizePlus(r, n, -1));
+  ASSIGN_OR_RETURN(Arg nn, SizeOp(r, "operator.mul", n, n));
+  ASSIGN_OR_RETURN(Arg twice, SizeOp(r, "operator.mul", n, n1));
+  ASSIGN_OR_RETURN(Arg pairs, SizeOp(r, "operator.floordiv", twice, I(2)));
+  ASSIGN_OR_RETURN(Arg slots, SizePlus(r, pairs, 1));
+  ASSIGN_OR_RETURN(Node * rows, Iota(r, n, device));
+  ASSIGN_OR_RETURN(Node * cols, Iota(r, n, device));
+  ASSIGN_OR_RETURN(rows, r.Binary("aten.unsqueeze.default", rows, I(1)));
+  ASSIGN_OR_RETURN(Node * upper, r.Binary("aten.gt.Tensor", cols, A(rows)));
+  ASSIGN_OR_RETURN(upper,
+                   r.Call("aten.view.default", {A(upper), IntList({-1})}));
+  ASSIGN_OR_RETURN(Node * count,
+                   r.Call("aten.cumsum.default", {A(upper), I(0)},
+                          {{"dtype", Arg::OfDType(DType::kInt64)}}));
+  ASSIGN_OR_RETURN(Node * slot, r.Binary("aten.sub.Tensor", count, I(1)));
+  ASSIGN_OR_RETURN(
+      slot, r.Call("aten.where.ScalarOther", {A(upper), A(slot), pairs}));
+  ASSIGN_OR_RETURN(Node * flat, Iota(r, nn, device));
+  ASSIGN_OR_RETURN(Node * base,
+                   r.Call("aten.zeros.default", {Arg::List({slots})},
+                          {{"dtype", Arg::OfDType(DType::kInt64)},
+                           {"layout", Arg::Layout("strided")},
+                           {"device", Arg::OfDevice(device)},
+                           {"pin_memory", Arg::Bool(false)}}));
+  ASSIGN_OR_RETURN(Node * placed, r.Call("aten.scatter.src",
+                                         {A(base), I(0), A(slot), A(flat)}));
+  ASSIGN_OR_RETURN(Node * pair,
+                   r.Call("aten.slice.Tensor", {A(placed), I(0), I(0), pairs}));
+  ASSIGN_OR_RETURN(Node * i, r.Binary("aten.floor_divide.Scalar", pair, n));
+  ASSIGN_OR_RETURN(Node * j, r.Binary("aten.remainder.Scalar", pair, n));
+  ASSIGN_OR_RETURN(Node * xi,
+                   r.Call("aten.index_select.default", {A(self), I(0), A(i)}));
+  ASSIGN_OR_RETURN(Node * xj,
+                   r.Call("aten.index_select.default", {A(self), I(0), A(j)}));
+  ASSIGN_OR_RETURN(Node * diff, r.Binary("aten.sub.Tensor", xi, A(xj)));
+  ASSIGN_OR_RETURN(Node * out,
+                   r.Call("aten.linalg_vector_norm.default",
+                          {A(diff), F(*p), IntList({1}), Arg::Bool(false)}));
+  return Outputs{out};
+}
+
+// A new tensor of `sizes` filled with `value`.
+absl::StatusOr<Node*> Full(Rewriter& r, std::vector<Arg> sizes, Arg value,
+                           DType dtype, const Device& device) {
+  return r.Call("aten.full.default", {Arg::List(std::move(sizes)), value},
+                {{"dtype", Arg::OfDType(dtype)},
+                 {"layout", Arg::Layout("strided")},
+                 {"device", Arg::OfDevice(device)},
+                 {"pin_memory", Arg::Bool(false)}});
+}
+
+// _embedding_bag_forward_only (sum, mean, max): each index's bag is the
+// running count of the bag starts offsets[1:B] at or before it (index_add
+// of ones, then cumsum), as PyTorch's offset2bag; an index past the last
+// bag (include_last_offset) or equal to padding_idx goes to a spare bag B.
+// The rows are gathered with index_select (times per_sample_weights) and
+// reduced per bag: index_add for sum and mean (divided by the bag's
+// count, at least 1), scatter_reduce amax for max, whose max_indices are
+// the first index reaching the maximum (scatter_reduce amin of positions).
+// offset2bag, bag_size and max_indices have the shapes and values of
+// lathe's kernel.
+absl::StatusOr<Outputs> EmbeddingBag(Rewriter& r) {
+  Node* weight = r.Tensor("weight");
+  Node* indices = r.Tensor("indices");
+  Node* offsets = r.Tensor("offsets");
+  Node* psw = r.Tensor("per_sample_weights");
+  std::optional<int64_t> mode = r.Int("mode");
+  std::optional<bool> last = r.Bool("include_last_offset");
+  std::optional<int64_t> padding_idx = r.Int("padding_idx");
+  if (!IsTensor(weight) || !IsTensor(indices) || !IsTensor(offsets) ||
+      !mode.has_value() || *mode < 0 || *mode > 2 || !last.has_value() ||
+      !padding_idx.has_value() || TM(weight).dim() != 2 ||
+      TM(indices).dim() != 1 || TM(offsets).dim() != 1 ||
+      (psw != nullptr && *mode != 0) || !IsFloatingPoint(TM(weight).dtype)) {
+    return Outputs{};
+  }
+  const ir::ValueMeta& meta = r.node()->meta();
+  const Device& device = TM(weight).device;
+  DType compute = OpMath(TM(weight).dtype);
+  constexpr DType kLong = DType::kInt64;
+  ASSIGN_OR_RETURN(Arg n, r.Size(indices, 0));
+  ASSIGN_OR_RETURN(Arg dim, r.Size(weight, 1));
+  ASSIGN_OR_RETURN(Arg offsets_len, r.Size(offsets, 0));
+  ASSIGN_OR_RETURN(Arg bags, SizePlus(r, offsets_len, *last ? -1 : 0));
+  ASSIGN_OR_RETURN(Arg bags1, SizePlus(r, bags, 1));
+  ASSIGN_OR_RETURN(Arg n1, SizePlus(r, n, 1));
+  ASSIGN_OR_RETURN(Node * ix, r.To(indices, kLong));
+  ASSIGN_OR_RETURN(Node * off, r.To(offsets, kLong));
+  // offset2bag: ones at offsets[1:B], summed up to each position.
+  ASSIGN_OR_RETURN(Node * starts,
+                   r.Call("aten.slice.Tensor", {A(off), I(0), I(1), bags}));
+  ASSIGN_OR_RETURN(Node * marks, Full(r, {n1}, I(0), kLong, device));
+  ASSIGN_OR_RETURN(Node * ones, r.Unary("aten.ones_like.default", starts));
+  ASSIGN_OR_RETURN(marks, r.Call("aten.index_add.default",
+                                 {A(marks), I(0), A(starts), A(ones)}));
+  ASSIGN_OR_RETURN(Node * bag, r.Call("aten.cumsum.default", {A(marks), I(0)}));
+  ASSIGN_OR_RETURN(bag, r.Call("aten.slice.Tensor", {A(bag), I(0), I(0), n}));
+  // Which indices count: before the end of the last bag, not padding.
+  ASSIGN_OR_RETURN(Node * pos, Iota(r, n, device));
+  Node* valid = nullptr;
+  if (*last) {
+    ASSIGN_OR_RETURN(Node * end,
+                     r.Call("aten.select.int", {A(off), I(0), I(-1)}));
+    ASSIGN_OR_RETURN(valid, r.Binary("aten.lt.Tensor", pos, A(end)));
+  }
+  if (*padding_idx >= 0) {
+    ASSIGN_OR_RETURN(Node * real,
+                     r.Binary("aten.ne.Scalar", ix, I(*padding_idx)));
+    if (valid == nullptr) {
+      valid = real;
+    } else {
+      ASSIGN_OR_RETURN(valid,
+                       r.Binary("aten.logical_and.default", valid, A(real)));
+    }
+  }
+  Node* target = bag;  // the bag each row reduces into (B: none)
+  if (valid != nullptr) {
+    ASSIGN_OR_RETURN(
+        target, r.Call("aten.where.ScalarOther", {A(valid), A(bag), bags}));
+  }
+  ASSIGN_OR_RETURN(Node * w, r.To(weight, compute));
+  ASSIGN_OR_RETURN(Node * rows,
+                   r.Call("aten.index_select.default", {A(w), I(0), A(ix)}));
+  Node* out;
+  Node* counts = nullptr;  // [B] int64, for mean and max
+  Node* max_indices = nullptr;
+  if (*mode != 0) {
+    ASSIGN_OR_RETURN(Node * zero, Full(r, {bags1}, I(0), kLong, device));
+    ASSIGN_OR_RETURN(Node * one, Full(r, {n}, I(1), kLong, device));
+    ASSIGN_OR_RETURN(counts, r.Call("aten.index_add.default",
+                                    {A(zero), I(0), A(target), A(one)}));
+    ASSIGN_OR_RETURN(
+        counts, r.Call("aten.slice.Tensor", {A(counts), I(0), I(0), bags}));
+  }
+  if (*mode == 2) {
+    ASSIGN_OR_RETURN(Node * t,
+                     r.Binary("aten.unsqueeze.default", target, I(1)));
+    ASSIGN_OR_RETURN(
+        t, r.Call("aten.expand.default", {A(t), Arg::List({n, dim})}));
+    ASSIGN_OR_RETURN(Node * base, Full(r, {bags1, dim}, I(0), compute, device));
+    ASSIGN_OR_RETURN(Node * amax,
+                     r.Call("aten.scatter_reduce.two",
+                            {A(base), I(0), A(t), A(rows), Arg::String("amax")},
+                            {{"include_self", Arg::Bool(false)}}));
+    // The first position whose row reaches its bag's maximum.
+    ASSIGN_OR_RETURN(Node * reached,
+                     r.Call("aten.gather.default", {A(amax), I(0), A(t)}));
+    ASSIGN_OR_RETURN(reached, r.Binary("aten.eq.Tensor", rows, A(reached)));
+    ASSIGN_OR_RETURN(Node * p, r.Binary("aten.unsqueeze.default", pos, I(1)));
+    ASSIGN_OR_RETURN(p,
+                     r.Call("aten.where.ScalarOther", {A(reached), A(p), n}));
+    ASSIGN_OR_RETURN(Node * never, Full(r, {bags1, dim}, n, kLong, device));
+    ASSIGN_OR_RETURN(Node * first,
+                     r.Call("aten.scatter_reduce.two",
+                            {A(never), I(0), A(t), A(p), Arg::String("amin")},
+                            {{"include_self", Arg::Bool(false)}}));
+    ASSIGN_OR_RETURN(first,
+                     r.Call("aten.slice.Tensor", {A(first), I(0), I(0), bags}));
+    // indices[first], 0 for an empty bag (first == n).
+    ASSIGN_OR_RETURN(Node * zero, Full(r, {I(1)}, I(0), kLong, device));
+    ASSIGN_OR_RETURN(Node * padded,
+                     r.Call("aten.cat.default", {Arg::List({A(ix), A(zero)})}));
+    ASSIGN_OR_RETURN(Node * flat,
+                     r.Call("aten.view.default", {A(first), IntList({-1})}));
+    ASSIGN_OR_RETURN(max_indices, r.Call("aten.index_select.default",
+                                         {A(padded), I(0), A(flat)}));
+    ASSIGN_OR_RETURN(
+        max_indices,
+        r.Call("aten.view.default", {A(max_indices), Arg::List({bags, dim})}));
+    ASSIGN_OR_RETURN(out,
+                     r.Call("aten.slice.Tensor", {A(amax), I(0), I(0), bags}));
+  } else {
+    if (psw != nullptr) {
+      ASSIGN_OR_RETURN(Node * s, r.To(psw, compute));
+      ASSIGN_OR_RETURN(s, r.Binary("aten.unsqueeze.default", s, I(1)));
+      ASSIGN_OR_RETURN(rows, r.Binary("aten.mul.Tensor", rows, A(s)));
+    }
+    ASSIGN_OR_RETURN(Node * base, Full(r, {bags1, dim}, I(0), compute, device));
+    ASSIGN_OR_RETURN(out, r.Call("aten.index_add.default",
+                                 {A(base), I(0), A(target), A(rows)}));
+    ASSIGN_OR_RETURN(out,
+                     r.Call("aten.slice.Tensor", {A(out), I(0), I(0), bags}));
+    if (*mode == 1) {
+      ASSIGN_OR_RETURN(Node * c,
+                       r.Binary("aten.clamp_min.default", counts, I(1)));
+      ASSIGN_OR_RETURN(c, r.Binary("aten.unsqueeze.default", c, I(1)));
+      ASSIGN_OR_RETURN(out, r.Binary("aten.div.Tensor", out, A(c)));
+    }
+  }
+  ASSIGN_OR_RETURN(out, r.To(out, TM(weight).dtype));
+  // offset2bag: empty on the sum fast path (the op's meta says which).
+  Node* offset2bag = bag;
+  if (meta.elements[1].tensor.sizes[0].is_constant(0)) {
+    ASSIGN_OR_RETURN(offset2bag, Full(r, {I(0)}, I(0), kLong, device));
+  }
+  Node* bag_size = counts;
+  if (bag_size == nullptr) {
+    ASSIGN_OR_RETURN(bag_size, Full(r, {bags}, I(0), kLong, device));
+  }
+  if (max_indices == nullptr) {  // bag_size's values, in its own storage
+    ASSIGN_OR_RETURN(max_indices, r.Unary("aten.clone.default", bag_size));
+  }
+  return Outputs{out, offset2bag, bag_size, max_indices};
+}
+
+// _scaled_dot_product_flash_attention_for_cpu (dropout_p = 0): the math
+// path, with the scale applied to the scores as the CPU kernel does.
+// scores = bmm(q, k^T) * scale (default 1 / sqrt(E)), -inf above the
+// diagonal when causal (top-left aligned), plus attn_mask; a softmax over
+// the keys by amax, exp and sum, whose log-sum-exp is the second result
+// ([B, H, L] laid out as [B, L, H], as the kernel writes it); then
+// bmm(p, v). All in the computation dtype (float32 for 16-bit floats).
+absl::StatusOr<Outputs> FlashAttentionCpu(Rewriter& r) {
+  Node* query = r.Tensor("query");
+  Node* key = r.Tensor("key");
+  Node* value = r.Tensor("value");
+  Node* mask = r.Tensor("attn_mask");
+  std::optional<double> dropout = r.Number("dropout_p");
+  std::optional<bool> causal = r.Bool("is_causal");
+  Arg scale_arg = r.Get("scale");
+  if (!IsTensor(query) || !IsTensor(key) || !IsTensor(value) ||
+      !dropout.has_value() || *dropout != 0 || !causal.has_value() ||
+      (scale_arg.kind != Arg::Kind::kNone && !IsNumber(scale_arg)) ||
+      TM(query).dim() != 4 || TM(key).dim() != 4 || TM(value).dim() != 4 ||
+      !IsFloatingPoint(TM(query).dtype)) {
+    return Outputs{};
+  }
+  const TensorMeta& qm = TM(query);
+  DType compute = OpMath(qm.dtype);
+  ASSIGN_OR_RETURN(Arg b, r.Size(query, 0));
+  ASSIGN_OR_RETURN(Arg h, r.Size(query, 1));
+  ASSIGN_OR_RETURN(Arg l, r.Size(query, 2));
+  ASSIGN_OR_RETURN(Arg e, r.Size(query, 3));
+  // The scale: a number, or rsqrt of a 0-d tensor holding a symbolic E.
+  Arg scale;
+  if (scale_arg.kind != Arg::Kind::kNone) {
+    scale = F(NumberOf(scale_arg));
+  } else if (e.kind == Arg::Kind::kInt) {
+    scale = F(1.0 / std::sqrt(static_cast<double>(e.i)));
+  } else {
+    ASSIGN_OR_RETURN(Node * t, r.ScalarTensor(e, DType::kFloat64, qm.device));
+    ASSIGN_OR_RETURN(t, r.Unary("aten.rsqrt.default", t));
+    scale = A(t);
+  }
+  ASSIGN_OR_RETURN(Arg s, r.Size(key, 2));
+  ASSIGN_OR_RETURN(Arg bh, SizeOp(r, "operator.mul", b, h));
+  // [B, H, T, E] as [B * H, T, E] in the computation dtype.
+  auto batched = [&](Node* t, const Arg& len) -> absl::StatusOr<Node*> {
+    ASSIGN_OR_RETURN(t, r.To(t, compute));
+    ASSIGN_OR_RETURN(t, r.Contiguous(t));
+    return r.Call("aten.view.default", {A(t), Arg::List({bh, len, e})});
+  };
+  ASSIGN_OR_RETURN(Node * q, batched(query, l));
+  ASSIGN_OR_RETURN(Node * k, batched(key, s));
+  ASSIGN_OR_RETURN(Node * v, batched(value, s));
+  ASSIGN_OR_RETURN(Node * kt, r.Call("aten.transpose.int", {A(k), I(1), I(2)}));
+  ASSIGN_OR_RETURN(Node * scores, r.Binary("aten.bmm.default", q, A(kt)));
+  ASSIGN_OR_RETURN(scores, r.Binary("aten.mul.Tensor", scores, scale));
+  ASSIGN_OR_RETURN(scores, r.Call("aten.view.default",
+                                  {A(scores), Arg::List({b, h, l, s})}));
+  if (*causal) {
+    ASSIGN_OR_RETURN(Node * rows, Iota(r, l, qm.device));
+    ASSIGN_OR_RETURN(rows, r.Binary("aten.unsqueeze.default", rows, I(1)));
+    ASSIGN_OR_RETURN(Node * cols, Iota(r, s, qm.device));
+    ASSIGN_OR_RETURN(Node * above, r.Binary("aten.gt.Tensor", cols, A(rows)));
+    ASSIGN_OR_RETURN(scores,
+                     r.Call("aten.masked_fill.Scalar",
+                            {A(scores), A(above),
+                             F(-std::numeric_limits<double>::infinity())}));
+  }
+  if (mask != nullptr) {
+    ASSIGN_OR_RETURN(Node * m, r.To(mask, compute));
+    ASSIGN_OR_RETURN(scores, r.Binary("aten.add.Tensor", scores, A(m)));
+  }
+  ASSIGN_OR_RETURN(
+      Node * max,
+      r.Call("aten.amax.default", {A(scores), IntList({-1}), Arg::Bool(true)}));
+  ASSIGN_OR_RETURN(Node * shifted, r.Binary("aten.sub.Tensor", scores, A(max)));
+  ASSIGN_OR_RETURN(Node * exp, r.Unary("aten.exp.default", shifted));
+  ASSIGN_OR_RETURN(
+      Node * sum,
+      r.Call("aten.sum.dim_IntList", {A(exp), IntList({-1}), Arg::Bool(true)}));
+  ASSIGN_OR_RETURN(Node * p, r.Binary("aten.div.Tensor", exp, A(sum)));
+  ASSIGN_OR_RETURN(p,
+                   r.Call("aten.view.default", {A(p), Arg::List({bh, l, s})}));
+  ASSIGN_OR_RETURN(Node * out, r.Binary("aten.bmm.default", p, A(v)));
+  ASSIGN_OR_RETURN(
+      out, r.Call("aten.view.default", {A(out), Arg::List({b, h, l, e})}));
+  ASSIGN_OR_RETURN(out, r.To(out, qm.dtype));
+  // logsumexp = max + log(sum), [B, H, L] with [B, L, H]'s layout.
+  ASSIGN_OR_RETURN(Node * lse, r.Unary("aten.log.default", sum));
+  ASSIGN_OR_RETURN(lse, r.Binary("aten.add.Tensor", lse, A(max)));
+  ASSIGN_OR_RETURN(lse, r.Call("aten.squeeze.dims", {A(lse), IntList({3})}));
+  ASSIGN_OR_RETURN(
+      lse, r.Call("aten.permute.default", {A(lse), IntList({0, 2, 1})}));
+  ASSIGN_OR_RETURN(lse, r.Contiguous(lse));
+  ASSIGN_OR_RETURN(
+      lse, r.Call("aten.permute.default", {A(lse), IntList({0, 2, 1})}));
+  return Outputs{out, lse};
+}
+
 // ---- The table --------------------------------------------------------------
 
 using DecomposeFn = absl::StatusOr<Outputs> (*)(Rewriter&);
@@ -951,11 +1562,15 @@ struct Decomposition {
 
 // Every op the pass decomposes, and how.
 constexpr Decomposition kDecompositions[] = {
+    {"aten._embedding_bag_forward_only.default", EmbeddingBag},
     {"aten._log_softmax.default", LogSoftmax},
     {"aten._native_batch_norm_legit.default", BatchNormLegit},
     {"aten._native_batch_norm_legit.no_stats", BatchNormNoStats},
     {"aten._native_batch_norm_legit_functional.default", BatchNormFunctional},
     {"aten._native_batch_norm_legit_no_training.default", BatchNormNoTraining},
+    {"aten._pdist_forward.default", Pdist},
+    {"aten._scaled_dot_product_flash_attention_for_cpu.default",
+     FlashAttentionCpu},
     {"aten._softmax.default", Softmax},
     {"aten.addcdiv.default", Addcdiv},
     {"aten.addcmul.default", Addcmul},
@@ -964,6 +1579,7 @@ constexpr Decomposition kDecompositions[] = {
     {"aten.clamp_max.default", ClampScalar},
     {"aten.clamp_min.default", ClampScalar},
     {"aten.gelu.default", Gelu},
+    {"aten.grid_sampler_2d.default", GridSampler2d},
     {"aten.lerp.Scalar", LerpScalar},
     {"aten.lerp.Tensor", LerpTensor},
     {"aten.logsumexp.default", LogSumExp},
@@ -976,6 +1592,7 @@ constexpr Decomposition kDecompositions[] = {
     {"aten.std.correction", Std},
     {"aten.std.default", Std},
     {"aten.std.dim", Std},
+    {"aten.upsample_bilinear2d.default", UpsampleBilinear2d},
     {"aten.var.correction", Var},
     {"aten.var.dim", Var},
 };

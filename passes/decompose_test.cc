@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
 #include "ir/graph_text.h"
@@ -27,11 +28,14 @@ namespace {
 TEST(DecomposeTest, TargetsAreListedOnce) {
   EXPECT_EQ(DecomposedTargets(),
             (std::vector<std::string>{
+                "aten._embedding_bag_forward_only.default",
                 "aten._log_softmax.default",
                 "aten._native_batch_norm_legit.default",
                 "aten._native_batch_norm_legit.no_stats",
                 "aten._native_batch_norm_legit_functional.default",
                 "aten._native_batch_norm_legit_no_training.default",
+                "aten._pdist_forward.default",
+                "aten._scaled_dot_product_flash_attention_for_cpu.default",
                 "aten._softmax.default",
                 "aten.addcdiv.default",
                 "aten.addcmul.default",
@@ -40,6 +44,7 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
                 "aten.clamp_max.default",
                 "aten.clamp_min.default",
                 "aten.gelu.default",
+                "aten.grid_sampler_2d.default",
                 "aten.lerp.Scalar",
                 "aten.lerp.Tensor",
                 "aten.logsumexp.default",
@@ -52,6 +57,7 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
                 "aten.std.correction",
                 "aten.std.default",
                 "aten.std.dim",
+                "aten.upsample_bilinear2d.default",
                 "aten.var.correction",
                 "aten.var.dim",
             }));
@@ -333,6 +339,161 @@ CHECK: return ([[S]],
 )IR"));
 }
 
+// A SymInt channel count (sym_size) is read through the env, which the
+// op's meta made specialize it: the grouped view has C / group channels.
+TEST(DecomposeTest, GroupNormOfSymIntChannels) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(R"IR(# lathe: hint s0 2
+# lathe: hint s1 6
+# lathe: hint s2 4
+def forward(self, x: "f32[s0, s1, s2]", w: "f32[s1]"):
+    n = torch.ops.aten.sym_size.int(x, 0)
+    c = torch.ops.aten.sym_size.int(x, 1)
+    hw = torch.ops.aten.sym_size.int(x, 2)
+    gn = torch.ops.aten.native_group_norm.default(x, w, None, n, c, hw, 3, 1e-05)
+    getitem = gn[0]
+    getitem_1 = gn[1]
+    return (getitem, getitem_1)
+)IR",
+                                           R"IR(
+CHECK: [[V:[a-z_0-9]+]]: "f32[s0, 3, 2, s2]{{.*}} = torch.ops.aten.view.default(x, [n, 3, 2, hw])
+CHECK: torch.ops.aten.sum.dim_IntList([[V]], [2, 3], True)
+CHECK-NOT: native_group_norm
+CHECK: return
+)IR"));
+}
+
+// Each axis: source coordinates from an arange, their floor and the next
+// index (clamped), the fraction; four corners blended along W, then H.
+TEST(DecomposeTest, UpsampleBilinear2d) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, x: "f32[1, 2, 3, 4]"):
+    up = torch.ops.aten.upsample_bilinear2d.default(x, [5, 7], False)
+    return (up,)
+)IR",
+      R"IR(
+CHECK: torch.ops.aten.arange.default(5, dtype = torch.int64
+CHECK: [[H:[a-z_0-9]+]]: "f32[5, 1][1, 1]cpu" = torch.ops.aten.unsqueeze.default({{.*}}, 1)
+CHECK: [[H0:[a-z_0-9]+]]: "i64[5, 1][1, 1]cpu" = torch.ops.prims.convert_element_type.default([[H]], torch.int64)
+CHECK: [[H1:[a-z_0-9]+]]: "i64[5, 1][1, 1]cpu" = torch.ops.aten.clamp_max.default({{.*}}, 2)
+CHECK: torch.ops.aten.arange.default(7, dtype = torch.int64
+CHECK: [[W0:[a-z_0-9]+]]: "i64[7][1]cpu" = torch.ops.prims.convert_element_type.default({{.*}}, torch.int64)
+CHECK: [[W1:[a-z_0-9]+]]: "i64[7][1]cpu" = torch.ops.aten.clamp_max.default({{.*}}, 3)
+CHECK: [[FW:[a-z_0-9]+]]: "f32[7][1]cpu" = torch.ops.aten.clamp.default
+CHECK: "f32[1, 2, 5, 7][70, 35, 7, 1]cpu" = torch.ops.aten._unsafe_index.Tensor(x, [None, None, [[H0]], [[W0]]])
+CHECK: torch.ops.aten._unsafe_index.Tensor(x, [None, None, [[H0]], [[W1]]])
+CHECK: torch.ops.aten._unsafe_index.Tensor(x, [None, None, [[H1]], [[W0]]])
+CHECK: torch.ops.aten._unsafe_index.Tensor(x, [None, None, [[H1]], [[W1]]])
+CHECK-NOT: upsample_bilinear2d
+CHECK: return
+)IR"));
+}
+
+// Bilinear with zeros padding: unnormalized coordinates, four corners read
+// with aten.index.Tensor at [n, c, y, x], masked outside, weighted.
+TEST(DecomposeTest, GridSampler2dBilinear) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, x: "f32[1, 2, 4, 5]", g: "f32[1, 3, 3, 2]"):
+    gs = torch.ops.aten.grid_sampler_2d.default(x, g, 0, 0, False)
+    return (gs,)
+)IR",
+      R"IR(
+CHECK: [[GX:[a-z_0-9]+]]: "f32[1, 3, 3]{{.*}} = torch.ops.aten.select.int(g, 3, 0)
+CHECK: [[A:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.add.Tensor([[GX]], 1)
+CHECK: [[B:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.mul.Tensor([[A]], 5)
+CHECK: [[C:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.mul.Tensor([[B]], 0.5)
+CHECK: [[IX:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.sub.Tensor([[C]], 0.5)
+CHECK: torch.ops.aten.select.int(g, 3, 1)
+CHECK: torch.ops.aten.floor.default([[IX]])
+CHECK: [[IN:[a-z_0-9]+]]: "b8[1, 1, 3, 3]{{.*}} = torch.ops.aten.unsqueeze.default
+CHECK: [[V:[a-z_0-9]+]]: "f32[1, 2, 3, 3][18, 9, 3, 1]cpu" = torch.ops.aten.index.Tensor(x, [{{.*}}])
+CHECK: torch.ops.aten.where.ScalarOther([[IN]], [[V]], 0.0)
+CHECK-COUNT-3: torch.ops.aten.index.Tensor(x
+CHECK-NOT: grid_sampler_2d
+CHECK: return
+)IR"));
+}
+
+// The pairs i < j come from the strict upper triangle's running count,
+// scattered into n (n - 1) / 2 + 1 slots; the rows are gathered and
+// reduced by linalg_vector_norm.
+TEST(DecomposeTest, PdistOfSymbolicRows) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(R"IR(# lathe: hint s0 4
+def forward(self, x: "f32[s0, 3]"):
+    d = torch.ops.aten._pdist_forward.default(x, 1.0)
+    return (d,)
+)IR",
+                                           R"IR(
+CHECK: [[UP:[a-z_0-9]+]]: "b8[s0, s0]{{.*}} = torch.ops.aten.gt.Tensor
+CHECK: [[CS:[a-z_0-9]+]]: "i64[s0**2]{{.*}} = torch.ops.aten.cumsum.default({{.*}}, 0, dtype = torch.int64)
+CHECK: [[SLOT:[a-z_0-9]+]]: "i64[s0**2]{{.*}} = torch.ops.aten.where.ScalarOther
+CHECK: [[Z:[a-z_0-9]+]]: "i64[(s0*(s0 - 1)//2) + 1]{{.*}} = torch.ops.aten.zeros.default
+CHECK: [[SC:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.scatter.src([[Z]], 0, [[SLOT]], {{.*}})
+CHECK: [[PAIR:[a-z_0-9]+]]: "i64[(s0*(s0 - 1)//2)]{{.*}} = torch.ops.aten.slice.Tensor([[SC]], 0, 0,
+CHECK: torch.ops.aten.index_select.default(x, 0,
+CHECK: torch.ops.aten.index_select.default(x, 0,
+CHECK: [[OUT:[a-z_0-9]+]]: "f32[(s0*(s0 - 1)//2)]{{.*}} = torch.ops.aten.linalg_vector_norm.default({{.*}}, 1.0, [1], False)
+CHECK: return ([[OUT]],)
+)IR"));
+}
+
+// Each index's bag: ones at offsets[1:], index_add-ed and cumsum-ed; the
+// rows are index_add-ed per bag (sum) or scatter_reduce-d (max).
+TEST(DecomposeTest, EmbeddingBagSumAndMax) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, w: "f32[10, 4]", i: "i64[6]", o: "i64[2]"):
+    eb = torch.ops.aten._embedding_bag_forward_only.default(w, i, o, False, 0, False, None)
+    getitem = eb[0]
+    eb2 = torch.ops.aten._embedding_bag_forward_only.default(w, i, o, False, 2, False, None)
+    getitem_1 = eb2[0]
+    getitem_2 = eb2[3]
+    return (getitem, getitem_1, getitem_2)
+)IR",
+      R"IR(
+CHECK: [[STARTS:[a-z_0-9]+]]: "i64[1]{{.*}} = torch.ops.aten.slice.Tensor(o, 0, 1, 2)
+CHECK: [[MARKS:[a-z_0-9]+]]: "i64[7]{{.*}} = torch.ops.aten.index_add.default({{.*}}, 0, [[STARTS]],
+CHECK: [[CS:[a-z_0-9]+]]: "i64[7]{{.*}} = torch.ops.aten.cumsum.default([[MARKS]], 0)
+CHECK: [[BAG:[a-z_0-9]+]]: "i64[6]{{.*}} = torch.ops.aten.slice.Tensor([[CS]], 0, 0, 6)
+CHECK: [[ROWS:[a-z_0-9]+]]: "f32[6, 4]{{.*}} = torch.ops.aten.index_select.default(w, 0, i)
+CHECK: [[SUM:[a-z_0-9]+]]: "f32[3, 4]{{.*}} = torch.ops.aten.index_add.default({{.*}}, 0, [[BAG]], [[ROWS]])
+CHECK: [[OUT:[a-z_0-9]+]]: "f32[2, 4]{{.*}} = torch.ops.aten.slice.Tensor([[SUM]], 0, 0, 2)
+CHECK: [[AMAX:[a-z_0-9]+]]: "f32[3, 4]{{.*}} = torch.ops.aten.scatter_reduce.two({{.*}}, 0, {{.*}}, {{.*}}, 'amax', include_self = False)
+CHECK: torch.ops.aten.scatter_reduce.two({{.*}}, 'amin', include_self = False)
+CHECK: [[MI:[a-z_0-9]+]]: "i64[2, 4]{{.*}} = torch.ops.aten.view.default
+CHECK: [[MAX:[a-z_0-9]+]]: "f32[2, 4]{{.*}} = torch.ops.aten.slice.Tensor([[AMAX]], 0, 0, 2)
+CHECK-NOT: _embedding_bag
+CHECK: return ([[OUT]], [[MAX]], [[MI]])
+)IR"));
+}
+
+// bmm(q, k^T) scaled after, the causal mask as masked_fill, a softmax by
+// amax / exp / sum, bmm with v; the log-sum-exp is laid out as [B, L, H].
+TEST(DecomposeTest, FlashAttentionCpuCausal) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, q: "f32[1, 2, 4, 8]", k: "f32[1, 2, 4, 8]", v: "f32[1, 2, 4, 8]"):
+    a = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, True)
+    getitem = a[0]
+    getitem_1 = a[1]
+    return (getitem, getitem_1)
+)IR",
+      R"IR(
+CHECK: [[Q:[a-z_0-9]+]]: "f32[2, 4, 8]{{.*}} = torch.ops.aten.view.default(q, [2, 4, 8])
+CHECK: [[K:[a-z_0-9]+]]: "f32[2, 4, 8]{{.*}} = torch.ops.aten.view.default(k, [2, 4, 8])
+CHECK: [[KT:[a-z_0-9]+]]: "f32[2, 8, 4]{{.*}} = torch.ops.aten.transpose.int([[K]], 1, 2)
+CHECK: [[S:[a-z_0-9]+]]: "f32[2, 4, 4]{{.*}} = torch.ops.aten.bmm.default([[Q]], [[KT]])
+CHECK: torch.ops.aten.mul.Tensor([[S]], 0.35355339059327373)
+CHECK: [[ABOVE:[a-z_0-9]+]]: "b8[4, 4]{{.*}} = torch.ops.aten.gt.Tensor
+CHECK: [[M:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.masked_fill.Scalar({{.*}}, [[ABOVE]], -inf)
+CHECK: [[MAX:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.amax.default([[M]], [-1], True)
+CHECK: [[SUM:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.sum.dim_IntList
+CHECK: torch.ops.aten.bmm.default
+CHECK: [[OUT:[a-z_0-9]+]]: "f32[1, 2, 4, 8][64, 32, 8, 1]cpu" = torch.ops.aten.view.default
+CHECK: torch.ops.aten.log.default([[SUM]])
+CHECK: [[LSE:[a-z_0-9]+]]: "f32[1, 2, 4][8, 1, 2]cpu" = torch.ops.aten.permute.default({{.*}}, [0, 2, 1])
+CHECK-NOT: flash_attention
+CHECK: return ([[OUT]], [[LSE]])
+)IR"));
+}
+
 // Inductor's functional scatter form: the inner scatter feeds the outer one
 // alone; its other user reads the view of the outer result.
 TEST(DecomposeTest, ScatterChainReadsAViewOfTheOuterScatter) {
@@ -594,6 +755,148 @@ TEST(DecomposeDifferentialTest, GroupNorm) {
 )IR"),
                       "group_norm");
   }
+}
+
+TEST(DecomposeDifferentialTest, UpsampleBilinear2d) {
+  for (const char* dtype : {"f32", "f64", "f16"}) {
+    ExpectSameResults(absl::StrCat(R"IR(def forward(self, x: ")IR", dtype,
+                                   R"IR([2, 3, 4, 5]"):
+    a = torch.ops.aten.upsample_bilinear2d.default(x, [7, 3], False)
+    b = torch.ops.aten.upsample_bilinear2d.default(x, [8, 11], True)
+    c = torch.ops.aten.upsample_bilinear2d.default(x, [1, 1], True)
+    d = torch.ops.aten.upsample_bilinear2d.default(x, [6, 9], False, 1.5, 2.0)
+    return (a, b, c, d)
+)IR"),
+                      "upsample_bilinear2d");
+  }
+}
+
+TEST(DecomposeDifferentialTest, GridSampler2d) {
+  for (const char* dtype : {"f32", "f64"}) {
+    std::string body;
+    int k = 0;
+    std::vector<std::string> outs;
+    for (int mode : {0, 1}) {
+      for (int padding : {0, 1, 2}) {
+        for (const char* align : {"False", "True"}) {
+          std::string name = absl::StrCat("gs", k++);
+          absl::StrAppend(&body, "    ", name,
+                          " = torch.ops.aten.grid_sampler_2d.default(x, g, ",
+                          mode, ", ", padding, ", ", align, ")\n");
+          outs.push_back(name);
+        }
+      }
+    }
+    ExpectSameResults(
+        absl::StrCat("def forward(self, x: \"", dtype, "[2, 3, 4, 5]\", g: \"",
+                     dtype, "[2, 6, 7, 2]\"):\n", body, "    return (",
+                     absl::StrJoin(outs, ", "), ")\n"),
+        "grid_sampler_2d");
+  }
+  // A one-pixel-wide input reflects onto its only column.
+  ExpectSameResults(
+      R"IR(def forward(self, x: "f32[1, 2, 3, 1]", g: "f32[1, 4, 4, 2]"):
+    a = torch.ops.aten.grid_sampler_2d.default(x, g, 0, 2, True)
+    b = torch.ops.aten.grid_sampler_2d.default(x, g, 1, 2, False)
+    return (a, b)
+)IR",
+      "grid_sampler_2d");
+}
+
+TEST(DecomposeDifferentialTest, Pdist) {
+  for (const char* dtype : {"f32", "f64"}) {
+    ExpectSameResults(absl::StrCat(R"IR(def forward(self, x: ")IR", dtype,
+                                   R"IR([6, 4]"):
+    a = torch.ops.aten._pdist_forward.default(x)
+    b = torch.ops.aten._pdist_forward.default(x, 1.0)
+    c = torch.ops.aten._pdist_forward.default(x, 0.0)
+    d = torch.ops.aten._pdist_forward.default(x, 3.5)
+    e = torch.ops.aten._pdist_forward.default(x, inf)
+    return (a, b, c, d, e)
+)IR"),
+                      "_pdist_forward");
+  }
+  ExpectSameResults(R"IR(# lathe: hint s0 5
+def forward(self, x: "f32[s0, 3]", y: "f32[1, 3]"):
+    a = torch.ops.aten._pdist_forward.default(x)
+    b = torch.ops.aten._pdist_forward.default(y)
+    return (a, b)
+)IR",
+                    "_pdist_forward");
+}
+
+// Valid indices (remainder 10) and offsets with empty bags: [0, 0, 3, 3,
+// 6] (floor(arange / 2) * 3), or [0, 2, 4, 6] (arange(0, 8, 2)).
+TEST(DecomposeDifferentialTest, EmbeddingBag) {
+  for (const char* dtype : {"f32", "f64", "f16"}) {
+    std::string text =
+        absl::StrCat(R"IR(def forward(self, w: ")IR", dtype,
+                     R"IR([10, 3]", r: "i64[9]", s: ")IR", dtype, R"IR([9]"):
+    i = torch.ops.aten.remainder.Scalar(r, 10)
+    a = torch.ops.aten.arange.default(5, dtype = torch.int64)
+    h = torch.ops.aten.floor_divide.Scalar(a, 2)
+    o = torch.ops.aten.mul.Tensor(h, 3)
+    o2 = torch.ops.aten.arange.start_step(0, 8, 2, dtype = torch.int64)
+)IR");
+    std::vector<std::string> outs;
+    int k = 0;
+    for (const char* offsets : {"o", "o2"}) {
+      for (int mode : {0, 1, 2}) {
+        // include_last_offset, padding_idx.
+        for (const char* tail : {"", ", False, 4", ", True", ", True, 4"}) {
+          std::string name = absl::StrCat("eb", k++);
+          absl::StrAppend(
+              &text, "    ", name,
+              " = torch.ops.aten._embedding_bag_forward_only.default(w, i, ",
+              offsets, ", False, ", mode, ", False, None", tail, ")\n");
+          for (int item = 0; item < 4; ++item) {
+            absl::StrAppend(&text, "    ", name, "_", item, " = ", name, "[",
+                            item, "]\n");
+            outs.push_back(absl::StrCat(name, "_", item));
+          }
+        }
+      }
+    }
+    // per_sample_weights (sum only).
+    absl::StrAppend(
+        &text,
+        "    p = torch.ops.aten._embedding_bag_forward_only.default("
+        "w, i, o, False, 0, False, s, True)\n    p_0 = p[0]\n");
+    outs.push_back("p_0");
+    absl::StrAppend(&text, "    return (", absl::StrJoin(outs, ", "), ")\n");
+    ExpectSameResults(text, "_embedding_bag");
+  }
+}
+
+TEST(DecomposeDifferentialTest, FlashAttentionCpu) {
+  for (const char* dtype : {"f32", "f64", "f16"}) {
+    ExpectSameResults(
+        absl::StrCat(R"IR(def forward(self, q: ")IR", dtype,
+                     R"IR([2, 3, 5, 4]", k: ")IR", dtype,
+                     R"IR([2, 3, 7, 4]", v: ")IR", dtype,
+                     R"IR([2, 3, 7, 4]", m: ")IR", dtype, R"IR([5, 7]"):
+    t = torch.ops.aten.transpose.int(q, 1, 2)
+    c = torch.ops.aten.clone.default(t)
+    u = torch.ops.aten.transpose.int(c, 1, 2)
+    a = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, True)
+    a_0 = a[0]
+    a_1 = a[1]
+    b = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(u, k, v, attn_mask = m, scale = 0.25)
+    b_0 = b[0]
+    b_1 = b[1]
+    return (a_0, a_1, b_0, b_1)
+)IR"),
+        "flash_attention");
+  }
+  ExpectSameResults(R"IR(# lathe: hint s0 6
+# lathe: hint s1 3
+def forward(self, q: "f32[1, 2, s0, s1]", k: "f32[1, 2, s0, s1]", v: "f32[1, 2, s0, s1]"):
+    a = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, True)
+    a_0 = a[0]
+    a_1 = a[1]
+    return (a_0, a_1)
+)IR",
+                    "flash_attention");
 }
 
 TEST(DecomposeDifferentialTest, BatchNorm) {
