@@ -356,7 +356,7 @@ def forward(self, x: "f32[s0, s1, s2]", w: "f32[s1]"):
 )IR",
                                            R"IR(
 CHECK: [[V:[a-z_0-9]+]]: "f32[s0, 3, 2, s2]{{.*}} = torch.ops.aten.view.default(x, [n, 3, 2, hw])
-CHECK: torch.ops.aten.sum.dim_IntList([[V]], [2, 3], True)
+CHECK: torch.ops.aten.var_mean.correction([[V]], [2, 3], correction = 0.0, keepdim = True)
 CHECK-NOT: native_group_norm
 CHECK: return
 )IR"));
