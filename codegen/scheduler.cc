@@ -173,6 +173,23 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
     }
     reason = "reduction over the same outer ranges";
   } else if (HasReduction(a) && FlatPointwise(b) && b.ranges.size() > na &&
+             std::equal(a.ranges.begin(), a.ranges.end(), b.ranges.begin()) &&
+             !a.sections.back().reduction &&
+             std::equal(b.ranges.begin() + na, b.ranges.end(),
+                        a.sections.back().ranges.begin(),
+                        a.sections.back().ranges.end())) {
+    // Into a's last section when it is pointwise over the same inner ranges
+    // (a chain of in-place ops on a reduction's epilogue): one loop, whose
+    // stores later ops read at the same element become values.
+    mode = Mode::kSameSection;
+    into = static_cast<int>(a.sections.size()) - 1;
+    const Section& last = a.sections.back();
+    for (size_t v = na; v < b.ranges.size(); ++v) {
+      rename[b.vars[v]] = last.vars[v - na];
+    }
+    reason =
+        "pointwise into the reduction epilogue's loop over the same ranges";
+  } else if (HasReduction(a) && FlatPointwise(b) && b.ranges.size() > na &&
              std::equal(a.ranges.begin(), a.ranges.end(), b.ranges.begin())) {
     mode = Mode::kNewSections;
     into = static_cast<int>(a.sections.size());
@@ -218,14 +235,15 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
                                     op.section, IsIndirect(op)});
     }
   }
-  // Whether b's access `op`, in a section of its own, touches the element
-  // a's access `s` touched in an earlier section of the same outer
-  // iteration: both sections loop over the same inner ranges and the
-  // indices agree once the inner variables are matched. Sections run in
+  // Whether b's access `op` (in a section of its own, or joining a's last)
+  // touches the element a's access `s` touched in an earlier section of the
+  // same outer iteration: both sections loop over the same inner ranges and
+  // the indices agree once the inner variables are matched. Sections run in
   // order within an outer iteration, so the access sees a's.
   auto SameElement = [&](const ScalarOp& op, const Access& s) {
-    if (mode != Mode::kNewSections) return false;
-    const Section& mine = added[op.section];
+    if (mode == Mode::kSameSection && s.section == into) return false;
+    const Section& mine =
+        mode == Mode::kNewSections ? added[op.section] : a.sections[into];
     const Section& theirs = a.sections[s.section];
     if (mine.vars.empty() || theirs.ranges != mine.ranges) return false;
     absl::flat_hash_map<Expr, Expr> same;

@@ -311,9 +311,10 @@ CHECK:      log: fuse k3 into k0
 }
 
 // Softmax after reinplace (exp_ and div_ write back into sub's buffer) is
-// one kernel too: each in-place loop nest is a section of its own that
-// reads and writes the row element the earlier section wrote, in order
-// within the row's iteration.
+// one kernel too. exp_ joins the loop of the subtraction it follows (the
+// value it reads is the one just computed, and only the last store stays);
+// the sum is a section of its own, and div_ a loop after it that reads and
+// writes the row element the earlier section wrote.
 TEST(SchedulerTest, InPlaceSoftmaxIsOneKernel) {
   ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(R"IR(
 def forward(self, x: "f32[4, 8]"):
@@ -330,17 +331,41 @@ def forward(self, x: "f32[4, 8]"):
 CHECK:      kernel k0 ranges=[4]
 CHECK:        reduce max(
 CHECK:        section 2 pointwise r2_0 in 8
-CHECK:          store buf2[r2_0 + 8*x0]
-CHECK:        section 3 pointwise r3_0 in 8
-CHECK-NEXT:     load buf2[r3_0 + 8*x0]
+CHECK-NEXT:     load in0[r2_0 + 8*x0]
+CHECK-NEXT:     sub(
 CHECK-NEXT:     exp(
-CHECK-NEXT:     store buf2[r3_0 + 8*x0]
-CHECK:          reduce sum(
-CHECK:        section 6 pointwise r6_0 in 8
+CHECK-NEXT:     store buf2[r2_0 + 8*x0]
+CHECK-NEXT:   section 3 reduction r3_0 in 8
+CHECK-NEXT:     load buf2[r3_0 + 8*x0]
+CHECK-NEXT:     reduce sum(
+CHECK:        section 5 pointwise r5_0 in 8
 CHECK:          truediv(
-CHECK-NEXT:     store buf2[r6_0 + 8*x0]
+CHECK-NEXT:     store buf2[r5_0 + 8*x0]
 CHECK-NOT:  kernel
+CHECK:      log: fuse k2 into k0: pointwise into the reduction epilogue's loop over the same ranges
 CHECK:      log: fuse k4 into k0
+)"));
+}
+
+// A pointwise op joins the epilogue's loop only when it reads what that loop
+// stored at the same element: a flip of the row reads other elements, which
+// the loop has not all written yet, so it stays a kernel of its own.
+TEST(SchedulerTest, AnOpReadingOtherElementsDoesNotJoinTheEpilogueLoop) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(R"IR(
+def forward(self, x: "f32[4, 8]"):
+    amax = torch.ops.aten.amax.default(x, [1], True)
+    sub = torch.ops.aten.sub.Tensor(x, amax)
+    flip = torch.ops.aten.flip.default(sub, [1])
+    mul = torch.ops.aten.mul.Tensor(flip, 2)
+    return (sub, mul)
+)IR"));
+  EXPECT_OK(FileCheckScheduled(s, R"(
+CHECK:      kernel k0 ranges=[4]
+CHECK:        section 2 pointwise r2_0 in 8
+CHECK:          store buf2[r2_0 + 8*x0]
+CHECK:      kernel k2 ranges=[4, 8]
+CHECK:          load buf2[8*x0 - x1 + 7]
+CHECK:      log: keep k2 apart from k0
 )"));
 }
 

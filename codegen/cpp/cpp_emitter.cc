@@ -26,10 +26,12 @@ using symbolic::Expr;
 constexpr int64_t kParallelThreshold = 32768;
 
 // A Welford reduction runs over blocks of this many elements of its
-// innermost loop: each block's mean and M2 in two simd passes over the
-// block (in cache), merged into the running ones (Chan et al.), all in
-// double as PyTorch's CPU var/std accumulate float (merging blocks whose
-// means are large next to their spread loses float's digits).
+// innermost loop: in each block, shifted by its first value, one simd pass
+// sums the values and a second the squared deviations from the block's mean
+// (differences of small numbers, so float keeps its digits), and the
+// block's (mean, M2, count) is merged into a double accumulator (Chan et
+// al.): merging blocks whose means are large next to their spread needs
+// double, as PyTorch's CPU var accumulates float in double.
 constexpr int64_t kWelfordBlock = 256;
 
 // The Welford accumulator, its merge, and OpenMP reductions over it.
@@ -295,6 +297,9 @@ class Emitter {
         return "false";
       case ReduceKind::kAll:
         return "true";
+      case ReduceKind::kWelfordMean:  // EmitWelfordSection's accumulators
+      case ReduceKind::kWelfordM2:
+        break;
     }
     return "0";
   }
@@ -339,9 +344,8 @@ class Emitter {
       case ReduceKind::kAll:
         absl::StrAppend(out, indent, acc, " &= ", v, ";\n");
         return;
-      case ReduceKind::kWelfordMean:  // the block's sum (EmitWelfordSection)
-        absl::StrAppend(out, indent, "bs", i, " += static_cast<double>(", v,
-                        ");\n");
+      case ReduceKind::kWelfordMean:  // the block's shifted sum
+        absl::StrAppend(out, indent, "bs", i, " += ", v, " - bk", i, ";\n");
         return;
       case ReduceKind::kWelfordM2:  // from the mean op's accumulator
         return;
@@ -487,12 +491,13 @@ class Emitter {
   }
 
   // A section with Welford reductions: its innermost loop runs in blocks of
-  // kWelfordBlock; in each block one simd pass sums the Welford values (and
-  // accumulates the section's other reductions), a second recomputes them
-  // (only the ops they need) and sums the squared deviations from the
-  // block's mean, and the block's (mean, M2, count) is merged into the
-  // accumulator: one read of memory, every loop vectorized, one division
-  // per block. Threads split the blocks as any reduction's.
+  // kWelfordBlock. Each block takes its first value as a shift; one simd
+  // pass sums the shifted Welford values (and accumulates the section's
+  // other reductions), a second recomputes them (only the ops they need)
+  // and sums the squared deviations from the block's mean, and the block's
+  // (mean, M2, count) is merged into the double accumulator: one read of
+  // memory, every loop vectorized in the values' own type, one division per
+  // block. Threads split the blocks as any reduction's.
   void EmitWelfordSection(const Kernel& k, int s, const std::string& indent,
                           bool parallel, std::string* out) {
     const Section& sec = k.sections[s];
@@ -523,7 +528,6 @@ class Emitter {
     EmitAccumulators(k, others, indent, &simd_clauses, &simd, &parallel, out);
     std::string block_reductions = simd_clauses;
     for (int i : means) {
-      const ScalarOp& op = k.ops[i];
       absl::StrAppend(out, indent, "lathe_welford<double> wf", i,
                       "{0, 0, 0};\n");
       absl::StrAppend(&block_reductions, " reduction(lathe_welford_d:wf", i,
@@ -545,7 +549,7 @@ class Emitter {
                       " < ", Cpp(sec.ranges[v]), "; ++", var, ") {\n");
       in += "  ";
     }
-    std::string last, range, count = "1";
+    std::string last, range;
     if (n > 0) {
       last = std::string(sec.vars[n - 1].name());
       range = Cpp(sec.ranges[n - 1]);
@@ -555,54 +559,89 @@ class Emitter {
       absl::StrAppend(out, in, "const ", index_type_, " end = static_cast<",
                       index_type_, ">(std::min<int64_t>(int64_t{blk} + ",
                       kWelfordBlock, ", ", range, "));\n");
-      count = "(end - blk)";
+    }
+    auto value = [&](int i) { return Value(k, k.ops[i].args[0]); };
+    auto type = [&](int i) { return std::string(CType(k.ops[i].dtype)); };
+    if (n == 0) {  // one element: its value, M2 0
+      for (size_t i = 0; i < k.ops.size(); ++i) {
+        const ScalarOp& op = k.ops[i];
+        bool welford = op.kind == ScalarOp::Kind::kReduce &&
+                       (op.reduce == ReduceKind::kWelfordMean ||
+                        op.reduce == ReduceKind::kWelfordM2);
+        if (op.section == s && !welford) {
+          EmitOp(k, static_cast<int>(i), in, out);
+        }
+      }
+      for (int i : means) {
+        absl::StrAppend(out, in, "wf", i, " = lathe_welford_merge(wf", i,
+                        ", {static_cast<double>(", value(i), "), 0.0, 1});\n");
+      }
+      EmitWelfordResults(k, s, others, indent, out);
+      return;
+    }
+    // The shift: the block's first value (what the Welford values need,
+    // at the block's first index).
+    for (int i : means) absl::StrAppend(out, in, type(i), " bk", i, ";\n");
+    absl::StrAppend(out, in, "{\n", in, "  const ", index_type_, " ", last,
+                    " = blk;\n");
+    for (size_t i = 0; i < k.ops.size(); ++i) {
+      if (needed[i]) EmitOp(k, static_cast<int>(i), in + "  ", out);
     }
     for (int i : means) {
-      absl::StrAppend(out, in, "double bs", i, " = 0;\n");
+      absl::StrAppend(out, in, "  bk", i, " = ", value(i), ";\n");
     }
-    // The block's pass: every op of the section, Welford values summed.
+    absl::StrAppend(out, in, "}\n");
+    for (int i : means) {
+      absl::StrAppend(out, in, type(i), " bs", i, " = 0;\n");
+    }
+    // The block's pass: every op of the section, the shifted Welford values
+    // summed.
     auto open_block_loop = [&](const std::string& clauses) {
-      if (n == 0) return in;
       if (simd) absl::StrAppend(out, in, "#pragma omp simd", clauses, "\n");
       absl::StrAppend(out, in, "for (", index_type_, " ", last, " = blk; ",
                       last, " < end; ++", last, ") {\n");
       return in + "  ";
     };
-    auto close_block_loop = [&]() {
-      if (n > 0) absl::StrAppend(out, in, "}\n");
-    };
     std::string body = open_block_loop(simd_clauses + block_clauses);
     for (size_t i = 0; i < k.ops.size(); ++i) {
       if (k.ops[i].section == s) EmitOp(k, static_cast<int>(i), body, out);
     }
-    close_block_loop();
+    absl::StrAppend(out, in, "}\n");
     for (int i : means) {
-      absl::StrAppend(out, in, "const double bm", i, " = bs", i,
-                      " / static_cast<double>(", count, ");\n", in, "double bq",
-                      i, " = 0;\n");
+      absl::StrAppend(out, in, "const ", type(i), " bc", i, " = bs", i,
+                      " / static_cast<", type(i), ">(end - blk);\n", in,
+                      type(i), " bq", i, " = 0;\n");
     }
-    // The deviations' pass: only what the Welford values need.
-    if (n > 0) {
-      body = open_block_loop(deviation_clauses);
-      for (size_t i = 0; i < k.ops.size(); ++i) {
-        if (needed[i]) EmitOp(k, static_cast<int>(i), body, out);
-      }
-      for (int i : means) {
-        absl::StrAppend(out, body, "{ const double d = static_cast<double>(",
-                        Value(k, k.ops[i].args[0]), ") - bm", i, "; bq", i,
-                        " += d * d; }\n");
-      }
-      close_block_loop();
+    // The deviations' pass: only what the Welford values need; each
+    // deviation from the block's mean is (value - shift) - (mean - shift),
+    // a difference of small numbers.
+    body = open_block_loop(deviation_clauses);
+    for (size_t i = 0; i < k.ops.size(); ++i) {
+      if (needed[i]) EmitOp(k, static_cast<int>(i), body, out);
     }
     for (int i : means) {
-      absl::StrAppend(out, in, "wf", i, " = lathe_welford_merge(wf", i, ", {bm",
-                      i, ", bq", i, ", static_cast<int64_t>(", count, ")});\n");
+      absl::StrAppend(out, body, "{ const ", type(i), " d = (", value(i),
+                      " - bk", i, ") - bc", i, "; bq", i, " += d * d; }\n");
+    }
+    absl::StrAppend(out, in, "}\n");
+    for (int i : means) {
+      absl::StrAppend(out, in, "wf", i, " = lathe_welford_merge(wf", i,
+                      ", {static_cast<double>(bk", i,
+                      ") + static_cast<double>(bc", i,
+                      "), static_cast<double>(bq", i,
+                      "), static_cast<int64_t>(end - blk)});\n");
     }
     for (int v = 0; v < n; ++v) {
       in.resize(in.size() - 2);
       absl::StrAppend(out, in, "}\n");
     }
-    // The other reductions' values, then the Welford ones (NaN when empty).
+    EmitWelfordResults(k, s, others, indent, out);
+  }
+
+  // The other reductions' values, then the Welford ones (NaN when empty).
+  void EmitWelfordResults(const Kernel& k, int s,
+                          const std::vector<int>& others,
+                          const std::string& indent, std::string* out) {
     EmitReduceResults(k, others, indent, out);
     for (size_t i = 0; i < k.ops.size(); ++i) {
       const ScalarOp& op = k.ops[i];

@@ -38,12 +38,13 @@ CHECK-NOT: int64_t x
 )"));
 }
 
-// A Welford reduction runs its innermost loop in blocks of 256: one simd
-// pass sums the block, a second sums the squared deviations from the
-// block's mean, recomputing the value (the exp), and the block is merged
-// into the double accumulator; an empty row is NaN. The max over the same
-// rows is a section of its own.
-TEST(CppEmitterTest, WelfordRunsInBlocksOfTwoPasses) {
+// A Welford reduction runs its innermost loop in blocks of 256, each
+// shifted by its first value (the exp at the block's first index): one simd
+// pass sums the shifted values, a second the squared deviations from the
+// block's mean, recomputing the exp; the block is merged into the double
+// accumulator, and an empty row is NaN. The max over the same rows is a
+// section of its own.
+TEST(CppEmitterTest, WelfordRunsInShiftedBlocksOfTwoPasses) {
   ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
 def forward(self, x: "f32[4, 1000]"):
     exp = torch.ops.aten.exp.default(x)
@@ -57,20 +58,26 @@ def forward(self, x: "f32[4, 1000]"):
 CHECK:      lathe_welford<double> [[WF:wf[0-9]+]]{0, 0, 0};
 CHECK-NEXT: for (int32_t blk = 0; blk < 1000; blk += 256) {
 CHECK-NEXT:   const int32_t end = static_cast<int32_t>(std::min<int64_t>(int64_t{blk} + 256, 1000));
-CHECK-NEXT:   double [[BS:bs[0-9]+]] = 0;
+CHECK-NEXT:   float [[BK:bk[0-9]+]];
+CHECK-NEXT:   {
+CHECK-NEXT:     const int32_t r0_0 = blk;
+CHECK:          lathe_op_exp
+CHECK-NEXT:     [[BK]] = v{{[0-9]+}};
+CHECK-NEXT:   }
+CHECK-NEXT:   float [[BS:bs[0-9]+]] = 0;
 CHECK-NEXT:   #pragma omp simd reduction(+:[[BS]])
 CHECK-NEXT:   for (int32_t r0_0 = blk; r0_0 < end; ++r0_0) {
 CHECK:          lathe_op_exp
-CHECK-NEXT:     [[BS]] += static_cast<double>(
+CHECK-NEXT:     [[BS]] += v{{[0-9]+}} - [[BK]];
 CHECK-NEXT:   }
-CHECK-NEXT:   const double [[BM:bm[0-9]+]] = [[BS]] / static_cast<double>((end - blk));
-CHECK-NEXT:   double [[BQ:bq[0-9]+]] = 0;
+CHECK-NEXT:   const float [[BC:bc[0-9]+]] = [[BS]] / static_cast<float>(end - blk);
+CHECK-NEXT:   float [[BQ:bq[0-9]+]] = 0;
 CHECK-NEXT:   #pragma omp simd reduction(+:[[BQ]])
 CHECK-NEXT:   for (int32_t r0_0 = blk; r0_0 < end; ++r0_0) {
 CHECK:          lathe_op_exp
-CHECK-NEXT:     { const double d = static_cast<double>(v{{[0-9]+}}) - [[BM]]; [[BQ]] += d * d; }
+CHECK-NEXT:     { const float d = (v{{[0-9]+}} - [[BK]]) - [[BC]]; [[BQ]] += d * d; }
 CHECK-NEXT:   }
-CHECK-NEXT:   [[WF]] = lathe_welford_merge([[WF]], {[[BM]], [[BQ]], static_cast<int64_t>((end - blk))});
+CHECK-NEXT:   [[WF]] = lathe_welford_merge([[WF]], {static_cast<double>([[BK]]) + static_cast<double>([[BC]]), static_cast<double>([[BQ]]), static_cast<int64_t>(end - blk)});
 CHECK-NEXT: }
 CHECK:      [[WF]].n > 0 ? static_cast<float>([[WF]].m2) : std::numeric_limits<float>::quiet_NaN();
 CHECK:      reduction(max:
