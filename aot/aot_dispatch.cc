@@ -96,10 +96,40 @@ ir::Value ValueOf(const Operand& o) {
   return ir::Value::None();
 }
 
+UserCall UserCallOf(const std::vector<CompositeLayout>& arguments,
+                    std::vector<Operand> args,
+                    const std::vector<bool>& mutated_inputs,
+                    const absl::flat_hash_map<int, ir::Value>& rebound,
+                    std::vector<Operand> results) {
+  UserCall call;
+  call.results = std::move(results);
+  size_t slot = 0;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const CompositeLayout& l = arguments[i];
+    int n = l.Slots(/*argument=*/true);
+    bool written = false;
+    for (int k = 0; k < n; ++k) {
+      written = written ||
+                (slot + k < mutated_inputs.size() && mutated_inputs[slot + k]);
+    }
+    call.mutated.push_back(written);
+    auto it = rebound.find(static_cast<int>(slot));
+    if (l.type == nullptr && it != rebound.end() && it->second.is_tensor()) {
+      call.arguments.push_back(Operand::Of(it->second.tensor));
+    } else {
+      call.arguments.push_back(std::move(args[i]));
+    }
+    slot += n;
+  }
+  return call;
+}
+
 absl::StatusOr<UserCall> InterpretAsUser(
     const ir::Graph& graph, const AotGraph& aot, std::vector<Operand> args,
     const absl::flat_hash_map<std::string, ir::Value>& constants,
-    const GraphRunner& runner, const PlannedRunner& planned) {
+    const GraphRunner& runner, const PlannedRunner& planned,
+    const UserRunner& user) {
+  if (user) return user(std::move(args), constants);
   ASSIGN_OR_RETURN(std::vector<Operand> dense, aot.subclass.Unwrap(args));
   std::vector<ir::Value> inputs;
   for (const Operand& o : dense) inputs.push_back(ValueOf(o));
@@ -112,25 +142,21 @@ absl::StatusOr<UserCall> InterpretAsUser(
     ASSIGN_OR_RETURN(Operand o, OperandOf(v));
     outs.push_back(std::move(o));
   }
-  UserCall call;
-  ASSIGN_OR_RETURN(call.results, aot.subclass.Rewrap(std::move(outs)));
-  // Dense inputs back to user arguments: a plain one is one slot; a
-  // composite's inner tensors were written in place (its object stays).
+  ASSIGN_OR_RETURN(std::vector<Operand> results,
+                   aot.subclass.Rewrap(std::move(outs)));
+  // Dense inputs back to user arguments: each plain one takes its slot's
+  // value after the call (the same tensor unless set_ / as_strided_ rebound
+  // it).
+  absl::flat_hash_map<int, ir::Value> after;
   size_t slot = 0;
-  for (size_t i = 0; i < aot.signature.arguments.size(); ++i) {
-    const CompositeLayout& l = aot.signature.arguments[i];
-    int n = l.Slots(/*argument=*/true);
-    bool written = false;
-    for (int k = 0; k < n; ++k) written = written || r.mutated_inputs[slot + k];
-    call.mutated.push_back(written);
-    if (l.type == nullptr && inputs[slot].is_tensor()) {
-      call.arguments.push_back(Operand::Of(inputs[slot].tensor));
-    } else {
-      call.arguments.push_back(args[i]);
+  for (const CompositeLayout& l : aot.signature.arguments) {
+    if (l.type == nullptr && slot < inputs.size()) {
+      after[static_cast<int>(slot)] = inputs[slot];
     }
-    slot += n;
+    slot += l.Slots(/*argument=*/true);
   }
-  return call;
+  return UserCallOf(aot.signature.arguments, std::move(args), r.mutated_inputs,
+                    after, std::move(results));
 }
 
 }  // namespace lathe::aot

@@ -106,16 +106,36 @@ using PlannedRunner = std::function<absl::StatusOr<ir::Interpretation>(
     std::vector<ir::Value>& inputs,
     const absl::flat_hash_map<std::string, ir::Value>& constants)>;
 
+// A compiled function that also unwraps and rewraps composites (the cpu
+// backend's lathe_call_user): the whole user call.
+using UserRunner = std::function<absl::StatusOr<UserCall>(
+    std::vector<Operand> args,
+    const absl::flat_hash_map<std::string, ir::Value>& constants)>;
+
+// UserCallOf()
+//
+// The user call a dense call makes: its rewrapped `results`; per user
+// argument (laid out as `arguments` says), whether the call wrote any of
+// its dense inputs (`mutated_inputs`) and the argument as the call left it:
+// a plain one takes the dense value `rebound` has for its slot (set_ /
+// as_strided_), a composite stays (its inner tensors were written in
+// place).
+UserCall UserCallOf(const std::vector<CompositeLayout>& arguments,
+                    std::vector<Operand> args,
+                    const std::vector<bool>& mutated_inputs,
+                    const absl::flat_hash_map<int, ir::Value>& rebound,
+                    std::vector<Operand> results);
+
 // InterpretAsUser()
 //
 // Calls the user's function: unwraps `args` with aot.subclass, runs
 // InterpretWithPlan on the dense graph (or `planned`, which runs graph and
-// plan in one), rewraps the results.
+// plan in one), rewraps the results; or `user`, which does all of it.
 absl::StatusOr<UserCall> InterpretAsUser(
     const ir::Graph& graph, const AotGraph& aot, std::vector<Operand> args,
     const absl::flat_hash_map<std::string, ir::Value>& constants = {},
-    const GraphRunner& runner = nullptr,
-    const PlannedRunner& planned = nullptr);
+    const GraphRunner& runner = nullptr, const PlannedRunner& planned = nullptr,
+    const UserRunner& user = nullptr);
 
 }  // namespace lathe::aot
 

@@ -47,6 +47,13 @@ std::string TypeVar(const CompositeType* t) {
   return absl::StrCat("type_", t->name());
 }
 
+// args[arg] followed through `path` in the C ABI's LatheValue tree.
+std::string CFollow(int arg, const std::vector<int>& path) {
+  std::string s = absl::StrCat("args[", arg, "]");
+  for (int k : path) s = absl::StrCat(s, ".inner[", k, "]");
+  return s;
+}
+
 }  // namespace
 
 int CompositeLayout::Slots(bool argument) const {
@@ -332,6 +339,116 @@ std::string SubclassWrapperPlan::CppSource(const std::string& name) const {
                     ");\n");
   }
   absl::StrAppend(&out, "  return absl::OkStatus();\n}\n");
+  return out;
+}
+
+std::string SubclassWrapperPlan::CSource(const std::string& name) const {
+  const int num_args = static_cast<int>(arguments_.size());
+  std::string out = absl::StrCat(
+      "// The composite wrapper over the kernel ABI's LatheValue (generated "
+      "by\n// lathe from a SubclassWrapperPlan).\n",
+      "static int ", name, "_same(const char* a, const char* b) {\n",
+      "  if (a == 0) return 0;\n",
+      "  while (*a != 0 && *a == *b) { ++a; ++b; }\n",
+      "  return *a == *b;\n}\n",
+      "// *to = *from, moved, into to's own sizes and strides arrays.\n",
+      "static void ", name, "_move(LatheValue* to, const LatheValue* from) {\n",
+      "  int64_t* sizes = to->sizes; int64_t* strides = to->strides;\n",
+      "  LatheValue* inner = to->inner; int64_t n = to->num_inner;\n",
+      "  *to = *from; to->sizes = sizes; to->strides = strides;\n",
+      "  to->inner = inner; to->num_inner = n;\n",
+      "  for (int64_t d = 0; d < from->ndim; ++d) {\n",
+      "    sizes[d] = from->sizes[d]; strides[d] = from->strides[d];\n",
+      "  }\n}\n\n");
+  // Unwrap.
+  absl::StrAppend(&out,
+                  "// The dense inputs for the user's arguments: 0, or "
+                  "LATHE_CALL_BAD_INPUTS\n// (the host's Unwrap says why).\n",
+                  "static int ", name,
+                  "_unwrap(const LatheValue* args, int64_t num_args,\n",
+                  "    LatheValue* dense, int64_t num_dense) {\n",
+                  "  if (num_args < ", num_args,
+                  " || num_dense != ", num_dense_args_, " + num_args - ",
+                  num_args, ") return LATHE_CALL_BAD_INPUTS;\n");
+  for (const Check& c : checks_) {
+    std::string v = CFollow(c.arg, c.path);
+    if (c.type == nullptr) {
+      absl::StrAppend(&out, "  if (", v,
+                      ".kind == LATHE_VALUE_COMPOSITE) return "
+                      "LATHE_CALL_BAD_INPUTS;\n");
+      continue;
+    }
+    absl::StrAppend(&out, "  if (", v, ".kind != LATHE_VALUE_COMPOSITE || !",
+                    name, "_same(", v, ".type, \"", c.type->name(), "\") || ",
+                    v, ".num_inner != ", c.type->inner_names().size(), ") ",
+                    "return LATHE_CALL_BAD_INPUTS;\n");
+    if (c.path.empty()) {
+      const CompositeLayout& l = arguments_[c.arg];
+      absl::StrAppend(&out, "  if (", v, ".ndim != ", l.sizes.size(),
+                      ") return LATHE_CALL_BAD_INPUTS;\n");
+    }
+  }
+  int slot = 0;
+  for (const Take& t : takes_) {
+    std::string d = absl::StrCat("dense[", slot++, "]");
+    switch (t.kind) {
+      case Take::Kind::kValue:
+        absl::StrAppend(&out, "  ", d, " = ", CFollow(t.arg, t.path), ";\n");
+        break;
+      case Take::Kind::kEmpty:
+        absl::StrAppend(&out, "  ", d, " = LatheValue{};  // argument ", t.arg,
+                        " is frozen\n");
+        break;
+      case Take::Kind::kSize:
+      case Take::Kind::kStride:
+        absl::StrAppend(&out, "  ", d, " = LatheValue{}; ", d,
+                        ".kind = LATHE_VALUE_INT; ", d, ".i = args[", t.arg,
+                        "].", t.kind == Take::Kind::kSize ? "sizes" : "strides",
+                        "[", t.dim, "];\n");
+        break;
+    }
+  }
+  absl::StrAppend(&out, "  for (int64_t k = ", num_args,
+                  "; k < num_args; ++k) dense[", num_dense_args_ - num_args,
+                  " + k] = args[k];\n  return 0;\n}\n\n");
+  // The results' shape, as the caller made it.
+  std::string shaped, rewrap;
+  int next = 0;
+  std::function<void(const CompositeLayout&, const std::string&)> walk =
+      [&](const CompositeLayout& l, const std::string& to) {
+        if (l.type == nullptr) {
+          absl::StrAppend(&rewrap, "  ", name, "_move(&", to, ", &dense[",
+                          next++, "]);\n");
+          return;
+        }
+        absl::StrAppend(&shaped, "  if (", to, ".inner == 0 || ", to,
+                        ".num_inner != ", l.inner.size(), ") return 0;\n");
+        for (size_t k = 0; k < l.inner.size(); ++k) {
+          walk(l.inner[k], absl::StrCat(to, ".inner[", k, "]"));
+        }
+        // The outer sizes and strides are the first inner value's, as
+        // Rewrap's; the outer dtype is the type's rule, which the host
+        // applies when it rebuilds the composite.
+        std::string first = absl::StrCat(to, ".inner[0]");
+        absl::StrAppend(&rewrap, "  ", to, ".kind = LATHE_VALUE_COMPOSITE; ",
+                        to, ".type = \"", l.type->name(), "\"; ", to,
+                        ".dtype = ", first, ".dtype; ", to, ".ndim = ", first,
+                        ".ndim; ", to, ".data = 0; ", to, ".storage = 0;\n",
+                        "  for (int64_t d = 0; d < ", first, ".ndim; ++d) { ",
+                        to, ".sizes[d] = ", first, ".sizes[d]; ", to,
+                        ".strides[d] = ", first, ".strides[d]; }\n");
+      };
+  for (size_t r = 0; r < results_.size(); ++r) {
+    walk(results_[r], absl::StrCat("results[", r, "]"));
+  }
+  absl::StrAppend(
+      &out,
+      "// Whether the caller shaped `results` as the results' layouts say.\n",
+      "static int ", name, "_shaped(const LatheValue* results, int64_t n) {\n",
+      "  if (n < ", results_.size(), ") return 0;\n", shaped,
+      "  return 1;\n}\n\n", "// The user's results from the first ",
+      num_dense_results_, " dense ones (moved).\n", "static void ", name,
+      "_rewrap(LatheValue* dense, LatheValue* results) {\n", rewrap, "}\n");
   return out;
 }
 

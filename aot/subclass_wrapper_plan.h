@@ -100,6 +100,27 @@ class SubclassWrapperPlan {
   // std::vector<lathe::Operand>* out)` (which moves from `dense`).
   std::string CppSource(const std::string& name = "lathe_subclass") const;
 
+  // CSource()
+  //
+  // Unwrap and Rewrap as straight-line C over the kernel ABI's LatheValue
+  // (runtime/kernel_abi.h), for generated code: `static int
+  // NAME_unwrap(const LatheValue* args, int64_t num_args, LatheValue*
+  // dense, int64_t num_dense)` (0, or LATHE_CALL_BAD_INPUTS for a missing
+  // argument or a composite of another type), `static int
+  // NAME_shaped(const LatheValue* results, int64_t n)` (whether the caller
+  // made the result trees the layouts say) and `static void
+  // NAME_rewrap(LatheValue* dense, LatheValue* results)` (moves from
+  // `dense`). What Rewrap checks with the type's own rule is the host's.
+  std::string CSource(const std::string& name = "lathe_subclass") const;
+
+  // The layouts the plan was built for.
+  const std::vector<CompositeLayout>& argument_layouts() const {
+    return arguments_;
+  }
+  const std::vector<CompositeLayout>& result_layouts() const {
+    return results_;
+  }
+
   int num_dense_arguments() const { return num_dense_args_; }
   int num_dense_results() const { return num_dense_results_; }
 

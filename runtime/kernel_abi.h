@@ -10,6 +10,10 @@
  * LatheKernelRuntime (the library routines kernels call, and storage
  * allocation) and passes it in.
  *
+ * A graph compiled with its composite wrapper (aot/subclass_wrapper_plan.h)
+ * also exports lathe_call_user, which takes and returns the user's values:
+ * composite tensors (runtime/composite.h) as LATHE_VALUE_COMPOSITE trees.
+ *
  * Example (the host calls generated code):
  *
  *   LatheValue in[2] = {...}, out[1] = {...};   // views of the tensors
@@ -27,7 +31,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field changes; an artifact records the one it uses. */
-#define LATHE_KERNEL_ABI_VERSION 3
+#define LATHE_KERNEL_ABI_VERSION 4
 
 /* What a LatheValue holds. */
 #define LATHE_VALUE_NONE 0
@@ -35,6 +39,7 @@ extern "C" {
 #define LATHE_VALUE_INT 2
 #define LATHE_VALUE_FLOAT 3
 #define LATHE_VALUE_BOOL 4
+#define LATHE_VALUE_COMPOSITE 5
 
 /* A LatheValue's dtype: lathe::DType's order (runtime/dtype.h). */
 #define LATHE_DTYPE_F16 0
@@ -64,6 +69,14 @@ typedef struct LatheValue {
   void* storage;
   int64_t i; /* LATHE_VALUE_INT, LATHE_VALUE_BOOL */
   double f;  /* LATHE_VALUE_FLOAT */
+  /* LATHE_VALUE_COMPOSITE: the registered type's name ("pair"), and its
+   * `num_inner` inner values (tensors or composites) in flatten order;
+   * dtype, ndim, sizes and strides are the outer ones. For a result the
+   * caller provides the inner array (and, inside it, each value's sizes
+   * and strides), shaped as the compiled wrapper's result layout. */
+  const char* type;
+  int64_t num_inner;
+  struct LatheValue* inner;
 } LatheValue;
 
 typedef struct LatheKernelRuntime {
@@ -115,6 +128,18 @@ typedef struct LatheKernelRuntime {
 typedef int (*LatheCallFn)(const LatheValue* inputs, int64_t num_inputs,
                            LatheValue* outputs, int64_t num_outputs,
                            const LatheKernelRuntime* rt);
+
+/* The compiled composite wrapper around lathe_call: checks each composite
+ * argument's type (nested ones too), flattens the arguments into the dense
+ * graph's inputs (inner tensors, then symbolic outer sizes and strides),
+ * calls lathe_call, and rebuilds the user's results from the dense ones.
+ * `results` holds the user results, then the dense inputs a set_ or
+ * as_strided_ rebinds (lathe_call's own order). Returns what lathe_call
+ * does, and LATHE_CALL_BAD_INPUTS for a missing argument or a composite of
+ * another type. */
+typedef int (*LatheCallUserFn)(const LatheValue* args, int64_t num_args,
+                               LatheValue* results, int64_t num_results,
+                               const LatheKernelRuntime* rt);
 
 /* The compiled guard set: 1 when `inputs` (the graph's placeholders as the
  * user gave them, before composite flattening) satisfy every guard. */

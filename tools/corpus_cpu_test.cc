@@ -155,10 +155,11 @@ TEST(CorpusCpuTest, AotScenariosMatchTheInterpreter) {
   RunCorpus("aot/testdata/aot_corpus", kAotCorpusFloor);
 }
 
-// The runtime wrapper plan of every AOT scenario the cpu backend lowers has
-// a C form, so it runs inside the .so (wrapper_emitter.h), not on the host
-// after it. (That those runs give the interpreter's results is the test
-// above: lathec runs the plan in the .so whenever it has one.)
+// The runtime wrapper plan and the composite wrapper of every AOT scenario
+// the cpu backend lowers have a C form, so the whole user call runs inside
+// the .so (lathe_call_user, wrapper_emitter.h), not on the host around it.
+// (That those runs give the interpreter's results is the test above:
+// lathec calls lathe_call_user whenever the .so has one.)
 TEST(CorpusCpuTest, EveryAotPlanRunsInsideTheSo) {
   std::string dir = RunfilePath("aot/testdata/aot_corpus");
   int lowered = 0;
@@ -174,15 +175,20 @@ TEST(CorpusCpuTest, EveryAotPlanRunsInsideTheSo) {
         codegen::Lower(*(*c)->graph, *(*c)->env);
     if (!g.ok() || !codegen::Schedule(*g).ok()) continue;
     absl::StatusOr<codegen::WrapperSource> w = codegen::EmitWrapper(
-        *g, ir::InputSlots(*(*c)->graph), {.plan = &(*c)->aot.plan});
+        *g, ir::InputSlots(*(*c)->graph),
+        {.plan = &(*c)->aot.plan, .subclass = &(*c)->aot.subclass});
     ASSERT_OK(w.status()) << file;
     ++lowered;
     if (!w->plan_applied) {
       on_host.push_back(absl::StrCat(file, ": ", w->plan_error));
+    } else if (!w->user_entry) {
+      on_host.push_back(absl::StrCat(file, ": ", w->user_entry_error));
     }
   }
-  std::printf("%d AOT scenarios lowered; the plan runs on the host for %zu:\n",
-              lowered, on_host.size());
+  std::printf(
+      "%d AOT scenarios lowered; the plan or the composite wrapper runs on "
+      "the host for %zu:\n",
+      lowered, on_host.size());
   for (const std::string& s : on_host) std::printf("  %s\n", s.c_str());
   EXPECT_GE(lowered, kAotCorpusFloor);
   EXPECT_TRUE(on_host.empty());

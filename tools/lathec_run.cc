@@ -553,7 +553,8 @@ absl::StatusOr<std::unique_ptr<Compiled>> Compile(
             *c->graph, *c->env,
             {.guards = c->guards ? &*c->guards : nullptr,
              .guard_inputs = c->guard_inputs,
-             .plan = &c->aot.plan});
+             .plan = &c->aot.plan,
+             .subclass = &c->aot.subclass});
     if (!cpu.ok()) {
       return absl::Status(
           cpu.status().code(),
@@ -628,12 +629,19 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(const Compiled& c,
                      InputValue(*node, it->second, set.paths.at(it->first)));
     constants[node->target()] = std::move(v);
   }
-  // The cpu backend runs the graph and, inside its .so, the runtime
-  // wrapper plan; a plan the generated code cannot say runs here after it.
+  // The cpu backend runs the whole user call inside its .so (composites
+  // unwrapped, the graph, the runtime wrapper plan, composites rebuilt); a
+  // plan the generated code cannot say runs here after the graph.
   aot::GraphRunner runner = nullptr;
   aot::PlannedRunner planned = nullptr;
+  aot::UserRunner user = nullptr;
   if (const codegen::CpuFunction* f = c.cpu.get(); f != nullptr) {
-    if (f->plan_applied()) {
+    if (f->user_entry()) {
+      user = [f](std::vector<Operand> a,
+                 const absl::flat_hash_map<std::string, ir::Value>& k) {
+        return f->CallUser(std::move(a), k);
+      };
+    } else if (f->plan_applied()) {
       planned = [f](std::vector<ir::Value>& inputs,
                     const absl::flat_hash_map<std::string, ir::Value>& k) {
         return f->RunWithPlan(inputs, k);
@@ -647,7 +655,7 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(const Compiled& c,
   }
   ASSIGN_OR_RETURN(
       aot::UserCall r,
-      aot::InterpretAsUser(graph, aot, args, constants, runner, planned));
+      aot::InterpretAsUser(graph, aot, args, constants, runner, planned, user));
   std::vector<PendingFile> pending;
   auto add = [&](const std::string& name, const Operand& o,
                  int index) -> absl::Status {
@@ -853,6 +861,9 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
     if (!c->cpu->plan_applied()) {
       std::printf("cpu backend: the runtime wrapper runs on the host: %s\n",
                   c->cpu->plan_error().c_str());
+    } else if (!c->cpu->user_entry()) {
+      std::printf("cpu backend: the composite wrapper runs on the host: %s\n",
+                  c->cpu->user_entry_error().c_str());
     }
   }
   return absl::OkStatus();

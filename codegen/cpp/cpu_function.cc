@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -49,11 +50,14 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Compile(
                    EmitWrapper(f->lowered_, f->slots_,
                                {.guards = options.guards,
                                 .guard_inputs = options.guard_inputs,
-                                .plan = options.plan}));
+                                .plan = options.plan,
+                                .subclass = options.subclass}));
   f->host_checks_ = wrapper.host_checks;
   f->plan_applied_ = wrapper.plan_applied;
   f->plan_error_ = wrapper.plan_error;
   f->output_ranks_ = wrapper.output_ranks;
+  f->user_entry_error_ = wrapper.user_entry_error;
+  if (wrapper.user_entry) f->subclass_ = *options.subclass;
   f->rebound_inputs_ = wrapper.rebound_inputs;
   for (int rank : f->output_ranks_) f->output_dims_ += rank;
   if (options.plan != nullptr) {
@@ -108,6 +112,10 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Compile(
     ASSIGN_OR_RETURN(void* guards, f->library_.Symbol("lathe_guards"));
     f->guards_ = reinterpret_cast<LatheGuardFn>(guards);
   }
+  if (wrapper.user_entry) {
+    ASSIGN_OR_RETURN(void* user, f->library_.Symbol("lathe_call_user"));
+    f->user_call_ = reinterpret_cast<LatheCallUserFn>(user);
+  }
   return f;
 }
 
@@ -116,19 +124,25 @@ namespace {
 // Inputs and outputs up to this many are passed without a heap array.
 constexpr size_t kMaxInline = 16;
 
+// `t` as the C ABI sees it: a view, nothing copied or retained.
+LatheValue ViewOfTensor(const Tensor& t) {
+  LatheValue c{};
+  c.kind = LATHE_VALUE_TENSOR;
+  c.dtype = static_cast<int32_t>(t.dtype());
+  c.ndim = t.dim();
+  c.sizes = const_cast<int64_t*>(t.sizes().data());
+  c.strides = const_cast<int64_t*>(t.strides().data());
+  c.storage_offset = t.storage_offset();
+  c.data = t.storage().data();
+  c.storage = const_cast<Storage*>(&t.storage());
+  return c;
+}
+
 // `v` as the C ABI sees it: a view, nothing copied or retained.
 LatheValue ViewOf(const ir::Value& v) {
   LatheValue c{};
   if (v.is_tensor() && v.tensor.defined()) {
-    const Tensor& t = v.tensor;
-    c.kind = LATHE_VALUE_TENSOR;
-    c.dtype = static_cast<int32_t>(t.dtype());
-    c.ndim = t.dim();
-    c.sizes = const_cast<int64_t*>(t.sizes().data());
-    c.strides = const_cast<int64_t*>(t.strides().data());
-    c.storage_offset = t.storage_offset();
-    c.data = t.storage().data();
-    c.storage = const_cast<Storage*>(&t.storage());
+    c = ViewOfTensor(v.tensor);
   } else if (v.is_number()) {
     switch (v.number.kind()) {
       case symbolic::ExprKind::kFloat:
@@ -159,6 +173,107 @@ Storage TakeStorage(void* handle) {
   return taken;
 }
 
+// A result lathe_call filled, holding `held` (its storage, taken back).
+absl::StatusOr<ir::Value> ResultValue(const LatheValue& o, Storage held) {
+  switch (o.kind) {
+    case LATHE_VALUE_TENSOR: {
+      ASSIGN_OR_RETURN(
+          Tensor t, Tensor::Wrap(std::move(held), static_cast<DType>(o.dtype),
+                                 absl::MakeConstSpan(o.sizes, o.ndim),
+                                 absl::MakeConstSpan(o.strides, o.ndim),
+                                 o.storage_offset));
+      return ir::Value::OfTensor(std::move(t));
+    }
+    case LATHE_VALUE_INT:
+      return ir::Value::Number(symbolic::Int(o.i));
+    case LATHE_VALUE_BOOL:
+      return ir::Value::Number(symbolic::Bool(o.i != 0));
+    case LATHE_VALUE_FLOAT:
+      return ir::Value::Number(symbolic::Float(o.f));
+    default:
+      return ir::Value::None();
+  }
+}
+
+// The LatheValue trees of the user's values: composite inner arrays and
+// type names live here as long as the call.
+class ValueTrees {
+ public:
+  // `o` as the C ABI sees it (a composite with its inner values).
+  LatheValue View(const Operand& o) {
+    LatheValue c{};
+    switch (o.kind) {
+      case Operand::Kind::kTensor:
+        return o.tensor.defined() ? ViewOfTensor(o.tensor) : c;
+      case Operand::Kind::kInt:
+        c.kind = LATHE_VALUE_INT;
+        c.i = o.i;
+        return c;
+      case Operand::Kind::kBool:
+        c.kind = LATHE_VALUE_BOOL;
+        c.i = o.b ? 1 : 0;
+        return c;
+      case Operand::Kind::kFloat:
+        c.kind = LATHE_VALUE_FLOAT;
+        c.f = o.f;
+        return c;
+      case Operand::Kind::kNone:
+        return c;
+      case Operand::Kind::kComposite:
+        break;
+    }
+    const CompositeTensor& t = *o.composite;
+    c.kind = LATHE_VALUE_COMPOSITE;
+    c.type = Name(t.type->name());
+    c.dtype = static_cast<int32_t>(t.dtype);
+    c.ndim = static_cast<int64_t>(t.sizes.size());
+    c.sizes = const_cast<int64_t*>(t.sizes.data());
+    c.strides = const_cast<int64_t*>(t.strides.data());
+    c.num_inner = static_cast<int64_t>(t.inner.size());
+    c.inner = Values(t.inner.size());
+    for (size_t k = 0; k < t.inner.size(); ++k) c.inner[k] = View(t.inner[k]);
+    return c;
+  }
+
+  // An empty result shaped as `l`, each plain value with the rank the next
+  // of `ranks` gives; returns the first plain value's rank (a composite's
+  // outer rank).
+  int Shape(const aot::CompositeLayout& l, const std::vector<int>& ranks,
+            size_t* next, LatheValue* v) {
+    *v = LatheValue{};
+    int rank = 0;
+    if (l.type == nullptr) {
+      rank = ranks[(*next)++];
+    } else {
+      v->num_inner = static_cast<int64_t>(l.inner.size());
+      v->inner = Values(l.inner.size());
+      for (size_t k = 0; k < l.inner.size(); ++k) {
+        int r = Shape(l.inner[k], ranks, next, &v->inner[k]);
+        if (k == 0) rank = r;
+      }
+    }
+    v->sizes = Dims(2 * rank);
+    v->strides = v->sizes + rank;
+    return rank;
+  }
+
+ private:
+  LatheValue* Values(size_t n) {
+    values_.push_back(std::make_unique<LatheValue[]>(std::max<size_t>(n, 1)));
+    return values_.back().get();
+  }
+  int64_t* Dims(int n) {
+    dims_.push_back(std::make_unique<int64_t[]>(std::max(n, 1)));
+    return dims_.back().get();
+  }
+  const char* Name(absl::string_view name) {
+    return names_.emplace_back(name).c_str();
+  }
+  std::vector<std::unique_ptr<LatheValue[]>> values_;
+  std::vector<std::unique_ptr<int64_t[]>> dims_;
+  std::deque<std::string> names_;
+};
+
 }  // namespace
 
 bool CpuFunction::Admits(absl::Span<const symbolic::GuardInput> inputs) const {
@@ -188,7 +303,7 @@ bool CpuFunction::Admits(absl::Span<const symbolic::GuardInput> inputs) const {
   return guards_(in.data(), static_cast<int64_t>(in.size())) != 0;
 }
 
-absl::StatusOr<std::vector<ir::Value>> CpuFunction::Call(
+absl::StatusOr<std::vector<const ir::Value*>> CpuFunction::WithConstants(
     const std::vector<ir::Value>& given,
     const absl::flat_hash_map<std::string, ir::Value>& constants) const {
   const LoweredGraph& g = lowered_;
@@ -209,6 +324,47 @@ absl::StatusOr<std::vector<ir::Value>> CpuFunction::Call(
     }
     inputs.push_back(&it->second);
   }
+  return inputs;
+}
+
+absl::Status CpuFunction::CallError(
+    int rc, const std::function<absl::Status()>& why_bad) const {
+  if (rc == LATHE_CALL_BAD_INPUTS) {
+    // The compiled check said no: the host's checker says why.
+    RETURN_IF_ERROR(why_bad());
+    return absl::InternalError(
+        "the compiled input check refused inputs the annotations admit");
+  }
+  if (rc == LATHE_CALL_NO_MEMORY) {
+    return absl::ResourceExhaustedError(
+        "out of memory allocating the compiled graph's buffers");
+  }
+  if (rc == LATHE_CALL_COPY_FAILED) {
+    return absl::InternalError(
+        "the mutation epilogue could not copy an updated value into its input");
+  }
+  const std::vector<std::string>& checks = lowered_.program.checks;
+  if (rc > 0 && rc <= static_cast<int>(checks.size())) {
+    return absl::InvalidArgumentError(checks[rc - 1]);
+  }
+  return absl::InternalError(
+      absl::StrCat("the compiled graph failed (", rc, ")"));
+}
+
+std::vector<bool> CpuFunction::Mutated(size_t inputs) const {
+  std::vector<bool> m = writes_input_;
+  m.resize(inputs);
+  if (plan_applied_) {
+    for (int i : epilogue_inputs_) m[i] = true;
+  }
+  return m;
+}
+
+absl::StatusOr<std::vector<ir::Value>> CpuFunction::Call(
+    const std::vector<ir::Value>& given,
+    const absl::flat_hash_map<std::string, ir::Value>& constants) const {
+  ASSIGN_OR_RETURN(std::vector<const ir::Value*> inputs,
+                   WithConstants(given, constants));
   if (host_checks_) RETURN_IF_ERROR(ir::CheckInputs(slots_, inputs));
   const size_t n_out = output_ranks_.size();
   LatheValue in[kMaxInline], out[kMaxInline];
@@ -236,27 +392,8 @@ absl::StatusOr<std::vector<ir::Value>> CpuFunction::Call(
   }
   int rc = call_(ins, static_cast<int64_t>(inputs.size()), outs,
                  static_cast<int64_t>(n_out), KernelRuntime());
-  if (rc == LATHE_CALL_BAD_INPUTS) {
-    // The compiled check said no: the interpreter's checker says why.
-    RETURN_IF_ERROR(ir::CheckInputs(slots_, inputs));
-    return absl::InternalError(
-        "the compiled input check refused inputs the annotations admit");
-  }
-  if (rc == LATHE_CALL_NO_MEMORY) {
-    return absl::ResourceExhaustedError(
-        "out of memory allocating the compiled graph's buffers");
-  }
-  if (rc == LATHE_CALL_COPY_FAILED) {
-    return absl::InternalError(
-        "the mutation epilogue could not copy an updated value into its input");
-  }
-  const std::vector<std::string>& checks = g.program.checks;
-  if (rc > 0 && rc <= static_cast<int>(checks.size())) {
-    return absl::InvalidArgumentError(checks[rc - 1]);
-  }
   if (rc != 0) {
-    return absl::InternalError(
-        absl::StrCat("the compiled graph failed (", rc, ")"));
+    return CallError(rc, [&] { return ir::CheckInputs(slots_, inputs); });
   }
   // Every result holds a storage from here on: each is taken back, even
   // when an earlier one fails to wrap.
@@ -269,33 +406,112 @@ absl::StatusOr<std::vector<ir::Value>> CpuFunction::Call(
   std::vector<ir::Value> results;
   results.reserve(n_out);
   for (size_t k = 0; k < n_out; ++k) {
-    const LatheValue& o = outs[k];
-    switch (o.kind) {
-      case LATHE_VALUE_TENSOR: {
-        ASSIGN_OR_RETURN(
-            Tensor t,
-            Tensor::Wrap(std::move(held[k]), static_cast<DType>(o.dtype),
-                         absl::MakeConstSpan(o.sizes, o.ndim),
-                         absl::MakeConstSpan(o.strides, o.ndim),
-                         o.storage_offset));
-        results.push_back(ir::Value::OfTensor(std::move(t)));
-        break;
-      }
-      case LATHE_VALUE_INT:
-        results.push_back(ir::Value::Number(symbolic::Int(o.i)));
-        break;
-      case LATHE_VALUE_BOOL:
-        results.push_back(ir::Value::Number(symbolic::Bool(o.i != 0)));
-        break;
-      case LATHE_VALUE_FLOAT:
-        results.push_back(ir::Value::Number(symbolic::Float(o.f)));
-        break;
-      default:
-        results.push_back(ir::Value::None());
-        break;
-    }
+    ASSIGN_OR_RETURN(ir::Value v, ResultValue(outs[k], std::move(held[k])));
+    results.push_back(std::move(v));
   }
   return results;
+}
+
+absl::StatusOr<aot::UserCall> CpuFunction::CallUser(
+    std::vector<Operand> args,
+    const absl::flat_hash_map<std::string, ir::Value>& constants) const {
+  if (user_call_ == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the composite wrapper is not compiled in",
+                     user_entry_error_.empty() ? "" : ": ", user_entry_error_));
+  }
+  const aot::SubclassWrapperPlan& sub = *subclass_;
+  // The user's values as LatheValue trees, then the constants.
+  ValueTrees trees;
+  std::vector<LatheValue> in;
+  in.reserve(args.size() + lowered_.constants.size());
+  for (const Operand& a : args) in.push_back(trees.View(a));
+  for (const std::string& name : lowered_.constants) {
+    auto it = constants.find(name);
+    if (it == constants.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("missing constant 'self.", name, "'"));
+    }
+    in.push_back(ViewOf(it->second));
+  }
+  // The results shaped as the layouts say, then the rebound inputs.
+  const std::vector<aot::CompositeLayout>& layouts = sub.result_layouts();
+  std::vector<LatheValue> out(layouts.size() + rebound_inputs_.size());
+  size_t leaf = 0;
+  for (size_t r = 0; r < layouts.size(); ++r) {
+    trees.Shape(layouts[r], output_ranks_, &leaf, &out[r]);
+  }
+  for (size_t j = 0; j < rebound_inputs_.size(); ++j) {
+    trees.Shape(aot::CompositeLayout::Plain(), output_ranks_, &leaf,
+                &out[layouts.size() + j]);
+  }
+  int rc = user_call_(in.data(), static_cast<int64_t>(in.size()), out.data(),
+                      static_cast<int64_t>(out.size()), KernelRuntime());
+  if (rc != 0) {
+    return CallError(rc, [&]() -> absl::Status {
+      ASSIGN_OR_RETURN(std::vector<Operand> dense, sub.Unwrap(args));
+      std::vector<ir::Value> values;
+      for (const Operand& o : dense) values.push_back(aot::ValueOf(o));
+      ASSIGN_OR_RETURN(std::vector<const ir::Value*> inputs,
+                       WithConstants(values, constants));
+      return ir::CheckInputs(slots_, inputs);
+    });
+  }
+  // Every plain result holds a storage from here on: each is taken back
+  // (in leaf order) before any is wrapped.
+  std::vector<LatheValue*> leaves;
+  std::function<void(LatheValue*)> collect = [&](LatheValue* v) {
+    if (v->kind == LATHE_VALUE_COMPOSITE) {
+      for (int64_t k = 0; k < v->num_inner; ++k) collect(&v->inner[k]);
+    } else {
+      leaves.push_back(v);
+    }
+  };
+  for (LatheValue& v : out) collect(&v);
+  std::vector<Storage> held(leaves.size());
+  for (size_t k = 0; k < leaves.size(); ++k) {
+    if (leaves[k]->kind == LATHE_VALUE_TENSOR) {
+      held[k] = TakeStorage(leaves[k]->storage);
+    }
+  }
+  // Composites are rebuilt by their type, which checks its own rule.
+  size_t next = 0;
+  std::function<absl::StatusOr<Operand>(const LatheValue&)> back =
+      [&](const LatheValue& v) -> absl::StatusOr<Operand> {
+    if (v.kind != LATHE_VALUE_COMPOSITE) {
+      ASSIGN_OR_RETURN(ir::Value value,
+                       ResultValue(v, std::move(held[next++])));
+      return aot::OperandOf(value);
+    }
+    std::vector<Operand> inner;
+    for (int64_t k = 0; k < v.num_inner; ++k) {
+      ASSIGN_OR_RETURN(Operand o, back(v.inner[k]));
+      inner.push_back(std::move(o));
+    }
+    const CompositeType* type = FindCompositeType(v.type);
+    if (type == nullptr) {
+      return absl::InternalError(absl::StrCat(
+          "the compiled wrapper made an unknown composite ", v.type));
+    }
+    return type->Unflatten(absl::MakeSpan(inner),
+                           absl::MakeConstSpan(v.sizes, v.ndim),
+                           absl::MakeConstSpan(v.strides, v.ndim));
+  };
+  std::vector<Operand> results;
+  for (size_t r = 0; r < layouts.size(); ++r) {
+    ASSIGN_OR_RETURN(Operand o, back(out[r]));
+    results.push_back(std::move(o));
+  }
+  absl::flat_hash_map<int, ir::Value> rebound;
+  for (size_t j = 0; j < rebound_inputs_.size(); ++j) {
+    ASSIGN_OR_RETURN(
+        rebound[rebound_inputs_[j]],
+        ResultValue(out[layouts.size() + j], std::move(held[next++])));
+  }
+  const size_t placeholders =
+      lowered_.input_buffers.size() - lowered_.constants.size();
+  return aot::UserCallOf(sub.argument_layouts(), std::move(args),
+                         Mutated(placeholders), rebound, std::move(results));
 }
 
 absl::StatusOr<ir::Interpretation> CpuFunction::Run(
@@ -307,8 +523,7 @@ absl::StatusOr<ir::Interpretation> CpuFunction::Run(
   }
   ir::Interpretation r;
   ASSIGN_OR_RETURN(r.outputs, Call(inputs, constants));
-  r.mutated_inputs = writes_input_;
-  r.mutated_inputs.resize(inputs.size());
+  r.mutated_inputs = Mutated(inputs.size());
   return r;
 }
 
@@ -328,9 +543,7 @@ absl::StatusOr<ir::Interpretation> CpuFunction::RunWithPlan(
   results.resize(users);
   ir::Interpretation r;
   r.outputs = std::move(results);
-  r.mutated_inputs = writes_input_;
-  r.mutated_inputs.resize(inputs.size());
-  for (int i : epilogue_inputs_) r.mutated_inputs[i] = true;
+  r.mutated_inputs = Mutated(inputs.size());
   return r;
 }
 

@@ -20,19 +20,24 @@
 #ifndef LATHE_CODEGEN_CPP_CPU_FUNCTION_H_
 #define LATHE_CODEGEN_CPP_CPU_FUNCTION_H_
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "aot/aot_dispatch.h"
 #include "aot/runtime_wrapper_plan.h"
+#include "aot/subclass_wrapper_plan.h"
 #include "codegen/cpp/cpp_compiler.h"
 #include "codegen/lowering.h"
 #include "ir/graph.h"
 #include "ir/interpreter.h"
 #include "ir/value.h"
+#include "runtime/composite.h"
 #include "runtime/kernel_abi.h"
 #include "runtime/shared_library.h"
 #include "symbolic/guards.h"
@@ -51,6 +56,9 @@ struct CpuCompileOptions {
   // The runtime wrapper plan around the graph (the AOT plan): compiled into
   // the .so when its C form can say it (plan_applied()); then RunWithPlan.
   const aot::RuntimeWrapperPlan* plan = nullptr;
+  // The composite wrapper around the plan (aot/subclass_wrapper_plan.h):
+  // compiled into the .so as lathe_call_user when the plan is (CallUser).
+  const aot::SubclassWrapperPlan* subclass = nullptr;
 };
 
 struct CpuStats {
@@ -86,6 +94,21 @@ class CpuFunction {
       std::vector<ir::Value>& inputs,
       const absl::flat_hash_map<std::string, ir::Value>& constants = {}) const;
 
+  // CallUser()
+  //
+  // The user's call, as aot::InterpretAsUser makes it: composite arguments
+  // unwrapped, the graph and its plan run, composite results rebuilt, all
+  // inside the .so (lathe_call_user); the constants as for Run. A missing
+  // argument or a composite of another type is the error
+  // SubclassWrapperPlan::Unwrap gives.
+  absl::StatusOr<aot::UserCall> CallUser(
+      std::vector<Operand> args,
+      const absl::flat_hash_map<std::string, ir::Value>& constants = {}) const;
+  // Whether CallUser can run (a composite wrapper was compiled in); if
+  // not, why.
+  bool user_entry() const { return user_call_ != nullptr; }
+  const std::string& user_entry_error() const { return user_entry_error_; }
+
   // Whether the plan given at compile time runs inside the .so; if not, why.
   bool plan_applied() const { return plan_applied_; }
   const std::string& plan_error() const { return plan_error_; }
@@ -115,7 +138,20 @@ class CpuFunction {
   std::string source_, unscheduled_, scheduled_, fusion_dot_;
   BuiltLibrary built_;
   SharedLibrary library_;
+  // The user's inputs as the C ABI sees them, then the constants.
+  absl::StatusOr<std::vector<const ir::Value*>> WithConstants(
+      const std::vector<ir::Value>& given,
+      const absl::flat_hash_map<std::string, ir::Value>& constants) const;
+  // The status of a failed lathe_call (or lathe_call_user) returning `rc`;
+  // `why_bad` names a refused input.
+  absl::Status CallError(int rc,
+                         const std::function<absl::Status()>& why_bad) const;
+  // Which inputs the call (graph and plan) wrote.
+  std::vector<bool> Mutated(size_t inputs) const;
   LatheCallFn call_ = nullptr;
+  LatheCallUserFn user_call_ = nullptr;
+  std::optional<aot::SubclassWrapperPlan> subclass_;
+  std::string user_entry_error_;
   LatheGuardFn guards_ = nullptr;
   bool host_checks_ = false;  // ir::CheckInputs before every call
   bool plan_applied_ = false;

@@ -20,6 +20,7 @@
 #include "ir/interpreter.h"
 #include "ir/shape_prop.h"
 #include "ir/value.h"
+#include "runtime/composite.h"
 #include "runtime/storage.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
@@ -350,9 +351,69 @@ def forward(self, x: "f32[2, 3][3, 1]cpu", y: "f32[2, 3][3, 1]cpu"):
               StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
-// masked_scatter and upsample_nearest2d compiled, against the interpreter
-// on the same inputs: x = 0..11 as [3, 4], mask true at every third
-// element, source 100, 101, ...
+// The whole user call inside the .so (lathe_call_user): a pair argument is
+// checked and flattened, the graph and its plan run (y written in place),
+// and the pair result rebuilt — as aot::InterpretAsUser does it with the
+// interpreter. A plain tensor where the pair belongs is refused with the
+// message SubclassWrapperPlan::Unwrap gives.
+TEST(CpuFunctionTest, CallUserUnwrapsAndRewrapsCompositesInsideTheSo) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(R"IR(
+# lathe: composite x pair
+def forward(self, x: "f32[4][1]cpu", y: "f32[4][1]cpu"):
+    mul = torch.ops.aten.mul.Tensor(x, y)
+    add_ = torch.ops.aten.add_.Tensor(y, 1)
+    return (mul, y)
+)IR"));
+  symbolic::ShapeEnv env;
+  ASSERT_OK(ir::PropagateShapes(*g, env));
+  ASSERT_OK_AND_ASSIGN(aot::AotGraph aot, aot::AotDispatch(*g, env));
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<CpuFunction> f,
+      CpuFunction::Compile(*g, env,
+                           {.plan = &aot.plan, .subclass = &aot.subclass}));
+  ASSERT_TRUE(f->user_entry()) << f->user_entry_error();
+  EXPECT_THAT(f->source(), HasSubstr("int lathe_call_user("));
+  auto args = [] {
+    std::vector<Operand> a;
+    a.push_back(*MakePair(Operand::Of(Filled({4}, 0).tensor),
+                          Operand::Of(Filled({4}, 10).tensor)));
+    a.push_back(Operand::Of(Filled({4}, 100).tensor));
+    return a;
+  };
+  std::vector<Operand> mine = args();
+  const Tensor y = mine[1].tensor;
+  ASSERT_OK_AND_ASSIGN(aot::UserCall got, f->CallUser(mine));
+  ASSERT_OK_AND_ASSIGN(aot::UserCall want,
+                       aot::InterpretAsUser(*g, aot, args()));
+  ASSERT_EQ(got.results.size(), 2u);
+  ASSERT_EQ(got.results[0].kind, Operand::Kind::kComposite);
+  EXPECT_EQ(got.results[0].composite->type->name(), "pair");
+  for (int half = 0; half < 2; ++half) {
+    const Tensor& a = got.results[0].composite->inner[half].tensor;
+    const Tensor& b = want.results[0].composite->inner[half].tensor;
+    ASSERT_EQ(a.sizes(), b.sizes());
+    for (int64_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(a.GetDouble({i}), b.GetDouble({i})) << half << " " << i;
+    }
+  }
+  // By hand: the second half is (10 + i) * (100 + i) (y before add_).
+  EXPECT_EQ(got.results[0].composite->inner[1].tensor.GetDouble({3}), 13 * 103);
+  // y was written in place: 101 + i, and the second result is it.
+  EXPECT_EQ(y.GetDouble({2}), 103);
+  EXPECT_TRUE(got.results[1].tensor.storage() == y.storage());
+  EXPECT_THAT(got.mutated, ::testing::ElementsAre(false, true));
+  EXPECT_EQ(got.mutated, want.mutated);
+  // A plain tensor where the pair belongs.
+  std::vector<Operand> wrong = args();
+  wrong[0] = Operand::Of(Filled({4}, 0).tensor);
+  absl::Status unwrap = aot.subclass.Unwrap(wrong).status();
+  ASSERT_FALSE(unwrap.ok());
+  EXPECT_THAT(f->CallUser(wrong).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       std::string(unwrap.message())));
+  EXPECT_THAT(std::string(unwrap.message()), HasSubstr("expected pair"));
+}
+
 // A 0-d int64 tensor holding v.
 ir::Value IntScalar(int64_t v) {
   Tensor t = *Tensor::Empty({}, DType::kInt64);
@@ -495,6 +556,9 @@ def forward(self, x: "f32[4, 1000][1000, 1]cpu", y: "f64[3, 257][257, 1]cpu", z:
   EXPECT_TRUE(std::isnan(got.outputs[5].tensor.GetDouble({0})));
 }
 
+// masked_scatter and upsample_nearest2d compiled, against the interpreter
+// on the same inputs: x = 0..11 as [3, 4], mask true at every third
+// element, source 100, 101, ...
 TEST(CpuFunctionTest, MaskedScatterAndNearestUpsampleMatchTheInterpreter) {
   constexpr char kText[] = R"IR(
 def forward(self, x: "f32[3, 4][4, 1]cpu", m: "b8[3, 4][4, 1]cpu", s: "f32[2, 3][3, 1]cpu", y: "f32[1, 2, 3, 4][24, 12, 4, 1]cpu"):

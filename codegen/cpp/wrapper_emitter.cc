@@ -340,6 +340,56 @@ absl::StatusOr<std::string> EmitPlan(const aot::RuntimeWrapperPlan& plan,
   return out;
 }
 
+// lathe_call_user: the composite wrapper's C form around lathe_call, whose
+// results `w` describes and which takes `num_dense` inputs.
+absl::StatusOr<std::string> EmitUserEntry(const aot::SubclassWrapperPlan& sub,
+                                          const WrapperSource& w,
+                                          int num_dense) {
+  if (!w.plan_applied) {
+    return absl::FailedPreconditionError(
+        "the runtime wrapper plan is not compiled in");
+  }
+  const int n_out = static_cast<int>(w.output_ranks.size());
+  const int rebound = static_cast<int>(w.rebound_inputs.size());
+  const int users = n_out - rebound;
+  if (users != sub.num_dense_results()) {
+    return absl::InternalError(
+        absl::StrCat("the composite wrapper rebuilds ", sub.num_dense_results(),
+                     " dense results, the graph returns ", users));
+  }
+  const int n_user = static_cast<int>(sub.result_layouts().size());
+  int dims = 0;
+  for (int r : w.output_ranks) dims += 2 * r;
+  std::string out = absl::StrCat("\n", sub.CSource("lathe_subclass"));
+  absl::StrAppend(
+      &out,
+      "\nextern \"C\" __attribute__((visibility(\"default\"))) int "
+      "lathe_call_user(\n",
+      "    const LatheValue* args, int64_t num_args, LatheValue* results,\n",
+      "    int64_t num_results, const LatheKernelRuntime* rt) {\n",
+      "  if (num_results != ", n_user + rebound,
+      " || !lathe_subclass_shaped(results, num_results)) return "
+      "LATHE_CALL_BAD_INPUTS;\n",
+      "  LatheValue d[", std::max(num_dense, 1), "];\n",
+      "  int rc = lathe_subclass_unwrap(args, num_args, d, ", num_dense,
+      ");\n  if (rc != 0) return rc;\n", "  LatheValue o[", std::max(n_out, 1),
+      "] = {};\n  int64_t OD[", std::max(dims, 1), "];\n  (void)OD;\n");
+  for (int k = 0, at = 0; k < n_out; ++k) {
+    absl::StrAppend(&out, "  o[", k, "].sizes = OD + ", at, "; o[", k,
+                    "].strides = OD + ", at + w.output_ranks[k], ";\n");
+    at += 2 * w.output_ranks[k];
+  }
+  absl::StrAppend(&out, "  rc = lathe_call(d, ", num_dense, ", o, ", n_out,
+                  ", rt);\n  if (rc != 0) return rc;\n",
+                  "  lathe_subclass_rewrap(o, results);\n");
+  for (int j = 0; j < rebound; ++j) {
+    absl::StrAppend(&out, "  lathe_subclass_move(&results[", n_user + j,
+                    "], &o[", users + j, "]);\n");
+  }
+  absl::StrAppend(&out, "  return 0;\n}\n");
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<WrapperSource> EmitWrapper(
@@ -590,6 +640,16 @@ absl::StatusOr<WrapperSource> EmitWrapper(
                     ", rt);\n");
   }
   absl::StrAppend(&out, "  return 0;\n}\n");
+  if (options.subclass != nullptr) {
+    absl::StatusOr<std::string> user =
+        EmitUserEntry(*options.subclass, w, static_cast<int>(slots.size()));
+    if (user.ok()) {
+      out += *user;
+      w.user_entry = true;
+    } else {
+      w.user_entry_error = std::string(user.status().message());
+    }
+  }
   // Guards.
   if (options.guards != nullptr) {
     const std::vector<symbolic::InputSpec>& specs = options.guard_inputs;

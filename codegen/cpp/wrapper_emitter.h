@@ -18,7 +18,11 @@
 //                 epilogue, outputs that alias inputs or other outputs) and
 //                 returns retained storages;
 //   lathe_guards  the guard set as one C++ expression over the user's
-//                 inputs (GuardSet::ToCpp), when guards are given.
+//                 inputs (GuardSet::ToCpp), when guards are given;
+//   lathe_call_user  when the composite wrapper is given with the plan: the
+//                 user's values in and out — composite arguments checked and
+//                 flattened, lathe_call, composite results rebuilt
+//                 (SubclassWrapperPlan::CSource).
 //
 // Example:
 //
@@ -34,6 +38,7 @@
 
 #include "absl/status/statusor.h"
 #include "aot/runtime_wrapper_plan.h"
+#include "aot/subclass_wrapper_plan.h"
 #include "codegen/lowering.h"
 #include "ir/interpreter.h"
 #include "symbolic/guards.h"
@@ -49,6 +54,9 @@ struct WrapperOptions {
   // given, lathe_call applies it and returns the user outputs, then the new
   // value of each input a set_ or as_strided_ step rebinds.
   const aot::RuntimeWrapperPlan* plan = nullptr;
+  // The composite wrapper around the plan (aot/subclass_wrapper_plan.h):
+  // when given with an applied plan, lathe_call_user.
+  const aot::SubclassWrapperPlan* subclass = nullptr;
 };
 
 struct WrapperSource {
@@ -66,6 +74,10 @@ struct WrapperSource {
   // rebinds.
   std::vector<int> output_ranks;
   std::vector<int> rebound_inputs;
+  // Whether lathe_call_user is defined; if not (a composite wrapper was
+  // given), why.
+  bool user_entry = false;
+  std::string user_entry_error;
 };
 
 // EmitWrapper()

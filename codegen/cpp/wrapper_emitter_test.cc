@@ -163,7 +163,8 @@ absl::StatusOr<WrapperSource> WrapWithPlan(absl::string_view text,
   ASSIGN_OR_RETURN(aot::AotGraph aot, aot::AotDispatch(*g, env, options));
   ASSIGN_OR_RETURN(LoweredGraph lowered, Lower(*g, env));
   RETURN_IF_ERROR(Schedule(lowered).status());
-  return EmitWrapper(lowered, ir::InputSlots(*g), {.plan = &aot.plan});
+  return EmitWrapper(lowered, ir::InputSlots(*g),
+                     {.plan = &aot.plan, .subclass = &aot.subclass});
 }
 
 // The plan inside lathe_call (AOT scenario 17): b's mul_ stays in the
@@ -222,6 +223,45 @@ def forward(self, x: "f32[4][1]cpu"):
 CHECK:      // The runtime wrapper plan
 CHECK-NEXT: if (rt->copy(&in[0], &fw[0]) != 0) return LATHE_CALL_COPY_FAILED;
 CHECK-NEXT: lathe_put(&out[0], &fw[1], rt);
+CHECK-NEXT: return 0;
+)"));
+}
+
+// lathe_call_user around lathe_call (AOT scenario 26's kind): x is a pair of
+// pairs, checked level by level (type, inner count, then the outer rank at
+// the root) and flattened depth first into four dense inputs; lathe_call
+// fills four dense results, which become the pair of pairs the caller
+// shaped, each level's outer sizes the first inner value's.
+TEST(WrapperEmitterTest, TheCompositeWrapperUnwrapsAndRewrapsInC) {
+  ASSERT_OK_AND_ASSIGN(WrapperSource w, WrapWithPlan(R"IR(
+# lathe: composite x pair(pair, pair)
+def forward(self, x: "f32[4][1]cpu"):
+    neg = torch.ops.aten.neg.default(x)
+    return (neg,)
+)IR"));
+  ASSERT_TRUE(w.user_entry) << w.user_entry_error;
+  EXPECT_OK(RunFileCheck(w.text, R"(
+CHECK:      static int lathe_subclass_unwrap(
+CHECK:      if (args[0].kind != LATHE_VALUE_COMPOSITE || !lathe_subclass_same(args[0].type, "pair") || args[0].num_inner != 2) return LATHE_CALL_BAD_INPUTS;
+CHECK-NEXT: if (args[0].ndim != 1) return LATHE_CALL_BAD_INPUTS;
+CHECK-NEXT: if (args[0].inner[0].kind != LATHE_VALUE_COMPOSITE || !lathe_subclass_same(args[0].inner[0].type, "pair") || args[0].inner[0].num_inner != 2) return LATHE_CALL_BAD_INPUTS;
+CHECK-NEXT: if (args[0].inner[0].inner[0].kind == LATHE_VALUE_COMPOSITE) return LATHE_CALL_BAD_INPUTS;
+CHECK:      dense[0] = args[0].inner[0].inner[0];
+CHECK-NEXT: dense[1] = args[0].inner[0].inner[1];
+CHECK-NEXT: dense[2] = args[0].inner[1].inner[0];
+CHECK-NEXT: dense[3] = args[0].inner[1].inner[1];
+CHECK:      static void lathe_subclass_rewrap(LatheValue* dense, LatheValue* results) {
+CHECK-NEXT:   lathe_subclass_move(&results[0].inner[0].inner[0], &dense[0]);
+CHECK-NEXT:   lathe_subclass_move(&results[0].inner[0].inner[1], &dense[1]);
+CHECK-NEXT:   results[0].inner[0].kind = LATHE_VALUE_COMPOSITE; results[0].inner[0].type = "pair";
+CHECK:        results[0].kind = LATHE_VALUE_COMPOSITE; results[0].type = "pair";
+CHECK:      int lathe_call_user(
+CHECK:      if (num_results != 1 || !lathe_subclass_shaped(results, num_results)) return LATHE_CALL_BAD_INPUTS;
+CHECK-NEXT: LatheValue d[4];
+CHECK-NEXT: int rc = lathe_subclass_unwrap(args, num_args, d, 4);
+CHECK:      rc = lathe_call(d, 4, o, 4, rt);
+CHECK-NEXT: if (rc != 0) return rc;
+CHECK-NEXT: lathe_subclass_rewrap(o, results);
 CHECK-NEXT: return 0;
 )"));
 }
