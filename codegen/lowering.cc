@@ -1,6 +1,7 @@
 #include "codegen/lowering.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -1145,17 +1146,19 @@ LowerFn FillFn(int value_arg, double fixed) {
   };
 }
 
-// iota-like: arange(start, end, step) as index arithmetic.
+// arange(start, end, step) and prims.iota(length, start, step) as index
+// arithmetic.
 absl::StatusOr<NodeValue> LowerArange(Lowerer& L, const Call& c) {
   const TensorMeta& m = OutMeta(L, c);
   DType compute = IsFloatingPoint(m.dtype) ? DType::kFloat64 : DType::kInt64;
   TBox start = L.NumberBox(symbolic::Int(0), compute);
   TBox step = L.NumberBox(symbolic::Int(1), compute);
   std::string overload = c.op().schema.overload;
-  if (overload == "start" || overload == "start_step") {
+  const bool iota = c.op().target == "prims.iota.default";
+  if (overload == "start" || overload == "start_step" || iota) {
     ASSIGN_OR_RETURN(start, L.Operand(c, c.Index("start"), compute));
   }
-  if (overload == "start_step") {
+  if (overload == "start_step" || iota) {
     ASSIGN_OR_RETURN(step, L.Operand(c, c.Index("step"), compute));
   }
   TBox t;
@@ -1608,6 +1611,27 @@ absl::StatusOr<NodeValue> LowerNanToNum(Lowerer& L, const Call& c) {
   r = e("where", {e("logical_and", {inf, e("lt", {x, e.Number(0)})}),
                   e.Number(neginf.value_or(-big)), r});
   r = e("where", {e("isnan", {x}), e.Number(nan.value_or(0)), r});
+  return TensorValue(CastBox(r, m.dtype));
+}
+
+// round.decimals: round(x * 10^d) / 10^d, or round(x / 10^-d) * 10^-d for
+// d <= 0, half to even, in float (double for f64) as PyTorch computes it.
+absl::StatusOr<NodeValue> LowerRoundDecimals(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  if (!IsFloatingPoint(m.dtype)) {
+    return c.Error("expects a floating-point input");
+  }
+  ASSIGN_OR_RETURN(int64_t decimals, c.Int("decimals"));
+  DType compute = ComputeDType(m.dtype);
+  ASSIGN_OR_RETURN(TBox x, L.Operand(c, 0, compute));
+  Expression e(L, compute, m.sizes);
+  double ten = std::pow(10.0, static_cast<double>(std::abs(decimals)));
+  if (compute != DType::kFloat64) ten = static_cast<float>(ten);
+  TBox r = decimals > 0
+               ? e("truediv",
+                   {e("round", {e("mul", {x, e.Number(ten)})}), e.Number(ten)})
+               : e("mul", {e("round", {e("truediv", {x, e.Number(ten)})}),
+                           e.Number(ten)});
   return TensorValue(CastBox(r, m.dtype));
 }
 
@@ -3623,6 +3647,9 @@ const absl::flat_hash_map<std::string, LowerFn>& Table() {
     T["aten.convolution.default"] = LowerConvolution;
     T["aten.masked_scatter.default"] = LowerMaskedScatter;
     T["aten.nonzero.default"] = LowerNonzero;
+    T["aten.round.decimals"] = LowerRoundDecimals;
+    T["prims.iota.default"] = LowerArange;
+    T["aten.empty_permuted.default"] = FillFn(-1, 0);
     T["aten.var_mean.correction"] = LowerVarMean;
     T["aten.var.correction"] = LowerVarMean;
     T["aten._assert_scalar.default"] = LowerAssertScalar;
@@ -4018,6 +4045,15 @@ absl::StatusOr<LoweredGraph> Lower(const ir::Graph& graph,
 bool HasLowering(const ir::OpDef& op) {
   const auto& t = Table();
   if (t.contains(op.target) || IsViewOp(op) || !op.scattered_view.empty()) {
+    return true;
+  }
+  // A number-valued op (sym_size, x.item()) lowers to its symbolic value,
+  // or to a bind step (Lowerer::LowerNode).
+  const std::vector<ir::Return>& returns = op.schema.returns;
+  if (returns.size() == 1 && !returns[0].type.is_list &&
+      (returns[0].type.base == ir::BaseType::kSymInt ||
+       returns[0].type.base == ir::BaseType::kScalar ||
+       returns[0].type.base == ir::BaseType::kInt)) {
     return true;
   }
   if (op.target == "aten.copy_.default") return true;

@@ -20,8 +20,9 @@
 namespace lathe::codegen {
 namespace {
 
-// Today: 325 of 401 directly. The floor leaves room for a few renames.
-constexpr int kFloor = 320;
+// Today: 351 of 401 directly, 25 more through decompose. The floor leaves
+// room for a few renames.
+constexpr int kFloor = 345;
 
 TEST(LoweringCoverageTest, CountsTheRegistryOpsThatLower) {
   const ir::OpRegistry& registry = ir::OpRegistry::Global();

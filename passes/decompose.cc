@@ -1562,6 +1562,7 @@ struct Decomposition {
 
 // Every op the pass decomposes, and how.
 constexpr Decomposition kDecompositions[] = {
+    {"aten._embedding_bag.default", EmbeddingBag},
     {"aten._embedding_bag_forward_only.default", EmbeddingBag},
     {"aten._log_softmax.default", LogSoftmax},
     {"aten._native_batch_norm_legit.default", BatchNormLegit},

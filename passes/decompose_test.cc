@@ -28,6 +28,7 @@ namespace {
 TEST(DecomposeTest, TargetsAreListedOnce) {
   EXPECT_EQ(DecomposedTargets(),
             (std::vector<std::string>{
+                "aten._embedding_bag.default",
                 "aten._embedding_bag_forward_only.default",
                 "aten._log_softmax.default",
                 "aten._native_batch_norm_legit.default",
@@ -845,10 +846,13 @@ TEST(DecomposeDifferentialTest, EmbeddingBag) {
         // include_last_offset, padding_idx.
         for (const char* tail : {"", ", False, 4", ", True", ", True, 4"}) {
           std::string name = absl::StrCat("eb", k++);
-          absl::StrAppend(
-              &text, "    ", name,
-              " = torch.ops.aten._embedding_bag_forward_only.default(w, i, ",
-              offsets, ", False, ", mode, ", False, None", tail, ")\n");
+          // _embedding_bag (the training form) decomposes the same way.
+          absl::StrAppend(&text, "    ", name, " = torch.ops.aten.",
+                          std::string(offsets) == "o"
+                              ? "_embedding_bag_forward_only"
+                              : "_embedding_bag",
+                          ".default(w, i, ", offsets, ", False, ", mode,
+                          ", False, None", tail, ")\n");
           for (int item = 0; item < 4; ++item) {
             absl::StrAppend(&text, "    ", name, "_", item, " = ", name, "[",
                             item, "]\n");

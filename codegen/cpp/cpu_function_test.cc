@@ -52,6 +52,20 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CompileText(const char* text) {
   return CpuFunction::Compile(*g, env);
 }
 
+// A graph and its compiled function (the graph for the interpreter).
+struct Compiled {
+  std::unique_ptr<ir::Graph> graph;
+  std::unique_ptr<CpuFunction> function;
+};
+absl::StatusOr<Compiled> CompileGraph(const char* text) {
+  Compiled c;
+  ASSIGN_OR_RETURN(c.graph, ir::ParseGraph(text));
+  symbolic::ShapeEnv env;
+  RETURN_IF_ERROR(ir::PropagateShapes(*c.graph, env));
+  ASSIGN_OR_RETURN(c.function, CpuFunction::Compile(*c.graph, env));
+  return c;
+}
+
 int TempDirs() {
   int n = 0;
   for (const auto& e :
@@ -461,11 +475,9 @@ def forward(self, x: "f32[3, 4][4, 1]cpu", n: "i64[][]cpu"):
     mul = torch.ops.aten.mul.Tensor(slice_1, 2);  slice_1 = None
     return (nonzero, mul)
 )IR";
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(kText));
-  symbolic::ShapeEnv env;
-  ASSERT_OK(ir::PropagateShapes(*g, env));
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f,
-                       CpuFunction::Compile(*g, env));
+  ASSERT_OK_AND_ASSIGN(Compiled c, CompileGraph(kText));
+  const std::unique_ptr<ir::Graph>& g = c.graph;
+  const std::unique_ptr<CpuFunction>& f = c.function;
   for (double first : {-100.0, -5.0, 1.0}) {
     for (int64_t n : {int64_t{5}, int64_t{-3}, int64_t{0}, int64_t{20}}) {
       std::vector<ir::Value> in = {Filled({3, 4}, first), IntScalar(n)};
@@ -523,11 +535,9 @@ def forward(self, x: "f32[4, 1000][1000, 1]cpu", y: "f64[3, 257][257, 1]cpu", z:
     var_1 = torch.ops.aten.var.correction(z, [1], correction = 0);  z = None
     return (getitem, getitem_1, getitem_2, getitem_3, var, var_1)
 )IR";
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(kText));
-  symbolic::ShapeEnv env;
-  ASSERT_OK(ir::PropagateShapes(*g, env));
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f,
-                       CpuFunction::Compile(*g, env));
+  ASSERT_OK_AND_ASSIGN(Compiled c, CompileGraph(kText));
+  const std::unique_ptr<ir::Graph>& g = c.graph;
+  const std::unique_ptr<CpuFunction>& f = c.function;
   EXPECT_THAT(f->scheduled(), HasSubstr("reduce welford_m2"));
   // x[r, k] = 1e4 + r + 0.01 k; y[r, k] = (k * 37 % 101) / 7 - r.
   Tensor x = *Tensor::Empty({4, 1000}, DType::kFloat32);
@@ -567,11 +577,9 @@ def forward(self, x: "f32[3, 4][4, 1]cpu", m: "b8[3, 4][4, 1]cpu", s: "f32[2, 3]
     up_1 = torch.ops.aten.upsample_nearest2d.default(y, [6, 6]);  y = None
     return (masked_scatter, up, up_1)
 )IR";
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(kText));
-  symbolic::ShapeEnv env;
-  ASSERT_OK(ir::PropagateShapes(*g, env));
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f,
-                       CpuFunction::Compile(*g, env));
+  ASSERT_OK_AND_ASSIGN(Compiled c, CompileGraph(kText));
+  const std::unique_ptr<ir::Graph>& g = c.graph;
+  const std::unique_ptr<CpuFunction>& f = c.function;
   Tensor mask = *Tensor::Empty({3, 4}, DType::kBool);
   for (int64_t i = 0; i < 12; ++i) mask.data<bool>()[i] = i % 3 == 0;
   std::vector<ir::Value> in = {Filled({3, 4}, 0), ir::Value::OfTensor(mask),
@@ -590,6 +598,50 @@ def forward(self, x: "f32[3, 4][4, 1]cpu", m: "b8[3, 4][4, 1]cpu", s: "f32[2, 3]
   absl::StatusOr<ir::Interpretation> short_source = f->Run(in);
   EXPECT_THAT(short_source.status(),
               StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+// round.decimals (positive, zero and negative decimals, halves included),
+// prims.iota and empty_permuted compiled, against the interpreter: x = -5,
+// -4.875, ... (steps of 1/8) as [8, 11].
+TEST(CpuFunctionTest, RoundDecimalsIotaAndEmptyPermutedMatchTheInterpreter) {
+  constexpr char kText[] = R"IR(
+def forward(self, x: "f32[8, 11][11, 1]cpu", y: "f64[8, 11][11, 1]cpu"):
+    round_1 = torch.ops.aten.round.decimals(x, decimals = 1)
+    round_2 = torch.ops.aten.round.decimals(x, decimals = 0)
+    round_3 = torch.ops.aten.round.decimals(y, decimals = -1)
+    round_4 = torch.ops.aten.round.decimals(y, decimals = 2)
+    iota = torch.ops.prims.iota.default(7, start = 3, step = -2, dtype = torch.int64, device = device(type='cpu'), requires_grad = False)
+    empty_permuted = torch.ops.aten.empty_permuted.default([2, 3, 4], [0, 2, 1], dtype = torch.float32, device = device(type='cpu'), pin_memory = False)
+    return (round_1, round_2, round_3, round_4, iota, empty_permuted)
+)IR";
+  ASSERT_OK_AND_ASSIGN(Compiled c, CompileGraph(kText));
+  const std::unique_ptr<ir::Graph>& g = c.graph;
+  const std::unique_ptr<CpuFunction>& f = c.function;
+  Tensor x = *Tensor::Empty({8, 11}, DType::kFloat32);
+  Tensor y = *Tensor::Empty({8, 11}, DType::kFloat64);
+  for (int64_t i = 0; i < 88; ++i) {
+    x.data<float>()[i] = -5.0f + 0.125f * i;
+    y.data<double>()[i] = -250.0 + 6.25 * i;
+  }
+  std::vector<ir::Value> in = {ir::Value::OfTensor(x), ir::Value::OfTensor(y)};
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, f->Run(in));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*g, in));
+  // empty_permuted's values are unspecified: its sizes and strides count.
+  const Tensor e = got.outputs[5].tensor;
+  EXPECT_EQ(e.sizes(), want.outputs[5].tensor.sizes());
+  EXPECT_EQ(e.strides(), want.outputs[5].tensor.strides());
+  EXPECT_EQ(e.strides(), (std::vector<int64_t>{12, 1, 3}));
+  got.outputs.pop_back();
+  want.outputs.pop_back();
+  ExpectSameOutputs(got, want);
+  // By hand: -4.875 to 1 decimal is -4.9 (in float); 0.5 rounds to 0 and
+  // 1.5 to 2 (half to even); -243.75 to -1 decimals is -240; iota is 3, 1,
+  // -1, ... -9.
+  EXPECT_EQ(got.outputs[0].tensor.GetDouble({0, 1}), -4.9f);
+  EXPECT_EQ(got.outputs[1].tensor.GetDouble({4, 0}), 0);  // 0.5
+  EXPECT_EQ(got.outputs[1].tensor.GetDouble({4, 8}), 2);  // 1.5
+  EXPECT_EQ(got.outputs[2].tensor.GetDouble({0, 1}), -240);
+  EXPECT_EQ(got.outputs[4].tensor.GetDouble({6}), -9);
 }
 
 }  // namespace
