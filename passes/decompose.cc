@@ -962,14 +962,16 @@ absl::StatusOr<Outputs> ClampTensor(Rewriter& r) {
 // Static spatial sizes only (the scale is a number); the result is
 // contiguous, so a channels-last op is left alone.
 absl::StatusOr<Outputs> UpsampleBilinear2d(Rewriter& r) {
-  Node* input = r.Tensor("self");
-  Arg out_size = r.Get("output_size");
+  // The .vec overload (`input`) gives scale factors (or an output size) as
+  // lists; the output size is the meta's either way.
+  const bool vec = r.node()->op()->schema.overload == "vec";
+  Node* input = r.Tensor(vec ? "input" : "self");
   std::optional<bool> align_corners = r.Bool("align_corners");
-  if (!IsTensor(input) || TM(input).dim() != 4 ||
-      out_size.kind != Arg::Kind::kList || out_size.list.size() != 2 ||
-      !align_corners.has_value() || !TM(r.node()).IsContiguous()) {
+  if (!IsTensor(input) || TM(input).dim() != 4 || !align_corners.has_value() ||
+      !TM(r.node()).IsContiguous()) {
     return Outputs{};
   }
+  Arg factors = vec ? r.Get("scale_factors") : Arg();
   const TensorMeta& m = TM(input);
   if (!IsFloatingPoint(m.dtype)) return Outputs{};
   DType compute = OpMath(m.dtype);
@@ -980,11 +982,17 @@ absl::StatusOr<Outputs> UpsampleBilinear2d(Rewriter& r) {
   };
   std::vector<Axis> axes;
   for (int k = 0; k < 2; ++k) {
-    Expr in_e = m.sizes[2 + k];
-    const Arg& o = out_size.list[k];
-    if (!IsConstant(in_e) || o.kind != Arg::Kind::kInt) return Outputs{};
-    int64_t in = in_e.int_value(), out = o.i;
-    std::optional<double> given = r.Number(k == 0 ? "scales_h" : "scales_w");
+    Expr in_e = m.sizes[2 + k], out_e = TM(r.node()).sizes[2 + k];
+    if (!IsConstant(in_e) || !IsConstant(out_e)) return Outputs{};
+    int64_t in = in_e.int_value(), out = out_e.int_value();
+    std::optional<double> given;
+    if (!vec) {
+      given = r.Number(k == 0 ? "scales_h" : "scales_w");
+    } else if (factors.kind == Arg::Kind::kList && factors.list.size() == 2) {
+      const Arg& f = factors.list[k];
+      if (f.kind == Arg::Kind::kFloat) given = f.f;
+      if (f.kind == Arg::Kind::kInt) given = static_cast<double>(f.i);
+    }
     double scale;
     if (*align_corners) {
       scale = out > 1 ? static_cast<double>(in - 1) / (out - 1) : 0.0;
@@ -1594,6 +1602,7 @@ constexpr Decomposition kDecompositions[] = {
     {"aten.std.default", Std},
     {"aten.std.dim", Std},
     {"aten.upsample_bilinear2d.default", UpsampleBilinear2d},
+    {"aten.upsample_bilinear2d.vec", UpsampleBilinear2d},
     {"aten.var.correction", Var},
     {"aten.var.dim", Var},
 };

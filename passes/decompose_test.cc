@@ -59,6 +59,7 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
                 "aten.std.default",
                 "aten.std.dim",
                 "aten.upsample_bilinear2d.default",
+                "aten.upsample_bilinear2d.vec",
                 "aten.var.correction",
                 "aten.var.dim",
             }));
@@ -758,6 +759,9 @@ TEST(DecomposeDifferentialTest, GroupNorm) {
   }
 }
 
+// The .vec rows use scale factors whose reciprocals are exact: the
+// decomposition computes source coordinates in float, as PyTorch's CPU
+// kernel does, and the interpreter in double (1 / 2.5 differs by an ulp).
 TEST(DecomposeDifferentialTest, UpsampleBilinear2d) {
   for (const char* dtype : {"f32", "f64", "f16"}) {
     ExpectSameResults(absl::StrCat(R"IR(def forward(self, x: ")IR", dtype,
@@ -766,7 +770,10 @@ TEST(DecomposeDifferentialTest, UpsampleBilinear2d) {
     b = torch.ops.aten.upsample_bilinear2d.default(x, [8, 11], True)
     c = torch.ops.aten.upsample_bilinear2d.default(x, [1, 1], True)
     d = torch.ops.aten.upsample_bilinear2d.default(x, [6, 9], False, 1.5, 2.0)
-    return (a, b, c, d)
+    e = torch.ops.aten.upsample_bilinear2d.vec(x, None, False, [2.0, 0.5])
+    f = torch.ops.aten.upsample_bilinear2d.vec(x, None, True, [2.0, 2.0])
+    g = torch.ops.aten.upsample_bilinear2d.vec(x, [5, 4], False, None)
+    return (a, b, c, d, e, f, g)
 )IR"),
                       "upsample_bilinear2d");
   }
