@@ -174,8 +174,10 @@ struct Kernel {
   // kBind: runtime symbol `symbol` (a data-dependent u0) takes `value` — the
   // element at index `value` of buffer extern_buffers[0] when there is one
   // (x.item()), else an expression of symbols bound before it (the length
-  // of x[:u0]). kAssert: `value` is a condition over bound symbols; when it
-  // is false the program stops with check `check` (Program::checks).
+  // of x[:u0]); an int read from a buffer outside int32's range stops the
+  // program with check `check`. kAssert: `value` is a condition over bound
+  // symbols; when it is false the program stops with check `check`
+  // (Program::checks).
   symbolic::Expr symbol;
   symbolic::Expr value;
   int check = -1;

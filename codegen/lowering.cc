@@ -869,6 +869,17 @@ class Lowerer {
     k.name = absl::StrCat("k", kernel_count_++);
     k.kind = Kernel::Kind::kBind;
     if (b >= 0) k.extern_buffers = {b};
+    if (b >= 0 && s.is_int()) {
+      // An int read from data may size buffers: outside int32's range it
+      // stops the program (no size expression over it can overflow then).
+      std::string message = absl::StrCat(
+          "node '", current_ != nullptr ? current_->name() : "", "': the ",
+          "data-dependent ", symbolic::ToString(s),
+          " is outside [-2^31, 2^31), the values the compiled program admits");
+      auto [it, added] = check_ids_.emplace(message, program_.checks.size());
+      if (added) program_.checks.push_back(message);
+      k.check = it->second;
+    }
     k.extern_outputs = 0;
     k.symbol = s;
     k.value = value;

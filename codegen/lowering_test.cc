@@ -811,12 +811,15 @@ def forward(self, x: "i64[]"):
 )IR"));
   EXPECT_OK(testing::RunFileCheck(PrintProgram(lowered.program), R"(
 CHECK:      kernel k0 bind u0 = in0[0]
-CHECK-NEXT: kernel k1 assert u0 <= 3, check 0
+CHECK-NEXT: kernel k1 assert u0 <= 3, check 1
 )"));
+  // Check 0 is the bind's: an int read from data outside int32's range.
   EXPECT_THAT(lowered.program.checks,
-              ::testing::ElementsAre("node '_assert_scalar' "
-                                     "(aten._assert_scalar.default): u0 <= 3 "
-                                     "failed"));
+              ::testing::ElementsAre(
+                  "node 'item': the data-dependent u0 is outside [-2^31, "
+                  "2^31), the values the compiled program admits",
+                  "node '_assert_scalar' (aten._assert_scalar.default): u0 "
+                  "<= 3 failed"));
   // A literal True checks nothing (a literal False never gets here: shape
   // propagation refuses it).
   ASSERT_OK_AND_ASSIGN(LoweredGraph literal, LowerText(R"IR(

@@ -496,6 +496,13 @@ def forward(self, x: "f32[3, 4][4, 1]cpu", n: "i64[][]cpu"):
   EXPECT_EQ(got.outputs[0].tensor.GetDouble({0, 1}), 2);
   EXPECT_EQ(got.outputs[1].tensor.sizes(), (std::vector<int64_t>{4}));
   EXPECT_EQ(got.outputs[1].tensor.GetDouble({3}), -2);
+  // A value no size may take stops the call before any allocation.
+  in[1] = IntScalar(int64_t{1} << 62);
+  EXPECT_THAT(f->Run(in).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "node 'item': the data-dependent u1 is outside "
+                       "[-2^31, 2^31), the values the compiled program "
+                       "admits"));
 }
 
 // A runtime assertion on a data-dependent value stops the call with its

@@ -538,12 +538,14 @@ absl::StatusOr<WrapperSource> EmitWrapper(
                       p.buffers[buf.reuses].name, "\n");
       return;
     }
+    // The byte count overflowing int64 is more memory than there is.
     int64_t item = ItemSize(buf.dtype);
-    absl::StrAppend(&out, "  { int64_t n = (int64_t)(", cpp(buf.numel), ") * ",
-                    item, "; H.h[", b, "] = rt->alloc(n > ", item,
-                    " ? n : ", item, ", &B[", b, "]); if (H.h[", b,
-                    "] == nullptr) return LATHE_CALL_NO_MEMORY; }  // ",
-                    buf.name, "\n");
+    absl::StrAppend(
+        &out, "  { int64_t n; if (__builtin_mul_overflow((int64_t)(",
+        cpp(buf.numel), "), (int64_t)", item,
+        ", &n)) return LATHE_CALL_NO_MEMORY; H.h[", b, "] = rt->alloc(n > ",
+        item, " ? n : ", item, ", &B[", b, "]); if (H.h[", b,
+        "] == nullptr) return LATHE_CALL_NO_MEMORY; }  // ", buf.name, "\n");
   };
   auto allocated = [&](int b) {
     const Buffer& buf = p.buffers[b];
@@ -568,6 +570,11 @@ absl::StatusOr<WrapperSource> EmitWrapper(
       absl::StrAppend(&out, "  ", names[kernel.symbol], " = (",
                       kernel.symbol.is_float() ? "double" : "int64_t", ")(",
                       value, ");  // ", kernel.name, "\n");
+      if (kernel.check >= 0) {
+        absl::StrAppend(&out, "  if (", names[kernel.symbol],
+                        " < -2147483648LL || ", names[kernel.symbol],
+                        " > 2147483647LL) return ", kernel.check + 1, ";\n");
+      }
       continue;
     }
     if (kernel.kind == Kernel::Kind::kAssert) {

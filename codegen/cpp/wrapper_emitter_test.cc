@@ -71,9 +71,10 @@ CHECK-NEXT: return 0;
 }
 
 // Data-dependent symbols: bound by the host function between kernels (x.item()
-// reads the element, the slice length is computed from it), checked where a
-// runtime assertion stands, and the buffer whose size needs them allocated
-// after.
+// reads the element and checks it is within int32's range, the slice length
+// is computed from it), checked where a runtime assertion stands, and the
+// buffer whose size needs them allocated after, its byte count checked for
+// overflow.
 TEST(WrapperEmitterTest, BindStepsAndAssertionsRunBetweenKernels) {
   ASSERT_OK_AND_ASSIGN(WrapperSource w, Wrap(R"IR(
 def forward(self, n: "i64[]", y: "f32[6]"):
@@ -88,9 +89,11 @@ def forward(self, n: "i64[]", y: "f32[6]"):
 CHECK:      S[0] = 0;  // bound below
 CHECK-NEXT: S[1] = 0;  // bound below
 CHECK:      S[0] = (int64_t)(static_cast<const int64_t*>(B[0])[0]);  // k0
-CHECK-NEXT: if (!((S[0] <= 3))) return 1;  // k1
+CHECK-NEXT: if (S[0] < -2147483648LL || S[0] > 2147483647LL) return 1;
+CHECK-NEXT: if (!((S[0] <= 3))) return 2;  // k1
 CHECK-NEXT: S[1] = (int64_t)(std::min<int64_t>({6, std::max<int64_t>({0, ((S[0] < 0) ? (6 + S[0]) : S[0])})}));  // k2
-CHECK-NEXT: H.h[2] = rt->alloc(
+CHECK-NEXT: { int64_t n; if (__builtin_mul_overflow((int64_t)(
+CHECK-SAME: H.h[2] = rt->alloc(
 CHECK-NEXT: k3(B, S, F, rt, &E);
 )"));
 }
