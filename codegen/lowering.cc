@@ -2962,6 +2962,7 @@ absl::StatusOr<NodeValue> LowerVarMean(Lowerer& L, const Call& c) {
   ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> d,
                    c.IntList(c.Index("dim")));
   std::vector<int64_t> dims = d.value_or(std::vector<int64_t>());
+  if (rank == 0) dims.clear();  // dim 0 (or -1) of a 0-d tensor is itself
   if (dims.empty()) {
     for (int64_t k = 0; k < rank; ++k) dims.push_back(k);
   }
@@ -2990,7 +2991,10 @@ absl::StatusOr<NodeValue> LowerNonzero(Lowerer& L, const Call& c) {
     return c.Error("expected a result of a fresh data-dependent size");
   }
   const Expr u = m.sizes[0];
-  TBox keep = CastBox(x, DType::kBool);
+  // In memory first: the count and the walk must see the same booleans
+  // (x's expression recomputed in a vector and a scalar loop could round
+  // differently and disagree at a threshold).
+  ASSIGN_OR_RETURN(TBox keep, L.Realize(CastBox(x, DType::kBool), nullptr));
   TensorMeta count_meta;
   count_meta.dtype = DType::kInt64;
   std::vector<int64_t> all;
@@ -3024,11 +3028,19 @@ absl::StatusOr<NodeValue> LowerNonzero(Lowerer& L, const Call& c) {
                              DType::kInt64),
                      kb.IntConstant(0, DType::kInt64)},
                     DType::kInt64);
+  // The count kernel read the same buffer, so the row is below u0; the mask
+  // says so too, so no store can leave the buffer.
+  ScalarOp rows;
+  rows.kind = ScalarOp::Kind::kIndex;
+  rows.dtype = DType::kInt64;
+  rows.index = u;
+  int in_range = kb.Call("lt", {row, kb.Add(std::move(rows))}, DType::kBool);
+  int mask = kb.Call("logical_and", {nz, in_range}, DType::kBool);
   for (size_t d = 0; d < rank; ++d) {
     Expr at = symbolic::Add(
         {m.storage_offset, symbolic::Mul(IndirectVar(0), m.strides[0]),
          symbolic::Mul(symbolic::Int(static_cast<int64_t>(d)), m.strides[1])});
-    kb.MaskedStore(b, DType::kInt64, at, kb.Index(idx[d]), nz, {row});
+    kb.MaskedStore(b, DType::kInt64, at, kb.Index(idx[d]), mask, {row});
   }
   L.Emit(std::move(k));
   return TensorValue(

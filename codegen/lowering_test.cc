@@ -771,10 +771,11 @@ CHECK:        index u0 : i64
 )"));
 }
 
-// nonzero: a reduction counts the nonzero elements, a host step binds u0 to
-// the count, and one scan kernel stores each nonzero element's coordinates
-// at row (running count - 1) of the column-major [u0, 2] result, masked
-// where the element is zero.
+// nonzero: x != 0 is put in memory (the count and the walk must agree), a
+// reduction counts it, a host step binds u0 to the count, and one scan
+// kernel stores each nonzero element's coordinates at row (running count -
+// 1) of the column-major [u0, 2] result, masked where the element is zero
+// or the row is not below u0.
 TEST(LoweringTest, NonzeroCountsBindsAndCompacts) {
   EXPECT_OK(LowerAndFileCheck(R"IR(
 def forward(self, x: "f32[4, 5]"):
@@ -782,19 +783,24 @@ def forward(self, x: "f32[4, 5]"):
     return (nonzero,)
 )IR",
                               R"(
-CHECK:      buffer buf2 : i64[
-CHECK:      kernel k0 ranges=[]
+CHECK:      buffer buf3 : i64[
+CHECK:      kernel k0 ranges=[4, 5]
+CHECK:        store buf1[
+CHECK:      kernel k1 ranges=[]
+CHECK:        load buf1[
 CHECK:        reduce sum
-CHECK:      kernel k1 bind u0 = buf1[0]
-CHECK-NEXT: kernel k2 ranges=[]
+CHECK:      kernel k2 bind u0 = buf2[0]
+CHECK-NEXT: kernel k3 ranges=[]
 CHECK-NEXT:   section 0 pointwise r0_0 in 4, r0_1 in 5
-CHECK:        [[KEEP:%[0-9]+]] = cast(%0) : b8
-CHECK:        [[RUN:%[0-9]+]] = scan sum
-CHECK:        [[ROW:%[0-9]+]] = where([[KEEP]],
-CHECK:        [[I:%[0-9]+]] = index r0_0 : i64
-CHECK-NEXT:   store buf2[ind0] = [[I]] if [[KEEP]] (ind0=[[ROW]])
-CHECK:        [[J:%[0-9]+]] = index r0_1 : i64
-CHECK-NEXT:   store buf2[ind0 + u0] = [[J]] if [[KEEP]] (ind0=[[ROW]])
+CHECK-NEXT:     [[KEEP:%[0-9]+]] = load buf1[5*r0_0 + r0_1] : b8
+CHECK:          scan sum
+CHECK:          [[ROW:%[0-9]+]] = where([[KEEP]],
+CHECK:          [[LT:%[0-9]+]] = lt([[ROW]],
+CHECK-NEXT:     [[MASK:%[0-9]+]] = logical_and([[KEEP]], [[LT]]) : b8
+CHECK-NEXT:     [[I:%[0-9]+]] = index r0_0 : i64
+CHECK-NEXT:     store buf3[ind0] = [[I]] if [[MASK]] (ind0=[[ROW]])
+CHECK:          [[J:%[0-9]+]] = index r0_1 : i64
+CHECK-NEXT:     store buf3[ind0 + u0] = [[J]] if [[MASK]] (ind0=[[ROW]])
 )"));
 }
 

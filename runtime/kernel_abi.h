@@ -73,7 +73,10 @@ typedef struct LatheValue {
    * `num_inner` inner values (tensors or composites) in flatten order;
    * dtype, ndim, sizes and strides are the outer ones. For a result the
    * caller provides the inner array (and, inside it, each value's sizes
-   * and strides), shaped as the compiled wrapper's result layout. */
+   * and strides), shaped as the compiled wrapper's result layout; the
+   * outer sizes and strides are the first inner value's, and so is dtype:
+   * the outer dtype is the type's own rule, which the caller applies when
+   * it rebuilds the composite (CompositeType::Unflatten). */
   const char* type;
   int64_t num_inner;
   struct LatheValue* inner;

@@ -421,6 +421,17 @@ absl::StatusOr<aot::UserCall> CpuFunction::CallUser(
                      user_entry_error_.empty() ? "" : ": ", user_entry_error_));
   }
   const aot::SubclassWrapperPlan& sub = *subclass_;
+  // The dense inputs checked on the host, the slow way: what the compiled
+  // check refused, or every call when it cannot check some annotation.
+  auto host_check = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(std::vector<Operand> dense, sub.Unwrap(args));
+    std::vector<ir::Value> values;
+    for (const Operand& o : dense) values.push_back(aot::ValueOf(o));
+    ASSIGN_OR_RETURN(std::vector<const ir::Value*> inputs,
+                     WithConstants(values, constants));
+    return ir::CheckInputs(slots_, inputs);
+  };
+  if (host_checks_) RETURN_IF_ERROR(host_check());
   // The user's values as LatheValue trees, then the constants.
   ValueTrees trees;
   std::vector<LatheValue> in;
@@ -447,16 +458,7 @@ absl::StatusOr<aot::UserCall> CpuFunction::CallUser(
   }
   int rc = user_call_(in.data(), static_cast<int64_t>(in.size()), out.data(),
                       static_cast<int64_t>(out.size()), KernelRuntime());
-  if (rc != 0) {
-    return CallError(rc, [&]() -> absl::Status {
-      ASSIGN_OR_RETURN(std::vector<Operand> dense, sub.Unwrap(args));
-      std::vector<ir::Value> values;
-      for (const Operand& o : dense) values.push_back(aot::ValueOf(o));
-      ASSIGN_OR_RETURN(std::vector<const ir::Value*> inputs,
-                       WithConstants(values, constants));
-      return ir::CheckInputs(slots_, inputs);
-    });
-  }
+  if (rc != 0) return CallError(rc, host_check);
   // Every plain result holds a storage from here on: each is taken back
   // (in leaf order) before any is wrapped.
   std::vector<LatheValue*> leaves;

@@ -651,5 +651,73 @@ def forward(self, x: "f32[8, 11][11, 1]cpu", y: "f64[8, 11][11, 1]cpu"):
   EXPECT_EQ(got.outputs[4].tensor.GetDouble({6}), -9);
 }
 
+// Hostile data-dependent sizes (review): [n, n, 8] with n = 2^31 - 1 has
+// more elements than int64 counts, which is refused as memory before any
+// kernel writes; .item() of a float16 tensor reads its value; var over dim 0
+// of a 0-d tensor is a reduction of one element.
+TEST(CpuFunctionTest, OverflowingSizesAndHalfItemsAreHandled) {
+  ASSERT_OK_AND_ASSIGN(Compiled c, CompileGraph(R"IR(
+def forward(self, n: "i64[][]cpu", h: "f16[][]cpu", z: "f32[][]cpu"):
+    item = torch.ops.aten._local_scalar_dense.default(n);  n = None
+    ones = torch.ops.aten.ones.default([item, item, 8], dtype = torch.float32)
+    item_1 = torch.ops.aten._local_scalar_dense.default(h);  h = None
+    mul = torch.ops.aten.mul.Tensor(z, item_1)
+    var = torch.ops.aten.var.correction(z, [0], correction = 0);  z = None
+    return (ones, mul, var)
+)IR"));
+  Tensor h = *Tensor::Empty({}, DType::kFloat16);
+  h.SetDouble({}, 1.5);
+  Tensor z = *Tensor::Empty({}, DType::kFloat32);
+  z.SetDouble({}, 4);
+  std::vector<ir::Value> in = {IntScalar(2), ir::Value::OfTensor(h),
+                               ir::Value::OfTensor(z)};
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, c.function->Run(in));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*c.graph, in));
+  ExpectSameOutputs(got, want);
+  EXPECT_EQ(got.outputs[1].tensor.GetDouble({}), 6);
+  EXPECT_EQ(got.outputs[2].tensor.GetDouble({}), 0);
+  in[0] = IntScalar(2147483647);
+  EXPECT_THAT(c.function->Run(in).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       "out of memory allocating the compiled graph's "
+                       "buffers"));
+}
+
+// An annotation lathe_call cannot check (a division) is checked on the host
+// before lathe_call_user runs, as before lathe_call.
+TEST(CpuFunctionTest, CallUserChecksOnTheHostWhatTheSoCannot) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(R"IR(
+# lathe: composite x pair
+def forward(self, x: "f32[s0][1]cpu", y: "f32[(s0//2)][1]cpu"):
+    sum_1 = torch.ops.aten.sum.default(x)
+    add = torch.ops.aten.add.Tensor(y, sum_1)
+    return (add,)
+)IR"));
+  symbolic::ShapeEnv env;
+  ASSERT_OK(ir::PropagateShapes(*g, env));
+  ASSERT_OK_AND_ASSIGN(aot::AotGraph aot, aot::AotDispatch(*g, env));
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<CpuFunction> f,
+      CpuFunction::Compile(*g, env,
+                           {.plan = &aot.plan, .subclass = &aot.subclass}));
+  ASSERT_TRUE(f->user_entry()) << f->user_entry_error();
+  auto args = [](int64_t n, int64_t m) {
+    std::vector<Operand> a;
+    a.push_back(*MakePair(Operand::Of(Filled({n}, 0).tensor),
+                          Operand::Of(Filled({n}, 1).tensor)));
+    a.push_back(Operand::Of(Filled({m}, 0).tensor));
+    return a;
+  };
+  ASSERT_OK_AND_ASSIGN(aot::UserCall ok, f->CallUser(args(6, 3)));
+  ASSERT_OK_AND_ASSIGN(aot::UserCall want,
+                       aot::InterpretAsUser(*g, aot, args(6, 3)));
+  EXPECT_EQ(ok.results[0].composite->inner[1].tensor.GetDouble({2}),
+            want.results[0].composite->inner[1].tensor.GetDouble({2}));
+  absl::StatusOr<aot::UserCall> bad = f->CallUser(args(6, 4));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("y"));
+}
+
 }  // namespace
 }  // namespace lathe::codegen

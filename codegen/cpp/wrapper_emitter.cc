@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "codegen/scalar_ops.h"
 #include "runtime/dtype.h"
@@ -169,6 +171,59 @@ std::string CppOver(Expr e, const absl::flat_hash_map<Expr, std::string>& names,
                                what, " ", s.name(), ", which nothing binds"));
                            return std::string("0");
                          }});
+}
+
+// `e` as C++ that sets *ov (the variable `ov`) when an int64 sum or product
+// overflows on the way (sums, products, small powers, min and max over
+// symbols and numbers); nullopt for another kind of expression.
+std::optional<std::string> CheckedCpp(
+    Expr e, const std::function<std::string(Expr)>& plain) {
+  auto fold = [&](const char* fn) -> std::optional<std::string> {
+    std::optional<std::string> acc;
+    for (Expr a : e.args()) {
+      std::optional<std::string> v = CheckedCpp(a, plain);
+      if (!v.has_value()) return std::nullopt;
+      acc = acc.has_value() ? absl::StrCat(fn, "(", *acc, ", ", *v, ", &ov)")
+                            : *v;
+    }
+    return acc;
+  };
+  switch (e.kind()) {
+    case ExprKind::kInteger:
+      return absl::StrCat("(int64_t)", e.int_value(), "LL");
+    case ExprKind::kSymbol:
+      return e.is_int() ? std::optional<std::string>(plain(e)) : std::nullopt;
+    case ExprKind::kAdd:
+      return fold("lathe_cadd");
+    case ExprKind::kMul:
+      return fold("lathe_cmul");
+    case ExprKind::kPowByNatural: {
+      std::optional<std::string> base = CheckedCpp(e.args()[0], plain);
+      Expr exp = e.args()[1];
+      if (!base.has_value() || exp.kind() != ExprKind::kInteger ||
+          exp.int_value() < 1 || exp.int_value() > 8) {
+        return std::nullopt;
+      }
+      std::string v = *base;
+      for (int64_t k = 1; k < exp.int_value(); ++k) {
+        v = absl::StrCat("lathe_cmul(", v, ", ", *base, ", &ov)");
+      }
+      return v;
+    }
+    case ExprKind::kMin:
+    case ExprKind::kMax: {
+      std::vector<std::string> parts;
+      for (Expr a : e.args()) {
+        std::optional<std::string> v = CheckedCpp(a, plain);
+        if (!v.has_value()) return std::nullopt;
+        parts.push_back(*v);
+      }
+      return absl::StrCat("std::", e.kind() == ExprKind::kMin ? "min" : "max",
+                          "<int64_t>({", absl::StrJoin(parts, ", "), "})");
+    }
+    default:
+      return std::nullopt;
+  }
 }
 
 // The rank of `slot`'s value when it is a tensor, else -1.
@@ -437,6 +492,13 @@ absl::StatusOr<WrapperSource> EmitWrapper(
       &out,
       "\n// The host function (codegen/cpp/wrapper_emitter.cc).\n"
       "namespace {\n"
+      "// int64 sums and products that note an overflow in *ov.\n"
+      "inline int64_t lathe_cadd(int64_t a, int64_t b, bool* ov) {\n"
+      "  int64_t r; if (__builtin_add_overflow(a, b, &r)) *ov = true; "
+      "return r;\n}\n"
+      "inline int64_t lathe_cmul(int64_t a, int64_t b, bool* ov) {\n"
+      "  int64_t r; if (__builtin_mul_overflow(a, b, &r)) *ov = true; "
+      "return r;\n}\n"
       "// The storages this call holds, given back however it returns.\n"
       "struct LatheHeld {\n"
       "  const LatheKernelRuntime* rt;\n"
@@ -538,11 +600,14 @@ absl::StatusOr<WrapperSource> EmitWrapper(
                       p.buffers[buf.reuses].name, "\n");
       return;
     }
-    // The byte count overflowing int64 is more memory than there is.
+    // An element or byte count overflowing int64 is more memory than there
+    // is (sizes from data can make one).
     int64_t item = ItemSize(buf.dtype);
+    std::optional<std::string> checked = CheckedCpp(buf.numel, cpp);
     absl::StrAppend(
-        &out, "  { int64_t n; if (__builtin_mul_overflow((int64_t)(",
-        cpp(buf.numel), "), (int64_t)", item,
+        &out, "  { bool ov = false; int64_t n = (int64_t)(",
+        checked.has_value() ? *checked : cpp(buf.numel),
+        "); if (ov || __builtin_mul_overflow(n, (int64_t)", item,
         ", &n)) return LATHE_CALL_NO_MEMORY; H.h[", b, "] = rt->alloc(n > ",
         item, " ? n : ", item, ", &B[", b, "]); if (H.h[", b,
         "] == nullptr) return LATHE_CALL_NO_MEMORY; }  // ", buf.name, "\n");
@@ -564,8 +629,12 @@ absl::StatusOr<WrapperSource> EmitWrapper(
       std::string value = cpp(kernel.value);
       if (!kernel.extern_buffers.empty()) {
         int b = kernel.extern_buffers[0];
-        value = absl::StrCat("static_cast<const ", CType(p.buffers[b].dtype),
-                             "*>(B[", b, "])[", value, "]");
+        DType dt = p.buffers[b].dtype;
+        value = absl::StrCat("static_cast<const ", CType(dt), "*>(B[", b, "])[",
+                             value, "]");
+        if (dt == DType::kFloat16 || dt == DType::kBFloat16) {
+          value = absl::StrCat("lathe_to_float(", value, ")");
+        }
       }
       absl::StrAppend(&out, "  ", names[kernel.symbol], " = (",
                       kernel.symbol.is_float() ? "double" : "int64_t", ")(",
