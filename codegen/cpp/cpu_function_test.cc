@@ -66,6 +66,26 @@ absl::StatusOr<Compiled> CompileGraph(const char* text) {
   return c;
 }
 
+// A graph through AOT dispatch, compiled with its runtime wrapper plan and
+// composite wrapper (lathe_call_user).
+struct CompiledUser {
+  std::unique_ptr<ir::Graph> graph;
+  aot::AotGraph aot;
+  std::unique_ptr<CpuFunction> function;
+};
+absl::StatusOr<CompiledUser> CompileUser(const char* text) {
+  CompiledUser c;
+  ASSIGN_OR_RETURN(c.graph, ir::ParseGraph(text));
+  symbolic::ShapeEnv env;
+  RETURN_IF_ERROR(ir::PropagateShapes(*c.graph, env));
+  ASSIGN_OR_RETURN(c.aot, aot::AotDispatch(*c.graph, env));
+  ASSIGN_OR_RETURN(
+      c.function,
+      CpuFunction::Compile(*c.graph, env,
+                           {.plan = &c.aot.plan, .subclass = &c.aot.subclass}));
+  return c;
+}
+
 int TempDirs() {
   int n = 0;
   for (const auto& e :
@@ -371,20 +391,16 @@ def forward(self, x: "f32[2, 3][3, 1]cpu", y: "f32[2, 3][3, 1]cpu"):
 // interpreter. A plain tensor where the pair belongs is refused with the
 // message SubclassWrapperPlan::Unwrap gives.
 TEST(CpuFunctionTest, CallUserUnwrapsAndRewrapsCompositesInsideTheSo) {
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(R"IR(
+  ASSERT_OK_AND_ASSIGN(CompiledUser c, CompileUser(R"IR(
 # lathe: composite x pair
 def forward(self, x: "f32[4][1]cpu", y: "f32[4][1]cpu"):
     mul = torch.ops.aten.mul.Tensor(x, y)
     add_ = torch.ops.aten.add_.Tensor(y, 1)
     return (mul, y)
 )IR"));
-  symbolic::ShapeEnv env;
-  ASSERT_OK(ir::PropagateShapes(*g, env));
-  ASSERT_OK_AND_ASSIGN(aot::AotGraph aot, aot::AotDispatch(*g, env));
-  ASSERT_OK_AND_ASSIGN(
-      std::unique_ptr<CpuFunction> f,
-      CpuFunction::Compile(*g, env,
-                           {.plan = &aot.plan, .subclass = &aot.subclass}));
+  const std::unique_ptr<ir::Graph>& g = c.graph;
+  const aot::AotGraph& aot = c.aot;
+  const std::unique_ptr<CpuFunction>& f = c.function;
   ASSERT_TRUE(f->user_entry()) << f->user_entry_error();
   EXPECT_THAT(f->source(), HasSubstr("int lathe_call_user("));
   auto args = [] {
@@ -686,20 +702,16 @@ def forward(self, n: "i64[][]cpu", h: "f16[][]cpu", z: "f32[][]cpu"):
 // An annotation lathe_call cannot check (a division) is checked on the host
 // before lathe_call_user runs, as before lathe_call.
 TEST(CpuFunctionTest, CallUserChecksOnTheHostWhatTheSoCannot) {
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(R"IR(
+  ASSERT_OK_AND_ASSIGN(CompiledUser c, CompileUser(R"IR(
 # lathe: composite x pair
 def forward(self, x: "f32[s0][1]cpu", y: "f32[(s0//2)][1]cpu"):
     sum_1 = torch.ops.aten.sum.default(x)
     add = torch.ops.aten.add.Tensor(y, sum_1)
     return (add,)
 )IR"));
-  symbolic::ShapeEnv env;
-  ASSERT_OK(ir::PropagateShapes(*g, env));
-  ASSERT_OK_AND_ASSIGN(aot::AotGraph aot, aot::AotDispatch(*g, env));
-  ASSERT_OK_AND_ASSIGN(
-      std::unique_ptr<CpuFunction> f,
-      CpuFunction::Compile(*g, env,
-                           {.plan = &aot.plan, .subclass = &aot.subclass}));
+  const std::unique_ptr<ir::Graph>& g = c.graph;
+  const aot::AotGraph& aot = c.aot;
+  const std::unique_ptr<CpuFunction>& f = c.function;
   ASSERT_TRUE(f->user_entry()) << f->user_entry_error();
   auto args = [](int64_t n, int64_t m) {
     std::vector<Operand> a;
