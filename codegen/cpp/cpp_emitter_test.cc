@@ -84,6 +84,52 @@ CHECK:      reduction(max:
 )"));
 }
 
+// A flat f32 kernel storing 2^22 elements or more, one element further at
+// each step of its innermost loop, streams its store: the row up to the
+// first 64-byte aligned element, then blocks of 16 computed into an aligned
+// array and written with streaming stores, then the rest, and a fence.
+// Below the threshold, or over a symbolic size, the loop is the plain one.
+TEST(CppEmitterTest, LargeContiguousOutputsAreStreamed) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f32[2048, 2048]"):
+    mul = torch.ops.aten.mul.Tensor(x, 2)
+    return (mul,)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:      static void k0(
+CHECK:        #pragma omp parallel for
+CHECK-NEXT:   for (int32_t x0 = 0; x0 < 2048; ++x0) {
+CHECK-NEXT:     const int32_t lo = static_cast<int32_t>(lathe_stream_peel(b1 + (2048 * x0), 2048));
+CHECK-NEXT:     #pragma omp simd
+CHECK-NEXT:     for (int32_t x1 = 0; x1 < lo; ++x1) {
+CHECK:            b1[((2048 * x0) + x1)] = v
+CHECK:          int32_t xb = lo;
+CHECK-NEXT:     for (; xb + 16 <= 2048; xb += 16) {
+CHECK-NEXT:       alignas(64) float lathe_t[16];
+CHECK:              const int32_t x1 = xb + j;
+CHECK:              lathe_t[j] = v
+CHECK:            lathe_stream16(b1 + ((2048 * x0) + xb), lathe_t);
+CHECK:          for (int32_t x1 = xb; x1 < 2048; ++x1) {
+CHECK:          lathe_stream_fence();
+)"));
+  for (const char* small : {R"IR(
+def forward(self, x: "f32[1024, 2048]"):
+    mul = torch.ops.aten.mul.Tensor(x, 2)
+    return (mul,)
+)IR",
+                            R"IR(
+def forward(self, x: "f32[s0, 2048]"):
+    mul = torch.ops.aten.mul.Tensor(x, 2)
+    return (mul,)
+)IR"}) {
+    ASSERT_OK_AND_ASSIGN(std::string plain, Emit(small));
+    EXPECT_OK(RunFileCheck(plain, R"(
+CHECK:     static void k0(
+CHECK-NOT: lathe_stream16(b
+)"));
+  }
+}
+
 // A symbolic size may exceed 2^31 (no bound says otherwise): int64.
 TEST(CppEmitterTest, SymbolicSizesIndexInInt64) {
   ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(

@@ -45,6 +45,19 @@ std::optional<std::string> Output(const std::string& command) {
   return out;
 }
 
+// The disassembly of `text` compiled (its .so, objdump -d).
+absl::StatusOr<std::string> CompiledAssembly(const char* text) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));
+  symbolic::ShapeEnv env;
+  RETURN_IF_ERROR(ir::PropagateShapes(*g, env));
+  ASSIGN_OR_RETURN(std::unique_ptr<CpuFunction> f,
+                   CpuFunction::Compile(*g, env));
+  std::optional<std::string> asm_text = Output(
+      absl::StrCat("objdump -d --no-show-raw-insn '", f->library().path, "'"));
+  if (!asm_text.has_value()) return absl::InternalError("objdump failed");
+  return *asm_text;
+}
+
 // Why this machine or build cannot check the assembly, or nullopt.
 std::optional<std::string> WhyNotChecked() {
 #if defined(__SANITIZE_ADDRESS__)
@@ -91,23 +104,16 @@ TEST(VectorizationTest, TheSwishKernelUsesTheWidestVectorsAndLibmvec) {
 TEST(VectorizationTest, TheWelfordBlockPassesAreVectorLoops) {
   if (std::optional<std::string> why = WhyNotChecked()) GTEST_SKIP() << *why;
   const bool avx512 = __builtin_cpu_supports("avx512f");
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(R"IR(
+  ASSERT_OK_AND_ASSIGN(std::string asm_text, CompiledAssembly(R"IR(
 def forward(self, x: "f32[s0, 1024][1024, 1]cpu"):
     vm = torch.ops.aten.var_mean.correction(x, [1], correction = 0)
     getitem = vm[0]
     getitem_1 = vm[1];  vm = None
     return (getitem, getitem_1)
 )IR"));
-  symbolic::ShapeEnv env;
-  ASSERT_OK(ir::PropagateShapes(*g, env));
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f,
-                       CpuFunction::Compile(*g, env));
-  std::optional<std::string> asm_text = Output(
-      absl::StrCat("objdump -d --no-show-raw-insn '", f->library().path, "'"));
-  ASSERT_TRUE(asm_text.has_value());
   const std::string reg = avx512 ? "%zmm" : "%ymm";
   bool shifted = false, summed = false;
-  for (absl::string_view line : absl::StrSplit(*asm_text, '\n')) {
+  for (absl::string_view line : absl::StrSplit(asm_text, '\n')) {
     if (!absl::StrContains(line, reg)) continue;
     shifted = shifted || absl::StrContains(line, "vsubps");
     summed = summed || absl::StrContains(line, "vaddps") ||
@@ -115,6 +121,20 @@ def forward(self, x: "f32[s0, 1024][1024, 1]cpu"):
   }
   EXPECT_TRUE(shifted) << "no vsubps on " << reg;
   EXPECT_TRUE(summed) << "no packed-float add on " << reg;
+}
+
+// A large f32 output (2^22 elements) is written with streaming stores
+// (vmovntps), not ordinary ones.
+TEST(VectorizationTest, LargeOutputsUseStreamingStores) {
+  if (std::optional<std::string> why = WhyNotChecked()) GTEST_SKIP() << *why;
+  ASSERT_OK_AND_ASSIGN(std::string asm_text, CompiledAssembly(R"IR(
+def forward(self, x: "f32[2048, 2048][2048, 1]cpu"):
+    sigmoid = torch.ops.aten.sigmoid.default(x)
+    mul = torch.ops.aten.mul.Tensor(x, sigmoid)
+    return (mul,)
+)IR"));
+  EXPECT_NE(asm_text.find("vmovntps"), std::string::npos)
+      << "no streaming store in the kernel";
 }
 
 }  // namespace
