@@ -34,27 +34,35 @@ constexpr int64_t kParallelThreshold = 32768;
 // double, as PyTorch's CPU var accumulates float in double.
 constexpr int64_t kWelfordBlock = 256;
 
-// A flat f32 kernel storing at least this many elements, contiguously in its
-// innermost loop, writes them with non-temporal (streaming) stores: an
-// output that large is not read back from cache, and a streaming store
-// skips reading each line before writing it.
+// A flat f32 kernel storing at least this many elements of a buffer no
+// kernel reads afterwards (a graph output), contiguously in its innermost
+// loop, writes them with non-temporal (streaming) stores, which skip
+// reading each line before writing it. A buffer a later kernel reads is
+// left in the cache instead.
 constexpr int64_t kStreamElements = int64_t{1} << 22;
 
 // Streaming stores of 16 floats from an aligned array to a 64-byte aligned
 // address, the fence after them, and how many elements come before the
-// first aligned one.
-constexpr char kStreamPrelude[] = R"(#include <immintrin.h>
+// first aligned one (GCC's builtins: <immintrin.h> would double the C++
+// compiler's time).
+constexpr char kStreamPrelude[] =
+    R"(typedef float lathe_v16sf __attribute__((vector_size(64)));
+typedef float lathe_v8sf __attribute__((vector_size(32)));
 static inline void lathe_stream16(float* p, const float* t) {
 #if defined(__AVX512F__)
-  _mm512_stream_ps(p, _mm512_load_ps(t));
+  __builtin_ia32_movntps512(p, *reinterpret_cast<const lathe_v16sf*>(t));
 #elif defined(__AVX__)
-  _mm256_stream_ps(p, _mm256_load_ps(t));
-  _mm256_stream_ps(p + 8, _mm256_load_ps(t + 8));
+  __builtin_ia32_movntps256(p, *reinterpret_cast<const lathe_v8sf*>(t));
+  __builtin_ia32_movntps256(p + 8, *reinterpret_cast<const lathe_v8sf*>(t + 8));
 #else
   for (int j = 0; j < 16; ++j) p[j] = t[j];
 #endif
 }
-static inline void lathe_stream_fence() { _mm_sfence(); }
+static inline void lathe_stream_fence() {
+#if defined(__SSE__)
+  __builtin_ia32_sfence();
+#endif
+}
 static inline int64_t lathe_stream_peel(const float* p, int64_t n) {
   const int64_t k = static_cast<int64_t>(
       ((64 - (reinterpret_cast<uintptr_t>(p) & 63)) & 63) / sizeof(float));
@@ -745,7 +753,7 @@ class Emitter {
   }
 
   // The store a flat kernel writes with streaming stores, or -1: the only
-  // store, of an f32 buffer the kernel does not read, direct and unmasked,
+  // store, of an f32 buffer no kernel reads, direct and unmasked,
   // one element further at each step of the innermost loop, and at least
   // kStreamElements of them (with an innermost loop of 64 or more).
   int StreamedStore(const Kernel& k) const {
@@ -773,8 +781,15 @@ class Emitter {
     }
     if (store < 0) return -1;
     const ScalarOp& st = k.ops[store];
-    for (const ScalarOp& op : k.ops) {
-      if (op.kind == ScalarOp::Kind::kLoad && op.buffer == st.buffer) return -1;
+    for (const Kernel& other : p_.kernels) {
+      for (const ScalarOp& op : other.ops) {
+        if (op.kind == ScalarOp::Kind::kLoad && op.buffer == st.buffer) {
+          return -1;
+        }
+      }
+      for (int b : other.extern_buffers) {
+        if (b == st.buffer) return -1;
+      }
     }
     Expr x = k.vars[n - 1];
     absl::flat_hash_map<Expr, Expr> next = {

@@ -88,7 +88,9 @@ CHECK:      reduction(max:
 // each step of its innermost loop, streams its store: the row up to the
 // first 64-byte aligned element, then blocks of 16 computed into an aligned
 // array and written with streaming stores, then the rest, and a fence.
-// Below the threshold, or over a symbolic size, the loop is the plain one.
+// Below the threshold, over a symbolic size, or for a buffer a later kernel
+// reads (the matrix product's operand stays in the cache), the loop is the
+// plain one.
 TEST(CppEmitterTest, LargeContiguousOutputsAreStreamed) {
   ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
 def forward(self, x: "f32[2048, 2048]"):
@@ -121,6 +123,12 @@ def forward(self, x: "f32[1024, 2048]"):
 def forward(self, x: "f32[s0, 2048]"):
     mul = torch.ops.aten.mul.Tensor(x, 2)
     return (mul,)
+)IR",
+                            R"IR(
+def forward(self, x: "f32[2048, 2048]", w: "f32[2048, 8]"):
+    mul = torch.ops.aten.mul.Tensor(x, 2)
+    mm = torch.ops.aten.mm.default(mul, w)
+    return (mm,)
 )IR"}) {
     ASSERT_OK_AND_ASSIGN(std::string plain, Emit(small));
     EXPECT_OK(RunFileCheck(plain, R"(
