@@ -230,6 +230,17 @@ class Rewriter {
                 {{"memory_format", Arg::MemoryFormat("contiguous_format")}});
   }
 
+  // A factory call (arange, full, zeros, ...) making a strided `dtype`
+  // tensor on `device`.
+  absl::StatusOr<Node*> Factory(std::string target, std::vector<Arg> args,
+                                DType dtype, const Device& device) {
+    return Call(std::move(target), std::move(args),
+                {{"dtype", Arg::OfDType(dtype)},
+                 {"layout", Arg::Layout("strided")},
+                 {"device", Arg::OfDevice(device)},
+                 {"pin_memory", Arg::Bool(false)}});
+  }
+
   // A 0-d tensor holding `v`.
   absl::StatusOr<Node*> ScalarTensor(Arg v, DType dtype, const Device& device) {
     return Call("aten.scalar_tensor.default", {std::move(v)},
@@ -664,13 +675,9 @@ absl::StatusOr<Outputs> BatchNormCore(Rewriter& r, Node* rm, Node* rv,
     // The CPU kernel returns empty statistics in evaluation mode.
     const ir::ValueMeta& old = r.node()->meta();
     for (int k : {1, 2}) {
-      ASSIGN_OR_RETURN(
-          Node * empty,
-          r.Call("aten.full.default", {IntList({0}), I(0)},
-                 {{"dtype", Arg::OfDType(old.elements[k].tensor.dtype)},
-                  {"layout", Arg::Layout("strided")},
-                  {"device", Arg::OfDevice(m.device)},
-                  {"pin_memory", Arg::Bool(false)}}));
+      ASSIGN_OR_RETURN(Node * empty,
+                       r.Factory("aten.full.default", {IntList({0}), I(0)},
+                                 old.elements[k].tensor.dtype, m.device));
       (k == 1 ? save_mean : save_rstd) = empty;
     }
     // The new running statistics are copies (never the inputs themselves).
@@ -1001,11 +1008,8 @@ absl::StatusOr<Outputs> UpsampleBilinear2d(Rewriter& r) {
                   ? 1.0 / *given
                   : static_cast<double>(in) / static_cast<double>(out);
     }
-    ASSIGN_OR_RETURN(Node * i, r.Call("aten.arange.default", {I(out)},
-                                      {{"dtype", Arg::OfDType(DType::kInt64)},
-                                       {"layout", Arg::Layout("strided")},
-                                       {"device", Arg::OfDevice(m.device)},
-                                       {"pin_memory", Arg::Bool(false)}}));
+    ASSIGN_OR_RETURN(Node * i, r.Factory("aten.arange.default", {I(out)},
+                                         DType::kInt64, m.device));
     ASSIGN_OR_RETURN(Node * src, r.To(i, compute));
     if (*align_corners) {
       ASSIGN_OR_RETURN(src, r.Binary("aten.mul.Tensor", src, F(scale)));
@@ -1069,11 +1073,7 @@ absl::StatusOr<Node*> Unsqueezed(Rewriter& r, Node* x,
 
 // arange(n) as int64.
 absl::StatusOr<Node*> Iota(Rewriter& r, const Arg& n, const Device& device) {
-  return r.Call("aten.arange.default", {n},
-                {{"dtype", Arg::OfDType(DType::kInt64)},
-                 {"layout", Arg::Layout("strided")},
-                 {"device", Arg::OfDevice(device)},
-                 {"pin_memory", Arg::Bool(false)}});
+  return r.Factory("aten.arange.default", {n}, DType::kInt64, device);
 }
 
 // grid_sampler_2d (_grid_sampler_2d in decompositions.py), bilinear and
@@ -1277,11 +1277,8 @@ absl::StatusOr<Outputs> Pdist(Rewriter& r) {
       slot, r.Call("aten.where.ScalarOther", {A(upper), A(slot), pairs}));
   ASSIGN_OR_RETURN(Node * flat, Iota(r, nn, device));
   ASSIGN_OR_RETURN(Node * base,
-                   r.Call("aten.zeros.default", {Arg::List({slots})},
-                          {{"dtype", Arg::OfDType(DType::kInt64)},
-                           {"layout", Arg::Layout("strided")},
-                           {"device", Arg::OfDevice(device)},
-                           {"pin_memory", Arg::Bool(false)}}));
+                   r.Factory("aten.zeros.default", {Arg::List({slots})},
+                             DType::kInt64, device));
   ASSIGN_OR_RETURN(Node * placed, r.Call("aten.scatter.src",
                                          {A(base), I(0), A(slot), A(flat)}));
   ASSIGN_OR_RETURN(Node * pair,
@@ -1302,11 +1299,8 @@ absl::StatusOr<Outputs> Pdist(Rewriter& r) {
 // A new tensor of `sizes` filled with `value`.
 absl::StatusOr<Node*> Full(Rewriter& r, std::vector<Arg> sizes, Arg value,
                            DType dtype, const Device& device) {
-  return r.Call("aten.full.default", {Arg::List(std::move(sizes)), value},
-                {{"dtype", Arg::OfDType(dtype)},
-                 {"layout", Arg::Layout("strided")},
-                 {"device", Arg::OfDevice(device)},
-                 {"pin_memory", Arg::Bool(false)}});
+  return r.Factory("aten.full.default", {Arg::List(std::move(sizes)), value},
+                   dtype, device);
 }
 
 // _embedding_bag_forward_only (sum, mean, max): each index's bag is the
