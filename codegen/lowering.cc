@@ -996,6 +996,17 @@ const TensorMeta& OutMeta(Lowerer& L, const Call& c) {
   return L.TMeta(&c.node());
 }
 
+// The metas of a call's two results (values and indices, output and total
+// weight); `what` names them in the error when the call has not two.
+absl::StatusOr<std::pair<const TensorMeta*, const TensorMeta*>> OutPair(
+    Lowerer& L, const Call& c, absl::string_view what) {
+  const ir::ValueMeta& vm = L.Meta(&c.node());
+  if (vm.kind != ir::ValueMeta::Kind::kTuple || vm.elements.size() != 2) {
+    return c.Error(absl::StrCat("expects ", what));
+  }
+  return std::make_pair(&vm.elements[0].tensor, &vm.elements[1].tensor);
+}
+
 NodeValue TensorValue(TBox t) {
   NodeValue v;
   v.kind = NodeValue::Kind::kTensor;
@@ -2442,12 +2453,9 @@ absl::StatusOr<TBox> ConvolutionCall(Lowerer& L, TBox x, TBox w,
 // out as the metas say. A dimension eager PyTorch sees with stride 0 (an
 // expanded input) keeps its order, as PyTorch's kernel does.
 absl::StatusOr<NodeValue> SortCall(Lowerer& L, const Call& c, bool topk) {
-  const ir::ValueMeta& vm = L.Meta(&c.node());
-  if (vm.kind != ir::ValueMeta::Kind::kTuple || vm.elements.size() != 2) {
-    return c.Error("expects (values, indices)");
-  }
-  const TensorMeta& mv = vm.elements[0].tensor;
-  const TensorMeta& mi = vm.elements[1].tensor;
+  ASSIGN_OR_RETURN(auto metas, OutPair(L, c, "(values, indices)"));
+  const TensorMeta& mv = *metas.first;
+  const TensorMeta& mi = *metas.second;
   ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
   const int64_t rank = static_cast<int64_t>(x.sizes.size());
   ASSIGN_OR_RETURN(int64_t dim, c.Int("dim"));
@@ -2672,12 +2680,9 @@ absl::StatusOr<PoolWindows> PoolWindowsOf(Lowerer& L, const Call& c,
 // index of the input element it came from. Windows past the input (padding,
 // ceil_mode) see -inf there.
 absl::StatusOr<NodeValue> LowerMaxPool(Lowerer& L, const Call& c) {
-  const ir::ValueMeta& vm = L.Meta(&c.node());
-  if (vm.kind != ir::ValueMeta::Kind::kTuple || vm.elements.size() != 2) {
-    return c.Error("expects (values, indices)");
-  }
-  const TensorMeta& mv = vm.elements[0].tensor;
-  const TensorMeta& mi = vm.elements[1].tensor;
+  ASSIGN_OR_RETURN(auto metas, OutPair(L, c, "(values, indices)"));
+  const TensorMeta& mv = *metas.first;
+  const TensorMeta& mi = *metas.second;
   ASSIGN_OR_RETURN(
       PoolWindows pw,
       PoolWindowsOf(L, c, mv.sizes, -std::numeric_limits<double>::infinity()));
@@ -3408,12 +3413,9 @@ absl::StatusOr<NodeValue> LowerIndexAdd(Lowerer& L, const Call& c) {
 // (output, total_weight): -weight[t] * self[n, t] per sample (0 where t is
 // ignore_index); reduction none, mean (over the weights' sum) or sum.
 absl::StatusOr<NodeValue> LowerNllLoss(Lowerer& L, const Call& c) {
-  const ir::ValueMeta& vm = L.Meta(&c.node());
-  if (vm.kind != ir::ValueMeta::Kind::kTuple || vm.elements.size() != 2) {
-    return c.Error("expects (output, total_weight)");
-  }
-  const TensorMeta& mo = vm.elements[0].tensor;
-  const TensorMeta& mt = vm.elements[1].tensor;
+  ASSIGN_OR_RETURN(auto metas, OutPair(L, c, "(output, total_weight)"));
+  const TensorMeta& mo = *metas.first;
+  const TensorMeta& mt = *metas.second;
   ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
   ASSIGN_OR_RETURN(x, L.Realize(x, nullptr));
   ASSIGN_OR_RETURN(TBox target, L.Tensor(c, 1));
