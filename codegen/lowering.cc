@@ -19,8 +19,10 @@
 #include "absl/strings/str_join.h"
 #include "check.h"
 #include "codegen/scalar_ops.h"
+#include "ir/alias_info.h"
 #include "ir/eval_call.h"
 #include "ir/infer_meta.h"
+#include "ir/known_ops.h"
 #include "ir/ops_util.h"
 #include "status_macros.h"
 #include "symbolic/printer.h"
@@ -1395,6 +1397,7 @@ absl::StatusOr<NodeValue> LowerView(Lowerer& L, const Call& c) {
   if (base == nullptr) return c.Error("the viewed argument is not a tensor");
   TBox b = L.value(base).t;
   std::string name = c.op().schema.name;
+  if (ir::MutatesMetadata(c.node())) name.pop_back();  // t_ views as t
   if (vm.kind == ir::ValueMeta::Kind::kTuple) {
     RETURN_IF_ERROR(L.RealizeNode(base));
     b = L.value(base).t;
@@ -3869,6 +3872,25 @@ absl::Status Lowerer::LowerNode(const Node& n) {
     ASSIGN_OR_RETURN(v, LowerScatter(*this, c));
   } else if (IsViewOp(*op)) {
     ASSIGN_OR_RETURN(v, LowerView(*this, c));
+  } else if (ir::MutatesMetadata(n)) {
+    // t_, transpose_, unsqueeze_, as_strided_: the view their functional
+    // twin makes; set_: source itself. As in the interpreter, the tensor
+    // object (self and the in-place results that returned it) takes the
+    // new value for the nodes after this one.
+    if (op == ir::Known().set_) {
+      Node* source = c.NodeAt(1);
+      if (source == nullptr) return c.Error("the source is not a tensor");
+      v = values_.at(source);
+    } else {
+      ASSIGN_OR_RETURN(v, LowerView(*this, c));
+    }
+    const Node* object = ir::TensorObject(*c.NodeAt(0));
+    const ir::ValueMeta now = Meta(&n);
+    for (auto& [prior, value] : values_) {
+      if (ir::TensorObject(*prior) != object) continue;
+      value = v;
+      metas_[prior] = now;
+    }
   } else if (op->HasTag(ir::OpTag::kInplace) || op->HasTag(ir::OpTag::kOut) ||
              op->target == "aten.copy_.default") {
     // The functional twin computes the value; it is stored into the written
@@ -4082,6 +4104,11 @@ bool HasLowering(const ir::OpDef& op) {
     return true;
   }
   if (op.target == "aten.copy_.default") return true;
+  const ir::KnownOps& k = ir::Known();
+  if (&op == k.t_ || &op == k.transpose_ || &op == k.unsqueeze_ ||
+      &op == k.as_strided_ || &op == k.set_) {
+    return true;  // metadata mutators: a view (Lowerer::LowerNode)
+  }
   if (op.HasTag(ir::OpTag::kInplace) || op.HasTag(ir::OpTag::kOut)) {
     const OpDef* twin = FunctionalTwin(op);
     return twin != nullptr && t.contains(twin->target);

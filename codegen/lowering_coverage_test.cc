@@ -20,9 +20,9 @@
 namespace lathe::codegen {
 namespace {
 
-// Today: 351 of 401 directly, 26 more through decompose. The floor leaves
+// Today: 356 of 401 directly, 31 more through decompose. The floor leaves
 // room for a few renames.
-constexpr int kFloor = 345;
+constexpr int kFloor = 350;
 
 TEST(LoweringCoverageTest, CountsTheRegistryOpsThatLower) {
   const ir::OpRegistry& registry = ir::OpRegistry::Global();

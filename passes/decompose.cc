@@ -1733,18 +1733,42 @@ bool IsPlaceholderStorage(const ir::Graph& graph, ir::StorageId s) {
   return false;
 }
 
+// The table, with each in-place op whose functional twin it holds (addcmul_,
+// gelu_, lerp_): the twin's decomposition, then copy_ into self.
+struct Table {
+  absl::flat_hash_map<std::string, DecomposeFn> fns;
+  absl::flat_hash_set<std::string> inplace;
+};
+const Table& TheTable() {
+  static const Table* table = [] {
+    auto* t = new Table;
+    for (const Decomposition& d : kDecompositions) t->fns[d.target] = d.fn;
+    const ir::OpRegistry& registry = ir::OpRegistry::Global();
+    for (const std::string& target : registry.Targets()) {
+      const ir::OpDef* op = registry.Find(target);
+      if (!op->HasTag(ir::OpTag::kInplace) || op->functional.empty()) continue;
+      auto twin = t->fns.find(op->functional);
+      if (twin == t->fns.end()) continue;
+      DecomposeFn fn = twin->second;
+      t->fns[target] = fn;
+      t->inplace.insert(target);
+    }
+    return t;
+  }();
+  return *table;
+}
+
 }  // namespace
 
 std::vector<std::string> DecomposedTargets() {
   std::vector<std::string> out;
-  for (const Decomposition& d : kDecompositions) out.push_back(d.target);
+  for (const auto& [target, fn] : TheTable().fns) out.push_back(target);
   std::sort(out.begin(), out.end());
   return out;
 }
 
 absl::StatusOr<bool> Decompose::Run(ir::Graph& graph, PassContext& ctx) {
-  absl::flat_hash_map<absl::string_view, DecomposeFn> table;
-  for (const Decomposition& d : kDecompositions) table[d.target] = d.fn;
+  const auto& table = TheTable().fns;
   std::vector<Node*> work;
   for (const auto& n : graph.nodes()) {
     if (n->kind() == Node::Kind::kCall && table.contains(n->target())) {
@@ -1769,6 +1793,13 @@ absl::StatusOr<bool> Decompose::Run(ir::Graph& graph, PassContext& ctx) {
       r.Rollback();
       continue;
     }
+    const bool inplace = TheTable().inplace.contains(n->target());
+    if (inplace) {
+      Node* self = n->args()[0].node;
+      LATHE_CHECK(self != nullptr && outs->size() == 1) << n->target();
+      ASSIGN_OR_RETURN((*outs)[0],
+                       r.Call("aten.copy_.default", {A(self), A((*outs)[0])}));
+    }
     // Each result in the dtype of the value it replaces, never an input.
     std::string mismatch;
     bool tuple = n->meta().kind == ir::ValueMeta::Kind::kTuple;
@@ -1780,7 +1811,7 @@ absl::StatusOr<bool> Decompose::Run(ir::Graph& graph, PassContext& ctx) {
           tuple ? n->meta().elements[k].tensor : n->meta().tensor;
       Node*& got = (*outs)[k];
       ASSIGN_OR_RETURN(got, r.To(got, want.dtype));
-      if (IsPlaceholderStorage(graph, TM(got).storage)) {
+      if (!inplace && IsPlaceholderStorage(graph, TM(got).storage)) {
         ASSIGN_OR_RETURN(got, r.Unary("aten.clone.default", got));
       }
       // Both with what the env learned since the metas were made (an

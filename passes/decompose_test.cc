@@ -39,15 +39,24 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
                 "aten._scaled_dot_product_flash_attention_for_cpu.default",
                 "aten._softmax.default",
                 "aten.addcdiv.default",
+                "aten.addcdiv_.default",
                 "aten.addcmul.default",
+                "aten.addcmul_.default",
                 "aten.clamp.Tensor",
                 "aten.clamp.default",
+                "aten.clamp_.Tensor",
+                "aten.clamp_.default",
                 "aten.clamp_max.default",
+                "aten.clamp_max_.default",
                 "aten.clamp_min.default",
+                "aten.clamp_min_.default",
                 "aten.gelu.default",
+                "aten.gelu_.default",
                 "aten.grid_sampler_2d.default",
                 "aten.lerp.Scalar",
                 "aten.lerp.Tensor",
+                "aten.lerp_.Scalar",
+                "aten.lerp_.Tensor",
                 "aten.logsumexp.default",
                 "aten.mean.default",
                 "aten.mean.dim",
@@ -55,6 +64,7 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
                 "aten.native_group_norm.default",
                 "aten.native_layer_norm.default",
                 "aten.silu.default",
+                "aten.silu_.default",
                 "aten.std.correction",
                 "aten.std.default",
                 "aten.std.dim",
@@ -666,6 +676,25 @@ TEST(DecomposeDifferentialTest, Softmax) {
     return (s, l)
 )IR"),
                       "softmax");
+  }
+}
+
+// An in-place op whose functional twin decomposes is the twin's
+// decomposition copied into self; the graph reads self afterwards.
+TEST(DecomposeDifferentialTest, InplaceFormsOfDecomposedOps) {
+  for (const char* dtype : {"f32", "f16"}) {
+    ExpectSameResults(absl::StrCat(R"IR(def forward(self, x: ")IR", dtype,
+                                   R"IR([3, 5]", y: ")IR", dtype, R"IR([5]"):
+    a = torch.ops.aten.clone.default(x)
+    b = torch.ops.aten.addcmul_.default(a, x, y, value = 2)
+    c = torch.ops.aten.addcdiv_.default(b, x, y, value = 0.5)
+    d = torch.ops.aten.lerp_.Scalar(c, x, 0.25)
+    e = torch.ops.aten.lerp_.Tensor(d, x, y)
+    f = torch.ops.aten.gelu_.default(e, approximate = "tanh")
+    g = torch.ops.aten.mul.Tensor(a, 3)
+    return (f, g)
+)IR"),
+                      "addcmul_");
   }
 }
 

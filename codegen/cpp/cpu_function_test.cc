@@ -667,6 +667,41 @@ def forward(self, x: "f32[8, 11][11, 1]cpu", y: "f64[8, 11][11, 1]cpu"):
   EXPECT_EQ(got.outputs[4].tensor.GetDouble({6}), -9);
 }
 
+// The metadata mutators (t_, transpose_, unsqueeze_, as_strided_, set_) are
+// views, and as in the interpreter the tensor object takes the new view for
+// the nodes after them: `add_1` reads `mul` transposed, and `add` is
+// returned as unsqueeze_ and transpose_ left it. By hand: add is 2*x.t() +
+// y, so add[0][1][2] (was [2][1]) = 2*x[1][2] + y[2][1] = 2*5 + 105 = 115.
+TEST(CpuFunctionTest, MetadataMutatorsAreViewsOfTheTensorObject) {
+  constexpr char kText[] = R"IR(
+def forward(self, x: "f32[2, 3][3, 1]cpu", y: "f32[3, 2][2, 1]cpu"):
+    mul = torch.ops.aten.mul.Tensor(x, 2)
+    t_ = torch.ops.aten.t_.default(mul)
+    add = torch.ops.aten.add.Tensor(t_, y)
+    add_1 = torch.ops.aten.add.Tensor(mul, 1)
+    unsqueeze_ = torch.ops.aten.unsqueeze_.default(add, 0)
+    transpose_ = torch.ops.aten.transpose_.default(unsqueeze_, 1, 2)
+    clone = torch.ops.aten.clone.default(x)
+    as_strided_ = torch.ops.aten.as_strided_.default(clone, [2, 2], [1, 2], 1)
+    clone_1 = torch.ops.aten.clone.default(y)
+    set_ = torch.ops.aten.set_.source_Tensor(clone_1, add_1)
+    mul_1 = torch.ops.aten.mul.Tensor(clone_1, 3)
+    return (add, add_1, transpose_, as_strided_, set_, mul_1)
+)IR";
+  ASSERT_OK_AND_ASSIGN(Compiled c, CompileGraph(kText));
+  std::vector<ir::Value> in = {Filled({2, 3}, 0), Filled({3, 2}, 100)};
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, c.function->Run(in));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*c.graph, in));
+  ExpectSameOutputs(got, want);
+  ASSERT_EQ(got.outputs.size(), 6u);
+  EXPECT_EQ(got.outputs[0].tensor.sizes(), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(got.outputs[0].tensor.GetDouble({0, 1, 2}), 115);
+  EXPECT_EQ(got.outputs[1].tensor.sizes(), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(got.outputs[2].tensor.sizes(), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(got.outputs[3].tensor.GetDouble({1, 0}), 2);  // x's element 2
+  EXPECT_EQ(got.outputs[5].tensor.GetDouble({0, 1}), 3 * (2 * 3 + 1));
+}
+
 // Hostile data-dependent sizes (review): [n, n, 8] with n = 2^31 - 1 has
 // more elements than int64 counts, which is refused as memory before any
 // kernel writes; .item() of a float16 tensor reads its value; var over dim 0
