@@ -35,11 +35,17 @@
 
 namespace lathe::codegen {
 
-// Where a runtime symbol's value comes from.
+// Where a runtime symbol's value comes from: an input's size, stride or
+// value, or (kSeed) the call's random seed (LatheKernelRuntime::seed).
 struct SymbolSource {
   symbolic::Expr symbol;
   int input = 0;  // placeholder position
-  enum class Kind : uint8_t { kSize, kStride, kScalar } kind = Kind::kSize;
+  enum class Kind : uint8_t {
+    kSize,
+    kStride,
+    kScalar,
+    kSeed
+  } kind = Kind::kSize;
   int dim = 0;
 };
 

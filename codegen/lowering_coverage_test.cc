@@ -20,9 +20,9 @@
 namespace lathe::codegen {
 namespace {
 
-// Today: 356 of 401 directly, 31 more through decompose. The floor leaves
+// Today: 360 of 401 directly, 31 more through decompose. The floor leaves
 // room for a few renames.
-constexpr int kFloor = 350;
+constexpr int kFloor = 355;
 
 TEST(LoweringCoverageTest, CountsTheRegistryOpsThatLower) {
   const ir::OpRegistry& registry = ir::OpRegistry::Global();

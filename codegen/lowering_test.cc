@@ -873,5 +873,57 @@ CHECK:        store buf1[0]
 )"));
 }
 
+// ---- Random ops
+// ---------------------------------------------------------------
+
+// Each random op reserves its draws in graph order: rand's element at
+// row-major position p is draw p of the call's seed (rng_seed, bound from
+// the runtime), randn's takes draws 12 + 2p and the next (the 12 rand
+// reserved before it), and randperm is one serial routine over the 6 draws
+// after randn's 2*2*3 (its kernel comes first: the others are realized as
+// outputs).
+TEST(LoweringTest, RandomOpsReserveTheirDrawsInGraphOrder) {
+  EXPECT_OK(LowerAndFileCheck(R"IR(
+def forward(self, x: "f32[2]"):
+    rand = torch.ops.aten.rand.default([3, 4])
+    randn = torch.ops.aten.randn.default([2, 3])
+    randperm = torch.ops.aten.randperm.default(6)
+    return (rand, randn, randperm)
+)IR",
+                              R"(
+CHECK:      kernel k0 extern randperm(buf1; 6, rng_seed, 24)
+CHECK:      kernel k1 ranges=[3, 4]
+CHECK:        %[[AT:[0-9]+]] = index 0 : i64
+CHECK-NEXT:   %[[P:[0-9]+]] = index 4*x0 + x1 : i64
+CHECK-NEXT:   %[[C:[0-9]+]] = add(%[[AT]], %[[P]]) : i64
+CHECK-NEXT:   %[[S:[0-9]+]] = index rng_seed : i64
+CHECK-NEXT:   %[[B:[0-9]+]] = constant 24 : i64
+CHECK-NEXT:   %[[U:[0-9]+]] = rand(%[[S]], %[[C]], %[[B]]) : f64
+CHECK-NEXT:   cast(%[[U]]) : f32
+CHECK:      kernel k2 ranges=[2, 3]
+CHECK:        %[[AT1:[0-9]+]] = index 12 : i64
+CHECK-NEXT:   %[[P1:[0-9]+]] = index 6*x0 + 2*x1 : i64
+CHECK-NEXT:   %[[C1:[0-9]+]] = add(%[[AT1]], %[[P1]]) : i64
+CHECK-NEXT:   %[[S1:[0-9]+]] = index rng_seed : i64
+CHECK-NEXT:   randn(%[[S1]], %[[C1]]) : f64
+)"));
+}
+
+// native_dropout's p outside [0, 1] is the interpreter's error, at compile
+// time.
+TEST(LoweringTest, ADropoutProbabilityOutOfRangeIsRefused) {
+  EXPECT_THAT(
+      LowerText(R"IR(
+def forward(self, x: "f32[4]"):
+    native_dropout = torch.ops.aten.native_dropout.default(x, 1.5, True)
+    getitem = native_dropout[0]
+    return (getitem,)
+)IR")
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               ::testing::HasSubstr("bernoulli_ expects p to be in [0, 1], but "
+                                    "got p=-0.5")));
+}
+
 }  // namespace
 }  // namespace lathe::codegen

@@ -86,6 +86,9 @@ const std::vector<ScalarFn>& ScalarFns() {
       {"rshift", 2},
       // Ternary.
       {"where", 3},  // where(cond, a, b)
+      // Random draws (int64 operands, a double result).
+      {"rand", 3},   // rand(seed, counter, bits): in [0, 1), `bits` bits
+      {"randn", 2},  // randn(seed, counter): normal, draws counter, +1
   };
   return *fns;
 }
@@ -674,6 +677,31 @@ absl::string_view ScalarPrelude() {
               template <typename T>
               LATHE_FN T lathe_op_where(bool c, T a, T b) {
                 return c ? a : b;
+              }
+              // Random draws: ir/random.h's counter-based generator, so
+              // the numbers are the interpreter's. Draw `counter` of stream
+              // `seed` is SplitMix64's output for state seed + (counter +
+              // 1) * golden gamma.
+              LATHE_FN uint64_t lathe_rng_bits(int64_t seed, int64_t counter) {
+                uint64_t z =
+                    static_cast<uint64_t>(seed) +
+                    (static_cast<uint64_t>(counter) + 1) * 0x9e3779b97f4a7c15u;
+                z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+                z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+                return z ^ (z >> 31);
+              }
+              // The draw as a multiple of 2^-bits in [0, 1).
+              LATHE_FN double lathe_op_rand(int64_t seed, int64_t counter, int64_t bits) {
+                return static_cast<double>(lathe_rng_bits(seed, counter) >>
+                                           (64 - bits)) /
+                       static_cast<double>(uint64_t{1} << bits);
+              }
+              // A standard normal (Box-Muller) from draws counter and
+              // counter + 1, in double.
+              LATHE_FN double lathe_op_randn(int64_t seed, int64_t counter) {
+                const double u1 = 1.0 - lathe_op_rand(seed, counter, 53);
+                const double u2 = lathe_op_rand(seed, counter + 1, 53);
+                return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
               }
               // ---- end of the scalar semantics ----
   )CC";

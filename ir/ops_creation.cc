@@ -575,21 +575,6 @@ Generator& GeneratorOf(const OpCall& c, Generator& fallback) {
   return c.generator() != nullptr ? *c.generator() : fallback;
 }
 
-// Significand bits of a floating dtype: a uniform draw with that many bits
-// stays below 1 in it.
-int SignificandBits(DType d) {
-  switch (d) {
-    case DType::kFloat16:
-      return 11;
-    case DType::kBFloat16:
-      return 8;
-    case DType::kFloat32:
-      return 24;
-    default:
-      return 53;
-  }
-}
-
 // rand(size) / randn(size): uniform in [0, 1) / standard normal (Box-Muller
 // over two uniform draws). Floating dtypes only, as in PyTorch.
 absl::StatusOr<Value> RandomFill(const OpCall& c, bool normal, bool running) {

@@ -87,6 +87,19 @@ double MaxFinite(DType d) {
   }
 }
 
+int SignificandBits(DType d) {
+  switch (d) {
+    case DType::kFloat16:
+      return 11;
+    case DType::kBFloat16:
+      return 8;
+    case DType::kFloat32:
+      return 24;
+    default:
+      return 53;
+  }
+}
+
 bool IsIntegral(DType d, bool include_bool) {
   if (d == DType::kBool) return include_bool;
   return !IsFloatingPoint(d);

@@ -77,6 +77,13 @@ bool IsIntegral(DType dtype, bool include_bool);
 // The largest finite value of a floating dtype (float16: 65504).
 double MaxFinite(DType dtype);
 
+// SignificandBits()
+//
+// Significand bits of a floating dtype, the implicit bit included (11 for
+// float16, 8 for bfloat16, 24 for float32, 53 for float64): a uniform draw
+// with that many random bits stays below 1 in it (the random ops).
+int SignificandBits(DType dtype);
+
 // VisitDType()
 //
 // Calls `f` with a value of the C++ type of `dtype` (Half, BFloat16, float,

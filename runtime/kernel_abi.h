@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field changes; an artifact records the one it uses. */
-#define LATHE_KERNEL_ABI_VERSION 4
+#define LATHE_KERNEL_ABI_VERSION 5
 
 /* What a LatheValue holds. */
 #define LATHE_VALUE_NONE 0
@@ -115,6 +115,12 @@ typedef struct LatheKernelRuntime {
   /* dst.copy_(src) for two tensors of the same dtype and sizes, through any
    * strides (the mutation epilogue: runtime/copy.h); 0 on success. */
   int (*copy)(const LatheValue* dst, const LatheValue* src);
+  /* The seed of this call's random ops (rand, randn, randperm,
+   * native_dropout): draw k is a pure function of (seed, k), the
+   * interpreter's counter-based generator (ir/random.h). 0 in
+   * lathe::KernelRuntime(); a caller that wants other numbers calls with a
+   * copy that sets it. */
+  uint64_t seed;
 } LatheKernelRuntime;
 
 /* The host function of a compiled graph (codegen/cpp/wrapper_emitter.h):

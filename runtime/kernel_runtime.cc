@@ -129,7 +129,8 @@ const LatheKernelRuntime* KernelRuntime() {
                                         &Alloc,
                                         &Retain,
                                         &Release,
-                                        &Copy};
+                                        &Copy,
+                                        /*seed=*/0};
   return &rt;
 }
 

@@ -837,6 +837,22 @@ class Emitter {
       absl::StrAppend(out, ");\n}\n\n");
       return;
     }
+    if (k.kind == Kernel::Kind::kExtern && k.routine == "randperm") {
+      // Fisher-Yates as the interpreter's randperm: args n, seed, first.
+      std::string t(CType(p_.buffers[k.extern_buffers[0]].dtype));
+      std::string o = Ptr(k.extern_buffers[0]);
+      absl::StrAppend(
+          out, "  const int64_t n = ", Cpp(k.extern_args[0]),
+          ", seed = ", Cpp(k.extern_args[1]), ", at = ", Cpp(k.extern_args[2]),
+          ";\n  for (int64_t i = 0; i < n; ++i) ", o, "[i] = lathe_cast<", t,
+          ">(i);\n  for (int64_t i = n - 1; i > 0; --i) {\n    const int64_t j "
+          "= "
+          "static_cast<int64_t>(lathe_rng_bits(seed, at + i) % "
+          "static_cast<uint64_t>(i + 1));\n    const ",
+          t, " v = ", o, "[i]; ", o, "[i] = ", o, "[j]; ", o,
+          "[j] = v;\n  }\n}\n\n");
+      return;
+    }
     if (k.kind == Kernel::Kind::kExtern) {
       const std::vector<Expr>& a = k.extern_args;
       auto x = [&](int i) { return Cpp(a[i]); };

@@ -121,6 +121,13 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Compile(
 
 namespace {
 
+// The runtime's routines, with this call's random seed.
+LatheKernelRuntime SeededRuntime(uint64_t seed) {
+  LatheKernelRuntime rt = *KernelRuntime();
+  rt.seed = seed;
+  return rt;
+}
+
 // Inputs and outputs up to this many are passed without a heap array.
 constexpr size_t kMaxInline = 16;
 
@@ -362,7 +369,8 @@ std::vector<bool> CpuFunction::Mutated(size_t inputs) const {
 
 absl::StatusOr<std::vector<ir::Value>> CpuFunction::Call(
     const std::vector<ir::Value>& given,
-    const absl::flat_hash_map<std::string, ir::Value>& constants) const {
+    const absl::flat_hash_map<std::string, ir::Value>& constants,
+    uint64_t seed) const {
   ASSIGN_OR_RETURN(std::vector<const ir::Value*> inputs,
                    WithConstants(given, constants));
   if (host_checks_) RETURN_IF_ERROR(ir::CheckInputs(slots_, inputs));
@@ -390,8 +398,9 @@ absl::StatusOr<std::vector<ir::Value>> CpuFunction::Call(
     outs[k].strides = dims.data() + at;
     at += output_ranks_[k];
   }
+  const LatheKernelRuntime rt = SeededRuntime(seed);
   int rc = call_(ins, static_cast<int64_t>(inputs.size()), outs,
-                 static_cast<int64_t>(n_out), KernelRuntime());
+                 static_cast<int64_t>(n_out), &rt);
   if (rc != 0) {
     return CallError(rc, [&] { return ir::CheckInputs(slots_, inputs); });
   }
@@ -414,7 +423,8 @@ absl::StatusOr<std::vector<ir::Value>> CpuFunction::Call(
 
 absl::StatusOr<aot::UserCall> CpuFunction::CallUser(
     std::vector<Operand> args,
-    const absl::flat_hash_map<std::string, ir::Value>& constants) const {
+    const absl::flat_hash_map<std::string, ir::Value>& constants,
+    uint64_t seed) const {
   if (user_call_ == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("the composite wrapper is not compiled in",
@@ -456,8 +466,9 @@ absl::StatusOr<aot::UserCall> CpuFunction::CallUser(
     trees.Shape(aot::CompositeLayout::Plain(), output_ranks_, &leaf,
                 &out[layouts.size() + j]);
   }
+  const LatheKernelRuntime rt = SeededRuntime(seed);
   int rc = user_call_(in.data(), static_cast<int64_t>(in.size()), out.data(),
-                      static_cast<int64_t>(out.size()), KernelRuntime());
+                      static_cast<int64_t>(out.size()), &rt);
   if (rc != 0) return CallError(rc, host_check);
   // Every plain result holds a storage from here on: each is taken back
   // (in leaf order) before any is wrapped.
@@ -518,26 +529,29 @@ absl::StatusOr<aot::UserCall> CpuFunction::CallUser(
 
 absl::StatusOr<ir::Interpretation> CpuFunction::Run(
     const std::vector<ir::Value>& inputs,
-    const absl::flat_hash_map<std::string, ir::Value>& constants) const {
+    const absl::flat_hash_map<std::string, ir::Value>& constants,
+    uint64_t seed) const {
   if (plan_applied_) {
     return absl::FailedPreconditionError(
         "compiled with its runtime wrapper: call RunWithPlan");
   }
   ir::Interpretation r;
-  ASSIGN_OR_RETURN(r.outputs, Call(inputs, constants));
+  ASSIGN_OR_RETURN(r.outputs, Call(inputs, constants, seed));
   r.mutated_inputs = Mutated(inputs.size());
   return r;
 }
 
 absl::StatusOr<ir::Interpretation> CpuFunction::RunWithPlan(
     std::vector<ir::Value>& inputs,
-    const absl::flat_hash_map<std::string, ir::Value>& constants) const {
+    const absl::flat_hash_map<std::string, ir::Value>& constants,
+    uint64_t seed) const {
   if (!plan_applied_) {
     return absl::FailedPreconditionError(
         absl::StrCat("the runtime wrapper is not compiled in",
                      plan_error_.empty() ? "" : ": ", plan_error_));
   }
-  ASSIGN_OR_RETURN(std::vector<ir::Value> results, Call(inputs, constants));
+  ASSIGN_OR_RETURN(std::vector<ir::Value> results,
+                   Call(inputs, constants, seed));
   const size_t users = results.size() - rebound_inputs_.size();
   for (size_t j = 0; j < rebound_inputs_.size(); ++j) {
     inputs[rebound_inputs_[j]] = std::move(results[users + j]);

@@ -79,11 +79,13 @@ class CpuFunction {
 
   // Runs on one input per placeholder (tensors laid out as annotated,
   // numbers for Sym inputs) and the constants the graph reads, by name: the
-  // graph's outputs, and which inputs it wrote. Not for a function compiled
+  // graph's outputs, and which inputs it wrote. Random ops draw from `seed`
+  // as ir::Interpret's do (the same numbers). Not for a function compiled
   // with its plan.
   absl::StatusOr<ir::Interpretation> Run(
       const std::vector<ir::Value>& inputs,
-      const absl::flat_hash_map<std::string, ir::Value>& constants = {}) const;
+      const absl::flat_hash_map<std::string, ir::Value>& constants = {},
+      uint64_t seed = ir::Generator::kDefaultSeed) const;
 
   // RunWithPlan()
   //
@@ -92,7 +94,8 @@ class CpuFunction {
   // `inputs` rebound by its set_ and as_strided_ steps.
   absl::StatusOr<ir::Interpretation> RunWithPlan(
       std::vector<ir::Value>& inputs,
-      const absl::flat_hash_map<std::string, ir::Value>& constants = {}) const;
+      const absl::flat_hash_map<std::string, ir::Value>& constants = {},
+      uint64_t seed = ir::Generator::kDefaultSeed) const;
 
   // CallUser()
   //
@@ -103,7 +106,8 @@ class CpuFunction {
   // SubclassWrapperPlan::Unwrap gives.
   absl::StatusOr<aot::UserCall> CallUser(
       std::vector<Operand> args,
-      const absl::flat_hash_map<std::string, ir::Value>& constants = {}) const;
+      const absl::flat_hash_map<std::string, ir::Value>& constants = {},
+      uint64_t seed = ir::Generator::kDefaultSeed) const;
   // Whether CallUser can run (a composite wrapper was compiled in); if
   // not, why.
   bool user_entry() const { return user_call_ != nullptr; }
@@ -133,7 +137,8 @@ class CpuFunction {
   // One call of lathe_call: its results, as values.
   absl::StatusOr<std::vector<ir::Value>> Call(
       const std::vector<ir::Value>& inputs,
-      const absl::flat_hash_map<std::string, ir::Value>& constants) const;
+      const absl::flat_hash_map<std::string, ir::Value>& constants,
+      uint64_t seed) const;
   LoweredGraph lowered_;
   std::string source_, unscheduled_, scheduled_, fusion_dot_;
   BuiltLibrary built_;

@@ -702,6 +702,82 @@ def forward(self, x: "f32[2, 3][3, 1]cpu", y: "f32[3, 2][2, 1]cpu"):
   EXPECT_EQ(got.outputs[5].tensor.GetDouble({0, 1}), 3 * (2 * 3 + 1));
 }
 
+// Random ops draw the interpreter's numbers from the same seed (ir/random.h):
+// rand in three dtypes, randn, randperm and native_dropout of a contiguous
+// and a transposed input, exactly (randn within a few ulp of double), for
+// the default seed and another one;
+// another seed gives other numbers. By hand: a randperm holds 0 .. 9 once
+// each, and dropout keeps x * 2 (p = 0.5) or 0.
+TEST(CpuFunctionTest, RandomOpsDrawTheInterpretersNumbers) {
+  constexpr char kText[] = R"IR(
+def forward(self, x: "f32[5, 7][7, 1]cpu", n: "Sym(s0)"):
+    rand = torch.ops.aten.rand.default([3, n], dtype = torch.float32, device = device(type='cpu'), pin_memory = False)
+    randn = torch.ops.aten.randn.default([6, 5], dtype = torch.float64, device = device(type='cpu'), pin_memory = False)
+    rand_1 = torch.ops.aten.rand.default([8], dtype = torch.float16, device = device(type='cpu'), pin_memory = False)
+    randperm = torch.ops.aten.randperm.default(10, dtype = torch.int64, device = device(type='cpu'), pin_memory = False)
+    native_dropout = torch.ops.aten.native_dropout.default(x, 0.5, True)
+    getitem = native_dropout[0]
+    getitem_1 = native_dropout[1]
+    t = torch.ops.aten.t.default(x)
+    native_dropout_1 = torch.ops.aten.native_dropout.default(t, 0.25, True)
+    getitem_2 = native_dropout_1[0]
+    getitem_3 = native_dropout_1[1]
+    native_dropout_2 = torch.ops.aten.native_dropout.default(x, 0.5, False)
+    getitem_4 = native_dropout_2[0]
+    getitem_5 = native_dropout_2[1]
+    rand_2 = torch.ops.aten.rand.default([4], dtype = torch.bfloat16, device = device(type='cpu'), pin_memory = False)
+    return (rand, randn, rand_1, randperm, getitem, getitem_1, getitem_2, getitem_3, getitem_4, getitem_5, rand_2)
+)IR";
+  ASSERT_OK_AND_ASSIGN(Compiled c, CompileGraph(kText));
+  EXPECT_THAT(c.function->source(), HasSubstr("rt->seed"));
+  for (int64_t n : {int64_t{4}, int64_t{9}}) {
+    std::vector<ir::Value> in = {Filled({5, 7}, 1), ir::Value::Int(n)};
+    std::vector<double> first_rand;
+    for (uint64_t seed : {ir::Generator::kDefaultSeed, uint64_t{12345}}) {
+      SCOPED_TRACE(::testing::Message() << "n " << n << " seed " << seed);
+      ASSERT_OK_AND_ASSIGN(ir::Interpretation got,
+                           c.function->Run(in, {}, seed));
+      ASSERT_OK_AND_ASSIGN(ir::Interpretation want,
+                           ir::Interpret(*c.graph, in, {}, seed));
+      // randn's log and cos are vectorized (libmvec, a few ulp of double);
+      // the rest is exact.
+      ir::Interpretation got_randn, want_randn;
+      got_randn.outputs = {got.outputs[1]};
+      want_randn.outputs = {want.outputs[1]};
+      ExpectSameOutputs(got_randn, want_randn, 1e-14);
+      ir::Interpretation got_rest = got, want_rest = want;
+      got_rest.outputs.erase(got_rest.outputs.begin() + 1);
+      want_rest.outputs.erase(want_rest.outputs.begin() + 1);
+      ExpectSameOutputs(got_rest, want_rest);
+      const Tensor& perm = got.outputs[3].tensor;
+      std::vector<int> seen(10, 0);
+      for (int64_t i = 0; i < 10; ++i) ++seen.at(perm.GetDouble({i}));
+      EXPECT_EQ(seen, std::vector<int>(10, 1));
+      const Tensor &out = got.outputs[4].tensor, &mask = got.outputs[5].tensor;
+      int kept = 0;
+      for (int64_t i = 0; i < 5; ++i) {
+        for (int64_t j = 0; j < 7; ++j) {
+          double x = 1 + 7 * i + j;
+          bool keep = mask.GetDouble({i, j}) != 0;
+          kept += keep;
+          EXPECT_EQ(out.GetDouble({i, j}), keep ? 2 * x : 0);
+        }
+      }
+      EXPECT_GT(kept, 5);
+      EXPECT_LT(kept, 30);
+      std::vector<double> r;
+      for (int64_t j = 0; j < n; ++j) {
+        r.push_back(got.outputs[0].tensor.GetDouble({0, j}));
+      }
+      if (first_rand.empty()) {
+        first_rand = r;
+      } else {
+        EXPECT_NE(r, first_rand);
+      }
+    }
+  }
+}
+
 // Hostile data-dependent sizes (review): [n, n, 8] with n = 2^31 - 1 has
 // more elements than int64 counts, which is refused as memory before any
 // kernel writes; .item() of a float16 tensor reads its value; var over dim 0

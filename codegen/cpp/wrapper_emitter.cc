@@ -569,6 +569,9 @@ absl::StatusOr<WrapperSource> EmitWrapper(
       case SymbolSource::Kind::kStride:
         value = absl::StrCat(v, ".strides[", src->dim, "]");
         break;
+      case SymbolSource::Kind::kSeed:
+        value = "static_cast<int64_t>(rt->seed)";
+        break;
       case SymbolSource::Kind::kScalar:
         value = s.is_float()
                     ? absl::StrCat("(", v, ".kind == LATHE_VALUE_FLOAT ? ", v,
