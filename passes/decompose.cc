@@ -1553,6 +1553,230 @@ absl::StatusOr<Outputs> FlashAttentionCpu(Rewriter& r) {
   return Outputs{out, lse};
 }
 
+// ---- Backward ops -----------------------------------------------------------
+
+// A literal bool[3] output_mask; nullopt otherwise.
+std::optional<std::vector<bool>> OutputMask(const Rewriter& r) {
+  Arg a = r.Get("output_mask");
+  if (a.kind != Arg::Kind::kList || a.list.size() != 3) return std::nullopt;
+  std::vector<bool> mask;
+  for (const Arg& e : a.list) {
+    if (e.kind != Arg::Kind::kBool) return std::nullopt;
+    mask.push_back(e.b);
+  }
+  return mask;
+}
+
+// `x` summed over `dims` (kept as size 1 when `keepdim`); x itself for no
+// dims.
+absl::StatusOr<Node*> Sum(Rewriter& r, Node* x,
+                          const std::vector<int64_t>& dims, bool keepdim) {
+  if (dims.empty()) return x;
+  return r.Call("aten.sum.dim_IntList",
+                {A(x), IntList(dims), Arg::Bool(keepdim)});
+}
+
+// `x` contiguous and viewed as `sizes`.
+absl::StatusOr<Node*> ViewAs(Rewriter& r, Node* x, std::vector<Arg> sizes) {
+  ASSIGN_OR_RETURN(x, r.Contiguous(x));
+  return r.Call("aten.view.default", {A(x), Arg::List(std::move(sizes))});
+}
+
+// native_layer_norm_backward (decompositions.py), in the computation dtype
+// over contiguous copies: x_hat = (x - mean) * rstd and g = grad * weight;
+// d_input = rstd / N * (N g - sum(g) - x_hat * sum(g x_hat)) over the N
+// normalized elements; d_weight = sum(grad * x_hat) and d_bias = sum(grad)
+// over the other dims. mean and rstd may have any shape of the right count
+// (the kernel reads them flat); a gradient asked of a None parameter is
+// left to the op (its error).
+absl::StatusOr<Outputs> LayerNormBackward(Rewriter& r) {
+  Node* grad = r.Tensor("grad_out");
+  Node* input = r.Tensor("input");
+  Node* mean = r.Tensor("mean");
+  Node* rstd = r.Tensor("rstd");
+  Node* weight = r.Tensor("weight");
+  Node* bias = r.Tensor("bias");
+  Arg shape = r.Get("normalized_shape");
+  std::optional<std::vector<bool>> mask = OutputMask(r);
+  if (!IsTensor(grad) || !IsTensor(input) || !IsTensor(mean) ||
+      !IsTensor(rstd) || !mask.has_value() || shape.kind != Arg::Kind::kList ||
+      shape.list.empty() || ((*mask)[1] && weight == nullptr) ||
+      ((*mask)[2] && bias == nullptr)) {
+    return Outputs{};
+  }
+  const TensorMeta& m = TM(input);
+  int64_t axis = m.dim() - static_cast<int64_t>(shape.list.size());
+  if (axis < 0 || !IsFloatingPoint(m.dtype)) return Outputs{};
+  int64_t n = 1;
+  for (const Arg& s : shape.list) {
+    if (s.kind != Arg::Kind::kInt) return Outputs{};
+    n *= s.i;
+  }
+  std::vector<int64_t> inner, outer;
+  for (int64_t d = 0; d < m.dim(); ++d) (d < axis ? outer : inner).push_back(d);
+  DType compute = OpMath(m.dtype);
+  auto cast = [&](Node* t) -> absl::StatusOr<Node*> {
+    ASSIGN_OR_RETURN(t, r.To(t, compute));
+    return r.Contiguous(t);
+  };
+  ASSIGN_OR_RETURN(Node * dy, cast(grad));
+  ASSIGN_OR_RETURN(Node * x, cast(input));
+  // mean and rstd as [outer..., 1, ...].
+  ASSIGN_OR_RETURN(std::vector<Arg> stat_sizes, r.Sizes(input));
+  for (int64_t d : inner) stat_sizes[d] = I(1);
+  ASSIGN_OR_RETURN(Node * mu, r.To(mean, compute));
+  ASSIGN_OR_RETURN(mu, ViewAs(r, mu, stat_sizes));
+  ASSIGN_OR_RETURN(Node * rs, r.To(rstd, compute));
+  ASSIGN_OR_RETURN(rs, ViewAs(r, rs, stat_sizes));
+  ASSIGN_OR_RETURN(Node * centered, r.Binary("aten.sub.Tensor", x, A(mu)));
+  ASSIGN_OR_RETURN(Node * x_hat, r.Binary("aten.mul.Tensor", centered, A(rs)));
+  Outputs outs(3, nullptr);
+  if ((*mask)[0]) {
+    Node* g = dy;
+    if (weight != nullptr) {
+      ASSIGN_OR_RETURN(Node * w, cast(weight));
+      ASSIGN_OR_RETURN(g, r.Binary("aten.mul.Tensor", dy, A(w)));
+    }
+    ASSIGN_OR_RETURN(Node * a, r.Binary("aten.mul.Tensor", g, I(n)));
+    ASSIGN_OR_RETURN(Node * b, Sum(r, g, inner, true));
+    ASSIGN_OR_RETURN(Node * gx, r.Binary("aten.mul.Tensor", g, A(x_hat)));
+    ASSIGN_OR_RETURN(Node * c2, Sum(r, gx, inner, true));
+    ASSIGN_OR_RETURN(Node * c3, r.Binary("aten.mul.Tensor", x_hat, A(c2)));
+    ASSIGN_OR_RETURN(Node * in, r.Binary("aten.sub.Tensor", a, A(b)));
+    ASSIGN_OR_RETURN(in, r.Binary("aten.sub.Tensor", in, A(c3)));
+    ASSIGN_OR_RETURN(Node * scale, r.Binary("aten.div.Tensor", rs, I(n)));
+    ASSIGN_OR_RETURN(outs[0], r.Binary("aten.mul.Tensor", scale, A(in)));
+  }
+  if ((*mask)[1]) {
+    ASSIGN_OR_RETURN(Node * gx, r.Binary("aten.mul.Tensor", dy, A(x_hat)));
+    ASSIGN_OR_RETURN(outs[1], Sum(r, gx, outer, false));
+  }
+  if ((*mask)[2]) {
+    ASSIGN_OR_RETURN(outs[2], Sum(r, dy, outer, false));
+    if (outs[2] == dy) {
+      ASSIGN_OR_RETURN(outs[2], r.Unary("aten.clone.default", dy));
+    }
+  }
+  const Node* like[] = {input, weight, bias};
+  for (int k = 0; k < 3; ++k) {
+    if (outs[k] == nullptr) continue;
+    ASSIGN_OR_RETURN(outs[k], r.To(outs[k], TM(like[k]).dtype));
+    ASSIGN_OR_RETURN(outs[k], r.Contiguous(outs[k]));
+  }
+  return outs;
+}
+
+// native_group_norm_backward (decompositions.py), in the computation dtype
+// over contiguous copies viewed as [N, C, HxW]: per channel ds = sum(grad *
+// x) and db = sum(grad); per group (s = 1 / (C / group * HxW)) c1 = rstd *
+// weight, c2 = (sum(db w) mean - sum(ds w)) rstd^3 s and c3 = -c2 mean -
+// sum(db w) rstd s, d_input = grad c1 + x c2 + c3; d_weight = sum over N of
+// (ds - db mean) rstd; d_bias = sum over N of db. C is an int or a SymInt
+// the env knows.
+absl::StatusOr<Outputs> GroupNormBackward(Rewriter& r) {
+  Node* grad = r.Tensor("grad_out");
+  Node* input = r.Tensor("input");
+  Node* mean = r.Tensor("mean");
+  Node* rstd = r.Tensor("rstd");
+  Node* weight = r.Tensor("weight");
+  Arg n = r.Get("N"), hxw = r.Get("HxW");
+  std::optional<int64_t> c = r.KnownInt(r.Get("C"));
+  std::optional<int64_t> group = r.Int("group");
+  std::optional<std::vector<bool>> mask = OutputMask(r);
+  if (!IsTensor(grad) || !IsTensor(input) || !IsTensor(mean) ||
+      !IsTensor(rstd) || !mask.has_value() || !c.has_value() ||
+      !group.has_value() || *group <= 0 || *c % *group != 0 ||
+      !IsFloatingPoint(TM(input).dtype) ||
+      (weight != nullptr && TM(weight).dim() != 1)) {
+    return Outputs{};
+  }
+  for (const Arg* a : {&n, &hxw}) {
+    if (a->kind != Arg::Kind::kInt &&
+        !(a->kind == Arg::Kind::kNode &&
+          a->node->meta().kind == ir::ValueMeta::Kind::kSym)) {
+      return Outputs{};
+    }
+  }
+  const TensorMeta& m = TM(input);
+  DType compute = OpMath(m.dtype);
+  int64_t cpg = *c / *group;
+  auto cast = [&](Node* t, std::vector<Arg> sizes) -> absl::StatusOr<Node*> {
+    ASSIGN_OR_RETURN(t, r.To(t, compute));
+    return ViewAs(r, t, std::move(sizes));
+  };
+  ASSIGN_OR_RETURN(Node * dy, cast(grad, {n, I(*c), hxw}));
+  ASSIGN_OR_RETURN(Node * x, cast(input, {n, I(*c), hxw}));
+  ASSIGN_OR_RETURN(Node * mu, cast(mean, {n, I(*group)}));
+  ASSIGN_OR_RETURN(Node * rs, cast(rstd, {n, I(*group)}));
+  ASSIGN_OR_RETURN(Node * prod, r.Binary("aten.mul.Tensor", dy, A(x)));
+  ASSIGN_OR_RETURN(Node * ds, Sum(r, prod, {2}, false));  // [N, C]
+  ASSIGN_OR_RETURN(Node * db, Sum(r, dy, {2}, false));
+  Node* w = nullptr;
+  if (weight != nullptr) {
+    ASSIGN_OR_RETURN(w, r.To(weight, compute));
+  }
+  Outputs outs(3, nullptr);
+  if ((*mask)[0]) {
+    // Per group: sum over its channels of ds * w and db * w.
+    auto per_group = [&](Node* t) -> absl::StatusOr<Node*> {
+      if (w != nullptr) {
+        ASSIGN_OR_RETURN(t, r.Binary("aten.mul.Tensor", t, A(w)));
+      }
+      ASSIGN_OR_RETURN(t, ViewAs(r, t, {n, I(*group), I(cpg)}));
+      return Sum(r, t, {2}, false);
+    };
+    ASSIGN_OR_RETURN(Node * ds_val, per_group(ds));
+    ASSIGN_OR_RETURN(Node * db_val, per_group(db));
+    // c1 = rstd * w as [N, group, cpg, 1].
+    ASSIGN_OR_RETURN(Node * c1, r.Binary("aten.unsqueeze.default", rs, I(-1)));
+    if (w != nullptr) {
+      ASSIGN_OR_RETURN(Node * wg, ViewAs(r, w, {I(1), I(*group), I(cpg)}));
+      ASSIGN_OR_RETURN(c1, r.Binary("aten.mul.Tensor", c1, A(wg)));
+    }
+    ASSIGN_OR_RETURN(c1, r.Binary("aten.unsqueeze.default", c1, I(-1)));
+    double s = 1.0 / static_cast<double>(cpg);
+    ASSIGN_OR_RETURN(Node * dbm, r.Binary("aten.mul.Tensor", db_val, A(mu)));
+    ASSIGN_OR_RETURN(Node * c2, r.Binary("aten.sub.Tensor", dbm, A(ds_val)));
+    for (int k = 0; k < 3; ++k) {
+      ASSIGN_OR_RETURN(c2, r.Binary("aten.mul.Tensor", c2, A(rs)));
+    }
+    ASSIGN_OR_RETURN(c2, r.Binary("aten.mul.Tensor", c2, F(s)));
+    ASSIGN_OR_RETURN(c2, r.Binary("aten.div.Tensor", c2, hxw));
+    ASSIGN_OR_RETURN(Node * c3, r.Binary("aten.mul.Tensor", c2, A(mu)));
+    ASSIGN_OR_RETURN(c3, r.Unary("aten.neg.default", c3));
+    ASSIGN_OR_RETURN(Node * dbr, r.Binary("aten.mul.Tensor", db_val, A(rs)));
+    ASSIGN_OR_RETURN(dbr, r.Binary("aten.mul.Tensor", dbr, F(s)));
+    ASSIGN_OR_RETURN(dbr, r.Binary("aten.div.Tensor", dbr, hxw));
+    ASSIGN_OR_RETURN(c3, r.Binary("aten.sub.Tensor", c3, A(dbr)));
+    ASSIGN_OR_RETURN(c2, Unsqueezed(r, c2, {2, 3}));
+    ASSIGN_OR_RETURN(c3, Unsqueezed(r, c3, {2, 3}));
+    std::vector<Arg> grouped = {n, I(*group), I(cpg), hxw};
+    ASSIGN_OR_RETURN(Node * gg, ViewAs(r, dy, grouped));
+    ASSIGN_OR_RETURN(Node * xg, ViewAs(r, x, grouped));
+    ASSIGN_OR_RETURN(Node * t1, r.Binary("aten.mul.Tensor", gg, A(c1)));
+    ASSIGN_OR_RETURN(Node * t2, r.Binary("aten.mul.Tensor", xg, A(c2)));
+    ASSIGN_OR_RETURN(Node * dx, r.Binary("aten.add.Tensor", t1, A(t2)));
+    ASSIGN_OR_RETURN(dx, r.Binary("aten.add.Tensor", dx, A(c3)));
+    ASSIGN_OR_RETURN(std::vector<Arg> sizes, r.Sizes(input));
+    ASSIGN_OR_RETURN(outs[0], ViewAs(r, dx, sizes));
+  }
+  if ((*mask)[1]) {
+    ASSIGN_OR_RETURN(Node * dsg, ViewAs(r, ds, {n, I(*group), I(cpg)}));
+    ASSIGN_OR_RETURN(Node * dbg, ViewAs(r, db, {n, I(*group), I(cpg)}));
+    ASSIGN_OR_RETURN(Node * mu1, r.Binary("aten.unsqueeze.default", mu, I(-1)));
+    ASSIGN_OR_RETURN(Node * rs1, r.Binary("aten.unsqueeze.default", rs, I(-1)));
+    ASSIGN_OR_RETURN(Node * t, r.Binary("aten.mul.Tensor", dbg, A(mu1)));
+    ASSIGN_OR_RETURN(t, r.Binary("aten.sub.Tensor", dsg, A(t)));
+    ASSIGN_OR_RETURN(t, r.Binary("aten.mul.Tensor", t, A(rs1)));
+    ASSIGN_OR_RETURN(t, Sum(r, t, {0}, false));
+    ASSIGN_OR_RETURN(outs[1], ViewAs(r, t, {I(*c)}));
+  }
+  if ((*mask)[2]) {
+    ASSIGN_OR_RETURN(outs[2], Sum(r, db, {0}, false));
+  }
+  return outs;
+}
+
 // ---- The table --------------------------------------------------------------
 
 using DecomposeFn = absl::StatusOr<Outputs> (*)(Rewriter&);
@@ -1590,7 +1814,9 @@ constexpr Decomposition kDecompositions[] = {
     {"aten.mean.dim", Mean},
     {"aten.native_batch_norm.default", NativeBatchNorm},
     {"aten.native_group_norm.default", GroupNorm},
+    {"aten.native_group_norm_backward.default", GroupNormBackward},
     {"aten.native_layer_norm.default", LayerNorm},
+    {"aten.native_layer_norm_backward.default", LayerNormBackward},
     {"aten.silu.default", Silu},
     {"aten.std.correction", Std},
     {"aten.std.default", Std},
@@ -1775,10 +2001,29 @@ absl::StatusOr<bool> Decompose::Run(ir::Graph& graph, PassContext& ctx) {
     size_t count = tuple ? n->meta().elements.size() : 1;
     LATHE_CHECK(outs->size() == count)
         << n->target() << " decomposed into " << outs->size() << " results";
-    for (size_t k = 0; k < count; ++k) {
-      const TensorMeta& want =
-          tuple ? n->meta().elements[k].tensor : n->meta().tensor;
+    for (size_t k = 0; k < count && mismatch.empty(); ++k) {
+      const ir::ValueMeta& want_meta =
+          tuple ? n->meta().elements[k] : n->meta();
       Node*& got = (*outs)[k];
+      // A None result (a backward op's output_mask) is null, and no getitem
+      // may read it.
+      if (want_meta.kind == ir::ValueMeta::Kind::kNone || got == nullptr) {
+        if (want_meta.kind != ir::ValueMeta::Kind::kNone || got != nullptr) {
+          r.Rollback();
+          return absl::InternalError(absl::StrCat("decompose ", n->name(), " (",
+                                                  n->target(), "): result ", k,
+                                                  " is None on one side only"));
+        }
+        for (const Node* u : n->users()) {
+          if (tuple && u->args()[1].i == static_cast<int64_t>(k)) {
+            mismatch = absl::StrCat("decompose: kept ", n->name(), " (",
+                                    n->target(), "): result ", k,
+                                    " is None and read by ", u->name());
+          }
+        }
+        continue;
+      }
+      const TensorMeta& want = want_meta.tensor;
       ASSIGN_OR_RETURN(got, r.To(got, want.dtype));
       if (IsPlaceholderStorage(graph, TM(got).storage)) {
         ASSIGN_OR_RETURN(got, r.Unary("aten.clone.default", got));

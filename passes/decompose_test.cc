@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
 #include "ir/graph_text.h"
@@ -53,7 +54,9 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
                 "aten.mean.dim",
                 "aten.native_batch_norm.default",
                 "aten.native_group_norm.default",
+                "aten.native_group_norm_backward.default",
                 "aten.native_layer_norm.default",
+                "aten.native_layer_norm_backward.default",
                 "aten.silu.default",
                 "aten.std.correction",
                 "aten.std.default",
@@ -628,9 +631,11 @@ void ExpectClose(const Tensor& want, const Tensor& got,
 
 // Runs `text` on random inputs before and after decompose (through a
 // pipeline, so the invariants are checked) and compares every output;
-// `decomposed` is the op that must be gone afterwards.
+// `decomposed` is the op that must be gone afterwards; with
+// `check_strides`, each output is also laid out as before.
 void ExpectSameResults(const std::string& text, const std::string& decomposed,
-                       bool specials = false, int trials = 3) {
+                       bool specials = false, int trials = 3,
+                       bool check_strides = false) {
   SCOPED_TRACE(text);
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));
   symbolic::ShapeEnv env;
@@ -653,6 +658,12 @@ void ExpectSameResults(const std::string& text, const std::string& decomposed,
     for (size_t k = 0; k < want.outputs.size(); ++k) {
       ExpectClose(want.outputs[k].tensor, got.outputs[k].tensor,
                   absl::StrCat("output ", k, " of\n", after));
+      if (check_strides) {
+        EXPECT_EQ(want.outputs[k].tensor.strides(),
+                  got.outputs[k].tensor.strides())
+            << "output " << k << " of\n"
+            << after;
+      }
     }
   }
 }
@@ -1068,6 +1079,107 @@ TEST(DecomposeDifferentialTest, Clamp) {
     return (a, b, c, d, e, f)
 )IR"),
                       "clamp");
+  }
+}
+
+// ---- Backward ops -----------------------------------------------------------
+
+// The strides of every output are checked too (the kernels' results are
+// contiguous).
+void ExpectSameBackward(const std::string& text, const std::string& op) {
+  ExpectSameResults(text, op, /*specials=*/false, /*trials=*/3,
+                    /*check_strides=*/true);
+}
+
+// A graph text over `dtype` (every "$" in `body` replaced by it).
+std::string WithDType(const std::string& body, const char* dtype) {
+  return absl::StrReplaceAll(body, {{"$", dtype}});
+}
+
+// mean and rstd from the forward op; every output_mask; a transposed
+// (non-contiguous) gradient; all dims normalized (no outer dims: the
+// weight's gradient is not summed).
+TEST(DecomposeDifferentialTest, LayerNormBackward) {
+  for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
+    ExpectSameBackward(
+        WithDType(
+            R"IR(def forward(self, x: "$[2, 3, 4, 5]", w: "$[4, 5]", b: "$[4, 5]", dy: "$[2, 3, 5, 4]"):
+    ln = torch.ops.aten.native_layer_norm.default(x, [4, 5], w, b, 1e-05)
+    mean = ln[1]
+    rstd = ln[2]
+    t = torch.ops.aten.transpose.int(dy, 2, 3)
+    bw = torch.ops.aten.native_layer_norm_backward.default(t, x, [4, 5], mean, rstd, w, b, [True, True, True])
+    bw_0 = bw[0]
+    bw_1 = bw[1]
+    bw_2 = bw[2]
+    ln2 = torch.ops.aten.native_layer_norm.default(x, [5], None, None, 0.001)
+    mean2 = ln2[1]
+    rstd2 = ln2[2]
+    bw2 = torch.ops.aten.native_layer_norm_backward.default(t, x, [5], mean2, rstd2, None, None, [True, False, False])
+    bw2_0 = bw2[0]
+    bw3 = torch.ops.aten.native_layer_norm_backward.default(t, x, [4, 5], mean, rstd, w, b, [False, True, False])
+    bw3_1 = bw3[1]
+    return (bw_0, bw_1, bw_2, bw2_0, bw3_1)
+)IR",
+            dtype),
+        "layer_norm_backward");
+  }
+  ExpectSameBackward(
+      R"IR(def forward(self, x: "f32[3, 4]", w: "f32[3, 4]", b: "f32[3, 4]", dy: "f32[3, 4]"):
+    ln = torch.ops.aten.native_layer_norm.default(x, [3, 4], w, b, 1e-05)
+    mean = ln[1]
+    rstd = ln[2]
+    bw = torch.ops.aten.native_layer_norm_backward.default(dy, x, [3, 4], mean, rstd, w, b, [True, True, True])
+    bw_0 = bw[0]
+    bw_1 = bw[1]
+    bw_2 = bw[2]
+    return (bw_0, bw_1, bw_2)
+)IR",
+      "layer_norm_backward");
+}
+
+TEST(DecomposeDifferentialTest, LayerNormBackwardOfSymbolicRows) {
+  ExpectSameBackward(R"IR(# lathe: hint s0 5
+def forward(self, x: "f32[s0, 6]", w: "f32[6]", dy: "f32[s0, 6]"):
+    ln = torch.ops.aten.native_layer_norm.default(x, [6], w, None, 1e-05)
+    mean = ln[1]
+    rstd = ln[2]
+    bw = torch.ops.aten.native_layer_norm_backward.default(dy, x, [6], mean, rstd, w, None, [True, True, False])
+    bw_0 = bw[0]
+    bw_1 = bw[1]
+    return (bw_0, bw_1)
+)IR",
+                     "layer_norm_backward");
+}
+
+TEST(DecomposeDifferentialTest, GroupNormBackward) {
+  for (const char* dtype : {"f32", "f64", "f16"}) {
+    ExpectSameBackward(
+        WithDType(
+            R"IR(def forward(self, x: "$[2, 6, 3, 2]", w: "$[6]", b: "$[6]", dy: "$[2, 6, 3, 2]", x3: "$[3, 4, 5]", dy3: "$[3, 4, 5]"):
+    gn = torch.ops.aten.native_group_norm.default(x, w, b, 2, 6, 6, 3, 1e-05)
+    mean = gn[1]
+    rstd = gn[2]
+    bw = torch.ops.aten.native_group_norm_backward.default(dy, x, mean, rstd, w, 2, 6, 6, 3, [True, True, True])
+    bw_0 = bw[0]
+    bw_1 = bw[1]
+    bw_2 = bw[2]
+    gn2 = torch.ops.aten.native_group_norm.default(x, None, None, 2, 6, 6, 2, 1e-05)
+    mean2 = gn2[1]
+    rstd2 = gn2[2]
+    bw2 = torch.ops.aten.native_group_norm_backward.default(dy, x, mean2, rstd2, None, 2, 6, 6, 2, [True, False, True])
+    bw2_0 = bw2[0]
+    bw2_2 = bw2[2]
+    gn3 = torch.ops.aten.native_group_norm.default(x3, None, None, 3, 4, 5, 4, 1e-05)
+    mean3 = gn3[1]
+    rstd3 = gn3[2]
+    bw3 = torch.ops.aten.native_group_norm_backward.default(dy3, x3, mean3, rstd3, None, 3, 4, 5, 4, [True, True, False])
+    bw3_0 = bw3[0]
+    bw3_1 = bw3[1]
+    return (bw_0, bw_1, bw_2, bw2_0, bw2_2, bw3_0, bw3_1)
+)IR",
+            dtype),
+        "group_norm_backward");
   }
 }
 
