@@ -1777,6 +1777,94 @@ absl::StatusOr<Outputs> GroupNormBackward(Rewriter& r) {
   return outs;
 }
 
+// embedding_dense_backward (decompositions.py, with index_add for its
+// masked index_put): grad_output as [n, D] in the computation dtype, the
+// rows whose index is padding_idx zeroed (and each divided by its index's
+// count with scale_grad_by_freq), index_add-ed into zeros [num_weights, D].
+// index_add checks the indices as the kernel does (a negative one is an
+// error, not wrapped).
+absl::StatusOr<Outputs> EmbeddingDenseBackward(Rewriter& r) {
+  Node* grad = r.Tensor("grad_output");
+  Node* indices = r.Tensor("indices");
+  Arg num_weights = r.Get("num_weights");
+  std::optional<int64_t> padding_idx = r.KnownInt(r.Get("padding_idx"));
+  std::optional<bool> scale = r.Bool("scale_grad_by_freq");
+  if (!IsTensor(grad) || !IsTensor(indices) || !padding_idx.has_value() ||
+      !scale.has_value() || TM(grad).dim() < 1 ||
+      !IsFloatingPoint(TM(grad).dtype) ||
+      (TM(indices).dtype != DType::kInt64 &&
+       TM(indices).dtype != DType::kInt32) ||
+      (num_weights.kind != Arg::Kind::kInt &&
+       (num_weights.kind != Arg::Kind::kNode ||
+        num_weights.node->meta().kind != ir::ValueMeta::Kind::kSym))) {
+    return Outputs{};
+  }
+  const Device& device = TM(grad).device;
+  DType compute = OpMath(TM(grad).dtype);
+  constexpr DType kLong = DType::kInt64;
+  ASSIGN_OR_RETURN(Arg dim, r.Size(grad, TM(grad).dim() - 1));
+  ASSIGN_OR_RETURN(Arg count, r.Count(indices, AllDims(TM(indices).dim())));
+  ASSIGN_OR_RETURN(Node * g, r.To(grad, compute));
+  ASSIGN_OR_RETURN(g, ViewAs(r, g, {count, dim}));
+  ASSIGN_OR_RETURN(Node * ix, r.To(indices, kLong));
+  ASSIGN_OR_RETURN(ix, ViewAs(r, ix, {count}));
+  if (*padding_idx >= 0) {
+    ASSIGN_OR_RETURN(Node * keep,
+                     r.Binary("aten.ne.Scalar", ix, I(*padding_idx)));
+    ASSIGN_OR_RETURN(keep, r.Binary("aten.unsqueeze.default", keep, I(1)));
+    ASSIGN_OR_RETURN(g,
+                     r.Call("aten.where.ScalarOther", {A(keep), A(g), F(0.0)}));
+  }
+  if (*scale) {
+    ASSIGN_OR_RETURN(Node * zeros, Full(r, {num_weights}, I(0), kLong, device));
+    ASSIGN_OR_RETURN(Node * ones, r.Unary("aten.ones_like.default", ix));
+    ASSIGN_OR_RETURN(Node * counts, r.Call("aten.index_add.default",
+                                           {A(zeros), I(0), A(ix), A(ones)}));
+    ASSIGN_OR_RETURN(Node * freq, r.Call("aten.index_select.default",
+                                         {A(counts), I(0), A(ix)}));
+    ASSIGN_OR_RETURN(freq, r.Binary("aten.unsqueeze.default", freq, I(1)));
+    ASSIGN_OR_RETURN(g, r.Binary("aten.div.Tensor", g, A(freq)));
+  }
+  ASSIGN_OR_RETURN(Node * base,
+                   Full(r, {num_weights, dim}, I(0), compute, device));
+  ASSIGN_OR_RETURN(Node * out, r.Call("aten.index_add.default",
+                                      {A(base), I(0), A(ix), A(g)}));
+  return Outputs{out};
+}
+
+// max_pool2d_with_indices_backward (decompositions.py): grad_output and
+// indices as [planes, H_out * W_out], grad scatter_add-ed (in the
+// computation dtype) along dim 1 into zeros [planes, H * W] at the flat
+// indices, viewed as self.
+absl::StatusOr<Outputs> MaxPool2dBackward(Rewriter& r) {
+  Node* grad = r.Tensor("grad_output");
+  Node* self = r.Tensor("self");
+  Node* indices = r.Tensor("indices");
+  if (!IsTensor(grad) || !IsTensor(self) || !IsTensor(indices) ||
+      (TM(self).dim() != 3 && TM(self).dim() != 4) ||
+      TM(grad).dim() != TM(self).dim() || TM(indices).dim() != TM(self).dim() ||
+      TM(indices).dtype != DType::kInt64 || !IsFloatingPoint(TM(self).dtype)) {
+    return Outputs{};
+  }
+  int64_t rank = TM(self).dim();
+  std::vector<int64_t> lead = AllDims(rank - 2);
+  const Device& device = TM(self).device;
+  DType compute = OpMath(TM(self).dtype);
+  ASSIGN_OR_RETURN(Arg planes, r.Count(self, lead));
+  ASSIGN_OR_RETURN(Arg in_plane, r.Count(self, {rank - 2, rank - 1}));
+  ASSIGN_OR_RETURN(Arg out_plane, r.Count(grad, {rank - 2, rank - 1}));
+  ASSIGN_OR_RETURN(Node * g, r.To(grad, compute));
+  ASSIGN_OR_RETURN(g, ViewAs(r, g, {planes, out_plane}));
+  ASSIGN_OR_RETURN(Node * ix, ViewAs(r, indices, {planes, out_plane}));
+  ASSIGN_OR_RETURN(Node * base,
+                   Full(r, {planes, in_plane}, I(0), compute, device));
+  ASSIGN_OR_RETURN(Node * out, r.Call("aten.scatter_add.default",
+                                      {A(base), I(1), A(ix), A(g)}));
+  ASSIGN_OR_RETURN(std::vector<Arg> sizes, r.Sizes(self));
+  ASSIGN_OR_RETURN(out, ViewAs(r, out, sizes));
+  return Outputs{out};
+}
+
 // ---- The table --------------------------------------------------------------
 
 using DecomposeFn = absl::StatusOr<Outputs> (*)(Rewriter&);
@@ -1805,11 +1893,13 @@ constexpr Decomposition kDecompositions[] = {
     {"aten.clamp.default", ClampScalar},
     {"aten.clamp_max.default", ClampScalar},
     {"aten.clamp_min.default", ClampScalar},
+    {"aten.embedding_dense_backward.default", EmbeddingDenseBackward},
     {"aten.gelu.default", Gelu},
     {"aten.grid_sampler_2d.default", GridSampler2d},
     {"aten.lerp.Scalar", LerpScalar},
     {"aten.lerp.Tensor", LerpTensor},
     {"aten.logsumexp.default", LogSumExp},
+    {"aten.max_pool2d_with_indices_backward.default", MaxPool2dBackward},
     {"aten.mean.default", Mean},
     {"aten.mean.dim", Mean},
     {"aten.native_batch_norm.default", NativeBatchNorm},

@@ -45,11 +45,13 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
                 "aten.clamp.default",
                 "aten.clamp_max.default",
                 "aten.clamp_min.default",
+                "aten.embedding_dense_backward.default",
                 "aten.gelu.default",
                 "aten.grid_sampler_2d.default",
                 "aten.lerp.Scalar",
                 "aten.lerp.Tensor",
                 "aten.logsumexp.default",
+                "aten.max_pool2d_with_indices_backward.default",
                 "aten.mean.default",
                 "aten.mean.dim",
                 "aten.native_batch_norm.default",
@@ -1181,6 +1183,84 @@ TEST(DecomposeDifferentialTest, GroupNormBackward) {
             dtype),
         "group_norm_backward");
   }
+}
+
+// Valid indices (remainder 7) with repeats, int64 and int32; padding_idx;
+// scale_grad_by_freq.
+TEST(DecomposeDifferentialTest, EmbeddingDenseBackward) {
+  for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
+    ExpectSameBackward(
+        WithDType(
+            R"IR(def forward(self, g: "$[3, 4, 5]", r: "i64[3, 4]", g1: "$[9, 2]", r1: "i64[9]"):
+    i = torch.ops.aten.remainder.Scalar(r, 7)
+    i32 = torch.ops.prims.convert_element_type.default(i, torch.int32)
+    a = torch.ops.aten.embedding_dense_backward.default(g, i, 7, -1, False)
+    b = torch.ops.aten.embedding_dense_backward.default(g, i, 7, 2, False)
+    c = torch.ops.aten.embedding_dense_backward.default(g, i32, 7, -1, True)
+    d = torch.ops.aten.embedding_dense_backward.default(g, i, 9, 3, True)
+    j = torch.ops.aten.remainder.Scalar(r1, 4)
+    t = torch.ops.aten.t.default(g1)
+    t2 = torch.ops.aten.t.default(t)
+    e = torch.ops.aten.embedding_dense_backward.default(t2, j, 4, 0, True)
+    return (a, b, c, d, e)
+)IR",
+            dtype),
+        "embedding_dense_backward");
+  }
+}
+
+// Indices from the forward op: overlapping windows, stride > kernel,
+// padding, dilation, ceil_mode, an unbatched input.
+TEST(DecomposeDifferentialTest, MaxPool2dWithIndicesBackward) {
+  struct Case {
+    const char* params;  // kernel, stride, padding, dilation, ceil_mode
+    const char* input;
+  };
+  const Case cases[] = {
+      {"[3, 3], [1, 1], [1, 1], [1, 1], False", "[2, 3, 7, 8]"},
+      {"[3, 3], [2, 2], [1, 1], [1, 1], False", "[2, 3, 7, 8]"},
+      {"[2, 2], [3, 3], [0, 0], [1, 1], False", "[2, 3, 7, 8]"},
+      {"[3, 2], [2, 2], [1, 0], [1, 1], True", "[2, 3, 8, 7]"},
+      {"[2, 3], [1, 2], [1, 1], [2, 2], True", "[3, 7, 8]"},
+  };
+  for (const char* dtype : {"f32", "f64", "f16"}) {
+    for (const Case& k : cases) {
+      ExpectSameBackward(
+          absl::StrCat("def forward(self, x: \"", dtype, k.input,
+                       "\"):\n    mp = "
+                       "torch.ops.aten.max_pool2d_with_indices.default(x, ",
+                       k.params, R"IR()
+    v = mp[0]
+    ix = mp[1]
+    g = torch.ops.aten.sin.default(v)
+    bw = torch.ops.aten.max_pool2d_with_indices_backward.default(g, x, )IR",
+                       k.params, R"IR(, ix)
+    return (bw,)
+)IR"),
+          "max_pool2d_with_indices_backward");
+    }
+  }
+}
+
+// Rows at padding_idx are zeroed before the index_add into zeros of
+// [num_weights, D].
+TEST(DecomposeTest, EmbeddingDenseBackwardIsAnIndexAdd) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, g: "f32[2, 3, 4]", i: "i64[2, 3]"):
+    e = torch.ops.aten.embedding_dense_backward.default(g, i, 10, 2, False)
+    return (e,)
+)IR",
+      R"IR(
+CHECK: [[G:[a-z_0-9]+]]: "f32[6, 4][4, 1]cpu" = torch.ops.aten.view.default(g, [6, 4])
+CHECK: [[I:[a-z_0-9]+]]: "i64[6][1]cpu" = torch.ops.aten.view.default(i, [6])
+CHECK: [[KEEP:[a-z_0-9]+]]: "b8[6][1]cpu" = torch.ops.aten.ne.Scalar([[I]], 2)
+CHECK: [[K:[a-z_0-9]+]]: "b8[6, 1][1, 1]cpu" = torch.ops.aten.unsqueeze.default([[KEEP]], 1)
+CHECK: [[W:[a-z_0-9]+]]: "f32[6, 4][4, 1]cpu" = torch.ops.aten.where.ScalarOther([[K]], [[G]], 0.0)
+CHECK: [[Z:[a-z_0-9]+]]: "f32[10, 4][4, 1]cpu" = torch.ops.aten.full.default([10, 4], 0,
+CHECK: [[OUT:[a-z_0-9]+]]: "f32[10, 4][4, 1]cpu" = torch.ops.aten.index_add.default([[Z]], 0, [[I]], [[W]])
+CHECK-NOT: embedding_dense_backward
+CHECK: return ([[OUT]],)
+)IR"));
 }
 
 TEST(DecomposeDifferentialTest, ScatterChain) {
