@@ -1865,6 +1865,312 @@ absl::StatusOr<Outputs> MaxPool2dBackward(Rewriter& r) {
   return Outputs{out};
 }
 
+// A pair of ints from an int[2] argument (one value stands for both; an
+// empty list is `empty`); nullopt unless literal.
+std::optional<std::pair<int64_t, int64_t>> IntPair(
+    const Rewriter& r, absl::string_view name,
+    std::optional<std::pair<int64_t, int64_t>> empty = std::nullopt) {
+  Arg a = r.Get(name);
+  std::vector<int64_t> v;
+  if (a.kind == Arg::Kind::kInt) {
+    v = {a.i};
+  } else if (a.kind == Arg::Kind::kList) {
+    for (const Arg& e : a.list) {
+      if (e.kind != Arg::Kind::kInt) return std::nullopt;
+      v.push_back(e.i);
+    }
+  } else {
+    return std::nullopt;
+  }
+  if (v.empty()) return empty;
+  if (v.size() == 1) return std::make_pair(v[0], v[0]);
+  if (v.size() != 2) return std::nullopt;
+  return std::make_pair(v[0], v[1]);
+}
+
+// The window positions [k, blocks] of one spatial axis: block b's k-th
+// element at b * stride + k * dilation (_im2col_col2im_indices_along_dim).
+absl::StatusOr<Node*> WindowIndex(Rewriter& r, int64_t blocks, int64_t k,
+                                  int64_t stride, int64_t dilation,
+                                  const Device& device) {
+  ASSIGN_OR_RETURN(Node * b, Iota(r, I(blocks), device));
+  ASSIGN_OR_RETURN(b, r.Binary("aten.mul.Tensor", b, I(stride)));
+  ASSIGN_OR_RETURN(Node * e, Iota(r, I(k), device));
+  ASSIGN_OR_RETURN(e, r.Binary("aten.mul.Tensor", e, I(dilation)));
+  ASSIGN_OR_RETURN(e, r.Binary("aten.unsqueeze.default", e, I(1)));
+  return r.Binary("aten.add.Tensor", e, A(b));
+}
+
+// `values` [lead..., kh, bh, kw, bw] accumulated (index_put, accumulate)
+// into zeros [lead..., H, W] of `dtype` at rows[kh, bh] and cols[kw, bw]:
+// the sliding windows of col2im and of the pools' backward.
+absl::StatusOr<Node*> AccumulateWindows(Rewriter& r, Node* values,
+                                        std::vector<Arg> lead, int64_t h,
+                                        int64_t w, Node* rows, Node* cols,
+                                        DType dtype, const Device& device) {
+  std::vector<Arg> sizes = lead;
+  sizes.push_back(I(h));
+  sizes.push_back(I(w));
+  ASSIGN_OR_RETURN(Node * base, Full(r, sizes, I(0), dtype, device));
+  ASSIGN_OR_RETURN(rows, Unsqueezed(r, rows, {2, 3}));
+  std::vector<Arg> index(lead.size(), Arg::None());
+  index.push_back(A(rows));
+  index.push_back(A(cols));
+  return r.Call("aten.index_put.default", {A(base), Arg::List(std::move(index)),
+                                           A(values), Arg::Bool(true)});
+}
+
+// `x` [..., H, W] sliced to rows [top, top + h) and cols [left, left + w),
+// contiguous.
+absl::StatusOr<Node*> Crop(Rewriter& r, Node* x, int64_t top, int64_t h,
+                           int64_t left, int64_t w) {
+  int64_t rank = TM(x).dim();
+  if (top != 0 || !TM(x).sizes[rank - 2].is_constant(h)) {
+    ASSIGN_OR_RETURN(x, r.Call("aten.slice.Tensor",
+                               {A(x), I(rank - 2), I(top), I(top + h)}));
+  }
+  if (left != 0 || !TM(x).sizes[rank - 1].is_constant(w)) {
+    ASSIGN_OR_RETURN(x, r.Call("aten.slice.Tensor",
+                               {A(x), I(rank - 1), I(left), I(left + w)}));
+  }
+  return r.Contiguous(x);
+}
+
+// col2im (decompositions.py): the input [B, C * kh * kw, bh * bw] viewed
+// as [B, C, kh, kw, bh, bw] and permuted to [B, C, kh, bh, kw, bw],
+// accumulated in the computation dtype into zeros of the padded output at
+// the window positions, then cropped by the padding. Static sizes only.
+absl::StatusOr<Outputs> Col2Im(Rewriter& r) {
+  Node* self = r.Tensor("self");
+  auto k = IntPair(r, "kernel_size");
+  auto dil = IntPair(r, "dilation");
+  auto pad = IntPair(r, "padding");
+  auto st = IntPair(r, "stride");
+  Arg os = r.Get("output_size");
+  if (!IsTensor(self) || !k || !dil || !pad || !st ||
+      os.kind != Arg::Kind::kList || os.list.size() != 2 ||
+      (TM(self).dim() != 2 && TM(self).dim() != 3) ||
+      !IsFloatingPoint(TM(self).dtype)) {
+    return Outputs{};
+  }
+  const TensorMeta& m = TM(self);
+  int64_t rank = m.dim();
+  std::optional<int64_t> oh = r.KnownInt(os.list[0]);
+  std::optional<int64_t> ow = r.KnownInt(os.list[1]);
+  const Expr& rows_e = m.sizes[rank - 2];
+  if (!oh || !ow || !IsConstant(rows_e) || k->first <= 0 || k->second <= 0 ||
+      dil->first <= 0 || dil->second <= 0 || st->first <= 0 ||
+      st->second <= 0 || pad->first < 0 || pad->second < 0) {
+    return Outputs{};
+  }
+  int64_t kk = k->first * k->second;
+  if (rows_e.int_value() % kk != 0) return Outputs{};
+  int64_t channels = rows_e.int_value() / kk;
+  int64_t bh =
+      (*oh + 2 * pad->first - dil->first * (k->first - 1) - 1) / st->first + 1;
+  int64_t bw =
+      (*ow + 2 * pad->second - dil->second * (k->second - 1) - 1) / st->second +
+      1;
+  if (bh < 1 || bw < 1 || !m.sizes[rank - 1].is_constant(bh * bw)) {
+    return Outputs{};
+  }
+  const Device& device = m.device;
+  DType compute = OpMath(m.dtype);
+  ASSIGN_OR_RETURN(Node * x, r.To(self, compute));
+  std::vector<Arg> lead;
+  if (rank == 3) {
+    ASSIGN_OR_RETURN(Arg b, r.Size(self, 0));
+    lead.push_back(b);
+  }
+  std::vector<Arg> blocked = lead;
+  for (int64_t v : {channels, k->first, k->second, bh, bw}) {
+    blocked.push_back(I(v));
+  }
+  ASSIGN_OR_RETURN(x, ViewAs(r, x, blocked));
+  std::vector<int64_t> perm = AllDims(rank - 1);
+  int64_t at = rank - 1;  // the kh dim
+  for (int64_t d : {at, at + 2, at + 1, at + 3}) perm.push_back(d);
+  ASSIGN_OR_RETURN(x, r.Call("aten.permute.default", {A(x), IntList(perm)}));
+  ASSIGN_OR_RETURN(Node * rows,
+                   WindowIndex(r, bh, k->first, st->first, dil->first, device));
+  ASSIGN_OR_RETURN(Node * cols, WindowIndex(r, bw, k->second, st->second,
+                                            dil->second, device));
+  std::vector<Arg> out_lead = lead;
+  out_lead.push_back(I(channels));
+  ASSIGN_OR_RETURN(
+      Node * out,
+      AccumulateWindows(r, x, out_lead, *oh + 2 * pad->first,
+                        *ow + 2 * pad->second, rows, cols, compute, device));
+  ASSIGN_OR_RETURN(out, Crop(r, out, pad->first, *oh, pad->second, *ow));
+  return Outputs{out};
+}
+
+// avg_pool2d_backward: each output's gradient divided by its window's
+// divisor (divisor_override, or the window's size within the padded input
+// with count_include_pad, else its part inside the input; per axis from an
+// arange), broadcast over the window and accumulated (index_put) into
+// zeros of the padded input, large enough for a ceil_mode window that runs
+// past it, then cropped to the input. In the computation dtype; static
+// spatial sizes only.
+absl::StatusOr<Outputs> AvgPool2dBackward(Rewriter& r) {
+  Node* grad = r.Tensor("grad_output");
+  Node* self = r.Tensor("self");
+  auto k = IntPair(r, "kernel_size");
+  auto st = IntPair(r, "stride", k);
+  auto pad = IntPair(r, "padding");
+  std::optional<bool> include_pad = r.Bool("count_include_pad");
+  Arg divisor = r.Get("divisor_override");
+  if (!IsTensor(grad) || !IsTensor(self) || !k || !st || !pad ||
+      !include_pad.has_value() ||
+      (divisor.kind != Arg::Kind::kNone &&
+       (divisor.kind != Arg::Kind::kInt || divisor.i == 0)) ||
+      (TM(self).dim() != 3 && TM(self).dim() != 4) ||
+      TM(grad).dim() != TM(self).dim() || !IsFloatingPoint(TM(self).dtype) ||
+      k->first <= 0 || k->second <= 0 || st->first <= 0 || st->second <= 0) {
+    return Outputs{};
+  }
+  int64_t rank = TM(self).dim();
+  int64_t in[2], out[2], ks[2] = {k->first, k->second},
+                         ss[2] = {st->first, st->second},
+                         ps[2] = {pad->first, pad->second};
+  for (int d = 0; d < 2; ++d) {
+    const Expr& i = TM(self).sizes[rank - 2 + d];
+    const Expr& o = TM(grad).sizes[rank - 2 + d];
+    if (!IsConstant(i) || !IsConstant(o)) return Outputs{};
+    in[d] = i.int_value();
+    out[d] = o.int_value();
+  }
+  const Device& device = TM(self).device;
+  DType compute = OpMath(TM(self).dtype);
+  ASSIGN_OR_RETURN(Node * g, r.To(grad, compute));
+  if (divisor.kind == Arg::Kind::kInt) {
+    ASSIGN_OR_RETURN(g, r.Binary("aten.div.Tensor", g, I(divisor.i)));
+  } else {
+    // Per axis: start = o * s - p, end = min(start + k, in + p); the size
+    // end - start, or min(end, in) - max(start, 0) without the padding.
+    Node* factor[2];
+    for (int d = 0; d < 2; ++d) {
+      ASSIGN_OR_RETURN(Node * start, Iota(r, I(out[d]), device));
+      ASSIGN_OR_RETURN(start, r.Binary("aten.mul.Tensor", start, I(ss[d])));
+      ASSIGN_OR_RETURN(start, r.Binary("aten.sub.Tensor", start, I(ps[d])));
+      ASSIGN_OR_RETURN(Node * end,
+                       r.Binary("aten.add.Tensor", start, I(ks[d])));
+      ASSIGN_OR_RETURN(
+          end, r.Binary("aten.clamp_max.default", end, I(in[d] + ps[d])));
+      if (*include_pad) {
+        ASSIGN_OR_RETURN(factor[d], r.Binary("aten.sub.Tensor", end, A(start)));
+      } else {
+        ASSIGN_OR_RETURN(end,
+                         r.Binary("aten.clamp_max.default", end, I(in[d])));
+        ASSIGN_OR_RETURN(start,
+                         r.Binary("aten.clamp_min.default", start, I(0)));
+        ASSIGN_OR_RETURN(factor[d], r.Binary("aten.sub.Tensor", end, A(start)));
+      }
+    }
+    ASSIGN_OR_RETURN(factor[0],
+                     r.Binary("aten.unsqueeze.default", factor[0], I(1)));
+    ASSIGN_OR_RETURN(Node * div,
+                     r.Binary("aten.mul.Tensor", factor[0], A(factor[1])));
+    ASSIGN_OR_RETURN(g, r.Binary("aten.div.Tensor", g, A(div)));
+  }
+  // [lead..., oh, ow] -> [lead..., kh, oh, kw, ow].
+  ASSIGN_OR_RETURN(std::vector<Arg> lead, r.Sizes(grad));
+  lead.resize(rank - 2);
+  ASSIGN_OR_RETURN(g, Unsqueezed(r, g, {rank - 2, rank}));
+  std::vector<Arg> expanded = lead;
+  for (int64_t v : {ks[0], out[0], ks[1], out[1]}) expanded.push_back(I(v));
+  ASSIGN_OR_RETURN(g,
+                   r.Call("aten.expand.default", {A(g), Arg::List(expanded)}));
+  ASSIGN_OR_RETURN(Node * rows,
+                   WindowIndex(r, out[0], ks[0], ss[0], 1, device));
+  ASSIGN_OR_RETURN(Node * cols,
+                   WindowIndex(r, out[1], ks[1], ss[1], 1, device));
+  int64_t padded[2];
+  for (int d = 0; d < 2; ++d) {
+    padded[d] = std::max(in[d] + 2 * ps[d], (out[d] - 1) * ss[d] + ks[d]);
+  }
+  ASSIGN_OR_RETURN(Node * acc,
+                   AccumulateWindows(r, g, lead, padded[0], padded[1], rows,
+                                     cols, compute, device));
+  ASSIGN_OR_RETURN(acc, Crop(r, acc, ps[0], in[0], ps[1], in[1]));
+  return Outputs{acc};
+}
+
+// _adaptive_avg_pool2d_backward: output o's window along an axis is
+// [o * in / out, ceil((o + 1) * in / out)); its gradient divided by the
+// window's size is broadcast over kmax (the longest window) positions and
+// accumulated (index_put) into zeros [..., H + 1, W + 1], the positions
+// past a window's end sent to the spare last row / column, then cropped.
+// In the computation dtype; static spatial sizes only.
+absl::StatusOr<Outputs> AdaptiveAvgPool2dBackward(Rewriter& r) {
+  Node* grad = r.Tensor("grad_output");
+  Node* self = r.Tensor("self");
+  if (!IsTensor(grad) || !IsTensor(self) ||
+      (TM(self).dim() != 3 && TM(self).dim() != 4) ||
+      TM(grad).dim() != TM(self).dim() || !IsFloatingPoint(TM(self).dtype)) {
+    return Outputs{};
+  }
+  int64_t rank = TM(self).dim();
+  int64_t in[2], out[2], kmax[2] = {0, 0};
+  for (int d = 0; d < 2; ++d) {
+    const Expr& i = TM(self).sizes[rank - 2 + d];
+    const Expr& o = TM(grad).sizes[rank - 2 + d];
+    if (!IsConstant(i) || !IsConstant(o) || o.int_value() <= 0 ||
+        i.int_value() <= 0) {
+      return Outputs{};
+    }
+    in[d] = i.int_value();
+    out[d] = o.int_value();
+    for (int64_t q = 0; q < out[d]; ++q) {
+      int64_t lo = q * in[d] / out[d];
+      int64_t hi = ((q + 1) * in[d] + out[d] - 1) / out[d];
+      kmax[d] = std::max(kmax[d], hi - lo);
+    }
+  }
+  const Device& device = TM(self).device;
+  DType compute = OpMath(TM(self).dtype);
+  Node* index[2];
+  Node* length[2];
+  for (int d = 0; d < 2; ++d) {
+    ASSIGN_OR_RETURN(Node * o, Iota(r, I(out[d]), device));
+    ASSIGN_OR_RETURN(Node * start, r.Binary("aten.mul.Tensor", o, I(in[d])));
+    ASSIGN_OR_RETURN(start,
+                     r.Binary("aten.floor_divide.Scalar", start, I(out[d])));
+    ASSIGN_OR_RETURN(Node * end, r.Binary("aten.add.Tensor", o, I(1)));
+    ASSIGN_OR_RETURN(end, r.Binary("aten.mul.Tensor", end, I(in[d])));
+    ASSIGN_OR_RETURN(end, r.Binary("aten.add.Tensor", end, I(out[d] - 1)));
+    ASSIGN_OR_RETURN(end, r.Binary("aten.floor_divide.Scalar", end, I(out[d])));
+    ASSIGN_OR_RETURN(length[d], r.Binary("aten.sub.Tensor", end, A(start)));
+    // [kmax, out]: start + j where below end, else the spare slot.
+    ASSIGN_OR_RETURN(Node * j, Iota(r, I(kmax[d]), device));
+    ASSIGN_OR_RETURN(j, r.Binary("aten.unsqueeze.default", j, I(1)));
+    ASSIGN_OR_RETURN(Node * at, r.Binary("aten.add.Tensor", j, A(start)));
+    ASSIGN_OR_RETURN(Node * inside, r.Binary("aten.lt.Tensor", at, A(end)));
+    ASSIGN_OR_RETURN(index[d], r.Call("aten.where.ScalarOther",
+                                      {A(inside), A(at), I(in[d])}));
+  }
+  ASSIGN_OR_RETURN(length[0],
+                   r.Binary("aten.unsqueeze.default", length[0], I(1)));
+  ASSIGN_OR_RETURN(Node * count,
+                   r.Binary("aten.mul.Tensor", length[0], A(length[1])));
+  ASSIGN_OR_RETURN(Node * g, r.To(grad, compute));
+  ASSIGN_OR_RETURN(g, r.Binary("aten.div.Tensor", g, A(count)));
+  ASSIGN_OR_RETURN(std::vector<Arg> lead, r.Sizes(grad));
+  lead.resize(rank - 2);
+  ASSIGN_OR_RETURN(g, Unsqueezed(r, g, {rank - 2, rank}));
+  std::vector<Arg> expanded = lead;
+  for (int64_t v : {kmax[0], out[0], kmax[1], out[1]}) {
+    expanded.push_back(I(v));
+  }
+  ASSIGN_OR_RETURN(g,
+                   r.Call("aten.expand.default", {A(g), Arg::List(expanded)}));
+  ASSIGN_OR_RETURN(Node * acc,
+                   AccumulateWindows(r, g, lead, in[0] + 1, in[1] + 1, index[0],
+                                     index[1], compute, device));
+  ASSIGN_OR_RETURN(acc, Crop(r, acc, 0, in[0], 0, in[1]));
+  return Outputs{acc};
+}
+
 // ---- The table --------------------------------------------------------------
 
 using DecomposeFn = absl::StatusOr<Outputs> (*)(Rewriter&);
@@ -1876,6 +2182,7 @@ struct Decomposition {
 
 // Every op the pass decomposes, and how.
 constexpr Decomposition kDecompositions[] = {
+    {"aten._adaptive_avg_pool2d_backward.default", AdaptiveAvgPool2dBackward},
     {"aten._embedding_bag.default", EmbeddingBag},
     {"aten._embedding_bag_forward_only.default", EmbeddingBag},
     {"aten._log_softmax.default", LogSoftmax},
@@ -1889,10 +2196,12 @@ constexpr Decomposition kDecompositions[] = {
     {"aten._softmax.default", Softmax},
     {"aten.addcdiv.default", Addcdiv},
     {"aten.addcmul.default", Addcmul},
+    {"aten.avg_pool2d_backward.default", AvgPool2dBackward},
     {"aten.clamp.Tensor", ClampTensor},
     {"aten.clamp.default", ClampScalar},
     {"aten.clamp_max.default", ClampScalar},
     {"aten.clamp_min.default", ClampScalar},
+    {"aten.col2im.default", Col2Im},
     {"aten.embedding_dense_backward.default", EmbeddingDenseBackward},
     {"aten.gelu.default", Gelu},
     {"aten.grid_sampler_2d.default", GridSampler2d},

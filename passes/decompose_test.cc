@@ -29,6 +29,7 @@ namespace {
 TEST(DecomposeTest, TargetsAreListedOnce) {
   EXPECT_EQ(DecomposedTargets(),
             (std::vector<std::string>{
+                "aten._adaptive_avg_pool2d_backward.default",
                 "aten._embedding_bag.default",
                 "aten._embedding_bag_forward_only.default",
                 "aten._log_softmax.default",
@@ -41,10 +42,12 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
                 "aten._softmax.default",
                 "aten.addcdiv.default",
                 "aten.addcmul.default",
+                "aten.avg_pool2d_backward.default",
                 "aten.clamp.Tensor",
                 "aten.clamp.default",
                 "aten.clamp_max.default",
                 "aten.clamp_min.default",
+                "aten.col2im.default",
                 "aten.embedding_dense_backward.default",
                 "aten.gelu.default",
                 "aten.grid_sampler_2d.default",
@@ -1239,6 +1242,89 @@ TEST(DecomposeDifferentialTest, MaxPool2dWithIndicesBackward) {
 )IR"),
           "max_pool2d_with_indices_backward");
     }
+  }
+}
+
+// kernel, stride ([] = the kernel), padding, ceil_mode, count_include_pad,
+// divisor_override.
+TEST(DecomposeDifferentialTest, AvgPool2dBackward) {
+  struct Case {
+    const char* forward;   // avg_pool2d's arguments after x
+    const char* backward;  // avg_pool2d_backward's after grad and x
+    const char* input;
+  };
+  const Case cases[] = {
+      {"[3, 3], [1, 1], [1, 1]", "[3, 3], [1, 1], [1, 1], False, True, None",
+       "[2, 3, 7, 8]"},
+      {"[3, 3], [2, 2], [1, 1], False, False",
+       "[3, 3], [2, 2], [1, 1], False, False, None", "[2, 3, 7, 8]"},
+      {"[2, 2], [3, 3]", "[2, 2], [3, 3], [0, 0], False, True, None",
+       "[2, 3, 7, 8]"},
+      {"[2, 2]", "[2, 2], [], [0, 0], False, True, None", "[2, 3, 6, 8]"},
+      {"[3, 2], [2, 2], [1, 0], True",
+       "[3, 2], [2, 2], [1, 0], True, True, "
+       "None",
+       "[2, 3, 8, 7]"},
+      {"[3, 3], [2, 2], [1, 1], True, False",
+       "[3, 3], [2, 2], [1, 1], True, False, None", "[3, 8, 8]"},
+      {"[2, 3], [2, 1], [1, 1], True, True, 5",
+       "[2, 3], [2, 1], [1, 1], True, True, 5", "[3, 7, 6]"},
+  };
+  for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
+    for (const Case& k : cases) {
+      ExpectSameBackward(
+          absl::StrCat("def forward(self, x: \"", dtype, k.input,
+                       "\"):\n    ap = torch.ops.aten.avg_pool2d.default(x, ",
+                       k.forward, R"IR()
+    g = torch.ops.aten.sin.default(ap)
+    bw = torch.ops.aten.avg_pool2d_backward.default(g, x, )IR",
+                       k.backward, R"IR()
+    return (bw,)
+)IR"),
+          "avg_pool2d_backward");
+    }
+  }
+}
+
+// Batched and not; padding, dilation and stride differing per axis, stride
+// past the kernel.
+TEST(DecomposeDifferentialTest, Col2Im) {
+  for (const char* dtype : {"f32", "f64", "f16"}) {
+    ExpectSameBackward(
+        WithDType(
+            R"IR(def forward(self, x: "$[2, 12, 12]", y: "$[9, 12]", z: "$[1, 8, 4]"):
+    a = torch.ops.aten.col2im.default(x, [5, 6], [2, 3], [1, 1], [0, 1], [1, 2])
+    b = torch.ops.aten.col2im.default(y, [7, 8], [3, 3], [2, 1], [2, 1], [2, 3])
+    c = torch.ops.aten.col2im.default(z, [5, 5], [2, 2], [1, 1], [0, 0], [3, 3])
+    return (a, b, c)
+)IR",
+            dtype),
+        "col2im");
+  }
+}
+
+// Windows that overlap (output larger than the input) and that do not; an
+// unbatched input.
+TEST(DecomposeDifferentialTest, AdaptiveAvgPool2dBackward) {
+  for (const char* dtype : {"f32", "f64", "f16"}) {
+    ExpectSameBackward(
+        WithDType(R"IR(def forward(self, x: "$[2, 3, 7, 5]", y: "$[3, 6, 6]"):
+    a = torch.ops.aten._adaptive_avg_pool2d.default(x, [4, 3])
+    ga = torch.ops.aten.sin.default(a)
+    bw_a = torch.ops.aten._adaptive_avg_pool2d_backward.default(ga, x)
+    b = torch.ops.aten._adaptive_avg_pool2d.default(x, [9, 7])
+    gb = torch.ops.aten.sin.default(b)
+    bw_b = torch.ops.aten._adaptive_avg_pool2d_backward.default(gb, x)
+    c = torch.ops.aten._adaptive_avg_pool2d.default(y, [3, 2])
+    gc = torch.ops.aten.sin.default(c)
+    bw_c = torch.ops.aten._adaptive_avg_pool2d_backward.default(gc, y)
+    d = torch.ops.aten._adaptive_avg_pool2d.default(y, [1, 1])
+    gd = torch.ops.aten.sin.default(d)
+    bw_d = torch.ops.aten._adaptive_avg_pool2d_backward.default(gd, y)
+    return (bw_a, bw_b, bw_c, bw_d)
+)IR",
+                  dtype),
+        "_adaptive_avg_pool2d_backward");
   }
 }
 
