@@ -2171,6 +2171,189 @@ absl::StatusOr<Outputs> AdaptiveAvgPool2dBackward(Rewriter& r) {
   return Outputs{acc};
 }
 
+// An int list argument of `n` values (one value stands for all); nullopt
+// unless literal.
+std::optional<std::vector<int64_t>> IntsArg(const Rewriter& r,
+                                            absl::string_view name, size_t n) {
+  Arg a = r.Get(name);
+  std::vector<int64_t> v;
+  if (a.kind == Arg::Kind::kInt) {
+    v = {a.i};
+  } else if (a.kind == Arg::Kind::kList) {
+    for (const Arg& e : a.list) {
+      if (e.kind != Arg::Kind::kInt) return std::nullopt;
+      v.push_back(e.i);
+    }
+  } else {
+    return std::nullopt;
+  }
+  if (v.size() == 1) v.assign(n, v[0]);
+  if (v.size() != n) return std::nullopt;
+  return v;
+}
+
+// A call of aten.convolution (no bias).
+absl::StatusOr<Node*> Conv(Rewriter& r, Node* input, Node* weight,
+                           const std::vector<int64_t>& stride,
+                           const std::vector<int64_t>& padding,
+                           const std::vector<int64_t>& dilation,
+                           bool transposed,
+                           const std::vector<int64_t>& output_padding,
+                           int64_t groups) {
+  return r.Call("aten.convolution.default",
+                {A(input), A(weight), Arg::None(), IntList(stride),
+                 IntList(padding), IntList(dilation), Arg::Bool(transposed),
+                 IntList(output_padding), I(groups)});
+}
+
+// The weight gradient [groups * cb, ca, k...] of a convolution from `a`
+// [n, groups * ca, ...] to `b` [n, groups * cb, ...] (b the gradient of its
+// output): a convolution of a as [ca, groups * n, ...] with b as
+// [groups * cb, n, ...] (groups groups) whose stride is the forward's
+// dilation and dilation its stride, cropped to the kernel's sizes `k` and
+// reordered. Static channel counts.
+absl::StatusOr<Node*> ConvWeightGrad(Rewriter& r, Node* a, Node* b,
+                                     const std::vector<int64_t>& k,
+                                     const std::vector<int64_t>& stride,
+                                     const std::vector<int64_t>& padding,
+                                     const std::vector<int64_t>& dilation,
+                                     int64_t groups) {
+  int64_t rank = TM(a).dim();
+  int64_t nsp = rank - 2;
+  int64_t ca = TM(a).sizes[1].int_value() / groups;
+  int64_t cb = TM(b).sizes[1].int_value() / groups;
+  ASSIGN_OR_RETURN(std::vector<Arg> as, r.Sizes(a));
+  ASSIGN_OR_RETURN(std::vector<Arg> bs, r.Sizes(b));
+  const Arg n = as[0];
+  // [n, g, c, sp...] permuted by `lead` then the spatial dims, viewed as
+  // [first, second, sp...].
+  auto regroup = [&](Node* t, const std::vector<Arg>& sizes, int64_t c,
+                     std::vector<int64_t> perm, Arg first,
+                     Arg second) -> absl::StatusOr<Node*> {
+    std::vector<Arg> split = {n, I(groups), I(c)};
+    std::vector<Arg> merged = {first, second};
+    for (int64_t d = 0; d < nsp; ++d) {
+      split.push_back(sizes[2 + d]);
+      merged.push_back(sizes[2 + d]);
+      perm.push_back(3 + d);
+    }
+    ASSIGN_OR_RETURN(t, ViewAs(r, t, split));
+    ASSIGN_OR_RETURN(t, r.Call("aten.permute.default", {A(t), IntList(perm)}));
+    return ViewAs(r, t, merged);
+  };
+  ASSIGN_OR_RETURN(Arg gn, SizeOp(r, "operator.mul", n, I(groups)));
+  ASSIGN_OR_RETURN(Node * input, regroup(a, as, ca, {2, 1, 0}, I(ca), gn));
+  ASSIGN_OR_RETURN(Node * weight,
+                   regroup(b, bs, cb, {1, 2, 0}, I(groups * cb), n));
+  std::vector<int64_t> zeros(nsp, 0);
+  ASSIGN_OR_RETURN(Node * out, Conv(r, input, weight, dilation, padding, stride,
+                                    false, zeros, groups));
+  for (int64_t d = 0; d < nsp; ++d) {
+    if (!TM(out).sizes[2 + d].is_constant(k[d])) {
+      ASSIGN_OR_RETURN(
+          out, r.Call("aten.slice.Tensor", {A(out), I(2 + d), I(0), I(k[d])}));
+    }
+  }
+  // [ca, g * cb, k...] -> [g * cb, ca, k...].
+  std::vector<Arg> split = {I(ca), I(groups * cb)};
+  std::vector<int64_t> perm = {1, 0};
+  std::vector<Arg> sizes = {I(groups * cb), I(ca)};
+  for (int64_t d = 0; d < nsp; ++d) {
+    perm.push_back(2 + d);
+    sizes.push_back(I(k[d]));
+  }
+  ASSIGN_OR_RETURN(out,
+                   r.Call("aten.permute.default", {A(out), IntList(perm)}));
+  return ViewAs(r, out, sizes);
+}
+
+// convolution_backward: grad_input by the transposed convolution of the
+// gradient with the same weight (output_padding making up the input's
+// size), or for a transposed convolution by the plain one; grad_weight by
+// ConvWeightGrad (the roles of input and gradient swapped when
+// transposed); grad_bias = sum of the gradient over all but the channels.
+// output_mask says which; static channel and spatial sizes only.
+absl::StatusOr<Outputs> ConvolutionBackward(Rewriter& r) {
+  Node* grad = r.Tensor("grad_output");
+  Node* input = r.Tensor("input");
+  Node* weight = r.Tensor("weight");
+  std::optional<bool> transposed = r.Bool("transposed");
+  std::optional<int64_t> groups = r.Int("groups");
+  std::optional<std::vector<bool>> mask = OutputMask(r);
+  if (!IsTensor(grad) || !IsTensor(input) || !IsTensor(weight) ||
+      !transposed.has_value() || !groups.has_value() || *groups <= 0 ||
+      !mask.has_value() || TM(input).dim() < 3 || TM(input).dim() > 5 ||
+      TM(weight).dim() != TM(input).dim() ||
+      TM(grad).dim() != TM(input).dim() || !IsFloatingPoint(TM(input).dtype)) {
+    return Outputs{};
+  }
+  int64_t rank = TM(input).dim();
+  size_t nsp = rank - 2;
+  auto stride = IntsArg(r, "stride", nsp);
+  auto padding = IntsArg(r, "padding", nsp);
+  auto dilation = IntsArg(r, "dilation", nsp);
+  auto output_padding = IntsArg(r, "output_padding", nsp);
+  if (!stride || !padding || !dilation || !output_padding) return Outputs{};
+  for (const TensorMeta* t : {&TM(input), &TM(weight), &TM(grad)}) {
+    for (int64_t d = 1; d < rank; ++d) {
+      if (!IsConstant(t->sizes[d])) return Outputs{};
+    }
+  }
+  for (size_t d = 0; d < nsp; ++d) {
+    if ((*stride)[d] <= 0 || (*dilation)[d] <= 0 || (*padding)[d] < 0) {
+      return Outputs{};
+    }
+  }
+  std::vector<int64_t> k, in, out;
+  for (size_t d = 0; d < nsp; ++d) {
+    k.push_back(TM(weight).sizes[2 + d].int_value());
+    in.push_back(TM(input).sizes[2 + d].int_value());
+    out.push_back(TM(grad).sizes[2 + d].int_value());
+  }
+  Outputs outs(3, nullptr);
+  if ((*mask)[0]) {
+    if (!*transposed) {
+      // The transposed convolution's output_padding: what its size formula
+      // leaves of the input's size (below the stride).
+      std::vector<int64_t> extra;
+      for (size_t d = 0; d < nsp; ++d) {
+        int64_t size = (out[d] - 1) * (*stride)[d] - 2 * (*padding)[d] +
+                       (*dilation)[d] * (k[d] - 1) + 1;
+        int64_t e = in[d] - size;
+        if (e < 0 || e >= (*stride)[d]) return Outputs{};
+        extra.push_back(e);
+      }
+      ASSIGN_OR_RETURN(outs[0], Conv(r, grad, weight, *stride, *padding,
+                                     *dilation, true, extra, *groups));
+    } else {
+      for (size_t d = 0; d < nsp; ++d) {
+        if ((*output_padding)[d] >= (*stride)[d]) return Outputs{};
+      }
+      std::vector<int64_t> zeros(nsp, 0);
+      ASSIGN_OR_RETURN(outs[0], Conv(r, grad, weight, *stride, *padding,
+                                     *dilation, false, zeros, *groups));
+    }
+  }
+  if ((*mask)[1]) {
+    ASSIGN_OR_RETURN(
+        outs[1], *transposed ? ConvWeightGrad(r, grad, input, k, *stride,
+                                              *padding, *dilation, *groups)
+                             : ConvWeightGrad(r, input, grad, k, *stride,
+                                              *padding, *dilation, *groups));
+  }
+  if ((*mask)[2]) {
+    std::vector<int64_t> dims = {0};
+    for (int64_t d = 2; d < rank; ++d) dims.push_back(d);
+    ASSIGN_OR_RETURN(outs[2], Sum(r, grad, dims, false));
+  }
+  for (Node*& o : outs) {
+    if (o != nullptr) {
+      ASSIGN_OR_RETURN(o, r.Contiguous(o));
+    }
+  }
+  return outs;
+}
+
 // ---- The table --------------------------------------------------------------
 
 using DecomposeFn = absl::StatusOr<Outputs> (*)(Rewriter&);
@@ -2202,6 +2385,7 @@ constexpr Decomposition kDecompositions[] = {
     {"aten.clamp_max.default", ClampScalar},
     {"aten.clamp_min.default", ClampScalar},
     {"aten.col2im.default", Col2Im},
+    {"aten.convolution_backward.default", ConvolutionBackward},
     {"aten.embedding_dense_backward.default", EmbeddingDenseBackward},
     {"aten.gelu.default", Gelu},
     {"aten.grid_sampler_2d.default", GridSampler2d},

@@ -48,6 +48,7 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
                 "aten.clamp_max.default",
                 "aten.clamp_min.default",
                 "aten.col2im.default",
+                "aten.convolution_backward.default",
                 "aten.embedding_dense_backward.default",
                 "aten.gelu.default",
                 "aten.grid_sampler_2d.default",
@@ -1326,6 +1327,63 @@ TEST(DecomposeDifferentialTest, AdaptiveAvgPool2dBackward) {
                   dtype),
         "_adaptive_avg_pool2d_backward");
   }
+}
+
+// Strided, padded, dilated, grouped, transposed (with output_padding), 1-d
+// and 2-d; output_mask with false entries.
+TEST(DecomposeDifferentialTest, ConvolutionBackward) {
+  for (const char* dtype : {"f32", "f64"}) {
+    ExpectSameBackward(
+        WithDType(
+            R"IR(def forward(self, x: "$[2, 4, 7, 6]", w: "$[6, 4, 3, 3]", w2: "$[6, 2, 3, 2]", xt: "$[2, 4, 5, 5]", wt: "$[4, 3, 3, 3]", wt2: "$[4, 2, 3, 3]", x1: "$[2, 3, 9]", w1: "$[5, 3, 4]"):
+    y = torch.ops.aten.convolution.default(x, w, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)
+    gy = torch.ops.aten.sin.default(y)
+    a = torch.ops.aten.convolution_backward.default(gy, x, w, [6], [2, 2], [1, 1], [1, 1], False, [0, 0], 1, [True, True, True])
+    a_0 = a[0]
+    a_1 = a[1]
+    a_2 = a[2]
+    y2 = torch.ops.aten.convolution.default(x, w2, None, [1, 2], [0, 1], [2, 1], False, [0, 0], 2)
+    gy2 = torch.ops.aten.sin.default(y2)
+    b = torch.ops.aten.convolution_backward.default(gy2, x, w2, None, [1, 2], [0, 1], [2, 1], False, [0, 0], 2, [True, True, False])
+    b_0 = b[0]
+    b_1 = b[1]
+    yt = torch.ops.aten.convolution.default(xt, wt, None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1)
+    gyt = torch.ops.aten.sin.default(yt)
+    c = torch.ops.aten.convolution_backward.default(gyt, xt, wt, [3], [2, 2], [1, 1], [1, 1], True, [1, 1], 1, [True, True, True])
+    c_0 = c[0]
+    c_1 = c[1]
+    c_2 = c[2]
+    yt2 = torch.ops.aten.convolution.default(xt, wt2, None, [1, 2], [0, 1], [1, 2], True, [0, 1], 2)
+    gyt2 = torch.ops.aten.sin.default(yt2)
+    d = torch.ops.aten.convolution_backward.default(gyt2, xt, wt2, [4], [1, 2], [0, 1], [1, 2], True, [0, 1], 2, [True, True, True])
+    d_0 = d[0]
+    d_1 = d[1]
+    d_2 = d[2]
+    y1 = torch.ops.aten.convolution.default(x1, w1, None, [5], [2], [1], False, [0], 1)
+    gy1 = torch.ops.aten.sin.default(y1)
+    e = torch.ops.aten.convolution_backward.default(gy1, x1, w1, [5], [5], [2], [1], False, [0], 1, [False, True, True])
+    e_1 = e[1]
+    e_2 = e[2]
+    return (a_0, a_1, a_2, b_0, b_1, c_0, c_1, c_2, d_0, d_1, d_2, e_1, e_2)
+)IR",
+            dtype),
+        "convolution_backward");
+  }
+}
+
+// What the backward decompositions leave: a transposed convolution whose
+// output_padding reaches the stride (allowed below the dilation), and
+// pools over symbolic spatial sizes.
+TEST(DecomposeTest, LeavesBackwardOpsItCannotDecompose) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(# lathe: hint s0 6
+def forward(self, x: "f32[1, 2, 5]", w: "f32[2, 3, 3]", g: "f32[1, 3, 10]", y: "f32[1, 2, s0, 6]", gy: "f32[1, 2, 3, 3]"):
+    c = torch.ops.aten.convolution_backward.default(g, x, w, [3], [1], [0], [2], True, [1], 1, [True, False, False])
+    c_0 = c[0]
+    a = torch.ops.aten._adaptive_avg_pool2d_backward.default(gy, y)
+    return (c_0, a)
+)IR",
+      std::nullopt));
 }
 
 // Rows at padding_idx are zeroed before the index_add into zeros of
