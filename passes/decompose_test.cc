@@ -637,11 +637,10 @@ void ExpectClose(const Tensor& want, const Tensor& got,
 
 // Runs `text` on random inputs before and after decompose (through a
 // pipeline, so the invariants are checked) and compares every output;
-// `decomposed` is the op that must be gone afterwards; with
-// `check_strides`, each output is also laid out as before.
+// `decomposed` is the op that must be gone afterwards. Each output must
+// also be laid out as before (its strides).
 void ExpectSameResults(const std::string& text, const std::string& decomposed,
-                       bool specials = false, int trials = 3,
-                       bool check_strides = false) {
+                       bool specials = false, int trials = 3) {
   SCOPED_TRACE(text);
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));
   symbolic::ShapeEnv env;
@@ -664,12 +663,10 @@ void ExpectSameResults(const std::string& text, const std::string& decomposed,
     for (size_t k = 0; k < want.outputs.size(); ++k) {
       ExpectClose(want.outputs[k].tensor, got.outputs[k].tensor,
                   absl::StrCat("output ", k, " of\n", after));
-      if (check_strides) {
-        EXPECT_EQ(want.outputs[k].tensor.strides(),
-                  got.outputs[k].tensor.strides())
-            << "output " << k << " of\n"
-            << after;
-      }
+      EXPECT_EQ(want.outputs[k].tensor.strides(),
+                got.outputs[k].tensor.strides())
+          << "output " << k << " of\n"
+          << after;
     }
   }
 }
@@ -1090,13 +1087,6 @@ TEST(DecomposeDifferentialTest, Clamp) {
 
 // ---- Backward ops -----------------------------------------------------------
 
-// The strides of every output are checked too (the kernels' results are
-// contiguous).
-void ExpectSameBackward(const std::string& text, const std::string& op) {
-  ExpectSameResults(text, op, /*specials=*/false, /*trials=*/3,
-                    /*check_strides=*/true);
-}
-
 // A graph text over `dtype` (every "$" in `body` replaced by it).
 std::string WithDType(const std::string& body, const char* dtype) {
   return absl::StrReplaceAll(body, {{"$", dtype}});
@@ -1107,7 +1097,7 @@ std::string WithDType(const std::string& body, const char* dtype) {
 // weight's gradient is not summed).
 TEST(DecomposeDifferentialTest, LayerNormBackward) {
   for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
-    ExpectSameBackward(
+    ExpectSameResults(
         WithDType(
             R"IR(def forward(self, x: "$[2, 3, 4, 5]", w: "$[4, 5]", b: "$[4, 5]", dy: "$[2, 3, 5, 4]"):
     ln = torch.ops.aten.native_layer_norm.default(x, [4, 5], w, b, 1e-05)
@@ -1130,7 +1120,7 @@ TEST(DecomposeDifferentialTest, LayerNormBackward) {
             dtype),
         "layer_norm_backward");
   }
-  ExpectSameBackward(
+  ExpectSameResults(
       R"IR(def forward(self, x: "f32[3, 4]", w: "f32[3, 4]", b: "f32[3, 4]", dy: "f32[3, 4]"):
     ln = torch.ops.aten.native_layer_norm.default(x, [3, 4], w, b, 1e-05)
     mean = ln[1]
@@ -1145,7 +1135,7 @@ TEST(DecomposeDifferentialTest, LayerNormBackward) {
 }
 
 TEST(DecomposeDifferentialTest, LayerNormBackwardOfSymbolicRows) {
-  ExpectSameBackward(R"IR(# lathe: hint s0 5
+  ExpectSameResults(R"IR(# lathe: hint s0 5
 def forward(self, x: "f32[s0, 6]", w: "f32[6]", dy: "f32[s0, 6]"):
     ln = torch.ops.aten.native_layer_norm.default(x, [6], w, None, 1e-05)
     mean = ln[1]
@@ -1155,12 +1145,12 @@ def forward(self, x: "f32[s0, 6]", w: "f32[6]", dy: "f32[s0, 6]"):
     bw_1 = bw[1]
     return (bw_0, bw_1)
 )IR",
-                     "layer_norm_backward");
+                    "layer_norm_backward");
 }
 
 TEST(DecomposeDifferentialTest, GroupNormBackward) {
   for (const char* dtype : {"f32", "f64", "f16"}) {
-    ExpectSameBackward(
+    ExpectSameResults(
         WithDType(
             R"IR(def forward(self, x: "$[2, 6, 3, 2]", w: "$[6]", b: "$[6]", dy: "$[2, 6, 3, 2]", x3: "$[3, 4, 5]", dy3: "$[3, 4, 5]"):
     gn = torch.ops.aten.native_group_norm.default(x, w, b, 2, 6, 6, 3, 1e-05)
@@ -1193,7 +1183,7 @@ TEST(DecomposeDifferentialTest, GroupNormBackward) {
 // scale_grad_by_freq.
 TEST(DecomposeDifferentialTest, EmbeddingDenseBackward) {
   for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
-    ExpectSameBackward(
+    ExpectSameResults(
         WithDType(
             R"IR(def forward(self, g: "$[3, 4, 5]", r: "i64[3, 4]", g1: "$[9, 2]", r1: "i64[9]"):
     i = torch.ops.aten.remainder.Scalar(r, 7)
@@ -1229,7 +1219,7 @@ TEST(DecomposeDifferentialTest, MaxPool2dWithIndicesBackward) {
   };
   for (const char* dtype : {"f32", "f64", "f16"}) {
     for (const Case& k : cases) {
-      ExpectSameBackward(
+      ExpectSameResults(
           absl::StrCat("def forward(self, x: \"", dtype, k.input,
                        "\"):\n    mp = "
                        "torch.ops.aten.max_pool2d_with_indices.default(x, ",
@@ -1273,7 +1263,7 @@ TEST(DecomposeDifferentialTest, AvgPool2dBackward) {
   };
   for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
     for (const Case& k : cases) {
-      ExpectSameBackward(
+      ExpectSameResults(
           absl::StrCat("def forward(self, x: \"", dtype, k.input,
                        "\"):\n    ap = torch.ops.aten.avg_pool2d.default(x, ",
                        k.forward, R"IR()
@@ -1291,7 +1281,7 @@ TEST(DecomposeDifferentialTest, AvgPool2dBackward) {
 // past the kernel.
 TEST(DecomposeDifferentialTest, Col2Im) {
   for (const char* dtype : {"f32", "f64", "f16"}) {
-    ExpectSameBackward(
+    ExpectSameResults(
         WithDType(
             R"IR(def forward(self, x: "$[2, 12, 12]", y: "$[9, 12]", z: "$[1, 8, 4]"):
     a = torch.ops.aten.col2im.default(x, [5, 6], [2, 3], [1, 1], [0, 1], [1, 2])
@@ -1308,7 +1298,7 @@ TEST(DecomposeDifferentialTest, Col2Im) {
 // unbatched input.
 TEST(DecomposeDifferentialTest, AdaptiveAvgPool2dBackward) {
   for (const char* dtype : {"f32", "f64", "f16"}) {
-    ExpectSameBackward(
+    ExpectSameResults(
         WithDType(R"IR(def forward(self, x: "$[2, 3, 7, 5]", y: "$[3, 6, 6]"):
     a = torch.ops.aten._adaptive_avg_pool2d.default(x, [4, 3])
     ga = torch.ops.aten.sin.default(a)
@@ -1333,7 +1323,7 @@ TEST(DecomposeDifferentialTest, AdaptiveAvgPool2dBackward) {
 // and 2-d; output_mask with false entries.
 TEST(DecomposeDifferentialTest, ConvolutionBackward) {
   for (const char* dtype : {"f32", "f64"}) {
-    ExpectSameBackward(
+    ExpectSameResults(
         WithDType(
             R"IR(def forward(self, x: "$[2, 4, 7, 6]", w: "$[6, 4, 3, 3]", w2: "$[6, 2, 3, 2]", xt: "$[2, 4, 5, 5]", wt: "$[4, 3, 3, 3]", wt2: "$[4, 2, 3, 3]", x1: "$[2, 3, 9]", w1: "$[5, 3, 4]"):
     y = torch.ops.aten.convolution.default(x, w, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)
