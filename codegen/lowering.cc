@@ -788,12 +788,28 @@ class Lowerer {
   absl::Status WriteInto(const Node* current, const TBox& target, TBox value) {
     int b = target.buffer;
     LATHE_CHECK(b >= 0);
+    std::vector<const Node*> borrowed;
+    const ir::ValueMeta& written = Meta(current);
     for (auto& [node, v] : values_) {
       if (node == current || remaining_[node] == 0) continue;
       if (v.kind == NodeValue::Kind::kTensor && v.t.buffer < 0 &&
           v.t.reads.count(b) > 0) {
         RETURN_IF_ERROR(RealizeNode(node));
       }
+      // A value of another storage that reads b's memory in place (a copy
+      // or expand lowered as a view of it) keeps the values it had.
+      if (v.kind == NodeValue::Kind::kTensor && v.t.buffer == b &&
+          written.kind == ir::ValueMeta::Kind::kTensor &&
+          Meta(node).kind == ir::ValueMeta::Kind::kTensor &&
+          TMeta(node).storage != written.tensor.storage) {
+        borrowed.push_back(node);
+      }
+    }
+    for (const Node* node : borrowed) {
+      TBox loader = values_.at(node).t;
+      loader.buffer = -1;
+      ASSIGN_OR_RETURN(TBox copy, Realize(loader, &TMeta(node)));
+      values_.at(node).t = copy;
     }
     // Broadcast the value to the target's sizes.
     if (value.sizes != target.sizes) {
@@ -938,6 +954,8 @@ class Lowerer {
     return c.Error(absl::StrCat("argument ", i, " is not an int"));
   }
 
+  // Whether some op writes storage `s`.
+  bool Mutated(ir::StorageId s) const { return mutated_.contains(s); }
   absl::flat_hash_map<ir::StorageId, int>& storage_buffer() {
     return storage_buffer_;
   }
@@ -1404,7 +1422,18 @@ absl::StatusOr<TBox> ViewOfBuffer(Lowerer& L, const Call& c, const Node* base,
     return L.FromBuffer(b.buffer, m.dtype, m.sizes, m.strides,
                         symbolic::Add(m.storage_offset, delta));
   }
-  return c.Error("a view of a value whose layout differs from its meta");
+  if (L.Mutated(m.storage)) {
+    // A copy would not alias the storage the program writes.
+    return c.Error("a view of a value whose layout differs from its meta");
+  }
+  // The base is in memory in another layout than its meta's (a value
+  // realized before its view was known): a copy of it in the meta's
+  // layout, which the view's meta then indexes.
+  TBox loader = b;
+  loader.buffer = -1;
+  ASSIGN_OR_RETURN(TBox copy, L.Realize(loader, &bm));
+  return L.FromBuffer(copy.buffer, m.dtype, m.sizes, m.strides,
+                      m.storage_offset);
 }
 
 // A view op: index arithmetic over the view's meta when the base is in

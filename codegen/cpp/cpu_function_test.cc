@@ -781,6 +781,32 @@ def forward(self, x: "f32[5, 7][7, 1]cpu", n: "Sym(s0)"):
   }
 }
 
+// copy(z, y) lowers as a broadcast view of y's memory; when y is written
+// afterwards (sub_), the copy keeps the values it had, and a view of it in
+// another layout (diagonal) reads those. By hand, y = 1 .. 6: copy's rows
+// are 2, 4, .. 12, sub_ gives 1, 3, .. 11, the diagonal is 2, 4, 6, 8.
+TEST(CpuFunctionTest, AValueReadingAWrittenBufferInPlaceKeepsItsValues) {
+  constexpr char kText[] = R"IR(
+def forward(self, y: "f32[6][1]cpu", z: "f32[4, 6][6, 1]cpu"):
+    mul_ = torch.ops.aten.mul_.Tensor(y, 2)
+    copy = torch.ops.aten.copy.default(z, mul_)
+    sub_ = torch.ops.aten.sub_.Tensor(mul_, 1)
+    diagonal = torch.ops.aten.diagonal.default(copy, 0)
+    return (sub_, copy, diagonal)
+)IR";
+  ASSERT_OK_AND_ASSIGN(Compiled c, CompileGraph(kText));
+  auto inputs = [] {
+    return std::vector<ir::Value>{Filled({6}, 1), Filled({4, 6}, 100)};
+  };
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, c.function->Run(inputs()));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation want,
+                       ir::Interpret(*c.graph, inputs()));
+  ExpectSameOutputs(got, want);
+  EXPECT_EQ(got.outputs[0].tensor.GetDouble({5}), 11);
+  EXPECT_EQ(got.outputs[1].tensor.GetDouble({3, 5}), 12);
+  EXPECT_EQ(got.outputs[2].tensor.GetDouble({3}), 8);
+}
+
 // Hostile data-dependent sizes (review): [n, n, 8] with n = 2^31 - 1 has
 // more elements than int64 counts, which is refused as memory before any
 // kernel writes; .item() of a float16 tensor reads its value; var over dim 0
