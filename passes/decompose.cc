@@ -626,9 +626,9 @@ absl::StatusOr<Outputs> BatchNormCore(Rewriter& r, Node* rm, Node* rv,
   }
   if (!training && (rm == nullptr || rv == nullptr)) return Outputs{};
   DType compute = OpMath(m.dtype);
-  Node* out;
-  Node* save_mean;
-  Node* save_rstd;
+  Node* out = nullptr;
+  Node* save_mean = nullptr;
+  Node* save_rstd = nullptr;
   Node* new_rm = rm;
   Node* new_rv = rv;
   if (training) {
@@ -1865,11 +1865,9 @@ absl::StatusOr<Outputs> MaxPool2dBackward(Rewriter& r) {
   return Outputs{out};
 }
 
-// A pair of ints from an int[2] argument (one value stands for both; an
-// empty list is `empty`); nullopt unless literal.
-std::optional<std::pair<int64_t, int64_t>> IntPair(
-    const Rewriter& r, absl::string_view name,
-    std::optional<std::pair<int64_t, int64_t>> empty = std::nullopt) {
+// The ints of an int or int-list argument; nullopt unless literal.
+std::optional<std::vector<int64_t>> LiteralInts(const Rewriter& r,
+                                                absl::string_view name) {
   Arg a = r.Get(name);
   std::vector<int64_t> v;
   if (a.kind == Arg::Kind::kInt) {
@@ -1882,6 +1880,17 @@ std::optional<std::pair<int64_t, int64_t>> IntPair(
   } else {
     return std::nullopt;
   }
+  return v;
+}
+
+// A pair of ints from an int[2] argument (one value stands for both; an
+// empty list is `empty`); nullopt unless literal.
+std::optional<std::pair<int64_t, int64_t>> IntPair(
+    const Rewriter& r, absl::string_view name,
+    std::optional<std::pair<int64_t, int64_t>> empty = std::nullopt) {
+  std::optional<std::vector<int64_t>> ints = LiteralInts(r, name);
+  if (!ints.has_value()) return std::nullopt;
+  const std::vector<int64_t>& v = *ints;
   if (v.empty()) return empty;
   if (v.size() == 1) return std::make_pair(v[0], v[0]);
   if (v.size() != 2) return std::nullopt;
@@ -2175,18 +2184,9 @@ absl::StatusOr<Outputs> AdaptiveAvgPool2dBackward(Rewriter& r) {
 // unless literal.
 std::optional<std::vector<int64_t>> IntsArg(const Rewriter& r,
                                             absl::string_view name, size_t n) {
-  Arg a = r.Get(name);
-  std::vector<int64_t> v;
-  if (a.kind == Arg::Kind::kInt) {
-    v = {a.i};
-  } else if (a.kind == Arg::Kind::kList) {
-    for (const Arg& e : a.list) {
-      if (e.kind != Arg::Kind::kInt) return std::nullopt;
-      v.push_back(e.i);
-    }
-  } else {
-    return std::nullopt;
-  }
+  std::optional<std::vector<int64_t>> ints = LiteralInts(r, name);
+  if (!ints.has_value()) return std::nullopt;
+  std::vector<int64_t> v = *std::move(ints);
   if (v.size() == 1) v.assign(n, v[0]);
   if (v.size() != n) return std::nullopt;
   return v;
