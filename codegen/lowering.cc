@@ -13,6 +13,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -789,7 +790,10 @@ class Lowerer {
     int b = target.buffer;
     LATHE_CHECK(b >= 0);
     std::vector<const Node*> borrowed;
-    const ir::ValueMeta& written = Meta(current);
+    std::optional<ir::StorageId> written;
+    if (Meta(current).kind == ir::ValueMeta::Kind::kTensor) {
+      written = TMeta(current).storage;
+    }
     for (auto& [node, v] : values_) {
       if (node == current || remaining_[node] == 0) continue;
       if (v.kind == NodeValue::Kind::kTensor && v.t.buffer < 0 &&
@@ -799,9 +803,9 @@ class Lowerer {
       // A value of another storage that reads b's memory in place (a copy
       // or expand lowered as a view of it) keeps the values it had.
       if (v.kind == NodeValue::Kind::kTensor && v.t.buffer == b &&
-          written.kind == ir::ValueMeta::Kind::kTensor &&
+          written.has_value() &&
           Meta(node).kind == ir::ValueMeta::Kind::kTensor &&
-          TMeta(node).storage != written.tensor.storage) {
+          TMeta(node).storage != *written) {
         borrowed.push_back(node);
       }
     }
@@ -988,7 +992,9 @@ class Lowerer {
   Program program_;
   const Node* current_ = nullptr;  // the node whose kernels are being emitted
   absl::flat_hash_map<std::string, int64_t> check_ids_;
-  absl::flat_hash_map<const Node*, ir::ValueMeta> metas_;
+  // Node-based: lowering functions hold references to metas while asking
+  // for others.
+  absl::node_hash_map<const Node*, ir::ValueMeta> metas_;
   absl::flat_hash_map<const Node*, NodeValue> values_;
   absl::flat_hash_map<const Node*, int> remaining_;
   absl::flat_hash_map<ir::StorageId, int> storage_buffer_;
@@ -3082,6 +3088,35 @@ int64_t WrapDim(int64_t dim, size_t rank) {
   return dim < 0 ? dim + r : dim;
 }
 
+// A kernel whose one section walks `sizes` in row-major order, the order a
+// scan counts in.
+Kernel RowMajorWalk(Lowerer& L, const std::vector<Expr>& sizes) {
+  Kernel k = L.NewKernel({});
+  Section& sec = k.sections[0];
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    sec.vars.push_back(SectionVar(0, static_cast<int>(d)));
+  }
+  sec.ranges = sizes;
+  return k;
+}
+
+// Where bool `flag` holds, how many elements before this one in the walk it
+// held for (a running count, minus 1); 0 elsewhere.
+int TruePosition(KernelBuilder& kb, int flag) {
+  ScalarOp scan;
+  scan.kind = ScalarOp::Kind::kScan;
+  scan.reduce = ReduceKind::kSum;
+  scan.dtype = DType::kInt64;
+  scan.args = {kb.Cast(flag, DType::kInt64)};
+  int running = kb.Add(std::move(scan));
+  return kb.Call("where",
+                 {flag,
+                  kb.Call("sub", {running, kb.IntConstant(1, DType::kInt64)},
+                          DType::kInt64),
+                  kb.IntConstant(0, DType::kInt64)},
+                 DType::kInt64);
+}
+
 // masked_scatter(self, mask, source): one kernel whose single section walks
 // the broadcast result in row-major order, counting the mask's true
 // elements with a scan; where mask is true the element is source's
@@ -3099,29 +3134,13 @@ absl::StatusOr<NodeValue> LowerMaskedScatter(Lowerer& L, const Call& c) {
                    L.Realize(ReshapeLoader(source, {numel}), nullptr));
   self = L.Broadcast(self, m.sizes);
   mask = L.Broadcast(mask, m.sizes);
-  Kernel k = L.NewKernel({});
-  Section& sec = k.sections[0];
-  for (size_t d = 0; d < m.sizes.size(); ++d) {
-    sec.vars.push_back(SectionVar(0, static_cast<int>(d)));
-  }
-  sec.ranges = m.sizes;
-  const std::vector<Expr> idx = sec.vars;
+  Kernel k = RowMajorWalk(L, m.sizes);
+  const std::vector<Expr> idx = k.sections[0].vars;
   KernelBuilder kb(&k);
   ASSIGN_OR_RETURN(int keep, mask.load(kb, idx));
   keep = kb.Cast(keep, DType::kBool);
-  ScalarOp scan;
-  scan.kind = ScalarOp::Kind::kScan;
-  scan.reduce = ReduceKind::kSum;
-  scan.dtype = DType::kInt64;
-  scan.args = {kb.Cast(keep, DType::kInt64)};
-  int count = kb.Add(std::move(scan));
-  // Source position count - 1 where mask is true, 0 elsewhere (not read).
-  int at = kb.Call(
-      "where",
-      {keep,
-       kb.Call("sub", {count, kb.IntConstant(1, DType::kInt64)}, DType::kInt64),
-       kb.IntConstant(0, DType::kInt64)},
-      DType::kInt64);
+  // Source position where mask is true, 0 elsewhere (not read).
+  int at = TruePosition(kb, keep);
   int checked = L.CheckIndex(kb, c.node(), at, numel, false, 0);
   int from_source = IndirectLoad(kb, flat, {IndirectVar(0)}, {checked});
   ASSIGN_OR_RETURN(int from_self, self.load(kb, idx));
@@ -3198,36 +3217,16 @@ absl::StatusOr<NodeValue> LowerNonzero(Lowerer& L, const Call& c) {
   L.EmitBind(u, count.buffer, count.offset);
   int b = L.NewBuffer(DType::kInt64,
                       StorageNumel(m.sizes, m.strides, m.storage_offset));
-  Kernel k = L.NewKernel({});
-  Section& sec = k.sections[0];
-  for (size_t d = 0; d < rank; ++d) {
-    sec.vars.push_back(SectionVar(0, static_cast<int>(d)));
-  }
-  sec.ranges = x.sizes;
-  const std::vector<Expr> idx = sec.vars;
+  Kernel k = RowMajorWalk(L, x.sizes);
+  const std::vector<Expr> idx = k.sections[0].vars;
   KernelBuilder kb(&k);
   ASSIGN_OR_RETURN(int nz, keep.load(kb, idx));
-  ScalarOp scan;
-  scan.kind = ScalarOp::Kind::kScan;
-  scan.reduce = ReduceKind::kSum;
-  scan.dtype = DType::kInt64;
-  scan.args = {kb.Cast(nz, DType::kInt64)};
-  int running = kb.Add(std::move(scan));
-  // Row running - 1 where x is nonzero (within [0, u0): the count kernel
+  // The element's row where x is nonzero (within [0, u0): the count kernel
   // saw the same elements), 0 elsewhere (not written).
-  int row = kb.Call("where",
-                    {nz,
-                     kb.Call("sub", {running, kb.IntConstant(1, DType::kInt64)},
-                             DType::kInt64),
-                     kb.IntConstant(0, DType::kInt64)},
-                    DType::kInt64);
+  int row = TruePosition(kb, nz);
   // The count kernel read the same buffer, so the row is below u0; the mask
   // says so too, so no store can leave the buffer.
-  ScalarOp rows;
-  rows.kind = ScalarOp::Kind::kIndex;
-  rows.dtype = DType::kInt64;
-  rows.index = u;
-  int in_range = kb.Call("lt", {row, kb.Add(std::move(rows))}, DType::kBool);
+  int in_range = kb.Call("lt", {row, kb.Index(u)}, DType::kBool);
   int mask = kb.Call("logical_and", {nz, in_range}, DType::kBool);
   for (size_t d = 0; d < rank; ++d) {
     Expr at = symbolic::Add(
