@@ -165,8 +165,8 @@ struct Kernel {
       ops;  // in evaluation order; ScalarOp::section says where
   // kExtern: a LatheKernelRuntime routine ("sgemm", "dgemm": sizes,
   // strides and offsets as its arguments; "sconv", "sort": one geometry
-  // array), its
-  // buffers and the integer arguments it is called with.
+  // array) or "randperm" (n, seed, first draw: a serial loop the emitter
+  // writes out), its buffers and the integer arguments it is called with.
   std::string routine;
   std::vector<int> extern_buffers;  // outputs first
   int extern_outputs = 1;           // how many of them it writes
