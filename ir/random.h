@@ -29,11 +29,14 @@
 
 #include <cstdint>
 
+#include "runtime/kernel_runtime.h"
+
 namespace lathe::ir {
 
 class Generator {
  public:
-  static constexpr uint64_t kDefaultSeed = 0x6c617468u;  // "lath"
+  // Compiled code's default seed too (runtime/kernel_runtime.h).
+  static constexpr uint64_t kDefaultSeed = lathe::kDefaultSeed;
 
   explicit Generator(uint64_t seed = kDefaultSeed) : seed_(seed) {}
 

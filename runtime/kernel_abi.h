@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field changes; an artifact records the one it uses. */
-#define LATHE_KERNEL_ABI_VERSION 5
+#define LATHE_KERNEL_ABI_VERSION 6
 
 /* What a LatheValue holds. */
 #define LATHE_VALUE_NONE 0
@@ -117,9 +117,9 @@ typedef struct LatheKernelRuntime {
   int (*copy)(const LatheValue* dst, const LatheValue* src);
   /* The seed of this call's random ops (rand, randn, randperm,
    * native_dropout): draw k is a pure function of (seed, k), the
-   * interpreter's counter-based generator (ir/random.h). 0 in
-   * lathe::KernelRuntime(); a caller that wants other numbers calls with a
-   * copy that sets it. */
+   * interpreter's counter-based generator (ir/random.h). Its default
+   * seed in lathe::KernelRuntime(); a caller that wants other numbers
+   * calls with a copy that sets it. */
   uint64_t seed;
 } LatheKernelRuntime;
 
@@ -150,8 +150,13 @@ typedef int (*LatheCallUserFn)(const LatheValue* args, int64_t num_args,
                                LatheValue* results, int64_t num_results,
                                const LatheKernelRuntime* rt);
 
-/* The compiled guard set: 1 when `inputs` (the graph's placeholders as the
- * user gave them, before composite flattening) satisfy every guard. */
+/* The compiled guard set over `inputs` (the graph's placeholders as the
+ * user gave them, before composite flattening; a composite is read by its
+ * outer sizes and strides): LATHE_GUARDS_HOLD when every guard holds, else
+ * the index of the first that fails, or LATHE_GUARDS_OTHER_INPUTS when the
+ * inputs are not of the count, kinds and ranks the guards were made for. */
+#define LATHE_GUARDS_HOLD (-1)
+#define LATHE_GUARDS_OTHER_INPUTS (-2)
 typedef int (*LatheGuardFn)(const LatheValue* inputs, int64_t num_inputs);
 
 #ifdef __cplusplus

@@ -130,7 +130,7 @@ const LatheKernelRuntime* KernelRuntime() {
                                         &Retain,
                                         &Release,
                                         &Copy,
-                                        /*seed=*/0};
+                                        /*seed=*/kDefaultSeed};
   return &rt;
 }
 

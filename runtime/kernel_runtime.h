@@ -16,14 +16,21 @@
 #ifndef LATHE_RUNTIME_KERNEL_RUNTIME_H_
 #define LATHE_RUNTIME_KERNEL_RUNTIME_H_
 
+#include <cstdint>
+
 #include "absl/strings/string_view.h"
 #include "runtime/kernel_abi.h"
 
 namespace lathe {
 
+// The seed of a call that names none: the interpreter's default generator
+// (ir/random.h), so compiled and interpreted runs draw the same numbers.
+inline constexpr uint64_t kDefaultSeed = 0x6c617468u;  // "lath"
+
 // KernelRuntime()
 //
-// The routines of this build, for every compiled graph.
+// The routines of this build, for every compiled graph (their seed is
+// kDefaultSeed).
 const LatheKernelRuntime* KernelRuntime();
 
 // KernelAbiSource()

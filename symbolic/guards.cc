@@ -761,26 +761,27 @@ std::string GuardSet::ToString() const {
   return out;
 }
 
-std::string GuardSet::ToCpp(
-    const std::function<std::string(const Source&)>& source_name) const {
+std::string GuardSet::GuardCpp(
+    int i, const std::function<std::string(const Source&)>& source_name) const {
   auto spell = [&](const Source& s) {
     return source_name ? source_name(s) : DefaultSourceName(s);
   };
+  const Guard& g = guards_[i];
+  if (g.fast == Fast::kSlotNotNan) {
+    return absl::StrCat("!std::isnan(", spell(slot_sources_[g.slot]), ")");
+  }
   CppPrintOptions options;
   options.symbol_name = [&](Expr s) {
     auto it = display_.find(s);
     return it != display_.end() ? spell(it->second) : std::string(s.name());
   };
+  return symbolic::ToCpp(exprs_[i], options);
+}
+
+std::string GuardSet::ToCpp(
+    const std::function<std::string(const Source&)>& source_name) const {
   std::vector<std::string> parts;
-  for (int i = 0; i < size(); ++i) {
-    const Guard& g = guards_[i];
-    if (g.fast == Fast::kSlotNotNan) {
-      parts.push_back(
-          absl::StrCat("!std::isnan(", spell(slot_sources_[g.slot]), ")"));
-    } else {
-      parts.push_back(symbolic::ToCpp(exprs_[i], options));
-    }
-  }
+  for (int i = 0; i < size(); ++i) parts.push_back(GuardCpp(i, source_name));
   if (parts.empty()) return "true";
   return absl::StrJoin(parts, " && ");
 }

@@ -89,6 +89,10 @@ class GuardSet {
   // (default: t0_size_1, t0_stride_0, t0_storage_offset, a2).
   std::string ToCpp(
       const std::function<std::string(const Source&)>& source_name = {}) const;
+  // Guard `i` alone as a C++ boolean expression, spelled as ToCpp spells it.
+  std::string GuardCpp(
+      int i,
+      const std::function<std::string(const Source&)>& source_name = {}) const;
   // The guards as expressions over symbols bound at sources.
   const std::vector<Expr>& exprs() const { return exprs_; }
 

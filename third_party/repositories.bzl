@@ -24,6 +24,8 @@ Repositories:
                             //:openblas.
   onednn                    libdnnl-dev (oneDNN 2.6, OpenMP runtime): //:dnnl.
   sleef                     libsleef-dev (3.5): //:sleef.
+  openssl                   libssl-dev (3.0): //:crypto (SHA-256).
+  hiredis                   libhiredis-dev (0.14): //:hiredis.
   highway                   libhwy-dev (1.0.3): //:hwy, //:math
                             (hwy/contrib/math), static dispatch only.
   local_cuda                the CUDA toolkit (default /usr/local/cuda,
@@ -211,6 +213,16 @@ def lathe_repositories():
         files_repository,
         name = "sleef",
         files = {Label("//third_party/sleef:sleef.BUILD"): "BUILD"},
+    )
+    _maybe(
+        files_repository,
+        name = "openssl",
+        files = {Label("//third_party/openssl:openssl.BUILD"): "BUILD"},
+    )
+    _maybe(
+        files_repository,
+        name = "hiredis",
+        files = {Label("//third_party/hiredis:hiredis.BUILD"): "BUILD"},
     )
     _maybe(
         files_repository,

@@ -8,8 +8,10 @@
 #
 # The test job runs, in order: every test target (`bazel test //...`), every
 # test target again under AddressSanitizer + UndefinedBehaviorSanitizer
-# (--config=sanitizers; skip with LATHE_SKIP_SANITIZERS=1), and the consumer
-# workspace in tools/consumer_example, which takes lathe as a dependency.
+# (--config=sanitizers; skip with LATHE_SKIP_SANITIZERS=1), the tests tagged
+# `threads` under ThreadSanitizer (--config=tsan; skipped with them), and the
+# consumer workspace in tools/consumer_example, which takes lathe as a
+# dependency.
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -30,6 +32,9 @@ readonly PACKAGES=(
   libhwy-dev
   libopenblas-dev
   libsleef-dev
+  libssl-dev
+  libhiredis-dev
+  redis-server
   graphviz
 )
 
@@ -100,6 +105,8 @@ job_test() {
   run_tests "all tests" "$ROOT" //...
   if [ "${LATHE_SKIP_SANITIZERS:-0}" != 1 ]; then
     run_tests "all tests under asan+ubsan" "$ROOT" --config=sanitizers //...
+    run_tests "threaded tests under tsan" "$ROOT" --config=tsan \
+      --build_tests_only --test_tag_filters=threads //...
   fi
   run_tests "consumer workspace" "$ROOT/tools/consumer_example" //...
   (cd "$ROOT/tools/consumer_example" && bazel shutdown) >/dev/null 2>&1

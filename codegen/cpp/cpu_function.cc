@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <deque>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -16,11 +15,29 @@
 #include "codegen/fusion_graph.h"
 #include "codegen/scheduler.h"
 #include "runtime/kernel_runtime.h"
+#include "runtime/loaded_graph.h"
 #include "runtime/storage.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
 
 namespace lathe::codegen {
+
+namespace {
+
+// The shape of a user result laid out as `l`, each plain value with the
+// rank the next of `ranks` gives.
+ResultShape ShapeOf(const aot::CompositeLayout& l,
+                    const std::vector<int>& ranks, size_t* next) {
+  if (l.type == nullptr) return ResultShape::Plain(ranks[(*next)++]);
+  ResultShape s;
+  s.type = std::string(l.type->name());
+  for (const aot::CompositeLayout& inner : l.inner) {
+    s.inner.push_back(ShapeOf(inner, ranks, next));
+  }
+  return s;
+}
+
+}  // namespace
 
 CpuFunction::~CpuFunction() {
   if (!temp_dir_.empty()) {
@@ -98,13 +115,7 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Compile(
   }
   ASSIGN_OR_RETURN(f->built_, CompileSharedLibrary(f->source_, dir));
   f->stats_.compiler_seconds = f->built_.seconds;
-  // The OpenMP runtime the kernels link stays loaded for the process: were
-  // it unloaded with the last kernel library, its thread pool and state
-  // would go with it (and LeakSanitizer reports them).
-  static const absl::StatusOr<SharedLibrary>* openmp =
-      new absl::StatusOr<SharedLibrary>(
-          SharedLibrary::Open("libgomp.so.1", /*keep=*/true));
-  if (!openmp->ok()) return openmp->status();
+  RETURN_IF_ERROR(KeepOpenMpLoaded());
   ASSIGN_OR_RETURN(f->library_, SharedLibrary::Open(f->built_.path));
   ASSIGN_OR_RETURN(void* call, f->library_.Symbol("lathe_call"));
   f->call_ = reinterpret_cast<LatheCallFn>(call);
@@ -113,8 +124,31 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Compile(
     f->guards_ = reinterpret_cast<LatheGuardFn>(guards);
   }
   if (wrapper.user_entry) {
-    ASSIGN_OR_RETURN(void* user, f->library_.Symbol("lathe_call_user"));
-    f->user_call_ = reinterpret_cast<LatheCallUserFn>(user);
+    CallSignature signature;
+    size_t leaf = 0;
+    for (const aot::CompositeLayout& l : f->subclass_->result_layouts()) {
+      signature.results.push_back(ShapeOf(l, f->output_ranks_, &leaf));
+    }
+    // A rebound dense slot as the user argument it is (-1: an inner value
+    // of a composite, which the caller does not rebind).
+    std::vector<int> argument_of;
+    const auto& arguments = f->subclass_->argument_layouts();
+    for (size_t i = 0; i < arguments.size(); ++i) {
+      int n = arguments[i].Slots(/*argument=*/true);
+      for (int k = 0; k < n; ++k) {
+        argument_of.push_back(
+            arguments[i].type == nullptr && k == 0 ? static_cast<int>(i) : -1);
+      }
+    }
+    for (int slot : f->rebound_inputs_) {
+      signature.rebound_inputs.push_back(
+          slot < static_cast<int>(argument_of.size()) ? argument_of[slot] : -1);
+    }
+    signature.rebound_ranks.assign(f->output_ranks_.begin() + leaf,
+                                   f->output_ranks_.end());
+    signature.checks = f->lowered_.program.checks;
+    ASSIGN_OR_RETURN(f->user_call_,
+                     LoadedGraph::Open(f->built_.path, std::move(signature)));
   }
   return f;
 }
@@ -130,20 +164,6 @@ LatheKernelRuntime SeededRuntime(uint64_t seed) {
 
 // Inputs and outputs up to this many are passed without a heap array.
 constexpr size_t kMaxInline = 16;
-
-// `t` as the C ABI sees it: a view, nothing copied or retained.
-LatheValue ViewOfTensor(const Tensor& t) {
-  LatheValue c{};
-  c.kind = LATHE_VALUE_TENSOR;
-  c.dtype = static_cast<int32_t>(t.dtype());
-  c.ndim = t.dim();
-  c.sizes = const_cast<int64_t*>(t.sizes().data());
-  c.strides = const_cast<int64_t*>(t.strides().data());
-  c.storage_offset = t.storage_offset();
-  c.data = t.storage().data();
-  c.storage = const_cast<Storage*>(&t.storage());
-  return c;
-}
 
 // `v` as the C ABI sees it: a view, nothing copied or retained.
 LatheValue ViewOf(const ir::Value& v) {
@@ -171,115 +191,11 @@ LatheValue ViewOf(const ir::Value& v) {
   return c;
 }
 
-// The storage handle a result holds (kernel_runtime.cc's Alloc/Retain), taken
-// back: the Storage it names.
-Storage TakeStorage(void* handle) {
-  Storage* s = static_cast<Storage*>(handle);
-  Storage taken = std::move(*s);
-  delete s;
-  return taken;
-}
-
-// A result lathe_call filled, holding `held` (its storage, taken back).
+// A result lathe_call filled, holding `held` (its storage), as a value.
 absl::StatusOr<ir::Value> ResultValue(const LatheValue& o, Storage held) {
-  switch (o.kind) {
-    case LATHE_VALUE_TENSOR: {
-      ASSIGN_OR_RETURN(
-          Tensor t, Tensor::Wrap(std::move(held), static_cast<DType>(o.dtype),
-                                 absl::MakeConstSpan(o.sizes, o.ndim),
-                                 absl::MakeConstSpan(o.strides, o.ndim),
-                                 o.storage_offset));
-      return ir::Value::OfTensor(std::move(t));
-    }
-    case LATHE_VALUE_INT:
-      return ir::Value::Number(symbolic::Int(o.i));
-    case LATHE_VALUE_BOOL:
-      return ir::Value::Number(symbolic::Bool(o.i != 0));
-    case LATHE_VALUE_FLOAT:
-      return ir::Value::Number(symbolic::Float(o.f));
-    default:
-      return ir::Value::None();
-  }
+  ASSIGN_OR_RETURN(Operand r, ResultOperand(o, std::move(held)));
+  return aot::ValueOf(r);
 }
-
-// The LatheValue trees of the user's values: composite inner arrays and
-// type names live here as long as the call.
-class ValueTrees {
- public:
-  // `o` as the C ABI sees it (a composite with its inner values).
-  LatheValue View(const Operand& o) {
-    LatheValue c{};
-    switch (o.kind) {
-      case Operand::Kind::kTensor:
-        return o.tensor.defined() ? ViewOfTensor(o.tensor) : c;
-      case Operand::Kind::kInt:
-        c.kind = LATHE_VALUE_INT;
-        c.i = o.i;
-        return c;
-      case Operand::Kind::kBool:
-        c.kind = LATHE_VALUE_BOOL;
-        c.i = o.b ? 1 : 0;
-        return c;
-      case Operand::Kind::kFloat:
-        c.kind = LATHE_VALUE_FLOAT;
-        c.f = o.f;
-        return c;
-      case Operand::Kind::kNone:
-        return c;
-      case Operand::Kind::kComposite:
-        break;
-    }
-    const CompositeTensor& t = *o.composite;
-    c.kind = LATHE_VALUE_COMPOSITE;
-    c.type = Name(t.type->name());
-    c.dtype = static_cast<int32_t>(t.dtype);
-    c.ndim = static_cast<int64_t>(t.sizes.size());
-    c.sizes = const_cast<int64_t*>(t.sizes.data());
-    c.strides = const_cast<int64_t*>(t.strides.data());
-    c.num_inner = static_cast<int64_t>(t.inner.size());
-    c.inner = Values(t.inner.size());
-    for (size_t k = 0; k < t.inner.size(); ++k) c.inner[k] = View(t.inner[k]);
-    return c;
-  }
-
-  // An empty result shaped as `l`, each plain value with the rank the next
-  // of `ranks` gives; returns the first plain value's rank (a composite's
-  // outer rank).
-  int Shape(const aot::CompositeLayout& l, const std::vector<int>& ranks,
-            size_t* next, LatheValue* v) {
-    *v = LatheValue{};
-    int rank = 0;
-    if (l.type == nullptr) {
-      rank = ranks[(*next)++];
-    } else {
-      v->num_inner = static_cast<int64_t>(l.inner.size());
-      v->inner = Values(l.inner.size());
-      for (size_t k = 0; k < l.inner.size(); ++k) {
-        int r = Shape(l.inner[k], ranks, next, &v->inner[k]);
-        if (k == 0) rank = r;
-      }
-    }
-    v->sizes = Dims(2 * rank);
-    v->strides = v->sizes + rank;
-    return rank;
-  }
-
- private:
-  LatheValue* Values(size_t n) {
-    values_.push_back(std::make_unique<LatheValue[]>(std::max<size_t>(n, 1)));
-    return values_.back().get();
-  }
-  int64_t* Dims(int n) {
-    dims_.push_back(std::make_unique<int64_t[]>(std::max(n, 1)));
-    return dims_.back().get();
-  }
-  const char* Name(absl::string_view name) {
-    return names_.emplace_back(name).c_str();
-  }
-  std::vector<std::unique_ptr<LatheValue[]>> values_;
-  std::vector<std::unique_ptr<int64_t[]>> dims_;
-  std::deque<std::string> names_;
-};
 
 }  // namespace
 
@@ -307,7 +223,8 @@ bool CpuFunction::Admits(absl::Span<const symbolic::GuardInput> inputs) const {
         break;
     }
   }
-  return guards_(in.data(), static_cast<int64_t>(in.size())) != 0;
+  return guards_(in.data(), static_cast<int64_t>(in.size())) ==
+         LATHE_GUARDS_HOLD;
 }
 
 absl::StatusOr<std::vector<const ir::Value*>> CpuFunction::WithConstants(
@@ -342,20 +259,7 @@ absl::Status CpuFunction::CallError(
     return absl::InternalError(
         "the compiled input check refused inputs the annotations admit");
   }
-  if (rc == LATHE_CALL_NO_MEMORY) {
-    return absl::ResourceExhaustedError(
-        "out of memory allocating the compiled graph's buffers");
-  }
-  if (rc == LATHE_CALL_COPY_FAILED) {
-    return absl::InternalError(
-        "the mutation epilogue could not copy an updated value into its input");
-  }
-  const std::vector<std::string>& checks = lowered_.program.checks;
-  if (rc > 0 && rc <= static_cast<int>(checks.size())) {
-    return absl::InvalidArgumentError(checks[rc - 1]);
-  }
-  return absl::InternalError(
-      absl::StrCat("the compiled graph failed (", rc, ")"));
+  return CallStatus(rc, lowered_.program.checks);
 }
 
 std::vector<bool> CpuFunction::Mutated(size_t inputs) const {
@@ -421,6 +325,38 @@ absl::StatusOr<std::vector<ir::Value>> CpuFunction::Call(
   return results;
 }
 
+absl::Status CpuFunction::CheckUser(
+    absl::Span<const Operand> args,
+    const absl::flat_hash_map<std::string, ir::Value>& constants) const {
+  if (!subclass_) {
+    return absl::FailedPreconditionError(
+        "the composite wrapper is not compiled in");
+  }
+  ASSIGN_OR_RETURN(std::vector<Operand> dense, subclass_->Unwrap(args));
+  std::vector<ir::Value> values;
+  for (const Operand& o : dense) values.push_back(aot::ValueOf(o));
+  ASSIGN_OR_RETURN(std::vector<const ir::Value*> inputs,
+                   WithConstants(values, constants));
+  return ir::CheckInputs(slots_, inputs);
+}
+
+std::vector<bool> CpuFunction::MutatedUserInputs() const {
+  const size_t placeholders =
+      lowered_.input_buffers.size() - lowered_.constants.size();
+  std::vector<bool> dense = Mutated(placeholders);
+  std::vector<bool> out;
+  if (!subclass_) return out;
+  size_t slot = 0;
+  for (const aot::CompositeLayout& l : subclass_->argument_layouts()) {
+    bool written = false;
+    for (int k = 0, n = l.Slots(/*argument=*/true); k < n; ++k, ++slot) {
+      written = written || (slot < dense.size() && dense[slot]);
+    }
+    out.push_back(written);
+  }
+  return out;
+}
+
 absl::StatusOr<aot::UserCall> CpuFunction::CallUser(
     std::vector<Operand> args,
     const absl::flat_hash_map<std::string, ir::Value>& constants,
@@ -433,93 +369,27 @@ absl::StatusOr<aot::UserCall> CpuFunction::CallUser(
   const aot::SubclassWrapperPlan& sub = *subclass_;
   // The dense inputs checked on the host, the slow way: what the compiled
   // check refused, or every call when it cannot check some annotation.
-  auto host_check = [&]() -> absl::Status {
-    ASSIGN_OR_RETURN(std::vector<Operand> dense, sub.Unwrap(args));
-    std::vector<ir::Value> values;
-    for (const Operand& o : dense) values.push_back(aot::ValueOf(o));
-    ASSIGN_OR_RETURN(std::vector<const ir::Value*> inputs,
-                     WithConstants(values, constants));
-    return ir::CheckInputs(slots_, inputs);
-  };
+  auto host_check = [&]() { return CheckUser(args, constants); };
   if (host_checks_) RETURN_IF_ERROR(host_check());
-  // The user's values as LatheValue trees, then the constants.
-  ValueTrees trees;
-  std::vector<LatheValue> in;
-  in.reserve(args.size() + lowered_.constants.size());
-  for (const Operand& a : args) in.push_back(trees.View(a));
+  // The user's values, then the constants.
+  std::vector<Operand> in = args;
   for (const std::string& name : lowered_.constants) {
     auto it = constants.find(name);
     if (it == constants.end()) {
       return absl::InvalidArgumentError(
           absl::StrCat("missing constant 'self.", name, "'"));
     }
-    in.push_back(ViewOf(it->second));
+    ASSIGN_OR_RETURN(Operand constant, aot::OperandOf(it->second));
+    in.push_back(std::move(constant));
   }
-  // The results shaped as the layouts say, then the rebound inputs.
-  const std::vector<aot::CompositeLayout>& layouts = sub.result_layouts();
-  std::vector<LatheValue> out(layouts.size() + rebound_inputs_.size());
-  size_t leaf = 0;
-  for (size_t r = 0; r < layouts.size(); ++r) {
-    trees.Shape(layouts[r], output_ranks_, &leaf, &out[r]);
-  }
-  for (size_t j = 0; j < rebound_inputs_.size(); ++j) {
-    trees.Shape(aot::CompositeLayout::Plain(), output_ranks_, &leaf,
-                &out[layouts.size() + j]);
-  }
-  const LatheKernelRuntime rt = SeededRuntime(seed);
-  int rc = user_call_(in.data(), static_cast<int64_t>(in.size()), out.data(),
-                      static_cast<int64_t>(out.size()), &rt);
+  ArgViews views;
+  views.Build(in);
+  std::vector<Operand> results, rebound_values;
+  int rc = user_call_->Invoke(views, seed, &results, &rebound_values);
   if (rc != 0) return CallError(rc, host_check);
-  // Every plain result holds a storage from here on: each is taken back
-  // (in leaf order) before any is wrapped.
-  std::vector<LatheValue*> leaves;
-  std::function<void(LatheValue*)> collect = [&](LatheValue* v) {
-    if (v->kind == LATHE_VALUE_COMPOSITE) {
-      for (int64_t k = 0; k < v->num_inner; ++k) collect(&v->inner[k]);
-    } else {
-      leaves.push_back(v);
-    }
-  };
-  for (LatheValue& v : out) collect(&v);
-  std::vector<Storage> held(leaves.size());
-  for (size_t k = 0; k < leaves.size(); ++k) {
-    if (leaves[k]->kind == LATHE_VALUE_TENSOR) {
-      held[k] = TakeStorage(leaves[k]->storage);
-    }
-  }
-  // Composites are rebuilt by their type, which checks its own rule.
-  size_t next = 0;
-  std::function<absl::StatusOr<Operand>(const LatheValue&)> back =
-      [&](const LatheValue& v) -> absl::StatusOr<Operand> {
-    if (v.kind != LATHE_VALUE_COMPOSITE) {
-      ASSIGN_OR_RETURN(ir::Value value,
-                       ResultValue(v, std::move(held[next++])));
-      return aot::OperandOf(value);
-    }
-    std::vector<Operand> inner;
-    for (int64_t k = 0; k < v.num_inner; ++k) {
-      ASSIGN_OR_RETURN(Operand o, back(v.inner[k]));
-      inner.push_back(std::move(o));
-    }
-    const CompositeType* type = FindCompositeType(v.type);
-    if (type == nullptr) {
-      return absl::InternalError(absl::StrCat(
-          "the compiled wrapper made an unknown composite ", v.type));
-    }
-    return type->Unflatten(absl::MakeSpan(inner),
-                           absl::MakeConstSpan(v.sizes, v.ndim),
-                           absl::MakeConstSpan(v.strides, v.ndim));
-  };
-  std::vector<Operand> results;
-  for (size_t r = 0; r < layouts.size(); ++r) {
-    ASSIGN_OR_RETURN(Operand o, back(out[r]));
-    results.push_back(std::move(o));
-  }
   absl::flat_hash_map<int, ir::Value> rebound;
   for (size_t j = 0; j < rebound_inputs_.size(); ++j) {
-    ASSIGN_OR_RETURN(
-        rebound[rebound_inputs_[j]],
-        ResultValue(out[layouts.size() + j], std::move(held[next++])));
+    rebound[rebound_inputs_[j]] = aot::ValueOf(rebound_values[j]);
   }
   const size_t placeholders =
       lowered_.input_buffers.size() - lowered_.constants.size();

@@ -39,6 +39,7 @@
 #include "ir/value.h"
 #include "runtime/composite.h"
 #include "runtime/kernel_abi.h"
+#include "runtime/loaded_graph.h"
 #include "runtime/shared_library.h"
 #include "symbolic/guards.h"
 #include "symbolic/shape_env.h"
@@ -111,6 +112,10 @@ class CpuFunction {
   // Whether CallUser can run (a composite wrapper was compiled in); if
   // not, why.
   bool user_entry() const { return user_call_ != nullptr; }
+  // The loaded user entry, for a runtime CompiledFunction (null without).
+  const std::shared_ptr<const LoadedGraph>& user_call() const {
+    return user_call_;
+  }
   const std::string& user_entry_error() const { return user_entry_error_; }
 
   // Whether the plan given at compile time runs inside the .so; if not, why.
@@ -122,6 +127,22 @@ class CpuFunction {
   // The compiled guards on the user's inputs: true when they all hold.
   // Without guards at compile time, true.
   bool Admits(absl::Span<const symbolic::GuardInput> inputs) const;
+
+  // The constants the graph reads (`self.NAME`), in the order they follow
+  // the placeholders.
+  const std::vector<std::string>& constants() const {
+    return lowered_.constants;
+  }
+  // Which of the user's arguments (composites whole) a user call writes;
+  // empty without a user entry.
+  std::vector<bool> MutatedUserInputs() const;
+  // Whether some annotation is one the .so cannot check (CheckUser does).
+  bool host_checks() const { return host_checks_; }
+  // Checks the user's `args` (and `constants`) against the annotations on
+  // the host, the slow way: the error naming the input that does not fit.
+  absl::Status CheckUser(
+      absl::Span<const Operand> args,
+      const absl::flat_hash_map<std::string, ir::Value>& constants) const;
 
   const std::string& source() const { return source_; }
   // The loop IR before and after scheduling.
@@ -154,7 +175,7 @@ class CpuFunction {
   // Which inputs the call (graph and plan) wrote.
   std::vector<bool> Mutated(size_t inputs) const;
   LatheCallFn call_ = nullptr;
-  LatheCallUserFn user_call_ = nullptr;
+  std::shared_ptr<const LoadedGraph> user_call_;  // lathe_call_user
   std::optional<aot::SubclassWrapperPlan> subclass_;
   std::string user_entry_error_;
   LatheGuardFn guards_ = nullptr;

@@ -447,6 +447,64 @@ absl::StatusOr<std::string> EmitUserEntry(const aot::SubclassWrapperPlan& sub,
 
 }  // namespace
 
+absl::StatusOr<std::string> EmitGuards(
+    const symbolic::GuardSet& guards,
+    const std::vector<symbolic::InputSpec>& specs) {
+  absl::Status bad = absl::OkStatus();
+  auto spell = [&](const symbolic::Source& s) {
+    std::string v = absl::StrCat("in[", s.input, "]");
+    switch (s.kind) {
+      case symbolic::Source::Kind::kSize:
+        return absl::StrCat(v, ".sizes[", s.dim, "]");
+      case symbolic::Source::Kind::kStride:
+        return absl::StrCat(v, ".strides[", s.dim, "]");
+      case symbolic::Source::Kind::kStorageOffset:
+        return absl::StrCat(v, ".storage_offset");
+      case symbolic::Source::Kind::kScalar:
+        break;
+    }
+    if (s.input < 0 || s.input >= static_cast<int>(specs.size())) {
+      bad = absl::InternalError("a guard reads an input it was not given");
+      return std::string("0");
+    }
+    return absl::StrCat(
+        v,
+        specs[s.input].kind == symbolic::InputSpec::Kind::kFloat ? ".f" : ".i");
+  };
+  // The guards read sizes and strides only of tensors of the rank they
+  // were made for, and scalars of their kind.
+  std::string shape;
+  for (size_t k = 0; k < specs.size(); ++k) {
+    switch (specs[k].kind) {
+      case symbolic::InputSpec::Kind::kTensor:
+        absl::StrAppend(&shape, " && (in[", k,
+                        "].kind == LATHE_VALUE_TENSOR || in[", k,
+                        "].kind == LATHE_VALUE_COMPOSITE) && in[", k,
+                        "].ndim == ", specs[k].sizes.size());
+        break;
+      case symbolic::InputSpec::Kind::kInt:
+        absl::StrAppend(&shape, " && in[", k, "].kind == LATHE_VALUE_INT");
+        break;
+      case symbolic::InputSpec::Kind::kFloat:
+        absl::StrAppend(&shape, " && in[", k, "].kind == LATHE_VALUE_FLOAT");
+        break;
+    }
+  }
+  // Each guard in turn, so a failure names the first that fails.
+  std::string each;
+  for (int g = 0; g < guards.size(); ++g) {
+    absl::StrAppend(&each, "  if (!(", guards.GuardCpp(g, spell), ")) return ",
+                    g, ";\n");
+  }
+  if (!bad.ok()) return bad;
+  return absl::StrCat(
+      "extern \"C\" __attribute__((visibility(\"default\"))) int "
+      "lathe_guards(\n    const LatheValue* in, int64_t num_inputs) {\n"
+      "  if (!(num_inputs == ",
+      specs.size(), shape, ")) return LATHE_GUARDS_OTHER_INPUTS;\n", each,
+      "  return LATHE_GUARDS_HOLD;\n}\n");
+}
+
 absl::StatusOr<WrapperSource> EmitWrapper(
     const LoweredGraph& g, const std::vector<ir::InputSlot>& slots,
     const WrapperOptions& options) {
@@ -731,54 +789,9 @@ absl::StatusOr<WrapperSource> EmitWrapper(
   }
   // Guards.
   if (options.guards != nullptr) {
-    const std::vector<symbolic::InputSpec>& specs = options.guard_inputs;
-    absl::Status bad = absl::OkStatus();
-    std::string expr = options.guards->ToCpp([&](const symbolic::Source& s) {
-      std::string v = absl::StrCat("in[", s.input, "]");
-      switch (s.kind) {
-        case symbolic::Source::Kind::kSize:
-          return absl::StrCat(v, ".sizes[", s.dim, "]");
-        case symbolic::Source::Kind::kStride:
-          return absl::StrCat(v, ".strides[", s.dim, "]");
-        case symbolic::Source::Kind::kStorageOffset:
-          return absl::StrCat(v, ".storage_offset");
-        case symbolic::Source::Kind::kScalar:
-          break;
-      }
-      if (s.input < 0 || s.input >= static_cast<int>(specs.size())) {
-        bad = absl::InternalError("a guard reads an input it was not given");
-        return std::string("0");
-      }
-      return absl::StrCat(
-          v, specs[s.input].kind == symbolic::InputSpec::Kind::kFloat ? ".f"
-                                                                      : ".i");
-    });
-    if (!bad.ok()) return bad;
-    // The guards read sizes and strides only of tensors of the rank they
-    // were made for, and scalars of their kind.
-    std::string shape;
-    for (size_t k = 0; k < specs.size(); ++k) {
-      switch (specs[k].kind) {
-        case symbolic::InputSpec::Kind::kTensor:
-          absl::StrAppend(&shape, " && in[", k,
-                          "].kind == LATHE_VALUE_TENSOR && in[", k,
-                          "].ndim == ", specs[k].sizes.size());
-          break;
-        case symbolic::InputSpec::Kind::kInt:
-          absl::StrAppend(&shape, " && in[", k, "].kind == LATHE_VALUE_INT");
-          break;
-        case symbolic::InputSpec::Kind::kFloat:
-          absl::StrAppend(&shape, " && in[", k, "].kind == LATHE_VALUE_FLOAT");
-          break;
-      }
-    }
-    absl::StrAppend(
-        &out,
-        "\nextern \"C\" __attribute__((visibility(\"default\"))) int "
-        "lathe_guards(\n    const LatheValue* in, int64_t num_inputs) {\n"
-        "  if (!(num_inputs == ",
-        specs.size(), shape, ")) return 0;\n  return (", expr,
-        ") ? 1 : 0;\n}\n");
+    ASSIGN_OR_RETURN(std::string guards,
+                     EmitGuards(*options.guards, options.guard_inputs));
+    absl::StrAppend(&out, "\n", guards);
     w.has_guards = true;
   }
   return w;

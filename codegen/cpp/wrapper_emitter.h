@@ -88,6 +88,14 @@ absl::StatusOr<WrapperSource> EmitWrapper(
     const LoweredGraph& lowered, const std::vector<ir::InputSlot>& slots,
     const WrapperOptions& options = {});
 
+// EmitGuards()
+//
+// lathe_guards alone: `guards` over inputs described by `specs` as one C++
+// function (kernel_abi.h's LatheGuardFn), each guard in turn.
+absl::StatusOr<std::string> EmitGuards(
+    const symbolic::GuardSet& guards,
+    const std::vector<symbolic::InputSpec>& specs);
+
 }  // namespace lathe::codegen
 
 #endif  // LATHE_CODEGEN_CPP_WRAPPER_EMITTER_H_

@@ -1,0 +1,353 @@
+#include "runtime/artifact.h"
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "runtime/checksum.h"
+#include "runtime/file_io.h"
+#include "status_macros.h"
+
+namespace lathe {
+
+namespace {
+
+constexpr char kManifestName[] = "manifest.txt";
+constexpr char kArtifactMarker[] = ".lathe-artifact";
+
+// `text` on one line (a manifest fact never spans two).
+std::string OneLine(absl::string_view text) {
+  std::string s(text);
+  for (char& c : s) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return s.empty() ? "-" : s;
+}
+
+std::string KindName(const ArgumentSpec& a) {
+  switch (a.kind) {
+    case ArgumentSpec::Kind::kTensor:
+      return "tensor";
+    case ArgumentSpec::Kind::kComposite:
+      return absl::StrCat("composite:", a.type);
+    case ArgumentSpec::Kind::kInt:
+      return "int";
+    case ArgumentSpec::Kind::kFloat:
+      return "float";
+    case ArgumentSpec::Kind::kBool:
+      return "bool";
+    case ArgumentSpec::Kind::kNone:
+      return "none";
+  }
+  return "?";
+}
+
+bool HasTensorFields(const ArgumentSpec& a) {
+  return a.kind == ArgumentSpec::Kind::kTensor ||
+         a.kind == ArgumentSpec::Kind::kComposite;
+}
+
+// A file name an artifact may hold: one plain component.
+bool PlainName(absl::string_view name) {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find('/') == absl::string_view::npos &&
+         name.find('\0') == absl::string_view::npos;
+}
+
+// Reads one manifest line's fields.
+class LineParser {
+ public:
+  LineParser(absl::string_view file, int line, absl::string_view rest)
+      : file_(file), line_(line), rest_(rest) {}
+
+  // The next space-separated word, or an error expecting `what`.
+  absl::StatusOr<std::string> Word(absl::string_view what) {
+    if (rest_.empty()) return Expected(what);
+    size_t space = rest_.find(' ');
+    std::string w(rest_.substr(0, space));
+    rest_ = space == absl::string_view::npos ? absl::string_view()
+                                             : rest_.substr(space + 1);
+    if (w.empty()) return Expected(what);
+    return w;
+  }
+  absl::StatusOr<int64_t> Int(absl::string_view what, int64_t lo, int64_t hi) {
+    ASSIGN_OR_RETURN(std::string w, Word(what));
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(w, &v) || v < lo || v > hi) return Expected(what);
+    return v;
+  }
+  // What is left of the line (at least one character).
+  absl::StatusOr<std::string> Rest(absl::string_view what) {
+    if (rest_.empty()) return Expected(what);
+    std::string r(rest_);
+    rest_ = absl::string_view();
+    return r;
+  }
+  absl::Status End() {
+    if (!rest_.empty()) return Expected("the end of the line");
+    return absl::OkStatus();
+  }
+  absl::Status Expected(absl::string_view what) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file_, ": line ", line_, ": expected ", what));
+  }
+
+ private:
+  absl::string_view file_;
+  int line_;
+  absl::string_view rest_;
+};
+
+absl::Status ParseArgument(LineParser& p, Manifest* m) {
+  ArgumentSpec a;
+  ASSIGN_OR_RETURN(a.name, p.Word("the argument's name"));
+  ASSIGN_OR_RETURN(std::string role, p.Word("placeholder or constant"));
+  if (role != "placeholder" && role != "constant") {
+    return p.Expected("placeholder or constant");
+  }
+  a.constant = role == "constant";
+  ASSIGN_OR_RETURN(std::string kind,
+                   p.Word("tensor, composite:TYPE, int, float, bool or none"));
+  if (kind == "tensor") {
+    a.kind = ArgumentSpec::Kind::kTensor;
+  } else if (absl::StartsWith(kind, "composite:") && kind.size() > 10) {
+    a.kind = ArgumentSpec::Kind::kComposite;
+    a.type = kind.substr(10);
+  } else if (kind == "int") {
+    a.kind = ArgumentSpec::Kind::kInt;
+  } else if (kind == "float") {
+    a.kind = ArgumentSpec::Kind::kFloat;
+  } else if (kind == "bool") {
+    a.kind = ArgumentSpec::Kind::kBool;
+  } else if (kind == "none") {
+    a.kind = ArgumentSpec::Kind::kNone;
+  } else {
+    return p.Expected("tensor, composite:TYPE, int, float, bool or none");
+  }
+  ASSIGN_OR_RETURN(std::string dtype, p.Word("a dtype or -"));
+  ASSIGN_OR_RETURN(std::string device, p.Word("a device or -"));
+  ASSIGN_OR_RETURN(int64_t rank, p.Int("a rank", 0, 64));
+  a.rank = static_cast<int>(rank);
+  if (HasTensorFields(a)) {
+    absl::StatusOr<DType> d = ParseDType(dtype);
+    if (!d.ok()) return p.Expected("a dtype (f32, i64, ...)");
+    a.dtype = *d;
+    absl::StatusOr<Device> dev = Device::Parse(device);
+    if (!dev.ok()) return p.Expected("a device (cpu, cuda:N)");
+    a.device = *dev;
+  }
+  ASSIGN_OR_RETURN(std::string sizes, p.Rest("the symbolic sizes"));
+  m->arguments.push_back(std::move(a));
+  m->sizes.push_back(std::move(sizes));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string Manifest::ToString() const {
+  std::string out = absl::StrCat(
+      "lathe-artifact ", format, "\n", "lathe-version ", lathe_version, "\n",
+      "kernel-abi ", kernel_abi, "\n", "graph ", OneLine(graph), "\n",
+      "compiler ", OneLine(compiler), "\n");
+  for (size_t k = 0; k < arguments.size(); ++k) {
+    const ArgumentSpec& a = arguments[k];
+    bool tensor = HasTensorFields(a);
+    absl::StrAppend(&out, "argument ", a.name, " ",
+                    a.constant ? "constant" : "placeholder", " ", KindName(a),
+                    " ", tensor ? ShortName(a.dtype) : "-", " ",
+                    tensor ? a.device.ToString() : "-", " ", a.rank, " ",
+                    OneLine(k < sizes.size() ? sizes[k] : ""), "\n");
+  }
+  for (const ResultShape& r : signature.results) {
+    absl::StrAppend(&out, "result ", r.ToString(), "\n");
+  }
+  for (size_t j = 0; j < signature.rebound_inputs.size(); ++j) {
+    absl::StrAppend(&out, "rebound ", signature.rebound_inputs[j], " ",
+                    signature.rebound_ranks[j], "\n");
+  }
+  for (int k : mutated) absl::StrAppend(&out, "mutated ", k, "\n");
+  for (const std::string& c : signature.checks) {
+    absl::StrAppend(&out, "check ", OneLine(c), "\n");
+  }
+  for (const std::string& g : guards) {
+    absl::StrAppend(&out, "guard ", OneLine(g), "\n");
+  }
+  for (const ArtifactFile& f : files) {
+    absl::StrAppend(&out, "file ", f.name, " ", f.bytes, " ", f.sha256, "\n");
+  }
+  return out;
+}
+
+absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
+                                         absl::string_view file) {
+  Manifest m;
+  m.files.clear();
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  if (!lines.empty() && lines.back().empty()) lines.pop_back();
+  bool seen_format = false;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const int line = static_cast<int>(i) + 1;
+    absl::string_view l = lines[i];
+    size_t space = l.find(' ');
+    absl::string_view key = l.substr(0, space);
+    LineParser p(file, line,
+                 space == absl::string_view::npos ? absl::string_view()
+                                                  : l.substr(space + 1));
+    if (!seen_format) {
+      // The format comes first, so a newer one is named as such.
+      if (key != "lathe-artifact") {
+        return p.Expected("'lathe-artifact FORMAT' (not a lathe artifact?)");
+      }
+      ASSIGN_OR_RETURN(int64_t format, p.Int("a format number", 0, 1 << 30));
+      if (format != kArtifactFormat) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(file, ": artifact format ", format,
+                         "; this lathe reads format ", kArtifactFormat));
+      }
+      seen_format = true;
+      continue;
+    }
+    if (key == "lathe-version") {
+      ASSIGN_OR_RETURN(m.lathe_version, p.Word("a version"));
+    } else if (key == "kernel-abi") {
+      ASSIGN_OR_RETURN(int64_t abi, p.Int("a kernel ABI version", 0, 1 << 30));
+      m.kernel_abi = static_cast<int>(abi);
+    } else if (key == "graph") {
+      ASSIGN_OR_RETURN(m.graph, p.Rest("the graph's name"));
+    } else if (key == "compiler") {
+      ASSIGN_OR_RETURN(m.compiler, p.Rest("the compiler's command line"));
+    } else if (key == "argument") {
+      RETURN_IF_ERROR(ParseArgument(p, &m));
+    } else if (key == "result") {
+      ASSIGN_OR_RETURN(std::string shape, p.Word("a result shape"));
+      absl::StatusOr<ResultShape> r = ResultShape::Parse(shape);
+      if (!r.ok()) return p.Expected(r.status().message());
+      m.signature.results.push_back(std::move(*r));
+    } else if (key == "rebound") {
+      ASSIGN_OR_RETURN(int64_t input,
+                       p.Int("an argument index (-1: none)", -1, 1 << 20));
+      ASSIGN_OR_RETURN(int64_t rank, p.Int("a rank", 0, 64));
+      m.signature.rebound_inputs.push_back(static_cast<int>(input));
+      m.signature.rebound_ranks.push_back(static_cast<int>(rank));
+    } else if (key == "mutated") {
+      ASSIGN_OR_RETURN(int64_t input, p.Int("an argument index", 0, 1 << 20));
+      m.mutated.push_back(static_cast<int>(input));
+    } else if (key == "check") {
+      ASSIGN_OR_RETURN(std::string c, p.Rest("a check's message"));
+      m.signature.checks.push_back(std::move(c));
+    } else if (key == "guard") {
+      ASSIGN_OR_RETURN(std::string g, p.Rest("a guard"));
+      m.guards.push_back(std::move(g));
+    } else if (key == "file") {
+      ArtifactFile f;
+      ASSIGN_OR_RETURN(f.name, p.Word("a file name"));
+      if (!PlainName(f.name)) return p.Expected("a file name without '/'");
+      ASSIGN_OR_RETURN(f.bytes,
+                       p.Int("a size in bytes", 0, kMaxArtifactFileBytes));
+      ASSIGN_OR_RETURN(f.sha256, p.Word("a SHA-256 digest"));
+      if (f.sha256.size() != 64) return p.Expected("a SHA-256 digest");
+      m.files.push_back(std::move(f));
+    } else {
+      return p.Expected(absl::StrCat("a manifest key (not '", key, "')"));
+    }
+    RETURN_IF_ERROR(p.End());
+  }
+  if (!seen_format) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": empty (not a lathe artifact?)"));
+  }
+  for (int k : m.signature.rebound_inputs) {
+    if (k >= static_cast<int>(m.arguments.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ": rebound argument ", k, " does not exist"));
+    }
+  }
+  for (int k : m.mutated) {
+    if (k >= static_cast<int>(m.arguments.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ": mutated argument ", k, " does not exist"));
+    }
+  }
+  if (m.files.empty() || !absl::EndsWith(m.files[0].name, ".so")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": expected the shared library as its first file"));
+  }
+  return m;
+}
+
+absl::Status WriteArtifact(
+    const std::string& dir, Manifest manifest,
+    const std::vector<std::pair<std::string, std::string>>& files) {
+  manifest.files.clear();
+  for (const auto& [name, bytes] : files) {
+    if (!PlainName(name) || name == kManifestName || name == kArtifactMarker) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("an artifact cannot hold a file named '", name, "'"));
+    }
+    manifest.files.push_back(
+        {name, static_cast<int64_t>(bytes.size()), Sha256Hex(bytes)});
+  }
+  for (const ArgumentSpec& a : manifest.arguments) {
+    if (!PlainName(a.name) ||
+        a.name.find_first_of(" \t\n\r") != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("an argument name cannot be '", a.name, "'"));
+    }
+  }
+  ASSIGN_OR_RETURN(StagedDir staged, StagedDir::Create(dir, kArtifactMarker));
+  for (const auto& [name, bytes] : files) {
+    RETURN_IF_ERROR(staged.Write(name, bytes));
+  }
+  RETURN_IF_ERROR(staged.Write(kManifestName, manifest.ToString()));
+  return staged.Commit();
+}
+
+absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
+                                            CompiledFunction::Options options) {
+  const std::string manifest_path = absl::StrCat(dir, "/", kManifestName);
+  ASSIGN_OR_RETURN(std::string text,
+                   ReadFileLimited(manifest_path, kMaxManifestBytes));
+  ASSIGN_OR_RETURN(Manifest m, Manifest::Parse(text, manifest_path));
+  if (m.lathe_version != kLatheVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        manifest_path, ": written by lathe ", m.lathe_version,
+        "; this is lathe ", kLatheVersion, " (compile the graph again)"));
+  }
+  if (m.kernel_abi != LATHE_KERNEL_ABI_VERSION) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(manifest_path, ": compiled for kernel ABI ", m.kernel_abi,
+                     "; this runtime has kernel ABI ", LATHE_KERNEL_ABI_VERSION,
+                     " (compile the graph again)"));
+  }
+  // Every file as the manifest says, before any is loaded.
+  for (const ArtifactFile& f : m.files) {
+    const std::string path = absl::StrCat(dir, "/", f.name);
+    ASSIGN_OR_RETURN(std::string bytes,
+                     ReadFileLimited(path, kMaxArtifactFileBytes));
+    if (static_cast<int64_t>(bytes.size()) != f.bytes ||
+        Sha256Hex(bytes) != f.sha256) {
+      return absl::DataLossError(
+          static_cast<int64_t>(bytes.size()) != f.bytes
+              ? absl::StrCat(path, ": damaged: ", bytes.size(),
+                             " bytes, the manifest says ", f.bytes)
+              : absl::StrCat(path,
+                             ": damaged: its SHA-256 is not the "
+                             "manifest's"));
+    }
+  }
+  ASSIGN_OR_RETURN(
+      std::shared_ptr<const LoadedGraph> graph,
+      LoadedGraph::Open(absl::StrCat(dir, "/", m.files[0].name), m.signature));
+  LoadedArtifact a;
+  std::vector<Variant> variants;
+  variants.push_back(Variant{std::move(graph), m.guards});
+  a.function = std::make_unique<CompiledFunction>(
+      m.arguments, std::move(options), std::move(variants));
+  a.manifest = std::move(m);
+  return a;
+}
+
+}  // namespace lathe

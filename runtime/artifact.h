@@ -1,0 +1,101 @@
+// -----------------------------------------------------------------------------
+// File: artifact.h
+// -----------------------------------------------------------------------------
+//
+// A compiled function on disk, self-contained: a directory that
+// `lathec compile GRAPH -o DIR` writes and LoadArtifact(DIR) opens with the
+// runtime library alone (no compiler):
+//
+//   DIR/kernel.so      the compiled graph (lathe_call_user, lathe_guards)
+//   DIR/kernel.cc      its generated source, for reading
+//   DIR/manifest.txt   a versioned manifest: the arguments (dtypes, devices,
+//                      symbolic sizes), the results, the guards as text, the
+//                      compiler's command line, lathe's version, and the
+//                      size and SHA-256 of every other file
+//
+// An artifact of another format, lathe version or kernel ABI, or with a
+// damaged or missing file, is an error naming the file.
+//
+// Example:
+//
+//   ASSIGN_OR_RETURN(LoadedArtifact a, LoadArtifact("/tmp/mlp"));
+//   ASSIGN_OR_RETURN(std::vector<Operand> out,
+//                    a.function->Call(absl::MakeSpan(args)));
+
+#ifndef LATHE_RUNTIME_ARTIFACT_H_
+#define LATHE_RUNTIME_ARTIFACT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "runtime/compiled_function.h"
+#include "runtime/loaded_graph.h"
+
+namespace lathe {
+
+// lathe's version, recorded in every artifact (and part of cache keys).
+inline constexpr char kLatheVersion[] = "0.12.0";
+// The manifest's own format.
+inline constexpr int kArtifactFormat = 1;
+// The most bytes a manifest, and any file of an artifact, may hold.
+inline constexpr int64_t kMaxManifestBytes = int64_t{1} << 20;
+inline constexpr int64_t kMaxArtifactFileBytes = int64_t{1} << 30;
+
+struct ArtifactFile {
+  std::string name;  // relative to the artifact directory
+  int64_t bytes = 0;
+  std::string sha256;
+};
+
+struct Manifest {
+  int format = kArtifactFormat;
+  std::string lathe_version = kLatheVersion;
+  int kernel_abi = LATHE_KERNEL_ABI_VERSION;
+  std::string graph;     // the graph it was compiled from ("mlp.txt")
+  std::string compiler;  // the C++ compiler's command line
+  // The arguments (placeholders, then constants), each with its symbolic
+  // sizes as text ("[s0, 784]").
+  std::vector<ArgumentSpec> arguments;
+  std::vector<std::string> sizes;
+  CallSignature signature;
+  std::vector<int> mutated;         // the arguments a call writes
+  std::vector<std::string> guards;  // guard k as text ("x.size(0) == 1")
+  std::vector<ArtifactFile> files;  // kernel.so first
+
+  // The manifest's text, one fact per line.
+  std::string ToString() const;
+  // The inverse of ToString; errors name `file` and the line.
+  static absl::StatusOr<Manifest> Parse(absl::string_view text,
+                                        absl::string_view file);
+};
+
+// WriteArtifact()
+//
+// Writes `files` ({name, bytes}; the first is the .so) and their manifest
+// (`manifest` with its files filled in) into `dir`, all at once: a new
+// directory, or one an earlier artifact occupies.
+absl::Status WriteArtifact(
+    const std::string& dir, Manifest manifest,
+    const std::vector<std::pair<std::string, std::string>>& files);
+
+struct LoadedArtifact {
+  Manifest manifest;
+  std::unique_ptr<CompiledFunction> function;
+};
+
+// LoadArtifact()
+//
+// Opens the artifact in `dir` (its files checked against the manifest) as a
+// function with its one variant; `options` may add a compile callback and a
+// fallback.
+absl::StatusOr<LoadedArtifact> LoadArtifact(
+    const std::string& dir, CompiledFunction::Options options = {});
+
+}  // namespace lathe
+
+#endif  // LATHE_RUNTIME_ARTIFACT_H_

@@ -1,0 +1,199 @@
+// Artifacts written and loaded back with the runtime alone, on a compiled
+// graph written by hand (testdata/add_graph.cc: out = x + y * alpha):
+// the manifest's text, every refusal (format, version, ABI, damaged or
+// missing files, malformed lines) with its message, and calls through the
+// loaded function.
+
+#include "runtime/artifact.h"
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/file_io.h"
+#include "runtime/tensor.h"
+#include "tools/testing/status_matchers.h"
+
+namespace lathe {
+namespace {
+
+using ::lathe::testing::StatusIs;
+using ::testing::HasSubstr;
+
+std::string Read(const std::string& path) {
+  absl::StatusOr<std::string> s = ReadFileLimited(path, 1 << 26);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *s : "";
+}
+
+Manifest AddManifest() {
+  Manifest m;
+  m.graph = "add.txt";
+  m.compiler = "g++ -O3 (by hand)";
+  m.arguments = {{.name = "x", .rank = 1},
+                 {.name = "y", .rank = 1},
+                 {.name = "alpha", .kind = ArgumentSpec::Kind::kFloat}};
+  m.sizes = {"[s0]", "[s0]", "zf0"};
+  m.signature.results = {ResultShape::Plain(1)};
+  m.signature.checks = {"x is too long"};
+  m.guards = {"y.size(0) == x.size(0)", "2 <= x.size(0)", "not isnan(alpha)"};
+  return m;
+}
+
+class ArtifactTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::string(std::getenv("TEST_TMPDIR")) + "/" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    ASSERT_OK(
+        WriteArtifact(dir_, AddManifest(),
+                      {{"kernel.so", Read("runtime/testdata/add_graph.so")},
+                       {"kernel.cc", Read("runtime/testdata/add_graph.cc")}}));
+  }
+  // Rewrites the manifest with `from` replaced by `to`.
+  void EditManifest(const std::string& from, const std::string& to) {
+    std::string text = Read(dir_ + "/manifest.txt");
+    size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    ASSERT_OK(WriteFileAtomic(dir_ + "/manifest.txt", text));
+  }
+  std::string dir_;
+};
+
+TEST_F(ArtifactTest, LoadsAndCalls) {
+  ASSERT_OK_AND_ASSIGN(LoadedArtifact a, LoadArtifact(dir_));
+  EXPECT_EQ(a.manifest.graph, "add.txt");
+  EXPECT_EQ(a.manifest.guards.size(), 3u);
+  Tensor x = Tensor::Empty({2}, DType::kFloat32).value();
+  Tensor y = Tensor::Empty({2}, DType::kFloat32).value();
+  x.data<float>()[0] = 1;
+  x.data<float>()[1] = 2;
+  y.data<float>()[0] = 10;
+  y.data<float>()[1] = 20;
+  std::vector<Operand> args = {Operand::Of(x), Operand::Of(y),
+                               Operand::Float(0.5)};
+  ASSERT_OK_AND_ASSIGN(std::vector<Operand> out,
+                       a.function->Call(absl::MakeSpan(args)));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].tensor.data<float>()[0], 6.0f);
+  EXPECT_EQ(out[0].tensor.data<float>()[1], 12.0f);
+  // A size the guards refuse, with no compiler here: the guard is named.
+  args[0] = Operand::Of(x.AsStrided({1}, {1}, 0).value());
+  args[1] = Operand::Of(y.AsStrided({1}, {1}, 0).value());
+  EXPECT_THAT(a.function->Call(absl::MakeSpan(args)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("guard failed: 2 <= x.size(0)")));
+}
+
+TEST_F(ArtifactTest, TheManifestSaysWhatTheArtifactHolds) {
+  std::string text = Read(dir_ + "/manifest.txt");
+  EXPECT_THAT(text, HasSubstr("lathe-artifact 1\nlathe-version 0.12.0\n"
+                              "kernel-abi 6\ngraph add.txt\n"));
+  EXPECT_THAT(text,
+              HasSubstr("argument x placeholder tensor f32 cpu 1 [s0]\n"));
+  EXPECT_THAT(text, HasSubstr("argument alpha placeholder float - - 0 zf0\n"));
+  EXPECT_THAT(text, HasSubstr("result 1\ncheck x is too long\n"
+                              "guard y.size(0) == x.size(0)\n"));
+  EXPECT_THAT(text, HasSubstr("file kernel.so "));
+  ASSERT_OK_AND_ASSIGN(Manifest m, Manifest::Parse(text, "manifest.txt"));
+  EXPECT_EQ(m.ToString(), text);
+}
+
+TEST_F(ArtifactTest, ADamagedFileIsNamed) {
+  std::string so = Read(dir_ + "/kernel.so");
+  so[so.size() / 2] ^= 1;
+  ASSERT_OK(WriteFileAtomic(dir_ + "/kernel.so", so));
+  EXPECT_THAT(LoadArtifact(dir_),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       dir_ + "/kernel.so: damaged: its SHA-256 is not the "
+                              "manifest's"));
+  ASSERT_OK(WriteFileAtomic(dir_ + "/kernel.so", so.substr(0, 100)));
+  EXPECT_THAT(LoadArtifact(dir_),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("kernel.so: damaged: 100 bytes, the manifest "
+                                 "says")));
+  ASSERT_OK(RemoveTree(dir_ + "/kernel.cc"));
+  ASSERT_OK(WriteFileAtomic(dir_ + "/kernel.so",
+                            Read("runtime/testdata/add_graph.so")));
+  EXPECT_THAT(LoadArtifact(dir_),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("kernel.cc")));
+}
+
+TEST_F(ArtifactTest, AnotherVersionIsRefused) {
+  EditManifest("lathe-version 0.12.0", "lathe-version 0.11.0");
+  EXPECT_THAT(LoadArtifact(dir_),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       dir_ + "/manifest.txt: written by lathe 0.11.0; this "
+                              "is lathe 0.12.0 (compile the graph again)"));
+  EditManifest("lathe-version 0.11.0\nkernel-abi 6",
+               "lathe-version 0.12.0\nkernel-abi 5");
+  EXPECT_THAT(LoadArtifact(dir_),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("compiled for kernel ABI 5; this runtime "
+                                 "has kernel ABI 6")));
+  EditManifest("lathe-artifact 1", "lathe-artifact 2");
+  EXPECT_THAT(LoadArtifact(dir_),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("manifest.txt: artifact format 2; this lathe "
+                                 "reads format 1")));
+}
+
+TEST(ManifestTest, MalformedLinesAreNamed) {
+  auto parse = [](const std::string& text) {
+    return Manifest::Parse(text, "m.txt");
+  };
+  EXPECT_THAT(parse(""), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  "m.txt: empty (not a lathe artifact?)"));
+  EXPECT_THAT(parse("hello\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("m.txt: line 1: expected 'lathe-artifact "
+                                 "FORMAT'")));
+  const std::string head = "lathe-artifact 1\n";
+  EXPECT_THAT(parse(head + "argument x placeholder tensor f99 cpu 1 [4]\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "m.txt: line 2: expected a dtype (f32, i64, ...)"));
+  EXPECT_THAT(parse(head + "argument x placeholder blob - - 0 -\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("line 2: expected tensor, composite:TYPE")));
+  EXPECT_THAT(parse(head + "result 1\nresult pair(1\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("line 3: expected result shape 'pair(1'")));
+  EXPECT_THAT(parse(head + "file ../etc/passwd 10 " + std::string(64, 'a')),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "m.txt: line 2: expected a file name without '/'"));
+  EXPECT_THAT(parse(head + "file k.so 10 abc\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "m.txt: line 2: expected a SHA-256 digest"));
+  EXPECT_THAT(parse(head + "mutated 3\nfile k.so 1 " + std::string(64, 'a')),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "m.txt: mutated argument 3 does not exist"));
+  EXPECT_THAT(parse(head + "colour blue\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "m.txt: line 2: expected a manifest key (not "
+                       "'colour')"));
+  EXPECT_THAT(parse(head + "kernel-abi 6 7\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "m.txt: line 2: expected the end of the line"));
+  EXPECT_THAT(parse(head + "kernel-abi 6\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("expected the shared library as its first "
+                                 "file")));
+}
+
+TEST(WriteArtifactTest, RefusesNamesOutsideTheDirectory) {
+  std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/bad";
+  EXPECT_THAT(WriteArtifact(dir, AddManifest(), {{"../x.so", "x"}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "an artifact cannot hold a file named '../x.so'"));
+  Manifest m = AddManifest();
+  m.arguments[0].name = "a b";
+  EXPECT_THAT(WriteArtifact(dir, m, {{"k.so", "x"}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "an argument name cannot be 'a b'"));
+}
+
+}  // namespace
+}  // namespace lathe

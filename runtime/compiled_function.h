@@ -1,0 +1,194 @@
+// -----------------------------------------------------------------------------
+// File: compiled_function.h
+// -----------------------------------------------------------------------------
+//
+// A compiled function a C++ program calls: the user's arguments in, the
+// results out, in a few hundred nanoseconds of host time. Call() takes, in
+// order (as Helion's prepared call and torch.compile's guard cache do):
+//
+//   1. the last call's key, compared whole: the same dtypes, devices, sizes,
+//      strides, offsets and int values as the call before run its variant;
+//   2. the specialization key (those values as one flat array, hashed: no
+//      per-dimension normalization) to the variant chosen for it before;
+//   3. a new key: the arguments are checked (count, kind, dtype, device,
+//      rank: a Status naming the argument), then each variant's guards,
+//      compiled into its .so as native code, in the order compiled;
+//   4. no variant admits them: the compile callback the compiler side
+//      injected compiles a new one (counted, with the failing guards as the
+//      reason); past the limit, the fallback (the interpreter) runs them,
+//      with one warning.
+//
+// Float scalars are never part of the key (only whether they are NaN, which
+// the guards check): they are runtime arguments (seed 000). Calls from many
+// threads at once are safe; the hit path takes no lock.
+//
+// Example:
+//
+//   CompiledFunction f(arguments, {.compile = callback});
+//   std::vector<Operand> args = {Operand::Of(x), Operand::Float(0.1)};
+//   ASSIGN_OR_RETURN(std::vector<Operand> out, f.Call(absl::MakeSpan(args)));
+//   f.compiles();        // 1
+//   f.recompiles();      // the reason of each compile after the first
+
+#ifndef LATHE_RUNTIME_COMPILED_FUNCTION_H_
+#define LATHE_RUNTIME_COMPILED_FUNCTION_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "runtime/composite.h"
+#include "runtime/device.h"
+#include "runtime/dtype.h"
+#include "runtime/kernel_runtime.h"
+#include "runtime/loaded_graph.h"
+
+namespace lathe {
+
+// One argument of a compiled function, as Call checks it before any key.
+struct ArgumentSpec {
+  // kNone: a parameter make_fx baked in (unannotated), passed as None.
+  enum class Kind : uint8_t { kTensor, kComposite, kInt, kFloat, kBool, kNone };
+  std::string name;       // the placeholder's ("x"; "self.w" for a constant)
+  bool constant = false;  // after the placeholders; the guards skip it
+  Kind kind = Kind::kTensor;
+  DType dtype = DType::kFloat32;  // tensors; composites: the outer dtype
+  Device device = Device::Cpu();
+  int rank = 0;
+  std::string type;  // composites: the registered type's name
+
+  // "x: f32 tensor of rank 2 on cpu", "lr: float".
+  std::string ToString() const;
+};
+
+// One compiled variant: its loaded .so and its guards as text (the reason
+// a recompile gives when guard k fails).
+struct Variant {
+  std::shared_ptr<const LoadedGraph> graph;
+  std::vector<std::string> guards;
+  // Checks the .so cannot make (an annotation with a division), run before
+  // every call of this variant; null when the .so checks everything.
+  std::function<absl::Status(absl::Span<const Operand> args)> check;
+};
+
+// Why one recompile happened: for each earlier variant, the first guard
+// that failed ("x.size(0) == 1").
+struct Recompile {
+  int compile = 0;  // this compile's number (2 for the first recompile)
+  std::string reason;
+};
+
+class CompiledFunction {
+ public:
+  // Compiles a variant for arguments no variant admits (the compiler side
+  // injects it: the runtime never depends on the compiler).
+  using CompileFn =
+      std::function<absl::StatusOr<Variant>(absl::Span<const Operand> args)>;
+  // Runs arguments without compiling (the interpreter): the results, and
+  // the arguments a set_ or as_strided_ rebinds, rebound in place.
+  using FallbackFn = std::function<absl::StatusOr<std::vector<Operand>>(
+      absl::Span<Operand> args, uint64_t seed)>;
+
+  struct Options {
+    CompileFn compile;    // none: a miss is an error
+    FallbackFn fallback;  // none: a miss past the limit is an error
+    int max_compiles = 8;
+  };
+
+  // A function of `arguments` (user placeholders, then constants) that
+  // starts with `variants` (those of an artifact; none to compile on the
+  // first call).
+  CompiledFunction(std::vector<ArgumentSpec> arguments, Options options,
+                   std::vector<Variant> variants = {});
+  ~CompiledFunction();
+  CompiledFunction(const CompiledFunction&) = delete;
+  CompiledFunction& operator=(const CompiledFunction&) = delete;
+
+  // Call()
+  //
+  // Runs the function on `args` (one per argument): the user's results.
+  // Inputs the function mutates are written in place; an argument a set_
+  // or as_strided_ rebinds is replaced in `args`. Random ops draw from
+  // `seed` as the interpreter's do.
+  absl::StatusOr<std::vector<Operand>> Call(absl::Span<Operand> args,
+                                            uint64_t seed = kDefaultSeed);
+
+  // The variants compiled by this function's callback.
+  int compiles() const;
+  // One entry per compile made while other variants existed.
+  std::vector<Recompile> recompiles() const;
+  // The calls the fallback ran.
+  int64_t fallback_calls() const;
+  // Warnings given (at most one: the fallback's).
+  std::vector<std::string> warnings() const;
+  const std::vector<ArgumentSpec>& arguments() const { return arguments_; }
+
+ private:
+  using Key = std::vector<int64_t>;
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(absl::Span<const int64_t> k) const;
+  };
+  struct KeyEq {
+    using is_transparent = void;
+    bool operator()(absl::Span<const int64_t> a,
+                    absl::Span<const int64_t> b) const {
+      return a == b;
+    }
+  };
+  // A key and what runs it; immutable once made, alive with the function.
+  struct Entry {
+    Key key;
+    const Variant* variant = nullptr;  // null: the fallback
+  };
+
+  // The checks of step 3: a Status naming a bad argument.
+  absl::Status CheckArguments(absl::Span<const Operand> args) const;
+  // Steps 3 and 4 for a key seen for the first time.
+  absl::StatusOr<const Entry*> Admit(absl::Span<const int64_t> key,
+                                     absl::Span<Operand> args,
+                                     const ArgViews& views);
+  absl::StatusOr<std::vector<Operand>> Run(const Entry& entry,
+                                           absl::Span<Operand> args,
+                                           const ArgViews& views,
+                                           uint64_t seed);
+
+  const std::vector<ArgumentSpec> arguments_;
+  const int64_t placeholders_;  // the arguments the guards read
+  const Options options_;
+  std::atomic<const Entry*> last_{nullptr};
+  // Guards what follows (std::shared_mutex: ThreadSanitizer sees it through
+  // pthreads, where the system Abseil is not instrumented).
+  mutable std::shared_mutex mu_;
+  std::deque<Variant> variants_;
+  absl::flat_hash_map<Key, std::unique_ptr<Entry>, KeyHash, KeyEq> entries_;
+  int compiles_ = 0;
+  std::vector<Recompile> recompiles_;
+  std::vector<std::string> warnings_;
+  std::atomic<int64_t> fallback_calls_{0};
+};
+
+// A specialization key; keys of up to 16 tensors of rank 6 need no heap.
+using KeyBuffer = absl::InlinedVector<int64_t, 256>;
+
+// SpecializationKey()
+//
+// The key of `args` as Call computes it, appended to `key`: the count, per
+// argument a tag, then a tensor's dtype, device, rank, sizes, strides and
+// offset (composites: the outer ones, then their inner values), an int's or
+// bool's value, a float's NaN-ness; last, whether every tensor's elements
+// are reachable with 32-bit offsets (the index width).
+void SpecializationKey(absl::Span<const Operand> args, KeyBuffer* key);
+
+}  // namespace lathe
+
+#endif  // LATHE_RUNTIME_COMPILED_FUNCTION_H_

@@ -1,0 +1,341 @@
+// CompiledFunction and LoadedGraph on compiled graphs written by hand
+// (testdata/add_graph.cc: out = x + y * alpha), so no compiler is in the
+// loop: the hit path, the key path, guards, recompiles with reasons, the
+// limit and its fallback, argument errors, in-place mutation, and calls from
+// many threads (run under ThreadSanitizer by tools/dev.sh).
+
+#include "runtime/compiled_function.h"
+
+#include <atomic>
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/loaded_graph.h"
+#include "runtime/tensor.h"
+#include "tools/testing/status_matchers.h"
+
+namespace lathe {
+namespace {
+
+using ::lathe::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr char kGuarded[] = "runtime/testdata/add_graph.so";
+constexpr char kAny[] = "runtime/testdata/add_graph_any.so";
+constexpr char kMutate[] = "runtime/testdata/add_graph_mutate.so";
+
+CallSignature AddSignature() {
+  CallSignature s;
+  s.results = {ResultShape::Plain(1)};
+  s.checks = {"x is too long"};
+  return s;
+}
+
+Variant Load(const char* path) {
+  absl::StatusOr<std::shared_ptr<const LoadedGraph>> g =
+      LoadedGraph::Open(path, AddSignature());
+  EXPECT_OK(g.status());
+  return Variant{
+      *g, {"y.size(0) == x.size(0)", "2 <= x.size(0)", "not isnan(alpha)"}};
+}
+
+std::vector<ArgumentSpec> AddArguments() {
+  return {{.name = "x", .rank = 1},
+          {.name = "y", .rank = 1},
+          {.name = "alpha", .kind = ArgumentSpec::Kind::kFloat}};
+}
+
+Tensor Vector(std::vector<float> values) {
+  Tensor t =
+      Tensor::Empty({static_cast<int64_t>(values.size())}, DType::kFloat32)
+          .value();
+  for (size_t i = 0; i < values.size(); ++i) t.data<float>()[i] = values[i];
+  return t;
+}
+
+std::vector<float> Values(const Operand& o) {
+  EXPECT_EQ(o.kind, Operand::Kind::kTensor);
+  std::vector<float> v;
+  for (int64_t i = 0; i < o.tensor.numel(); ++i) {
+    v.push_back(o.tensor.data<float>()[i * o.tensor.strides()[0]]);
+  }
+  return v;
+}
+
+std::vector<Operand> Args(int n, double alpha) {
+  std::vector<float> x(n), y(n);
+  for (int i = 0; i < n; ++i) {
+    x[i] = static_cast<float>(i);
+    y[i] = static_cast<float>(10 * i);
+  }
+  return {Operand::Of(Vector(x)), Operand::Of(Vector(y)),
+          Operand::Float(alpha)};
+}
+
+TEST(ResultShapeTest, PrintsAndParsesBack) {
+  ResultShape pair;
+  pair.type = "pair";
+  pair.inner = {ResultShape::Plain(2), ResultShape::Plain(0)};
+  EXPECT_EQ(pair.ToString(), "pair(2,0)");
+  ASSERT_OK_AND_ASSIGN(ResultShape back, ResultShape::Parse("pair(2,0)"));
+  EXPECT_EQ(back.ToString(), "pair(2,0)");
+  EXPECT_THAT(ResultShape::Parse("pair(2"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("expected ',' or ')' at character 7")));
+  EXPECT_THAT(ResultShape::Parse("3x"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("expected the end at character 2")));
+  EXPECT_THAT(ResultShape::Parse("p(-)"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("expected a rank or a composite type at "
+                                 "character 3")));
+  EXPECT_THAT(ResultShape::Parse("100"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("expected a rank below 100")));
+  std::string deep;
+  for (int i = 0; i < 40; ++i) deep += "p(";
+  EXPECT_THAT(ResultShape::Parse(deep),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("fewer nested composites")));
+}
+
+TEST(LoadedGraphTest, CallsTheLibraryAndNamesItsErrors) {
+  Variant v = Load(kGuarded);
+  std::vector<Operand> args = Args(3, 0.5);
+  ArgViews views;
+  views.Build(args);
+  EXPECT_EQ(v.graph->FailedGuard(views, 3), LATHE_GUARDS_HOLD);
+  std::vector<Operand> results, rebound;
+  ASSERT_EQ(v.graph->Invoke(views, kDefaultSeed, &results, &rebound), 0);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_THAT(Values(results[0]), ElementsAre(0, 6, 12));  // x + 0.5 y
+  EXPECT_THAT(v.graph->CallStatus(1),
+              StatusIs(absl::StatusCode::kInvalidArgument, "x is too long"));
+  EXPECT_THAT(v.graph->CallStatus(LATHE_CALL_NO_MEMORY),
+              StatusIs(absl::StatusCode::kResourceExhausted));
+  // A size of 1 fails guard 1; a missing input makes them unreadable.
+  std::vector<Operand> one = Args(1, 0.5);
+  views.Build(one);
+  EXPECT_EQ(v.graph->FailedGuard(views, 3), 1);
+  views.Build(absl::MakeSpan(one).subspan(0, 2));
+  EXPECT_EQ(v.graph->FailedGuard(views, 2), LATHE_GUARDS_OTHER_INPUTS);
+  EXPECT_THAT(LoadedGraph::Open("runtime/testdata/none.so", AddSignature()),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("cannot load runtime/testdata/none.so")));
+}
+
+TEST(CompiledFunctionTest, HitAndKeyPathsRunTheVariant) {
+  CompiledFunction f(AddArguments(), {}, {Load(kGuarded)});
+  for (int n : {4, 4, 8, 4, 8}) {
+    std::vector<Operand> args = Args(n, 2.0);
+    ASSERT_OK_AND_ASSIGN(std::vector<Operand> out,
+                         f.Call(absl::MakeSpan(args)));
+    ASSERT_EQ(out.size(), 1u);
+    std::vector<float> want;
+    for (int i = 0; i < n; ++i) want.push_back(i + 20.0f * i);
+    EXPECT_EQ(Values(out[0]), want);
+  }
+  EXPECT_EQ(f.compiles(), 0);
+  EXPECT_TRUE(f.recompiles().empty());
+}
+
+TEST(CompiledFunctionTest, FloatScalarsAreArgumentsNotKeys) {
+  int compiles = 0;
+  CompiledFunction f(AddArguments(),
+                     {.compile = [&](absl::Span<const Operand>) {
+                       ++compiles;
+                       return absl::StatusOr<Variant>(Load(kGuarded));
+                     }});
+  for (double alpha : {0.0, 1.0, -3.5, 1e-7, 100.0}) {
+    std::vector<Operand> args = Args(2, alpha);
+    ASSERT_OK_AND_ASSIGN(std::vector<Operand> out,
+                         f.Call(absl::MakeSpan(args)));
+    EXPECT_THAT(Values(out[0]),
+                ElementsAre(0.0f, 1.0f + 10.0f * static_cast<float>(alpha)));
+  }
+  EXPECT_EQ(compiles, 1);
+  EXPECT_EQ(f.compiles(), 1);
+  // NaN is guarded: the variant refuses it, and the callback's second
+  // (guarded) variant refuses it too.
+  std::vector<Operand> args = Args(2, std::nan(""));
+  EXPECT_THAT(f.Call(absl::MakeSpan(args)),
+              StatusIs(absl::StatusCode::kInternal,
+                       HasSubstr("refuse the arguments it was compiled for "
+                                 "(not isnan(alpha))")));
+}
+
+TEST(CompiledFunctionTest, AMissRecompilesAndSaysWhy) {
+  CompiledFunction f(AddArguments(),
+                     {.compile =
+                          [&](absl::Span<const Operand>) {
+                            return absl::StatusOr<Variant>(Load(kAny));
+                          }},
+                     {Load(kGuarded)});
+  std::vector<Operand> args = Args(1, 1.0);
+  ASSERT_OK_AND_ASSIGN(std::vector<Operand> out, f.Call(absl::MakeSpan(args)));
+  EXPECT_THAT(Values(out[0]), ElementsAre(0));
+  EXPECT_EQ(f.compiles(), 1);
+  ASSERT_EQ(f.recompiles().size(), 1u);
+  EXPECT_EQ(f.recompiles()[0].compile, 1);
+  EXPECT_EQ(f.recompiles()[0].reason, "2 <= x.size(0)");
+  // Size 1 again, and other sizes: no more compiles.
+  for (int n : {1, 5, 1}) {
+    std::vector<Operand> again = Args(n, 1.0);
+    ASSERT_OK(f.Call(absl::MakeSpan(again)).status());
+  }
+  EXPECT_EQ(f.compiles(), 1);
+}
+
+TEST(CompiledFunctionTest, WithoutACallbackAMissIsAnError) {
+  CompiledFunction f(AddArguments(), {}, {Load(kGuarded)});
+  std::vector<Operand> args = Args(1, 1.0);
+  EXPECT_THAT(f.Call(absl::MakeSpan(args)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "no compiled variant admits the arguments (guard "
+                       "failed: 2 <= x.size(0)), and no compile callback"));
+  CompiledFunction empty(AddArguments(), {});
+  EXPECT_THAT(empty.Call(absl::MakeSpan(args)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("no compiled variant")));
+}
+
+TEST(CompiledFunctionTest, PastTheLimitTheFallbackRunsWithOneWarning) {
+  int fallback = 0;
+  CompiledFunction f(AddArguments(),
+                     {.compile =
+                          [&](absl::Span<const Operand>) {
+                            return absl::StatusOr<Variant>(Load(kGuarded));
+                          },
+                      .fallback =
+                          [&](absl::Span<Operand> args, uint64_t) {
+                            ++fallback;
+                            return absl::StatusOr<std::vector<Operand>>(
+                                std::vector<Operand>{args[0]});
+                          },
+                      .max_compiles = 1});
+  std::vector<Operand> args = Args(3, 1.0);
+  ASSERT_OK(f.Call(absl::MakeSpan(args)).status());
+  for (int k = 0; k < 3; ++k) {
+    std::vector<Operand> one = Args(1, 1.0);
+    ASSERT_OK_AND_ASSIGN(std::vector<Operand> out, f.Call(absl::MakeSpan(one)));
+    EXPECT_THAT(Values(out[0]), ElementsAre(0));
+  }
+  EXPECT_EQ(fallback, 3);
+  EXPECT_EQ(f.fallback_calls(), 3);
+  EXPECT_EQ(f.compiles(), 1);
+  ASSERT_EQ(f.warnings().size(), 1u);
+  EXPECT_THAT(f.warnings()[0],
+              HasSubstr("would need compile 2, past the limit of 1 (guard "
+                        "failed: 2 <= x.size(0))"));
+  // Without a fallback, the limit is an error.
+  CompiledFunction strict(AddArguments(),
+                          {.compile =
+                               [&](absl::Span<const Operand>) {
+                                 return absl::StatusOr<Variant>(Load(kGuarded));
+                               },
+                           .max_compiles = 0});
+  EXPECT_THAT(strict.Call(absl::MakeSpan(args)),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("past the limit of 0")));
+}
+
+TEST(CompiledFunctionTest, BadArgumentsAreNamed) {
+  CompiledFunction f(AddArguments(), {}, {Load(kGuarded)});
+  std::vector<Operand> two = Args(4, 1.0);
+  two.pop_back();
+  EXPECT_THAT(f.Call(absl::MakeSpan(two)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "expected 3 arguments (x, y, alpha), got 2"));
+  std::vector<Operand> args = Args(4, 1.0);
+  args[1] = Operand::Of(Tensor::Empty({4}, DType::kFloat64).value());
+  EXPECT_THAT(f.Call(absl::MakeSpan(args)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "argument 1 (y): expected f32 tensor of rank 1 on cpu, "
+                       "got f64[4][1]cpu"));
+  args = Args(4, 1.0);
+  args[0] = Operand::Of(Tensor::Empty({2, 2}, DType::kFloat32).value());
+  EXPECT_THAT(f.Call(absl::MakeSpan(args)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("argument 0 (x): expected f32 tensor of rank "
+                                 "1 on cpu, got f32[2, 2]")));
+  args = Args(4, 1.0);
+  args[2] = Operand::Int(3);
+  EXPECT_THAT(f.Call(absl::MakeSpan(args)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "argument 2 (alpha): expected float, got 3"));
+  args = Args(4, 1.0);
+  args[0] = Operand::Of(Tensor());
+  EXPECT_THAT(f.Call(absl::MakeSpan(args)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("got an undefined tensor")));
+  args = Args(4, 1.0);
+  args[0] = Operand::Of(std::shared_ptr<const CompositeTensor>());
+  EXPECT_THAT(f.Call(absl::MakeSpan(args)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("got an empty composite")));
+  // A bad call changes nothing: the next good one runs.
+  args = Args(4, 1.0);
+  EXPECT_OK(f.Call(absl::MakeSpan(args)).status());
+}
+
+TEST(CompiledFunctionTest, MutatedInputsAreWrittenInPlace) {
+  CompiledFunction f(AddArguments(), {}, {Load(kMutate)});
+  std::vector<Operand> args = Args(3, 1.0);
+  Tensor x = args[0].tensor;
+  ASSERT_OK_AND_ASSIGN(std::vector<Operand> out, f.Call(absl::MakeSpan(args)));
+  EXPECT_THAT(Values(out[0]), ElementsAre(0, 11, 22));
+  EXPECT_THAT(Values(Operand::Of(x)), ElementsAre(1, 2, 3));
+  ASSERT_OK_AND_ASSIGN(out, f.Call(absl::MakeSpan(args)));
+  EXPECT_THAT(Values(out[0]), ElementsAre(1, 12, 23));
+  EXPECT_THAT(Values(Operand::Of(x)), ElementsAre(2, 3, 4));
+}
+
+TEST(CompiledFunctionTest, KeysDifferInStridesNotFloatValues) {
+  std::vector<Operand> a = Args(4, 1.0), b = Args(4, 2.0);
+  KeyBuffer ka, kb;
+  SpecializationKey(a, &ka);
+  SpecializationKey(b, &kb);
+  EXPECT_EQ(ka, kb);
+  Tensor wide = Tensor::Empty({4, 2}, DType::kFloat32).value();
+  b[0] = Operand::Of(wide.AsStrided({4}, {2}, 0).value());
+  kb.clear();
+  SpecializationKey(b, &kb);
+  EXPECT_NE(ka, kb);
+  b = Args(4, std::nan(""));
+  kb.clear();
+  SpecializationKey(b, &kb);
+  EXPECT_NE(ka, kb);
+}
+
+TEST(CompiledFunctionTest, ManyThreadsCallAtOnce) {
+  CompiledFunction f(AddArguments(),
+                     {.compile =
+                          [&](absl::Span<const Operand>) {
+                            return absl::StatusOr<Variant>(Load(kAny));
+                          }},
+                     {Load(kGuarded)});
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 100; ++k) {
+        int n = 1 + (t + k) % 5;
+        std::vector<Operand> args = Args(n, 1.0);
+        absl::StatusOr<std::vector<Operand>> out = f.Call(absl::MakeSpan(args));
+        bool ok = out.ok() && out->size() == 1 &&
+                  Values((*out)[0]).back() == 11.0f * (n - 1);
+        if (!ok) ++bad;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(f.compiles(), 1);  // size 1, once
+}
+
+}  // namespace
+}  // namespace lathe

@@ -1,0 +1,369 @@
+#include "runtime/loaded_graph.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/kernel_runtime.h"
+#include "status_macros.h"
+
+namespace lathe {
+
+ResultShape ResultShape::Plain(int rank) {
+  ResultShape s;
+  s.rank = rank;
+  return s;
+}
+
+std::string ResultShape::ToString() const {
+  if (type.empty()) return absl::StrCat(rank);
+  return absl::StrCat(type, "(",
+                      absl::StrJoin(inner, ",",
+                                    [](std::string* out, const ResultShape& s) {
+                                      out->append(s.ToString());
+                                    }),
+                      ")");
+}
+
+namespace {
+
+// The most nested composites a result shape may have.
+constexpr int kMaxShapeDepth = 16;
+
+// Parses one shape at `*at` of `text`.
+absl::StatusOr<ResultShape> ParseShape(absl::string_view text, size_t* at,
+                                       int depth) {
+  auto error = [&](absl::string_view expected) {
+    return absl::InvalidArgumentError(absl::StrCat("result shape '", text,
+                                                   "': expected ", expected,
+                                                   " at character ", *at + 1));
+  };
+  if (depth > kMaxShapeDepth) return error("fewer nested composites");
+  size_t start = *at;
+  while (*at < text.size() && text[*at] >= '0' && text[*at] <= '9') ++*at;
+  if (*at > start) {
+    int rank = 0;
+    if (*at - start > 2 ||
+        !absl::SimpleAtoi(text.substr(start, *at - start), &rank)) {
+      return error("a rank below 100");
+    }
+    return ResultShape::Plain(rank);
+  }
+  while (*at < text.size() &&
+         (absl::ascii_isalnum(text[*at]) || text[*at] == '_')) {
+    ++*at;
+  }
+  if (*at == start) return error("a rank or a composite type");
+  ResultShape s;
+  s.type = std::string(text.substr(start, *at - start));
+  if (*at >= text.size() || text[*at] != '(') return error("'('");
+  ++*at;
+  while (true) {
+    ASSIGN_OR_RETURN(ResultShape inner, ParseShape(text, at, depth + 1));
+    s.inner.push_back(std::move(inner));
+    if (*at < text.size() && text[*at] == ',') {
+      ++*at;
+      continue;
+    }
+    if (*at < text.size() && text[*at] == ')') {
+      ++*at;
+      return s;
+    }
+    return error("',' or ')'");
+  }
+}
+
+// The LatheValues and dims a result of shape `s` takes, and its rank (a
+// composite's outer rank is its first inner value's).
+int Count(const ResultShape& s, size_t* values, size_t* dims) {
+  int rank = s.rank;
+  for (size_t k = 0; k < s.inner.size(); ++k) {
+    int r = Count(s.inner[k], values, dims);
+    if (k == 0) rank = r;
+  }
+  *values += s.inner.size();
+  *dims += 2 * rank;
+  return rank;
+}
+
+// The result buffers of one call: every LatheValue and dimension array in
+// two arrays, shaped as the signature says.
+class ResultArena {
+ public:
+  ResultArena(size_t values, size_t dims) : values_(values), dims_(dims) {}
+
+  LatheValue* top() { return values_.data(); }
+
+  // Shapes values_[*next_top] as `s`.
+  int Shape(const ResultShape& s, LatheValue* v) {
+    *v = LatheValue{};
+    int rank = s.rank;
+    if (!s.type.empty()) {
+      v->num_inner = static_cast<int64_t>(s.inner.size());
+      v->inner = values_.data() + next_value_;
+      next_value_ += s.inner.size();
+      for (size_t k = 0; k < s.inner.size(); ++k) {
+        int r = Shape(s.inner[k], &v->inner[k]);
+        if (k == 0) rank = r;
+      }
+    }
+    v->sizes = dims_.data() + next_dim_;
+    v->strides = v->sizes + rank;
+    next_dim_ += 2 * rank;
+    return rank;
+  }
+  void Reserve(size_t top) { next_value_ = top; }
+
+ private:
+  absl::InlinedVector<LatheValue, 32> values_;
+  absl::InlinedVector<int64_t, 128> dims_;
+  size_t next_value_ = 0, next_dim_ = 0;
+};
+
+// Every plain value of `v`'s tree, in flatten order.
+void Leaves(LatheValue* v, absl::InlinedVector<LatheValue*, 16>* out) {
+  if (v->kind != LATHE_VALUE_COMPOSITE) {
+    out->push_back(v);
+    return;
+  }
+  for (int64_t k = 0; k < v->num_inner; ++k) Leaves(&v->inner[k], out);
+}
+
+// The user's value of a filled result tree; `held` gives each plain
+// value's storage in flatten order.
+absl::StatusOr<Operand> Rebuild(const LatheValue& v, Storage** held) {
+  if (v.kind != LATHE_VALUE_COMPOSITE) {
+    return ResultOperand(v, std::move(*(*held)++));
+  }
+  std::vector<Operand> inner;
+  for (int64_t k = 0; k < v.num_inner; ++k) {
+    ASSIGN_OR_RETURN(Operand o, Rebuild(v.inner[k], held));
+    inner.push_back(std::move(o));
+  }
+  const CompositeType* type =
+      v.type == nullptr ? nullptr : FindCompositeType(v.type);
+  if (type == nullptr) {
+    return absl::InternalError(
+        absl::StrCat("the compiled wrapper made an unknown composite ",
+                     v.type == nullptr ? "(unnamed)" : v.type));
+  }
+  return type->Unflatten(absl::MakeSpan(inner),
+                         absl::MakeConstSpan(v.sizes, v.ndim),
+                         absl::MakeConstSpan(v.strides, v.ndim));
+}
+
+}  // namespace
+
+absl::StatusOr<ResultShape> ResultShape::Parse(absl::string_view text) {
+  size_t at = 0;
+  ASSIGN_OR_RETURN(ResultShape s, ParseShape(text, &at, 0));
+  if (at != text.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "result shape '", text, "': expected the end at character ", at + 1));
+  }
+  return s;
+}
+
+absl::StatusOr<Operand> ResultOperand(const LatheValue& o, Storage held) {
+  switch (o.kind) {
+    case LATHE_VALUE_TENSOR: {
+      ASSIGN_OR_RETURN(
+          Tensor t, Tensor::Wrap(std::move(held), static_cast<DType>(o.dtype),
+                                 absl::MakeConstSpan(o.sizes, o.ndim),
+                                 absl::MakeConstSpan(o.strides, o.ndim),
+                                 o.storage_offset));
+      return Operand::Of(std::move(t));
+    }
+    case LATHE_VALUE_INT:
+      return Operand::Int(o.i);
+    case LATHE_VALUE_BOOL:
+      return Operand::Bool(o.i != 0);
+    case LATHE_VALUE_FLOAT:
+      return Operand::Float(o.f);
+    default:
+      return Operand{};
+  }
+}
+
+LatheValue ViewOfTensor(const Tensor& t) {
+  LatheValue c{};
+  c.kind = LATHE_VALUE_TENSOR;
+  c.dtype = static_cast<int32_t>(t.dtype());
+  c.ndim = t.dim();
+  c.sizes = const_cast<int64_t*>(t.sizes().data());
+  c.strides = const_cast<int64_t*>(t.strides().data());
+  c.storage_offset = t.storage_offset();
+  c.data = t.storage().data();
+  c.storage = const_cast<Storage*>(&t.storage());
+  return c;
+}
+
+Storage TakeStorage(void* handle) {
+  Storage* s = static_cast<Storage*>(handle);
+  Storage taken = std::move(*s);
+  delete s;
+  return taken;
+}
+
+void ArgViews::Build(absl::Span<const Operand> args) {
+  inner_.clear();
+  names_.clear();
+  top_.resize(args.size());
+  for (size_t k = 0; k < args.size(); ++k) top_[k] = View(args[k]);
+}
+
+LatheValue ArgViews::View(const Operand& o) {
+  LatheValue c{};
+  switch (o.kind) {
+    case Operand::Kind::kTensor:
+      return o.tensor.defined() ? ViewOfTensor(o.tensor) : c;
+    case Operand::Kind::kInt:
+      c.kind = LATHE_VALUE_INT;
+      c.i = o.i;
+      return c;
+    case Operand::Kind::kBool:
+      c.kind = LATHE_VALUE_BOOL;
+      c.i = o.b ? 1 : 0;
+      return c;
+    case Operand::Kind::kFloat:
+      c.kind = LATHE_VALUE_FLOAT;
+      c.f = o.f;
+      return c;
+    case Operand::Kind::kNone:
+      return c;
+    case Operand::Kind::kComposite:
+      break;
+  }
+  if (o.composite == nullptr) return c;  // the checks refuse it
+  const CompositeTensor& t = *o.composite;
+  c.kind = LATHE_VALUE_COMPOSITE;
+  names_.emplace_back(t.type->name());
+  c.type = names_.back().c_str();
+  c.dtype = static_cast<int32_t>(t.dtype);
+  c.ndim = static_cast<int64_t>(t.sizes.size());
+  c.sizes = const_cast<int64_t*>(t.sizes.data());
+  c.strides = const_cast<int64_t*>(t.strides.data());
+  c.num_inner = static_cast<int64_t>(t.inner.size());
+  inner_.push_back(std::make_unique<LatheValue[]>(t.inner.size() + 1));
+  c.inner = inner_.back().get();
+  for (size_t k = 0; k < t.inner.size(); ++k) c.inner[k] = View(t.inner[k]);
+  return c;
+}
+
+absl::Status KeepOpenMpLoaded() {
+  // Were it unloaded with the last kernel library, its thread pool and state
+  // would go with it (and LeakSanitizer reports them).
+  static const absl::StatusOr<SharedLibrary>* openmp =
+      new absl::StatusOr<SharedLibrary>(
+          SharedLibrary::Open("libgomp.so.1", /*keep=*/true));
+  return openmp->status();
+}
+
+absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Open(
+    const std::string& path, CallSignature signature) {
+  RETURN_IF_ERROR(KeepOpenMpLoaded());
+  std::shared_ptr<LoadedGraph> g(new LoadedGraph());
+  ASSIGN_OR_RETURN(g->library_, SharedLibrary::Open(path));
+  ASSIGN_OR_RETURN(void* call, g->library_.Symbol("lathe_call_user"));
+  g->call_ = reinterpret_cast<LatheCallUserFn>(call);
+  if (absl::StatusOr<void*> guards = g->library_.Symbol("lathe_guards");
+      guards.ok()) {
+    g->guards_ = reinterpret_cast<LatheGuardFn>(*guards);
+  }
+  g->signature_ = std::move(signature);
+  const CallSignature& s = g->signature_;
+  if (s.rebound_ranks.size() != s.rebound_inputs.size()) {
+    return absl::InvalidArgumentError(
+        "a rebound input without its rank (or a rank without its input)");
+  }
+  g->values_ = s.results.size() + s.rebound_inputs.size();
+  for (const ResultShape& r : s.results) Count(r, &g->values_, &g->dims_);
+  for (int rank : s.rebound_ranks) g->dims_ += 2 * rank;
+  return std::shared_ptr<const LoadedGraph>(std::move(g));
+}
+
+int LoadedGraph::FailedGuard(const ArgViews& args, int64_t placeholders) const {
+  if (guards_ == nullptr) return LATHE_GUARDS_HOLD;
+  return guards_(args.data(), std::min(placeholders, args.size()));
+}
+
+int LoadedGraph::Invoke(const ArgViews& args, uint64_t seed,
+                        std::vector<Operand>* results,
+                        std::vector<Operand>* rebound) const {
+  const CallSignature& s = signature_;
+  const size_t users = s.results.size();
+  const size_t top = users + s.rebound_inputs.size();
+  ResultArena arena(values_, dims_);
+  arena.Reserve(top);
+  LatheValue* out = arena.top();
+  for (size_t r = 0; r < users; ++r) arena.Shape(s.results[r], &out[r]);
+  for (size_t j = 0; j < s.rebound_ranks.size(); ++j) {
+    arena.Shape(ResultShape::Plain(s.rebound_ranks[j]), &out[users + j]);
+  }
+  // This call's seed rides in a copy of the runtime's routines.
+  const LatheKernelRuntime* rt = KernelRuntime();
+  LatheKernelRuntime seeded;
+  if (seed != rt->seed) {
+    seeded = *rt;
+    seeded.seed = seed;
+    rt = &seeded;
+  }
+  int rc = call_(args.data(), args.size(), out, static_cast<int64_t>(top), rt);
+  if (rc != 0) return rc;
+  // Every plain result holds a storage from here on: each is taken back
+  // (in flatten order) before any is wrapped.
+  absl::InlinedVector<LatheValue*, 16> leaves;
+  for (size_t r = 0; r < top; ++r) Leaves(&out[r], &leaves);
+  absl::InlinedVector<Storage, 16> held(leaves.size());
+  for (size_t k = 0; k < leaves.size(); ++k) {
+    if (leaves[k]->kind == LATHE_VALUE_TENSOR) {
+      held[k] = TakeStorage(leaves[k]->storage);
+    }
+  }
+  Storage* next = held.data();
+  results->clear();
+  results->reserve(users);
+  rebound->clear();
+  for (size_t r = 0; r < top; ++r) {
+    absl::StatusOr<Operand> o = Rebuild(out[r], &next);
+    // A result the runtime cannot wrap is the compiled code's fault: its
+    // storages are already held above and go with `held`.
+    if (!o.ok()) return kCallBadResult;
+    (r < users ? results : rebound)->push_back(std::move(*o));
+  }
+  return 0;
+}
+
+absl::Status CallStatus(int rc, absl::Span<const std::string> checks) {
+  switch (rc) {
+    case LATHE_CALL_BAD_INPUTS:
+      return absl::InvalidArgumentError(
+          "the inputs do not match the compiled graph's annotations");
+    case LATHE_CALL_NO_MEMORY:
+      return absl::ResourceExhaustedError(
+          "out of memory allocating the compiled graph's buffers");
+    case LATHE_CALL_COPY_FAILED:
+      return absl::InternalError(
+          "the mutation epilogue could not copy an updated value into its "
+          "input");
+    case kCallBadResult:
+      return absl::InternalError(
+          "the compiled graph returned a result the runtime cannot wrap");
+    default:
+      break;
+  }
+  if (rc > 0 && rc <= static_cast<int>(checks.size())) {
+    return absl::InvalidArgumentError(checks[rc - 1]);
+  }
+  return absl::InternalError(
+      absl::StrCat("the compiled graph failed (", rc, ")"));
+}
+
+absl::Status LoadedGraph::CallStatus(int rc) const {
+  return lathe::CallStatus(rc, signature_.checks);
+}
+
+}  // namespace lathe

@@ -1,0 +1,148 @@
+// -----------------------------------------------------------------------------
+// File: loaded_graph.h
+// -----------------------------------------------------------------------------
+//
+// One compiled graph's shared library, loaded and callable with the user's
+// values: its compiled guards (lathe_guards) and its whole user call
+// (lathe_call_user: composites unwrapped, the graph, the runtime wrapper
+// plan, composites rebuilt), through the C ABI of kernel_abi.h. What the
+// runtime must know to shape the results (the signature) comes from the
+// compiler, or from an artifact's manifest (artifact.h); nothing here
+// depends on the compiler.
+//
+// Example:
+//
+//   ASSIGN_OR_RETURN(std::shared_ptr<const LoadedGraph> g,
+//                    LoadedGraph::Open("dir/kernel.so", signature));
+//   ArgViews views;
+//   RETURN_IF_ERROR(views.Build(args));
+//   if (g->FailedGuard(views) == LATHE_GUARDS_HOLD) {
+//     std::vector<Operand> results, rebound;
+//     int rc = g->Invoke(views, kDefaultSeed, &results, &rebound);
+//     if (rc != 0) return g->CallStatus(rc);
+//   }
+
+#ifndef LATHE_RUNTIME_LOADED_GRAPH_H_
+#define LATHE_RUNTIME_LOADED_GRAPH_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "runtime/composite.h"
+#include "runtime/kernel_abi.h"
+#include "runtime/kernel_runtime.h"
+#include "runtime/shared_library.h"
+#include "runtime/storage.h"
+#include "runtime/tensor.h"
+
+namespace lathe {
+
+// Invoke's code for a result the runtime cannot wrap (the compiled code's
+// fault); lathe_call's own codes are kernel_abi.h's.
+inline constexpr int kCallBadResult = -100;
+
+// The shape of one result of a compiled user call: a plain value of `rank`
+// dimensions, or a composite of a registered type over inner results.
+struct ResultShape {
+  std::string type;                // "" for a plain value
+  int rank = 0;                    // plain values
+  std::vector<ResultShape> inner;  // composites, in flatten order
+
+  static ResultShape Plain(int rank);
+  // "2" for a plain value of rank 2, "pair(2,2)" for a composite.
+  std::string ToString() const;
+  // The inverse of ToString; an error says what was expected where.
+  static absl::StatusOr<ResultShape> Parse(absl::string_view text);
+};
+
+// How to call a compiled graph's lathe_call_user and read what it did.
+struct CallSignature {
+  std::vector<ResultShape> results;  // the user's results
+  // The arguments a set_ or as_strided_ rebinds (plain tensors of these
+  // ranks; -1 for an inner value of a composite, which is not rebound):
+  // lathe_call_user returns them after the user's results.
+  std::vector<int> rebound_inputs, rebound_ranks;
+  // The message of lathe_call's index check k (returned as k + 1).
+  std::vector<std::string> checks;
+};
+
+// The error of a compiled call that returned `rc` (kernel_abi.h's codes,
+// kCallBadResult, or k > 0 for index check k - 1, whose messages `checks`
+// gives).
+absl::Status CallStatus(int rc, absl::Span<const std::string> checks);
+
+// `t` as the C ABI sees it: a view, nothing copied or retained.
+LatheValue ViewOfTensor(const Tensor& t);
+
+// A plain result the compiled code filled, holding `held` (its storage).
+absl::StatusOr<Operand> ResultOperand(const LatheValue& o, Storage held);
+
+// A result's storage handle (kernel_runtime.cc's alloc and retain), taken
+// back: the Storage it names.
+Storage TakeStorage(void* handle);
+
+// The user's values as LatheValues (composites as trees), viewed without
+// copying; inputs up to a few dozen values need no heap.
+class ArgViews {
+ public:
+  // Views `args`; they must outlive this object's use.
+  void Build(absl::Span<const Operand> args);
+  const LatheValue* data() const { return top_.data(); }
+  int64_t size() const { return static_cast<int64_t>(top_.size()); }
+
+ private:
+  LatheValue View(const Operand& o);
+  absl::InlinedVector<LatheValue, 16> top_;
+  std::vector<std::unique_ptr<LatheValue[]>> inner_;  // composites only
+  std::deque<std::string> names_;  // composites only (stable c_str())
+};
+
+// Loads the OpenMP runtime generated kernels link, for the whole process;
+// call it before loading a kernel library.
+absl::Status KeepOpenMpLoaded();
+
+class LoadedGraph {
+ public:
+  // Loads `path` and finds lathe_call_user (and lathe_guards, if present).
+  static absl::StatusOr<std::shared_ptr<const LoadedGraph>> Open(
+      const std::string& path, CallSignature signature);
+
+  // The compiled guards on the views of the user's placeholders (the
+  // constants after them are not read): LATHE_GUARDS_HOLD, the index of
+  // the first failing guard, or LATHE_GUARDS_OTHER_INPUTS.
+  int FailedGuard(const ArgViews& args, int64_t placeholders) const;
+  bool has_guards() const { return guards_ != nullptr; }
+
+  // Calls lathe_call_user: 0 and the user's results, and the rebound
+  // arguments in signature().rebound_inputs order; or lathe_call's error
+  // code (nothing is returned, no storage is held).
+  int Invoke(const ArgViews& args, uint64_t seed, std::vector<Operand>* results,
+             std::vector<Operand>* rebound) const;
+
+  // The error of a failed Invoke returning `rc`.
+  absl::Status CallStatus(int rc) const;
+
+  const CallSignature& signature() const { return signature_; }
+  const std::string& path() const { return library_.path(); }
+
+ private:
+  LoadedGraph() = default;
+  SharedLibrary library_;
+  LatheCallUserFn call_ = nullptr;
+  LatheGuardFn guards_ = nullptr;
+  CallSignature signature_;
+  size_t values_ = 0;  // LatheValues of the results' trees, all together
+  size_t dims_ = 0;    // their sizes and strides
+};
+
+}  // namespace lathe
+
+#endif  // LATHE_RUNTIME_LOADED_GRAPH_H_
