@@ -316,9 +316,12 @@ absl::StatusOr<std::vector<Operand>> CompiledFunction::Run(
     return options_.fallback(args, seed);
   }
   const Variant& variant = *entry.variant;
-  if (variant.check) RETURN_IF_ERROR(variant.check(args));
+  if (variant.check_every_call) RETURN_IF_ERROR(variant.check(args));
   std::vector<Operand> results, rebound;
   int rc = variant.graph->Invoke(views, seed, &results, &rebound);
+  if (rc == LATHE_CALL_BAD_INPUTS && variant.check) {
+    RETURN_IF_ERROR(variant.check(args));
+  }
   if (rc != 0) return variant.graph->CallStatus(rc);
   const std::vector<int>& rebind = variant.graph->signature().rebound_inputs;
   for (size_t j = 0; j < rebind.size(); ++j) {

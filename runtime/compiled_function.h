@@ -75,9 +75,12 @@ struct ArgumentSpec {
 struct Variant {
   std::shared_ptr<const LoadedGraph> graph;
   std::vector<std::string> guards;
-  // Checks the .so cannot make (an annotation with a division), run before
-  // every call of this variant; null when the .so checks everything.
+  // The inputs checked against the annotations on the host, the slow way
+  // (the compiler side's; null in an artifact): it explains inputs the .so
+  // refused, and runs before every call when `check_every_call` (an
+  // annotation with a division, which the .so cannot check).
   std::function<absl::Status(absl::Span<const Operand> args)> check;
+  bool check_every_call = false;
 };
 
 // Why one recompile happened: for each earlier variant, the first guard

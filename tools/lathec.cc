@@ -1,5 +1,5 @@
-// lathec: lathe's command-line compiler driver (see lathec_run.h for the
-// `run` command, the only one so far).
+// lathec: lathe's command-line compiler driver: `run`, `compile` and
+// `guards` (see lathec_run.h).
 
 #include <cstdio>
 #include <string>
@@ -14,18 +14,19 @@ int main(int argc, char** argv) {
     std::fprintf(args.empty() ? stderr : stdout, "%s\n", lathe::kLathecUsage);
     return args.empty() ? 2 : 0;
   }
-  if (args[0] == "compile" || args[0] == "guards") {
-    std::fprintf(stderr, "lathec: '%s' is not available yet (available: run)\n",
-                 args[0].c_str());
-    return 1;
-  }
-  if (args[0] != "run") {
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  absl::Status s;
+  if (args[0] == "run") {
+    s = lathe::LathecRun(rest);
+  } else if (args[0] == "compile") {
+    s = lathe::LathecCompile(rest);
+  } else if (args[0] == "guards") {
+    s = lathe::LathecGuards(rest);
+  } else {
     std::fprintf(stderr, "lathec: unknown command '%s'\n%s\n", args[0].c_str(),
                  lathe::kLathecUsage);
     return 2;
   }
-  absl::Status s =
-      lathe::LathecRun(std::vector<std::string>(args.begin() + 1, args.end()));
   if (!s.ok()) {
     std::string message(s.message());
     for (char& c : message) {

@@ -34,11 +34,13 @@
 #include "aot/aot_dispatch.h"
 #include "aot/flatten_composites.h"
 #include "codegen/cpp/cpu_function.h"
+#include "codegen/cpp/wrapper_emitter.h"
 #include "ir/graph.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
 #include "ir/known_ops.h"
 #include "ir/value.h"
+#include "runtime/artifact.h"
 #include "runtime/composite.h"
 #include "runtime/copy.h"
 #include "runtime/file_io.h"
@@ -50,14 +52,17 @@
 #include "symbolic/guards.h"
 #include "symbolic/printer.h"
 #include "tools/compile.h"
+#include "tools/compile_artifact.h"
 
 namespace lathe {
 namespace {}  // namespace
 
 const char kLathecUsage[] =
-    "usage: lathec run GRAPH (--input NAME=FILE.npy ... | --inputs DIR ...) "
-    "[--backend interp|cpu] --out DIR [--dump-dir DIR] [--max-memory BYTES] "
-    "[--passes NAME,NAME,...|none]";
+    "usage: lathec run (GRAPH | --artifact DIR) (--input NAME=FILE.npy ... | "
+    "--inputs DIR ...) [--backend interp|cpu] --out DIR [--dump-dir DIR] "
+    "[--max-memory BYTES] [--passes NAME,NAME,...|none]\n"
+    "       lathec compile GRAPH -o DIR\n"
+    "       lathec guards GRAPH";
 
 namespace {
 
@@ -157,6 +162,7 @@ std::string Absolute(const std::string& path) {
 
 struct RunOptions {
   std::string graph;
+  std::string artifact;  // --artifact DIR instead of GRAPH
   std::vector<std::pair<std::string, std::string>> inputs;  // name -> file
   std::vector<std::string> input_dirs;
   std::string backend = "interp";
@@ -189,6 +195,8 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
     } else if (a == "--inputs" || absl::StartsWith(a, "--inputs=")) {
       ASSIGN_OR_RETURN(std::string v, value("--inputs"));
       o.input_dirs.push_back(v);
+    } else if (a == "--artifact" || absl::StartsWith(a, "--artifact=")) {
+      ASSIGN_OR_RETURN(o.artifact, value("--artifact"));
     } else if (a == "--backend" || absl::StartsWith(a, "--backend=")) {
       ASSIGN_OR_RETURN(o.backend, value("--backend"));
     } else if (a == "--out" || absl::StartsWith(a, "--out=")) {
@@ -215,7 +223,13 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
           absl::StrCat("unexpected argument '", a, "'"));
     }
   }
-  if (o.graph.empty()) return absl::InvalidArgumentError("no GRAPH given");
+  if (!o.artifact.empty() && !o.graph.empty()) {
+    return absl::InvalidArgumentError(
+        "give either GRAPH or --artifact DIR, not both");
+  }
+  if (o.graph.empty() && o.artifact.empty()) {
+    return absl::InvalidArgumentError("no GRAPH (or --artifact DIR) given");
+  }
   if (o.out.empty()) return absl::InvalidArgumentError("no --out DIR given");
   if (o.inputs.empty() == o.input_dirs.empty() &&
       !(o.inputs.empty() && o.input_dirs.empty())) {
@@ -474,10 +488,13 @@ absl::StatusOr<Operand> LoadArgument(const ir::Graph& graph,
     if (p != nullptr && p->meta().kind == ir::ValueMeta::Kind::kNone) {
       return Operand();  // baked in by make_fx; its value is not read
     }
-    if (it == set.tensors.end() || p == nullptr) {
+    if (it == set.tensors.end()) {
       return absl::InvalidArgumentError(
           absl::StrCat("missing input '", name, "'"));
     }
+    // An inner tensor of a composite the graph does not name (not yet
+    // flattened) is taken as the file lays it out.
+    if (p == nullptr) return Operand::Of(it->second);
     Tensor t = it->second;
     if (p->meta().kind == ir::ValueMeta::Kind::kTensor) {
       ASSIGN_OR_RETURN(t, InAnnotatedLayout(name, p->meta().tensor, t, values));
@@ -515,14 +532,8 @@ void Leaves(const Operand& o, std::vector<Operand>* out) {
   for (const Operand& i : o.composite->inner) Leaves(i, out);
 }
 
-// A compiled function: the walk's result (tools/compile.h).
-// A compile of the graph, and its native code with --backend cpu.
-struct Compiled : CompiledGraph {
-  explicit Compiled(CompiledGraph&& g) : CompiledGraph(std::move(g)) {}
-  std::unique_ptr<codegen::CpuFunction> cpu;
-  mutable double run_seconds = 0;  // every input set it ran, with wrappers
-  mutable int runs = 0;
-};
+// A compile of the graph for the interpreter (tools/compile.h).
+using Compiled = CompiledGraph;
 
 absl::StatusOr<std::unique_ptr<ir::Graph>> Parse(const RunOptions& o,
                                                  absl::string_view text) {
@@ -534,35 +545,24 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> Parse(const RunOptions& o,
   return parsed;
 }
 
-// Compiles `text` with `hints` for its symbols (as PyTorch compiles with
-// example inputs: sizes 0 and 1 are specialized).
-absl::StatusOr<std::unique_ptr<Compiled>> Compile(
-    const RunOptions& o, absl::string_view text,
-    const absl::flat_hash_map<std::string, symbolic::Value>& hints) {
+// The compile options of a run with `hints` for the graph's symbols.
+CompileOptions CompileOptionsOf(
+    const RunOptions& o,
+    const absl::flat_hash_map<std::string, symbolic::Value>& hints = {}) {
   CompileOptions options;
   options.source = o.graph;
   options.hints = hints;
   options.dump = !o.dump_dir.empty();
   options.only_passes = o.passes;
-  ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> g,
-                   CompileGraphText(text, options));
-  auto c = std::make_unique<Compiled>(std::move(*g));
-  if (o.backend == "cpu") {
-    absl::StatusOr<std::unique_ptr<codegen::CpuFunction>> cpu =
-        codegen::CpuFunction::Compile(
-            *c->graph, *c->env,
-            {.guards = c->guards ? &*c->guards : nullptr,
-             .guard_inputs = c->guard_inputs,
-             .plan = &c->aot.plan,
-             .subclass = &c->aot.subclass});
-    if (!cpu.ok()) {
-      return absl::Status(
-          cpu.status().code(),
-          absl::StrCat(o.graph, ": cpu backend: ", cpu.status().message()));
-    }
-    c->cpu = std::move(*cpu);
-  }
-  return c;
+  return options;
+}
+
+// Compiles `text` with `hints` for its symbols (as PyTorch compiles with
+// example inputs: sizes 0 and 1 are specialized).
+absl::StatusOr<std::unique_ptr<Compiled>> Compile(
+    const RunOptions& o, absl::string_view text,
+    const absl::flat_hash_map<std::string, symbolic::Value>& hints) {
+  return CompileGraphText(text, CompileOptionsOf(o, hints));
 }
 
 // The guard inputs of a set, one per placeholder of `graph` (the graph as
@@ -586,76 +586,50 @@ bool GuardInputs(const ir::Graph& graph, const Composites& composites,
   return true;
 }
 
-// A guard as the user reads it: "x.size(0) == 1" for "t0.size(0) == 1".
-std::string DescribeGuard(const ir::Graph& graph,
-                          const symbolic::GuardSet& guards, int failed) {
-  std::string text = guards.Describe(failed);
-  std::vector<ir::Node*> inputs = graph.Placeholders();
-  for (size_t k = inputs.size(); k-- > 0;) {
-    text = absl::StrReplaceAll(
-        text,
-        {{absl::StrCat("t", k, "."), absl::StrCat(inputs[k]->name(), ".")},
-         {absl::StrCat("a", k), inputs[k]->name()}});
-  }
-  return text;
-}
-
-// Runs one input set through `c` and returns the files it produces (not yet
-// written), under `prefix` ("" or "1/").
-absl::StatusOr<std::vector<PendingFile>> RunOnce(const Compiled& c,
-                                                 const InputSet& set,
-                                                 const SymbolValues& values,
-                                                 const std::string& prefix) {
-  const ir::Graph& graph = *c.graph;
-  const aot::AotGraph& aot = c.aot;
+// The user's arguments of a set: one per placeholder of `written` (laid out
+// as annotated; a composite from its inner tensors), then the constants it
+// reads (`self.NAME`, given like inputs, by NAME) as `constants` names them.
+// `leaves` is the graph whose placeholders annotate the files' tensors (the
+// compiled one names a composite's inner tensors).
+absl::StatusOr<std::vector<Operand>> LoadArguments(
+    const ir::Graph& written, const ir::Graph& leaves,
+    const Composites& composites, const InputSet& set,
+    const SymbolValues& values, const std::vector<std::string>& constants) {
   std::vector<Operand> args;
-  for (size_t i = 0; i < aot.names.size(); ++i) {
-    ASSIGN_OR_RETURN(
-        Operand a, LoadArgument(graph, aot.names[i], aot.signature.arguments[i],
-                                set, values.values));
+  for (const ir::Node* p : written.Placeholders()) {
+    ASSIGN_OR_RETURN(Operand a, LoadArgument(leaves, p->name(),
+                                             LayoutOf(composites, p->name()),
+                                             set, values.values));
     args.push_back(std::move(a));
   }
-  // Constants (`self.NAME` attributes) are given like inputs, by NAME.
-  absl::flat_hash_map<std::string, ir::Value> constants;
-  for (const auto& node : graph.nodes()) {
-    if (node->kind() != ir::Node::Kind::kGetAttr) continue;
-    auto it = set.tensors.find(node->target());
-    if (it == set.tensors.end()) {
+  for (const std::string& name : constants) {
+    auto it = set.tensors.find(name);
+    const ir::Node* node = nullptr;
+    for (const auto& n : written.nodes()) {
+      if (n->kind() == ir::Node::Kind::kGetAttr && n->target() == name) {
+        node = n.get();
+      }
+    }
+    if (it == set.tensors.end() || node == nullptr) {
       return absl::InvalidArgumentError(
-          absl::StrCat("missing constant 'self.", node->target(),
-                       "' (give it as --input ", node->target(), "=FILE.npy)"));
+          absl::StrCat("missing constant 'self.", name,
+                       "' (give it as --input ", name, "=FILE.npy)"));
     }
     ASSIGN_OR_RETURN(ir::Value v,
                      InputValue(*node, it->second, set.paths.at(it->first)));
-    constants[node->target()] = std::move(v);
+    ASSIGN_OR_RETURN(Operand a, aot::OperandOf(v));
+    args.push_back(std::move(a));
   }
-  // The cpu backend runs the whole user call inside its .so (composites
-  // unwrapped, the graph, the runtime wrapper plan, composites rebuilt); a
-  // plan the generated code cannot say runs here after the graph.
-  aot::GraphRunner runner = nullptr;
-  aot::PlannedRunner planned = nullptr;
-  aot::UserRunner user = nullptr;
-  if (const codegen::CpuFunction* f = c.cpu.get(); f != nullptr) {
-    if (f->user_entry()) {
-      user = [f](std::vector<Operand> a,
-                 const absl::flat_hash_map<std::string, ir::Value>& k) {
-        return f->CallUser(std::move(a), k);
-      };
-    } else if (f->plan_applied()) {
-      planned = [f](std::vector<ir::Value>& inputs,
-                    const absl::flat_hash_map<std::string, ir::Value>& k) {
-        return f->RunWithPlan(inputs, k);
-      };
-    } else {
-      runner = [f](const ir::Graph&, const std::vector<ir::Value>& inputs,
-                   const absl::flat_hash_map<std::string, ir::Value>& k) {
-        return f->Run(inputs, k);
-      };
-    }
-  }
-  ASSIGN_OR_RETURN(
-      aot::UserCall r,
-      aot::InterpretAsUser(graph, aot, args, constants, runner, planned, user));
+  return args;
+}
+
+// The files of a call's results and of the arguments it wrote (`written`
+// per user argument), not yet written, under `prefix` ("" or "1/").
+absl::StatusOr<std::vector<PendingFile>> ResultFiles(
+    const aot::CompositeSignature& signature,
+    const std::vector<std::string>& names_of_arguments,
+    absl::Span<const Operand> results, absl::Span<const Operand> arguments,
+    const std::vector<bool>& written, const std::string& prefix) {
   std::vector<PendingFile> pending;
   auto add = [&](const std::string& name, const Operand& o,
                  int index) -> absl::Status {
@@ -666,27 +640,27 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(const Compiled& c,
         {path, std::move(bytes), absl::StrCat(path, ": ", t.ToString())});
     return absl::OkStatus();
   };
-  for (size_t k = 0; k < r.results.size(); ++k) {
-    if (r.results[k].kind == Operand::Kind::kNone) {  // no file for a None
+  for (size_t k = 0; k < results.size(); ++k) {
+    if (results[k].kind == Operand::Kind::kNone) {  // no file for a None
       pending.push_back({"", "", absl::StrCat(prefix, "out", k, ": None")});
       continue;
     }
     std::vector<std::string> names;
-    aot::LeafNames(absl::StrCat("out", k), aot.signature.results[k], &names);
+    aot::LeafNames(absl::StrCat("out", k), signature.results[k], &names);
     std::vector<Operand> leaves;
-    Leaves(r.results[k], &leaves);
+    Leaves(results[k], &leaves);
     for (size_t j = 0; j < leaves.size() && j < names.size(); ++j) {
       RETURN_IF_ERROR(add(names[j], leaves[j], static_cast<int>(k)));
     }
   }
   // Mutated inputs go to mutated/, so no input name can collide with an
   // output's file.
-  for (size_t i = 0; i < aot.names.size(); ++i) {
-    if (!r.mutated[i]) continue;
+  for (size_t i = 0; i < names_of_arguments.size() && i < written.size(); ++i) {
+    if (!written[i]) continue;
     std::vector<std::string> names;
-    aot::LeafNames(aot.names[i], aot.signature.arguments[i], &names);
+    aot::LeafNames(names_of_arguments[i], signature.arguments[i], &names);
     std::vector<Operand> leaves;
-    Leaves(r.arguments[i], &leaves);
+    Leaves(arguments[i], &leaves);
     for (size_t j = 0; j < leaves.size() && j < names.size(); ++j) {
       RETURN_IF_ERROR(add(absl::StrCat(kMutatedDir, "/", names[j]), leaves[j],
                           static_cast<int>(i)));
@@ -695,11 +669,262 @@ absl::StatusOr<std::vector<PendingFile>> RunOnce(const Compiled& c,
   return pending;
 }
 
+// Runs one input set through `c` on the interpreter and returns the files
+// it produces (not yet written), under `prefix` ("" or "1/").
+absl::StatusOr<std::vector<PendingFile>> RunOnce(const Compiled& c,
+                                                 const ir::Graph& written,
+                                                 const Composites& composites,
+                                                 const InputSet& set,
+                                                 const SymbolValues& values,
+                                                 const std::string& prefix) {
+  const std::vector<std::string> names = ConstantsOf(written);
+  ASSIGN_OR_RETURN(
+      std::vector<Operand> args,
+      LoadArguments(written, *c.graph, composites, set, values, names));
+  absl::flat_hash_map<std::string, ir::Value> constants;
+  const size_t users = args.size() - names.size();
+  for (size_t k = 0; k < names.size(); ++k) {
+    constants[names[k]] = aot::ValueOf(args[users + k]);
+  }
+  args.resize(users);
+  ASSIGN_OR_RETURN(aot::UserCall r,
+                   aot::InterpretAsUser(*c.graph, c.aot, args, constants));
+  return ResultFiles(c.aot.signature, c.aot.names, r.results, r.arguments,
+                     r.mutated, prefix);
+}
+
+// Runs every set through one CompiledFunction compiled for the CPU (a set
+// its variants' guards refuse compiles again, with the first set's sizes
+// as the first compile's hints); prints compiles=N and the reason of each
+// recompile for several sets.
+absl::StatusOr<std::vector<PendingFile>> RunCompiled(
+    const RunOptions& o, VariantCompiler& compiler, const ir::Graph& written,
+    const Composites& composites, const std::vector<InputSet>& sets,
+    std::vector<std::string>* report, std::vector<std::string>* stats) {
+  ASSIGN_OR_RETURN(std::unique_ptr<CompiledFunction> f,
+                   compiler.Function(kMaxCompiles));
+  const std::vector<std::string> constants = ConstantsOf(written);
+  std::vector<PendingFile> all;
+  size_t reported = 0;
+  double seconds = 0;
+  for (size_t k = 0; k < sets.size(); ++k) {
+    const InputSet& set = sets[k];
+    SymbolValues values = ValuesOf(written, composites, set);
+    auto error = [&](const absl::Status& s) {
+      return absl::Status(s.code(), absl::StrCat(set.label, s.message()));
+    };
+    absl::StatusOr<std::vector<Operand>> args =
+        LoadArguments(written, written, composites, set, values, constants);
+    if (!args.ok()) return error(args.status());
+    auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<std::vector<Operand>> results =
+        f->Call(absl::MakeSpan(*args));
+    seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (!results.ok()) return error(results.status());
+    std::vector<Recompile> recompiles = f->recompiles();
+    for (; reported < recompiles.size(); ++reported) {
+      report->push_back(
+          absl::StrCat("recompile ", reported + 1, " for ", set.label,
+                       "guard failed: ", recompiles[reported].reason));
+    }
+    if (compiler.compiled().empty()) {
+      return absl::InternalError("the compiled function compiled nothing");
+    }
+    const CompiledArtifact& first = *compiler.compiled().front();
+    std::vector<bool> written_args(first.manifest.arguments.size(), false);
+    for (int i : first.manifest.mutated) written_args[i] = true;
+    std::string prefix = o.input_dirs.empty() ? "" : absl::StrCat(k, "/");
+    ASSIGN_OR_RETURN(
+        std::vector<PendingFile> files,
+        ResultFiles(first.compiled->aot.signature, first.compiled->aot.names,
+                    *results, *args, written_args, prefix));
+    for (PendingFile& file : files) all.push_back(std::move(file));
+  }
+  if (!o.input_dirs.empty()) {
+    report->insert(report->begin(), absl::StrCat("compiles=", f->compiles()));
+  }
+  for (const std::string& w : f->warnings()) {
+    report->push_back(absl::StrCat("warning: ", w));
+  }
+  // What the cpu backend did, per compile.
+  for (const auto& c : compiler.compiled()) {
+    const codegen::CpuStats& st = c->cpu->stats();
+    stats->push_back(absl::StrFormat(
+        "cpu backend: %d kernels (%d before fusion); lathe %.1f ms, C++ "
+        "compiler %.0f ms; %zu run(s), %.3f ms each",
+        st.kernels, st.kernels_unfused, st.lower_seconds * 1e3,
+        st.compiler_seconds * 1e3, sets.size(),
+        (seconds - compiler.compile_seconds()) * 1e3 / sets.size()));
+  }
+  return all;
+}
+
+// The layout of an artifact's argument or result: plain, or a composite
+// of a registered type over plain values (deeper nesting is refused).
+absl::StatusOr<aot::CompositeLayout> FlatLayout(absl::string_view type,
+                                                int inner_count,
+                                                const std::string& what) {
+  if (type.empty()) return aot::CompositeLayout::Plain();
+  const CompositeType* t = FindCompositeType(type);
+  if (t == nullptr ||
+      (inner_count >= 0 &&
+       inner_count != static_cast<int>(t->inner_names().size()))) {
+    return absl::UnimplementedError(absl::StrCat(
+        what, ": a composite of type '", type,
+        "' nested in another, which run --artifact does not read yet"));
+  }
+  return aot::CompositeLayout::Of(
+      t, std::vector<aot::CompositeLayout>(t->inner_names().size()));
+}
+
+// `lathec run --artifact DIR`: the artifact's function, loaded with the
+// runtime alone (no compile: a set its guards refuse is an error naming the
+// guard), on every input set.
+absl::Status RunArtifact(const RunOptions& o) {
+  ASSIGN_OR_RETURN(LoadedArtifact a, LoadArtifact(o.artifact));
+  const Manifest& m = a.manifest;
+  aot::CompositeSignature signature;
+  std::vector<std::string> names;
+  for (const ArgumentSpec& spec : m.arguments) {
+    ASSIGN_OR_RETURN(aot::CompositeLayout l,
+                     FlatLayout(spec.type, -1, spec.name));
+    signature.arguments.push_back(std::move(l));
+    names.push_back(absl::StartsWith(spec.name, "self.") ? spec.name.substr(5)
+                                                         : spec.name);
+  }
+  for (const ResultShape& r : m.signature.results) {
+    for (const ResultShape& inner : r.inner) {
+      if (!inner.type.empty()) {
+        return FlatLayout(inner.type, 0, "a result").status();
+      }
+    }
+    ASSIGN_OR_RETURN(
+        aot::CompositeLayout l,
+        FlatLayout(r.type, static_cast<int>(r.inner.size()), "a result"));
+    signature.results.push_back(std::move(l));
+  }
+  std::vector<std::string> files;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (m.arguments[i].kind == ArgumentSpec::Kind::kNone) continue;
+    aot::LeafNames(names[i], signature.arguments[i], &files);
+  }
+  std::vector<InputSet> sets;
+  if (!o.input_dirs.empty()) {
+    for (size_t k = 0; k < o.input_dirs.size(); ++k) {
+      InputSet set;
+      set.label = absl::StrCat("input set ", k, " (", o.input_dirs[k], "): ");
+      for (const std::string& name : files) {
+        set.paths[name] = absl::StrCat(o.input_dirs[k], "/", name, ".npy");
+      }
+      sets.push_back(std::move(set));
+    }
+  } else {
+    InputSet set;
+    absl::flat_hash_set<std::string> known(files.begin(), files.end());
+    for (const auto& [name, file] : o.inputs) {
+      if (!known.contains(name)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("the artifact has no input named '", name, "'"));
+      }
+      if (!set.paths.emplace(name, file).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input '", name, "' given twice"));
+      }
+    }
+    sets.push_back(std::move(set));
+  }
+  std::vector<PendingFile> all;
+  for (size_t k = 0; k < sets.size(); ++k) {
+    InputSet& set = sets[k];
+    auto error = [&](const absl::Status& s) {
+      return absl::Status(s.code(), absl::StrCat(set.label, s.message()));
+    };
+    RETURN_IF_ERROR(ReadSet(set));
+    // One operand per argument, from its file(s).
+    auto leaf = [&](const std::string& file,
+                    ArgumentSpec::Kind kind) -> absl::StatusOr<Operand> {
+      auto it = set.tensors.find(file);
+      if (it == set.tensors.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("missing input '", file, "'"));
+      }
+      const Tensor& t = it->second;
+      if (kind == ArgumentSpec::Kind::kTensor) return Operand::Of(t);
+      if (t.dim() != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            set.paths.at(file), ": input '", file,
+            "' is a scalar and needs a 0-d .npy, got ", t.ToString()));
+      }
+      if (kind == ArgumentSpec::Kind::kFloat) {
+        return Operand::Float(t.GetDouble({}));
+      }
+      if (kind == ArgumentSpec::Kind::kBool) {
+        return Operand::Bool(t.GetDouble({}) != 0);
+      }
+      return Operand::Int(IntOf(t));
+    };
+    std::vector<Operand> args;
+    for (size_t i = 0; i < names.size(); ++i) {
+      const ArgumentSpec& spec = m.arguments[i];
+      const aot::CompositeLayout& l = signature.arguments[i];
+      if (spec.kind == ArgumentSpec::Kind::kNone) {
+        args.emplace_back();
+        continue;
+      }
+      if (l.type == nullptr) {
+        absl::StatusOr<Operand> o = leaf(names[i], spec.kind);
+        if (!o.ok()) return error(o.status());
+        args.push_back(*std::move(o));
+        continue;
+      }
+      std::vector<Operand> inner;
+      for (size_t j = 0; j < l.inner.size(); ++j) {
+        absl::StatusOr<Operand> o =
+            leaf(aot::InnerName(names[i], l, static_cast<int>(j)),
+                 ArgumentSpec::Kind::kTensor);
+        if (!o.ok()) return error(o.status());
+        inner.push_back(*std::move(o));
+      }
+      std::vector<int64_t> sizes(OuterSizes(inner[0]).begin(),
+                                 OuterSizes(inner[0]).end());
+      std::vector<int64_t> strides(OuterStrides(inner[0]).begin(),
+                                   OuterStrides(inner[0]).end());
+      absl::StatusOr<Operand> made =
+          l.type->Unflatten(absl::MakeSpan(inner), sizes, strides);
+      if (!made.ok()) {
+        return error(absl::InvalidArgumentError(
+            absl::StrCat("input '", names[i], "': ", made.status().message())));
+      }
+      args.push_back(*std::move(made));
+    }
+    absl::StatusOr<std::vector<Operand>> results =
+        a.function->Call(absl::MakeSpan(args));
+    if (!results.ok()) return error(results.status());
+    std::vector<bool> written(args.size(), false);
+    for (int i : m.mutated) written[i] = true;
+    std::string prefix = o.input_dirs.empty() ? "" : absl::StrCat(k, "/");
+    ASSIGN_OR_RETURN(
+        std::vector<PendingFile> one,
+        ResultFiles(signature, names, *results, args, written, prefix));
+    for (PendingFile& f : one) all.push_back(std::move(f));
+  }
+  ASSIGN_OR_RETURN(StagedDir out, StagedDir::Create(o.out, kOutMarker));
+  for (const PendingFile& f : all) {
+    if (!f.path.empty()) RETURN_IF_ERROR(out.Write(f.path, f.bytes));
+  }
+  RETURN_IF_ERROR(out.Commit());
+  for (const PendingFile& f : all) std::printf("%s\n", f.summary.c_str());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status LathecRun(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(RunOptions o, ParseRun(args));
   SetHostMemoryLimit(o.max_memory);
+  if (!o.artifact.empty()) return RunArtifact(o);
   ASSIGN_OR_RETURN(std::string text, ReadFileLimited(o.graph, kMaxGraphBytes));
   // The graph as written: its file names, composites and placeholders.
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> written, Parse(o, text));
@@ -738,11 +963,18 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
   for (InputSet& set : sets) RETURN_IF_ERROR(ReadSet(set));
 
   // Compile with the first set's sizes as hints, and again for a set the
-  // compiled functions' guards do not admit (as torch.compile recompiles).
+  // compiled functions' guards do not admit (as torch.compile recompiles):
+  // on the cpu, through one CompiledFunction.
   std::vector<std::unique_ptr<Compiled>> compiled;
-  std::vector<std::string> reasons;
+  std::vector<std::string> report, stats;
   std::vector<PendingFile> all;
-  for (size_t k = 0; k < sets.size(); ++k) {
+  std::optional<VariantCompiler> compiler;
+  if (o.backend == "cpu") {
+    compiler.emplace(text, CompileOptionsOf(o));
+    ASSIGN_OR_RETURN(all, RunCompiled(o, *compiler, *written, *composites, sets,
+                                      &report, &stats));
+  }
+  for (size_t k = 0; k < sets.size() && !compiler; ++k) {
     const InputSet& set = sets[k];
     SymbolValues values = ValuesOf(*written, *composites, set);
     std::vector<symbolic::GuardInput> inputs;
@@ -751,20 +983,11 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
     std::string reason;
     for (const auto& c : compiled) {
       int failed = -1;
-      bool admitted =
-          !c->guards || !guardable || c->guards->Check(inputs, &failed);
-      // The guards compiled into the .so (lathe_guards) must agree.
-      if (c->cpu != nullptr && c->guards && guardable &&
-          c->cpu->Admits(inputs) != admitted) {
-        return absl::InternalError(absl::StrCat(
-            set.label, "the compiled guards ", admitted ? "refuse" : "admit",
-            " inputs the guard set ", admitted ? "admits" : "refuses"));
-      }
-      if (admitted) {
+      if (!c->guards || !guardable || c->guards->Check(inputs, &failed)) {
         use = c.get();
         break;
       }
-      if (reason.empty()) reason = DescribeGuard(*written, *c->guards, failed);
+      if (reason.empty()) reason = GuardText(*written, *c->guards, failed);
     }
     if (use == nullptr) {
       if (compiled.size() >= kMaxCompiles) {
@@ -776,30 +999,25 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
       ASSIGN_OR_RETURN(std::unique_ptr<Compiled> c,
                        Compile(o, text, values.hints));
       if (!compiled.empty()) {
-        reasons.push_back(absl::StrCat("recompile ", compiled.size(), " for ",
-                                       set.label, "guard failed: ", reason));
+        report.push_back(absl::StrCat("recompile ", compiled.size(), " for ",
+                                      set.label, "guard failed: ", reason));
       }
       compiled.push_back(std::move(c));
       use = compiled.back().get();
     }
     std::string prefix = o.input_dirs.empty() ? "" : absl::StrCat(k, "/");
-    auto run_start = std::chrono::steady_clock::now();
     absl::StatusOr<std::vector<PendingFile>> one =
-        RunOnce(*use, set, values, prefix);
-    use->run_seconds += std::chrono::duration<double>(
-                            std::chrono::steady_clock::now() - run_start)
-                            .count();
-    ++use->runs;
+        RunOnce(*use, *written, *composites, set, values, prefix);
     if (!one.ok()) {
       return absl::Status(one.status().code(),
                           absl::StrCat(set.label, one.status().message()));
     }
     for (PendingFile& f : *one) all.push_back(std::move(f));
+    if (k + 1 == sets.size() && !o.input_dirs.empty()) {
+      report.insert(report.begin(), absl::StrCat("compiles=", compiled.size()));
+    }
   }
-  if (!o.input_dirs.empty()) {
-    std::printf("compiles=%zu\n", compiled.size());
-    for (const std::string& r : reasons) std::printf("%s\n", r.c_str());
-  }
+  for (const std::string& line : report) std::printf("%s\n", line.c_str());
 
   // Everything succeeded: stage every file beside its directory, then move
   // the directories into place (all files of the run appear, or none).
@@ -809,7 +1027,10 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
   }
   std::optional<StagedDir> dump;
   if (!o.dump_dir.empty()) {
-    const Compiled& c = *compiled.front();
+    const CompiledArtifact* first =
+        compiler ? compiler->compiled().front().get() : nullptr;
+    const Compiled& c = first ? *first->compiled : *compiled.front();
+    const codegen::CpuFunction* cpu = first ? first->cpu.get() : nullptr;
     const aot::RuntimeWrapperPlan& plan = c.aot.plan;
     ASSIGN_OR_RETURN(StagedDir staged,
                      StagedDir::Create(o.dump_dir, kDumpMarker));
@@ -832,15 +1053,15 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
                      plan.CppSource())));
     RETURN_IF_ERROR(
         dump->Write("subclass_wrapper_plan.cc", c.aot.subclass.CppSource()));
-    if (c.cpu != nullptr) {
-      RETURN_IF_ERROR(dump->Write("loop_ir.txt", c.cpu->unscheduled()));
-      RETURN_IF_ERROR(dump->Write("loop_ir_scheduled.txt", c.cpu->scheduled()));
-      RETURN_IF_ERROR(dump->Write("kernel.cc", c.cpu->source()));
+    if (cpu != nullptr) {
+      RETURN_IF_ERROR(dump->Write("loop_ir.txt", cpu->unscheduled()));
+      RETURN_IF_ERROR(dump->Write("loop_ir_scheduled.txt", cpu->scheduled()));
+      RETURN_IF_ERROR(dump->Write("kernel.cc", cpu->source()));
       RETURN_IF_ERROR(dump->Write(
           "fusion.log",
-          absl::StrCat(absl::StrJoin(c.cpu->stats().fusion_log, "\n"), "\n")));
-      RETURN_IF_ERROR(dump->Write("graph.dot", c.cpu->fusion_dot()));
-      if (std::optional<std::string> svg = RenderSvg(c.cpu->fusion_dot())) {
+          absl::StrCat(absl::StrJoin(cpu->stats().fusion_log, "\n"), "\n")));
+      RETURN_IF_ERROR(dump->Write("graph.dot", cpu->fusion_dot()));
+      if (std::optional<std::string> svg = RenderSvg(cpu->fusion_dot())) {
         RETURN_IF_ERROR(dump->Write("graph.svg", *svg));
       }
     }
@@ -848,24 +1069,123 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
   RETURN_IF_ERROR(out.Commit());
   if (dump) RETURN_IF_ERROR(dump->Commit());
   for (const PendingFile& f : all) std::printf("%s\n", f.summary.c_str());
-  // What the cpu backend did, per compile.
-  for (const auto& c : compiled) {
-    if (c->cpu == nullptr) continue;
-    const codegen::CpuStats& st = c->cpu->stats();
-    std::printf(
-        "cpu backend: %d kernels (%d before fusion); lathe %.1f ms, C++ "
-        "compiler %.0f ms; %d run(s), %.3f ms each\n",
-        st.kernels, st.kernels_unfused, st.lower_seconds * 1e3,
-        st.compiler_seconds * 1e3, c->runs,
-        c->runs > 0 ? c->run_seconds * 1e3 / c->runs : 0.0);
-    if (!c->cpu->plan_applied()) {
-      std::printf("cpu backend: the runtime wrapper runs on the host: %s\n",
-                  c->cpu->plan_error().c_str());
-    } else if (!c->cpu->user_entry()) {
-      std::printf("cpu backend: the composite wrapper runs on the host: %s\n",
-                  c->cpu->user_entry_error().c_str());
+  for (const std::string& line : stats) std::printf("%s\n", line.c_str());
+  return absl::OkStatus();
+}
+
+namespace {
+
+// The options of `lathec compile` and `lathec guards`: GRAPH, -o DIR (compile
+// only) and example inputs for hints (--input NAME=FILE.npy).
+struct CompileCommand {
+  RunOptions run;  // graph, inputs, max_memory
+  std::string out;
+};
+
+absl::StatusOr<CompileCommand> ParseCompile(
+    const std::vector<std::string>& args, bool needs_out) {
+  CompileCommand c;
+  std::vector<std::string> rest;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-o" || args[i] == "--out") {
+      if (!needs_out) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("unknown flag ", args[i]));
+      }
+      if (i + 1 >= args.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(args[i], " needs a value"));
+      }
+      c.out = args[++i];
+    } else if (absl::StartsWith(args[i], "--out=")) {
+      c.out = args[i].substr(6);
+    } else if (args[i] == "--backend" ||
+               absl::StartsWith(args[i], "--backend=") ||
+               args[i] == "--inputs" ||
+               absl::StartsWith(args[i], "--inputs=") ||
+               args[i] == "--dump-dir" ||
+               absl::StartsWith(args[i], "--dump-dir=") ||
+               args[i] == "--artifact" ||
+               absl::StartsWith(args[i], "--artifact=")) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", args[i]));
+    } else {
+      rest.push_back(args[i]);
     }
   }
+  if (needs_out && c.out.empty()) {
+    return absl::InvalidArgumentError("no -o DIR given");
+  }
+  rest.push_back("--out");
+  rest.push_back(needs_out ? c.out : "-");
+  ASSIGN_OR_RETURN(c.run, ParseRun(rest));
+  if (c.run.graph.empty()) return absl::InvalidArgumentError("no GRAPH given");
+  return c;
+}
+
+// The graph's compile options with hints from its example inputs, if any.
+absl::StatusOr<CompileOptions> OptionsWithHints(const RunOptions& o,
+                                                absl::string_view text) {
+  CompileOptions options = CompileOptionsOf(o);
+  if (o.inputs.empty()) return options;
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> written, Parse(o, text));
+  ASSIGN_OR_RETURN(Composites composites, aot::DeclaredComposites(*written));
+  InputSet set;
+  for (const auto& [name, file] : o.inputs) {
+    if (!set.paths.emplace(name, file).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", name, "' given twice"));
+    }
+  }
+  RETURN_IF_ERROR(ReadSet(set));
+  options.hints = ValuesOf(*written, composites, set).hints;
+  return options;
+}
+
+}  // namespace
+
+absl::Status LathecCompile(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(CompileCommand c, ParseCompile(args, /*needs_out=*/true));
+  SetHostMemoryLimit(c.run.max_memory);
+  ASSIGN_OR_RETURN(std::string text,
+                   ReadFileLimited(c.run.graph, kMaxGraphBytes));
+  ASSIGN_OR_RETURN(CompileOptions options, OptionsWithHints(c.run, text));
+  options.dump = false;
+  ASSIGN_OR_RETURN(CompiledArtifact a, CompileArtifact(text, options));
+  RETURN_IF_ERROR(WriteArtifact(c.out, a.manifest, a.files));
+  const codegen::CpuStats& st = a.cpu->stats();
+  std::printf(
+      "%s: kernel.so (%zu bytes), kernel.cc, manifest.txt (%zu arguments, "
+      "%zu results, %zu guards)\n"
+      "cpu backend: %d kernels (%d before fusion); lathe %.1f ms, C++ "
+      "compiler %.0f ms\n",
+      c.out.c_str(), a.files[0].second.size(), a.manifest.arguments.size(),
+      a.manifest.signature.results.size(), a.manifest.guards.size(), st.kernels,
+      st.kernels_unfused, st.lower_seconds * 1e3, st.compiler_seconds * 1e3);
+  return absl::OkStatus();
+}
+
+absl::Status LathecGuards(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(CompileCommand c, ParseCompile(args, /*needs_out=*/false));
+  SetHostMemoryLimit(c.run.max_memory);
+  ASSIGN_OR_RETURN(std::string text,
+                   ReadFileLimited(c.run.graph, kMaxGraphBytes));
+  ASSIGN_OR_RETURN(CompileOptions options, OptionsWithHints(c.run, text));
+  options.dump = false;
+  ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> g,
+                   CompileGraphText(text, options));
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> written, Parse(c.run, text));
+  if (!g->guards) {
+    std::printf("no guards: an input is of a kind guards cannot describe\n");
+    return absl::OkStatus();
+  }
+  std::printf("%d guards:\n", g->guards->size());
+  for (int i = 0; i < g->guards->size(); ++i) {
+    std::printf("  %d: %s\n", i, GuardText(*written, *g->guards, i).c_str());
+  }
+  ASSIGN_OR_RETURN(std::string cpp,
+                   codegen::EmitGuards(*g->guards, g->guard_inputs));
+  std::printf("as C++ (lathe_guards in the .so; in[k] is placeholder k):\n%s",
+              cpp.c_str());
   return absl::OkStatus();
 }
 

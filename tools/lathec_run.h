@@ -67,6 +67,21 @@ extern const char kLathecUsage[];
 // writes nothing.
 absl::Status LathecRun(const std::vector<std::string>& args);
 
+// LathecCompile()
+//
+// `lathec compile GRAPH -o DIR [--input NAME=FILE.npy ...]`: compiles the
+// graph for the CPU (example inputs give the hints its text lacks) into a
+// self-contained artifact directory (runtime/artifact.h) that
+// `lathec run --artifact DIR` and runtime::LoadArtifact open without the
+// compiler; written all at once.
+absl::Status LathecCompile(const std::vector<std::string>& args);
+
+// LathecGuards()
+//
+// `lathec guards GRAPH [--input NAME=FILE.npy ...]`: prints the guard set a
+// compile makes, as text and as the C++ function compiled into the .so.
+absl::Status LathecGuards(const std::vector<std::string>& args);
+
 }  // namespace lathe
 
 #endif  // LATHE_TOOLS_LATHEC_RUN_H_

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/file_io.h"
 #include "runtime/npy.h"
 #include "runtime/tensor.h"
 #include "tools/testing/runfiles.h"
@@ -446,7 +447,14 @@ TEST(LathecTest, ErrorsAreOneLineAndWriteNothing) {
        1,
        "lathec: backend 'cuda' is not available yet (available: interp, "
        "cpu)\n"},
-      {{"compile", graph}, 1, "lathec: 'compile' is not available yet"},
+      {{"compile", graph}, 1, "lathec: no -o DIR given\n"},
+      {{"compile", graph, "-o", out, "--inputs", "d"},
+       1,
+       "lathec: unknown flag --inputs\n"},
+      {{"guards", graph, "-o", out}, 1, "lathec: unknown flag -o\n"},
+      {{"run", graph, "--artifact", out, "--out", out},
+       1,
+       "lathec: give either GRAPH or --artifact DIR, not both\n"},
       {{"frobnicate"}, 2, "lathec: unknown command 'frobnicate'"},
   };
   for (const Case& c : cases) {
@@ -769,6 +777,159 @@ TEST(LathecHostileTest, InputsAreReadOnceSoPipesWork) {
   while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
   EXPECT_EQ(WEXITSTATUS(pclose(pipe)), 0) << out;
   EXPECT_EQ(ReadNpy(dir + "/out/out0.npy")->GetDouble({2, 31}), 8.0);
+}
+
+// Issue 12's acceptance: an MLP with a dynamic batch replayed through one
+// CompiledFunction at batch 2, 3, 17, 64 and 1000 compiles once; then batch
+// 1 recompiles once, its reason the 0/1 specialization; every result is the
+// interpreter's.
+TEST(LathecTest, CpuReplaysCompileOnceAcrossBatchesThenOnceForOne) {
+  const std::vector<int64_t> batches = {2, 3, 17, 64, 1000, 1};
+  std::vector<std::string> args = {
+      "run", RunfilePath("ir/testdata/graphs/02_mlp_dynamic.txt")};
+  for (int64_t b : batches) {
+    std::string dir = TestTmpPath(absl::StrCat("batch", b));
+    mkdir(dir.c_str(), 0755);
+    Tensor x = *Tensor::Empty({b, 16}, DType::kFloat32);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      x.data<float>()[i] = static_cast<float>((i * 7) % 13) - 6.0f;
+    }
+    ASSERT_OK(WriteNpy(dir + "/x.npy", x));
+    ASSERT_OK(WriteNpy(dir + "/w.npy", Filled({16, 32}, 0.125)));
+    args.insert(args.end(), {"--inputs", dir});
+  }
+  std::vector<std::string> cpu = args, interp = args;
+  cpu.insert(cpu.end(),
+             {"--backend", "cpu", "--out", TestTmpPath("batches_cpu")});
+  interp.insert(interp.end(), {"--out", TestTmpPath("batches_interp")});
+  Result r = Lathec(cpu);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output,
+              StartsWith(absl::StrCat(
+                  "compiles=2\nrecompile 1 for input set 5 (",
+                  TestTmpPath("batch1"), "): guard failed: 2 <= x.size(0)\n")));
+  ASSERT_EQ(Lathec(interp).status, 0);
+  for (size_t k = 0; k < batches.size(); ++k) {
+    Tensor got =
+        *ReadNpy(TestTmpPath(absl::StrCat("batches_cpu/", k, "/out0.npy")));
+    Tensor want =
+        *ReadNpy(TestTmpPath(absl::StrCat("batches_interp/", k, "/out0.npy")));
+    ASSERT_EQ(got.ToString(), want.ToString());
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      // Sums of 16 products of small multiples of 1/8: exact in f32.
+      ASSERT_EQ(got.data<float>()[i], want.data<float>()[i]) << k << " " << i;
+    }
+  }
+}
+
+// `lathec compile` writes an artifact that `lathec run --artifact` (another
+// process, the runtime alone) calls: the same results as the in-process cpu
+// run and the interpreter, other batch sizes through its guards, and a
+// size of 1 (specialized) refused with the guard named, since nothing there
+// can compile.
+TEST(LathecArtifactTest, CompileThenRunTheArtifact) {
+  const std::string graph =
+      RunfilePath("ir/testdata/graphs/02_mlp_dynamic.txt");
+  std::string w = Save("art_w.npy", Filled({16, 32}, 0.25));
+  std::string x = Save("art_x.npy", Filled({4, 16}, 0.5));
+  std::string dir = TestTmpPath("mlp_artifact");
+  Result c = Lathec(
+      {"compile", graph, "-o", dir, "--input", "x=" + x, "--input", "w=" + w});
+  ASSERT_EQ(c.status, 0) << c.output;
+  EXPECT_THAT(c.output, StartsWith(absl::StrCat(dir, ": kernel.so (")));
+  EXPECT_THAT(c.output, HasSubstr("kernel.cc, manifest.txt (2 arguments, 1 "
+                                  "results, "));
+  std::string manifest = ReadText(dir + "/manifest.txt");
+  EXPECT_THAT(manifest, StartsWith("lathe-artifact 1\n"));
+  EXPECT_THAT(manifest,
+              HasSubstr("argument x placeholder tensor f32 cpu 2 [s0, 16]\n"));
+  EXPECT_THAT(manifest, HasSubstr("guard 2 <= x.size(0)\n"));
+  EXPECT_TRUE(Exists(dir + "/kernel.cc"));
+  for (int64_t rows : {4, 7}) {
+    std::string xr =
+        Save(absl::StrCat("art_x", rows, ".npy"), Filled({rows, 16}, 0.5));
+    std::string out = TestTmpPath(absl::StrCat("art_out", rows));
+    Result r = Lathec({"run", "--artifact", dir, "--input", "x=" + xr,
+                       "--input", "w=" + w, "--out", out});
+    ASSERT_EQ(r.status, 0) << r.output;
+    Tensor t = *ReadNpy(out + "/out0.npy");
+    EXPECT_EQ(t.ToString(), absl::StrCat("f32[", rows, ", 32][32, 1]cpu"));
+    for (const char* backend : {"interp", "cpu"}) {
+      std::string ref = TestTmpPath(absl::StrCat("art_ref", rows, backend));
+      Result i = Lathec({"run", graph, "--input", "x=" + xr, "--input",
+                         "w=" + w, "--backend", backend, "--out", ref});
+      ASSERT_EQ(i.status, 0) << i.output;
+      Tensor want = *ReadNpy(ref + "/out0.npy");
+      EXPECT_EQ(want.GetDouble({rows - 1, 31}), 2.0);  // relu(16 * 0.125)
+      for (int64_t k = 0; k < t.numel(); ++k) {
+        ASSERT_EQ(t.data<float>()[k], want.data<float>()[k]) << backend << k;
+      }
+    }
+  }
+  std::string one = Save("art_x1.npy", Filled({1, 16}, 0.5));
+  Result r = Lathec({"run", "--artifact", dir, "--input", "x=" + one, "--input",
+                     "w=" + w, "--out", TestTmpPath("art_out1")});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.output,
+            "lathec: no compiled variant admits the arguments (guard failed: "
+            "2 <= x.size(0)), and no compile callback\n");
+  EXPECT_FALSE(Exists(TestTmpPath("art_out1")));
+  // A wrong dtype is named, and nothing is written.
+  std::string xd = Save("art_xd.npy", Filled({4, 16}, 0.5, DType::kFloat64));
+  r = Lathec({"run", "--artifact", dir, "--input", "x=" + xd, "--input",
+              "w=" + w, "--out", TestTmpPath("art_outd")});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.output,
+            "lathec: argument 0 (x): expected f32 tensor of rank 2 on cpu, got "
+            "f64[4, 16][16, 1]cpu\n");
+  r = Lathec({"run", "--artifact", dir, "--input", "y=" + xd, "--out",
+              TestTmpPath("art_outd")});
+  EXPECT_EQ(r.output, "lathec: the artifact has no input named 'y'\n");
+}
+
+TEST(LathecArtifactTest, ADamagedArtifactIsNamed) {
+  const std::string graph =
+      RunfilePath("ir/testdata/graphs/02_mlp_dynamic.txt");
+  std::string w = Save("dmg_w.npy", Filled({16, 32}, 0.25));
+  std::string x = Save("dmg_x.npy", Filled({4, 16}, 0.5));
+  std::string dir = TestTmpPath("damaged_artifact");
+  Result c = Lathec(
+      {"compile", graph, "-o", dir, "--input", "x=" + x, "--input", "w=" + w});
+  ASSERT_EQ(c.status, 0) << c.output;
+  std::string source = ReadText(dir + "/kernel.cc");
+  ASSERT_OK(WriteFileAtomic(dir + "/kernel.cc", source + "// edited\n"));
+  Result r = Lathec({"run", "--artifact", dir, "--input", "x=" + x, "--input",
+                     "w=" + w, "--out", TestTmpPath("dmg_out")});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(
+      r.output,
+      absl::StrCat("lathec: ", dir, "/kernel.cc: damaged: ", source.size() + 10,
+                   " bytes, the manifest says ", source.size(), "\n"));
+  r = Lathec({"run", "--artifact", TestTmpPath("no_such_artifact"), "--input",
+              "x=" + x, "--out", TestTmpPath("dmg_out")});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output, HasSubstr("no_such_artifact/manifest.txt"));
+  EXPECT_FALSE(Exists(TestTmpPath("dmg_out")));
+}
+
+TEST(LathecArtifactTest, GuardsPrintsTheSetAndItsCpp) {
+  const std::string graph =
+      RunfilePath("ir/testdata/graphs/02_mlp_dynamic.txt");
+  std::string w = Save("g_w.npy", Filled({16, 32}, 0.25));
+  std::string x = Save("g_x.npy", Filled({4, 16}, 0.5));
+  Result r =
+      Lathec({"guards", graph, "--input", "x=" + x, "--input", "w=" + w});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("  9: 2 <= x.size(0)\n"));
+  EXPECT_THAT(r.output,
+              HasSubstr("int lathe_guards(\n    const LatheValue* in, "
+                        "int64_t num_inputs) {\n"));
+  EXPECT_THAT(r.output, HasSubstr("if (!((2 <= in[0].sizes[0]))) return 9;"));
+  // With a size of 1 as the example, the guard is the specialization.
+  std::string one = Save("g_x1.npy", Filled({1, 16}, 0.5));
+  r = Lathec({"guards", graph, "--input", "x=" + one, "--input", "w=" + w});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("x.size(0) == 1"));
 }
 
 }  // namespace
