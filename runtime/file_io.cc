@@ -48,18 +48,6 @@ std::pair<std::string, std::string> SplitPath(std::string path) {
   return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
 }
 
-absl::Status MakeDirs(const std::string& dir) {
-  std::string path;
-  for (absl::string_view part : absl::StrSplit(dir, '/')) {
-    absl::StrAppend(&path, part, "/");
-    if (part.empty() || part == ".") continue;
-    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
-      return Errno(dir, "cannot create directory");
-    }
-  }
-  return absl::OkStatus();
-}
-
 void SyncDir(const std::string& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return;
@@ -133,6 +121,18 @@ absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes) {
   return s;
 }
 
+absl::Status MakeDirectories(const std::string& dir) {
+  std::string path;
+  for (absl::string_view part : absl::StrSplit(dir, '/')) {
+    absl::StrAppend(&path, part, "/");
+    if (part.empty() || part == ".") continue;
+    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Errno(dir, "cannot create directory");
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RemoveTree(const std::string& path) {
   if (::nftw(path.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS) != 0 &&
       errno != ENOENT) {
@@ -148,7 +148,7 @@ absl::StatusOr<StagedDir> StagedDir::Create(const std::string& dest,
     return absl::InvalidArgumentError(
         absl::StrCat(dest, ": not a directory name lathe can create"));
   }
-  RETURN_IF_ERROR(MakeDirs(parent));
+  RETURN_IF_ERROR(MakeDirectories(parent));
   std::string tmp = absl::StrCat(parent, "/.", base, ".tmp-XXXXXX");
   std::vector<char> name(tmp.begin(), tmp.end());
   name.push_back('\0');

@@ -45,6 +45,11 @@ absl::StatusOr<std::string> ReadFileLimited(const std::string& path,
 // followed), fsync'd, then renamed over `path`.
 absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes);
 
+// MakeDirectories()
+//
+// Creates directory `dir` and its missing parents (mkdir -p).
+absl::Status MakeDirectories(const std::string& dir);
+
 // RemoveTree()
 //
 // Removes `path` and, for a directory, everything under it, never following

@@ -105,6 +105,17 @@ TEST(WriteFileAtomicTest, LeavesNoTemporaryFileBehind) {
   EXPECT_FALSE(WriteFileAtomic(dir + "/nosuchdir/a.npy", "x").ok());
 }
 
+TEST(MakeDirectoriesTest, CreatesMissingParentsAndAcceptsExistingOnes) {
+  std::string dir = Tmp("mkdirs");
+  ASSERT_OK(MakeDirectories(dir + "/a/b/c"));
+  ASSERT_OK(MakeDirectories(dir + "/a/b/c/"));
+  EXPECT_THAT(List(dir + "/a/b"), ElementsAre("c"));
+  Put(dir + "/file", "x");
+  EXPECT_THAT(MakeDirectories(dir + "/file/d"),
+              lathe::testing::StatusIs(absl::StatusCode::kPermissionDenied,
+                                       HasSubstr("cannot create directory")));
+}
+
 TEST(StagedDirTest, FilesAppearOnlyOnCommit) {
   std::string dest = Tmp("staged_out");
   ASSERT_OK(RemoveTree(dest));
