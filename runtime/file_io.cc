@@ -26,9 +26,9 @@ absl::Status Errno(const std::string& path, absl::string_view what) {
       absl::StrCat(path, ": ", what, ": ", std::strerror(errno)));
 }
 
-// Writes all of `bytes` to `fd`, then fsyncs it.
-absl::Status WriteAll(int fd, const std::string& path,
-                      absl::string_view bytes) {
+// Writes all of `bytes` to `fd`, then (with `sync`) fsyncs it.
+absl::Status WriteAll(int fd, const std::string& path, absl::string_view bytes,
+                      bool sync = true) {
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -36,7 +36,7 @@ absl::Status WriteAll(int fd, const std::string& path,
     if (n < 0) return Errno(path, "write failed");
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) return Errno(path, "fsync failed");
+  if (sync && ::fsync(fd) != 0) return Errno(path, "fsync failed");
   return absl::OkStatus();
 }
 
@@ -103,7 +103,8 @@ absl::StatusOr<std::string> ReadFileLimited(const std::string& path,
   return out;
 }
 
-absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes) {
+absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes,
+                             bool durable) {
   auto [dir, base] = SplitPath(path);
   std::string tmp = absl::StrCat(dir, "/.", base, ".tmp-XXXXXX");
   std::vector<char> name(tmp.begin(), tmp.end());
@@ -111,7 +112,7 @@ absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes) {
   int fd = ::mkostemp(name.data(), O_CLOEXEC);  // O_CREAT | O_EXCL
   if (fd < 0) return Errno(path, "cannot create a temporary file");
   tmp = name.data();
-  absl::Status s = WriteAll(fd, path, bytes);
+  absl::Status s = WriteAll(fd, path, bytes, durable);
   if (s.ok() && ::fchmod(fd, 0644) != 0) s = Errno(path, "chmod failed");
   if (::close(fd) != 0 && s.ok()) s = Errno(path, "close failed");
   if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {

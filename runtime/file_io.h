@@ -42,8 +42,12 @@ absl::StatusOr<std::string> ReadFileLimited(const std::string& path,
 //
 // Replaces `path` with `bytes`: a fresh temporary file in the same
 // directory (created with O_EXCL, so a planted file or symlink is never
-// followed), fsync'd, then renamed over `path`.
-absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes);
+// followed), fsync'd, then renamed over `path`. Without `durable` the
+// fsync is skipped (a file that can be made again, where milliseconds
+// count): still whole or absent for every reader, but a system crash may
+// lose it.
+absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes,
+                             bool durable = true);
 
 // MakeDirectories()
 //

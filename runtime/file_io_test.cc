@@ -105,6 +105,15 @@ TEST(WriteFileAtomicTest, LeavesNoTemporaryFileBehind) {
   EXPECT_FALSE(WriteFileAtomic(dir + "/nosuchdir/a.npy", "x").ok());
 }
 
+TEST(WriteFileAtomicTest, WithoutDurabilityStillReplacesWhole) {
+  std::string dir = Tmp("not_durable");
+  ::mkdir(dir.c_str(), 0755);
+  Put(dir + "/k.so", "old");
+  ASSERT_OK(WriteFileAtomic(dir + "/k.so", "new bytes", /*durable=*/false));
+  EXPECT_EQ(Get(dir + "/k.so"), "new bytes");
+  EXPECT_THAT(List(dir), ElementsAre("k.so"));
+}
+
 TEST(MakeDirectoriesTest, CreatesMissingParentsAndAcceptsExistingOnes) {
   std::string dir = Tmp("mkdirs");
   ASSERT_OK(MakeDirectories(dir + "/a/b/c"));
