@@ -1,6 +1,7 @@
 #include "runtime/compile_cache.h"
 
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,7 +42,7 @@ std::string CacheKey(absl::string_view source,
 absl::StatusOr<std::optional<CacheHit>> MemoryCache::Get(
     absl::string_view key) {
   RETURN_IF_ERROR(ValidateCacheKey(key));
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = index_.find(key);
   if (it == index_.end()) return std::nullopt;
   lru_.splice(lru_.begin(), lru_, it->second);
@@ -52,7 +53,7 @@ absl::Status MemoryCache::Put(absl::string_view key, absl::string_view bytes) {
   RETURN_IF_ERROR(ValidateCacheKey(key));
   const int64_t size = static_cast<int64_t>(bytes.size());
   if (size > max_bytes_) return CacheEntryTooLarge(name(), size, max_bytes_);
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = index_.find(key);
   if (it != index_.end()) {
     bytes_ -= static_cast<int64_t>(it->second->second.size());
@@ -71,7 +72,7 @@ absl::Status MemoryCache::Put(absl::string_view key, absl::string_view bytes) {
 }
 
 int64_t MemoryCache::bytes() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return bytes_;
 }
 

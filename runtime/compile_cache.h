@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -39,7 +40,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "runtime/cache_backend.h"
 
@@ -78,7 +78,9 @@ class MemoryCache : public CacheBackend {
   using Lru = std::list<std::pair<std::string, std::string>>;  // key, bytes
 
   const int64_t max_bytes_;
-  mutable absl::Mutex mu_;
+  // std::mutex: ThreadSanitizer sees it through pthreads, where the
+  // system Abseil is not instrumented.
+  mutable std::mutex mu_;
   Lru lru_ ABSL_GUARDED_BY(mu_);  // most recently used first
   absl::flat_hash_map<std::string, Lru::iterator> index_ ABSL_GUARDED_BY(mu_);
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;

@@ -7,7 +7,6 @@
 
 #include "runtime/compile_cache.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,18 +50,9 @@ std::string TestDir() {
   return dir;
 }
 
-// The entries of `dir`, sorted, without "." and "..".
+// The entries of `dir` (none when it cannot be read).
 std::vector<std::string> List(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return out;
-  while (dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n != "." && n != "..") out.push_back(n);
-  }
-  ::closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
+  return ListDirectory(dir).value_or(std::vector<std::string>());
 }
 
 // The payload a Get finds, or "<miss>" / "<error: ...>".

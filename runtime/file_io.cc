@@ -1,10 +1,12 @@
 #include "runtime/file_io.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -132,6 +134,22 @@ absl::Status MakeDirectories(const std::string& dir) {
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> ListDirectory(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat(dir, ": cannot list: ", std::strerror(errno)));
+  }
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(std::move(name));
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 absl::Status RemoveTree(const std::string& path) {

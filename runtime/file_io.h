@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -53,6 +54,12 @@ absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes,
 //
 // Creates directory `dir` and its missing parents (mkdir -p).
 absl::Status MakeDirectories(const std::string& dir);
+
+// ListDirectory()
+//
+// The names of the entries of directory `dir`, sorted, without "." and
+// ".."; an error naming `dir` when it cannot be read.
+absl::StatusOr<std::vector<std::string>> ListDirectory(const std::string& dir);
 
 // RemoveTree()
 //

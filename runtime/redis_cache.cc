@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -109,7 +110,7 @@ std::string RedisCache::RedisKey(absl::string_view key) {
 }
 
 std::string RedisCache::warning() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return warning_;
 }
 
@@ -153,7 +154,7 @@ absl::StatusOr<std::optional<CacheHit>> RedisCache::Get(absl::string_view key) {
   const size_t lens[] = {8, redis_key.size(), 1, last.size()};
   std::string entry;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     redisContext* c = Connection();
     if (c == nullptr) return std::nullopt;
     ScopedNoSigpipe no_sigpipe;
@@ -186,7 +187,7 @@ absl::Status RedisCache::Put(absl::string_view key, absl::string_view bytes) {
   const std::string redis_key = RedisKey(key);
   const char* argv[] = {"SET", redis_key.c_str(), entry.data()};
   const size_t lens[] = {3, redis_key.size(), entry.size()};
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   redisContext* c = Connection();
   if (c == nullptr) return absl::OkStatus();
   ScopedNoSigpipe no_sigpipe;

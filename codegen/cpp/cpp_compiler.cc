@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -14,7 +15,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/mutex.h"
 #include "runtime/compile_cache.h"
 #include "runtime/file_io.h"
 #include "status_macros.h"
@@ -122,10 +122,11 @@ std::string CpuIdentity() {
 }  // namespace
 
 absl::StatusOr<std::string> CompilerIdentity(const std::string& compiler) {
-  static absl::Mutex mu(absl::kConstInit);
+  // std::mutex: ThreadSanitizer sees it, not the system Abseil's.
+  static std::mutex mu;
   static auto* known =
       new absl::flat_hash_map<std::string, absl::StatusOr<std::string>>();
-  absl::MutexLock lock(&mu);
+  std::lock_guard<std::mutex> lock(mu);
   auto it = known->find(compiler);
   if (it != known->end()) return it->second;
   CommandResult version = RunCommand(absl::StrCat(compiler, " --version"));
