@@ -1,10 +1,12 @@
 #include "runtime/file_io.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -26,9 +28,9 @@ absl::Status Errno(const std::string& path, absl::string_view what) {
       absl::StrCat(path, ": ", what, ": ", std::strerror(errno)));
 }
 
-// Writes all of `bytes` to `fd`, then fsyncs it.
-absl::Status WriteAll(int fd, const std::string& path,
-                      absl::string_view bytes) {
+// Writes all of `bytes` to `fd`, then (with `sync`) fsyncs it.
+absl::Status WriteAll(int fd, const std::string& path, absl::string_view bytes,
+                      bool sync = true) {
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -36,7 +38,7 @@ absl::Status WriteAll(int fd, const std::string& path,
     if (n < 0) return Errno(path, "write failed");
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) return Errno(path, "fsync failed");
+  if (sync && ::fsync(fd) != 0) return Errno(path, "fsync failed");
   return absl::OkStatus();
 }
 
@@ -46,18 +48,6 @@ std::pair<std::string, std::string> SplitPath(std::string path) {
   size_t slash = path.rfind('/');
   if (slash == std::string::npos) return {".", path};
   return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
-}
-
-absl::Status MakeDirs(const std::string& dir) {
-  std::string path;
-  for (absl::string_view part : absl::StrSplit(dir, '/')) {
-    absl::StrAppend(&path, part, "/");
-    if (part.empty() || part == ".") continue;
-    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
-      return Errno(dir, "cannot create directory");
-    }
-  }
-  return absl::OkStatus();
 }
 
 void SyncDir(const std::string& dir) {
@@ -115,7 +105,8 @@ absl::StatusOr<std::string> ReadFileLimited(const std::string& path,
   return out;
 }
 
-absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes) {
+absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes,
+                             bool durable) {
   auto [dir, base] = SplitPath(path);
   std::string tmp = absl::StrCat(dir, "/.", base, ".tmp-XXXXXX");
   std::vector<char> name(tmp.begin(), tmp.end());
@@ -123,7 +114,7 @@ absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes) {
   int fd = ::mkostemp(name.data(), O_CLOEXEC);  // O_CREAT | O_EXCL
   if (fd < 0) return Errno(path, "cannot create a temporary file");
   tmp = name.data();
-  absl::Status s = WriteAll(fd, path, bytes);
+  absl::Status s = WriteAll(fd, path, bytes, durable);
   if (s.ok() && ::fchmod(fd, 0644) != 0) s = Errno(path, "chmod failed");
   if (::close(fd) != 0 && s.ok()) s = Errno(path, "close failed");
   if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -131,6 +122,34 @@ absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes) {
   }
   if (!s.ok()) ::unlink(tmp.c_str());
   return s;
+}
+
+absl::Status MakeDirectories(const std::string& dir) {
+  std::string path;
+  for (absl::string_view part : absl::StrSplit(dir, '/')) {
+    absl::StrAppend(&path, part, "/");
+    if (part.empty() || part == ".") continue;
+    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Errno(dir, "cannot create directory");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> ListDirectory(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat(dir, ": cannot list: ", std::strerror(errno)));
+  }
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(std::move(name));
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 absl::Status RemoveTree(const std::string& path) {
@@ -148,7 +167,7 @@ absl::StatusOr<StagedDir> StagedDir::Create(const std::string& dest,
     return absl::InvalidArgumentError(
         absl::StrCat(dest, ": not a directory name lathe can create"));
   }
-  RETURN_IF_ERROR(MakeDirs(parent));
+  RETURN_IF_ERROR(MakeDirectories(parent));
   std::string tmp = absl::StrCat(parent, "/.", base, ".tmp-XXXXXX");
   std::vector<char> name(tmp.begin(), tmp.end());
   name.push_back('\0');

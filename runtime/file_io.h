@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -42,8 +43,23 @@ absl::StatusOr<std::string> ReadFileLimited(const std::string& path,
 //
 // Replaces `path` with `bytes`: a fresh temporary file in the same
 // directory (created with O_EXCL, so a planted file or symlink is never
-// followed), fsync'd, then renamed over `path`.
-absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes);
+// followed), fsync'd, then renamed over `path`. Without `durable` the
+// fsync is skipped (a file that can be made again, where milliseconds
+// count): still whole or absent for every reader, but a system crash may
+// lose it.
+absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes,
+                             bool durable = true);
+
+// MakeDirectories()
+//
+// Creates directory `dir` and its missing parents (mkdir -p).
+absl::Status MakeDirectories(const std::string& dir);
+
+// ListDirectory()
+//
+// The names of the entries of directory `dir`, sorted, without "." and
+// ".."; an error naming `dir` when it cannot be read.
+absl::StatusOr<std::vector<std::string>> ListDirectory(const std::string& dir);
 
 // RemoveTree()
 //

@@ -1,10 +1,8 @@
 #include "runtime/file_io.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -38,18 +36,9 @@ std::string Get(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// The entries of `dir`, sorted, without "." and "..".
+// The entries of `dir` (none when it cannot be read).
 std::vector<std::string> List(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return out;
-  while (dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n != "." && n != "..") out.push_back(n);
-  }
-  ::closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
+  return ListDirectory(dir).value_or(std::vector<std::string>());
 }
 
 TEST(ReadFileLimitedTest, ReadsAFileWithinTheLimit) {
@@ -103,6 +92,38 @@ TEST(WriteFileAtomicTest, LeavesNoTemporaryFileBehind) {
   ASSERT_OK(WriteFileAtomic(dir + "/a.npy", "x"));
   EXPECT_THAT(List(dir), ElementsAre("a.npy"));
   EXPECT_FALSE(WriteFileAtomic(dir + "/nosuchdir/a.npy", "x").ok());
+}
+
+TEST(WriteFileAtomicTest, WithoutDurabilityStillReplacesWhole) {
+  std::string dir = Tmp("not_durable");
+  ::mkdir(dir.c_str(), 0755);
+  Put(dir + "/k.so", "old");
+  ASSERT_OK(WriteFileAtomic(dir + "/k.so", "new bytes", /*durable=*/false));
+  EXPECT_EQ(Get(dir + "/k.so"), "new bytes");
+  EXPECT_THAT(List(dir), ElementsAre("k.so"));
+}
+
+TEST(ListDirectoryTest, ListsSortedNamesOrSaysWhyNot) {
+  std::string dir = Tmp("listed");
+  ASSERT_OK(MakeDirectories(dir + "/sub"));
+  Put(dir + "/b", "");
+  Put(dir + "/.a", "");
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> names, ListDirectory(dir));
+  EXPECT_THAT(names, ElementsAre(".a", "b", "sub"));
+  EXPECT_THAT(ListDirectory(dir + "/none").status(),
+              lathe::testing::StatusIs(absl::StatusCode::kNotFound,
+                                       HasSubstr("/none: cannot list: ")));
+}
+
+TEST(MakeDirectoriesTest, CreatesMissingParentsAndAcceptsExistingOnes) {
+  std::string dir = Tmp("mkdirs");
+  ASSERT_OK(MakeDirectories(dir + "/a/b/c"));
+  ASSERT_OK(MakeDirectories(dir + "/a/b/c/"));
+  EXPECT_THAT(List(dir + "/a/b"), ElementsAre("c"));
+  Put(dir + "/file", "x");
+  EXPECT_THAT(MakeDirectories(dir + "/file/d"),
+              lathe::testing::StatusIs(absl::StatusCode::kPermissionDenied,
+                                       HasSubstr("cannot create directory")));
 }
 
 TEST(StagedDirTest, FilesAppearOnlyOnCommit) {

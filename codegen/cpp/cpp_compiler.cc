@@ -3,14 +3,21 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "runtime/compile_cache.h"
+#include "runtime/file_io.h"
+#include "status_macros.h"
 
 namespace lathe::codegen {
 
@@ -57,48 +64,132 @@ std::string Quote(const std::string& s) {
   return out + "'";
 }
 
+// The C++ compiler lathe runs: $LATHE_CXX, else g++.
+std::string CompilerName() {
+  const char* cxx = std::getenv("LATHE_CXX");
+  return cxx != nullptr && *cxx != '\0' ? cxx : "g++";
+}
+
+// The most bytes a compiled library may have to be cached.
+constexpr int64_t kMaxLibraryBytes = int64_t{1} << 30;
+
+struct CommandResult {
+  int status = 0;      // pclose's; -1 when the command could not start
+  std::string output;  // stdout and stderr together
+};
+
+CommandResult RunCommand(const std::string& command) {
+  CommandResult result;
+  FILE* pipe = popen(absl::StrCat(command, " 2>&1").c_str(), "r");
+  if (pipe == nullptr) {
+    result.status = -1;
+    return result;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) {
+    result.output.append(buf, n);
+  }
+  result.status = pclose(pipe);
+  return result;
+}
+
+// The first lines of `output` joined with " | ".
+std::string FirstLines(const std::string& output, size_t count) {
+  std::vector<std::string> lines = absl::StrSplit(output, '\n');
+  if (lines.size() > count) lines.resize(count);
+  return absl::StrJoin(lines, " | ");
+}
+
+// This CPU's "model name" and "flags" lines of /proc/cpuinfo: what
+// -march=native resolves to ("" where there is no /proc/cpuinfo).
+std::string CpuIdentity() {
+  absl::StatusOr<std::string> info =
+      ReadFileLimited("/proc/cpuinfo", int64_t{64} << 20);
+  if (!info.ok()) return "";
+  std::string model, flags;
+  for (absl::string_view line : absl::StrSplit(*info, '\n')) {
+    if (model.empty() && absl::StartsWith(line, "model name")) {
+      model = std::string(line);
+    }
+    if (flags.empty() && absl::StartsWith(line, "flags")) {
+      flags = std::string(line);
+    }
+  }
+  return absl::StrCat(model, "\n", flags);
+}
+
 }  // namespace
 
+absl::StatusOr<std::string> CompilerIdentity(const std::string& compiler) {
+  // std::mutex: ThreadSanitizer sees it, not the system Abseil's.
+  static std::mutex mu;
+  static auto* known =
+      new absl::flat_hash_map<std::string, absl::StatusOr<std::string>>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known->find(compiler);
+  if (it != known->end()) return it->second;
+  CommandResult version = RunCommand(absl::StrCat(compiler, " --version"));
+  absl::StatusOr<std::string> identity;
+  if (version.status != 0) {
+    identity = absl::FailedPreconditionError(absl::StrCat(
+        "cannot identify the C++ compiler for the compile cache: `", compiler,
+        " --version` failed: ", FirstLines(version.output, 2)));
+  } else {
+    identity = absl::StrCat(compiler, "\n", FirstLines(version.output, 1), "\n",
+                            CpuIdentity());
+  }
+  known->emplace(compiler, identity);
+  return identity;
+}
+
 absl::StatusOr<BuiltLibrary> CompileSharedLibrary(absl::string_view source,
-                                                  const std::string& dir) {
+                                                  const std::string& dir,
+                                                  CacheBackend* cache) {
   BuiltLibrary lib;
   lib.source_path = absl::StrCat(dir, "/kernel.cc");
   lib.path = absl::StrCat(dir, "/kernel.so");
-  {
-    std::ofstream f(lib.source_path, std::ios::binary);
-    f.write(source.data(), static_cast<std::streamsize>(source.size()));
-    if (!f) {
-      return absl::InternalError(
-          absl::StrCat("cannot write ", lib.source_path));
-    }
-  }
-  const char* cxx = std::getenv("LATHE_CXX");
-  std::string compiler = cxx != nullptr && *cxx != '\0' ? cxx : "g++";
+  const std::string compiler = CompilerName();
+  const std::vector<std::string> flags = CompilerFlags();
   std::vector<std::string> parts = {compiler};
-  for (const std::string& f : CompilerFlags()) parts.push_back(f);
+  for (const std::string& f : flags) parts.push_back(f);
   parts.push_back("-o");
   parts.push_back(Quote(lib.path));
   parts.push_back(Quote(lib.source_path));
   lib.command = absl::StrJoin(parts, " ");
-  auto start = std::chrono::steady_clock::now();
-  FILE* pipe = popen(absl::StrCat(lib.command, " 2>&1").c_str(), "r");
-  if (pipe == nullptr) {
-    return absl::InternalError(absl::StrCat("cannot run ", compiler));
+  // Not fsync'd, as the compiler's own output is not: an fsync costs
+  // milliseconds, more than a whole cache hit, and both files can be made
+  // again.
+  RETURN_IF_ERROR(WriteFileAtomic(lib.source_path, source, false));
+  std::string key;
+  if (cache != nullptr) {
+    ASSIGN_OR_RETURN(std::string identity, CompilerIdentity(compiler));
+    key = CacheKey(source, identity, flags);
+    ASSIGN_OR_RETURN(std::optional<CacheHit> hit, cache->Get(key));
+    if (hit) {
+      RETURN_IF_ERROR(WriteFileAtomic(lib.path, hit->bytes, false));
+      lib.cache_hit = hit->tier;
+      return lib;
+    }
   }
-  std::string output;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) output.append(buf, n);
-  int rc = pclose(pipe);
+  auto start = std::chrono::steady_clock::now();
+  CommandResult result = RunCommand(lib.command);
   lib.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  if (rc != 0) {
-    std::vector<std::string> lines = absl::StrSplit(output, '\n');
-    if (lines.size() > 8) lines.resize(8);
+  if (result.status == -1) {
+    return absl::InternalError(absl::StrCat("cannot run ", compiler));
+  }
+  if (result.status != 0) {
     return absl::InternalError(
         absl::StrCat("the C++ compiler failed on ", lib.source_path, " (",
-                     lib.command, "): ", absl::StrJoin(lines, " | ")));
+                     lib.command, "): ", FirstLines(result.output, 8)));
+  }
+  if (cache != nullptr) {
+    absl::StatusOr<std::string> so =
+        ReadFileLimited(lib.path, kMaxLibraryBytes);
+    absl::Status stored = so.ok() ? cache->Put(key, *so) : so.status();
+    if (!stored.ok()) lib.cache_error = stored.ToString();
   }
   return lib;
 }

@@ -6,13 +6,20 @@
 // system C++ compiler (g++ by default; $LATHE_CXX overrides), with flags
 // recorded so a build can be reproduced: -O3 -march=native for AVX2 /
 // AVX-512 code, -fopenmp, -fno-math-errno (math calls vectorize), and the
-// sanitizer flags lathe itself was built with.
+// sanitizer flags lathe itself was built with. Given a compile cache
+// (runtime/compile_cache.h), a library built before from the same source
+// by the same compiler (its --version, and the CPU -march=native resolves
+// to) with the same flags comes from the cache instead.
 //
 // Example:
 //
 //   ASSIGN_OR_RETURN(BuiltLibrary lib, CompileSharedLibrary(source, dir));
 //   lib.path;      // dir/kernel.so
 //   lib.command;   // the command line that built it
+//
+//   ASSIGN_OR_RETURN(CacheBackend* cache, DefaultCompileCache());
+//   ASSIGN_OR_RETURN(lib, CompileSharedLibrary(source, dir, cache));
+//   lib.cache_hit;  // "memory", "disk", "redis", or "" when compiled
 
 #ifndef LATHE_CODEGEN_CPP_CPP_COMPILER_H_
 #define LATHE_CODEGEN_CPP_CPP_COMPILER_H_
@@ -22,6 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "runtime/cache_backend.h"
 
 namespace lathe::codegen {
 
@@ -29,7 +37,9 @@ struct BuiltLibrary {
   std::string source_path;  // dir/kernel.cc
   std::string path;         // dir/kernel.so
   std::string command;      // the compiler command line
-  double seconds = 0;       // how long the compiler ran
+  double seconds = 0;       // how long the compiler ran (0: a cache hit)
+  std::string cache_hit;    // the cache tier it came from; "" if compiled
+  std::string cache_error;  // why storing it in the cache failed, if it did
 };
 
 // CompilerFlags()
@@ -37,12 +47,23 @@ struct BuiltLibrary {
 // The flags generated code is compiled with (also part of a cache key).
 std::vector<std::string> CompilerFlags();
 
+// CompilerIdentity()
+//
+// What identifies `compiler` in a cache key: its name, the first line of
+// `compiler --version`, and this CPU's model and feature flags (for
+// -march=native); run once per process and compiler. An error when the
+// compiler cannot be run.
+absl::StatusOr<std::string> CompilerIdentity(const std::string& compiler);
+
 // CompileSharedLibrary()
 //
 // Writes `source` to `dir`/kernel.cc and compiles it into `dir`/kernel.so;
-// a compiler error returns its first lines.
-absl::StatusOr<BuiltLibrary> CompileSharedLibrary(absl::string_view source,
-                                                  const std::string& dir);
+// a compiler error returns its first lines. With a `cache`, a hit is
+// written to `dir`/kernel.so without compiling, and a compiled library is
+// stored (a failure to store it is only noted in cache_error).
+absl::StatusOr<BuiltLibrary> CompileSharedLibrary(
+    absl::string_view source, const std::string& dir,
+    CacheBackend* cache = nullptr);
 
 }  // namespace lathe::codegen
 

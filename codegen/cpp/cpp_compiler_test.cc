@@ -1,0 +1,134 @@
+// CompileSharedLibrary with the system compiler and a compile cache: the
+// second build of a source is a disk hit that writes the same, loadable
+// .so without compiling; another source is a miss; a compiler error is
+// not cached; a failure to store is noted, not fatal; a compiler that
+// cannot be identified is an error naming it.
+
+#include "codegen/cpp/cpp_compiler.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/compile_cache.h"
+#include "runtime/file_io.h"
+#include "runtime/shared_library.h"
+#include "tools/testing/runfiles.h"
+#include "tools/testing/status_matchers.h"
+
+namespace lathe::codegen {
+namespace {
+
+using ::lathe::testing::StatusIs;
+using ::lathe::testing::TestTmpPath;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr char kSource[] =
+    "extern \"C\" int lathe_test_answer() { return 42; }\n";
+
+// A new empty directory `name` under the test's scratch directory.
+std::string Dir(const std::string& name) {
+  std::string dir = TestTmpPath(name);
+  EXPECT_OK(RemoveTree(dir));
+  EXPECT_OK(MakeDirectories(dir));
+  return dir;
+}
+
+std::string Read(const std::string& path) {
+  absl::StatusOr<std::string> bytes = ReadFileLimited(path, 1 << 30);
+  EXPECT_OK(bytes.status());
+  return bytes.ok() ? *bytes : "";
+}
+
+// Calls lathe_test_answer in the library at `path`.
+int Answer(const std::string& path) {
+  // The library links OpenMP (-fopenmp); kept loaded as LoadedGraph keeps
+  // it, or unloading it with the library leaks its state (LeakSanitizer).
+  static const auto* openmp = new absl::StatusOr<SharedLibrary>(
+      SharedLibrary::Open("libgomp.so.1", /*keep=*/true));
+  EXPECT_OK(openmp->status());
+  absl::StatusOr<SharedLibrary> lib = SharedLibrary::Open(path);
+  EXPECT_OK(lib.status());
+  if (!lib.ok()) return -1;
+  absl::StatusOr<void*> f = lib->Symbol("lathe_test_answer");
+  EXPECT_OK(f.status());
+  return f.ok() ? reinterpret_cast<int (*)()>(*f)() : -1;
+}
+
+TEST(CompileSharedLibraryTest, TheSecondBuildIsADiskHitThatLoads) {
+  DiskCache cache(Dir("cache"));
+  const std::string first_dir = Dir("first");
+  ASSERT_OK_AND_ASSIGN(BuiltLibrary first,
+                       CompileSharedLibrary(kSource, first_dir, &cache));
+  EXPECT_EQ(first.cache_hit, "");
+  EXPECT_EQ(first.cache_error, "");
+  EXPECT_GT(first.seconds, 0);
+  EXPECT_EQ(first.path, first_dir + "/kernel.so");
+  EXPECT_EQ(Answer(first.path), 42);
+
+  const std::string second_dir = Dir("second");
+  ASSERT_OK_AND_ASSIGN(BuiltLibrary second,
+                       CompileSharedLibrary(kSource, second_dir, &cache));
+  EXPECT_EQ(second.cache_hit, "disk");
+  EXPECT_EQ(second.seconds, 0);
+  EXPECT_EQ(second.path, second_dir + "/kernel.so");
+  EXPECT_EQ(second.source_path, second_dir + "/kernel.cc");
+  EXPECT_THAT(second.command, HasSubstr("-o '" + second_dir + "/kernel.so'"));
+  EXPECT_EQ(Read(second.source_path), kSource);
+  EXPECT_EQ(Read(second.path), Read(first.path));
+  EXPECT_EQ(Answer(second.path), 42);
+
+  // Another source is another key.
+  const std::string other = absl::StrCat(kSource, "// another\n");
+  ASSERT_OK_AND_ASSIGN(BuiltLibrary third,
+                       CompileSharedLibrary(other, Dir("third"), &cache));
+  EXPECT_EQ(third.cache_hit, "");
+  // Without a cache nothing is looked up.
+  ASSERT_OK_AND_ASSIGN(BuiltLibrary plain,
+                       CompileSharedLibrary(kSource, Dir("plain")));
+  EXPECT_EQ(plain.cache_hit, "");
+  EXPECT_GT(plain.seconds, 0);
+}
+
+TEST(CompileSharedLibraryTest, ACompilerErrorIsNotCached) {
+  DiskCache cache(Dir("error_cache"));
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_THAT(CompileSharedLibrary("int f( {", Dir("error"), &cache).status(),
+                StatusIs(absl::StatusCode::kInternal,
+                         HasSubstr("the C++ compiler failed on")));
+  }
+}
+
+TEST(CompileSharedLibraryTest, AFailureToStoreIsNotedNotFatal) {
+  DiskCache tiny(Dir("tiny_cache"), 10);
+  ASSERT_OK_AND_ASSIGN(BuiltLibrary lib,
+                       CompileSharedLibrary(kSource, Dir("tiny"), &tiny));
+  EXPECT_EQ(lib.cache_hit, "");
+  EXPECT_THAT(lib.cache_error, HasSubstr("over the disk cache's limit of 10"));
+  EXPECT_EQ(Answer(lib.path), 42);
+}
+
+TEST(CompilerIdentityTest, NamesTheCompilerItsVersionAndTheCpu) {
+  ASSERT_OK_AND_ASSIGN(std::string identity, CompilerIdentity("g++"));
+  EXPECT_THAT(identity, StartsWith("g++\n"));
+  EXPECT_THAT(identity, HasSubstr("\nflags"));
+  ASSERT_OK_AND_ASSIGN(std::string again, CompilerIdentity("g++"));
+  EXPECT_EQ(again, identity);
+}
+
+TEST(CompilerIdentityTest, ACompilerThatDoesNotRunIsAnError) {
+  ::setenv("LATHE_CXX", "/nonexistent/c++", 1);
+  DiskCache cache(Dir("unknown_cache"));
+  EXPECT_THAT(
+      CompileSharedLibrary(kSource, Dir("unknown"), &cache).status(),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               HasSubstr("cannot identify the C++ compiler for the compile "
+                         "cache: `/nonexistent/c++ --version` failed: ")));
+  ::unsetenv("LATHE_CXX");
+}
+
+}  // namespace
+}  // namespace lathe::codegen

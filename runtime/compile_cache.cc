@@ -1,0 +1,166 @@
+#include "runtime/compile_cache.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/checksum.h"
+#include "runtime/file_io.h"
+#include "runtime/kernel_abi.h"
+#include "runtime/redis_cache.h"
+#include "status_macros.h"
+
+namespace lathe {
+namespace {
+
+// The value of environment variable `name`, "" when unset.
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? "" : value;
+}
+
+}  // namespace
+
+std::string CacheKey(absl::string_view source,
+                     absl::string_view compiler_identity,
+                     absl::Span<const std::string> flags) {
+  std::string text =
+      absl::StrCat("lathe-cache-key 1\nabi ", LATHE_KERNEL_ABI_VERSION, "\n",
+                   source.size(), ":", source, "\n", compiler_identity.size(),
+                   ":", compiler_identity, "\n", flags.size(), "\n");
+  for (const std::string& flag : flags) {
+    absl::StrAppend(&text, flag.size(), ":", flag, "\n");
+  }
+  return Sha256Hex(text);
+}
+
+absl::StatusOr<std::optional<CacheHit>> MemoryCache::Get(
+    absl::string_view key) {
+  RETURN_IF_ERROR(ValidateCacheKey(key));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = index_.find(key);
+  if (it == index_.end()) return std::nullopt;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return CacheHit{it->second->second, name()};
+}
+
+absl::Status MemoryCache::Put(absl::string_view key, absl::string_view bytes) {
+  RETURN_IF_ERROR(ValidateCacheKey(key));
+  const int64_t size = static_cast<int64_t>(bytes.size());
+  if (size > max_bytes_) return CacheEntryTooLarge(name(), size, max_bytes_);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = index_.find(key);
+  if (it != index_.end()) {
+    bytes_ -= static_cast<int64_t>(it->second->second.size());
+    lru_.erase(it->second);
+    index_.erase(it);
+  }
+  while (bytes_ + size > max_bytes_) {
+    bytes_ -= static_cast<int64_t>(lru_.back().second.size());
+    index_.erase(lru_.back().first);
+    lru_.pop_back();
+  }
+  lru_.emplace_front(std::string(key), std::string(bytes));
+  index_[lru_.front().first] = lru_.begin();
+  bytes_ += size;
+  return absl::OkStatus();
+}
+
+int64_t MemoryCache::bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_;
+}
+
+std::string DiskCache::EntryPath(absl::string_view key) const {
+  return absl::StrCat(dir_, "/", key, ".entry");
+}
+
+absl::StatusOr<std::optional<CacheHit>> DiskCache::Get(absl::string_view key) {
+  RETURN_IF_ERROR(ValidateCacheKey(key));
+  // Any entry that cannot be read whole (absent, over the cap, unreadable)
+  // or decoded is a miss; a Put replaces it.
+  absl::StatusOr<std::string> entry = ReadFileLimited(
+      EntryPath(key), max_entry_bytes_ + kMaxCacheEntryHeaderBytes);
+  if (!entry.ok()) return std::nullopt;
+  absl::StatusOr<std::string> payload = DecodeCacheEntry(key, *entry);
+  if (!payload.ok()) return std::nullopt;
+  return CacheHit{*std::move(payload), name()};
+}
+
+absl::Status DiskCache::Put(absl::string_view key, absl::string_view bytes) {
+  RETURN_IF_ERROR(ValidateCacheKey(key));
+  const int64_t size = static_cast<int64_t>(bytes.size());
+  if (size > max_entry_bytes_)
+    return CacheEntryTooLarge(name(), size, max_entry_bytes_);
+  RETURN_IF_ERROR(MakeDirectories(dir_));
+  return WriteFileAtomic(EntryPath(key), EncodeCacheEntry(key, bytes));
+}
+
+absl::StatusOr<std::optional<CacheHit>> TieredCache::Get(
+    absl::string_view key) {
+  for (size_t i = 0; i < tiers_.size(); ++i) {
+    ASSIGN_OR_RETURN(std::optional<CacheHit> hit, tiers_[i]->Get(key));
+    if (!hit) continue;
+    // Filling a faster tier is best effort: a hit is a hit.
+    for (size_t j = 0; j < i; ++j) {
+      tiers_[j]->Put(key, hit->bytes).IgnoreError();
+    }
+    return hit;
+  }
+  return std::nullopt;
+}
+
+absl::Status TieredCache::Put(absl::string_view key, absl::string_view bytes) {
+  absl::Status first;
+  for (const std::unique_ptr<CacheBackend>& tier : tiers_) {
+    absl::Status s = tier->Put(key, bytes);
+    if (first.ok()) first = s;
+  }
+  return first;
+}
+
+std::string TieredCache::name() const {
+  std::vector<std::string> names;
+  for (const std::unique_ptr<CacheBackend>& tier : tiers_) {
+    names.push_back(tier->name());
+  }
+  return absl::StrCat("tiered(", absl::StrJoin(names, ","), ")");
+}
+
+absl::StatusOr<std::unique_ptr<TieredCache>> NewCompileCacheFromEnvironment() {
+  std::vector<std::unique_ptr<CacheBackend>> tiers;
+  tiers.push_back(std::make_unique<MemoryCache>());
+  std::string dir = Env("LATHE_CACHE_DIR");
+  if (dir.empty() && !Env("XDG_CACHE_HOME").empty()) {
+    dir = Env("XDG_CACHE_HOME") + "/lathe";
+  }
+  if (dir.empty() && !Env("HOME").empty()) dir = Env("HOME") + "/.cache/lathe";
+  if (!dir.empty() && dir != "off") {
+    tiers.push_back(std::make_unique<DiskCache>(dir));
+  }
+  std::string url = Env("LATHE_REMOTE_CACHE");
+  if (!url.empty()) {
+    absl::StatusOr<std::unique_ptr<RedisCache>> redis = RedisCache::Create(url);
+    if (!redis.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("LATHE_REMOTE_CACHE: ", redis.status().message()));
+    }
+    tiers.push_back(*std::move(redis));
+  }
+  return std::make_unique<TieredCache>(std::move(tiers));
+}
+
+absl::StatusOr<CacheBackend*> DefaultCompileCache() {
+  static const auto* const cache =
+      new absl::StatusOr<std::unique_ptr<TieredCache>>(
+          NewCompileCacheFromEnvironment());
+  if (!cache->ok()) return cache->status();
+  return cache->value().get();
+}
+
+}  // namespace lathe

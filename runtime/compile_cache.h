@@ -1,0 +1,154 @@
+// -----------------------------------------------------------------------------
+// File: compile_cache.h
+// -----------------------------------------------------------------------------
+//
+// The compile cache: compiled .so files content-addressed by CacheKey (a
+// SHA-256 of the generated source, the compiler's identity and its flags),
+// in tiers: MemoryCache (this process, bounded), DiskCache (a directory
+// shared by every process of a user, safe with many writers and after
+// `kill -9` at any point) and RedisCache (runtime/redis_cache.h: a fleet),
+// composed by TieredCache. DefaultCompileCache() is the one a process uses,
+// configured by the environment:
+//
+//   LATHE_CACHE_DIR      the disk tier's directory (default
+//                        $XDG_CACHE_HOME/lathe, else $HOME/.cache/lathe);
+//                        "off" disables the disk tier
+//   LATHE_REMOTE_CACHE   redis://HOST:PORT enables the remote tier
+//
+// Example:
+//
+//   std::string key = CacheKey(source, "g++ (Debian 12.2.0-14) 12.2.0",
+//                              CompilerFlags());
+//   ASSIGN_OR_RETURN(CacheBackend* cache, DefaultCompileCache());
+//   ASSIGN_OR_RETURN(std::optional<CacheHit> hit, cache->Get(key));
+//   if (!hit) RETURN_IF_ERROR(cache->Put(key, Compile(source)));
+
+#ifndef LATHE_RUNTIME_COMPILE_CACHE_H_
+#define LATHE_RUNTIME_COMPILE_CACHE_H_
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "runtime/cache_backend.h"
+
+namespace lathe {
+
+// The default bounds: the memory tier's total bytes, and the largest entry
+// the disk tier stores (a compiled graph's .so is far smaller).
+inline constexpr int64_t kDefaultMemoryCacheBytes = int64_t{256} << 20;
+inline constexpr int64_t kDefaultMaxDiskEntryBytes = int64_t{256} << 20;
+
+// CacheKey()
+//
+// The content address of a compiled library: the SHA-256 (hex) of lathe's
+// kernel ABI version, `source`, `compiler_identity` and `flags`, each field
+// length-prefixed, so no two different inputs share an encoding.
+std::string CacheKey(absl::string_view source,
+                     absl::string_view compiler_identity,
+                     absl::Span<const std::string> flags);
+
+// This process's entries, least recently used evicted first once they hold
+// more than `max_bytes`.
+class MemoryCache : public CacheBackend {
+ public:
+  explicit MemoryCache(int64_t max_bytes = kDefaultMemoryCacheBytes)
+      : max_bytes_(max_bytes) {}
+
+  absl::StatusOr<std::optional<CacheHit>> Get(absl::string_view key) override;
+  // An entry larger than max_bytes is refused (ResourceExhausted).
+  absl::Status Put(absl::string_view key, absl::string_view bytes) override;
+  std::string name() const override { return "memory"; }
+
+  // The payload bytes held now.
+  int64_t bytes() const;
+
+ private:
+  using Lru = std::list<std::pair<std::string, std::string>>;  // key, bytes
+
+  const int64_t max_bytes_;
+  // std::mutex: ThreadSanitizer sees it through pthreads, where the
+  // system Abseil is not instrumented.
+  mutable std::mutex mu_;
+  Lru lru_ ABSL_GUARDED_BY(mu_);  // most recently used first
+  absl::flat_hash_map<std::string, Lru::iterator> index_ ABSL_GUARDED_BY(mu_);
+  int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Entries as files DIR/<key>.entry (EncodeCacheEntry's format), each
+// written whole to a unique temporary file beside it, fsync'd and renamed
+// into place, so a reader sees an old entry or a new one, never a mix. A
+// damaged, truncated or foreign entry is a miss that the next Put
+// replaces; a writer's leftover temporary file is never read. The
+// directory is created on the first Put.
+class DiskCache : public CacheBackend {
+ public:
+  explicit DiskCache(std::string dir,
+                     int64_t max_entry_bytes = kDefaultMaxDiskEntryBytes)
+      : dir_(std::move(dir)), max_entry_bytes_(max_entry_bytes) {}
+
+  absl::StatusOr<std::optional<CacheHit>> Get(absl::string_view key) override;
+  // A payload larger than max_entry_bytes is refused (ResourceExhausted).
+  absl::Status Put(absl::string_view key, absl::string_view bytes) override;
+  std::string name() const override { return "disk"; }
+
+  // The file that holds `key`'s entry (the key unchecked).
+  std::string EntryPath(absl::string_view key) const;
+  const std::string& dir() const { return dir_; }
+
+ private:
+  const std::string dir_;
+  const int64_t max_entry_bytes_;
+};
+
+// Tiers in order, fastest first: a Get asks each in turn and copies a hit
+// into the tiers before the one that had it; a Put stores into every tier.
+class TieredCache : public CacheBackend {
+ public:
+  explicit TieredCache(std::vector<std::unique_ptr<CacheBackend>> tiers)
+      : tiers_(std::move(tiers)) {}
+
+  // CacheHit::tier names the tier that held the entry.
+  absl::StatusOr<std::optional<CacheHit>> Get(absl::string_view key) override;
+  // Stores into every tier; the first tier's error, if any, after trying
+  // them all.
+  absl::Status Put(absl::string_view key, absl::string_view bytes) override;
+  // "tiered(memory,disk,redis)".
+  std::string name() const override;
+
+  const std::vector<std::unique_ptr<CacheBackend>>& tiers() const {
+    return tiers_;
+  }
+
+ private:
+  const std::vector<std::unique_ptr<CacheBackend>> tiers_;
+};
+
+// NewCompileCacheFromEnvironment()
+//
+// A new TieredCache as LATHE_CACHE_DIR and LATHE_REMOTE_CACHE (read now)
+// say: memory, then disk unless disabled or no directory can be named,
+// then Redis when set; an error for a LATHE_REMOTE_CACHE that is not
+// redis://HOST:PORT.
+absl::StatusOr<std::unique_ptr<TieredCache>> NewCompileCacheFromEnvironment();
+
+// DefaultCompileCache()
+//
+// This process's compile cache: NewCompileCacheFromEnvironment()'s result
+// (or error), made on the first call and shared by every later one.
+absl::StatusOr<CacheBackend*> DefaultCompileCache();
+
+}  // namespace lathe
+
+#endif  // LATHE_RUNTIME_COMPILE_CACHE_H_
