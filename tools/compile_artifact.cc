@@ -216,8 +216,9 @@ Variant CompiledArtifact::AsVariant() const {
   return v;
 }
 
-absl::StatusOr<CompiledArtifact> CompileArtifact(
-    absl::string_view text, const CompileOptions& options) {
+absl::StatusOr<CompiledArtifact> CompileArtifact(absl::string_view text,
+                                                 const CompileOptions& options,
+                                                 CacheBackend* cache) {
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> written, ir::ParseGraph(text));
   CompiledArtifact a;
   ASSIGN_OR_RETURN(a.compiled, CompileGraphText(text, options));
@@ -227,7 +228,8 @@ absl::StatusOr<CompiledArtifact> CompileArtifact(
                                     {.guards = c.guards ? &*c.guards : nullptr,
                                      .guard_inputs = c.guard_inputs,
                                      .plan = &c.aot.plan,
-                                     .subclass = &c.aot.subclass});
+                                     .subclass = &c.aot.subclass,
+                                     .cache = cache});
   if (!cpu.ok()) {
     return absl::Status(cpu.status().code(),
                         absl::StrCat(options.source, ": cpu backend: ",
@@ -261,8 +263,9 @@ absl::StatusOr<CompiledArtifact> CompileArtifact(
   return a;
 }
 
-VariantCompiler::VariantCompiler(std::string text, CompileOptions options)
-    : text_(std::move(text)), options_(std::move(options)) {}
+VariantCompiler::VariantCompiler(std::string text, CompileOptions options,
+                                 CacheBackend* cache)
+    : text_(std::move(text)), options_(std::move(options)), cache_(cache) {}
 
 absl::StatusOr<std::unique_ptr<CompiledFunction>> VariantCompiler::Function(
     int max_compiles) {
@@ -291,7 +294,8 @@ absl::StatusOr<Variant> VariantCompiler::Compile(
   for (auto& [name, value] : HintsOf(*written_, args)) {
     options.hints.insert({name, value});
   }
-  absl::StatusOr<CompiledArtifact> made = CompileArtifact(text_, options);
+  absl::StatusOr<CompiledArtifact> made =
+      CompileArtifact(text_, options, cache_);
   compile_seconds_ +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

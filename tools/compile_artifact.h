@@ -34,6 +34,7 @@
 #include "codegen/cpp/cpu_function.h"
 #include "ir/graph.h"
 #include "runtime/artifact.h"
+#include "runtime/cache_backend.h"
 #include "runtime/compiled_function.h"
 #include "runtime/composite.h"
 #include "symbolic/evaluate.h"
@@ -57,8 +58,11 @@ struct CompiledArtifact {
 // Compiles `text` for the CPU (hints from `options` and the text's own) into
 // an artifact's parts; an error when the whole user call cannot run inside
 // the .so (its runtime or composite wrapper would need the host).
+// With `cache`, a .so built before from the same source, compiler and flags
+// is taken from it (runtime/compile_cache.h), and a new one is stored.
 absl::StatusOr<CompiledArtifact> CompileArtifact(
-    absl::string_view text, const CompileOptions& options = {});
+    absl::string_view text, const CompileOptions& options = {},
+    CacheBackend* cache = nullptr);
 
 // ConstantsOf()
 //
@@ -101,7 +105,9 @@ std::string GuardText(const ir::Graph& written,
 // many threads at once and shares nothing.
 class VariantCompiler {
  public:
-  VariantCompiler(std::string text, CompileOptions options);
+  // Compiles `text`; with `cache` (which must outlive it), through it.
+  VariantCompiler(std::string text, CompileOptions options,
+                  CacheBackend* cache = nullptr);
 
   // A function that compiles on its first call, at most `max_compiles`
   // times, then falls back to the interpreter.
@@ -122,6 +128,7 @@ class VariantCompiler {
 
   const std::string text_;
   const CompileOptions options_;
+  CacheBackend* const cache_;
   std::unique_ptr<ir::Graph> written_;
   std::vector<std::string> constants_;  // the constants' names, in order
   std::vector<std::unique_ptr<CompiledArtifact>> compiled_;

@@ -41,6 +41,7 @@
 #include "ir/known_ops.h"
 #include "ir/value.h"
 #include "runtime/artifact.h"
+#include "runtime/compile_cache.h"
 #include "runtime/composite.h"
 #include "runtime/copy.h"
 #include "runtime/file_io.h"
@@ -532,6 +533,12 @@ void Leaves(const Operand& o, std::vector<Operand>* out) {
   for (const Operand& i : o.composite->inner) Leaves(i, out);
 }
 
+// " (disk cache hit)" when the .so came from a compile cache.
+std::string CacheNote(const codegen::CpuStats& st) {
+  return st.cache_hit.empty() ? ""
+                              : absl::StrCat(" (", st.cache_hit, " cache hit)");
+}
+
 // A compile of the graph for the interpreter (tools/compile.h).
 using Compiled = CompiledGraph;
 
@@ -753,9 +760,9 @@ absl::StatusOr<std::vector<PendingFile>> RunCompiled(
     const codegen::CpuStats& st = c->cpu->stats();
     stats->push_back(absl::StrFormat(
         "cpu backend: %d kernels (%d before fusion); lathe %.1f ms, C++ "
-        "compiler %.0f ms; %zu run(s), %.3f ms each",
+        "compiler %.0f ms%s; %zu run(s), %.3f ms each",
         st.kernels, st.kernels_unfused, st.lower_seconds * 1e3,
-        st.compiler_seconds * 1e3, sets.size(),
+        st.compiler_seconds * 1e3, CacheNote(st), sets.size(),
         (seconds - compiler.compile_seconds()) * 1e3 / sets.size()));
   }
   return all;
@@ -970,7 +977,8 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
   std::vector<PendingFile> all;
   std::optional<VariantCompiler> compiler;
   if (o.backend == "cpu") {
-    compiler.emplace(text, CompileOptionsOf(o));
+    ASSIGN_OR_RETURN(CacheBackend * cache, DefaultCompileCache());
+    compiler.emplace(text, CompileOptionsOf(o), cache);
     ASSIGN_OR_RETURN(all, RunCompiled(o, *compiler, *written, *composites, sets,
                                       &report, &stats));
   }
@@ -1150,17 +1158,19 @@ absl::Status LathecCompile(const std::vector<std::string>& args) {
                    ReadFileLimited(c.run.graph, kMaxGraphBytes));
   ASSIGN_OR_RETURN(CompileOptions options, OptionsWithHints(c.run, text));
   options.dump = false;
-  ASSIGN_OR_RETURN(CompiledArtifact a, CompileArtifact(text, options));
+  ASSIGN_OR_RETURN(CacheBackend * cache, DefaultCompileCache());
+  ASSIGN_OR_RETURN(CompiledArtifact a, CompileArtifact(text, options, cache));
   RETURN_IF_ERROR(WriteArtifact(c.out, a.manifest, a.files));
   const codegen::CpuStats& st = a.cpu->stats();
   std::printf(
       "%s: kernel.so (%zu bytes), kernel.cc, manifest.txt (%zu arguments, "
       "%zu results, %zu guards)\n"
       "cpu backend: %d kernels (%d before fusion); lathe %.1f ms, C++ "
-      "compiler %.0f ms\n",
+      "compiler %.0f ms%s\n",
       c.out.c_str(), a.files[0].second.size(), a.manifest.arguments.size(),
       a.manifest.signature.results.size(), a.manifest.guards.size(), st.kernels,
-      st.kernels_unfused, st.lower_seconds * 1e3, st.compiler_seconds * 1e3);
+      st.kernels_unfused, st.lower_seconds * 1e3, st.compiler_seconds * 1e3,
+      CacheNote(st));
   return absl::OkStatus();
 }
 

@@ -367,7 +367,9 @@ def forward(self, x: "f32[s0, 16][16, 1]cpu", w: "f32[16, 32][32, 1]cpu"):
   EXPECT_THAT(r.output,
               ::testing::ContainsRegex(
                   "cpu backend: [0-9]+ kernels \\([0-9]+ before fusion\\); "
-                  "lathe [0-9.]+ ms, C\\+\\+ compiler [0-9]+ ms; 1 run\\(s\\), "
+                  "lathe [0-9.]+ ms, C\\+\\+ compiler [0-9]+ ms( \\([a-z]+ "
+                  "cache hit\\))?; 1 "
+                  "run\\(s\\), "
                   "[0-9.]+ ms each\n"));
   // relu(x @ w) with x = 0.5, w = 0.25 over 16 terms: 2.
   Tensor t = *ReadNpy(TestTmpPath("mlp_cpu") + "/out0.npy");

@@ -113,8 +113,10 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Compile(
     dir = pattern;
     f->temp_dir_ = dir;
   }
-  ASSIGN_OR_RETURN(f->built_, CompileSharedLibrary(f->source_, dir));
+  ASSIGN_OR_RETURN(f->built_,
+                   CompileSharedLibrary(f->source_, dir, options.cache));
   f->stats_.compiler_seconds = f->built_.seconds;
+  f->stats_.cache_hit = f->built_.cache_hit;
   RETURN_IF_ERROR(KeepOpenMpLoaded());
   ASSIGN_OR_RETURN(f->library_, SharedLibrary::Open(f->built_.path));
   ASSIGN_OR_RETURN(void* call, f->library_.Symbol("lathe_call"));

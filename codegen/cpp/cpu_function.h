@@ -37,6 +37,7 @@
 #include "ir/graph.h"
 #include "ir/interpreter.h"
 #include "ir/value.h"
+#include "runtime/cache_backend.h"
 #include "runtime/composite.h"
 #include "runtime/kernel_abi.h"
 #include "runtime/loaded_graph.h"
@@ -60,13 +61,18 @@ struct CpuCompileOptions {
   // The composite wrapper around the plan (aot/subclass_wrapper_plan.h):
   // compiled into the .so as lathe_call_user when the plan is (CallUser).
   const aot::SubclassWrapperPlan* subclass = nullptr;
+  // Where a .so built before from the same source, compiler and flags is
+  // taken from instead of compiling (runtime/compile_cache.h); none: always
+  // compile.
+  CacheBackend* cache = nullptr;
 };
 
 struct CpuStats {
   int kernels = 0;              // after scheduling
   int kernels_unfused = 0;      // as lowered
   double lower_seconds = 0;     // lowering + scheduling + emission
-  double compiler_seconds = 0;  // the C++ compiler
+  double compiler_seconds = 0;  // the C++ compiler (0 on a cache hit)
+  std::string cache_hit;        // the cache tier the .so came from, or ""
   std::vector<std::string> fusion_log;
 };
 
