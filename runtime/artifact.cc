@@ -139,9 +139,9 @@ absl::Status ParseArgument(LineParser& p, Manifest* m) {
     if (!dev.ok()) return p.Expected("a device (cpu, cuda:N)");
     a.device = *dev;
   }
-  ASSIGN_OR_RETURN(std::string sizes, p.Rest("the symbolic sizes"));
+  ASSIGN_OR_RETURN(std::string annotation, p.Rest("the annotation"));
   m->arguments.push_back(std::move(a));
-  m->sizes.push_back(std::move(sizes));
+  m->annotations.push_back(std::move(annotation));
   return absl::OkStatus();
 }
 
@@ -155,11 +155,11 @@ std::string Manifest::ToString() const {
   for (size_t k = 0; k < arguments.size(); ++k) {
     const ArgumentSpec& a = arguments[k];
     bool tensor = HasTensorFields(a);
-    absl::StrAppend(&out, "argument ", a.name, " ",
-                    a.constant ? "constant" : "placeholder", " ", KindName(a),
-                    " ", tensor ? ShortName(a.dtype) : "-", " ",
-                    tensor ? a.device.ToString() : "-", " ", a.rank, " ",
-                    OneLine(k < sizes.size() ? sizes[k] : ""), "\n");
+    absl::StrAppend(
+        &out, "argument ", a.name, " ", a.constant ? "constant" : "placeholder",
+        " ", KindName(a), " ", tensor ? ShortName(a.dtype) : "-", " ",
+        tensor ? a.device.ToString() : "-", " ", a.rank, " ",
+        OneLine(k < annotations.size() ? annotations[k] : ""), "\n");
   }
   for (const ResultShape& r : signature.results) {
     absl::StrAppend(&out, "result ", r.ToString(), "\n");

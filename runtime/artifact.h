@@ -9,7 +9,8 @@
 //   DIR/kernel.so      the compiled graph (lathe_call_user, lathe_guards)
 //   DIR/kernel.cc      its generated source, for reading
 //   DIR/manifest.txt   a versioned manifest: the arguments (dtypes, devices,
-//                      symbolic sizes), the results, the guards as text, the
+//                      annotations: symbolic sizes and strides), the results,
+//                      the guards as text, the
 //                      compiler's command line, lathe's version, and the
 //                      size and SHA-256 of every other file
 //
@@ -58,10 +59,10 @@ struct Manifest {
   int kernel_abi = LATHE_KERNEL_ABI_VERSION;
   std::string graph;     // the graph it was compiled from ("mlp.txt")
   std::string compiler;  // the C++ compiler's command line
-  // The arguments (placeholders, then constants), each with its symbolic
-  // sizes as text ("[s0, 784]").
+  // The arguments (placeholders, then constants), each with its annotation
+  // as the graph writes it ("f32[s0, 784][784, 1]cpu", "Sym(zf0)").
   std::vector<ArgumentSpec> arguments;
-  std::vector<std::string> sizes;
+  std::vector<std::string> annotations;
   CallSignature signature;
   std::vector<int> mutated;         // the arguments a call writes
   std::vector<std::string> guards;  // guard k as text ("x.size(0) == 1")

@@ -35,7 +35,7 @@ Manifest AddManifest() {
   m.arguments = {{.name = "x", .rank = 1},
                  {.name = "y", .rank = 1},
                  {.name = "alpha", .kind = ArgumentSpec::Kind::kFloat}};
-  m.sizes = {"[s0]", "[s0]", "zf0"};
+  m.annotations = {"f32[s0][1]cpu", "f32[s0][1]cpu", "Sym(zf0)"};
   m.signature.results = {ResultShape::Plain(1)};
   m.signature.checks = {"x is too long"};
   m.guards = {"y.size(0) == x.size(0)", "2 <= x.size(0)", "not isnan(alpha)"};
@@ -92,9 +92,10 @@ TEST_F(ArtifactTest, TheManifestSaysWhatTheArtifactHolds) {
   std::string text = Read(dir_ + "/manifest.txt");
   EXPECT_THAT(text, HasSubstr("lathe-artifact 1\nlathe-version 0.12.0\n"
                               "kernel-abi 6\ngraph add.txt\n"));
+  EXPECT_THAT(text, HasSubstr("argument x placeholder tensor f32 cpu 1 "
+                              "f32[s0][1]cpu\n"));
   EXPECT_THAT(text,
-              HasSubstr("argument x placeholder tensor f32 cpu 1 [s0]\n"));
-  EXPECT_THAT(text, HasSubstr("argument alpha placeholder float - - 0 zf0\n"));
+              HasSubstr("argument alpha placeholder float - - 0 Sym(zf0)\n"));
   EXPECT_THAT(text, HasSubstr("result 1\ncheck x is too long\n"
                               "guard y.size(0) == x.size(0)\n"));
   EXPECT_THAT(text, HasSubstr("file kernel.so "));

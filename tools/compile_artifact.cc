@@ -1,6 +1,7 @@
 #include "tools/compile_artifact.h"
 
 #include <chrono>
+#include <type_traits>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -55,21 +56,11 @@ absl::StatusOr<ArgumentSpec> SpecOf(const std::string& name,
                    "cannot take"));
 }
 
-// The text of a value's sizes in a manifest: "[s0, 784]", "zf0", "-".
-std::string SizesText(const ir::ValueMeta& meta) {
-  switch (meta.kind) {
-    case ir::ValueMeta::Kind::kTensor: {
-      std::vector<std::string> sizes;
-      for (const symbolic::Expr& e : meta.tensor.sizes) {
-        sizes.push_back(symbolic::ToString(e));
-      }
-      return absl::StrCat("[", absl::StrJoin(sizes, ", "), "]");
-    }
-    case ir::ValueMeta::Kind::kSym:
-      return symbolic::ToString(meta.sym);
-    default:
-      return "-";
-  }
+// A value's annotation in a manifest: "f32[s0, 784][784, 1]cpu", "Sym(zf0)",
+// "-" for None.
+std::string AnnotationText(const ir::ValueMeta& meta) {
+  std::string a = meta.ToAnnotation();
+  return a.empty() ? "-" : a;
 }
 
 // A tensor value of an operand the hints read: a tensor's own, a
@@ -105,7 +96,7 @@ std::vector<std::string> ConstantsOf(const ir::Graph& graph) {
 
 absl::StatusOr<std::vector<ArgumentSpec>> ArgumentsOf(
     const ir::Graph& written, const std::vector<std::string>& constants,
-    std::vector<std::string>* sizes) {
+    std::vector<std::string>* annotations) {
   ASSIGN_OR_RETURN(auto composites, aot::DeclaredComposites(written));
   std::vector<ArgumentSpec> out;
   for (const ir::Node* p : written.Placeholders()) {
@@ -114,7 +105,8 @@ absl::StatusOr<std::vector<ArgumentSpec>> ArgumentsOf(
                      SpecOf(p->name(), p->meta(),
                             it == composites.end() ? nullptr : &it->second));
     out.push_back(std::move(a));
-    if (sizes != nullptr) sizes->push_back(SizesText(p->meta()));
+    if (annotations != nullptr)
+      annotations->push_back(AnnotationText(p->meta()));
   }
   for (const std::string& name : constants) {
     const ir::Node* node = nullptr;
@@ -134,14 +126,15 @@ absl::StatusOr<std::vector<ArgumentSpec>> ArgumentsOf(
                             /*layout=*/nullptr));
     a.constant = true;
     out.push_back(std::move(a));
-    if (sizes != nullptr) sizes->push_back(SizesText(node->meta()));
+    if (annotations != nullptr)
+      annotations->push_back(AnnotationText(node->meta()));
   }
   return out;
 }
 
-absl::flat_hash_map<std::string, symbolic::Value> HintsOf(
+std::vector<std::pair<symbolic::Expr, symbolic::Value>> SymbolValuesOf(
     const ir::Graph& written, absl::Span<const Operand> args) {
-  absl::flat_hash_map<std::string, symbolic::Value> hints;
+  std::vector<std::pair<symbolic::Expr, symbolic::Value>> out;
   std::vector<ir::Node*> placeholders = written.Placeholders();
   absl::flat_hash_map<const ir::Node*, const Operand*> given;
   for (size_t k = 0; k < placeholders.size() && k < args.size(); ++k) {
@@ -150,7 +143,7 @@ absl::flat_hash_map<std::string, symbolic::Value> HintsOf(
     given[placeholders[k]] = &a;
     if (m.kind == ir::ValueMeta::Kind::kSym && m.sym.is_symbol() &&
         m.sym.is_int() && a.kind == Operand::Kind::kInt) {
-      hints.emplace(std::string(m.sym.name()), symbolic::Value::Int(a.i));
+      out.emplace_back(m.sym, symbolic::Value::Int(a.i));
     }
     absl::Span<const int64_t> sizes, strides;
     if (m.kind != ir::ValueMeta::Kind::kTensor ||
@@ -159,12 +152,11 @@ absl::flat_hash_map<std::string, symbolic::Value> HintsOf(
       continue;
     }
     ir::ForEachSymbolDim(m.tensor, [&](symbolic::Expr e, bool stride, int d) {
-      hints.emplace(std::string(e.name()),
-                    symbolic::Value::Int(stride ? strides[d] : sizes[d]));
+      out.emplace_back(e, symbolic::Value::Int(stride ? strides[d] : sizes[d]));
     });
   }
   // An .item() of an input that PyTorch annotated with a backed symbol
-  // (`_local_scalar_dense: "Sym(s16)"`) takes its hint from that input.
+  // (`_local_scalar_dense: "Sym(s16)"`) takes its value from that input.
   for (const auto& node : written.nodes()) {
     const ir::ValueMeta& m = node->meta();
     if (node->op() != ir::Known().local_scalar_dense ||
@@ -178,12 +170,30 @@ absl::flat_hash_map<std::string, symbolic::Value> HintsOf(
     const Operand& a = *it->second;
     if (a.kind == Operand::Kind::kTensor && a.tensor.defined() &&
         a.tensor.dim() == 0 && IsIntegral(a.tensor.dtype(), false)) {
-      hints.emplace(
-          std::string(m.sym.name()),
-          symbolic::Value::Int(static_cast<int64_t>(a.tensor.GetDouble({}))));
+      out.emplace_back(m.sym, symbolic::Value::Int(IntOf(a.tensor)));
     }
   }
+  return out;
+}
+
+absl::flat_hash_map<std::string, symbolic::Value> HintsOf(
+    const ir::Graph& written, absl::Span<const Operand> args) {
+  absl::flat_hash_map<std::string, symbolic::Value> hints;
+  for (const auto& [symbol, value] : SymbolValuesOf(written, args)) {
+    hints.emplace(std::string(symbol.name()), value);
+  }
   return hints;
+}
+
+int64_t IntOf(const Tensor& t) {
+  int64_t v = 0;
+  VisitDType(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>) {
+      v = static_cast<int64_t>(*static_cast<const T*>(t.data_ptr()));
+    }
+  });
+  return v;
 }
 
 std::string GuardText(const ir::Graph& written,
@@ -245,7 +255,8 @@ absl::StatusOr<CompiledArtifact> CompileArtifact(absl::string_view text,
   Manifest& m = a.manifest;
   m.graph = options.source;
   m.compiler = f.library().command;
-  ASSIGN_OR_RETURN(m.arguments, ArgumentsOf(*written, f.constants(), &m.sizes));
+  ASSIGN_OR_RETURN(m.arguments,
+                   ArgumentsOf(*written, f.constants(), &m.annotations));
   m.signature = f.user_call()->signature();
   std::vector<bool> written_inputs = f.MutatedUserInputs();
   for (size_t k = 0; k < written_inputs.size(); ++k) {

@@ -73,18 +73,31 @@ std::vector<std::string> ConstantsOf(const ir::Graph& graph);
 // ArgumentsOf()
 //
 // The arguments a call of `written` (the graph as written) takes: one per
-// placeholder, then the constants it reads in `constants` order; `sizes`
-// gets each one's symbolic sizes as text ("[s0, 784]", "zf0").
+// placeholder, then the constants it reads in `constants` order;
+// `annotations` gets each one's annotation ("f32[s0, 784][784, 1]cpu",
+// "Sym(zf0)", "-" for an unannotated parameter).
 absl::StatusOr<std::vector<ArgumentSpec>> ArgumentsOf(
     const ir::Graph& written, const std::vector<std::string>& constants,
-    std::vector<std::string>* sizes = nullptr);
+    std::vector<std::string>* annotations = nullptr);
+
+// SymbolValuesOf()
+//
+// The values `args` (one per placeholder of `written`, then constants) give
+// the bare symbols of its annotations (sizes, strides, int scalars, a
+// backed .item() of an input), each as often as it is read.
+std::vector<std::pair<symbolic::Expr, symbolic::Value>> SymbolValuesOf(
+    const ir::Graph& written, absl::Span<const Operand> args);
 
 // HintsOf()
 //
-// The values `args` (one per placeholder of `written`, then constants) give
-// the symbols of its annotations: a compile's hints for them.
+// SymbolValuesOf by symbol name: a compile's hints for them.
 absl::flat_hash_map<std::string, symbolic::Value> HintsOf(
     const ir::Graph& written, absl::Span<const Operand> args);
+
+// IntOf()
+//
+// The integer a 0-d integer tensor holds, exactly (no trip through double).
+int64_t IntOf(const Tensor& t);
 
 // GuardText()
 //

@@ -169,15 +169,17 @@ def forward(self, x: "f32[s0, 3][3, 1]cpu", p: "f32[4][1]cpu", n: "Sym(s1)", lr:
     return (mul, add)
 )graph";
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(kText));
-  std::vector<std::string> sizes;
+  std::vector<std::string> annotations;
   ASSERT_OK_AND_ASSIGN(std::vector<ArgumentSpec> args,
-                       ArgumentsOf(*g, {}, &sizes));
+                       ArgumentsOf(*g, {}, &annotations));
   ASSERT_EQ(args.size(), 4u);
   EXPECT_EQ(args[0].ToString(), "x: f32 tensor of rank 2 on cpu");
   EXPECT_EQ(args[1].ToString(), "p: pair composite of rank 1");
   EXPECT_EQ(args[2].ToString(), "n: int");
   EXPECT_EQ(args[3].ToString(), "lr: float");
-  EXPECT_EQ(sizes, (std::vector<std::string>{"[s0, 3]", "[4]", "s1", "zf0"}));
+  EXPECT_EQ(annotations,
+            (std::vector<std::string>{"f32[s0, 3][3, 1]cpu", "f32[4][1]cpu",
+                                      "Sym(s1)", "Sym(zf0)"}));
   std::vector<Operand> values = {
       Operand::Of(Tensor::Empty({5, 3}, DType::kFloat32).value()), Operand(),
       Operand::Int(7), Operand::Float(0.5)};

@@ -11,7 +11,7 @@
 # (--config=sanitizers; skip with LATHE_SKIP_SANITIZERS=1), the tests tagged
 # `threads` under ThreadSanitizer (--config=tsan; skipped with them), and the
 # consumer workspace in tools/consumer_example, which takes lathe as a
-# dependency.
+# dependency and calls an artifact `lathec compile` writes for it.
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -88,16 +88,20 @@ run_tests() {
   FAILED=$((FAILED + failed))
 }
 
-# The main job: compile lathec and run the example graph (an MLP with a
-# dynamic batch) on its example inputs.
+# The main job: build everything, compile the example graph (an MLP with a
+# dynamic batch) once into an artifact, then call it on its example inputs
+# from another process that loads the artifact with lathe's runtime alone.
 job_main() {
   bazel build //... || return 1
+  local lathec=bazel-out/k8-fastbuild/bin/tools/lathec
   local out="${LATHE_OUT:-$ROOT/lathe-out/mlp}"
-  bazel-bin/tools/lathec run "$ROOT/tools/examples/mlp.txt" \
+  "$lathec" compile "$ROOT/tools/examples/mlp.txt" -o "$out-artifact" \
     --input x="$ROOT/tools/examples/mlp/x.npy" \
-    --input w="$ROOT/tools/examples/mlp/w.npy" \
-    --backend cpu --dump-dir "$out-dump" --out "$out" || return 1
-  log "the generated kernels, loop IR and fusion log are in $out-dump"
+    --input w="$ROOT/tools/examples/mlp/w.npy" || return 1
+  "$lathec" run --artifact "$out-artifact" \
+    --input x="$ROOT/tools/examples/mlp/x.npy" \
+    --input w="$ROOT/tools/examples/mlp/w.npy" --out "$out" || return 1
+  log "the artifact (kernel.so, its source kernel.cc, manifest.txt) is in $out-artifact"
   log "outputs are in $out"
 }
 
@@ -108,7 +112,18 @@ job_test() {
     run_tests "threaded tests under tsan" "$ROOT" --config=tsan \
       --build_tests_only --test_tag_filters=threads //...
   fi
-  run_tests "consumer workspace" "$ROOT/tools/consumer_example" //...
+  # The consumer workspace calls an artifact this run compiles (with the
+  # lathec of the plain build above), linking lathe's runtime alone.
+  local artifact="$ROOT/lathe-out/consumer-artifact"
+  if ! bazel-out/k8-fastbuild/bin/tools/lathec compile \
+    "$ROOT/tools/examples/mlp.txt" -o "$artifact" \
+    --input x="$ROOT/tools/examples/mlp/x.npy" \
+    --input w="$ROOT/tools/examples/mlp/w.npy"; then
+    log "lathec compile of the consumer's artifact failed"
+    FAILED=$((FAILED + 1))
+  fi
+  run_tests "consumer workspace" "$ROOT/tools/consumer_example" \
+    --test_env=LATHE_CONSUMER_ARTIFACT="$artifact" //...
   (cd "$ROOT/tools/consumer_example" && bazel shutdown) >/dev/null 2>&1
   echo "$PASSED passed, $FAILED failed"
   [ "$FAILED" -eq 0 ]

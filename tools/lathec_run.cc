@@ -61,16 +61,17 @@ namespace {}  // namespace
 const char kLathecUsage[] =
     "usage: lathec run (GRAPH | --artifact DIR) (--input NAME=FILE.npy ... | "
     "--inputs DIR ...) [--backend interp|cpu] --out DIR [--dump-dir DIR] "
-    "[--max-memory BYTES] [--passes NAME,NAME,...|none]\n"
-    "       lathec compile GRAPH -o DIR\n"
-    "       lathec guards GRAPH";
+    "[--max-memory BYTES] [--max-compiles N] [--passes NAME,NAME,...|none]\n"
+    "       lathec compile GRAPH -o DIR [--input NAME=FILE.npy ... | --inputs "
+    "DIR]\n"
+    "       lathec guards GRAPH [--input NAME=FILE.npy ... | --inputs DIR]";
 
 namespace {
 
 // Graph text larger than this is refused before it is parsed.
 constexpr int64_t kMaxGraphBytes = int64_t{64} << 20;
-// The most compiles one replay may make.
-constexpr size_t kMaxCompiles = 8;
+// The most compiles one replay makes unless --max-compiles says otherwise.
+constexpr int kMaxCompiles = 8;
 // The files that mark a directory as lathec's own output (see the top).
 constexpr char kOutMarker[] = ".lathec-out";
 constexpr char kDumpMarker[] = ".lathec-dump";
@@ -171,6 +172,7 @@ struct RunOptions {
   std::string dump_dir;
   int64_t max_memory = PhysicalMemoryBytes() / 2;
   std::optional<std::vector<std::string>> passes;  // default pipeline: none
+  int max_compiles = kMaxCompiles;
 };
 
 absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
@@ -212,6 +214,14 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
         return absl::InvalidArgumentError(
             "--passes expects NAME,NAME,... or none");
       }
+    } else if (a == "--max-compiles" ||
+               absl::StartsWith(a, "--max-compiles=")) {
+      ASSIGN_OR_RETURN(std::string v, value("--max-compiles"));
+      if (!absl::SimpleAtoi(v, &o.max_compiles) || o.max_compiles < 1 ||
+          o.max_compiles > 1000) {
+        return absl::InvalidArgumentError(
+            "--max-compiles expects a number from 1 to 1000");
+      }
     } else if (a == "--max-memory" || absl::StartsWith(a, "--max-memory=")) {
       ASSIGN_OR_RETURN(std::string v, value("--max-memory"));
       ASSIGN_OR_RETURN(o.max_memory, ParseBytes(v));
@@ -227,6 +237,17 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
   if (!o.artifact.empty() && !o.graph.empty()) {
     return absl::InvalidArgumentError(
         "give either GRAPH or --artifact DIR, not both");
+  }
+  // An artifact is compiled already: what would steer a compile is refused.
+  for (const std::string& a : args) {
+    for (const char* flag :
+         {"--backend", "--dump-dir", "--passes", "--max-compiles"}) {
+      if (!o.artifact.empty() &&
+          (a == flag || absl::StartsWith(a, absl::StrCat(flag, "=")))) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            flag, " steers a compile; an --artifact is compiled already"));
+      }
+    }
   }
   if (o.graph.empty() && o.artifact.empty()) {
     return absl::InvalidArgumentError("no GRAPH (or --artifact DIR) given");
@@ -253,17 +274,6 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
                      "' is not available yet (available: interp, cpu)"));
   }
   return o;
-}
-
-// The integer a 0-d integer tensor holds, exactly (no trip through double).
-int64_t IntOf(const Tensor& t) {
-  int64_t v = 0;
-  VisitDType(t.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_integral_v<T>)
-      v = static_cast<int64_t>(*static_cast<const T*>(t.data_ptr()));
-  });
-  return v;
 }
 
 // A placeholder's value from its (already read) tensor.
@@ -357,6 +367,38 @@ absl::Status ReadSet(InputSet& set) {
   return absl::OkStatus();
 }
 
+// The input sets a run reads: one per --inputs DIR (DIR/NAME.npy for each
+// of `names`), or the --input files (each a name of `names`, once); `what`
+// names the source of `names` in errors ("graph", "artifact").
+absl::StatusOr<std::vector<InputSet>> InputSets(
+    const RunOptions& o, const std::vector<std::string>& names,
+    absl::string_view what) {
+  std::vector<InputSet> sets;
+  for (size_t k = 0; k < o.input_dirs.size(); ++k) {
+    InputSet set;
+    set.label = absl::StrCat("input set ", k, " (", o.input_dirs[k], "): ");
+    for (const std::string& name : names) {
+      set.paths[name] = absl::StrCat(o.input_dirs[k], "/", name, ".npy");
+    }
+    sets.push_back(std::move(set));
+  }
+  if (!o.input_dirs.empty()) return sets;
+  InputSet set;
+  absl::flat_hash_set<std::string> known(names.begin(), names.end());
+  for (const auto& [name, file] : o.inputs) {
+    if (!set.paths.emplace(name, file).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", name, "' given twice"));
+    }
+    if (!known.contains(name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the ", what, " has no input named '", name, "'"));
+    }
+  }
+  sets.push_back(std::move(set));
+  return sets;
+}
+
 // The tensor that holds placeholder `p`'s sizes in `set`: its own, or for a
 // composite its first inner tensor (whose sizes are the outer ones); null
 // when the set lacks it.
@@ -378,41 +420,25 @@ struct SymbolValues {
 
 SymbolValues ValuesOf(const ir::Graph& graph, const Composites& composites,
                       const InputSet& set) {
-  SymbolValues out;
-  auto give = [&](symbolic::Expr symbol, symbolic::Value v) {
-    out.hints.emplace(std::string(symbol.name()), v);
-    out.values.emplace(symbol, v);
-  };
+  // Each placeholder's value as far as its symbols go: its (outer) tensor,
+  // or an int scalar.
+  std::vector<Operand> args;
   for (const ir::Node* p : graph.Placeholders()) {
     const ir::ValueMeta& m = p->meta();
     const Tensor* t = OuterTensor(*p, composites, set);
-    if (t == nullptr) continue;  // reported by the run
-    if (m.kind == ir::ValueMeta::Kind::kSym && m.sym.is_symbol() &&
-        m.sym.is_int() && t->dim() == 0 && IsIntegral(t->dtype(), false)) {
-      give(m.sym, symbolic::Value::Int(IntOf(*t)));
+    if (t == nullptr) {  // reported by the run
+      args.emplace_back();
+    } else if (m.kind == ir::ValueMeta::Kind::kSym && t->dim() == 0 &&
+               IsIntegral(t->dtype(), false)) {
+      args.push_back(Operand::Int(IntOf(*t)));
+    } else {
+      args.push_back(Operand::Of(*t));
     }
-    if (m.kind != ir::ValueMeta::Kind::kTensor || m.tensor.dim() != t->dim()) {
-      continue;
-    }
-    ir::ForEachSymbolDim(m.tensor, [&](symbolic::Expr e, bool stride, int d) {
-      give(e, symbolic::Value::Int(stride ? t->strides()[d] : t->sizes()[d]));
-    });
   }
-  // An .item() of an input that PyTorch annotated with a backed symbol
-  // (`_local_scalar_dense: "Sym(s16)"`) takes its hint from that input.
-  for (const auto& node : graph.nodes()) {
-    const ir::ValueMeta& m = node->meta();
-    if (node->op() != ir::Known().local_scalar_dense ||
-        m.kind != ir::ValueMeta::Kind::kSym || !m.sym.is_symbol() ||
-        !m.sym.is_int() || node->args().empty() ||
-        node->args()[0].kind != ir::Arg::Kind::kNode) {
-      continue;
-    }
-    auto t = set.tensors.find(node->args()[0].node->name());
-    if (t != set.tensors.end() && t->second.dim() == 0 &&
-        IsIntegral(t->second.dtype(), false)) {
-      give(m.sym, symbolic::Value::Int(IntOf(t->second)));
-    }
+  SymbolValues out;
+  for (const auto& [symbol, value] : SymbolValuesOf(graph, args)) {
+    out.hints.emplace(std::string(symbol.name()), value);
+    out.values.emplace(symbol, value);
   }
   return out;
 }
@@ -709,7 +735,7 @@ absl::StatusOr<std::vector<PendingFile>> RunCompiled(
     const Composites& composites, const std::vector<InputSet>& sets,
     std::vector<std::string>* report, std::vector<std::string>* stats) {
   ASSIGN_OR_RETURN(std::unique_ptr<CompiledFunction> f,
-                   compiler.Function(kMaxCompiles));
+                   compiler.Function(o.max_compiles));
   const std::vector<std::string> constants = ConstantsOf(written);
   std::vector<PendingFile> all;
   size_t reported = 0;
@@ -752,9 +778,7 @@ absl::StatusOr<std::vector<PendingFile>> RunCompiled(
   if (!o.input_dirs.empty()) {
     report->insert(report->begin(), absl::StrCat("compiles=", f->compiles()));
   }
-  for (const std::string& w : f->warnings()) {
-    report->push_back(absl::StrCat("warning: ", w));
-  }
+  // Past the limit, the function itself warned (once, on stderr).
   // What the cpu backend did, per compile.
   for (const auto& c : compiler.compiled()) {
     const codegen::CpuStats& st = c->cpu->stats();
@@ -817,31 +841,7 @@ absl::Status RunArtifact(const RunOptions& o) {
     if (m.arguments[i].kind == ArgumentSpec::Kind::kNone) continue;
     aot::LeafNames(names[i], signature.arguments[i], &files);
   }
-  std::vector<InputSet> sets;
-  if (!o.input_dirs.empty()) {
-    for (size_t k = 0; k < o.input_dirs.size(); ++k) {
-      InputSet set;
-      set.label = absl::StrCat("input set ", k, " (", o.input_dirs[k], "): ");
-      for (const std::string& name : files) {
-        set.paths[name] = absl::StrCat(o.input_dirs[k], "/", name, ".npy");
-      }
-      sets.push_back(std::move(set));
-    }
-  } else {
-    InputSet set;
-    absl::flat_hash_set<std::string> known(files.begin(), files.end());
-    for (const auto& [name, file] : o.inputs) {
-      if (!known.contains(name)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("the artifact has no input named '", name, "'"));
-      }
-      if (!set.paths.emplace(name, file).second) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("input '", name, "' given twice"));
-      }
-    }
-    sets.push_back(std::move(set));
-  }
+  ASSIGN_OR_RETURN(std::vector<InputSet> sets, InputSets(o, files, "artifact"));
   std::vector<PendingFile> all;
   for (size_t k = 0; k < sets.size(); ++k) {
     InputSet& set = sets[k];
@@ -849,6 +849,35 @@ absl::Status RunArtifact(const RunOptions& o) {
       return absl::Status(s.code(), absl::StrCat(set.label, s.message()));
     };
     RETURN_IF_ERROR(ReadSet(set));
+    // Each plain tensor laid out as its annotation says (as `run GRAPH`
+    // does): the symbols take the values the files give them.
+    std::vector<std::optional<ir::TensorMeta>> metas(names.size());
+    symbolic::Assignment values;
+    for (size_t i = 0; i < names.size(); ++i) {
+      absl::StatusOr<ir::ValueMeta> meta =
+          i < m.annotations.size() ? ir::ParseAnnotation(m.annotations[i])
+                                   : absl::InvalidArgumentError("none");
+      auto t = set.tensors.find(names[i]);
+      if (m.arguments[i].kind != ArgumentSpec::Kind::kTensor || !meta.ok() ||
+          meta->kind != ir::ValueMeta::Kind::kTensor ||
+          t == set.tensors.end() || t->second.dim() != meta->tensor.dim()) {
+        continue;
+      }
+      ir::ForEachSymbolDim(meta->tensor, [&](symbolic::Expr e, bool stride,
+                                             int d) {
+        values.emplace(e, symbolic::Value::Int(stride ? t->second.strides()[d]
+                                                      : t->second.sizes()[d]));
+      });
+      metas[i] = meta->tensor;
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (!metas[i]) continue;
+      Tensor& t = set.tensors.at(names[i]);
+      absl::StatusOr<Tensor> laid =
+          InAnnotatedLayout(names[i], *metas[i], t, values);
+      if (!laid.ok()) return error(laid.status());
+      t = *std::move(laid);
+    }
     // One operand per argument, from its file(s).
     auto leaf = [&](const std::string& file,
                     ArgumentSpec::Kind kind) -> absl::StatusOr<Operand> {
@@ -942,31 +971,7 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
         absl::StrCat(o.graph, ": ", composites.status().message()));
   }
   std::vector<std::string> names = FileNames(*written, *composites);
-  std::vector<InputSet> sets;
-  if (!o.input_dirs.empty()) {
-    for (size_t k = 0; k < o.input_dirs.size(); ++k) {
-      InputSet set;
-      set.label = absl::StrCat("input set ", k, " (", o.input_dirs[k], "): ");
-      for (const std::string& name : names) {
-        set.paths[name] = absl::StrCat(o.input_dirs[k], "/", name, ".npy");
-      }
-      sets.push_back(std::move(set));
-    }
-  } else {
-    InputSet set;
-    absl::flat_hash_set<std::string> known(names.begin(), names.end());
-    for (const auto& [name, file] : o.inputs) {
-      if (!set.paths.emplace(name, file).second) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("input '", name, "' given twice"));
-      }
-      if (!known.contains(name)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("the graph has no input named '", name, "'"));
-      }
-    }
-    sets.push_back(std::move(set));
-  }
+  ASSIGN_OR_RETURN(std::vector<InputSet> sets, InputSets(o, names, "graph"));
   for (InputSet& set : sets) RETURN_IF_ERROR(ReadSet(set));
 
   // Compile with the first set's sizes as hints, and again for a set the
@@ -998,10 +1003,10 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
       if (reason.empty()) reason = GuardText(*written, *c->guards, failed);
     }
     if (use == nullptr) {
-      if (compiled.size() >= kMaxCompiles) {
+      if (static_cast<int>(compiled.size()) >= o.max_compiles) {
         return absl::ResourceExhaustedError(
             absl::StrCat(set.label, "would need compile ", compiled.size() + 1,
-                         ", past the limit of ", kMaxCompiles,
+                         ", past the limit of ", o.max_compiles,
                          " (guard failed: ", reason, ")"));
       }
       ASSIGN_OR_RETURN(std::unique_ptr<Compiled> c,
@@ -1109,8 +1114,6 @@ absl::StatusOr<CompileCommand> ParseCompile(
       c.out = args[i].substr(6);
     } else if (args[i] == "--backend" ||
                absl::StartsWith(args[i], "--backend=") ||
-               args[i] == "--inputs" ||
-               absl::StartsWith(args[i], "--inputs=") ||
                args[i] == "--dump-dir" ||
                absl::StartsWith(args[i], "--dump-dir=") ||
                args[i] == "--artifact" ||
@@ -1127,6 +1130,11 @@ absl::StatusOr<CompileCommand> ParseCompile(
   rest.push_back(needs_out ? c.out : "-");
   ASSIGN_OR_RETURN(c.run, ParseRun(rest));
   if (c.run.graph.empty()) return absl::InvalidArgumentError("no GRAPH given");
+  if (c.run.input_dirs.size() > 1) {
+    return absl::InvalidArgumentError(
+        "give the example inputs once (--input NAME=FILE.npy ... or one "
+        "--inputs DIR)");
+  }
   return c;
 }
 
@@ -1134,7 +1142,7 @@ absl::StatusOr<CompileCommand> ParseCompile(
 absl::StatusOr<CompileOptions> OptionsWithHints(const RunOptions& o,
                                                 absl::string_view text) {
   CompileOptions options = CompileOptionsOf(o);
-  if (o.inputs.empty()) return options;
+  if (o.inputs.empty() && o.input_dirs.empty()) return options;
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> written, Parse(o, text));
   ASSIGN_OR_RETURN(Composites composites, aot::DeclaredComposites(*written));
   InputSet set;
@@ -1142,6 +1150,11 @@ absl::StatusOr<CompileOptions> OptionsWithHints(const RunOptions& o,
     if (!set.paths.emplace(name, file).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("input '", name, "' given twice"));
+    }
+  }
+  for (const std::string& dir : o.input_dirs) {
+    for (const std::string& name : FileNames(*written, composites)) {
+      set.paths[name] = absl::StrCat(dir, "/", name, ".npy");
     }
   }
   RETURN_IF_ERROR(ReadSet(set));
@@ -1170,7 +1183,7 @@ absl::Status LathecCompile(const std::vector<std::string>& args) {
       c.out.c_str(), a.files[0].second.size(), a.manifest.arguments.size(),
       a.manifest.signature.results.size(), a.manifest.guards.size(), st.kernels,
       st.kernels_unfused, st.lower_seconds * 1e3, st.compiler_seconds * 1e3,
-      CacheNote(st));
+      CacheNote(st).c_str());
   return absl::OkStatus();
 }
 

@@ -16,7 +16,13 @@
 //       replays several input sets (DIRk/NAME.npy) and writes DIR/<k>/...;
 //       a set the first compile's guards do not admit (e.g. a size the
 //       first set had as 1, which is specialized) is compiled again, and
-//       "compiles=N" is printed with the reason for each recompile.
+//       "compiles=N" is printed with the reason for each recompile. With
+//       --backend cpu the sets go through one CompiledFunction
+//       (runtime/compiled_function.h); past --max-compiles N compiles
+//       (default 8) a set runs on the interpreter, with one warning line.
+//   lathec run --artifact DIR (--input ... | --inputs ...) --out DIR
+//       calls an artifact `lathec compile` wrote, loaded with the runtime
+//       alone: a set its guards refuse is an error naming the guard.
 //   A composite input (`# lathe: composite NAME TYPE`) is given as its inner
 //   tensors, NAME_a.npy, NAME_b.npy, ...; a composite output is written the
 //   same way (out0_a.npy, ...).

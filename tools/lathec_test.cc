@@ -450,13 +450,21 @@ TEST(LathecTest, ErrorsAreOneLineAndWriteNothing) {
        "lathec: backend 'cuda' is not available yet (available: interp, "
        "cpu)\n"},
       {{"compile", graph}, 1, "lathec: no -o DIR given\n"},
-      {{"compile", graph, "-o", out, "--inputs", "d"},
+      {{"compile", graph, "-o", out, "--inputs", "d", "--inputs", "e"},
        1,
-       "lathec: unknown flag --inputs\n"},
+       "lathec: give the example inputs once (--input NAME=FILE.npy ... or "
+       "one --inputs DIR)\n"},
+      {{"compile", graph, "-o", out, "--backend", "cpu"},
+       1,
+       "lathec: unknown flag --backend\n"},
       {{"guards", graph, "-o", out}, 1, "lathec: unknown flag -o\n"},
       {{"run", graph, "--artifact", out, "--out", out},
        1,
        "lathec: give either GRAPH or --artifact DIR, not both\n"},
+      {{"run", "--artifact", out, "--backend", "cpu", "--out", out},
+       1,
+       "lathec: --backend steers a compile; an --artifact is compiled "
+       "already\n"},
       {{"frobnicate"}, 2, "lathec: unknown command 'frobnicate'"},
   };
   for (const Case& c : cases) {
@@ -824,6 +832,40 @@ TEST(LathecTest, CpuReplaysCompileOnceAcrossBatchesThenOnceForOne) {
   }
 }
 
+// Past --max-compiles, a set no variant admits runs on the interpreter,
+// with one warning, and gives the interpreter's results.
+TEST(LathecTest, PastTheCompileLimitTheInterpreterRuns) {
+  std::vector<std::string> args = {
+      "run", RunfilePath("ir/testdata/graphs/02_mlp_dynamic.txt")};
+  for (int64_t b : {4, 1, 1}) {
+    std::string dir = TestTmpPath(absl::StrCat("limit", args.size()));
+    mkdir(dir.c_str(), 0755);
+    ASSERT_OK(WriteNpy(dir + "/x.npy", Filled({b, 16}, 0.5)));
+    ASSERT_OK(WriteNpy(dir + "/w.npy", Filled({16, 32}, 0.25)));
+    args.insert(args.end(), {"--inputs", dir});
+  }
+  args.insert(args.end(), {"--backend", "cpu", "--max-compiles", "1", "--out",
+                           TestTmpPath("limit_out")});
+  Result r = Lathec(args);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("compiles=1\n"));
+  EXPECT_THAT(r.output, HasSubstr("lathe: warning: would need compile 2, past "
+                                  "the limit of 1 (guard failed: 2 <= "
+                                  "x.size(0)); arguments no variant admits "
+                                  "run on the interpreter\n"));
+  EXPECT_EQ(r.output.find("warning"), r.output.rfind("warning"));  // once
+  for (int k : {1, 2}) {
+    Tensor t =
+        *ReadNpy(TestTmpPath(absl::StrCat("limit_out/", k, "/out0.npy")));
+    EXPECT_EQ(t.ToString(), "f32[1, 32][32, 1]cpu");
+    EXPECT_EQ(t.GetDouble({0, 31}), 2.0);  // relu(16 * 0.125)
+  }
+  Result bad = Lathec({"run", args[1], "--max-compiles", "0", "--out",
+                       TestTmpPath("limit_bad")});
+  EXPECT_EQ(bad.output,
+            "lathec: --max-compiles expects a number from 1 to 1000\n");
+}
+
 // `lathec compile` writes an artifact that `lathec run --artifact` (another
 // process, the runtime alone) calls: the same results as the in-process cpu
 // run and the interpreter, other batch sizes through its guards, and a
@@ -843,8 +885,8 @@ TEST(LathecArtifactTest, CompileThenRunTheArtifact) {
                                   "results, "));
   std::string manifest = ReadText(dir + "/manifest.txt");
   EXPECT_THAT(manifest, StartsWith("lathe-artifact 1\n"));
-  EXPECT_THAT(manifest,
-              HasSubstr("argument x placeholder tensor f32 cpu 2 [s0, 16]\n"));
+  EXPECT_THAT(manifest, HasSubstr("argument x placeholder tensor f32 cpu 2 "
+                                  "f32[s0, 16][16, 1]cpu\n"));
   EXPECT_THAT(manifest, HasSubstr("guard 2 <= x.size(0)\n"));
   EXPECT_TRUE(Exists(dir + "/kernel.cc"));
   for (int64_t rows : {4, 7}) {

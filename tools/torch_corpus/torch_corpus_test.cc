@@ -2,7 +2,9 @@
 // PyTorch 2.15 itself): every case runs through `lathec run` — AotDispatch,
 // the reference interpreter and the runtime-wrapper plan — and its outputs
 // and mutated inputs must match eager PyTorch's: floats within the
-// tolerance their dtype needs, integers and booleans exactly.
+// tolerance their dtype needs, integers and booleans exactly. With the cpu
+// backend, every case is also compiled into an artifact and run from it by
+// a separate process.
 //
 // A case is a directory: graph.txt (print_readable text as PyTorch printed
 // it), inputs/NAME.npy (one per placeholder or constant) and expected/
@@ -55,9 +57,14 @@ Result RunCommand(const std::string& cmd) {
 // empty) with `extra` arguments; the number whose files match eager. With
 // `refused`, a case the cpu backend refuses to compile (an op without a
 // lowering yet) is listed there with lathec's message instead of failing.
+// With `artifacts`, each case that matched is also compiled into an artifact
+// (`lathec compile`) and run from it by another process (`lathec run
+// --artifact`, the runtime alone): its files must be the run's, and eager's;
+// the count of those that are is added there.
 int RunCases(const std::vector<std::string>& modes, const std::string& extra,
              std::map<std::string, int>* per_mode, size_t* total,
-             std::vector<std::string>* refused = nullptr) {
+             std::vector<std::string>* refused = nullptr,
+             int* artifacts = nullptr) {
   std::string root = RunfilePath("ir/testdata/torch_corpus");
   std::vector<std::string> cases;
   for (const std::string& e : DirEntries(root)) {
@@ -91,6 +98,28 @@ int RunCases(const std::vector<std::string>& modes, const std::string& extra,
     std::string diff = NpyTreeDiff(dir + "/expected", out + "/0");
     EXPECT_EQ(diff, "") << c << extra;
     bool ok = diff.empty();
+    if (ok && artifacts != nullptr) {
+      std::string lathec = RunfilePath("tools/lathec");
+      std::string art = TestTmpPath(absl::StrCat("artifact_", c));
+      std::string from = TestTmpPath(absl::StrCat("from_artifact_", c));
+      Result made = RunCommand(absl::StrCat(lathec, " compile '", dir,
+                                            "/graph.txt' --inputs '", dir,
+                                            "/inputs' -o '", art, "'"));
+      Result run = made.status != 0
+                       ? made
+                       : RunCommand(absl::StrCat(
+                             lathec, " run --artifact '", art, "' --inputs '",
+                             dir, "/inputs' --out '", from, "'"));
+      if (run.status != 0) {
+        ADD_FAILURE() << c << " through an artifact: " << run.output;
+      } else {
+        std::string same = NpyTreeDiff(out, from);
+        std::string eager = NpyTreeDiff(dir + "/expected", from + "/0");
+        EXPECT_EQ(same, "") << c << " through an artifact";
+        EXPECT_EQ(eager, "") << c << " through an artifact";
+        if (same.empty() && eager.empty()) ++*artifacts;
+      }
+    }
     if (ok) {
       ++passed;
       if (per_mode != nullptr) ++(*per_mode)[c.substr(c.rfind("__") + 2)];
@@ -122,14 +151,20 @@ TEST(TorchCorpusTest, CpuBackendMatchesEagerPyTorch) {
   std::map<std::string, int> per_mode;
   size_t total = 0;
   std::vector<std::string> refused;
-  int passed = RunCases({}, " --backend cpu", &per_mode, &total, &refused);
+  int artifacts = 0;
+  int passed =
+      RunCases({}, " --backend cpu", &per_mode, &total, &refused, &artifacts);
   std::printf(
       "--backend cpu: %d of %zu torch corpus cases compile and match "
       "eager PyTorch; %zu refused:\n",
       passed, total, refused.size());
   for (const std::string& r : refused) std::printf("  %s", r.c_str());
+  std::printf(
+      "through artifacts run by another process: %d give the same files\n",
+      artifacts);
   // The floor rises as lowerings land; the goal is every case.
   EXPECT_GE(passed, kCpuBackendFloor);
+  EXPECT_EQ(artifacts, passed);
 }
 
 // Each pass alone (lathec --passes NAME, invariants checked after it) on

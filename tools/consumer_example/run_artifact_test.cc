@@ -1,0 +1,74 @@
+// A program that links lathe's runtime library alone (no compiler) and calls
+// an artifact: the example MLP (tools/examples/mlp.txt, relu(x @ w)) that the
+// test job compiles with `lathec compile` just before this workspace's tests
+// run, its directory given as $LATHE_CONSUMER_ARTIFACT. Results are checked
+// against the product computed here by hand.
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/artifact.h"
+#include "runtime/tensor.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ArtifactDir() {
+  const char* dir = std::getenv("LATHE_CONSUMER_ARTIFACT");
+  return dir == nullptr ? "" : dir;
+}
+
+lathe::Tensor Matrix(int64_t rows, int64_t cols, float scale) {
+  lathe::Tensor t =
+      lathe::Tensor::Empty({rows, cols}, lathe::DType::kFloat32).value();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    t.data<float>()[i] = scale * static_cast<float>((i * 5) % 11 - 5);
+  }
+  return t;
+}
+
+TEST(RunArtifactTest, LoadsAndCallsTheCompiledMlp) {
+  const std::string dir = ArtifactDir();
+  ASSERT_FALSE(dir.empty())
+      << "set LATHE_CONSUMER_ARTIFACT to a `lathec compile "
+         "tools/examples/mlp.txt` output (bash tools/dev.sh test does)";
+  absl::StatusOr<lathe::LoadedArtifact> a = lathe::LoadArtifact(dir);
+  ASSERT_TRUE(a.ok()) << a.status();
+  lathe::Tensor w = Matrix(16, 32, 0.25f);
+  for (int64_t rows : {3, 5, 64}) {
+    lathe::Tensor x = Matrix(rows, 16, 0.5f);
+    std::vector<lathe::Operand> args = {lathe::Operand::Of(x),
+                                        lathe::Operand::Of(w)};
+    absl::StatusOr<std::vector<lathe::Operand>> out =
+        a->function->Call(absl::MakeSpan(args));
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ(out->size(), 1u);
+    const lathe::Tensor& y = (*out)[0].tensor;
+    ASSERT_EQ(y.sizes(), (std::vector<int64_t>{rows, 32}));
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < 32; ++j) {
+        float sum = 0;  // multiples of 1/8 below 2^10: exact in f32
+        for (int64_t k = 0; k < 16; ++k) {
+          sum += x.data<float>()[i * 16 + k] * w.data<float>()[k * 32 + j];
+        }
+        ASSERT_EQ(y.data<float>()[i * 32 + j], sum > 0 ? sum : 0.0f)
+            << rows << " " << i << " " << j;
+      }
+    }
+  }
+  // A batch of 1 is specialized: this program has no compiler, so the guard
+  // that failed is the error.
+  std::vector<lathe::Operand> one = {lathe::Operand::Of(Matrix(1, 16, 0.5f)),
+                                     lathe::Operand::Of(w)};
+  absl::StatusOr<std::vector<lathe::Operand>> refused =
+      a->function->Call(absl::MakeSpan(one));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("guard failed: 2 <= x.size(0)"));
+}
+
+}  // namespace
