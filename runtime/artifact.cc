@@ -343,7 +343,11 @@ absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
       LoadedGraph::Open(absl::StrCat(dir, "/", m.files[0].name), m.signature));
   LoadedArtifact a;
   std::vector<Variant> variants;
-  variants.push_back(Variant{std::move(graph), m.guards});
+  Variant v;
+  v.graph = std::move(graph);
+  v.guards = m.guards;
+  v.mutated = m.mutated;
+  variants.push_back(std::move(v));
   a.function = std::make_unique<CompiledFunction>(
       m.arguments, std::move(options), std::move(variants));
   a.manifest = std::move(m);

@@ -1,5 +1,6 @@
 #include "runtime/compiled_function.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -316,6 +317,8 @@ absl::StatusOr<std::vector<Operand>> CompiledFunction::Run(
     return options_.fallback(args, seed);
   }
   const Variant& variant = *entry.variant;
+  if (!variant.mutated.empty())
+    RETURN_IF_ERROR(CheckNoAliasing(variant, views));
   if (variant.check_every_call) RETURN_IF_ERROR(variant.check(args));
   std::vector<Operand> results, rebound;
   int rc = variant.graph->Invoke(views, seed, &results, &rebound);
@@ -328,6 +331,29 @@ absl::StatusOr<std::vector<Operand>> CompiledFunction::Run(
     if (rebind[j] >= 0) args[rebind[j]] = std::move(rebound[j]);
   }
   return results;
+}
+
+absl::Status CompiledFunction::CheckNoAliasing(const Variant& variant,
+                                               const ArgViews& views) const {
+  const LatheValue* v = views.data();
+  for (int m : variant.mutated) {
+    if (m >= views.size() || v[m].kind != LATHE_VALUE_TENSOR ||
+        v[m].data == nullptr) {
+      continue;
+    }
+    for (int64_t k = 0; k < views.size(); ++k) {
+      if (k != m && v[k].kind == LATHE_VALUE_TENSOR && v[k].data == v[m].data) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("arguments ", std::min<int64_t>(k, m), " (",
+                         arguments_[std::min<int64_t>(k, m)].name, ") and ",
+                         std::max<int64_t>(k, m), " (",
+                         arguments_[std::max<int64_t>(k, m)].name,
+                         ") share a storage, and the call writes argument ", m,
+                         ": pass separate tensors"));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 int CompiledFunction::compiles() const {

@@ -19,8 +19,10 @@
 //      with one warning.
 //
 // Float scalars are never part of the key (only whether they are NaN, which
-// the guards check): they are runtime arguments (seed 000). Calls from many
-// threads at once are safe; the hit path takes no lock.
+// the guards check): they are runtime arguments (seed 000). A function that
+// writes some of its arguments refuses, on every call, a written tensor that
+// shares its storage with another argument. Calls from many threads at once
+// are safe; the hit path takes no lock.
 //
 // Example:
 //
@@ -81,6 +83,9 @@ struct Variant {
   // annotation with a division, which the .so cannot check).
   std::function<absl::Status(absl::Span<const Operand> args)> check;
   bool check_every_call = false;
+  // The arguments a call writes: none of them may share a storage with
+  // another argument (the compiled code assumes they do not).
+  std::vector<int> mutated;
 };
 
 // Why one recompile happened: for each earlier variant, the first guard
@@ -160,6 +165,9 @@ class CompiledFunction {
   absl::StatusOr<const Entry*> Admit(absl::Span<const int64_t> key,
                                      absl::Span<Operand> args,
                                      const ArgViews& views);
+  // The error when a written argument shares its storage with another.
+  absl::Status CheckNoAliasing(const Variant& variant,
+                               const ArgViews& views) const;
   absl::StatusOr<std::vector<Operand>> Run(const Entry& entry,
                                            absl::Span<Operand> args,
                                            const ArgViews& views,

@@ -282,8 +282,14 @@ TEST(CompiledFunctionTest, BadArgumentsAreNamed) {
   EXPECT_OK(f.Call(absl::MakeSpan(args)).status());
 }
 
+Variant Mutating() {
+  Variant v = Load(kMutate);
+  v.mutated = {0};  // x += 1
+  return v;
+}
+
 TEST(CompiledFunctionTest, MutatedInputsAreWrittenInPlace) {
-  CompiledFunction f(AddArguments(), {}, {Load(kMutate)});
+  CompiledFunction f(AddArguments(), {}, {Mutating()});
   std::vector<Operand> args = Args(3, 1.0);
   Tensor x = args[0].tensor;
   ASSERT_OK_AND_ASSIGN(std::vector<Operand> out, f.Call(absl::MakeSpan(args)));
@@ -292,6 +298,29 @@ TEST(CompiledFunctionTest, MutatedInputsAreWrittenInPlace) {
   ASSERT_OK_AND_ASSIGN(out, f.Call(absl::MakeSpan(args)));
   EXPECT_THAT(Values(out[0]), ElementsAre(1, 12, 23));
   EXPECT_THAT(Values(Operand::Of(x)), ElementsAre(2, 3, 4));
+}
+
+// x is written; y sharing x's storage would read values the call changes
+// under it, so it is refused (y alone may alias anything read-only).
+TEST(CompiledFunctionTest, AWrittenArgumentSharingAStorageIsRefused) {
+  CompiledFunction f(AddArguments(), {}, {Mutating()});
+  std::vector<Operand> args = Args(3, 1.0);
+  args[1] = args[0];
+  EXPECT_THAT(f.Call(absl::MakeSpan(args)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "arguments 0 (x) and 1 (y) share a storage, and the "
+                       "call writes argument 0: pass separate tensors"));
+  Tensor x = args[0].tensor;
+  EXPECT_THAT(Values(Operand::Of(x)), ElementsAre(0, 1, 2));  // untouched
+  // A view of x's storage is refused too; separate tensors run.
+  args[1] = Operand::Of(x.AsStrided({3}, {1}, 0).value());
+  EXPECT_FALSE(f.Call(absl::MakeSpan(args)).ok());
+  args = Args(3, 1.0);
+  EXPECT_OK(f.Call(absl::MakeSpan(args)).status());
+  // Without writes, sharing is harmless.
+  CompiledFunction reads(AddArguments(), {}, {Load(kGuarded)});
+  args[1] = args[0];
+  EXPECT_OK(reads.Call(absl::MakeSpan(args)).status());
 }
 
 TEST(CompiledFunctionTest, KeysDifferInStridesNotFloatValues) {

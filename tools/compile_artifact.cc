@@ -223,15 +223,17 @@ Variant CompiledArtifact::AsVariant() const {
     return f->CheckUser(args.subspan(0, users), constants);
   };
   v.check_every_call = f->host_checks();
+  v.mutated = manifest.mutated;
   return v;
 }
 
 absl::StatusOr<CompiledArtifact> CompileArtifact(absl::string_view text,
                                                  const CompileOptions& options,
                                                  CacheBackend* cache) {
-  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> written, ir::ParseGraph(text));
   CompiledArtifact a;
+  // The walk names options.source in its errors; the text parses after it.
   ASSIGN_OR_RETURN(a.compiled, CompileGraphText(text, options));
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> written, ir::ParseGraph(text));
   const CompiledGraph& c = *a.compiled;
   absl::StatusOr<std::unique_ptr<codegen::CpuFunction>> cpu =
       codegen::CpuFunction::Compile(*c.graph, *c.env,
