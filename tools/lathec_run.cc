@@ -503,6 +503,25 @@ absl::StatusOr<Tensor> InAnnotatedLayout(const std::string& name,
   return out;
 }
 
+// Composite argument `name` of layout `l` from its inner values (its outer
+// sizes and strides are the first inner value's); the type's own rule says
+// whether they fit.
+absl::StatusOr<Operand> Compose(const aot::CompositeLayout& l,
+                                const std::string& name,
+                                std::vector<Operand> inner) {
+  std::vector<int64_t> sizes(OuterSizes(inner[0]).begin(),
+                             OuterSizes(inner[0]).end());
+  std::vector<int64_t> strides(OuterStrides(inner[0]).begin(),
+                               OuterStrides(inner[0]).end());
+  absl::StatusOr<Operand> made =
+      l.type->Unflatten(absl::MakeSpan(inner), sizes, strides);
+  if (!made.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", name, "': ", made.status().message()));
+  }
+  return made;
+}
+
 // User argument `name` laid out as `l`, its leaves taken from `set`.
 absl::StatusOr<Operand> LoadArgument(const ir::Graph& graph,
                                      const std::string& name,
@@ -537,17 +556,7 @@ absl::StatusOr<Operand> LoadArgument(const ir::Graph& graph,
                      l.inner[k], set, values));
     inner.push_back(std::move(o));
   }
-  std::vector<int64_t> sizes(OuterSizes(inner[0]).begin(),
-                             OuterSizes(inner[0]).end());
-  std::vector<int64_t> strides(OuterStrides(inner[0]).begin(),
-                               OuterStrides(inner[0]).end());
-  absl::StatusOr<Operand> made =
-      l.type->Unflatten(absl::MakeSpan(inner), sizes, strides);
-  if (!made.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("input '", name, "': ", made.status().message()));
-  }
-  return made;
+  return Compose(l, name, std::move(inner));
 }
 
 // The tensors of an operand in LeafNames order.
@@ -923,16 +932,8 @@ absl::Status RunArtifact(const RunOptions& o) {
         if (!o.ok()) return error(o.status());
         inner.push_back(*std::move(o));
       }
-      std::vector<int64_t> sizes(OuterSizes(inner[0]).begin(),
-                                 OuterSizes(inner[0]).end());
-      std::vector<int64_t> strides(OuterStrides(inner[0]).begin(),
-                                   OuterStrides(inner[0]).end());
-      absl::StatusOr<Operand> made =
-          l.type->Unflatten(absl::MakeSpan(inner), sizes, strides);
-      if (!made.ok()) {
-        return error(absl::InvalidArgumentError(
-            absl::StrCat("input '", names[i], "': ", made.status().message())));
-      }
+      absl::StatusOr<Operand> made = Compose(l, names[i], std::move(inner));
+      if (!made.ok()) return error(made.status());
       args.push_back(*std::move(made));
     }
     absl::StatusOr<std::vector<Operand>> results =
