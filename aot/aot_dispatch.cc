@@ -96,6 +96,21 @@ ir::Value ValueOf(const Operand& o) {
   return ir::Value::None();
 }
 
+std::vector<bool> WrittenArguments(
+    const std::vector<CompositeLayout>& arguments,
+    const std::vector<bool>& mutated_inputs) {
+  std::vector<bool> written;
+  size_t slot = 0;
+  for (const CompositeLayout& l : arguments) {
+    bool any = false;
+    for (int k = 0, n = l.Slots(/*argument=*/true); k < n; ++k, ++slot) {
+      any = any || (slot < mutated_inputs.size() && mutated_inputs[slot]);
+    }
+    written.push_back(any);
+  }
+  return written;
+}
+
 UserCall UserCallOf(const std::vector<CompositeLayout>& arguments,
                     std::vector<Operand> args,
                     const std::vector<bool>& mutated_inputs,
@@ -103,16 +118,11 @@ UserCall UserCallOf(const std::vector<CompositeLayout>& arguments,
                     std::vector<Operand> results) {
   UserCall call;
   call.results = std::move(results);
+  call.mutated = WrittenArguments(arguments, mutated_inputs);
   size_t slot = 0;
   for (size_t i = 0; i < arguments.size(); ++i) {
     const CompositeLayout& l = arguments[i];
     int n = l.Slots(/*argument=*/true);
-    bool written = false;
-    for (int k = 0; k < n; ++k) {
-      written = written ||
-                (slot + k < mutated_inputs.size() && mutated_inputs[slot + k]);
-    }
-    call.mutated.push_back(written);
     auto it = rebound.find(static_cast<int>(slot));
     if (l.type == nullptr && it != rebound.end() && it->second.is_tensor()) {
       call.arguments.push_back(Operand::Of(it->second.tensor));

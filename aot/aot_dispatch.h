@@ -112,6 +112,14 @@ using UserRunner = std::function<absl::StatusOr<UserCall>(
     std::vector<Operand> args,
     const absl::flat_hash_map<std::string, ir::Value>& constants)>;
 
+// WrittenArguments()
+//
+// Per user argument (laid out as `arguments` says), whether a call that
+// wrote the dense inputs `mutated_inputs` marks wrote any of its slots.
+std::vector<bool> WrittenArguments(
+    const std::vector<CompositeLayout>& arguments,
+    const std::vector<bool>& mutated_inputs);
+
 // UserCallOf()
 //
 // The user call a dense call makes: its rewrapped `results`; per user

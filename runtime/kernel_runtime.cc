@@ -120,6 +120,12 @@ const char kAbiText[] =
 
 }  // namespace
 
+LatheKernelRuntime SeededKernelRuntime(uint64_t seed) {
+  LatheKernelRuntime rt = *KernelRuntime();
+  rt.seed = seed;
+  return rt;
+}
+
 const LatheKernelRuntime* KernelRuntime() {
   static const LatheKernelRuntime rt = {LATHE_KERNEL_ABI_VERSION,
                                         &Sgemm,

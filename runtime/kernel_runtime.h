@@ -33,6 +33,11 @@ inline constexpr uint64_t kDefaultSeed = 0x6c617468u;  // "lath"
 // kDefaultSeed).
 const LatheKernelRuntime* KernelRuntime();
 
+// SeededKernelRuntime()
+//
+// KernelRuntime()'s routines with `seed` for one call's random ops.
+LatheKernelRuntime SeededKernelRuntime(uint64_t seed);
+
 // KernelAbiSource()
 //
 // kernel_abi.h's text, which generated source embeds.

@@ -304,14 +304,8 @@ int LoadedGraph::Invoke(const ArgViews& args, uint64_t seed,
     arena.Shape(ResultShape::Plain(s.rebound_ranks[j]), &out[users + j]);
   }
   // This call's seed rides in a copy of the runtime's routines.
-  const LatheKernelRuntime* rt = KernelRuntime();
-  LatheKernelRuntime seeded;
-  if (seed != rt->seed) {
-    seeded = *rt;
-    seeded.seed = seed;
-    rt = &seeded;
-  }
-  int rc = call_(args.data(), args.size(), out, static_cast<int64_t>(top), rt);
+  const LatheKernelRuntime rt = SeededKernelRuntime(seed);
+  int rc = call_(args.data(), args.size(), out, static_cast<int64_t>(top), &rt);
   if (rc != 0) return rc;
   // Every plain result holds a storage from here on: each is taken back
   // (in flatten order) before any is wrapped.

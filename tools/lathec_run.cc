@@ -574,9 +574,6 @@ std::string CacheNote(const codegen::CpuStats& st) {
                               : absl::StrCat(" (", st.cache_hit, " cache hit)");
 }
 
-// A compile of the graph for the interpreter (tools/compile.h).
-using Compiled = CompiledGraph;
-
 absl::StatusOr<std::unique_ptr<ir::Graph>> Parse(const RunOptions& o,
                                                  absl::string_view text) {
   absl::StatusOr<std::unique_ptr<ir::Graph>> parsed = ir::ParseGraph(text);
@@ -587,7 +584,8 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> Parse(const RunOptions& o,
   return parsed;
 }
 
-// The compile options of a run with `hints` for the graph's symbols.
+// The compile options of a run with `hints` for the graph's symbols (as
+// PyTorch compiles with example inputs: sizes 0 and 1 are specialized).
 CompileOptions CompileOptionsOf(
     const RunOptions& o,
     const absl::flat_hash_map<std::string, symbolic::Value>& hints = {}) {
@@ -597,14 +595,6 @@ CompileOptions CompileOptionsOf(
   options.dump = !o.dump_dir.empty();
   options.only_passes = o.passes;
   return options;
-}
-
-// Compiles `text` with `hints` for its symbols (as PyTorch compiles with
-// example inputs: sizes 0 and 1 are specialized).
-absl::StatusOr<std::unique_ptr<Compiled>> Compile(
-    const RunOptions& o, absl::string_view text,
-    const absl::flat_hash_map<std::string, symbolic::Value>& hints) {
-  return CompileGraphText(text, CompileOptionsOf(o, hints));
 }
 
 // The guard inputs of a set, one per placeholder of `graph` (the graph as
@@ -713,7 +703,7 @@ absl::StatusOr<std::vector<PendingFile>> ResultFiles(
 
 // Runs one input set through `c` on the interpreter and returns the files
 // it produces (not yet written), under `prefix` ("" or "1/").
-absl::StatusOr<std::vector<PendingFile>> RunOnce(const Compiled& c,
+absl::StatusOr<std::vector<PendingFile>> RunOnce(const CompiledGraph& c,
                                                  const ir::Graph& written,
                                                  const Composites& composites,
                                                  const InputSet& set,
@@ -749,6 +739,7 @@ absl::StatusOr<std::vector<PendingFile>> RunCompiled(
   std::vector<PendingFile> all;
   size_t reported = 0;
   double seconds = 0;
+  std::vector<bool> written_args;
   for (size_t k = 0; k < sets.size(); ++k) {
     const InputSet& set = sets[k];
     SymbolValues values = ValuesOf(written, composites, set);
@@ -774,9 +765,11 @@ absl::StatusOr<std::vector<PendingFile>> RunCompiled(
     if (compiler.compiled().empty()) {
       return absl::InternalError("the compiled function compiled nothing");
     }
+    // Every variant of the graph writes the same arguments: the first's.
     const CompiledArtifact& first = *compiler.compiled().front();
-    std::vector<bool> written_args(first.manifest.arguments.size(), false);
-    for (int i : first.manifest.mutated) written_args[i] = true;
+    if (written_args.empty()) {
+      written_args = first.cpu->MutatedUserInputs();
+    }
     std::string prefix = o.input_dirs.empty() ? "" : absl::StrCat(k, "/");
     ASSIGN_OR_RETURN(
         std::vector<PendingFile> files,
@@ -978,7 +971,7 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
   // Compile with the first set's sizes as hints, and again for a set the
   // compiled functions' guards do not admit (as torch.compile recompiles):
   // on the cpu, through one CompiledFunction.
-  std::vector<std::unique_ptr<Compiled>> compiled;
+  std::vector<std::unique_ptr<CompiledGraph>> compiled;
   std::vector<std::string> report, stats;
   std::vector<PendingFile> all;
   std::optional<VariantCompiler> compiler;
@@ -993,7 +986,7 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
     SymbolValues values = ValuesOf(*written, *composites, set);
     std::vector<symbolic::GuardInput> inputs;
     bool guardable = GuardInputs(*written, *composites, set, &inputs);
-    const Compiled* use = nullptr;
+    const CompiledGraph* use = nullptr;
     std::string reason;
     for (const auto& c : compiled) {
       int failed = -1;
@@ -1010,8 +1003,9 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
                          ", past the limit of ", o.max_compiles,
                          " (guard failed: ", reason, ")"));
       }
-      ASSIGN_OR_RETURN(std::unique_ptr<Compiled> c,
-                       Compile(o, text, values.hints));
+      ASSIGN_OR_RETURN(
+          std::unique_ptr<CompiledGraph> c,
+          CompileGraphText(text, CompileOptionsOf(o, values.hints)));
       if (!compiled.empty()) {
         report.push_back(absl::StrCat("recompile ", compiled.size(), " for ",
                                       set.label, "guard failed: ", reason));
@@ -1043,7 +1037,7 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
   if (!o.dump_dir.empty()) {
     const CompiledArtifact* first =
         compiler ? compiler->compiled().front().get() : nullptr;
-    const Compiled& c = first ? *first->compiled : *compiled.front();
+    const CompiledGraph& c = first ? *first->compiled : *compiled.front();
     const codegen::CpuFunction* cpu = first ? first->cpu.get() : nullptr;
     const aot::RuntimeWrapperPlan& plan = c.aot.plan;
     ASSIGN_OR_RETURN(StagedDir staged,

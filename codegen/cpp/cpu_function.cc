@@ -157,13 +157,6 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Compile(
 
 namespace {
 
-// The runtime's routines, with this call's random seed.
-LatheKernelRuntime SeededRuntime(uint64_t seed) {
-  LatheKernelRuntime rt = *KernelRuntime();
-  rt.seed = seed;
-  return rt;
-}
-
 // Inputs and outputs up to this many are passed without a heap array.
 constexpr size_t kMaxInline = 16;
 
@@ -304,7 +297,7 @@ absl::StatusOr<std::vector<ir::Value>> CpuFunction::Call(
     outs[k].strides = dims.data() + at;
     at += output_ranks_[k];
   }
-  const LatheKernelRuntime rt = SeededRuntime(seed);
+  const LatheKernelRuntime rt = SeededKernelRuntime(seed);
   int rc = call_(ins, static_cast<int64_t>(inputs.size()), outs,
                  static_cast<int64_t>(n_out), &rt);
   if (rc != 0) {
@@ -345,18 +338,9 @@ absl::Status CpuFunction::CheckUser(
 std::vector<bool> CpuFunction::MutatedUserInputs() const {
   const size_t placeholders =
       lowered_.input_buffers.size() - lowered_.constants.size();
-  std::vector<bool> dense = Mutated(placeholders);
-  std::vector<bool> out;
-  if (!subclass_) return out;
-  size_t slot = 0;
-  for (const aot::CompositeLayout& l : subclass_->argument_layouts()) {
-    bool written = false;
-    for (int k = 0, n = l.Slots(/*argument=*/true); k < n; ++k, ++slot) {
-      written = written || (slot < dense.size() && dense[slot]);
-    }
-    out.push_back(written);
-  }
-  return out;
+  if (!subclass_) return {};
+  return aot::WrittenArguments(subclass_->argument_layouts(),
+                               Mutated(placeholders));
 }
 
 absl::StatusOr<aot::UserCall> CpuFunction::CallUser(
