@@ -956,6 +956,55 @@ TEST(LathecArtifactTest, ADamagedArtifactIsNamed) {
   EXPECT_FALSE(Exists(TestTmpPath("dmg_out")));
 }
 
+// What `run --artifact` cannot read is one clear line, and nothing is
+// written: a result nested two composites deep, a missing input, a scalar
+// given as a tensor.
+TEST(LathecArtifactTest, InputsTheArtifactCannotTakeAreNamed) {
+  std::string nested =
+      WriteText("nested.txt", R"(# lathe: composite x pair(pair, pair)
+def forward(self, x: "f32[4][1]cpu"):
+    neg = torch.ops.aten.neg.default(x)
+    return (neg,)
+)");
+  std::string dir = TestTmpPath("nested_artifact");
+  Result c = Lathec({"compile", nested, "-o", dir});
+  ASSERT_EQ(c.status, 0) << c.output;
+  std::string v = Save("nested_v.npy", Filled({4}, 1.0));
+  Result r = Lathec({"run", "--artifact", dir, "--input", "x_a=" + v, "--input",
+                     "x_b=" + v, "--out", TestTmpPath("nested_artifact_out")});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.output,
+            "lathec: a result: a composite of type 'pair' nested in another, "
+            "which run --artifact does not read yet\n");
+  const std::string scalars =
+      RunfilePath("ir/testdata/graphs/15_scalar_inputs.txt");
+  std::string x = Save("sc_x.npy", Filled({8}, 1.0));
+  std::string n = Save("sc_n.npy", Filled({}, 3.0, DType::kInt64));
+  std::string scale = Save("sc_scale.npy", Filled({}, 0.5, DType::kFloat64));
+  std::string sdir = TestTmpPath("scalar_artifact");
+  c = Lathec({"compile", scalars, "-o", sdir, "--input", "x=" + x, "--input",
+              "n=" + n, "--input", "scale=" + scale});
+  ASSERT_EQ(c.status, 0) << c.output;
+  r = Lathec({"run", "--artifact", sdir, "--input", "x=" + x, "--input",
+              "n=" + n, "--out", TestTmpPath("scalar_out")});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.output, "lathec: missing input 'scale'\n");
+  r = Lathec({"run", "--artifact", sdir, "--input", "x=" + x, "--input",
+              "n=" + n, "--input", "scale=" + x, "--out",
+              TestTmpPath("scalar_out")});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.output, absl::StrCat("lathec: ", x,
+                                   ": input 'scale' is a scalar and needs a "
+                                   "0-d .npy, got f32[8][1]cpu\n"));
+  EXPECT_FALSE(Exists(TestTmpPath("nested_artifact_out")));
+  EXPECT_FALSE(Exists(TestTmpPath("scalar_out")));
+  // With the scalars given right, it runs.
+  r = Lathec({"run", "--artifact", sdir, "--input", "x=" + x, "--input",
+              "n=" + n, "--input", "scale=" + scale, "--out",
+              TestTmpPath("scalar_out")});
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
 TEST(LathecArtifactTest, GuardsPrintsTheSetAndItsCpp) {
   const std::string graph =
       RunfilePath("ir/testdata/graphs/02_mlp_dynamic.txt");
