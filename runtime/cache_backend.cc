@@ -1,6 +1,9 @@
 #include "runtime/cache_backend.h"
 
 #include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,13 +36,19 @@ absl::Status ValidateCacheKey(absl::string_view key) {
   return absl::OkStatus();
 }
 
-std::string EncodeCacheEntry(absl::string_view key, absl::string_view payload) {
-  return absl::StrCat(kMagic, " ", kCacheEntryFormat, " ", key, " ",
-                      payload.size(), " ", Sha256Hex(payload), "\n", payload);
+std::string EncodeCacheEntry(absl::string_view key, absl::string_view payload,
+                             absl::string_view secret) {
+  std::string header = absl::StrCat(kMagic, " ", kCacheEntryFormat, " ", key,
+                                    " ", payload.size(), " ",
+                                    Sha256Hex(payload));
+  const std::string hmac =
+      secret.empty() ? "-" : HmacSha256Hex(secret, header);
+  return absl::StrCat(header, " ", hmac, "\n", payload);
 }
 
 absl::StatusOr<std::string> DecodeCacheEntry(absl::string_view key,
-                                             absl::string_view entry) {
+                                             absl::string_view entry,
+                                             absl::string_view secret) {
   auto bad = [](absl::string_view why) {
     return absl::DataLossError(absl::StrCat("compile cache entry ", why));
   };
@@ -50,14 +59,16 @@ absl::StatusOr<std::string> DecodeCacheEntry(absl::string_view key,
   if (fields[0] != kMagic)
     return bad(absl::StrCat("does not start with ", kMagic));
   int format = 0;
-  uint64_t size = 0;
-  if (fields.size() != 5 || !absl::SimpleAtoi(fields[1], &format) ||
-      !absl::SimpleAtoi(fields[3], &size)) {
+  if (fields.size() < 2 || !absl::SimpleAtoi(fields[1], &format)) {
     return bad("has a malformed header line");
   }
   if (format != kCacheEntryFormat) {
     return bad(
         absl::StrCat("has format ", format, ", not ", kCacheEntryFormat));
+  }
+  uint64_t size = 0;
+  if (fields.size() != 6 || !absl::SimpleAtoi(fields[3], &size)) {
+    return bad("has a malformed header line");
   }
   if (fields[2] != key) {
     return bad(absl::StrCat("is for key ", fields[2], ", not ", key));
@@ -70,7 +81,43 @@ absl::StatusOr<std::string> DecodeCacheEntry(absl::string_view key,
   if (Sha256Hex(payload) != fields[4]) {
     return bad("payload does not match its SHA-256");
   }
+  if (!secret.empty()) {
+    // The header's text before the HMAC field, exactly as it was signed.
+    absl::string_view signed_text =
+        entry.substr(0, eol - fields[5].size() - 1);
+    if (fields[5] == "-") {
+      return absl::PermissionDeniedError(
+          "compile cache entry has no HMAC, and a cache secret is set");
+    }
+    if (!ConstantTimeEquals(HmacSha256Hex(secret, signed_text), fields[5])) {
+      return absl::PermissionDeniedError(
+          "compile cache entry's HMAC is not the cache secret's");
+    }
+  }
   return std::string(payload);
+}
+
+std::optional<std::string> CacheEntryCodec::Decode(absl::string_view key,
+                                                   absl::string_view entry) {
+  absl::StatusOr<std::string> payload = DecodeCacheEntry(key, entry, secret_);
+  if (payload.ok()) return *std::move(payload);
+  if (payload.status().code() != absl::StatusCode::kPermissionDenied) {
+    return std::nullopt;
+  }
+  if (untrusted_.fetch_add(1) == 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    warning_ = absl::StrCat(
+        "lathe: warning: ", where_, ": refused an entry: ",
+        payload.status().message(),
+        " (not written by a holder of LATHE_CACHE_SECRET; compiling instead)");
+    std::fprintf(stderr, "%s\n", warning_.c_str());
+  }
+  return std::nullopt;
+}
+
+std::string CacheEntryCodec::warning() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return warning_;
 }
 
 absl::Status CacheEntryTooLarge(absl::string_view tier, int64_t bytes,

@@ -1,5 +1,6 @@
 #include "runtime/compile_cache.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -8,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "runtime/checksum.h"
 #include "runtime/file_io.h"
@@ -17,6 +19,9 @@
 
 namespace lathe {
 namespace {
+
+// The most bytes a secret file may hold.
+constexpr int64_t kMaxSecretBytes = 4096;
 
 // The value of environment variable `name`, "" when unset.
 std::string Env(const char* name) {
@@ -76,29 +81,67 @@ int64_t MemoryCache::bytes() const {
   return bytes_;
 }
 
+DiskCache::DiskCache(std::string dir, Options options)
+    : dir_(std::move(dir)),
+      options_(std::move(options)),
+      codec_(absl::StrCat("disk compile cache ", dir_), options_.secret) {}
+
 std::string DiskCache::EntryPath(absl::string_view key) const {
   return absl::StrCat(dir_, "/", key, ".entry");
 }
 
+std::string DiskCache::warning() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return warning_;
+}
+
+bool DiskCache::Trusted() {
+  const int state = state_.load(std::memory_order_acquire);
+  if (state != kUnchecked) return state == kTrusted;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (state_.load() != kUnchecked) return state_.load() == kTrusted;
+  absl::Status s = CheckPrivateDirectory(dir_, options_.owner);
+  if (absl::IsNotFound(s)) return false;  // not yet: a Put creates it
+  if (s.ok()) {
+    state_.store(kTrusted, std::memory_order_release);
+    return true;
+  }
+  warning_ = absl::StrCat(
+      "lathe: warning: not using the compile cache directory: ", s.message(),
+      " (it must belong to the user running lathe and be closed to others, "
+      "as ~/.ssh is)");
+  std::fprintf(stderr, "%s\n", warning_.c_str());
+  state_.store(kRefused, std::memory_order_release);
+  return false;
+}
+
 absl::StatusOr<std::optional<CacheHit>> DiskCache::Get(absl::string_view key) {
   RETURN_IF_ERROR(ValidateCacheKey(key));
-  // Any entry that cannot be read whole (absent, over the cap, unreadable)
-  // or decoded is a miss; a Put replaces it.
-  absl::StatusOr<std::string> entry = ReadFileLimited(
-      EntryPath(key), max_entry_bytes_ + kMaxCacheEntryHeaderBytes);
+  if (!Trusted()) return std::nullopt;
+  // Any entry that cannot be read whole (absent, over the cap, unreadable,
+  // not a regular file of this user's) or decoded is a miss; a Put
+  // replaces it.
+  absl::StatusOr<std::string> entry =
+      ReadPrivateFile(EntryPath(key),
+                      options_.max_entry_bytes + kMaxCacheEntryHeaderBytes,
+                      options_.owner);
   if (!entry.ok()) return std::nullopt;
-  absl::StatusOr<std::string> payload = DecodeCacheEntry(key, *entry);
-  if (!payload.ok()) return std::nullopt;
+  std::optional<std::string> payload = codec_.Decode(key, *entry);
+  if (!payload) return std::nullopt;
   return CacheHit{*std::move(payload), name()};
 }
 
 absl::Status DiskCache::Put(absl::string_view key, absl::string_view bytes) {
   RETURN_IF_ERROR(ValidateCacheKey(key));
   const int64_t size = static_cast<int64_t>(bytes.size());
-  if (size > max_entry_bytes_)
-    return CacheEntryTooLarge(name(), size, max_entry_bytes_);
-  RETURN_IF_ERROR(MakeDirectories(dir_));
-  return WriteFileAtomic(EntryPath(key), EncodeCacheEntry(key, bytes));
+  if (size > options_.max_entry_bytes)
+    return CacheEntryTooLarge(name(), size, options_.max_entry_bytes);
+  if (state_.load(std::memory_order_acquire) == kUnchecked) {
+    RETURN_IF_ERROR(MakeDirectories(dir_, 0700));
+  }
+  if (!Trusted()) return absl::OkStatus();  // refused: not used at all
+  return WriteFileAtomic(EntryPath(key), codec_.Encode(key, bytes),
+                         /*durable=*/true, 0600);
 }
 
 absl::StatusOr<std::optional<CacheHit>> TieredCache::Get(
@@ -132,7 +175,30 @@ std::string TieredCache::name() const {
   return absl::StrCat("tiered(", absl::StrJoin(names, ","), ")");
 }
 
+absl::StatusOr<std::string> CacheSecretFromEnvironment() {
+  const std::string secret = Env("LATHE_CACHE_SECRET");
+  const std::string file = Env("LATHE_CACHE_SECRET_FILE");
+  if (file.empty()) return secret;
+  if (!secret.empty()) {
+    return absl::InvalidArgumentError(
+        "LATHE_CACHE_SECRET and LATHE_CACHE_SECRET_FILE are both set; set "
+        "one");
+  }
+  absl::StatusOr<std::string> text = ReadFileLimited(file, kMaxSecretBytes);
+  if (!text.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LATHE_CACHE_SECRET_FILE: ", text.status().message()));
+  }
+  absl::string_view key = absl::StripTrailingAsciiWhitespace(*text);
+  if (key.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LATHE_CACHE_SECRET_FILE: ", file, " is empty (expected a secret)"));
+  }
+  return std::string(key);
+}
+
 absl::StatusOr<std::unique_ptr<TieredCache>> NewCompileCacheFromEnvironment() {
+  ASSIGN_OR_RETURN(std::string secret, CacheSecretFromEnvironment());
   std::vector<std::unique_ptr<CacheBackend>> tiers;
   tiers.push_back(std::make_unique<MemoryCache>());
   std::string dir = Env("LATHE_CACHE_DIR");
@@ -141,11 +207,16 @@ absl::StatusOr<std::unique_ptr<TieredCache>> NewCompileCacheFromEnvironment() {
   }
   if (dir.empty() && !Env("HOME").empty()) dir = Env("HOME") + "/.cache/lathe";
   if (!dir.empty() && dir != "off") {
-    tiers.push_back(std::make_unique<DiskCache>(dir));
+    DiskCache::Options options;
+    options.secret = secret;
+    tiers.push_back(std::make_unique<DiskCache>(dir, options));
   }
   std::string url = Env("LATHE_REMOTE_CACHE");
   if (!url.empty()) {
-    absl::StatusOr<std::unique_ptr<RedisCache>> redis = RedisCache::Create(url);
+    RedisCache::Options options;
+    options.secret = secret;
+    absl::StatusOr<std::unique_ptr<RedisCache>> redis =
+        RedisCache::Create(url, options);
     if (!redis.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("LATHE_REMOTE_CACHE: ", redis.status().message()));

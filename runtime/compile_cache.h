@@ -13,7 +13,17 @@
 //   LATHE_CACHE_DIR      the disk tier's directory (default
 //                        $XDG_CACHE_HOME/lathe, else $HOME/.cache/lathe);
 //                        "off" disables the disk tier
-//   LATHE_REMOTE_CACHE   redis://HOST:PORT enables the remote tier
+//   LATHE_REMOTE_CACHE   redis://[USER:PASSWORD@]HOST:PORT enables the
+//                        remote tier
+//   LATHE_CACHE_SECRET   a fleet's secret: every entry stored on disk or in
+//                        Redis carries an HMAC-SHA256 under it, and one
+//                        without that HMAC is a miss (LATHE_CACHE_SECRET_FILE
+//                        names a file that holds it instead)
+//
+// A cache directory is used only when it belongs to the user running lathe
+// and neither its group nor others can write it; entries are files of mode
+// 0600, and anything else at an entry's path (another user's file, a
+// symlink, a FIFO, a device, a directory) is a miss.
 //
 // Example:
 //
@@ -26,6 +36,10 @@
 #ifndef LATHE_RUNTIME_COMPILE_CACHE_H_
 #define LATHE_RUNTIME_COMPILE_CACHE_H_
 
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -86,17 +100,29 @@ class MemoryCache : public CacheBackend {
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// Entries as files DIR/<key>.entry (EncodeCacheEntry's format), each
-// written whole to a unique temporary file beside it, fsync'd and renamed
-// into place, so a reader sees an old entry or a new one, never a mix. A
-// damaged, truncated or foreign entry is a miss that the next Put
+// Entries as files DIR/<key>.entry (EncodeCacheEntry's format, mode 0600),
+// each written whole to a unique temporary file beside it, fsync'd and
+// renamed into place, so a reader sees an old entry or a new one, never a
+// mix. A damaged, truncated or foreign entry is a miss that the next Put
 // replaces; a writer's leftover temporary file is never read. The
-// directory is created on the first Put.
+// directory is created (mode 0700) on the first Put. A directory that is
+// not the owner's alone is never used: Get misses, Put does nothing, and
+// one warning says why.
 class DiskCache : public CacheBackend {
  public:
+  struct Options {
+    // A payload larger than this is refused by Put and missed by Get.
+    int64_t max_entry_bytes = kDefaultMaxDiskEntryBytes;
+    // With a secret, entries are signed, and unsigned ones are misses.
+    std::string secret;
+    // The user the directory and its entries must belong to.
+    uid_t owner = ::geteuid();
+  };
+
   explicit DiskCache(std::string dir,
                      int64_t max_entry_bytes = kDefaultMaxDiskEntryBytes)
-      : dir_(std::move(dir)), max_entry_bytes_(max_entry_bytes) {}
+      : DiskCache(std::move(dir), Options{max_entry_bytes}) {}
+  DiskCache(std::string dir, Options options);
 
   absl::StatusOr<std::optional<CacheHit>> Get(absl::string_view key) override;
   // A payload larger than max_entry_bytes is refused (ResourceExhausted).
@@ -106,10 +132,25 @@ class DiskCache : public CacheBackend {
   // The file that holds `key`'s entry (the key unchecked).
   std::string EntryPath(absl::string_view key) const;
   const std::string& dir() const { return dir_; }
+  // The warning printed when the directory was refused ("" while it was
+  // not).
+  std::string warning() const;
+  // Entries refused for lacking the secret's HMAC, and that warning.
+  const CacheEntryCodec& codec() const { return codec_; }
 
  private:
+  enum DirState { kUnchecked, kTrusted, kRefused };
+  // Whether the directory may be used: checked once it exists, then
+  // trusted or refused for this object's life.
+  bool Trusted();
+
   const std::string dir_;
-  const int64_t max_entry_bytes_;
+  const Options options_;
+  CacheEntryCodec codec_;
+  std::atomic<int> state_{kUnchecked};
+  // std::mutex: ThreadSanitizer sees it through pthreads.
+  mutable std::mutex mu_;
+  std::string warning_ ABSL_GUARDED_BY(mu_);
 };
 
 // Tiers in order, fastest first: a Get asks each in turn and copies a hit
@@ -135,12 +176,20 @@ class TieredCache : public CacheBackend {
   const std::vector<std::unique_ptr<CacheBackend>> tiers_;
 };
 
+// CacheSecretFromEnvironment()
+//
+// The fleet secret LATHE_CACHE_SECRET holds, or the contents of the file
+// LATHE_CACHE_SECRET_FILE names (without trailing whitespace); "" when
+// neither is set. An error naming the variable when both are set, or the
+// file cannot be read, is empty or is over 4 KiB.
+absl::StatusOr<std::string> CacheSecretFromEnvironment();
+
 // NewCompileCacheFromEnvironment()
 //
-// A new TieredCache as LATHE_CACHE_DIR and LATHE_REMOTE_CACHE (read now)
-// say: memory, then disk unless disabled or no directory can be named,
-// then Redis when set; an error for a LATHE_REMOTE_CACHE that is not
-// redis://HOST:PORT.
+// A new TieredCache as LATHE_CACHE_DIR, LATHE_REMOTE_CACHE and the cache
+// secret (read now) say: memory, then disk unless disabled or no directory
+// can be named, then Redis when set; an error for a LATHE_REMOTE_CACHE
+// that is not redis://[USER:PASSWORD@]HOST:PORT, or a bad secret.
 absl::StatusOr<std::unique_ptr<TieredCache>> NewCompileCacheFromEnvironment();
 
 // DefaultCompileCache()

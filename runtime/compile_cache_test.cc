@@ -1,20 +1,27 @@
 // The compile cache's local tiers: CacheKey against its encoding written
 // out by hand; MemoryCache's LRU bound; DiskCache's files (their exact
-// bytes, every kind of damage and a killed writer's leftovers as misses
-// that a Put repairs, key validation, the size cap, many threads and many
-// processes writing one key while every read sees a whole entry);
+// bytes and modes, every kind of damage and a killed writer's leftovers as
+// misses that a Put repairs, key validation, the size cap, many threads
+// and many processes writing one key while every read sees a whole
+// entry); what DiskCache refuses to trust (a directory others can write or
+// another user owns, an entry of another user's, a symlink, FIFO, device
+// or directory at an entry's path, an entry without the secret's HMAC);
 // TieredCache's fills; the environment's configuration.
 
 #include "runtime/compile_cache.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <chrono>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -173,8 +180,14 @@ TEST(DiskCacheTest, WritesOneEntryFileWithTheDocumentedBytes) {
   EXPECT_EQ(cache.EntryPath(kKey), dir + "/" + kKey + ".entry");
   ASSERT_OK_AND_ASSIGN(std::string file,
                        ReadFileLimited(cache.EntryPath(kKey), 1 << 20));
-  EXPECT_EQ(file, "lathe-cache-entry 1 " + kKey + " 8 " +
-                      Sha256Hex("so bytes") + "\nso bytes");
+  EXPECT_EQ(file, "lathe-cache-entry 2 " + kKey + " 8 " +
+                      Sha256Hex("so bytes") + " -\nso bytes");
+  // Closed to others: the directory 0700, the entry 0600.
+  struct stat st;
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(::stat(cache.EntryPath(kKey).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(Lookup(cache, kKey), "so bytes");
   EXPECT_EQ(TierOf(cache, kKey), "disk");
   // Another cache object (another process) on the same directory.
@@ -214,6 +227,139 @@ TEST(DiskCacheTest, EachDamagedEntryIsAMissThatAPutReplaces) {
   EXPECT_THAT(cache.Put(kKey, "payload"),
               StatusIs(absl::StatusCode::kPermissionDenied,
                        HasSubstr("cannot rename into place")));
+}
+
+// A uid no test runs as (nobody).
+constexpr uid_t kOtherUser = 65534;
+
+TEST(DiskCacheTest, ADirectoryOthersCanWriteIsNeverUsedWithOneWarning) {
+  const std::string dir = TestDir();
+  ASSERT_OK(MakeDirectories(dir));
+  ASSERT_EQ(::chmod(dir.c_str(), 0775), 0);
+  // A whole, well-formed entry someone in the group planted.
+  ASSERT_OK(WriteFileAtomic(dir + "/" + kKey + ".entry",
+                            EncodeCacheEntry(kKey, "planted code")));
+  DiskCache cache(dir);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(Lookup(cache, kKey), "<miss>");
+  EXPECT_OK(cache.Put(kOtherKey, "mine"));  // not used: nothing written
+  EXPECT_EQ(Lookup(cache, kKey), "<miss>");
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(cache.warning(),
+            "lathe: warning: not using the compile cache directory: " + dir +
+                " is writable by its group or others (mode 0775) (it must "
+                "belong to the user running lathe and be closed to others, "
+                "as ~/.ssh is)");
+  EXPECT_EQ(err, cache.warning() + "\n");  // once
+  EXPECT_THAT(List(dir), ElementsAre(kKey + ".entry"));
+}
+
+TEST(DiskCacheTest, ADirectoryOfAnotherUserIsNeverUsed) {
+  const std::string dir = TestDir();
+  ASSERT_OK(MakeDirectories(dir));
+  ASSERT_OK(WriteFileAtomic(dir + "/" + kKey + ".entry",
+                            EncodeCacheEntry(kKey, "planted code")));
+  // As a user who does not own it (the directory is this process's).
+  DiskCache::Options as_other;
+  as_other.owner = ::geteuid() + 1;
+  DiskCache other(dir, as_other);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(Lookup(other, kKey), "<miss>");
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(other.warning(),
+              HasSubstr(absl::StrCat(dir, " is owned by uid ", ::geteuid(),
+                                     ", not by uid ", ::geteuid() + 1,
+                                     " (the user running lathe)")));
+  // On a directory another user really owns, where this process may give
+  // one away (root outside a sandbox's user namespace).
+  if (::chown(dir.c_str(), kOtherUser, kOtherUser) == 0) {
+    DiskCache cache(dir);
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(Lookup(cache, kKey), "<miss>");
+    ::testing::internal::GetCapturedStderr();
+    EXPECT_THAT(cache.warning(),
+                HasSubstr(" is owned by uid 65534, not by uid 0"));
+  }
+}
+
+TEST(DiskCacheTest, AnEntryOthersCouldHaveWrittenIsAMiss) {
+  const std::string dir = TestDir();
+  DiskCache cache(dir);
+  ASSERT_OK(cache.Put(kKey, "mine"));
+  ASSERT_EQ(::chmod(cache.EntryPath(kKey).c_str(), 0666), 0);
+  EXPECT_EQ(Lookup(cache, kKey), "<miss>");
+  ASSERT_OK(cache.Put(kKey, "mine"));
+  EXPECT_EQ(Lookup(cache, kKey), "mine");
+  // An entry another user owns, where this process may give one away.
+  if (::chown(cache.EntryPath(kKey).c_str(), kOtherUser, kOtherUser) == 0) {
+    EXPECT_EQ(Lookup(cache, kKey), "<miss>");
+  }
+  EXPECT_EQ(cache.warning(), "");  // the directory itself is fine
+}
+
+TEST(DiskCacheTest, ASymlinkFifoDeviceOrDirectoryAtAnEntryPathIsAPromptMiss) {
+  const std::string dir = TestDir();
+  DiskCache cache(dir);
+  ASSERT_OK(cache.Put(kOtherKey, "elsewhere"));
+  const std::string path = cache.EntryPath(kKey);
+  // A symlink to a good entry (of another key's name) is not followed.
+  const std::string target = dir + "/target";
+  ASSERT_OK(WriteFileAtomic(target, EncodeCacheEntry(kKey, "linked"), true,
+                            0600));
+  ASSERT_EQ(::symlink(target.c_str(), path.c_str()), 0);
+  EXPECT_EQ(Lookup(cache, kKey), "<miss>");
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  // A FIFO: a blocking open would wait for a writer forever.
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  std::future<std::string> got = std::async(std::launch::async, [&] {
+    return Lookup(cache, kKey);
+  });
+  if (got.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+    ADD_FAILURE() << "Get blocked on a FIFO at " << path;
+    int w = ::open(path.c_str(), O_WRONLY | O_NONBLOCK);  // unblock it
+    if (w >= 0) ::close(w);
+  }
+  EXPECT_EQ(got.get(), "<miss>");
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  // A directory.
+  ASSERT_EQ(::mkdir(path.c_str(), 0700), 0);
+  EXPECT_EQ(Lookup(cache, kKey), "<miss>");
+  ASSERT_EQ(::rmdir(path.c_str()), 0);
+  // A device (/dev/zero's numbers: an endless read), where one can be made.
+  if (::mknod(path.c_str(), S_IFCHR | 0600, makedev(1, 5)) == 0) {
+    EXPECT_EQ(Lookup(cache, kKey), "<miss>");
+    ASSERT_EQ(::unlink(path.c_str()), 0);
+  }
+  EXPECT_EQ(Lookup(cache, kOtherKey), "elsewhere");
+}
+
+TEST(DiskCacheTest, UnderASecretAnEntryWithoutItsHmacIsAMiss) {
+  const std::string dir = TestDir();
+  DiskCache::Options options;
+  options.secret = "fleet secret";
+  DiskCache cache(dir, options);
+  ASSERT_OK(cache.Put(kKey, "signed"));
+  EXPECT_EQ(Lookup(cache, kKey), "signed");
+  ASSERT_OK_AND_ASSIGN(std::string file,
+                       ReadFileLimited(cache.EntryPath(kKey), 1 << 20));
+  EXPECT_EQ(file, EncodeCacheEntry(kKey, "signed", "fleet secret"));
+  // An entry written without the secret (by hand, or by an older lathe).
+  ASSERT_OK(WriteFileAtomic(cache.EntryPath(kKey),
+                            EncodeCacheEntry(kKey, "planted"), true, 0600));
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(Lookup(cache, kKey), "<miss>");
+  EXPECT_EQ(Lookup(cache, kKey), "<miss>");
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(cache.codec().untrusted(), 2);
+  EXPECT_THAT(err, HasSubstr("disk compile cache " + dir +
+                             ": refused an entry: compile cache entry has no "
+                             "HMAC, and a cache secret is set"));
+  EXPECT_EQ(err, cache.codec().warning() + "\n");  // once
+  ASSERT_OK(cache.Put(kKey, "signed"));
+  EXPECT_EQ(Lookup(cache, kKey), "signed");
+  // Without a secret, the same directory's signed entries still read.
+  DiskCache open_cache(dir);
+  EXPECT_EQ(Lookup(open_cache, kKey), "signed");
 }
 
 TEST(DiskCacheTest, AKilledWritersLeftoversAreMissesNeverErrors) {
@@ -464,6 +610,77 @@ TEST(CompileCacheFromEnvironmentTest, ARemoteCacheIsARedisUrl) {
                        HasSubstr("LATHE_REMOTE_CACHE: remote cache URL "
                                  "'http://127.0.0.1:6379' is not a redis:// "
                                  "URL")));
+}
+
+// The last field of `entry`'s header line (its HMAC, or "-").
+std::string HmacField(const std::string& entry) {
+  size_t eol = entry.find('\n');
+  size_t space = entry.rfind(' ', eol);
+  return entry.substr(space + 1, eol - space - 1);
+}
+
+// How a cache from the environment signs: the HMAC field of the entry its
+// disk tier writes for "x".
+std::string DiskSecretMark(const TieredCache& cache) {
+  for (const std::unique_ptr<CacheBackend>& tier : cache.tiers()) {
+    if (auto* disk = dynamic_cast<DiskCache*>(tier.get())) {
+      if (!disk->Put(kKey, "x").ok()) return "<put failed>";
+      absl::StatusOr<std::string> file =
+          ReadFileLimited(disk->EntryPath(kKey), 1 << 20);
+      return file.ok() ? HmacField(*file) : "<none>";
+    }
+  }
+  return "<no disk tier>";
+}
+
+TEST(CompileCacheFromEnvironmentTest, TheSecretIsAVariableOrAFile) {
+  const std::string dir = TestDir();
+  ScopedEnv remote("LATHE_REMOTE_CACHE", nullptr);
+  ScopedEnv cache_dir("LATHE_CACHE_DIR", (dir + "/cache").c_str());
+  const std::string mark = HmacField(EncodeCacheEntry(kKey, "x", "s3cret"));
+  ASSERT_EQ(mark.size(), 64u);
+  {
+    ScopedEnv secret("LATHE_CACHE_SECRET", "s3cret");
+    ScopedEnv file("LATHE_CACHE_SECRET_FILE", nullptr);
+    ASSERT_OK_AND_ASSIGN(auto cache, NewCompileCacheFromEnvironment());
+    EXPECT_EQ(DiskSecretMark(*cache), mark);
+  }
+  ASSERT_OK(MakeDirectories(dir));
+  const std::string key_file = dir + "/key";
+  ASSERT_OK(WriteFileAtomic(key_file, "s3cret\n", true, 0600));
+  {
+    ScopedEnv secret("LATHE_CACHE_SECRET", nullptr);
+    ScopedEnv file("LATHE_CACHE_SECRET_FILE", key_file.c_str());
+    ASSERT_OK_AND_ASSIGN(auto cache, NewCompileCacheFromEnvironment());
+    EXPECT_EQ(DiskSecretMark(*cache), mark);
+    ScopedEnv both("LATHE_CACHE_SECRET", "s3cret");
+    EXPECT_THAT(NewCompileCacheFromEnvironment().status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "LATHE_CACHE_SECRET and LATHE_CACHE_SECRET_FILE are "
+                         "both set; set one"));
+  }
+  {
+    ScopedEnv secret("LATHE_CACHE_SECRET", nullptr);
+    ScopedEnv file("LATHE_CACHE_SECRET_FILE", (dir + "/absent").c_str());
+    EXPECT_THAT(NewCompileCacheFromEnvironment().status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("LATHE_CACHE_SECRET_FILE: " + dir +
+                                   "/absent: cannot open")));
+    ASSERT_OK(WriteFileAtomic(key_file, " \n"));
+    ScopedEnv empty("LATHE_CACHE_SECRET_FILE", key_file.c_str());
+    EXPECT_THAT(NewCompileCacheFromEnvironment().status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "LATHE_CACHE_SECRET_FILE: " + key_file +
+                             " is empty (expected a secret)"));
+    ASSERT_OK(WriteFileAtomic(key_file, std::string(5000, 'k')));
+    EXPECT_THAT(NewCompileCacheFromEnvironment().status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("larger than the limit of 4096 bytes")));
+  }
+  ScopedEnv secret("LATHE_CACHE_SECRET", nullptr);
+  ScopedEnv file("LATHE_CACHE_SECRET_FILE", nullptr);
+  ASSERT_OK_AND_ASSIGN(auto cache, NewCompileCacheFromEnvironment());
+  EXPECT_EQ(DiskSecretMark(*cache), "-");
 }
 
 TEST(DefaultCompileCacheTest, IsMadeOnceAndShared) {

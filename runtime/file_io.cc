@@ -61,15 +61,10 @@ int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) {
   return ::remove(path) == 0 ? 0 : -1;
 }
 
-}  // namespace
-
-absl::StatusOr<std::string> ReadFileLimited(const std::string& path,
-                                            int64_t max_bytes) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::NotFoundError(
-        absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
-  }
+// Reads `fd` (opened from `path`) to its end and closes it; an error once
+// it holds more than `max_bytes`.
+absl::StatusOr<std::string> ReadToEnd(int fd, const std::string& path,
+                                      int64_t max_bytes) {
   auto too_large = [&] {
     return absl::ResourceExhaustedError(
         absl::StrCat(path, ": larger than the limit of ", max_bytes, " bytes"));
@@ -85,6 +80,7 @@ absl::StatusOr<std::string> ReadFileLimited(const std::string& path,
     return too_large();
   }
   std::string out;
+  if (S_ISREG(st.st_mode)) out.reserve(static_cast<size_t>(st.st_size));
   char buf[1 << 16];
   while (true) {
     ssize_t n = ::read(fd, buf, sizeof(buf));
@@ -105,8 +101,86 @@ absl::StatusOr<std::string> ReadFileLimited(const std::string& path,
   return out;
 }
 
+// Why `st` (of a file or directory `path`) is not private to `owner`, or
+// "" when it is.
+std::string NotPrivate(const struct stat& st, uid_t owner) {
+  if (st.st_uid != owner) {
+    return absl::StrCat("is owned by uid ", st.st_uid, ", not by uid ", owner,
+                        " (the user running lathe)");
+  }
+  if ((st.st_mode & 022) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%04o",
+                  static_cast<unsigned>(st.st_mode & 07777));
+    return absl::StrCat("is writable by its group or others (mode ", mode,
+                        ")");
+  }
+  return "";
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadFileLimited(const std::string& path,
+                                            int64_t max_bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(
+        absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  }
+  return ReadToEnd(fd, path, max_bytes);
+}
+
+absl::Status CheckPrivateDirectory(const std::string& dir, uid_t owner) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) {
+      return absl::NotFoundError(absl::StrCat(dir, ": does not exist"));
+    }
+    return Errno(dir, "cannot stat");
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(dir, " is not a directory"));
+  }
+  std::string why = NotPrivate(st, owner);
+  if (!why.empty()) return absl::PermissionDeniedError(absl::StrCat(dir, " ", why));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadPrivateFile(const std::string& path,
+                                            int64_t max_bytes, uid_t owner) {
+  // Looked at before it is opened, so a device is never opened at all; and
+  // opened without following a link or blocking (a FIFO), then looked at
+  // again through the descriptor, so a file swapped in between is caught.
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    return absl::NotFoundError(
+        absl::StrCat(path, ": cannot stat: ", std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(path, " is not a regular file"));
+  }
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(
+        absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  }
+  std::string why;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    why = "is not a regular file";
+  } else {
+    why = NotPrivate(st, owner);
+  }
+  if (!why.empty()) {
+    ::close(fd);
+    return absl::PermissionDeniedError(absl::StrCat(path, " ", why));
+  }
+  return ReadToEnd(fd, path, max_bytes);
+}
+
 absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes,
-                             bool durable) {
+                             bool durable, int mode) {
   auto [dir, base] = SplitPath(path);
   std::string tmp = absl::StrCat(dir, "/.", base, ".tmp-XXXXXX");
   std::vector<char> name(tmp.begin(), tmp.end());
@@ -115,7 +189,7 @@ absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes,
   if (fd < 0) return Errno(path, "cannot create a temporary file");
   tmp = name.data();
   absl::Status s = WriteAll(fd, path, bytes, durable);
-  if (s.ok() && ::fchmod(fd, 0644) != 0) s = Errno(path, "chmod failed");
+  if (s.ok() && ::fchmod(fd, static_cast<mode_t>(mode)) != 0) s = Errno(path, "chmod failed");
   if (::close(fd) != 0 && s.ok()) s = Errno(path, "close failed");
   if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
     s = Errno(path, "cannot rename into place");
@@ -124,12 +198,13 @@ absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes,
   return s;
 }
 
-absl::Status MakeDirectories(const std::string& dir) {
+absl::Status MakeDirectories(const std::string& dir, int mode) {
   std::string path;
   for (absl::string_view part : absl::StrSplit(dir, '/')) {
     absl::StrAppend(&path, part, "/");
     if (part.empty() || part == ".") continue;
-    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (::mkdir(path.c_str(), static_cast<mode_t>(mode)) != 0 &&
+        errno != EEXIST) {
       return Errno(dir, "cannot create directory");
     }
   }

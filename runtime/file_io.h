@@ -22,6 +22,8 @@
 #ifndef LATHE_RUNTIME_FILE_IO_H_
 #define LATHE_RUNTIME_FILE_IO_H_
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -47,13 +49,31 @@ absl::StatusOr<std::string> ReadFileLimited(const std::string& path,
 // fsync is skipped (a file that can be made again, where milliseconds
 // count): still whole or absent for every reader, but a system crash may
 // lose it.
+// The file gets permissions `mode`.
 absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes,
-                             bool durable = true);
+                             bool durable = true, int mode = 0644);
 
 // MakeDirectories()
 //
-// Creates directory `dir` and its missing parents (mkdir -p).
-absl::Status MakeDirectories(const std::string& dir);
+// Creates directory `dir` and its missing parents (mkdir -p), each with
+// permissions `mode` (less the umask).
+absl::Status MakeDirectories(const std::string& dir, int mode = 0755);
+
+// CheckPrivateDirectory()
+//
+// OK when `dir` is a directory owned by user `owner` that neither its
+// group nor others can write (what ssh asks of ~/.ssh); NotFound when it
+// does not exist; otherwise a PermissionDenied error naming it and why.
+absl::Status CheckPrivateDirectory(const std::string& dir, uid_t owner);
+
+// ReadPrivateFile()
+//
+// The contents of `path` when it is a regular file (not a symlink, FIFO,
+// device or directory; none is ever opened in a way that can block)
+// owned by user `owner`, writable by no one else, and at most `max_bytes`
+// long; otherwise an error naming the path and why (NotFound when absent).
+absl::StatusOr<std::string> ReadPrivateFile(const std::string& path,
+                                            int64_t max_bytes, uid_t owner);
 
 // ListDirectory()
 //

@@ -5,17 +5,24 @@
 // The compile cache's remote tier: compiled .so files shared by a fleet
 // through a Redis server (hiredis), under keys "lathe:<kernel ABI>:<key>",
 // stored in EncodeCacheEntry's checksummed format (a damaged or foreign
-// value is a miss). Every connect and command has a bounded timeout; when
-// the server is down, slow or drops the connection, Get is a miss and Put
-// a no-op, one warning goes to stderr (and stays readable through
+// value is a miss). With a fleet secret (Options::secret), every entry is
+// signed with an HMAC and one without the secret's HMAC (a value SET by
+// hand) is a miss, counted, with one warning; without one, the server and
+// everyone who can write to it are trusted. A connection can authenticate
+// (redis://USER:PASSWORD@HOST:PORT, an ACL user; redis://:PASSWORD@... for
+// requirepass). Every connect and command has a bounded timeout, and a
+// whole command a bound on its total time; when the server is down, slow,
+// drops the connection or answers out of bounds, Get is a miss and Put a
+// no-op, one warning goes to stderr (and stays readable through
 // warning()), and this object never asks the server again: the local
 // tiers carry on. Entries over a size cap are refused by Put and never
-// read whole by Get (GETRANGE), however large a value the server holds.
+// read whole by Get (GETRANGE), and a reply announcing more bytes than the
+// cap is refused from its header line, before any of it is buffered.
 //
 // Example:
 //
 //   ASSIGN_OR_RETURN(std::unique_ptr<RedisCache> redis,
-//                    RedisCache::Create("redis://10.0.0.5:6379"));
+//                    RedisCache::Create("redis://lathe:pw@10.0.0.5:6379"));
 //   ASSIGN_OR_RETURN(std::optional<CacheHit> hit, redis->Get(key));
 
 #ifndef LATHE_RUNTIME_REDIS_CACHE_H_
@@ -26,38 +33,55 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "runtime/cache_backend.h"
 
 struct redisContext;
+struct redisReply;
 
 namespace lathe {
 
-// A parsed redis://HOST:PORT.
+// A parsed redis://[USER:PASSWORD@]HOST:PORT.
 struct RedisAddress {
   std::string host;
   int port = 0;
+  std::string user;      // "" for the default user
+  std::string password;  // "" for no AUTH
 };
 
 // ParseRedisUrl()
 //
-// `url` as redis://HOST:PORT (HOST a name or an IPv4 address, PORT
-// 1..65535, nothing after it); an InvalidArgument error saying what is
-// wrong otherwise.
+// `url` as redis://[[USER]:PASSWORD@]HOST:PORT (USER and PASSWORD
+// percent-encoded where they hold ':', '@' or '%'; HOST a name or an IPv4
+// address, PORT 1..65535, nothing after it); an InvalidArgument error
+// saying what is wrong otherwise (the password never in it). rediss://
+// (TLS) is an error: Debian's hiredis 0.14 has no TLS.
 absl::StatusOr<RedisAddress> ParseRedisUrl(absl::string_view url);
+
+// RedactRedisUrl()
+//
+// `url` with its password, if any, replaced by "***", for messages.
+std::string RedactRedisUrl(absl::string_view url);
 
 class RedisCache : public CacheBackend {
  public:
   struct Options {
     absl::Duration connect_timeout = absl::Milliseconds(200);
     absl::Duration command_timeout = absl::Milliseconds(200);
+    // The longest one command may take in all, its reply read whole (a
+    // server that trickles a reply is cut off).
+    absl::Duration transfer_timeout = absl::Seconds(5);
     // The largest stored entry (header + payload) Put writes and Get reads.
     int64_t max_entry_bytes = int64_t{64} << 20;
+    // A fleet's secret: entries are signed, and unsigned ones are misses.
+    std::string secret;
   };
 
   // Create()
@@ -84,14 +108,27 @@ class RedisCache : public CacheBackend {
   // from then on this object is local-only.
   std::string warning() const;
 
+  // The URL, its password redacted.
   const std::string& url() const { return url_; }
+  // Entries refused for lacking the secret's HMAC, and that warning.
+  const CacheEntryCodec& codec() const { return codec_; }
 
  private:
   RedisCache(std::string url, RedisAddress address, Options options)
-      : url_(std::move(url)), address_(std::move(address)), options_(options) {}
+      : url_(std::move(url)),
+        address_(std::move(address)),
+        options_(std::move(options)),
+        codec_(absl::StrCat("remote compile cache ", url_), options_.secret) {}
 
-  // The live connection, connecting first if needed; null once failed.
+  // The live connection, connecting (and authenticating) first if needed;
+  // null once failed.
   redisContext* Connection() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends one command (`what` names it in the warning) and reads its
+  // reply, which is refused (Fail) before it is buffered when its header
+  // line announces more than max_entry_bytes + 1 bytes; null after Fail.
+  redisReply* Run(redisContext* c, int argc, const char** argv,
+                  const size_t* lens, absl::string_view what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Gives up on the server for good: frees the connection, records and
   // prints the warning.
   void Fail(absl::string_view what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -99,6 +136,7 @@ class RedisCache : public CacheBackend {
   const std::string url_;
   const RedisAddress address_;
   const Options options_;
+  CacheEntryCodec codec_;
   // std::mutex: ThreadSanitizer sees it through pthreads, where the
   // system Abseil is not instrumented.
   mutable std::mutex mu_;

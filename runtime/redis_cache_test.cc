@@ -4,10 +4,19 @@
 // (testdata/cache_probe); the server killed mid-run, hung (SIGSTOP) or
 // never there: a miss within a bounded time, exactly one warning, and a
 // TieredCache that still serves its disk hits; corrupted and foreign remote
-// values as misses that a Put replaces; the size cap on Put and on Get.
+// values as misses that a Put replaces; the size cap on Put and on Get;
+// under a fleet secret, values SET by hand as counted misses; AUTH as an
+// ACL user and with requirepass; a lying server (a bulk header of 3 GB, a
+// trickled reply) refused within bounds, before the value is buffered.
 
 #include "runtime/redis_cache.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -35,6 +44,7 @@ namespace {
 using ::lathe::testing::RedisServer;
 using ::lathe::testing::StatusIs;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 const std::string kKey = Sha256Hex("key");
@@ -57,6 +67,32 @@ TEST(ParseRedisUrlTest, TakesHostAndPort) {
   EXPECT_EQ(a.port, 1);
   ASSERT_OK_AND_ASSIGN(a, ParseRedisUrl("redis://h:65535"));
   EXPECT_EQ(a.port, 65535);
+  EXPECT_EQ(a.user, "");
+  EXPECT_EQ(a.password, "");
+}
+
+TEST(ParseRedisUrlTest, TakesAUserAndPasswordAndNeverShowsThePassword) {
+  ASSERT_OK_AND_ASSIGN(RedisAddress a,
+                       ParseRedisUrl("redis://lathe:s3cret@10.0.0.5:6379"));
+  EXPECT_EQ(a.user, "lathe");
+  EXPECT_EQ(a.password, "s3cret");
+  EXPECT_EQ(a.host, "10.0.0.5");
+  EXPECT_EQ(a.port, 6379);
+  // requirepass: the default user; percent-escapes for ':', '@' and '%'.
+  ASSERT_OK_AND_ASSIGN(a, ParseRedisUrl("redis://:p%40ss%3a%25w@h:1"));
+  EXPECT_EQ(a.user, "");
+  EXPECT_EQ(a.password, "p@ss:%w");
+  EXPECT_EQ(RedactRedisUrl("redis://lathe:s3cret@h:1"), "redis://lathe:***@h:1");
+  EXPECT_EQ(RedactRedisUrl("redis://:s3cret@h:1"), "redis://:***@h:1");
+  EXPECT_EQ(RedactRedisUrl("redis://h:1"), "redis://h:1");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisCache> cache,
+                       RedisCache::Create("redis://lathe:s3cret@h:1"));
+  EXPECT_EQ(cache->url(), "redis://lathe:***@h:1");
+  EXPECT_THAT(ParseRedisUrl("redis://lathe:s3cret@h:x").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "remote cache URL 'redis://lathe:***@h:x' has a port "
+                       "that is not a number from 1 to 65535 (expected "
+                       "redis://[USER:PASSWORD@]HOST:PORT)"));
 }
 
 TEST(ParseRedisUrlTest, SaysWhatIsWrongWithAnythingElse) {
@@ -64,10 +100,19 @@ TEST(ParseRedisUrlTest, SaysWhatIsWrongWithAnythingElse) {
       {"http://h:1", "is not a redis:// URL"},
       {"h:6379", "is not a redis:// URL"},
       {"", "is not a redis:// URL"},
-      {"rediss://h:1", "asks for TLS, which lathe's client does not speak"},
+      {"rediss://h:1",
+       "asks for TLS, which this build's hiredis (0.14) does not have; use "
+       "redis:// over a trusted network or a TLS tunnel"},
       {"redis://h", "has no :PORT"},
       {"redis://:1", "has no host"},
-      {"redis://user:pw@h:1", "has a host that is not a name or an IPv4"},
+      {"redis://user@h:1",
+       "names a user without a password (USER:PASSWORD@)"},
+      {"redis://user:@h:1", "has an empty password"},
+      {"redis://u:p%4@h:1",
+       "has a malformed %XX escape in its user or password"},
+      {"redis://u:p%zz@h:1",
+       "has a malformed %XX escape in its user or password"},
+      {"redis://h/x:1", "has a host that is not a name or an IPv4"},
       {"redis://[::1]:1", "has a host that is not a name or an IPv4"},
       {"redis://h:0", "has a port that is not a number from 1 to 65535"},
       {"redis://h:65536", "has a port that is not a number from 1 to 65535"},
@@ -79,11 +124,12 @@ TEST(ParseRedisUrlTest, SaysWhatIsWrongWithAnythingElse) {
     EXPECT_THAT(
         ParseRedisUrl(url).status(),
         StatusIs(absl::StatusCode::kInvalidArgument,
-                 HasSubstr(absl::StrCat("remote cache URL '", url, "' ", why))))
+                 HasSubstr(absl::StrCat("remote cache URL '",
+                                        RedactRedisUrl(url), "' ", why))))
         << url;
     EXPECT_THAT(RedisCache::Create(url).status(),
                 StatusIs(absl::StatusCode::kInvalidArgument,
-                         HasSubstr("(expected redis://HOST:PORT)")))
+                         HasSubstr("(expected redis://[USER:PASSWORD@]HOST:PORT)")))
         << url;
   }
 }
@@ -261,6 +307,174 @@ TEST_F(RedisCacheTest, EntriesOverTheCapAreRefusedAndNeverReadWhole) {
       redis_->Set(RedisCache::RedisKey(kKey), std::string(32 << 20, 'h')));
   EXPECT_EQ(Lookup(*small, kKey), "<miss>");
   EXPECT_EQ(small->warning(), "");
+}
+
+TEST_F(RedisCacheTest, UnderASecretAValueSetByHandIsAMiss) {
+  RedisCache::Options options;
+  options.secret = "fleet secret";
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisCache> fleet,
+                       RedisCache::Create(redis_->url(), options));
+  const std::string redis_key = RedisCache::RedisKey(kKey);
+  // A whole, well-formed entry, as anyone who can reach the server can SET.
+  ASSERT_OK(redis_->Set(redis_key, EncodeCacheEntry(kKey, "planted code")));
+  // Without a secret the remote tier is trusted, as documented.
+  EXPECT_EQ(Lookup(*cache_, kKey), "redis:planted code");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(Lookup(*fleet, kKey), "<miss>");
+  ASSERT_OK(redis_->Set(redis_key,
+                        EncodeCacheEntry(kKey, "planted code", "a guess")));
+  EXPECT_EQ(Lookup(*fleet, kKey), "<miss>");
+  const std::string printed = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(fleet->codec().untrusted(), 2);
+  EXPECT_EQ(printed, fleet->codec().warning() + "\n");  // once
+  EXPECT_EQ(fleet->codec().warning(),
+            "lathe: warning: remote compile cache " + redis_->url() +
+                ": refused an entry: compile cache entry has no HMAC, and a "
+                "cache secret is set (not written by a holder of "
+                "LATHE_CACHE_SECRET; compiling instead)");
+  EXPECT_EQ(fleet->warning(), "");  // the server itself is still used
+  ASSERT_OK(fleet->Put(kKey, "compiled"));
+  EXPECT_EQ(Lookup(*fleet, kKey), "redis:compiled");
+  ASSERT_OK_AND_ASSIGN(std::optional<std::string> stored,
+                       redis_->Get(redis_key));
+  EXPECT_EQ(stored, EncodeCacheEntry(kKey, "compiled", "fleet secret"));
+}
+
+TEST_F(RedisCacheTest, AuthenticatesAsAnAclUser) {
+  ASSERT_OK(redis_->Run({"ACL", "SETUSER", "lathe", "on", ">s3cret p@ss",
+                         "~lathe:*", "+@all"}));
+  ASSERT_OK(redis_->Run({"ACL", "SETUSER", "default", "off"}));
+  const std::string host_port = redis_->url().substr(8);  // after redis://
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<RedisCache> user,
+      RedisCache::Create("redis://lathe:s3cret%20p%40ss@" + host_port));
+  ASSERT_OK(user->Put(kKey, "so bytes"));
+  EXPECT_EQ(Lookup(*user, kKey), "redis:so bytes");
+  EXPECT_EQ(user->warning(), "");
+  // A second client with the same credentials sees it.
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<RedisCache> again,
+      RedisCache::Create("redis://lathe:s3cret%20p%40ss@" + host_port));
+  EXPECT_EQ(Lookup(*again, kKey), "redis:so bytes");
+  // Without AUTH (the default user is off) nothing is read or written.
+  EXPECT_EQ(Lookup(*cache_, kKey), "<miss>");
+  // A wrong password is one warning naming the user, never the password.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisCache> wrong,
+                       RedisCache::Create("redis://lathe:guess@" + host_port));
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(Lookup(*wrong, kKey), "<miss>");
+  EXPECT_OK(wrong->Put(kKey, "x"));
+  const std::string printed = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(printed, wrong->warning() + "\n");
+  EXPECT_THAT(wrong->warning(),
+              HasSubstr("remote compile cache redis://lathe:***@" + host_port +
+                        " refused the credentials of user 'lathe' (WRONGPASS"));
+  EXPECT_THAT(printed, Not(HasSubstr("guess")));
+}
+
+TEST_F(RedisCacheTest, AuthenticatesWithRequirepass) {
+  ASSERT_OK(redis_->Run({"CONFIG", "SET", "requirepass", "hunter2"}));
+  const std::string host_port = redis_->url().substr(8);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisCache> auth,
+                       RedisCache::Create("redis://:hunter2@" + host_port));
+  ASSERT_OK(auth->Put(kKey, "so bytes"));
+  EXPECT_EQ(Lookup(*auth, kKey), "redis:so bytes");
+  EXPECT_EQ(auth->warning(), "");
+  EXPECT_EQ(Lookup(*cache_, kKey), "<miss>");  // NOAUTH: a miss
+}
+
+// A server on a loopback port that answers its first command with a bulk
+// header announcing `announced` bytes, then streams up to `stream` bytes
+// of the value, `chunk` bytes at a time `pause` apart, for as long as the
+// client reads; sent() is what it got out.
+class LyingServer {
+ public:
+  LyingServer(int64_t announced, int64_t stream, int64_t chunk = 64 << 10,
+              absl::Duration pause = absl::ZeroDuration()) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr = {};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr),
+                     sizeof(addr)),
+              0);
+    EXPECT_EQ(::listen(listener_, 1), 0);
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this, announced, stream, chunk, pause] {
+      int fd = ::accept(listener_, nullptr, nullptr);
+      if (fd < 0) return;
+      int small = 64 << 10;
+      ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+      char buf[4096];
+      ::recv(fd, buf, sizeof(buf), 0);  // the command
+      std::string header = absl::StrCat("$", announced, "\r\n");
+      ::send(fd, header.data(), header.size(), MSG_NOSIGNAL);
+      const std::string bytes(chunk, 'x');
+      while (sent_ < stream) {
+        ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+        if (n <= 0) break;
+        sent_ += n;
+        absl::SleepFor(pause);
+      }
+      // Holds the connection until the client goes.
+      while (::recv(fd, buf, sizeof(buf), 0) > 0) {
+      }
+      ::close(fd);
+    });
+  }
+  ~LyingServer() {
+    ::shutdown(listener_, SHUT_RDWR);
+    thread_.join();
+    ::close(listener_);
+  }
+  std::string url() const { return absl::StrCat("redis://127.0.0.1:", port_); }
+  int64_t sent() const { return sent_.load(); }
+
+ private:
+  int listener_ = -1;
+  int port_ = 0;
+  std::atomic<int64_t> sent_{0};
+  std::thread thread_;
+};
+
+TEST(RedisCacheReplyTest, AReplyOverTheCapIsRefusedBeforeItIsBuffered) {
+  LyingServer server(/*announced=*/3000000000, /*stream=*/int64_t{256} << 20);
+  std::unique_ptr<RedisCache> cache;
+  {
+    ASSERT_OK_AND_ASSIGN(cache, RedisCache::Create(server.url()));
+    ::testing::internal::CaptureStderr();
+    const absl::Time start = absl::Now();
+    EXPECT_EQ(Lookup(*cache, kKey), "<miss>");
+    EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+    ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(cache->warning(),
+              "lathe: warning: remote compile cache " + server.url() +
+                  " refused the reply to GETRANGE: it answered with a value "
+                  "of 3000000000 bytes, over the cap of 67108865 (refused "
+                  "unread); using the local compile cache only");
+  }
+  cache.reset();  // the connection closes; the server stops
+  // What the kernel's socket buffers took, at most: nowhere near 256 MB.
+  EXPECT_LT(server.sent(), int64_t{32} << 20);
+}
+
+TEST(RedisCacheReplyTest, ATrickledReplyIsCutOffAtTheTransferTimeout) {
+  // A value within the cap, a byte every 20 ms: no single read times out.
+  LyingServer server(/*announced=*/1 << 20, /*stream=*/1 << 20, /*chunk=*/1,
+                     absl::Milliseconds(20));
+  RedisCache::Options options;
+  options.transfer_timeout = absl::Milliseconds(500);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisCache> cache,
+                       RedisCache::Create(server.url(), options));
+  ::testing::internal::CaptureStderr();
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(Lookup(*cache, kKey), "<miss>");
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(cache->warning(),
+              HasSubstr("failed during GETRANGE (no whole reply within 500ms)"));
 }
 
 TEST_F(RedisCacheTest, ManyThreadsShareOneConnection) {

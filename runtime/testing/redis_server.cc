@@ -225,6 +225,10 @@ absl::Status RedisServer::Set(absl::string_view key, absl::string_view value) {
   return reply.status();
 }
 
+absl::Status RedisServer::Run(const std::vector<std::string>& args) {
+  return Command(port_, args).status();
+}
+
 absl::StatusOr<std::optional<std::string>> RedisServer::Get(
     absl::string_view key) {
   absl::StatusOr<Reply> reply = Command(port_, {"GET", std::string(key)});

@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -70,6 +71,13 @@ class RedisServer {
   // the key is absent.
   absl::Status Set(absl::string_view key, absl::string_view value);
   absl::StatusOr<std::optional<std::string>> Get(absl::string_view key);
+
+  // Run()
+  //
+  // Any command, sent as the default user with no AUTH (ACL SETUSER to add
+  // a user, CONFIG SET requirepass); an error carrying the server's error
+  // reply.
+  absl::Status Run(const std::vector<std::string>& args);
 
  private:
   RedisServer(pid_t pid, int port, std::string dir)
