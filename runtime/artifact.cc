@@ -9,6 +9,7 @@
 #include "absl/strings/strip.h"
 #include "runtime/checksum.h"
 #include "runtime/file_io.h"
+#include "runtime/shared_library.h"
 #include "status_macros.h"
 
 namespace lathe {
@@ -322,7 +323,9 @@ absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
                      "; this runtime has kernel ABI ", LATHE_KERNEL_ABI_VERSION,
                      " (compile the graph again)"));
   }
-  // Every file as the manifest says, before any is loaded.
+  // Every file as the manifest says, before any is loaded; the library is
+  // loaded from the bytes checked, never from its path again.
+  std::string library_bytes;
   for (const ArtifactFile& f : m.files) {
     const std::string path = absl::StrCat(dir, "/", f.name);
     ASSIGN_OR_RETURN(std::string bytes,
@@ -337,10 +340,14 @@ absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
                              ": damaged: its SHA-256 is not the "
                              "manifest's"));
     }
+    if (&f == &m.files[0]) library_bytes = std::move(bytes);
   }
-  ASSIGN_OR_RETURN(
-      std::shared_ptr<const LoadedGraph> graph,
-      LoadedGraph::Open(absl::StrCat(dir, "/", m.files[0].name), m.signature));
+  RETURN_IF_ERROR(KeepOpenMpLoaded());
+  ASSIGN_OR_RETURN(SharedLibrary library,
+                   SharedLibrary::OpenImage(
+                       library_bytes, absl::StrCat(dir, "/", m.files[0].name)));
+  ASSIGN_OR_RETURN(std::shared_ptr<const LoadedGraph> graph,
+                   LoadedGraph::Open(std::move(library), m.signature));
   LoadedArtifact a;
   std::vector<Variant> variants;
   Variant v;

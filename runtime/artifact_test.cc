@@ -1,17 +1,21 @@
 // Artifacts written and loaded back with the runtime alone, on a compiled
 // graph written by hand (testdata/add_graph.cc: out = x + y * alpha):
 // the manifest's text, every refusal (format, version, ABI, damaged or
-// missing files, malformed lines) with its message, and calls through the
-// loaded function.
+// missing files, a truncated library whose manifest was edited to match,
+// malformed lines) with its message, and calls through the loaded
+// function, which runs the bytes checked even when the file changes later.
 
 #include "runtime/artifact.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/checksum.h"
 #include "runtime/file_io.h"
 #include "runtime/tensor.h"
 #include "tools/testing/status_matchers.h"
@@ -20,6 +24,7 @@ namespace lathe {
 namespace {
 
 using ::lathe::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 std::string Read(const std::string& path) {
@@ -40,6 +45,17 @@ Manifest AddManifest() {
   m.signature.checks = {"x is too long"};
   m.guards = {"y.size(0) == x.size(0)", "2 <= x.size(0)", "not isnan(alpha)"};
   return m;
+}
+
+// The arguments x = [1, 2], y = [10, 20], alpha = 0.5 (out = [6, 12]).
+std::vector<Operand> AddArguments() {
+  Tensor x = Tensor::Empty({2}, DType::kFloat32).value();
+  Tensor y = Tensor::Empty({2}, DType::kFloat32).value();
+  x.data<float>()[0] = 1;
+  x.data<float>()[1] = 2;
+  y.data<float>()[0] = 10;
+  y.data<float>()[1] = 20;
+  return {Operand::Of(x), Operand::Of(y), Operand::Float(0.5)};
 }
 
 class ArtifactTest : public ::testing::Test {
@@ -67,14 +83,9 @@ TEST_F(ArtifactTest, LoadsAndCalls) {
   ASSERT_OK_AND_ASSIGN(LoadedArtifact a, LoadArtifact(dir_));
   EXPECT_EQ(a.manifest.graph, "add.txt");
   EXPECT_EQ(a.manifest.guards.size(), 3u);
-  Tensor x = Tensor::Empty({2}, DType::kFloat32).value();
-  Tensor y = Tensor::Empty({2}, DType::kFloat32).value();
-  x.data<float>()[0] = 1;
-  x.data<float>()[1] = 2;
-  y.data<float>()[0] = 10;
-  y.data<float>()[1] = 20;
-  std::vector<Operand> args = {Operand::Of(x), Operand::Of(y),
-                               Operand::Float(0.5)};
+  std::vector<Operand> args = AddArguments();
+  Tensor x = args[0].tensor;
+  Tensor y = args[1].tensor;
   ASSERT_OK_AND_ASSIGN(std::vector<Operand> out,
                        a.function->Call(absl::MakeSpan(args)));
   ASSERT_EQ(out.size(), 1u);
@@ -121,6 +132,41 @@ TEST_F(ArtifactTest, ADamagedFileIsNamed) {
                             Read("runtime/testdata/add_graph.so")));
   EXPECT_THAT(LoadArtifact(dir_),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("kernel.cc")));
+}
+
+TEST_F(ArtifactTest, ATruncatedLibraryWithAMatchingManifestIsNeverLoaded) {
+  // Cut short, and the manifest's line edited to match: the checksums pass,
+  // and dlopen of such a file touches memory past its end (SIGBUS).
+  const std::string so = Read(dir_ + "/kernel.so");
+  const std::string cut = so.substr(0, so.size() / 2);
+  ASSERT_OK(WriteFileAtomic(dir_ + "/kernel.so", cut));
+  EditManifest(absl::StrCat("file kernel.so ", so.size(), " ", Sha256Hex(so)),
+               absl::StrCat("file kernel.so ", cut.size(), " ",
+                            Sha256Hex(cut)));
+  EXPECT_THAT(LoadArtifact(dir_),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr(dir_ + "/kernel.so is not a loadable "
+                                              "shared library: segment "),
+                             HasSubstr("lies past its end (truncated?)"))));
+}
+
+TEST_F(ArtifactTest, WhatRunsIsTheBytesVerifiedNotTheFileLater) {
+  ASSERT_OK_AND_ASSIGN(LoadedArtifact a, LoadArtifact(dir_));
+  // The file changed in place after the load (the same inode: a mapping of
+  // it would now fault past the end, or run other code).
+  {
+    std::FILE* f = std::fopen((dir_ + "/kernel.so").c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("not a library", f);
+    std::fclose(f);
+  }
+  std::vector<Operand> args = AddArguments();
+  ASSERT_OK_AND_ASSIGN(std::vector<Operand> out,
+                       a.function->Call(absl::MakeSpan(args)));
+  EXPECT_EQ(out[0].tensor.data<float>()[1], 12.0f);
+  // And it is loaded again from its checked bytes, never from a path.
+  EXPECT_THAT(LoadArtifact(dir_),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("damaged")));
 }
 
 TEST_F(ArtifactTest, AnotherVersionIsRefused) {

@@ -265,8 +265,15 @@ absl::Status KeepOpenMpLoaded() {
 absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Open(
     const std::string& path, CallSignature signature) {
   RETURN_IF_ERROR(KeepOpenMpLoaded());
+  ASSIGN_OR_RETURN(SharedLibrary library, SharedLibrary::Open(path));
+  return Open(std::move(library), std::move(signature));
+}
+
+absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Open(
+    SharedLibrary library, CallSignature signature) {
+  RETURN_IF_ERROR(KeepOpenMpLoaded());
   std::shared_ptr<LoadedGraph> g(new LoadedGraph());
-  ASSIGN_OR_RETURN(g->library_, SharedLibrary::Open(path));
+  g->library_ = std::move(library);
   ASSIGN_OR_RETURN(void* call, g->library_.Symbol("lathe_call_user"));
   g->call_ = reinterpret_cast<LatheCallUserFn>(call);
   if (absl::StatusOr<void*> guards = g->library_.Symbol("lathe_guards");

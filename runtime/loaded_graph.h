@@ -114,6 +114,10 @@ class LoadedGraph {
   // Loads `path` and finds lathe_call_user (and lathe_guards, if present).
   static absl::StatusOr<std::shared_ptr<const LoadedGraph>> Open(
       const std::string& path, CallSignature signature);
+  // The same for a library already loaded (SharedLibrary::OpenImage: the
+  // bytes that were checked).
+  static absl::StatusOr<std::shared_ptr<const LoadedGraph>> Open(
+      SharedLibrary library, CallSignature signature);
 
   // The compiled guards on the views of the user's placeholders (the
   // constants after them are not read): LATHE_GUARDS_HOLD, the index of

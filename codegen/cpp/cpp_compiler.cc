@@ -168,6 +168,7 @@ absl::StatusOr<BuiltLibrary> CompileSharedLibrary(absl::string_view source,
     ASSIGN_OR_RETURN(std::optional<CacheHit> hit, cache->Get(key));
     if (hit) {
       RETURN_IF_ERROR(WriteFileAtomic(lib.path, hit->bytes, false));
+      lib.image = std::move(hit->bytes);
       lib.cache_hit = hit->tier;
       return lib;
     }
@@ -185,10 +186,9 @@ absl::StatusOr<BuiltLibrary> CompileSharedLibrary(absl::string_view source,
         absl::StrCat("the C++ compiler failed on ", lib.source_path, " (",
                      lib.command, "): ", FirstLines(result.output, 8)));
   }
+  ASSIGN_OR_RETURN(lib.image, ReadFileLimited(lib.path, kMaxLibraryBytes));
   if (cache != nullptr) {
-    absl::StatusOr<std::string> so =
-        ReadFileLimited(lib.path, kMaxLibraryBytes);
-    absl::Status stored = so.ok() ? cache->Put(key, *so) : so.status();
+    absl::Status stored = cache->Put(key, lib.image);
     if (!stored.ok()) lib.cache_error = stored.ToString();
   }
   return lib;

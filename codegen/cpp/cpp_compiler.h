@@ -36,6 +36,7 @@ namespace lathe::codegen {
 struct BuiltLibrary {
   std::string source_path;  // dir/kernel.cc
   std::string path;         // dir/kernel.so
+  std::string image;        // its bytes, to load (SharedLibrary::OpenImage)
   std::string command;      // the compiler command line
   double seconds = 0;       // how long the compiler ran (0: a cache hit)
   std::string cache_hit;    // the cache tier it came from; "" if compiled
@@ -60,7 +61,10 @@ absl::StatusOr<std::string> CompilerIdentity(const std::string& compiler);
 // Writes `source` to `dir`/kernel.cc and compiles it into `dir`/kernel.so;
 // a compiler error returns its first lines. With a `cache`, a hit is
 // written to `dir`/kernel.so without compiling, and a compiled library is
-// stored (a failure to store it is only noted in cache_error).
+// stored (a failure to store it is only noted in cache_error). `image`
+// holds the library's bytes either way (the hit the cache verified, or the
+// compiler's output, read once): load those, not the file, so what runs is
+// what was verified or stored.
 absl::StatusOr<BuiltLibrary> CompileSharedLibrary(
     absl::string_view source, const std::string& dir,
     CacheBackend* cache = nullptr);

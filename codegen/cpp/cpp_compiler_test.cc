@@ -1,8 +1,10 @@
 // CompileSharedLibrary with the system compiler and a compile cache: the
 // second build of a source is a disk hit that writes the same, loadable
-// .so without compiling; another source is a miss; a compiler error is
-// not cached; a failure to store is noted, not fatal; a compiler that
-// cannot be identified is an error naming it.
+// .so without compiling; the bytes to load are the ones the cache verified
+// (a kernel.so swapped after the hit changes nothing); under a secret an
+// unsigned entry is compiled over, never loaded; another source is a miss;
+// a compiler error is not cached; a failure to store is noted, not fatal;
+// a compiler that cannot be identified is an error naming it.
 
 #include "codegen/cpp/cpp_compiler.h"
 
@@ -43,19 +45,33 @@ std::string Read(const std::string& path) {
   return bytes.ok() ? *bytes : "";
 }
 
-// Calls lathe_test_answer in the library at `path`.
-int Answer(const std::string& path) {
-  // The library links OpenMP (-fopenmp); kept loaded as LoadedGraph keeps
-  // it, or unloading it with the library leaks its state (LeakSanitizer).
-  static const auto* openmp = new absl::StatusOr<SharedLibrary>(
-      SharedLibrary::Open("libgomp.so.1", /*keep=*/true));
-  EXPECT_OK(openmp->status());
-  absl::StatusOr<SharedLibrary> lib = SharedLibrary::Open(path);
+// Calls lathe_test_answer in `lib`.
+int Answer(const absl::StatusOr<SharedLibrary>& lib) {
   EXPECT_OK(lib.status());
   if (!lib.ok()) return -1;
   absl::StatusOr<void*> f = lib->Symbol("lathe_test_answer");
   EXPECT_OK(f.status());
   return f.ok() ? reinterpret_cast<int (*)()>(*f)() : -1;
+}
+
+// The library links OpenMP (-fopenmp); kept loaded as LoadedGraph keeps it,
+// or unloading it with the library leaks its state (LeakSanitizer).
+void KeepOpenMp() {
+  static const auto* openmp = new absl::StatusOr<SharedLibrary>(
+      SharedLibrary::Open("libgomp.so.1", /*keep=*/true));
+  EXPECT_OK(openmp->status());
+}
+
+// Calls lathe_test_answer in the library at `path`.
+int Answer(const std::string& path) {
+  KeepOpenMp();
+  return Answer(SharedLibrary::Open(path));
+}
+
+// Calls lathe_test_answer in the library `built` holds (its image).
+int Answer(const BuiltLibrary& built) {
+  KeepOpenMp();
+  return Answer(SharedLibrary::OpenImage(built.image, built.path));
 }
 
 TEST(CompileSharedLibraryTest, TheSecondBuildIsADiskHitThatLoads) {
@@ -80,6 +96,10 @@ TEST(CompileSharedLibraryTest, TheSecondBuildIsADiskHitThatLoads) {
   EXPECT_EQ(Read(second.source_path), kSource);
   EXPECT_EQ(Read(second.path), Read(first.path));
   EXPECT_EQ(Answer(second.path), 42);
+  // The image is the library's bytes, compiled or hit.
+  EXPECT_EQ(first.image, Read(first.path));
+  EXPECT_EQ(second.image, Read(first.path));
+  EXPECT_EQ(Answer(second), 42);
 
   // Another source is another key.
   const std::string other = absl::StrCat(kSource, "// another\n");
@@ -91,6 +111,51 @@ TEST(CompileSharedLibraryTest, TheSecondBuildIsADiskHitThatLoads) {
                        CompileSharedLibrary(kSource, Dir("plain")));
   EXPECT_EQ(plain.cache_hit, "");
   EXPECT_GT(plain.seconds, 0);
+}
+
+TEST(CompileSharedLibraryTest, WhatLoadsIsTheHitVerifiedNotTheFileWritten) {
+  DiskCache cache(Dir("verified_cache"));
+  ASSERT_OK(CompileSharedLibrary(kSource, Dir("warm"), &cache).status());
+  ASSERT_OK_AND_ASSIGN(BuiltLibrary hit,
+                       CompileSharedLibrary(kSource, Dir("hit"), &cache));
+  ASSERT_EQ(hit.cache_hit, "disk");
+  // The written kernel.so swapped for another library after the hit.
+  ASSERT_OK_AND_ASSIGN(
+      BuiltLibrary other,
+      CompileSharedLibrary("extern \"C\" int lathe_test_answer() { return 7; }",
+                           Dir("other")));
+  ASSERT_OK(WriteFileAtomic(hit.path, other.image));
+  EXPECT_EQ(Answer(hit.path), 7);
+  EXPECT_EQ(Answer(hit), 42);
+}
+
+TEST(CompileSharedLibraryTest, AnEntryWithoutTheSecretsHmacIsNeverLoaded) {
+  const std::string dir = Dir("signed_cache");
+  // Another library planted under kSource's key, unsigned.
+  ASSERT_OK_AND_ASSIGN(
+      BuiltLibrary evil,
+      CompileSharedLibrary(
+          "extern \"C\" int lathe_test_answer() { return 666; }",
+          Dir("evil")));
+  ASSERT_OK_AND_ASSIGN(std::string identity, CompilerIdentity("g++"));
+  DiskCache unsigned_cache(dir);
+  ASSERT_OK(unsigned_cache.Put(CacheKey(kSource, identity, CompilerFlags()),
+                               evil.image));
+  DiskCache::Options options;
+  options.secret = "fleet";
+  DiskCache cache(dir, options);
+  ::testing::internal::CaptureStderr();
+  ASSERT_OK_AND_ASSIGN(BuiltLibrary lib,
+                       CompileSharedLibrary(kSource, Dir("built"), &cache));
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(lib.cache_hit, "");  // compiled, not loaded from the cache
+  EXPECT_EQ(cache.codec().untrusted(), 1);
+  EXPECT_EQ(Answer(lib), 42);
+  // Stored signed now: the next build is a hit.
+  ASSERT_OK_AND_ASSIGN(BuiltLibrary again,
+                       CompileSharedLibrary(kSource, Dir("again"), &cache));
+  EXPECT_EQ(again.cache_hit, "disk");
+  EXPECT_EQ(Answer(again), 42);
 }
 
 TEST(CompileSharedLibraryTest, ACompilerErrorIsNotCached) {

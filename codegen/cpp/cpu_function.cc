@@ -118,7 +118,10 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Compile(
   f->stats_.compiler_seconds = f->built_.seconds;
   f->stats_.cache_hit = f->built_.cache_hit;
   RETURN_IF_ERROR(KeepOpenMpLoaded());
-  ASSIGN_OR_RETURN(f->library_, SharedLibrary::Open(f->built_.path));
+  // The bytes the cache verified (or the compiler wrote), not the file.
+  ASSIGN_OR_RETURN(f->library_,
+                   SharedLibrary::OpenImage(f->built_.image, f->built_.path));
+  f->built_.image = std::string();
   ASSIGN_OR_RETURN(void* call, f->library_.Symbol("lathe_call"));
   f->call_ = reinterpret_cast<LatheCallFn>(call);
   if (wrapper.has_guards) {
@@ -150,7 +153,7 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Compile(
                                    f->output_ranks_.end());
     signature.checks = f->lowered_.program.checks;
     ASSIGN_OR_RETURN(f->user_call_,
-                     LoadedGraph::Open(f->built_.path, std::move(signature)));
+                     LoadedGraph::Open(f->library_, std::move(signature)));
   }
   return f;
 }
