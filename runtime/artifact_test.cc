@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "absl/strings/str_cat.h"
 #include "runtime/checksum.h"
 #include "runtime/file_io.h"
 #include "runtime/tensor.h"
@@ -140,9 +140,9 @@ TEST_F(ArtifactTest, ATruncatedLibraryWithAMatchingManifestIsNeverLoaded) {
   const std::string so = Read(dir_ + "/kernel.so");
   const std::string cut = so.substr(0, so.size() / 2);
   ASSERT_OK(WriteFileAtomic(dir_ + "/kernel.so", cut));
-  EditManifest(absl::StrCat("file kernel.so ", so.size(), " ", Sha256Hex(so)),
-               absl::StrCat("file kernel.so ", cut.size(), " ",
-                            Sha256Hex(cut)));
+  EditManifest(
+      absl::StrCat("file kernel.so ", so.size(), " ", Sha256Hex(so)),
+      absl::StrCat("file kernel.so ", cut.size(), " ", Sha256Hex(cut)));
   EXPECT_THAT(LoadArtifact(dir_),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr(dir_ + "/kernel.so is not a loadable "

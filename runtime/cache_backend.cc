@@ -38,11 +38,10 @@ absl::Status ValidateCacheKey(absl::string_view key) {
 
 std::string EncodeCacheEntry(absl::string_view key, absl::string_view payload,
                              absl::string_view secret) {
-  std::string header = absl::StrCat(kMagic, " ", kCacheEntryFormat, " ", key,
-                                    " ", payload.size(), " ",
-                                    Sha256Hex(payload));
-  const std::string hmac =
-      secret.empty() ? "-" : HmacSha256Hex(secret, header);
+  std::string header =
+      absl::StrCat(kMagic, " ", kCacheEntryFormat, " ", key, " ",
+                   payload.size(), " ", Sha256Hex(payload));
+  const std::string hmac = secret.empty() ? "-" : HmacSha256Hex(secret, header);
   return absl::StrCat(header, " ", hmac, "\n", payload);
 }
 
@@ -83,8 +82,7 @@ absl::StatusOr<std::string> DecodeCacheEntry(absl::string_view key,
   }
   if (!secret.empty()) {
     // The header's text before the HMAC field, exactly as it was signed.
-    absl::string_view signed_text =
-        entry.substr(0, eol - fields[5].size() - 1);
+    absl::string_view signed_text = entry.substr(0, eol - fields[5].size() - 1);
     if (fields[5] == "-") {
       return absl::PermissionDeniedError(
           "compile cache entry has no HMAC, and a cache secret is set");
@@ -107,8 +105,8 @@ std::optional<std::string> CacheEntryCodec::Decode(absl::string_view key,
   if (untrusted_.fetch_add(1) == 0) {
     std::lock_guard<std::mutex> lock(mu_);
     warning_ = absl::StrCat(
-        "lathe: warning: ", where_, ": refused an entry: ",
-        payload.status().message(),
+        "lathe: warning: ", where_,
+        ": refused an entry: ", payload.status().message(),
         " (not written by a holder of LATHE_CACHE_SECRET; compiling instead)");
     std::fprintf(stderr, "%s\n", warning_.c_str());
   }

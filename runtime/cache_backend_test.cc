@@ -114,12 +114,12 @@ TEST(CacheEntryTest, UnderASecretOnlyItsHmacIsTrusted) {
                     HasSubstr("compile cache entry" + what));
   };
   // A well-formed entry written by hand, without the secret.
-  EXPECT_THAT(DecodeCacheEntry(kKey, EncodeCacheEntry(kKey, "payload"), "fleet"),
-              untrusted(" has no HMAC, and a cache secret is set"));
   EXPECT_THAT(
-      DecodeCacheEntry(kKey, EncodeCacheEntry(kKey, "payload", "other"),
-                       "fleet"),
-      untrusted("'s HMAC is not the cache secret's"));
+      DecodeCacheEntry(kKey, EncodeCacheEntry(kKey, "payload"), "fleet"),
+      untrusted(" has no HMAC, and a cache secret is set"));
+  EXPECT_THAT(DecodeCacheEntry(kKey, EncodeCacheEntry(kKey, "payload", "other"),
+                               "fleet"),
+              untrusted("'s HMAC is not the cache secret's"));
   // A payload swapped with its SHA-256 but the old HMAC kept.
   std::string swapped = EncodeCacheEntry(kKey, "evil!!!", "other");
   const std::string hmac = HmacSha256Hex(

@@ -23,7 +23,8 @@ std::string HmacSha256Hex(absl::string_view key, absl::string_view message) {
   // A null key pointer makes OpenSSL reuse a context's key: never pass one.
   static const unsigned char kEmpty = 0;
   HMAC(EVP_sha256(),
-       key.empty() ? &kEmpty : reinterpret_cast<const unsigned char*>(key.data()),
+       key.empty() ? &kEmpty
+                   : reinterpret_cast<const unsigned char*>(key.data()),
        static_cast<int>(key.size()),
        reinterpret_cast<const unsigned char*>(message.data()), message.size(),
        digest, &size);
@@ -32,7 +33,8 @@ std::string HmacSha256Hex(absl::string_view key, absl::string_view message) {
 }
 
 bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
-  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+  return a.size() == b.size() &&
+         CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 }  // namespace lathe

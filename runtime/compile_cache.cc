@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/checksum.h"
 #include "runtime/file_io.h"
@@ -121,10 +121,9 @@ absl::StatusOr<std::optional<CacheHit>> DiskCache::Get(absl::string_view key) {
   // Any entry that cannot be read whole (absent, over the cap, unreadable,
   // not a regular file of this user's) or decoded is a miss; a Put
   // replaces it.
-  absl::StatusOr<std::string> entry =
-      ReadPrivateFile(EntryPath(key),
-                      options_.max_entry_bytes + kMaxCacheEntryHeaderBytes,
-                      options_.owner);
+  absl::StatusOr<std::string> entry = ReadPrivateFile(
+      EntryPath(key), options_.max_entry_bytes + kMaxCacheEntryHeaderBytes,
+      options_.owner);
   if (!entry.ok()) return std::nullopt;
   std::optional<std::string> payload = codec_.Decode(key, *entry);
   if (!payload) return std::nullopt;

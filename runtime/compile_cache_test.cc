@@ -18,8 +18,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <future>
 #include <memory>
@@ -304,16 +304,15 @@ TEST(DiskCacheTest, ASymlinkFifoDeviceOrDirectoryAtAnEntryPathIsAPromptMiss) {
   const std::string path = cache.EntryPath(kKey);
   // A symlink to a good entry (of another key's name) is not followed.
   const std::string target = dir + "/target";
-  ASSERT_OK(WriteFileAtomic(target, EncodeCacheEntry(kKey, "linked"), true,
-                            0600));
+  ASSERT_OK(
+      WriteFileAtomic(target, EncodeCacheEntry(kKey, "linked"), true, 0600));
   ASSERT_EQ(::symlink(target.c_str(), path.c_str()), 0);
   EXPECT_EQ(Lookup(cache, kKey), "<miss>");
   ASSERT_EQ(::unlink(path.c_str()), 0);
   // A FIFO: a blocking open would wait for a writer forever.
   ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
-  std::future<std::string> got = std::async(std::launch::async, [&] {
-    return Lookup(cache, kKey);
-  });
+  std::future<std::string> got =
+      std::async(std::launch::async, [&] { return Lookup(cache, kKey); });
   if (got.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
     ADD_FAILURE() << "Get blocked on a FIFO at " << path;
     int w = ::open(path.c_str(), O_WRONLY | O_NONBLOCK);  // unblock it

@@ -112,8 +112,7 @@ std::string NotPrivate(const struct stat& st, uid_t owner) {
     char mode[8];
     std::snprintf(mode, sizeof(mode), "%04o",
                   static_cast<unsigned>(st.st_mode & 07777));
-    return absl::StrCat("is writable by its group or others (mode ", mode,
-                        ")");
+    return absl::StrCat("is writable by its group or others (mode ", mode, ")");
   }
   return "";
 }
@@ -143,7 +142,8 @@ absl::Status CheckPrivateDirectory(const std::string& dir, uid_t owner) {
         absl::StrCat(dir, " is not a directory"));
   }
   std::string why = NotPrivate(st, owner);
-  if (!why.empty()) return absl::PermissionDeniedError(absl::StrCat(dir, " ", why));
+  if (!why.empty())
+    return absl::PermissionDeniedError(absl::StrCat(dir, " ", why));
   return absl::OkStatus();
 }
 
@@ -189,7 +189,8 @@ absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes,
   if (fd < 0) return Errno(path, "cannot create a temporary file");
   tmp = name.data();
   absl::Status s = WriteAll(fd, path, bytes, durable);
-  if (s.ok() && ::fchmod(fd, static_cast<mode_t>(mode)) != 0) s = Errno(path, "chmod failed");
+  if (s.ok() && ::fchmod(fd, static_cast<mode_t>(mode)) != 0)
+    s = Errno(path, "chmod failed");
   if (::close(fd) != 0 && s.ok()) s = Errno(path, "close failed");
   if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
     s = Errno(path, "cannot rename into place");

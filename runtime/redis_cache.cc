@@ -247,9 +247,9 @@ redisContext* RedisCache::Connection() {
   if (!address_.password.empty()) {
     // AUTH PASSWORD (requirepass) or AUTH USER PASSWORD (an ACL user).
     const bool user = !address_.user.empty();
-    const char* argv[] = {"AUTH",
-                          user ? address_.user.c_str() : address_.password.c_str(),
-                          address_.password.c_str()};
+    const char* argv[] = {
+        "AUTH", user ? address_.user.c_str() : address_.password.c_str(),
+        address_.password.c_str()};
     const size_t lens[] = {
         4, user ? address_.user.size() : address_.password.size(),
         address_.password.size()};
@@ -287,9 +287,9 @@ redisReply* RedisCache::Run(redisContext* c, int argc, const char** argv,
   while (true) {
     redisReader* r = c->reader;
     if (!header_checked && r->len > r->pos) {
-      absl::StatusOr<bool> ok = CheckReplyHeader(
-          absl::string_view(r->buf + r->pos, r->len - r->pos),
-          options_.max_entry_bytes + 1);
+      absl::StatusOr<bool> ok =
+          CheckReplyHeader(absl::string_view(r->buf + r->pos, r->len - r->pos),
+                           options_.max_entry_bytes + 1);
       if (!ok.ok()) {
         Fail(absl::StrCat("refused the reply to ", what, ": it ",
                           ok.status().message()));
@@ -305,8 +305,9 @@ redisReply* RedisCache::Run(redisContext* c, int argc, const char** argv,
       if (reply != nullptr) return static_cast<redisReply*>(reply);
     }
     if (absl::Now() > deadline) {
-      return failed(absl::StrCat("no whole reply within ",
-                                 absl::FormatDuration(options_.transfer_timeout)));
+      return failed(
+          absl::StrCat("no whole reply within ",
+                       absl::FormatDuration(options_.transfer_timeout)));
     }
     if (redisBufferRead(c) != REDIS_OK) return failed(c->errstr);
   }

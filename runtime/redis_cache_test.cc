@@ -82,7 +82,8 @@ TEST(ParseRedisUrlTest, TakesAUserAndPasswordAndNeverShowsThePassword) {
   ASSERT_OK_AND_ASSIGN(a, ParseRedisUrl("redis://:p%40ss%3a%25w@h:1"));
   EXPECT_EQ(a.user, "");
   EXPECT_EQ(a.password, "p@ss:%w");
-  EXPECT_EQ(RedactRedisUrl("redis://lathe:s3cret@h:1"), "redis://lathe:***@h:1");
+  EXPECT_EQ(RedactRedisUrl("redis://lathe:s3cret@h:1"),
+            "redis://lathe:***@h:1");
   EXPECT_EQ(RedactRedisUrl("redis://:s3cret@h:1"), "redis://:***@h:1");
   EXPECT_EQ(RedactRedisUrl("redis://h:1"), "redis://h:1");
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisCache> cache,
@@ -105,8 +106,7 @@ TEST(ParseRedisUrlTest, SaysWhatIsWrongWithAnythingElse) {
        "redis:// over a trusted network or a TLS tunnel"},
       {"redis://h", "has no :PORT"},
       {"redis://:1", "has no host"},
-      {"redis://user@h:1",
-       "names a user without a password (USER:PASSWORD@)"},
+      {"redis://user@h:1", "names a user without a password (USER:PASSWORD@)"},
       {"redis://user:@h:1", "has an empty password"},
       {"redis://u:p%4@h:1",
        "has a malformed %XX escape in its user or password"},
@@ -127,9 +127,10 @@ TEST(ParseRedisUrlTest, SaysWhatIsWrongWithAnythingElse) {
                  HasSubstr(absl::StrCat("remote cache URL '",
                                         RedactRedisUrl(url), "' ", why))))
         << url;
-    EXPECT_THAT(RedisCache::Create(url).status(),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         HasSubstr("(expected redis://[USER:PASSWORD@]HOST:PORT)")))
+    EXPECT_THAT(
+        RedisCache::Create(url).status(),
+        StatusIs(absl::StatusCode::kInvalidArgument,
+                 HasSubstr("(expected redis://[USER:PASSWORD@]HOST:PORT)")))
         << url;
   }
 }
@@ -341,8 +342,8 @@ TEST_F(RedisCacheTest, UnderASecretAValueSetByHandIsAMiss) {
 }
 
 TEST_F(RedisCacheTest, AuthenticatesAsAnAclUser) {
-  ASSERT_OK(redis_->Run({"ACL", "SETUSER", "lathe", "on", ">s3cret p@ss",
-                         "~lathe:*", "+@all"}));
+  ASSERT_OK(redis_->Run(
+      {"ACL", "SETUSER", "lathe", "on", ">s3cret p@ss", "~lathe:*", "+@all"}));
   ASSERT_OK(redis_->Run({"ACL", "SETUSER", "default", "off"}));
   const std::string host_port = redis_->url().substr(8);  // after redis://
   ASSERT_OK_AND_ASSIGN(
@@ -396,9 +397,8 @@ class LyingServer {
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof(addr);
-    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr),
-                     sizeof(addr)),
-              0);
+    EXPECT_EQ(
+        ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
     EXPECT_EQ(::listen(listener_, 1), 0);
     ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
     port_ = ntohs(addr.sin_port);
@@ -473,8 +473,9 @@ TEST(RedisCacheReplyTest, ATrickledReplyIsCutOffAtTheTransferTimeout) {
   EXPECT_EQ(Lookup(*cache, kKey), "<miss>");
   EXPECT_LT(absl::Now() - start, absl::Seconds(2));
   ::testing::internal::GetCapturedStderr();
-  EXPECT_THAT(cache->warning(),
-              HasSubstr("failed during GETRANGE (no whole reply within 500ms)"));
+  EXPECT_THAT(
+      cache->warning(),
+      HasSubstr("failed during GETRANGE (no whole reply within 500ms)"));
 }
 
 TEST_F(RedisCacheTest, ManyThreadsShareOneConnection) {

@@ -54,9 +54,9 @@ void CloseImage(void* handle, int fd, const std::string& loaded) {
 
 absl::Status CheckElfImage(absl::string_view image, absl::string_view name) {
   auto bad = [&](absl::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        name, " is not a loadable shared library: ", why, " (",
-        image.size(), " bytes)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " is not a loadable shared library: ", why, " (",
+                     image.size(), " bytes)"));
   };
   const uint64_t size = image.size();
   Elf64_Ehdr eh;
@@ -65,7 +65,8 @@ absl::Status CheckElfImage(absl::string_view image, absl::string_view name) {
   if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
     return bad("no ELF magic number");
   }
-  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB) {
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_ident[EI_DATA] != ELFDATA2LSB) {
     return bad("not a 64-bit little-endian ELF file");
   }
   if (eh.e_type != ET_DYN) return bad("not a shared object (ET_DYN)");
@@ -84,8 +85,8 @@ absl::Status CheckElfImage(absl::string_view image, absl::string_view name) {
                 sizeof(ph));
     const uint64_t end = ph.p_offset + ph.p_filesz;
     if (ph.p_offset > size || end > size || end < ph.p_offset) {
-      return bad(absl::StrCat("segment ", i, " (bytes ", ph.p_offset, "..",
-                              end, ") lies past its end (truncated?)"));
+      return bad(absl::StrCat("segment ", i, " (bytes ", ph.p_offset, "..", end,
+                              ") lies past its end (truncated?)"));
     }
   }
   const uint64_t sh_end =

@@ -58,8 +58,8 @@ class SharedLibrary {
 //
 // OK when `image` is a 64-bit little-endian ELF shared object for this
 // machine whose program headers, every segment they describe and its
-// section headers lie within its bytes (a truncated library would make the loader touch
-// memory past the end of the file: SIGBUS); otherwise an
+// section headers lie within its bytes (a truncated library would make the
+// loader touch memory past the end of the file: SIGBUS); otherwise an
 // InvalidArgument error naming `name` and what is wrong.
 absl::Status CheckElfImage(absl::string_view image, absl::string_view name);
 

@@ -77,8 +77,9 @@ TEST(SharedLibraryTest, EachImageIsItsOwnLibraryAndLeavesNoDescriptor) {
 TEST(SharedLibraryTest, AnImageThatIsNotAWholeSharedObjectIsNeverLoaded) {
   const std::string image = Image();
   auto refused = [](const std::string& what) {
-    return StatusIs(absl::StatusCode::kInvalidArgument,
-                    HasSubstr("k.so is not a loadable shared library: " + what));
+    return StatusIs(
+        absl::StatusCode::kInvalidArgument,
+        HasSubstr("k.so is not a loadable shared library: " + what));
   };
   EXPECT_THAT(SharedLibrary::OpenImage("", "k.so"),
               refused("shorter than an ELF header (0 bytes)"));
@@ -93,9 +94,9 @@ TEST(SharedLibraryTest, AnImageThatIsNotAWholeSharedObjectIsNeverLoaded) {
   EXPECT_THAT(CheckElfImage(edited(EI_CLASS, &class32, 1), "k.so"),
               refused("not a 64-bit little-endian ELF file"));
   const uint16_t exec = ET_EXEC;
-  EXPECT_THAT(CheckElfImage(edited(offsetof(Elf64_Ehdr, e_type), &exec, 2),
-                            "k.so"),
-              refused("not a shared object (ET_DYN)"));
+  EXPECT_THAT(
+      CheckElfImage(edited(offsetof(Elf64_Ehdr, e_type), &exec, 2), "k.so"),
+      refused("not a shared object (ET_DYN)"));
   const uint16_t arm = EM_ARM;
   EXPECT_THAT(
       CheckElfImage(edited(offsetof(Elf64_Ehdr, e_machine), &arm, 2), "k.so"),
@@ -108,11 +109,12 @@ TEST(SharedLibraryTest, AnImageThatIsNotAWholeSharedObjectIsNeverLoaded) {
   // headers at the end, lies past the end.
   for (size_t keep : {image.size() / 4, image.size() / 2}) {
     EXPECT_THAT(SharedLibrary::OpenImage(image.substr(0, keep), "k.so"),
-                refused("segment ")) << keep;
+                refused("segment "))
+        << keep;
   }
-  EXPECT_THAT(SharedLibrary::OpenImage(image.substr(0, image.size() - 1),
-                                       "k.so"),
-              refused("its section headers lie past its end (truncated?)"));
+  EXPECT_THAT(
+      SharedLibrary::OpenImage(image.substr(0, image.size() - 1), "k.so"),
+      refused("its section headers lie past its end (truncated?)"));
   EXPECT_OK(CheckElfImage(image, "k.so"));
 }
 

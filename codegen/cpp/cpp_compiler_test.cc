@@ -135,8 +135,7 @@ TEST(CompileSharedLibraryTest, AnEntryWithoutTheSecretsHmacIsNeverLoaded) {
   ASSERT_OK_AND_ASSIGN(
       BuiltLibrary evil,
       CompileSharedLibrary(
-          "extern \"C\" int lathe_test_answer() { return 666; }",
-          Dir("evil")));
+          "extern \"C\" int lathe_test_answer() { return 666; }", Dir("evil")));
   ASSERT_OK_AND_ASSIGN(std::string identity, CompilerIdentity("g++"));
   DiskCache unsigned_cache(dir);
   ASSERT_OK(unsigned_cache.Put(CacheKey(kSource, identity, CompilerFlags()),
