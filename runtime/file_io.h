@@ -8,7 +8,9 @@
 // file is written through a unique temporary file created exclusively,
 // fsync'd and renamed into place; a whole directory of files is staged
 // beside its destination and moved there in one step, so a reader sees
-// every file of a run or none.
+// every file of a run or none. A file whose contents will run (a compile
+// cache entry) is read only when it and its directory are its owner's
+// alone (CheckPrivateDirectory, ReadPrivateFile).
 //
 // Example:
 //

@@ -103,6 +103,76 @@ TEST(WriteFileAtomicTest, WithoutDurabilityStillReplacesWhole) {
   EXPECT_THAT(List(dir), ElementsAre("k.so"));
 }
 
+TEST(WriteFileAtomicTest, GivesTheFileItsMode) {
+  const std::string path = Tmp("mode");
+  ASSERT_OK(WriteFileAtomic(path, "x", true, 0600));
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_OK(WriteFileAtomic(path, "x"));
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+}
+
+TEST(CheckPrivateDirectoryTest, SaysWhyADirectoryIsNotPrivate) {
+  const std::string dir = Tmp("private");
+  ASSERT_OK(RemoveTree(dir));
+  EXPECT_THAT(CheckPrivateDirectory(dir, ::geteuid()),
+              lathe::testing::StatusIs(absl::StatusCode::kNotFound,
+                                       dir + ": does not exist"));
+  ASSERT_OK(MakeDirectories(dir, 0700));
+  EXPECT_OK(CheckPrivateDirectory(dir, ::geteuid()));
+  EXPECT_THAT(
+      CheckPrivateDirectory(dir, ::geteuid() + 1),
+      lathe::testing::StatusIs(
+          absl::StatusCode::kPermissionDenied,
+          absl::StrCat(dir, " is owned by uid ", ::geteuid(), ", not by uid ",
+                       ::geteuid() + 1, " (the user running lathe)")));
+  ASSERT_EQ(::chmod(dir.c_str(), 0757), 0);
+  EXPECT_THAT(CheckPrivateDirectory(dir, ::geteuid()),
+              lathe::testing::StatusIs(
+                  absl::StatusCode::kPermissionDenied,
+                  dir + " is writable by its group or others (mode 0757)"));
+  ASSERT_OK(WriteFileAtomic(dir + "/file", "x"));
+  EXPECT_THAT(CheckPrivateDirectory(dir + "/file", ::geteuid()),
+              lathe::testing::StatusIs(absl::StatusCode::kPermissionDenied,
+                                       dir + "/file is not a directory"));
+}
+
+TEST(ReadPrivateFileTest, ReadsOnlyARegularFileOfItsOwnersAlone) {
+  const std::string path = Tmp("owned");
+  ASSERT_OK(WriteFileAtomic(path, "bytes", true, 0600));
+  ASSERT_OK_AND_ASSIGN(std::string got,
+                       ReadPrivateFile(path, 100, ::geteuid()));
+  EXPECT_EQ(got, "bytes");
+  using lathe::testing::StatusIs;
+  EXPECT_THAT(ReadPrivateFile(path, 3, ::geteuid()),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("larger than the limit of 3 bytes")));
+  EXPECT_THAT(ReadPrivateFile(path, 100, ::geteuid() + 1),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr(path + " is owned by uid ")));
+  ASSERT_EQ(::chmod(path.c_str(), 0620), 0);
+  EXPECT_THAT(ReadPrivateFile(path, 100, ::geteuid()),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       path + " is writable by its group or others (mode "
+                              "0620)"));
+  const std::string link = Tmp("owned_link");
+  ::unlink(link.c_str());
+  ASSERT_EQ(::symlink(path.c_str(), link.c_str()), 0);
+  EXPECT_THAT(ReadPrivateFile(link, 100, ::geteuid()),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       link + " is not a regular file"));
+  const std::string fifo = Tmp("owned_fifo");
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THAT(ReadPrivateFile(fifo, 100, ::geteuid()),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       fifo + " is not a regular file"));
+  EXPECT_THAT(ReadPrivateFile(Tmp("absent"), 100, ::geteuid()),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("absent")));
+}
+
 TEST(ListDirectoryTest, ListsSortedNamesOrSaysWhyNot) {
   std::string dir = Tmp("listed");
   ASSERT_OK(MakeDirectories(dir + "/sub"));
