@@ -266,6 +266,18 @@ redisContext* RedisCache::Connection() {
   return context_;
 }
 
+bool RedisCache::Refused(const redisReply* reply, absl::string_view what) {
+  if (reply->type != REDIS_REPLY_ERROR) return false;
+  absl::string_view error(reply->str, reply->len);
+  if (!absl::StartsWith(error, "NOAUTH") &&
+      !absl::StartsWith(error, "NOPERM")) {
+    return false;
+  }
+  Fail(absl::StrCat("refused ", what, " (", error,
+                    "; give credentials as redis://USER:PASSWORD@HOST:PORT)"));
+  return true;
+}
+
 redisReply* RedisCache::Run(redisContext* c, int argc, const char** argv,
                             const size_t* lens, absl::string_view what) {
   const absl::Time deadline = absl::Now() + options_.transfer_timeout;
@@ -328,7 +340,9 @@ absl::StatusOr<std::optional<CacheHit>> RedisCache::Get(absl::string_view key) {
     if (c == nullptr) return std::nullopt;
     ScopedNoSigpipe no_sigpipe;
     Reply reply(Run(c, 4, argv, lens, "GETRANGE"));
-    if (reply == nullptr) return std::nullopt;
+    if (reply == nullptr || Refused(reply.get(), "GETRANGE")) {
+      return std::nullopt;
+    }
     // An error reply (a value of another type) or an empty string (no such
     // key) is a miss.
     if (reply->type != REDIS_REPLY_STRING) return std::nullopt;
@@ -358,8 +372,9 @@ absl::Status RedisCache::Put(absl::string_view key, absl::string_view bytes) {
   if (c == nullptr) return absl::OkStatus();
   ScopedNoSigpipe no_sigpipe;
   Reply reply(Run(c, 3, argv, lens, "SET"));
-  // An error reply (the server out of memory, a read-only replica) leaves
-  // the entry unstored, as a cache may.
+  if (reply != nullptr) Refused(reply.get(), "SET");
+  // Another error reply (the server out of memory, a read-only replica)
+  // leaves the entry unstored, as a cache may.
   return absl::OkStatus();
 }
 

@@ -12,10 +12,10 @@
 // (redis://USER:PASSWORD@HOST:PORT, an ACL user; redis://:PASSWORD@... for
 // requirepass). Every connect and command has a bounded timeout, and a
 // whole command a bound on its total time; when the server is down, slow,
-// drops the connection or answers out of bounds, Get is a miss and Put a
-// no-op, one warning goes to stderr (and stays readable through
-// warning()), and this object never asks the server again: the local
-// tiers carry on. Entries over a size cap are refused by Put and never
+// drops the connection, refuses the credentials (or asks for some: NOAUTH)
+// or answers out of bounds, Get is a miss and Put a no-op, one warning
+// goes to stderr (and stays readable through warning()), and this object
+// never asks the server again: the local tiers carry on. Entries over a size cap are refused by Put and never
 // read whole by Get (GETRANGE), and a reply announcing more bytes than the
 // cap is refused from its header line, before any of it is buffered.
 //
@@ -132,6 +132,10 @@ class RedisCache : public CacheBackend {
   // Gives up on the server for good: frees the connection, records and
   // prints the warning.
   void Fail(absl::string_view what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `reply` (to `what`) says these credentials may not run it
+  // (NOAUTH, NOPERM); if so, Fail has said so.
+  bool Refused(const redisReply* reply, absl::string_view what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string url_;
   const RedisAddress address_;

@@ -358,7 +358,10 @@ TEST_F(RedisCacheTest, AuthenticatesAsAnAclUser) {
       RedisCache::Create("redis://lathe:s3cret%20p%40ss@" + host_port));
   EXPECT_EQ(Lookup(*again, kKey), "redis:so bytes");
   // Without AUTH (the default user is off) nothing is read or written.
+  ::testing::internal::CaptureStderr();
   EXPECT_EQ(Lookup(*cache_, kKey), "<miss>");
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(cache_->warning(), HasSubstr("refused GETRANGE (NOAUTH"));
   // A wrong password is one warning naming the user, never the password.
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisCache> wrong,
                        RedisCache::Create("redis://lathe:guess@" + host_port));
@@ -381,7 +384,16 @@ TEST_F(RedisCacheTest, AuthenticatesWithRequirepass) {
   ASSERT_OK(auth->Put(kKey, "so bytes"));
   EXPECT_EQ(Lookup(*auth, kKey), "redis:so bytes");
   EXPECT_EQ(auth->warning(), "");
-  EXPECT_EQ(Lookup(*cache_, kKey), "<miss>");  // NOAUTH: a miss
+  // Without credentials: NOAUTH, a miss and one warning saying what to do.
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(Lookup(*cache_, kKey), "<miss>");
+  EXPECT_OK(cache_->Put(kKey, "x"));
+  const std::string printed = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(printed, cache_->warning() + "\n");
+  EXPECT_THAT(cache_->warning(),
+              HasSubstr("refused GETRANGE (NOAUTH Authentication required.; "
+                        "give credentials as "
+                        "redis://USER:PASSWORD@HOST:PORT)"));
 }
 
 // A server on a loopback port that answers its first command with a bulk
