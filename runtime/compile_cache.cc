@@ -135,9 +135,8 @@ absl::Status DiskCache::Put(absl::string_view key, absl::string_view bytes) {
   const int64_t size = static_cast<int64_t>(bytes.size());
   if (size > options_.max_entry_bytes)
     return CacheEntryTooLarge(name(), size, options_.max_entry_bytes);
-  if (state_.load(std::memory_order_acquire) == kUnchecked) {
-    RETURN_IF_ERROR(MakeDirectories(dir_, 0700));
-  }
+  // Made again if it was removed since (as the first Put made it).
+  RETURN_IF_ERROR(MakeDirectories(dir_, 0700));
   if (!Trusted()) return absl::OkStatus();  // refused: not used at all
   return WriteFileAtomic(EntryPath(key), codec_.Encode(key, bytes),
                          /*durable=*/true, 0600);

@@ -194,6 +194,11 @@ TEST(DiskCacheTest, WritesOneEntryFileWithTheDocumentedBytes) {
   DiskCache again(dir);
   EXPECT_EQ(Lookup(again, kKey), "so bytes");
   EXPECT_EQ(Lookup(again, kOtherKey), "<miss>");
+  // The directory removed while in use (rm -rf ~/.cache/lathe): made again.
+  ASSERT_OK(RemoveTree(dir));
+  EXPECT_EQ(Lookup(cache, kKey), "<miss>");
+  ASSERT_OK(cache.Put(kKey, "so bytes"));
+  EXPECT_EQ(Lookup(cache, kKey), "so bytes");
 }
 
 TEST(DiskCacheTest, EachDamagedEntryIsAMissThatAPutReplaces) {
