@@ -28,6 +28,39 @@ namespace {
 using ir::Arg;
 using ir::Node;
 
+// native_batch_norm in training mode: PyTorch's kernel updates the running
+// statistics in place although its schema does not mark them written (the
+// only such op in the registry). It becomes the op whose schema says so,
+// _native_batch_norm_legit (the same arguments), or its no_stats overload
+// when there are no statistics, so the writes are functionalized and the
+// caller's tensors updated, as in eager.
+void MarkHiddenWrites(Node* n) {
+  if (n->target() != "aten.native_batch_norm.default") return;
+  std::vector<Arg> args = n->args();
+  for (const auto& [name, arg] : n->kwargs()) {
+    static const char* const kNames[] = {
+        "input",       "weight",   "bias",     "running_mean",
+        "running_var", "training", "momentum", "eps"};
+    for (size_t i = 0; i < 8; ++i) {
+      if (name != kNames[i]) continue;
+      if (args.size() <= i) args.resize(i + 1);
+      args[i] = arg;
+    }
+  }
+  if (args.size() != 8 || args[5].kind != Arg::Kind::kBool || !args[5].b) {
+    return;
+  }
+  bool stats = args[3].kind == Arg::Kind::kNode;
+  if (stats != (args[4].kind == Arg::Kind::kNode)) return;  // the op refuses
+  if (stats) {
+    n->SetArgs(args, {});
+    n->set_target("aten._native_batch_norm_legit.default");
+  } else {
+    n->SetArgs({args[0], args[1], args[2], args[5], args[6], args[7]}, {});
+    n->set_target("aten._native_batch_norm_legit.no_stats");
+  }
+}
+
 // What an eager value is: a view chain from the tensor that owns the storage.
 struct Handle {
   Node* base = nullptr;
@@ -50,6 +83,7 @@ class Functionalizer {
         handles_[n] = {n, {}};
         continue;
       }
+      if (n->kind() == Node::Kind::kCall) MarkHiddenWrites(n);
       if (const ir::OpDef* op = n->kind() == Node::Kind::kCall
                                     ? ir::OpRegistry::Global().Find(n->target())
                                     : nullptr;

@@ -2658,9 +2658,15 @@ absl::StatusOr<NodeValue> SortCall(Lowerer& L, const Call& c, bool topk) {
     return c.Error("dim out of range");
   }
   ASSIGN_OR_RETURN(bool descending, c.Bool(topk ? "largest" : "descending"));
-  bool sorted = true;
+  // topk's sorted; for sort 1, or 2 for a stable sort (sort.stable with
+  // stable=True; None is False), in the same slot.
+  int64_t sorted = 1;
   if (topk) {
-    ASSIGN_OR_RETURN(sorted, c.Bool("sorted"));
+    ASSIGN_OR_RETURN(bool s, c.Bool("sorted"));
+    sorted = s ? 1 : 0;
+  } else if (c.Has("stable")) {
+    ASSIGN_OR_RETURN(bool stable, c.Bool("stable"));
+    sorted = stable ? 2 : 1;
   }
   Expr k = symbolic::Int(-1);
   if (topk) k = rank == 0 ? symbolic::Int(1) : mv.sizes[dim];
@@ -2680,7 +2686,7 @@ absl::StatusOr<NodeValue> SortCall(Lowerer& L, const Call& c, bool topk) {
                          symbolic::Int(dim),
                          symbolic::Int(descending ? 1 : 0),
                          k,
-                         symbolic::Int(sorted ? 1 : 0),
+                         symbolic::Int(sorted),
                          symbolic::Int(keep_order ? 1 : 0)};
   g.insert(g.end(), x.sizes.begin(), x.sizes.end());
   for (const auto& [offset, strides] :
@@ -3189,6 +3195,26 @@ absl::StatusOr<NodeValue> LowerVarMean(Lowerer& L, const Call& c) {
       {TensorValue(vm_boxes.first), TensorValue(vm_boxes.second)});
 }
 
+// `flags` realized as bools, and the host step that binds data-dependent
+// size `u` to how many are true (a sum reduction of them): the count and
+// any later walk must read the same booleans (an expression recomputed in
+// a vector and a scalar loop could round differently and disagree at a
+// threshold), so they are in memory first.
+absl::StatusOr<TBox> BindTrueCount(Lowerer& L, const TBox& flags, Expr u) {
+  ASSIGN_OR_RETURN(TBox keep, L.Realize(CastBox(flags, DType::kBool), nullptr));
+  TensorMeta count_meta;
+  count_meta.dtype = DType::kInt64;
+  std::vector<int64_t> all;
+  for (size_t d = 0; d < flags.sizes.size(); ++d) {
+    all.push_back(static_cast<int64_t>(d));
+  }
+  ASSIGN_OR_RETURN(TBox count,
+                   L.Reduce(CastBox(keep, DType::kInt64), all, ReduceKind::kSum,
+                            DType::kInt64, count_meta, nullptr));
+  L.EmitBind(u, count.buffer, count.offset);
+  return keep;
+}
+
 // nonzero(x): the coordinates of x's nonzero elements in row-major order,
 // an i64 [u0, rank] laid out column-major as PyTorch's CPU kernel writes
 // it. A reduction counts them and a host step binds u0 to the count; then
@@ -3203,18 +3229,7 @@ absl::StatusOr<NodeValue> LowerNonzero(Lowerer& L, const Call& c) {
     return c.Error("expected a result of a fresh data-dependent size");
   }
   const Expr u = m.sizes[0];
-  // In memory first: the count and the walk must see the same booleans
-  // (x's expression recomputed in a vector and a scalar loop could round
-  // differently and disagree at a threshold).
-  ASSIGN_OR_RETURN(TBox keep, L.Realize(CastBox(x, DType::kBool), nullptr));
-  TensorMeta count_meta;
-  count_meta.dtype = DType::kInt64;
-  std::vector<int64_t> all;
-  for (size_t d = 0; d < rank; ++d) all.push_back(static_cast<int64_t>(d));
-  ASSIGN_OR_RETURN(TBox count,
-                   L.Reduce(CastBox(keep, DType::kInt64), all, ReduceKind::kSum,
-                            DType::kInt64, count_meta, nullptr));
-  L.EmitBind(u, count.buffer, count.offset);
+  ASSIGN_OR_RETURN(TBox keep, BindTrueCount(L, x, u));
   int b = L.NewBuffer(DType::kInt64,
                       StorageNumel(m.sizes, m.strides, m.storage_offset));
   Kernel k = RowMajorWalk(L, x.sizes);
@@ -3237,6 +3252,84 @@ absl::StatusOr<NodeValue> LowerNonzero(Lowerer& L, const Call& c) {
   L.Emit(std::move(k));
   return TensorValue(
       L.FromBuffer(b, m.dtype, m.sizes, m.strides, m.storage_offset));
+}
+
+// x [P..., M..., R...] (`lead` dims P) and a mask over M: the result
+// [P..., u, R...] (m), whose row j holds x's elements at the mask's j-th
+// true position in row-major order, as masked_select and x[mask] give. A
+// reduction counts the mask's true elements and a host step binds u to the
+// count; one kernel walks the mask with a running count (a scan) and
+// stores each true position's row; one kernel walks x and stores each
+// element whose mask is true into its row (a masked store: the row is below
+// u, since the count kernel saw the same booleans).
+absl::StatusOr<NodeValue> MaskedRows(Lowerer& L, const Call& c, TBox x,
+                                     const TBox& mask, size_t lead) {
+  const TensorMeta& m = OutMeta(L, c);
+  const size_t mrank = mask.sizes.size();
+  if (m.sizes.size() != x.sizes.size() - mrank + 1 ||
+      !m.sizes[lead].is_symbol() || L.IsBound(m.sizes[lead])) {
+    return c.Error("expected a result of a fresh data-dependent size");
+  }
+  const Expr u = m.sizes[lead];
+  ASSIGN_OR_RETURN(TBox keep, BindTrueCount(L, mask, u));
+  // The row of each true position (0 elsewhere), over the mask's dims.
+  Expr zero = symbolic::Int(0);
+  std::vector<Expr> row_strides = Contiguous(mask.sizes);
+  int rows_b =
+      L.NewBuffer(DType::kInt64, StorageNumel(mask.sizes, row_strides, zero));
+  {
+    Kernel k = RowMajorWalk(L, mask.sizes);
+    const std::vector<Expr> idx = k.sections[0].vars;
+    KernelBuilder kb(&k);
+    ASSIGN_OR_RETURN(int nz, keep.load(kb, idx));
+    kb.Store(rows_b, DType::kInt64, Linear(idx, row_strides, zero),
+             TruePosition(kb, nz));
+    L.Emit(std::move(k));
+  }
+  TBox rows = L.FromBuffer(rows_b, DType::kInt64, mask.sizes, row_strides, zero);
+  int b = L.NewBuffer(m.dtype,
+                      StorageNumel(m.sizes, m.strides, m.storage_offset));
+  Kernel k = L.NewKernel(x.sizes);
+  KernelBuilder kb(&k);
+  std::vector<Expr> at_mask(k.vars.begin() + lead,
+                            k.vars.begin() + lead + mrank);
+  ASSIGN_OR_RETURN(int nz, keep.load(kb, at_mask));
+  ASSIGN_OR_RETURN(int row, rows.load(kb, at_mask));
+  int in_range = kb.Call("lt", {row, kb.Index(u)}, DType::kBool);
+  int store = kb.Call("logical_and", {kb.Cast(nz, DType::kBool), in_range},
+                      DType::kBool);
+  std::vector<Expr> terms = {m.storage_offset};
+  for (size_t d = 0; d < lead; ++d) {
+    terms.push_back(symbolic::Mul(k.vars[d], m.strides[d]));
+  }
+  terms.push_back(symbolic::Mul(IndirectVar(0), m.strides[lead]));
+  for (size_t d = lead + mrank; d < x.sizes.size(); ++d) {
+    terms.push_back(symbolic::Mul(k.vars[d], m.strides[d - mrank + 1]));
+  }
+  ASSIGN_OR_RETURN(int v, x.load(kb, k.vars));
+  kb.MaskedStore(b, m.dtype, symbolic::Add(terms), kb.Cast(v, m.dtype), store,
+                 {row});
+  L.Emit(std::move(k));
+  return TensorValue(
+      L.FromBuffer(b, m.dtype, m.sizes, m.strides, m.storage_offset));
+}
+
+// masked_select(self, mask): MaskedRows over the two broadcast.
+absl::StatusOr<NodeValue> LowerMaskedSelect(Lowerer& L, const Call& c) {
+  ASSIGN_OR_RETURN(TBox self, L.Tensor(c, 0));
+  ASSIGN_OR_RETURN(TBox mask, L.Tensor(c, 1));
+  std::vector<Expr> sizes = self.sizes.size() >= mask.sizes.size()
+                                ? self.sizes
+                                : mask.sizes;
+  // The broadcast shape: a 1 takes the other's size (the meta checked it).
+  for (const TBox* t : {&self, &mask}) {
+    for (size_t e = 0; e < t->sizes.size(); ++e) {
+      Expr& s = sizes[sizes.size() - t->sizes.size() + e];
+      if (IsOne(s)) s = t->sizes[e];
+    }
+  }
+  return MaskedRows(L, c, L.Broadcast(self, sizes), L.Broadcast(mask, sizes),
+                    0);
 }
 
 // _assert_scalar(cond, message): a host step checks the condition where it
@@ -3418,6 +3511,25 @@ absl::StatusOr<AdvancedIndex> AdvancedIndexOf(Lowerer& L, const Call& c,
 absl::StatusOr<NodeValue> LowerIndex(Lowerer& L, const Call& c) {
   const TensorMeta& m = OutMeta(L, c);
   ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  // x[mask] (a bool mask, every other index None): MaskedRows.
+  if (const Bound& list = c.at(1);
+      list.arg != nullptr && list.arg->kind == Arg::Kind::kList) {
+    std::optional<size_t> mask_at;
+    int tensors = 0;
+    for (size_t d = 0; d < list.arg->list.size(); ++d) {
+      const Arg& a = list.arg->list[d];
+      if (a.kind != Arg::Kind::kNode) continue;
+      ++tensors;
+      const NodeValue& v = L.value(a.node);
+      if (v.kind == NodeValue::Kind::kTensor && v.t.dtype == DType::kBool) {
+        mask_at = d;
+      }
+    }
+    if (mask_at.has_value() && tensors == 1) {
+      return MaskedRows(L, c, x, L.value(list.arg->list[*mask_at].node).t,
+                        *mask_at);
+    }
+  }
   ASSIGN_OR_RETURN(x, L.Realize(x, nullptr));
   ASSIGN_OR_RETURN(AdvancedIndex ai, AdvancedIndexOf(L, c, x));
   TBox t = IndirectBox(L, c, x, m.sizes, ai.lookups, ai.direct);
@@ -3487,6 +3599,26 @@ absl::StatusOr<NodeValue> LowerIndexPut(Lowerer& L, const Call& c) {
                      L.Broadcast(values, ai.sizes), accumulate ? "add" : "");
 }
 
+// The lowest (or highest) value of the integer `dtype`.
+int64_t IntLimit(DType dtype, bool lowest) {
+  switch (dtype) {
+    case DType::kBool:
+      return lowest ? 0 : 1;
+    case DType::kUInt8:
+      return lowest ? 0 : 255;
+    case DType::kInt8:
+      return lowest ? -128 : 127;
+    case DType::kInt16:
+      return lowest ? -32768 : 32767;
+    case DType::kInt32:
+      return lowest ? std::numeric_limits<int32_t>::min()
+                    : std::numeric_limits<int32_t>::max();
+    default:
+      return lowest ? std::numeric_limits<int64_t>::min()
+                    : std::numeric_limits<int64_t>::max();
+  }
+}
+
 // scatter(self, dim, index, src | value [, reduce]), scatter_add and
 // scatter_reduce (sum, prod, mean, amax, amin; include_self): for every
 // element i of index, self[i with dim replaced by index[i]] is set to (or
@@ -3519,9 +3651,6 @@ absl::StatusOr<NodeValue> LowerScatterDim(Lowerer& L, const Call& c) {
     } else {
       return c.Error(absl::StrCat("reduce '", reduce, "' is not supported"));
     }
-    if ((mean || !include_self) && !IsFloatingPoint(x.dtype)) {
-      return c.Error("an integer mean or include_self=False is not supported");
-    }
   }
   ASSIGN_OR_RETURN(TBox src, L.Operand(c, 3, x.dtype));
   // A tensor src is read at index's elements; a number is broadcast.
@@ -3542,9 +3671,13 @@ absl::StatusOr<NodeValue> LowerScatterDim(Lowerer& L, const Call& c) {
   RETURN_IF_ERROR(L.Store(b, m.strides, m.storage_offset, x));
   TBox out = L.FromBuffer(b, m.dtype, m.sizes, m.strides, m.storage_offset);
   if (!include_self) {
-    RETURN_IF_ERROR(
-        IndirectStore(L, c, out, index.sizes, lookups, direct,
-                      L.NumberBox(symbolic::Float(identity), m.dtype), ""));
+    // Integers' amax / amin start from the dtype's lowest / highest.
+    Expr start = IsFloatingPoint(m.dtype) ? symbolic::Float(identity)
+                 : std::isinf(identity)
+                     ? symbolic::Int(IntLimit(m.dtype, identity < 0))
+                     : symbolic::Int(static_cast<int64_t>(identity));
+    RETURN_IF_ERROR(IndirectStore(L, c, out, index.sizes, lookups, direct,
+                                  L.NumberBox(start, m.dtype), ""));
   }
   RETURN_IF_ERROR(
       IndirectStore(L, c, out, index.sizes, lookups, direct, value, combine));
@@ -3564,8 +3697,10 @@ absl::StatusOr<NodeValue> LowerScatterDim(Lowerer& L, const Call& c) {
   TBox n = L.Pointwise("maximum",
                        {count, L.NumberBox(symbolic::Int(1), DType::kInt64)},
                        DType::kInt64, compute, m.sizes);
-  return TensorValue(
-      L.Pointwise("truediv", {out, n}, compute, m.dtype, m.sizes));
+  // PyTorch divides an integer mean with rounding_mode="floor".
+  return TensorValue(L.Pointwise(
+      IsFloatingPoint(m.dtype) ? "truediv" : "floordiv", {out, n}, compute,
+      m.dtype, m.sizes));
 }
 
 // index_add(self, dim, index, source, alpha): source's slice k (along dim)
@@ -3859,6 +3994,7 @@ const absl::flat_hash_map<std::string, LowerFn>& Table() {
     T["aten.convolution.default"] = LowerConvolution;
     T["aten.masked_scatter.default"] = LowerMaskedScatter;
     T["aten.nonzero.default"] = LowerNonzero;
+    T["aten.masked_select.default"] = LowerMaskedSelect;
     T["aten.round.decimals"] = LowerRoundDecimals;
     T["prims.iota.default"] = LowerArange;
     T["aten.empty_permuted.default"] = FillFn(-1, 0);
@@ -3874,6 +4010,7 @@ const absl::flat_hash_map<std::string, LowerFn>& Table() {
     T["aten.sort.default"] = [](Lowerer& L, const Call& c) {
       return SortCall(L, c, /*topk=*/false);
     };
+    T["aten.sort.stable"] = T["aten.sort.default"];
     T["aten.topk.default"] = [](Lowerer& L, const Call& c) {
       return SortCall(L, c, /*topk=*/true);
     };

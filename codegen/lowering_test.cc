@@ -600,11 +600,11 @@ CHECK:        store buf4[15*x0 + 5*x1 + x2]
 
 // sort and topk are one library call each (runtime/sort.h) writing two
 // buffers, values then indices. The geometry, by hand: dtype f32 (2), rank
-// 2, dim 1, descending/largest, k (-1 for sort; 2), sorted, keep order,
-// sizes [4, 6], x at offset 0 with strides [6, 1], then the values' and
-// the indices' offsets and strides ([6, 1] for sort, [2, 1] for topk).
-// An input eager PyTorch sees expanded (stride 0 along dim) keeps its
-// order: keep order is 1.
+// 2, dim 1, descending/largest, k (-1 for sort; 2), sorted (topk; for sort
+// 2 when stable: sort.stable with stable=True), keep order, sizes [4, 6], x at
+// offset 0 with strides [6, 1], then the values' and the indices' offsets
+// and strides ([6, 1] for sort, [2, 1] for topk). An input eager PyTorch
+// sees expanded (stride 0 along dim) keeps its order: keep order is 1.
 TEST(LoweringTest, SortAndTopkCallTheLibrary) {
   EXPECT_OK(LowerAndFileCheck(R"IR(
 def forward(self, x: "f32[4, 6]", y: "f32[4, 1]"):
@@ -617,12 +617,15 @@ def forward(self, x: "f32[4, 6]", y: "f32[4, 1]"):
     expand = torch.ops.aten.expand.default(y, [4, 6])
     sort_1 = torch.ops.aten.sort.default(expand, 1)
     getitem_4 = sort_1[1]
-    return (getitem, getitem_1, getitem_2, getitem_3, getitem_4)
+    sort_2 = torch.ops.aten.sort.stable(x, stable = True, dim = 0)
+    getitem_5 = sort_2[1]
+    return (getitem, getitem_1, getitem_2, getitem_3, getitem_4, getitem_5)
 )IR",
                               R"(
 CHECK:      kernel k0 extern sort([[V:buf[0-9]+]], [[I:buf[0-9]+]], in0; 2, 2, 1, 1, -1, 1, 0, 4, 6, 0, 6, 1, 0, 6, 1, 0, 6, 1)
 CHECK:      kernel k1 extern sort({{buf[0-9]+}}, {{buf[0-9]+}}, in0; 2, 2, 1, 1, 2, 1, 0, 4, 6, 0, 6, 1, 0, 2, 1, 0, 2, 1)
 CHECK:      kernel k2 extern sort({{buf[0-9]+}}, {{buf[0-9]+}}, in1; 2, 2, 1, 0, -1, 1, 1, 4, 6, 0, 1, 0, 0, 6, 1, 0, 6, 1)
+CHECK:      kernel k3 extern sort({{buf[0-9]+}}, {{buf[0-9]+}}, in0; 2, 2, 0, 0, -1, 2, 0, 4, 6, 0, 6, 1, 0, 6, 1, 0, 6, 1)
 )"));
 }
 

@@ -508,15 +508,15 @@ class GraphParser {
       RETURN_IF_ERROR(graph_->Erase(p));
     }
     for (const auto& [name, at] : flat) {
-      auto it = declared_.find(name);
-      if (it == declared_.end()) {
-        return c.ErrorAt(at, absl::StrCat("flattened input '", name,
-                                          "' has no declaration"));
-      }
       if (graph_->Find(name) != nullptr) {
         return c.ErrorAt(at, absl::StrCat("input '", name, "' appears twice"));
       }
-      graph_->Insert(Node::Kind::kPlaceholder, name, name, {}, {}, it->second);
+      // A leaf make_fx declares nothing for is a Python value it baked into
+      // the graph (a float inside a list or dict: an optimizer's lr): an
+      // unannotated input, as an unannotated parameter of forward is.
+      auto it = declared_.find(name);
+      graph_->Insert(Node::Kind::kPlaceholder, name, name, {}, {},
+                     it == declared_.end() ? ValueMeta() : it->second);
     }
     graph_->pytree_params = std::move(params);
     return absl::OkStatus();
@@ -1111,7 +1111,10 @@ std::string PrintGraph(const Graph& graph, const PrintOptions& options) {
                     "):\n", body);
     std::string flat;
     for (Node* p : graph.Placeholders()) {
-      absl::StrAppend(&out, Annotated(p->name(), p->meta(), options), "; ");
+      // A leaf make_fx baked in is declared nowhere.
+      if (p->meta().kind != ValueMeta::Kind::kNone) {
+        absl::StrAppend(&out, Annotated(p->name(), p->meta(), options), "; ");
+      }
       absl::StrAppend(&flat, p->name(), ", ");
     }
     out.pop_back();

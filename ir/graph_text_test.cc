@@ -179,6 +179,27 @@ TEST(GraphTextTest, MakeFxForms) {
   EXPECT_THAT(PrintGraph(*g, parsed.style),
               HasSubstr("        return pytree.tree_unflatten([add, None], "
                         "self._out_spec)\n"));
+  // A Python float inside a list (an optimizer group's lr) is a leaf make_fx
+  // baked into the graph and declares nowhere: an unannotated input, which
+  // the printer leaves undeclared too.
+  constexpr char kFloatLeaf[] = R"(class _(torch.nn.Module):
+    def forward(self, group):
+        group_1: "f32[5][1]cpu"; group_2: "f32[5][1]cpu";
+
+        group_1, group_2, group_3, = fx_pytree.tree_flatten_spec([group], self._in_spec)
+        mul: "f32[5][1]cpu" = torch.ops.aten.mul.Tensor(group_2, 0.5);  group_2 = None
+        sub: "f32[5][1]cpu" = torch.ops.aten.sub.Tensor(group_1, mul);  group_1 = mul = None
+        return pytree.tree_unflatten([sub], self._out_spec)
+)";
+  ASSERT_OK_AND_ASSIGN(ParsedGraph leaf, ParseGraphWithStyle(kFloatLeaf));
+  ASSERT_EQ(leaf.graph->Placeholders().size(), 3u);
+  EXPECT_EQ(leaf.graph->Placeholders()[2]->name(), "group_3");
+  EXPECT_EQ(leaf.graph->Placeholders()[2]->meta().kind, ValueMeta::Kind::kNone);
+  EXPECT_THAT(PrintGraph(*leaf.graph, leaf.style),
+              HasSubstr("        group_1: \"f32[5][1]cpu\"; group_2: "
+                        "\"f32[5][1]cpu\";\n\n        group_1, group_2, "
+                        "group_3, = fx_pytree.tree_flatten_spec([group], "
+                        "self._in_spec)\n"));
   ASSERT_OK_AND_ASSIGN(ParsedGraph lambda,
                        ParseGraphWithStyle(R"(class <lambda>(torch.nn.Module):
     def forward(self, x_1: "f32[2][1]cpu", n_1):
@@ -276,9 +297,9 @@ TEST(GraphTextTest, ErrorsNameLineAndColumn) {
       {"def forward(self, x):\n    return (x, q)\n",
        "line 2:16: 'q' is not defined"},
       // make_fx's pytree form, malformed.
-      {"def forward(self, x):\n    x_1, = fx_pytree.tree_flatten_spec([x], "
+      {"def forward(self, x):\n    x_1, x_1, = fx_pytree.tree_flatten_spec([x], "
        "self._in_spec)\n    return (x_1,)\n",
-       "line 2:5: flattened input 'x_1' has no declaration"},
+       "line 2:10: input 'x_1' appears twice"},
       {"def forward(self, x, y):\n    x_1: \"f32[2]\"; y_1: \"f32[2]\";\n    "
        "x_1, y_1, = fx_pytree.tree_flatten_spec([y, x], self._in_spec)\n    "
        "return (x_1,)\n",

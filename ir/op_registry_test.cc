@@ -441,9 +441,16 @@ TEST(IndexTest, AdvancedIndexingAndIndexPut) {
                      {V(x), Value::List({V(T({1}, {3}, DType::kInt64))})}),
             "aten.index.Tensor: index 3 is out of bounds for dimension 0 with "
             "size 3");
-  EXPECT_THAT(RunError("aten.index.Tensor",
-                       {V(x), Value::List({V(T({1}, {1}, DType::kBool))})}),
-              HasSubstr("boolean mask"));
+  // A boolean mask of the indexed dims picks the rows where it is true; it
+  // must match those dims, with PyTorch's message.
+  Tensor rows_of = RunT("aten.index.Tensor",
+                        {V(x), Value::List({V(T({3}, {1, 0, 1}, DType::kBool))})});
+  EXPECT_THAT(rows_of.sizes(), ElementsAre(2, 4));
+  EXPECT_THAT(Elements(rows_of), ElementsAre(0, 1, 2, 3, 20, 21, 22, 23));
+  EXPECT_EQ(RunError("aten.index.Tensor",
+                     {V(x), Value::List({V(T({1}, {1}, DType::kBool))})}),
+            "aten.index.Tensor: The shape of the mask [1] at index 0 does not "
+            "match the shape of the indexed tensor [3, 4] at index 0");
   // index_put with accumulate: repeated indices add up.
   Tensor v = T({3}, {1, 2, 3}, DType::kFloat32);
   Tensor z = T({4}, {0, 0, 0, 0});

@@ -322,8 +322,8 @@ absl::StatusOr<AdvancedIndex> InferIndex(const OpCall& c, const Value& self,
     DType dt = DTypeOf(t);
     if (dt == DType::kBool || dt == DType::kUInt8) {
       return c.Error(
-          "indexing with a boolean mask is not supported yet (its size depends "
-          "on data)");
+          "indexing with a boolean mask together with other index tensors is "
+          "not supported yet (its size depends on data)");
     }
     if (!IsIntegral(dt, false)) {
       return c.Error(
@@ -388,8 +388,99 @@ absl::Status ForEachIndexed(const OpCall& c, const Tensor& self,
   return status;
 }
 
+// The one boolean (or uint8) mask of an index list whose other entries are
+// None: the mask's position (the first dim it covers), or -1 when the list
+// has no such mask.
+absl::StatusOr<int64_t> MaskPosition(const OpCall& c, const Value& self,
+                                     const Value& indices) {
+  int64_t at = -1, tensors = 0;
+  for (size_t d = 0; d < indices.list.size(); ++d) {
+    const Value& t = indices.list[d];
+    if (t.is_none()) continue;
+    ++tensors;
+    if (DTypeOf(t) == DType::kBool || DTypeOf(t) == DType::kUInt8) {
+      at = static_cast<int64_t>(d);
+    }
+  }
+  if (at < 0 || tensors != 1) return -1;
+  if (DTypeOf(indices.list[at]) == DType::kUInt8) {
+    return c.Error("indexing with a uint8 mask is deprecated in PyTorch; use "
+                   "a bool mask");
+  }
+  // The mask covers dims [at, at + rank) of self, which must match it.
+  const Value& mask = indices.list[at];
+  std::vector<Expr> in = SizesOf(self), ms = SizesOf(mask);
+  if (at + ms.size() > in.size()) {
+    return c.Error(absl::StrCat("too many indices for tensor of dimension ",
+                                in.size(), " (got ", at + ms.size(), ")"));
+  }
+  for (size_t k = 0; k < ms.size(); ++k) {
+    ASSIGN_OR_RETURN(bool same, Decide(c, symbolic::Eq(ms[k], in[at + k])));
+    if (!same) {
+      return c.Error(absl::StrCat(
+          "The shape of the mask ", ShapeString(ms), " at index ", k,
+          " does not match the shape of the indexed tensor ", ShapeString(in),
+          " at index ", at + k));
+    }
+  }
+  return at;
+}
+
+// The meta of a result of `sizes` whose dim `at` is the number of true
+// elements of a mask: a fresh unbacked size there, contiguous, self's dtype
+// and device.
+absl::StatusOr<Value> MaskedRowsMeta(const OpCall& c, const Value& self,
+                                     std::vector<Expr> sizes, size_t at) {
+  if (c.env() == nullptr) return c.Error("no ShapeEnv for an unbacked value");
+  TensorMeta m;
+  m.dtype = DTypeOf(self);
+  m.device = DeviceOf(self);
+  sizes[at] = c.env()->CreateUnbackedSizeLike();
+  m.sizes = std::move(sizes);
+  m.strides = ContiguousStrides(m.sizes);
+  return Value::OfMeta(m);
+}
+
+// self[mask] (the mask at `at`, covering as many dims as it has): the
+// elements, or rows, where the mask is true, in row-major order: self's
+// dims before the mask, then one of the number of true elements, then
+// self's dims after the mask. Contiguous. In meta mode the count is a fresh
+// unbacked size.
+absl::StatusOr<Value> IndexByMask(const OpCall& c, int64_t at) {
+  const Value& self = c.arg(0);
+  const Value& mask = c.arg(1).list[at];
+  std::vector<Expr> in = SizesOf(self);
+  const size_t mrank = SizesOf(mask).size();
+  if (!Running(self)) {
+    std::vector<Expr> sizes(in.begin(), in.begin() + at);
+    sizes.push_back(symbolic::Int(0));  // the count, filled in
+    sizes.insert(sizes.end(), in.begin() + at + mrank, in.end());
+    return MaskedRowsMeta(c, self, std::move(sizes), at);
+  }
+  const Tensor& s = self.tensor;
+  const Tensor& mk = mask.tensor;
+  std::vector<std::vector<int64_t>> trues;
+  ForEachIndex(mk.sizes(), [&](absl::Span<const int64_t> i) {
+    if (LoadInt(mk, i) != 0) trues.emplace_back(i.begin(), i.end());
+  });
+  std::vector<int64_t> sizes(s.sizes().begin(), s.sizes().begin() + at);
+  sizes.push_back(static_cast<int64_t>(trues.size()));
+  sizes.insert(sizes.end(), s.sizes().begin() + at + mrank, s.sizes().end());
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(sizes, s.dtype()));
+  ForEachIndex(sizes, [&](absl::Span<const int64_t> o) {
+    std::vector<int64_t> from(o.begin(), o.begin() + at);
+    const std::vector<int64_t>& m = trues[o[at]];
+    from.insert(from.end(), m.begin(), m.end());
+    from.insert(from.end(), o.begin() + at + 1, o.end());
+    CopyElement(out, o, s, from);
+  });
+  return Value::OfTensor(out);
+}
+
 absl::StatusOr<Value> Index(const OpCall& c) {
   const Value& self = c.arg(0);
+  ASSIGN_OR_RETURN(int64_t mask_at, MaskPosition(c, self, c.arg(1)));
+  if (mask_at >= 0) return IndexByMask(c, mask_at);
   ASSIGN_OR_RETURN(AdvancedIndex ix, InferIndex(c, self, c.arg(1)));
   ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, Running(self), DTypeOf(self),
                                             DeviceOf(self), ix.sizes));
@@ -717,7 +808,7 @@ void StoreLine(const Line<K>& line, std::vector<int64_t> i, int64_t dim,
 // An ascending sort of a 1-d integer tensor of at least 32768 (PyTorch's
 // GRAIN_SIZE) elements takes PyTorch's radix sort path, which is stable.
 template <typename K>
-void SortLines(const Tensor& s, int64_t dim, bool descending,
+void SortLines(const Tensor& s, int64_t dim, bool descending, bool stable,
                const Tensor& values, const Tensor& indices) {
   bool broadcast = s.dim() > 0 && s.strides()[dim] == 0;
   bool radix = s.dim() == 1 && !descending &&
@@ -727,10 +818,11 @@ void SortLines(const Tensor& s, int64_t dim, bool descending,
     if (radix) {
       std::stable_sort(line.begin(), line.end(), SortLess<K>);
     } else if (!broadcast) {
-      if (descending) {
-        std::sort(line.begin(), line.end(), SortGreater<K>);
+      auto comp = descending ? SortGreater<K> : SortLess<K>;
+      if (stable) {
+        std::stable_sort(line.begin(), line.end(), comp);
       } else {
-        std::sort(line.begin(), line.end(), SortLess<K>);
+        std::sort(line.begin(), line.end(), comp);
       }
     }
     StoreLine(line, base, dim, values, indices);
@@ -739,9 +831,14 @@ void SortLines(const Tensor& s, int64_t dim, bool descending,
 
 absl::StatusOr<Value> Sort(const OpCall& c) {
   const Value& self = c.arg(0);
-  ASSIGN_OR_RETURN(int64_t dim, c.arg(1).AsInt());
+  ASSIGN_OR_RETURN(int64_t dim, c.arg("dim").AsInt());
   ASSIGN_OR_RETURN(dim, WrapDim(c, dim, RankOf(self)));
-  ASSIGN_OR_RETURN(bool descending, c.arg(2).AsBool());
+  ASSIGN_OR_RETURN(bool descending, c.arg("descending").AsBool());
+  bool stable = false;  // sort.stable's stable=None is False
+  if (int at = c.op().schema.ArgumentIndex("stable");
+      at >= 0 && !c.arg(at).is_none()) {
+    ASSIGN_OR_RETURN(stable, c.arg(at).AsBool());
+  }
   std::vector<Expr> sizes = SizesOf(self);
   std::vector<Expr> strides = EmptyLikeStrides(self);
   ASSIGN_OR_RETURN(Value values, ResultOrEmpty(c, Running(self), DTypeOf(self),
@@ -751,10 +848,10 @@ absl::StatusOr<Value> Sort(const OpCall& c) {
                                  DeviceOf(self), sizes, strides));
   if (Running(self)) {
     if (IsFloatingPoint(DTypeOf(self))) {
-      SortLines<double>(self.tensor, dim, descending, values.tensor,
+      SortLines<double>(self.tensor, dim, descending, stable, values.tensor,
                         indices.tensor);
     } else {
-      SortLines<int64_t>(self.tensor, dim, descending, values.tensor,
+      SortLines<int64_t>(self.tensor, dim, descending, stable, values.tensor,
                          indices.tensor);
     }
   }
@@ -847,6 +944,34 @@ absl::StatusOr<Value> Nonzero(const OpCall& c) {
                    Tensor::EmptyStrided({n, s.dim()}, {1, n}, DType::kInt64));
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t d = 0; d < s.dim(); ++d) StoreInt(out, {r, d}, rows[r][d]);
+  }
+  return Value::OfTensor(out);
+}
+
+// masked_select(self, mask): self's elements where mask is true (the two
+// broadcast), in row-major order: a 1-d tensor of a data-dependent size.
+absl::StatusOr<Value> MaskedSelect(const OpCall& c) {
+  const Value &self = c.arg(0), &mask = c.arg(1);
+  if (DTypeOf(mask) != DType::kBool) {
+    return c.Error(absl::StrCat(
+        "masked_select: expected BoolTensor for mask, but got ",
+        ScalarTypeName(DTypeOf(mask))));
+  }
+  ASSIGN_OR_RETURN(std::vector<Expr> sizes,
+                   BroadcastShapes(c, {SizesOf(self), SizesOf(mask)}));
+  if (!Running(self)) return MaskedRowsMeta(c, self, {symbolic::Int(0)}, 0);
+  ASSIGN_OR_RETURN(std::vector<int64_t> shape, ConcreteSizes(c, sizes));
+  ASSIGN_OR_RETURN(Tensor s, BroadcastView(self.tensor, shape));
+  ASSIGN_OR_RETURN(Tensor m, BroadcastView(mask.tensor, shape));
+  std::vector<std::vector<int64_t>> trues;
+  ForEachIndex(shape, [&](absl::Span<const int64_t> i) {
+    if (LoadInt(m, i) != 0) trues.emplace_back(i.begin(), i.end());
+  });
+  ASSIGN_OR_RETURN(Tensor out,
+                   Tensor::Empty({static_cast<int64_t>(trues.size())},
+                                 s.dtype()));
+  for (size_t k = 0; k < trues.size(); ++k) {
+    CopyElement(out, {static_cast<int64_t>(k)}, s, trues[k]);
   }
   return Value::OfTensor(out);
 }
@@ -1094,6 +1219,10 @@ absl::Status RegisterIndexOps(OpRegistry& r) {
             "values, Tensor indices)",
             Sort));
   RETURN_IF_ERROR(
+      r.Add("sort.stable(Tensor self, *, bool? stable, int dim=-1, bool "
+            "descending=False) -> (Tensor values, Tensor indices)",
+            Sort));
+  RETURN_IF_ERROR(
       r.Add("topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool "
             "sorted=True) -> (Tensor values, Tensor indices)",
             Topk));
@@ -1102,6 +1231,8 @@ absl::Status RegisterIndexOps(OpRegistry& r) {
   RETURN_IF_ERROR(
       r.Add("masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor",
             MaskedScatter));
+  RETURN_IF_ERROR(r.Add("masked_select(Tensor self, Tensor mask) -> Tensor",
+                        MaskedSelect));
   RETURN_IF_ERROR(r.Add(
       "scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str "
       "reduce, *, bool include_self=True) -> Tensor",

@@ -374,8 +374,14 @@ absl::StatusOr<Value> Convolution(const OpCall& c) {
   const Value& bias = c.arg("bias");
   ASSIGN_OR_RETURN(ConvSetup s, SetupConv(c, input, weight, &bias));
   bool running = input.tensor.defined();
-  ASSIGN_OR_RETURN(Value out,
-                   Result(c, running, DTypeOf(input), input, s.out_sizes));
+  // A channels-last input gives a channels-last result (PyTorch's CPU
+  // meta: the input's suggested memory format).
+  ASSIGN_OR_RETURN(
+      Value out,
+      ResultOrEmpty(c, running, DTypeOf(input), DeviceOf(input), s.out_sizes,
+                    SuggestsChannelsLast(input)
+                        ? ChannelsLastStrides(s.out_sizes)
+                        : ContiguousStrides(s.out_sizes)));
   if (!running) return out;
   std::vector<double> x = Elements(input.tensor), w = Elements(weight.tensor);
   std::vector<double> y(out.tensor.numel(), 0.0);
@@ -1533,7 +1539,7 @@ absl::StatusOr<Value> UpsampleBilinear(const OpCall& c) {
 // ---------------------------------------------------------------------------
 // Padding.
 
-// reflection_pad{1,2,3}d / replication_pad{2,3}d: the padding list is
+// reflection_pad{1,2,3}d / replication_pad{1,2,3}d: the padding list is
 // (left, right, top, bottom, front, back), last dim first.
 absl::StatusOr<Value> Pad(const OpCall& c, int nsp, bool reflect) {
   const Value& self = c.arg("self");
@@ -2464,9 +2470,9 @@ absl::StatusOr<Value> BceWithLogits(const OpCall& c) {
 // E], v [B, H, S, E]) -> (output [B, H, L, E], logsumexp [B, H, L]):
 // softmax(q k^T * scale + mask) v, where the mask is attn_mask (of q's
 // dtype, broadcast to [B, H, L, S]) and, with is_causal, -inf above the
-// diagonal; logsumexp is the log of each row's softmax denominator, in
-// float32 (float64 for float64 inputs), laid out as PyTorch's [B, L, H]
-// transposed. Dropout is not supported (dropout_p must be 0).
+// diagonal; the output is laid out as the query (empty_like); logsumexp is
+// the log of each row's softmax denominator, in float32 (float64 for float64
+// inputs), laid out as PyTorch's [B, L, H] transposed. Dropout is not supported (dropout_p must be 0).
 absl::StatusOr<Value> FlashAttentionCpu(const OpCall& c) {
   const Value& q = c.arg("query");
   const Value& k = c.arg("key");
@@ -2538,7 +2544,12 @@ absl::StatusOr<Value> FlashAttentionCpu(const OpCall& c) {
   }
   DType acc = dt == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
   bool running = q.tensor.defined();
-  ASSIGN_OR_RETURN(Value out, Result(c, running, dt, q, qs));
+  // The output is empty_like(query), as PyTorch's meta says: a query that
+  // is a transposed [B, L, H, E] projection (the usual case) gives an output
+  // in that layout, which the view merging its heads relies on.
+  ASSIGN_OR_RETURN(Value out,
+                   ResultOrEmpty(c, running, dt, DeviceOf(q), qs,
+                                 PreservedStrides(qs, StridesOf(q))));
   // logsumexp: [B, H, L] with strides [L * H, 1, H].
   std::vector<Expr> lse_sizes = {qs[0], qs[1], qs[2]};
   std::vector<Expr> lse_strides = {symbolic::Mul({qs[2], qs[1]}),
@@ -2673,13 +2684,15 @@ absl::Status RegisterNnOps(OpRegistry& r) {
                                  {{3, 3}, {4, 4}}));
   // native_batch_norm (running statistics optional): PyTorch's CPU kernel
   // also updates them in place in training mode although its schema does
-  // not say so; lathe's does not write them (graphs mark every write).
+  // not say so, and so does lathe's; functionalization first turns such a
+  // call into _native_batch_norm_legit, whose schema marks the writes
+  // (aot/functionalize.cc).
   RETURN_IF_ERROR(r.Add(
       "native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? "
       "running_mean, Tensor? running_var, bool training, float momentum, "
       "float eps) -> (Tensor, Tensor, Tensor)",
       [](const OpCall& c) {
-        return BatchNormWithStats(c, std::nullopt, /*update=*/false);
+        return BatchNormWithStats(c, std::nullopt, /*update=*/true);
       }));
   RETURN_IF_ERROR(r.Add(
       "_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, "
@@ -2726,6 +2739,9 @@ absl::Status RegisterNnOps(OpRegistry& r) {
   RETURN_IF_ERROR(
       r.Add("reflection_pad3d(Tensor self, SymInt[6] padding) -> Tensor",
             [](const OpCall& c) { return Pad(c, 3, true); }));
+  RETURN_IF_ERROR(
+      r.Add("replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor",
+            [](const OpCall& c) { return Pad(c, 1, false); }));
   RETURN_IF_ERROR(
       r.Add("replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor",
             [](const OpCall& c) { return Pad(c, 2, false); }));

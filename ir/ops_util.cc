@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "check.h"
+#include "runtime/copy.h"
 #include "status_macros.h"
 #include "symbolic/printer.h"
 
@@ -441,6 +442,41 @@ std::vector<symbolic::Expr> PointwiseStrides(
   return out;
 }
 
+bool SuggestsChannelsLast(const Value& t) {
+  std::optional<std::vector<int64_t>> sizes = Concrete(SizesOf(t)),
+                                      strides = Concrete(StridesOf(t));
+  if (!sizes || !strides || (sizes->size() != 4 && sizes->size() != 5)) {
+    return false;
+  }
+  std::vector<int64_t> order = sizes->size() == 4
+                                   ? std::vector<int64_t>{1, 3, 2, 0}
+                                   : std::vector<int64_t>{1, 4, 3, 2, 0};
+  // c10's is_channels_last_strides_{2,3}d_s{4,5}.
+  if ((*strides)[1] == 0) return false;
+  int64_t min = 0;
+  for (int64_t d : order) {
+    if ((*sizes)[d] == 0 || (*strides)[d] < min) return false;
+    if (d == 0 && min == (*strides)[1]) return false;
+    min = (*strides)[d];
+    if ((*sizes)[d] > 1) min *= (*sizes)[d];
+  }
+  return true;
+}
+
+std::vector<symbolic::Expr> ChannelsLastStrides(
+    absl::Span<const symbolic::Expr> sizes) {
+  std::vector<int64_t> order = sizes.size() == 4
+                                   ? std::vector<int64_t>{1, 3, 2, 0}
+                                   : std::vector<int64_t>{1, 4, 3, 2, 0};
+  std::vector<symbolic::Expr> out(sizes.size());
+  symbolic::Expr next = symbolic::Int(1);
+  for (int64_t d : order) {
+    out[d] = next;
+    next = symbolic::Mul(next, sizes[d]);
+  }
+  return out;
+}
+
 std::vector<symbolic::Expr> PreservedStrides(
     absl::Span<const symbolic::Expr> sizes,
     absl::Span<const symbolic::Expr> strides) {
@@ -619,25 +655,25 @@ void CopyElement(const Tensor& dst, absl::Span<const int64_t> dst_index,
 }
 
 absl::Status CopyInto(const Tensor& dst, const Tensor& src) {
-  ASSIGN_OR_RETURN(Tensor view, BroadcastView(src, dst.sizes()));
+  // src may overlap dst: read it whole first, into a copy of its own size
+  // (never more than dst's: it broadcasts to dst). Otherwise nothing is
+  // staged, so the working memory is bounded by the result.
+  Tensor from = src;
+  if (src.storage() == dst.storage()) {
+    ASSIGN_OR_RETURN(from, src.Clone());
+  }
+  ASSIGN_OR_RETURN(Tensor view, BroadcastView(from, dst.sizes()));
+  if (view.dtype() == dst.dtype() && dst.device().is_cpu() &&
+      view.device() == dst.device()) {
+    return CopyTensor(dst, view);
+  }
   bool exact_ints =
       IsIntegral(dst.dtype(), true) && IsIntegral(src.dtype(), true);
-  // Read everything first: src may overlap dst.
-  std::vector<double> doubles;
-  std::vector<int64_t> ints;
   ForEachIndex(dst.sizes(), [&](absl::Span<const int64_t> i) {
     if (exact_ints) {
-      ints.push_back(LoadInt(view, i));
+      StoreInt(dst, i, LoadInt(view, i));
     } else {
-      doubles.push_back(LoadDouble(view, i));
-    }
-  });
-  size_t k = 0;
-  ForEachIndex(dst.sizes(), [&](absl::Span<const int64_t> i) {
-    if (exact_ints) {
-      StoreInt(dst, i, ints[k++]);
-    } else {
-      StoreDouble(dst, i, doubles[k++]);
+      StoreDouble(dst, i, LoadDouble(view, i));
     }
   });
   return absl::OkStatus();

@@ -126,6 +126,20 @@ std::vector<symbolic::Expr> PreservedStrides(
 // order). Contiguous when anything is symbolic.
 std::vector<symbolic::Expr> EmptyLikeStrides(const Value& self);
 
+// SuggestsChannelsLast()
+//
+// PyTorch's suggest_memory_format(t) == channels_last (or channels_last_3d):
+// a 4-d (5-d) tensor of concrete sizes and strides laid out N, spatial...,
+// C innermost by is_channels_last_strides_2d's (3d's) rule, ambiguous
+// layouts counting as contiguous.
+bool SuggestsChannelsLast(const Value& t);
+
+// ChannelsLastStrides()
+//
+// The channels-last (4-d) or channels-last-3d (5-d) strides of `sizes`.
+std::vector<symbolic::Expr> ChannelsLastStrides(
+    absl::Span<const symbolic::Expr> sizes);
+
 // CheckInternalOverlap()
 //
 // TensorIterator's refusal of a written-to `self` whose elements overlap (a

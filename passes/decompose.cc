@@ -17,6 +17,7 @@
 #include "ir/infer_meta.h"
 #include "ir/known_ops.h"
 #include "ir/op_registry.h"
+#include "ir/ops_util.h"
 #include "runtime/dtype.h"
 #include "status_macros.h"
 #include "symbolic/expr.h"
@@ -1457,13 +1458,41 @@ absl::StatusOr<Outputs> EmbeddingBag(Rewriter& r) {
   return Outputs{out, offset2bag, bag_size, max_indices};
 }
 
+// `x` (contiguous, of `like`'s sizes) laid out as empty_like(like): in
+// `like`'s own strides when they are concrete, non-overlapping and dense
+// (PreservedStrides), through a copy in that memory order; x itself
+// otherwise.
+absl::StatusOr<Node*> LaidOutAs(Rewriter& r, Node* x, const TensorMeta& like) {
+  std::vector<Expr> strides = ir::PreservedStrides(like.sizes, like.strides);
+  if (strides == TM(x).strides) return x;
+  // The dims from the outermost (largest stride) in: x permuted so, made
+  // contiguous, holds its elements in `like`'s memory order.
+  std::vector<int64_t> perm(strides.size());
+  for (size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<int64_t>(d);
+  std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
+    return strides[a].int_value() > strides[b].int_value();
+  });
+  ASSIGN_OR_RETURN(Node * p,
+                   r.Call("aten.permute.default", {A(x), IntList(perm)}));
+  ASSIGN_OR_RETURN(p, r.Contiguous(p));
+  std::vector<Arg> sizes, stride_args;
+  for (size_t d = 0; d < strides.size(); ++d) {
+    sizes.push_back(I(like.sizes[d].int_value()));
+    stride_args.push_back(I(strides[d].int_value()));
+  }
+  return r.Call("aten.as_strided.default",
+                {A(p), Arg::List(std::move(sizes)),
+                 Arg::List(std::move(stride_args)), I(0)});
+}
+
 // _scaled_dot_product_flash_attention_for_cpu (dropout_p = 0): the math
 // path, with the scale applied to the scores as the CPU kernel does.
 // scores = bmm(q, k^T) * scale (default 1 / sqrt(E)), -inf above the
 // diagonal when causal (top-left aligned), plus attn_mask; a softmax over
 // the keys by amax, exp and sum, whose log-sum-exp is the second result
 // ([B, H, L] laid out as [B, L, H], as the kernel writes it); then
-// bmm(p, v). All in the computation dtype (float32 for 16-bit floats).
+// bmm(p, v), laid out as the query (empty_like, as PyTorch's meta). All in
+// the computation dtype (float32 for 16-bit floats).
 absl::StatusOr<Outputs> FlashAttentionCpu(Rewriter& r) {
   Node* query = r.Tensor("query");
   Node* key = r.Tensor("key");
@@ -1541,6 +1570,7 @@ absl::StatusOr<Outputs> FlashAttentionCpu(Rewriter& r) {
   ASSIGN_OR_RETURN(
       out, r.Call("aten.view.default", {A(out), Arg::List({b, h, l, e})}));
   ASSIGN_OR_RETURN(out, r.To(out, qm.dtype));
+  ASSIGN_OR_RETURN(out, LaidOutAs(r, out, qm));
   // logsumexp = max + log(sum), [B, H, L] with [B, L, H]'s layout.
   ASSIGN_OR_RETURN(Node * lse, r.Unary("aten.log.default", sum));
   ASSIGN_OR_RETURN(lse, r.Binary("aten.add.Tensor", lse, A(max)));

@@ -84,11 +84,20 @@ void Sgemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a,
   }
 }
 
+// Why this thread's last allocation for generated code failed.
+absl::Status& LastAllocError() {
+  static thread_local absl::Status error;
+  return error;
+}
+
 // Storage handles for generated code: a heap copy of a Storage (one
 // reference); release deletes it.
 void* Alloc(int64_t bytes, void** data) {
   absl::StatusOr<Storage> s = Storage::AllocateUninitialized(bytes);
-  if (!s.ok()) return nullptr;
+  if (!s.ok()) {
+    LastAllocError() = s.status();
+    return nullptr;
+  }
   *data = s->data();
   return new Storage(*std::move(s));
 }
@@ -124,6 +133,12 @@ LatheKernelRuntime SeededKernelRuntime(uint64_t seed) {
   LatheKernelRuntime rt = *KernelRuntime();
   rt.seed = seed;
   return rt;
+}
+
+absl::Status TakeAllocError() {
+  absl::Status s = std::move(LastAllocError());
+  LastAllocError() = absl::OkStatus();
+  return s;
 }
 
 const LatheKernelRuntime* KernelRuntime() {

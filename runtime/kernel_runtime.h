@@ -18,6 +18,7 @@
 
 #include <cstdint>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "runtime/kernel_abi.h"
 
@@ -37,6 +38,13 @@ const LatheKernelRuntime* KernelRuntime();
 //
 // KernelRuntime()'s routines with `seed` for one call's random ops.
 LatheKernelRuntime SeededKernelRuntime(uint64_t seed);
+
+// TakeAllocError()
+//
+// Why the last allocation generated code asked for on this thread failed
+// (the memory limit's message, naming the bytes), and forgets it; OK when
+// none failed since the last call.
+absl::Status TakeAllocError();
 
 // KernelAbiSource()
 //

@@ -343,9 +343,14 @@ absl::Status CallStatus(int rc, absl::Span<const std::string> checks) {
     case LATHE_CALL_BAD_INPUTS:
       return absl::InvalidArgumentError(
           "the inputs do not match the compiled graph's annotations");
-    case LATHE_CALL_NO_MEMORY:
+    case LATHE_CALL_NO_MEMORY: {
+      // The allocator's own message ("allocating N bytes would exceed the
+      // memory limit of M bytes"), as the interpreter gives it.
+      absl::Status why = TakeAllocError();
+      if (!why.ok()) return why;
       return absl::ResourceExhaustedError(
           "out of memory allocating the compiled graph's buffers");
+    }
     case LATHE_CALL_COPY_FAILED:
       return absl::InternalError(
           "the mutation epilogue could not copy an updated value into its "

@@ -9,9 +9,14 @@
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
@@ -218,49 +223,77 @@ bool IsFortranContiguous(const Tensor& t) {
 
 }  // namespace
 
-absl::StatusOr<Tensor> ParseNpy(absl::string_view bytes) {
-  if (bytes.size() < 10) {
-    return At(0, absl::StrCat("file of ", bytes.size(),
-                              " bytes is too short for a .npy header"));
-  }
-  if (bytes.substr(0, 6) != absl::string_view(kMagic, 6)) {
+namespace {
+
+// What a .npy header says: the dtype, the layout and where the data starts.
+struct NpyHeader {
+  DType dtype;
+  bool fortran = false;
+  std::vector<int64_t> shape;
+  std::string descr;
+  size_t data_start = 0;
+  // numel * itemsize; `overflow` when that exceeds 2^64 - 1.
+  uint64_t data_bytes = 0;
+  bool overflow = false;
+};
+
+// The longest header lathe reads (NumPy writes 128 bytes or a little more;
+// its own reader refuses headers over 10000 bytes by default).
+constexpr size_t kMaxHeaderBytes = 1 << 16;
+
+// The bytes of the fixed prefix and header: 10 for version 1, 12 for 2 and
+// 3, then the header length. `prefix` holds at least the first 12 bytes or
+// the whole file if shorter.
+absl::StatusOr<size_t> HeaderEnd(absl::string_view prefix) {
+  if (prefix.size() >= 6 && prefix.substr(0, 6) != absl::string_view(kMagic, 6)) {
     return At(0, "not a .npy file (missing the \\x93NUMPY magic)");
   }
-  uint8_t major = static_cast<uint8_t>(bytes[6]);
+  if (prefix.size() < 10) {
+    return At(0, absl::StrCat("file of ", prefix.size(),
+                              " bytes is too short for a .npy header"));
+  }
+  uint8_t major = static_cast<uint8_t>(prefix[6]);
   size_t header_len, header_start;
   if (major == 1) {
-    header_len = static_cast<uint8_t>(bytes[8]) |
-                 (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
+    header_len = static_cast<uint8_t>(prefix[8]) |
+                 (static_cast<size_t>(static_cast<uint8_t>(prefix[9])) << 8);
     header_start = 10;
   } else if (major == 2 || major == 3) {
-    if (bytes.size() < 12) return At(8, "truncated header length");
+    if (prefix.size() < 12) return At(8, "truncated header length");
     header_len = 0;
     for (int k = 0; k < 4; ++k) {
-      header_len |= static_cast<size_t>(static_cast<uint8_t>(bytes[8 + k]))
+      header_len |= static_cast<size_t>(static_cast<uint8_t>(prefix[8 + k]))
                     << (8 * k);
     }
     header_start = 12;
   } else {
     return At(6,
               absl::StrCat("unsupported .npy version ", major, ".",
-                           static_cast<int>(static_cast<uint8_t>(bytes[7]))));
+                           static_cast<int>(static_cast<uint8_t>(prefix[7]))));
   }
-  if (header_len > bytes.size() - header_start) {
+  if (header_len > kMaxHeaderBytes) {
     return At(8, absl::StrCat("header length ", header_len,
-                              " runs past the end of the ", bytes.size(),
-                              "-byte file"));
+                              " is over the limit of ", kMaxHeaderBytes,
+                              " bytes"));
   }
-  absl::string_view header = bytes.substr(header_start, header_len);
-  std::string descr;
-  bool fortran = false;
-  std::vector<int64_t> shape;
+  return header_start + header_len;
+}
+
+// Parses the header of `bytes`, which holds at least HeaderEnd() bytes.
+absl::StatusOr<NpyHeader> ParseHeader(absl::string_view bytes,
+                                      size_t header_end) {
+  size_t header_start = static_cast<uint8_t>(bytes[6]) == 1 ? 10 : 12;
+  absl::string_view header =
+      bytes.substr(header_start, header_end - header_start);
+  NpyHeader h;
   HeaderParser parser(header, header_start);
-  RETURN_IF_ERROR(parser.Parse(&descr, &fortran, &shape));
+  RETURN_IF_ERROR(parser.Parse(&h.descr, &h.fortran, &h.shape));
   std::optional<DType> dtype;
   for (const DescrInfo& d : kDescrs) {
-    if (descr == d.descr) dtype = d.dtype;
+    if (h.descr == d.descr) dtype = d.dtype;
   }
   if (!dtype) {
+    const std::string& descr = h.descr;
     if (!descr.empty() && descr[0] == '>' && descr.size() > 2 &&
         descr.substr(2) != "1") {
       return At(parser.descr_at(), absl::StrCat("big-endian data ('", descr,
@@ -272,53 +305,80 @@ absl::StatusOr<Tensor> ParseNpy(absl::string_view bytes) {
                            "' (expected one of <f2, |V2 (bf16), <f4, <f8, |i1, "
                            "<i2, <i4, <i8, |u1, |b1)"));
   }
-  size_t data_start = header_start + header_len;
-  uint64_t available = bytes.size() - data_start;
+  h.dtype = *dtype;
+  h.data_start = header_end;
   // numel * itemsize, checked against the bytes present before allocating.
-  uint64_t needed = ItemSize(*dtype);
+  uint64_t needed = ItemSize(h.dtype);
   bool overflow = false;
-  for (int64_t d : shape) {
+  for (int64_t d : h.shape) {
     overflow |=
         __builtin_mul_overflow(needed, static_cast<uint64_t>(d), &needed);
   }
   bool empty = false;
-  for (int64_t d : shape) empty |= d == 0;
+  for (int64_t d : h.shape) empty |= d == 0;
   if (empty) {
     needed = 0;
     overflow = false;
   }
-  if (overflow || needed != available) {
-    return At(
-        data_start,
-        absl::StrCat(
-            "data has ", available, " bytes but shape (",
-            absl::StrJoin(shape, ", "), ") of ", descr, " needs ",
-            overflow ? "more than 18446744073709551615" : absl::StrCat(needed),
-            " bytes"));
-  }
+  h.data_bytes = needed;
+  h.overflow = overflow;
+  return h;
+}
+
+// The error for `available` data bytes where `h` needs another count.
+absl::Status DataSizeMismatch(const NpyHeader& h, absl::string_view available) {
+  return At(h.data_start,
+            absl::StrCat("data has ", available, " bytes but shape (",
+                         absl::StrJoin(h.shape, ", "), ") of ", h.descr,
+                         " needs ",
+                         h.overflow ? "more than 18446744073709551615"
+                                    : absl::StrCat(h.data_bytes),
+                         " bytes"));
+}
+
+// The tensor `h` describes over `storage` (its data, already in place);
+// checks bool values.
+absl::StatusOr<Tensor> Finish(const NpyHeader& h, Storage storage) {
   std::vector<int64_t> strides;
-  if (fortran) {
+  if (h.fortran) {
     int64_t acc = 1;
-    for (int64_t d : shape) {
+    for (int64_t d : h.shape) {
       strides.push_back(acc);
       acc *= std::max<int64_t>(d, 1);
     }
   } else {
-    strides = ContiguousStrides(shape);
+    strides = ContiguousStrides(h.shape);
   }
-  ASSIGN_OR_RETURN(Storage storage, Storage::Allocate(available));
-  std::memcpy(storage.data(), bytes.data() + data_start, available);
-  if (*dtype == DType::kBool) {
+  if (h.dtype == DType::kBool) {
     const uint8_t* p = static_cast<const uint8_t*>(storage.data());
-    for (uint64_t k = 0; k < available; ++k) {
+    for (uint64_t k = 0; k < h.data_bytes; ++k) {
       if (p[k] > 1) {
-        return At(data_start + k,
+        return At(h.data_start + k,
                   absl::StrCat("bool value ", static_cast<int>(p[k]),
                                " is not 0 or 1"));
       }
     }
   }
-  return Tensor::Wrap(std::move(storage), *dtype, shape, strides, 0);
+  return Tensor::Wrap(std::move(storage), h.dtype, h.shape, strides, 0);
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> ParseNpy(absl::string_view bytes) {
+  ASSIGN_OR_RETURN(size_t header_end, HeaderEnd(bytes.substr(0, 12)));
+  if (header_end > bytes.size()) {
+    return At(8, absl::StrCat("header length ", header_end - (bytes[6] == 1 ? 10 : 12),
+                              " runs past the end of the ", bytes.size(),
+                              "-byte file"));
+  }
+  ASSIGN_OR_RETURN(NpyHeader h, ParseHeader(bytes, header_end));
+  uint64_t available = bytes.size() - h.data_start;
+  if (h.overflow || h.data_bytes != available) {
+    return DataSizeMismatch(h, absl::StrCat(available));
+  }
+  ASSIGN_OR_RETURN(Storage storage, Storage::Allocate(available));
+  std::memcpy(storage.data(), bytes.data() + h.data_start, available);
+  return Finish(h, std::move(storage));
 }
 
 absl::StatusOr<std::string> EncodeNpy(const Tensor& t) {
@@ -373,10 +433,86 @@ absl::StatusOr<std::string> EncodeNpy(const Tensor& t) {
   return out;
 }
 
+namespace {
+
+// Reads up to `n` bytes of `fd` into `dst`; the count read (less at the end
+// of the file).
+absl::StatusOr<uint64_t> ReadUpTo(int fd, const std::string& path, char* dst,
+                                  uint64_t n) {
+  uint64_t got = 0;
+  while (got < n) {
+    size_t chunk = static_cast<size_t>(std::min<uint64_t>(n - got, 1 << 20));
+    ssize_t r = ::read(fd, dst + got, chunk);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      return absl::InternalError(
+          absl::StrCat(path, ": read failed: ", std::strerror(errno)));
+    }
+    if (r == 0) break;
+    got += static_cast<uint64_t>(r);
+  }
+  return got;
+}
+
+// Reads the .npy file open at `fd`: the prefix, then the header, then
+// exactly the data the header describes; nothing past what a valid file of
+// that header holds is read, and the data goes straight into the tensor.
+absl::StatusOr<Tensor> ReadNpyFd(int fd, const std::string& path,
+                                 int64_t max_bytes) {
+  std::string head(12, '\0');
+  ASSIGN_OR_RETURN(uint64_t got, ReadUpTo(fd, path, head.data(), 12));
+  head.resize(got);
+  ASSIGN_OR_RETURN(size_t header_end, HeaderEnd(head));
+  if (header_end > head.size()) {
+    size_t had = head.size();
+    head.resize(header_end);
+    ASSIGN_OR_RETURN(got, ReadUpTo(fd, path, head.data() + had,
+                                   header_end - had));
+    if (had + got < header_end) {
+      return At(8, absl::StrCat("header length ",
+                                header_end - (head[6] == 1 ? 10 : 12),
+                                " runs past the end of the ", had + got,
+                                "-byte file"));
+    }
+  }
+  ASSIGN_OR_RETURN(NpyHeader h, ParseHeader(head, header_end));
+  if (h.overflow || h.data_bytes > static_cast<uint64_t>(max_bytes)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "shape (", absl::StrJoin(h.shape, ", "), ") of ", h.descr, " needs ",
+        h.overflow ? "more than 18446744073709551615"
+                   : absl::StrCat(h.data_bytes),
+        " bytes, over the limit of ", max_bytes, " bytes"));
+  }
+  ASSIGN_OR_RETURN(Storage storage, Storage::AllocateUninitialized(
+                                        static_cast<int64_t>(h.data_bytes)));
+  ASSIGN_OR_RETURN(got, ReadUpTo(fd, path, static_cast<char*>(storage.data()),
+                                 h.data_bytes));
+  if (got < h.data_bytes) return DataSizeMismatch(h, absl::StrCat(got));
+  char extra;
+  ASSIGN_OR_RETURN(got, ReadUpTo(fd, path, &extra, 1));
+  if (got != 0) {
+    return DataSizeMismatch(h, absl::StrCat("more than ", h.data_bytes));
+  }
+  return Finish(h, std::move(storage));
+}
+
+}  // namespace
+
 absl::StatusOr<Tensor> ReadNpy(const std::string& path, int64_t max_bytes) {
-  ASSIGN_OR_RETURN(std::string bytes, ReadFileLimited(path, max_bytes));
-  absl::StatusOr<Tensor> t = ParseNpy(bytes);
-  if (!t.ok()) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(
+        absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  }
+  struct stat st;
+  absl::StatusOr<Tensor> t;
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    t = absl::InvalidArgumentError("is a directory, not a file");
+  } else {
+    t = ReadNpyFd(fd, path, max_bytes);
+  }
+  ::close(fd);
+  if (!t.ok() && !absl::StartsWith(t.status().message(), path + ": ")) {
     return absl::Status(t.status().code(),
                         absl::StrCat(path, ": ", t.status().message()));
   }

@@ -42,9 +42,12 @@ absl::StatusOr<std::string> EncodeNpy(const Tensor& t);
 
 // ReadNpy()
 //
-// ParseNpy() of the file at `path`, read once (a pipe works) and refused
-// when larger than `max_bytes` (by default the host memory limit, see
-// storage.h); errors start with the path.
+// The tensor in the .npy file at `path` (a pipe works), read header first:
+// the magic, the header, then exactly the data the header describes and one
+// byte more, straight into the tensor's storage. A file that is not a .npy,
+// data over `max_bytes` (by default the host memory limit, see storage.h) or
+// data of another size than the header says is refused after reading at
+// most the header and that much; errors start with the path.
 absl::StatusOr<Tensor> ReadNpy(const std::string& path,
                                int64_t max_bytes = HostMemoryLimit());
 

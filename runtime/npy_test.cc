@@ -1,8 +1,13 @@
 #include "runtime/npy.h"
 
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -192,16 +197,62 @@ TEST(NpyTest, FailedWritesLeaveNothingBehind) {
 }
 
 TEST(NpyTest, ReadsAreBounded) {
-  // A symlink to /dev/zero (or any endless input) is refused at the limit
-  // instead of exhausting memory.
-  absl::StatusOr<Tensor> z = ReadNpy("/dev/zero", 4096);
+  // A symlink to /dev/zero (or any endless input) is refused at its first
+  // bytes, without reading on.
+  absl::StatusOr<Tensor> z = ReadNpy("/dev/zero");
   EXPECT_EQ(z.status().message(),
-            "/dev/zero: larger than the limit of 4096 bytes");
+            "/dev/zero: byte 0: not a .npy file (missing the \\x93NUMPY "
+            "magic)");
+  std::string link = lathe::testing::TestTmpPath("zero.npy");
+  ::unlink(link.c_str());
+  ASSERT_EQ(::symlink("/dev/zero", link.c_str()), 0);
+  EXPECT_THAT(std::string(ReadNpy(link).status().message()),
+              HasSubstr("zero.npy: byte 0: not a .npy file"));
+  // The header is read first: data the limit cannot hold is refused before
+  // any of it is read.
   std::string path = lathe::testing::TestTmpPath("bounded.npy");
   ASSERT_OK(WriteNpy(path, *Tensor::Empty({64}, DType::kFloat64)));
   EXPECT_OK(ReadNpy(path));
-  EXPECT_THAT(std::string(ReadNpy(path, 100).status().message()),
-              HasSubstr("bounded.npy: larger than the limit of 100 bytes"));
+  EXPECT_EQ(ReadNpy(path, 100).status().message(),
+            absl::StrCat(path, ": shape (64) of <f8 needs 512 bytes, over the "
+                               "limit of 100 bytes"));
+  std::string huge = lathe::testing::TestTmpPath("huge.npy");
+  {
+    std::ofstream f(huge, std::ios::binary);
+    f << Header("{'descr': '<f4', 'fortran_order': False, 'shape': "
+                "(1000000000000,), }");
+  }
+  EXPECT_THAT(ReadNpy(huge), StatusIs(absl::StatusCode::kResourceExhausted,
+                                      HasSubstr("needs 4000000000000 bytes")));
+}
+
+// A valid header followed by endless data (a pipe whose writer never stops)
+// is read up to the header's size and one byte more, then refused.
+TEST(NpyTest, EndlessDataAfterAValidHeaderIsRefusedAtTheHeadersSize) {
+  std::signal(SIGPIPE, SIG_IGN);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::string header =
+      Header("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }");
+  std::atomic<int64_t> written{0};
+  std::thread writer([&] {
+    std::string chunk = header;
+    while (true) {
+      ssize_t n = ::write(fds[1], chunk.data(), chunk.size());
+      if (n <= 0) break;
+      written += n;
+      chunk.assign(4096, '\0');
+    }
+    ::close(fds[1]);
+  });
+  absl::StatusOr<Tensor> t = ReadNpy(absl::StrCat("/proc/self/fd/", fds[0]));
+  ::close(fds[0]);
+  writer.join();
+  EXPECT_THAT(t, StatusIs(absl::StatusCode::kInvalidArgument,
+                          HasSubstr("data has more than 8 bytes but shape (2) "
+                                    "of <f4 needs 8 bytes")));
+  // The writer stopped when the reader closed: a pipe's buffer, not more.
+  EXPECT_LT(written.load(), 1 << 20);
 }
 
 }  // namespace

@@ -83,7 +83,8 @@ struct Geometry {
   int64_t rank, dim;
   bool descending;  // sort; topk: largest
   int64_t k;        // -1: sort
-  bool sorted;
+  bool sorted;  // topk
+  bool stable;  // sort: std::stable_sort
   bool keep_order;
   const int64_t* sizes;
   int64_t x_offset;
@@ -102,6 +103,7 @@ Geometry Parse(const int64_t* g) {
   r.descending = g[3] != 0;
   r.k = g[4];
   r.sorted = g[5] != 0;
+  r.stable = g[5] == 2;
   r.keep_order = g[6] != 0;
   const int64_t* p = g + 7;
   r.sizes = p;
@@ -161,7 +163,10 @@ void Lines(const Geometry& g, const void* x, void* values, int64_t* indices) {
       }
     } else if (radix) {
       std::stable_sort(line.begin(), line.end(), SortLess<K>);
-    } else if (!g.keep_order) {
+    } else if (g.keep_order) {
+    } else if (g.stable) {
+      std::stable_sort(line.begin(), line.end(), comp);
+    } else {
       std::sort(line.begin(), line.end(), comp);
     }
     for (int64_t j = 0; j < keep; ++j) {

@@ -7,9 +7,9 @@
 // any dtype, its values and their int64 indices written to two strided
 // outputs. The order, ties included, is PyTorch's CPU kernels' (and the
 // reference interpreter's, ir/ops_index.cc): NaN is larger than every
-// number; sort is std::sort over (value, index) pairs (a stable sort for an
-// ascending 1-d integer sort of at least 32768 elements, PyTorch's radix
-// path), and a line the caller marks (a dimension of stride 0 in eager
+// number; sort is std::sort over (value, index) pairs (std::stable_sort for
+// sort.stable with stable=True, and for an ascending 1-d integer sort of at
+// least 32768 elements, PyTorch's radix path), and a line the caller marks (a dimension of stride 0 in eager
 // PyTorch, where the kernel skips sorting) keeps its order; topk is
 // std::partial_sort when k * 64 <= n, else std::nth_element, then std::sort
 // of the first k - 1 when sorted.
@@ -17,7 +17,8 @@
 // The geometry is one int64 array, so the ABI entry stays one C signature:
 //
 //   dtype (lathe::DType), rank, dim, descending (sort) or largest (topk),
-//   k (-1: sort), sorted (topk), keep order (sort),
+//   k (-1: sort), sorted (topk; sort: 2 for a stable sort, else 1),
+//   keep order (sort),
 //   input sizes [rank],
 //   x offset, x strides [rank], values offset, values strides [rank],
 //   indices offset, indices strides [rank]   (elements).

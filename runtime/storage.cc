@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -95,9 +96,23 @@ int64_t HostBlockCacheBytes() {
 
 int64_t PhysicalMemoryBytes() {
   long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return int64_t{1} << 46;
-  return static_cast<int64_t>(pages) * page;
+  int64_t bytes = pages <= 0 || page <= 0 ? int64_t{1} << 46
+                                          : static_cast<int64_t>(pages) * page;
+  // A container's cgroup (v2, then v1) may allow less than the machine has.
+  for (const char* path : {"/sys/fs/cgroup/memory.max",
+                           "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::FILE* f = std::fopen(path, "re");
+    if (f == nullptr) continue;
+    long long limit = 0;
+    if (std::fscanf(f, "%lld", &limit) == 1 && limit > 0) {
+      bytes = std::min<int64_t>(bytes, limit);
+    }
+    std::fclose(f);
+  }
+  return bytes;
 }
+
+int64_t DefaultMaxMemory() { return PhysicalMemoryBytes() / 5 * 2; }
 
 void SetHostMemoryLimit(int64_t bytes) { Limit().store(bytes); }
 int64_t HostMemoryLimit() { return Limit().load(); }

@@ -93,8 +93,16 @@ int64_t HostBlockCacheBytes();
 
 // PhysicalMemoryBytes()
 //
-// The machine's physical memory.
+// The machine's physical memory, or the cgroup's memory limit where that is
+// lower.
 int64_t PhysicalMemoryBytes();
+
+// DefaultMaxMemory()
+//
+// lathec's default --max-memory: 40% of PhysicalMemoryBytes(), which leaves
+// the rest of the machine room (a 12 GB result on a 24 GB machine is refused
+// unless the user raises the limit).
+int64_t DefaultMaxMemory();
 
 }  // namespace lathe
 

@@ -170,7 +170,7 @@ struct RunOptions {
   std::string backend = "interp";
   std::string out;
   std::string dump_dir;
-  int64_t max_memory = PhysicalMemoryBytes() / 2;
+  int64_t max_memory = DefaultMaxMemory();
   std::optional<std::vector<std::string>> passes;  // default pipeline: none
   int max_compiles = kMaxCompiles;
 };

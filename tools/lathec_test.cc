@@ -2,6 +2,8 @@
 // exit status.
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "runtime/file_io.h"
 #include "runtime/npy.h"
+#include "runtime/storage.h"
 #include "runtime/tensor.h"
 #include "tools/testing/runfiles.h"
 #include "tools/testing/status_matchers.h"
@@ -721,7 +724,8 @@ TEST(LathecHostileTest, UnboundedWorkIsRefused) {
                         "w=" + w, "--max-memory", "1M", "--out", dir + "/out"});
   EXPECT_EQ(zero.status, 1);
   EXPECT_EQ(zero.output,
-            "lathec: /dev/zero: larger than the limit of 1048576 bytes\n");
+            "lathec: /dev/zero: byte 0: not a .npy file (missing the "
+            "\\x93NUMPY magic)\n");
   Result text = Lathec({"run", "/dev/zero", "--out", dir + "/out"});
   EXPECT_EQ(text.status, 1);
   EXPECT_EQ(text.output,
@@ -744,6 +748,67 @@ TEST(LathecHostileTest, UnboundedWorkIsRefused) {
             "lathec: --max-memory expects a positive number of bytes (e.g. "
             "4G)\n");
   EXPECT_FALSE(Exists(dir + "/out"));
+}
+
+// The default --max-memory leaves the machine room: a result of 45% of its
+// memory is refused (never allocated) unless the user raises the limit.
+TEST(LathecHostileTest, TheDefaultMemoryLimitLeavesTheMachineRoom) {
+  std::string dir = Fresh("default_limit");
+  int64_t n = PhysicalMemoryBytes() / 100 * 45 / 4;
+  std::string graph = WriteText(
+      "default_limit/g.txt",
+      absl::StrCat("def forward(self, x: \"f32[1][1]cpu\"):\n"
+                   "    expand = torch.ops.aten.expand.default(x, [",
+                   n, "])\n",
+                   "    clone = torch.ops.aten.clone.default(expand)\n"
+                   "    return (clone,)\n"));
+  std::string x = Save("default_limit/x.npy", Filled({1}, 1.0));
+  for (const char* backend : {"interp", "cpu"}) {
+    Result r = Lathec({"run", graph, "--input", "x=" + x, "--backend", backend,
+                       "--out", dir + "/out"});
+    EXPECT_EQ(r.status, 1) << backend;
+    EXPECT_THAT(r.output, HasSubstr(absl::StrCat(
+                              "would exceed the memory limit of ",
+                              DefaultMaxMemory(), " bytes")))
+        << backend;
+  }
+  EXPECT_FALSE(Exists(dir + "/out"));
+}
+
+// The interpreter's copy of an expanded view holds the result and not a
+// second copy of it in doubles: lathec's peak memory stays near the result
+// (and the .npy bytes written from it).
+TEST(LathecHostileTest, CloningAnExpandedViewNeedsNoMoreThanItsResult) {
+  std::string dir = Fresh("clone_memory");
+  constexpr int64_t kElements = 25'000'000;  // 100 MB of f32
+  std::string graph = WriteText(
+      "clone_memory/g.txt",
+      absl::StrCat("def forward(self, x: \"f32[1][1]cpu\"):\n"
+                   "    expand = torch.ops.aten.expand.default(x, [",
+                   kElements, "])\n",
+                   "    clone = torch.ops.aten.clone.default(expand)\n"
+                   "    return (clone,)\n"));
+  std::string x = Save("clone_memory/x.npy", Filled({1}, 1.0));
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::string lathec = RunfilePath("tools/lathec"), input = "x=" + x,
+                out = dir + "/out";
+    int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    execl(lathec.c_str(), lathec.c_str(), "run", graph.c_str(), "--input",
+          input.c_str(), "--out", out.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage usage;
+  ASSERT_EQ(wait4(pid, &status, 0, &usage), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  int64_t peak = static_cast<int64_t>(usage.ru_maxrss) * 1024;
+  EXPECT_LT(peak, kElements * 4 * 5 / 2) << "peak RSS " << peak;
+  Tensor got = *ReadNpy(dir + "/out/out0.npy");
+  EXPECT_EQ(got.numel(), kElements);
+  EXPECT_EQ(got.GetDouble({kElements - 1}), 1.0);
 }
 
 // `_local_scalar_dense: "Sym(s16)"` (an .item() PyTorch knew to be a backed

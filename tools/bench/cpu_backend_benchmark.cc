@@ -442,7 +442,7 @@ int main(int argc, char** argv) {
   *lathe::argv0 = argv[0];
   // As lathec: the runtime may hold half the physical memory (the big rows
   // hold about 1.5 GB together).
-  lathe::SetHostMemoryLimit(lathe::PhysicalMemoryBytes() / 2);
+  lathe::SetHostMemoryLimit(lathe::DefaultMaxMemory());
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

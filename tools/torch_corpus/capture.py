@@ -584,6 +584,84 @@ def _(x, w):
     return (F.conv2d(x, w).relu(),)
 
 
+# ---------------------------------------------------------------- families real graphs carry (issue 25)
+@program("batch_norm_train_no_affine")(lambda: [rnd(4, 3, 5), rnd(3), pos(3)])
+def _(x, mean, var):
+    return (F.batch_norm(x, mean, var, None, None, training=True, momentum=0.3),)
+
+
+@program("batch_norm_train_no_stats")(lambda: [rnd(4, 3, 2, 2), rnd(3), rnd(3)])
+def _(x, w, b):
+    return (F.batch_norm(x, None, None, w, b, training=True),)
+
+
+@program("batch_norm_module_train")(lambda: [rnd(6, 4), rnd(4), pos(4), pos(4), rnd(4)])
+def _(x, mean, var, w, b):
+    y = F.batch_norm(x, mean, var, w, b, training=True, momentum=0.5)
+    return (F.relu(y) * 2, mean + 0)
+
+
+@program("sdpa_heads_merged")(lambda: [rnd(2, 4, 24), rnd(2, 5, 24), rnd(2, 5, 24)])
+def _(x, y, z):
+    q = x.view(2, 4, 3, 8).transpose(1, 2)
+    k = y.view(2, 5, 3, 8).transpose(1, 2)
+    v = z.view(2, 5, 3, 8).transpose(1, 2)
+    o = F.scaled_dot_product_attention(q, k, v)
+    return (o.transpose(1, 2).view(2, 4, 24) * 2, o.sum(-1))
+
+
+@program("sdpa_causal_view")(lambda: [rnd(1, 6, 8), rnd(1, 6, 8)])
+def _(x, kv):
+    q = x.view(1, 6, 2, 4).transpose(1, 2)
+    k = kv.view(1, 6, 2, 4).transpose(1, 2)
+    o = F.scaled_dot_product_attention(q, k, k, is_causal=True, scale=0.3)
+    return (o.transpose(1, 2).reshape(1, 6, 8), o.transpose(1, 2).view(1, 6, 8) + 1)
+
+
+@program("lr_in_dict", modes=("real", "symbolic"))(lambda: [{"p": rnd(4, 3), "g": rnd(4, 3), "lr": 0.25}])
+def _(state):
+    return (state["p"] - state["lr"] * state["g"],)
+
+
+@program("lr_in_list", modes=("real", "symbolic"))(lambda: [[rnd(5), rnd(5), 0.5, 3]])
+def _(group):
+    p, g, lr, steps = group
+    return (p - lr * steps * g, g * lr)
+
+
+@program("sort_stable")(lambda: [torch.randint(0, 4, (3, 40)).float(), torch.randint(0, 3, (64,))])
+def _(x, i):
+    a = torch.sort(x, dim=1, stable=True)
+    b = torch.sort(x, dim=0, descending=True, stable=True)
+    c = torch.sort(i, stable=True)
+    return a.values, a.indices, b.values, b.indices, c.values, c.indices
+
+
+@program("masked_select", modes=("symbolic", "aot", "aot_dyn"))(lambda: [rnd(4, 5), rnd(5)])
+def _(x, y):
+    return x.masked_select(x > 0), x.masked_select(y > 0.5) * 2
+
+
+@program("bool_mask_index", modes=("symbolic", "aot", "aot_dyn"))(lambda: [rnd(4, 5), rnd(4)])
+def _(x, r):
+    return x[x > 0], x[r > 0], x[r > 0].sum(0)
+
+
+@program("replication_pad1d")(lambda: [rnd(2, 3, 5), rnd(3, 4)])
+def _(x, y):
+    return F.pad(x, (2, 1), mode="replicate"), F.pad(y, (0, 3), mode="replicate"), F.pad(x, (1, 1), mode="reflect")
+
+
+@program("scatter_reduce_modes")(lambda: [rnd(5, 4), torch.randint(0, 5, (3, 4)), rnd(3, 4),
+                                          torch.randint(-6, 7, (5, 4)), torch.randint(-6, 7, (3, 4))])
+def _(x, i, s, xi, si):
+    return (x.scatter_reduce(0, i, s, "sum", include_self=False), x.scatter_reduce(0, i, s, "prod", include_self=False),
+            x.scatter_reduce(0, i, s, "amin", include_self=False), x.scatter_reduce(0, i, s, "mean"),
+            xi.scatter_reduce(0, i, si, "mean"), xi.scatter_reduce(0, i, si, "mean", include_self=False),
+            xi.scatter_reduce(0, i, si, "amax", include_self=False), xi.scatter_reduce(0, i, si, "sum", include_self=False),
+            xi.scatter_reduce(0, i, si, "amin", include_self=False), xi.scatter_reduce(0, i, si, "prod", include_self=False))
+
+
 # ------------------------------------------------------------------ capture
 
 def to_numpy(t):
@@ -623,14 +701,28 @@ def placeholders(gm):
     return [n.name for n in gm.graph.nodes if n.op == "placeholder"]
 
 
+# Ops whose eager kernels write arguments their schemas do not mark:
+# native_batch_norm updates its running statistics (arguments 3 and 4) in
+# training mode (argument 5).
+HIDDEN_WRITES = {"native_batch_norm.default": ((3, 4), 5)}
+
+
 def schema_written(gm):
-    """The placeholders an op of `gm` writes directly (Tensor(a!))."""
+    """The placeholders an op of `gm` writes directly (Tensor(a!), or one of
+    HIDDEN_WRITES)."""
     out = set()
     for node in gm.graph.nodes:
         schema = getattr(node.target, "_schema", None)
         if node.op != "call_function" or schema is None:
             continue
+        hidden = HIDDEN_WRITES.get(f"{schema.name.split('::')[-1]}.{schema.overload_name or 'default'}")
         for i, arg in enumerate(schema.arguments):
+            value = node.args[i] if i < len(node.args) else node.kwargs.get(arg.name)
+            if hidden and i in hidden[0]:
+                training = node.args[hidden[1]] if hidden[1] < len(node.args) else False
+                if training is True and isinstance(value, torch.fx.Node) and value.op == "placeholder":
+                    out.add(value.name)
+                continue
             if arg.alias_info is None or not arg.alias_info.is_write:
                 continue
             value = node.args[i] if i < len(node.args) else node.kwargs.get(arg.name)
@@ -671,9 +763,8 @@ def write_case(root, name, gm, text, flat_args, call):
         k += 1
     # An input is mutated when its version counter moved, or when an op
     # whose schema writes it (Tensor(a!)) changed its values: some kernels
-    # (_native_batch_norm_legit's running stats) write without bumping the
-    # counter. native_batch_norm also updates its running stats in eager,
-    # but its schema does not say so, and no compiled graph sees it.
+    # (_native_batch_norm_legit's running stats, native_batch_norm's in
+    # training mode: HIDDEN_WRITES) write without bumping the counter.
     written = schema_written(gm)
     for n, a, before, v in zip(names, args, flat_args, versions):
         if not isinstance(a, torch.Tensor):
