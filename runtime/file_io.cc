@@ -181,6 +181,12 @@ absl::StatusOr<std::string> ReadPrivateFile(const std::string& path,
 
 absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes,
                              bool durable, int mode) {
+  return WriteFileAtomic(path, absl::MakeConstSpan(&bytes, 1), durable, mode);
+}
+
+absl::Status WriteFileAtomic(const std::string& path,
+                             absl::Span<const absl::string_view> parts,
+                             bool durable, int mode) {
   auto [dir, base] = SplitPath(path);
   std::string tmp = absl::StrCat(dir, "/.", base, ".tmp-XXXXXX");
   std::vector<char> name(tmp.begin(), tmp.end());
@@ -188,7 +194,10 @@ absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes,
   int fd = ::mkostemp(name.data(), O_CLOEXEC);  // O_CREAT | O_EXCL
   if (fd < 0) return Errno(path, "cannot create a temporary file");
   tmp = name.data();
-  absl::Status s = WriteAll(fd, path, bytes, durable);
+  absl::Status s;
+  for (size_t k = 0; k < parts.size() && s.ok(); ++k) {
+    s = WriteAll(fd, path, parts[k], durable && k + 1 == parts.size());
+  }
   if (s.ok() && ::fchmod(fd, static_cast<mode_t>(mode)) != 0)
     s = Errno(path, "chmod failed");
   if (::close(fd) != 0 && s.ok()) s = Errno(path, "close failed");
@@ -266,6 +275,11 @@ StagedDir::~StagedDir() {
 
 absl::Status StagedDir::Write(const std::string& relative,
                               absl::string_view bytes) {
+  return Write(relative, absl::MakeConstSpan(&bytes, 1));
+}
+
+absl::Status StagedDir::Write(const std::string& relative,
+                              absl::Span<const absl::string_view> pieces) {
   std::vector<std::string> parts = absl::StrSplit(relative, '/');
   for (const std::string& p : parts) {
     if (p.empty() || p == "." || p == "..") {
@@ -289,7 +303,10 @@ absl::Status StagedDir::Write(const std::string& relative,
   int fd = ::open(path.c_str(),
                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return Errno(shown, "cannot create");
-  absl::Status s = WriteAll(fd, shown, bytes);
+  absl::Status s;
+  for (size_t k = 0; k < pieces.size() && s.ok(); ++k) {
+    s = WriteAll(fd, shown, pieces[k], k + 1 == pieces.size());
+  }
   if (::close(fd) != 0 && s.ok()) s = Errno(shown, "close failed");
   return s;
 }

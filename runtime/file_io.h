@@ -33,6 +33,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace lathe {
 
@@ -53,6 +54,11 @@ absl::StatusOr<std::string> ReadFileLimited(const std::string& path,
 // lose it.
 // The file gets permissions `mode`.
 absl::Status WriteFileAtomic(const std::string& path, absl::string_view bytes,
+                             bool durable = true, int mode = 0644);
+// As above, the file being `parts` one after the other (a header and a
+// tensor's own bytes, written without joining them first).
+absl::Status WriteFileAtomic(const std::string& path,
+                             absl::Span<const absl::string_view> parts,
                              bool durable = true, int mode = 0644);
 
 // MakeDirectories()
@@ -111,6 +117,9 @@ class StagedDir {
   // Writes `relative` (e.g. "0/out0.npy"; no "..", no leading "/") into the
   // staged directory, creating its parent directories.
   absl::Status Write(const std::string& relative, absl::string_view bytes);
+  // As above, the file being `parts` one after the other.
+  absl::Status Write(const std::string& relative,
+                     absl::Span<const absl::string_view> parts);
 
   // Commit()
   //

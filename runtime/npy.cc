@@ -381,7 +381,11 @@ absl::StatusOr<Tensor> ParseNpy(absl::string_view bytes) {
   return Finish(h, std::move(storage));
 }
 
-absl::StatusOr<std::string> EncodeNpy(const Tensor& t) {
+namespace {
+
+// The header of `t`'s .npy (magic, version, dict, padding), and whether its
+// data is in Fortran order.
+absl::StatusOr<std::string> EncodeHeader(const Tensor& t, bool* fortran_out) {
   if (!t.defined())
     return absl::InvalidArgumentError("cannot save an undefined tensor");
   if (!t.device().is_cpu()) {
@@ -411,26 +415,46 @@ absl::StatusOr<std::string> EncodeNpy(const Tensor& t) {
   out += dict;
   out.append(header_len - dict.size() - 1, ' ');
   out += '\n';
+  *fortran_out = fortran;
+  return out;
+}
+
+// t's bytes as one block when its elements are already in the order the
+// .npy holds them (C- or Fortran-contiguous, from the storage offset).
+std::optional<absl::string_view> DenseBytes(const Tensor& t, bool fortran) {
+  if (!t.is_contiguous() && !fortran) return std::nullopt;
+  const char* base = static_cast<const char*>(t.storage().data());
+  return absl::string_view(base + t.storage_offset() * t.itemsize(),
+                           static_cast<size_t>(t.numel() * t.itemsize()));
+}
+
+}  // namespace
+
+absl::StatusOr<NpyParts> EncodeNpyParts(const Tensor& t) {
+  NpyParts parts;
+  bool fortran = false;
+  ASSIGN_OR_RETURN(parts.header, EncodeHeader(t, &fortran));
+  if (std::optional<absl::string_view> dense = DenseBytes(t, fortran)) {
+    parts.dense = *dense;
+    parts.is_dense = true;
+    return parts;
+  }
+  // Neither order in memory: the elements in C order.
   const int64_t item = t.itemsize();
   const char* base = static_cast<const char*>(t.storage().data());
-  size_t data_at = out.size();
-  out.resize(data_at + t.numel() * item);
-  char* dst = out.data() + data_at;
-  if (fortran) {
-    // Column-major: the first index moves fastest.
-    std::vector<int64_t> rev(t.sizes().rbegin(), t.sizes().rend());
-    ForEachIndex(rev, [&](absl::Span<const int64_t> ri) {
-      std::vector<int64_t> index(ri.rbegin(), ri.rend());
-      std::memcpy(dst, base + t.ElementOffset(index) * item, item);
-      dst += item;
-    });
-  } else {
-    ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> index) {
-      std::memcpy(dst, base + t.ElementOffset(index) * item, item);
-      dst += item;
-    });
-  }
-  return out;
+  parts.copy.resize(t.numel() * item);
+  char* dst = parts.copy.data();
+  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> index) {
+    std::memcpy(dst, base + t.ElementOffset(index) * item, item);
+    dst += item;
+  });
+  return parts;
+}
+
+absl::StatusOr<std::string> EncodeNpy(const Tensor& t) {
+  ASSIGN_OR_RETURN(NpyParts parts, EncodeNpyParts(t));
+  absl::string_view data = parts.data();
+  return absl::StrCat(parts.header, data);
 }
 
 namespace {
@@ -520,8 +544,10 @@ absl::StatusOr<Tensor> ReadNpy(const std::string& path, int64_t max_bytes) {
 }
 
 absl::Status WriteNpy(const std::string& path, const Tensor& t) {
-  ASSIGN_OR_RETURN(std::string bytes, EncodeNpy(t));
-  return WriteFileAtomic(path, bytes);
+  // A dense tensor's bytes go to the file as they are, not copied first.
+  ASSIGN_OR_RETURN(NpyParts parts, EncodeNpyParts(t));
+  absl::string_view pieces[] = {parts.header, parts.data()};
+  return WriteFileAtomic(path, pieces);
 }
 
 }  // namespace lathe

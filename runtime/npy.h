@@ -51,6 +51,21 @@ absl::StatusOr<std::string> EncodeNpy(const Tensor& t);
 absl::StatusOr<Tensor> ReadNpy(const std::string& path,
                                int64_t max_bytes = HostMemoryLimit());
 
+// NpyParts / EncodeNpyParts()
+//
+// `t` as the two parts of a .npy file: its header, then its data, which is
+// a view of t's own storage when t's elements are already in the file's
+// order (C- or Fortran-contiguous: nothing copied) and an encoded copy
+// otherwise. The view lives as long as t's storage.
+struct NpyParts {
+  std::string header;
+  std::string copy;        // the data, when it had to be reordered
+  absl::string_view dense;  // t's own bytes, when they are in order
+  bool is_dense = false;
+  absl::string_view data() const { return is_dense ? dense : copy; }
+};
+absl::StatusOr<NpyParts> EncodeNpyParts(const Tensor& t);
+
 // WriteNpy()
 //
 // Writes `t` to `path` atomically: the file appears whole or not at all.

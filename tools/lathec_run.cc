@@ -316,7 +316,8 @@ absl::StatusOr<Tensor> AsTensor(const ir::Value& v, int index) {
 // A file lathec writes: its path relative to the output directory.
 struct PendingFile {
   std::string path;
-  std::string bytes;
+  Tensor tensor;  // whose storage `npy` may view
+  NpyParts npy;
   std::string summary;
 };
 
@@ -666,15 +667,17 @@ absl::StatusOr<std::vector<PendingFile>> ResultFiles(
   auto add = [&](const std::string& name, const Operand& o,
                  int index) -> absl::Status {
     ASSIGN_OR_RETURN(Tensor t, AsTensor(aot::ValueOf(o), index));
-    ASSIGN_OR_RETURN(std::string bytes, EncodeNpy(t));
+    // A dense result is written from its own storage, not copied first.
+    ASSIGN_OR_RETURN(NpyParts npy, EncodeNpyParts(t));
     std::string path = absl::StrCat(prefix, name, ".npy");
-    pending.push_back(
-        {path, std::move(bytes), absl::StrCat(path, ": ", t.ToString())});
+    std::string summary = absl::StrCat(path, ": ", t.ToString());
+    pending.push_back({path, std::move(t), std::move(npy), summary});
     return absl::OkStatus();
   };
   for (size_t k = 0; k < results.size(); ++k) {
     if (results[k].kind == Operand::Kind::kNone) {  // no file for a None
-      pending.push_back({"", "", absl::StrCat(prefix, "out", k, ": None")});
+      pending.push_back(
+          {"", Tensor(), NpyParts(), absl::StrCat(prefix, "out", k, ": None")});
       continue;
     }
     std::vector<std::string> names;
@@ -942,7 +945,10 @@ absl::Status RunArtifact(const RunOptions& o) {
   }
   ASSIGN_OR_RETURN(StagedDir out, StagedDir::Create(o.out, kOutMarker));
   for (const PendingFile& f : all) {
-    if (!f.path.empty()) RETURN_IF_ERROR(out.Write(f.path, f.bytes));
+    if (!f.path.empty()) {
+      absl::string_view parts[] = {f.npy.header, f.npy.data()};
+      RETURN_IF_ERROR(out.Write(f.path, parts));
+    }
   }
   RETURN_IF_ERROR(out.Commit());
   for (const PendingFile& f : all) std::printf("%s\n", f.summary.c_str());
@@ -1031,7 +1037,10 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
   // the directories into place (all files of the run appear, or none).
   ASSIGN_OR_RETURN(StagedDir out, StagedDir::Create(o.out, kOutMarker));
   for (const PendingFile& f : all) {
-    if (!f.path.empty()) RETURN_IF_ERROR(out.Write(f.path, f.bytes));
+    if (!f.path.empty()) {
+      absl::string_view parts[] = {f.npy.header, f.npy.data()};
+      RETURN_IF_ERROR(out.Write(f.path, parts));
+    }
   }
   std::optional<StagedDir> dump;
   if (!o.dump_dir.empty()) {

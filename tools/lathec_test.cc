@@ -776,8 +776,8 @@ TEST(LathecHostileTest, TheDefaultMemoryLimitLeavesTheMachineRoom) {
 }
 
 // The interpreter's copy of an expanded view holds the result and not a
-// second copy of it in doubles: lathec's peak memory stays near the result
-// (and the .npy bytes written from it).
+// second copy of it in doubles, and lathec writes the .npy from the
+// result's storage: its peak memory is the result's size and its own.
 TEST(LathecHostileTest, CloningAnExpandedViewNeedsNoMoreThanItsResult) {
   std::string dir = Fresh("clone_memory");
   constexpr int64_t kElements = 25'000'000;  // 100 MB of f32
@@ -805,7 +805,14 @@ TEST(LathecHostileTest, CloningAnExpandedViewNeedsNoMoreThanItsResult) {
   ASSERT_EQ(wait4(pid, &status, 0, &usage), pid);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   int64_t peak = static_cast<int64_t>(usage.ru_maxrss) * 1024;
-  EXPECT_LT(peak, kElements * 4 * 5 / 2) << "peak RSS " << peak;
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer's shadow and redzones add to it.
+  EXPECT_LT(peak, kElements * 4 * 2) << "peak RSS " << peak;
+#else
+  // The result, and lathec's own 15 MB or so: the .npy is written from the
+  // result's storage, and the copy stages nothing.
+  EXPECT_LT(peak, kElements * 4 + (48 << 20)) << "peak RSS " << peak;
+#endif
   Tensor got = *ReadNpy(dir + "/out/out0.npy");
   EXPECT_EQ(got.numel(), kElements);
   EXPECT_EQ(got.GetDouble({kElements - 1}), 1.0);
