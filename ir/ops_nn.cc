@@ -2544,12 +2544,12 @@ absl::StatusOr<Value> FlashAttentionCpu(const OpCall& c) {
   }
   DType acc = dt == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
   bool running = q.tensor.defined();
-  // The output is empty_like(query), as PyTorch's meta says: a query that
-  // is a transposed [B, L, H, E] projection (the usual case) gives an output
-  // in that layout, which the view merging its heads relies on.
-  ASSIGN_OR_RETURN(Value out,
-                   ResultOrEmpty(c, running, dt, DeviceOf(q), qs,
-                                 PreservedStrides(qs, StridesOf(q))));
+  // The output is empty_like(query), as PyTorch's meta says (dense, in the
+  // query's dimension order): a query that is a transposed [B, L, H, E]
+  // projection (the usual case, also a chunk of one) gives an output in
+  // that layout, which the view merging its heads relies on.
+  ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, running, dt, DeviceOf(q), qs,
+                                            EmptyLikeStrides(q)));
   // logsumexp: [B, H, L] with strides [L * H, 1, H].
   std::vector<Expr> lse_sizes = {qs[0], qs[1], qs[2]};
   std::vector<Expr> lse_strides = {symbolic::Mul({qs[2], qs[1]}),

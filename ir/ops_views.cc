@@ -435,7 +435,12 @@ absl::StatusOr<Value> Split(const OpCall& c) {
   ASSIGN_OR_RETURN(dim, WrapDim(c, dim, rank));
   Expr size = SizesOf(c.arg(0))[dim];
   ASSIGN_OR_RETURN(std::vector<int64_t> total, ConcreteSizes(c, {size}));
-  ASSIGN_OR_RETURN(int64_t split, c.arg(1).AsInt());
+  // A symbolic split size (chunk(3) of a symbolic dim: (s0 + 2) // 3) is
+  // specialized to its value, as the dim is.
+  if (!c.arg(1).is_number()) return c.Error("split_size must be an int");
+  ASSIGN_OR_RETURN(std::vector<int64_t> split_size,
+                   ConcreteSizes(c, {c.arg(1).number}));
+  int64_t split = split_size[0];
   if (split < 0 || (split == 0 && total[0] != 0)) {
     return c.Error(
         absl::StrCat("split_size can only be 0 if dimension size is 0, but got "

@@ -1458,12 +1458,11 @@ absl::StatusOr<Outputs> EmbeddingBag(Rewriter& r) {
   return Outputs{out, offset2bag, bag_size, max_indices};
 }
 
-// `x` (contiguous, of `like`'s sizes) laid out as empty_like(like): in
-// `like`'s own strides when they are concrete, non-overlapping and dense
-// (PreservedStrides), through a copy in that memory order; x itself
-// otherwise.
+// `x` (contiguous, of `like`'s sizes) laid out as empty_like(like) (dense,
+// in `like`'s dimension order: EmptyLikeStrides) through a copy in that
+// memory order, when that is not contiguous; x itself otherwise.
 absl::StatusOr<Node*> LaidOutAs(Rewriter& r, Node* x, const TensorMeta& like) {
-  std::vector<Expr> strides = ir::PreservedStrides(like.sizes, like.strides);
+  std::vector<Expr> strides = ir::EmptyLikeStrides(ir::Value::OfMeta(like));
   if (strides == TM(x).strides) return x;
   // The dims from the outermost (largest stride) in: x permuted so, made
   // contiguous, holds its elements in `like`'s memory order.

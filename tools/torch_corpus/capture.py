@@ -618,6 +618,24 @@ def _(x, kv):
     return (o.transpose(1, 2).reshape(1, 6, 8), o.transpose(1, 2).view(1, 6, 8) + 1)
 
 
+# q, k and v as chunks of one projection (non-dense views), heads merged
+# after. aot_dyn is left out: its decomposed attention's clone-then-view of
+# a symbolic chunk size ((s0 + 2) // 12) is not handled yet.
+@program("sdpa_qkv_chunks", modes=("real", "symbolic", "aot"))(lambda: [rnd(2, 5, 16), rnd(48, 16) * 0.2, rnd(16, 16) * 0.2])
+def _(x, win, wout):
+    q, k, v = (x @ win.t()).chunk(3, -1)
+    q = q.view(2, 5, 4, 4).transpose(1, 2)
+    k = k.view(2, 5, 4, 4).transpose(1, 2)
+    v = v.view(2, 5, 4, 4).transpose(1, 2)
+    o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return (o.transpose(1, 2).contiguous().view(2, 5, 16) @ wout.t(), o.transpose(1, 2).view(2, 5, 16))
+
+
+@program("optimizer_group_dict", modes=("real", "symbolic"))(lambda: [{"params": [rnd(3, 2), rnd(2)], "grads": [rnd(3, 2), rnd(2)], "lr": 0.05, "wd": 0.01}])
+def _(g):
+    return [p - g["lr"] * (d + g["wd"] * p) for p, d in zip(g["params"], g["grads"])]
+
+
 @program("lr_in_dict", modes=("real", "symbolic"))(lambda: [{"p": rnd(4, 3), "g": rnd(4, 3), "lr": 0.25}])
 def _(state):
     return (state["p"] - state["lr"] * state["g"],)
