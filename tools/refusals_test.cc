@@ -260,20 +260,37 @@ def forward(self, x: "f32[s0][1]cpu", y: "f32[s1][1]cpu"):
 // interpreter wrapped -1.
 TEST(RefusalsTest, ANegativeGatherOrScatterIndexIsOutOfBounds) {
   std::map<std::string, Tensor> in = {{"x", Floats(4)}, {"i", Ints({0, -1})}};
-  std::string expected = "is out of bounds for dimension 0 with size 4";
-  for (const char* backend : {"interp", "cpu"}) {
-    ExpectRefused("gather", R"(
+  // node, call, the interpreter's words for an index out of range.
+  const std::vector<std::vector<std::string>> ops = {
+      {"gather", "torch.ops.aten.gather.default(x, 0, i)",
+       "index -1 is out of bounds"},
+      {"scatter", "torch.ops.aten.scatter.value(x, 0, i, 1.0)",
+       "index -1 is out of bounds"},
+      {"scatter_add", "torch.ops.aten.scatter_add.default(x, 0, i, x)",
+       "index -1 is out of bounds"},
+      // Neighbours that never wrapped: index_select, and index.Tensor, which
+      // wraps once (-5 of 4 is out of range).
+      {"index_select", "torch.ops.aten.index_select.default(x, 0, i)",
+       "index out of range in self (index -1, size 4)"},
+      {"index", "torch.ops.aten.index.Tensor(x, [i])",
+       "index -5 is out of bounds"},
+  };
+  for (const std::vector<std::string>& op : ops) {
+    std::string graph = absl::StrCat(R"(
 def forward(self, x: "f32[4][1]cpu", i: "i64[2][1]cpu"):
-    gather = torch.ops.aten.gather.default(x, 0, i);  x = i = None
-    return (gather,)
-)",
-                  in, backend, expected);
-    ExpectRefused("scatter", R"(
-def forward(self, x: "f32[4][1]cpu", i: "i64[2][1]cpu"):
-    scatter = torch.ops.aten.scatter.value(x, 0, i, 1.0);  x = i = None
-    return (scatter,)
-)",
-                  in, backend, expected);
+    )", op[0], " = ", op[1], R"(;  x = i = None
+    return ()",
+                                     op[0], R"(,)
+)");
+    if (op[0] == "index") in["i"] = Ints({0, -5});
+    // "torch.ops.aten.gather.default(...)" -> "aten.gather.default"
+    std::string target = op[1].substr(10, op[1].find('(') - 10);
+    ExpectRefused(op[0], graph, in, "interp",
+                  absl::StrCat("node '", op[0], "': ", target, ": ", op[2]));
+    ExpectRefused(op[0], graph, in, "cpu",
+                  absl::StrCat("node '", op[0], "' (", target,
+                               "): an index is out of bounds for dimension 0 "
+                               "with size 4"));
   }
 }
 
