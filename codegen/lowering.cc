@@ -1061,6 +1061,55 @@ class Lowerer {
     }
   }
 
+  // Refuses node `n` taking (or making, when `result`) a tensor of more
+  // elements than ir::MaxOpElements(), with the interpreter's message: at
+  // compile time when that is decided, else, where the count is a product
+  // of sizes (which no one input's size bounds), in the host function, which
+  // multiplies in double so that it cannot overflow.
+  absl::Status CheckElements(const Node& n, const TensorMeta& m, bool result) {
+    const int64_t limit = ir::MaxOpElements();
+    Expr numel = symbolic::Int(1);
+    std::vector<Expr> factors;
+    int symbolic_sizes = 0;
+    bool from_data = false;
+    int64_t constant = 1;  // the product of the constant sizes, up to 2^40
+    for (Expr size : m.sizes) {
+      numel = symbolic::Mul(numel, size);
+      factors.push_back(symbolic::ToFloat(size));
+      if (size.kind() == symbolic::ExprKind::kInteger) {
+        constant = std::min<int64_t>(
+            int64_t{1} << 40,
+            constant * std::min<int64_t>(size.int_value(), int64_t{1} << 40));
+        continue;
+      }
+      ++symbolic_sizes;
+      for (Expr s : symbolic::FreeSymbols(size)) {
+        from_data |= read_from_data_.contains(s);
+      }
+    }
+    std::string message = absl::StrCat(
+        "node '", n.name(), "': ",
+        ir::TooManyElements(n.target(), result, numel, m.dtype, m.sizes));
+    std::optional<Expr> over =
+        env_.MaybeEvaluateStatic(symbolic::Gt(numel, symbolic::Int(limit)));
+    if (over == symbolic::Bool(true)) {
+      return absl::InvalidArgumentError(message);
+    }
+    // One symbolic size is an input's (which holds that many elements
+    // already) or an int read from data (int32's range, which only a large
+    // constant factor takes past the limit).
+    bool may_exceed =
+        symbolic_sizes >= 2 || (from_data && constant > (limit >> 31));
+    if (over.has_value() || !may_exceed ||
+        !checked_numels_.insert(numel).second) {
+      return absl::OkStatus();
+    }
+    EmitAssert(symbolic::Le(symbolic::Mul(factors),
+                            symbolic::Float(static_cast<double>(limit))),
+               message);
+    return absl::OkStatus();
+  }
+
   // An int argument that is a literal or a symbolic number.
   absl::StatusOr<Expr> IntExpr(const Call& c, int i) {
     const Bound& b = c.at(i);
@@ -1110,8 +1159,9 @@ class Lowerer {
   Program program_;
   const Node* current_ = nullptr;  // the node whose kernels are being emitted
   absl::flat_hash_map<std::string, int64_t> check_ids_;
-  // Data-dependent sizes a host step has checked (CheckDataDependentSizes).
-  absl::flat_hash_set<Expr> checked_sizes_;
+  // The data-dependent sizes and the element counts host steps check
+  // (CheckDataDependentSizes, CheckElements).
+  absl::flat_hash_set<Expr> checked_sizes_, checked_numels_;
   // Node-based: lowering functions hold references to metas while asking
   // for others.
   absl::node_hash_map<const Node*, ir::ValueMeta> metas_;
@@ -4189,6 +4239,16 @@ absl::Status Lowerer::LowerNode(const Node& n) {
   Call c(n);
   RETURN_IF_ERROR(BindSliceLength(c));
   CheckDataDependentSizes(n, meta);
+  if (!op->HasTag(ir::OpTag::kView) && !ir::MutatesMetadata(n)) {
+    for (const Node* in : n.Inputs()) {
+      const ir::ValueMeta& im = Meta(in);
+      if (im.kind != ir::ValueMeta::Kind::kTensor) continue;
+      RETURN_IF_ERROR(CheckElements(n, im.tensor, /*result=*/false));
+    }
+    if (meta.kind == ir::ValueMeta::Kind::kTensor) {
+      RETURN_IF_ERROR(CheckElements(n, meta.tensor, /*result=*/true));
+    }
+  }
   const auto& table = Table();
   auto it = table.find(op->target);
   if (it != table.end()) {

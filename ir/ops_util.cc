@@ -1,6 +1,7 @@
 #include "ir/ops_util.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -99,6 +100,23 @@ std::string ShapeString(absl::Span<const symbolic::Expr> sizes) {
   std::vector<std::string> parts;
   for (symbolic::Expr e : sizes) parts.push_back(symbolic::ToString(e));
   return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
+}
+
+namespace {
+std::atomic<int64_t> max_op_elements{int64_t{1} << 40};
+}  // namespace
+
+void SetMaxOpElements(int64_t n) { max_op_elements.store(n); }
+int64_t MaxOpElements() { return max_op_elements.load(); }
+
+std::string TooManyElements(absl::string_view target, bool result,
+                            symbolic::Expr numel, DType dtype,
+                            absl::Span<const symbolic::Expr> sizes) {
+  return absl::StrCat(target, ": ", result ? "a result" : "an input", " of ",
+                      symbolic::ToString(numel), " elements (",
+                      ShortName(dtype), ShapeString(sizes),
+                      ") is more than the ", MaxOpElements(),
+                      " one op may take (--max-elements)");
 }
 
 absl::string_view ScalarTypeName(DType dtype) {

@@ -714,7 +714,7 @@ TEST(LathecHostileTest, UnboundedWorkIsRefused) {
             "lathec: /dev/zero: larger than the limit of 67108864 bytes\n");
   std::string big = WriteTestFile("unbounded/big.txt",
                                   R"(def forward(self, x: "f32[2][1]cpu"):
-    expand = torch.ops.aten.expand.default(x, [1000000, 1000000, 2])
+    expand = torch.ops.aten.expand.default(x, [100000, 100000, 2])
     clone = torch.ops.aten.clone.default(expand)
     return (clone,)
 )");
@@ -723,7 +723,7 @@ TEST(LathecHostileTest, UnboundedWorkIsRefused) {
        "--max-memory", "64M", "--out", dir + "/out"});
   EXPECT_EQ(huge.status, 1);
   EXPECT_THAT(huge.output,
-              HasSubstr("allocating 8000000000000 bytes would exceed the "
+              HasSubstr("allocating 80000000000 bytes would exceed the "
                         "memory limit of 67108864 bytes"));
   LathecResult flag =
       RunLathec({"run", big, "--max-memory", "lots", "--out", dir});

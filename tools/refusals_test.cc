@@ -222,6 +222,67 @@ def forward(self, n: "i64[][]cpu"):
   ExpectRefused("negative_item", graph, {{"n", n}}, "cpu", expected + "u0");
 }
 
+// ---- Iteration space -------------------------------------------------------
+
+// A kernel over 2^42 elements of an expanded view: the interpreter refused
+// mul's result for --max-memory, while the cpu backend fused mul into the
+// sum and looped over all of it. Both refuse the op that would take it.
+TEST(RefusalsTest, AnOpOverTooManyElementsIsRefused) {
+  std::map<std::string, Tensor> x = {{"x", Floats(4)}};
+  ExpectBothRefuse("too_many_fused", R"(
+def forward(self, x: "f32[4][1]cpu"):
+    expand = torch.ops.aten.expand.default(x, [1048576, 1048576, 4]);  x = None
+    mul = torch.ops.aten.mul.Tensor(expand, 2);  expand = None
+    sum_1 = torch.ops.aten.sum.default(mul);  mul = None
+    return (sum_1,)
+)",
+                   x,
+                   "node 'mul': aten.mul.Tensor: an input of 4398046511104 "
+                   "elements (f32[1048576, 1048576, 4]) is more than the "
+                   "1099511627776 one op may take (--max-elements)");
+  ExpectBothRefuse("too_many_reduced", R"(
+def forward(self, x: "f32[4][1]cpu"):
+    expand = torch.ops.aten.expand.default(x, [1048576, 1048576, 4]);  x = None
+    sum_1 = torch.ops.aten.sum.default(expand);  expand = None
+    return (sum_1,)
+)",
+                   x, "node 'sum_1': aten.sum.default: an input of");
+}
+
+// --max-elements sets the limit; a count that is a product of sizes is
+// checked by the host function (the message then spells it symbolically).
+TEST(RefusalsTest, TheElementLimitIsConfigurable) {
+  std::string graph = WriteTestFile("outer.txt", R"(
+def forward(self, x: "f32[s0][1]cpu", y: "f32[s1][1]cpu"):
+    unsqueeze = torch.ops.aten.unsqueeze.default(x, 1);  x = None
+    mul = torch.ops.aten.mul.Tensor(unsqueeze, y);  unsqueeze = y = None
+    return (mul,)
+)");
+  std::string x = TestTmpPath("outer_x.npy"), y = TestTmpPath("outer_y.npy");
+  ASSERT_OK(WriteNpy(x, Floats(20)));
+  ASSERT_OK(WriteNpy(y, Floats(30)));
+  for (const char* backend : {"interp", "cpu"}) {
+    SCOPED_TRACE(backend);
+    std::string out = TestTmpPath(absl::StrCat("outer_", backend));
+    std::vector<std::string> args = {"run",     graph,    "--input",   "x=" + x,
+                                     "--input", "y=" + y, "--backend", backend,
+                                     "--out",   out};
+    LathecResult ok = RunLathec(args);
+    EXPECT_EQ(ok.status, 0) << ok.output;
+    args.push_back("--max-elements");
+    args.push_back("599");
+    LathecResult r = RunLathec(args);
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_THAT(r.output,
+                HasSubstr("node 'mul': aten.mul.Tensor: a result of "));
+    EXPECT_THAT(r.output, HasSubstr(" is more than the 599 one op may take"));
+  }
+  LathecResult flag = RunLathec({"run", graph, "--max-elements", "lots",
+                                 "--out", TestTmpPath("outer_flag")});
+  EXPECT_EQ(flag.output,
+            "lathec: --max-elements expects a positive number of elements\n");
+}
+
 // ---- Guards ----------------------------------------------------------------
 
 // A replay whose size 0 the guards refuse (the compile saw 2) recompiles or
