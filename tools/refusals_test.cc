@@ -249,6 +249,27 @@ def forward(self, x: "f32[4][1]cpu"):
                    x, "node 'sum_1': aten.sum.default: an input of");
 }
 
+// [n, n, n] with n = 2^21 read from data has 2^63 elements, more than
+// int64 counts: the interpreter refused its extent, while the cpu backend's
+// loop over it never ended; now the host function refuses the count.
+TEST(RefusalsTest, AnExtentPastInt64IsRefused) {
+  std::string graph = R"(
+def forward(self, n: "i64[][]cpu"):
+    item = torch.ops.aten._local_scalar_dense.default(n);  n = None
+    zeros = torch.ops.aten.zeros.default([item, item, item], dtype = torch.float32)
+    sum_1 = torch.ops.aten.sum.default(zeros);  zeros = None
+    return (sum_1,)
+)";
+  Tensor n = *Tensor::Empty({}, DType::kInt64);
+  n.data<int64_t>()[0] = int64_t{1} << 21;
+  ExpectRefused("extent_overflow", graph, {{"n", n}}, "interp",
+                "node 'zeros': tensor extent overflows int64");
+  ExpectRefused("extent_overflow", graph, {{"n", n}}, "cpu",
+                "node 'zeros': aten.zeros.default: a result of u0**3 elements "
+                "(f32[u0, u0, u0]) is more than the 1099511627776 one op may "
+                "take (--max-elements)");
+}
+
 // --max-elements sets the limit; a count that is a product of sizes is
 // checked by the host function (the message then spells it symbolically).
 TEST(RefusalsTest, TheElementLimitIsConfigurable) {
