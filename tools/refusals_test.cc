@@ -334,6 +334,20 @@ def forward(self, x: "f32[s0][1]cpu", y: "f32[s1][1]cpu"):
   EXPECT_THAT(r.output, HasSubstr("lathec: "));
   EXPECT_THAT(r.output, HasSubstr("node 'view'"));
   EXPECT_FALSE(PathExists(out));
+  // A program that loads the artifact evaluates the same guards: a set they
+  // refuse is an error naming the guard.
+  std::string artifact = TestTmpPath("guard_artifact");
+  LathecResult compiled = RunLathec({"compile", graph, "-o", artifact,
+                                     "--inputs", TestTmpPath("guard_set2")});
+  ASSERT_EQ(compiled.status, 0) << compiled.output;
+  LathecResult loaded = RunLathec({"run", "--artifact", artifact, "--inputs",
+                                   TestTmpPath("guard_set0"), "--out", out});
+  EXPECT_FALSE(loaded.signaled) << loaded.output;
+  EXPECT_EQ(loaded.status, 1) << loaded.output;
+  EXPECT_THAT(loaded.output,
+              HasSubstr("no compiled variant admits the arguments (guard "
+                        "failed: "));
+  EXPECT_FALSE(PathExists(out));
 }
 
 // ---- Indices ---------------------------------------------------------------
