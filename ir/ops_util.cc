@@ -91,6 +91,7 @@ absl::StatusOr<Value> ResultOrEmpty(const OpCall& call, bool running,
   if (!device.is_cpu()) return call.Error("the interpreter runs on cpu only");
   ASSIGN_OR_RETURN(std::vector<int64_t> s, ConcreteSizes(call, sizes));
   ASSIGN_OR_RETURN(std::vector<int64_t> st, ConcreteSizes(call, strides));
+  RETURN_IF_ERROR(CheckResultElements(call, dtype, s));
   absl::StatusOr<Tensor> t = Tensor::EmptyStrided(s, st, dtype);
   if (!t.ok()) return call.Error(t.status().message());
   return Value::OfTensor(*t);
@@ -117,6 +118,19 @@ std::string TooManyElements(absl::string_view target, bool result,
                       ShortName(dtype), ShapeString(sizes),
                       ") is more than the ", MaxOpElements(),
                       " one op may take (--max-elements)");
+}
+
+absl::Status CheckResultElements(const OpCall& call, DType dtype,
+                                 absl::Span<const int64_t> sizes) {
+  int64_t numel = 1;
+  std::vector<symbolic::Expr> exprs;
+  for (int64_t s : sizes) {
+    if (__builtin_mul_overflow(numel, s, &numel)) return absl::OkStatus();
+    exprs.push_back(symbolic::Int(s));
+  }
+  if (numel <= MaxOpElements()) return absl::OkStatus();
+  return absl::InvalidArgumentError(TooManyElements(
+      call.op().target, /*result=*/true, symbolic::Int(numel), dtype, exprs));
 }
 
 absl::string_view ScalarTypeName(DType dtype) {

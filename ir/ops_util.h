@@ -168,6 +168,13 @@ std::string TooManyElements(absl::string_view target, bool result,
                             symbolic::Expr numel, DType dtype,
                             absl::Span<const symbolic::Expr> sizes);
 
+// CheckResultElements()
+//
+// TooManyElements() for `call`'s result of `sizes`, before it is allocated
+// (a count that overflows int64 is left to the allocation to refuse).
+absl::Status CheckResultElements(const OpCall& call, DType dtype,
+                                 absl::Span<const int64_t> sizes);
+
 // ConcreteSizes()
 //
 // Sizes as integers: the interpreter's are concrete; during shape

@@ -247,6 +247,19 @@ def forward(self, x: "f32[4][1]cpu"):
     return (sum_1,)
 )",
                    x, "node 'sum_1': aten.sum.default: an input of");
+  // A result past the limit is refused before it is allocated (the
+  // interpreter said --max-memory), the same on both backends.
+  ExpectBothRefuse("too_many_broadcast", R"(
+def forward(self, x: "f32[1048577, 1][1, 1]cpu", y: "f32[1048576][1]cpu"):
+    mul = torch.ops.aten.mul.Tensor(x, y);  x = y = None
+    sum_1 = torch.ops.aten.sum.default(mul);  mul = None
+    return (sum_1,)
+)",
+                   {{"x", *Tensor::Empty({1048577, 1}, DType::kFloat32)},
+                    {"y", *Tensor::Empty({1048576}, DType::kFloat32)}},
+                   "node 'mul': aten.mul.Tensor: a result of 1099512676352 "
+                   "elements (f32[1048577, 1048576]) is more than the "
+                   "1099511627776 one op may take (--max-elements)");
 }
 
 // [n, n, n] with n = 2^21 read from data has 2^63 elements, more than
