@@ -585,7 +585,8 @@ class Lowerer {
       auto it = storage_buffer_.find(m.storage);
       if (it != storage_buffer_.end()) {
         v.t = FromStorage(it->second, m);
-        return absl::OkStatus();
+        return CheckViewInBuffer(*n, v.t.buffer, v.t.sizes, v.t.strides,
+                                 v.t.offset);
       }
     }
     bool owner = n->op() != nullptr && !n->op()->HasTag(ir::OpTag::kView) &&
@@ -613,9 +614,22 @@ class Lowerer {
     LATHE_CHECK(f != nullptr) << fn;
     bool bool_result = f->bool_result;
     bool is_where = fn == "where";
-    t.load = [fn, operands, compute, out, sizes, bool_result, is_where](
-                 KernelBuilder& kb,
-                 const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    // Integer division by zero raises, as the interpreter does.
+    int zero_check = -1;
+    if (IsIntegral(compute, /*include_bool=*/false) &&
+        (fn == "floordiv" || fn == "truncdiv" || fn == "fmod" ||
+         fn == "remainder")) {
+      // The interpreter's message (OpCall::Error's form).
+      std::string op = current_ != nullptr && current_->op() != nullptr
+                           ? absl::StrCat(current_->op()->target, ": ")
+                           : "";
+      zero_check = CheckId(
+          absl::StrCat("node '", current_ != nullptr ? current_->name() : "",
+                       "': ", op, "ZeroDivisionError"));
+    }
+    t.load = [fn, operands, compute, out, sizes, bool_result, is_where,
+              zero_check](KernelBuilder& kb,
+                          const std::vector<Expr>& idx) -> absl::StatusOr<int> {
       std::vector<int> args;
       for (size_t k = 0; k < operands.size(); ++k) {
         const TBox& o = operands[k];
@@ -629,6 +643,18 @@ class Lowerer {
         ASSIGN_OR_RETURN(int v, o.load(kb, sub));
         DType want = (is_where && k == 0) ? DType::kBool : compute;
         args.push_back(kb.Cast(v, want));
+      }
+      if (zero_check >= 0) {
+        // The divisor as an index into [0, 1): 1 (out of range) when zero.
+        int zero = kb.IntConstant(0, compute);
+        int is_zero = kb.Call("eq", {args[1], zero}, DType::kBool);
+        ScalarOp op;
+        op.kind = ScalarOp::Kind::kCheckIndex;
+        op.dtype = DType::kInt64;
+        op.args = {kb.Cast(is_zero, DType::kInt64)};
+        op.index = symbolic::Int(1);
+        op.i = zero_check;
+        kb.Add(std::move(op));
       }
       int r = kb.Call(fn, args, bool_result ? DType::kBool : compute);
       return kb.Cast(r, out);
@@ -868,6 +894,13 @@ class Lowerer {
     return out;
   }
 
+  // The id of check `message` (Program::checks), added once.
+  int CheckId(const std::string& message) {
+    auto [it, added] = check_ids_.emplace(message, program_.checks.size());
+    if (added) program_.checks.push_back(message);
+    return static_cast<int>(it->second);
+  }
+
   // A check-index op over `value` (an integer): wrapped by `size` when
   // negative (when `wrap`); out of range, the run fails naming the node.
   int CheckIndex(KernelBuilder& kb, const Node& n, int value, Expr size,
@@ -877,14 +910,12 @@ class Lowerer {
         absl::StrCat("node '", n.name(), "' (", n.op()->target,
                      "): an index is out of bounds for dimension ", dim,
                      " with size ", symbolic::ToString(size));
-    auto [it, added] = check_ids_.emplace(message, program_.checks.size());
-    if (added) program_.checks.push_back(message);
     ScalarOp op;
     op.kind = ScalarOp::Kind::kCheckIndex;
     op.dtype = DType::kInt64;
     op.args = {kb.Cast(value, DType::kInt64)};
     op.index = size;
-    op.i = it->second;
+    op.i = CheckId(message);
     op.wrap = wrap;
     return kb.Add(std::move(op));
   }
@@ -916,9 +947,7 @@ class Lowerer {
           "node '", current_ != nullptr ? current_->name() : "", "': the ",
           "data-dependent ", symbolic::ToString(s),
           " is outside [-2^31, 2^31), the values the compiled program admits");
-      auto [it, added] = check_ids_.emplace(message, program_.checks.size());
-      if (added) program_.checks.push_back(message);
-      k.check = it->second;
+      k.check = CheckId(message);
     }
     k.extern_outputs = 0;
     k.symbol = s;
@@ -926,21 +955,159 @@ class Lowerer {
     UseSymbols({value});
     UseSymbol(s);
     bound_.insert(s);
+    if (b >= 0) read_from_data_.insert(s);
     Emit(std::move(k));
   }
 
   // A host step stopping the program with `message` when `cond` (over bound
   // symbols) is false.
   void EmitAssert(Expr cond, const std::string& message) {
-    auto [it, added] = check_ids_.emplace(message, program_.checks.size());
-    if (added) program_.checks.push_back(message);
     Kernel k;
     k.name = absl::StrCat("k", kernel_count_++);
     k.kind = Kernel::Kind::kAssert;
     k.value = cond;
-    k.check = it->second;
+    k.check = CheckId(message);
     UseSymbols({cond});
     Emit(std::move(k));
+  }
+
+  // Refuses a view of buffer `b` at the layout (offset from the buffer's
+  // start) that reaches outside it, with the interpreter's message
+  // (Tensor::Wrap's): at compile time when that is decided, else (for the
+  // ops that take unclamped positions) with a host step before the kernels
+  // that read the view.
+  absl::Status CheckViewInBuffer(const Node& n, int b,
+                                 const std::vector<Expr>& sizes,
+                                 const std::vector<Expr>& strides,
+                                 Expr offset) {
+    auto fail = [&](const std::string& what) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node '", n.name(), "': ", what));
+    };
+    std::vector<Expr> conds, empty;
+    for (size_t d = 0; d < strides.size(); ++d) {
+      Expr nonneg = symbolic::Ge(strides[d], symbolic::Int(0));
+      if (env_.MaybeEvaluateStatic(nonneg) == symbolic::Bool(false)) {
+        return fail(absl::StrCat("negative stride ",
+                                 symbolic::ToString(strides[d]),
+                                 " in dimension ", d));
+      }
+      conds.push_back(nonneg);
+    }
+    Expr nonneg = symbolic::Ge(offset, symbolic::Int(0));
+    if (env_.MaybeEvaluateStatic(nonneg) == symbolic::Bool(false)) {
+      return fail(
+          absl::StrCat("negative storage offset ", symbolic::ToString(offset)));
+    }
+    conds.push_back(nonneg);
+    Expr end = symbolic::Add(offset, symbolic::Int(1));
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      end = symbolic::Add(
+          end,
+          symbolic::Mul(symbolic::Sub(sizes[d], symbolic::Int(1)), strides[d]));
+      empty.push_back(symbolic::Eq(sizes[d], symbolic::Int(0)));
+    }
+    const Buffer& buffer = program_.buffers[b];
+    empty.push_back(symbolic::Le(end, buffer.numel));
+    conds.push_back(symbolic::Or(empty));
+    Expr cond = symbolic::And(conds);
+    std::optional<Expr> known = env_.MaybeEvaluateStatic(cond);
+    if (known == symbolic::Bool(true)) return absl::OkStatus();
+    Expr item = symbolic::Int(ItemSize(buffer.dtype));
+    auto list = [](const std::vector<Expr>& es) {
+      std::vector<std::string> parts;
+      for (Expr e : es) parts.push_back(symbolic::ToString(e));
+      return absl::StrJoin(parts, ", ");
+    };
+    std::string message = absl::StrCat(
+        "view of ", symbolic::ToString(symbolic::Mul(end, item)),
+        " bytes (sizes [", list(sizes), "], strides [", list(strides),
+        "], offset ", symbolic::ToString(offset), ") exceeds its storage of ",
+        symbolic::ToString(symbolic::Mul(buffer.numel, item)), " bytes");
+    if (known.has_value()) return fail(message);
+    // Other views derive their layouts from an in-bounds base with
+    // arguments their meta functions checked (a data-dependent slice is
+    // clamped); these take positions nothing clamps.
+    const std::string& op = n.op() != nullptr ? n.op()->schema.name : "";
+    if (absl::StartsWith(op, "as_strided") || absl::StartsWith(op, "select") ||
+        absl::StartsWith(op, "narrow")) {
+      EmitAssert(cond, absl::StrCat("node '", n.name(), "': ", message));
+    }
+    return absl::OkStatus();
+  }
+
+  // A host step per size of `meta` over symbols read from data (x.item()):
+  // a negative one stops the program, as the interpreter's meta functions
+  // refuse it (the ranges the ShapeEnv gives such a size assume it is one).
+  void CheckDataDependentSizes(const Node& n, const ir::ValueMeta& meta) {
+    if (meta.kind == ir::ValueMeta::Kind::kTuple) {
+      for (const ir::ValueMeta& e : meta.elements) {
+        CheckDataDependentSizes(n, e);
+      }
+      return;
+    }
+    if (meta.kind != ir::ValueMeta::Kind::kTensor) return;
+    for (Expr size : meta.tensor.sizes) {
+      bool data_dependent = false;
+      for (Expr s : symbolic::FreeSymbols(size)) {
+        data_dependent |= read_from_data_.contains(s);
+      }
+      if (!data_dependent || !checked_sizes_.insert(size).second) continue;
+      EmitAssert(symbolic::Ge(size, symbolic::Int(0)),
+                 absl::StrCat("node '", n.name(), "': ", n.target(),
+                              ": Trying to create tensor with negative "
+                              "dimension ",
+                              symbolic::ToString(size)));
+    }
+  }
+
+  // Refuses node `n` taking (or making, when `result`) a tensor of more
+  // elements than ir::MaxOpElements(), with the interpreter's message: at
+  // compile time when that is decided, else, where the count is a product
+  // of sizes (which no one input's size bounds), in the host function, which
+  // multiplies in double so that it cannot overflow.
+  absl::Status CheckElements(const Node& n, const TensorMeta& m, bool result) {
+    const int64_t limit = ir::MaxOpElements();
+    Expr numel = symbolic::Int(1);
+    std::vector<Expr> factors;
+    int symbolic_sizes = 0;
+    bool from_data = false;
+    int64_t constant = 1;  // the product of the constant sizes, up to 2^40
+    for (Expr size : m.sizes) {
+      numel = symbolic::Mul(numel, size);
+      factors.push_back(symbolic::ToFloat(size));
+      if (size.kind() == symbolic::ExprKind::kInteger) {
+        constant = std::min<int64_t>(
+            int64_t{1} << 40,
+            constant * std::min<int64_t>(size.int_value(), int64_t{1} << 40));
+        continue;
+      }
+      ++symbolic_sizes;
+      for (Expr s : symbolic::FreeSymbols(size)) {
+        from_data |= read_from_data_.contains(s);
+      }
+    }
+    std::string message = absl::StrCat(
+        "node '", n.name(), "': ",
+        ir::TooManyElements(n.target(), result, numel, m.dtype, m.sizes));
+    std::optional<Expr> over =
+        env_.MaybeEvaluateStatic(symbolic::Gt(numel, symbolic::Int(limit)));
+    if (over == symbolic::Bool(true)) {
+      return absl::InvalidArgumentError(message);
+    }
+    // One symbolic size is an input's (which holds that many elements
+    // already) or an int read from data (int32's range, which only a large
+    // constant factor takes past the limit).
+    bool may_exceed =
+        symbolic_sizes >= 2 || (from_data && constant > (limit >> 31));
+    if (over.has_value() || !may_exceed ||
+        !checked_numels_.insert(numel).second) {
+      return absl::OkStatus();
+    }
+    EmitAssert(symbolic::Le(symbolic::Mul(factors),
+                            symbolic::Float(static_cast<double>(limit))),
+               message);
+    return absl::OkStatus();
   }
 
   // An int argument that is a literal or a symbolic number.
@@ -992,6 +1159,9 @@ class Lowerer {
   Program program_;
   const Node* current_ = nullptr;  // the node whose kernels are being emitted
   absl::flat_hash_map<std::string, int64_t> check_ids_;
+  // The data-dependent sizes and the element counts host steps check
+  // (CheckDataDependentSizes, CheckElements).
+  absl::flat_hash_set<Expr> checked_sizes_, checked_numels_;
   // Node-based: lowering functions hold references to metas while asking
   // for others.
   absl::node_hash_map<const Node*, ir::ValueMeta> metas_;
@@ -1001,6 +1171,8 @@ class Lowerer {
   absl::flat_hash_set<ir::StorageId> mutated_;
   absl::flat_hash_set<Expr> symbol_set_;
   absl::flat_hash_set<Expr> bound_;  // data-dependent symbols bound so far
+  absl::flat_hash_set<Expr> read_from_data_;  // those of bound_ read from a
+                                              // buffer (x.item())
   bool seeded_ = false;              // a random op read the seed
   Expr draws_ = symbolic::Int(0);    // the next draw's counter
   std::vector<Expr> base_offsets_;
@@ -1414,8 +1586,9 @@ TBox PermuteLoader(const TBox& in, std::vector<int64_t> perm,
 
 // The view `m` of in-memory `b` (the value of `base`): index arithmetic over
 // the view's meta.
-absl::StatusOr<TBox> ViewOfBuffer(Lowerer& L, const Call& c, const Node* base,
-                                  const TBox& b, const TensorMeta& m) {
+absl::StatusOr<TBox> ViewLayoutOfBuffer(Lowerer& L, const Call& c,
+                                        const Node* base, const TBox& b,
+                                        const TensorMeta& m) {
   auto it = L.storage_buffer().find(m.storage);
   if (it != L.storage_buffer().end() && it->second == b.buffer) {
     return L.FromStorage(b.buffer, m);
@@ -1440,6 +1613,17 @@ absl::StatusOr<TBox> ViewOfBuffer(Lowerer& L, const Call& c, const Node* base,
   ASSIGN_OR_RETURN(TBox copy, L.Realize(loader, &bm));
   return L.FromBuffer(copy.buffer, m.dtype, m.sizes, m.strides,
                       m.storage_offset);
+}
+
+// The view `m` of in-memory `b` (the value of `base`): index arithmetic over
+// the view's meta, refused where it reaches outside the buffer (as_strided
+// may ask for any layout).
+absl::StatusOr<TBox> ViewOfBuffer(Lowerer& L, const Call& c, const Node* base,
+                                  const TBox& b, const TensorMeta& m) {
+  ASSIGN_OR_RETURN(TBox t, ViewLayoutOfBuffer(L, c, base, b, m));
+  RETURN_IF_ERROR(
+      L.CheckViewInBuffer(c.node(), t.buffer, t.sizes, t.strides, t.offset));
+  return t;
 }
 
 // A view op: index arithmetic over the view's meta when the base is in
@@ -1555,6 +1739,8 @@ absl::StatusOr<NodeValue> LowerScatter(Lowerer& L, const Call& c) {
   TBox fresh = CastBox(self, m.dtype);
   fresh.buffer = -1;  // a new copy, never self's memory
   ASSIGN_OR_RETURN(TBox out, L.Realize(fresh, &m));
+  RETURN_IF_ERROR(L.CheckViewInBuffer(c.node(), out.buffer, region.sizes,
+                                      region.strides, region.storage_offset));
   TBox dst = L.FromBuffer(out.buffer, m.dtype, region.sizes, region.strides,
                           region.storage_offset);
   RETURN_IF_ERROR(L.WriteInto(&c.node(), dst, CastBox(src, m.dtype)));
@@ -4189,6 +4375,17 @@ absl::Status Lowerer::LowerNode(const Node& n) {
   }
   Call c(n);
   RETURN_IF_ERROR(BindSliceLength(c));
+  CheckDataDependentSizes(n, meta);
+  if (!op->HasTag(ir::OpTag::kView) && !ir::MutatesMetadata(n)) {
+    for (const Node* in : n.Inputs()) {
+      const ir::ValueMeta& im = Meta(in);
+      if (im.kind != ir::ValueMeta::Kind::kTensor) continue;
+      RETURN_IF_ERROR(CheckElements(n, im.tensor, /*result=*/false));
+    }
+    if (meta.kind == ir::ValueMeta::Kind::kTensor) {
+      RETURN_IF_ERROR(CheckElements(n, meta.tensor, /*result=*/true));
+    }
+  }
   const auto& table = Table();
   auto it = table.find(op->target);
   if (it != table.end()) {

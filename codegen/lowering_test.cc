@@ -828,7 +828,10 @@ CHECK-NEXT: kernel k1 assert u0 <= 3, check 1
                   "node 'item': the data-dependent u0 is outside [-2^31, "
                   "2^31), the values the compiled program admits",
                   "node '_assert_scalar' (aten._assert_scalar.default): u0 "
-                  "<= 3 failed"));
+                  "<= 3 failed",
+                  // u0 as a size: negative, it stops the program.
+                  "node 'new_zeros': aten.new_zeros.default: Trying to create "
+                  "tensor with negative dimension u0"));
   // A literal True checks nothing (a literal False never gets here: shape
   // propagation refuses it).
   ASSERT_OK_AND_ASSIGN(LoweredGraph literal, LowerText(R"IR(

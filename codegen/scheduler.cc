@@ -443,13 +443,15 @@ void PlanMemory(LoweredGraph& g, std::vector<std::string>& log) {
     }
     EraseOps(k, drop);
     // Ops whose values nothing uses any more (the stored values of dropped
-    // stores) are removed.
+    // stores) are removed; a check stays (it stops the program, as the
+    // interpreter would, whether or not its value is used).
     bool changed = true;
     while (changed) {
       std::vector<int> users = Users(k);
       drop.assign(k.ops.size(), false);
       for (size_t i = 0; i < k.ops.size(); ++i) {
-        drop[i] = users[i] == 0 && k.ops[i].kind != ScalarOp::Kind::kStore;
+        drop[i] = users[i] == 0 && k.ops[i].kind != ScalarOp::Kind::kStore &&
+                  k.ops[i].kind != ScalarOp::Kind::kCheckIndex;
       }
       changed = EraseOps(k, drop);
     }

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/alias_info.h"
 #include "ir/op_registry.h"
+#include "ir/ops_util.h"
 #include "status_macros.h"
 
 namespace lathe::ir {
@@ -181,6 +182,32 @@ absl::StatusOr<Value> EvalPythonOp(absl::string_view target,
   return Value::Number(*r);
 }
 
+namespace {
+
+// Refuses an op given (or, when `result`, making) a tensor of more elements
+// than MaxOpElements(): its kernel would run for hours (a result this large
+// was only allocated, its memory being bounded on its own).
+absl::Status CheckElements(const OpDef& op, const std::vector<Value>& args,
+                           bool result) {
+  for (const Value& v : args) {
+    std::vector<const Value*> tensors = {&v};
+    for (const Value& e : v.list) tensors.push_back(&e);
+    for (const Value* t : tensors) {
+      if (!t->tensor.defined() || t->tensor.numel() <= MaxOpElements()) {
+        continue;
+      }
+      std::vector<symbolic::Expr> sizes;
+      for (int64_t s : t->tensor.sizes()) sizes.push_back(symbolic::Int(s));
+      return absl::InvalidArgumentError(
+          TooManyElements(op.target, result, symbolic::Int(t->tensor.numel()),
+                          t->tensor.dtype(), sizes));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<EvaluatedCall> EvalCall(
     const Node& n, const absl::flat_hash_map<const Node*, Value>& values,
     symbolic::ShapeEnv* shape_env, Generator* generator) {
@@ -237,9 +264,12 @@ absl::StatusOr<EvaluatedCall> EvalCall(
       }
     }
   }
+  bool count = shape_env == nullptr && !r.op->HasTag(OpTag::kView);
+  if (count) RETURN_IF_ERROR(CheckElements(*r.op, r.args, /*result=*/false));
   OpCall call(*r.op, r.args, shape_env, generator);
   ASSIGN_OR_RETURN(
       r.out, shape_env == nullptr ? r.op->kernel(call) : r.op->meta(call));
+  if (count) RETURN_IF_ERROR(CheckElements(*r.op, {r.out}, /*result=*/true));
   return r;
 }
 

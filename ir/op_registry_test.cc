@@ -360,10 +360,15 @@ TEST(CreationTest, ArangeCatStackFill) {
 
 TEST(IndexTest, GatherScatterIndexSelectEmbedding) {
   Tensor x = T({2, 3}, {1, 2, 3, 4, 5, 6});
-  Tensor idx = T({2, 2}, {2, 0, 1, -1}, DType::kInt64);
+  Tensor idx = T({2, 2}, {2, 0, 1, 2}, DType::kInt64);
   EXPECT_THAT(
       Elements(RunT("aten.gather.default", {V(x), Value::Int(1), V(idx)})),
       ElementsAre(3, 1, 5, 6));
+  // gather does not wrap a negative index, as PyTorch's does not.
+  EXPECT_EQ(RunError("aten.gather.default",
+                     {V(x), Value::Int(1), V(T({1, 1}, {-1}, DType::kInt64))}),
+            "aten.gather.default: index -1 is out of bounds for dimension 1 "
+            "with size 3");
   EXPECT_EQ(RunError("aten.gather.default",
                      {V(x), Value::Int(1), V(T({1, 1}, {3}, DType::kInt64))}),
             "aten.gather.default: index 3 is out of bounds for dimension 1 "

@@ -45,10 +45,11 @@ absl::Status CheckIndexDType(const OpCall& c, const Value& index,
   return absl::OkStatus();
 }
 
-// An index value checked against `size` (negative counts from the end).
+// An index value checked against `size`; negative counts from the end when
+// `wrap` (index.Tensor), and is out of bounds otherwise (gather, scatter).
 absl::StatusOr<int64_t> CheckedIndex(const OpCall& c, int64_t i, int64_t size,
-                                     int64_t dim) {
-  if (i < -size || i >= size) {
+                                     int64_t dim, bool wrap) {
+  if (i < (wrap ? -size : 0) || i >= size) {
     return c.Error(absl::StrCat("index ", i, " is out of bounds for dimension ",
                                 dim, " with size ", size));
   }
@@ -80,9 +81,9 @@ absl::StatusOr<std::vector<int64_t>> IndexTarget(const OpCall& c,
   std::vector<int64_t> at;
   if (target.dim() > 0) at.assign(i.begin(), i.end());
   ASSIGN_OR_RETURN(
-      int64_t k,
-      CheckedIndex(c, LoadInt(index, i),
-                   target.dim() == 0 ? 1 : target.sizes()[dim], dim));
+      int64_t k, CheckedIndex(c, LoadInt(index, i),
+                              target.dim() == 0 ? 1 : target.sizes()[dim], dim,
+                              /*wrap=*/false));
   if (target.dim() > 0) at[dim] = k;
   return at;
 }
@@ -372,7 +373,8 @@ absl::Status ForEachIndexed(const OpCall& c, const Tensor& self,
     for (int64_t d = 0; d < self.dim(); ++d) {
       if (t < ix.dims.size() && ix.dims[t] == d) {
         absl::StatusOr<int64_t> k =
-            CheckedIndex(c, LoadInt(views[t], b), self.sizes()[d], d);
+            CheckedIndex(c, LoadInt(views[t], b), self.sizes()[d], d,
+                         /*wrap=*/true);
         if (!k.ok()) {
           status = k.status();
           return;

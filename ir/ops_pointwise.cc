@@ -128,6 +128,7 @@ absl::StatusOr<Value> ComputeN(const OpCall& call, const OutInfo& info,
   std::vector<symbolic::Expr> st =
       info.strides.empty() ? ContiguousStrides(info.sizes) : info.strides;
   ASSIGN_OR_RETURN(std::vector<int64_t> strides, ConcreteSizes(call, st));
+  RETURN_IF_ERROR(CheckResultElements(call, info.dtype, sizes));
   ASSIGN_OR_RETURN(Tensor out,
                    Tensor::EmptyStrided(sizes, strides, info.dtype));
   std::vector<Tensor> views;
@@ -1253,6 +1254,7 @@ absl::Status RegisterPointwiseBody(OpRegistry& r) {
                            ConcreteSizes(c, info.sizes));
           ASSIGN_OR_RETURN(std::vector<int64_t> strides,
                            ConcreteSizes(c, info.strides));
+          RETURN_IF_ERROR(CheckResultElements(c, info.dtype, sizes));
           ASSIGN_OR_RETURN(Tensor out,
                            Tensor::EmptyStrided(sizes, strides, info.dtype));
           std::vector<Tensor> v;

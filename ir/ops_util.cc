@@ -1,6 +1,7 @@
 #include "ir/ops_util.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -91,6 +92,7 @@ absl::StatusOr<Value> ResultOrEmpty(const OpCall& call, bool running,
   if (!device.is_cpu()) return call.Error("the interpreter runs on cpu only");
   ASSIGN_OR_RETURN(std::vector<int64_t> s, ConcreteSizes(call, sizes));
   ASSIGN_OR_RETURN(std::vector<int64_t> st, ConcreteSizes(call, strides));
+  RETURN_IF_ERROR(CheckResultElements(call, dtype, s));
   absl::StatusOr<Tensor> t = Tensor::EmptyStrided(s, st, dtype);
   if (!t.ok()) return call.Error(t.status().message());
   return Value::OfTensor(*t);
@@ -100,6 +102,36 @@ std::string ShapeString(absl::Span<const symbolic::Expr> sizes) {
   std::vector<std::string> parts;
   for (symbolic::Expr e : sizes) parts.push_back(symbolic::ToString(e));
   return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
+}
+
+namespace {
+std::atomic<int64_t> max_op_elements{int64_t{1} << 40};
+}  // namespace
+
+void SetMaxOpElements(int64_t n) { max_op_elements.store(n); }
+int64_t MaxOpElements() { return max_op_elements.load(); }
+
+std::string TooManyElements(absl::string_view target, bool result,
+                            symbolic::Expr numel, DType dtype,
+                            absl::Span<const symbolic::Expr> sizes) {
+  return absl::StrCat(target, ": ", result ? "a result" : "an input", " of ",
+                      symbolic::ToString(numel), " elements (",
+                      ShortName(dtype), ShapeString(sizes),
+                      ") is more than the ", MaxOpElements(),
+                      " one op may take (--max-elements)");
+}
+
+absl::Status CheckResultElements(const OpCall& call, DType dtype,
+                                 absl::Span<const int64_t> sizes) {
+  int64_t numel = 1;
+  std::vector<symbolic::Expr> exprs;
+  for (int64_t s : sizes) {
+    if (__builtin_mul_overflow(numel, s, &numel)) return absl::OkStatus();
+    exprs.push_back(symbolic::Int(s));
+  }
+  if (numel <= MaxOpElements()) return absl::OkStatus();
+  return absl::InvalidArgumentError(TooManyElements(
+      call.op().target, /*result=*/true, symbolic::Int(numel), dtype, exprs));
 }
 
 absl::string_view ScalarTypeName(DType dtype) {

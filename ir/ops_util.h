@@ -164,6 +164,31 @@ absl::StatusOr<Value> ResultOrEmpty(const OpCall& call, bool running,
 // "[s0, 3]".
 std::string ShapeString(absl::Span<const symbolic::Expr> sizes);
 
+// SetMaxOpElements() / MaxOpElements()
+//
+// The most elements a tensor an op takes or makes may have (default 2^40;
+// lathec --max-elements): past it one kernel would run for hours, or a fused
+// one escape --max-memory. A view op takes and makes none (it only
+// describes); both backends refuse the rest, the interpreter before the op
+// runs and the cpu backend at compile time or in the host function.
+void SetMaxOpElements(int64_t n);
+int64_t MaxOpElements();
+
+// TooManyElements()
+//
+// The error op `target` gets for an input (or, when `result`, a result) of
+// `numel` elements, `dtype` and `sizes`, past MaxOpElements().
+std::string TooManyElements(absl::string_view target, bool result,
+                            symbolic::Expr numel, DType dtype,
+                            absl::Span<const symbolic::Expr> sizes);
+
+// CheckResultElements()
+//
+// TooManyElements() for `call`'s result of `sizes`, before it is allocated
+// (a count that overflows int64 is left to the allocation to refuse).
+absl::Status CheckResultElements(const OpCall& call, DType dtype,
+                                 absl::Span<const int64_t> sizes);
+
 // ConcreteSizes()
 //
 // Sizes as integers: the interpreter's are concrete; during shape

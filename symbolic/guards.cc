@@ -164,6 +164,42 @@ std::string Py(Expr e, const std::function<std::string(Expr)>& name) {
   return "?";
 }
 
+// The conditions under which every division in `e` is defined, as C++
+// (innermost first, so && evaluates each only once its operands are):
+// Check() refuses the same inputs rather than dividing by zero or
+// overflowing (INT64_MIN / -1), and so must the printed guard.
+void DivisionPreconditions(Expr e, const CppPrintOptions& options,
+                           std::vector<std::string>* out) {
+  for (Expr a : e.args()) DivisionPreconditions(a, options, out);
+  auto cpp = [&](int i) { return ToCpp(e.arg(i), options); };
+  auto divisible = [&](int a, int b) {
+    return absl::StrCat("(", cpp(b), " != 0 && (", cpp(b), " != -1 || ", cpp(a),
+                        " != std::numeric_limits<int64_t>::min()))");
+  };
+  switch (e.kind()) {
+    case ExprKind::kFloorDiv:
+    case ExprKind::kCleanDiv:
+    case ExprKind::kPythonMod:
+      if (e.arg(1).kind() != ExprKind::kInteger) {
+        out->push_back(divisible(0, 1));
+      }
+      break;
+    case ExprKind::kModularIndexing:
+      if (e.arg(1).kind() != ExprKind::kInteger) {
+        out->push_back(divisible(0, 1));
+      }
+      if (e.arg(2).kind() != ExprKind::kInteger) {
+        out->push_back(absl::StrCat("(", cpp(2), " != 0)"));
+      }
+      break;
+    case ExprKind::kMod:
+      out->push_back(absl::StrCat("(", cpp(0), " >= 0 && ", cpp(1), " >= 1)"));
+      break;
+    default:
+      break;
+  }
+}
+
 std::string DefaultSourceName(const Source& s) {
   switch (s.kind) {
     case Source::Kind::kSize:
@@ -500,7 +536,10 @@ bool GuardSet::Run(const Guard& g, const int64_t* islots,
           r.i = a[0].i % a[1].i;
           break;
         case ExprKind::kPythonMod:
-          if (a[1].i == 0) return false;
+          if (a[1].i == 0 ||
+              (a[0].i == std::numeric_limits<int64_t>::min() && a[1].i == -1)) {
+            return false;
+          }
           r.i = PyMod(a[0].i, a[1].i);
           break;
         case ExprKind::kMin:
@@ -775,7 +814,11 @@ std::string GuardSet::GuardCpp(
     auto it = display_.find(s);
     return it != display_.end() ? spell(it->second) : std::string(s.name());
   };
-  return symbolic::ToCpp(exprs_[i], options);
+  std::vector<std::string> parts;
+  DivisionPreconditions(exprs_[i], options, &parts);
+  if (parts.empty()) return symbolic::ToCpp(exprs_[i], options);
+  parts.push_back(symbolic::ToCpp(exprs_[i], options));
+  return absl::StrCat("(", absl::StrJoin(parts, " && "), ")");
 }
 
 std::string GuardSet::ToCpp(

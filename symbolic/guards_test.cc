@@ -176,6 +176,10 @@ TEST(GuardsTest, CppExpressionAgreesWithCheck) {
   ASSERT_TRUE(*env.EvaluateBool(Eq(s2, Mul(Int(2), s1))));
   ASSERT_TRUE(*env.EvaluateBool(Lt(Ok(FloorDiv(s0, Int(3))), Int(3))));
   ASSERT_TRUE(*env.EvaluateBool(Eq(Ok(PythonMod(s0, Int(4))), Int(0))));
+  // Divisions by a symbol, recorded before the symbol's range is checked:
+  // the printed guard must not divide by zero where Check() refuses.
+  ASSERT_TRUE(*env.EvaluateBool(Eq(Ok(FloorDiv(s0, s1)), Int(1))));
+  ASSERT_TRUE(*env.EvaluateBool(Ne(Ok(PythonMod(s0, s1)), Int(0))));
   GuardSet g = *ProduceGuards(env, specs);
   std::vector<std::vector<Concrete>> cases = {
       {{{8, 6}, {6, 1}}, {{8, 12}, {12, 1}}},
@@ -184,6 +188,7 @@ TEST(GuardsTest, CppExpressionAgreesWithCheck) {
       {{{12, 3}, {3, 1}}, {{12, 6}, {6, 1}}},
       {{{6, 3}, {3, 1}}, {{6, 6}, {6, 1}}},
       {{{8, 5}, {5, 1}}, {{8, 10}, {10, 1}}},
+      {{{8, 0}, {0, 1}}, {{8, 0}, {0, 1}}},
   };
   std::string program =
       std::string(CppPrelude()) + "#include <cstdio>\nint main() {\n";
@@ -217,7 +222,8 @@ TEST(GuardsTest, CppExpressionAgreesWithCheck) {
   pclose(pipe);
   std::vector<std::string> lines = absl::StrSplit(out, '\n', absl::SkipEmpty());
   EXPECT_EQ(lines, expected) << out << "\n" << g.ToCpp();
-  EXPECT_EQ(expected, (std::vector<std::string>{"1", "1", "0", "0", "0", "1"}));
+  EXPECT_EQ(expected,
+            (std::vector<std::string>{"1", "1", "0", "0", "0", "1", "0"}));
 }
 
 }  // namespace

@@ -39,6 +39,7 @@
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
 #include "ir/known_ops.h"
+#include "ir/ops_util.h"
 #include "ir/value.h"
 #include "runtime/artifact.h"
 #include "runtime/compile_cache.h"
@@ -61,7 +62,8 @@ namespace {}  // namespace
 const char kLathecUsage[] =
     "usage: lathec run (GRAPH | --artifact DIR) (--input NAME=FILE.npy ... | "
     "--inputs DIR ...) [--backend interp|cpu] --out DIR [--dump-dir DIR] "
-    "[--max-memory BYTES] [--max-compiles N] [--passes NAME,NAME,...|none]\n"
+    "[--max-memory BYTES] [--max-elements N] [--max-compiles N] "
+    "[--passes NAME,NAME,...|none]\n"
     "       lathec compile GRAPH -o DIR [--input NAME=FILE.npy ... | --inputs "
     "DIR]\n"
     "       lathec guards GRAPH [--input NAME=FILE.npy ... | --inputs DIR]";
@@ -171,6 +173,7 @@ struct RunOptions {
   std::string out;
   std::string dump_dir;
   int64_t max_memory = DefaultMaxMemory();
+  int64_t max_elements = ir::MaxOpElements();
   std::optional<std::vector<std::string>> passes;  // default pipeline: none
   int max_compiles = kMaxCompiles;
 };
@@ -225,6 +228,13 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
     } else if (a == "--max-memory" || absl::StartsWith(a, "--max-memory=")) {
       ASSIGN_OR_RETURN(std::string v, value("--max-memory"));
       ASSIGN_OR_RETURN(o.max_memory, ParseBytes(v));
+    } else if (a == "--max-elements" ||
+               absl::StartsWith(a, "--max-elements=")) {
+      ASSIGN_OR_RETURN(std::string v, value("--max-elements"));
+      if (!absl::SimpleAtoi(v, &o.max_elements) || o.max_elements < 1) {
+        return absl::InvalidArgumentError(
+            "--max-elements expects a positive number of elements");
+      }
     } else if (absl::StartsWith(a, "--")) {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag ", a));
     } else if (o.graph.empty()) {
@@ -960,6 +970,7 @@ absl::Status RunArtifact(const RunOptions& o) {
 absl::Status LathecRun(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(RunOptions o, ParseRun(args));
   SetHostMemoryLimit(o.max_memory);
+  ir::SetMaxOpElements(o.max_elements);
   if (!o.artifact.empty()) return RunArtifact(o);
   ASSIGN_OR_RETURN(std::string text, ReadFileLimited(o.graph, kMaxGraphBytes));
   // The graph as written: its file names, composites and placeholders.
@@ -1171,6 +1182,7 @@ absl::StatusOr<CompileOptions> OptionsWithHints(const RunOptions& o,
 absl::Status LathecCompile(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(CompileCommand c, ParseCompile(args, /*needs_out=*/true));
   SetHostMemoryLimit(c.run.max_memory);
+  ir::SetMaxOpElements(c.run.max_elements);
   ASSIGN_OR_RETURN(std::string text,
                    ReadFileLimited(c.run.graph, kMaxGraphBytes));
   ASSIGN_OR_RETURN(CompileOptions options, OptionsWithHints(c.run, text));
@@ -1194,6 +1206,7 @@ absl::Status LathecCompile(const std::vector<std::string>& args) {
 absl::Status LathecGuards(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(CompileCommand c, ParseCompile(args, /*needs_out=*/false));
   SetHostMemoryLimit(c.run.max_memory);
+  ir::SetMaxOpElements(c.run.max_elements);
   ASSIGN_OR_RETURN(std::string text,
                    ReadFileLimited(c.run.graph, kMaxGraphBytes));
   ASSIGN_OR_RETURN(CompileOptions options, OptionsWithHints(c.run, text));

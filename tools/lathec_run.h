@@ -39,6 +39,9 @@
 //   --max-memory BYTES (suffixes K, M, G, T)
 //       the most memory the run's tensors may hold together (default: half
 //       the machine's physical memory); .npy files are bounded by it too.
+//   --max-elements N
+//       the most elements a tensor one op takes or makes may have (default
+//       2^40), on both backends: past it a kernel would run for hours.
 //
 // Inputs are laid out as the graph's annotations say (a Fortran-order .npy
 // for a row-major input is copied into row-major order). Every error is one

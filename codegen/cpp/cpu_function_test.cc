@@ -811,9 +811,10 @@ def forward(self, y: "f32[6][1]cpu", z: "f32[4, 6][6, 1]cpu"):
 }
 
 // Hostile data-dependent sizes (review): [n, n, 8] with n = 2^31 - 1 has
-// more elements than int64 counts, which is refused as memory before any
-// kernel writes; .item() of a float16 tensor reads its value; var over dim 0
-// of a 0-d tensor is a reduction of one element.
+// more elements than int64 counts, which is refused (past --max-elements)
+// before any kernel writes, and one that fits the limit but not memory is
+// refused as memory; .item() of a float16 tensor reads its value; var over
+// dim 0 of a 0-d tensor is a reduction of one element.
 TEST(CpuFunctionTest, OverflowingSizesAndHalfItemsAreHandled) {
   ASSERT_OK_AND_ASSIGN(Compiled c, CompileGraph(R"IR(
 def forward(self, n: "i64[][]cpu", h: "f16[][]cpu", z: "f32[][]cpu"):
@@ -835,11 +836,21 @@ def forward(self, n: "i64[][]cpu", h: "f16[][]cpu", z: "f32[][]cpu"):
   ExpectSameOutputs(got, want);
   EXPECT_EQ(got.outputs[1].tensor.GetDouble({}), 6);
   EXPECT_EQ(got.outputs[2].tensor.GetDouble({}), 0);
+  // 8 * (2^31 - 1)^2 elements: past the element limit (checked in double,
+  // before the allocation's byte count would overflow).
   in[0] = IntScalar(2147483647);
   EXPECT_THAT(c.function->Run(in).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "node 'ones': aten.ones.default: a result of 8*u0**2 "
+                       "elements (f32[u0, u0, 8]) is more than the "
+                       "1099511627776 one op may take (--max-elements)"));
+  // 8 * 300000^2 elements fit the limit; their bytes do not fit memory:
+  // the allocator's own message, as the interpreter gives it.
+  in[0] = IntScalar(300000);
+  EXPECT_THAT(c.function->Run(in).status(),
               StatusIs(absl::StatusCode::kResourceExhausted,
-                       "out of memory allocating the compiled graph's "
-                       "buffers"));
+                       HasSubstr("allocating 2880000000000 bytes would exceed "
+                                 "the memory limit of")));
 }
 
 // An annotation lathe_call cannot check (a division) is checked on the host
