@@ -1,6 +1,8 @@
 // Prints, as one C++ file, the runtime wrapper of every WrapperCase (each in
-// namespace lathe::aot::generated::NAME) and GeneratedWrapperFor(). Run by a
-// genrule; the output is compiled into the codegen test and the benchmark.
+// namespace lathe::aot::generated::NAME) and GeneratedWrapperFor(): the
+// checked-in aot/runtime_wrappers_generated.cc (kept current by
+// //aot:runtime_wrappers_generated_test); it is compiled into the codegen
+// test and the benchmark.
 
 #include <cstdio>
 #include <string>
