@@ -793,8 +793,9 @@ TEST(LathecHostileTest, CloningAnExpandedViewNeedsNoMoreThanItsResult) {
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   int64_t peak = static_cast<int64_t>(usage.ru_maxrss) * 1024;
 #if defined(__SANITIZE_ADDRESS__)
-  // AddressSanitizer's shadow and redzones add to it.
-  EXPECT_LT(peak, kElements * 4 * 2) << "peak RSS " << peak;
+  // AddressSanitizer's shadow, redzones and quarantine add about the
+  // result's size again (the copy through doubles it had added 2x more).
+  EXPECT_LT(peak, kElements * 4 * 3) << "peak RSS " << peak;
 #else
   // The result, and lathec's own 15 MB or so: the .npy is written from the
   // result's storage, and the copy stages nothing.
