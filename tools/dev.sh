@@ -137,7 +137,9 @@ job_test() {
   if [ "${LATHE_SKIP_SANITIZERS:-0}" != 1 ]; then
     # Under the sanitizers the big corpora run a fixed sample
     # (LATHE_TEST_SAMPLE in .bazelrc, tools/testing/sample.h).
-    run_tests "all tests under asan+ubsan" 1020 "$ROOT" --config=sanitizers //...
+    # Only what the tests need: the plain pass above built everything.
+    run_tests "all tests under asan+ubsan" 1020 "$ROOT" --config=sanitizers \
+      --build_tests_only //...
     run_tests "threaded tests under tsan" 240 "$ROOT" --config=tsan \
       --build_tests_only --test_tag_filters=threads //...
   fi
