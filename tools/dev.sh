@@ -76,9 +76,10 @@ stage_done() {
 }
 
 # print_stages: each stage's time and budget. The budgets add up to 45
-# minutes on a machine half as fast as the one the suite was tuned on (2
-# cores, STREAM triad 28 GB/s, where the whole job takes about half that);
-# a stage past its budget is marked, so growth shows before CI's limit.
+# minutes, meant for a machine half as fast as the one the suite was tuned
+# on (2 cores, STREAM triad 28 GB/s; there a cold run took 29 minutes, 1738
+# s, most of it building); a stage past its budget is marked, so growth
+# shows before CI's limit.
 print_stages() {
   local entry label secs budget total=0
   printf '%-34s %8s %8s\n' "stage" "seconds" "budget"
