@@ -35,17 +35,16 @@ using ir::Node;
 // when there are no statistics, so the writes are functionalized and the
 // caller's tensors updated, as in eager.
 void MarkHiddenWrites(Node* n) {
-  if (n->target() != "aten.native_batch_norm.default") return;
+  if (n->target() != "aten.native_batch_norm.default" || n->op() == nullptr) {
+    return;
+  }
+  // The arguments by position (keywords placed by the schema).
   std::vector<Arg> args = n->args();
   for (const auto& [name, arg] : n->kwargs()) {
-    static const char* const kNames[] = {
-        "input",       "weight",   "bias",     "running_mean",
-        "running_var", "training", "momentum", "eps"};
-    for (size_t i = 0; i < 8; ++i) {
-      if (name != kNames[i]) continue;
-      if (args.size() <= i) args.resize(i + 1);
-      args[i] = arg;
-    }
+    int i = n->op()->schema.ArgumentIndex(name);
+    if (i < 0) return;  // the op refuses it
+    if (args.size() <= static_cast<size_t>(i)) args.resize(i + 1);
+    args[i] = arg;
   }
   if (args.size() != 8 || args[5].kind != Arg::Kind::kBool || !args[5].b) {
     return;

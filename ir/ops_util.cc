@@ -23,6 +23,13 @@ namespace lathe::ir {
 
 namespace {
 
+// The dims of a 4-d (5-d) tensor from the fastest-moving in, channels last:
+// C, W, H, N (C, W, H, D, N).
+std::vector<int64_t> ChannelsLastOrder(size_t rank) {
+  return rank == 4 ? std::vector<int64_t>{1, 3, 2, 0}
+                   : std::vector<int64_t>{1, 4, 3, 2, 0};
+}
+
 int IntRank(DType d) {  // within the integer category
   switch (d) {
     case DType::kBool:
@@ -408,9 +415,7 @@ std::vector<symbolic::Expr> PointwiseStrides(
     // Then channels-last (4-d) / channels-last-3d (5-d): every operand
     // is_contiguous(ChannelsLast), size-1 dims ignored, gives that format.
     if (ndim == 4 || ndim == 5) {
-      std::vector<int64_t> order = ndim == 4
-                                       ? std::vector<int64_t>{1, 3, 2, 0}
-                                       : std::vector<int64_t>{1, 4, 3, 2, 0};
+      std::vector<int64_t> order = ChannelsLastOrder(ndim);
       bool all_channels_last = true;
       for (const std::vector<int64_t>& st : strides) {
         int64_t expected = 1;
@@ -420,15 +425,7 @@ std::vector<symbolic::Expr> PointwiseStrides(
           expected *= (*shape)[d];
         }
       }
-      if (all_channels_last) {
-        std::vector<symbolic::Expr> out(ndim);
-        int64_t next = 1;
-        for (int64_t d : order) {
-          out[d] = symbolic::Int(next);
-          next *= (*shape)[d];
-        }
-        return out;
-      }
+      if (all_channels_last) return ChannelsLastStrides(sizes);
     }
     if (same_dense) {
       std::vector<symbolic::Expr> out;
@@ -480,9 +477,7 @@ bool SuggestsChannelsLast(const Value& t) {
   if (!sizes || !strides || (sizes->size() != 4 && sizes->size() != 5)) {
     return false;
   }
-  std::vector<int64_t> order = sizes->size() == 4
-                                   ? std::vector<int64_t>{1, 3, 2, 0}
-                                   : std::vector<int64_t>{1, 4, 3, 2, 0};
+  std::vector<int64_t> order = ChannelsLastOrder(sizes->size());
   // c10's is_channels_last_strides_{2,3}d_s{4,5}.
   if ((*strides)[1] == 0) return false;
   int64_t min = 0;
@@ -497,9 +492,7 @@ bool SuggestsChannelsLast(const Value& t) {
 
 std::vector<symbolic::Expr> ChannelsLastStrides(
     absl::Span<const symbolic::Expr> sizes) {
-  std::vector<int64_t> order = sizes.size() == 4
-                                   ? std::vector<int64_t>{1, 3, 2, 0}
-                                   : std::vector<int64_t>{1, 4, 3, 2, 0};
+  std::vector<int64_t> order = ChannelsLastOrder(sizes.size());
   std::vector<symbolic::Expr> out(sizes.size());
   symbolic::Expr next = symbolic::Int(1);
   for (int64_t d : order) {
