@@ -99,7 +99,7 @@ TEST(FunctionalizeDifferentialTest, RandomViewAndMutationGraphsMatchEager) {
     }
   }
   EXPECT_GT(mutating, 400 / testing::SampleStride());  // most really mutate
-  EXPECT_LT(rejected_by_aot, 500);  // frozen storage is rare
+  EXPECT_LT(rejected_by_aot, 500);                     // frozen storage is rare
 }
 
 // Equal sizes and values, and strides too when `layout`.

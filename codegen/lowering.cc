@@ -1173,8 +1173,8 @@ class Lowerer {
   absl::flat_hash_set<Expr> bound_;  // data-dependent symbols bound so far
   absl::flat_hash_set<Expr> read_from_data_;  // those of bound_ read from a
                                               // buffer (x.item())
-  bool seeded_ = false;              // a random op read the seed
-  Expr draws_ = symbolic::Int(0);    // the next draw's counter
+  bool seeded_ = false;                       // a random op read the seed
+  Expr draws_ = symbolic::Int(0);             // the next draw's counter
   std::vector<Expr> base_offsets_;
   int kernel_count_ = 0;
   int num_inputs_ = 0;                  // placeholders, then constants
@@ -3472,9 +3472,10 @@ absl::StatusOr<NodeValue> MaskedRows(Lowerer& L, const Call& c, TBox x,
              TruePosition(kb, nz));
     L.Emit(std::move(k));
   }
-  TBox rows = L.FromBuffer(rows_b, DType::kInt64, mask.sizes, row_strides, zero);
-  int b = L.NewBuffer(m.dtype,
-                      StorageNumel(m.sizes, m.strides, m.storage_offset));
+  TBox rows =
+      L.FromBuffer(rows_b, DType::kInt64, mask.sizes, row_strides, zero);
+  int b =
+      L.NewBuffer(m.dtype, StorageNumel(m.sizes, m.strides, m.storage_offset));
   Kernel k = L.NewKernel(x.sizes);
   KernelBuilder kb(&k);
   std::vector<Expr> at_mask(k.vars.begin() + lead,
@@ -3504,9 +3505,8 @@ absl::StatusOr<NodeValue> MaskedRows(Lowerer& L, const Call& c, TBox x,
 absl::StatusOr<NodeValue> LowerMaskedSelect(Lowerer& L, const Call& c) {
   ASSIGN_OR_RETURN(TBox self, L.Tensor(c, 0));
   ASSIGN_OR_RETURN(TBox mask, L.Tensor(c, 1));
-  std::vector<Expr> sizes = self.sizes.size() >= mask.sizes.size()
-                                ? self.sizes
-                                : mask.sizes;
+  std::vector<Expr> sizes =
+      self.sizes.size() >= mask.sizes.size() ? self.sizes : mask.sizes;
   // The broadcast shape: a 1 takes the other's size (the meta checked it).
   for (const TBox* t : {&self, &mask}) {
     for (size_t e = 0; e < t->sizes.size(); ++e) {
@@ -3884,9 +3884,9 @@ absl::StatusOr<NodeValue> LowerScatterDim(Lowerer& L, const Call& c) {
                        {count, L.NumberBox(symbolic::Int(1), DType::kInt64)},
                        DType::kInt64, compute, m.sizes);
   // PyTorch divides an integer mean with rounding_mode="floor".
-  return TensorValue(L.Pointwise(
-      IsFloatingPoint(m.dtype) ? "truediv" : "floordiv", {out, n}, compute,
-      m.dtype, m.sizes));
+  return TensorValue(
+      L.Pointwise(IsFloatingPoint(m.dtype) ? "truediv" : "floordiv", {out, n},
+                  compute, m.dtype, m.sizes));
 }
 
 // index_add(self, dim, index, source, alpha): source's slice k (along dim)

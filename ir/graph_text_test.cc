@@ -297,7 +297,8 @@ TEST(GraphTextTest, ErrorsNameLineAndColumn) {
       {"def forward(self, x):\n    return (x, q)\n",
        "line 2:16: 'q' is not defined"},
       // make_fx's pytree form, malformed.
-      {"def forward(self, x):\n    x_1, x_1, = fx_pytree.tree_flatten_spec([x], "
+      {"def forward(self, x):\n    x_1, x_1, = "
+       "fx_pytree.tree_flatten_spec([x], "
        "self._in_spec)\n    return (x_1,)\n",
        "line 2:10: input 'x_1' appears twice"},
       {"def forward(self, x, y):\n    x_1: \"f32[2]\"; y_1: \"f32[2]\";\n    "

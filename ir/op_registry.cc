@@ -176,8 +176,7 @@ absl::Status OpRegistry::DeriveTags(
        {"aten.mm.default", "aten.bmm.default", "aten.addmm.default",
         "aten.baddbmm.default", "aten.convolution.default",
         "aten.convolution_backward.default", "aten.sort.default",
-        "aten.sort.stable",
-        "aten.topk.default", "aten._cdist_forward.default",
+        "aten.sort.stable", "aten.topk.default", "aten._cdist_forward.default",
         "aten._pdist_forward.default", "aten._embedding_bag.default",
         "aten._embedding_bag_forward_only.default", "aten._fft_r2c.default",
         "aten._fft_c2r.default"}) {

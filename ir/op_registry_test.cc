@@ -448,8 +448,9 @@ TEST(IndexTest, AdvancedIndexingAndIndexPut) {
             "size 3");
   // A boolean mask of the indexed dims picks the rows where it is true; it
   // must match those dims, with PyTorch's message.
-  Tensor rows_of = RunT("aten.index.Tensor",
-                        {V(x), Value::List({V(T({3}, {1, 0, 1}, DType::kBool))})});
+  Tensor rows_of =
+      RunT("aten.index.Tensor",
+           {V(x), Value::List({V(T({3}, {1, 0, 1}, DType::kBool))})});
   EXPECT_THAT(rows_of.sizes(), ElementsAre(2, 4));
   EXPECT_THAT(Elements(rows_of), ElementsAre(0, 1, 2, 3, 20, 21, 22, 23));
   EXPECT_EQ(RunError("aten.index.Tensor",

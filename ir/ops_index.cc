@@ -406,8 +406,9 @@ absl::StatusOr<int64_t> MaskPosition(const OpCall& c, const Value& self,
   }
   if (at < 0 || tensors != 1) return -1;
   if (DTypeOf(indices.list[at]) == DType::kUInt8) {
-    return c.Error("indexing with a uint8 mask is deprecated in PyTorch; use "
-                   "a bool mask");
+    return c.Error(
+        "indexing with a uint8 mask is deprecated in PyTorch; use "
+        "a bool mask");
   }
   // The mask covers dims [at, at + rank) of self, which must match it.
   const Value& mask = indices.list[at];
@@ -419,10 +420,10 @@ absl::StatusOr<int64_t> MaskPosition(const OpCall& c, const Value& self,
   for (size_t k = 0; k < ms.size(); ++k) {
     ASSIGN_OR_RETURN(bool same, Decide(c, symbolic::Eq(ms[k], in[at + k])));
     if (!same) {
-      return c.Error(absl::StrCat(
-          "The shape of the mask ", ShapeString(ms), " at index ", k,
-          " does not match the shape of the indexed tensor ", ShapeString(in),
-          " at index ", at + k));
+      return c.Error(
+          absl::StrCat("The shape of the mask ", ShapeString(ms), " at index ",
+                       k, " does not match the shape of the indexed tensor ",
+                       ShapeString(in), " at index ", at + k));
     }
   }
   return at;
@@ -955,9 +956,9 @@ absl::StatusOr<Value> Nonzero(const OpCall& c) {
 absl::StatusOr<Value> MaskedSelect(const OpCall& c) {
   const Value &self = c.arg(0), &mask = c.arg(1);
   if (DTypeOf(mask) != DType::kBool) {
-    return c.Error(absl::StrCat(
-        "masked_select: expected BoolTensor for mask, but got ",
-        ScalarTypeName(DTypeOf(mask))));
+    return c.Error(
+        absl::StrCat("masked_select: expected BoolTensor for mask, but got ",
+                     ScalarTypeName(DTypeOf(mask))));
   }
   ASSIGN_OR_RETURN(std::vector<Expr> sizes,
                    BroadcastShapes(c, {SizesOf(self), SizesOf(mask)}));
@@ -969,9 +970,9 @@ absl::StatusOr<Value> MaskedSelect(const OpCall& c) {
   ForEachIndex(shape, [&](absl::Span<const int64_t> i) {
     if (LoadInt(m, i) != 0) trues.emplace_back(i.begin(), i.end());
   });
-  ASSIGN_OR_RETURN(Tensor out,
-                   Tensor::Empty({static_cast<int64_t>(trues.size())},
-                                 s.dtype()));
+  ASSIGN_OR_RETURN(
+      Tensor out,
+      Tensor::Empty({static_cast<int64_t>(trues.size())}, s.dtype()));
   for (size_t k = 0; k < trues.size(); ++k) {
     CopyElement(out, {static_cast<int64_t>(k)}, s, trues[k]);
   }
@@ -1233,8 +1234,8 @@ absl::Status RegisterIndexOps(OpRegistry& r) {
   RETURN_IF_ERROR(
       r.Add("masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor",
             MaskedScatter));
-  RETURN_IF_ERROR(r.Add("masked_select(Tensor self, Tensor mask) -> Tensor",
-                        MaskedSelect));
+  RETURN_IF_ERROR(
+      r.Add("masked_select(Tensor self, Tensor mask) -> Tensor", MaskedSelect));
   RETURN_IF_ERROR(r.Add(
       "scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str "
       "reduce, *, bool include_self=True) -> Tensor",

@@ -2472,7 +2472,8 @@ absl::StatusOr<Value> BceWithLogits(const OpCall& c) {
 // dtype, broadcast to [B, H, L, S]) and, with is_causal, -inf above the
 // diagonal; the output is laid out as the query (empty_like); logsumexp is
 // the log of each row's softmax denominator, in float32 (float64 for float64
-// inputs), laid out as PyTorch's [B, L, H] transposed. Dropout is not supported (dropout_p must be 0).
+// inputs), laid out as PyTorch's [B, L, H] transposed. Dropout is not supported
+// (dropout_p must be 0).
 absl::StatusOr<Value> FlashAttentionCpu(const OpCall& c) {
   const Value& q = c.arg("query");
   const Value& k = c.arg("key");

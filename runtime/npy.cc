@@ -1,5 +1,9 @@
 #include "runtime/npy.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
@@ -8,10 +12,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -245,7 +245,8 @@ constexpr size_t kMaxHeaderBytes = 1 << 16;
 // 3, then the header length. `prefix` holds at least the first 12 bytes or
 // the whole file if shorter.
 absl::StatusOr<size_t> HeaderEnd(absl::string_view prefix) {
-  if (prefix.size() >= 6 && prefix.substr(0, 6) != absl::string_view(kMagic, 6)) {
+  if (prefix.size() >= 6 &&
+      prefix.substr(0, 6) != absl::string_view(kMagic, 6)) {
     return At(0, "not a .npy file (missing the \\x93NUMPY magic)");
   }
   if (prefix.size() < 10) {
@@ -272,9 +273,9 @@ absl::StatusOr<size_t> HeaderEnd(absl::string_view prefix) {
                            static_cast<int>(static_cast<uint8_t>(prefix[7]))));
   }
   if (header_len > kMaxHeaderBytes) {
-    return At(8, absl::StrCat("header length ", header_len,
-                              " is over the limit of ", kMaxHeaderBytes,
-                              " bytes"));
+    return At(
+        8, absl::StrCat("header length ", header_len, " is over the limit of ",
+                        kMaxHeaderBytes, " bytes"));
   }
   return header_start + header_len;
 }
@@ -327,13 +328,13 @@ absl::StatusOr<NpyHeader> ParseHeader(absl::string_view bytes,
 
 // The error for `available` data bytes where `h` needs another count.
 absl::Status DataSizeMismatch(const NpyHeader& h, absl::string_view available) {
-  return At(h.data_start,
-            absl::StrCat("data has ", available, " bytes but shape (",
-                         absl::StrJoin(h.shape, ", "), ") of ", h.descr,
-                         " needs ",
-                         h.overflow ? "more than 18446744073709551615"
-                                    : absl::StrCat(h.data_bytes),
-                         " bytes"));
+  return At(
+      h.data_start,
+      absl::StrCat("data has ", available, " bytes but shape (",
+                   absl::StrJoin(h.shape, ", "), ") of ", h.descr, " needs ",
+                   h.overflow ? "more than 18446744073709551615"
+                              : absl::StrCat(h.data_bytes),
+                   " bytes"));
 }
 
 // The tensor `h` describes over `storage` (its data, already in place);
@@ -367,9 +368,9 @@ absl::StatusOr<Tensor> Finish(const NpyHeader& h, Storage storage) {
 absl::StatusOr<Tensor> ParseNpy(absl::string_view bytes) {
   ASSIGN_OR_RETURN(size_t header_end, HeaderEnd(bytes.substr(0, 12)));
   if (header_end > bytes.size()) {
-    return At(8, absl::StrCat("header length ", header_end - (bytes[6] == 1 ? 10 : 12),
-                              " runs past the end of the ", bytes.size(),
-                              "-byte file"));
+    return At(8, absl::StrCat(
+                     "header length ", header_end - (bytes[6] == 1 ? 10 : 12),
+                     " runs past the end of the ", bytes.size(), "-byte file"));
   }
   ASSIGN_OR_RETURN(NpyHeader h, ParseHeader(bytes, header_end));
   uint64_t available = bytes.size() - h.data_start;
@@ -490,13 +491,12 @@ absl::StatusOr<Tensor> ReadNpyFd(int fd, const std::string& path,
   if (header_end > head.size()) {
     size_t had = head.size();
     head.resize(header_end);
-    ASSIGN_OR_RETURN(got, ReadUpTo(fd, path, head.data() + had,
-                                   header_end - had));
+    ASSIGN_OR_RETURN(got,
+                     ReadUpTo(fd, path, head.data() + had, header_end - had));
     if (had + got < header_end) {
-      return At(8, absl::StrCat("header length ",
-                                header_end - (head[6] == 1 ? 10 : 12),
-                                " runs past the end of the ", had + got,
-                                "-byte file"));
+      return At(8, absl::StrCat(
+                       "header length ", header_end - (head[6] == 1 ? 10 : 12),
+                       " runs past the end of the ", had + got, "-byte file"));
     }
   }
   ASSIGN_OR_RETURN(NpyHeader h, ParseHeader(head, header_end));

@@ -59,7 +59,7 @@ absl::StatusOr<Tensor> ReadNpy(const std::string& path,
 // otherwise. The view lives as long as t's storage.
 struct NpyParts {
   std::string header;
-  std::string copy;        // the data, when it had to be reordered
+  std::string copy;         // the data, when it had to be reordered
   absl::string_view dense;  // t's own bytes, when they are in order
   bool is_dense = false;
   absl::string_view data() const { return is_dense ? dense : copy; }

@@ -214,13 +214,15 @@ TEST(NpyTest, ReadsAreBounded) {
   ASSERT_OK(WriteNpy(path, *Tensor::Empty({64}, DType::kFloat64)));
   EXPECT_OK(ReadNpy(path));
   EXPECT_EQ(ReadNpy(path, 100).status().message(),
-            absl::StrCat(path, ": shape (64) of <f8 needs 512 bytes, over the "
-                               "limit of 100 bytes"));
+            absl::StrCat(path,
+                         ": shape (64) of <f8 needs 512 bytes, over the "
+                         "limit of 100 bytes"));
   std::string huge = lathe::testing::TestTmpPath("huge.npy");
   {
     std::ofstream f(huge, std::ios::binary);
-    f << Header("{'descr': '<f4', 'fortran_order': False, 'shape': "
-                "(1000000000000,), }");
+    f << Header(
+        "{'descr': '<f4', 'fortran_order': False, 'shape': "
+        "(1000000000000,), }");
   }
   EXPECT_THAT(ReadNpy(huge), StatusIs(absl::StatusCode::kResourceExhausted,
                                       HasSubstr("needs 4000000000000 bytes")));

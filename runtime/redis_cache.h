@@ -15,9 +15,10 @@
 // drops the connection, refuses the credentials (or asks for some: NOAUTH)
 // or answers out of bounds, Get is a miss and Put a no-op, one warning
 // goes to stderr (and stays readable through warning()), and this object
-// never asks the server again: the local tiers carry on. Entries over a size cap are refused by Put and never
-// read whole by Get (GETRANGE), and a reply announcing more bytes than the
-// cap is refused from its header line, before any of it is buffered.
+// never asks the server again: the local tiers carry on. Entries over a size
+// cap are refused by Put and never read whole by Get (GETRANGE), and a reply
+// announcing more bytes than the cap is refused from its header line, before
+// any of it is buffered.
 //
 // Example:
 //

@@ -83,8 +83,8 @@ struct Geometry {
   int64_t rank, dim;
   bool descending;  // sort; topk: largest
   int64_t k;        // -1: sort
-  bool sorted;  // topk
-  bool stable;  // sort: std::stable_sort
+  bool sorted;      // topk
+  bool stable;      // sort: std::stable_sort
   bool keep_order;
   const int64_t* sizes;
   int64_t x_offset;

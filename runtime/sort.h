@@ -9,10 +9,10 @@
 // reference interpreter's, ir/ops_index.cc): NaN is larger than every
 // number; sort is std::sort over (value, index) pairs (std::stable_sort for
 // sort.stable with stable=True, and for an ascending 1-d integer sort of at
-// least 32768 elements, PyTorch's radix path), and a line the caller marks (a dimension of stride 0 in eager
-// PyTorch, where the kernel skips sorting) keeps its order; topk is
-// std::partial_sort when k * 64 <= n, else std::nth_element, then std::sort
-// of the first k - 1 when sorted.
+// least 32768 elements, PyTorch's radix path), and a line the caller marks (a
+// dimension of stride 0 in eager PyTorch, where the kernel skips sorting) keeps
+// its order; topk is std::partial_sort when k * 64 <= n, else std::nth_element,
+// then std::sort of the first k - 1 when sorted.
 //
 // The geometry is one int64 array, so the ABI entry stays one C signature:
 //

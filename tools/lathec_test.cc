@@ -751,12 +751,12 @@ TEST(LathecHostileTest, TheDefaultMemoryLimitLeavesTheMachineRoom) {
                    "    return (clone,)\n"));
   std::string x = Save("default_limit/x.npy", Filled({1}, 1.0));
   for (const char* backend : {"interp", "cpu"}) {
-    LathecResult r = RunLathec({"run", graph, "--input", "x=" + x,
-                                "--backend", backend, "--out", dir + "/out"});
+    LathecResult r = RunLathec({"run", graph, "--input", "x=" + x, "--backend",
+                                backend, "--out", dir + "/out"});
     EXPECT_EQ(r.status, 1) << backend;
-    EXPECT_THAT(r.output, HasSubstr(absl::StrCat(
-                              "would exceed the memory limit of ",
-                              DefaultMaxMemory(), " bytes")))
+    EXPECT_THAT(r.output,
+                HasSubstr(absl::StrCat("would exceed the memory limit of ",
+                                       DefaultMaxMemory(), " bytes")))
         << backend;
   }
   EXPECT_FALSE(PathExists(dir + "/out"));

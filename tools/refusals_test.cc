@@ -387,7 +387,8 @@ TEST(RefusalsTest, ANegativeGatherOrScatterIndexIsOutOfBounds) {
   for (const std::vector<std::string>& op : ops) {
     std::string graph = absl::StrCat(R"(
 def forward(self, x: "f32[4][1]cpu", i: "i64[2][1]cpu"):
-    )", op[0], " = ", op[1], R"(;  x = i = None
+    )",
+                                     op[0], " = ", op[1], R"(;  x = i = None
     return ()",
                                      op[0], R"(,)
 )");

@@ -192,8 +192,7 @@ TEST(TorchCorpusSizeTest, HoldsEveryCapturedCase) {
   EXPECT_GE(cases, 582u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Chunks, TorchCorpusTest,
-                         ::testing::Range(0, kChunks));
+INSTANTIATE_TEST_SUITE_P(Chunks, TorchCorpusTest, ::testing::Range(0, kChunks));
 
 }  // namespace
 }  // namespace lathe
