@@ -241,6 +241,12 @@ struct NpyHeader {
 // its own reader refuses headers over 10000 bytes by default).
 constexpr size_t kMaxHeaderBytes = 1 << 16;
 
+// The fixed prefix before the header dict (magic, version, header length):
+// 10 bytes in version 1, 12 in 2 and 3; `bytes` holds a checked prefix.
+size_t PrefixSize(absl::string_view bytes) {
+  return static_cast<uint8_t>(bytes[6]) == 1 ? 10 : 12;
+}
+
 // The bytes of the fixed prefix and header: 10 for version 1, 12 for 2 and
 // 3, then the header length. `prefix` holds at least the first 12 bytes or
 // the whole file if shorter.
@@ -283,7 +289,7 @@ absl::StatusOr<size_t> HeaderEnd(absl::string_view prefix) {
 // Parses the header of `bytes`, which holds at least HeaderEnd() bytes.
 absl::StatusOr<NpyHeader> ParseHeader(absl::string_view bytes,
                                       size_t header_end) {
-  size_t header_start = static_cast<uint8_t>(bytes[6]) == 1 ? 10 : 12;
+  size_t header_start = PrefixSize(bytes);
   absl::string_view header =
       bytes.substr(header_start, header_end - header_start);
   NpyHeader h;
@@ -368,9 +374,9 @@ absl::StatusOr<Tensor> Finish(const NpyHeader& h, Storage storage) {
 absl::StatusOr<Tensor> ParseNpy(absl::string_view bytes) {
   ASSIGN_OR_RETURN(size_t header_end, HeaderEnd(bytes.substr(0, 12)));
   if (header_end > bytes.size()) {
-    return At(8, absl::StrCat(
-                     "header length ", header_end - (bytes[6] == 1 ? 10 : 12),
-                     " runs past the end of the ", bytes.size(), "-byte file"));
+    return At(8, absl::StrCat("header length ", header_end - PrefixSize(bytes),
+                              " runs past the end of the ", bytes.size(),
+                              "-byte file"));
   }
   ASSIGN_OR_RETURN(NpyHeader h, ParseHeader(bytes, header_end));
   uint64_t available = bytes.size() - h.data_start;
@@ -494,9 +500,9 @@ absl::StatusOr<Tensor> ReadNpyFd(int fd, const std::string& path,
     ASSIGN_OR_RETURN(got,
                      ReadUpTo(fd, path, head.data() + had, header_end - had));
     if (had + got < header_end) {
-      return At(8, absl::StrCat(
-                       "header length ", header_end - (head[6] == 1 ? 10 : 12),
-                       " runs past the end of the ", had + got, "-byte file"));
+      return At(8, absl::StrCat("header length ", header_end - PrefixSize(head),
+                                " runs past the end of the ", had + got,
+                                "-byte file"));
     }
   }
   ASSIGN_OR_RETURN(NpyHeader h, ParseHeader(head, header_end));
