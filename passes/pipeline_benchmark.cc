@@ -16,11 +16,11 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "check.h"
+#include "driver/compile.h"
 #include "ir/graph_text.h"
 #include "ir/shape_prop.h"
 #include "passes/default_pipeline.h"
 #include "symbolic/shape_env.h"
-#include "tools/compile.h"
 
 namespace lathe::passes {
 namespace {

@@ -23,7 +23,7 @@
 #include "ir/interpreter.h"
 #include "ir/shape_prop.h"
 #include "runtime/tensor.h"
-#include "tools/compile.h"
+#include "driver/compile.h"
 #include "tools/testing/expect_close.h"
 #include "tools/testing/random_graph.h"
 #include "tools/testing/sample.h"

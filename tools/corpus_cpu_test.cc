@@ -32,7 +32,7 @@
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
-#include "tools/compile.h"
+#include "driver/compile.h"
 #include "tools/lathec_run.h"
 #include "tools/testing/annotated_inputs.h"
 #include "tools/testing/npy_tree.h"

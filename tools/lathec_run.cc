@@ -33,8 +33,12 @@
 #include "absl/strings/string_view.h"
 #include "aot/aot_dispatch.h"
 #include "aot/flatten_composites.h"
+#include "codegen/cpp/cpu_backend.h"
 #include "codegen/cpp/cpu_function.h"
 #include "codegen/cpp/wrapper_emitter.h"
+#include "driver/arguments.h"
+#include "driver/compile.h"
+#include "driver/variant_compiler.h"
 #include "ir/graph.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
@@ -53,8 +57,6 @@
 #include "symbolic/evaluate.h"
 #include "symbolic/guards.h"
 #include "symbolic/printer.h"
-#include "tools/compile.h"
-#include "tools/compile_artifact.h"
 
 namespace lathe {
 namespace {}  // namespace
@@ -278,11 +280,7 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
           "--dump-dir and --out must be separate directories");
     }
   }
-  if (o.backend != "interp" && o.backend != "cpu") {
-    return absl::UnimplementedError(
-        absl::StrCat("backend '", o.backend,
-                     "' is not available yet (available: interp, cpu)"));
-  }
+  RETURN_IF_ERROR(BackendNamed(o.backend).status());
   return o;
 }
 
@@ -585,16 +583,6 @@ std::string CacheNote(const codegen::CpuStats& st) {
                               : absl::StrCat(" (", st.cache_hit, " cache hit)");
 }
 
-absl::StatusOr<std::unique_ptr<ir::Graph>> Parse(const RunOptions& o,
-                                                 absl::string_view text) {
-  absl::StatusOr<std::unique_ptr<ir::Graph>> parsed = ir::ParseGraph(text);
-  if (!parsed.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(o.graph, ": ", parsed.status().message()));
-  }
-  return parsed;
-}
-
 // The compile options of a run with `hints` for the graph's symbols (as
 // PyTorch compiles with example inputs: sizes 0 and 1 are specialized).
 CompileOptions CompileOptionsOf(
@@ -779,15 +767,14 @@ absl::StatusOr<std::vector<PendingFile>> RunCompiled(
       return absl::InternalError("the compiled function compiled nothing");
     }
     // Every variant of the graph writes the same arguments: the first's.
-    const CompiledArtifact& first = *compiler.compiled().front();
+    const CompiledGraph& first = *compiler.compiled().front();
     if (written_args.empty()) {
-      written_args = first.cpu->MutatedUserInputs();
+      written_args = first.function->MutatedUserInputs();
     }
     std::string prefix = o.input_dirs.empty() ? "" : absl::StrCat(k, "/");
-    ASSIGN_OR_RETURN(
-        std::vector<PendingFile> files,
-        ResultFiles(first.compiled->aot.signature, first.compiled->aot.names,
-                    *results, *args, written_args, prefix));
+    ASSIGN_OR_RETURN(std::vector<PendingFile> files,
+                     ResultFiles(first.aot.signature, first.aot.names, *results,
+                                 *args, written_args, prefix));
     for (PendingFile& file : files) all.push_back(std::move(file));
   }
   if (!o.input_dirs.empty()) {
@@ -796,7 +783,7 @@ absl::StatusOr<std::vector<PendingFile>> RunCompiled(
   // Past the limit, the function itself warned (once, on stderr).
   // What the cpu backend did, per compile.
   for (const auto& c : compiler.compiled()) {
-    const codegen::CpuStats& st = c->cpu->stats();
+    const codegen::CpuStats& st = c->function->stats();
     stats->push_back(absl::StrFormat(
         "cpu backend: %d kernels (%d before fusion); lathe %.1f ms, C++ "
         "compiler %.0f ms%s; %zu run(s), %.3f ms each",
@@ -973,8 +960,10 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
   ir::SetMaxOpElements(o.max_elements);
   if (!o.artifact.empty()) return RunArtifact(o);
   ASSIGN_OR_RETURN(std::string text, ReadFileLimited(o.graph, kMaxGraphBytes));
-  // The graph as written: its file names, composites and placeholders.
-  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> written, Parse(o, text));
+  // The graph as written (its file names, composites and placeholders),
+  // parsed once: every compile below starts from it.
+  ASSIGN_OR_RETURN(ParsedGraph parsed, Parse(text, o.graph));
+  const ir::Graph* written = parsed.written.get();
   absl::StatusOr<Composites> composites = aot::DeclaredComposites(*written);
   if (!composites.ok()) {
     return absl::Status(
@@ -994,7 +983,7 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
   std::optional<VariantCompiler> compiler;
   if (o.backend == "cpu") {
     ASSIGN_OR_RETURN(CacheBackend * cache, DefaultCompileCache());
-    compiler.emplace(text, CompileOptionsOf(o), cache);
+    compiler.emplace(parsed, CompileOptionsOf(o), cache);
     ASSIGN_OR_RETURN(all, RunCompiled(o, *compiler, *written, *composites, sets,
                                       &report, &stats));
   }
@@ -1020,9 +1009,8 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
                          ", past the limit of ", o.max_compiles,
                          " (guard failed: ", reason, ")"));
       }
-      ASSIGN_OR_RETURN(
-          std::unique_ptr<CompiledGraph> c,
-          CompileGraphText(text, CompileOptionsOf(o, values.hints)));
+      ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> c,
+                       Compile(parsed, CompileOptionsOf(o, values.hints)));
       if (!compiled.empty()) {
         report.push_back(absl::StrCat("recompile ", compiled.size(), " for ",
                                       set.label, "guard failed: ", reason));
@@ -1055,10 +1043,10 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
   }
   std::optional<StagedDir> dump;
   if (!o.dump_dir.empty()) {
-    const CompiledArtifact* first =
+    const CompiledGraph* first =
         compiler ? compiler->compiled().front().get() : nullptr;
-    const CompiledGraph& c = first ? *first->compiled : *compiled.front();
-    const codegen::CpuFunction* cpu = first ? first->cpu.get() : nullptr;
+    const CompiledGraph& c = first ? *first : *compiled.front();
+    const codegen::CpuFunction* cpu = c.function.get();
     const aot::RuntimeWrapperPlan& plan = c.aot.plan;
     ASSIGN_OR_RETURN(StagedDir staged,
                      StagedDir::Create(o.dump_dir, kDumpMarker));
@@ -1155,11 +1143,11 @@ absl::StatusOr<CompileCommand> ParseCompile(
 
 // The graph's compile options with hints from its example inputs, if any.
 absl::StatusOr<CompileOptions> OptionsWithHints(const RunOptions& o,
-                                                absl::string_view text) {
+                                                const ir::Graph& written) {
   CompileOptions options = CompileOptionsOf(o);
+  options.dump = false;
   if (o.inputs.empty() && o.input_dirs.empty()) return options;
-  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> written, Parse(o, text));
-  ASSIGN_OR_RETURN(Composites composites, aot::DeclaredComposites(*written));
+  ASSIGN_OR_RETURN(Composites composites, aot::DeclaredComposites(written));
   InputSet set;
   for (const auto& [name, file] : o.inputs) {
     if (!set.paths.emplace(name, file).second) {
@@ -1168,12 +1156,12 @@ absl::StatusOr<CompileOptions> OptionsWithHints(const RunOptions& o,
     }
   }
   for (const std::string& dir : o.input_dirs) {
-    for (const std::string& name : FileNames(*written, composites)) {
+    for (const std::string& name : FileNames(written, composites)) {
       set.paths[name] = absl::StrCat(dir, "/", name, ".npy");
     }
   }
   RETURN_IF_ERROR(ReadSet(set));
-  options.hints = ValuesOf(*written, composites, set).hints;
+  options.hints = ValuesOf(written, composites, set).hints;
   return options;
 }
 
@@ -1185,12 +1173,17 @@ absl::Status LathecCompile(const std::vector<std::string>& args) {
   ir::SetMaxOpElements(c.run.max_elements);
   ASSIGN_OR_RETURN(std::string text,
                    ReadFileLimited(c.run.graph, kMaxGraphBytes));
-  ASSIGN_OR_RETURN(CompileOptions options, OptionsWithHints(c.run, text));
-  options.dump = false;
-  ASSIGN_OR_RETURN(CacheBackend * cache, DefaultCompileCache());
-  ASSIGN_OR_RETURN(CompiledArtifact a, CompileArtifact(text, options, cache));
+  ASSIGN_OR_RETURN(ParsedGraph parsed, Parse(text, c.run.graph));
+  ASSIGN_OR_RETURN(CompileOptions options,
+                   OptionsWithHints(c.run, *parsed.written));
+  options.backend = &codegen::CpuBackend();
+  options.artifact = true;
+  ASSIGN_OR_RETURN(options.cache, DefaultCompileCache());
+  ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> compiled,
+                   Compile(parsed, options));
+  const CompiledGraph& a = *compiled;
   RETURN_IF_ERROR(WriteArtifact(c.out, a.manifest, a.files));
-  const codegen::CpuStats& st = a.cpu->stats();
+  const codegen::CpuStats& st = a.function->stats();
   std::printf(
       "%s: kernel.so (%zu bytes), kernel.cc, manifest.txt (%zu arguments, "
       "%zu results, %zu guards)\n"
@@ -1209,11 +1202,11 @@ absl::Status LathecGuards(const std::vector<std::string>& args) {
   ir::SetMaxOpElements(c.run.max_elements);
   ASSIGN_OR_RETURN(std::string text,
                    ReadFileLimited(c.run.graph, kMaxGraphBytes));
-  ASSIGN_OR_RETURN(CompileOptions options, OptionsWithHints(c.run, text));
-  options.dump = false;
-  ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> g,
-                   CompileGraphText(text, options));
-  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> written, Parse(c.run, text));
+  ASSIGN_OR_RETURN(ParsedGraph parsed, Parse(text, c.run.graph));
+  ASSIGN_OR_RETURN(CompileOptions options,
+                   OptionsWithHints(c.run, *parsed.written));
+  ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> g, Compile(parsed, options));
+  const ir::Graph* written = parsed.written.get();
   if (!g->guards) {
     std::printf("no guards: an input is of a kind guards cannot describe\n");
     return absl::OkStatus();

@@ -194,4 +194,15 @@ absl::StatusOr<BuiltLibrary> CompileSharedLibrary(absl::string_view source,
   return lib;
 }
 
+absl::StatusOr<std::string> TemporaryBuildDir() {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  if (tmp == nullptr || *tmp == '\0') tmp = std::getenv("TMPDIR");
+  std::string pattern = absl::StrCat(
+      tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/lathe-cpu-XXXXXX");
+  if (mkdtemp(pattern.data()) == nullptr) {
+    return absl::InternalError("cannot create a temporary directory");
+  }
+  return pattern;
+}
+
 }  // namespace lathe::codegen

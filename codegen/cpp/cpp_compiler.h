@@ -29,19 +29,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "codegen/backend.h"
 #include "runtime/cache_backend.h"
 
 namespace lathe::codegen {
-
-struct BuiltLibrary {
-  std::string source_path;  // dir/kernel.cc
-  std::string path;         // dir/kernel.so
-  std::string image;        // its bytes, to load (SharedLibrary::OpenImage)
-  std::string command;      // the compiler command line
-  double seconds = 0;       // how long the compiler ran (0: a cache hit)
-  std::string cache_hit;    // the cache tier it came from; "" if compiled
-  std::string cache_error;  // why storing it in the cache failed, if it did
-};
 
 // CompilerFlags()
 //
@@ -68,6 +59,12 @@ absl::StatusOr<std::string> CompilerIdentity(const std::string& compiler);
 absl::StatusOr<BuiltLibrary> CompileSharedLibrary(
     absl::string_view source, const std::string& dir,
     CacheBackend* cache = nullptr);
+
+// TemporaryBuildDir()
+//
+// A fresh directory for one build, under $TEST_TMPDIR, $TMPDIR or /tmp
+// ("lathe-cpu-XXXXXX"); the caller removes it.
+absl::StatusOr<std::string> TemporaryBuildDir();
 
 }  // namespace lathe::codegen
 

@@ -1,7 +1,5 @@
 #include "codegen/cpp/cpu_function.h"
 
-#include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -10,10 +8,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "check.h"
-#include "codegen/cpp/cpp_emitter.h"
-#include "codegen/cpp/wrapper_emitter.h"
-#include "codegen/fusion_graph.h"
-#include "codegen/scheduler.h"
 #include "runtime/kernel_runtime.h"
 #include "runtime/loaded_graph.h"
 #include "runtime/storage.h"
@@ -46,46 +40,35 @@ CpuFunction::~CpuFunction() {
   }
 }
 
-absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Compile(
-    const ir::Graph& graph, symbolic::ShapeEnv& env,
-    const CpuCompileOptions& options) {
+absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Load(
+    const ir::Graph& graph, Parts parts) {
   std::unique_ptr<CpuFunction> f(new CpuFunction());
-  auto start = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(f->lowered_, Lower(graph, env));
-  f->stats_.kernels_unfused =
-      static_cast<int>(f->lowered_.program.kernels.size());
-  f->unscheduled_ = PrintProgram(f->lowered_.program);
-  ASSIGN_OR_RETURN(ScheduleResult sched, Schedule(f->lowered_));
-  f->stats_.fusion_log = std::move(sched.log);
-  f->scheduled_ = PrintProgram(f->lowered_.program);
-  f->fusion_dot_ = FusionDot(graph, f->lowered_.program);
-  f->stats_.kernels = static_cast<int>(f->lowered_.program.kernels.size());
+  // Owned from here: the temporary directory goes with the function.
+  f->temp_dir_ = std::move(parts.temp_dir);
+  f->lowered_ = std::move(parts.lowered);
+  f->source_ = std::move(parts.source);
+  f->unscheduled_ = std::move(parts.unscheduled);
+  f->scheduled_ = std::move(parts.scheduled);
+  f->fusion_dot_ = std::move(parts.fusion_dot);
+  f->built_ = std::move(parts.built);
+  f->stats_ = std::move(parts.stats);
   f->slots_ = ir::InputSlots(graph);
   LATHE_CHECK(f->slots_.size() == f->lowered_.input_buffers.size())
       << "lowering's inputs are the placeholders, then the constants";
-  ASSIGN_OR_RETURN(WrapperSource wrapper,
-                   EmitWrapper(f->lowered_, f->slots_,
-                               {.guards = options.guards,
-                                .guard_inputs = options.guard_inputs,
-                                .plan = options.plan,
-                                .subclass = options.subclass}));
+  const WrapperSource& wrapper = parts.host;
   f->host_checks_ = wrapper.host_checks;
   f->plan_applied_ = wrapper.plan_applied;
   f->plan_error_ = wrapper.plan_error;
   f->output_ranks_ = wrapper.output_ranks;
   f->user_entry_error_ = wrapper.user_entry_error;
-  if (wrapper.user_entry) f->subclass_ = *options.subclass;
+  if (wrapper.user_entry) f->subclass_ = *parts.subclass;
   f->rebound_inputs_ = wrapper.rebound_inputs;
   for (int rank : f->output_ranks_) f->output_dims_ += rank;
-  if (options.plan != nullptr) {
-    for (const aot::EpilogueStep& s : options.plan->epilogue()) {
+  if (parts.plan != nullptr) {
+    for (const aot::EpilogueStep& s : parts.plan->epilogue()) {
       f->epilogue_inputs_.push_back(s.input);
     }
   }
-  f->source_ = EmitCpp(f->lowered_.program) + wrapper.text;
-  f->stats_.lower_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
   f->writes_input_.assign(f->lowered_.input_buffers.size(), false);
   for (const Kernel& k : f->lowered_.program.kernels) {
     std::vector<int> written;
@@ -101,24 +84,7 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Compile(
       if (buf.kind == Buffer::Kind::kInput) f->writes_input_[buf.input] = true;
     }
   }
-  std::string dir = options.dir;
-  if (dir.empty()) {
-    const char* tmp = std::getenv("TEST_TMPDIR");
-    if (tmp == nullptr || *tmp == '\0') tmp = std::getenv("TMPDIR");
-    std::string pattern = absl::StrCat(
-        tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/lathe-cpu-XXXXXX");
-    if (mkdtemp(pattern.data()) == nullptr) {
-      return absl::InternalError("cannot create a temporary directory");
-    }
-    dir = pattern;
-    f->temp_dir_ = dir;
-  }
-  ASSIGN_OR_RETURN(f->built_,
-                   CompileSharedLibrary(f->source_, dir, options.cache));
-  f->stats_.compiler_seconds = f->built_.seconds;
-  f->stats_.cache_hit = f->built_.cache_hit;
   RETURN_IF_ERROR(KeepOpenMpLoaded());
-  // The bytes the cache verified (or the compiler wrote), not the file.
   ASSIGN_OR_RETURN(f->library_,
                    SharedLibrary::OpenImage(f->built_.image, f->built_.path));
   f->built_.image = std::string();

@@ -10,10 +10,12 @@
 // only views its values through the C ABI (runtime/kernel_abi.h) and wraps
 // what comes back.
 //
+// driver/compile.h makes one (its tests: cpu_testing.h's CompileCpu).
+//
 // Example:
 //
 //   ASSIGN_OR_RETURN(std::unique_ptr<CpuFunction> f,
-//                    CpuFunction::Compile(*graph, env, {.dir = "/tmp/g"}));
+//                    CpuFunction::Load(*graph, std::move(parts)));
 //   ASSIGN_OR_RETURN(ir::Interpretation r, f->Run(inputs));
 //   f->stats().kernels;   // kernels after fusion
 
@@ -32,7 +34,8 @@
 #include "aot/aot_dispatch.h"
 #include "aot/runtime_wrapper_plan.h"
 #include "aot/subclass_wrapper_plan.h"
-#include "codegen/cpp/cpp_compiler.h"
+#include "codegen/backend.h"
+#include "codegen/cpp/wrapper_emitter.h"
 #include "codegen/lowering.h"
 #include "ir/graph.h"
 #include "ir/interpreter.h"
@@ -47,26 +50,6 @@
 
 namespace lathe::codegen {
 
-struct CpuCompileOptions {
-  // Where the source and the .so go; a fresh temporary directory when empty
-  // (removed with the function).
-  std::string dir;
-  // The guards over the user's inputs and the inputs they were made for:
-  // compiled into the .so as lathe_guards (Admits()).
-  const symbolic::GuardSet* guards = nullptr;
-  std::vector<symbolic::InputSpec> guard_inputs;
-  // The runtime wrapper plan around the graph (the AOT plan): compiled into
-  // the .so when its C form can say it (plan_applied()); then RunWithPlan.
-  const aot::RuntimeWrapperPlan* plan = nullptr;
-  // The composite wrapper around the plan (aot/subclass_wrapper_plan.h):
-  // compiled into the .so as lathe_call_user when the plan is (CallUser).
-  const aot::SubclassWrapperPlan* subclass = nullptr;
-  // Where a .so built before from the same source, compiler and flags is
-  // taken from instead of compiling (runtime/compile_cache.h); none: always
-  // compile.
-  CacheBackend* cache = nullptr;
-};
-
 struct CpuStats {
   int kernels = 0;              // after scheduling
   int kernels_unfused = 0;      // as lowered
@@ -78,10 +61,31 @@ struct CpuStats {
 
 class CpuFunction {
  public:
-  // Compiles `graph` (shape-propagated into `env`).
-  static absl::StatusOr<std::unique_ptr<CpuFunction>> Compile(
-      const ir::Graph& graph, symbolic::ShapeEnv& env,
-      const CpuCompileOptions& options = {});
+  // What the driver made of one graph (driver/compile.h: lowering,
+  // scheduling, the backend's kernels, the host function, the build), to
+  // load.
+  struct Parts {
+    LoweredGraph lowered;  // scheduled
+    WrapperSource host;    // the host function's facts (its text is in source)
+    std::string source;    // the kernels, then the host function
+    // The loop IR before and after scheduling; the fusion groups as
+    // Graphviz text (fusion_graph.h).
+    std::string unscheduled, scheduled, fusion_dot;
+    BuiltLibrary built;
+    CpuStats stats;
+    // The plans compiled into the host function, if any (they must
+    // outlive the function).
+    const aot::RuntimeWrapperPlan* plan = nullptr;
+    const aot::SubclassWrapperPlan* subclass = nullptr;
+    std::string temp_dir;  // removed with the function ("": none)
+  };
+
+  // Load()
+  //
+  // Loads the library of `parts` (from its verified bytes) made for
+  // `graph`: the callable function.
+  static absl::StatusOr<std::unique_ptr<CpuFunction>> Load(
+      const ir::Graph& graph, Parts parts);
   ~CpuFunction();
 
   // Runs on one input per placeholder (tensors laid out as annotated,

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "aot/aot_dispatch.h"
+#include "codegen/cpp/cpu_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
@@ -52,7 +53,7 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CompileText(const char* text) {
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));
   symbolic::ShapeEnv env;
   RETURN_IF_ERROR(ir::PropagateShapes(*g, env));
-  return CpuFunction::Compile(*g, env);
+  return CompileCpu(*g, env);
 }
 
 // A graph and its compiled function (the graph for the interpreter).
@@ -65,7 +66,7 @@ absl::StatusOr<Compiled> CompileGraph(const char* text) {
   ASSIGN_OR_RETURN(c.graph, ir::ParseGraph(text));
   symbolic::ShapeEnv env;
   RETURN_IF_ERROR(ir::PropagateShapes(*c.graph, env));
-  ASSIGN_OR_RETURN(c.function, CpuFunction::Compile(*c.graph, env));
+  ASSIGN_OR_RETURN(c.function, CompileCpu(*c.graph, env));
   return c;
 }
 
@@ -82,10 +83,9 @@ absl::StatusOr<CompiledUser> CompileUser(const char* text) {
   symbolic::ShapeEnv env;
   RETURN_IF_ERROR(ir::PropagateShapes(*c.graph, env));
   ASSIGN_OR_RETURN(c.aot, aot::AotDispatch(*c.graph, env));
-  ASSIGN_OR_RETURN(
-      c.function,
-      CpuFunction::Compile(*c.graph, env,
-                           {.plan = &c.aot.plan, .subclass = &c.aot.subclass}));
+  ASSIGN_OR_RETURN(c.function, CompileCpu(*c.graph, env,
+                                          {.plan = &c.aot.plan,
+                                           .subclass = &c.aot.subclass}));
   return c;
 }
 
@@ -325,8 +325,7 @@ def forward(self, x: "f32[s0, s1][s1, 1]cpu", y: "f32[s1][1]cpu"):
                        symbolic::ProduceGuards(env, specs));
   ASSERT_OK_AND_ASSIGN(
       std::unique_ptr<CpuFunction> f,
-      CpuFunction::Compile(*g, env,
-                           {.guards = &guards, .guard_inputs = specs}));
+      CompileCpu(*g, env, {.guards = &guards, .guard_inputs = specs}));
   struct Case {
     std::vector<int64_t> xs, xt, ys;
     bool admitted;
@@ -370,7 +369,7 @@ def forward(self, x: "f32[2, 3][3, 1]cpu", y: "f32[2, 3][3, 1]cpu"):
   options.mutations.keep_input_mutations = false;
   ASSERT_OK_AND_ASSIGN(aot::AotGraph aot, aot::AotDispatch(*g, env, options));
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f,
-                       CpuFunction::Compile(*g, env, {.plan = &aot.plan}));
+                       CompileCpu(*g, env, {.plan = &aot.plan}));
   ASSERT_TRUE(f->plan_applied()) << f->plan_error();
   std::vector<ir::Value> inputs = {Filled({2, 3}, 0), Filled({2, 3}, 10)};
   const Storage y_storage = inputs[1].tensor.storage();
@@ -931,8 +930,7 @@ void ExpectCompiledBackwardMatches(const char* text, const std::string& op,
   ASSERT_OK(pipeline.Run(*g, ctx).status());
   std::string after = ir::PrintGraph(*g);
   EXPECT_EQ(after.find(op), std::string::npos) << after;
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f,
-                       CpuFunction::Compile(*g, env));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f, CompileCpu(*g, env));
   std::vector<ir::Value> in;
   int p = 0;
   for (const ir::Node* n : reference->Placeholders()) {

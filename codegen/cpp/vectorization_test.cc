@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "codegen/cpp/cpu_function.h"
+#include "codegen/cpp/cpu_testing.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
 #include "ir/shape_prop.h"
@@ -50,8 +51,7 @@ absl::StatusOr<std::string> CompiledAssembly(const char* text) {
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));
   symbolic::ShapeEnv env;
   RETURN_IF_ERROR(ir::PropagateShapes(*g, env));
-  ASSIGN_OR_RETURN(std::unique_ptr<CpuFunction> f,
-                   CpuFunction::Compile(*g, env));
+  ASSIGN_OR_RETURN(std::unique_ptr<CpuFunction> f, CompileCpu(*g, env));
   std::optional<std::string> asm_text = Output(
       absl::StrCat("objdump -d --no-show-raw-insn '", f->library().path, "'"));
   if (!asm_text.has_value()) return absl::InternalError("objdump failed");
@@ -80,8 +80,7 @@ TEST(VectorizationTest, TheSwishKernelUsesTheWidestVectorsAndLibmvec) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(kSwish));
   symbolic::ShapeEnv env;
   ASSERT_OK(ir::PropagateShapes(*g, env));
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f,
-                       CpuFunction::Compile(*g, env));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f, CompileCpu(*g, env));
   ASSERT_EQ(f->stats().kernels, 1);
   std::optional<std::string> asm_text = Output(
       absl::StrCat("objdump -d --no-show-raw-insn '", f->library().path, "'"));

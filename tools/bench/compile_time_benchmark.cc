@@ -1,6 +1,6 @@
 // Compile time of the example MLP (tools/examples/mlp.txt) from graph text to
 // a callable function (issue 12, benchmark c): the walk, lowering, the .so
-// and its loading, as CompileArtifact does it
+// and its loading, as `lathec compile` runs it (driver/compile.h)
 //
 //   BM_Cold       no cache: the system C++ compiler builds the .so;
 //   BM_WarmDisk   the .so from a disk cache a compile filled before;
@@ -19,11 +19,12 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "codegen/cpp/cpu_backend.h"
+#include "driver/compile.h"
 #include "runtime/compile_cache.h"
 #include "runtime/redis_cache.h"
 #include "runtime/tensor.h"
 #include "runtime/testing/redis_server.h"
-#include "tools/compile_artifact.h"
 
 namespace lathe {
 namespace {
@@ -45,7 +46,9 @@ void Die(const absl::Status& s) {
 // from the cache when `hit`.
 void CompileAndCall(benchmark::State& state, CacheBackend* cache,
                     bool hit = true) {
-  absl::StatusOr<CompiledArtifact> a = CompileArtifact(kMlp, {}, cache);
+  absl::StatusOr<std::unique_ptr<CompiledGraph>> a = CompileGraphText(
+      kMlp,
+      {.backend = &codegen::CpuBackend(), .cache = cache, .artifact = true});
   if (!a.ok()) Die(a.status());
   std::vector<Operand> args = {
       Operand::Of(Tensor::Empty({64, 16}, DType::kFloat32).value()),
@@ -57,9 +60,10 @@ void CompileAndCall(benchmark::State& state, CacheBackend* cache,
   ArgViews views;
   views.Build(args);
   std::vector<Operand> results, rebound;
-  int rc = a->cpu->user_call()->Invoke(views, kDefaultSeed, &results, &rebound);
-  if (rc != 0) Die(a->cpu->user_call()->CallStatus(rc));
-  if (cache != nullptr && hit && a->cpu->stats().cache_hit.empty()) {
+  int rc = (*a)->function->user_call()->Invoke(views, kDefaultSeed, &results,
+                                               &rebound);
+  if (rc != 0) Die((*a)->function->user_call()->CallStatus(rc));
+  if (cache != nullptr && hit && (*a)->function->stats().cache_hit.empty()) {
     state.SkipWithError("expected a cache hit");
   }
 }

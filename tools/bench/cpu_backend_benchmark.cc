@@ -57,14 +57,15 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
+#include "codegen/cpp/cpu_backend.h"
 #include "codegen/cpp/cpu_function.h"
+#include "driver/compile.h"
 #include "ir/graph.h"
 #include "ir/value.h"
 #include "runtime/storage.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
 #include "symbolic/evaluate.h"
-#include "tools/compile.h"
 
 namespace lathe {
 namespace {
@@ -115,23 +116,30 @@ const std::vector<std::string> kPassesWithoutReinplace = {
 // One benchmark graph, compiled, with its inputs.
 struct Case {
   std::unique_ptr<CompiledGraph> compiled;
-  std::unique_ptr<codegen::CpuFunction> function;
-  std::vector<ir::Value> inputs;
+  const codegen::CpuFunction* function = nullptr;  // compiled's
+  mutable std::vector<ir::Value> inputs;  // RunWithPlan may rebind one
   int64_t input_bytes = 0;
   int64_t output_bytes = 0;
   absl::Status status;  // why the case cannot run
 };
 
-// Walks the graph text through CompileGraphText and CpuFunction::Compile.
+// Walks the graph text through the driver for the cpu.
 absl::Status CompileCase(const std::string& text, const std::string& source,
                          bool reinplace, Case* c) {
   CompileOptions options;
   options.source = source;
+  options.backend = &codegen::CpuBackend();
   if (!reinplace) options.only_passes = kPassesWithoutReinplace;
   ASSIGN_OR_RETURN(c->compiled, CompileGraphText(text, options));
-  ASSIGN_OR_RETURN(c->function, codegen::CpuFunction::Compile(
-                                    *c->compiled->graph, *c->compiled->env));
+  c->function = c->compiled->function.get();
   return absl::OkStatus();
+}
+
+// One call of the case's function (its runtime wrapper inside, if compiled
+// in).
+absl::StatusOr<ir::Interpretation> RunCase(const Case& c) {
+  return c.function->plan_applied() ? c.function->RunWithPlan(c.inputs)
+                                    : c.function->Run(c.inputs);
 }
 
 // Inputs for every placeholder: f32 uniform in [-1, 1), 1 + that/8 for
@@ -165,7 +173,7 @@ absl::Status MakeInputs(Case* c) {
     c->inputs.push_back(ir::Value::OfTensor(std::move(t)));
   }
   // One call outside the timing: its outputs' bytes, and a warm start.
-  ASSIGN_OR_RETURN(ir::Interpretation r, c->function->Run(c->inputs));
+  ASSIGN_OR_RETURN(ir::Interpretation r, RunCase(*c));
   for (const ir::Value& out : r.outputs) {
     if (out.is_tensor()) {
       c->output_bytes += out.tensor.numel() * out.tensor.itemsize();
@@ -195,7 +203,7 @@ void SkipWith(benchmark::State& state, const absl::Status& status) {
 // The timed loop: Run on the prepared inputs.
 void RunLoop(benchmark::State& state, const Case& c) {
   for (auto _ : state) {
-    absl::StatusOr<ir::Interpretation> r = c.function->Run(c.inputs);
+    absl::StatusOr<ir::Interpretation> r = RunCase(c);
     if (!r.ok()) {
       SkipWith(state, r.status());
       break;
@@ -387,8 +395,8 @@ void BM_CallOverhead(benchmark::State& state) {
 }
 BENCHMARK(BM_CallOverhead)->Unit(benchmark::kNanosecond);
 
-// One whole compile per iteration: the walk (CompileGraphText), then
-// CpuFunction::Compile; lathe's own time and the C++ compiler's, per call.
+// One whole compile per iteration (the driver's walk for the cpu); lathe's
+// own time and the C++ compiler's, per call.
 void BM_Compile(benchmark::State& state, const std::string& name) {
   std::string path = absl::StrCat("tools/bench/graphs/", name, ".txt");
   absl::StatusOr<std::string> text = ReadWorkspaceFile(path);
@@ -396,24 +404,23 @@ void BM_Compile(benchmark::State& state, const std::string& name) {
   double frontend = 0, lower = 0, cxx = 0;
   int kernels = 0;
   for (auto _ : state) {
-    Case c;
-    auto start = std::chrono::steady_clock::now();
     CompileOptions options;
     options.source = path;
+    options.backend = &codegen::CpuBackend();
     absl::StatusOr<std::unique_ptr<CompiledGraph>> g =
         CompileGraphText(*text, options);
     if (!g.ok()) return SkipWith(state, g.status());
-    frontend +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
-    absl::StatusOr<std::unique_ptr<codegen::CpuFunction>> f =
-        codegen::CpuFunction::Compile(*(*g)->graph, *(*g)->env);
-    if (!f.ok()) return SkipWith(state, f.status());
-    lower += (*f)->stats().lower_seconds;
-    cxx += (*f)->stats().compiler_seconds;
-    kernels = (*f)->stats().kernels;
+    // The steps before lowering are the front end's.
+    for (const StepTime& step : (*g)->steps) {
+      if (step.name == "lower") break;
+      frontend += step.seconds;
+    }
+    const codegen::CpuStats& stats = (*g)->function->stats();
+    lower += stats.lower_seconds;
+    cxx += stats.compiler_seconds;
+    kernels = stats.kernels;
     state.PauseTiming();  // the function's temporary directory goes
-    f->reset();
+    g->reset();
     state.ResumeTiming();
   }
   double n = static_cast<double>(state.iterations());

@@ -15,11 +15,12 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "codegen/cpp/cpu_backend.h"
+#include "driver/compile.h"
 #include "runtime/compiled_function.h"
 #include "runtime/loaded_graph.h"
 #include "runtime/tensor.h"
 #include "symbolic/guards.h"
-#include "tools/compile_artifact.h"
 
 namespace lathe {
 namespace {
@@ -32,14 +33,15 @@ def forward(self, a: "f32[s0][1]cpu", b: "f32[s0][1]cpu", c: "f32[s0][1]cpu", d:
     return (sub,)
 )";
 
-const CompiledArtifact& Compiled() {
-  static const CompiledArtifact* a = [] {
-    absl::StatusOr<CompiledArtifact> c = CompileArtifact(kGraph);
+const CompiledGraph& Compiled() {
+  static const CompiledGraph* a = [] {
+    absl::StatusOr<std::unique_ptr<CompiledGraph>> c = CompileGraphText(
+        kGraph, {.backend = &codegen::CpuBackend(), .artifact = true});
     if (!c.ok()) {
       std::fprintf(stderr, "%s\n", std::string(c.status().message()).c_str());
       std::abort();
     }
-    return new CompiledArtifact(std::move(*c));
+    return c->release();
   }();
   return *a;
 }
@@ -54,11 +56,11 @@ std::vector<Operand> Args() {
 }
 
 void BM_CompiledGuards(benchmark::State& state) {
-  const CompiledArtifact& a = Compiled();
+  const CompiledGraph& a = Compiled();
   std::vector<Operand> args = Args();
   ArgViews views;
   views.Build(args);
-  const LoadedGraph& g = *a.cpu->user_call();
+  const LoadedGraph& g = *a.function->user_call();
   for (auto _ : state) {
     int failed = g.FailedGuard(views, 4);
     benchmark::DoNotOptimize(failed);
@@ -70,14 +72,14 @@ void BM_CompiledGuards(benchmark::State& state) {
 BENCHMARK(BM_CompiledGuards);
 
 void BM_GuardSetCheck(benchmark::State& state) {
-  const CompiledArtifact& a = Compiled();
+  const CompiledGraph& a = Compiled();
   std::vector<Operand> args = Args();
   std::vector<symbolic::GuardInput> in;
   for (const Operand& o : args) {
     in.push_back(symbolic::GuardInput::Tensor(
         o.tensor.sizes(), o.tensor.strides(), o.tensor.storage_offset()));
   }
-  const symbolic::GuardSet& guards = *a.compiled->guards;
+  const symbolic::GuardSet& guards = *a.guards;
   for (auto _ : state) {
     bool ok = guards.Check(in);
     benchmark::DoNotOptimize(ok);

@@ -1,10 +1,10 @@
-// The walk as a library (tools/compile.h), and the acceptance test of seed
+// The walk as a library (driver/compile.h), and the acceptance test of seed
 // 000: an Adam step over 10 parameters whose lr, beta1, beta2 and step are
 // float symbols compiles once, specializes nothing, updates the parameters
 // in place with no copy_ left, and gives the unoptimized graph's results
 // for 20 (lr, step) values through that one compile.
 
-#include "tools/compile.h"
+#include "driver/compile.h"
 
 #include <cmath>
 #include <memory>

@@ -1,9 +1,9 @@
-// The compiler side of compiled functions (compile_artifact.h): issue 12's
+// The compiler side of compiled functions (variant_compiler.h): issue 12's
 // Adam acceptance — ten parameters stepped 100 times with a new lr and step
 // each time compile once, update the parameters in place with no copy, and
 // match the interpreter — and the arguments and hints a graph gives.
 
-#include "tools/compile_artifact.h"
+#include "driver/variant_compiler.h"
 
 #include <cmath>
 #include <memory>
@@ -23,7 +23,6 @@
 namespace lathe {
 namespace {
 
-using ::lathe::testing::StatusIs;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -97,9 +96,10 @@ Tensor Copy(const Tensor& t) {
   return c;
 }
 
-TEST(CompileArtifactTest, AdamOverTenParametersCompilesOnceAndMatches) {
+TEST(VariantCompilerTest, AdamOverTenParametersCompilesOnceAndMatches) {
   const std::string text = AdamGraph();
-  VariantCompiler compiler(text, {.source = "adam.txt"});
+  ASSERT_OK_AND_ASSIGN(ParsedGraph parsed, Parse(text, "adam.txt"));
+  VariantCompiler compiler(parsed, {.source = "adam.txt"});
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledFunction> f,
                        compiler.Function());
   // The interpreter's side: the same graph through AOT dispatch, on its own
@@ -152,44 +152,13 @@ TEST(CompileArtifactTest, AdamOverTenParametersCompilesOnceAndMatches) {
                       Filled(kShapes[0], 0, false).data<float>()[0]),
             1e-3);
   ASSERT_EQ(compiler.compiled().size(), 1u);
-  const CompiledArtifact& a = *compiler.compiled()[0];
-  EXPECT_THAT(a.cpu->source(), Not(HasSubstr("rt->copy(")));
+  const CompiledGraph& a = *compiler.compiled()[0];
+  EXPECT_THAT(a.function->source(), Not(HasSubstr("rt->copy(")));
   EXPECT_EQ(a.manifest.mutated.size(), 3 * n);
   for (size_t i = 0; i < n; ++i) {
-    EXPECT_THAT(a.cpu->scheduled(),
+    EXPECT_THAT(a.function->scheduled(),
                 HasSubstr(absl::StrCat("store in", 4 * i, "[")));
   }
-}
-
-TEST(CompileArtifactTest, ArgumentsAndHintsOfAGraph) {
-  constexpr char kText[] = R"graph(# lathe: composite p pair
-def forward(self, x: "f32[s0, 3][3, 1]cpu", p: "f32[4][1]cpu", n: "Sym(s1)", lr: "Sym(zf0)"):
-    mul: "f32[s0, 3][3, 1]cpu" = torch.ops.aten.mul.Tensor(x, lr)
-    add: "f32[4][1]cpu" = torch.ops.aten.add.Tensor(p, n)
-    return (mul, add)
-)graph";
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(kText));
-  std::vector<std::string> annotations;
-  ASSERT_OK_AND_ASSIGN(std::vector<ArgumentSpec> args,
-                       ArgumentsOf(*g, {}, &annotations));
-  ASSERT_EQ(args.size(), 4u);
-  EXPECT_EQ(args[0].ToString(), "x: f32 tensor of rank 2 on cpu");
-  EXPECT_EQ(args[1].ToString(), "p: pair composite of rank 1");
-  EXPECT_EQ(args[2].ToString(), "n: int");
-  EXPECT_EQ(args[3].ToString(), "lr: float");
-  EXPECT_EQ(annotations,
-            (std::vector<std::string>{"f32[s0, 3][3, 1]cpu", "f32[4][1]cpu",
-                                      "Sym(s1)", "Sym(zf0)"}));
-  std::vector<Operand> values = {
-      Operand::Of(Tensor::Empty({5, 3}, DType::kFloat32).value()), Operand(),
-      Operand::Int(7), Operand::Float(0.5)};
-  auto hints = HintsOf(*g, values);
-  EXPECT_EQ(hints.at("s0").i, 5);
-  EXPECT_EQ(hints.at("s1").i, 7);
-  EXPECT_FALSE(hints.contains("zf0"));  // a float is never a hint to bake in
-  EXPECT_THAT(ArgumentsOf(*g, {"w"}),
-              StatusIs(absl::StatusCode::kInternal,
-                       HasSubstr("reads constant 'self.w'")));
 }
 
 }  // namespace

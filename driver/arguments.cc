@@ -1,21 +1,15 @@
-#include "tools/compile_artifact.h"
+#include "driver/arguments.h"
 
-#include <chrono>
 #include <type_traits>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "aot/flatten_composites.h"
-#include "ir/graph_text.h"
-#include "ir/interpreter.h"
 #include "ir/known_ops.h"
 #include "ir/value.h"
-#include "runtime/file_io.h"
 #include "status_macros.h"
-#include "symbolic/printer.h"
 
 namespace lathe {
 
@@ -207,149 +201,6 @@ std::string GuardText(const ir::Graph& written,
          {absl::StrCat("a", k), inputs[k]->name()}});
   }
   return text;
-}
-
-Variant CompiledArtifact::AsVariant() const {
-  Variant v;
-  v.graph = cpu->user_call();
-  v.guards = manifest.guards;
-  const codegen::CpuFunction* f = cpu.get();
-  const size_t users = manifest.arguments.size() - f->constants().size();
-  v.check = [f, users](absl::Span<const Operand> args) {
-    absl::flat_hash_map<std::string, ir::Value> constants;
-    for (size_t k = users; k < args.size(); ++k) {
-      constants[f->constants()[k - users]] = aot::ValueOf(args[k]);
-    }
-    return f->CheckUser(args.subspan(0, users), constants);
-  };
-  v.check_every_call = f->host_checks();
-  v.mutated = manifest.mutated;
-  return v;
-}
-
-absl::StatusOr<CompiledArtifact> CompileArtifact(absl::string_view text,
-                                                 const CompileOptions& options,
-                                                 CacheBackend* cache) {
-  CompiledArtifact a;
-  // The walk names options.source in its errors; the text parses after it.
-  ASSIGN_OR_RETURN(a.compiled, CompileGraphText(text, options));
-  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> written, ir::ParseGraph(text));
-  const CompiledGraph& c = *a.compiled;
-  absl::StatusOr<std::unique_ptr<codegen::CpuFunction>> cpu =
-      codegen::CpuFunction::Compile(*c.graph, *c.env,
-                                    {.guards = c.guards ? &*c.guards : nullptr,
-                                     .guard_inputs = c.guard_inputs,
-                                     .plan = &c.aot.plan,
-                                     .subclass = &c.aot.subclass,
-                                     .cache = cache});
-  if (!cpu.ok()) {
-    return absl::Status(cpu.status().code(),
-                        absl::StrCat(options.source, ": cpu backend: ",
-                                     cpu.status().message()));
-  }
-  a.cpu = std::move(*cpu);
-  const codegen::CpuFunction& f = *a.cpu;
-  if (!f.user_entry()) {
-    return absl::UnimplementedError(absl::StrCat(
-        options.source, ": the user call cannot run inside the .so: ",
-        f.plan_applied() ? f.user_entry_error() : f.plan_error()));
-  }
-  Manifest& m = a.manifest;
-  m.graph = options.source;
-  m.compiler = f.library().command;
-  ASSIGN_OR_RETURN(m.arguments,
-                   ArgumentsOf(*written, f.constants(), &m.annotations));
-  m.signature = f.user_call()->signature();
-  std::vector<bool> written_inputs = f.MutatedUserInputs();
-  for (size_t k = 0; k < written_inputs.size(); ++k) {
-    if (written_inputs[k]) m.mutated.push_back(static_cast<int>(k));
-  }
-  if (c.guards) {
-    for (int g = 0; g < c.guards->size(); ++g) {
-      m.guards.push_back(GuardText(*written, *c.guards, g));
-    }
-  }
-  ASSIGN_OR_RETURN(std::string so,
-                   ReadFileLimited(f.library().path, kMaxArtifactFileBytes));
-  a.files.push_back({"kernel.so", std::move(so)});
-  a.files.push_back({"kernel.cc", f.source()});
-  return a;
-}
-
-VariantCompiler::VariantCompiler(std::string text, CompileOptions options,
-                                 CacheBackend* cache)
-    : text_(std::move(text)), options_(std::move(options)), cache_(cache) {}
-
-absl::StatusOr<std::unique_ptr<CompiledFunction>> VariantCompiler::Function(
-    int max_compiles) {
-  absl::StatusOr<std::unique_ptr<ir::Graph>> written = ir::ParseGraph(text_);
-  if (!written.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(options_.source, ": ", written.status().message()));
-  }
-  written_ = std::move(*written);
-  constants_ = ConstantsOf(*written_);
-  ASSIGN_OR_RETURN(std::vector<ArgumentSpec> arguments,
-                   ArgumentsOf(*written_, constants_));
-  CompiledFunction::Options o;
-  o.compile = [this](absl::Span<const Operand> args) { return Compile(args); };
-  o.fallback = [this](absl::Span<Operand> args, uint64_t seed) {
-    return Interpret(args, seed);
-  };
-  o.max_compiles = max_compiles;
-  return std::make_unique<CompiledFunction>(std::move(arguments), std::move(o));
-}
-
-absl::StatusOr<Variant> VariantCompiler::Compile(
-    absl::Span<const Operand> args) {
-  auto start = std::chrono::steady_clock::now();
-  CompileOptions options = options_;
-  for (auto& [name, value] : HintsOf(*written_, args)) {
-    options.hints.insert({name, value});
-  }
-  absl::StatusOr<CompiledArtifact> made =
-      CompileArtifact(text_, options, cache_);
-  compile_seconds_ +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  if (!made.ok()) return made.status();
-  CompiledArtifact& a = *made;
-  if (a.cpu->constants() != constants_) {
-    return absl::UnimplementedError(absl::StrCat(
-        options_.source, ": the compiled graph reads the constants (",
-        absl::StrJoin(a.cpu->constants(), ", "), "), not (",
-        absl::StrJoin(constants_, ", "), ") as written"));
-  }
-  compiled_.push_back(std::make_unique<CompiledArtifact>(std::move(a)));
-  return compiled_.back()->AsVariant();
-}
-
-absl::StatusOr<std::vector<Operand>> VariantCompiler::Interpret(
-    absl::Span<Operand> args, uint64_t seed) const {
-  CompileOptions options = options_;
-  options.dump = false;
-  for (auto& [name, value] : HintsOf(*written_, args)) {
-    options.hints.insert({name, value});
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> c,
-                   CompileGraphText(text_, options));
-  const size_t users = args.size() - constants_.size();
-  absl::flat_hash_map<std::string, ir::Value> constants;
-  for (size_t k = users; k < args.size(); ++k) {
-    constants[constants_[k - users]] = aot::ValueOf(args[k]);
-  }
-  std::vector<Operand> user(args.begin(), args.begin() + users);
-  // The interpreter, drawing random numbers from the call's seed.
-  aot::GraphRunner runner =
-      [seed](const ir::Graph& g, const std::vector<ir::Value>& inputs,
-             const absl::flat_hash_map<std::string, ir::Value>& k) {
-        return ir::Interpret(g, inputs, k, seed);
-      };
-  ASSIGN_OR_RETURN(aot::UserCall r,
-                   aot::InterpretAsUser(*c->graph, c->aot, std::move(user),
-                                        constants, runner));
-  for (size_t k = 0; k < users; ++k) args[k] = std::move(r.arguments[k]);
-  return std::move(r.results);
 }
 
 }  // namespace lathe

@@ -1,0 +1,76 @@
+// -----------------------------------------------------------------------------
+// File: backend.h
+// -----------------------------------------------------------------------------
+//
+// What differs between the targets lathe compiles for, behind one interface
+// the driver (driver/compile.h) calls once the loop IR is scheduled: the
+// kernels' emitter, the device the function's tensors live on, the build
+// (the system C++ compiler for the cpu; NVRTC for cuda's kernels) and the
+// files an artifact holds. What every backend shares stays outside it: the
+// loop IR (lowering.h, scheduler.h), the host function (a C++ function
+// cpp/wrapper_emitter.h writes: it checks the inputs, binds the symbols,
+// allocates the buffers and calls the kernels) and its loaded form
+// (cpp/cpu_function.h over runtime/loaded_graph.h).
+//
+// codegen/cpp implements it (cpp/cpu_backend.h); codegen/cuda is next.
+//
+// Example:
+//
+//   const Backend& b = CpuBackend();
+//   ASSIGN_OR_RETURN(std::string kernels, b.EmitKernels(lowered.program));
+//   ASSIGN_OR_RETURN(BuiltLibrary lib,
+//                    b.Build(kernels + host.text, dir, cache));
+//   auto files = b.ArtifactFiles(lib, source);  // kernel.so, .cc
+
+#ifndef LATHE_CODEGEN_BACKEND_H_
+#define LATHE_CODEGEN_BACKEND_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "codegen/loop_ir.h"
+#include "runtime/cache_backend.h"
+#include "runtime/device.h"
+
+namespace lathe::codegen {
+
+// What a backend's build made: a library to load, and how it was made.
+struct BuiltLibrary {
+  std::string source_path;  // dir/kernel.cc
+  std::string path;         // dir/kernel.so
+  std::string image;        // its bytes, to load (SharedLibrary::OpenImage)
+  std::string command;      // the compiler command line
+  double seconds = 0;       // how long the compiler ran (0: a cache hit)
+  std::string cache_hit;    // the cache tier it came from; "" if compiled
+  std::string cache_error;  // why storing it in the cache failed, if it did
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // Its name on lathec's command line ("cpu").
+  virtual absl::string_view name() const = 0;
+  // The device the compiled function's tensors live on.
+  virtual Device device() const = 0;
+  // The kernels of a scheduled program, as source the host function calls.
+  virtual absl::StatusOr<std::string> EmitKernels(
+      const Program& program) const = 0;
+  // Builds `source` (the kernels, then the host function) into a library
+  // in `dir`; with a `cache`, one built before from the same source comes
+  // from it.
+  virtual absl::StatusOr<BuiltLibrary> Build(absl::string_view source,
+                                             const std::string& dir,
+                                             CacheBackend* cache) const = 0;
+  // The files an artifact of `built` (from `source`) holds besides its
+  // manifest, by name; read before loading takes `built.image`.
+  virtual std::vector<std::pair<std::string, std::string>> ArtifactFiles(
+      const BuiltLibrary& built, absl::string_view source) const = 0;
+};
+
+}  // namespace lathe::codegen
+
+#endif  // LATHE_CODEGEN_BACKEND_H_

@@ -1,0 +1,39 @@
+#include "codegen/cpp/cpu_backend.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen/cpp/cpp_compiler.h"
+#include "codegen/cpp/cpp_emitter.h"
+
+namespace lathe::codegen {
+namespace {
+
+class Cpu final : public Backend {
+ public:
+  absl::string_view name() const override { return "cpu"; }
+  Device device() const override { return Device::Cpu(); }
+  absl::StatusOr<std::string> EmitKernels(
+      const Program& program) const override {
+    return EmitCpp(program);
+  }
+  absl::StatusOr<BuiltLibrary> Build(absl::string_view source,
+                                     const std::string& dir,
+                                     CacheBackend* cache) const override {
+    return CompileSharedLibrary(source, dir, cache);
+  }
+  std::vector<std::pair<std::string, std::string>> ArtifactFiles(
+      const BuiltLibrary& built, absl::string_view source) const override {
+    return {{"kernel.so", built.image}, {"kernel.cc", std::string(source)}};
+  }
+};
+
+}  // namespace
+
+const Backend& CpuBackend() {
+  static const Cpu* const cpu = new Cpu();
+  return *cpu;
+}
+
+}  // namespace lathe::codegen

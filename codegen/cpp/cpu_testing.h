@@ -1,0 +1,57 @@
+// -----------------------------------------------------------------------------
+// File: cpu_testing.h
+// -----------------------------------------------------------------------------
+//
+// For codegen's tests and benchmarks only: a shape-propagated graph through
+// the code-generating half of the walk for the cpu (lowering, scheduling,
+// the kernels, the host function, the build, loading), as the driver
+// (driver/compile.h) runs it after the guards; tests below the driver call
+// this instead.
+//
+// Example:
+//
+//   symbolic::ShapeEnv env;
+//   RETURN_IF_ERROR(ir::PropagateShapes(*graph, env));
+//   ASSIGN_OR_RETURN(std::unique_ptr<CpuFunction> f, CompileCpu(*graph, env));
+
+#ifndef LATHE_CODEGEN_CPP_CPU_TESTING_H_
+#define LATHE_CODEGEN_CPP_CPU_TESTING_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "aot/runtime_wrapper_plan.h"
+#include "aot/subclass_wrapper_plan.h"
+#include "codegen/cpp/cpu_function.h"
+#include "ir/graph.h"
+#include "runtime/cache_backend.h"
+#include "symbolic/guards.h"
+#include "symbolic/shape_env.h"
+
+namespace lathe::codegen {
+
+struct CpuCompileOptions {
+  // Where the source and the .so go; a fresh temporary directory when empty
+  // (removed with the function).
+  std::string dir;
+  // Compiled into the host function (wrapper_emitter.h's WrapperOptions).
+  const symbolic::GuardSet* guards = nullptr;
+  std::vector<symbolic::InputSpec> guard_inputs;
+  const aot::RuntimeWrapperPlan* plan = nullptr;
+  const aot::SubclassWrapperPlan* subclass = nullptr;
+  // The compile cache the build goes through; none: always compile.
+  CacheBackend* cache = nullptr;
+};
+
+// CompileCpu()
+//
+// Compiles `graph` (shape-propagated into `env`) for the cpu.
+absl::StatusOr<std::unique_ptr<CpuFunction>> CompileCpu(
+    const ir::Graph& graph, symbolic::ShapeEnv& env,
+    const CpuCompileOptions& options = {});
+
+}  // namespace lathe::codegen
+
+#endif  // LATHE_CODEGEN_CPP_CPU_TESTING_H_

@@ -1,0 +1,278 @@
+#include "driver/compile.h"
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/cpp/cpp_compiler.h"
+#include "codegen/cpp/cpu_backend.h"
+#include "codegen/cpp/wrapper_emitter.h"
+#include "codegen/fusion_graph.h"
+#include "codegen/lowering.h"
+#include "codegen/scheduler.h"
+#include "driver/arguments.h"
+#include "ir/graph_text.h"
+#include "ir/interpreter.h"
+#include "ir/shape_prop.h"
+#include "passes/default_pipeline.h"
+#include "status_macros.h"
+
+namespace lathe {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// `s` with `source` (and `what`) before its message.
+absl::Status Named(const std::string& source, const absl::Status& s,
+                   absl::string_view what = "") {
+  return absl::Status(s.code(), absl::StrCat(source, ": ", what, s.message()));
+}
+
+// The inputs as the guards describe them: one per placeholder as written;
+// false when one is of a kind they cannot describe (a None input).
+bool GuardSpecs(const ir::Graph& graph, std::vector<symbolic::InputSpec>* out) {
+  for (const ir::Node* p : graph.Placeholders()) {
+    const ir::ValueMeta& m = p->meta();
+    if (m.kind == ir::ValueMeta::Kind::kTensor) {
+      out->push_back(symbolic::InputSpec::Tensor(
+          m.tensor.sizes, m.tensor.strides, m.tensor.storage_offset));
+    } else if (m.kind == ir::ValueMeta::Kind::kSym && !m.sym.is_bool()) {
+      out->push_back(symbolic::InputSpec::Scalar(m.sym));
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A build directory removed unless kept (a failed compile leaves none).
+struct BuildDir {
+  std::string path;
+  bool temporary = false;
+  ~BuildDir() {
+    std::error_code ec;
+    if (temporary) std::filesystem::remove_all(path, ec);
+  }
+  std::string Keep() {
+    temporary = false;
+    return path;
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<const codegen::Backend*> BackendNamed(absl::string_view name) {
+  if (name == "interp") return nullptr;
+  if (name == "cpu") return &codegen::CpuBackend();
+  // cuda: codegen/cuda, the next backend, is not built yet.
+  return absl::UnimplementedError(absl::StrCat(
+      "backend '", name, "' is not available yet (available: interp, cpu)"));
+}
+
+absl::StatusOr<ParsedGraph> Parse(absl::string_view text, std::string source) {
+  Clock::time_point start = Clock::now();
+  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(text);
+  if (!graph.ok()) return Named(source, graph.status());
+  return ParsedGraph{std::move(source), *std::move(graph), Since(start)};
+}
+
+absl::StatusOr<std::unique_ptr<CompiledGraph>> CompileGraphText(
+    absl::string_view text, const CompileOptions& options) {
+  ASSIGN_OR_RETURN(ParsedGraph parsed, Parse(text, options.source));
+  ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> c, Compile(parsed, options));
+  c->steps.insert(c->steps.begin(), StepTime{"parse", parsed.seconds});
+  return c;
+}
+
+absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
+    const ParsedGraph& parsed, const CompileOptions& options) {
+  const std::string& source = options.source;
+  auto c = std::make_unique<CompiledGraph>();
+  c->written = parsed.written;
+  c->graph = parsed.written->Clone();
+  Clock::time_point start = Clock::now();
+  auto step = [&](std::string name) {
+    c->steps.push_back({std::move(name), Since(start)});
+    start = Clock::now();
+  };
+
+  // Shape propagation, once: every later step keeps the metas current.
+  c->env = std::make_unique<symbolic::ShapeEnv>();
+  absl::Status shapes =
+      ir::PropagateShapes(*c->graph, *c->env, {.hints = options.hints});
+  if (!shapes.ok()) return Named(source, shapes);
+  step("shape_prop");
+
+  // AOT dispatch: composites, functionalization, the runtime wrapper plan.
+  absl::StatusOr<aot::AotGraph> aot = aot::AotDispatch(*c->graph, *c->env);
+  if (!aot.ok()) return Named(source, aot.status());
+  c->aot = *std::move(aot);
+  step("aot_dispatch");
+  if (options.dump) {
+    c->dumps.push_back({"00-aot_dispatch.txt", ir::PrintGraph(*c->graph)});
+  }
+
+  // The pass pipeline (each pass is a step of its own).
+  if (options.passes) {
+    passes::PassPipeline pipeline = passes::DefaultPipeline();
+    if (options.only_passes.has_value()) {
+      ASSIGN_OR_RETURN(pipeline, passes::PipelineOf(*options.only_passes));
+    }
+    passes::PassContext ctx(*c->env);
+    absl::StatusOr<passes::PipelineReport> report = pipeline.Run(
+        *c->graph, ctx,
+        {.check_invariants = options.check_invariants, .dump = options.dump});
+    if (!report.ok()) return Named(source, report.status());
+    for (const passes::PassRun& run : report->runs) {
+      c->steps.push_back({run.name, run.seconds});
+      if (run.check_seconds > 0) {
+        c->steps.push_back(
+            {absl::StrCat(run.name, " (invariant checks)"), run.check_seconds});
+      }
+    }
+    for (auto& dump : report->dumps) c->dumps.push_back(std::move(dump));
+    c->log = ctx.log();
+    c->specialized = ctx.specialize();
+    start = Clock::now();
+  }
+
+  // Guards last: the passes may add some (a specialized float).
+  std::vector<symbolic::InputSpec> specs;
+  if (GuardSpecs(*c->written, &specs)) {
+    absl::StatusOr<symbolic::GuardSet> g = ProduceGuards(*c->env, specs);
+    if (g.ok()) {
+      c->guards = *std::move(g);
+      c->guard_inputs = std::move(specs);
+    }
+  }
+  step("guards");
+  if (options.backend == nullptr) return c;
+  const codegen::Backend& backend = *options.backend;
+  auto failed = [&](const absl::Status& s) {
+    return Named(source, s, absl::StrCat(backend.name(), " backend: "));
+  };
+  codegen::CpuFunction::Parts p;
+  codegen::CpuStats& stats = p.stats;
+  Clock::time_point codegen_start = start;
+
+  // Lowering into the loop IR: one kernel per realized value.
+  absl::StatusOr<codegen::LoweredGraph> lowered =
+      codegen::Lower(*c->graph, *c->env);
+  if (!lowered.ok()) return failed(lowered.status());
+  p.lowered = *std::move(lowered);
+  stats.kernels_unfused = static_cast<int>(p.lowered.program.kernels.size());
+  p.unscheduled = codegen::PrintProgram(p.lowered.program);
+  step("lower");
+
+  // Scheduling: fusion, and the order of the kernels.
+  absl::StatusOr<codegen::ScheduleResult> scheduled =
+      codegen::Schedule(p.lowered);
+  if (!scheduled.ok()) return failed(scheduled.status());
+  stats.fusion_log = std::move(scheduled->log);
+  stats.kernels = static_cast<int>(p.lowered.program.kernels.size());
+  p.scheduled = codegen::PrintProgram(p.lowered.program);
+  p.fusion_dot = codegen::FusionDot(*c->graph, p.lowered.program);
+  step("schedule");
+
+  // The backend's kernels.
+  absl::StatusOr<std::string> kernels = backend.EmitKernels(p.lowered.program);
+  if (!kernels.ok()) return failed(kernels.status());
+  step("emit_kernels");
+
+  // The host function: checks the inputs, binds the symbols, runs the
+  // guards, the kernels, the runtime and composite wrappers.
+  absl::StatusOr<codegen::WrapperSource> host =
+      codegen::EmitWrapper(p.lowered, ir::InputSlots(*c->graph),
+                           {.guards = c->guards ? &*c->guards : nullptr,
+                            .guard_inputs = c->guard_inputs,
+                            .plan = &c->aot.plan,
+                            .subclass = &c->aot.subclass});
+  if (!host.ok()) return failed(host.status());
+  p.host = *std::move(host);
+  p.source = *std::move(kernels) + p.host.text;
+  step("emit_host");
+  stats.lower_seconds = Since(codegen_start);
+  if (options.artifact && !p.host.user_entry) {
+    return absl::UnimplementedError(absl::StrCat(
+        source, ": the user call cannot run inside the .so: ",
+        p.host.plan_applied ? p.host.user_entry_error : p.host.plan_error));
+  }
+
+  // The build, through the compile cache.
+  BuildDir dir{options.dir};
+  if (dir.path.empty()) {
+    ASSIGN_OR_RETURN(dir.path, codegen::TemporaryBuildDir());
+    dir.temporary = true;
+  }
+  absl::StatusOr<codegen::BuiltLibrary> built =
+      backend.Build(p.source, dir.path, options.cache);
+  if (!built.ok()) return failed(built.status());
+  p.built = *std::move(built);
+  stats.compiler_seconds = p.built.seconds;
+  stats.cache_hit = p.built.cache_hit;
+  step(p.built.cache_hit.empty()
+           ? "build"
+           : absl::StrCat("build (", p.built.cache_hit, " cache hit)"));
+
+  // The artifact's files and manifest: the arguments as written, the
+  // result shapes, the guards as the user reads them.
+  if (options.artifact) {
+    c->files = backend.ArtifactFiles(p.built, p.source);
+    Manifest& m = c->manifest;
+    m.graph = source;
+    m.compiler = p.built.command;
+    ASSIGN_OR_RETURN(m.arguments, ArgumentsOf(*c->written, p.lowered.constants,
+                                              &m.annotations));
+    if (c->guards) {
+      for (int g = 0; g < c->guards->size(); ++g) {
+        m.guards.push_back(GuardText(*c->written, *c->guards, g));
+      }
+    }
+  }
+
+  // Loading, from the bytes the build made or the cache verified.
+  p.plan = &c->aot.plan;
+  p.subclass = &c->aot.subclass;
+  p.temp_dir = dir.temporary ? dir.Keep() : "";
+  absl::StatusOr<std::unique_ptr<codegen::CpuFunction>> function =
+      codegen::CpuFunction::Load(*c->graph, std::move(p));
+  if (!function.ok()) return failed(function.status());
+  c->function = *std::move(function);
+  if (options.artifact) {
+    c->manifest.signature = c->function->user_call()->signature();
+    std::vector<bool> written = c->function->MutatedUserInputs();
+    for (size_t k = 0; k < written.size(); ++k) {
+      if (written[k]) c->manifest.mutated.push_back(static_cast<int>(k));
+    }
+  }
+  step("load");
+  return c;
+}
+
+Variant CompiledGraph::AsVariant() const {
+  Variant v;
+  v.graph = function->user_call();
+  v.guards = manifest.guards;
+  const codegen::CpuFunction* f = function.get();
+  const size_t users = manifest.arguments.size() - f->constants().size();
+  v.check = [f, users](absl::Span<const Operand> args) {
+    absl::flat_hash_map<std::string, ir::Value> constants;
+    for (size_t k = users; k < args.size(); ++k) {
+      constants[f->constants()[k - users]] = aot::ValueOf(args[k]);
+    }
+    return f->CheckUser(args.subspan(0, users), constants);
+  };
+  v.check_every_call = f->host_checks();
+  v.mutated = manifest.mutated;
+  return v;
+}
+
+}  // namespace lathe
