@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -80,6 +81,32 @@ TEST(InterpreterTest, Mlp) {
                       Value::OfTensor(Filled({32, 4}, 0.25))});
   ExpectAll(zero.outputs[0].tensor, 0);
   EXPECT_EQ(r.mutated_inputs, std::vector<bool>(4, false));
+}
+
+// Rounded division computes in the dtype's opmath type as PyTorch's
+// kernels do: float32's quotient 1 / 0.1f is 10.0f, which truncates to 10
+// (the same operands' quotient in double, 9.99999985..., truncates to 9),
+// while the floor mode's remainder-based formula gives 9; float64 gives 10
+// and 9 as well (torch 2.15: torch.div(a, b, rounding_mode=...)).
+TEST(InterpreterTest, RoundedDivisionComputesInTheDtypesPrecision) {
+  for (auto [dtype, annotation, trunc] :
+       {std::tuple{DType::kFloat32, "f32", 10.0},
+        std::tuple{DType::kFloat64, "f64", 10.0}}) {
+    std::unique_ptr<Graph> g = FromText(absl::StrCat(
+        "def forward(self, a: \"", annotation, "[1][1]cpu\", b: \"", annotation,
+        "[1][1]cpu\"):\n"
+        "    t = torch.ops.aten.div.Tensor_mode(a, b, rounding_mode = "
+        "'trunc')\n"
+        "    f = torch.ops.aten.div.Tensor_mode(a, b, rounding_mode = "
+        "'floor')\n"
+        "    return (t, f)\n"));
+    ASSERT_NE(g, nullptr);
+    Interpretation r =
+        *Interpret(*g, {Value::OfTensor(Filled({1}, 1, dtype)),
+                        Value::OfTensor(Filled({1}, 0.1, dtype))});
+    ExpectAll(r.outputs[0].tensor, trunc);
+    ExpectAll(r.outputs[1].tensor, 9);
+  }
 }
 
 TEST(InterpreterTest, Softmax) {

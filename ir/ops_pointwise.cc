@@ -308,18 +308,22 @@ absl::StatusOr<int64_t> IntDiv(int64_t a, int64_t b, Div mode) {
   return q;
 }
 
-double FloatDiv(double a, double b, Div mode) {
-  double q = a / b;
+// a / b rounded as `mode` says, computed in T as PyTorch's kernels do (a
+// float32 quotient truncated or floored in float32: 1.0f / 0.1f truncates
+// to 10, where the quotient in double would give 9).
+template <typename T>
+T FloatDiv(T a, T b, Div mode) {
+  T q = a / b;
   if (mode == Div::kTrunc) return std::trunc(q);
   if (mode == Div::kFloor) {
     // Python's float floor division: floor of the exact quotient.
     if (b == 0) return q;
-    double mod = std::fmod(a, b);
-    double div = (a - mod) / b;
-    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1.0;
-    double floordiv = std::floor(div);
-    if (div - floordiv > 0.5) floordiv += 1.0;
-    return div != 0 ? floordiv : std::copysign(0.0, a / b);
+    T mod = std::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != 0 && ((b < 0) != (mod < 0))) div -= T(1);
+    T floordiv = std::floor(div);
+    if (div - floordiv > T(0.5)) floordiv += T(1);
+    return div != 0 ? floordiv : std::copysign(T(0), a / b);
   }
   return q;
 }
@@ -484,7 +488,13 @@ absl::StatusOr<Value> BinaryKernel(const OpCall& c, const std::string& op,
 absl::StatusOr<Value> DivKernel(const OpCall& c, const OutInfo& info,
                                 const Value& self, const Value& other,
                                 Div mode) {
+  // float16, bfloat16 and float32 compute in float32 (their opmath type).
   DoubleFn fd = [mode](double a, double b) { return FloatDiv(a, b, mode); };
+  if (info.compute != DType::kFloat64 && mode != Div::kTrue) {
+    fd = [mode](double a, double b) -> double {
+      return FloatDiv(static_cast<float>(a), static_cast<float>(b), mode);
+    };
+  }
   IntFn fi = nullptr;
   if (mode != Div::kTrue) {
     fi = [mode](int64_t a, int64_t b) { return IntDiv(a, b, mode); };
