@@ -17,8 +17,7 @@ namespace lathe {
 VariantCompiler::VariantCompiler(ParsedGraph parsed, CompileOptions options,
                                  CacheBackend* cache)
     : parsed_(std::move(parsed)), options_(std::move(options)) {
-  options_.backend = &codegen::CpuBackend();
-  options_.artifact = true;
+  options_.artifact = options_.backend != nullptr;
   options_.cache = cache;
 }
 
@@ -32,6 +31,16 @@ absl::StatusOr<std::unique_ptr<CompiledFunction>> VariantCompiler::Function(
   o.fallback = [this](absl::Span<Operand> args, uint64_t seed) {
     return Interpret(args, seed);
   };
+  // The interpreter backend explains arguments that do not fit in the
+  // interpreter's words, as `lathec run` always has.
+  if (options_.backend == nullptr) {
+    o.explain = [this](absl::Span<const Operand> args) -> absl::Status {
+      absl::StatusOr<std::shared_ptr<const CompiledGraph>> c =
+          CompiledFor(args);
+      if (!c.ok()) return absl::OkStatus();  // step 3's message, then
+      return CheckUser(**c, args);
+    };
+  }
   o.max_compiles = max_compiles;
   return std::make_unique<CompiledFunction>(std::move(arguments), std::move(o));
 }
@@ -49,6 +58,10 @@ absl::StatusOr<Variant> VariantCompiler::Compile(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   if (!made.ok()) return made.status();
+  if (options_.backend == nullptr) {
+    compiled_.push_back(*std::move(made));
+    return InterpretedVariant(*compiled_.back());
+  }
   const std::vector<std::string>& constants = (*made)->function->constants();
   if (constants != constants_) {
     return absl::UnimplementedError(absl::StrCat(
@@ -60,9 +73,8 @@ absl::StatusOr<Variant> VariantCompiler::Compile(
   return compiled_.back()->AsVariant();
 }
 
-absl::StatusOr<std::vector<Operand>> VariantCompiler::Interpret(
-    absl::Span<Operand> args, uint64_t seed) {
-  // The graph for these hints, compiled (up to the guards) once.
+absl::StatusOr<std::shared_ptr<const CompiledGraph>>
+VariantCompiler::CompiledFor(absl::Span<const Operand> args) {
   CompileOptions options = options_;
   options.backend = nullptr;
   options.artifact = false;
@@ -76,18 +88,40 @@ absl::StatusOr<std::vector<Operand>> VariantCompiler::Interpret(
   }
   std::sort(key.begin(), key.end());
   const std::string hints = absl::StrJoin(key, ",");
-  std::shared_ptr<const CompiledGraph> c;
   {
     std::lock_guard<std::mutex> lock(interpreted_mu_);
     auto it = interpreted_.find(hints);
-    if (it != interpreted_.end()) c = it->second;
+    if (it != interpreted_.end()) return it->second;
   }
-  if (c == nullptr) {
-    ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> made,
-                     lathe::Compile(parsed_, options));
-    std::lock_guard<std::mutex> lock(interpreted_mu_);
-    c = interpreted_.emplace(hints, std::move(made)).first->second;
+  ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> made,
+                   lathe::Compile(parsed_, options));
+  std::lock_guard<std::mutex> lock(interpreted_mu_);
+  return interpreted_.emplace(hints, std::move(made)).first->second;
+}
+
+absl::StatusOr<std::vector<Operand>> VariantCompiler::Interpret(
+    absl::Span<Operand> args, uint64_t seed) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const CompiledGraph> c, CompiledFor(args));
+  return RunInterpreted(*c, args, seed);
+}
+
+absl::Status VariantCompiler::CheckUser(const CompiledGraph& c,
+                                        absl::Span<const Operand> args) const {
+  const size_t users = args.size() - constants_.size();
+  ASSIGN_OR_RETURN(std::vector<Operand> dense,
+                   c.aot.subclass.Unwrap(args.subspan(0, users)));
+  std::vector<ir::Value> values;
+  for (const Operand& o : dense) values.push_back(aot::ValueOf(o));
+  for (size_t k = users; k < args.size(); ++k) {
+    values.push_back(aot::ValueOf(args[k]));
   }
+  std::vector<const ir::Value*> inputs;
+  for (const ir::Value& v : values) inputs.push_back(&v);
+  return ir::CheckInputs(ir::InputSlots(*c.graph), inputs);
+}
+
+absl::StatusOr<std::vector<Operand>> VariantCompiler::RunInterpreted(
+    const CompiledGraph& c, absl::Span<Operand> args, uint64_t seed) {
   const size_t users = args.size() - constants_.size();
   absl::flat_hash_map<std::string, ir::Value> constants;
   for (size_t k = users; k < args.size(); ++k) {
@@ -101,10 +135,72 @@ absl::StatusOr<std::vector<Operand>> VariantCompiler::Interpret(
         return ir::Interpret(g, inputs, k, seed);
       };
   ASSIGN_OR_RETURN(aot::UserCall r,
-                   aot::InterpretAsUser(*c->graph, c->aot, std::move(user),
+                   aot::InterpretAsUser(*c.graph, c.aot, std::move(user),
                                         constants, runner));
+  {
+    std::lock_guard<std::mutex> lock(interpreted_mu_);
+    written_.resize(std::max(written_.size(), r.mutated.size()), false);
+    for (size_t k = 0; k < r.mutated.size(); ++k) {
+      if (r.mutated[k]) written_[k] = true;
+    }
+  }
   for (size_t k = 0; k < users; ++k) args[k] = std::move(r.arguments[k]);
   return std::move(r.results);
+}
+
+Variant VariantCompiler::InterpretedVariant(const CompiledGraph& c) {
+  Variant v;
+  if (c.guards) {
+    for (int g = 0; g < c.guards->size(); ++g) {
+      v.guards.push_back(GuardText(*parsed_.written, *c.guards, g));
+    }
+  }
+  const CompiledGraph* graph = &c;
+  v.failed_guard = [graph](const ArgViews& views) {
+    if (!graph->guards) return LATHE_GUARDS_HOLD;
+    // The placeholders' values as the guards read them.
+    std::vector<symbolic::GuardInput> in;
+    for (size_t k = 0; k < graph->guard_inputs.size(); ++k) {
+      if (static_cast<int64_t>(k) >= views.size()) return 0;
+      const LatheValue& a = views.data()[k];
+      switch (a.kind) {
+        case LATHE_VALUE_TENSOR:
+        case LATHE_VALUE_COMPOSITE:
+          in.push_back(symbolic::GuardInput::Tensor(
+              absl::MakeConstSpan(a.sizes, a.ndim),
+              absl::MakeConstSpan(a.strides, a.ndim), a.storage_offset));
+          break;
+        case LATHE_VALUE_INT:
+        case LATHE_VALUE_BOOL:
+          in.push_back(symbolic::GuardInput::Int(a.i));
+          break;
+        case LATHE_VALUE_FLOAT:
+          in.push_back(symbolic::GuardInput::Float(a.f));
+          break;
+        default:
+          return 0;
+      }
+    }
+    int failed = -1;
+    return graph->guards->Check(in, &failed) ? LATHE_GUARDS_HOLD
+                                             : std::max(failed, 0);
+  };
+  v.run = [this, graph](absl::Span<Operand> args, uint64_t seed) {
+    return RunInterpreted(*graph, args, seed);
+  };
+  v.check = [this, graph](absl::Span<const Operand> args) {
+    return CheckUser(*graph, args);
+  };
+  return v;
+}
+
+std::vector<bool> VariantCompiler::WrittenArguments() const {
+  if (options_.backend != nullptr) {
+    return compiled_.empty() ? std::vector<bool>()
+                             : compiled_.front()->function->MutatedUserInputs();
+  }
+  std::lock_guard<std::mutex> lock(interpreted_mu_);
+  return written_;
 }
 
 }  // namespace lathe

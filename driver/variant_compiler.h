@@ -7,7 +7,10 @@
 // guard miss compiles a new variant (the whole walk, compile.h, with the
 // arguments' sizes as hints, as torch.compile recompiles), and the fallback
 // past the limit (the interpreter, on the graph compiled once per set of
-// hints). The graph text is parsed once, here.
+// hints). With a backend a variant is a loaded library; without one (the
+// interpreter backend) it is the compiled graph run on the interpreter,
+// behind its guards: one recompile loop serves both. The graph text is
+// parsed once, by the caller.
 //
 // Example:
 //
@@ -36,15 +39,15 @@ namespace lathe {
 
 // VariantCompiler
 //
-// Compiles variants of one graph for a CompiledFunction for the cpu (an
+// Compiles variants of one graph for a CompiledFunction (for a backend, an
 // artifact's parts each), and runs arguments on the interpreter past the
 // limit. Keeps every variant it compiled alive as long as itself (it must
 // outlive the function). The callback is called under the function's lock,
 // one at a time; the fallback may run on many threads at once.
 class VariantCompiler {
  public:
-  // Compiles `parsed` with `options` (the backend and artifact fields are
-  // set here); with `cache` (which must outlive it), through it.
+  // Compiles `parsed` with `options` (for its backend, or the interpreter
+  // when it has none); with `cache` (which must outlive it), through it.
   VariantCompiler(ParsedGraph parsed, CompileOptions options,
                   CacheBackend* cache = nullptr);
 
@@ -59,11 +62,29 @@ class VariantCompiler {
   }
   // The time its compiles took, in all (wall clock, the whole walk).
   double compile_seconds() const { return compile_seconds_; }
+  // Which user arguments a call writes (the first compile's; for the
+  // interpreter, those its calls wrote so far).
+  std::vector<bool> WrittenArguments() const;
 
  private:
   absl::StatusOr<Variant> Compile(absl::Span<const Operand> args);
+  // The fallback: `args` on the interpreter, the graph compiled for their
+  // hints (once per set of hints).
   absl::StatusOr<std::vector<Operand>> Interpret(absl::Span<Operand> args,
                                                  uint64_t seed);
+  // `args` through `c` on the interpreter.
+  absl::StatusOr<std::vector<Operand>> RunInterpreted(const CompiledGraph& c,
+                                                      absl::Span<Operand> args,
+                                                      uint64_t seed);
+  // An interpreted variant of `c` (a compile without a backend).
+  Variant InterpretedVariant(const CompiledGraph& c);
+  // The graph compiled (up to the guards) for `args`' hints, once per set
+  // of hints: the fallback's and the interpreter's explanations.
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> CompiledFor(
+      absl::Span<const Operand> args);
+  // `args` checked against `c`'s annotations on the host.
+  absl::Status CheckUser(const CompiledGraph& c,
+                         absl::Span<const Operand> args) const;
 
   const ParsedGraph parsed_;
   CompileOptions options_;
@@ -71,9 +92,10 @@ class VariantCompiler {
   std::vector<std::unique_ptr<CompiledGraph>> compiled_;
   double compile_seconds_ = 0;
   // The fallback's graphs, one per set of hints (compiled once each).
-  std::mutex interpreted_mu_;
+  mutable std::mutex interpreted_mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<const CompiledGraph>>
       interpreted_;
+  std::vector<bool> written_;  // by the interpreter's calls, so far
 };
 
 }  // namespace lathe

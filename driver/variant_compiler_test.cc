@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "aot/aot_dispatch.h"
+#include "codegen/cpp/cpu_backend.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
@@ -23,6 +24,7 @@
 namespace lathe {
 namespace {
 
+using ::lathe::testing::StatusIs;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -99,7 +101,8 @@ Tensor Copy(const Tensor& t) {
 TEST(VariantCompilerTest, AdamOverTenParametersCompilesOnceAndMatches) {
   const std::string text = AdamGraph();
   ASSERT_OK_AND_ASSIGN(ParsedGraph parsed, Parse(text, "adam.txt"));
-  VariantCompiler compiler(parsed, {.source = "adam.txt"});
+  VariantCompiler compiler(
+      parsed, {.source = "adam.txt", .backend = &codegen::CpuBackend()});
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledFunction> f,
                        compiler.Function());
   // The interpreter's side: the same graph through AOT dispatch, on its own
@@ -159,6 +162,42 @@ TEST(VariantCompilerTest, AdamOverTenParametersCompilesOnceAndMatches) {
     EXPECT_THAT(a.function->scheduled(),
                 HasSubstr(absl::StrCat("store in", 4 * i, "[")));
   }
+}
+
+// Without a backend the variants are compiled graphs the interpreter runs,
+// through the same recompile loop: batch 1 after batch 4 recompiles (the
+// 0/1 specialization) with the failing guard as the reason; arguments that
+// do not fit are explained in the interpreter's words.
+TEST(VariantCompilerTest, TheInterpreterBackendRecompilesThroughTheSameLoop) {
+  constexpr char kText[] = R"(def forward(self, x: "f32[s0, 3][3, 1]cpu"):
+    relu: "f32[s0, 3][3, 1]cpu" = torch.ops.aten.relu.default(x)
+    return (relu,)
+)";
+  ASSERT_OK_AND_ASSIGN(ParsedGraph parsed, Parse(kText, "g.txt"));
+  VariantCompiler compiler(parsed, {.source = "g.txt"});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledFunction> f,
+                       compiler.Function());
+  for (int64_t rows : {4, 5, 1, 1}) {
+    Tensor x = Tensor::Empty({rows, 3}, DType::kFloat32).value();
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = i - 2.0f;
+    std::vector<Operand> args = {Operand::Of(x)};
+    ASSERT_OK_AND_ASSIGN(std::vector<Operand> out,
+                         f->Call(absl::MakeSpan(args)));
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].tensor.GetDouble({0, 0}), 0.0);  // relu(-2)
+    EXPECT_EQ(out[0].tensor.GetDouble({rows - 1, 2}), 3 * rows - 3.0);
+  }
+  EXPECT_EQ(f->compiles(), 2);
+  ASSERT_EQ(f->recompiles().size(), 1u);
+  EXPECT_EQ(f->recompiles()[0].reason, "2 <= x.size(0)");
+  ASSERT_EQ(compiler.compiled().size(), 2u);
+  EXPECT_EQ(compiler.compiled()[0]->function, nullptr);  // interpreted
+  std::vector<Operand> wrong = {
+      Operand::Of(Tensor::Empty({4, 3}, DType::kFloat64).value())};
+  EXPECT_THAT(
+      f->Call(absl::MakeSpan(wrong)),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("input 0 ('x'): expected dtype f32, got f64")));
 }
 
 }  // namespace

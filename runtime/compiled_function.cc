@@ -242,13 +242,16 @@ absl::StatusOr<const CompiledFunction::Entry*> CompiledFunction::Admit(
   if (auto it = entries_.find(key); it != entries_.end()) {
     return it->second.get();
   }
-  RETURN_IF_ERROR(CheckArguments(args));
+  if (absl::Status s = CheckArguments(args); !s.ok()) {
+    if (options_.explain) RETURN_IF_ERROR(options_.explain(args));
+    return s;
+  }
   // The guards of each variant, in the order compiled.
   std::vector<std::string> failures;
   const Variant* chosen = nullptr;
   for (size_t v = 0; v < variants_.size() && chosen == nullptr; ++v) {
     const Variant& variant = variants_[v];
-    int failed = variant.graph->FailedGuard(views, placeholders_);
+    int failed = FailedGuard(variant, views);
     if (failed == LATHE_GUARDS_HOLD) {
       chosen = &variant;
     } else if (failed >= 0 &&
@@ -281,11 +284,15 @@ absl::StatusOr<const CompiledFunction::Entry*> CompiledFunction::Admit(
       }
     } else {
       ASSIGN_OR_RETURN(Variant made, options_.compile(args));
-      if (made.graph == nullptr) {
+      if (made.graph == nullptr && !(made.run && made.failed_guard)) {
         return absl::InternalError("the compile callback returned no graph");
       }
-      // The new variant must take the arguments it was compiled for.
-      int failed = made.graph->FailedGuard(views, placeholders_);
+      // The new variant must take the arguments it was compiled for: if
+      // not, its host check says why they do not fit.
+      int failed = FailedGuard(made, views);
+      if (failed != LATHE_GUARDS_HOLD && made.check) {
+        RETURN_IF_ERROR(made.check(args));
+      }
       if (failed != LATHE_GUARDS_HOLD) {
         return absl::InternalError(absl::StrCat(
             "the new variant's guards refuse the arguments it was compiled "
@@ -317,6 +324,7 @@ absl::StatusOr<std::vector<Operand>> CompiledFunction::Run(
     return options_.fallback(args, seed);
   }
   const Variant& variant = *entry.variant;
+  if (variant.graph == nullptr) return variant.run(args, seed);
   if (!variant.mutated.empty())
     RETURN_IF_ERROR(CheckNoAliasing(variant, views));
   if (variant.check_every_call) RETURN_IF_ERROR(variant.check(args));
@@ -331,6 +339,13 @@ absl::StatusOr<std::vector<Operand>> CompiledFunction::Run(
     if (rebind[j] >= 0) args[rebind[j]] = std::move(rebound[j]);
   }
   return results;
+}
+
+int CompiledFunction::FailedGuard(const Variant& variant,
+                                  const ArgViews& views) const {
+  return variant.graph != nullptr
+             ? variant.graph->FailedGuard(views, placeholders_)
+             : variant.failed_guard(views);
 }
 
 absl::Status CompiledFunction::CheckNoAliasing(const Variant& variant,

@@ -75,6 +75,7 @@ struct ArgumentSpec {
 // One compiled variant: its loaded .so and its guards as text (the reason
 // a recompile gives when guard k fails).
 struct Variant {
+  // A compiled variant's library; null for an interpreted one.
   std::shared_ptr<const LoadedGraph> graph;
   std::vector<std::string> guards;
   // The inputs checked against the annotations on the host, the slow way
@@ -86,6 +87,13 @@ struct Variant {
   // The arguments a call writes: none of them may share a storage with
   // another argument (the compiled code assumes they do not).
   std::vector<int> mutated;
+  // An interpreted variant (the compiler side's, for its interpreter
+  // backend): its guards over the arguments (LATHE_GUARDS_HOLD, or the index
+  // of the first that fails) and its call, both on the host.
+  std::function<int(const ArgViews& views)> failed_guard;
+  std::function<absl::StatusOr<std::vector<Operand>>(absl::Span<Operand> args,
+                                                     uint64_t seed)>
+      run;
 };
 
 // Why one recompile happened: for each earlier variant, the first guard
@@ -106,9 +114,16 @@ class CompiledFunction {
   using FallbackFn = std::function<absl::StatusOr<std::vector<Operand>>(
       absl::Span<Operand> args, uint64_t seed)>;
 
+  // The compiler side's check of arguments against the graph's
+  // annotations, on the host: OK, or the error naming what does not fit.
+  using ExplainFn = std::function<absl::Status(absl::Span<const Operand> args)>;
+
   struct Options {
     CompileFn compile;    // none: a miss is an error
     FallbackFn fallback;  // none: a miss past the limit is an error
+    // Explains arguments step 3 refuses in its own words (the
+    // interpreter's); none, or OK: step 3's message.
+    ExplainFn explain;
     int max_compiles = 8;
   };
 
@@ -165,6 +180,9 @@ class CompiledFunction {
   absl::StatusOr<const Entry*> Admit(absl::Span<const int64_t> key,
                                      absl::Span<Operand> args,
                                      const ArgViews& views);
+  // The index of the first of `variant`'s guards `views` fail, or
+  // LATHE_GUARDS_HOLD.
+  int FailedGuard(const Variant& variant, const ArgViews& views) const;
   // The error when a written argument shares its storage with another.
   absl::Status CheckNoAliasing(const Variant& variant,
                                const ArgViews& views) const;

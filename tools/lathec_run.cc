@@ -596,27 +596,6 @@ CompileOptions CompileOptionsOf(
   return options;
 }
 
-// The guard inputs of a set, one per placeholder of `graph` (the graph as
-// written); false when the set lacks one (the run reports it).
-bool GuardInputs(const ir::Graph& graph, const Composites& composites,
-                 const InputSet& set, std::vector<symbolic::GuardInput>* out) {
-  for (const ir::Node* p : graph.Placeholders()) {
-    const Tensor* t = OuterTensor(*p, composites, set);
-    if (t == nullptr) return false;
-    if (p->meta().kind == ir::ValueMeta::Kind::kTensor) {
-      out->push_back(symbolic::GuardInput::Tensor(t->sizes(), t->strides(),
-                                                  t->storage_offset()));
-    } else if (t->dim() != 0) {
-      return false;
-    } else if (IsFloatingPoint(t->dtype())) {
-      out->push_back(symbolic::GuardInput::Float(t->GetDouble({})));
-    } else {
-      out->push_back(symbolic::GuardInput::Int(IntOf(*t)));
-    }
-  }
-  return true;
-}
-
 // The user's arguments of a set: one per placeholder of `written` (laid out
 // as annotated; a composite from its inner tensors), then the constants it
 // reads (`self.NAME`, given like inputs, by NAME) as `constants` names them.
@@ -702,34 +681,11 @@ absl::StatusOr<std::vector<PendingFile>> ResultFiles(
   return pending;
 }
 
-// Runs one input set through `c` on the interpreter and returns the files
-// it produces (not yet written), under `prefix` ("" or "1/").
-absl::StatusOr<std::vector<PendingFile>> RunOnce(const CompiledGraph& c,
-                                                 const ir::Graph& written,
-                                                 const Composites& composites,
-                                                 const InputSet& set,
-                                                 const SymbolValues& values,
-                                                 const std::string& prefix) {
-  const std::vector<std::string> names = ConstantsOf(written);
-  ASSIGN_OR_RETURN(
-      std::vector<Operand> args,
-      LoadArguments(written, *c.graph, composites, set, values, names));
-  absl::flat_hash_map<std::string, ir::Value> constants;
-  const size_t users = args.size() - names.size();
-  for (size_t k = 0; k < names.size(); ++k) {
-    constants[names[k]] = aot::ValueOf(args[users + k]);
-  }
-  args.resize(users);
-  ASSIGN_OR_RETURN(aot::UserCall r,
-                   aot::InterpretAsUser(*c.graph, c.aot, args, constants));
-  return ResultFiles(c.aot.signature, c.aot.names, r.results, r.arguments,
-                     r.mutated, prefix);
-}
-
-// Runs every set through one CompiledFunction compiled for the CPU (a set
-// its variants' guards refuse compiles again, with the first set's sizes
-// as the first compile's hints); prints compiles=N and the reason of each
-// recompile for several sets.
+// Runs every set through one CompiledFunction (runtime/compiled_function.h)
+// for the run's backend (a set its variants' guards refuse compiles again,
+// with the first set's sizes as the first compile's hints; the interpreter
+// backend's variants are compiled graphs it runs); prints compiles=N and the
+// reason of each recompile for several sets.
 absl::StatusOr<std::vector<PendingFile>> RunCompiled(
     const RunOptions& o, VariantCompiler& compiler, const ir::Graph& written,
     const Composites& composites, const std::vector<InputSet>& sets,
@@ -766,11 +722,9 @@ absl::StatusOr<std::vector<PendingFile>> RunCompiled(
     if (compiler.compiled().empty()) {
       return absl::InternalError("the compiled function compiled nothing");
     }
-    // Every variant of the graph writes the same arguments: the first's.
+    // Every variant of the graph writes the same arguments.
     const CompiledGraph& first = *compiler.compiled().front();
-    if (written_args.empty()) {
-      written_args = first.function->MutatedUserInputs();
-    }
+    written_args = compiler.WrittenArguments();
     std::string prefix = o.input_dirs.empty() ? "" : absl::StrCat(k, "/");
     ASSIGN_OR_RETURN(std::vector<PendingFile> files,
                      ResultFiles(first.aot.signature, first.aot.names, *results,
@@ -783,6 +737,7 @@ absl::StatusOr<std::vector<PendingFile>> RunCompiled(
   // Past the limit, the function itself warned (once, on stderr).
   // What the cpu backend did, per compile.
   for (const auto& c : compiler.compiled()) {
+    if (c->function == nullptr) continue;  // the interpreter's
     const codegen::CpuStats& st = c->function->stats();
     stats->push_back(absl::StrFormat(
         "cpu backend: %d kernels (%d before fusion); lathe %.1f ms, C++ "
@@ -975,61 +930,19 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
   for (InputSet& set : sets) RETURN_IF_ERROR(ReadSet(set));
 
   // Compile with the first set's sizes as hints, and again for a set the
-  // compiled functions' guards do not admit (as torch.compile recompiles):
-  // on the cpu, through one CompiledFunction.
-  std::vector<std::unique_ptr<CompiledGraph>> compiled;
+  // compiled variants' guards do not admit (as torch.compile recompiles),
+  // through one CompiledFunction.
   std::vector<std::string> report, stats;
-  std::vector<PendingFile> all;
-  std::optional<VariantCompiler> compiler;
-  if (o.backend == "cpu") {
-    ASSIGN_OR_RETURN(CacheBackend * cache, DefaultCompileCache());
-    compiler.emplace(parsed, CompileOptionsOf(o), cache);
-    ASSIGN_OR_RETURN(all, RunCompiled(o, *compiler, *written, *composites, sets,
-                                      &report, &stats));
+  CompileOptions options = CompileOptionsOf(o);
+  ASSIGN_OR_RETURN(options.backend, BackendNamed(o.backend));
+  CacheBackend* cache = nullptr;
+  if (options.backend != nullptr) {
+    ASSIGN_OR_RETURN(cache, DefaultCompileCache());
   }
-  for (size_t k = 0; k < sets.size() && !compiler; ++k) {
-    const InputSet& set = sets[k];
-    SymbolValues values = ValuesOf(*written, *composites, set);
-    std::vector<symbolic::GuardInput> inputs;
-    bool guardable = GuardInputs(*written, *composites, set, &inputs);
-    const CompiledGraph* use = nullptr;
-    std::string reason;
-    for (const auto& c : compiled) {
-      int failed = -1;
-      if (!c->guards || !guardable || c->guards->Check(inputs, &failed)) {
-        use = c.get();
-        break;
-      }
-      if (reason.empty()) reason = GuardText(*written, *c->guards, failed);
-    }
-    if (use == nullptr) {
-      if (static_cast<int>(compiled.size()) >= o.max_compiles) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat(set.label, "would need compile ", compiled.size() + 1,
-                         ", past the limit of ", o.max_compiles,
-                         " (guard failed: ", reason, ")"));
-      }
-      ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> c,
-                       Compile(parsed, CompileOptionsOf(o, values.hints)));
-      if (!compiled.empty()) {
-        report.push_back(absl::StrCat("recompile ", compiled.size(), " for ",
-                                      set.label, "guard failed: ", reason));
-      }
-      compiled.push_back(std::move(c));
-      use = compiled.back().get();
-    }
-    std::string prefix = o.input_dirs.empty() ? "" : absl::StrCat(k, "/");
-    absl::StatusOr<std::vector<PendingFile>> one =
-        RunOnce(*use, *written, *composites, set, values, prefix);
-    if (!one.ok()) {
-      return absl::Status(one.status().code(),
-                          absl::StrCat(set.label, one.status().message()));
-    }
-    for (PendingFile& f : *one) all.push_back(std::move(f));
-    if (k + 1 == sets.size() && !o.input_dirs.empty()) {
-      report.insert(report.begin(), absl::StrCat("compiles=", compiled.size()));
-    }
-  }
+  VariantCompiler compiler(parsed, options, cache);
+  ASSIGN_OR_RETURN(
+      std::vector<PendingFile> all,
+      RunCompiled(o, compiler, *written, *composites, sets, &report, &stats));
   for (const std::string& line : report) std::printf("%s\n", line.c_str());
 
   // Everything succeeded: stage every file beside its directory, then move
@@ -1043,9 +956,7 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
   }
   std::optional<StagedDir> dump;
   if (!o.dump_dir.empty()) {
-    const CompiledGraph* first =
-        compiler ? compiler->compiled().front().get() : nullptr;
-    const CompiledGraph& c = first ? *first : *compiled.front();
+    const CompiledGraph& c = *compiler.compiled().front();
     const codegen::CpuFunction* cpu = c.function.get();
     const aot::RuntimeWrapperPlan& plan = c.aot.plan;
     ASSIGN_OR_RETURN(StagedDir staged,
