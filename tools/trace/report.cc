@@ -287,49 +287,54 @@ class Renderer {
     return out;
   }
 
-  std::string FusionGraph() const {
+  // `render(s, i, item)` for each item of each step that `wanted` picks.
+  template <typename Wanted, typename Render>
+  std::string EachItem(Wanted wanted, Render render) const {
     std::string out;
     for (size_t s = 0; s < steps_.size(); ++s) {
       for (size_t i = 0; i < steps_[s].made.size(); ++i) {
         const TraceItem& item = steps_[s].made[i];
-        if (item.kind != kDot) continue;
-        std::optional<std::string> svg = options_.dot_to_svg
-                                             ? options_.dot_to_svg(item.text)
-                                             : DotToSvg(item.text);
-        absl::StrAppend(&out, "<h3 id=\"", Anchor(s, i), "\">",
-                        HtmlEscape(item.title), " <span class=\"stat\">",
-                        HtmlEscape(steps_[s].name), "</span></h3>\n");
-        if (svg.has_value() && InlinableSvg(*svg)) {
-          absl::StrAppend(&out, "<div class=\"svg\">", *svg,
-                          "</div>\n<details><summary>Graphviz text</summary>\n",
-                          Pre(item.text), "</details>\n");
-        } else {
-          absl::StrAppend(
-              &out,
-              "<p class=\"note\">Graphviz's <code>dot</code> was not found "
-              "when this report was rendered (Debian package graphviz), so "
-              "here is the picture's source; <code>dot -Tsvg</code> draws "
-              "it.</p>\n",
-              Pre(item.text));
-        }
+        if (wanted(item.kind)) absl::StrAppend(&out, render(s, i, item));
       }
     }
     return out;
   }
 
+  // An item's heading: its title, and the step that made it.
+  std::string Heading(size_t s, size_t i) const {
+    return absl::StrCat(
+        "<h3 id=\"", Anchor(s, i), "\">", HtmlEscape(steps_[s].made[i].title),
+        " <span class=\"stat\">", HtmlEscape(steps_[s].name), "</span></h3>\n");
+  }
+
+  std::string FusionGraph() const {
+    return EachItem(
+        [](absl::string_view kind) { return kind == kDot; },
+        [&](size_t s, size_t i, const TraceItem& item) {
+          std::optional<std::string> svg = options_.dot_to_svg
+                                               ? options_.dot_to_svg(item.text)
+                                               : DotToSvg(item.text);
+          if (svg.has_value() && InlinableSvg(*svg)) {
+            return absl::StrCat(
+                Heading(s, i), "<div class=\"svg\">", *svg,
+                "</div>\n<details><summary>Graphviz text</summary>\n",
+                Pre(item.text), "</details>\n");
+          }
+          return absl::StrCat(
+              Heading(s, i),
+              "<p class=\"note\">Graphviz's <code>dot</code> was not found "
+              "when this report was rendered (Debian package graphviz), so "
+              "here is the picture's source; <code>dot -Tsvg</code> draws "
+              "it.</p>\n",
+              Pre(item.text));
+        });
+  }
+
   std::string Guards() const {
-    std::string out;
-    for (size_t s = 0; s < steps_.size(); ++s) {
-      for (size_t i = 0; i < steps_[s].made.size(); ++i) {
-        const TraceItem& item = steps_[s].made[i];
-        if (item.kind != kGuards) continue;
-        absl::StrAppend(&out, "<h3 id=\"", Anchor(s, i), "\">",
-                        HtmlEscape(item.title), " <span class=\"stat\">",
-                        HtmlEscape(steps_[s].name), "</span></h3>\n",
-                        Pre(item.text));
-      }
-    }
-    return out;
+    return EachItem([](absl::string_view kind) { return kind == kGuards; },
+                    [&](size_t s, size_t i, const TraceItem& item) {
+                      return absl::StrCat(Heading(s, i), Pre(item.text));
+                    });
   }
 
   std::string Build() const {
@@ -365,19 +370,15 @@ class Renderer {
   }
 
   std::string Other() const {
-    std::string out;
-    for (size_t s = 0; s < steps_.size(); ++s) {
-      for (size_t i = 0; i < steps_[s].made.size(); ++i) {
-        const TraceItem& item = steps_[s].made[i];
-        if (IsKnownKind(item.kind)) continue;
-        absl::StrAppend(&out, "<details id=\"", Anchor(s, i),
-                        "\" open><summary>", HtmlEscape(item.title),
-                        "<span class=\"stat\">", HtmlEscape(steps_[s].name),
-                        " &middot; ", HtmlEscape(item.kind),
-                        "</span></summary>\n", Pre(item.text), "</details>\n");
-      }
-    }
-    return out;
+    return EachItem([](absl::string_view kind) { return !IsKnownKind(kind); },
+                    [&](size_t s, size_t i, const TraceItem& item) {
+                      return absl::StrCat(
+                          "<details id=\"", Anchor(s, i), "\" open><summary>",
+                          HtmlEscape(item.title), "<span class=\"stat\">",
+                          HtmlEscape(steps_[s].name), " &middot; ",
+                          HtmlEscape(item.kind), "</span></summary>\n",
+                          Pre(item.text), "</details>\n");
+                    });
   }
 
   const std::vector<TraceStep>& steps_;
