@@ -11,9 +11,10 @@
 //   {"step":"cse","seconds":0.000412,"made":[{"kind":"graph","title":
 //    "02-cse.txt","text":"class GraphModule..."}]}
 //
-// `lathec ... --trace FILE` writes one; `lathec report FILE -o report.html`
-// reads it back (ReadTrace) and renders it (report.h). The format is the
-// contract between the two: the reader ignores members it does not know,
+// The driver's `--trace FILE` writes one (RecordCompile, compile_trace.h,
+// turns a compile's results into steps); `lathec report FILE -o
+// report.html` reads it back (ReadTrace) and renders it (report.h). The format
+// is the contract between the two: the reader ignores members it does not know,
 // and an item kind it does not know is shown as text.
 //
 // Example:
