@@ -36,6 +36,9 @@ readonly PACKAGES=(
   libhiredis-dev
   redis-server
   graphviz
+  # The compile report's browser test (tools/trace/report_chromium_test.sh);
+  # about 20 seconds to install with apt-get's download.
+  chromium
 )
 
 log() { printf 'lathe: %s\n' "$*" >&2; }

@@ -1,5 +1,5 @@
 // lathec: lathe's command-line compiler driver: `run`, `compile` and
-// `guards` (see lathec_run.h).
+// `guards` (see lathec_run.h), and `report` (tools/trace/lathec_report.h).
 
 #include <cstdio>
 #include <string>
@@ -7,11 +7,13 @@
 
 #include "absl/status/status.h"
 #include "tools/lathec_run.h"
+#include "tools/trace/lathec_report.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::fprintf(args.empty() ? stderr : stdout, "%s\n", lathe::kLathecUsage);
+    std::fprintf(args.empty() ? stderr : stdout, "%s\n       %s\n",
+                 lathe::kLathecUsage, lathe::trace::kLathecReportUsage);
     return args.empty() ? 2 : 0;
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
@@ -22,9 +24,12 @@ int main(int argc, char** argv) {
     s = lathe::LathecCompile(rest);
   } else if (args[0] == "guards") {
     s = lathe::LathecGuards(rest);
+  } else if (args[0] == "report") {
+    s = lathe::trace::LathecReport(rest);
   } else {
-    std::fprintf(stderr, "lathec: unknown command '%s'\n%s\n", args[0].c_str(),
-                 lathe::kLathecUsage);
+    std::fprintf(stderr, "lathec: unknown command '%s'\n%s\n       %s\n",
+                 args[0].c_str(), lathe::kLathecUsage,
+                 lathe::trace::kLathecReportUsage);
     return 2;
   }
   if (!s.ok()) {
