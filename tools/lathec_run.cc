@@ -57,6 +57,9 @@
 #include "symbolic/evaluate.h"
 #include "symbolic/guards.h"
 #include "symbolic/printer.h"
+#include "tools/trace/compile_trace.h"
+#include "tools/trace/dot_svg.h"
+#include "tools/trace/trace.h"
 
 namespace lathe {
 namespace {}  // namespace
@@ -64,11 +67,12 @@ namespace {}  // namespace
 const char kLathecUsage[] =
     "usage: lathec run (GRAPH | --artifact DIR) (--input NAME=FILE.npy ... | "
     "--inputs DIR ...) [--backend interp|cpu] --out DIR [--dump-dir DIR] "
-    "[--max-memory BYTES] [--max-elements N] [--max-compiles N] "
-    "[--passes NAME,NAME,...|none]\n"
+    "[--trace FILE] [--max-memory BYTES] [--max-elements N] "
+    "[--max-compiles N] [--passes NAME,NAME,...|none]\n"
     "       lathec compile GRAPH -o DIR [--input NAME=FILE.npy ... | --inputs "
-    "DIR]\n"
-    "       lathec guards GRAPH [--input NAME=FILE.npy ... | --inputs DIR]";
+    "DIR] [--trace FILE]\n"
+    "       lathec guards GRAPH [--input NAME=FILE.npy ... | --inputs DIR] "
+    "[--trace FILE]";
 
 namespace {
 
@@ -80,39 +84,6 @@ constexpr int kMaxCompiles = 8;
 constexpr char kOutMarker[] = ".lathec-out";
 constexpr char kDumpMarker[] = ".lathec-dump";
 
-// Graphviz text rendered as SVG by `dot` when it is on the PATH (at most 30
-// seconds); nothing when it is not there or fails.
-std::optional<std::string> RenderSvg(const std::string& dot_text) {
-  const char* path = std::getenv("PATH");
-  bool found = false;
-  for (absl::string_view dir : absl::StrSplit(path ? path : "", ':')) {
-    std::string exe = absl::StrCat(dir, "/dot");
-    found = found || access(exe.c_str(), X_OK) == 0;
-  }
-  if (!found) return std::nullopt;
-  std::string tmp = absl::StrCat(
-      std::filesystem::temp_directory_path().string(), "/lathec-graph-XXXXXX");
-  int fd = mkstemp(tmp.data());
-  if (fd < 0) return std::nullopt;
-  bool written = write(fd, dot_text.data(), dot_text.size()) ==
-                 static_cast<ssize_t>(dot_text.size());
-  close(fd);
-  std::optional<std::string> svg;
-  if (written) {
-    FILE* pipe = popen(
-        absl::StrCat("timeout 30 dot -Tsvg '", tmp, "' 2>/dev/null").c_str(),
-        "r");
-    if (pipe != nullptr) {
-      std::string out;
-      char buf[4096];
-      size_t n;
-      while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-      if (pclose(pipe) == 0 && !out.empty()) svg = std::move(out);
-    }
-  }
-  std::remove(tmp.c_str());
-  return svg;
-}
 // Where mutated inputs are written, under --out.
 constexpr char kMutatedDir[] = "mutated";
 
@@ -174,6 +145,7 @@ struct RunOptions {
   std::string backend = "interp";
   std::string out;
   std::string dump_dir;
+  std::string trace;  // --trace FILE: the compile report's trace
   int64_t max_memory = DefaultMaxMemory();
   int64_t max_elements = ir::MaxOpElements();
   std::optional<std::vector<std::string>> passes;  // default pipeline: none
@@ -211,6 +183,8 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
       ASSIGN_OR_RETURN(o.out, value("--out"));
     } else if (a == "--dump-dir" || absl::StartsWith(a, "--dump-dir=")) {
       ASSIGN_OR_RETURN(o.dump_dir, value("--dump-dir"));
+    } else if (a == "--trace" || absl::StartsWith(a, "--trace=")) {
+      ASSIGN_OR_RETURN(o.trace, value("--trace"));
     } else if (a == "--passes" || absl::StartsWith(a, "--passes=")) {
       ASSIGN_OR_RETURN(std::string v, value("--passes"));
       o.passes.emplace();
@@ -253,7 +227,7 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
   // An artifact is compiled already: what would steer a compile is refused.
   for (const std::string& a : args) {
     for (const char* flag :
-         {"--backend", "--dump-dir", "--passes", "--max-compiles"}) {
+         {"--backend", "--dump-dir", "--trace", "--passes", "--max-compiles"}) {
       if (!o.artifact.empty() &&
           (a == flag || absl::StartsWith(a, absl::StrCat(flag, "=")))) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -591,7 +565,7 @@ CompileOptions CompileOptionsOf(
   CompileOptions options;
   options.source = o.graph;
   options.hints = hints;
-  options.dump = !o.dump_dir.empty();
+  options.dump = !o.dump_dir.empty() || !o.trace.empty();
   options.only_passes = o.passes;
   return options;
 }
@@ -909,6 +883,21 @@ absl::Status RunArtifact(const RunOptions& o) {
 
 }  // namespace
 
+namespace {
+
+// --trace FILE: one "parse" step (each command parses its text once), then
+// every compile's steps with what each made (tools/trace/compile_trace.h).
+absl::Status WriteTrace(const std::string& path, const ParsedGraph& parsed,
+                        const std::vector<const CompiledGraph*>& compiles) {
+  if (path.empty()) return absl::OkStatus();
+  trace::Trace t;
+  t.Step("parse", parsed.seconds, {{trace::kText, "graph", parsed.source}});
+  for (const CompiledGraph* c : compiles) trace::RecordCompile(*c, &t);
+  return t.WriteTo(path);
+}
+
+}  // namespace
+
 absl::Status LathecRun(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(RunOptions o, ParseRun(args));
   SetHostMemoryLimit(o.max_memory);
@@ -943,6 +932,9 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(
       std::vector<PendingFile> all,
       RunCompiled(o, compiler, *written, *composites, sets, &report, &stats));
+  std::vector<const CompiledGraph*> compiles;
+  for (const auto& c : compiler.compiled()) compiles.push_back(c.get());
+  RETURN_IF_ERROR(WriteTrace(o.trace, parsed, compiles));
   for (const std::string& line : report) std::printf("%s\n", line.c_str());
 
   // Everything succeeded: stage every file beside its directory, then move
@@ -988,7 +980,7 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
           "fusion.log",
           absl::StrCat(absl::StrJoin(cpu->stats().fusion_log, "\n"), "\n")));
       RETURN_IF_ERROR(dump->Write("graph.dot", cpu->fusion_dot()));
-      if (std::optional<std::string> svg = RenderSvg(cpu->fusion_dot())) {
+      if (std::optional<std::string> svg = trace::DotToSvg(cpu->fusion_dot())) {
         RETURN_IF_ERROR(dump->Write("graph.svg", *svg));
       }
     }
@@ -1056,7 +1048,7 @@ absl::StatusOr<CompileCommand> ParseCompile(
 absl::StatusOr<CompileOptions> OptionsWithHints(const RunOptions& o,
                                                 const ir::Graph& written) {
   CompileOptions options = CompileOptionsOf(o);
-  options.dump = false;
+  options.dump = !o.trace.empty();
   if (o.inputs.empty() && o.input_dirs.empty()) return options;
   ASSIGN_OR_RETURN(Composites composites, aot::DeclaredComposites(written));
   InputSet set;
@@ -1093,6 +1085,7 @@ absl::Status LathecCompile(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> compiled,
                    Compile(parsed, options));
   const CompiledGraph& a = *compiled;
+  RETURN_IF_ERROR(WriteTrace(c.run.trace, parsed, {&a}));
   RETURN_IF_ERROR(WriteArtifact(c.out, a.manifest, a.files));
   const codegen::CpuStats& st = a.function->stats();
   std::printf(
@@ -1117,6 +1110,7 @@ absl::Status LathecGuards(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(CompileOptions options,
                    OptionsWithHints(c.run, *parsed.written));
   ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> g, Compile(parsed, options));
+  RETURN_IF_ERROR(WriteTrace(c.run.trace, parsed, {g.get()}));
   const ir::Graph* written = parsed.written.get();
   if (!g->guards) {
     std::printf("no guards: an input is of a kind guards cannot describe\n");

@@ -429,6 +429,10 @@ TEST(LathecTest, ErrorsAreOneLineAndWriteNothing) {
       {{"run", graph, "--frobnicate", "--out", out},
        1,
        "lathec: unknown flag --frobnicate\n"},
+      {{"run", graph, "--input", "x=" + x, "--input", "w=" + w, "--out", out,
+        "--trace", "/nonexistent/t.jsonl"},
+       1,
+       "lathec: /nonexistent/t.jsonl: cannot create a temporary file"},
       {{"run", graph, "--input", "x=" + x, "--input", "w=" + w, "--backend",
         "cuda", "--out", out},
        1,
@@ -890,6 +894,56 @@ TEST(LathecTest, CpuReplaysCompileOnceAcrossBatchesThenOnceForOne) {
       ASSERT_EQ(got.data<float>()[i], want.data<float>()[i]) << k << " " << i;
     }
   }
+}
+
+// Each command parses its graph text once, however many compiles follow:
+// --trace records one "parse" step, then each compile's walk from shape
+// propagation on (a cpu replay that recompiles, the same on the
+// interpreter, and a compile).
+TEST(LathecTest, EachCommandParsesItsGraphTextOnce) {
+  std::string graph = RunfilePath("ir/testdata/graphs/02_mlp_dynamic.txt");
+  std::vector<std::string> sets;
+  for (int64_t rows : {4, 1}) {
+    std::string dir = TestTmpPath(absl::StrCat("parse_rows", rows));
+    mkdir(dir.c_str(), 0755);
+    ASSERT_OK(WriteNpy(dir + "/x.npy", Filled({rows, 16}, 1.0)));
+    ASSERT_OK(WriteNpy(dir + "/w.npy", Filled({16, 32}, 0.5)));
+    sets.insert(sets.end(), {"--inputs", dir});
+  }
+  auto count = [](const std::string& trace, const std::string& step) {
+    int n = 0;
+    std::string key = absl::StrCat("{\"step\":\"", step, "\"");
+    for (size_t at = trace.find(key); at != std::string::npos;
+         at = trace.find(key, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  for (std::string backend : {"cpu", "interp"}) {
+    SCOPED_TRACE(backend);
+    std::string trace = TestTmpPath(absl::StrCat("parse_", backend, ".jsonl"));
+    std::vector<std::string> args = {"run", graph};
+    args.insert(args.end(), sets.begin(), sets.end());
+    args.insert(args.end(), {"--backend", backend, "--out",
+                             TestTmpPath(absl::StrCat("parse_out_", backend)),
+                             "--trace", trace});
+    LathecResult r = RunLathec(args);
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("compiles=2\n"));
+    ASSERT_OK_AND_ASSIGN(std::string text, ReadFileLimited(trace, 1 << 26));
+    EXPECT_EQ(count(text, "parse"), 1) << text.substr(0, 2000);
+    EXPECT_EQ(count(text, "shape_prop"), 2);
+    EXPECT_EQ(count(text, "lower"), backend == "cpu" ? 2 : 0);
+  }
+  std::string trace = TestTmpPath("parse_compile.jsonl");
+  LathecResult r =
+      RunLathec({"compile", graph, "-o", TestTmpPath("parse_artifact"),
+                 "--inputs", sets[1], "--trace", trace});
+  ASSERT_EQ(r.status, 0) << r.output;
+  ASSERT_OK_AND_ASSIGN(std::string text, ReadFileLimited(trace, 1 << 26));
+  EXPECT_EQ(count(text, "parse"), 1);
+  EXPECT_EQ(count(text, "shape_prop"), 1);
+  EXPECT_EQ(count(text, "load"), 1);
 }
 
 // Past --max-compiles, a set no variant admits runs on the interpreter,

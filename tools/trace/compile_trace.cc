@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -21,8 +22,7 @@ absl::string_view DumpStep(absl::string_view file) {
 
 }  // namespace
 
-void RecordCompile(const CompiledGraph& compiled,
-                   const codegen::CpuFunction* cpu, Trace* trace) {
+void RecordCompile(const CompiledGraph& compiled, Trace* trace) {
   std::vector<TraceStep> steps;
   for (const StepTime& s : compiled.steps) {
     steps.push_back({s.name, s.seconds, {}});
@@ -47,36 +47,44 @@ void RecordCompile(const CompiledGraph& compiled,
         {kText, "passes.log",
          absl::StrCat(absl::StrJoin(compiled.log, "\n"), "\n")});
   }
+  const codegen::CpuFunction* f = compiled.function.get();
   for (TraceStep& step : steps) {
-    if (step.name != "guards") continue;
-    step.made.push_back(
-        {kGuards, "guards",
-         compiled.guards.has_value()
-             ? compiled.guards->ToString()
-             : "(none: an input is of a kind guards cannot describe)"});
+    if (step.name == "guards") {
+      step.made.push_back(
+          {kGuards, "guards",
+           compiled.guards.has_value()
+               ? compiled.guards->ToString()
+               : "(none: an input is of a kind guards cannot describe)"});
+    }
+    if (f == nullptr) continue;
+    const codegen::CpuStats& stats = f->stats();
+    if (step.name == "lower") {
+      step.made.push_back(
+          {kLoopIr, "loop_ir.txt (before fusion)", f->unscheduled()});
+    } else if (step.name == "schedule") {
+      step.made.push_back(
+          {kLoopIr, "loop_ir_scheduled.txt (after fusion)", f->scheduled()});
+      step.made.push_back(
+          {kFusionLog,
+           absl::StrCat("fusion.log (", stats.kernels_unfused,
+                        " kernels as lowered, ", stats.kernels,
+                        " after fusion)"),
+           absl::StrCat(absl::StrJoin(stats.fusion_log, "\n"), "\n")});
+      step.made.push_back({kDot, "graph.dot", f->fusion_dot()});
+    } else if (step.name == "emit_host") {
+      step.made.push_back({kSource, "kernel.cc", f->source()});
+    } else if (absl::StartsWith(step.name, "build")) {
+      const codegen::BuiltLibrary& built = f->library();
+      step.made.push_back({kCommand, "command", built.command});
+      step.made.push_back({kCache, "cache",
+                           built.cache_hit.empty()
+                               ? "miss (compiled)"
+                               : absl::StrCat("hit: ", built.cache_hit)});
+    }
   }
   for (TraceStep& step : steps) {
     trace->Step(std::move(step.name), step.seconds, std::move(step.made));
   }
-  if (cpu == nullptr) return;
-  const codegen::CpuStats& stats = cpu->stats();
-  trace->Step(
-      "lower", stats.lower_seconds,
-      {{kLoopIr, "loop_ir.txt (before fusion)", cpu->unscheduled()},
-       {kLoopIr, "loop_ir_scheduled.txt (after fusion)", cpu->scheduled()},
-       {kFusionLog,
-        absl::StrCat("fusion.log (", stats.kernels_unfused,
-                     " kernels as lowered, ", stats.kernels, " after fusion)"),
-        absl::StrCat(absl::StrJoin(stats.fusion_log, "\n"), "\n")},
-       {kSource, "kernel.cc", cpu->source()},
-       {kDot, "graph.dot", cpu->fusion_dot()}});
-  const codegen::BuiltLibrary& built = cpu->library();
-  trace->Step(
-      "build", built.seconds,
-      {{kCommand, "command", built.command},
-       {kCache, "cache",
-        built.cache_hit.empty() ? "miss (compiled)"
-                                : absl::StrCat("hit: ", built.cache_hit)}});
 }
 
 }  // namespace lathe::trace

@@ -4,10 +4,11 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cpp/cpu_backend.h"
 #include "codegen/cpp/cpu_function.h"
+#include "driver/compile.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tools/compile.h"
 #include "tools/testing/status_matchers.h"
 #include "tools/trace/trace.h"
 
@@ -34,20 +35,18 @@ const TraceStep* Find(const std::vector<TraceStep>& steps,
 }
 
 TEST(RecordCompileTest, EveryStepWithWhatItMade) {
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c,
-                       CompileGraphText(kMlpGelu, {.dump = true}));
-  codegen::CpuCompileOptions options;
-  options.guards = c->guards.has_value() ? &*c->guards : nullptr;
-  options.guard_inputs = c->guard_inputs;
   ASSERT_OK_AND_ASSIGN(
-      std::unique_ptr<codegen::CpuFunction> cpu,
-      codegen::CpuFunction::Compile(*c->graph, *c->env, options));
+      std::unique_ptr<CompiledGraph> c,
+      CompileGraphText(kMlpGelu,
+                       {.dump = true, .backend = &codegen::CpuBackend()}));
+  const codegen::CpuFunction* cpu = c->function.get();
   Trace t;
-  RecordCompile(*c, cpu.get(), &t);
-  // Every step of the walk, in order, then lowering and the build.
-  ASSERT_EQ(t.steps().size(), c->steps.size() + 2);
+  RecordCompile(*c, &t);
+  // Every step of the walk, in order.
+  ASSERT_EQ(t.steps().size(), c->steps.size());
   for (size_t i = 0; i < c->steps.size(); ++i) {
     EXPECT_EQ(t.steps()[i].name, c->steps[i].name);
+    EXPECT_EQ(t.steps()[i].seconds, c->steps[i].seconds);
   }
   const TraceStep* aot = Find(t.steps(), "aot_dispatch");
   ASSERT_NE(aot, nullptr);
@@ -64,40 +63,50 @@ TEST(RecordCompileTest, EveryStepWithWhatItMade) {
   EXPECT_EQ(guards->made[0].kind, kGuards);
   EXPECT_THAT(guards->made[0].text, HasSubstr("t0.size(1) == 8"));
 
-  const TraceStep& lower = t.steps()[t.steps().size() - 2];
-  EXPECT_EQ(lower.name, "lower");
+  const TraceStep* lower = Find(t.steps(), "lower");
+  ASSERT_NE(lower, nullptr);
+  ASSERT_EQ(lower->made.size(), 1u);
+  EXPECT_EQ(lower->made[0].kind, kLoopIr);
+  EXPECT_EQ(lower->made[0].text, cpu->unscheduled());
+  const TraceStep* schedule = Find(t.steps(), "schedule");
+  ASSERT_NE(schedule, nullptr);
   std::vector<std::string> kinds;
-  for (const TraceItem& item : lower.made) kinds.push_back(item.kind);
-  EXPECT_THAT(kinds, ::testing::ElementsAre(kLoopIr, kLoopIr, kFusionLog,
-                                            kSource, kDot));
-  EXPECT_EQ(lower.made[0].text, cpu->unscheduled());
-  EXPECT_EQ(lower.made[1].text, cpu->scheduled());
-  EXPECT_THAT(lower.made[2].text, HasSubstr("fuse"));
-  EXPECT_EQ(lower.made[3].text, cpu->source());
-  EXPECT_EQ(lower.made[4].text, cpu->fusion_dot());
+  for (const TraceItem& item : schedule->made) kinds.push_back(item.kind);
+  EXPECT_THAT(kinds, ::testing::ElementsAre(kLoopIr, kFusionLog, kDot));
+  EXPECT_EQ(schedule->made[0].text, cpu->scheduled());
+  EXPECT_THAT(schedule->made[1].text, HasSubstr("fuse"));
+  EXPECT_EQ(schedule->made[2].text, cpu->fusion_dot());
+  const TraceStep* host = Find(t.steps(), "emit_host");
+  ASSERT_NE(host, nullptr);
+  ASSERT_EQ(host->made.size(), 1u);
+  EXPECT_EQ(host->made[0].kind, kSource);
+  EXPECT_EQ(host->made[0].text, cpu->source());
 
-  const TraceStep& build = t.steps().back();
-  EXPECT_EQ(build.name, "build");
-  ASSERT_EQ(build.made.size(), 2u);
-  EXPECT_EQ(build.made[0].kind, kCommand);
-  EXPECT_EQ(build.made[0].text, cpu->library().command);
-  EXPECT_EQ(build.made[1].kind, kCache);
-  EXPECT_EQ(build.made[1].text, "miss (compiled)");
+  const TraceStep* build = Find(t.steps(), "build");
+  ASSERT_NE(build, nullptr);
+  ASSERT_EQ(build->made.size(), 2u);
+  EXPECT_EQ(build->made[0].kind, kCommand);
+  EXPECT_EQ(build->made[0].text, cpu->library().command);
+  EXPECT_EQ(build->made[1].kind, kCache);
+  EXPECT_EQ(build->made[1].text, "miss (compiled)");
+  EXPECT_EQ(t.steps().back().name, "load");
 
   // What was recorded reads back the same.
   ASSERT_OK_AND_ASSIGN(std::vector<TraceStep> back,
                        ParseTrace(t.ToJsonLines(), "t.jsonl"));
   ASSERT_EQ(back.size(), t.steps().size());
-  EXPECT_EQ(back.back().made[0].text, cpu->library().command);
-  EXPECT_EQ(back[back.size() - 2].made[3].text, cpu->source());
+  const TraceStep* read = Find(back, "emit_host");
+  ASSERT_NE(read, nullptr);
+  EXPECT_EQ(read->made[0].text, cpu->source());
 }
 
-TEST(RecordCompileTest, WithoutTheCpuOnlyTheWalk) {
+TEST(RecordCompileTest, WithoutABackendOnlyTheWalkToTheGuards) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c,
                        CompileGraphText(kMlpGelu));
   Trace t;
-  RecordCompile(*c, nullptr, &t);
+  RecordCompile(*c, &t);
   ASSERT_EQ(t.steps().size(), c->steps.size());
+  EXPECT_EQ(t.steps().back().name, "guards");
   // Without dumps no step made a graph.
   for (const TraceStep& s : t.steps()) {
     for (const TraceItem& item : s.made) EXPECT_NE(item.kind, kGraph);

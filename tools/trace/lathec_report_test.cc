@@ -1,6 +1,6 @@
 // `lathec report` as a user runs it: a real compile's trace (made by
-// make_example_trace from tools/examples/mlp_gelu.txt) in, one page out;
-// every mistake is one line naming what is wrong.
+// `lathec compile tools/examples/mlp_gelu.txt -o DIR --trace FILE`) in, one
+// page out; every mistake is one line naming what is wrong.
 
 #include <string>
 #include <vector>
@@ -38,7 +38,7 @@ TEST(LathecReportTest, RendersARealTrace) {
   testing::LathecResult r =
       RunLathec({"report", RunfilePath(kTrace), "-o", out});
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_EQ(r.output, absl::StrCat("wrote ", out, " (20 steps)\n"));
+  EXPECT_EQ(r.output, absl::StrCat("wrote ", out, " (24 steps)\n"));
   absl::StatusOr<std::string> html = ReadFileLimited(out, 16 << 20);
   ASSERT_TRUE(html.ok()) << html.status();
   for (const char* id : trace::kReportSections) {
