@@ -89,6 +89,21 @@ absl::StatusOr<LoweredGraph> Lower(const ir::Graph& graph,
 // Whether `op` lowers (directly, or through its functional twin).
 bool HasLowering(const ir::OpDef& op);
 
+// How one registry op fares in the lowering table: lowered, refused with a
+// reason, or neither (then the decompose pass must rewrite it before
+// lowering; lowering_coverage_test checks that it does).
+struct LoweringStatus {
+  enum class Kind : uint8_t { kNone, kLowered, kRefused };
+  const ir::OpDef* op = nullptr;
+  Kind kind = Kind::kNone;
+  std::string reason;  // kRefused
+};
+
+// LoweringTableStatus()
+//
+// The status of every registry op, sorted by target.
+std::vector<LoweringStatus> LoweringTableStatus();
+
 }  // namespace lathe::codegen
 
 #endif  // LATHE_CODEGEN_LOWERING_H_
