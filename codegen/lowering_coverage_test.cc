@@ -45,8 +45,8 @@ TEST(LoweringCoverageTest, EveryRegistryOpIsLoweredDecomposedOrRefused) {
     }
   }
   const int n = static_cast<int>(lowered.size());
-  const int m = n + static_cast<int>(through.size() + refused.size() +
-                                     undecided.size());
+  const int m =
+      n + static_cast<int>(through.size() + refused.size() + undecided.size());
   std::printf(
       "%d of %d registry ops lower on cpu directly, %zu more through "
       "decompose\n",

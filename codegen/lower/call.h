@@ -11,7 +11,8 @@
 //   Call c(node);
 //   ASSIGN_OR_RETURN(int64_t dim, c.Int("dim"));
 //   if (!c.Has("weight")) ...
-//   return c.Error("dim out of range");  // "node 'x' (aten.sum.dim_IntList): ..."
+//   return c.Error("dim out of range");  // "node 'x' (aten.sum.dim_IntList):
+//   ..."
 
 #ifndef LATHE_CODEGEN_LOWER_CALL_H_
 #define LATHE_CODEGEN_LOWER_CALL_H_

@@ -123,9 +123,8 @@ void RegisterGenericRules(LoweringTable& T) {
       T.Add(op, StoreThroughTwin(nullptr));
     } else if (IsNumberValued(*op)) {
       // Lowerer::LowerNode lowers a number-valued node before the table.
-      T.Add(op, [](Lowerer& L, const Call& c) {
-        return L.LowerNumber(c.node());
-      });
+      T.Add(op,
+            [](Lowerer& L, const Call& c) { return L.LowerNumber(c.node()); });
     }
   }
   for (auto& [op, rule] : twins) {

@@ -50,50 +50,53 @@ LowerFn LossFn(LossBody body) {
 }
 
 void AddLosses(LoweringTable& T) {
-  T.Add(Op("aten.mse_loss.default"), LossFn([](Lowerer&, const Call&, Expression& e, TBox a,
-                TBox b) -> absl::StatusOr<TBox> {
-        TBox d = e("sub", {a, b});
-        return e("mul", {d, d});
-      }));
+  T.Add(Op("aten.mse_loss.default"),
+        LossFn([](Lowerer&, const Call&, Expression& e, TBox a,
+                  TBox b) -> absl::StatusOr<TBox> {
+          TBox d = e("sub", {a, b});
+          return e("mul", {d, d});
+        }));
   // |d| < beta ? 0.5 d^2 / beta : |d| - 0.5 beta
-  T.Add(Op("aten.smooth_l1_loss.default"), LossFn([](Lowerer&, const Call& c, Expression& e, TBox a,
-                TBox b) -> absl::StatusOr<TBox> {
-        ASSIGN_OR_RETURN(std::optional<double> beta, NumberArg(c, "beta"));
-        double bt = beta.value_or(1);
-        TBox d = e("abs", {e("sub", {a, b})});
-        if (bt == 0) return d;
-        TBox quad = e("truediv", {e("mul", {e("mul", {d, d}), e.Number(0.5)}),
-                                  e.Number(bt)});
-        return e("where", {e("lt", {d, e.Number(bt)}), quad,
-                           e("sub", {d, e.Number(0.5 * bt)})});
-      }));
+  T.Add(Op("aten.smooth_l1_loss.default"),
+        LossFn([](Lowerer&, const Call& c, Expression& e, TBox a,
+                  TBox b) -> absl::StatusOr<TBox> {
+          ASSIGN_OR_RETURN(std::optional<double> beta, NumberArg(c, "beta"));
+          double bt = beta.value_or(1);
+          TBox d = e("abs", {e("sub", {a, b})});
+          if (bt == 0) return d;
+          TBox quad = e("truediv", {e("mul", {e("mul", {d, d}), e.Number(0.5)}),
+                                    e.Number(bt)});
+          return e("where", {e("lt", {d, e.Number(bt)}), quad,
+                             e("sub", {d, e.Number(0.5 * bt)})});
+        }));
   // (1 - y) x - log_sigmoid(x) with log_sigmoid(x) = min(x, 0) -
   // log1p(exp(-|x|)); weight and pos_weight as PyTorch applies them.
-  T.Add(Op("aten.binary_cross_entropy_with_logits.default"), LossFn([](Lowerer& L, const Call& c, Expression& e, TBox x,
-                TBox y) -> absl::StatusOr<TBox> {
-        TBox log_sig =
-            e("sub", {e("minimum", {x, e.Number(0)}),
-                      e("log1p", {e("exp", {e("neg", {e("abs", {x})})})})});
-        TBox one_minus_y = e("sub", {e.Number(1), y});
-        TBox loss;
-        if (c.Has("pos_weight")) {
-          ASSIGN_OR_RETURN(TBox pw,
-                           L.Operand(c, c.Index("pos_weight"), e.compute()));
-          // (1 - y) x - (1 + (pw - 1) y) log_sigmoid(x)
-          TBox lw = e(
-              "add", {e.Number(1), e("mul", {e("sub", {pw, e.Number(1)}), y})});
-          loss =
-              e("sub", {e("mul", {one_minus_y, x}), e("mul", {lw, log_sig})});
-        } else {
-          loss = e("sub", {e("mul", {one_minus_y, x}), log_sig});
-        }
-        if (c.Has("weight")) {
-          ASSIGN_OR_RETURN(TBox w,
-                           L.Operand(c, c.Index("weight"), e.compute()));
-          loss = e("mul", {loss, w});
-        }
-        return loss;
-      }));
+  T.Add(Op("aten.binary_cross_entropy_with_logits.default"),
+        LossFn([](Lowerer& L, const Call& c, Expression& e, TBox x,
+                  TBox y) -> absl::StatusOr<TBox> {
+          TBox log_sig =
+              e("sub", {e("minimum", {x, e.Number(0)}),
+                        e("log1p", {e("exp", {e("neg", {e("abs", {x})})})})});
+          TBox one_minus_y = e("sub", {e.Number(1), y});
+          TBox loss;
+          if (c.Has("pos_weight")) {
+            ASSIGN_OR_RETURN(TBox pw,
+                             L.Operand(c, c.Index("pos_weight"), e.compute()));
+            // (1 - y) x - (1 + (pw - 1) y) log_sigmoid(x)
+            TBox lw = e("add", {e.Number(1),
+                                e("mul", {e("sub", {pw, e.Number(1)}), y})});
+            loss =
+                e("sub", {e("mul", {one_minus_y, x}), e("mul", {lw, log_sig})});
+          } else {
+            loss = e("sub", {e("mul", {one_minus_y, x}), log_sig});
+          }
+          if (c.Has("weight")) {
+            ASSIGN_OR_RETURN(TBox w,
+                             L.Operand(c, c.Index("weight"), e.compute()));
+            loss = e("mul", {loss, w});
+          }
+          return loss;
+        }));
 }
 
 // nll_loss_forward(self, target, weight, reduction, ignore_index) ->

@@ -145,7 +145,7 @@ bool Lowerer::IsIndexVar(Expr s) {
 }
 
 TBox Lowerer::FromBuffer(int b, DType dtype, std::vector<Expr> sizes,
-                std::vector<Expr> strides, Expr offset) {
+                         std::vector<Expr> strides, Expr offset) {
   UseSymbols(sizes);
   UseSymbols(strides);
   UseSymbols({offset});
@@ -204,8 +204,8 @@ void Lowerer::Emit(Kernel k) {
   program_.kernels.push_back(std::move(k));
 }
 
-absl::Status Lowerer::Store(int b, const std::vector<Expr>& strides, Expr offset,
-                   const TBox& value) {
+absl::Status Lowerer::Store(int b, const std::vector<Expr>& strides,
+                            Expr offset, const TBox& value) {
   Kernel k = NewKernel(value.sizes);
   KernelBuilder kb(&k);
   ASSIGN_OR_RETURN(int v, value.load(kb, k.vars));
@@ -214,7 +214,8 @@ absl::Status Lowerer::Store(int b, const std::vector<Expr>& strides, Expr offset
   return absl::OkStatus();
 }
 
-absl::StatusOr<TBox> Lowerer::Realize(const TBox& value, const TensorMeta* meta) {
+absl::StatusOr<TBox> Lowerer::Realize(const TBox& value,
+                                      const TensorMeta* meta) {
   if (value.buffer >= 0) return value;
   std::vector<Expr> strides =
       meta != nullptr ? meta->strides : Contiguous(value.sizes);
@@ -245,8 +246,7 @@ absl::Status Lowerer::RealizeNodeInMemory(const Node* n) {
     // read the view through its own meta.
     const Node* root = n->args()[0].node;
     while (root->op() != nullptr && root->op()->HasTag(ir::OpTag::kView) &&
-           !root->args().empty() &&
-           root->args()[0].kind == Arg::Kind::kNode) {
+           !root->args().empty() && root->args()[0].kind == Arg::Kind::kNode) {
       root = root->args()[0].node;
     }
     if (values_.contains(root)) RETURN_IF_ERROR(RealizeNode(root));
@@ -267,7 +267,7 @@ absl::Status Lowerer::RealizeNodeInMemory(const Node* n) {
 }
 
 TBox Lowerer::Pointwise(const std::string& fn, std::vector<TBox> operands,
-               DType compute, DType out, std::vector<Expr> sizes) {
+                        DType compute, DType out, std::vector<Expr> sizes) {
   TBox t;
   t.dtype = out;
   t.sizes = sizes;
@@ -328,8 +328,8 @@ TBox Lowerer::Pointwise(const std::string& fn, std::vector<TBox> operands,
   return t;
 }
 
-Lowerer::ReductionFrame Lowerer::NewReduction(const TBox& in,
-                            const std::vector<int64_t>& dims) {
+Lowerer::ReductionFrame Lowerer::NewReduction(
+    const TBox& in, const std::vector<int64_t>& dims) {
   ReductionFrame f;
   int64_t rank = static_cast<int64_t>(in.sizes.size());
   f.reduced.assign(rank, false);
@@ -355,9 +355,9 @@ Lowerer::ReductionFrame Lowerer::NewReduction(const TBox& in,
 }
 
 TBox Lowerer::StoreReduced(ReductionFrame& f, KernelBuilder& kb,
-                  const TensorMeta& meta, int value) {
-  int b = NewBuffer(meta.dtype, StorageNumel(meta.sizes, meta.strides,
-                                             meta.storage_offset));
+                           const TensorMeta& meta, int value) {
+  int b = NewBuffer(
+      meta.dtype, StorageNumel(meta.sizes, meta.strides, meta.storage_offset));
   // The output index: the outer vars, 0 at kept reduced dims.
   std::vector<Expr> out_idx;
   const size_t rank = f.reduced.size();
@@ -377,8 +377,7 @@ TBox Lowerer::StoreReduced(ReductionFrame& f, KernelBuilder& kb,
 
 absl::StatusOr<TBox> Lowerer::Reduce(
     const TBox& in, std::vector<int64_t> dims, ReduceKind kind, DType acc,
-    const TensorMeta& meta,
-    std::function<int(KernelBuilder&, int, Expr)> post,
+    const TensorMeta& meta, std::function<int(KernelBuilder&, int, Expr)> post,
     std::function<Expr(const std::vector<Expr>&)> arg_of) {
   ReductionFrame f = NewReduction(in, dims);
   KernelBuilder kb(&f.k);
@@ -446,7 +445,7 @@ absl::StatusOr<std::pair<TBox, TBox>> Lowerer::VarMean(
 }
 
 void Lowerer::EmitExtern(const std::string& routine, std::vector<int> buffers,
-                std::vector<Expr> args, int outputs) {
+                         std::vector<Expr> args, int outputs) {
   Kernel k;
   k.name = absl::StrCat("k", kernel_count_++);
   k.kind = Kernel::Kind::kExtern;
@@ -458,7 +457,8 @@ void Lowerer::EmitExtern(const std::string& routine, std::vector<int> buffers,
   Emit(std::move(k));
 }
 
-absl::Status Lowerer::WriteInto(const Node* current, const TBox& target, TBox value) {
+absl::Status Lowerer::WriteInto(const Node* current, const TBox& target,
+                                TBox value) {
   int b = target.buffer;
   LATHE_CHECK(b >= 0);
   std::vector<const Node*> borrowed;
@@ -500,8 +500,7 @@ absl::Status Lowerer::WriteInto(const Node* current, const TBox& target, TBox va
   Expr at = Linear(probe.vars, target.strides, target.offset);
   bool clash = false;
   for (const ScalarOp& op : probe.ops) {
-    if (op.kind == ScalarOp::Kind::kLoad && op.buffer == b &&
-        op.index != at) {
+    if (op.kind == ScalarOp::Kind::kLoad && op.buffer == b && op.index != at) {
       clash = true;
     }
   }
@@ -516,9 +515,8 @@ TBox Lowerer::Broadcast(const TBox& t, std::vector<Expr> sizes) {
   out.buffer = -1;
   out.sizes = sizes;
   TBox in = t;
-  out.load = [in, sizes](
-                 KernelBuilder& kb,
-                 const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+  out.load = [in, sizes](KernelBuilder& kb,
+                         const std::vector<Expr>& idx) -> absl::StatusOr<int> {
     std::vector<Expr> sub;
     size_t off = idx.size() - in.sizes.size();
     for (size_t d = 0; d < in.sizes.size(); ++d) {

@@ -125,8 +125,7 @@ class Lowerer {
     std::vector<Expr> idx;
     Expr count;  // elements per reduction
   };
-  ReductionFrame NewReduction(const TBox& in,
-                              const std::vector<int64_t>& dims);
+  ReductionFrame NewReduction(const TBox& in, const std::vector<int64_t>& dims);
   // Stores `value` (an epilogue op of f's kernel) into a new buffer laid
   // out as `meta` (keepdim or not) and returns it.
   TBox StoreReduced(ReductionFrame& f, KernelBuilder& kb,
@@ -189,8 +188,7 @@ class Lowerer {
   // that read the view.
   absl::Status CheckViewInBuffer(const Node& n, int b,
                                  const std::vector<Expr>& sizes,
-                                 const std::vector<Expr>& strides,
-                                 Expr offset);
+                                 const std::vector<Expr>& strides, Expr offset);
 
   // A host step per size of `meta` over symbols read from data (x.item()):
   // a negative one stops the program, as the interpreter's meta functions

@@ -1,8 +1,6 @@
 // The runtime checks and host steps of lowering: check ids, index checks,
 // bind and assert steps, views outside their buffer, element counts.
 
-#include "codegen/lower/lowerer.h"
-
 #include <algorithm>
 #include <cctype>
 #include <functional>
@@ -16,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "check.h"
+#include "codegen/lower/lowerer.h"
 #include "codegen/scalar_ops.h"
 #include "ir/alias_info.h"
 #include "ir/infer_meta.h"
@@ -32,7 +31,7 @@ int Lowerer::CheckId(const std::string& message) {
 }
 
 int Lowerer::CheckIndex(KernelBuilder& kb, const Node& n, int value, Expr size,
-               bool wrap, int64_t dim) {
+                        bool wrap, int64_t dim) {
   UseSymbols({size});
   std::string message =
       absl::StrCat("node '", n.name(), "' (", n.op()->target,
@@ -93,9 +92,9 @@ void Lowerer::EmitAssert(Expr cond, const std::string& message) {
 }
 
 absl::Status Lowerer::CheckViewInBuffer(const Node& n, int b,
-                               const std::vector<Expr>& sizes,
-                               const std::vector<Expr>& strides,
-                               Expr offset) {
+                                        const std::vector<Expr>& sizes,
+                                        const std::vector<Expr>& strides,
+                                        Expr offset) {
   auto fail = [&](const std::string& what) {
     return absl::InvalidArgumentError(
         absl::StrCat("node '", n.name(), "': ", what));
@@ -105,8 +104,8 @@ absl::Status Lowerer::CheckViewInBuffer(const Node& n, int b,
     Expr nonneg = symbolic::Ge(strides[d], symbolic::Int(0));
     if (env_.MaybeEvaluateStatic(nonneg) == symbolic::Bool(false)) {
       return fail(absl::StrCat("negative stride ",
-                               symbolic::ToString(strides[d]),
-                               " in dimension ", d));
+                               symbolic::ToString(strides[d]), " in dimension ",
+                               d));
     }
     conds.push_back(nonneg);
   }
@@ -152,7 +151,8 @@ absl::Status Lowerer::CheckViewInBuffer(const Node& n, int b,
   return absl::OkStatus();
 }
 
-void Lowerer::CheckDataDependentSizes(const Node& n, const ir::ValueMeta& meta) {
+void Lowerer::CheckDataDependentSizes(const Node& n,
+                                      const ir::ValueMeta& meta) {
   if (meta.kind == ir::ValueMeta::Kind::kTuple) {
     for (const ir::ValueMeta& e : meta.elements) {
       CheckDataDependentSizes(n, e);
@@ -174,7 +174,8 @@ void Lowerer::CheckDataDependentSizes(const Node& n, const ir::ValueMeta& meta) 
   }
 }
 
-absl::Status Lowerer::CheckElements(const Node& n, const TensorMeta& m, bool result) {
+absl::Status Lowerer::CheckElements(const Node& n, const TensorMeta& m,
+                                    bool result) {
   const int64_t limit = ir::MaxOpElements();
   Expr numel = symbolic::Int(1);
   std::vector<Expr> factors;
@@ -196,8 +197,8 @@ absl::Status Lowerer::CheckElements(const Node& n, const TensorMeta& m, bool res
     }
   }
   std::string message = absl::StrCat(
-      "node '", n.name(), "': ",
-      ir::TooManyElements(n.target(), result, numel, m.dtype, m.sizes));
+      "node '", n.name(),
+      "': ", ir::TooManyElements(n.target(), result, numel, m.dtype, m.sizes));
   std::optional<Expr> over =
       env_.MaybeEvaluateStatic(symbolic::Gt(numel, symbolic::Int(limit)));
   if (over == symbolic::Bool(true)) {

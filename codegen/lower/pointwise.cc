@@ -185,29 +185,34 @@ LowerFn ActivationFn(std::vector<std::string> arg_names, ActivationBody f) {
 
 void AddActivations(LoweringTable& T) {
   // x > 0 ? x : x * negative_slope
-  T.Add(Op("aten.leaky_relu.default"), ActivationFn({"negative_slope"}, [](Expression& e, TBox x, auto& a) {
-        return e("where",
-                 {e("gt", {x, e.Number(0)}), x, e("mul", {x, e.Number(a[0])})});
-      }));
-  T.Add(Op("aten.hardtanh.default"), ActivationFn({"min_val", "max_val"}, [](Expression& e, TBox x, auto& a) {
+  T.Add(Op("aten.leaky_relu.default"),
+        ActivationFn({"negative_slope"}, [](Expression& e, TBox x, auto& a) {
+          return e("where", {e("gt", {x, e.Number(0)}), x,
+                             e("mul", {x, e.Number(a[0])})});
+        }));
+  T.Add(
+      Op("aten.hardtanh.default"),
+      ActivationFn({"min_val", "max_val"}, [](Expression& e, TBox x, auto& a) {
         return e("minimum",
                  {e("maximum", {x, e.Number(a[0])}), e.Number(a[1])});
       }));
   // x > 0 ? x * scale : expm1(x * input_scale) * alpha * scale
-  T.Add(Op("aten.elu.default"), ActivationFn(
-      {"alpha", "scale", "input_scale"}, [](Expression& e, TBox x, auto& a) {
-        TBox neg = e("mul", {e("expm1", {e("mul", {x, e.Number(a[2])})}),
-                             e.Number(a[0] * a[1])});
-        return e("where", {e("gt", {x, e.Number(0)}),
-                           e("mul", {x, e.Number(a[1])}), neg});
-      }));
+  T.Add(Op("aten.elu.default"),
+        ActivationFn({"alpha", "scale", "input_scale"}, [](Expression& e,
+                                                           TBox x, auto& a) {
+          TBox neg = e("mul", {e("expm1", {e("mul", {x, e.Number(a[2])})}),
+                               e.Number(a[0] * a[1])});
+          return e("where", {e("gt", {x, e.Number(0)}),
+                             e("mul", {x, e.Number(a[1])}), neg});
+        }));
   // x * beta > threshold ? x : log1p(exp(x * beta)) / beta
-  T.Add(Op("aten.softplus.default"), ActivationFn({"beta", "threshold"}, [](Expression& e, TBox x, auto& a) {
-        TBox xb = e("mul", {x, e.Number(a[0])});
-        TBox soft =
-            e("truediv", {e("log1p", {e("exp", {xb})}), e.Number(a[0])});
-        return e("where", {e("gt", {xb, e.Number(a[1])}), x, soft});
-      }));
+  T.Add(Op("aten.softplus.default"),
+        ActivationFn({"beta", "threshold"}, [](Expression& e, TBox x, auto& a) {
+          TBox xb = e("mul", {x, e.Number(a[0])});
+          TBox soft =
+              e("truediv", {e("log1p", {e("exp", {xb})}), e.Number(a[0])});
+          return e("where", {e("gt", {xb, e.Number(a[1])}), x, soft});
+        }));
   // min(max(x + 3, 0), 6) / 6.
   T.Add(Op("aten.hardsigmoid.default"),
         ActivationFn({}, [](Expression& e, TBox x, auto&) {
@@ -285,16 +290,18 @@ void RegisterPointwise(LoweringTable& T) {
   }
   // Binary: the scalar function of the op's name.
   for (const char* target :
-       {"aten.mul.Tensor", "aten.mul.Scalar", "aten.maximum.default",
-        "aten.minimum.default", "aten.fmax.default", "aten.fmin.default",
-        "aten.atan2.default", "aten.hypot.default", "aten.remainder.Tensor",
-        "aten.remainder.Scalar", "aten.fmod.Tensor", "aten.fmod.Scalar",
-        "aten.pow.Scalar", "aten.pow.Tensor_Tensor", "aten.pow.Tensor_Scalar",
-        "aten.bitwise_and.Tensor", "aten.bitwise_and.Scalar",
-        "aten.bitwise_or.Tensor", "aten.bitwise_or.Scalar",
-        "aten.bitwise_xor.Tensor", "aten.bitwise_xor.Scalar",
-        "aten.logical_and.default", "aten.logical_or.default",
-        "aten.logical_xor.default"}) {
+       {"aten.mul.Tensor",         "aten.mul.Scalar",
+        "aten.maximum.default",    "aten.minimum.default",
+        "aten.fmax.default",       "aten.fmin.default",
+        "aten.atan2.default",      "aten.hypot.default",
+        "aten.remainder.Tensor",   "aten.remainder.Scalar",
+        "aten.fmod.Tensor",        "aten.fmod.Scalar",
+        "aten.pow.Scalar",         "aten.pow.Tensor_Tensor",
+        "aten.pow.Tensor_Scalar",  "aten.bitwise_and.Tensor",
+        "aten.bitwise_and.Scalar", "aten.bitwise_or.Tensor",
+        "aten.bitwise_or.Scalar",  "aten.bitwise_xor.Tensor",
+        "aten.bitwise_xor.Scalar", "aten.logical_and.default",
+        "aten.logical_or.default", "aten.logical_xor.default"}) {
     const OpDef* op = Op(target);
     T.Add(op, PointwiseFn(op->schema.name, {0, 1}));
   }
@@ -330,8 +337,7 @@ void RegisterPointwise(LoweringTable& T) {
   T.Add(Op("aten.clamp_max.default"), LowerClamp);
   for (const char* op :
        {"aten.clone.default", "aten._to_copy.default",
-        "prims.convert_element_type.default",
-        "aten.lift_fresh_copy.default"}) {
+        "prims.convert_element_type.default", "aten.lift_fresh_copy.default"}) {
     T.Add(Op(op), LowerCopyLike);
   }
   AddActivations(T);

@@ -1,5 +1,7 @@
 // What several op families' lowering rules share (rule_helpers.h).
 
+#include "codegen/lower/rule_helpers.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -15,7 +17,6 @@
 #include "codegen/lower/kernel_builder.h"
 #include "codegen/lower/lowerer.h"
 #include "codegen/lower/lowering_table.h"
-#include "codegen/lower/rule_helpers.h"
 #include "codegen/scalar_ops.h"
 #include "status_macros.h"
 #include "symbolic/expr.h"
@@ -98,13 +99,6 @@ absl::StatusOr<std::optional<double>> NumberArg(const Call& c,
   return c.Error(absl::StrCat("argument '", name, "' has no number default"));
 }
 
-//
-// The interpreter's numbers (ir/ops_creation.cc): each op reserves its
-// draws of the call's stream (Lowerer::ReserveDraws) in graph order, and
-// element i in row-major order takes draw first + i (randn: first + 2i and
-// the next), a pure function of the seed and the counter, so any loop order
-// or thread gives the same values.
-
 TBox Remap(const TBox& in, std::vector<Expr> sizes, IndexMap map,
            IndexMask valid, double fill) {
   TBox t = in;
@@ -169,7 +163,5 @@ int IndirectLoad(KernelBuilder& kb, const TBox& x, const std::vector<Expr>& sub,
   op.args = std::move(values);
   return kb.Add(std::move(op));
 }
-
-
 
 }  // namespace lathe::codegen::lower
