@@ -15,6 +15,10 @@
 //
 // An op without a lowering is an error naming it and the node.
 //
+// The implementation lives in codegen/lower/: the machinery (kernel_builder.h,
+// call.h, lowerer.h), the table (lowering_table.h) and one file of rules per
+// op family (pointwise.cc, reductions.cc, views.cc, ...).
+//
 // Example:
 //
 //   ASSIGN_OR_RETURN(LoweredGraph lowered, Lower(graph, env));

@@ -43,6 +43,7 @@ struct Bound {
   }
 };
 
+// A call node bound to its op's schema.
 class Call {
  public:
   explicit Call(const Node& n) : n_(n), op_(*n.op()) {
@@ -64,18 +65,23 @@ class Call {
   const Node& node() const { return n_; }
   const OpDef& op() const { return op_; }
   int num() const { return static_cast<int>(bound_.size()); }
+  // The schema position of argument `name`, or -1.
   int Index(absl::string_view name) const {
     return op_.schema.ArgumentIndex(name);
   }
+  // Argument `i` as bound.
   const Bound& at(int i) const { return bound_[i]; }
+  // Whether argument `name` exists and is not None.
   bool Has(absl::string_view name) const {
     int i = Index(name);
     return i >= 0 && !bound_[i].is_none();
   }
+  // Argument `i`'s node, or null when it is not a node.
   Node* NodeAt(int i) const {
     const Arg* a = bound_[i].arg;
     return a != nullptr && a->kind == Arg::Kind::kNode ? a->node : nullptr;
   }
+  // Argument `i` as a known int (a bool is 0 or 1).
   absl::StatusOr<int64_t> Int(int i) const {
     const Bound& b = bound_[i];
     if (b.arg != nullptr) {
@@ -96,9 +102,11 @@ class Call {
     }
     return Error(absl::StrCat("argument ", i, " has no int value"));
   }
+  // Int() by name.
   absl::StatusOr<int64_t> Int(absl::string_view name) const {
     return Int(Index(name));
   }
+  // Argument `name` as a bool.
   absl::StatusOr<bool> Bool(absl::string_view name) const {
     ASSIGN_OR_RETURN(int64_t v, Int(Index(name)));
     return v != 0;
@@ -130,12 +138,14 @@ class Call {
     return Error(absl::StrCat("argument ", i, " default ", b.def->text,
                               " is not supported"));
   }
+  // Argument `name` as a string ("" when absent).
   absl::StatusOr<std::string> String(absl::string_view name) const {
     const Bound& b = bound_[Index(name)];
     if (b.arg != nullptr && b.arg->kind == Arg::Kind::kString) return b.arg->s;
     if (b.def != nullptr) return b.def->string_value;
     return std::string();
   }
+  // An Unimplemented error naming the node and its op.
   absl::Status Error(absl::string_view message) const {
     return absl::UnimplementedError(
         absl::StrCat("node '", n_.name(), "' (", op_.target, "): ", message));

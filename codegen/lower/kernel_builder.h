@@ -49,9 +49,12 @@ class KernelBuilder {
  public:
   explicit KernelBuilder(Kernel* kernel) : k_(kernel) {}
   Kernel& kernel() { return *k_; }
+  // The section new ops go to (0 the loop body, 1 a reduction's epilogue).
   void set_section(int s) { section_ = s; }
   int section() const { return section_; }
 
+  // Appends `op` to the current section, or returns an identical pure op's
+  // id.
   int Add(ScalarOp op) {
     op.section = section_;
     bool pure = op.kind != ScalarOp::Kind::kStore &&
@@ -73,8 +76,10 @@ class KernelBuilder {
     if (pure) cse_[key] = id;
     return id;
   }
+  // The dtype of op `op`.
   DType dtype(int op) const { return k_->ops[op].dtype; }
 
+  // Op `op` converted to `to` (itself when it has that dtype).
   int Cast(int op, DType to) {
     if (k_->ops[op].dtype == to) return op;
     ScalarOp c;
@@ -83,6 +88,7 @@ class KernelBuilder {
     c.args = {op};
     return Add(std::move(c));
   }
+  // A call of scalar function `fn` (scalar_ops.h) giving `dtype`.
   int Call(const std::string& fn, std::vector<int> args, DType dtype) {
     LATHE_CHECK(FindScalarFn(fn) != nullptr) << fn;
     ScalarOp c;
@@ -92,6 +98,7 @@ class KernelBuilder {
     c.args = std::move(args);
     return Add(std::move(c));
   }
+  // The constant `v` of `dtype`.
   int Constant(double v, DType dtype) {
     ScalarOp c;
     c.kind = ScalarOp::Kind::kConstant;
@@ -105,6 +112,7 @@ class KernelBuilder {
     }
     return Add(std::move(c));
   }
+  // The integer constant `v` of `dtype`, exact for int64.
   int IntConstant(int64_t v, DType dtype) {
     if (IsFloatingPoint(dtype)) return Constant(static_cast<double>(v), dtype);
     ScalarOp c;
@@ -124,6 +132,7 @@ class KernelBuilder {
                    const std::vector<int>& indirect = {}) {
     AddStore(buffer, dtype, std::move(index), value, mask, indirect);
   }
+  // Index expression `e` (over the kernel's variables) as an int64 op.
   int Index(Expr e) {
     ScalarOp c;
     c.kind = ScalarOp::Kind::kIndex;

@@ -50,16 +50,21 @@ struct NodeValue {
   std::vector<NodeValue> elements;
 };
 
+// Lowers one graph (codegen::Lower): Run walks it once; the rules of the
+// lowering table call the methods below for the node being lowered.
 class Lowerer {
  public:
   Lowerer(const ir::Graph& graph, symbolic::ShapeEnv& env)
       : graph_(graph), env_(env) {}
 
+  // Lowers every node in graph order (LowerNode), then places the outputs.
   absl::StatusOr<LoweredGraph> Run();
 
   // The meta of `n` with what the env learned applied.
   const ir::ValueMeta& Meta(const Node* n);
+  // Meta(n)'s tensor meta.
   const TensorMeta& TMeta(const Node* n) { return Meta(n).tensor; }
+  // The ShapeEnv the graph was shape-propagated into.
   symbolic::ShapeEnv& env() { return env_; }
 
   // The tensor value of node `n` (an argument of the call being lowered).
@@ -75,6 +80,7 @@ class Lowerer {
   // The seed of the random ops, a symbol bound from the call's seed
   // (SymbolSource::Kind::kSeed).
   Expr Seed();
+  // Whether some random op read the seed.
   bool seeded() const { return seeded_; }
   // Reserves `n` draws of the call's stream for one random op, in graph
   // order as the interpreter's Generator does; the counter of the first.
@@ -82,7 +88,9 @@ class Lowerer {
 
   // Registers a symbol the program reads at run time.
   void UseSymbol(Expr s);
+  // UseSymbol() for each free symbol of `exprs` but the index variables.
   void UseSymbols(const std::vector<Expr>& exprs);
+  // Whether `s` is a kernel's index variable (x0, r0, ...).
   static bool IsIndexVar(Expr s);
 
   // A loader reading buffer `b` at the layout.
@@ -92,10 +100,13 @@ class Lowerer {
   // The box of a value whose meta says where it is in storage `b`.
   TBox FromStorage(int b, const TensorMeta& m);
 
+  // A new allocated buffer of `numel` elements; its id.
   int NewBuffer(DType dtype, Expr numel);
 
+  // A new pointwise kernel over `ranges` (not yet in the program).
   Kernel NewKernel(const std::vector<Expr>& ranges);
 
+  // Appends `k` to the program, as the current node's.
   void Emit(Kernel k);
 
   // Stores `value` into buffer b at the layout (one kernel over the sizes).
@@ -109,6 +120,7 @@ class Lowerer {
   // Realizes node n's value in place of its loader (laid out as its meta
   // says when it owns its storage, which then maps to the buffer).
   absl::Status RealizeNode(const Node* n);
+  // RealizeNode() without making `n` the current node.
   absl::Status RealizeNodeInMemory(const Node* n);
 
   // Pointwise: fn over operands broadcast to `sizes`, computed in
@@ -207,7 +219,9 @@ class Lowerer {
 
   // Whether some op writes storage `s`.
   bool Mutated(ir::StorageId s) const { return mutated_.contains(s); }
+  // The buffer of each storage in memory, by storage id.
   absl::flat_hash_map<ir::StorageId, int>& storage_buffer();
+  // The value of node `n`, lowered before the current node.
   NodeValue& value(const Node* n) { return values_.at(n); }
 
   // A number-valued node (sym_size, operator.mul, x.item()): its symbolic
@@ -219,8 +233,12 @@ class Lowerer {
   void RebindTensorObject(const Node& self, const Node& n, const NodeValue& v);
 
  private:
+  // Lowers node `n`: an input, a number, getitem or grad mode here, a call
+  // of a registry op by its rule; an op without one is an error naming it.
   absl::Status LowerNode(const Node& n);
+  // x.item(): a bind step (LowerNumber).
   absl::StatusOr<NodeValue> LowerItem(const Node& n);
+  // Binds the fresh length a data-dependent slice makes.
   absl::Status BindSliceLength(const Call& c);
 
   // A buffer for the next input (a placeholder, or a constant when `out`
