@@ -15,6 +15,10 @@
 //
 // An op without a lowering is an error naming it and the node.
 //
+// The implementation lives in codegen/lower/: the machinery (kernel_builder.h,
+// call.h, lowerer.h), the table (lowering_table.h) and one file of rules per
+// op family (pointwise.cc, reductions.cc, views.cc, ...).
+//
 // Example:
 //
 //   ASSIGN_OR_RETURN(LoweredGraph lowered, Lower(graph, env));
@@ -88,6 +92,21 @@ absl::StatusOr<LoweredGraph> Lower(const ir::Graph& graph,
 //
 // Whether `op` lowers (directly, or through its functional twin).
 bool HasLowering(const ir::OpDef& op);
+
+// How one registry op fares in the lowering table: lowered, refused with a
+// reason, or neither (then the decompose pass must rewrite it before
+// lowering; lowering_coverage_test checks that it does).
+struct LoweringStatus {
+  enum class Kind : uint8_t { kNone, kLowered, kRefused };
+  const ir::OpDef* op = nullptr;
+  Kind kind = Kind::kNone;
+  std::string reason;  // kRefused
+};
+
+// LoweringTableStatus()
+//
+// The status of every registry op, sorted by target.
+std::vector<LoweringStatus> LoweringTableStatus();
 
 }  // namespace lathe::codegen
 

@@ -1,0 +1,222 @@
+// The runtime checks and host steps of lowering: check ids, index checks,
+// bind and assert steps, views outside their buffer, element counts.
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "check.h"
+#include "codegen/lower/lowerer.h"
+#include "codegen/scalar_ops.h"
+#include "ir/alias_info.h"
+#include "ir/infer_meta.h"
+#include "ir/ops_util.h"
+#include "status_macros.h"
+#include "symbolic/printer.h"
+
+namespace lathe::codegen::lower {
+
+int Lowerer::CheckId(const std::string& message) {
+  auto [it, added] = check_ids_.emplace(message, program_.checks.size());
+  if (added) program_.checks.push_back(message);
+  return static_cast<int>(it->second);
+}
+
+int Lowerer::CheckIndex(KernelBuilder& kb, const Node& n, int value, Expr size,
+                        bool wrap, int64_t dim) {
+  UseSymbols({size});
+  std::string message =
+      absl::StrCat("node '", n.name(), "' (", n.op()->target,
+                   "): an index is out of bounds for dimension ", dim,
+                   " with size ", symbolic::ToString(size));
+  ScalarOp op;
+  op.kind = ScalarOp::Kind::kCheckIndex;
+  op.dtype = DType::kInt64;
+  op.args = {kb.Cast(value, DType::kInt64)};
+  op.index = size;
+  op.i = CheckId(message);
+  op.wrap = wrap;
+  return kb.Add(std::move(op));
+}
+
+bool Lowerer::IsBound(Expr s) {
+  if (bound_.contains(s)) return true;
+  for (Node* p : graph_.Placeholders()) {
+    for (Expr q : Meta(p).Symbols()) {
+      if (q == s) return true;
+    }
+  }
+  return false;
+}
+
+void Lowerer::EmitBind(Expr s, int b, Expr value) {
+  Kernel k;
+  k.name = absl::StrCat("k", kernel_count_++);
+  k.kind = Kernel::Kind::kBind;
+  if (b >= 0) k.extern_buffers = {b};
+  if (b >= 0 && s.is_int()) {
+    // An int read from data may size buffers: outside int32's range it
+    // stops the program (no size expression over it can overflow then).
+    std::string message = absl::StrCat(
+        "node '", current_ != nullptr ? current_->name() : "", "': the ",
+        "data-dependent ", symbolic::ToString(s),
+        " is outside [-2^31, 2^31), the values the compiled program admits");
+    k.check = CheckId(message);
+  }
+  k.extern_outputs = 0;
+  k.symbol = s;
+  k.value = value;
+  UseSymbols({value});
+  UseSymbol(s);
+  bound_.insert(s);
+  if (b >= 0) read_from_data_.insert(s);
+  Emit(std::move(k));
+}
+
+void Lowerer::EmitAssert(Expr cond, const std::string& message) {
+  Kernel k;
+  k.name = absl::StrCat("k", kernel_count_++);
+  k.kind = Kernel::Kind::kAssert;
+  k.value = cond;
+  k.check = CheckId(message);
+  UseSymbols({cond});
+  Emit(std::move(k));
+}
+
+absl::Status Lowerer::CheckViewInBuffer(const Node& n, int b,
+                                        const std::vector<Expr>& sizes,
+                                        const std::vector<Expr>& strides,
+                                        Expr offset) {
+  auto fail = [&](const std::string& what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node '", n.name(), "': ", what));
+  };
+  std::vector<Expr> conds, empty;
+  for (size_t d = 0; d < strides.size(); ++d) {
+    Expr nonneg = symbolic::Ge(strides[d], symbolic::Int(0));
+    if (env_.MaybeEvaluateStatic(nonneg) == symbolic::Bool(false)) {
+      return fail(absl::StrCat("negative stride ",
+                               symbolic::ToString(strides[d]), " in dimension ",
+                               d));
+    }
+    conds.push_back(nonneg);
+  }
+  Expr nonneg = symbolic::Ge(offset, symbolic::Int(0));
+  if (env_.MaybeEvaluateStatic(nonneg) == symbolic::Bool(false)) {
+    return fail(
+        absl::StrCat("negative storage offset ", symbolic::ToString(offset)));
+  }
+  conds.push_back(nonneg);
+  Expr end = symbolic::Add(offset, symbolic::Int(1));
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    end = symbolic::Add(
+        end,
+        symbolic::Mul(symbolic::Sub(sizes[d], symbolic::Int(1)), strides[d]));
+    empty.push_back(symbolic::Eq(sizes[d], symbolic::Int(0)));
+  }
+  const Buffer& buffer = program_.buffers[b];
+  empty.push_back(symbolic::Le(end, buffer.numel));
+  conds.push_back(symbolic::Or(empty));
+  Expr cond = symbolic::And(conds);
+  std::optional<Expr> known = env_.MaybeEvaluateStatic(cond);
+  if (known == symbolic::Bool(true)) return absl::OkStatus();
+  Expr item = symbolic::Int(ItemSize(buffer.dtype));
+  auto list = [](const std::vector<Expr>& es) {
+    std::vector<std::string> parts;
+    for (Expr e : es) parts.push_back(symbolic::ToString(e));
+    return absl::StrJoin(parts, ", ");
+  };
+  std::string message = absl::StrCat(
+      "view of ", symbolic::ToString(symbolic::Mul(end, item)),
+      " bytes (sizes [", list(sizes), "], strides [", list(strides),
+      "], offset ", symbolic::ToString(offset), ") exceeds its storage of ",
+      symbolic::ToString(symbolic::Mul(buffer.numel, item)), " bytes");
+  if (known.has_value()) return fail(message);
+  // Other views derive their layouts from an in-bounds base with
+  // arguments their meta functions checked (a data-dependent slice is
+  // clamped); these take positions nothing clamps.
+  const std::string& op = n.op() != nullptr ? n.op()->schema.name : "";
+  if (absl::StartsWith(op, "as_strided") || absl::StartsWith(op, "select") ||
+      absl::StartsWith(op, "narrow")) {
+    EmitAssert(cond, absl::StrCat("node '", n.name(), "': ", message));
+  }
+  return absl::OkStatus();
+}
+
+void Lowerer::CheckDataDependentSizes(const Node& n,
+                                      const ir::ValueMeta& meta) {
+  if (meta.kind == ir::ValueMeta::Kind::kTuple) {
+    for (const ir::ValueMeta& e : meta.elements) {
+      CheckDataDependentSizes(n, e);
+    }
+    return;
+  }
+  if (meta.kind != ir::ValueMeta::Kind::kTensor) return;
+  for (Expr size : meta.tensor.sizes) {
+    bool data_dependent = false;
+    for (Expr s : symbolic::FreeSymbols(size)) {
+      data_dependent |= read_from_data_.contains(s);
+    }
+    if (!data_dependent || !checked_sizes_.insert(size).second) continue;
+    EmitAssert(symbolic::Ge(size, symbolic::Int(0)),
+               absl::StrCat("node '", n.name(), "': ", n.target(),
+                            ": Trying to create tensor with negative "
+                            "dimension ",
+                            symbolic::ToString(size)));
+  }
+}
+
+absl::Status Lowerer::CheckElements(const Node& n, const TensorMeta& m,
+                                    bool result) {
+  const int64_t limit = ir::MaxOpElements();
+  Expr numel = symbolic::Int(1);
+  std::vector<Expr> factors;
+  int symbolic_sizes = 0;
+  bool from_data = false;
+  int64_t constant = 1;  // the product of the constant sizes, up to 2^40
+  for (Expr size : m.sizes) {
+    numel = symbolic::Mul(numel, size);
+    factors.push_back(symbolic::ToFloat(size));
+    if (size.kind() == symbolic::ExprKind::kInteger) {
+      constant = std::min<int64_t>(
+          int64_t{1} << 40,
+          constant * std::min<int64_t>(size.int_value(), int64_t{1} << 40));
+      continue;
+    }
+    ++symbolic_sizes;
+    for (Expr s : symbolic::FreeSymbols(size)) {
+      from_data |= read_from_data_.contains(s);
+    }
+  }
+  std::string message = absl::StrCat(
+      "node '", n.name(),
+      "': ", ir::TooManyElements(n.target(), result, numel, m.dtype, m.sizes));
+  std::optional<Expr> over =
+      env_.MaybeEvaluateStatic(symbolic::Gt(numel, symbolic::Int(limit)));
+  if (over == symbolic::Bool(true)) {
+    return absl::InvalidArgumentError(message);
+  }
+  // One symbolic size is an input's (which holds that many elements
+  // already) or an int read from data (int32's range, which only a large
+  // constant factor takes past the limit).
+  bool may_exceed =
+      symbolic_sizes >= 2 || (from_data && constant > (limit >> 31));
+  if (over.has_value() || !may_exceed ||
+      !checked_numels_.insert(numel).second) {
+    return absl::OkStatus();
+  }
+  EmitAssert(symbolic::Le(symbolic::Mul(factors),
+                          symbolic::Float(static_cast<double>(limit))),
+             message);
+  return absl::OkStatus();
+}
+
+}  // namespace lathe::codegen::lower
