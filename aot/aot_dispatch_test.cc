@@ -20,7 +20,7 @@
 #include "ir/shape_prop.h"
 #include "runtime/composite.h"
 #include "runtime/tensor.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::aot {
 namespace {

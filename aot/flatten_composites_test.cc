@@ -15,8 +15,8 @@
 #include "ir/shape_prop.h"
 #include "runtime/composite.h"
 #include "runtime/tensor.h"
-#include "tools/testing/file_check.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/file_check.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::aot {
 namespace {

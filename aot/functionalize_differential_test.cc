@@ -20,11 +20,11 @@
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
+#include "ir/random_graph.h"
 #include "ir/shape_prop.h"
 #include "runtime/tensor.h"
-#include "tools/testing/random_graph.h"
-#include "tools/testing/sample.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/sample.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::aot {
 namespace {
@@ -48,7 +48,7 @@ bool RejectedByAot(const std::string& text) {
 
 int rejected_by_aot = 0;  // candidate lines, over the whole run
 
-// A random view-and-mutation program (tools/testing/random_graph.h) that
+// A random view-and-mutation program (ir/random_graph.h) that
 // AOT accepts.
 testing::RandomProgram RandomGraph(std::mt19937& rng, int lines) {
   testing::RandomGraphOptions options;

@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "runtime/composite.h"
 #include "runtime/tensor.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::aot {
 namespace {

@@ -9,8 +9,8 @@
 #include "runtime/composite.h"
 #include "runtime/tensor.h"
 #include "symbolic/expr.h"
-#include "tools/testing/file_check.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/file_check.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::aot {
 namespace {

@@ -12,7 +12,7 @@
 #include "ir/shape_prop.h"
 #include "status_macros.h"
 #include "symbolic/shape_env.h"
-#include "tools/testing/file_check.h"
+#include "testing/file_check.h"
 
 namespace lathe::codegen {
 

@@ -12,8 +12,8 @@
 #include "ir/graph_text.h"
 #include "ir/shape_prop.h"
 #include "symbolic/shape_env.h"
-#include "tools/testing/file_check.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/file_check.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::codegen {
 namespace {

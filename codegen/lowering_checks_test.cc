@@ -13,7 +13,7 @@
 #include "codegen/lowering.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::codegen {
 namespace {

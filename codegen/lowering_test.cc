@@ -12,8 +12,8 @@
 #include "codegen/loop_ir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tools/testing/file_check.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/file_check.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::codegen {
 namespace {

@@ -22,7 +22,7 @@
 #include "ir/interpreter.h"
 #include "runtime/half.h"
 #include "runtime/tensor.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "codegen/codegen_testing.h"
 #include "gtest/gtest.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::codegen {
 namespace {

@@ -10,7 +10,7 @@
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
 #include "runtime/tensor.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe {
 namespace {

@@ -21,8 +21,8 @@
 #include "passes/adam_inputs.h"
 #include "symbolic/expr.h"
 #include "symbolic/printer.h"
-#include "tools/testing/runfiles.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/runfiles.h"
+#include "testing/status_matchers.h"
 
 namespace lathe {
 namespace {

@@ -18,8 +18,8 @@
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
 #include "runtime/tensor.h"
-#include "tools/testing/expect_close.h"
-#include "tools/testing/status_matchers.h"
+#include "runtime/testing/expect_close.h"
+#include "testing/status_matchers.h"
 
 namespace lathe {
 namespace {

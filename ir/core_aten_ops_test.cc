@@ -18,8 +18,8 @@
 #include "ir/schema.h"
 #include "ir/value.h"
 #include "runtime/tensor.h"
-#include "tools/testing/runfiles.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/runfiles.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {

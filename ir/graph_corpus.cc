@@ -5,7 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "tools/testing/runfiles.h"
+#include "testing/runfiles.h"
 
 namespace lathe::ir {
 

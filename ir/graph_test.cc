@@ -11,7 +11,7 @@
 #include "ir/graph_text.h"
 #include "ir/tensor_meta.h"
 #include "symbolic/printer.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {

@@ -16,8 +16,8 @@
 #include "ir/graph.h"
 #include "symbolic/evaluate.h"
 #include "symbolic/printer.h"
-#include "tools/testing/runfiles.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/runfiles.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {

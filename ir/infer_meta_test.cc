@@ -10,7 +10,7 @@
 #include "ir/shape_prop.h"
 #include "symbolic/printer.h"
 #include "symbolic/shape_env.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {

@@ -17,7 +17,7 @@
 #include "ir/graph_text.h"
 #include "ir/shape_prop.h"
 #include "runtime/tensor.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {

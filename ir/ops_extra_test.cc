@@ -29,7 +29,7 @@
 #include "runtime/tensor.h"
 #include "symbolic/evaluate.h"
 #include "symbolic/shape_env.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {

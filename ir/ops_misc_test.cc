@@ -30,7 +30,7 @@
 #include "symbolic/evaluate.h"
 #include "symbolic/printer.h"
 #include "symbolic/shape_env.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {

@@ -27,7 +27,7 @@
 #include "symbolic/expr.h"
 #include "symbolic/printer.h"
 #include "symbolic/shape_env.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {

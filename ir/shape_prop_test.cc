@@ -16,7 +16,7 @@
 #include "ir/value.h"
 #include "runtime/tensor.h"
 #include "symbolic/printer.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {

@@ -22,7 +22,7 @@
 #include "runtime/dtype.h"
 #include "symbolic/printer.h"
 #include "symbolic/shape_env.h"
-#include "tools/testing/runfiles.h"
+#include "testing/runfiles.h"
 
 namespace lathe::ir {
 namespace {

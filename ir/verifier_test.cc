@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "ir/graph_corpus.h"
 #include "ir/graph_text.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "passes/pass_testing.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::passes {
 namespace {

@@ -21,7 +21,7 @@
 #include "passes/pipeline.h"
 #include "runtime/tensor.h"
 #include "symbolic/shape_env.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::passes {
 namespace {

@@ -7,7 +7,7 @@
 #include "ir/graph_text.h"
 #include "ir/shape_prop.h"
 #include "symbolic/shape_env.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::passes {
 namespace {

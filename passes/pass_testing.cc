@@ -19,7 +19,7 @@
 #include "runtime/tensor.h"
 #include "status_macros.h"
 #include "symbolic/shape_env.h"
-#include "tools/testing/file_check.h"
+#include "testing/file_check.h"
 
 namespace lathe::passes {
 

@@ -15,8 +15,8 @@
 #include "passes/pass_testing.h"
 #include "status_macros.h"
 #include "symbolic/shape_env.h"
-#include "tools/testing/file_check.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/file_check.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::passes {
 namespace {

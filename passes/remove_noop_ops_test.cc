@@ -14,7 +14,7 @@
 #include "ir/shape_prop.h"
 #include "passes/pass_testing.h"
 #include "symbolic/shape_env.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::passes {
 namespace {

@@ -20,8 +20,8 @@
 #include "status_macros.h"
 #include "symbolic/printer.h"
 #include "symbolic/shape_env.h"
-#include "tools/testing/runfiles.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/runfiles.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::passes {
 namespace {

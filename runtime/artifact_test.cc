@@ -18,7 +18,7 @@
 #include "runtime/checksum.h"
 #include "runtime/file_io.h"
 #include "runtime/tensor.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe {
 namespace {

@@ -35,7 +35,7 @@
 #include "runtime/checksum.h"
 #include "runtime/file_io.h"
 #include "runtime/kernel_abi.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe {
 namespace {

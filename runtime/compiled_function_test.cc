@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "runtime/loaded_graph.h"
 #include "runtime/tensor.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe {
 namespace {

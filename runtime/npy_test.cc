@@ -16,8 +16,8 @@
 #include "gtest/gtest.h"
 #include "runtime/dtype.h"
 #include "runtime/tensor.h"
-#include "tools/testing/runfiles.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/runfiles.h"
+#include "testing/status_matchers.h"
 
 namespace lathe {
 namespace {

@@ -35,8 +35,8 @@
 #include "runtime/file_io.h"
 #include "runtime/kernel_abi.h"
 #include "runtime/testing/redis_server.h"
-#include "tools/testing/runfiles.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/runfiles.h"
+#include "testing/status_matchers.h"
 
 namespace lathe {
 namespace {

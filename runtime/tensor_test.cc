@@ -9,7 +9,7 @@
 #include "runtime/device.h"
 #include "runtime/dtype.h"
 #include "runtime/storage.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe {
 namespace {

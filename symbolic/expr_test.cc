@@ -11,7 +11,7 @@
 #include "symbolic/evaluate.h"
 #include "symbolic/parser.h"
 #include "symbolic/printer.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::symbolic {
 namespace {

@@ -13,8 +13,8 @@
 #include "symbolic/printer.h"
 #include "symbolic/shape_env.h"
 #include "symbolic/sym_value.h"
-#include "tools/testing/runfiles.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/runfiles.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::symbolic {
 namespace {

@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "symbolic/expr.h"
 #include "symbolic/printer.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::symbolic {
 namespace {

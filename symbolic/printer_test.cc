@@ -11,8 +11,8 @@
 #include "gtest/gtest.h"
 #include "symbolic/evaluate.h"
 #include "symbolic/expr.h"
-#include "tools/testing/runfiles.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/runfiles.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::symbolic {
 namespace {

@@ -26,7 +26,7 @@
 #include "symbolic/printer.h"
 #include "symbolic/simplify.h"
 #include "symbolic/value_ranges.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::symbolic {
 namespace {

@@ -7,7 +7,7 @@
 #include "symbolic/expr.h"
 #include "symbolic/printer.h"
 #include "symbolic/value_ranges.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::symbolic {
 namespace {

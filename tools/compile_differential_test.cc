@@ -1,5 +1,5 @@
 // Differential test of the whole walk before code generation: 1000 random
-// programs (tools/testing/random_graph.h: views, in-place ops, broadcasting,
+// programs (ir/random_graph.h: views, in-place ops, broadcasting,
 // a dynamic dimension, a float scalar input) compiled by CompileGraphText —
 // AOT dispatch and the default pass pipeline, with every invariant checked
 // after every pass — then run as a compiled artifact runs (the optimized
@@ -18,16 +18,16 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "aot/aot_dispatch.h"
+#include "driver/compile.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
+#include "ir/random_graph.h"
 #include "ir/shape_prop.h"
 #include "runtime/tensor.h"
-#include "driver/compile.h"
-#include "tools/testing/expect_close.h"
-#include "tools/testing/random_graph.h"
-#include "tools/testing/sample.h"
-#include "tools/testing/status_matchers.h"
+#include "runtime/testing/expect_close.h"
+#include "testing/sample.h"
+#include "testing/status_matchers.h"
 
 namespace lathe {
 namespace {

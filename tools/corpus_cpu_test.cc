@@ -29,15 +29,15 @@
 #include "codegen/cpp/wrapper_emitter.h"
 #include "codegen/lowering.h"
 #include "codegen/scheduler.h"
+#include "driver/compile.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
-#include "driver/compile.h"
+#include "testing/runfiles.h"
+#include "testing/status_matchers.h"
 #include "tools/lathec_run.h"
 #include "tools/testing/annotated_inputs.h"
 #include "tools/testing/npy_tree.h"
-#include "tools/testing/runfiles.h"
-#include "tools/testing/status_matchers.h"
 
 namespace lathe {
 namespace {

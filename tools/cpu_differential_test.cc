@@ -1,5 +1,5 @@
 // Differential test of the cpu backend (codegen/): random eager programs
-// (tools/testing/random_graph.h: views, in-place ops, broadcasting, a
+// (ir/random_graph.h: views, in-place ops, broadcasting, a
 // dynamic dimension, a float scalar input) compiled through the whole walk,
 // lowered, scheduled, emitted as C++, built with the system compiler and
 // run natively — then the runtime-wrapper plan — against the interpreter
@@ -25,12 +25,12 @@
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
+#include "ir/random_graph.h"
 #include "ir/shape_prop.h"
 #include "runtime/tensor.h"
-#include "tools/testing/expect_close.h"
-#include "tools/testing/random_graph.h"
-#include "tools/testing/sample.h"
-#include "tools/testing/status_matchers.h"
+#include "runtime/testing/expect_close.h"
+#include "testing/sample.h"
+#include "testing/status_matchers.h"
 
 namespace lathe {
 namespace {

@@ -140,7 +140,7 @@ job_test() {
   run_tests "all tests" 1200 "$ROOT" //...
   if [ "${LATHE_SKIP_SANITIZERS:-0}" != 1 ]; then
     # Under the sanitizers the big corpora run a fixed sample
-    # (LATHE_TEST_SAMPLE in .bazelrc, tools/testing/sample.h).
+    # (LATHE_TEST_SAMPLE in .bazelrc, testing/sample.h).
     # Only what the tests need: the plain pass above built everything.
     run_tests "all tests under asan+ubsan" 1020 "$ROOT" --config=sanitizers \
       --build_tests_only //...

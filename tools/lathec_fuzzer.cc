@@ -7,8 +7,8 @@
 // capped, so deep nesting is reached.
 //
 //   bazel build --config=fuzz //tools:lathec_fuzzer
-//   bazel-bin/tools/lathec_fuzzer -close_fd_mask=1 -max_total_time=600 \
-//       <copy of ir/testdata/graphs>
+//   bazel-bin/tools/lathec_fuzzer -close_fd_mask=1 -max_total_time=600
+//       <copy of ir/testdata/graphs>    (one command line)
 
 #include <stdlib.h>
 #include <sys/stat.h>

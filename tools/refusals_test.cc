@@ -17,9 +17,9 @@
 #include "gtest/gtest.h"
 #include "runtime/npy.h"
 #include "runtime/tensor.h"
+#include "testing/runfiles.h"
+#include "testing/status_matchers.h"
 #include "tools/testing/run_lathec.h"
-#include "tools/testing/runfiles.h"
-#include "tools/testing/status_matchers.h"
 
 namespace lathe {
 namespace {

@@ -17,8 +17,8 @@
 #include "runtime/compile_cache.h"
 #include "runtime/file_io.h"
 #include "runtime/shared_library.h"
-#include "tools/testing/runfiles.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/runfiles.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::codegen {
 namespace {

@@ -9,8 +9,8 @@
 #include "codegen/codegen_testing.h"
 #include "gtest/gtest.h"
 #include "status_macros.h"
-#include "tools/testing/file_check.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/file_check.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::codegen {
 namespace {

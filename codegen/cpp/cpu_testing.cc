@@ -1,6 +1,7 @@
 #include "codegen/cpp/cpu_testing.h"
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -12,7 +13,9 @@
 #include "codegen/fusion_graph.h"
 #include "codegen/lowering.h"
 #include "codegen/scheduler.h"
+#include "gtest/gtest.h"
 #include "ir/interpreter.h"
+#include "runtime/tensor.h"
 #include "status_macros.h"
 
 namespace lathe::codegen {
@@ -59,6 +62,30 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CompileCpu(
   p.plan = options.plan;
   p.subclass = options.subclass;
   return CpuFunction::Load(graph, std::move(p));
+}
+
+void ExpectSameOutputs(const ir::Interpretation& got,
+                       const ir::Interpretation& want, double tol) {
+  ASSERT_EQ(got.outputs.size(), want.outputs.size());
+  for (size_t k = 0; k < got.outputs.size(); ++k) {
+    const Tensor &a = got.outputs[k].tensor, &b = want.outputs[k].tensor;
+    ASSERT_EQ(a.sizes(), b.sizes()) << "output " << k;
+    std::vector<int64_t> index(a.dim(), 0);
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      for (int64_t d = a.dim(), rest = i; d-- > 0;) {
+        index[d] = rest % a.sizes()[d];
+        rest /= a.sizes()[d];
+      }
+      double u = a.GetDouble(index), w = b.GetDouble(index);
+      if (std::isnan(w) && std::isnan(u)) continue;
+      if (tol == 0 || std::isinf(w)) {
+        ASSERT_EQ(u, w) << "output " << k << " element " << i;
+      } else {
+        ASSERT_NEAR(u, w, tol * (std::fabs(w) + 1))
+            << "output " << k << " element " << i;
+      }
+    }
+  }
 }
 
 }  // namespace lathe::codegen

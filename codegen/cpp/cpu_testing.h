@@ -26,6 +26,7 @@
 #include "aot/subclass_wrapper_plan.h"
 #include "codegen/cpp/cpu_function.h"
 #include "ir/graph.h"
+#include "ir/interpreter.h"
 #include "runtime/cache_backend.h"
 #include "symbolic/guards.h"
 #include "symbolic/shape_env.h"
@@ -51,6 +52,13 @@ struct CpuCompileOptions {
 absl::StatusOr<std::unique_ptr<CpuFunction>> CompileCpu(
     const ir::Graph& graph, symbolic::ShapeEnv& env,
     const CpuCompileOptions& options = {});
+
+// ExpectSameOutputs()
+//
+// Expects `got`'s outputs to equal `want`'s element by element (NaN
+// matching NaN), within tol * (|want| + 1) when `tol` is not 0.
+void ExpectSameOutputs(const ir::Interpretation& got,
+                       const ir::Interpretation& want, double tol = 0);
 
 }  // namespace lathe::codegen
 

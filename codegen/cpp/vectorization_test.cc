@@ -20,7 +20,7 @@
 #include "ir/graph_text.h"
 #include "ir/shape_prop.h"
 #include "status_macros.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::codegen {
 namespace {

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/npy.h"
 #include "runtime/tensor.h"
-#include "tools/testing/expect_close.h"
+#include "runtime/testing/expect_close.h"
 
 namespace lathe::testing {
 namespace {

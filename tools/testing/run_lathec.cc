@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "tools/testing/runfiles.h"
+#include "testing/runfiles.h"
 
 namespace lathe::testing {
 

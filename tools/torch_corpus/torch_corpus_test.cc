@@ -22,9 +22,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "testing/runfiles.h"
+#include "testing/sample.h"
 #include "tools/testing/npy_tree.h"
-#include "tools/testing/runfiles.h"
-#include "tools/testing/sample.h"
 
 namespace lathe {
 namespace {
@@ -57,7 +57,7 @@ Result RunCommand(const std::string& cmd) {
 
 // The corpus runs in this many chunks (round-robin over the sorted cases),
 // each its own gtest case, so Bazel's shards spread them; the sanitizer
-// pass runs a fixed sample of each (tools/testing/sample.h).
+// pass runs a fixed sample of each (testing/sample.h).
 constexpr int kChunks = 8;
 
 // Runs lathec on every case of chunk `chunk` whose name ends in one of

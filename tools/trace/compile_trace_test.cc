@@ -9,7 +9,7 @@
 #include "driver/compile.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 #include "tools/trace/trace.h"
 
 namespace lathe::trace {

@@ -10,8 +10,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/file_io.h"
+#include "testing/runfiles.h"
 #include "tools/testing/run_lathec.h"
-#include "tools/testing/runfiles.h"
 #include "tools/trace/report.h"
 
 namespace lathe {

@@ -7,8 +7,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/file_io.h"
-#include "tools/testing/runfiles.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/runfiles.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::trace {
 namespace {

@@ -1,4 +1,4 @@
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 #include <memory>
 #include <string>

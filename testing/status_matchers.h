@@ -13,8 +13,8 @@
 //   EXPECT_THAT(ParseGraph("def"), StatusIs(absl::StatusCode::kInvalidArgument,
 //                                           HasSubstr("line 1")));
 
-#ifndef LATHE_TOOLS_TESTING_STATUS_MATCHERS_H_
-#define LATHE_TOOLS_TESTING_STATUS_MATCHERS_H_
+#ifndef LATHE_TESTING_STATUS_MATCHERS_H_
+#define LATHE_TESTING_STATUS_MATCHERS_H_
 
 #include <ostream>
 #include <string>
@@ -125,4 +125,4 @@ inline ::testing::PolymorphicMatcher<internal::IsOkMatcher> IsOk() {
 #define LATHE_TESTING_CONCAT_INNER(x, y) x##y
 #define LATHE_TESTING_CONCAT(x, y) LATHE_TESTING_CONCAT_INNER(x, y)
 
-#endif  // LATHE_TOOLS_TESTING_STATUS_MATCHERS_H_
+#endif  // LATHE_TESTING_STATUS_MATCHERS_H_

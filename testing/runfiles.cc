@@ -1,4 +1,4 @@
-#include "tools/testing/runfiles.h"
+#include "testing/runfiles.h"
 
 #include <cstdlib>
 #include <fstream>

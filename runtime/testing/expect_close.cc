@@ -1,4 +1,4 @@
-#include "tools/testing/expect_close.h"
+#include "runtime/testing/expect_close.h"
 
 #include <algorithm>
 #include <cmath>

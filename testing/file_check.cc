@@ -1,4 +1,4 @@
-#include "tools/testing/file_check.h"
+#include "testing/file_check.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "status_macros.h"
-#include "tools/testing/runfiles.h"
+#include "testing/runfiles.h"
 
 extern char** environ;
 
@@ -83,7 +83,7 @@ absl::StatusOr<std::string> FileCheckPath() {
   }
   return absl::NotFoundError(
       "FileCheck not found in the test's runfiles (depend on "
-      "//tools/testing:file_check) and $LATHE_FILECHECK is not set");
+      "//testing:file_check) and $LATHE_FILECHECK is not set");
 }
 
 absl::Status RunFileCheck(absl::string_view input, absl::string_view checks) {

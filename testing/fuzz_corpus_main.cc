@@ -4,7 +4,7 @@
 //
 //   cc_test(name = "npy_fuzzer_corpus_test", srcs = ["npy_fuzzer.cc"],
 //           args = ["$(rootpath testdata/npy_corpus)"], ...,
-//           deps = ["//tools/testing:fuzz_corpus_main"])
+//           deps = ["//testing:fuzz_corpus_main"])
 
 #include <dirent.h>
 

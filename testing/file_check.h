@@ -15,8 +15,8 @@
 // A test target using it needs no extra data dependency: this library carries
 // FileCheck in its runfiles.
 
-#ifndef LATHE_TOOLS_TESTING_FILE_CHECK_H_
-#define LATHE_TOOLS_TESTING_FILE_CHECK_H_
+#ifndef LATHE_TESTING_FILE_CHECK_H_
+#define LATHE_TESTING_FILE_CHECK_H_
 
 #include <string>
 
@@ -41,4 +41,4 @@ absl::StatusOr<std::string> FileCheckPath();
 
 }  // namespace lathe::testing
 
-#endif  // LATHE_TOOLS_TESTING_FILE_CHECK_H_
+#endif  // LATHE_TESTING_FILE_CHECK_H_

@@ -1,4 +1,4 @@
-#include "tools/testing/sample.h"
+#include "testing/sample.h"
 
 #include <cstdlib>
 

@@ -11,8 +11,8 @@
 //   ExpectTensorsClose(got.outputs[0].tensor, want.outputs[0].tensor, 1e-6,
 //                      "output 0");
 
-#ifndef LATHE_TOOLS_TESTING_EXPECT_CLOSE_H_
-#define LATHE_TOOLS_TESTING_EXPECT_CLOSE_H_
+#ifndef LATHE_RUNTIME_TESTING_EXPECT_CLOSE_H_
+#define LATHE_RUNTIME_TESTING_EXPECT_CLOSE_H_
 
 #include <string>
 
@@ -38,4 +38,4 @@ void ExpectTensorsClose(const Tensor& got, const Tensor& want, double relative,
 
 }  // namespace lathe::testing
 
-#endif  // LATHE_TOOLS_TESTING_EXPECT_CLOSE_H_
+#endif  // LATHE_RUNTIME_TESTING_EXPECT_CLOSE_H_

@@ -16,8 +16,8 @@
 //     ...
 //   }
 
-#ifndef LATHE_TOOLS_TESTING_SAMPLE_H_
-#define LATHE_TOOLS_TESTING_SAMPLE_H_
+#ifndef LATHE_TESTING_SAMPLE_H_
+#define LATHE_TESTING_SAMPLE_H_
 
 #include <cstddef>
 
@@ -35,4 +35,4 @@ bool InChunk(size_t i, int chunk, int chunks);
 
 }  // namespace lathe::testing
 
-#endif  // LATHE_TOOLS_TESTING_SAMPLE_H_
+#endif  // LATHE_TESTING_SAMPLE_H_

@@ -1,4 +1,4 @@
-#include "tools/testing/runfiles.h"
+#include "testing/runfiles.h"
 
 #include <cstdlib>
 #include <string>
@@ -6,7 +6,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tools/testing/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::testing {
 namespace {
@@ -15,18 +15,16 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 TEST(RunfilesTest, ReadsAWorkspaceFile) {
-  ASSERT_OK_AND_ASSIGN(std::string text,
-                       ReadRunfile("tools/testing/runfiles.h"));
+  ASSERT_OK_AND_ASSIGN(std::string text, ReadRunfile("testing/runfiles.h"));
   EXPECT_THAT(text, HasSubstr("LATHE_TOOLS_TESTING_RUNFILES_H_"));
 }
 
 TEST(RunfilesTest, AMissingFileIsNotFoundNamingIt) {
   EXPECT_THAT(
-      ReadRunfile("tools/testing/no_such_file.txt"),
-      StatusIs(
-          absl::StatusCode::kNotFound,
-          AllOf(HasSubstr("tools/testing/no_such_file.txt"),
-                HasSubstr(RunfilePath("tools/testing/no_such_file.txt")))));
+      ReadRunfile("testing/no_such_file.txt"),
+      StatusIs(absl::StatusCode::kNotFound,
+               AllOf(HasSubstr("testing/no_such_file.txt"),
+                     HasSubstr(RunfilePath("testing/no_such_file.txt")))));
 }
 
 TEST(RunfilesTest, PathsAreUnderTheTestsDirectories) {

@@ -1,4 +1,4 @@
-#include "tools/testing/random_graph.h"
+#include "ir/random_graph.h"
 
 #include <memory>
 #include <string>

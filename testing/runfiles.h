@@ -12,8 +12,8 @@
 //                        ReadRunfile("ir/testdata/graphs/mlp.txt"));
 //   std::string out = TestTmpPath("out");
 
-#ifndef LATHE_TOOLS_TESTING_RUNFILES_H_
-#define LATHE_TOOLS_TESTING_RUNFILES_H_
+#ifndef LATHE_TESTING_RUNFILES_H_
+#define LATHE_TESTING_RUNFILES_H_
 
 #include <string>
 
@@ -37,4 +37,4 @@ std::string TestTmpPath(absl::string_view name);
 
 }  // namespace lathe::testing
 
-#endif  // LATHE_TOOLS_TESTING_RUNFILES_H_
+#endif  // LATHE_TESTING_RUNFILES_H_

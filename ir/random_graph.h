@@ -17,8 +17,8 @@
 //   RandomProgram p = RandomGraph(rng, {.lines = 10, .scalars = true});
 //   Interpret(*ParseGraph(p.text), p.Inputs(0.5));
 
-#ifndef LATHE_TOOLS_TESTING_RANDOM_GRAPH_H_
-#define LATHE_TOOLS_TESTING_RANDOM_GRAPH_H_
+#ifndef LATHE_IR_RANDOM_GRAPH_H_
+#define LATHE_IR_RANDOM_GRAPH_H_
 
 #include <functional>
 #include <random>
@@ -52,4 +52,4 @@ RandomProgram RandomGraph(std::mt19937& rng, const RandomGraphOptions& options);
 
 }  // namespace lathe::testing
 
-#endif  // LATHE_TOOLS_TESTING_RANDOM_GRAPH_H_
+#endif  // LATHE_IR_RANDOM_GRAPH_H_

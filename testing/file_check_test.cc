@@ -1,4 +1,4 @@
-#include "tools/testing/file_check.h"
+#include "testing/file_check.h"
 
 #include <string>
 
