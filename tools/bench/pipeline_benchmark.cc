@@ -5,7 +5,7 @@
 // the invariant checks after every pass (as lathec runs) and without them
 // (the passes alone).
 //
-//   bazel run -c opt //passes:pipeline_benchmark
+//   bazel run -c opt //tools/bench:pipeline_benchmark
 
 #include <map>
 #include <memory>
