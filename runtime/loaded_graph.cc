@@ -271,11 +271,30 @@ absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Open(
 
 absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Open(
     SharedLibrary library, CallSignature signature) {
+  return Load(std::move(library), std::move(signature), /*user_entry=*/true);
+}
+
+absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::OpenGraph(
+    SharedLibrary library, CallSignature signature) {
+  return Load(std::move(library), std::move(signature), /*user_entry=*/false);
+}
+
+absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Load(
+    SharedLibrary library, CallSignature signature, bool user_entry) {
   RETURN_IF_ERROR(KeepOpenMpLoaded());
   std::shared_ptr<LoadedGraph> g(new LoadedGraph());
   g->library_ = std::move(library);
-  ASSIGN_OR_RETURN(void* call, g->library_.Symbol("lathe_call_user"));
-  g->call_ = reinterpret_cast<LatheCallUserFn>(call);
+  if (user_entry) {
+    ASSIGN_OR_RETURN(void* call, g->library_.Symbol("lathe_call_user"));
+    g->call_ = reinterpret_cast<LatheCallUserFn>(call);
+  } else {
+    ASSIGN_OR_RETURN(void* call, g->library_.Symbol("lathe_call"));
+    g->graph_call_ = reinterpret_cast<LatheCallFn>(call);
+    if (absl::StatusOr<void*> user = g->library_.Symbol("lathe_call_user");
+        user.ok()) {
+      g->call_ = reinterpret_cast<LatheCallUserFn>(*user);
+    }
+  }
   if (absl::StatusOr<void*> guards = g->library_.Symbol("lathe_guards");
       guards.ok()) {
     g->guards_ = reinterpret_cast<LatheGuardFn>(*guards);
@@ -297,9 +316,51 @@ int LoadedGraph::FailedGuard(const ArgViews& args, int64_t placeholders) const {
   return guards_(args.data(), std::min(placeholders, args.size()));
 }
 
+int LoadedGraph::FailedGuard(const LatheValue* values, int64_t n) const {
+  if (guards_ == nullptr) return LATHE_GUARDS_HOLD;
+  return guards_(values, n);
+}
+
+int LoadedGraph::InvokeGraph(const LatheValue* inputs, int64_t n, uint64_t seed,
+                             absl::Span<const int> ranks,
+                             std::vector<Operand>* results) const {
+  if (graph_call_ == nullptr) return kCallNoEntry;
+  // Each result's sizes and strides, at its rank, in one array.
+  int64_t dims = 0;
+  for (int rank : ranks) dims += 2 * rank;
+  absl::InlinedVector<LatheValue, 16> out(ranks.size());
+  absl::InlinedVector<int64_t, 64> shape(dims);
+  for (size_t k = 0, at = 0; k < ranks.size(); ++k) {
+    out[k].sizes = shape.data() + at;
+    at += ranks[k];
+    out[k].strides = shape.data() + at;
+    at += ranks[k];
+  }
+  const LatheKernelRuntime rt = SeededKernelRuntime(seed);
+  int rc =
+      graph_call_(inputs, n, out.data(), static_cast<int64_t>(out.size()), &rt);
+  if (rc != 0) return rc;
+  // Every result holds a storage from here on: each is taken back, even
+  // when an earlier one fails to wrap.
+  absl::InlinedVector<Storage, 16> held(out.size());
+  for (size_t k = 0; k < out.size(); ++k) {
+    if (out[k].kind == LATHE_VALUE_TENSOR)
+      held[k] = TakeStorage(out[k].storage);
+  }
+  results->clear();
+  results->reserve(out.size());
+  for (size_t k = 0; k < out.size(); ++k) {
+    absl::StatusOr<Operand> o = ResultOperand(out[k], std::move(held[k]));
+    if (!o.ok()) return kCallBadResult;
+    results->push_back(*std::move(o));
+  }
+  return 0;
+}
+
 int LoadedGraph::Invoke(const ArgViews& args, uint64_t seed,
                         std::vector<Operand>* results,
                         std::vector<Operand>* rebound) const {
+  if (call_ == nullptr) return kCallNoEntry;
   const CallSignature& s = signature_;
   const size_t users = s.results.size();
   const size_t top = users + s.rebound_inputs.size();
@@ -358,6 +419,10 @@ absl::Status CallStatus(int rc, absl::Span<const std::string> checks) {
     case kCallBadResult:
       return absl::InternalError(
           "the compiled graph returned a result the runtime cannot wrap");
+    case kCallNoEntry:
+      return absl::FailedPreconditionError(
+          "the compiled library has no such entry (lathe_call_user: compiled "
+          "without its composite wrapper)");
     default:
       break;
   }

@@ -48,6 +48,8 @@ namespace lathe {
 // Invoke's code for a result the runtime cannot wrap (the compiled code's
 // fault); lathe_call's own codes are kernel_abi.h's.
 inline constexpr int kCallBadResult = -100;
+// Invoke's (or InvokeGraph's) code when the library lacks that entry.
+inline constexpr int kCallNoEntry = -101;
 
 // The shape of one result of a compiled user call: a plain value of `rank`
 // dimensions, or a composite of a registered type over inner results.
@@ -118,12 +120,21 @@ class LoadedGraph {
   // bytes that were checked).
   static absl::StatusOr<std::shared_ptr<const LoadedGraph>> Open(
       SharedLibrary library, CallSignature signature);
+  // A library the compiler just built, whose user entry (lathe_call_user)
+  // may be absent (a graph compiled without its composite wrapper): its
+  // graph entry (lathe_call) must be there.
+  static absl::StatusOr<std::shared_ptr<const LoadedGraph>> OpenGraph(
+      SharedLibrary library, CallSignature signature);
 
   // The compiled guards on the views of the user's placeholders (the
   // constants after them are not read): LATHE_GUARDS_HOLD, the index of
   // the first failing guard, or LATHE_GUARDS_OTHER_INPUTS.
   int FailedGuard(const ArgViews& args, int64_t placeholders) const;
+  // The same on `n` values already viewed.
+  int FailedGuard(const LatheValue* values, int64_t n) const;
   bool has_guards() const { return guards_ != nullptr; }
+  // Whether Invoke can run (lathe_call_user is defined).
+  bool has_user_entry() const { return call_ != nullptr; }
 
   // Calls lathe_call_user: 0 and the user's results, and the rebound
   // arguments in signature().rebound_inputs order; or lathe_call's error
@@ -131,7 +142,17 @@ class LoadedGraph {
   int Invoke(const ArgViews& args, uint64_t seed, std::vector<Operand>* results,
              std::vector<Operand>* rebound) const;
 
-  // The error of a failed Invoke returning `rc`.
+  // InvokeGraph()
+  //
+  // Calls lathe_call, the graph's own entry (dense inputs, then the
+  // constants, as `n` values): 0 and one plain result per rank of `ranks`
+  // (the program's outputs), or lathe_call's error code (nothing is
+  // returned, no storage is held).
+  int InvokeGraph(const LatheValue* inputs, int64_t n, uint64_t seed,
+                  absl::Span<const int> ranks,
+                  std::vector<Operand>* results) const;
+
+  // The error of a failed Invoke or InvokeGraph returning `rc`.
   absl::Status CallStatus(int rc) const;
 
   const CallSignature& signature() const { return signature_; }
@@ -140,7 +161,11 @@ class LoadedGraph {
  private:
   LoadedGraph() = default;
   SharedLibrary library_;
-  LatheCallUserFn call_ = nullptr;
+  // Finds the entries (lathe_call_user required when `user_entry`).
+  static absl::StatusOr<std::shared_ptr<const LoadedGraph>> Load(
+      SharedLibrary library, CallSignature signature, bool user_entry);
+  LatheCallUserFn call_ = nullptr;    // lathe_call_user
+  LatheCallFn graph_call_ = nullptr;  // lathe_call
   LatheGuardFn guards_ = nullptr;
   CallSignature signature_;
   size_t values_ = 0;  // LatheValues of the results' trees, all together

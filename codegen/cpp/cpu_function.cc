@@ -63,7 +63,6 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Load(
   f->user_entry_error_ = wrapper.user_entry_error;
   if (wrapper.user_entry) f->subclass_ = *parts.subclass;
   f->rebound_inputs_ = wrapper.rebound_inputs;
-  for (int rank : f->output_ranks_) f->output_dims_ += rank;
   if (parts.plan != nullptr) {
     for (const aot::EpilogueStep& s : parts.plan->epilogue()) {
       f->epilogue_inputs_.push_back(s.input);
@@ -84,18 +83,15 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Load(
       if (buf.kind == Buffer::Kind::kInput) f->writes_input_[buf.input] = true;
     }
   }
+  // The bytes the cache verified (or the compiler wrote), not the file,
+  // hosted by the runtime's LoadedGraph like an artifact's.
   RETURN_IF_ERROR(KeepOpenMpLoaded());
-  ASSIGN_OR_RETURN(f->library_,
+  ASSIGN_OR_RETURN(SharedLibrary library,
                    SharedLibrary::OpenImage(f->built_.image, f->built_.path));
   f->built_.image = std::string();
-  ASSIGN_OR_RETURN(void* call, f->library_.Symbol("lathe_call"));
-  f->call_ = reinterpret_cast<LatheCallFn>(call);
-  if (wrapper.has_guards) {
-    ASSIGN_OR_RETURN(void* guards, f->library_.Symbol("lathe_guards"));
-    f->guards_ = reinterpret_cast<LatheGuardFn>(guards);
-  }
+  CallSignature signature;
+  signature.checks = f->lowered_.program.checks;
   if (wrapper.user_entry) {
-    CallSignature signature;
     size_t leaf = 0;
     for (const aot::CompositeLayout& l : f->subclass_->result_layouts()) {
       signature.results.push_back(ShapeOf(l, f->output_ranks_, &leaf));
@@ -117,10 +113,10 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Load(
     }
     signature.rebound_ranks.assign(f->output_ranks_.begin() + leaf,
                                    f->output_ranks_.end());
-    signature.checks = f->lowered_.program.checks;
-    ASSIGN_OR_RETURN(f->user_call_,
-                     LoadedGraph::Open(f->library_, std::move(signature)));
   }
+  ASSIGN_OR_RETURN(f->loaded_, LoadedGraph::OpenGraph(std::move(library),
+                                                      std::move(signature)));
+  f->user_entry_ = wrapper.user_entry && f->loaded_->has_user_entry();
   return f;
 }
 
@@ -155,16 +151,10 @@ LatheValue ViewOf(const ir::Value& v) {
   return c;
 }
 
-// A result lathe_call filled, holding `held` (its storage), as a value.
-absl::StatusOr<ir::Value> ResultValue(const LatheValue& o, Storage held) {
-  ASSIGN_OR_RETURN(Operand r, ResultOperand(o, std::move(held)));
-  return aot::ValueOf(r);
-}
-
 }  // namespace
 
 bool CpuFunction::Admits(absl::Span<const symbolic::GuardInput> inputs) const {
-  if (guards_ == nullptr) return true;
+  if (!loaded_->has_guards()) return true;
   std::vector<LatheValue> in(inputs.size());
   for (size_t k = 0; k < inputs.size(); ++k) {
     const symbolic::GuardInput& g = inputs[k];
@@ -187,7 +177,7 @@ bool CpuFunction::Admits(absl::Span<const symbolic::GuardInput> inputs) const {
         break;
     }
   }
-  return guards_(in.data(), static_cast<int64_t>(in.size())) ==
+  return loaded_->FailedGuard(in.data(), static_cast<int64_t>(in.size())) ==
          LATHE_GUARDS_HOLD;
 }
 
@@ -242,50 +232,23 @@ absl::StatusOr<std::vector<ir::Value>> CpuFunction::Call(
   ASSIGN_OR_RETURN(std::vector<const ir::Value*> inputs,
                    WithConstants(given, constants));
   if (host_checks_) RETURN_IF_ERROR(ir::CheckInputs(slots_, inputs));
-  const size_t n_out = output_ranks_.size();
-  LatheValue in[kMaxInline], out[kMaxInline];
-  std::vector<LatheValue> in_heap, out_heap;
+  LatheValue in[kMaxInline];
+  std::vector<LatheValue> in_heap;
   LatheValue* ins = in;
-  LatheValue* outs = out;
   if (inputs.size() > kMaxInline) {
     in_heap.resize(inputs.size());
     ins = in_heap.data();
   }
-  if (n_out > kMaxInline) {
-    out_heap.resize(n_out);
-    outs = out_heap.data();
-  }
   for (size_t k = 0; k < inputs.size(); ++k) ins[k] = ViewOf(*inputs[k]);
-  // Each result's sizes and strides, at the rank the program gives it, in
-  // one array.
-  std::vector<int64_t> dims(2 * output_dims_);
-  for (size_t k = 0, at = 0; k < n_out; ++k) {
-    outs[k] = LatheValue{};
-    outs[k].sizes = dims.data() + at;
-    at += output_ranks_[k];
-    outs[k].strides = dims.data() + at;
-    at += output_ranks_[k];
-  }
-  const LatheKernelRuntime rt = SeededKernelRuntime(seed);
-  int rc = call_(ins, static_cast<int64_t>(inputs.size()), outs,
-                 static_cast<int64_t>(n_out), &rt);
+  std::vector<Operand> out;
+  int rc = loaded_->InvokeGraph(ins, static_cast<int64_t>(inputs.size()), seed,
+                                output_ranks_, &out);
   if (rc != 0) {
     return CallError(rc, [&] { return ir::CheckInputs(slots_, inputs); });
   }
-  // Every result holds a storage from here on: each is taken back, even
-  // when an earlier one fails to wrap.
-  std::vector<Storage> held(n_out);
-  for (size_t k = 0; k < n_out; ++k) {
-    if (outs[k].kind == LATHE_VALUE_TENSOR) {
-      held[k] = TakeStorage(outs[k].storage);
-    }
-  }
   std::vector<ir::Value> results;
-  results.reserve(n_out);
-  for (size_t k = 0; k < n_out; ++k) {
-    ASSIGN_OR_RETURN(ir::Value v, ResultValue(outs[k], std::move(held[k])));
-    results.push_back(std::move(v));
-  }
+  results.reserve(out.size());
+  for (const Operand& o : out) results.push_back(aot::ValueOf(o));
   return results;
 }
 
@@ -316,7 +279,7 @@ absl::StatusOr<aot::UserCall> CpuFunction::CallUser(
     std::vector<Operand> args,
     const absl::flat_hash_map<std::string, ir::Value>& constants,
     uint64_t seed) const {
-  if (user_call_ == nullptr) {
+  if (!user_entry_) {
     return absl::FailedPreconditionError(
         absl::StrCat("the composite wrapper is not compiled in",
                      user_entry_error_.empty() ? "" : ": ", user_entry_error_));
@@ -340,7 +303,7 @@ absl::StatusOr<aot::UserCall> CpuFunction::CallUser(
   ArgViews views;
   views.Build(in);
   std::vector<Operand> results, rebound_values;
-  int rc = user_call_->Invoke(views, seed, &results, &rebound_values);
+  int rc = loaded_->Invoke(views, seed, &results, &rebound_values);
   if (rc != 0) return CallError(rc, host_check);
   absl::flat_hash_map<int, ir::Value> rebound;
   for (size_t j = 0; j < rebound_inputs_.size(); ++j) {

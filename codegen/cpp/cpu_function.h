@@ -121,10 +121,11 @@ class CpuFunction {
       uint64_t seed = ir::Generator::kDefaultSeed) const;
   // Whether CallUser can run (a composite wrapper was compiled in); if
   // not, why.
-  bool user_entry() const { return user_call_ != nullptr; }
-  // The loaded user entry, for a runtime CompiledFunction (null without).
-  const std::shared_ptr<const LoadedGraph>& user_call() const {
-    return user_call_;
+  bool user_entry() const { return user_entry_; }
+  // The loaded library, for a runtime CompiledFunction (null without a
+  // user entry).
+  std::shared_ptr<const LoadedGraph> user_call() const {
+    return user_entry_ ? loaded_ : nullptr;
   }
   const std::string& user_entry_error() const { return user_entry_error_; }
 
@@ -173,7 +174,10 @@ class CpuFunction {
   LoweredGraph lowered_;
   std::string source_, unscheduled_, scheduled_, fusion_dot_;
   BuiltLibrary built_;
-  SharedLibrary library_;
+  // The library, hosted as the runtime hosts an artifact's: lathe_call
+  // (Run), lathe_call_user (CallUser) and lathe_guards (Admits).
+  std::shared_ptr<const LoadedGraph> loaded_;
+  bool user_entry_ = false;
   // The user's inputs as the C ABI sees them, then the constants.
   absl::StatusOr<std::vector<const ir::Value*>> WithConstants(
       const std::vector<ir::Value>& given,
@@ -184,16 +188,12 @@ class CpuFunction {
                          const std::function<absl::Status()>& why_bad) const;
   // Which inputs the call (graph and plan) wrote.
   std::vector<bool> Mutated(size_t inputs) const;
-  LatheCallFn call_ = nullptr;
-  std::shared_ptr<const LoadedGraph> user_call_;  // lathe_call_user
   std::optional<aot::SubclassWrapperPlan> subclass_;
   std::string user_entry_error_;
-  LatheGuardFn guards_ = nullptr;
   bool host_checks_ = false;  // ir::CheckInputs before every call
   bool plan_applied_ = false;
   std::string plan_error_;
   std::vector<int> output_ranks_;     // per result of lathe_call
-  size_t output_dims_ = 0;            // output_ranks_, summed
   std::vector<int> rebound_inputs_;   // per result after the user outputs
   std::vector<int> epilogue_inputs_;  // the inputs the plan writes
   std::string temp_dir_;              // removed in the destructor
