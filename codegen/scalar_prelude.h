@@ -32,7 +32,9 @@
 // them only under -ffast-math, so they are declared here, and GCC
 // calls them from `omp simd` loops
 // (tools/bench/library_choice.md: faster than Sleef and Highway
-// on this machine, within 4 ULP, the same NaN/Inf results).
+// on this machine, within 4 ULP, the same NaN/Inf results). Generated
+// code is built with -fopenmp; a build without it needs none of this.
+#ifdef _OPENMP
 #define LATHE_MVEC(name)                                                 \
   _Pragma("omp declare simd notinbranch") float name##f(float) noexcept; \
   _Pragma("omp declare simd notinbranch") double name(double) noexcept;
@@ -60,6 +62,7 @@ LATHE_MVEC(erf)
 LATHE_MVEC(erfc)
 }
 #undef LATHE_MVEC
+#endif  // _OPENMP
 
 // float16 / bfloat16 are stored as their bits and computed in
 // float.

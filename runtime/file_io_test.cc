@@ -223,7 +223,7 @@ TEST(StagedDirTest, AnAbandonedStageLeavesNothing) {
 TEST(StagedDirTest, ReplacesAnEarlierOutputWholeWithNoStaleFiles) {
   std::string dest = Tmp("rerun");
   ASSERT_OK(RemoveTree(dest));
-  for (const std::string& name : {"old.npy", "new.npy"}) {
+  for (const char* name : {"old.npy", "new.npy"}) {
     ASSERT_OK_AND_ASSIGN(StagedDir s, StagedDir::Create(dest, ".m"));
     ASSERT_OK(s.Write(name, name));
     ASSERT_OK(s.Commit());

@@ -30,8 +30,6 @@ Expr Ok(absl::StatusOr<Expr> e) {
 
 std::string Str(Expr e) { return ToString(e); }
 
-Expr P(absl::string_view text) { return Ok(ParseExpr(text)); }
-
 TEST(ExprTest, InterningMakesEqualityIdentity) {
   int64_t before = InternedCount();
   Expr a = Add(Mul(Int(2), S("s0")), Int(1));

@@ -16,7 +16,7 @@ using ::testing::HasSubstr;
 
 TEST(RunfilesTest, ReadsAWorkspaceFile) {
   ASSERT_OK_AND_ASSIGN(std::string text, ReadRunfile("testing/runfiles.h"));
-  EXPECT_THAT(text, HasSubstr("LATHE_TOOLS_TESTING_RUNFILES_H_"));
+  EXPECT_THAT(text, HasSubstr("LATHE_TESTING_RUNFILES_H_"));
 }
 
 TEST(RunfilesTest, AMissingFileIsNotFoundNamingIt) {
