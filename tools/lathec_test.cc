@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -500,7 +501,8 @@ std::vector<std::string> List(const std::string& dir) {
 
 std::string Fresh(const std::string& name) {
   std::string dir = TestTmpPath(name);
-  std::system(absl::StrCat("rm -rf '", dir, "'").c_str());
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
   mkdir(dir.c_str(), 0755);
   return dir;
 }
@@ -635,7 +637,9 @@ TEST(LathecHostileTest, AFailedRunWritesNothingAtAll) {
       "--out",      dir + "/out",
       "--dump-dir", dir + "/dump"};
   ASSERT_EQ(RunLathec(args).status, 0);  // 8 MB fits the default limit
-  std::system(absl::StrCat("rm -rf '", dir, "/out' '", dir, "/dump'").c_str());
+  std::error_code ec;
+  std::filesystem::remove_all(dir + "/out", ec);
+  std::filesystem::remove_all(dir + "/dump", ec);
   args.push_back("--max-memory");
   args.push_back("1M");
   LathecResult r = RunLathec(args);

@@ -147,6 +147,7 @@ absl::StatusOr<NodeValue> LowerView(Lowerer& L, const Call& c) {
     int64_t rank = static_cast<int64_t>(b.sizes.size());
     if (name == "permute") {
       ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> p, c.IntList(1));
+      if (!p.has_value()) return c.Error("permute without its dims");
       std::vector<int64_t> perm = *p;
       for (int64_t& d : perm) d = d < 0 ? d + rank : d;
       return TensorValue(PermuteLoader(b, perm, m.sizes));
