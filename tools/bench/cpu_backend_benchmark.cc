@@ -117,7 +117,7 @@ const std::vector<std::string> kPassesWithoutReinplace = {
 struct Case {
   std::unique_ptr<CompiledGraph> compiled;
   const codegen::CpuFunction* function = nullptr;  // compiled's
-  mutable std::vector<ir::Value> inputs;  // RunWithPlan may rebind one
+  mutable std::vector<ir::Value> inputs;           // RunWithPlan may rebind one
   int64_t input_bytes = 0;
   int64_t output_bytes = 0;
   absl::Status status;  // why the case cannot run
