@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/op_registry.h"
 #include "ir/ops_util.h"
+#include "ir/output_layouts.h"
 #include "ir/random.h"
 #include "ir/value.h"
 #include "runtime/tensor.h"
@@ -70,7 +71,7 @@ absl::StatusOr<Value> Like(const OpCall& c, const Value& self, DType dtype,
   std::string format =
       mf < 0 || c.arg(mf).is_none() ? "preserve_format" : c.arg(mf).string;
   if (format == "preserve_format") {
-    strides = PreservedStrides(sizes, StridesOf(self));
+    strides = PreservedStrides(c.env(), sizes, StridesOf(self));
   } else if (format != "contiguous_format") {
     return c.Error(absl::StrCat("unsupported memory_format torch.", format));
   }
@@ -665,7 +666,7 @@ absl::StatusOr<Value> NativeDropout(const OpCall& c, bool running) {
   DType dtype = DTypeOf(input);
   Device device = DeviceOf(input);
   std::vector<Expr> sizes = SizesOf(input);
-  std::vector<Expr> preserved = EmptyLikeStrides(input);
+  std::vector<Expr> preserved = EmptyLikeStrides(c.env(), input);
   Expr numel = symbolic::Int(1);
   for (Expr s : sizes) numel = symbolic::Mul(numel, s);
   ASSIGN_OR_RETURN(bool empty,
@@ -704,7 +705,7 @@ absl::StatusOr<Value> NativeDropout(const OpCall& c, bool running) {
   mask_meta.sizes = sizes;
   mask_meta.strides = preserved;
   std::vector<Expr> strides =
-      PointwiseStrides({input, Value::OfMeta(mask_meta)}, sizes);
+      PointwiseStrides(c.env(), {input, Value::OfMeta(mask_meta)}, sizes);
   ASSIGN_OR_RETURN(Value out,
                    ResultOrEmpty(c, running, dtype, device, sizes, strides));
   if (!running) return Value::List({out, mask});

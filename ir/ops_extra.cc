@@ -24,6 +24,7 @@
 #include "absl/types/span.h"
 #include "ir/op_registry.h"
 #include "ir/ops_util.h"
+#include "ir/output_layouts.h"
 #include "ir/value.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
@@ -43,8 +44,9 @@ bool Running(const Value& v) { return v.is_tensor() && v.tensor.defined(); }
 absl::StatusOr<Value> ConvertElementType(const OpCall& c, bool running) {
   const Value& a = c.arg(0);
   DType dtype = c.arg(1).dtype;
-  ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, running, dtype, DeviceOf(a),
-                                            SizesOf(a), EmptyLikeStrides(a)));
+  ASSIGN_OR_RETURN(Value out,
+                   ResultOrEmpty(c, running, dtype, DeviceOf(a), SizesOf(a),
+                                 EmptyLikeStrides(c.env(), a)));
   if (running) RETURN_IF_ERROR(CopyInto(out.tensor, a.tensor));
   return out;
 }

@@ -21,6 +21,7 @@
 #include "check.h"
 #include "ir/op_registry.h"
 #include "ir/ops_util.h"
+#include "ir/output_layouts.h"
 #include "ir/value.h"
 #include "runtime/sort.h"
 #include "runtime/tensor.h"
@@ -60,9 +61,10 @@ absl::StatusOr<int64_t> CheckedIndex(const OpCall& c, int64_t i, int64_t size,
 // PyTorch's scatter ops start from): the result they write into.
 absl::StatusOr<Value> CopyOf(const OpCall& c, const Value& self, DType dtype) {
   std::vector<Expr> sizes = SizesOf(self);
-  ASSIGN_OR_RETURN(Value out,
-                   ResultOrEmpty(c, Running(self), dtype, DeviceOf(self), sizes,
-                                 PreservedStrides(sizes, StridesOf(self))));
+  ASSIGN_OR_RETURN(
+      Value out,
+      ResultOrEmpty(c, Running(self), dtype, DeviceOf(self), sizes,
+                    PreservedStrides(c.env(), sizes, StridesOf(self))));
   if (Running(self)) RETURN_IF_ERROR(CopyInto(out.tensor, self.tensor));
   return out;
 }
@@ -599,7 +601,7 @@ absl::StatusOr<Value> Flip(const OpCall& c) {
   std::vector<Expr> sizes = SizesOf(self);
   ASSIGN_OR_RETURN(
       Value out, ResultOrEmpty(c, Running(self), DTypeOf(self), DeviceOf(self),
-                               sizes, EmptyLikeStrides(self)));
+                               sizes, EmptyLikeStrides(c.env(), self)));
   if (!Running(self)) return out;
   const Tensor& s = self.tensor;
   ForEachIndex(s.sizes(), [&](absl::Span<const int64_t> i) {
@@ -636,8 +638,9 @@ absl::StatusOr<Value> Roll(const OpCall& c) {
   std::vector<Expr> sizes = SizesOf(self);
   bool empty = false;
   for (const Expr& s : sizes) empty = empty || s.is_constant(0);
-  std::vector<Expr> strides = empty ? PreservedStrides(sizes, StridesOf(self))
-                                    : ContiguousStrides(sizes);
+  std::vector<Expr> strides =
+      empty ? PreservedStrides(c.env(), sizes, StridesOf(self))
+            : ContiguousStrides(sizes);
   ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, Running(self), DTypeOf(self),
                                             DeviceOf(self), sizes, strides));
   if (!Running(self) || empty) return out;
@@ -843,7 +846,7 @@ absl::StatusOr<Value> Sort(const OpCall& c) {
     ASSIGN_OR_RETURN(stable, c.arg(at).AsBool());
   }
   std::vector<Expr> sizes = SizesOf(self);
-  std::vector<Expr> strides = EmptyLikeStrides(self);
+  std::vector<Expr> strides = EmptyLikeStrides(c.env(), self);
   ASSIGN_OR_RETURN(Value values, ResultOrEmpty(c, Running(self), DTypeOf(self),
                                                DeviceOf(self), sizes, strides));
   ASSIGN_OR_RETURN(Value indices,

@@ -26,6 +26,7 @@
 #include "absl/strings/str_join.h"
 #include "ir/op_registry.h"
 #include "ir/ops_util.h"
+#include "ir/output_layouts.h"
 #include "ir/value.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
@@ -379,7 +380,7 @@ absl::StatusOr<Value> Convolution(const OpCall& c) {
   ASSIGN_OR_RETURN(
       Value out,
       ResultOrEmpty(c, running, DTypeOf(input), DeviceOf(input), s.out_sizes,
-                    SuggestsChannelsLast(input)
+                    SuggestsChannelsLast(c.env(), input)
                         ? ChannelsLastStrides(s.out_sizes)
                         : ContiguousStrides(s.out_sizes)));
   if (!running) return out;
@@ -2390,7 +2391,7 @@ absl::StatusOr<Value> PointwiseLoss(const OpCall& c, bool smooth_l1) {
   std::vector<Expr> out_sizes, strides;
   if (reduction == 0) {
     out_sizes = sizes;
-    strides = PointwiseStrides({self, target}, sizes);
+    strides = PointwiseStrides(c.env(), {self, target}, sizes);
   }
   ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, running, dt, DeviceOf(self),
                                             out_sizes, strides));
@@ -2438,7 +2439,7 @@ absl::StatusOr<Value> BceWithLogits(const OpCall& c) {
   std::vector<Expr> out_sizes, strides;
   if (reduction == 0) {
     out_sizes = sizes;
-    strides = PointwiseStrides({target}, sizes);
+    strides = PointwiseStrides(c.env(), {target}, sizes);
   }
   ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, running, dt, DeviceOf(target),
                                             out_sizes, strides));
@@ -2550,7 +2551,7 @@ absl::StatusOr<Value> FlashAttentionCpu(const OpCall& c) {
   // projection (the usual case, also a chunk of one) gives an output in
   // that layout, which the view merging its heads relies on.
   ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, running, dt, DeviceOf(q), qs,
-                                            EmptyLikeStrides(q)));
+                                            EmptyLikeStrides(c.env(), q)));
   // logsumexp: [B, H, L] with strides [L * H, 1, H].
   std::vector<Expr> lse_sizes = {qs[0], qs[1], qs[2]};
   std::vector<Expr> lse_strides = {symbolic::Mul({qs[2], qs[1]}),

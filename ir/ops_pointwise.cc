@@ -26,6 +26,7 @@
 #include "absl/types/span.h"
 #include "ir/op_registry.h"
 #include "ir/ops_util.h"
+#include "ir/output_layouts.h"
 #include "ir/value.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
@@ -49,7 +50,7 @@ struct OutInfo {
 OutInfo SameShape(const OpCall& c, DType dtype) {
   OutInfo info{
       dtype, DTypeOf(c.arg(0)), DeviceOf(c.arg(0)), SizesOf(c.arg(0)), {}};
-  info.strides = PointwiseStrides({c.arg(0)}, info.sizes);
+  info.strides = PointwiseStrides(c.env(), {c.arg(0)}, info.sizes);
   return info;
 }
 
@@ -67,21 +68,22 @@ Value ResultMeta(const OutInfo& info) {
 // An input as PyTorch's CPU TensorIterator sees it when its dtype is not
 // the common one: converted with .to(common) (preserve_format) first, so
 // laid out as empty_like(input).
-Value AsPromoted(const Value& v, DType common) {
+Value AsPromoted(symbolic::ShapeEnv* env, const Value& v, DType common) {
   if (!v.is_tensor() || DTypeOf(v) == common) return v;
   TensorMeta m;
   m.dtype = common;
   m.device = DeviceOf(v);
   m.sizes = SizesOf(v);
-  m.strides = EmptyLikeStrides(v);
+  m.strides = EmptyLikeStrides(env, v);
   m.storage_offset = symbolic::Int(0);
   return Value::OfMeta(m);
 }
 
-std::vector<Value> AsPromoted(const std::vector<Value>& operands,
+std::vector<Value> AsPromoted(symbolic::ShapeEnv* env,
+                              const std::vector<Value>& operands,
                               DType common) {
   std::vector<Value> out;
-  for (const Value& v : operands) out.push_back(AsPromoted(v, common));
+  for (const Value& v : operands) out.push_back(AsPromoted(env, v, common));
   return out;
 }
 
@@ -110,8 +112,8 @@ absl::StatusOr<OutInfo> Infer(const OpCall& call, std::vector<Value> operands,
     }
   }
   ASSIGN_OR_RETURN(info.sizes, BroadcastShapes(call, shapes));
-  info.strides =
-      PointwiseStrides(AsPromoted(operands, info.compute), info.sizes);
+  info.strides = PointwiseStrides(
+      call.env(), AsPromoted(call.env(), operands, info.compute), info.sizes);
   return info;
 }
 
@@ -608,8 +610,8 @@ absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
     }
     // pow's Scalar exponent is a parameter of its kernel, not an operand.
     if (spec.op == "pow" && !c.arg(1).is_tensor() && c.arg(0).is_tensor()) {
-      info.strides =
-          PointwiseStrides({AsPromoted(c.arg(0), info.compute)}, info.sizes);
+      info.strides = PointwiseStrides(
+          c.env(), {AsPromoted(c.env(), c.arg(0), info.compute)}, info.sizes);
     }
     // pow.Scalar (a number base) allocates its result contiguous.
     if (spec.op == "pow" && !c.arg(0).is_tensor()) info.strides.clear();
@@ -654,9 +656,11 @@ absl::StatusOr<OutInfo> InferWhere(const OpCall& c) {
   std::vector<std::vector<symbolic::Expr>> shapes = {info.sizes};
   if (c.arg(0).is_tensor()) shapes.push_back(SizesOf(c.arg(0)));
   ASSIGN_OR_RETURN(info.sizes, BroadcastShapes(c, shapes));
-  info.strides = PointwiseStrides({c.arg(0), AsPromoted(c.arg(1), info.compute),
-                                   AsPromoted(c.arg(2), info.compute)},
-                                  info.sizes);
+  info.strides =
+      PointwiseStrides(c.env(),
+                       {c.arg(0), AsPromoted(c.env(), c.arg(1), info.compute),
+                        AsPromoted(c.env(), c.arg(2), info.compute)},
+                       info.sizes);
   return info;
 }
 
@@ -698,9 +702,9 @@ absl::StatusOr<OutInfo> InferTernary(const OpCall& c, const std::string& op) {
     }
   }
   if (!(op == "clamp" && scalar_bounds)) {
-    tensors = AsPromoted(tensors, info.compute);
+    tensors = AsPromoted(c.env(), tensors, info.compute);
   }
-  info.strides = PointwiseStrides(tensors, info.sizes);
+  info.strides = PointwiseStrides(c.env(), tensors, info.sizes);
   if (op == "lerp") {
     if (DTypeOf(c.arg(0)) != DTypeOf(c.arg(1))) {
       return c.Error(absl::StrCat(
@@ -820,7 +824,7 @@ absl::StatusOr<OutInfo> InferActivation(const OpCall& c,
                                 ScalarTypeName(d), "'"));
   }
   ASSIGN_OR_RETURN(OutInfo info, Infer(c, {c.arg(0)}, false, false));
-  if (op == "hardtanh") info.strides = EmptyLikeStrides(c.arg(0));
+  if (op == "hardtanh") info.strides = EmptyLikeStrides(c.env(), c.arg(0));
   return info;
 }
 
@@ -911,7 +915,7 @@ absl::StatusOr<Value> CheckOut(const OpCall& c, const OutInfo& info) {
 OutInfo FloatClassInfo(const OpCall& c, bool like) {
   OutInfo info = SameShape(c, DType::kBool);
   if (like && !IsFloatingPoint(DTypeOf(c.arg(0)))) {
-    info.strides = EmptyLikeStrides(c.arg(0));
+    info.strides = EmptyLikeStrides(c.env(), c.arg(0));
   }
   return info;
 }
@@ -942,7 +946,7 @@ absl::StatusOr<Value> NanToNum(const OpCall& c, bool running) {
   const Value& self = c.arg(0);
   DType d = DTypeOf(self);
   OutInfo info = SameShape(c, d);
-  info.strides = EmptyLikeStrides(self);
+  info.strides = EmptyLikeStrides(c.env(), self);
   if (!IsFloatingPoint(d)) {
     ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, running, d, DeviceOf(self),
                                               info.sizes, info.strides));

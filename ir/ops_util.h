@@ -95,51 +95,6 @@ absl::StatusOr<int64_t> WrapDim(const OpCall& call, int64_t dim, int64_t rank);
 std::vector<symbolic::Expr> ContiguousStrides(
     absl::Span<const symbolic::Expr> sizes);
 
-// PointwiseStrides()
-//
-// The output strides PyTorch's TensorIterator gives a pointwise op whose
-// tensor `operands` broadcast to `sizes`: when all operands have that shape
-// and one dense layout, that layout; otherwise dims ordered by the
-// operands' strides (first operand first, stride-0 dims ignored), densely.
-// A number operand is a wrapped 0-d tensor (add.Scalar's other): it rules
-// out the first case; pass only tensors where a number is a parameter of
-// the kernel rather than an operand (clamp's bounds, pow's Scalar exponent).
-// Contiguous when anything is symbolic.
-std::vector<symbolic::Expr> PointwiseStrides(
-    absl::Span<const Value> operands, absl::Span<const symbolic::Expr> sizes);
-
-// PreservedStrides()
-//
-// The strides of a preserve_format copy (clone, *_like): the input's own
-// when they are concrete, non-overlapping and dense; contiguous otherwise.
-std::vector<symbolic::Expr> PreservedStrides(
-    absl::Span<const symbolic::Expr> sizes,
-    absl::Span<const symbolic::Expr> strides);
-
-// EmptyLikeStrides()
-//
-// The strides of PyTorch's empty_like(self) (preserve_format), which sort,
-// flip, hardtanh and native_dropout allocate with: self's own when self is
-// non-overlapping and dense by PyTorch's rule (size-1 dims do not count,
-// and an empty tensor always is: unlike PreservedStrides, it keeps its
-// strides); otherwise infer_dense_strides (dense, in self's dimension
-// order). Contiguous when anything is symbolic.
-std::vector<symbolic::Expr> EmptyLikeStrides(const Value& self);
-
-// SuggestsChannelsLast()
-//
-// PyTorch's suggest_memory_format(t) == channels_last (or channels_last_3d):
-// a 4-d (5-d) tensor of concrete sizes and strides laid out N, spatial...,
-// C innermost by is_channels_last_strides_2d's (3d's) rule, ambiguous
-// layouts counting as contiguous.
-bool SuggestsChannelsLast(const Value& t);
-
-// ChannelsLastStrides()
-//
-// The channels-last (4-d) or channels-last-3d (5-d) strides of `sizes`.
-std::vector<symbolic::Expr> ChannelsLastStrides(
-    absl::Span<const symbolic::Expr> sizes);
-
 // CheckInternalOverlap()
 //
 // TensorIterator's refusal of a written-to `self` whose elements overlap (a

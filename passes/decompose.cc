@@ -18,6 +18,7 @@
 #include "ir/known_ops.h"
 #include "ir/op_registry.h"
 #include "ir/ops_util.h"
+#include "ir/output_layouts.h"
 #include "runtime/dtype.h"
 #include "status_macros.h"
 #include "symbolic/expr.h"
@@ -112,6 +113,8 @@ class Rewriter {
 
   Node* node() const { return node_; }
   const std::vector<Node*>& created() const { return created_; }
+  // The ShapeEnv the graph's metas are in.
+  symbolic::ShapeEnv& env() const { return env_; }
 
   // ---- Arguments.
 
@@ -1462,7 +1465,8 @@ absl::StatusOr<Outputs> EmbeddingBag(Rewriter& r) {
 // in `like`'s dimension order: EmptyLikeStrides) through a copy in that
 // memory order, when that is not contiguous; x itself otherwise.
 absl::StatusOr<Node*> LaidOutAs(Rewriter& r, Node* x, const TensorMeta& like) {
-  std::vector<Expr> strides = ir::EmptyLikeStrides(ir::Value::OfMeta(like));
+  std::vector<Expr> strides =
+      ir::EmptyLikeStrides(&r.env(), ir::Value::OfMeta(like));
   if (strides == TM(x).strides) return x;
   // The dims from the outermost (largest stride) in: x permuted so, made
   // contiguous, holds its elements in `like`'s memory order.

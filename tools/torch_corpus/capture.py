@@ -619,9 +619,9 @@ def _(x, kv):
 
 
 # q, k and v as chunks of one projection (non-dense views), heads merged
-# after. aot_dyn is left out: its decomposed attention's clone-then-view of
-# a symbolic chunk size ((s0 + 2) // 12) is not handled yet.
-@program("sdpa_qkv_chunks", modes=("real", "symbolic", "aot"))(lambda: [rnd(2, 5, 16), rnd(48, 16) * 0.2, rnd(16, 16) * 0.2])
+# after; under aot_dyn a clone-then-view of a symbolic chunk size
+# ((s0 + 2) // 12) relies on the pointwise ops' symbolic layouts.
+@program("sdpa_qkv_chunks", modes=("real", "symbolic", "aot", "aot_dyn"))(lambda: [rnd(2, 5, 16), rnd(48, 16) * 0.2, rnd(16, 16) * 0.2])
 def _(x, win, wout):
     q, k, v = (x @ win.t()).chunk(3, -1)
     q = q.view(2, 5, 4, 4).transpose(1, 2)
