@@ -6,7 +6,8 @@
 // warning and nothing stored; rediss:// to a plaintext server and redis://
 // to a TLS port failing within the timeouts; mutual TLS with and without a
 // client certificate; a TLS reply announcing more than the cap refused
-// from its header; TLS files that cannot be used refused by Create.
+// from its header; TLS files that cannot be used refused by Create; many
+// threads on one TLS connection.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -21,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -146,6 +148,24 @@ TEST_F(RedisCacheTlsTest, PutThenGetOverTlsWithAuth) {
   EXPECT_EQ(by_name->url(), TlsUrl(":***@", "localhost"));
   EXPECT_EQ(Lookup(*by_name, kKey), "redis:" + big);
   EXPECT_EQ(by_name->warning(), "");
+}
+
+TEST_F(RedisCacheTlsTest, ManyThreadsShareOneTlsConnection) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisCache> cache,
+                       RedisCache::Create(TlsUrl(""), options_));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&cache, t] {
+      for (int i = 0; i < 20; ++i) {
+        std::string key = Sha256Hex(absl::StrCat(t, ":", i));
+        std::string value = absl::StrCat("value ", t, ":", i);
+        EXPECT_OK(cache->Put(key, value));
+        EXPECT_EQ(Lookup(*cache, key), "redis:" + value);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(cache->warning(), "");
 }
 
 TEST_F(RedisCacheTlsTest, AServerOfAnUntrustedCaIsRefused) {
