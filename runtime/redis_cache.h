@@ -83,10 +83,12 @@ std::string RedactRedisUrl(absl::string_view url);
 class RedisCache : public CacheBackend {
  public:
   struct Options {
+    // The TCP connect.
     absl::Duration connect_timeout = absl::Milliseconds(200);
+    // Each wait for the server to take or send bytes (TLS handshake too).
     absl::Duration command_timeout = absl::Milliseconds(200);
-    // The longest one command may take in all, its reply read whole (a
-    // server that trickles a reply is cut off).
+    // The longest one command (or the TLS handshake) may take in all, its
+    // reply read whole (a server that trickles a reply is cut off).
     absl::Duration transfer_timeout = absl::Seconds(5);
     // The largest stored entry (header + payload) Put writes and Get reads.
     int64_t max_entry_bytes = int64_t{64} << 20;
