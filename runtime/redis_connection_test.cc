@@ -62,7 +62,7 @@ class Listener {
 RedisConnection::Timeouts Short() {
   RedisConnection::Timeouts t;
   t.connect = absl::Milliseconds(500);
-  t.io = absl::Milliseconds(100);
+  t.io = absl::Milliseconds(300);
   t.handshake = absl::Seconds(2);
   return t;
 }
@@ -93,14 +93,14 @@ TEST(RedisConnectionTest, ASilentPeerTimesOutWithinTheIoTimeout) {
   EXPECT_THAT(
       c->Read(buf, sizeof(buf), absl::InfiniteFuture()).status(),
       StatusIs(absl::StatusCode::kDeadlineExceeded, "timed out reading"));
-  EXPECT_GE(absl::Now() - start, absl::Milliseconds(100));
-  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(300));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
   // A deadline sooner than the io timeout wins.
   start = absl::Now();
   EXPECT_THAT(
       c->Read(buf, sizeof(buf), absl::Now() + absl::Milliseconds(10)).status(),
       StatusIs(absl::StatusCode::kDeadlineExceeded));
-  EXPECT_LT(absl::Now() - start, absl::Milliseconds(90));
+  EXPECT_LT(absl::Now() - start, absl::Milliseconds(250));
 
   // A TLS handshake nobody answers.
   ASSERT_OK_AND_ASSIGN(std::shared_ptr<const RedisTlsContext> tls,
@@ -111,7 +111,7 @@ TEST(RedisConnectionTest, ASilentPeerTimesOutWithinTheIoTimeout) {
           .status(),
       StatusIs(absl::StatusCode::kUnavailable,
                "TLS handshake failed: timed out in the handshake"));
-  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
 }
 
 TEST(RedisConnectionTest, APeerThatHangsUpIsAnErrorNotASignal) {
