@@ -213,6 +213,9 @@ absl::StatusOr<std::unique_ptr<TieredCache>> NewCompileCacheFromEnvironment() {
   if (!url.empty()) {
     RedisCache::Options options;
     options.secret = secret;
+    options.tls_ca_file = Env("LATHE_REMOTE_CACHE_CA_FILE");
+    options.tls_cert_file = Env("LATHE_REMOTE_CACHE_CERT_FILE");
+    options.tls_key_file = Env("LATHE_REMOTE_CACHE_KEY_FILE");
     absl::StatusOr<std::unique_ptr<RedisCache>> redis =
         RedisCache::Create(url, options);
     if (!redis.ok()) {

@@ -14,7 +14,14 @@
 //                        $XDG_CACHE_HOME/lathe, else $HOME/.cache/lathe);
 //                        "off" disables the disk tier
 //   LATHE_REMOTE_CACHE   redis://[USER:PASSWORD@]HOST:PORT enables the
-//                        remote tier
+//                        remote tier (rediss://... over TLS)
+//   LATHE_REMOTE_CACHE_CA_FILE, LATHE_REMOTE_CACHE_CERT_FILE,
+//   LATHE_REMOTE_CACHE_KEY_FILE
+//                        rediss:// only: PEM files of the CAs trusted to
+//                        sign the server's certificate (default: the
+//                        system's), and a client certificate and its key
+//                        for mutual TLS (redis-cli's --cacert, --cert,
+//                        --key)
 //   LATHE_CACHE_SECRET   a fleet's secret: every entry stored on disk or in
 //                        Redis carries an HMAC-SHA256 under it, and one
 //                        without that HMAC is a miss (LATHE_CACHE_SECRET_FILE
@@ -189,7 +196,8 @@ absl::StatusOr<std::string> CacheSecretFromEnvironment();
 // A new TieredCache as LATHE_CACHE_DIR, LATHE_REMOTE_CACHE and the cache
 // secret (read now) say: memory, then disk unless disabled or no directory
 // can be named, then Redis when set; an error for a LATHE_REMOTE_CACHE
-// that is not redis://[USER:PASSWORD@]HOST:PORT, or a bad secret.
+// that is not redis[s]://[USER:PASSWORD@]HOST:PORT, TLS files that cannot
+// be loaded (or given with redis://), or a bad secret.
 absl::StatusOr<std::unique_ptr<TieredCache>> NewCompileCacheFromEnvironment();
 
 // DefaultCompileCache()

@@ -616,6 +616,44 @@ TEST(CompileCacheFromEnvironmentTest, ARemoteCacheIsARedisUrl) {
                                  "URL")));
 }
 
+TEST(CompileCacheFromEnvironmentTest, ARemoteCacheOverTlsTakesItsFiles) {
+  ScopedEnv dir("LATHE_CACHE_DIR", "off");
+  ScopedEnv cert("LATHE_REMOTE_CACHE_CERT_FILE", nullptr);
+  ScopedEnv key("LATHE_REMOTE_CACHE_KEY_FILE", nullptr);
+  {
+    // The system's trust store; parsed and loaded, not connected to.
+    ScopedEnv remote("LATHE_REMOTE_CACHE", "rediss://127.0.0.1:1");
+    ScopedEnv ca("LATHE_REMOTE_CACHE_CA_FILE", nullptr);
+    ASSERT_OK_AND_ASSIGN(auto cache, NewCompileCacheFromEnvironment());
+    EXPECT_EQ(Describe(*cache), "tiered(memory,redis)");
+  }
+  const std::string absent = TestDir() + "/absent-ca.pem";
+  ScopedEnv ca("LATHE_REMOTE_CACHE_CA_FILE", absent.c_str());
+  {
+    ScopedEnv remote("LATHE_REMOTE_CACHE", "rediss://:pw@127.0.0.1:1");
+    EXPECT_THAT(NewCompileCacheFromEnvironment().status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "LATHE_REMOTE_CACHE: remote cache "
+                         "rediss://:***@127.0.0.1:1: TLS CA file '" +
+                             absent +
+                             "' cannot be read (No such file or "
+                             "directory)"));
+  }
+  {
+    // Never plaintext when TLS files are set.
+    ScopedEnv remote("LATHE_REMOTE_CACHE", "redis://127.0.0.1:1");
+    EXPECT_THAT(NewCompileCacheFromEnvironment().status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("is plaintext but TLS files are given")));
+  }
+  ScopedEnv no_ca("LATHE_REMOTE_CACHE_CA_FILE", nullptr);
+  ScopedEnv only_cert("LATHE_REMOTE_CACHE_CERT_FILE", absent.c_str());
+  ScopedEnv remote("LATHE_REMOTE_CACHE", "rediss://127.0.0.1:1");
+  EXPECT_THAT(NewCompileCacheFromEnvironment().status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("needs both a certificate file and a key")));
+}
+
 // The last field of `entry`'s header line (its HMAC, or "-").
 std::string HmacField(const std::string& entry) {
   size_t eol = entry.find('\n');

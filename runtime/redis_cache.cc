@@ -1,12 +1,8 @@
 #include "runtime/redis_cache.h"
 
 #include <hiredis/hiredis.h>
-#include <pthread.h>
-#include <signal.h>
-#include <sys/time.h>
 
 #include <cstdio>
-#include <ctime>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,49 +14,22 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "runtime/kernel_abi.h"
 #include "status_macros.h"
 
 namespace lathe {
 namespace {
 
-// Blocks SIGPIPE in this thread while hiredis writes to a socket the
-// server may have closed (hiredis writes without MSG_NOSIGNAL), and
-// swallows the one such a write raised.
-class ScopedNoSigpipe {
- public:
-  ScopedNoSigpipe() {
-    sigemptyset(&pipe_);
-    sigaddset(&pipe_, SIGPIPE);
-    sigset_t pending;
-    sigpending(&pending);
-    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
-  }
-  ~ScopedNoSigpipe() {
-    sigset_t pending;
-    sigpending(&pending);
-    if (!was_pending_ && sigismember(&pending, SIGPIPE) == 1) {
-      const timespec zero = {0, 0};
-      sigtimedwait(&pipe_, nullptr, &zero);
-    }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-
- private:
-  sigset_t pipe_;
-  sigset_t old_;
-  bool was_pending_ = false;
-};
-
 struct ReplyDeleter {
   void operator()(redisReply* r) const { freeReplyObject(r); }
 };
 using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
 
-}  // namespace
-
-namespace {
+struct ReaderDeleter {
+  void operator()(redisReader* r) const { redisReaderFree(r); }
+};
 
 // The longest reply line (status, error, integer or bulk length) read.
 constexpr size_t kMaxReplyLine = 4096;
@@ -148,15 +117,12 @@ absl::StatusOr<RedisAddress> ParseRedisUrl(absl::string_view url) {
                      " (expected redis://[USER:PASSWORD@]HOST:PORT)"));
   };
   absl::string_view rest = url;
-  if (!absl::ConsumePrefix(&rest, "redis://")) {
-    return bad(absl::StartsWith(url, "rediss://")
-                   ? absl::StrCat("asks for TLS, which this build's hiredis (",
-                                  HIREDIS_MAJOR, ".", HIREDIS_MINOR,
-                                  ") does not have; use redis:// over a "
-                                  "trusted network or a TLS tunnel")
-                   : "is not a redis:// URL");
-  }
   RedisAddress address;
+  if (absl::ConsumePrefix(&rest, "rediss://")) {
+    address.tls = true;
+  } else if (!absl::ConsumePrefix(&rest, "redis://")) {
+    return bad("is not a redis:// URL");
+  }
   size_t at = rest.rfind('@');
   if (at != absl::string_view::npos) {
     absl::string_view userinfo = rest.substr(0, at);
@@ -200,13 +166,30 @@ absl::StatusOr<RedisAddress> ParseRedisUrl(absl::string_view url) {
 absl::StatusOr<std::unique_ptr<RedisCache>> RedisCache::Create(
     absl::string_view url, Options options) {
   ASSIGN_OR_RETURN(RedisAddress address, ParseRedisUrl(url));
+  const bool tls_files = !options.tls_ca_file.empty() ||
+                         !options.tls_cert_file.empty() ||
+                         !options.tls_key_file.empty();
+  std::shared_ptr<const RedisTlsContext> tls;
+  if (address.tls) {
+    absl::StatusOr<std::shared_ptr<const RedisTlsContext>> context =
+        RedisTlsContext::Create(
+            {options.tls_ca_file, options.tls_cert_file, options.tls_key_file});
+    if (!context.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("remote cache ", RedactRedisUrl(url), ": ",
+                       context.status().message()));
+    }
+    tls = *std::move(context);
+  } else if (tls_files) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "remote cache URL '", RedactRedisUrl(url),
+        "' is plaintext but TLS files are given; use rediss:// for TLS"));
+  }
   return std::unique_ptr<RedisCache>(new RedisCache(
-      RedactRedisUrl(url), std::move(address), std::move(options)));
+      RedactRedisUrl(url), std::move(address), std::move(options), tls));
 }
 
-RedisCache::~RedisCache() {
-  if (context_ != nullptr) redisFree(context_);
-}
+RedisCache::~RedisCache() = default;
 
 std::string RedisCache::RedisKey(absl::string_view key) {
   return absl::StrCat("lathe:", LATHE_KERNEL_ABI_VERSION, ":", key);
@@ -218,32 +201,29 @@ std::string RedisCache::warning() const {
 }
 
 void RedisCache::Fail(absl::string_view what) {
-  if (context_ != nullptr) redisFree(context_);
-  context_ = nullptr;
+  connection_.reset();
   failed_ = true;
   warning_ = absl::StrCat("lathe: warning: remote compile cache ", url_, " ",
                           what, "; using the local compile cache only");
   std::fprintf(stderr, "%s\n", warning_.c_str());
 }
 
-redisContext* RedisCache::Connection() {
+RedisConnection* RedisCache::Connection() {
   if (failed_) return nullptr;
-  if (context_ != nullptr) return context_;
-  context_ = redisConnectWithTimeout(address_.host.c_str(), address_.port,
-                                     absl::ToTimeval(options_.connect_timeout));
-  if (context_ == nullptr) {
-    Fail("cannot be connected to (out of memory)");
+  if (connection_ != nullptr) return connection_.get();
+  RedisConnection::Timeouts timeouts;
+  timeouts.connect = options_.connect_timeout;
+  timeouts.io = options_.command_timeout;
+  timeouts.handshake = options_.transfer_timeout;
+  absl::StatusOr<std::unique_ptr<RedisConnection>> connection =
+      RedisConnection::Connect(address_.host, address_.port, tls_.get(),
+                               timeouts);
+  if (!connection.ok()) {
+    Fail(absl::StrCat("cannot be connected to (", connection.status().message(),
+                      ")"));
     return nullptr;
   }
-  if (context_->err != 0) {
-    Fail(absl::StrCat("cannot be connected to (", context_->errstr, ")"));
-    return nullptr;
-  }
-  if (redisSetTimeout(context_, absl::ToTimeval(options_.command_timeout)) !=
-      REDIS_OK) {
-    Fail("refused a command timeout");
-    return nullptr;
-  }
+  connection_ = *std::move(connection);
   if (!address_.password.empty()) {
     // AUTH PASSWORD (requirepass) or AUTH USER PASSWORD (an ACL user).
     const bool user = !address_.user.empty();
@@ -253,8 +233,7 @@ redisContext* RedisCache::Connection() {
     const size_t lens[] = {
         4, user ? address_.user.size() : address_.password.size(),
         address_.password.size()};
-    ScopedNoSigpipe no_sigpipe;
-    Reply reply(Run(context_, user ? 3 : 2, argv, lens, "AUTH"));
+    Reply reply(Run(connection_.get(), user ? 3 : 2, argv, lens, "AUTH"));
     if (reply == nullptr) return nullptr;
     if (reply->type == REDIS_REPLY_ERROR) {
       Fail(absl::StrCat("refused the credentials of user '",
@@ -263,7 +242,7 @@ redisContext* RedisCache::Connection() {
       return nullptr;
     }
   }
-  return context_;
+  return connection_.get();
 }
 
 bool RedisCache::Refused(const redisReply* reply, absl::string_view what) {
@@ -278,26 +257,30 @@ bool RedisCache::Refused(const redisReply* reply, absl::string_view what) {
   return true;
 }
 
-redisReply* RedisCache::Run(redisContext* c, int argc, const char** argv,
+redisReply* RedisCache::Run(RedisConnection* c, int argc, const char** argv,
                             const size_t* lens, absl::string_view what) {
   const absl::Time deadline = absl::Now() + options_.transfer_timeout;
   auto failed = [&](absl::string_view why) {
     Fail(absl::StrCat("failed during ", what, " (", why, ")"));
     return nullptr;
   };
-  if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK) {
-    return failed(c->errstr);
-  }
-  for (int done = 0; !done;) {
-    if (redisBufferWrite(c, &done) != REDIS_OK) return failed(c->errstr);
-    if (!done && absl::Now() > deadline) return failed("timed out writing");
-  }
-  // The reply's header line is looked at in the reader's unparsed bytes
-  // before the reader sees it, so an announced size over the cap is never
-  // waited for, let alone buffered.
+  char* command = nullptr;
+  const int length = redisFormatCommandArgv(&command, argc, argv, lens);
+  if (length < 0) return failed("out of memory");
+  const absl::Status written =
+      c->Write(absl::string_view(command, length), deadline);
+  redisFreeCommand(command);
+  if (!written.ok()) return failed(written.message());
+  // A reader per command: one command is in flight at a time. The reply's
+  // header line is looked at in the reader's unparsed bytes before the
+  // reader parses it, so an announced size over the cap is never waited
+  // for, let alone buffered.
+  std::unique_ptr<redisReader, ReaderDeleter> reader(redisReaderCreate());
+  if (reader == nullptr) return failed("out of memory");
+  redisReader* r = reader.get();
   bool header_checked = false;
+  char buf[16 * 1024];
   while (true) {
-    redisReader* r = c->reader;
     if (!header_checked && r->len > r->pos) {
       absl::StatusOr<bool> ok =
           CheckReplyHeader(absl::string_view(r->buf + r->pos, r->len - r->pos),
@@ -316,12 +299,16 @@ redisReply* RedisCache::Run(redisContext* c, int argc, const char** argv,
       }
       if (reply != nullptr) return static_cast<redisReply*>(reply);
     }
-    if (absl::Now() > deadline) {
+    const absl::StatusOr<size_t> n = c->Read(buf, sizeof(buf), deadline);
+    if (!n.ok() && absl::Now() >= deadline) {
       return failed(
           absl::StrCat("no whole reply within ",
                        absl::FormatDuration(options_.transfer_timeout)));
     }
-    if (redisBufferRead(c) != REDIS_OK) return failed(c->errstr);
+    if (!n.ok()) return failed(n.status().message());
+    if (redisReaderFeed(r, buf, *n) != REDIS_OK) {
+      return failed(absl::StrCat("malformed reply: ", r->errstr));
+    }
   }
 }
 
@@ -336,9 +323,8 @@ absl::StatusOr<std::optional<CacheHit>> RedisCache::Get(absl::string_view key) {
   std::string entry;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    redisContext* c = Connection();
+    RedisConnection* c = Connection();
     if (c == nullptr) return std::nullopt;
-    ScopedNoSigpipe no_sigpipe;
     Reply reply(Run(c, 4, argv, lens, "GETRANGE"));
     if (reply == nullptr || Refused(reply.get(), "GETRANGE")) {
       return std::nullopt;
@@ -368,9 +354,8 @@ absl::Status RedisCache::Put(absl::string_view key, absl::string_view bytes) {
   const char* argv[] = {"SET", redis_key.c_str(), entry.data()};
   const size_t lens[] = {3, redis_key.size(), entry.size()};
   std::lock_guard<std::mutex> lock(mu_);
-  redisContext* c = Connection();
+  RedisConnection* c = Connection();
   if (c == nullptr) return absl::OkStatus();
-  ScopedNoSigpipe no_sigpipe;
   Reply reply(Run(c, 3, argv, lens, "SET"));
   if (reply != nullptr) Refused(reply.get(), "SET");
   // Another error reply (the server out of memory, a read-only replica)

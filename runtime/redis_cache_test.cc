@@ -69,6 +69,19 @@ TEST(ParseRedisUrlTest, TakesHostAndPort) {
   EXPECT_EQ(a.port, 65535);
   EXPECT_EQ(a.user, "");
   EXPECT_EQ(a.password, "");
+  EXPECT_FALSE(a.tls);
+}
+
+TEST(ParseRedisUrlTest, RedissAsksForTls) {
+  ASSERT_OK_AND_ASSIGN(RedisAddress a,
+                       ParseRedisUrl("rediss://lathe:s3cret@cache-1:6380"));
+  EXPECT_TRUE(a.tls);
+  EXPECT_EQ(a.host, "cache-1");
+  EXPECT_EQ(a.port, 6380);
+  EXPECT_EQ(a.user, "lathe");
+  EXPECT_EQ(a.password, "s3cret");
+  EXPECT_EQ(RedactRedisUrl("rediss://lathe:s3cret@h:1"),
+            "rediss://lathe:***@h:1");
 }
 
 TEST(ParseRedisUrlTest, TakesAUserAndPasswordAndNeverShowsThePassword) {
@@ -101,9 +114,8 @@ TEST(ParseRedisUrlTest, SaysWhatIsWrongWithAnythingElse) {
       {"http://h:1", "is not a redis:// URL"},
       {"h:6379", "is not a redis:// URL"},
       {"", "is not a redis:// URL"},
-      {"rediss://h:1",
-       "asks for TLS, which this build's hiredis (0.14) does not have; use "
-       "redis:// over a trusted network or a TLS tunnel"},
+      {"redis:/h:1", "is not a redis:// URL"},
+      {"rediss://h", "has no :PORT"},
       {"redis://h", "has no :PORT"},
       {"redis://:1", "has no host"},
       {"redis://user@h:1", "names a user without a password (USER:PASSWORD@)"},

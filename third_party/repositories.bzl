@@ -24,7 +24,8 @@ Repositories:
                             //:openblas.
   onednn                    libdnnl-dev (oneDNN 2.6, OpenMP runtime): //:dnnl.
   sleef                     libsleef-dev (3.5): //:sleef.
-  openssl                   libssl-dev (3.0): //:crypto (SHA-256).
+  openssl                   libssl-dev (3.0): //:crypto (SHA-256), //:ssl
+                            (TLS for rediss://).
   hiredis                   libhiredis-dev (0.14): //:hiredis.
   highway                   libhwy-dev (1.0.3): //:hwy, //:math
                             (hwy/contrib/math), static dispatch only.

@@ -104,6 +104,16 @@ std::string FindRedisServer() {
 
 absl::StatusOr<std::unique_ptr<RedisServer>> RedisServer::Start(
     const std::string& binary) {
+  return StartWith(binary, nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<RedisServer>> RedisServer::StartTls(
+    const Tls& tls, const std::string& binary) {
+  return StartWith(binary, &tls);
+}
+
+absl::StatusOr<std::unique_ptr<RedisServer>> RedisServer::StartWith(
+    const std::string& binary, const Tls* tls) {
   const std::string program = binary.empty() ? FindRedisServer() : binary;
   if (::access(program.c_str(), X_OK) != 0) {
     return absl::FailedPreconditionError(
@@ -139,6 +149,20 @@ absl::StatusOr<std::unique_ptr<RedisServer>> RedisServer::Start(
                                      dir,
                                      "--logfile",
                                      ""};
+    int tls_port = 0;
+    if (tls != nullptr) {
+      for (int i = 0; i < 10 && (tls_port == 0 || tls_port == port); ++i) {
+        tls_port = FreePort();
+      }
+      for (std::string arg : {std::string("--tls-port"), absl::StrCat(tls_port),
+                              std::string("--tls-cert-file"), tls->cert_file,
+                              std::string("--tls-key-file"), tls->key_file,
+                              std::string("--tls-ca-cert-file"), tls->ca_file,
+                              std::string("--tls-auth-clients"),
+                              std::string(tls->auth_clients ? "yes" : "no")}) {
+        args.push_back(std::move(arg));
+      }
+    }
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -179,7 +203,8 @@ absl::StatusOr<std::unique_ptr<RedisServer>> RedisServer::Start(
         Reply pong(static_cast<redisReply*>(redisCommand(c.get(), "PING")));
         if (pong != nullptr && pong->type == REDIS_REPLY_STATUS &&
             std::string(pong->str) == "PONG") {
-          return std::unique_ptr<RedisServer>(new RedisServer(pid, port, dir));
+          return std::unique_ptr<RedisServer>(
+              new RedisServer(pid, port, tls_port, dir));
         }
       }
       absl::SleepFor(absl::Milliseconds(10));
@@ -200,6 +225,10 @@ RedisServer::~RedisServer() {
 
 std::string RedisServer::url() const {
   return absl::StrCat("redis://127.0.0.1:", port_);
+}
+
+std::string RedisServer::tls_url() const {
+  return absl::StrCat("rediss://127.0.0.1:", tls_port_);
 }
 
 void RedisServer::Kill() {

@@ -7,7 +7,9 @@
 // saved to disk), ready once it answers PING, killed and reaped by the
 // destructor (and by the kernel if the test process dies first). A
 // machine without redis-server gets an error that says how to install it,
-// never a silent skip.
+// never a silent skip. StartTls adds a TLS port (rediss://) with the
+// certificate files a test made (runtime/testing/test_certs.h); the plain
+// port stays, for the test's own raw commands.
 //
 // Example:
 //
@@ -43,6 +45,21 @@ class RedisServer {
   static absl::StatusOr<std::unique_ptr<RedisServer>> Start(
       const std::string& binary = "");
 
+  // redis-server's TLS settings (--tls-cert-file, --tls-key-file,
+  // --tls-ca-cert-file, --tls-auth-clients).
+  struct Tls {
+    std::string cert_file;
+    std::string key_file;
+    std::string ca_file;        // the CAs of client certificates
+    bool auth_clients = false;  // whether clients must show a certificate
+  };
+
+  // StartTls()
+  //
+  // As Start, with a TLS port too (tls_port(), tls_url()).
+  static absl::StatusOr<std::unique_ptr<RedisServer>> StartTls(
+      const Tls& tls, const std::string& binary = "");
+
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
   ~RedisServer();
@@ -51,6 +68,9 @@ class RedisServer {
   pid_t pid() const { return pid_; }
   // "redis://127.0.0.1:PORT".
   std::string url() const;
+  // The TLS port (0 without one) and "rediss://127.0.0.1:TLS_PORT".
+  int tls_port() const { return tls_port_; }
+  std::string tls_url() const;
 
   // Kill()
   //
@@ -80,11 +100,16 @@ class RedisServer {
   absl::Status Run(const std::vector<std::string>& args);
 
  private:
-  RedisServer(pid_t pid, int port, std::string dir)
-      : pid_(pid), port_(port), dir_(std::move(dir)) {}
+  RedisServer(pid_t pid, int port, int tls_port, std::string dir)
+      : pid_(pid), port_(port), tls_port_(tls_port), dir_(std::move(dir)) {}
+
+  // Start's and StartTls's work; `tls` null for no TLS port.
+  static absl::StatusOr<std::unique_ptr<RedisServer>> StartWith(
+      const std::string& binary, const Tls* tls);
 
   pid_t pid_;
   int port_;
+  int tls_port_;
   std::string dir_;  // its working directory and log
 };
 

@@ -1,5 +1,6 @@
 // The test Redis server: it starts, answers raw SET/GET on loopback, dies
-// on Kill(), and a missing program is an error that says what to install.
+// on Kill(), starts a TLS port beside the plain one, and a missing program
+// is an error that says what to install.
 
 #include "runtime/testing/redis_server.h"
 
@@ -11,6 +12,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/testing/test_certs.h"
+#include "testing/runfiles.h"
 #include "testing/status_matchers.h"
 
 namespace lathe::testing {
@@ -44,6 +47,28 @@ TEST(RedisServerTest, AMissingProgramSaysWhatToInstall) {
                HasSubstr("no redis-server at /nonexistent/redis-server: these "
                          "tests need a real Redis server; install Debian's "
                          "redis-server package")));
+}
+
+TEST(RedisServerTest, StartsATlsPortBesideThePlainOne) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<TestCa> ca,
+                       TestCa::Create(TestTmpPath("ca"), "test CA"));
+  ASSERT_OK_AND_ASSIGN(TestCert cert, ca->Issue("server", "IP:127.0.0.1"));
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<RedisServer> redis,
+      RedisServer::StartTls({cert.cert_file, cert.key_file, ca->cert_file()}));
+  EXPECT_GT(redis->tls_port(), 0);
+  EXPECT_NE(redis->tls_port(), redis->port());
+  EXPECT_EQ(redis->tls_url(),
+            "rediss://127.0.0.1:" + std::to_string(redis->tls_port()));
+  ASSERT_OK(redis->Set("k", "v"));  // raw commands on the plain port
+  ASSERT_OK_AND_ASSIGN(std::optional<std::string> value, redis->Get("k"));
+  EXPECT_EQ(value, "v");
+  // A certificate it cannot load: the server's own complaint.
+  EXPECT_THAT(RedisServer::StartTls(
+                  {TestTmpPath("absent.crt"), cert.key_file, ca->cert_file()})
+                  .status(),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       HasSubstr("redis-server exited at start: ")));
 }
 
 }  // namespace
