@@ -1,5 +1,6 @@
 #include "ir/eval_call.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "ir/alias_info.h"
 #include "ir/op_registry.h"
 #include "ir/ops_util.h"
+#include "runtime/tensor.h"
 #include "status_macros.h"
 
 namespace lathe::ir {
@@ -267,8 +269,28 @@ absl::StatusOr<EvaluatedCall> EvalCall(
   bool count = shape_env == nullptr && !r.op->HasTag(OpTag::kView);
   if (count) RETURN_IF_ERROR(CheckElements(*r.op, r.args, /*result=*/false));
   OpCall call(*r.op, r.args, shape_env, generator);
-  ASSIGN_OR_RETURN(
-      r.out, shape_env == nullptr ? r.op->kernel(call) : r.op->meta(call));
+  if (shape_env != nullptr) {
+    ASSIGN_OR_RETURN(r.out, r.op->meta(call));
+    return r;
+  }
+  // Every tensor the kernel allocates is bounded before it is allocated
+  // (a view allocates none).
+  std::optional<ScopedElementLimit> limit;
+  if (count) limit.emplace(MaxOpElements());
+  absl::StatusOr<Value> out = r.op->kernel(call);
+  if (!out.ok() && limit && limit->refused()) {
+    const ScopedElementLimit::Refusal& big = *limit->refused();
+    std::vector<symbolic::Expr> sizes;
+    symbolic::Expr numel = symbolic::Int(1);
+    for (int64_t s : big.sizes) {
+      sizes.push_back(symbolic::Int(s));
+      numel = symbolic::Mul(numel, sizes.back());
+    }
+    return absl::InvalidArgumentError(TooManyElements(
+        r.op->target, /*result=*/true, numel, big.dtype, sizes));
+  }
+  if (!out.ok()) return out.status();
+  r.out = *std::move(out);
   if (count) RETURN_IF_ERROR(CheckElements(*r.op, {r.out}, /*result=*/true));
   return r;
 }

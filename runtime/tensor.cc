@@ -77,6 +77,17 @@ absl::StatusOr<int64_t> Extent(absl::Span<const int64_t> sizes,
 
 }  // namespace
 
+namespace {
+thread_local ScopedElementLimit* element_limit = nullptr;
+}  // namespace
+
+ScopedElementLimit::ScopedElementLimit(int64_t limit)
+    : limit_(limit), outer_(element_limit) {
+  element_limit = this;
+}
+
+ScopedElementLimit::~ScopedElementLimit() { element_limit = outer_; }
+
 absl::StatusOr<Tensor> Tensor::Empty(absl::Span<const int64_t> sizes,
                                      DType dtype, Device device) {
   return EmptyStrided(sizes, ContiguousStrides(sizes), dtype, device);
@@ -86,6 +97,21 @@ absl::StatusOr<Tensor> Tensor::EmptyStrided(absl::Span<const int64_t> sizes,
                                             absl::Span<const int64_t> strides,
                                             DType dtype, Device device) {
   ASSIGN_OR_RETURN(int64_t extent, Extent(sizes, strides));
+  if (ScopedElementLimit* scope = element_limit;
+      scope != nullptr && extent > 0) {
+    int64_t numel = 1;
+    bool over = false;
+    for (int64_t s : sizes) over |= __builtin_mul_overflow(numel, s, &numel);
+    if (over || numel > scope->limit_) {
+      if (!scope->refused_) {
+        scope->refused_ = ScopedElementLimit::Refusal{
+            std::vector<int64_t>(sizes.begin(), sizes.end()), dtype};
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a tensor of ", over ? "more than 2^63" : absl::StrCat(numel),
+          " elements is over the limit of ", scope->limit_));
+    }
+  }
   int64_t nbytes;
   if (__builtin_mul_overflow(extent, ItemSize(dtype), &nbytes)) {
     return absl::InvalidArgumentError("tensor size in bytes overflows int64");

@@ -18,6 +18,7 @@
 #define LATHE_RUNTIME_TENSOR_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,34 @@ std::vector<int64_t> ContiguousStrides(absl::Span<const int64_t> sizes);
 //
 // The product of `sizes` (1 for a 0-d tensor).
 int64_t Numel(absl::Span<const int64_t> sizes);
+
+// ScopedElementLimit
+//
+// While one is alive on a thread, EmptyStrided() (and so Empty()) there
+// refuses a tensor of more than `limit` elements before allocating it, and
+// the scope remembers the first one refused: the interpreter bounds every
+// op's allocations so (--max-elements) and names the op in the message.
+class ScopedElementLimit {
+ public:
+  struct Refusal {
+    std::vector<int64_t> sizes;
+    DType dtype = DType::kFloat32;
+  };
+
+  explicit ScopedElementLimit(int64_t limit);
+  ScopedElementLimit(const ScopedElementLimit&) = delete;
+  ScopedElementLimit& operator=(const ScopedElementLimit&) = delete;
+  ~ScopedElementLimit();
+
+  // The first tensor refused while this scope was the innermost, if any.
+  const std::optional<Refusal>& refused() const { return refused_; }
+
+ private:
+  friend class Tensor;
+  int64_t limit_;
+  ScopedElementLimit* outer_;
+  std::optional<Refusal> refused_;
+};
 
 class Tensor {
  public:

@@ -317,6 +317,33 @@ def forward(self, x: "f32[s0][1]cpu", y: "f32[s1][1]cpu"):
             "lathec: --max-elements expects a positive number of elements\n");
 }
 
+// Every op's result is bounded before it is allocated, not only those of
+// creation and pointwise ops: the interpreter's mm allocated its 2^20
+// elements first (here refused by --max-memory) and only then met
+// --max-elements, so a slow kernel ran to its end before the refusal.
+TEST(RefusalsTest, EveryOpsResultIsBoundedBeforeItIsAllocated) {
+  std::string graph = WriteTestFile("outer_mm.txt", R"(
+def forward(self, x: "f32[1024, 1][1, 1]cpu", y: "f32[1, 1024][1024, 1]cpu"):
+    mm = torch.ops.aten.mm.default(x, y);  x = y = None
+    return (mm,)
+)");
+  std::string x = TestTmpPath("mm_x.npy"), y = TestTmpPath("mm_y.npy");
+  ASSERT_OK(WriteNpy(x, *Tensor::Empty({1024, 1}, DType::kFloat32)));
+  ASSERT_OK(WriteNpy(y, *Tensor::Empty({1, 1024}, DType::kFloat32)));
+  for (const char* backend : {"interp", "cpu"}) {
+    SCOPED_TRACE(backend);
+    LathecResult r = RunLathec(
+        {"run", graph, "--input", "x=" + x, "--input", "y=" + y, "--backend",
+         backend, "--max-elements", "1000000", "--max-memory", "3000000",
+         "--out", TestTmpPath(absl::StrCat("mm_", backend))});
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_THAT(r.output,
+                HasSubstr("node 'mm': aten.mm.default: a result of 1048576 "
+                          "elements (f32[1024, 1024]) is more than the "
+                          "1000000 one op may take (--max-elements)"));
+  }
+}
+
 // ---- Guards ----------------------------------------------------------------
 
 // A replay whose size 0 the guards refuse (the compile saw 2) recompiles or

@@ -262,6 +262,9 @@ class Lowerer {
   absl::flat_hash_set<ir::StorageId> mutated_;
   absl::flat_hash_set<Expr> symbol_set_;
   absl::flat_hash_set<Expr> bound_;  // data-dependent symbols bound so far
+  // The values of those of bound_ computed from other symbols (a slice's
+  // clamped length): what a check may substitute to prove itself.
+  absl::flat_hash_map<Expr, Expr> bound_values_;
   absl::flat_hash_set<Expr> read_from_data_;  // those of bound_ read from a
                                               // buffer (x.item())
   bool seeded_ = false;                       // a random op read the seed
