@@ -16,6 +16,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::lathe::testing::StatusIs;
 
 TEST(DTypeTest, NamesAndParsing) {
   EXPECT_EQ(AllDTypes().size(), 10u);
@@ -85,6 +86,31 @@ TEST(TensorTest, ViewsOutsideTheStorageAreErrors) {
   EXPECT_FALSE(a.AsStrided({2, 2}, {1}, 0).ok());
   EXPECT_FALSE(Tensor::Empty({1LL << 40, 1LL << 40}, DType::kFloat32).ok());
   EXPECT_OK(a.AsStrided({0, 100}, {100, 1}, 6));  // empty: no reach
+}
+
+// While a ScopedElementLimit is alive, a tensor of more elements is refused
+// before it is allocated, and the innermost scope remembers the first one.
+TEST(TensorTest, AnElementLimitRefusesLargerTensorsBeforeAllocating) {
+  {
+    ScopedElementLimit limit(10);
+    EXPECT_OK(Tensor::Empty({2, 5}, DType::kFloat32).status());
+    // Empty: no element, however large the other sizes.
+    EXPECT_OK(Tensor::Empty({0, int64_t{1} << 40}, DType::kFloat32).status());
+    EXPECT_THAT(Tensor::Empty({3, 4}, DType::kInt64).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "a tensor of 12 elements is over the limit of 10"));
+    EXPECT_FALSE(Tensor::Empty({11}, DType::kFloat32).ok());
+    ASSERT_TRUE(limit.refused().has_value());
+    EXPECT_THAT(limit.refused()->sizes, ElementsAre(3, 4));  // the first
+    EXPECT_EQ(limit.refused()->dtype, DType::kInt64);
+    {
+      ScopedElementLimit inner(100);
+      EXPECT_OK(Tensor::Empty({11}, DType::kFloat32).status());
+      EXPECT_FALSE(inner.refused().has_value());
+    }
+    EXPECT_FALSE(Tensor::Empty({11}, DType::kFloat32).ok());  // outer again
+  }
+  EXPECT_OK(Tensor::Empty({11}, DType::kFloat32).status());  // no limit
 }
 
 TEST(TensorTest, ContiguityFollowsPyTorch) {
