@@ -510,6 +510,22 @@ TEST(CreationTest, LikeOpsCloneAndCopyPreserveDenseLayouts) {
   Tensor cc = RunT("aten.clone.default", {V(t)},
                    {{"memory_format", Value::String("contiguous_format")}});
   EXPECT_EQ(cc.ToString(), "f32[2, 3][3, 1]cpu");
+  // torch: clone(memory_format=torch.channels_last) of a [1, 2, 2, 2]
+  // tensor has strides [8, 1, 4, 2], its elements where the layout puts them.
+  Tensor nchw = T({1, 2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  Tensor cl = RunT("aten.clone.default", {V(nchw)},
+                   {{"memory_format", Value::String("channels_last")}});
+  EXPECT_EQ(cl.ToString(), "f32[1, 2, 2, 2][8, 1, 4, 2]cpu");
+  EXPECT_EQ(cl.GetDouble({0, 1, 0, 1}), 6);
+  EXPECT_EQ(static_cast<const float*>(cl.data_ptr())[1], 5);  // c=1, h=w=0
+  EXPECT_EQ(RunError("aten.clone.default", {V(t)},
+                     {{"memory_format", Value::String("channels_last")}}),
+            "aten.clone.default: required rank 4 tensor to use channels_last "
+            "format");
+  EXPECT_EQ(RunError("aten.clone.default", {V(nchw)},
+                     {{"memory_format", Value::String("channels_last_3d")}}),
+            "aten.clone.default: required rank 5 tensor to use "
+            "channels_last_3d format");
   // Not dense (every other column): contiguous.
   Tensor x = T({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
   Tensor stepped = *x.AsStrided({2, 2}, {4, 2}, 0);

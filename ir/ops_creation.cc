@@ -72,6 +72,13 @@ absl::StatusOr<Value> Like(const OpCall& c, const Value& self, DType dtype,
       mf < 0 || c.arg(mf).is_none() ? "preserve_format" : c.arg(mf).string;
   if (format == "preserve_format") {
     strides = PreservedStrides(c.env(), sizes, StridesOf(self));
+  } else if (format == "channels_last" || format == "channels_last_3d") {
+    size_t rank = format == "channels_last" ? 4 : 5;
+    if (sizes.size() != rank) {
+      return c.Error(absl::StrCat("required rank ", rank, " tensor to use ",
+                                  format, " format"));
+    }
+    strides = ChannelsLastStrides(sizes);
   } else if (format != "contiguous_format") {
     return c.Error(absl::StrCat("unsupported memory_format torch.", format));
   }

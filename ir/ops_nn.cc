@@ -149,6 +149,22 @@ absl::StatusOr<Value> Result(const OpCall& c, bool running, DType dtype,
   return ResultOrEmpty(c, running, dtype, DeviceOf(like), std::move(sizes));
 }
 
+// A result of `sizes` in `like`'s suggested memory format: channels-last
+// where `like` is laid out so (and has the result's rank), as PyTorch's CPU
+// pooling, upsampling, padding and normalization kernels allocate;
+// contiguous otherwise.
+absl::StatusOr<Value> SuggestedResult(const OpCall& c, bool running,
+                                      DType dtype, const Value& like,
+                                      std::vector<Expr> sizes) {
+  std::vector<Expr> strides =
+      RankOf(like) == static_cast<int64_t>(sizes.size()) &&
+              SuggestsChannelsLast(c.env(), like)
+          ? ChannelsLastStrides(sizes)
+          : ContiguousStrides(sizes);
+  return ResultOrEmpty(c, running, dtype, DeviceOf(like), std::move(sizes),
+                       std::move(strides));
+}
+
 // ---------------------------------------------------------------------------
 // Convolution.
 
@@ -606,10 +622,10 @@ absl::StatusOr<Value> MaxPool(const OpCall& c, int nsp) {
         absl::StrCat("\"max_pool", nsp, "d\" not implemented for 'Bool'"));
   }
   bool running = self.tensor.defined();
-  ASSIGN_OR_RETURN(Value out,
-                   Result(c, running, DTypeOf(self), self, g.out_sizes));
-  ASSIGN_OR_RETURN(Value idx,
-                   Result(c, running, DType::kInt64, self, g.out_sizes));
+  ASSIGN_OR_RETURN(
+      Value out, SuggestedResult(c, running, DTypeOf(self), self, g.out_sizes));
+  ASSIGN_OR_RETURN(
+      Value idx, SuggestedResult(c, running, DType::kInt64, self, g.out_sizes));
   if (!running) return Value::List({out, idx});
   std::vector<double> x = Elements(self.tensor);
   std::vector<double> y(out.tensor.numel());
@@ -722,7 +738,8 @@ absl::StatusOr<Value> AvgPool(const OpCall& c, int nsp) {
                             /*allow_long=*/true));
   bool running = self.tensor.defined();
   ASSIGN_OR_RETURN(Value out,
-                   Result(c, running, DTypeOf(self), self, g.out_sizes));
+                   (nsp == 2 ? SuggestedResult : Result)(
+                       c, running, DTypeOf(self), self, g.out_sizes));
   if (!running) return out;
   bool ints = DTypeOf(self) == DType::kInt64;
   std::vector<double> x = Elements(self.tensor);
@@ -773,8 +790,8 @@ absl::StatusOr<Value> AvgPoolBackward(const OpCall& c) {
   RETURN_IF_ERROR(NeedFloat(c, DTypeOf(self), "avg_pool2d_backward_out_frame"));
   RETURN_IF_ERROR(SameAsPoolOutput(c, grad, g.out_sizes, "grad_output"));
   bool running = self.tensor.defined();
-  ASSIGN_OR_RETURN(Value out,
-                   Result(c, running, DTypeOf(self), self, g.in_sizes));
+  ASSIGN_OR_RETURN(
+      Value out, SuggestedResult(c, running, DTypeOf(self), self, g.in_sizes));
   if (!running) return out;
   std::vector<double> gy = Elements(grad.tensor);
   int64_t in_plane = PlaneSize(g.in), out_plane = PlaneSize(g.out);
@@ -891,7 +908,8 @@ absl::StatusOr<Value> AdaptiveAvgPool(const OpCall& c, int nsp) {
   sizes.resize(sizes.size() - nsp);
   for (const Expr& e : out_size) sizes.push_back(e);
   bool running = self.tensor.defined();
-  ASSIGN_OR_RETURN(Value out, Result(c, running, DTypeOf(self), self, sizes));
+  ASSIGN_OR_RETURN(Value out, (nsp == 2 ? SuggestedResult : Result)(
+                                  c, running, DTypeOf(self), self, sizes));
   if (!running) return out;
   std::vector<double> x = Elements(self.tensor);
   std::vector<double> y(out.tensor.numel(), 0.0);
@@ -1002,7 +1020,7 @@ absl::StatusOr<Value> BatchNorm(const OpCall& c, bool stats, const Value& rm,
   DType sdt = StatsDType(dt, {&weight, &bias, &rm, &rv});  // None: skipped
   bool running = input.tensor.defined();
   std::vector<Expr> stat_sizes = {symbolic::Int(training ? channels : 0)};
-  ASSIGN_OR_RETURN(Value out, Result(c, running, dt, input, sizes));
+  ASSIGN_OR_RETURN(Value out, SuggestedResult(c, running, dt, input, sizes));
   ASSIGN_OR_RETURN(Value mean, Result(c, running, sdt, input, stat_sizes));
   ASSIGN_OR_RETURN(Value invstd, Result(c, running, sdt, input, stat_sizes));
   if (!running) return Value::List({out, mean, invstd});
@@ -1159,7 +1177,8 @@ absl::StatusOr<Value> GroupNorm(const OpCall& c) {
   DType sdt = StatsDType(dt, {&weight, &bias});
   bool running = input.tensor.defined();
   std::vector<Expr> stat_sizes = {c.arg("N").number, symbolic::Int(s.group)};
-  ASSIGN_OR_RETURN(Value out, Result(c, running, dt, input, SizesOf(input)));
+  ASSIGN_OR_RETURN(Value out,
+                   SuggestedResult(c, running, dt, input, SizesOf(input)));
   ASSIGN_OR_RETURN(Value mean, Result(c, running, sdt, input, stat_sizes));
   ASSIGN_OR_RETURN(Value rstd, Result(c, running, sdt, input, stat_sizes));
   if (!running) return Value::List({out, mean, rstd});
@@ -1467,7 +1486,7 @@ absl::StatusOr<Value> UpsampleNearest(const OpCall& c) {
                    SetupUpsample(c, "upsample_nearest2d_channels_last"));
   bool running = input.tensor.defined();
   ASSIGN_OR_RETURN(Value out,
-                   Result(c, running, DTypeOf(input), input, s.sizes));
+                   SuggestedResult(c, running, DTypeOf(input), input, s.sizes));
   if (!running) return out;
   std::vector<double> x = Elements(input.tensor), y;
   y.reserve(out.tensor.numel());
@@ -1513,7 +1532,7 @@ absl::StatusOr<Value> UpsampleBilinear(const OpCall& c) {
                    SetupUpsample(c, "upsample_bilinear2d_channels_last"));
   bool running = input.tensor.defined();
   ASSIGN_OR_RETURN(Value out,
-                   Result(c, running, DTypeOf(input), input, s.sizes));
+                   SuggestedResult(c, running, DTypeOf(input), input, s.sizes));
   if (!running) return out;
   std::vector<double> x = Elements(input.tensor), y;
   y.reserve(out.tensor.numel());
@@ -1608,7 +1627,7 @@ absl::StatusOr<Value> Pad(const OpCall& c, int nsp, bool reflect) {
   }
   bool running = self.tensor.defined();
   ASSIGN_OR_RETURN(Value out,
-                   Result(c, running, DTypeOf(self), self, out_sizes));
+                   SuggestedResult(c, running, DTypeOf(self), self, out_sizes));
   if (!running) return out;
   const Tensor& t = self.tensor;
   std::vector<int64_t> src(rank);

@@ -1,6 +1,7 @@
 #include "ir/output_layouts.h"
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -244,6 +245,21 @@ std::vector<Expr> EmptyLikeStrides(symbolic::ShapeEnv* env, const Value& self) {
   std::vector<int64_t> perm = DimOrder(is, sizes, {strides});
   std::vector<Expr> out = DenseStrides(is, sizes, perm);
   return is.failed() ? contiguous : out;
+}
+
+std::optional<std::vector<int64_t>> OuterToInner(
+    symbolic::ShapeEnv* env, absl::Span<const Expr> strides) {
+  Decider is(env);
+  std::vector<int64_t> order(strides.size());
+  for (size_t d = 0; d < order.size(); ++d) order[d] = static_cast<int64_t>(d);
+  for (size_t i = 1; i < order.size(); ++i) {
+    for (size_t j = i; j > 0 && is.Lt(strides[order[j - 1]], strides[order[j]]);
+         --j) {
+      std::swap(order[j], order[j - 1]);
+    }
+  }
+  if (is.failed()) return std::nullopt;
+  return order;
 }
 
 bool SuggestsChannelsLast(symbolic::ShapeEnv* env, const Value& t) {

@@ -21,6 +21,8 @@
 #ifndef LATHE_IR_OUTPUT_LAYOUTS_H_
 #define LATHE_IR_OUTPUT_LAYOUTS_H_
 
+#include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -62,6 +64,14 @@ std::vector<symbolic::Expr> PreservedStrides(
 // order).
 std::vector<symbolic::Expr> EmptyLikeStrides(symbolic::ShapeEnv* env,
                                              const Value& self);
+
+// OuterToInner()
+//
+// The dims by `strides`, largest first (ties in dim order): the order in
+// which a dense layout of those strides holds them, outermost in; nullopt
+// where a comparison cannot be decided.
+std::optional<std::vector<int64_t>> OuterToInner(
+    symbolic::ShapeEnv* env, absl::Span<const symbolic::Expr> strides);
 
 // SuggestsChannelsLast()
 //

@@ -80,6 +80,18 @@ TEST_F(OutputLayoutsTest, DenseInputsKeepTheirStrides) {
   EXPECT_EQ(S(EmptyLikeStrides(&env_, T({s0, s1}, transposed))), "[1, s0]");
 }
 
+TEST_F(OutputLayoutsTest, OuterToInnerOrdersDimsByStride) {
+  Expr s0 = Sym(3, 0), s1 = Sym(5, 1), s2 = Sym(7, 2);
+  // [s0, s1, s2] laid out as [s0, s2, s1]: s1*s2, 1, s1.
+  std::optional<std::vector<int64_t>> order =
+      OuterToInner(&env_, {Mul(s1, s2), Int(1), s1});
+  ASSERT_TRUE(order.has_value());
+  EXPECT_EQ(*order, (std::vector<int64_t>{0, 2, 1}));
+  EXPECT_EQ(*OuterToInner(nullptr, {Int(1), Int(4), Int(4)}),
+            (std::vector<int64_t>{1, 2, 0}));  // ties keep dim order
+  EXPECT_FALSE(OuterToInner(nullptr, {s0, Int(1), s1}).has_value());
+}
+
 TEST_F(OutputLayoutsTest, ChannelsLastOnSymbolicSizes) {
   Expr c = Sym(3, 1), h = Sym(5, 2), w = Sym(7, 3);
   std::vector<Expr> sizes = {Int(2), c, h, w};

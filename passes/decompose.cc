@@ -970,16 +970,17 @@ absl::StatusOr<Outputs> ClampTensor(Rewriter& r) {
 // coordinate of every output index (clamped at 0), its floor x and x + 1
 // (clamped to the last input index), and the fraction between them; the
 // four corners are read with _unsafe_index and blended along W, then H.
-// Static spatial sizes only (the scale is a number); the result is
-// contiguous, so a channels-last op is left alone.
+// Static spatial sizes only (the scale is a number); the result is laid
+// out as the op's (channels-last for a channels-last input).
+absl::StatusOr<Node*> LaidOutAs(Rewriter& r, Node* x, const TensorMeta& like);
+
 absl::StatusOr<Outputs> UpsampleBilinear2d(Rewriter& r) {
   // The .vec overload (`input`) gives scale factors (or an output size) as
   // lists; the output size is the meta's either way.
   const bool vec = r.node()->op()->schema.overload == "vec";
   Node* input = r.Tensor(vec ? "input" : "self");
   std::optional<bool> align_corners = r.Bool("align_corners");
-  if (!IsTensor(input) || TM(input).dim() != 4 || !align_corners.has_value() ||
-      !TM(r.node()).IsContiguous()) {
+  if (!IsTensor(input) || TM(input).dim() != 4 || !align_corners.has_value()) {
     return Outputs{};
   }
   Arg factors = vec ? r.Get("scale_factors") : Arg();
@@ -1055,6 +1056,7 @@ absl::StatusOr<Outputs> UpsampleBilinear2d(Rewriter& r) {
   ASSIGN_OR_RETURN(Node * out, blend(top, bottom, axes[0].frac));
   ASSIGN_OR_RETURN(out, r.Contiguous(out));
   ASSIGN_OR_RETURN(out, r.To(out, m.dtype));
+  ASSIGN_OR_RETURN(out, LaidOutAs(r, out, TM(r.node())));
   return Outputs{out};
 }
 
@@ -1468,24 +1470,20 @@ absl::StatusOr<Node*> LaidOutAs(Rewriter& r, Node* x, const TensorMeta& like) {
   std::vector<Expr> strides =
       ir::EmptyLikeStrides(&r.env(), ir::Value::OfMeta(like));
   if (strides == TM(x).strides) return x;
-  // The dims from the outermost (largest stride) in: x permuted so, made
-  // contiguous, holds its elements in `like`'s memory order.
-  std::vector<int64_t> perm(strides.size());
-  for (size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<int64_t>(d);
-  std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
-    return strides[a].int_value() > strides[b].int_value();
-  });
-  ASSIGN_OR_RETURN(Node * p,
-                   r.Call("aten.permute.default", {A(x), IntList(perm)}));
-  ASSIGN_OR_RETURN(p, r.Contiguous(p));
-  std::vector<Arg> sizes, stride_args;
-  for (size_t d = 0; d < strides.size(); ++d) {
-    sizes.push_back(I(like.sizes[d].int_value()));
-    stride_args.push_back(I(strides[d].int_value()));
+  // x permuted to that layout's dims from the outermost in, made
+  // contiguous, and permuted back: its elements in `like`'s memory order.
+  std::optional<std::vector<int64_t>> order =
+      ir::OuterToInner(&r.env(), strides);
+  if (!order) {
+    return absl::UnimplementedError(
+        "the layout of the query cannot be decided for every size");
   }
-  return r.Call("aten.as_strided.default",
-                {A(p), Arg::List(std::move(sizes)),
-                 Arg::List(std::move(stride_args)), I(0)});
+  std::vector<int64_t> back(order->size());
+  for (size_t i = 0; i < order->size(); ++i) back[(*order)[i]] = i;
+  ASSIGN_OR_RETURN(Node * p,
+                   r.Call("aten.permute.default", {A(x), IntList(*order)}));
+  ASSIGN_OR_RETURN(p, r.Contiguous(p));
+  return r.Call("aten.permute.default", {A(p), IntList(back)});
 }
 
 // _scaled_dot_product_flash_attention_for_cpu (dropout_p = 0): the math

@@ -631,6 +631,45 @@ def _(x, win, wout):
     return (o.transpose(1, 2).contiguous().view(2, 5, 16) @ wout.t(), o.transpose(1, 2).view(2, 5, 16))
 
 
+# Separate q/k/v projections, heads split by view/transpose and merged by
+# reshape, batch and length symbolic under aot_dyn (the decomposed
+# attention lays its output out as the query through symbolic strides).
+@program("mha_separate_projections")(lambda: [rnd(3, 7, 16), rnd(16, 16) * .2, rnd(16, 16) * .2, rnd(16, 16) * .2])
+def _(x, wq, wk, wv):
+    B, L, D = x.shape
+    q = (x @ wq.t()).view(B, L, 4, 4).transpose(1, 2)
+    k = (x @ wk.t()).view(B, L, 4, 4).transpose(1, 2)
+    v = (x @ wv.t()).view(B, L, 4, 4).transpose(1, 2)
+    o = F.scaled_dot_product_attention(q, k, v)
+    return (o.transpose(1, 2).reshape(B, L, D),)
+
+
+# A channels-last input through the ops whose CPU kernels allocate in the
+# input's suggested memory format: pooling, upsampling (a clone to
+# channels_last in the traced graph), batch and group norm.
+@program("channels_last_pool_upsample_norm")(lambda: [rnd(2, 4, 6, 6).to(memory_format=torch.channels_last), rnd(4), pos(4)])
+def _(x, m, v):
+    return (F.interpolate(x, scale_factor=2, mode="nearest") * 2,
+            F.interpolate(x, size=(9, 9), mode="bilinear") + 1,
+            F.avg_pool2d(x, 2) + 1, F.max_pool2d(x, 2) - 1,
+            F.adaptive_avg_pool2d(x, 3) * 3,
+            F.batch_norm(x, m, v, training=False) * 2, F.group_norm(x, 2) + 1)
+
+
+# reflection_pad2d of a channels-last input is channels-last. Not under
+# torch.compile: its decomposition into aten.index.Tensor gives a layout
+# (TensorIterator over the restrided input) lathe's index meta does not.
+@program("channels_last_reflection_pad", modes=("real", "symbolic"))(lambda: [rnd(2, 4, 6, 6).to(memory_format=torch.channels_last)])
+def _(x):
+    return (F.pad(x, (1, 1, 2, 2), mode="reflect") + 2,)
+
+
+# Pointwise ops over a transposed input: the result takes its layout.
+@program("transposed_pointwise")(lambda: [rnd(5, 6), rnd(6, 5), rnd(5)])
+def _(x, y, z):
+    return (x.t() * y + z, (x.t() * y).sum(0))
+
+
 @program("optimizer_group_dict", modes=("real", "symbolic"))(lambda: [{"params": [rnd(3, 2), rnd(2)], "grads": [rnd(3, 2), rnd(2)], "lr": 0.05, "wd": 0.01}])
 def _(g):
     return [p - g["lr"] * (d + g["wd"] * p) for p, d in zip(g["params"], g["grads"])]
