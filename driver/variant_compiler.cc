@@ -108,16 +108,12 @@ absl::StatusOr<std::vector<Operand>> VariantCompiler::Interpret(
 absl::Status VariantCompiler::CheckUser(const CompiledGraph& c,
                                         absl::Span<const Operand> args) const {
   const size_t users = args.size() - constants_.size();
-  ASSIGN_OR_RETURN(std::vector<Operand> dense,
-                   c.aot.subclass.Unwrap(args.subspan(0, users)));
-  std::vector<ir::Value> values;
-  for (const Operand& o : dense) values.push_back(aot::ValueOf(o));
+  std::vector<ir::Value> constants;
   for (size_t k = users; k < args.size(); ++k) {
-    values.push_back(aot::ValueOf(args[k]));
+    constants.push_back(aot::ValueOf(args[k]));
   }
-  std::vector<const ir::Value*> inputs;
-  for (const ir::Value& v : values) inputs.push_back(&v);
-  return ir::CheckInputs(ir::InputSlots(*c.graph), inputs);
+  return aot::CheckUserArguments(c.aot.subclass, ir::InputSlots(*c.graph),
+                                 args.subspan(0, users), constants);
 }
 
 absl::StatusOr<std::vector<Operand>> VariantCompiler::RunInterpreted(
