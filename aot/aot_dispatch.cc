@@ -169,4 +169,18 @@ absl::StatusOr<UserCall> InterpretAsUser(
                     after, std::move(results));
 }
 
+absl::Status CheckUserArguments(const SubclassWrapperPlan& subclass,
+                                const std::vector<ir::InputSlot>& slots,
+                                absl::Span<const Operand> args,
+                                absl::Span<const ir::Value> constants) {
+  ASSIGN_OR_RETURN(std::vector<Operand> dense, subclass.Unwrap(args));
+  std::vector<ir::Value> values;
+  values.reserve(dense.size());
+  for (const Operand& o : dense) values.push_back(ValueOf(o));
+  std::vector<const ir::Value*> inputs;
+  for (const ir::Value& v : values) inputs.push_back(&v);
+  for (const ir::Value& v : constants) inputs.push_back(&v);
+  return ir::CheckInputs(slots, inputs);
+}
+
 }  // namespace lathe::aot

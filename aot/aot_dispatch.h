@@ -29,7 +29,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "aot/flatten_composites.h"
 #include "aot/runtime_wrapper_plan.h"
 #include "aot/subclass_wrapper_plan.h"
@@ -133,6 +135,20 @@ UserCall UserCallOf(const std::vector<CompositeLayout>& arguments,
                     const std::vector<bool>& mutated_inputs,
                     const absl::flat_hash_map<int, ir::Value>& rebound,
                     std::vector<Operand> results);
+
+// CheckUserArguments()
+//
+// Checks the user's `args` against the dense graph's input `slots`
+// (ir::InputSlots) on the host, the slow way: composite arguments unwrapped
+// with `subclass` (its error when one is missing or of another type), then
+// `constants` (the values after the placeholders, in slot order), each
+// checked as ir::CheckInputs checks: the error names the input that does
+// not fit. What both a compiled and an interpreted variant say when they
+// refuse arguments.
+absl::Status CheckUserArguments(const SubclassWrapperPlan& subclass,
+                                const std::vector<ir::InputSlot>& slots,
+                                absl::Span<const Operand> args,
+                                absl::Span<const ir::Value> constants = {});
 
 // InterpretAsUser()
 //

@@ -168,5 +168,53 @@ TEST(AotDispatchTest, OperandsAndValuesConvert) {
   EXPECT_FALSE(symbolic.ok());
 }
 
+// A pair argument that fits the dense graph's inputs passes; one whose
+// inner tensors, or a constant, do not fit is the error naming that dense
+// input (as the interpreter names it); a plain tensor where the pair goes
+// is the subclass plan's error.
+TEST(AotDispatchTest, CheckUserArgumentsUnwrapsThenChecks) {
+  using ::lathe::testing::StatusIs;
+  ASSERT_OK_AND_ASSIGN(CompiledText c, CompileText(R"(# lathe: composite x pair
+def forward(self, x: "f32[2, 3][3, 1]cpu", y: "f32[3][1]cpu"):
+    c: "f32[3][1]cpu" = self.c
+    add: "f32[2, 3][3, 1]cpu" = torch.ops.aten.add.Tensor(x, y)
+    mul: "f32[2, 3][3, 1]cpu" = torch.ops.aten.mul.Tensor(add, c)
+    return (mul,)
+)"));
+  // x_a, x_b, y, then self.c.
+  const std::vector<ir::InputSlot> slots = ir::InputSlots(*c.graph);
+  ASSERT_EQ(slots.size(), 4u);
+  const ir::Value constant = ir::Value::OfTensor(Iota({3}));
+  Operand pair =
+      *MakePair(Operand::Of(Iota({2, 3})), Operand::Of(Iota({2, 3})));
+  EXPECT_OK(CheckUserArguments(c.aot.subclass, slots,
+                               {pair, Operand::Of(Iota({3}))}, {constant}));
+
+  Operand wide =
+      *MakePair(Operand::Of(Iota({2, 4})), Operand::Of(Iota({2, 4})));
+  EXPECT_THAT(CheckUserArguments(c.aot.subclass, slots,
+                                 {wide, Operand::Of(Iota({3}))}, {constant}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "input 0 ('x_a') size(1): expected 3, got 4"));
+
+  EXPECT_THAT(
+      CheckUserArguments(c.aot.subclass, slots,
+                         {Operand::Of(Iota({2, 3})), Operand::Of(Iota({3}))},
+                         {constant}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "argument 0: expected pair, got f32[2, 3][3, 1]cpu"));
+
+  Tensor i64 = *Tensor::Empty({3}, DType::kInt64);
+  EXPECT_THAT(
+      CheckUserArguments(c.aot.subclass, slots, {pair, Operand::Of(Iota({3}))},
+                         {ir::Value::OfTensor(i64)}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "constant 'self.c': expected dtype f32, got i64"));
+  EXPECT_THAT(
+      CheckUserArguments(c.aot.subclass, slots, {pair, Operand::Of(Iota({3}))}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "expected 4 inputs and constants, got 3"));
+}
+
 }  // namespace
 }  // namespace lathe::aot

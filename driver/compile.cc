@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "codegen/cpp/cpp_compiler.h"
 #include "codegen/cpp/cpu_backend.h"
 #include "codegen/cpp/wrapper_emitter.h"
@@ -273,6 +274,40 @@ Variant CompiledGraph::AsVariant() const {
   v.check_every_call = f->host_checks();
   v.mutated = manifest.mutated;
   return v;
+}
+
+int CompiledGraph::FailedGuard(const ArgViews& views) const {
+  if (!guards) return LATHE_GUARDS_HOLD;
+  // The placeholders' values as the guards read them.
+  std::vector<symbolic::GuardInput> in;
+  for (size_t k = 0; k < guard_inputs.size(); ++k) {
+    if (static_cast<int64_t>(k) >= views.size()) {
+      return LATHE_GUARDS_OTHER_INPUTS;
+    }
+    const LatheValue& a = views.data()[k];
+    switch (a.kind) {
+      case LATHE_VALUE_TENSOR:
+      case LATHE_VALUE_COMPOSITE:
+        in.push_back(symbolic::GuardInput::Tensor(
+            absl::MakeConstSpan(a.sizes, a.ndim),
+            absl::MakeConstSpan(a.strides, a.ndim), a.storage_offset));
+        break;
+      case LATHE_VALUE_INT:
+      case LATHE_VALUE_BOOL:
+        in.push_back(symbolic::GuardInput::Int(a.i));
+        break;
+      case LATHE_VALUE_FLOAT:
+        in.push_back(symbolic::GuardInput::Float(a.f));
+        break;
+      default:
+        return LATHE_GUARDS_OTHER_INPUTS;
+    }
+  }
+  // Check() names no guard when an input is not what the guards read (a
+  // tensor of another rank, a number for a tensor).
+  int failed = -1;
+  if (guards->Check(in, &failed)) return LATHE_GUARDS_HOLD;
+  return failed >= 0 ? failed : LATHE_GUARDS_OTHER_INPUTS;
 }
 
 }  // namespace lathe

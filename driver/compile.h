@@ -53,6 +53,8 @@
 #include "runtime/artifact.h"
 #include "runtime/cache_backend.h"
 #include "runtime/compiled_function.h"
+#include "runtime/kernel_abi.h"
+#include "runtime/loaded_graph.h"
 #include "symbolic/evaluate.h"
 #include "symbolic/guards.h"
 #include "symbolic/shape_env.h"
@@ -126,6 +128,14 @@ struct CompiledGraph {
   // This compile as a variant of a CompiledFunction (it must outlive it);
   // needs an artifact's parts.
   Variant AsVariant() const;
+  // FailedGuard()
+  //
+  // The guards on the views of the user's placeholders, as a compiled
+  // variant's lathe_guards answers: LATHE_GUARDS_HOLD (also without
+  // guards), the index of the first failing guard, or
+  // LATHE_GUARDS_OTHER_INPUTS for arguments of kinds or ranks the guards
+  // cannot read. An interpreted variant's guards.
+  int FailedGuard(const ArgViews& views) const;
 };
 
 // BackendNamed()

@@ -13,12 +13,17 @@
 #include <vector>
 
 #include "aot/aot_dispatch.h"
+#include "driver/arguments.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
 #include "ir/op_testing.h"
 #include "passes/adam_inputs.h"
+#include "runtime/composite.h"
+#include "runtime/kernel_abi.h"
+#include "runtime/loaded_graph.h"
+#include "runtime/tensor.h"
 #include "symbolic/expr.h"
 #include "symbolic/printer.h"
 #include "testing/runfiles.h"
@@ -115,6 +120,37 @@ TEST(CompileTest, AdamStepCompilesOnceAndUpdatesInPlace) {
       }
     }
   }
+}
+
+// An interpreted variant's guards (CompiledGraph::FailedGuard) answer as a
+// compiled lathe_guards does: arguments the guards cannot read (a None, a
+// number where a tensor goes, too few) are LATHE_GUARDS_OTHER_INPUTS, so a
+// recompile's reason says "other argument kinds or ranks", not guard 0.
+TEST(CompileTest, FailedGuardNamesNoGuardForArgumentsItCannotRead) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c,
+                       CompileGraphText(R"IR(# lathe: hint s0 4
+def forward(self, x: "f32[s0][1]cpu"):
+    neg: "f32[s0][1]cpu" = torch.ops.aten.neg.default(x)
+    return (neg,)
+)IR"));
+  ASSERT_TRUE(c->guards.has_value());
+  auto failed = [&](std::vector<Operand> args) {
+    ArgViews views;
+    views.Build(args);
+    return c->FailedGuard(views);
+  };
+  auto f32 = [](std::vector<int64_t> sizes) {
+    return Operand::Of(*Tensor::Empty(sizes, DType::kFloat32));
+  };
+  EXPECT_EQ(failed({f32({4})}), LATHE_GUARDS_HOLD);
+  EXPECT_EQ(failed({f32({7})}), LATHE_GUARDS_HOLD);
+  // A size of 1 is specialized: a guard (2 <= s0) fails, and is named.
+  int one = failed({f32({1})});
+  ASSERT_GE(one, 0);
+  EXPECT_THAT(GuardText(*c->written, *c->guards, one), HasSubstr("x.size(0)"));
+  EXPECT_EQ(failed({Operand()}), LATHE_GUARDS_OTHER_INPUTS);
+  EXPECT_EQ(failed({Operand::Float(4)}), LATHE_GUARDS_OTHER_INPUTS);
+  EXPECT_EQ(failed({}), LATHE_GUARDS_OTHER_INPUTS);
 }
 
 }  // namespace

@@ -108,16 +108,12 @@ absl::StatusOr<std::vector<Operand>> VariantCompiler::Interpret(
 absl::Status VariantCompiler::CheckUser(const CompiledGraph& c,
                                         absl::Span<const Operand> args) const {
   const size_t users = args.size() - constants_.size();
-  ASSIGN_OR_RETURN(std::vector<Operand> dense,
-                   c.aot.subclass.Unwrap(args.subspan(0, users)));
-  std::vector<ir::Value> values;
-  for (const Operand& o : dense) values.push_back(aot::ValueOf(o));
+  std::vector<ir::Value> constants;
   for (size_t k = users; k < args.size(); ++k) {
-    values.push_back(aot::ValueOf(args[k]));
+    constants.push_back(aot::ValueOf(args[k]));
   }
-  std::vector<const ir::Value*> inputs;
-  for (const ir::Value& v : values) inputs.push_back(&v);
-  return ir::CheckInputs(ir::InputSlots(*c.graph), inputs);
+  return aot::CheckUserArguments(c.aot.subclass, ir::InputSlots(*c.graph),
+                                 args.subspan(0, users), constants);
 }
 
 absl::StatusOr<std::vector<Operand>> VariantCompiler::RunInterpreted(
@@ -157,33 +153,7 @@ Variant VariantCompiler::InterpretedVariant(const CompiledGraph& c) {
   }
   const CompiledGraph* graph = &c;
   v.failed_guard = [graph](const ArgViews& views) {
-    if (!graph->guards) return LATHE_GUARDS_HOLD;
-    // The placeholders' values as the guards read them.
-    std::vector<symbolic::GuardInput> in;
-    for (size_t k = 0; k < graph->guard_inputs.size(); ++k) {
-      if (static_cast<int64_t>(k) >= views.size()) return 0;
-      const LatheValue& a = views.data()[k];
-      switch (a.kind) {
-        case LATHE_VALUE_TENSOR:
-        case LATHE_VALUE_COMPOSITE:
-          in.push_back(symbolic::GuardInput::Tensor(
-              absl::MakeConstSpan(a.sizes, a.ndim),
-              absl::MakeConstSpan(a.strides, a.ndim), a.storage_offset));
-          break;
-        case LATHE_VALUE_INT:
-        case LATHE_VALUE_BOOL:
-          in.push_back(symbolic::GuardInput::Int(a.i));
-          break;
-        case LATHE_VALUE_FLOAT:
-          in.push_back(symbolic::GuardInput::Float(a.f));
-          break;
-        default:
-          return 0;
-      }
-    }
-    int failed = -1;
-    return graph->guards->Check(in, &failed) ? LATHE_GUARDS_HOLD
-                                             : std::max(failed, 0);
+    return graph->FailedGuard(views);
   };
   v.run = [this, graph](absl::Span<Operand> args, uint64_t seed) {
     return RunInterpreted(*graph, args, seed);

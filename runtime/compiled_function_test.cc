@@ -8,12 +8,16 @@
 
 #include <atomic>
 #include <cmath>
+#include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/kernel_runtime.h"
 #include "runtime/loaded_graph.h"
+#include "runtime/shared_library.h"
 #include "runtime/tensor.h"
 #include "testing/status_matchers.h"
 
@@ -27,6 +31,7 @@ using ::testing::HasSubstr;
 constexpr char kGuarded[] = "runtime/testdata/add_graph.so";
 constexpr char kAny[] = "runtime/testdata/add_graph_any.so";
 constexpr char kMutate[] = "runtime/testdata/add_graph_mutate.so";
+constexpr char kGraphOnly[] = "runtime/testdata/add_graph_graph.so";
 
 CallSignature AddSignature() {
   CallSignature s;
@@ -126,6 +131,56 @@ TEST(LoadedGraphTest, CallsTheLibraryAndNamesItsErrors) {
   EXPECT_THAT(LoadedGraph::Open("runtime/testdata/none.so", AddSignature()),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("cannot load runtime/testdata/none.so")));
+}
+
+// A library lacking the entry a call needs: the call returns kCallNoEntry
+// (nothing run, nothing returned), whose status says so; OpenGraph needs
+// lathe_call, Open lathe_call_user.
+TEST(LoadedGraphTest, ACallWithoutItsEntryIsRefused) {
+  const std::string no_entry =
+      "the compiled library has no such entry (lathe_call_user: compiled "
+      "without its composite wrapper)";
+  std::vector<Operand> args = Args(3, 0.5);
+  ArgViews views;
+  views.Build(args);
+  std::vector<Operand> results, rebound;
+
+  // Only lathe_call_user: InvokeGraph has no lathe_call to call.
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<const LoadedGraph> user,
+                       LoadedGraph::Open(kGuarded, AddSignature()));
+  EXPECT_EQ(user->InvokeGraph(views.data(), views.size(), kDefaultSeed, {1},
+                              &results),
+            kCallNoEntry);
+  EXPECT_TRUE(results.empty());
+  EXPECT_THAT(user->CallStatus(kCallNoEntry),
+              StatusIs(absl::StatusCode::kFailedPrecondition, no_entry));
+
+  // Only lathe_call: Invoke has no lathe_call_user, InvokeGraph runs.
+  ASSERT_OK_AND_ASSIGN(SharedLibrary library, SharedLibrary::Open(kGraphOnly));
+  ASSERT_OK_AND_ASSIGN(
+      std::shared_ptr<const LoadedGraph> graph,
+      LoadedGraph::OpenGraph(std::move(library), AddSignature()));
+  EXPECT_FALSE(graph->has_user_entry());
+  EXPECT_EQ(graph->Invoke(views, kDefaultSeed, &results, &rebound),
+            kCallNoEntry);
+  EXPECT_TRUE(results.empty());
+  EXPECT_TRUE(rebound.empty());
+  EXPECT_THAT(graph->CallStatus(kCallNoEntry),
+              StatusIs(absl::StatusCode::kFailedPrecondition, no_entry));
+  ASSERT_EQ(graph->InvokeGraph(views.data(), views.size(), kDefaultSeed, {1},
+                               &results),
+            0);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_THAT(Values(results[0]), ElementsAre(0, 6, 12));  // x + 0.5 y
+
+  // Each way of opening needs its own entry.
+  EXPECT_THAT(LoadedGraph::Open(kGraphOnly, AddSignature()),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("has no symbol 'lathe_call_user'")));
+  ASSERT_OK_AND_ASSIGN(SharedLibrary user_only, SharedLibrary::Open(kGuarded));
+  EXPECT_THAT(LoadedGraph::OpenGraph(std::move(user_only), AddSignature()),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("has no symbol 'lathe_call'")));
 }
 
 TEST(CompiledFunctionTest, HitAndKeyPathsRunTheVariant) {

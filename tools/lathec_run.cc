@@ -1,26 +1,17 @@
 #include "tools/lathec_run.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
@@ -28,11 +19,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
-#include "aot/aot_dispatch.h"
+#include "absl/types/span.h"
 #include "aot/flatten_composites.h"
+#include "aot/runtime_wrapper_plan.h"
 #include "codegen/cpp/cpu_backend.h"
 #include "codegen/cpp/cpu_function.h"
 #include "codegen/cpp/wrapper_emitter.h"
@@ -40,29 +31,24 @@
 #include "driver/compile.h"
 #include "driver/variant_compiler.h"
 #include "ir/graph.h"
-#include "ir/graph_text.h"
-#include "ir/interpreter.h"
-#include "ir/known_ops.h"
 #include "ir/ops_util.h"
-#include "ir/value.h"
 #include "runtime/artifact.h"
 #include "runtime/compile_cache.h"
+#include "runtime/compiled_function.h"
 #include "runtime/composite.h"
-#include "runtime/copy.h"
 #include "runtime/file_io.h"
-#include "runtime/npy.h"
 #include "runtime/storage.h"
-#include "runtime/tensor.h"
 #include "status_macros.h"
 #include "symbolic/evaluate.h"
-#include "symbolic/guards.h"
 #include "symbolic/printer.h"
+#include "tools/input_arguments.h"
+#include "tools/input_sets.h"
+#include "tools/result_files.h"
 #include "tools/trace/compile_trace.h"
 #include "tools/trace/dot_svg.h"
 #include "tools/trace/trace.h"
 
 namespace lathe {
-namespace {}  // namespace
 
 const char kLathecUsage[] =
     "usage: lathec run (GRAPH | --artifact DIR) (--input NAME=FILE.npy ... | "
@@ -80,12 +66,8 @@ namespace {
 constexpr int64_t kMaxGraphBytes = int64_t{64} << 20;
 // The most compiles one replay makes unless --max-compiles says otherwise.
 constexpr int kMaxCompiles = 8;
-// The files that mark a directory as lathec's own output (see the top).
-constexpr char kOutMarker[] = ".lathec-out";
+// The file that marks a directory as lathec's own dump (see the top).
 constexpr char kDumpMarker[] = ".lathec-dump";
-
-// Where mutated inputs are written, under --out.
-constexpr char kMutatedDir[] = "mutated";
 
 // "512M" -> 536870912.
 absl::StatusOr<int64_t> ParseBytes(absl::string_view text) {
@@ -258,300 +240,6 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
   return o;
 }
 
-// A placeholder's value from its (already read) tensor.
-absl::StatusOr<ir::Value> InputValue(const ir::Node& p, const Tensor& t,
-                                     const std::string& file) {
-  if (p.meta().kind != ir::ValueMeta::Kind::kSym) return ir::Value::OfTensor(t);
-  if (t.dim() != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file, ": input '", p.name(),
-                     "' is a scalar and needs a 0-d .npy, got ", t.ToString()));
-  }
-  if (t.dtype() == DType::kBool) return ir::Value::Bool(t.GetDouble({}) != 0);
-  if (IsFloatingPoint(t.dtype())) return ir::Value::Float(t.GetDouble({}));
-  return ir::Value::Int(IntOf(t));
-}
-
-// An output as a tensor to save (numbers become 0-d arrays).
-absl::StatusOr<Tensor> AsTensor(const ir::Value& v, int index) {
-  if (v.is_tensor()) return v.tensor;
-  if (v.is_number()) {
-    symbolic::Expr e = v.number;
-    DType d = e.is_bool()  ? DType::kBool
-              : e.is_int() ? DType::kInt64
-                           : DType::kFloat64;
-    ASSIGN_OR_RETURN(Tensor t, Tensor::Empty({}, d));
-    if (d == DType::kInt64) {
-      ASSIGN_OR_RETURN(int64_t x, v.AsInt());
-      *t.data<int64_t>() = x;
-    } else {
-      ASSIGN_OR_RETURN(double x, v.AsDouble());
-      t.SetDouble({}, x);
-    }
-    return t;
-  }
-  return absl::UnimplementedError(
-      absl::StrCat("output ", index, " is ", v.DebugString(),
-                   ", which cannot be saved as .npy"));
-}
-
-// A file lathec writes: its path relative to the output directory.
-struct PendingFile {
-  std::string path;
-  Tensor tensor;  // whose storage `npy` may view
-  NpyParts npy;
-  std::string summary;
-};
-
-// One input set: every file it names (NAME of NAME.npy), each read once
-// (so a pipe such as `--input x=<(cat x.npy)` works).
-struct InputSet {
-  std::string label;  // how errors name the set: "" or "input set 1 (DIR): "
-  absl::flat_hash_map<std::string, std::string> paths;
-  absl::flat_hash_map<std::string, Tensor> tensors;
-};
-
-using Composites = absl::flat_hash_map<std::string, aot::CompositeLayout>;
-
-// The declared layout of input `name` (plain when not a composite).
-aot::CompositeLayout LayoutOf(const Composites& composites,
-                              const std::string& name) {
-  auto it = composites.find(name);
-  return it == composites.end() ? aot::CompositeLayout::Plain() : it->second;
-}
-
-// The names of the files a graph reads: each user argument's leaves (a
-// composite's inner tensors) and each constant.
-std::vector<std::string> FileNames(const ir::Graph& graph,
-                                   const Composites& composites) {
-  std::vector<std::string> names;
-  for (const ir::Node* p : graph.Placeholders()) {
-    // An unannotated parameter is a Python value make_fx baked in: no file.
-    if (p->meta().kind == ir::ValueMeta::Kind::kNone) continue;
-    aot::LeafNames(p->name(), LayoutOf(composites, p->name()), &names);
-  }
-  for (const auto& node : graph.nodes()) {
-    if (node->kind() == ir::Node::Kind::kGetAttr) {
-      names.push_back(node->target());
-    }
-  }
-  return names;
-}
-
-absl::Status ReadSet(InputSet& set) {
-  for (const auto& [name, path] : set.paths) {
-    absl::StatusOr<Tensor> t = ReadNpy(path);
-    if (!t.ok()) {
-      return absl::Status(t.status().code(),
-                          absl::StrCat(set.label, t.status().message()));
-    }
-    set.tensors[name] = *std::move(t);
-  }
-  return absl::OkStatus();
-}
-
-// The input sets a run reads: one per --inputs DIR (DIR/NAME.npy for each
-// of `names`), or the --input files (each a name of `names`, once); `what`
-// names the source of `names` in errors ("graph", "artifact").
-absl::StatusOr<std::vector<InputSet>> InputSets(
-    const RunOptions& o, const std::vector<std::string>& names,
-    absl::string_view what) {
-  std::vector<InputSet> sets;
-  for (size_t k = 0; k < o.input_dirs.size(); ++k) {
-    InputSet set;
-    set.label = absl::StrCat("input set ", k, " (", o.input_dirs[k], "): ");
-    for (const std::string& name : names) {
-      set.paths[name] = absl::StrCat(o.input_dirs[k], "/", name, ".npy");
-    }
-    sets.push_back(std::move(set));
-  }
-  if (!o.input_dirs.empty()) return sets;
-  InputSet set;
-  absl::flat_hash_set<std::string> known(names.begin(), names.end());
-  for (const auto& [name, file] : o.inputs) {
-    if (!set.paths.emplace(name, file).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("input '", name, "' given twice"));
-    }
-    if (!known.contains(name)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the ", what, " has no input named '", name, "'"));
-    }
-  }
-  sets.push_back(std::move(set));
-  return sets;
-}
-
-// The tensor that holds placeholder `p`'s sizes in `set`: its own, or for a
-// composite its first inner tensor (whose sizes are the outer ones); null
-// when the set lacks it.
-const Tensor* OuterTensor(const ir::Node& p, const Composites& composites,
-                          const InputSet& set) {
-  std::vector<std::string> leaves;
-  aot::LeafNames(p.name(), LayoutOf(composites, p.name()), &leaves);
-  auto t = set.tensors.find(leaves[0]);
-  return t == set.tensors.end() ? nullptr : &t->second;
-}
-
-// What an input set gives the bare symbols of the placeholders' annotations
-// (sizes, strides, int scalars): the compile-time hints when the set is
-// the first, and the values that lay its inputs out.
-struct SymbolValues {
-  absl::flat_hash_map<std::string, symbolic::Value> hints;
-  symbolic::Assignment values;
-};
-
-SymbolValues ValuesOf(const ir::Graph& graph, const Composites& composites,
-                      const InputSet& set) {
-  // Each placeholder's value as far as its symbols go: its (outer) tensor,
-  // or an int scalar.
-  std::vector<Operand> args;
-  for (const ir::Node* p : graph.Placeholders()) {
-    const ir::ValueMeta& m = p->meta();
-    const Tensor* t = OuterTensor(*p, composites, set);
-    if (t == nullptr) {  // reported by the run
-      args.emplace_back();
-    } else if (m.kind == ir::ValueMeta::Kind::kSym && t->dim() == 0 &&
-               IsIntegral(t->dtype(), false)) {
-      args.push_back(Operand::Int(IntOf(*t)));
-    } else {
-      args.push_back(Operand::Of(*t));
-    }
-  }
-  SymbolValues out;
-  for (const auto& [symbol, value] : SymbolValuesOf(graph, args)) {
-    out.hints.emplace(std::string(symbol.name()), value);
-    out.values.emplace(symbol, value);
-  }
-  return out;
-}
-
-// `t` in the layout `m` (the annotation the graph was compiled for) gives
-// its sizes: the same tensor when it already is, else a copy laid out so.
-// A .npy file's order (C or Fortran) is how it was saved, not part of the
-// value, so lathec lays every input out as the graph expects.
-absl::StatusOr<Tensor> InAnnotatedLayout(const std::string& name,
-                                         const ir::TensorMeta& m,
-                                         const Tensor& t,
-                                         const symbolic::Assignment& values) {
-  if (m.dim() != t.dim() || m.dtype != t.dtype()) return t;  // the run says
-  std::vector<int64_t> strides(t.dim());
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    // Sizes other than the annotation's are the run's to report.
-    absl::StatusOr<symbolic::Value> size =
-        symbolic::Evaluate(m.sizes[d], values);
-    if (!size.ok() || size->type != symbolic::ExprType::kInt ||
-        size->i != t.sizes()[d]) {
-      return t;
-    }
-    absl::StatusOr<symbolic::Value> v =
-        symbolic::Evaluate(m.strides[d], values);
-    if (!v.ok() || v->type != symbolic::ExprType::kInt) return t;
-    strides[d] = v->i;
-  }
-  absl::StatusOr<symbolic::Value> offset =
-      symbolic::Evaluate(m.storage_offset, values);
-  int64_t off = offset.ok() && offset->type == symbolic::ExprType::kInt
-                    ? offset->i
-                    : t.storage_offset();
-  if (strides == t.strides() && off == t.storage_offset()) return t;
-  // Only a layout whose elements do not overlap can hold any value.
-  std::vector<int64_t> order(t.dim());
-  for (int64_t d = 0; d < t.dim(); ++d) order[d] = d;
-  std::sort(order.begin(), order.end(),
-            [&](int64_t a, int64_t b) { return strides[a] < strides[b]; });
-  int64_t reach = 0;  // the farthest element the faster dims reach
-  bool empty = false;
-  for (int64_t d : order) {
-    if (t.sizes()[d] == 0) empty = true;
-    if (t.sizes()[d] < 2) continue;
-    int64_t span;
-    if (strides[d] <= reach) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input '", name, "': the graph was compiled for the layout ",
-          m.ToAnnotation(),
-          ", whose elements overlap; lathec cannot lay a file out that way"));
-    }
-    if (__builtin_mul_overflow(strides[d], t.sizes()[d] - 1, &span) ||
-        __builtin_add_overflow(reach, span, &reach)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("input '", name, "': layout too large"));
-    }
-  }
-  if (off < 0) return t;
-  int64_t elements = empty ? 0 : off + reach + 1;
-  ASSIGN_OR_RETURN(Tensor base, Tensor::Empty({elements}, t.dtype()));
-  ASSIGN_OR_RETURN(Tensor out, base.AsStrided(t.sizes(), strides, off));
-  RETURN_IF_ERROR(CopyTensor(out, t));
-  return out;
-}
-
-// Composite argument `name` of layout `l` from its inner values (its outer
-// sizes and strides are the first inner value's); the type's own rule says
-// whether they fit.
-absl::StatusOr<Operand> Compose(const aot::CompositeLayout& l,
-                                const std::string& name,
-                                std::vector<Operand> inner) {
-  std::vector<int64_t> sizes(OuterSizes(inner[0]).begin(),
-                             OuterSizes(inner[0]).end());
-  std::vector<int64_t> strides(OuterStrides(inner[0]).begin(),
-                               OuterStrides(inner[0]).end());
-  absl::StatusOr<Operand> made =
-      l.type->Unflatten(absl::MakeSpan(inner), sizes, strides);
-  if (!made.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("input '", name, "': ", made.status().message()));
-  }
-  return made;
-}
-
-// User argument `name` laid out as `l`, its leaves taken from `set`.
-absl::StatusOr<Operand> LoadArgument(const ir::Graph& graph,
-                                     const std::string& name,
-                                     const aot::CompositeLayout& l,
-                                     const InputSet& set,
-                                     const symbolic::Assignment& values) {
-  if (l.type == nullptr) {
-    auto it = set.tensors.find(name);
-    const ir::Node* p = graph.Find(name);
-    if (p != nullptr && p->meta().kind == ir::ValueMeta::Kind::kNone) {
-      return Operand();  // baked in by make_fx; its value is not read
-    }
-    if (it == set.tensors.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("missing input '", name, "'"));
-    }
-    // An inner tensor of a composite the graph does not name (not yet
-    // flattened) is taken as the file lays it out.
-    if (p == nullptr) return Operand::Of(it->second);
-    Tensor t = it->second;
-    if (p->meta().kind == ir::ValueMeta::Kind::kTensor) {
-      ASSIGN_OR_RETURN(t, InAnnotatedLayout(name, p->meta().tensor, t, values));
-    }
-    ASSIGN_OR_RETURN(ir::Value v, InputValue(*p, t, set.paths.at(name)));
-    return aot::OperandOf(v);
-  }
-  std::vector<Operand> inner;
-  for (size_t k = 0; k < l.inner.size(); ++k) {
-    ASSIGN_OR_RETURN(
-        Operand o,
-        LoadArgument(graph, aot::InnerName(name, l, static_cast<int>(k)),
-                     l.inner[k], set, values));
-    inner.push_back(std::move(o));
-  }
-  return Compose(l, name, std::move(inner));
-}
-
-// The tensors of an operand in LeafNames order.
-void Leaves(const Operand& o, std::vector<Operand>* out) {
-  if (o.kind != Operand::Kind::kComposite) {
-    out->push_back(o);
-    return;
-  }
-  for (const Operand& i : o.composite->inner) Leaves(i, out);
-}
-
-// " (disk cache hit)" when the .so came from a compile cache.
 std::string CacheNote(const codegen::CpuStats& st) {
   return st.cache_hit.empty() ? ""
                               : absl::StrCat(" (", st.cache_hit, " cache hit)");
@@ -568,91 +256,6 @@ CompileOptions CompileOptionsOf(
   options.dump = !o.dump_dir.empty() || !o.trace.empty();
   options.only_passes = o.passes;
   return options;
-}
-
-// The user's arguments of a set: one per placeholder of `written` (laid out
-// as annotated; a composite from its inner tensors), then the constants it
-// reads (`self.NAME`, given like inputs, by NAME) as `constants` names them.
-// `leaves` is the graph whose placeholders annotate the files' tensors (the
-// compiled one names a composite's inner tensors).
-absl::StatusOr<std::vector<Operand>> LoadArguments(
-    const ir::Graph& written, const ir::Graph& leaves,
-    const Composites& composites, const InputSet& set,
-    const SymbolValues& values, const std::vector<std::string>& constants) {
-  std::vector<Operand> args;
-  for (const ir::Node* p : written.Placeholders()) {
-    ASSIGN_OR_RETURN(Operand a, LoadArgument(leaves, p->name(),
-                                             LayoutOf(composites, p->name()),
-                                             set, values.values));
-    args.push_back(std::move(a));
-  }
-  for (const std::string& name : constants) {
-    auto it = set.tensors.find(name);
-    const ir::Node* node = nullptr;
-    for (const auto& n : written.nodes()) {
-      if (n->kind() == ir::Node::Kind::kGetAttr && n->target() == name) {
-        node = n.get();
-      }
-    }
-    if (it == set.tensors.end() || node == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("missing constant 'self.", name,
-                       "' (give it as --input ", name, "=FILE.npy)"));
-    }
-    ASSIGN_OR_RETURN(ir::Value v,
-                     InputValue(*node, it->second, set.paths.at(it->first)));
-    ASSIGN_OR_RETURN(Operand a, aot::OperandOf(v));
-    args.push_back(std::move(a));
-  }
-  return args;
-}
-
-// The files of a call's results and of the arguments it wrote (`written`
-// per user argument), not yet written, under `prefix` ("" or "1/").
-absl::StatusOr<std::vector<PendingFile>> ResultFiles(
-    const aot::CompositeSignature& signature,
-    const std::vector<std::string>& names_of_arguments,
-    absl::Span<const Operand> results, absl::Span<const Operand> arguments,
-    const std::vector<bool>& written, const std::string& prefix) {
-  std::vector<PendingFile> pending;
-  auto add = [&](const std::string& name, const Operand& o,
-                 int index) -> absl::Status {
-    ASSIGN_OR_RETURN(Tensor t, AsTensor(aot::ValueOf(o), index));
-    // A dense result is written from its own storage, not copied first.
-    ASSIGN_OR_RETURN(NpyParts npy, EncodeNpyParts(t));
-    std::string path = absl::StrCat(prefix, name, ".npy");
-    std::string summary = absl::StrCat(path, ": ", t.ToString());
-    pending.push_back({path, std::move(t), std::move(npy), summary});
-    return absl::OkStatus();
-  };
-  for (size_t k = 0; k < results.size(); ++k) {
-    if (results[k].kind == Operand::Kind::kNone) {  // no file for a None
-      pending.push_back(
-          {"", Tensor(), NpyParts(), absl::StrCat(prefix, "out", k, ": None")});
-      continue;
-    }
-    std::vector<std::string> names;
-    aot::LeafNames(absl::StrCat("out", k), signature.results[k], &names);
-    std::vector<Operand> leaves;
-    Leaves(results[k], &leaves);
-    for (size_t j = 0; j < leaves.size() && j < names.size(); ++j) {
-      RETURN_IF_ERROR(add(names[j], leaves[j], static_cast<int>(k)));
-    }
-  }
-  // Mutated inputs go to mutated/, so no input name can collide with an
-  // output's file.
-  for (size_t i = 0; i < names_of_arguments.size() && i < written.size(); ++i) {
-    if (!written[i]) continue;
-    std::vector<std::string> names;
-    aot::LeafNames(names_of_arguments[i], signature.arguments[i], &names);
-    std::vector<Operand> leaves;
-    Leaves(arguments[i], &leaves);
-    for (size_t j = 0; j < leaves.size() && j < names.size(); ++j) {
-      RETURN_IF_ERROR(add(absl::StrCat(kMutatedDir, "/", names[j]), leaves[j],
-                          static_cast<int>(i)));
-    }
-  }
-  return pending;
 }
 
 // Runs every set through one CompiledFunction (runtime/compiled_function.h)
@@ -723,56 +326,15 @@ absl::StatusOr<std::vector<PendingFile>> RunCompiled(
   return all;
 }
 
-// The layout of an artifact's argument or result: plain, or a composite
-// of a registered type over plain values (deeper nesting is refused).
-absl::StatusOr<aot::CompositeLayout> FlatLayout(absl::string_view type,
-                                                int inner_count,
-                                                const std::string& what) {
-  if (type.empty()) return aot::CompositeLayout::Plain();
-  const CompositeType* t = FindCompositeType(type);
-  if (t == nullptr ||
-      (inner_count >= 0 &&
-       inner_count != static_cast<int>(t->inner_names().size()))) {
-    return absl::UnimplementedError(absl::StrCat(
-        what, ": a composite of type '", type,
-        "' nested in another, which run --artifact does not read yet"));
-  }
-  return aot::CompositeLayout::Of(
-      t, std::vector<aot::CompositeLayout>(t->inner_names().size()));
-}
-
 // `lathec run --artifact DIR`: the artifact's function, loaded with the
 // runtime alone (no compile: a set its guards refuse is an error naming the
 // guard), on every input set.
 absl::Status RunArtifact(const RunOptions& o) {
   ASSIGN_OR_RETURN(LoadedArtifact a, LoadArtifact(o.artifact));
   const Manifest& m = a.manifest;
-  aot::CompositeSignature signature;
-  std::vector<std::string> names;
-  for (const ArgumentSpec& spec : m.arguments) {
-    ASSIGN_OR_RETURN(aot::CompositeLayout l,
-                     FlatLayout(spec.type, -1, spec.name));
-    signature.arguments.push_back(std::move(l));
-    names.push_back(absl::StartsWith(spec.name, "self.") ? spec.name.substr(5)
-                                                         : spec.name);
-  }
-  for (const ResultShape& r : m.signature.results) {
-    for (const ResultShape& inner : r.inner) {
-      if (!inner.type.empty()) {
-        return FlatLayout(inner.type, 0, "a result").status();
-      }
-    }
-    ASSIGN_OR_RETURN(
-        aot::CompositeLayout l,
-        FlatLayout(r.type, static_cast<int>(r.inner.size()), "a result"));
-    signature.results.push_back(std::move(l));
-  }
-  std::vector<std::string> files;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (m.arguments[i].kind == ArgumentSpec::Kind::kNone) continue;
-    aot::LeafNames(names[i], signature.arguments[i], &files);
-  }
-  ASSIGN_OR_RETURN(std::vector<InputSet> sets, InputSets(o, files, "artifact"));
+  ASSIGN_OR_RETURN(ArtifactLayout layout, ArtifactLayoutOf(m));
+  ASSIGN_OR_RETURN(std::vector<InputSet> sets,
+                   InputSets(o.inputs, o.input_dirs, layout.files, "artifact"));
   std::vector<PendingFile> all;
   for (size_t k = 0; k < sets.size(); ++k) {
     InputSet& set = sets[k];
@@ -780,102 +342,21 @@ absl::Status RunArtifact(const RunOptions& o) {
       return absl::Status(s.code(), absl::StrCat(set.label, s.message()));
     };
     RETURN_IF_ERROR(ReadSet(set));
-    // Each plain tensor laid out as its annotation says (as `run GRAPH`
-    // does): the symbols take the values the files give them.
-    std::vector<std::optional<ir::TensorMeta>> metas(names.size());
-    symbolic::Assignment values;
-    for (size_t i = 0; i < names.size(); ++i) {
-      absl::StatusOr<ir::ValueMeta> meta =
-          i < m.annotations.size() ? ir::ParseAnnotation(m.annotations[i])
-                                   : absl::InvalidArgumentError("none");
-      auto t = set.tensors.find(names[i]);
-      if (m.arguments[i].kind != ArgumentSpec::Kind::kTensor || !meta.ok() ||
-          meta->kind != ir::ValueMeta::Kind::kTensor ||
-          t == set.tensors.end() || t->second.dim() != meta->tensor.dim()) {
-        continue;
-      }
-      ir::ForEachSymbolDim(meta->tensor, [&](symbolic::Expr e, bool stride,
-                                             int d) {
-        values.emplace(e, symbolic::Value::Int(stride ? t->second.strides()[d]
-                                                      : t->second.sizes()[d]));
-      });
-      metas[i] = meta->tensor;
-    }
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (!metas[i]) continue;
-      Tensor& t = set.tensors.at(names[i]);
-      absl::StatusOr<Tensor> laid =
-          InAnnotatedLayout(names[i], *metas[i], t, values);
-      if (!laid.ok()) return error(laid.status());
-      t = *std::move(laid);
-    }
-    // One operand per argument, from its file(s).
-    auto leaf = [&](const std::string& file,
-                    ArgumentSpec::Kind kind) -> absl::StatusOr<Operand> {
-      auto it = set.tensors.find(file);
-      if (it == set.tensors.end()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("missing input '", file, "'"));
-      }
-      const Tensor& t = it->second;
-      if (kind == ArgumentSpec::Kind::kTensor) return Operand::Of(t);
-      if (t.dim() != 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            set.paths.at(file), ": input '", file,
-            "' is a scalar and needs a 0-d .npy, got ", t.ToString()));
-      }
-      if (kind == ArgumentSpec::Kind::kFloat) {
-        return Operand::Float(t.GetDouble({}));
-      }
-      if (kind == ArgumentSpec::Kind::kBool) {
-        return Operand::Bool(t.GetDouble({}) != 0);
-      }
-      return Operand::Int(IntOf(t));
-    };
-    std::vector<Operand> args;
-    for (size_t i = 0; i < names.size(); ++i) {
-      const ArgumentSpec& spec = m.arguments[i];
-      const aot::CompositeLayout& l = signature.arguments[i];
-      if (spec.kind == ArgumentSpec::Kind::kNone) {
-        args.emplace_back();
-        continue;
-      }
-      if (l.type == nullptr) {
-        absl::StatusOr<Operand> o = leaf(names[i], spec.kind);
-        if (!o.ok()) return error(o.status());
-        args.push_back(*std::move(o));
-        continue;
-      }
-      std::vector<Operand> inner;
-      for (size_t j = 0; j < l.inner.size(); ++j) {
-        absl::StatusOr<Operand> o =
-            leaf(aot::InnerName(names[i], l, static_cast<int>(j)),
-                 ArgumentSpec::Kind::kTensor);
-        if (!o.ok()) return error(o.status());
-        inner.push_back(*std::move(o));
-      }
-      absl::StatusOr<Operand> made = Compose(l, names[i], std::move(inner));
-      if (!made.ok()) return error(made.status());
-      args.push_back(*std::move(made));
-    }
+    absl::StatusOr<std::vector<Operand>> args =
+        ArtifactArguments(m, layout, set);
+    if (!args.ok()) return error(args.status());
     absl::StatusOr<std::vector<Operand>> results =
-        a.function->Call(absl::MakeSpan(args));
+        a.function->Call(absl::MakeSpan(*args));
     if (!results.ok()) return error(results.status());
-    std::vector<bool> written(args.size(), false);
+    std::vector<bool> written(args->size(), false);
     for (int i : m.mutated) written[i] = true;
     std::string prefix = o.input_dirs.empty() ? "" : absl::StrCat(k, "/");
-    ASSIGN_OR_RETURN(
-        std::vector<PendingFile> one,
-        ResultFiles(signature, names, *results, args, written, prefix));
+    ASSIGN_OR_RETURN(std::vector<PendingFile> one,
+                     ResultFiles(layout.signature, layout.names, *results,
+                                 *args, written, prefix));
     for (PendingFile& f : one) all.push_back(std::move(f));
   }
-  ASSIGN_OR_RETURN(StagedDir out, StagedDir::Create(o.out, kOutMarker));
-  for (const PendingFile& f : all) {
-    if (!f.path.empty()) {
-      absl::string_view parts[] = {f.npy.header, f.npy.data()};
-      RETURN_IF_ERROR(out.Write(f.path, parts));
-    }
-  }
+  ASSIGN_OR_RETURN(StagedDir out, StageResultFiles(o.out, all));
   RETURN_IF_ERROR(out.Commit());
   for (const PendingFile& f : all) std::printf("%s\n", f.summary.c_str());
   return absl::OkStatus();
@@ -915,7 +396,8 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
         absl::StrCat(o.graph, ": ", composites.status().message()));
   }
   std::vector<std::string> names = FileNames(*written, *composites);
-  ASSIGN_OR_RETURN(std::vector<InputSet> sets, InputSets(o, names, "graph"));
+  ASSIGN_OR_RETURN(std::vector<InputSet> sets,
+                   InputSets(o.inputs, o.input_dirs, names, "graph"));
   for (InputSet& set : sets) RETURN_IF_ERROR(ReadSet(set));
 
   // Compile with the first set's sizes as hints, and again for a set the
@@ -939,13 +421,7 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
 
   // Everything succeeded: stage every file beside its directory, then move
   // the directories into place (all files of the run appear, or none).
-  ASSIGN_OR_RETURN(StagedDir out, StagedDir::Create(o.out, kOutMarker));
-  for (const PendingFile& f : all) {
-    if (!f.path.empty()) {
-      absl::string_view parts[] = {f.npy.header, f.npy.data()};
-      RETURN_IF_ERROR(out.Write(f.path, parts));
-    }
-  }
+  ASSIGN_OR_RETURN(StagedDir out, StageResultFiles(o.out, all));
   std::optional<StagedDir> dump;
   if (!o.dump_dir.empty()) {
     const CompiledGraph& c = *compiler.compiled().front();
@@ -1051,18 +527,8 @@ absl::StatusOr<CompileOptions> OptionsWithHints(const RunOptions& o,
   options.dump = !o.trace.empty();
   if (o.inputs.empty() && o.input_dirs.empty()) return options;
   ASSIGN_OR_RETURN(Composites composites, aot::DeclaredComposites(written));
-  InputSet set;
-  for (const auto& [name, file] : o.inputs) {
-    if (!set.paths.emplace(name, file).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("input '", name, "' given twice"));
-    }
-  }
-  for (const std::string& dir : o.input_dirs) {
-    for (const std::string& name : FileNames(written, composites)) {
-      set.paths[name] = absl::StrCat(dir, "/", name, ".npy");
-    }
-  }
+  ASSIGN_OR_RETURN(InputSet set, ExampleSet(o.inputs, o.input_dirs,
+                                            FileNames(written, composites)));
   RETURN_IF_ERROR(ReadSet(set));
   options.hints = ValuesOf(written, composites, set).hints;
   return options;

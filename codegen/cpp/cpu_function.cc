@@ -195,14 +195,31 @@ absl::StatusOr<std::vector<const ir::Value*>> CpuFunction::WithConstants(
   std::vector<const ir::Value*> inputs;
   for (const ir::Value& v : given) inputs.push_back(&v);
   for (const std::string& name : g.constants) {
-    auto it = constants.find(name);
-    if (it == constants.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("missing constant 'self.", name, "'"));
-    }
-    inputs.push_back(&it->second);
+    ASSIGN_OR_RETURN(const ir::Value* v, ConstantNamed(constants, name));
+    inputs.push_back(v);
   }
   return inputs;
+}
+
+absl::StatusOr<const ir::Value*> CpuFunction::ConstantNamed(
+    const absl::flat_hash_map<std::string, ir::Value>& constants,
+    const std::string& name) {
+  auto it = constants.find(name);
+  if (it == constants.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("missing constant 'self.", name, "'"));
+  }
+  return &it->second;
+}
+
+absl::StatusOr<std::vector<ir::Value>> CpuFunction::ConstantValues(
+    const absl::flat_hash_map<std::string, ir::Value>& constants) const {
+  std::vector<ir::Value> values;
+  for (const std::string& name : lowered_.constants) {
+    ASSIGN_OR_RETURN(const ir::Value* v, ConstantNamed(constants, name));
+    values.push_back(*v);
+  }
+  return values;
 }
 
 absl::Status CpuFunction::CallError(
@@ -259,12 +276,8 @@ absl::Status CpuFunction::CheckUser(
     return absl::FailedPreconditionError(
         "the composite wrapper is not compiled in");
   }
-  ASSIGN_OR_RETURN(std::vector<Operand> dense, subclass_->Unwrap(args));
-  std::vector<ir::Value> values;
-  for (const Operand& o : dense) values.push_back(aot::ValueOf(o));
-  ASSIGN_OR_RETURN(std::vector<const ir::Value*> inputs,
-                   WithConstants(values, constants));
-  return ir::CheckInputs(slots_, inputs);
+  ASSIGN_OR_RETURN(std::vector<ir::Value> values, ConstantValues(constants));
+  return aot::CheckUserArguments(*subclass_, slots_, args, values);
 }
 
 std::vector<bool> CpuFunction::MutatedUserInputs() const {
@@ -292,12 +305,8 @@ absl::StatusOr<aot::UserCall> CpuFunction::CallUser(
   // The user's values, then the constants.
   std::vector<Operand> in = args;
   for (const std::string& name : lowered_.constants) {
-    auto it = constants.find(name);
-    if (it == constants.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("missing constant 'self.", name, "'"));
-    }
-    ASSIGN_OR_RETURN(Operand constant, aot::OperandOf(it->second));
+    ASSIGN_OR_RETURN(const ir::Value* v, ConstantNamed(constants, name));
+    ASSIGN_OR_RETURN(Operand constant, aot::OperandOf(*v));
     in.push_back(std::move(constant));
   }
   ArgViews views;

@@ -182,6 +182,14 @@ class CpuFunction {
   absl::StatusOr<std::vector<const ir::Value*>> WithConstants(
       const std::vector<ir::Value>& given,
       const absl::flat_hash_map<std::string, ir::Value>& constants) const;
+  // The constant `self.NAME` by `name` in `constants`, or the error naming
+  // it.
+  static absl::StatusOr<const ir::Value*> ConstantNamed(
+      const absl::flat_hash_map<std::string, ir::Value>& constants,
+      const std::string& name);
+  // The constants the graph reads, in order, from `constants` by name.
+  absl::StatusOr<std::vector<ir::Value>> ConstantValues(
+      const absl::flat_hash_map<std::string, ir::Value>& constants) const;
   // The status of a failed lathe_call (or lathe_call_user) returning `rc`;
   // `why_bad` names a refused input.
   absl::Status CallError(int rc,

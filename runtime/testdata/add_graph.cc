@@ -4,6 +4,7 @@
 // defined. Its guards, in this order: 0 "y.size(0) == x.size(0)",
 // 1 "2 <= x.size(0)" (0/1 specialization), 2 "!isnan(alpha)"; without
 // GUARDS (the variant a compile callback makes) every input is admitted.
+// Its only entry is lathe_call_user, or lathe_call with GRAPH_ONLY.
 #include <cmath>
 
 #include "runtime/kernel_abi.h"
@@ -24,8 +25,17 @@ EXPORT int lathe_guards(const LatheValue* in, int64_t n) {
 }
 #endif
 
-EXPORT int lathe_call_user(const LatheValue* in, int64_t n, LatheValue* out,
-                           int64_t num_out, const LatheKernelRuntime* rt) {
+// With GRAPH_ONLY the same function is the graph's own entry, lathe_call,
+// and there is no lathe_call_user (a graph compiled without its composite
+// wrapper); the two entries take the same arguments here.
+#ifdef GRAPH_ONLY
+#define ENTRY lathe_call
+#else
+#define ENTRY lathe_call_user
+#endif
+
+EXPORT int ENTRY(const LatheValue* in, int64_t n, LatheValue* out,
+                 int64_t num_out, const LatheKernelRuntime* rt) {
   if (n != 3 || num_out != 1 || in[0].kind != LATHE_VALUE_TENSOR ||
       in[0].dtype != LATHE_DTYPE_F32 || in[0].ndim != 1 ||
       in[1].kind != LATHE_VALUE_TENSOR || in[1].dtype != LATHE_DTYPE_F32 ||

@@ -1,0 +1,113 @@
+#include "tools/result_files.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "aot/aot_dispatch.h"
+#include "status_macros.h"
+#include "symbolic/expr.h"
+
+namespace lathe {
+
+namespace {
+
+// The file that marks a directory as lathec's own output (see the top).
+constexpr char kOutMarker[] = ".lathec-out";
+// Where mutated inputs are written, under --out.
+constexpr char kMutatedDir[] = "mutated";
+
+// The tensors of an operand in LeafNames order.
+void Leaves(const Operand& o, std::vector<Operand>* out) {
+  if (o.kind != Operand::Kind::kComposite) {
+    out->push_back(o);
+    return;
+  }
+  for (const Operand& i : o.composite->inner) Leaves(i, out);
+}
+
+}  // namespace
+
+// An output as a tensor to save (numbers become 0-d arrays).
+absl::StatusOr<Tensor> AsTensor(const ir::Value& v, int index) {
+  if (v.is_tensor()) return v.tensor;
+  if (v.is_number()) {
+    symbolic::Expr e = v.number;
+    DType d = e.is_bool()  ? DType::kBool
+              : e.is_int() ? DType::kInt64
+                           : DType::kFloat64;
+    ASSIGN_OR_RETURN(Tensor t, Tensor::Empty({}, d));
+    if (d == DType::kInt64) {
+      ASSIGN_OR_RETURN(int64_t x, v.AsInt());
+      *t.data<int64_t>() = x;
+    } else {
+      ASSIGN_OR_RETURN(double x, v.AsDouble());
+      t.SetDouble({}, x);
+    }
+    return t;
+  }
+  return absl::UnimplementedError(
+      absl::StrCat("output ", index, " is ", v.DebugString(),
+                   ", which cannot be saved as .npy"));
+}
+
+absl::StatusOr<std::vector<PendingFile>> ResultFiles(
+    const aot::CompositeSignature& signature,
+    const std::vector<std::string>& names_of_arguments,
+    absl::Span<const Operand> results, absl::Span<const Operand> arguments,
+    const std::vector<bool>& written, const std::string& prefix) {
+  std::vector<PendingFile> pending;
+  auto add = [&](const std::string& name, const Operand& o,
+                 int index) -> absl::Status {
+    ASSIGN_OR_RETURN(Tensor t, AsTensor(aot::ValueOf(o), index));
+    // A dense result is written from its own storage, not copied first.
+    ASSIGN_OR_RETURN(NpyParts npy, EncodeNpyParts(t));
+    std::string path = absl::StrCat(prefix, name, ".npy");
+    std::string summary = absl::StrCat(path, ": ", t.ToString());
+    pending.push_back({path, std::move(t), std::move(npy), summary});
+    return absl::OkStatus();
+  };
+  for (size_t k = 0; k < results.size(); ++k) {
+    if (results[k].kind == Operand::Kind::kNone) {  // no file for a None
+      pending.push_back(
+          {"", Tensor(), NpyParts(), absl::StrCat(prefix, "out", k, ": None")});
+      continue;
+    }
+    std::vector<std::string> names;
+    aot::LeafNames(absl::StrCat("out", k), signature.results[k], &names);
+    std::vector<Operand> leaves;
+    Leaves(results[k], &leaves);
+    for (size_t j = 0; j < leaves.size() && j < names.size(); ++j) {
+      RETURN_IF_ERROR(add(names[j], leaves[j], static_cast<int>(k)));
+    }
+  }
+  // Mutated inputs go to mutated/, so no input name can collide with an
+  // output's file.
+  for (size_t i = 0; i < names_of_arguments.size() && i < written.size(); ++i) {
+    if (!written[i]) continue;
+    std::vector<std::string> names;
+    aot::LeafNames(names_of_arguments[i], signature.arguments[i], &names);
+    std::vector<Operand> leaves;
+    Leaves(arguments[i], &leaves);
+    for (size_t j = 0; j < leaves.size() && j < names.size(); ++j) {
+      RETURN_IF_ERROR(add(absl::StrCat(kMutatedDir, "/", names[j]), leaves[j],
+                          static_cast<int>(i)));
+    }
+  }
+  return pending;
+}
+
+absl::StatusOr<StagedDir> StageResultFiles(
+    const std::string& dir, const std::vector<PendingFile>& files) {
+  ASSIGN_OR_RETURN(StagedDir out, StagedDir::Create(dir, kOutMarker));
+  for (const PendingFile& f : files) {
+    if (!f.path.empty()) {
+      absl::string_view parts[] = {f.npy.header, f.npy.data()};
+      RETURN_IF_ERROR(out.Write(f.path, parts));
+    }
+  }
+  return out;
+}
+
+}  // namespace lathe
