@@ -181,6 +181,10 @@ struct Kernel {
   symbolic::Expr symbol;
   symbolic::Expr value;
   int check = -1;
+  // kAssert: the values the failing check reports (kernel_abi.h), which
+  // fill the holes of its message: expressions of bound symbols, a float
+  // one (an element count) saturated to int64.
+  std::vector<symbolic::Expr> check_values;
   // The kernels fused into this one (for the log), and the graph nodes whose
   // values they compute (for the fusion picture).
   std::vector<std::string> fused_from;
