@@ -139,6 +139,10 @@ std::string IndexOutOfBounds(absl::string_view index, int64_t dim,
                       " with size ", size);
 }
 
+std::string TargetOutOfBounds(absl::string_view index) {
+  return absl::StrCat("Target ", index, " is out of bounds.");
+}
+
 std::string IndexOutOfRangeInSelf(absl::string_view index,
                                   absl::string_view size) {
   return absl::StrCat("index out of range in self (index ", index, ", size ",

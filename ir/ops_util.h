@@ -155,6 +155,11 @@ std::string NegativeDimension(absl::string_view size);
 std::string IndexOutOfBounds(absl::string_view index, int64_t dim,
                              absl::string_view size);
 
+// TargetOutOfBounds()
+//
+// nll_loss's error for a class `index` outside the input's classes.
+std::string TargetOutOfBounds(absl::string_view index);
+
 // IndexOutOfRangeInSelf()
 //
 // index_select's and embedding's error for an index outside `size`.

@@ -477,5 +477,21 @@ def forward(self, x: ")",
   }
 }
 
+// A class past the end in nll_loss: the interpreter's words, with the
+// class the kernel read.
+TEST(RefusalsTest, AnNllLossTargetPastTheEndIsNamedByItsValue) {
+  Tensor x = *Tensor::Empty({2, 4}, DType::kFloat32);
+  for (int64_t k = 0; k < 8; ++k) x.data<float>()[k] = 0.5f;
+  ExpectBothRefuse("nll_past", R"(
+def forward(self, x: "f32[2, 4][4, 1]cpu", t: "i64[2][1]cpu"):
+    nll = torch.ops.aten.nll_loss_forward.default(x, t, None, 1, -100);  x = t = None
+    getitem = nll[0];  nll = None
+    return (getitem,)
+)",
+                   {{"x", x}, {"t", Ints({1, 5})}},
+                   "node 'nll': aten.nll_loss_forward.default: Target 5 is "
+                   "out of bounds.");
+}
+
 }  // namespace
 }  // namespace lathe

@@ -40,10 +40,15 @@ int Lowerer::CheckIndex(KernelBuilder& kb, const Node& n, int value, Expr size,
                            ? symbolic::ToString(size)
                            : absl::StrCat("{1:", symbolic::ToString(size), "}");
   const std::string target(n.target());
-  std::string words = target == "aten.index_select.default" ||
-                              target == "aten.embedding.default"
-                          ? ir::IndexOutOfRangeInSelf(index, extent)
-                          : ir::IndexOutOfBounds(index, dim, extent);
+  std::string words;
+  if (target == "aten.index_select.default" ||
+      target == "aten.embedding.default") {
+    words = ir::IndexOutOfRangeInSelf(index, extent);
+  } else if (target == "aten.nll_loss_forward.default") {
+    words = ir::TargetOutOfBounds(index);
+  } else {
+    words = ir::IndexOutOfBounds(index, dim, extent);
+  }
   std::string message =
       absl::StrCat("node '", n.name(), "': ", target, ": ", words);
   ScalarOp op;
