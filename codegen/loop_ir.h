@@ -197,7 +197,9 @@ struct Program {
   // The runtime values the kernels read: size symbols and float symbols,
   // in the order the entry point receives them.
   std::vector<symbolic::Expr> symbols;
-  // What each check-index op reports when its index is out of range.
+  // The message of each check (a check-index op's, a bind's or an
+  // assert's): a template whose holes "{k:TEXT}" the failing check's
+  // reported values fill (kernel_abi.h; runtime FillCheckMessage).
   std::vector<std::string> checks;
 };
 

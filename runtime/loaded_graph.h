@@ -72,7 +72,8 @@ struct CallSignature {
   // ranks; -1 for an inner value of a composite, which is not rebound):
   // lathe_call_user returns them after the user's results.
   std::vector<int> rebound_inputs, rebound_ranks;
-  // The message of lathe_call's index check k (returned as k + 1).
+  // The message of lathe_call's check k (returned as k + 1): a template
+  // (FillCheckMessage).
   std::vector<std::string> checks;
 };
 
