@@ -179,7 +179,11 @@ std::string PrintProgram(const Program& p) {
     }
     if (k.kind == Kernel::Kind::kAssert) {
       absl::StrAppend(&out, "kernel ", k.name, " assert ",
-                      symbolic::ToString(k.value), ", check ", k.check, "\n");
+                      symbolic::ToString(k.value), ", check ", k.check);
+      if (!k.check_values.empty()) {
+        absl::StrAppend(&out, " reports [", Exprs(k.check_values), "]");
+      }
+      out += "\n";
       continue;
     }
     if (k.kind == Kernel::Kind::kExtern) {

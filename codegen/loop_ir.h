@@ -181,6 +181,10 @@ struct Kernel {
   symbolic::Expr symbol;
   symbolic::Expr value;
   int check = -1;
+  // kAssert: the values the failing check reports (kernel_abi.h), which
+  // fill the holes of its message: expressions of bound symbols, a float
+  // one (an element count) saturated to int64.
+  std::vector<symbolic::Expr> check_values;
   // The kernels fused into this one (for the log), and the graph nodes whose
   // values they compute (for the fusion picture).
   std::vector<std::string> fused_from;
@@ -193,7 +197,9 @@ struct Program {
   // The runtime values the kernels read: size symbols and float symbols,
   // in the order the entry point receives them.
   std::vector<symbolic::Expr> symbols;
-  // What each check-index op reports when its index is out of range.
+  // The message of each check (a check-index op's, a bind's or an
+  // assert's): a template whose holes "{k:TEXT}" the failing check's
+  // reported values fill (kernel_abi.h; runtime FillCheckMessage).
   std::vector<std::string> checks;
 };
 

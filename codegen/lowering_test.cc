@@ -820,7 +820,8 @@ def forward(self, x: "i64[]"):
 )IR"));
   EXPECT_OK(testing::RunFileCheck(PrintProgram(lowered.program), R"(
 CHECK:      kernel k0 bind u0 = in0[0]
-CHECK-NEXT: kernel k1 assert u0 <= 3, check 1
+CHECK-NEXT: kernel k1 assert u0 <= 3, check 1{{$}}
+CHECK-NEXT: kernel k2 assert 0 <= u0, check 2 reports [u0]
 )"));
   // Check 0 is the bind's: an int read from data outside int32's range.
   EXPECT_THAT(lowered.program.checks,
@@ -829,9 +830,10 @@ CHECK-NEXT: kernel k1 assert u0 <= 3, check 1
                   "2^31), the values the compiled program admits",
                   "node '_assert_scalar' (aten._assert_scalar.default): u0 "
                   "<= 3 failed",
-                  // u0 as a size: negative, it stops the program.
+                  // u0 as a size: negative, it stops the program, and
+                  // reports u0 for the hole (kernel_abi.h's "{k:TEXT}").
                   "node 'new_zeros': aten.new_zeros.default: Trying to create "
-                  "tensor with negative dimension u0"));
+                  "tensor with negative dimension {0:u0}"));
   // A literal True checks nothing (a literal False never gets here: shape
   // propagation refuses it).
   ASSERT_OK_AND_ASSIGN(LoweredGraph literal, LowerText(R"IR(

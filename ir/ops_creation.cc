@@ -44,8 +44,7 @@ absl::StatusOr<Value> Full(const OpCall& c, const Value* fill,
   ASSIGN_OR_RETURN(std::vector<Expr> sizes, c.arg(0).AsExprList());
   for (Expr s : sizes) {
     if (s.kind() == symbolic::ExprKind::kInteger && s.int_value() < 0) {
-      return c.Error(absl::StrCat(
-          "Trying to create tensor with negative dimension ", s.int_value()));
+      return c.Error(NegativeDimension(absl::StrCat(s.int_value())));
     }
   }
   DType dtype = CreationDType(c, fill);
@@ -590,8 +589,8 @@ absl::StatusOr<Value> RandomFill(const OpCall& c, bool normal, bool running) {
   for (Expr s : sizes) {
     if (s.kind() == symbolic::ExprKind::kInteger && s.int_value() < 0) {
       return c.Error(
-          absl::StrCat("Trying to create tensor with negative dimension ",
-                       s.int_value(), ": ", ShapeString(sizes)));
+          absl::StrCat(NegativeDimension(absl::StrCat(s.int_value())), ": ",
+                       ShapeString(sizes)));
     }
   }
   DType dtype = CreationDType(c, nullptr);
@@ -629,10 +628,8 @@ absl::StatusOr<Value> RandomFill(const OpCall& c, bool normal, bool running) {
 absl::StatusOr<Value> Randperm(const OpCall& c, bool running) {
   Expr n = c.arg(0).number;
   if (n.kind() == symbolic::ExprKind::kInteger && n.int_value() < 0) {
-    return c.Error(
-        absl::StrCat("Trying to create tensor with negative "
-                     "dimension ",
-                     n.int_value(), ": [", n.int_value(), "]"));
+    return c.Error(absl::StrCat(NegativeDimension(absl::StrCat(n.int_value())),
+                                ": [", n.int_value(), "]"));
   }
   DType dtype = CreationDType(c, nullptr);
   if (dtype == DType::kBool) {

@@ -77,9 +77,8 @@ absl::StatusOr<Value> Iota(const OpCall& c, bool running) {
   ASSIGN_OR_RETURN(bool negative,
                    Decide(c, symbolic::Lt(length, symbolic::Int(0))));
   if (negative) {
-    return c.Error(absl::StrCat(
-        "Trying to create tensor with negative dimension ",
-        symbolic::ToString(length), ": [", symbolic::ToString(length), "]"));
+    return c.Error(absl::StrCat(NegativeDimension(symbolic::ToString(length)),
+                                ": [", symbolic::ToString(length), "]"));
   }
   ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, running, dtype,
                                             c.arg("device").device, {length}));
@@ -651,10 +650,8 @@ absl::StatusOr<Value> IndexAdd(const OpCall& c, bool running) {
     int64_t k = LoadInt(index.tensor, row);
     if (k < 0 || k >= size) {  // the 1-D path words it differently
       status = c.Error(rank <= 1 ? std::string("index out of range in self")
-                                 : absl::StrCat("index ", k,
-                                                " is out of bounds for "
-                                                "dimension ",
-                                                dim, " with size ", size));
+                                 : IndexOutOfBounds(absl::StrCat(k), dim,
+                                                    absl::StrCat(size)));
       return;
     }
     std::vector<int64_t> at(i.begin(), i.end());

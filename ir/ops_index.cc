@@ -51,8 +51,7 @@ absl::Status CheckIndexDType(const OpCall& c, const Value& index,
 absl::StatusOr<int64_t> CheckedIndex(const OpCall& c, int64_t i, int64_t size,
                                      int64_t dim, bool wrap) {
   if (i < (wrap ? -size : 0) || i >= size) {
-    return c.Error(absl::StrCat("index ", i, " is out of bounds for dimension ",
-                                dim, " with size ", size));
+    return c.Error(IndexOutOfBounds(absl::StrCat(i), dim, absl::StrCat(size)));
   }
   return i < 0 ? i + size : i;
 }
@@ -273,8 +272,8 @@ absl::StatusOr<Value> SelectRows(const OpCall& c, const Value& self,
     int64_t size = s.dim() == 0 ? 1 : s.sizes()[dim];
     int64_t k = LoadInt(index.tensor, ii);
     if (k < 0 || k >= size) {
-      status = c.Error(absl::StrCat("index out of range in self (index ", k,
-                                    ", size ", size, ")"));
+      status =
+          c.Error(IndexOutOfRangeInSelf(absl::StrCat(k), absl::StrCat(size)));
       return;
     }
     if (s.dim() > 0) at.push_back(k);
@@ -743,10 +742,8 @@ absl::StatusOr<Value> Repeat(const OpCall& c) {
     ASSIGN_OR_RETURN(bool negative,
                      Decide(c, symbolic::Lt(e, symbolic::Int(0))));
     if (negative) {
-      return c.Error(
-          absl::StrCat("Trying to create tensor with negative "
-                       "dimension ",
-                       symbolic::ToString(e), ": ", ShapeString(sizes)));
+      return c.Error(absl::StrCat(NegativeDimension(symbolic::ToString(e)),
+                                  ": ", ShapeString(sizes)));
     }
   }
   ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, Running(self), DTypeOf(self),

@@ -2348,7 +2348,7 @@ absl::StatusOr<Value> NllLossForward(const OpCall& c) {
     int64_t k = t[i];
     if (k == ignore) continue;
     if (k < 0 || k >= n_classes) {
-      return c.Error(absl::StrCat("Target ", k, " is out of bounds."));
+      return c.Error(TargetOutOfBounds(absl::StrCat(k)));
     }
     losses[i] = -w[k] * x[i * n_classes + k];
     sum += losses[i];

@@ -114,11 +114,39 @@ int64_t MaxOpElements() { return max_op_elements.load(); }
 std::string TooManyElements(absl::string_view target, bool result,
                             symbolic::Expr numel, DType dtype,
                             absl::Span<const symbolic::Expr> sizes) {
+  std::vector<std::string> spelled;
+  for (symbolic::Expr e : sizes) spelled.push_back(symbolic::ToString(e));
+  return TooManyElements(target, result, symbolic::ToString(numel), dtype,
+                         spelled);
+}
+
+std::string TooManyElements(absl::string_view target, bool result,
+                            absl::string_view numel, DType dtype,
+                            absl::Span<const std::string> sizes) {
   return absl::StrCat(target, ": ", result ? "a result" : "an input", " of ",
-                      symbolic::ToString(numel), " elements (",
-                      ShortName(dtype), ShapeString(sizes),
-                      ") is more than the ", MaxOpElements(),
-                      " one op may take (--max-elements)");
+                      numel, " elements (", ShortName(dtype), "[",
+                      absl::StrJoin(sizes, ", "), "]) is more than the ",
+                      MaxOpElements(), " one op may take (--max-elements)");
+}
+
+std::string NegativeDimension(absl::string_view size) {
+  return absl::StrCat("Trying to create tensor with negative dimension ", size);
+}
+
+std::string IndexOutOfBounds(absl::string_view index, int64_t dim,
+                             absl::string_view size) {
+  return absl::StrCat("index ", index, " is out of bounds for dimension ", dim,
+                      " with size ", size);
+}
+
+std::string TargetOutOfBounds(absl::string_view index) {
+  return absl::StrCat("Target ", index, " is out of bounds.");
+}
+
+std::string IndexOutOfRangeInSelf(absl::string_view index,
+                                  absl::string_view size) {
+  return absl::StrCat("index out of range in self (index ", index, ", size ",
+                      size, ")");
 }
 
 absl::Status CheckResultElements(const OpCall& call, DType dtype,

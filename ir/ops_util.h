@@ -136,6 +136,35 @@ int64_t MaxOpElements();
 std::string TooManyElements(absl::string_view target, bool result,
                             symbolic::Expr numel, DType dtype,
                             absl::Span<const symbolic::Expr> sizes);
+// The same with `numel` and `sizes` already spelled (a compiled check's
+// message template spells them as holes for their values).
+std::string TooManyElements(absl::string_view target, bool result,
+                            absl::string_view numel, DType dtype,
+                            absl::Span<const std::string> sizes);
+
+// NegativeDimension()
+//
+// The error for a tensor of a negative size (`size` spelled: a number, or
+// a compiled check's hole for it).
+std::string NegativeDimension(absl::string_view size);
+
+// IndexOutOfBounds()
+//
+// The error of gather, scatter, index.Tensor and their kin for an index
+// outside dimension `dim` of `size` (`index` and `size` spelled).
+std::string IndexOutOfBounds(absl::string_view index, int64_t dim,
+                             absl::string_view size);
+
+// TargetOutOfBounds()
+//
+// nll_loss's error for a class `index` outside the input's classes.
+std::string TargetOutOfBounds(absl::string_view index);
+
+// IndexOutOfRangeInSelf()
+//
+// index_select's and embedding's error for an index outside `size`.
+std::string IndexOutOfRangeInSelf(absl::string_view index,
+                                  absl::string_view size);
 
 // CheckResultElements()
 //

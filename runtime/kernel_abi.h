@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field changes; an artifact records the one it uses. */
-#define LATHE_KERNEL_ABI_VERSION 6
+#define LATHE_KERNEL_ABI_VERSION 7
 
 /* What a LatheValue holds. */
 #define LATHE_VALUE_NONE 0
@@ -121,7 +121,52 @@ typedef struct LatheKernelRuntime {
    * seed in lathe::KernelRuntime(); a caller that wants other numbers
    * calls with a copy that sets it. */
   uint64_t seed;
+  /* Where a failing check reports the values its message names, or NULL
+   * (then nothing is reported): check_values[0] is their count n (at most
+   * LATHE_CHECK_VALUES), check_values[1..n] the values. The caller owns
+   * LATHE_CHECK_VALUES + 1 slots and sets check_values[0] to 0 before the
+   * call (SeededKernelRuntime). A check's message (Program::checks) is a
+   * template: the hole "{k:TEXT}" is value k when reported, else TEXT (the
+   * symbolic expression it stands for). */
+  int64_t* check_values;
 } LatheKernelRuntime;
+
+#define LATHE_CHECK_VALUES 8
+
+/* A failing host check reports its `n` values (lathe_call returns the
+ * check's code next). */
+static inline void lathe_report(const LatheKernelRuntime* rt,
+                                const int64_t* values, int64_t n) {
+  int64_t k;
+  if (rt->check_values == 0) return;
+  if (n > LATHE_CHECK_VALUES) n = LATHE_CHECK_VALUES;
+  for (k = 0; k < n; ++k) rt->check_values[1 + k] = values[k];
+  rt->check_values[0] = n;
+}
+
+/* A failing check inside a kernel, from any of its threads: the first
+ * failure to set *e (0 before) to `code` wins, and only its thread reports
+ * its values, so the report matches the code and no two threads write the
+ * slots (the host reads them after the kernel joined its threads). */
+static inline void lathe_kernel_check_failed(int* e,
+                                             const LatheKernelRuntime* rt,
+                                             int code, const int64_t* values,
+                                             int64_t n) {
+  int none = 0;
+  if (__atomic_compare_exchange_n(e, &none, code, 0, __ATOMIC_RELAXED,
+                                  __ATOMIC_RELAXED)) {
+    lathe_report(rt, values, n);
+  }
+}
+
+/* A float check value (an element count as a product of float sizes) as
+ * an int64, saturated (a count past int64 reads as its largest value). */
+static inline int64_t lathe_check_i64(double x) {
+  if (x != x) return 0;
+  if (x >= 9223372036854775807.0) return INT64_MAX;
+  if (x <= -9223372036854775807.0) return INT64_MIN;
+  return (int64_t)x;
+}
 
 /* The host function of a compiled graph (codegen/cpp/wrapper_emitter.h):
  * checks `inputs` (the placeholders, then the constants) against the

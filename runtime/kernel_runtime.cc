@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "Eigen/Core"
 #include "absl/status/status.h"
@@ -127,12 +128,29 @@ const char kAbiText[] =
 #include "runtime/kernel_abi_text.inc"
     ;
 
+// The values this thread's last compiled call reported for its failed
+// check (kernel_abi.h: the count, then the values).
+int64_t* CheckValueSlots() {
+  thread_local int64_t slots[LATHE_CHECK_VALUES + 1] = {};
+  return slots;
+}
+
 }  // namespace
 
 LatheKernelRuntime SeededKernelRuntime(uint64_t seed) {
   LatheKernelRuntime rt = *KernelRuntime();
   rt.seed = seed;
+  rt.check_values = CheckValueSlots();
+  rt.check_values[0] = 0;
   return rt;
+}
+
+std::vector<int64_t> TakeCheckValues() {
+  int64_t* slots = CheckValueSlots();
+  int64_t n = std::clamp<int64_t>(slots[0], 0, LATHE_CHECK_VALUES);
+  std::vector<int64_t> values(slots + 1, slots + 1 + n);
+  slots[0] = 0;
+  return values;
 }
 
 absl::Status TakeAllocError() {
@@ -151,7 +169,8 @@ const LatheKernelRuntime* KernelRuntime() {
                                         &Retain,
                                         &Release,
                                         &Copy,
-                                        /*seed=*/kDefaultSeed};
+                                        /*seed=*/kDefaultSeed,
+                                        /*check_values=*/nullptr};
   return &rt;
 }
 

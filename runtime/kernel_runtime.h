@@ -17,6 +17,7 @@
 #define LATHE_RUNTIME_KERNEL_RUNTIME_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -36,8 +37,16 @@ const LatheKernelRuntime* KernelRuntime();
 
 // SeededKernelRuntime()
 //
-// KernelRuntime()'s routines with `seed` for one call's random ops.
+// KernelRuntime()'s routines with `seed` for one call's random ops, and
+// this thread's slots for the values a failing check reports (emptied).
 LatheKernelRuntime SeededKernelRuntime(uint64_t seed);
+
+// TakeCheckValues()
+//
+// The values the last call made on this thread with SeededKernelRuntime()
+// reported for its failed check (none when it reported none), and forgets
+// them.
+std::vector<int64_t> TakeCheckValues();
 
 // TakeAllocError()
 //

@@ -399,6 +399,39 @@ int LoadedGraph::Invoke(const ArgViews& args, uint64_t seed,
   return 0;
 }
 
+std::string FillCheckMessage(absl::string_view message,
+                             absl::Span<const int64_t> values) {
+  std::string out;
+  size_t at = 0;
+  while (at < message.size()) {
+    size_t open = message.find('{', at);
+    if (open == absl::string_view::npos) break;
+    absl::StrAppend(&out, message.substr(at, open - at));
+    // A hole: '{', at most 3 digits, ':', text without braces, '}'.
+    size_t colon = open + 1;
+    int64_t k = 0;
+    while (colon < message.size() && colon - open <= 3 &&
+           absl::ascii_isdigit(message[colon])) {
+      k = 10 * k + (message[colon++] - '0');
+    }
+    size_t close = message.find_first_of("{}", colon);
+    if (colon == open + 1 || colon >= message.size() || message[colon] != ':' ||
+        close == absl::string_view::npos || message[close] != '}') {
+      out.push_back('{');  // not a hole: kept as it is
+      at = open + 1;
+      continue;
+    }
+    if (k < static_cast<int64_t>(values.size())) {
+      absl::StrAppend(&out, values[k]);
+    } else {
+      absl::StrAppend(&out, message.substr(colon + 1, close - colon - 1));
+    }
+    at = close + 1;
+  }
+  if (at < message.size()) absl::StrAppend(&out, message.substr(at));
+  return out;
+}
+
 absl::Status CallStatus(int rc, absl::Span<const std::string> checks) {
   switch (rc) {
     case LATHE_CALL_BAD_INPUTS:
@@ -427,7 +460,8 @@ absl::Status CallStatus(int rc, absl::Span<const std::string> checks) {
       break;
   }
   if (rc > 0 && rc <= static_cast<int>(checks.size())) {
-    return absl::InvalidArgumentError(checks[rc - 1]);
+    return absl::InvalidArgumentError(
+        FillCheckMessage(checks[rc - 1], TakeCheckValues()));
   }
   return absl::InternalError(
       absl::StrCat("the compiled graph failed (", rc, ")"));

@@ -72,14 +72,28 @@ struct CallSignature {
   // ranks; -1 for an inner value of a composite, which is not rebound):
   // lathe_call_user returns them after the user's results.
   std::vector<int> rebound_inputs, rebound_ranks;
-  // The message of lathe_call's index check k (returned as k + 1).
+  // The message of lathe_call's check k (returned as k + 1): a template
+  // (FillCheckMessage).
   std::vector<std::string> checks;
 };
 
 // The error of a compiled call that returned `rc` (kernel_abi.h's codes,
 // kCallBadResult, or k > 0 for index check k - 1, whose messages `checks`
-// gives).
+// gives, filled with the values the check reported on this thread:
+// TakeCheckValues()).
 absl::Status CallStatus(int rc, absl::Span<const std::string> checks);
+
+// FillCheckMessage()
+//
+// A check's message template (kernel_abi.h) with each hole "{k:TEXT}"
+// replaced by values[k], or by TEXT when the check reported no value k (a
+// library that reports none, a hole past the values given). Text that is
+// not a hole is kept as it is.
+//
+//   FillCheckMessage("index {0:?} of {1:u0}", {5, 4}) == "index 5 of 4"
+//   FillCheckMessage("index {0:?} of {1:u0}", {}) == "index ? of u0"
+std::string FillCheckMessage(absl::string_view message,
+                             absl::Span<const int64_t> values);
 
 // `t` as the C ABI sees it: a view, nothing copied or retained.
 LatheValue ViewOfTensor(const Tensor& t);

@@ -147,8 +147,9 @@ def forward(self, x: "f32[64][1]cpu"):
                    {{"x", Floats(64)}}, "exceeds its storage of 256 bytes");
 }
 
-// A view whose size is a symbol: the host function checks it at run time
-// (the message then spells the sizes symbolically).
+// A view over a storage whose size is a symbol: the host function checks
+// it at run time, and its message gives the storage's bytes, as the
+// interpreter's does.
 TEST(RefusalsTest, ADynamicViewIsCheckedByTheHostFunction) {
   std::string graph = R"(
 def forward(self, x: "f32[s0][1]cpu"):
@@ -156,11 +157,9 @@ def forward(self, x: "f32[s0][1]cpu"):
     mul = torch.ops.aten.mul.Tensor(as_strided, 2);  as_strided = None
     return (mul,)
 )";
-  std::map<std::string, Tensor> x = {{"x", Floats(4)}};
-  ExpectRefused("as_strided_dynamic", graph, x, "interp",
-                "exceeds its storage of 16 bytes");
-  ExpectRefused("as_strided_dynamic", graph, x, "cpu",
-                "exceeds its storage of");
+  ExpectBothRefuse("as_strided_dynamic", graph, {{"x", Floats(4)}},
+                   "node 'as_strided': view of 32 bytes (sizes [8], strides "
+                   "[1], offset 0) exceeds its storage of 16 bytes");
 }
 
 // ---- Integer arithmetic ----------------------------------------------------
@@ -206,8 +205,8 @@ def forward(self, x: "i64[4][1]cpu"):
 }
 
 // A size from .item() that is negative is an error (the cpu backend made an
-// empty tensor): the interpreter names the value, the host function the
-// symbol it checks.
+// empty tensor), and the host function's check names the value, as the
+// interpreter does (it named the symbol u0).
 TEST(RefusalsTest, ANegativeDataDependentSizeIsAnError) {
   std::string graph = R"(
 def forward(self, n: "i64[][]cpu"):
@@ -217,9 +216,10 @@ def forward(self, n: "i64[][]cpu"):
 )";
   Tensor n = *Tensor::Empty({}, DType::kInt64);
   n.data<int64_t>()[0] = -3;
-  std::string expected = "Trying to create tensor with negative dimension ";
-  ExpectRefused("negative_item", graph, {{"n", n}}, "interp", expected + "-3");
-  ExpectRefused("negative_item", graph, {{"n", n}}, "cpu", expected + "u0");
+  ExpectBothRefuse("negative_item", graph, {{"n", n}},
+                   // zeros decomposes into full, on both backends.
+                   "node 'full': aten.full.default: Trying to create tensor "
+                   "with negative dimension -3");
 }
 
 // ---- Iteration space -------------------------------------------------------
@@ -264,7 +264,8 @@ def forward(self, x: "f32[1048577, 1][1, 1]cpu", y: "f32[1048576][1]cpu"):
 
 // [n, n, n] with n = 2^21 read from data has 2^63 elements, more than
 // int64 counts: the interpreter refused its extent, while the cpu backend's
-// loop over it never ended; now the host function refuses the count.
+// loop over it never ended; now the host function refuses the count, which
+// it reports saturated at int64's largest value.
 TEST(RefusalsTest, AnExtentPastInt64IsRefused) {
   std::string graph = R"(
 def forward(self, n: "i64[][]cpu"):
@@ -278,9 +279,16 @@ def forward(self, n: "i64[][]cpu"):
   ExpectRefused("extent_overflow", graph, {{"n", n}}, "interp",
                 "node 'zeros': tensor extent overflows int64");
   ExpectRefused("extent_overflow", graph, {{"n", n}}, "cpu",
-                "node 'zeros': aten.zeros.default: a result of u0**3 elements "
-                "(f32[u0, u0, u0]) is more than the 1099511627776 one op may "
-                "take (--max-elements)");
+                "node 'zeros': aten.zeros.default: a result of "
+                "9223372036854775807 elements (f32[2097152, 2097152, 2097152]) "
+                "is more than the 1099511627776 one op may take "
+                "(--max-elements)");
+  // n = 2^14: 2^42 elements, counted in int64, the same words on both.
+  n.data<int64_t>()[0] = int64_t{1} << 14;
+  ExpectBothRefuse("extent_big", graph, {{"n", n}},
+                   "node 'zeros': aten.zeros.default: a result of "
+                   "4398046511104 elements (f32[16384, 16384, 16384]) is more "
+                   "than the 1099511627776 one op may take (--max-elements)");
 }
 
 // --max-elements sets the limit; a count that is a product of sizes is
@@ -422,13 +430,67 @@ def forward(self, x: "f32[4][1]cpu", i: "i64[2][1]cpu"):
     if (op[0] == "index") in["i"] = Ints({0, -5});
     // "torch.ops.aten.gather.default(...)" -> "aten.gather.default"
     std::string target = op[1].substr(10, op[1].find('(') - 10);
-    ExpectRefused(op[0], graph, in, "interp",
-                  absl::StrCat("node '", op[0], "': ", target, ": ", op[2]));
-    ExpectRefused(op[0], graph, in, "cpu",
-                  absl::StrCat("node '", op[0], "' (", target,
-                               "): an index is out of bounds for dimension 0 "
-                               "with size 4"));
+    ExpectBothRefuse(op[0], graph, in,
+                     absl::StrCat("node '", op[0], "': ", target, ": ", op[2]));
   }
+}
+
+// An index past the end: the kernel's check reports the index and the
+// size, so both backends give the interpreter's message, for a constant
+// size and for a symbolic one (s0 = 4), in a gather, an index_select and an
+// embedding.
+TEST(RefusalsTest, AnIndexPastTheEndIsNamedByItsValue) {
+  struct Case {
+    std::string name, x, call, words;
+  };
+  const std::vector<Case> cases = {
+      {"gather_past", "f32[4][1]cpu", "torch.ops.aten.gather.default(x, 0, i)",
+       "aten.gather.default: index 5 is out of bounds for dimension 0 with "
+       "size 4"},
+      {"gather_past_dyn", "f32[s0][1]cpu",
+       "torch.ops.aten.gather.default(x, 0, i)",
+       "aten.gather.default: index 5 is out of bounds for dimension 0 with "
+       "size 4"},
+      {"index_past_dyn", "f32[s0][1]cpu", "torch.ops.aten.index.Tensor(x, [i])",
+       "aten.index.Tensor: index 5 is out of bounds for dimension 0 with size "
+       "4"},
+      {"index_select_past", "f32[4][1]cpu",
+       "torch.ops.aten.index_select.default(x, 0, i)",
+       "aten.index_select.default: index out of range in self (index 5, size "
+       "4)"},
+      {"embedding_past", "f32[4, 3][3, 1]cpu",
+       "torch.ops.aten.embedding.default(x, i)",
+       "aten.embedding.default: index out of range in self (index 5, size 4)"},
+  };
+  for (const Case& c : cases) {
+    std::string graph = absl::StrCat(R"(
+def forward(self, x: ")",
+                                     c.x, R"(", i: "i64[2][1]cpu"):
+    r = )",
+                                     c.call, R"(;  x = i = None
+    return (r,)
+)");
+    Tensor x = *Tensor::Empty({4, 3}, DType::kFloat32);
+    if (c.name != "embedding_past") x = Floats(4);
+    ExpectBothRefuse(c.name, graph, {{"x", x}, {"i", Ints({1, 5})}},
+                     absl::StrCat("node 'r': ", c.words));
+  }
+}
+
+// A class past the end in nll_loss: the interpreter's words, with the
+// class the kernel read.
+TEST(RefusalsTest, AnNllLossTargetPastTheEndIsNamedByItsValue) {
+  Tensor x = *Tensor::Empty({2, 4}, DType::kFloat32);
+  for (int64_t k = 0; k < 8; ++k) x.data<float>()[k] = 0.5f;
+  ExpectBothRefuse("nll_past", R"(
+def forward(self, x: "f32[2, 4][4, 1]cpu", t: "i64[2][1]cpu"):
+    nll = torch.ops.aten.nll_loss_forward.default(x, t, None, 1, -100);  x = t = None
+    getitem = nll[0];  nll = None
+    return (getitem,)
+)",
+                   {{"x", x}, {"t", Ints({1, 5})}},
+                   "node 'nll': aten.nll_loss_forward.default: Target 5 is "
+                   "out of bounds.");
 }
 
 }  // namespace

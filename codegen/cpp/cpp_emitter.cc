@@ -276,9 +276,13 @@ class Emitter {
           absl::StrAppend(out, indent, "if (", v, " < 0) ", v, " += ", n,
                           ";\n");
         }
+        // The index as given (before wrapping) and the size are the
+        // check's values; the first failing thread's win (kernel_abi.h).
         absl::StrAppend(out, indent, "if (__builtin_expect(", v, " < 0 || ", v,
-                        " >= ", n, ", 0)) { __atomic_store_n(E, ", op.i + 1,
-                        ", __ATOMIC_RELAXED); ", v, " = 0; }\n");
+                        " >= ", n, ", 0)) { const int64_t cv", i,
+                        "[] = {static_cast<int64_t>(", arg(0), "), ", n,
+                        "}; lathe_kernel_check_failed(E, rt, ", op.i + 1,
+                        ", cv", i, ", 2); ", v, " = 0; }\n");
         return;
       }
       case ScalarOp::Kind::kConstant:

@@ -166,6 +166,23 @@ CHECK:       for (int64_t x0 = 0; x0 < 4; ++x0) {
 )"));
 }
 
+// An index check that fails reports the index as the op gave it (before
+// index.Tensor wraps it) and the dim's size, through the ABI's helper that
+// lets the first failing thread set the kernel's code (check 0 + 1), and
+// goes on with index 0.
+TEST(CppEmitterTest, AFailingIndexCheckReportsTheIndexAndTheSize) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f32[s0]", i: "i64[2]"):
+    index = torch.ops.aten.index.Tensor(x, [i])
+    return (index,)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:      int64_t [[V:v[0-9]+]] = static_cast<int64_t>([[I:v[0-9]+]]);
+CHECK-NEXT: if ([[V]] < 0) [[V]] += [[N:.+]];
+CHECK-NEXT: if (__builtin_expect([[V]] < 0 || [[V]] >= [[N]], 0)) { const int64_t cv{{[0-9]+}}[] = {static_cast<int64_t>([[I]]), [[N]]}; lathe_kernel_check_failed(E, rt, 1, cv{{[0-9]+}}, 2); [[V]] = 0; }
+)"));
+}
+
 // A library call with a geometry array passes the inputs, then the
 // outputs: sort(x) writes values (buf1) and indices (buf2) from in0.
 TEST(CppEmitterTest, AGeometryCallPassesInputsThenOutputs) {

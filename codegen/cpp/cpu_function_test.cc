@@ -210,21 +210,23 @@ TEST(CpuFunctionTest, IndirectLoadsReadTheIndexedRows) {
 }
 
 // An index outside its dim stops the run before any load leaves the
-// buffer, with the node and the dim's size.
+// buffer, with the interpreter's message: the node, the index as given
+// and the dim's size.
 TEST(CpuFunctionTest, AnIndexOutOfRangeIsARunErrorNamingTheNode) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f,
                        CompileText(kIndexSelect));
   EXPECT_THAT(f->Run({Filled({4, 6}, 0), Ints({1, 9})}).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       "node 'index_select' (aten.index_select.default): an "
-                       "index is out of bounds for dimension 0 with size 4"));
+                       "node 'index_select': aten.index_select.default: index "
+                       "out of range in self (index 9, size 4)"));
   // index_select does not wrap negative indices; index.Tensor wraps once.
   EXPECT_THAT(f->Run({Filled({4, 6}, 0), Ints({-1, 0})}).status(),
               StatusIs(absl::StatusCode::kInvalidArgument));
   ASSERT_OK_AND_ASSIGN(f, CompileText(kIndex));
   EXPECT_THAT(f->Run({Filled({4, 6}, 0), Ints({0, -5})}).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("node 'index' (aten.index.Tensor)")));
+                       "node 'index': aten.index.Tensor: index -5 is out of "
+                       "bounds for dimension 0 with size 4"));
 }
 
 // ---- The host function (wrapper_emitter.h) ---------------------------------
@@ -810,13 +812,15 @@ def forward(self, n: "i64[][]cpu", h: "f16[][]cpu", z: "f32[][]cpu"):
   EXPECT_EQ(got.outputs[1].tensor.GetDouble({}), 6);
   EXPECT_EQ(got.outputs[2].tensor.GetDouble({}), 0);
   // 8 * (2^31 - 1)^2 elements: past the element limit (checked in double,
-  // before the allocation's byte count would overflow).
+  // before the allocation's byte count would overflow). The count, past
+  // int64, is reported saturated at 2^63 - 1.
   in[0] = IntScalar(2147483647);
   EXPECT_THAT(c.function->Run(in).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       "node 'ones': aten.ones.default: a result of 8*u0**2 "
-                       "elements (f32[u0, u0, 8]) is more than the "
-                       "1099511627776 one op may take (--max-elements)"));
+                       "node 'ones': aten.ones.default: a result of "
+                       "9223372036854775807 elements (f32[2147483647, "
+                       "2147483647, 8]) is more than the 1099511627776 one op "
+                       "may take (--max-elements)"));
   // 8 * 300000^2 elements fit the limit; their bytes do not fit memory:
   // the allocator's own message, as the interpreter gives it.
   in[0] = IntScalar(300000);

@@ -708,8 +708,23 @@ absl::StatusOr<WrapperSource> EmitWrapper(
       continue;
     }
     if (kernel.kind == Kernel::Kind::kAssert) {
-      absl::StrAppend(&out, "  if (!(", cpp(kernel.value), ")) return ",
-                      kernel.check + 1, ";  // ", kernel.name, "\n");
+      if (kernel.check_values.empty()) {
+        absl::StrAppend(&out, "  if (!(", cpp(kernel.value), ")) return ",
+                        kernel.check + 1, ";  // ", kernel.name, "\n");
+        continue;
+      }
+      // A failing check reports the values its message's holes name.
+      std::vector<std::string> values;
+      for (Expr e : kernel.check_values) {
+        values.push_back(e.is_float()
+                             ? absl::StrCat("lathe_check_i64(", cpp(e), ")")
+                             : absl::StrCat("(int64_t)(", cpp(e), ")"));
+      }
+      absl::StrAppend(&out, "  if (!(", cpp(kernel.value), ")) {  // ",
+                      kernel.name, "\n    const int64_t CV[] = {",
+                      absl::StrJoin(values, ", "),
+                      "};\n    lathe_report(rt, CV, ", values.size(),
+                      ");\n    return ", kernel.check + 1, ";\n  }\n");
       continue;
     }
     absl::StrAppend(&out, "  ", kernel.name,

@@ -98,6 +98,32 @@ CHECK-NEXT: k3(B, S, F, rt, &E);
 )"));
 }
 
+// A host check whose message names values reports them before it returns
+// its code: the negative size u0 (S[0]) of zeros, and for [u0, u0, u0]
+// the element count (the float product the check compares, saturated to
+// int64) and each size.
+TEST(WrapperEmitterTest, AFailingHostCheckReportsItsValues) {
+  ASSERT_OK_AND_ASSIGN(WrapperSource w, Wrap(R"IR(
+def forward(self, n: "i64[]"):
+    item = torch.ops.aten._local_scalar_dense.default(n)
+    zeros = torch.ops.aten.zeros.default([item, item, item], dtype = torch.float32)
+    return (zeros,)
+)IR"));
+  EXPECT_OK(RunFileCheck(w.text, R"(
+CHECK:      if (S[0] < -2147483648LL || S[0] > 2147483647LL) return 1;
+CHECK:      if (!((0 <= S[0]))) {  // k{{[0-9]+}}
+CHECK-NEXT:   const int64_t CV[] = {(int64_t)(S[0])};
+CHECK-NEXT:   lathe_report(rt, CV, 1);
+CHECK-NEXT:   return 2;
+CHECK-NEXT: }
+CHECK:      if (!({{.*}})) {  // k{{[0-9]+}}
+CHECK-NEXT:   const int64_t CV[] = {lathe_check_i64({{.*}}), (int64_t)(S[0]), (int64_t)(S[0]), (int64_t)(S[0])};
+CHECK-NEXT:   lathe_report(rt, CV, 4);
+CHECK-NEXT:   return 3;
+CHECK-NEXT: }
+)"));
+}
+
 // The memory plan in the host function: each buffer is allocated just
 // before the kernel that first writes it, takes over a dead buffer's memory
 // where the plan says so, and memory nothing takes is given back after its

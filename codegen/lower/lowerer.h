@@ -190,8 +190,15 @@ class Lowerer {
   void EmitBind(Expr s, int b, Expr value);
 
   // A host step stopping the program with `message` when `cond` (over bound
-  // symbols) is false.
-  void EmitAssert(Expr cond, const std::string& message);
+  // symbols) is false; the step reports `values` for the message's holes
+  // (CheckHole).
+  void EmitAssert(Expr cond, const std::string& message,
+                  std::vector<Expr> values = {});
+
+  // `e` in a host check's message: its number when constant, else a hole
+  // (kernel_abi.h's "{k:TEXT}") that the value of `e`, added to `values`,
+  // fills when the check fails (past LATHE_CHECK_VALUES values, the text).
+  static std::string CheckHole(Expr e, std::vector<Expr>* values);
 
   // Refuses a view of buffer `b` at the layout (offset from the buffer's
   // start) that reaches outside it, with the interpreter's message

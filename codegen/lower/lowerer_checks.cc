@@ -18,6 +18,7 @@
 #include "ir/alias_info.h"
 #include "ir/infer_meta.h"
 #include "ir/ops_util.h"
+#include "runtime/kernel_abi.h"
 #include "status_macros.h"
 #include "symbolic/printer.h"
 
@@ -32,10 +33,24 @@ int Lowerer::CheckId(const std::string& message) {
 int Lowerer::CheckIndex(KernelBuilder& kb, const Node& n, int value, Expr size,
                         bool wrap, int64_t dim) {
   UseSymbols({size});
+  // The kernel reports the index (before wrapping) as value 0 and the size
+  // as value 1; the words are the interpreter's for the op.
+  std::string index = "{0:?}";
+  std::string extent = size.kind() == symbolic::ExprKind::kInteger
+                           ? symbolic::ToString(size)
+                           : absl::StrCat("{1:", symbolic::ToString(size), "}");
+  const std::string target(n.target());
+  std::string words;
+  if (target == "aten.index_select.default" ||
+      target == "aten.embedding.default") {
+    words = ir::IndexOutOfRangeInSelf(index, extent);
+  } else if (target == "aten.nll_loss_forward.default") {
+    words = ir::TargetOutOfBounds(index);
+  } else {
+    words = ir::IndexOutOfBounds(index, dim, extent);
+  }
   std::string message =
-      absl::StrCat("node '", n.name(), "' (", n.op()->target,
-                   "): an index is out of bounds for dimension ", dim,
-                   " with size ", symbolic::ToString(size));
+      absl::StrCat("node '", n.name(), "': ", target, ": ", words);
   ScalarOp op;
   op.kind = ScalarOp::Kind::kCheckIndex;
   op.dtype = DType::kInt64;
@@ -81,14 +96,27 @@ void Lowerer::EmitBind(Expr s, int b, Expr value) {
   Emit(std::move(k));
 }
 
-void Lowerer::EmitAssert(Expr cond, const std::string& message) {
+void Lowerer::EmitAssert(Expr cond, const std::string& message,
+                         std::vector<Expr> values) {
   Kernel k;
   k.name = absl::StrCat("k", kernel_count_++);
   k.kind = Kernel::Kind::kAssert;
   k.value = cond;
   k.check = CheckId(message);
   UseSymbols({cond});
+  UseSymbols(values);
+  k.check_values = std::move(values);
   Emit(std::move(k));
+}
+
+std::string Lowerer::CheckHole(Expr e, std::vector<Expr>* values) {
+  std::string text = symbolic::ToString(e);
+  if (e.kind() == symbolic::ExprKind::kInteger ||
+      values->size() >= LATHE_CHECK_VALUES) {
+    return text;
+  }
+  values->push_back(e);
+  return absl::StrCat("{", values->size() - 1, ":", text, "}");
 }
 
 absl::Status Lowerer::CheckViewInBuffer(const Node& n, int b,
@@ -138,20 +166,27 @@ absl::Status Lowerer::CheckViewInBuffer(const Node& n, int b,
   }
   if (known == symbolic::Bool(true)) return absl::OkStatus();
   Expr item = symbolic::Int(ItemSize(buffer.dtype));
-  auto list = [](const std::vector<Expr>& es) {
+  // At compile time the message spells what is symbolic; the host check's
+  // holes take the values.
+  std::vector<Expr> values;
+  auto spell = [&](Expr e) {
+    return known.has_value() ? symbolic::ToString(e) : CheckHole(e, &values);
+  };
+  auto list = [&](const std::vector<Expr>& es) {
     std::vector<std::string> parts;
-    for (Expr e : es) parts.push_back(symbolic::ToString(e));
+    for (Expr e : es) parts.push_back(spell(e));
     return absl::StrJoin(parts, ", ");
   };
   std::string message = absl::StrCat(
-      "view of ", symbolic::ToString(symbolic::Mul(end, item)),
-      " bytes (sizes [", list(sizes), "], strides [", list(strides),
-      "], offset ", symbolic::ToString(offset), ") exceeds its storage of ",
-      symbolic::ToString(symbolic::Mul(buffer.numel, item)), " bytes");
+      "view of ", spell(symbolic::Mul(end, item)), " bytes (sizes [",
+      list(sizes), "], strides [", list(strides), "], offset ", spell(offset),
+      ") exceeds its storage of ", spell(symbolic::Mul(buffer.numel, item)),
+      " bytes");
   if (known.has_value()) return fail(message);
   // Not known for every size: the host function checks it, for every view
   // (as the interpreter checks every view it makes).
-  EmitAssert(cond, absl::StrCat("node '", n.name(), "': ", message));
+  EmitAssert(cond, absl::StrCat("node '", n.name(), "': ", message),
+             std::move(values));
   return absl::OkStatus();
 }
 
@@ -170,11 +205,12 @@ void Lowerer::CheckDataDependentSizes(const Node& n,
       data_dependent |= read_from_data_.contains(s);
     }
     if (!data_dependent || !checked_sizes_.insert(size).second) continue;
-    EmitAssert(symbolic::Ge(size, symbolic::Int(0)),
-               absl::StrCat("node '", n.name(), "': ", n.target(),
-                            ": Trying to create tensor with negative "
-                            "dimension ",
-                            symbolic::ToString(size)));
+    std::vector<Expr> values;
+    std::string message =
+        absl::StrCat("node '", n.name(), "': ", n.target(), ": ",
+                     ir::NegativeDimension(CheckHole(size, &values)));
+    EmitAssert(symbolic::Ge(size, symbolic::Int(0)), message,
+               std::move(values));
   }
 }
 
@@ -200,13 +236,12 @@ absl::Status Lowerer::CheckElements(const Node& n, const TensorMeta& m,
       from_data |= read_from_data_.contains(s);
     }
   }
-  std::string message = absl::StrCat(
-      "node '", n.name(),
-      "': ", ir::TooManyElements(n.target(), result, numel, m.dtype, m.sizes));
   std::optional<Expr> over =
       env_.MaybeEvaluateStatic(symbolic::Gt(numel, symbolic::Int(limit)));
   if (over == symbolic::Bool(true)) {
-    return absl::InvalidArgumentError(message);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node '", n.name(), "': ",
+        ir::TooManyElements(n.target(), result, numel, m.dtype, m.sizes)));
   }
   // One symbolic size is an input's (which holds that many elements
   // already) or an int read from data (int32's range, which only a large
@@ -217,9 +252,18 @@ absl::Status Lowerer::CheckElements(const Node& n, const TensorMeta& m,
       !checked_numels_.insert(numel).second) {
     return absl::OkStatus();
   }
-  EmitAssert(symbolic::Le(symbolic::Mul(factors),
-                          symbolic::Float(static_cast<double>(limit))),
-             message);
+  // The count is reported as the float product the check compares
+  // (saturated to int64), not as an int64 product that could overflow.
+  Expr product = symbolic::Mul(factors);
+  std::vector<Expr> values = {product};
+  std::string count = absl::StrCat("{0:", symbolic::ToString(numel), "}");
+  std::vector<std::string> spelled;
+  for (Expr size : m.sizes) spelled.push_back(CheckHole(size, &values));
+  std::string message = absl::StrCat(
+      "node '", n.name(),
+      "': ", ir::TooManyElements(n.target(), result, count, m.dtype, spelled));
+  EmitAssert(symbolic::Le(product, symbolic::Float(static_cast<double>(limit))),
+             message, std::move(values));
   return absl::OkStatus();
 }
 
