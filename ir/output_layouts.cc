@@ -1,5 +1,6 @@
 #include "ir/output_layouts.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <utility>
@@ -30,6 +31,7 @@ class Decider {
  private:
   bool Holds(Expr a, Expr b, bool less) {
     if (failed_) return false;
+    if (a == b) return !less;
     if (a.kind() == symbolic::ExprKind::kInteger &&
         b.kind() == symbolic::ExprKind::kInteger) {
       return less ? a.int_value() < b.int_value()
@@ -143,6 +145,22 @@ bool ChannelsLastDense(Decider& is, absl::Span<const Expr> sizes,
   return true;
 }
 
+// Whether every tensor operand is contiguous at the full shape `sizes`,
+// spelled as `contiguous` (the usual case, decided without comparisons).
+bool AllPlainlyContiguous(absl::Span<const Value> operands,
+                          absl::Span<const Expr> sizes,
+                          const std::vector<Expr>& contiguous) {
+  for (const Value& v : operands) {
+    if (!v.is_tensor()) continue;
+    std::vector<Expr> s = SizesOf(v), st = StridesOf(v);
+    if (!std::equal(s.begin(), s.end(), sizes.begin(), sizes.end()) ||
+        st != contiguous) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<Expr> PointwiseStrides(symbolic::ShapeEnv* env,
@@ -150,7 +168,9 @@ std::vector<Expr> PointwiseStrides(symbolic::ShapeEnv* env,
                                    absl::Span<const Expr> sizes) {
   std::vector<Expr> contiguous = ContiguousStrides(sizes);
   const int64_t ndim = static_cast<int64_t>(sizes.size());
-  if (ndim <= 1) return contiguous;
+  if (ndim <= 1 || AllPlainlyContiguous(operands, sizes, contiguous)) {
+    return contiguous;
+  }
   Decider is(env);
   int64_t numel = 1;
   bool overflow = false;
@@ -222,6 +242,10 @@ std::vector<Expr> PreservedStrides(symbolic::ShapeEnv* env,
                                    absl::Span<const Expr> sizes,
                                    absl::Span<const Expr> strides) {
   std::vector<Expr> contiguous = ContiguousStrides(sizes);
+  if (std::equal(strides.begin(), strides.end(), contiguous.begin(),
+                 contiguous.end())) {
+    return contiguous;
+  }
   Decider is(env);
   for (Expr s : sizes) {
     if (is.Eq(s, 0)) return contiguous;
@@ -234,6 +258,7 @@ std::vector<Expr> PreservedStrides(symbolic::ShapeEnv* env,
 std::vector<Expr> EmptyLikeStrides(symbolic::ShapeEnv* env, const Value& self) {
   std::vector<Expr> sizes = SizesOf(self), strides = StridesOf(self);
   std::vector<Expr> contiguous = ContiguousStrides(sizes);
+  if (strides == contiguous) return contiguous;
   Decider is(env);
   for (Expr s : sizes) {
     if (is.Eq(s, 0)) return is.failed() ? contiguous : strides;
