@@ -14,9 +14,9 @@
 namespace lathe {
 namespace {
 
+using ::lathe::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using ::lathe::testing::StatusIs;
 
 TEST(DTypeTest, NamesAndParsing) {
   EXPECT_EQ(AllDTypes().size(), 10u);
