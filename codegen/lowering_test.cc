@@ -833,7 +833,7 @@ CHECK-NEXT: kernel k2 assert 0 <= u0, check 2 reports [u0]
                   // u0 as a size: negative, it stops the program, and
                   // reports u0 for the hole (kernel_abi.h's "{k:TEXT}").
                   "node 'new_zeros': aten.new_zeros.default: Trying to create "
-                  "tensor with negative dimension {0:u0}"));
+                  "tensor with negative dimension {0:u0}: [{0:u0}]"));
   // A literal True checks nothing (a literal False never gets here: shape
   // propagation refuses it).
   ASSERT_OK_AND_ASSIGN(LoweredGraph literal, LowerText(R"IR(

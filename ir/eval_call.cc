@@ -281,13 +281,10 @@ absl::StatusOr<EvaluatedCall> EvalCall(
   if (!out.ok() && limit && limit->refused()) {
     const ScopedElementLimit::Refusal& big = *limit->refused();
     std::vector<symbolic::Expr> sizes;
-    symbolic::Expr numel = symbolic::Int(1);
-    for (int64_t s : big.sizes) {
-      sizes.push_back(symbolic::Int(s));
-      numel = symbolic::Mul(numel, sizes.back());
-    }
-    return absl::InvalidArgumentError(TooManyElements(
-        r.op->target, /*result=*/true, numel, big.dtype, sizes));
+    for (int64_t s : big.sizes) sizes.push_back(symbolic::Int(s));
+    return absl::InvalidArgumentError(
+        TooManyElements(r.op->target, /*result=*/true,
+                        symbolic::Int(Numel(big.sizes)), big.dtype, sizes));
   }
   if (!out.ok()) return out.status();
   r.out = *std::move(out);

@@ -44,7 +44,7 @@ absl::StatusOr<Value> Full(const OpCall& c, const Value* fill,
   ASSIGN_OR_RETURN(std::vector<Expr> sizes, c.arg(0).AsExprList());
   for (Expr s : sizes) {
     if (s.kind() == symbolic::ExprKind::kInteger && s.int_value() < 0) {
-      return c.Error(NegativeDimension(absl::StrCat(s.int_value())));
+      return c.Error(NegativeDimension(s, sizes));
     }
   }
   DType dtype = CreationDType(c, fill);
@@ -588,9 +588,7 @@ absl::StatusOr<Value> RandomFill(const OpCall& c, bool normal, bool running) {
   ASSIGN_OR_RETURN(std::vector<Expr> sizes, c.arg(0).AsExprList());
   for (Expr s : sizes) {
     if (s.kind() == symbolic::ExprKind::kInteger && s.int_value() < 0) {
-      return c.Error(
-          absl::StrCat(NegativeDimension(absl::StrCat(s.int_value())), ": ",
-                       ShapeString(sizes)));
+      return c.Error(NegativeDimension(s, sizes));
     }
   }
   DType dtype = CreationDType(c, nullptr);
@@ -628,8 +626,7 @@ absl::StatusOr<Value> RandomFill(const OpCall& c, bool normal, bool running) {
 absl::StatusOr<Value> Randperm(const OpCall& c, bool running) {
   Expr n = c.arg(0).number;
   if (n.kind() == symbolic::ExprKind::kInteger && n.int_value() < 0) {
-    return c.Error(absl::StrCat(NegativeDimension(absl::StrCat(n.int_value())),
-                                ": [", n.int_value(), "]"));
+    return c.Error(NegativeDimension(n, {n}));
   }
   DType dtype = CreationDType(c, nullptr);
   if (dtype == DType::kBool) {

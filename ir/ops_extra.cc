@@ -77,8 +77,7 @@ absl::StatusOr<Value> Iota(const OpCall& c, bool running) {
   ASSIGN_OR_RETURN(bool negative,
                    Decide(c, symbolic::Lt(length, symbolic::Int(0))));
   if (negative) {
-    return c.Error(absl::StrCat(NegativeDimension(symbolic::ToString(length)),
-                                ": [", symbolic::ToString(length), "]"));
+    return c.Error(NegativeDimension(length, {length}));
   }
   ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, running, dtype,
                                             c.arg("device").device, {length}));

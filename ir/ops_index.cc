@@ -742,8 +742,7 @@ absl::StatusOr<Value> Repeat(const OpCall& c) {
     ASSIGN_OR_RETURN(bool negative,
                      Decide(c, symbolic::Lt(e, symbolic::Int(0))));
     if (negative) {
-      return c.Error(absl::StrCat(NegativeDimension(symbolic::ToString(e)),
-                                  ": ", ShapeString(sizes)));
+      return c.Error(NegativeDimension(e, sizes));
     }
   }
   ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, Running(self), DTypeOf(self),
@@ -1015,7 +1014,7 @@ absl::StatusOr<Value> MaskedScatter(const OpCall& c) {
       return;
     }
     if (next >= src.numel()) {
-      status = c.Error("Number of elements of source < number of ones in mask");
+      status = c.Error(MaskedScatterSourceTooSmall());
       return;
     }
     std::vector<int64_t> at(src.dim());

@@ -129,8 +129,21 @@ std::string TooManyElements(absl::string_view target, bool result,
                       MaxOpElements(), " one op may take (--max-elements)");
 }
 
-std::string NegativeDimension(absl::string_view size) {
-  return absl::StrCat("Trying to create tensor with negative dimension ", size);
+std::string NegativeDimension(symbolic::Expr size,
+                              absl::Span<const symbolic::Expr> sizes) {
+  std::vector<std::string> spelled;
+  for (symbolic::Expr e : sizes) spelled.push_back(symbolic::ToString(e));
+  return NegativeDimension(symbolic::ToString(size), spelled);
+}
+
+std::string NegativeDimension(absl::string_view size,
+                              absl::Span<const std::string> sizes) {
+  return absl::StrCat("Trying to create tensor with negative dimension ", size,
+                      ": [", absl::StrJoin(sizes, ", "), "]");
+}
+
+std::string MaskedScatterSourceTooSmall() {
+  return "Number of elements of source < number of ones in mask";
 }
 
 std::string IndexOutOfBounds(absl::string_view index, int64_t dim,
@@ -151,12 +164,13 @@ std::string IndexOutOfRangeInSelf(absl::string_view index,
 
 absl::Status CheckResultElements(const OpCall& call, DType dtype,
                                  absl::Span<const int64_t> sizes) {
-  int64_t numel = 1;
   std::vector<symbolic::Expr> exprs;
   for (int64_t s : sizes) {
-    if (__builtin_mul_overflow(numel, s, &numel)) return absl::OkStatus();
+    if (s < 0) return absl::OkStatus();  // NegativeDimension's to refuse
     exprs.push_back(symbolic::Int(s));
   }
+  // Saturated, as the cpu backend's host function counts.
+  const int64_t numel = Numel(sizes);
   if (numel <= MaxOpElements()) return absl::OkStatus();
   return absl::InvalidArgumentError(TooManyElements(
       call.op().target, /*result=*/true, symbolic::Int(numel), dtype, exprs));

@@ -144,9 +144,14 @@ std::string TooManyElements(absl::string_view target, bool result,
 
 // NegativeDimension()
 //
-// The error for a tensor of a negative size (`size` spelled: a number, or
-// a compiled check's hole for it).
-std::string NegativeDimension(absl::string_view size);
+// PyTorch's error for a tensor of `sizes` with the negative size `size`
+// ("... negative dimension -1: [2, -1]").
+std::string NegativeDimension(symbolic::Expr size,
+                              absl::Span<const symbolic::Expr> sizes);
+// The same with `size` and `sizes` already spelled (a compiled check's
+// message template spells them as holes for their values).
+std::string NegativeDimension(absl::string_view size,
+                              absl::Span<const std::string> sizes);
 
 // IndexOutOfBounds()
 //
@@ -160,6 +165,12 @@ std::string IndexOutOfBounds(absl::string_view index, int64_t dim,
 // nll_loss's error for a class `index` outside the input's classes.
 std::string TargetOutOfBounds(absl::string_view index);
 
+// MaskedScatterSourceTooSmall()
+//
+// masked_scatter's error when the mask selects more elements than the
+// source has.
+std::string MaskedScatterSourceTooSmall();
+
 // IndexOutOfRangeInSelf()
 //
 // index_select's and embedding's error for an index outside `size`.
@@ -169,7 +180,8 @@ std::string IndexOutOfRangeInSelf(absl::string_view index,
 // CheckResultElements()
 //
 // TooManyElements() for `call`'s result of `sizes`, before it is allocated
-// (a count that overflows int64 is left to the allocation to refuse).
+// (a count past int64 is reported as int64's largest value, as the cpu
+// backend's host function reports it).
 absl::Status CheckResultElements(const OpCall& call, DType dtype,
                                  absl::Span<const int64_t> sizes);
 

@@ -516,7 +516,7 @@ absl::StatusOr<Value> AsStrided(const OpCall& c) {
   l.offset = c.arg(3).is_none() ? LayoutOf(c.arg(0)).offset : c.arg(3).number;
   for (Expr e : l.sizes) {
     ASSIGN_OR_RETURN(bool neg, Decide(c, symbolic::Lt(e, symbolic::Int(0))));
-    if (neg) return c.Error(NegativeDimension(symbolic::ToString(e)));
+    if (neg) return c.Error(NegativeDimension(e, l.sizes));
   }
   return Emit(c, c.arg(0), l);
 }

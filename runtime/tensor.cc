@@ -96,22 +96,23 @@ absl::StatusOr<Tensor> Tensor::Empty(absl::Span<const int64_t> sizes,
 absl::StatusOr<Tensor> Tensor::EmptyStrided(absl::Span<const int64_t> sizes,
                                             absl::Span<const int64_t> strides,
                                             DType dtype, Device device) {
-  ASSIGN_OR_RETURN(int64_t extent, Extent(sizes, strides));
+  // The count first: one past int64 is over any limit, not an extent
+  // error (a negative size is Extent's to refuse).
   if (ScopedElementLimit* scope = element_limit;
-      scope != nullptr && extent > 0) {
-    int64_t numel = 1;
-    bool over = false;
-    for (int64_t s : sizes) over |= __builtin_mul_overflow(numel, s, &numel);
-    if (over || numel > scope->limit_) {
+      scope != nullptr && std::all_of(sizes.begin(), sizes.end(),
+                                      [](int64_t s) { return s >= 0; })) {
+    const int64_t numel = Numel(sizes);  // saturated
+    if (numel > scope->limit_) {
       if (!scope->refused_) {
         scope->refused_ = ScopedElementLimit::Refusal{
             std::vector<int64_t>(sizes.begin(), sizes.end()), dtype};
       }
-      return absl::InvalidArgumentError(absl::StrCat(
-          "a tensor of ", over ? "more than 2^63" : absl::StrCat(numel),
-          " elements is over the limit of ", scope->limit_));
+      return absl::InvalidArgumentError(
+          absl::StrCat("a tensor of ", numel, " elements is over the limit of ",
+                       scope->limit_));
     }
   }
+  ASSIGN_OR_RETURN(int64_t extent, Extent(sizes, strides));
   int64_t nbytes;
   if (__builtin_mul_overflow(extent, ItemSize(dtype), &nbytes)) {
     return absl::InvalidArgumentError("tensor size in bytes overflows int64");

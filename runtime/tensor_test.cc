@@ -100,6 +100,14 @@ TEST(TensorTest, AnElementLimitRefusesLargerTensorsBeforeAllocating) {
                 StatusIs(absl::StatusCode::kInvalidArgument,
                          "a tensor of 12 elements is over the limit of 10"));
     EXPECT_FALSE(Tensor::Empty({11}, DType::kFloat32).ok());
+    // A count past int64 is over the limit too, counted saturated (it was
+    // an extent error, which the interpreter then reported unlike the cpu
+    // backend).
+    const int64_t big = int64_t{1} << 21;
+    EXPECT_THAT(Tensor::Empty({big, big, big}, DType::kFloat32).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "a tensor of 9223372036854775807 elements is over "
+                         "the limit of 10"));
     ASSERT_TRUE(limit.refused().has_value());
     EXPECT_THAT(limit.refused()->sizes, ElementsAre(3, 4));  // the first
     EXPECT_EQ(limit.refused()->dtype, DType::kInt64);

@@ -597,11 +597,22 @@ def forward(self, x: "f32[3, 4][4, 1]cpu", m: "b8[3, 4][4, 1]cpu", s: "f32[2, 3]
   EXPECT_EQ(got.outputs[0].tensor.GetDouble({0, 3}), 101);
   EXPECT_EQ(got.outputs[0].tensor.GetDouble({2, 1}), 103);
   EXPECT_EQ(got.outputs[0].tensor.GetDouble({2, 2}), 10);
-  // A mask with more true elements (12) than source has (6) is a run error.
+  // A mask with more true elements (12) than source has (6) is a run error,
+  // in the interpreter's words.
   for (int64_t i = 0; i < 12; ++i) mask.data<bool>()[i] = true;
   absl::StatusOr<ir::Interpretation> short_source = f->Run(in);
   EXPECT_THAT(short_source.status(),
-              StatusIs(absl::StatusCode::kInvalidArgument));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 'masked_scatter': "
+                                 "aten.masked_scatter.default: Number of "
+                                 "elements of source < number of ones in "
+                                 "mask")));
+  EXPECT_THAT(ir::Interpret(*g, in).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 'masked_scatter': "
+                                 "aten.masked_scatter.default: Number of "
+                                 "elements of source < number of ones in "
+                                 "mask")));
 }
 
 // round.decimals (positive, zero and negative decimals, halves included),

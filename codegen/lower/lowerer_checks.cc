@@ -46,6 +46,8 @@ int Lowerer::CheckIndex(KernelBuilder& kb, const Node& n, int value, Expr size,
     words = ir::IndexOutOfRangeInSelf(index, extent);
   } else if (target == "aten.nll_loss_forward.default") {
     words = ir::TargetOutOfBounds(index);
+  } else if (target == "aten.masked_scatter.default") {
+    words = ir::MaskedScatterSourceTooSmall();
   } else {
     words = ir::IndexOutOfBounds(index, dim, extent);
   }
@@ -206,9 +208,14 @@ void Lowerer::CheckDataDependentSizes(const Node& n,
     }
     if (!data_dependent || !checked_sizes_.insert(size).second) continue;
     std::vector<Expr> values;
+    std::string hole = CheckHole(size, &values);
+    std::vector<std::string> spelled;
+    for (Expr s : meta.tensor.sizes) {
+      spelled.push_back(s == size ? hole : CheckHole(s, &values));
+    }
     std::string message =
         absl::StrCat("node '", n.name(), "': ", n.target(), ": ",
-                     ir::NegativeDimension(CheckHole(size, &values)));
+                     ir::NegativeDimension(hole, spelled));
     EmitAssert(symbolic::Ge(size, symbolic::Int(0)), message,
                std::move(values));
   }
