@@ -11,12 +11,6 @@
 
 #include "runtime/redis_cache.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -34,6 +28,7 @@
 #include "runtime/compile_cache.h"
 #include "runtime/file_io.h"
 #include "runtime/kernel_abi.h"
+#include "runtime/testing/lying_redis_server.h"
 #include "runtime/testing/redis_server.h"
 #include "testing/runfiles.h"
 #include "testing/status_matchers.h"
@@ -41,6 +36,7 @@
 namespace lathe {
 namespace {
 
+using ::lathe::testing::LyingRedisServer;
 using ::lathe::testing::RedisServer;
 using ::lathe::testing::StatusIs;
 using ::testing::HasSubstr;
@@ -408,86 +404,17 @@ TEST_F(RedisCacheTest, AuthenticatesWithRequirepass) {
                         "redis://USER:PASSWORD@HOST:PORT)"));
 }
 
-// A server on a loopback port that answers its first command with a bulk
-// header announcing `announced` bytes, then streams up to `stream` bytes
-// of the value, `chunk` bytes at a time `pause` apart, for as long as the
-// client reads; sent() is what it got out.
-class LyingServer {
- public:
-  LyingServer(int64_t announced, int64_t stream, int64_t chunk = 64 << 10,
-              absl::Duration pause = absl::ZeroDuration()) {
-    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr = {};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    EXPECT_EQ(
-        ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    EXPECT_EQ(::listen(listener_, 1), 0);
-    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this, announced, stream, chunk, pause] {
-      int fd = ::accept(listener_, nullptr, nullptr);
-      if (fd < 0) return;
-      int small = 64 << 10;
-      ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
-      char buf[4096];
-      ::recv(fd, buf, sizeof(buf), 0);  // the command
-      std::string header = absl::StrCat("$", announced, "\r\n");
-      ::send(fd, header.data(), header.size(), MSG_NOSIGNAL);
-      const std::string bytes(chunk, 'x');
-      while (sent_ < stream) {
-        ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-        if (n <= 0) break;
-        sent_ += n;
-        absl::SleepFor(pause);
-      }
-      // Holds the connection until the client goes.
-      while (::recv(fd, buf, sizeof(buf), 0) > 0) {
-      }
-      ::close(fd);
-    });
-  }
-  ~LyingServer() {
-    ::shutdown(listener_, SHUT_RDWR);
-    thread_.join();
-    ::close(listener_);
-  }
-  std::string url() const { return absl::StrCat("redis://127.0.0.1:", port_); }
-  int64_t sent() const { return sent_.load(); }
-
- private:
-  int listener_ = -1;
-  int port_ = 0;
-  std::atomic<int64_t> sent_{0};
-  std::thread thread_;
-};
-
 TEST(RedisCacheReplyTest, AReplyOverTheCapIsRefusedBeforeItIsBuffered) {
-  LyingServer server(/*announced=*/3000000000, /*stream=*/int64_t{256} << 20);
-  std::unique_ptr<RedisCache> cache;
-  {
-    ASSERT_OK_AND_ASSIGN(cache, RedisCache::Create(server.url()));
-    ::testing::internal::CaptureStderr();
-    const absl::Time start = absl::Now();
-    EXPECT_EQ(Lookup(*cache, kKey), "<miss>");
-    EXPECT_LT(absl::Now() - start, absl::Seconds(2));
-    ::testing::internal::GetCapturedStderr();
-    EXPECT_EQ(cache->warning(),
-              "lathe: warning: remote compile cache " + server.url() +
-                  " refused the reply to GETRANGE: it answered with a value "
-                  "of 3000000000 bytes, over the cap of 67108865 (refused "
-                  "unread); using the local compile cache only");
-  }
-  cache.reset();  // the connection closes; the server stops
-  // What the kernel's socket buffers took, at most: nowhere near 256 MB.
-  EXPECT_LT(server.sent(), int64_t{32} << 20);
+  ::lathe::testing::ExpectAReplyOverTheCapIsRefusedUnread(
+      RedisCache::Options(), LyingRedisServer::Reply());
 }
 
 TEST(RedisCacheReplyTest, ATrickledReplyIsCutOffAtTheTransferTimeout) {
   // A value within the cap, a byte every 20 ms: no single read times out.
-  LyingServer server(/*announced=*/1 << 20, /*stream=*/1 << 20, /*chunk=*/1,
-                     absl::Milliseconds(20));
+  LyingRedisServer server({.announced = 1 << 20,
+                           .stream = 1 << 20,
+                           .chunk = 1,
+                           .pause = absl::Milliseconds(20)});
   RedisCache::Options options;
   options.transfer_timeout = absl::Milliseconds(500);
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisCache> cache,

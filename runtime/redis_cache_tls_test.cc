@@ -9,15 +9,6 @@
 // from its header; TLS files that cannot be used refused by Create; many
 // threads on one TLS connection.
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <openssl/ssl.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <csignal>
-#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,6 +23,7 @@
 #include "runtime/cache_backend.h"
 #include "runtime/checksum.h"
 #include "runtime/redis_cache.h"
+#include "runtime/testing/lying_redis_server.h"
 #include "runtime/testing/redis_server.h"
 #include "runtime/testing/test_certs.h"
 #include "testing/runfiles.h"
@@ -313,91 +305,10 @@ TEST_F(RedisCacheTlsTest, TlsFilesThatCannotBeUsedAreRefusedByCreate) {
                                  "rediss:// for TLS")));
 }
 
-// A TLS server (a certificate of the fixture's CA) that answers its first
-// command with a bulk header announcing `announced` bytes, then streams up
-// to `stream` bytes for as long as the client reads; sent() is what it got
-// out.
-class LyingTlsServer {
- public:
-  LyingTlsServer(const TestCert& cert, int64_t announced, int64_t stream) {
-    ctx_ = SSL_CTX_new(TLS_server_method());
-    EXPECT_EQ(SSL_CTX_use_certificate_chain_file(ctx_, cert.cert_file.c_str()),
-              1);
-    EXPECT_EQ(SSL_CTX_use_PrivateKey_file(ctx_, cert.key_file.c_str(),
-                                          SSL_FILETYPE_PEM),
-              1);
-    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr = {};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    EXPECT_EQ(
-        ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    EXPECT_EQ(::listen(listener_, 1), 0);
-    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this, announced, stream] {
-      int fd = ::accept(listener_, nullptr, nullptr);
-      if (fd < 0) return;
-      int small = 64 << 10;
-      ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
-      SSL* ssl = SSL_new(ctx_);
-      SSL_set_fd(ssl, fd);
-      char buf[4096];
-      if (SSL_accept(ssl) == 1 && SSL_read(ssl, buf, sizeof(buf)) > 0) {
-        std::string header = absl::StrCat("$", announced, "\r\n");
-        SSL_write(ssl, header.data(), static_cast<int>(header.size()));
-        const std::string bytes(16 << 10, 'x');
-        while (sent_ < stream) {
-          int n = SSL_write(ssl, bytes.data(), static_cast<int>(bytes.size()));
-          if (n <= 0) break;
-          sent_ += n;
-        }
-        while (SSL_read(ssl, buf, sizeof(buf)) > 0) {
-        }
-      }
-      SSL_free(ssl);
-      ::close(fd);
-    });
-  }
-  ~LyingTlsServer() {
-    ::shutdown(listener_, SHUT_RDWR);
-    thread_.join();
-    ::close(listener_);
-    SSL_CTX_free(ctx_);
-  }
-  std::string url() const { return absl::StrCat("rediss://127.0.0.1:", port_); }
-  int64_t sent() const { return sent_.load(); }
-
- private:
-  SSL_CTX* ctx_ = nullptr;
-  int listener_ = -1;
-  int port_ = 0;
-  std::atomic<int64_t> sent_{0};
-  std::thread thread_;
-};
-
 TEST_F(RedisCacheTlsTest, AReplyOverTheCapIsRefusedBeforeItIsBuffered) {
-  // SIGPIPE from the server thread's writes once the client has gone.
-  ::signal(SIGPIPE, SIG_IGN);
-  LyingTlsServer server(server_cert_, /*announced=*/3000000000,
-                        /*stream=*/int64_t{256} << 20);
-  std::unique_ptr<RedisCache> cache;
-  {
-    ASSERT_OK_AND_ASSIGN(cache, RedisCache::Create(server.url(), options_));
-    ::testing::internal::CaptureStderr();
-    const absl::Time start = absl::Now();
-    EXPECT_EQ(Lookup(*cache, kKey), "<miss>");
-    EXPECT_LT(absl::Now() - start, absl::Seconds(2));
-    ::testing::internal::GetCapturedStderr();
-    EXPECT_EQ(cache->warning(),
-              "lathe: warning: remote compile cache " + server.url() +
-                  " refused the reply to GETRANGE: it answered with a value "
-                  "of 3000000000 bytes, over the cap of 67108865 (refused "
-                  "unread); using the local compile cache only");
-  }
-  cache.reset();  // the connection closes; the server stops
-  EXPECT_LT(server.sent(), int64_t{32} << 20);
+  ::lathe::testing::ExpectAReplyOverTheCapIsRefusedUnread(
+      options_, {.tls_cert_file = server_cert_.cert_file,
+                 .tls_key_file = server_cert_.key_file});
 }
 
 }  // namespace
