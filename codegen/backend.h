@@ -4,12 +4,14 @@
 //
 // What differs between the targets lathe compiles for, behind one interface
 // the driver (driver/compile.h) calls once the loop IR is scheduled: the
-// kernels' emitter, the device the function's tensors live on, the build
-// (the system C++ compiler for the cpu; NVRTC for cuda's kernels) and the
-// files an artifact holds. What every backend shares stays outside it: the
-// loop IR (lowering.h, scheduler.h), the host function (a C++ function
-// cpp/wrapper_emitter.h writes: it checks the inputs, binds the symbols,
-// allocates the buffers and calls the kernels) and its loaded form
+// kernels' emitter, the device the function's tensors live on, the host
+// function's device parts (HostCode: how it runs a kernel and reads an
+// element of a buffer), the build (the system C++ compiler for the cpu;
+// NVRTC for cuda's kernels) and the files an artifact holds. What every
+// backend shares stays outside it: the loop IR (lowering.h, scheduler.h),
+// the rest of the host function (a C++ function cpp/wrapper_emitter.h
+// writes: it checks the inputs, binds the symbols, allocates the buffers
+// through the runtime's allocator and runs the kernels) and its loaded form
 // (cpp/cpu_function.h over runtime/loaded_graph.h).
 //
 // codegen/cpp implements it (cpp/cpu_backend.h); codegen/cuda is next.
@@ -34,6 +36,7 @@
 #include "codegen/loop_ir.h"
 #include "runtime/cache_backend.h"
 #include "runtime/device.h"
+#include "runtime/dtype.h"
 
 namespace lathe::codegen {
 
@@ -48,6 +51,25 @@ struct BuiltLibrary {
   std::string cache_error;  // why storing it in the cache failed, if it did
 };
 
+// The host function's device parts, as C++ text it splices in. The base
+// class is host memory (the cpu's): a kernel is a C function the host
+// calls, a buffer is read in place. A device backend overrides both: a
+// launch, and a copy of the element to the host.
+class HostCode {
+ public:
+  virtual ~HostCode() = default;
+  // The statements that run `kernel` on the buffers B, the symbols S and
+  // F, and the runtime rt, setting E to a check's number when one fails.
+  virtual std::string RunKernel(const Kernel& kernel) const;
+  // An expression for element `index` (C++ text) of buffer `b` (B[b]) of
+  // `dtype`, on the host (a symbol read from data binds to it).
+  virtual std::string LoadElement(int b, DType dtype,
+                                  absl::string_view index) const;
+};
+
+// Host memory's HostCode (one per process).
+const HostCode& HostMemoryCode();
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -59,6 +81,8 @@ class Backend {
   // The kernels of a scheduled program, as source the host function calls.
   virtual absl::StatusOr<std::string> EmitKernels(
       const Program& program) const = 0;
+  // The host function's device parts.
+  virtual const HostCode& host_code() const = 0;
   // Builds `source` (the kernels, then the host function) into a library
   // in `dir`; with a `cache`, one built before from the same source comes
   // from it.

@@ -192,7 +192,8 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
   // guards, the kernels, the runtime and composite wrappers.
   absl::StatusOr<codegen::WrapperSource> host =
       codegen::EmitWrapper(p.lowered, ir::InputSlots(*c->graph),
-                           {.guards = c->guards ? &*c->guards : nullptr,
+                           {.host = &backend.host_code(),
+                            .guards = c->guards ? &*c->guards : nullptr,
                             .guard_inputs = c->guard_inputs,
                             .plan = &c->aot.plan,
                             .subclass = &c->aot.subclass});

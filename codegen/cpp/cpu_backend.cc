@@ -18,6 +18,7 @@ class Cpu final : public Backend {
       const Program& program) const override {
     return EmitCpp(program);
   }
+  const HostCode& host_code() const override { return HostMemoryCode(); }
   absl::StatusOr<BuiltLibrary> Build(absl::string_view source,
                                      const std::string& dir,
                                      CacheBackend* cache) const override {

@@ -509,6 +509,8 @@ absl::StatusOr<WrapperSource> EmitWrapper(
     const LoweredGraph& g, const std::vector<ir::InputSlot>& slots,
     const WrapperOptions& options) {
   const Program& p = g.program;
+  const HostCode& host =
+      options.host != nullptr ? *options.host : HostMemoryCode();
   WrapperSource w;
   std::string& out = w.text;
   // The results: the runtime wrapper plan's, or the graph's outputs.
@@ -690,12 +692,7 @@ absl::StatusOr<WrapperSource> EmitWrapper(
       std::string value = cpp(kernel.value);
       if (!kernel.extern_buffers.empty()) {
         int b = kernel.extern_buffers[0];
-        DType dt = p.buffers[b].dtype;
-        value = absl::StrCat("static_cast<const ", CType(dt), "*>(B[", b, "])[",
-                             value, "]");
-        if (dt == DType::kFloat16 || dt == DType::kBFloat16) {
-          value = absl::StrCat("lathe_to_float(", value, ")");
-        }
+        value = host.LoadElement(b, p.buffers[b].dtype, value);
       }
       absl::StrAppend(&out, "  ", names[kernel.symbol], " = (",
                       kernel.symbol.is_float() ? "double" : "int64_t", ")(",
@@ -727,8 +724,7 @@ absl::StatusOr<WrapperSource> EmitWrapper(
                       ");\n    return ", kernel.check + 1, ";\n  }\n");
       continue;
     }
-    absl::StrAppend(&out, "  ", kernel.name,
-                    "(B, S, F, rt, &E);\n  if (E != 0) return E;\n");
+    out += host.RunKernel(kernel);
     for (int b = 0; b < nb; ++b) {
       if (allocated(b) && p.buffers[b].free_after == k) {
         absl::StrAppend(&out, "  rt->release(H.h[", b, "]); H.h[", b,

@@ -39,6 +39,7 @@
 #include "absl/status/statusor.h"
 #include "aot/runtime_wrapper_plan.h"
 #include "aot/subclass_wrapper_plan.h"
+#include "codegen/backend.h"
 #include "codegen/lowering.h"
 #include "ir/interpreter.h"
 #include "symbolic/guards.h"
@@ -46,6 +47,8 @@
 namespace lathe::codegen {
 
 struct WrapperOptions {
+  // The device parts (the backend's host_code()); null: host memory's.
+  const HostCode* host = nullptr;
   // The guards over the user's inputs, and those inputs as the guards were
   // made for them (ProduceGuards' specs); no lathe_guards without them.
   const symbolic::GuardSet* guards = nullptr;

@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "aot/aot_dispatch.h"
 #include "codegen/codegen_testing.h"
+#include "codegen/scalar_ops.h"
 #include "codegen/scheduler.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
@@ -121,6 +123,50 @@ CHECK-NEXT:   const int64_t CV[] = {lathe_check_i64({{.*}}), (int64_t)(S[0]), (i
 CHECK-NEXT:   lathe_report(rt, CV, 4);
 CHECK-NEXT:   return 3;
 CHECK-NEXT: }
+)"));
+}
+
+// A device backend's HostCode: its launches where host memory's calls the
+// kernels, and its element copy where a symbol is read from data; the rest
+// of the host function (checks, binds, the allocator) is the same text.
+class FakeDeviceCode final : public HostCode {
+ public:
+  std::string RunKernel(const Kernel& kernel) const override {
+    return absl::StrCat("  E = launch_", kernel.name, "(B, S, F, rt);\n");
+  }
+  std::string LoadElement(int b, DType dtype,
+                          absl::string_view index) const override {
+    return absl::StrCat("copy_to_host<", CType(dtype), ">(B[", b, "], ", index,
+                        ")");
+  }
+};
+
+TEST(WrapperEmitterTest, TheDevicePartsAreTheBackends) {
+  constexpr char kText[] = R"IR(
+def forward(self, n: "i64[]", y: "f32[6]"):
+    item = torch.ops.aten._local_scalar_dense.default(n)
+    add = torch.ops.aten.add.Tensor(n, 1)
+    zeros = torch.ops.aten.zeros.default([item], dtype = torch.float32)
+    return (add, zeros)
+)IR";
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(kText));
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(kText));
+  const FakeDeviceCode device;
+  ASSERT_OK_AND_ASSIGN(
+      WrapperSource w,
+      EmitWrapper(s.lowered, ir::InputSlots(*g), {.host = &device}));
+  EXPECT_OK(RunFileCheck(w.text, R"(
+CHECK:      S[0] = (int64_t)(copy_to_host<int64_t>(B[0], 0));
+CHECK:      E = launch_k{{[0-9]+}}(B, S, F, rt);
+CHECK-NOT:  k{{[0-9]+}}(B, S, F, rt, &E);
+)"));
+  // Host memory's, the default: the element read in place, a direct call.
+  ASSERT_OK_AND_ASSIGN(WrapperSource cpu,
+                       EmitWrapper(s.lowered, ir::InputSlots(*g)));
+  EXPECT_OK(RunFileCheck(cpu.text, R"(
+CHECK:      S[0] = (int64_t)(static_cast<const int64_t*>(B[0])[0]);
+CHECK:      k{{[0-9]+}}(B, S, F, rt, &E);
+CHECK-NEXT: if (E != 0) return E;
 )"));
 }
 

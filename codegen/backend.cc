@@ -1,0 +1,30 @@
+#include "codegen/backend.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/scalar_ops.h"
+
+namespace lathe::codegen {
+
+std::string HostCode::RunKernel(const Kernel& kernel) const {
+  return absl::StrCat("  ", kernel.name,
+                      "(B, S, F, rt, &E);\n  if (E != 0) return E;\n");
+}
+
+std::string HostCode::LoadElement(int b, DType dtype,
+                                  absl::string_view index) const {
+  std::string value = absl::StrCat("static_cast<const ", CType(dtype), "*>(B[",
+                                   b, "])[", index, "]");
+  if (dtype == DType::kFloat16 || dtype == DType::kBFloat16) {
+    return absl::StrCat("lathe_to_float(", value, ")");
+  }
+  return value;
+}
+
+const HostCode& HostMemoryCode() {
+  static const HostCode* const host = new HostCode();
+  return *host;
+}
+
+}  // namespace lathe::codegen
