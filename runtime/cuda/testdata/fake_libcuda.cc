@@ -1,0 +1,163 @@
+// A stand-in for libcuda.so.1 in driver_api_test: every function of the
+// table (one device, host memory for device memory), cuMemAlloc refusing
+// more than 1 GiB as out of memory, and the error names and words the real
+// driver gives for the codes it returns. Built without
+// LATHE_FAKE_LIBCUDA_COMPLETE it lacks cuLaunchKernel, as a driver older
+// than lathe needs would.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+namespace {
+using CuResult = int;
+constexpr CuResult kSuccess = 0;
+constexpr CuResult kInvalidValue = 1;
+constexpr CuResult kOutOfMemory = 2;
+}  // namespace
+
+#define FAKE extern "C" __attribute__((visibility("default"))) CuResult
+
+FAKE cuInit(unsigned int) { return kSuccess; }
+FAKE cuDriverGetVersion(int* v) {
+  *v = 13000;
+  return kSuccess;
+}
+FAKE cuGetErrorName(CuResult e, const char** name) {
+  switch (e) {
+    case kSuccess:
+      *name = "CUDA_SUCCESS";
+      return kSuccess;
+    case kInvalidValue:
+      *name = "CUDA_ERROR_INVALID_VALUE";
+      return kSuccess;
+    case kOutOfMemory:
+      *name = "CUDA_ERROR_OUT_OF_MEMORY";
+      return kSuccess;
+  }
+  *name = nullptr;
+  return kInvalidValue;
+}
+FAKE cuGetErrorString(CuResult e, const char** text) {
+  switch (e) {
+    case kSuccess:
+      *text = "no error";
+      return kSuccess;
+    case kInvalidValue:
+      *text = "invalid argument";
+      return kSuccess;
+    case kOutOfMemory:
+      *text = "out of memory";
+      return kSuccess;
+  }
+  *text = nullptr;
+  return kInvalidValue;
+}
+FAKE cuDeviceGetCount(int* n) {
+  *n = 1;
+  return kSuccess;
+}
+FAKE cuDeviceGet(int* d, int ordinal) {
+  if (ordinal != 0) return kInvalidValue;
+  *d = 0;
+  return kSuccess;
+}
+FAKE cuDeviceGetName(char* name, int len, int) {
+  std::strncpy(name, "fake", len);
+  return kSuccess;
+}
+FAKE cuDeviceGetAttribute(int* v, int, int) {
+  *v = 9;
+  return kSuccess;
+}
+FAKE cuDeviceTotalMem_v2(size_t* b, int) {
+  *b = size_t{1} << 30;
+  return kSuccess;
+}
+FAKE cuDevicePrimaryCtxRetain(void** ctx, int) {
+  static int context;
+  *ctx = &context;
+  return kSuccess;
+}
+FAKE cuDevicePrimaryCtxRelease_v2(int) { return kSuccess; }
+FAKE cuCtxSetCurrent(void*) { return kSuccess; }
+FAKE cuCtxSynchronize() { return kSuccess; }
+FAKE cuMemGetInfo_v2(size_t* free, size_t* total) {
+  *free = *total = size_t{1} << 30;
+  return kSuccess;
+}
+FAKE cuMemAlloc_v2(unsigned long long* p, size_t bytes) {  // NOLINT
+  if (bytes > (size_t{1} << 30)) return kOutOfMemory;
+  void* m = std::malloc(bytes);
+  if (m == nullptr) return kOutOfMemory;
+  *p = reinterpret_cast<uintptr_t>(m);
+  return kSuccess;
+}
+FAKE cuMemFree_v2(unsigned long long p) {  // NOLINT
+  std::free(reinterpret_cast<void*>(static_cast<uintptr_t>(p)));
+  return kSuccess;
+}
+FAKE cuMemAllocHost_v2(void** p, size_t bytes) {
+  *p = std::malloc(bytes);
+  return *p != nullptr ? kSuccess : kOutOfMemory;
+}
+FAKE cuMemFreeHost(void* p) {
+  std::free(p);
+  return kSuccess;
+}
+FAKE cuMemcpyHtoDAsync_v2(unsigned long long dst, const void* src,  // NOLINT
+                          size_t n, void*) {
+  std::memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(dst)), src, n);
+  return kSuccess;
+}
+FAKE cuMemcpyDtoHAsync_v2(void* dst, unsigned long long src,  // NOLINT
+                          size_t n, void*) {
+  std::memcpy(dst, reinterpret_cast<void*>(static_cast<uintptr_t>(src)), n);
+  return kSuccess;
+}
+FAKE cuMemcpyDtoDAsync_v2(unsigned long long dst,                     // NOLINT
+                          unsigned long long src, size_t n, void*) {  // NOLINT
+  std::memmove(reinterpret_cast<void*>(static_cast<uintptr_t>(dst)),
+               reinterpret_cast<void*>(static_cast<uintptr_t>(src)), n);
+  return kSuccess;
+}
+FAKE cuMemsetD8Async(unsigned long long dst, unsigned char v,  // NOLINT
+                     size_t n, void*) {
+  std::memset(reinterpret_cast<void*>(static_cast<uintptr_t>(dst)), v, n);
+  return kSuccess;
+}
+FAKE cuStreamCreate(void** s, unsigned int) {
+  *s = std::malloc(1);
+  return kSuccess;
+}
+FAKE cuStreamDestroy_v2(void* s) {
+  std::free(s);
+  return kSuccess;
+}
+FAKE cuStreamSynchronize(void*) { return kSuccess; }
+FAKE cuStreamWaitEvent(void*, void*, unsigned int) { return kSuccess; }
+FAKE cuEventCreate(void** e, unsigned int) {
+  *e = std::malloc(1);
+  return kSuccess;
+}
+FAKE cuEventDestroy_v2(void* e) {
+  std::free(e);
+  return kSuccess;
+}
+FAKE cuEventRecord(void*, void*) { return kSuccess; }
+FAKE cuEventQuery(void*) { return kSuccess; }
+FAKE cuEventSynchronize(void*) { return kSuccess; }
+FAKE cuEventElapsedTime(float* ms, void*, void*) {
+  *ms = 0;
+  return kSuccess;
+}
+FAKE cuModuleLoadData(void**, const void*) { return kInvalidValue; }
+FAKE cuModuleUnload(void*) { return kSuccess; }
+FAKE cuModuleGetFunction(void**, void*, const char*) { return kInvalidValue; }
+#ifdef LATHE_FAKE_LIBCUDA_COMPLETE
+FAKE cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned,
+                    unsigned, unsigned, void*, void**, void**) {
+  return kInvalidValue;
+}
+#endif
