@@ -24,35 +24,36 @@ FAKE cuDriverGetVersion(int* v) {
   *v = 13000;
   return kSuccess;
 }
-FAKE cuGetErrorName(CuResult e, const char** name) {
-  switch (e) {
-    case kSuccess:
-      *name = "CUDA_SUCCESS";
+namespace {
+// The codes the fake returns, with the real driver's names and words.
+struct Known {
+  CuResult code;
+  const char* name;
+  const char* text;
+};
+constexpr Known kKnown[] = {
+    {kSuccess, "CUDA_SUCCESS", "no error"},
+    {kInvalidValue, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {kOutOfMemory, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+};
+
+CuResult Describe(CuResult e, bool name, const char** out) {
+  for (const Known& k : kKnown) {
+    if (k.code == e) {
+      *out = name ? k.name : k.text;
       return kSuccess;
-    case kInvalidValue:
-      *name = "CUDA_ERROR_INVALID_VALUE";
-      return kSuccess;
-    case kOutOfMemory:
-      *name = "CUDA_ERROR_OUT_OF_MEMORY";
-      return kSuccess;
+    }
   }
-  *name = nullptr;
+  *out = nullptr;
   return kInvalidValue;
 }
+}  // namespace
+
+FAKE cuGetErrorName(CuResult e, const char** name) {
+  return Describe(e, true, name);
+}
 FAKE cuGetErrorString(CuResult e, const char** text) {
-  switch (e) {
-    case kSuccess:
-      *text = "no error";
-      return kSuccess;
-    case kInvalidValue:
-      *text = "invalid argument";
-      return kSuccess;
-    case kOutOfMemory:
-      *text = "out of memory";
-      return kSuccess;
-  }
-  *text = nullptr;
-  return kInvalidValue;
+  return Describe(e, false, text);
 }
 FAKE cuDeviceGetCount(int* n) {
   *n = 1;
