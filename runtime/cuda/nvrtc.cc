@@ -1,0 +1,179 @@
+#include "runtime/cuda/nvrtc.h"
+
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "runtime/shared_library.h"
+
+namespace lathe {
+namespace {
+
+constexpr NvrtcResult kNvrtcSuccess = 0;
+
+// NVRTC from exactly `library`.
+absl::StatusOr<std::unique_ptr<Nvrtc>> LoadFrom(const std::string& library) {
+  absl::StatusOr<SharedLibrary> lib = SharedLibrary::Open(library,
+                                                          /*keep=*/true);
+  if (!lib.ok()) {  // NotFound: the caller may try another
+    return absl::NotFoundError(
+        absl::StrCat(library, " not found (", lib.status().message(), ")"));
+  }
+  auto nvrtc = std::make_unique<Nvrtc>();
+  nvrtc->source = library;
+#define LATHE_NVRTC_RESOLVE(member, symbol, ret, params)           \
+  {                                                                \
+    absl::StatusOr<void*> f = lib->Symbol(symbol);                 \
+    if (!f.ok()) {                                                 \
+      return absl::FailedPreconditionError(                        \
+          absl::StrCat("NVRTC ", library, " has no ", symbol,      \
+                       " (a toolkit older than lathe needs?)"));   \
+    }                                                              \
+    nvrtc->member = reinterpret_cast<decltype(nvrtc->member)>(*f); \
+  }
+  LATHE_NVRTC_FUNCTIONS(LATHE_NVRTC_RESOLVE)
+#undef LATHE_NVRTC_RESOLVE
+  if (nvrtc->version(&nvrtc->major, &nvrtc->minor) != kNvrtcSuccess) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("NVRTC ", library, ": nvrtcVersion failed"));
+  }
+  return nvrtc;
+}
+
+// The names LoadNvrtc() tries, in order.
+std::vector<std::string> Candidates() {
+  const char* env = std::getenv("CUDA_PATH");
+  const std::string dir = absl::StrCat(
+      env != nullptr && *env != '\0' ? env : "/usr/local/cuda", "/lib64/");
+  std::vector<std::string> names;
+  for (bool in_dir : {false, true}) {
+    for (const char* file :
+         {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
+      names.push_back(in_dir ? dir + file : std::string(file));
+    }
+  }
+  return names;
+}
+
+// NVRTC from `library`, or from the first candidate that loads.
+absl::StatusOr<std::unique_ptr<Nvrtc>> Load(const std::string& library) {
+  std::vector<std::string> tried;
+  for (const std::string& name :
+       library.empty() ? Candidates() : std::vector<std::string>{library}) {
+    absl::StatusOr<std::unique_ptr<Nvrtc>> nvrtc = LoadFrom(name);
+    if (nvrtc.ok() || !absl::IsNotFound(nvrtc.status())) return nvrtc;
+    if (!library.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("no NVRTC: ", nvrtc.status().message()));
+    }
+    tried.push_back(name);
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("no NVRTC: none of ", absl::StrJoin(tried, ", "),
+                   " loads (is the CUDA toolkit at $CUDA_PATH?)"));
+}
+
+// OK, or an error naming `call` and NVRTC's words for `result`.
+absl::Status Check(const Nvrtc& nvrtc, NvrtcResult result,
+                   absl::string_view call) {
+  if (result == kNvrtcSuccess) return absl::OkStatus();
+  const char* text = nvrtc.get_error_string(result);
+  return absl::InternalError(absl::StrCat(
+      call, ": ",
+      text != nullptr ? text : absl::StrCat("NVRTC error ", result)));
+}
+
+}  // namespace
+
+absl::StatusOr<const Nvrtc*> LoadNvrtc(const std::string& library) {
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* loaded ABSL_GUARDED_BY(mu) =
+      new absl::flat_hash_map<std::string,
+                              absl::StatusOr<std::unique_ptr<Nvrtc>>>();
+  absl::MutexLock lock(&mu);
+  auto it = loaded->find(library);
+  if (it == loaded->end()) it = loaded->emplace(library, Load(library)).first;
+  if (!it->second.ok()) return it->second.status();
+  return it->second->get();
+}
+
+absl::StatusOr<CudaImage> CompileCuda(const Nvrtc& nvrtc,
+                                      absl::string_view source,
+                                      absl::string_view name, int arch,
+                                      const std::vector<std::string>& options) {
+  if (arch < 10 || arch > 1000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": no architecture sm_", arch));
+  }
+  const std::string text(source);
+  const std::string program_name(name);
+  NvrtcProgram program = nullptr;
+  if (absl::Status s =
+          Check(nvrtc,
+                nvrtc.create_program(&program, text.c_str(),
+                                     program_name.c_str(), 0, nullptr, nullptr),
+                "nvrtcCreateProgram");
+      !s.ok()) {
+    return s;
+  }
+  std::unique_ptr<NvrtcProgram, std::function<void(NvrtcProgram*)>> owned(
+      &program, [&nvrtc](NvrtcProgram* p) { nvrtc.destroy_program(p); });
+  std::vector<std::string> all = {absl::StrCat("--gpu-architecture=sm_", arch),
+                                  "--std=c++17"};
+  all.insert(all.end(), options.begin(), options.end());
+  std::vector<const char*> argv;
+  for (const std::string& o : all) argv.push_back(o.c_str());
+  const NvrtcResult compiled = nvrtc.compile_program(
+      program, static_cast<int>(argv.size()), argv.data());
+  CudaImage image;
+  image.arch = arch;
+  size_t size = 0;
+  if (nvrtc.get_program_log_size(program, &size) == kNvrtcSuccess && size > 1) {
+    image.log.resize(size);
+    if (nvrtc.get_program_log(program, image.log.data()) != kNvrtcSuccess) {
+      image.log.clear();
+    }
+    while (!image.log.empty() &&
+           (image.log.back() == '\0' || image.log.back() == '\n')) {
+      image.log.pop_back();
+    }
+  }
+  if (compiled != kNvrtcSuccess) {
+    const char* text = nvrtc.get_error_string(compiled);
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " does not compile for sm_", arch, " (",
+                     text != nullptr ? text : "NVRTC error", ")",
+                     image.log.empty() ? "" : ":\n", image.log));
+  }
+  auto fetch = [&](auto size_fn, auto get_fn, absl::string_view call,
+                   std::string* out) -> absl::Status {
+    size_t n = 0;
+    if (absl::Status s = Check(nvrtc, size_fn(program, &n), call); !s.ok()) {
+      return s;
+    }
+    out->resize(n);
+    return Check(nvrtc, get_fn(program, out->data()), call);
+  };
+  if (absl::Status s = fetch(nvrtc.get_cubin_size, nvrtc.get_cubin,
+                             "nvrtcGetCUBIN", &image.cubin);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          fetch(nvrtc.get_ptx_size, nvrtc.get_ptx, "nvrtcGetPTX", &image.ptx);
+      !s.ok()) {
+    return s;
+  }
+  // The PTX's terminating NUL is not part of the text.
+  if (!image.ptx.empty() && image.ptx.back() == '\0') image.ptx.pop_back();
+  return image;
+}
+
+}  // namespace lathe
