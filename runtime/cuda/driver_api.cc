@@ -3,11 +3,9 @@
 #include <memory>
 #include <string>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "runtime/cuda/function_table.h"
 #include "runtime/shared_library.h"
 #include "status_macros.h"
 
@@ -25,16 +23,10 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> Load(const std::string& library) {
   }
   auto cu = std::make_unique<CudaDriver>();
   cu->source = library;
-#define LATHE_CUDA_DRIVER_RESOLVE(member, symbol, ret, params)          \
-  {                                                                     \
-    absl::StatusOr<void*> f = lib->Symbol(symbol);                      \
-    if (!f.ok()) {                                                      \
-      return absl::FailedPreconditionError(                             \
-          absl::StrCat("no CUDA device: ", library, " has no ", symbol, \
-                       " (a driver older than lathe needs?)"));         \
-    }                                                                   \
-    cu->member = reinterpret_cast<decltype(cu->member)>(*f);            \
-  }
+  const std::string lacks = absl::StrCat("no CUDA device: ", library, " ");
+#define LATHE_CUDA_DRIVER_RESOLVE(member, symbol, ret, params)      \
+  RETURN_IF_ERROR(ResolveFunction(*lib, symbol, &cu->member, lacks, \
+                                  " (a driver older than lathe needs?)"));
   LATHE_CUDA_DRIVER_FUNCTIONS(LATHE_CUDA_DRIVER_RESOLVE)
 #undef LATHE_CUDA_DRIVER_RESOLVE
   auto no_device = [&](const absl::Status& s) {
@@ -60,17 +52,8 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> Load(const std::string& library) {
 }  // namespace
 
 absl::StatusOr<const CudaDriver*> LoadCudaDriver(const std::string& library) {
-  // Each path is loaded (and its outcome kept) once: cuInit and the
-  // library live for the process.
-  static absl::Mutex mu(absl::kConstInit);
-  static auto* loaded ABSL_GUARDED_BY(mu) =
-      new absl::flat_hash_map<std::string,
-                              absl::StatusOr<std::unique_ptr<CudaDriver>>>();
-  absl::MutexLock lock(&mu);
-  auto it = loaded->find(library);
-  if (it == loaded->end()) it = loaded->emplace(library, Load(library)).first;
-  if (!it->second.ok()) return it->second.status();
-  return it->second->get();
+  // cuInit and the library live for the process.
+  return LoadOnce<CudaDriver>(library, [&] { return Load(library); });
 }
 
 absl::Status CudaCall(const CudaDriver& cu, CuResult result,

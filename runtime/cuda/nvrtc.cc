@@ -6,12 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
+#include "runtime/cuda/function_table.h"
 #include "runtime/shared_library.h"
+#include "status_macros.h"
 
 namespace lathe {
 namespace {
@@ -28,16 +27,10 @@ absl::StatusOr<std::unique_ptr<Nvrtc>> LoadFrom(const std::string& library) {
   }
   auto nvrtc = std::make_unique<Nvrtc>();
   nvrtc->source = library;
-#define LATHE_NVRTC_RESOLVE(member, symbol, ret, params)           \
-  {                                                                \
-    absl::StatusOr<void*> f = lib->Symbol(symbol);                 \
-    if (!f.ok()) {                                                 \
-      return absl::FailedPreconditionError(                        \
-          absl::StrCat("NVRTC ", library, " has no ", symbol,      \
-                       " (a toolkit older than lathe needs?)"));   \
-    }                                                              \
-    nvrtc->member = reinterpret_cast<decltype(nvrtc->member)>(*f); \
-  }
+  const std::string lacks = absl::StrCat("NVRTC ", library, " ");
+#define LATHE_NVRTC_RESOLVE(member, symbol, ret, params)               \
+  RETURN_IF_ERROR(ResolveFunction(*lib, symbol, &nvrtc->member, lacks, \
+                                  " (a toolkit older than lathe needs?)"));
   LATHE_NVRTC_FUNCTIONS(LATHE_NVRTC_RESOLVE)
 #undef LATHE_NVRTC_RESOLVE
   if (nvrtc->version(&nvrtc->major, &nvrtc->minor) != kNvrtcSuccess) {
@@ -93,15 +86,7 @@ absl::Status Check(const Nvrtc& nvrtc, NvrtcResult result,
 }  // namespace
 
 absl::StatusOr<const Nvrtc*> LoadNvrtc(const std::string& library) {
-  static absl::Mutex mu(absl::kConstInit);
-  static auto* loaded ABSL_GUARDED_BY(mu) =
-      new absl::flat_hash_map<std::string,
-                              absl::StatusOr<std::unique_ptr<Nvrtc>>>();
-  absl::MutexLock lock(&mu);
-  auto it = loaded->find(library);
-  if (it == loaded->end()) it = loaded->emplace(library, Load(library)).first;
-  if (!it->second.ok()) return it->second.status();
-  return it->second->get();
+  return LoadOnce<Nvrtc>(library, [&] { return Load(library); });
 }
 
 absl::StatusOr<CudaImage> CompileCuda(const Nvrtc& nvrtc,
