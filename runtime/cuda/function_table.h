@@ -20,16 +20,15 @@
 #define LATHE_RUNTIME_CUDA_FUNCTION_TABLE_H_
 
 #include <memory>
+#include <mutex>
 #include <string>
 
-#include "absl/base/const_init.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "runtime/shared_library.h"
 
 namespace lathe {
@@ -59,11 +58,11 @@ template <typename Table>
 absl::StatusOr<const Table*> LoadOnce(
     const std::string& name,
     absl::FunctionRef<absl::StatusOr<std::unique_ptr<Table>>()> load) {
-  static absl::Mutex mu(absl::kConstInit);
+  static std::mutex mu;  // ThreadSanitizer sees it through pthreads
   static auto* loaded =
       new absl::flat_hash_map<std::string,
                               absl::StatusOr<std::unique_ptr<Table>>>();
-  absl::MutexLock lock(&mu);
+  std::lock_guard<std::mutex> lock(mu);
   auto it = loaded->find(name);
   if (it == loaded->end()) it = loaded->emplace(name, load()).first;
   if (!it->second.ok()) return it->second.status();

@@ -1,14 +1,18 @@
-// A stand-in for libcuda.so.1 in driver_api_test: every function of the
-// table (one device, host memory for device memory), cuMemAlloc refusing
-// more than 1 GiB as out of memory, and the error names and words the real
-// driver gives for the codes it returns. Built without
-// LATHE_FAKE_LIBCUDA_COMPLETE it lacks cuLaunchKernel, as a driver older
-// than lathe needs would.
+// A stand-in for libcuda.so.1 in runtime/cuda's tests: every function of
+// the table (one device, host memory for device memory), the error names
+// and words the real driver gives for the codes it returns, and knobs a
+// test sets through functions of its own (fake_*): the device's memory
+// (cuMemAlloc past it is out of memory; 1 GiB to start) and whether events
+// have completed (cuEventQuery's answer; cuEventSynchronize completes
+// them). Built without LATHE_FAKE_LIBCUDA_COMPLETE it lacks cuLaunchKernel,
+// as a driver older than lathe needs would.
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 namespace {
 using CuResult = int;
@@ -18,6 +22,33 @@ constexpr CuResult kOutOfMemory = 2;
 }  // namespace
 
 #define FAKE extern "C" __attribute__((visibility("default"))) CuResult
+#define KNOB extern "C" __attribute__((visibility("default")))
+
+namespace {
+std::mutex mu;
+size_t memory = size_t{1} << 30;  // the device's
+size_t in_use = 0;                // bytes cuMemAlloc gave out
+std::map<uintptr_t, size_t>* blocks = new std::map<uintptr_t, size_t>();
+bool events_done = true;  // cuEventQuery's answer
+int64_t allocations = 0;  // cuMemAlloc calls that succeeded
+}  // namespace
+
+KNOB void fake_set_memory(size_t bytes) {
+  std::lock_guard<std::mutex> l(mu);
+  memory = bytes;
+}
+KNOB size_t fake_memory_in_use() {
+  std::lock_guard<std::mutex> l(mu);
+  return in_use;
+}
+KNOB int64_t fake_allocations() {
+  std::lock_guard<std::mutex> l(mu);
+  return allocations;
+}
+KNOB void fake_set_events_done(bool done) {
+  std::lock_guard<std::mutex> l(mu);
+  events_done = done;
+}
 
 FAKE cuInit(unsigned int) { return kSuccess; }
 FAKE cuDriverGetVersion(int* v) {
@@ -85,17 +116,29 @@ FAKE cuDevicePrimaryCtxRelease_v2(int) { return kSuccess; }
 FAKE cuCtxSetCurrent(void*) { return kSuccess; }
 FAKE cuCtxSynchronize() { return kSuccess; }
 FAKE cuMemGetInfo_v2(size_t* free, size_t* total) {
-  *free = *total = size_t{1} << 30;
+  std::lock_guard<std::mutex> l(mu);
+  *total = memory;
+  *free = memory - in_use;
   return kSuccess;
 }
 FAKE cuMemAlloc_v2(unsigned long long* p, size_t bytes) {  // NOLINT
-  if (bytes > (size_t{1} << 30)) return kOutOfMemory;
+  std::lock_guard<std::mutex> l(mu);
+  if (bytes == 0) return kInvalidValue;
+  if (bytes > memory - in_use) return kOutOfMemory;
   void* m = std::malloc(bytes);
   if (m == nullptr) return kOutOfMemory;
   *p = reinterpret_cast<uintptr_t>(m);
+  (*blocks)[*p] = bytes;
+  in_use += bytes;
+  ++allocations;
   return kSuccess;
 }
 FAKE cuMemFree_v2(unsigned long long p) {  // NOLINT
+  std::lock_guard<std::mutex> l(mu);
+  auto it = blocks->find(p);
+  if (it == blocks->end()) return kInvalidValue;
+  in_use -= it->second;
+  blocks->erase(it);
   std::free(reinterpret_cast<void*>(static_cast<uintptr_t>(p)));
   return kSuccess;
 }
@@ -147,8 +190,15 @@ FAKE cuEventDestroy_v2(void* e) {
   return kSuccess;
 }
 FAKE cuEventRecord(void*, void*) { return kSuccess; }
-FAKE cuEventQuery(void*) { return kSuccess; }
-FAKE cuEventSynchronize(void*) { return kSuccess; }
+FAKE cuEventQuery(void*) {
+  std::lock_guard<std::mutex> l(mu);
+  return events_done ? kSuccess : 600;  // CUDA_ERROR_NOT_READY
+}
+FAKE cuEventSynchronize(void*) {
+  std::lock_guard<std::mutex> l(mu);
+  events_done = true;
+  return kSuccess;
+}
 FAKE cuEventElapsedTime(float* ms, void*, void*) {
   *ms = 0;
   return kSuccess;
