@@ -396,6 +396,17 @@ T AtomicAdd(T* p, T v) {
   }
 }
 
+// *p = v while replaces(*p, v); the old value (atomicMax, atomicMin).
+template <typename T, typename F>
+T AtomicKeep(T* p, T v, F replaces) {
+  T old = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (replaces(old, v) &&
+         !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED)) {
+  }
+  return old;
+}
+
 }  // namespace lathe_emu
 
 // ---- CUDA C++'s vocabulary, on the host
@@ -473,21 +484,11 @@ T atomicAdd(T* p, T v) {
 }
 template <typename T>
 T atomicMax(T* p, T v) {
-  T old = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (old < v &&
-         !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_RELAXED,
-                                      __ATOMIC_RELAXED)) {
-  }
-  return old;
+  return ::lathe_emu::AtomicKeep(p, v, [](T a, T b) { return a < b; });
 }
 template <typename T>
 T atomicMin(T* p, T v) {
-  T old = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (v < old &&
-         !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_RELAXED,
-                                      __ATOMIC_RELAXED)) {
-  }
-  return old;
+  return ::lathe_emu::AtomicKeep(p, v, [](T a, T b) { return b < a; });
 }
 template <typename T>
 T atomicExch(T* p, T v) {
