@@ -126,6 +126,29 @@ absl::StatusOr<std::vector<ArgumentSpec>> ArgumentsOf(
   return out;
 }
 
+absl::StatusOr<ResultShape> CompositeTree(const ir::Graph& dense,
+                                          const std::string& name,
+                                          const aot::CompositeLayout& l) {
+  if (l.type == nullptr) {
+    const ir::Node* p = dense.Find(name);
+    if (p == nullptr || p->meta().kind != ir::ValueMeta::Kind::kTensor) {
+      return absl::InternalError(absl::StrCat(
+          "the compiled graph takes no tensor '", name, "' for a composite"));
+    }
+    return ResultShape::Plain(static_cast<int>(p->meta().tensor.dim()));
+  }
+  ResultShape s;
+  s.type = std::string(l.type->name());
+  for (size_t k = 0; k < l.inner.size(); ++k) {
+    ASSIGN_OR_RETURN(
+        ResultShape inner,
+        CompositeTree(dense, aot::InnerName(name, l, static_cast<int>(k)),
+                      l.inner[k]));
+    s.inner.push_back(std::move(inner));
+  }
+  return s;
+}
+
 std::vector<std::pair<symbolic::Expr, symbolic::Value>> SymbolValuesOf(
     const ir::Graph& written, absl::Span<const Operand> args) {
   std::vector<std::pair<symbolic::Expr, symbolic::Value>> out;

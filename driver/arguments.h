@@ -25,9 +25,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "aot/flatten_composites.h"
 #include "ir/graph.h"
 #include "runtime/compiled_function.h"
 #include "runtime/composite.h"
+#include "runtime/loaded_graph.h"
 #include "symbolic/evaluate.h"
 #include "symbolic/guards.h"
 
@@ -48,6 +50,16 @@ std::vector<std::string> ConstantsOf(const ir::Graph& graph);
 absl::StatusOr<std::vector<ArgumentSpec>> ArgumentsOf(
     const ir::Graph& written, const std::vector<std::string>& constants,
     std::vector<std::string>* annotations = nullptr);
+
+// CompositeTree()
+//
+// Composite argument `name`, laid out as `l`, as a manifest records it
+// (Manifest::composites): its types down to the plain tensors, each with
+// the rank its placeholder in `dense` (the compiled graph, which takes the
+// leaves in its place) has.
+absl::StatusOr<ResultShape> CompositeTree(const ir::Graph& dense,
+                                          const std::string& name,
+                                          const aot::CompositeLayout& l);
 
 // SymbolValuesOf()
 //

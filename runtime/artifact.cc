@@ -162,6 +162,9 @@ std::string Manifest::ToString() const {
         tensor ? a.device.ToString() : "-", " ", a.rank, " ",
         OneLine(k < annotations.size() ? annotations[k] : ""), "\n");
   }
+  for (const auto& [k, tree] : composites) {
+    absl::StrAppend(&out, "composite ", k, " ", tree.ToString(), "\n");
+  }
   for (const ResultShape& r : signature.results) {
     absl::StrAppend(&out, "result ", r.ToString(), "\n");
   }
@@ -222,6 +225,19 @@ absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
       ASSIGN_OR_RETURN(m.compiler, p.Rest("the compiler's command line"));
     } else if (key == "argument") {
       RETURN_IF_ERROR(ParseArgument(p, &m));
+    } else if (key == "composite") {
+      ASSIGN_OR_RETURN(int64_t k, p.Int("an argument index", 0, 1 << 20));
+      ASSIGN_OR_RETURN(std::string shape, p.Word("a composite's tree"));
+      absl::StatusOr<ResultShape> tree = ResultShape::Parse(shape);
+      if (!tree.ok()) return p.Expected(tree.status().message());
+      if (k >= static_cast<int64_t>(m.arguments.size()) ||
+          m.arguments[k].kind != ArgumentSpec::Kind::kComposite ||
+          m.arguments[k].type != tree->type) {
+        return p.Expected(absl::StrCat("a composite argument of type '",
+                                       tree->type, "' as argument ", k,
+                                       " (its line first)"));
+      }
+      m.composites[static_cast<int>(k)] = *std::move(tree);
     } else if (key == "result") {
       ASSIGN_OR_RETURN(std::string shape, p.Word("a result shape"));
       absl::StatusOr<ResultShape> r = ResultShape::Parse(shape);

@@ -9,7 +9,8 @@
 //   DIR/kernel.so      the compiled graph (lathe_call_user, lathe_guards)
 //   DIR/kernel.cc      its generated source, for reading
 //   DIR/manifest.txt   a versioned manifest: the arguments (dtypes, devices,
-//                      annotations: symbolic sizes and strides), the results,
+//                      annotations: symbolic sizes and strides; each
+//                      composite's whole tree), the results,
 //                      the guards as text, the
 //                      compiler's command line, lathe's version, and the
 //                      size and SHA-256 of every other file
@@ -27,6 +28,7 @@
 #define LATHE_RUNTIME_ARTIFACT_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -63,6 +65,12 @@ struct Manifest {
   // as the graph writes it ("f32[s0, 784][784, 1]cpu", "Sym(zf0)").
   std::vector<ArgumentSpec> arguments;
   std::vector<std::string> annotations;
+  // Each composite argument's whole tree, by argument index, as a result
+  // shape writes it ("pair(pair(1,1),pair(1,1))": the types down to the
+  // plain tensors and their ranks). A composite argument without one (a
+  // manifest written before lathe recorded them) is its type over plain
+  // tensors of unknown rank.
+  std::map<int, ResultShape> composites;
   CallSignature signature;
   std::vector<int> mutated;         // the arguments a call writes
   std::vector<std::string> guards;  // guard k as text ("x.size(0) == 1")

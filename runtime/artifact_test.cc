@@ -230,6 +230,52 @@ TEST(ManifestTest, MalformedLinesAreNamed) {
                                  "file")));
 }
 
+// A composite argument's whole tree is a line of its own, after the
+// argument's, and reads back as written.
+TEST(ManifestTest, ACompositesTreeRoundTrips) {
+  Manifest m;
+  m.arguments = {{.name = "x", .rank = 1},
+                 {.name = "p",
+                  .kind = ArgumentSpec::Kind::kComposite,
+                  .rank = 1,
+                  .type = "pair"}};
+  m.annotations = {"f32[4][1]cpu", "f32[4][1]cpu"};
+  ASSERT_OK_AND_ASSIGN(m.composites[1],
+                       ResultShape::Parse("pair(pair(1,1),scaled_int8(1,0))"));
+  m.files = {{"k.so", 1, std::string(64, 'a')}};
+  std::string text = m.ToString();
+  EXPECT_THAT(text, HasSubstr("argument p placeholder composite:pair f32 cpu "
+                              "1 f32[4][1]cpu\ncomposite 1 "
+                              "pair(pair(1,1),scaled_int8(1,0))\n"));
+  ASSERT_OK_AND_ASSIGN(Manifest back, Manifest::Parse(text, "m.txt"));
+  ASSERT_EQ(back.composites.size(), 1u);
+  EXPECT_EQ(back.composites.at(1).ToString(),
+            "pair(pair(1,1),scaled_int8(1,0))");
+  EXPECT_EQ(back.ToString(), text);
+}
+
+TEST(ManifestTest, ACompositesTreeMustFitItsArgument) {
+  const std::string head =
+      "lathe-artifact 1\nargument x placeholder tensor f32 cpu 1 f32[4][1]cpu\n"
+      "argument p placeholder composite:pair f32 cpu 1 f32[4][1]cpu\n";
+  auto parse = [&](const std::string& line) {
+    return Manifest::Parse(head + line, "m.txt");
+  };
+  EXPECT_THAT(parse("composite 0 pair(1,1)\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "m.txt: line 4: expected a composite argument of type "
+                       "'pair' as argument 0 (its line first)"));
+  EXPECT_THAT(parse("composite 2 pair(1,1)\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("as argument 2 (its line first)")));
+  EXPECT_THAT(parse("composite 1 scaled_int8(1,0)\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("of type 'scaled_int8' as argument 1")));
+  EXPECT_THAT(parse("composite 1 pair(1\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("line 4: expected result shape 'pair(1'")));
+}
+
 TEST(WriteArtifactTest, RefusesNamesOutsideTheDirectory) {
   std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/bad";
   EXPECT_THAT(WriteArtifact(dir, AddManifest(), {{"../x.so", "x"}}),

@@ -183,6 +183,43 @@ absl::StatusOr<std::vector<Operand>> CompiledFunction::Call(
   return Run(*entry, args, views, seed);
 }
 
+absl::Status CheckArgument(int k, const ArgumentSpec& want,
+                           const Operand& got) {
+  bool ok = false;
+  switch (want.kind) {
+    case ArgumentSpec::Kind::kTensor:
+      ok = got.kind == Operand::Kind::kTensor && got.tensor.defined() &&
+           got.tensor.dtype() == want.dtype &&
+           got.tensor.device() == want.device && got.tensor.dim() == want.rank;
+      break;
+    case ArgumentSpec::Kind::kComposite:
+      ok = got.kind == Operand::Kind::kComposite && got.composite != nullptr &&
+           got.composite->type != nullptr &&
+           got.composite->type->name() == want.type &&
+           got.composite->dtype == want.dtype &&
+           static_cast<int>(got.composite->sizes.size()) == want.rank;
+      break;
+    case ArgumentSpec::Kind::kInt:
+      ok = got.kind == Operand::Kind::kInt || got.kind == Operand::Kind::kBool;
+      break;
+    case ArgumentSpec::Kind::kFloat:
+      ok = got.kind == Operand::Kind::kFloat;
+      break;
+    case ArgumentSpec::Kind::kBool:
+      ok = got.kind == Operand::Kind::kBool;
+      break;
+    case ArgumentSpec::Kind::kNone:
+      ok = got.kind == Operand::Kind::kNone;
+      break;
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "argument ", k, " (", want.name, "): expected ",
+        want.ToString().substr(want.name.size() + 2), ", got ", Describe(got)));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CompiledFunction::CheckArguments(
     absl::Span<const Operand> args) const {
   if (args.size() != arguments_.size()) {
@@ -193,43 +230,7 @@ absl::Status CompiledFunction::CheckArguments(
                      absl::StrJoin(names, ", "), "), got ", args.size()));
   }
   for (size_t k = 0; k < args.size(); ++k) {
-    const ArgumentSpec& want = arguments_[k];
-    const Operand& got = args[k];
-    bool ok = false;
-    switch (want.kind) {
-      case ArgumentSpec::Kind::kTensor:
-        ok = got.kind == Operand::Kind::kTensor && got.tensor.defined() &&
-             got.tensor.dtype() == want.dtype &&
-             got.tensor.device() == want.device &&
-             got.tensor.dim() == want.rank;
-        break;
-      case ArgumentSpec::Kind::kComposite:
-        ok = got.kind == Operand::Kind::kComposite &&
-             got.composite != nullptr && got.composite->type != nullptr &&
-             got.composite->type->name() == want.type &&
-             got.composite->dtype == want.dtype &&
-             static_cast<int>(got.composite->sizes.size()) == want.rank;
-        break;
-      case ArgumentSpec::Kind::kInt:
-        ok =
-            got.kind == Operand::Kind::kInt || got.kind == Operand::Kind::kBool;
-        break;
-      case ArgumentSpec::Kind::kFloat:
-        ok = got.kind == Operand::Kind::kFloat;
-        break;
-      case ArgumentSpec::Kind::kBool:
-        ok = got.kind == Operand::Kind::kBool;
-        break;
-      case ArgumentSpec::Kind::kNone:
-        ok = got.kind == Operand::Kind::kNone;
-        break;
-    }
-    if (!ok) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("argument ", k, " (", want.name, "): expected ",
-                       want.ToString().substr(want.name.size() + 2), ", got ",
-                       Describe(got)));
-    }
+    RETURN_IF_ERROR(CheckArgument(static_cast<int>(k), arguments_[k], args[k]));
   }
   return absl::OkStatus();
 }

@@ -72,6 +72,13 @@ struct ArgumentSpec {
   std::string ToString() const;
 };
 
+// CheckArgument()
+//
+// Whether `got` fits argument `k`, `want` (kind, dtype, device, rank, a
+// composite's type): OK, or the error Call gives, naming the argument
+// ("argument 0 (x): expected f32 tensor of rank 2 on cpu, got ...").
+absl::Status CheckArgument(int k, const ArgumentSpec& want, const Operand& got);
+
 // One compiled variant: its loaded .so and its guards as text (the reason
 // a recompile gives when guard k fails).
 struct Variant {

@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -211,6 +212,21 @@ double Tensor::GetDouble(absl::Span<const int64_t> index) const {
     std::memcpy(&v, static_cast<const char*>(storage_.data()) + off * sizeof(T),
                 sizeof(T));
     return ToDouble(v);
+  });
+}
+
+int64_t Tensor::GetInt(absl::Span<const int64_t> index) const {
+  int64_t off = ElementOffset(index);
+  return VisitDType(dtype_, [&](auto tag) -> int64_t {
+    using T = decltype(tag);
+    T v;
+    std::memcpy(&v, static_cast<const char*>(storage_.data()) + off * sizeof(T),
+                sizeof(T));
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<int64_t>(v);
+    } else {
+      return static_cast<int64_t>(ToDouble(v));
+    }
   });
 }
 

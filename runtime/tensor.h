@@ -133,6 +133,9 @@ class Tensor {
   // Element `index` as a double / stored from a double (see FromDouble).
   double GetDouble(absl::Span<const int64_t> index) const;
   void SetDouble(absl::Span<const int64_t> index, double value) const;
+  // Element `index` as an int64: exact for integers and bool (no trip
+  // through double), truncated toward zero for a floating-point element.
+  int64_t GetInt(absl::Span<const int64_t> index) const;
 
   // A contiguous copy with its own storage.
   absl::StatusOr<Tensor> Clone() const;

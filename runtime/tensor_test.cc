@@ -58,6 +58,20 @@ TEST(TensorTest, EmptyIsContiguousZeros) {
   EXPECT_EQ(scalar.ToString(), "i64[][]cpu");
 }
 
+// An int64 element beyond double's 53 bits reads back exactly; a float is
+// truncated toward zero.
+TEST(TensorTest, GetIntIsExact) {
+  Tensor big = *Tensor::Empty({2}, DType::kInt64);
+  big.data<int64_t>()[1] = (int64_t{1} << 60) + 1;
+  EXPECT_EQ(big.GetInt({1}), (int64_t{1} << 60) + 1);
+  Tensor f = *Tensor::Empty({}, DType::kFloat32);
+  f.SetDouble({}, -2.75);
+  EXPECT_EQ(f.GetInt({}), -2);
+  Tensor b = *Tensor::Empty({}, DType::kBool);
+  b.SetDouble({}, 1);
+  EXPECT_EQ(b.GetInt({}), 1);
+}
+
 TEST(TensorTest, ViewsShareStorage) {
   Tensor a = *Tensor::Empty({2, 3}, DType::kFloat32);
   Tensor t = *a.AsStrided({3, 2}, {1, 3}, 0);  // a.t()

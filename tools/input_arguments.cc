@@ -1,17 +1,13 @@
 #include "tools/input_arguments.h"
 
-#include <algorithm>
-#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/types/span.h"
 #include "aot/aot_dispatch.h"
 #include "driver/arguments.h"
 #include "ir/tensor_meta.h"
-#include "runtime/copy.h"
+#include "runtime/arrange_arguments.h"
 #include "status_macros.h"
 
 namespace lathe {
@@ -66,19 +62,18 @@ absl::StatusOr<Operand> LoadArgument(const ir::Graph& graph,
                      l.inner[k], set, values));
     inner.push_back(std::move(o));
   }
-  return Compose(l, name, std::move(inner));
+  return Compose(*l.type, name, std::move(inner));
 }
 
-// The layout of an artifact's argument or result: plain, or a composite
-// of a registered type over plain values (deeper nesting is refused).
+// The layout of an artifact's result: plain, or a composite of a
+// registered type over plain values (deeper nesting is refused).
 absl::StatusOr<aot::CompositeLayout> FlatLayout(absl::string_view type,
                                                 int inner_count,
                                                 const std::string& what) {
   if (type.empty()) return aot::CompositeLayout::Plain();
   const CompositeType* t = FindCompositeType(type);
   if (t == nullptr ||
-      (inner_count >= 0 &&
-       inner_count != static_cast<int>(t->inner_names().size()))) {
+      inner_count != static_cast<int>(t->inner_names().size())) {
     return absl::UnimplementedError(absl::StrCat(
         what, ": a composite of type '", type,
         "' nested in another, which run --artifact does not read yet"));
@@ -87,32 +82,16 @@ absl::StatusOr<aot::CompositeLayout> FlatLayout(absl::string_view type,
       t, std::vector<aot::CompositeLayout>(t->inner_names().size()));
 }
 
-// An artifact's argument of `kind` from file `file` of `set`.
-absl::StatusOr<Operand> ArtifactLeaf(const InputSet& set,
-                                     const std::string& file,
-                                     ArgumentSpec::Kind kind) {
-  auto it = set.tensors.find(file);
-  if (it == set.tensors.end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("missing input '", file, "'"));
-  }
-  const Tensor& t = it->second;
-  if (kind == ArgumentSpec::Kind::kTensor) return Operand::Of(t);
-  if (t.dim() != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(set.paths.at(file), ": input '", file,
-                     "' is a scalar and needs a 0-d .npy, got ", t.ToString()));
-  }
-  if (kind == ArgumentSpec::Kind::kFloat) {
-    return Operand::Float(t.GetDouble({}));
-  }
-  if (kind == ArgumentSpec::Kind::kBool) {
-    return Operand::Bool(t.GetDouble({}) != 0);
-  }
-  return Operand::Int(IntOf(t));
+// The layout of an argument of this tree (ArgumentTree's).
+aot::CompositeLayout LayoutOfTree(const ResultShape& s) {
+  if (s.type.empty()) return aot::CompositeLayout::Plain();
+  std::vector<aot::CompositeLayout> inner;
+  for (const ResultShape& in : s.inner) inner.push_back(LayoutOfTree(in));
+  return aot::CompositeLayout::Of(FindCompositeType(s.type), std::move(inner));
 }
 
 }  // namespace
+
 // A .npy file's order (C or Fortran) is how it was saved, not part of the
 // value, so lathec lays every input out as the graph expects.
 absl::StatusOr<Tensor> InAnnotatedLayout(const std::string& name,
@@ -139,55 +118,7 @@ absl::StatusOr<Tensor> InAnnotatedLayout(const std::string& name,
   int64_t off = offset.ok() && offset->type == symbolic::ExprType::kInt
                     ? offset->i
                     : t.storage_offset();
-  if (strides == t.strides() && off == t.storage_offset()) return t;
-  // Only a layout whose elements do not overlap can hold any value.
-  std::vector<int64_t> order(t.dim());
-  for (int64_t d = 0; d < t.dim(); ++d) order[d] = d;
-  std::sort(order.begin(), order.end(),
-            [&](int64_t a, int64_t b) { return strides[a] < strides[b]; });
-  int64_t reach = 0;  // the farthest element the faster dims reach
-  bool empty = false;
-  for (int64_t d : order) {
-    if (t.sizes()[d] == 0) empty = true;
-    if (t.sizes()[d] < 2) continue;
-    int64_t span;
-    if (strides[d] <= reach) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input '", name, "': the graph was compiled for the layout ",
-          m.ToAnnotation(),
-          ", whose elements overlap; lathec cannot lay a file out that way"));
-    }
-    if (__builtin_mul_overflow(strides[d], t.sizes()[d] - 1, &span) ||
-        __builtin_add_overflow(reach, span, &reach)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("input '", name, "': layout too large"));
-    }
-  }
-  if (off < 0) return t;
-  int64_t elements = empty ? 0 : off + reach + 1;
-  ASSIGN_OR_RETURN(Tensor base, Tensor::Empty({elements}, t.dtype()));
-  ASSIGN_OR_RETURN(Tensor out, base.AsStrided(t.sizes(), strides, off));
-  RETURN_IF_ERROR(CopyTensor(out, t));
-  return out;
-}
-
-// Composite argument `name` of layout `l` from its inner values (its outer
-// sizes and strides are the first inner value's); the type's own rule says
-// whether they fit.
-absl::StatusOr<Operand> Compose(const aot::CompositeLayout& l,
-                                const std::string& name,
-                                std::vector<Operand> inner) {
-  std::vector<int64_t> sizes(OuterSizes(inner[0]).begin(),
-                             OuterSizes(inner[0]).end());
-  std::vector<int64_t> strides(OuterStrides(inner[0]).begin(),
-                               OuterStrides(inner[0]).end());
-  absl::StatusOr<Operand> made =
-      l.type->Unflatten(absl::MakeSpan(inner), sizes, strides);
-  if (!made.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("input '", name, "': ", made.status().message()));
-  }
-  return made;
+  return LaidOut(t, strides, off, name, m.ToAnnotation());
 }
 
 // The user's arguments of a set: one per placeholder of `written` (laid out
@@ -229,12 +160,10 @@ absl::StatusOr<std::vector<Operand>> LoadArguments(
 
 absl::StatusOr<ArtifactLayout> ArtifactLayoutOf(const Manifest& m) {
   ArtifactLayout a;
-  for (const ArgumentSpec& spec : m.arguments) {
-    ASSIGN_OR_RETURN(aot::CompositeLayout l,
-                     FlatLayout(spec.type, -1, spec.name));
-    a.signature.arguments.push_back(std::move(l));
-    a.names.push_back(absl::StartsWith(spec.name, "self.") ? spec.name.substr(5)
-                                                           : spec.name);
+  for (size_t k = 0; k < m.arguments.size(); ++k) {
+    ASSIGN_OR_RETURN(ResultShape tree, ArgumentTree(m, static_cast<int>(k)));
+    a.signature.arguments.push_back(LayoutOfTree(tree));
+    a.names.push_back(InputName(m.arguments[k]));
   }
   for (const ResultShape& r : m.signature.results) {
     for (const ResultShape& inner : r.inner) {
@@ -247,69 +176,27 @@ absl::StatusOr<ArtifactLayout> ArtifactLayoutOf(const Manifest& m) {
         FlatLayout(r.type, static_cast<int>(r.inner.size()), "a result"));
     a.signature.results.push_back(std::move(l));
   }
-  for (size_t i = 0; i < a.names.size(); ++i) {
-    if (m.arguments[i].kind == ArgumentSpec::Kind::kNone) continue;
-    aot::LeafNames(a.names[i], a.signature.arguments[i], &a.files);
-  }
+  ASSIGN_OR_RETURN(a.files, InputNames(m));
   return a;
 }
 
-absl::StatusOr<std::vector<Operand>> ArtifactArguments(const Manifest& m,
-                                                       const ArtifactLayout& a,
-                                                       InputSet& set) {
-  const std::vector<std::string>& names = a.names;
-  // Each plain tensor laid out as its annotation says (as `run GRAPH`
-  // does): the symbols take the values the files give them.
-  std::vector<std::optional<ir::TensorMeta>> metas(names.size());
-  symbolic::Assignment values;
-  for (size_t i = 0; i < names.size(); ++i) {
-    absl::StatusOr<ir::ValueMeta> meta =
-        i < m.annotations.size() ? ir::ParseAnnotation(m.annotations[i])
-                                 : absl::InvalidArgumentError("none");
-    auto t = set.tensors.find(names[i]);
-    if (m.arguments[i].kind != ArgumentSpec::Kind::kTensor || !meta.ok() ||
-        meta->kind != ir::ValueMeta::Kind::kTensor || t == set.tensors.end() ||
-        t->second.dim() != meta->tensor.dim()) {
+absl::StatusOr<std::vector<Operand>> ArtifactArguments(
+    const Manifest& m, const ArtifactLayout& /*layout*/, const InputSet& set) {
+  // A number's file is named (the runtime knows no files).
+  for (const ArgumentSpec& spec : m.arguments) {
+    if (spec.kind != ArgumentSpec::Kind::kInt &&
+        spec.kind != ArgumentSpec::Kind::kFloat &&
+        spec.kind != ArgumentSpec::Kind::kBool) {
       continue;
     }
-    ir::ForEachSymbolDim(meta->tensor, [&](symbolic::Expr e, bool stride,
-                                           int d) {
-      values.emplace(e, symbolic::Value::Int(stride ? t->second.strides()[d]
-                                                    : t->second.sizes()[d]));
-    });
-    metas[i] = meta->tensor;
-  }
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (!metas[i]) continue;
-    Tensor& t = set.tensors.at(names[i]);
-    ASSIGN_OR_RETURN(t, InAnnotatedLayout(names[i], *metas[i], t, values));
-  }
-  // One operand per argument, from its file(s).
-  std::vector<Operand> args;
-  for (size_t i = 0; i < names.size(); ++i) {
-    const ArgumentSpec& spec = m.arguments[i];
-    const aot::CompositeLayout& l = a.signature.arguments[i];
-    if (spec.kind == ArgumentSpec::Kind::kNone) {
-      args.emplace_back();
-      continue;
+    auto it = set.tensors.find(InputName(spec));
+    if (it != set.tensors.end() && it->second.dim() != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          set.paths.at(it->first), ": input '", it->first,
+          "' is a scalar and needs a 0-d .npy, got ", it->second.ToString()));
     }
-    if (l.type == nullptr) {
-      ASSIGN_OR_RETURN(Operand o, ArtifactLeaf(set, names[i], spec.kind));
-      args.push_back(std::move(o));
-      continue;
-    }
-    std::vector<Operand> inner;
-    for (size_t j = 0; j < l.inner.size(); ++j) {
-      ASSIGN_OR_RETURN(
-          Operand o,
-          ArtifactLeaf(set, aot::InnerName(names[i], l, static_cast<int>(j)),
-                       ArgumentSpec::Kind::kTensor));
-      inner.push_back(std::move(o));
-    }
-    ASSIGN_OR_RETURN(Operand made, Compose(l, names[i], std::move(inner)));
-    args.push_back(std::move(made));
   }
-  return args;
+  return ArrangeArguments(m, set.tensors);
 }
 
 }  // namespace lathe

@@ -9,7 +9,9 @@
 // annotated strides when they differ), a Sym input from a 0-d file (float64
 // -> float, int64 -> int), a composite built from its inner tensors by its
 // type's own rule, then the constants the graph reads. For a graph, the
-// annotations are its placeholders'; for an artifact, its manifest's.
+// annotations are its placeholders' (evaluated with //symbolic); an
+// artifact's arguments are the runtime's to arrange from its manifest
+// (runtime/arrange_arguments.h), as any program linking //runtime does.
 //
 // Example:
 //
@@ -31,6 +33,7 @@
 #include "aot/flatten_composites.h"
 #include "ir/graph.h"
 #include "ir/value.h"
+#include "runtime/arrange_arguments.h"
 #include "runtime/artifact.h"
 #include "runtime/composite.h"
 #include "runtime/tensor.h"
@@ -50,15 +53,6 @@ absl::StatusOr<Tensor> InAnnotatedLayout(const std::string& name,
                                          const ir::TensorMeta& m,
                                          const Tensor& t,
                                          const symbolic::Assignment& values);
-
-// Compose()
-//
-// Composite argument `name` of layout `l` from its `inner` values (its
-// outer sizes and strides are the first inner value's); the type's own rule
-// says whether they fit, its error naming the input.
-absl::StatusOr<Operand> Compose(const aot::CompositeLayout& l,
-                                const std::string& name,
-                                std::vector<Operand> inner);
 
 // LoadArguments()
 //
@@ -82,20 +76,20 @@ struct ArtifactLayout {
 
 // ArtifactLayoutOf()
 //
-// The layout of `m`'s arguments and results: plain, or a composite of a
-// registered type over plain values (deeper nesting is refused); a
-// constant `self.NAME` is read from NAME.
+// The layout of `m`'s arguments (their whole trees, ArgumentTree) and
+// results (plain, or a composite of a registered type over plain values:
+// deeper nesting is refused); a constant `self.NAME` is read from NAME.
 absl::StatusOr<ArtifactLayout> ArtifactLayoutOf(const Manifest& m);
 
 // ArtifactArguments()
 //
-// The arguments of an artifact with manifest `m` and layout `a` from `set`
-// (read): each plain tensor laid out as its annotation says (the symbols
-// take the values the files give them), a number from a 0-d file, a
-// composite from its inner tensors, None for a None argument.
-absl::StatusOr<std::vector<Operand>> ArtifactArguments(const Manifest& m,
-                                                       const ArtifactLayout& a,
-                                                       InputSet& set);
+// The arguments of an artifact with manifest `m` from `set` (read), as
+// the runtime arranges them (ArrangeArguments: each plain tensor laid out
+// as its annotation says, a number from a 0-d file, a composite from its
+// inner tensors, None for a None argument); a number's file with dims is
+// an error naming the file. The layout is ArtifactLayoutOf(m)'s.
+absl::StatusOr<std::vector<Operand>> ArtifactArguments(
+    const Manifest& m, const ArtifactLayout& layout, const InputSet& set);
 
 }  // namespace lathe
 

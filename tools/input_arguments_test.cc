@@ -68,24 +68,8 @@ TEST(InputArgumentsTest, InAnnotatedLayoutCopiesIntoTheAnnotatedStrides) {
       InAnnotatedLayout("x", MetaOf("f32[2, 3][1, 1]cpu"), t, {}),
       StatusIs(absl::StatusCode::kInvalidArgument,
                "input 'x': the graph was compiled for the layout "
-               "f32[2, 3][1, 1]cpu, whose elements overlap; lathec cannot lay "
-               "a file out that way"));
-}
-
-TEST(InputArgumentsTest, ComposeBuildsACompositeByItsTypesRule) {
-  aot::CompositeLayout pair = aot::CompositeLayout::Of(
-      FindCompositeType("pair"),
-      {aot::CompositeLayout::Plain(), aot::CompositeLayout::Plain()});
-  ASSERT_OK_AND_ASSIGN(Operand made, Compose(pair, "x",
-                                             {Operand::Of(Counting({2})),
-                                              Operand::Of(Counting({2}))}));
-  ASSERT_EQ(made.kind, Operand::Kind::kComposite);
-  EXPECT_THAT(made.composite->sizes, ElementsAre(2));
-  EXPECT_THAT(Compose(pair, "x",
-                      {Operand::Of(Counting({2})), Operand::Of(Counting({3}))}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "input 'x': pair: inner 'b' is f32[3][1]cpu, not of "
-                       "the outer sizes [2]"));
+               "f32[2, 3][1, 1]cpu, whose elements overlap; no tensor can be "
+               "laid out that way"));
 }
 
 constexpr char kGraph[] =

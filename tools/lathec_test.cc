@@ -16,10 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/arrange_arguments.h"
+#include "runtime/artifact.h"
+#include "runtime/composite.h"
 #include "runtime/file_io.h"
 #include "runtime/npy.h"
 #include "runtime/storage.h"
@@ -35,6 +39,7 @@ using ::lathe::testing::LathecResult;
 using ::lathe::testing::PathExists;
 using ::lathe::testing::RunfilePath;
 using ::lathe::testing::RunLathec;
+using ::lathe::testing::StatusIs;
 using ::lathe::testing::TestTmpPath;
 using ::lathe::testing::WriteTestFile;
 using ::testing::HasSubstr;
@@ -1077,16 +1082,18 @@ TEST(LathecArtifactTest, ADamagedArtifactIsNamed) {
   EXPECT_FALSE(PathExists(TestTmpPath("dmg_out")));
 }
 
+// neg of a pair of pairs: its result is nested two composites deep.
+constexpr char kNestedPairs[] = R"(# lathe: composite x pair(pair, pair)
+def forward(self, x: "f32[4][1]cpu"):
+    neg = torch.ops.aten.neg.default(x)
+    return (neg,)
+)";
+
 // What `run --artifact` cannot read is one clear line, and nothing is
 // written: a result nested two composites deep, a missing input, a scalar
 // given as a tensor.
 TEST(LathecArtifactTest, InputsTheArtifactCannotTakeAreNamed) {
-  std::string nested =
-      WriteTestFile("nested.txt", R"(# lathe: composite x pair(pair, pair)
-def forward(self, x: "f32[4][1]cpu"):
-    neg = torch.ops.aten.neg.default(x)
-    return (neg,)
-)");
+  std::string nested = WriteTestFile("nested.txt", kNestedPairs);
   std::string dir = TestTmpPath("nested_artifact");
   LathecResult c = RunLathec({"compile", nested, "-o", dir});
   ASSERT_EQ(c.status, 0) << c.output;
@@ -1125,6 +1132,40 @@ def forward(self, x: "f32[4][1]cpu"):
                  "n=" + n, "--input", "scale=" + scale, "--out",
                  TestTmpPath("scalar_out")});
   EXPECT_EQ(r.status, 0) << r.output;
+}
+
+// The manifest describes a nested composite argument's whole tree, so a
+// program with the runtime alone arranges it from its four leaves and calls
+// the artifact: neg of pair(pair(1, 2), pair(3, 4)) element by element.
+TEST(LathecArtifactTest, ANestedCompositeArgumentIsArrangedByTheRuntime) {
+  std::string nested = WriteTestFile("nested_args.txt", kNestedPairs);
+  std::string dir = TestTmpPath("nested_args_artifact");
+  LathecResult c = RunLathec({"compile", nested, "-o", dir});
+  ASSERT_EQ(c.status, 0) << c.output;
+  EXPECT_THAT(
+      ReadText(dir + "/manifest.txt"),
+      HasSubstr("argument x placeholder composite:pair f32 cpu 1 "
+                "f32[4][1]cpu\ncomposite 0 pair(pair(1,1),pair(1,1))\n"));
+  ASSERT_OK_AND_ASSIGN(LoadedArtifact a, LoadArtifact(dir));
+  absl::flat_hash_map<std::string, Tensor> leaves;
+  const char* names[] = {"x_a_a", "x_a_b", "x_b_a", "x_b_b"};
+  for (int k = 0; k < 4; ++k) leaves[names[k]] = Filled({4}, k + 1);
+  ASSERT_OK_AND_ASSIGN(std::vector<Operand> args,
+                       ArrangeArguments(a.manifest, leaves));
+  ASSERT_OK_AND_ASSIGN(std::vector<Operand> out,
+                       a.function->Call(absl::MakeSpan(args)));
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].ToString(),
+            "pair(pair(f32[4][1]cpu, f32[4][1]cpu), pair(f32[4][1]cpu, "
+            "f32[4][1]cpu))");
+  for (int k = 0; k < 4; ++k) {
+    const Operand& half = out[0].composite->inner[k / 2];
+    EXPECT_EQ(half.composite->inner[k % 2].tensor.GetDouble({3}), -(k + 1));
+  }
+  leaves.erase("x_b_a");
+  EXPECT_THAT(
+      ArrangeArguments(a.manifest, leaves),
+      StatusIs(absl::StatusCode::kInvalidArgument, "missing input 'x_b_a'"));
 }
 
 TEST(LathecArtifactTest, GuardsPrintsTheSetAndItsCpp) {

@@ -2,14 +2,17 @@
 // an artifact: the example MLP (tools/examples/mlp.txt, relu(x @ w)) that the
 // test job compiles with `lathec compile` just before this workspace's tests
 // run, its directory given as $LATHE_CONSUMER_ARTIFACT. Results are checked
-// against the product computed here by hand.
+// against the product computed here by hand. ArrangeArguments lays out, as
+// the manifest's annotations say, tensors given by name in any layout.
 
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/arrange_arguments.h"
 #include "runtime/artifact.h"
 #include "runtime/tensor.h"
 
@@ -69,6 +72,48 @@ TEST(RunArtifactTest, LoadsAndCallsTheCompiledMlp) {
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(std::string(refused.status().message()),
               HasSubstr("guard failed: 2 <= x.size(0)"));
+}
+
+// w given column-major (strides [1, 16]) is copied into the annotated
+// row-major strides [32, 1]; the product is the same as above.
+TEST(RunArtifactTest, ArrangesArgumentsAsTheManifestSays) {
+  const std::string dir = ArtifactDir();
+  ASSERT_FALSE(dir.empty()) << "set LATHE_CONSUMER_ARTIFACT";
+  absl::StatusOr<lathe::LoadedArtifact> a = lathe::LoadArtifact(dir);
+  ASSERT_TRUE(a.ok()) << a.status();
+  lathe::Tensor w = Matrix(16, 32, 0.25f);
+  lathe::Tensor w_cols = lathe::Tensor::Empty({32, 16}, lathe::DType::kFloat32)
+                             .value()
+                             .AsStrided({16, 32}, {1, 16}, 0)
+                             .value();
+  for (int64_t k = 0; k < 16; ++k) {
+    for (int64_t j = 0; j < 32; ++j) {
+      w_cols.SetDouble({k, j}, w.GetDouble({k, j}));
+    }
+  }
+  lathe::Tensor x = Matrix(3, 16, 0.5f);
+  absl::flat_hash_map<std::string, lathe::Tensor> named = {{"x", x},
+                                                           {"w", w_cols}};
+  absl::StatusOr<std::vector<lathe::Operand>> args =
+      lathe::ArrangeArguments(a->manifest, named);
+  ASSERT_TRUE(args.ok()) << args.status();
+  EXPECT_EQ((*args)[1].tensor.strides(), (std::vector<int64_t>{32, 1}));
+  absl::StatusOr<std::vector<lathe::Operand>> out =
+      a->function->Call(absl::MakeSpan(*args));
+  ASSERT_TRUE(out.ok()) << out.status();
+  std::vector<lathe::Operand> plain = {lathe::Operand::Of(x),
+                                       lathe::Operand::Of(w)};
+  absl::StatusOr<std::vector<lathe::Operand>> want =
+      a->function->Call(absl::MakeSpan(plain));
+  ASSERT_TRUE(want.ok()) << want.status();
+  const lathe::Tensor& y = (*out)[0].tensor;
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    ASSERT_EQ(y.data<float>()[i], (*want)[0].tensor.data<float>()[i]) << i;
+  }
+  named.erase("w");
+  args = lathe::ArrangeArguments(a->manifest, named);
+  ASSERT_FALSE(args.ok());
+  EXPECT_EQ(args.status().message(), "missing input 'w'");
 }
 
 }  // namespace
