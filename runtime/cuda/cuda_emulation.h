@@ -28,8 +28,13 @@
 //                                         void** params, char* error,
 //                                         int error_size);
 //
-// (params as cuLaunchKernel takes them: one pointer per argument). It
-// returns 0, or 1 with a one-line message in `error`.
+// (params as cuLaunchKernel takes them: one pointer per argument),
+// returning 0, or 1 with a one-line message in `error`; and
+//
+//   extern "C" int lathe_emu_params_scale(size_t* sizes, int max);
+//
+// the number of parameters and their sizes (the driver copies the values
+// at launch, as CUDA does).
 //
 // Only the host's C++ library is used: the header is compiled into each
 // kernel module on its own.
@@ -45,6 +50,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -300,7 +306,11 @@ inline int RunGrid(const char* kernel, bool fibers, const LaunchConfig& config,
                 std::to_string(bd.y) + ", " + std::to_string(bd.z) +
                 ") (CUDA allows 1 to 1024 threads a block)");
   }
-  Block b;
+  // Held past the launch: a fault the emulated driver catches jumps out of
+  // the kernel, and the next launch (or the thread's end) frees it.
+  static thread_local std::unique_ptr<Block> held;
+  held = std::make_unique<Block>();
+  Block& b = *held;
   b.kernel = kernel;
   b.fibers = fibers;
   b.threads.resize(threads);
@@ -346,12 +356,13 @@ inline int RunGrid(const char* kernel, bool fibers, const LaunchConfig& config,
     }
   }
   current_block = outer;
-  if (!b.error.empty()) {
+  const int rc = b.error.empty() ? 0 : 1;
+  if (rc != 0) {
     std::snprintf(error, static_cast<size_t>(error_size), "%s",
                   b.error.c_str());
-    return 1;
   }
-  return 0;
+  held.reset();
+  return rc;
 }
 
 // The arguments of a kernel of parameters A..., read from cuLaunchKernel's
@@ -369,6 +380,17 @@ struct Call {
     static_cast<Call*>(self)->Run(std::index_sequence_for<A...>());
   }
 };
+
+// The sizes of a kernel's parameters (the emulated driver copies the
+// arguments at launch, as CUDA does); how many there are, at most `max`
+// written.
+template <typename... A>
+int ParamSizes(void (*)(A...), size_t* sizes, int max) {
+  const size_t all[] = {sizeof(std::remove_reference_t<A>)..., 0};
+  const int n = static_cast<int>(sizeof...(A));
+  for (int i = 0; i < n && i < max; ++i) sizes[i] = all[i];
+  return n;
+}
 
 template <typename... A>
 int Launch(void (*kernel)(A...), const char* name, bool sync,
@@ -515,6 +537,11 @@ inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
           int error_size) {                                                    \
     return ::lathe_emu::Launch(name, #name, sync, config, params, error,       \
                                error_size);                                    \
+  }                                                                            \
+  extern "C"                                                                   \
+      __attribute__((visibility("default"))) int lathe_emu_params_##name(      \
+          size_t* sizes, int max) {                                            \
+    return ::lathe_emu::ParamSizes(name, sizes, max);                          \
   }
 
 #endif  // LATHE_RUNTIME_CUDA_CUDA_EMULATION_H_
