@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "status_macros.h"
 
 namespace lathe {
 namespace {
@@ -118,7 +119,19 @@ void SetHostMemoryLimit(int64_t bytes) { Limit().store(bytes); }
 int64_t HostMemoryLimit() { return Limit().load(); }
 int64_t HostMemoryInUse() { return in_use.load(); }
 
+namespace {
+std::atomic<DeviceMemory*> cuda_memory{nullptr};
+}  // namespace
+
+void RegisterDeviceMemory(Device::Type type, DeviceMemory* memory) {
+  if (type == Device::Type::kCuda) cuda_memory.store(memory);
+}
+
 Storage::Impl::~Impl() {
+  if (memory != nullptr) {
+    memory->Free(data, nbytes, device.index);
+    return;
+  }
   in_use.fetch_sub(reserved);
   if (reserved >= kHuge && Cache().Keep(data, reserved)) return;
   std::free(data);
@@ -128,8 +141,29 @@ absl::StatusOr<Storage> Storage::Allocate(int64_t nbytes, Device device) {
   return AllocateHost(nbytes, device, /*zeroed=*/true);
 }
 
-absl::StatusOr<Storage> Storage::AllocateUninitialized(int64_t nbytes) {
-  return AllocateHost(nbytes, Device::Cpu(), /*zeroed=*/false);
+absl::StatusOr<Storage> Storage::AllocateUninitialized(int64_t nbytes,
+                                                       Device device) {
+  return AllocateHost(nbytes, device, /*zeroed=*/false);
+}
+
+absl::StatusOr<Storage> Storage::AllocateDevice(int64_t nbytes, Device device,
+                                                bool zeroed) {
+  DeviceMemory* memory = cuda_memory.load();
+  if (memory == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(
+        "device memory (", device.ToString(),
+        ") is allocated by the CUDA runtime, which this program has not "
+        "started"));
+  }
+  ASSIGN_OR_RETURN(void* data, memory->Allocate(std::max<int64_t>(nbytes, 1),
+                                                device.index, zeroed));
+  Storage s;
+  s.impl_ = std::make_shared<Impl>();
+  s.impl_->data = data;
+  s.impl_->nbytes = nbytes;
+  s.impl_->device = device;
+  s.impl_->memory = memory;
+  return s;
 }
 
 absl::StatusOr<Storage> Storage::AllocateHost(int64_t nbytes, Device device,
@@ -138,11 +172,7 @@ absl::StatusOr<Storage> Storage::AllocateHost(int64_t nbytes, Device device,
     return absl::InvalidArgumentError(
         absl::StrCat("cannot allocate a negative size (", nbytes, " bytes)"));
   }
-  if (!device.is_cpu()) {
-    return absl::UnimplementedError(
-        absl::StrCat("device memory (", device.ToString(),
-                     ") is allocated by the CUDA runtime, not available here"));
-  }
+  if (!device.is_cpu()) return AllocateDevice(nbytes, device, zeroed);
   constexpr int64_t kAlign = 64;
   if (nbytes > (int64_t{1} << 46)) {
     return absl::ResourceExhaustedError(

@@ -4,8 +4,9 @@
 //
 // A reference-counted block of memory that tensors view. Copying a Storage
 // shares the block; two tensors alias exactly when their storages are equal.
-// Host memory is 64-byte aligned. (Device memory arrives with the CUDA
-// runtime; allocating it here is an error.)
+// Host memory is 64-byte aligned. A device's memory comes from the
+// DeviceMemory registered for its type (runtime/cuda registers CUDA's);
+// without one, allocating it is an error.
 //
 // Example:
 //
@@ -25,6 +26,24 @@
 
 namespace lathe {
 
+// Where the storages of a device type come from (runtime/cuda/
+// cuda_storage.h registers CUDA's).
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  // `nbytes` (> 0) on device `index`, zeroed when asked: its address.
+  virtual absl::StatusOr<void*> Allocate(int64_t nbytes, int index,
+                                         bool zeroed) = 0;
+  // Gives back what Allocate gave.
+  virtual void Free(void* data, int64_t nbytes, int index) = 0;
+};
+
+// RegisterDeviceMemory()
+//
+// Storages of devices of `type` come from `memory` from now on (never
+// freed; null: none again).
+void RegisterDeviceMemory(Device::Type type, DeviceMemory* memory);
+
 class Storage {
  public:
   Storage() = default;  // no memory; is_null()
@@ -41,7 +60,8 @@ class Storage {
   // As Allocate, without zeroing: for memory the caller writes in full
   // before anything reads it (the buffers of compiled kernels). Large
   // blocks are backed by transparent huge pages where the kernel allows.
-  static absl::StatusOr<Storage> AllocateUninitialized(int64_t nbytes);
+  static absl::StatusOr<Storage> AllocateUninitialized(
+      int64_t nbytes, Device device = Device::Cpu());
 
   bool is_null() const { return impl_ == nullptr; }
   void* data() const { return impl_ ? impl_->data : nullptr; }
@@ -60,11 +80,14 @@ class Storage {
  private:
   static absl::StatusOr<Storage> AllocateHost(int64_t nbytes, Device device,
                                               bool zeroed);
+  static absl::StatusOr<Storage> AllocateDevice(int64_t nbytes, Device device,
+                                                bool zeroed);
   struct Impl {
     void* data = nullptr;
     int64_t nbytes = 0;
     int64_t reserved = 0;  // counted against the host memory limit
     Device device;
+    DeviceMemory* memory = nullptr;  // a device's; null for host memory
     ~Impl();
   };
   std::shared_ptr<Impl> impl_;

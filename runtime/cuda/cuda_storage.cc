@@ -1,0 +1,153 @@
+#include "runtime/cuda/cuda_storage.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "check.h"
+#include "runtime/cuda/cuda_device.h"
+#include "runtime/storage.h"
+#include "status_macros.h"
+
+namespace lathe {
+namespace {
+
+// CUDA storages: blocks of one CudaAllocator, on the null stream.
+class CudaMemory final : public DeviceMemory {
+ public:
+  explicit CudaMemory(const CudaDriver& cu) : cu_(cu), allocator_(cu) {}
+
+  absl::StatusOr<void*> Allocate(int64_t nbytes, int index,
+                                 bool zeroed) override {
+    if (index != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cuda:", index, ": lathe uses one device, cuda:0"));
+    }
+    RETURN_IF_ERROR(MakeCudaContextCurrent(cu_));
+    ASSIGN_OR_RETURN(CudaBlock b, allocator_.Allocate(nbytes, nullptr));
+    if (zeroed) {
+      absl::Status s = CudaCall(
+          cu_,
+          cu_.memset_d8_async(b.ptr, 0, static_cast<size_t>(nbytes), nullptr),
+          "cuMemsetD8Async");
+      if (!s.ok()) {
+        allocator_.Free(b).IgnoreError();
+        return s;
+      }
+    }
+    void* data = reinterpret_cast<void*>(static_cast<uintptr_t>(b.ptr));
+    std::lock_guard<std::mutex> lock(mu_);
+    sizes_[data] = b.size;
+    return data;
+  }
+
+  void Free(void* data, int64_t, int) override {
+    int64_t size = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = sizes_.find(data);
+      if (it == sizes_.end()) return;
+      size = it->second;
+      sizes_.erase(it);
+    }
+    // A storage's last handle may go on any thread.
+    MakeCudaContextCurrent(cu_).IgnoreError();
+    allocator_.Free(CudaBlock{reinterpret_cast<uintptr_t>(data), size, nullptr})
+        .IgnoreError();
+  }
+
+  const CudaAllocator& allocator() const { return allocator_; }
+
+ private:
+  const CudaDriver& cu_;
+  CudaAllocator allocator_;
+  std::mutex mu_;  // ThreadSanitizer sees it through pthreads
+  std::map<void*, int64_t> sizes_;
+};
+
+std::mutex& Mu() {
+  static std::mutex mu;
+  return mu;
+}
+CudaMemory* registered = nullptr;
+
+// The bytes `t` spans from its first element: 0 when it has none.
+int64_t SpanBytes(const Tensor& t) {
+  if (t.numel() == 0) return 0;
+  int64_t last = 0;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    last += (t.sizes()[d] - 1) * t.strides()[d];
+  }
+  return (last + 1) * t.itemsize();
+}
+
+}  // namespace
+
+absl::Status UseCudaStorage() {
+  static absl::Status* outcome = nullptr;
+  std::lock_guard<std::mutex> lock(Mu());
+  if (outcome != nullptr) return *outcome;
+  absl::StatusOr<const CudaDriver*> cu = CudaDevice();
+  if (cu.ok()) {
+    registered = new CudaMemory(**cu);
+    RegisterDeviceMemory(Device::Type::kCuda, registered);
+  }
+  outcome = new absl::Status(cu.status());
+  return *outcome;
+}
+
+const CudaAllocator& CudaStorageAllocator() {
+  std::lock_guard<std::mutex> lock(Mu());
+  LATHE_CHECK(registered != nullptr) << "UseCudaStorage() first";
+  return registered->allocator();
+}
+
+absl::StatusOr<Tensor> ToDevice(const Tensor& t, Device device) {
+  if (!t.device().is_cpu() || !device.is_cuda()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ToDevice copies a cpu tensor to a cuda device, not ",
+                     t.ToString(), " to ", device.ToString()));
+  }
+  RETURN_IF_ERROR(UseCudaStorage());
+  ASSIGN_OR_RETURN(const CudaDriver* cu, CudaDevice());
+  const int64_t bytes = SpanBytes(t);
+  ASSIGN_OR_RETURN(Storage s, Storage::AllocateUninitialized(bytes, device));
+  if (bytes > 0) {
+    RETURN_IF_ERROR(
+        CudaCall(*cu,
+                 cu->memcpy_htod_async(reinterpret_cast<uintptr_t>(s.data()),
+                                       t.data_ptr(), static_cast<size_t>(bytes),
+                                       nullptr),
+                 "cuMemcpyHtoDAsync"));
+    RETURN_IF_ERROR(
+        CudaCall(*cu, cu->stream_synchronize(nullptr), "cuStreamSynchronize"));
+  }
+  return Tensor::Wrap(std::move(s), t.dtype(), t.sizes(), t.strides(), 0);
+}
+
+absl::StatusOr<Tensor> ToHost(const Tensor& t) {
+  if (!t.device().is_cuda()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ToHost copies a cuda tensor, not ", t.ToString()));
+  }
+  ASSIGN_OR_RETURN(const CudaDriver* cu, CudaDevice());
+  RETURN_IF_ERROR(MakeCudaContextCurrent(*cu));
+  const int64_t bytes = SpanBytes(t);
+  ASSIGN_OR_RETURN(Storage s, Storage::AllocateUninitialized(bytes));
+  if (bytes > 0) {
+    RETURN_IF_ERROR(CudaCall(
+        *cu,
+        cu->memcpy_dtoh_async(s.data(),
+                              reinterpret_cast<uintptr_t>(t.data_ptr()),
+                              static_cast<size_t>(bytes), nullptr),
+        "cuMemcpyDtoHAsync"));
+    RETURN_IF_ERROR(
+        CudaCall(*cu, cu->stream_synchronize(nullptr), "cuStreamSynchronize"));
+  }
+  return Tensor::Wrap(std::move(s), t.dtype(), t.sizes(), t.strides(), 0);
+}
+
+}  // namespace lathe

@@ -1,0 +1,54 @@
+// -----------------------------------------------------------------------------
+// File: cuda_storage.h
+// -----------------------------------------------------------------------------
+//
+// Tensors on the CUDA device: UseCudaStorage() makes Storage::Allocate for
+// Device::Cuda(0) take memory from one caching allocator (device_allocator.h)
+// on the device CudaDevice() chooses (the GPU, or the emulated one), and
+// ToDevice/ToHost copy a tensor between host and device memory, keeping its
+// sizes and strides. The device is part of a tensor's meta, so a compiled
+// function's specialization key tells device tensors from host ones.
+//
+// Example:
+//
+//   RETURN_IF_ERROR(UseCudaStorage());
+//   ASSIGN_OR_RETURN(Tensor x, ToDevice(host_x, Device::Cuda(0)));
+//   ... kernels on x ...
+//   ASSIGN_OR_RETURN(Tensor back, ToHost(x));
+
+#ifndef LATHE_RUNTIME_CUDA_CUDA_STORAGE_H_
+#define LATHE_RUNTIME_CUDA_CUDA_STORAGE_H_
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "runtime/cuda/device_allocator.h"
+#include "runtime/device.h"
+#include "runtime/tensor.h"
+
+namespace lathe {
+
+// UseCudaStorage()
+//
+// Registers device memory for CUDA storages (once per process; later calls
+// return the first one's outcome). An error when there is no device
+// (CudaDevice's line).
+absl::Status UseCudaStorage();
+
+// The allocator CUDA storages come from (after UseCudaStorage), for its
+// statistics.
+const CudaAllocator& CudaStorageAllocator();
+
+// ToDevice()
+//
+// Host tensor `t` copied to `device` (cuda:0): the same sizes and strides
+// over the elements it spans, the copy finished when this returns.
+absl::StatusOr<Tensor> ToDevice(const Tensor& t, Device device);
+
+// ToHost()
+//
+// Device tensor `t` copied to the host, as ToDevice's opposite.
+absl::StatusOr<Tensor> ToHost(const Tensor& t);
+
+}  // namespace lathe
+
+#endif  // LATHE_RUNTIME_CUDA_CUDA_STORAGE_H_
