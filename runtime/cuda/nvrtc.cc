@@ -1,13 +1,17 @@
 #include "runtime/cuda/nvrtc.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "runtime/compile_cache.h"
 #include "runtime/cuda/function_table.h"
 #include "runtime/shared_library.h"
 #include "status_macros.h"
@@ -159,6 +163,63 @@ absl::StatusOr<CudaImage> CompileCuda(const Nvrtc& nvrtc,
   // The PTX's terminating NUL is not part of the text.
   if (!image.ptx.empty() && image.ptx.back() == '\0') image.ptx.pop_back();
   return image;
+}
+
+std::string SerializeCudaImage(const CudaImage& image) {
+  return absl::StrCat("lathe-cuda-image 1 ", image.arch, " ",
+                      image.cubin.size(), " ", image.ptx.size(), "\n",
+                      image.cubin, image.ptx);
+}
+
+absl::StatusOr<CudaImage> ParseCudaImage(absl::string_view bytes) {
+  const size_t eol = bytes.find('\n');
+  std::vector<absl::string_view> fields =
+      absl::StrSplit(bytes.substr(0, eol), ' ');
+  CudaImage image;
+  uint64_t cubin = 0, ptx = 0;
+  if (eol == absl::string_view::npos || fields.size() != 5 ||
+      fields[0] != "lathe-cuda-image" || fields[1] != "1" ||
+      !absl::SimpleAtoi(fields[2], &image.arch) ||
+      !absl::SimpleAtoi(fields[3], &cubin) ||
+      !absl::SimpleAtoi(fields[4], &ptx) ||
+      bytes.size() - eol - 1 != cubin + ptx || cubin > bytes.size() ||
+      ptx > bytes.size()) {
+    return absl::DataLossError("not a cached CUDA image");
+  }
+  image.cubin = std::string(bytes.substr(eol + 1, cubin));
+  image.ptx = std::string(bytes.substr(eol + 1 + cubin, ptx));
+  return image;
+}
+
+absl::StatusOr<CachedCudaImage> CompileCudaCached(
+    const Nvrtc& nvrtc, absl::string_view source, absl::string_view name,
+    int arch, const std::vector<std::string>& options, CacheBackend* cache) {
+  CachedCudaImage out;
+  std::string key;
+  if (cache != nullptr) {
+    key = CacheKey(
+        source,
+        absl::StrCat("nvrtc ", nvrtc.major, ".", nvrtc.minor, " sm_", arch),
+        options);
+    absl::StatusOr<std::optional<CacheHit>> hit = cache->Get(key);
+    if (hit.ok() && hit->has_value()) {
+      absl::StatusOr<CudaImage> image = ParseCudaImage((*hit)->bytes);
+      if (image.ok() && image->arch == arch) {
+        out.image = *std::move(image);
+        out.cache_hit = (*hit)->tier;
+        return out;
+      }
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(out.image, CompileCuda(nvrtc, source, name, arch, options));
+  out.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  if (cache != nullptr) {
+    cache->Put(key, SerializeCudaImage(out.image)).IgnoreError();
+  }
+  return out;
 }
 
 }  // namespace lathe

@@ -27,6 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "runtime/cache_backend.h"
 
 namespace lathe {
 
@@ -97,6 +98,28 @@ struct CudaImage {
 absl::StatusOr<CudaImage> CompileCuda(
     const Nvrtc& nvrtc, absl::string_view source, absl::string_view name,
     int arch, const std::vector<std::string>& options = {});
+
+// What CompileCudaCached made, and how.
+struct CachedCudaImage {
+  CudaImage image;
+  std::string cache_hit;  // the tier it came from; "" if NVRTC ran
+  double seconds = 0;     // how long NVRTC ran (0: a hit)
+};
+
+// CompileCudaCached()
+//
+// CompileCuda through `cache` (may be null): keyed by the source, NVRTC's
+// version, the architecture and the options (CacheKey), so a warm build
+// runs no NVRTC; an entry that does not parse as an image of this
+// architecture is a miss that the new build replaces.
+absl::StatusOr<CachedCudaImage> CompileCudaCached(
+    const Nvrtc& nvrtc, absl::string_view source, absl::string_view name,
+    int arch, const std::vector<std::string>& options, CacheBackend* cache);
+
+// The cache entry of `image`, and the image from an entry (an error for
+// bytes that are not one).
+std::string SerializeCudaImage(const CudaImage& image);
+absl::StatusOr<CudaImage> ParseCudaImage(absl::string_view bytes);
 
 }  // namespace lathe
 

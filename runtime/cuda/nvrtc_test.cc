@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/compile_cache.h"
 #include "testing/runfiles.h"
 #include "testing/status_matchers.h"
 
@@ -72,6 +73,62 @@ TEST(NvrtcTest, SourceThatDoesNotCompileCarriesTheLog) {
   EXPECT_THAT(CompileCuda(*nvrtc, kScale, "scale.cu", 7).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "scale.cu: no architecture sm_7"));
+}
+
+// A warm build runs no NVRTC: the second build of the same source comes
+// from the cache, the bytes NVRTC made; another architecture, other
+// options or a damaged entry build again.
+TEST(NvrtcTest, AWarmBuildComesFromTheCompileCache) {
+  const Nvrtc* nvrtc = Get();
+  if (nvrtc == nullptr) GTEST_SKIP() << "no CUDA toolkit";
+  MemoryCache cache;
+  ASSERT_OK_AND_ASSIGN(
+      CachedCudaImage cold,
+      CompileCudaCached(*nvrtc, kScale, "scale.cu", 90, {}, &cache));
+  EXPECT_EQ(cold.cache_hit, "");
+  EXPECT_GT(cold.seconds, 0);
+  ASSERT_OK_AND_ASSIGN(
+      CachedCudaImage warm,
+      CompileCudaCached(*nvrtc, kScale, "scale.cu", 90, {}, &cache));
+  EXPECT_EQ(warm.cache_hit, "memory");
+  EXPECT_EQ(warm.seconds, 0);
+  EXPECT_EQ(warm.image.cubin, cold.image.cubin);
+  EXPECT_EQ(warm.image.ptx, cold.image.ptx);
+  EXPECT_EQ(warm.image.arch, 90);
+  ASSERT_OK_AND_ASSIGN(
+      CachedCudaImage other_arch,
+      CompileCudaCached(*nvrtc, kScale, "scale.cu", 80, {}, &cache));
+  EXPECT_EQ(other_arch.cache_hit, "");
+  EXPECT_THAT(other_arch.image.ptx, HasSubstr(".target sm_80"));
+  ASSERT_OK_AND_ASSIGN(
+      CachedCudaImage other_options,
+      CompileCudaCached(*nvrtc, kScale, "scale.cu", 90, {"-lineinfo"}, &cache));
+  EXPECT_EQ(other_options.cache_hit, "");
+}
+
+TEST(NvrtcTest, CacheEntriesParseStrictly) {
+  CudaImage image;
+  image.arch = 90;
+  image.cubin = std::string(
+      "\x7f"
+      "ELF\0\1",
+      6);
+  image.ptx = ".version 9.0";
+  const std::string bytes = SerializeCudaImage(image);
+  ASSERT_OK_AND_ASSIGN(CudaImage back, ParseCudaImage(bytes));
+  EXPECT_EQ(back.arch, 90);
+  EXPECT_EQ(back.cubin, image.cubin);
+  EXPECT_EQ(back.ptx, image.ptx);
+  for (const std::string& bad :
+       {std::string(""), bytes.substr(0, bytes.size() - 1), bytes + "x",
+        std::string("lathe-cuda-image 2 90 6 12\n") + image.cubin + image.ptx,
+        std::string("lathe-cuda-image 1 90 99999999999999999999 0\n"),
+        std::string("lathe-cuda-image 1 90 -1 13\n") + image.cubin +
+            image.ptx}) {
+    EXPECT_THAT(ParseCudaImage(bad).status(),
+                StatusIs(absl::StatusCode::kDataLoss))
+        << bad;
+  }
 }
 
 TEST(NvrtcTest, LibrariesThatAreNotThereOrNotNvrtcAreOneLine) {
