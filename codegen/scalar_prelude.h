@@ -9,7 +9,9 @@
 // ir/random.h. A real header: scalar_prelude_test.cc compiles it and checks
 // each function against the interpreter's op on edge values; generated code
 // gets its text (a genrule makes scalar_prelude_text.inc; ScalarPrelude()).
-// It depends on the C++ standard library alone.
+// It depends on the C++ standard library alone; under NVRTC
+// (__CUDACC_RTC__) on libcu++'s, its functions are __device__, and
+// scalar_prelude_nvrtc_test compiles every function for sm_80 and sm_90.
 //
 // Example (generated code):
 //
@@ -20,13 +22,39 @@
 #ifndef LATHE_CODEGEN_SCALAR_PRELUDE_H_
 #define LATHE_CODEGEN_SCALAR_PRELUDE_H_
 
+#if defined(__CUDACC_RTC__)
+// NVRTC (codegen/cuda): libcu++'s headers (CUDA's include/cccl), and
+// device functions.
+#include <cuda/std/cmath>
+#include <cuda/std/cstdint>
+#include <cuda/std/cstring>
+#include <cuda/std/limits>
+#include <cuda/std/type_traits>
+namespace lathe_std {
+using namespace cuda::std;
+// libcu++'s <cmath> lacks these; CUDA's math library has them.
+using ::erf;
+using ::erfc;
+using ::fmod;
+}  // namespace lathe_std
+using cuda::std::int16_t;
+using cuda::std::int32_t;
+using cuda::std::int64_t;
+using cuda::std::int8_t;
+using cuda::std::uint16_t;
+using cuda::std::uint32_t;
+using cuda::std::uint64_t;
+using cuda::std::uint8_t;
+#define LATHE_FN static __device__ __forceinline__
+#else
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <type_traits>
-
+namespace lathe_std = std;
 #define LATHE_FN static inline __attribute__((always_inline))
+#endif
 
 // glibc's libmvec has vector variants of these; <math.h> declares
 // them only under -ffast-math, so they are declared here, and GCC
@@ -75,12 +103,12 @@ struct lathe_bfloat16 {
 
 LATHE_FN float lathe_bits_to_float(uint32_t u) {
   float f;
-  std::memcpy(&f, &u, 4);
+  lathe_std::memcpy(&f, &u, 4);
   return f;
 }
 LATHE_FN uint32_t lathe_float_to_bits(float f) {
   uint32_t u;
-  std::memcpy(&u, &f, 4);
+  lathe_std::memcpy(&u, &f, 4);
   return u;
 }
 LATHE_FN float lathe_to_float(lathe_bfloat16 h) {
@@ -110,8 +138,8 @@ LATHE_FN lathe_half lathe_to_half(float f) {
   if (a >= 0x477ff000u) return lathe_half{static_cast<uint16_t>(sign | 0x7c00)};
   if (a < 0x38800000u) {  // subnormal or zero: round man * 2^24
     float v = lathe_bits_to_float(a) * 16777216.0f;
-    return lathe_half{
-        static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(v)))};
+    return lathe_half{static_cast<uint16_t>(
+        sign | static_cast<uint16_t>(lathe_std::nearbyint(v)))};
   }
   uint32_t r = a + 0x0fffu + ((a >> 13) & 1);  // round to nearest
                                                // even
@@ -122,14 +150,14 @@ LATHE_FN lathe_half lathe_to_half(float f) {
 // 0).
 template <typename To, typename From>
 LATHE_FN To lathe_cast(From v) {
-  if constexpr (std::is_same_v<From, lathe_half> ||
-                std::is_same_v<From, lathe_bfloat16>) {
+  if constexpr (lathe_std::is_same_v<From, lathe_half> ||
+                lathe_std::is_same_v<From, lathe_bfloat16>) {
     return lathe_cast<To>(lathe_to_float(v));
-  } else if constexpr (std::is_same_v<To, lathe_half>) {
+  } else if constexpr (lathe_std::is_same_v<To, lathe_half>) {
     return lathe_to_half(static_cast<float>(v));
-  } else if constexpr (std::is_same_v<To, lathe_bfloat16>) {
+  } else if constexpr (lathe_std::is_same_v<To, lathe_bfloat16>) {
     return lathe_to_bfloat16(static_cast<float>(v));
-  } else if constexpr (std::is_same_v<To, bool>) {
+  } else if constexpr (lathe_std::is_same_v<To, bool>) {
     return v != From(0);
   } else {
     return static_cast<To>(v);
@@ -137,10 +165,11 @@ LATHE_FN To lathe_cast(From v) {
 }
 
 template <typename T>
-constexpr bool lathe_is_int = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+constexpr bool lathe_is_int =
+    lathe_std::is_integral_v<T> && !lathe_std::is_same_v<T, bool>;
 template <typename T>
-using lathe_wide =
-    std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<T>>;
+using lathe_wide = lathe_std::conditional_t<(sizeof(T) < 4), uint32_t,
+                                            lathe_std::make_unsigned_t<T>>;
 
 // Integer arithmetic wraps, as in PyTorch.
 template <typename T>
@@ -148,7 +177,7 @@ LATHE_FN T lathe_op_add(T a, T b) {
   if constexpr (lathe_is_int<T>)
     return static_cast<T>(static_cast<lathe_wide<T>>(a) +
                           static_cast<lathe_wide<T>>(b));
-  else if constexpr (std::is_same_v<T, bool>)
+  else if constexpr (lathe_std::is_same_v<T, bool>)
     return a || b;
   else
     return a + b;
@@ -158,7 +187,7 @@ LATHE_FN T lathe_op_sub(T a, T b) {
   if constexpr (lathe_is_int<T>)
     return static_cast<T>(static_cast<lathe_wide<T>>(a) -
                           static_cast<lathe_wide<T>>(b));
-  else if constexpr (std::is_same_v<T, bool>)
+  else if constexpr (lathe_std::is_same_v<T, bool>)
     return a != b;
   else
     return a - b;
@@ -168,7 +197,7 @@ LATHE_FN T lathe_op_mul(T a, T b) {
   if constexpr (lathe_is_int<T>)
     return static_cast<T>(static_cast<lathe_wide<T>>(a) *
                           static_cast<lathe_wide<T>>(b));
-  else if constexpr (std::is_same_v<T, bool>)
+  else if constexpr (lathe_std::is_same_v<T, bool>)
     return a && b;
   else
     return a * b;
@@ -184,43 +213,43 @@ template <typename T>
 LATHE_FN T lathe_op_abs(T a) {
   if constexpr (lathe_is_int<T>)
     return a < 0 ? lathe_op_neg(a) : a;
-  else if constexpr (std::is_same_v<T, bool>)
+  else if constexpr (lathe_std::is_same_v<T, bool>)
     return a;
   else
-    return std::fabs(a);
+    return lathe_std::fabs(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_relu(T a) {
-  if constexpr (std::is_floating_point_v<T>)
+  if constexpr (lathe_std::is_floating_point_v<T>)
     return (a != a) ? a : (a > T(0) ? a : T(0));
   else
     return a > T(0) ? a : T(0);
 }
 template <typename T>
 LATHE_FN T lathe_op_floor(T a) {
-  if constexpr (std::is_floating_point_v<T>)
-    return std::floor(a);
+  if constexpr (lathe_std::is_floating_point_v<T>)
+    return lathe_std::floor(a);
   else
     return a;
 }
 template <typename T>
 LATHE_FN T lathe_op_ceil(T a) {
-  if constexpr (std::is_floating_point_v<T>)
-    return std::ceil(a);
+  if constexpr (lathe_std::is_floating_point_v<T>)
+    return lathe_std::ceil(a);
   else
     return a;
 }
 template <typename T>
 LATHE_FN T lathe_op_trunc(T a) {
-  if constexpr (std::is_floating_point_v<T>)
-    return std::trunc(a);
+  if constexpr (lathe_std::is_floating_point_v<T>)
+    return lathe_std::trunc(a);
   else
     return a;
 }
 template <typename T>
 LATHE_FN T lathe_op_round(T a) {
-  if constexpr (std::is_floating_point_v<T>)
-    return std::nearbyint(a);
+  if constexpr (lathe_std::is_floating_point_v<T>)
+    return lathe_std::nearbyint(a);
   else
     return a;
 }
@@ -234,7 +263,7 @@ LATHE_FN T lathe_op_square(T a) {
 }
 template <typename T>
 LATHE_FN T lathe_op_bitwise_not(T a) {
-  if constexpr (std::is_same_v<T, bool>)
+  if constexpr (lathe_std::is_same_v<T, bool>)
     return !a;
   else
     return static_cast<T>(~a);
@@ -249,22 +278,22 @@ LATHE_FN bool lathe_op_isnan(T a) {
 }
 template <typename T>
 LATHE_FN bool lathe_op_isinf(T a) {
-  if constexpr (std::is_floating_point_v<T>)
-    return std::isinf(a);
+  if constexpr (lathe_std::is_floating_point_v<T>)
+    return lathe_std::isinf(a);
   else
     return false;
 }
 template <typename T>
 LATHE_FN bool lathe_op_isfinite(T a) {
-  if constexpr (std::is_floating_point_v<T>)
-    return std::isfinite(a);
+  if constexpr (lathe_std::is_floating_point_v<T>)
+    return lathe_std::isfinite(a);
   else
     return true;
 }
 template <typename T>
 LATHE_FN bool lathe_op_signbit(T a) {
-  if constexpr (std::is_floating_point_v<T>)
-    return std::signbit(a);
+  if constexpr (lathe_std::is_floating_point_v<T>)
+    return lathe_std::signbit(a);
   else
     return a < T(0);
 }
@@ -273,39 +302,39 @@ LATHE_FN bool lathe_op_signbit(T a) {
 // first).
 template <typename T>
 LATHE_FN T lathe_op_exp(T a) {
-  return std::exp(a);
+  return lathe_std::exp(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_exp2(T a) {
-  return std::exp2(a);
+  return lathe_std::exp2(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_expm1(T a) {
-  return std::expm1(a);
+  return lathe_std::expm1(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_log(T a) {
-  return std::log(a);
+  return lathe_std::log(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_log2(T a) {
-  return std::log2(a);
+  return lathe_std::log2(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_log10(T a) {
-  return std::log10(a);
+  return lathe_std::log10(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_log1p(T a) {
-  return std::log1p(a);
+  return lathe_std::log1p(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_sqrt(T a) {
-  return std::sqrt(a);
+  return lathe_std::sqrt(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_rsqrt(T a) {
-  return T(1) / std::sqrt(a);
+  return T(1) / lathe_std::sqrt(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_reciprocal(T a) {
@@ -313,75 +342,75 @@ LATHE_FN T lathe_op_reciprocal(T a) {
 }
 template <typename T>
 LATHE_FN T lathe_op_sin(T a) {
-  return std::sin(a);
+  return lathe_std::sin(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_cos(T a) {
-  return std::cos(a);
+  return lathe_std::cos(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_tan(T a) {
-  return std::tan(a);
+  return lathe_std::tan(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_asin(T a) {
-  return std::asin(a);
+  return lathe_std::asin(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_acos(T a) {
-  return std::acos(a);
+  return lathe_std::acos(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_atan(T a) {
-  return std::atan(a);
+  return lathe_std::atan(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_sinh(T a) {
-  return std::sinh(a);
+  return lathe_std::sinh(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_cosh(T a) {
-  return std::cosh(a);
+  return lathe_std::cosh(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_tanh(T a) {
-  return std::tanh(a);
+  return lathe_std::tanh(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_asinh(T a) {
-  return std::asinh(a);
+  return lathe_std::asinh(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_acosh(T a) {
-  return std::acosh(a);
+  return lathe_std::acosh(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_atanh(T a) {
-  return std::atanh(a);
+  return lathe_std::atanh(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_erf(T a) {
-  return std::erf(a);
+  return lathe_std::erf(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_erfc(T a) {
-  return std::erfc(a);
+  return lathe_std::erfc(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_sigmoid(T a) {
-  return T(1) / (T(1) + std::exp(-a));
+  return T(1) / (T(1) + lathe_std::exp(-a));
 }
 template <typename T>
 LATHE_FN T lathe_op_silu(T a) {
-  return a / (T(1) + std::exp(-a));
+  return a / (T(1) + lathe_std::exp(-a));
 }
 template <typename T>
 LATHE_FN T lathe_op_frac(T a) {
-  return a - std::trunc(a);
+  return a - lathe_std::trunc(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_lgamma(T a) {
-  return std::lgamma(a);
+  return lathe_std::lgamma(a);
 }
 
 template <typename T>
@@ -392,7 +421,7 @@ LATHE_FN T lathe_op_truediv(T a, T b) {
 // (the reference kernel refuses it; a kernel cannot).
 template <typename T>
 LATHE_FN T lathe_op_floordiv(T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (lathe_std::is_same_v<T, bool>) {
     return b ? a : false;
   } else if constexpr (lathe_is_int<T>) {
     if (b == 0) return 0;
@@ -401,31 +430,31 @@ LATHE_FN T lathe_op_floordiv(T a, T b) {
     return (a % b != 0 && ((a < 0) != (b < 0))) ? static_cast<T>(q - 1) : q;
   } else {
     if (b == 0) return a / b;
-    T mod = std::fmod(a, b);
+    T mod = lathe_std::fmod(a, b);
     T div = (a - mod) / b;
     if (mod != 0 && ((b < 0) != (mod < 0))) div -= T(1);
-    T fl = std::floor(div);
+    T fl = lathe_std::floor(div);
     if (div - fl > T(0.5)) fl += T(1);
-    return div != 0 ? fl : std::copysign(T(0), a / b);
+    return div != 0 ? fl : lathe_std::copysign(T(0), a / b);
   }
 }
 template <typename T>
 LATHE_FN T lathe_op_truncdiv(T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (lathe_std::is_same_v<T, bool>) {
     return b ? a : false;
   } else if constexpr (lathe_is_int<T>) {
     if (b == 0) return 0;
     if (b == T(-1)) return lathe_op_neg(a);
     return static_cast<T>(a / b);
   } else {
-    return std::trunc(a / b);
+    return lathe_std::trunc(a / b);
   }
 }
 template <typename T>
 LATHE_FN T lathe_op_fmod(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>)
-    return std::fmod(a, b);
-  else if constexpr (std::is_same_v<T, bool>)
+  if constexpr (lathe_std::is_floating_point_v<T>)
+    return lathe_std::fmod(a, b);
+  else if constexpr (lathe_std::is_same_v<T, bool>)
     return false;
   else
     return (b == 0 || b == T(-1)) ? T(0) : static_cast<T>(a % b);
@@ -433,16 +462,16 @@ LATHE_FN T lathe_op_fmod(T a, T b) {
 template <typename T>
 LATHE_FN T lathe_op_remainder(T a, T b) {
   T m = lathe_op_fmod(a, b);
-  if constexpr (!std::is_same_v<T, bool>) {
+  if constexpr (!lathe_std::is_same_v<T, bool>) {
     if (m != 0 && ((b < 0) != (m < 0))) m = static_cast<T>(m + b);
   }
   return m;
 }
 template <typename T>
 LATHE_FN T lathe_op_pow(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return std::pow(a, b);
-  } else if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (lathe_std::is_floating_point_v<T>) {
+    return lathe_std::pow(a, b);
+  } else if constexpr (lathe_std::is_same_v<T, bool>) {
     return a || !b;
   } else {
     if (b < 0)
@@ -457,43 +486,43 @@ LATHE_FN T lathe_op_pow(T a, T b) {
 }
 template <typename T>
 LATHE_FN T lathe_op_maximum(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>)
+  if constexpr (lathe_std::is_floating_point_v<T>)
     return (a != a || a > b) ? a : b;
   else
     return a > b ? a : b;
 }
 template <typename T>
 LATHE_FN T lathe_op_minimum(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>)
+  if constexpr (lathe_std::is_floating_point_v<T>)
     return (a != a || a < b) ? a : b;
   else
     return a < b ? a : b;
 }
 template <typename T>
 LATHE_FN T lathe_op_fmax(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>)
+  if constexpr (lathe_std::is_floating_point_v<T>)
     return (b != b || a > b) ? a : b;
   else
     return a > b ? a : b;
 }
 template <typename T>
 LATHE_FN T lathe_op_fmin(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>)
+  if constexpr (lathe_std::is_floating_point_v<T>)
     return (b != b || a < b) ? a : b;
   else
     return a < b ? a : b;
 }
 template <typename T>
 LATHE_FN T lathe_op_atan2(T a, T b) {
-  return std::atan2(a, b);
+  return lathe_std::atan2(a, b);
 }
 template <typename T>
 LATHE_FN T lathe_op_hypot(T a, T b) {
-  return std::hypot(a, b);
+  return lathe_std::hypot(a, b);
 }
 template <typename T>
 LATHE_FN T lathe_op_copysign(T a, T b) {
-  return std::copysign(a, b);
+  return lathe_std::copysign(a, b);
 }
 template <typename T>
 LATHE_FN bool lathe_op_eq(T a, T b) {
@@ -553,7 +582,8 @@ LATHE_FN T lathe_op_lshift(T a, T b) {
 }
 template <typename T>
 LATHE_FN T lathe_op_rshift(T a, T b) {
-  constexpr int64_t max_shift = sizeof(T) * 8 - (std::is_signed_v<T> ? 1 : 0);
+  constexpr int64_t max_shift =
+      sizeof(T) * 8 - (lathe_std::is_signed_v<T> ? 1 : 0);
   if (b < 0 || static_cast<int64_t>(b) >= max_shift)
     return static_cast<T>(a >> max_shift);
   return static_cast<T>(a >> b);
@@ -583,7 +613,8 @@ LATHE_FN double lathe_op_rand(int64_t seed, int64_t counter, int64_t bits) {
 LATHE_FN double lathe_op_randn(int64_t seed, int64_t counter) {
   const double u1 = 1.0 - lathe_op_rand(seed, counter, 53);
   const double u2 = lathe_op_rand(seed, counter + 1, 53);
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  return lathe_std::sqrt(-2.0 * lathe_std::log(u1)) *
+         lathe_std::cos(6.283185307179586 * u2);
 }
 
 #endif  // LATHE_CODEGEN_SCALAR_PRELUDE_H_

@@ -44,11 +44,15 @@ absl::StatusOr<std::unique_ptr<Nvrtc>> LoadFrom(const std::string& library) {
   return nvrtc;
 }
 
+// The CUDA toolkit's directory: $CUDA_PATH, else /usr/local/cuda.
+std::string ToolkitDir() {
+  const char* env = std::getenv("CUDA_PATH");
+  return env != nullptr && *env != '\0' ? env : "/usr/local/cuda";
+}
+
 // The names LoadNvrtc() tries, in order.
 std::vector<std::string> Candidates() {
-  const char* env = std::getenv("CUDA_PATH");
-  const std::string dir = absl::StrCat(
-      env != nullptr && *env != '\0' ? env : "/usr/local/cuda", "/lib64/");
+  const std::string dir = ToolkitDir() + "/lib64/";
   std::vector<std::string> names;
   for (bool in_dir : {false, true}) {
     for (const char* file :
@@ -114,8 +118,11 @@ absl::StatusOr<CudaImage> CompileCuda(const Nvrtc& nvrtc,
   }
   std::unique_ptr<NvrtcProgram, std::function<void(NvrtcProgram*)>> owned(
       &program, [&nvrtc](NvrtcProgram* p) { nvrtc.destroy_program(p); });
-  std::vector<std::string> all = {absl::StrCat("--gpu-architecture=sm_", arch),
-                                  "--std=c++17"};
+  // The toolkit's headers (cuda_fp16.h) and libcu++'s (cuda/std/cmath).
+  std::vector<std::string> all = {
+      absl::StrCat("--gpu-architecture=sm_", arch), "--std=c++17",
+      absl::StrCat("--include-path=", ToolkitDir(), "/include"),
+      absl::StrCat("--include-path=", ToolkitDir(), "/include/cccl")};
   all.insert(all.end(), options.begin(), options.end());
   std::vector<const char*> argv;
   for (const std::string& o : all) argv.push_back(o.c_str());
