@@ -74,28 +74,59 @@ bool IsSymbol(absl::string_view e) {
                      [](char c) { return absl::ascii_isalnum(c) || c == '_'; });
 }
 
-// Reads sums and products of integers and symbols ("s1*s2 + 3"), the
-// strides an annotation writes; nullopt for anything else (a division, a
-// function, an unknown symbol, an overflow).
+// Reads the integer expressions annotations write, as PyTorch prints them
+// ("s7**2*s96", "s1*s2 + 3", "(s0//2)", "Max(1, s0)"): sums, products,
+// floor divisions and nonnegative integer powers of integers, symbols,
+// parenthesized expressions and Max/Min; nullopt for anything else (an
+// unknown symbol or function, a division by zero, an overflow).
 class Evaluator {
  public:
   Evaluator(absl::string_view text, const SymbolValues& values)
       : text_(text), values_(values) {}
 
+  // The whole text as one expression.
+  std::optional<int64_t> All() {
+    std::optional<int64_t> v = Sum();
+    Skip();
+    if (!v || at_ != text_.size()) return std::nullopt;
+    return v;
+  }
+
+ private:
+  void Skip() {
+    while (at_ < text_.size() && text_[at_] == ' ') ++at_;
+  }
+  bool Take(absl::string_view token) {
+    Skip();
+    if (absl::StartsWith(text_.substr(at_), token)) {
+      at_ += token.size();
+      return true;
+    }
+    return false;
+  }
+  // Whether a lone '*' (a product, not a power) comes next.
+  bool TakeTimes() {
+    Skip();
+    if (at_ < text_.size() && text_[at_] == '*' &&
+        !absl::StartsWith(text_.substr(at_), "**")) {
+      ++at_;
+      return true;
+    }
+    return false;
+  }
   std::optional<int64_t> Sum() {
-    int64_t sign = 1;
-    if (Take('-')) sign = -1;
+    int64_t sign = Take("-") ? -1 : 1;
     std::optional<int64_t> total = Product();
     if (!total || __builtin_mul_overflow(*total, sign, &*total)) {
       return std::nullopt;
     }
     while (true) {
-      if (Take('+')) {
+      if (Take("+")) {
         sign = 1;
-      } else if (Take('-')) {
+      } else if (Take("-")) {
         sign = -1;
       } else {
-        break;
+        return total;
       }
       std::optional<int64_t> term = Product();
       if (!term || __builtin_mul_overflow(*term, sign, &*term) ||
@@ -103,34 +134,46 @@ class Evaluator {
         return std::nullopt;
       }
     }
-    Skip();
-    if (at_ != text_.size()) return std::nullopt;
-    return total;
-  }
-
- private:
-  void Skip() {
-    while (at_ < text_.size() && text_[at_] == ' ') ++at_;
-  }
-  bool Take(char c) {
-    Skip();
-    if (at_ < text_.size() && text_[at_] == c) {
-      ++at_;
-      return true;
-    }
-    return false;
   }
   std::optional<int64_t> Product() {
-    std::optional<int64_t> total = Factor();
-    while (total && Take('*')) {
-      std::optional<int64_t> f = Factor();
-      if (!f || __builtin_mul_overflow(*total, *f, &*total)) {
-        return std::nullopt;
+    std::optional<int64_t> total = Power();
+    while (total) {
+      if (Take("//")) {
+        std::optional<int64_t> d = Power();
+        if (!d || *d == 0 || (*total == INT64_MIN && *d == -1)) {
+          return std::nullopt;
+        }
+        int64_t q = *total / *d;
+        if ((*total % *d != 0) && ((*total < 0) != (*d < 0))) --q;  // floor
+        total = q;
+      } else if (TakeTimes()) {
+        std::optional<int64_t> f = Power();
+        if (!f || __builtin_mul_overflow(*total, *f, &*total)) {
+          return std::nullopt;
+        }
+      } else {
+        break;
       }
     }
     return total;
   }
-  std::optional<int64_t> Factor() {
+  std::optional<int64_t> Power() {
+    std::optional<int64_t> base = Primary();
+    if (!base || !Take("**")) return base;
+    std::optional<int64_t> exponent = Primary();
+    if (!exponent || *exponent < 0 || *exponent > 64) return std::nullopt;
+    int64_t v = 1;
+    for (int64_t i = 0; i < *exponent; ++i) {
+      if (__builtin_mul_overflow(v, *base, &v)) return std::nullopt;
+    }
+    return v;
+  }
+  std::optional<int64_t> Primary() {
+    if (Take("(")) {
+      std::optional<int64_t> v = Sum();
+      if (!v || !Take(")")) return std::nullopt;
+      return v;
+    }
     Skip();
     size_t start = at_;
     while (at_ < text_.size() &&
@@ -138,8 +181,21 @@ class Evaluator {
       ++at_;
     }
     absl::string_view word = text_.substr(start, at_ - start);
+    if ((word == "Max" || word == "Min") && Take("(")) {
+      std::optional<int64_t> v = Sum();
+      while (v && Take(",")) {
+        std::optional<int64_t> w = Sum();
+        if (!w) return std::nullopt;
+        v = word == "Max" ? std::max(*v, *w) : std::min(*v, *w);
+      }
+      if (!v || !Take(")")) return std::nullopt;
+      return v;
+    }
     int64_t v = 0;
-    if (absl::SimpleAtoi(word, &v) && absl::ascii_isdigit(word[0])) return v;
+    if (!word.empty() && absl::ascii_isdigit(word[0])) {
+      if (absl::SimpleAtoi(word, &v)) return v;
+      return std::nullopt;
+    }
     if (!IsSymbol(word)) return std::nullopt;
     auto it = values_.find(std::string(word));
     if (it == values_.end()) return std::nullopt;
@@ -153,7 +209,7 @@ class Evaluator {
 
 std::optional<int64_t> Evaluate(absl::string_view e,
                                 const SymbolValues& values) {
-  return Evaluator(e, values).Sum();
+  return Evaluator(e, values).All();
 }
 
 // `t` (argument `name`, annotated `annotation`) laid out as the annotation

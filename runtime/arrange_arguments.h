@@ -13,9 +13,10 @@
 //              transposed or channels-last annotation). The annotation's
 //              symbols take the values the tensors give them where a size
 //              or stride is a bare symbol; a stride the runtime cannot
-//              evaluate (anything but sums and products of integers and
-//              symbols), or sizes other than the annotation's, leave the
-//              tensor as given, for the call to check;
+//              evaluate (it reads sums, products, floor divisions, integer
+//              powers, Max and Min of integers and symbols), or sizes other
+//              than the annotation's, leave the tensor as given, for the
+//              call to check;
 //   number     int, float or bool: from a 0-d tensor of that name;
 //   composite  built by its registered type from its inner tensors, named
 //              OUTER_<inner name> all the way down ("x_a", "x_b"; for a

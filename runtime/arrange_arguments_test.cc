@@ -107,6 +107,28 @@ TEST(ArrangeArgumentsTest, SumsAndConstantsInStridesAreEvaluated) {
   EXPECT_THAT(Storage(args[0].tensor, 7), ElementsAre(1, 0, 2, 0, 3, 0, 4));
 }
 
+// The expressions PyTorch prints in annotations: a channels-last input
+// (strides s1**2*s0, 1, s1*s0, s0) from a contiguous NCHW tensor, and a
+// row stride with a floor division and a Max.
+TEST(ArrangeArgumentsTest, PowersDivisionsAndMaxAreEvaluated) {
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<Operand> args,
+      ArrangeArguments(
+          OneTensor(4, "f32[1, s0, s1, s1][s1**2*s0, 1, s1*s0, s0]cpu"),
+          {{"x", Counting({1, 2, 2, 2})}}));
+  // By hand: x = 1..8 as [1, 2, 2, 2]; channels-last stores (h, w, c)
+  // innermost c: 1, 5, 2, 6, 3, 7, 4, 8.
+  EXPECT_THAT(args[0].tensor.strides(), ElementsAre(8, 1, 4, 2));
+  EXPECT_THAT(Storage(args[0].tensor, 8), ElementsAre(1, 5, 2, 6, 3, 7, 4, 8));
+  // Max(4, 3) + 3//2 = 5: rows 5 apart.
+  ASSERT_OK_AND_ASSIGN(
+      args,
+      ArrangeArguments(OneTensor(2, "f32[s0, s1][Max(4, s1) + (s1//2), 1]cpu"),
+                       {{"x", Counting({2, 3})}}));
+  EXPECT_THAT(args[0].tensor.strides(), ElementsAre(5, 1));
+  EXPECT_EQ(args[0].tensor.GetDouble({1, 2}), 6);
+}
+
 // A symbol bound by one argument's size sets another's stride.
 TEST(ArrangeArgumentsTest, SymbolsAreSharedAcrossArguments) {
   Manifest m;
@@ -125,8 +147,9 @@ TEST(ArrangeArgumentsTest, WhatItCannotOrNeedNotLayOutIsPassedAsGiven) {
   Tensor x = Counting({2, 3});
   for (const char* annotation :
        {"f32[s0, s1][s1, 1]cpu", "f32[4, 3][1, 4]cpu",
-        "f32[s0, s1][(s1//2), 1]cpu", "f32[s0, s1][Max(1, s1), 1]cpu",
-        "f32[s0, s1][2*s9, 1]cpu", "f32[s0, s1]"}) {
+        "f32[s0, s1][Foo(s1), 1]cpu", "f32[s0, s1][(s1//0), 1]cpu",
+        "f32[s0, s1][s1**99, 1]cpu", "f32[s0, s1][2*s9, 1]cpu",
+        "f32[s0, s1]"}) {
     ASSERT_OK_AND_ASSIGN(
         std::vector<Operand> args,
         ArrangeArguments(OneTensor(2, annotation), {{"x", x}}));

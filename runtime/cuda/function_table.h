@@ -10,8 +10,8 @@
 //
 // Example (driver_api.cc):
 //
-//   #define RESOLVE(member, symbol, ret, params) \
-//     RETURN_IF_ERROR(ResolveFunction(*lib, symbol, &t->member, lacks));
+//   // RESOLVE(member, symbol, ret, params), one line:
+//   //   RETURN_IF_ERROR(ResolveFunction(*lib, symbol, &t->member, lacks, ""));
 //   LATHE_CUDA_DRIVER_FUNCTIONS(RESOLVE)
 //   ...
 //   return LoadOnce<CudaDriver>(library, [&] { return Load(library); });
