@@ -2,8 +2,9 @@
 // File: op_registry.h
 // -----------------------------------------------------------------------------
 //
-// The op registry: for each ATen overload ("aten.add.Tensor") its parsed
-// schema, a meta function (output metadata from input metadata, symbolic),
+// The op registry: for each ATen overload ("aten.add.Tensor") and graph
+// builtin ("getitem", "torch._C._set_grad_enabled") its parsed schema, a
+// meta function (output metadata from input metadata, symbolic),
 // a reference CPU kernel (the interpreter's semantics, PyTorch's eager
 // semantics), and the in-place <-> functional pairing.
 //
