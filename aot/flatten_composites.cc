@@ -186,7 +186,8 @@ class Flattener {
                          "': writing into a scaled_int8 is not supported yet"));
       }
       const Value& self = args[0];
-      if (self.type == type && ir::IsView(*n) && n->target() != "getitem") {
+      if (self.type == type && ir::IsView(*n) &&
+          n->op() != ir::Known().getitem) {
         std::vector<Value> on_data = args;
         on_data[0] = self.inner[0];
         ASSIGN_OR_RETURN(Value data, Apply(n, on_data));

@@ -206,7 +206,7 @@ class Functionalizer {
         continue;
       }
       std::vector<Arg> args = v->args();
-      if (v->target() == "getitem") {
+      if (v->op() == ir::Known().getitem) {
         // Replay the multi-output view op, then take the element.
         Node* list = v->args()[0].node;
         auto lkey = std::make_tuple(list, Version(h.base));
@@ -450,7 +450,7 @@ class Functionalizer {
     Node* value = functional;
     for (size_t i = h.chain.size(); i > 0; --i) {
       Node* v = h.chain[i - 1];
-      if (v->target() == "getitem") {
+      if (v->op() == ir::Known().getitem) {
         // An element of split / split_with_sizes / unbind: scatter into the
         // list op's input, then continue below the list op.
         Node* list = i >= 2 ? h.chain[i - 2] : nullptr;

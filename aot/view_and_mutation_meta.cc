@@ -26,8 +26,7 @@ bool MakesStorage(const Node& n) { return !ir::IsView(n) && !ir::IsInplace(n); }
 
 // An element of a multi-output view (unbind, split).
 bool IsMultiOutputView(const Node& n) {
-  return n.kind() == Node::Kind::kCall && n.target() == "getitem" &&
-         ir::IsView(n);
+  return n.op() == ir::Known().getitem && ir::IsView(n);
 }
 
 // Whether `n` reaches its tensor through detach() (so writing it is hidden
@@ -104,7 +103,7 @@ absl::StatusOr<ViewAndMutationMeta> CollectViewAndMutationMeta(
     const Node& n = *node;
     if (n.kind() == Node::Kind::kOutput || n.kind() == Node::Kind::kPlaceholder)
       continue;
-    if (n.target() == ir::kSetGradEnabled && n.args().size() == 1 &&
+    if (n.op() == ir::Known().set_grad_enabled && n.args().size() == 1 &&
         n.args()[0].kind == Arg::Kind::kBool) {
       grad_enabled = n.args()[0].b;
       continue;

@@ -353,6 +353,26 @@ CHECK:      store buf2[x0]
 )"));
 }
 
+// The grad-mode switch lowers to nothing: the program is the one lowered
+// without it.
+TEST(LoweringTest, GradModeSwitchLowersToNothing) {
+  ASSERT_OK_AND_ASSIGN(LoweredGraph with, LowerText(R"IR(
+def forward(self, x: "f32[4, 8]"):
+    _set_grad_enabled = torch._C._set_grad_enabled(False)
+    max_1 = torch.ops.aten.max.dim(x, 1)
+    getitem = max_1[0]
+    _set_grad_enabled_1 = torch._C._set_grad_enabled(True)
+    return (getitem,)
+)IR"));
+  ASSERT_OK_AND_ASSIGN(LoweredGraph without, LowerText(R"IR(
+def forward(self, x: "f32[4, 8]"):
+    max_1 = torch.ops.aten.max.dim(x, 1)
+    getitem = max_1[0]
+    return (getitem,)
+)IR"));
+  EXPECT_EQ(PrintProgram(with.program), PrintProgram(without.program));
+}
+
 // mean is a sum whose epilogue divides by the element count, in f32.
 TEST(LoweringTest, MeanDividesTheSumByTheCount) {
   EXPECT_OK(LowerAndFileCheck(R"IR(

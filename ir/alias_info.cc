@@ -25,8 +25,8 @@ bool IsView(const Node& n) {
       n.args()[0].kind != Arg::Kind::kNode) {
     return false;
   }
-  if (n.target() == "getitem") return IsView(*n.args()[0].node);
   const OpDef* op = OpOf(n);
+  if (op == Known().getitem) return IsView(*n.args()[0].node);
   // A return aliasing a written argument (an out= overload's `out`) is
   // that argument, not a view of the first.
   return op != nullptr && !IsInplace(n) && !op->schema.returns.empty() &&

@@ -68,20 +68,11 @@ void SetObjectValue(const Node& node, const Value& value,
 bool IsPythonOp(absl::string_view target) {
   return absl::StartsWith(target, "operator.") || target == "torch.sym_float" ||
          target == "torch.sym_int" || target == "torch.sym_max" ||
-         target == "torch.sym_min" || target == "torch.sym_sum" ||
-         target == kSetGradEnabled;
+         target == "torch.sym_min" || target == "torch.sym_sum";
 }
 
 absl::StatusOr<Value> EvalPythonOp(absl::string_view target,
                                    const std::vector<Value>& args) {
-  if (target == kSetGradEnabled) {
-    // Grad mode only matters to autograd metadata; here it is a no-op.
-    if (args.size() != 1 || !args[0].AsBool().ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(target, " takes one bool"));
-    }
-    return Value::None();
-  }
   if (target == "torch.sym_sum") {  // sym_sum((a, b, ...))
     if (args.size() != 1 || args[0].kind != Value::Kind::kList) {
       return absl::InvalidArgumentError(
@@ -219,19 +210,6 @@ absl::StatusOr<EvaluatedCall> EvalCall(
     ASSIGN_OR_RETURN(Value v, ArgValue(a, values));
     args.push_back(std::move(v));
   }
-  if (n.target() == "getitem") {
-    absl::StatusOr<int64_t> index =
-        args.size() == 2 ? args[1].AsInt() : absl::StatusOr<int64_t>(0);
-    int64_t size = args.empty() ? 0 : static_cast<int64_t>(args[0].list.size());
-    if (args.size() != 2 || !index.ok() || args[0].kind != Value::Kind::kList ||
-        *index < -size || *index >= size) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cannot index ", args.empty() ? "nothing" : args[0].DebugString(),
-          " with ", args.size() < 2 ? "nothing" : args[1].DebugString()));
-    }
-    r.out = args[0].list[*index < 0 ? *index + size : *index];
-    return r;
-  }
   if (IsPythonOp(n.target())) {
     ASSIGN_OR_RETURN(r.out, EvalPythonOp(n.target(), args));
     return r;
@@ -266,7 +244,10 @@ absl::StatusOr<EvaluatedCall> EvalCall(
       }
     }
   }
-  bool count = shape_env == nullptr && !r.op->HasTag(OpTag::kView);
+  // Views and builtins (getitem's element) allocate nothing and read
+  // tensors their producers already counted.
+  bool count = shape_env == nullptr && !r.op->HasTag(OpTag::kView) &&
+               !r.op->HasTag(OpTag::kBuiltin);
   if (count) RETURN_IF_ERROR(CheckElements(*r.op, r.args, /*result=*/false));
   OpCall call(*r.op, r.args, shape_env, generator);
   if (shape_env != nullptr) {

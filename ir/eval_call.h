@@ -2,8 +2,9 @@
 // File: eval_call.h
 // -----------------------------------------------------------------------------
 //
-// Evaluates one call node on the values of its arguments: `getitem`, Python
-// operators on numbers, or an op's reference kernel or meta function. The
+// Evaluates one call node on the values of its arguments: Python operators
+// on numbers, or an op's reference kernel or meta function (graph builtins
+// such as getitem included: they are registry ops). The
 // interpreter runs graphs with it; shape propagation and InferMeta compute
 // metas with it.
 //
@@ -45,8 +46,8 @@ struct EvaluatedCall {
 
 // EvalCall()
 //
-// Evaluates call node `n` on the values of its arguments: getitem, Python
-// operators, or an op's reference kernel (shape_env null) or its meta
+// Evaluates call node `n` on the values of its arguments: Python operators,
+// or an op's reference kernel (shape_env null) or its meta
 // function (recording guards in shape_env). Random kernels draw from
 // `generator` (null: a fresh default-seeded one).
 absl::StatusOr<EvaluatedCall> EvalCall(
@@ -60,15 +61,9 @@ absl::StatusOr<EvaluatedCall> EvalCall(
 void SetObjectValue(const Node& node, const Value& value,
                     absl::flat_hash_map<const Node*, Value>& values);
 
-// Dynamo's grad-mode switch (`torch._C._set_grad_enabled(False)` in a
-// graph): a no-op when running; view_and_mutation_meta reads it.
-inline constexpr absl::string_view kSetGradEnabled =
-    "torch._C._set_grad_enabled";
-
 // IsPythonOp()
 //
-// Whether `target` is a Python operator or torch.sym_* function on numbers,
-// or kSetGradEnabled.
+// Whether `target` is a Python operator or torch.sym_* function on numbers.
 bool IsPythonOp(absl::string_view target);
 
 // EvalPythonOp()

@@ -325,9 +325,10 @@ bool Graph::IsBefore(const Node* a, const Node* b) const {
 }
 
 bool Node::HasEffect() const {
-  if (target_ == "torch._C._set_grad_enabled") return true;
+  // Python operators are pure; so is getitem. The grad-mode switch is
+  // tagged kSideEffect.
   const OpDef* op = op_;
-  if (op == nullptr) return false;  // getitem, Python operators: pure
+  if (op == nullptr) return false;
   if (op->HasTag(OpTag::kSideEffect) || op->HasTag(OpTag::kRandom)) {
     return true;
   }

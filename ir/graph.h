@@ -102,8 +102,8 @@ class Node {
   // The op ("aten.mm.default"), "getitem", "operator.add", or for a get_attr
   // node the attribute name.
   const std::string& target() const { return target_; }
-  // The registered op a call node runs, or null (getitem, Python operators,
-  // unknown targets, non-call nodes).
+  // The registered op a call node runs (graph builtins such as getitem
+  // included), or null (Python operators, unknown targets, non-call nodes).
   const OpDef* op() const { return op_; }
   // Makes the node run `target` instead (same arguments); keeps op() right.
   void set_target(std::string target);

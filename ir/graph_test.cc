@@ -9,7 +9,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
+#include "ir/op_registry.h"
 #include "ir/tensor_meta.h"
+#include "ir/value.h"
 #include "symbolic/printer.h"
 #include "testing/status_matchers.h"
 
@@ -284,6 +286,52 @@ TEST(GraphTest, EraseDeadNodesKeepsEffects) {
   EXPECT_THAT(names, ElementsAre("x", "n", "ge", "_assert_scalar", "r", "add_",
                                  "c", "output"));
   EXPECT_EQ(g->EraseDeadNodes(), 0);
+}
+
+// getitem and the grad-mode switch are registry ops (graph builtins): each
+// node of them has its OpDef; the switch is an effect dead-code elimination
+// keeps, getitem a pure element of its tuple, by the registry's kernel.
+TEST(GraphTest, BuiltinsAreRegistryOps) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Graph> g,
+                       ParseGraph(R"(def forward(self, x):
+    _set_grad_enabled = torch._C._set_grad_enabled(False)
+    split = torch.ops.aten.split.Tensor(x, 2)
+    getitem = split[0]
+    getitem_1 = split[1]
+    _set_grad_enabled_1 = torch._C._set_grad_enabled(True)
+    return (getitem,)
+)"));
+  const OpDef* getitem = g->Find("getitem")->op();
+  const OpDef* grad = g->Find("_set_grad_enabled")->op();
+  ASSERT_NE(getitem, nullptr);
+  ASSERT_NE(grad, nullptr);
+  EXPECT_EQ(getitem, OpRegistry::Global().Find("getitem"));
+  EXPECT_EQ(grad, OpRegistry::Global().Find("torch._C._set_grad_enabled"));
+  EXPECT_EQ(getitem->schema.ToString(), "getitem(Any self, int index) -> Any");
+  EXPECT_TRUE(getitem->HasTag(OpTag::kBuiltin));
+  EXPECT_FALSE(getitem->HasTag(OpTag::kSideEffect));
+  EXPECT_TRUE(grad->HasTag(OpTag::kBuiltin));
+  EXPECT_TRUE(grad->HasTag(OpTag::kSideEffect));
+  EXPECT_FALSE(g->Find("getitem_1")->HasEffect());
+  EXPECT_TRUE(g->Find("_set_grad_enabled_1")->HasEffect());
+  EXPECT_EQ(g->EraseDeadNodes(), 1);  // getitem_1
+  EXPECT_THAT(Names(g->Placeholders()), ElementsAre("x"));
+  EXPECT_NE(g->Find("_set_grad_enabled_1"), nullptr);
+  EXPECT_EQ(g->Find("getitem_1"), nullptr);
+
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<Value> args,
+      BindArguments(
+          getitem->schema,
+          {Value::List({Value::Int(1), Value::Int(2)}), Value::Int(-1)}, {},
+          getitem->target));
+  ASSERT_OK_AND_ASSIGN(Value second,
+                       getitem->kernel(OpCall(*getitem, args, nullptr)));
+  EXPECT_EQ(second.DebugString(), Value::Int(2).DebugString());
+  args[1] = Value::Int(2);
+  EXPECT_THAT(
+      getitem->kernel(OpCall(*getitem, args, nullptr)).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cannot index")));
 }
 
 TEST(GraphTest, CloneIsDeepAndIndependent) {

@@ -21,6 +21,7 @@ const KnownOps& Known() {
     k->detach = op("aten.detach.default");
     k->diagonal = op("aten.diagonal.default");
     k->diagonal_scatter = op("aten.diagonal_scatter.default");
+    k->getitem = op("getitem");
     k->local_scalar_dense = op("aten._local_scalar_dense.default");
     k->mul = op("aten.mul.Tensor");
     k->permute = op("aten.permute.default");
@@ -29,6 +30,7 @@ const KnownOps& Known() {
     k->select = op("aten.select.int");
     k->select_scatter = op("aten.select_scatter.default");
     k->set_ = op("aten.set_.source_Tensor");
+    k->set_grad_enabled = op("torch._C._set_grad_enabled");
     k->slice = op("aten.slice.Tensor");
     k->slice_scatter = op("aten.slice_scatter.default");
     k->split = op("aten.split.Tensor");

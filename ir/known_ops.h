@@ -32,6 +32,7 @@ struct KnownOps {
   const OpDef* detach;              // aten.detach.default
   const OpDef* diagonal;            // aten.diagonal.default
   const OpDef* diagonal_scatter;    // aten.diagonal_scatter.default
+  const OpDef* getitem;             // getitem (a graph builtin)
   const OpDef* local_scalar_dense;  // aten._local_scalar_dense.default
   const OpDef* mul;                 // aten.mul.Tensor
   const OpDef* permute;             // aten.permute.default
@@ -40,6 +41,7 @@ struct KnownOps {
   const OpDef* select;              // aten.select.int
   const OpDef* select_scatter;      // aten.select_scatter.default
   const OpDef* set_;                // aten.set_.source_Tensor
+  const OpDef* set_grad_enabled;    // torch._C._set_grad_enabled (builtin)
   const OpDef* slice;               // aten.slice.Tensor
   const OpDef* slice_scatter;       // aten.slice_scatter.default
   const OpDef* split;               // aten.split.Tensor

@@ -32,9 +32,10 @@ const OpRegistry& OpRegistry::Global() {
   static const OpRegistry* registry = [] {
     auto* r = new OpRegistry;
     std::vector<std::string> reductions;
-    for (auto fn : {&RegisterPointwiseOps, &RegisterReductionOps,
-                    &RegisterViewOps, &RegisterLinalgOps, &RegisterCreationOps,
-                    &RegisterIndexOps, &RegisterNnOps, &RegisterExtraOps}) {
+    for (auto fn :
+         {&RegisterPointwiseOps, &RegisterReductionOps, &RegisterViewOps,
+          &RegisterLinalgOps, &RegisterCreationOps, &RegisterIndexOps,
+          &RegisterNnOps, &RegisterExtraOps, &RegisterBuiltinOps}) {
       std::vector<std::string> before = r->Targets();
       absl::Status s = fn(*r);
       LATHE_CHECK(s.ok()) << "op registration failed: " << s.message();
@@ -85,6 +86,22 @@ absl::Status OpRegistry::Add(absl::string_view schema_text, OpFn meta,
   op->kernel = std::move(kernel);
   std::string target = op->target;
   ops_[target] = std::move(op);
+  return absl::OkStatus();
+}
+
+absl::Status OpRegistry::AddBuiltin(absl::string_view target,
+                                    absl::string_view schema_text, OpFn fn) {
+  ASSIGN_OR_RETURN(OpSchema schema, ParseSchema(schema_text));
+  if (ops_.contains(target)) {
+    return absl::AlreadyExistsError(absl::StrCat(target, " registered twice"));
+  }
+  auto op = std::make_unique<OpDef>();
+  op->target = std::string(target);
+  op->schema = std::move(schema);
+  op->meta = fn;
+  op->kernel = std::move(fn);
+  op->tags = static_cast<uint32_t>(OpTag::kBuiltin);
+  ops_[op->target] = std::move(op);
   return absl::OkStatus();
 }
 

@@ -2,8 +2,9 @@
 // File: op_registry.h
 // -----------------------------------------------------------------------------
 //
-// The op registry: for each ATen overload ("aten.add.Tensor") its parsed
-// schema, a meta function (output metadata from input metadata, symbolic),
+// The op registry: for each ATen overload ("aten.add.Tensor") and graph
+// builtin ("getitem", "torch._C._set_grad_enabled") its parsed schema, a
+// meta function (output metadata from input metadata, symbolic),
 // a reference CPU kernel (the interpreter's semantics, PyTorch's eager
 // semantics), and the in-place <-> functional pairing.
 //
@@ -82,6 +83,7 @@ enum class OpTag : uint32_t {
   kExtern = 1 << 5,      // a library routine: matmul, convolution, sort
   kRandom = 1 << 6,      // draws from the generator
   kSideEffect = 1 << 7,  // an effect beyond its value (_assert_scalar)
+  kBuiltin = 1 << 8,     // a graph builtin, not an ATen op (getitem)
 };
 
 struct OpDef {
@@ -131,6 +133,12 @@ class OpRegistry {
   absl::Status Add(absl::string_view schema, OpFn fn) {
     return Add(schema, fn, fn);
   }
+  // Registers a graph builtin (OpTag::kBuiltin) under its FX target as
+  // given ("getitem", "torch._C._set_grad_enabled"), its schema in the
+  // registry's form ("getitem(Any self, int index) -> Any"); `fn` is both
+  // its meta function and its kernel. Errors for a bad or duplicate schema.
+  absl::Status AddBuiltin(absl::string_view target, absl::string_view schema,
+                          OpFn fn);
   // Records that `inplace` is the in-place variant of `functional`.
   absl::Status Pair(absl::string_view inplace, absl::string_view functional);
   // Records that `scatter` writes back the elements view op `view` sees.
@@ -189,6 +197,9 @@ absl::Status RegisterIndexOps(OpRegistry& registry);
 absl::Status RegisterNnOps(OpRegistry& registry);
 // The later ops (ops_extra.cc): prims, new_*, masked_fill, tril/triu, ...
 absl::Status RegisterExtraOps(OpRegistry& registry);
+// The graph builtins (ops_builtin.cc): getitem (x[i] of a tuple or list)
+// and Dynamo's grad-mode switch torch._C._set_grad_enabled.
+absl::Status RegisterBuiltinOps(OpRegistry& registry);
 // After every family (Global() calls it last): the in-place twin of every
 // functional pointwise op (ops_extra.cc).
 absl::Status RegisterInplaceTwins(OpRegistry& registry);

@@ -40,6 +40,7 @@ constexpr std::pair<absl::string_view, BaseType> kBaseTypes[] = {
     {"Dimname", BaseType::kDimname},
     {"QScheme", BaseType::kQScheme},
     {"complex", BaseType::kComplex},
+    {"Any", BaseType::kAny},
 };
 
 absl::string_view BaseName(BaseType t) {

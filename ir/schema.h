@@ -56,6 +56,7 @@ enum class BaseType : uint8_t {
   kDimname,
   kQScheme,
   kComplex,
+  kAny,  // a graph builtin's argument of any kind (getitem's tuple)
 };
 
 // A type such as `Tensor`, `Tensor?`, `Tensor?[]`, `int[2]` or `SymInt[]?`.

@@ -157,8 +157,7 @@ bool Removable(const Node& n) {
   if (n.kind() != Node::Kind::kCall || !n.users().empty() || n.HasEffect()) {
     return false;
   }
-  return n.op() != nullptr || n.target() == "getitem" ||
-         ir::IsPythonOp(n.target());
+  return n.op() != nullptr || ir::IsPythonOp(n.target());
 }
 
 class Folder {

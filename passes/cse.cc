@@ -80,8 +80,13 @@ absl::StatusOr<bool> Cse::Run(ir::Graph& graph, PassContext& ctx) {
   for (ir::Node* n : order) {
     if (n->kind() != ir::Node::Kind::kCall) continue;
     if (n->HasEffect()) {
-      if (n->op() != nullptr && !n->op()->HasTag(ir::OpTag::kRandom))
-        seen.clear();  // a write: nothing merges across it
+      // A write: nothing merges across it (a random draw or the grad-mode
+      // switch writes nothing).
+      const ir::OpDef* op = n->op();
+      if (op != nullptr && !op->HasTag(ir::OpTag::kRandom) &&
+          !op->HasTag(ir::OpTag::kBuiltin)) {
+        seen.clear();
+      }
       continue;
     }
     std::string key = n->target();

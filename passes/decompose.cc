@@ -2554,7 +2554,7 @@ absl::StatusOr<bool> StraightenScatter(ir::Graph& graph, Node* outer,
 bool OnlyGetitemUsers(const Node& n) {
   int64_t count = static_cast<int64_t>(n.meta().elements.size());
   for (const Node* u : n.users()) {
-    if (u->target() != "getitem" || u->args().size() != 2 ||
+    if (u->op() != ir::Known().getitem || u->args().size() != 2 ||
         u->args()[1].kind != Arg::Kind::kInt || u->args()[1].i < 0 ||
         u->args()[1].i >= count) {
       return false;

@@ -29,7 +29,7 @@ absl::Status CheckFunctional(const ir::Graph& graph) {
     if (n.kind() != ir::Node::Kind::kCall) continue;
     const char* kind = ir::EpilogueKind(n);
     if (kind == nullptr) {  // must be functional, and before the epilogue
-      if (n.target() != "getitem" && !ir::IsPythonOp(n.target())) {
+      if (!ir::IsPythonOp(n.target())) {
         const ir::OpDef* op = n.op();
         if (op == nullptr) {
           return Fail(n, absl::StrCat("unknown op ", n.target()));

@@ -108,8 +108,7 @@ bool MatchCall(const Pattern& p, ir::Node& n, Match& m) {
 bool StartsRegion(const ir::Node& n) {
   if (n.kind() != ir::Node::Kind::kCall) return false;
   if (n.HasEffect()) return true;
-  return n.op() == nullptr && n.target() != "getitem" &&
-         !ir::IsPythonOp(n.target());
+  return n.op() == nullptr && !ir::IsPythonOp(n.target());
 }
 
 // What one run knows of the graph as it was when the run started, from

@@ -140,7 +140,7 @@ void FlattenNodes(const ir::Arg& a, std::vector<Node*>& out) {
 // library call reads.
 bool IsRealized(const Node* n) {
   const Node* x = n;
-  while (IsCall(x) && x->target() == "getitem") x = x->args()[0].node;
+  while (IsCall(x) && x->op() == ir::Known().getitem) x = x->args()[0].node;
   if (IsInput(x) || (IsCall(x) && x->op() != nullptr &&
                      x->op()->HasTag(ir::OpTag::kExtern))) {
     return true;

@@ -125,7 +125,7 @@ class Tensorifier {
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       Node* n = *it;
       if (n->kind() == Node::Kind::kCall && n->users().empty() &&
-          ir::IsPythonOp(n->target()) && n->target() != ir::kSetGradEnabled) {
+          ir::IsPythonOp(n->target())) {
         RETURN_IF_ERROR(graph_.Erase(n));
         changed = true;
       }
@@ -441,7 +441,9 @@ class Tensorifier {
     absl::flat_hash_set<Expr> untensorifiable;
     for (const auto& n : graph_.nodes()) {
       if (n->kind() != Node::Kind::kCall) continue;
-      bool python = ir::IsPythonOp(n->target()) || n->target() == "getitem";
+      bool python =
+          ir::IsPythonOp(n->target()) ||
+          (n->op() != nullptr && n->op()->HasTag(ir::OpTag::kBuiltin));
       if (python) continue;
       bool ours =
           n->op() == ir::Known().scalar_tensor &&

@@ -257,7 +257,9 @@ absl::Status Lowerer::RealizeNodeInMemory(const Node* n) {
                                v.t.offset);
     }
   }
+  // A builtin's value (getitem's element) belongs to the node that made it.
   bool owner = n->op() != nullptr && !n->op()->HasTag(ir::OpTag::kView) &&
+               !n->op()->HasTag(ir::OpTag::kBuiltin) &&
                m.storage != ir::kUnknownStorage &&
                !storage_buffer_.contains(m.storage);
   ASSIGN_OR_RETURN(TBox t, Realize(v.t, owner ? &m : nullptr));

@@ -240,8 +240,9 @@ class Lowerer {
   void RebindTensorObject(const Node& self, const Node& n, const NodeValue& v);
 
  private:
-  // Lowers node `n`: an input, a number, getitem or grad mode here, a call
-  // of a registry op by its rule; an op without one is an error naming it.
+  // Lowers node `n`: an input or a number here, a call of a registry op
+  // (getitem and the grad-mode switch included) by its rule in the lowering
+  // table; an op without one is an error naming it.
   absl::Status LowerNode(const Node& n);
   // x.item(): a bind step (LowerNumber).
   absl::StatusOr<NodeValue> LowerItem(const Node& n);

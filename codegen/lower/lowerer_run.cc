@@ -1,7 +1,7 @@
 // The graph walk of lowering: Lowerer::Run lowers each node in order
-// (LowerNode: number-valued nodes, getitem and grad mode here, every call
-// of a registry op by its rule in the lowering table) and then places the
-// outputs.
+// (LowerNode: number-valued nodes here, every call of a registry op, graph
+// builtins such as getitem included, by its rule in the lowering table) and
+// then places the outputs.
 
 #include <functional>
 #include <string>
@@ -23,20 +23,6 @@
 #include "symbolic/printer.h"
 
 namespace lathe::codegen::lower {
-namespace {
-
-absl::StatusOr<NodeValue> LowerGetitem(Lowerer& L, const Node& n) {
-  const NodeValue& t = L.value(n.args()[0].node);
-  int64_t i = n.args()[1].i;
-  if (t.kind != NodeValue::Kind::kTuple || i < 0 ||
-      i >= static_cast<int64_t>(t.elements.size())) {
-    return absl::UnimplementedError(
-        absl::StrCat("node '", n.name(), "': getitem of a non-tuple"));
-  }
-  return t.elements[i];
-}
-
-}  // namespace
 
 absl::StatusOr<NodeValue> Lowerer::LowerNumber(const Node& n) {
   if (n.op() != nullptr && n.op() == ir::Known().local_scalar_dense) {
@@ -175,21 +161,20 @@ absl::Status Lowerer::LowerNode(const Node& n) {
     values_[&n] = v;
     return absl::OkStatus();
   }
-  if (n.target() == "getitem") {
-    ASSIGN_OR_RETURN(v, LowerGetitem(*this, n));
-    values_[&n] = v;
-    return absl::OkStatus();
-  }
   const OpDef* op = n.op();
-  if (n.target() == "torch._C._set_grad_enabled") {  // no effect on values
-    values_[&n] = NodeValue();
-    return absl::OkStatus();
-  }
   if (op == nullptr) {
     return absl::UnimplementedError(absl::StrCat(
         "node '", n.name(), "': '", n.target(), "' has no cpu lowering"));
   }
   Call c(n);
+  const LowerFn* rule = Table().Find(*op);
+  if (rule != nullptr && op->HasTag(ir::OpTag::kBuiltin)) {
+    // A graph builtin (getitem, the grad-mode switch) is its rule alone:
+    // the checks and realization below are a tensor op's.
+    ASSIGN_OR_RETURN(v, (*rule)(*this, c));
+    values_[&n] = v;
+    return absl::OkStatus();
+  }
   RETURN_IF_ERROR(BindSliceLength(c));
   CheckDataDependentSizes(n, meta);
   if (!op->HasTag(ir::OpTag::kView) && !ir::MutatesMetadata(n)) {
@@ -202,7 +187,6 @@ absl::Status Lowerer::LowerNode(const Node& n) {
       RETURN_IF_ERROR(CheckElements(n, meta.tensor, /*result=*/true));
     }
   }
-  const LowerFn* rule = Table().Find(*op);
   if (rule == nullptr) {
     return absl::UnimplementedError(absl::StrCat(
         "node '", n.name(), "': ", op->target, " has no cpu lowering"));

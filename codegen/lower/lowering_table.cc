@@ -53,6 +53,7 @@ const LoweringTable& Table() {
     RegisterLinalg(*t);
     RegisterRandom(*t);
     RegisterDataDependent(*t);
+    RegisterBuiltins(*t);
     RegisterGenericRules(*t);
     return t;
   }();

@@ -88,6 +88,8 @@ void RegisterLosses(LoweringTable& T);
 void RegisterLinalg(LoweringTable& T);
 void RegisterRandom(LoweringTable& T);
 void RegisterDataDependent(LoweringTable& T);
+// The graph builtins (builtins.cc): getitem, the grad-mode switch.
+void RegisterBuiltins(LoweringTable& T);
 // After every family (generic_rules.cc): the rules that follow from an op's
 // properties, for each op that has no rule yet, and the refusals.
 void RegisterGenericRules(LoweringTable& T);
