@@ -93,9 +93,9 @@ struct CudaImage {
 //
 // `source` (named `name` in messages) compiled with C++17 for sm_<arch>
 // (e.g. 80, 90), the toolkit's headers and libcu++'s on its include path
-// ($CUDA_PATH/include and include/cccl), and `options` besides. Source that does not compile is an
-// InvalidArgument error naming `name` and carrying NVRTC's log; an
-// architecture NVRTC does not know is one too.
+// ($CUDA_PATH/include and include/cccl), and `options` besides. Source that
+// does not compile is an InvalidArgument error naming `name` and carrying
+// NVRTC's log; an architecture NVRTC does not know is one too.
 absl::StatusOr<CudaImage> CompileCuda(
     const Nvrtc& nvrtc, absl::string_view source, absl::string_view name,
     int arch, const std::vector<std::string>& options = {});
