@@ -224,6 +224,12 @@ void DrainAll(Device& d) {
 
 // ---- The table's functions -------------------------------------------------
 
+// What a call that waited for the device answers: the sticky kernel error,
+// if one happened.
+CuResult Outcome(const Device& d) {
+  return d.sticky.empty() ? kCudaSuccess : kCudaErrorLaunchFailed;
+}
+
 #define LOCKED                            \
   Device& d = Dev();                      \
   std::lock_guard<std::mutex> lock(d.mu); \
@@ -331,7 +337,7 @@ CuResult CtxSetCurrent(CuContext) { return kCudaSuccess; }
 CuResult CtxSynchronize() {
   LOCKED;
   DrainAll(d);
-  return d.sticky.empty() ? kCudaSuccess : kCudaErrorLaunchFailed;
+  return Outcome(d);
 }
 
 CuResult MemGetInfo(size_t* free, size_t* total) {
@@ -461,14 +467,14 @@ CuResult StreamDestroy(CuStream stream) {
   }
   d.streams.erase(s);
   delete s;
-  return d.sticky.empty() ? kCudaSuccess : kCudaErrorLaunchFailed;
+  return Outcome(d);
 }
 
 CuResult StreamSynchronize(CuStream stream) {
   LOCKED;
   if (!KnownStream(d, stream)) return kInvalidHandle;
   Drain(d, StreamOf(d, stream));
-  return d.sticky.empty() ? kCudaSuccess : kCudaErrorLaunchFailed;
+  return Outcome(d);
 }
 
 CuResult StreamWaitEvent(CuStream stream, CuEvent event, unsigned int) {
@@ -523,7 +529,7 @@ CuResult EventSynchronize(CuEvent event) {
   auto* e = reinterpret_cast<Event*>(event);
   if (d.events.count(e) == 0) return kInvalidHandle;
   RunUntil(d, *e, e->generation);
-  return d.sticky.empty() ? kCudaSuccess : kCudaErrorLaunchFailed;
+  return Outcome(d);
 }
 
 CuResult EventElapsedTime(float* ms, CuEvent, CuEvent) {
