@@ -7,7 +7,11 @@
 
 namespace lathe::codegen {
 
-std::string HostCode::RunKernel(const Kernel& kernel) const {
+std::string HostCode::Prelude(const Program&) const { return ""; }
+
+std::string HostCode::RunKernel(const Program& program, int k,
+                                const HostCpp&) const {
+  const Kernel& kernel = program.kernels[k];
   return absl::StrCat("  ", kernel.name,
                       "(B, S, F, rt, &E);\n  if (E != 0) return E;\n");
 }
@@ -20,6 +24,11 @@ std::string HostCode::LoadElement(int b, DType dtype,
     return absl::StrCat("lathe_to_float(", value, ")");
   }
   return value;
+}
+
+absl::StatusOr<std::shared_ptr<const DeviceKernels>> Backend::LoadDevice(
+    const BuiltLibrary&, const SharedLibrary&) const {
+  return nullptr;
 }
 
 const HostCode& HostMemoryCode() {

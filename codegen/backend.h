@@ -14,19 +14,22 @@
 // through the runtime's allocator and runs the kernels) and its loaded form
 // (cpp/cpu_function.h over runtime/loaded_graph.h).
 //
-// codegen/cpp implements it (cpp/cpu_backend.h); codegen/cuda is next.
+// codegen/cpp implements it for the cpu (cpp/cpu_backend.h), codegen/cuda
+// for CUDA devices (cuda/cuda_backend.h).
 //
 // Example:
 //
 //   const Backend& b = CpuBackend();
 //   ASSIGN_OR_RETURN(std::string kernels, b.EmitKernels(lowered.program));
 //   ASSIGN_OR_RETURN(BuiltLibrary lib,
-//                    b.Build(kernels + host.text, dir, cache));
+//                    b.Build(kernels, host.text, dir, cache));
 //   auto files = b.ArtifactFiles(lib, source);  // kernel.so, .cc
 
 #ifndef LATHE_CODEGEN_BACKEND_H_
 #define LATHE_CODEGEN_BACKEND_H_
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,7 +39,10 @@
 #include "codegen/loop_ir.h"
 #include "runtime/cache_backend.h"
 #include "runtime/device.h"
+#include "runtime/device_kernels.h"
 #include "runtime/dtype.h"
+#include "runtime/shared_library.h"
+#include "symbolic/expr.h"
 
 namespace lathe::codegen {
 
@@ -49,6 +55,9 @@ struct BuiltLibrary {
   double seconds = 0;       // how long the compiler ran (0: a cache hit)
   std::string cache_hit;    // the cache tier it came from; "" if compiled
   std::string cache_error;  // why storing it in the cache failed, if it did
+  // A device backend's kernels, built apart from the host library: the
+  // module image it loads (a cubin, or the emulated device's library).
+  std::string device_image;
 };
 
 // The host function's device parts, as C++ text it splices in. The base
@@ -57,10 +66,17 @@ struct BuiltLibrary {
 // launch, and a copy of the element to the host.
 class HostCode {
  public:
+  // An expression of the host function's symbols (S[], F[]) as C++.
+  using HostCpp = std::function<std::string(symbolic::Expr)>;
+
   virtual ~HostCode() = default;
-  // The statements that run `kernel` on the buffers B, the symbols S and
-  // F, and the runtime rt, setting E to a check's number when one fails.
-  virtual std::string RunKernel(const Kernel& kernel) const;
+  // What the host function's source needs before it (the cpu's kernels
+  // carry the preludes: nothing).
+  virtual std::string Prelude(const Program& program) const;
+  // The statements that run kernel `k` of `program` on the buffers B, the
+  // symbols S and F, and the runtime rt, returning E when a check fails.
+  virtual std::string RunKernel(const Program& program, int k,
+                                const HostCpp& cpp) const;
   // An expression for element `index` (C++ text) of buffer `b` (B[b]) of
   // `dtype`, on the host (a symbol read from data binds to it).
   virtual std::string LoadElement(int b, DType dtype,
@@ -83,12 +99,17 @@ class Backend {
       const Program& program) const = 0;
   // The host function's device parts.
   virtual const HostCode& host_code() const = 0;
-  // Builds `source` (the kernels, then the host function) into a library
-  // in `dir`; with a `cache`, one built before from the same source comes
-  // from it.
-  virtual absl::StatusOr<BuiltLibrary> Build(absl::string_view source,
+  // Builds the kernels' source and the host function's into what a
+  // compiled graph loads, in `dir`; with a `cache`, one built before from
+  // the same sources comes from it.
+  virtual absl::StatusOr<BuiltLibrary> Build(absl::string_view kernels,
+                                             absl::string_view host,
                                              const std::string& dir,
                                              CacheBackend* cache) const = 0;
+  // The device half of what Build made, loaded for its host library (the
+  // cpu's kernels are in it: null).
+  virtual absl::StatusOr<std::shared_ptr<const DeviceKernels>> LoadDevice(
+      const BuiltLibrary& built, const SharedLibrary& host) const;
   // The files an artifact of `built` (from `source`) holds besides its
   // manifest, by name; read before loading takes `built.image`.
   virtual std::vector<std::pair<std::string, std::string>> ArtifactFiles(

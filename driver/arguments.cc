@@ -90,7 +90,7 @@ std::vector<std::string> ConstantsOf(const ir::Graph& graph) {
 
 absl::StatusOr<std::vector<ArgumentSpec>> ArgumentsOf(
     const ir::Graph& written, const std::vector<std::string>& constants,
-    std::vector<std::string>* annotations) {
+    std::vector<std::string>* annotations, Device device) {
   ASSIGN_OR_RETURN(auto composites, aot::DeclaredComposites(written));
   std::vector<ArgumentSpec> out;
   for (const ir::Node* p : written.Placeholders()) {
@@ -122,6 +122,11 @@ absl::StatusOr<std::vector<ArgumentSpec>> ArgumentsOf(
     out.push_back(std::move(a));
     if (annotations != nullptr)
       annotations->push_back(AnnotationText(node->meta()));
+  }
+  for (ArgumentSpec& a : out) {
+    const bool tensor = a.kind == ArgumentSpec::Kind::kTensor ||
+                        a.kind == ArgumentSpec::Kind::kComposite;
+    if (tensor && device.is_cuda() && a.device.is_cpu()) a.device = device;
   }
   return out;
 }

@@ -46,10 +46,13 @@ std::vector<std::string> ConstantsOf(const ir::Graph& graph);
 // The arguments a call of `written` (the graph as written) takes: one per
 // placeholder, then the constants it reads in `constants` order;
 // `annotations` gets each one's annotation ("f32[s0, 784][784, 1]cpu",
-// "Sym(zf0)", "-" for an unannotated parameter).
+// "Sym(zf0)", "-" for an unannotated parameter). With a CUDA `device` (the
+// cuda backend's), tensors annotated on the host are expected there: the
+// graph runs on the device as if it had been captured on it.
 absl::StatusOr<std::vector<ArgumentSpec>> ArgumentsOf(
     const ir::Graph& written, const std::vector<std::string>& constants,
-    std::vector<std::string>* annotations = nullptr);
+    std::vector<std::string>* annotations = nullptr,
+    Device device = Device::Cpu());
 
 // CompositeTree()
 //

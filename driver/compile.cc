@@ -12,6 +12,7 @@
 #include "codegen/cpp/cpp_compiler.h"
 #include "codegen/cpp/cpu_backend.h"
 #include "codegen/cpp/wrapper_emitter.h"
+#include "codegen/cuda/cuda_backend.h"
 #include "codegen/fusion_graph.h"
 #include "codegen/lowering.h"
 #include "codegen/scheduler.h"
@@ -20,6 +21,7 @@
 #include "ir/interpreter.h"
 #include "ir/shape_prop.h"
 #include "passes/default_pipeline.h"
+#include "runtime/cuda/cuda_device.h"
 #include "status_macros.h"
 
 namespace lathe {
@@ -73,9 +75,13 @@ struct BuildDir {
 absl::StatusOr<const codegen::Backend*> BackendNamed(absl::string_view name) {
   if (name == "interp") return nullptr;
   if (name == "cpu") return &codegen::CpuBackend();
-  // cuda: codegen/cuda, the next backend, is not built yet.
-  return absl::UnimplementedError(absl::StrCat(
-      "backend '", name, "' is not available yet (available: interp, cpu)"));
+  if (name == "cuda") {
+    // No GPU and no emulated device chosen: CudaDevice's one line.
+    RETURN_IF_ERROR(CudaDevice().status());
+    return &codegen::CudaBackend();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown backend '", name, "' (available: interp, cpu, cuda)"));
 }
 
 absl::StatusOr<ParsedGraph> Parse(absl::string_view text, std::string source) {
@@ -199,7 +205,7 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
                             .subclass = &c->aot.subclass});
   if (!host.ok()) return failed(host.status());
   p.host = *std::move(host);
-  p.source = *std::move(kernels) + p.host.text;
+  p.source = *kernels + p.host.text;
   step("emit_host");
   stats.lower_seconds = Since(codegen_start);
   if (options.artifact && !p.host.user_entry) {
@@ -215,7 +221,7 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
     dir.temporary = true;
   }
   absl::StatusOr<codegen::BuiltLibrary> built =
-      backend.Build(p.source, dir.path, options.cache);
+      backend.Build(*kernels, p.host.text, dir.path, options.cache);
   if (!built.ok()) return failed(built.status());
   p.built = *std::move(built);
   stats.compiler_seconds = p.built.seconds;
@@ -231,8 +237,9 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
     Manifest& m = c->manifest;
     m.graph = source;
     m.compiler = p.built.command;
-    ASSIGN_OR_RETURN(m.arguments, ArgumentsOf(*c->written, p.lowered.constants,
-                                              &m.annotations));
+    ASSIGN_OR_RETURN(m.arguments,
+                     ArgumentsOf(*c->written, p.lowered.constants,
+                                 &m.annotations, backend.device()));
     for (size_t k = 0;
          k < m.arguments.size() && k < c->aot.signature.arguments.size(); ++k) {
       if (m.arguments[k].kind != ArgumentSpec::Kind::kComposite) continue;
@@ -250,6 +257,7 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
   // Loading, from the bytes the build made or the cache verified.
   p.plan = &c->aot.plan;
   p.subclass = &c->aot.subclass;
+  p.backend = &backend;
   p.temp_dir = dir.temporary ? dir.Keep() : "";
   absl::StatusOr<std::unique_ptr<codegen::CpuFunction>> function =
       codegen::CpuFunction::Load(*c->graph, std::move(p));

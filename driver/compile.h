@@ -141,8 +141,10 @@ struct CompiledGraph {
 // BackendNamed()
 //
 // The backend `name` names on lathec's command line: null for "interp"
-// (the walk stops at the guards), the cpu's for "cpu"; an error naming the
-// available ones for any other (cuda is not built yet).
+// (the walk stops at the guards), the cpu's for "cpu", the cuda one for
+// "cuda" where there is a device (CudaDevice(): a GPU, or the emulated one
+// LATHE_CUDA_DEVICE=emulated chooses; else its one-line error); an error
+// naming the available ones for any other.
 absl::StatusOr<const codegen::Backend*> BackendNamed(absl::string_view name);
 
 // Parse()

@@ -24,8 +24,11 @@ VariantCompiler::VariantCompiler(ParsedGraph parsed, CompileOptions options,
 absl::StatusOr<std::unique_ptr<CompiledFunction>> VariantCompiler::Function(
     int max_compiles) {
   constants_ = ConstantsOf(*parsed_.written);
-  ASSIGN_OR_RETURN(std::vector<ArgumentSpec> arguments,
-                   ArgumentsOf(*parsed_.written, constants_));
+  ASSIGN_OR_RETURN(
+      std::vector<ArgumentSpec> arguments,
+      ArgumentsOf(*parsed_.written, constants_, nullptr,
+                  options_.backend != nullptr ? options_.backend->device()
+                                              : Device::Cpu()));
   CompiledFunction::Options o;
   o.compile = [this](absl::Span<const Operand> args) { return Compile(args); };
   o.fallback = [this](absl::Span<Operand> args, uint64_t seed) {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "runtime/checksum.h"
+#include "runtime/cuda/cuda_kernels.h"
 #include "runtime/file_io.h"
 #include "runtime/shared_library.h"
 #include "status_macros.h"
@@ -341,7 +342,8 @@ absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
   }
   // Every file as the manifest says, before any is loaded; the library is
   // loaded from the bytes checked, never from its path again.
-  std::string library_bytes;
+  std::string library_bytes, device_image;
+  bool has_device_image = false;
   for (const ArtifactFile& f : m.files) {
     const std::string path = absl::StrCat(dir, "/", f.name);
     ASSIGN_OR_RETURN(std::string bytes,
@@ -356,14 +358,32 @@ absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
                              ": damaged: its SHA-256 is not the "
                              "manifest's"));
     }
-    if (&f == &m.files[0]) library_bytes = std::move(bytes);
+    if (f.name == kDeviceImageFile) {
+      device_image = std::move(bytes);
+      has_device_image = true;
+    } else if (&f == &m.files[0]) {
+      library_bytes = std::move(bytes);
+    }
   }
   RETURN_IF_ERROR(KeepOpenMpLoaded());
   ASSIGN_OR_RETURN(SharedLibrary library,
                    SharedLibrary::OpenImage(
                        library_bytes, absl::StrCat(dir, "/", m.files[0].name)));
-  ASSIGN_OR_RETURN(std::shared_ptr<const LoadedGraph> graph,
-                   LoadedGraph::Open(std::move(library), m.signature));
+  // Kernels on a device: its module, loaded for the library's kernel table.
+  std::shared_ptr<const DeviceKernels> device;
+  if (library.Symbol(kDeviceKernelsSymbol).ok()) {
+    if (!has_device_image) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(manifest_path,
+                       ": its kernels run on a CUDA device, "
+                       "and it lists no ",
+                       kDeviceImageFile));
+    }
+    ASSIGN_OR_RETURN(device, LoadCudaKernels(device_image, library));
+  }
+  ASSIGN_OR_RETURN(
+      std::shared_ptr<const LoadedGraph> graph,
+      LoadedGraph::Open(std::move(library), m.signature, std::move(device)));
   LoadedArtifact a;
   std::vector<Variant> variants;
   Variant v;

@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field changes; an artifact records the one it uses. */
-#define LATHE_KERNEL_ABI_VERSION 7
+#define LATHE_KERNEL_ABI_VERSION 8
 
 /* What a LatheValue holds. */
 #define LATHE_VALUE_NONE 0
@@ -82,6 +82,21 @@ typedef struct LatheValue {
   struct LatheValue* inner;
 } LatheValue;
 
+/* A device's parts of the runtime (codegen/cuda's host function; NULL for
+ * the cpu's): `self` is passed back to each. */
+typedef struct LatheDeviceRuntime {
+  void* self;
+  /* Runs kernel `kernel` (the library's lathe_device_kernels[kernel]) on a
+   * grid of grid[0..2] blocks of block[0..2] threads with `shared_bytes` of
+   * dynamic shared memory; params as cuLaunchKernel takes them (one
+   * pointer per parameter). 0 when it was queued. */
+  int (*launch)(void* self, int64_t kernel, const uint32_t* grid,
+                const uint32_t* block, uint32_t shared_bytes, void** params);
+  /* Copies `bytes` from device address `src` to host `dst` once the work
+   * queued before it is done; 0 on success. */
+  int (*to_host)(void* self, void* dst, const void* src, int64_t bytes);
+} LatheDeviceRuntime;
+
 typedef struct LatheKernelRuntime {
   uint32_t abi_version;
   /* c[b] = a[b] @ b[b] for b < batch; every matrix given by its element
@@ -129,6 +144,9 @@ typedef struct LatheKernelRuntime {
    * template: the hole "{k:TEXT}" is value k when reported, else TEXT (the
    * symbolic expression it stands for). */
   int64_t* check_values;
+  /* The device's parts when the compiled graph's kernels run on one (then
+   * alloc and copy give and copy device memory), else NULL. */
+  const LatheDeviceRuntime* device;
 } LatheKernelRuntime;
 
 #define LATHE_CHECK_VALUES 8
@@ -173,12 +191,14 @@ static inline int64_t lathe_check_i64(double x) {
  * graph's annotations, binds its symbols, allocates its buffers, runs its
  * kernels and fills `outputs`. Returns 0; LATHE_CALL_BAD_INPUTS when an
  * input does not match (the caller says which, the slow way);
- * LATHE_CALL_NO_MEMORY; LATHE_CALL_COPY_FAILED (the mutation epilogue); or
+ * LATHE_CALL_NO_MEMORY; LATHE_CALL_COPY_FAILED (the mutation epilogue);
+ * LATHE_CALL_DEVICE_FAILED (a launch or a copy the device refused); or
  * k > 0 when index check k - 1 failed. On failure no output holds a
  * storage. */
 #define LATHE_CALL_BAD_INPUTS (-1)
 #define LATHE_CALL_NO_MEMORY (-2)
 #define LATHE_CALL_COPY_FAILED (-3)
+#define LATHE_CALL_DEVICE_FAILED (-4)
 typedef int (*LatheCallFn)(const LatheValue* inputs, int64_t num_inputs,
                            LatheValue* outputs, int64_t num_outputs,
                            const LatheKernelRuntime* rt);

@@ -91,6 +91,12 @@ absl::Status& LastAllocError() {
   return error;
 }
 
+// Why this thread's last device launch or copy failed.
+absl::Status& LastDeviceError() {
+  static thread_local absl::Status error;
+  return error;
+}
+
 // Storage handles for generated code: a heap copy of a Storage (one
 // reference); release deletes it.
 void* Alloc(int64_t bytes, void** data) {
@@ -107,19 +113,8 @@ void* Retain(void* storage) {
 }
 void Release(void* storage) { delete static_cast<Storage*>(storage); }
 
-// A tensor value as the Tensor it views (its storage shared).
-absl::StatusOr<Tensor> TensorOf(const LatheValue& v) {
-  if (v.kind != LATHE_VALUE_TENSOR || v.storage == nullptr) {
-    return absl::InvalidArgumentError("not a tensor");
-  }
-  return Tensor::Wrap(*static_cast<const Storage*>(v.storage),
-                      static_cast<DType>(v.dtype),
-                      absl::MakeConstSpan(v.sizes, v.ndim),
-                      absl::MakeConstSpan(v.strides, v.ndim), v.storage_offset);
-}
-
 int Copy(const LatheValue* dst, const LatheValue* src) {
-  absl::StatusOr<Tensor> d = TensorOf(*dst), s = TensorOf(*src);
+  absl::StatusOr<Tensor> d = TensorOfValue(*dst), s = TensorOfValue(*src);
   if (!d.ok() || !s.ok()) return 1;
   return CopyTensor(*d, *s).ok() ? 0 : 1;
 }
@@ -136,6 +131,16 @@ int64_t* CheckValueSlots() {
 }
 
 }  // namespace
+
+absl::StatusOr<Tensor> TensorOfValue(const LatheValue& v) {
+  if (v.kind != LATHE_VALUE_TENSOR || v.storage == nullptr) {
+    return absl::InvalidArgumentError("not a tensor");
+  }
+  return Tensor::Wrap(*static_cast<const Storage*>(v.storage),
+                      static_cast<DType>(v.dtype),
+                      absl::MakeConstSpan(v.sizes, v.ndim),
+                      absl::MakeConstSpan(v.strides, v.ndim), v.storage_offset);
+}
 
 LatheKernelRuntime SeededKernelRuntime(uint64_t seed) {
   LatheKernelRuntime rt = *KernelRuntime();
@@ -159,6 +164,18 @@ absl::Status TakeAllocError() {
   return s;
 }
 
+void SetAllocError(absl::Status error) { LastAllocError() = std::move(error); }
+
+void SetDeviceError(absl::Status error) {
+  LastDeviceError() = std::move(error);
+}
+
+absl::Status TakeDeviceError() {
+  absl::Status s = std::move(LastDeviceError());
+  LastDeviceError() = absl::OkStatus();
+  return s;
+}
+
 const LatheKernelRuntime* KernelRuntime() {
   static const LatheKernelRuntime rt = {LATHE_KERNEL_ABI_VERSION,
                                         &Sgemm,
@@ -170,7 +187,8 @@ const LatheKernelRuntime* KernelRuntime() {
                                         &Release,
                                         &Copy,
                                         /*seed=*/kDefaultSeed,
-                                        /*check_values=*/nullptr};
+                                        /*check_values=*/nullptr,
+                                        /*device=*/nullptr};
   return &rt;
 }
 

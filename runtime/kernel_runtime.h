@@ -20,8 +20,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "runtime/kernel_abi.h"
+#include "runtime/tensor.h"
 
 namespace lathe {
 
@@ -54,6 +56,26 @@ std::vector<int64_t> TakeCheckValues();
 // (the memory limit's message, naming the bytes), and forgets it; OK when
 // none failed since the last call.
 absl::Status TakeAllocError();
+
+// SetAllocError() / SetDeviceError()
+//
+// Records why an allocation for generated code (a device's: TakeAllocError
+// returns it) or a device's launch or copy (TakeDeviceError) failed on
+// this thread.
+void SetAllocError(absl::Status error);
+void SetDeviceError(absl::Status error);
+
+// TakeDeviceError()
+//
+// Why the last launch or copy a device refused on this thread failed (the
+// driver's call and words), and forgets it; OK when none did.
+absl::Status TakeDeviceError();
+
+// TensorOfValue()
+//
+// A tensor LatheValue holding a storage handle as the Tensor it views (the
+// storage shared); an error for any other value.
+absl::StatusOr<Tensor> TensorOfValue(const LatheValue& v);
 
 // KernelAbiSource()
 //

@@ -270,20 +270,35 @@ absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Open(
 }
 
 absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Open(
-    SharedLibrary library, CallSignature signature) {
-  return Load(std::move(library), std::move(signature), /*user_entry=*/true);
+    SharedLibrary library, CallSignature signature,
+    std::shared_ptr<const DeviceKernels> device) {
+  return Load(std::move(library), std::move(signature), /*user_entry=*/true,
+              std::move(device));
 }
 
 absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::OpenGraph(
-    SharedLibrary library, CallSignature signature) {
-  return Load(std::move(library), std::move(signature), /*user_entry=*/false);
+    SharedLibrary library, CallSignature signature,
+    std::shared_ptr<const DeviceKernels> device) {
+  return Load(std::move(library), std::move(signature), /*user_entry=*/false,
+              std::move(device));
 }
 
 absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Load(
-    SharedLibrary library, CallSignature signature, bool user_entry) {
+    SharedLibrary library, CallSignature signature, bool user_entry,
+    std::shared_ptr<const DeviceKernels> device) {
   RETURN_IF_ERROR(KeepOpenMpLoaded());
   std::shared_ptr<LoadedGraph> g(new LoadedGraph());
   g->library_ = std::move(library);
+  const bool on_device = g->library_.Symbol(kDeviceKernelsSymbol).ok();
+  if (on_device != (device != nullptr)) {
+    return absl::FailedPreconditionError(
+        on_device ? absl::StrCat(g->library_.path(),
+                                 ": its kernels run on a device, and no "
+                                 "device kernels were loaded for it")
+                  : absl::StrCat(g->library_.path(),
+                                 ": a host library, given device kernels"));
+  }
+  g->device_ = std::move(device);
   if (user_entry) {
     ASSIGN_OR_RETURN(void* call, g->library_.Symbol("lathe_call_user"));
     g->call_ = reinterpret_cast<LatheCallUserFn>(call);
@@ -321,10 +336,31 @@ int LoadedGraph::FailedGuard(const LatheValue* values, int64_t n) const {
   return guards_(values, n);
 }
 
+bool LoadedGraph::OnItsDevice(const LatheValue* values, int64_t n) const {
+  const Device want = device_ != nullptr ? device_->device() : Device::Cpu();
+  for (int64_t k = 0; k < n; ++k) {
+    const LatheValue& v = values[k];
+    if (v.kind == LATHE_VALUE_COMPOSITE) {
+      if (!OnItsDevice(v.inner, v.num_inner)) return false;
+    } else if (v.kind == LATHE_VALUE_TENSOR && v.storage != nullptr &&
+               static_cast<const Storage*>(v.storage)->device() != want) {
+      return false;
+    }
+  }
+  return true;
+}
+
+LatheKernelRuntime LoadedGraph::CallRuntime(uint64_t seed) const {
+  LatheKernelRuntime rt = SeededKernelRuntime(seed);
+  if (device_ != nullptr) device_->Prepare(&rt);
+  return rt;
+}
+
 int LoadedGraph::InvokeGraph(const LatheValue* inputs, int64_t n, uint64_t seed,
                              absl::Span<const int> ranks,
                              std::vector<Operand>* results) const {
   if (graph_call_ == nullptr) return kCallNoEntry;
+  if (!OnItsDevice(inputs, n)) return kCallWrongDevice;
   // Each result's sizes and strides, at its rank, in one array.
   int64_t dims = 0;
   for (int rank : ranks) dims += 2 * rank;
@@ -336,7 +372,7 @@ int LoadedGraph::InvokeGraph(const LatheValue* inputs, int64_t n, uint64_t seed,
     out[k].strides = shape.data() + at;
     at += ranks[k];
   }
-  const LatheKernelRuntime rt = SeededKernelRuntime(seed);
+  const LatheKernelRuntime rt = CallRuntime(seed);
   int rc =
       graph_call_(inputs, n, out.data(), static_cast<int64_t>(out.size()), &rt);
   if (rc != 0) return rc;
@@ -361,6 +397,7 @@ int LoadedGraph::Invoke(const ArgViews& args, uint64_t seed,
                         std::vector<Operand>* results,
                         std::vector<Operand>* rebound) const {
   if (call_ == nullptr) return kCallNoEntry;
+  if (!OnItsDevice(args.data(), args.size())) return kCallWrongDevice;
   const CallSignature& s = signature_;
   const size_t users = s.results.size();
   const size_t top = users + s.rebound_inputs.size();
@@ -372,7 +409,7 @@ int LoadedGraph::Invoke(const ArgViews& args, uint64_t seed,
     arena.Shape(ResultShape::Plain(s.rebound_ranks[j]), &out[users + j]);
   }
   // This call's seed rides in a copy of the runtime's routines.
-  const LatheKernelRuntime rt = SeededKernelRuntime(seed);
+  const LatheKernelRuntime rt = CallRuntime(seed);
   int rc = call_(args.data(), args.size(), out, static_cast<int64_t>(top), &rt);
   if (rc != 0) return rc;
   // Every plain result holds a storage from here on: each is taken back
@@ -449,6 +486,11 @@ absl::Status CallStatus(int rc, absl::Span<const std::string> checks) {
       return absl::InternalError(
           "the mutation epilogue could not copy an updated value into its "
           "input");
+    case LATHE_CALL_DEVICE_FAILED: {
+      absl::Status why = TakeDeviceError();
+      if (!why.ok()) return why;
+      return absl::InternalError("the device refused a launch or a copy");
+    }
     case kCallBadResult:
       return absl::InternalError(
           "the compiled graph returned a result the runtime cannot wrap");
@@ -456,6 +498,10 @@ absl::Status CallStatus(int rc, absl::Span<const std::string> checks) {
       return absl::FailedPreconditionError(
           "the compiled library has no such entry (lathe_call_user: compiled "
           "without its composite wrapper)");
+    case kCallWrongDevice:
+      return absl::InvalidArgumentError(
+          "a tensor argument is on another device than the compiled "
+          "graph's kernels (copy it there first)");
     default:
       break;
   }

@@ -37,6 +37,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "runtime/composite.h"
+#include "runtime/device_kernels.h"
 #include "runtime/kernel_abi.h"
 #include "runtime/kernel_runtime.h"
 #include "runtime/shared_library.h"
@@ -50,6 +51,8 @@ namespace lathe {
 inline constexpr int kCallBadResult = -100;
 // Invoke's (or InvokeGraph's) code when the library lacks that entry.
 inline constexpr int kCallNoEntry = -101;
+// A tensor argument on another device than the compiled kernels'.
+inline constexpr int kCallWrongDevice = -102;
 
 // The shape of one result of a compiled user call: a plain value of `rank`
 // dimensions, or a composite of a registered type over inner results.
@@ -132,13 +135,17 @@ class LoadedGraph {
       const std::string& path, CallSignature signature);
   // The same for a library already loaded (SharedLibrary::OpenImage: the
   // bytes that were checked).
+  // A library whose kernels run on a device (it exports
+  // lathe_device_kernels) needs them loaded: `device`.
   static absl::StatusOr<std::shared_ptr<const LoadedGraph>> Open(
-      SharedLibrary library, CallSignature signature);
+      SharedLibrary library, CallSignature signature,
+      std::shared_ptr<const DeviceKernels> device = nullptr);
   // A library the compiler just built, whose user entry (lathe_call_user)
   // may be absent (a graph compiled without its composite wrapper): its
   // graph entry (lathe_call) must be there.
   static absl::StatusOr<std::shared_ptr<const LoadedGraph>> OpenGraph(
-      SharedLibrary library, CallSignature signature);
+      SharedLibrary library, CallSignature signature,
+      std::shared_ptr<const DeviceKernels> device = nullptr);
 
   // The compiled guards on the views of the user's placeholders (the
   // constants after them are not read): LATHE_GUARDS_HOLD, the index of
@@ -171,13 +178,22 @@ class LoadedGraph {
 
   const CallSignature& signature() const { return signature_; }
   const std::string& path() const { return library_.path(); }
+  // The device the kernels run on, if not the host (null).
+  const DeviceKernels* device() const { return device_.get(); }
 
  private:
   LoadedGraph() = default;
   SharedLibrary library_;
   // Finds the entries (lathe_call_user required when `user_entry`).
   static absl::StatusOr<std::shared_ptr<const LoadedGraph>> Load(
-      SharedLibrary library, CallSignature signature, bool user_entry);
+      SharedLibrary library, CallSignature signature, bool user_entry,
+      std::shared_ptr<const DeviceKernels> device);
+  // Whether every tensor of the `n` values (composites' inner ones too)
+  // lives where the kernels run.
+  bool OnItsDevice(const LatheValue* values, int64_t n) const;
+  // A call's runtime: `seed`, and the device's parts.
+  LatheKernelRuntime CallRuntime(uint64_t seed) const;
+  std::shared_ptr<const DeviceKernels> device_;
   LatheCallUserFn call_ = nullptr;    // lathe_call_user
   LatheCallFn graph_call_ = nullptr;  // lathe_call
   LatheGuardFn guards_ = nullptr;

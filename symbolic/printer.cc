@@ -397,27 +397,51 @@ std::string ToCpp(Expr e, const CppPrintOptions& options) {
   return CppPrinter(options).Print(e);
 }
 
+// clang-format off
 absl::string_view CppPrelude() {
-  return R"cpp(#include <algorithm>
+  return R"cpp(#if defined(__CUDACC_RTC__)
+// NVRTC (codegen/cuda): the std:: names ToCpp() prints, on the device.
+#include <cuda/std/cmath>
+#include <cuda/std/cstdint>
+#include <cuda/std/limits>
+using cuda::std::int64_t;
+namespace std {
+template <typename T>
+__device__ __forceinline__ const T& max(const T& a, const T& b) {
+  return a < b ? b : a;
+}
+template <typename T>
+__device__ __forceinline__ const T& min(const T& a, const T& b) {
+  return b < a ? b : a;
+}
+using cuda::std::numeric_limits;
+using cuda::std::pow;
+}  // namespace std
+#define LATHE_INDEX_FN static __device__ __forceinline__
+#else
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#define LATHE_INDEX_FN static inline
+#endif
 
-               // Python's floor division and modulus on int64 (C++ truncates).
-               static inline int64_t lathe_floordiv(int64_t a, int64_t b) {
-                 int64_t q = a / b;
-                 return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-               }
-               static inline int64_t lathe_pymod(int64_t a, int64_t b) {
-                 int64_t r = a % b;
-                 return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-               }
-               static inline int64_t lathe_pow_by_natural(int64_t base, int64_t exp) {
-                 int64_t r = 1;
-                 for (; exp > 0; --exp) r *= base;
-                 return r;
-               }
-  )cpp";
+// Python's floor division and modulus on int64 (C++ truncates).
+LATHE_INDEX_FN int64_t lathe_floordiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
+LATHE_INDEX_FN int64_t lathe_pymod(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+LATHE_INDEX_FN int64_t lathe_pow_by_natural(int64_t base, int64_t exp) {
+  int64_t r = 1;
+  for (; exp > 0; --exp) r *= base;
+  return r;
+}
+)cpp";
+}
+// clang-format on
 
 }  // namespace lathe::symbolic

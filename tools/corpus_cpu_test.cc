@@ -11,9 +11,15 @@
 // size, an index the made-up values put out of range) is listed, not
 // compared; a graph the cpu backend refuses to compile (an op without a
 // lowering) is listed with lathec's message.
+//
+// The same corpora run through `lathec run --backend cuda` on the emulated
+// CUDA device (LATHE_CUDA_DEVICE=emulated): every graph whose kernels are
+// all pointwise must match; the others are listed with the kernel the cuda
+// emitter cannot write yet.
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -64,12 +70,13 @@ std::string Short(const std::string& file, const absl::Status& s,
 
 struct Outcome {
   int compared = 0;
-  std::vector<std::string> not_graphs, interp_refused, cpu_refused;
+  std::vector<std::string> not_graphs, interp_refused, backend_refused;
 };
 
-// Runs one graph file both ways and compares; failures are gtest failures.
-void RunGraph(const std::string& dir, const std::string& file,
-              Outcome* outcome) {
+// Runs one graph file both ways (the interpreter and `backend`) and
+// compares; failures are gtest failures.
+void RunGraph(const std::string& backend, const std::string& dir,
+              const std::string& file, Outcome* outcome) {
   std::string path = absl::StrCat(dir, "/", file);
   SCOPED_TRACE(path);
   std::ifstream in(path);
@@ -81,7 +88,7 @@ void RunGraph(const std::string& dir, const std::string& file,
         absl::StrCat(file, ": ", g.status().message()));
     return;
   }
-  std::string base = TestTmpPath(absl::StrCat("corpus_cpu/", file));
+  std::string base = TestTmpPath(absl::StrCat("corpus_", backend, "/", file));
   std::vector<std::string> args = {path};
   for (int set = 0; set < 2; ++set) {
     std::string inputs = absl::StrCat(base, "_in", set);
@@ -93,21 +100,24 @@ void RunGraph(const std::string& dir, const std::string& file,
         set == 0 ? 0.5 : -1.25));
     args.insert(args.end(), {"--inputs", inputs});
   }
-  std::vector<std::string> interp = args, cpu = args;
+  std::vector<std::string> interp = args, compiled = args;
   interp.insert(interp.end(), {"--out", base + "_interp"});
-  cpu.insert(cpu.end(), {"--backend", "cpu", "--out", base + "_cpu"});
+  compiled.insert(compiled.end(),
+                  {"--backend", backend, "--out", base + "_" + backend});
   absl::Status want = LathecRun(interp);
   if (!want.ok()) {
     outcome->interp_refused.push_back(Short(file, want, dir, base));
     return;
   }
-  absl::Status got = LathecRun(cpu);
-  if (absl::StrContains(got.message(), ": cpu backend: ")) {
-    outcome->cpu_refused.push_back(Short(file, got, dir, base));
+  absl::Status got = LathecRun(compiled);
+  if (absl::StrContains(got.message(),
+                        absl::StrCat(": ", backend, " backend: "))) {
+    outcome->backend_refused.push_back(Short(file, got, dir, base));
     return;
   }
   ASSERT_OK(got);
-  std::string diff = testing::NpyTreeDiff(base + "_interp", base + "_cpu");
+  std::string diff =
+      testing::NpyTreeDiff(base + "_interp", base + "_" + backend);
   EXPECT_EQ(diff, "");
   if (diff.empty()) ++outcome->compared;
 }
@@ -116,19 +126,23 @@ void RunGraph(const std::string& dir, const std::string& file,
 constexpr int kGraphCorpusFloor = 24;
 constexpr int kAotCorpusFloor = 55;
 
-void RunCorpus(const std::string& name, int floor) {
+// On the emulated device: the graphs whose kernels are all pointwise.
+constexpr int kGraphCorpusCudaFloor = 13;
+constexpr int kAotCorpusCudaFloor = 50;
+
+void RunCorpus(const std::string& backend, const std::string& name, int floor) {
   std::string dir = RunfilePath(name);
   Outcome outcome;
   int total = 0;
   for (const std::string& file : DirEntries(dir)) {
     if (!absl::EndsWith(file, ".txt") || file == "README.txt") continue;
     ++total;
-    RunGraph(dir, file, &outcome);
+    RunGraph(backend, dir, file, &outcome);
   }
   std::printf(
-      "%s: %d of %d graphs compiled by the cpu backend match the "
+      "%s: %d of %d graphs compiled by the %s backend match the "
       "interpreter\n",
-      name.c_str(), outcome.compared, total);
+      name.c_str(), outcome.compared, total, backend.c_str());
   std::printf("  %zu are not graphs (kept as fuzz seeds):\n",
               outcome.not_graphs.size());
   for (const std::string& r : outcome.not_graphs) {
@@ -139,8 +153,9 @@ void RunCorpus(const std::string& name, int floor) {
   for (const std::string& r : outcome.interp_refused) {
     std::printf("    %s\n", r.c_str());
   }
-  std::printf("  the cpu backend refuses %zu:\n", outcome.cpu_refused.size());
-  for (const std::string& r : outcome.cpu_refused) {
+  std::printf("  the %s backend refuses %zu:\n", backend.c_str(),
+              outcome.backend_refused.size());
+  for (const std::string& r : outcome.backend_refused) {
     std::printf("    %s\n", r.c_str());
   }
   EXPECT_GE(total, 20);
@@ -148,11 +163,21 @@ void RunCorpus(const std::string& name, int floor) {
 }
 
 TEST(CorpusCpuTest, GraphCorpusMatchesTheInterpreter) {
-  RunCorpus("ir/testdata/graphs", kGraphCorpusFloor);
+  RunCorpus("cpu", "ir/testdata/graphs", kGraphCorpusFloor);
 }
 
 TEST(CorpusCpuTest, AotScenariosMatchTheInterpreter) {
-  RunCorpus("aot/testdata/aot_corpus", kAotCorpusFloor);
+  RunCorpus("cpu", "aot/testdata/aot_corpus", kAotCorpusFloor);
+}
+
+TEST(CorpusCudaTest, GraphCorpusOnTheEmulatedDeviceMatches) {
+  setenv("LATHE_CUDA_DEVICE", "emulated", 1);
+  RunCorpus("cuda", "ir/testdata/graphs", kGraphCorpusCudaFloor);
+}
+
+TEST(CorpusCudaTest, AotScenariosOnTheEmulatedDeviceMatch) {
+  setenv("LATHE_CUDA_DEVICE", "emulated", 1);
+  RunCorpus("cuda", "aot/testdata/aot_corpus", kAotCorpusCudaFloor);
 }
 
 // The runtime wrapper plan and the composite wrapper of every AOT scenario

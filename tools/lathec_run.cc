@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -36,6 +37,7 @@
 #include "runtime/compile_cache.h"
 #include "runtime/compiled_function.h"
 #include "runtime/composite.h"
+#include "runtime/cuda/cuda_storage.h"
 #include "runtime/file_io.h"
 #include "runtime/storage.h"
 #include "status_macros.h"
@@ -258,6 +260,27 @@ CompileOptions CompileOptionsOf(
   return options;
 }
 
+// The tensors of `values` (composites' inner ones too) copied to the CUDA
+// device (`to_device`) or back to the host: lathec's inputs come from .npy
+// files and its results go to them, around kernels on a device.
+absl::Status MoveTensors(absl::Span<Operand> values, bool to_device) {
+  for (Operand& v : values) {
+    if (v.kind == Operand::Kind::kComposite && v.composite != nullptr) {
+      auto moved = std::make_shared<CompositeTensor>(*v.composite);
+      RETURN_IF_ERROR(MoveTensors(absl::MakeSpan(moved->inner), to_device));
+      v.composite = std::move(moved);
+      continue;
+    }
+    if (v.kind != Operand::Kind::kTensor || !v.tensor.defined()) continue;
+    if (to_device) {
+      ASSIGN_OR_RETURN(v.tensor, ToDevice(v.tensor, Device::Cuda(0)));
+    } else if (v.tensor.device().is_cuda()) {
+      ASSIGN_OR_RETURN(v.tensor, ToHost(v.tensor));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Runs every set through one CompiledFunction (runtime/compiled_function.h)
 // for the run's backend (a set its variants' guards refuse compiles again,
 // with the first set's sizes as the first compile's hints; the interpreter
@@ -283,9 +306,16 @@ absl::StatusOr<std::vector<PendingFile>> RunCompiled(
     absl::StatusOr<std::vector<Operand>> args =
         LoadArguments(written, written, composites, set, values, constants);
     if (!args.ok()) return error(args.status());
+    const bool on_device = o.backend == "cuda";
+    if (on_device)
+      RETURN_IF_ERROR(error(MoveTensors(absl::MakeSpan(*args), true)));
     auto start = std::chrono::steady_clock::now();
     absl::StatusOr<std::vector<Operand>> results =
         f->Call(absl::MakeSpan(*args));
+    if (on_device && results.ok()) {
+      RETURN_IF_ERROR(error(MoveTensors(absl::MakeSpan(*results), false)));
+      RETURN_IF_ERROR(error(MoveTensors(absl::MakeSpan(*args), false)));
+    }
     seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
@@ -317,9 +347,9 @@ absl::StatusOr<std::vector<PendingFile>> RunCompiled(
     if (c->function == nullptr) continue;  // the interpreter's
     const codegen::CpuStats& st = c->function->stats();
     stats->push_back(absl::StrFormat(
-        "cpu backend: %d kernels (%d before fusion); lathe %.1f ms, C++ "
+        "%s backend: %d kernels (%d before fusion); lathe %.1f ms, C++ "
         "compiler %.0f ms%s; %zu run(s), %.3f ms each",
-        st.kernels, st.kernels_unfused, st.lower_seconds * 1e3,
+        o.backend, st.kernels, st.kernels_unfused, st.lower_seconds * 1e3,
         st.compiler_seconds * 1e3, CacheNote(st), sets.size(),
         (seconds - compiler.compile_seconds()) * 1e3 / sets.size()));
   }
@@ -345,9 +375,18 @@ absl::Status RunArtifact(const RunOptions& o) {
     absl::StatusOr<std::vector<Operand>> args =
         ArtifactArguments(m, layout, set);
     if (!args.ok()) return error(args.status());
+    const bool on_device = absl::c_any_of(m.files, [](const ArtifactFile& f) {
+      return f.name == kDeviceImageFile;
+    });
+    if (on_device)
+      RETURN_IF_ERROR(error(MoveTensors(absl::MakeSpan(*args), true)));
     absl::StatusOr<std::vector<Operand>> results =
         a.function->Call(absl::MakeSpan(*args));
     if (!results.ok()) return error(results.status());
+    if (on_device) {
+      RETURN_IF_ERROR(error(MoveTensors(absl::MakeSpan(*results), false)));
+      RETURN_IF_ERROR(error(MoveTensors(absl::MakeSpan(*args), false)));
+    }
     std::vector<bool> written(args->size(), false);
     for (int i : m.mutated) written[i] = true;
     std::string prefix = o.input_dirs.empty() ? "" : absl::StrCat(k, "/");

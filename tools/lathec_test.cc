@@ -442,8 +442,11 @@ TEST(LathecTest, ErrorsAreOneLineAndWriteNothing) {
       {{"run", graph, "--input", "x=" + x, "--input", "w=" + w, "--backend",
         "cuda", "--out", out},
        1,
-       "lathec: backend 'cuda' is not available yet (available: interp, "
-       "cpu)\n"},
+       "lathec: no CUDA device: "},
+      {{"run", graph, "--input", "x=" + x, "--input", "w=" + w, "--backend",
+        "tpu", "--out", out},
+       1,
+       "lathec: unknown backend 'tpu' (available: interp, cpu, cuda)\n"},
       {{"compile", graph}, 1, "lathec: no -o DIR given\n"},
       {{"compile", graph, "-o", out, "--inputs", "d", "--inputs", "e"},
        1,

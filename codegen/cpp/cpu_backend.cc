@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "codegen/cpp/cpp_compiler.h"
 #include "codegen/cpp/cpp_emitter.h"
 
@@ -19,10 +20,11 @@ class Cpu final : public Backend {
     return EmitCpp(program);
   }
   const HostCode& host_code() const override { return HostMemoryCode(); }
-  absl::StatusOr<BuiltLibrary> Build(absl::string_view source,
+  absl::StatusOr<BuiltLibrary> Build(absl::string_view kernels,
+                                     absl::string_view host,
                                      const std::string& dir,
                                      CacheBackend* cache) const override {
-    return CompileSharedLibrary(source, dir, cache);
+    return CompileSharedLibrary(absl::StrCat(kernels, host), dir, cache);
   }
   std::vector<std::pair<std::string, std::string>> ArtifactFiles(
       const BuiltLibrary& built, absl::string_view source) const override {

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "check.h"
+#include "runtime/copy.h"
 #include "runtime/kernel_runtime.h"
 #include "runtime/loaded_graph.h"
 #include "runtime/storage.h"
@@ -114,8 +115,14 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Load(
     signature.rebound_ranks.assign(f->output_ranks_.begin() + leaf,
                                    f->output_ranks_.end());
   }
+  std::shared_ptr<const DeviceKernels> device;
+  if (parts.backend != nullptr) {
+    ASSIGN_OR_RETURN(device, parts.backend->LoadDevice(f->built_, library));
+  }
+  f->built_.device_image = std::string();
   ASSIGN_OR_RETURN(f->loaded_, LoadedGraph::OpenGraph(std::move(library),
-                                                      std::move(signature)));
+                                                      std::move(signature),
+                                                      std::move(device)));
   f->user_entry_ = wrapper.user_entry && f->loaded_->has_user_entry();
   return f;
 }
@@ -249,6 +256,20 @@ absl::StatusOr<std::vector<ir::Value>> CpuFunction::Call(
   ASSIGN_OR_RETURN(std::vector<const ir::Value*> inputs,
                    WithConstants(given, constants));
   if (host_checks_) RETURN_IF_ERROR(ir::CheckInputs(slots_, inputs));
+  // Kernels on a device: the tensors go there, and what they write back.
+  const DeviceKernels* device = loaded_->device();
+  std::vector<ir::Value> on_device;
+  if (device != nullptr) {
+    RETURN_IF_ERROR(ir::CheckInputs(slots_, inputs));
+    on_device.reserve(inputs.size());
+    for (const ir::Value* v : inputs) {
+      on_device.push_back(*v);
+      if (v->is_tensor()) {
+        ASSIGN_OR_RETURN(on_device.back().tensor, device->ToDevice(v->tensor));
+      }
+    }
+    for (size_t k = 0; k < inputs.size(); ++k) inputs[k] = &on_device[k];
+  }
   LatheValue in[kMaxInline];
   std::vector<LatheValue> in_heap;
   LatheValue* ins = in;
@@ -266,6 +287,18 @@ absl::StatusOr<std::vector<ir::Value>> CpuFunction::Call(
   std::vector<ir::Value> results;
   results.reserve(out.size());
   for (const Operand& o : out) results.push_back(aot::ValueOf(o));
+  if (device != nullptr) {
+    for (ir::Value& r : results) {
+      if (!r.is_tensor()) continue;
+      ASSIGN_OR_RETURN(r.tensor, device->ToHost(r.tensor));
+    }
+    const std::vector<bool> written = Mutated(given.size());
+    for (size_t k = 0; k < given.size(); ++k) {
+      if (!written[k] || !given[k].is_tensor()) continue;
+      ASSIGN_OR_RETURN(Tensor back, device->ToHost(on_device[k].tensor));
+      RETURN_IF_ERROR(CopyTensor(given[k].tensor, back));
+    }
+  }
   return results;
 }
 
@@ -309,19 +342,57 @@ absl::StatusOr<aot::UserCall> CpuFunction::CallUser(
     ASSIGN_OR_RETURN(Operand constant, aot::OperandOf(*v));
     in.push_back(std::move(constant));
   }
+  // Kernels on a device: the tensors go there, and come back.
+  const DeviceKernels* device = loaded_->device();
+  if (device != nullptr) RETURN_IF_ERROR(host_check());
+  for (Operand& o : in) {
+    if (device == nullptr) break;
+    if (o.kind == Operand::Kind::kComposite) {
+      return absl::UnimplementedError(
+          "composite arguments of a function compiled for a CUDA device");
+    }
+    if (o.kind == Operand::Kind::kTensor && o.tensor.defined()) {
+      ASSIGN_OR_RETURN(o.tensor, device->ToDevice(o.tensor));
+    }
+  }
   ArgViews views;
   views.Build(in);
   std::vector<Operand> results, rebound_values;
   int rc = loaded_->Invoke(views, seed, &results, &rebound_values);
   if (rc != 0) return CallError(rc, host_check);
+  for (Operand& o : rebound_values) {
+    if (device == nullptr) break;
+    if (o.kind == Operand::Kind::kTensor && o.tensor.defined()) {
+      ASSIGN_OR_RETURN(o.tensor, device->ToHost(o.tensor));
+    }
+  }
+  for (Operand& o : results) {
+    if (device == nullptr) break;
+    if (o.kind == Operand::Kind::kComposite) {
+      return absl::UnimplementedError(
+          "composite results of a function compiled for a CUDA device");
+    }
+    if (o.kind == Operand::Kind::kTensor && o.tensor.defined()) {
+      ASSIGN_OR_RETURN(o.tensor, device->ToHost(o.tensor));
+    }
+  }
   absl::flat_hash_map<int, ir::Value> rebound;
   for (size_t j = 0; j < rebound_inputs_.size(); ++j) {
     rebound[rebound_inputs_[j]] = aot::ValueOf(rebound_values[j]);
   }
   const size_t placeholders =
       lowered_.input_buffers.size() - lowered_.constants.size();
-  return aot::UserCallOf(sub.argument_layouts(), std::move(args),
-                         Mutated(placeholders), rebound, std::move(results));
+  const std::vector<bool> written = Mutated(placeholders);
+  for (size_t k = 0; device != nullptr && k < args.size(); ++k) {
+    if (k >= written.size() || !written[k] ||
+        args[k].kind != Operand::Kind::kTensor) {
+      continue;
+    }
+    ASSIGN_OR_RETURN(Tensor back, device->ToHost(in[k].tensor));
+    RETURN_IF_ERROR(CopyTensor(args[k].tensor, back));
+  }
+  return aot::UserCallOf(sub.argument_layouts(), std::move(args), written,
+                         rebound, std::move(results));
 }
 
 absl::StatusOr<ir::Interpretation> CpuFunction::Run(

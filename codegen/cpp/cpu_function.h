@@ -78,6 +78,9 @@ class CpuFunction {
     const aot::RuntimeWrapperPlan* plan = nullptr;
     const aot::SubclassWrapperPlan* subclass = nullptr;
     std::string temp_dir;  // removed with the function ("": none)
+    // The backend that built it, which loads its device half (null: the
+    // cpu's, which has none).
+    const Backend* backend = nullptr;
   };
 
   // Load()
@@ -156,12 +159,20 @@ class CpuFunction {
       const absl::flat_hash_map<std::string, ir::Value>& constants) const;
 
   const std::string& source() const { return source_; }
+  // The loop IR, scheduled and planned, it was built from.
+  const LoweredGraph& lowered() const { return lowered_; }
   // The loop IR before and after scheduling.
   const std::string& unscheduled() const { return unscheduled_; }
   const std::string& scheduled() const { return scheduled_; }
   // The graph with its fusion groups, as Graphviz text (fusion_graph.h).
   const std::string& fusion_dot() const { return fusion_dot_; }
   const BuiltLibrary& library() const { return built_; }
+  // The device its kernels run on (tensors given on the host are copied
+  // there and back by Run, RunWithPlan and CallUser).
+  Device device() const {
+    return loaded_->device() != nullptr ? loaded_->device()->device()
+                                        : Device::Cpu();
+  }
   const CpuStats& stats() const { return stats_; }
 
  private:

@@ -549,7 +549,7 @@ absl::StatusOr<WrapperSource> EmitWrapper(
   const int nb = static_cast<int>(p.buffers.size());
   const int nk = static_cast<int>(p.kernels.size());
   absl::StrAppend(
-      &out,
+      &out, host.Prelude(p),
       "\n// The host function (codegen/cpp/wrapper_emitter.cc).\n"
       "namespace {\n"
       "// int64 sums and products that note an overflow in *ov.\n"
@@ -724,7 +724,7 @@ absl::StatusOr<WrapperSource> EmitWrapper(
                       ");\n    return ", kernel.check + 1, ";\n  }\n");
       continue;
     }
-    out += host.RunKernel(kernel);
+    out += host.RunKernel(p, k, cpp);
     for (int b = 0; b < nb; ++b) {
       if (allocated(b) && p.buffers[b].free_after == k) {
         absl::StrAppend(&out, "  rt->release(H.h[", b, "]); H.h[", b,

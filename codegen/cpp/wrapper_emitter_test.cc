@@ -131,8 +131,10 @@ CHECK-NEXT: }
 // of the host function (checks, binds, the allocator) is the same text.
 class FakeDeviceCode final : public HostCode {
  public:
-  std::string RunKernel(const Kernel& kernel) const override {
-    return absl::StrCat("  E = launch_", kernel.name, "(B, S, F, rt);\n");
+  std::string RunKernel(const Program& program, int k,
+                        const HostCpp&) const override {
+    return absl::StrCat("  E = launch_", program.kernels[k].name,
+                        "(B, S, F, rt);\n");
   }
   std::string LoadElement(int b, DType dtype,
                           absl::string_view index) const override {

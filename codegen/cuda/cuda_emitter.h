@@ -1,0 +1,67 @@
+// -----------------------------------------------------------------------------
+// File: cuda_emitter.h
+// -----------------------------------------------------------------------------
+//
+// Emits a scheduled loop-IR program's kernels as one CUDA C++ translation
+// unit, which NVRTC builds for a GPU and the system C++ compiler builds,
+// against runtime/cuda/cuda_emulation.h, for the emulated device. Pointwise
+// kernels first: each loop kernel is
+//
+//   extern "C" __global__ void k0(const float* b0, float* b2, int64_t s0,
+//                                 double f0, int64_t n)
+//
+// — the buffers it touches (in buffer order), every size symbol of the
+// program, every float symbol, and its element count n — whose threads
+// walk the flattened outer loops in a grid-stride loop (element i is the
+// loop point whose innermost variable varies fastest), computing in int32
+// when every index of the program fits (scalar_code.h's Int32Indexing) and
+// the count leaves room for the stride, in int64 otherwise. Views,
+// broadcasting, strides and casts are the loop IR's index arithmetic and
+// scalar ops, shared with the cpu emitter (scalar_code.h). The host
+// function (wrapper_emitter.h, with CudaHostCode: cuda_backend.h) launches
+// kernel k of DeviceKernelNames by index with the same parameters.
+//
+// A kernel the emitter cannot write yet (a reduction, a scan, indexing by
+// loaded values, an extern call) is an error naming its graph nodes.
+//
+// Example:
+//
+//   ASSIGN_OR_RETURN(std::string cuda, EmitCuda(program));
+//   std::vector<std::string> names = DeviceKernelNames(program);  // {"k0"}
+
+#ifndef LATHE_CODEGEN_CUDA_CUDA_EMITTER_H_
+#define LATHE_CODEGEN_CUDA_CUDA_EMITTER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "codegen/loop_ir.h"
+
+namespace lathe::codegen {
+
+// Threads per block of a pointwise kernel, and the most blocks a launch
+// uses (a grid-stride loop covers the rest).
+inline constexpr int kCudaBlock = 256;
+inline constexpr int kCudaMaxBlocks = 1 << 16;
+
+// EmitCuda()
+//
+// The program's device kernels as CUDA C++ (with the scalar prelude), or
+// the error naming the first kernel it cannot write.
+absl::StatusOr<std::string> EmitCuda(const Program& program);
+
+// DeviceKernelNames()
+//
+// The names of the program's device kernels (its loop kernels), in the
+// order the host function launches them by index.
+std::vector<std::string> DeviceKernelNames(const Program& program);
+
+// DeviceKernelBuffers()
+//
+// The buffers kernel `k` touches, in buffer order: its first parameters.
+std::vector<int> DeviceKernelBuffers(const Kernel& k);
+
+}  // namespace lathe::codegen
+
+#endif  // LATHE_CODEGEN_CUDA_CUDA_EMITTER_H_

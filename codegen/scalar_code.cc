@@ -1,0 +1,180 @@
+#include "codegen/scalar_code.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "codegen/scalar_ops.h"
+#include "symbolic/printer.h"
+
+namespace lathe::codegen {
+namespace {
+
+using symbolic::Expr;
+
+// A bound on the magnitude of `e` and of every value computed on the way
+// (loop variables at most `top`); int64 max for what it cannot bound (an
+// indirect variable: a loaded int64, a symbol).
+int64_t Magnitude(Expr e, const absl::flat_hash_map<Expr, int64_t>& top) {
+  constexpr int64_t kInf = std::numeric_limits<int64_t>::max();
+  auto sat_add = [](int64_t a, int64_t b) {
+    return a > kInf - b ? kInf : a + b;
+  };
+  auto sat_mul = [](int64_t a, int64_t b) {
+    return a != 0 && b > kInf / a ? kInf : a * b;
+  };
+  switch (e.kind()) {
+    case symbolic::ExprKind::kInteger:
+      return e.int_value() == std::numeric_limits<int64_t>::min()
+                 ? kInf
+                 : std::abs(e.int_value());
+    case symbolic::ExprKind::kSymbol: {
+      auto it = top.find(e);
+      return it == top.end() ? kInf : it->second;
+    }
+    case symbolic::ExprKind::kAdd:
+    case symbolic::ExprKind::kMul: {
+      int64_t m = e.kind() == symbolic::ExprKind::kAdd ? 0 : 1;
+      for (Expr a : e.args()) {
+        int64_t b = Magnitude(a, top);
+        m = e.kind() == symbolic::ExprKind::kAdd ? sat_add(m, b)
+                                                 : sat_mul(m, b);
+      }
+      return m;
+    }
+    case symbolic::ExprKind::kFloorDiv:
+    case symbolic::ExprKind::kCleanDiv:
+    case symbolic::ExprKind::kModularIndexing:
+    case symbolic::ExprKind::kMod:
+    case symbolic::ExprKind::kPythonMod:
+    case symbolic::ExprKind::kMin:
+    case symbolic::ExprKind::kMax: {
+      int64_t m = 0;
+      for (Expr a : e.args()) m = std::max(m, Magnitude(a, top));
+      return m;
+    }
+    default:
+      return kInf;
+  }
+}
+
+}  // namespace
+
+bool Int32Indexing(const Program& p) {
+  for (Expr s : p.symbols) {
+    if (!s.is_float()) return false;
+  }
+  for (const Buffer& b : p.buffers) {
+    if (b.numel.kind() != symbolic::ExprKind::kInteger ||
+        b.numel.int_value() > std::numeric_limits<int32_t>::max()) {
+      return false;
+    }
+  }
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  for (const Kernel& k : p.kernels) {
+    // The largest value each loop variable takes.
+    absl::flat_hash_map<Expr, int64_t> top;
+    std::vector<Expr> vars = k.vars, ranges = k.ranges;
+    for (const Section& s : k.sections) {
+      vars.insert(vars.end(), s.vars.begin(), s.vars.end());
+      ranges.insert(ranges.end(), s.ranges.begin(), s.ranges.end());
+    }
+    for (size_t v = 0; v < vars.size(); ++v) {
+      if (ranges[v].kind() != symbolic::ExprKind::kInteger ||
+          ranges[v].int_value() > kMax) {
+        return false;
+      }
+      top[vars[v]] = std::max<int64_t>(ranges[v].int_value() - 1, 0);
+    }
+    // Every index expression, and every value inside it, stays within
+    // int32 (a quotient's dividend may exceed the result).
+    for (const ScalarOp& op : k.ops) {
+      if (op.index.is_null() || op.kind == ScalarOp::Kind::kSymbol) continue;
+      if (Magnitude(op.index, top) > kMax) return false;
+    }
+  }
+  return true;
+}
+
+std::string ConstantCpp(const ScalarOp& op) {
+  std::string t(CType(op.dtype));
+  if (op.dtype == DType::kBool) return op.i != 0 ? "true" : "false";
+  if (!IsFloatingPoint(op.dtype)) {
+    if (op.i == std::numeric_limits<int64_t>::min()) {
+      return absl::StrCat("static_cast<", t, ">(-9223372036854775807LL - 1)");
+    }
+    return absl::StrCat("static_cast<", t, ">(", op.i, "LL)");
+  }
+  std::string ct(CType(ComputeDType(op.dtype)));
+  if (std::isnan(op.f)) {
+    return absl::StrCat("lathe_std::numeric_limits<", ct, ">::quiet_NaN()");
+  }
+  if (std::isinf(op.f)) {
+    return absl::StrCat(op.f < 0 ? "-" : "", "lathe_std::numeric_limits<", ct,
+                        ">::infinity()");
+  }
+  return absl::StrCat("static_cast<", ct, ">(", symbolic::FormatFloat(op.f),
+                      ")");
+}
+
+bool EmitScalarOp(const Kernel& k, int i, const IndexCpp& cpp,
+                  absl::string_view indent, std::string* out) {
+  const ScalarOp& op = k.ops[i];
+  const std::string t(CType(op.dtype));
+  auto arg = [&](int a) { return absl::StrCat("v", op.args[a]); };
+  switch (op.kind) {
+    case ScalarOp::Kind::kLoad:
+      absl::StrAppend(out, indent, "const ", t, " v", i, " = b", op.buffer, "[",
+                      cpp(op.index, &op), "];\n");
+      return true;
+    case ScalarOp::Kind::kStore:
+      absl::StrAppend(
+          out, indent, op.masked ? absl::StrCat("if (", arg(1), ") ") : "", "b",
+          op.buffer, "[", cpp(op.index, &op), "] = ", arg(0), ";\n");
+      return true;
+    case ScalarOp::Kind::kConstant: {
+      const DType held =
+          IsFloatingPoint(op.dtype) ? ComputeDType(op.dtype) : op.dtype;
+      absl::StrAppend(out, indent, "const ", CType(held), " v", i, " = ",
+                      ConstantCpp(op), ";\n");
+      return true;
+    }
+    case ScalarOp::Kind::kIndex:
+      absl::StrAppend(out, indent, "const int64_t v", i,
+                      " = static_cast<int64_t>(", cpp(op.index, nullptr),
+                      ");\n");
+      return true;
+    case ScalarOp::Kind::kSymbol:
+      absl::StrAppend(out, indent, "const double v", i,
+                      " = static_cast<double>(", cpp(op.index, nullptr),
+                      ");\n");
+      return true;
+    case ScalarOp::Kind::kCall: {
+      std::vector<std::string> args;
+      for (size_t a = 0; a < op.args.size(); ++a) {
+        args.push_back(arg(static_cast<int>(a)));
+      }
+      absl::StrAppend(out, indent, "const ", t, " v", i, " = lathe_op_", op.fn,
+                      "(", absl::StrJoin(args, ", "), ");\n");
+      return true;
+    }
+    case ScalarOp::Kind::kCast:
+      absl::StrAppend(out, indent, "const ", t, " v", i, " = lathe_cast<", t,
+                      ">(", arg(0), ");\n");
+      return true;
+    case ScalarOp::Kind::kReduce:
+    case ScalarOp::Kind::kScan:
+    case ScalarOp::Kind::kCheckIndex:
+      return false;
+  }
+  return false;
+}
+
+}  // namespace lathe::codegen

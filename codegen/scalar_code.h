@@ -1,0 +1,60 @@
+// -----------------------------------------------------------------------------
+// File: scalar_code.h
+// -----------------------------------------------------------------------------
+//
+// The C++ statement of one straight-line scalar op of the loop IR (a load,
+// a store, a constant, an index or symbol value, a call of scalar_ops.h's
+// functions, a cast), which the cpu emitter (cpp/cpp_emitter.h) and the
+// cuda emitter (cuda/cuda_emitter.h) both write: a kernel's values are
+// `v<i>`, buffer b's elements `b<b>[...]`, and the text compiles with the
+// scalar prelude on the host and under NVRTC alike (lathe_std is std or
+// libcu++). Reductions, scans and index checks are each emitter's own.
+//
+// Example:
+//
+//   std::string out;
+//   for (int i = 0; i < k.ops.size(); ++i) {
+//     if (!EmitScalarOp(k, i, index_cpp, "    ", &out)) ...;  // a reduce
+//   }
+//   // "    const float v2 = lathe_op_mul(v0, v1);\n"
+
+#ifndef LATHE_CODEGEN_SCALAR_CODE_H_
+#define LATHE_CODEGEN_SCALAR_CODE_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "codegen/loop_ir.h"
+#include "symbolic/expr.h"
+
+namespace lathe::codegen {
+
+// An index expression as C++; `op` is the access it indexes (its indirect
+// variables are its args' values), or null.
+using IndexCpp =
+    std::function<std::string(symbolic::Expr e, const ScalarOp* op)>;
+
+// Int32Indexing()
+//
+// Whether every loop index and every index computation of `p` fits in
+// int32: no size is symbolic, every buffer holds fewer than 2^31
+// elements, and every index expression stays within int32 on the way to
+// its value (bounded from the loop extents). Otherwise loops count in int64.
+bool Int32Indexing(const Program& p);
+
+// ConstantCpp()
+//
+// A constant op's value as a C++ expression of its compute type.
+std::string ConstantCpp(const ScalarOp& op);
+
+// EmitScalarOp()
+//
+// Appends op `i` of `k` as one statement at `indent`, and true; false
+// (nothing appended) for a reduce, a scan or an index check.
+bool EmitScalarOp(const Kernel& k, int i, const IndexCpp& cpp,
+                  absl::string_view indent, std::string* out);
+
+}  // namespace lathe::codegen
+
+#endif  // LATHE_CODEGEN_SCALAR_CODE_H_

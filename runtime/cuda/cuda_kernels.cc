@@ -1,0 +1,185 @@
+#include "runtime/cuda/cuda_kernels.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/copy.h"
+#include "runtime/cuda/cuda_device.h"
+#include "runtime/cuda/cuda_storage.h"
+#include "runtime/cuda/driver_api.h"
+#include "runtime/kernel_runtime.h"
+#include "runtime/storage.h"
+#include "status_macros.h"
+
+namespace lathe {
+namespace {
+
+// A kernel library names at most this many kernels (a hostile one cannot
+// make the loader walk memory without end).
+constexpr int kMaxKernels = 1 << 16;
+
+CuDevicePtr Address(const void* p) {
+  return static_cast<CuDevicePtr>(reinterpret_cast<uintptr_t>(p));
+}
+
+class CudaKernels final : public DeviceKernels {
+ public:
+  static absl::StatusOr<std::shared_ptr<const DeviceKernels>> Load(
+      absl::string_view image, const SharedLibrary& host) {
+    ASSIGN_OR_RETURN(void* symbol, host.Symbol(kDeviceKernelsSymbol));
+    const char* const* names = static_cast<const char* const*>(symbol);
+    RETURN_IF_ERROR(UseCudaStorage());
+    ASSIGN_OR_RETURN(const CudaDriver* cu, CudaDevice());
+    RETURN_IF_ERROR(MakeCudaContextCurrent(*cu));
+    std::shared_ptr<CudaKernels> k(new CudaKernels(*cu));
+    if (image.empty()) {
+      return absl::InvalidArgumentError("an empty CUDA module image");
+    }
+    // cuModuleLoadData reads a cubin's or an ELF's own length; PTX must
+    // end with a NUL, which std::string keeps after its bytes.
+    k->image_ = std::string(image);
+    RETURN_IF_ERROR(
+        CudaCall(*cu, cu->module_load_data(&k->module_, k->image_.data()),
+                 "cuModuleLoadData"));
+    for (int i = 0; names[i] != nullptr; ++i) {
+      if (i == kMaxKernels) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the library names more than ", kMaxKernels, " kernels"));
+      }
+      CuFunction f = nullptr;
+      RETURN_IF_ERROR(
+          CudaCall(*cu, cu->module_get_function(&f, k->module_, names[i]),
+                   absl::StrCat("cuModuleGetFunction ", names[i])));
+      k->functions_.push_back(f);
+      k->names_.emplace_back(names[i]);
+    }
+    return std::shared_ptr<const DeviceKernels>(std::move(k));
+  }
+
+  ~CudaKernels() override {
+    if (module_ != nullptr) {
+      MakeCudaContextCurrent(cu_).IgnoreError();
+      cu_.module_unload(module_);
+    }
+  }
+
+  Device device() const override { return Device::Cuda(0); }
+
+  void Prepare(LatheKernelRuntime* rt) const override {
+    // CUDA's current context is per thread; a failure shows at the launch.
+    MakeCudaContextCurrent(cu_).IgnoreError();
+    rt->device = &runtime_;
+    rt->alloc = &Alloc;
+    rt->copy = &Copy;
+  }
+
+  absl::StatusOr<Tensor> ToDevice(const Tensor& t) const override {
+    return lathe::ToDevice(t, Device::Cuda(0));
+  }
+  absl::StatusOr<Tensor> ToHost(const Tensor& t) const override {
+    return lathe::ToHost(t);
+  }
+
+ private:
+  explicit CudaKernels(const CudaDriver& cu) : cu_(cu) {
+    runtime_.self = this;
+    runtime_.launch = &Launch;
+    runtime_.to_host = &ToHostBytes;
+  }
+
+  static int Launch(void* self, int64_t kernel, const uint32_t* grid,
+                    const uint32_t* block, uint32_t shared_bytes,
+                    void** params) {
+    const CudaKernels& k = *static_cast<const CudaKernels*>(self);
+    if (kernel < 0 || kernel >= static_cast<int64_t>(k.functions_.size())) {
+      SetDeviceError(absl::InternalError(
+          absl::StrCat("no device kernel ", kernel, " (the library has ",
+                       k.functions_.size(), ")")));
+      return 1;
+    }
+    absl::Status s = CudaCall(
+        k.cu_,
+        k.cu_.launch_kernel(k.functions_[kernel], grid[0], grid[1], grid[2],
+                            block[0], block[1], block[2], shared_bytes,
+                            /*stream=*/nullptr, params, nullptr),
+        absl::StrCat("cuLaunchKernel ", k.names_[kernel]));
+    if (!s.ok()) {
+      SetDeviceError(std::move(s));
+      return 1;
+    }
+    return 0;
+  }
+
+  static int ToHostBytes(void* self, void* dst, const void* src,
+                         int64_t bytes) {
+    const CudaDriver& cu = static_cast<const CudaKernels*>(self)->cu_;
+    absl::Status s =
+        CudaCall(cu,
+                 cu.memcpy_dtoh_async(dst, Address(src),
+                                      static_cast<size_t>(bytes), nullptr),
+                 "cuMemcpyDtoHAsync");
+    if (s.ok()) {
+      s = CudaCall(cu, cu.stream_synchronize(nullptr), "cuStreamSynchronize");
+    }
+    if (!s.ok()) {
+      SetDeviceError(std::move(s));
+      return 1;
+    }
+    return 0;
+  }
+
+  // Device storage handles, as kernel_runtime.cc's host ones.
+  static void* Alloc(int64_t bytes, void** data) {
+    absl::StatusOr<Storage> s =
+        Storage::AllocateUninitialized(bytes, Device::Cuda(0));
+    if (!s.ok()) {
+      SetAllocError(s.status());
+      return nullptr;
+    }
+    *data = s->data();
+    return new Storage(*std::move(s));
+  }
+
+  // dst.copy_(src) on the device: through the host (the mutation epilogue
+  // of a pointwise program; a device copy kernel is the next issue's).
+  static int Copy(const LatheValue* dst, const LatheValue* src) {
+    absl::StatusOr<Tensor> d = TensorOfValue(*dst), s = TensorOfValue(*src);
+    if (!d.ok() || !s.ok()) return 1;
+    absl::StatusOr<Tensor> hd = lathe::ToHost(*d), hs = lathe::ToHost(*s);
+    if (!hd.ok() || !hs.ok() || !CopyTensor(*hd, *hs).ok()) return 1;
+    absl::StatusOr<Tensor> back = lathe::ToDevice(*hd, Device::Cuda(0));
+    if (!back.ok()) return 1;
+    // ToDevice kept hd's layout over the bytes it spans from its offset;
+    // those bytes go over d's.
+    const int64_t bytes = back->storage().nbytes();
+    absl::StatusOr<const CudaDriver*> cu = CudaDevice();
+    if (!cu.ok() || bytes == 0) return cu.ok() ? 0 : 1;
+    char* to = static_cast<char*>(d->storage().data()) +
+               d->storage_offset() * d->itemsize();
+    return (*cu)->memcpy_dtod_async(
+               Address(to), Address(back->storage().data()),
+               static_cast<size_t>(bytes), nullptr) == kCudaSuccess
+               ? 0
+               : 1;
+  }
+
+  const CudaDriver& cu_;
+  std::string image_;
+  CuModule module_ = nullptr;
+  std::vector<CuFunction> functions_;
+  std::vector<std::string> names_;
+  LatheDeviceRuntime runtime_{};
+};
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const DeviceKernels>> LoadCudaKernels(
+    absl::string_view image, const SharedLibrary& host) {
+  return CudaKernels::Load(image, host);
+}
+
+}  // namespace lathe

@@ -1,0 +1,50 @@
+// -----------------------------------------------------------------------------
+// File: device_kernels.h
+// -----------------------------------------------------------------------------
+//
+// The device half of a compiled graph whose kernels run on a device
+// (codegen/cuda): its host library (LoadedGraph) exports
+// lathe_device_kernels, the names of the kernels its host function
+// launches by index, and a DeviceKernels holds them loaded (a CUDA module:
+// runtime/cuda/cuda_kernels.h). A call's LatheKernelRuntime gets the
+// device's parts from it (launch, copy to host, device alloc and copy),
+// and a caller with host tensors moves them with ToDevice and ToHost.
+//
+// Example:
+//
+//   ASSIGN_OR_RETURN(std::shared_ptr<const DeviceKernels> d,
+//                    LoadCudaKernels(cubin, library));
+//   ASSIGN_OR_RETURN(auto g, LoadedGraph::OpenGraph(std::move(library),
+//                                                   signature, d));
+
+#ifndef LATHE_RUNTIME_DEVICE_KERNELS_H_
+#define LATHE_RUNTIME_DEVICE_KERNELS_H_
+
+#include "absl/status/statusor.h"
+#include "runtime/device.h"
+#include "runtime/kernel_abi.h"
+#include "runtime/tensor.h"
+
+namespace lathe {
+
+// The symbol of a host library whose kernels run on a device: a
+// null-terminated array of the kernels' names (const char* const[]).
+inline constexpr char kDeviceKernelsSymbol[] = "lathe_device_kernels";
+
+class DeviceKernels {
+ public:
+  virtual ~DeviceKernels() = default;
+  // The device the kernels run on.
+  virtual Device device() const = 0;
+  // Sets `rt`'s device parts for one call on this thread: device, and
+  // alloc and copy for device memory.
+  virtual void Prepare(LatheKernelRuntime* rt) const = 0;
+  // Host tensor `t` copied to the device (same sizes and strides).
+  virtual absl::StatusOr<Tensor> ToDevice(const Tensor& t) const = 0;
+  // Device tensor `t` copied to the host.
+  virtual absl::StatusOr<Tensor> ToHost(const Tensor& t) const = 0;
+};
+
+}  // namespace lathe
+
+#endif  // LATHE_RUNTIME_DEVICE_KERNELS_H_
