@@ -22,7 +22,7 @@
 //   const Backend& b = CpuBackend();
 //   ASSIGN_OR_RETURN(std::string kernels, b.EmitKernels(lowered.program));
 //   ASSIGN_OR_RETURN(BuiltLibrary lib,
-//                    b.Build(kernels, host.text, dir, cache));
+//                    b.Build(kernels, host.text, dir, {.cache = cache}));
 //   auto files = b.ArtifactFiles(lib, source);  // kernel.so, .cc
 
 #ifndef LATHE_CODEGEN_BACKEND_H_
@@ -56,8 +56,20 @@ struct BuiltLibrary {
   std::string cache_hit;    // the cache tier it came from; "" if compiled
   std::string cache_error;  // why storing it in the cache failed, if it did
   // A device backend's kernels, built apart from the host library: the
-  // module image it loads (a cubin, or the emulated device's library).
+  // module image this process loads (a cubin, or the emulated device's
+  // library), and the files an artifact holds (a cubin per architecture
+  // asked for, PTX, the emulated device's library: cuda_kernels.h's names).
   std::string device_image;
+  std::vector<std::pair<std::string, std::string>> device_files;
+};
+
+// How a backend builds.
+struct BuildOptions {
+  // The compile cache the builds go through (none: always build).
+  CacheBackend* cache = nullptr;
+  // cuda: the architectures an artifact holds cubins for (80 for sm_80);
+  // empty: the present device's.
+  std::vector<int> cuda_archs;
 };
 
 // The host function's device parts, as C++ text it splices in. The base
@@ -100,12 +112,11 @@ class Backend {
   // The host function's device parts.
   virtual const HostCode& host_code() const = 0;
   // Builds the kernels' source and the host function's into what a
-  // compiled graph loads, in `dir`; with a `cache`, one built before from
+  // compiled graph loads, in `dir`; with a cache, one built before from
   // the same sources comes from it.
-  virtual absl::StatusOr<BuiltLibrary> Build(absl::string_view kernels,
-                                             absl::string_view host,
-                                             const std::string& dir,
-                                             CacheBackend* cache) const = 0;
+  virtual absl::StatusOr<BuiltLibrary> Build(
+      absl::string_view kernels, absl::string_view host, const std::string& dir,
+      const BuildOptions& options) const = 0;
   // The device half of what Build made, loaded for its host library (the
   // cpu's kernels are in it: null).
   virtual absl::StatusOr<std::shared_ptr<const DeviceKernels>> LoadDevice(

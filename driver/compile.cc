@@ -221,7 +221,8 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
     dir.temporary = true;
   }
   absl::StatusOr<codegen::BuiltLibrary> built =
-      backend.Build(*kernels, p.host.text, dir.path, options.cache);
+      backend.Build(*kernels, p.host.text, dir.path,
+                    {.cache = options.cache, .cuda_archs = options.cuda_archs});
   if (!built.ok()) return failed(built.status());
   p.built = *std::move(built);
   stats.compiler_seconds = p.built.seconds;

@@ -83,6 +83,9 @@ struct CompileOptions {
   // through (none: always build).
   std::string dir;
   CacheBackend* cache = nullptr;
+  // With the cuda backend: the architectures an artifact holds cubins for
+  // (80 for sm_80; empty: the present device's).
+  std::vector<int> cuda_archs;
   // With a backend: also make an artifact's parts (CompiledGraph::manifest
   // and files); an error when the whole user call cannot run inside the
   // library (its runtime or composite wrapper would need the host).

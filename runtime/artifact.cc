@@ -323,6 +323,13 @@ absl::Status WriteArtifact(
   return staged.Commit();
 }
 
+bool HoldsDeviceKernels(const Manifest& m) {
+  for (const ArtifactFile& f : m.files) {
+    if (absl::StartsWith(f.name, kKernelsFilePrefix)) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
                                             CompiledFunction::Options options) {
   const std::string manifest_path = absl::StrCat(dir, "/", kManifestName);
@@ -342,8 +349,8 @@ absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
   }
   // Every file as the manifest says, before any is loaded; the library is
   // loaded from the bytes checked, never from its path again.
-  std::string library_bytes, device_image;
-  bool has_device_image = false;
+  std::string library_bytes;
+  std::vector<std::pair<std::string, std::string>> kernel_files;
   for (const ArtifactFile& f : m.files) {
     const std::string path = absl::StrCat(dir, "/", f.name);
     ASSIGN_OR_RETURN(std::string bytes,
@@ -358,11 +365,10 @@ absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
                              ": damaged: its SHA-256 is not the "
                              "manifest's"));
     }
-    if (f.name == kDeviceImageFile) {
-      device_image = std::move(bytes);
-      has_device_image = true;
-    } else if (&f == &m.files[0]) {
+    if (&f == &m.files[0]) {
       library_bytes = std::move(bytes);
+    } else if (absl::StartsWith(f.name, kKernelsFilePrefix)) {
+      kernel_files.emplace_back(f.name, std::move(bytes));
     }
   }
   RETURN_IF_ERROR(KeepOpenMpLoaded());
@@ -372,14 +378,12 @@ absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
   // Kernels on a device: its module, loaded for the library's kernel table.
   std::shared_ptr<const DeviceKernels> device;
   if (library.Symbol(kDeviceKernelsSymbol).ok()) {
-    if (!has_device_image) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(manifest_path,
-                       ": its kernels run on a CUDA device, "
-                       "and it lists no ",
-                       kDeviceImageFile));
+    absl::StatusOr<std::string> image = DeviceImageFor(kernel_files);
+    if (!image.ok()) {
+      return absl::Status(image.status().code(),
+                          absl::StrCat(dir, ": ", image.status().message()));
     }
-    ASSIGN_OR_RETURN(device, LoadCudaKernels(device_image, library));
+    ASSIGN_OR_RETURN(device, LoadCudaKernels(*image, library));
   }
   ASSIGN_OR_RETURN(
       std::shared_ptr<const LoadedGraph> graph,

@@ -43,9 +43,6 @@ namespace lathe {
 
 // lathe's version, recorded in every artifact (and part of cache keys).
 inline constexpr char kLatheVersion[] = "0.12.0";
-// The file of an artifact whose kernels run on a CUDA device: their module
-// (codegen/cuda's build: a cubin, or the emulated device's library).
-inline constexpr char kDeviceImageFile[] = "kernels.image";
 // The manifest's own format.
 inline constexpr int kArtifactFormat = 1;
 // The most bytes a manifest, and any file of an artifact, may hold.
@@ -94,6 +91,10 @@ struct Manifest {
 absl::Status WriteArtifact(
     const std::string& dir, Manifest manifest,
     const std::vector<std::pair<std::string, std::string>>& files);
+
+// Whether the artifact's kernels run on a CUDA device (it holds their
+// files: runtime/cuda/cuda_kernels.h).
+bool HoldsDeviceKernels(const Manifest& m);
 
 struct LoadedArtifact {
   Manifest manifest;

@@ -11,7 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -54,11 +53,11 @@ namespace lathe {
 
 const char kLathecUsage[] =
     "usage: lathec run (GRAPH | --artifact DIR) (--input NAME=FILE.npy ... | "
-    "--inputs DIR ...) [--backend interp|cpu] --out DIR [--dump-dir DIR] "
+    "--inputs DIR ...) [--backend interp|cpu|cuda] --out DIR [--dump-dir DIR] "
     "[--trace FILE] [--max-memory BYTES] [--max-elements N] "
     "[--max-compiles N] [--passes NAME,NAME,...|none]\n"
     "       lathec compile GRAPH -o DIR [--input NAME=FILE.npy ... | --inputs "
-    "DIR] [--trace FILE]\n"
+    "DIR] [--backend cpu|cuda] [--cuda-arch sm_80,sm_90] [--trace FILE]\n"
     "       lathec guards GRAPH [--input NAME=FILE.npy ... | --inputs DIR] "
     "[--trace FILE]";
 
@@ -307,8 +306,9 @@ absl::StatusOr<std::vector<PendingFile>> RunCompiled(
         LoadArguments(written, written, composites, set, values, constants);
     if (!args.ok()) return error(args.status());
     const bool on_device = o.backend == "cuda";
-    if (on_device)
+    if (on_device) {
       RETURN_IF_ERROR(error(MoveTensors(absl::MakeSpan(*args), true)));
+    }
     auto start = std::chrono::steady_clock::now();
     absl::StatusOr<std::vector<Operand>> results =
         f->Call(absl::MakeSpan(*args));
@@ -362,6 +362,11 @@ absl::StatusOr<std::vector<PendingFile>> RunCompiled(
 absl::Status RunArtifact(const RunOptions& o) {
   ASSIGN_OR_RETURN(LoadedArtifact a, LoadArtifact(o.artifact));
   const Manifest& m = a.manifest;
+  // Kernels on a device: the arguments are arranged on the host (as the
+  // manifest lays them out, there), then copied to the device.
+  const bool on_device = HoldsDeviceKernels(m);
+  Manifest on_host = m;
+  for (ArgumentSpec& spec : on_host.arguments) spec.device = Device::Cpu();
   ASSIGN_OR_RETURN(ArtifactLayout layout, ArtifactLayoutOf(m));
   ASSIGN_OR_RETURN(std::vector<InputSet> sets,
                    InputSets(o.inputs, o.input_dirs, layout.files, "artifact"));
@@ -373,13 +378,11 @@ absl::Status RunArtifact(const RunOptions& o) {
     };
     RETURN_IF_ERROR(ReadSet(set));
     absl::StatusOr<std::vector<Operand>> args =
-        ArtifactArguments(m, layout, set);
+        ArtifactArguments(on_host, layout, set);
     if (!args.ok()) return error(args.status());
-    const bool on_device = absl::c_any_of(m.files, [](const ArtifactFile& f) {
-      return f.name == kDeviceImageFile;
-    });
-    if (on_device)
+    if (on_device) {
       RETURN_IF_ERROR(error(MoveTensors(absl::MakeSpan(*args), true)));
+    }
     absl::StatusOr<std::vector<Operand>> results =
         a.function->Call(absl::MakeSpan(*args));
     if (!results.ok()) return error(results.status());
@@ -514,7 +517,25 @@ namespace {
 struct CompileCommand {
   RunOptions run;  // graph, inputs, max_memory
   std::string out;
+  std::string backend = "cpu";
+  std::vector<int> cuda_archs;  // --cuda-arch sm_80,sm_90 -> {80, 90}
 };
+
+// "sm_80,sm_90" -> {80, 90}.
+absl::StatusOr<std::vector<int>> ParseCudaArchs(absl::string_view text) {
+  std::vector<int> archs;
+  for (absl::string_view a : absl::StrSplit(text, ',')) {
+    int arch = 0;
+    if (!absl::ConsumePrefix(&a, "sm_") || !absl::SimpleAtoi(a, &arch) ||
+        arch < 50 || arch > 200) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--cuda-arch expects sm_NN,sm_NN,... (e.g. sm_80,sm_90), got '", text,
+          "'"));
+    }
+    archs.push_back(arch);
+  }
+  return archs;
+}
 
 absl::StatusOr<CompileCommand> ParseCompile(
     const std::vector<std::string>& args, bool needs_out) {
@@ -533,8 +554,21 @@ absl::StatusOr<CompileCommand> ParseCompile(
       c.out = args[++i];
     } else if (absl::StartsWith(args[i], "--out=")) {
       c.out = args[i].substr(6);
+    } else if (needs_out &&
+               (args[i] == "--backend" || args[i] == "--cuda-arch")) {
+      if (i + 1 >= args.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(args[i], " needs a value"));
+      }
+      if (args[i] == "--backend") {
+        c.backend = args[++i];
+      } else {
+        ASSIGN_OR_RETURN(c.cuda_archs, ParseCudaArchs(args[++i]));
+      }
     } else if (args[i] == "--backend" ||
                absl::StartsWith(args[i], "--backend=") ||
+               args[i] == "--cuda-arch" ||
+               absl::StartsWith(args[i], "--cuda-arch=") ||
                args[i] == "--dump-dir" ||
                absl::StartsWith(args[i], "--dump-dir=") ||
                args[i] == "--artifact" ||
@@ -546,6 +580,13 @@ absl::StatusOr<CompileCommand> ParseCompile(
   }
   if (needs_out && c.out.empty()) {
     return absl::InvalidArgumentError("no -o DIR given");
+  }
+  if (c.backend != "cpu" && c.backend != "cuda") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "compile makes code for --backend cpu or cuda, not '", c.backend, "'"));
+  }
+  if (!c.cuda_archs.empty() && c.backend != "cuda") {
+    return absl::InvalidArgumentError("--cuda-arch needs --backend cuda");
   }
   rest.push_back("--out");
   rest.push_back(needs_out ? c.out : "-");
@@ -584,7 +625,8 @@ absl::Status LathecCompile(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(ParsedGraph parsed, Parse(text, c.run.graph));
   ASSIGN_OR_RETURN(CompileOptions options,
                    OptionsWithHints(c.run, *parsed.written));
-  options.backend = &codegen::CpuBackend();
+  ASSIGN_OR_RETURN(options.backend, BackendNamed(c.backend));
+  options.cuda_archs = c.cuda_archs;
   options.artifact = true;
   ASSIGN_OR_RETURN(options.cache, DefaultCompileCache());
   ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> compiled,
@@ -593,13 +635,19 @@ absl::Status LathecCompile(const std::vector<std::string>& args) {
   RETURN_IF_ERROR(WriteTrace(c.run.trace, parsed, {&a}));
   RETURN_IF_ERROR(WriteArtifact(c.out, a.manifest, a.files));
   const codegen::CpuStats& st = a.function->stats();
+  // The device kernels' files, after kernel.so and kernel.cc.
+  std::string device;
+  for (size_t k = 2; k < a.files.size(); ++k) {
+    absl::StrAppend(&device, a.files[k].first, ", ");
+  }
   std::printf(
-      "%s: kernel.so (%zu bytes), kernel.cc, manifest.txt (%zu arguments, "
+      "%s: kernel.so (%zu bytes), kernel.cc, %smanifest.txt (%zu arguments, "
       "%zu results, %zu guards)\n"
-      "cpu backend: %d kernels (%d before fusion); lathe %.1f ms, C++ "
+      "%s backend: %d kernels (%d before fusion); lathe %.1f ms, C++ "
       "compiler %.0f ms%s\n",
-      c.out.c_str(), a.files[0].second.size(), a.manifest.arguments.size(),
-      a.manifest.signature.results.size(), a.manifest.guards.size(), st.kernels,
+      c.out.c_str(), a.files[0].second.size(), device.c_str(),
+      a.manifest.arguments.size(), a.manifest.signature.results.size(),
+      a.manifest.guards.size(), c.backend.c_str(), st.kernels,
       st.kernels_unfused, st.lower_seconds * 1e3, st.compiler_seconds * 1e3,
       CacheNote(st).c_str());
   return absl::OkStatus();

@@ -452,7 +452,21 @@ TEST(LathecTest, ErrorsAreOneLineAndWriteNothing) {
        1,
        "lathec: give the example inputs once (--input NAME=FILE.npy ... or "
        "one --inputs DIR)\n"},
-      {{"compile", graph, "-o", out, "--backend", "cpu"},
+      {{"compile", graph, "-o", out, "--backend", "interp"},
+       1,
+       "lathec: compile makes code for --backend cpu or cuda, not 'interp'\n"},
+      {{"compile", graph, "-o", out, "--cuda-arch", "sm_90"},
+       1,
+       "lathec: --cuda-arch needs --backend cuda\n"},
+      {{"compile", graph, "-o", out, "--backend", "cuda", "--cuda-arch",
+        "sm_9x"},
+       1,
+       "lathec: --cuda-arch expects sm_NN,sm_NN,... (e.g. sm_80,sm_90), got "
+       "'sm_9x'\n"},
+      {{"compile", graph, "-o", out, "--backend", "cuda"},
+       1,
+       "lathec: no CUDA device: "},
+      {{"guards", graph, "--backend", "cpu"},
        1,
        "lathec: unknown flag --backend\n"},
       {{"guards", graph, "-o", out}, 1, "lathec: unknown flag -o\n"},
@@ -990,6 +1004,58 @@ TEST(LathecTest, PastTheCompileLimitTheInterpreterRuns) {
                                 TestTmpPath("limit_bad")});
   EXPECT_EQ(bad.output,
             "lathec: --max-compiles expects a number from 1 to 1000\n");
+}
+
+// The cuda backend through lathec on the emulated device: `run --backend
+// cuda` copies the inputs to the device and the results and the updated
+// parameter back, as the interpreter's run writes them; `compile --backend
+// cuda --cuda-arch sm_80,sm_90` writes the kernels for both architectures,
+// their PTX and the emulated device's library, and `run --artifact` (the
+// runtime alone) calls it on the device; without a device the artifact is
+// refused in one line.
+TEST(LathecCudaTest, RunAndArtifactOnTheEmulatedDevice) {
+  const std::string graph = RunfilePath("ir/testdata/graphs/09_sgd_step.txt");
+  std::vector<std::string> inputs = {
+      "--input", "param=" + Save("cu_param.npy", Filled({16, 32}, 1.0)),
+      "--input", "grad=" + Save("cu_grad.npy", Filled({16, 32}, 2.0)),
+      "--input", "lr=" + Save("cu_lr.npy", Filled({}, 0.25, DType::kFloat64))};
+  auto run = [&](std::vector<std::string> head, const std::string& out) {
+    head.insert(head.end(), inputs.begin(), inputs.end());
+    head.insert(head.end(), {"--out", TestTmpPath(out)});
+    return RunLathec(head);
+  };
+  LathecResult want = run({"run", graph}, "cu_interp");
+  ASSERT_EQ(want.status, 0) << want.output;
+  setenv("LATHE_CUDA_DEVICE", "emulated", 1);
+  LathecResult got = run({"run", graph, "--backend", "cuda"}, "cu_run");
+  ASSERT_EQ(got.status, 0) << got.output;
+  EXPECT_THAT(got.output, HasSubstr("cuda backend: "));
+  const std::string dir = TestTmpPath("cu_artifact");
+  LathecResult c = RunLathec({"compile", graph, "-o", dir, "--backend", "cuda",
+                              "--cuda-arch", "sm_80,sm_90"});
+  ASSERT_EQ(c.status, 0) << c.output;
+  EXPECT_THAT(c.output,
+              HasSubstr("kernel.cc, kernels.emulated.so, kernels.ptx, "
+                        "kernels.sm_80.cubin, kernels.sm_90.cubin, "
+                        "manifest.txt"));
+  LathecResult a = run({"run", "--artifact", dir}, "cu_art");
+  ASSERT_EQ(a.status, 0) << a.output;
+  for (const std::string& file : {"out0.npy", "mutated/param.npy"}) {
+    Tensor w = *ReadNpy(TestTmpPath("cu_interp/" + file));
+    for (const std::string& d : {"cu_run/", "cu_art/"}) {
+      Tensor g = *ReadNpy(TestTmpPath(d + file));
+      EXPECT_EQ(g.ToString(), w.ToString()) << d << file;
+      ForEachIndex(w.sizes(), [&](absl::Span<const int64_t> i) {
+        EXPECT_EQ(g.GetDouble(i), w.GetDouble(i)) << d << file;
+      });
+    }
+  }
+  unsetenv("LATHE_CUDA_DEVICE");
+  LathecResult none = run({"run", "--artifact", dir}, "cu_none");
+  EXPECT_EQ(none.status, 1);
+  EXPECT_THAT(none.output, HasSubstr("no CUDA device"));
+  EXPECT_EQ(std::count(none.output.begin(), none.output.end(), '\n'), 1);
+  EXPECT_FALSE(PathExists(TestTmpPath("cu_none")));
 }
 
 // `lathec compile` writes an artifact that `lathec run --artifact` (another

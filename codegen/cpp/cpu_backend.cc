@@ -20,11 +20,11 @@ class Cpu final : public Backend {
     return EmitCpp(program);
   }
   const HostCode& host_code() const override { return HostMemoryCode(); }
-  absl::StatusOr<BuiltLibrary> Build(absl::string_view kernels,
-                                     absl::string_view host,
-                                     const std::string& dir,
-                                     CacheBackend* cache) const override {
-    return CompileSharedLibrary(absl::StrCat(kernels, host), dir, cache);
+  absl::StatusOr<BuiltLibrary> Build(
+      absl::string_view kernels, absl::string_view host, const std::string& dir,
+      const BuildOptions& options) const override {
+    return CompileSharedLibrary(absl::StrCat(kernels, host), dir,
+                                options.cache);
   }
   std::vector<std::pair<std::string, std::string>> ArtifactFiles(
       const BuiltLibrary& built, absl::string_view source) const override {

@@ -50,7 +50,7 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CompileCpu(
     p.temp_dir = dir;
   }
   absl::StatusOr<BuiltLibrary> built =
-      backend.Build(kernels, p.host.text, dir, options.cache);
+      backend.Build(kernels, p.host.text, dir, {.cache = options.cache});
   if (!built.ok()) {
     std::error_code ec;
     if (!p.temp_dir.empty()) std::filesystem::remove_all(p.temp_dir, ec);

@@ -6,12 +6,12 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "codegen/cpp/cpp_compiler.h"
 #include "codegen/cuda/cuda_emitter.h"
 #include "codegen/scalar_ops.h"
-#include "runtime/artifact.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_kernels.h"
 #include "runtime/cuda/nvrtc.h"
@@ -98,18 +98,6 @@ class CudaHost final : public HostCode {
   }
 };
 
-// The device's compute capability as NVRTC's architecture (90 for 9.0).
-absl::StatusOr<int> Architecture(const CudaDriver& cu) {
-  int major = 0, minor = 0;
-  RETURN_IF_ERROR(CudaCall(
-      cu, cu.device_get_attribute(&major, kCuAttrComputeCapabilityMajor, 0),
-      "cuDeviceGetAttribute"));
-  RETURN_IF_ERROR(CudaCall(
-      cu, cu.device_get_attribute(&minor, kCuAttrComputeCapabilityMinor, 0),
-      "cuDeviceGetAttribute"));
-  return 10 * major + minor;
-}
-
 class Cuda final : public Backend {
  public:
   absl::string_view name() const override { return "cuda"; }
@@ -120,15 +108,22 @@ class Cuda final : public Backend {
   }
   const HostCode& host_code() const override { return CudaHostCode(); }
 
-  absl::StatusOr<BuiltLibrary> Build(absl::string_view kernels,
-                                     absl::string_view host,
-                                     const std::string& dir,
-                                     CacheBackend* cache) const override {
+  absl::StatusOr<BuiltLibrary> Build(
+      absl::string_view kernels, absl::string_view host, const std::string& dir,
+      const BuildOptions& options) const override {
     ASSIGN_OR_RETURN(const CudaDriver* cu, CudaDevice());
     RETURN_IF_ERROR(MakeCudaContextCurrent(*cu));
+    ASSIGN_OR_RETURN(const int device_arch, CudaArchitecture(*cu));
     ASSIGN_OR_RETURN(BuiltLibrary built,
-                     CompileSharedLibrary(host, dir, cache));
-    if (cu->source == "emulated") {
+                     CompileSharedLibrary(host, dir, options.cache));
+    auto add = [&built](double seconds, const std::string& hit,
+                        const std::string& command) {
+      built.seconds += seconds;
+      built.command += absl::StrCat(" && ", command);
+      if (built.cache_hit != hit) built.cache_hit = "";
+    };
+    const bool emulated = cu->source == "emulated";
+    if (emulated) {
       // The kernels as a host library against the emulation header.
       const std::string sub = dir + "/device";
       std::error_code ec;
@@ -140,22 +135,41 @@ class Cuda final : public Backend {
       ASSIGN_OR_RETURN(
           BuiltLibrary module,
           CompileSharedLibrary(absl::StrCat(kEmulationHeader, "\n", kernels),
-                               sub, cache));
-      built.device_image = std::move(module.image);
-      built.seconds += module.seconds;
-      built.command += absl::StrCat(" && ", module.command);
-      if (built.cache_hit != module.cache_hit) built.cache_hit = "";
-      return built;
+                               sub, options.cache));
+      add(module.seconds, module.cache_hit, module.command);
+      built.device_image = module.image;
+      built.device_files.emplace_back(kEmulatedModuleFile,
+                                      std::move(module.image));
     }
-    ASSIGN_OR_RETURN(int arch, Architecture(*cu));
-    ASSIGN_OR_RETURN(const Nvrtc* nvrtc, LoadNvrtc());
+    // A cubin for each architecture asked for (the device's by default),
+    // and PTX for newer ones: NVRTC runs without a GPU, so an artifact
+    // built on the emulated device runs on a real one too.
+    std::vector<int> archs = options.cuda_archs;
+    if (archs.empty()) archs.push_back(device_arch);
+    if (!emulated && absl::c_find(archs, device_arch) == archs.end()) {
+      archs.push_back(device_arch);  // what this process loads
+    }
+    if (emulated && options.cuda_archs.empty()) archs.clear();
     ASSIGN_OR_RETURN(
-        CachedCudaImage image,
-        CompileCudaCached(*nvrtc, kernels, "kernels.cu", arch, {}, cache));
-    built.device_image = std::move(image.image.cubin);
-    built.seconds += image.seconds;
-    built.command += absl::StrCat(" && nvrtc sm_", arch);
-    if (built.cache_hit != image.cache_hit) built.cache_hit = "";
+        const Nvrtc* nvrtc,
+        archs.empty() ? absl::StatusOr<const Nvrtc*>(nullptr) : LoadNvrtc());
+    for (int arch : archs) {
+      ASSIGN_OR_RETURN(CachedCudaImage image,
+                       CompileCudaCached(*nvrtc, kernels, "kernels.cu", arch,
+                                         {}, options.cache));
+      add(image.seconds, image.cache_hit, absl::StrCat("nvrtc sm_", arch));
+      if (!emulated && arch == device_arch)
+        built.device_image = image.image.cubin;
+      const bool asked =
+          options.cuda_archs.empty() ||
+          absl::c_find(options.cuda_archs, arch) != options.cuda_archs.end();
+      if (!asked) continue;
+      if (arch == archs.front()) {
+        built.device_files.emplace_back(kPtxFile, image.image.ptx);
+      }
+      built.device_files.emplace_back(CubinFile(arch),
+                                      std::move(image.image.cubin));
+    }
     return built;
   }
 
@@ -166,9 +180,11 @@ class Cuda final : public Backend {
 
   std::vector<std::pair<std::string, std::string>> ArtifactFiles(
       const BuiltLibrary& built, absl::string_view source) const override {
-    return {{"kernel.so", built.image},
-            {"kernel.cc", std::string(source)},
-            {kDeviceImageFile, built.device_image}};
+    std::vector<std::pair<std::string, std::string>> files = {
+        {"kernel.so", built.image}, {"kernel.cc", std::string(source)}};
+    files.insert(files.end(), built.device_files.begin(),
+                 built.device_files.end());
+    return files;
   }
 };
 

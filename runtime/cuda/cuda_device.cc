@@ -46,4 +46,15 @@ absl::Status MakeCudaContextCurrent(const CudaDriver& cu) {
   return CudaCall(cu, cu.ctx_set_current(context), "cuCtxSetCurrent");
 }
 
+absl::StatusOr<int> CudaArchitecture(const CudaDriver& cu) {
+  int major = 0, minor = 0;
+  RETURN_IF_ERROR(CudaCall(
+      cu, cu.device_get_attribute(&major, kCuAttrComputeCapabilityMajor, 0),
+      "cuDeviceGetAttribute"));
+  RETURN_IF_ERROR(CudaCall(
+      cu, cu.device_get_attribute(&minor, kCuAttrComputeCapabilityMinor, 0),
+      "cuDeviceGetAttribute"));
+  return 10 * major + minor;
+}
+
 }  // namespace lathe

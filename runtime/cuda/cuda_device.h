@@ -38,6 +38,12 @@ absl::StatusOr<const CudaDriver*> CudaDevice();
 // current context is per thread), retaining it once per process.
 absl::Status MakeCudaContextCurrent(const CudaDriver& cu);
 
+// CudaArchitecture()
+//
+// Device 0's compute capability as NVRTC's architecture number (90 for
+// 9.0; the emulated device's is 90).
+absl::StatusOr<int> CudaArchitecture(const CudaDriver& cu);
+
 }  // namespace lathe
 
 #endif  // LATHE_RUNTIME_CUDA_CUDA_DEVICE_H_

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "runtime/copy.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_storage.h"
@@ -176,6 +177,33 @@ class CudaKernels final : public DeviceKernels {
 };
 
 }  // namespace
+
+std::string CubinFile(int arch) {
+  return absl::StrCat(kKernelsFilePrefix, "sm_", arch, ".cubin");
+}
+
+absl::StatusOr<std::string> DeviceImageFor(
+    const std::vector<std::pair<std::string, std::string>>& files) {
+  ASSIGN_OR_RETURN(const CudaDriver* cu, CudaDevice());
+  std::vector<std::string> wanted;
+  if (cu->source == "emulated") {
+    wanted = {kEmulatedModuleFile};
+  } else {
+    ASSIGN_OR_RETURN(int arch, CudaArchitecture(*cu));
+    wanted = {CubinFile(arch), kPtxFile};
+  }
+  for (const std::string& name : wanted) {
+    for (const auto& [file, bytes] : files) {
+      if (file == name) return bytes;
+    }
+  }
+  std::vector<std::string> held;
+  for (const auto& f : files) held.push_back(f.first);
+  return absl::FailedPreconditionError(
+      absl::StrCat("no kernels for this device (it loads ",
+                   absl::StrJoin(wanted, " or "), "): the artifact holds ",
+                   held.empty() ? "none" : absl::StrJoin(held, ", ")));
+}
 
 absl::StatusOr<std::shared_ptr<const DeviceKernels>> LoadCudaKernels(
     absl::string_view image, const SharedLibrary& host) {

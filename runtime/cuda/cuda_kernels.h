@@ -25,6 +25,9 @@
 #define LATHE_RUNTIME_CUDA_CUDA_KERNELS_H_
 
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -32,6 +35,24 @@
 #include "runtime/shared_library.h"
 
 namespace lathe {
+
+// The files that hold a compiled graph's kernels in an artifact: a cubin
+// per architecture ("kernels.sm_90.cubin"), PTX for any newer one, and the
+// emulated device's library.
+inline constexpr char kKernelsFilePrefix[] = "kernels.";
+inline constexpr char kPtxFile[] = "kernels.ptx";
+inline constexpr char kEmulatedModuleFile[] = "kernels.emulated.so";
+std::string CubinFile(int arch);
+
+// DeviceImageFor()
+//
+// Among an artifact's kernel files (by name), the image for the device
+// CudaDevice() chooses: the emulated library on the emulated device; on a
+// GPU, the cubin of its architecture, else the PTX (which the driver
+// compiles for it). An error naming what the artifact holds and the device
+// it found otherwise.
+absl::StatusOr<std::string> DeviceImageFor(
+    const std::vector<std::pair<std::string, std::string>>& files);
 
 // LoadCudaKernels()
 //
