@@ -13,15 +13,18 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "aot/aot_dispatch.h"
 #include "codegen/cuda/cuda_backend.h"
 #include "codegen/cuda/cuda_emitter.h"
-#include "aot/aot_dispatch.h"
 #include "driver/compile.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/interpreter.h"
 #include "ir/op_testing.h"
+#include "runtime/composite.h"
 #include "runtime/cuda/nvrtc.h"
+#include "runtime/kernel_runtime.h"
+#include "runtime/loaded_graph.h"
 #include "testing/file_check.h"
 #include "testing/status_matchers.h"
 
@@ -40,7 +43,9 @@ using ::testing::HasSubstr;
 
 class CudaBackendTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { setenv("LATHE_CUDA_DEVICE", "emulated", 1); }
+  // The emulated device unless the environment chose (tools/gpu/check.sh:
+  // the GPU).
+  static void SetUpTestSuite() { setenv("LATHE_CUDA_DEVICE", "emulated", 0); }
 };
 
 // A [rows, cols] f32 tensor of varied values (some negative).
@@ -147,21 +152,36 @@ def forward(self, x: "f32[8, 8]"):
                        HasSubstr("no CUDA kernel yet for a reduction")));
 }
 
-TEST_F(CudaBackendTest, TheHostFunctionLaunchesKernelsByIndex) {
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c,
-                       CompileGraphText(R"IR(
+constexpr char kNeg[] = R"IR(
 def forward(self, x: "f32[4]"):
     neg = torch.ops.aten.neg.default(x)
     return (neg,)
-)IR",
-                                        {.backend = &CudaBackend()}));
+)IR";
+
+TEST_F(CudaBackendTest, TheHostFunctionLaunchesKernelsByIndex) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c,
+                       CompileGraphText(kNeg, {.backend = &CudaBackend()}));
   EXPECT_THAT(c->function->source(), HasSubstr("rt->device->launch("));
   EXPECT_THAT(c->function->source(), HasSubstr("lathe_device_kernels[]"));
 }
 
+TEST_F(CudaBackendTest, HostTensorsGivenToTheLoadedLibraryAreRefused) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c,
+                       CompileGraphText(kNeg, {.backend = &CudaBackend()}));
+  std::vector<Operand> args = {Operand::Of(Ramp({4}))};
+  ArgViews views;
+  views.Build(args);
+  std::vector<Operand> results, rebound;
+  const LoadedGraph& g = *c->function->user_call();
+  const int rc = g.Invoke(views, kDefaultSeed, &results, &rebound);
+  EXPECT_EQ(rc, kCallWrongDevice);
+  EXPECT_THAT(g.CallStatus(rc),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("a tensor argument is on another device")));
+}
+
 TEST_F(CudaBackendTest, KernelsIndexInInt32WhenTheyFitAndInt64Otherwise) {
-  for (auto [sizes, type] :
-       std::vector<std::pair<std::string, std::string>>{
+  for (auto [sizes, type] : std::vector<std::pair<std::string, std::string>>{
            {"f32[64, 96]", "int32_t"}, {"f32[s0, 96]", "int64_t"}}) {
     ASSERT_OK_AND_ASSIGN(
         std::unique_ptr<CompiledGraph> c,
@@ -170,11 +190,10 @@ TEST_F(CudaBackendTest, KernelsIndexInInt32WhenTheyFitAndInt64Otherwise) {
                                       "torch.ops.aten.neg.default(x)\n    "
                                       "return (neg,)\n"),
                          {.backend = &CudaBackend()}));
-    EXPECT_OK(RunFileCheck(c->function->source(),
-                           absl::StrCat(R"(
+    EXPECT_OK(RunFileCheck(c->function->source(), absl::StrCat(R"(
 CHECK: extern "C" __global__ void __launch_bounds__(256) k{{[0-9]+}}(
 CHECK: for ()",
-                                        type, " i = ")))
+                                                               type, " i = ")))
         << sizes;
   }
 }

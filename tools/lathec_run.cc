@@ -54,7 +54,8 @@ namespace lathe {
 const char kLathecUsage[] =
     "usage: lathec run (GRAPH | --artifact DIR) (--input NAME=FILE.npy ... | "
     "--inputs DIR ...) [--backend interp|cpu|cuda] --out DIR [--dump-dir DIR] "
-    "[--trace FILE] [--max-memory BYTES] [--max-elements N] "
+    "[--cuda-arch sm_80,...] [--trace FILE] [--max-memory BYTES] "
+    "[--max-elements N] "
     "[--max-compiles N] [--passes NAME,NAME,...|none]\n"
     "       lathec compile GRAPH -o DIR [--input NAME=FILE.npy ... | --inputs "
     "DIR] [--backend cpu|cuda] [--cuda-arch sm_80,sm_90] [--trace FILE]\n"
@@ -133,7 +134,24 @@ struct RunOptions {
   int64_t max_elements = ir::MaxOpElements();
   std::optional<std::vector<std::string>> passes;  // default pipeline: none
   int max_compiles = kMaxCompiles;
+  std::vector<int> cuda_archs;  // --cuda-arch sm_80,sm_90 -> {80, 90}
 };
+
+// "sm_80,sm_90" -> {80, 90}.
+absl::StatusOr<std::vector<int>> ParseCudaArchs(absl::string_view text) {
+  std::vector<int> archs;
+  for (absl::string_view a : absl::StrSplit(text, ',')) {
+    int arch = 0;
+    if (!absl::ConsumePrefix(&a, "sm_") || !absl::SimpleAtoi(a, &arch) ||
+        arch < 50 || arch > 200) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--cuda-arch expects sm_NN,sm_NN,... (e.g. sm_80,sm_90), got '", text,
+          "'"));
+    }
+    archs.push_back(arch);
+  }
+  return archs;
+}
 
 absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
   RunOptions o;
@@ -162,6 +180,9 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
       ASSIGN_OR_RETURN(o.artifact, value("--artifact"));
     } else if (a == "--backend" || absl::StartsWith(a, "--backend=")) {
       ASSIGN_OR_RETURN(o.backend, value("--backend"));
+    } else if (a == "--cuda-arch" || absl::StartsWith(a, "--cuda-arch=")) {
+      ASSIGN_OR_RETURN(std::string v, value("--cuda-arch"));
+      ASSIGN_OR_RETURN(o.cuda_archs, ParseCudaArchs(v));
     } else if (a == "--out" || absl::StartsWith(a, "--out=")) {
       ASSIGN_OR_RETURN(o.out, value("--out"));
     } else if (a == "--dump-dir" || absl::StartsWith(a, "--dump-dir=")) {
@@ -209,8 +230,8 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
   }
   // An artifact is compiled already: what would steer a compile is refused.
   for (const std::string& a : args) {
-    for (const char* flag :
-         {"--backend", "--dump-dir", "--trace", "--passes", "--max-compiles"}) {
+    for (const char* flag : {"--backend", "--cuda-arch", "--dump-dir",
+                             "--trace", "--passes", "--max-compiles"}) {
       if (!o.artifact.empty() &&
           (a == flag || absl::StartsWith(a, absl::StrCat(flag, "=")))) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -237,6 +258,9 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
           "--dump-dir and --out must be separate directories");
     }
   }
+  if (!o.cuda_archs.empty() && o.backend != "cuda") {
+    return absl::InvalidArgumentError("--cuda-arch needs --backend cuda");
+  }
   RETURN_IF_ERROR(BackendNamed(o.backend).status());
   return o;
 }
@@ -256,6 +280,7 @@ CompileOptions CompileOptionsOf(
   options.hints = hints;
   options.dump = !o.dump_dir.empty() || !o.trace.empty();
   options.only_passes = o.passes;
+  options.cuda_archs = o.cuda_archs;
   return options;
 }
 
@@ -518,24 +543,7 @@ struct CompileCommand {
   RunOptions run;  // graph, inputs, max_memory
   std::string out;
   std::string backend = "cpu";
-  std::vector<int> cuda_archs;  // --cuda-arch sm_80,sm_90 -> {80, 90}
 };
-
-// "sm_80,sm_90" -> {80, 90}.
-absl::StatusOr<std::vector<int>> ParseCudaArchs(absl::string_view text) {
-  std::vector<int> archs;
-  for (absl::string_view a : absl::StrSplit(text, ',')) {
-    int arch = 0;
-    if (!absl::ConsumePrefix(&a, "sm_") || !absl::SimpleAtoi(a, &arch) ||
-        arch < 50 || arch > 200) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--cuda-arch expects sm_NN,sm_NN,... (e.g. sm_80,sm_90), got '", text,
-          "'"));
-    }
-    archs.push_back(arch);
-  }
-  return archs;
-}
 
 absl::StatusOr<CompileCommand> ParseCompile(
     const std::vector<std::string>& args, bool needs_out) {
@@ -554,21 +562,15 @@ absl::StatusOr<CompileCommand> ParseCompile(
       c.out = args[++i];
     } else if (absl::StartsWith(args[i], "--out=")) {
       c.out = args[i].substr(6);
-    } else if (needs_out &&
-               (args[i] == "--backend" || args[i] == "--cuda-arch")) {
+    } else if (needs_out && args[i] == "--backend") {
       if (i + 1 >= args.size()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(args[i], " needs a value"));
+        return absl::InvalidArgumentError("--backend needs a value");
       }
-      if (args[i] == "--backend") {
-        c.backend = args[++i];
-      } else {
-        ASSIGN_OR_RETURN(c.cuda_archs, ParseCudaArchs(args[++i]));
-      }
+      c.backend = args[++i];
     } else if (args[i] == "--backend" ||
                absl::StartsWith(args[i], "--backend=") ||
-               args[i] == "--cuda-arch" ||
-               absl::StartsWith(args[i], "--cuda-arch=") ||
+               (!needs_out && (args[i] == "--cuda-arch" ||
+                               absl::StartsWith(args[i], "--cuda-arch="))) ||
                args[i] == "--dump-dir" ||
                absl::StartsWith(args[i], "--dump-dir=") ||
                args[i] == "--artifact" ||
@@ -585,13 +587,16 @@ absl::StatusOr<CompileCommand> ParseCompile(
     return absl::InvalidArgumentError(absl::StrCat(
         "compile makes code for --backend cpu or cuda, not '", c.backend, "'"));
   }
-  if (!c.cuda_archs.empty() && c.backend != "cuda") {
-    return absl::InvalidArgumentError("--cuda-arch needs --backend cuda");
-  }
+
   rest.push_back("--out");
   rest.push_back(needs_out ? c.out : "-");
+  if (needs_out) {
+    rest.push_back("--backend");
+    rest.push_back(c.backend);
+  }
   ASSIGN_OR_RETURN(c.run, ParseRun(rest));
   if (c.run.graph.empty()) return absl::InvalidArgumentError("no GRAPH given");
+
   if (c.run.input_dirs.size() > 1) {
     return absl::InvalidArgumentError(
         "give the example inputs once (--input NAME=FILE.npy ... or one "
@@ -626,7 +631,6 @@ absl::Status LathecCompile(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(CompileOptions options,
                    OptionsWithHints(c.run, *parsed.written));
   ASSIGN_OR_RETURN(options.backend, BackendNamed(c.backend));
-  options.cuda_archs = c.cuda_archs;
   options.artifact = true;
   ASSIGN_OR_RETURN(options.cache, DefaultCompileCache());
   ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> compiled,

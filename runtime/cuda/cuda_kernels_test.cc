@@ -93,12 +93,25 @@ TEST_F(CudaKernelsTest, AKernelTheModuleLacksIsNamed) {
 
 TEST_F(CudaKernelsTest, AnImageThatIsNotAModuleIsRefused) {
   ASSERT_OK_AND_ASSIGN(SharedLibrary host, Host("kernel_names.so"));
-  EXPECT_THAT(LoadCudaKernels("not a module", host),
-              StatusIs(absl::StatusCode::kInternal,
-                       HasSubstr("cuModuleLoadData")));
+  EXPECT_THAT(
+      LoadCudaKernels("not a module", host),
+      StatusIs(absl::StatusCode::kInternal, HasSubstr("cuModuleLoadData")));
   EXPECT_THAT(LoadCudaKernels("", host),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("an empty CUDA module image")));
+}
+
+TEST_F(CudaKernelsTest, AnArtifactsImageIsTheOneForTheDevice) {
+  ASSERT_OK_AND_ASSIGN(std::string image,
+                       DeviceImageFor({{CubinFile(90), "cubin"},
+                                       {kEmulatedModuleFile, "library"},
+                                       {kPtxFile, "ptx"}}));
+  EXPECT_EQ(image, "library");
+  EXPECT_THAT(DeviceImageFor({{CubinFile(80), "cubin"}, {kPtxFile, "ptx"}}),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("no kernels for this device (it loads "
+                                 "kernels.emulated.so): the artifact holds "
+                                 "kernels.sm_80.cubin, kernels.ptx")));
 }
 
 TEST_F(CudaKernelsTest, ADeviceLibraryNeedsItsKernelsAndAHostOneNone) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -66,11 +67,13 @@ struct Module {
 
 struct Stream;
 
-// Recorded `generation` times; the markers of the first `done` have run.
+// Recorded `generation` times; the markers of the first `done` have run,
+// the last one at `at` (the host's clock: the device's work runs there).
 struct Event {
   uint64_t generation = 0;
   uint64_t done = 0;
   Stream* stream = nullptr;  // where it was last recorded
+  std::chrono::steady_clock::time_point at;
 };
 
 // A queued piece of work: after `event` reaches `generation` (a
@@ -511,9 +514,11 @@ CuResult EventRecord(CuEvent event, CuStream stream) {
   Stream& s = StreamOf(d, stream);
   const uint64_t generation = ++e->generation;
   e->stream = &s;
-  s.queue.push_back(
-      {[e, generation] { e->done = std::max(e->done, generation); }, nullptr,
-       0});
+  s.queue.push_back({[e, generation] {
+                       e->done = std::max(e->done, generation);
+                       e->at = std::chrono::steady_clock::now();
+                     },
+                     nullptr, 0});
   return kCudaSuccess;
 }
 
@@ -532,8 +537,18 @@ CuResult EventSynchronize(CuEvent event) {
   return Outcome(d);
 }
 
-CuResult EventElapsedTime(float* ms, CuEvent, CuEvent) {
-  *ms = 0;  // the emulated device keeps no time
+// The host time between the two markers' runs (the emulated work between
+// them ran on the host, in stream order).
+CuResult EventElapsedTime(float* ms, CuEvent start, CuEvent end) {
+  LOCKED;
+  auto* a = reinterpret_cast<Event*>(start);
+  auto* b = reinterpret_cast<Event*>(end);
+  if (d.events.count(a) == 0 || d.events.count(b) == 0) return kInvalidHandle;
+  if (a->generation == 0 || b->generation == 0 || a->done < a->generation ||
+      b->done < b->generation) {
+    return kCudaErrorNotReady;
+  }
+  *ms = std::chrono::duration<float, std::milli>(b->at - a->at).count();
   return kCudaSuccess;
 }
 

@@ -9,6 +9,7 @@
 
 #include "runtime/cuda/emulated_driver.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -111,6 +112,33 @@ TEST_F(EmulatedDriverTest, EventsAndStreamWaits) {
   EXPECT_EQ(back[31], 9.0f);
   EXPECT_EQ(cu_.event_query(e), kCudaSuccess);
   ASSERT_OK(Call(cu_.event_destroy(e), "cuEventDestroy"));
+}
+
+// Events time the work between them, as it runs on the host: not ready
+// until both ran; then the kernel's host time, at least the time it took.
+TEST_F(EmulatedDriverTest, EventsTimeTheWorkBetweenThem) {
+  const int n = 256 * 64;
+  CuDevicePtr x = Alloc(4 * n);
+  CuEvent start = nullptr, end = nullptr;
+  ASSERT_OK(Call(cu_.event_create(&start, 0), "cuEventCreate"));
+  ASSERT_OK(Call(cu_.event_create(&end, 0), "cuEventCreate"));
+  float ms = -1;
+  float a = 2;
+  int count = n;
+  ASSERT_OK(Call(cu_.event_record(start, s1_), "cuEventRecord"));
+  ASSERT_EQ(Launch("scale", {&x, &a, &count}, s1_, n / 32), kCudaSuccess);
+  ASSERT_OK(Call(cu_.event_record(end, s1_), "cuEventRecord"));
+  EXPECT_EQ(cu_.event_elapsed_time(&ms, start, end), kCudaErrorNotReady);
+  auto before = std::chrono::steady_clock::now();
+  ASSERT_OK(Call(cu_.event_synchronize(end), "cuEventSynchronize"));
+  const double host_ms = std::chrono::duration<double, std::milli>(
+                             std::chrono::steady_clock::now() - before)
+                             .count();
+  ASSERT_OK(Call(cu_.event_elapsed_time(&ms, start, end), "elapsed"));
+  EXPECT_GT(ms, 0);
+  EXPECT_LE(ms, host_ms + 0.01);
+  ASSERT_OK(Call(cu_.event_destroy(start), "cuEventDestroy"));
+  ASSERT_OK(Call(cu_.event_destroy(end), "cuEventDestroy"));
 }
 
 TEST_F(EmulatedDriverTest, MemoryStartsAsNaN) {

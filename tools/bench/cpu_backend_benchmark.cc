@@ -66,33 +66,10 @@
 #include "runtime/tensor.h"
 #include "status_macros.h"
 #include "symbolic/evaluate.h"
+#include "tools/bench/workspace_file.h"
 
 namespace lathe {
 namespace {
-
-// The benchmark binary's path (argv[0]), for finding its runfiles.
-std::string* argv0 = new std::string();
-
-// The contents of workspace file `path`: from the runfiles (bazel run, a
-// test) or, run by hand from the workspace root, from the source tree.
-absl::StatusOr<std::string> ReadWorkspaceFile(const std::string& path) {
-  std::vector<std::string> candidates;
-  for (const char* env : {"TEST_SRCDIR", "RUNFILES_DIR"}) {
-    if (const char* dir = std::getenv(env); dir != nullptr && *dir != '\0') {
-      candidates.push_back(absl::StrCat(dir, "/lathe/", path));
-    }
-  }
-  candidates.push_back(absl::StrCat(*argv0, ".runfiles/lathe/", path));
-  candidates.push_back(path);
-  for (const std::string& c : candidates) {
-    std::ifstream in(c, std::ios::binary);
-    if (!in.good()) continue;
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-  return absl::NotFoundError(absl::StrCat("cannot find ", path));
-}
 
 // The concrete sizes of a static annotation.
 absl::StatusOr<std::vector<int64_t>> ConcreteSizes(const ir::TensorMeta& m) {
@@ -446,7 +423,7 @@ BENCHMARK_CAPTURE(BM_Compile, transformer_block_aot_b8_s128_d512,
 }  // namespace lathe
 
 int main(int argc, char** argv) {
-  *lathe::argv0 = argv[0];
+  lathe::SetBenchmarkBinary(argv[0]);
   // As lathec: the runtime may hold half the physical memory (the big rows
   // hold about 1.5 GB together).
   lathe::SetHostMemoryLimit(lathe::DefaultMaxMemory());

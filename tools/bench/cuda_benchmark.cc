@@ -1,0 +1,258 @@
+// -----------------------------------------------------------------------------
+// File: cuda_benchmark.cc
+// -----------------------------------------------------------------------------
+//
+// lathe's cuda backend on the device CudaDevice() chooses (a GPU, or the
+// emulated one with LATHE_CUDA_DEVICE=emulated), each row timed with CUDA
+// events around the work on the device's stream:
+//
+//   BM_CudaCopy/ROWS: a device-to-device copy of f32 [ROWS, 8192] (cuMemcpy),
+//     in bytes/s counting bytes read and written: the bandwidth ceiling.
+//   BM_CudaSwishAffine/ROWS: x * sigmoid(x) * s + b over f32 [ROWS, 8192]
+//     (s, b: [8192]; tools/bench/graphs/swish_affine_8192x8192.txt at ROWS
+//     rows), compiled through the walk for cuda and called through its
+//     loaded library on device tensors (the output allocated by the call,
+//     as a compiled PyTorch function does), in bytes/s (x read, out
+//     written, s and b read).
+//   BM_CudaCallOverhead/N: a graph of N f32 [16] inputs summed, in ns of
+//     host time per call (the launch queued, not waited for; the device is
+//     synchronized once per 256 calls, outside the timing): the host side of
+//     a call, which torch.compile's is compared with.
+//
+// ROWS is 8192 on a GPU (the issue's [8192, 8192]) and 64 on the emulated
+// device, whose kernels run on the host. tools/gpu/bench.py runs this
+// binary beside PyTorch eager and torch.compile on the same GPU and prints
+// one table.
+//
+//   LATHE_CUDA_DEVICE=emulated bazel run -c opt //tools/bench:cuda_benchmark
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "benchmark/benchmark.h"
+#include "codegen/cuda/cuda_backend.h"
+#include "driver/compile.h"
+#include "runtime/composite.h"
+#include "runtime/cuda/cuda_device.h"
+#include "runtime/cuda/cuda_storage.h"
+#include "runtime/cuda/driver_api.h"
+#include "runtime/loaded_graph.h"
+#include "runtime/tensor.h"
+#include "status_macros.h"
+#include "tools/bench/workspace_file.h"
+
+namespace lathe {
+namespace {
+
+// The device, its context current on this thread.
+absl::StatusOr<const CudaDriver*> Device() {
+  ASSIGN_OR_RETURN(const CudaDriver* cu, CudaDevice());
+  RETURN_IF_ERROR(MakeCudaContextCurrent(*cu));
+  RETURN_IF_ERROR(UseCudaStorage());
+  return cu;
+}
+
+bool Emulated() {
+  absl::StatusOr<const CudaDriver*> cu = CudaDevice();
+  return cu.ok() && (*cu)->source == "emulated";
+}
+
+void SkipWith(benchmark::State& state, const absl::Status& s) {
+  state.SkipWithError(std::string(s.message()).c_str());
+}
+
+// A device tensor of `sizes`, values in [-2, 2).
+absl::StatusOr<Tensor> DeviceTensor(const std::vector<int64_t>& sizes) {
+  ASSIGN_OR_RETURN(Tensor host, Tensor::Empty(sizes, DType::kFloat32));
+  float* p = static_cast<float*>(host.storage().data());
+  for (int64_t i = 0; i < host.numel(); ++i) {
+    p[i] = static_cast<float>((i * 7919) % 4096) / 1024.0f - 2.0f;
+  }
+  return ToDevice(host, Device::Cuda(0));
+}
+
+// Events around device work: its milliseconds.
+class EventTimer {
+ public:
+  explicit EventTimer(const CudaDriver& cu) : cu_(cu) {
+    cu_.event_create(&start_, 0);
+    cu_.event_create(&end_, 0);
+  }
+  ~EventTimer() {
+    cu_.event_destroy(start_);
+    cu_.event_destroy(end_);
+  }
+  void Start() { cu_.event_record(start_, nullptr); }
+  double StopSeconds() {
+    cu_.event_record(end_, nullptr);
+    cu_.event_synchronize(end_);
+    float ms = 0;
+    cu_.event_elapsed_time(&ms, start_, end_);
+    return ms / 1e3;
+  }
+
+ private:
+  const CudaDriver& cu_;
+  CuEvent start_ = nullptr, end_ = nullptr;
+};
+
+void BM_CudaCopy(benchmark::State& state) {
+  absl::StatusOr<const CudaDriver*> cu = Device();
+  if (!cu.ok()) return SkipWith(state, cu.status());
+  const int64_t n = state.range(0) * 8192;
+  absl::StatusOr<Tensor> a = DeviceTensor({n}), b = DeviceTensor({n});
+  if (!a.ok() || !b.ok()) return SkipWith(state, a.status());
+  auto ptr = [](const Tensor& t) {
+    return static_cast<CuDevicePtr>(
+        reinterpret_cast<uintptr_t>(t.storage().data()));
+  };
+  EventTimer timer(**cu);
+  for (auto _ : state) {
+    timer.Start();
+    (*cu)->memcpy_dtod_async(ptr(*b), ptr(*a), n * 4, nullptr);
+    state.SetIterationTime(timer.StopSeconds());
+  }
+  state.SetBytesProcessed(state.iterations() * 2 * n * 4);
+}
+
+// A compiled graph for cuda and its device arguments.
+struct Compiled {
+  std::unique_ptr<CompiledGraph> graph;
+  std::vector<Operand> args;
+};
+
+absl::StatusOr<Compiled> CompileForCuda(
+    const std::string& text, const std::string& source,
+    const std::vector<std::vector<int64_t>>& input_sizes) {
+  Compiled c;
+  ASSIGN_OR_RETURN(
+      c.graph, CompileGraphText(text, {.source = source,
+                                       .backend = &codegen::CudaBackend()}));
+  if (c.graph->function->user_call() == nullptr) {
+    return absl::InternalError("no user entry compiled");
+  }
+  for (const std::vector<int64_t>& sizes : input_sizes) {
+    ASSIGN_OR_RETURN(Tensor t, DeviceTensor(sizes));
+    c.args.push_back(Operand::Of(std::move(t)));
+  }
+  return c;
+}
+
+// One call through the loaded library.
+absl::Status Call(const Compiled& c, const ArgViews& views,
+                  std::vector<Operand>* results) {
+  std::vector<Operand> rebound;
+  const LoadedGraph& g = *c.graph->function->user_call();
+  int rc = g.Invoke(views, kDefaultSeed, results, &rebound);
+  return rc == 0 ? absl::OkStatus() : g.CallStatus(rc);
+}
+
+void BM_CudaSwishAffine(benchmark::State& state) {
+  absl::StatusOr<const CudaDriver*> cu = Device();
+  if (!cu.ok()) return SkipWith(state, cu.status());
+  const int64_t rows = state.range(0);
+  absl::StatusOr<std::string> text =
+      ReadWorkspaceFile("tools/bench/graphs/swish_affine_8192x8192.txt");
+  if (!text.ok()) return SkipWith(state, text.status());
+  const std::string sized = absl::StrReplaceAll(
+      *text, {{"f32[8192, 8192]", absl::StrCat("f32[", rows, ", 8192]")}});
+  absl::StatusOr<Compiled> c =
+      CompileForCuda(sized, "swish_affine", {{rows, 8192}, {8192}, {8192}});
+  if (!c.ok()) return SkipWith(state, c.status());
+  ArgViews views;
+  views.Build(c->args);
+  std::vector<Operand> results;
+  if (absl::Status s = Call(*c, views, &results); !s.ok()) {
+    return SkipWith(state, s);  // also the warm-up: module and allocator
+  }
+  EventTimer timer(**cu);
+  for (auto _ : state) {
+    timer.Start();
+    absl::Status s = Call(*c, views, &results);
+    state.SetIterationTime(timer.StopSeconds());
+    if (!s.ok()) return SkipWith(state, s);
+  }
+  state.SetBytesProcessed(state.iterations() * (2 * rows + 2) * 8192 * 4);
+}
+
+void BM_CudaCallOverhead(benchmark::State& state) {
+  absl::StatusOr<const CudaDriver*> cu = Device();
+  if (!cu.ok()) return SkipWith(state, cu.status());
+  const int n = static_cast<int>(state.range(0));
+  std::vector<std::string> params, sizes;
+  std::string body, last = "x0";
+  for (int k = 0; k < n; ++k) {
+    params.push_back(absl::StrCat("x", k, ": \"f32[16]\""));
+    sizes.push_back("16");
+    if (k == 0) continue;
+    absl::StrAppend(&body, "    a", k, " = torch.ops.aten.add.Tensor(", last,
+                    ", x", k, ")\n");
+    last = absl::StrCat("a", k);
+  }
+  if (n == 1) body = "    a0 = torch.ops.aten.neg.default(x0)\n", last = "a0";
+  const std::string text =
+      absl::StrCat("def forward(self, ", absl::StrJoin(params, ", "), "):\n",
+                   body, "    return (", last, ",)\n");
+  absl::StatusOr<Compiled> c = CompileForCuda(
+      text, "call_overhead", std::vector<std::vector<int64_t>>(n, {16}));
+  if (!c.ok()) return SkipWith(state, c.status());
+  ArgViews views;
+  views.Build(c->args);
+  std::vector<Operand> results;
+  if (absl::Status s = Call(*c, views, &results); !s.ok()) {
+    return SkipWith(state, s);
+  }
+  int64_t calls = 0;
+  for (auto _ : state) {
+    absl::Status s = Call(*c, views, &results);
+    if (!s.ok()) return SkipWith(state, s);
+    if (++calls % 256 == 0) {
+      state.PauseTiming();
+      (*cu)->ctx_synchronize();
+      state.ResumeTiming();
+    }
+  }
+  (*cu)->ctx_synchronize();
+}
+
+int Rows() { return Emulated() ? 64 : 8192; }
+
+}  // namespace
+}  // namespace lathe
+
+int main(int argc, char** argv) {
+  lathe::SetBenchmarkBinary(argv[0]);
+  const int rows = lathe::Rows();
+  benchmark::RegisterBenchmark("BM_CudaCopy", lathe::BM_CudaCopy)
+      ->Arg(rows)
+      ->UseManualTime()
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_CudaSwishAffine", lathe::BM_CudaSwishAffine)
+      ->Arg(rows)
+      ->UseManualTime()
+      ->Unit(benchmark::kMicrosecond);
+  auto* overhead = benchmark::RegisterBenchmark("BM_CudaCallOverhead",
+                                                lathe::BM_CudaCallOverhead)
+                       ->Arg(2)
+                       ->Arg(8)
+                       ->Arg(16)
+                       ->Unit(benchmark::kNanosecond);
+  // The emulated device runs the queued kernels on the host (outside the
+  // timing, but not the wall clock): a fixed count keeps the run short.
+  if (rows < 8192) overhead->Iterations(4096);
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# lathe's CUDA checks on a GPU machine, in one command and under 8 minutes,
+# from the binaries tools/gpu/prepare.sh staged (no Bazel there):
+#   1. the CUDA test targets on the real driver (LATHE_CUDA_DEVICE=gpu);
+#   2. the graph corpus and the AOT scenarios through `lathec run --backend
+#      cuda` against the interpreter (tools:corpus_cpu_test's CorpusCudaTest);
+#   3. compute-sanitizer memcheck and racecheck on a sample (the cuda
+#      backend's end-to-end test);
+#   4. tools/gpu/bench.py: lathe beside PyTorch eager and torch.compile.
+# Writes its logs and the table to OUT and prints a summary table last.
+# With LATHE_CUDA_DEVICE=emulated it runs the same steps on the emulated
+# device (a dry run on a machine without a GPU; no sanitizer, no PyTorch).
+#
+#   bash tools/gpu/check.sh OUT [STAGE]     (STAGE: .gpu, holding stage.tar.xz)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:?usage: check.sh OUT [STAGE]}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+# prepare.sh's package, unpacked.
+stage=$(mktemp -d)
+tar -xJf "${2:-.gpu}/stage.tar.xz" -C "$stage" || exit 1
+export LD_LIBRARY_PATH=$stage/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LATHE_CUDA_DEVICE=${LATHE_CUDA_DEVICE:-gpu}
+export TEST_SRCDIR=$stage/runfiles
+export TEST_TMPDIR=$(mktemp -d)
+export HOME=${HOME:-/tmp}
+bin=$stage/bin
+: >"$out/steps.txt"
+step() {  # step NAME TIMEOUT_S COMMAND...: runs it, logs to OUT/NAME.log
+  local name=$1 limit=$2
+  shift 2
+  local start=$SECONDS
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  local verdict=pass
+  [ $rc -eq 0 ] || verdict="FAIL (rc $rc)"
+  printf '%-34s %-14s %4ss\n' "$name" "$verdict" $((SECONDS - start)) \
+    >>"$out/steps.txt"
+  echo "== $name: $verdict"
+  tail -3 "$out/$name.log"
+}
+
+if [ "$LATHE_CUDA_DEVICE" = emulated ]; then
+  device="the emulated CUDA device (no GPU)"
+else
+  device=$(nvidia-smi --query-gpu=name,driver_version,memory.total \
+    --format=csv,noheader 2>/dev/null | head -1)
+  device=${device:-"no nvidia-smi"}
+fi
+echo "device: $device" | tee "$out/device.txt"
+
+step nvrtc_test 60 "$bin/nvrtc_test"
+step driver_api_test 60 "$bin/driver_api_test"
+# (Its FileCheck test reads the emitted text alone: it runs in CI.)
+step compile_cuda_test 180 "$bin/compile_cuda_test" --gtest_filter='-*Int32*'
+# The two corpora side by side (the machine has cores to spare).
+step corpus_cuda_aot 300 "$bin/corpus_cpu_test" \
+  --gtest_filter='CorpusCudaTest.Aot*' &
+step corpus_cuda_graphs 300 "$bin/corpus_cpu_test" \
+  --gtest_filter='CorpusCudaTest.Graph*'
+wait
+if [ "$LATHE_CUDA_DEVICE" != emulated ] && command -v compute-sanitizer >/dev/null; then
+  step memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 1 \
+    "$bin/compile_cuda_test" --gtest_filter='*Silu*:*Views*:*Symbolic*'
+  step racecheck 120 compute-sanitizer --tool racecheck --error-exitcode 1 \
+    "$bin/compile_cuda_test" --gtest_filter='*Silu*'
+else
+  printf '%-34s %-14s\n' compute-sanitizer 'skipped (no GPU)' >>"$out/steps.txt"
+fi
+step bench 240 python3 tools/gpu/bench.py "$bin/cuda_benchmark" "$out"
+
+{
+  echo
+  echo "lathe tools/gpu/check.sh on $device, $(date -u +%Y-%m-%dT%H:%MZ)"
+  cat "$out/steps.txt"
+  echo
+  cat "$out/bench_table.txt" 2>/dev/null
+} | tee "$out/summary.txt"
+rm -rf "$TEST_TMPDIR" "$stage"
+grep -q FAIL "$out/summary.txt" && exit 1
+exit 0
