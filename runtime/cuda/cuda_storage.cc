@@ -1,6 +1,9 @@
 #include "runtime/cuda/cuda_storage.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -84,7 +87,105 @@ int64_t SpanBytes(const Tensor& t) {
   return (last + 1) * t.itemsize();
 }
 
+// Copies of at least this many bytes go through pinned staging: two pinned
+// halves of kStagingHalf bytes, so the host copies one chunk while the
+// device copies the other (a pageable copy is staged by the driver one
+// chunk at a time, synchronously).
+constexpr int64_t kStagedCopyBytes = int64_t{1} << 20;
+constexpr int64_t kStagingHalf = int64_t{4} << 20;
+
+std::atomic<int64_t> staged_bytes{0};
+
+class Staging {
+ public:
+  // `bytes` from host `src` to device `dst`, done when it returns.
+  absl::Status ToDevice(const CudaDriver& cu, CuDevicePtr dst, const char* src,
+                        int64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    RETURN_IF_ERROR(Ready(cu));
+    for (int64_t k = 0, at = 0; at < bytes; ++k, at += kStagingHalf) {
+      const int64_t n = std::min(kStagingHalf, bytes - at);
+      const int h = static_cast<int>(k % 2);
+      if (k >= 2) {  // the device has read this half's last chunk
+        RETURN_IF_ERROR(
+            CudaCall(cu, cu.event_synchronize(done_[h]), "cuEventSynchronize"));
+      }
+      std::memcpy(half_[h], src + at, static_cast<size_t>(n));
+      RETURN_IF_ERROR(
+          CudaCall(cu,
+                   cu.memcpy_htod_async(dst + at, half_[h],
+                                        static_cast<size_t>(n), nullptr),
+                   "cuMemcpyHtoDAsync"));
+      RETURN_IF_ERROR(
+          CudaCall(cu, cu.event_record(done_[h], nullptr), "cuEventRecord"));
+    }
+    staged_bytes += bytes;
+    return CudaCall(cu, cu.stream_synchronize(nullptr), "cuStreamSynchronize");
+  }
+
+  // `bytes` from device `src` to host `dst`, after the work queued before.
+  absl::Status ToHost(const CudaDriver& cu, char* dst, CuDevicePtr src,
+                      int64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    RETURN_IF_ERROR(Ready(cu));
+    const int64_t chunks = (bytes + kStagingHalf - 1) / kStagingHalf;
+    auto issue = [&](int64_t k) {
+      const int64_t at = k * kStagingHalf;
+      const int h = static_cast<int>(k % 2);
+      RETURN_IF_ERROR(CudaCall(
+          cu,
+          cu.memcpy_dtoh_async(
+              half_[h], src + at,
+              static_cast<size_t>(std::min(kStagingHalf, bytes - at)), nullptr),
+          "cuMemcpyDtoHAsync"));
+      return CudaCall(cu, cu.event_record(done_[h], nullptr), "cuEventRecord");
+    };
+    RETURN_IF_ERROR(issue(0));
+    for (int64_t k = 0; k < chunks; ++k) {
+      // The next chunk goes into the other half, emptied last round.
+      if (k + 1 < chunks) RETURN_IF_ERROR(issue(k + 1));
+      const int h = static_cast<int>(k % 2);
+      RETURN_IF_ERROR(
+          CudaCall(cu, cu.event_synchronize(done_[h]), "cuEventSynchronize"));
+      const int64_t at = k * kStagingHalf;
+      std::memcpy(dst + at, half_[h],
+                  static_cast<size_t>(std::min(kStagingHalf, bytes - at)));
+    }
+    staged_bytes += bytes;
+    return absl::OkStatus();
+  }
+
+ private:
+  // The halves and their events, made on first use (kept for the process).
+  absl::Status Ready(const CudaDriver& cu) {
+    RETURN_IF_ERROR(MakeCudaContextCurrent(cu));
+    for (int h = 0; h < 2; ++h) {
+      if (half_[h] == nullptr) {
+        RETURN_IF_ERROR(CudaCall(
+            cu, cu.mem_alloc_host(&half_[h], static_cast<size_t>(kStagingHalf)),
+            "cuMemAllocHost"));
+      }
+      if (done_[h] == nullptr) {
+        RETURN_IF_ERROR(
+            CudaCall(cu, cu.event_create(&done_[h], 0), "cuEventCreate"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  std::mutex mu_;
+  void* half_[2] = {nullptr, nullptr};
+  CuEvent done_[2] = {nullptr, nullptr};
+};
+
+Staging& Staged() {
+  static Staging* staging = new Staging();
+  return *staging;
+}
+
 }  // namespace
+
+int64_t StagedCopyBytes() { return staged_bytes.load(); }
 
 absl::Status UseCudaStorage() {
   static absl::Status* outcome = nullptr;
@@ -115,7 +216,11 @@ absl::StatusOr<Tensor> ToDevice(const Tensor& t, Device device) {
   ASSIGN_OR_RETURN(const CudaDriver* cu, CudaDevice());
   const int64_t bytes = SpanBytes(t);
   ASSIGN_OR_RETURN(Storage s, Storage::AllocateUninitialized(bytes, device));
-  if (bytes > 0) {
+  if (bytes >= kStagedCopyBytes) {
+    RETURN_IF_ERROR(
+        Staged().ToDevice(*cu, reinterpret_cast<uintptr_t>(s.data()),
+                          static_cast<const char*>(t.data_ptr()), bytes));
+  } else if (bytes > 0) {
     RETURN_IF_ERROR(
         CudaCall(*cu,
                  cu->memcpy_htod_async(reinterpret_cast<uintptr_t>(s.data()),
@@ -137,7 +242,11 @@ absl::StatusOr<Tensor> ToHost(const Tensor& t) {
   RETURN_IF_ERROR(MakeCudaContextCurrent(*cu));
   const int64_t bytes = SpanBytes(t);
   ASSIGN_OR_RETURN(Storage s, Storage::AllocateUninitialized(bytes));
-  if (bytes > 0) {
+  if (bytes >= kStagedCopyBytes) {
+    RETURN_IF_ERROR(Staged().ToHost(*cu, static_cast<char*>(s.data()),
+                                    reinterpret_cast<uintptr_t>(t.data_ptr()),
+                                    bytes));
+  } else if (bytes > 0) {
     RETURN_IF_ERROR(CudaCall(
         *cu,
         cu->memcpy_dtoh_async(s.data(),

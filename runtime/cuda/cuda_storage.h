@@ -41,8 +41,14 @@ const CudaAllocator& CudaStorageAllocator();
 // ToDevice()
 //
 // Host tensor `t` copied to `device` (cuda:0): the same sizes and strides
-// over the elements it spans, the copy finished when this returns.
+// over the elements it spans, the copy finished when this returns. A copy
+// of 1 MiB or more goes through two pinned staging buffers, the host
+// filling one while the device reads the other (ToHost likewise).
 absl::StatusOr<Tensor> ToDevice(const Tensor& t, Device device);
+
+// The bytes ToDevice and ToHost have copied through pinned staging (tests,
+// benchmarks).
+int64_t StagedCopyBytes();
 
 // ToHost()
 //

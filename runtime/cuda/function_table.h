@@ -3,10 +3,11 @@
 // -----------------------------------------------------------------------------
 //
 // How runtime/cuda fills its tables of library functions (the driver's,
-// NVRTC's): each of an X-macro list's symbols resolved from a library
-// opened with dlopen, a symbol the library lacks an error naming it; and
-// each table loaded once per library name and kept for the process, with
-// its outcome, so a failed load is not retried on every call.
+// NVRTC's, cuBLASLt's): each of an X-macro list's symbols resolved from a
+// library opened with dlopen, a symbol the library lacks an error naming
+// it; a toolkit library found under its names, then in the toolkit's
+// directory; and each table loaded once per library name and kept for the
+// process, with its outcome, so a failed load is not retried on every call.
 //
 // Example (driver_api.cc):
 //
@@ -19,15 +20,19 @@
 #ifndef LATHE_RUNTIME_CUDA_FUNCTION_TABLE_H_
 #define LATHE_RUNTIME_CUDA_FUNCTION_TABLE_H_
 
+#include <cstdlib>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "runtime/shared_library.h"
 
@@ -67,6 +72,55 @@ absl::StatusOr<const Table*> LoadOnce(
   if (it == loaded->end()) it = loaded->emplace(name, load()).first;
   if (!it->second.ok()) return it->second.status();
   return it->second->get();
+}
+
+// CudaToolkitDir()
+//
+// The CUDA toolkit's directory: $CUDA_PATH, else /usr/local/cuda.
+inline std::string CudaToolkitDir() {
+  const char* env = std::getenv("CUDA_PATH");
+  return env != nullptr && *env != '\0' ? env : "/usr/local/cuda";
+}
+
+// LoadToolkitLibrary()
+//
+// A toolkit library's table (NVRTC's, cuBLASLt's): from `library` when
+// given, else from the first of `files` that dlopen finds, then the first
+// of them in CudaToolkitDir()/lib64. `load_from` makes the table from one
+// name, NotFound when that name does not load (then the next is tried).
+// Errors are FailedPrecondition, one line: "no WHAT: ...", naming every
+// place tried.
+template <typename Table>
+absl::StatusOr<std::unique_ptr<Table>> LoadToolkitLibrary(
+    const std::string& library, std::initializer_list<const char*> files,
+    absl::string_view what,
+    absl::FunctionRef<
+        absl::StatusOr<std::unique_ptr<Table>>(const std::string&)>
+        load_from) {
+  std::vector<std::string> names;
+  if (!library.empty()) {
+    names.push_back(library);
+  } else {
+    for (bool in_dir : {false, true}) {
+      for (const char* file : files) {
+        names.push_back(in_dir ? absl::StrCat(CudaToolkitDir(), "/lib64/", file)
+                               : std::string(file));
+      }
+    }
+  }
+  std::vector<std::string> tried;
+  for (const std::string& name : names) {
+    absl::StatusOr<std::unique_ptr<Table>> table = load_from(name);
+    if (table.ok() || !absl::IsNotFound(table.status())) return table;
+    if (!library.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("no ", what, ": ", table.status().message()));
+    }
+    tried.push_back(name);
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("no ", what, ": none of ", absl::StrJoin(tried, ", "),
+                   " loads (is the CUDA toolkit at $CUDA_PATH?)"));
 }
 
 }  // namespace lathe

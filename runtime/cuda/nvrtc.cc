@@ -44,43 +44,6 @@ absl::StatusOr<std::unique_ptr<Nvrtc>> LoadFrom(const std::string& library) {
   return nvrtc;
 }
 
-// The CUDA toolkit's directory: $CUDA_PATH, else /usr/local/cuda.
-std::string ToolkitDir() {
-  const char* env = std::getenv("CUDA_PATH");
-  return env != nullptr && *env != '\0' ? env : "/usr/local/cuda";
-}
-
-// The names LoadNvrtc() tries, in order.
-std::vector<std::string> Candidates() {
-  const std::string dir = ToolkitDir() + "/lib64/";
-  std::vector<std::string> names;
-  for (bool in_dir : {false, true}) {
-    for (const char* file :
-         {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
-      names.push_back(in_dir ? dir + file : std::string(file));
-    }
-  }
-  return names;
-}
-
-// NVRTC from `library`, or from the first candidate that loads.
-absl::StatusOr<std::unique_ptr<Nvrtc>> Load(const std::string& library) {
-  std::vector<std::string> tried;
-  for (const std::string& name :
-       library.empty() ? Candidates() : std::vector<std::string>{library}) {
-    absl::StatusOr<std::unique_ptr<Nvrtc>> nvrtc = LoadFrom(name);
-    if (nvrtc.ok() || !absl::IsNotFound(nvrtc.status())) return nvrtc;
-    if (!library.empty()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("no NVRTC: ", nvrtc.status().message()));
-    }
-    tried.push_back(name);
-  }
-  return absl::FailedPreconditionError(
-      absl::StrCat("no NVRTC: none of ", absl::StrJoin(tried, ", "),
-                   " loads (is the CUDA toolkit at $CUDA_PATH?)"));
-}
-
 // OK, or an error naming `call` and NVRTC's words for `result`.
 absl::Status Check(const Nvrtc& nvrtc, NvrtcResult result,
                    absl::string_view call) {
@@ -94,7 +57,11 @@ absl::Status Check(const Nvrtc& nvrtc, NvrtcResult result,
 }  // namespace
 
 absl::StatusOr<const Nvrtc*> LoadNvrtc(const std::string& library) {
-  return LoadOnce<Nvrtc>(library, [&] { return Load(library); });
+  return LoadOnce<Nvrtc>(library, [&] {
+    return LoadToolkitLibrary<Nvrtc>(
+        library, {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}, "NVRTC",
+        LoadFrom);
+  });
 }
 
 absl::StatusOr<CudaImage> CompileCuda(const Nvrtc& nvrtc,
@@ -121,8 +88,8 @@ absl::StatusOr<CudaImage> CompileCuda(const Nvrtc& nvrtc,
   // The toolkit's headers (cuda_fp16.h) and libcu++'s (cuda/std/cmath).
   std::vector<std::string> all = {
       absl::StrCat("--gpu-architecture=sm_", arch), "--std=c++17",
-      absl::StrCat("--include-path=", ToolkitDir(), "/include"),
-      absl::StrCat("--include-path=", ToolkitDir(), "/include/cccl")};
+      absl::StrCat("--include-path=", CudaToolkitDir(), "/include"),
+      absl::StrCat("--include-path=", CudaToolkitDir(), "/include/cccl")};
   all.insert(all.end(), options.begin(), options.end());
   std::vector<const char*> argv;
   for (const std::string& o : all) argv.push_back(o.c_str());

@@ -14,6 +14,9 @@
 //     loaded library on device tensors (the output allocated by the call,
 //     as a compiled PyTorch function does), in bytes/s (x read, out
 //     written, s and b read).
+//   BM_CudaAllocatorReuse/BYTES: a device storage from the caching allocator
+//     (device_allocator.h) and back, in ns, and the device allocations the
+//     loop made (0: each block reused from the cache).
 //   BM_CudaCallOverhead/N: a graph of N f32 [16] inputs summed, in ns of
 //     host time per call (the launch queued, not waited for; the device is
 //     synchronized once per 256 calls, outside the timing): the host side of
@@ -48,6 +51,7 @@
 #include "runtime/cuda/cuda_storage.h"
 #include "runtime/cuda/driver_api.h"
 #include "runtime/loaded_graph.h"
+#include "runtime/storage.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
 #include "tools/bench/workspace_file.h"
@@ -226,6 +230,29 @@ void BM_CudaCallOverhead(benchmark::State& state) {
   (*cu)->ctx_synchronize();
 }
 
+// A device storage taken from the caching allocator and given back: the
+// cost of a buffer of the host function's memory plan, with the number of
+// device allocations (cuMemAlloc) the loop made (0: every block reused).
+void BM_CudaAllocatorReuse(benchmark::State& state) {
+  absl::StatusOr<const CudaDriver*> cu = Device();
+  if (!cu.ok()) return SkipWith(state, cu.status());
+  const int64_t bytes = state.range(0);
+  if (absl::Status s =
+          Storage::AllocateUninitialized(bytes, Device::Cuda(0)).status();
+      !s.ok()) {
+    return SkipWith(state, s);  // also the warm-up: one block cached
+  }
+  const int64_t before = CudaStorageAllocator().stats().device_allocations;
+  for (auto _ : state) {
+    absl::StatusOr<Storage> s =
+        Storage::AllocateUninitialized(bytes, Device::Cuda(0));
+    if (!s.ok()) return SkipWith(state, s.status());
+    benchmark::DoNotOptimize(s->data());
+  }
+  state.counters["device_allocations"] = static_cast<double>(
+      CudaStorageAllocator().stats().device_allocations - before);
+}
+
 int Rows() { return Emulated() ? 64 : 8192; }
 
 }  // namespace
@@ -251,6 +278,11 @@ int main(int argc, char** argv) {
   // The emulated device runs the queued kernels on the host (outside the
   // timing, but not the wall clock): a fixed count keeps the run short.
   if (rows < 8192) overhead->Iterations(4096);
+  benchmark::RegisterBenchmark("BM_CudaAllocatorReuse",
+                               lathe::BM_CudaAllocatorReuse)
+      ->Arg(4096)
+      ->Arg(int64_t{64} << 20)
+      ->Unit(benchmark::kNanosecond);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
