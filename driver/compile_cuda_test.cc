@@ -141,6 +141,22 @@ def forward(self, x: "f32[32]", y: "f32[32]"):
                            {Ramp({32}), Ramp({32}, 0.5)});
 }
 
+TEST_F(CudaBackendTest, MoreElementsThanOneGridCoversOnAGpu) {
+  // 256 * 65536 threads at most: the grid-stride loop's later passes. On
+  // the emulated device every thread is a host call: GPU runs only
+  // (tools/gpu/check.sh).
+  if (std::string(std::getenv("LATHE_CUDA_DEVICE")) == "emulated") {
+    GTEST_SKIP() << "17M threads on the emulated device: a GPU check";
+  }
+  ExpectMatchesInterpreter(R"IR(
+def forward(self, x: "f32[16789000]", y: "f32[1]"):
+    mul = torch.ops.aten.mul.Tensor(x, y)
+    neg = torch.ops.aten.neg.default(mul)
+    return (neg,)
+)IR",
+                           {Ramp({16789000}), Ramp({1}, 0.5)});
+}
+
 TEST_F(CudaBackendTest, AKernelItCannotWriteYetNamesTheNode) {
   EXPECT_THAT(CompileGraphText(R"IR(
 def forward(self, x: "f32[8, 8]"):

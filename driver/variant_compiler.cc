@@ -104,6 +104,16 @@ VariantCompiler::CompiledFor(absl::Span<const Operand> args) {
 
 absl::StatusOr<std::vector<Operand>> VariantCompiler::Interpret(
     absl::Span<Operand> args, uint64_t seed) {
+  // The interpreter reads host memory: device tensors never reach it.
+  for (size_t k = 0; k < args.size(); ++k) {
+    if (args[k].kind == Operand::Kind::kTensor && args[k].tensor.defined() &&
+        !args[k].tensor.device().is_cpu()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "argument ", k, " is on ", args[k].tensor.device().ToString(),
+          ": the interpreter, which runs the arguments no compiled variant "
+          "admits, needs host tensors (allow more compiles)"));
+    }
+  }
   ASSIGN_OR_RETURN(std::shared_ptr<const CompiledGraph> c, CompiledFor(args));
   return RunInterpreted(*c, args, seed);
 }

@@ -1058,6 +1058,36 @@ TEST(LathecCudaTest, RunAndArtifactOnTheEmulatedDevice) {
   EXPECT_FALSE(PathExists(TestTmpPath("cu_none")));
 }
 
+// Past --max-compiles the arguments no variant admits run on the
+// interpreter, which reads host memory: with the cuda backend that is one
+// line naming the device, never device memory read on the host.
+TEST(LathecCudaTest, TheInterpreterFallbackRefusesDeviceTensors) {
+  const std::string graph = TestTmpPath("cu_dynamic.txt");
+  {
+    std::ofstream g(graph);
+    g << "def forward(self, x: \"f32[s0]\"):\n"
+         "    neg = torch.ops.aten.neg.default(x)\n"
+         "    return (neg,)\n";
+  }
+  for (int64_t n : {5, 1}) {
+    std::string dir = TestTmpPath(absl::StrCat("cu_n", n));
+    mkdir(dir.c_str(), 0755);
+    ASSERT_OK(WriteNpy(dir + "/x.npy", Filled({n}, 1.0)));
+  }
+  setenv("LATHE_CUDA_DEVICE", "emulated", 1);
+  LathecResult r =
+      RunLathec({"run", graph, "--backend", "cuda", "--max-compiles", "1",
+                 "--inputs", TestTmpPath("cu_n5"), "--inputs",
+                 TestTmpPath("cu_n1"), "--out", TestTmpPath("cu_fallback")});
+  unsetenv("LATHE_CUDA_DEVICE");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output,
+              HasSubstr("argument 0 is on cuda:0: the interpreter, which runs "
+                        "the arguments no compiled variant admits, needs host "
+                        "tensors (allow more compiles)\n"));
+  EXPECT_FALSE(PathExists(TestTmpPath("cu_fallback")));
+}
+
 // `lathec compile` writes an artifact that `lathec run --artifact` (another
 // process, the runtime alone) calls: the same results as the in-process cpu
 // run and the interpreter, other batch sizes through its guards, and a

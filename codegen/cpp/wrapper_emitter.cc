@@ -697,6 +697,10 @@ absl::StatusOr<WrapperSource> EmitWrapper(
       absl::StrAppend(&out, "  ", names[kernel.symbol], " = (",
                       kernel.symbol.is_float() ? "double" : "int64_t", ")(",
                       value, ");  // ", kernel.name, "\n");
+      // A device's element copy that failed (HostCode::LoadElement sets E).
+      if (!kernel.extern_buffers.empty() && &host != &HostMemoryCode()) {
+        absl::StrAppend(&out, "  if (E != 0) return E;\n");
+      }
       if (kernel.check >= 0) {
         absl::StrAppend(&out, "  if (", names[kernel.symbol],
                         " < -2147483648LL || ", names[kernel.symbol],

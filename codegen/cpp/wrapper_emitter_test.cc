@@ -159,6 +159,7 @@ def forward(self, n: "i64[]", y: "f32[6]"):
       EmitWrapper(s.lowered, ir::InputSlots(*g), {.host = &device}));
   EXPECT_OK(RunFileCheck(w.text, R"(
 CHECK:      S[0] = (int64_t)(copy_to_host<int64_t>(B[0], 0));
+CHECK-NEXT: if (E != 0) return E;
 CHECK:      E = launch_k{{[0-9]+}}(B, S, F, rt);
 CHECK-NOT:  k{{[0-9]+}}(B, S, F, rt, &E);
 )"));
@@ -167,6 +168,7 @@ CHECK-NOT:  k{{[0-9]+}}(B, S, F, rt, &E);
                        EmitWrapper(s.lowered, ir::InputSlots(*g)));
   EXPECT_OK(RunFileCheck(cpu.text, R"(
 CHECK:      S[0] = (int64_t)(static_cast<const int64_t*>(B[0])[0]);
+CHECK-NOT:  if (E != 0) return E;
 CHECK:      k{{[0-9]+}}(B, S, F, rt, &E);
 CHECK-NEXT: if (E != 0) return E;
 )"));

@@ -158,13 +158,16 @@ class Cuda final : public Backend {
                        CompileCudaCached(*nvrtc, kernels, "kernels.cu", arch,
                                          {}, options.cache));
       add(image.seconds, image.cache_hit, absl::StrCat("nvrtc sm_", arch));
-      if (!emulated && arch == device_arch)
+      if (!emulated && arch == device_arch) {
         built.device_image = image.image.cubin;
+      }
       const bool asked =
           options.cuda_archs.empty() ||
           absl::c_find(options.cuda_archs, arch) != options.cuda_archs.end();
       if (!asked) continue;
-      if (arch == archs.front()) {
+      if (arch == *absl::c_min_element(options.cuda_archs.empty()
+                                           ? archs
+                                           : options.cuda_archs)) {
         built.device_files.emplace_back(kPtxFile, image.image.ptx);
       }
       built.device_files.emplace_back(CubinFile(arch),

@@ -148,24 +148,35 @@ class CudaKernels final : public DeviceKernels {
   // dst.copy_(src) on the device: through the host (the mutation epilogue
   // of a pointwise program; a device copy kernel is the next issue's).
   static int Copy(const LatheValue* dst, const LatheValue* src) {
-    absl::StatusOr<Tensor> d = TensorOfValue(*dst), s = TensorOfValue(*src);
-    if (!d.ok() || !s.ok()) return 1;
-    absl::StatusOr<Tensor> hd = lathe::ToHost(*d), hs = lathe::ToHost(*s);
-    if (!hd.ok() || !hs.ok() || !CopyTensor(*hd, *hs).ok()) return 1;
-    absl::StatusOr<Tensor> back = lathe::ToDevice(*hd, Device::Cuda(0));
-    if (!back.ok()) return 1;
-    // ToDevice kept hd's layout over the bytes it spans from its offset;
-    // those bytes go over d's.
-    const int64_t bytes = back->storage().nbytes();
-    absl::StatusOr<const CudaDriver*> cu = CudaDevice();
-    if (!cu.ok() || bytes == 0) return cu.ok() ? 0 : 1;
-    char* to = static_cast<char*>(d->storage().data()) +
-               d->storage_offset() * d->itemsize();
-    return (*cu)->memcpy_dtod_async(
-               Address(to), Address(back->storage().data()),
-               static_cast<size_t>(bytes), nullptr) == kCudaSuccess
-               ? 0
-               : 1;
+    absl::Status s = CopyOnDevice(*dst, *src);
+    if (s.ok()) return 0;
+    SetDeviceError(absl::Status(
+        s.code(), absl::StrCat("the mutation epilogue's copy: ", s.message())));
+    return 1;
+  }
+
+  static absl::Status CopyOnDevice(const LatheValue& dst,
+                                   const LatheValue& src) {
+    ASSIGN_OR_RETURN(Tensor d, TensorOfValue(dst));
+    ASSIGN_OR_RETURN(Tensor s, TensorOfValue(src));
+    ASSIGN_OR_RETURN(Tensor hd, lathe::ToHost(d));
+    ASSIGN_OR_RETURN(Tensor hs, lathe::ToHost(s));
+    RETURN_IF_ERROR(CopyTensor(hd, hs));
+    // ToDevice keeps hd's layout over the bytes it spans from its first
+    // element; those bytes go over d's.
+    ASSIGN_OR_RETURN(Tensor back, lathe::ToDevice(hd, Device::Cuda(0)));
+    const int64_t bytes = back.storage().nbytes();
+    if (bytes == 0) return absl::OkStatus();
+    ASSIGN_OR_RETURN(const CudaDriver* cu, CudaDevice());
+    char* to = static_cast<char*>(d.storage().data()) +
+               d.storage_offset() * d.itemsize();
+    RETURN_IF_ERROR(CudaCall(
+        *cu,
+        cu->memcpy_dtod_async(Address(to), Address(back.storage().data()),
+                              static_cast<size_t>(bytes), nullptr),
+        "cuMemcpyDtoDAsync"));
+    return CudaCall(*cu, cu->stream_synchronize(nullptr),
+                    "cuStreamSynchronize");
   }
 
   const CudaDriver& cu_;
@@ -185,12 +196,21 @@ std::string CubinFile(int arch) {
 absl::StatusOr<std::string> DeviceImageFor(
     const std::vector<std::pair<std::string, std::string>>& files) {
   ASSIGN_OR_RETURN(const CudaDriver* cu, CudaDevice());
+  if (cu->source == "emulated") return ImageForArchitecture(files, 0);
+  ASSIGN_OR_RETURN(int arch, CudaArchitecture(*cu));
+  return ImageForArchitecture(files, arch);
+}
+
+absl::StatusOr<std::string> ImageForArchitecture(
+    const std::vector<std::pair<std::string, std::string>>& files, int arch) {
   std::vector<std::string> wanted;
-  if (cu->source == "emulated") {
+  if (arch == 0) {
     wanted = {kEmulatedModuleFile};
   } else {
-    ASSIGN_OR_RETURN(int arch, CudaArchitecture(*cu));
-    wanted = {CubinFile(arch), kPtxFile};
+    // A cubin runs on its architecture's later minor versions (sm_80's on
+    // an sm_86): the nearest at or below the device's, then the PTX.
+    for (int a = arch; a >= arch / 10 * 10; --a) wanted.push_back(CubinFile(a));
+    wanted.push_back(kPtxFile);
   }
   for (const std::string& name : wanted) {
     for (const auto& [file, bytes] : files) {
@@ -200,8 +220,9 @@ absl::StatusOr<std::string> DeviceImageFor(
   std::vector<std::string> held;
   for (const auto& f : files) held.push_back(f.first);
   return absl::FailedPreconditionError(
-      absl::StrCat("no kernels for this device (it loads ",
-                   absl::StrJoin(wanted, " or "), "): the artifact holds ",
+      absl::StrCat("no kernels for this device (",
+                   arch == 0 ? "the emulated one" : absl::StrCat("sm_", arch),
+                   "): the artifact holds ",
                    held.empty() ? "none" : absl::StrJoin(held, ", ")));
 }
 

@@ -48,11 +48,19 @@ std::string CubinFile(int arch);
 //
 // Among an artifact's kernel files (by name), the image for the device
 // CudaDevice() chooses: the emulated library on the emulated device; on a
-// GPU, the cubin of its architecture, else the PTX (which the driver
-// compiles for it). An error naming what the artifact holds and the device
-// it found otherwise.
+// GPU, the cubin of its architecture or of the nearest earlier minor
+// version of it (sm_80's on an sm_86), else the PTX (the lowest
+// architecture's, which the driver compiles for any later one). An error naming
+// what the artifact holds and the device it found otherwise.
 absl::StatusOr<std::string> DeviceImageFor(
     const std::vector<std::pair<std::string, std::string>>& files);
+
+// ImageForArchitecture()
+//
+// DeviceImageFor's choice for a GPU of architecture `arch` (86 for sm_86),
+// or for the emulated device (0).
+absl::StatusOr<std::string> ImageForArchitecture(
+    const std::vector<std::pair<std::string, std::string>>& files, int arch);
 
 // LoadCudaKernels()
 //

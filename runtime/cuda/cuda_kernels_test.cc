@@ -31,8 +31,12 @@ using ::testing::HasSubstr;
 
 class CudaKernelsTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { setenv("LATHE_CUDA_DEVICE", "emulated", 1); }
+  static void SetUpTestSuite() { setenv("LATHE_CUDA_DEVICE", "emulated", 0); }
   void SetUp() override {
+    // The module is testdata/emulated_kernels.so: the emulated device's.
+    if (std::string(std::getenv("LATHE_CUDA_DEVICE")) != "emulated") {
+      GTEST_SKIP() << "the kernels here are the emulated device's";
+    }
     ASSERT_OK_AND_ASSIGN(
         image_, ReadRunfile("runtime/cuda/testdata/emulated_kernels.so"));
   }
@@ -101,17 +105,30 @@ TEST_F(CudaKernelsTest, AnImageThatIsNotAModuleIsRefused) {
                        HasSubstr("an empty CUDA module image")));
 }
 
-TEST_F(CudaKernelsTest, AnArtifactsImageIsTheOneForTheDevice) {
-  ASSERT_OK_AND_ASSIGN(std::string image,
-                       DeviceImageFor({{CubinFile(90), "cubin"},
-                                       {kEmulatedModuleFile, "library"},
-                                       {kPtxFile, "ptx"}}));
-  EXPECT_EQ(image, "library");
-  EXPECT_THAT(DeviceImageFor({{CubinFile(80), "cubin"}, {kPtxFile, "ptx"}}),
+TEST(DeviceImageTest, AnArtifactsImageIsTheOneForTheDevice) {
+  const std::vector<std::pair<std::string, std::string>> all = {
+      {CubinFile(80), "sm_80"},
+      {CubinFile(90), "sm_90"},
+      {kPtxFile, "ptx"},
+      {kEmulatedModuleFile, "library"}};
+  auto pick = [&](int arch) {
+    absl::StatusOr<std::string> image = ImageForArchitecture(all, arch);
+    return image.ok() ? *image : std::string(image.status().message());
+  };
+  EXPECT_EQ(pick(0), "library");
+  EXPECT_EQ(pick(90), "sm_90");
+  // sm_80's cubin runs on sm_86 and sm_89; a newer major takes the PTX.
+  EXPECT_EQ(pick(86), "sm_80");
+  EXPECT_EQ(pick(89), "sm_80");
+  EXPECT_EQ(pick(100), "ptx");
+  EXPECT_THAT(ImageForArchitecture({{CubinFile(90), "sm_90"}}, 75),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("no kernels for this device (it loads "
-                                 "kernels.emulated.so): the artifact holds "
-                                 "kernels.sm_80.cubin, kernels.ptx")));
+                       "no kernels for this device (sm_75): the artifact "
+                       "holds kernels.sm_90.cubin"));
+  EXPECT_THAT(ImageForArchitecture({{CubinFile(80), "c"}, {kPtxFile, "p"}}, 0),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "no kernels for this device (the emulated one): the "
+                       "artifact holds kernels.sm_80.cubin, kernels.ptx"));
 }
 
 TEST_F(CudaKernelsTest, ADeviceLibraryNeedsItsKernelsAndAHostOneNone) {

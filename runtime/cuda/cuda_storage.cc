@@ -98,10 +98,30 @@ std::atomic<int64_t> staged_bytes{0};
 
 class Staging {
  public:
-  // `bytes` from host `src` to device `dst`, done when it returns.
+  // `bytes` from host `src` to device `dst`, done when it returns (also
+  // when it fails: no copy into a half is left in flight).
   absl::Status ToDevice(const CudaDriver& cu, CuDevicePtr dst, const char* src,
                         int64_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
+    return Drained(cu, Up(cu, dst, src, bytes));
+  }
+
+  // `bytes` from device `src` to host `dst`, after the work queued before.
+  absl::Status ToHost(const CudaDriver& cu, char* dst, CuDevicePtr src,
+                      int64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return Drained(cu, Down(cu, dst, src, bytes));
+  }
+
+ private:
+  // `s`, once the stream's copies are done (a failed copy's included).
+  static absl::Status Drained(const CudaDriver& cu, absl::Status s) {
+    if (!s.ok()) cu.stream_synchronize(nullptr);
+    return s;
+  }
+
+  absl::Status Up(const CudaDriver& cu, CuDevicePtr dst, const char* src,
+                  int64_t bytes) {
     RETURN_IF_ERROR(Ready(cu));
     for (int64_t k = 0, at = 0; at < bytes; ++k, at += kStagingHalf) {
       const int64_t n = std::min(kStagingHalf, bytes - at);
@@ -123,10 +143,8 @@ class Staging {
     return CudaCall(cu, cu.stream_synchronize(nullptr), "cuStreamSynchronize");
   }
 
-  // `bytes` from device `src` to host `dst`, after the work queued before.
-  absl::Status ToHost(const CudaDriver& cu, char* dst, CuDevicePtr src,
-                      int64_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
+  absl::Status Down(const CudaDriver& cu, char* dst, CuDevicePtr src,
+                    int64_t bytes) {
     RETURN_IF_ERROR(Ready(cu));
     const int64_t chunks = (bytes + kStagingHalf - 1) / kStagingHalf;
     auto issue = [&](int64_t k) {
@@ -155,7 +173,6 @@ class Staging {
     return absl::OkStatus();
   }
 
- private:
   // The halves and their events, made on first use (kept for the process).
   absl::Status Ready(const CudaDriver& cu) {
     RETURN_IF_ERROR(MakeCudaContextCurrent(cu));

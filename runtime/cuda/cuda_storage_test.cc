@@ -28,7 +28,7 @@ TEST(CudaStorageTest, DeviceTensorsComeFromTheAllocator) {
               StatusIs(absl::StatusCode::kUnimplemented,
                        "device memory (cuda:0) is allocated by the CUDA "
                        "runtime, which this program has not started"));
-  ::setenv("LATHE_CUDA_DEVICE", "emulated", 1);
+  ::setenv("LATHE_CUDA_DEVICE", "emulated", /*overwrite=*/0);
   ASSERT_OK(UseCudaStorage());
   ASSERT_OK(UseCudaStorage());  // once
   const int64_t before = CudaStorageAllocator().stats().allocated;
@@ -51,7 +51,7 @@ TEST(CudaStorageTest, DeviceTensorsComeFromTheAllocator) {
 }
 
 TEST(CudaStorageTest, CopiesKeepValuesSizesAndStrides) {
-  ::setenv("LATHE_CUDA_DEVICE", "emulated", 1);
+  ::setenv("LATHE_CUDA_DEVICE", "emulated", /*overwrite=*/0);
   ASSERT_OK(UseCudaStorage());
   ASSERT_OK_AND_ASSIGN(Tensor x, Tensor::Empty({2, 3}, DType::kInt32));
   for (int i = 0; i < 6; ++i) x.data<int32_t>()[i] = 10 * i;
@@ -80,7 +80,7 @@ TEST(CudaStorageTest, CopiesKeepValuesSizesAndStrides) {
 // A large copy goes through the pinned staging halves, chunk by chunk (4
 // MiB each; the last one partial), both ways, and keeps every value.
 TEST(CudaStorageTest, LargeCopiesGoThroughPinnedStaging) {
-  ::setenv("LATHE_CUDA_DEVICE", "emulated", 1);
+  ::setenv("LATHE_CUDA_DEVICE", "emulated", /*overwrite=*/0);
   ASSERT_OK(UseCudaStorage());
   const int64_t n = (int64_t{11} << 20) / 4 + 3;  // 11 MiB + 12 bytes
   ASSERT_OK_AND_ASSIGN(Tensor x, Tensor::Empty({n}, DType::kInt32));

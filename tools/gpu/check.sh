@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # lathe's CUDA checks on a GPU machine, in one command and under 8 minutes,
 # from the binaries tools/gpu/prepare.sh staged (no Bazel there):
-#   1. the CUDA test targets on the real driver (LATHE_CUDA_DEVICE=gpu);
+#   1. the CUDA test targets on the real driver (LATHE_CUDA_DEVICE=gpu):
+#      NVRTC, the driver table, cuBLASLt, device storage and its pinned
+#      staging, the cuda backend end to end (with a grid-stride run past
+#      one grid);
 #   2. the graph corpus and the AOT scenarios through `lathec run --backend
 #      cuda` against the interpreter (tools:corpus_cpu_test's CorpusCudaTest);
 #   3. compute-sanitizer memcheck and racecheck on a sample (the cuda
@@ -52,6 +55,9 @@ echo "device: $device" | tee "$out/device.txt"
 
 step nvrtc_test 60 "$bin/nvrtc_test"
 step driver_api_test 60 "$bin/driver_api_test"
+step cublaslt_test 60 "$bin/cublaslt_test"
+step cuda_storage_test 60 "$bin/cuda_storage_test"  # pinned staging
+step cuda_kernels_test 60 "$bin/cuda_kernels_test"  # emulated-only: skips
 # (Its FileCheck test reads the emitted text alone: it runs in CI.)
 step compile_cuda_test 180 "$bin/compile_cuda_test" --gtest_filter='-*Int32*'
 # The two corpora side by side (the machine has cores to spare).

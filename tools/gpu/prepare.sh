@@ -18,6 +18,9 @@ targets=(
   //driver:compile_cuda_test
   //runtime/cuda:nvrtc_test
   //runtime/cuda:driver_api_test
+  //runtime/cuda:cuda_storage_test
+  //runtime/cuda:cublaslt_test
+  //runtime/cuda:cuda_kernels_test
 )
 bazel build -c opt --jobs=2 "${targets[@]}"
 stage=$(mktemp -d)
@@ -35,13 +38,15 @@ done
 chmod -R u+w "$stage"
 strip "$stage"/bin/* && strip --strip-unneeded "$stage"/lib/*
 # The data the binaries read (their runfiles): the corpora, the benchmark's
-# graph, the driver test's stand-in libcuda.
+# graph, the driver test's stand-in libcuda, the emulated kernels.
 for d in ir/testdata/graphs aot/testdata/aot_corpus tools/bench/graphs; do
   mkdir -p "$stage/runfiles/lathe/$d"
   cp -L "$d"/*.txt "$stage/runfiles/lathe/$d/"
 done
-cp -rL bazel-bin/runtime/cuda/driver_api_test.runfiles/lathe/runtime \
-  "$stage/runfiles/lathe/"
+for t in driver_api_test cuda_kernels_test; do
+  cp -rL "bazel-bin/runtime/cuda/$t.runfiles/lathe/runtime" \
+    "$stage/runfiles/lathe/"
+done
 rm -rf "$dest"
 mkdir -p "$dest"
 tar -cJf "$dest/stage.tar.xz" -C "$stage" .
