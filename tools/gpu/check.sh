@@ -60,20 +60,21 @@ step cuda_storage_test 60 "$bin/cuda_storage_test"  # pinned staging
 step cuda_kernels_test 60 "$bin/cuda_kernels_test"  # emulated-only: skips
 # (Its FileCheck test reads the emitted text alone: it runs in CI.)
 step compile_cuda_test 180 "$bin/compile_cuda_test" --gtest_filter='-*Int32*'
-# The two corpora side by side (the machine has cores to spare).
+# The two corpora and the sanitizers side by side (the machine has cores
+# to spare); the benchmark after them, alone.
 step corpus_cuda_aot 300 "$bin/corpus_cpu_test" \
   --gtest_filter='CorpusCudaTest.Aot*' &
 step corpus_cuda_graphs 300 "$bin/corpus_cpu_test" \
-  --gtest_filter='CorpusCudaTest.Graph*'
-wait
+  --gtest_filter='CorpusCudaTest.Graph*' &
 if [ "$LATHE_CUDA_DEVICE" != emulated ] && command -v compute-sanitizer >/dev/null; then
-  step memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 1 \
-    "$bin/compile_cuda_test" --gtest_filter='*Silu*:*Views*:*Symbolic*'
-  step racecheck 120 compute-sanitizer --tool racecheck --error-exitcode 1 \
-    "$bin/compile_cuda_test" --gtest_filter='*Silu*'
+  step memcheck 150 compute-sanitizer --tool memcheck --error-exitcode 1 \
+    "$bin/compile_cuda_test" --gtest_filter='*Silu*:*Views*:*Symbolic*' &
+  step racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 1 \
+    "$bin/compile_cuda_test" --gtest_filter='*Silu*' &
 else
   printf '%-34s %-14s\n' compute-sanitizer 'skipped (no GPU)' >>"$out/steps.txt"
 fi
+wait
 step bench 240 python3 tools/gpu/bench.py "$bin/cuda_benchmark" "$out"
 
 {
