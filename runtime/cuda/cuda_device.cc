@@ -1,5 +1,6 @@
 #include "runtime/cuda/cuda_device.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -29,10 +30,21 @@ absl::StatusOr<const CudaDriver*> CudaDevice() {
 }
 
 absl::Status MakeCudaContextCurrent(const CudaDriver& cu) {
-  // One retained primary context per driver table, for the process.
+  // One retained primary context per driver table, for the process. Once
+  // it is current on a thread it stays so (lathe sets no other), so the hot
+  // path (every compiled call's Prepare) takes no lock: `retains` counts
+  // the retains, and a thread whose context is older sets it again.
   static std::mutex mu;
   static const CudaDriver* retained_for = nullptr;
   static CuContext context = nullptr;
+  static std::atomic<int64_t> retains{0};
+  thread_local const CudaDriver* current_for = nullptr;
+  thread_local int64_t current_retain = -1;
+  if (current_for == &cu && current_retain == retains.load()) {
+    return absl::OkStatus();
+  }
+  CuContext wanted = nullptr;
+  int64_t retain = 0;
   {
     std::lock_guard<std::mutex> lock(mu);
     if (retained_for != &cu) {
@@ -41,9 +53,15 @@ absl::Status MakeCudaContextCurrent(const CudaDriver& cu) {
       RETURN_IF_ERROR(CudaCall(cu, cu.primary_ctx_retain(&context, device),
                                "cuDevicePrimaryCtxRetain"));
       retained_for = &cu;
+      ++retains;
     }
+    wanted = context;
+    retain = retains.load();
   }
-  return CudaCall(cu, cu.ctx_set_current(context), "cuCtxSetCurrent");
+  RETURN_IF_ERROR(CudaCall(cu, cu.ctx_set_current(wanted), "cuCtxSetCurrent"));
+  current_for = &cu;
+  current_retain = retain;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int> CudaArchitecture(const CudaDriver& cu) {
