@@ -141,15 +141,17 @@ class Cuda final : public Backend {
       built.device_files.emplace_back(kEmulatedModuleFile,
                                       std::move(module.image));
     }
-    // A cubin for each architecture asked for (the device's by default),
-    // and PTX for newer ones: NVRTC runs without a GPU, so an artifact
-    // built on the emulated device runs on a real one too.
-    std::vector<int> archs = options.cuda_archs;
-    if (archs.empty()) archs.push_back(device_arch);
+    // The artifact: a cubin per architecture asked for (on a GPU, its own
+    // by default) and the lowest one's PTX, which later ones compile.
+    // NVRTC runs without a GPU, so an artifact built on the emulated device
+    // runs on a real one too. On a GPU, this process loads its own cubin.
+    std::vector<int> asked = options.cuda_archs;
+    if (asked.empty() && !emulated) asked.push_back(device_arch);
+    std::vector<int> archs = asked;
     if (!emulated && absl::c_find(archs, device_arch) == archs.end()) {
-      archs.push_back(device_arch);  // what this process loads
+      archs.push_back(device_arch);
     }
-    if (emulated && options.cuda_archs.empty()) archs.clear();
+    const int lowest = asked.empty() ? 0 : *absl::c_min_element(asked);
     ASSIGN_OR_RETURN(
         const Nvrtc* nvrtc,
         archs.empty() ? absl::StatusOr<const Nvrtc*>(nullptr) : LoadNvrtc());
@@ -161,13 +163,8 @@ class Cuda final : public Backend {
       if (!emulated && arch == device_arch) {
         built.device_image = image.image.cubin;
       }
-      const bool asked =
-          options.cuda_archs.empty() ||
-          absl::c_find(options.cuda_archs, arch) != options.cuda_archs.end();
-      if (!asked) continue;
-      if (arch == *absl::c_min_element(options.cuda_archs.empty()
-                                           ? archs
-                                           : options.cuda_archs)) {
+      if (absl::c_find(asked, arch) == asked.end()) continue;
+      if (arch == lowest) {
         built.device_files.emplace_back(kPtxFile, image.image.ptx);
       }
       built.device_files.emplace_back(CubinFile(arch),
