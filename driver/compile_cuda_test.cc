@@ -131,6 +131,39 @@ def forward(self, x: "f32[s0, 16]", y: "f32[16]"):
   ExpectMatchesInterpreter(text, {Ramp({1000, 16}, 0.05), Ramp({16}, 0.1)});
 }
 
+// The vector path (16-byte loads and stores: codegen/cuda/cuda_emitter.h)
+// and its fallbacks: a symbolic row length that is a multiple of four or
+// not (the kernel's own check picks the scalar loop), a view starting off
+// a multiple, doubles and halves, against the interpreter.
+TEST_F(CudaBackendTest, VectorAccessesAndTheirScalarFallback) {
+  const std::string rows = R"IR(
+def forward(self, x: "f32[s0, s1]", c: "f32[s0, 1]"):
+    add = torch.ops.aten.add.Tensor(x, c)
+    sig = torch.ops.aten.sigmoid.default(add)
+    return (sig,)
+)IR";
+  ExpectMatchesInterpreter(rows, {Ramp({7, 12}, 0.05), Ramp({7, 1}, 0.1)});
+  ExpectMatchesInterpreter(rows, {Ramp({7, 10}, 0.05), Ramp({7, 1}, 0.1)});
+  ExpectMatchesInterpreter(R"IR(
+def forward(self, x: "f32[8, 9]"):
+    sl = torch.ops.aten.slice.Tensor(x, 1, 1, 9)
+    neg = torch.ops.aten.neg.default(sl)
+    return (neg,)
+)IR",
+                           {Ramp({8, 9})});
+  ExpectMatchesInterpreter(
+      R"IR(
+def forward(self, x: "f64[8, 16]", y: "f32[16, 8]", h: "f16[8, 16]"):
+    c = torch.ops.prims.convert_element_type.default(x, torch.float32)
+    t = torch.ops.aten.t.default(y)
+    add = torch.ops.aten.add.Tensor(c, t)
+    gt = torch.ops.aten.gt.Tensor(h, add)
+    return (add, gt)
+)IR",
+      {Ramp({8, 16}, 0.3, DType::kFloat64), Ramp({16, 8}, 0.21),
+       Ramp({8, 16}, 0.25, DType::kFloat16)});
+}
+
 TEST_F(CudaBackendTest, AnInputWrittenInPlaceComesBack) {
   ExpectMatchesInterpreter(R"IR(
 def forward(self, x: "f32[32]", y: "f32[32]"):
@@ -212,6 +245,34 @@ CHECK: for ()",
                                                                type, " i = ")))
         << sizes;
   }
+}
+
+// The vector path's loads and stores are single 128-bit instructions in
+// the PTX NVRTC makes (not four 32-bit ones), the read-only inputs through
+// the non-coherent cache.
+TEST_F(CudaBackendTest, VectorAccessesAre128BitInstructionsInThePtx) {
+#ifndef LATHE_HAS_CUDA_TOOLKIT
+  GTEST_SKIP() << "no CUDA toolkit";
+#endif
+  ASSERT_OK_AND_ASSIGN(const Nvrtc* nvrtc, LoadNvrtc());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c,
+                       CompileGraphText(R"IR(
+def forward(self, x: "f32[64, 96]", b: "f32[96]"):
+    sig = torch.ops.aten.sigmoid.default(x)
+    mul = torch.ops.aten.mul.Tensor(x, sig)
+    add = torch.ops.aten.add.Tensor(mul, b)
+    return (add,)
+)IR",
+                                        {.backend = &CudaBackend()}));
+  ASSERT_OK_AND_ASSIGN(std::string kernels,
+                       EmitCuda(c->function->lowered().program));
+  ASSERT_OK_AND_ASSIGN(CudaImage image,
+                       CompileCuda(*nvrtc, kernels, "kernels.cu", 90));
+  EXPECT_OK(RunFileCheck(image.ptx, R"(
+CHECK: ld.global.nc.v4.f32
+CHECK: ld.global.nc.v4.f32
+CHECK: st.global.v4.f32
+)"));
 }
 
 TEST_F(CudaBackendTest, EmittedKernelsCompileWithNvrtcForSm80AndSm90) {

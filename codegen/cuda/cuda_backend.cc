@@ -53,10 +53,6 @@ class CudaHost final : public HostCode {
       return absl::StrCat("  return LATHE_CALL_DEVICE_FAILED;  // ",
                           kernel.name, "\n");
     }
-    int index = 0;
-    for (int j = 0; j < k; ++j) {
-      index += program.kernels[j].kind == Kernel::Kind::kLoops ? 1 : 0;
-    }
     std::vector<std::string> params;
     for (int b : DeviceKernelBuffers(kernel)) {
       params.push_back(absl::StrCat("&B[", b, "]"));
@@ -67,17 +63,22 @@ class CudaHost final : public HostCode {
                                     : absl::StrCat("&S[", ints++, "]"));
     }
     params.push_back("&n");
+    // Threads for n / width steps (the scalar fallback strides over n).
+    const int width = DeviceKernelWidth(program, kernel);
+    const std::string steps =
+        width == 1 ? "n" : absl::StrCat("(n + ", width - 1, ") / ", width);
     return absl::StrCat(
         "  if (E != 0) return E;\n  {  // ", kernel.name,
         " on the device\n    int64_t n = (int64_t)(",
         cpp(Product(kernel.ranges)),
         ");\n    if (n > 0) {\n      void* a[] = {",
-        absl::StrJoin(params, ", "),
-        "};\n      const uint32_t g[3] = {(uint32_t)(n < ",
-        int64_t{kCudaBlock} * kCudaMaxBlocks, "LL ? (n + ", kCudaBlock - 1,
+        absl::StrJoin(params, ", "), "};\n      const int64_t w = ", steps,
+        ";\n      const uint32_t g[3] = {(uint32_t)(w < ",
+        int64_t{kCudaBlock} * kCudaMaxBlocks, "LL ? (w + ", kCudaBlock - 1,
         ") / ", kCudaBlock, " : ", kCudaMaxBlocks,
         "), 1, 1};\n      const uint32_t t[3] = {", kCudaBlock,
-        ", 1, 1};\n      if (rt->device->launch(rt->device->self, ", index,
+        ", 1, 1};\n      if (rt->device->launch(rt->device->self, ",
+        DeviceKernelIndex(program, k),
         ", g, t, 0, a) != 0) return LATHE_CALL_DEVICE_FAILED;\n    }\n  }\n");
   }
 

@@ -15,7 +15,15 @@
 // walk the flattened outer loops in a grid-stride loop (element i is the
 // loop point whose innermost variable varies fastest), computing in int32
 // when every index of the program fits (scalar_code.h's Int32Indexing) and
-// the count leaves room for the stride, in int64 otherwise. Views,
+// the count leaves room for the stride, in int64 otherwise.
+//
+// 16-byte vector loads and stores: an access whose index steps by one with
+// the innermost loop and starts each run of `width` elements on a multiple
+// of it (width = 16 bytes over the widest such buffer's element) moves
+// `width` elements at once, when the buffers are aligned and the innermost
+// extent divides (checked in the kernel, where the scalar loop is the
+// fallback); the scalar ops then run once per lane. A buffer the kernel
+// both loads and stores keeps scalar accesses. Views,
 // broadcasting, strides and casts are the loop IR's index arithmetic and
 // scalar ops, shared with the cpu emitter (scalar_code.h). The host
 // function (wrapper_emitter.h, with CudaHostCode: cuda_backend.h) launches
@@ -56,6 +64,18 @@ absl::StatusOr<std::string> EmitCuda(const Program& program);
 // The names of the program's device kernels (its loop kernels), in the
 // order the host function launches them by index.
 std::vector<std::string> DeviceKernelNames(const Program& program);
+
+// DeviceKernelIndex()
+//
+// The index in DeviceKernelNames of loop kernel `k` (of program.kernels).
+int DeviceKernelIndex(const Program& program, int k);
+
+// DeviceKernelWidth()
+//
+// The consecutive elements each thread of loop kernel `k` takes per step
+// when its vector path runs (1: it has none); a launch needs n / width
+// threads.
+int DeviceKernelWidth(const Program& program, const Kernel& k);
 
 // DeviceKernelBuffers()
 //

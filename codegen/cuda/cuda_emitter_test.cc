@@ -1,0 +1,179 @@
+// The CUDA kernels' text: graph text in, lowered and scheduled, EmitCuda's
+// source out, FileCheck CHECK lines on what the emitter decides: the
+// vector path (which accesses move 16 bytes at once, its width, the
+// conditions its kernel checks before taking it) and the scalar loop
+// behind it. That the source computes the interpreter's results on the
+// emulated device and compiles with NVRTC is driver:compile_cuda_test's.
+
+#include "codegen/cuda/cuda_emitter.h"
+
+#include "codegen/codegen_testing.h"
+#include "gtest/gtest.h"
+#include "status_macros.h"
+#include "testing/file_check.h"
+#include "testing/status_matchers.h"
+
+namespace lathe::codegen {
+namespace {
+
+using ::lathe::testing::RunFileCheck;
+
+absl::StatusOr<std::string> Emit(absl::string_view text) {
+  ASSIGN_OR_RETURN(Scheduled s, ScheduleText(text));
+  return EmitCuda(s.lowered.program);
+}
+
+// The swish chain with a broadcast bias: x and the output move four floats
+// at a time, and so does the bias (its index steps by one with the inner
+// loop too), when all three are 16-byte aligned; the scalar loop is the
+// fallback. A launch needs a quarter of the threads.
+TEST(CudaEmitterTest, ContiguousAccessesMoveSixteenBytes) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(R"IR(
+def forward(self, x: "f32[64, 96]", b: "f32[96]"):
+    sig = torch.ops.aten.sigmoid.default(x)
+    mul = torch.ops.aten.mul.Tensor(x, sig)
+    add = torch.ops.aten.add.Tensor(mul, b)
+    return (add,)
+)IR"));
+  ASSERT_OK_AND_ASSIGN(std::string source, EmitCuda(s.lowered.program));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:      struct alignas(sizeof(T) * N) lathe_vec { T v[N]; };
+CHECK:      void __launch_bounds__(256) k0(const float* __restrict__ b0, const float* __restrict__ b1, float* __restrict__ b2, int64_t n) {
+CHECK-NEXT:   if ((uint64_t)(const void*)b0 % 16 == 0 && (uint64_t)(const void*)b1 % 16 == 0 && (uint64_t)(const void*)b2 % 16 == 0) {
+CHECK-NEXT:   for (int32_t t = {{.*}}; t < (int32_t)(n / 4); t += {{.*}}) {
+CHECK-NEXT:     const int32_t i = t * 4;
+CHECK:          const int32_t xv = r % (int32_t)(96); r /= (int32_t)(96);
+CHECK-NEXT:     const int32_t x0 = r;
+CHECK-NEXT:     const lathe_vec<float, 4> w0 = *reinterpret_cast<const lathe_vec<float, 4>*>(b0 + (((96 * x0) + xv)));
+CHECK-NEXT:     const lathe_vec<float, 4> w3 = *reinterpret_cast<const lathe_vec<float, 4>*>(b1 + (xv));
+CHECK-NEXT:     lathe_vec<float, 4> w5;
+CHECK-NEXT:     for (int l = 0; l < 4; ++l) {
+CHECK-NEXT:       const int32_t x1 = xv + l;
+CHECK:            const float v0 = w0.v[l];
+CHECK:            const float v3 = w3.v[l];
+CHECK:            w5.v[l] = v4;
+CHECK-NEXT:     }
+CHECK-NEXT:     *reinterpret_cast<lathe_vec<float, 4>*>(b2 + (((96 * x0) + xv))) = w5;
+CHECK-NEXT:   }
+CHECK-NEXT:   return;
+CHECK-NEXT:   }
+CHECK-NEXT:   for (int32_t i = {{.*}}; i < (int32_t)(n); i += {{.*}}) {
+CHECK:          const float v0 = b0[((96 * x0) + x1)];
+)"));
+  EXPECT_EQ(DeviceKernelWidth(s.lowered.program, s.lowered.program.kernels[0]),
+            4);
+}
+
+// Symbolic sizes: the row stride s1 and the inner extent must be multiples
+// of four, which only the call knows: the kernel checks them. The [s0, 1]
+// operand's index does not step with the inner loop: one scalar load per
+// lane.
+TEST(CudaEmitterTest, SymbolicStridesAreCheckedInTheKernel) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f32[s0, s1]", c: "f32[s0, 1]"):
+    add = torch.ops.aten.add.Tensor(x, c)
+    return (add,)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:      if ((s1) % 4 == 0 && (uint64_t)(const void*)b0 % 16 == 0 && (uint64_t)(const void*)b2 % 16 == 0) {
+CHECK:        const lathe_vec<float, 4> w0 = {{.*}}(b0 + ((xv + (s1 * x0))));
+CHECK:        for (int l = 0; l < 4; ++l) {
+CHECK:          const float v1 = b1[x0];
+CHECK:        }
+CHECK-NEXT:   *reinterpret_cast<lathe_vec<float, 4>*>(b2 + ((xv + (s1 * x0)))) = w3;
+)"));
+}
+
+// A slice starting at column 1 of 9: its rows start off a multiple of four,
+// so its loads stay scalar in the lane loop; the contiguous output is still
+// stored as vectors.
+TEST(CudaEmitterTest, AnOffsetViewLoadsOneElementAtATime) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f32[8, 9]"):
+    sl = torch.ops.aten.slice.Tensor(x, 1, 1, 9)
+    neg = torch.ops.aten.neg.default(sl)
+    return (neg,)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:      if ((uint64_t)(const void*)b1 % 16 == 0) {
+CHECK-NOT:  w0
+CHECK:        for (int l = 0; l < 4; ++l) {
+CHECK:          const float v0 = b0[(1 + (9 * x0) + x1)];
+CHECK:          w2.v[l] = v1;
+CHECK:        *reinterpret_cast<lathe_vec<float, 4>*>(b1 + (((8 * x0) + xv))) = w2;
+)"));
+}
+
+// The widest vector buffer sets the width: two doubles (16 bytes) and two
+// floats per step. The transposed operand steps by 8 with the inner loop:
+// scalar loads.
+TEST(CudaEmitterTest, DoublesSetTheWidthToTwo) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f64[8, 16]", y: "f32[16, 8]"):
+    c = torch.ops.prims.convert_element_type.default(x, torch.float32)
+    t = torch.ops.aten.t.default(y)
+    add = torch.ops.aten.add.Tensor(c, t)
+    return (add,)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:      if ((uint64_t)(const void*)b0 % 16 == 0 && (uint64_t)(const void*)b2 % 8 == 0) {
+CHECK:        const lathe_vec<double, 2> w0 =
+CHECK:        lathe_vec<float, 2> w4;
+CHECK:        for (int l = 0; l < 2; ++l) {
+CHECK:          const float v2 = b1[(x0 + (8 * x1))];
+)"));
+}
+
+// Half-precision inputs and a bool output: eight halves (16 bytes) and
+// eight bools per step.
+TEST(CudaEmitterTest, HalvesMoveEightAtATime) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f16[64]", y: "f16[64]"):
+    gt = torch.ops.aten.gt.Tensor(x, y)
+    return (gt,)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:      (uint64_t)(const void*)b2 % 8 == 0) {
+CHECK:        const lathe_vec<lathe_half, 8> w0 =
+CHECK:        lathe_vec<bool, 8> w5;
+)"));
+}
+
+// An input written in place is loaded and stored by one kernel: its
+// accesses keep their order, one element at a time; the other operand
+// still loads as vectors.
+TEST(CudaEmitterTest, ABufferLoadedAndStoredStaysScalar) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f32[32]", y: "f32[32]"):
+    add_ = torch.ops.aten.add_.Tensor(x, y)
+    return (add_,)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:      k0(float* __restrict__ b0, const float* __restrict__ b1, int64_t n) {
+CHECK-NEXT:   if ((uint64_t)(const void*)b1 % 16 == 0) {
+CHECK:          const float v0 = b0[x0];
+CHECK-NEXT:     const float v1 = w1.v[l];
+CHECK-NEXT:     const float v2 = lathe_op_add(v0, v1);
+CHECK-NEXT:     b0[x0] = v2;
+)"));
+}
+
+// An inner extent of 5 is never a multiple of four: no vector path.
+TEST(CudaEmitterTest, AnInnerExtentNotAMultipleHasNoVectorPath) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(R"IR(
+def forward(self, x: "f32[3, 5]"):
+    neg = torch.ops.aten.neg.default(x)
+    return (neg,)
+)IR"));
+  ASSERT_OK_AND_ASSIGN(std::string source, EmitCuda(s.lowered.program));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:     k0(const float* __restrict__ b0, float* __restrict__ b1, int64_t n) {
+CHECK-NOT: lathe_vec<
+CHECK:     for (int32_t i =
+)"));
+  EXPECT_EQ(DeviceKernelWidth(s.lowered.program, s.lowered.program.kernels[0]),
+            1);
+}
+
+}  // namespace
+}  // namespace lathe::codegen
