@@ -124,6 +124,33 @@ std::string ConstantCpp(const ScalarOp& op) {
                       ")");
 }
 
+std::string ReduceIdentity(ReduceKind kind, DType dtype) {
+  const std::string t(CType(dtype));
+  const bool fp = IsFloatingPoint(dtype);
+  const std::string lim = absl::StrCat("lathe_std::numeric_limits<", t, ">::");
+  switch (kind) {
+    case ReduceKind::kSum:
+      return absl::StrCat(t, "(0)");
+    case ReduceKind::kProd:
+      return absl::StrCat(t, "(1)");
+    case ReduceKind::kMax:
+    case ReduceKind::kArgMax:
+      return fp ? absl::StrCat("-", lim, "infinity()")
+                : absl::StrCat(lim, "lowest()");
+    case ReduceKind::kMin:
+    case ReduceKind::kArgMin:
+      return fp ? absl::StrCat(lim, "infinity()") : absl::StrCat(lim, "max()");
+    case ReduceKind::kAny:
+      return "false";
+    case ReduceKind::kAll:
+      return "true";
+    case ReduceKind::kWelfordMean:  // each emitter's own accumulator
+    case ReduceKind::kWelfordM2:
+      break;
+  }
+  return "0";
+}
+
 bool EmitScalarOp(const Kernel& k, int i, const IndexCpp& cpp,
                   absl::string_view indent, std::string* out) {
   const ScalarOp& op = k.ops[i];

@@ -48,6 +48,12 @@ bool Int32Indexing(const Program& p);
 // A constant op's value as a C++ expression of its compute type.
 std::string ConstantCpp(const ScalarOp& op);
 
+// ReduceIdentity()
+//
+// The starting value of a `kind` reduction over `dtype` values, as C++
+// (argmax/argmin: of their value).
+std::string ReduceIdentity(ReduceKind kind, DType dtype);
+
 // EmitScalarOp()
 //
 // Appends op `i` of `k` as one statement at `indent`, and true; false

@@ -7,6 +7,7 @@
 // emitter cannot write yet is an error naming the node; the emitted
 // kernels compile with NVRTC for sm_80 and sm_90.
 
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -39,6 +40,7 @@ using ::lathe::testing::RunFileCheck;
 namespace {
 
 using ::lathe::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 class CudaBackendTest : public ::testing::Test {
@@ -85,13 +87,19 @@ void ExpectMatchesInterpreter(const std::string& text,
                         b = ir::Elements(want.outputs[k].tensor);
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) {
+      if (std::isnan(a[i]) && std::isnan(b[i])) continue;
       EXPECT_NEAR(a[i], b[i], tol * (std::abs(b[i]) + 1))
           << "output " << k << " element " << i;
     }
   }
   for (size_t k = 0; k < inputs.size(); ++k) {
-    EXPECT_EQ(ir::Elements(mine[k].tensor), ir::Elements(theirs[k].tensor))
-        << "input " << k;
+    std::vector<double> a = ir::Elements(mine[k].tensor),
+                        b = ir::Elements(theirs[k].tensor);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+      EXPECT_EQ(a[i], b[i]) << "input " << k << " element " << i;
+    }
   }
 }
 
@@ -193,12 +201,77 @@ def forward(self, x: "f32[16789000]", y: "f32[1]"):
 TEST_F(CudaBackendTest, AKernelItCannotWriteYetNamesTheNode) {
   EXPECT_THAT(CompileGraphText(R"IR(
 def forward(self, x: "f32[8, 8]"):
-    total = torch.ops.aten.sum.dim_IntList(x, [1])
-    return (total,)
+    cumsum = torch.ops.aten.cumsum.default(x, 1)
+    return (cumsum,)
 )IR",
                                {.backend = &CudaBackend()}),
               StatusIs(absl::StatusCode::kUnimplemented,
-                       HasSubstr("no CUDA kernel yet for a reduction")));
+                       AllOf(HasSubstr("no CUDA kernel yet for a scan"),
+                             HasSubstr("cumsum"))));
+}
+
+// Row kernels (a block per row, codegen/cuda/cuda_emitter.h): rows shorter
+// than a warp, longer than a block, not a multiple of either; reductions
+// over the inner and the outer dimension and over everything; softmax and
+// layer norm (a reduction's epilogue in the same kernel).
+TEST_F(CudaBackendTest, ReductionsAndTheirEpilogues) {
+  for (std::vector<int64_t> sizes :
+       std::vector<std::vector<int64_t>>{{4, 8}, {3, 1000}, {70, 33}}) {
+    SCOPED_TRACE(sizes[1]);
+    const std::vector<Tensor> x = {Ramp(sizes, 0.11)};
+    ExpectMatchesInterpreter(R"IR(
+def forward(self, x: "f32[s0, s1]"):
+    total = torch.ops.aten.sum.dim_IntList(x, [1])
+    cols = torch.ops.aten.sum.dim_IntList(x, [0])
+    everything = torch.ops.aten.sum.default(x)
+    amax = torch.ops.aten.amax.default(x, [1])
+    amin = torch.ops.aten.amin.default(x, [0])
+    return (total, cols, everything, amax, amin)
+)IR",
+                             x, 1e-5);
+    ExpectMatchesInterpreter(R"IR(
+def forward(self, x: "f32[s0, s1]"):
+    softmax = torch.ops.aten._softmax.default(x, 1, False)
+    return (softmax,)
+)IR",
+                             x, 1e-5);
+    const std::string d = absl::StrCat(sizes[1]);
+    ExpectMatchesInterpreter(
+        absl::StrCat("def forward(self, x: \"f32[s0, ", d, "]\", w: \"f32[", d,
+                     "]\", b: \"f32[", d,
+                     "]\"):\n"
+                     "    ln = torch.ops.aten.native_layer_norm.default(x, [",
+                     d, R"IR(], w, b, 1e-05)
+    getitem = ln[0]
+    getitem_1 = ln[1]
+    getitem_2 = ln[2]
+    return (getitem, getitem_1, getitem_2)
+)IR"),
+        {x[0], Ramp({sizes[1]}, 0.05), Ramp({sizes[1]}, 0.02)}, 1e-4);
+  }
+}
+
+// argmax/argmin take the first index of the extreme, and NaN counts as
+// the extreme; max with NaN is NaN; prod, any and all.
+TEST_F(CudaBackendTest, ArgReductionsTiesAndNaN) {
+  std::vector<double> v;
+  for (int i = 0; i < 6 * 100; ++i) v.push_back((i * 7) % 5);  // ties
+  v[2 * 100 + 57] = std::nan("");
+  v[2 * 100 + 90] = std::nan("");
+  v[4 * 100 + 3] = -9;
+  v[4 * 100 + 80] = -9;
+  ExpectMatchesInterpreter(R"IR(
+def forward(self, x: "f32[6, 100]"):
+    argmax = torch.ops.aten.argmax.default(x, 1)
+    argmin = torch.ops.aten.argmin.default(x, 1)
+    amax = torch.ops.aten.amax.default(x, [1])
+    prod = torch.ops.aten.prod.dim_int(x, 1)
+    gt = torch.ops.aten.gt.Scalar(x, 3.5)
+    any_1 = torch.ops.aten.any.dim(gt, 1)
+    all_1 = torch.ops.aten.all.dim(gt, 1)
+    return (argmax, argmin, amax, prod, any_1, all_1)
+)IR",
+                           {ir::T({6, 100}, v)});
 }
 
 constexpr char kNeg[] = R"IR(
@@ -292,6 +365,33 @@ def forward(self, x: "f32[s0, 16]", y: "f16[16]", z: "i64[s0, 1]"):
                                         {.backend = &CudaBackend()}));
   ASSERT_OK_AND_ASSIGN(std::string kernels,
                        EmitCuda(c->function->lowered().program));
+  // And row kernels: every reduction kind, softmax's and layer norm's
+  // epilogues.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> rows,
+                       CompileGraphText(R"IR(
+def forward(self, x: "f32[s0, 64]", w: "f32[64]", b: "f32[64]", h: "f16[s0, 64]"):
+    softmax = torch.ops.aten._softmax.default(x, 1, False)
+    ln = torch.ops.aten.native_layer_norm.default(x, [64], w, b, 1e-05)
+    getitem = ln[0]
+    argmin = torch.ops.aten.argmin.default(h, 1)
+    prod = torch.ops.aten.prod.dim_int(x, 0)
+    gt = torch.ops.aten.gt.Scalar(x, 0.5)
+    any_1 = torch.ops.aten.any.dim(gt, 1)
+    all_1 = torch.ops.aten.all.dim(gt, 0)
+    total = torch.ops.aten.sum.default(h)
+    return (softmax, getitem, argmin, prod, any_1, all_1, total)
+)IR",
+                                        {.backend = &CudaBackend()}));
+  ASSERT_OK_AND_ASSIGN(std::string row_kernels,
+                       EmitCuda(rows->function->lowered().program));
+  for (int arch : {80, 90}) {
+    ASSERT_OK_AND_ASSIGN(CudaImage image, CompileCuda(*nvrtc, row_kernels,
+                                                      "row_kernels.cu", arch));
+    for (const std::string& name :
+         DeviceKernelNames(rows->function->lowered().program)) {
+      EXPECT_THAT(image.ptx, HasSubstr(absl::StrCat(".entry ", name, "(")));
+    }
+  }
   for (int arch : {80, 90}) {
     ASSERT_OK_AND_ASSIGN(CudaImage image,
                          CompileCuda(*nvrtc, kernels, "kernels.cu", arch));

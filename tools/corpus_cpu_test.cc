@@ -134,8 +134,8 @@ constexpr int kGraphCorpusFloor = 24;
 constexpr int kAotCorpusFloor = 55;
 
 // On the emulated device: the graphs whose kernels are all pointwise.
-constexpr int kGraphCorpusCudaFloor = 13;
-constexpr int kAotCorpusCudaFloor = 50;
+constexpr int kGraphCorpusCudaFloor = 18;
+constexpr int kAotCorpusCudaFloor = 55;
 
 void RunCorpus(const std::string& backend, const std::string& name, int floor) {
   std::string dir = RunfilePath(name);

@@ -185,30 +185,7 @@ class Emitter {
   }
 
   static std::string Init(const ScalarOp& op) {
-    std::string t(CType(op.dtype));
-    bool fp = IsFloatingPoint(op.dtype);
-    switch (op.reduce) {
-      case ReduceKind::kSum:
-        return absl::StrCat(t, "(0)");
-      case ReduceKind::kProd:
-        return absl::StrCat(t, "(1)");
-      case ReduceKind::kMax:
-      case ReduceKind::kArgMax:
-        return fp ? absl::StrCat("-std::numeric_limits<", t, ">::infinity()")
-                  : absl::StrCat("std::numeric_limits<", t, ">::lowest()");
-      case ReduceKind::kMin:
-      case ReduceKind::kArgMin:
-        return fp ? absl::StrCat("std::numeric_limits<", t, ">::infinity()")
-                  : absl::StrCat("std::numeric_limits<", t, ">::max()");
-      case ReduceKind::kAny:
-        return "false";
-      case ReduceKind::kAll:
-        return "true";
-      case ReduceKind::kWelfordMean:  // EmitWelfordSection's accumulators
-      case ReduceKind::kWelfordM2:
-        break;
-    }
-    return "0";
+    return ReduceIdentity(op.reduce, op.dtype);
   }
 
   void EmitCombine(const Kernel& k, int i, const std::string& indent,

@@ -63,21 +63,38 @@ class CudaHost final : public HostCode {
                                     : absl::StrCat("&S[", ints++, "]"));
     }
     params.push_back("&n");
-    // Threads for n / width steps (the scalar fallback strides over n).
-    const int width = DeviceKernelWidth(program, kernel);
-    const std::string steps =
-        width == 1 ? "n" : absl::StrCat("(n + ", width - 1, ") / ", width);
+    const DeviceLaunch launch = DeviceKernelLaunch(program, kernel);
+    std::string grid;
+    if (launch.row.is_null()) {
+      // Threads for n / width steps (the scalar fallback strides over n).
+      const std::string steps =
+          launch.width == 1
+              ? "n"
+              : absl::StrCat("(n + ", launch.width - 1, ") / ", launch.width);
+      grid = absl::StrCat(
+          "      const int64_t w = ", steps,
+          ";\n      const uint32_t g[3] = {(uint32_t)(w < ",
+          int64_t{kCudaBlock} * kCudaMaxBlocks, "LL ? (w + ", kCudaBlock - 1,
+          ") / ", kCudaBlock, " : ", kCudaMaxBlocks,
+          "), 1, 1};\n      const uint32_t t[3] = {", kCudaBlock, ", 1, 1};\n");
+    } else {
+      // A block per row (at most kCudaMaxBlocks: they stride), its threads
+      // the row's points rounded up to a warp, at most kCudaBlock.
+      grid = absl::StrCat(
+          "      const int64_t row = (int64_t)(", cpp(launch.row),
+          ");\n      const uint32_t g[3] = {(uint32_t)(n < ", kCudaMaxBlocks,
+          " ? n : ", kCudaMaxBlocks,
+          "), 1, 1};\n      const uint32_t t[3] = {(uint32_t)(row >= ",
+          kCudaBlock, " ? ", kCudaBlock,
+          " : row <= 32 ? 32 : (row + 31) / 32 "
+          "* 32), 1, 1};\n");
+    }
     return absl::StrCat(
         "  if (E != 0) return E;\n  {  // ", kernel.name,
-        " on the device\n    int64_t n = (int64_t)(",
-        cpp(Product(kernel.ranges)),
+        " on the device\n    int64_t n = (int64_t)(", cpp(launch.n),
         ");\n    if (n > 0) {\n      void* a[] = {",
-        absl::StrJoin(params, ", "), "};\n      const int64_t w = ", steps,
-        ";\n      const uint32_t g[3] = {(uint32_t)(w < ",
-        int64_t{kCudaBlock} * kCudaMaxBlocks, "LL ? (w + ", kCudaBlock - 1,
-        ") / ", kCudaBlock, " : ", kCudaMaxBlocks,
-        "), 1, 1};\n      const uint32_t t[3] = {", kCudaBlock,
-        ", 1, 1};\n      if (rt->device->launch(rt->device->self, ",
+        absl::StrJoin(params, ", "), "};\n", grid,
+        "      if (rt->device->launch(rt->device->self, ",
         DeviceKernelIndex(program, k),
         ", g, t, 0, a) != 0) return LATHE_CALL_DEVICE_FAILED;\n    }\n  }\n");
   }

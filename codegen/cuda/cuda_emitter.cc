@@ -26,28 +26,158 @@ using symbolic::Expr;
 constexpr int64_t kInt32Work =
     (int64_t{1} << 31) - int64_t{kCudaBlock} * kCudaMaxBlocks;
 
-// What no pointwise CUDA kernel does yet, or "" when `k` is one.
+// Whether a grid-stride loop over `count` points may count in int32.
+bool Fits32(Expr count) {
+  return count.kind() == symbolic::ExprKind::kInteger &&
+         count.int_value() <= kInt32Work;
+}
+
+// What no CUDA kernel does yet, or "" when `k` is one it writes.
 std::string Unsupported(const Kernel& k) {
   if (k.kind == Kernel::Kind::kExtern) {
     return absl::StrCat("the library call ", k.routine);
   }
-  for (const Section& s : k.sections) {
-    if (!s.vars.empty()) return "a reduction or a scan (inner loops)";
-  }
   for (const ScalarOp& op : k.ops) {
     switch (op.kind) {
-      case ScalarOp::Kind::kReduce:
-        return "a reduction";
       case ScalarOp::Kind::kScan:
         return "a scan";
       case ScalarOp::Kind::kCheckIndex:
         return "indexing by loaded values";
+      case ScalarOp::Kind::kStore:
+        if (op.masked) return "a masked store";
+        [[fallthrough]];
       default:
         if (IsIndirect(op)) return "indexing by loaded values";
     }
   }
   return "";
 }
+
+// Whether `k` loops over rows: a section with inner loops (a reduction
+// and its epilogue), one block per point of the outer loops.
+bool RowKernel(const Kernel& k) {
+  for (const Section& s : k.sections) {
+    if (!s.vars.empty()) return true;
+  }
+  return false;
+}
+
+// Whether section `s` of `k` stores into a buffer a later section loads.
+bool StoresWhatLaterSectionsLoad(const Kernel& k, int s) {
+  std::set<int> stored;
+  for (const ScalarOp& op : k.ops) {
+    if (op.section == s && op.kind == ScalarOp::Kind::kStore) {
+      stored.insert(op.buffer);
+    }
+  }
+  for (const ScalarOp& op : k.ops) {
+    if (op.section > s && op.kind == ScalarOp::Kind::kLoad &&
+        stored.count(op.buffer)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The reductions' device helpers: accumulators, their combining functors,
+// and the block-wide reduction every row kernel ends a section with.
+constexpr char kReducePrelude[] = R"(// A row's reductions (one block per row).
+#define LATHE_FN_MEMBER __device__ __forceinline__
+template <typename T>
+struct lathe_argacc { T v; int64_t i; };
+struct lathe_welford { double mean; double m2; int64_t n; };
+// One 24-byte slot per warp for the block's partial results.
+struct alignas(8) lathe_slot { unsigned char bytes[24]; };
+
+template <typename T>
+LATHE_FN T lathe_shfl_xor(T v, int lane_mask) {
+  if constexpr (sizeof(T) < 4) {
+    return static_cast<T>(
+        __shfl_xor_sync(0xffffffffu, static_cast<int>(v), lane_mask));
+  } else {
+    return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+  }
+}
+template <typename T>
+LATHE_FN lathe_argacc<T> lathe_shfl_xor(lathe_argacc<T> a, int lane_mask) {
+  return {lathe_shfl_xor(a.v, lane_mask), lathe_shfl_xor(a.i, lane_mask)};
+}
+LATHE_FN lathe_welford lathe_shfl_xor(lathe_welford a, int lane_mask) {
+  return {lathe_shfl_xor(a.mean, lane_mask), lathe_shfl_xor(a.m2, lane_mask),
+          lathe_shfl_xor(a.n, lane_mask)};
+}
+
+struct lathe_red_sum {
+  template <typename T> LATHE_FN_MEMBER T operator()(T a, T b) const { return lathe_op_add(a, b); }
+};
+struct lathe_red_prod {
+  template <typename T> LATHE_FN_MEMBER T operator()(T a, T b) const { return lathe_op_mul(a, b); }
+};
+struct lathe_red_max {  // NaN propagates
+  template <typename T> LATHE_FN_MEMBER T operator()(T a, T b) const { return lathe_op_maximum(a, b); }
+};
+struct lathe_red_min {
+  template <typename T> LATHE_FN_MEMBER T operator()(T a, T b) const { return lathe_op_minimum(a, b); }
+};
+struct lathe_red_any {
+  LATHE_FN_MEMBER bool operator()(bool a, bool b) const { return a || b; }
+};
+struct lathe_red_all {
+  LATHE_FN_MEMBER bool operator()(bool a, bool b) const { return a && b; }
+};
+// The first index of the maximum (minimum); NaN counts as the extreme.
+template <bool kMax>
+struct lathe_red_arg {
+  template <typename T>
+  LATHE_FN_MEMBER lathe_argacc<T> operator()(lathe_argacc<T> a,
+                                             lathe_argacc<T> b) const {
+    bool take_b;
+    if (a.v != a.v) {
+      take_b = b.v != b.v && b.i < a.i;
+    } else if (b.v != b.v) {
+      take_b = true;
+    } else {
+      take_b = (kMax ? b.v > a.v : b.v < a.v) || (b.v == a.v && b.i < a.i);
+    }
+    return take_b ? b : a;
+  }
+};
+// Chan's merge of two Welford accumulators.
+struct lathe_red_welford {
+  LATHE_FN_MEMBER lathe_welford operator()(lathe_welford a,
+                                           lathe_welford b) const {
+    if (b.n == 0) return a;
+    if (a.n == 0) return b;
+    const int64_t n = a.n + b.n;
+    const double d = b.mean - a.mean;
+    const double wb = static_cast<double>(b.n) / static_cast<double>(n);
+    return {a.mean + d * wb,
+            a.m2 + b.m2 + d * d * static_cast<double>(a.n) * wb, n};
+  }
+};
+LATHE_FN lathe_welford lathe_welford_add(lathe_welford a, double x) {
+  const int64_t n = a.n + 1;
+  const double d = x - a.mean;
+  const double mean = a.mean + d / static_cast<double>(n);
+  return {mean, a.m2 + d * (x - mean), n};
+}
+
+// Every thread's `v` combined by `f` in a fixed tree (across each warp,
+// then the warps in order through `slots`): the same result in every
+// thread, and the same on every run. Every thread of the block calls it.
+template <typename T, typename F>
+LATHE_FN T lathe_block_reduce(T v, F f, lathe_slot* slots) {
+  static_assert(sizeof(T) <= sizeof(lathe_slot), "a wider accumulator");
+  for (int o = 16; o > 0; o >>= 1) v = f(v, lathe_shfl_xor(v, o));
+  T* partial = reinterpret_cast<T*>(slots);
+  __syncthreads();  // the slots' last readers are done
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
+  __syncthreads();
+  v = partial[0];
+  for (unsigned w = 1; w < blockDim.x / 32; ++w) v = f(v, partial[w]);
+  return v;
+}
+)";
 
 // How much `e` grows as `var` steps by one, or null when that depends on
 // a loop variable (e is not affine in var).
@@ -179,7 +309,8 @@ class Emitter {
                     "// A vector access's elements (one 16-byte load or "
                     "store at most).\n"
                     "template <typename T, int N>\n"
-                    "struct alignas(sizeof(T) * N) lathe_vec { T v[N]; };\n\n");
+                    "struct alignas(sizeof(T) * N) lathe_vec { T v[N]; };\n\n",
+                    kReducePrelude, "\n");
     for (const Kernel& k : p_.kernels) {
       if (k.kind != Kernel::Kind::kLoops && k.kind != Kernel::Kind::kExtern) {
         continue;  // binds and asserts: the host function's
@@ -189,7 +320,11 @@ class Emitter {
             "no CUDA kernel yet for ", why, " (kernel ", k.name, " of ",
             k.nodes.empty() ? "the graph" : absl::StrJoin(k.nodes, ", "), ")"));
       }
-      EmitKernel(k, &out);
+      if (RowKernel(k)) {
+        EmitRowKernel(k, &out);
+      } else {
+        EmitKernel(k, &out);
+      }
     }
     return out;
   }
@@ -208,11 +343,26 @@ class Emitter {
   }
 
   void EmitKernel(const Kernel& k, std::string* out) {
-    const bool int32 =
-        int32_ && Product(k.ranges).kind() == symbolic::ExprKind::kInteger &&
-        Product(k.ranges).int_value() <= kInt32Work;
+    const bool int32 = int32_ && Fits32(Product(k.ranges));
     const std::string idx = int32 ? "int32_t" : "int64_t";
-    // A buffer the kernel only reads is const (the read-only data path).
+    absl::StrAppend(out, "extern \"C\" __global__ void __launch_bounds__(",
+                    kCudaBlock, ") ", k.name, "(", Params(k), ") {\n");
+    const VectorPlan plan = PlanVectors(p_, k);
+    if (plan.width > 1) EmitVectorLoop(k, plan, idx, out);
+    // The grid-stride loop over the flattened outer loops.
+    absl::StrAppend(out, "  for (", GridStride(idx, "i", "n"), ") {\n");
+    EmitLoopPoint(k, idx, "", out);
+    if (k.vars.empty()) absl::StrAppend(out, "    (void)i;\n");
+    IndexCpp cpp = [this](Expr e, const ScalarOp*) { return Cpp(e); };
+    for (size_t i = 0; i < k.ops.size(); ++i) {
+      EmitScalarOp(k, static_cast<int>(i), cpp, "    ", out);
+    }
+    absl::StrAppend(out, "  }\n}\nLATHE_CUDA_KERNEL(", k.name, ", false)\n\n");
+  }
+
+  // The kernel's parameters: its buffers (const where it only reads
+  // them), the symbols, the count n.
+  std::string Params(const Kernel& k) {
     std::set<int> stored;
     for (const ScalarOp& op : k.ops) {
       if (op.kind == ScalarOp::Kind::kStore) stored.insert(op.buffer);
@@ -225,20 +375,202 @@ class Emitter {
     }
     params.insert(params.end(), params_.begin(), params_.end());
     params.push_back("int64_t n");
+    return absl::StrJoin(params, ", ");
+  }
+
+  // A row kernel: block o of a grid-stride loop over the n points of the
+  // outer loops runs the sections in order, its threads striding over
+  // each section's inner loops; a reduction accumulates per thread, then
+  // across the block (lathe_block_reduce), so every thread holds its value
+  // for the later sections. A straight-line section's stores are thread
+  // 0's.
+  void EmitRowKernel(const Kernel& k, std::string* out) {
+    bool int32 = int32_ && Fits32(Product(k.ranges));
+    for (const Section& s : k.sections) {
+      int32 = int32 && Fits32(Product(s.ranges));
+    }
+    const std::string idx = int32 ? "int32_t" : "int64_t";
     absl::StrAppend(out, "extern \"C\" __global__ void __launch_bounds__(",
-                    kCudaBlock, ") ", k.name, "(", absl::StrJoin(params, ", "),
-                    ") {\n");
-    const VectorPlan plan = PlanVectors(p_, k);
-    if (plan.width > 1) EmitVectorLoop(k, plan, idx, out);
-    // The grid-stride loop over the flattened outer loops.
-    absl::StrAppend(out, "  for (", GridStride(idx, "i", "n"), ") {\n");
+                    kCudaBlock, ") ", k.name, "(", Params(k), ") {\n",
+                    "  __shared__ lathe_slot slots[", kCudaBlock / 32, "];\n",
+                    "  for (", idx, " i = (", idx, ")blockIdx.x; i < (", idx,
+                    ")n; i += (", idx, ")gridDim.x) {\n");
     EmitLoopPoint(k, idx, "", out);
     if (k.vars.empty()) absl::StrAppend(out, "    (void)i;\n");
-    IndexCpp cpp = [this](Expr e, const ScalarOp*) { return Cpp(e); };
-    for (size_t i = 0; i < k.ops.size(); ++i) {
-      EmitScalarOp(k, static_cast<int>(i), cpp, "    ", out);
+    for (size_t s = 0; s < k.sections.size(); ++s) {
+      EmitRowSection(k, static_cast<int>(s), idx, out);
+      if (StoresWhatLaterSectionsLoad(k, static_cast<int>(s))) {
+        // Their threads read what other threads of the block wrote.
+        absl::StrAppend(out, "    __syncthreads();\n");
+      }
     }
-    absl::StrAppend(out, "  }\n}\nLATHE_CUDA_KERNEL(", k.name, ", false)\n\n");
+    absl::StrAppend(out, "  }\n}\nLATHE_CUDA_KERNEL(", k.name, ", true)\n\n");
+  }
+
+  void EmitRowSection(const Kernel& k, int s, const std::string& idx,
+                      std::string* out) {
+    const Section& sec = k.sections[s];
+    std::vector<int> reduces;
+    for (size_t i = 0; i < k.ops.size(); ++i) {
+      const ScalarOp& op = k.ops[i];
+      if (op.section != s || op.kind != ScalarOp::Kind::kReduce) continue;
+      reduces.push_back(static_cast<int>(i));
+      if (op.reduce == ReduceKind::kWelfordM2) continue;  // the mean's
+      absl::StrAppend(out, "    ", AccType(k, op), " acc", i, " = ",
+                      AccInit(k, op), ";\n");
+    }
+    std::string in = "    ";
+    IndexCpp cpp = [this](Expr e, const ScalarOp*) { return Cpp(e); };
+    if (!sec.vars.empty()) {
+      // Thread j takes points j, j + blockDim.x, ... of the section's
+      // loops, flattened with the innermost fastest.
+      absl::StrAppend(
+          out, in, "for (", idx, " j = (", idx, ")threadIdx.x; j < (", idx,
+          ")(", Cpp(Product(sec.ranges)), "); j += (", idx, ")blockDim.x) {\n");
+      in += "  ";
+      const int nv = static_cast<int>(sec.vars.size());
+      if (nv > 1) absl::StrAppend(out, in, idx, " q = j;\n");
+      for (int v = nv - 1; v >= 0; --v) {
+        const std::string var(sec.vars[v].name());
+        if (v == 0) {
+          absl::StrAppend(out, in, "const ", idx, " ", var, " = ",
+                          nv > 1 ? "q" : "j", ";\n");
+          continue;
+        }
+        const std::string extent =
+            absl::StrCat("(", idx, ")(", Cpp(sec.ranges[v]), ")");
+        absl::StrAppend(out, in, "const ", idx, " ", var, " = q % ", extent,
+                        "; q /= ", extent, ";\n");
+      }
+    }
+    for (size_t i = 0; i < k.ops.size(); ++i) {
+      const ScalarOp& op = k.ops[i];
+      if (op.section != s) continue;
+      if (op.kind == ScalarOp::Kind::kReduce) {
+        EmitAccumulate(k, static_cast<int>(i), in, out);
+      } else if (op.kind == ScalarOp::Kind::kStore && sec.vars.empty()) {
+        absl::StrAppend(out, in, "if (threadIdx.x == 0) ");
+        EmitScalarOp(k, static_cast<int>(i), cpp, "", out);
+      } else {
+        EmitScalarOp(k, static_cast<int>(i), cpp, in, out);
+      }
+    }
+    if (!sec.vars.empty()) absl::StrAppend(out, "    }\n");
+    for (int i : reduces) EmitReduceResult(k, i, out);
+  }
+
+  // The per-thread accumulator of reduce op `op` and its starting value.
+  static std::string AccType(const Kernel& k, const ScalarOp& op) {
+    switch (op.reduce) {
+      case ReduceKind::kArgMax:
+      case ReduceKind::kArgMin:
+        return absl::StrCat("lathe_argacc<", CType(k.ops[op.args[0]].dtype),
+                            ">");
+      case ReduceKind::kWelfordMean:
+      case ReduceKind::kWelfordM2:
+        return "lathe_welford";
+      default:
+        return std::string(CType(op.dtype));
+    }
+  }
+
+  static std::string AccInit(const Kernel& k, const ScalarOp& op) {
+    switch (op.reduce) {
+      case ReduceKind::kArgMax:
+      case ReduceKind::kArgMin:
+        // An index past every real one: any element replaces it.
+        return absl::StrCat("{", CType(k.ops[op.args[0]].dtype),
+                            "(0), lathe_std::numeric_limits<int64_t>::max()}");
+      case ReduceKind::kWelfordMean:
+      case ReduceKind::kWelfordM2:
+        return "{0, 0, 0}";
+      default:
+        return ReduceIdentity(op.reduce, op.dtype);
+    }
+  }
+
+  // Functor combining two accumulators of `op`.
+  static const char* Combiner(const ScalarOp& op) {
+    switch (op.reduce) {
+      case ReduceKind::kSum:
+        return "lathe_red_sum{}";
+      case ReduceKind::kProd:
+        return "lathe_red_prod{}";
+      case ReduceKind::kMax:
+        return "lathe_red_max{}";
+      case ReduceKind::kMin:
+        return "lathe_red_min{}";
+      case ReduceKind::kArgMax:
+        return "lathe_red_arg<true>{}";
+      case ReduceKind::kArgMin:
+        return "lathe_red_arg<false>{}";
+      case ReduceKind::kAny:
+        return "lathe_red_any{}";
+      case ReduceKind::kAll:
+        return "lathe_red_all{}";
+      case ReduceKind::kWelfordMean:
+      case ReduceKind::kWelfordM2:
+        return "lathe_red_welford{}";
+    }
+    return "";
+  }
+
+  // One element into this thread's accumulator of reduce op `i`.
+  void EmitAccumulate(const Kernel& k, int i, const std::string& in,
+                      std::string* out) {
+    const ScalarOp& op = k.ops[i];
+    const std::string v = absl::StrCat("v", op.args[0]);
+    const std::string acc = absl::StrCat("acc", i);
+    switch (op.reduce) {
+      case ReduceKind::kWelfordMean:
+        absl::StrAppend(out, in, acc, " = lathe_welford_add(", acc,
+                        ", static_cast<double>(", v, "));\n");
+        return;
+      case ReduceKind::kWelfordM2:  // the mean op's accumulator
+        return;
+      case ReduceKind::kArgMax:
+      case ReduceKind::kArgMin:
+        absl::StrAppend(out, in, acc, " = ", Combiner(op), "(", acc, ", ",
+                        AccType(k, op), "{", v, ", static_cast<int64_t>(v",
+                        op.arg_index, ")});\n");
+        return;
+      default:
+        absl::StrAppend(out, in, acc, " = ", Combiner(op), "(", acc,
+                        ", static_cast<", AccType(k, op), ">(", v, "));\n");
+    }
+  }
+
+  // Reduce op `i` across the block, as its value v<i>.
+  void EmitReduceResult(const Kernel& k, int i, std::string* out) {
+    const ScalarOp& op = k.ops[i];
+    const std::string t(CType(op.dtype));
+    switch (op.reduce) {
+      case ReduceKind::kWelfordMean:
+      case ReduceKind::kWelfordM2: {
+        // An empty row is NaN (the mean's accumulator holds both).
+        const int acc = op.reduce == ReduceKind::kWelfordM2 ? op.arg_index : i;
+        if (op.reduce == ReduceKind::kWelfordMean) {
+          absl::StrAppend(out, "    acc", acc, " = lathe_block_reduce(acc", acc,
+                          ", lathe_red_welford{}, slots);\n");
+        }
+        absl::StrAppend(out, "    const ", t, " v", i, " = acc", acc,
+                        ".n == 0 ? lathe_std::numeric_limits<", t,
+                        ">::quiet_NaN() : static_cast<", t, ">(acc", acc,
+                        op.reduce == ReduceKind::kWelfordM2 ? ".m2" : ".mean",
+                        ");\n");
+        return;
+      }
+      default:
+        break;
+    }
+    absl::StrAppend(out, "    acc", i, " = lathe_block_reduce(acc", i, ", ",
+                    Combiner(op), ", slots);\n");
+    const bool arg =
+        op.reduce == ReduceKind::kArgMax || op.reduce == ReduceKind::kArgMin;
+    absl::StrAppend(out, "    const ", t, " v", i, " = ",
+                    arg ? absl::StrCat("static_cast<", t, ">(acc", i, ".i)")
+                        : absl::StrCat("acc", i),
+                    ";\n");
   }
 
   // The header of a grid-stride loop of `var` over [0, `count`).
@@ -366,8 +698,19 @@ int DeviceKernelIndex(const Program& program, int k) {
   return index;
 }
 
-int DeviceKernelWidth(const Program& program, const Kernel& k) {
-  return PlanVectors(program, k).width;
+DeviceLaunch DeviceKernelLaunch(const Program& program, const Kernel& k) {
+  DeviceLaunch launch;
+  launch.n = Product(k.ranges);
+  if (!RowKernel(k)) {
+    launch.width = PlanVectors(program, k).width;
+    return launch;
+  }
+  std::vector<Expr> rows;
+  for (const Section& s : k.sections) {
+    if (!s.vars.empty()) rows.push_back(Product(s.ranges));
+  }
+  launch.row = symbolic::Max(rows);
+  return launch;
 }
 
 std::vector<int> DeviceKernelBuffers(const Kernel& k) {

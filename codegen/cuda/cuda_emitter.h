@@ -29,8 +29,17 @@
 // function (wrapper_emitter.h, with CudaHostCode: cuda_backend.h) launches
 // kernel k of DeviceKernelNames by index with the same parameters.
 //
-// A kernel the emitter cannot write yet (a reduction, a scan, indexing by
-// loaded values, an extern call) is an error naming its graph nodes.
+// Reductions: a kernel with inner loops (a reduction and its epilogue:
+// softmax, layer norm) is a row kernel — one block per point of its outer
+// loops, its threads striding over each section's inner loops, each
+// reduction accumulated per thread and then across the block in a fixed
+// tree (warp shuffles, then the warps in order: deterministic, no
+// atomics), so every thread holds the result for the later sections.
+// Sum, prod, max/min (NaN propagates), any/all, argmax/argmin (the first
+// index; NaN counts as the extreme), Welford's mean and M2 (Chan's merge).
+//
+// A kernel the emitter cannot write yet (a scan, indexing by loaded
+// values, an extern call) is an error naming its graph nodes.
 //
 // Example:
 //
@@ -70,12 +79,21 @@ std::vector<std::string> DeviceKernelNames(const Program& program);
 // The index in DeviceKernelNames of loop kernel `k` (of program.kernels).
 int DeviceKernelIndex(const Program& program, int k);
 
-// DeviceKernelWidth()
+// DeviceKernelLaunch()
 //
-// The consecutive elements each thread of loop kernel `k` takes per step
-// when its vector path runs (1: it has none); a launch needs n / width
-// threads.
-int DeviceKernelWidth(const Program& program, const Kernel& k);
+// How the host launches loop kernel `k`: the count it passes as n (its
+// last parameter) and what sizes its grid.
+struct DeviceLaunch {
+  // Pointwise: the elements; a row kernel: the rows, one block each.
+  symbolic::Expr n;
+  // Pointwise: the elements each thread takes per step on the vector path
+  // (1: none), so n / width threads cover it.
+  int width = 1;
+  // A row kernel: the points of its longest section, which a block's
+  // threads share (null for a pointwise kernel).
+  symbolic::Expr row;
+};
+DeviceLaunch DeviceKernelLaunch(const Program& program, const Kernel& k);
 
 // DeviceKernelBuffers()
 //

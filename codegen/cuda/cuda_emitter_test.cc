@@ -10,6 +10,7 @@
 #include "codegen/codegen_testing.h"
 #include "gtest/gtest.h"
 #include "status_macros.h"
+#include "symbolic/printer.h"
 #include "testing/file_check.h"
 #include "testing/status_matchers.h"
 
@@ -60,8 +61,9 @@ CHECK-NEXT:   }
 CHECK-NEXT:   for (int32_t i = {{.*}}; i < (int32_t)(n); i += {{.*}}) {
 CHECK:          const float v0 = b0[((96 * x0) + x1)];
 )"));
-  EXPECT_EQ(DeviceKernelWidth(s.lowered.program, s.lowered.program.kernels[0]),
-            4);
+  EXPECT_EQ(
+      DeviceKernelLaunch(s.lowered.program, s.lowered.program.kernels[0]).width,
+      4);
 }
 
 // Symbolic sizes: the row stride s1 and the inner extent must be multiples
@@ -171,8 +173,55 @@ CHECK:     k0(const float* __restrict__ b0, float* __restrict__ b1, int64_t n) {
 CHECK-NOT: lathe_vec<
 CHECK:     for (int32_t i =
 )"));
-  EXPECT_EQ(DeviceKernelWidth(s.lowered.program, s.lowered.program.kernels[0]),
-            1);
+  EXPECT_EQ(
+      DeviceKernelLaunch(s.lowered.program, s.lowered.program.kernels[0]).width,
+      1);
+}
+
+// Softmax's decomposition, a variance and an argmax: row kernels, a block
+// per row. Each reduction accumulates per thread over a strided loop, then
+// across the block; the exp written in one section and read back in the
+// next waits at a barrier; a straight-line section's store is thread 0's.
+TEST(CudaEmitterTest, ReductionsAreRowKernels) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(R"IR(
+def forward(self, x: "f32[4, 40]"):
+    amax = torch.ops.aten.amax.default(x, [1], True)
+    sub = torch.ops.aten.sub.Tensor(x, amax)
+    exp = torch.ops.aten.exp.default(sub)
+    sum_1 = torch.ops.aten.sum.dim_IntList(exp, [1], True)
+    div = torch.ops.aten.div.Tensor(exp, sum_1)
+    vm = torch.ops.aten.var_mean.correction(x, [1], correction = 1)
+    getitem = vm[0]
+    am = torch.ops.aten.argmax.default(x, 1)
+    return (div, getitem, am)
+)IR"));
+  ASSERT_OK_AND_ASSIGN(std::string source, EmitCuda(s.lowered.program));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:      __global__ void __launch_bounds__(256) k0(
+CHECK-NEXT:   __shared__ lathe_slot slots[8];
+CHECK-NEXT:   for (int32_t i = (int32_t)blockIdx.x; i < (int32_t)n; i += (int32_t)gridDim.x) {
+CHECK:          float [[MAX:acc[0-9]+]] = -lathe_std::numeric_limits<float>::infinity();
+CHECK-NEXT:     for (int32_t j = (int32_t)threadIdx.x; j < (int32_t)(40); j += (int32_t)blockDim.x) {
+CHECK:            [[MAX]] = lathe_red_max{}([[MAX]], static_cast<float>(v0));
+CHECK-NEXT:     }
+CHECK-NEXT:     [[MAX]] = lathe_block_reduce([[MAX]], lathe_red_max{}, slots);
+CHECK:          b2[{{.*}}] = v4;
+CHECK-NEXT:     }
+CHECK-NEXT:     __syncthreads();
+CHECK:          lathe_red_sum{}
+CHECK:          if (threadIdx.x == 0) b3[x0] = v7;
+CHECK:          lathe_welford [[W:acc[0-9]+]] = {0, 0, 0};
+CHECK:            [[W]] = lathe_welford_add([[W]], static_cast<double>(v9));
+CHECK:          [[W]] = lathe_block_reduce([[W]], lathe_red_welford{}, slots);
+CHECK:          static_cast<float>([[W]].m2);
+CHECK:      LATHE_CUDA_KERNEL(k0, true)
+CHECK:        lathe_argacc<float> [[A:acc[0-9]+]] = {float(0), lathe_std::numeric_limits<int64_t>::max()};
+CHECK:          [[A]] = lathe_red_arg<true>{}([[A]], lathe_argacc<float>{v0, static_cast<int64_t>(v1)});
+)"));
+  const DeviceLaunch launch =
+      DeviceKernelLaunch(s.lowered.program, s.lowered.program.kernels[0]);
+  EXPECT_EQ(symbolic::ToString(launch.n), "4");
+  EXPECT_EQ(symbolic::ToString(launch.row), "40");
 }
 
 }  // namespace
