@@ -200,14 +200,36 @@ def forward(self, x: "f32[16789000]", y: "f32[1]"):
 
 TEST_F(CudaBackendTest, AKernelItCannotWriteYetNamesTheNode) {
   EXPECT_THAT(CompileGraphText(R"IR(
-def forward(self, x: "f32[8, 8]"):
-    cumsum = torch.ops.aten.cumsum.default(x, 1)
-    return (cumsum,)
+def forward(self, x: "f32[8, 8]", i: "i64[4]"):
+    index = torch.ops.aten.index.Tensor(x, [i])
+    return (index,)
 )IR",
                                {.backend = &CudaBackend()}),
               StatusIs(absl::StatusCode::kUnimplemented,
-                       AllOf(HasSubstr("no CUDA kernel yet for a scan"),
-                             HasSubstr("cumsum"))));
+                       AllOf(HasSubstr("no CUDA kernel yet for indexing by "
+                                       "loaded values"),
+                             HasSubstr("index"))));
+}
+
+// Scans: a block-wide chunk at a time with the running value carried
+// (rows shorter than a warp, longer than a block), along the inner and
+// the outer dimension, with a reduction of the scan in the same graph.
+TEST_F(CudaBackendTest, ScansCarryAcrossChunks) {
+  for (std::vector<int64_t> sizes :
+       std::vector<std::vector<int64_t>>{{4, 8}, {3, 1000}, {70, 33}}) {
+    SCOPED_TRACE(sizes[1]);
+    ExpectMatchesInterpreter(R"IR(
+def forward(self, x: "f32[s0, s1]"):
+    cumsum = torch.ops.aten.cumsum.default(x, 1)
+    cumsum_1 = torch.ops.aten.cumsum.default(x, 0)
+    mul = torch.ops.aten.mul.Tensor(x, 0.01)
+    exp = torch.ops.aten.exp.default(mul)
+    cumprod = torch.ops.aten.cumprod.default(exp, 1)
+    amax = torch.ops.aten.amax.default(cumsum, [1])
+    return (cumsum, cumsum_1, cumprod, amax)
+)IR",
+                             {Ramp(sizes, 0.11)}, 1e-4);
+  }
 }
 
 // Row kernels (a block per row, codegen/cuda/cuda_emitter.h): rows shorter
@@ -366,7 +388,7 @@ def forward(self, x: "f32[s0, 16]", y: "f16[16]", z: "i64[s0, 1]"):
   ASSERT_OK_AND_ASSIGN(std::string kernels,
                        EmitCuda(c->function->lowered().program));
   // And row kernels: every reduction kind, softmax's and layer norm's
-  // epilogues.
+  // epilogues, scans.
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> rows,
                        CompileGraphText(R"IR(
 def forward(self, x: "f32[s0, 64]", w: "f32[64]", b: "f32[64]", h: "f16[s0, 64]"):
@@ -379,7 +401,9 @@ def forward(self, x: "f32[s0, 64]", w: "f32[64]", b: "f32[64]", h: "f16[s0, 64]"
     any_1 = torch.ops.aten.any.dim(gt, 1)
     all_1 = torch.ops.aten.all.dim(gt, 0)
     total = torch.ops.aten.sum.default(h)
-    return (softmax, getitem, argmin, prod, any_1, all_1, total)
+    cumsum = torch.ops.aten.cumsum.default(x, 1)
+    cumprod = torch.ops.aten.cumprod.default(h, 0)
+    return (softmax, getitem, argmin, prod, any_1, all_1, total, cumsum, cumprod)
 )IR",
                                         {.backend = &CudaBackend()}));
   ASSERT_OK_AND_ASSIGN(std::string row_kernels,

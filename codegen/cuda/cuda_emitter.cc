@@ -39,8 +39,6 @@ std::string Unsupported(const Kernel& k) {
   }
   for (const ScalarOp& op : k.ops) {
     switch (op.kind) {
-      case ScalarOp::Kind::kScan:
-        return "a scan";
       case ScalarOp::Kind::kCheckIndex:
         return "indexing by loaded values";
       case ScalarOp::Kind::kStore:
@@ -160,6 +158,39 @@ LATHE_FN lathe_welford lathe_welford_add(lathe_welford a, double x) {
   const double d = x - a.mean;
   const double mean = a.mean + d / static_cast<double>(n);
   return {mean, a.m2 + d * (x - mean), n};
+}
+
+template <typename T>
+LATHE_FN T lathe_shfl_up(T v, int delta) {
+  if constexpr (sizeof(T) < 4) {
+    return static_cast<T>(
+        __shfl_up_sync(0xffffffffu, static_cast<int>(v), delta));
+  } else {
+    return __shfl_up_sync(0xffffffffu, v, delta);
+  }
+}
+
+// The inclusive scan by `f` of the threads' `v` in thread order, after
+// `*carry` (the scan of the chunks before), which becomes the scan
+// through the last thread: every thread of the block calls it.
+template <typename T, typename F>
+LATHE_FN T lathe_block_scan(T v, F f, T* carry, lathe_slot* slots) {
+  static_assert(sizeof(T) <= sizeof(lathe_slot), "a wider accumulator");
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int o = 1; o < 32; o <<= 1) {
+    const T u = lathe_shfl_up(v, o);
+    if (lane >= static_cast<unsigned>(o)) v = f(u, v);
+  }
+  T* partial = reinterpret_cast<T*>(slots);
+  __syncthreads();  // the slots' last readers are done
+  if (lane == 31) partial[warp] = v;
+  __syncthreads();
+  T prefix = *carry;
+  for (unsigned w = 0; w < warp; ++w) prefix = f(prefix, partial[w]);
+  T total = *carry;
+  for (unsigned w = 0; w < blockDim.x / 32; ++w) total = f(total, partial[w]);
+  *carry = total;
+  return f(prefix, v);
 }
 
 // Every thread's `v` combined by `f` in a fixed tree (across each warp,
@@ -419,14 +450,36 @@ class Emitter {
       absl::StrAppend(out, "    ", AccType(k, op), " acc", i, " = ",
                       AccInit(k, op), ";\n");
     }
+    // A scan's section runs its points in order, a block-wide chunk at a
+    // time, with the running value carried across chunks.
+    bool scan = false;
+    for (size_t i = 0; i < k.ops.size(); ++i) {
+      const ScalarOp& op = k.ops[i];
+      if (op.section != s || op.kind != ScalarOp::Kind::kScan) continue;
+      scan = true;
+      absl::StrAppend(out, "    ", CType(op.dtype), " acc", i, " = ",
+                      ReduceIdentity(op.reduce, op.dtype), ";\n");
+    }
     std::string in = "    ";
     IndexCpp cpp = [this](Expr e, const ScalarOp*) { return Cpp(e); };
-    if (!sec.vars.empty()) {
+    const std::string points =
+        absl::StrCat("(", idx, ")(", Cpp(Product(sec.ranges)), ")");
+    if (scan) {
+      // Every thread runs every chunk (the scan's barriers); a thread past
+      // the end computes at the last point and neither stores nor counts.
+      absl::StrAppend(out, in, "for (", idx, " base = 0; base < ", points,
+                      "; base += (", idx, ")blockDim.x) {\n", in, "  const ",
+                      idx, " j0 = base + (", idx, ")threadIdx.x;\n", in,
+                      "  const bool live = j0 < ", points, ";\n", in,
+                      "  const ", idx, " j = live ? j0 : ", points, " - 1;\n");
+    } else if (!sec.vars.empty()) {
       // Thread j takes points j, j + blockDim.x, ... of the section's
       // loops, flattened with the innermost fastest.
-      absl::StrAppend(
-          out, in, "for (", idx, " j = (", idx, ")threadIdx.x; j < (", idx,
-          ")(", Cpp(Product(sec.ranges)), "); j += (", idx, ")blockDim.x) {\n");
+      absl::StrAppend(out, in, "for (", idx, " j = (", idx,
+                      ")threadIdx.x; j < ", points, "; j += (", idx,
+                      ")blockDim.x) {\n");
+    }
+    if (!sec.vars.empty()) {
       in += "  ";
       const int nv = static_cast<int>(sec.vars.size());
       if (nv > 1) absl::StrAppend(out, in, idx, " q = j;\n");
@@ -446,10 +499,23 @@ class Emitter {
     for (size_t i = 0; i < k.ops.size(); ++i) {
       const ScalarOp& op = k.ops[i];
       if (op.section != s) continue;
-      if (op.kind == ScalarOp::Kind::kReduce) {
-        EmitAccumulate(k, static_cast<int>(i), in, out);
-      } else if (op.kind == ScalarOp::Kind::kStore && sec.vars.empty()) {
-        absl::StrAppend(out, in, "if (threadIdx.x == 0) ");
+      if (op.kind == ScalarOp::Kind::kScan) {
+        const std::string t(CType(op.dtype));
+        absl::StrAppend(out, in, "const ", t, " v", i,
+                        " = lathe_block_scan(live ? static_cast<", t, ">(v",
+                        op.args[0], ") : ", ReduceIdentity(op.reduce, op.dtype),
+                        ", ",
+                        op.reduce == ReduceKind::kProd ? "lathe_red_prod{}"
+                                                       : "lathe_red_sum{}",
+                        ", &acc", i, ", slots);\n");
+      } else if (op.kind == ScalarOp::Kind::kReduce) {
+        if (scan) absl::StrAppend(out, in, "if (live) {\n");
+        EmitAccumulate(k, static_cast<int>(i), scan ? in + "  " : in, out);
+        if (scan) absl::StrAppend(out, in, "}\n");
+      } else if (op.kind == ScalarOp::Kind::kStore &&
+                 (scan || sec.vars.empty())) {
+        absl::StrAppend(out, in,
+                        scan ? "if (live) " : "if (threadIdx.x == 0) ");
         EmitScalarOp(k, static_cast<int>(i), cpp, "", out);
       } else {
         EmitScalarOp(k, static_cast<int>(i), cpp, in, out);

@@ -37,9 +37,12 @@
 // atomics), so every thread holds the result for the later sections.
 // Sum, prod, max/min (NaN propagates), any/all, argmax/argmin (the first
 // index; NaN counts as the extreme), Welford's mean and M2 (Chan's merge).
+// A scan (cumsum, cumprod) runs its section a block-wide chunk at a time:
+// a block scan (warp shuffles, then the warps' totals) after the carry of
+// the chunks before.
 //
-// A kernel the emitter cannot write yet (a scan, indexing by loaded
-// values, an extern call) is an error naming its graph nodes.
+// A kernel the emitter cannot write yet (indexing by loaded values, an
+// extern call) is an error naming its graph nodes.
 //
 // Example:
 //

@@ -224,5 +224,26 @@ CHECK:          [[A]] = lathe_red_arg<true>{}([[A]], lathe_argacc<float>{v0, sta
   EXPECT_EQ(symbolic::ToString(launch.row), "40");
 }
 
+// A cumsum: every thread runs every chunk of the row (the block scan's
+// barriers), a thread past the end at the last point without storing, the
+// running sum carried across chunks.
+TEST(CudaEmitterTest, AScanRunsTheRowInChunksWithACarry) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f32[4, 300]"):
+    cumsum = torch.ops.aten.cumsum.default(x, 1)
+    return (cumsum,)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:      float [[C:acc[0-9]+]] = float(0);
+CHECK-NEXT: for (int32_t base = 0; base < (int32_t)(300); base += (int32_t)blockDim.x) {
+CHECK-NEXT:   const int32_t j0 = base + (int32_t)threadIdx.x;
+CHECK-NEXT:   const bool live = j0 < (int32_t)(300);
+CHECK-NEXT:   const int32_t j = live ? j0 : (int32_t)(300) - 1;
+CHECK:        const float [[V:v[0-9]+]] = lathe_block_scan(live ? static_cast<float>(v{{[0-9]+}}) : float(0), lathe_red_sum{}, &[[C]], slots);
+CHECK:        if (live) b{{[0-9]+}}[{{.*}}] = [[V]];
+CHECK:      LATHE_CUDA_KERNEL(k0, true)
+)"));
+}
+
 }  // namespace
 }  // namespace lathe::codegen
