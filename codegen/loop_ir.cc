@@ -55,6 +55,15 @@ int IndirectArgs(const ScalarOp& op) {
   return op.masked ? 2 : 1;
 }
 
+int IndirectArg(const ScalarOp& op, symbolic::Expr s) {
+  for (size_t a = IndirectArgs(op); a < op.args.size(); ++a) {
+    if (s == IndirectVar(static_cast<int>(a) - IndirectArgs(op))) {
+      return op.args[a];
+    }
+  }
+  return -1;
+}
+
 bool IsIndirect(const ScalarOp& op) {
   if (op.kind == ScalarOp::Kind::kStore && op.masked) return true;
   return (op.kind == ScalarOp::Kind::kLoad ||

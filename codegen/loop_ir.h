@@ -227,6 +227,13 @@ symbolic::Expr IndirectVar(int k);
 // load, 1 for a store); args from there on are indirect.
 int IndirectArgs(const ScalarOp& op);
 
+// IndirectArg()
+//
+// The op (an index into the kernel's ops) whose value symbol `s` stands
+// for in access `op`'s index — its arg for IndirectVar(k) — or -1 when `s`
+// is not one of its indirect variables.
+int IndirectArg(const ScalarOp& op, symbolic::Expr s);
+
 // IsIndirect()
 //
 // Whether `op` is a load or store whose index uses loaded values, or a

@@ -200,15 +200,62 @@ def forward(self, x: "f32[16789000]", y: "f32[1]"):
 
 TEST_F(CudaBackendTest, AKernelItCannotWriteYetNamesTheNode) {
   EXPECT_THAT(CompileGraphText(R"IR(
-def forward(self, x: "f32[8, 8]", i: "i64[4]"):
-    index = torch.ops.aten.index.Tensor(x, [i])
-    return (index,)
+def forward(self, x: "f32[8, 8]", i: "i64[4]", v: "f32[4, 8]"):
+    index_put = torch.ops.aten.index_put.default(x, [i], v)
+    return (index_put,)
 )IR",
                                {.backend = &CudaBackend()}),
               StatusIs(absl::StatusCode::kUnimplemented,
-                       AllOf(HasSubstr("no CUDA kernel yet for indexing by "
-                                       "loaded values"),
-                             HasSubstr("index"))));
+                       AllOf(HasSubstr("no CUDA kernel yet for a store at "
+                                       "loaded indices"),
+                             HasSubstr("index_put"))));
+}
+
+// Indexing by loaded values: index, gather and embedding, negative indices
+// wrapping as in PyTorch, against the interpreter.
+TEST_F(CudaBackendTest, IndexingByLoadedValues) {
+  ExpectMatchesInterpreter(
+      R"IR(
+def forward(self, x: "f32[10, 12]", i: "i64[5]", g: "i64[10, 3]", w: "f32[20, 8]", t: "i64[2, 3]"):
+    index = torch.ops.aten.index.Tensor(x, [i])
+    gather = torch.ops.aten.gather.default(x, 1, g)
+    embedding = torch.ops.aten.embedding.default(w, t)
+    sum_1 = torch.ops.aten.sum.dim_IntList(embedding, [1])
+    return (index, gather, sum_1)
+)IR",
+      {Ramp({10, 12}), ir::T({5}, {0, 9, -1, 3, -10}, DType::kInt64),
+       ir::T({10, 3}, {0, 11, 5, 1, 2, 3, 11, 0, 4, 6, 7, 8, 9, 10, 0,
+                       1, 1,  1, 2, 2, 2, 3,  3, 3, 4, 4, 4, 5, 5,  5},
+             DType::kInt64),
+       Ramp({20, 8}, 0.2), ir::T({2, 3}, {0, 19, 7, 7, 3, 1}, DType::kInt64)});
+}
+
+// An index out of range fails the call with the check's message and its
+// values, as on the cpu backend, and no access leaves its buffer (the
+// emulated device's guard zones would say).
+TEST_F(CudaBackendTest, AnIndexOutOfRangeIsTheChecksError) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c,
+                       CompileGraphText(R"IR(
+def forward(self, x: "f32[10, 12]", i: "i64[5]"):
+    index = torch.ops.aten.index.Tensor(x, [i])
+    return (index,)
+)IR",
+                                        {.backend = &CudaBackend()}));
+  for (int64_t bad : {int64_t{10}, int64_t{-11}, int64_t{1} << 40}) {
+    std::vector<ir::Value> args = {
+        ir::Value::OfTensor(Ramp({10, 12})),
+        ir::Value::OfTensor(
+            ir::T({5}, {0, 1, static_cast<double>(bad), 2, 3}, DType::kInt64))};
+    EXPECT_THAT(
+        c->function->RunWithPlan(args),
+        StatusIs(absl::StatusCode::kInvalidArgument,
+                 HasSubstr(absl::StrCat("node 'index': aten.index.Tensor: "
+                                        "index ",
+                                        bad,
+                                        " is out of bounds for dimension 0 "
+                                        "with size 10"))))
+        << bad;
+  }
 }
 
 // Scans: a block-wide chunk at a time with the running value carried
@@ -388,10 +435,10 @@ def forward(self, x: "f32[s0, 16]", y: "f16[16]", z: "i64[s0, 1]"):
   ASSERT_OK_AND_ASSIGN(std::string kernels,
                        EmitCuda(c->function->lowered().program));
   // And row kernels: every reduction kind, softmax's and layer norm's
-  // epilogues, scans.
+  // epilogues, scans, index checks.
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> rows,
                        CompileGraphText(R"IR(
-def forward(self, x: "f32[s0, 64]", w: "f32[64]", b: "f32[64]", h: "f16[s0, 64]"):
+def forward(self, x: "f32[s0, 64]", w: "f32[64]", b: "f32[64]", h: "f16[s0, 64]", i: "i64[s0, 3]"):
     softmax = torch.ops.aten._softmax.default(x, 1, False)
     ln = torch.ops.aten.native_layer_norm.default(x, [64], w, b, 1e-05)
     getitem = ln[0]
@@ -403,7 +450,8 @@ def forward(self, x: "f32[s0, 64]", w: "f32[64]", b: "f32[64]", h: "f16[s0, 64]"
     total = torch.ops.aten.sum.default(h)
     cumsum = torch.ops.aten.cumsum.default(x, 1)
     cumprod = torch.ops.aten.cumprod.default(h, 0)
-    return (softmax, getitem, argmin, prod, any_1, all_1, total, cumsum, cumprod)
+    gather = torch.ops.aten.gather.default(x, 1, i)
+    return (softmax, getitem, argmin, prod, any_1, all_1, total, cumsum, cumprod, gather)
 )IR",
                                         {.backend = &CudaBackend()}));
   ASSERT_OK_AND_ASSIGN(std::string row_kernels,

@@ -102,7 +102,7 @@ TEST_F(ArtifactTest, LoadsAndCalls) {
 TEST_F(ArtifactTest, TheManifestSaysWhatTheArtifactHolds) {
   std::string text = Read(dir_ + "/manifest.txt");
   EXPECT_THAT(text, HasSubstr("lathe-artifact 1\nlathe-version 0.12.0\n"
-                              "kernel-abi 8\ngraph add.txt\n"));
+                              "kernel-abi 9\ngraph add.txt\n"));
   EXPECT_THAT(text, HasSubstr("argument x placeholder tensor f32 cpu 1 "
                               "f32[s0][1]cpu\n"));
   EXPECT_THAT(text,
@@ -175,12 +175,12 @@ TEST_F(ArtifactTest, AnotherVersionIsRefused) {
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        dir_ + "/manifest.txt: written by lathe 0.11.0; this "
                               "is lathe 0.12.0 (compile the graph again)"));
-  EditManifest("lathe-version 0.11.0\nkernel-abi 8",
+  EditManifest("lathe-version 0.11.0\nkernel-abi 9",
                "lathe-version 0.12.0\nkernel-abi 5");
   EXPECT_THAT(LoadArtifact(dir_),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("compiled for kernel ABI 5; this runtime "
-                                 "has kernel ABI 8")));
+                                 "has kernel ABI 9")));
   EditManifest("lathe-artifact 1", "lathe-artifact 2");
   EXPECT_THAT(LoadArtifact(dir_),
               StatusIs(absl::StatusCode::kFailedPrecondition,
@@ -224,7 +224,7 @@ TEST(ManifestTest, MalformedLinesAreNamed) {
   EXPECT_THAT(parse(head + "kernel-abi 6 7\n"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "m.txt: line 2: expected the end of the line"));
-  EXPECT_THAT(parse(head + "kernel-abi 8\n"),
+  EXPECT_THAT(parse(head + "kernel-abi 9\n"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("expected the shared library as its first "
                                  "file")));

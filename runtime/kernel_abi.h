@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field changes; an artifact records the one it uses. */
-#define LATHE_KERNEL_ABI_VERSION 8
+#define LATHE_KERNEL_ABI_VERSION 9
 
 /* What a LatheValue holds. */
 #define LATHE_VALUE_NONE 0
@@ -95,6 +95,9 @@ typedef struct LatheDeviceRuntime {
   /* Copies `bytes` from device address `src` to host `dst` once the work
    * queued before it is done; 0 on success. */
   int (*to_host)(void* self, void* dst, const void* src, int64_t bytes);
+  /* Queues a copy of `bytes` from host `src` to device address `dst`
+   * (read before it returns: `src` may be reused); 0 on success. */
+  int (*to_device)(void* self, void* dst, const void* src, int64_t bytes);
 } LatheDeviceRuntime;
 
 typedef struct LatheKernelRuntime {

@@ -123,10 +123,8 @@ class Emitter {
           auto it = names_.find(s);
           if (it != names_.end()) return it->second;
           if (op != nullptr) {
-            for (size_t a = IndirectArgs(*op); a < op->args.size(); ++a) {
-              if (s == IndirectVar(static_cast<int>(a - IndirectArgs(*op)))) {
-                return absl::StrCat("v", op->args[a]);
-              }
+            if (int a = IndirectArg(*op, s); a >= 0) {
+              return absl::StrCat("v", a);
             }
           }
           return std::string(s.name());

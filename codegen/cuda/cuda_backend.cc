@@ -89,14 +89,35 @@ class CudaHost final : public HostCode {
           " : row <= 32 ? 32 : (row + 31) / 32 "
           "* 32), 1, 1};\n");
     }
+    // A kernel that checks indices gets a zeroed record on the device, read
+    // back after it: a failure reports the check's values and code.
+    std::string before, after;
+    if (launch.checks) {
+      params.insert(params.end() - 1, "&ck");
+      before =
+          "      struct LatheCk { const LatheKernelRuntime* rt; void* s; "
+          "~LatheCk() { if (s != nullptr) rt->release(s); } } held{rt, "
+          "nullptr};\n"
+          "      void* ck = nullptr;\n      int64_t rec[4] = {0, 0, 0, 0};\n"
+          "      held.s = rt->alloc((int64_t)sizeof(rec), &ck);\n"
+          "      if (held.s == nullptr) return LATHE_CALL_NO_MEMORY;\n"
+          "      if (rt->device->to_device(rt->device->self, ck, rec, "
+          "(int64_t)sizeof(rec)) != 0) return LATHE_CALL_DEVICE_FAILED;\n";
+      after =
+          "      if (rt->device->to_host(rt->device->self, rec, ck, "
+          "(int64_t)sizeof(rec)) != 0) return LATHE_CALL_DEVICE_FAILED;\n"
+          "      if (rec[0] != 0) { lathe_report(rt, rec + 2, 2); return "
+          "(int)rec[0]; }\n";
+    }
     return absl::StrCat(
         "  if (E != 0) return E;\n  {  // ", kernel.name,
         " on the device\n    int64_t n = (int64_t)(", cpp(launch.n),
-        ");\n    if (n > 0) {\n      void* a[] = {",
+        ");\n    if (n > 0) {\n", before, "      void* a[] = {",
         absl::StrJoin(params, ", "), "};\n", grid,
         "      if (rt->device->launch(rt->device->self, ",
         DeviceKernelIndex(program, k),
-        ", g, t, 0, a) != 0) return LATHE_CALL_DEVICE_FAILED;\n    }\n  }\n");
+        ", g, t, 0, a) != 0) return LATHE_CALL_DEVICE_FAILED;\n", after,
+        "    }\n  }\n");
   }
 
   std::string LoadElement(int b, DType dtype,

@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "check.h"
 #include "codegen/scalar_code.h"
 #include "codegen/scalar_ops.h"
 #include "symbolic/printer.h"
@@ -38,17 +39,23 @@ std::string Unsupported(const Kernel& k) {
     return absl::StrCat("the library call ", k.routine);
   }
   for (const ScalarOp& op : k.ops) {
-    switch (op.kind) {
-      case ScalarOp::Kind::kCheckIndex:
-        return "indexing by loaded values";
-      case ScalarOp::Kind::kStore:
-        if (op.masked) return "a masked store";
-        [[fallthrough]];
-      default:
-        if (IsIndirect(op)) return "indexing by loaded values";
+    if (op.kind == ScalarOp::Kind::kStore && op.masked) {
+      return "a masked store";
+    }
+    if (op.kind == ScalarOp::Kind::kStore && IsIndirect(op)) {
+      return "a store at loaded indices";
     }
   }
   return "";
+}
+
+// Whether `k` has index checks (then its last parameter but one is the
+// call's check record).
+bool HasChecks(const Kernel& k) {
+  for (const ScalarOp& op : k.ops) {
+    if (op.kind == ScalarOp::Kind::kCheckIndex) return true;
+  }
+  return false;
 }
 
 // Whether `k` loops over rows: a section with inner loops (a reduction
@@ -191,6 +198,19 @@ LATHE_FN T lathe_block_scan(T v, F f, T* carry, lathe_slot* slots) {
   for (unsigned w = 0; w < blockDim.x / 32; ++w) total = f(total, partial[w]);
   *carry = total;
   return f(prefix, v);
+}
+
+// A failing index check: the first to claim the call's check record
+// (ck[0], 0 before) writes its code and its two values; the host reads it
+// after the kernel.
+LATHE_FN void lathe_device_check_failed(int64_t* ck, int64_t code,
+                                        int64_t given, int64_t bound) {
+  if (atomicCAS(reinterpret_cast<unsigned long long*>(ck), 0ull,
+                static_cast<unsigned long long>(code)) == 0ull) {
+    ck[1] = 2;
+    ck[2] = given;
+    ck[3] = bound;
+  }
 }
 
 // Every thread's `v` combined by `f` in a fixed tree (across each warp,
@@ -361,18 +381,50 @@ class Emitter {
   }
 
  private:
-  // `e` as C++ over the kernel's names (`renamed` written as `as`).
-  std::string Cpp(Expr e, Expr renamed = Expr(), absl::string_view as = "") {
+  // `e` as C++ over the kernel's names: in access `op`'s index, ind<k> is
+  // the value of its k-th indirect argument; `renamed` is written `as`.
+  std::string Cpp(Expr e, const ScalarOp* op = nullptr, Expr renamed = Expr(),
+                  absl::string_view as = "") {
     return symbolic::ToCpp(e, {.symbol_name = [&](Expr s) {
                              if (!renamed.is_null() && s == renamed) {
                                return std::string(as);
                              }
                              auto it = names_.find(s);
-                             return it != names_.end() ? it->second
-                                                       : std::string(s.name());
+                             if (it != names_.end()) return it->second;
+                             if (op != nullptr) {
+                               if (int a = IndirectArg(*op, s); a >= 0) {
+                                 return absl::StrCat("v", a);
+                               }
+                             }
+                             return std::string(s.name());
                            }});
   }
 
+  // Op `i` of `k` as a statement: a scalar op, or an index check that
+  // records the first failure in the call's check record (ck) and reads
+  // element 0 instead, so no access leaves its buffer.
+  void EmitOp(const Kernel& k, int i, const std::string& in, std::string* out) {
+    const ScalarOp& op = k.ops[i];
+    if (op.kind != ScalarOp::Kind::kCheckIndex) {
+      IndexCpp cpp = [this](Expr e, const ScalarOp* a) { return Cpp(e, a); };
+      LATHE_CHECK(EmitScalarOp(k, i, cpp, in, out)) << "op " << i;
+      return;
+    }
+    const std::string v = absl::StrCat("v", i),
+                      given = absl::StrCat("v", op.args[0]);
+    absl::StrAppend(out, in, "int64_t ", v, " = static_cast<int64_t>(", given,
+                    ");\n", in, "{\n", in, "  const int64_t bound = (int64_t)(",
+                    Cpp(op.index), ");\n");
+    if (op.wrap)
+      absl::StrAppend(out, in, "  if (", v, " < 0) ", v, " += bound;\n");
+    absl::StrAppend(out, in, "  if (", v, " < 0 || ", v,
+                    " >= bound) { lathe_device_check_failed(ck, ", op.i + 1,
+                    ", static_cast<int64_t>(", given, "), bound); ", v,
+                    " = 0; }\n", in, "}\n");
+  }
+
+  // A pointwise kernel: the vector path when it has one, then the
+  // grid-stride loop over the flattened outer loops.
   void EmitKernel(const Kernel& k, std::string* out) {
     const bool int32 = int32_ && Fits32(Product(k.ranges));
     const std::string idx = int32 ? "int32_t" : "int64_t";
@@ -380,13 +432,11 @@ class Emitter {
                     kCudaBlock, ") ", k.name, "(", Params(k), ") {\n");
     const VectorPlan plan = PlanVectors(p_, k);
     if (plan.width > 1) EmitVectorLoop(k, plan, idx, out);
-    // The grid-stride loop over the flattened outer loops.
     absl::StrAppend(out, "  for (", GridStride(idx, "i", "n"), ") {\n");
     EmitLoopPoint(k, idx, "", out);
     if (k.vars.empty()) absl::StrAppend(out, "    (void)i;\n");
-    IndexCpp cpp = [this](Expr e, const ScalarOp*) { return Cpp(e); };
     for (size_t i = 0; i < k.ops.size(); ++i) {
-      EmitScalarOp(k, static_cast<int>(i), cpp, "    ", out);
+      EmitOp(k, static_cast<int>(i), "    ", out);
     }
     absl::StrAppend(out, "  }\n}\nLATHE_CUDA_KERNEL(", k.name, ", false)\n\n");
   }
@@ -405,6 +455,7 @@ class Emitter {
                                     "* __restrict__ b", b));
     }
     params.insert(params.end(), params_.begin(), params_.end());
+    if (HasChecks(k)) params.push_back("int64_t* __restrict__ ck");
     params.push_back("int64_t n");
     return absl::StrJoin(params, ", ");
   }
@@ -461,7 +512,6 @@ class Emitter {
                       ReduceIdentity(op.reduce, op.dtype), ";\n");
     }
     std::string in = "    ";
-    IndexCpp cpp = [this](Expr e, const ScalarOp*) { return Cpp(e); };
     const std::string points =
         absl::StrCat("(", idx, ")(", Cpp(Product(sec.ranges)), ")");
     if (scan) {
@@ -516,9 +566,9 @@ class Emitter {
                  (scan || sec.vars.empty())) {
         absl::StrAppend(out, in,
                         scan ? "if (live) " : "if (threadIdx.x == 0) ");
-        EmitScalarOp(k, static_cast<int>(i), cpp, "", out);
+        EmitOp(k, static_cast<int>(i), "", out);
       } else {
-        EmitScalarOp(k, static_cast<int>(i), cpp, in, out);
+        EmitOp(k, static_cast<int>(i), in, out);
       }
     }
     if (!sec.vars.empty()) absl::StrAppend(out, "    }\n");
@@ -697,8 +747,8 @@ class Emitter {
                           ">");
     };
     auto at = [&](const ScalarOp& op) {
-      return absl::StrCat("b", op.buffer, " + (", Cpp(op.index, inner, "xv"),
-                          ")");
+      return absl::StrCat("b", op.buffer, " + (",
+                          Cpp(op.index, nullptr, inner, "xv"), ")");
     };
     absl::StrAppend(out, "  if (", absl::StrJoin(conds, " && "), ") {\n",
                     "  for (", GridStride(idx, "t", absl::StrCat("n / ", w)),
@@ -721,11 +771,10 @@ class Emitter {
     absl::StrAppend(out, "    for (int l = 0; l < ", w, "; ++l) {\n",
                     "      const ", idx, " ", inner.name(), " = xv + l;\n",
                     "      (void)", inner.name(), ";\n");
-    IndexCpp cpp = [this](Expr e, const ScalarOp*) { return Cpp(e); };
     for (size_t i = 0; i < k.ops.size(); ++i) {
       const ScalarOp& op = k.ops[i];
       if (!plan.vector[i]) {
-        EmitScalarOp(k, static_cast<int>(i), cpp, "      ", out);
+        EmitOp(k, static_cast<int>(i), "      ", out);
       } else if (op.kind == ScalarOp::Kind::kLoad) {
         absl::StrAppend(out, "      const ", CType(op.dtype), " v", i, " = w",
                         i, ".v[l];\n");
@@ -767,6 +816,7 @@ int DeviceKernelIndex(const Program& program, int k) {
 DeviceLaunch DeviceKernelLaunch(const Program& program, const Kernel& k) {
   DeviceLaunch launch;
   launch.n = Product(k.ranges);
+  launch.checks = HasChecks(k);
   if (!RowKernel(k)) {
     launch.width = PlanVectors(program, k).width;
     return launch;

@@ -41,8 +41,14 @@
 // a block scan (warp shuffles, then the warps' totals) after the carry of
 // the chunks before.
 //
-// A kernel the emitter cannot write yet (indexing by loaded values, an
-// extern call) is an error naming its graph nodes.
+// Indexing by loaded values (gather, index, embedding): each index goes
+// through its check, which wraps negatives where PyTorch does and, out of
+// range, records the first failure in the call's check record and reads
+// element 0 instead, so no access leaves its buffer; the host reads the
+// record after the kernel and fails the call with the check's message.
+//
+// A kernel the emitter cannot write yet (a store at loaded indices, a
+// masked store, an extern call) is an error naming its graph nodes.
 //
 // Example:
 //
@@ -95,6 +101,11 @@ struct DeviceLaunch {
   // A row kernel: the points of its longest section, which a block's
   // threads share (null for a pointwise kernel).
   symbolic::Expr row;
+  // Whether it checks indices: its parameter before n is a device record
+  // of four int64 (zero before the launch) that a failing check fills with
+  // its code (Program::checks index + 1), its value count (2), the index
+  // given and the bound.
+  bool checks = false;
 };
 DeviceLaunch DeviceKernelLaunch(const Program& program, const Kernel& k);
 

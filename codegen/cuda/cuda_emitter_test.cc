@@ -245,5 +245,26 @@ CHECK:      LATHE_CUDA_KERNEL(k0, true)
 )"));
 }
 
+// An index by loaded values: the kernel takes the call's check record
+// (ck) before n; the index wraps when negative and, out of range, records
+// the failure and reads row 0.
+TEST(CudaEmitterTest, AnIndexIsCheckedIntoTheCallsRecord) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f32[10, 12]", i: "i64[5]"):
+    index = torch.ops.aten.index.Tensor(x, [i])
+    return (index,)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:      k0(const float* __restrict__ b0, const int64_t* __restrict__ b1, float* __restrict__ b2, int64_t* __restrict__ ck, int64_t n) {
+CHECK:        int64_t [[I:v[0-9]+]] = static_cast<int64_t>([[G:v[0-9]+]]);
+CHECK-NEXT:   {
+CHECK-NEXT:     const int64_t bound = (int64_t)(10);
+CHECK-NEXT:     if ([[I]] < 0) [[I]] += bound;
+CHECK-NEXT:     if ([[I]] < 0 || [[I]] >= bound) { lathe_device_check_failed(ck, 1, static_cast<int64_t>([[G]]), bound); [[I]] = 0; }
+CHECK-NEXT:   }
+CHECK:        = b0[{{.*}}12 * [[I]]{{.*}}];
+)"));
+}
+
 }  // namespace
 }  // namespace lathe::codegen

@@ -90,6 +90,7 @@ class CudaKernels final : public DeviceKernels {
     runtime_.self = this;
     runtime_.launch = &Launch;
     runtime_.to_host = &ToHostBytes;
+    runtime_.to_device = &ToDeviceBytes;
   }
 
   static int Launch(void* self, int64_t kernel, const uint32_t* grid,
@@ -126,6 +127,22 @@ class CudaKernels final : public DeviceKernels {
     if (s.ok()) {
       s = CudaCall(cu, cu.stream_synchronize(nullptr), "cuStreamSynchronize");
     }
+    if (!s.ok()) {
+      SetDeviceError(std::move(s));
+      return 1;
+    }
+    return 0;
+  }
+
+  static int ToDeviceBytes(void* self, void* dst, const void* src,
+                           int64_t bytes) {
+    const CudaDriver& cu = static_cast<const CudaKernels*>(self)->cu_;
+    // From pageable memory: the source is read before the call returns.
+    absl::Status s = CudaCall(
+        cu,
+        cu.memcpy_htod_async(Address(dst), src, static_cast<size_t>(bytes),
+                             nullptr),
+        "cuMemcpyHtoDAsync");
     if (!s.ok()) {
       SetDeviceError(std::move(s));
       return 1;
