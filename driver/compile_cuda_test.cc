@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -87,7 +88,7 @@ void ExpectMatchesInterpreter(const std::string& text,
                         b = ir::Elements(want.outputs[k].tensor);
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) {
-      if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+      if (a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i]))) continue;
       EXPECT_NEAR(a[i], b[i], tol * (std::abs(b[i]) + 1))
           << "output " << k << " element " << i;
     }
@@ -180,6 +181,16 @@ def forward(self, x: "f32[32]", y: "f32[32]"):
     return (mul,)
 )IR",
                            {Ramp({32}), Ramp({32}, 0.5)});
+  // The mutation epilogue's copies: one on the device for a contiguous
+  // input written whole, through the host for a transposed one.
+  ExpectMatchesInterpreter(R"IR(
+def forward(self, x: "f32[8, 6]", y: "f32[6, 8]"):
+    t = torch.ops.aten.t.default(y)
+    mul_ = torch.ops.aten.mul_.Tensor(t, 3.0)
+    add_ = torch.ops.aten.add_.Tensor(x, t)
+    return (add_,)
+)IR",
+                           {Ramp({8, 6}), Ramp({6, 8}, 0.5)});
 }
 
 TEST_F(CudaBackendTest, MoreElementsThanOneGridCoversOnAGpu) {
@@ -321,7 +332,8 @@ def forward(self, x: "f32[s0, s1]"):
 }
 
 // argmax/argmin take the first index of the extreme, and NaN counts as
-// the extreme; max with NaN is NaN; prod, any and all.
+// the extreme, in rows of negative values and of infinities too; max with
+// NaN is NaN; prod, any and all.
 TEST_F(CudaBackendTest, ArgReductionsTiesAndNaN) {
   std::vector<double> v;
   for (int i = 0; i < 6 * 100; ++i) v.push_back((i * 7) % 5);  // ties
@@ -329,6 +341,12 @@ TEST_F(CudaBackendTest, ArgReductionsTiesAndNaN) {
   v[2 * 100 + 90] = std::nan("");
   v[4 * 100 + 3] = -9;
   v[4 * 100 + 80] = -9;
+  // Rows of only negative values, of only +inf and of only -inf.
+  for (int i = 0; i < 100; ++i) {
+    v[1 * 100 + i] = -1 - (i * 13) % 7;
+    v[3 * 100 + i] = std::numeric_limits<double>::infinity();
+    v[5 * 100 + i] = -std::numeric_limits<double>::infinity();
+  }
   ExpectMatchesInterpreter(R"IR(
 def forward(self, x: "f32[6, 100]"):
     argmax = torch.ops.aten.argmax.default(x, 1)

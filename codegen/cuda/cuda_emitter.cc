@@ -594,9 +594,11 @@ class Emitter {
     switch (op.reduce) {
       case ReduceKind::kArgMax:
       case ReduceKind::kArgMin:
-        // An index past every real one: any element replaces it.
-        return absl::StrCat("{", CType(k.ops[op.args[0]].dtype),
-                            "(0), lathe_std::numeric_limits<int64_t>::max()}");
+        // The extreme's identity at an index past every real one: any
+        // element replaces it (a tie goes to the lower index).
+        return absl::StrCat("{",
+                            ReduceIdentity(op.reduce, k.ops[op.args[0]].dtype),
+                            ", lathe_std::numeric_limits<int64_t>::max()}");
       case ReduceKind::kWelfordMean:
       case ReduceKind::kWelfordM2:
         return "{0, 0, 0}";

@@ -215,7 +215,7 @@ CHECK:            [[W]] = lathe_welford_add([[W]], static_cast<double>(v9));
 CHECK:          [[W]] = lathe_block_reduce([[W]], lathe_red_welford{}, slots);
 CHECK:          static_cast<float>([[W]].m2);
 CHECK:      LATHE_CUDA_KERNEL(k0, true)
-CHECK:        lathe_argacc<float> [[A:acc[0-9]+]] = {float(0), lathe_std::numeric_limits<int64_t>::max()};
+CHECK:        lathe_argacc<float> [[A:acc[0-9]+]] = {-lathe_std::numeric_limits<float>::infinity(), lathe_std::numeric_limits<int64_t>::max()};
 CHECK:          [[A]] = lathe_red_arg<true>{}([[A]], lathe_argacc<float>{v0, static_cast<int64_t>(v1)});
 )"));
   const DeviceLaunch launch =

@@ -176,6 +176,24 @@ class CudaKernels final : public DeviceKernels {
                                    const LatheValue& src) {
     ASSIGN_OR_RETURN(Tensor d, TensorOfValue(dst));
     ASSIGN_OR_RETURN(Tensor s, TensorOfValue(src));
+    ASSIGN_OR_RETURN(const CudaDriver* cu, CudaDevice());
+    auto first = [](const Tensor& t) {
+      return Address(static_cast<char*>(t.storage().data()) +
+                     t.storage_offset() * t.itemsize());
+    };
+    if (d.dtype() == s.dtype() && d.sizes() == s.sizes() &&
+        d.is_contiguous() && s.is_contiguous()) {
+      // The common case (an input written in place from a new buffer):
+      // one copy on the device, ordered before the work queued after it.
+      const int64_t bytes = d.numel() * d.itemsize();
+      if (bytes == 0) return absl::OkStatus();
+      return CudaCall(*cu,
+                      cu->memcpy_dtod_async(first(d), first(s),
+                                            static_cast<size_t>(bytes),
+                                            nullptr),
+                      "cuMemcpyDtoDAsync");
+    }
+    // Any other layouts: through the host.
     ASSIGN_OR_RETURN(Tensor hd, lathe::ToHost(d));
     ASSIGN_OR_RETURN(Tensor hs, lathe::ToHost(s));
     RETURN_IF_ERROR(CopyTensor(hd, hs));
@@ -184,12 +202,9 @@ class CudaKernels final : public DeviceKernels {
     ASSIGN_OR_RETURN(Tensor back, lathe::ToDevice(hd, Device::Cuda(0)));
     const int64_t bytes = back.storage().nbytes();
     if (bytes == 0) return absl::OkStatus();
-    ASSIGN_OR_RETURN(const CudaDriver* cu, CudaDevice());
-    char* to = static_cast<char*>(d.storage().data()) +
-               d.storage_offset() * d.itemsize();
     RETURN_IF_ERROR(CudaCall(
         *cu,
-        cu->memcpy_dtod_async(Address(to), Address(back.storage().data()),
+        cu->memcpy_dtod_async(first(d), Address(back.storage().data()),
                               static_cast<size_t>(bytes), nullptr),
         "cuMemcpyDtoDAsync"));
     return CudaCall(*cu, cu->stream_synchronize(nullptr),
