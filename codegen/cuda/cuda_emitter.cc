@@ -84,151 +84,10 @@ bool StoresWhatLaterSectionsLoad(const Kernel& k, int s) {
   return false;
 }
 
-// The reductions' device helpers: accumulators, their combining functors,
-// and the block-wide reduction every row kernel ends a section with.
-constexpr char kReducePrelude[] = R"(// A row's reductions (one block per row).
-#define LATHE_FN_MEMBER __device__ __forceinline__
-template <typename T>
-struct lathe_argacc { T v; int64_t i; };
-struct lathe_welford { double mean; double m2; int64_t n; };
-// One 24-byte slot per warp for the block's partial results.
-struct alignas(8) lathe_slot { unsigned char bytes[24]; };
-
-template <typename T>
-LATHE_FN T lathe_shfl_xor(T v, int lane_mask) {
-  if constexpr (sizeof(T) < 4) {
-    return static_cast<T>(
-        __shfl_xor_sync(0xffffffffu, static_cast<int>(v), lane_mask));
-  } else {
-    return __shfl_xor_sync(0xffffffffu, v, lane_mask);
-  }
-}
-template <typename T>
-LATHE_FN lathe_argacc<T> lathe_shfl_xor(lathe_argacc<T> a, int lane_mask) {
-  return {lathe_shfl_xor(a.v, lane_mask), lathe_shfl_xor(a.i, lane_mask)};
-}
-LATHE_FN lathe_welford lathe_shfl_xor(lathe_welford a, int lane_mask) {
-  return {lathe_shfl_xor(a.mean, lane_mask), lathe_shfl_xor(a.m2, lane_mask),
-          lathe_shfl_xor(a.n, lane_mask)};
-}
-
-struct lathe_red_sum {
-  template <typename T> LATHE_FN_MEMBER T operator()(T a, T b) const { return lathe_op_add(a, b); }
-};
-struct lathe_red_prod {
-  template <typename T> LATHE_FN_MEMBER T operator()(T a, T b) const { return lathe_op_mul(a, b); }
-};
-struct lathe_red_max {  // NaN propagates
-  template <typename T> LATHE_FN_MEMBER T operator()(T a, T b) const { return lathe_op_maximum(a, b); }
-};
-struct lathe_red_min {
-  template <typename T> LATHE_FN_MEMBER T operator()(T a, T b) const { return lathe_op_minimum(a, b); }
-};
-struct lathe_red_any {
-  LATHE_FN_MEMBER bool operator()(bool a, bool b) const { return a || b; }
-};
-struct lathe_red_all {
-  LATHE_FN_MEMBER bool operator()(bool a, bool b) const { return a && b; }
-};
-// The first index of the maximum (minimum); NaN counts as the extreme.
-template <bool kMax>
-struct lathe_red_arg {
-  template <typename T>
-  LATHE_FN_MEMBER lathe_argacc<T> operator()(lathe_argacc<T> a,
-                                             lathe_argacc<T> b) const {
-    bool take_b;
-    if (a.v != a.v) {
-      take_b = b.v != b.v && b.i < a.i;
-    } else if (b.v != b.v) {
-      take_b = true;
-    } else {
-      take_b = (kMax ? b.v > a.v : b.v < a.v) || (b.v == a.v && b.i < a.i);
-    }
-    return take_b ? b : a;
-  }
-};
-// Chan's merge of two Welford accumulators.
-struct lathe_red_welford {
-  LATHE_FN_MEMBER lathe_welford operator()(lathe_welford a,
-                                           lathe_welford b) const {
-    if (b.n == 0) return a;
-    if (a.n == 0) return b;
-    const int64_t n = a.n + b.n;
-    const double d = b.mean - a.mean;
-    const double wb = static_cast<double>(b.n) / static_cast<double>(n);
-    return {a.mean + d * wb,
-            a.m2 + b.m2 + d * d * static_cast<double>(a.n) * wb, n};
-  }
-};
-LATHE_FN lathe_welford lathe_welford_add(lathe_welford a, double x) {
-  const int64_t n = a.n + 1;
-  const double d = x - a.mean;
-  const double mean = a.mean + d / static_cast<double>(n);
-  return {mean, a.m2 + d * (x - mean), n};
-}
-
-template <typename T>
-LATHE_FN T lathe_shfl_up(T v, int delta) {
-  if constexpr (sizeof(T) < 4) {
-    return static_cast<T>(
-        __shfl_up_sync(0xffffffffu, static_cast<int>(v), delta));
-  } else {
-    return __shfl_up_sync(0xffffffffu, v, delta);
-  }
-}
-
-// The inclusive scan by `f` of the threads' `v` in thread order, after
-// `*carry` (the scan of the chunks before), which becomes the scan
-// through the last thread: every thread of the block calls it.
-template <typename T, typename F>
-LATHE_FN T lathe_block_scan(T v, F f, T* carry, lathe_slot* slots) {
-  static_assert(sizeof(T) <= sizeof(lathe_slot), "a wider accumulator");
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  for (int o = 1; o < 32; o <<= 1) {
-    const T u = lathe_shfl_up(v, o);
-    if (lane >= static_cast<unsigned>(o)) v = f(u, v);
-  }
-  T* partial = reinterpret_cast<T*>(slots);
-  __syncthreads();  // the slots' last readers are done
-  if (lane == 31) partial[warp] = v;
-  __syncthreads();
-  T prefix = *carry;
-  for (unsigned w = 0; w < warp; ++w) prefix = f(prefix, partial[w]);
-  T total = *carry;
-  for (unsigned w = 0; w < blockDim.x / 32; ++w) total = f(total, partial[w]);
-  *carry = total;
-  return f(prefix, v);
-}
-
-// A failing index check: the first to claim the call's check record
-// (ck[0], 0 before) writes its code and its two values; the host reads it
-// after the kernel.
-LATHE_FN void lathe_device_check_failed(int64_t* ck, int64_t code,
-                                        int64_t given, int64_t bound) {
-  if (atomicCAS(reinterpret_cast<unsigned long long*>(ck), 0ull,
-                static_cast<unsigned long long>(code)) == 0ull) {
-    ck[1] = 2;
-    ck[2] = given;
-    ck[3] = bound;
-  }
-}
-
-// Every thread's `v` combined by `f` in a fixed tree (across each warp,
-// then the warps in order through `slots`): the same result in every
-// thread, and the same on every run. Every thread of the block calls it.
-template <typename T, typename F>
-LATHE_FN T lathe_block_reduce(T v, F f, lathe_slot* slots) {
-  static_assert(sizeof(T) <= sizeof(lathe_slot), "a wider accumulator");
-  for (int o = 16; o > 0; o >>= 1) v = f(v, lathe_shfl_xor(v, o));
-  T* partial = reinterpret_cast<T*>(slots);
-  __syncthreads();  // the slots' last readers are done
-  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
-  __syncthreads();
-  v = partial[0];
-  for (unsigned w = 1; w < blockDim.x / 32; ++w) v = f(v, partial[w]);
-  return v;
-}
-)";
+// The kernels' device helpers (kernel_prelude.h's text).
+constexpr char kKernelPrelude[] =
+#include "codegen/cuda/kernel_prelude_text.inc"
+    ;
 
 // How much `e` grows as `var` steps by one, or null when that depends on
 // a loop variable (e is not affine in var).
@@ -356,12 +215,8 @@ class Emitter {
     std::string out = "// Generated by lathe (codegen/cuda/cuda_emitter.cc).\n";
     absl::StrAppend(&out, ScalarPrelude(), "\n", symbolic::CppPrelude(),
                     "\n#ifndef LATHE_CUDA_KERNEL\n"
-                    "#define LATHE_CUDA_KERNEL(name, sync)\n#endif\n\n"
-                    "// A vector access's elements (one 16-byte load or "
-                    "store at most).\n"
-                    "template <typename T, int N>\n"
-                    "struct alignas(sizeof(T) * N) lathe_vec { T v[N]; };\n\n",
-                    kReducePrelude, "\n");
+                    "#define LATHE_CUDA_KERNEL(name, sync)\n#endif\n\n",
+                    kKernelPrelude, "\n");
     for (const Kernel& k : p_.kernels) {
       if (k.kind != Kernel::Kind::kLoops && k.kind != Kernel::Kind::kExtern) {
         continue;  // binds and asserts: the host function's

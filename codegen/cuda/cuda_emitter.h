@@ -4,8 +4,8 @@
 //
 // Emits a scheduled loop-IR program's kernels as one CUDA C++ translation
 // unit, which NVRTC builds for a GPU and the system C++ compiler builds,
-// against runtime/cuda/cuda_emulation.h, for the emulated device. Pointwise
-// kernels first: each loop kernel is
+// against runtime/cuda/cuda_emulation.h, for the emulated device; the
+// kernels' device helpers are kernel_prelude.h. A pointwise kernel is
 //
 //   extern "C" __global__ void k0(const float* b0, float* b2, int64_t s0,
 //                                 double f0, int64_t n)

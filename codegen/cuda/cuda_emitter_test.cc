@@ -38,7 +38,7 @@ def forward(self, x: "f32[64, 96]", b: "f32[96]"):
 )IR"));
   ASSERT_OK_AND_ASSIGN(std::string source, EmitCuda(s.lowered.program));
   EXPECT_OK(RunFileCheck(source, R"(
-CHECK:      struct alignas(sizeof(T) * N) lathe_vec { T v[N]; };
+CHECK:      struct alignas(sizeof(T) * N) lathe_vec {
 CHECK:      void __launch_bounds__(256) k0(const float* __restrict__ b0, const float* __restrict__ b1, float* __restrict__ b2, int64_t n) {
 CHECK-NEXT:   if ((uint64_t)(const void*)b0 % 16 == 0 && (uint64_t)(const void*)b1 % 16 == 0 && (uint64_t)(const void*)b2 % 16 == 0) {
 CHECK-NEXT:   for (int32_t t = {{.*}}; t < (int32_t)(n / 4); t += {{.*}}) {

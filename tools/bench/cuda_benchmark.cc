@@ -190,6 +190,47 @@ void BM_CudaSwishAffine(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * (2 * rows + 2) * 8192 * 4);
 }
 
+// A row kernel from a graph of tools/bench/graphs over [rows, 2560] f32
+// (softmax, layer norm): one pass reads the rows, one writes them.
+void RowBenchmark(benchmark::State& state, const char* file, const char* name,
+                  int vectors) {
+  absl::StatusOr<const CudaDriver*> cu = Device();
+  if (!cu.ok()) return SkipWith(state, cu.status());
+  const int64_t rows = state.range(0);
+  absl::StatusOr<std::string> text = ReadWorkspaceFile(file);
+  if (!text.ok()) return SkipWith(state, text.status());
+  const std::string sized = absl::StrReplaceAll(
+      *text, {{"f32[4096, 2560]", absl::StrCat("f32[", rows, ", 2560]")},
+              {"f32[4096, 1]", absl::StrCat("f32[", rows, ", 1]")}});
+  std::vector<std::vector<int64_t>> sizes = {{rows, 2560}};
+  for (int k = 0; k < vectors; ++k) sizes.push_back({2560});
+  absl::StatusOr<Compiled> c = CompileForCuda(sized, name, sizes);
+  if (!c.ok()) return SkipWith(state, c.status());
+  ArgViews views;
+  views.Build(c->args);
+  std::vector<Operand> results;
+  if (absl::Status s = Call(*c, views, &results); !s.ok()) {
+    return SkipWith(state, s);
+  }
+  EventTimer timer(**cu);
+  for (auto _ : state) {
+    timer.Start();
+    absl::Status s = Call(*c, views, &results);
+    state.SetIterationTime(timer.StopSeconds());
+    if (!s.ok()) return SkipWith(state, s);
+  }
+  state.SetBytesProcessed(state.iterations() * 2 * rows * 2560 * 4);
+}
+
+void BM_CudaSoftmax(benchmark::State& state) {
+  RowBenchmark(state, "tools/bench/graphs/softmax_4096x2560.txt", "softmax", 0);
+}
+
+void BM_CudaLayerNorm(benchmark::State& state) {
+  RowBenchmark(state, "tools/bench/graphs/layernorm_4096x2560.txt", "layernorm",
+               2);
+}
+
 void BM_CudaCallOverhead(benchmark::State& state) {
   absl::StatusOr<const CudaDriver*> cu = Device();
   if (!cu.ok()) return SkipWith(state, cu.status());
@@ -269,6 +310,14 @@ int main(int argc, char** argv) {
       ->Arg(rows)
       ->UseManualTime()
       ->Unit(benchmark::kMicrosecond);
+  for (auto [name, fn] :
+       {std::pair{"BM_CudaSoftmax", &lathe::BM_CudaSoftmax},
+        std::pair{"BM_CudaLayerNorm", &lathe::BM_CudaLayerNorm}}) {
+    benchmark::RegisterBenchmark(name, fn)
+        ->Arg(rows < 8192 ? 8 : 4096)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+  }
   auto* overhead = benchmark::RegisterBenchmark("BM_CudaCallOverhead",
                                                 lathe::BM_CudaCallOverhead)
                        ->Arg(2)

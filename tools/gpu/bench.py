@@ -2,8 +2,9 @@
 """lathe's cuda backend beside PyTorch eager and torch.compile on one GPU.
 
 Runs tools/bench:cuda_benchmark (lathe's rows: the device-to-device copy,
-x * sigmoid(x) * s + b over f32 [8192, 8192] with s, b: [8192], and the host
-time of a call with 2/8/16 tensor arguments), then the same work through
+x * sigmoid(x) * s + b over f32 [8192, 8192] with s, b: [8192], softmax and
+layer norm over f32 [4096, 2560], and the host time of a call with 2/8/16
+tensor arguments), then the same work through
 PyTorch on the same GPU in the same run (rounds interleaved: lathe's binary,
 then PyTorch, then lathe's again), and prints one table: each row's median
 and spread, and the chain's bandwidth as a share of the copy's.
@@ -88,6 +89,27 @@ def torch_rows():
     compiled = torch.compile(chain)
     t = time_gpu(lambda: compiled(a, s, bias))
     rows["chain torch.compile"] = (nbytes / t / 1e9, "GB/s")
+
+    # Softmax and layer norm over [4096, 2560] (lathe's BM_CudaSoftmax and
+    # BM_CudaLayerNorm): the rows read once and written once.
+    x = torch.randn(4096, 2560, device=dev)
+    w = torch.rand(2560, device=dev)
+    wb = torch.rand(2560, device=dev)
+    row_bytes = 2 * 4096 * 2560 * 4
+
+    def softmax(x):
+        return torch.softmax(x, -1)
+
+    def layer_norm(x, w, b):
+        return torch.nn.functional.layer_norm(x, (2560,), w, b, 1e-5)
+
+    for name, fn, args in (("softmax", softmax, (x,)),
+                           ("layernorm", layer_norm, (x, w, wb))):
+        t = time_gpu(lambda: fn(*args))
+        rows[f"{name} eager"] = (row_bytes / t / 1e9, "GB/s")
+        compiled_fn = torch.compile(fn)
+        t = time_gpu(lambda: compiled_fn(*args))
+        rows[f"{name} torch.compile"] = (row_bytes / t / 1e9, "GB/s")
 
     for k in (2, 8, 16):
         xs = [torch.rand(16, device=dev) for _ in range(k)]
