@@ -162,6 +162,26 @@ absl::Status Call(const Compiled& c, const ArgViews& views,
   return rc == 0 ? absl::OkStatus() : g.CallStatus(rc);
 }
 
+// Times calls of `c` with CUDA events (after one untimed call: the module
+// and the allocator warm), `bytes` moved by each.
+void TimeDeviceCalls(benchmark::State& state, const CudaDriver& cu,
+                     const Compiled& c, int64_t bytes) {
+  ArgViews views;
+  views.Build(c.args);
+  std::vector<Operand> results;
+  if (absl::Status s = Call(c, views, &results); !s.ok()) {
+    return SkipWith(state, s);
+  }
+  EventTimer timer(cu);
+  for (auto _ : state) {
+    timer.Start();
+    absl::Status s = Call(c, views, &results);
+    state.SetIterationTime(timer.StopSeconds());
+    if (!s.ok()) return SkipWith(state, s);
+  }
+  state.SetBytesProcessed(state.iterations() * bytes);
+}
+
 void BM_CudaSwishAffine(benchmark::State& state) {
   absl::StatusOr<const CudaDriver*> cu = Device();
   if (!cu.ok()) return SkipWith(state, cu.status());
@@ -174,20 +194,7 @@ void BM_CudaSwishAffine(benchmark::State& state) {
   absl::StatusOr<Compiled> c =
       CompileForCuda(sized, "swish_affine", {{rows, 8192}, {8192}, {8192}});
   if (!c.ok()) return SkipWith(state, c.status());
-  ArgViews views;
-  views.Build(c->args);
-  std::vector<Operand> results;
-  if (absl::Status s = Call(*c, views, &results); !s.ok()) {
-    return SkipWith(state, s);  // also the warm-up: module and allocator
-  }
-  EventTimer timer(**cu);
-  for (auto _ : state) {
-    timer.Start();
-    absl::Status s = Call(*c, views, &results);
-    state.SetIterationTime(timer.StopSeconds());
-    if (!s.ok()) return SkipWith(state, s);
-  }
-  state.SetBytesProcessed(state.iterations() * (2 * rows + 2) * 8192 * 4);
+  TimeDeviceCalls(state, **cu, *c, (2 * rows + 2) * 8192 * 4);
 }
 
 // A row kernel from a graph of tools/bench/graphs over [rows, 2560] f32
@@ -206,20 +213,7 @@ void RowBenchmark(benchmark::State& state, const char* file, const char* name,
   for (int k = 0; k < vectors; ++k) sizes.push_back({2560});
   absl::StatusOr<Compiled> c = CompileForCuda(sized, name, sizes);
   if (!c.ok()) return SkipWith(state, c.status());
-  ArgViews views;
-  views.Build(c->args);
-  std::vector<Operand> results;
-  if (absl::Status s = Call(*c, views, &results); !s.ok()) {
-    return SkipWith(state, s);
-  }
-  EventTimer timer(**cu);
-  for (auto _ : state) {
-    timer.Start();
-    absl::Status s = Call(*c, views, &results);
-    state.SetIterationTime(timer.StopSeconds());
-    if (!s.ok()) return SkipWith(state, s);
-  }
-  state.SetBytesProcessed(state.iterations() * 2 * rows * 2560 * 4);
+  TimeDeviceCalls(state, **cu, *c, 2 * rows * 2560 * 4);
 }
 
 void BM_CudaSoftmax(benchmark::State& state) {
