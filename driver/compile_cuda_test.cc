@@ -193,6 +193,41 @@ def forward(self, x: "f32[8, 6]", y: "f32[6, 8]"):
                            {Ramp({8, 6}), Ramp({6, 8}, 0.5)});
 }
 
+// Random draws (rand, randn, dropout) are the interpreter's counter-based
+// numbers for the same seed: the uniform draws and the dropout mask exactly
+// (integer arithmetic), randn to its last bits (the device's log and cos).
+TEST_F(CudaBackendTest, RandomDrawsAreTheInterpreters) {
+  ExpectMatchesInterpreter(R"IR(
+def forward(self, x: "f32[64, 40]"):
+    rand = torch.ops.aten.rand.default([64, 40])
+    randn = torch.ops.aten.randn.default([33, 7])
+    native_dropout = torch.ops.aten.native_dropout.default(x, 0.3, True)
+    getitem = native_dropout[0]
+    getitem_1 = native_dropout[1]
+    add = torch.ops.aten.add.Tensor(rand, x)
+    return (rand, add, randn, getitem, getitem_1)
+)IR",
+                           {Ramp({64, 40})}, 1e-6);
+}
+
+// bfloat16 and float16 load as float, compute in float and store rounded,
+// as on the cpu backend, through pointwise and row kernels.
+TEST_F(CudaBackendTest, HalfTypesComputeInFloat) {
+  ExpectMatchesInterpreter(
+      R"IR(
+def forward(self, x: "bf16[16, 24]", y: "bf16[24]", h: "f16[16, 24]"):
+    mul = torch.ops.aten.mul.Tensor(x, y)
+    sigmoid = torch.ops.aten.sigmoid.default(mul)
+    sum_1 = torch.ops.aten.sum.dim_IntList(sigmoid, [1])
+    amax = torch.ops.aten.amax.default(h, [1])
+    softmax = torch.ops.aten._softmax.default(h, 1, False)
+    return (sigmoid, sum_1, amax, softmax)
+)IR",
+      {Ramp({16, 24}, 0.1, DType::kBFloat16), Ramp({24}, 0.2, DType::kBFloat16),
+       Ramp({16, 24}, 0.15, DType::kFloat16)},
+      1e-2);
+}
+
 TEST_F(CudaBackendTest, MoreElementsThanOneGridCoversOnAGpu) {
   // 256 * 65536 threads at most: the grid-stride loop's later passes. On
   // the emulated device every thread is a host call: GPU runs only
