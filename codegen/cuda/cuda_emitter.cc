@@ -67,17 +67,25 @@ bool RowKernel(const Kernel& k) {
   return false;
 }
 
-// Whether section `s` of `k` stores into a buffer a later section loads.
-bool StoresWhatLaterSectionsLoad(const Kernel& k, int s) {
-  std::set<int> stored;
+// Whether the block's threads must meet after section `s` of `k`: a later
+// section loads what it stores, or stores what it loads (a reduction's
+// block-wide step already waits for every thread's loads).
+bool NeedsBarrierAfter(const Kernel& k, int s) {
+  std::set<int> stored, loaded;
+  bool reduces = false;
   for (const ScalarOp& op : k.ops) {
-    if (op.section == s && op.kind == ScalarOp::Kind::kStore) {
-      stored.insert(op.buffer);
-    }
+    if (op.section != s) continue;
+    if (op.kind == ScalarOp::Kind::kStore) stored.insert(op.buffer);
+    if (op.kind == ScalarOp::Kind::kLoad) loaded.insert(op.buffer);
+    reduces = reduces || op.kind == ScalarOp::Kind::kReduce;
   }
   for (const ScalarOp& op : k.ops) {
-    if (op.section > s && op.kind == ScalarOp::Kind::kLoad &&
-        stored.count(op.buffer)) {
+    if (op.section <= s) continue;
+    if (op.kind == ScalarOp::Kind::kLoad && stored.count(op.buffer)) {
+      return true;
+    }
+    if (op.kind == ScalarOp::Kind::kStore && loaded.count(op.buffer) &&
+        !reduces) {
       return true;
     }
   }
@@ -336,8 +344,8 @@ class Emitter {
     if (k.vars.empty()) absl::StrAppend(out, "    (void)i;\n");
     for (size_t s = 0; s < k.sections.size(); ++s) {
       EmitRowSection(k, static_cast<int>(s), idx, out);
-      if (StoresWhatLaterSectionsLoad(k, static_cast<int>(s))) {
-        // Their threads read what other threads of the block wrote.
+      if (NeedsBarrierAfter(k, static_cast<int>(s))) {
+        // Threads touch elements other threads of the block wrote or read.
         absl::StrAppend(out, "    __syncthreads();\n");
       }
     }
