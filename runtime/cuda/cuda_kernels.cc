@@ -138,11 +138,11 @@ class CudaKernels final : public DeviceKernels {
                            int64_t bytes) {
     const CudaDriver& cu = static_cast<const CudaKernels*>(self)->cu_;
     // From pageable memory: the source is read before the call returns.
-    absl::Status s = CudaCall(
-        cu,
-        cu.memcpy_htod_async(Address(dst), src, static_cast<size_t>(bytes),
-                             nullptr),
-        "cuMemcpyHtoDAsync");
+    absl::Status s =
+        CudaCall(cu,
+                 cu.memcpy_htod_async(Address(dst), src,
+                                      static_cast<size_t>(bytes), nullptr),
+                 "cuMemcpyHtoDAsync");
     if (!s.ok()) {
       SetDeviceError(std::move(s));
       return 1;
@@ -181,17 +181,17 @@ class CudaKernels final : public DeviceKernels {
       return Address(static_cast<char*>(t.storage().data()) +
                      t.storage_offset() * t.itemsize());
     };
-    if (d.dtype() == s.dtype() && d.sizes() == s.sizes() &&
-        d.is_contiguous() && s.is_contiguous()) {
+    if (d.dtype() == s.dtype() && d.sizes() == s.sizes() && d.is_contiguous() &&
+        s.is_contiguous()) {
       // The common case (an input written in place from a new buffer):
       // one copy on the device, ordered before the work queued after it.
       const int64_t bytes = d.numel() * d.itemsize();
       if (bytes == 0) return absl::OkStatus();
-      return CudaCall(*cu,
-                      cu->memcpy_dtod_async(first(d), first(s),
-                                            static_cast<size_t>(bytes),
-                                            nullptr),
-                      "cuMemcpyDtoDAsync");
+      return CudaCall(
+          *cu,
+          cu->memcpy_dtod_async(first(d), first(s), static_cast<size_t>(bytes),
+                                nullptr),
+          "cuMemcpyDtoDAsync");
     }
     // Any other layouts: through the host.
     ASSIGN_OR_RETURN(Tensor hd, lathe::ToHost(d));
@@ -202,11 +202,11 @@ class CudaKernels final : public DeviceKernels {
     ASSIGN_OR_RETURN(Tensor back, lathe::ToDevice(hd, Device::Cuda(0)));
     const int64_t bytes = back.storage().nbytes();
     if (bytes == 0) return absl::OkStatus();
-    RETURN_IF_ERROR(CudaCall(
-        *cu,
-        cu->memcpy_dtod_async(first(d), Address(back.storage().data()),
-                              static_cast<size_t>(bytes), nullptr),
-        "cuMemcpyDtoDAsync"));
+    RETURN_IF_ERROR(
+        CudaCall(*cu,
+                 cu->memcpy_dtod_async(first(d), Address(back.storage().data()),
+                                       static_cast<size_t>(bytes), nullptr),
+                 "cuMemcpyDtoDAsync"));
     return CudaCall(*cu, cu->stream_synchronize(nullptr),
                     "cuStreamSynchronize");
   }
