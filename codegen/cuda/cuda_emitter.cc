@@ -394,20 +394,7 @@ class Emitter {
     }
     if (!sec.vars.empty()) {
       in += "  ";
-      const int nv = static_cast<int>(sec.vars.size());
-      if (nv > 1) absl::StrAppend(out, in, idx, " q = j;\n");
-      for (int v = nv - 1; v >= 0; --v) {
-        const std::string var(sec.vars[v].name());
-        if (v == 0) {
-          absl::StrAppend(out, in, "const ", idx, " ", var, " = ",
-                          nv > 1 ? "q" : "j", ";\n");
-          continue;
-        }
-        const std::string extent =
-            absl::StrCat("(", idx, ")(", Cpp(sec.ranges[v]), ")");
-        absl::StrAppend(out, in, "const ", idx, " ", var, " = q % ", extent,
-                        "; q /= ", extent, ";\n");
-      }
+      EmitFlattened(sec.vars, sec.ranges, idx, "j", "q", in, "", out);
     }
     for (size_t i = 0; i < k.ops.size(); ++i) {
       const ScalarOp& op = k.ops[i];
@@ -417,10 +404,7 @@ class Emitter {
         absl::StrAppend(out, in, "const ", t, " v", i,
                         " = lathe_block_scan(live ? static_cast<", t, ">(v",
                         op.args[0], ") : ", ReduceIdentity(op.reduce, op.dtype),
-                        ", ",
-                        op.reduce == ReduceKind::kProd ? "lathe_red_prod{}"
-                                                       : "lathe_red_sum{}",
-                        ", &acc", i, ", slots);\n");
+                        ", ", Combiner(op), ", &acc", i, ", slots);\n");
       } else if (op.kind == ScalarOp::Kind::kReduce) {
         if (scan) absl::StrAppend(out, in, "if (live) {\n");
         EmitAccumulate(k, static_cast<int>(i), scan ? in + "  " : in, out);
@@ -563,25 +547,34 @@ class Emitter {
                         ")gridDim.x * (", idx, ")blockDim.x");
   }
 
-  // The loop variables of flattened point i (the innermost varies fastest;
-  // named `inner` instead when given).
-  void EmitLoopPoint(const Kernel& k, const std::string& idx,
+  // The variables `vars` (extents `ranges`, the last varying fastest) of
+  // the flattened point `from`, with `rest` as the scratch name; the last
+  // is named `inner` instead when given.
+  void EmitFlattened(const std::vector<Expr>& vars,
+                     const std::vector<Expr>& ranges, const std::string& idx,
+                     const char* from, const char* rest, const std::string& in,
                      const std::string& inner, std::string* out) {
-    const int nv = static_cast<int>(k.vars.size());
-    if (nv > 1) absl::StrAppend(out, "    ", idx, " r = i;\n");
+    const int nv = static_cast<int>(vars.size());
+    if (nv > 1) absl::StrAppend(out, in, idx, " ", rest, " = ", from, ";\n");
     for (int v = nv - 1; v >= 0; --v) {
       const std::string var =
-          v == nv - 1 && !inner.empty() ? inner : std::string(k.vars[v].name());
+          v == nv - 1 && !inner.empty() ? inner : std::string(vars[v].name());
       if (v == 0) {
-        absl::StrAppend(out, "    const ", idx, " ", var, " = ",
-                        nv > 1 ? "r" : "i", ";\n");
+        absl::StrAppend(out, in, "const ", idx, " ", var, " = ",
+                        nv > 1 ? rest : from, ";\n");
         continue;
       }
       const std::string extent =
-          absl::StrCat("(", idx, ")(", Cpp(k.ranges[v]), ")");
-      absl::StrAppend(out, "    const ", idx, " ", var, " = r % ", extent,
-                      "; r /= ", extent, ";\n");
+          absl::StrCat("(", idx, ")(", Cpp(ranges[v]), ")");
+      absl::StrAppend(out, in, "const ", idx, " ", var, " = ", rest, " % ",
+                      extent, "; ", rest, " /= ", extent, ";\n");
     }
+  }
+
+  // The outer loop variables of flattened point i.
+  void EmitLoopPoint(const Kernel& k, const std::string& idx,
+                     const std::string& inner, std::string* out) {
+    EmitFlattened(k.vars, k.ranges, idx, "i", "r", "    ", inner, out);
   }
 
   // The vector path: when every vector access's buffer is aligned to its
