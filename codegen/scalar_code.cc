@@ -204,4 +204,57 @@ bool EmitScalarOp(const Kernel& k, int i, const IndexCpp& cpp,
   return false;
 }
 
+ExternCallText ExternCall(const Kernel& k,
+                          const std::function<std::string(symbolic::Expr)>& cpp,
+                          const std::function<std::string(int)>& ptr,
+                          absl::string_view fn, absl::string_view first,
+                          absl::string_view indent) {
+  ExternCallText text;
+  std::vector<std::string> args;
+  if (!first.empty()) args.emplace_back(first);
+  const std::vector<int>& bs = k.extern_buffers;
+  if (k.routine == "sconv" || k.routine == "sort") {
+    // fn(geometry, inputs..., outputs...): the geometry array
+    // (runtime/convolution.h, runtime/sort.h), the buffers after the
+    // outputs, then the outputs.
+    std::vector<std::string> g;
+    for (const symbolic::Expr& e : k.extern_args) g.push_back(cpp(e));
+    text.setup = absl::StrCat(indent, "const int64_t g[] = {",
+                              absl::StrJoin(g, ", "), "};\n");
+    args.push_back("g");
+    for (size_t b = k.extern_outputs; b < bs.size(); ++b) {
+      args.push_back(ptr(bs[b]));
+    }
+    for (int b = 0; b < k.extern_outputs; ++b) args.push_back(ptr(bs[b]));
+  } else {
+    // A matrix product: batch, m, n, k, then a, b and c (buffers 1, 2 and
+    // 0), each an offset pointer and its three strides.
+    const std::vector<symbolic::Expr>& a = k.extern_args;
+    for (int i = 0; i < 4; ++i) args.push_back(cpp(a[i]));
+    for (int o = 0; o < 3; ++o) {
+      const int at = 4 + 4 * o;
+      args.push_back(absl::StrCat(ptr(bs[(o + 1) % 3]), " + ", cpp(a[at])));
+      for (int i = 1; i < 4; ++i) args.push_back(cpp(a[at + i]));
+    }
+  }
+  text.call = absl::StrCat(fn, "(", absl::StrJoin(args, ", "), ")");
+  return text;
+}
+
+std::string RandpermLoop(const Kernel& k,
+                         const std::function<std::string(symbolic::Expr)>& cpp,
+                         absl::string_view out, absl::string_view ctype,
+                         absl::string_view indent) {
+  const std::vector<symbolic::Expr>& a = k.extern_args;
+  return absl::StrCat(
+      indent, "const int64_t n = ", cpp(a[0]), ", seed = ", cpp(a[1]),
+      ", at = ", cpp(a[2]), ";\n", indent, "for (int64_t i = 0; i < n; ++i) ",
+      out, "[i] = lathe_cast<", ctype, ">(i);\n", indent,
+      "for (int64_t i = n - 1; i > 0; --i) {\n", indent,
+      "  const int64_t j = static_cast<int64_t>(lathe_rng_bits(seed, at + i) "
+      "% static_cast<uint64_t>(i + 1));\n",
+      indent, "  const ", ctype, " v = ", out, "[i]; ", out, "[i] = ", out,
+      "[j]; ", out, "[j] = v;\n", indent, "}\n");
+}
+
 }  // namespace lathe::codegen

@@ -61,6 +61,33 @@ std::string ReduceIdentity(ReduceKind kind, DType dtype);
 bool EmitScalarOp(const Kernel& k, int i, const IndexCpp& cpp,
                   absl::string_view indent, std::string* out);
 
+// ExternCall()
+//
+// Extern kernel `k`'s library routine (sgemm, dgemm, sconv, sort: every
+// routine but randperm) called as `fn(first, arguments...)` (no `first`
+// when empty), buffer b's pointer written `ptr(b)` and sizes `cpp(e)`: the
+// call expression, after `setup`, the statement (at `indent`) declaring
+// the geometry array g that sconv and sort take.
+struct ExternCallText {
+  std::string setup;
+  std::string call;
+};
+ExternCallText ExternCall(const Kernel& k,
+                          const std::function<std::string(symbolic::Expr)>& cpp,
+                          const std::function<std::string(int)>& ptr,
+                          absl::string_view fn, absl::string_view first,
+                          absl::string_view indent);
+
+// RandpermLoop()
+//
+// Statements at `indent` writing randperm kernel `k`'s permutation (args
+// n, seed, first draw) to `out`, an array of `ctype`: Fisher-Yates over
+// the interpreter's draws, so every backend gives its numbers.
+std::string RandpermLoop(const Kernel& k,
+                         const std::function<std::string(symbolic::Expr)>& cpp,
+                         absl::string_view out, absl::string_view ctype,
+                         absl::string_view indent);
+
 }  // namespace lathe::codegen
 
 #endif  // LATHE_CODEGEN_SCALAR_CODE_H_

@@ -244,17 +244,92 @@ def forward(self, x: "f32[16789000]", y: "f32[1]"):
                            {Ramp({16789000}), Ramp({1}, 0.5)});
 }
 
-TEST_F(CudaBackendTest, AKernelItCannotWriteYetNamesTheNode) {
-  EXPECT_THAT(CompileGraphText(R"IR(
-def forward(self, x: "f32[8, 8]", i: "i64[4]", v: "f32[4, 8]"):
+// 1 at every `step`-th of `n` elements, 0 elsewhere.
+std::vector<double> Every(int n, int step) {
+  std::vector<double> v(n, 0.0);
+  for (int i = 0; i < n; i += step) v[i] = 1;
+  return v;
+}
+
+// Stores at loaded indices (index_put with a repeated index: the last
+// write wins; accumulating; scatter_add) and under a mask (masked_select's
+// compaction) run on one thread in the interpreter's order.
+TEST_F(CudaBackendTest, StoresAtLoadedIndicesRunInOrder) {
+  ExpectMatchesInterpreter(
+      R"IR(
+def forward(self, x: "f32[8, 8]", i: "i64[5]", v: "f32[5, 8]", j: "i64[3, 8]", src: "f32[3, 8]", m: "b8[8, 8]"):
     index_put = torch.ops.aten.index_put.default(x, [i], v)
-    return (index_put,)
+    index_put_1 = torch.ops.aten.index_put.default(x, [i], v, True)
+    scatter_add = torch.ops.aten.scatter_add.default(x, 0, j, src)
+    masked_select = torch.ops.aten.masked_select.default(x, m)
+    return (index_put, index_put_1, scatter_add, masked_select)
 )IR",
-                               {.backend = &CudaBackend()}),
-              StatusIs(absl::StatusCode::kUnimplemented,
-                       AllOf(HasSubstr("no CUDA kernel yet for a store at "
-                                       "loaded indices"),
-                             HasSubstr("index_put"))));
+      {Ramp({8, 8}), ir::T({5}, {0, 3, 0, -1, 3}, DType::kInt64),
+       Ramp({5, 8}, 0.5),
+       ir::T({3, 8}, {0, 1, 2, 3, 4, 5, 6, 7, 7, 7, 7, 7,
+                      0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
+             DType::kInt64),
+       Ramp({3, 8}, 0.25), ir::T({8, 8}, Every(64, 3), DType::kBool)});
+}
+
+// Matrix products (a transposed operand, a batch in f64, addmm's bias),
+// a convolution, sort and topk run as the device runtime's routines
+// between the kernels; randperm is the interpreter's permutation.
+TEST_F(CudaBackendTest, LibraryCallsRunThroughTheDeviceRuntime) {
+  ExpectMatchesInterpreter(
+      R"IR(
+def forward(self, a: "f32[6, 5]", b: "f32[7, 5]", c: "f64[2, 3, 4]", d: "f64[2, 4, 3]", bias: "f32[7]", x: "f32[1, 2, 7, 7]", w: "f32[3, 2, 3, 3]", s: "f32[4, 9]"):
+    t = torch.ops.aten.t.default(b)
+    mm = torch.ops.aten.mm.default(a, t)
+    relu = torch.ops.aten.relu.default(mm)
+    bmm = torch.ops.aten.bmm.default(c, d)
+    addmm = torch.ops.aten.addmm.default(bias, a, t)
+    convolution = torch.ops.aten.convolution.default(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    sort = torch.ops.aten.sort.default(s, 1, True)
+    getitem = sort[0]
+    getitem_1 = sort[1]
+    topk = torch.ops.aten.topk.default(s, 3)
+    getitem_2 = topk[0]
+    getitem_3 = topk[1]
+    randperm = torch.ops.aten.randperm.default(10, dtype = torch.int64, device = device(type='cpu'), pin_memory = False)
+    return (relu, bmm, addmm, convolution, getitem, getitem_1, getitem_2, getitem_3, randperm)
+)IR",
+      {Ramp({6, 5}), Ramp({7, 5}, 0.3), Ramp({2, 3, 4}, 0.1, DType::kFloat64),
+       Ramp({2, 4, 3}, 0.2, DType::kFloat64), Ramp({7}, 0.5),
+       Ramp({1, 2, 7, 7}, 0.05), Ramp({3, 2, 3, 3}, 0.11), Ramp({4, 9}, 0.7)},
+      1e-5);
+}
+
+// What the emitter cannot write is an error naming the kernel's nodes: a
+// library routine the device runtime lacks (no lowering calls one today;
+// the program is edited to).
+TEST_F(CudaBackendTest, AKernelItCannotWriteNamesTheNode) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c,
+                       CompileGraphText(R"IR(
+def forward(self, a: "f32[4, 4]"):
+    mm = torch.ops.aten.mm.default(a, a)
+    return (mm,)
+)IR",
+                                        {.backend = &CudaBackend()}));
+  codegen::Program p = c->function->lowered().program;
+  ASSERT_EQ(p.kernels.size(), 1u);
+  ASSERT_EQ(p.kernels[0].routine, "sgemm");
+  p.kernels[0].routine = "sqr";
+  EXPECT_THAT(EmitCuda(p), StatusIs(absl::StatusCode::kUnimplemented,
+                                    "no CUDA kernel yet for the library call "
+                                    "sqr (kernel k0 of mm)"));
+}
+
+// nonzero's count, scan and masked stores over a symbolic [s0, s1] input
+// (the scan's kernel stores under its mask: a serial row kernel).
+TEST_F(CudaBackendTest, NonzeroOfSymbolicSizes) {
+  ExpectMatchesInterpreter(R"IR(
+def forward(self, x: "f32[s0, s1]"):
+    gt = torch.ops.aten.gt.Scalar(x, 0)
+    nonzero = torch.ops.aten.nonzero.default(gt)
+    return (nonzero,)
+)IR",
+                           {Ramp({5, 7})});
 }
 
 // Indexing by loaded values: index, gather and embedding, negative indices

@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field changes; an artifact records the one it uses. */
-#define LATHE_KERNEL_ABI_VERSION 9
+#define LATHE_KERNEL_ABI_VERSION 10
 
 /* What a LatheValue holds. */
 #define LATHE_VALUE_NONE 0
@@ -98,6 +98,20 @@ typedef struct LatheDeviceRuntime {
   /* Queues a copy of `bytes` from host `src` to device address `dst`
    * (read before it returns: `src` may be reused); 0 on success. */
   int (*to_device)(void* self, void* dst, const void* src, int64_t bytes);
+  /* LatheKernelRuntime's library routines (below) on device addresses, in
+   * stream order after the work queued before them; 0 on success. */
+  int (*sgemm)(void* self, int64_t batch, int64_t m, int64_t n, int64_t k,
+               const float* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+               const float* b, int64_t b_bs, int64_t b_rs, int64_t b_cs,
+               float* c, int64_t c_bs, int64_t c_rs, int64_t c_cs);
+  int (*dgemm)(void* self, int64_t batch, int64_t m, int64_t n, int64_t k,
+               const double* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+               const double* b, int64_t b_bs, int64_t b_rs, int64_t b_cs,
+               double* c, int64_t c_bs, int64_t c_rs, int64_t c_cs);
+  int (*sconv)(void* self, const int64_t* geometry, const float* x,
+               const float* w, float* out);
+  int (*sort)(void* self, const int64_t* geometry, const void* x, void* values,
+              int64_t* indices);
 } LatheDeviceRuntime;
 
 typedef struct LatheKernelRuntime {

@@ -9,15 +9,14 @@
 //
 // A graph the interpreter itself refuses on these inputs (a data-dependent
 // size, an index the made-up values put out of range) is listed, not
-// compared; a graph the cpu backend refuses to compile (an op without a
-// lowering) is listed with lathec's message.
+// compared; a graph a backend refused to compile (an op without a
+// lowering) would be listed with lathec's message, and fails the test.
 //
 // The same corpora run through `lathec run --backend cuda --cuda-arch
 // sm_80,sm_90` on the emulated CUDA device (LATHE_CUDA_DEVICE=emulated,
 // unless the environment chose the GPU: tools/gpu/check.sh): every graph
-// whose kernels are all pointwise must match, and its kernels compile with
-// NVRTC for both architectures; the others are listed with the kernel the
-// cuda emitter cannot write yet.
+// must match there too, and its kernels compile with NVRTC for both
+// architectures. Neither backend may refuse a graph.
 
 #include <cstdint>
 #include <cstdio>
@@ -38,6 +37,7 @@
 #include "codegen/lowering.h"
 #include "codegen/scheduler.h"
 #include "driver/compile.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
@@ -133,10 +133,6 @@ void RunGraph(const std::string& backend, const std::string& dir,
 constexpr int kGraphCorpusFloor = 24;
 constexpr int kAotCorpusFloor = 55;
 
-// On the emulated device: all but those with matrix products.
-constexpr int kGraphCorpusCudaFloor = 19;
-constexpr int kAotCorpusCudaFloor = 55;
-
 void RunCorpus(const std::string& backend, const std::string& name, int floor) {
   std::string dir = RunfilePath(name);
   Outcome outcome;
@@ -167,6 +163,7 @@ void RunCorpus(const std::string& backend, const std::string& name, int floor) {
   }
   EXPECT_GE(total, 20);
   EXPECT_GE(outcome.compared, floor / testing::SampleStride());
+  EXPECT_THAT(outcome.backend_refused, ::testing::IsEmpty());
 }
 
 TEST(CorpusCpuTest, GraphCorpusMatchesTheInterpreter) {
@@ -179,12 +176,12 @@ TEST(CorpusCpuTest, AotScenariosMatchTheInterpreter) {
 
 TEST(CorpusCudaTest, GraphCorpusOnTheEmulatedDeviceMatches) {
   setenv("LATHE_CUDA_DEVICE", "emulated", /*overwrite=*/0);
-  RunCorpus("cuda", "ir/testdata/graphs", kGraphCorpusCudaFloor);
+  RunCorpus("cuda", "ir/testdata/graphs", kGraphCorpusFloor);
 }
 
 TEST(CorpusCudaTest, AotScenariosOnTheEmulatedDeviceMatch) {
   setenv("LATHE_CUDA_DEVICE", "emulated", /*overwrite=*/0);
-  RunCorpus("cuda", "aot/testdata/aot_corpus", kAotCorpusCudaFloor);
+  RunCorpus("cuda", "aot/testdata/aot_corpus", kAotCorpusFloor);
 }
 
 // The runtime wrapper plan and the composite wrapper of every AOT scenario

@@ -143,14 +143,14 @@ absl::StatusOr<std::string> CompilerIdentity(const std::string& compiler) {
   return identity;
 }
 
-absl::StatusOr<BuiltLibrary> CompileSharedLibrary(absl::string_view source,
-                                                  const std::string& dir,
-                                                  CacheBackend* cache) {
+absl::StatusOr<BuiltLibrary> CompileSharedLibrary(
+    absl::string_view source, const std::string& dir, CacheBackend* cache,
+    std::vector<std::string> flags) {
   BuiltLibrary lib;
   lib.source_path = absl::StrCat(dir, "/kernel.cc");
   lib.path = absl::StrCat(dir, "/kernel.so");
   const std::string compiler = CompilerName();
-  const std::vector<std::string> flags = CompilerFlags();
+  if (flags.empty()) flags = CompilerFlags();
   std::vector<std::string> parts = {compiler};
   for (const std::string& f : flags) parts.push_back(f);
   parts.push_back("-o");

@@ -55,10 +55,11 @@ absl::StatusOr<std::string> CompilerIdentity(const std::string& compiler);
 // stored (a failure to store it is only noted in cache_error). `image`
 // holds the library's bytes either way (the hit the cache verified, or the
 // compiler's output, read once): load those, not the file, so what runs is
-// what was verified or stored.
+// what was verified or stored. `flags` (CompilerFlags() when empty) are
+// part of the key.
 absl::StatusOr<BuiltLibrary> CompileSharedLibrary(
     absl::string_view source, const std::string& dir,
-    CacheBackend* cache = nullptr);
+    CacheBackend* cache = nullptr, std::vector<std::string> flags = {});
 
 // TemporaryBuildDir()
 //

@@ -656,53 +656,20 @@ class Emitter {
       absl::StrAppend(out, "  ", t, "* ", Ptr(b), " = static_cast<", t, "*>(B[",
                       b, "]);\n");
     }
-    if (k.kind == Kernel::Kind::kExtern &&
-        (k.routine == "sconv" || k.routine == "sort")) {
-      // rt->routine(geometry, inputs..., outputs...): the geometry array
-      // (runtime/convolution.h, runtime/sort.h), then the buffers after
-      // the outputs, then the outputs.
-      std::string g;
-      for (const Expr& e : k.extern_args) {
-        absl::StrAppend(&g, g.empty() ? "" : ", ", Cpp(e));
-      }
-      const std::vector<int>& bs = k.extern_buffers;
-      absl::StrAppend(out, "  const int64_t g[] = {", g, "};\n  rt->",
-                      k.routine, "(g");
-      for (size_t b = k.extern_outputs; b < bs.size(); ++b) {
-        absl::StrAppend(out, ", ", Ptr(bs[b]));
-      }
-      for (int b = 0; b < k.extern_outputs; ++b) {
-        absl::StrAppend(out, ", ", Ptr(bs[b]));
-      }
-      absl::StrAppend(out, ");\n}\n\n");
-      return;
-    }
-    if (k.kind == Kernel::Kind::kExtern && k.routine == "randperm") {
-      // Fisher-Yates as the interpreter's randperm: args n, seed, first.
-      std::string t(CType(p_.buffers[k.extern_buffers[0]].dtype));
-      std::string o = Ptr(k.extern_buffers[0]);
-      absl::StrAppend(
-          out, "  const int64_t n = ", Cpp(k.extern_args[0]),
-          ", seed = ", Cpp(k.extern_args[1]), ", at = ", Cpp(k.extern_args[2]),
-          ";\n  for (int64_t i = 0; i < n; ++i) ", o, "[i] = lathe_cast<", t,
-          ">(i);\n  for (int64_t i = n - 1; i > 0; --i) {\n    const int64_t j "
-          "= "
-          "static_cast<int64_t>(lathe_rng_bits(seed, at + i) % "
-          "static_cast<uint64_t>(i + 1));\n    const ",
-          t, " v = ", o, "[i]; ", o, "[i] = ", o, "[j]; ", o,
-          "[j] = v;\n  }\n}\n\n");
-      return;
-    }
     if (k.kind == Kernel::Kind::kExtern) {
-      const std::vector<Expr>& a = k.extern_args;
-      auto x = [&](int i) { return Cpp(a[i]); };
-      const std::vector<int>& bs = k.extern_buffers;
-      absl::StrAppend(out, "  rt->", k.routine, "(", x(0), ", ", x(1), ", ",
-                      x(2), ", ", x(3), ",\n      ", Ptr(bs[1]), " + ", x(4),
-                      ", ", x(5), ", ", x(6), ", ", x(7), ",\n      ",
-                      Ptr(bs[2]), " + ", x(8), ", ", x(9), ", ", x(10), ", ",
-                      x(11), ",\n      ", Ptr(bs[0]), " + ", x(12), ", ", x(13),
-                      ", ", x(14), ", ", x(15), ");\n}\n\n");
+      auto cpp = [this](Expr e) { return Cpp(e); };
+      if (k.routine == "randperm") {
+        absl::StrAppend(
+            out,
+            RandpermLoop(k, cpp, Ptr(k.extern_buffers[0]),
+                         CType(p_.buffers[k.extern_buffers[0]].dtype), "  "),
+            "}\n\n");
+        return;
+      }
+      const ExternCallText call = ExternCall(
+          k, cpp, [this](int b) { return Ptr(b); },
+          absl::StrCat("rt->", k.routine), "", "  ");
+      absl::StrAppend(out, call.setup, "  ", call.call, ";\n}\n\n");
       return;
     }
     int n = static_cast<int>(k.vars.size());

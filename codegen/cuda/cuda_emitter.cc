@@ -33,22 +33,6 @@ bool Fits32(Expr count) {
          count.int_value() <= kInt32Work;
 }
 
-// What no CUDA kernel does yet, or "" when `k` is one it writes.
-std::string Unsupported(const Kernel& k) {
-  if (k.kind == Kernel::Kind::kExtern) {
-    return absl::StrCat("the library call ", k.routine);
-  }
-  for (const ScalarOp& op : k.ops) {
-    if (op.kind == ScalarOp::Kind::kStore && op.masked) {
-      return "a masked store";
-    }
-    if (op.kind == ScalarOp::Kind::kStore && IsIndirect(op)) {
-      return "a store at loaded indices";
-    }
-  }
-  return "";
-}
-
 // Whether `k` has index checks (then its last parameter but one is the
 // call's check record).
 bool HasChecks(const Kernel& k) {
@@ -63,6 +47,29 @@ bool HasChecks(const Kernel& k) {
 bool RowKernel(const Kernel& k) {
   for (const Section& s : k.sections) {
     if (!s.vars.empty()) return true;
+  }
+  return false;
+}
+
+// What no CUDA kernel does yet, or "" when `k` is one it writes.
+std::string Unsupported(const Kernel& k) {
+  if (k.kind == Kernel::Kind::kExtern) {
+    for (const char* r : {"sgemm", "dgemm", "sconv", "sort", "randperm"}) {
+      if (k.routine == r) return "";
+    }
+    return absl::StrCat("the library call ", k.routine);
+  }
+  return "";
+}
+
+// Whether `k` runs on one thread (a block of one), its points in order: a
+// store at loaded indices may hit an element several times (the last
+// write wins, as in the interpreter), and a masked store's index is only
+// valid where it stores. A row kernel's block-wide steps are then the
+// thread's own values.
+bool Serial(const Kernel& k) {
+  for (const ScalarOp& op : k.ops) {
+    if (op.kind == ScalarOp::Kind::kStore && IsIndirect(op)) return true;
   }
   return false;
 }
@@ -234,6 +241,9 @@ class Emitter {
             "no CUDA kernel yet for ", why, " (kernel ", k.name, " of ",
             k.nodes.empty() ? "the graph" : absl::StrJoin(k.nodes, ", "), ")"));
       }
+      if (k.kind == Kernel::Kind::kExtern) {
+        continue;  // the host function calls the device's routine
+      }
       if (RowKernel(k)) {
         EmitRowKernel(k, &out);
       } else {
@@ -294,7 +304,7 @@ class Emitter {
     absl::StrAppend(out, "extern \"C\" __global__ void __launch_bounds__(",
                     kCudaBlock, ") ", k.name, "(", Params(k), ") {\n");
     const VectorPlan plan = PlanVectors(p_, k);
-    if (plan.width > 1) EmitVectorLoop(k, plan, idx, out);
+    if (plan.width > 1 && !Serial(k)) EmitVectorLoop(k, plan, idx, out);
     absl::StrAppend(out, "  for (", GridStride(idx, "i", "n"), ") {\n");
     EmitLoopPoint(k, idx, "", out);
     if (k.vars.empty()) absl::StrAppend(out, "    (void)i;\n");
@@ -675,8 +685,9 @@ DeviceLaunch DeviceKernelLaunch(const Program& program, const Kernel& k) {
   DeviceLaunch launch;
   launch.n = Product(k.ranges);
   launch.checks = HasChecks(k);
+  launch.serial = Serial(k);
   if (!RowKernel(k)) {
-    launch.width = PlanVectors(program, k).width;
+    launch.width = launch.serial ? 1 : PlanVectors(program, k).width;
     return launch;
   }
   std::vector<Expr> rows;

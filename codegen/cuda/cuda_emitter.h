@@ -47,8 +47,13 @@
 // element 0 instead, so no access leaves its buffer; the host reads the
 // record after the kernel and fails the call with the check's message.
 //
-// A kernel the emitter cannot write yet (a store at loaded indices, a
-// masked store, an extern call) is an error naming its graph nodes.
+// A store at loaded indices (scatter, index_put) or under a mask
+// (nonzero's compaction) makes a kernel serial: one thread runs its points
+// in order, as the cpu backend does, so the last write wins. Extern
+// kernels (matrix products, convolutions, sort, randperm) are no device
+// kernels: the host function calls the device runtime's routines
+// (kernel_abi.h's LatheDeviceRuntime) between the launches; a routine it
+// does not know is an error naming the kernel's graph nodes.
 //
 // Example:
 //
@@ -106,6 +111,9 @@ struct DeviceLaunch {
   // its code (Program::checks index + 1), its value count (2), the index
   // given and the bound.
   bool checks = false;
+  // Whether it runs on one thread (a block of one), its points in order:
+  // a kernel that stores at loaded indices or under a mask.
+  bool serial = false;
 };
 DeviceLaunch DeviceKernelLaunch(const Program& program, const Kernel& k);
 

@@ -266,5 +266,41 @@ CHECK:        = b0[{{.*}}12 * [[I]]{{.*}}];
 )"));
 }
 
+// A store at loaded indices makes its kernel serial (one thread, its
+// points in order: the repeated index's last write wins), with no vector
+// path; the copy of x before it keeps its vector accesses. The matrix
+// product is no device kernel: the host function calls the device's
+// routine.
+TEST(CudaEmitterTest, AScatterIsSerialAndAProductIsNoDeviceKernel) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(R"IR(
+def forward(self, x: "f32[64, 96]", i: "i64[8]", v: "f32[8, 96]", a: "f32[4, 4]"):
+    index_put = torch.ops.aten.index_put.default(x, [i], v)
+    mm = torch.ops.aten.mm.default(a, a)
+    return (index_put, mm)
+)IR"));
+  const Program& p = s.lowered.program;
+  ASSERT_OK_AND_ASSIGN(std::string source, EmitCuda(p));
+  std::vector<std::string> serial, vector, externs;
+  for (const Kernel& k : p.kernels) {
+    if (k.kind == Kernel::Kind::kExtern) externs.push_back(k.routine);
+    if (k.kind != Kernel::Kind::kLoops) continue;
+    const DeviceLaunch launch = DeviceKernelLaunch(p, k);
+    if (launch.serial) serial.push_back(k.name);
+    if (launch.width > 1) vector.push_back(k.name);
+  }
+  EXPECT_THAT(externs, ::testing::ElementsAre("sgemm"));
+  EXPECT_THAT(DeviceKernelNames(p), ::testing::ElementsAre("k0", "k1"));
+  EXPECT_THAT(serial, ::testing::ElementsAre("k1"));
+  EXPECT_THAT(vector, ::testing::ElementsAre("k0"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:      void __launch_bounds__(256) k0(
+CHECK:      lathe_vec<float, 4>
+CHECK:      void __launch_bounds__(256) k1(
+CHECK-NOT:  lathe_vec
+CHECK:      LATHE_CUDA_KERNEL(k1, false)
+CHECK-NOT:  k2(
+)"));
+}
+
 }  // namespace
 }  // namespace lathe::codegen

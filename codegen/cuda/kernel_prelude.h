@@ -7,7 +7,8 @@
 // LATHE_FN, lathe_std and the lathe_op_* functions): the vector access
 // type, the accumulators of argmax/argmin and Welford, the functors that
 // combine two accumulators, the block-wide reduction and scan every row
-// kernel ends a section with, and the device side of an index check. Not a
+// kernel ends a section with (a block of one thread, a serial kernel's,
+// skips them), and the device side of an index check. Not a
 // standalone header: NVRTC compiles it for a GPU, and the system compiler
 // against runtime/cuda/cuda_emulation.h for the emulated device.
 //
@@ -143,6 +144,7 @@ LATHE_FN T lathe_shfl_up(T v, int delta) {
 template <typename T, typename F>
 LATHE_FN T lathe_block_scan(T v, F f, T* carry, lathe_slot* slots) {
   static_assert(sizeof(T) <= sizeof(lathe_slot), "a wider accumulator");
+  if (blockDim.x == 1) return *carry = f(*carry, v);  // a serial kernel
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int o = 1; o < 32; o <<= 1) {
     const T u = lathe_shfl_up(v, o);
@@ -179,6 +181,7 @@ LATHE_FN void lathe_device_check_failed(int64_t* ck, int64_t code,
 template <typename T, typename F>
 LATHE_FN T lathe_block_reduce(T v, F f, lathe_slot* slots) {
   static_assert(sizeof(T) <= sizeof(lathe_slot), "a wider accumulator");
+  if (blockDim.x == 1) return v;  // a serial kernel
   for (int o = 16; o > 0; o >>= 1) v = f(v, lathe_shfl_xor(v, o));
   T* partial = reinterpret_cast<T*>(slots);
   __syncthreads();  // the slots' last readers are done

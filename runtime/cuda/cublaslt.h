@@ -2,7 +2,7 @@
 // File: cublaslt.h
 // -----------------------------------------------------------------------------
 //
-// The cuBLASLt functions lathe's CUDA matrix products will call, loaded the
+// The cuBLASLt functions lathe's CUDA matrix products call, loaded the
 // way the driver and NVRTC are (function_table.h): dlopen of the toolkit's
 // libcublasLt, one table, never linked, so //runtime loads on machines
 // without it; no library is one line naming every place tried. Every
@@ -53,6 +53,24 @@ struct CublasLtHeuristicResult {
 };
 
 inline constexpr CublasStatus kCublasSuccess = 0;
+
+// The enumerators lathe's matrix products pass (cublasLt.h, cublas_api.h,
+// library_types.h; cublaslt_test checks them against the headers).
+inline constexpr int kCublasOpN = 0;
+inline constexpr int kCublasOpT = 1;
+inline constexpr int kCublasCompute32F = 68;
+inline constexpr int kCublasCompute64F = 70;
+inline constexpr int kCudaR32F = 0;
+inline constexpr int kCudaR64F = 1;
+inline constexpr int kCublasLtMatmulDescTransA = 3;                // int32
+inline constexpr int kCublasLtMatmulDescTransB = 4;                // int32
+inline constexpr int kCublasLtMatrixLayoutBatchCount = 5;          // int32
+inline constexpr int kCublasLtMatrixLayoutStridedBatchOffset = 6;  // int64
+inline constexpr int kCublasLtPrefMaxWorkspaceBytes = 1;           // uint64
+inline constexpr int kCublasLtPrefMinAlignmentABytes = 5;          // uint32
+inline constexpr int kCublasLtPrefMinAlignmentBBytes = 6;
+inline constexpr int kCublasLtPrefMinAlignmentCBytes = 7;
+inline constexpr int kCublasLtPrefMinAlignmentDBytes = 8;
 
 // X(member, symbol, return type, parameters): the table's functions.
 #define LATHE_CUBLASLT_FUNCTIONS(X)                                            \

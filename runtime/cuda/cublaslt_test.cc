@@ -55,6 +55,26 @@ static_assert(offsetof(CublasLtHeuristicResult, state) ==
 static_assert(offsetof(CublasLtHeuristicResult, waves_count) ==
               offsetof(cublasLtMatmulHeuristicResult_t, wavesCount));
 static_assert(sizeof(CublasStatus) == sizeof(cublasStatus_t));
+static_assert(kCublasOpN == CUBLAS_OP_N && kCublasOpT == CUBLAS_OP_T);
+static_assert(kCublasCompute32F == CUBLAS_COMPUTE_32F &&
+              kCublasCompute64F == CUBLAS_COMPUTE_64F);
+static_assert(kCudaR32F == CUDA_R_32F && kCudaR64F == CUDA_R_64F);
+static_assert(kCublasLtMatmulDescTransA == CUBLASLT_MATMUL_DESC_TRANSA &&
+              kCublasLtMatmulDescTransB == CUBLASLT_MATMUL_DESC_TRANSB);
+static_assert(kCublasLtMatrixLayoutBatchCount ==
+                  CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT &&
+              kCublasLtMatrixLayoutStridedBatchOffset ==
+                  CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET);
+static_assert(kCublasLtPrefMaxWorkspaceBytes ==
+                  CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES &&
+              kCublasLtPrefMinAlignmentABytes ==
+                  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES &&
+              kCublasLtPrefMinAlignmentBBytes ==
+                  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES &&
+              kCublasLtPrefMinAlignmentCBytes ==
+                  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES &&
+              kCublasLtPrefMinAlignmentDBytes ==
+                  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES);
 #endif
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "runtime/copy.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_storage.h"
+#include "runtime/cuda/device_routines.h"
 #include "runtime/cuda/driver_api.h"
 #include "runtime/kernel_runtime.h"
 #include "runtime/storage.h"
@@ -91,6 +92,41 @@ class CudaKernels final : public DeviceKernels {
     runtime_.launch = &Launch;
     runtime_.to_host = &ToHostBytes;
     runtime_.to_device = &ToDeviceBytes;
+    runtime_.sgemm = &Gemm<float, DType::kFloat32>;
+    runtime_.dgemm = &Gemm<double, DType::kFloat64>;
+    runtime_.sconv = &Conv;
+    runtime_.sort = &Sort;
+  }
+
+  // The library routines (device_routines.h); a failure is kept for the
+  // caller, as a launch's.
+  static int Kept(absl::Status s) {
+    if (s.ok()) return 0;
+    SetDeviceError(std::move(s));
+    return 1;
+  }
+
+  template <typename T, DType kDType>
+  static int Gemm(void* self, int64_t batch, int64_t m, int64_t n, int64_t k,
+                  const T* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                  const T* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, T* c,
+                  int64_t c_bs, int64_t c_rs, int64_t c_cs) {
+    const GemmCall g = {batch, m,    n,    k,    a, a_bs, a_rs, a_cs,
+                        b,     b_bs, b_rs, b_cs, c, c_bs, c_rs, c_cs};
+    return Kept(
+        DeviceGemm(static_cast<const CudaKernels*>(self)->cu_, kDType, g));
+  }
+
+  static int Conv(void* self, const int64_t* geometry, const float* x,
+                  const float* w, float* out) {
+    return Kept(DeviceConv(static_cast<const CudaKernels*>(self)->cu_, geometry,
+                           x, w, out));
+  }
+
+  static int Sort(void* self, const int64_t* geometry, const void* x,
+                  void* values, int64_t* indices) {
+    return Kept(DeviceSort(static_cast<const CudaKernels*>(self)->cu_, geometry,
+                           x, values, indices));
   }
 
   static int Launch(void* self, int64_t kernel, const uint32_t* grid,
