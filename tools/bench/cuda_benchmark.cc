@@ -14,6 +14,10 @@
 //     loaded library on device tensors (the output allocated by the call,
 //     as a compiled PyTorch function does), in bytes/s (x read, out
 //     written, s and b read).
+//   BM_CudaModel/NAME: a model of tools/bench/graphs (mlp_gelu_b64 and
+//     _b1024, transformer_block_b8_s128_d512, small_cnn_b32_64x64) called
+//     on device tensors, in microseconds per call (a GPU's rows; on the
+//     emulated device with LATHE_BENCH_MODELS=1).
 //   BM_CudaAllocatorReuse/BYTES: a device storage from the caching allocator
 //     (device_allocator.h) and back, in ns, and the device allocations the
 //     loop made (0: each block reused from the cache).
@@ -46,6 +50,7 @@
 #include "benchmark/benchmark.h"
 #include "codegen/cuda/cuda_backend.h"
 #include "driver/compile.h"
+#include "ir/graph.h"
 #include "runtime/composite.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_storage.h"
@@ -54,6 +59,7 @@
 #include "runtime/storage.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
+#include "symbolic/expr.h"
 #include "tools/bench/workspace_file.h"
 
 namespace lathe {
@@ -163,7 +169,7 @@ absl::Status Call(const Compiled& c, const ArgViews& views,
 }
 
 // Times calls of `c` with CUDA events (after one untimed call: the module
-// and the allocator warm), `bytes` moved by each.
+// and the allocator warm), `bytes` moved by each (0: time alone).
 void TimeDeviceCalls(benchmark::State& state, const CudaDriver& cu,
                      const Compiled& c, int64_t bytes) {
   ArgViews views;
@@ -179,7 +185,7 @@ void TimeDeviceCalls(benchmark::State& state, const CudaDriver& cu,
     state.SetIterationTime(timer.StopSeconds());
     if (!s.ok()) return SkipWith(state, s);
   }
-  state.SetBytesProcessed(state.iterations() * bytes);
+  if (bytes > 0) state.SetBytesProcessed(state.iterations() * bytes);
 }
 
 void BM_CudaSwishAffine(benchmark::State& state) {
@@ -223,6 +229,34 @@ void BM_CudaSoftmax(benchmark::State& state) {
 void BM_CudaLayerNorm(benchmark::State& state) {
   RowBenchmark(state, "tools/bench/graphs/layernorm_4096x2560.txt", "layernorm",
                2);
+}
+
+// A whole model from tools/bench/graphs (the MLP layer, the transformer
+// block, the small CNN), its inputs sized from the graph's placeholders:
+// microseconds per call (matrix products through the device runtime's
+// routines: cuBLASLt on a GPU).
+void BM_CudaModel(benchmark::State& state, const char* name) {
+  absl::StatusOr<const CudaDriver*> cu = Device();
+  if (!cu.ok()) return SkipWith(state, cu.status());
+  absl::StatusOr<std::string> text =
+      ReadWorkspaceFile(absl::StrCat("tools/bench/graphs/", name, ".txt"));
+  if (!text.ok()) return SkipWith(state, text.status());
+  absl::StatusOr<Compiled> c = CompileForCuda(*text, name, {});
+  if (!c.ok()) return SkipWith(state, c.status());
+  for (const ir::Node* p : c->graph->graph->Placeholders()) {
+    std::vector<int64_t> sizes;
+    for (const symbolic::Expr& e : p->meta().tensor.sizes) {
+      if (e.kind() != symbolic::ExprKind::kInteger) {
+        return SkipWith(state, absl::InvalidArgumentError(
+                                   absl::StrCat(p->name(), ": not static")));
+      }
+      sizes.push_back(e.int_value());
+    }
+    absl::StatusOr<Tensor> t = DeviceTensor(sizes);
+    if (!t.ok()) return SkipWith(state, t.status());
+    c->args.push_back(Operand::Of(*std::move(t)));
+  }
+  TimeDeviceCalls(state, **cu, *c, 0);
 }
 
 void BM_CudaCallOverhead(benchmark::State& state) {
@@ -311,6 +345,18 @@ int main(int argc, char** argv) {
         ->Arg(rows < 8192 ? 8 : 4096)
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond);
+  }
+  // The models at the sizes: a GPU's rows (on the emulated device,
+  // where a call takes seconds, only when LATHE_BENCH_MODELS is set).
+  if (rows == 8192 || std::getenv("LATHE_BENCH_MODELS") != nullptr) {
+    for (const char* model :
+         {"mlp_gelu_b64", "mlp_gelu_b1024", "transformer_block_b8_s128_d512",
+          "small_cnn_b32_64x64"}) {
+      benchmark::RegisterBenchmark(absl::StrCat("BM_CudaModel/", model).c_str(),
+                                   lathe::BM_CudaModel, model)
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
   }
   auto* overhead = benchmark::RegisterBenchmark("BM_CudaCallOverhead",
                                                 lathe::BM_CudaCallOverhead)

@@ -3,8 +3,10 @@
 
 Runs tools/bench:cuda_benchmark (lathe's rows: the device-to-device copy,
 x * sigmoid(x) * s + b over f32 [8192, 8192] with s, b: [8192], softmax and
-layer norm over f32 [4096, 2560], and the host time of a call with 2/8/16
-tensor arguments), then the same work through
+layer norm over f32 [4096, 2560], the MLP layer at B = 64 and 1024, the
+transformer block and the small CNN of tools/bench/graphs in microseconds
+per call, and the host time of a call with 2/8/16 tensor arguments), then
+the same work through
 PyTorch on the same GPU in the same run (rounds interleaved: lathe's binary,
 then PyTorch, then lathe's again), and prints one table: each row's median
 and spread, and the chain's bandwidth as a share of the copy's.
@@ -22,6 +24,8 @@ import sys
 import time
 
 ROUNDS = 3
+MODELS = ("mlp_gelu_b64", "mlp_gelu_b1024", "transformer_block_b8_s128_d512",
+          "small_cnn_b32_64x64")
 
 
 def lathe_rows(binary, out_dir, k):
@@ -110,6 +114,21 @@ def torch_rows():
         compiled_fn = torch.compile(fn)
         t = time_gpu(lambda: compiled_fn(*args))
         rows[f"{name} torch.compile"] = (row_bytes / t / 1e9, "GB/s")
+
+    # The models (lathe's BM_CudaModel rows): the Python functions the
+    # benchmark's graphs were captured from, at the same sizes.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(
+        __file__)), "..", "examples"))
+    import capture_examples
+    for name in MODELS:
+        fn, shapes = capture_examples.BENCH_SHAPES[name]
+        args = [torch.rand(*shape, device=dev) * 4 - 2 for shape in shapes]
+        with torch.no_grad():
+            t = time_gpu(lambda: fn(*args))
+            rows[f"{name} eager"] = (t * 1e6, "us/call")
+            compiled_fn = torch.compile(fn)
+            t = time_gpu(lambda: compiled_fn(*args))
+            rows[f"{name} torch.compile"] = (t * 1e6, "us/call")
 
     for k in (2, 8, 16):
         xs = [torch.rand(16, device=dev) for _ in range(k)]

@@ -2,9 +2,9 @@
 # lathe's CUDA checks on a GPU machine, in one command and under 8 minutes,
 # from the binaries tools/gpu/prepare.sh staged (no Bazel there):
 #   1. the CUDA test targets on the real driver (LATHE_CUDA_DEVICE=gpu):
-#      NVRTC, the driver table, cuBLASLt, device storage and its pinned
-#      staging, the cuda backend end to end (with a grid-stride run past
-#      one grid);
+#      NVRTC, the driver table, cuBLASLt (and its matrix products on
+#      device memory), device storage and its pinned staging, the cuda
+#      backend end to end (with a grid-stride run past one grid);
 #   2. the graph corpus and the AOT scenarios through `lathec run --backend
 #      cuda` against the interpreter (tools:corpus_cpu_test's CorpusCudaTest);
 #   3. compute-sanitizer memcheck and racecheck on a sample (the cuda
@@ -58,6 +58,7 @@ step driver_api_test 60 "$bin/driver_api_test"
 step cublaslt_test 60 "$bin/cublaslt_test"
 step cuda_storage_test 60 "$bin/cuda_storage_test"  # pinned staging
 step cuda_kernels_test 60 "$bin/cuda_kernels_test"  # emulated-only: skips
+step device_routines_test 60 "$bin/device_routines_test"  # cuBLASLt
 # (Its FileCheck test reads the emitted text alone: it runs in CI.)
 step compile_cuda_test 180 "$bin/compile_cuda_test" --gtest_filter='-*Int32*'
 # The two corpora and the sanitizers side by side (the machine has cores

@@ -21,6 +21,7 @@ targets=(
   //runtime/cuda:cuda_storage_test
   //runtime/cuda:cublaslt_test
   //runtime/cuda:cuda_kernels_test
+  //runtime/cuda:device_routines_test
 )
 bazel build -c opt --jobs=2 "${targets[@]}"
 stage=$(mktemp -d)
