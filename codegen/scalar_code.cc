@@ -204,6 +204,24 @@ bool EmitScalarOp(const Kernel& k, int i, const IndexCpp& cpp,
   return false;
 }
 
+void EmitCheckIndex(const Kernel& k, int i, const IndexCpp& cpp,
+                    absl::string_view indent, const CheckFailure& fail,
+                    std::string* out) {
+  const ScalarOp& op = k.ops[i];
+  const std::string v = absl::StrCat("v", i),
+                    given =
+                        absl::StrCat("static_cast<int64_t>(v", op.args[0], ")");
+  absl::StrAppend(out, indent, "int64_t ", v, " = ", given, ";\n", indent,
+                  "{\n", indent, "  const int64_t bound = (int64_t)(",
+                  cpp(op.index, nullptr), ");\n");
+  if (op.wrap) {
+    absl::StrAppend(out, indent, "  if (", v, " < 0) ", v, " += bound;\n");
+  }
+  absl::StrAppend(out, indent, "  if (__builtin_expect(", v, " < 0 || ", v,
+                  " >= bound, 0)) { ", fail(given, "bound"), " ", v,
+                  " = 0; }\n", indent, "}\n");
+}
+
 ExternCallText ExternCall(const Kernel& k,
                           const std::function<std::string(symbolic::Expr)>& cpp,
                           const std::function<std::string(int)>& ptr,

@@ -8,7 +8,8 @@
 // cuda emitter (cuda/cuda_emitter.h) both write: a kernel's values are
 // `v<i>`, buffer b's elements `b<b>[...]`, and the text compiles with the
 // scalar prelude on the host and under NVRTC alike (lathe_std is std or
-// libcu++). Reductions, scans and index checks are each emitter's own.
+// libcu++). Reductions and scans are each emitter's own; an index check
+// is shared but for how its failure is reported.
 //
 // Example:
 //
@@ -57,9 +58,22 @@ std::string ReduceIdentity(ReduceKind kind, DType dtype);
 // EmitScalarOp()
 //
 // Appends op `i` of `k` as one statement at `indent`, and true; false
-// (nothing appended) for a reduce, a scan or an index check.
+// (nothing appended) for a reduce, a scan or an index check (EmitCheckIndex).
 bool EmitScalarOp(const Kernel& k, int i, const IndexCpp& cpp,
                   absl::string_view indent, std::string* out);
+
+// EmitCheckIndex()
+//
+// Appends check-index op `i` of `k` at `indent`: v<i> is its argument as
+// an int64, wrapped by the bound where the op says; out of range, the
+// statement `fail(given, bound)` runs (the emitter's report of the
+// check's code, the index as given and the bound) and v<i> becomes 0, so
+// no access leaves its buffer.
+using CheckFailure = std::function<std::string(const std::string& given,
+                                               const std::string& bound)>;
+void EmitCheckIndex(const Kernel& k, int i, const IndexCpp& cpp,
+                    absl::string_view indent, const CheckFailure& fail,
+                    std::string* out);
 
 // ExternCall()
 //

@@ -71,22 +71,11 @@ static inline int64_t lathe_stream_peel(const float* p, int64_t n) {
 }
 )";
 
-// The Welford accumulator, its merge, and OpenMP reductions over it.
-constexpr char kWelfordPrelude[] = R"(template <typename T>
-struct lathe_welford { T mean; T m2; int64_t n; };
-template <typename T>
-static inline lathe_welford<T> lathe_welford_merge(lathe_welford<T> a,
-                                                   lathe_welford<T> b) {
-  if (b.n == 0) return a;
-  if (a.n == 0) return b;
-  const int64_t n = a.n + b.n;
-  const T d = b.mean - a.mean;
-  const T wb = static_cast<T>(b.n) / static_cast<T>(n);
-  return {a.mean + d * wb, a.m2 + b.m2 + d * d * static_cast<T>(a.n) * wb, n};
-}
-#pragma omp declare reduction(lathe_welford_d : lathe_welford<double> : \
+// OpenMP's reduction over the Welford accumulator (scalar_prelude.h's).
+constexpr char kWelfordPrelude[] = R"(
+#pragma omp declare reduction(lathe_welford_d : lathe_welford : \
     omp_out = lathe_welford_merge(omp_out, omp_in)) \
-    initializer(omp_priv = lathe_welford<double>{0, 0, 0})
+    initializer(omp_priv = lathe_welford{0, 0, 0})
 )";
 
 class Emitter {
@@ -151,20 +140,18 @@ class Emitter {
     }
     switch (op.kind) {
       case ScalarOp::Kind::kCheckIndex: {
-        std::string v = absl::StrCat("v", i), n = Cpp(op.index);
-        absl::StrAppend(out, indent, "int64_t ", v, " = static_cast<int64_t>(",
-                        arg(0), ");\n");
-        if (op.wrap) {
-          absl::StrAppend(out, indent, "if (", v, " < 0) ", v, " += ", n,
-                          ";\n");
-        }
         // The index as given (before wrapping) and the size are the
         // check's values; the first failing thread's win (kernel_abi.h).
-        absl::StrAppend(out, indent, "if (__builtin_expect(", v, " < 0 || ", v,
-                        " >= ", n, ", 0)) { const int64_t cv", i,
-                        "[] = {static_cast<int64_t>(", arg(0), "), ", n,
-                        "}; lathe_kernel_check_failed(E, rt, ", op.i + 1,
-                        ", cv", i, ", 2); ", v, " = 0; }\n");
+        const std::string code = absl::StrCat(op.i + 1);
+        EmitCheckIndex(
+            k, i, [this](Expr e, const ScalarOp* op) { return Cpp(e, op); },
+            indent,
+            [&](const std::string& given, const std::string& bound) {
+              return absl::StrCat("const int64_t cv[] = {", given, ", ", bound,
+                                  "}; lathe_kernel_check_failed(E, rt, ", code,
+                                  ", cv, 2);");
+            },
+            out);
         return;
       }
       case ScalarOp::Kind::kReduce:
@@ -409,8 +396,7 @@ class Emitter {
     EmitAccumulators(k, others, indent, &simd_clauses, &simd, &parallel, out);
     std::string block_reductions = simd_clauses;
     for (int i : means) {
-      absl::StrAppend(out, indent, "lathe_welford<double> wf", i,
-                      "{0, 0, 0};\n");
+      absl::StrAppend(out, indent, "lathe_welford wf", i, "{0, 0, 0};\n");
       absl::StrAppend(&block_reductions, " reduction(lathe_welford_d:wf", i,
                       ")");
       absl::StrAppend(&block_clauses, " reduction(+:bs", i, ")");

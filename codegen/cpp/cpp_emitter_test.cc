@@ -55,7 +55,7 @@ def forward(self, x: "f32[4, 1000]"):
     return (add,)
 )IR"));
   EXPECT_OK(RunFileCheck(source, R"(
-CHECK:      lathe_welford<double> [[WF:wf[0-9]+]]{0, 0, 0};
+CHECK:      lathe_welford [[WF:wf[0-9]+]]{0, 0, 0};
 CHECK-NEXT: for (int32_t blk = 0; blk < 1000; blk += 256) {
 CHECK-NEXT:   const int32_t end = static_cast<int32_t>(std::min<int64_t>(int64_t{blk} + 256, 1000));
 CHECK-NEXT:   float [[BK:bk[0-9]+]];
@@ -178,8 +178,11 @@ def forward(self, x: "f32[s0]", i: "i64[2]"):
 )IR"));
   EXPECT_OK(RunFileCheck(source, R"(
 CHECK:      int64_t [[V:v[0-9]+]] = static_cast<int64_t>([[I:v[0-9]+]]);
-CHECK-NEXT: if ([[V]] < 0) [[V]] += [[N:.+]];
-CHECK-NEXT: if (__builtin_expect([[V]] < 0 || [[V]] >= [[N]], 0)) { const int64_t cv{{[0-9]+}}[] = {static_cast<int64_t>([[I]]), [[N]]}; lathe_kernel_check_failed(E, rt, 1, cv{{[0-9]+}}, 2); [[V]] = 0; }
+CHECK-NEXT: {
+CHECK-NEXT:   const int64_t bound = (int64_t)(S[0]);
+CHECK-NEXT:   if ([[V]] < 0) [[V]] += bound;
+CHECK-NEXT:   if (__builtin_expect([[V]] < 0 || [[V]] >= bound, 0)) { const int64_t cv[] = {static_cast<int64_t>([[I]]), bound}; lathe_kernel_check_failed(E, rt, 1, cv, 2); [[V]] = 0; }
+CHECK-NEXT: }
 )"));
 }
 

@@ -278,22 +278,19 @@ class Emitter {
   // element 0 instead, so no access leaves its buffer.
   void EmitOp(const Kernel& k, int i, const std::string& in, std::string* out) {
     const ScalarOp& op = k.ops[i];
+    IndexCpp cpp = [this](Expr e, const ScalarOp* a) { return Cpp(e, a); };
     if (op.kind != ScalarOp::Kind::kCheckIndex) {
-      IndexCpp cpp = [this](Expr e, const ScalarOp* a) { return Cpp(e, a); };
       LATHE_CHECK(EmitScalarOp(k, i, cpp, in, out)) << "op " << i;
       return;
     }
-    const std::string v = absl::StrCat("v", i),
-                      given = absl::StrCat("v", op.args[0]);
-    absl::StrAppend(out, in, "int64_t ", v, " = static_cast<int64_t>(", given,
-                    ");\n", in, "{\n", in, "  const int64_t bound = (int64_t)(",
-                    Cpp(op.index), ");\n");
-    if (op.wrap)
-      absl::StrAppend(out, in, "  if (", v, " < 0) ", v, " += bound;\n");
-    absl::StrAppend(out, in, "  if (", v, " < 0 || ", v,
-                    " >= bound) { lathe_device_check_failed(ck, ", op.i + 1,
-                    ", static_cast<int64_t>(", given, "), bound); ", v,
-                    " = 0; }\n", in, "}\n");
+    const std::string code = absl::StrCat(op.i + 1);
+    EmitCheckIndex(
+        k, i, cpp, in,
+        [&](const std::string& given, const std::string& bound) {
+          return absl::StrCat("lathe_device_check_failed(ck, ", code, ", ",
+                              given, ", ", bound, ");");
+        },
+        out);
   }
 
   // A pointwise kernel: the vector path when it has one, then the

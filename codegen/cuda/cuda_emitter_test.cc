@@ -260,7 +260,7 @@ CHECK:        int64_t [[I:v[0-9]+]] = static_cast<int64_t>([[G:v[0-9]+]]);
 CHECK-NEXT:   {
 CHECK-NEXT:     const int64_t bound = (int64_t)(10);
 CHECK-NEXT:     if ([[I]] < 0) [[I]] += bound;
-CHECK-NEXT:     if ([[I]] < 0 || [[I]] >= bound) { lathe_device_check_failed(ck, 1, static_cast<int64_t>([[G]]), bound); [[I]] = 0; }
+CHECK-NEXT:     if (__builtin_expect([[I]] < 0 || [[I]] >= bound, 0)) { lathe_device_check_failed(ck, 1, static_cast<int64_t>([[G]]), bound); [[I]] = 0; }
 CHECK-NEXT:   }
 CHECK:        = b0[{{.*}}12 * [[I]]{{.*}}];
 )"));

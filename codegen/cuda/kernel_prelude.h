@@ -5,7 +5,8 @@
 // The device helpers of the cuda emitter's kernels (cuda_emitter.h),
 // embedded in every kernels' source after the scalar prelude (which gives
 // LATHE_FN, lathe_std and the lathe_op_* functions): the vector access
-// type, the accumulators of argmax/argmin and Welford, the functors that
+// type, the accumulator of argmax/argmin (Welford's is the scalar
+// prelude's), the functors that
 // combine two accumulators, the block-wide reduction and scan every row
 // kernel ends a section with (a block of one thread, a serial kernel's,
 // skips them), and the device side of an index check. Not a
@@ -32,11 +33,6 @@ template <typename T>
 struct lathe_argacc {
   T v;
   int64_t i;
-};
-struct lathe_welford {
-  double mean;
-  double m2;
-  int64_t n;
 };
 // One 24-byte slot per warp for the block's partial results.
 struct alignas(8) lathe_slot {
@@ -108,25 +104,13 @@ struct lathe_red_arg {
     return take_b ? b : a;
   }
 };
-// Chan's merge of two Welford accumulators.
+// Chan's merge of two Welford accumulators (the scalar prelude's).
 struct lathe_red_welford {
   LATHE_FN_MEMBER lathe_welford operator()(lathe_welford a,
                                            lathe_welford b) const {
-    if (b.n == 0) return a;
-    if (a.n == 0) return b;
-    const int64_t n = a.n + b.n;
-    const double d = b.mean - a.mean;
-    const double wb = static_cast<double>(b.n) / static_cast<double>(n);
-    return {a.mean + d * wb,
-            a.m2 + b.m2 + d * d * static_cast<double>(a.n) * wb, n};
+    return lathe_welford_merge(a, b);
   }
 };
-LATHE_FN lathe_welford lathe_welford_add(lathe_welford a, double x) {
-  const int64_t n = a.n + 1;
-  const double d = x - a.mean;
-  const double mean = a.mean + d / static_cast<double>(n);
-  return {mean, a.m2 + d * (x - mean), n};
-}
 
 template <typename T>
 LATHE_FN T lathe_shfl_up(T v, int delta) {
