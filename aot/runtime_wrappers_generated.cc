@@ -15,16 +15,24 @@
 // NVRTC (codegen/cuda): the std:: names ToCpp() prints, on the device.
 #include <cuda/std/cmath>
 #include <cuda/std/cstdint>
+#include <cuda/std/initializer_list>
 #include <cuda/std/limits>
 using cuda::std::int64_t;
 namespace std {
+// std::max<T>({a, b, ...}) and std::min: the first largest (smallest).
 template <typename T>
-__device__ __forceinline__ const T& max(const T& a, const T& b) {
-  return a < b ? b : a;
+__device__ __forceinline__ T max(std::initializer_list<T> l) {
+  const T* p = l.begin();
+  T m = *p;
+  for (++p; p != l.end(); ++p) m = m < *p ? *p : m;
+  return m;
 }
 template <typename T>
-__device__ __forceinline__ const T& min(const T& a, const T& b) {
-  return b < a ? b : a;
+__device__ __forceinline__ T min(std::initializer_list<T> l) {
+  const T* p = l.begin();
+  T m = *p;
+  for (++p; p != l.end(); ++p) m = *p < m ? *p : m;
+  return m;
 }
 using cuda::std::numeric_limits;
 using cuda::std::pow;

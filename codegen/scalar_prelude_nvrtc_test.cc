@@ -11,8 +11,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "codegen/scalar_ops.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/cuda/nvrtc.h"
+#include "symbolic/parser.h"
+#include "symbolic/printer.h"
 #include "testing/status_matchers.h"
 
 namespace lathe::codegen {
@@ -65,6 +68,30 @@ TEST(ScalarPreludeNvrtcTest, EveryFunctionCompilesForSm80AndSm90) {
     // Each function is a device function inlined into the kernel: its
     // math reached the PTX (a call of lathe_op_exp would name it).
     EXPECT_EQ(image.ptx.find("lathe_op_"), std::string::npos);
+  }
+}
+
+// Index arithmetic as the symbolic printer writes it (symbolic::ToCpp:
+// Max and Min of two and more terms, floor division, Python's modulus)
+// compiles with NVRTC against the symbolic prelude, as the kernels of
+// padding and pooling index.
+TEST(ScalarPreludeNvrtcTest, IndexArithmeticCompilesForSm80AndSm90) {
+#ifndef LATHE_HAS_CUDA_TOOLKIT
+  GTEST_SKIP() << "no CUDA toolkit";
+#endif
+  ASSERT_OK_AND_ASSIGN(const Nvrtc* nvrtc, LoadNvrtc());
+  ASSERT_OK_AND_ASSIGN(
+      symbolic::Expr e,
+      symbolic::ParseExpr("Max(0, Min(5, 5 - Max(x - 2, 2 - x, s0))) + "
+                          "(x // 3) + Mod(x, s0) + Max(s0, 1)"));
+  const std::string source = absl::StrCat(
+      symbolic::CppPrelude(),
+      "\nextern \"C\" __global__ void index(int64_t* out, int64_t x, "
+      "int64_t s0) {\n  out[0] = ",
+      symbolic::ToCpp(e), ";\n}\n");
+  EXPECT_THAT(source, ::testing::HasSubstr("std::max<int64_t>({"));
+  for (int arch : {80, 90}) {
+    EXPECT_OK(CompileCuda(*nvrtc, source, "index.cu", arch).status()) << source;
   }
 }
 
