@@ -211,10 +211,11 @@ class Cuda final : public Backend {
         return absl::InternalError(
             absl::StrCat("cannot create ", sub, ": ", ec.message()));
       }
-      // At -O1: the emulated device checks, it does not race, and the
-      // emulation header's templates take most of an -O3 build's time.
+      // At -O0: the emulated device checks, it does not race, and an -O3
+      // build of the emulation header and kernels takes three times as
+      // long (1.7 s against 0.6 s for softmax's nine kernels).
       std::vector<std::string> flags = CompilerFlags();
-      absl::c_replace(flags, std::string("-O3"), std::string("-O1"));
+      absl::c_replace(flags, std::string("-O3"), std::string("-O0"));
       ASSIGN_OR_RETURN(
           BuiltLibrary module,
           CompileSharedLibrary(absl::StrCat(kEmulationHeader, "\n", kernels),
