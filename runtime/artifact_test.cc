@@ -101,8 +101,9 @@ TEST_F(ArtifactTest, LoadsAndCalls) {
 
 TEST_F(ArtifactTest, TheManifestSaysWhatTheArtifactHolds) {
   std::string text = Read(dir_ + "/manifest.txt");
-  EXPECT_THAT(text, HasSubstr("lathe-artifact 1\nlathe-version 0.12.0\n"
-                              "kernel-abi 9\ngraph add.txt\n"));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat(
+                        "lathe-artifact 1\nlathe-version 0.12.0\nkernel-abi ",
+                        LATHE_KERNEL_ABI_VERSION, "\ngraph add.txt\n")));
   EXPECT_THAT(text, HasSubstr("argument x placeholder tensor f32 cpu 1 "
                               "f32[s0][1]cpu\n"));
   EXPECT_THAT(text,
@@ -175,12 +176,15 @@ TEST_F(ArtifactTest, AnotherVersionIsRefused) {
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        dir_ + "/manifest.txt: written by lathe 0.11.0; this "
                               "is lathe 0.12.0 (compile the graph again)"));
-  EditManifest("lathe-version 0.11.0\nkernel-abi 9",
+  EditManifest(absl::StrCat("lathe-version 0.11.0\nkernel-abi ",
+                            LATHE_KERNEL_ABI_VERSION),
                "lathe-version 0.12.0\nkernel-abi 5");
   EXPECT_THAT(LoadArtifact(dir_),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("compiled for kernel ABI 5; this runtime "
-                                 "has kernel ABI 9")));
+                       HasSubstr(absl::StrCat(
+                           "compiled for kernel ABI 5; this runtime has "
+                           "kernel ABI ",
+                           LATHE_KERNEL_ABI_VERSION))));
   EditManifest("lathe-artifact 1", "lathe-artifact 2");
   EXPECT_THAT(LoadArtifact(dir_),
               StatusIs(absl::StatusCode::kFailedPrecondition,
