@@ -204,6 +204,18 @@ bool EmitScalarOp(const Kernel& k, int i, const IndexCpp& cpp,
   return false;
 }
 
+std::string KernelSymbolName(
+    symbolic::Expr s,
+    const absl::flat_hash_map<symbolic::Expr, std::string>& names,
+    const ScalarOp* op) {
+  auto it = names.find(s);
+  if (it != names.end()) return it->second;
+  if (op != nullptr) {
+    if (int a = IndirectArg(*op, s); a >= 0) return absl::StrCat("v", a);
+  }
+  return std::string(s.name());
+}
+
 void EmitCheckIndex(const Kernel& k, int i, const IndexCpp& cpp,
                     absl::string_view indent, const CheckFailure& fail,
                     std::string* out) {

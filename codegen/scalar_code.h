@@ -25,6 +25,7 @@
 #include <functional>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "codegen/loop_ir.h"
 #include "symbolic/expr.h"
@@ -35,6 +36,16 @@ namespace lathe::codegen {
 // variables are its args' values), or null.
 using IndexCpp =
     std::function<std::string(symbolic::Expr e, const ScalarOp* op)>;
+
+// KernelSymbolName()
+//
+// How a kernel writes symbol `s` of an index expression: its name in
+// `names` (the emitter's runtime symbols), else v<a> when it is an
+// indirect variable of access `op` (null for none), else its own name.
+std::string KernelSymbolName(
+    symbolic::Expr s,
+    const absl::flat_hash_map<symbolic::Expr, std::string>& names,
+    const ScalarOp* op);
 
 // Int32Indexing()
 //

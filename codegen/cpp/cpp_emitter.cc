@@ -108,14 +108,7 @@ class Emitter {
   // index (`op`), ind<k> is the value of its k-th indirect argument.
   std::string Cpp(Expr e, const ScalarOp* op = nullptr) {
     return symbolic::ToCpp(e, {.symbol_name = [this, op](Expr s) {
-                             auto it = names_.find(s);
-                             if (it != names_.end()) return it->second;
-                             if (op != nullptr) {
-                               if (int a = IndirectArg(*op, s); a >= 0) {
-                                 return absl::StrCat("v", a);
-                               }
-                             }
-                             return std::string(s.name());
+                             return KernelSymbolName(s, names_, op);
                            }});
   }
 

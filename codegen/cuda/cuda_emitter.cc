@@ -262,14 +262,7 @@ class Emitter {
                              if (!renamed.is_null() && s == renamed) {
                                return std::string(as);
                              }
-                             auto it = names_.find(s);
-                             if (it != names_.end()) return it->second;
-                             if (op != nullptr) {
-                               if (int a = IndirectArg(*op, s); a >= 0) {
-                                 return absl::StrCat("v", a);
-                               }
-                             }
-                             return std::string(s.name());
+                             return KernelSymbolName(s, names_, op);
                            }});
   }
 
