@@ -330,7 +330,8 @@ absl::StatusOr<std::vector<Operand>> CompiledFunction::Run(
     RETURN_IF_ERROR(CheckNoAliasing(variant, views));
   if (variant.check_every_call) RETURN_IF_ERROR(variant.check(args));
   std::vector<Operand> results, rebound;
-  int rc = variant.graph->Invoke(views, seed, &results, &rebound);
+  int rc = variant.graph->Invoke(views, seed, &results, &rebound,
+                                 options_.cuda_graphs);
   if (rc == LATHE_CALL_BAD_INPUTS && variant.check) {
     RETURN_IF_ERROR(variant.check(args));
   }

@@ -132,6 +132,10 @@ class CompiledFunction {
     // interpreter's); none, or OK: step 3's message.
     ExplainFn explain;
     int max_compiles = 8;
+    // Each variant's calls on a device are recorded once and replayed as
+    // one launch (CUDA graphs: torch.compile's mode="reduce-overhead"),
+    // for arguments that keep their addresses; runtime/replay_cache.h.
+    bool cuda_graphs = false;
   };
 
   // A function of `arguments` (user placeholders, then constants) that

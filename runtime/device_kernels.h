@@ -20,6 +20,8 @@
 #ifndef LATHE_RUNTIME_DEVICE_KERNELS_H_
 #define LATHE_RUNTIME_DEVICE_KERNELS_H_
 
+#include <memory>
+
 #include "absl/status/statusor.h"
 #include "runtime/device.h"
 #include "runtime/kernel_abi.h"
@@ -30,6 +32,30 @@ namespace lathe {
 // The symbol of a host library whose kernels run on a device: a
 // null-terminated array of the kernels' names (const char* const[]).
 inline constexpr char kDeviceKernelsSymbol[] = "lathe_device_kernels";
+
+// A call's device work, recorded to be queued again as a whole (a CUDA
+// graph): the same kernels on the same addresses, with the same
+// parameters.
+class DeviceRecording {
+ public:
+  virtual ~DeviceRecording() = default;
+  // Queues the recorded work again (after the work queued before it).
+  virtual absl::Status Replay() const = 0;
+};
+
+// Records the device work of the call its thread makes while it lives:
+// the call runs as always, and every launch is also kept. The memory the
+// thread allocates meanwhile is the recording's own (it stays reserved for
+// the replays). A call that does what a replay cannot (reads the device
+// from the host, draws on the host, runs a library routine staged through
+// the host) spoils it.
+class DeviceRecorder {
+ public:
+  virtual ~DeviceRecorder() = default;
+  // Ends the recording: the work to replay, or FailedPrecondition saying
+  // what the call did that a replay cannot.
+  virtual absl::StatusOr<std::unique_ptr<DeviceRecording>> Finish() = 0;
+};
 
 class DeviceKernels {
  public:
@@ -43,6 +69,9 @@ class DeviceKernels {
   virtual absl::StatusOr<Tensor> ToDevice(const Tensor& t) const = 0;
   // Device tensor `t` copied to the host.
   virtual absl::StatusOr<Tensor> ToHost(const Tensor& t) const = 0;
+  // Starts recording this thread's next call (made with a runtime Prepare
+  // set up); an error where the device cannot record.
+  virtual absl::StatusOr<std::unique_ptr<DeviceRecorder>> Record() const = 0;
 };
 
 }  // namespace lathe

@@ -395,9 +395,31 @@ int LoadedGraph::InvokeGraph(const LatheValue* inputs, int64_t n, uint64_t seed,
 
 int LoadedGraph::Invoke(const ArgViews& args, uint64_t seed,
                         std::vector<Operand>* results,
-                        std::vector<Operand>* rebound) const {
+                        std::vector<Operand>* rebound, bool replay) const {
   if (call_ == nullptr) return kCallNoEntry;
   if (!OnItsDevice(args.data(), args.size())) return kCallWrongDevice;
+  if (replay && device_ != nullptr) {
+    const ReplayKey key(args.data(), args.size(), seed);
+    absl::Status error;
+    if (replays_.Replay(key, results, &error)) {
+      rebound->clear();
+      return 0;
+    }
+    if (!error.ok()) {
+      SetDeviceError(std::move(error));
+      return LATHE_CALL_DEVICE_FAILED;
+    }
+    std::unique_ptr<DeviceRecorder> recorder = replays_.Recorder(*device_);
+    if (recorder == nullptr) return Invoke(args, seed, results, rebound);
+    const int rc = Invoke(args, seed, results, rebound);
+    if (rc != 0) {
+      replays_.Abandon(std::move(recorder));
+    } else {
+      replays_.Keep(key, std::move(recorder), args.data(), args.size(),
+                    *results, static_cast<int64_t>(rebound->size()));
+    }
+    return rc;
+  }
   const CallSignature& s = signature_;
   const size_t users = s.results.size();
   const size_t top = users + s.rebound_inputs.size();

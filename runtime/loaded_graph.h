@@ -40,6 +40,7 @@
 #include "runtime/device_kernels.h"
 #include "runtime/kernel_abi.h"
 #include "runtime/kernel_runtime.h"
+#include "runtime/replay_cache.h"
 #include "runtime/shared_library.h"
 #include "runtime/storage.h"
 #include "runtime/tensor.h"
@@ -159,9 +160,13 @@ class LoadedGraph {
 
   // Calls lathe_call_user: 0 and the user's results, and the rebound
   // arguments in signature().rebound_inputs order; or lathe_call's error
-  // code (nothing is returned, no storage is held).
+  // code (nothing is returned, no storage is held). With `replay`, a call
+  // on a device is recorded and replayed (replay_cache.h: CUDA graphs).
   int Invoke(const ArgViews& args, uint64_t seed, std::vector<Operand>* results,
-             std::vector<Operand>* rebound) const;
+             std::vector<Operand>* rebound, bool replay = false) const;
+
+  // What Invoke's `replay` did so far.
+  ReplayCache::Stats replay_stats() const { return replays_.stats(); }
 
   // InvokeGraph()
   //
@@ -198,6 +203,7 @@ class LoadedGraph {
   LatheCallFn graph_call_ = nullptr;  // lathe_call
   LatheGuardFn guards_ = nullptr;
   CallSignature signature_;
+  mutable ReplayCache replays_;
   size_t values_ = 0;  // LatheValues of the results' trees, all together
   size_t dims_ = 0;    // their sizes and strides
 };

@@ -28,6 +28,150 @@ CuDevicePtr Address(const void* p) {
   return static_cast<CuDevicePtr>(reinterpret_cast<uintptr_t>(p));
 }
 
+// A recorded call: a CUDA graph of its launches and copies, instantiated,
+// and the private pool its memory came from.
+class CudaGraphRecording final : public DeviceRecording {
+ public:
+  CudaGraphRecording(const CudaDriver& cu, CuGraph graph, CuGraphExec exec,
+                     std::shared_ptr<CudaAllocator> pool)
+      : cu_(cu), graph_(graph), exec_(exec), pool_(std::move(pool)) {}
+  ~CudaGraphRecording() override {
+    MakeCudaContextCurrent(cu_).IgnoreError();
+    if (exec_ != nullptr) cu_.graph_exec_destroy(exec_);
+    cu_.graph_destroy(graph_);
+    // pool_ goes next: its memory once the last of its blocks is back.
+  }
+
+  absl::Status Replay() const override {
+    if (exec_ == nullptr) return absl::OkStatus();  // nothing was launched
+    RETURN_IF_ERROR(MakeCudaContextCurrent(cu_));
+    return CudaCall(cu_, cu_.graph_launch(exec_, /*stream=*/nullptr),
+                    "cuGraphLaunch");
+  }
+
+ private:
+  const CudaDriver& cu_;
+  CuGraph graph_;
+  CuGraphExec exec_;
+  std::shared_ptr<CudaAllocator> pool_;
+};
+
+class CudaRecorder;
+// The recorder of the call this thread makes, if one is recording.
+thread_local CudaRecorder* recording = nullptr;
+
+// Records this thread's launches and device copies into a CUDA graph, one
+// node after another (the stream's order); its memory comes from a pool
+// of its own. What a graph cannot hold spoils it.
+class CudaRecorder final : public DeviceRecorder {
+ public:
+  static absl::StatusOr<std::unique_ptr<DeviceRecorder>> Start(
+      const CudaDriver& cu, const void* owner) {
+    if (recording != nullptr) {
+      return absl::FailedPreconditionError("a recording is under way");
+    }
+    ASSIGN_OR_RETURN(std::shared_ptr<CudaAllocator> pool, NewCudaPool());
+    RETURN_IF_ERROR(MakeCudaContextCurrent(cu));
+    CuContext ctx = nullptr;
+    RETURN_IF_ERROR(CudaCall(cu, cu.ctx_get_current(&ctx), "cuCtxGetCurrent"));
+    CuGraph graph = nullptr;
+    RETURN_IF_ERROR(CudaCall(cu, cu.graph_create(&graph, 0), "cuGraphCreate"));
+    return std::unique_ptr<DeviceRecorder>(
+        new CudaRecorder(cu, owner, ctx, graph, std::move(pool)));
+  }
+
+  ~CudaRecorder() override {
+    recording = nullptr;
+    if (graph_ != nullptr) {
+      MakeCudaContextCurrent(cu_).IgnoreError();
+      cu_.graph_destroy(graph_);
+    }
+  }
+
+  // The kernels of `owner` only: another library's are not the call's.
+  bool Records(const void* owner) const { return owner == owner_; }
+
+  // Adds a launch of `f` (after the last node).
+  void AddKernel(CuFunction f, const uint32_t* grid, const uint32_t* block,
+                 uint32_t shared_bytes, void** params) {
+    if (!why_.empty()) return;
+    CuKernelNodeParams p;
+    p.func = f;
+    p.grid_x = grid[0];
+    p.grid_y = grid[1];
+    p.grid_z = grid[2];
+    p.block_x = block[0];
+    p.block_y = block[1];
+    p.block_z = block[2];
+    p.shared_bytes = shared_bytes;
+    p.params = params;
+    Added(cu_.graph_add_kernel_node(&node_, graph_, Last(), Count(), &p),
+          "cuGraphAddKernelNode");
+  }
+
+  // Adds a copy of `bytes` between device addresses.
+  void AddCopy(CuDevicePtr dst, CuDevicePtr src, size_t bytes) {
+    if (!why_.empty()) return;
+    const CuMemcpy3D c = MemcpyNodeParams(dst, src, bytes);
+    Added(cu_.graph_add_memcpy_node(&node_, graph_, Last(), Count(), &c, ctx_),
+          "cuGraphAddMemcpyNode");
+  }
+
+  // The call did what a replay cannot: `what`.
+  void Spoil(absl::string_view what) {
+    if (why_.empty()) why_ = absl::StrCat("the call ", what);
+  }
+
+  absl::StatusOr<std::unique_ptr<DeviceRecording>> Finish() override {
+    recording = nullptr;
+    if (!why_.empty()) return absl::FailedPreconditionError(why_);
+    CuGraphExec exec = nullptr;
+    if (node_ != nullptr) {
+      RETURN_IF_ERROR(CudaCall(cu_, cu_.graph_instantiate(&exec, graph_, 0),
+                               "cuGraphInstantiateWithFlags"));
+    }
+    auto r = std::make_unique<CudaGraphRecording>(cu_, graph_, exec,
+                                                  std::move(pool_));
+    graph_ = nullptr;
+    return std::unique_ptr<DeviceRecording>(std::move(r));
+  }
+
+ private:
+  CudaRecorder(const CudaDriver& cu, const void* owner, CuContext ctx,
+               CuGraph graph, std::shared_ptr<CudaAllocator> pool)
+      : cu_(cu),
+        owner_(owner),
+        ctx_(ctx),
+        graph_(graph),
+        pool_(pool),
+        scope_(pool) {
+    recording = this;
+  }
+
+  const CuGraphNode* Last() const {
+    return node_ != nullptr ? &node_ : nullptr;
+  }
+  size_t Count() const { return node_ != nullptr ? 1 : 0; }
+  void Added(CuResult r, absl::string_view call) {
+    absl::Status s = CudaCall(cu_, r, call);
+    if (!s.ok()) why_ = std::string(s.message());
+  }
+
+  const CudaDriver& cu_;
+  const void* owner_;
+  CuContext ctx_;
+  CuGraph graph_;
+  CuGraphNode node_ = nullptr;  // the last node added
+  std::shared_ptr<CudaAllocator> pool_;
+  CudaPoolScope scope_;
+  std::string why_;  // what spoiled it
+};
+
+// Spoils this thread's recording, if any: the call did `what`.
+void Spoil(absl::string_view what) {
+  if (recording != nullptr) recording->Spoil(what);
+}
+
 class CudaKernels final : public DeviceKernels {
  public:
   static absl::StatusOr<std::shared_ptr<const DeviceKernels>> Load(
@@ -86,6 +230,10 @@ class CudaKernels final : public DeviceKernels {
     return lathe::ToHost(t);
   }
 
+  absl::StatusOr<std::unique_ptr<DeviceRecorder>> Record() const override {
+    return CudaRecorder::Start(cu_, this);
+  }
+
  private:
   explicit CudaKernels(const CudaDriver& cu) : cu_(cu) {
     runtime_.self = this;
@@ -113,18 +261,21 @@ class CudaKernels final : public DeviceKernels {
                   int64_t c_bs, int64_t c_rs, int64_t c_cs) {
     const GemmCall g = {batch, m,    n,    k,    a, a_bs, a_rs, a_cs,
                         b,     b_bs, b_rs, b_cs, c, c_bs, c_rs, c_cs};
+    Spoil("runs a matrix product (a library routine outside the graph)");
     return Kept(
         DeviceGemm(static_cast<const CudaKernels*>(self)->cu_, kDType, g));
   }
 
   static int Conv(void* self, const int64_t* geometry, const float* x,
                   const float* w, float* out) {
+    Spoil("runs a convolution (a library routine outside the graph)");
     return Kept(DeviceConv(static_cast<const CudaKernels*>(self)->cu_, geometry,
                            x, w, out));
   }
 
   static int Sort(void* self, const int64_t* geometry, const void* x,
                   void* values, int64_t* indices) {
+    Spoil("sorts (a library routine outside the graph)");
     return Kept(DeviceSort(static_cast<const CudaKernels*>(self)->cu_, geometry,
                            x, values, indices));
   }
@@ -149,12 +300,23 @@ class CudaKernels final : public DeviceKernels {
       SetDeviceError(std::move(s));
       return 1;
     }
+    if (recording != nullptr) {
+      if (recording->Records(self)) {
+        recording->AddKernel(k.functions_[kernel], grid, block, shared_bytes,
+                             params);
+      } else {
+        recording->Spoil("launches another library's kernels");
+      }
+    }
     return 0;
   }
 
   static int ToHostBytes(void* self, void* dst, const void* src,
                          int64_t bytes) {
     const CudaDriver& cu = static_cast<const CudaKernels*>(self)->cu_;
+    Spoil(
+        "reads the device from the host (an index check, or a size known only "
+        "at run time)");
     absl::Status s =
         CudaCall(cu,
                  cu.memcpy_dtoh_async(dst, Address(src),
@@ -174,6 +336,9 @@ class CudaKernels final : public DeviceKernels {
                            int64_t bytes) {
     const CudaDriver& cu = static_cast<const CudaKernels*>(self)->cu_;
     // From pageable memory: the source is read before the call returns.
+    Spoil(
+        "copies host values to the device (an index check's flag, or a draw "
+        "made on the host)");
     absl::Status s =
         CudaCall(cu,
                  cu.memcpy_htod_async(Address(dst), src,
@@ -223,13 +388,18 @@ class CudaKernels final : public DeviceKernels {
       // one copy on the device, ordered before the work queued after it.
       const int64_t bytes = d.numel() * d.itemsize();
       if (bytes == 0) return absl::OkStatus();
-      return CudaCall(
-          *cu,
-          cu->memcpy_dtod_async(first(d), first(s), static_cast<size_t>(bytes),
-                                nullptr),
-          "cuMemcpyDtoDAsync");
+      RETURN_IF_ERROR(
+          CudaCall(*cu,
+                   cu->memcpy_dtod_async(first(d), first(s),
+                                         static_cast<size_t>(bytes), nullptr),
+                   "cuMemcpyDtoDAsync"));
+      if (recording != nullptr) {
+        recording->AddCopy(first(d), first(s), static_cast<size_t>(bytes));
+      }
+      return absl::OkStatus();
     }
     // Any other layouts: through the host.
+    Spoil("writes an input in place through the host (a strided copy)");
     ASSIGN_OR_RETURN(Tensor hd, lathe::ToHost(d));
     ASSIGN_OR_RETURN(Tensor hs, lathe::ToHost(s));
     RETURN_IF_ERROR(CopyTensor(hd, hs));

@@ -18,7 +18,12 @@
 namespace lathe {
 namespace {
 
-// CUDA storages: blocks of one CudaAllocator, on the null stream.
+// The pool this thread's CUDA storages come from while a CudaPoolScope
+// lives (null: the shared one).
+thread_local std::shared_ptr<CudaAllocator>* scoped_pool = nullptr;
+
+// CUDA storages: blocks of one CudaAllocator on the null stream, or of the
+// private pool scoped on the allocating thread.
 class CudaMemory final : public DeviceMemory {
  public:
   explicit CudaMemory(const CudaDriver& cu) : cu_(cu), allocator_(cu) {}
@@ -30,45 +35,56 @@ class CudaMemory final : public DeviceMemory {
           absl::StrCat("cuda:", index, ": lathe uses one device, cuda:0"));
     }
     RETURN_IF_ERROR(MakeCudaContextCurrent(cu_));
-    ASSIGN_OR_RETURN(CudaBlock b, allocator_.Allocate(nbytes, nullptr));
+    std::shared_ptr<CudaAllocator> pool =
+        scoped_pool != nullptr ? *scoped_pool : nullptr;
+    CudaAllocator& from = pool != nullptr ? *pool : allocator_;
+    ASSIGN_OR_RETURN(CudaBlock b, from.Allocate(nbytes, nullptr));
     if (zeroed) {
       absl::Status s = CudaCall(
           cu_,
           cu_.memset_d8_async(b.ptr, 0, static_cast<size_t>(nbytes), nullptr),
           "cuMemsetD8Async");
       if (!s.ok()) {
-        allocator_.Free(b).IgnoreError();
+        from.Free(b).IgnoreError();
         return s;
       }
     }
     void* data = reinterpret_cast<void*>(static_cast<uintptr_t>(b.ptr));
     std::lock_guard<std::mutex> lock(mu_);
-    sizes_[data] = b.size;
+    blocks_[data] = {b.size, std::move(pool)};
     return data;
   }
 
   void Free(void* data, int64_t, int) override {
-    int64_t size = 0;
+    Block block;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = sizes_.find(data);
-      if (it == sizes_.end()) return;
-      size = it->second;
-      sizes_.erase(it);
+      auto it = blocks_.find(data);
+      if (it == blocks_.end()) return;
+      block = std::move(it->second);
+      blocks_.erase(it);
     }
     // A storage's last handle may go on any thread.
     MakeCudaContextCurrent(cu_).IgnoreError();
-    allocator_.Free(CudaBlock{reinterpret_cast<uintptr_t>(data), size, nullptr})
+    CudaAllocator& to = block.pool != nullptr ? *block.pool : allocator_;
+    to.Free(CudaBlock{reinterpret_cast<uintptr_t>(data), block.size, nullptr})
         .IgnoreError();
   }
 
   const CudaAllocator& allocator() const { return allocator_; }
+  const CudaDriver& driver() const { return cu_; }
 
  private:
+  // A block given out: its size class, and its private pool (null: the
+  // shared allocator's), kept alive while the block is.
+  struct Block {
+    int64_t size = 0;
+    std::shared_ptr<CudaAllocator> pool;
+  };
   const CudaDriver& cu_;
   CudaAllocator allocator_;
   std::mutex mu_;  // ThreadSanitizer sees it through pthreads
-  std::map<void*, int64_t> sizes_;
+  std::map<void*, Block> blocks_;
 };
 
 std::mutex& Mu() {
@@ -222,6 +238,19 @@ const CudaAllocator& CudaStorageAllocator() {
   LATHE_CHECK(registered != nullptr) << "UseCudaStorage() first";
   return registered->allocator();
 }
+
+absl::StatusOr<std::shared_ptr<CudaAllocator>> NewCudaPool() {
+  RETURN_IF_ERROR(UseCudaStorage());
+  std::lock_guard<std::mutex> lock(Mu());
+  return std::make_shared<CudaAllocator>(registered->driver());
+}
+
+CudaPoolScope::CudaPoolScope(std::shared_ptr<CudaAllocator> pool)
+    : pool_(std::move(pool)), previous_(scoped_pool) {
+  scoped_pool = &pool_;
+}
+
+CudaPoolScope::~CudaPoolScope() { scoped_pool = previous_; }
 
 absl::StatusOr<Tensor> ToDevice(const Tensor& t, Device device) {
   if (!t.device().is_cpu() || !device.is_cuda()) {

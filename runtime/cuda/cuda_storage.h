@@ -19,6 +19,8 @@
 #ifndef LATHE_RUNTIME_CUDA_CUDA_STORAGE_H_
 #define LATHE_RUNTIME_CUDA_CUDA_STORAGE_H_
 
+#include <memory>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "runtime/cuda/device_allocator.h"
@@ -37,6 +39,31 @@ absl::Status UseCudaStorage();
 // The allocator CUDA storages come from (after UseCudaStorage), for its
 // statistics.
 const CudaAllocator& CudaStorageAllocator();
+
+// NewCudaPool()
+//
+// A private pool of device memory for CudaPoolScope: an allocator of its
+// own on the device CUDA storages use (UseCudaStorage first, or its error).
+absl::StatusOr<std::shared_ptr<CudaAllocator>> NewCudaPool();
+
+// CudaPoolScope
+//
+// While one lives, the CUDA storages its thread allocates come from `pool`
+// and go back to it when freed, never to the shared cache: a CUDA graph's
+// memory, which no other call may take while the graph can replay. The
+// pool's memory goes back to the device once the pool and the last block
+// it gave out are gone. Scopes nest; one thread's scope is not another's.
+class CudaPoolScope {
+ public:
+  explicit CudaPoolScope(std::shared_ptr<CudaAllocator> pool);
+  CudaPoolScope(const CudaPoolScope&) = delete;
+  CudaPoolScope& operator=(const CudaPoolScope&) = delete;
+  ~CudaPoolScope();
+
+ private:
+  std::shared_ptr<CudaAllocator> pool_;
+  std::shared_ptr<CudaAllocator>* previous_;
+};
 
 // ToDevice()
 //

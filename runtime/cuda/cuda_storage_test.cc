@@ -2,11 +2,14 @@
 // Device::Cuda(0) is refused until the CUDA runtime is started, then comes
 // from the caching allocator (zeroed, and back to the cache when the last
 // handle goes); ToDevice/ToHost keep values, sizes and strides (a
-// transposed view, an empty tensor); wrong directions are errors.
+// transposed view, an empty tensor); wrong directions are errors; a
+// pool scope keeps one thread's memory apart.
 
 #include "runtime/cuda/cuda_storage.h"
 
 #include <cstdlib>
+#include <memory>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -99,6 +102,51 @@ TEST(CudaStorageTest, LargeCopiesGoThroughPinnedStaging) {
   ASSERT_OK_AND_ASSIGN(Tensor small, Tensor::Empty({16}, DType::kInt32));
   ASSERT_OK(ToDevice(small, Device::Cuda(0)).status());
   EXPECT_EQ(StagedCopyBytes() - before, 8 * n);
+}
+
+// A pool scoped on a thread: that thread's storages come from the pool
+// and go back to it, never to the shared cache; other threads' do not; the
+// pool outlives its scope while a block of it is held.
+TEST(CudaStorageTest, APoolScopeKeepsItsThreadsMemoryApart) {
+  ::setenv("LATHE_CUDA_DEVICE", "emulated", /*overwrite=*/0);
+  ASSERT_OK(UseCudaStorage());
+  const CudaAllocator& shared = CudaStorageAllocator();
+  const int64_t before = shared.stats().allocated;
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<CudaAllocator> pool, NewCudaPool());
+  std::weak_ptr<CudaAllocator> alive = pool;
+  Storage kept;
+  {
+    CudaPoolScope scope(pool);
+    ASSERT_OK_AND_ASSIGN(Storage a, Storage::Allocate(1000, Device::Cuda(0)));
+    EXPECT_EQ(pool->stats().allocated, 1024);
+    EXPECT_EQ(shared.stats().allocated, before);
+    // Another thread, meanwhile, allocates from the shared cache.
+    std::thread([&] {
+      absl::StatusOr<Storage> b = Storage::Allocate(512, Device::Cuda(0));
+      ASSERT_TRUE(b.ok());
+      EXPECT_EQ(shared.stats().allocated, before + 512);
+    }).join();
+    {
+      // Scopes nest: the inner pool, then the outer one again.
+      ASSERT_OK_AND_ASSIGN(std::shared_ptr<CudaAllocator> inner, NewCudaPool());
+      CudaPoolScope nested(inner);
+      ASSERT_OK_AND_ASSIGN(Storage c, Storage::Allocate(512, Device::Cuda(0)));
+      EXPECT_EQ(inner->stats().allocated, 512);
+    }
+    ASSERT_OK_AND_ASSIGN(kept, Storage::Allocate(512, Device::Cuda(0)));
+    EXPECT_EQ(pool->stats().allocated, 1024 + 512);
+  }
+  // `a` went back to the pool, which keeps it cached; `kept` is held.
+  EXPECT_EQ(pool->stats().allocated, 512);
+  EXPECT_EQ(pool->stats().reserved, 1024 + 512);
+  EXPECT_EQ(shared.stats().allocated, before);
+  // Out of scope, allocations are the shared cache's again.
+  ASSERT_OK_AND_ASSIGN(Storage d, Storage::Allocate(512, Device::Cuda(0)));
+  EXPECT_EQ(shared.stats().allocated, before + 512);
+  pool.reset();
+  EXPECT_FALSE(alive.expired());  // `kept` holds it
+  kept = Storage();
+  EXPECT_TRUE(alive.expired());
 }
 
 }  // namespace

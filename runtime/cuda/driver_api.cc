@@ -87,4 +87,20 @@ absl::Status CudaCall(const CudaDriver& cu, CuResult result,
   return absl::InternalError(message);
 }
 
+CuMemcpy3D MemcpyNodeParams(CuDevicePtr dst, CuDevicePtr src, size_t bytes) {
+  CuMemcpy3D c;
+  c.src_memory_type = kCuMemoryTypeDevice;
+  c.src_device = src;
+  c.src_pitch = bytes;
+  c.src_height = 1;
+  c.dst_memory_type = kCuMemoryTypeDevice;
+  c.dst_device = dst;
+  c.dst_pitch = bytes;
+  c.dst_height = 1;
+  c.width_bytes = bytes;
+  c.height = 1;
+  c.depth = 1;
+  return c;
+}
+
 }  // namespace lathe

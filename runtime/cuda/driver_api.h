@@ -41,11 +41,55 @@ struct CuModSt;
 struct CuFuncSt;
 struct CuStreamSt;
 struct CuEventSt;
+struct CuGraphSt;
+struct CuGraphExecSt;
+struct CuGraphNodeSt;
 using CuContext = CuCtxSt*;
 using CuModule = CuModSt*;
 using CuFunction = CuFuncSt*;
 using CuStream = CuStreamSt*;
 using CuEvent = CuEventSt*;
+using CuGraph = CuGraphSt*;
+using CuGraphExec = CuGraphExecSt*;
+using CuGraphNode = CuGraphNodeSt*;
+
+// A kernel node of a graph (cuda.h's CUDA_KERNEL_NODE_PARAMS, v2): the
+// launch's configuration and its parameters, which the driver copies when
+// the node is added.
+struct CuKernelNodeParams {
+  CuFunction func = nullptr;
+  unsigned int grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned int block_x = 1, block_y = 1, block_z = 1;
+  unsigned int shared_bytes = 0;
+  void** params = nullptr;
+  void** extra = nullptr;
+  void* kernel = nullptr;  // CUkernel: unused (func is set)
+  CuContext ctx = nullptr;
+};
+
+// A copy node (cuda.h's CUDA_MEMCPY3D); lathe fills only a one-row copy
+// between device addresses (MemcpyNodeParams).
+struct CuMemcpy3D {
+  size_t src_x_bytes = 0, src_y = 0, src_z = 0, src_lod = 0;
+  int src_memory_type = 0;  // CUmemorytype
+  const void* src_host = nullptr;
+  CuDevicePtr src_device = 0;
+  void* src_array = nullptr;
+  void* reserved0 = nullptr;
+  size_t src_pitch = 0, src_height = 0;
+  size_t dst_x_bytes = 0, dst_y = 0, dst_z = 0, dst_lod = 0;
+  int dst_memory_type = 0;
+  void* dst_host = nullptr;
+  CuDevicePtr dst_device = 0;
+  void* dst_array = nullptr;
+  void* reserved1 = nullptr;
+  size_t dst_pitch = 0, dst_height = 0;
+  size_t width_bytes = 0, height = 0, depth = 0;
+};
+inline constexpr int kCuMemoryTypeDevice = 2;  // CU_MEMORYTYPE_DEVICE
+
+// A copy of `bytes` from device address `src` to `dst`, as a copy node.
+CuMemcpy3D MemcpyNodeParams(CuDevicePtr dst, CuDevicePtr src, size_t bytes);
 
 // The codes lathe tells apart (cuda.h's values).
 inline constexpr CuResult kCudaSuccess = 0;
@@ -118,7 +162,22 @@ inline constexpr int kCuAttrMultiprocessorCount = 16;
     (CuFunction f, unsigned int grid_x, unsigned int grid_y,                   \
      unsigned int grid_z, unsigned int block_x, unsigned int block_y,          \
      unsigned int block_z, unsigned int shared_bytes, CuStream stream,         \
-     void** params, void** extra))
+     void** params, void** extra))                                             \
+  X(graph_create, "cuGraphCreate", CuResult,                                   \
+    (CuGraph * graph, unsigned int flags))                                     \
+  X(graph_add_kernel_node, "cuGraphAddKernelNode_v2", CuResult,                \
+    (CuGraphNode * node, CuGraph graph, const CuGraphNode* dependencies,       \
+     size_t num_dependencies, const CuKernelNodeParams* params))               \
+  X(graph_add_memcpy_node, "cuGraphAddMemcpyNode", CuResult,                   \
+    (CuGraphNode * node, CuGraph graph, const CuGraphNode* dependencies,       \
+     size_t num_dependencies, const CuMemcpy3D* copy, CuContext ctx))          \
+  X(graph_instantiate, "cuGraphInstantiateWithFlags", CuResult,                \
+    (CuGraphExec * exec, CuGraph graph, unsigned long long flags))             \
+  X(graph_launch, "cuGraphLaunch", CuResult,                                   \
+    (CuGraphExec exec, CuStream stream))                                       \
+  X(graph_exec_destroy, "cuGraphExecDestroy", CuResult, (CuGraphExec exec))    \
+  X(graph_destroy, "cuGraphDestroy", CuResult, (CuGraph graph))                \
+  X(ctx_get_current, "cuCtxGetCurrent", CuResult, (CuContext * ctx))
 
 // The table. Where it came from (`source`: the library's path, or
 // "emulated") names it in errors.

@@ -8,6 +8,7 @@
 
 #include <sys/stat.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <string>
 
@@ -110,6 +111,37 @@ static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ==
               kCuAttrComputeCapabilityMinor);
 static_assert(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ==
               kCuAttrMultiprocessorCount);
+static_assert(CU_MEMORYTYPE_DEVICE == kCuMemoryTypeDevice);
+// The graph nodes' parameter structs, field by field.
+#define LATHE_SAME_FIELD(ours, theirs, a, b)                \
+  static_assert(offsetof(ours, a) == offsetof(theirs, b) && \
+                sizeof(ours::a) == sizeof(theirs::b))
+static_assert(sizeof(CuKernelNodeParams) == sizeof(CUDA_KERNEL_NODE_PARAMS_v2));
+LATHE_SAME_FIELD(CuKernelNodeParams, CUDA_KERNEL_NODE_PARAMS_v2, func, func);
+LATHE_SAME_FIELD(CuKernelNodeParams, CUDA_KERNEL_NODE_PARAMS_v2, grid_x,
+                 gridDimX);
+LATHE_SAME_FIELD(CuKernelNodeParams, CUDA_KERNEL_NODE_PARAMS_v2, block_z,
+                 blockDimZ);
+LATHE_SAME_FIELD(CuKernelNodeParams, CUDA_KERNEL_NODE_PARAMS_v2, shared_bytes,
+                 sharedMemBytes);
+LATHE_SAME_FIELD(CuKernelNodeParams, CUDA_KERNEL_NODE_PARAMS_v2, params,
+                 kernelParams);
+LATHE_SAME_FIELD(CuKernelNodeParams, CUDA_KERNEL_NODE_PARAMS_v2, extra, extra);
+LATHE_SAME_FIELD(CuKernelNodeParams, CUDA_KERNEL_NODE_PARAMS_v2, kernel, kern);
+LATHE_SAME_FIELD(CuKernelNodeParams, CUDA_KERNEL_NODE_PARAMS_v2, ctx, ctx);
+static_assert(sizeof(CuMemcpy3D) == sizeof(CUDA_MEMCPY3D_v2));
+LATHE_SAME_FIELD(CuMemcpy3D, CUDA_MEMCPY3D_v2, src_memory_type, srcMemoryType);
+LATHE_SAME_FIELD(CuMemcpy3D, CUDA_MEMCPY3D_v2, src_device, srcDevice);
+LATHE_SAME_FIELD(CuMemcpy3D, CUDA_MEMCPY3D_v2, src_pitch, srcPitch);
+LATHE_SAME_FIELD(CuMemcpy3D, CUDA_MEMCPY3D_v2, src_height, srcHeight);
+LATHE_SAME_FIELD(CuMemcpy3D, CUDA_MEMCPY3D_v2, dst_memory_type, dstMemoryType);
+LATHE_SAME_FIELD(CuMemcpy3D, CUDA_MEMCPY3D_v2, dst_device, dstDevice);
+LATHE_SAME_FIELD(CuMemcpy3D, CUDA_MEMCPY3D_v2, dst_pitch, dstPitch);
+LATHE_SAME_FIELD(CuMemcpy3D, CUDA_MEMCPY3D_v2, dst_height, dstHeight);
+LATHE_SAME_FIELD(CuMemcpy3D, CUDA_MEMCPY3D_v2, width_bytes, WidthInBytes);
+LATHE_SAME_FIELD(CuMemcpy3D, CUDA_MEMCPY3D_v2, height, Height);
+LATHE_SAME_FIELD(CuMemcpy3D, CUDA_MEMCPY3D_v2, depth, Depth);
+#undef LATHE_SAME_FIELD
 #endif
 
 }  // namespace

@@ -88,6 +88,22 @@ struct Stream {
   std::deque<Item> queue;
 };
 
+// A node of a graph: a kernel launch (its function, configuration and
+// parameter values, copied when the node was added), or, with no function,
+// a copy of `bytes` between device addresses.
+struct GraphNode {
+  Function* function = nullptr;
+  lathe_emu::LaunchConfig config;
+  std::shared_ptr<std::vector<std::string>> values;
+  CuDevicePtr dst = 0, src = 0;
+  size_t bytes = 0;
+};
+
+// A graph, or an instantiated one (a copy of its nodes).
+struct Graph {
+  std::vector<GraphNode> nodes;
+};
+
 struct Device {
   std::mutex mu;
   size_t memory = size_t{4} << 30;
@@ -96,6 +112,7 @@ struct Device {
   std::set<Module*> modules;
   std::set<Stream*> streams;
   std::set<Event*> events;
+  std::set<Graph*> graphs, execs;
   Stream default_stream;
   std::string sticky;  // a kernel's error, until ResetEmulatedDevice
 };
@@ -329,10 +346,18 @@ CuResult DeviceTotalMem(size_t* bytes, CuDevice device) {
   *bytes = d.memory;
   return kCudaSuccess;
 }
+// The device's one context.
+CuContext TheContext() {
+  static int context;
+  return reinterpret_cast<CuContext>(&context);
+}
 CuResult PrimaryCtxRetain(CuContext* ctx, CuDevice device) {
   if (device != 0) return kInvalidValue;
-  static int context;
-  *ctx = reinterpret_cast<CuContext>(&context);
+  *ctx = TheContext();
+  return kCudaSuccess;
+}
+CuResult CtxGetCurrent(CuContext* ctx) {
+  *ctx = TheContext();
   return kCudaSuccess;
 }
 CuResult PrimaryCtxRelease(CuDevice) { return kCudaSuccess; }
@@ -654,6 +679,34 @@ void RunKernel(Device& d, const Function& f, lathe_emu::LaunchConfig config,
   }
 }
 
+// The values of `f`'s parameters, copied now (the caller may change them);
+// null for a parameter list the function does not take.
+std::shared_ptr<std::vector<std::string>> CopyParams(const Function& f,
+                                                     void** params) {
+  size_t sizes[64];
+  const int n = f.params(sizes, 64);
+  if (n > 64 || (n > 0 && params == nullptr)) return nullptr;
+  auto values = std::make_shared<std::vector<std::string>>();
+  for (int i = 0; i < n; ++i) {
+    values->emplace_back(static_cast<const char*>(params[i]), sizes[i]);
+  }
+  return values;
+}
+
+// Queues `f` on `stream` with parameter values `values`.
+void QueueKernel(Device& d, CuStream stream, Function* f,
+                 lathe_emu::LaunchConfig config,
+                 std::shared_ptr<std::vector<std::string>> values) {
+  StreamOf(d, stream).queue.push_back(
+      {[&d, f, config, values] {
+         std::vector<std::string> copy = *values;
+         std::vector<void*> pointers;
+         for (std::string& v : copy) pointers.push_back(v.data());
+         RunKernel(d, *f, config, std::move(pointers));
+       },
+       nullptr, 0});
+}
+
 CuResult LaunchKernel(CuFunction function, unsigned int gx, unsigned int gy,
                       unsigned int gz, unsigned int bx, unsigned int by,
                       unsigned int bz, unsigned int, CuStream stream,
@@ -662,23 +715,143 @@ CuResult LaunchKernel(CuFunction function, unsigned int gx, unsigned int gy,
   auto* f = reinterpret_cast<Function*>(function);
   if (!KnownFunction(d, f) || !KnownStream(d, stream)) return kInvalidHandle;
   if (extra != nullptr) return kInvalidValue;
-  // The arguments' values, copied now (the caller may change them).
-  size_t sizes[64];
-  const int n = f->params(sizes, 64);
-  if (n > 64 || (n > 0 && params == nullptr)) return kInvalidValue;
-  auto values = std::make_shared<std::vector<std::string>>();
-  for (int i = 0; i < n; ++i) {
-    values->emplace_back(static_cast<const char*>(params[i]), sizes[i]);
+  auto values = CopyParams(*f, params);
+  if (values == nullptr) return kInvalidValue;
+  QueueKernel(d, stream, f,
+              lathe_emu::LaunchConfig{dim3(gx, gy, gz), dim3(bx, by, bz)},
+              std::move(values));
+  return kCudaSuccess;
+}
+
+// ---- Graphs ----------------------------------------------------------------
+//
+// A graph is its nodes in the order they were added (a dependency must be
+// an earlier node, so that order respects every edge); launched, they are
+// queued on the stream in that order, each checked as a launch or a copy
+// is then.
+
+// Node `k` of a graph is the handle k + 1.
+CuGraphNode NodeHandle(size_t k) {
+  return reinterpret_cast<CuGraphNode>(static_cast<uintptr_t>(k + 1));
+}
+
+// Whether the `n` dependencies are nodes of `g`.
+bool KnownNodes(const Graph& g, const CuGraphNode* deps, size_t n) {
+  if (n > 0 && deps == nullptr) return false;
+  for (size_t i = 0; i < n; ++i) {
+    const uintptr_t k = reinterpret_cast<uintptr_t>(deps[i]);
+    if (k == 0 || k > g.nodes.size()) return false;
   }
-  const lathe_emu::LaunchConfig config{dim3(gx, gy, gz), dim3(bx, by, bz)};
-  StreamOf(d, stream).queue.push_back({[&d, f, config, values] {
-                                         std::vector<void*> pointers;
-                                         for (std::string& v : *values)
-                                           pointers.push_back(v.data());
-                                         RunKernel(d, *f, config,
-                                                   std::move(pointers));
-                                       },
-                                       nullptr, 0});
+  return true;
+}
+
+CuResult GraphCreate(CuGraph* graph, unsigned int flags) {
+  LOCKED;
+  if (graph == nullptr || flags != 0) return kInvalidValue;
+  auto* g = new Graph();
+  d.graphs.insert(g);
+  *graph = reinterpret_cast<CuGraph>(g);
+  return kCudaSuccess;
+}
+
+CuResult GraphAddKernelNode(CuGraphNode* node, CuGraph graph,
+                            const CuGraphNode* deps, size_t n,
+                            const CuKernelNodeParams* p) {
+  LOCKED;
+  auto* g = reinterpret_cast<Graph*>(graph);
+  if (d.graphs.count(g) == 0) return kInvalidHandle;
+  if (node == nullptr || p == nullptr || p->extra != nullptr ||
+      !KnownNodes(*g, deps, n)) {
+    return kInvalidValue;
+  }
+  auto* f = reinterpret_cast<Function*>(p->func);
+  if (!KnownFunction(d, f)) return kInvalidHandle;
+  GraphNode k;
+  k.function = f;
+  k.config = lathe_emu::LaunchConfig{dim3(p->grid_x, p->grid_y, p->grid_z),
+                                     dim3(p->block_x, p->block_y, p->block_z)};
+  k.values = CopyParams(*f, p->params);
+  if (k.values == nullptr) return kInvalidValue;
+  g->nodes.push_back(std::move(k));
+  *node = NodeHandle(g->nodes.size() - 1);
+  return kCudaSuccess;
+}
+
+CuResult GraphAddMemcpyNode(CuGraphNode* node, CuGraph graph,
+                            const CuGraphNode* deps, size_t n,
+                            const CuMemcpy3D* c, CuContext) {
+  LOCKED;
+  auto* g = reinterpret_cast<Graph*>(graph);
+  if (d.graphs.count(g) == 0) return kInvalidHandle;
+  // The emulated device copies one row between device addresses.
+  if (node == nullptr || c == nullptr || !KnownNodes(*g, deps, n) ||
+      c->src_memory_type != kCuMemoryTypeDevice ||
+      c->dst_memory_type != kCuMemoryTypeDevice || c->height != 1 ||
+      c->depth != 1 || c->src_x_bytes != 0 || c->dst_x_bytes != 0 ||
+      c->src_y != 0 || c->dst_y != 0 || c->src_z != 0 || c->dst_z != 0 ||
+      BufferOf(d, c->src_device, c->width_bytes) == nullptr ||
+      BufferOf(d, c->dst_device, c->width_bytes) == nullptr) {
+    return kInvalidValue;
+  }
+  GraphNode k;
+  k.dst = c->dst_device;
+  k.src = c->src_device;
+  k.bytes = c->width_bytes;
+  g->nodes.push_back(std::move(k));
+  *node = NodeHandle(g->nodes.size() - 1);
+  return kCudaSuccess;
+}
+
+CuResult GraphInstantiate(CuGraphExec* exec, CuGraph graph,
+                          unsigned long long flags) {  // NOLINT: the ABI's
+  LOCKED;
+  auto* g = reinterpret_cast<Graph*>(graph);
+  if (d.graphs.count(g) == 0) return kInvalidHandle;
+  if (exec == nullptr || flags != 0) return kInvalidValue;
+  auto* e = new Graph(*g);
+  d.execs.insert(e);
+  *exec = reinterpret_cast<CuGraphExec>(e);
+  return kCudaSuccess;
+}
+
+CuResult GraphLaunch(CuGraphExec exec, CuStream stream) {
+  LOCKED;
+  auto* e = reinterpret_cast<Graph*>(exec);
+  if (d.execs.count(e) == 0 || !KnownStream(d, stream)) return kInvalidHandle;
+  // Every node is checked before any is queued: all of the graph or none.
+  for (const GraphNode& k : e->nodes) {
+    if (k.function != nullptr ? !KnownFunction(d, k.function)
+                              : BufferOf(d, k.src, k.bytes) == nullptr ||
+                                    BufferOf(d, k.dst, k.bytes) == nullptr) {
+      return kInvalidValue;
+    }
+  }
+  for (const GraphNode& k : e->nodes) {
+    if (k.function != nullptr) {
+      QueueKernel(d, stream, k.function, k.config, k.values);
+    } else {
+      const CuDevicePtr dst = k.dst, src = k.src;
+      const size_t n = k.bytes;
+      StreamOf(d, stream).queue.push_back(
+          {[dst, src, n] { std::memmove(At(dst), At(src), n); }, nullptr, 0});
+    }
+  }
+  return kCudaSuccess;
+}
+
+CuResult GraphExecDestroy(CuGraphExec exec) {
+  LOCKED;
+  auto* e = reinterpret_cast<Graph*>(exec);
+  if (d.execs.erase(e) == 0) return kInvalidHandle;
+  delete e;  // queued launches hold their own copies
+  return kCudaSuccess;
+}
+
+CuResult GraphDestroy(CuGraph graph) {
+  LOCKED;
+  auto* g = reinterpret_cast<Graph*>(graph);
+  if (d.graphs.erase(g) == 0) return kInvalidHandle;
+  delete g;
   return kCudaSuccess;
 }
 
@@ -702,6 +875,7 @@ const CudaDriver& EmulatedCudaDriver() {
     t->primary_ctx_retain = PrimaryCtxRetain;
     t->primary_ctx_release = PrimaryCtxRelease;
     t->ctx_set_current = CtxSetCurrent;
+    t->ctx_get_current = CtxGetCurrent;
     t->ctx_synchronize = CtxSynchronize;
     t->mem_get_info = MemGetInfo;
     t->mem_alloc = MemAlloc;
@@ -726,6 +900,13 @@ const CudaDriver& EmulatedCudaDriver() {
     t->module_unload = ModuleUnload;
     t->module_get_function = ModuleGetFunction;
     t->launch_kernel = LaunchKernel;
+    t->graph_create = GraphCreate;
+    t->graph_add_kernel_node = GraphAddKernelNode;
+    t->graph_add_memcpy_node = GraphAddMemcpyNode;
+    t->graph_instantiate = GraphInstantiate;
+    t->graph_launch = GraphLaunch;
+    t->graph_exec_destroy = GraphExecDestroy;
+    t->graph_destroy = GraphDestroy;
     return t;
   }();
   return *table;
@@ -745,6 +926,10 @@ void ResetEmulatedDevice() {
   d.streams.clear();
   for (Event* e : d.events) delete e;
   d.events.clear();
+  for (Graph* g : d.graphs) delete g;
+  d.graphs.clear();
+  for (Graph* e : d.execs) delete e;
+  d.execs.clear();
   for (Module* m : d.modules) delete m;
   d.modules.clear();
   for (auto& [start, b] : d.buffers) ::munmap(b.mapping, b.mapping_size);

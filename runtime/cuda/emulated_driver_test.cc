@@ -4,8 +4,8 @@
 // synchronize sees nothing yet), events and stream waits, out-of-bounds
 // accesses (past the page, in the slack, before the start) and a divergent
 // barrier as sticky errors naming the kernel, memory that starts as NaN,
-// bad handles and images, and the caching allocator's cross-stream reuse
-// and out-of-memory path on it.
+// bad handles and images, graphs replaying their nodes, and the caching
+// allocator's cross-stream reuse and out-of-memory path on it.
 
 #include "runtime/cuda/emulated_driver.h"
 
@@ -233,6 +233,65 @@ TEST_F(EmulatedDriverTest, BadHandlesImagesAndRangesAreErrors) {
 // The caching allocator on the emulated device: a block given back on s1
 // while a kernel there may still use it is not s2's until s1's work has
 // run; an out-of-memory empties the cache and retries.
+// A graph runs its nodes in order each time it is launched, with the
+// parameters they had when added; a node whose buffer is gone fails the
+// launch before any node runs.
+TEST_F(EmulatedDriverTest, GraphsReplayTheirLaunchesAndCopies) {
+  std::vector<float> host(64);
+  for (int i = 0; i < 64; ++i) host[i] = static_cast<float>(i);
+  CuDevicePtr x = Alloc(64 * sizeof(float));
+  CuDevicePtr y = Alloc(64 * sizeof(float));
+  ASSERT_OK(Call(cu_.memcpy_htod_async(x, host.data(), 256, nullptr), "HtoD"));
+  CuGraph graph = nullptr;
+  ASSERT_OK(Call(cu_.graph_create(&graph, 0), "cuGraphCreate"));
+  float a = 2;
+  int n = 64;
+  void* params[] = {&x, &a, &n};
+  CuKernelNodeParams k;
+  k.func = Function("scale");
+  k.grid_x = 2;
+  k.block_x = 32;
+  k.params = params;
+  CuGraphNode scale = nullptr, copy = nullptr;
+  ASSERT_OK(Call(cu_.graph_add_kernel_node(&scale, graph, nullptr, 0, &k),
+                 "cuGraphAddKernelNode"));
+  a = 100;  // the node took its arguments when added
+  const CuMemcpy3D c = MemcpyNodeParams(y, x, 256);
+  CuContext ctx = nullptr;
+  ASSERT_OK(Call(cu_.ctx_get_current(&ctx), "cuCtxGetCurrent"));
+  ASSERT_OK(Call(cu_.graph_add_memcpy_node(&copy, graph, &scale, 1, &c, ctx),
+                 "cuGraphAddMemcpyNode"));
+  CuGraphExec exec = nullptr;
+  ASSERT_OK(Call(cu_.graph_instantiate(&exec, graph, 0), "cuGraphInstantiate"));
+  std::vector<float> back(64);
+  for (int launch = 1; launch <= 2; ++launch) {
+    ASSERT_OK(Call(cu_.graph_launch(exec, nullptr), "cuGraphLaunch"));
+    ASSERT_OK(
+        Call(cu_.memcpy_dtoh_async(back.data(), y, 256, nullptr), "DtoH"));
+    ASSERT_OK(Call(cu_.stream_synchronize(nullptr), "cuStreamSynchronize"));
+    const float factor = launch == 1 ? 2.0f : 4.0f;
+    for (int i = 0; i < 64; ++i) ASSERT_EQ(back[i], factor * i) << i;
+  }
+  // Dependencies must be nodes of the graph; copies are between device
+  // addresses inside buffers.
+  CuGraphNode bogus = reinterpret_cast<CuGraphNode>(uintptr_t{99}), node;
+  EXPECT_EQ(cu_.graph_add_kernel_node(&node, graph, &bogus, 1, &k), 1);
+  CuMemcpy3D wide = MemcpyNodeParams(y, x, 4096);
+  EXPECT_EQ(cu_.graph_add_memcpy_node(&node, graph, nullptr, 0, &wide, ctx), 1);
+  CuMemcpy3D from_host = c;
+  from_host.src_memory_type = 1;
+  EXPECT_EQ(
+      cu_.graph_add_memcpy_node(&node, graph, nullptr, 0, &from_host, ctx), 1);
+  // A buffer the graph uses is gone: the launch fails, and runs nothing.
+  ASSERT_OK(Call(cu_.mem_free(y), "cuMemFree"));
+  EXPECT_EQ(cu_.graph_launch(exec, nullptr), 1);
+  ASSERT_OK(Call(cu_.ctx_synchronize(), "cuCtxSynchronize"));
+  ASSERT_OK(Call(cu_.graph_exec_destroy(exec), "cuGraphExecDestroy"));
+  ASSERT_OK(Call(cu_.graph_destroy(graph), "cuGraphDestroy"));
+  EXPECT_EQ(cu_.graph_launch(exec, nullptr), 400);  // a handle gone
+  EXPECT_EQ(cu_.graph_destroy(graph), 400);
+}
+
 TEST_F(EmulatedDriverTest, TheAllocatorWaitsForTheDevice) {
   CudaAllocator allocator(cu_);
   ASSERT_OK_AND_ASSIGN(CudaBlock b, allocator.Allocate(4096, s1_));

@@ -25,6 +25,8 @@
 //     host time per call (the launch queued, not waited for; the device is
 //     synchronized once per 256 calls, outside the timing): the host side of
 //     a call, which torch.compile's is compared with.
+//   BM_CudaCallOverheadGraphs/N: the same calls replayed as a CUDA graph
+//     (runtime/replay_cache.h; torch.compile's mode="reduce-overhead").
 //
 // ROWS is 8192 on a GPU (the issue's [8192, 8192]) and 64 on the emulated
 // device, whose kernels run on the host. tools/gpu/bench.py runs this
@@ -159,12 +161,13 @@ absl::StatusOr<Compiled> CompileForCuda(
   return c;
 }
 
-// One call through the loaded library.
+// One call through the loaded library (replayed as a CUDA graph when
+// `graphs`).
 absl::Status Call(const Compiled& c, const ArgViews& views,
-                  std::vector<Operand>* results) {
+                  std::vector<Operand>* results, bool graphs = false) {
   std::vector<Operand> rebound;
   const LoadedGraph& g = *c.graph->function->user_call();
-  int rc = g.Invoke(views, kDefaultSeed, results, &rebound);
+  int rc = g.Invoke(views, kDefaultSeed, results, &rebound, graphs);
   return rc == 0 ? absl::OkStatus() : g.CallStatus(rc);
 }
 
@@ -259,7 +262,7 @@ void BM_CudaModel(benchmark::State& state, const char* name) {
   TimeDeviceCalls(state, **cu, *c, 0);
 }
 
-void BM_CudaCallOverhead(benchmark::State& state) {
+void BM_CudaCallOverhead(benchmark::State& state, bool graphs) {
   absl::StatusOr<const CudaDriver*> cu = Device();
   if (!cu.ok()) return SkipWith(state, cu.status());
   const int n = static_cast<int>(state.range(0));
@@ -283,12 +286,16 @@ void BM_CudaCallOverhead(benchmark::State& state) {
   ArgViews views;
   views.Build(c->args);
   std::vector<Operand> results;
-  if (absl::Status s = Call(*c, views, &results); !s.ok()) {
-    return SkipWith(state, s);
+  // Two untimed calls: with graphs, each records (the first one's result
+  // is still held during the second); the timed ones replay.
+  for (int k = 0; k < 2; ++k) {
+    if (absl::Status s = Call(*c, views, &results, graphs); !s.ok()) {
+      return SkipWith(state, s);
+    }
   }
   int64_t calls = 0;
   for (auto _ : state) {
-    absl::Status s = Call(*c, views, &results);
+    absl::Status s = Call(*c, views, &results, graphs);
     if (!s.ok()) return SkipWith(state, s);
     if (++calls % 256 == 0) {
       state.PauseTiming();
@@ -297,6 +304,16 @@ void BM_CudaCallOverhead(benchmark::State& state) {
     }
   }
   (*cu)->ctx_synchronize();
+  if (graphs) {
+    const ReplayCache::Stats st =
+        c->graph->function->user_call()->replay_stats();
+    if (!st.refused.empty() || st.launched > 0) {
+      return SkipWith(state, absl::InternalError(absl::StrCat(
+                                 "not replayed: ", st.refused, " (",
+                                 st.launched, " launched)")));
+    }
+    state.counters["replayed"] = static_cast<double>(st.replayed);
+  }
 }
 
 // A device storage taken from the caching allocator and given back: the
@@ -358,15 +375,19 @@ int main(int argc, char** argv) {
           ->Unit(benchmark::kMicrosecond);
     }
   }
-  auto* overhead = benchmark::RegisterBenchmark("BM_CudaCallOverhead",
-                                                lathe::BM_CudaCallOverhead)
-                       ->Arg(2)
-                       ->Arg(8)
-                       ->Arg(16)
-                       ->Unit(benchmark::kNanosecond);
-  // The emulated device runs the queued kernels on the host (outside the
-  // timing, but not the wall clock): a fixed count keeps the run short.
-  if (rows < 8192) overhead->Iterations(4096);
+  for (bool graphs : {false, true}) {
+    auto* overhead =
+        benchmark::RegisterBenchmark(
+            graphs ? "BM_CudaCallOverheadGraphs" : "BM_CudaCallOverhead",
+            lathe::BM_CudaCallOverhead, graphs)
+            ->Arg(2)
+            ->Arg(8)
+            ->Arg(16)
+            ->Unit(benchmark::kNanosecond);
+    // The emulated device runs the queued kernels on the host (outside the
+    // timing, but not the wall clock): a fixed count keeps the run short.
+    if (rows < 8192) overhead->Iterations(4096);
+  }
   benchmark::RegisterBenchmark("BM_CudaAllocatorReuse",
                                lathe::BM_CudaAllocatorReuse)
       ->Arg(4096)

@@ -5,7 +5,8 @@ Runs tools/bench:cuda_benchmark (lathe's rows: the device-to-device copy,
 x * sigmoid(x) * s + b over f32 [8192, 8192] with s, b: [8192], softmax and
 layer norm over f32 [4096, 2560], the MLP layer at B = 64 and 1024, the
 transformer block and the small CNN of tools/bench/graphs in microseconds
-per call, and the host time of a call with 2/8/16 tensor arguments), then
+per call, and the host time of a call with 2/8/16 tensor arguments, plain
+and replayed as a CUDA graph), then
 the same work through
 PyTorch on the same GPU in the same run (rounds interleaved: lathe's binary,
 then PyTorch, then lathe's again), and prints one table: each row's median
@@ -139,17 +140,19 @@ def torch_rows():
                 out = out + x
             return out if k > 1 else -out
 
-        f = torch.compile(add_all)
-        for _ in range(20):
-            f(*xs)
-        torch.cuda.synchronize()
-        calls = 2000
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            f(*xs)
-        host = (time.perf_counter() - t0) / calls
-        torch.cuda.synchronize()
-        rows[f"torch.compile call/{k}"] = (host * 1e6, "us/call")
+        # Default mode, and CUDA graphs (lathe's BM_CudaCallOverheadGraphs).
+        for mode, label in ((None, "call"), ("reduce-overhead", "graphs call")):
+            f = torch.compile(add_all, mode=mode)
+            for _ in range(20):
+                f(*xs)
+            torch.cuda.synchronize()
+            calls = 2000
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                f(*xs)
+            host = (time.perf_counter() - t0) / calls
+            torch.cuda.synchronize()
+            rows[f"torch.compile {label}/{k}"] = (host * 1e6, "us/call")
     return rows
 
 

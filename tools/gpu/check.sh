@@ -4,7 +4,8 @@
 #   1. the CUDA test targets on the real driver (LATHE_CUDA_DEVICE=gpu):
 #      NVRTC, the driver table, cuBLASLt (and its matrix products on
 #      device memory), device storage and its pinned staging, the cuda
-#      backend end to end (with a grid-stride run past one grid);
+#      backend end to end (with a grid-stride run past one grid), and its
+#      calls replayed as CUDA graphs;
 #   2. the graph corpus and the AOT scenarios through `lathec run --backend
 #      cuda` against the interpreter (tools:corpus_cpu_test's CorpusCudaTest);
 #   3. compute-sanitizer memcheck and racecheck on a sample (the cuda
@@ -61,6 +62,7 @@ step cuda_kernels_test 60 "$bin/cuda_kernels_test"  # emulated-only: skips
 step device_routines_test 60 "$bin/device_routines_test"  # cuBLASLt
 # (Its FileCheck test reads the emitted text alone: it runs in CI.)
 step compile_cuda_test 180 "$bin/compile_cuda_test" --gtest_filter='-*Int32*'
+step cuda_graphs_test 120 "$bin/cuda_graphs_test"  # cuGraph replays
 # The two corpora and the sanitizers side by side (the machine has cores
 # to spare); the benchmark after them, alone.
 step corpus_cuda_aot 300 "$bin/corpus_cpu_test" \
@@ -72,6 +74,8 @@ if [ "$LATHE_CUDA_DEVICE" != emulated ] && command -v compute-sanitizer >/dev/nu
     "$bin/compile_cuda_test" --gtest_filter='*Silu*:*Views*:*Symbolic*' &
   step racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 1 \
     "$bin/compile_cuda_test" --gtest_filter='*Silu*' &
+  step memcheck_graphs 150 compute-sanitizer --tool memcheck --error-exitcode 1 \
+    "$bin/cuda_graphs_test" --gtest_filter='*InputsValues*:*InPlace*' &
 else
   printf '%-34s %-14s\n' compute-sanitizer 'skipped (no GPU)' >>"$out/steps.txt"
 fi

@@ -16,6 +16,7 @@ targets=(
   //tools:corpus_cpu_test
   //tools/bench:cuda_benchmark
   //driver:compile_cuda_test
+  //driver:cuda_graphs_test
   //runtime/cuda:nvrtc_test
   //runtime/cuda:driver_api_test
   //runtime/cuda:cuda_storage_test

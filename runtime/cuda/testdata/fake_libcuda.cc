@@ -211,4 +211,22 @@ FAKE cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned,
                     unsigned, unsigned, void*, void**, void**) {
   return kInvalidValue;
 }
+FAKE cuGraphCreate(void**, unsigned) { return kInvalidValue; }
+FAKE cuGraphAddKernelNode_v2(void**, void*, void* const*, size_t, const void*) {
+  return kInvalidValue;
+}
+FAKE cuGraphAddMemcpyNode(void**, void*, void* const*, size_t, const void*,
+                          void*) {
+  return kInvalidValue;
+}
+FAKE cuGraphInstantiateWithFlags(void**, void*, unsigned long long) {
+  return kInvalidValue;
+}
+FAKE cuGraphLaunch(void*, void*) { return kInvalidValue; }
+FAKE cuGraphExecDestroy(void*) { return kInvalidValue; }
+FAKE cuGraphDestroy(void*) { return kInvalidValue; }
+FAKE cuCtxGetCurrent(void** ctx) {
+  *ctx = nullptr;
+  return kSuccess;
+}
 #endif
