@@ -106,6 +106,10 @@ class Backend {
   virtual absl::string_view name() const = 0;
   // The device the compiled function's tensors live on.
   virtual Device device() const = 0;
+  // Rewrites a scheduled program for this backend's kernels before they
+  // are emitted (the cuda backend splits long reductions over few rows),
+  // appending one line per decision to `log`; the cpu's keeps it as is.
+  virtual void Adapt(Program& program, std::vector<std::string>* log) const {}
   // The kernels of a scheduled program, as source the host function calls.
   virtual absl::StatusOr<std::string> EmitKernels(
       const Program& program) const = 0;

@@ -179,10 +179,12 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
   p.unscheduled = codegen::PrintProgram(p.lowered.program);
   step("lower");
 
-  // Scheduling: fusion, and the order of the kernels.
+  // Scheduling: fusion, the order of the kernels, and the backend's own
+  // rewrites of them.
   absl::StatusOr<codegen::ScheduleResult> scheduled =
       codegen::Schedule(p.lowered);
   if (!scheduled.ok()) return failed(scheduled.status());
+  backend.Adapt(p.lowered.program, &scheduled->log);
   stats.fusion_log = std::move(scheduled->log);
   stats.kernels = static_cast<int>(p.lowered.program.kernels.size());
   p.scheduled = codegen::PrintProgram(p.lowered.program);

@@ -441,6 +441,58 @@ def forward(self, x: "f32[s0, s1]"):
   }
 }
 
+// Long reductions over few rows run split across blocks (codegen/cuda/
+// split_reductions.h: a partial kernel per chunk, then the partials in
+// order): a whole-tensor sum with an epilogue, max and sum over two
+// dimensions, a transposed walk, prod, any and all, NaN through a split
+// max; and an argmax that stays one block per row.
+TEST_F(CudaBackendTest, LongReductionsSplitAcrossBlocks) {
+  ExpectMatchesInterpreter(R"IR(
+def forward(self, x: "f32[100000]"):
+    sum_1 = torch.ops.aten.sum.default(x)
+    mul = torch.ops.aten.mul.Tensor(sum_1, 2.0)
+    return (mul,)
+)IR",
+                           {Ramp({100000}, 0.013)}, 1e-5);
+  ExpectMatchesInterpreter(R"IR(
+def forward(self, x: "f32[2, 128, 256]"):
+    amax = torch.ops.aten.amax.default(x, [1, 2])
+    sum_1 = torch.ops.aten.sum.dim_IntList(x, [1, 2])
+    add = torch.ops.aten.add.Tensor(amax, sum_1)
+    return (add,)
+)IR",
+                           {Ramp({2, 128, 256}, 0.07)}, 1e-5);
+  ExpectMatchesInterpreter(R"IR(
+def forward(self, x: "f32[3000, 10]"):
+    t = torch.ops.aten.t.default(x)
+    sum_1 = torch.ops.aten.sum.dim_IntList(t, [0, 1])
+    amin = torch.ops.aten.amin.default(t, [1])
+    return (sum_1, amin)
+)IR",
+                           {Ramp({3000, 10}, 0.21)}, 1e-5);
+  std::vector<double> exact, flags, nan_row;
+  for (int i = 0; i < 32768; ++i) {
+    // Powers of two whose running products stay near 1: exact in any
+    // order (a product of 32768 inexact factors is not the same twice).
+    exact.push_back(i % 3 == 0 ? 2.0 : i % 3 == 1 ? 0.5 : 1.0);
+    flags.push_back(i == 20001 ? 0 : 1);
+    nan_row.push_back(i == 17000 ? std::nan("") : i % 11);
+  }
+  ExpectMatchesInterpreter(
+      R"IR(
+def forward(self, x: "f32[32768]", b: "b8[32768]", n: "f32[32768]"):
+    prod = torch.ops.aten.prod.default(x)
+    any_1 = torch.ops.aten.any.default(b)
+    all_1 = torch.ops.aten.all.default(b)
+    amax = torch.ops.aten.amax.default(n, [0])
+    argmax = torch.ops.aten.argmax.default(x)
+    return (prod, any_1, all_1, amax, argmax)
+)IR",
+      {ir::T({32768}, exact), ir::T({32768}, flags, DType::kBool),
+       ir::T({32768}, nan_row)},
+      1e-5);
+}
+
 // argmax/argmin take the first index of the extreme, and NaN counts as
 // the extreme, in rows of negative values and of infinities too; max with
 // NaN is NaN; prod, any and all.
@@ -563,10 +615,10 @@ def forward(self, x: "f32[s0, 16]", y: "f16[16]", z: "i64[s0, 1]"):
   ASSERT_OK_AND_ASSIGN(std::string kernels,
                        EmitCuda(c->function->lowered().program));
   // And row kernels: every reduction kind, softmax's and layer norm's
-  // epilogues, scans, index checks.
+  // epilogues, scans, index checks, a split reduction's two kernels.
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> rows,
                        CompileGraphText(R"IR(
-def forward(self, x: "f32[s0, 64]", w: "f32[64]", b: "f32[64]", h: "f16[s0, 64]", i: "i64[s0, 3]"):
+def forward(self, x: "f32[s0, 64]", w: "f32[64]", b: "f32[64]", h: "f16[s0, 64]", i: "i64[s0, 3]", l: "f32[4, 20000]"):
     softmax = torch.ops.aten._softmax.default(x, 1, False)
     ln = torch.ops.aten.native_layer_norm.default(x, [64], w, b, 1e-05)
     getitem = ln[0]
@@ -579,11 +631,13 @@ def forward(self, x: "f32[s0, 64]", w: "f32[64]", b: "f32[64]", h: "f16[s0, 64]"
     cumsum = torch.ops.aten.cumsum.default(x, 1)
     cumprod = torch.ops.aten.cumprod.default(h, 0)
     gather = torch.ops.aten.gather.default(x, 1, i)
-    return (softmax, getitem, argmin, prod, any_1, all_1, total, cumsum, cumprod, gather)
+    long_rows = torch.ops.aten.sum.dim_IntList(l, [1])
+    return (softmax, getitem, argmin, prod, any_1, all_1, total, cumsum, cumprod, gather, long_rows)
 )IR",
                                         {.backend = &CudaBackend()}));
   ASSERT_OK_AND_ASSIGN(std::string row_kernels,
                        EmitCuda(rows->function->lowered().program));
+  EXPECT_THAT(row_kernels, HasSubstr("_part("));
   for (int arch : {80, 90}) {
     ASSERT_OK_AND_ASSIGN(CudaImage image, CompileCuda(*nvrtc, row_kernels,
                                                       "row_kernels.cu", arch));

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "codegen/cpp/cpp_compiler.h"
 #include "codegen/cuda/cuda_emitter.h"
+#include "codegen/cuda/split_reductions.h"
 #include "codegen/scalar_code.h"
 #include "codegen/scalar_ops.h"
 #include "runtime/cuda/cuda_device.h"
@@ -181,6 +182,10 @@ class Cuda final : public Backend {
  public:
   absl::string_view name() const override { return "cuda"; }
   Device device() const override { return Device::Cuda(0); }
+  void Adapt(Program& program, std::vector<std::string>* log) const override {
+    SplitReductions(program, log);
+  }
+
   absl::StatusOr<std::string> EmitKernels(
       const Program& program) const override {
     return EmitCuda(program);
