@@ -491,6 +491,34 @@ CHECK-NOT:  kernel
 )"));
 }
 
+// A bf16 product is the f32 routine's: each operand converted into an f32
+// buffer, the product in f32, rounded to bf16 once where it is read.
+TEST(LoweringTest, HalfProductsRunTheF32Routine) {
+  EXPECT_OK(LowerAndFileCheck(R"IR(
+def forward(self, a: "bf16[4, 16]", b: "bf16[16, 8]"):
+    mm = torch.ops.aten.mm.default(a, b)
+    relu = torch.ops.aten.relu.default(mm)
+    return (relu,)
+)IR",
+                              R"(
+CHECK:      kernel k0 ranges=[4, 16]
+CHECK-NEXT:   section 0 pointwise
+CHECK-NEXT:     %[[A:[0-9]+]] = load in0[16*x0 + x1] : bf16
+CHECK-NEXT:     %[[AF:[0-9]+]] = cast(%[[A]]) : f32
+CHECK-NEXT:     store [[BA:buf[0-9]+]][16*x0 + x1] = %[[AF]]
+CHECK-NEXT: kernel k1 ranges=[16, 8]
+CHECK:          cast({{.*}}) : f32
+CHECK-NEXT:     store [[BB:buf[0-9]+]][8*x0 + x1] =
+CHECK-NEXT: kernel k2 extern sgemm([[P:buf[0-9]+]], [[BA]], [[BB]]; 1, 4, 8, 16,
+CHECK-NEXT: kernel k3 ranges=[4, 8]
+CHECK:          %[[PV:[0-9]+]] = load [[P]][8*x0 + x1] : f32
+CHECK-NEXT:     %[[PH:[0-9]+]] = cast(%[[PV]]) : bf16
+CHECK:          relu(
+CHECK:          store
+CHECK-NOT:  kernel
+)"));
+}
+
 // ---- Mutation
 // ---------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 // The linear-algebra and extern-call family's lowering rules: mm, bmm,
-// addmm, baddbmm (a matmul routine), mv (a contraction), sort and
+// addmm, baddbmm (a matmul routine; f16 and bf16 through the f32 one), mv
+// (a contraction), sort and
 // topk (a sort routine).
 
 #include <cstdint>
@@ -24,6 +25,20 @@
 namespace lathe::codegen::lower {
 namespace {
 
+// `t`'s values converted to `to`, as a loader (not in memory).
+TBox Converted(const TBox& t, DType to) {
+  TBox out = t;
+  out.dtype = to;
+  out.buffer = -1;
+  out.cost = t.cost + 1;
+  out.load = [t, to](KernelBuilder& kb,
+                     const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    ASSIGN_OR_RETURN(int v, t.load(kb, idx));
+    return kb.Cast(v, to);
+  };
+  return out;
+}
+
 absl::StatusOr<NodeValue> LowerMatmul(Lowerer& L, const Call& c) {
   const TensorMeta& m = OutMeta(L, c);
   std::string name = c.op().schema.name;
@@ -32,11 +47,20 @@ absl::StatusOr<NodeValue> LowerMatmul(Lowerer& L, const Call& c) {
   ASSIGN_OR_RETURN(TBox a, L.Tensor(c, ai));
   ASSIGN_OR_RETURN(TBox b, L.Tensor(c, ai + 1));
   bool batched = a.sizes.size() == 3;
-  if (m.dtype == DType::kFloat32 || m.dtype == DType::kFloat64) {
+  // f16 and bf16 products run the f32 routine: the operands converted, the
+  // product accumulated in f32 and rounded once (PyTorch's CPU without
+  // native bf16 units; cuBLAS's half GEMMs accumulate in f32 too).
+  const bool half = m.dtype == DType::kFloat16 || m.dtype == DType::kBFloat16;
+  if (m.dtype == DType::kFloat32 || m.dtype == DType::kFloat64 || half) {
+    const DType gemm = half ? DType::kFloat32 : m.dtype;
+    if (half) {
+      a = Converted(a, gemm);
+      b = Converted(b, gemm);
+    }
     ASSIGN_OR_RETURN(a, L.Realize(a, nullptr));
     ASSIGN_OR_RETURN(b, L.Realize(b, nullptr));
     std::vector<Expr> strides = Contiguous(m.sizes);
-    int out = L.NewBuffer(m.dtype, Product(m.sizes));
+    int out = L.NewBuffer(gemm, Product(m.sizes));
     Expr zero = symbolic::Int(0);
     auto st = [&](const TBox& t, int d) {
       return batched ? t.strides[d] : (d == 0 ? zero : t.strides[d - 1]);
@@ -58,19 +82,20 @@ absl::StatusOr<NodeValue> LowerMatmul(Lowerer& L, const Call& c) {
                               batched ? strides[0] : zero,
                               strides[r],
                               strides[r + 1]};
-    L.EmitExtern(m.dtype == DType::kFloat32 ? "sgemm" : "dgemm",
+    L.EmitExtern(gemm == DType::kFloat32 ? "sgemm" : "dgemm",
                  {out, a.buffer, b.buffer}, args);
-    TBox prod = L.FromBuffer(out, m.dtype, m.sizes, strides, zero);
-    if (!addmm) return TensorValue(prod);
+    TBox prod = L.FromBuffer(out, gemm, m.sizes, strides, zero);
+    if (!addmm) return TensorValue(half ? Converted(prod, m.dtype) : prod);
     // beta * self + alpha * product, as a loader the epilogue fuses into.
     ASSIGN_OR_RETURN(TBox self, L.Tensor(c, 0));
-    ASSIGN_OR_RETURN(TBox beta, L.Operand(c, c.Index("beta"), m.dtype));
-    ASSIGN_OR_RETURN(TBox alpha, L.Operand(c, c.Index("alpha"), m.dtype));
-    TBox sb = L.Pointwise("mul", {self, beta}, m.dtype, m.dtype, m.sizes);
-    TBox pa = L.Pointwise("mul", {prod, alpha}, m.dtype, m.dtype, m.sizes);
-    return TensorValue(L.Pointwise("add", {sb, pa}, m.dtype, m.dtype, m.sizes));
+    ASSIGN_OR_RETURN(TBox beta, L.Operand(c, c.Index("beta"), gemm));
+    ASSIGN_OR_RETURN(TBox alpha, L.Operand(c, c.Index("alpha"), gemm));
+    TBox sb = L.Pointwise("mul", {self, beta}, gemm, gemm, m.sizes);
+    TBox pa = L.Pointwise("mul", {prod, alpha}, gemm, gemm, m.sizes);
+    return TensorValue(L.Pointwise("add", {sb, pa}, gemm, m.dtype, m.sizes));
   }
-  // Other dtypes: a sum-of-products reduction, computed in the opmath type.
+  // Integer dtypes: a sum-of-products reduction, computed in the opmath
+  // type.
   DType acc = ComputeDType(m.dtype);
   size_t r = batched ? 1 : 0;
   Expr k = a.sizes[r + 1];

@@ -15,7 +15,8 @@
 //     as a compiled PyTorch function does), in bytes/s (x read, out
 //     written, s and b read).
 //   BM_CudaModel/NAME: a model of tools/bench/graphs (mlp_gelu_b64 and
-//     _b1024, transformer_block_b8_s128_d512, small_cnn_b32_64x64) called
+//     _b1024, transformer_block_b8_s128_d512 and its _bf16_ twin,
+//     small_cnn_b32_64x64) called
 //     on device tensors, in microseconds per call (a GPU's rows; on the
 //     emulated device with LATHE_BENCH_MODELS=1).
 //   BM_CudaAllocatorReuse/BYTES: a device storage from the caching allocator
@@ -85,11 +86,12 @@ void SkipWith(benchmark::State& state, const absl::Status& s) {
 }
 
 // A device tensor of `sizes`, values in [-2, 2).
-absl::StatusOr<Tensor> DeviceTensor(const std::vector<int64_t>& sizes) {
-  ASSIGN_OR_RETURN(Tensor host, Tensor::Empty(sizes, DType::kFloat32));
-  float* p = static_cast<float*>(host.storage().data());
+absl::StatusOr<Tensor> DeviceTensor(const std::vector<int64_t>& sizes,
+                                    DType dtype = DType::kFloat32) {
+  ASSIGN_OR_RETURN(Tensor host, Tensor::Empty(sizes, dtype));
+  ASSIGN_OR_RETURN(Tensor flat, host.AsStrided({host.numel()}, {1}, 0));
   for (int64_t i = 0; i < host.numel(); ++i) {
-    p[i] = static_cast<float>((i * 7919) % 4096) / 1024.0f - 2.0f;
+    flat.SetDouble({i}, ((i * 7919) % 4096) / 1024.0 - 2.0);
   }
   return ToDevice(host, Device::Cuda(0));
 }
@@ -255,7 +257,7 @@ void BM_CudaModel(benchmark::State& state, const char* name) {
       }
       sizes.push_back(e.int_value());
     }
-    absl::StatusOr<Tensor> t = DeviceTensor(sizes);
+    absl::StatusOr<Tensor> t = DeviceTensor(sizes, p->meta().tensor.dtype);
     if (!t.ok()) return SkipWith(state, t.status());
     c->args.push_back(Operand::Of(*std::move(t)));
   }
@@ -368,7 +370,7 @@ int main(int argc, char** argv) {
   if (rows == 8192 || std::getenv("LATHE_BENCH_MODELS") != nullptr) {
     for (const char* model :
          {"mlp_gelu_b64", "mlp_gelu_b1024", "transformer_block_b8_s128_d512",
-          "small_cnn_b32_64x64"}) {
+          "transformer_block_bf16_b8_s128_d512", "small_cnn_b32_64x64"}) {
       benchmark::RegisterBenchmark(absl::StrCat("BM_CudaModel/", model).c_str(),
                                    lathe::BM_CudaModel, model)
           ->UseManualTime()

@@ -72,7 +72,8 @@ def make_inputs(name):
     out = []
     for shape in BENCH[name][1]:
         t = torch.rand(*shape, generator=g) * 2 - 1
-        out.append(1 + t / 8 if len(shape) == 1 else t)
+        t = 1 + t / 8 if len(shape) == 1 else t
+        out.append(t.to(capture_examples.bench_dtype(name)))
     return out
 
 

@@ -218,6 +218,9 @@ BENCH_SHAPES = {
     "mlp_gelu_b64": (mlp_gelu, [(64, 1024), (1024, 4096), (4096,)]),
     "mlp_gelu_b1024": (mlp_gelu, [(1024, 1024), (1024, 4096), (4096,)]),
     "transformer_block_b8_s128_d512": (transformer(T), _transformer_shapes(T)),
+    # The same block in bf16 (bench_dtype): every input and weight.
+    "transformer_block_bf16_b8_s128_d512": (transformer(T),
+                                            _transformer_shapes(T)),
     "transformer_block_aot_b8_s128_d512": (transformer(T),
                                            _transformer_shapes(T)),
     # small_cnn at batch 32 on 64x64 images, 32 then 64 channels.
@@ -225,6 +228,12 @@ BENCH_SHAPES = {
         (32, 3, 64, 64), (32, 3, 3, 3), (32,), (64, 32, 3, 3), (64,),
         (10, 64 * 16 * 16), (10,)]),
 }
+
+
+
+def bench_dtype(name):
+    """The dtype of a benchmark graph's inputs: bf16 for *_bf16_*."""
+    return torch.bfloat16 if "_bf16" in name else torch.float32
 
 # ------------------------------------------------------------------- capture
 
@@ -345,7 +354,7 @@ def capture_bench(name, fn, shapes, root):
     if "_aot" in name:  # real (uninitialized) tensors: nothing is checked
         gm, _ = capture_aot(fn, [torch.empty(*s) for s in shapes])
     else:
-        args = [torch.empty(*s, dtype=torch.float32) for s in shapes]
+        args = [torch.empty(*s, dtype=bench_dtype(name)) for s in shapes]
         gm = make_fx(fn, tracing_mode="fake")(*args)
     os.makedirs(root, exist_ok=True)
     with open(os.path.join(root, name + ".txt"), "w") as f:

@@ -4,7 +4,8 @@
 Runs tools/bench:cuda_benchmark (lathe's rows: the device-to-device copy,
 x * sigmoid(x) * s + b over f32 [8192, 8192] with s, b: [8192], softmax and
 layer norm over f32 [4096, 2560], the MLP layer at B = 64 and 1024, the
-transformer block and the small CNN of tools/bench/graphs in microseconds
+transformer block (f32 and bf16) and the small CNN of tools/bench/graphs in
+microseconds
 per call, and the host time of a call with 2/8/16 tensor arguments, plain
 and replayed as a CUDA graph), then
 the same work through
@@ -26,7 +27,7 @@ import time
 
 ROUNDS = 3
 MODELS = ("mlp_gelu_b64", "mlp_gelu_b1024", "transformer_block_b8_s128_d512",
-          "small_cnn_b32_64x64")
+          "transformer_block_bf16_b8_s128_d512", "small_cnn_b32_64x64")
 
 
 def lathe_rows(binary, out_dir, k):
@@ -123,7 +124,9 @@ def torch_rows():
     import capture_examples
     for name in MODELS:
         fn, shapes = capture_examples.BENCH_SHAPES[name]
-        args = [torch.rand(*shape, device=dev) * 4 - 2 for shape in shapes]
+        dtype = capture_examples.bench_dtype(name)
+        args = [(torch.rand(*shape, device=dev) * 4 - 2).to(dtype)
+                for shape in shapes]
         with torch.no_grad():
             t = time_gpu(lambda: fn(*args))
             rows[f"{name} eager"] = (t * 1e6, "us/call")
