@@ -394,6 +394,54 @@ def forward(self, x: "f32[10, 12]", i: "i64[5]"):
   }
 }
 
+// Kernels that check indices share one record, zeroed once and read back
+// once after the last of them: one copy each way for the call, not per
+// kernel; the error is still the first failing check's, in program order.
+TEST_F(CudaBackendTest, ChecksOfAGroupAreReadOnceAndTheFirstFailureWins) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c,
+                       CompileGraphText(R"IR(
+def forward(self, x: "f32[10, 12]", i: "i64[5]", y: "f32[7, 3]", j: "i64[4]"):
+    index = torch.ops.aten.index.Tensor(x, [i])
+    index_1 = torch.ops.aten.index.Tensor(y, [j])
+    return (index, index_1)
+)IR",
+                                        {.backend = &CudaBackend()}));
+  auto count = [](const std::string& text, const std::string& what) {
+    int n = 0;
+    for (size_t at = text.find(what); at != std::string::npos;
+         at = text.find(what, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  const std::string& host = c->function->source();
+  EXPECT_EQ(count(host, "rt->device->to_device("), 1) << host;
+  EXPECT_EQ(count(host, "rt->device->to_host("), 1) << host;
+  auto run = [&](double bad_i, double bad_j) {
+    std::vector<ir::Value> args = {
+        ir::Value::OfTensor(Ramp({10, 12})),
+        ir::Value::OfTensor(ir::T({5}, {0, 1, bad_i, 2, 3}, DType::kInt64)),
+        ir::Value::OfTensor(Ramp({7, 3})),
+        ir::Value::OfTensor(ir::T({4}, {bad_j, 1, 2, 3}, DType::kInt64))};
+    return c->function->RunWithPlan(args).status();
+  };
+  EXPECT_OK(run(9, -7));
+  EXPECT_THAT(run(10, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 'index': aten.index.Tensor: index 10 "
+                                 "is out of bounds for dimension 0 with size "
+                                 "10")));
+  EXPECT_THAT(run(0, 7),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 'index_1': aten.index.Tensor: index 7 "
+                                 "is out of bounds for dimension 0 with size "
+                                 "7")));
+  EXPECT_THAT(run(-11, 7),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 'index': aten.index.Tensor: index -11 "
+                                 "is out of bounds")));
+}
+
 // Scans: a block-wide chunk at a time with the running value carried
 // (rows shorter than a warp, longer than a block), along the inner and
 // the outer dimension, with a reduction of the scan in the same graph.
