@@ -398,7 +398,10 @@ int LoadedGraph::Invoke(const ArgViews& args, uint64_t seed,
                         std::vector<Operand>* rebound, bool replay) const {
   if (call_ == nullptr) return kCallNoEntry;
   if (!OnItsDevice(args.data(), args.size())) return kCallWrongDevice;
-  if (replay && device_ != nullptr) {
+  // A refused graph's calls launch as always, without building a key.
+  if (replay && device_ != nullptr && replays_.refused()) {
+    replays_.CountLaunched();
+  } else if (replay && device_ != nullptr) {
     const ReplayKey key(args.data(), args.size(), seed);
     absl::Status error;
     if (replays_.Replay(key, results, &error)) {

@@ -96,10 +96,9 @@ std::unique_ptr<DeviceRecorder> ReplayCache::Recorder(
     const DeviceKernels& device) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!stats_.refused.empty() ||
-        static_cast<int>(recordings_.size()) + recording_now_ >=
-            kMaxRecordings) {
-      ++stats_.launched;
+    if (refused() || static_cast<int>(recordings_.size()) + recording_now_ >=
+                         kMaxRecordings) {
+      CountLaunched();
       return nullptr;
     }
     ++recording_now_;
@@ -108,9 +107,14 @@ std::unique_ptr<DeviceRecorder> ReplayCache::Recorder(
   if (r.ok()) return *std::move(r);
   std::lock_guard<std::mutex> lock(mu_);
   --recording_now_;
-  ++stats_.launched;
-  stats_.refused = std::string(r.status().message());
+  CountLaunched();
+  Refuse(std::string(r.status().message()));
   return nullptr;
+}
+
+void ReplayCache::Refuse(const std::string& why) {
+  if (stats_.refused.empty()) stats_.refused = why;
+  refused_.store(true, std::memory_order_relaxed);
 }
 
 void ReplayCache::Abandon(std::unique_ptr<DeviceRecorder> recorder) {
@@ -161,7 +165,7 @@ void ReplayCache::Keep(const ReplayKey& key,
   std::lock_guard<std::mutex> lock(mu_);
   --recording_now_;
   if (!refused.empty()) {
-    if (stats_.refused.empty()) stats_.refused = refused;
+    Refuse(refused);
     return;
   }
   ++stats_.recorded;
@@ -170,7 +174,9 @@ void ReplayCache::Keep(const ReplayKey& key,
 
 ReplayCache::Stats ReplayCache::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  Stats s = stats_;
+  s.launched = launched_.load(std::memory_order_relaxed);
+  return s;
 }
 
 }  // namespace lathe

@@ -26,6 +26,7 @@
 //
 // Example (LoadedGraph::Invoke):
 //
+//   if (cache.refused()) ... the call, as always ...
 //   ReplayKey key(args.data(), args.size(), seed);
 //   absl::Status error;
 //   if (cache.Replay(key, results, &error)) return 0;
@@ -37,6 +38,7 @@
 #ifndef LATHE_RUNTIME_REPLAY_CACHE_H_
 #define LATHE_RUNTIME_REPLAY_CACHE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -44,6 +46,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "runtime/composite.h"
@@ -63,7 +66,7 @@ class ReplayKey {
 
  private:
   void Add(const LatheValue& v);
-  std::vector<int64_t> words_;
+  absl::InlinedVector<int64_t, 32> words_;
 };
 
 class ReplayCache {
@@ -111,7 +114,16 @@ class ReplayCache {
 
   Stats stats() const;
 
+  // Whether the graph was refused (its calls launch as always): checked
+  // before a call builds its key.
+  bool refused() const { return refused_.load(std::memory_order_relaxed); }
+  // Counts a call launched as always (Stats::launched).
+  void CountLaunched() { launched_.fetch_add(1, std::memory_order_relaxed); }
+
  private:
+  // Refuses the graph for `why` (the first reason given stays).
+  void Refuse(const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   struct Recording {
     ReplayKey key;
     std::unique_ptr<DeviceRecording> work;
@@ -128,6 +140,8 @@ class ReplayCache {
   std::vector<Recording> recordings_ ABSL_GUARDED_BY(mu_);
   int recording_now_ ABSL_GUARDED_BY(mu_) = 0;  // recorders handed out
   Stats stats_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> refused_{false};
+  std::atomic<int64_t> launched_{0};  // Stats::launched, without the lock
 };
 
 }  // namespace lathe

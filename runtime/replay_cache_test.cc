@@ -186,8 +186,10 @@ TEST(ReplayCacheTest, ACallAReplayCannotRepeatRefusesTheGraph) {
   CountingDevice device;
   device.counts.spoil = true;
   const std::vector<Operand> args = {Operand::Of(Floats(4))};
+  EXPECT_FALSE(cache.refused());
   CallOnce(cache, device, args);
   EXPECT_EQ(cache.stats().refused, "the call reads the device from the host");
+  EXPECT_TRUE(cache.refused());  // the caller skips the key from now on
   // From then on, the graph's calls launch as always, and record nothing.
   device.counts.spoil = false;
   EXPECT_FALSE(CallOnce(cache, device, args).replayed);
