@@ -28,12 +28,14 @@
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_storage.h"
 #include "runtime/loaded_graph.h"
+#include "runtime/storage.h"
 #include "testing/status_matchers.h"
 
 namespace lathe {
 namespace {
 
 using codegen::CudaBackend;
+using ::lathe::testing::StatusIs;
 using ::testing::HasSubstr;
 
 class CudaGraphsTest : public ::testing::Test {
@@ -248,6 +250,27 @@ def forward(self, a: "f32[4, 8]", b: "f32[8, 3]"):
     EXPECT_EQ(graph_->replay_stats().replayed, 0);
     EXPECT_EQ(graph_->replay_stats().launched, 2);
   }
+}
+
+// Memory zeroed outside the kernels while recording (a memset the graph
+// does not hold) spoils the recording: a replay would not zero it again.
+TEST_F(CudaGraphsTest, AZeroedAllocationSpoilsARecording) {
+  Compile(kSoftmaxAndNorm);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<DeviceRecorder> recorder,
+                       graph_->device()->Record());
+  ASSERT_OK_AND_ASSIGN(Storage zeroed, Storage::Allocate(64, Device::Cuda(0)));
+  EXPECT_THAT(recorder->Finish().status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "the call zeroes new device memory outside its kernels "
+                       "(a memset)"));
+  // Without one, a recording of nothing finishes (and replays nothing).
+  recorder.reset();
+  ASSERT_OK_AND_ASSIGN(recorder, graph_->device()->Record());
+  ASSERT_OK_AND_ASSIGN(Storage plain,
+                       Storage::AllocateUninitialized(64, Device::Cuda(0)));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<DeviceRecording> work,
+                       recorder->Finish());
+  EXPECT_OK(work->Replay());
 }
 
 // CompiledFunction's option: each variant's calls replay.

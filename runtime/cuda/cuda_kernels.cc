@@ -124,6 +124,9 @@ class CudaRecorder final : public DeviceRecorder {
 
   absl::StatusOr<std::unique_ptr<DeviceRecording>> Finish() override {
     recording = nullptr;
+    if (scope_.zeroed_allocations() > 0) {
+      Spoil("zeroes new device memory outside its kernels (a memset)");
+    }
     if (!why_.empty()) return absl::FailedPreconditionError(why_);
     CuGraphExec exec = nullptr;
     if (node_ != nullptr) {

@@ -18,9 +18,9 @@
 namespace lathe {
 namespace {
 
-// The pool this thread's CUDA storages come from while a CudaPoolScope
-// lives (null: the shared one).
-thread_local std::shared_ptr<CudaAllocator>* scoped_pool = nullptr;
+// The scope whose pool this thread's CUDA storages come from (null: the
+// shared allocator).
+thread_local CudaPoolScope* scoped = nullptr;
 
 // CUDA storages: blocks of one CudaAllocator on the null stream, or of the
 // private pool scoped on the allocating thread.
@@ -36,7 +36,9 @@ class CudaMemory final : public DeviceMemory {
     }
     RETURN_IF_ERROR(MakeCudaContextCurrent(cu_));
     std::shared_ptr<CudaAllocator> pool =
-        scoped_pool != nullptr ? *scoped_pool : nullptr;
+        scoped != nullptr ? scoped->pool() : nullptr;
+    // A zeroing memset the scope's owner (a recording) does not see.
+    if (scoped != nullptr && zeroed) scoped->CountZeroed();
     CudaAllocator& from = pool != nullptr ? *pool : allocator_;
     ASSIGN_OR_RETURN(CudaBlock b, from.Allocate(nbytes, nullptr));
     if (zeroed) {
@@ -246,11 +248,11 @@ absl::StatusOr<std::shared_ptr<CudaAllocator>> NewCudaPool() {
 }
 
 CudaPoolScope::CudaPoolScope(std::shared_ptr<CudaAllocator> pool)
-    : pool_(std::move(pool)), previous_(scoped_pool) {
-  scoped_pool = &pool_;
+    : pool_(std::move(pool)), previous_(scoped) {
+  scoped = this;
 }
 
-CudaPoolScope::~CudaPoolScope() { scoped_pool = previous_; }
+CudaPoolScope::~CudaPoolScope() { scoped = previous_; }
 
 absl::StatusOr<Tensor> ToDevice(const Tensor& t, Device device) {
   if (!t.device().is_cpu() || !device.is_cuda()) {

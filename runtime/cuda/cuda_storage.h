@@ -19,6 +19,7 @@
 #ifndef LATHE_RUNTIME_CUDA_CUDA_STORAGE_H_
 #define LATHE_RUNTIME_CUDA_CUDA_STORAGE_H_
 
+#include <cstdint>
 #include <memory>
 
 #include "absl/status/status.h"
@@ -60,9 +61,16 @@ class CudaPoolScope {
   CudaPoolScope& operator=(const CudaPoolScope&) = delete;
   ~CudaPoolScope();
 
+  const std::shared_ptr<CudaAllocator>& pool() const { return pool_; }
+  // How many zeroed storages (a memset outside any kernel) came from the
+  // pool: a recording cannot replay those.
+  int64_t zeroed_allocations() const { return zeroed_; }
+  void CountZeroed() { ++zeroed_; }
+
  private:
   std::shared_ptr<CudaAllocator> pool_;
-  std::shared_ptr<CudaAllocator>* previous_;
+  CudaPoolScope* previous_;
+  int64_t zeroed_ = 0;
 };
 
 // ToDevice()

@@ -133,7 +133,10 @@ TEST(CudaStorageTest, APoolScopeKeepsItsThreadsMemoryApart) {
       ASSERT_OK_AND_ASSIGN(Storage c, Storage::Allocate(512, Device::Cuda(0)));
       EXPECT_EQ(inner->stats().allocated, 512);
     }
-    ASSERT_OK_AND_ASSIGN(kept, Storage::Allocate(512, Device::Cuda(0)));
+    EXPECT_EQ(scope.zeroed_allocations(), 1);  // `a`: Allocate zeroes
+    ASSERT_OK_AND_ASSIGN(kept,
+                         Storage::AllocateUninitialized(512, Device::Cuda(0)));
+    EXPECT_EQ(scope.zeroed_allocations(), 1);
     EXPECT_EQ(pool->stats().allocated, 1024 + 512);
   }
   // `a` went back to the pool, which keeps it cached; `kept` is held.
