@@ -697,14 +697,16 @@ std::shared_ptr<std::vector<std::string>> CopyParams(const Function& f,
 void QueueKernel(Device& d, CuStream stream, Function* f,
                  lathe_emu::LaunchConfig config,
                  std::shared_ptr<std::vector<std::string>> values) {
-  StreamOf(d, stream).queue.push_back(
-      {[&d, f, config, values] {
-         std::vector<std::string> copy = *values;
-         std::vector<void*> pointers;
-         for (std::string& v : copy) pointers.push_back(v.data());
-         RunKernel(d, *f, config, std::move(pointers));
-       },
-       nullptr, 0});
+  StreamOf(d, stream).queue.push_back({[&d, f, config, values] {
+                                         // The kernel takes each parameter by
+                                         // value: the values only read.
+                                         std::vector<void*> pointers;
+                                         for (std::string& v : *values)
+                                           pointers.push_back(v.data());
+                                         RunKernel(d, *f, config,
+                                                   std::move(pointers));
+                                       },
+                                       nullptr, 0});
 }
 
 CuResult LaunchKernel(CuFunction function, unsigned int gx, unsigned int gy,
@@ -832,8 +834,8 @@ CuResult GraphLaunch(CuGraphExec exec, CuStream stream) {
     } else {
       const CuDevicePtr dst = k.dst, src = k.src;
       const size_t n = k.bytes;
-      StreamOf(d, stream).queue.push_back(
-          {[dst, src, n] { std::memmove(At(dst), At(src), n); }, nullptr, 0});
+      Enqueue(d, stream, {{src, n}, {dst, n}},
+              [dst, src, n] { std::memmove(At(dst), At(src), n); });
     }
   }
   return kCudaSuccess;
