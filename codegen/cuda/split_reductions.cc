@@ -42,7 +42,9 @@ bool Combinable(ReduceKind r) {
   }
 }
 
-// Why `k` stays whole ("" if it splits), and its rows, points and chunks.
+// How `k` splits (chunks > 0), or why it stays whole: `why`, for the log
+// ("" when there is nothing worth saying: not a long reduction over few
+// rows).
 struct Plan {
   std::string why;
   int64_t rows = 0, points = 0, chunks = 0;
@@ -52,15 +54,13 @@ Plan PlanSplit(const Kernel& k) {
   Plan plan;
   if (k.kind != Kernel::Kind::kLoops || k.sections.empty() ||
       !k.sections[0].reduction || k.sections[0].vars.empty()) {
-    plan.why = "-";  // not a row kernel that starts with a reduction
-    return plan;
+    return plan;  // not a row kernel that starts with a reduction
   }
   plan.rows = Static(Product(k.ranges));
   plan.points = Static(Product(k.sections[0].ranges));
   if (plan.rows < 0 || plan.points < 0 || plan.points < kSplitMinPoints ||
       plan.rows > kSplitMaxRows) {
-    plan.why = "-";  // short or dynamic rows, or rows enough
-    return plan;
+    return plan;  // short or dynamic rows, or rows enough
   }
   std::vector<bool> in_first(k.ops.size(), false);
   for (size_t i = 0; i < k.ops.size(); ++i) {
@@ -253,8 +253,8 @@ void SplitReductions(Program& program, std::vector<std::string>* log) {
   for (size_t i = 0; i < program.kernels.size(); ++i) {
     const Kernel& k = program.kernels[i];
     const Plan plan = PlanSplit(k);
-    if (!plan.why.empty()) {
-      if (plan.why != "-") {
+    if (plan.chunks == 0) {
+      if (!plan.why.empty()) {
         log->push_back(absl::StrCat(
             "keep ", k.name, "'s reduction in one block per row: ", plan.why));
       }
