@@ -15,17 +15,12 @@ namespace {
 
 // cuBLASLt from exactly `library` (NotFound when it does not load).
 absl::StatusOr<std::unique_ptr<CublasLt>> LoadFrom(const std::string& library) {
-  absl::StatusOr<SharedLibrary> lib = SharedLibrary::Open(library,
-                                                          /*keep=*/true);
-  if (!lib.ok()) {
-    return absl::NotFoundError(
-        absl::StrCat(library, " not found (", lib.status().message(), ")"));
-  }
+  ASSIGN_OR_RETURN(SharedLibrary lib, OpenLibrary(library));
   auto lt = std::make_unique<CublasLt>();
   lt->source = library;
   const std::string lacks = absl::StrCat("cuBLASLt ", library, " ");
-#define LATHE_CUBLASLT_RESOLVE(member, symbol, ret, params)         \
-  RETURN_IF_ERROR(ResolveFunction(*lib, symbol, &lt->member, lacks, \
+#define LATHE_CUBLASLT_RESOLVE(member, symbol, ret, params)        \
+  RETURN_IF_ERROR(ResolveFunction(lib, symbol, &lt->member, lacks, \
                                   " (a toolkit older than lathe needs?)"));
   LATHE_CUBLASLT_FUNCTIONS(LATHE_CUBLASLT_RESOLVE)
 #undef LATHE_CUBLASLT_RESOLVE

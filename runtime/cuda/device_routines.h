@@ -13,7 +13,9 @@
 // reach against its buffer. Staging runs on every device; on a GPU,
 // cuBLASLt's matmul (f32 and f64 computed in their own precision, as
 // PyTorch's default; no TF32) does the matrix products whose layouts it
-// takes.
+// takes, and cuDNN's convolution (no TF32 either, where PyTorch's default
+// allows it) the convolutions. The libraries' algorithm choices are made
+// once per shape and kept.
 //
 // Example (the host function's sgemm of two device matrices):
 //
@@ -24,10 +26,12 @@
 #ifndef LATHE_RUNTIME_CUDA_DEVICE_ROUTINES_H_
 #define LATHE_RUNTIME_CUDA_DEVICE_ROUTINES_H_
 
+#include <array>
 #include <cstdint>
 #include <optional>
 
 #include "absl/status/status.h"
+#include "runtime/cuda/cudnn.h"
 #include "runtime/cuda/driver_api.h"
 #include "runtime/dtype.h"
 
@@ -77,9 +81,49 @@ std::optional<CublasLtGemmPlan> PlanCublasLtGemm(const GemmCall& g);
 // DeviceConv()
 //
 // LatheKernelRuntime::sconv on device memory (runtime/convolution.h's
-// geometry), through the host.
+// geometry): cuDNN's convolution on a GPU where PlanCudnnConv takes the
+// geometry, the library loads and has an algorithm for it, else through
+// the host; an error naming the call that failed.
 absl::Status DeviceConv(const CudaDriver& cu, const int64_t* geometry,
                         const float* x, const float* w, float* out);
+
+// How cuDNN's descriptor API computes an sconv geometry: x and y as strided
+// tensors of `rank` dims (2 + s, at least 4: a 1-d convolution gains a unit
+// dim before its spatial one), the weight as a packed filter in NCHW or
+// NHWC order (cuDNN's filters have no strides), and per spatial dim (rank
+// - 2 of them) the padding, stride and dilation. f32 throughout, computed
+// with FMA (no TF32), as the host's routine computes it.
+struct CudnnConvPlan {
+  int rank = 0;
+  std::array<int, 5> x_sizes{}, x_strides{}, y_sizes{}, y_strides{}, w_sizes{};
+  int w_format = 0;  // kCudnnTensorNchw or kCudnnTensorNhwc
+  std::array<int, 3> padding{}, stride{}, dilation{};
+  int groups = 1;
+  // Where x, w and y begin: each operand's element offset.
+  int64_t x_offset = 0, w_offset = 0, y_offset = 0;
+};
+
+// PlanCudnnConv()
+//
+// The plan for `geometry`, or nullopt where cuDNN cannot take it and the
+// host computes it: an empty operand or an empty sum, a size or reach past
+// int32, a stride that is not positive on a dim of more than one element,
+// an output whose elements overlap, or a weight packed in neither order.
+std::optional<CudnnConvPlan> PlanCudnnConv(const int64_t* geometry);
+
+// CheckCudnnConvPlan()
+//
+// cuDNN's own check of `plan`: its descriptors made and its output sizes
+// computed by the library (no GPU needed), an error naming the call that
+// refused or the sizes that differ.
+absl::Status CheckCudnnConvPlan(const Cudnn& dnn, const CudnnConvPlan& plan);
+
+// How many calls of the routines above ran in a library (cuBLASLt, cuDNN)
+// and how many through the host, since the process began.
+struct DeviceRoutineCounts {
+  int64_t cublaslt_gemms = 0, cudnn_convolutions = 0, through_host = 0;
+};
+DeviceRoutineCounts DeviceRoutinesRun();
 
 // DeviceSort()
 //

@@ -3,19 +3,25 @@
 // result whose gaps keep their values, a broadcast batch in f64, a 1-d
 // convolution of an operand at an offset, a descending sort; an operand
 // that reaches past its buffer is the driver's error, never an access;
-// cuBLASLt's plans for row-major layouts (a GPU runs them: check.sh).
+// convolutions of every kind against the host's reference loops (cuDNN's
+// on a GPU, counted, through the host on the emulated device); cuBLASLt's
+// and cuDNN's plans, worked out by hand (a GPU runs them: check.sh).
 
 #include "runtime/cuda/device_routines.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <optional>
+#include <random>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/convolution.h"
 #include "runtime/cuda/cublaslt.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_storage.h"
+#include "runtime/cuda/cudnn.h"
 #include "runtime/sort.h"
 #include "runtime/tensor.h"
 #include "testing/status_matchers.h"
@@ -99,6 +105,179 @@ TEST_F(DeviceRoutinesTest, ConvolutionOfAnOperandAtAnOffset) {
                        static_cast<const float*>(w.storage().data()),
                        static_cast<float*>(out.storage().data())));
   EXPECT_THAT(Back<float>(out), ElementsAre(-2, -2, -2));
+}
+
+// An sconv geometry (runtime/convolution.h): the sizes, the window, then
+// each operand's offset and strides.
+struct ConvCase {
+  int64_t groups, n, c, o;
+  std::vector<int64_t> in, k, out, stride, padding, dilation;
+  int64_t x_offset;
+  std::vector<int64_t> x_strides;
+  int64_t w_offset;
+  std::vector<int64_t> w_strides;
+  int64_t y_offset;
+  std::vector<int64_t> y_strides;
+
+  std::vector<int64_t> Geometry() const {
+    std::vector<int64_t> g = {static_cast<int64_t>(in.size()), groups, n, c, o};
+    for (const auto* v : {&in, &k, &out, &stride, &padding, &dilation}) {
+      g.insert(g.end(), v->begin(), v->end());
+    }
+    for (const auto& [offset, strides] :
+         {std::pair{x_offset, &x_strides}, std::pair{w_offset, &w_strides},
+          std::pair{y_offset, &y_strides}}) {
+      g.push_back(offset);
+      g.insert(g.end(), strides->begin(), strides->end());
+    }
+    return g;
+  }
+  // The elements each operand's buffer holds (its reach from element 0).
+  static int64_t Extent(int64_t offset, const std::vector<int64_t>& sizes,
+                        const std::vector<int64_t>& strides) {
+    int64_t e = offset + 1;
+    for (size_t d = 0; d < sizes.size(); ++d) e += (sizes[d] - 1) * strides[d];
+    return e;
+  }
+  std::vector<int64_t> Sizes(char which) const {
+    std::vector<int64_t> v = which == 'x' ? std::vector<int64_t>{n, c}
+                             : which == 'w'
+                                 ? std::vector<int64_t>{o, c / groups}
+                                 : std::vector<int64_t>{n, o};
+    const auto& sp = which == 'x' ? in : which == 'w' ? k : out;
+    v.insert(v.end(), sp.begin(), sp.end());
+    return v;
+  }
+};
+
+// A 3x3 convolution of [2, 4, 6, 6] into 6 channels in 2 groups, stride 2,
+// padding 1, dilation 1, all contiguous: out [2, 6, 3, 3].
+ConvCase Grouped2d() {
+  return {2,      2,
+          4,      6,
+          {6, 6}, {3, 3},
+          {3, 3}, {2, 2},
+          {1, 1}, {1, 1},
+          0,      {144, 36, 6, 1},
+          0,      {18, 9, 3, 1},
+          0,      {54, 9, 3, 1}};
+}
+
+// Convolutions of every kind; all but the last are cuDNN's to take.
+std::vector<ConvCase> ConvCases() {
+  std::vector<ConvCase> cases;
+  cases.push_back(Grouped2d());
+  // Channels-last input and output, a channels-last (NHWC) weight.
+  cases.push_back({1,
+                   2,
+                   3,
+                   5,
+                   {7, 6},
+                   {3, 2},
+                   {5, 5},
+                   {1, 1},
+                   {0, 0},
+                   {1, 1},
+                   0,
+                   {126, 1, 18, 3},
+                   0,
+                   {18, 1, 6, 3},
+                   0,
+                   {125, 1, 25, 5}});
+  // 1-d, dilated, at offsets.
+  cases.push_back({1,
+                   3,
+                   2,
+                   4,
+                   {20},
+                   {3},
+                   {8},
+                   {2},
+                   {1},
+                   {3},
+                   5,
+                   {40, 20, 1},
+                   7,
+                   {6, 3, 1},
+                   3,
+                   {32, 8, 1}});
+  // 3-d, depthwise.
+  cases.push_back({3,
+                   1,
+                   3,
+                   3,
+                   {4, 5, 6},
+                   {2, 3, 3},
+                   {3, 3, 4},
+                   {1, 1, 1},
+                   {0, 0, 0},
+                   {1, 1, 1},
+                   0,
+                   {360, 120, 30, 6, 1},
+                   0,
+                   {18, 18, 9, 3, 1},
+                   0,
+                   {108, 36, 12, 4, 1}});
+  // An input broadcast along its batch (stride 0): the host takes it.
+  cases.push_back({1,
+                   2,
+                   2,
+                   2,
+                   {4, 4},
+                   {3, 3},
+                   {2, 2},
+                   {1, 1},
+                   {0, 0},
+                   {1, 1},
+                   0,
+                   {0, 16, 4, 1},
+                   0,
+                   {18, 9, 3, 1},
+                   0,
+                   {8, 4, 2, 1}});
+  return cases;
+}
+
+TEST_F(DeviceRoutinesTest, ConvolutionsMatchTheHostsReference) {
+  const std::vector<ConvCase> cases = ConvCases();
+  const DeviceRoutineCounts before = DeviceRoutinesRun();
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  int cudnn_plans = 0;
+  for (const ConvCase& t : cases) {
+    const std::vector<int64_t> g = t.Geometry();
+    SCOPED_TRACE(::testing::PrintToString(g));
+    cudnn_plans += PlanCudnnConv(g.data()).has_value();
+    std::vector<float> x(
+        ConvCase::Extent(t.x_offset, t.Sizes('x'), t.x_strides)),
+        w(ConvCase::Extent(t.w_offset, t.Sizes('w'), t.w_strides)),
+        y(ConvCase::Extent(t.y_offset, t.Sizes('y'), t.y_strides), 42.0f);
+    for (float& v : x) v = u(rng);
+    for (float& v : w) v = u(rng);
+    std::vector<float> want = y;
+    SconvReference(g.data(), x.data(), w.data(), want.data());
+    Tensor dx = OnDevice(x, DType::kFloat32), dw = OnDevice(w, DType::kFloat32),
+           dy = OnDevice(y, DType::kFloat32);
+    ASSERT_OK(DeviceConv(*cu_, g.data(),
+                         static_cast<const float*>(dx.storage().data()),
+                         static_cast<const float*>(dw.storage().data()),
+                         static_cast<float*>(dy.storage().data())));
+    const std::vector<float> got = Back<float>(dy);
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i])))
+          << "element " << i;
+    }
+  }
+  EXPECT_EQ(cudnn_plans, 4);  // all but the broadcast input
+  const DeviceRoutineCounts after = DeviceRoutinesRun();
+  if (cu_->source == "emulated") {
+    EXPECT_EQ(after.cudnn_convolutions, before.cudnn_convolutions);
+    EXPECT_EQ(after.through_host - before.through_host, 5);
+  } else {
+    ASSERT_OK(LoadCudnn().status());
+    EXPECT_EQ(after.cudnn_convolutions - before.cudnn_convolutions, 4);
+    EXPECT_EQ(after.through_host - before.through_host, 1);
+  }
 }
 
 TEST_F(DeviceRoutinesTest, SortDescending) {
@@ -202,6 +381,97 @@ TEST(CublasLtGemmPlanTest, LayoutsItCannotTakeGoThroughTheHost) {
   GemmCall empty_sum = g;
   empty_sum.k = 0;
   EXPECT_FALSE(PlanCublasLtGemm(empty_sum).has_value());
+}
+
+// cuDNN's plans, worked out by hand.
+TEST(CudnnConvPlanTest, TheGeometryAsDescriptors) {
+  const std::vector<int64_t> g = Grouped2d().Geometry();
+  std::optional<CudnnConvPlan> p = PlanCudnnConv(g.data());
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->rank, 4);
+  EXPECT_THAT(p->x_sizes, ElementsAre(2, 4, 6, 6, 0));
+  EXPECT_THAT(p->x_strides, ElementsAre(144, 36, 6, 1, 0));
+  EXPECT_THAT(p->w_sizes, ElementsAre(6, 2, 3, 3, 0));
+  EXPECT_EQ(p->w_format, kCudnnTensorNchw);
+  EXPECT_THAT(p->y_sizes, ElementsAre(2, 6, 3, 3, 0));
+  EXPECT_THAT(p->padding, ElementsAre(1, 1, 0));
+  EXPECT_THAT(p->stride, ElementsAre(2, 2, 0));
+  EXPECT_THAT(p->dilation, ElementsAre(1, 1, 0));
+  EXPECT_EQ(p->groups, 2);
+}
+
+TEST(CudnnConvPlanTest, OneSpatialDimGainsAUnitDimAndOffsetsAreKept) {
+  // x [1, 1, 5] at element 2 of a 1-d convolution (the test above's).
+  const int64_t g[] = {1, 1, 1, 1, 1, 5, 3, 3, 1, 0, 1, 2,
+                       5, 5, 1, 0, 3, 3, 1, 0, 3, 3, 1};
+  std::optional<CudnnConvPlan> p = PlanCudnnConv(g);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->rank, 4);
+  EXPECT_THAT(p->x_sizes, ElementsAre(1, 1, 1, 5, 0));
+  EXPECT_THAT(p->x_strides, ElementsAre(5, 5, 5, 1, 0));
+  EXPECT_THAT(p->w_sizes, ElementsAre(1, 1, 1, 3, 0));
+  EXPECT_THAT(p->padding, ElementsAre(0, 0, 0));
+  EXPECT_THAT(p->stride, ElementsAre(1, 1, 0));
+  EXPECT_EQ(p->x_offset, 2);
+  EXPECT_EQ(p->w_offset, 0);
+}
+
+TEST(CudnnConvPlanTest, AChannelsLastWeightIsAnNhwcFilter) {
+  ConvCase t = Grouped2d();
+  t.w_strides = {18, 1, 6, 2};  // [6, 2, 3, 3] held as [6, 3, 3, 2]
+  std::vector<int64_t> g = t.Geometry();
+  std::optional<CudnnConvPlan> p = PlanCudnnConv(g.data());
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->w_format, kCudnnTensorNhwc);
+}
+
+TEST(CudnnConvPlanTest, CudnnTakesThePlansDescriptors) {
+  absl::StatusOr<const Cudnn*> dnn = LoadCudnn();
+  if (!dnn.ok()) GTEST_SKIP() << dnn.status();
+  ConvCase nhwc = Grouped2d();
+  nhwc.w_strides = {18, 1, 6, 2};
+  std::vector<ConvCase> cases = ConvCases();
+  cases.back() = nhwc;  // for the broadcast input cuDNN does not take
+  for (const ConvCase& t : cases) {
+    const std::vector<int64_t> g = t.Geometry();
+    std::optional<CudnnConvPlan> p = PlanCudnnConv(g.data());
+    ASSERT_TRUE(p.has_value());
+    EXPECT_OK(CheckCudnnConvPlan(**dnn, *p));
+  }
+  // A plan whose output sizes are not the window's.
+  std::optional<CudnnConvPlan> p = PlanCudnnConv(Grouped2d().Geometry().data());
+  p->y_sizes[3] = 4;
+  EXPECT_THAT(CheckCudnnConvPlan(**dnn, *p),
+              StatusIs(absl::StatusCode::kInternal,
+                       "cuDNN's output sizes [2, 6, 3, 3] are not the "
+                       "convolution's [2, 6, 3, 4]"));
+}
+
+TEST(CudnnConvPlanTest, WhatCudnnCannotTakeGoesThroughTheHost) {
+  auto declined = [](ConvCase t) {
+    const std::vector<int64_t> g = t.Geometry();
+    return !PlanCudnnConv(g.data()).has_value();
+  };
+  ConvCase t = Grouped2d();
+  EXPECT_FALSE(declined(t));
+  ConvCase unpacked_weight = t;
+  unpacked_weight.w_strides = {18, 9, 1, 3};  // spatial dims transposed
+  EXPECT_TRUE(declined(unpacked_weight));
+  ConvCase reversed_input = t;
+  reversed_input.x_strides = {144, 36, 6, -1};
+  EXPECT_TRUE(declined(reversed_input));
+  ConvCase overlapping_output = t;
+  overlapping_output.y_strides = {54, 9, 1, 1};
+  EXPECT_TRUE(declined(overlapping_output));
+  ConvCase empty = t;
+  empty.n = 0;
+  EXPECT_TRUE(declined(empty));
+  ConvCase huge = t;
+  huge.x_strides = {int64_t{1} << 31, 36, 6, 1};
+  EXPECT_TRUE(declined(huge));
+  ConvCase bad_groups = t;
+  bad_groups.groups = 3;  // 4 channels
+  EXPECT_TRUE(declined(bad_groups));
 }
 
 }  // namespace

@@ -3,11 +3,12 @@
 // -----------------------------------------------------------------------------
 //
 // How runtime/cuda fills its tables of library functions (the driver's,
-// NVRTC's, cuBLASLt's): each of an X-macro list's symbols resolved from a
-// library opened with dlopen, a symbol the library lacks an error naming
-// it; a toolkit library found under its names, then in the toolkit's
-// directory; and each table loaded once per library name and kept for the
-// process, with its outcome, so a failed load is not retried on every call.
+// NVRTC's, cuBLASLt's, cuDNN's): each of an X-macro list's symbols
+// resolved from a library opened with dlopen, a symbol the library lacks an
+// error naming it; a toolkit library found under its names, then in the
+// toolkit's directory; and each table loaded once per library name and
+// kept for the process, with its outcome, so a failed load is not retried
+// on every call.
 //
 // Example (driver_api.cc):
 //
@@ -37,6 +38,20 @@
 #include "runtime/shared_library.h"
 
 namespace lathe {
+
+// OpenLibrary()
+//
+// `library` opened with dlopen and kept for the process, or NotFound
+// naming it and why (the caller may try another name).
+inline absl::StatusOr<SharedLibrary> OpenLibrary(const std::string& library) {
+  absl::StatusOr<SharedLibrary> lib = SharedLibrary::Open(library,
+                                                          /*keep=*/true);
+  if (!lib.ok()) {
+    return absl::NotFoundError(
+        absl::StrCat(library, " not found (", lib.status().message(), ")"));
+  }
+  return lib;
+}
 
 // ResolveFunction()
 //

@@ -23,17 +23,12 @@ constexpr NvrtcResult kNvrtcSuccess = 0;
 
 // NVRTC from exactly `library`.
 absl::StatusOr<std::unique_ptr<Nvrtc>> LoadFrom(const std::string& library) {
-  absl::StatusOr<SharedLibrary> lib = SharedLibrary::Open(library,
-                                                          /*keep=*/true);
-  if (!lib.ok()) {  // NotFound: the caller may try another
-    return absl::NotFoundError(
-        absl::StrCat(library, " not found (", lib.status().message(), ")"));
-  }
+  ASSIGN_OR_RETURN(SharedLibrary lib, OpenLibrary(library));
   auto nvrtc = std::make_unique<Nvrtc>();
   nvrtc->source = library;
   const std::string lacks = absl::StrCat("NVRTC ", library, " ");
-#define LATHE_NVRTC_RESOLVE(member, symbol, ret, params)               \
-  RETURN_IF_ERROR(ResolveFunction(*lib, symbol, &nvrtc->member, lacks, \
+#define LATHE_NVRTC_RESOLVE(member, symbol, ret, params)              \
+  RETURN_IF_ERROR(ResolveFunction(lib, symbol, &nvrtc->member, lacks, \
                                   " (a toolkit older than lathe needs?)"));
   LATHE_NVRTC_FUNCTIONS(LATHE_NVRTC_RESOLVE)
 #undef LATHE_NVRTC_RESOLVE

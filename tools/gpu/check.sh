@@ -2,8 +2,8 @@
 # lathe's CUDA checks on a GPU machine, in one command and under 8 minutes,
 # from the binaries tools/gpu/prepare.sh staged (no Bazel there):
 #   1. the CUDA test targets on the real driver (LATHE_CUDA_DEVICE=gpu):
-#      NVRTC, the driver table, cuBLASLt (and its matrix products on
-#      device memory), device storage and its pinned staging, the cuda
+#      NVRTC, the driver table, cuBLASLt and cuDNN (and their matrix
+#      products and convolutions on device memory), device storage and its pinned staging, the cuda
 #      backend end to end (with a grid-stride run past one grid), and its
 #      calls replayed as CUDA graphs;
 #   2. the graph corpus and the AOT scenarios through `lathec run --backend
@@ -25,6 +25,12 @@ out=$(cd "$out" && pwd)
 stage=$(mktemp -d)
 tar -xJf "${2:-.gpu}/stage.tar.xz" -C "$stage" || exit 1
 export LD_LIBRARY_PATH=$stage/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# NVIDIA's libraries from pip (cuDNN, cuBLAS) where the image has them
+# there rather than in the toolkit; after the stage's and the system's.
+for d in $(python3 -c 'import glob, site
+for s in site.getsitepackages(): print("\n".join(glob.glob(s + "/nvidia/*/lib")))' 2>/dev/null); do
+  LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d
+done
 export LATHE_CUDA_DEVICE=${LATHE_CUDA_DEVICE:-gpu}
 export TEST_SRCDIR=$stage/runfiles
 export TEST_TMPDIR=$(mktemp -d)
@@ -57,9 +63,10 @@ echo "device: $device" | tee "$out/device.txt"
 step nvrtc_test 60 "$bin/nvrtc_test"
 step driver_api_test 60 "$bin/driver_api_test"
 step cublaslt_test 60 "$bin/cublaslt_test"
+step cudnn_test 60 "$bin/cudnn_test"
 step cuda_storage_test 60 "$bin/cuda_storage_test"  # pinned staging
 step cuda_kernels_test 60 "$bin/cuda_kernels_test"  # emulated-only: skips
-step device_routines_test 60 "$bin/device_routines_test"  # cuBLASLt
+step device_routines_test 60 "$bin/device_routines_test"  # cuBLASLt, cuDNN
 # (Its FileCheck test reads the emitted text alone: it runs in CI.)
 step compile_cuda_test 180 "$bin/compile_cuda_test" --gtest_filter='-*Int32*'
 step cuda_graphs_test 120 "$bin/cuda_graphs_test"  # cuGraph replays

@@ -21,6 +21,7 @@ targets=(
   //runtime/cuda:driver_api_test
   //runtime/cuda:cuda_storage_test
   //runtime/cuda:cublaslt_test
+  //runtime/cuda:cudnn_test
   //runtime/cuda:cuda_kernels_test
   //runtime/cuda:device_routines_test
 )
