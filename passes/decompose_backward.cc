@@ -1,0 +1,839 @@
+#include "passes/decompose_backward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "ir/ops_util.h"
+#include "ir/output_layouts.h"
+#include "passes/rewriter.h"
+#include "status_macros.h"
+#include "symbolic/expr.h"
+
+namespace lathe::passes::decomp {
+namespace {
+
+// A literal bool[3] output_mask; nullopt otherwise.
+std::optional<std::vector<bool>> OutputMask(const Rewriter& r) {
+  Arg a = r.Get("output_mask");
+  if (a.kind != Arg::Kind::kList || a.list.size() != 3) return std::nullopt;
+  std::vector<bool> mask;
+  for (const Arg& e : a.list) {
+    if (e.kind != Arg::Kind::kBool) return std::nullopt;
+    mask.push_back(e.b);
+  }
+  return mask;
+}
+
+// `x` summed over `dims` (kept as size 1 when `keepdim`); x itself for no
+// dims.
+absl::StatusOr<Node*> Sum(Rewriter& r, Node* x,
+                          const std::vector<int64_t>& dims, bool keepdim) {
+  if (dims.empty()) return x;
+  return r.Call("aten.sum.dim_IntList",
+                {A(x), IntList(dims), Arg::Bool(keepdim)});
+}
+
+// `x` contiguous and viewed as `sizes`.
+absl::StatusOr<Node*> ViewAs(Rewriter& r, Node* x, std::vector<Arg> sizes) {
+  ASSIGN_OR_RETURN(x, r.Contiguous(x));
+  return r.Call("aten.view.default", {A(x), Arg::List(std::move(sizes))});
+}
+
+// native_layer_norm_backward (decompositions.py), in the computation dtype
+// over contiguous copies: x_hat = (x - mean) * rstd and g = grad * weight;
+// d_input = rstd / N * (N g - sum(g) - x_hat * sum(g x_hat)) over the N
+// normalized elements; d_weight = sum(grad * x_hat) and d_bias = sum(grad)
+// over the other dims. mean and rstd may have any shape of the right count
+// (the kernel reads them flat); a gradient asked of a None parameter is
+// left to the op (its error).
+absl::StatusOr<Outputs> LayerNormBackward(Rewriter& r) {
+  Node* grad = r.Tensor("grad_out");
+  Node* input = r.Tensor("input");
+  Node* mean = r.Tensor("mean");
+  Node* rstd = r.Tensor("rstd");
+  Node* weight = r.Tensor("weight");
+  Node* bias = r.Tensor("bias");
+  Arg shape = r.Get("normalized_shape");
+  std::optional<std::vector<bool>> mask = OutputMask(r);
+  if (!IsTensor(grad) || !IsTensor(input) || !IsTensor(mean) ||
+      !IsTensor(rstd) || !mask.has_value() || shape.kind != Arg::Kind::kList ||
+      shape.list.empty() || ((*mask)[1] && weight == nullptr) ||
+      ((*mask)[2] && bias == nullptr)) {
+    return Outputs{};
+  }
+  const TensorMeta& m = TM(input);
+  int64_t axis = m.dim() - static_cast<int64_t>(shape.list.size());
+  if (axis < 0 || !IsFloatingPoint(m.dtype)) return Outputs{};
+  int64_t n = 1;
+  for (const Arg& s : shape.list) {
+    if (s.kind != Arg::Kind::kInt) return Outputs{};
+    n *= s.i;
+  }
+  std::vector<int64_t> inner, outer;
+  for (int64_t d = 0; d < m.dim(); ++d) (d < axis ? outer : inner).push_back(d);
+  DType compute = OpMath(m.dtype);
+  auto cast = [&](Node* t) -> absl::StatusOr<Node*> {
+    ASSIGN_OR_RETURN(t, r.To(t, compute));
+    return r.Contiguous(t);
+  };
+  ASSIGN_OR_RETURN(Node * dy, cast(grad));
+  ASSIGN_OR_RETURN(Node * x, cast(input));
+  // mean and rstd as [outer..., 1, ...].
+  ASSIGN_OR_RETURN(std::vector<Arg> stat_sizes, r.Sizes(input));
+  for (int64_t d : inner) stat_sizes[d] = I(1);
+  ASSIGN_OR_RETURN(Node * mu, r.To(mean, compute));
+  ASSIGN_OR_RETURN(mu, ViewAs(r, mu, stat_sizes));
+  ASSIGN_OR_RETURN(Node * rs, r.To(rstd, compute));
+  ASSIGN_OR_RETURN(rs, ViewAs(r, rs, stat_sizes));
+  ASSIGN_OR_RETURN(Node * centered, r.Binary("aten.sub.Tensor", x, A(mu)));
+  ASSIGN_OR_RETURN(Node * x_hat, r.Binary("aten.mul.Tensor", centered, A(rs)));
+  Outputs outs(3, nullptr);
+  if ((*mask)[0]) {
+    Node* g = dy;
+    if (weight != nullptr) {
+      ASSIGN_OR_RETURN(Node * w, cast(weight));
+      ASSIGN_OR_RETURN(g, r.Binary("aten.mul.Tensor", dy, A(w)));
+    }
+    ASSIGN_OR_RETURN(Node * a, r.Binary("aten.mul.Tensor", g, I(n)));
+    ASSIGN_OR_RETURN(Node * b, Sum(r, g, inner, true));
+    ASSIGN_OR_RETURN(Node * gx, r.Binary("aten.mul.Tensor", g, A(x_hat)));
+    ASSIGN_OR_RETURN(Node * c2, Sum(r, gx, inner, true));
+    ASSIGN_OR_RETURN(Node * c3, r.Binary("aten.mul.Tensor", x_hat, A(c2)));
+    ASSIGN_OR_RETURN(Node * in, r.Binary("aten.sub.Tensor", a, A(b)));
+    ASSIGN_OR_RETURN(in, r.Binary("aten.sub.Tensor", in, A(c3)));
+    ASSIGN_OR_RETURN(Node * scale, r.Binary("aten.div.Tensor", rs, I(n)));
+    ASSIGN_OR_RETURN(outs[0], r.Binary("aten.mul.Tensor", scale, A(in)));
+  }
+  if ((*mask)[1]) {
+    ASSIGN_OR_RETURN(Node * gx, r.Binary("aten.mul.Tensor", dy, A(x_hat)));
+    ASSIGN_OR_RETURN(outs[1], Sum(r, gx, outer, false));
+  }
+  if ((*mask)[2]) {
+    ASSIGN_OR_RETURN(outs[2], Sum(r, dy, outer, false));
+    if (outs[2] == dy) {
+      ASSIGN_OR_RETURN(outs[2], r.Unary("aten.clone.default", dy));
+    }
+  }
+  const Node* like[] = {input, weight, bias};
+  for (int k = 0; k < 3; ++k) {
+    if (outs[k] == nullptr) continue;
+    ASSIGN_OR_RETURN(outs[k], r.To(outs[k], TM(like[k]).dtype));
+    ASSIGN_OR_RETURN(outs[k], r.Contiguous(outs[k]));
+  }
+  return outs;
+}
+
+// native_group_norm_backward (decompositions.py), in the computation dtype
+// over contiguous copies viewed as [N, C, HxW]: per channel ds = sum(grad *
+// x) and db = sum(grad); per group (s = 1 / (C / group * HxW)) c1 = rstd *
+// weight, c2 = (sum(db w) mean - sum(ds w)) rstd^3 s and c3 = -c2 mean -
+// sum(db w) rstd s, d_input = grad c1 + x c2 + c3; d_weight = sum over N of
+// (ds - db mean) rstd; d_bias = sum over N of db. C is an int or a SymInt
+// the env knows.
+absl::StatusOr<Outputs> GroupNormBackward(Rewriter& r) {
+  Node* grad = r.Tensor("grad_out");
+  Node* input = r.Tensor("input");
+  Node* mean = r.Tensor("mean");
+  Node* rstd = r.Tensor("rstd");
+  Node* weight = r.Tensor("weight");
+  Arg n = r.Get("N"), hxw = r.Get("HxW");
+  std::optional<int64_t> c = r.KnownInt(r.Get("C"));
+  std::optional<int64_t> group = r.Int("group");
+  std::optional<std::vector<bool>> mask = OutputMask(r);
+  if (!IsTensor(grad) || !IsTensor(input) || !IsTensor(mean) ||
+      !IsTensor(rstd) || !mask.has_value() || !c.has_value() ||
+      !group.has_value() || *group <= 0 || *c % *group != 0 ||
+      !IsFloatingPoint(TM(input).dtype) ||
+      (weight != nullptr && TM(weight).dim() != 1)) {
+    return Outputs{};
+  }
+  for (const Arg* a : {&n, &hxw}) {
+    if (a->kind != Arg::Kind::kInt &&
+        !(a->kind == Arg::Kind::kNode &&
+          a->node->meta().kind == ir::ValueMeta::Kind::kSym)) {
+      return Outputs{};
+    }
+  }
+  const TensorMeta& m = TM(input);
+  DType compute = OpMath(m.dtype);
+  int64_t cpg = *c / *group;
+  auto cast = [&](Node* t, std::vector<Arg> sizes) -> absl::StatusOr<Node*> {
+    ASSIGN_OR_RETURN(t, r.To(t, compute));
+    return ViewAs(r, t, std::move(sizes));
+  };
+  ASSIGN_OR_RETURN(Node * dy, cast(grad, {n, I(*c), hxw}));
+  ASSIGN_OR_RETURN(Node * x, cast(input, {n, I(*c), hxw}));
+  ASSIGN_OR_RETURN(Node * mu, cast(mean, {n, I(*group)}));
+  ASSIGN_OR_RETURN(Node * rs, cast(rstd, {n, I(*group)}));
+  ASSIGN_OR_RETURN(Node * prod, r.Binary("aten.mul.Tensor", dy, A(x)));
+  ASSIGN_OR_RETURN(Node * ds, Sum(r, prod, {2}, false));  // [N, C]
+  ASSIGN_OR_RETURN(Node * db, Sum(r, dy, {2}, false));
+  Node* w = nullptr;
+  if (weight != nullptr) {
+    ASSIGN_OR_RETURN(w, r.To(weight, compute));
+  }
+  Outputs outs(3, nullptr);
+  if ((*mask)[0]) {
+    // Per group: sum over its channels of ds * w and db * w.
+    auto per_group = [&](Node* t) -> absl::StatusOr<Node*> {
+      if (w != nullptr) {
+        ASSIGN_OR_RETURN(t, r.Binary("aten.mul.Tensor", t, A(w)));
+      }
+      ASSIGN_OR_RETURN(t, ViewAs(r, t, {n, I(*group), I(cpg)}));
+      return Sum(r, t, {2}, false);
+    };
+    ASSIGN_OR_RETURN(Node * ds_val, per_group(ds));
+    ASSIGN_OR_RETURN(Node * db_val, per_group(db));
+    // c1 = rstd * w as [N, group, cpg, 1].
+    ASSIGN_OR_RETURN(Node * c1, r.Binary("aten.unsqueeze.default", rs, I(-1)));
+    if (w != nullptr) {
+      ASSIGN_OR_RETURN(Node * wg, ViewAs(r, w, {I(1), I(*group), I(cpg)}));
+      ASSIGN_OR_RETURN(c1, r.Binary("aten.mul.Tensor", c1, A(wg)));
+    }
+    ASSIGN_OR_RETURN(c1, r.Binary("aten.unsqueeze.default", c1, I(-1)));
+    double s = 1.0 / static_cast<double>(cpg);
+    ASSIGN_OR_RETURN(Node * dbm, r.Binary("aten.mul.Tensor", db_val, A(mu)));
+    ASSIGN_OR_RETURN(Node * c2, r.Binary("aten.sub.Tensor", dbm, A(ds_val)));
+    for (int k = 0; k < 3; ++k) {
+      ASSIGN_OR_RETURN(c2, r.Binary("aten.mul.Tensor", c2, A(rs)));
+    }
+    ASSIGN_OR_RETURN(c2, r.Binary("aten.mul.Tensor", c2, F(s)));
+    ASSIGN_OR_RETURN(c2, r.Binary("aten.div.Tensor", c2, hxw));
+    ASSIGN_OR_RETURN(Node * c3, r.Binary("aten.mul.Tensor", c2, A(mu)));
+    ASSIGN_OR_RETURN(c3, r.Unary("aten.neg.default", c3));
+    ASSIGN_OR_RETURN(Node * dbr, r.Binary("aten.mul.Tensor", db_val, A(rs)));
+    ASSIGN_OR_RETURN(dbr, r.Binary("aten.mul.Tensor", dbr, F(s)));
+    ASSIGN_OR_RETURN(dbr, r.Binary("aten.div.Tensor", dbr, hxw));
+    ASSIGN_OR_RETURN(c3, r.Binary("aten.sub.Tensor", c3, A(dbr)));
+    ASSIGN_OR_RETURN(c2, Unsqueezed(r, c2, {2, 3}));
+    ASSIGN_OR_RETURN(c3, Unsqueezed(r, c3, {2, 3}));
+    std::vector<Arg> grouped = {n, I(*group), I(cpg), hxw};
+    ASSIGN_OR_RETURN(Node * gg, ViewAs(r, dy, grouped));
+    ASSIGN_OR_RETURN(Node * xg, ViewAs(r, x, grouped));
+    ASSIGN_OR_RETURN(Node * t1, r.Binary("aten.mul.Tensor", gg, A(c1)));
+    ASSIGN_OR_RETURN(Node * t2, r.Binary("aten.mul.Tensor", xg, A(c2)));
+    ASSIGN_OR_RETURN(Node * dx, r.Binary("aten.add.Tensor", t1, A(t2)));
+    ASSIGN_OR_RETURN(dx, r.Binary("aten.add.Tensor", dx, A(c3)));
+    ASSIGN_OR_RETURN(std::vector<Arg> sizes, r.Sizes(input));
+    ASSIGN_OR_RETURN(outs[0], ViewAs(r, dx, sizes));
+  }
+  if ((*mask)[1]) {
+    ASSIGN_OR_RETURN(Node * dsg, ViewAs(r, ds, {n, I(*group), I(cpg)}));
+    ASSIGN_OR_RETURN(Node * dbg, ViewAs(r, db, {n, I(*group), I(cpg)}));
+    ASSIGN_OR_RETURN(Node * mu1, r.Binary("aten.unsqueeze.default", mu, I(-1)));
+    ASSIGN_OR_RETURN(Node * rs1, r.Binary("aten.unsqueeze.default", rs, I(-1)));
+    ASSIGN_OR_RETURN(Node * t, r.Binary("aten.mul.Tensor", dbg, A(mu1)));
+    ASSIGN_OR_RETURN(t, r.Binary("aten.sub.Tensor", dsg, A(t)));
+    ASSIGN_OR_RETURN(t, r.Binary("aten.mul.Tensor", t, A(rs1)));
+    ASSIGN_OR_RETURN(t, Sum(r, t, {0}, false));
+    ASSIGN_OR_RETURN(outs[1], ViewAs(r, t, {I(*c)}));
+  }
+  if ((*mask)[2]) {
+    ASSIGN_OR_RETURN(outs[2], Sum(r, db, {0}, false));
+  }
+  return outs;
+}
+
+// embedding_dense_backward (decompositions.py, with index_add for its
+// masked index_put): grad_output as [n, D] in the computation dtype, the
+// rows whose index is padding_idx zeroed (and each divided by its index's
+// count with scale_grad_by_freq), index_add-ed into zeros [num_weights, D].
+// index_add checks the indices as the kernel does (a negative one is an
+// error, not wrapped).
+absl::StatusOr<Outputs> EmbeddingDenseBackward(Rewriter& r) {
+  Node* grad = r.Tensor("grad_output");
+  Node* indices = r.Tensor("indices");
+  Arg num_weights = r.Get("num_weights");
+  std::optional<int64_t> padding_idx = r.KnownInt(r.Get("padding_idx"));
+  std::optional<bool> scale = r.Bool("scale_grad_by_freq");
+  if (!IsTensor(grad) || !IsTensor(indices) || !padding_idx.has_value() ||
+      !scale.has_value() || TM(grad).dim() < 1 ||
+      !IsFloatingPoint(TM(grad).dtype) ||
+      (TM(indices).dtype != DType::kInt64 &&
+       TM(indices).dtype != DType::kInt32) ||
+      (num_weights.kind != Arg::Kind::kInt &&
+       (num_weights.kind != Arg::Kind::kNode ||
+        num_weights.node->meta().kind != ir::ValueMeta::Kind::kSym))) {
+    return Outputs{};
+  }
+  const Device& device = TM(grad).device;
+  DType compute = OpMath(TM(grad).dtype);
+  constexpr DType kLong = DType::kInt64;
+  ASSIGN_OR_RETURN(Arg dim, r.Size(grad, TM(grad).dim() - 1));
+  ASSIGN_OR_RETURN(Arg count, r.Count(indices, AllDims(TM(indices).dim())));
+  ASSIGN_OR_RETURN(Node * g, r.To(grad, compute));
+  ASSIGN_OR_RETURN(g, ViewAs(r, g, {count, dim}));
+  ASSIGN_OR_RETURN(Node * ix, r.To(indices, kLong));
+  ASSIGN_OR_RETURN(ix, ViewAs(r, ix, {count}));
+  if (*padding_idx >= 0) {
+    ASSIGN_OR_RETURN(Node * keep,
+                     r.Binary("aten.ne.Scalar", ix, I(*padding_idx)));
+    ASSIGN_OR_RETURN(keep, r.Binary("aten.unsqueeze.default", keep, I(1)));
+    ASSIGN_OR_RETURN(g,
+                     r.Call("aten.where.ScalarOther", {A(keep), A(g), F(0.0)}));
+  }
+  if (*scale) {
+    ASSIGN_OR_RETURN(Node * zeros, Full(r, {num_weights}, I(0), kLong, device));
+    ASSIGN_OR_RETURN(Node * ones, r.Unary("aten.ones_like.default", ix));
+    ASSIGN_OR_RETURN(Node * counts, r.Call("aten.index_add.default",
+                                           {A(zeros), I(0), A(ix), A(ones)}));
+    ASSIGN_OR_RETURN(Node * freq, r.Call("aten.index_select.default",
+                                         {A(counts), I(0), A(ix)}));
+    ASSIGN_OR_RETURN(freq, r.Binary("aten.unsqueeze.default", freq, I(1)));
+    ASSIGN_OR_RETURN(g, r.Binary("aten.div.Tensor", g, A(freq)));
+  }
+  ASSIGN_OR_RETURN(Node * base,
+                   Full(r, {num_weights, dim}, I(0), compute, device));
+  ASSIGN_OR_RETURN(Node * out, r.Call("aten.index_add.default",
+                                      {A(base), I(0), A(ix), A(g)}));
+  return Outputs{out};
+}
+
+// max_pool2d_with_indices_backward (decompositions.py): grad_output and
+// indices as [planes, H_out * W_out], grad scatter_add-ed (in the
+// computation dtype) along dim 1 into zeros [planes, H * W] at the flat
+// indices, viewed as self.
+absl::StatusOr<Outputs> MaxPool2dBackward(Rewriter& r) {
+  Node* grad = r.Tensor("grad_output");
+  Node* self = r.Tensor("self");
+  Node* indices = r.Tensor("indices");
+  if (!IsTensor(grad) || !IsTensor(self) || !IsTensor(indices) ||
+      (TM(self).dim() != 3 && TM(self).dim() != 4) ||
+      TM(grad).dim() != TM(self).dim() || TM(indices).dim() != TM(self).dim() ||
+      TM(indices).dtype != DType::kInt64 || !IsFloatingPoint(TM(self).dtype)) {
+    return Outputs{};
+  }
+  int64_t rank = TM(self).dim();
+  std::vector<int64_t> lead = AllDims(rank - 2);
+  const Device& device = TM(self).device;
+  DType compute = OpMath(TM(self).dtype);
+  ASSIGN_OR_RETURN(Arg planes, r.Count(self, lead));
+  ASSIGN_OR_RETURN(Arg in_plane, r.Count(self, {rank - 2, rank - 1}));
+  ASSIGN_OR_RETURN(Arg out_plane, r.Count(grad, {rank - 2, rank - 1}));
+  ASSIGN_OR_RETURN(Node * g, r.To(grad, compute));
+  ASSIGN_OR_RETURN(g, ViewAs(r, g, {planes, out_plane}));
+  ASSIGN_OR_RETURN(Node * ix, ViewAs(r, indices, {planes, out_plane}));
+  ASSIGN_OR_RETURN(Node * base,
+                   Full(r, {planes, in_plane}, I(0), compute, device));
+  ASSIGN_OR_RETURN(Node * out, r.Call("aten.scatter_add.default",
+                                      {A(base), I(1), A(ix), A(g)}));
+  ASSIGN_OR_RETURN(std::vector<Arg> sizes, r.Sizes(self));
+  ASSIGN_OR_RETURN(out, ViewAs(r, out, sizes));
+  return Outputs{out};
+}
+
+// The ints of an int or int-list argument; nullopt unless literal.
+std::optional<std::vector<int64_t>> LiteralInts(const Rewriter& r,
+                                                absl::string_view name) {
+  Arg a = r.Get(name);
+  std::vector<int64_t> v;
+  if (a.kind == Arg::Kind::kInt) {
+    v = {a.i};
+  } else if (a.kind == Arg::Kind::kList) {
+    for (const Arg& e : a.list) {
+      if (e.kind != Arg::Kind::kInt) return std::nullopt;
+      v.push_back(e.i);
+    }
+  } else {
+    return std::nullopt;
+  }
+  return v;
+}
+
+// A pair of ints from an int[2] argument (one value stands for both; an
+// empty list is `empty`); nullopt unless literal.
+std::optional<std::pair<int64_t, int64_t>> IntPair(
+    const Rewriter& r, absl::string_view name,
+    std::optional<std::pair<int64_t, int64_t>> empty = std::nullopt) {
+  std::optional<std::vector<int64_t>> ints = LiteralInts(r, name);
+  if (!ints.has_value()) return std::nullopt;
+  const std::vector<int64_t>& v = *ints;
+  if (v.empty()) return empty;
+  if (v.size() == 1) return std::make_pair(v[0], v[0]);
+  if (v.size() != 2) return std::nullopt;
+  return std::make_pair(v[0], v[1]);
+}
+
+// The window positions [k, blocks] of one spatial axis: block b's k-th
+// element at b * stride + k * dilation (_im2col_col2im_indices_along_dim).
+absl::StatusOr<Node*> WindowIndex(Rewriter& r, int64_t blocks, int64_t k,
+                                  int64_t stride, int64_t dilation,
+                                  const Device& device) {
+  ASSIGN_OR_RETURN(Node * b, Iota(r, I(blocks), device));
+  ASSIGN_OR_RETURN(b, r.Binary("aten.mul.Tensor", b, I(stride)));
+  ASSIGN_OR_RETURN(Node * e, Iota(r, I(k), device));
+  ASSIGN_OR_RETURN(e, r.Binary("aten.mul.Tensor", e, I(dilation)));
+  ASSIGN_OR_RETURN(e, r.Binary("aten.unsqueeze.default", e, I(1)));
+  return r.Binary("aten.add.Tensor", e, A(b));
+}
+
+// `values` [lead..., kh, bh, kw, bw] accumulated (index_put, accumulate)
+// into zeros [lead..., H, W] of `dtype` at rows[kh, bh] and cols[kw, bw]:
+// the sliding windows of col2im and of the pools' backward.
+absl::StatusOr<Node*> AccumulateWindows(Rewriter& r, Node* values,
+                                        std::vector<Arg> lead, int64_t h,
+                                        int64_t w, Node* rows, Node* cols,
+                                        DType dtype, const Device& device) {
+  std::vector<Arg> sizes = lead;
+  sizes.push_back(I(h));
+  sizes.push_back(I(w));
+  ASSIGN_OR_RETURN(Node * base, Full(r, sizes, I(0), dtype, device));
+  ASSIGN_OR_RETURN(rows, Unsqueezed(r, rows, {2, 3}));
+  std::vector<Arg> index(lead.size(), Arg::None());
+  index.push_back(A(rows));
+  index.push_back(A(cols));
+  return r.Call("aten.index_put.default", {A(base), Arg::List(std::move(index)),
+                                           A(values), Arg::Bool(true)});
+}
+
+// `x` [..., H, W] sliced to rows [top, top + h) and cols [left, left + w),
+// contiguous.
+absl::StatusOr<Node*> Crop(Rewriter& r, Node* x, int64_t top, int64_t h,
+                           int64_t left, int64_t w) {
+  int64_t rank = TM(x).dim();
+  if (top != 0 || !TM(x).sizes[rank - 2].is_constant(h)) {
+    ASSIGN_OR_RETURN(x, r.Call("aten.slice.Tensor",
+                               {A(x), I(rank - 2), I(top), I(top + h)}));
+  }
+  if (left != 0 || !TM(x).sizes[rank - 1].is_constant(w)) {
+    ASSIGN_OR_RETURN(x, r.Call("aten.slice.Tensor",
+                               {A(x), I(rank - 1), I(left), I(left + w)}));
+  }
+  return r.Contiguous(x);
+}
+
+// col2im (decompositions.py): the input [B, C * kh * kw, bh * bw] viewed
+// as [B, C, kh, kw, bh, bw] and permuted to [B, C, kh, bh, kw, bw],
+// accumulated in the computation dtype into zeros of the padded output at
+// the window positions, then cropped by the padding. Static sizes only.
+absl::StatusOr<Outputs> Col2Im(Rewriter& r) {
+  Node* self = r.Tensor("self");
+  auto k = IntPair(r, "kernel_size");
+  auto dil = IntPair(r, "dilation");
+  auto pad = IntPair(r, "padding");
+  auto st = IntPair(r, "stride");
+  Arg os = r.Get("output_size");
+  if (!IsTensor(self) || !k || !dil || !pad || !st ||
+      os.kind != Arg::Kind::kList || os.list.size() != 2 ||
+      (TM(self).dim() != 2 && TM(self).dim() != 3) ||
+      !IsFloatingPoint(TM(self).dtype)) {
+    return Outputs{};
+  }
+  const TensorMeta& m = TM(self);
+  int64_t rank = m.dim();
+  std::optional<int64_t> oh = r.KnownInt(os.list[0]);
+  std::optional<int64_t> ow = r.KnownInt(os.list[1]);
+  const Expr& rows_e = m.sizes[rank - 2];
+  if (!oh || !ow || !IsConstant(rows_e) || k->first <= 0 || k->second <= 0 ||
+      dil->first <= 0 || dil->second <= 0 || st->first <= 0 ||
+      st->second <= 0 || pad->first < 0 || pad->second < 0) {
+    return Outputs{};
+  }
+  int64_t kk = k->first * k->second;
+  if (rows_e.int_value() % kk != 0) return Outputs{};
+  int64_t channels = rows_e.int_value() / kk;
+  int64_t bh =
+      (*oh + 2 * pad->first - dil->first * (k->first - 1) - 1) / st->first + 1;
+  int64_t bw =
+      (*ow + 2 * pad->second - dil->second * (k->second - 1) - 1) / st->second +
+      1;
+  if (bh < 1 || bw < 1 || !m.sizes[rank - 1].is_constant(bh * bw)) {
+    return Outputs{};
+  }
+  const Device& device = m.device;
+  DType compute = OpMath(m.dtype);
+  ASSIGN_OR_RETURN(Node * x, r.To(self, compute));
+  std::vector<Arg> lead;
+  if (rank == 3) {
+    ASSIGN_OR_RETURN(Arg b, r.Size(self, 0));
+    lead.push_back(b);
+  }
+  std::vector<Arg> blocked = lead;
+  for (int64_t v : {channels, k->first, k->second, bh, bw}) {
+    blocked.push_back(I(v));
+  }
+  ASSIGN_OR_RETURN(x, ViewAs(r, x, blocked));
+  std::vector<int64_t> perm = AllDims(rank - 1);
+  int64_t at = rank - 1;  // the kh dim
+  for (int64_t d : {at, at + 2, at + 1, at + 3}) perm.push_back(d);
+  ASSIGN_OR_RETURN(x, r.Call("aten.permute.default", {A(x), IntList(perm)}));
+  ASSIGN_OR_RETURN(Node * rows,
+                   WindowIndex(r, bh, k->first, st->first, dil->first, device));
+  ASSIGN_OR_RETURN(Node * cols, WindowIndex(r, bw, k->second, st->second,
+                                            dil->second, device));
+  std::vector<Arg> out_lead = lead;
+  out_lead.push_back(I(channels));
+  ASSIGN_OR_RETURN(
+      Node * out,
+      AccumulateWindows(r, x, out_lead, *oh + 2 * pad->first,
+                        *ow + 2 * pad->second, rows, cols, compute, device));
+  ASSIGN_OR_RETURN(out, Crop(r, out, pad->first, *oh, pad->second, *ow));
+  return Outputs{out};
+}
+
+// avg_pool2d_backward: each output's gradient divided by its window's
+// divisor (divisor_override, or the window's size within the padded input
+// with count_include_pad, else its part inside the input; per axis from an
+// arange), broadcast over the window and accumulated (index_put) into
+// zeros of the padded input, large enough for a ceil_mode window that runs
+// past it, then cropped to the input. In the computation dtype; static
+// spatial sizes only.
+absl::StatusOr<Outputs> AvgPool2dBackward(Rewriter& r) {
+  Node* grad = r.Tensor("grad_output");
+  Node* self = r.Tensor("self");
+  auto k = IntPair(r, "kernel_size");
+  auto st = IntPair(r, "stride", k);
+  auto pad = IntPair(r, "padding");
+  std::optional<bool> include_pad = r.Bool("count_include_pad");
+  Arg divisor = r.Get("divisor_override");
+  if (!IsTensor(grad) || !IsTensor(self) || !k || !st || !pad ||
+      !include_pad.has_value() ||
+      (divisor.kind != Arg::Kind::kNone &&
+       (divisor.kind != Arg::Kind::kInt || divisor.i == 0)) ||
+      (TM(self).dim() != 3 && TM(self).dim() != 4) ||
+      TM(grad).dim() != TM(self).dim() || !IsFloatingPoint(TM(self).dtype) ||
+      k->first <= 0 || k->second <= 0 || st->first <= 0 || st->second <= 0) {
+    return Outputs{};
+  }
+  int64_t rank = TM(self).dim();
+  int64_t in[2], out[2], ks[2] = {k->first, k->second},
+                         ss[2] = {st->first, st->second},
+                         ps[2] = {pad->first, pad->second};
+  for (int d = 0; d < 2; ++d) {
+    const Expr& i = TM(self).sizes[rank - 2 + d];
+    const Expr& o = TM(grad).sizes[rank - 2 + d];
+    if (!IsConstant(i) || !IsConstant(o)) return Outputs{};
+    in[d] = i.int_value();
+    out[d] = o.int_value();
+  }
+  const Device& device = TM(self).device;
+  DType compute = OpMath(TM(self).dtype);
+  ASSIGN_OR_RETURN(Node * g, r.To(grad, compute));
+  if (divisor.kind == Arg::Kind::kInt) {
+    ASSIGN_OR_RETURN(g, r.Binary("aten.div.Tensor", g, I(divisor.i)));
+  } else {
+    // Per axis: start = o * s - p, end = min(start + k, in + p); the size
+    // end - start, or min(end, in) - max(start, 0) without the padding.
+    Node* factor[2];
+    for (int d = 0; d < 2; ++d) {
+      ASSIGN_OR_RETURN(Node * start, Iota(r, I(out[d]), device));
+      ASSIGN_OR_RETURN(start, r.Binary("aten.mul.Tensor", start, I(ss[d])));
+      ASSIGN_OR_RETURN(start, r.Binary("aten.sub.Tensor", start, I(ps[d])));
+      ASSIGN_OR_RETURN(Node * end,
+                       r.Binary("aten.add.Tensor", start, I(ks[d])));
+      ASSIGN_OR_RETURN(
+          end, r.Binary("aten.clamp_max.default", end, I(in[d] + ps[d])));
+      if (*include_pad) {
+        ASSIGN_OR_RETURN(factor[d], r.Binary("aten.sub.Tensor", end, A(start)));
+      } else {
+        ASSIGN_OR_RETURN(end,
+                         r.Binary("aten.clamp_max.default", end, I(in[d])));
+        ASSIGN_OR_RETURN(start,
+                         r.Binary("aten.clamp_min.default", start, I(0)));
+        ASSIGN_OR_RETURN(factor[d], r.Binary("aten.sub.Tensor", end, A(start)));
+      }
+    }
+    ASSIGN_OR_RETURN(factor[0],
+                     r.Binary("aten.unsqueeze.default", factor[0], I(1)));
+    ASSIGN_OR_RETURN(Node * div,
+                     r.Binary("aten.mul.Tensor", factor[0], A(factor[1])));
+    ASSIGN_OR_RETURN(g, r.Binary("aten.div.Tensor", g, A(div)));
+  }
+  // [lead..., oh, ow] -> [lead..., kh, oh, kw, ow].
+  ASSIGN_OR_RETURN(std::vector<Arg> lead, r.Sizes(grad));
+  lead.resize(rank - 2);
+  ASSIGN_OR_RETURN(g, Unsqueezed(r, g, {rank - 2, rank}));
+  std::vector<Arg> expanded = lead;
+  for (int64_t v : {ks[0], out[0], ks[1], out[1]}) expanded.push_back(I(v));
+  ASSIGN_OR_RETURN(g,
+                   r.Call("aten.expand.default", {A(g), Arg::List(expanded)}));
+  ASSIGN_OR_RETURN(Node * rows,
+                   WindowIndex(r, out[0], ks[0], ss[0], 1, device));
+  ASSIGN_OR_RETURN(Node * cols,
+                   WindowIndex(r, out[1], ks[1], ss[1], 1, device));
+  int64_t padded[2];
+  for (int d = 0; d < 2; ++d) {
+    padded[d] = std::max(in[d] + 2 * ps[d], (out[d] - 1) * ss[d] + ks[d]);
+  }
+  ASSIGN_OR_RETURN(Node * acc,
+                   AccumulateWindows(r, g, lead, padded[0], padded[1], rows,
+                                     cols, compute, device));
+  ASSIGN_OR_RETURN(acc, Crop(r, acc, ps[0], in[0], ps[1], in[1]));
+  return Outputs{acc};
+}
+
+// _adaptive_avg_pool2d_backward: output o's window along an axis is
+// [o * in / out, ceil((o + 1) * in / out)); its gradient divided by the
+// window's size is broadcast over kmax (the longest window) positions and
+// accumulated (index_put) into zeros [..., H + 1, W + 1], the positions
+// past a window's end sent to the spare last row / column, then cropped.
+// In the computation dtype; static spatial sizes only.
+absl::StatusOr<Outputs> AdaptiveAvgPool2dBackward(Rewriter& r) {
+  Node* grad = r.Tensor("grad_output");
+  Node* self = r.Tensor("self");
+  if (!IsTensor(grad) || !IsTensor(self) ||
+      (TM(self).dim() != 3 && TM(self).dim() != 4) ||
+      TM(grad).dim() != TM(self).dim() || !IsFloatingPoint(TM(self).dtype)) {
+    return Outputs{};
+  }
+  int64_t rank = TM(self).dim();
+  int64_t in[2], out[2], kmax[2] = {0, 0};
+  for (int d = 0; d < 2; ++d) {
+    const Expr& i = TM(self).sizes[rank - 2 + d];
+    const Expr& o = TM(grad).sizes[rank - 2 + d];
+    if (!IsConstant(i) || !IsConstant(o) || o.int_value() <= 0 ||
+        i.int_value() <= 0) {
+      return Outputs{};
+    }
+    in[d] = i.int_value();
+    out[d] = o.int_value();
+    for (int64_t q = 0; q < out[d]; ++q) {
+      int64_t lo = q * in[d] / out[d];
+      int64_t hi = ((q + 1) * in[d] + out[d] - 1) / out[d];
+      kmax[d] = std::max(kmax[d], hi - lo);
+    }
+  }
+  const Device& device = TM(self).device;
+  DType compute = OpMath(TM(self).dtype);
+  Node* index[2];
+  Node* length[2];
+  for (int d = 0; d < 2; ++d) {
+    ASSIGN_OR_RETURN(Node * o, Iota(r, I(out[d]), device));
+    ASSIGN_OR_RETURN(Node * start, r.Binary("aten.mul.Tensor", o, I(in[d])));
+    ASSIGN_OR_RETURN(start,
+                     r.Binary("aten.floor_divide.Scalar", start, I(out[d])));
+    ASSIGN_OR_RETURN(Node * end, r.Binary("aten.add.Tensor", o, I(1)));
+    ASSIGN_OR_RETURN(end, r.Binary("aten.mul.Tensor", end, I(in[d])));
+    ASSIGN_OR_RETURN(end, r.Binary("aten.add.Tensor", end, I(out[d] - 1)));
+    ASSIGN_OR_RETURN(end, r.Binary("aten.floor_divide.Scalar", end, I(out[d])));
+    ASSIGN_OR_RETURN(length[d], r.Binary("aten.sub.Tensor", end, A(start)));
+    // [kmax, out]: start + j where below end, else the spare slot.
+    ASSIGN_OR_RETURN(Node * j, Iota(r, I(kmax[d]), device));
+    ASSIGN_OR_RETURN(j, r.Binary("aten.unsqueeze.default", j, I(1)));
+    ASSIGN_OR_RETURN(Node * at, r.Binary("aten.add.Tensor", j, A(start)));
+    ASSIGN_OR_RETURN(Node * inside, r.Binary("aten.lt.Tensor", at, A(end)));
+    ASSIGN_OR_RETURN(index[d], r.Call("aten.where.ScalarOther",
+                                      {A(inside), A(at), I(in[d])}));
+  }
+  ASSIGN_OR_RETURN(length[0],
+                   r.Binary("aten.unsqueeze.default", length[0], I(1)));
+  ASSIGN_OR_RETURN(Node * count,
+                   r.Binary("aten.mul.Tensor", length[0], A(length[1])));
+  ASSIGN_OR_RETURN(Node * g, r.To(grad, compute));
+  ASSIGN_OR_RETURN(g, r.Binary("aten.div.Tensor", g, A(count)));
+  ASSIGN_OR_RETURN(std::vector<Arg> lead, r.Sizes(grad));
+  lead.resize(rank - 2);
+  ASSIGN_OR_RETURN(g, Unsqueezed(r, g, {rank - 2, rank}));
+  std::vector<Arg> expanded = lead;
+  for (int64_t v : {kmax[0], out[0], kmax[1], out[1]}) {
+    expanded.push_back(I(v));
+  }
+  ASSIGN_OR_RETURN(g,
+                   r.Call("aten.expand.default", {A(g), Arg::List(expanded)}));
+  ASSIGN_OR_RETURN(Node * acc,
+                   AccumulateWindows(r, g, lead, in[0] + 1, in[1] + 1, index[0],
+                                     index[1], compute, device));
+  ASSIGN_OR_RETURN(acc, Crop(r, acc, 0, in[0], 0, in[1]));
+  return Outputs{acc};
+}
+
+// An int list argument of `n` values (one value stands for all); nullopt
+// unless literal.
+std::optional<std::vector<int64_t>> IntsArg(const Rewriter& r,
+                                            absl::string_view name, size_t n) {
+  std::optional<std::vector<int64_t>> ints = LiteralInts(r, name);
+  if (!ints.has_value()) return std::nullopt;
+  std::vector<int64_t> v = *std::move(ints);
+  if (v.size() == 1) v.assign(n, v[0]);
+  if (v.size() != n) return std::nullopt;
+  return v;
+}
+
+// A call of aten.convolution (no bias).
+absl::StatusOr<Node*> Conv(Rewriter& r, Node* input, Node* weight,
+                           const std::vector<int64_t>& stride,
+                           const std::vector<int64_t>& padding,
+                           const std::vector<int64_t>& dilation,
+                           bool transposed,
+                           const std::vector<int64_t>& output_padding,
+                           int64_t groups) {
+  return r.Call("aten.convolution.default",
+                {A(input), A(weight), Arg::None(), IntList(stride),
+                 IntList(padding), IntList(dilation), Arg::Bool(transposed),
+                 IntList(output_padding), I(groups)});
+}
+
+// The weight gradient [groups * cb, ca, k...] of a convolution from `a`
+// [n, groups * ca, ...] to `b` [n, groups * cb, ...] (b the gradient of its
+// output): a convolution of a as [ca, groups * n, ...] with b as
+// [groups * cb, n, ...] (groups groups) whose stride is the forward's
+// dilation and dilation its stride, cropped to the kernel's sizes `k` and
+// reordered. Static channel counts.
+absl::StatusOr<Node*> ConvWeightGrad(Rewriter& r, Node* a, Node* b,
+                                     const std::vector<int64_t>& k,
+                                     const std::vector<int64_t>& stride,
+                                     const std::vector<int64_t>& padding,
+                                     const std::vector<int64_t>& dilation,
+                                     int64_t groups) {
+  int64_t rank = TM(a).dim();
+  int64_t nsp = rank - 2;
+  int64_t ca = TM(a).sizes[1].int_value() / groups;
+  int64_t cb = TM(b).sizes[1].int_value() / groups;
+  ASSIGN_OR_RETURN(std::vector<Arg> as, r.Sizes(a));
+  ASSIGN_OR_RETURN(std::vector<Arg> bs, r.Sizes(b));
+  const Arg n = as[0];
+  // [n, g, c, sp...] permuted by `lead` then the spatial dims, viewed as
+  // [first, second, sp...].
+  auto regroup = [&](Node* t, const std::vector<Arg>& sizes, int64_t c,
+                     std::vector<int64_t> perm, Arg first,
+                     Arg second) -> absl::StatusOr<Node*> {
+    std::vector<Arg> split = {n, I(groups), I(c)};
+    std::vector<Arg> merged = {first, second};
+    for (int64_t d = 0; d < nsp; ++d) {
+      split.push_back(sizes[2 + d]);
+      merged.push_back(sizes[2 + d]);
+      perm.push_back(3 + d);
+    }
+    ASSIGN_OR_RETURN(t, ViewAs(r, t, split));
+    ASSIGN_OR_RETURN(t, r.Call("aten.permute.default", {A(t), IntList(perm)}));
+    return ViewAs(r, t, merged);
+  };
+  ASSIGN_OR_RETURN(Arg gn, SizeOp(r, "operator.mul", n, I(groups)));
+  ASSIGN_OR_RETURN(Node * input, regroup(a, as, ca, {2, 1, 0}, I(ca), gn));
+  ASSIGN_OR_RETURN(Node * weight,
+                   regroup(b, bs, cb, {1, 2, 0}, I(groups * cb), n));
+  std::vector<int64_t> zeros(nsp, 0);
+  ASSIGN_OR_RETURN(Node * out, Conv(r, input, weight, dilation, padding, stride,
+                                    false, zeros, groups));
+  for (int64_t d = 0; d < nsp; ++d) {
+    if (!TM(out).sizes[2 + d].is_constant(k[d])) {
+      ASSIGN_OR_RETURN(
+          out, r.Call("aten.slice.Tensor", {A(out), I(2 + d), I(0), I(k[d])}));
+    }
+  }
+  // [ca, g * cb, k...] -> [g * cb, ca, k...].
+  std::vector<Arg> split = {I(ca), I(groups * cb)};
+  std::vector<int64_t> perm = {1, 0};
+  std::vector<Arg> sizes = {I(groups * cb), I(ca)};
+  for (int64_t d = 0; d < nsp; ++d) {
+    perm.push_back(2 + d);
+    sizes.push_back(I(k[d]));
+  }
+  ASSIGN_OR_RETURN(out,
+                   r.Call("aten.permute.default", {A(out), IntList(perm)}));
+  return ViewAs(r, out, sizes);
+}
+
+// convolution_backward: grad_input by the transposed convolution of the
+// gradient with the same weight (output_padding making up the input's
+// size), or for a transposed convolution by the plain one; grad_weight by
+// ConvWeightGrad (the roles of input and gradient swapped when
+// transposed); grad_bias = sum of the gradient over all but the channels.
+// output_mask says which; static channel and spatial sizes only.
+absl::StatusOr<Outputs> ConvolutionBackward(Rewriter& r) {
+  Node* grad = r.Tensor("grad_output");
+  Node* input = r.Tensor("input");
+  Node* weight = r.Tensor("weight");
+  std::optional<bool> transposed = r.Bool("transposed");
+  std::optional<int64_t> groups = r.Int("groups");
+  std::optional<std::vector<bool>> mask = OutputMask(r);
+  if (!IsTensor(grad) || !IsTensor(input) || !IsTensor(weight) ||
+      !transposed.has_value() || !groups.has_value() || *groups <= 0 ||
+      !mask.has_value() || TM(input).dim() < 3 || TM(input).dim() > 5 ||
+      TM(weight).dim() != TM(input).dim() ||
+      TM(grad).dim() != TM(input).dim() || !IsFloatingPoint(TM(input).dtype)) {
+    return Outputs{};
+  }
+  int64_t rank = TM(input).dim();
+  size_t nsp = rank - 2;
+  auto stride = IntsArg(r, "stride", nsp);
+  auto padding = IntsArg(r, "padding", nsp);
+  auto dilation = IntsArg(r, "dilation", nsp);
+  auto output_padding = IntsArg(r, "output_padding", nsp);
+  if (!stride || !padding || !dilation || !output_padding) return Outputs{};
+  for (const TensorMeta* t : {&TM(input), &TM(weight), &TM(grad)}) {
+    for (int64_t d = 1; d < rank; ++d) {
+      if (!IsConstant(t->sizes[d])) return Outputs{};
+    }
+  }
+  for (size_t d = 0; d < nsp; ++d) {
+    if ((*stride)[d] <= 0 || (*dilation)[d] <= 0 || (*padding)[d] < 0) {
+      return Outputs{};
+    }
+  }
+  std::vector<int64_t> k, in, out;
+  for (size_t d = 0; d < nsp; ++d) {
+    k.push_back(TM(weight).sizes[2 + d].int_value());
+    in.push_back(TM(input).sizes[2 + d].int_value());
+    out.push_back(TM(grad).sizes[2 + d].int_value());
+  }
+  Outputs outs(3, nullptr);
+  if ((*mask)[0]) {
+    if (!*transposed) {
+      // The transposed convolution's output_padding: what its size formula
+      // leaves of the input's size (below the stride).
+      std::vector<int64_t> extra;
+      for (size_t d = 0; d < nsp; ++d) {
+        int64_t size = (out[d] - 1) * (*stride)[d] - 2 * (*padding)[d] +
+                       (*dilation)[d] * (k[d] - 1) + 1;
+        int64_t e = in[d] - size;
+        if (e < 0 || e >= (*stride)[d]) return Outputs{};
+        extra.push_back(e);
+      }
+      ASSIGN_OR_RETURN(outs[0], Conv(r, grad, weight, *stride, *padding,
+                                     *dilation, true, extra, *groups));
+    } else {
+      for (size_t d = 0; d < nsp; ++d) {
+        if ((*output_padding)[d] >= (*stride)[d]) return Outputs{};
+      }
+      std::vector<int64_t> zeros(nsp, 0);
+      ASSIGN_OR_RETURN(outs[0], Conv(r, grad, weight, *stride, *padding,
+                                     *dilation, false, zeros, *groups));
+    }
+  }
+  if ((*mask)[1]) {
+    ASSIGN_OR_RETURN(
+        outs[1], *transposed ? ConvWeightGrad(r, grad, input, k, *stride,
+                                              *padding, *dilation, *groups)
+                             : ConvWeightGrad(r, input, grad, k, *stride,
+                                              *padding, *dilation, *groups));
+  }
+  if ((*mask)[2]) {
+    std::vector<int64_t> dims = {0};
+    for (int64_t d = 2; d < rank; ++d) dims.push_back(d);
+    ASSIGN_OR_RETURN(outs[2], Sum(r, grad, dims, false));
+  }
+  for (Node*& o : outs) {
+    if (o != nullptr) {
+      ASSIGN_OR_RETURN(o, r.Contiguous(o));
+    }
+  }
+  return outs;
+}
+
+// Every backward op the pass decomposes, and how.
+constexpr Decomposition kBackwardDecompositions[] = {
+    {"aten._adaptive_avg_pool2d_backward.default", AdaptiveAvgPool2dBackward},
+    {"aten.avg_pool2d_backward.default", AvgPool2dBackward},
+    {"aten.col2im.default", Col2Im},
+    {"aten.convolution_backward.default", ConvolutionBackward},
+    {"aten.embedding_dense_backward.default", EmbeddingDenseBackward},
+    {"aten.max_pool2d_with_indices_backward.default", MaxPool2dBackward},
+    {"aten.native_group_norm_backward.default", GroupNormBackward},
+    {"aten.native_layer_norm_backward.default", LayerNormBackward},
+};
+
+}  // namespace
+
+absl::Span<const Decomposition> BackwardDecompositions() {
+  return kBackwardDecompositions;
+}
+
+}  // namespace lathe::passes::decomp

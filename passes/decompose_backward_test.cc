@@ -1,0 +1,326 @@
+// The decompose pass's rules for backward ops (decompose_backward.h), each
+// run on the reference interpreter before and after the pass
+// (decompose_testing.h) in every float dtype, and the graphs some rules
+// write, checked with FileCheck.
+
+#include "passes/decompose_backward.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "passes/decompose.h"
+#include "passes/decompose_testing.h"
+#include "passes/pass_testing.h"
+#include "testing/status_matchers.h"
+
+namespace lathe::passes {
+namespace {
+
+// mean and rstd from the forward op; every output_mask; a transposed
+// (non-contiguous) gradient; all dims normalized (no outer dims: the
+// weight's gradient is not summed).
+TEST(DecomposeDifferentialTest, LayerNormBackward) {
+  for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
+    ExpectSameResults(
+        WithDType(
+            R"IR(def forward(self, x: "$[2, 3, 4, 5]", w: "$[4, 5]", b: "$[4, 5]", dy: "$[2, 3, 5, 4]"):
+    ln = torch.ops.aten.native_layer_norm.default(x, [4, 5], w, b, 1e-05)
+    mean = ln[1]
+    rstd = ln[2]
+    t = torch.ops.aten.transpose.int(dy, 2, 3)
+    bw = torch.ops.aten.native_layer_norm_backward.default(t, x, [4, 5], mean, rstd, w, b, [True, True, True])
+    bw_0 = bw[0]
+    bw_1 = bw[1]
+    bw_2 = bw[2]
+    ln2 = torch.ops.aten.native_layer_norm.default(x, [5], None, None, 0.001)
+    mean2 = ln2[1]
+    rstd2 = ln2[2]
+    bw2 = torch.ops.aten.native_layer_norm_backward.default(t, x, [5], mean2, rstd2, None, None, [True, False, False])
+    bw2_0 = bw2[0]
+    bw3 = torch.ops.aten.native_layer_norm_backward.default(t, x, [4, 5], mean, rstd, w, b, [False, True, False])
+    bw3_1 = bw3[1]
+    return (bw_0, bw_1, bw_2, bw2_0, bw3_1)
+)IR",
+            dtype),
+        "layer_norm_backward");
+  }
+  ExpectSameResults(
+      R"IR(def forward(self, x: "f32[3, 4]", w: "f32[3, 4]", b: "f32[3, 4]", dy: "f32[3, 4]"):
+    ln = torch.ops.aten.native_layer_norm.default(x, [3, 4], w, b, 1e-05)
+    mean = ln[1]
+    rstd = ln[2]
+    bw = torch.ops.aten.native_layer_norm_backward.default(dy, x, [3, 4], mean, rstd, w, b, [True, True, True])
+    bw_0 = bw[0]
+    bw_1 = bw[1]
+    bw_2 = bw[2]
+    return (bw_0, bw_1, bw_2)
+)IR",
+      "layer_norm_backward");
+}
+
+TEST(DecomposeDifferentialTest, LayerNormBackwardOfSymbolicRows) {
+  ExpectSameResults(R"IR(# lathe: hint s0 5
+def forward(self, x: "f32[s0, 6]", w: "f32[6]", dy: "f32[s0, 6]"):
+    ln = torch.ops.aten.native_layer_norm.default(x, [6], w, None, 1e-05)
+    mean = ln[1]
+    rstd = ln[2]
+    bw = torch.ops.aten.native_layer_norm_backward.default(dy, x, [6], mean, rstd, w, None, [True, True, False])
+    bw_0 = bw[0]
+    bw_1 = bw[1]
+    return (bw_0, bw_1)
+)IR",
+                    "layer_norm_backward");
+}
+
+TEST(DecomposeDifferentialTest, GroupNormBackward) {
+  for (const char* dtype : {"f32", "f64", "f16"}) {
+    ExpectSameResults(
+        WithDType(
+            R"IR(def forward(self, x: "$[2, 6, 3, 2]", w: "$[6]", b: "$[6]", dy: "$[2, 6, 3, 2]", x3: "$[3, 4, 5]", dy3: "$[3, 4, 5]"):
+    gn = torch.ops.aten.native_group_norm.default(x, w, b, 2, 6, 6, 3, 1e-05)
+    mean = gn[1]
+    rstd = gn[2]
+    bw = torch.ops.aten.native_group_norm_backward.default(dy, x, mean, rstd, w, 2, 6, 6, 3, [True, True, True])
+    bw_0 = bw[0]
+    bw_1 = bw[1]
+    bw_2 = bw[2]
+    gn2 = torch.ops.aten.native_group_norm.default(x, None, None, 2, 6, 6, 2, 1e-05)
+    mean2 = gn2[1]
+    rstd2 = gn2[2]
+    bw2 = torch.ops.aten.native_group_norm_backward.default(dy, x, mean2, rstd2, None, 2, 6, 6, 2, [True, False, True])
+    bw2_0 = bw2[0]
+    bw2_2 = bw2[2]
+    gn3 = torch.ops.aten.native_group_norm.default(x3, None, None, 3, 4, 5, 4, 1e-05)
+    mean3 = gn3[1]
+    rstd3 = gn3[2]
+    bw3 = torch.ops.aten.native_group_norm_backward.default(dy3, x3, mean3, rstd3, None, 3, 4, 5, 4, [True, True, False])
+    bw3_0 = bw3[0]
+    bw3_1 = bw3[1]
+    return (bw_0, bw_1, bw_2, bw2_0, bw2_2, bw3_0, bw3_1)
+)IR",
+            dtype),
+        "group_norm_backward");
+  }
+}
+
+// Valid indices (remainder 7) with repeats, int64 and int32; padding_idx;
+// scale_grad_by_freq.
+TEST(DecomposeDifferentialTest, EmbeddingDenseBackward) {
+  for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
+    ExpectSameResults(
+        WithDType(
+            R"IR(def forward(self, g: "$[3, 4, 5]", r: "i64[3, 4]", g1: "$[9, 2]", r1: "i64[9]"):
+    i = torch.ops.aten.remainder.Scalar(r, 7)
+    i32 = torch.ops.prims.convert_element_type.default(i, torch.int32)
+    a = torch.ops.aten.embedding_dense_backward.default(g, i, 7, -1, False)
+    b = torch.ops.aten.embedding_dense_backward.default(g, i, 7, 2, False)
+    c = torch.ops.aten.embedding_dense_backward.default(g, i32, 7, -1, True)
+    d = torch.ops.aten.embedding_dense_backward.default(g, i, 9, 3, True)
+    j = torch.ops.aten.remainder.Scalar(r1, 4)
+    t = torch.ops.aten.t.default(g1)
+    t2 = torch.ops.aten.t.default(t)
+    e = torch.ops.aten.embedding_dense_backward.default(t2, j, 4, 0, True)
+    return (a, b, c, d, e)
+)IR",
+            dtype),
+        "embedding_dense_backward");
+  }
+}
+
+// Indices from the forward op: overlapping windows, stride > kernel,
+// padding, dilation, ceil_mode, an unbatched input.
+TEST(DecomposeDifferentialTest, MaxPool2dWithIndicesBackward) {
+  struct Case {
+    const char* params;  // kernel, stride, padding, dilation, ceil_mode
+    const char* input;
+  };
+  const Case cases[] = {
+      {"[3, 3], [1, 1], [1, 1], [1, 1], False", "[2, 3, 7, 8]"},
+      {"[3, 3], [2, 2], [1, 1], [1, 1], False", "[2, 3, 7, 8]"},
+      {"[2, 2], [3, 3], [0, 0], [1, 1], False", "[2, 3, 7, 8]"},
+      {"[3, 2], [2, 2], [1, 0], [1, 1], True", "[2, 3, 8, 7]"},
+      {"[2, 3], [1, 2], [1, 1], [2, 2], True", "[3, 7, 8]"},
+  };
+  for (const char* dtype : {"f32", "f64", "f16"}) {
+    for (const Case& k : cases) {
+      ExpectSameResults(
+          absl::StrCat("def forward(self, x: \"", dtype, k.input,
+                       "\"):\n    mp = "
+                       "torch.ops.aten.max_pool2d_with_indices.default(x, ",
+                       k.params, R"IR()
+    v = mp[0]
+    ix = mp[1]
+    g = torch.ops.aten.sin.default(v)
+    bw = torch.ops.aten.max_pool2d_with_indices_backward.default(g, x, )IR",
+                       k.params, R"IR(, ix)
+    return (bw,)
+)IR"),
+          "max_pool2d_with_indices_backward");
+    }
+  }
+}
+
+// kernel, stride ([] = the kernel), padding, ceil_mode, count_include_pad,
+// divisor_override.
+TEST(DecomposeDifferentialTest, AvgPool2dBackward) {
+  struct Case {
+    const char* forward;   // avg_pool2d's arguments after x
+    const char* backward;  // avg_pool2d_backward's after grad and x
+    const char* input;
+  };
+  const Case cases[] = {
+      {"[3, 3], [1, 1], [1, 1]", "[3, 3], [1, 1], [1, 1], False, True, None",
+       "[2, 3, 7, 8]"},
+      {"[3, 3], [2, 2], [1, 1], False, False",
+       "[3, 3], [2, 2], [1, 1], False, False, None", "[2, 3, 7, 8]"},
+      {"[2, 2], [3, 3]", "[2, 2], [3, 3], [0, 0], False, True, None",
+       "[2, 3, 7, 8]"},
+      {"[2, 2]", "[2, 2], [], [0, 0], False, True, None", "[2, 3, 6, 8]"},
+      {"[3, 2], [2, 2], [1, 0], True",
+       "[3, 2], [2, 2], [1, 0], True, True, "
+       "None",
+       "[2, 3, 8, 7]"},
+      {"[3, 3], [2, 2], [1, 1], True, False",
+       "[3, 3], [2, 2], [1, 1], True, False, None", "[3, 8, 8]"},
+      {"[2, 3], [2, 1], [1, 1], True, True, 5",
+       "[2, 3], [2, 1], [1, 1], True, True, 5", "[3, 7, 6]"},
+  };
+  for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
+    for (const Case& k : cases) {
+      ExpectSameResults(
+          absl::StrCat("def forward(self, x: \"", dtype, k.input,
+                       "\"):\n    ap = torch.ops.aten.avg_pool2d.default(x, ",
+                       k.forward, R"IR()
+    g = torch.ops.aten.sin.default(ap)
+    bw = torch.ops.aten.avg_pool2d_backward.default(g, x, )IR",
+                       k.backward, R"IR()
+    return (bw,)
+)IR"),
+          "avg_pool2d_backward");
+    }
+  }
+}
+
+// Batched and not; padding, dilation and stride differing per axis, stride
+// past the kernel.
+TEST(DecomposeDifferentialTest, Col2Im) {
+  for (const char* dtype : {"f32", "f64", "f16"}) {
+    ExpectSameResults(
+        WithDType(
+            R"IR(def forward(self, x: "$[2, 12, 12]", y: "$[9, 12]", z: "$[1, 8, 4]"):
+    a = torch.ops.aten.col2im.default(x, [5, 6], [2, 3], [1, 1], [0, 1], [1, 2])
+    b = torch.ops.aten.col2im.default(y, [7, 8], [3, 3], [2, 1], [2, 1], [2, 3])
+    c = torch.ops.aten.col2im.default(z, [5, 5], [2, 2], [1, 1], [0, 0], [3, 3])
+    return (a, b, c)
+)IR",
+            dtype),
+        "col2im");
+  }
+}
+
+// Windows that overlap (output larger than the input) and that do not; an
+// unbatched input.
+TEST(DecomposeDifferentialTest, AdaptiveAvgPool2dBackward) {
+  for (const char* dtype : {"f32", "f64", "f16"}) {
+    ExpectSameResults(
+        WithDType(R"IR(def forward(self, x: "$[2, 3, 7, 5]", y: "$[3, 6, 6]"):
+    a = torch.ops.aten._adaptive_avg_pool2d.default(x, [4, 3])
+    ga = torch.ops.aten.sin.default(a)
+    bw_a = torch.ops.aten._adaptive_avg_pool2d_backward.default(ga, x)
+    b = torch.ops.aten._adaptive_avg_pool2d.default(x, [9, 7])
+    gb = torch.ops.aten.sin.default(b)
+    bw_b = torch.ops.aten._adaptive_avg_pool2d_backward.default(gb, x)
+    c = torch.ops.aten._adaptive_avg_pool2d.default(y, [3, 2])
+    gc = torch.ops.aten.sin.default(c)
+    bw_c = torch.ops.aten._adaptive_avg_pool2d_backward.default(gc, y)
+    d = torch.ops.aten._adaptive_avg_pool2d.default(y, [1, 1])
+    gd = torch.ops.aten.sin.default(d)
+    bw_d = torch.ops.aten._adaptive_avg_pool2d_backward.default(gd, y)
+    return (bw_a, bw_b, bw_c, bw_d)
+)IR",
+                  dtype),
+        "_adaptive_avg_pool2d_backward");
+  }
+}
+
+// Strided, padded, dilated, grouped, transposed (with output_padding), 1-d
+// and 2-d; output_mask with false entries.
+TEST(DecomposeDifferentialTest, ConvolutionBackward) {
+  for (const char* dtype : {"f32", "f64"}) {
+    ExpectSameResults(
+        WithDType(
+            R"IR(def forward(self, x: "$[2, 4, 7, 6]", w: "$[6, 4, 3, 3]", w2: "$[6, 2, 3, 2]", xt: "$[2, 4, 5, 5]", wt: "$[4, 3, 3, 3]", wt2: "$[4, 2, 3, 3]", x1: "$[2, 3, 9]", w1: "$[5, 3, 4]"):
+    y = torch.ops.aten.convolution.default(x, w, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)
+    gy = torch.ops.aten.sin.default(y)
+    a = torch.ops.aten.convolution_backward.default(gy, x, w, [6], [2, 2], [1, 1], [1, 1], False, [0, 0], 1, [True, True, True])
+    a_0 = a[0]
+    a_1 = a[1]
+    a_2 = a[2]
+    y2 = torch.ops.aten.convolution.default(x, w2, None, [1, 2], [0, 1], [2, 1], False, [0, 0], 2)
+    gy2 = torch.ops.aten.sin.default(y2)
+    b = torch.ops.aten.convolution_backward.default(gy2, x, w2, None, [1, 2], [0, 1], [2, 1], False, [0, 0], 2, [True, True, False])
+    b_0 = b[0]
+    b_1 = b[1]
+    yt = torch.ops.aten.convolution.default(xt, wt, None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1)
+    gyt = torch.ops.aten.sin.default(yt)
+    c = torch.ops.aten.convolution_backward.default(gyt, xt, wt, [3], [2, 2], [1, 1], [1, 1], True, [1, 1], 1, [True, True, True])
+    c_0 = c[0]
+    c_1 = c[1]
+    c_2 = c[2]
+    yt2 = torch.ops.aten.convolution.default(xt, wt2, None, [1, 2], [0, 1], [1, 2], True, [0, 1], 2)
+    gyt2 = torch.ops.aten.sin.default(yt2)
+    d = torch.ops.aten.convolution_backward.default(gyt2, xt, wt2, [4], [1, 2], [0, 1], [1, 2], True, [0, 1], 2, [True, True, True])
+    d_0 = d[0]
+    d_1 = d[1]
+    d_2 = d[2]
+    y1 = torch.ops.aten.convolution.default(x1, w1, None, [5], [2], [1], False, [0], 1)
+    gy1 = torch.ops.aten.sin.default(y1)
+    e = torch.ops.aten.convolution_backward.default(gy1, x1, w1, [5], [5], [2], [1], False, [0], 1, [False, True, True])
+    e_1 = e[1]
+    e_2 = e[2]
+    return (a_0, a_1, a_2, b_0, b_1, c_0, c_1, c_2, d_0, d_1, d_2, e_1, e_2)
+)IR",
+            dtype),
+        "convolution_backward");
+  }
+}
+
+// What the backward decompositions leave: a transposed convolution whose
+// output_padding reaches the stride (allowed below the dilation), and
+// pools over symbolic spatial sizes.
+TEST(DecomposeTest, LeavesBackwardOpsItCannotDecompose) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(# lathe: hint s0 6
+def forward(self, x: "f32[1, 2, 5]", w: "f32[2, 3, 3]", g: "f32[1, 3, 10]", y: "f32[1, 2, s0, 6]", gy: "f32[1, 2, 3, 3]"):
+    c = torch.ops.aten.convolution_backward.default(g, x, w, [3], [1], [0], [2], True, [1], 1, [True, False, False])
+    c_0 = c[0]
+    a = torch.ops.aten._adaptive_avg_pool2d_backward.default(gy, y)
+    return (c_0, a)
+)IR",
+      std::nullopt));
+}
+
+// Rows at padding_idx are zeroed before the index_add into zeros of
+// [num_weights, D].
+TEST(DecomposeTest, EmbeddingDenseBackwardIsAnIndexAdd) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, g: "f32[2, 3, 4]", i: "i64[2, 3]"):
+    e = torch.ops.aten.embedding_dense_backward.default(g, i, 10, 2, False)
+    return (e,)
+)IR",
+      R"IR(
+CHECK: [[G:[a-z_0-9]+]]: "f32[6, 4][4, 1]cpu" = torch.ops.aten.view.default(g, [6, 4])
+CHECK: [[I:[a-z_0-9]+]]: "i64[6][1]cpu" = torch.ops.aten.view.default(i, [6])
+CHECK: [[KEEP:[a-z_0-9]+]]: "b8[6][1]cpu" = torch.ops.aten.ne.Scalar([[I]], 2)
+CHECK: [[K:[a-z_0-9]+]]: "b8[6, 1][1, 1]cpu" = torch.ops.aten.unsqueeze.default([[KEEP]], 1)
+CHECK: [[W:[a-z_0-9]+]]: "f32[6, 4][4, 1]cpu" = torch.ops.aten.where.ScalarOther([[K]], [[G]], 0.0)
+CHECK: [[Z:[a-z_0-9]+]]: "f32[10, 4][4, 1]cpu" = torch.ops.aten.full.default([10, 4], 0,
+CHECK: [[OUT:[a-z_0-9]+]]: "f32[10, 4][4, 1]cpu" = torch.ops.aten.index_add.default([[Z]], 0, [[I]], [[W]])
+CHECK-NOT: embedding_dense_backward
+CHECK: return ([[OUT]],)
+)IR"));
+}
+
+}  // namespace
+}  // namespace lathe::passes

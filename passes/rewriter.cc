@@ -1,0 +1,54 @@
+#include "passes/rewriter.h"
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "status_macros.h"
+
+namespace lathe::passes::decomp {
+
+// `x` with size-1 dims inserted at `dims` (in order).
+absl::StatusOr<Node*> Unsqueezed(Rewriter& r, Node* x,
+                                 const std::vector<int64_t>& dims) {
+  for (int64_t d : dims) {
+    ASSIGN_OR_RETURN(x, r.Binary("aten.unsqueeze.default", x, I(d)));
+  }
+  return x;
+}
+
+// arange(n) as int64.
+absl::StatusOr<Node*> Iota(Rewriter& r, const Arg& n, const Device& device) {
+  return r.Factory("aten.arange.default", {n}, DType::kInt64, device);
+}
+
+// `a` op `b` for sizes (ints or SymInt nodes): operator.add / mul /
+// floordiv, folded when both are ints.
+absl::StatusOr<Arg> SizeOp(Rewriter& r, const char* op, const Arg& a,
+                           const Arg& b) {
+  absl::string_view name(op);
+  if (a.kind == Arg::Kind::kInt && b.kind == Arg::Kind::kInt) {
+    if (name == "operator.add") return I(a.i + b.i);
+    if (name == "operator.mul") return I(a.i * b.i);
+    if (name == "operator.floordiv") return I(a.i / b.i);  // both >= 0
+  }
+  Node* lhs = a.node;
+  Arg rhs = b;
+  if (a.kind == Arg::Kind::kInt) {
+    if (name == "operator.floordiv") return absl::InternalError("int // sym");
+    lhs = b.node;  // add and mul commute
+    rhs = a;
+  }
+  ASSIGN_OR_RETURN(Node * n, r.Binary(op, lhs, rhs));
+  return A(n);
+}
+
+// A new tensor of `sizes` filled with `value`.
+absl::StatusOr<Node*> Full(Rewriter& r, std::vector<Arg> sizes, Arg value,
+                           DType dtype, const Device& device) {
+  return r.Factory("aten.full.default", {Arg::List(std::move(sizes)), value},
+                   dtype, device);
+}
+
+}  // namespace lathe::passes::decomp
