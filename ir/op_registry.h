@@ -195,6 +195,9 @@ absl::Status RegisterLinalgOps(OpRegistry& registry);
 absl::Status RegisterCreationOps(OpRegistry& registry);
 absl::Status RegisterIndexOps(OpRegistry& registry);
 absl::Status RegisterNnOps(OpRegistry& registry);
+// The backward ops of AOTAutograd's backward graphs (ops_backward.cc): the
+// activations', softmax's, the losses'.
+absl::Status RegisterBackwardOps(OpRegistry& registry);
 // The later ops (ops_extra.cc): prims, new_*, masked_fill, tril/triu, ...
 absl::Status RegisterExtraOps(OpRegistry& registry);
 // The graph builtins (ops_builtin.cc): getitem (x[i] of a tuple or list)

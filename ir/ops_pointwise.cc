@@ -10,6 +10,8 @@
 // kernel computes elements in the op's math type (double for floats, exact
 // wrapping int64 for integers), rounding to the output dtype as PyTorch does.
 
+#include "ir/ops_pointwise.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -38,14 +40,6 @@ namespace {
 using DoubleFn = std::function<double(double, double)>;
 using IntFn = std::function<absl::StatusOr<int64_t>(int64_t, int64_t)>;
 
-struct OutInfo {
-  DType dtype;
-  DType compute;  // the dtype operands are promoted to before computing
-  Device device;
-  std::vector<symbolic::Expr> sizes;
-  std::vector<symbolic::Expr> strides;  // empty: contiguous
-};
-
 // A unary op's result info: self's shape and layout rule, `dtype`.
 OutInfo SameShape(const OpCall& c, DType dtype) {
   OutInfo info{
@@ -53,6 +47,8 @@ OutInfo SameShape(const OpCall& c, DType dtype) {
   info.strides = PointwiseStrides(c.env(), {c.arg(0)}, info.sizes);
   return info;
 }
+
+}  // namespace
 
 // The result's metadata.
 Value ResultMeta(const OutInfo& info) {
@@ -64,6 +60,8 @@ Value ResultMeta(const OutInfo& info) {
       info.strides.empty() ? ContiguousStrides(info.sizes) : info.strides;
   return Value::OfMeta(m);
 }
+
+namespace {
 
 // An input as PyTorch's CPU TensorIterator sees it when its dtype is not
 // the common one: converted with .to(common) (preserve_format) first, so
@@ -86,6 +84,8 @@ std::vector<Value> AsPromoted(symbolic::ShapeEnv* env,
   for (const Value& v : operands) out.push_back(AsPromoted(env, v, common));
   return out;
 }
+
+}  // namespace
 
 absl::StatusOr<OutInfo> Infer(const OpCall& call, std::vector<Value> operands,
                               bool float_result, bool bool_result) {
@@ -116,10 +116,6 @@ absl::StatusOr<OutInfo> Infer(const OpCall& call, std::vector<Value> operands,
       call.env(), AsPromoted(call.env(), operands, info.compute), info.sizes);
   return info;
 }
-
-using DoubleNFn = std::function<double(absl::Span<const double>)>;
-using IntNFn =
-    std::function<absl::StatusOr<int64_t>(absl::Span<const int64_t>)>;
 
 // Evaluates `fd` (or `fi` on integer math types) elementwise over broadcast
 // operands into a new tensor.
@@ -166,6 +162,8 @@ absl::StatusOr<Value> ComputeN(const OpCall& call, const OutInfo& info,
   RETURN_IF_ERROR(status);
   return Value::OfTensor(out);
 }
+
+namespace {
 
 // ComputeN for unary and binary element functions.
 absl::StatusOr<Value> Compute(const OpCall& call, const OutInfo& info,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "ir/ops_util.h"
 #include "ir/output_layouts.h"
 #include "passes/rewriter.h"
+#include "runtime/dtype.h"
 #include "status_macros.h"
 #include "symbolic/expr.h"
 
@@ -818,16 +820,321 @@ absl::StatusOr<Outputs> ConvolutionBackward(Rewriter& r) {
   return outs;
 }
 
+// ---- The activations' backwards
+// ---------------------------------------------- Each as decompositions.py
+// writes it, computed in the math type (float32 for the 16-bit floats: its
+// pw_cast_for_opmath) and converted to the op's result dtype once; a scalar
+// argument that is not a literal leaves the call alone.
+
+// A pointwise expression builder over one backward call's operands.
+class Pw {
+ public:
+  // The call's tensors `grad` and `x` in the math type.
+  static absl::StatusOr<std::optional<Pw>> Of(Rewriter& r, const char* grad,
+                                              const char* x) {
+    Node* g = r.Tensor(grad);
+    Node* v = r.Tensor(x);
+    if (!IsTensor(g) || !IsTensor(v) || !IsTensor(r.node()) ||
+        !IsFloatingPoint(TM(r.node()).dtype)) {
+      return std::nullopt;
+    }
+    const DType out = TM(r.node()).dtype, math = OpMath(out);
+    ASSIGN_OR_RETURN(g, r.To(g, math));
+    ASSIGN_OR_RETURN(v, r.To(v, math));
+    return Pw(r, g, v, out);
+  }
+
+  Node* g() const { return g_; }
+  Node* x() const { return x_; }
+
+  absl::StatusOr<Node*> Mul(Node* a, Arg b) {
+    return r_.Binary("aten.mul.Tensor", a, std::move(b));
+  }
+  absl::StatusOr<Node*> Add(Node* a, Arg b) {
+    return r_.Binary("aten.add.Tensor", a, std::move(b));
+  }
+  absl::StatusOr<Node*> Div(Node* a, Arg b) {
+    return r_.Binary("aten.div.Tensor", a, std::move(b));
+  }
+  // k - a.
+  absl::StatusOr<Node*> From(double k, Node* a) {
+    return r_.Binary("aten.rsub.Scalar", a, F(k));
+  }
+  absl::StatusOr<Node*> Unary(const char* op, Node* a) {
+    return r_.Unary(op, a);
+  }
+  // a `cmp` k (le, lt, gt, ge) as a bool tensor.
+  absl::StatusOr<Node*> Compare(const char* cmp, Node* a, double k) {
+    return r_.Binary(absl::StrCat("aten.", cmp, ".Scalar"), a, F(k));
+  }
+  absl::StatusOr<Node*> Logical(const char* op, Node* a, Node* b) {
+    return r_.Binary(absl::StrCat("aten.logical_", op, ".default"), a, A(b));
+  }
+  // where(cond, a, b), a and b tensors or numbers.
+  absl::StatusOr<Node*> Where(Node* cond, Arg a, Arg b) {
+    const bool ta = a.kind == Arg::Kind::kNode, tb = b.kind == Arg::Kind::kNode;
+    const char* op = ta && tb ? "aten.where.self"
+                     : ta     ? "aten.where.ScalarOther"
+                     : tb     ? "aten.where.ScalarSelf"
+                              : "aten.where.Scalar";
+    return r_.Call(op, {A(cond), std::move(a), std::move(b)});
+  }
+  // The result, in the op's dtype.
+  absl::StatusOr<Outputs> Done(Node* result) {
+    ASSIGN_OR_RETURN(result, r_.To(result, out_));
+    return Outputs{result};
+  }
+
+ private:
+  Pw(Rewriter& r, Node* g, Node* x, DType out)
+      : r_(r), g_(g), x_(x), out_(out) {}
+  Rewriter& r_;
+  Node* g_;
+  Node* x_;
+  DType out_;
+};
+
+// Literal numbers among the call's arguments, or nullopt.
+std::optional<std::vector<double>> Numbers(
+    const Rewriter& r, std::initializer_list<const char*> names) {
+  std::vector<double> v;
+  for (const char* n : names) {
+    std::optional<double> d = r.Number(n);
+    if (!d.has_value()) return std::nullopt;
+    v.push_back(*d);
+  }
+  return v;
+}
+
+// grad * (y * (1 - y)).
+absl::StatusOr<Outputs> SigmoidBackward(Rewriter& r) {
+  ASSIGN_OR_RETURN(std::optional<Pw> p, Pw::Of(r, "grad_output", "output"));
+  if (!p) return Outputs{};
+  ASSIGN_OR_RETURN(Node * one_minus, p->From(1, p->x()));
+  ASSIGN_OR_RETURN(Node * d, p->Mul(p->x(), A(one_minus)));
+  ASSIGN_OR_RETURN(Node * out, p->Mul(p->g(), A(d)));
+  return p->Done(out);
+}
+
+// grad * (1 - y * y).
+absl::StatusOr<Outputs> TanhBackward(Rewriter& r) {
+  ASSIGN_OR_RETURN(std::optional<Pw> p, Pw::Of(r, "grad_output", "output"));
+  if (!p) return Outputs{};
+  ASSIGN_OR_RETURN(Node * sq, p->Mul(p->x(), A(p->x())));
+  ASSIGN_OR_RETURN(Node * d, p->From(1, sq));
+  ASSIGN_OR_RETURN(Node * out, p->Mul(p->g(), A(d)));
+  return p->Done(out);
+}
+
+// where(self <= threshold, 0, grad).
+absl::StatusOr<Outputs> ThresholdBackward(Rewriter& r) {
+  std::optional<std::vector<double>> k = Numbers(r, {"threshold"});
+  if (!k) return Outputs{};
+  ASSIGN_OR_RETURN(std::optional<Pw> p, Pw::Of(r, "grad_output", "self"));
+  if (!p) return Outputs{};
+  ASSIGN_OR_RETURN(Node * off, p->Compare("le", p->x(), (*k)[0]));
+  ASSIGN_OR_RETURN(Node * out, p->Where(off, F(0), A(p->g())));
+  return p->Done(out);
+}
+
+// grad * (cdf + x * pdf) (erf), or the tanh form's derivative.
+absl::StatusOr<Outputs> GeluBackward(Rewriter& r) {
+  Arg approximate = r.Get("approximate");
+  if (approximate.kind != Arg::Kind::kString ||
+      (approximate.s != "none" && approximate.s != "tanh")) {
+    return Outputs{};
+  }
+  ASSIGN_OR_RETURN(std::optional<Pw> p, Pw::Of(r, "grad_output", "self"));
+  if (!p) return Outputs{};
+  Node* x = p->x();
+  const double kSqrt2 = 1.41421356237309504880,
+               kSqrt1_2 = 0.70710678118654752440,
+               k2SqrtPi = 1.12837916709551257390;
+  if (approximate.s == "tanh") {
+    const double beta = kSqrt2 * k2SqrtPi * 0.5, kappa = 0.044715;
+    ASSIGN_OR_RETURN(Node * x_sq, p->Mul(x, A(x)));
+    ASSIGN_OR_RETURN(Node * x_cube, p->Mul(x_sq, A(x)));
+    ASSIGN_OR_RETURN(Node * k_cube, p->Mul(x_cube, F(kappa)));
+    ASSIGN_OR_RETURN(Node * sum, p->Add(x, A(k_cube)));
+    ASSIGN_OR_RETURN(Node * inner, p->Mul(sum, F(beta)));
+    ASSIGN_OR_RETURN(Node * t, p->Unary("aten.tanh.default", inner));
+    ASSIGN_OR_RETURN(Node * left, p->Mul(x, F(0.5)));
+    ASSIGN_OR_RETURN(Node * right, p->Add(t, F(1)));
+    ASSIGN_OR_RETURN(Node * left_d, p->Mul(right, F(0.5)));
+    ASSIGN_OR_RETURN(Node * t_sq, p->Mul(t, A(t)));
+    ASSIGN_OR_RETURN(Node * tanh_d, p->From(1, t_sq));
+    ASSIGN_OR_RETURN(Node * x_sq3, p->Mul(x_sq, F(3 * kappa)));
+    ASSIGN_OR_RETURN(Node * inner_d1, p->Add(x_sq3, F(1)));
+    ASSIGN_OR_RETURN(Node * inner_d, p->Mul(inner_d1, F(beta)));
+    ASSIGN_OR_RETURN(Node * right_d1, p->Mul(left, A(tanh_d)));
+    ASSIGN_OR_RETURN(Node * right_d, p->Mul(right_d1, A(inner_d)));
+    ASSIGN_OR_RETURN(Node * d, p->Add(left_d, A(right_d)));
+    ASSIGN_OR_RETURN(Node * out, p->Mul(p->g(), A(d)));
+    return p->Done(out);
+  }
+  const double beta = k2SqrtPi * kSqrt1_2 * 0.5;
+  ASSIGN_OR_RETURN(Node * scaled, p->Mul(x, F(kSqrt1_2)));
+  ASSIGN_OR_RETURN(Node * erf, p->Unary("aten.erf.default", scaled));
+  ASSIGN_OR_RETURN(Node * erf1, p->Add(erf, F(1)));
+  ASSIGN_OR_RETURN(Node * cdf, p->Mul(erf1, F(0.5)));
+  ASSIGN_OR_RETURN(Node * x_sq, p->Mul(x, A(x)));
+  ASSIGN_OR_RETURN(Node * half_sq, p->Mul(x_sq, F(-0.5)));
+  ASSIGN_OR_RETURN(Node * e, p->Unary("aten.exp.default", half_sq));
+  ASSIGN_OR_RETURN(Node * pdf, p->Mul(e, F(beta)));
+  ASSIGN_OR_RETURN(Node * x_pdf, p->Mul(x, A(pdf)));
+  ASSIGN_OR_RETURN(Node * d, p->Add(cdf, A(x_pdf)));
+  ASSIGN_OR_RETURN(Node * out, p->Mul(p->g(), A(d)));
+  return p->Done(out);
+}
+
+// grad * s * (1 + x * (1 - s)), s = sigmoid(x).
+absl::StatusOr<Outputs> SiluBackward(Rewriter& r) {
+  ASSIGN_OR_RETURN(std::optional<Pw> p, Pw::Of(r, "grad_output", "self"));
+  if (!p) return Outputs{};
+  ASSIGN_OR_RETURN(Node * s, p->Unary("aten.sigmoid.default", p->x()));
+  ASSIGN_OR_RETURN(Node * one_minus, p->From(1, s));
+  ASSIGN_OR_RETURN(Node * xs, p->Mul(p->x(), A(one_minus)));
+  ASSIGN_OR_RETURN(Node * inner, p->Add(xs, F(1)));
+  ASSIGN_OR_RETURN(Node * gs, p->Mul(p->g(), A(s)));
+  ASSIGN_OR_RETURN(Node * out, p->Mul(gs, A(inner)));
+  return p->Done(out);
+}
+
+// where(x <= min | x >= max, 0, grad).
+absl::StatusOr<Outputs> HardtanhBackward(Rewriter& r) {
+  std::optional<std::vector<double>> k = Numbers(r, {"min_val", "max_val"});
+  if (!k) return Outputs{};
+  ASSIGN_OR_RETURN(std::optional<Pw> p, Pw::Of(r, "grad_output", "self"));
+  if (!p) return Outputs{};
+  ASSIGN_OR_RETURN(Node * lo, p->Compare("le", p->x(), (*k)[0]));
+  ASSIGN_OR_RETURN(Node * hi, p->Compare("ge", p->x(), (*k)[1]));
+  ASSIGN_OR_RETURN(Node * off, p->Logical("or", lo, hi));
+  ASSIGN_OR_RETURN(Node * out, p->Where(off, F(0), A(p->g())));
+  return p->Done(out);
+}
+
+// where(x > 0, grad, grad * negative_slope).
+absl::StatusOr<Outputs> LeakyReluBackward(Rewriter& r) {
+  std::optional<std::vector<double>> k = Numbers(r, {"negative_slope"});
+  std::optional<bool> is_result = r.Bool("self_is_result");
+  // In place with a negative slope is PyTorch's error: the kernel's.
+  if (!k || !is_result || (*is_result && (*k)[0] < 0)) return Outputs{};
+  ASSIGN_OR_RETURN(std::optional<Pw> p, Pw::Of(r, "grad_output", "self"));
+  if (!p) return Outputs{};
+  ASSIGN_OR_RETURN(Node * pos, p->Compare("gt", p->x(), 0));
+  ASSIGN_OR_RETURN(Node * neg, p->Mul(p->g(), F((*k)[0])));
+  ASSIGN_OR_RETURN(Node * out, p->Where(pos, A(p->g()), A(neg)));
+  return p->Done(out);
+}
+
+// where(v <= 0, the negative side's derivative, grad * scale), v the input
+// or (is_result) the result.
+absl::StatusOr<Outputs> EluBackward(Rewriter& r) {
+  std::optional<std::vector<double>> k =
+      Numbers(r, {"alpha", "scale", "input_scale"});
+  std::optional<bool> is_result = r.Bool("is_result");
+  if (!k || !is_result || (*is_result && (*k)[0] < 0)) return Outputs{};
+  const double neg = (*k)[0] * (*k)[1], pos = (*k)[1], in = (*k)[2];
+  ASSIGN_OR_RETURN(std::optional<Pw> p,
+                   Pw::Of(r, "grad_output", "self_or_result"));
+  if (!p) return Outputs{};
+  ASSIGN_OR_RETURN(Node * below, p->Compare("le", p->x(), 0));
+  ASSIGN_OR_RETURN(Node * g_in, p->Mul(p->g(), F(in)));
+  Node* neg_d = nullptr;
+  if (*is_result) {
+    ASSIGN_OR_RETURN(Node * shifted, p->Add(p->x(), F(neg)));
+    ASSIGN_OR_RETURN(neg_d, p->Mul(g_in, A(shifted)));
+  } else {
+    ASSIGN_OR_RETURN(Node * g_neg, p->Mul(g_in, F(neg)));
+    ASSIGN_OR_RETURN(Node * xs, p->Mul(p->x(), F(in)));
+    ASSIGN_OR_RETURN(Node * e, p->Unary("aten.exp.default", xs));
+    ASSIGN_OR_RETURN(neg_d, p->Mul(g_neg, A(e)));
+  }
+  ASSIGN_OR_RETURN(Node * pos_d, p->Mul(p->g(), F(pos)));
+  ASSIGN_OR_RETURN(Node * out, p->Where(below, A(neg_d), A(pos_d)));
+  return p->Done(out);
+}
+
+// where(x * beta > threshold, grad, grad * z / (z + 1)), z = exp(x * beta).
+absl::StatusOr<Outputs> SoftplusBackward(Rewriter& r) {
+  std::optional<std::vector<double>> k = Numbers(r, {"beta", "threshold"});
+  if (!k) return Outputs{};
+  ASSIGN_OR_RETURN(std::optional<Pw> p, Pw::Of(r, "grad_output", "self"));
+  if (!p) return Outputs{};
+  ASSIGN_OR_RETURN(Node * xb, p->Mul(p->x(), F((*k)[0])));
+  ASSIGN_OR_RETURN(Node * z, p->Unary("aten.exp.default", xb));
+  ASSIGN_OR_RETURN(Node * gz, p->Mul(p->g(), A(z)));
+  ASSIGN_OR_RETURN(Node * z1, p->Add(z, F(1)));
+  ASSIGN_OR_RETURN(Node * d, p->Div(gz, A(z1)));
+  ASSIGN_OR_RETURN(Node * linear, p->Compare("gt", xb, (*k)[1]));
+  ASSIGN_OR_RETURN(Node * out, p->Where(linear, A(p->g()), A(d)));
+  return p->Done(out);
+}
+
+// where(x < -3, 0, where(x <= 3, grad * (x / 3 + 0.5), grad)).
+absl::StatusOr<Outputs> HardswishBackward(Rewriter& r) {
+  ASSIGN_OR_RETURN(std::optional<Pw> p, Pw::Of(r, "grad_output", "self"));
+  if (!p) return Outputs{};
+  ASSIGN_OR_RETURN(Node * third, p->Div(p->x(), F(3)));
+  ASSIGN_OR_RETURN(Node * slope, p->Add(third, F(0.5)));
+  ASSIGN_OR_RETURN(Node * mid, p->Mul(p->g(), A(slope)));
+  ASSIGN_OR_RETURN(Node * upto3, p->Compare("le", p->x(), 3));
+  ASSIGN_OR_RETURN(Node * inner, p->Where(upto3, A(mid), A(p->g())));
+  ASSIGN_OR_RETURN(Node * below, p->Compare("lt", p->x(), -3));
+  ASSIGN_OR_RETURN(Node * out, p->Where(below, F(0), A(inner)));
+  return p->Done(out);
+}
+
+// where(-3 < x < 3, grad / 6, 0).
+absl::StatusOr<Outputs> HardsigmoidBackward(Rewriter& r) {
+  ASSIGN_OR_RETURN(std::optional<Pw> p, Pw::Of(r, "grad_output", "self"));
+  if (!p) return Outputs{};
+  ASSIGN_OR_RETURN(Node * above, p->Compare("gt", p->x(), -3));
+  ASSIGN_OR_RETURN(Node * below, p->Compare("lt", p->x(), 3));
+  ASSIGN_OR_RETURN(Node * in, p->Logical("and", above, below));
+  ASSIGN_OR_RETURN(Node * sixth, p->Mul(p->g(), F(1.0 / 6.0)));
+  ASSIGN_OR_RETURN(Node * out, p->Where(in, A(sixth), F(0)));
+  return p->Done(out);
+}
+
+// grad * (t + x * sigmoid(x) * (1 - t * t)), t = tanh(softplus(x)).
+absl::StatusOr<Outputs> MishBackward(Rewriter& r) {
+  ASSIGN_OR_RETURN(std::optional<Pw> p, Pw::Of(r, "grad_output", "self"));
+  if (!p) return Outputs{};
+  ASSIGN_OR_RETURN(Node * sp, p->Unary("aten.softplus.default", p->x()));
+  ASSIGN_OR_RETURN(Node * t, p->Unary("aten.tanh.default", sp));
+  ASSIGN_OR_RETURN(Node * s, p->Unary("aten.sigmoid.default", p->x()));
+  ASSIGN_OR_RETURN(Node * t_sq, p->Mul(t, A(t)));
+  ASSIGN_OR_RETURN(Node * one_minus, p->From(1, t_sq));
+  ASSIGN_OR_RETURN(Node * xs, p->Mul(p->x(), A(s)));
+  ASSIGN_OR_RETURN(Node * rest, p->Mul(xs, A(one_minus)));
+  ASSIGN_OR_RETURN(Node * d, p->Add(t, A(rest)));
+  ASSIGN_OR_RETURN(Node * out, p->Mul(p->g(), A(d)));
+  return p->Done(out);
+}
+
 // Every backward op the pass decomposes, and how.
 constexpr Decomposition kBackwardDecompositions[] = {
     {"aten._adaptive_avg_pool2d_backward.default", AdaptiveAvgPool2dBackward},
     {"aten.avg_pool2d_backward.default", AvgPool2dBackward},
     {"aten.col2im.default", Col2Im},
     {"aten.convolution_backward.default", ConvolutionBackward},
+    {"aten.elu_backward.default", EluBackward},
     {"aten.embedding_dense_backward.default", EmbeddingDenseBackward},
+    {"aten.gelu_backward.default", GeluBackward},
+    {"aten.hardsigmoid_backward.default", HardsigmoidBackward},
+    {"aten.hardswish_backward.default", HardswishBackward},
+    {"aten.hardtanh_backward.default", HardtanhBackward},
+    {"aten.leaky_relu_backward.default", LeakyReluBackward},
     {"aten.max_pool2d_with_indices_backward.default", MaxPool2dBackward},
+    {"aten.mish_backward.default", MishBackward},
     {"aten.native_group_norm_backward.default", GroupNormBackward},
     {"aten.native_layer_norm_backward.default", LayerNormBackward},
+    {"aten.sigmoid_backward.default", SigmoidBackward},
+    {"aten.silu_backward.default", SiluBackward},
+    {"aten.softplus_backward.default", SoftplusBackward},
+    {"aten.tanh_backward.default", TanhBackward},
+    {"aten.threshold_backward.default", ThresholdBackward},
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "passes/decompose.h"
 #include "passes/decompose_testing.h"
@@ -16,6 +17,9 @@
 
 namespace lathe::passes {
 namespace {
+
+using ::lathe::testing::StatusIs;
+using ::testing::HasSubstr;
 
 // mean and rstd from the forward op; every output_mask; a transposed
 // (non-contiguous) gradient; all dims normalized (no outer dims: the
@@ -320,6 +324,75 @@ CHECK: [[OUT:[a-z_0-9]+]]: "f32[10, 4][4, 1]cpu" = torch.ops.aten.index_add.defa
 CHECK-NOT: embedding_dense_backward
 CHECK: return ([[OUT]],)
 )IR"));
+}
+
+// Every activation's backward, with the scalar arguments AOTAutograd's
+// graphs pass (relu6's hardtanh, selu's and celu's elu), against the
+// reference kernels; NaN, infinities and -0.0 among the inputs.
+TEST(DecomposeDifferentialTest, ActivationBackwards) {
+  for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
+    ExpectSameResults(
+        WithDType(R"IR(def forward(self, g: "$[4, 7]", x: "$[4, 7]", y: "$[7]"):
+    a = torch.ops.aten.gelu_backward.default(g, x)
+    b = torch.ops.aten.gelu_backward.default(g, x, approximate = 'tanh')
+    c = torch.ops.aten.silu_backward.default(g, x)
+    d = torch.ops.aten.threshold_backward.default(g, x, 0)
+    e = torch.ops.aten.sigmoid_backward.default(g, y)
+    f = torch.ops.aten.tanh_backward.default(g, x)
+    h = torch.ops.aten.hardtanh_backward.default(g, x, 0.0, 6.0)
+    i = torch.ops.aten.leaky_relu_backward.default(g, x, 0.2, False)
+    j = torch.ops.aten.elu_backward.default(g, 1.6732632423543772, 1.0507009873554805, 1, False, x)
+    k = torch.ops.aten.elu_backward.default(g, 0.5, 1, 2.0, True, x)
+    l = torch.ops.aten.softplus_backward.default(g, x, 2.0, 3.0)
+    m = torch.ops.aten.hardswish_backward.default(g, x)
+    n = torch.ops.aten.hardsigmoid_backward.default(g, x)
+    o = torch.ops.aten.mish_backward.default(g, x)
+    return (a, b, c, d, e, f, h, i, j, k, l, m, n, o)
+)IR",
+                  dtype),
+        "_backward", /*specials=*/true);
+  }
+}
+
+// A gradient laid out otherwise than the input (transposed): each result
+// is laid out as TensorIterator lays out its operands, in PyTorch's order
+// (threshold and leaky_relu put self first).
+TEST(DecomposeDifferentialTest, ActivationBackwardsOfTransposedGradients) {
+  ExpectSameResults(R"IR(def forward(self, gt: "f32[6, 4]", x: "f32[4, 6]"):
+    g = torch.ops.aten.t.default(gt)
+    a = torch.ops.aten.threshold_backward.default(g, x, 0)
+    b = torch.ops.aten.silu_backward.default(g, x)
+    c = torch.ops.aten.leaky_relu_backward.default(g, x, 0.01, False)
+    d = torch.ops.aten.gelu_backward.default(g, x)
+    return (a, b, c, d)
+)IR",
+                    "_backward");
+}
+
+// leaky_relu's and elu's in-place forms with a negative slope are
+// PyTorch's error when the graph's shapes are propagated (their meta
+// functions raise it), before any rule runs.
+TEST(DecomposeTest, InPlaceActivationBackwardsWithANegativeSlopeAreErrors) {
+  EXPECT_THAT(
+      RunPassAndFileCheck<Decompose>(
+          R"IR(def forward(self, g: "f32[4]", x: "f32[4]"):
+    a = torch.ops.aten.elu_backward.default(g, -1.0, 1, 1, True, x)
+    return (a,)
+)IR",
+          "CHECK: elu"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("node 'a': aten.elu_backward.default: In-place elu "
+                         "backward calculation is triggered with a negative "
+                         "slope which is not supported")));
+  EXPECT_THAT(RunPassAndFileCheck<Decompose>(
+                  R"IR(def forward(self, g: "f32[4]", x: "f32[4]"):
+    b = torch.ops.aten.leaky_relu_backward.default(g, x, -0.5, True)
+    return (b,)
+)IR",
+                  "CHECK: leaky"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("In-place leakyReLu backward calculation is "
+                                 "triggered with a negative slope")));
 }
 
 }  // namespace

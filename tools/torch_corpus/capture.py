@@ -7,7 +7,15 @@ Each small program below is traced in up to four ways, exactly as PyTorch
   symbolic  make_fx(f, tracing_mode="symbolic")
   aot       torch.compile(f, backend=<records AOTAutograd's forward graph>)
   aot_dyn   the same with dynamic=True (SymInt placeholders, f64[] floats)
-and each capture is written to ir/testdata/torch_corpus/<program>__<mode>/:
+and the training programs (modes=TRAIN) in two more, from one training
+step through torch.compile with a backend that hands Dynamo's graph to
+aot_module_simplified without decompositions (as a backend of lathe's
+will), its floating inputs requiring grad, the outputs' gradients fixed
+random tensors:
+  train_fw  the forward graph AOTAutograd's partitioner gives the backend
+  train_bw  the backward graph (saved tensors and tangents in, gradients out)
+each with the values the graph was called with in that step.
+Each capture is written to ir/testdata/torch_corpus/<program>__<mode>/:
   graph.txt            print_readable(print_output=False, include_stride=True,
                        include_device=True)
   inputs/NAME.npy      one per placeholder (and per tensor constant)
@@ -39,6 +47,7 @@ torch._dynamo.config.capture_dynamic_output_shape_ops = True
 
 PROGRAMS = []  # (name, fn, make_inputs, modes)
 ALL = ("real", "symbolic", "aot", "aot_dyn")
+TRAIN = ("train_fw", "train_bw")  # captured together, by capture_train
 
 
 def program(name, modes=ALL):
@@ -515,6 +524,39 @@ def _(x, y):
     return F.mse_loss(x, y), F.l1_loss(x, y), F.smooth_l1_loss(x, y), F.binary_cross_entropy_with_logits(x, y.sigmoid())
 
 
+# ---------------------------------------------------------------- training (forward and backward graphs)
+@program("train_activations", modes=TRAIN)(lambda: [rnd(4, 6, lo=-4.0, hi=4.0)])
+def _(x):
+    return (F.gelu(x), F.gelu(x, approximate="tanh"), F.silu(x), F.relu(x), torch.sigmoid(x), torch.tanh(x),
+            F.hardtanh(x), F.relu6(x * 2), F.leaky_relu(x, 0.2), F.elu(x), F.selu(x), F.celu(x, 0.5),
+            F.softplus(x), F.softplus(x, beta=2.0, threshold=3.0), F.hardswish(x), F.hardsigmoid(x), F.mish(x))
+
+
+@program("train_mlp", modes=TRAIN)(lambda: [rnd(8, 6), rnd(16, 6) * 0.4, rnd(16) * 0.1, rnd(3, 16) * 0.3, rnd(3) * 0.1,
+                                            rnd(8, 3)])
+def _(x, w1, b1, w2, b2, y):
+    h = F.silu(F.linear(x, w1, b1))
+    return (F.mse_loss(F.linear(h, w2, b2), y),)
+
+
+@program("train_softmax", modes=TRAIN)(lambda: [rnd(3, 5, 7), rnd(3, 5, 7)])
+def _(x, w):
+    return (F.softmax(x, -1) * w, F.log_softmax(x, 1) * w)
+
+
+@program("train_cross_entropy", modes=TRAIN)(lambda: [rnd(6, 5), torch.tensor([1, 0, 4, 2, 3, 1]), pos(5)])
+def _(logits, target, weight):
+    weight = weight.detach()  # nll_loss is not differentiable in its weight
+    return (F.cross_entropy(logits, target), F.cross_entropy(logits, target, weight=weight, ignore_index=3),
+            F.cross_entropy(logits, target, reduction="sum"), F.cross_entropy(logits, target, reduction="none"))
+
+
+@program("train_losses", modes=TRAIN)(lambda: [rnd(4, 5), rnd(4, 5), pos(4, 5) / 3.0])
+def _(x, y, p):
+    return (F.mse_loss(x, y, reduction="sum"), F.smooth_l1_loss(x, y, beta=0.5), F.huber_loss(x, y, delta=0.7),
+            F.binary_cross_entropy(torch.sigmoid(x), p.clamp(0, 1)))
+
+
 # ---------------------------------------------------------------- symbolic sizes, data-dependent values
 @program("sym_size_arith")(lambda: [rnd(6, 4)])
 def _(x):
@@ -876,6 +918,57 @@ def capture_aot(root, name, fn, inputs, dynamic):
     check(name, pytree.tree_leaves(got), want)
 
 
+def capture_train(root, name, fn, inputs):
+    """One training step of `fn` through AOTAutograd (no decompositions):
+    writes name__train_fw and name__train_bw, each graph with the values it
+    was called with; checks the step's gradients against eager autograd's."""
+    from functorch.compile import make_boxed_func
+    from torch._functorch.aot_autograd import aot_module_simplified
+
+    records = {}
+
+    def recorder(kind):
+        def compiler(g, _):
+            text = g.print_readable(print_output=False, include_stride=True, include_device=True)
+
+            def run(*args):
+                records[kind] = (g, text, [clone(a) for a in args])
+                return g(*args)
+            return make_boxed_func(run)
+        return compiler
+
+    def backend(gm, example_inputs):
+        return aot_module_simplified(gm, example_inputs, fw_compiler=recorder("fw"), bw_compiler=recorder("bw"))
+
+    def leaves(args):
+        out = []
+        for a in args:
+            a = clone(a)
+            if isinstance(a, torch.Tensor) and a.is_floating_point():
+                a.requires_grad_(True)
+            out.append(a)
+        return out
+
+    def step(f, args):
+        outs = [o for o in pytree.tree_leaves(f(*args)) if isinstance(o, torch.Tensor) and o.requires_grad]
+        gen = torch.Generator().manual_seed(7)
+        cotangents = [torch.rand(o.shape, generator=gen, dtype=torch.float64).to(o.dtype) - 0.5 for o in outs]
+        torch.autograd.backward(outs, cotangents)
+        return [a.grad for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend=backend, dynamic=False, fullgraph=True)
+    got = step(compiled, leaves(inputs))
+    want = step(fn, leaves(inputs))
+    check(name, got, want)
+    if set(records) != {"fw", "bw"}:
+        raise RuntimeError(f"graphs recorded: {sorted(records)}")
+    for kind in ("fw", "bw"):
+        g, text, args = records[kind]
+        args = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
+        write_case(root, f"{name}__train_{kind}", g, text, args, lambda a, g=g: g(*a))
+
+
 def check(name, got, want):
     got = [g for g in got if g is not None]
     want = [w for w in want if w is not None]
@@ -903,7 +996,12 @@ def main():
             inputs = make_inputs()
             case = f"{name}__{mode}"
             try:
-                if mode in ("real", "symbolic"):
+                if mode == "train_bw":
+                    continue  # written with train_fw
+                if mode == "train_fw":
+                    capture_train(root, name, fn, inputs)
+                    made["train_bw"] = made.get("train_bw", 0) + 1
+                elif mode in ("real", "symbolic"):
                     capture_make_fx(root, case, fn, inputs, mode)
                 else:
                     capture_aot(root, case, fn, inputs, dynamic=(mode == "aot_dyn"))
