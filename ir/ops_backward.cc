@@ -240,13 +240,337 @@ const ActivationBackward kActivationBackwards[] = {
      })},
 };
 
+// ---- Softmax's backwards
+// ------------------------------------------------------
+
+// _softmax_backward_data / _log_softmax_backward_data(grad_output, output,
+// dim, input_dtype): along dim, output * (grad - sum(grad * output)), or
+// grad - exp(output) * sum(grad). Contiguous, in grad's dtype, or in half
+// for a float grad of a half input (a half-to-float softmax's).
+absl::StatusOr<Value> SoftmaxBackward(const OpCall& c, bool log, bool running) {
+  const Value& grad = c.arg("grad_output");
+  const Value& output = c.arg("output");
+  const DType gd = DTypeOf(grad), input = c.arg("input_dtype").dtype;
+  if (gd != input && !(gd == DType::kFloat32 && input == DType::kFloat16)) {
+    return c.Error(
+        "expected input and grad types to match, or input to be at::Half and "
+        "grad to be at::Float");
+  }
+  if (!IsFloatingPoint(gd)) {
+    return c.Error(absl::StrCat("\"", log ? "log_softmax" : "softmax",
+                                "_backward_lastdim\" not implemented for '",
+                                ScalarTypeName(gd), "'"));
+  }
+  const std::vector<symbolic::Expr> sizes = SizesOf(grad);
+  ASSIGN_OR_RETURN(
+      std::vector<symbolic::Expr> b,
+      BroadcastShapes(c, {sizes, SizesOf(output)}));  // equal, as PyTorch
+  if (b.size() != sizes.size() || RankOf(output) != RankOf(grad)) {
+    return c.Error(absl::StrCat("grad ", ShapeString(sizes), " and output ",
+                                ShapeString(SizesOf(output)),
+                                " differ in size"));
+  }
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    ASSIGN_OR_RETURN(bool same,
+                     Decide(c, symbolic::Eq(sizes[d], SizesOf(output)[d])));
+    if (!same) {
+      return c.Error(absl::StrCat("grad ", ShapeString(sizes), " and output ",
+                                  ShapeString(SizesOf(output)),
+                                  " differ in size"));
+    }
+  }
+  const int64_t rank = static_cast<int64_t>(sizes.size());
+  ASSIGN_OR_RETURN(int64_t dim0, c.arg("dim").AsInt());
+  ASSIGN_OR_RETURN(int64_t dim, WrapDim(c, dim0, std::max<int64_t>(rank, 1)));
+  OutInfo info{input, gd, DeviceOf(grad), sizes, {}};
+  if (!running) return ResultMeta(info);
+  ASSIGN_OR_RETURN(std::vector<int64_t> cs, ConcreteSizes(c, sizes));
+  RETURN_IF_ERROR(CheckResultElements(c, input, cs));
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(cs, input));
+  const Tensor& g = grad.tensor;
+  const Tensor& y = output.tensor;
+  if (rank == 0) {  // one element: the sum is itself
+    const double gv = LoadDouble(g, {}), yv = LoadDouble(y, {});
+    StoreDouble(out, {}, log ? gv - std::exp(yv) * gv : yv * (gv - gv * yv));
+    return Value::OfTensor(out);
+  }
+  std::vector<int64_t> outer = cs;
+  outer[dim] = 1;
+  const int64_t n = cs[dim];
+  ForEachIndex(outer, [&](absl::Span<const int64_t> at) {
+    std::vector<int64_t> i(at.begin(), at.end());
+    double sum = 0;
+    for (i[dim] = 0; i[dim] < n; ++i[dim]) {
+      sum += log ? LoadDouble(g, i) : LoadDouble(g, i) * LoadDouble(y, i);
+    }
+    for (i[dim] = 0; i[dim] < n; ++i[dim]) {
+      const double gv = LoadDouble(g, i), yv = LoadDouble(y, i);
+      StoreDouble(out, i, log ? gv - std::exp(yv) * sum : yv * (gv - sum));
+    }
+  });
+  return Value::OfTensor(out);
+}
+
+// ---- The losses' backwards
+// ----------------------------------------------------
+
+// PyTorch's Reduction enum: 0 none, 1 mean, 2 sum.
+absl::StatusOr<int64_t> Reduction(const OpCall& c) {
+  ASSIGN_OR_RETURN(int64_t reduction, c.arg("reduction").AsInt());
+  if (reduction < 0 || reduction > 2) {
+    return c.Error(
+        absl::StrCat(reduction, " is not a valid value for reduction"));
+  }
+  return reduction;
+}
+
+// An elementwise loss's gradient at (grad, x = self, t = target).
+using LossGradFn = std::function<double(double g, double x, double t)>;
+
+// mse_loss_backward, smooth_l1_loss_backward, huber_loss_backward,
+// binary_cross_entropy_backward: written, as PyTorch's kernels write
+// them, into zeros_like(self) (contiguous, self's sizes and dtype), the
+// other operands broadcast to self; `norm` is 1 / numel(self) for the mean
+// and 1 otherwise. binary_cross_entropy's weight multiplies the result.
+struct LossBackward {
+  const char* schema;
+  const char* kernel;  // PyTorch's, in its error for an integer dtype
+  std::function<absl::StatusOr<LossGradFn>(const OpCall&, double norm)> make;
+  bool weighted = false;
+};
+
+absl::Status RegisterLossBackward(OpRegistry& r, const LossBackward& op) {
+  auto run = [op](const OpCall& c, bool running) -> absl::StatusOr<Value> {
+    const Value& self = c.arg("self");
+    ASSIGN_OR_RETURN(int64_t reduction, Reduction(c));
+    const DType dt = DTypeOf(self);
+    if (!IsFloatingPoint(dt)) {
+      return c.Error(absl::StrCat("\"", op.kernel, "\" not implemented for '",
+                                  ScalarTypeName(dt), "'"));
+    }
+    OutInfo info{dt, dt, DeviceOf(self), SizesOf(self), {}};
+    std::vector<Value> operands = {c.arg("grad_output"), self, c.arg("target")};
+    if (op.weighted && !c.arg("weight").is_none()) {
+      operands.push_back(c.arg("weight"));
+    }
+    for (const Value& v : operands) {
+      ASSIGN_OR_RETURN(std::vector<symbolic::Expr> b,
+                       BroadcastShapes(c, {info.sizes, SizesOf(v)}));
+      bool same = b.size() == info.sizes.size();
+      for (size_t d = 0; same && d < b.size(); ++d) {
+        ASSIGN_OR_RETURN(same, Decide(c, symbolic::Eq(b[d], info.sizes[d])));
+      }
+      if (!same) {
+        return c.Error(absl::StrCat(
+            "output with shape ", ShapeString(info.sizes),
+            " doesn't match the broadcast shape ", ShapeString(b)));
+      }
+    }
+    if (!running) {
+      RETURN_IF_ERROR(op.make(c, 1.0).status());  // its arguments' checks
+      return ResultMeta(info);
+    }
+    ASSIGN_OR_RETURN(std::vector<int64_t> cs, ConcreteSizes(c, info.sizes));
+    int64_t numel = 1;
+    for (int64_t n : cs) numel *= n;
+    const double norm = reduction == 1 ? 1.0 / static_cast<double>(numel) : 1;
+    ASSIGN_OR_RETURN(LossGradFn f, op.make(c, norm));
+    const bool weight = operands.size() == 4;
+    return ComputeN(
+        c, info, operands,
+        [f, weight](absl::Span<const double> v) {
+          const double d = f(v[0], v[1], v[2]);
+          return weight ? d * v[3] : d;
+        },
+        nullptr);
+  };
+  return r.Add(
+      op.schema, [run](const OpCall& c) { return run(c, false); },
+      [run](const OpCall& c) { return run(c, true); });
+}
+
+absl::StatusOr<LossGradFn> MseGrad(const OpCall&, double norm) {
+  return LossGradFn(
+      [norm](double g, double x, double t) { return 2 * norm * (x - t) * g; });
+}
+
+absl::StatusOr<LossGradFn> SmoothL1Grad(const OpCall& c, double norm) {
+  ASSIGN_OR_RETURN(double beta, c.arg("beta").AsDouble());
+  if (beta <= 0) {  // l1_loss_backward: sign(x - t)
+    return LossGradFn([norm](double g, double x, double t) {
+      const double d = x - t;
+      return ((d > 0) - (d < 0)) * g * norm;
+    });
+  }
+  return LossGradFn([norm, beta](double g, double x, double t) {
+    const double d = x - t;
+    if (d <= -beta) return -norm * g;
+    if (d >= beta) return norm * g;
+    return norm * d * g / beta;
+  });
+}
+
+absl::StatusOr<LossGradFn> HuberGrad(const OpCall& c, double norm) {
+  ASSIGN_OR_RETURN(double delta, c.arg("delta").AsDouble());
+  return LossGradFn([norm, delta](double g, double x, double t) {
+    const double d = x - t;
+    if (d <= -delta) return -norm * g * delta;
+    if (d >= delta) return norm * g * delta;
+    return norm * d * g;
+  });
+}
+
+absl::StatusOr<LossGradFn> BceGrad(const OpCall&, double norm) {
+  return LossGradFn([norm](double g, double x, double t) {
+    return g * (x - t) / std::max((1 - x) * x, 1e-12) * norm;
+  });
+}
+
+const LossBackward kLossBackwards[] = {
+    {"mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int "
+     "reduction) -> Tensor",
+     "mse_backward_cpu", MseGrad},
+    {"smooth_l1_loss_backward(Tensor grad_output, Tensor self, Tensor target, "
+     "int reduction, float beta) -> Tensor",
+     "smooth_l1_backward_cpu_out", SmoothL1Grad},
+    {"huber_loss_backward(Tensor grad_output, Tensor self, Tensor target, int "
+     "reduction, float delta) -> Tensor",
+     "huber_backward_cpu_out", HuberGrad},
+    {"binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor "
+     "target, Tensor? weight=None, int reduction=1) -> Tensor",
+     "binary_cross_entropy_backward", BceGrad, /*weighted=*/true},
+};
+
+// nll_loss_backward(grad_output, self, target, weight, reduction,
+// ignore_index, total_weight): zeros like self (contiguous) but, for each
+// sample whose target t is not ignore_index, -weight[t] times the sample's
+// gradient (grad_output[i] unreduced; grad_output / total_weight for the
+// mean, grad_output for the sum) at column t.
+absl::StatusOr<Value> NllLossBackward(const OpCall& c, bool running) {
+  const Value& grad = c.arg("grad_output");
+  const Value& self = c.arg("self");
+  const Value& target = c.arg("target");
+  const Value& weight = c.arg("weight");
+  const Value& total = c.arg("total_weight");
+  ASSIGN_OR_RETURN(int64_t reduction, Reduction(c));
+  ASSIGN_OR_RETURN(int64_t ignore, c.arg("ignore_index").AsInt());
+  const int64_t rank = RankOf(self);
+  if (rank < 1 || rank > 2) return c.Error("input tensor should be 1D or 2D");
+  if (RankOf(target) > 1) {
+    return c.Error(
+        "0D or 1D target tensor expected, multi-target not supported");
+  }
+  const DType dt = DTypeOf(self);
+  if (!IsFloatingPoint(dt)) {
+    return c.Error(
+        absl::StrCat("\"nll_loss_backward_out_frame\" not "
+                     "implemented for '",
+                     ScalarTypeName(dt), "'"));
+  }
+  const DType tdt = DTypeOf(target);
+  if (tdt != DType::kInt64 && tdt != DType::kUInt8) {
+    return c.Error(
+        absl::StrCat("expected target dtype to be Long or Byte, but got ",
+                     ScalarTypeName(tdt)));
+  }
+  const std::vector<symbolic::Expr> in = SizesOf(self), ts = SizesOf(target);
+  const bool batched = rank == 2;
+  if (batched) {
+    ASSIGN_OR_RETURN(
+        bool same,
+        Decide(c, symbolic::Eq(in[0], ts.empty() ? symbolic::Int(1) : ts[0])));
+    if (!same || ts.empty()) {
+      return c.Error(absl::StrCat("size mismatch (got input: ", ShapeString(in),
+                                  ", target: ", ShapeString(ts), ")"));
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> cs, ConcreteSizes(c, in));
+  const int64_t n_classes = cs.back(), n = batched ? cs[0] : 1;
+  ASSIGN_OR_RETURN(std::vector<int64_t> tw, ConcreteSizes(c, SizesOf(total)));
+  int64_t tw_numel = 1;
+  for (int64_t k : tw) tw_numel *= k;
+  if (tw_numel != 1) {
+    return c.Error(absl::StrCat(
+        "expected total_weight to be a single element tensor, got: ",
+        ShapeString(SizesOf(total)), " (", tw_numel, " elements)"));
+  }
+  if (!weight.is_none()) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> ws,
+                     ConcreteSizes(c, SizesOf(weight)));
+    int64_t wn = 1;
+    for (int64_t k : ws) wn *= k;
+    if (wn != n_classes) {
+      return c.Error(absl::StrCat(
+          "weight tensor should be defined either for all ", n_classes,
+          " classes or no classes but got weight tensor of shape: ",
+          ShapeString(SizesOf(weight))));
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> gs, ConcreteSizes(c, SizesOf(grad)));
+  int64_t g_numel = 1;
+  for (int64_t k : gs) g_numel *= k;
+  const bool per_sample = reduction == 0 && batched;
+  if (per_sample ? !(gs.size() == 1 && gs[0] == n)
+                 : !(gs.size() <= 1 && g_numel == 1)) {
+    return c.Error(absl::StrCat(
+        per_sample ? "Expected a tensor of dimension 1 and tensor.size[0] == "
+                   : "Expected a single element grad_output tensor, but got: ",
+        per_sample
+            ? absl::StrCat(n, " but got: dimension ", gs.size(),
+                           " and tensor.size[0] == ", gs.empty() ? 0 : gs[0])
+            : ShapeString(SizesOf(grad))));
+  }
+  OutInfo info{dt, dt, DeviceOf(self), in, {}};
+  if (!running) return ResultMeta(info);
+  RETURN_IF_ERROR(CheckResultElements(c, dt, cs));
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(cs, dt));
+  ForEachIndex(cs,
+               [&](absl::Span<const int64_t> i) { StoreDouble(out, i, 0); });
+  const double total_weight =
+      LoadDouble(total.tensor, std::vector<int64_t>(tw.size(), 0));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t t =
+        ts.empty() ? LoadInt(target.tensor, {}) : LoadInt(target.tensor, {i});
+    if (t == ignore) continue;
+    if (t < 0 || t >= n_classes) {
+      return c.Error(TargetOutOfBounds(absl::StrCat(t)));
+    }
+    double g = per_sample ? LoadDouble(grad.tensor, {i})
+                          : LoadDouble(grad.tensor,
+                                       std::vector<int64_t>(gs.size(), 0));
+    if (reduction == 1 && !per_sample) g /= total_weight;
+    const double w = weight.is_none() ? 1.0 : LoadDouble(weight.tensor, {t});
+    std::vector<int64_t> at =
+        batched ? std::vector<int64_t>{i, t} : std::vector<int64_t>{t};
+    StoreDouble(out, at, -w * g);
+  }
+  return Value::OfTensor(out);
+}
+
 }  // namespace
 
 absl::Status RegisterBackwardOps(OpRegistry& r) {
   for (const ActivationBackward& op : kActivationBackwards) {
     RETURN_IF_ERROR(RegisterActivationBackward(r, op));
   }
-  return absl::OkStatus();
+  for (bool log : {false, true}) {
+    RETURN_IF_ERROR(r.Add(
+        log ? "_log_softmax_backward_data(Tensor grad_output, Tensor output, "
+              "int dim, ScalarType input_dtype) -> Tensor"
+            : "_softmax_backward_data(Tensor grad_output, Tensor output, int "
+              "dim, ScalarType input_dtype) -> Tensor",
+        [log](const OpCall& c) { return SoftmaxBackward(c, log, false); },
+        [log](const OpCall& c) { return SoftmaxBackward(c, log, true); }));
+  }
+  for (const LossBackward& op : kLossBackwards) {
+    RETURN_IF_ERROR(RegisterLossBackward(r, op));
+  }
+  return r.Add(
+      "nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, "
+      "Tensor? weight, int reduction, SymInt ignore_index, Tensor "
+      "total_weight) -> Tensor",
+      [](const OpCall& c) { return NllLossBackward(c, false); },
+      [](const OpCall& c) { return NllLossBackward(c, true); });
 }
 
 }  // namespace lathe::ir

@@ -1051,6 +1051,10 @@ const std::pair<const char*, const char*> kTorchInplace[] = {
     {"aten.masked_fill.Tensor", "aten.masked_fill_.Tensor"},
     {"aten.tril.default", "aten.tril_.default"},
     {"aten.triu.default", "aten.triu_.default"},
+    {"aten.celu.default", "aten.celu_.default"},
+    {"aten.logit.default", "aten.logit_.default"},
+    {"aten.hardswish.default", "aten.hardswish_.default"},
+    {"aten.mish.default", "aten.mish_.default"},
 };
 
 TEST(ExtraOpsTest, EveryPointwiseOpHasItsInplaceTwinPaired) {

@@ -2382,25 +2382,38 @@ void StoreLoss(const Tensor& out, absl::Span<const int64_t> sizes,
   if (reduction == 2) StoreDouble(out, {}, sum);
 }
 
-// mse_loss / smooth_l1_loss(self, target, reduction[, beta]): the
-// elementwise loss of self - target, broadcast (with TensorIterator's
-// layout when not reduced), or its mean or sum (0-d). smooth_l1 is
-// 0.5 * d^2 / beta below beta and |d| - 0.5 * beta above (|d| for beta 0).
-absl::StatusOr<Value> PointwiseLoss(const OpCall& c, bool smooth_l1) {
+// mse_loss / smooth_l1_loss / huber_loss(self, target, reduction[, beta or
+// delta]): the elementwise loss of self - target, broadcast (with
+// TensorIterator's layout when not reduced), or its mean or sum (0-d).
+// smooth_l1 is 0.5 * d^2 / beta below beta and |d| - 0.5 * beta above (|d|
+// for beta 0); huber is 0.5 * d^2 below delta and delta * (|d| - 0.5 *
+// delta) above.
+enum class Loss { kMse, kSmoothL1, kHuber };
+absl::StatusOr<Value> PointwiseLoss(const OpCall& c, Loss kind) {
   const Value& self = c.arg("self");
   const Value& target = c.arg("target");
   ASSIGN_OR_RETURN(int64_t reduction, ReductionArg(c));
   double beta = 0;
-  if (smooth_l1) {
+  if (kind == Loss::kSmoothL1) {
     ASSIGN_OR_RETURN(beta, c.arg("beta").AsDouble());
     if (beta < 0) {
       return c.Error(
           "smooth_l1_loss does not support negative values for beta.");
     }
   }
+  if (kind == Loss::kHuber) {
+    ASSIGN_OR_RETURN(beta, c.arg("delta").AsDouble());
+    if (!(beta > 0)) {
+      return c.Error(
+          "huber_loss does not support non-positive values for delta.");
+    }
+  }
   ASSIGN_OR_RETURN(DType dt, ResultType({self, target}));
   if (!IsFloatingPoint(dt)) {
-    return c.Error(absl::StrCat("\"", smooth_l1 ? "smooth_l1" : "mse",
+    return c.Error(absl::StrCat("\"",
+                                kind == Loss::kMse        ? "mse"
+                                : kind == Loss::kSmoothL1 ? "smooth_l1"
+                                                          : "huber",
                                 "_cpu\" not implemented for '",
                                 ScalarTypeName(dt), "'"));
   }
@@ -2420,10 +2433,68 @@ absl::StatusOr<Value> PointwiseLoss(const OpCall& c, bool smooth_l1) {
   ASSIGN_OR_RETURN(Tensor b, BroadcastView(target.tensor, cs));
   StoreLoss(out.tensor, cs, reduction, [&](absl::Span<const int64_t> i) {
     double d = LoadDouble(a, i) - LoadDouble(b, i);
-    if (!smooth_l1) return d * d;
+    if (kind == Loss::kMse) return d * d;
     double ad = std::fabs(d);
+    if (kind == Loss::kHuber) {
+      return ad < beta ? 0.5 * ad * ad : beta * (ad - 0.5 * beta);
+    }
     return ad < beta ? 0.5 * d * d / beta : ad - 0.5 * beta;
   });
+  return out;
+}
+
+// binary_cross_entropy(self, target, weight, reduction): (t - 1) *
+// max(log1p(-x), -100) - t * max(log(x), -100), times weight (broadcast);
+// every input and target element must be in [0, 1]. Unreduced, laid out
+// as empty_like(self); else its mean or sum (0-d).
+absl::StatusOr<Value> BinaryCrossEntropy(const OpCall& c) {
+  const Value& self = c.arg("self");
+  const Value& target = c.arg("target");
+  const Value& weight = c.arg("weight");
+  ASSIGN_OR_RETURN(int64_t reduction, ReductionArg(c));
+  const DType dt = DTypeOf(self);
+  RETURN_IF_ERROR(NeedFloat(c, dt, "binary_cross_entropy"));
+  std::vector<Expr> sizes = SizesOf(self);
+  for (const Value* v : {&target, &weight}) {
+    if (v->is_none()) continue;
+    ASSIGN_OR_RETURN(std::vector<Expr> b,
+                     BroadcastShapes(c, {sizes, SizesOf(*v)}));
+    ASSIGN_OR_RETURN(bool same, SameShape(c, b, sizes));
+    if (!same) {
+      return c.Error(absl::StrCat("output with shape ", ShapeString(sizes),
+                                  " doesn't match the broadcast shape ",
+                                  ShapeString(b)));
+    }
+  }
+  const bool running = self.tensor.defined();
+  std::vector<Expr> out_sizes, strides;
+  if (reduction == 0) {
+    out_sizes = sizes;
+    strides = EmptyLikeStrides(c.env(), self);
+  }
+  ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, running, dt, DeviceOf(self),
+                                            out_sizes, strides));
+  if (!running) return out;
+  ASSIGN_OR_RETURN(std::vector<int64_t> cs, ConcreteSizes(c, sizes));
+  ASSIGN_OR_RETURN(Tensor t, BroadcastView(target.tensor, cs));
+  Tensor w;
+  if (!weight.is_none()) {
+    ASSIGN_OR_RETURN(w, BroadcastView(weight.tensor, cs));
+  }
+  absl::Status bad;
+  StoreLoss(out.tensor, cs, reduction, [&](absl::Span<const int64_t> i) {
+    const double x = LoadDouble(self.tensor, i), y = LoadDouble(t, i);
+    if (!(x >= 0 && x <= 1) && bad.ok()) {
+      bad = c.Error("all elements of input should be between 0 and 1");
+    }
+    if (!(y >= 0 && y <= 1) && bad.ok()) {
+      bad = c.Error("all elements of target should be between 0 and 1");
+    }
+    const double l = (y - 1) * std::max(std::log1p(-x), -100.0) -
+                     y * std::max(std::log(x), -100.0);
+    return w.defined() ? l * LoadDouble(w, i) : l;
+  });
+  RETURN_IF_ERROR(bad);
   return out;
 }
 
@@ -2809,11 +2880,19 @@ absl::Status RegisterNnOps(OpRegistry& r) {
             NllLossForward));
   RETURN_IF_ERROR(
       r.Add("mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
-            [](const OpCall& c) { return PointwiseLoss(c, false); }));
+            [](const OpCall& c) { return PointwiseLoss(c, Loss::kMse); }));
   RETURN_IF_ERROR(
       r.Add("smooth_l1_loss(Tensor self, Tensor target, int reduction=1, "
             "float beta=1.) -> Tensor",
-            [](const OpCall& c) { return PointwiseLoss(c, true); }));
+            [](const OpCall& c) { return PointwiseLoss(c, Loss::kSmoothL1); }));
+  RETURN_IF_ERROR(
+      r.Add("huber_loss(Tensor self, Tensor target, int reduction=1, float "
+            "delta=1.) -> Tensor",
+            [](const OpCall& c) { return PointwiseLoss(c, Loss::kHuber); }));
+  RETURN_IF_ERROR(
+      r.Add("binary_cross_entropy(Tensor self, Tensor target, Tensor? "
+            "weight=None, int reduction=1) -> Tensor",
+            BinaryCrossEntropy));
   RETURN_IF_ERROR(r.Add(
       "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? "
       "weight=None, Tensor? pos_weight=None, int reduction=1) -> Tensor",

@@ -818,8 +818,14 @@ absl::StatusOr<OutInfo> InferActivation(const OpCall& c,
     return c.Error("Bool inputs not supported for hardtanh");
   }
   if (op != "hardtanh" && !IsFloatingPoint(d)) {
-    return c.Error(absl::StrCat("\"", op, "_cpu\" not implemented for '",
+    return c.Error(absl::StrCat("\"", op == "celu" ? "elu" : op,
+                                "_cpu\" not implemented for '",
                                 ScalarTypeName(d), "'"));
+  }
+  if (op == "celu") {  // elu(x, alpha, 1, 1 / alpha)
+    ASSIGN_OR_RETURN(double alpha, c.arg(1).AsDouble());
+    if (alpha == 0)
+      return c.Error("ZeroDivisionError: alpha cannot be 0 for CELU");
   }
   ASSIGN_OR_RETURN(OutInfo info, Infer(c, {c.arg(0)}, false, false));
   if (op == "hardtanh") info.strides = EmptyLikeStrides(c.env(), c.arg(0));
@@ -835,10 +841,22 @@ absl::StatusOr<Value> ActivationKernel(const OpCall& c, const std::string& op,
   }
   DoubleFn fd;
   IntFn fi;
-  if (op == "elu") {  // x <= 0: (exp(x * input_scale) - 1) * alpha * scale
-    double alpha = p[0], scale = p[1], input_scale = p[2];
+  if (op == "elu" || op == "celu") {
+    // x <= 0: (exp(x * input_scale) - 1) * alpha * scale; celu is elu(x,
+    // alpha, 1, 1 / alpha).
+    const bool celu = op == "celu";
+    double alpha = p[0], scale = celu ? 1 : p[1],
+           input_scale = celu ? 1 / alpha : p[2];
     fd = [=](double x, double) {
       return x <= 0 ? std::expm1(x * input_scale) * alpha * scale : x * scale;
+    };
+  } else if (op == "hardswish") {  // x * min(max(x + 3, 0), 6) / 6
+    fd = [](double x, double) {
+      return std::isnan(x) ? x : x * std::min(std::max(x + 3, 0.0), 6.0) / 6;
+    };
+  } else if (op == "mish") {  // x * tanh(softplus(x))
+    fd = [](double x, double) {
+      return x * std::tanh(std::log1p(std::exp(x)));
     };
   } else if (op == "hardsigmoid") {
     fd = [](double x, double) {
@@ -1105,13 +1123,39 @@ absl::Status RegisterPointwiseBody(OpRegistry& r) {
       "input_scale=1) -> Tensor",
       "elu"));
   RETURN_IF_ERROR(RegisterActivation(
+      r, "celu(Tensor self, Scalar alpha=1.0) -> Tensor", "celu"));
+  RETURN_IF_ERROR(RegisterActivation(
       r, "hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor",
       "hardtanh"));
+  // logit(self, eps): log(x / (1 - x)) of x clamped to [eps, 1 - eps] (not
+  // clamped for None), integers promoted to float.
+  auto logit = [](bool running) {
+    return [running](const OpCall& c) -> absl::StatusOr<Value> {
+      ASSIGN_OR_RETURN(OutInfo info, Infer(c, {c.arg(0)}, true, false));
+      if (!running) return ResultMeta(info);
+      double eps = -1;
+      if (!c.arg("eps").is_none()) {
+        ASSIGN_OR_RETURN(eps, c.arg("eps").AsDouble());
+      }
+      return Compute(
+          c, info, {c.arg(0)},
+          [eps](double x, double) {
+            if (eps >= 0) x = x < eps ? eps : (x > 1 - eps ? 1 - eps : x);
+            return std::log(x / (1 - x));
+          },
+          nullptr);
+    };
+  };
+  RETURN_IF_ERROR(r.Add("logit(Tensor self, float? eps=None) -> Tensor",
+                        logit(false), logit(true)));
   RETURN_IF_ERROR(RegisterActivation(
       r, "leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor",
       "leaky_relu"));
   RETURN_IF_ERROR(RegisterActivation(r, "hardsigmoid(Tensor self) -> Tensor",
                                      "hardsigmoid"));
+  RETURN_IF_ERROR(
+      RegisterActivation(r, "hardswish(Tensor self) -> Tensor", "hardswish"));
+  RETURN_IF_ERROR(RegisterActivation(r, "mish(Tensor self) -> Tensor", "mish"));
   RETURN_IF_ERROR(RegisterActivation(
       r, "softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor",
       "softplus"));

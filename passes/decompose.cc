@@ -532,6 +532,130 @@ absl::StatusOr<Outputs> Gelu(Rewriter& r) {
   return Outputs{out};
 }
 
+// celu(x, alpha): elu(x, alpha, 1, 1 / alpha), PyTorch's own definition.
+absl::StatusOr<Outputs> Celu(Rewriter& r) {
+  Node* self = r.Tensor("self");
+  std::optional<double> alpha = r.Number("alpha");
+  if (!IsTensor(self) || !alpha.has_value() || *alpha == 0) return Outputs{};
+  ASSIGN_OR_RETURN(
+      Node * out,
+      r.Call("aten.elu.default", {A(self), F(*alpha), F(1), F(1 / *alpha)}));
+  return Outputs{out};
+}
+
+// logit(x, eps): log(x / (1 - x)) in the math type, x first clamped to
+// [eps, 1 - eps] when eps is given (as the CPU kernel: NaN stays NaN).
+absl::StatusOr<Outputs> Logit(Rewriter& r) {
+  Node* self = r.Tensor("self");
+  if (!IsTensor(self) || !IsTensor(r.node())) return Outputs{};
+  const DType dtype = TM(r.node()).dtype;
+  Arg eps = r.Get("eps");
+  if (eps.kind != Arg::Kind::kNone && !IsNumber(eps)) return Outputs{};
+  ASSIGN_OR_RETURN(Node * x, r.To(self, OpMath(dtype)));
+  if (eps.kind != Arg::Kind::kNone) {
+    const double lo = NumberOf(eps), hi = 1 - lo;
+    ASSIGN_OR_RETURN(Node * above, r.Binary("aten.gt.Scalar", x, F(hi)));
+    ASSIGN_OR_RETURN(x,
+                     r.Call("aten.where.ScalarSelf", {A(above), F(hi), A(x)}));
+    ASSIGN_OR_RETURN(Node * below, r.Binary("aten.lt.Scalar", x, F(lo)));
+    ASSIGN_OR_RETURN(x,
+                     r.Call("aten.where.ScalarSelf", {A(below), F(lo), A(x)}));
+  }
+  ASSIGN_OR_RETURN(Node * rest, r.Binary("aten.rsub.Scalar", x, F(1)));
+  ASSIGN_OR_RETURN(Node * odds, r.Binary("aten.div.Tensor", x, A(rest)));
+  ASSIGN_OR_RETURN(Node * out, r.Unary("aten.log.default", odds));
+  ASSIGN_OR_RETURN(out, r.To(out, dtype));
+  return Outputs{out};
+}
+
+// hardswish (decompositions.py): x * hardtanh(x + 3, 0, 6) / 6.
+absl::StatusOr<Outputs> Hardswish(Rewriter& r) {
+  Node* self = r.Tensor("self");
+  if (!IsTensor(self) || !IsTensor(r.node())) return Outputs{};
+  const DType dtype = TM(r.node()).dtype;
+  ASSIGN_OR_RETURN(Node * x, r.To(self, OpMath(dtype)));
+  ASSIGN_OR_RETURN(Node * shifted, r.Binary("aten.add.Tensor", x, F(3)));
+  ASSIGN_OR_RETURN(Node * gate,
+                   r.Call("aten.hardtanh.default", {A(shifted), F(0), F(6)}));
+  ASSIGN_OR_RETURN(Node * xg, r.Binary("aten.mul.Tensor", x, A(gate)));
+  ASSIGN_OR_RETURN(Node * out, r.Binary("aten.div.Tensor", xg, F(6)));
+  ASSIGN_OR_RETURN(out, r.To(out, dtype));
+  return Outputs{out};
+}
+
+// mish: x * tanh(softplus(x)).
+absl::StatusOr<Outputs> Mish(Rewriter& r) {
+  Node* self = r.Tensor("self");
+  if (!IsTensor(self) || !IsTensor(r.node())) return Outputs{};
+  const DType dtype = TM(r.node()).dtype;
+  ASSIGN_OR_RETURN(Node * x, r.To(self, OpMath(dtype)));
+  ASSIGN_OR_RETURN(Node * sp, r.Unary("aten.softplus.default", x));
+  ASSIGN_OR_RETURN(Node * t, r.Unary("aten.tanh.default", sp));
+  ASSIGN_OR_RETURN(Node * out, r.Binary("aten.mul.Tensor", x, A(t)));
+  ASSIGN_OR_RETURN(out, r.To(out, dtype));
+  return Outputs{out};
+}
+
+// binary_cross_entropy (decompositions.py): (t - 1) * max(log1p(-x), -100)
+// - t * max(log(x), -100), times weight, reduced; and, as the kernel
+// checks it, an assert that every input and target element is in [0, 1].
+absl::StatusOr<Outputs> BinaryCrossEntropy(Rewriter& r) {
+  Node* self = r.Tensor("self");
+  Node* target = r.Tensor("target");
+  Node* weight = r.Tensor("weight");
+  std::optional<int64_t> reduction = r.Int("reduction");
+  if (!IsTensor(self) || !IsTensor(target) || !reduction || *reduction < 0 ||
+      *reduction > 2 || (weight != nullptr && !IsTensor(weight)) ||
+      TM(target).sizes != TM(self).sizes) {
+    return Outputs{};
+  }
+  const DType dtype = TM(self).dtype, math = OpMath(dtype);
+  for (auto [v, what] :
+       {std::pair{self, "input"}, std::pair{target, "target"}}) {
+    ASSIGN_OR_RETURN(Node * lo, r.Binary("aten.ge.Scalar", v, F(0)));
+    ASSIGN_OR_RETURN(Node * hi, r.Binary("aten.le.Scalar", v, F(1)));
+    ASSIGN_OR_RETURN(Node * in,
+                     r.Binary("aten.logical_and.default", lo, A(hi)));
+    ASSIGN_OR_RETURN(Node * all, r.Unary("aten.all.default", in));
+    ASSIGN_OR_RETURN(Node * ok,
+                     r.Unary("aten._local_scalar_dense.default", all));
+    RETURN_IF_ERROR(
+        r.Call("aten._assert_scalar.default",
+               {A(ok), Arg::String(absl::StrCat("all elements of ", what,
+                                                " should be between 0 and 1"))})
+            .status());
+  }
+  ASSIGN_OR_RETURN(Node * x, r.To(self, math));
+  ASSIGN_OR_RETURN(Node * t, r.To(target, math));
+  auto floored = [&](Node* v) -> absl::StatusOr<Node*> {  // max(v, -100)
+    ASSIGN_OR_RETURN(Node * low, r.Binary("aten.lt.Scalar", v, F(-100)));
+    return r.Call("aten.where.ScalarSelf", {A(low), F(-100), A(v)});
+  };
+  ASSIGN_OR_RETURN(Node * neg, r.Unary("aten.neg.default", x));
+  ASSIGN_OR_RETURN(Node * l1p, r.Unary("aten.log1p.default", neg));
+  ASSIGN_OR_RETURN(l1p, floored(l1p));
+  ASSIGN_OR_RETURN(Node * lx, r.Unary("aten.log.default", x));
+  ASSIGN_OR_RETURN(lx, floored(lx));
+  ASSIGN_OR_RETURN(Node * t1, r.Binary("aten.sub.Tensor", t, I(1)));
+  ASSIGN_OR_RETURN(Node * a, r.Binary("aten.mul.Tensor", t1, A(l1p)));
+  ASSIGN_OR_RETURN(Node * b, r.Binary("aten.mul.Tensor", t, A(lx)));
+  ASSIGN_OR_RETURN(Node * loss, r.Binary("aten.sub.Tensor", a, A(b)));
+  if (weight != nullptr) {
+    ASSIGN_OR_RETURN(Node * w, r.To(weight, math));
+    ASSIGN_OR_RETURN(loss, r.Binary("aten.mul.Tensor", loss, A(w)));
+  }
+  if (*reduction != 0) {
+    ASSIGN_OR_RETURN(Node * sum, r.Unary("aten.sum.default", loss));
+    loss = sum;
+    if (*reduction == 1) {  // the mean, as a sum over the count
+      ASSIGN_OR_RETURN(Arg n, r.Count(x, AllDims(TM(x).dim())));
+      ASSIGN_OR_RETURN(loss, r.Binary("aten.div.Tensor", sum, n));
+    }
+  }
+  ASSIGN_OR_RETURN(loss, r.To(loss, dtype));
+  return Outputs{loss};
+}
+
 // silu (Inductor's, the form that matches eager): x / (1 + exp(-x)).
 absl::StatusOr<Outputs> Silu(Rewriter& r) {
   Node* self = r.Tensor("self");
@@ -1302,17 +1426,22 @@ constexpr Decomposition kDecompositions[] = {
     {"aten._softmax.default", Softmax},
     {"aten.addcdiv.default", Addcdiv},
     {"aten.addcmul.default", Addcmul},
+    {"aten.binary_cross_entropy.default", BinaryCrossEntropy},
+    {"aten.celu.default", Celu},
     {"aten.clamp.Tensor", ClampTensor},
     {"aten.clamp.default", ClampScalar},
     {"aten.clamp_max.default", ClampScalar},
     {"aten.clamp_min.default", ClampScalar},
     {"aten.gelu.default", Gelu},
     {"aten.grid_sampler_2d.default", GridSampler2d},
+    {"aten.hardswish.default", Hardswish},
     {"aten.lerp.Scalar", LerpScalar},
     {"aten.lerp.Tensor", LerpTensor},
+    {"aten.logit.default", Logit},
     {"aten.logsumexp.default", LogSumExp},
     {"aten.mean.default", Mean},
     {"aten.mean.dim", Mean},
+    {"aten.mish.default", Mish},
     {"aten.native_batch_norm.default", NativeBatchNorm},
     {"aten.native_group_norm.default", GroupNorm},
     {"aten.native_layer_norm.default", LayerNorm},

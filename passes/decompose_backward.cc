@@ -1113,10 +1113,197 @@ absl::StatusOr<Outputs> MishBackward(Rewriter& r) {
   return p->Done(out);
 }
 
+// ---- Softmax's and the losses' backwards
+// --------------------------------------
+
+// _softmax_backward_data (compute_only_pw_cast_for_opmath): g * y - y *
+// sum(g * y, dim); _log_softmax_backward_data: g - exp(y) * sum(g, dim);
+// contiguous, in the op's result dtype.
+absl::StatusOr<Outputs> SoftmaxBackwardData(Rewriter& r, bool log) {
+  std::optional<int64_t> dim = r.Int("dim");
+  if (!dim.has_value()) return Outputs{};
+  ASSIGN_OR_RETURN(std::optional<Pw> p, Pw::Of(r, "grad_output", "output"));
+  if (!p) return Outputs{};
+  const int64_t rank = TM(p->g()).dim();
+  if (rank == 0 || *dim < -rank || *dim >= rank) return Outputs{};
+  const std::vector<int64_t> dims = {*dim < 0 ? *dim + rank : *dim};
+  Node* out = nullptr;
+  if (log) {
+    ASSIGN_OR_RETURN(Node * s, Sum(r, p->g(), dims, /*keepdim=*/true));
+    ASSIGN_OR_RETURN(Node * e, p->Unary("aten.exp.default", p->x()));
+    ASSIGN_OR_RETURN(Node * es, p->Mul(e, A(s)));
+    ASSIGN_OR_RETURN(out, r.Binary("aten.sub.Tensor", p->g(), A(es)));
+  } else {
+    ASSIGN_OR_RETURN(Node * gy, p->Mul(p->g(), A(p->x())));
+    ASSIGN_OR_RETURN(Node * s, Sum(r, gy, dims, /*keepdim=*/true));
+    ASSIGN_OR_RETURN(Node * ys, p->Mul(p->x(), A(s)));
+    ASSIGN_OR_RETURN(out, r.Binary("aten.sub.Tensor", gy, A(ys)));
+  }
+  ASSIGN_OR_RETURN(Outputs o, p->Done(out));
+  ASSIGN_OR_RETURN(o[0], r.Contiguous(o[0]));
+  return o;
+}
+absl::StatusOr<Outputs> SoftmaxBackward(Rewriter& r) {
+  return SoftmaxBackwardData(r, false);
+}
+absl::StatusOr<Outputs> LogSoftmaxBackward(Rewriter& r) {
+  return SoftmaxBackwardData(r, true);
+}
+
+// A pointwise loss's backward: the operands (self, target, grad_output) in
+// the math type, target the shape of self (else the call stays), and
+// norm * grad_output, norm 1 / numel(self) for the mean.
+struct LossGrad {
+  Pw p;
+  Node* target;
+  Node* norm_grad;
+};
+absl::StatusOr<std::optional<LossGrad>> LossGradOf(Rewriter& r) {
+  std::optional<int64_t> reduction = r.Int("reduction");
+  Node* target = r.Tensor("target");
+  if (!reduction.has_value() || *reduction < 0 || *reduction > 2 ||
+      !IsTensor(target) || TM(target).sizes != TM(r.Tensor("self")).sizes) {
+    return std::nullopt;
+  }
+  ASSIGN_OR_RETURN(std::optional<Pw> p, Pw::Of(r, "grad_output", "self"));
+  if (!p) return std::nullopt;
+  ASSIGN_OR_RETURN(target, r.To(target, TM(p->x()).dtype));
+  Node* norm_grad = p->g();
+  if (*reduction == 1) {
+    ASSIGN_OR_RETURN(Arg n, r.Count(p->x(), AllDims(TM(p->x()).dim())));
+    ASSIGN_OR_RETURN(norm_grad, p->Div(norm_grad, n));
+  }
+  return LossGrad{*p, target, norm_grad};
+}
+
+// mse_loss_backward: 2 * norm * (x - t) * grad.
+absl::StatusOr<Outputs> MseLossBackward(Rewriter& r) {
+  ASSIGN_OR_RETURN(std::optional<LossGrad> l, LossGradOf(r));
+  if (!l) return Outputs{};
+  ASSIGN_OR_RETURN(Node * d,
+                   r.Binary("aten.sub.Tensor", l->p.x(), A(l->target)));
+  ASSIGN_OR_RETURN(Node * d2, l->p.Mul(d, F(2)));
+  ASSIGN_OR_RETURN(Node * out, l->p.Mul(d2, A(l->norm_grad)));
+  return l->p.Done(out);
+}
+
+// smooth_l1_loss_backward and huber_loss_backward, as the CPU kernels
+// branch (d = x - t): d <= -k: -ng * s; d >= k: ng * s; else ng * d / b,
+// with (k, s, b) = (beta, 1, beta) for smooth_l1 and (delta, delta, 1) for
+// huber, ng = norm * grad; smooth_l1 with beta <= 0 is l1's, sign(d) * ng.
+absl::StatusOr<Outputs> SteppedLossBackward(Rewriter& r, bool huber) {
+  std::optional<double> k = r.Number(huber ? "delta" : "beta");
+  if (!k.has_value()) return Outputs{};
+  ASSIGN_OR_RETURN(std::optional<LossGrad> l, LossGradOf(r));
+  if (!l) return Outputs{};
+  Pw& p = l->p;
+  ASSIGN_OR_RETURN(Node * d, r.Binary("aten.sub.Tensor", p.x(), A(l->target)));
+  if (!huber && *k <= 0) {
+    ASSIGN_OR_RETURN(Node * sign, p.Unary("aten.sign.default", d));
+    ASSIGN_OR_RETURN(Node * out, p.Mul(sign, A(l->norm_grad)));
+    return p.Done(out);
+  }
+  const double step = huber ? *k : 1, scale = huber ? 1 : 1 / *k;
+  ASSIGN_OR_RETURN(Node * up, p.Mul(l->norm_grad, F(step)));
+  ASSIGN_OR_RETURN(Node * down, p.Mul(l->norm_grad, F(-step)));
+  ASSIGN_OR_RETURN(Node * dg, p.Mul(d, A(l->norm_grad)));
+  ASSIGN_OR_RETURN(Node * mid, p.Mul(dg, F(scale)));
+  ASSIGN_OR_RETURN(Node * high, p.Compare("ge", d, *k));
+  ASSIGN_OR_RETURN(Node * inner, p.Where(high, A(up), A(mid)));
+  ASSIGN_OR_RETURN(Node * low, p.Compare("le", d, -*k));
+  ASSIGN_OR_RETURN(Node * out, p.Where(low, A(down), A(inner)));
+  return p.Done(out);
+}
+absl::StatusOr<Outputs> SmoothL1LossBackward(Rewriter& r) {
+  return SteppedLossBackward(r, false);
+}
+absl::StatusOr<Outputs> HuberLossBackward(Rewriter& r) {
+  return SteppedLossBackward(r, true);
+}
+
+// binary_cross_entropy_backward: grad * (x - t) / max(x * (1 - x), 1e-12)
+// (NaN stays NaN), times weight, over numel for the mean.
+absl::StatusOr<Outputs> BinaryCrossEntropyBackward(Rewriter& r) {
+  Node* weight = r.Tensor("weight");
+  ASSIGN_OR_RETURN(std::optional<LossGrad> l, LossGradOf(r));
+  if (!l) return Outputs{};
+  Pw& p = l->p;
+  ASSIGN_OR_RETURN(Node * d, r.Binary("aten.sub.Tensor", p.x(), A(l->target)));
+  ASSIGN_OR_RETURN(Node * gd, p.Mul(d, A(l->norm_grad)));
+  ASSIGN_OR_RETURN(Node * rest, p.From(1, p.x()));
+  ASSIGN_OR_RETURN(Node * var, p.Mul(rest, A(p.x())));
+  ASSIGN_OR_RETURN(Node * tiny, p.Compare("lt", var, 1e-12));
+  ASSIGN_OR_RETURN(Node * floor, p.Where(tiny, F(1e-12), A(var)));
+  ASSIGN_OR_RETURN(Node * out, p.Div(gd, A(floor)));
+  if (weight != nullptr) {
+    if (!IsTensor(weight)) return Outputs{};
+    ASSIGN_OR_RETURN(weight, r.To(weight, TM(p.x()).dtype));
+    ASSIGN_OR_RETURN(out, p.Mul(out, A(weight)));
+  }
+  return p.Done(out);
+}
+
+// nll_loss_backward (decompositions.py): -1 scattered at each sample's
+// target (0 where it is ignore_index) into zeros like self, times the
+// sample's gradient (over total_weight for the mean) and the target's
+// weight. The scatter keeps the range check of the target.
+absl::StatusOr<Outputs> NllLossBackward(Rewriter& r) {
+  Node* grad = r.Tensor("grad_output");
+  Node* self = r.Tensor("self");
+  Node* target = r.Tensor("target");
+  Node* weight = r.Tensor("weight");
+  Node* total = r.Tensor("total_weight");
+  std::optional<int64_t> reduction = r.Int("reduction");
+  std::optional<int64_t> ignore = r.Int("ignore_index");
+  if (!IsTensor(grad) || !IsTensor(self) || !IsTensor(target) ||
+      !IsTensor(total) || !reduction || !ignore ||
+      (weight != nullptr && !IsTensor(weight)) || TM(self).dim() < 1 ||
+      TM(self).dim() > 2 || !IsFloatingPoint(TM(self).dtype)) {
+    return Outputs{};
+  }
+  const int64_t channel = TM(self).dim() < 2 ? 0 : 1;
+  const DType dtype = TM(self).dtype, math = OpMath(dtype);
+  ASSIGN_OR_RETURN(grad, r.To(grad, math));
+  if (*reduction == 1) {
+    ASSIGN_OR_RETURN(Node * tw, r.To(total, math));
+    ASSIGN_OR_RETURN(grad, r.Binary("aten.div.Tensor", grad, A(tw)));
+  }
+  ASSIGN_OR_RETURN(Node * t,
+                   r.Binary("aten.unsqueeze.default", target, I(channel)));
+  ASSIGN_OR_RETURN(Node * kept, r.Binary("aten.ne.Scalar", t, I(*ignore)));
+  ASSIGN_OR_RETURN(Node * safe,
+                   r.Call("aten.where.ScalarOther", {A(kept), A(t), I(0)}));
+  ASSIGN_OR_RETURN(Node * zeros, r.Call("aten.zeros_like.default", {A(self)},
+                                        {{"dtype", Arg::OfDType(math)}}));
+  ASSIGN_OR_RETURN(Node * hot, r.Call("aten.scatter.value",
+                                      {A(zeros), I(channel), A(safe), F(-1)}));
+  if (TM(self).dim() > TM(grad).dim() && TM(grad).dim() > 0) {
+    ASSIGN_OR_RETURN(grad,
+                     r.Binary("aten.unsqueeze.default", grad, I(channel)));
+  }
+  if (weight != nullptr) {
+    std::vector<int64_t> shape(TM(self).dim(), 1);
+    if (!IsConstant(TM(weight).sizes[0])) return Outputs{};
+    shape[channel] = TM(weight).sizes[0].int_value();
+    ASSIGN_OR_RETURN(Node * w, r.To(weight, math));
+    ASSIGN_OR_RETURN(w, r.Binary("aten.reshape.default", w, IntList(shape)));
+    ASSIGN_OR_RETURN(grad, r.Binary("aten.mul.Tensor", grad, A(w)));
+  }
+  ASSIGN_OR_RETURN(grad,
+                   r.Call("aten.where.ScalarOther", {A(kept), A(grad), F(0)}));
+  ASSIGN_OR_RETURN(Node * out, r.Binary("aten.mul.Tensor", hot, A(grad)));
+  ASSIGN_OR_RETURN(out, r.To(out, dtype));
+  ASSIGN_OR_RETURN(out, r.Contiguous(out));
+  return Outputs{out};
+}
+
 // Every backward op the pass decomposes, and how.
 constexpr Decomposition kBackwardDecompositions[] = {
     {"aten._adaptive_avg_pool2d_backward.default", AdaptiveAvgPool2dBackward},
+    {"aten._log_softmax_backward_data.default", LogSoftmaxBackward},
+    {"aten._softmax_backward_data.default", SoftmaxBackward},
     {"aten.avg_pool2d_backward.default", AvgPool2dBackward},
+    {"aten.binary_cross_entropy_backward.default", BinaryCrossEntropyBackward},
     {"aten.col2im.default", Col2Im},
     {"aten.convolution_backward.default", ConvolutionBackward},
     {"aten.elu_backward.default", EluBackward},
@@ -1125,13 +1312,17 @@ constexpr Decomposition kBackwardDecompositions[] = {
     {"aten.hardsigmoid_backward.default", HardsigmoidBackward},
     {"aten.hardswish_backward.default", HardswishBackward},
     {"aten.hardtanh_backward.default", HardtanhBackward},
+    {"aten.huber_loss_backward.default", HuberLossBackward},
     {"aten.leaky_relu_backward.default", LeakyReluBackward},
     {"aten.max_pool2d_with_indices_backward.default", MaxPool2dBackward},
     {"aten.mish_backward.default", MishBackward},
+    {"aten.mse_loss_backward.default", MseLossBackward},
     {"aten.native_group_norm_backward.default", GroupNormBackward},
     {"aten.native_layer_norm_backward.default", LayerNormBackward},
+    {"aten.nll_loss_backward.default", NllLossBackward},
     {"aten.sigmoid_backward.default", SigmoidBackward},
     {"aten.silu_backward.default", SiluBackward},
+    {"aten.smooth_l1_loss_backward.default", SmoothL1LossBackward},
     {"aten.softplus_backward.default", SoftplusBackward},
     {"aten.tanh_backward.default", TanhBackward},
     {"aten.threshold_backward.default", ThresholdBackward},

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "passes/decompose.h"
@@ -393,6 +394,76 @@ TEST(DecomposeTest, InPlaceActivationBackwardsWithANegativeSlopeAreErrors) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("In-place leakyReLu backward calculation is "
                                  "triggered with a negative slope")));
+}
+
+// softmax's backwards along each dim (a transposed gradient too: the
+// result is contiguous, as PyTorch's); a half input's float gradient
+// (a half-to-float softmax's) gives a half result.
+TEST(DecomposeDifferentialTest, SoftmaxBackwards) {
+  for (const auto& [dtype, name] :
+       {std::pair{"f32", "float32"}, std::pair{"f64", "float64"},
+        std::pair{"f16", "float16"}, std::pair{"bf16", "bfloat16"}}) {
+    ExpectSameResults(
+        absl::StrReplaceAll(
+            WithDType(
+                R"IR(def forward(self, g: "$[3, 5]", y: "$[3, 5]", gt: "$[5, 3]"):
+    a = torch.ops.aten._softmax_backward_data.default(g, y, 1, torch.@)
+    b = torch.ops.aten._log_softmax_backward_data.default(g, y, 0, torch.@)
+    t = torch.ops.aten.t.default(gt)
+    c = torch.ops.aten._softmax_backward_data.default(t, y, -1, torch.@)
+    d = torch.ops.aten._log_softmax_backward_data.default(t, y, -1, torch.@)
+    return (a, b, c, d)
+)IR",
+                dtype),
+            {{"@", name}}),
+        "softmax_backward", /*specials=*/false);
+  }
+  ExpectSameResults(R"IR(def forward(self, g: "f32[3, 5]", y: "f32[3, 5]"):
+    a = torch.ops.aten._softmax_backward_data.default(g, y, 1, torch.float16)
+    return (a,)
+)IR",
+                    "softmax_backward");
+}
+
+// The pointwise losses' backwards, each reduction, every float dtype.
+TEST(DecomposeDifferentialTest, LossBackwards) {
+  for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
+    ExpectSameResults(
+        WithDType(
+            R"IR(def forward(self, g: "$[]", gn: "$[4, 5]", x: "$[4, 5]", t: "$[4, 5]", w: "$[5]"):
+    a = torch.ops.aten.mse_loss_backward.default(g, x, t, 1)
+    b = torch.ops.aten.mse_loss_backward.default(gn, x, t, 0)
+    c = torch.ops.aten.smooth_l1_loss_backward.default(g, x, t, 1, 0.5)
+    d = torch.ops.aten.smooth_l1_loss_backward.default(g, x, t, 2, 0.0)
+    e = torch.ops.aten.huber_loss_backward.default(gn, x, t, 0, 0.7)
+    f = torch.ops.aten.huber_loss_backward.default(g, x, t, 1, 1.5)
+    sx = torch.ops.aten.sigmoid.default(x)
+    st = torch.ops.aten.sigmoid.default(t)
+    h = torch.ops.aten.binary_cross_entropy_backward.default(g, sx, st, None, 1)
+    i = torch.ops.aten.binary_cross_entropy_backward.default(gn, sx, st, w, 0)
+    return (a, b, c, d, e, f, h, i)
+)IR",
+            dtype),
+        "loss_backward");
+  }
+}
+
+// nll_loss_backward: 1-d and 2-d inputs, every reduction, a weight, an
+// ignored class.
+TEST(DecomposeDifferentialTest, NllLossBackward) {
+  ExpectSameResults(
+      R"IR(def forward(self, g: "f32[]", gn: "f32[6]", x: "f32[6, 5]", x1: "f32[5]", w: "f32[5]"):
+    t = torch.ops.aten.arange.default(6, dtype = torch.int64, device = device(type='cpu'), pin_memory = False)
+    tt = torch.ops.aten.remainder.Scalar(t, 5)
+    tw = torch.ops.aten.sum.default(w)
+    a = torch.ops.aten.nll_loss_backward.default(g, x, tt, None, 1, -100, tw)
+    b = torch.ops.aten.nll_loss_backward.default(gn, x, tt, w, 0, 3, tw)
+    c = torch.ops.aten.nll_loss_backward.default(g, x, tt, w, 2, 1, tw)
+    one = torch.ops.aten.select.int(tt, 0, 4)
+    d = torch.ops.aten.nll_loss_backward.default(g, x1, one, w, 1, -100, tw)
+    return (a, b, c, d)
+)IR",
+      "nll_loss_backward");
 }
 
 }  // namespace

@@ -34,6 +34,7 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
                 "aten._embedding_bag.default",
                 "aten._embedding_bag_forward_only.default",
                 "aten._log_softmax.default",
+                "aten._log_softmax_backward_data.default",
                 "aten._native_batch_norm_legit.default",
                 "aten._native_batch_norm_legit.no_stats",
                 "aten._native_batch_norm_legit_functional.default",
@@ -41,11 +42,16 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
                 "aten._pdist_forward.default",
                 "aten._scaled_dot_product_flash_attention_for_cpu.default",
                 "aten._softmax.default",
+                "aten._softmax_backward_data.default",
                 "aten.addcdiv.default",
                 "aten.addcdiv_.default",
                 "aten.addcmul.default",
                 "aten.addcmul_.default",
                 "aten.avg_pool2d_backward.default",
+                "aten.binary_cross_entropy.default",
+                "aten.binary_cross_entropy_backward.default",
+                "aten.celu.default",
+                "aten.celu_.default",
                 "aten.clamp.Tensor",
                 "aten.clamp.default",
                 "aten.clamp_.Tensor",
@@ -63,27 +69,37 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
                 "aten.gelu_backward.default",
                 "aten.grid_sampler_2d.default",
                 "aten.hardsigmoid_backward.default",
+                "aten.hardswish.default",
+                "aten.hardswish_.default",
                 "aten.hardswish_backward.default",
                 "aten.hardtanh_backward.default",
+                "aten.huber_loss_backward.default",
                 "aten.leaky_relu_backward.default",
                 "aten.lerp.Scalar",
                 "aten.lerp.Tensor",
                 "aten.lerp_.Scalar",
                 "aten.lerp_.Tensor",
+                "aten.logit.default",
+                "aten.logit_.default",
                 "aten.logsumexp.default",
                 "aten.max_pool2d_with_indices_backward.default",
                 "aten.mean.default",
                 "aten.mean.dim",
+                "aten.mish.default",
+                "aten.mish_.default",
                 "aten.mish_backward.default",
+                "aten.mse_loss_backward.default",
                 "aten.native_batch_norm.default",
                 "aten.native_group_norm.default",
                 "aten.native_group_norm_backward.default",
                 "aten.native_layer_norm.default",
                 "aten.native_layer_norm_backward.default",
+                "aten.nll_loss_backward.default",
                 "aten.sigmoid_backward.default",
                 "aten.silu.default",
                 "aten.silu_.default",
                 "aten.silu_backward.default",
+                "aten.smooth_l1_loss_backward.default",
                 "aten.softplus_backward.default",
                 "aten.std.correction",
                 "aten.std.default",
@@ -899,6 +915,35 @@ TEST(DecomposeDifferentialTest, Activations) {
     return (a, b, c)
 )IR"),
                       "gelu", /*specials=*/true);
+  }
+}
+
+// The forward ops training graphs added: celu, logit (with and without
+// eps), hardswish, mish; binary_cross_entropy keeps the kernel's range
+// check (an assert on every element).
+TEST(DecomposeDifferentialTest, TrainingForwardOps) {
+  for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
+    ExpectSameResults(absl::StrCat(R"IR(def forward(self, x: ")IR", dtype,
+                                   R"IR([4, 7]"):
+    a = torch.ops.aten.celu.default(x, 0.5)
+    s = torch.ops.aten.sigmoid.default(x)
+    b = torch.ops.aten.logit.default(s)
+    c = torch.ops.aten.logit.default(s, 0.1)
+    d = torch.ops.aten.hardswish.default(x)
+    e = torch.ops.aten.mish.default(x)
+    return (a, b, c, d, e)
+)IR"),
+                      "mish", /*specials=*/true);
+    ExpectSameResults(absl::StrCat(R"IR(def forward(self, x: ")IR", dtype,
+                                   R"IR([4, 7]", w: ")IR", dtype, R"IR([7]"):
+    s = torch.ops.aten.sigmoid.default(x)
+    t = torch.ops.aten.mul.Tensor(s, 0.5)
+    a = torch.ops.aten.binary_cross_entropy.default(s, t)
+    b = torch.ops.aten.binary_cross_entropy.default(s, t, w, 0)
+    c = torch.ops.aten.binary_cross_entropy.default(s, t, None, 2)
+    return (a, b, c)
+)IR"),
+                      "binary_cross_entropy.default");
   }
 }
 

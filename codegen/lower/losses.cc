@@ -69,6 +69,18 @@ void AddLosses(LoweringTable& T) {
           return e("where", {e("lt", {d, e.Number(bt)}), quad,
                              e("sub", {d, e.Number(0.5 * bt)})});
         }));
+  // |d| < delta ? 0.5 d^2 : delta (|d| - 0.5 delta)
+  T.Add(
+      Op("aten.huber_loss.default"),
+      LossFn([](Lowerer&, const Call& c, Expression& e, TBox a,
+                TBox b) -> absl::StatusOr<TBox> {
+        ASSIGN_OR_RETURN(std::optional<double> delta, NumberArg(c, "delta"));
+        double dt = delta.value_or(1);
+        TBox d = e("abs", {e("sub", {a, b})});
+        TBox quad = e("mul", {e("mul", {d, d}), e.Number(0.5)});
+        TBox lin = e("mul", {e("sub", {d, e.Number(0.5 * dt)}), e.Number(dt)});
+        return e("where", {e("lt", {d, e.Number(dt)}), quad, lin});
+      }));
   // (1 - y) x - log_sigmoid(x) with log_sigmoid(x) = min(x, 0) -
   // log1p(exp(-|x|)); weight and pos_weight as PyTorch applies them.
   T.Add(Op("aten.binary_cross_entropy_with_logits.default"),
