@@ -1082,6 +1082,108 @@ absl::StatusOr<Value> BatchNorm(const OpCall& c, bool stats, const Value& rm,
   return Value::List({out, mean, invstd});
 }
 
+// native_batch_norm_backward(grad_out, input, weight, running_mean,
+// running_var, save_mean, save_invstd, train, eps, output_mask) ->
+// (grad_input, grad_weight, grad_bias), per channel c over its n elements:
+// training, with the batch's statistics (save_mean, save_invstd):
+//   grad_input = (dy - sum(dy) / n - (x - mean) * dot * invstd^2 / n)
+//                * invstd * weight,  dot = sum(dy * (x - mean));
+// evaluation, with the running ones: grad_input = dy * invstd * weight
+// (invstd = 1 / sqrt(running_var + eps)); grad_weight = dot * invstd,
+// grad_bias = sum(dy) in both. grad_input is laid out as input suggests;
+// an output the mask leaves out is None.
+absl::StatusOr<Value> BatchNormBackward(const OpCall& c) {
+  const Value& grad = c.arg("grad_out");
+  const Value& input = c.arg("input");
+  const Value& weight = c.arg("weight");
+  ASSIGN_OR_RETURN(bool train, c.arg("train").AsBool());
+  ASSIGN_OR_RETURN(double eps, c.arg("eps").AsDouble());
+  const Value& mean_v = train ? c.arg("save_mean") : c.arg("running_mean");
+  const Value& var_v = train ? c.arg("save_invstd") : c.arg("running_var");
+  const DType dt = DTypeOf(input);
+  RETURN_IF_ERROR(NeedFloat(c, dt, "batch_norm_backward_cpu"));
+  const int64_t rank = RankOf(input);
+  if (rank < 2) {
+    return c.Error(absl::StrCat("Expected 2D+ input, but got input of size",
+                                SizeString(input)));
+  }
+  ASSIGN_OR_RETURN(bool same, SameShape(c, SizesOf(grad), SizesOf(input)));
+  if (!same) {
+    return c.Error(absl::StrCat("Expected grad_out of size ", SizeString(input),
+                                ", but got ", SizeString(grad)));
+  }
+  if (mean_v.is_none() || var_v.is_none()) {
+    return c.Error(train ? "save_mean and save_invstd must be defined in "
+                           "training mode"
+                         : "running_mean and running_var must be defined in "
+                           "evaluation mode");
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> cs,
+                   ConcreteSizes(c, {SizesOf(input)[1]}));
+  const int64_t channels = cs[0];
+  RETURN_IF_ERROR(VectorOf(c, weight, channels, "weight"));
+  RETURN_IF_ERROR(
+      VectorOf(c, mean_v, channels, train ? "save_mean" : "running_mean"));
+  RETURN_IF_ERROR(
+      VectorOf(c, var_v, channels, train ? "save_invstd" : "running_var"));
+  ASSIGN_OR_RETURN(std::vector<bool> mask, OutputMask(c));
+  const bool running = input.tensor.defined();
+  std::vector<Value> outs(3, Value::None());
+  if (mask[0]) {
+    ASSIGN_OR_RETURN(outs[0],
+                     SuggestedResult(c, running, dt, input, SizesOf(input)));
+  }
+  for (int k : {1, 2}) {
+    if (!mask[k]) continue;
+    ASSIGN_OR_RETURN(outs[k],
+                     Result(c, running, weight.is_none() ? dt : DTypeOf(weight),
+                            input, {symbolic::Int(channels)}));
+  }
+  if (!running) return Value::List(std::move(outs));
+  const std::vector<int64_t>& is = input.tensor.sizes();
+  const std::vector<double> x = Elements(input.tensor),
+                            dy = Elements(grad.tensor);
+  const std::vector<double> m = Elements(mean_v.tensor);
+  std::vector<double> r = Elements(var_v.tensor);
+  if (!train) {
+    for (double& v : r) v = 1.0 / std::sqrt(v + eps);
+  }
+  const std::vector<double> w = weight.is_none()
+                                    ? std::vector<double>(channels, 1.0)
+                                    : Elements(weight.tensor);
+  const int64_t inner = Product(is, 2), n = is[0] * inner;
+  auto at = [&](int64_t batch, int64_t ch, int64_t i) {
+    return (batch * channels + ch) * inner + i;
+  };
+  std::vector<double> dx(x.size()), dw(channels), db(channels);
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    double sum = 0, dot = 0;
+    for (int64_t bt = 0; bt < is[0]; ++bt) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t k = at(bt, ch, i);
+        sum += dy[k];
+        dot += dy[k] * (x[k] - m[ch]);
+      }
+    }
+    dw[ch] = dot * r[ch];
+    db[ch] = sum;
+    for (int64_t bt = 0; bt < is[0]; ++bt) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t k = at(bt, ch, i);
+        dx[k] =
+            train
+                ? (dy[k] - sum / n - (x[k] - m[ch]) * dot * r[ch] * r[ch] / n) *
+                      r[ch] * w[ch]
+                : dy[k] * r[ch] * w[ch];
+      }
+    }
+  }
+  if (mask[0]) Fill(outs[0].tensor, dx);
+  if (mask[1]) Fill(outs[1].tensor, dw);
+  if (mask[2]) Fill(outs[2].tensor, db);
+  return Value::List(std::move(outs));
+}
+
 // The batch-norm ops that take running statistics from their arguments.
 absl::StatusOr<Value> BatchNormWithStats(const OpCall& c,
                                          std::optional<bool> training,
@@ -2873,6 +2975,12 @@ absl::Status RegisterNnOps(OpRegistry& r) {
       r.Add("upsample_nearest2d(Tensor self, SymInt[2] output_size, float? "
             "scales_h=None, float? scales_w=None) -> Tensor",
             UpsampleNearest));
+  RETURN_IF_ERROR(r.Add(
+      "native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? "
+      "weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, "
+      "Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> "
+      "(Tensor, Tensor, Tensor)",
+      BatchNormBackward));
   RETURN_IF_ERROR(
       r.Add("nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int "
             "reduction, SymInt ignore_index) -> (Tensor output, Tensor "

@@ -820,6 +820,94 @@ absl::StatusOr<Outputs> ConvolutionBackward(Rewriter& r) {
   return outs;
 }
 
+// native_batch_norm_backward (decompositions.py), in the computation dtype,
+// over every dim but the channels (n elements each):
+//   training:   grad_input = (dy - (x - mean) * dot * invstd^2 / n
+//                             - sum(dy) / n) * invstd * weight;
+//   evaluation: grad_input = dy * invstd * weight, invstd = rsqrt(var + eps)
+// with dot = sum(dy * (x - mean)); grad_weight = dot * invstd, grad_bias =
+// sum(dy). Each result in its dtype (the weight's for its gradients).
+absl::StatusOr<Outputs> BatchNormBackward(Rewriter& r) {
+  Node* grad = r.Tensor("grad_out");
+  Node* input = r.Tensor("input");
+  Node* weight = r.Tensor("weight");
+  std::optional<bool> train = r.Bool("train");
+  std::optional<double> eps = r.Number("eps");
+  std::optional<std::vector<bool>> mask = OutputMask(r);
+  if (!IsTensor(grad) || !IsTensor(input) || !train || !eps || !mask ||
+      TM(input).dim() < 2 || !IsFloatingPoint(TM(input).dtype) ||
+      (weight != nullptr && (!IsTensor(weight) || TM(weight).dim() != 1))) {
+    return Outputs{};
+  }
+  Node* mean = r.Tensor(*train ? "save_mean" : "running_mean");
+  Node* stat = r.Tensor(*train ? "save_invstd" : "running_var");
+  if (!IsTensor(mean) || !IsTensor(stat) || TM(mean).dim() != 1 ||
+      TM(stat).dim() != 1) {
+    return Outputs{};
+  }
+  const int64_t rank = TM(input).dim();
+  const DType in_dtype = TM(input).dtype, compute = OpMath(in_dtype);
+  const DType w_dtype = weight != nullptr ? TM(weight).dtype : in_dtype;
+  std::vector<int64_t> axes;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d != 1) axes.push_back(d);
+  }
+  // A per-channel vector as [1, C, 1, ...].
+  std::vector<int64_t> shape(rank, 1);
+  shape[1] = -1;
+  auto channelwise = [&](Node* v) {
+    return r.Binary("aten.view.default", v, IntList(shape));
+  };
+  ASSIGN_OR_RETURN(Node * dy, r.To(grad, compute));
+  ASSIGN_OR_RETURN(Node * x, r.To(input, compute));
+  ASSIGN_OR_RETURN(Node * mu, r.To(mean, compute));
+  ASSIGN_OR_RETURN(Node * invstd, r.To(stat, compute));
+  if (!*train) {
+    ASSIGN_OR_RETURN(Node * var, r.Binary("aten.add.Tensor", invstd, F(*eps)));
+    ASSIGN_OR_RETURN(invstd, r.Unary("aten.rsqrt.default", var));
+  }
+  ASSIGN_OR_RETURN(Node * mu_b, channelwise(mu));
+  ASSIGN_OR_RETURN(Node * centered, r.Binary("aten.sub.Tensor", x, A(mu_b)));
+  ASSIGN_OR_RETURN(Node * dy_sum, Sum(r, dy, axes, false));
+  ASSIGN_OR_RETURN(Node * dyx, r.Binary("aten.mul.Tensor", dy, A(centered)));
+  ASSIGN_OR_RETURN(Node * dot, Sum(r, dyx, axes, false));
+  Node* scale = invstd;
+  if (weight != nullptr) {
+    ASSIGN_OR_RETURN(Node * w, r.To(weight, compute));
+    ASSIGN_OR_RETURN(scale, r.Binary("aten.mul.Tensor", invstd, A(w)));
+  }
+  ASSIGN_OR_RETURN(Node * scale_b, channelwise(scale));
+  Outputs outs(3, nullptr);
+  if ((*mask)[0]) {
+    Node* dx = dy;
+    if (*train) {
+      ASSIGN_OR_RETURN(Arg n, r.Count(input, axes));
+      ASSIGN_OR_RETURN(Node * mean_dy, r.Binary("aten.div.Tensor", dy_sum, n));
+      ASSIGN_OR_RETURN(Node * dot_n, r.Binary("aten.div.Tensor", dot, n));
+      ASSIGN_OR_RETURN(Node * inv2,
+                       r.Binary("aten.mul.Tensor", invstd, A(invstd)));
+      ASSIGN_OR_RETURN(Node * proj_scale,
+                       r.Binary("aten.mul.Tensor", dot_n, A(inv2)));
+      ASSIGN_OR_RETURN(Node * proj_b, channelwise(proj_scale));
+      ASSIGN_OR_RETURN(Node * proj,
+                       r.Binary("aten.mul.Tensor", centered, A(proj_b)));
+      ASSIGN_OR_RETURN(Node * mean_b, channelwise(mean_dy));
+      ASSIGN_OR_RETURN(dx, r.Binary("aten.sub.Tensor", dy, A(proj)));
+      ASSIGN_OR_RETURN(dx, r.Binary("aten.sub.Tensor", dx, A(mean_b)));
+    }
+    ASSIGN_OR_RETURN(dx, r.Binary("aten.mul.Tensor", dx, A(scale_b)));
+    ASSIGN_OR_RETURN(outs[0], r.To(dx, in_dtype));
+  }
+  if ((*mask)[1]) {
+    ASSIGN_OR_RETURN(Node * dw, r.Binary("aten.mul.Tensor", dot, A(invstd)));
+    ASSIGN_OR_RETURN(outs[1], r.To(dw, w_dtype));
+  }
+  if ((*mask)[2]) {
+    ASSIGN_OR_RETURN(outs[2], r.To(dy_sum, w_dtype));
+  }
+  return outs;
+}
+
 // ---- The activations' backwards
 // ---------------------------------------------- Each as decompositions.py
 // writes it, computed in the math type (float32 for the 16-bit floats: its
@@ -1317,6 +1405,7 @@ constexpr Decomposition kBackwardDecompositions[] = {
     {"aten.max_pool2d_with_indices_backward.default", MaxPool2dBackward},
     {"aten.mish_backward.default", MishBackward},
     {"aten.mse_loss_backward.default", MseLossBackward},
+    {"aten.native_batch_norm_backward.default", BatchNormBackward},
     {"aten.native_group_norm_backward.default", GroupNormBackward},
     {"aten.native_layer_norm_backward.default", LayerNormBackward},
     {"aten.nll_loss_backward.default", NllLossBackward},

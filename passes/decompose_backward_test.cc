@@ -466,5 +466,36 @@ TEST(DecomposeDifferentialTest, NllLossBackward) {
       "nll_loss_backward");
 }
 
+// native_batch_norm_backward in training (the batch's statistics from the
+// forward op) and evaluation (running statistics), with and without a
+// weight, every output_mask; 2-d and 4-d inputs.
+TEST(DecomposeDifferentialTest, BatchNormBackward) {
+  for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
+    ExpectSameResults(
+        WithDType(
+            R"IR(def forward(self, g: "$[4, 3, 2, 5]", x: "$[4, 3, 2, 5]", w: "f32[3]", b: "f32[3]", rm: "f32[3]", rv: "f32[3]", g2: "$[6, 3]", x2: "$[6, 3]"):
+    bn = torch.ops.aten._native_batch_norm_legit_functional.default(x, w, b, rm, rv, True, 0.1, 1e-05)
+    mean = bn[1]
+    invstd = bn[2]
+    back = torch.ops.aten.native_batch_norm_backward.default(g, x, w, rm, rv, mean, invstd, True, 1e-05, [True, True, True])
+    dx = back[0]
+    dw = back[1]
+    db = back[2]
+    av = torch.ops.aten.abs.default(rv)
+    ev = torch.ops.aten.native_batch_norm_backward.default(g, x, None, rm, av, None, None, False, 1e-05, [True, False, False])
+    ex = ev[0]
+    bn2 = torch.ops.aten._native_batch_norm_legit_functional.default(x2, None, None, rm, rv, True, 0.1, 1e-05)
+    m2 = bn2[1]
+    i2 = bn2[2]
+    back2 = torch.ops.aten.native_batch_norm_backward.default(g2, x2, None, None, None, m2, i2, True, 1e-05, [True, False, True])
+    dx2 = back2[0]
+    db2 = back2[2]
+    return (dx, dw, db, ex, dx2, db2)
+)IR",
+            dtype),
+        "native_batch_norm_backward");
+  }
+}
+
 }  // namespace
 }  // namespace lathe::passes

@@ -90,6 +90,7 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
                 "aten.mish_backward.default",
                 "aten.mse_loss_backward.default",
                 "aten.native_batch_norm.default",
+                "aten.native_batch_norm_backward.default",
                 "aten.native_group_norm.default",
                 "aten.native_group_norm_backward.default",
                 "aten.native_layer_norm.default",

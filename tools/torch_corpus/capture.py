@@ -557,6 +557,28 @@ def _(x, y, p):
             F.binary_cross_entropy(torch.sigmoid(x), p.clamp(0, 1)))
 
 
+# The inputs of a training program that do not require grad (running
+# statistics), by program.
+TRAIN_NO_GRAD = {"train_cnn_batch_norm": (5, 6)}
+
+
+@program("train_cnn_batch_norm", modes=TRAIN)(lambda: [rnd(4, 3, 8, 8), rnd(6, 3, 3, 3) * 0.3, pos(6), rnd(6) * 0.1,
+                                                       rnd(5, 6 * 4 * 4) * 0.1, torch.zeros(6), torch.ones(6),
+                                                       torch.tensor([1, 0, 4, 2])])
+def _(x, w, gamma, beta, fc, running_mean, running_var, target):
+    h = F.conv2d(x, w, padding=1)
+    h = F.batch_norm(h, running_mean, running_var, gamma, beta, training=True, momentum=0.1)
+    h = F.max_pool2d(F.relu(h), 2)
+    return (F.cross_entropy(h.flatten(1) @ fc.t(), target),)
+
+
+@program("train_embedding_layer_norm", modes=TRAIN)(lambda: [rnd(10, 8) * 0.5, torch.tensor([[1, 2, 3], [4, 5, 9]]), pos(8),
+                                                             rnd(8) * 0.1, torch.tensor([0, 5, 9, 1, 2, 3])])
+def _(emb, idx, g, b, target):
+    h = F.layer_norm(F.embedding(idx, emb), (8,), g, b)
+    return (F.cross_entropy(F.gelu(h).reshape(6, 8) @ emb.t(), target),)
+
+
 # ---------------------------------------------------------------- symbolic sizes, data-dependent values
 @program("sym_size_arith")(lambda: [rnd(6, 4)])
 def _(x):
@@ -942,9 +964,10 @@ def capture_train(root, name, fn, inputs):
 
     def leaves(args):
         out = []
-        for a in args:
+        for i, a in enumerate(args):
             a = clone(a)
-            if isinstance(a, torch.Tensor) and a.is_floating_point():
+            if (isinstance(a, torch.Tensor) and a.is_floating_point()
+                    and i not in TRAIN_NO_GRAD.get(name, ())):
                 a.requires_grad_(True)
             out.append(a)
         return out
