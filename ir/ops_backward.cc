@@ -8,13 +8,16 @@
 //   - _softmax_backward_data and _log_softmax_backward_data: contiguous
 //     results, in the input's dtype;
 //   - nll_loss_backward and the pointwise losses' backwards (mse,
-//     smooth_l1, huber, binary_cross_entropy): contiguous results.
+//     smooth_l1, huber, binary_cross_entropy): contiguous results;
+//   - the CPU flash attention's backward: gradients laid out (B, T, H, E).
 // Each computes in double and rounds once to the result's dtype.
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -547,6 +550,164 @@ absl::StatusOr<Value> NllLossBackward(const OpCall& c, bool running) {
   return Value::OfTensor(out);
 }
 
+// ---- Attention's backward
+// -------------------------------------------------------
+
+// The elements of a tensor in row-major order.
+std::vector<double> RowMajor(const Tensor& t) {
+  std::vector<double> out;
+  out.reserve(t.numel());
+  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+    out.push_back(LoadDouble(t, i));
+  });
+  return out;
+}
+
+// Writes `values` (row-major) into `t` through its strides.
+void WriteRowMajor(const Tensor& t, const std::vector<double>& values) {
+  size_t k = 0;
+  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+    StoreDouble(t, i, values[k++]);
+  });
+}
+
+// _scaled_dot_product_flash_attention_for_cpu_backward(grad_out, query,
+// key, value, out, logsumexp, dropout_p, is_causal, attn_mask, scale) ->
+// (grad_query, grad_key, grad_value): with P = exp(q k^T * scale (+ mask,
+// causal -inf above the diagonal) - logsumexp) the forward's probabilities,
+// dV = P^T dO, dS = P * (dO v^T - rowsum(dO * out)), dQ = dS k * scale,
+// dK = dS^T q * scale. Each gradient [B, H, T, E] is laid out as PyTorch's
+// kernel allocates it: (B, T, H, E) in memory.
+absl::StatusOr<Value> FlashAttentionBackward(const OpCall& c, bool running) {
+  const Value& g = c.arg("grad_out");
+  const Value& q = c.arg("query");
+  const Value& k = c.arg("key");
+  const Value& v = c.arg("value");
+  const Value& o = c.arg("out");
+  const Value& lse = c.arg("logsumexp");
+  const Value& mask = c.arg("attn_mask");
+  const char* kName = "scaled_dot_product_flash_attention_backward: ";
+  ASSIGN_OR_RETURN(double dropout, c.arg("dropout_p").AsDouble());
+  ASSIGN_OR_RETURN(bool causal, c.arg("is_causal").AsBool());
+  if (dropout != 0) {
+    return c.Error(absl::StrCat(kName,
+                                "dropout_p must be 0 (lathe has no attention "
+                                "dropout); got ",
+                                dropout));
+  }
+  for (const Value* t : {&g, &q, &k, &v, &o}) {
+    if (RankOf(*t) != 4) {
+      return c.Error(absl::StrCat(
+          kName, "Accept only 4 dims inputs shape of {B, H, T, K}"));
+    }
+  }
+  const DType dt = DTypeOf(q);
+  if (!IsFloatingPoint(dt) || DTypeOf(k) != dt || DTypeOf(v) != dt ||
+      DTypeOf(g) != dt || DTypeOf(o) != dt) {
+    return c.Error(absl::StrCat(kName,
+                                "Expected grad_out, query, key, value and out "
+                                "to have the same floating dtype"));
+  }
+  const std::vector<symbolic::Expr> qs = SizesOf(q), ks = SizesOf(k),
+                                    vs = SizesOf(v);
+  auto same = [&](const std::vector<symbolic::Expr>& a,
+                  const std::vector<symbolic::Expr>& b,
+                  std::initializer_list<int> dims) -> absl::StatusOr<bool> {
+    for (int d : dims) {
+      ASSIGN_OR_RETURN(bool eq, Decide(c, symbolic::Eq(a[d], b[d])));
+      if (!eq) return false;
+    }
+    return true;
+  };
+  ASSIGN_OR_RETURN(bool kv_fit, same(ks, vs, {0, 1, 2, 3}));
+  ASSIGN_OR_RETURN(bool qk_fit, same(qs, ks, {0, 1, 3}));
+  ASSIGN_OR_RETURN(bool g_fit, same(SizesOf(g), qs, {0, 1, 2, 3}));
+  ASSIGN_OR_RETURN(bool o_fit, same(SizesOf(o), qs, {0, 1, 2, 3}));
+  if (!kv_fit || !qk_fit || !g_fit || !o_fit) {
+    return c.Error(absl::StrCat(kName, "expected key and value ",
+                                ShapeString(ks),
+                                " and query, out "
+                                "and grad_out ",
+                                ShapeString(qs),
+                                " to agree in batch, heads and head "
+                                "size"));
+  }
+  if (RankOf(lse) != 3) {
+    return c.Error(absl::StrCat(kName, "logsumexp must be [B, H, L], got ",
+                                ShapeString(SizesOf(lse))));
+  }
+  ASSIGN_OR_RETURN(bool lse_fit, same(SizesOf(lse), qs, {0, 1, 2}));
+  if (!lse_fit) {
+    return c.Error(absl::StrCat(kName, "logsumexp must be [B, H, L], got ",
+                                ShapeString(SizesOf(lse))));
+  }
+  // (B, T, H, E) in memory: strides [T * H * E, E, H * E, 1].
+  auto blhe = [](const std::vector<symbolic::Expr>& s) {
+    return std::vector<symbolic::Expr>{symbolic::Mul({s[2], s[1], s[3]}), s[3],
+                                       symbolic::Mul({s[1], s[3]}),
+                                       symbolic::Int(1)};
+  };
+  std::vector<Value> outs;
+  for (const std::vector<symbolic::Expr>* s : {&qs, &ks, &vs}) {
+    ASSIGN_OR_RETURN(Value r,
+                     ResultOrEmpty(c, running, dt, DeviceOf(q), *s, blhe(*s)));
+    outs.push_back(std::move(r));
+  }
+  if (!running) return Value::List(std::move(outs));
+  const std::vector<int64_t>& shape = q.tensor.sizes();
+  const int64_t B = shape[0], H = shape[1], L = shape[2], E = shape[3];
+  const int64_t S = k.tensor.sizes()[2];
+  double scale = 1.0 / std::sqrt(static_cast<double>(E));
+  if (!c.arg("scale").is_none()) {
+    ASSIGN_OR_RETURN(scale, c.arg("scale").AsDouble());
+  }
+  Tensor mask_view;
+  if (!mask.is_none()) {
+    ASSIGN_OR_RETURN(mask_view, BroadcastView(mask.tensor, {B, H, L, S}));
+  }
+  const std::vector<double> qv = RowMajor(q.tensor), kv = RowMajor(k.tensor),
+                            vv = RowMajor(v.tensor), gv = RowMajor(g.tensor),
+                            ov = RowMajor(o.tensor), lv = RowMajor(lse.tensor);
+  const double kInf = std::numeric_limits<double>::infinity();
+  std::vector<double> dq(qv.size()), dk(kv.size()), dv(vv.size()), p(S), ds(S);
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t bh = b * H + h;
+      for (int64_t i = 0; i < L; ++i) {
+        const double* qi = &qv[(bh * L + i) * E];
+        const double* gi = &gv[(bh * L + i) * E];
+        double d = 0;  // rowsum(dO * out)
+        for (int64_t e = 0; e < E; ++e) d += gi[e] * ov[(bh * L + i) * E + e];
+        for (int64_t j = 0; j < S; ++j) {
+          double sc = 0;
+          for (int64_t e = 0; e < E; ++e)
+            sc += qi[e] * kv[(bh * S + j) * E + e];
+          sc *= scale;
+          if (!mask.is_none()) sc += LoadDouble(mask_view, {b, h, i, j});
+          if (causal && j > i) sc = -kInf;
+          p[j] = sc == -kInf ? 0 : std::exp(sc - lv[bh * L + i]);
+          double dp = 0;
+          for (int64_t e = 0; e < E; ++e)
+            dp += gi[e] * vv[(bh * S + j) * E + e];
+          ds[j] = p[j] * (dp - d);
+        }
+        for (int64_t j = 0; j < S; ++j) {
+          for (int64_t e = 0; e < E; ++e) {
+            dv[(bh * S + j) * E + e] += p[j] * gi[e];
+            dq[(bh * L + i) * E + e] +=
+                ds[j] * kv[(bh * S + j) * E + e] * scale;
+            dk[(bh * S + j) * E + e] += ds[j] * qi[e] * scale;
+          }
+        }
+      }
+    }
+  }
+  WriteRowMajor(outs[0].tensor, dq);
+  WriteRowMajor(outs[1].tensor, dk);
+  WriteRowMajor(outs[2].tensor, dv);
+  return Value::List(std::move(outs));
+}
+
 }  // namespace
 
 absl::Status RegisterBackwardOps(OpRegistry& r) {
@@ -565,6 +726,13 @@ absl::Status RegisterBackwardOps(OpRegistry& r) {
   for (const LossBackward& op : kLossBackwards) {
     RETURN_IF_ERROR(RegisterLossBackward(r, op));
   }
+  RETURN_IF_ERROR(r.Add(
+      "_scaled_dot_product_flash_attention_for_cpu_backward(Tensor grad_out, "
+      "Tensor query, Tensor key, Tensor value, Tensor out, Tensor logsumexp, "
+      "float dropout_p, bool is_causal, *, Tensor? attn_mask=None, float? "
+      "scale=None) -> (Tensor grad_query, Tensor grad_key, Tensor grad_value)",
+      [](const OpCall& c) { return FlashAttentionBackward(c, false); },
+      [](const OpCall& c) { return FlashAttentionBackward(c, true); }));
   return r.Add(
       "nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, "
       "Tensor? weight, int reduction, SymInt ignore_index, Tensor "

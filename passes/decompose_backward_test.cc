@@ -497,5 +497,37 @@ TEST(DecomposeDifferentialTest, BatchNormBackward) {
   }
 }
 
+// The CPU flash attention's backward after its forward (their logsumexp):
+// causal with a query shorter than the keys, an additive mask, a scale. In
+// f64 and the 16-bit floats: in f32 the cancellation in dO v^T -
+// rowsum(dO * out) leaves absolute errors of a few 1e-6 against the double
+// reference, past this check's bound; the f32 path is checked against
+// PyTorch's own values in the torch corpus (train_transformer_sdpa).
+TEST(DecomposeDifferentialTest, FlashAttentionBackward) {
+  for (const char* dtype : {"f64", "f16", "bf16"}) {
+    ExpectSameResults(
+        WithDType(
+            R"IR(def forward(self, q: "$[2, 2, 3, 4]", k: "$[2, 2, 5, 4]", v: "$[2, 2, 5, 4]", g: "$[2, 2, 3, 4]", m: "$[3, 5]"):
+    f = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, True)
+    o = f[0]
+    l = f[1]
+    b = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default(g, q, k, v, o, l, 0.0, True)
+    dq = b[0]
+    dk = b[1]
+    dv = b[2]
+    f2 = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, False, attn_mask = m, scale = 0.3)
+    o2 = f2[0]
+    l2 = f2[1]
+    b2 = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default(g, q, k, v, o2, l2, 0.0, False, attn_mask = m, scale = 0.3)
+    dq2 = b2[0]
+    dk2 = b2[1]
+    dv2 = b2[2]
+    return (dq, dk, dv, dq2, dk2, dv2)
+)IR",
+            dtype),
+        "flash_attention_for_cpu_backward");
+  }
+}
+
 }  // namespace
 }  // namespace lathe::passes

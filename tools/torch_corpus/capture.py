@@ -579,6 +579,17 @@ def _(emb, idx, g, b, target):
     return (F.cross_entropy(F.gelu(h).reshape(6, 8) @ emb.t(), target),)
 
 
+@program("train_transformer_sdpa", modes=TRAIN)(lambda: [rnd(2, 4, 8), rnd(24, 8) * 0.3, rnd(8, 8) * 0.3, rnd(16, 8) * 0.3,
+                                                         rnd(8, 16) * 0.3, pos(8), rnd(8) * 0.1])
+def _(x, wqkv, wo, w1, w2, g, b):
+    h = F.layer_norm(x, (8,), g, b)
+    q, k, v = (h @ wqkv.t()).split(8, -1)
+    q, k, v = (t.view(2, 4, 2, 4).transpose(1, 2) for t in (q, k, v))
+    o = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(2, 4, 8) @ wo.t()
+    x = x + o
+    return (x + F.gelu(x @ w1.t()) @ w2.t(),)
+
+
 # ---------------------------------------------------------------- symbolic sizes, data-dependent values
 @program("sym_size_arith")(lambda: [rnd(6, 4)])
 def _(x):
