@@ -243,8 +243,7 @@ const ActivationBackward kActivationBackwards[] = {
      })},
 };
 
-// ---- Softmax's backwards
-// ------------------------------------------------------
+// ---- Softmax's backwards ---------------------------------------------------
 
 // _softmax_backward_data / _log_softmax_backward_data(grad_output, output,
 // dim, input_dtype): along dim, output * (grad - sum(grad * output)), or
@@ -314,8 +313,7 @@ absl::StatusOr<Value> SoftmaxBackward(const OpCall& c, bool log, bool running) {
   return Value::OfTensor(out);
 }
 
-// ---- The losses' backwards
-// ----------------------------------------------------
+// ---- The losses' backwards -------------------------------------------------
 
 // PyTorch's Reduction enum: 0 none, 1 mean, 2 sum.
 absl::StatusOr<int64_t> Reduction(const OpCall& c) {
@@ -444,12 +442,14 @@ const LossBackward kLossBackwards[] = {
      "binary_cross_entropy_backward", BceGrad, /*weighted=*/true},
 };
 
-// nll_loss_backward(grad_output, self, target, weight, reduction,
+// nll_loss_backward / nll_loss2d_backward (`spatial`: self [N, C, H, W],
+// target [N, H, W]) (grad_output, self, target, weight, reduction,
 // ignore_index, total_weight): zeros like self (contiguous) but, for each
-// sample whose target t is not ignore_index, -weight[t] times the sample's
-// gradient (grad_output[i] unreduced; grad_output / total_weight for the
-// mean, grad_output for the sum) at column t.
-absl::StatusOr<Value> NllLossBackward(const OpCall& c, bool running) {
+// sample (position) whose target t is not ignore_index, -weight[t] times
+// its gradient (grad_output at it unreduced; grad_output / total_weight for
+// the mean, grad_output for the sum) at class t.
+absl::StatusOr<Value> NllLossBackward(const OpCall& c, bool running,
+                                      bool spatial) {
   const Value& grad = c.arg("grad_output");
   const Value& self = c.arg("self");
   const Value& target = c.arg("target");
@@ -458,8 +458,17 @@ absl::StatusOr<Value> NllLossBackward(const OpCall& c, bool running) {
   ASSIGN_OR_RETURN(int64_t reduction, Reduction(c));
   ASSIGN_OR_RETURN(int64_t ignore, c.arg("ignore_index").AsInt());
   const int64_t rank = RankOf(self);
-  if (rank < 1 || rank > 2) return c.Error("input tensor should be 1D or 2D");
-  if (RankOf(target) > 1) {
+  if (spatial && (rank != 4 || RankOf(target) != 3)) {
+    return c.Error(absl::StrCat(
+        "only batches of spatial inputs and targets supported (4D and 3D "
+        "tensors), but got input of size: ",
+        ShapeString(SizesOf(self)),
+        " and target of size: ", ShapeString(SizesOf(target))));
+  }
+  if (!spatial && (rank < 1 || rank > 2)) {
+    return c.Error("input tensor should be 1D or 2D");
+  }
+  if (!spatial && RankOf(target) > 1) {
     return c.Error(
         "0D or 1D target tensor expected, multi-target not supported");
   }
@@ -477,8 +486,10 @@ absl::StatusOr<Value> NllLossBackward(const OpCall& c, bool running) {
                      ScalarTypeName(tdt)));
   }
   const std::vector<symbolic::Expr> in = SizesOf(self), ts = SizesOf(target);
-  const bool batched = rank == 2;
-  if (batched) {
+  const bool batched = rank >= 2;
+  if (spatial) {
+    RETURN_IF_ERROR(CheckSpatialTarget(c, in, ts));
+  } else if (batched) {
     ASSIGN_OR_RETURN(
         bool same,
         Decide(c, symbolic::Eq(in[0], ts.empty() ? symbolic::Int(1) : ts[0])));
@@ -488,7 +499,9 @@ absl::StatusOr<Value> NllLossBackward(const OpCall& c, bool running) {
     }
   }
   ASSIGN_OR_RETURN(std::vector<int64_t> cs, ConcreteSizes(c, in));
-  const int64_t n_classes = cs.back(), n = batched ? cs[0] : 1;
+  // Samples: n rows of `plane` positions each (1 but for the 2-d op).
+  const int64_t n_classes = spatial ? cs[1] : cs.back(),
+                n = batched ? cs[0] : 1, plane = spatial ? cs[2] * cs[3] : 1;
   ASSIGN_OR_RETURN(std::vector<int64_t> tw, ConcreteSizes(c, SizesOf(total)));
   int64_t tw_numel = 1;
   for (int64_t k : tw) tw_numel *= k;
@@ -513,8 +526,11 @@ absl::StatusOr<Value> NllLossBackward(const OpCall& c, bool running) {
   int64_t g_numel = 1;
   for (int64_t k : gs) g_numel *= k;
   const bool per_sample = reduction == 0 && batched;
-  if (per_sample ? !(gs.size() == 1 && gs[0] == n)
-                 : !(gs.size() <= 1 && g_numel == 1)) {
+  const bool grad_fits = !per_sample ? gs.size() <= 1 && g_numel == 1
+                         : spatial   ? gs.size() == 3 && gs[0] == n &&
+                                         gs[1] == cs[2] && gs[2] == cs[3]
+                                   : gs.size() == 1 && gs[0] == n;
+  if (!grad_fits) {
     return c.Error(absl::StrCat(
         per_sample ? "Expected a tensor of dimension 1 and tensor.size[0] == "
                    : "Expected a single element grad_output tensor, but got: ",
@@ -531,27 +547,31 @@ absl::StatusOr<Value> NllLossBackward(const OpCall& c, bool running) {
                [&](absl::Span<const int64_t> i) { StoreDouble(out, i, 0); });
   const double total_weight =
       LoadDouble(total.tensor, std::vector<int64_t>(tw.size(), 0));
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t t =
-        ts.empty() ? LoadInt(target.tensor, {}) : LoadInt(target.tensor, {i});
+  const int64_t width = spatial ? cs[3] : 1;
+  for (int64_t i = 0; i < n * plane; ++i) {
+    const int64_t row = i / plane, y = i % plane / width, x = i % width;
+    const int64_t t = spatial      ? LoadInt(target.tensor, {row, y, x})
+                      : ts.empty() ? LoadInt(target.tensor, {})
+                                   : LoadInt(target.tensor, {row});
     if (t == ignore) continue;
     if (t < 0 || t >= n_classes) {
       return c.Error(TargetOutOfBounds(absl::StrCat(t)));
     }
-    double g = per_sample ? LoadDouble(grad.tensor, {i})
-                          : LoadDouble(grad.tensor,
-                                       std::vector<int64_t>(gs.size(), 0));
+    double g = !per_sample
+                   ? LoadDouble(grad.tensor, std::vector<int64_t>(gs.size(), 0))
+               : spatial ? LoadDouble(grad.tensor, {row, y, x})
+                         : LoadDouble(grad.tensor, {row});
     if (reduction == 1 && !per_sample) g /= total_weight;
     const double w = weight.is_none() ? 1.0 : LoadDouble(weight.tensor, {t});
-    std::vector<int64_t> at =
-        batched ? std::vector<int64_t>{i, t} : std::vector<int64_t>{t};
+    const std::vector<int64_t> at = spatial ? std::vector<int64_t>{row, t, y, x}
+                                    : batched ? std::vector<int64_t>{row, t}
+                                              : std::vector<int64_t>{t};
     StoreDouble(out, at, -w * g);
   }
   return Value::OfTensor(out);
 }
 
-// ---- Attention's backward
-// -------------------------------------------------------
+// ---- Attention's backward --------------------------------------------------
 
 // The elements of a tensor in row-major order.
 std::vector<double> RowMajor(const Tensor& t) {
@@ -733,12 +753,20 @@ absl::Status RegisterBackwardOps(OpRegistry& r) {
       "scale=None) -> (Tensor grad_query, Tensor grad_key, Tensor grad_value)",
       [](const OpCall& c) { return FlashAttentionBackward(c, false); },
       [](const OpCall& c) { return FlashAttentionBackward(c, true); }));
-  return r.Add(
-      "nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, "
-      "Tensor? weight, int reduction, SymInt ignore_index, Tensor "
-      "total_weight) -> Tensor",
-      [](const OpCall& c) { return NllLossBackward(c, false); },
-      [](const OpCall& c) { return NllLossBackward(c, true); });
+  for (bool spatial : {false, true}) {
+    RETURN_IF_ERROR(r.Add(
+        absl::StrCat(spatial ? "nll_loss2d_backward" : "nll_loss_backward",
+                     "(Tensor grad_output, Tensor self, Tensor target, Tensor? "
+                     "weight, int reduction, SymInt ignore_index, Tensor "
+                     "total_weight) -> Tensor"),
+        [spatial](const OpCall& c) {
+          return NllLossBackward(c, false, spatial);
+        },
+        [spatial](const OpCall& c) {
+          return NllLossBackward(c, true, spatial);
+        }));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace lathe::ir

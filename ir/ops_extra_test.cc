@@ -1055,6 +1055,7 @@ const std::pair<const char*, const char*> kTorchInplace[] = {
     {"aten.logit.default", "aten.logit_.default"},
     {"aten.hardswish.default", "aten.hardswish_.default"},
     {"aten.mish.default", "aten.mish_.default"},
+    {"aten.sgn.default", "aten.sgn_.default"},
 };
 
 TEST(ExtraOpsTest, EveryPointwiseOpHasItsInplaceTwinPaired) {

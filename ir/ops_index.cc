@@ -1176,6 +1176,12 @@ absl::Status RegisterIndexOps(OpRegistry& r) {
       r.Add("index_put(Tensor self, Tensor?[] indices, Tensor values, bool "
             "accumulate=False) -> Tensor",
             IndexPut));
+  // _unsafe_index_put (upsampling's backward): index_put, every index still
+  // checked.
+  RETURN_IF_ERROR(
+      r.Add("_unsafe_index_put(Tensor self, Tensor?[] indices, Tensor values, "
+            "bool accumulate=False) -> Tensor",
+            IndexPut));
   RETURN_IF_ERROR(r.Add(
       "index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool "
       "accumulate=False) -> Tensor(a!)",

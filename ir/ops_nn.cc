@@ -1662,8 +1662,12 @@ absl::StatusOr<Value> UpsampleBilinear(const OpCall& c) {
 // Padding.
 
 // reflection_pad{1,2,3}d / replication_pad{1,2,3}d: the padding list is
-// (left, right, top, bottom, front, back), last dim first.
-absl::StatusOr<Value> Pad(const OpCall& c, int nsp, bool reflect) {
+// (left, right, top, bottom, front, back), last dim first. Their backwards
+// (`backward`: grad_output the padded result's gradient) add each
+// gradient element into the input element it was read from, in zeros laid
+// out as the input suggests.
+absl::StatusOr<Value> Pad(const OpCall& c, int nsp, bool reflect,
+                          bool backward = false) {
   const Value& self = c.arg("self");
   std::string name =
       absl::StrCat(reflect ? "reflection_pad" : "replication_pad", nsp, "d");
@@ -1728,6 +1732,42 @@ absl::StatusOr<Value> Pad(const OpCall& c, int nsp, bool reflect) {
                                 absl::StrJoin(in_desc, ", "), ")"));
   }
   bool running = self.tensor.defined();
+  if (backward) {
+    const Value& grad = c.arg("grad_output");
+    ASSIGN_OR_RETURN(bool fits, SameShape(c, SizesOf(grad), out_sizes));
+    if (!fits) {
+      return c.Error(absl::StrCat("grad_output of size ", SizeString(grad),
+                                  " is not the padded size ",
+                                  ShapeString(out_sizes)));
+    }
+    ASSIGN_OR_RETURN(Value gin,
+                     SuggestedResult(c, running, DTypeOf(self), self, sizes));
+    if (!running) return gin;
+    // Summed in double, rounded once.
+    const std::vector<int64_t>& gs = gin.tensor.sizes();
+    std::vector<double> acc(gin.tensor.numel(), 0.0);
+    ForEachIndex(grad.tensor.sizes(), [&](absl::Span<const int64_t> i) {
+      int64_t at = 0;
+      for (int64_t d = 0; d < rank; ++d) {
+        int64_t x = i[d];
+        const int k = static_cast<int>(d - (rank - nsp));
+        if (k >= 0) {
+          x -= pad[2 * (nsp - 1 - k)];
+          const int64_t n = in[k];
+          if (reflect) {
+            if (x < 0) x = -x;
+            if (x >= n) x = 2 * (n - 1) - x;
+          } else {
+            x = std::min(std::max<int64_t>(x, 0), n - 1);
+          }
+        }
+        at = at * gs[d] + x;
+      }
+      acc[at] += LoadDouble(grad.tensor, i);
+    });
+    Fill(gin.tensor, acc);
+    return gin;
+  }
   ASSIGN_OR_RETURN(Value out,
                    SuggestedResult(c, running, DTypeOf(self), self, out_sizes));
   if (!running) return out;
@@ -2466,6 +2506,77 @@ absl::StatusOr<Value> NllLossForward(const OpCall& c) {
   return Value::List({out, total});
 }
 
+// nll_loss2d_forward(self [N, C, H, W], target [N, H, W], weight,
+// reduction, ignore_index) -> (output, total_weight): per position,
+// -weight[t] * self[n, t, h, w] (0 where t is ignore_index); unreduced
+// [N, H, W] (total_weight 0), else summed, or over the summed weights.
+absl::StatusOr<Value> NllLoss2dForward(const OpCall& c) {
+  const Value& self = c.arg("self");
+  const Value& target = c.arg("target");
+  const Value& weight = c.arg("weight");
+  ASSIGN_OR_RETURN(int64_t reduction, ReductionArg(c));
+  ASSIGN_OR_RETURN(int64_t ignore, c.arg("ignore_index").AsInt());
+  if (RankOf(self) != 4) {
+    return c.Error(absl::StrCat(
+        "only batches of spatial inputs supported (4D tensors), but got input "
+        "of size: ",
+        SizeString(self)));
+  }
+  if (RankOf(target) != 3) {
+    return c.Error(absl::StrCat(
+        "only batches of spatial targets supported (3D tensors) but got "
+        "targets of size: ",
+        SizeString(target)));
+  }
+  if (DTypeOf(target) != DType::kInt64) {
+    return c.Error(absl::StrCat("expected target dtype to be Long, but got ",
+                                ScalarTypeName(DTypeOf(target))));
+  }
+  const DType dt = DTypeOf(self);
+  RETURN_IF_ERROR(NeedFloat(c, dt, "nll_loss2d_forward_out_frame"));
+  const std::vector<Expr> in = SizesOf(self), ts = SizesOf(target);
+  RETURN_IF_ERROR(CheckSpatialTarget(c, in, ts));
+  ASSIGN_OR_RETURN(std::vector<int64_t> classes, ConcreteSizes(c, {in[1]}));
+  const int64_t n_classes = classes[0];
+  RETURN_IF_ERROR(VectorOf(c, weight, n_classes, "weight"));
+  const bool running = self.tensor.defined();
+  std::vector<Expr> out_sizes;
+  if (reduction == 0) out_sizes = ts;
+  ASSIGN_OR_RETURN(Value out, Result(c, running, dt, self, out_sizes));
+  ASSIGN_OR_RETURN(Value total, Result(c, running, dt, self, {}));
+  if (!running) return Value::List({out, total});
+  const std::vector<int64_t>& is = self.tensor.sizes();
+  const int64_t n = is[0], plane = is[2] * is[3];
+  const std::vector<double> x = Elements(self.tensor);
+  const std::vector<int64_t> t = IntElements(target.tensor);
+  const std::vector<double> w = weight.is_none()
+                                    ? std::vector<double>(n_classes, 1.0)
+                                    : Elements(weight.tensor);
+  std::vector<double> losses(n * plane, 0.0);
+  double sum = 0, wsum = 0;
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t i = 0; i < plane; ++i) {
+      const int64_t k = t[b * plane + i];
+      if (k == ignore) continue;
+      if (k < 0 || k >= n_classes) {
+        return c.Error(TargetOutOfBounds(absl::StrCat(k)));
+      }
+      const double l = -w[k] * x[(b * n_classes + k) * plane + i];
+      losses[b * plane + i] = l;
+      sum += l;
+      wsum += w[k];
+    }
+  }
+  if (reduction == 0) {
+    Fill(out.tensor, losses);
+    Fill(total.tensor, {0.0});
+  } else {
+    Fill(out.tensor, {reduction == 1 ? sum / wsum : sum});
+    Fill(total.tensor, {wsum});
+  }
+  return Value::List({out, total});
+}
+
 // Writes `loss` (of each index of `sizes`) into `out` per PyTorch's
 // reduction: 0 elementwise, 1 the mean, 2 the sum.
 void StoreLoss(const Tensor& out, absl::Span<const int64_t> sizes,
@@ -2942,6 +3053,17 @@ absl::Status RegisterNnOps(OpRegistry& r) {
   RETURN_IF_ERROR(
       r.Add("replication_pad3d(Tensor self, SymInt[6] padding) -> Tensor",
             [](const OpCall& c) { return Pad(c, 3, false); }));
+  for (int nsp : {1, 2, 3}) {
+    for (bool reflect : {true, false}) {
+      RETURN_IF_ERROR(r.Add(
+          absl::StrCat(reflect ? "reflection_pad" : "replication_pad", nsp,
+                       "d_backward(Tensor grad_output, Tensor self, SymInt[",
+                       2 * nsp, "] padding) -> Tensor"),
+          [nsp, reflect](const OpCall& c) {
+            return Pad(c, nsp, reflect, /*backward=*/true);
+          }));
+    }
+  }
   RETURN_IF_ERROR(r.Add(
       "col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] "
       "dilation, int[2] padding, int[2] stride) -> Tensor",
@@ -2986,6 +3108,10 @@ absl::Status RegisterNnOps(OpRegistry& r) {
             "reduction, SymInt ignore_index) -> (Tensor output, Tensor "
             "total_weight)",
             NllLossForward));
+  RETURN_IF_ERROR(r.Add(
+      "nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int "
+      "reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)",
+      NllLoss2dForward));
   RETURN_IF_ERROR(
       r.Add("mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
             [](const OpCall& c) { return PointwiseLoss(c, Loss::kMse); }));

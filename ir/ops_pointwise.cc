@@ -250,6 +250,9 @@ const Unary kUnary[] = {
     {"round", false, RoundHalfEven, [](int64_t x) { return x; }},
     {"sign", false, Sign,
      [](int64_t x) -> int64_t { return (x > 0) - (x < 0); }},
+    // sgn is sign for real numbers (x / |x| for complex, which lathe lacks).
+    {"sgn", false, Sign,
+     [](int64_t x) -> int64_t { return (x > 0) - (x < 0); }},
     {"acos", true, [](double x) { return std::acos(x); }, nullptr},
     {"acosh", true, [](double x) { return std::acosh(x); }, nullptr},
     {"asin", true, [](double x) { return std::asin(x); }, nullptr},

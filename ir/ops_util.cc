@@ -537,4 +537,19 @@ absl::StatusOr<Value> CallOp(
   return c.Error(message);
 }
 
+absl::Status CheckSpatialTarget(const OpCall& call,
+                                const std::vector<symbolic::Expr>& input,
+                                const std::vector<symbolic::Expr>& target) {
+  bool fits = input.size() == 4 && target.size() == 3;
+  for (int d : {0, 2, 3}) {
+    if (!fits) break;
+    ASSIGN_OR_RETURN(
+        fits, Decide(call, symbolic::Eq(input[d], target[d == 0 ? 0 : d - 1])));
+  }
+  if (fits) return absl::OkStatus();
+  return call.Error(absl::StrCat(
+      "input and target batch or spatial sizes don't match: target ",
+      ShapeString(target), ", input ", ShapeString(input)));
+}
+
 }  // namespace lathe::ir

@@ -177,6 +177,14 @@ std::string MaskedScatterSourceTooSmall();
 std::string IndexOutOfRangeInSelf(absl::string_view index,
                                   absl::string_view size);
 
+// CheckSpatialTarget()
+//
+// nll_loss2d's size check: a target [N, H, W] for an input [N, C, H, W];
+// otherwise PyTorch's error naming both sizes.
+absl::Status CheckSpatialTarget(const OpCall& call,
+                                const std::vector<symbolic::Expr>& input,
+                                const std::vector<symbolic::Expr>& target);
+
 // CheckResultElements()
 //
 // TooManyElements() for `call`'s result of `sizes`, before it is allocated

@@ -20,6 +20,7 @@
 #include "ir/ops_util.h"
 #include "ir/output_layouts.h"
 #include "passes/decompose_backward.h"
+#include "passes/decompose_pointwise_backward.h"
 #include "passes/rewriter.h"
 #include "runtime/dtype.h"
 #include "status_macros.h"
@@ -49,6 +50,7 @@ using decomp::Node;
 using decomp::NumberOf;
 using decomp::OpMath;
 using decomp::Outputs;
+using decomp::PointwiseBackwardDecompositions;
 using decomp::Rewriter;
 using decomp::SizeOp;
 using decomp::TensorMeta;
@@ -654,6 +656,78 @@ absl::StatusOr<Outputs> BinaryCrossEntropy(Rewriter& r) {
   }
   ASSIGN_OR_RETURN(loss, r.To(loss, dtype));
   return Outputs{loss};
+}
+
+// sgn of a real tensor: sign.
+absl::StatusOr<Outputs> Sgn(Rewriter& r) {
+  Node* self = r.Tensor("self");
+  if (!IsTensor(self) || TM(self).dtype == DType::kBool) return Outputs{};
+  ASSIGN_OR_RETURN(Node * out, r.Unary("aten.sign.default", self));
+  return Outputs{out};
+}
+
+// nll_loss2d_forward (decompositions.py's _nll_loss_forward, classes along
+// dim 1): the gathered -self[n, t, h, w] (times weight[t]) where t is not
+// ignore_index, unreduced [N, H, W] with total_weight 0, else summed or
+// over the summed weights. The gather keeps the target's range check.
+absl::StatusOr<Outputs> NllLoss2dForward(Rewriter& r) {
+  Node* self = r.Tensor("self");
+  Node* target = r.Tensor("target");
+  Node* weight = r.Tensor("weight");
+  std::optional<int64_t> reduction = r.Int("reduction");
+  std::optional<int64_t> ignore = r.Int("ignore_index");
+  if (!IsTensor(self) || !IsTensor(target) || !reduction || !ignore ||
+      *reduction < 0 || *reduction > 2 || TM(self).dim() != 4 ||
+      TM(target).dim() != 3 || (weight != nullptr && !IsTensor(weight)) ||
+      !IsFloatingPoint(TM(self).dtype)) {
+    return Outputs{};
+  }
+  const DType dtype = TM(self).dtype;
+  Node* x = self;
+  Node* w = nullptr;
+  if (weight != nullptr) {
+    ASSIGN_OR_RETURN(
+        w, r.Binary("aten.view.default", weight, IntList({1, -1, 1, 1})));
+    ASSIGN_OR_RETURN(x, r.Binary("aten.mul.Tensor", x, A(w)));
+  }
+  ASSIGN_OR_RETURN(Node * kept, r.Binary("aten.ne.Scalar", target, I(*ignore)));
+  ASSIGN_OR_RETURN(Node * safe, r.Call("aten.where.ScalarOther",
+                                       {A(kept), A(target), I(0)}));
+  ASSIGN_OR_RETURN(Node * safe1,
+                   r.Binary("aten.unsqueeze.default", safe, I(1)));
+  ASSIGN_OR_RETURN(Node * picked,
+                   r.Call("aten.gather.default", {A(x), I(1), A(safe1)}));
+  ASSIGN_OR_RETURN(picked,
+                   r.Call("aten.squeeze.dims", {A(picked), IntList({1})}));
+  ASSIGN_OR_RETURN(Node * loss, r.Unary("aten.neg.default", picked));
+  ASSIGN_OR_RETURN(loss,
+                   r.Call("aten.where.ScalarOther", {A(kept), A(loss), F(0)}));
+  if (*reduction == 0) {
+    ASSIGN_OR_RETURN(Node * zero,
+                     r.Factory("aten.full.default", {IntList({}), F(0)}, dtype,
+                               TM(self).device));
+    return Outputs{loss, zero};
+  }
+  Node* total = nullptr;
+  if (w != nullptr) {  // the summed weights of the kept targets
+    ASSIGN_OR_RETURN(std::vector<Arg> sizes, r.Sizes(self));
+    ASSIGN_OR_RETURN(Node * we, r.Call("aten.expand.default",
+                                       {A(w), Arg::List(std::move(sizes))}));
+    ASSIGN_OR_RETURN(Node * ws,
+                     r.Call("aten.gather.default", {A(we), I(1), A(safe1)}));
+    ASSIGN_OR_RETURN(ws, r.Call("aten.squeeze.dims", {A(ws), IntList({1})}));
+    ASSIGN_OR_RETURN(ws,
+                     r.Call("aten.where.ScalarOther", {A(kept), A(ws), F(0)}));
+    ASSIGN_OR_RETURN(total, r.Unary("aten.sum.default", ws));
+  } else {
+    ASSIGN_OR_RETURN(total, r.Unary("aten.sum.default", kept));
+    ASSIGN_OR_RETURN(total, r.To(total, dtype));
+  }
+  ASSIGN_OR_RETURN(Node * sum, r.Unary("aten.sum.default", loss));
+  if (*reduction == 1) {
+    ASSIGN_OR_RETURN(sum, r.Binary("aten.div.Tensor", sum, A(total)));
+  }
+  return Outputs{sum, total};
 }
 
 // silu (Inductor's, the form that matches eager): x / (1 + exp(-x)).
@@ -1445,6 +1519,8 @@ constexpr Decomposition kDecompositions[] = {
     {"aten.native_batch_norm.default", NativeBatchNorm},
     {"aten.native_group_norm.default", GroupNorm},
     {"aten.native_layer_norm.default", LayerNorm},
+    {"aten.nll_loss2d_forward.default", NllLoss2dForward},
+    {"aten.sgn.default", Sgn},
     {"aten.silu.default", Silu},
     {"aten.std.correction", Std},
     {"aten.std.default", Std},
@@ -1597,8 +1673,9 @@ const Table& TheTable() {
   static const Table* table = [] {
     auto* t = new Table;
     for (const Decomposition& d : kDecompositions) t->fns[d.target] = d.fn;
-    for (const Decomposition& d : BackwardDecompositions()) {
-      t->fns[d.target] = d.fn;
+    for (auto more :
+         {BackwardDecompositions(), PointwiseBackwardDecompositions()}) {
+      for (const Decomposition& d : more) t->fns[d.target] = d.fn;
     }
     const ir::OpRegistry& registry = ir::OpRegistry::Global();
     for (const std::string& target : registry.Targets()) {

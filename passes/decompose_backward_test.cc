@@ -327,145 +327,6 @@ CHECK: return ([[OUT]],)
 )IR"));
 }
 
-// Every activation's backward, with the scalar arguments AOTAutograd's
-// graphs pass (relu6's hardtanh, selu's and celu's elu), against the
-// reference kernels; NaN, infinities and -0.0 among the inputs.
-TEST(DecomposeDifferentialTest, ActivationBackwards) {
-  for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
-    ExpectSameResults(
-        WithDType(R"IR(def forward(self, g: "$[4, 7]", x: "$[4, 7]", y: "$[7]"):
-    a = torch.ops.aten.gelu_backward.default(g, x)
-    b = torch.ops.aten.gelu_backward.default(g, x, approximate = 'tanh')
-    c = torch.ops.aten.silu_backward.default(g, x)
-    d = torch.ops.aten.threshold_backward.default(g, x, 0)
-    e = torch.ops.aten.sigmoid_backward.default(g, y)
-    f = torch.ops.aten.tanh_backward.default(g, x)
-    h = torch.ops.aten.hardtanh_backward.default(g, x, 0.0, 6.0)
-    i = torch.ops.aten.leaky_relu_backward.default(g, x, 0.2, False)
-    j = torch.ops.aten.elu_backward.default(g, 1.6732632423543772, 1.0507009873554805, 1, False, x)
-    k = torch.ops.aten.elu_backward.default(g, 0.5, 1, 2.0, True, x)
-    l = torch.ops.aten.softplus_backward.default(g, x, 2.0, 3.0)
-    m = torch.ops.aten.hardswish_backward.default(g, x)
-    n = torch.ops.aten.hardsigmoid_backward.default(g, x)
-    o = torch.ops.aten.mish_backward.default(g, x)
-    return (a, b, c, d, e, f, h, i, j, k, l, m, n, o)
-)IR",
-                  dtype),
-        "_backward", /*specials=*/true);
-  }
-}
-
-// A gradient laid out otherwise than the input (transposed): each result
-// is laid out as TensorIterator lays out its operands, in PyTorch's order
-// (threshold and leaky_relu put self first).
-TEST(DecomposeDifferentialTest, ActivationBackwardsOfTransposedGradients) {
-  ExpectSameResults(R"IR(def forward(self, gt: "f32[6, 4]", x: "f32[4, 6]"):
-    g = torch.ops.aten.t.default(gt)
-    a = torch.ops.aten.threshold_backward.default(g, x, 0)
-    b = torch.ops.aten.silu_backward.default(g, x)
-    c = torch.ops.aten.leaky_relu_backward.default(g, x, 0.01, False)
-    d = torch.ops.aten.gelu_backward.default(g, x)
-    return (a, b, c, d)
-)IR",
-                    "_backward");
-}
-
-// leaky_relu's and elu's in-place forms with a negative slope are
-// PyTorch's error when the graph's shapes are propagated (their meta
-// functions raise it), before any rule runs.
-TEST(DecomposeTest, InPlaceActivationBackwardsWithANegativeSlopeAreErrors) {
-  EXPECT_THAT(
-      RunPassAndFileCheck<Decompose>(
-          R"IR(def forward(self, g: "f32[4]", x: "f32[4]"):
-    a = torch.ops.aten.elu_backward.default(g, -1.0, 1, 1, True, x)
-    return (a,)
-)IR",
-          "CHECK: elu"),
-      StatusIs(absl::StatusCode::kInvalidArgument,
-               HasSubstr("node 'a': aten.elu_backward.default: In-place elu "
-                         "backward calculation is triggered with a negative "
-                         "slope which is not supported")));
-  EXPECT_THAT(RunPassAndFileCheck<Decompose>(
-                  R"IR(def forward(self, g: "f32[4]", x: "f32[4]"):
-    b = torch.ops.aten.leaky_relu_backward.default(g, x, -0.5, True)
-    return (b,)
-)IR",
-                  "CHECK: leaky"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("In-place leakyReLu backward calculation is "
-                                 "triggered with a negative slope")));
-}
-
-// softmax's backwards along each dim (a transposed gradient too: the
-// result is contiguous, as PyTorch's); a half input's float gradient
-// (a half-to-float softmax's) gives a half result.
-TEST(DecomposeDifferentialTest, SoftmaxBackwards) {
-  for (const auto& [dtype, name] :
-       {std::pair{"f32", "float32"}, std::pair{"f64", "float64"},
-        std::pair{"f16", "float16"}, std::pair{"bf16", "bfloat16"}}) {
-    ExpectSameResults(
-        absl::StrReplaceAll(
-            WithDType(
-                R"IR(def forward(self, g: "$[3, 5]", y: "$[3, 5]", gt: "$[5, 3]"):
-    a = torch.ops.aten._softmax_backward_data.default(g, y, 1, torch.@)
-    b = torch.ops.aten._log_softmax_backward_data.default(g, y, 0, torch.@)
-    t = torch.ops.aten.t.default(gt)
-    c = torch.ops.aten._softmax_backward_data.default(t, y, -1, torch.@)
-    d = torch.ops.aten._log_softmax_backward_data.default(t, y, -1, torch.@)
-    return (a, b, c, d)
-)IR",
-                dtype),
-            {{"@", name}}),
-        "softmax_backward", /*specials=*/false);
-  }
-  ExpectSameResults(R"IR(def forward(self, g: "f32[3, 5]", y: "f32[3, 5]"):
-    a = torch.ops.aten._softmax_backward_data.default(g, y, 1, torch.float16)
-    return (a,)
-)IR",
-                    "softmax_backward");
-}
-
-// The pointwise losses' backwards, each reduction, every float dtype.
-TEST(DecomposeDifferentialTest, LossBackwards) {
-  for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
-    ExpectSameResults(
-        WithDType(
-            R"IR(def forward(self, g: "$[]", gn: "$[4, 5]", x: "$[4, 5]", t: "$[4, 5]", w: "$[5]"):
-    a = torch.ops.aten.mse_loss_backward.default(g, x, t, 1)
-    b = torch.ops.aten.mse_loss_backward.default(gn, x, t, 0)
-    c = torch.ops.aten.smooth_l1_loss_backward.default(g, x, t, 1, 0.5)
-    d = torch.ops.aten.smooth_l1_loss_backward.default(g, x, t, 2, 0.0)
-    e = torch.ops.aten.huber_loss_backward.default(gn, x, t, 0, 0.7)
-    f = torch.ops.aten.huber_loss_backward.default(g, x, t, 1, 1.5)
-    sx = torch.ops.aten.sigmoid.default(x)
-    st = torch.ops.aten.sigmoid.default(t)
-    h = torch.ops.aten.binary_cross_entropy_backward.default(g, sx, st, None, 1)
-    i = torch.ops.aten.binary_cross_entropy_backward.default(gn, sx, st, w, 0)
-    return (a, b, c, d, e, f, h, i)
-)IR",
-            dtype),
-        "loss_backward");
-  }
-}
-
-// nll_loss_backward: 1-d and 2-d inputs, every reduction, a weight, an
-// ignored class.
-TEST(DecomposeDifferentialTest, NllLossBackward) {
-  ExpectSameResults(
-      R"IR(def forward(self, g: "f32[]", gn: "f32[6]", x: "f32[6, 5]", x1: "f32[5]", w: "f32[5]"):
-    t = torch.ops.aten.arange.default(6, dtype = torch.int64, device = device(type='cpu'), pin_memory = False)
-    tt = torch.ops.aten.remainder.Scalar(t, 5)
-    tw = torch.ops.aten.sum.default(w)
-    a = torch.ops.aten.nll_loss_backward.default(g, x, tt, None, 1, -100, tw)
-    b = torch.ops.aten.nll_loss_backward.default(gn, x, tt, w, 0, 3, tw)
-    c = torch.ops.aten.nll_loss_backward.default(g, x, tt, w, 2, 1, tw)
-    one = torch.ops.aten.select.int(tt, 0, 4)
-    d = torch.ops.aten.nll_loss_backward.default(g, x1, one, w, 1, -100, tw)
-    return (a, b, c, d)
-)IR",
-      "nll_loss_backward");
-}
-
 // native_batch_norm_backward in training (the batch's statistics from the
 // forward op) and evaluation (running statistics), with and without a
 // weight, every output_mask; 2-d and 4-d inputs.
@@ -526,6 +387,26 @@ TEST(DecomposeDifferentialTest, FlashAttentionBackward) {
 )IR",
             dtype),
         "flash_attention_for_cpu_backward");
+  }
+}
+
+// The padding ops' backwards: 1-, 2- and 3-d, reflection (a padding as
+// wide as the input allows) and replication (wider than the input).
+TEST(DecomposeDifferentialTest, PadBackwards) {
+  for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
+    ExpectSameResults(
+        WithDType(
+            R"IR(def forward(self, x1: "$[2, 5]", g1: "$[2, 10]", x2: "$[1, 2, 4, 5]", g2: "$[1, 2, 7, 8]", x3: "$[2, 3, 2, 4]", g3: "$[2, 5, 4, 6]"):
+    a = torch.ops.aten.reflection_pad1d_backward.default(g1, x1, [4, 1])
+    b = torch.ops.aten.replication_pad1d_backward.default(g1, x1, [0, 5])
+    c = torch.ops.aten.reflection_pad2d_backward.default(g2, x2, [1, 2, 1, 2])
+    d = torch.ops.aten.replication_pad2d_backward.default(g2, x2, [3, 0, 2, 1])
+    e = torch.ops.aten.reflection_pad3d_backward.default(g3, x3, [1, 1, 1, 1, 1, 1])
+    f = torch.ops.aten.replication_pad3d_backward.default(g3, x3, [0, 2, 2, 0, 1, 1])
+    return (a, b, c, d, e, f)
+)IR",
+            dtype),
+        "pad");
   }
 }
 

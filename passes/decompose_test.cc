@@ -97,7 +97,17 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
           "aten.native_group_norm_backward.default",
           "aten.native_layer_norm.default",
           "aten.native_layer_norm_backward.default",
+          "aten.nll_loss2d_backward.default",
+          "aten.nll_loss2d_forward.default",
           "aten.nll_loss_backward.default",
+          "aten.reflection_pad1d_backward.default",
+          "aten.reflection_pad2d_backward.default",
+          "aten.reflection_pad3d_backward.default",
+          "aten.replication_pad1d_backward.default",
+          "aten.replication_pad2d_backward.default",
+          "aten.replication_pad3d_backward.default",
+          "aten.sgn.default",
+          "aten.sgn_.default",
           "aten.sigmoid_backward.default",
           "aten.silu.default",
           "aten.silu_.default",
@@ -948,6 +958,29 @@ TEST(DecomposeDifferentialTest, TrainingForwardOps) {
 )IR"),
                       "binary_cross_entropy.default");
   }
+}
+
+// nll_loss2d_forward (gathered, the summed weights of kept targets) and
+// sgn.
+TEST(DecomposeDifferentialTest, NllLoss2dForwardAndSgn) {
+  ExpectSameResults(R"IR(def forward(self, x: "f32[2, 5, 3, 4]", w: "f32[5]"):
+    i = torch.ops.aten.arange.default(24, dtype = torch.int64, device = device(type='cpu'), pin_memory = False)
+    m = torch.ops.aten.remainder.Scalar(i, 5)
+    t = torch.ops.aten.view.default(m, [2, 3, 4])
+    a = torch.ops.aten.nll_loss2d_forward.default(x, t, None, 1, -100)
+    a0 = a[0]
+    a1 = a[1]
+    b = torch.ops.aten.nll_loss2d_forward.default(x, t, w, 0, 2)
+    b0 = b[0]
+    c = torch.ops.aten.nll_loss2d_forward.default(x, t, w, 2, 4)
+    c0 = c[0]
+    c1 = c[1]
+    d = torch.ops.aten.nll_loss2d_forward.default(x, t, w, 1, 3)
+    d0 = d[0]
+    s = torch.ops.aten.sgn.default(x)
+    return (a0, a1, b0, c0, c1, d0, s)
+)IR",
+                    "nll_loss2d_forward", /*specials=*/true);
 }
 
 TEST(DecomposeDifferentialTest, Ternary) {

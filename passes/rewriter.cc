@@ -51,4 +51,13 @@ absl::StatusOr<Node*> Full(Rewriter& r, std::vector<Arg> sizes, Arg value,
                    dtype, device);
 }
 
+// `x` summed over `dims` (kept as size 1 when `keepdim`); x itself for no
+// dims.
+absl::StatusOr<Node*> Sum(Rewriter& r, Node* x,
+                          const std::vector<int64_t>& dims, bool keepdim) {
+  if (dims.empty()) return x;
+  return r.Call("aten.sum.dim_IntList",
+                {A(x), IntList(dims), Arg::Bool(keepdim)});
+}
+
 }  // namespace lathe::passes::decomp

@@ -353,6 +353,11 @@ absl::StatusOr<Arg> SizeOp(Rewriter& r, const char* op, const Arg& a,
 absl::StatusOr<Node*> Full(Rewriter& r, std::vector<Arg> sizes, Arg value,
                            DType dtype, const Device& device);
 
+// `x` summed over `dims` (kept as size 1 when `keepdim`); x itself for no
+// dims.
+absl::StatusOr<Node*> Sum(Rewriter& r, Node* x,
+                          const std::vector<int64_t>& dims, bool keepdim);
+
 // A rewrite rule: the call's results, or none when it leaves the call
 // alone (after Rollback, or before creating anything).
 using DecomposeFn = absl::StatusOr<Outputs> (*)(Rewriter&);

@@ -175,5 +175,101 @@ def forward(self, x: "f32[2, 4, 7, 6][168, 42, 6, 1]cpu", w: "f32[6, 2, 3, 2][12
                                 "convolution_backward");
 }
 
+// Every activation's backward in one graph (their pointwise
+// decompositions fuse into one kernel).
+TEST(CpuFunctionTest, ActivationBackwards) {
+  ExpectCompiledBackwardMatches(R"IR(
+def forward(self, g: "f32[6, 9][9, 1]cpu", x: "f32[6, 9][9, 1]cpu"):
+    y = torch.ops.aten.sigmoid.default(x)
+    t = torch.ops.aten.tanh.default(x)
+    a = torch.ops.aten.gelu_backward.default(g, x)
+    b = torch.ops.aten.gelu_backward.default(g, x, approximate = 'tanh')
+    c = torch.ops.aten.silu_backward.default(g, x)
+    d = torch.ops.aten.threshold_backward.default(g, x, 0)
+    e = torch.ops.aten.sigmoid_backward.default(g, y)
+    f = torch.ops.aten.tanh_backward.default(g, t)
+    h = torch.ops.aten.hardtanh_backward.default(g, x, 0.0, 1.0)
+    i = torch.ops.aten.leaky_relu_backward.default(g, x, 0.2, False)
+    j = torch.ops.aten.elu_backward.default(g, 1.0, 1, 1, False, x)
+    k = torch.ops.aten.softplus_backward.default(g, x, 2.0, 3.0)
+    l = torch.ops.aten.hardswish_backward.default(g, x)
+    m = torch.ops.aten.hardsigmoid_backward.default(g, x)
+    n = torch.ops.aten.mish_backward.default(g, x)
+    return (a, b, c, d, e, f, h, i, j, k, l, m, n)
+)IR",
+                                "_backward");
+}
+
+// softmax's backwards, the losses' backwards, nll_loss's (1-d and 2-d).
+TEST(CpuFunctionTest, SoftmaxAndLossBackwards) {
+  ExpectCompiledBackwardMatches(R"IR(
+def forward(self, g: "f32[][]cpu", x: "f32[6, 5][5, 1]cpu", t: "f32[6, 5][5, 1]cpu", x4: "f32[2, 5, 3, 4][60, 12, 4, 1]cpu"):
+    y = torch.ops.aten._softmax.default(x, 1, False)
+    ly = torch.ops.aten._log_softmax.default(x, 0, False)
+    a = torch.ops.aten._softmax_backward_data.default(t, y, 1, torch.float32)
+    b = torch.ops.aten._log_softmax_backward_data.default(t, ly, 0, torch.float32)
+    c = torch.ops.aten.mse_loss_backward.default(g, x, t, 1)
+    d = torch.ops.aten.smooth_l1_loss_backward.default(g, x, t, 2, 0.5)
+    e = torch.ops.aten.huber_loss_backward.default(g, x, t, 1, 0.7)
+    sx = torch.ops.aten.sigmoid.default(x)
+    st = torch.ops.aten.sigmoid.default(t)
+    f = torch.ops.aten.binary_cross_entropy_backward.default(g, sx, st, None, 1)
+    i = torch.ops.aten.arange.default(6, dtype = torch.int64, device = device(type='cpu'), pin_memory = False)
+    tt = torch.ops.aten.remainder.Scalar(i, 5)
+    tw = torch.ops.aten.sum.default(st)
+    h = torch.ops.aten.nll_loss_backward.default(g, x, tt, None, 1, 2, tw)
+    i4 = torch.ops.aten.arange.default(24, dtype = torch.int64, device = device(type='cpu'), pin_memory = False)
+    m4 = torch.ops.aten.remainder.Scalar(i4, 5)
+    t4 = torch.ops.aten.view.default(m4, [2, 3, 4])
+    k = torch.ops.aten.nll_loss2d_backward.default(g, x4, t4, None, 2, 1, tw)
+    return (a, b, c, d, e, f, h, k)
+)IR",
+                                "_backward");
+}
+
+// Batch norm's backward in training, after the forward op.
+TEST(CpuFunctionTest, BatchNormBackward) {
+  ExpectCompiledBackwardMatches(R"IR(
+def forward(self, x: "f32[4, 3, 5, 2][30, 10, 2, 1]cpu", w: "f32[3][1]cpu", b: "f32[3][1]cpu", rm: "f32[3][1]cpu", rv: "f32[3][1]cpu", g: "f32[4, 3, 5, 2][30, 10, 2, 1]cpu"):
+    bn = torch.ops.aten._native_batch_norm_legit_functional.default(x, w, b, rm, rv, True, 0.1, 1e-05)
+    mean = bn[1]
+    invstd = bn[2]
+    back = torch.ops.aten.native_batch_norm_backward.default(g, x, w, rm, rv, mean, invstd, True, 1e-05, [True, True, True])
+    dx = back[0]
+    dw = back[1]
+    db = back[2]
+    return (dx, dw, db)
+)IR",
+                                "native_batch_norm_backward");
+}
+
+// The CPU flash attention's backward after its forward, causal.
+TEST(CpuFunctionTest, FlashAttentionBackward) {
+  ExpectCompiledBackwardMatches(R"IR(
+def forward(self, q: "f32[2, 2, 4, 8][64, 32, 8, 1]cpu", k: "f32[2, 2, 6, 8][96, 48, 8, 1]cpu", v: "f32[2, 2, 6, 8][96, 48, 8, 1]cpu", g: "f32[2, 2, 4, 8][64, 32, 8, 1]cpu"):
+    f = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, True)
+    o = f[0]
+    l = f[1]
+    b = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default(g, q, k, v, o, l, 0.0, True)
+    dq = b[0]
+    dk = b[1]
+    dv = b[2]
+    return (dq, dk, dv)
+)IR",
+                                "flash_attention_for_cpu_backward");
+}
+
+// The pads' backwards, and roll by a negative shift (roll's own backward).
+TEST(CpuFunctionTest, PadBackwardsAndNegativeRoll) {
+  ExpectCompiledBackwardMatches(R"IR(
+def forward(self, x: "f32[1, 2, 4, 5][40, 20, 5, 1]cpu", g: "f32[1, 2, 7, 8][112, 56, 8, 1]cpu"):
+    a = torch.ops.aten.reflection_pad2d_backward.default(g, x, [1, 2, 1, 2])
+    b = torch.ops.aten.replication_pad2d_backward.default(g, x, [3, 0, 2, 1])
+    c = torch.ops.aten.roll.default(g, [-1, 3], [2, 3])
+    return (a, b, c)
+)IR",
+                                "pad2d_backward");
+}
+
 }  // namespace
 }  // namespace lathe::codegen

@@ -468,6 +468,7 @@ void RegisterIndexing(LoweringTable& T) {
   T.Add(Op("aten.index.Tensor"), LowerIndex);
   T.Add(Op("aten._unsafe_index.Tensor"), LowerIndex);
   T.Add(Op("aten.index_put.default"), LowerIndexPut);
+  T.Add(Op("aten._unsafe_index_put.default"), LowerIndexPut);
   T.Add(Op("aten.index_add.default"), LowerIndexAdd);
   for (const char* op :
        {"aten.scatter.src", "aten.scatter.value", "aten.scatter.reduce",

@@ -103,7 +103,7 @@ absl::StatusOr<NodeValue> LowerRoll(Lowerer& L, const Call& c) {
         for (size_t d = 0; d < idx.size(); ++d) {
           if (shift[d] == symbolic::Int(0)) continue;
           // (i - shift) mod size, kept non-negative.
-          ASSIGN_OR_RETURN(Expr s, symbolic::Mod(shift[d], sizes[d]));
+          ASSIGN_OR_RETURN(Expr s, symbolic::PythonMod(shift[d], sizes[d]));
           ASSIGN_OR_RETURN(
               sub[d],
               symbolic::Mod(symbolic::Add(symbolic::Sub(idx[d], s), sizes[d]),

@@ -590,6 +590,26 @@ def _(x, wqkv, wo, w1, w2, g, b):
     return (x + F.gelu(x @ w1.t()) @ w2.t(),)
 
 
+@program("train_scans_and_reductions", modes=TRAIN)(lambda: [rnd(3, 5)])
+def _(x):
+    return (torch.cumsum(x, 1), torch.cumprod(x, 1), x.amax(1), x.max(0)[0],
+            x.norm(dim=1), x.var(1), x.std(0), x.prod(1), x.abs().mean(), x.clamp(-0.5, 0.5), x.flip(0).roll(1, 1),
+            torch.cat([x, x * 2]).gather(0, torch.tensor([[0, 1, 2, 3, 4]])), x.topk(2, 1)[0], x.sort(1)[0])
+
+
+@program("train_pools_and_resampling", modes=TRAIN)(lambda: [rnd(2, 3, 6, 6)])
+def _(x):
+    return (F.avg_pool2d(x, 2), F.adaptive_avg_pool2d(x, 1), F.max_pool2d(x, 3, 2, 1),
+            F.interpolate(x, scale_factor=2, mode="nearest"),
+            F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False),
+            F.pad(x, (1, 2, 1, 2), mode="reflect"), F.pad(x, (1, 1, 2, 2), mode="replicate"), F.pad(x, (1, 1)))
+
+
+@program("train_cross_entropy_2d", modes=TRAIN)(lambda: [rnd(2, 3, 4, 4), torch.tensor([[[0, 1, 2, 1]] * 4, [[2, 2, 0, 1]] * 4])])
+def _(x, t):
+    return (F.cross_entropy(x, t),)
+
+
 # ---------------------------------------------------------------- symbolic sizes, data-dependent values
 @program("sym_size_arith")(lambda: [rnd(6, 4)])
 def _(x):

@@ -1,0 +1,220 @@
+// The backward ops' reference kernels (ops_backward.cc, and the nn ones in
+// ops_nn.cc): hand-derived values, the meta functions' layouts (RunOp
+// checks each kernel's result against its meta), and every error they
+// raise. Their values against PyTorch's own are the torch corpus's
+// training cases (tools/torch_corpus, train_*).
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/op_testing.h"
+#include "ir/value.h"
+#include "runtime/tensor.h"
+
+namespace lathe::ir {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+Value F(double v) { return Value::Float(v); }
+Value I(int64_t v) { return Value::Int(v); }
+Value B(bool v) { return Value::Bool(v); }
+
+// threshold (relu's) and hardtanh pass the gradient inside and 0 outside,
+// NaN passing; sigmoid's and tanh's use the forward's result.
+TEST(BackwardOpsTest, ActivationsByHand) {
+  const double nan = std::nan("");
+  Tensor g = T({4}, {1, 2, 3, 4});
+  Tensor x = T({4}, {-1, 0, 0.5, nan});
+  EXPECT_THAT(
+      Elements(RunT("aten.threshold_backward.default", {V(g), V(x), I(0)})),
+      ElementsAre(0, 0, 3, 4));
+  EXPECT_THAT(Elements(RunT("aten.hardtanh_backward.default",
+                            {V(g), V(x), F(-1), F(1)})),
+              ElementsAre(0, 2, 3, 4));
+  Tensor y = T({4}, {0.5, 0.25, 0, 1});
+  EXPECT_THAT(Elements(RunT("aten.sigmoid_backward.default", {V(g), V(y)})),
+              ElementsAre(0.25, 2 * 0.75 * 0.25, 0, 0));
+  EXPECT_THAT(Elements(RunT("aten.tanh_backward.default", {V(g), V(y)})),
+              ElementsAre(0.75, 2 * 0.9375, 3, 0));
+  // elu's negative side through the result (is_result): g * (y + alpha).
+  Tensor r = T({2}, {-0.5, 2});
+  EXPECT_THAT(
+      Elements(RunT("aten.elu_backward.default",
+                    {V(T({2}, {2, 2})), F(1), F(1), F(1), B(true), V(r)})),
+      ElementsAre(1, 2));
+  // leaky_relu with self first: the result takes self's layout.
+  // A [3, 2] view of a [2, 3] tensor, transposed (strides [1, 3]).
+  Tensor xt =
+      T({2, 3}, {1, -1, 1, -1, 1, -1}).AsStrided({3, 2}, {1, 3}, 0).value();
+  Tensor gt = T({3, 2}, {1, 1, 1, 1, 1, 1});
+  Tensor lr = RunT("aten.leaky_relu_backward.default",
+                   {V(gt), V(xt), F(0.5), B(false)});
+  EXPECT_THAT(lr.strides(), ElementsAre(1, 3));
+}
+
+TEST(BackwardOpsTest, SoftmaxBackwardsByHand) {
+  // softmax of [0, 0] is [0.5, 0.5]; g = [1, 3]: y * (g - sum(g * y)) =
+  // 0.5 * ([1, 3] - 2) = [-0.5, 0.5].
+  Tensor y = T({1, 2}, {0.5, 0.5});
+  Tensor g = T({1, 2}, {1, 3});
+  EXPECT_THAT(
+      Elements(RunT("aten._softmax_backward_data.default",
+                    {V(g), V(y), I(1), Value::OfDType(DType::kFloat32)})),
+      ElementsAre(-0.5, 0.5));
+  // log_softmax: g - exp(y) * sum(g) = [1, 3] - 0.5 * 4.
+  Tensor ly = T({1, 2}, {std::log(0.5), std::log(0.5)});
+  EXPECT_THAT(
+      Elements(RunT("aten._log_softmax_backward_data.default",
+                    {V(g), V(ly), I(-1), Value::OfDType(DType::kFloat32)})),
+      ElementsAre(-1, 1));
+  EXPECT_THAT(RunError("aten._softmax_backward_data.default",
+                       {V(g), V(y), I(1), Value::OfDType(DType::kFloat64)}),
+              HasSubstr("expected input and grad types to match, or input to "
+                        "be at::Half and grad to be at::Float"));
+}
+
+// nll_loss's backward: -weight[t] * g / total_weight at each kept target.
+TEST(BackwardOpsTest, NllLossBackwardByHand) {
+  Tensor x = T({2, 3}, {0, 0, 0, 0, 0, 0});
+  Tensor t = Tensor::Empty({2}, DType::kInt64).value();
+  t.data<int64_t>()[0] = 2;
+  t.data<int64_t>()[1] = 1;
+  Tensor w = T({3}, {1, 2, 4});
+  Tensor total = T({}, {6});
+  EXPECT_THAT(Elements(RunT(
+                  "aten.nll_loss_backward.default",
+                  {V(T({}, {3})), V(x), V(t), V(w), I(1), I(-100), V(total)})),
+              ElementsAre(0, 0, -2, 0, -1, 0));
+  // Ignoring class 1; sum.
+  EXPECT_THAT(
+      Elements(RunT("aten.nll_loss_backward.default",
+                    {V(T({}, {3})), V(x), V(t), V(w), I(2), I(1), V(total)})),
+      ElementsAre(0, 0, -12, 0, 0, 0));
+  t.data<int64_t>()[1] = 3;
+  EXPECT_THAT(
+      RunError("aten.nll_loss_backward.default",
+               {V(T({}, {3})), V(x), V(t), V(w), I(1), I(-100), V(total)}),
+      HasSubstr("Target 3 is out of bounds."));
+  EXPECT_THAT(
+      RunError("aten.nll_loss_backward.default",
+               {V(T({2}, {1, 1})), V(x), V(t), V(w), I(1), I(-100), V(total)}),
+      HasSubstr("Expected a single element grad_output tensor"));
+  EXPECT_THAT(RunError("aten.nll_loss_backward.default",
+                       {V(T({}, {3})), V(x), V(t), V(T({2}, {1, 1})), I(1),
+                        I(-100), V(total)}),
+              HasSubstr("weight tensor should be defined either for all 3 "
+                        "classes or no classes"));
+  Tensor t2 = Tensor::Empty({2, 2}, DType::kInt64).value();
+  EXPECT_THAT(
+      RunError("aten.nll_loss2d_backward.default",
+               {V(T({}, {3})), V(T({2, 3, 2, 1}, std::vector<double>(12, 0))),
+                V(t2), Value::None(), I(1), I(-100), V(total)}),
+      HasSubstr("only batches of spatial inputs and targets supported"));
+  Tensor t3 = Tensor::Empty({2, 2, 2}, DType::kInt64).value();
+  EXPECT_THAT(RunError("aten.nll_loss2d_forward.default",
+                       {V(T({2, 3, 2, 1}, std::vector<double>(12, 0))), V(t3),
+                        Value::None(), I(1), I(-100)}),
+              HasSubstr("input and target batch or spatial sizes don't "
+                        "match: target [2, 2, 2], input [2, 3, 2, 1]"));
+}
+
+// The pointwise losses' backwards: mse's 2 * (x - t) * g / numel for the
+// mean; smooth_l1's and huber's steps; the reduction must be 0, 1 or 2.
+TEST(BackwardOpsTest, LossBackwardsByHand) {
+  Tensor x = T({2}, {1, 3});
+  Tensor t = T({2}, {0, 0});
+  Tensor g = T({}, {1});
+  EXPECT_THAT(Elements(RunT("aten.mse_loss_backward.default",
+                            {V(g), V(x), V(t), I(1)})),
+              ElementsAre(1, 3));
+  EXPECT_THAT(Elements(RunT("aten.smooth_l1_loss_backward.default",
+                            {V(g), V(x), V(t), I(2), F(2)})),
+              ElementsAre(0.5, 1));
+  EXPECT_THAT(Elements(RunT("aten.huber_loss_backward.default",
+                            {V(g), V(x), V(t), I(2), F(2)})),
+              ElementsAre(1, 2));
+  EXPECT_THAT(
+      RunError("aten.mse_loss_backward.default", {V(g), V(x), V(t), I(3)}),
+      HasSubstr("3 is not a valid value for reduction"));
+  EXPECT_THAT(RunError("aten.huber_loss.default", {V(x), V(t), I(1), F(0)}),
+              HasSubstr("huber_loss does not support non-positive values for "
+                        "delta."));
+  EXPECT_THAT(
+      RunError("aten.binary_cross_entropy.default",
+               {V(T({2}, {0.5, 1.5})), V(T({2}, {0, 1})), Value::None(), I(1)}),
+      HasSubstr("all elements of input should be between 0 and 1"));
+  EXPECT_THAT(
+      RunError("aten.binary_cross_entropy.default",
+               {V(T({2}, {0.5, 0.5})), V(T({2}, {0, 2})), Value::None(), I(1)}),
+      HasSubstr("all elements of target should be between 0 and 1"));
+  EXPECT_THAT(RunError("aten.celu.default", {V(x), F(0)}),
+              HasSubstr("ZeroDivisionError: alpha cannot be 0 for CELU"));
+}
+
+// A padding's backward sums each gradient element into the input element
+// it was read from: reflection of [a, b, c] by 1 on the left reads b at
+// position 0; replication by 2 on the right reads c twice more.
+TEST(BackwardOpsTest, PadBackwardsByHand) {
+  Tensor x = T({1, 3}, {0, 0, 0});
+  EXPECT_THAT(Elements(RunT("aten.reflection_pad1d_backward.default",
+                            {V(T({1, 4}, {1, 2, 3, 4})), V(x), Ints({1, 0})})),
+              ElementsAre(2, 1 + 3, 4));
+  EXPECT_THAT(
+      Elements(RunT("aten.replication_pad1d_backward.default",
+                    {V(T({1, 5}, {1, 2, 3, 4, 5})), V(x), Ints({0, 2})})),
+      ElementsAre(1, 2, 3 + 4 + 5));
+  EXPECT_THAT(RunError("aten.replication_pad1d_backward.default",
+                       {V(T({1, 4}, {1, 2, 3, 4})), V(x), Ints({0, 2})}),
+              HasSubstr("grad_output of size [1, 4] is not the padded size "
+                        "[1, 5]"));
+}
+
+// Batch norm's backward in evaluation: dy * weight / sqrt(var + eps), the
+// weight's gradient dot(dy, (x - mean)) / sqrt(var + eps).
+TEST(BackwardOpsTest, BatchNormBackwardByHand) {
+  Tensor x = T({2, 1}, {1, 3});
+  Tensor dy = T({2, 1}, {1, 1});
+  Tensor w = T({1}, {2});
+  Tensor mean = T({1}, {1});
+  Tensor var = T({1}, {4});
+  Value out =
+      RunOp("aten.native_batch_norm_backward.default",
+            {V(dy), V(x), V(w), V(mean), V(var), Value::None(), Value::None(),
+             B(false), F(0), Value::List({B(true), B(true), B(true)})})
+          .value();
+  EXPECT_THAT(Elements(out.list[0].tensor), ElementsAre(1, 1));
+  EXPECT_THAT(Elements(out.list[1].tensor), ElementsAre(1));
+  EXPECT_THAT(Elements(out.list[2].tensor), ElementsAre(2));
+  EXPECT_THAT(RunError("aten.native_batch_norm_backward.default",
+                       {V(dy), V(x), V(w), Value::None(), Value::None(),
+                        Value::None(), Value::None(), B(false), F(0),
+                        Value::List({B(true), B(true), B(true)})}),
+              HasSubstr("running_mean and running_var must be defined in "
+                        "evaluation mode"));
+}
+
+// The flash attention backward refuses dropout and mismatched operands.
+TEST(BackwardOpsTest, FlashAttentionBackwardErrors) {
+  Tensor q = T({1, 1, 2, 2}, {1, 0, 0, 1});
+  Tensor lse = T({1, 1, 2}, {0, 0});
+  EXPECT_THAT(
+      RunError("aten._scaled_dot_product_flash_attention_for_cpu_backward."
+               "default",
+               {V(q), V(q), V(q), V(q), V(q), V(lse), F(0.1), B(false)}),
+      HasSubstr("dropout_p must be 0"));
+  Tensor k = T({1, 1, 2, 3}, {1, 0, 0, 1, 0, 0});
+  EXPECT_THAT(
+      RunError("aten._scaled_dot_product_flash_attention_for_cpu_backward."
+               "default",
+               {V(q), V(q), V(k), V(k), V(q), V(lse), F(0), B(false)}),
+      HasSubstr("to agree in batch, heads and head size"));
+}
+
+}  // namespace
+}  // namespace lathe::ir
