@@ -172,5 +172,12 @@ TEST(TorchCorpusMetaTest, SymbolicGraphsGetPyTorchsMetaAtTheirInputs) {
   Audit({"__symbolic", "__aot_dyn"}, 1500);
 }
 
+// The training programs' forward and backward graphs, static and dynamic:
+// the backward ops' results (batch norm's, attention's gradients laid out
+// (B, T, H, E), the losses') as PyTorch lays them out.
+TEST(TorchCorpusMetaTest, TrainingGraphsGetPyTorchsMeta) {
+  Audit({"__train_fw", "__train_bw", "__train_dyn_fw", "__train_dyn_bw"}, 300);
+}
+
 }  // namespace
 }  // namespace lathe::ir

@@ -478,8 +478,7 @@ absl::StatusOr<Outputs> NllLossBackward(Rewriter& r) {
   }
   if (weight != nullptr) {
     std::vector<int64_t> shape(TM(self).dim(), 1);
-    if (!IsConstant(TM(weight).sizes[0])) return Outputs{};
-    shape[channel] = TM(weight).sizes[0].int_value();
+    shape[channel] = -1;  // the classes, however many
     ASSIGN_OR_RETURN(Node * w, r.To(weight, math));
     ASSIGN_OR_RETURN(w, r.Binary("aten.reshape.default", w, IntList(shape)));
     ASSIGN_OR_RETURN(grad, r.Binary("aten.mul.Tensor", grad, A(w)));

@@ -14,6 +14,7 @@ will), its floating inputs requiring grad, the outputs' gradients fixed
 random tensors:
   train_fw  the forward graph AOTAutograd's partitioner gives the backend
   train_bw  the backward graph (saved tensors and tangents in, gradients out)
+  train_dyn_fw, train_dyn_bw  the same with dynamic=True (modes=TRAIN_DYN)
 each with the values the graph was called with in that step.
 Each capture is written to ir/testdata/torch_corpus/<program>__<mode>/:
   graph.txt            print_readable(print_output=False, include_stride=True,
@@ -48,6 +49,7 @@ torch._dynamo.config.capture_dynamic_output_shape_ops = True
 PROGRAMS = []  # (name, fn, make_inputs, modes)
 ALL = ("real", "symbolic", "aot", "aot_dyn")
 TRAIN = ("train_fw", "train_bw")  # captured together, by capture_train
+TRAIN_DYN = TRAIN + ("train_dyn_fw", "train_dyn_bw")  # and with dynamic=True
 
 
 def program(name, modes=ALL):
@@ -532,7 +534,7 @@ def _(x):
             F.softplus(x), F.softplus(x, beta=2.0, threshold=3.0), F.hardswish(x), F.hardsigmoid(x), F.mish(x))
 
 
-@program("train_mlp", modes=TRAIN)(lambda: [rnd(8, 6), rnd(16, 6) * 0.4, rnd(16) * 0.1, rnd(3, 16) * 0.3, rnd(3) * 0.1,
+@program("train_mlp", modes=TRAIN_DYN)(lambda: [rnd(8, 6), rnd(16, 6) * 0.4, rnd(16) * 0.1, rnd(3, 16) * 0.3, rnd(3) * 0.1,
                                             rnd(8, 3)])
 def _(x, w1, b1, w2, b2, y):
     h = F.silu(F.linear(x, w1, b1))
@@ -544,7 +546,7 @@ def _(x, w):
     return (F.softmax(x, -1) * w, F.log_softmax(x, 1) * w)
 
 
-@program("train_cross_entropy", modes=TRAIN)(lambda: [rnd(6, 5), torch.tensor([1, 0, 4, 2, 3, 1]), pos(5)])
+@program("train_cross_entropy", modes=TRAIN_DYN)(lambda: [rnd(6, 5), torch.tensor([1, 0, 4, 2, 3, 1]), pos(5)])
 def _(logits, target, weight):
     weight = weight.detach()  # nll_loss is not differentiable in its weight
     return (F.cross_entropy(logits, target), F.cross_entropy(logits, target, weight=weight, ignore_index=3),
@@ -579,7 +581,7 @@ def _(emb, idx, g, b, target):
     return (F.cross_entropy(F.gelu(h).reshape(6, 8) @ emb.t(), target),)
 
 
-@program("train_transformer_sdpa", modes=TRAIN)(lambda: [rnd(2, 4, 8), rnd(24, 8) * 0.3, rnd(8, 8) * 0.3, rnd(16, 8) * 0.3,
+@program("train_transformer_sdpa", modes=TRAIN_DYN)(lambda: [rnd(2, 4, 8), rnd(24, 8) * 0.3, rnd(8, 8) * 0.3, rnd(16, 8) * 0.3,
                                                          rnd(8, 16) * 0.3, pos(8), rnd(8) * 0.1])
 def _(x, wqkv, wo, w1, w2, g, b):
     h = F.layer_norm(x, (8,), g, b)
@@ -971,7 +973,7 @@ def capture_aot(root, name, fn, inputs, dynamic):
     check(name, pytree.tree_leaves(got), want)
 
 
-def capture_train(root, name, fn, inputs):
+def capture_train(root, name, fn, inputs, dynamic=False):
     """One training step of `fn` through AOTAutograd (no decompositions):
     writes name__train_fw and name__train_bw, each graph with the values it
     was called with; checks the step's gradients against eager autograd's."""
@@ -1011,7 +1013,7 @@ def capture_train(root, name, fn, inputs):
         return [a.grad for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
 
     torch._dynamo.reset()
-    compiled = torch.compile(fn, backend=backend, dynamic=False, fullgraph=True)
+    compiled = torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=True)
     got = step(compiled, leaves(inputs))
     want = step(fn, leaves(inputs))
     check(name, got, want)
@@ -1020,7 +1022,8 @@ def capture_train(root, name, fn, inputs):
     for kind in ("fw", "bw"):
         g, text, args = records[kind]
         args = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
-        write_case(root, f"{name}__train_{kind}", g, text, args, lambda a, g=g: g(*a))
+        mode = f"train_dyn_{kind}" if dynamic else f"train_{kind}"
+        write_case(root, f"{name}__{mode}", g, text, args, lambda a, g=g: g(*a))
 
 
 def check(name, got, want):
@@ -1050,11 +1053,12 @@ def main():
             inputs = make_inputs()
             case = f"{name}__{mode}"
             try:
-                if mode == "train_bw":
-                    continue  # written with train_fw
-                if mode == "train_fw":
-                    capture_train(root, name, fn, inputs)
-                    made["train_bw"] = made.get("train_bw", 0) + 1
+                if mode in ("train_bw", "train_dyn_bw"):
+                    continue  # written with train_fw, train_dyn_fw
+                if mode in ("train_fw", "train_dyn_fw"):
+                    capture_train(root, name, fn, inputs, dynamic=mode == "train_dyn_fw")
+                    bw = mode.replace("_fw", "_bw")
+                    made[bw] = made.get(bw, 0) + 1
                 elif mode in ("real", "symbolic"):
                     capture_make_fx(root, case, fn, inputs, mode)
                 else:
