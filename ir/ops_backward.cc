@@ -264,10 +264,7 @@ absl::StatusOr<Value> SoftmaxBackward(const OpCall& c, bool log, bool running) {
                                 ScalarTypeName(gd), "'"));
   }
   const std::vector<symbolic::Expr> sizes = SizesOf(grad);
-  ASSIGN_OR_RETURN(
-      std::vector<symbolic::Expr> b,
-      BroadcastShapes(c, {sizes, SizesOf(output)}));  // equal, as PyTorch
-  if (b.size() != sizes.size() || RankOf(output) != RankOf(grad)) {
+  if (RankOf(output) != RankOf(grad)) {
     return c.Error(absl::StrCat("grad ", ShapeString(sizes), " and output ",
                                 ShapeString(SizesOf(output)),
                                 " differ in size"));
@@ -573,24 +570,6 @@ absl::StatusOr<Value> NllLossBackward(const OpCall& c, bool running,
 
 // ---- Attention's backward --------------------------------------------------
 
-// The elements of a tensor in row-major order.
-std::vector<double> RowMajor(const Tensor& t) {
-  std::vector<double> out;
-  out.reserve(t.numel());
-  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
-    out.push_back(LoadDouble(t, i));
-  });
-  return out;
-}
-
-// Writes `values` (row-major) into `t` through its strides.
-void WriteRowMajor(const Tensor& t, const std::vector<double>& values) {
-  size_t k = 0;
-  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
-    StoreDouble(t, i, values[k++]);
-  });
-}
-
 // _scaled_dot_product_flash_attention_for_cpu_backward(grad_out, query,
 // key, value, out, logsumexp, dropout_p, is_causal, attn_mask, scale) ->
 // (grad_query, grad_key, grad_value): with P = exp(q k^T * scale (+ mask,
@@ -685,9 +664,12 @@ absl::StatusOr<Value> FlashAttentionBackward(const OpCall& c, bool running) {
   if (!mask.is_none()) {
     ASSIGN_OR_RETURN(mask_view, BroadcastView(mask.tensor, {B, H, L, S}));
   }
-  const std::vector<double> qv = RowMajor(q.tensor), kv = RowMajor(k.tensor),
-                            vv = RowMajor(v.tensor), gv = RowMajor(g.tensor),
-                            ov = RowMajor(o.tensor), lv = RowMajor(lse.tensor);
+  const std::vector<double> qv = RowMajorValues(q.tensor),
+                            kv = RowMajorValues(k.tensor),
+                            vv = RowMajorValues(v.tensor),
+                            gv = RowMajorValues(g.tensor),
+                            ov = RowMajorValues(o.tensor),
+                            lv = RowMajorValues(lse.tensor);
   const double kInf = std::numeric_limits<double>::infinity();
   std::vector<double> dq(qv.size()), dk(kv.size()), dv(vv.size()), p(S), ds(S);
   for (int64_t b = 0; b < B; ++b) {

@@ -77,6 +77,10 @@ TEST(BackwardOpsTest, SoftmaxBackwardsByHand) {
                        {V(g), V(y), I(1), Value::OfDType(DType::kFloat64)}),
               HasSubstr("expected input and grad types to match, or input to "
                         "be at::Half and grad to be at::Float"));
+  EXPECT_THAT(RunError("aten._softmax_backward_data.default",
+                       {V(g), V(T({1, 3}, {0.2, 0.3, 0.5})), I(1),
+                        Value::OfDType(DType::kFloat32)}),
+              HasSubstr("grad [1, 2] and output [1, 3] differ in size"));
 }
 
 // nll_loss's backward: -weight[t] * g / total_weight at each kept target.

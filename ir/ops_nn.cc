@@ -41,16 +41,6 @@ using symbolic::Expr;
 // ---------------------------------------------------------------------------
 // Shared helpers.
 
-// The elements of `t` in row-major order, as doubles.
-std::vector<double> Elements(const Tensor& t) {
-  std::vector<double> out;
-  out.reserve(t.numel());
-  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
-    out.push_back(LoadDouble(t, i));
-  });
-  return out;
-}
-
 // The elements of an integer tensor in row-major order.
 std::vector<int64_t> IntElements(const Tensor& t) {
   std::vector<int64_t> out;
@@ -59,14 +49,6 @@ std::vector<int64_t> IntElements(const Tensor& t) {
     out.push_back(LoadInt(t, i));
   });
   return out;
-}
-
-// Writes `v` (row-major) into `out`.
-void Fill(const Tensor& out, const std::vector<double>& v) {
-  size_t k = 0;
-  ForEachIndex(out.sizes(), [&](absl::Span<const int64_t> i) {
-    StoreDouble(out, i, v[k++]);
-  });
 }
 
 void FillInts(const Tensor& out, const std::vector<int64_t>& v) {
@@ -400,16 +382,17 @@ absl::StatusOr<Value> Convolution(const OpCall& c) {
                         ? ChannelsLastStrides(s.out_sizes)
                         : ContiguousStrides(s.out_sizes)));
   if (!running) return out;
-  std::vector<double> x = Elements(input.tensor), w = Elements(weight.tensor);
+  std::vector<double> x = RowMajorValues(input.tensor),
+                      w = RowMajorValues(weight.tensor);
   std::vector<double> y(out.tensor.numel(), 0.0);
   ForEachConvTerm(
       s.g, [&](int64_t xi, int64_t wi, int64_t yi) { y[yi] += x[xi] * w[wi]; });
   if (!bias.is_none()) {
-    std::vector<double> b = Elements(bias.tensor);
+    std::vector<double> b = RowMajorValues(bias.tensor);
     int64_t plane = s.g.out[0] * s.g.out[1] * s.g.out[2];
     for (size_t i = 0; i < y.size(); ++i) y[i] += b[(i / plane) % s.g.cout];
   }
-  Fill(out.tensor, y);
+  WriteRowMajor(out.tensor, y);
   return out;
 }
 
@@ -444,8 +427,9 @@ absl::StatusOr<Value> ConvolutionBackward(const OpCall& c) {
     ASSIGN_OR_RETURN(outs[2], Result(c, running, dt, input, {s.out_sizes[1]}));
   }
   if (running) {
-    std::vector<double> x = Elements(input.tensor), w = Elements(weight.tensor),
-                        gy = Elements(grad.tensor);
+    std::vector<double> x = RowMajorValues(input.tensor),
+                        w = RowMajorValues(weight.tensor),
+                        gy = RowMajorValues(grad.tensor);
     std::vector<double> gx(x.size(), 0.0), gw(w.size(), 0.0), gb(s.g.cout, 0.0);
     ForEachConvTerm(s.g, [&](int64_t xi, int64_t wi, int64_t yi) {
       gx[xi] += gy[yi] * w[wi];
@@ -453,9 +437,9 @@ absl::StatusOr<Value> ConvolutionBackward(const OpCall& c) {
     });
     int64_t plane = s.g.out[0] * s.g.out[1] * s.g.out[2];
     for (size_t i = 0; i < gy.size(); ++i) gb[(i / plane) % s.g.cout] += gy[i];
-    if (mask[0]) Fill(outs[0].tensor, gx);
-    if (mask[1]) Fill(outs[1].tensor, gw);
-    if (mask[2]) Fill(outs[2].tensor, gb);
+    if (mask[0]) WriteRowMajor(outs[0].tensor, gx);
+    if (mask[1]) WriteRowMajor(outs[1].tensor, gw);
+    if (mask[2]) WriteRowMajor(outs[2].tensor, gb);
   }
   return Value::List(std::move(outs));
 }
@@ -627,7 +611,7 @@ absl::StatusOr<Value> MaxPool(const OpCall& c, int nsp) {
   ASSIGN_OR_RETURN(
       Value idx, SuggestedResult(c, running, DType::kInt64, self, g.out_sizes));
   if (!running) return Value::List({out, idx});
-  std::vector<double> x = Elements(self.tensor);
+  std::vector<double> x = RowMajorValues(self.tensor);
   std::vector<double> y(out.tensor.numel());
   std::vector<int64_t> yi(out.tensor.numel());
   int64_t in_plane = PlaneSize(g.in), out_plane = PlaneSize(g.out);
@@ -655,7 +639,7 @@ absl::StatusOr<Value> MaxPool(const OpCall& c, int nsp) {
     y[p * out_plane + o] = mx;
     yi[p * out_plane + o] = best;
   });
-  Fill(out.tensor, y);
+  WriteRowMajor(out.tensor, y);
   FillInts(idx.tensor, yi);
   return Value::List({out, idx});
 }
@@ -688,7 +672,7 @@ absl::StatusOr<Value> MaxPoolBackward(const OpCall& c) {
   ASSIGN_OR_RETURN(Value out,
                    Result(c, running, DTypeOf(self), self, g.in_sizes));
   if (!running) return out;
-  std::vector<double> gy = Elements(grad.tensor);
+  std::vector<double> gy = RowMajorValues(grad.tensor);
   std::vector<int64_t> ix = IntElements(indices.tensor);
   int64_t in_plane = PlaneSize(g.in), out_plane = PlaneSize(g.out);
   std::vector<double> gx(g.planes * in_plane, 0.0);
@@ -701,7 +685,7 @@ absl::StatusOr<Value> MaxPoolBackward(const OpCall& c) {
     }
     gx[(i / out_plane) * in_plane + target] += gy[i];
   }
-  Fill(out.tensor, gx);
+  WriteRowMajor(out.tensor, gx);
   return out;
 }
 
@@ -742,7 +726,7 @@ absl::StatusOr<Value> AvgPool(const OpCall& c, int nsp) {
                        c, running, DTypeOf(self), self, g.out_sizes));
   if (!running) return out;
   bool ints = DTypeOf(self) == DType::kInt64;
-  std::vector<double> x = Elements(self.tensor);
+  std::vector<double> x = RowMajorValues(self.tensor);
   std::vector<int64_t> xi =
       ints ? IntElements(self.tensor) : std::vector<int64_t>{};
   std::vector<double> y(out.tensor.numel());
@@ -778,7 +762,7 @@ absl::StatusOr<Value> AvgPool(const OpCall& c, int nsp) {
   if (ints) {
     FillInts(out.tensor, yi);
   } else {
-    Fill(out.tensor, y);
+    WriteRowMajor(out.tensor, y);
   }
   return out;
 }
@@ -793,7 +777,7 @@ absl::StatusOr<Value> AvgPoolBackward(const OpCall& c) {
   ASSIGN_OR_RETURN(
       Value out, SuggestedResult(c, running, DTypeOf(self), self, g.in_sizes));
   if (!running) return out;
-  std::vector<double> gy = Elements(grad.tensor);
+  std::vector<double> gy = RowMajorValues(grad.tensor);
   int64_t in_plane = PlaneSize(g.in), out_plane = PlaneSize(g.out);
   std::vector<double> gx(g.planes * in_plane, 0.0);
   ForEachWindow(g, [&](int64_t p, int64_t o, const int64_t* lo) {
@@ -807,7 +791,7 @@ absl::StatusOr<Value> AvgPoolBackward(const OpCall& c) {
       }
     }
   });
-  Fill(out.tensor, gx);
+  WriteRowMajor(out.tensor, gx);
   return out;
 }
 
@@ -911,11 +895,11 @@ absl::StatusOr<Value> AdaptiveAvgPool(const OpCall& c, int nsp) {
   ASSIGN_OR_RETURN(Value out, (nsp == 2 ? SuggestedResult : Result)(
                                   c, running, DTypeOf(self), self, sizes));
   if (!running) return out;
-  std::vector<double> x = Elements(self.tensor);
+  std::vector<double> x = RowMajorValues(self.tensor);
   std::vector<double> y(out.tensor.numel(), 0.0);
   ForEachAdaptive(
       s, [&](int64_t i, int64_t o, int64_t count) { y[o] += x[i] / count; });
-  Fill(out.tensor, y);
+  WriteRowMajor(out.tensor, y);
   return out;
 }
 
@@ -947,11 +931,11 @@ absl::StatusOr<Value> AdaptiveAvgPoolBackward(const OpCall& c) {
   ASSIGN_OR_RETURN(Value out,
                    Result(c, running, DTypeOf(self), self, SizesOf(self)));
   if (!running) return out;
-  std::vector<double> gy = Elements(grad.tensor);
+  std::vector<double> gy = RowMajorValues(grad.tensor);
   std::vector<double> gx(out.tensor.numel(), 0.0);
   ForEachAdaptive(
       s, [&](int64_t i, int64_t o, int64_t count) { gx[i] += gy[o] / count; });
-  Fill(out.tensor, gx);
+  WriteRowMajor(out.tensor, gx);
   return out;
 }
 
@@ -1025,21 +1009,21 @@ absl::StatusOr<Value> BatchNorm(const OpCall& c, bool stats, const Value& rm,
   ASSIGN_OR_RETURN(Value invstd, Result(c, running, sdt, input, stat_sizes));
   if (!running) return Value::List({out, mean, invstd});
   const std::vector<int64_t>& is = input.tensor.sizes();
-  std::vector<double> x = Elements(input.tensor);
+  std::vector<double> x = RowMajorValues(input.tensor);
   int64_t inner = Product(is, 2), n = is[0] * inner;
   std::vector<double> m(channels), r(channels);
   std::vector<double> w = weight.is_none() ? std::vector<double>(channels, 1.0)
-                                           : Elements(weight.tensor);
+                                           : RowMajorValues(weight.tensor);
   std::vector<double> b = bias.is_none() ? std::vector<double>(channels, 0.0)
-                                         : Elements(bias.tensor);
+                                         : RowMajorValues(bias.tensor);
   auto at = [&](int64_t batch, int64_t ch, int64_t i) {
     return (batch * channels + ch) * inner + i;
   };
   if (training) {
     std::vector<double> rm_v, rv_v;
     if (!update) rm_v = rv_v = std::vector<double>(channels, 0.0);
-    if (update && !rm.is_none()) rm_v = Elements(rm.tensor);
-    if (update && !rv.is_none()) rv_v = Elements(rv.tensor);
+    if (update && !rm.is_none()) rm_v = RowMajorValues(rm.tensor);
+    if (update && !rv.is_none()) rv_v = RowMajorValues(rv.tensor);
     for (int64_t ch = 0; ch < channels; ++ch) {
       double sum = 0;
       for (int64_t bt = 0; bt < is[0]; ++bt) {
@@ -1060,13 +1044,13 @@ absl::StatusOr<Value> BatchNorm(const OpCall& c, bool stats, const Value& rm,
         rv_v[ch] = momentum * ss / (n - 1) + (1 - momentum) * rv_v[ch];
       }
     }
-    if (update && !rm.is_none()) Fill(rm.tensor, rm_v);
-    if (update && !rv.is_none()) Fill(rv.tensor, rv_v);
-    Fill(mean.tensor, m);
-    Fill(invstd.tensor, r);
+    if (update && !rm.is_none()) WriteRowMajor(rm.tensor, rm_v);
+    if (update && !rv.is_none()) WriteRowMajor(rv.tensor, rv_v);
+    WriteRowMajor(mean.tensor, m);
+    WriteRowMajor(invstd.tensor, r);
   } else {
-    m = Elements(rm.tensor);
-    r = Elements(rv.tensor);
+    m = RowMajorValues(rm.tensor);
+    r = RowMajorValues(rv.tensor);
     for (double& v : r) v = 1.0 / std::sqrt(v + eps);
   }
   std::vector<double> y(x.size());
@@ -1078,7 +1062,7 @@ absl::StatusOr<Value> BatchNorm(const OpCall& c, bool stats, const Value& rm,
       }
     }
   }
-  Fill(out.tensor, y);
+  WriteRowMajor(out.tensor, y);
   return Value::List({out, mean, invstd});
 }
 
@@ -1141,16 +1125,16 @@ absl::StatusOr<Value> BatchNormBackward(const OpCall& c) {
   }
   if (!running) return Value::List(std::move(outs));
   const std::vector<int64_t>& is = input.tensor.sizes();
-  const std::vector<double> x = Elements(input.tensor),
-                            dy = Elements(grad.tensor);
-  const std::vector<double> m = Elements(mean_v.tensor);
-  std::vector<double> r = Elements(var_v.tensor);
+  const std::vector<double> x = RowMajorValues(input.tensor),
+                            dy = RowMajorValues(grad.tensor);
+  const std::vector<double> m = RowMajorValues(mean_v.tensor);
+  std::vector<double> r = RowMajorValues(var_v.tensor);
   if (!train) {
     for (double& v : r) v = 1.0 / std::sqrt(v + eps);
   }
   const std::vector<double> w = weight.is_none()
                                     ? std::vector<double>(channels, 1.0)
-                                    : Elements(weight.tensor);
+                                    : RowMajorValues(weight.tensor);
   const int64_t inner = Product(is, 2), n = is[0] * inner;
   auto at = [&](int64_t batch, int64_t ch, int64_t i) {
     return (batch * channels + ch) * inner + i;
@@ -1178,9 +1162,9 @@ absl::StatusOr<Value> BatchNormBackward(const OpCall& c) {
       }
     }
   }
-  if (mask[0]) Fill(outs[0].tensor, dx);
-  if (mask[1]) Fill(outs[1].tensor, dw);
-  if (mask[2]) Fill(outs[2].tensor, db);
+  if (mask[0]) WriteRowMajor(outs[0].tensor, dx);
+  if (mask[1]) WriteRowMajor(outs[1].tensor, dw);
+  if (mask[2]) WriteRowMajor(outs[2].tensor, db);
   return Value::List(std::move(outs));
 }
 
@@ -1284,12 +1268,12 @@ absl::StatusOr<Value> GroupNorm(const OpCall& c) {
   ASSIGN_OR_RETURN(Value mean, Result(c, running, sdt, input, stat_sizes));
   ASSIGN_OR_RETURN(Value rstd, Result(c, running, sdt, input, stat_sizes));
   if (!running) return Value::List({out, mean, rstd});
-  std::vector<double> x = Elements(input.tensor), y(x.size());
+  std::vector<double> x = RowMajorValues(input.tensor), y(x.size());
   std::vector<double> w = weight.is_none()
                               ? std::vector<double>(s.channels, 1.0)
-                              : Elements(weight.tensor);
+                              : RowMajorValues(weight.tensor);
   std::vector<double> b = bias.is_none() ? std::vector<double>(s.channels, 0.0)
-                                         : Elements(bias.tensor);
+                                         : RowMajorValues(bias.tensor);
   int64_t per = s.channels / s.group * s.hxw;
   std::vector<double> m(s.n * s.group), r(s.n * s.group);
   for (int64_t k = 0; k < s.n * s.group; ++k) {
@@ -1306,9 +1290,9 @@ absl::StatusOr<Value> GroupNorm(const OpCall& c) {
       y[k * per + i] = (x[k * per + i] - mu) * r[k] * w[ch] + b[ch];
     }
   }
-  Fill(out.tensor, y);
-  Fill(mean.tensor, m);
-  Fill(rstd.tensor, r);
+  WriteRowMajor(out.tensor, y);
+  WriteRowMajor(mean.tensor, m);
+  WriteRowMajor(rstd.tensor, r);
   return Value::List({out, mean, rstd});
 }
 
@@ -1376,11 +1360,13 @@ absl::StatusOr<Value> GroupNormBackward(const OpCall& c) {
                      Result(c, running, pdt, input, {c.arg("C").number}));
   }
   if (!running) return Value::List(std::move(outs));
-  std::vector<double> x = Elements(input.tensor), dy = Elements(grad.tensor);
-  std::vector<double> m = Elements(mean_v.tensor), r = Elements(rstd_v.tensor);
+  std::vector<double> x = RowMajorValues(input.tensor),
+                      dy = RowMajorValues(grad.tensor);
+  std::vector<double> m = RowMajorValues(mean_v.tensor),
+                      r = RowMajorValues(rstd_v.tensor);
   std::vector<double> w = weight.is_none()
                               ? std::vector<double>(s.channels, 1.0)
-                              : Elements(weight.tensor);
+                              : RowMajorValues(weight.tensor);
   int64_t per = s.channels / s.group * s.hxw;
   auto channel = [&](int64_t e) { return (e / s.hxw) % s.channels; };
   std::vector<double> dx(x.size(), 0.0), dw(s.channels, 0.0),
@@ -1392,9 +1378,9 @@ absl::StatusOr<Value> GroupNormBackward(const OpCall& c) {
     dw[channel(e)] += dy[e] * (x[e] - m[k]) * r[k];
     db[channel(e)] += dy[e];
   }
-  if (mask[0]) Fill(outs[0].tensor, dx);
-  if (mask[1]) Fill(outs[1].tensor, dw);
-  if (mask[2]) Fill(outs[2].tensor, db);
+  if (mask[0]) WriteRowMajor(outs[0].tensor, dx);
+  if (mask[1]) WriteRowMajor(outs[1].tensor, dw);
+  if (mask[2]) WriteRowMajor(outs[2].tensor, db);
   return Value::List(std::move(outs));
 }
 
@@ -1471,10 +1457,12 @@ absl::StatusOr<Value> LayerNormBackward(const OpCall& c) {
                                      SizesOf(*params[k - 1])));
   }
   if (!running) return Value::List(std::move(outs));
-  std::vector<double> x = Elements(input.tensor), dy = Elements(grad.tensor);
-  std::vector<double> m = Elements(mean_v.tensor), r = Elements(rstd_v.tensor);
+  std::vector<double> x = RowMajorValues(input.tensor),
+                      dy = RowMajorValues(grad.tensor);
+  std::vector<double> m = RowMajorValues(mean_v.tensor),
+                      r = RowMajorValues(rstd_v.tensor);
   std::vector<double> w = weight.is_none() ? std::vector<double>(per, 1.0)
-                                           : Elements(weight.tensor);
+                                           : RowMajorValues(weight.tensor);
   std::vector<double> dx(x.size(), 0.0), dw(per, 0.0), db(per, 0.0);
   NormInputGrad(
       x, dy, m, r, per, [&](int64_t e) { return w[e % per]; }, dx);
@@ -1483,9 +1471,9 @@ absl::StatusOr<Value> LayerNormBackward(const OpCall& c) {
     dw[e % per] += dy[e] * (x[e] - m[k]) * r[k];
     db[e % per] += dy[e];
   }
-  if (mask[0]) Fill(outs[0].tensor, dx);
-  if (mask[1]) Fill(outs[1].tensor, dw);
-  if (mask[2]) Fill(outs[2].tensor, db);
+  if (mask[0]) WriteRowMajor(outs[0].tensor, dx);
+  if (mask[1]) WriteRowMajor(outs[1].tensor, dw);
+  if (mask[2]) WriteRowMajor(outs[2].tensor, db);
   return Value::List(std::move(outs));
 }
 
@@ -1590,7 +1578,7 @@ absl::StatusOr<Value> UpsampleNearest(const OpCall& c) {
   ASSIGN_OR_RETURN(Value out,
                    SuggestedResult(c, running, DTypeOf(input), input, s.sizes));
   if (!running) return out;
-  std::vector<double> x = Elements(input.tensor), y;
+  std::vector<double> x = RowMajorValues(input.tensor), y;
   y.reserve(out.tensor.numel());
   for (int64_t p = 0; p < s.n * s.channels; ++p) {
     for (int64_t h = 0; h < s.out[0]; ++h) {
@@ -1601,7 +1589,7 @@ absl::StatusOr<Value> UpsampleNearest(const OpCall& c) {
       }
     }
   }
-  Fill(out.tensor, y);
+  WriteRowMajor(out.tensor, y);
   return out;
 }
 
@@ -1636,7 +1624,7 @@ absl::StatusOr<Value> UpsampleBilinear(const OpCall& c) {
   ASSIGN_OR_RETURN(Value out,
                    SuggestedResult(c, running, DTypeOf(input), input, s.sizes));
   if (!running) return out;
-  std::vector<double> x = Elements(input.tensor), y;
+  std::vector<double> x = RowMajorValues(input.tensor), y;
   y.reserve(out.tensor.numel());
   for (int64_t p = 0; p < s.n * s.channels; ++p) {
     const double* plane = x.data() + p * s.in[0] * s.in[1];
@@ -1654,7 +1642,7 @@ absl::StatusOr<Value> UpsampleBilinear(const OpCall& c) {
       }
     }
   }
-  Fill(out.tensor, y);
+  WriteRowMajor(out.tensor, y);
   return out;
 }
 
@@ -1765,7 +1753,7 @@ absl::StatusOr<Value> Pad(const OpCall& c, int nsp, bool reflect,
       }
       acc[at] += LoadDouble(grad.tensor, i);
     });
-    Fill(gin.tensor, acc);
+    WriteRowMajor(gin.tensor, acc);
     return gin;
   }
   ASSIGN_OR_RETURN(Value out,
@@ -1867,7 +1855,7 @@ absl::StatusOr<Value> Col2Im(const OpCall& c) {
                    Result(c, running, DTypeOf(self), self, out_sizes));
   if (!running) return out;
   int64_t batch = rank == 3 ? self.tensor.sizes()[0] : 1;
-  std::vector<double> x = Elements(self.tensor);
+  std::vector<double> x = RowMajorValues(self.tensor);
   std::vector<double> y(batch * channels * os[0] * os[1], 0.0);
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t r = 0; r < rows; ++r) {
@@ -1884,7 +1872,7 @@ absl::StatusOr<Value> Col2Im(const OpCall& c) {
       }
     }
   }
-  Fill(out.tensor, y);
+  WriteRowMajor(out.tensor, y);
   return out;
 }
 
@@ -2052,7 +2040,8 @@ absl::StatusOr<Value> GridSampler2d(const OpCall& c) {
   if (!running) return out;
   const std::vector<int64_t>& is = input.tensor.sizes();
   const std::vector<int64_t>& gs = grid.tensor.sizes();
-  std::vector<double> x = Elements(input.tensor), g = Elements(grid.tensor);
+  std::vector<double> x = RowMajorValues(input.tensor),
+                      g = RowMajorValues(grid.tensor);
   bool as_double = input.tensor.dtype() == DType::kFloat64;
   int64_t n_ = is[0], ch = is[1], h = is[2], w = is[3], ho = gs[1], wo = gs[2];
   std::vector<double> y;
@@ -2074,7 +2063,7 @@ absl::StatusOr<Value> GridSampler2d(const OpCall& c) {
     }
   }
   // y is ordered [n][c][oy][ox], the output's row-major order.
-  Fill(out.tensor, y);
+  WriteRowMajor(out.tensor, y);
   return out;
 }
 
@@ -2121,7 +2110,7 @@ absl::StatusOr<Value> EmbeddingDenseBackward(const OpCall& c) {
   if (!running) return out;
   ASSIGN_OR_RETURN(std::vector<int64_t> nwc, ConcreteSizes(c, {nw.number}));
   int64_t dim = grad.tensor.sizes().back();
-  std::vector<double> gy = Elements(grad.tensor);
+  std::vector<double> gy = RowMajorValues(grad.tensor);
   std::vector<int64_t> ix = IntElements(indices.tensor);
   std::vector<double> gw(nwc[0] * dim, 0.0);
   std::vector<int64_t> counts(nwc[0], 0);
@@ -2138,7 +2127,7 @@ absl::StatusOr<Value> EmbeddingDenseBackward(const OpCall& c) {
     double f = scale ? 1.0 / counts[i] : 1.0;
     for (int64_t d = 0; d < dim; ++d) gw[i * dim + d] += gy[k * dim + d] * f;
   }
-  Fill(out.tensor, gw);
+  WriteRowMajor(out.tensor, gw);
   return out;
 }
 
@@ -2252,9 +2241,9 @@ absl::StatusOr<Value> EmbeddingBag(const OpCall& c) {
                                   " out of range [0, ", ws[0], ")"));
     }
   }
-  std::vector<double> w = Elements(weight.tensor);
+  std::vector<double> w = RowMajorValues(weight.tensor);
   std::vector<double> pw =
-      psw.is_none() ? std::vector<double>(n, 1.0) : Elements(psw.tensor);
+      psw.is_none() ? std::vector<double>(n, 1.0) : RowMajorValues(psw.tensor);
   std::vector<double> y(num_bags * dim, 0.0);
   std::vector<int64_t> bags(n, std::max<int64_t>(num_bags - 1, 0)),
       sizes(num_bags, 0), mi(num_bags * (mode == 2 ? dim : 1), 0);
@@ -2287,7 +2276,7 @@ absl::StatusOr<Value> EmbeddingBag(const OpCall& c) {
     }
     if (mode != 0) sizes[b] = count;
   }
-  Fill(out.tensor, y);
+  WriteRowMajor(out.tensor, y);
   if (!sum_fast) FillInts(o2b.tensor, bags);
   FillInts(bag_size.tensor, sizes);
   // Outside max mode PyTorch's max_indices holds bag_size's values.
@@ -2367,7 +2356,7 @@ absl::StatusOr<Value> Cdist(const OpCall& c) {
   absl::StatusOr<Tensor> v2 = BroadcastView(x2.tensor, e2);
   if (!v1.ok()) return c.Error(v1.status().message());
   if (!v2.ok()) return c.Error(v2.status().message());
-  std::vector<double> a = Elements(*v1), b = Elements(*v2);
+  std::vector<double> a = RowMajorValues(*v1), b = RowMajorValues(*v2);
   int64_t nb = Product(bs);
   std::vector<double> y;
   y.reserve(nb * rows1 * rows2);
@@ -2379,7 +2368,7 @@ absl::StatusOr<Value> Cdist(const OpCall& c) {
       }
     }
   }
-  Fill(out.tensor, y);
+  WriteRowMajor(out.tensor, y);
   return out;
 }
 
@@ -2403,7 +2392,7 @@ absl::StatusOr<Value> Pdist(const OpCall& c) {
   bool running = self.tensor.defined();
   ASSIGN_OR_RETURN(Value out, Result(c, running, DTypeOf(self), self, {pairs}));
   if (!running) return out;
-  std::vector<double> x = Elements(self.tensor);
+  std::vector<double> x = RowMajorValues(self.tensor);
   int64_t n = self.tensor.sizes()[0], m = self.tensor.sizes()[1];
   std::vector<double> y;
   for (int64_t i = 0; i < n; ++i) {
@@ -2411,7 +2400,7 @@ absl::StatusOr<Value> Pdist(const OpCall& c) {
       y.push_back(PDistance(x.data() + i * m, x.data() + j * m, m, p));
     }
   }
-  Fill(out.tensor, y);
+  WriteRowMajor(out.tensor, y);
   return out;
 }
 
@@ -2479,10 +2468,10 @@ absl::StatusOr<Value> NllLossForward(const OpCall& c) {
   ASSIGN_OR_RETURN(Value out, Result(c, running, dt, self, out_sizes));
   ASSIGN_OR_RETURN(Value total, Result(c, running, dt, self, {}));
   if (!running) return Value::List({out, total});
-  std::vector<double> x = Elements(self.tensor);
+  std::vector<double> x = RowMajorValues(self.tensor);
   std::vector<int64_t> t = IntElements(target.tensor);
   std::vector<double> w = weight.is_none() ? std::vector<double>(n_classes, 1.0)
-                                           : Elements(weight.tensor);
+                                           : RowMajorValues(weight.tensor);
   int64_t n = batched ? self.tensor.sizes()[0] : 1;
   std::vector<double> losses(n, 0.0);
   double sum = 0, wsum = 0;
@@ -2497,11 +2486,11 @@ absl::StatusOr<Value> NllLossForward(const OpCall& c) {
     wsum += w[k];
   }
   if (batched && reduction == 0) {
-    Fill(out.tensor, losses);
-    Fill(total.tensor, {0.0});
+    WriteRowMajor(out.tensor, losses);
+    WriteRowMajor(total.tensor, {0.0});
   } else {
-    Fill(out.tensor, {reduction == 1 ? sum / wsum : sum});
-    Fill(total.tensor, {wsum});
+    WriteRowMajor(out.tensor, {reduction == 1 ? sum / wsum : sum});
+    WriteRowMajor(total.tensor, {wsum});
   }
   return Value::List({out, total});
 }
@@ -2547,11 +2536,11 @@ absl::StatusOr<Value> NllLoss2dForward(const OpCall& c) {
   if (!running) return Value::List({out, total});
   const std::vector<int64_t>& is = self.tensor.sizes();
   const int64_t n = is[0], plane = is[2] * is[3];
-  const std::vector<double> x = Elements(self.tensor);
+  const std::vector<double> x = RowMajorValues(self.tensor);
   const std::vector<int64_t> t = IntElements(target.tensor);
   const std::vector<double> w = weight.is_none()
                                     ? std::vector<double>(n_classes, 1.0)
-                                    : Elements(weight.tensor);
+                                    : RowMajorValues(weight.tensor);
   std::vector<double> losses(n * plane, 0.0);
   double sum = 0, wsum = 0;
   for (int64_t b = 0; b < n; ++b) {
@@ -2568,11 +2557,11 @@ absl::StatusOr<Value> NllLoss2dForward(const OpCall& c) {
     }
   }
   if (reduction == 0) {
-    Fill(out.tensor, losses);
-    Fill(total.tensor, {0.0});
+    WriteRowMajor(out.tensor, losses);
+    WriteRowMajor(total.tensor, {0.0});
   } else {
-    Fill(out.tensor, {reduction == 1 ? sum / wsum : sum});
-    Fill(total.tensor, {wsum});
+    WriteRowMajor(out.tensor, {reduction == 1 ? sum / wsum : sum});
+    WriteRowMajor(total.tensor, {wsum});
   }
   return Value::List({out, total});
 }
@@ -2869,8 +2858,9 @@ absl::StatusOr<Value> FlashAttentionCpu(const OpCall& c) {
   if (!c.arg("scale").is_none()) {
     ASSIGN_OR_RETURN(scale, c.arg("scale").AsDouble());
   }
-  std::vector<double> qv = Elements(q.tensor), kv = Elements(k.tensor),
-                      vv = Elements(v.tensor);
+  std::vector<double> qv = RowMajorValues(q.tensor),
+                      kv = RowMajorValues(k.tensor),
+                      vv = RowMajorValues(v.tensor);
   Tensor mask_view;
   if (!mask.is_none()) {
     ASSIGN_OR_RETURN(mask_view, BroadcastView(mask.tensor, {B, H, L, S}));
@@ -2909,8 +2899,8 @@ absl::StatusOr<Value> FlashAttentionCpu(const OpCall& c) {
       }
     }
   }
-  Fill(out.tensor, y);
-  Fill(lse.tensor, lv);
+  WriteRowMajor(out.tensor, y);
+  WriteRowMajor(lse.tensor, lv);
   return Value::List({out, lse});
 }
 

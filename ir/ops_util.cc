@@ -552,4 +552,20 @@ absl::Status CheckSpatialTarget(const OpCall& call,
       ShapeString(target), ", input ", ShapeString(input)));
 }
 
+std::vector<double> RowMajorValues(const Tensor& t) {
+  std::vector<double> out;
+  out.reserve(t.numel());
+  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+    out.push_back(LoadDouble(t, i));
+  });
+  return out;
+}
+
+void WriteRowMajor(const Tensor& t, const std::vector<double>& values) {
+  size_t k = 0;
+  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+    StoreDouble(t, i, values[k++]);
+  });
+}
+
 }  // namespace lathe::ir

@@ -177,6 +177,14 @@ std::string MaskedScatterSourceTooSmall();
 std::string IndexOutOfRangeInSelf(absl::string_view index,
                                   absl::string_view size);
 
+// RowMajorValues() / WriteRowMajor()
+//
+// A tensor's elements in row-major order as doubles, whatever its strides;
+// and `values` (row-major) written into `t` through its strides, each
+// rounded to t's dtype.
+std::vector<double> RowMajorValues(const Tensor& t);
+void WriteRowMajor(const Tensor& t, const std::vector<double>& values);
+
 // CheckSpatialTarget()
 //
 // nll_loss2d's size check: a target [N, H, W] for an input [N, C, H, W];
