@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "codegen/cpp/cpp_compiler.h"
@@ -39,14 +40,32 @@ absl::Status Named(const std::string& source, const absl::Status& s,
   return absl::Status(s.code(), absl::StrCat(source, ": ", what, s.message()));
 }
 
+// Whether `graph` reads a storage offset as PyTorch does, from the storage's
+// start (as_strided, set_, sym_storage_offset); otherwise compiled code
+// addresses each input from its first element and its offset is free.
+bool ReadsStorageOffsets(const ir::Graph& graph) {
+  for (const auto& n : graph.nodes()) {
+    absl::string_view t = n->target();
+    if (absl::StrContains(t, "as_strided") ||
+        absl::StrContains(t, "storage_offset") ||
+        absl::StrContains(t, "set_.") || t == "set_") {
+      return true;
+    }
+  }
+  return false;
+}
+
 // The inputs as the guards describe them: one per placeholder as written;
 // false when one is of a kind they cannot describe (a None input).
 bool GuardSpecs(const ir::Graph& graph, std::vector<symbolic::InputSpec>* out) {
+  const bool offsets = ReadsStorageOffsets(graph);
   for (const ir::Node* p : graph.Placeholders()) {
     const ir::ValueMeta& m = p->meta();
     if (m.kind == ir::ValueMeta::Kind::kTensor) {
       out->push_back(symbolic::InputSpec::Tensor(
           m.tensor.sizes, m.tensor.strides, m.tensor.storage_offset));
+      out->back().any_storage_offset =
+          !offsets && m.tensor.storage_offset.is_constant(0);
     } else if (m.kind == ir::ValueMeta::Kind::kSym && !m.sym.is_bool()) {
       out->push_back(symbolic::InputSpec::Scalar(m.sym));
     } else {

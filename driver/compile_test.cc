@@ -153,5 +153,40 @@ def forward(self, x: "f32[s0][1]cpu"):
   EXPECT_EQ(failed({}), LATHE_GUARDS_OTHER_INPUTS);
 }
 
+// Compiled code addresses an input from its first element (as Inductor's
+// does), so an input's storage offset is guarded only where the graph reads
+// it from the storage's start (as_strided): AOTAutograd's backward graphs
+// take saved views at any offset (q, k and v of one projection).
+TEST(CompileTest, StorageOffsetsAreGuardedOnlyWhereTheGraphReadsThem) {
+  auto failed = [](const CompiledGraph& c, int64_t offset) {
+    Tensor base = *Tensor::Empty({8}, DType::kFloat32);
+    std::vector<Operand> args = {
+        Operand::Of(*base.AsStrided({4}, {1}, offset))};
+    ArgViews views;
+    views.Build(args);
+    return c.FailedGuard(views);
+  };
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> plain,
+                       CompileGraphText(R"IR(
+def forward(self, x: "f32[4][1]cpu"):
+    neg: "f32[4][1]cpu" = torch.ops.aten.neg.default(x)
+    return (neg,)
+)IR"));
+  EXPECT_EQ(failed(*plain, 0), LATHE_GUARDS_HOLD);
+  EXPECT_EQ(failed(*plain, 3), LATHE_GUARDS_HOLD);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> strided,
+                       CompileGraphText(R"IR(
+def forward(self, x: "f32[4][1]cpu"):
+    as_strided: "f32[2][1]cpu" = torch.ops.aten.as_strided.default(x, [2], [1], 1)
+    neg: "f32[2][1]cpu" = torch.ops.aten.neg.default(as_strided)
+    return (neg,)
+)IR"));
+  EXPECT_EQ(failed(*strided, 0), LATHE_GUARDS_HOLD);
+  int k = failed(*strided, 3);
+  ASSERT_GE(k, 0);
+  EXPECT_THAT(GuardText(*strided->written, *strided->guards, k),
+              HasSubstr("x.storage_offset() == 0"));
+}
+
 }  // namespace
 }  // namespace lathe

@@ -195,29 +195,41 @@ absl::StatusOr<std::string> CacheSecretFromEnvironment() {
   return std::string(key);
 }
 
-absl::StatusOr<std::unique_ptr<TieredCache>> NewCompileCacheFromEnvironment() {
-  ASSIGN_OR_RETURN(std::string secret, CacheSecretFromEnvironment());
+absl::StatusOr<CompileCacheConfig> CompileCacheConfigFromEnvironment() {
+  CompileCacheConfig c;
+  ASSIGN_OR_RETURN(c.secret, CacheSecretFromEnvironment());
+  c.dir = Env("LATHE_CACHE_DIR");
+  if (c.dir.empty() && !Env("XDG_CACHE_HOME").empty()) {
+    c.dir = Env("XDG_CACHE_HOME") + "/lathe";
+  }
+  if (c.dir.empty() && !Env("HOME").empty()) {
+    c.dir = Env("HOME") + "/.cache/lathe";
+  }
+  if (c.dir.empty()) c.dir = "off";
+  c.remote = Env("LATHE_REMOTE_CACHE");
+  c.tls_ca_file = Env("LATHE_REMOTE_CACHE_CA_FILE");
+  c.tls_cert_file = Env("LATHE_REMOTE_CACHE_CERT_FILE");
+  c.tls_key_file = Env("LATHE_REMOTE_CACHE_KEY_FILE");
+  return c;
+}
+
+absl::StatusOr<std::unique_ptr<TieredCache>> NewCompileCache(
+    const CompileCacheConfig& config) {
   std::vector<std::unique_ptr<CacheBackend>> tiers;
   tiers.push_back(std::make_unique<MemoryCache>());
-  std::string dir = Env("LATHE_CACHE_DIR");
-  if (dir.empty() && !Env("XDG_CACHE_HOME").empty()) {
-    dir = Env("XDG_CACHE_HOME") + "/lathe";
-  }
-  if (dir.empty() && !Env("HOME").empty()) dir = Env("HOME") + "/.cache/lathe";
-  if (!dir.empty() && dir != "off") {
+  if (!config.dir.empty() && config.dir != "off") {
     DiskCache::Options options;
-    options.secret = secret;
-    tiers.push_back(std::make_unique<DiskCache>(dir, options));
+    options.secret = config.secret;
+    tiers.push_back(std::make_unique<DiskCache>(config.dir, options));
   }
-  std::string url = Env("LATHE_REMOTE_CACHE");
-  if (!url.empty()) {
+  if (!config.remote.empty()) {
     RedisCache::Options options;
-    options.secret = secret;
-    options.tls_ca_file = Env("LATHE_REMOTE_CACHE_CA_FILE");
-    options.tls_cert_file = Env("LATHE_REMOTE_CACHE_CERT_FILE");
-    options.tls_key_file = Env("LATHE_REMOTE_CACHE_KEY_FILE");
+    options.secret = config.secret;
+    options.tls_ca_file = config.tls_ca_file;
+    options.tls_cert_file = config.tls_cert_file;
+    options.tls_key_file = config.tls_key_file;
     absl::StatusOr<std::unique_ptr<RedisCache>> redis =
-        RedisCache::Create(url, options);
+        RedisCache::Create(config.remote, options);
     if (!redis.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("LATHE_REMOTE_CACHE: ", redis.status().message()));
@@ -225,6 +237,12 @@ absl::StatusOr<std::unique_ptr<TieredCache>> NewCompileCacheFromEnvironment() {
     tiers.push_back(*std::move(redis));
   }
   return std::make_unique<TieredCache>(std::move(tiers));
+}
+
+absl::StatusOr<std::unique_ptr<TieredCache>> NewCompileCacheFromEnvironment() {
+  ASSIGN_OR_RETURN(CompileCacheConfig config,
+                   CompileCacheConfigFromEnvironment());
+  return NewCompileCache(config);
 }
 
 absl::StatusOr<CacheBackend*> DefaultCompileCache() {

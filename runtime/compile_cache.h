@@ -191,13 +191,33 @@ class TieredCache : public CacheBackend {
 // file cannot be read, is empty or is over 4 KiB.
 absl::StatusOr<std::string> CacheSecretFromEnvironment();
 
+// What a compile cache is made of: the disk tier's directory ("off": none),
+// the Redis URL (empty: none) with its TLS files, and the fleet's secret.
+struct CompileCacheConfig {
+  std::string dir = "off";
+  std::string remote;
+  std::string tls_ca_file, tls_cert_file, tls_key_file;
+  std::string secret;
+};
+
+// CompileCacheConfigFromEnvironment()
+//
+// The configuration the variables above give (an error for a bad secret).
+absl::StatusOr<CompileCacheConfig> CompileCacheConfigFromEnvironment();
+
+// NewCompileCache()
+//
+// A new TieredCache: memory, then disk unless `config.dir` is "off", then
+// Redis when `config.remote` is set; an error for a URL that is not
+// redis[s]://[USER:PASSWORD@]HOST:PORT or TLS files that cannot be loaded
+// (or given with redis://).
+absl::StatusOr<std::unique_ptr<TieredCache>> NewCompileCache(
+    const CompileCacheConfig& config);
+
 // NewCompileCacheFromEnvironment()
 //
-// A new TieredCache as LATHE_CACHE_DIR, LATHE_REMOTE_CACHE and the cache
-// secret (read now) say: memory, then disk unless disabled or no directory
-// can be named, then Redis when set; an error for a LATHE_REMOTE_CACHE
-// that is not redis[s]://[USER:PASSWORD@]HOST:PORT, TLS files that cannot
-// be loaded (or given with redis://), or a bad secret.
+// NewCompileCache(CompileCacheConfigFromEnvironment()): a LATHE_REMOTE_CACHE
+// error names the variable.
 absl::StatusOr<std::unique_ptr<TieredCache>> NewCompileCacheFromEnvironment();
 
 // DefaultCompileCache()

@@ -128,6 +128,7 @@ void RegisterDeviceMemory(Device::Type type, DeviceMemory* memory) {
 }
 
 Storage::Impl::~Impl() {
+  if (borrowed) return;
   if (memory != nullptr) {
     memory->Free(data, nbytes, device.index);
     return;
@@ -135,6 +136,18 @@ Storage::Impl::~Impl() {
   in_use.fetch_sub(reserved);
   if (reserved >= kHuge && Cache().Keep(data, reserved)) return;
   std::free(data);
+}
+
+Storage Storage::Borrow(void* data, int64_t nbytes, Device device,
+                        std::shared_ptr<const void> owner) {
+  Storage s;
+  s.impl_ = std::make_shared<Impl>();
+  s.impl_->data = data;
+  s.impl_->nbytes = nbytes;
+  s.impl_->device = device;
+  s.impl_->borrowed = true;
+  s.impl_->owner = std::move(owner);
+  return s;
 }
 
 absl::StatusOr<Storage> Storage::Allocate(int64_t nbytes, Device device) {

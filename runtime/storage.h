@@ -4,6 +4,7 @@
 //
 // A reference-counted block of memory that tensors view. Copying a Storage
 // shares the block; two tensors alias exactly when their storages are equal.
+// A borrowed storage (Borrow()) views memory someone else owns.
 // Host memory is 64-byte aligned. A device's memory comes from the
 // DeviceMemory registered for its type (runtime/cuda registers CUDA's);
 // without one, allocating it is an error.
@@ -63,7 +64,20 @@ class Storage {
   static absl::StatusOr<Storage> AllocateUninitialized(
       int64_t nbytes, Device device = Device::Cpu());
 
+  // Borrow()
+  //
+  // A storage over `nbytes` at `data` on `device` that lathe does not own:
+  // nothing is freed when the last handle goes, and the block does not count
+  // against HostMemoryLimit(). `owner` (may be null) is kept as long as a
+  // handle lives; without one, the caller keeps the memory alive while any
+  // handle does (the Python package's zero-copy calls borrow the caller's
+  // tensors for the length of a call).
+  static Storage Borrow(void* data, int64_t nbytes, Device device,
+                        std::shared_ptr<const void> owner = nullptr);
+
   bool is_null() const { return impl_ == nullptr; }
+  // Whether the block is borrowed (Borrow()), not lathe's.
+  bool is_borrowed() const { return impl_ != nullptr && impl_->borrowed; }
   void* data() const { return impl_ ? impl_->data : nullptr; }
   int64_t nbytes() const { return impl_ ? impl_->nbytes : 0; }
   Device device() const { return impl_ ? impl_->device : Device::Cpu(); }
@@ -88,6 +102,8 @@ class Storage {
     int64_t reserved = 0;  // counted against the host memory limit
     Device device;
     DeviceMemory* memory = nullptr;  // a device's; null for host memory
+    bool borrowed = false;           // Borrow()'s: never freed here
+    std::shared_ptr<const void> owner;
     ~Impl();
   };
   std::shared_ptr<Impl> impl_;

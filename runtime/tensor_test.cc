@@ -88,6 +88,26 @@ TEST(TensorTest, ViewsShareStorage) {
   EXPECT_EQ(c.GetDouble({1, 2}), 5.0);
 }
 
+TEST(TensorTest, BorrowedStoragesViewMemoryLatheDoesNotOwn) {
+  float memory[6] = {0, 1, 2, 3, 4, 5};
+  int64_t before = HostMemoryInUse();
+  auto owner = std::make_shared<int>(7);
+  {
+    Storage s = Storage::Borrow(memory, sizeof(memory), Device::Cpu(), owner);
+    EXPECT_TRUE(s.is_borrowed());
+    EXPECT_EQ(HostMemoryInUse(), before);
+    EXPECT_EQ(owner.use_count(), 2);  // kept while a handle lives
+    Tensor t = *Tensor::Wrap(s, DType::kFloat32, {2, 3}, {3, 1}, 0);
+    EXPECT_EQ(t.GetDouble({1, 2}), 5.0);
+    t.SetDouble({0, 1}, 9.0);
+    // Views past the borrowed block are refused as for lathe's own.
+    EXPECT_FALSE(Tensor::Wrap(s, DType::kFloat32, {2, 3}, {3, 1}, 1).ok());
+  }
+  EXPECT_EQ(memory[1], 9.0f);  // written in place, not freed
+  EXPECT_EQ(owner.use_count(), 1);
+  EXPECT_FALSE(Tensor::Empty({1}, DType::kFloat32)->storage().is_borrowed());
+}
+
 TEST(TensorTest, ViewsOutsideTheStorageAreErrors) {
   Tensor a = *Tensor::Empty({2, 3}, DType::kFloat32);
   absl::StatusOr<Tensor> v = a.AsStrided({2, 3}, {3, 1}, 1);

@@ -239,8 +239,10 @@ absl::StatusOr<GuardSet> ProduceGuards(ShapeEnv& env,
       for (size_t d = 0; d < in.strides.size(); ++d) {
         sources.push_back({Source::Stride(k, d), env.Simplify(in.strides[d])});
       }
-      sources.push_back(
-          {Source::StorageOffset(k), env.Simplify(in.storage_offset)});
+      if (!in.any_storage_offset) {
+        sources.push_back(
+            {Source::StorageOffset(k), env.Simplify(in.storage_offset)});
+      }
     } else {
       if (in.value.is_null()) {
         return absl::InvalidArgumentError(

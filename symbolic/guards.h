@@ -45,7 +45,10 @@ struct InputSpec {
   Kind kind = Kind::kTensor;
   std::vector<Expr> sizes, strides;  // tensors
   Expr storage_offset = Int(0);      // tensors
-  Expr value;                        // scalars
+  // A tensor whose storage offset nothing reads: no guard on it (compiled
+  // code addresses an input from its first element, as Inductor's does).
+  bool any_storage_offset = false;
+  Expr value;  // scalars
 
   static InputSpec Tensor(std::vector<Expr> sizes, std::vector<Expr> strides,
                           Expr storage_offset = Int(0));

@@ -1,0 +1,396 @@
+// The native half of the `lathe` Python package (lathe/__init__.py is the
+// other): the module `lathe._lathe`, a CPython extension that holds lathe's
+// whole compiler and runtime in the Python process. It parses and compiles
+// graph text in-process (driver/variant_compiler.h: no subprocess but the C++
+// compiler's, no temporary file but its build directory), loads artifacts,
+// and calls compiled functions on PyTorch's tensors without copying them
+// (torch_bridge.h).
+//
+//   import torch
+//   from lathe import _lathe
+//   f = _lathe.compile(text, source="forward_0", backend="cpu")
+//   outs = f(x, w)            # a tuple: tensors, ints, floats, bools, None
+//   f.compiles, f.recompiles  # 1, [(2, "x.size(0) == 8")...]
+//   g = _lathe.load("/tmp/mlp-artifact")
+//
+// Errors raise _lathe.Error (a RuntimeError) with lathe's one-line message.
+
+// '#' formats take Py_ssize_t lengths; before anything includes Python.h.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "driver/compile.h"
+#include "driver/variant_compiler.h"
+#include "runtime/artifact.h"
+#include "runtime/compile_cache.h"
+#include "runtime/compiled_function.h"
+#include "status_macros.h"
+#include "tools/python/torch_bridge.h"
+
+namespace lathe::python {
+namespace {
+
+PyObject* error_type = nullptr;  // _lathe.Error
+
+// Raises _lathe.Error with `status`'s message; returns null for the caller
+// to return.
+PyObject* Raise(const absl::Status& status) {
+  PyErr_SetString(error_type, std::string(status.message()).c_str());
+  return nullptr;
+}
+
+// The compile caches this process made, one per configuration, alive with
+// it (their memory tiers are shared by every function compiled through them).
+absl::StatusOr<CacheBackend*> CacheFor(const std::string& dir,
+                                       const std::string& remote) {
+  if (dir.empty() && remote.empty()) return DefaultCompileCache();
+  static std::mutex mu;
+  static auto* caches = new std::map<std::pair<std::string, std::string>,
+                                     std::unique_ptr<TieredCache>>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = caches->find({dir, remote});
+  if (it != caches->end()) return it->second.get();
+  ASSIGN_OR_RETURN(CompileCacheConfig config,
+                   CompileCacheConfigFromEnvironment());
+  if (!dir.empty()) config.dir = dir;
+  if (!remote.empty()) config.remote = remote;
+  ASSIGN_OR_RETURN(std::unique_ptr<TieredCache> cache, NewCompileCache(config));
+  CacheBackend* raw = cache.get();
+  caches->emplace(std::make_pair(dir, remote), std::move(cache));
+  return raw;
+}
+
+// What a Function object holds: a compiled graph's compiler and function,
+// or a loaded artifact's function.
+struct Held {
+  std::unique_ptr<VariantCompiler> compiler;  // null for an artifact
+  std::optional<LoadedArtifact> artifact;
+  std::unique_ptr<CompiledFunction> owned;
+  CompiledFunction* function = nullptr;
+};
+
+struct FunctionObject {
+  PyObject_HEAD vectorcallfunc vectorcall;
+  Held* held;
+};
+
+PyTypeObject function_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+// Argument `i` of a call as an Operand (tensors through `bridge`).
+absl::StatusOr<Operand> ToOperand(PyObject* obj, int i, CallBridge& bridge) {
+  if (THPVariable_Check(obj))
+    return bridge.Argument(THPVariable_Unpack(obj), i);
+  if (obj == Py_None) return Operand();
+  if (PyBool_Check(obj)) return Operand::Bool(obj == Py_True);
+  if (PyLong_Check(obj)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("argument ", i, ": an int outside int64's range"));
+    }
+    return Operand::Int(v);
+  }
+  if (PyFloat_Check(obj)) return Operand::Float(PyFloat_AS_DOUBLE(obj));
+  return absl::InvalidArgumentError(
+      absl::StrCat("argument ", i, ": a ", Py_TYPE(obj)->tp_name,
+                   "; lathe takes tensors, ints, floats, bools and None"));
+}
+
+// A result as a Python object (tensors through `bridge`).
+absl::StatusOr<PyObject*> ToPython(const Operand& o, CallBridge& bridge) {
+  switch (o.kind) {
+    case Operand::Kind::kTensor: {
+      ASSIGN_OR_RETURN(at::Tensor t, bridge.Result(o.tensor));
+      return THPVariable_Wrap(std::move(t));
+    }
+    case Operand::Kind::kInt:
+      return PyLong_FromLongLong(o.i);
+    case Operand::Kind::kFloat:
+      return PyFloat_FromDouble(o.f);
+    case Operand::Kind::kBool:
+      return PyBool_FromLong(o.b);
+    case Operand::Kind::kNone:
+      Py_RETURN_NONE;
+    case Operand::Kind::kComposite:
+      break;
+  }
+  return absl::UnimplementedError(
+      "a composite (tensor subclass) result; lathe's Python calls return "
+      "plain tensors");
+}
+
+PyObject* Call(PyObject* self, PyObject* const* argv, size_t nargsf,
+               PyObject* kwnames) {
+  if (kwnames != nullptr && PyTuple_GET_SIZE(kwnames) > 0) {
+    PyErr_SetString(PyExc_TypeError,
+                    "a lathe function takes positional arguments only");
+    return nullptr;
+  }
+  Held& held = *reinterpret_cast<FunctionObject*>(self)->held;
+  const Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+  CallBridge bridge;
+  absl::InlinedVector<Operand, 16> args;
+  args.reserve(n);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    absl::StatusOr<Operand> o = ToOperand(argv[i], static_cast<int>(i), bridge);
+    if (!o.ok()) return Raise(o.status());
+    args.push_back(*std::move(o));
+  }
+  absl::InlinedVector<Storage, 16> before;
+  for (const Operand& a : args) before.push_back(a.tensor.storage());
+  absl::StatusOr<std::vector<Operand>> results;
+  Py_BEGIN_ALLOW_THREADS;
+  results = held.function->Call(absl::MakeSpan(args));
+  Py_END_ALLOW_THREADS;
+  if (!results.ok()) return Raise(results.status());
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (args[i].tensor.storage() != before[i]) {
+      return Raise(absl::UnimplementedError(
+          absl::StrCat("argument ", i,
+                       " was rebound (set_ or as_strided_), which "
+                       "lathe's Python calls cannot hand back to PyTorch")));
+    }
+  }
+  PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(results->size()));
+  if (tuple == nullptr) return nullptr;
+  for (size_t i = 0; i < results->size(); ++i) {
+    absl::StatusOr<PyObject*> o = ToPython((*results)[i], bridge);
+    if (!o.ok()) {
+      Py_DECREF(tuple);
+      return Raise(o.status());
+    }
+    if (*o == nullptr) {
+      Py_DECREF(tuple);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(tuple, static_cast<Py_ssize_t>(i), *o);
+  }
+  return tuple;
+}
+
+PyObject* NewFunction(Held* held) {
+  FunctionObject* f = PyObject_New(FunctionObject, &function_type);
+  if (f == nullptr) {
+    delete held;
+    return nullptr;
+  }
+  f->vectorcall = &Call;
+  f->held = held;
+  return reinterpret_cast<PyObject*>(f);
+}
+
+void FunctionDealloc(PyObject* self) {
+  delete reinterpret_cast<FunctionObject*>(self)->held;
+  PyObject_Free(self);
+}
+
+Held& HeldOf(PyObject* self) {
+  return *reinterpret_cast<FunctionObject*>(self)->held;
+}
+
+PyObject* GetCompiles(PyObject* self, void*) {
+  return PyLong_FromLong(HeldOf(self).function->compiles());
+}
+
+PyObject* GetFallbackCalls(PyObject* self, void*) {
+  return PyLong_FromLongLong(HeldOf(self).function->fallback_calls());
+}
+
+PyObject* GetNumArguments(PyObject* self, void*) {
+  return PyLong_FromSize_t(HeldOf(self).function->arguments().size());
+}
+
+PyObject* GetRecompiles(PyObject* self, void*) {
+  std::vector<Recompile> r = HeldOf(self).function->recompiles();
+  PyObject* list = PyList_New(static_cast<Py_ssize_t>(r.size()));
+  if (list == nullptr) return nullptr;
+  for (size_t i = 0; i < r.size(); ++i) {
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i),
+                    Py_BuildValue("(is)", r[i].compile, r[i].reason.c_str()));
+  }
+  return list;
+}
+
+PyObject* GetWarnings(PyObject* self, void*) {
+  std::vector<std::string> w = HeldOf(self).function->warnings();
+  PyObject* list = PyList_New(static_cast<Py_ssize_t>(w.size()));
+  if (list == nullptr) return nullptr;
+  for (size_t i = 0; i < w.size(); ++i) {
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i),
+                    PyUnicode_FromString(w[i].c_str()));
+  }
+  return list;
+}
+
+// Function.dumps(): per compile so far, a list of (name, text): the graph
+// after AOT and after each pass (when compiled with dump=True), the steps'
+// times, and the generated source ("kernel.cc") with a backend.
+PyObject* Dumps(PyObject* self, PyObject*) {
+  Held& held = HeldOf(self);
+  PyObject* out = PyList_New(0);
+  if (out == nullptr || held.compiler == nullptr) return out;
+  for (const std::unique_ptr<CompiledGraph>& c : held.compiler->compiled()) {
+    std::vector<std::pair<std::string, std::string>> files = c->dumps;
+    std::string steps;
+    for (const StepTime& s : c->steps) {
+      absl::StrAppend(&steps, s.name, " ", s.seconds * 1e3, " ms\n");
+    }
+    files.emplace_back("steps.txt", steps);
+    if (c->function != nullptr) {
+      files.emplace_back("kernel.cc", c->function->source());
+    }
+    PyObject* list = PyList_New(static_cast<Py_ssize_t>(files.size()));
+    for (size_t i = 0; i < files.size(); ++i) {
+      PyList_SET_ITEM(
+          list, static_cast<Py_ssize_t>(i),
+          Py_BuildValue("(s#s#)", files[i].first.data(),
+                        static_cast<Py_ssize_t>(files[i].first.size()),
+                        files[i].second.data(),
+                        static_cast<Py_ssize_t>(files[i].second.size())));
+    }
+    PyList_Append(out, list);
+    Py_DECREF(list);
+  }
+  return out;
+}
+
+PyGetSetDef function_getset[] = {
+    {"compiles", &GetCompiles, nullptr, "the variants compiled so far",
+     nullptr},
+    {"recompiles", &GetRecompiles, nullptr,
+     "(compile number, reason) for each recompile", nullptr},
+    {"fallback_calls", &GetFallbackCalls, nullptr,
+     "the calls run on the interpreter past the compile limit", nullptr},
+    {"warnings", &GetWarnings, nullptr, "warnings given", nullptr},
+    {"num_arguments", &GetNumArguments, nullptr, "the arguments a call takes",
+     nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+PyMethodDef function_methods[] = {
+    {"dumps", &Dumps, METH_NOARGS, "per compile, its (name, text) dumps"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+// _lathe.compile(text, source="graph", backend="cpu", max_compiles=8,
+//                cache_dir="", remote_cache="", dump=False)
+PyObject* CompileText(PyObject*, PyObject* args, PyObject* kwargs) {
+  static const char* keywords[] = {"text",         "source",    "backend",
+                                   "max_compiles", "cache_dir", "remote_cache",
+                                   "dump",         nullptr};
+  const char* text = nullptr;
+  Py_ssize_t text_size = 0;
+  const char* source = "graph";
+  const char* backend = "cpu";
+  int max_compiles = 8;
+  const char* cache_dir = "";
+  const char* remote = "";
+  int dump = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s#|ssissp",
+                                   const_cast<char**>(keywords), &text,
+                                   &text_size, &source, &backend, &max_compiles,
+                                   &cache_dir, &remote, &dump)) {
+    return nullptr;
+  }
+  if (max_compiles < 1 || max_compiles > 1000) {
+    return Raise(absl::InvalidArgumentError(absl::StrCat(
+        "max_compiles is ", max_compiles, "; expected 1 to 1000")));
+  }
+  CompileOptions options;
+  options.source = source;
+  options.dump = dump != 0;
+  absl::StatusOr<const codegen::Backend*> b = BackendNamed(backend);
+  if (!b.ok()) return Raise(b.status());
+  options.backend = *b;
+  CacheBackend* cache = nullptr;
+  if (options.backend != nullptr) {
+    absl::StatusOr<CacheBackend*> c = CacheFor(cache_dir, remote);
+    if (!c.ok()) return Raise(c.status());
+    cache = *c;
+  }
+  absl::StatusOr<ParsedGraph> parsed;
+  std::string copy(text, static_cast<size_t>(text_size));
+  Py_BEGIN_ALLOW_THREADS;
+  parsed = Parse(copy, source);
+  Py_END_ALLOW_THREADS;
+  if (!parsed.ok()) return Raise(parsed.status());
+  auto held = std::make_unique<Held>();
+  held->compiler =
+      std::make_unique<VariantCompiler>(*std::move(parsed), options, cache);
+  absl::StatusOr<std::unique_ptr<CompiledFunction>> f =
+      held->compiler->Function(max_compiles);
+  if (!f.ok()) return Raise(f.status());
+  held->owned = *std::move(f);
+  held->function = held->owned.get();
+  return NewFunction(held.release());
+}
+
+// _lathe.load(path): an artifact's function (runtime alone: no recompiles).
+PyObject* Load(PyObject*, PyObject* args) {
+  const char* path = nullptr;
+  if (!PyArg_ParseTuple(args, "s", &path)) return nullptr;
+  absl::StatusOr<LoadedArtifact> a;
+  Py_BEGIN_ALLOW_THREADS;
+  a = LoadArtifact(path);
+  Py_END_ALLOW_THREADS;
+  if (!a.ok()) return Raise(a.status());
+  auto held = std::make_unique<Held>();
+  held->artifact = *std::move(a);
+  held->function = held->artifact->function.get();
+  return NewFunction(held.release());
+}
+
+PyMethodDef module_methods[] = {
+    {"compile", reinterpret_cast<PyCFunction>(&CompileText),
+     METH_VARARGS | METH_KEYWORDS,
+     "compile(text, source='graph', backend='cpu', max_compiles=8, "
+     "cache_dir='', remote_cache='', dump=False): graph text as a function"},
+    {"load", &Load, METH_VARARGS, "load(path): an artifact as a function"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_lathe",
+                          "lathe's compiler and runtime, in-process", -1,
+                          module_methods};
+
+}  // namespace
+}  // namespace lathe::python
+
+PyMODINIT_FUNC PyInit__lathe() {
+  using namespace lathe::python;
+  function_type.tp_name = "lathe._lathe.Function";
+  function_type.tp_basicsize = sizeof(FunctionObject);
+  function_type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
+  function_type.tp_vectorcall_offset = offsetof(FunctionObject, vectorcall);
+  function_type.tp_call = &PyVectorcall_Call;
+  function_type.tp_dealloc = &FunctionDealloc;
+  function_type.tp_getset = function_getset;
+  function_type.tp_methods = function_methods;
+  function_type.tp_doc = "a compiled lathe function: call it with tensors";
+  if (PyType_Ready(&function_type) < 0) return nullptr;
+  PyObject* m = PyModule_Create(&module_def);
+  if (m == nullptr) return nullptr;
+  error_type =
+      PyErr_NewException("lathe._lathe.Error", PyExc_RuntimeError, nullptr);
+  Py_INCREF(error_type);
+  PyModule_AddObject(m, "Error", error_type);
+  Py_INCREF(&function_type);
+  PyModule_AddObject(m, "Function",
+                     reinterpret_cast<PyObject*>(&function_type));
+  return m;
+}

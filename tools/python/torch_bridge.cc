@@ -1,0 +1,163 @@
+#include "tools/python/torch_bridge.h"
+
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/TensorImpl.h>
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace lathe::python {
+
+absl::StatusOr<DType> ToLathe(c10::ScalarType type) {
+  switch (type) {
+    case c10::ScalarType::Half:
+      return DType::kFloat16;
+    case c10::ScalarType::BFloat16:
+      return DType::kBFloat16;
+    case c10::ScalarType::Float:
+      return DType::kFloat32;
+    case c10::ScalarType::Double:
+      return DType::kFloat64;
+    case c10::ScalarType::Char:
+      return DType::kInt8;
+    case c10::ScalarType::Short:
+      return DType::kInt16;
+    case c10::ScalarType::Int:
+      return DType::kInt32;
+    case c10::ScalarType::Long:
+      return DType::kInt64;
+    case c10::ScalarType::Byte:
+      return DType::kUInt8;
+    case c10::ScalarType::Bool:
+      return DType::kBool;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("lathe has no dtype for torch.", c10::toString(type),
+                       " (it has float16, bfloat16, float32, float64, int8, "
+                       "int16, int32, int64, uint8 and bool)"));
+  }
+}
+
+c10::ScalarType ToTorch(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16:
+      return c10::ScalarType::Half;
+    case DType::kBFloat16:
+      return c10::ScalarType::BFloat16;
+    case DType::kFloat32:
+      return c10::ScalarType::Float;
+    case DType::kFloat64:
+      return c10::ScalarType::Double;
+    case DType::kInt8:
+      return c10::ScalarType::Char;
+    case DType::kInt16:
+      return c10::ScalarType::Short;
+    case DType::kInt32:
+      return c10::ScalarType::Int;
+    case DType::kInt64:
+      return c10::ScalarType::Long;
+    case DType::kUInt8:
+      return c10::ScalarType::Byte;
+    case DType::kBool:
+      return c10::ScalarType::Bool;
+  }
+  return c10::ScalarType::Undefined;
+}
+
+namespace {
+
+std::vector<int64_t> Vec(c10::IntArrayRef a) { return {a.begin(), a.end()}; }
+
+// A PyTorch tensor of `dtype` laid out as `t` over `storage`.
+at::Tensor OnStorage(c10::Storage storage, const Tensor& t) {
+  at::Tensor out = at::detail::make_tensor<c10::TensorImpl>(
+      std::move(storage), c10::DispatchKeySet(c10::DispatchKey::CPU),
+      caffe2::TypeMeta::fromScalarType(ToTorch(t.dtype())));
+  out.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes(), t.strides(),
+                                                   t.storage_offset());
+  return out;
+}
+
+void DropStorage(void* context) { delete static_cast<Storage*>(context); }
+
+}  // namespace
+
+absl::StatusOr<Operand> CallBridge::Argument(const at::Tensor& t, int index) {
+  auto bad = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("argument ", index, ": ", what));
+  };
+  if (!t.defined()) return bad("an undefined tensor");
+  if (t.layout() != c10::kStrided) {
+    return bad(absl::StrCat("a ", c10::toString(t.layout()),
+                            " tensor; lathe takes strided tensors"));
+  }
+  if (!t.device().is_cpu()) {
+    return bad(absl::StrCat("a tensor on ", t.device().str(),
+                            "; lathe's Python calls take cpu tensors"));
+  }
+  if (t.is_conj() || t.is_neg()) {
+    return bad("a tensor with a pending conjugation or negation bit");
+  }
+  absl::StatusOr<DType> dtype = ToLathe(t.scalar_type());
+  if (!dtype.ok()) return bad(dtype.status().message());
+  const c10::Storage& ts = t.storage();
+  Storage* found = nullptr;
+  for (auto& [torch, mine] : storages_) {
+    if (torch.unsafeGetStorageImpl() == ts.unsafeGetStorageImpl()) {
+      found = &mine;
+      break;
+    }
+  }
+  if (found == nullptr) {
+    // mutable_data(): a copy-on-write storage is materialized before the
+    // compiled code may write it.
+    void* data = ts.nbytes() == 0 ? nullptr : ts.mutable_data();
+    storages_.emplace_back(
+        ts, Storage::Borrow(data, static_cast<int64_t>(ts.nbytes()),
+                            Device::Cpu()));
+    found = &storages_.back().second;
+  }
+  absl::StatusOr<Tensor> wrapped = Tensor::Wrap(
+      *found, *dtype, Vec(t.sizes()), Vec(t.strides()), t.storage_offset());
+  if (!wrapped.ok()) return bad(wrapped.status().message());
+  return Operand::Of(*std::move(wrapped));
+}
+
+bool CallBridge::Borrowed(const Storage& s) const {
+  for (const auto& [torch, mine] : storages_) {
+    if (mine == s) return mine.is_borrowed();
+  }
+  return false;
+}
+
+absl::StatusOr<at::Tensor> CallBridge::Result(const Tensor& t) {
+  if (!t.defined()) {
+    return absl::InternalError("a result tensor without storage");
+  }
+  if (t.device().type != Device::Type::kCpu) {
+    return absl::UnimplementedError(
+        absl::StrCat("a result on ", t.device().ToString(),
+                     "; lathe's Python calls return cpu tensors"));
+  }
+  for (const auto& [torch, mine] : storages_) {
+    if (mine == t.storage()) return OnStorage(torch, t);
+  }
+  if (t.storage().is_borrowed()) {
+    return absl::InternalError(
+        "a result on memory lathe borrowed from something other than this "
+        "call's arguments");
+  }
+  const Storage& s = t.storage();
+  auto* keep = new Storage(s);
+  c10::Storage torch(c10::Storage::use_byte_size_t(),
+                     static_cast<size_t>(s.nbytes()),
+                     c10::DataPtr(s.data(), keep, &DropStorage,
+                                  c10::Device(c10::DeviceType::CPU)),
+                     /*allocator=*/nullptr, /*resizable=*/false);
+  storages_.emplace_back(torch, s);
+  return OnStorage(std::move(torch), t);
+}
+
+}  // namespace lathe::python
