@@ -81,11 +81,17 @@ struct Held {
   std::optional<LoadedArtifact> artifact;
   std::unique_ptr<CompiledFunction> owned;
   CompiledFunction* function = nullptr;
+  // Called as on_compile(compiles, recompiles) after a call that compiled
+  // (Function.on_compile; None: nothing), and the compiles it was told of.
+  PyObject* on_compile = nullptr;
+  int reported = 0;
+  ~Held() { Py_XDECREF(on_compile); }
 };
 
 struct FunctionObject {
   PyObject_HEAD vectorcallfunc vectorcall;
   Held* held;
+  PyObject* weakrefs;  // lathe.graphs() holds its functions weakly
 };
 
 PyTypeObject function_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
@@ -151,19 +157,29 @@ PyObject* Call(PyObject* self, PyObject* const* argv, size_t nargsf,
     if (!o.ok()) return Raise(o.status());
     args.push_back(*std::move(o));
   }
-  absl::InlinedVector<Storage, 16> before;
-  for (const Operand& a : args) before.push_back(a.tensor.storage());
+  // What each argument views, to see that none was rebound.
+  absl::InlinedVector<const void*, 16> before;
+  for (const Operand& a : args) before.push_back(a.tensor.storage().data());
   absl::StatusOr<std::vector<Operand>> results;
   Py_BEGIN_ALLOW_THREADS;
   results = held.function->Call(absl::MakeSpan(args));
   Py_END_ALLOW_THREADS;
   if (!results.ok()) return Raise(results.status());
   for (Py_ssize_t i = 0; i < n; ++i) {
-    if (args[i].tensor.storage() != before[i]) {
+    if (args[i].tensor.storage().data() != before[i]) {
       return Raise(absl::UnimplementedError(
           absl::StrCat("argument ", i,
                        " was rebound (set_ or as_strided_), which "
                        "lathe's Python calls cannot hand back to PyTorch")));
+    }
+  }
+  if (held.on_compile != nullptr) {
+    const int compiles = held.function->compiles();
+    if (compiles != held.reported) {
+      held.reported = compiles;
+      PyObject* r = PyObject_CallFunction(held.on_compile, "i", compiles);
+      if (r == nullptr) return nullptr;
+      Py_DECREF(r);
     }
   }
   PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(results->size()));
@@ -191,10 +207,14 @@ PyObject* NewFunction(Held* held) {
   }
   f->vectorcall = &Call;
   f->held = held;
+  f->weakrefs = nullptr;
   return reinterpret_cast<PyObject*>(f);
 }
 
 void FunctionDealloc(PyObject* self) {
+  if (reinterpret_cast<FunctionObject*>(self)->weakrefs != nullptr) {
+    PyObject_ClearWeakRefs(self);
+  }
   delete reinterpret_cast<FunctionObject*>(self)->held;
   PyObject_Free(self);
 }
@@ -269,7 +289,28 @@ PyObject* Dumps(PyObject* self, PyObject*) {
   return out;
 }
 
+PyObject* GetOnCompile(PyObject* self, void*) {
+  PyObject* f = HeldOf(self).on_compile;
+  if (f == nullptr) Py_RETURN_NONE;
+  Py_INCREF(f);
+  return f;
+}
+
+int SetOnCompile(PyObject* self, PyObject* value, void*) {
+  if (value != nullptr && value != Py_None && !PyCallable_Check(value)) {
+    PyErr_SetString(PyExc_TypeError, "on_compile must be callable or None");
+    return -1;
+  }
+  Held& held = HeldOf(self);
+  Py_XDECREF(held.on_compile);
+  held.on_compile = value == nullptr || value == Py_None ? nullptr : value;
+  Py_XINCREF(held.on_compile);
+  return 0;
+}
+
 PyGetSetDef function_getset[] = {
+    {"on_compile", &GetOnCompile, &SetOnCompile,
+     "called as on_compile(compiles) after a call that compiled", nullptr},
     {"compiles", &GetCompiles, nullptr, "the variants compiled so far",
      nullptr},
     {"recompiles", &GetRecompiles, nullptr,
@@ -379,6 +420,7 @@ PyMODINIT_FUNC PyInit__lathe() {
   function_type.tp_vectorcall_offset = offsetof(FunctionObject, vectorcall);
   function_type.tp_call = &PyVectorcall_Call;
   function_type.tp_dealloc = &FunctionDealloc;
+  function_type.tp_weaklistoffset = offsetof(FunctionObject, weakrefs);
   function_type.tp_getset = function_getset;
   function_type.tp_methods = function_methods;
   function_type.tp_doc = "a compiled lathe function: call it with tensors";

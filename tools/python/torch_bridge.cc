@@ -3,9 +3,11 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/TensorImpl.h>
 
+#include <sstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 
 namespace lathe::python {
 
@@ -67,7 +69,9 @@ c10::ScalarType ToTorch(DType dtype) {
 
 namespace {
 
-std::vector<int64_t> Vec(c10::IntArrayRef a) { return {a.begin(), a.end()}; }
+absl::Span<const int64_t> Span(c10::IntArrayRef a) {
+  return absl::MakeConstSpan(a.data(), a.size());
+}
 
 // A PyTorch tensor of `dtype` laid out as `t` over `storage`.
 at::Tensor OnStorage(c10::Storage storage, const Tensor& t) {
@@ -90,7 +94,9 @@ absl::StatusOr<Operand> CallBridge::Argument(const at::Tensor& t, int index) {
   };
   if (!t.defined()) return bad("an undefined tensor");
   if (t.layout() != c10::kStrided) {
-    return bad(absl::StrCat("a ", c10::toString(t.layout()),
+    std::ostringstream layout;
+    layout << t.layout();
+    return bad(absl::StrCat("a ", layout.str(),
                             " tensor; lathe takes strided tensors"));
   }
   if (!t.device().is_cpu()) {
@@ -120,7 +126,7 @@ absl::StatusOr<Operand> CallBridge::Argument(const at::Tensor& t, int index) {
     found = &storages_.back().second;
   }
   absl::StatusOr<Tensor> wrapped = Tensor::Wrap(
-      *found, *dtype, Vec(t.sizes()), Vec(t.strides()), t.storage_offset());
+      *found, *dtype, Span(t.sizes()), Span(t.strides()), t.storage_offset());
   if (!wrapped.ok()) return bad(wrapped.status().message());
   return Operand::Of(*std::move(wrapped));
 }

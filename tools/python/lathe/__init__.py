@@ -32,12 +32,14 @@ Options (``torch.compile(..., options={...})``):
 import itertools
 import logging
 import os
+import re
+import weakref
 
 import torch
 
 from . import _lathe
 
-__all__ = ["Error", "backend", "compile_graph", "graphs", "load"]
+__all__ = ["Error", "Explanation", "Graph", "backend", "compile_graph", "explain", "graphs", "load"]
 
 Error = _lathe.Error
 logger = logging.getLogger("lathe")
@@ -64,20 +66,47 @@ def _checked_options(options):
 
 
 class Graph:
-    """One graph AOTAutograd handed lathe: its name ("forward_0"), text and
-    compiled function (``fn.compiles``, ``fn.recompiles``)."""
+    """One graph lathe was given: its name ("forward_0"), kind ("forward",
+    "backward", "inference" or "graph"), text, the Dynamo compile it came
+    from ("0/1": frame 0, its second compile; None outside Dynamo), the user
+    source lines its nodes trace back to, and its function while it lives
+    (``fn``: compiles, recompiles)."""
 
-    def __init__(self, name, text, fn, dump_dir):
+    def __init__(self, name, kind, text, fn, dump_dir, dynamo_compile=None, source_lines=(), parameters=()):
         self.name = name
+        self.kind = kind
         self.text = text
-        self.fn = fn
+        self._fn = weakref.ref(fn)
         self.dump_dir = dump_dir
+        self.dynamo_compile = dynamo_compile
+        self.source_lines = frozenset(source_lines)
+        self.parameters = weakref.WeakSet(parameters)  # the module's, that Dynamo passed
+
+    @property
+    def fn(self):
+        """The compiled function; None once what held it is gone."""
+        return self._fn()
+
+    def summary(self):
+        """What happened to this graph, one line per compile."""
+        fn = self.fn
+        origin = f" (Dynamo compile {self.dynamo_compile})" if self.dynamo_compile else ""
+        if fn is None:
+            return [f"{self.name}{origin}: released"]
+        lines = [f"{self.name}{origin}: {fn.num_arguments} arguments, {fn.compiles} compile(s)"]
+        for number, reason in fn.recompiles:
+            lines.append(f"  compile {number}: no earlier variant's guards held: {reason}")
+        if fn.fallback_calls:
+            lines.append(f"  {fn.fallback_calls} call(s) past the compile limit ran on lathe's interpreter")
+        lines += [f"  warning: {w}" for w in fn.warnings]
+        return lines
 
     def write_dumps(self):
         """Writes the compiles' dumps so far under dump_dir/name."""
-        if not self.dump_dir:
+        fn = self.fn
+        if not self.dump_dir or fn is None:
             return
-        for k, files in enumerate(self.fn.dumps()):
+        for k, files in enumerate(fn.dumps()):
             d = os.path.join(self.dump_dir, self.name, f"compile_{k + 1}")
             os.makedirs(d, exist_ok=True)
             for name, text in files:
@@ -90,11 +119,24 @@ _numbers = itertools.count()
 
 
 def graphs():
-    """Every graph lathe compiled in this process, oldest first."""
+    """Every graph lathe was given in this process, oldest first."""
     return list(_graphs)
 
 
-def compile_graph(text, name="graph", options=None):
+def _on_compile(graph):
+    def report(compiles):
+        fn = graph.fn
+        if compiles == 1 or fn is None:
+            logger.info("%s: compiled for its first call", graph.name)
+        else:
+            reasons = dict(fn.recompiles)
+            logger.info("%s: recompile %d: %s", graph.name, compiles, reasons.get(compiles, "(no reason recorded)"))
+        graph.write_dumps()
+    return report
+
+
+def compile_graph(text, name="graph", options=None, kind="graph", dynamo_compile=None, source_lines=(),
+                  parameters=()):
     """Graph text (``print_readable(include_stride=True, include_device=True)``
     of an AOTAutograd graph) as a lathe function; it compiles on its first
     call, for that call's sizes."""
@@ -109,14 +151,29 @@ def compile_graph(text, name="graph", options=None):
         dump=bool(options.get("dump_dir")),
     )
     dump_dir = os.fspath(options.get("dump_dir", "")) or None
-    graph = Graph(name, text, fn, dump_dir)
+    graph = Graph(name, kind, text, fn, dump_dir, dynamo_compile, source_lines, parameters)
     if dump_dir:
         os.makedirs(os.path.join(dump_dir, name), exist_ok=True)
         with open(os.path.join(dump_dir, name, "graph.txt"), "w") as f:
             f.write(text)
+    fn.on_compile = _on_compile(graph)
     _graphs.append(graph)
-    logger.info("lathe: %s: %d arguments, compiled on its first call", name, fn.num_arguments)
+    logger.info("%s: %d arguments%s", name, fn.num_arguments,
+                f" (Dynamo compile {dynamo_compile})" if dynamo_compile else "")
     return fn
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def _source_lines(gm):
+    """(file, line) of every user frame the nodes of Dynamo's graph trace
+    back to."""
+    lines = set()
+    for node in gm.graph.nodes:
+        for file, line in _FRAME.findall(node.meta.get("stack_trace") or ""):
+            lines.add((file, int(line)))
+    return lines
 
 
 def backend(gm, example_inputs, options=None, **_):
@@ -125,12 +182,19 @@ def backend(gm, example_inputs, options=None, **_):
     from functorch.compile import make_boxed_func
     from torch._functorch.aot_autograd import aot_module_simplified
 
+    from torch._guards import CompileContext
+
     options = _checked_options(options)
+    compile_id = CompileContext.current_compile_id()
+    dynamo_compile = None if compile_id is None else str(compile_id)
+    source_lines = _source_lines(gm)
+    parameters = [p for p in example_inputs if isinstance(p, torch.nn.Parameter)]
 
     def compiler(kind):
         def compile_fn(g, _example):
             text = g.print_readable(print_output=False, include_stride=True, include_device=True)
-            fn = compile_graph(text, f"{kind}_{next(_numbers)}", options)
+            fn = compile_graph(text, f"{kind}_{next(_numbers)}", options, kind, dynamo_compile, source_lines,
+                               parameters)
             return make_boxed_func(fn)
         return compile_fn
 
@@ -142,6 +206,63 @@ def backend(gm, example_inputs, options=None, **_):
         inference_compiler=compiler("inference"),
         keep_inference_input_mutations=True,
     )
+
+
+class Explanation:
+    """What lathe did with the graphs of one compiled function or model:
+    ``graphs`` (Graph records), ``compiles`` (lathe's, in all),
+    ``recompiles`` ([(graph name, compile number, reason)]); str() is a
+    report."""
+
+    def __init__(self, graphs):
+        self.graphs = graphs
+        live = [g for g in graphs if g.fn is not None]
+        self.compiles = sum(g.fn.compiles for g in live)
+        self.recompiles = [(g.name, n, r) for g in live for n, r in g.fn.recompiles]
+
+    def __str__(self):
+        if not self.graphs:
+            return "lathe compiled no graph for this (not called yet, or not through lathe)"
+        head = f"{len(self.graphs)} graph(s), {self.compiles} lathe compile(s), {len(self.recompiles)} recompile(s)"
+        return "\n".join([head] + [line for g in self.graphs for line in g.summary()])
+
+
+def _code_lines(fn):
+    """(file, first line, last line) of the code `fn` (a function, method or
+    module, compiled or not) runs first; None when it has none."""
+    fn = getattr(fn, "_torchdynamo_orig_callable", fn)
+    fn = getattr(fn, "_orig_mod", fn)
+    if isinstance(fn, torch.nn.Module):
+        fn = fn.forward
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    if code is None:
+        return None
+    lines = [line for _, _, line in code.co_lines() if line is not None]
+    return code.co_filename, min(lines, default=code.co_firstlineno), max(lines, default=code.co_firstlineno)
+
+
+def explain(compiled=None):
+    """What lathe did with `compiled`: a function or model torch.compile
+    returned (the graphs Dynamo traced from its code, or that take the
+    model's parameters), a function lathe
+    compiled, or None for every graph in this process. Recompile reasons
+    also reach the "lathe" logger (logging.INFO) as they happen."""
+    if compiled is None:
+        return Explanation(graphs())
+    if isinstance(compiled, _lathe.Function):
+        return Explanation([g for g in _graphs if g.fn is compiled])
+    module = getattr(compiled, "_orig_mod", compiled)
+    if isinstance(module, torch.nn.Module):
+        mine = set(map(id, module.parameters()))
+        by_parameters = [g for g in _graphs if any(id(p) in mine for p in g.parameters)]
+        if by_parameters:
+            return Explanation(by_parameters)
+    where = _code_lines(compiled)
+    if where is None:
+        raise Error(f"lathe.explain: {type(compiled).__name__} is not a function, a module or a lathe function")
+    file, first, last = where
+    return Explanation([g for g in _graphs
+                        if any(f == file and first <= line <= last for f, line in g.source_lines)])
 
 
 def load(path):

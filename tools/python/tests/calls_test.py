@@ -1,0 +1,279 @@
+"""lathe's compiled functions called from Python (issue 29, items 2 and 3):
+arguments read and written in place, results that alias an argument as
+views of its storage, results handed to PyTorch without a copy, dynamic
+shapes and float scalars without compiles of lathe's own, the backend's
+options, dumps and errors. Values are checked against eager PyTorch."""
+
+import gc
+import os
+import sys
+import tempfile
+import unittest
+
+import torch
+from torch._dynamo.utils import counters
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lathe  # noqa: E402
+from lathe import _lathe  # noqa: E402
+from models import MODELS  # noqa: E402
+
+ADD_IN_PLACE = '''
+def forward(self, x: "f32[4][1]cpu", y: "f32[4][1]cpu"):
+    add: "f32[4][1]cpu" = torch.ops.aten.add.Tensor(x, y)
+    copy_: "f32[4][1]cpu" = torch.ops.aten.copy_.default(x, add)
+    mul: "f32[4][1]cpu" = torch.ops.aten.mul.Tensor(add, 2)
+    return (mul,)
+'''
+
+VIEW_OF_INPUT = '''
+def forward(self, x: "f32[4][1]cpu"):
+    view: "f32[2, 2][2, 1]cpu" = torch.ops.aten.view.default(x, [2, 2])
+    neg: "f32[4][1]cpu" = torch.ops.aten.neg.default(x)
+    view_1: "f32[2, 2][2, 1]cpu" = torch.ops.aten.view.default(neg, [2, 2])
+    return (view, neg, view_1)
+'''
+
+SCALARS = '''
+def forward(self, x: "f32[s0][1]cpu", s0: "Sym(s0)", a: "f64[][]cpu"):
+    mul: "f32[s0][1]cpu" = torch.ops.aten.mul.Tensor(x, a)
+    return (mul, s0)
+'''
+
+
+DYNAMIC_NEG = '''
+def forward(self, x: "f32[s0][1]cpu"):
+    neg: "f32[s0][1]cpu" = torch.ops.aten.neg.default(x)
+    return (neg,)
+'''
+
+TRANSPOSED = '''
+def forward(self, x: "f32[3, 2][1, 3]cpu"):
+    sum_1: "f32[3][1]cpu" = torch.ops.aten.sum.dim_IntList(x, [1])
+    return (sum_1,)
+'''
+
+
+class CallsTest(unittest.TestCase):
+    def setUp(self):
+        torch._dynamo.reset()
+        counters.clear()
+
+    def test_mutated_inputs_are_written_in_place(self):
+        fn = lathe.compile_graph(ADD_IN_PLACE, "add_in_place")
+        base = torch.arange(10, dtype=torch.float32)
+        x = base[3:7]  # at a storage offset
+        y = torch.ones(4)
+        want_x = x + y
+        address = x.data_ptr()
+        (out,) = fn(x, y)
+        torch.testing.assert_close(x, want_x)
+        torch.testing.assert_close(out, want_x * 2)
+        self.assertEqual(x.data_ptr(), address)
+        torch.testing.assert_close(base[:3], torch.arange(3, dtype=torch.float32))
+
+    def test_mutation_through_torch_compile(self):
+        def f(x, y):
+            x.add_(y)
+            return x * 2
+        x, y = torch.randn(6), torch.randn(6)
+        want = x + y
+        address = x.data_ptr()
+        with torch.no_grad():
+            out = torch.compile(f, backend="lathe")(x, y)
+        torch.testing.assert_close(x, want)
+        torch.testing.assert_close(out, want * 2)
+        self.assertEqual(x.data_ptr(), address)
+
+    def test_strided_arguments_are_read_in_place(self):
+        fn = lathe.compile_graph(TRANSPOSED, "transposed")
+        x = torch.randn(2, 3).t()
+        (out,) = fn(x)
+        torch.testing.assert_close(out, x.sum(1))
+
+    def test_results_alias_arguments_and_each_other(self):
+        fn = lathe.compile_graph(VIEW_OF_INPUT, "views")
+        x = torch.arange(4, dtype=torch.float32)
+        view, neg, view_1 = fn(x)
+        # A view of the argument: its storage, written through.
+        self.assertEqual(view.untyped_storage().data_ptr(), x.untyped_storage().data_ptr())
+        view[1, 1] = 42
+        self.assertEqual(x[3].item(), 42)
+        # Two results on one of lathe's blocks share one PyTorch storage.
+        self.assertEqual(neg.untyped_storage().data_ptr(), view_1.untyped_storage().data_ptr())
+        torch.testing.assert_close(view_1, -torch.tensor([[0.0, 1.0], [2.0, 3.0]]))
+        neg[0] = 7
+        self.assertEqual(view_1[0, 0].item(), 7)
+
+    def test_results_outlive_the_function(self):
+        fn = lathe.compile_graph(VIEW_OF_INPUT, "views")
+        x = torch.arange(4, dtype=torch.float32)
+        _, neg, _ = fn(x)
+        del fn, x
+        gc.collect()
+        junk = [torch.full((4,), 9.0) for _ in range(100)]
+        del junk
+        torch.testing.assert_close(neg, -torch.arange(4, dtype=torch.float32))
+
+    def test_ints_floats_and_symbolic_sizes(self):
+        fn = lathe.compile_graph(SCALARS, "scalars")
+        for n, a in ((3, 0.5), (5, -2.0), (9, 3.25)):
+            x = torch.randn(n)
+            out, size = fn(x, n, torch.tensor(a, dtype=torch.float64))
+            torch.testing.assert_close(out, x * a)
+            self.assertEqual(size, n)
+        self.assertEqual(fn.compiles, 1)
+
+    def test_float_scalars_add_no_lathe_compiles(self):
+        # Dynamo specializes the first float it sees and then passes floats
+        # as f64[] tensors; lathe compiles each graph Dynamo gives it once.
+        def f(x, a):
+            return x * a + 1
+        compiled = torch.compile(f, backend="lathe")
+        start = len(lathe.graphs())
+        x = torch.randn(4)
+        for a in (0.5, 1.5, 2.5, 3.5, -1.0):
+            torch.testing.assert_close(compiled(x, a), f(x, a))
+        graphs = lathe.graphs()[start:]
+        dynamo = counters["stats"]["unique_graphs"]
+        print(f"\nfloat scalars: Dynamo graphs {dynamo}, lathe compiles "
+              f"{sum(g.fn.compiles for g in graphs)} for 5 values", file=sys.stderr)
+        self.assertEqual(len(graphs), dynamo)
+        self.assertEqual(sum(g.fn.compiles for g in graphs), dynamo)
+
+    def test_dynamic_batch_compiles_once(self):
+        for name in ("mlp", "transformer_block"):
+            torch._dynamo.reset()
+            counters.clear()
+            torch.manual_seed(0)
+            model, inputs, loss_fn = MODELS[name]()
+            start = len(lathe.graphs())
+            compiled = torch.compile(model, backend="lathe", dynamic=True)
+            for batch in (6, 11, 33):
+                x = inputs(batch)
+                out = compiled(*x)
+                torch.testing.assert_close(out, model(*x), rtol=1e-4, atol=1e-5)
+                loss_fn(out, *x).backward()
+            graphs = lathe.graphs()[start:]
+            self.assertEqual(counters["stats"]["unique_graphs"], 1, name)
+            self.assertEqual(sorted(g.name.split("_")[0] for g in graphs), ["backward", "forward"], name)
+            for g in graphs:
+                self.assertEqual(g.fn.compiles, 1, f"{name} {g.name}")
+                self.assertEqual(g.fn.recompiles, [], f"{name} {g.name}")
+
+    def test_options(self):
+        with tempfile.TemporaryDirectory() as d:
+            def f(x):
+                return torch.sin(x) * 2
+            compiled = torch.compile(f, backend="lathe", options={
+                "backend": "interp", "dump_dir": os.path.join(d, "dump"),
+                "cache_dir": os.path.join(d, "cache"), "max_compiles": 2})
+            x = torch.randn(5)
+            torch.testing.assert_close(compiled(x), f(x))
+            g = lathe.graphs()[-1]
+            self.assertEqual(g.fn.compiles, 1)
+            g.write_dumps()
+            folder = os.path.join(d, "dump", g.name)
+            with open(os.path.join(folder, "graph.txt")) as fh:
+                self.assertIn("aten.sin", fh.read())
+            self.assertTrue(os.path.exists(os.path.join(folder, "compile_1", "steps.txt")))
+            compiled = torch.compile(f, backend="lathe", options={
+                "dump_dir": os.path.join(d, "dump2"), "cache_dir": os.path.join(d, "cache")})
+            torch._dynamo.reset()
+            torch.testing.assert_close(compiled(x), f(x))
+            g = lathe.graphs()[-1]
+            g.write_dumps()
+            with open(os.path.join(d, "dump2", g.name, "compile_1", "kernel.cc")) as fh:
+                self.assertIn("lathe_call_user", fh.read())
+            self.assertTrue(os.listdir(os.path.join(d, "cache")))
+
+    def test_bad_options_are_one_line_errors(self):
+        for options, message in (
+            ({"backend": "tpu"}, "option backend is 'tpu'; expected one of ['cpu', 'cuda', 'interp']"),
+            ({"max_compiles": 0}, "option max_compiles is 0; expected an int from 1 to 1000"),
+            ({"speed": "max"}, "unknown lathe option(s) ['speed']"),
+            ({"remote_cache": "http://x"}, "redis"),
+        ):
+            with self.assertRaises(lathe.Error) as e:
+                lathe.compile_graph(ADD_IN_PLACE, "g", options)
+            self.assertIn(message, str(e.exception))
+        torch._dynamo.reset()
+        with self.assertRaises(Exception) as e:
+            torch.compile(lambda x: x + 1, backend="lathe", options={"backend": "tpu"})(torch.ones(2))
+        self.assertIn("option backend is 'tpu'", str(e.exception))
+
+    def test_bad_graph_text_names_the_graph(self):
+        with self.assertRaises(lathe.Error) as e:
+            lathe.compile_graph("def forward(self, x):\n    return (y,)\n", "broken_graph")
+        self.assertIn("broken_graph", str(e.exception))
+
+    def test_bad_arguments_are_one_line_errors(self):
+        fn = lathe.compile_graph(ADD_IN_PLACE, "add_in_place")
+        x = torch.zeros(4)
+        cases = (
+            ((x, "y"), "argument 1: a str; lathe takes tensors, ints, floats, bools and None"),
+            ((x, torch.zeros(4, dtype=torch.complex64)), "argument 1: lathe has no dtype for torch.ComplexFloat"),
+            ((x, torch.zeros(4).to_sparse()), "argument 1: a Sparse tensor; lathe takes strided tensors"),
+            ((x, torch.zeros(4)._neg_view()), "argument 1: a tensor with a pending conjugation or negation bit"),
+            ((x, 2 ** 70), "argument 1: an int outside int64's range"),
+            ((x,), "argument"),
+            ((x, torch.zeros(5)), "y"),
+            ((x, torch.zeros(4, dtype=torch.float64)), "y"),
+            ((x, torch.ones(8)[::2]), "input 1 ('y') stride(0): expected 1, got 2"),
+        )
+        for args, message in cases:
+            with self.assertRaises(lathe.Error) as e:
+                fn(*args)
+            self.assertIn(message, str(e.exception), str(args))
+        with self.assertRaises(TypeError):
+            fn(x, y=x)
+        torch.testing.assert_close(x, torch.zeros(4))  # nothing ran
+
+    def test_recompiles_are_logged_and_explained(self):
+        fn = lathe.compile_graph(DYNAMIC_NEG, "dynamic_neg")
+        with self.assertLogs("lathe", "INFO") as logs:
+            for n in (4, 1, 5):
+                x = torch.randn(n)
+                torch.testing.assert_close(fn(x)[0], -x)
+        text = "\n".join(logs.output)
+        self.assertIn("dynamic_neg: compiled for its first call", text)
+        self.assertIn("dynamic_neg: recompile 2: 2 <= x.size(0)", text)
+        explained = lathe.explain(fn)
+        self.assertEqual(explained.compiles, 2)
+        self.assertEqual(explained.recompiles, [("dynamic_neg", 2, "2 <= x.size(0)")])
+        self.assertIn("compile 2: no earlier variant's guards held: 2 <= x.size(0)", str(explained))
+        self.assertIn("dynamic_neg", str(lathe.explain()))
+
+    def test_explain_finds_a_compiled_model_and_function(self):
+        torch.manual_seed(0)
+        for name in ("mlp", "cnn"):  # nn.Sequential's code is PyTorch's; SmallCnn's is ours
+            model, inputs, loss_fn = MODELS[name]()
+            compiled = torch.compile(model, backend="lathe")
+            self.assertEqual(lathe.explain(compiled).graphs, [])
+            x = inputs(2)
+            loss_fn(compiled(*x), *x).backward()
+            explained = lathe.explain(compiled)
+            self.assertEqual(sorted(g.kind for g in explained.graphs), ["backward", "forward"], name)
+            self.assertEqual(explained.compiles, 2)
+            self.assertEqual(lathe.explain(model).graphs, explained.graphs)
+
+        def f(x):
+            return torch.cos(x) - 1
+        compiled = torch.compile(f, backend="lathe")
+        compiled(torch.randn(3))
+        self.assertEqual([g.kind for g in lathe.explain(compiled).graphs], ["inference"])
+        with self.assertRaises(lathe.Error) as e:
+            lathe.explain(42)
+        self.assertIn("int is not a function, a module or a lathe function", str(e.exception))
+
+    def test_aliased_mutated_arguments_are_refused(self):
+        fn = lathe.compile_graph(ADD_IN_PLACE, "add_in_place")
+        base = torch.zeros(6)
+        with self.assertRaises(lathe.Error) as e:
+            fn(base[:4], base[2:])
+        self.assertIn("share", str(e.exception))
+        torch.testing.assert_close(base, torch.zeros(6))
+
+
+if __name__ == "__main__":
+    unittest.main()
