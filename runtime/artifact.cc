@@ -1,5 +1,6 @@
 #include "runtime/artifact.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -10,6 +11,7 @@
 #include "runtime/checksum.h"
 #include "runtime/cuda/cuda_kernels.h"
 #include "runtime/file_io.h"
+#include "runtime/npy.h"
 #include "runtime/shared_library.h"
 #include "status_macros.h"
 
@@ -180,6 +182,9 @@ std::string Manifest::ToString() const {
   for (const std::string& g : guards) {
     absl::StrAppend(&out, "guard ", OneLine(g), "\n");
   }
+  for (const auto& [k, file] : bound) {
+    absl::StrAppend(&out, "bound ", k, " ", file, "\n");
+  }
   for (const ArtifactFile& f : files) {
     absl::StrAppend(&out, "file ", f.name, " ", f.bytes, " ", f.sha256, "\n");
   }
@@ -259,6 +264,11 @@ absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
     } else if (key == "guard") {
       ASSIGN_OR_RETURN(std::string g, p.Rest("a guard"));
       m.guards.push_back(std::move(g));
+    } else if (key == "bound") {
+      ASSIGN_OR_RETURN(int64_t input, p.Int("an argument index", 0, 1 << 20));
+      ASSIGN_OR_RETURN(std::string name, p.Word("a file name"));
+      if (!PlainName(name)) return p.Expected("a file name without '/'");
+      m.bound[static_cast<int>(input)] = std::move(name);
     } else if (key == "file") {
       ArtifactFile f;
       ASSIGN_OR_RETURN(f.name, p.Word("a file name"));
@@ -287,6 +297,19 @@ absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
     if (k >= static_cast<int>(m.arguments.size())) {
       return absl::InvalidArgumentError(
           absl::StrCat(file, ": mutated argument ", k, " does not exist"));
+    }
+  }
+  for (const auto& [k, name] : m.bound) {
+    if (k >= static_cast<int>(m.arguments.size()) ||
+        m.arguments[k].kind != ArgumentSpec::Kind::kTensor) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ": bound argument ", k, " is not a tensor argument"));
+    }
+    bool listed = false;
+    for (const ArtifactFile& f : m.files) listed = listed || f.name == name;
+    if (!listed) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ": bound argument ", k, "'s file ", name, " is not listed"));
     }
   }
   if (m.files.empty() || !absl::EndsWith(m.files[0].name, ".so")) {
@@ -351,6 +374,7 @@ absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
   // loaded from the bytes checked, never from its path again.
   std::string library_bytes;
   std::vector<std::pair<std::string, std::string>> kernel_files;
+  LoadedArtifact a;
   for (const ArtifactFile& f : m.files) {
     const std::string path = absl::StrCat(dir, "/", f.name);
     ASSIGN_OR_RETURN(std::string bytes,
@@ -370,7 +394,24 @@ absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
     } else if (absl::StartsWith(f.name, kKernelsFilePrefix)) {
       kernel_files.emplace_back(f.name, std::move(bytes));
     }
+    for (const auto& [k, name] : m.bound) {
+      if (name != f.name) continue;
+      absl::StatusOr<Tensor> t = ParseNpy(bytes);
+      if (!t.ok()) {
+        return absl::Status(t.status().code(),
+                            absl::StrCat(path, ": ", t.status().message()));
+      }
+      const ArgumentSpec& want = m.arguments[k];
+      if (t->dtype() != want.dtype || t->dim() != want.rank) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": holds ", t->ToString(), "; argument ", k,
+                         " is ", want.ToString()));
+      }
+      a.bound.emplace_back(k, Operand::Of(*std::move(t)));
+    }
   }
+  std::sort(a.bound.begin(), a.bound.end(),
+            [](const auto& x, const auto& y) { return x.first < y.first; });
   RETURN_IF_ERROR(KeepOpenMpLoaded());
   ASSIGN_OR_RETURN(SharedLibrary library,
                    SharedLibrary::OpenImage(
@@ -388,7 +429,6 @@ absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
   ASSIGN_OR_RETURN(
       std::shared_ptr<const LoadedGraph> graph,
       LoadedGraph::Open(std::move(library), m.signature, std::move(device)));
-  LoadedArtifact a;
   std::vector<Variant> variants;
   Variant v;
   v.graph = std::move(graph);
@@ -399,6 +439,39 @@ absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
       m.arguments, std::move(options), std::move(variants));
   a.manifest = std::move(m);
   return a;
+}
+
+absl::StatusOr<std::vector<Operand>> LoadedArtifact::Call(
+    absl::Span<Operand> args, uint64_t seed) {
+  if (bound.empty()) return function->Call(args, seed);
+  const size_t n = function->arguments().size();
+  if (args.size() + bound.size() != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected ", n - bound.size(), " arguments (the artifact holds ",
+        bound.size(), " of its ", n, "), got ", args.size()));
+  }
+  std::vector<Operand> all;
+  all.reserve(n);
+  size_t next = 0, b = 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (b < bound.size() && bound[b].first == static_cast<int>(k)) {
+      all.push_back(bound[b++].second);
+    } else {
+      all.push_back(std::move(args[next++]));
+    }
+  }
+  absl::StatusOr<std::vector<Operand>> out =
+      function->Call(absl::MakeSpan(all), seed);
+  // Arguments a call rebinds go back to the caller.
+  next = b = 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (b < bound.size() && bound[b].first == static_cast<int>(k)) {
+      ++b;
+    } else {
+      args[next++] = std::move(all[k]);
+    }
+  }
+  return out;
 }
 
 }  // namespace lathe

@@ -8,6 +8,8 @@
 //
 //   DIR/kernel.so      the compiled graph (lathe_call_user, lathe_guards)
 //   DIR/kernel.cc      its generated source, for reading
+//   DIR/bound_K.npy    the value of argument K, where the artifact holds it
+//                      (an exported model's weights: lathe.aot_compile)
 //   DIR/manifest.txt   a versioned manifest: the arguments (dtypes, devices,
 //                      annotations: symbolic sizes and strides; each
 //                      composite's whole tree), the results,
@@ -74,6 +76,10 @@ struct Manifest {
   CallSignature signature;
   std::vector<int> mutated;         // the arguments a call writes
   std::vector<std::string> guards;  // guard k as text ("x.size(0) == 1")
+  // Arguments whose values the artifact holds (an exported model's
+  // weights), by argument index: the .npy file among `files` holding it.
+  // A call passes the others (LoadedArtifact::Call).
+  std::map<int, std::string> bound;
   std::vector<ArtifactFile> files;  // kernel.so first
 
   // The manifest's text, one fact per line.
@@ -99,6 +105,15 @@ bool HoldsDeviceKernels(const Manifest& m);
 struct LoadedArtifact {
   Manifest manifest;
   std::unique_ptr<CompiledFunction> function;
+  // The bound arguments' values (Manifest::bound), read from their files.
+  std::vector<std::pair<int, Operand>> bound;
+
+  // Call()
+  //
+  // Calls the function on `args`, the arguments not bound, in order, with
+  // the bound values in their places; an error when `args` is not as many.
+  absl::StatusOr<std::vector<Operand>> Call(absl::Span<Operand> args,
+                                            uint64_t seed = kDefaultSeed);
 };
 
 // LoadArtifact()

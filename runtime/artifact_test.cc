@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "runtime/checksum.h"
 #include "runtime/file_io.h"
+#include "runtime/npy.h"
 #include "runtime/tensor.h"
 #include "testing/status_matchers.h"
 
@@ -97,6 +98,61 @@ TEST_F(ArtifactTest, LoadsAndCalls) {
   EXPECT_THAT(a.function->Call(absl::MakeSpan(args)),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("guard failed: 2 <= x.size(0)")));
+}
+
+// An artifact that holds argument y (an exported model's weight): a call
+// passes x and alpha alone; the value comes from the checked file.
+TEST_F(ArtifactTest, BoundArgumentsComeFromTheArtifact) {
+  Manifest m = AddManifest();
+  m.bound[1] = "bound_1.npy";
+  std::vector<Operand> all = AddArguments();
+  ASSERT_OK_AND_ASSIGN(std::string y, EncodeNpy(all[1].tensor));
+  const std::string dir = dir_ + "-bound";
+  ASSERT_OK(WriteArtifact(dir, m,
+                          {{"kernel.so", Read("runtime/testdata/add_graph.so")},
+                           {"bound_1.npy", y}}));
+  EXPECT_THAT(Read(dir + "/manifest.txt"),
+              HasSubstr("\nbound 1 bound_1.npy\n"));
+  ASSERT_OK_AND_ASSIGN(LoadedArtifact a, LoadArtifact(dir));
+  ASSERT_EQ(a.bound.size(), 1u);
+  std::vector<Operand> args = {all[0], all[2]};
+  ASSERT_OK_AND_ASSIGN(std::vector<Operand> out, a.Call(absl::MakeSpan(args)));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].tensor.data<float>()[0], 6.0f);
+  EXPECT_EQ(out[0].tensor.data<float>()[1], 12.0f);
+  EXPECT_THAT(a.Call(absl::MakeSpan(all)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "expected 2 arguments (the artifact holds 1 of its 3), "
+                       "got 3"));
+  // A weight of another dtype, with a manifest edited to match its bytes.
+  Tensor wrong = Tensor::Empty({2}, DType::kFloat64).value();
+  ASSERT_OK_AND_ASSIGN(std::string npy, EncodeNpy(wrong));
+  ASSERT_OK(WriteArtifact(dir, m,
+                          {{"kernel.so", Read("runtime/testdata/add_graph.so")},
+                           {"bound_1.npy", npy}}));
+  EXPECT_THAT(LoadArtifact(dir),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("bound_1.npy: holds f64[2][1]cpu; argument 1 "
+                                 "is y: f32 tensor of rank 1 on cpu")));
+  // A bound argument whose file is not among the checked ones, or that is
+  // not a tensor.
+  Manifest unlisted = m;
+  unlisted.bound[1] = "elsewhere.npy";
+  ASSERT_OK(WriteArtifact(dir, unlisted,
+                          {{"kernel.so", Read("runtime/testdata/add_graph.so")},
+                           {"bound_1.npy", y}}));
+  EXPECT_THAT(LoadArtifact(dir),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("bound argument 1's file elsewhere.npy is "
+                                 "not listed")));
+  Manifest scalar = AddManifest();
+  scalar.bound[2] = "bound_1.npy";
+  ASSERT_OK(WriteArtifact(dir, scalar,
+                          {{"kernel.so", Read("runtime/testdata/add_graph.so")},
+                           {"bound_1.npy", y}}));
+  EXPECT_THAT(LoadArtifact(dir),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("bound argument 2 is not a tensor argument")));
 }
 
 TEST_F(ArtifactTest, TheManifestSaysWhatTheArtifactHolds) {

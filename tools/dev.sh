@@ -182,9 +182,27 @@ job_test() {
     log "lathec compile of the consumer's artifact failed"
     FAILED=$((FAILED + 1))
   fi
+  # An exported PyTorch model's artifact too, where torch is installed: the
+  # package as built above (its native module beside its Python files).
+  local exported="" package=bazel-out/k8-fastbuild/bin/tools/python/lathe/_lathe.so
+  if [ -f "$package" ]; then
+    local stage="$ROOT/lathe-out/python"
+    rm -rf "$stage" && mkdir -p "$stage/lathe"
+    cp tools/python/lathe/*.py "$package" "$stage/lathe/"
+    exported="$ROOT/lathe-out/consumer-exported"
+    rm -rf "$exported" "$exported-io"
+    if ! PYTHONPATH="$stage" "$(command -v "${LATHE_PYTHON:-python3}")" \
+      tools/python/examples/export_mlp.py "$exported"; then
+      log "exporting the consumer's PyTorch model failed"
+      FAILED=$((FAILED + 1))
+    fi
+  else
+    log "no Python package built (no PyTorch): the consumer's exported-model test skips"
+  fi
   stage_done "consumer artifact" "$start" 60
   run_tests "consumer workspace" 180 "$ROOT/tools/consumer_example" \
-    --test_env=LATHE_CONSUMER_ARTIFACT="$artifact" //...
+    --test_env=LATHE_CONSUMER_ARTIFACT="$artifact" \
+    --test_env=LATHE_CONSUMER_EXPORTED="$exported" //...
   (cd "$ROOT/tools/consumer_example" && bazel shutdown) >/dev/null 2>&1
   print_stages
   echo "$PASSED passed, $FAILED failed"

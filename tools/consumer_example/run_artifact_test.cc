@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "runtime/arrange_arguments.h"
 #include "runtime/artifact.h"
+#include "runtime/npy.h"
 #include "runtime/tensor.h"
 
 namespace {
@@ -114,6 +115,37 @@ TEST(RunArtifactTest, ArrangesArgumentsAsTheManifestSays) {
   args = lathe::ArrangeArguments(a->manifest, named);
   ASSERT_FALSE(args.ok());
   EXPECT_EQ(args.status().message(), "missing input 'w'");
+}
+
+// An exported PyTorch model (tools/python/examples/export_mlp.py: an MLP
+// exported with a dynamic batch, compiled by lathe.aot_compile, its weights
+// in the artifact), called with its input alone; PyTorch's own result for
+// that input is the expectation. The test job writes it where torch is
+// installed ($LATHE_CONSUMER_EXPORTED); elsewhere this skips.
+TEST(RunArtifactTest, CallsAnExportedModelWithItsWeightsInside) {
+  const char* env = std::getenv("LATHE_CONSUMER_EXPORTED");
+  if (env == nullptr || *env == '\0') {
+    GTEST_SKIP() << "no exported model: LATHE_CONSUMER_EXPORTED is unset "
+                    "(PyTorch was not available to the test job)";
+  }
+  const std::string dir = env;
+  absl::StatusOr<lathe::LoadedArtifact> a = lathe::LoadArtifact(dir);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->bound.size(), 4u);  // two weights and two biases
+  absl::StatusOr<lathe::Tensor> x = lathe::ReadNpy(dir + "-io/x.npy");
+  absl::StatusOr<lathe::Tensor> want = lathe::ReadNpy(dir + "-io/expected.npy");
+  ASSERT_TRUE(x.ok()) << x.status();
+  ASSERT_TRUE(want.ok()) << want.status();
+  std::vector<lathe::Operand> args = {lathe::Operand::Of(*x)};
+  absl::StatusOr<std::vector<lathe::Operand>> out =
+      a->Call(absl::MakeSpan(args));
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 1u);
+  const lathe::Tensor& y = (*out)[0].tensor;
+  ASSERT_EQ(y.sizes(), want->sizes());
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    EXPECT_NEAR(y.data<float>()[i], want->data<float>()[i], 1e-5) << i;
+  }
 }
 
 }  // namespace

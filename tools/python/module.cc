@@ -33,11 +33,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "driver/arguments.h"
 #include "driver/compile.h"
 #include "driver/variant_compiler.h"
 #include "runtime/artifact.h"
 #include "runtime/compile_cache.h"
 #include "runtime/compiled_function.h"
+#include "runtime/npy.h"
 #include "status_macros.h"
 #include "tools/python/torch_bridge.h"
 
@@ -162,7 +164,9 @@ PyObject* Call(PyObject* self, PyObject* const* argv, size_t nargsf,
   for (const Operand& a : args) before.push_back(a.tensor.storage().data());
   absl::StatusOr<std::vector<Operand>> results;
   Py_BEGIN_ALLOW_THREADS;
-  results = held.function->Call(absl::MakeSpan(args));
+  results = held.artifact.has_value()
+                ? held.artifact->Call(absl::MakeSpan(args))
+                : held.function->Call(absl::MakeSpan(args));
   Py_END_ALLOW_THREADS;
   if (!results.ok()) return Raise(results.status());
   for (Py_ssize_t i = 0; i < n; ++i) {
@@ -232,7 +236,10 @@ PyObject* GetFallbackCalls(PyObject* self, void*) {
 }
 
 PyObject* GetNumArguments(PyObject* self, void*) {
-  return PyLong_FromSize_t(HeldOf(self).function->arguments().size());
+  const Held& held = HeldOf(self);
+  return PyLong_FromSize_t(
+      held.function->arguments().size() -
+      (held.artifact.has_value() ? held.artifact->bound.size() : 0));
 }
 
 PyObject* GetRecompiles(PyObject* self, void*) {
@@ -381,6 +388,101 @@ PyObject* CompileText(PyObject*, PyObject* args, PyObject* kwargs) {
   return NewFunction(held.release());
 }
 
+// _lathe.compile_artifact(text, path, args, bound=(), source="graph",
+//                         backend="cpu", cache_dir="", remote_cache=""):
+// compiles `text` for the example `args` (one per placeholder: their sizes
+// are the hints) and writes the artifact to `path`, holding the arguments
+// whose indices `bound` lists (an exported model's weights).
+PyObject* CompileArtifact(PyObject*, PyObject* args, PyObject* kwargs) {
+  static const char* keywords[] = {"text",      "path",         "args",
+                                   "bound",     "source",       "backend",
+                                   "cache_dir", "remote_cache", nullptr};
+  const char* text = nullptr;
+  Py_ssize_t text_size = 0;
+  const char* path = nullptr;
+  PyObject* example = nullptr;
+  PyObject* bound = nullptr;
+  const char* source = "graph";
+  const char* backend = "cpu";
+  const char* cache_dir = "";
+  const char* remote = "";
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s#sO|Ossss",
+                                   const_cast<char**>(keywords), &text,
+                                   &text_size, &path, &example, &bound, &source,
+                                   &backend, &cache_dir, &remote)) {
+    return nullptr;
+  }
+  PyObject* seq = PySequence_Fast(example, "args must be a sequence");
+  if (seq == nullptr) return nullptr;
+  CallBridge bridge;
+  std::vector<Operand> operands;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    absl::StatusOr<Operand> o = ToOperand(PySequence_Fast_GET_ITEM(seq, i),
+                                          static_cast<int>(i), bridge);
+    if (!o.ok()) {
+      Py_DECREF(seq);
+      return Raise(o.status());
+    }
+    operands.push_back(*std::move(o));
+  }
+  Py_DECREF(seq);
+  std::vector<int> bound_indices;
+  if (bound != nullptr && bound != Py_None) {
+    PyObject* b = PySequence_Fast(bound, "bound must be a sequence of ints");
+    if (b == nullptr) return nullptr;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(b); ++i) {
+      long k = PyLong_AsLong(PySequence_Fast_GET_ITEM(b, i));
+      if (k == -1 && PyErr_Occurred()) {
+        Py_DECREF(b);
+        return nullptr;
+      }
+      if (k < 0 || k >= n || operands[k].kind != Operand::Kind::kTensor) {
+        Py_DECREF(b);
+        return Raise(absl::InvalidArgumentError(
+            absl::StrCat("bound argument ", k, " is not one of the ", n,
+                         " example arguments' tensors")));
+      }
+      bound_indices.push_back(static_cast<int>(k));
+    }
+    Py_DECREF(b);
+  }
+  absl::StatusOr<const codegen::Backend*> b = BackendNamed(backend);
+  if (!b.ok()) return Raise(b.status());
+  if (*b == nullptr) {
+    return Raise(absl::InvalidArgumentError(
+        "an artifact holds compiled code: backend cpu or cuda, not interp"));
+  }
+  absl::StatusOr<CacheBackend*> cache = CacheFor(cache_dir, remote);
+  if (!cache.ok()) return Raise(cache.status());
+  absl::Status status;
+  std::string copy(text, static_cast<size_t>(text_size));
+  Py_BEGIN_ALLOW_THREADS;
+  status = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(ParsedGraph parsed, Parse(copy, source));
+    CompileOptions options;
+    options.source = source;
+    options.backend = *b;
+    options.cache = *cache;
+    options.artifact = true;
+    options.hints = HintsOf(*parsed.written, operands);
+    ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> c,
+                     Compile(parsed, options));
+    Manifest manifest = c->manifest;
+    std::vector<std::pair<std::string, std::string>> files = c->files;
+    for (int k : bound_indices) {
+      ASSIGN_OR_RETURN(std::string npy, EncodeNpy(operands[k].tensor));
+      std::string name = absl::StrCat("bound_", k, ".npy");
+      manifest.bound[k] = name;
+      files.emplace_back(std::move(name), std::move(npy));
+    }
+    return WriteArtifact(path, std::move(manifest), files);
+  }();
+  Py_END_ALLOW_THREADS;
+  if (!status.ok()) return Raise(status);
+  Py_RETURN_NONE;
+}
+
 // _lathe.load(path): an artifact's function (runtime alone: no recompiles).
 PyObject* Load(PyObject*, PyObject* args) {
   const char* path = nullptr;
@@ -402,6 +504,10 @@ PyMethodDef module_methods[] = {
      "compile(text, source='graph', backend='cpu', max_compiles=8, "
      "cache_dir='', remote_cache='', dump=False): graph text as a function"},
     {"load", &Load, METH_VARARGS, "load(path): an artifact as a function"},
+    {"compile_artifact", reinterpret_cast<PyCFunction>(&CompileArtifact),
+     METH_VARARGS | METH_KEYWORDS,
+     "compile_artifact(text, path, args, bound=(), source='graph', "
+     "backend='cpu', cache_dir='', remote_cache=''): writes an artifact"},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -26,9 +26,13 @@ Options (``torch.compile(..., options={...})``):
     max_compiles   compiles per graph before lathe runs it on its
                    interpreter (default 8)
 
-``lathe.load(path)`` calls an artifact ``lathec compile`` wrote.
+``lathe.aot_compile(torch.export.export(model, args), path)`` writes an
+artifact (weights included) and ``lathe.load(path)`` calls it, as does a C++
+program with lathe's runtime alone; ``lathe.explain(compiled)`` says what
+lathe compiled and why it recompiled (also logged to the "lathe" logger).
 """
 
+import builtins
 import itertools
 import logging
 import os
@@ -39,7 +43,7 @@ import torch
 
 from . import _lathe
 
-__all__ = ["Error", "Explanation", "Graph", "backend", "compile_graph", "explain", "graphs", "load"]
+__all__ = ["Error", "Explanation", "Graph", "aot_compile", "backend", "compile_graph", "explain", "graphs", "load"]
 
 Error = _lathe.Error
 logger = logging.getLogger("lathe")
@@ -265,9 +269,74 @@ def explain(compiled=None):
                         if any(f == file and first <= line <= last for f, line in g.source_lines)])
 
 
+def aot_compile(exported, path, options=None):
+    """Compiles ``exported`` (a ``torch.export.export`` program) into a
+    lathe artifact in directory ``path``: the kernels for its inputs' sizes,
+    with each dimension a ``Dim`` made dynamic symbolic within the Dim's
+    range, and its parameters, buffers and constants held in the artifact.
+    ``lathe.load(path)`` calls it with the user inputs alone, as does a C++
+    program through ``//runtime`` (``LoadArtifact``, ``LoadedArtifact::Call``).
+    Options: backend ("cpu", "cuda"), cache_dir, remote_cache."""
+    from torch.export.graph_signature import InputKind, OutputKind
+
+    options = _checked_options(options)
+    if not hasattr(exported, "graph_signature"):
+        raise Error(f"lathe.aot_compile: expected a torch.export.ExportedProgram, got {type(exported).__name__}")
+    ep = exported.run_decompositions()
+    signature = ep.graph_signature
+    for spec in signature.output_specs:
+        if spec.kind != OutputKind.USER_OUTPUT:
+            raise Error(f"lathe.aot_compile: the program's output {spec.arg.name} is a {spec.kind.name} "
+                        "(a buffer it updates, as batch norm in training mode does); export the model in eval mode")
+    args, kwargs = ep.example_inputs
+    user = iter(torch.utils._pytree.tree_leaves((args, kwargs)))
+    values, bound = [], []
+    for k, spec in enumerate(signature.input_specs):
+        if spec.kind == InputKind.USER_INPUT:
+            values.append(next(user))
+        elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
+            values.append(ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[spec.target])
+            bound.append(k)
+        elif spec.kind == InputKind.CONSTANT_TENSOR:
+            values.append(ep.constants[spec.target])
+            bound.append(k)
+        else:
+            raise Error(f"lathe.aot_compile: input {spec.arg.name} is a {spec.kind.name}, which lathe cannot hold")
+    values = [v.detach() if isinstance(v, torch.Tensor) else v for v in values]
+    gm = ep.graph_module
+    for node in gm.graph.nodes:
+        # A placeholder named after a builtin ("input") prints as
+        # "def forward(self, input): input_1 = input"; lathe's text has no
+        # such lines, so it gets a name of its own.
+        if node.op == "placeholder" and node.name in dir(builtins):
+            node._rename(f"{node.name}_arg")
+            node.target = node.name
+    gm.recompile()
+    text = gm.print_readable(print_output=False, include_stride=True, include_device=True)
+    ranges = []
+    for symbol, r in ep.range_constraints.items():
+        lo, hi = int(r.lower), r.upper
+        if str(symbol).isidentifier() and hi.is_finite:
+            ranges.append(f"# lathe: range {symbol} {lo} {int(hi)}\n")
+    os.makedirs(os.path.dirname(os.path.abspath(os.fspath(path))), exist_ok=True)
+    _lathe.compile_artifact(
+        "".join(ranges) + text,
+        os.fspath(path),
+        values,
+        bound,
+        source=f"{type(exported).__name__} for {os.fspath(path)}",
+        backend=options.get("backend", "cpu"),
+        cache_dir=os.fspath(options.get("cache_dir", "")),
+        remote_cache=os.fspath(options.get("remote_cache", "")),
+    )
+    logger.info("aot_compile: wrote %s (%d arguments held, %d taken)", path, len(bound), len(values) - len(bound))
+    return os.fspath(path)
+
+
 def load(path):
     """The function of the artifact in directory ``path`` (lathe's runtime
-    alone: no compiler, no recompiles)."""
+    alone: no compiler, no recompiles); it takes the arguments the artifact
+    does not hold (an exported model's user inputs) and returns a tuple."""
     return _lathe.load(os.fspath(path))
 
 
