@@ -1,18 +1,35 @@
 #!/usr/bin/env python3
-"""torch.compile's per-call host time on this CPU, beside lathe's
-//runtime:compiled_function_benchmark (issue 12, benchmark a): a tiny
+"""Per-call host time on this CPU, side by side (issues 12 and 29): a tiny
 kernel, out = the sum of N f32[16] tensors, N = 2, 8, 16, called with the
-same tensors every time (Dynamo's guards pass, the compiled code runs).
-Eager PyTorch on the same function is printed for scale. A developer tool:
+same tensors every time, under no_grad:
 
-  pip install torch==2.15.0     # developer machine only
+  inductor       torch.compile(f) (Dynamo's guards, AOTAutograd's runtime
+                 wrapper, Inductor's code)
+  lathe backend  torch.compile(f, backend="lathe") (the same guards and
+                 wrapper, lathe's compiled function)
+  dynamo floor   torch.compile(f, backend=B) where B returns a Python
+                 function that does nothing: Dynamo's own share, which no
+                 backend can go below
+  lathe.load     lathe.load(path)(*tensors): the artifact lathe.aot_compile
+                 wrote for torch.export of f, without Dynamo
+  eager          f itself
+
+Rounds are interleaved (every variant once per round, 5 rounds) and medians
+reported with their spread. A developer tool: it needs torch and the lathe
+package (pip install ./tools/python, or PYTHONPATH at a built copy):
+
   OMP_NUM_THREADS=1 python3 tools/bench/call_overhead.py
 """
 
+import os
 import statistics
+import tempfile
 import time
 
 import torch
+from torch.export import export
+
+import lathe
 
 
 def make(n):
@@ -24,28 +41,57 @@ def make(n):
     return f
 
 
-def per_call_us(fn, args, calls=20000, repeats=5):
-    for _ in range(200):
+class Sum(torch.nn.Module):
+    def forward(self, *xs):
+        return make(len(xs))(*xs)
+
+
+def floor_backend(gm, example_inputs):
+    def run(*args):
+        return (args[0],)
+    return run
+
+
+def per_call_us(fn, args, calls=20000):
+    start = time.perf_counter()
+    for _ in range(calls):
         fn(*args)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn(*args)
-        times.append((time.perf_counter() - start) / calls * 1e6)
-    return statistics.median(times)
+    return (time.perf_counter() - start) / calls * 1e6
 
 
 def main():
     torch.set_grad_enabled(False)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    print(f"{'N':>3} {'torch.compile us':>17} {'eager us':>9}")
-    for n in (2, 8, 16):
-        args = [torch.randn(16) for _ in range(n)]
-        compiled = torch.compile(make(n), dynamic=False)
-        c = per_call_us(compiled, args)
-        e = per_call_us(make(n), args)
-        print(f"{n:>3} {c:>17.2f} {e:>9.2f}")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; µs per call, "
+          "median of 5 interleaved rounds (min-max)")
+    names = ["inductor", "lathe backend", "dynamo floor", "lathe.load", "eager"]
+    print(f"{'N':>3} " + " ".join(f"{n:>20}" for n in names) + f" {'inductor/lathe backend':>23}")
+    with tempfile.TemporaryDirectory() as d:
+        for n in (2, 8, 16):
+            args = [torch.randn(16) for _ in range(n)]
+            torch._dynamo.reset()
+            path = os.path.join(d, f"sum{n}")
+            lathe.aot_compile(export(Sum(), tuple(args)), path)
+            fns = [
+                torch.compile(make(n), dynamic=False),
+                torch.compile(make(n), backend="lathe", dynamic=False),
+                torch.compile(make(n), backend=floor_backend, dynamic=False),
+                lathe.load(path),
+                make(n),
+            ]
+            want = make(n)(*args)
+            for k, fn in enumerate(fns[:2] + fns[3:]):
+                out = fn(*args)
+                got = out[0] if isinstance(out, tuple) else out
+                torch.testing.assert_close(got, want)
+            for fn in fns:
+                per_call_us(fn, args, 500)
+            rounds = [[per_call_us(fn, args) for fn in fns] for _ in range(5)]
+            cols = []
+            for k in range(len(fns)):
+                xs = [r[k] for r in rounds]
+                cols.append(f"{statistics.median(xs):8.2f} ({min(xs):.2f}-{max(xs):.2f})")
+            ratio = statistics.median(r[0] / r[1] for r in rounds)
+            print(f"{n:>3} " + " ".join(f"{c:>20}" for c in cols) + f" {ratio:>23.2f}")
 
 
 if __name__ == "__main__":
