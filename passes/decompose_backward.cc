@@ -664,6 +664,26 @@ absl::StatusOr<Node*> Conv(Rewriter& r, Node* input, Node* weight,
                  IntList(output_padding), I(groups)});
 }
 
+// `t` cut down to `sizes[d]` (an int or a SymInt, of value `exprs[d]`) in
+// dimension first + d, each from its start: narrow, whose result has
+// exactly the size asked for (a slice of a symbolic size would be a Min the
+// ShapeEnv cannot always resolve).
+absl::StatusOr<Node*> CropTo(Rewriter& r, Node* t, int64_t first,
+                             const std::vector<Arg>& sizes,
+                             const std::vector<symbolic::Expr>& exprs) {
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    const int64_t dim = first + static_cast<int64_t>(d);
+    if (r.env()
+            .Simplify(symbolic::Sub(TM(t).sizes[dim], exprs[d]))
+            .is_constant(0)) {
+      continue;
+    }
+    ASSIGN_OR_RETURN(
+        t, r.Call("aten.narrow.default", {A(t), I(dim), I(0), sizes[d]}));
+  }
+  return t;
+}
+
 // The weight gradient [groups * cb, ca, k...] of a convolution from `a`
 // [n, groups * ca, ...] to `b` [n, groups * cb, ...] (b the gradient of its
 // output): a convolution of a as [ca, groups * n, ...] with b as
@@ -706,12 +726,13 @@ absl::StatusOr<Node*> ConvWeightGrad(Rewriter& r, Node* a, Node* b,
   std::vector<int64_t> zeros(nsp, 0);
   ASSIGN_OR_RETURN(Node * out, Conv(r, input, weight, dilation, padding, stride,
                                     false, zeros, groups));
-  for (int64_t d = 0; d < nsp; ++d) {
-    if (!TM(out).sizes[2 + d].is_constant(k[d])) {
-      ASSIGN_OR_RETURN(
-          out, r.Call("aten.slice.Tensor", {A(out), I(2 + d), I(0), I(k[d])}));
-    }
+  std::vector<Arg> kernel;
+  std::vector<symbolic::Expr> kernel_exprs;
+  for (int64_t v : k) {
+    kernel.push_back(I(v));
+    kernel_exprs.push_back(symbolic::Int(v));
   }
+  ASSIGN_OR_RETURN(out, CropTo(r, out, 2, kernel, kernel_exprs));
   // [ca, g * cb, k...] -> [g * cb, ca, k...].
   std::vector<Arg> split = {I(ca), I(groups * cb)};
   std::vector<int64_t> perm = {1, 0};
@@ -752,37 +773,62 @@ absl::StatusOr<Outputs> ConvolutionBackward(Rewriter& r) {
   auto dilation = IntsArg(r, "dilation", nsp);
   auto output_padding = IntsArg(r, "output_padding", nsp);
   if (!stride || !padding || !dilation || !output_padding) return Outputs{};
+  // Static channels and kernel; the batch and the spatial sizes may be
+  // symbolic (dynamic=True).
   for (const TensorMeta* t : {&TM(input), &TM(weight), &TM(grad)}) {
-    for (int64_t d = 1; d < rank; ++d) {
-      if (!IsConstant(t->sizes[d])) return Outputs{};
-    }
+    if (!IsConstant(t->sizes[1])) return Outputs{};
+  }
+  for (int64_t d = 2; d < rank; ++d) {
+    if (!IsConstant(TM(weight).sizes[d])) return Outputs{};
   }
   for (size_t d = 0; d < nsp; ++d) {
     if ((*stride)[d] <= 0 || (*dilation)[d] <= 0 || (*padding)[d] < 0) {
       return Outputs{};
     }
   }
-  std::vector<int64_t> k, in, out;
+  std::vector<int64_t> k;
+  std::vector<symbolic::Expr> in, out;
   for (size_t d = 0; d < nsp; ++d) {
     k.push_back(TM(weight).sizes[2 + d].int_value());
-    in.push_back(TM(input).sizes[2 + d].int_value());
-    out.push_back(TM(grad).sizes[2 + d].int_value());
+    in.push_back(TM(input).sizes[2 + d]);
+    out.push_back(TM(grad).sizes[2 + d]);
   }
   Outputs outs(3, nullptr);
   if ((*mask)[0]) {
     if (!*transposed) {
       // The transposed convolution's output_padding: what its size formula
       // leaves of the input's size (below the stride).
+      // With symbolic sizes it depends on the input's size modulo the
+      // stride: specialized, under a guard, as PyTorch's guard_int does.
       std::vector<int64_t> extra;
       for (size_t d = 0; d < nsp; ++d) {
-        int64_t size = (out[d] - 1) * (*stride)[d] - 2 * (*padding)[d] +
-                       (*dilation)[d] * (k[d] - 1) + 1;
-        int64_t e = in[d] - size;
-        if (e < 0 || e >= (*stride)[d]) return Outputs{};
-        extra.push_back(e);
+        symbolic::Expr size =
+            symbolic::Add(symbolic::Mul(symbolic::Sub(out[d], symbolic::Int(1)),
+                                        symbolic::Int((*stride)[d])),
+                          symbolic::Int(-2 * (*padding)[d] +
+                                        (*dilation)[d] * (k[d] - 1) + 1));
+        symbolic::Expr e = r.env().Simplify(symbolic::Sub(in[d], size));
+        int64_t value;
+        if (IsConstant(e)) {
+          value = e.int_value();
+        } else {
+          absl::StatusOr<int64_t> guarded = r.env().GuardInt(e);
+          if (!guarded.ok()) return Outputs{};
+          value = *guarded;
+        }
+        if (value < 0 || value >= (*stride)[d]) return Outputs{};
+        extra.push_back(value);
       }
       ASSIGN_OR_RETURN(outs[0], Conv(r, grad, weight, *stride, *padding,
                                      *dilation, true, extra, *groups));
+      // The input's sizes as the input has them: equal under the guard
+      // above, not always provably so.
+      std::vector<Arg> in_sizes;
+      for (size_t d = 0; d < nsp; ++d) {
+        ASSIGN_OR_RETURN(Arg size, r.Size(input, 2 + static_cast<int64_t>(d)));
+        in_sizes.push_back(size);
+      }
+      ASSIGN_OR_RETURN(outs[0], CropTo(r, outs[0], 2, in_sizes, in));
     } else {
       for (size_t d = 0; d < nsp; ++d) {
         if ((*output_padding)[d] >= (*stride)[d]) return Outputs{};

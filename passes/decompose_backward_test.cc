@@ -291,6 +291,26 @@ TEST(DecomposeDifferentialTest, ConvolutionBackward) {
   }
 }
 
+// Symbolic batch and spatial sizes (a CNN under dynamic=True): the
+// transposed convolution's output_padding, the input's size modulo the
+// stride, is specialized under a guard; the weight gradient is cropped to
+// the kernel symbolically.
+TEST(DecomposeDifferentialTest, ConvolutionBackwardOverSymbolicSizes) {
+  ExpectSameResults(R"IR(# lathe: hint s0 2
+# lathe: hint s1 7
+# lathe: hint s2 6
+def forward(self, x: "f32[s0, 4, s1, s2]", w: "f32[6, 4, 3, 3]"):
+    y = torch.ops.aten.convolution.default(x, w, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)
+    gy = torch.ops.aten.sin.default(y)
+    a = torch.ops.aten.convolution_backward.default(gy, x, w, [6], [2, 2], [1, 1], [1, 1], False, [0, 0], 1, [True, True, True])
+    a_0 = a[0]
+    a_1 = a[1]
+    a_2 = a[2]
+    return (a_0, a_1, a_2)
+)IR",
+                    "convolution_backward");
+}
+
 // What the backward decompositions leave: a transposed convolution whose
 // output_padding reaches the stride (allowed below the dilation), and
 // pools over symbolic spatial sizes.

@@ -98,10 +98,26 @@ struct FunctionObject {
 
 PyTypeObject function_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
+// The first line of an exception's message.
+std::string FirstLine(absl::string_view what) {
+  return std::string(what.substr(0, what.find('\n')));
+}
+
 // Argument `i` of a call as an Operand (tensors through `bridge`).
 absl::StatusOr<Operand> ToOperand(PyObject* obj, int i, CallBridge& bridge) {
-  if (THPVariable_Check(obj))
-    return bridge.Argument(THPVariable_Unpack(obj), i);
+  if (THPVariable_Check(obj)) {
+    // PyTorch reports what it cannot do (a tensor subclass without storage)
+    // by throwing; lathe's callers get the message.
+    try {
+      return bridge.Argument(THPVariable_Unpack(obj), i);
+    } catch (const c10::Error& e) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "argument ", i, ": ", FirstLine(e.what_without_backtrace())));
+    } catch (const std::exception& e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("argument ", i, ": ", FirstLine(e.what())));
+    }
+  }
   if (obj == Py_None) return Operand();
   if (PyBool_Check(obj)) return Operand::Bool(obj == Py_True);
   if (PyLong_Check(obj)) {
@@ -122,10 +138,14 @@ absl::StatusOr<Operand> ToOperand(PyObject* obj, int i, CallBridge& bridge) {
 // A result as a Python object (tensors through `bridge`).
 absl::StatusOr<PyObject*> ToPython(const Operand& o, CallBridge& bridge) {
   switch (o.kind) {
-    case Operand::Kind::kTensor: {
-      ASSIGN_OR_RETURN(at::Tensor t, bridge.Result(o.tensor));
-      return THPVariable_Wrap(std::move(t));
-    }
+    case Operand::Kind::kTensor:
+      try {
+        ASSIGN_OR_RETURN(at::Tensor t, bridge.Result(o.tensor));
+        return THPVariable_Wrap(std::move(t));
+      } catch (const std::exception& e) {
+        return absl::InternalError(absl::StrCat(
+            "a result as a PyTorch tensor: ", FirstLine(e.what())));
+      }
     case Operand::Kind::kInt:
       return PyLong_FromLongLong(o.i);
     case Operand::Kind::kFloat:

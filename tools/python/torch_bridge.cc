@@ -117,9 +117,17 @@ absl::StatusOr<Operand> CallBridge::Argument(const at::Tensor& t, int index) {
     }
   }
   if (found == nullptr) {
+    // A fake or meta tensor says "cpu" but has no memory there.
+    if (ts.device_type() != c10::DeviceType::CPU) {
+      return bad(absl::StrCat("a tensor whose storage is on ",
+                              ts.device().str(), ", not in memory"));
+    }
     // mutable_data(): a copy-on-write storage is materialized before the
     // compiled code may write it.
     void* data = ts.nbytes() == 0 ? nullptr : ts.mutable_data();
+    if (data == nullptr && ts.nbytes() != 0) {
+      return bad("a tensor whose storage has no memory");
+    }
     storages_.emplace_back(
         ts, Storage::Borrow(data, static_cast<int64_t>(ts.nbytes()),
                             Device::Cpu()));

@@ -66,6 +66,9 @@ def _checked_options(options):
     for key in ("dump_dir", "cache_dir", "remote_cache"):
         if key in options and not isinstance(options[key], (str, os.PathLike)):
             raise Error(f"option {key} is {options[key]!r}; expected a path or string")
+    for key in ("dump_dir", "cache_dir"):
+        if options.get(key) and os.fspath(options[key]) != "off":
+            options[key] = os.path.abspath(os.path.expanduser(os.fspath(options[key])))
     return options
 
 

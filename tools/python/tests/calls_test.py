@@ -225,6 +225,12 @@ class CallsTest(unittest.TestCase):
             with self.assertRaises(lathe.Error) as e:
                 fn(*args)
             self.assertIn(message, str(e.exception), str(args))
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        with FakeTensorMode():
+            fake = torch.zeros(4)
+        with self.assertRaises(lathe.Error) as e:
+            fn(x, fake)
+        self.assertIn("argument 1: a tensor whose storage is on meta", str(e.exception))
         with self.assertRaises(TypeError):
             fn(x, y=x)
         torch.testing.assert_close(x, torch.zeros(4))  # nothing ran
