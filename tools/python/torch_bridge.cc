@@ -1,6 +1,5 @@
 #include "tools/python/torch_bridge.h"
 
-#include <c10/core/CPUAllocator.h>
 #include <c10/core/TensorImpl.h>
 
 #include <sstream>
@@ -137,13 +136,6 @@ absl::StatusOr<Operand> CallBridge::Argument(const at::Tensor& t, int index) {
       *found, *dtype, Span(t.sizes()), Span(t.strides()), t.storage_offset());
   if (!wrapped.ok()) return bad(wrapped.status().message());
   return Operand::Of(*std::move(wrapped));
-}
-
-bool CallBridge::Borrowed(const Storage& s) const {
-  for (const auto& [torch, mine] : storages_) {
-    if (mine == s) return mine.is_borrowed();
-  }
-  return false;
 }
 
 absl::StatusOr<at::Tensor> CallBridge::Result(const Tensor& t) {

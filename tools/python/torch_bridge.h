@@ -59,9 +59,6 @@ class CallBridge {
   // aliases, or a tensor on lathe's block, which it keeps alive.
   absl::StatusOr<at::Tensor> Result(const Tensor& t);
 
-  // Whether `t` is on a storage this call borrowed.
-  bool Borrowed(const Storage& s) const;
-
  private:
   // Each storage on both sides so far: those the arguments borrowed, then
   // lathe's blocks the results handed to PyTorch (two results on one block
