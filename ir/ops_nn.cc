@@ -6,9 +6,11 @@
 // PyTorch computes them in integers) and rounded to the output dtype. Every
 // result is contiguous (PyTorch's CPU kernels keep channels-last inputs
 // channels-last in convolution, pooling and batch norm; lathe does not).
-// Output sizes are symbolic where they are simple arithmetic of symbolic
-// sizes; spatial sizes that need numbers (pooling's ceil_mode, upsampling
-// scales) are specialized with guards (ConcreteSizes).
+// Output sizes are symbolic where they are arithmetic of symbolic sizes
+// (convolution and pooling included: a condition such as pooling's
+// ceil_mode correction is decided under a guard); sizes that need numbers
+// (upsampling scales, adaptive pools) are specialized with guards
+// (ConcreteSizes).
 
 #include <algorithm>
 #include <cmath>
@@ -266,67 +268,88 @@ absl::StatusOr<ConvSetup> SetupConv(const OpCall& c, const Value& input,
     }
   }
   if (groups <= 0) return c.Error("non-positive groups is not supported");
+  // Channel counts and kernel sizes stay symbolic (a weight gradient's
+  // convolution has the batch as its channels, the gradient's spatial sizes
+  // as its kernel): checked by Decide, which guards only what it cannot
+  // prove, never specializing a size.
   std::vector<Expr> in = SizesOf(input), w = SizesOf(weight);
-  ASSIGN_OR_RETURN(std::vector<int64_t> ws, ConcreteSizes(c, w));
-  ASSIGN_OR_RETURN(std::vector<int64_t> is, ConcreteSizes(c, {in[1]}));
-  int64_t cin = is[0], cout;
+  const Expr g_count = symbolic::Int(groups);
+  const Expr cin = in[1];
+  Expr cout;
+  auto divisible = [&](const Expr& e) -> absl::StatusOr<bool> {
+    ASSIGN_OR_RETURN(Expr rem, symbolic::PythonMod(e, g_count));
+    return Decide(c, symbolic::Eq(rem, symbolic::Int(0)));
+  };
+  auto same = [&](const Expr& a, const Expr& b) {
+    return Decide(c, symbolic::Eq(a, b));
+  };
+  auto not_divisible_error = [&]() {
+    return c.Error(absl::StrCat("Given groups=", groups,
+                                ", expected weight to be divisible by ", groups,
+                                " at dimension 0, but got weight of size [",
+                                SizeString(weight), "] instead"));
+  };
   if (!transposed) {
-    if (ws[0] % groups != 0) {
-      return c.Error(absl::StrCat(
-          "Given groups=", groups, ", expected weight to be divisible by ",
-          groups, " at dimension 0, but got weight of size [",
-          SizeString(weight), "] instead"));
-    }
-    if (cin != ws[1] * groups) {
+    ASSIGN_OR_RETURN(bool divides, divisible(w[0]));
+    if (!divides) return not_divisible_error();
+    Expr want = symbolic::Mul(w[1], g_count);
+    ASSIGN_OR_RETURN(bool channels, same(cin, want));
+    if (!channels) {
       return c.Error(absl::StrCat(
           "Given groups=", groups, ", weight of size ", SizeString(weight),
-          ", expected input", SizeString(input), " to have ", ws[1] * groups,
-          " channels, but got ", cin, " channels instead"));
+          ", expected input", SizeString(input), " to have ",
+          symbolic::ToString(want), " channels, but got ",
+          symbolic::ToString(cin), " channels instead"));
     }
-    cout = ws[0];
+    cout = w[0];
   } else {
-    if (cin != ws[0]) {
+    ASSIGN_OR_RETURN(bool channels, same(cin, w[0]));
+    if (!channels) {
       return c.Error(absl::StrCat(
           "Given transposed=1, weight of size ", SizeString(weight),
-          ", expected input", SizeString(input), " to have ", ws[0],
-          " channels, but got ", cin, " channels instead"));
+          ", expected input", SizeString(input), " to have ",
+          symbolic::ToString(w[0]), " channels, but got ",
+          symbolic::ToString(cin), " channels instead"));
     }
-    if (ws[0] % groups != 0) {
-      return c.Error(absl::StrCat(
-          "Given groups=", groups, ", expected weight to be divisible by ",
-          groups, " at dimension 0, but got weight of size [",
-          SizeString(weight), "] instead"));
-    }
-    cout = ws[1] * groups;
+    ASSIGN_OR_RETURN(bool divides, divisible(w[0]));
+    if (!divides) return not_divisible_error();
+    cout = symbolic::Mul(w[1], g_count);
   }
   if (bias != nullptr && !bias->is_none()) {
-    ASSIGN_OR_RETURN(std::vector<int64_t> bs, Concrete(c, *bias));
-    if (bs.size() != 1 || bs[0] != cout) {
-      return c.Error(absl::StrCat("Given weight of size ", SizeString(weight),
-                                  ", expected bias to be 1-dimensional with ",
-                                  cout, " elements, but got bias of size ",
-                                  SizeString(*bias), " instead"));
+    std::vector<Expr> bs = SizesOf(*bias);
+    bool fits = bs.size() == 1;
+    if (fits) {
+      ASSIGN_OR_RETURN(fits, same(bs[0], cout));
+    }
+    if (!fits) {
+      return c.Error(absl::StrCat(
+          "Given weight of size ", SizeString(weight),
+          ", expected bias to be 1-dimensional with ", symbolic::ToString(cout),
+          " elements, but got bias of size ", SizeString(*bias), " instead"));
     }
   }
-  s.out_sizes = {in[0], symbolic::Int(cout)};
+  s.out_sizes = {in[0], cout};
   std::vector<std::string> padded, kernel;
   bool too_small = false;
   for (size_t d = 0; d < nsp; ++d) {
-    int64_t k = ws[2 + d], st = params[0][d], p = params[1][d],
-            dl = params[2][d], op = params[3][d];
+    int64_t st = params[0][d], p = params[1][d], dl = params[2][d],
+            op = params[3][d];
     Expr x = in[2 + d];
+    // dilation * (kernel - 1)
+    Expr reach = symbolic::Mul(symbolic::Int(dl),
+                               symbolic::Sub(w[2 + d], symbolic::Int(1)));
     if (!transposed) {
       Expr padded_size = symbolic::Add(x, symbolic::Int(2 * p));
-      ASSIGN_OR_RETURN(
-          bool fits, Decide(c, symbolic::Ge(padded_size,
-                                            symbolic::Int(dl * (k - 1) + 1))));
+      Expr span = symbolic::Add(reach, symbolic::Int(1));
+      ASSIGN_OR_RETURN(bool fits, Decide(c, symbolic::Ge(padded_size, span)));
       too_small = too_small || !fits;
       padded.push_back(symbolic::ToString(padded_size));
-      kernel.push_back(absl::StrCat(dl * (k - 1) + 1));
+      kernel.push_back(symbolic::ToString(span));
       ASSIGN_OR_RETURN(
-          Expr q, symbolic::FloorDiv(
-                      symbolic::Add(x, symbolic::Int(2 * p - dl * (k - 1) - 1)),
-                      symbolic::Int(st)));
+          Expr q,
+          symbolic::FloorDiv(
+              symbolic::Sub(symbolic::Add(x, symbolic::Int(2 * p - 1)), reach),
+              symbolic::Int(st)));
       s.out_sizes.push_back(symbolic::Add(q, symbolic::Int(1)));
     } else {
       if (op >= st && op >= dl) {
@@ -334,8 +357,8 @@ absl::StatusOr<ConvSetup> SetupConv(const OpCall& c, const Value& input,
             "output padding must be smaller than either stride or dilation");
       }
       s.out_sizes.push_back(symbolic::Add(
-          symbolic::Mul(symbolic::Sub(x, symbolic::Int(1)), symbolic::Int(st)),
-          symbolic::Int(-2 * p + dl * (k - 1) + op + 1)));
+          {symbolic::Mul(symbolic::Sub(x, symbolic::Int(1)), symbolic::Int(st)),
+           reach, symbolic::Int(-2 * p + op + 1)}));
     }
   }
   if (too_small) {
@@ -348,10 +371,11 @@ absl::StatusOr<ConvSetup> SetupConv(const OpCall& c, const Value& input,
   if (!input.tensor.defined()) return s;  // the geometry is for kernels
   ASSIGN_OR_RETURN(std::vector<int64_t> outs, ConcreteSizes(c, s.out_sizes));
   ASSIGN_OR_RETURN(std::vector<int64_t> ins, Concrete(c, input));
+  ASSIGN_OR_RETURN(std::vector<int64_t> ws, Concrete(c, weight));
   ConvGeometry& g = s.g;
   g.n = ins[0];
-  g.cin = cin;
-  g.cout = cout;
+  g.cin = ins[1];
+  g.cout = outs[1];
   g.groups = groups;
   g.transposed = transposed;
   for (size_t d = 0; d < 3; ++d) {
@@ -447,15 +471,6 @@ absl::StatusOr<Value> ConvolutionBackward(const OpCall& c) {
 // ---------------------------------------------------------------------------
 // Pooling.
 
-// PyTorch's pooling_output_shape.
-int64_t PoolOutputSize(int64_t in, int64_t k, int64_t pad, int64_t stride,
-                       int64_t dil, bool ceil_mode) {
-  int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
-  int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
-  return out;
-}
-
 // A pooling window geometry with 3 spatial dims (2-d pools have depth 1).
 struct PoolGeometry {
   int64_t planes = 0;  // batch * channels
@@ -533,40 +548,57 @@ absl::StatusOr<PoolGeometry> SetupPool(const OpCall& c, const Value& self,
           pad[d], ", kernel_size=", k[d], " and dilation=", dil[d]));
     }
   }
+  // PyTorch's pooling_output_shape over symbolic sizes: the ceil_mode
+  // correction decided under a guard, not by specializing the size.
   std::vector<Expr> spatial(sizes.end() - nsp, sizes.end());
-  ASSIGN_OR_RETURN(std::vector<int64_t> in, ConcreteSizes(c, spatial));
-  std::vector<int64_t> out(nsp);
+  std::vector<Expr> out(nsp);
   bool small = false;
   for (int d = 0; d < nsp; ++d) {
-    out[d] = PoolOutputSize(in[d], k[d], pad[d], st[d], dil[d], g.ceil_mode);
-    if (out[d] < 1) small = true;
+    Expr num = symbolic::Add(
+        spatial[d], symbolic::Int(2 * pad[d] - dil[d] * (k[d] - 1) - 1 +
+                                  (g.ceil_mode ? st[d] - 1 : 0)));
+    ASSIGN_OR_RETURN(Expr q, symbolic::FloorDiv(num, symbolic::Int(st[d])));
+    out[d] = symbolic::Add(q, symbolic::Int(1));
+    if (g.ceil_mode) {
+      ASSIGN_OR_RETURN(
+          bool past,
+          Decide(c, symbolic::Ge(
+                        symbolic::Mul(symbolic::Sub(out[d], symbolic::Int(1)),
+                                      symbolic::Int(st[d])),
+                        symbolic::Add(spatial[d], symbolic::Int(pad[d])))));
+      if (past) out[d] = symbolic::Sub(out[d], symbolic::Int(1));
+    }
+    ASSIGN_OR_RETURN(bool fits,
+                     Decide(c, symbolic::Ge(out[d], symbolic::Int(1))));
+    if (!fits) small = true;
   }
   g.in_sizes = sizes;
   g.out_sizes.assign(sizes.begin(), sizes.end() - nsp);
-  for (int64_t o : out) g.out_sizes.push_back(symbolic::Int(o));
+  g.out_sizes.insert(g.out_sizes.end(), out.begin(), out.end());
   if (small) {
     std::vector<std::string> ins, outs;
     ins.push_back(symbolic::ToString(sizes[rank - nsp - 1]));
     outs.push_back(symbolic::ToString(sizes[rank - nsp - 1]));
     for (int d = 0; d < nsp; ++d) {
-      ins.push_back(absl::StrCat(in[d]));
-      outs.push_back(absl::StrCat(out[d]));
+      ins.push_back(symbolic::ToString(spatial[d]));
+      outs.push_back(symbolic::ToString(out[d]));
     }
     return c.Error(absl::StrCat("Given input size: (", absl::StrJoin(ins, "x"),
                                 "). Calculated output size: (",
                                 absl::StrJoin(outs, "x"),
                                 "). Output size is too small"));
   }
-  if (self.tensor.defined()) {
-    std::vector<Expr> lead(sizes.begin(), sizes.end() - nsp);
-    ASSIGN_OR_RETURN(std::vector<int64_t> lead_n, ConcreteSizes(c, lead));
-    g.planes = Product(lead_n);
-  }
+  if (!self.tensor.defined()) return g;  // the geometry is for kernels
+  std::vector<Expr> lead(sizes.begin(), sizes.end() - nsp);
+  ASSIGN_OR_RETURN(std::vector<int64_t> lead_n, ConcreteSizes(c, lead));
+  ASSIGN_OR_RETURN(std::vector<int64_t> in_n, ConcreteSizes(c, spatial));
+  ASSIGN_OR_RETURN(std::vector<int64_t> out_n, ConcreteSizes(c, out));
+  g.planes = Product(lead_n);
   for (int d = 0; d < 3; ++d) {
     int sd = d - (3 - nsp);
     bool real = sd >= 0;
-    g.in[d] = real ? in[sd] : 1;
-    g.out[d] = real ? out[sd] : 1;
+    g.in[d] = real ? in_n[sd] : 1;
+    g.out[d] = real ? out_n[sd] : 1;
     g.k[d] = real ? k[sd] : 1;
     g.stride[d] = real ? st[sd] : 1;
     g.pad[d] = real ? pad[sd] : 0;

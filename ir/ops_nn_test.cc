@@ -33,7 +33,9 @@ namespace lathe::ir {
 namespace {
 
 using ::lathe::testing::StatusIs;
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -2942,12 +2944,52 @@ TEST_F(NnSymbolicTest, OutputSizesStaySymbolicWhereTheyAreArithmetic) {
                      {Meta({s0, three}), Meta({s0}, DType::kInt64),
                       Value::Int(7), Value::Int(-1), Value::Bool(false)}),
               HasSubstr("f32[7, 3]"));
-  // Pooling specializes the spatial sizes (ceil_mode needs numbers) but
-  // keeps the batch symbolic.
+  // Pooling keeps the spatial sizes symbolic, ceil_mode too (its
+  // correction, (out - 1) * stride >= in + padding, decided under a guard).
   EXPECT_THAT(MetaOf("aten.max_pool2d_with_indices.default",
                      {Meta({s0, three, s1, s1}), Ints({2, 2}), Ints({2, 2}),
                       Ints({0, 0}), Ints({1, 1}), Value::Bool(true)}),
-              HasSubstr("(f32[s0, 3, 5, 5]"));
+              HasSubstr("(f32[s0, 3, ((s1 - 1)//2) + 1, ((s1 - 1)//2) + 1]"));
+  EXPECT_THAT(MetaOf("aten.avg_pool2d.default",
+                     {Meta({s0, three, s1, s1}), Ints({3, 3}), Ints({2, 2}),
+                      Ints({1, 1}), Value::Bool(false), Value::Bool(true),
+                      Value::None()}),
+              HasSubstr("f32[s0, 3, ((s1 - 1)//2) + 1, ((s1 - 1)//2) + 1]"));
+}
+
+TEST_F(NnSymbolicTest, AWeightGradientsConvolutionIsNotSpecialized) {
+  // convolution_backward's weight gradient is a convolution whose channels
+  // are the batch and whose kernel is the gradient's spatial size: both
+  // symbolic under dynamic=True. Its output sizes stay symbolic and no
+  // guard pins a size to its hint (which recompiled every batch).
+  symbolic::Expr n = env_.CreateSymbol(6, symbolic::Source::Size(0, 0));
+  symbolic::Expr h = env_.CreateSymbol(16, symbolic::Source::Size(0, 2));
+  symbolic::Expr three = symbolic::Int(3), eight = symbolic::Int(8);
+  symbolic::Expr k = symbolic::Add(h, symbolic::Int(-2));  // a 3x3 valid conv
+  // input [3, n, h, h] (the forward's input, channels first), weight
+  // [8, n, k, k] (the output gradient, channels first).
+  std::string m =
+      MetaOf("aten.convolution.default",
+             {Meta({three, n, h, h}), Meta({eight, n, k, k}), Value::None(),
+              Ints({1, 1}), Ints({0, 0}), Ints({1, 1}), Value::Bool(false),
+              Ints({0, 0}), Value::Int(1)});
+  EXPECT_THAT(m, HasSubstr("f32[3, 8, 3, 3]"));
+  for (const symbolic::Expr& g : env_.guards()) {
+    EXPECT_THAT(symbolic::ToString(g),
+                Not(AnyOf(HasSubstr("== 6"), HasSubstr("== 16"))));
+  }
+  // Channels that do not match are still refused, with the sizes.
+  const OpDef* op = OpRegistry::Global().Find("aten.convolution.default");
+  ASSERT_NE(op, nullptr);
+  absl::StatusOr<std::vector<Value>> bound =
+      BindArguments(op->schema,
+                    {Meta({three, n, h, h}), Meta({eight, h, k, k}),
+                     Value::None(), Ints({1, 1}), Ints({0, 0}), Ints({1, 1}),
+                     Value::Bool(false), Ints({0, 0}), Value::Int(1)},
+                    {}, "conv");
+  ASSERT_OK(bound);
+  EXPECT_THAT(op->meta(OpCall(*op, *bound, &env_)).status().message(),
+              HasSubstr("to have s1 channels, but got s0 channels instead"));
 }
 
 TEST_F(NnSymbolicTest, BatchSizesNeedNoHint) {

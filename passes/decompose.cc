@@ -1692,6 +1692,20 @@ const Table& TheTable() {
   return *table;
 }
 
+// Whether the ShapeEnv proves `a` and `b` the same sizes, with no guard:
+// forms that differ but are equal over the symbols' ranges (((s1 - 1)//32)
+// + 1 and 1 when s1 <= 32) are the same.
+bool SameSizes(symbolic::ShapeEnv& env, const std::vector<symbolic::Expr>& a,
+               const std::vector<symbolic::Expr>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t d = 0; d < a.size(); ++d) {
+    if (a[d] != b[d] && !env.StaticallyKnownTrue(symbolic::Eq(a[d], b[d]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<std::string> DecomposedTargets() {
@@ -1773,7 +1787,7 @@ absl::StatusOr<bool> Decompose::Run(ir::Graph& graph, PassContext& ctx) {
         return ir::ApplyReplacements(ir::ValueMeta::Tensor(m), ctx.env())
             .tensor.sizes;
       };
-      if (sizes(TM(got)) != sizes(want)) {
+      if (!SameSizes(ctx.env(), sizes(TM(got)), sizes(want))) {
         // Sizes the ShapeEnv cannot show equal (symbolic forms that differ):
         // the op stays as it is rather than change a meta.
         mismatch =

@@ -311,6 +311,29 @@ def forward(self, x: "f32[s0, 4, s1, s2]", w: "f32[6, 4, 3, 3]"):
                     "convolution_backward");
 }
 
+// A result whose sizes differ from the op's in form but are equal over the
+// symbols' ranges (a ResNet's last block under dynamic=True: its gradient
+// is [s0, 4, 1, 1] where the input is [s0, 4, ((s1 - 1)//32) + 1, ...],
+// and s1 <= 32) is the op's: the op is decomposed, not kept.
+TEST(DecomposeTest, ResultsEqualOverTheSymbolsRangesAreTheOps) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(# lathe: hint s0 3
+# lathe: hint s1 32
+# lathe: range s1 2 32
+def forward(self, g: "f32[s0, 4, 1, 1]", x: "f32[s0, 4, (((s1 - 1)//32)) + 1, (((s1 - 1)//32)) + 1]", w: "f32[4]", m: "f32[4]", v: "f32[4]"):
+    a = torch.ops.aten.native_batch_norm_backward.default(g, x, w, m, v, m, v, True, 1e-05, [True, True, True])
+    a_0 = a[0]
+    a_1 = a[1]
+    a_2 = a[2]
+    return (a_0, a_1, a_2)
+)IR",
+      R"(
+CHECK-NOT: native_batch_norm_backward
+CHECK: aten.sum
+CHECK: return
+)"));
+}
+
 // What the backward decompositions leave: a transposed convolution whose
 // output_padding reaches the stride (allowed below the dilation), and
 // pools over symbolic spatial sizes.

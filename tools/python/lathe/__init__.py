@@ -183,6 +183,40 @@ def _source_lines(gm):
     return lines
 
 
+def _range_directive(symbol, lower, upper):
+    """``# lathe: range`` for an integer symbol's value range, or "" when
+    either end is unbounded or not an integer."""
+    def integer(v):
+        return isinstance(v, int) or getattr(v, "is_integer", False) is True
+
+    if not (integer(lower) and integer(upper)):
+        return ""
+    try:
+        lo, hi = int(lower), int(upper)
+    except (AttributeError, TypeError, ValueError, OverflowError):  # int_oo
+        return ""
+    return f"# lathe: range {symbol} {lo} {hi}\n"
+
+
+def _range_lines(text):
+    """The value ranges PyTorch's ShapeEnv knows for the size symbols of
+    `text` (Dynamo guards them: "2 <= s77 <= 15" where a convolution's batch
+    heuristics need it), as lathe directives, so lathe proves what PyTorch
+    proved, e.g. that ((s53 - 1)//32) + 1 is 1 when s53 <= 32."""
+    from torch._guards import TracingContext
+
+    context = TracingContext.try_get()
+    shape_env = None if context is None or context.fake_mode is None else context.fake_mode.shape_env
+    if shape_env is None:
+        return ""
+    words = set(re.findall(r"\b[su]\d+\b", text))
+    lines = []
+    for symbol, r in shape_env.var_to_range.items():
+        if str(symbol) in words:
+            lines.append(_range_directive(symbol, r.lower, r.upper))
+    return "".join(sorted(lines))
+
+
 def backend(gm, example_inputs, options=None, **_):
     """torch.compile's "lathe" backend: Dynamo's graph through AOTAutograd,
     its forward and backward graphs compiled by lathe."""
@@ -200,8 +234,8 @@ def backend(gm, example_inputs, options=None, **_):
     def compiler(kind):
         def compile_fn(g, _example):
             text = g.print_readable(print_output=False, include_stride=True, include_device=True)
-            fn = compile_graph(text, f"{kind}_{next(_numbers)}", options, kind, dynamo_compile, source_lines,
-                               parameters)
+            fn = compile_graph(_range_lines(text) + text, f"{kind}_{next(_numbers)}", options, kind,
+                               dynamo_compile, source_lines, parameters)
             return make_boxed_func(fn)
         return compile_fn
 
@@ -316,11 +350,8 @@ def aot_compile(exported, path, options=None):
             node.target = node.name
     gm.recompile()
     text = gm.print_readable(print_output=False, include_stride=True, include_device=True)
-    ranges = []
-    for symbol, r in ep.range_constraints.items():
-        lo, hi = int(r.lower), r.upper
-        if str(symbol).isidentifier() and hi.is_finite:
-            ranges.append(f"# lathe: range {symbol} {lo} {int(hi)}\n")
+    ranges = [_range_directive(symbol, r.lower, r.upper) for symbol, r in ep.range_constraints.items()
+              if str(symbol).isidentifier()]
     os.makedirs(os.path.dirname(os.path.abspath(os.fspath(path))), exist_ok=True)
     _lathe.compile_artifact(
         "".join(ranges) + text,

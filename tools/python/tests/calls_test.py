@@ -141,25 +141,32 @@ class CallsTest(unittest.TestCase):
         self.assertEqual(len(graphs), dynamo)
         self.assertEqual(sum(g.fn.compiles for g in graphs), dynamo)
 
-    def test_dynamic_batch_compiles_once(self):
-        for name in ("mlp", "transformer_block"):
-            torch._dynamo.reset()
-            counters.clear()
-            torch.manual_seed(0)
-            model, inputs, loss_fn = MODELS[name]()
-            start = len(lathe.graphs())
-            compiled = torch.compile(model, backend="lathe", dynamic=True)
-            for batch in (6, 11, 33):
-                x = inputs(batch)
-                out = compiled(*x)
-                torch.testing.assert_close(out, model(*x), rtol=1e-4, atol=1e-5)
-                loss_fn(out, *x).backward()
-            graphs = lathe.graphs()[start:]
-            self.assertEqual(counters["stats"]["unique_graphs"], 1, name)
-            self.assertEqual(sorted(g.name.split("_")[0] for g in graphs), ["backward", "forward"], name)
-            for g in graphs:
-                self.assertEqual(g.fn.compiles, 1, f"{name} {g.name}")
-                self.assertEqual(g.fn.recompiles, [], f"{name} {g.name}")
+    def check_dynamic_batch(self, name):
+        """Training under dynamic=True at batches 6, 11 and 33: lathe adds
+        no compile of its own (each graph Dynamo hands it compiles once).
+        Dynamo itself compiles convolutional models twice: its fake
+        convolution guards 2 <= batch <= 15 (a PyTorch heuristic, the same
+        under Inductor), so batch 33 is a new Dynamo graph."""
+        torch._dynamo.reset()
+        counters.clear()
+        torch.manual_seed(0)
+        model, inputs, loss_fn = MODELS[name]()
+        start = len(lathe.graphs())
+        compiled = torch.compile(model, backend="lathe", dynamic=True)
+        for batch in (6, 11, 33):
+            x = inputs(batch)
+            out = compiled(*x)
+            torch.testing.assert_close(out, model(*x), rtol=1e-4, atol=1e-5)
+            loss_fn(out, *x).backward()
+        graphs = lathe.graphs()[start:]
+        dynamo = counters["stats"]["unique_graphs"]
+        print(f"\n{name} under dynamic=True, batches 6, 11, 33: Dynamo graphs {dynamo}, "
+              f"lathe compiles {sum(g.fn.compiles for g in graphs)}", file=sys.stderr)
+        self.assertEqual(dynamo, 2 if name in ("cnn", "resnet18") else 1, name)
+        self.assertEqual(sorted(g.name.split("_")[0] for g in graphs), sorted(["backward", "forward"] * dynamo), name)
+        for g in graphs:
+            self.assertEqual(g.fn.compiles, 1, f"{name} {g.name}")
+            self.assertEqual(g.fn.recompiles, [], f"{name} {g.name}")
 
     def test_options(self):
         with tempfile.TemporaryDirectory() as d:
@@ -279,6 +286,12 @@ class CallsTest(unittest.TestCase):
             fn(base[:4], base[2:])
         self.assertIn("share", str(e.exception))
         torch.testing.assert_close(base, torch.zeros(6))
+
+
+
+for _name in MODELS:
+    setattr(CallsTest, f"test_dynamic_batch_compiles_once_{_name}",
+            lambda self, name=_name: self.check_dynamic_batch(name))
 
 
 if __name__ == "__main__":

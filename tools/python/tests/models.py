@@ -147,7 +147,7 @@ class EmbeddingHead(nn.Module):
 def embedding_ce():
     def inputs(batch):
         g = torch.Generator().manual_seed(batch)
-        return (torch.randint(0, 100, (batch, 6), generator=g),)
+        return (torch.randint(0, 100, (batch, 7), generator=g),)
     return EmbeddingHead(), inputs, lambda out, idx: F.cross_entropy(out, idx[:, 0] % 5)
 
 
