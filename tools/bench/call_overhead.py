@@ -32,12 +32,16 @@ from torch.export import export
 import lathe
 
 
-def make(n):
+def make(n, variant="eager"):
+    """The sum of n tensors, with a code object of its own per variant:
+    Dynamo keeps its compiled entries per code object, so variants sharing
+    one would each pay for checking the others' guards first."""
     def f(*xs):
         out = xs[0]
         for x in xs[1:]:
             out = out + x
         return out
+    f.__code__ = f.__code__.replace(co_name=f"sum_{variant.replace(' ', '_')}")
     return f
 
 
@@ -72,9 +76,9 @@ def main():
             path = os.path.join(d, f"sum{n}")
             lathe.aot_compile(export(Sum(), tuple(args)), path)
             fns = [
-                torch.compile(make(n), dynamic=False),
-                torch.compile(make(n), backend="lathe", dynamic=False),
-                torch.compile(make(n), backend=floor_backend, dynamic=False),
+                torch.compile(make(n, "inductor"), dynamic=False),
+                torch.compile(make(n, "lathe"), backend="lathe", dynamic=False),
+                torch.compile(make(n, "floor"), backend=floor_backend, dynamic=False),
                 lathe.load(path),
                 make(n),
             ]

@@ -217,9 +217,40 @@ def _range_lines(text):
     return "".join(sorted(lines))
 
 
+def _wrapper_is_identity(graph_args, example_inputs):
+    """Whether AOTAutograd's runtime wrappers around the inference graph now
+    being compiled would hand lathe's function Dynamo's arguments unchanged
+    and return its outputs unchanged: the same arguments (no deduplicated or
+    synthetic-base inputs, no RNG state or effect tokens, plain tensors), no
+    input mutation or version bump left to the wrapper, no output that
+    aliases an input or an intermediate, no dynamic-output marks, grad-mode
+    or autocast state to restore. Then the backend returns lathe's function
+    itself and a call skips the wrappers (about 5 us)."""
+    from torch._guards import TracingContext
+
+    context = TracingContext.try_get()
+    meta = None if context is None else getattr(context, "fw_metadata", None)
+    if meta is None or len(graph_args) != len(example_inputs):
+        return False
+    if any(isinstance(t, torch.Tensor) and type(t) not in (torch.Tensor, torch.nn.Parameter)
+           for t in example_inputs):
+        return False
+    return (meta.num_mutated_inp_runtime_indices == 0
+            and not meta.mutated_graph_handled_indices_seen_by_autograd
+            and meta.num_outputs_aliased == 0
+            and meta.num_unsafe_view_outputs == 0
+            and meta.num_intermediate_bases == 0
+            and not meta.dynamic_outputs
+            and meta.grad_enabled_mutation is None
+            and not meta.tokens
+            and not meta.is_rng_op_functionalized
+            and not torch._C._is_any_autocast_enabled())
+
+
 def backend(gm, example_inputs, options=None, **_):
     """torch.compile's "lathe" backend: Dynamo's graph through AOTAutograd,
-    its forward and backward graphs compiled by lathe."""
+    its forward and backward graphs compiled by lathe. An inference graph
+    whose AOTAutograd wrappers would change nothing is called directly."""
     from functorch.compile import make_boxed_func
     from torch._functorch.aot_autograd import aot_module_simplified
 
@@ -230,16 +261,19 @@ def backend(gm, example_inputs, options=None, **_):
     dynamo_compile = None if compile_id is None else str(compile_id)
     source_lines = _source_lines(gm)
     parameters = [p for p in example_inputs if isinstance(p, torch.nn.Parameter)]
+    direct = []
 
     def compiler(kind):
-        def compile_fn(g, _example):
+        def compile_fn(g, graph_args):
             text = g.print_readable(print_output=False, include_stride=True, include_device=True)
             fn = compile_graph(_range_lines(text) + text, f"{kind}_{next(_numbers)}", options, kind,
                                dynamo_compile, source_lines, parameters)
+            if kind == "inference" and _wrapper_is_identity(graph_args, example_inputs):
+                direct.append(fn)
             return make_boxed_func(fn)
         return compile_fn
 
-    return aot_module_simplified(
+    wrapped = aot_module_simplified(
         gm,
         example_inputs,
         fw_compiler=compiler("forward"),
@@ -247,6 +281,11 @@ def backend(gm, example_inputs, options=None, **_):
         inference_compiler=compiler("inference"),
         keep_inference_input_mutations=True,
     )
+    # aot_module_simplified puts the module's own parameters and buffers
+    # before Dynamo's arguments; Dynamo lifts them into its arguments, so
+    # there are none, except where it did not.
+    stateless = next(gm.parameters(), None) is None and next(gm.buffers(), None) is None
+    return direct[0] if len(direct) == 1 and stateless else wrapped
 
 
 class Explanation:
@@ -294,10 +333,11 @@ def explain(compiled=None):
         return Explanation([g for g in _graphs if g.fn is compiled])
     module = getattr(compiled, "_orig_mod", compiled)
     if isinstance(module, torch.nn.Module):
+        # A model with parameters is found by them (its graphs take them),
+        # not by its code, which another instance of its class shares.
         mine = set(map(id, module.parameters()))
-        by_parameters = [g for g in _graphs if any(id(p) in mine for p in g.parameters)]
-        if by_parameters:
-            return Explanation(by_parameters)
+        if mine:
+            return Explanation([g for g in _graphs if any(id(p) in mine for p in g.parameters)])
     where = _code_lines(compiled)
     if where is None:
         raise Error(f"lathe.explain: {type(compiled).__name__} is not a function, a module or a lathe function")

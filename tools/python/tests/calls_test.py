@@ -168,6 +168,47 @@ class CallsTest(unittest.TestCase):
             self.assertEqual(g.fn.compiles, 1, f"{name} {g.name}")
             self.assertEqual(g.fn.recompiles, [], f"{name} {g.name}")
 
+    def test_inference_skips_aots_wrappers_only_where_they_do_nothing(self):
+        returned = []
+
+        def spy(gm, example_inputs):
+            fn = lathe.backend(gm, example_inputs)
+            returned.append(fn)
+            return fn
+
+        def plain(x, y):
+            return x * 2 + y
+
+        def transposed(x):  # the output aliases the input
+            return x.t()
+
+        def mutating(x):  # x.add_ is left in the graph, seen by autograd
+            x.add_(1)
+            return x * 2
+
+        x, y = torch.randn(3, 4), torch.randn(3, 4)
+        with torch.no_grad():
+            torch._dynamo.reset()
+            torch.testing.assert_close(torch.compile(plain, backend=spy)(x, y), plain(x, y))
+            self.assertIsInstance(returned[-1], lathe._lathe.Function)
+            torch._dynamo.reset()
+            out = torch.compile(transposed, backend=spy)(x)
+            self.assertNotIsInstance(returned[-1], lathe._lathe.Function)
+            self.assertIs(out._base, x)
+            torch._dynamo.reset()
+            z = torch.zeros(4)
+            out = torch.compile(mutating, backend=spy)(z)
+            self.assertNotIsInstance(returned[-1], lathe._lathe.Function)
+            torch.testing.assert_close(z, torch.ones(4))
+            torch.testing.assert_close(out, torch.full((4,), 2.0))
+        # Under grad mode with a tensor that requires grad: training graphs,
+        # always wrapped.
+        torch._dynamo.reset()
+        w = torch.randn(3, 4, requires_grad=True)
+        torch.compile(plain, backend=spy)(w, y).sum().backward()
+        self.assertNotIsInstance(returned[-1], lathe._lathe.Function)
+        torch.testing.assert_close(w.grad, torch.full((3, 4), 2.0))
+
     def test_options(self):
         with tempfile.TemporaryDirectory() as d:
             def f(x):
