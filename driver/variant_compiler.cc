@@ -62,8 +62,12 @@ absl::StatusOr<Variant> VariantCompiler::Compile(
           .count();
   if (!made.ok()) return made.status();
   if (options_.backend == nullptr) {
-    compiled_.push_back(*std::move(made));
-    return InterpretedVariant(*compiled_.back());
+    const CompiledGraph& graph = **made;
+    {
+      std::lock_guard<std::mutex> lock(compiled_mu_);
+      compiled_.push_back(*std::move(made));
+    }
+    return InterpretedVariant(graph);
   }
   const std::vector<std::string>& constants = (*made)->function->constants();
   if (constants != constants_) {
@@ -72,8 +76,21 @@ absl::StatusOr<Variant> VariantCompiler::Compile(
         absl::StrJoin(constants, ", "), "), not (",
         absl::StrJoin(constants_, ", "), ") as written"));
   }
-  compiled_.push_back(*std::move(made));
-  return compiled_.back()->AsVariant();
+  const CompiledGraph& graph = **made;
+  {
+    std::lock_guard<std::mutex> lock(compiled_mu_);
+    compiled_.push_back(*std::move(made));
+  }
+  return graph.AsVariant();
+}
+
+std::vector<const CompiledGraph*> VariantCompiler::compiled() const {
+  std::lock_guard<std::mutex> lock(compiled_mu_);
+  std::vector<const CompiledGraph*> out;
+  out.reserve(compiled_.size());
+  for (const std::unique_ptr<CompiledGraph>& c : compiled_)
+    out.push_back(c.get());
+  return out;
 }
 
 absl::StatusOr<std::shared_ptr<const CompiledGraph>>
@@ -179,6 +196,7 @@ Variant VariantCompiler::InterpretedVariant(const CompiledGraph& c) {
 
 std::vector<bool> VariantCompiler::WrittenArguments() const {
   if (options_.backend != nullptr) {
+    std::lock_guard<std::mutex> lock(compiled_mu_);
     return compiled_.empty() ? std::vector<bool>()
                              : compiled_.front()->function->MutatedUserInputs();
   }

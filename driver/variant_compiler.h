@@ -56,10 +56,9 @@ class VariantCompiler {
   absl::StatusOr<std::unique_ptr<CompiledFunction>> Function(
       int max_compiles = 8);
 
-  // Every compile so far, in order.
-  const std::vector<std::unique_ptr<CompiledGraph>>& compiled() const {
-    return compiled_;
-  }
+  // Every compile so far, in order: a snapshot (a compile may run on another
+  // thread meanwhile); each graph lives as long as the compiler.
+  std::vector<const CompiledGraph*> compiled() const;
   // The time its compiles took, in all (wall clock, the whole walk).
   double compile_seconds() const { return compile_seconds_; }
   // Which user arguments a call writes (the first compile's; for the
@@ -89,6 +88,7 @@ class VariantCompiler {
   const ParsedGraph parsed_;
   CompileOptions options_;
   std::vector<std::string> constants_;  // the constants' names, in order
+  mutable std::mutex compiled_mu_;      // guards compiled_
   std::vector<std::unique_ptr<CompiledGraph>> compiled_;
   double compile_seconds_ = 0;
   // The fallback's graphs, one per set of hints (compiled once each).

@@ -799,31 +799,52 @@ absl::StatusOr<Value> AvgPool(const OpCall& c, int nsp) {
   return out;
 }
 
-absl::StatusOr<Value> AvgPoolBackward(const OpCall& c) {
+// avg_pool{2,3}d_backward: a 2-d result keeps a channels-last input's
+// layout, a 3-d one is contiguous (PyTorch's CPU kernels); int64 shares
+// are divided truncating, as PyTorch's integer kernel does.
+absl::StatusOr<Value> AvgPoolBackward(const OpCall& c, int nsp) {
   const Value& grad = c.arg("grad_output");
   const Value& self = c.arg("self");
-  ASSIGN_OR_RETURN(PoolGeometry g, SetupPool(c, self, 2, false));
-  RETURN_IF_ERROR(NeedFloat(c, DTypeOf(self), "avg_pool2d_backward_out_frame"));
+  ASSIGN_OR_RETURN(PoolGeometry g, SetupPool(c, self, nsp, false));
+  RETURN_IF_ERROR(NeedFloat(
+      c, DTypeOf(self),
+      nsp == 2 ? "avg_pool2d_backward" : "avg_pool3d_backward_out_frame",
+      /*allow_long=*/true));
   RETURN_IF_ERROR(SameAsPoolOutput(c, grad, g.out_sizes, "grad_output"));
   bool running = self.tensor.defined();
-  ASSIGN_OR_RETURN(
-      Value out, SuggestedResult(c, running, DTypeOf(self), self, g.in_sizes));
+  ASSIGN_OR_RETURN(Value out, (nsp == 2 ? SuggestedResult : Result)(
+                                  c, running, DTypeOf(self), self, g.in_sizes));
   if (!running) return out;
+  const bool ints = DTypeOf(self) == DType::kInt64;
   std::vector<double> gy = RowMajorValues(grad.tensor);
+  std::vector<int64_t> gyi =
+      ints ? IntElements(grad.tensor) : std::vector<int64_t>{};
   int64_t in_plane = PlaneSize(g.in), out_plane = PlaneSize(g.out);
   std::vector<double> gx(g.planes * in_plane, 0.0);
+  std::vector<int64_t> gxi(ints ? gx.size() : 0, 0);
   ForEachWindow(g, [&](int64_t p, int64_t o, const int64_t* lo) {
     AvgWindow w = AvgPoolWindow(g, lo);
-    double share = gy[p * out_plane + o] / w.divisor;
+    const int64_t at = p * out_plane + o;
+    double share = gy[at] / w.divisor;
+    int64_t share_i = ints ? gyi[at] / w.divisor : 0;
     for (int64_t a = w.start[0]; a < w.end[0]; ++a) {
       for (int64_t b = w.start[1]; b < w.end[1]; ++b) {
         for (int64_t e = w.start[2]; e < w.end[2]; ++e) {
-          gx[p * in_plane + (a * g.in[1] + b) * g.in[2] + e] += share;
+          const int64_t i = p * in_plane + (a * g.in[1] + b) * g.in[2] + e;
+          if (ints) {
+            gxi[i] += share_i;
+          } else {
+            gx[i] += share;
+          }
         }
       }
     }
   });
-  WriteRowMajor(out.tensor, gx);
+  if (ints) {
+    FillInts(out.tensor, gxi);
+  } else {
+    WriteRowMajor(out.tensor, gx);
+  }
   return out;
 }
 
@@ -2979,7 +3000,12 @@ absl::Status RegisterNnOps(OpRegistry& r) {
       r.Add("avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] "
             "kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool "
             "count_include_pad, int? divisor_override) -> Tensor",
-            AvgPoolBackward));
+            [](const OpCall& c) { return AvgPoolBackward(c, 2); }));
+  RETURN_IF_ERROR(
+      r.Add("avg_pool3d_backward(Tensor grad_output, Tensor self, int[3] "
+            "kernel_size, int[3] stride, int[3] padding, bool ceil_mode, bool "
+            "count_include_pad, int? divisor_override) -> Tensor",
+            [](const OpCall& c) { return AvgPoolBackward(c, 3); }));
   RETURN_IF_ERROR(r.Add(
       "_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor",
       [](const OpCall& c) { return AdaptiveAvgPool(c, 2); }));

@@ -99,6 +99,85 @@ void Expect(const Value& v, std::vector<int64_t> sizes, DType dtype,
   });
 }
 
+TEST(NnOpsTest, AvgPool3dBackward) {
+  // Expected values computed by PyTorch 2.15 (torch.ops.aten) and captured.
+  // The gradient is 7 * i + 7; ceil_mode windows past the input, padding
+  // left out of the divisor, then a divisor_override.
+  std::vector<Value> args = {
+      V(Seq({1, 1, 2, 2, 2}, DType::kFloat32, 1000, -7, 1)),
+      V(Seq({1, 1, 3, 3, 3}, DType::kFloat32, 5, 2, 1)),
+      Ints({2, 2, 2}),
+      Ints({2, 2, 2}),
+      Ints({1, 1, 1}),
+      Value::Bool(true),
+      Value::Bool(false),
+      Value::None()};
+  Expect(RunV("aten.avg_pool3d_backward.default", args), {1, 1, 3, 3, 3},
+         DType::kFloat32, {7.0,  7.0,  7.0,  10.5,  7.0, 7.0, 10.5,  7.0, 7.0,
+                           17.5, 10.5, 10.5, 12.25, 7.0, 7.0, 12.25, 7.0, 7.0,
+                           17.5, 10.5, 10.5, 12.25, 7.0, 7.0, 12.25, 7.0, 7.0},
+         1e-6, true);
+  args[6] = Value::Bool(true);
+  args[7] = Value::Int(3);
+  Expect(RunV("aten.avg_pool3d_backward.default", args), {1, 1, 3, 3, 3},
+         DType::kFloat32,
+         {2.3333332538604736,
+          4.666666507720947,
+          4.666666507720947,
+          7.0,
+          9.333333015441895,
+          9.333333015441895,
+          7.0,
+          9.333333015441895,
+          9.333333015441895,
+          11.666666984558105,
+          14.0,
+          14.0,
+          16.33333396911621,
+          18.66666603088379,
+          18.66666603088379,
+          16.33333396911621,
+          18.66666603088379,
+          18.66666603088379,
+          11.666666984558105,
+          14.0,
+          14.0,
+          16.33333396911621,
+          18.66666603088379,
+          18.66666603088379,
+          16.33333396911621,
+          18.66666603088379,
+          18.66666603088379},
+         1e-6, true);
+  // int64: each share divided truncating (-9 / 8 is -1), as PyTorch's
+  // integer kernel; overlapping windows add their shares (10 / 8 is 1).
+  Expect(RunV("aten.avg_pool3d_backward.default",
+              {V(Seq({1, 1, 1, 1, 1}, DType::kInt64, 1, 9, 1)),
+               V(Seq({1, 1, 2, 2, 2}, DType::kInt64, 1, 0, 1)), Ints({2, 2, 2}),
+               Ints({2, 2, 2}), Ints({0, 0, 0}), Value::Bool(false),
+               Value::Bool(true), Value::None()}),
+         {1, 1, 2, 2, 2}, DType::kInt64, {-1, -1, -1, -1, -1, -1, -1, -1}, 0,
+         true);
+  Expect(RunV("aten.avg_pool3d_backward.default",
+              {V(Seq({1, 1, 2, 2, 2}, DType::kInt64, 1, -10, 1)),
+               V(Seq({1, 1, 3, 3, 3}, DType::kInt64, 1, 0, 1)), Ints({2, 2, 2}),
+               Ints({1, 1, 1}), Ints({0, 0, 0}), Value::Bool(false),
+               Value::Bool(true), Value::None()}),
+         {1, 1, 3, 3, 3}, DType::kInt64,
+         {1, 2, 1, 2, 4, 2, 1, 2, 1, 2, 4, 2, 4, 8,
+          4, 2, 4, 2, 1, 2, 1, 2, 4, 2, 1, 2, 1},
+         0, true);
+  EXPECT_THAT(RunOp("aten.avg_pool3d_backward.default",
+                    {V(Seq({1, 1, 1, 1, 1}, DType::kInt32, 1, 0, 1)),
+                     V(Seq({1, 1, 2, 2, 2}, DType::kInt32, 1, 0, 1)),
+                     Ints({2, 2, 2}), Ints({2, 2, 2}), Ints({0, 0, 0}),
+                     Value::Bool(false), Value::Bool(true), Value::None()})
+                  .status()
+                  .message(),
+              HasSubstr("\"avg_pool3d_backward_out_frame\" not implemented "
+                        "for 'Int'"));
+}
+
 TEST(NnOpsTest, Convolution) {
   // Expected values computed by PyTorch 2.15 (torch.ops.aten) and captured. 2-d
   // with bias, stride and padding; 1-d groups+dilation; 3-d; transposed with

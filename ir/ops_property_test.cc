@@ -406,8 +406,8 @@ TEST(OpsPropertyTest, NnOpsMetaFunctionsPredictKernelResults) {
       std::string avg = absl::StrCat("aten.avg_pool", nsp, "d.default");
       absl::StatusOr<Value> a =
           Run(avg, {V(x), Ints(k), stride, Ints(pad), ceil, cip, div});
-      if (a.ok() && nsp == 2) {
-        TryNn("aten.avg_pool2d_backward.default",
+      if (a.ok()) {
+        TryNn(absl::StrCat("aten.avg_pool", nsp, "d_backward.default"),
               {V(RandomLayout(r, a->tensor.sizes(), x.dtype())), V(x), Ints(k),
                stride, Ints(pad), ceil, cip, div});
       }
@@ -553,6 +553,7 @@ TEST(OpsPropertyTest, NnOpsMetaFunctionsPredictKernelResults) {
                         "avg_pool2d",
                         "avg_pool3d",
                         "avg_pool2d_backward",
+                        "avg_pool3d_backward",
                         "_adaptive_avg_pool2d",
                         "_adaptive_avg_pool3d",
                         "_adaptive_avg_pool2d_backward",

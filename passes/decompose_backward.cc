@@ -355,6 +355,22 @@ std::optional<std::pair<int64_t, int64_t>> IntPair(
   return std::make_pair(v[0], v[1]);
 }
 
+// `v` as `n` values (one value stands for all); nullopt for another count.
+std::optional<std::vector<int64_t>> NValues(std::vector<int64_t> v, size_t n) {
+  if (v.size() == 1) v.assign(n, v[0]);
+  if (v.size() != n) return std::nullopt;
+  return v;
+}
+
+// An int list argument of `n` values (one value stands for all); nullopt
+// unless literal.
+std::optional<std::vector<int64_t>> IntsArg(const Rewriter& r,
+                                            absl::string_view name, size_t n) {
+  std::optional<std::vector<int64_t>> ints = LiteralInts(r, name);
+  if (!ints.has_value()) return std::nullopt;
+  return NValues(*std::move(ints), n);
+}
+
 // The window positions [k, blocks] of one spatial axis: block b's k-th
 // element at b * stride + k * dilation (_im2col_col2im_indices_along_dim).
 absl::StatusOr<Node*> WindowIndex(Rewriter& r, int64_t blocks, int64_t k,
@@ -368,37 +384,47 @@ absl::StatusOr<Node*> WindowIndex(Rewriter& r, int64_t blocks, int64_t k,
   return r.Binary("aten.add.Tensor", e, A(b));
 }
 
-// `values` [lead..., kh, bh, kw, bw] accumulated (index_put, accumulate)
-// into zeros [lead..., H, W] of `dtype` at rows[kh, bh] and cols[kw, bw]:
-// the sliding windows of col2im and of the pools' backward.
+// Zeros of [lead..., padded...] (in `dtype`) with `values` [lead..., k0,
+// o0, k1, o1, ...] accumulated at the window positions index[d] ([k_d,
+// o_d], from WindowIndex) of each spatial axis d (index_put with
+// accumulate: windows overlap where the stride is shorter than the kernel).
 absl::StatusOr<Node*> AccumulateWindows(Rewriter& r, Node* values,
-                                        std::vector<Arg> lead, int64_t h,
-                                        int64_t w, Node* rows, Node* cols,
-                                        DType dtype, const Device& device) {
+                                        std::vector<Arg> lead,
+                                        const std::vector<int64_t>& padded,
+                                        std::vector<Node*> index, DType dtype,
+                                        const Device& device) {
   std::vector<Arg> sizes = lead;
-  sizes.push_back(I(h));
-  sizes.push_back(I(w));
+  for (int64_t p : padded) sizes.push_back(I(p));
   ASSIGN_OR_RETURN(Node * base, Full(r, sizes, I(0), dtype, device));
-  ASSIGN_OR_RETURN(rows, Unsqueezed(r, rows, {2, 3}));
-  std::vector<Arg> index(lead.size(), Arg::None());
-  index.push_back(A(rows));
-  index.push_back(A(cols));
-  return r.Call("aten.index_put.default", {A(base), Arg::List(std::move(index)),
+  const int64_t n = static_cast<int64_t>(index.size());
+  std::vector<Arg> at(lead.size(), Arg::None());
+  for (int64_t d = 0; d < n; ++d) {
+    // [k_d, o_d, 1, 1, ...]: two unit dims per later axis.
+    std::vector<int64_t> units;
+    for (int64_t u = 2; u < 2 * (n - d); ++u) units.push_back(u);
+    if (!units.empty()) {
+      ASSIGN_OR_RETURN(index[d], Unsqueezed(r, index[d], units));
+    }
+    at.push_back(A(index[d]));
+  }
+  return r.Call("aten.index_put.default", {A(base), Arg::List(std::move(at)),
                                            A(values), Arg::Bool(true)});
 }
 
-// `x` [..., H, W] sliced to rows [top, top + h) and cols [left, left + w),
-// contiguous.
-absl::StatusOr<Node*> Crop(Rewriter& r, Node* x, int64_t top, int64_t h,
-                           int64_t left, int64_t w) {
-  int64_t rank = TM(x).dim();
-  if (top != 0 || !TM(x).sizes[rank - 2].is_constant(h)) {
-    ASSIGN_OR_RETURN(x, r.Call("aten.slice.Tensor",
-                               {A(x), I(rank - 2), I(top), I(top + h)}));
-  }
-  if (left != 0 || !TM(x).sizes[rank - 1].is_constant(w)) {
-    ASSIGN_OR_RETURN(x, r.Call("aten.slice.Tensor",
-                               {A(x), I(rank - 1), I(left), I(left + w)}));
+// `x` cut to [start[d], start[d] + size[d]) along each of its last
+// start.size() dims, contiguous.
+absl::StatusOr<Node*> Crop(Rewriter& r, Node* x,
+                           const std::vector<int64_t>& start,
+                           const std::vector<int64_t>& size) {
+  const int64_t rank = TM(x).dim();
+  const int64_t n = static_cast<int64_t>(start.size());
+  for (int64_t d = 0; d < n; ++d) {
+    const int64_t dim = rank - n + d;
+    if (start[d] != 0 || !TM(x).sizes[dim].is_constant(size[d])) {
+      ASSIGN_OR_RETURN(
+          x, r.Call("aten.slice.Tensor",
+                    {A(x), I(dim), I(start[d]), I(start[d] + size[d])}));
+    }
   }
   return r.Contiguous(x);
 }
@@ -466,43 +492,45 @@ absl::StatusOr<Outputs> Col2Im(Rewriter& r) {
   out_lead.push_back(I(channels));
   ASSIGN_OR_RETURN(
       Node * out,
-      AccumulateWindows(r, x, out_lead, *oh + 2 * pad->first,
-                        *ow + 2 * pad->second, rows, cols, compute, device));
-  ASSIGN_OR_RETURN(out, Crop(r, out, pad->first, *oh, pad->second, *ow));
+      AccumulateWindows(r, x, out_lead,
+                        {*oh + 2 * pad->first, *ow + 2 * pad->second},
+                        {rows, cols}, compute, device));
+  ASSIGN_OR_RETURN(out, Crop(r, out, {pad->first, pad->second}, {*oh, *ow}));
   return Outputs{out};
 }
 
-// avg_pool2d_backward: each output's gradient divided by its window's
-// divisor (divisor_override, or the window's size within the padded input
-// with count_include_pad, else its part inside the input; per axis from an
-// arange), broadcast over the window and accumulated (index_put) into
-// zeros of the padded input, large enough for a ceil_mode window that runs
-// past it, then cropped to the input. In the computation dtype; static
-// spatial sizes only.
-absl::StatusOr<Outputs> AvgPool2dBackward(Rewriter& r) {
+// avg_pool{2,3}d_backward (`nsp` spatial dims): each output's gradient
+// divided by its window's divisor (divisor_override, or the window's size
+// within the padded input with count_include_pad, else its part inside the
+// input; per axis from an arange), broadcast over the window and
+// accumulated (index_put) into zeros of the padded input, large enough for
+// a ceil_mode window that runs past it, then cropped to the input. In the
+// computation dtype; static spatial sizes only.
+absl::StatusOr<Outputs> AvgPoolBackward(Rewriter& r, int64_t nsp) {
   Node* grad = r.Tensor("grad_output");
   Node* self = r.Tensor("self");
-  auto k = IntPair(r, "kernel_size");
-  auto st = IntPair(r, "stride", k);
-  auto pad = IntPair(r, "padding");
+  auto k = IntsArg(r, "kernel_size", nsp);
+  std::optional<std::vector<int64_t>> st = LiteralInts(r, "stride");
+  if (st.has_value()) {
+    st = st->empty() ? k : NValues(*std::move(st), nsp);  // []: the kernel's
+  }
+  auto pad = IntsArg(r, "padding", nsp);
   std::optional<bool> include_pad = r.Bool("count_include_pad");
   Arg divisor = r.Get("divisor_override");
   if (!IsTensor(grad) || !IsTensor(self) || !k || !st || !pad ||
       !include_pad.has_value() ||
       (divisor.kind != Arg::Kind::kNone &&
        (divisor.kind != Arg::Kind::kInt || divisor.i == 0)) ||
-      (TM(self).dim() != 3 && TM(self).dim() != 4) ||
-      TM(grad).dim() != TM(self).dim() || !IsFloatingPoint(TM(self).dtype) ||
-      k->first <= 0 || k->second <= 0 || st->first <= 0 || st->second <= 0) {
+      (TM(self).dim() != nsp + 1 && TM(self).dim() != nsp + 2) ||
+      TM(grad).dim() != TM(self).dim() || !IsFloatingPoint(TM(self).dtype)) {
     return Outputs{};
   }
-  int64_t rank = TM(self).dim();
-  int64_t in[2], out[2], ks[2] = {k->first, k->second},
-                         ss[2] = {st->first, st->second},
-                         ps[2] = {pad->first, pad->second};
-  for (int d = 0; d < 2; ++d) {
-    const Expr& i = TM(self).sizes[rank - 2 + d];
-    const Expr& o = TM(grad).sizes[rank - 2 + d];
+  const int64_t rank = TM(self).dim();
+  std::vector<int64_t> in(nsp), out(nsp);
+  for (int64_t d = 0; d < nsp; ++d) {
+    if ((*k)[d] <= 0 || (*st)[d] <= 0 || (*pad)[d] < 0) return Outputs{};
+    const Expr& i = TM(self).sizes[rank - nsp + d];
+    const Expr& o = TM(grad).sizes[rank - nsp + d];
     if (!IsConstant(i) || !IsConstant(o)) return Outputs{};
     in[d] = i.int_value();
     out[d] = o.int_value();
@@ -514,53 +542,67 @@ absl::StatusOr<Outputs> AvgPool2dBackward(Rewriter& r) {
     ASSIGN_OR_RETURN(g, r.Binary("aten.div.Tensor", g, I(divisor.i)));
   } else {
     // Per axis: start = o * s - p, end = min(start + k, in + p); the size
-    // end - start, or min(end, in) - max(start, 0) without the padding.
-    Node* factor[2];
-    for (int d = 0; d < 2; ++d) {
+    // end - start, or min(end, in) - max(start, 0) without the padding;
+    // the divisor the product over the axes ([o0, 1, ...] * [o1, 1] * ...).
+    Node* divisors = nullptr;
+    for (int64_t d = 0; d < nsp; ++d) {
+      const int64_t s = (*st)[d], p = (*pad)[d];
       ASSIGN_OR_RETURN(Node * start, Iota(r, I(out[d]), device));
-      ASSIGN_OR_RETURN(start, r.Binary("aten.mul.Tensor", start, I(ss[d])));
-      ASSIGN_OR_RETURN(start, r.Binary("aten.sub.Tensor", start, I(ps[d])));
+      ASSIGN_OR_RETURN(start, r.Binary("aten.mul.Tensor", start, I(s)));
+      ASSIGN_OR_RETURN(start, r.Binary("aten.sub.Tensor", start, I(p)));
       ASSIGN_OR_RETURN(Node * end,
-                       r.Binary("aten.add.Tensor", start, I(ks[d])));
-      ASSIGN_OR_RETURN(
-          end, r.Binary("aten.clamp_max.default", end, I(in[d] + ps[d])));
-      if (*include_pad) {
-        ASSIGN_OR_RETURN(factor[d], r.Binary("aten.sub.Tensor", end, A(start)));
-      } else {
+                       r.Binary("aten.add.Tensor", start, I((*k)[d])));
+      ASSIGN_OR_RETURN(end,
+                       r.Binary("aten.clamp_max.default", end, I(in[d] + p)));
+      if (!*include_pad) {
         ASSIGN_OR_RETURN(end,
                          r.Binary("aten.clamp_max.default", end, I(in[d])));
         ASSIGN_OR_RETURN(start,
                          r.Binary("aten.clamp_min.default", start, I(0)));
-        ASSIGN_OR_RETURN(factor[d], r.Binary("aten.sub.Tensor", end, A(start)));
+      }
+      ASSIGN_OR_RETURN(Node * size, r.Binary("aten.sub.Tensor", end, A(start)));
+      std::vector<int64_t> units;
+      for (int64_t u = 1; u < nsp - d; ++u) units.push_back(u);
+      if (!units.empty()) {
+        ASSIGN_OR_RETURN(size, Unsqueezed(r, size, units));
+      }
+      if (divisors == nullptr) {
+        divisors = size;
+      } else {
+        ASSIGN_OR_RETURN(divisors,
+                         r.Binary("aten.mul.Tensor", divisors, A(size)));
       }
     }
-    ASSIGN_OR_RETURN(factor[0],
-                     r.Binary("aten.unsqueeze.default", factor[0], I(1)));
-    ASSIGN_OR_RETURN(Node * div,
-                     r.Binary("aten.mul.Tensor", factor[0], A(factor[1])));
-    ASSIGN_OR_RETURN(g, r.Binary("aten.div.Tensor", g, A(div)));
+    ASSIGN_OR_RETURN(g, r.Binary("aten.div.Tensor", g, A(divisors)));
   }
-  // [lead..., oh, ow] -> [lead..., kh, oh, kw, ow].
+  // [lead..., o0, o1, ...] -> [lead..., k0, o0, k1, o1, ...].
   ASSIGN_OR_RETURN(std::vector<Arg> lead, r.Sizes(grad));
-  lead.resize(rank - 2);
-  ASSIGN_OR_RETURN(g, Unsqueezed(r, g, {rank - 2, rank}));
+  lead.resize(rank - nsp);
+  std::vector<int64_t> units;
+  for (int64_t d = 0; d < nsp; ++d) units.push_back(rank - nsp + 2 * d);
+  ASSIGN_OR_RETURN(g, Unsqueezed(r, g, units));
   std::vector<Arg> expanded = lead;
-  for (int64_t v : {ks[0], out[0], ks[1], out[1]}) expanded.push_back(I(v));
+  std::vector<Node*> index;
+  std::vector<int64_t> padded, starts;
+  for (int64_t d = 0; d < nsp; ++d) {
+    expanded.push_back(I((*k)[d]));
+    expanded.push_back(I(out[d]));
+    ASSIGN_OR_RETURN(Node * at,
+                     WindowIndex(r, out[d], (*k)[d], (*st)[d], 1, device));
+    index.push_back(at);
+    padded.push_back(
+        std::max(in[d] + 2 * (*pad)[d], (out[d] - 1) * (*st)[d] + (*k)[d]));
+  }
   ASSIGN_OR_RETURN(g,
                    r.Call("aten.expand.default", {A(g), Arg::List(expanded)}));
-  ASSIGN_OR_RETURN(Node * rows,
-                   WindowIndex(r, out[0], ks[0], ss[0], 1, device));
-  ASSIGN_OR_RETURN(Node * cols,
-                   WindowIndex(r, out[1], ks[1], ss[1], 1, device));
-  int64_t padded[2];
-  for (int d = 0; d < 2; ++d) {
-    padded[d] = std::max(in[d] + 2 * ps[d], (out[d] - 1) * ss[d] + ks[d]);
-  }
-  ASSIGN_OR_RETURN(Node * acc,
-                   AccumulateWindows(r, g, lead, padded[0], padded[1], rows,
-                                     cols, compute, device));
-  ASSIGN_OR_RETURN(acc, Crop(r, acc, ps[0], in[0], ps[1], in[1]));
+  ASSIGN_OR_RETURN(Node * acc, AccumulateWindows(r, g, lead, padded, index,
+                                                 compute, device));
+  ASSIGN_OR_RETURN(acc, Crop(r, acc, *pad, in));
   return Outputs{acc};
+}
+template <int kDims>
+absl::StatusOr<Outputs> AvgPoolBackwardOf(Rewriter& r) {
+  return AvgPoolBackward(r, kDims);
 }
 
 // _adaptive_avg_pool2d_backward: output o's window along an axis is
@@ -632,22 +674,10 @@ absl::StatusOr<Outputs> AdaptiveAvgPool2dBackward(Rewriter& r) {
   ASSIGN_OR_RETURN(g,
                    r.Call("aten.expand.default", {A(g), Arg::List(expanded)}));
   ASSIGN_OR_RETURN(Node * acc,
-                   AccumulateWindows(r, g, lead, in[0] + 1, in[1] + 1, index[0],
-                                     index[1], compute, device));
-  ASSIGN_OR_RETURN(acc, Crop(r, acc, 0, in[0], 0, in[1]));
+                   AccumulateWindows(r, g, lead, {in[0] + 1, in[1] + 1},
+                                     {index[0], index[1]}, compute, device));
+  ASSIGN_OR_RETURN(acc, Crop(r, acc, {0, 0}, {in[0], in[1]}));
   return Outputs{acc};
-}
-
-// An int list argument of `n` values (one value stands for all); nullopt
-// unless literal.
-std::optional<std::vector<int64_t>> IntsArg(const Rewriter& r,
-                                            absl::string_view name, size_t n) {
-  std::optional<std::vector<int64_t>> ints = LiteralInts(r, name);
-  if (!ints.has_value()) return std::nullopt;
-  std::vector<int64_t> v = *std::move(ints);
-  if (v.size() == 1) v.assign(n, v[0]);
-  if (v.size() != n) return std::nullopt;
-  return v;
 }
 
 // A call of aten.convolution (no bias).
@@ -1134,7 +1164,8 @@ constexpr Decomposition kBackwardDecompositions[] = {
     {"aten._adaptive_avg_pool2d_backward.default", AdaptiveAvgPool2dBackward},
     {"aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
      FlashAttentionBackward},
-    {"aten.avg_pool2d_backward.default", AvgPool2dBackward},
+    {"aten.avg_pool2d_backward.default", AvgPoolBackwardOf<2>},
+    {"aten.avg_pool3d_backward.default", AvgPoolBackwardOf<3>},
     {"aten.col2im.default", Col2Im},
     {"aten.convolution_backward.default", ConvolutionBackward},
     {"aten.embedding_dense_backward.default", EmbeddingDenseBackward},

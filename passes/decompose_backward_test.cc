@@ -6,9 +6,11 @@
 #include "passes/decompose_backward.h"
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/types/span.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "passes/decompose.h"
@@ -166,15 +168,37 @@ TEST(DecomposeDifferentialTest, MaxPool2dWithIndicesBackward) {
   }
 }
 
+// An avg_pool{nsp}d and its backward: the forward's arguments after x, the
+// backward's after the gradient and x, and x's sizes.
+struct AvgPoolCase {
+  const char* forward;
+  const char* backward;
+  const char* input;
+};
+
+// avg_pool{nsp}d_backward of sin(avg_pool{nsp}d(x)) for each case and dtype,
+// before and after decompose.
+void ExpectAvgPoolBackwardsSame(int nsp, absl::Span<const AvgPoolCase> cases,
+                                std::vector<const char*> dtypes) {
+  const std::string op = absl::StrCat("avg_pool", nsp, "d");
+  for (const char* dtype : dtypes) {
+    for (const AvgPoolCase& k : cases) {
+      ExpectSameResults(
+          absl::StrCat("def forward(self, x: \"", dtype, k.input,
+                       "\"):\n    ap = torch.ops.aten.", op, ".default(x, ",
+                       k.forward, ")\n    g = torch.ops.aten.sin.default(ap)\n",
+                       "    bw = torch.ops.aten.", op,
+                       "_backward.default(g, x, ", k.backward,
+                       ")\n    return (bw,)\n"),
+          absl::StrCat(op, "_backward"));
+    }
+  }
+}
+
 // kernel, stride ([] = the kernel), padding, ceil_mode, count_include_pad,
 // divisor_override.
 TEST(DecomposeDifferentialTest, AvgPool2dBackward) {
-  struct Case {
-    const char* forward;   // avg_pool2d's arguments after x
-    const char* backward;  // avg_pool2d_backward's after grad and x
-    const char* input;
-  };
-  const Case cases[] = {
+  const AvgPoolCase cases[] = {
       {"[3, 3], [1, 1], [1, 1]", "[3, 3], [1, 1], [1, 1], False, True, None",
        "[2, 3, 7, 8]"},
       {"[3, 3], [2, 2], [1, 1], False, False",
@@ -191,20 +215,23 @@ TEST(DecomposeDifferentialTest, AvgPool2dBackward) {
       {"[2, 3], [2, 1], [1, 1], True, True, 5",
        "[2, 3], [2, 1], [1, 1], True, True, 5", "[3, 7, 6]"},
   };
-  for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
-    for (const Case& k : cases) {
-      ExpectSameResults(
-          absl::StrCat("def forward(self, x: \"", dtype, k.input,
-                       "\"):\n    ap = torch.ops.aten.avg_pool2d.default(x, ",
-                       k.forward, R"IR()
-    g = torch.ops.aten.sin.default(ap)
-    bw = torch.ops.aten.avg_pool2d_backward.default(g, x, )IR",
-                       k.backward, R"IR()
-    return (bw,)
-)IR"),
-          "avg_pool2d_backward");
-    }
-  }
+  ExpectAvgPoolBackwardsSame(2, cases, {"f32", "f64", "f16", "bf16"});
+}
+
+// The same over three spatial dims: each axis its own kernel, stride and
+// padding; ceil_mode windows past the input; an unbatched input.
+TEST(DecomposeDifferentialTest, AvgPool3dBackward) {
+  const AvgPoolCase cases[] = {
+      {"[3, 3, 3], [1, 1, 1], [1, 1, 1]",
+       "[3, 3, 3], [1, 1, 1], [1, 1, 1], False, True, None", "[2, 2, 5, 4, 6]"},
+      {"[3, 2, 2], [2, 1, 2], [1, 0, 1], True, False",
+       "[3, 2, 2], [2, 1, 2], [1, 0, 1], True, False, None", "[2, 3, 6, 5, 5]"},
+      {"[2, 2, 2]", "[2, 2, 2], [], [0, 0, 0], False, True, None",
+       "[1, 2, 4, 6, 4]"},
+      {"[2, 3, 2], [2, 2, 1], [1, 1, 0], True, True, 3",
+       "[2, 3, 2], [2, 2, 1], [1, 1, 0], True, True, 3", "[3, 5, 6, 4]"},
+  };
+  ExpectAvgPoolBackwardsSame(3, cases, {"f32", "f64", "bf16"});
 }
 
 // Batched and not; padding, dilation and stride differing per axis, stride

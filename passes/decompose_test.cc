@@ -50,6 +50,7 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
           "aten.addcmul.default",
           "aten.addcmul_.default",
           "aten.avg_pool2d_backward.default",
+          "aten.avg_pool3d_backward.default",
           "aten.binary_cross_entropy.default",
           "aten.binary_cross_entropy_backward.default",
           "aten.celu.default",

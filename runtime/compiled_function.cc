@@ -273,10 +273,11 @@ absl::StatusOr<const CompiledFunction::Entry*> CompiledFunction::Admit(
                              "failed: ",
                              reason, "), and no compile callback"));
     }
-    if (compiles_ >= options_.max_compiles) {
+    if (compiles_.load(std::memory_order_relaxed) >= options_.max_compiles) {
       std::string why = absl::StrCat(
-          "would need compile ", compiles_ + 1, ", past the limit of ",
-          options_.max_compiles, " (guard failed: ", reason, ")");
+          "would need compile ", compiles_.load(std::memory_order_relaxed) + 1,
+          ", past the limit of ", options_.max_compiles,
+          " (guard failed: ", reason, ")");
       if (!options_.fallback) return absl::ResourceExhaustedError(why);
       if (warnings_.empty()) {
         warnings_.push_back(absl::StrCat(
@@ -303,8 +304,9 @@ absl::StatusOr<const CompiledFunction::Entry*> CompiledFunction::Admit(
                 : "other kinds or ranks",
             ")"));
       }
-      ++compiles_;
-      if (!variants_.empty()) recompiles_.push_back({compiles_, reason});
+      const int made_now =
+          compiles_.fetch_add(1, std::memory_order_release) + 1;
+      if (!variants_.empty()) recompiles_.push_back({made_now, reason});
       variants_.push_back(std::move(made));
       chosen = &variants_.back();
     }
@@ -374,8 +376,7 @@ absl::Status CompiledFunction::CheckNoAliasing(const Variant& variant,
 }
 
 int CompiledFunction::compiles() const {
-  std::shared_lock lock(mu_);
-  return compiles_;
+  return compiles_.load(std::memory_order_acquire);
 }
 
 std::vector<Recompile> CompiledFunction::recompiles() const {

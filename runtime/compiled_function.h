@@ -211,7 +211,8 @@ class CompiledFunction {
   mutable std::shared_mutex mu_;
   std::deque<Variant> variants_;
   absl::flat_hash_map<Key, std::unique_ptr<Entry>, KeyHash, KeyEq> entries_;
-  int compiles_ = 0;
+  // Written under mu_, read without it (a caller's per-call check).
+  std::atomic<int> compiles_{0};
   std::vector<Recompile> recompiles_;
   std::vector<std::string> warnings_;
   std::atomic<int64_t> fallback_calls_{0};

@@ -481,8 +481,7 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(
       std::vector<PendingFile> all,
       RunCompiled(o, compiler, *written, *composites, sets, &report, &stats));
-  std::vector<const CompiledGraph*> compiles;
-  for (const auto& c : compiler.compiled()) compiles.push_back(c.get());
+  std::vector<const CompiledGraph*> compiles = compiler.compiled();
   RETURN_IF_ERROR(WriteTrace(o.trace, parsed, compiles));
   for (const std::string& line : report) std::printf("%s\n", line.c_str());
 

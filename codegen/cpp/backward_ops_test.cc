@@ -132,6 +132,17 @@ def forward(self, x: "f32[2, 3, 9, 8][216, 72, 8, 1]cpu"):
                                 "avg_pool2d_backward");
 }
 
+TEST(CpuFunctionTest, AvgPool3dBackward) {
+  ExpectCompiledBackwardMatches(R"IR(
+def forward(self, x: "f32[2, 3, 5, 6, 4][360, 120, 24, 4, 1]cpu"):
+    ap = torch.ops.aten.avg_pool3d.default(x, [3, 2, 2], [2, 2, 1], [1, 1, 0], True, False)
+    g = torch.ops.aten.cos.default(ap)
+    bw = torch.ops.aten.avg_pool3d_backward.default(g, x, [3, 2, 2], [2, 2, 1], [1, 1, 0], True, False, None)
+    return (bw,)
+)IR",
+                                "avg_pool3d_backward");
+}
+
 TEST(CpuFunctionTest, Col2Im) {
   ExpectCompiledBackwardMatches(R"IR(
 def forward(self, x: "f32[2, 18, 12][216, 12, 1]cpu"):

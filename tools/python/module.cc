@@ -290,7 +290,7 @@ PyObject* Dumps(PyObject* self, PyObject*) {
   Held& held = HeldOf(self);
   PyObject* out = PyList_New(0);
   if (out == nullptr || held.compiler == nullptr) return out;
-  for (const std::unique_ptr<CompiledGraph>& c : held.compiler->compiled()) {
+  for (const CompiledGraph* c : held.compiler->compiled()) {
     std::vector<std::pair<std::string, std::string>> files = c->dumps;
     std::string steps;
     for (const StepTime& s : c->steps) {

@@ -607,6 +607,12 @@ def _(x):
             F.pad(x, (1, 2, 1, 2), mode="reflect"), F.pad(x, (1, 1, 2, 2), mode="replicate"), F.pad(x, (1, 1)))
 
 
+@program("train_pools_3d_and_1d", modes=TRAIN)(lambda: [rnd(2, 3, 5, 6, 4), rnd(2, 3, 9)])
+def _(x, y):
+    return (F.avg_pool3d(x, 2), F.avg_pool3d(x, (3, 2, 2), (2, 2, 1), (1, 1, 0), ceil_mode=True, count_include_pad=False),
+            F.avg_pool3d(x, 3, 1, 1, divisor_override=5), F.avg_pool1d(y, 3, 2, 1))
+
+
 @program("train_cross_entropy_2d", modes=TRAIN)(lambda: [rnd(2, 3, 4, 4), torch.tensor([[[0, 1, 2, 1]] * 4, [[2, 2, 0, 1]] * 4])])
 def _(x, t):
     return (F.cross_entropy(x, t),)

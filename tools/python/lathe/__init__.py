@@ -209,7 +209,10 @@ def _range_lines(text):
     shape_env = None if context is None or context.fake_mode is None else context.fake_mode.shape_env
     if shape_env is None:
         return ""
-    words = set(re.findall(r"\b[su]\d+\b", text))
+    # Backed symbols of the inputs' annotations only: an unbacked one (u0)
+    # is numbered by each tracer in its own order.
+    signature = text.split("def forward(", 1)[-1].split("):", 1)[0]
+    words = set(re.findall(r"\bs\d+\b", signature))
     lines = []
     for symbol, r in shape_env.var_to_range.items():
         if str(symbol) in words:
