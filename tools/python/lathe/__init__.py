@@ -185,15 +185,12 @@ def _source_lines(gm):
 
 def _range_directive(symbol, lower, upper):
     """``# lathe: range`` for an integer symbol's value range, or "" when
-    either end is unbounded or not an integer."""
-    def integer(v):
-        return isinstance(v, int) or getattr(v, "is_integer", False) is True
-
-    if not (integer(lower) and integer(upper)):
-        return ""
+    either end is unbounded (PyTorch's int_oo has no int) or fractional."""
     try:
         lo, hi = int(lower), int(upper)
-    except (AttributeError, TypeError, ValueError, OverflowError):  # int_oo
+    except (AttributeError, TypeError, ValueError, OverflowError):
+        return ""
+    if lo != lower or hi != upper:
         return ""
     return f"# lathe: range {symbol} {lo} {hi}\n"
 
@@ -238,16 +235,21 @@ def _wrapper_is_identity(graph_args, example_inputs):
     if any(isinstance(t, torch.Tensor) and type(t) not in (torch.Tensor, torch.nn.Parameter)
            for t in example_inputs):
         return False
-    return (meta.num_mutated_inp_runtime_indices == 0
-            and not meta.mutated_graph_handled_indices_seen_by_autograd
-            and meta.num_outputs_aliased == 0
-            and meta.num_unsafe_view_outputs == 0
-            and meta.num_intermediate_bases == 0
-            and not meta.dynamic_outputs
-            and meta.grad_enabled_mutation is None
-            and not meta.tokens
-            and not meta.is_rng_op_functionalized
-            and not torch._C._is_any_autocast_enabled())
+    try:
+        plain = (meta.num_mutated_inp_runtime_indices == 0
+                 and not meta.mutated_graph_handled_indices_seen_by_autograd
+                 and meta.num_outputs_aliased == 0
+                 and meta.num_unsafe_view_outputs == 0
+                 and meta.num_intermediate_bases == 0
+                 and not meta.dynamic_outputs
+                 and meta.grad_enabled_mutation is None
+                 and not meta.tokens
+                 and not meta.is_rng_op_functionalized)
+    except AttributeError:
+        # AOTAutograd's metadata is private: a PyTorch whose fields differ
+        # keeps its wrappers rather than risk skipping one that matters.
+        return False
+    return plain and not torch._C._is_any_autocast_enabled()
 
 
 def backend(gm, example_inputs, options=None, **_):

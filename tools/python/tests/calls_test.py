@@ -235,6 +235,76 @@ class CallsTest(unittest.TestCase):
                 self.assertIn("lathe_call_user", fh.read())
             self.assertTrue(os.listdir(os.path.join(d, "cache")))
 
+    def test_range_directives_only_for_finite_integer_ends(self):
+        import sympy
+        from torch.utils._sympy.numbers import int_oo
+
+        self.assertEqual(lathe._range_directive("s0", 2, 15), "# lathe: range s0 2 15\n")
+        self.assertEqual(lathe._range_directive("s1", sympy.Integer(0), sympy.Integer(7)),
+                         "# lathe: range s1 0 7\n")
+        self.assertEqual(lathe._range_directive("s2", 2, int_oo), "")
+        self.assertEqual(lathe._range_directive("s3", -int_oo, 4), "")
+        self.assertEqual(lathe._range_directive("s4", 2, 2.5), "")
+
+    def test_range_lines_name_the_signatures_backed_symbols_only(self):
+        from torch._dynamo.source import ConstantSource
+        from torch._guards import TracingContext, tracing
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+        from torch.utils._sympy.value_ranges import ValueRanges
+
+        self.assertEqual(lathe._range_lines("def forward(self, x):\n"), "")  # no context
+        env = ShapeEnv()
+        bounded, unbounded, body_only = (
+            env.create_symbol(size, ConstantSource(name))  # distinct: no duck sizing
+            for name, size in (("a", 8), ("b", 9), ("c", 10)))
+        env.var_to_range[bounded] = ValueRanges(2, 15)
+        env.var_to_range[body_only] = ValueRanges(2, 9)
+        text = (f'def forward(self, x: "f32[{bounded}, {unbounded}][{unbounded}, 1]cpu"):\n'
+                f'    view: "f32[{body_only}][1]cpu" = torch.ops.aten.view.default(x, [-1])\n')
+        with tracing(TracingContext(FakeTensorMode(shape_env=env))):
+            self.assertEqual(lathe._range_lines(text), f"# lathe: range {bounded} 2 15\n")
+
+    def test_aots_wrappers_are_kept_when_their_metadata_is_not_understood(self):
+        from types import SimpleNamespace
+
+        from torch._guards import TracingContext, tracing
+
+        plain = dict(num_mutated_inp_runtime_indices=0,
+                     mutated_graph_handled_indices_seen_by_autograd=[],
+                     num_outputs_aliased=0, num_unsafe_view_outputs=0,
+                     num_intermediate_bases=0, dynamic_outputs=False,
+                     grad_enabled_mutation=None, tokens={},
+                     is_rng_op_functionalized=False)
+        x = torch.randn(2)
+        for meta, want in ((plain, True),
+                           ({**plain, "num_outputs_aliased": 1}, False),
+                           ({k: v for k, v in plain.items() if k != "tokens"}, False)):
+            context = TracingContext(None)
+            context.fw_metadata = SimpleNamespace(**meta)
+            with tracing(context):
+                self.assertEqual(lathe._wrapper_is_identity([x], [x]), want, meta)
+        self.assertFalse(lathe._wrapper_is_identity([x], [x]))  # no context
+
+    def test_dumps_while_another_thread_compiles(self):
+        # A call compiles with the GIL released; dumps() reads the compiles
+        # made so far meanwhile (a snapshot taken under the compiler's lock).
+        import threading
+
+        dump_dir = tempfile.mkdtemp()
+        for _ in range(8):
+            fn = lathe.compile_graph(DYNAMIC_NEG, "neg", options={"dump_dir": dump_dir})
+            x = torch.randn(5)
+            worker = threading.Thread(target=lambda: fn(x))
+            worker.start()
+            seen = []
+            while worker.is_alive():
+                seen.append(len(fn.dumps()))
+            worker.join()
+            self.assertTrue(all(n in (0, 1) for n in seen), seen)
+            self.assertEqual(len(fn.dumps()), 1)
+            self.assertEqual(fn.compiles, 1)
+
     def test_bad_options_are_one_line_errors(self):
         for options, message in (
             ({"backend": "tpu"}, "option backend is 'tpu'; expected one of ['cpu', 'cuda', 'interp']"),
