@@ -9,7 +9,9 @@
 //     results, in the input's dtype;
 //   - nll_loss_backward and the pointwise losses' backwards (mse,
 //     smooth_l1, huber, binary_cross_entropy): contiguous results;
-//   - the CPU flash attention's backward: gradients laid out (B, T, H, E).
+//   - the CPU flash attention's backward: gradients laid out (B, T, H, E);
+//   - _embedding_bag_backward (dense; sum, mean, max) and
+//     _embedding_bag_per_sample_weights_backward: contiguous results.
 // Each computes in double and rounds once to the result's dtype.
 
 #include <algorithm>
@@ -710,6 +712,221 @@ absl::StatusOr<Value> FlashAttentionBackward(const OpCall& c, bool running) {
   return Value::List(std::move(outs));
 }
 
+// An index tensor's check (int64 or int32, one dim), with `name` in the
+// message.
+absl::Status Need1dIndices(const OpCall& c, const Value& v,
+                           absl::string_view name) {
+  DType d = DTypeOf(v);
+  if ((d != DType::kInt64 && d != DType::kInt32) || RankOf(v) != 1) {
+    return c.Error(absl::StrCat("expected ", name,
+                                " to be a 1-d int64 or int32 tensor, got ",
+                                ScalarTypeName(d), ShapeString(SizesOf(v))));
+  }
+  return absl::OkStatus();
+}
+
+// The bag of each of the n indices: offset2bag where the forward made it,
+// else (its fast sum path leaves it empty) PyTorch's make_offset2bag: the
+// number of offsets[1:] at or before the index. A bag past the gradient's
+// `bags` rows (an index after the last offset, with include_last_offset)
+// is an error, where PyTorch's kernel reads past grad.
+absl::StatusOr<std::vector<int64_t>> BagsOfIndices(const OpCall& c,
+                                                   const Tensor& offset2bag,
+                                                   const Tensor& offsets,
+                                                   int64_t n, int64_t bags) {
+  std::vector<int64_t> bag;
+  if (n == 0 || offset2bag.numel() != 0) {
+    bag = IntElements(offset2bag);
+    if (static_cast<int64_t>(bag.size()) != n) {
+      return c.Error(absl::StrCat("expected offset2bag to have ", n,
+                                  " elements (one per index), got ",
+                                  bag.size()));
+    }
+  } else {
+    std::vector<int64_t> off = IntElements(offsets);
+    std::vector<int64_t> marks(n + 1, 0);
+    for (size_t b = 1; b < off.size(); ++b) {
+      if (off[b] < 0 || off[b] > n) {
+        return c.Error(absl::StrCat("offsets[", b, "] is ", off[b],
+                                    ", outside [0, ", n, "]"));
+      }
+      ++marks[off[b]];
+    }
+    bag.resize(n);
+    for (int64_t i = 0, acc = 0; i < n; ++i) bag[i] = acc += marks[i];
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (bag[i] < 0 || bag[i] >= bags) {
+      return c.Error(absl::StrCat("index ", i, " is in bag ", bag[i],
+                                  ", but the gradient has ", bags, " bags"));
+    }
+  }
+  return bag;
+}
+
+// _embedding_bag_backward (the dense gradient; sparse=True is refused):
+// each index's weight row receives its bag's gradient row, divided by the
+// bag's size for mean and by the index's count with scale_grad_by_freq,
+// times its per_sample_weight, except padding_idx's; for max, each bag's
+// gradient goes to the row that held the maximum (max_indices), empty bags
+// (bag_size 0) to none.
+absl::StatusOr<Value> EmbeddingBagBackward(const OpCall& c, bool running) {
+  const Value& grad = c.arg("grad");
+  const Value& indices = c.arg("indices");
+  const Value& offsets = c.arg("offsets");
+  const Value& psw = c.arg("per_sample_weights");
+  const Value& nw = c.arg("num_weights");
+  ASSIGN_OR_RETURN(bool scale, c.arg("scale_grad_by_freq").AsBool());
+  ASSIGN_OR_RETURN(int64_t mode, c.arg("mode").AsInt());
+  ASSIGN_OR_RETURN(bool sparse, c.arg("sparse").AsBool());
+  ASSIGN_OR_RETURN(int64_t padding_idx, c.arg("padding_idx").AsInt());
+  if (sparse) {
+    return c.Error(
+        "sparse=True makes a sparse gradient; lathe has no sparse tensors");
+  }
+  if (mode < 0 || mode > 2) return c.Error("`mode` must be sum, mean, or max");
+  if (!psw.is_none() && mode != 0) {
+    return c.Error(
+        "embedding_bag_backward: per_sample_weights only supported for "
+        "mode='sum'");
+  }
+  if (!IsFloatingPoint(DTypeOf(grad)) || RankOf(grad) != 2) {
+    return c.Error(absl::StrCat("expected a 2-d floating-point grad, got ",
+                                ScalarTypeName(DTypeOf(grad)),
+                                ShapeString(SizesOf(grad))));
+  }
+  RETURN_IF_ERROR(Need1dIndices(c, indices, "indices"));
+  RETURN_IF_ERROR(Need1dIndices(c, offsets, "offsets"));
+  if (!nw.is_number()) return c.Error("num_weights must be an int");
+  ASSIGN_OR_RETURN(Value out,
+                   ResultOrEmpty(c, running, DTypeOf(grad), DeviceOf(grad),
+                                 {nw.number, SizesOf(grad)[1]}));
+  if (!running) return out;
+  const int64_t bags = grad.tensor.sizes()[0], dim = grad.tensor.sizes()[1];
+  const int64_t rows = out.tensor.sizes()[0];
+  std::vector<double> g = RowMajorValues(grad.tensor);
+  std::vector<int64_t> bag_size = IntElements(c.arg("bag_size").tensor);
+  if (static_cast<int64_t>(bag_size.size()) != bags) {
+    return c.Error(absl::StrCat("expected bag_size to have ", bags,
+                                " elements (one per bag), got ",
+                                bag_size.size()));
+  }
+  std::vector<double> gw(rows * dim, 0.0);
+  auto row = [&](int64_t i) -> absl::Status {
+    if (i < 0 || i >= rows) {
+      return c.Error(absl::StrCat("index ", i, " is out of bounds for ",
+                                  "num_weights ", rows));
+    }
+    return absl::OkStatus();
+  };
+  if (mode == 2) {
+    const Tensor& mi = c.arg("maximum_indices").tensor;
+    if (mi.dim() != 2 || mi.sizes()[0] != bags || mi.sizes()[1] != dim) {
+      return c.Error(absl::StrCat(
+          "expected maximum_indices of size [", bags, ", ", dim, "], got ",
+          ShapeString(SizesOf(c.arg("maximum_indices")))));
+    }
+    std::vector<int64_t> m = IntElements(mi);
+    for (int64_t b = 0; b < bags; ++b) {
+      if (bag_size[b] == 0) continue;
+      for (int64_t d = 0; d < dim; ++d) {
+        int64_t i = m[b * dim + d];
+        RETURN_IF_ERROR(row(i));
+        gw[i * dim + d] += g[b * dim + d];
+      }
+    }
+    WriteRowMajor(out.tensor, gw);
+    return out;
+  }
+  std::vector<int64_t> ix = IntElements(indices.tensor);
+  const int64_t n = static_cast<int64_t>(ix.size());
+  ASSIGN_OR_RETURN(
+      std::vector<int64_t> bag,
+      BagsOfIndices(c, c.arg("offset2bag").tensor, offsets.tensor, n, bags));
+  std::vector<double> pw =
+      psw.is_none() ? std::vector<double>(n, 1.0) : RowMajorValues(psw.tensor);
+  if (static_cast<int64_t>(pw.size()) != n) {
+    return c.Error(absl::StrCat("expected per_sample_weights to have ", n,
+                                " elements, got ", pw.size()));
+  }
+  std::vector<int64_t> counts(rows, 0);
+  for (int64_t i : ix) {
+    RETURN_IF_ERROR(row(i));
+    ++counts[i];
+  }
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t i = ix[k], b = bag[k];
+    if (i == padding_idx) continue;
+    double f = pw[k];
+    if (mode == 1) f /= static_cast<double>(bag_size[b]);
+    if (scale) f /= static_cast<double>(counts[i]);
+    for (int64_t d = 0; d < dim; ++d) gw[i * dim + d] += g[b * dim + d] * f;
+  }
+  WriteRowMajor(out.tensor, gw);
+  return out;
+}
+
+// _embedding_bag_per_sample_weights_backward (sum mode): each index's
+// gradient is the dot product of its bag's gradient row and its weight row
+// (0 for padding_idx).
+absl::StatusOr<Value> EmbeddingBagPerSampleWeightsBackward(const OpCall& c,
+                                                           bool running) {
+  const Value& grad = c.arg("grad");
+  const Value& weight = c.arg("weight");
+  const Value& indices = c.arg("indices");
+  const Value& offsets = c.arg("offsets");
+  ASSIGN_OR_RETURN(int64_t mode, c.arg("mode").AsInt());
+  ASSIGN_OR_RETURN(int64_t padding_idx, c.arg("padding_idx").AsInt());
+  if (mode != 0) {
+    return c.Error(
+        "embedding_bag_backward: per_sample_weights only supported for "
+        "mode='sum'");
+  }
+  if (!IsFloatingPoint(DTypeOf(grad)) || RankOf(grad) != 2 ||
+      RankOf(weight) != 2) {
+    return c.Error(absl::StrCat(
+        "expected a 2-d floating-point grad and a 2-d weight, got ",
+        ScalarTypeName(DTypeOf(grad)), ShapeString(SizesOf(grad)), " and ",
+        ShapeString(SizesOf(weight))));
+  }
+  RETURN_IF_ERROR(Need1dIndices(c, indices, "indices"));
+  RETURN_IF_ERROR(Need1dIndices(c, offsets, "offsets"));
+  ASSIGN_OR_RETURN(
+      bool same, Decide(c, symbolic::Eq(SizesOf(weight)[1], SizesOf(grad)[1])));
+  if (!same) {
+    return c.Error(
+        absl::StrCat("expected weight's rows (", ShapeString(SizesOf(weight)),
+                     ") as long as grad's (", ShapeString(SizesOf(grad)), ")"));
+  }
+  ASSIGN_OR_RETURN(Value out,
+                   ResultOrEmpty(c, running, DTypeOf(grad), DeviceOf(grad),
+                                 {SizesOf(indices)[0]}));
+  if (!running) return out;
+  const int64_t bags = grad.tensor.sizes()[0], dim = grad.tensor.sizes()[1];
+  const int64_t rows = weight.tensor.sizes()[0];
+  std::vector<double> g = RowMajorValues(grad.tensor);
+  std::vector<double> w = RowMajorValues(weight.tensor);
+  std::vector<int64_t> ix = IntElements(indices.tensor);
+  const int64_t n = static_cast<int64_t>(ix.size());
+  ASSIGN_OR_RETURN(
+      std::vector<int64_t> bag,
+      BagsOfIndices(c, c.arg("offset2bag").tensor, offsets.tensor, n, bags));
+  std::vector<double> y(n, 0.0);
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t i = ix[k];
+    if (i < 0 || i >= rows) {
+      return c.Error(absl::StrCat("index ", i, " is out of bounds for a ",
+                                  "weight of ", rows, " rows"));
+    }
+    if (i == padding_idx) continue;
+    for (int64_t d = 0; d < dim; ++d) {
+      y[k] += g[bag[k] * dim + d] * w[i * dim + d];
+    }
+  }
+  WriteRowMajor(out.tensor, y);
+  return out;
+}
+
 }  // namespace
 
 absl::Status RegisterBackwardOps(OpRegistry& r) {
@@ -748,6 +965,23 @@ absl::Status RegisterBackwardOps(OpRegistry& r) {
           return NllLossBackward(c, true, spatial);
         }));
   }
+  RETURN_IF_ERROR(r.Add(
+      "_embedding_bag_backward(Tensor grad, Tensor indices, Tensor offsets, "
+      "Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt "
+      "num_weights, bool scale_grad_by_freq, int mode, bool sparse, Tensor? "
+      "per_sample_weights, int padding_idx=-1) -> Tensor",
+      [](const OpCall& c) { return EmbeddingBagBackward(c, false); },
+      [](const OpCall& c) { return EmbeddingBagBackward(c, true); }));
+  RETURN_IF_ERROR(r.Add(
+      "_embedding_bag_per_sample_weights_backward(Tensor grad, Tensor weight, "
+      "Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int "
+      "padding_idx=-1) -> Tensor",
+      [](const OpCall& c) {
+        return EmbeddingBagPerSampleWeightsBackward(c, false);
+      },
+      [](const OpCall& c) {
+        return EmbeddingBagPerSampleWeightsBackward(c, true);
+      }));
   return absl::OkStatus();
 }
 

@@ -220,5 +220,91 @@ TEST(BackwardOpsTest, FlashAttentionBackwardErrors) {
       HasSubstr("to agree in batch, heads and head size"));
 }
 
+// _embedding_bag_backward over 5 rows of 2: indices [1, 2, 1, 4, 3] in
+// bags [0, 3) and [3, 5), the bags' gradients [1, 2] and [10, 20].
+TEST(BackwardOpsTest, EmbeddingBagBackwardByHand) {
+  const std::string op = "aten._embedding_bag_backward.default";
+  Tensor g = T({2, 2}, {1, 2, 10, 20});
+  Tensor ix = T({5}, {1, 2, 1, 4, 3}, DType::kInt64);
+  Tensor off = T({2}, {0, 3}, DType::kInt64);
+  Tensor none = T({0}, {}, DType::kInt64);  // the fast sum path's offset2bag
+  Tensor o2b = T({5}, {0, 0, 0, 1, 1}, DType::kInt64);
+  Tensor zeros = T({2}, {0, 0}, DType::kInt64);
+  auto run = [&](const Tensor& grad, const Tensor& offsets, const Tensor& bags,
+                 const Tensor& bag_size, const Tensor& max_indices, bool freq,
+                 int64_t mode, Value psw, int64_t padding_idx) {
+    return std::vector<Value>{
+        V(grad), V(ix),   V(offsets), V(bags),  V(bag_size),    V(max_indices),
+        I(5),    B(freq), I(mode),    B(false), std::move(psw), I(padding_idx)};
+  };
+  // sum, offset2bag rebuilt from the offsets (with include_last_offset's
+  // final offset too).
+  for (const Tensor& offsets : {off, T({3}, {0, 3, 5}, DType::kInt64)}) {
+    EXPECT_THAT(Elements(RunT(op, run(g, offsets, none, zeros, zeros, false, 0,
+                                      Value::None(), -1))),
+                ElementsAre(0, 0, 2, 4, 1, 2, 10, 20, 10, 20));
+  }
+  // mean: each bag's gradient divided by its size.
+  std::vector<double> mean =
+      Elements(RunT(op, run(g, off, o2b, T({2}, {3, 2}, DType::kInt64), zeros,
+                            false, 1, Value::None(), -1)));
+  std::vector<double> want = {0,       0, 2.0 / 3, 4.0 / 3, 1.0 / 3,
+                              2.0 / 3, 5, 10,      5,       10};
+  ASSERT_EQ(mean.size(), want.size());
+  for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR(mean[k], want[k], 1e-6);
+  // sum with per_sample_weights, scale_grad_by_freq (row 1 is used twice)
+  // and padding_idx 2.
+  EXPECT_THAT(Elements(RunT(op, run(g, off, o2b, zeros, zeros, true, 0,
+                                    V(T({5}, {1, 2, 3, 4, 5})), 2))),
+              ElementsAre(0, 0, 2, 4, 0, 0, 50, 100, 40, 80));
+  // max: each bag's gradient to the rows that held its maxima; the empty
+  // middle bag gives nothing (its max_indices are 0).
+  Tensor g3 = T({3, 2}, {1, 2, 100, 200, 10, 20});
+  EXPECT_THAT(
+      Elements(RunT(op, run(g3, T({3}, {0, 3, 3}, DType::kInt64), o2b,
+                            T({3}, {3, 0, 2}, DType::kInt64),
+                            T({3, 2}, {1, 2, 0, 0, 4, 3}, DType::kInt64), false,
+                            2, Value::None(), -1))),
+      ElementsAre(0, 0, 1, 0, 0, 2, 0, 20, 10, 0));
+  // Errors: a sparse gradient, an index past the gradient's bags (PyTorch
+  // reads past grad), an index past num_weights, per_sample_weights
+  // outside sum mode.
+  std::vector<Value> args =
+      run(g, off, none, zeros, zeros, false, 0, Value::None(), -1);
+  args[9] = B(true);
+  EXPECT_THAT(RunError(op, args), HasSubstr("lathe has no sparse tensors"));
+  EXPECT_THAT(RunError(op, run(g, T({3}, {0, 3, 4}, DType::kInt64), none, zeros,
+                               zeros, false, 0, Value::None(), -1)),
+              HasSubstr("index 4 is in bag 2, but the gradient has 2 bags"));
+  args = run(g, off, o2b, zeros, zeros, false, 0, Value::None(), -1);
+  args[6] = I(4);
+  EXPECT_THAT(RunError(op, args),
+              HasSubstr("index 4 is out of bounds for num_weights 4"));
+  EXPECT_THAT(RunError(op, run(g, off, o2b, zeros, zeros, false, 1,
+                               V(T({5}, {1, 1, 1, 1, 1})), -1)),
+              HasSubstr("per_sample_weights only supported for mode='sum'"));
+}
+
+// _embedding_bag_per_sample_weights_backward: each index's gradient is its
+// bag's gradient row dotted with its weight row [i, 10 i].
+TEST(BackwardOpsTest, EmbeddingBagPerSampleWeightsBackwardByHand) {
+  const std::string op =
+      "aten._embedding_bag_per_sample_weights_backward.default";
+  Tensor g = T({2, 2}, {1, 2, 10, 20});
+  Tensor w = T({5, 2}, {0, 0, 1, 10, 2, 20, 3, 30, 4, 40});
+  Tensor ix = T({5}, {1, 2, 1, 4, 3}, DType::kInt64);
+  Tensor off = T({2}, {0, 3}, DType::kInt64);
+  Tensor none = T({0}, {}, DType::kInt64);
+  EXPECT_THAT(
+      Elements(RunT(op, {V(g), V(w), V(ix), V(off), V(none), I(0), I(-1)})),
+      ElementsAre(21, 42, 21, 840, 630));
+  EXPECT_THAT(Elements(RunT(
+                  op, {V(g), V(w), V(ix), V(off),
+                       V(T({5}, {0, 0, 0, 1, 1}, DType::kInt64)), I(0), I(2)})),
+              ElementsAre(21, 0, 21, 840, 630));
+  EXPECT_THAT(RunError(op, {V(g), V(w), V(ix), V(off), V(none), I(1), I(-1)}),
+              HasSubstr("per_sample_weights only supported for mode='sum'"));
+}
+
 }  // namespace
 }  // namespace lathe::ir

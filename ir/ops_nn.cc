@@ -43,16 +43,6 @@ using symbolic::Expr;
 // ---------------------------------------------------------------------------
 // Shared helpers.
 
-// The elements of an integer tensor in row-major order.
-std::vector<int64_t> IntElements(const Tensor& t) {
-  std::vector<int64_t> out;
-  out.reserve(t.numel());
-  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
-    out.push_back(LoadInt(t, i));
-  });
-  return out;
-}
-
 void FillInts(const Tensor& out, const std::vector<int64_t>& v) {
   size_t k = 0;
   ForEachIndex(out.sizes(),
@@ -690,19 +680,25 @@ absl::Status SameAsPoolOutput(const OpCall& c, const Value& v,
   return absl::OkStatus();
 }
 
-absl::StatusOr<Value> MaxPoolBackward(const OpCall& c) {
+// max_pool{2,3}d_with_indices_backward: each gradient added at its
+// window's argmax (a flat index into its input plane); the result in self's
+// suggested memory format, as PyTorch's CPU kernels allocate it. An index
+// outside the plane is an error (PyTorch's 3-d kernel does not check).
+absl::StatusOr<Value> MaxPoolBackward(const OpCall& c, int nsp) {
   const Value& grad = c.arg("grad_output");
   const Value& self = c.arg("self");
   const Value& indices = c.arg("indices");
-  ASSIGN_OR_RETURN(PoolGeometry g, SetupPool(c, self, 2, true));
+  ASSIGN_OR_RETURN(PoolGeometry g, SetupPool(c, self, nsp, true));
   RETURN_IF_ERROR(SameAsPoolOutput(c, grad, g.out_sizes, "grad_output"));
   RETURN_IF_ERROR(SameAsPoolOutput(c, indices, g.out_sizes, "indices"));
   if (DTypeOf(indices) != DType::kInt64) {
     return c.Error("expected indices to be an int64 tensor");
   }
+  RETURN_IF_ERROR(
+      NeedFloat(c, DTypeOf(self), absl::StrCat("max_pool", nsp, "d_backward")));
   bool running = self.tensor.defined();
-  ASSIGN_OR_RETURN(Value out,
-                   Result(c, running, DTypeOf(self), self, g.in_sizes));
+  ASSIGN_OR_RETURN(
+      Value out, SuggestedResult(c, running, DTypeOf(self), self, g.in_sizes));
   if (!running) return out;
   std::vector<double> gy = RowMajorValues(grad.tensor);
   std::vector<int64_t> ix = IntElements(indices.tensor);
@@ -2985,7 +2981,12 @@ absl::Status RegisterNnOps(OpRegistry& r) {
       "max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, "
       "int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, "
       "bool ceil_mode, Tensor indices) -> Tensor",
-      MaxPoolBackward));
+      [](const OpCall& c) { return MaxPoolBackward(c, 2); }));
+  RETURN_IF_ERROR(r.Add(
+      "max_pool3d_with_indices_backward(Tensor grad_output, Tensor self, "
+      "int[3] kernel_size, int[3] stride, int[3] padding, int[3] dilation, "
+      "bool ceil_mode, Tensor indices) -> Tensor",
+      [](const OpCall& c) { return MaxPoolBackward(c, 3); }));
   RETURN_IF_ERROR(r.Add(
       "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] "
       "padding=0, bool ceil_mode=False, bool count_include_pad=True, int? "

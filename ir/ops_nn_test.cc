@@ -34,6 +34,7 @@ namespace {
 
 using ::lathe::testing::StatusIs;
 using ::testing::AnyOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -574,6 +575,108 @@ TEST(NnOpsTest, MaxPoolBackward) {
          0.0, -3.0, -3.0, -6.0, 0.0, -6.0, 0.0,  0.0, 0.0, 0.0, 0.0},
         0.0001, true);
   }
+  // PyTorch 2.15: a channels-last input's gradient is channels-last
+  // ((72, 1, 18, 3) for [2, 3, 4, 6]); an integer input is refused.
+  Tensor cl =
+      *Tensor::EmptyStrided({2, 3, 4, 6}, {72, 1, 18, 3}, DType::kFloat32);
+  Value r =
+      RunV("aten.max_pool2d_with_indices_backward.default",
+           {V(Seq({2, 3, 2, 3}, DType::kFloat32, 5, 2, 1)), V(cl), Ints({2, 2}),
+            Ints({2, 2}), Ints({0, 0}), Ints({1, 1}), Value::Bool(false),
+            V(T({2, 3, 2, 3}, std::vector<double>(36, 0), DType::kInt64))});
+  EXPECT_THAT(r.tensor.strides(), ElementsAre(72, 1, 18, 3));
+  EXPECT_THAT(
+      RunError("aten.max_pool2d_with_indices_backward.default",
+               {V(Seq({1, 1, 1, 1}, DType::kInt64, 1, 0, 1)),
+                V(Seq({1, 1, 2, 2}, DType::kInt64, 1, 0, 1)), Ints({2, 2}),
+                Ints({2, 2}), Ints({0, 0}), Ints({1, 1}), Value::Bool(false),
+                V(T({1, 1, 1, 1}, {0}, DType::kInt64))}),
+      HasSubstr("\"max_pool2d_backward\" not implemented for 'Long'"));
+}
+
+TEST(NnOpsTest, MaxPool3dBackward) {
+  // Expected values computed by PyTorch 2.15 (torch.ops.aten) and captured:
+  // the indices are max_pool3d_with_indices' for the same input, the
+  // gradient Seq(..., 11, 5, 1); padding, dilation and ceil_mode differing
+  // per axis, then an unbatched f64 input with overlapping windows.
+  Value r = RunV(
+      "aten.max_pool3d_with_indices_backward.default",
+      {V(Seq({1, 2, 2, 2, 3}, DType::kFloat32, 11, 5, 1)),
+       V(Seq({1, 2, 3, 4, 4}, DType::kFloat32, 29, 14, 0.5)), Ints({2, 2, 2}),
+       Ints({2, 1, 2}), Ints({1, 0, 1}), Ints({1, 2, 1}), Value::Bool(true),
+       V(T({1, 2, 2, 2, 3}, {8, 2, 3, 4, 6,  7, 16, 33, 19, 20, 37, 23,
+                             0, 1, 3, 4, 14, 7, 16, 18, 43, 20, 22, 47},
+           DType::kInt64))});
+  std::vector<double> plane0(48, 0.0), plane1(48, 0.0);
+  for (auto [at, v] : std::vector<std::pair<int, double>>{{2, 2},
+                                                          {3, -2},
+                                                          {4, 5},
+                                                          {6, 1},
+                                                          {7, -3},
+                                                          {8, -5},
+                                                          {16, 4},
+                                                          {19, -4},
+                                                          {20, 3},
+                                                          {23, -5},
+                                                          {37, -1}}) {
+    plane0[at] = v;
+  }
+  for (auto [at, v] : std::vector<std::pair<int, double>>{{0, 2},
+                                                          {1, -2},
+                                                          {3, 5},
+                                                          {4, 1},
+                                                          {7, 4},
+                                                          {14, -3},
+                                                          {18, -4},
+                                                          {20, -1},
+                                                          {22, -5},
+                                                          {43, 3},
+                                                          {47, 2}}) {
+    plane1[at] = v;
+  }
+  plane0.insert(plane0.end(), plane1.begin(), plane1.end());
+  Expect(r, {1, 2, 3, 4, 4}, DType::kFloat32, plane0, 0, true);
+  r = RunV(
+      "aten.max_pool3d_with_indices_backward.default",
+      {V(Seq({2, 2, 2, 2}, DType::kFloat64, 1, -1, 1)),
+       V(Seq({2, 3, 3, 3}, DType::kFloat64, 13, 6, 1)), Ints({2, 2, 2}),
+       Ints({1, 1, 1}), Ints({0, 0, 0}), Ints({1, 1, 1}), Value::Bool(false),
+       V(T({2, 2, 2, 2},
+           {9, 11, 7, 7, 9, 11, 24, 22, 10, 10, 6, 8, 10, 10, 21, 23},
+           DType::kInt64))});
+  std::vector<double> want(54, 0.0);
+  for (int at : {7, 9, 11}) want[at] = 2;
+  for (int at : {22, 24, 33, 35, 48, 50}) want[at] = 1;
+  want[37] = 4;
+  Expect(r, {2, 3, 3, 3}, DType::kFloat64, want, 0, true);
+  // A channels-last input gives a channels-last gradient, as PyTorch's
+  // kernel allocates it (strides (360, 1, 90, 18, 3) for [2, 3, 4, 5, 6]).
+  Tensor cl = *Tensor::EmptyStrided({2, 3, 4, 5, 6}, {360, 1, 90, 18, 3},
+                                    DType::kFloat32);
+  std::vector<Value> args = {
+      V(Seq({2, 3, 2, 2, 3}, DType::kFloat32, 5, 2, 1)),
+      V(cl),
+      Ints({2, 2, 2}),
+      Ints({2, 2, 2}),
+      Ints({0, 0, 0}),
+      Ints({1, 1, 1}),
+      Value::Bool(false),
+      V(T({2, 3, 2, 2, 3}, std::vector<double>(72, 0), DType::kInt64))};
+  r = RunV("aten.max_pool3d_with_indices_backward.default", args);
+  EXPECT_THAT(r.tensor.strides(), ElementsAre(360, 1, 90, 18, 3));
+  // PyTorch's 3-d kernel writes outside the plane for an index past it;
+  // lathe refuses. Integer inputs are refused as PyTorch refuses them.
+  args[7] = V(T({2, 3, 2, 2, 3}, std::vector<double>(72, 120), DType::kInt64));
+  EXPECT_THAT(RunError("aten.max_pool3d_with_indices_backward.default", args),
+              HasSubstr("index 120 is out of bounds for an input plane of 120 "
+                        "elements"));
+  EXPECT_THAT(RunError("aten.max_pool3d_with_indices_backward.default",
+                       {V(Seq({1, 1, 1, 1, 1}, DType::kInt64, 1, 0, 1)),
+                        V(Seq({1, 1, 2, 2, 2}, DType::kInt64, 1, 0, 1)),
+                        Ints({2, 2, 2}), Ints({2, 2, 2}), Ints({0, 0, 0}),
+                        Ints({1, 1, 1}), Value::Bool(false),
+                        V(T({1, 1, 1, 1, 1}, {0}, DType::kInt64))}),
+              HasSubstr("\"max_pool3d_backward\" not implemented for 'Long'"));
 }
 
 TEST(NnOpsTest, AvgPool) {

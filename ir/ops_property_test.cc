@@ -395,9 +395,10 @@ TEST(OpsPropertyTest, NnOpsMetaFunctionsPredictKernelResults) {
           absl::StrCat("aten.max_pool", nsp, "d_with_indices.default");
       absl::StatusOr<Value> y =
           Run(max, {V(x), Ints(k), stride, Ints(pad), Ints(dil), ceil});
-      if (y.ok() && nsp == 2) {
+      if (y.ok()) {
         const Tensor& out = y->list[0].tensor;
-        TryNn("aten.max_pool2d_with_indices_backward.default",
+        TryNn(absl::StrCat("aten.max_pool", nsp,
+                           "d_with_indices_backward.default"),
               {V(RandomLayout(r, out.sizes(), x.dtype())), V(x), Ints(k),
                stride, Ints(pad), Ints(dil), ceil, y->list[1]});
       }
@@ -550,6 +551,7 @@ TEST(OpsPropertyTest, NnOpsMetaFunctionsPredictKernelResults) {
                         "max_pool2d_with_indices",
                         "max_pool3d_with_indices",
                         "max_pool2d_with_indices_backward",
+                        "max_pool3d_with_indices_backward",
                         "avg_pool2d",
                         "avg_pool3d",
                         "avg_pool2d_backward",

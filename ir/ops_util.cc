@@ -561,6 +561,15 @@ std::vector<double> RowMajorValues(const Tensor& t) {
   return out;
 }
 
+std::vector<int64_t> IntElements(const Tensor& t) {
+  std::vector<int64_t> out;
+  out.reserve(t.numel());
+  ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+    out.push_back(LoadInt(t, i));
+  });
+  return out;
+}
+
 void WriteRowMajor(const Tensor& t, const std::vector<double>& values) {
   size_t k = 0;
   ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {

@@ -185,6 +185,11 @@ std::string IndexOutOfRangeInSelf(absl::string_view index,
 std::vector<double> RowMajorValues(const Tensor& t);
 void WriteRowMajor(const Tensor& t, const std::vector<double>& values);
 
+// IntElements()
+//
+// An integer (or bool) tensor's elements in row-major order, exactly.
+std::vector<int64_t> IntElements(const Tensor& t);
+
 // CheckSpatialTarget()
 //
 // nll_loss2d's size check: a target [N, H, W] for an input [N, C, H, W];

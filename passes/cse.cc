@@ -107,6 +107,14 @@ absl::StatusOr<bool> Cse::Run(ir::Graph& graph, PassContext& ctx) {
         boundary.contains(earlier->meta().tensor.storage)) {
       continue;
     }
+    // A returned value merged into an inner one makes that one returned:
+    // a second returned value merging into it would alias the first.
+    if (n->meta().kind == ir::ValueMeta::Kind::kTensor &&
+        earlier->meta().kind == ir::ValueMeta::Kind::kTensor &&
+        returned.contains(n->meta().tensor.storage)) {
+      returned.insert(earlier->meta().tensor.storage);
+      boundary.insert(earlier->meta().tensor.storage);
+    }
     ctx.Log("cse: ", n->name(), " -> ", earlier->name());
     for (ir::Node* user : n->users()) edited.insert(user);
     graph.ReplaceAllUsesWith(n, earlier);

@@ -79,5 +79,24 @@ TEST(CseTest, KeepsFreshOutputsApart) {
                                      std::nullopt));
 }
 
+// b merges into the inner a, which the graph then returns; c, equal to
+// both, stays its own (merging it too would make outputs 1 and 2 one
+// tensor).
+TEST(CseTest, KeepsOutputsApartThatMatchOneInnerValue) {
+  EXPECT_OK(RunPassAndFileCheck<Cse>(R"IR(def forward(self, x: "f32[2]"):
+    a = torch.ops.aten.neg.default(x)
+    m = torch.ops.aten.mul.Tensor(a, 2)
+    b = torch.ops.aten.neg.default(x)
+    c = torch.ops.aten.neg.default(x)
+    return (m, b, c)
+)IR",
+                                     R"IR(
+CHECK: a: {{.*}} = torch.ops.aten.neg.default(x)
+CHECK-NOT: b: {{.*}} = torch.ops.aten.neg
+CHECK: c: {{.*}} = torch.ops.aten.neg.default(x)
+CHECK: return (m, a, c)
+)IR"));
+}
+
 }  // namespace
 }  // namespace lathe::passes

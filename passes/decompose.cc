@@ -1242,18 +1242,10 @@ absl::StatusOr<Outputs> EmbeddingBag(Rewriter& r) {
   ASSIGN_OR_RETURN(Arg offsets_len, r.Size(offsets, 0));
   ASSIGN_OR_RETURN(Arg bags, SizePlus(r, offsets_len, *last ? -1 : 0));
   ASSIGN_OR_RETURN(Arg bags1, SizePlus(r, bags, 1));
-  ASSIGN_OR_RETURN(Arg n1, SizePlus(r, n, 1));
   ASSIGN_OR_RETURN(Node * ix, r.To(indices, kLong));
   ASSIGN_OR_RETURN(Node * off, r.To(offsets, kLong));
-  // offset2bag: ones at offsets[1:B], summed up to each position.
-  ASSIGN_OR_RETURN(Node * starts,
-                   r.Call("aten.slice.Tensor", {A(off), I(0), I(1), bags}));
-  ASSIGN_OR_RETURN(Node * marks, Full(r, {n1}, I(0), kLong, device));
-  ASSIGN_OR_RETURN(Node * ones, r.Unary("aten.ones_like.default", starts));
-  ASSIGN_OR_RETURN(marks, r.Call("aten.index_add.default",
-                                 {A(marks), I(0), A(starts), A(ones)}));
-  ASSIGN_OR_RETURN(Node * bag, r.Call("aten.cumsum.default", {A(marks), I(0)}));
-  ASSIGN_OR_RETURN(bag, r.Call("aten.slice.Tensor", {A(bag), I(0), I(0), n}));
+  // offset2bag: the bag starts offsets[1:B] at or before each position.
+  ASSIGN_OR_RETURN(Node * bag, Offset2Bag(r, off, bags, n, device));
   // Which indices count: before the end of the last bag, not padding.
   ASSIGN_OR_RETURN(Node * pos, Iota(r, n, device));
   Node* valid = nullptr;
@@ -1692,6 +1684,54 @@ const Table& TheTable() {
   return *table;
 }
 
+// The graph's tensor outputs and their metas, in output order.
+std::vector<std::pair<Node*, TensorMeta>> OutputMetas(const ir::Graph& graph) {
+  std::vector<std::pair<Node*, TensorMeta>> out;
+  for (Node* v : graph.output()->Inputs()) {
+    if (v->meta().kind == ir::ValueMeta::Kind::kTensor) {
+      out.emplace_back(v, v->meta().tensor);
+    }
+  }
+  return out;
+}
+
+// Each output in `before` whose value was replaced or restrided by the
+// decompositions, and was dense and of its own storage (no view of an
+// input: a copy would cut the alias), copied back into its layout (a
+// channels-last gradient whose op became a scatter_add stays
+// channels-last), as Inductor keeps its outputs' strides.
+absl::Status KeepOutputLayouts(
+    ir::Graph& graph, PassContext& ctx,
+    const std::vector<std::pair<Node*, TensorMeta>>& before) {
+  std::vector<std::pair<Node*, TensorMeta>> after = OutputMetas(graph);
+  if (after.size() != before.size()) return absl::OkStatus();
+  auto strides = [&](const TensorMeta& m) {
+    return ir::ApplyReplacements(ir::ValueMeta::Tensor(m), ctx.env())
+        .tensor.strides;
+  };
+  Node* output = graph.output();
+  for (size_t k = 0; k < after.size(); ++k) {
+    auto& [node, meta] = after[k];
+    const TensorMeta& want = before[k].second;
+    if (strides(meta) == strides(want) ||
+        ir::EmptyLikeStrides(&ctx.env(), ir::Value::OfMeta(want)) !=
+            want.strides ||
+        IsPlaceholderStorage(graph, meta.storage)) {
+      continue;
+    }
+    Rewriter r(graph, output, ctx.env());
+    absl::StatusOr<Node*> laid = LaidOutAs(r, node, want);
+    if (!laid.ok() || strides(TM(*laid)) != strides(want)) {
+      r.Rollback();
+      continue;
+    }
+    output->ReplaceInput(node, *laid);
+    ctx.Log("decompose: output ", k, " (", node->name(),
+            ") copied back into its layout ", want.ToAnnotation());
+  }
+  return absl::OkStatus();
+}
+
 // Whether the ShapeEnv proves `a` and `b` the same sizes, with no guard:
 // forms that differ but are equal over the symbols' ranges (((s1 - 1)//32)
 // + 1 and 1 when s1 <= 32) are the same.
@@ -1723,6 +1763,7 @@ absl::StatusOr<bool> Decompose::Run(ir::Graph& graph, PassContext& ctx) {
       work.push_back(n.get());
     }
   }
+  const std::vector<std::pair<Node*, TensorMeta>> outputs = OutputMetas(graph);
   bool changed = false;
   absl::flat_hash_set<Node*> refresh;  // users of replaced values
   for (Node* n : work) {
@@ -1841,6 +1882,7 @@ absl::StatusOr<bool> Decompose::Run(ir::Graph& graph, PassContext& ctx) {
   }
   std::vector<Node*> stale(refresh.begin(), refresh.end());
   RETURN_IF_ERROR(ir::RefreshMetas(graph, ctx.env(), stale).status());
+  if (changed) RETURN_IF_ERROR(KeepOutputLayouts(graph, ctx, outputs));
   return changed;
 }
 

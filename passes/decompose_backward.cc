@@ -235,6 +235,18 @@ absl::StatusOr<Outputs> GroupNormBackward(Rewriter& r) {
   return outs;
 }
 
+// `g` (a row per index of `ix`, 1-d or 2-d) with the rows whose index is
+// padding_idx zeroed; g itself when padding_idx is negative (none).
+absl::StatusOr<Node*> ZeroPaddingRows(Rewriter& r, Node* g, Node* ix,
+                                      int64_t padding_idx) {
+  if (padding_idx < 0) return g;
+  ASSIGN_OR_RETURN(Node * keep, r.Binary("aten.ne.Scalar", ix, I(padding_idx)));
+  if (TM(g).dim() > 1) {
+    ASSIGN_OR_RETURN(keep, r.Binary("aten.unsqueeze.default", keep, I(1)));
+  }
+  return r.Call("aten.where.ScalarOther", {A(keep), A(g), F(0.0)});
+}
+
 // embedding_dense_backward (decompositions.py, with index_add for its
 // masked index_put): grad_output as [n, D] in the computation dtype, the
 // rows whose index is padding_idx zeroed (and each divided by its index's
@@ -266,13 +278,7 @@ absl::StatusOr<Outputs> EmbeddingDenseBackward(Rewriter& r) {
   ASSIGN_OR_RETURN(g, ViewAs(r, g, {count, dim}));
   ASSIGN_OR_RETURN(Node * ix, r.To(indices, kLong));
   ASSIGN_OR_RETURN(ix, ViewAs(r, ix, {count}));
-  if (*padding_idx >= 0) {
-    ASSIGN_OR_RETURN(Node * keep,
-                     r.Binary("aten.ne.Scalar", ix, I(*padding_idx)));
-    ASSIGN_OR_RETURN(keep, r.Binary("aten.unsqueeze.default", keep, I(1)));
-    ASSIGN_OR_RETURN(g,
-                     r.Call("aten.where.ScalarOther", {A(keep), A(g), F(0.0)}));
-  }
+  ASSIGN_OR_RETURN(g, ZeroPaddingRows(r, g, ix, *padding_idx));
   if (*scale) {
     ASSIGN_OR_RETURN(Node * zeros, Full(r, {num_weights}, I(0), kLong, device));
     ASSIGN_OR_RETURN(Node * ones, r.Unary("aten.ones_like.default", ix));
@@ -290,27 +296,188 @@ absl::StatusOr<Outputs> EmbeddingDenseBackward(Rewriter& r) {
   return Outputs{out};
 }
 
-// max_pool2d_with_indices_backward (decompositions.py): grad_output and
-// indices as [planes, H_out * W_out], grad scatter_add-ed (in the
-// computation dtype) along dim 1 into zeros [planes, H * W] at the flat
-// indices, viewed as self.
-absl::StatusOr<Outputs> MaxPool2dBackward(Rewriter& r) {
+// The bag of each of an embedding_bag's `n` indices: offset2bag when the
+// forward made it (its size is n), else rebuilt from all of offsets[1:]
+// (make_offset2bag; the fast sum path leaves it empty); null when the size
+// cannot be told.
+absl::StatusOr<Node*> BagOfIndices(Rewriter& r, Node* offset2bag, Node* offsets,
+                                   const Arg& n) {
+  const Expr& size = TM(offset2bag).sizes[0];
+  const Expr want =
+      n.kind == Arg::Kind::kInt ? symbolic::Int(n.i) : n.node->meta().sym;
+  if (r.env().StaticallyKnownTrue(symbolic::Eq(size, want))) {
+    return r.To(offset2bag, DType::kInt64);
+  }
+  if (!size.is_constant(0)) return nullptr;
+  ASSIGN_OR_RETURN(Node * off, r.To(offsets, DType::kInt64));
+  ASSIGN_OR_RETURN(Arg len, r.Size(offsets, 0));
+  return Offset2Bag(r, off, len, n, TM(offsets).device);
+}
+
+// _embedding_bag_backward, dense (as PyTorch's CPU kernel): sum and mean
+// gather each index's bag gradient row (index_select by offset2bag),
+// divided by its bag's size (mean) and its index's count
+// (scale_grad_by_freq), times its per_sample_weight, zeroed at padding_idx,
+// and index_add them into zeros [num_weights, D]; max scatter_adds each
+// bag's gradient to the rows max_indices names, empty bags (bag_size 0)
+// contributing zeros. In the computation dtype; index_select, index_add and
+// scatter_add check the indices as the kernels do.
+absl::StatusOr<Outputs> EmbeddingBagBackward(Rewriter& r) {
+  Node* grad = r.Tensor("grad");
+  Node* indices = r.Tensor("indices");
+  Node* offsets = r.Tensor("offsets");
+  Node* offset2bag = r.Tensor("offset2bag");
+  Node* bag_size = r.Tensor("bag_size");
+  Node* max_indices = r.Tensor("maximum_indices");
+  Node* psw = r.Tensor("per_sample_weights");
+  Arg num_weights = r.Get("num_weights");
+  std::optional<bool> scale = r.Bool("scale_grad_by_freq");
+  std::optional<int64_t> mode = r.Int("mode");
+  std::optional<bool> sparse = r.Bool("sparse");
+  std::optional<int64_t> padding_idx = r.Int("padding_idx");
+  if (!IsTensor(grad) || !IsTensor(indices) || !IsTensor(offsets) ||
+      !IsTensor(offset2bag) || !IsTensor(bag_size) || !scale.has_value() ||
+      !mode.has_value() || *mode < 0 || *mode > 2 || sparse != false ||
+      !padding_idx.has_value() || TM(grad).dim() != 2 ||
+      TM(indices).dim() != 1 || TM(offsets).dim() != 1 ||
+      TM(offset2bag).dim() != 1 || !IsFloatingPoint(TM(grad).dtype) ||
+      (psw != nullptr && *mode != 0) ||
+      (*mode == 2 && (!IsTensor(max_indices) || TM(max_indices).dim() != 2)) ||
+      (num_weights.kind != Arg::Kind::kInt &&
+       (num_weights.kind != Arg::Kind::kNode ||
+        num_weights.node->meta().kind != ir::ValueMeta::Kind::kSym))) {
+    return Outputs{};
+  }
+  const Device& device = TM(grad).device;
+  DType compute = OpMath(TM(grad).dtype);
+  constexpr DType kLong = DType::kInt64;
+  ASSIGN_OR_RETURN(Arg dim, r.Size(grad, 1));
+  ASSIGN_OR_RETURN(Node * g, r.To(grad, compute));
+  ASSIGN_OR_RETURN(Node * base,
+                   Full(r, {num_weights, dim}, I(0), compute, device));
+  Node* out;
+  if (*mode == 2) {
+    ASSIGN_OR_RETURN(Node * full, r.Binary("aten.ne.Scalar", bag_size, I(0)));
+    ASSIGN_OR_RETURN(full, r.Binary("aten.unsqueeze.default", full, I(1)));
+    ASSIGN_OR_RETURN(g,
+                     r.Call("aten.where.ScalarOther", {A(full), A(g), F(0.0)}));
+    ASSIGN_OR_RETURN(Node * at, r.To(max_indices, kLong));
+    ASSIGN_OR_RETURN(at,
+                     r.Call("aten.where.ScalarOther", {A(full), A(at), I(0)}));
+    ASSIGN_OR_RETURN(
+        out, r.Call("aten.scatter_add.default", {A(base), I(0), A(at), A(g)}));
+    ASSIGN_OR_RETURN(out, r.To(out, TM(grad).dtype));
+    return Outputs{out};
+  }
+  ASSIGN_OR_RETURN(Arg n, r.Size(indices, 0));
+  ASSIGN_OR_RETURN(Node * bag, BagOfIndices(r, offset2bag, offsets, n));
+  if (bag == nullptr) {
+    r.Rollback();
+    return Outputs{};
+  }
+  ASSIGN_OR_RETURN(Node * ix, r.To(indices, kLong));
+  ASSIGN_OR_RETURN(g,
+                   r.Call("aten.index_select.default", {A(g), I(0), A(bag)}));
+  Node* f = nullptr;  // each row's factor, [n]
+  auto times = [&](Node* x) -> absl::Status {
+    if (f == nullptr) {
+      f = x;
+      return absl::OkStatus();
+    }
+    ASSIGN_OR_RETURN(f, r.Binary("aten.mul.Tensor", f, A(x)));
+    return absl::OkStatus();
+  };
+  if (psw != nullptr) {
+    ASSIGN_OR_RETURN(Node * w, r.To(psw, compute));
+    RETURN_IF_ERROR(times(w));
+  }
+  auto divide_by = [&](Node* counts, Node* at) -> absl::Status {
+    ASSIGN_OR_RETURN(Node * c, r.Call("aten.index_select.default",
+                                      {A(counts), I(0), A(at)}));
+    ASSIGN_OR_RETURN(c, r.To(c, compute));
+    ASSIGN_OR_RETURN(c, r.Unary("aten.reciprocal.default", c));
+    return times(c);
+  };
+  if (*mode == 1) RETURN_IF_ERROR(divide_by(bag_size, bag));
+  if (*scale) {
+    ASSIGN_OR_RETURN(Node * zeros, Full(r, {num_weights}, I(0), kLong, device));
+    ASSIGN_OR_RETURN(Node * ones, r.Unary("aten.ones_like.default", ix));
+    ASSIGN_OR_RETURN(Node * counts, r.Call("aten.index_add.default",
+                                           {A(zeros), I(0), A(ix), A(ones)}));
+    RETURN_IF_ERROR(divide_by(counts, ix));
+  }
+  if (f != nullptr) {
+    ASSIGN_OR_RETURN(f, r.Binary("aten.unsqueeze.default", f, I(1)));
+    ASSIGN_OR_RETURN(g, r.Binary("aten.mul.Tensor", g, A(f)));
+  }
+  ASSIGN_OR_RETURN(g, ZeroPaddingRows(r, g, ix, *padding_idx));
+  ASSIGN_OR_RETURN(
+      out, r.Call("aten.index_add.default", {A(base), I(0), A(ix), A(g)}));
+  ASSIGN_OR_RETURN(out, r.To(out, TM(grad).dtype));
+  return Outputs{out};
+}
+
+// _embedding_bag_per_sample_weights_backward (sum): each index's weight
+// row times its bag's gradient row, summed over D, zeroed at padding_idx;
+// in the computation dtype.
+absl::StatusOr<Outputs> EmbeddingBagPerSampleWeightsBackward(Rewriter& r) {
+  Node* grad = r.Tensor("grad");
+  Node* weight = r.Tensor("weight");
+  Node* indices = r.Tensor("indices");
+  Node* offsets = r.Tensor("offsets");
+  Node* offset2bag = r.Tensor("offset2bag");
+  std::optional<int64_t> mode = r.Int("mode");
+  std::optional<int64_t> padding_idx = r.Int("padding_idx");
+  if (!IsTensor(grad) || !IsTensor(weight) || !IsTensor(indices) ||
+      !IsTensor(offsets) || !IsTensor(offset2bag) || mode != 0 ||
+      !padding_idx.has_value() || TM(grad).dim() != 2 ||
+      TM(weight).dim() != 2 || TM(indices).dim() != 1 ||
+      TM(offsets).dim() != 1 || TM(offset2bag).dim() != 1 ||
+      !IsFloatingPoint(TM(grad).dtype)) {
+    return Outputs{};
+  }
+  DType compute = OpMath(TM(grad).dtype);
+  ASSIGN_OR_RETURN(Arg n, r.Size(indices, 0));
+  ASSIGN_OR_RETURN(Node * bag, BagOfIndices(r, offset2bag, offsets, n));
+  if (bag == nullptr) {
+    r.Rollback();
+    return Outputs{};
+  }
+  ASSIGN_OR_RETURN(Node * ix, r.To(indices, DType::kInt64));
+  ASSIGN_OR_RETURN(Node * g, r.To(grad, compute));
+  ASSIGN_OR_RETURN(g,
+                   r.Call("aten.index_select.default", {A(g), I(0), A(bag)}));
+  ASSIGN_OR_RETURN(Node * w, r.To(weight, compute));
+  ASSIGN_OR_RETURN(w, r.Call("aten.index_select.default", {A(w), I(0), A(ix)}));
+  ASSIGN_OR_RETURN(Node * out, r.Binary("aten.mul.Tensor", g, A(w)));
+  ASSIGN_OR_RETURN(out, Sum(r, out, {1}, false));
+  ASSIGN_OR_RETURN(out, ZeroPaddingRows(r, out, ix, *padding_idx));
+  ASSIGN_OR_RETURN(out, r.To(out, TM(grad).dtype));
+  return Outputs{out};
+}
+
+// max_pool{nsp}d_with_indices_backward (decompositions.py): grad_output and
+// indices as [planes, out_plane], grad scatter_add-ed (in the computation
+// dtype) along dim 1 into zeros [planes, in_plane] at the flat indices,
+// viewed as self.
+absl::StatusOr<Outputs> MaxPoolBackward(Rewriter& r, int64_t nsp) {
   Node* grad = r.Tensor("grad_output");
   Node* self = r.Tensor("self");
   Node* indices = r.Tensor("indices");
   if (!IsTensor(grad) || !IsTensor(self) || !IsTensor(indices) ||
-      (TM(self).dim() != 3 && TM(self).dim() != 4) ||
+      (TM(self).dim() != nsp + 1 && TM(self).dim() != nsp + 2) ||
       TM(grad).dim() != TM(self).dim() || TM(indices).dim() != TM(self).dim() ||
       TM(indices).dtype != DType::kInt64 || !IsFloatingPoint(TM(self).dtype)) {
     return Outputs{};
   }
   int64_t rank = TM(self).dim();
-  std::vector<int64_t> lead = AllDims(rank - 2);
+  std::vector<int64_t> lead = AllDims(rank - nsp), plane;
+  for (int64_t d = rank - nsp; d < rank; ++d) plane.push_back(d);
   const Device& device = TM(self).device;
   DType compute = OpMath(TM(self).dtype);
   ASSIGN_OR_RETURN(Arg planes, r.Count(self, lead));
-  ASSIGN_OR_RETURN(Arg in_plane, r.Count(self, {rank - 2, rank - 1}));
-  ASSIGN_OR_RETURN(Arg out_plane, r.Count(grad, {rank - 2, rank - 1}));
+  ASSIGN_OR_RETURN(Arg in_plane, r.Count(self, plane));
+  ASSIGN_OR_RETURN(Arg out_plane, r.Count(grad, plane));
   ASSIGN_OR_RETURN(Node * g, r.To(grad, compute));
   ASSIGN_OR_RETURN(g, ViewAs(r, g, {planes, out_plane}));
   ASSIGN_OR_RETURN(Node * ix, ViewAs(r, indices, {planes, out_plane}));
@@ -321,6 +488,10 @@ absl::StatusOr<Outputs> MaxPool2dBackward(Rewriter& r) {
   ASSIGN_OR_RETURN(std::vector<Arg> sizes, r.Sizes(self));
   ASSIGN_OR_RETURN(out, ViewAs(r, out, sizes));
   return Outputs{out};
+}
+template <int kDims>
+absl::StatusOr<Outputs> MaxPoolBackwardOf(Rewriter& r) {
+  return MaxPoolBackward(r, kDims);
 }
 
 // The ints of an int or int-list argument; nullopt unless literal.
@@ -1162,6 +1333,9 @@ absl::StatusOr<Outputs> PadBackwardOf(Rewriter& r) {
 // Every backward op the pass decomposes, and how.
 constexpr Decomposition kBackwardDecompositions[] = {
     {"aten._adaptive_avg_pool2d_backward.default", AdaptiveAvgPool2dBackward},
+    {"aten._embedding_bag_backward.default", EmbeddingBagBackward},
+    {"aten._embedding_bag_per_sample_weights_backward.default",
+     EmbeddingBagPerSampleWeightsBackward},
     {"aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
      FlashAttentionBackward},
     {"aten.avg_pool2d_backward.default", AvgPoolBackwardOf<2>},
@@ -1169,7 +1343,8 @@ constexpr Decomposition kBackwardDecompositions[] = {
     {"aten.col2im.default", Col2Im},
     {"aten.convolution_backward.default", ConvolutionBackward},
     {"aten.embedding_dense_backward.default", EmbeddingDenseBackward},
-    {"aten.max_pool2d_with_indices_backward.default", MaxPool2dBackward},
+    {"aten.max_pool2d_with_indices_backward.default", MaxPoolBackwardOf<2>},
+    {"aten.max_pool3d_with_indices_backward.default", MaxPoolBackwardOf<3>},
     {"aten.native_batch_norm_backward.default", BatchNormBackward},
     {"aten.native_group_norm_backward.default", GroupNormBackward},
     {"aten.native_layer_norm_backward.default", LayerNormBackward},

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/types/span.h"
 #include "gmock/gmock.h"
@@ -137,6 +138,76 @@ TEST(DecomposeDifferentialTest, EmbeddingDenseBackward) {
 
 // Indices from the forward op: overlapping windows, stride > kernel,
 // padding, dilation, ceil_mode, an unbatched input.
+// _embedding_bag's backwards after its forward (whose offset2bag is empty
+// on the fast sum path: the backward rebuilds it from the offsets), every
+// mode; offsets with empty bags [0, 0, 3, 3, 6] and [0, 3, 6, 9], the
+// latter also with include_last_offset; per_sample_weights (and their
+// gradient), padding_idx, scale_grad_by_freq.
+TEST(DecomposeDifferentialTest, EmbeddingBagBackward) {
+  struct Case {
+    int mode;
+    const char* psw;
+    int padding_idx;
+    bool freq;
+  };
+  const Case cases[] = {{0, "None", -1, false}, {0, "s", -1, true},
+                        {0, "s", 4, false},     {0, "None", 4, true},
+                        {1, "None", -1, false}, {1, "None", 4, true},
+                        {2, "None", -1, false}, {2, "None", 4, false}};
+  for (const char* dtype : {"f32", "f64", "bf16"}) {
+    std::string text = WithDType(
+        R"IR(def forward(self, w: "$[10, 3]", r: "i64[9]", s: "$[9]", g: "$[5, 3]"):
+    i = torch.ops.aten.remainder.Scalar(r, 10)
+    a = torch.ops.aten.arange.default(5, dtype = torch.int64)
+    h = torch.ops.aten.floor_divide.Scalar(a, 2)
+    o = torch.ops.aten.mul.Tensor(h, 3)
+    o2 = torch.ops.aten.arange.start_step(0, 10, 3, dtype = torch.int64)
+    g3 = torch.ops.aten.slice.Tensor(g, 0, 0, 3)
+    g4 = torch.ops.aten.slice.Tensor(g, 0, 0, 4)
+)IR",
+        dtype);
+    std::vector<std::string> outs;
+    int k = 0;
+    struct Offsets {
+      const char* name;
+      const char* last;
+      const char* grad;
+    };
+    for (const Offsets& o :
+         {Offsets{"o", "False", "g"}, Offsets{"o2", "True", "g3"},
+          Offsets{"o2", "False", "g4"}}) {
+      for (const Case& c : cases) {
+        std::string eb = absl::StrCat("eb", k), bw = absl::StrCat("bw", k);
+        ++k;
+        absl::StrAppend(&text, "    ", eb,
+                        " = torch.ops.aten._embedding_bag.default(w, i, ",
+                        o.name, ", False, ", c.mode, ", False, ", c.psw, ", ",
+                        o.last, ", ", c.padding_idx, ")\n");
+        for (int item = 1; item < 4; ++item) {
+          absl::StrAppend(&text, "    ", eb, "_", item, " = ", eb, "[", item,
+                          "]\n");
+        }
+        absl::StrAppend(
+            &text, "    ", bw, " = torch.ops.aten._embedding_bag_backward.",
+            "default(", o.grad, ", i, ", o.name, ", ", eb, "_1, ", eb, "_2, ",
+            eb, "_3, 10, ", c.freq ? "True" : "False", ", ", c.mode,
+            ", False, ", c.psw, ", ", c.padding_idx, ")\n");
+        outs.push_back(bw);
+        if (std::string(c.psw) == "s") {
+          absl::StrAppend(&text, "    p", bw,
+                          " = torch.ops.aten._embedding_bag_per_sample_weights_"
+                          "backward.default(",
+                          o.grad, ", w, i, ", o.name, ", ", eb, "_1, 0, ",
+                          c.padding_idx, ")\n");
+          outs.push_back(absl::StrCat("p", bw));
+        }
+      }
+    }
+    absl::StrAppend(&text, "    return (", absl::StrJoin(outs, ", "), ")\n");
+    ExpectSameResults(text, "_embedding_bag_backward");
+  }
+}
+
 TEST(DecomposeDifferentialTest, MaxPool2dWithIndicesBackward) {
   struct Case {
     const char* params;  // kernel, stride, padding, dilation, ceil_mode
@@ -164,6 +235,30 @@ TEST(DecomposeDifferentialTest, MaxPool2dWithIndicesBackward) {
     return (bw,)
 )IR"),
           "max_pool2d_with_indices_backward");
+    }
+  }
+}
+
+// The same over three spatial dims, batched and not.
+TEST(DecomposeDifferentialTest, MaxPool3dWithIndicesBackward) {
+  const char* cases[][2] = {
+      {"[2, 2, 2], [2, 2, 2], [0, 0, 0], [1, 1, 1], False", "[2, 3, 4, 5, 6]"},
+      {"[3, 2, 2], [2, 1, 2], [1, 1, 0], [1, 2, 1], True", "[2, 2, 5, 6, 5]"},
+      {"[2, 3, 2], [1, 2, 1], [1, 1, 1], [2, 1, 1], True", "[3, 5, 6, 4]"},
+  };
+  for (const char* dtype : {"f32", "f64", "bf16"}) {
+    for (const auto& k : cases) {
+      ExpectSameResults(
+          absl::StrCat("def forward(self, x: \"", dtype, k[1],
+                       "\"):\n    mp = "
+                       "torch.ops.aten.max_pool3d_with_indices.default(x, ",
+                       k[0],
+                       ")\n    v = mp[0]\n    ix = mp[1]\n    g = "
+                       "torch.ops.aten.sin.default(v)\n    bw = "
+                       "torch.ops.aten.max_pool3d_with_indices_backward."
+                       "default(g, x, ",
+                       k[0], ", ix)\n    return (bw,)\n"),
+          "max_pool3d_with_indices_backward");
     }
   }
 }

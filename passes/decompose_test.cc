@@ -33,7 +33,9 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
       (std::vector<std::string>{
           "aten._adaptive_avg_pool2d_backward.default",
           "aten._embedding_bag.default",
+          "aten._embedding_bag_backward.default",
           "aten._embedding_bag_forward_only.default",
+          "aten._embedding_bag_per_sample_weights_backward.default",
           "aten._log_softmax.default",
           "aten._log_softmax_backward_data.default",
           "aten._native_batch_norm_legit.default",
@@ -86,6 +88,7 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
           "aten.logit_.default",
           "aten.logsumexp.default",
           "aten.max_pool2d_with_indices_backward.default",
+          "aten.max_pool3d_with_indices_backward.default",
           "aten.mean.default",
           "aten.mean.dim",
           "aten.mish.default",
@@ -182,6 +185,29 @@ def forward(self, x: "f32[s0, s1]", y: "f32[s0, 5]"):
 CHECK: torch.ops.aten.amax.default(x, [1], True)
 CHECK-NOT: _log_softmax
 CHECK: return
+)IR"));
+}
+
+// A channels-last input's max_pool backward becomes a scatter_add into a
+// contiguous buffer, and the add after it (laid out by its first operand)
+// with it; the graph's output is copied back into the layout PyTorch gave
+// it. An output that views an input is left as it is (a copy would cut the
+// alias).
+TEST(DecomposeTest, OutputsKeepTheirLayouts) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, x: "f32[2, 3, 4, 6][72, 1, 18, 3]", g: "f32[2, 3, 2, 3][18, 1, 9, 3]", ix: "i64[2, 3, 2, 3][18, 1, 9, 3]", y: "f32[2, 3, 4, 6]"):
+    bw = torch.ops.aten.max_pool2d_with_indices_backward.default(g, x, [2, 2], [2, 2], [0, 0], [1, 1], False, ix)
+    add = torch.ops.aten.add.Tensor(bw, y)
+    t = torch.ops.aten.permute.default(y, [0, 2, 3, 1])
+    return (add, t)
+)IR",
+      R"IR(
+CHECK: scatter_add
+CHECK: [[ADD:[a-z_0-9]+]]: "f32[2, 3, 4, 6][72, 24, 6, 1]cpu" = torch.ops.aten.add.Tensor
+CHECK: [[P:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.permute.default([[ADD]], [0, 2, 3, 1])
+CHECK: [[C:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.clone.default([[P]], memory_format = torch.contiguous_format)
+CHECK: [[OUT:[a-z_0-9]+]]: "f32[2, 3, 4, 6][72, 1, 18, 3]cpu" = torch.ops.aten.permute.default([[C]], [0, 3, 1, 2])
+CHECK: return ([[OUT]], t)
 )IR"));
 }
 

@@ -51,6 +51,20 @@ absl::StatusOr<Node*> Full(Rewriter& r, std::vector<Arg> sizes, Arg value,
                    dtype, device);
 }
 
+absl::StatusOr<Node*> Offset2Bag(Rewriter& r, Node* offsets, const Arg& end,
+                                 const Arg& n, const Device& device) {
+  constexpr DType kLong = DType::kInt64;
+  ASSIGN_OR_RETURN(Node * starts,
+                   r.Call("aten.slice.Tensor", {A(offsets), I(0), I(1), end}));
+  ASSIGN_OR_RETURN(Arg n1, SizeOp(r, "operator.add", n, I(1)));
+  ASSIGN_OR_RETURN(Node * marks, Full(r, {n1}, I(0), kLong, device));
+  ASSIGN_OR_RETURN(Node * ones, r.Unary("aten.ones_like.default", starts));
+  ASSIGN_OR_RETURN(marks, r.Call("aten.index_add.default",
+                                 {A(marks), I(0), A(starts), A(ones)}));
+  ASSIGN_OR_RETURN(Node * bag, r.Call("aten.cumsum.default", {A(marks), I(0)}));
+  return r.Call("aten.slice.Tensor", {A(bag), I(0), I(0), n});
+}
+
 // `x` summed over `dims` (kept as size 1 when `keepdim`); x itself for no
 // dims.
 absl::StatusOr<Node*> Sum(Rewriter& r, Node* x,

@@ -353,6 +353,12 @@ absl::StatusOr<Arg> SizeOp(Rewriter& r, const char* op, const Arg& a,
 absl::StatusOr<Node*> Full(Rewriter& r, std::vector<Arg> sizes, Arg value,
                            DType dtype, const Device& device);
 
+// PyTorch's make_offset2bag: for each of the `n` indices of an
+// embedding_bag, the number of bag starts offsets[1:end] (int64) at or
+// before it (ones index_add-ed into zeros [n + 1], then cumsum), as int64.
+absl::StatusOr<Node*> Offset2Bag(Rewriter& r, Node* offsets, const Arg& end,
+                                 const Arg& n, const Device& device);
+
 // `x` summed over `dims` (kept as size 1 when `keepdim`); x itself for no
 // dims.
 absl::StatusOr<Node*> Sum(Rewriter& r, Node* x,

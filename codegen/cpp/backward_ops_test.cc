@@ -27,7 +27,8 @@ namespace {
 // ops the backend does not lower), compiled, and run against the
 // interpreter on the graph as written: every input element k of
 // placeholder p is 2 sin(0.7 k + p) (floats) or 3 k + p (integers), and
-// each output must match within tol * (|want| + 1). Checks that no call of
+// each output must match within tol * (|want| + 1), laid out as the
+// interpreter lays it out. Checks that no call of
 // `op` is left after the passes.
 void ExpectCompiledBackwardMatches(const char* text, const std::string& op,
                                    double tol = 1e-4) {
@@ -46,9 +47,10 @@ void ExpectCompiledBackwardMatches(const char* text, const std::string& op,
   int p = 0;
   for (const ir::Node* n : reference->Placeholders()) {
     const ir::TensorMeta& m = n->meta().tensor;
-    std::vector<int64_t> sizes;
+    std::vector<int64_t> sizes, strides;
     for (const symbolic::Expr& e : m.sizes) sizes.push_back(e.int_value());
-    Tensor t = *Tensor::Empty(sizes, m.dtype);
+    for (const symbolic::Expr& e : m.strides) strides.push_back(e.int_value());
+    Tensor t = *Tensor::EmptyStrided(sizes, strides, m.dtype);
     int64_t k = 0;
     ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
       t.SetDouble(i, IsFloatingPoint(m.dtype) ? 2 * std::sin(0.7 * k + p)
@@ -61,6 +63,10 @@ void ExpectCompiledBackwardMatches(const char* text, const std::string& op,
   ASSERT_OK_AND_ASSIGN(ir::Interpretation got, f->Run(in));
   ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*reference, in));
   ExpectSameOutputs(got, want, tol);
+  for (size_t k = 0; k < got.outputs.size() && k < want.outputs.size(); ++k) {
+    EXPECT_EQ(got.outputs[k].tensor.strides(), want.outputs[k].tensor.strides())
+        << "output " << k;
+  }
 }
 
 TEST(CpuFunctionTest, LayerNormBackward) {
@@ -105,6 +111,37 @@ def forward(self, g: "f32[3, 4, 6][24, 6, 1]cpu", r: "i64[3, 4][4, 1]cpu"):
                                 "embedding_dense_backward");
 }
 
+// Indices 3 k (mod 7), offsets [0, 0, 3, 3, 6] (an empty bag): the sum
+// fast path (offset2bag rebuilt) with per_sample_weights and their
+// gradient, mean with scale_grad_by_freq, max with padding_idx.
+TEST(CpuFunctionTest, EmbeddingBagBackward) {
+  ExpectCompiledBackwardMatches(R"IR(
+def forward(self, w: "f32[7, 3][3, 1]cpu", r: "i64[9][1]cpu", s: "f32[9][1]cpu", g: "f32[5, 3][3, 1]cpu"):
+    i = torch.ops.aten.remainder.Scalar(r, 7)
+    a = torch.ops.aten.arange.default(5, dtype = torch.int64)
+    h = torch.ops.aten.floor_divide.Scalar(a, 2)
+    o = torch.ops.aten.mul.Tensor(h, 3)
+    e0 = torch.ops.aten._embedding_bag.default(w, i, o, False, 0, False, s)
+    e0_1 = e0[1]
+    e0_2 = e0[2]
+    e0_3 = e0[3]
+    b0 = torch.ops.aten._embedding_bag_backward.default(g, i, o, e0_1, e0_2, e0_3, 7, False, 0, False, s)
+    p0 = torch.ops.aten._embedding_bag_per_sample_weights_backward.default(g, w, i, o, e0_1, 0)
+    e1 = torch.ops.aten._embedding_bag.default(w, i, o, False, 1)
+    e1_1 = e1[1]
+    e1_2 = e1[2]
+    e1_3 = e1[3]
+    b1 = torch.ops.aten._embedding_bag_backward.default(g, i, o, e1_1, e1_2, e1_3, 7, True, 1, False, None)
+    e2 = torch.ops.aten._embedding_bag.default(w, i, o, False, 2, False, None, False, 3)
+    e2_1 = e2[1]
+    e2_2 = e2[2]
+    e2_3 = e2[3]
+    b2 = torch.ops.aten._embedding_bag_backward.default(g, i, o, e2_1, e2_2, e2_3, 7, False, 2, False, None, 3)
+    return (b0, p0, b1, b2)
+)IR",
+                                "_embedding_bag_backward");
+}
+
 TEST(CpuFunctionTest, MaxPool2dWithIndicesBackward) {
   ExpectCompiledBackwardMatches(R"IR(
 def forward(self, x: "f32[2, 3, 9, 8][216, 72, 8, 1]cpu"):
@@ -141,6 +178,20 @@ def forward(self, x: "f32[2, 3, 5, 6, 4][360, 120, 24, 4, 1]cpu"):
     return (bw,)
 )IR",
                                 "avg_pool3d_backward");
+}
+
+TEST(CpuFunctionTest, MaxPool3dWithIndicesBackward) {
+  // A channels-last input: the gradient is channels-last too.
+  ExpectCompiledBackwardMatches(R"IR(
+def forward(self, x: "f32[2, 3, 5, 6, 4][360, 1, 72, 12, 3]cpu"):
+    mp = torch.ops.aten.max_pool3d_with_indices.default(x, [3, 2, 2], [2, 1, 2], [1, 1, 0], [1, 2, 1], True)
+    v = mp[0]
+    ix = mp[1]
+    g = torch.ops.aten.cos.default(v)
+    bw = torch.ops.aten.max_pool3d_with_indices_backward.default(g, x, [3, 2, 2], [2, 1, 2], [1, 1, 0], [1, 2, 1], True, ix)
+    return (bw,)
+)IR",
+                                "max_pool3d_with_indices_backward");
 }
 
 TEST(CpuFunctionTest, Col2Im) {

@@ -581,6 +581,16 @@ def _(emb, idx, g, b, target):
     return (F.cross_entropy(F.gelu(h).reshape(6, 8) @ emb.t(), target),)
 
 
+@program("train_embedding_bag", modes=TRAIN)(lambda: [rnd(10, 4), torch.tensor([1, 3, 5, 9, 0, 3, 3, 7]),
+                                                      torch.tensor([0, 2, 2, 5]), torch.tensor([0, 2, 8]), rnd(8)])
+def _(w, i, o, o2, s):
+    return (F.embedding_bag(i, w, o, mode="sum", per_sample_weights=s),
+            F.embedding_bag(i, w, o, mode="mean", scale_grad_by_freq=True),
+            F.embedding_bag(i, w, o, mode="max", padding_idx=3),
+            F.embedding_bag(i, w, o2, mode="sum", include_last_offset=True),
+            F.embedding_bag(i, w, o, mode="sum", padding_idx=9))
+
+
 @program("train_transformer_sdpa", modes=TRAIN_DYN)(lambda: [rnd(2, 4, 8), rnd(24, 8) * 0.3, rnd(8, 8) * 0.3, rnd(16, 8) * 0.3,
                                                          rnd(8, 16) * 0.3, pos(8), rnd(8) * 0.1])
 def _(x, wqkv, wo, w1, w2, g, b):
@@ -611,6 +621,12 @@ def _(x):
 def _(x, y):
     return (F.avg_pool3d(x, 2), F.avg_pool3d(x, (3, 2, 2), (2, 2, 1), (1, 1, 0), ceil_mode=True, count_include_pad=False),
             F.avg_pool3d(x, 3, 1, 1, divisor_override=5), F.avg_pool1d(y, 3, 2, 1))
+
+
+@program("train_max_pool3d", modes=TRAIN)(lambda: [rnd(2, 3, 5, 6, 4)])
+def _(x):
+    return (F.max_pool3d(x, 2), F.max_pool3d(x, (3, 2, 2), (2, 1, 2), (1, 1, 0), (1, 2, 1), ceil_mode=True),
+            F.max_pool3d(x.to(memory_format=torch.channels_last_3d), 3, 2, 1))
 
 
 @program("train_cross_entropy_2d", modes=TRAIN)(lambda: [rnd(2, 3, 4, 4), torch.tensor([[[0, 1, 2, 1]] * 4, [[2, 2, 0, 1]] * 4])])
