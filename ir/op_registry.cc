@@ -32,10 +32,11 @@ const OpRegistry& OpRegistry::Global() {
   static const OpRegistry* registry = [] {
     auto* r = new OpRegistry;
     std::vector<std::string> reductions;
-    for (auto fn : {&RegisterPointwiseOps, &RegisterReductionOps,
-                    &RegisterViewOps, &RegisterLinalgOps, &RegisterCreationOps,
-                    &RegisterIndexOps, &RegisterNnOps, &RegisterBackwardOps,
-                    &RegisterExtraOps, &RegisterBuiltinOps}) {
+    for (auto fn :
+         {&RegisterPointwiseOps, &RegisterReductionOps, &RegisterViewOps,
+          &RegisterLinalgOps, &RegisterCreationOps, &RegisterIndexOps,
+          &RegisterNnOps, &RegisterGridSamplerOps, &RegisterBackwardOps,
+          &RegisterExtraOps, &RegisterBuiltinOps}) {
       std::vector<std::string> before = r->Targets();
       absl::Status s = fn(*r);
       LATHE_CHECK(s.ok()) << "op registration failed: " << s.message();

@@ -195,6 +195,8 @@ absl::Status RegisterLinalgOps(OpRegistry& registry);
 absl::Status RegisterCreationOps(OpRegistry& registry);
 absl::Status RegisterIndexOps(OpRegistry& registry);
 absl::Status RegisterNnOps(OpRegistry& registry);
+// grid_sampler_2d and its backward (ops_grid_sampler.cc).
+absl::Status RegisterGridSamplerOps(OpRegistry& registry);
 // The backward ops of AOTAutograd's backward graphs (ops_backward.cc): the
 // activations', softmax's, the losses'.
 absl::Status RegisterBackwardOps(OpRegistry& registry);

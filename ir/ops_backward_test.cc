@@ -306,5 +306,32 @@ TEST(BackwardOpsTest, EmbeddingBagPerSampleWeightsBackwardByHand) {
               HasSubstr("per_sample_weights only supported for mode='sum'"));
 }
 
+// grid_sampler_2d_backward on a 1x1x2x2 input sampled at its centre
+// (align_corners: (0, 0) is between all four pixels): each pixel gets a
+// quarter of the gradient, and the grid's gradient is the input's slope
+// times (size - 1) / 2. A masked-out gradient is None; a gradient of the
+// wrong shape is refused.
+TEST(BackwardOpsTest, GridSampler2dBackwardByHand) {
+  const std::string op = "aten.grid_sampler_2d_backward.default";
+  Tensor x = T({1, 1, 2, 2}, {0, 1, 2, 3});  // slope 1 along x, 2 along y
+  Tensor g = T({1, 1, 1, 2}, {0, 0});
+  Tensor go = T({1, 1, 1, 1}, {4});
+  auto mask = [](bool a, bool b) { return Value::List({B(a), B(b)}); };
+  Value r = *RunOp(op, {V(go), V(x), V(g), I(0), I(0), B(true), mask(1, 1)});
+  ASSERT_EQ(r.list.size(), 2u);
+  EXPECT_THAT(Elements(r.list[0].tensor), ElementsAre(1, 1, 1, 1));
+  EXPECT_THAT(Elements(r.list[1].tensor), ElementsAre(2, 4));
+  r = *RunOp(op, {V(go), V(x), V(g), I(1), I(0), B(true), mask(0, 1)});
+  EXPECT_TRUE(r.list[0].is_none());
+  EXPECT_THAT(Elements(r.list[1].tensor), ElementsAre(0, 0));  // nearest
+  EXPECT_THAT(RunError(op, {V(T({1, 1, 2, 1}, {1, 1})), V(x), V(g), I(0), I(0),
+                            B(true), mask(1, 1)}),
+              HasSubstr("expected grad_output of size [1, 1, 1, 1] and dtype "
+                        "Float, got size [1, 1, 2, 1]"));
+  EXPECT_THAT(
+      RunError(op, {V(go), V(x), V(g), I(3), I(0), B(true), mask(1, 1)}),
+      HasSubstr("expected interpolation_mode to be 0 (bilinear)"));
+}
+
 }  // namespace
 }  // namespace lathe::ir

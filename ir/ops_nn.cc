@@ -1,11 +1,13 @@
 // Neural-network ops: convolution (forward and backward), max/avg/adaptive
 // pooling (and their backwards), batch/group/layer norm, upsampling,
-// reflection/replication padding, col2im, grid_sampler_2d, embedding
-// backward and bags, and cdist/pdist. Kernels are direct loops over
-// row-major copies of the inputs, computed in double (integers exactly where
-// PyTorch computes them in integers) and rounded to the output dtype. Every
-// result is contiguous (PyTorch's CPU kernels keep channels-last inputs
-// channels-last in convolution, pooling and batch norm; lathe does not).
+// reflection/replication padding, col2im, embedding backward and bags, and
+// cdist/pdist (grid_sampler_2d is in ops_grid_sampler.cc). Kernels are
+// direct loops over row-major copies of the inputs, computed in double
+// (integers exactly where PyTorch computes them in integers) and rounded to
+// the output dtype. Results take the layouts PyTorch's CPU kernels give
+// them: a channels-last input keeps pooling, upsampling, padding and
+// normalization results channels-last (SuggestedResult); the rest are
+// contiguous.
 // Output sizes are symbolic where they are arithmetic of symbolic sizes
 // (convolution and pooling included: a condition such as pooling's
 // ceil_mode correction is decided under a guard); sizes that need numbers
@@ -61,17 +63,6 @@ Expr NumelOf(absl::Span<const Expr> sizes) {
   return sizes.empty() ? symbolic::Int(1) : symbolic::Mul(sizes);
 }
 
-// Whether two symbolic shapes are equal (guarded during shape propagation).
-absl::StatusOr<bool> SameShape(const OpCall& c, const std::vector<Expr>& a,
-                               const std::vector<Expr>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t d = 0; d < a.size(); ++d) {
-    ASSIGN_OR_RETURN(bool same, Decide(c, symbolic::Eq(a[d], b[d])));
-    if (!same) return false;
-  }
-  return true;
-}
-
 int64_t Product(const std::vector<int64_t>& v, size_t from = 0) {
   int64_t p = 1;
   for (size_t i = from; i < v.size(); ++i) p *= v[i];
@@ -103,18 +94,6 @@ absl::StatusOr<std::vector<int64_t>> IntParam(
                                 " ints"));
   }
   return v;
-}
-
-// A bool[3] output mask.
-absl::StatusOr<std::vector<bool>> OutputMask(const OpCall& c) {
-  const Value& m = c.arg("output_mask");
-  std::vector<bool> out;
-  for (const Value& e : m.list) {
-    ASSIGN_OR_RETURN(bool b, e.AsBool());
-    out.push_back(b);
-  }
-  if (out.size() != 3) return c.Error("output_mask must have 3 values");
-  return out;
 }
 
 // A contiguous result (a new tensor when running, metadata otherwise).
@@ -415,7 +394,7 @@ absl::StatusOr<Value> ConvolutionBackward(const OpCall& c) {
   const Value& input = c.arg("input");
   const Value& weight = c.arg("weight");
   ASSIGN_OR_RETURN(ConvSetup s, SetupConv(c, input, weight, nullptr));
-  ASSIGN_OR_RETURN(std::vector<bool> mask, OutputMask(c));
+  ASSIGN_OR_RETURN(std::vector<bool> mask, OutputMask(c, 3));
   std::vector<Expr> gs = SizesOf(grad);
   ASSIGN_OR_RETURN(bool same, SameShape(c, gs, s.out_sizes));
   if (!same) {
@@ -1159,7 +1138,7 @@ absl::StatusOr<Value> BatchNormBackward(const OpCall& c) {
       VectorOf(c, mean_v, channels, train ? "save_mean" : "running_mean"));
   RETURN_IF_ERROR(
       VectorOf(c, var_v, channels, train ? "save_invstd" : "running_var"));
-  ASSIGN_OR_RETURN(std::vector<bool> mask, OutputMask(c));
+  ASSIGN_OR_RETURN(std::vector<bool> mask, OutputMask(c, 3));
   const bool running = input.tensor.defined();
   std::vector<Value> outs(3, Value::None());
   if (mask[0]) {
@@ -1381,7 +1360,7 @@ absl::StatusOr<Value> GroupNormBackward(const OpCall& c) {
   DType dt = DTypeOf(input);
   RETURN_IF_ERROR(NeedFloat(c, dt, "GroupNormBackwardKernelImpl"));
   ASSIGN_OR_RETURN(GroupNormSetup s, SetupGroupNorm(c, input));
-  ASSIGN_OR_RETURN(std::vector<bool> mask, OutputMask(c));
+  ASSIGN_OR_RETURN(std::vector<bool> mask, OutputMask(c, 3));
   ASSIGN_OR_RETURN(bool same, SameShape(c, SizesOf(grad), SizesOf(input)));
   if (!same) {
     return c.Error(absl::StrCat("Expected grad_out of size ", SizeString(input),
@@ -1474,7 +1453,7 @@ absl::StatusOr<Value> LayerNormBackward(const OpCall& c) {
                                   " elements, but got ", SizeString(*v)));
     }
   }
-  ASSIGN_OR_RETURN(std::vector<bool> mask, OutputMask(c));
+  ASSIGN_OR_RETURN(std::vector<bool> mask, OutputMask(c, 3));
   const Value* params[] = {&weight, &bias};
   for (int k : {1, 2}) {
     const Value& p = *params[k - 1];
@@ -1921,197 +1900,6 @@ absl::StatusOr<Value> Col2Im(const OpCall& c) {
       }
     }
   }
-  WriteRowMajor(out.tensor, y);
-  return out;
-}
-
-// ---------------------------------------------------------------------------
-// grid_sampler_2d.
-
-// Grid coordinates are computed in the input's scalar type T (float for
-// float32, double for float64), as PyTorch does: large coordinates round
-// like PyTorch's.
-template <typename T>
-T Unnormalize(T coord, int64_t size, bool align) {
-  return align ? (coord + 1) / 2 * (size - 1) : ((coord + 1) * size - 1) / 2;
-}
-
-// NaN clips to 0, as PyTorch's (vectorized) CPU kernel does.
-template <typename T>
-T ClipCoordinate(T x, int64_t size) {
-  if (std::isnan(x)) return 0;
-  return std::min(static_cast<T>(size - 1), std::max(x, static_cast<T>(0)));
-}
-
-// PyTorch's reflect_coordinates over [twice_low / 2, twice_high / 2].
-template <typename T>
-T ReflectCoordinate(T x, int64_t twice_low, int64_t twice_high) {
-  if (twice_low == twice_high || !std::isfinite(x)) return 0;
-  T lo = static_cast<T>(twice_low) / 2,
-    span = static_cast<T>(twice_high - twice_low) / 2;
-  x = std::fabs(x - lo);
-  T extra = std::fmod(x, span);
-  int64_t flips = static_cast<int64_t>(std::floor(x / span));
-  return flips % 2 == 0 ? extra + lo : span - extra + lo;
-}
-
-// padding_mode: 0 zeros, 1 border, 2 reflection. As PyTorch, a coordinate
-// that is not finite or not an int32 becomes -100 (out of bounds).
-template <typename T>
-T ComputeCoordinate(T x, int64_t size, int64_t padding, bool align) {
-  if (padding == 1) {
-    x = ClipCoordinate(x, size);
-  } else if (padding == 2) {
-    x = align ? ReflectCoordinate(x, 0, 2 * (size - 1))
-              : ReflectCoordinate(x, -1, 2 * size - 1);
-    x = ClipCoordinate(x, size);
-  }
-  if (!std::isfinite(x) ||
-      x > static_cast<T>(std::numeric_limits<int32_t>::max() - 1) ||
-      x < static_cast<T>(std::numeric_limits<int32_t>::min())) {
-    return -100;
-  }
-  return x;
-}
-
-double CubicConvolution1(double x, double a) {
-  return ((a + 2) * x - (a + 3)) * x * x + 1;
-}
-double CubicConvolution2(double x, double a) {
-  return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
-}
-double CubicInterp(double x0, double x1, double x2, double x3, double t) {
-  const double a = -0.75;
-  return x0 * CubicConvolution2(t + 1, a) + x1 * CubicConvolution1(t, a) +
-         x2 * CubicConvolution1(1 - t, a) + x3 * CubicConvolution2(2 - t, a);
-}
-
-// One output point of grid_sampler_2d from an [h, w] input plane at grid
-// point (px, py): interpolation `mode` 0 bilinear, 1 nearest, 2 bicubic.
-template <typename T>
-double SamplePoint(const double* plane, int64_t h, int64_t w, T px, T py,
-                   int64_t mode, int64_t padding, bool align) {
-  auto value = [&](int64_t iy, int64_t ix) {
-    if (iy < 0 || iy >= h || ix < 0 || ix >= w) return 0.0;
-    return plane[iy * w + ix];
-  };
-  T gx = Unnormalize(px, w, align), gy = Unnormalize(py, h, align);
-  bool finite = std::isfinite(gx) && std::isfinite(gy);
-  if (!finite && (mode == 2 || (mode == 0 && padding == 0))) {
-    return std::numeric_limits<double>::quiet_NaN();  // NaN weights
-  }
-  if (mode == 2) {  // bicubic: coordinates padded per tap
-    T fx = std::floor(gx), fy = std::floor(gy);
-    double tx = gx - fx, ty = gy - fy;
-    auto bounded = [&](T yy, T xx) {
-      T cx = ComputeCoordinate(xx, w, padding, align);
-      T cy = ComputeCoordinate(yy, h, padding, align);
-      return value(static_cast<int64_t>(cy), static_cast<int64_t>(cx));
-    };
-    double rows[4];
-    for (int i = 0; i < 4; ++i) {
-      T yy = fy - 1 + i;
-      rows[i] = CubicInterp(bounded(yy, fx - 1), bounded(yy, fx),
-                            bounded(yy, fx + 1), bounded(yy, fx + 2), tx);
-    }
-    return CubicInterp(rows[0], rows[1], rows[2], rows[3], ty);
-  }
-  T ix = ComputeCoordinate(gx, w, padding, align);
-  T iy = ComputeCoordinate(gy, h, padding, align);
-  if (mode == 1) {
-    return value(static_cast<int64_t>(std::nearbyint(iy)),
-                 static_cast<int64_t>(std::nearbyint(ix)));
-  }
-  T x0 = std::floor(ix), y0 = std::floor(iy);
-  double dx = ix - x0, dy = iy - y0;
-  int64_t a = static_cast<int64_t>(x0), b = static_cast<int64_t>(y0);
-  return value(b, a) * (1 - dx) * (1 - dy) + value(b, a + 1) * dx * (1 - dy) +
-         value(b + 1, a) * (1 - dx) * dy + value(b + 1, a + 1) * dx * dy;
-}
-
-absl::StatusOr<Value> GridSampler2d(const OpCall& c) {
-  const Value& input = c.arg("input");
-  const Value& grid = c.arg("grid");
-  ASSIGN_OR_RETURN(int64_t mode, c.arg("interpolation_mode").AsInt());
-  ASSIGN_OR_RETURN(int64_t padding, c.arg("padding_mode").AsInt());
-  ASSIGN_OR_RETURN(bool align, c.arg("align_corners").AsBool());
-  if (DTypeOf(input) != DTypeOf(grid)) {
-    return c.Error(absl::StrCat("expected scalar type ",
-                                ScalarTypeName(DTypeOf(input)), " but found ",
-                                ScalarTypeName(DTypeOf(grid))));
-  }
-  if (RankOf(input) != 4 || RankOf(grid) != 4) {
-    return c.Error(absl::StrCat(
-        "grid_sampler(): expected 4D input and grid with same number of "
-        "dimensions, but got input with sizes ",
-        SizeString(input), " and grid with sizes ", SizeString(grid)));
-  }
-  std::vector<Expr> isz = SizesOf(input), gsz = SizesOf(grid);
-  ASSIGN_OR_RETURN(bool same_batch, Decide(c, symbolic::Eq(isz[0], gsz[0])));
-  ASSIGN_OR_RETURN(bool pairs,
-                   Decide(c, symbolic::Eq(gsz[3], symbolic::Int(2))));
-  if (!same_batch) {
-    return c.Error(absl::StrCat(
-        "grid_sampler(): expected grid and input to have same batch size, "
-        "but got input with sizes ",
-        SizeString(input), " and grid with sizes ", SizeString(grid)));
-  }
-  if (!pairs) {
-    return c.Error(absl::StrCat(
-        "grid_sampler(): expected grid to have size 2 in last dimension, "
-        "but got grid with sizes ",
-        SizeString(grid)));
-  }
-  if (isz[2].is_constant(0) || isz[3].is_constant(0)) {
-    return c.Error(absl::StrCat(
-        "grid_sampler(): expected input to have non-empty spatial dimensions, "
-        "but input has sizes ",
-        SizeString(input), " with dimension ", isz[2].is_constant(0) ? 2 : 3,
-        " being empty"));
-  }
-  if (mode < 0 || mode > 2) {
-    return c.Error(absl::StrCat(
-        "grid_sampler(): expected interpolation_mode to be 0 (bilinear), 1 "
-        "(nearest) or 2 (bicubic), but got ",
-        mode, " (unsupported)"));
-  }
-  if (padding < 0 || padding > 2) {
-    return c.Error(absl::StrCat(
-        "grid_sampler(): expected padding_mode to be 0 (zeros), 1 (border) "
-        "or 2 (reflection), but got ",
-        padding, " (unsupported)"));
-  }
-  RETURN_IF_ERROR(
-      NeedFloat(c, DTypeOf(input), "grid_sampler_2d_cpu_kernel_impl"));
-  bool running = input.tensor.defined();
-  ASSIGN_OR_RETURN(Value out, Result(c, running, DTypeOf(input), input,
-                                     {isz[0], isz[1], gsz[1], gsz[2]}));
-  if (!running) return out;
-  const std::vector<int64_t>& is = input.tensor.sizes();
-  const std::vector<int64_t>& gs = grid.tensor.sizes();
-  std::vector<double> x = RowMajorValues(input.tensor),
-                      g = RowMajorValues(grid.tensor);
-  bool as_double = input.tensor.dtype() == DType::kFloat64;
-  int64_t n_ = is[0], ch = is[1], h = is[2], w = is[3], ho = gs[1], wo = gs[2];
-  std::vector<double> y;
-  y.reserve(out.tensor.numel());
-  for (int64_t n = 0; n < n_; ++n) {
-    for (int64_t cc = 0; cc < ch; ++cc) {
-      const double* plane = x.data() + (n * ch + cc) * h * w;
-      for (int64_t oy = 0; oy < ho; ++oy) {
-        for (int64_t ox = 0; ox < wo; ++ox) {
-          const double* p = g.data() + ((n * ho + oy) * wo + ox) * 2;
-          y.push_back(as_double ? SamplePoint<double>(plane, h, w, p[0], p[1],
-                                                      mode, padding, align)
-                                : SamplePoint<float>(plane, h, w,
-                                                     static_cast<float>(p[0]),
-                                                     static_cast<float>(p[1]),
-                                                     mode, padding, align));
-        }
-      }
-    }
-  }
-  // y is ordered [n][c][oy][ox], the output's row-major order.
   WriteRowMajor(out.tensor, y);
   return out;
 }
@@ -3117,10 +2905,6 @@ absl::Status RegisterNnOps(OpRegistry& r) {
       "col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] "
       "dilation, int[2] padding, int[2] stride) -> Tensor",
       Col2Im));
-  RETURN_IF_ERROR(r.Add(
-      "grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int "
-      "padding_mode, bool align_corners) -> Tensor",
-      GridSampler2d));
   RETURN_IF_ERROR(r.Add(
       "embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt "
       "num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor",

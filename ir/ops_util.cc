@@ -561,6 +561,29 @@ std::vector<double> RowMajorValues(const Tensor& t) {
   return out;
 }
 
+absl::StatusOr<std::vector<bool>> OutputMask(const OpCall& call, size_t n) {
+  std::vector<bool> out;
+  for (const Value& e : call.arg("output_mask").list) {
+    ASSIGN_OR_RETURN(bool b, e.AsBool());
+    out.push_back(b);
+  }
+  if (out.size() != n) {
+    return call.Error(absl::StrCat("output_mask must have ", n, " values"));
+  }
+  return out;
+}
+
+absl::StatusOr<bool> SameShape(const OpCall& call,
+                               const std::vector<symbolic::Expr>& a,
+                               const std::vector<symbolic::Expr>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t d = 0; d < a.size(); ++d) {
+    ASSIGN_OR_RETURN(bool same, Decide(call, symbolic::Eq(a[d], b[d])));
+    if (!same) return false;
+  }
+  return true;
+}
+
 std::vector<int64_t> IntElements(const Tensor& t) {
   std::vector<int64_t> out;
   out.reserve(t.numel());

@@ -206,6 +206,18 @@ absl::Status CheckSpatialTarget(const OpCall& call,
 absl::Status CheckResultElements(const OpCall& call, DType dtype,
                                  absl::Span<const int64_t> sizes);
 
+// OutputMask()
+//
+// A backward op's bool[n] output_mask argument.
+absl::StatusOr<std::vector<bool>> OutputMask(const OpCall& call, size_t n);
+
+// SameShape()
+//
+// Whether two shapes are the same, each dim decided with Decide().
+absl::StatusOr<bool> SameShape(const OpCall& call,
+                               const std::vector<symbolic::Expr>& a,
+                               const std::vector<symbolic::Expr>& b);
+
 // ConcreteSizes()
 //
 // Sizes as integers: the interpreter's are concrete; during shape

@@ -20,6 +20,7 @@
 #include "ir/ops_util.h"
 #include "ir/output_layouts.h"
 #include "passes/decompose_backward.h"
+#include "passes/decompose_grid_sampler.h"
 #include "passes/decompose_pointwise_backward.h"
 #include "passes/rewriter.h"
 #include "runtime/dtype.h"
@@ -40,6 +41,7 @@ using decomp::DefaultArg;
 using decomp::Expr;
 using decomp::F;
 using decomp::Full;
+using decomp::GridSamplerDecompositions;
 using decomp::I;
 using decomp::IntList;
 using decomp::Iota;
@@ -1009,153 +1011,6 @@ absl::StatusOr<Arg> SizePlus(Rewriter& r, const Arg& size, int64_t k) {
   return A(s);
 }
 
-// grid_sampler_2d (_grid_sampler_2d in decompositions.py), bilinear and
-// nearest: each grid coordinate unnormalized as eager's CPU kernel does
-// ((c + 1) * size / 2 - 0.5, or (c + 1) * (size - 1) / 2 with
-// align_corners), clamped (border) or reflected (reflection); each corner
-// read with aten.index.Tensor at [n, c, y, x], 0 where it falls outside
-// the input, and weighted. Reflection needs static sizes; bicubic is left
-// alone.
-absl::StatusOr<Outputs> GridSampler2d(Rewriter& r) {
-  Node* input = r.Tensor("input");
-  Node* grid = r.Tensor("grid");
-  std::optional<int64_t> mode = r.Int("interpolation_mode");
-  std::optional<int64_t> padding = r.Int("padding_mode");
-  std::optional<bool> align = r.Bool("align_corners");
-  if (!IsTensor(input) || !IsTensor(grid) || !mode.has_value() ||
-      !padding.has_value() || !align.has_value() || TM(input).dim() != 4 ||
-      TM(grid).dim() != 4 || !TM(grid).sizes[3].is_constant(2) ||
-      (*mode != 0 && *mode != 1) || *padding < 0 || *padding > 2 ||
-      !TM(r.node()).IsContiguous()) {
-    return Outputs{};
-  }
-  const TensorMeta& m = TM(input);
-  DType dtype = TM(r.node()).dtype;
-  if (!IsFloatingPoint(dtype)) return Outputs{};
-  DType compute = OpMath(dtype);
-  ASSIGN_OR_RETURN(Arg ih, r.Size(input, 2));
-  ASSIGN_OR_RETURN(Arg iw, r.Size(input, 3));
-  if (*padding == 2 &&
-      (ih.kind != Arg::Kind::kInt || iw.kind != Arg::Kind::kInt)) {
-    return Outputs{};
-  }
-  ASSIGN_OR_RETURN(Node * x, r.To(input, compute));
-  ASSIGN_OR_RETURN(Node * g, r.To(grid, compute));
-  // The source coordinate along one axis of `size`.
-  auto source = [&](int64_t component,
-                    const Arg& size) -> absl::StatusOr<Node*> {
-    ASSIGN_OR_RETURN(Node * c,
-                     r.Call("aten.select.int", {A(g), I(3), I(component)}));
-    ASSIGN_OR_RETURN(c, r.Binary("aten.add.Tensor", c, I(1)));
-    ASSIGN_OR_RETURN(Arg extent, SizePlus(r, size, *align ? -1 : 0));
-    ASSIGN_OR_RETURN(c, r.Binary("aten.mul.Tensor", c, extent));
-    ASSIGN_OR_RETURN(c, r.Binary("aten.mul.Tensor", c, F(0.5)));
-    if (!*align) {
-      ASSIGN_OR_RETURN(c, r.Binary("aten.sub.Tensor", c, F(0.5)));
-    }
-    if (*padding == 0) return c;
-    ASSIGN_OR_RETURN(Arg last, SizePlus(r, size, -1));
-    if (*padding == 2) {
-      // Reflect about [low, high] (doubled: -1 and 2 * size - 1, or 0 and
-      // 2 * (size - 1) with align_corners).
-      int64_t twice_low = *align ? 0 : -1;
-      int64_t twice_high = *align ? 2 * (size.i - 1) : 2 * size.i - 1;
-      if (twice_low == twice_high) {
-        ASSIGN_OR_RETURN(c, r.Unary("aten.zeros_like.default", c));
-      } else {
-        double low = twice_low / 2.0;
-        double span = (twice_high - twice_low) / 2.0;
-        ASSIGN_OR_RETURN(Node * d, r.Binary("aten.sub.Tensor", c, F(low)));
-        ASSIGN_OR_RETURN(d, r.Unary("aten.abs.default", d));
-        ASSIGN_OR_RETURN(Node * extra,
-                         r.Binary("aten.fmod.Scalar", d, F(span)));
-        ASSIGN_OR_RETURN(Node * flips, r.Binary("aten.div.Tensor", d, F(span)));
-        ASSIGN_OR_RETURN(flips, r.Unary("aten.floor.default", flips));
-        ASSIGN_OR_RETURN(Node * parity,
-                         r.Binary("aten.fmod.Scalar", flips, F(2)));
-        ASSIGN_OR_RETURN(Node * even, r.Binary("aten.eq.Scalar", parity, F(0)));
-        ASSIGN_OR_RETURN(Node * up, r.Binary("aten.add.Tensor", extra, F(low)));
-        ASSIGN_OR_RETURN(Node * down,
-                         r.Call("aten.rsub.Scalar", {A(extra), F(span + low)}));
-        ASSIGN_OR_RETURN(c,
-                         r.Call("aten.where.self", {A(even), A(up), A(down)}));
-      }
-    }
-    ASSIGN_OR_RETURN(c, r.Binary("aten.clamp_min.default", c, F(0.0)));
-    return r.Binary("aten.clamp_max.default", c, last);
-  };
-  ASSIGN_OR_RETURN(Node * ix, source(0, iw));
-  ASSIGN_OR_RETURN(Node * iy, source(1, ih));
-  ASSIGN_OR_RETURN(Arg n, r.Size(input, 0));
-  ASSIGN_OR_RETURN(Arg channels, r.Size(input, 1));
-  ASSIGN_OR_RETURN(Node * n_idx, Iota(r, n, m.device));
-  ASSIGN_OR_RETURN(n_idx, Unsqueezed(r, n_idx, {1, 2, 3}));
-  ASSIGN_OR_RETURN(Node * c_idx, Iota(r, channels, m.device));
-  ASSIGN_OR_RETURN(c_idx, Unsqueezed(r, c_idx, {1, 2}));
-  // input[n, c, y, x] where (x, y) is inside the input, else 0.
-  auto read = [&](Node* cx, Node* cy) -> absl::StatusOr<Node*> {
-    ASSIGN_OR_RETURN(Node * x_ge, r.Binary("aten.ge.Scalar", cx, I(0)));
-    ASSIGN_OR_RETURN(Node * x_lt, r.Binary("aten.lt.Scalar", cx, iw));
-    ASSIGN_OR_RETURN(Node * y_ge, r.Binary("aten.ge.Scalar", cy, I(0)));
-    ASSIGN_OR_RETURN(Node * y_lt, r.Binary("aten.lt.Scalar", cy, ih));
-    ASSIGN_OR_RETURN(Node * in,
-                     r.Binary("aten.logical_and.default", y_ge, A(y_lt)));
-    ASSIGN_OR_RETURN(in, r.Binary("aten.logical_and.default", x_lt, A(in)));
-    ASSIGN_OR_RETURN(in, r.Binary("aten.logical_and.default", x_ge, A(in)));
-    ASSIGN_OR_RETURN(in, r.Binary("aten.unsqueeze.default", in, I(1)));
-    std::vector<Node*> idx;
-    for (Node* coord : {cy, cx}) {
-      ASSIGN_OR_RETURN(Node * i, r.To(coord, DType::kInt64));
-      ASSIGN_OR_RETURN(i, r.Binary("aten.unsqueeze.default", i, I(1)));
-      ASSIGN_OR_RETURN(i,
-                       r.Call("aten.where.ScalarOther", {A(in), A(i), I(0)}));
-      idx.push_back(i);
-    }
-    ASSIGN_OR_RETURN(
-        Node * v,
-        r.Call("aten.index.Tensor",
-               {A(x), Arg::List({A(n_idx), A(c_idx), A(idx[0]), A(idx[1])})}));
-    return r.Call("aten.where.ScalarOther", {A(in), A(v), F(0.0)});
-  };
-  Node* out;
-  if (*mode == 1) {  // nearest: round half to even, as nearbyint
-    ASSIGN_OR_RETURN(Node * rx, r.Unary("aten.round.default", ix));
-    ASSIGN_OR_RETURN(Node * ry, r.Unary("aten.round.default", iy));
-    ASSIGN_OR_RETURN(out, read(rx, ry));
-  } else {  // bilinear
-    ASSIGN_OR_RETURN(Node * x0, r.Unary("aten.floor.default", ix));
-    ASSIGN_OR_RETURN(Node * y0, r.Unary("aten.floor.default", iy));
-    ASSIGN_OR_RETURN(Node * x1, r.Binary("aten.add.Tensor", x0, I(1)));
-    ASSIGN_OR_RETURN(Node * y1, r.Binary("aten.add.Tensor", y0, I(1)));
-    // The weights toward each side: x1 - ix and ix - x0 (likewise y).
-    ASSIGN_OR_RETURN(Node * wx0, r.Binary("aten.sub.Tensor", x1, A(ix)));
-    ASSIGN_OR_RETURN(Node * wx1, r.Binary("aten.sub.Tensor", ix, A(x0)));
-    ASSIGN_OR_RETURN(Node * wy0, r.Binary("aten.sub.Tensor", y1, A(iy)));
-    ASSIGN_OR_RETURN(Node * wy1, r.Binary("aten.sub.Tensor", iy, A(y0)));
-    struct Corner {
-      Node *cx, *cy, *wx, *wy;
-    };
-    const Corner corners[] = {{x0, y0, wx0, wy0},
-                              {x1, y0, wx1, wy0},
-                              {x0, y1, wx0, wy1},
-                              {x1, y1, wx1, wy1}};
-    out = nullptr;
-    for (const Corner& k : corners) {
-      ASSIGN_OR_RETURN(Node * w, r.Binary("aten.mul.Tensor", k.wx, A(k.wy)));
-      ASSIGN_OR_RETURN(w, r.Binary("aten.unsqueeze.default", w, I(1)));
-      ASSIGN_OR_RETURN(Node * v, read(k.cx, k.cy));
-      ASSIGN_OR_RETURN(v, r.Binary("aten.mul.Tensor", v, A(w)));
-      if (out == nullptr) {
-        out = v;
-      } else {
-        ASSIGN_OR_RETURN(out, r.Binary("aten.add.Tensor", out, A(v)));
-      }
-    }
-  }
-  ASSIGN_OR_RETURN(out, r.To(out, dtype));
-  return Outputs{out};
-}
-
 // _pdist_forward: the p-norm distances of the rows i < j, row-major. The
 // flat indices i * n + j of those pairs come from the strict upper
 // triangle's mask: its running count places each pair (the others go to a
@@ -1499,7 +1354,6 @@ constexpr Decomposition kDecompositions[] = {
     {"aten.clamp_max.default", ClampScalar},
     {"aten.clamp_min.default", ClampScalar},
     {"aten.gelu.default", Gelu},
-    {"aten.grid_sampler_2d.default", GridSampler2d},
     {"aten.hardswish.default", Hardswish},
     {"aten.lerp.Scalar", LerpScalar},
     {"aten.lerp.Tensor", LerpTensor},
@@ -1666,7 +1520,8 @@ const Table& TheTable() {
     auto* t = new Table;
     for (const Decomposition& d : kDecompositions) t->fns[d.target] = d.fn;
     for (auto more :
-         {BackwardDecompositions(), PointwiseBackwardDecompositions()}) {
+         {BackwardDecompositions(), PointwiseBackwardDecompositions(),
+          GridSamplerDecompositions()}) {
       for (const Decomposition& d : more) t->fns[d.target] = d.fn;
     }
     const ir::OpRegistry& registry = ir::OpRegistry::Global();

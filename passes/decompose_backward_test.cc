@@ -208,6 +208,43 @@ TEST(DecomposeDifferentialTest, EmbeddingBagBackward) {
   }
 }
 
+// grid_sampler_2d_backward, bilinear and nearest, every padding mode, with
+// and without align_corners; both gradients, then each alone.
+TEST(DecomposeDifferentialTest, GridSampler2dBackward) {
+  for (const char* dtype : {"f32", "f64"}) {
+    std::string body;
+    int k = 0;
+    std::vector<std::string> outs;
+    for (int mode : {0, 1}) {
+      for (int padding : {0, 1, 2}) {
+        for (const char* align : {"False", "True"}) {
+          for (const char* mask : {"TT", "TF", "FT"}) {
+            std::string name = absl::StrCat("b", k++);
+            absl::StrAppend(
+                &body, "    ", name,
+                " = torch.ops.aten.grid_sampler_2d_backward.default(go, x, g, ",
+                mode, ", ", padding, ", ", align, ", [",
+                mask[0] == 'T' ? "True" : "False", ", ",
+                mask[1] == 'T' ? "True" : "False", "])\n");
+            for (int item : {0, 1}) {
+              if (mask[item] == 'F') continue;
+              absl::StrAppend(&body, "    ", name, "_", item, " = ", name, "[",
+                              item, "]\n");
+              outs.push_back(absl::StrCat(name, "_", item));
+            }
+          }
+        }
+      }
+    }
+    ExpectSameResults(
+        absl::StrCat("def forward(self, x: \"", dtype, "[2, 3, 4, 5]\", g: \"",
+                     dtype, "[2, 6, 7, 2]\", go: \"", dtype,
+                     "[2, 3, 6, 7]\"):\n", body, "    return (",
+                     absl::StrJoin(outs, ", "), ")\n"),
+        "grid_sampler_2d_backward");
+  }
+}
+
 TEST(DecomposeDifferentialTest, MaxPool2dWithIndicesBackward) {
   struct Case {
     const char* params;  // kernel, stride, padding, dilation, ceil_mode

@@ -73,6 +73,7 @@ TEST(DecomposeTest, TargetsAreListedOnce) {
           "aten.gelu_.default",
           "aten.gelu_backward.default",
           "aten.grid_sampler_2d.default",
+          "aten.grid_sampler_2d_backward.default",
           "aten.hardsigmoid_backward.default",
           "aten.hardswish.default",
           "aten.hardswish_.default",

@@ -142,6 +142,24 @@ def forward(self, w: "f32[7, 3][3, 1]cpu", r: "i64[9][1]cpu", s: "f32[9][1]cpu",
                                 "_embedding_bag_backward");
 }
 
+// Bilinear with reflection (align_corners) and border, nearest with zeros;
+// the grid reaches past the input (2 sin(.) spans [-2, 2]).
+TEST(CpuFunctionTest, GridSampler2dBackward) {
+  ExpectCompiledBackwardMatches(R"IR(
+def forward(self, x: "f32[2, 3, 4, 5][60, 20, 5, 1]cpu", g: "f32[2, 6, 7, 2][84, 14, 2, 1]cpu", go: "f32[2, 3, 6, 7][126, 42, 7, 1]cpu"):
+    a = torch.ops.aten.grid_sampler_2d_backward.default(go, x, g, 0, 2, True, [True, True])
+    a_0 = a[0]
+    a_1 = a[1]
+    b = torch.ops.aten.grid_sampler_2d_backward.default(go, x, g, 0, 1, False, [True, True])
+    b_0 = b[0]
+    b_1 = b[1]
+    c = torch.ops.aten.grid_sampler_2d_backward.default(go, x, g, 1, 0, False, [True, False])
+    c_0 = c[0]
+    return (a_0, a_1, b_0, b_1, c_0)
+)IR",
+                                "grid_sampler_2d_backward");
+}
+
 TEST(CpuFunctionTest, MaxPool2dWithIndicesBackward) {
   ExpectCompiledBackwardMatches(R"IR(
 def forward(self, x: "f32[2, 3, 9, 8][216, 72, 8, 1]cpu"):

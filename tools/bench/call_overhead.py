@@ -22,7 +22,6 @@ package (pip install ./tools/python, or PYTHONPATH at a built copy):
 """
 
 import os
-import statistics
 import tempfile
 import time
 
@@ -30,6 +29,7 @@ import torch
 from torch.export import export
 
 import lathe
+from rounds import cells, interleaved, median_ratio
 
 
 def make(n, variant="eager"):
@@ -89,12 +89,9 @@ def main():
                 torch.testing.assert_close(got, want)
             for fn in fns:
                 per_call_us(fn, args, 500)
-            rounds = [[per_call_us(fn, args) for fn in fns] for _ in range(5)]
-            cols = []
-            for k in range(len(fns)):
-                xs = [r[k] for r in rounds]
-                cols.append(f"{statistics.median(xs):8.2f} ({min(xs):.2f}-{max(xs):.2f})")
-            ratio = statistics.median(r[0] / r[1] for r in rounds)
+            rounds = interleaved([lambda fn=fn: per_call_us(fn, args) for fn in fns])
+            cols = cells(rounds, 2)
+            ratio = median_ratio(rounds, 0, 1)
             print(f"{n:>3} " + " ".join(f"{c:>20}" for c in cols) + f" {ratio:>23.2f}")
 
 

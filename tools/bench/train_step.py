@@ -11,7 +11,6 @@ rounds), medians reported with their spread. A developer tool:
 
 import copy
 import os
-import statistics
 import sys
 import time
 
@@ -21,6 +20,7 @@ import lathe  # noqa: F401  (registers the backend)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "tests"))
 from models import MODELS  # noqa: E402
+from rounds import cells, interleaved, median_ratio  # noqa: E402
 
 BATCH = {"transformer_block": 32, "cnn": 32}
 
@@ -51,12 +51,9 @@ def main():
             opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
             step_ms(c, opt, x, loss_fn, steps=3)  # compiles
             variants.append((c, opt))
-        rounds = [[step_ms(c, opt, x, loss_fn) for c, opt in variants] for _ in range(5)]
-        cols = []
-        for k in range(len(variants)):
-            xs = [r[k] for r in rounds]
-            cols.append(f"{statistics.median(xs):8.3f} ({min(xs):.3f}-{max(xs):.3f})")
-        ratio = statistics.median(r[1] / r[2] for r in rounds)
+        rounds = interleaved([lambda c=c, opt=opt: step_ms(c, opt, x, loss_fn) for c, opt in variants])
+        cols = cells(rounds, 3)
+        ratio = median_ratio(rounds, 1, 2)
         print(f"{name:>18} {batch:>5} " + " ".join(f"{c:>22}" for c in cols) + f" {ratio:>15.2f}")
 
 

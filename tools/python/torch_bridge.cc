@@ -3,6 +3,7 @@
 #include <c10/core/TensorImpl.h>
 
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -10,58 +11,37 @@
 
 namespace lathe::python {
 
+namespace {
+
+// PyTorch's dtypes lathe has, each beside lathe's.
+constexpr std::pair<c10::ScalarType, DType> kDTypes[] = {
+    {c10::ScalarType::Half, DType::kFloat16},
+    {c10::ScalarType::BFloat16, DType::kBFloat16},
+    {c10::ScalarType::Float, DType::kFloat32},
+    {c10::ScalarType::Double, DType::kFloat64},
+    {c10::ScalarType::Char, DType::kInt8},
+    {c10::ScalarType::Short, DType::kInt16},
+    {c10::ScalarType::Int, DType::kInt32},
+    {c10::ScalarType::Long, DType::kInt64},
+    {c10::ScalarType::Byte, DType::kUInt8},
+    {c10::ScalarType::Bool, DType::kBool},
+};
+
+}  // namespace
+
 absl::StatusOr<DType> ToLathe(c10::ScalarType type) {
-  switch (type) {
-    case c10::ScalarType::Half:
-      return DType::kFloat16;
-    case c10::ScalarType::BFloat16:
-      return DType::kBFloat16;
-    case c10::ScalarType::Float:
-      return DType::kFloat32;
-    case c10::ScalarType::Double:
-      return DType::kFloat64;
-    case c10::ScalarType::Char:
-      return DType::kInt8;
-    case c10::ScalarType::Short:
-      return DType::kInt16;
-    case c10::ScalarType::Int:
-      return DType::kInt32;
-    case c10::ScalarType::Long:
-      return DType::kInt64;
-    case c10::ScalarType::Byte:
-      return DType::kUInt8;
-    case c10::ScalarType::Bool:
-      return DType::kBool;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("lathe has no dtype for torch.", c10::toString(type),
-                       " (it has float16, bfloat16, float32, float64, int8, "
-                       "int16, int32, int64, uint8 and bool)"));
+  for (const auto& [torch, mine] : kDTypes) {
+    if (torch == type) return mine;
   }
+  return absl::InvalidArgumentError(
+      absl::StrCat("lathe has no dtype for torch.", c10::toString(type),
+                   " (it has float16, bfloat16, float32, float64, int8, "
+                   "int16, int32, int64, uint8 and bool)"));
 }
 
 c10::ScalarType ToTorch(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat16:
-      return c10::ScalarType::Half;
-    case DType::kBFloat16:
-      return c10::ScalarType::BFloat16;
-    case DType::kFloat32:
-      return c10::ScalarType::Float;
-    case DType::kFloat64:
-      return c10::ScalarType::Double;
-    case DType::kInt8:
-      return c10::ScalarType::Char;
-    case DType::kInt16:
-      return c10::ScalarType::Short;
-    case DType::kInt32:
-      return c10::ScalarType::Int;
-    case DType::kInt64:
-      return c10::ScalarType::Long;
-    case DType::kUInt8:
-      return c10::ScalarType::Byte;
-    case DType::kBool:
-      return c10::ScalarType::Bool;
+  for (const auto& [torch, mine] : kDTypes) {
+    if (mine == dtype) return torch;
   }
   return c10::ScalarType::Undefined;
 }

@@ -591,6 +591,12 @@ def _(w, i, o, o2, s):
             F.embedding_bag(i, w, o, mode="sum", padding_idx=9))
 
 
+@program("train_grid_sample", modes=TRAIN)(lambda: [rnd(2, 3, 5, 6), rnd(2, 4, 7, 2, lo=-1.3, hi=1.3)])
+def _(x, g):
+    return (F.grid_sample(x, g, align_corners=False), F.grid_sample(x, g, padding_mode="border", align_corners=True),
+            F.grid_sample(x, g, padding_mode="reflection"), F.grid_sample(x, g, mode="nearest"))
+
+
 @program("train_transformer_sdpa", modes=TRAIN_DYN)(lambda: [rnd(2, 4, 8), rnd(24, 8) * 0.3, rnd(8, 8) * 0.3, rnd(16, 8) * 0.3,
                                                          rnd(8, 16) * 0.3, pos(8), rnd(8) * 0.1])
 def _(x, wqkv, wo, w1, w2, g, b):
