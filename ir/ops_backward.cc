@@ -766,7 +766,8 @@ absl::StatusOr<std::vector<int64_t>> BagsOfIndices(const OpCall& c,
 
 // _embedding_bag_backward (the dense gradient; sparse=True is refused):
 // each index's weight row receives its bag's gradient row, divided by the
-// bag's size for mean and by the index's count with scale_grad_by_freq,
+// bag's size for mean (when not 0, as PyTorch) and by the index's count
+// with scale_grad_by_freq (bag_size is read in mean and max modes only),
 // times its per_sample_weight, except padding_idx's; for max, each bag's
 // gradient goes to the row that held the maximum (max_indices), empty bags
 // (bag_size 0) to none.
@@ -806,7 +807,7 @@ absl::StatusOr<Value> EmbeddingBagBackward(const OpCall& c, bool running) {
   const int64_t rows = out.tensor.sizes()[0];
   std::vector<double> g = RowMajorValues(grad.tensor);
   std::vector<int64_t> bag_size = IntElements(c.arg("bag_size").tensor);
-  if (static_cast<int64_t>(bag_size.size()) != bags) {
+  if (mode != 0 && static_cast<int64_t>(bag_size.size()) != bags) {
     return c.Error(absl::StrCat("expected bag_size to have ", bags,
                                 " elements (one per bag), got ",
                                 bag_size.size()));
@@ -858,7 +859,7 @@ absl::StatusOr<Value> EmbeddingBagBackward(const OpCall& c, bool running) {
     int64_t i = ix[k], b = bag[k];
     if (i == padding_idx) continue;
     double f = pw[k];
-    if (mode == 1) f /= static_cast<double>(bag_size[b]);
+    if (mode == 1 && bag_size[b] != 0) f /= static_cast<double>(bag_size[b]);
     if (scale) f /= static_cast<double>(counts[i]);
     for (int64_t d = 0; d < dim; ++d) gw[i * dim + d] += g[b * dim + d] * f;
   }

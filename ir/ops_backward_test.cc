@@ -283,6 +283,29 @@ TEST(BackwardOpsTest, EmbeddingBagBackwardByHand) {
   EXPECT_THAT(RunError(op, run(g, off, o2b, zeros, zeros, false, 1,
                                V(T({5}, {1, 1, 1, 1, 1})), -1)),
               HasSubstr("per_sample_weights only supported for mode='sum'"));
+  EXPECT_THAT(RunError(op, run(g, T({2}, {0, 6}, DType::kInt64), none, zeros,
+                               zeros, false, 0, Value::None(), -1)),
+              HasSubstr("offsets[1] is 6, outside [0, 5]"));
+  EXPECT_THAT(RunError(op, run(g, off, T({2}, {0, 1}, DType::kInt64), zeros,
+                               zeros, false, 0, Value::None(), -1)),
+              HasSubstr("expected offset2bag to have 5 elements"));
+  EXPECT_THAT(RunError(op, run(g, off, o2b, zeros, zeros, false, 0,
+                               V(T({2}, {1, 1})), -1)),
+              HasSubstr("expected per_sample_weights to have 5 elements"));
+  EXPECT_THAT(RunError(op, run(g, T({2}, {0, 3}), none, zeros, zeros, false, 0,
+                               Value::None(), -1)),
+              HasSubstr("expected offsets to be a 1-d int64 or int32 tensor"));
+  EXPECT_THAT(RunError(op, run(g, off, o2b, T({1}, {7}, DType::kInt64), zeros,
+                               false, 1, Value::None(), -1)),
+              HasSubstr("expected bag_size to have 2 elements"));
+  // Sum never reads bag_size (PyTorch's kernel does not); mean does not
+  // divide by a size of 0, as PyTorch.
+  EXPECT_THAT(Elements(RunT(op, run(g, off, o2b, T({1}, {7}, DType::kInt64),
+                                    zeros, false, 0, Value::None(), -1))),
+              ElementsAre(0, 0, 2, 4, 1, 2, 10, 20, 10, 20));
+  EXPECT_THAT(Elements(RunT(op, run(g, off, o2b, T({2}, {0, 2}, DType::kInt64),
+                                    zeros, false, 1, Value::None(), -1))),
+              ElementsAre(0, 0, 2, 4, 1, 2, 5, 10, 5, 10));
 }
 
 // _embedding_bag_per_sample_weights_backward: each index's gradient is its

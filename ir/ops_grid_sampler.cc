@@ -357,9 +357,11 @@ void SampleBackward(const double* planes, double* gx, int64_t ch, int64_t h,
   T mx, my;
   T ix = SourceIndexWithGrad(px, w, padding, align, &mx);
   T iy = SourceIndexWithGrad(py, h, padding, align, &my);
+  // A point that is not finite gives nothing (PyTorch's kernel gives the
+  // grid NaN in some modes there; lathe's decomposition does too).
   if (!std::isfinite(ix) || !std::isfinite(iy)) return;
-  if (mode ==
-      1) {  // nearest: the gradient to one input point, none to the grid
+  // nearest: the gradient to one input point, none to the grid.
+  if (mode == 1) {
     const int64_t nx = static_cast<int64_t>(std::nearbyint(ix));
     const int64_t ny = static_cast<int64_t>(std::nearbyint(iy));
     if (gx == nullptr || !inside(ny, nx)) return;

@@ -676,8 +676,12 @@ absl::StatusOr<Value> MaxPoolBackward(const OpCall& c, int nsp) {
   RETURN_IF_ERROR(
       NeedFloat(c, DTypeOf(self), absl::StrCat("max_pool", nsp, "d_backward")));
   bool running = self.tensor.defined();
-  ASSIGN_OR_RETURN(
-      Value out, SuggestedResult(c, running, DTypeOf(self), self, g.in_sizes));
+  // An unbatched input's gradient is contiguous (a 4-d one is not a
+  // channels-last batch: PyTorch refuses a channels-last unbatched 3-d
+  // input).
+  ASSIGN_OR_RETURN(Value out,
+                   (RankOf(self) == nsp + 2 ? SuggestedResult : Result)(
+                       c, running, DTypeOf(self), self, g.in_sizes));
   if (!running) return out;
   std::vector<double> gy = RowMajorValues(grad.tensor);
   std::vector<int64_t> ix = IntElements(indices.tensor);

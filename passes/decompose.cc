@@ -1209,9 +1209,9 @@ absl::StatusOr<Outputs> EmbeddingBag(Rewriter& r) {
   return Outputs{out, offset2bag, bag_size, max_indices};
 }
 
-// `x` (contiguous, of `like`'s sizes) laid out as empty_like(like) (dense,
+// `x` (of `like`'s sizes, any layout) laid out as empty_like(like) (dense,
 // in `like`'s dimension order: EmptyLikeStrides) through a copy in that
-// memory order, when that is not contiguous; x itself otherwise.
+// memory order; x itself when it already is.
 absl::StatusOr<Node*> LaidOutAs(Rewriter& r, Node* x, const TensorMeta& like) {
   std::vector<Expr> strides =
       ir::EmptyLikeStrides(&r.env(), ir::Value::OfMeta(like));
@@ -1550,43 +1550,6 @@ std::vector<std::pair<Node*, TensorMeta>> OutputMetas(const ir::Graph& graph) {
   return out;
 }
 
-// Each output in `before` whose value was replaced or restrided by the
-// decompositions, and was dense and of its own storage (no view of an
-// input: a copy would cut the alias), copied back into its layout (a
-// channels-last gradient whose op became a scatter_add stays
-// channels-last), as Inductor keeps its outputs' strides.
-absl::Status KeepOutputLayouts(
-    ir::Graph& graph, PassContext& ctx,
-    const std::vector<std::pair<Node*, TensorMeta>>& before) {
-  std::vector<std::pair<Node*, TensorMeta>> after = OutputMetas(graph);
-  if (after.size() != before.size()) return absl::OkStatus();
-  auto strides = [&](const TensorMeta& m) {
-    return ir::ApplyReplacements(ir::ValueMeta::Tensor(m), ctx.env())
-        .tensor.strides;
-  };
-  Node* output = graph.output();
-  for (size_t k = 0; k < after.size(); ++k) {
-    auto& [node, meta] = after[k];
-    const TensorMeta& want = before[k].second;
-    if (strides(meta) == strides(want) ||
-        ir::EmptyLikeStrides(&ctx.env(), ir::Value::OfMeta(want)) !=
-            want.strides ||
-        IsPlaceholderStorage(graph, meta.storage)) {
-      continue;
-    }
-    Rewriter r(graph, output, ctx.env());
-    absl::StatusOr<Node*> laid = LaidOutAs(r, node, want);
-    if (!laid.ok() || strides(TM(*laid)) != strides(want)) {
-      r.Rollback();
-      continue;
-    }
-    output->ReplaceInput(node, *laid);
-    ctx.Log("decompose: output ", k, " (", node->name(),
-            ") copied back into its layout ", want.ToAnnotation());
-  }
-  return absl::OkStatus();
-}
-
 // Whether the ShapeEnv proves `a` and `b` the same sizes, with no guard:
 // forms that differ but are equal over the symbols' ranges (((s1 - 1)//32)
 // + 1 and 1 when s1 <= 32) are the same.
@@ -1599,6 +1562,49 @@ bool SameSizes(symbolic::ShapeEnv& env, const std::vector<symbolic::Expr>& a,
     }
   }
   return true;
+}
+
+// Each output in `before` whose value was replaced or restrided by the
+// decompositions, and was dense, copied back into its layout (a
+// channels-last gradient whose op became a scatter_add stays
+// channels-last), as Inductor keeps its outputs' strides. An output that
+// shares its storage with an input or another output (a view of it, or
+// AOTAutograd's intermediate base) is left alone: a copy would cut the
+// alias.
+absl::Status KeepOutputLayouts(
+    ir::Graph& graph, PassContext& ctx,
+    const std::vector<std::pair<Node*, TensorMeta>>& before) {
+  std::vector<std::pair<Node*, TensorMeta>> after = OutputMetas(graph);
+  if (after.size() != before.size()) return absl::OkStatus();
+  symbolic::ShapeEnv& env = ctx.env();
+  auto strides = [&](const TensorMeta& m) {
+    return ir::ApplyReplacements(ir::ValueMeta::Tensor(m), env).tensor.strides;
+  };
+  absl::flat_hash_map<ir::StorageId, absl::flat_hash_set<Node*>> holders;
+  for (const auto& [node, meta] : after) holders[meta.storage].insert(node);
+  Node* output = graph.output();
+  absl::flat_hash_set<Node*> done;  // an output returned twice is one value
+  for (size_t k = 0; k < after.size(); ++k) {
+    auto& [node, meta] = after[k];
+    const TensorMeta& want = before[k].second;
+    if (done.contains(node) || holders[meta.storage].size() > 1 ||
+        SameSizes(env, strides(meta), strides(want)) ||
+        ir::EmptyLikeStrides(&env, ir::Value::OfMeta(want)) != want.strides ||
+        IsPlaceholderStorage(graph, meta.storage)) {
+      continue;
+    }
+    done.insert(node);
+    Rewriter r(graph, output, env);
+    absl::StatusOr<Node*> laid = LaidOutAs(r, node, want);
+    if (!laid.ok() || !SameSizes(env, strides(TM(*laid)), strides(want))) {
+      r.Rollback();
+      continue;
+    }
+    output->ReplaceInput(node, *laid);
+    ctx.Log("decompose: output ", k, " (", node->name(),
+            ") copied back into its layout ", want.ToAnnotation());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace

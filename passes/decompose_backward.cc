@@ -398,7 +398,11 @@ absl::StatusOr<Outputs> EmbeddingBagBackward(Rewriter& r) {
     ASSIGN_OR_RETURN(c, r.Unary("aten.reciprocal.default", c));
     return times(c);
   };
-  if (*mode == 1) RETURN_IF_ERROR(divide_by(bag_size, bag));
+  if (*mode == 1) {  // a bag of size 0 is not divided, as PyTorch
+    ASSIGN_OR_RETURN(Node * sizes,
+                     r.Binary("aten.clamp_min.default", bag_size, I(1)));
+    RETURN_IF_ERROR(divide_by(sizes, bag));
+  }
   if (*scale) {
     ASSIGN_OR_RETURN(Node * zeros, Full(r, {num_weights}, I(0), kLong, device));
     ASSIGN_OR_RETURN(Node * ones, r.Unary("aten.ones_like.default", ix));

@@ -136,8 +136,6 @@ TEST(DecomposeDifferentialTest, EmbeddingDenseBackward) {
   }
 }
 
-// Indices from the forward op: overlapping windows, stride > kernel,
-// padding, dilation, ceil_mode, an unbatched input.
 // _embedding_bag's backwards after its forward (whose offset2bag is empty
 // on the fast sum path: the backward rebuilds it from the offsets), every
 // mode; offsets with empty bags [0, 0, 3, 3, 6] and [0, 3, 6, 9], the
@@ -245,6 +243,8 @@ TEST(DecomposeDifferentialTest, GridSampler2dBackward) {
   }
 }
 
+// Indices from the forward op: overlapping windows, stride > kernel,
+// padding, dilation, ceil_mode, an unbatched input.
 TEST(DecomposeDifferentialTest, MaxPool2dWithIndicesBackward) {
   struct Case {
     const char* params;  // kernel, stride, padding, dilation, ceil_mode

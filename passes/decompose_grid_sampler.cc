@@ -329,8 +329,10 @@ absl::StatusOr<Outputs> GridSampler2dBackward(Rewriter& r) {
       ASSIGN_OR_RETURN(Node * ry, r.Unary("aten.round.default", iy));
       ASSIGN_OR_RETURN(acc, s->Scatter(acc, go, rx, ry));
     }
-    if (want_grid) {
-      ASSIGN_OR_RETURN(outs[1], r.Unary("aten.zeros_like.default", grid));
+    if (want_grid) {  // contiguous, whatever the grid's layout
+      ASSIGN_OR_RETURN(std::vector<Arg> sizes, r.Sizes(grid));
+      ASSIGN_OR_RETURN(outs[1], Full(r, std::move(sizes), I(0), TM(grid).dtype,
+                                     TM(grid).device));
     }
   } else {
     ASSIGN_OR_RETURN(std::vector<Corner> corners, Corners(r, ix, iy));

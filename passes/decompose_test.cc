@@ -212,6 +212,29 @@ CHECK: return ([[OUT]], t)
 )IR"));
 }
 
+// An output returned twice is copied once, into both places; one that
+// shares its storage with another output (a view of it) is left alone.
+TEST(DecomposeTest, OutputsKeepTheirLayoutsOnceAndNotWhereAliased) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, x: "f32[2, 3, 4, 6][72, 1, 18, 3]", g: "f32[2, 3, 2, 3][18, 1, 9, 3]", ix: "i64[2, 3, 2, 3][18, 1, 9, 3]", y: "f32[2, 3, 4, 6]"):
+    bw = torch.ops.aten.max_pool2d_with_indices_backward.default(g, x, [2, 2], [2, 2], [0, 0], [1, 1], False, ix)
+    add = torch.ops.aten.add.Tensor(bw, y)
+    sub = torch.ops.aten.sub.Tensor(bw, y)
+    v = torch.ops.aten.view.default(sub, [2, 3, 24])
+    return (add, add, sub, v)
+)IR",
+      R"IR(
+CHECK: [[ADD:[a-z_0-9]+]]: "f32[2, 3, 4, 6][72, 24, 6, 1]cpu" = torch.ops.aten.add.Tensor
+CHECK: [[SUB:[a-z_0-9]+]]: "f32[2, 3, 4, 6][72, 24, 6, 1]cpu" = torch.ops.aten.sub.Tensor
+CHECK: [[V:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.view.default([[SUB]], [2, 3, 24])
+CHECK: torch.ops.aten.permute.default([[ADD]], [0, 2, 3, 1])
+CHECK-NOT: permute.default([[SUB]]
+CHECK: [[OUT:[a-z_0-9]+]]: "f32[2, 3, 4, 6][72, 1, 18, 3]cpu" = torch.ops.aten.permute.default
+CHECK-NOT: permute
+CHECK: return ([[OUT]], [[OUT]], [[SUB]], [[V]])
+)IR"));
+}
+
 TEST(DecomposeTest, LayerNormRewiresGetitems) {
   EXPECT_OK(RunPassAndFileCheck<Decompose>(
       R"IR(def forward(self, x: "f32[2, 3, 4]", w: "f32[4]", b: "f32[4]"):

@@ -143,10 +143,11 @@ def forward(self, w: "f32[7, 3][3, 1]cpu", r: "i64[9][1]cpu", s: "f32[9][1]cpu",
 }
 
 // Bilinear with reflection (align_corners) and border, nearest with zeros;
-// the grid reaches past the input (2 sin(.) spans [-2, 2]).
+// the grid reaches past the input (2 sin(.) spans [-2, 2]). Nearest's
+// (zero) grid gradient is contiguous for a transposed grid, as PyTorch's.
 TEST(CpuFunctionTest, GridSampler2dBackward) {
   ExpectCompiledBackwardMatches(R"IR(
-def forward(self, x: "f32[2, 3, 4, 5][60, 20, 5, 1]cpu", g: "f32[2, 6, 7, 2][84, 14, 2, 1]cpu", go: "f32[2, 3, 6, 7][126, 42, 7, 1]cpu"):
+def forward(self, x: "f32[2, 3, 4, 5][60, 20, 5, 1]cpu", g: "f32[2, 6, 7, 2][84, 14, 2, 1]cpu", go: "f32[2, 3, 6, 7][126, 42, 7, 1]cpu", h: "f32[2, 7, 6, 2][84, 12, 2, 1]cpu"):
     a = torch.ops.aten.grid_sampler_2d_backward.default(go, x, g, 0, 2, True, [True, True])
     a_0 = a[0]
     a_1 = a[1]
@@ -155,7 +156,10 @@ def forward(self, x: "f32[2, 3, 4, 5][60, 20, 5, 1]cpu", g: "f32[2, 6, 7, 2][84,
     b_1 = b[1]
     c = torch.ops.aten.grid_sampler_2d_backward.default(go, x, g, 1, 0, False, [True, False])
     c_0 = c[0]
-    return (a_0, a_1, b_0, b_1, c_0)
+    ht = torch.ops.aten.transpose.int(h, 1, 2)
+    d = torch.ops.aten.grid_sampler_2d_backward.default(go, x, ht, 1, 1, True, [False, True])
+    d_1 = d[1]
+    return (a_0, a_1, b_0, b_1, c_0, d_1)
 )IR",
                                 "grid_sampler_2d_backward");
 }

@@ -297,7 +297,7 @@ class CallsTest(unittest.TestCase):
             x = torch.randn(5)
             worker = threading.Thread(target=lambda: fn(x))
             worker.start()
-            seen = []
+            seen = [len(fn.dumps())]  # at least one read beside the compile
             while worker.is_alive():
                 seen.append(len(fn.dumps()))
             worker.join()
