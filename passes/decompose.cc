@@ -55,6 +55,7 @@ using decomp::Outputs;
 using decomp::PointwiseBackwardDecompositions;
 using decomp::Rewriter;
 using decomp::SizeOp;
+using decomp::SizePlus;
 using decomp::TensorMeta;
 using decomp::TM;
 using decomp::Unsqueezed;
@@ -1003,14 +1004,6 @@ absl::StatusOr<Outputs> UpsampleBilinear2d(Rewriter& r) {
   return Outputs{out};
 }
 
-// A size (an int or a SymInt node) plus `k`.
-absl::StatusOr<Arg> SizePlus(Rewriter& r, const Arg& size, int64_t k) {
-  if (k == 0) return size;
-  if (size.kind == Arg::Kind::kInt) return I(size.i + k);
-  ASSIGN_OR_RETURN(Node * s, r.Binary("operator.add", size.node, I(k)));
-  return A(s);
-}
-
 // _pdist_forward: the p-norm distances of the rows i < j, row-major. The
 // flat indices i * n + j of those pairs come from the strict upper
 // triangle's mask: its running count places each pair (the others go to a
@@ -1571,9 +1564,8 @@ bool SameSizes(symbolic::ShapeEnv& env, const std::vector<symbolic::Expr>& a,
 // shares its storage with an input or another output (a view of it, or
 // AOTAutograd's intermediate base) is left alone: a copy would cut the
 // alias.
-absl::Status KeepOutputLayouts(
-    ir::Graph& graph, PassContext& ctx,
-    const std::vector<std::pair<Node*, TensorMeta>>& before) {
+absl::Status KeepOutputLayouts(ir::Graph& graph, PassContext& ctx,
+                               const std::vector<TensorMeta>& before) {
   std::vector<std::pair<Node*, TensorMeta>> after = OutputMetas(graph);
   if (after.size() != before.size()) return absl::OkStatus();
   symbolic::ShapeEnv& env = ctx.env();
@@ -1586,7 +1578,7 @@ absl::Status KeepOutputLayouts(
   absl::flat_hash_set<Node*> done;  // an output returned twice is one value
   for (size_t k = 0; k < after.size(); ++k) {
     auto& [node, meta] = after[k];
-    const TensorMeta& want = before[k].second;
+    const TensorMeta& want = before[k];
     if (done.contains(node) || holders[meta.storage].size() > 1 ||
         SameSizes(env, strides(meta), strides(want)) ||
         ir::EmptyLikeStrides(&env, ir::Value::OfMeta(want)) != want.strides ||
@@ -1624,7 +1616,8 @@ absl::StatusOr<bool> Decompose::Run(ir::Graph& graph, PassContext& ctx) {
       work.push_back(n.get());
     }
   }
-  const std::vector<std::pair<Node*, TensorMeta>> outputs = OutputMetas(graph);
+  std::vector<TensorMeta> outputs;  // the outputs' metas before any rule
+  for (const auto& [node, meta] : OutputMetas(graph)) outputs.push_back(meta);
   bool changed = false;
   absl::flat_hash_set<Node*> refresh;  // users of replaced values
   for (Node* n : work) {

@@ -34,11 +34,6 @@ struct Sampler {
   static absl::StatusOr<std::optional<Sampler>> Make(Rewriter& r, Node* input,
                                                      Node* grid);
 
-  // A size plus k.
-  absl::StatusOr<Arg> Plus(const Arg& size, int64_t k) {
-    return k == 0 ? size : SizeOp(r, "operator.add", size, I(k));
-  }
-
   // The source coordinate of grid component `component` along an axis of
   // `size`, as eager's CPU kernel computes it: unnormalized ((c + 1) *
   // size / 2 - 0.5, or (c + 1) * (size - 1) / 2 with align_corners),
@@ -51,7 +46,7 @@ struct Sampler {
     ASSIGN_OR_RETURN(Node * c,
                      r.Call("aten.select.int", {A(g), I(3), I(component)}));
     ASSIGN_OR_RETURN(c, r.Binary("aten.add.Tensor", c, I(1)));
-    ASSIGN_OR_RETURN(Arg extent, Plus(size, align ? -1 : 0));
+    ASSIGN_OR_RETURN(Arg extent, SizePlus(r, size, align ? -1 : 0));
     ASSIGN_OR_RETURN(c, r.Binary("aten.mul.Tensor", c, extent));
     ASSIGN_OR_RETURN(c, r.Binary("aten.mul.Tensor", c, F(0.5)));
     if (!align) {
@@ -65,7 +60,7 @@ struct Sampler {
       *grad = d;
     }
     if (padding == 0) return c;
-    ASSIGN_OR_RETURN(Arg last, Plus(size, -1));
+    ASSIGN_OR_RETURN(Arg last, SizePlus(r, size, -1));
     if (padding == 2) {
       // Reflect about [low, high] (doubled: -1 and 2 * size - 1, or 0 and
       // 2 * (size - 1) with align_corners).

@@ -44,6 +44,10 @@ absl::StatusOr<Arg> SizeOp(Rewriter& r, const char* op, const Arg& a,
   return A(n);
 }
 
+absl::StatusOr<Arg> SizePlus(Rewriter& r, const Arg& size, int64_t k) {
+  return k == 0 ? size : SizeOp(r, "operator.add", size, I(k));
+}
+
 // A new tensor of `sizes` filled with `value`.
 absl::StatusOr<Node*> Full(Rewriter& r, std::vector<Arg> sizes, Arg value,
                            DType dtype, const Device& device) {
@@ -56,7 +60,7 @@ absl::StatusOr<Node*> Offset2Bag(Rewriter& r, Node* offsets, const Arg& end,
   constexpr DType kLong = DType::kInt64;
   ASSIGN_OR_RETURN(Node * starts,
                    r.Call("aten.slice.Tensor", {A(offsets), I(0), I(1), end}));
-  ASSIGN_OR_RETURN(Arg n1, SizeOp(r, "operator.add", n, I(1)));
+  ASSIGN_OR_RETURN(Arg n1, SizePlus(r, n, 1));
   ASSIGN_OR_RETURN(Node * marks, Full(r, {n1}, I(0), kLong, device));
   ASSIGN_OR_RETURN(Node * ones, r.Unary("aten.ones_like.default", starts));
   ASSIGN_OR_RETURN(marks, r.Call("aten.index_add.default",

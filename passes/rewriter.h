@@ -349,6 +349,9 @@ absl::StatusOr<Node*> Iota(Rewriter& r, const Arg& n, const Device& device);
 absl::StatusOr<Arg> SizeOp(Rewriter& r, const char* op, const Arg& a,
                            const Arg& b);
 
+// A size (an int or a SymInt node) plus `k`.
+absl::StatusOr<Arg> SizePlus(Rewriter& r, const Arg& size, int64_t k);
+
 // A new tensor of `sizes` filled with `value`.
 absl::StatusOr<Node*> Full(Rewriter& r, std::vector<Arg> sizes, Arg value,
                            DType dtype, const Device& device);
