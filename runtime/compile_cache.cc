@@ -115,6 +115,10 @@ bool DiskCache::Trusted() {
   return false;
 }
 
+bool DiskCache::MakeTrusted() {
+  return MakeDirectories(dir_, 0700).ok() && Trusted();
+}
+
 absl::StatusOr<std::optional<CacheHit>> DiskCache::Get(absl::string_view key) {
   RETURN_IF_ERROR(ValidateCacheKey(key));
   if (!Trusted()) return std::nullopt;
@@ -163,6 +167,18 @@ absl::Status TieredCache::Put(absl::string_view key, absl::string_view bytes) {
     if (first.ok()) first = s;
   }
   return first;
+}
+
+std::string PrivateCacheDirectory(CacheBackend* cache) {
+  if (auto* tiered = dynamic_cast<TieredCache*>(cache)) {
+    for (const std::unique_ptr<CacheBackend>& tier : tiered->tiers()) {
+      std::string dir = PrivateCacheDirectory(tier.get());
+      if (!dir.empty()) return dir;
+    }
+  } else if (auto* disk = dynamic_cast<DiskCache*>(cache)) {
+    if (!disk->codec().signs() && disk->MakeTrusted()) return disk->dir();
+  }
+  return "";
 }
 
 std::string TieredCache::name() const {

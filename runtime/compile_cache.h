@@ -144,6 +144,9 @@ class DiskCache : public CacheBackend {
   std::string warning() const;
   // Entries refused for lacking the secret's HMAC, and that warning.
   const CacheEntryCodec& codec() const { return codec_; }
+  // Whether the directory may be used, made (mode 0700) if missing:
+  // checked once, then trusted or refused for this object's life.
+  bool MakeTrusted();
 
  private:
   enum DirState { kUnchecked, kTrusted, kRefused };
@@ -182,6 +185,15 @@ class TieredCache : public CacheBackend {
  private:
   const std::vector<std::unique_ptr<CacheBackend>> tiers_;
 };
+
+// PrivateCacheDirectory()
+//
+// The directory of `cache`'s disk tier (itself or one of a TieredCache's)
+// when lathe may keep files there that a compiler reads in place, such as
+// a precompiled header: one the tier trusts (made if missing) and does not
+// sign, since a file read in place cannot be checked against a secret's
+// HMAC. "" when there is none.
+std::string PrivateCacheDirectory(CacheBackend* cache);
 
 // CacheSecretFromEnvironment()
 //

@@ -567,6 +567,37 @@ std::string Describe(const TieredCache& cache) {
   return out;
 }
 
+TEST(PrivateCacheDirectoryTest, IsATrustedUnsignedDiskTiersDirectory) {
+  const std::string root = TestDir();
+  const std::string dir = root + "/made";
+  std::vector<std::unique_ptr<CacheBackend>> tiers;
+  tiers.push_back(std::make_unique<MemoryCache>());
+  tiers.push_back(std::make_unique<DiskCache>(dir));
+  TieredCache tiered(std::move(tiers));
+  EXPECT_EQ(PrivateCacheDirectory(&tiered), dir);
+  struct stat st;
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);  // made, as a Put makes it
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+
+  MemoryCache memory;
+  EXPECT_EQ(PrivateCacheDirectory(&memory), "");
+  EXPECT_EQ(PrivateCacheDirectory(nullptr), "");
+  // Signed entries are read whole and checked; a file read in place
+  // cannot be.
+  DiskCache::Options options;
+  options.secret = "fleet";
+  DiskCache signs(root + "/signed", options);
+  EXPECT_EQ(PrivateCacheDirectory(&signs), "");
+  // A directory others can write is not used for anything.
+  const std::string open = root + "/open";
+  ASSERT_OK(MakeDirectories(open));
+  ASSERT_EQ(::chmod(open.c_str(), 0777), 0);
+  DiskCache refused(open);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(PrivateCacheDirectory(&refused), "");
+  ::testing::internal::GetCapturedStderr();
+}
+
 TEST(CompileCacheFromEnvironmentTest, NamesItsTiersAsTheEnvironmentSays) {
   ScopedEnv remote("LATHE_REMOTE_CACHE", nullptr);
   {

@@ -129,22 +129,38 @@ absl::StatusOr<std::string> ReadFileLimited(const std::string& path,
   return ReadToEnd(fd, path, max_bytes);
 }
 
-absl::Status CheckPrivateDirectory(const std::string& dir, uid_t owner) {
+namespace {
+
+// OK when `path` (a directory, or else a regular file never reached through
+// a link) is its owner's alone; else an error naming it and why.
+absl::Status CheckPrivate(const std::string& path, uid_t owner,
+                          bool directory) {
   struct stat st;
-  if (::stat(dir.c_str(), &st) != 0) {
+  if ((directory ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) !=
+      0) {
     if (errno == ENOENT) {
-      return absl::NotFoundError(absl::StrCat(dir, ": does not exist"));
+      return absl::NotFoundError(absl::StrCat(path, ": does not exist"));
     }
-    return Errno(dir, "cannot stat");
+    return Errno(path, "cannot stat");
   }
-  if (!S_ISDIR(st.st_mode)) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(dir, " is not a directory"));
+  if (directory ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        path, directory ? " is not a directory" : " is not a regular file"));
   }
   std::string why = NotPrivate(st, owner);
   if (!why.empty())
-    return absl::PermissionDeniedError(absl::StrCat(dir, " ", why));
+    return absl::PermissionDeniedError(absl::StrCat(path, " ", why));
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckPrivateDirectory(const std::string& dir, uid_t owner) {
+  return CheckPrivate(dir, owner, /*directory=*/true);
+}
+
+absl::Status CheckPrivateFile(const std::string& path, uid_t owner) {
+  return CheckPrivate(path, owner, /*directory=*/false);
 }
 
 absl::StatusOr<std::string> ReadPrivateFile(const std::string& path,

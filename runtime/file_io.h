@@ -74,6 +74,13 @@ absl::Status MakeDirectories(const std::string& dir, int mode = 0755);
 // does not exist; otherwise a PermissionDenied error naming it and why.
 absl::Status CheckPrivateDirectory(const std::string& dir, uid_t owner);
 
+// CheckPrivateFile()
+//
+// OK when `path` is a regular file (not a symlink) owned by user `owner`
+// and writable by no one else; otherwise an error naming the path and why
+// (NotFound when absent). For a file another program reads in place.
+absl::Status CheckPrivateFile(const std::string& path, uid_t owner);
+
 // ReadPrivateFile()
 //
 // The contents of `path` when it is a regular file (not a symlink, FIFO,

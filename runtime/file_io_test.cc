@@ -114,6 +114,37 @@ TEST(WriteFileAtomicTest, GivesTheFileItsMode) {
   EXPECT_EQ(st.st_mode & 0777, 0644u);
 }
 
+TEST(CheckPrivateFileTest, SaysWhyAFileIsNotPrivate) {
+  const std::string dir = Tmp("private_files");
+  ASSERT_OK(RemoveTree(dir));
+  ASSERT_OK(MakeDirectories(dir, 0700));
+  const std::string file = dir + "/f";
+  EXPECT_THAT(CheckPrivateFile(file, ::geteuid()),
+              lathe::testing::StatusIs(absl::StatusCode::kNotFound,
+                                       file + ": does not exist"));
+  ASSERT_OK(WriteFileAtomic(file, "x", false, 0600));
+  EXPECT_OK(CheckPrivateFile(file, ::geteuid()));
+  ASSERT_OK(WriteFileAtomic(file, "x", false, 0644));  // others only read
+  EXPECT_OK(CheckPrivateFile(file, ::geteuid()));
+  EXPECT_THAT(CheckPrivateFile(file, ::geteuid() + 1),
+              lathe::testing::StatusIs(absl::StatusCode::kPermissionDenied,
+                                       HasSubstr(" is owned by uid ")));
+  ASSERT_EQ(::chmod(file.c_str(), 0666), 0);
+  EXPECT_THAT(CheckPrivateFile(file, ::geteuid()),
+              lathe::testing::StatusIs(
+                  absl::StatusCode::kPermissionDenied,
+                  file + " is writable by its group or others (mode 0666)"));
+  // A link to a private file is not one: what it names can change.
+  ASSERT_OK(WriteFileAtomic(dir + "/target", "x", false, 0600));
+  ASSERT_EQ(::symlink((dir + "/target").c_str(), (dir + "/link").c_str()), 0);
+  EXPECT_THAT(CheckPrivateFile(dir + "/link", ::geteuid()),
+              lathe::testing::StatusIs(absl::StatusCode::kPermissionDenied,
+                                       dir + "/link is not a regular file"));
+  EXPECT_THAT(CheckPrivateFile(dir, ::geteuid()),
+              lathe::testing::StatusIs(absl::StatusCode::kPermissionDenied,
+                                       dir + " is not a regular file"));
+}
+
 TEST(CheckPrivateDirectoryTest, SaysWhyADirectoryIsNotPrivate) {
   const std::string dir = Tmp("private");
   ASSERT_OK(RemoveTree(dir));

@@ -1,5 +1,8 @@
 #include "codegen/cpp/cpp_compiler.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -143,9 +146,67 @@ absl::StatusOr<std::string> CompilerIdentity(const std::string& compiler) {
   return identity;
 }
 
+absl::StatusOr<std::optional<std::string>> PrecompilePrelude(
+    absl::string_view prelude, const std::vector<std::string>& flags,
+    const std::string& dir) {
+  const std::string compiler = CompilerName();
+  ASSIGN_OR_RETURN(std::string identity, CompilerIdentity(compiler));
+  std::vector<std::string> header_flags = flags;
+  header_flags.push_back("-x");
+  header_flags.push_back("c++-header");
+  const std::string key = CacheKey(prelude, identity, header_flags);
+  const std::string header = absl::StrCat(dir, "/", key, ".h");
+  const std::string precompiled = header + ".gch";
+  if (CheckPrivateFile(header, ::geteuid()).ok() &&
+      CheckPrivateFile(precompiled, ::geteuid()).ok()) {
+    return header;  // made before
+  }
+  RETURN_IF_ERROR(WriteFileAtomic(header, prelude, false, 0600));
+  // Built beside its place and renamed there, so a compiler never reads a
+  // half-written one.
+  const std::string made = absl::StrCat(precompiled, ".", ::getpid(), ".tmp");
+  std::vector<std::string> parts = {compiler};
+  for (const std::string& f : header_flags) parts.push_back(f);
+  for (const std::string& f : {std::string("-o"), Quote(made), Quote(header)}) {
+    parts.push_back(f);
+  }
+  const int status = RunCommand(absl::StrJoin(parts, " ")).status;
+  if (status != 0 || ::chmod(made.c_str(), 0600) != 0 ||
+      ::rename(made.c_str(), precompiled.c_str()) != 0) {
+    ::unlink(made.c_str());
+    return std::nullopt;
+  }
+  return header;
+}
+
+namespace {
+
+// PrecompilePrelude's header for `prelude` and `flags` in `cache`'s private
+// directory, looked for once per process (nullopt: build without it).
+std::optional<std::string> PreludeHeader(absl::string_view prelude,
+                                         const std::vector<std::string>& flags,
+                                         CacheBackend* cache) {
+  const std::string dir = PrivateCacheDirectory(cache);
+  if (dir.empty()) return std::nullopt;
+  // std::mutex: ThreadSanitizer sees it, not the system Abseil's.
+  static std::mutex mu;
+  static auto* made =
+      new absl::flat_hash_map<std::string, std::optional<std::string>>();
+  const std::string key =
+      absl::StrCat(dir, "\n", CacheKey(prelude, CompilerName(), flags));
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = made->find(key);
+  if (it != made->end()) return it->second;
+  absl::StatusOr<std::optional<std::string>> header =
+      PrecompilePrelude(prelude, flags, dir);
+  return made->emplace(key, header.ok() ? *header : std::nullopt).first->second;
+}
+
+}  // namespace
+
 absl::StatusOr<BuiltLibrary> CompileSharedLibrary(
     absl::string_view source, const std::string& dir, CacheBackend* cache,
-    std::vector<std::string> flags) {
+    std::vector<std::string> flags, absl::string_view prelude) {
   BuiltLibrary lib;
   lib.source_path = absl::StrCat(dir, "/kernel.cc");
   lib.path = absl::StrCat(dir, "/kernel.so");
@@ -174,7 +235,36 @@ absl::StatusOr<BuiltLibrary> CompileSharedLibrary(
     }
   }
   auto start = std::chrono::steady_clock::now();
-  CommandResult result = RunCommand(lib.command);
+  CommandResult result;
+  result.status = -1;
+  // With the prelude precompiled, the rest of the source alone, after an
+  // #include of it: the same text to the compiler. Any failure builds the
+  // whole source as `command` says, whose errors are the ones reported.
+  std::optional<std::string> header;
+  if (cache != nullptr && !prelude.empty() &&
+      absl::StartsWith(source, prelude)) {
+    header = PreludeHeader(prelude, flags, cache);
+  }
+  if (header) {
+    const std::string rest = absl::StrCat(dir, "/kernel.rest.cc");
+    if (WriteFileAtomic(rest,
+                        absl::StrCat("#include \"", *header, "\"\n",
+                                     source.substr(prelude.size())),
+                        false)
+            .ok()) {
+      parts.back() = Quote(rest);
+      result = RunCommand(absl::StrJoin(parts, " "));
+      RemoveTree(rest).IgnoreError();
+    }
+  }
+  if (result.status != 0) {
+    result = RunCommand(lib.command);
+    // Built without it: a damaged precompiled prelude is made again by
+    // the next process.
+    if (header && result.status == 0) {
+      RemoveTree(*header + ".gch").IgnoreError();
+    }
+  }
   lib.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

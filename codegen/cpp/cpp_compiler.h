@@ -24,6 +24,7 @@
 #ifndef LATHE_CODEGEN_CPP_CPP_COMPILER_H_
 #define LATHE_CODEGEN_CPP_CPP_COMPILER_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,10 +57,29 @@ absl::StatusOr<std::string> CompilerIdentity(const std::string& compiler);
 // holds the library's bytes either way (the hit the cache verified, or the
 // compiler's output, read once): load those, not the file, so what runs is
 // what was verified or stored. `flags` (CompilerFlags() when empty) are
-// part of the key.
+// part of the key. A `prelude` that `source` begins with (the text every
+// source of its kind shares) is precompiled once in `cache`'s private
+// directory (PrecompilePrelude), and the compiler reads the rest of the
+// source after it: the same text, in half the time. `command` stays the
+// one-step command line, which builds the same library; any failure with
+// the prelude builds with that command.
 absl::StatusOr<BuiltLibrary> CompileSharedLibrary(
     absl::string_view source, const std::string& dir,
-    CacheBackend* cache = nullptr, std::vector<std::string> flags = {});
+    CacheBackend* cache = nullptr, std::vector<std::string> flags = {},
+    absl::string_view prelude = "");
+
+// PrecompilePrelude()
+//
+// `prelude` as a header in `dir` (a directory only this user can write:
+// a compile cache's, PrivateCacheDirectory) with its precompiled form for
+// the compiler and `flags` beside it (the header's path + ".gch", where
+// the compiler looks for it); returns the header's path. Both are named by
+// a key of the prelude, the compiler's identity and the flags, made once
+// and read in place by every later build; nullopt when the compiler cannot
+// precompile the prelude.
+absl::StatusOr<std::optional<std::string>> PrecompilePrelude(
+    absl::string_view prelude, const std::vector<std::string>& flags,
+    const std::string& dir);
 
 // TemporaryBuildDir()
 //

@@ -8,9 +8,16 @@
 
 #include "codegen/cpp/cpp_compiler.h"
 
-#include <cstdlib>
-#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/algorithm/container.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -25,6 +32,7 @@ namespace {
 
 using ::lathe::testing::StatusIs;
 using ::lathe::testing::TestTmpPath;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -173,6 +181,142 @@ TEST(CompileSharedLibraryTest, AFailureToStoreIsNotedNotFatal) {
   EXPECT_EQ(lib.cache_hit, "");
   EXPECT_THAT(lib.cache_error, HasSubstr("over the disk cache's limit of 10"));
   EXPECT_EQ(Answer(lib.path), 42);
+}
+
+// A prelude as generated code has one: headers and helpers every source of
+// its kind begins with.
+constexpr char kPrelude[] =
+    "#include <cmath>\n#include <algorithm>\n"
+    "static int lathe_twice(int x) { return std::max(2 * x, 0); }\n";
+constexpr char kBody[] =
+    "extern \"C\" int lathe_test_answer() { return lathe_twice(21); }\n";
+
+// The names in `dir` ending in `suffix`.
+std::vector<std::string> Named(const std::string& dir,
+                               const std::string& suffix) {
+  std::vector<std::string> out;
+  for (const std::string& name :
+       ListDirectory(dir).value_or(std::vector<std::string>())) {
+    if (absl::EndsWith(name, suffix)) out.push_back(name);
+  }
+  return out;
+}
+
+struct stat Stat(const std::string& path) {
+  struct stat st = {};
+  EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
+  return st;
+}
+
+TEST(PrecompiledPreludeTest, IsMadeOnceInTheCacheAndReadInPlace) {
+  const std::string cache_dir = Dir("prelude_cache");
+  DiskCache cache(cache_dir);
+  const std::string source = absl::StrCat(kPrelude, kBody);
+  const std::string built = Dir("with_prelude");
+  ASSERT_OK_AND_ASSIGN(
+      BuiltLibrary lib,
+      CompileSharedLibrary(source, built, &cache, {}, kPrelude));
+  EXPECT_EQ(Answer(lib), 42);
+  EXPECT_EQ(Read(lib.source_path), source);  // the whole source, as ever
+  // The command that reproduces it is the one-step one.
+  EXPECT_THAT(lib.command, HasSubstr("/with_prelude/kernel.cc'"));
+  EXPECT_THAT(Named(built, ".cc"), ElementsAre("kernel.cc"));
+
+  // One header and its precompiled form, private, named by one key.
+  std::vector<std::string> headers = Named(cache_dir, ".h");
+  ASSERT_EQ(headers.size(), 1u);
+  const std::string header = cache_dir + "/" + headers[0];
+  EXPECT_THAT(Named(cache_dir, ".gch"), ElementsAre(headers[0] + ".gch"));
+  EXPECT_EQ(Read(header), kPrelude);
+  EXPECT_EQ(Stat(header).st_mode & 0777, 0600u);
+  const struct stat made = Stat(header + ".gch");
+  EXPECT_EQ(made.st_mode & 0777, 0600u);
+
+  // Found, not made again, by a later build (another process's, here
+  // another call); other flags are another prelude.
+  ASSERT_OK_AND_ASSIGN(std::optional<std::string> again,
+                       PrecompilePrelude(kPrelude, CompilerFlags(), cache_dir));
+  EXPECT_EQ(again, header);
+  EXPECT_EQ(Stat(header + ".gch").st_ino, made.st_ino);
+  std::vector<std::string> o1 = CompilerFlags();
+  absl::c_replace(o1, std::string("-O3"), std::string("-O1"));
+  ASSERT_OK_AND_ASSIGN(std::optional<std::string> other,
+                       PrecompilePrelude(kPrelude, o1, cache_dir));
+  ASSERT_TRUE(other.has_value());
+  EXPECT_NE(*other, header);
+  EXPECT_EQ(Named(cache_dir, ".gch").size(), 2u);
+}
+
+TEST(PrecompiledPreludeTest, OneNotItsOwnersAloneIsMadeAgain) {
+  const std::string dir = Dir("unsafe_prelude");
+  ASSERT_OK_AND_ASSIGN(std::optional<std::string> header,
+                       PrecompilePrelude(kPrelude, CompilerFlags(), dir));
+  ASSERT_TRUE(header.has_value());
+  const std::string gch = *header + ".gch";
+  const ino_t first = Stat(gch).st_ino;
+  // Writable by others: anyone could have put it there.
+  ASSERT_EQ(::chmod(gch.c_str(), 0666), 0);
+  ASSERT_OK(PrecompilePrelude(kPrelude, CompilerFlags(), dir).status());
+  EXPECT_EQ(Stat(gch).st_mode & 0777, 0600u);
+  EXPECT_NE(Stat(gch).st_ino, first);
+  // A link in its place: replaced by a file, what it named left alone.
+  const std::string elsewhere = Dir("elsewhere") + "/x.gch";
+  ASSERT_OK(WriteFileAtomic(elsewhere, "not a header", false, 0600));
+  ASSERT_OK(RemoveTree(gch));
+  ASSERT_EQ(::symlink(elsewhere.c_str(), gch.c_str()), 0);
+  ASSERT_OK(PrecompilePrelude(kPrelude, CompilerFlags(), dir).status());
+  EXPECT_TRUE(S_ISREG(Stat(gch).st_mode));
+  EXPECT_EQ(Read(elsewhere), "not a header");
+}
+
+TEST(PrecompiledPreludeTest, ADamagedOneBuildsTheWholeSourceAndIsDropped) {
+  const std::string cache_dir = Dir("damaged_prelude_cache");
+  DiskCache cache(cache_dir);
+  // Made by the first build; this process looks for it once.
+  ASSERT_OK(CompileSharedLibrary(absl::StrCat(kPrelude, kBody), Dir("first"),
+                                 &cache, {}, kPrelude)
+                .status());
+  std::vector<std::string> gch = Named(cache_dir, ".gch");
+  ASSERT_EQ(gch.size(), 1u);
+  const std::string path = cache_dir + "/" + gch[0];
+  // Cut short (a crash of the machine after a write that was not synced).
+  const std::string bytes = Read(path);
+  ASSERT_OK(
+      WriteFileAtomic(path, bytes.substr(0, bytes.size() / 2), false, 0600));
+  const std::string source =
+      absl::StrCat(kPrelude, kBody, "// another source\n");
+  ASSERT_OK_AND_ASSIGN(
+      BuiltLibrary lib,
+      CompileSharedLibrary(source, Dir("damaged"), &cache, {}, kPrelude));
+  EXPECT_EQ(Answer(lib), 42);
+  EXPECT_THAT(Named(cache_dir, ".gch"), ::testing::IsEmpty());
+  // A compiler error is the whole source's, reported as ever.
+  EXPECT_THAT(
+      CompileSharedLibrary(absl::StrCat(kPrelude, "int f( {"), Dir("broken"),
+                           &cache, {}, kPrelude)
+          .status(),
+      StatusIs(absl::StatusCode::kInternal, HasSubstr("/broken/kernel.cc (")));
+}
+
+TEST(PrecompiledPreludeTest, NoneWithoutAPrivateDirectory) {
+  const std::string source = absl::StrCat(kPrelude, kBody);
+  // A signing cache: a header read in place cannot be checked.
+  const std::string signed_dir = Dir("signed_prelude_cache");
+  DiskCache::Options options;
+  options.secret = "fleet";
+  DiskCache signs(signed_dir, options);
+  ASSERT_OK_AND_ASSIGN(
+      BuiltLibrary lib,
+      CompileSharedLibrary(source, Dir("signed_build"), &signs, {}, kPrelude));
+  EXPECT_EQ(Answer(lib), 42);
+  EXPECT_THAT(Named(signed_dir, ".h"), ::testing::IsEmpty());
+  // A source that does not begin with the prelude is built whole.
+  const std::string unprefixed = Dir("unprefixed_cache");
+  DiskCache cache(unprefixed);
+  ASSERT_OK_AND_ASSIGN(lib, CompileSharedLibrary(kSource, Dir("unprefixed"),
+                                                 &cache, {}, kPrelude));
+  EXPECT_EQ(Answer(lib), 42);
+  EXPECT_THAT(Named(unprefixed, ".h"), ::testing::IsEmpty());
 }
 
 TEST(CompilerIdentityTest, NamesTheCompilerItsVersionAndTheCpu) {

@@ -27,6 +27,7 @@
 
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "codegen/loop_ir.h"
 
 namespace lathe::codegen {
@@ -35,6 +36,13 @@ namespace lathe::codegen {
 //
 // The program's kernels as C++ source, with the preludes they need.
 std::string EmitCpp(const Program& program);
+
+// CppSourcePrelude()
+//
+// The text every EmitCpp source begins with (the kernel ABI and the scalar
+// helpers), the same for every program: what the C++ compiler precompiles
+// once (CompileSharedLibrary's `prelude`).
+absl::string_view CppSourcePrelude();
 
 }  // namespace lathe::codegen
 

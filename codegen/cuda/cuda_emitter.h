@@ -67,6 +67,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "codegen/loop_ir.h"
 
 namespace lathe::codegen {
@@ -81,6 +82,12 @@ inline constexpr int kCudaMaxBlocks = 1 << 16;
 // The program's device kernels as CUDA C++ (with the scalar prelude), or
 // the error naming the first kernel it cannot write.
 absl::StatusOr<std::string> EmitCuda(const Program& program);
+
+// CudaSourcePrelude()
+//
+// The text every EmitCuda source begins with, the same for every program
+// (what the emulated device's build precompiles once).
+absl::string_view CudaSourcePrelude();
 
 // DeviceKernelNames()
 //
