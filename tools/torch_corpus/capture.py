@@ -541,6 +541,13 @@ def _(x, w1, b1, w2, b2, y):
     return (F.mse_loss(F.linear(h, w2, b2), y),)
 
 
+@program("train_mlp_bf16", modes=TRAIN_DYN)(lambda: [t.bfloat16() for t in (
+    rnd(8, 6), rnd(16, 6) * 0.4, rnd(16) * 0.1, rnd(3, 16) * 0.3, rnd(3) * 0.1, rnd(8, 3))])
+def _(x, w1, b1, w2, b2, y):
+    h = F.gelu(F.linear(x, w1, b1))
+    return (F.mse_loss(F.linear(h, w2, b2), y),)
+
+
 @program("train_softmax", modes=TRAIN)(lambda: [rnd(3, 5, 7), rnd(3, 5, 7)])
 def _(x, w):
     return (F.softmax(x, -1) * w, F.log_softmax(x, 1) * w)
