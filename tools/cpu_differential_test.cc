@@ -49,7 +49,14 @@ void ExpectClose(const Tensor& got, const Tensor& want,
   testing::ExpectTensorsClose(got, want, 1e-5, what);
 }
 
-TEST(CpuDifferentialTest, RandomProgramsCompiledNativelyMatchEager) {
+// The programs run in this many chunks (round-robin over the generator's
+// sequence, which every chunk walks whole), each its own gtest case, so
+// Bazel's shards spread them.
+constexpr int kChunks = 4;
+
+class CpuDifferentialTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(CpuDifferentialTest, RandomProgramsCompiledNativelyMatchEager) {
   std::mt19937 rng(20261123);
   constexpr int kPrograms = 300;
   int kernels = 0, unfused = 0, native = 0, planned = 0, sampled = 0;
@@ -61,8 +68,8 @@ TEST(CpuDifferentialTest, RandomProgramsCompiledNativelyMatchEager) {
     options.scalars = trial % 2 == 0;
     options.reject = RejectedByAot;
     testing::RandomProgram program = testing::RandomGraph(rng, options);
-    // Under the sanitizers a fixed sample of the same programs.
-    if (!testing::InSample(trial)) continue;
+    // This chunk's share; under the sanitizers a fixed sample of it.
+    if (!testing::InChunk(trial, GetParam(), kChunks)) continue;
     ++sampled;
     SCOPED_TRACE(absl::StrCat("trial ", trial, ":\n", program.text));
     absl::StatusOr<std::unique_ptr<CompiledGraph>> compiled = CompileGraphText(
@@ -113,19 +120,22 @@ TEST(CpuDifferentialTest, RandomProgramsCompiledNativelyMatchEager) {
     }
   }
   std::printf(
-      "%d programs: %d compiled natively and compared (%d kernels "
+      "chunk %d: %d programs: %d compiled natively and compared (%d kernels "
       "after fusion, %d before; %d with the runtime wrapper plan inside the "
       ".so); not lowered yet:\n",
-      sampled, native, kernels, unfused, planned);
+      GetParam(), sampled, native, kernels, unfused, planned);
   for (const auto& [why, n] : unsupported)
     std::printf("  %4d  %s\n", n, why.c_str());
-  // Every program compiles (the acceptance: 300 compared per run); a gap
-  // is listed above.
+  // Every program compiles (the acceptance: 300 compared per run, over
+  // the chunks); a gap is listed above.
   EXPECT_EQ(native, sampled);
-  EXPECT_GE(sampled, kPrograms / testing::SampleStride());
+  EXPECT_GE(sampled, kPrograms / kChunks / testing::SampleStride());
   // Every plan the generator makes has a C form.
   EXPECT_EQ(planned, native);
 }
+
+INSTANTIATE_TEST_SUITE_P(Chunks, CpuDifferentialTest,
+                         ::testing::Range(0, kChunks));
 
 }  // namespace
 }  // namespace lathe
