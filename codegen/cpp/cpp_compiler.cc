@@ -1,11 +1,12 @@
 #include "codegen/cpp/cpp_compiler.h"
 
-#include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -155,23 +157,38 @@ absl::StatusOr<std::optional<std::string>> PrecompilePrelude(
   header_flags.push_back("-x");
   header_flags.push_back("c++-header");
   const std::string key = CacheKey(prelude, identity, header_flags);
-  const std::string header = absl::StrCat(dir, "/", key, ".h");
+  // Absolute: the compiler runs from another directory's point of view.
+  std::error_code ec;
+  const std::string where = std::filesystem::absolute(dir, ec).string();
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot resolve ", dir, ": ", ec.message()));
+  }
+  // Checked on every use: the files are read in place, by path.
+  RETURN_IF_ERROR(CheckPrivateDirectory(where, ::geteuid()));
+  const std::string header = absl::StrCat(where, "/", key, ".h");
   const std::string precompiled = header + ".gch";
   if (CheckPrivateFile(header, ::geteuid()).ok() &&
       CheckPrivateFile(precompiled, ::geteuid()).ok()) {
     return header;  // made before
   }
   RETURN_IF_ERROR(WriteFileAtomic(header, prelude, false, 0600));
-  // Built beside its place and renamed there, so a compiler never reads a
-  // half-written one.
-  const std::string made = absl::StrCat(precompiled, ".", ::getpid(), ".tmp");
+  // Built into a file of its own, created exclusively beside its place
+  // (mode 0600), and renamed there, so a compiler never reads a half
+  // written one.
+  std::string made = precompiled + ".tmp-XXXXXX";
+  const int fd = ::mkostemp(made.data(), O_CLOEXEC);
+  if (fd < 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot create a file beside ", precompiled));
+  }
+  ::close(fd);
   std::vector<std::string> parts = {compiler};
   for (const std::string& f : header_flags) parts.push_back(f);
   for (const std::string& f : {std::string("-o"), Quote(made), Quote(header)}) {
     parts.push_back(f);
   }
-  const int status = RunCommand(absl::StrJoin(parts, " ")).status;
-  if (status != 0 || ::chmod(made.c_str(), 0600) != 0 ||
+  if (RunCommand(absl::StrJoin(parts, " ")).status != 0 ||
       ::rename(made.c_str(), precompiled.c_str()) != 0) {
     ::unlink(made.c_str());
     return std::nullopt;
@@ -182,24 +199,30 @@ absl::StatusOr<std::optional<std::string>> PrecompilePrelude(
 namespace {
 
 // PrecompilePrelude's header for `prelude` and `flags` in `cache`'s private
-// directory, looked for once per process (nullopt: build without it).
+// directory, looked at before each use (nullopt: build without it). A
+// prelude the compiler could not precompile is not tried again by this
+// process.
 std::optional<std::string> PreludeHeader(absl::string_view prelude,
                                          const std::vector<std::string>& flags,
                                          CacheBackend* cache) {
+  // Whole lines, the last not continued onto the source's rest.
+  if (!absl::EndsWith(prelude, "\n") || absl::EndsWith(prelude, "\\\n")) {
+    return std::nullopt;
+  }
   const std::string dir = PrivateCacheDirectory(cache);
   if (dir.empty()) return std::nullopt;
   // std::mutex: ThreadSanitizer sees it, not the system Abseil's.
   static std::mutex mu;
-  static auto* made =
-      new absl::flat_hash_map<std::string, std::optional<std::string>>();
+  static auto* failed = new absl::flat_hash_set<std::string>();
   const std::string key =
       absl::StrCat(dir, "\n", CacheKey(prelude, CompilerName(), flags));
   std::lock_guard<std::mutex> lock(mu);
-  auto it = made->find(key);
-  if (it != made->end()) return it->second;
+  if (failed->contains(key)) return std::nullopt;
   absl::StatusOr<std::optional<std::string>> header =
       PrecompilePrelude(prelude, flags, dir);
-  return made->emplace(key, header.ok() ? *header : std::nullopt).first->second;
+  if (header.ok() && header->has_value()) return **header;
+  failed->insert(key);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -236,34 +259,38 @@ absl::StatusOr<BuiltLibrary> CompileSharedLibrary(
   }
   auto start = std::chrono::steady_clock::now();
   CommandResult result;
-  result.status = -1;
-  // With the prelude precompiled, the rest of the source alone, after an
-  // #include of it: the same text to the compiler. Any failure builds the
-  // whole source as `command` says, whose errors are the ones reported.
+  result.status = -1;  // not run
+  // With the prelude precompiled, the rest of the source alone, after the
+  // prelude's header (-include): the same text to the compiler. Any
+  // failure builds the whole source as `command` says, whose errors are
+  // the ones reported.
   std::optional<std::string> header;
   if (cache != nullptr && !prelude.empty() &&
       absl::StartsWith(source, prelude)) {
     header = PreludeHeader(prelude, flags, cache);
   }
+  bool with_prelude = false;
   if (header) {
     const std::string rest = absl::StrCat(dir, "/kernel.rest.cc");
-    if (WriteFileAtomic(rest,
-                        absl::StrCat("#include \"", *header, "\"\n",
-                                     source.substr(prelude.size())),
-                        false)
-            .ok()) {
-      parts.back() = Quote(rest);
-      result = RunCommand(absl::StrJoin(parts, " "));
+    if (WriteFileAtomic(rest, source.substr(prelude.size()), false).ok()) {
+      std::vector<std::string> split(parts.begin(), parts.end() - 1);
+      for (const std::string& p :
+           {std::string("-include"), Quote(*header), Quote(rest)}) {
+        split.push_back(p);
+      }
+      result = RunCommand(absl::StrJoin(split, " "));
+      with_prelude = true;
       RemoveTree(rest).IgnoreError();
     }
   }
   if (result.status != 0) {
-    result = RunCommand(lib.command);
-    // Built without it: a damaged precompiled prelude is made again by
-    // the next process.
-    if (header && result.status == 0) {
+    CommandResult plain = RunCommand(lib.command);
+    // Built without it: a damaged precompiled prelude (cut short by a
+    // crash) is made again by the next build.
+    if (with_prelude && plain.status == 0) {
       RemoveTree(*header + ".gch").IgnoreError();
     }
+    result = std::move(plain);
   }
   lib.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

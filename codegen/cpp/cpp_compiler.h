@@ -9,7 +9,10 @@
 // sanitizer flags lathe itself was built with. Given a compile cache
 // (runtime/compile_cache.h), a library built before from the same source
 // by the same compiler (its --version, and the CPU -march=native resolves
-// to) with the same flags comes from the cache instead.
+// to) with the same flags comes from the cache instead. The text every
+// source of a backend begins with (its prelude: the kernel ABI, the scalar
+// helpers, the system headers) is precompiled once into the cache's
+// private directory, and a build compiles only the rest after it.
 //
 // Example:
 //
@@ -58,11 +61,12 @@ absl::StatusOr<std::string> CompilerIdentity(const std::string& compiler);
 // compiler's output, read once): load those, not the file, so what runs is
 // what was verified or stored. `flags` (CompilerFlags() when empty) are
 // part of the key. A `prelude` that `source` begins with (the text every
-// source of its kind shares) is precompiled once in `cache`'s private
-// directory (PrecompilePrelude), and the compiler reads the rest of the
-// source after it: the same text, in half the time. `command` stays the
-// one-step command line, which builds the same library; any failure with
-// the prelude builds with that command.
+// source of its kind shares, whole lines) is precompiled once in `cache`'s
+// private directory (PrecompilePrelude), and the compiler reads the rest
+// of the source after it (-include): the same text, in half the time.
+// `command` stays the one-step command line, which builds the same
+// library; any failure with the prelude runs that command, whose errors
+// are the ones returned.
 absl::StatusOr<BuiltLibrary> CompileSharedLibrary(
     absl::string_view source, const std::string& dir,
     CacheBackend* cache = nullptr, std::vector<std::string> flags = {},
@@ -73,10 +77,12 @@ absl::StatusOr<BuiltLibrary> CompileSharedLibrary(
 // `prelude` as a header in `dir` (a directory only this user can write:
 // a compile cache's, PrivateCacheDirectory) with its precompiled form for
 // the compiler and `flags` beside it (the header's path + ".gch", where
-// the compiler looks for it); returns the header's path. Both are named by
-// a key of the prelude, the compiler's identity and the flags, made once
-// and read in place by every later build; nullopt when the compiler cannot
-// precompile the prelude.
+// the compiler looks for it); returns the header's absolute path. Both are
+// named by a key of the prelude, the compiler's identity and the flags,
+// made once and read in place by every later build; each call checks that
+// the directory and both files are still this user's alone (a link, FIFO
+// or file others could write is made again). nullopt when the compiler
+// cannot precompile the prelude; an error when `dir` is not private.
 absl::StatusOr<std::optional<std::string>> PrecompilePrelude(
     absl::string_view prelude, const std::vector<std::string>& flags,
     const std::string& dir);

@@ -232,6 +232,21 @@ TEST(PrecompiledPreludeTest, IsMadeOnceInTheCacheAndReadInPlace) {
   const struct stat made = Stat(header + ".gch");
   EXPECT_EQ(made.st_mode & 0777, 0600u);
 
+  // What the compiler reads is the precompiled form: with the header's
+  // text changed under it (lathe_twice triples), a new source still gets
+  // the prelude it was made from.
+  ASSERT_OK(WriteFileAtomic(
+      header,
+      "#include <cmath>\n#include <algorithm>\n"
+      "static int lathe_twice(int x) { return std::max(3 * x, 0); }\n",
+      false, 0600));
+  ASSERT_OK_AND_ASSIGN(
+      BuiltLibrary from_gch,
+      CompileSharedLibrary(absl::StrCat(source, "// another\n"),
+                           Dir("from_gch"), &cache, {}, kPrelude));
+  EXPECT_EQ(Answer(from_gch), 42);
+  ASSERT_OK(WriteFileAtomic(header, kPrelude, false, 0600));
+
   // Found, not made again, by a later build (another process's, here
   // another call); other flags are another prelude.
   ASSERT_OK_AND_ASSIGN(std::optional<std::string> again,
@@ -245,6 +260,27 @@ TEST(PrecompiledPreludeTest, IsMadeOnceInTheCacheAndReadInPlace) {
   ASSERT_TRUE(other.has_value());
   EXPECT_NE(*other, header);
   EXPECT_EQ(Named(cache_dir, ".gch").size(), 2u);
+}
+
+TEST(PrecompiledPreludeTest, ItsDirectoryIsPrivateAndNamedAbsolutely) {
+  const std::string open = Dir("open_prelude_dir");
+  ASSERT_EQ(::chmod(open.c_str(), 0777), 0);
+  EXPECT_THAT(PrecompilePrelude(kPrelude, CompilerFlags(), open).status(),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("is writable by its group or others")));
+  // A relative directory (LATHE_CACHE_DIR=rel) is resolved here, not where
+  // the compiler looks from.
+  const std::string rel = Dir("rel_prelude_dir");
+  ASSERT_EQ(::chmod(rel.c_str(), 0700), 0);
+  char cwd[4096];
+  ASSERT_NE(::getcwd(cwd, sizeof(cwd)), nullptr);
+  ASSERT_EQ(::chdir(TestTmpPath("").c_str()), 0);
+  absl::StatusOr<std::optional<std::string>> header =
+      PrecompilePrelude(kPrelude, CompilerFlags(), "rel_prelude_dir");
+  ASSERT_EQ(::chdir(cwd), 0);
+  ASSERT_OK(header.status());
+  ASSERT_TRUE(header->has_value());
+  EXPECT_THAT(**header, StartsWith(rel + "/"));
 }
 
 TEST(PrecompiledPreludeTest, OneNotItsOwnersAloneIsMadeAgain) {
@@ -267,6 +303,14 @@ TEST(PrecompiledPreludeTest, OneNotItsOwnersAloneIsMadeAgain) {
   ASSERT_OK(PrecompilePrelude(kPrelude, CompilerFlags(), dir).status());
   EXPECT_TRUE(S_ISREG(Stat(gch).st_mode));
   EXPECT_EQ(Read(elsewhere), "not a header");
+  // A FIFO in its place is never opened (it would block): made again.
+  ASSERT_OK(RemoveTree(gch));
+  ASSERT_EQ(::mkfifo(gch.c_str(), 0600), 0);
+  ASSERT_OK(PrecompilePrelude(kPrelude, CompilerFlags(), dir).status());
+  EXPECT_TRUE(S_ISREG(Stat(gch).st_mode));
+  // No temporary file is left beside it.
+  EXPECT_THAT(Named(dir, ".gch"), ElementsAre(Named(dir, ".h")[0] + ".gch"));
+  EXPECT_EQ(ListDirectory(dir)->size(), 2u);
 }
 
 TEST(PrecompiledPreludeTest, ADamagedOneBuildsTheWholeSourceAndIsDropped) {

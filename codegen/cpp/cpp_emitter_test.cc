@@ -6,6 +6,7 @@
 
 #include "codegen/cpp/cpp_emitter.h"
 
+#include "absl/strings/match.h"
 #include "codegen/codegen_testing.h"
 #include "gtest/gtest.h"
 #include "status_macros.h"
@@ -20,6 +21,20 @@ using ::lathe::testing::RunFileCheck;
 absl::StatusOr<std::string> Emit(absl::string_view text) {
   ASSIGN_OR_RETURN(Scheduled s, ScheduleText(text));
   return EmitCpp(s.lowered.program);
+}
+
+// Every source begins with the prelude the compiler precompiles once
+// (CompileSharedLibrary's `prelude`): text before it would make every
+// build parse the prelude again.
+TEST(CppEmitterTest, EverySourceBeginsWithThePrelude) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f32[4, 8]"):
+    exp = torch.ops.aten.exp.default(x)
+    return (exp,)
+)IR"));
+  EXPECT_TRUE(absl::StartsWith(source, CppSourcePrelude()));
+  EXPECT_GT(source.size(), CppSourcePrelude().size());
+  EXPECT_TRUE(absl::EndsWith(CppSourcePrelude(), "\n"));
 }
 
 // Static sizes, every buffer under 2^31 elements: the loops count in int32.

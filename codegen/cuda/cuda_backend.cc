@@ -288,12 +288,17 @@ class Cuda final : public Backend {
       // long (1.7 s against 0.6 s for softmax's nine kernels).
       std::vector<std::string> flags = CompilerFlags();
       absl::c_replace(flags, std::string("-O3"), std::string("-O0"));
-      static const std::string* const prelude = new std::string(
-          absl::StrCat(kEmulationHeader, "\n", CudaSourcePrelude()));
+      // The emulation header, then the kernels' source, which begins with
+      // CudaSourcePrelude(): the two together are the fixed prelude.
+      auto module_source = [](absl::string_view kernels) {
+        return absl::StrCat(kEmulationHeader, "\n", kernels);
+      };
+      static const std::string* const prelude =
+          new std::string(module_source(CudaSourcePrelude()));
       ASSIGN_OR_RETURN(
           BuiltLibrary module,
-          CompileSharedLibrary(absl::StrCat(kEmulationHeader, "\n", kernels),
-                               sub, options.cache, std::move(flags), *prelude));
+          CompileSharedLibrary(module_source(kernels), sub, options.cache,
+                               std::move(flags), *prelude));
       add(module.seconds, module.cache_hit, module.command);
       built.device_image = module.image;
       built.device_files.emplace_back(kEmulatedModuleFile,

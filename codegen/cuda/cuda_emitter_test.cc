@@ -7,6 +7,7 @@
 
 #include "codegen/cuda/cuda_emitter.h"
 
+#include "absl/strings/match.h"
 #include "codegen/codegen_testing.h"
 #include "gtest/gtest.h"
 #include "status_macros.h"
@@ -22,6 +23,20 @@ using ::lathe::testing::RunFileCheck;
 absl::StatusOr<std::string> Emit(absl::string_view text) {
   ASSIGN_OR_RETURN(Scheduled s, ScheduleText(text));
   return EmitCuda(s.lowered.program);
+}
+
+// Every source begins with the prelude the compiler precompiles once
+// (CompileSharedLibrary's `prelude`): text before it would make every
+// build parse the prelude again.
+TEST(CudaEmitterTest, EverySourceBeginsWithThePrelude) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f32[4, 8]"):
+    exp = torch.ops.aten.exp.default(x)
+    return (exp,)
+)IR"));
+  EXPECT_TRUE(absl::StartsWith(source, CudaSourcePrelude()));
+  EXPECT_GT(source.size(), CudaSourcePrelude().size());
+  EXPECT_TRUE(absl::EndsWith(CudaSourcePrelude(), "\n"));
 }
 
 // The swish chain with a broadcast bias: x and the output move four floats
