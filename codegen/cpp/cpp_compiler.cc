@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <initializer_list>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -67,6 +68,16 @@ std::string Quote(const std::string& s) {
     }
   }
   return out + "'";
+}
+
+// The command line `compiler flags... tail...` (`tail` quoted already).
+std::string Command(const std::string& compiler,
+                    const std::vector<std::string>& flags,
+                    std::initializer_list<std::string> tail) {
+  std::vector<std::string> parts = {compiler};
+  parts.insert(parts.end(), flags.begin(), flags.end());
+  parts.insert(parts.end(), tail.begin(), tail.end());
+  return absl::StrJoin(parts, " ");
 }
 
 // The C++ compiler lathe runs: $LATHE_CXX, else g++.
@@ -183,12 +194,9 @@ absl::StatusOr<std::optional<std::string>> PrecompilePrelude(
         absl::StrCat("cannot create a file beside ", precompiled));
   }
   ::close(fd);
-  std::vector<std::string> parts = {compiler};
-  for (const std::string& f : header_flags) parts.push_back(f);
-  for (const std::string& f : {std::string("-o"), Quote(made), Quote(header)}) {
-    parts.push_back(f);
-  }
-  if (RunCommand(absl::StrJoin(parts, " ")).status != 0 ||
+  if (RunCommand(
+          Command(compiler, header_flags, {"-o", Quote(made), Quote(header)}))
+              .status != 0 ||
       ::rename(made.c_str(), precompiled.c_str()) != 0) {
     ::unlink(made.c_str());
     return std::nullopt;
@@ -235,12 +243,8 @@ absl::StatusOr<BuiltLibrary> CompileSharedLibrary(
   lib.path = absl::StrCat(dir, "/kernel.so");
   const std::string compiler = CompilerName();
   if (flags.empty()) flags = CompilerFlags();
-  std::vector<std::string> parts = {compiler};
-  for (const std::string& f : flags) parts.push_back(f);
-  parts.push_back("-o");
-  parts.push_back(Quote(lib.path));
-  parts.push_back(Quote(lib.source_path));
-  lib.command = absl::StrJoin(parts, " ");
+  lib.command =
+      Command(compiler, flags, {"-o", Quote(lib.path), Quote(lib.source_path)});
   // Not fsync'd, as the compiler's own output is not: an fsync costs
   // milliseconds, more than a whole cache hit, and both files can be made
   // again.
@@ -273,12 +277,9 @@ absl::StatusOr<BuiltLibrary> CompileSharedLibrary(
   if (header) {
     const std::string rest = absl::StrCat(dir, "/kernel.rest.cc");
     if (WriteFileAtomic(rest, source.substr(prelude.size()), false).ok()) {
-      std::vector<std::string> split(parts.begin(), parts.end() - 1);
-      for (const std::string& p :
-           {std::string("-include"), Quote(*header), Quote(rest)}) {
-        split.push_back(p);
-      }
-      result = RunCommand(absl::StrJoin(split, " "));
+      result = RunCommand(Command(
+          compiler, flags,
+          {"-o", Quote(lib.path), "-include", Quote(*header), Quote(rest)}));
       with_prelude = true;
       RemoveTree(rest).IgnoreError();
     }
