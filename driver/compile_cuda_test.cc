@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "ir/interpreter.h"
 #include "ir/op_testing.h"
+#include "runtime/compile_cache.h"
 #include "runtime/composite.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/kernel_runtime.h"
@@ -51,6 +52,14 @@ class CudaBackendTest : public ::testing::Test {
   static void SetUpTestSuite() { setenv("LATHE_CUDA_DEVICE", "emulated", 0); }
 };
 
+// The cuda backend, through lathec's compile cache (under TEST_TMPDIR:
+// Bazel's HOME), so each prelude is precompiled once, as for a user.
+CompileOptions OnCuda() {
+  absl::StatusOr<CacheBackend*> cache = DefaultCompileCache();
+  EXPECT_OK(cache.status());
+  return {.backend = &CudaBackend(), .cache = cache.ok() ? *cache : nullptr};
+}
+
 // A [rows, cols] f32 tensor of varied values (some negative).
 Tensor Ramp(std::vector<int64_t> sizes, double scale = 0.37,
             DType dtype = DType::kFloat32) {
@@ -67,7 +76,7 @@ void ExpectMatchesInterpreter(const std::string& text,
                               const std::vector<Tensor>& inputs,
                               double tol = 1e-6) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c,
-                       CompileGraphText(text, {.backend = &CudaBackend()}));
+                       CompileGraphText(text, OnCuda()));
   ASSERT_EQ(c->function->device(), Device::Cuda(0));
   std::vector<ir::Value> mine, theirs;
   for (const Tensor& t : inputs) {
@@ -325,7 +334,7 @@ def forward(self, a: "f32[4, 4]"):
     mm = torch.ops.aten.mm.default(a, a)
     return (mm,)
 )IR",
-                                        {.backend = &CudaBackend()}));
+                                        OnCuda()));
   codegen::Program p = c->function->lowered().program;
   ASSERT_EQ(p.kernels.size(), 1u);
   ASSERT_EQ(p.kernels[0].routine, "sgemm");
@@ -376,7 +385,7 @@ def forward(self, x: "f32[10, 12]", i: "i64[5]"):
     index = torch.ops.aten.index.Tensor(x, [i])
     return (index,)
 )IR",
-                                        {.backend = &CudaBackend()}));
+                                        OnCuda()));
   for (int64_t bad : {int64_t{10}, int64_t{-11}, int64_t{1} << 40}) {
     std::vector<ir::Value> args = {
         ir::Value::OfTensor(Ramp({10, 12})),
@@ -405,7 +414,7 @@ def forward(self, x: "f32[10, 12]", i: "i64[5]", y: "f32[7, 3]", j: "i64[4]"):
     index_1 = torch.ops.aten.index.Tensor(y, [j])
     return (index, index_1)
 )IR",
-                                        {.backend = &CudaBackend()}));
+                                        OnCuda()));
   auto count = [](const std::string& text, const std::string& what) {
     int n = 0;
     for (size_t at = text.find(what); at != std::string::npos;
@@ -594,14 +603,14 @@ def forward(self, x: "f32[4]"):
 
 TEST_F(CudaBackendTest, TheHostFunctionLaunchesKernelsByIndex) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c,
-                       CompileGraphText(kNeg, {.backend = &CudaBackend()}));
+                       CompileGraphText(kNeg, OnCuda()));
   EXPECT_THAT(c->function->source(), HasSubstr("rt->device->launch("));
   EXPECT_THAT(c->function->source(), HasSubstr("lathe_device_kernels[]"));
 }
 
 TEST_F(CudaBackendTest, HostTensorsGivenToTheLoadedLibraryAreRefused) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c,
-                       CompileGraphText(kNeg, {.backend = &CudaBackend()}));
+                       CompileGraphText(kNeg, OnCuda()));
   std::vector<Operand> args = {Operand::Of(Ramp({4}))};
   ArgViews views;
   views.Build(args);
@@ -623,7 +632,7 @@ TEST_F(CudaBackendTest, KernelsIndexInInt32WhenTheyFitAndInt64Otherwise) {
                                       "\"):\n    neg = "
                                       "torch.ops.aten.neg.default(x)\n    "
                                       "return (neg,)\n"),
-                         {.backend = &CudaBackend()}));
+                         OnCuda()));
     EXPECT_OK(RunFileCheck(c->function->source(), absl::StrCat(R"(
 CHECK: extern "C" __global__ void __launch_bounds__(256) k{{[0-9]+}}(
 CHECK: for ()",
@@ -648,7 +657,7 @@ def forward(self, x: "f32[64, 96]", b: "f32[96]"):
     add = torch.ops.aten.add.Tensor(mul, b)
     return (add,)
 )IR",
-                                        {.backend = &CudaBackend()}));
+                                        OnCuda()));
   ASSERT_OK_AND_ASSIGN(std::string kernels,
                        EmitCuda(c->function->lowered().program));
   ASSERT_OK_AND_ASSIGN(CudaImage image,
@@ -674,7 +683,7 @@ def forward(self, x: "f32[s0, 16]", y: "f16[16]", z: "i64[s0, 1]"):
     rem = torch.ops.aten.mul.Tensor(z, 3)
     return (add, rem)
 )IR",
-                                        {.backend = &CudaBackend()}));
+                                        OnCuda()));
   ASSERT_OK_AND_ASSIGN(std::string kernels,
                        EmitCuda(c->function->lowered().program));
   // And row kernels: every reduction kind, softmax's and layer norm's
@@ -697,7 +706,7 @@ def forward(self, x: "f32[s0, 64]", w: "f32[64]", b: "f32[64]", h: "f16[s0, 64]"
     long_rows = torch.ops.aten.sum.dim_IntList(l, [1])
     return (softmax, getitem, argmin, prod, any_1, all_1, total, cumsum, cumprod, gather, long_rows)
 )IR",
-                                        {.backend = &CudaBackend()}));
+                                        OnCuda()));
   ASSERT_OK_AND_ASSIGN(std::string row_kernels,
                        EmitCuda(rows->function->lowered().program));
   EXPECT_THAT(row_kernels, HasSubstr("_part("));

@@ -27,6 +27,7 @@
 #include "ir/interpreter.h"
 #include "ir/random_graph.h"
 #include "ir/shape_prop.h"
+#include "runtime/compile_cache.h"
 #include "runtime/tensor.h"
 #include "runtime/testing/expect_close.h"
 #include "testing/sample.h"
@@ -57,6 +58,7 @@ constexpr int kChunks = 4;
 class CpuDifferentialTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(CpuDifferentialTest, RandomProgramsCompiledNativelyMatchEager) {
+  ASSERT_OK_AND_ASSIGN(CacheBackend * cache, DefaultCompileCache());
   std::mt19937 rng(20261123);
   constexpr int kPrograms = 300;
   int kernels = 0, unfused = 0, native = 0, planned = 0, sampled = 0;
@@ -72,8 +74,11 @@ TEST_P(CpuDifferentialTest, RandomProgramsCompiledNativelyMatchEager) {
     if (!testing::InChunk(trial, GetParam(), kChunks)) continue;
     ++sampled;
     SCOPED_TRACE(absl::StrCat("trial ", trial, ":\n", program.text));
+    // Through lathec's compile cache (under TEST_TMPDIR: Bazel's HOME), so
+    // the prelude is precompiled once, as for a user.
     absl::StatusOr<std::unique_ptr<CompiledGraph>> compiled = CompileGraphText(
-        program.text, {.source = "g", .backend = &codegen::CpuBackend()});
+        program.text,
+        {.source = "g", .backend = &codegen::CpuBackend(), .cache = cache});
     constexpr absl::string_view kBackend = "g: cpu backend: ";
     if (absl::IsUnimplemented(compiled.status()) &&
         absl::StartsWith(compiled.status().message(), kBackend)) {

@@ -14,6 +14,7 @@
 #include "codegen/cuda/split_reductions.h"
 #include "codegen/scalar_code.h"
 #include "codegen/scalar_ops.h"
+#include "runtime/compile_cache.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_kernels.h"
 #include "runtime/cuda/nvrtc.h"
@@ -318,10 +319,14 @@ class Cuda final : public Backend {
     ASSIGN_OR_RETURN(
         const Nvrtc* nvrtc,
         archs.empty() ? absl::StatusOr<const Nvrtc*>(nullptr) : LoadNvrtc());
+    // The prelude precompiled once per process and architecture, in the
+    // cache's private directory (as the host compiler's is).
+    const NvrtcPrelude prelude = {CudaSourcePrelude(),
+                                  PrivateCacheDirectory(options.cache)};
     for (int arch : archs) {
       ASSIGN_OR_RETURN(CachedCudaImage image,
                        CompileCudaCached(*nvrtc, kernels, "kernels.cu", arch,
-                                         {}, options.cache));
+                                         {}, options.cache, prelude));
       add(image.seconds, image.cache_hit, absl::StrCat("nvrtc sm_", arch));
       if (!emulated && arch == device_arch) {
         built.device_image = image.image.cubin;

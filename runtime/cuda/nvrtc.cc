@@ -1,18 +1,31 @@
 #include "runtime/cuda/nvrtc.h"
 
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "runtime/compile_cache.h"
 #include "runtime/cuda/function_table.h"
+#include "runtime/file_io.h"
 #include "runtime/shared_library.h"
 #include "status_macros.h"
 
@@ -49,6 +62,68 @@ absl::Status Check(const Nvrtc& nvrtc, NvrtcResult result,
       text != nullptr ? text : absl::StrCat("NVRTC error ", result)));
 }
 
+// The name the prelude has as a header when NVRTC precompiles it.
+constexpr char kPreludeHeader[] = "lathe_prelude.cuh";
+
+// What a directory of ProcessPchDirectory's is called before its pid.
+constexpr char kPchPrefix[] = "nvrtc-pch-";
+
+std::mutex pch_mu;
+// parent -> this process's directory in it ("" when it could not be made).
+std::map<std::string, std::string>* pch_dirs = nullptr;
+
+// Removes this process's directories (NVRTC's files in them too).
+void RemovePchDirectories() {
+  std::lock_guard<std::mutex> lock(pch_mu);
+  for (const auto& [parent, dir] : *pch_dirs) {
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+  }
+}
+
+// This process's directory for NVRTC's precompiled preludes inside
+// `parent` (a private directory): <parent>/nvrtc-pch-<pid>-XXXXXX, mode
+// 0700, made on first use, removed at exit. The directories of processes
+// that no longer run (killed before their exit) are removed then. NVRTC
+// names its files after the program, so processes sharing `parent` each
+// need their own. "" when it cannot be made.
+std::string ProcessPchDirectory(const std::string& parent) {
+  std::lock_guard<std::mutex> lock(pch_mu);
+  if (pch_dirs == nullptr) {
+    pch_dirs = new std::map<std::string, std::string>;
+    std::atexit(RemovePchDirectories);
+  }
+  auto [it, made] = pch_dirs->try_emplace(parent);
+  if (!made) return it->second;
+  if (!CheckPrivateDirectory(parent, geteuid()).ok()) return "";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(parent, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!absl::StartsWith(name, kPchPrefix)) continue;
+    const std::string rest = name.substr(sizeof(kPchPrefix) - 1);
+    pid_t pid = 0;
+    if (absl::SimpleAtoi(rest.substr(0, rest.find('-')), &pid) && pid > 0 &&
+        kill(pid, 0) != 0 && errno == ESRCH) {
+      std::error_code ignored;
+      std::filesystem::remove_all(entry.path(), ignored);
+    }
+  }
+  std::string dir = absl::StrCat(parent, "/", kPchPrefix, getpid(), "-XXXXXX");
+  if (mkdtemp(dir.data()) == nullptr) return "";
+  return it->second = dir;
+}
+
+// Whether this process compiled a source beginning with `prelude` for
+// `arch` with `options` before (precompiling the prelude costs more than
+// one compile saves: it pays from the second on).
+bool SeenBefore(absl::string_view prelude, int arch,
+                const std::vector<std::string>& options) {
+  static auto* seen = new absl::flat_hash_set<size_t>;
+  const size_t key = absl::HashOf(prelude, arch, options);
+  std::lock_guard<std::mutex> lock(pch_mu);
+  return !seen->insert(key).second;
+}
+
 }  // namespace
 
 absl::StatusOr<const Nvrtc*> LoadNvrtc(const std::string& library) {
@@ -59,21 +134,27 @@ absl::StatusOr<const Nvrtc*> LoadNvrtc(const std::string& library) {
   });
 }
 
-absl::StatusOr<CudaImage> CompileCuda(const Nvrtc& nvrtc,
-                                      absl::string_view source,
+bool NvrtcPrecompiles(const Nvrtc& nvrtc) {
+  return nvrtc.major > 12 || (nvrtc.major == 12 && nvrtc.minor >= 8);
+}
+
+namespace {
+
+// `text` compiled as CompileCuda describes, with `header` (its text, or
+// null) given to NVRTC as the file `kPreludeHeader`.
+absl::StatusOr<CudaImage> CompileText(const Nvrtc& nvrtc,
+                                      const std::string& text,
                                       absl::string_view name, int arch,
-                                      const std::vector<std::string>& options) {
-  if (arch < 10 || arch > 1000) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ": no architecture sm_", arch));
-  }
-  const std::string text(source);
+                                      const std::vector<std::string>& options,
+                                      const char* header) {
   const std::string program_name(name);
+  const char* const header_names[] = {kPreludeHeader};
   NvrtcProgram program = nullptr;
   if (absl::Status s =
           Check(nvrtc,
-                nvrtc.create_program(&program, text.c_str(),
-                                     program_name.c_str(), 0, nullptr, nullptr),
+                nvrtc.create_program(
+                    &program, text.c_str(), program_name.c_str(),
+                    header == nullptr ? 0 : 1, &header, header_names),
                 "nvrtcCreateProgram");
       !s.ok()) {
     return s;
@@ -134,6 +215,42 @@ absl::StatusOr<CudaImage> CompileCuda(const Nvrtc& nvrtc,
   return image;
 }
 
+}  // namespace
+
+absl::StatusOr<CudaImage> CompileCuda(const Nvrtc& nvrtc,
+                                      absl::string_view source,
+                                      absl::string_view name, int arch,
+                                      const std::vector<std::string>& options,
+                                      const NvrtcPrelude& prelude) {
+  if (arch < 10 || arch > 1000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": no architecture sm_", arch));
+  }
+  const absl::string_view text = prelude.text;
+  if (!text.empty() && text.back() == '\n' && absl::StartsWith(source, text) &&
+      !prelude.dir.empty() && NvrtcPrecompiles(nvrtc) &&
+      SeenBefore(text, arch, options)) {
+    const std::string dir = ProcessPchDirectory(prelude.dir);
+    if (!dir.empty()) {
+      // The prelude as a header, and the rest numbered as in `source`.
+      const std::string header(text);
+      const std::string rest =
+          absl::StrCat("#include \"", kPreludeHeader, "\"\n#line ",
+                       std::count(text.begin(), text.end(), '\n') + 1, " \"",
+                       name, "\"\n", source.substr(text.size()));
+      std::vector<std::string> with = options;
+      // 20283: NVRTC's note that the #line ends what it precompiles.
+      with.insert(with.end(),
+                  {"--pch", absl::StrCat("--pch-dir=", dir),
+                   "--pch-messages=false", "--diag-suppress=20283"});
+      absl::StatusOr<CudaImage> image =
+          CompileText(nvrtc, rest, name, arch, with, header.c_str());
+      if (image.ok()) return image;
+    }
+  }
+  return CompileText(nvrtc, std::string(source), name, arch, options, nullptr);
+}
+
 std::string SerializeCudaImage(const CudaImage& image) {
   return absl::StrCat("lathe-cuda-image 1 ", image.arch, " ",
                       image.cubin.size(), " ", image.ptx.size(), "\n",
@@ -162,7 +279,8 @@ absl::StatusOr<CudaImage> ParseCudaImage(absl::string_view bytes) {
 
 absl::StatusOr<CachedCudaImage> CompileCudaCached(
     const Nvrtc& nvrtc, absl::string_view source, absl::string_view name,
-    int arch, const std::vector<std::string>& options, CacheBackend* cache) {
+    int arch, const std::vector<std::string>& options, CacheBackend* cache,
+    const NvrtcPrelude& prelude) {
   CachedCudaImage out;
   std::string key;
   if (cache != nullptr) {
@@ -181,7 +299,8 @@ absl::StatusOr<CachedCudaImage> CompileCudaCached(
     }
   }
   const auto start = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(out.image, CompileCuda(nvrtc, source, name, arch, options));
+  ASSIGN_OR_RETURN(out.image,
+                   CompileCuda(nvrtc, source, name, arch, options, prelude));
   out.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

@@ -8,7 +8,10 @@
 // PTX (a newer device loads the PTX when no cubin fits it). NVRTC needs no
 // GPU, so kernels are compiled and checked on every machine with the
 // toolkit. Every failure is a Status naming the call, or, for source that
-// does not compile, the program and NVRTC's log.
+// does not compile, the program and NVRTC's log. A prelude every source
+// begins with (the kernel ABI, the scalar helpers, libcu++'s headers) is
+// compiled once per process with NVRTC 12.8 or later (its automatic
+// precompiled header), and each later source only after it.
 //
 // Example:
 //
@@ -89,16 +92,37 @@ struct CudaImage {
   std::string log;    // NVRTC's warnings, if any
 };
 
+// The text every source of a kind begins with (whole lines), and a
+// directory only this user can write (a compile cache's,
+// PrivateCacheDirectory) for NVRTC's precompiled form of it.
+struct NvrtcPrelude {
+  absl::string_view text;
+  std::string dir;
+};
+
+// NvrtcPrecompiles()
+//
+// Whether `nvrtc` precompiles a prelude (NVRTC 12.8 or later).
+bool NvrtcPrecompiles(const Nvrtc& nvrtc);
+
 // CompileCuda()
 //
 // `source` (named `name` in messages) compiled with C++17 for sm_<arch>
 // (e.g. 80, 90), the toolkit's headers and libcu++'s on its include path
 // ($CUDA_PATH/include and include/cccl), and `options` besides. Source that
 // does not compile is an InvalidArgument error naming `name` and carrying
-// NVRTC's log; an architecture NVRTC does not know is one too.
+// NVRTC's log; an architecture NVRTC does not know is one too. When
+// `source` begins with `prelude.text`, `prelude.dir` is set, NVRTC
+// precompiles and this process compiled such a source for `arch` and
+// `options` before: the prelude is given as a header (the rest's lines
+// keep their numbers), precompiled once into a directory of this
+// process's own inside `prelude.dir` (removed at exit) and reused; any
+// failure that way compiles the whole text again, whose errors are the
+// ones returned. The image is the same either way.
 absl::StatusOr<CudaImage> CompileCuda(
     const Nvrtc& nvrtc, absl::string_view source, absl::string_view name,
-    int arch, const std::vector<std::string>& options = {});
+    int arch, const std::vector<std::string>& options = {},
+    const NvrtcPrelude& prelude = {});
 
 // What CompileCudaCached made, and how.
 struct CachedCudaImage {
@@ -112,10 +136,12 @@ struct CachedCudaImage {
 // CompileCuda through `cache` (may be null): keyed by the source, NVRTC's
 // version, the architecture and the options (CacheKey), so a warm build
 // runs no NVRTC; an entry that does not parse as an image of this
-// architecture is a miss that the new build replaces.
+// architecture is a miss that the new build replaces. A build precompiles
+// `prelude` as CompileCuda does.
 absl::StatusOr<CachedCudaImage> CompileCudaCached(
     const Nvrtc& nvrtc, absl::string_view source, absl::string_view name,
-    int arch, const std::vector<std::string>& options, CacheBackend* cache);
+    int arch, const std::vector<std::string>& options, CacheBackend* cache,
+    const NvrtcPrelude& prelude = {});
 
 // The cache entry of `image`, and the image from an entry (an error for
 // bytes that are not one).

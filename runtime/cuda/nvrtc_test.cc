@@ -6,8 +6,15 @@
 
 #include "runtime/cuda/nvrtc.h"
 
-#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/compile_cache.h"
@@ -19,7 +26,9 @@ namespace {
 
 using ::lathe::testing::RunfilePath;
 using ::lathe::testing::StatusIs;
+using ::lathe::testing::TestTmpPath;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 constexpr char kScale[] = R"(
@@ -104,6 +113,129 @@ TEST(NvrtcTest, AWarmBuildComesFromTheCompileCache) {
       CachedCudaImage other_options,
       CompileCudaCached(*nvrtc, kScale, "scale.cu", 90, {"-lineinfo"}, &cache));
   EXPECT_EQ(other_options.cache_hit, "");
+}
+
+// A prelude: libcu++'s math and a helper every kernel calls.
+constexpr char kPrelude[] = R"(#include <cuda/std/cmath>
+__device__ __forceinline__ float twice(float v) { return 2 * v; }
+)";
+
+// A new directory with `mode`.
+std::string MakeDir(const std::string& name, mode_t mode) {
+  std::string dir = TestTmpPath(name);
+  EXPECT_EQ(mkdir(dir.c_str(), mode), 0) << dir;
+  EXPECT_EQ(chmod(dir.c_str(), mode), 0) << dir;
+  return dir;
+}
+
+// The entries of `dir` whose names begin with `prefix`, with those of the
+// directories among them (one level down) after a '/'.
+std::vector<std::string> Entries(const std::string& dir,
+                                 const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (!absl::StartsWith(name, prefix)) continue;
+    out.push_back(name);
+    if (!e.is_directory()) continue;
+    for (const auto& f : std::filesystem::directory_iterator(e.path())) {
+      out.push_back(absl::StrCat(name, "/", f.path().filename().string()));
+    }
+  }
+  return out;
+}
+
+// With NVRTC 12.8 or later, a prelude is precompiled (from its second
+// use) into a directory of this process's own inside the one given, and
+// sources that begin with it compile after it to the very image the whole
+// text gives; their lines keep their numbers in NVRTC's messages.
+TEST(NvrtcTest, APreludeIsPrecompiledOnceAndChangesNothing) {
+  const Nvrtc* nvrtc = Get();
+  if (nvrtc == nullptr) GTEST_SKIP() << "no CUDA toolkit";
+  if (!NvrtcPrecompiles(*nvrtc)) GTEST_SKIP() << "NVRTC before 12.8";
+  const std::string dir = MakeDir("nvrtc_prelude", 0700);
+  const NvrtcPrelude prelude = {kPrelude, dir};
+  // Line 5 of each source declares a variable it never reads (a warning
+  // naming the line).
+  const std::string a = absl::StrCat(kPrelude, R"(
+extern "C" __global__ void a(float* x) {
+  int unused_a;
+  x[threadIdx.x] = twice(cuda::std::exp(x[threadIdx.x]));
+}
+)");
+  const std::string b = absl::StrCat(kPrelude, R"(
+extern "C" __global__ void b(float* x) {
+  int unused_b;
+  x[threadIdx.x] = twice(x[threadIdx.x]) + 1;
+}
+)");
+  for (const std::string& source : {a, b}) {
+    ASSERT_OK_AND_ASSIGN(CudaImage whole,
+                         CompileCuda(*nvrtc, source, "k.cu", 90));
+    ASSERT_OK_AND_ASSIGN(CudaImage after,
+                         CompileCuda(*nvrtc, source, "k.cu", 90, {}, prelude));
+    EXPECT_EQ(after.ptx, whole.ptx);
+    EXPECT_EQ(after.cubin, whole.cubin);
+    EXPECT_THAT(after.log, HasSubstr("k.cu(5): warning"));
+    EXPECT_THAT(after.log, Not(HasSubstr("lathe_prelude")));
+    EXPECT_THAT(after.log, Not(HasSubstr("PCH")));
+  }
+  // NVRTC's precompiled prelude, in this process's directory.
+  const std::string own = absl::StrCat("nvrtc-pch-", getpid(), "-");
+  std::vector<std::string> made = Entries(dir, own);
+  ASSERT_EQ(made.size(), 2u) << ::testing::PrintToString(made);
+  EXPECT_THAT(made[1], ::testing::EndsWith(".pch"));
+  struct stat st;
+  ASSERT_EQ(stat(absl::StrCat(dir, "/", made[0]).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700);
+  // Source that does not begin with the prelude compiles as it is.
+  ASSERT_OK_AND_ASSIGN(CudaImage plain, CompileCuda(*nvrtc, kScale, "scale.cu",
+                                                    90, {}, prelude));
+  EXPECT_THAT(plain.ptx, HasSubstr(".entry scale("));
+  // An error in the rest is reported as the whole text gives it.
+  EXPECT_THAT(
+      CompileCuda(*nvrtc,
+                  absl::StrCat(kPrelude, "__global__ void k() { x(); }\n"),
+                  "broken.cu", 90, {}, prelude)
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               ::testing::AllOf(StartsWith("broken.cu does not compile"),
+                                HasSubstr("broken.cu(3)"))));
+}
+
+// The directory of a process that no longer runs is removed when another
+// first precompiles there; a running one's is kept; a directory others
+// can write is not used at all.
+TEST(NvrtcTest, PrecompiledPreludesLeaveNothingBehind) {
+  const Nvrtc* nvrtc = Get();
+  if (nvrtc == nullptr) GTEST_SKIP() << "no CUDA toolkit";
+  if (!NvrtcPrecompiles(*nvrtc)) GTEST_SKIP() << "NVRTC before 12.8";
+  const std::string dir = MakeDir("nvrtc_stale", 0700);
+  // Past any pid_max (2^22): no such process.
+  const std::string dead = dir + "/nvrtc-pch-999999999-abcdef";
+  const std::string alive = absl::StrCat(dir, "/nvrtc-pch-", getppid(), "-x");
+  ASSERT_EQ(mkdir(dead.c_str(), 0700), 0);
+  ASSERT_EQ(mkdir(alive.c_str(), 0700), 0);
+  // The second compile of a prelude precompiles it (the first does not:
+  // nothing was made yet).
+  const std::string source = absl::StrCat(kPrelude, kScale);
+  const std::vector<std::string> options = {"-DSECOND_TEST"};
+  const NvrtcPrelude prelude = {kPrelude, dir};
+  ASSERT_OK(CompileCuda(*nvrtc, source, "k.cu", 80, options, prelude).status());
+  EXPECT_TRUE(std::filesystem::exists(dead));
+  ASSERT_OK(CompileCuda(*nvrtc, source, "k.cu", 80, options, prelude).status());
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_TRUE(std::filesystem::exists(alive));
+  EXPECT_EQ(Entries(dir, absl::StrCat("nvrtc-pch-", getpid(), "-")).size(), 2u);
+
+  const std::string shared = MakeDir("nvrtc_shared", 0777);
+  CudaImage image;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_OK_AND_ASSIGN(image, CompileCuda(*nvrtc, source, "k.cu", 80, options,
+                                            {kPrelude, shared}));
+  }
+  EXPECT_THAT(image.ptx, HasSubstr(".entry scale("));
+  EXPECT_THAT(Entries(shared, "nvrtc-pch-"), ::testing::IsEmpty());
 }
 
 TEST(NvrtcTest, CacheEntriesParseStrictly) {
