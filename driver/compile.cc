@@ -7,7 +7,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "codegen/cpp/cpp_compiler.h"
@@ -45,10 +44,7 @@ absl::Status Named(const std::string& source, const absl::Status& s,
 // addresses each input from its first element and its offset is free.
 bool ReadsStorageOffsets(const ir::Graph& graph) {
   for (const auto& n : graph.nodes()) {
-    absl::string_view t = n->target();
-    if (absl::StrContains(t, "as_strided") ||
-        absl::StrContains(t, "storage_offset") ||
-        absl::StrContains(t, "set_.") || t == "set_") {
+    if (n->op() != nullptr && n->op()->HasTag(ir::OpTag::kStorageOffset)) {
       return true;
     }
   }

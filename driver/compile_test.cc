@@ -186,6 +186,17 @@ def forward(self, x: "f32[4][1]cpu"):
   ASSERT_GE(k, 0);
   EXPECT_THAT(GuardText(*strided->written, *strided->guards, k),
               HasSubstr("x.storage_offset() == 0"));
+  // Every op tagged kStorageOffset, not only as_strided: a graph that asks
+  // for the offset itself.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> asks,
+                       CompileGraphText(R"IR(
+def forward(self, x: "f32[4][1]cpu"):
+    sym_storage_offset = torch.ops.aten.sym_storage_offset.default(x)
+    add: "f32[4][1]cpu" = torch.ops.aten.add.Tensor(x, sym_storage_offset)
+    return (add,)
+)IR"));
+  EXPECT_EQ(failed(*asks, 0), LATHE_GUARDS_HOLD);
+  EXPECT_GE(failed(*asks, 3), 0);
 }
 
 }  // namespace

@@ -206,6 +206,12 @@ absl::Status OpRegistry::DeriveTags(
     RETURN_IF_ERROR(Tag(t, OpTag::kRandom));
   }
   RETURN_IF_ERROR(Tag("aten._assert_scalar.default", OpTag::kSideEffect));
+  for (absl::string_view t :
+       {"aten.as_strided.default", "aten.as_strided_.default",
+        "aten.as_strided_scatter.default", "aten.set_.source_Tensor",
+        "aten.sym_storage_offset.default"}) {
+    RETURN_IF_ERROR(Tag(t, OpTag::kStorageOffset));
+  }
   for (auto& [target, op] : ops_) {
     const OpSchema& s = op->schema;
     if (s.overload == "out" || absl::StartsWith(s.overload, "out_")) {

@@ -84,6 +84,9 @@ enum class OpTag : uint32_t {
   kRandom = 1 << 6,      // draws from the generator
   kSideEffect = 1 << 7,  // an effect beyond its value (_assert_scalar)
   kBuiltin = 1 << 8,     // a graph builtin, not an ATen op (getitem)
+  // Its value depends on where an argument begins in its storage
+  // (as_strided and its scatter, set_, sym_storage_offset).
+  kStorageOffset = 1 << 9,
 };
 
 struct OpDef {

@@ -1042,6 +1042,25 @@ TEST(OpRegistryTest, TheOpsLatheNeedsAreRegisteredWithKernelsAndMetas) {
   std::printf("%zu ops registered\n", OpRegistry::Global().Targets().size());
 }
 
+// The ops whose value depends on where an argument begins in its storage
+// (the driver guards an input's storage offset only for graphs with one).
+TEST(OpRegistryTest, OpsThatReadStorageOffsetsAreTagged) {
+  const OpRegistry& r = OpRegistry::Global();
+  for (const char* t :
+       {"aten.as_strided.default", "aten.as_strided_.default",
+        "aten.as_strided_scatter.default", "aten.set_.source_Tensor",
+        "aten.sym_storage_offset.default"}) {
+    ASSERT_NE(r.Find(t), nullptr) << t;
+    EXPECT_TRUE(r.Find(t)->HasTag(OpTag::kStorageOffset)) << t;
+  }
+  for (const char* t :
+       {"aten.view.default", "aten.slice.Tensor", "aten.select_scatter.default",
+        "aten.set_.default", "aten.sym_size.int"}) {
+    const OpDef* op = r.Find(t);
+    if (op != nullptr) EXPECT_FALSE(op->HasTag(OpTag::kStorageOffset)) << t;
+  }
+}
+
 TEST(OpsTest, RemainingKernelsAgainstHandValues) {
   Tensor x = T({2, 3}, {1, 5, 2, 8, 0, 8});
   // Comparisons, Tensor and Scalar overloads, with broadcasting.

@@ -1543,11 +1543,11 @@ std::vector<std::pair<Node*, TensorMeta>> OutputMetas(const ir::Graph& graph) {
   return out;
 }
 
-// Whether the ShapeEnv proves `a` and `b` the same sizes, with no guard:
-// forms that differ but are equal over the symbols' ranges (((s1 - 1)//32)
-// + 1 and 1 when s1 <= 32) are the same.
-bool SameSizes(symbolic::ShapeEnv& env, const std::vector<symbolic::Expr>& a,
-               const std::vector<symbolic::Expr>& b) {
+// Whether the ShapeEnv proves `a` and `b` (sizes or strides) equal element
+// by element, with no guard: forms that differ but are equal over the
+// symbols' ranges (((s1 - 1)//32) + 1 and 1 when s1 <= 32) are the same.
+bool ProvedEqual(symbolic::ShapeEnv& env, const std::vector<symbolic::Expr>& a,
+                 const std::vector<symbolic::Expr>& b) {
   if (a.size() != b.size()) return false;
   for (size_t d = 0; d < a.size(); ++d) {
     if (a[d] != b[d] && !env.StaticallyKnownTrue(symbolic::Eq(a[d], b[d]))) {
@@ -1580,7 +1580,7 @@ absl::Status KeepOutputLayouts(ir::Graph& graph, PassContext& ctx,
     auto& [node, meta] = after[k];
     const TensorMeta& want = before[k];
     if (done.contains(node) || holders[meta.storage].size() > 1 ||
-        SameSizes(env, strides(meta), strides(want)) ||
+        ProvedEqual(env, strides(meta), strides(want)) ||
         ir::EmptyLikeStrides(&env, ir::Value::OfMeta(want)) != want.strides ||
         IsPlaceholderStorage(graph, meta.storage)) {
       continue;
@@ -1588,7 +1588,7 @@ absl::Status KeepOutputLayouts(ir::Graph& graph, PassContext& ctx,
     done.insert(node);
     Rewriter r(graph, output, env);
     absl::StatusOr<Node*> laid = LaidOutAs(r, node, want);
-    if (!laid.ok() || !SameSizes(env, strides(TM(*laid)), strides(want))) {
+    if (!laid.ok() || !ProvedEqual(env, strides(TM(*laid)), strides(want))) {
       r.Rollback();
       continue;
     }
@@ -1682,7 +1682,7 @@ absl::StatusOr<bool> Decompose::Run(ir::Graph& graph, PassContext& ctx) {
         return ir::ApplyReplacements(ir::ValueMeta::Tensor(m), ctx.env())
             .tensor.sizes;
       };
-      if (!SameSizes(ctx.env(), sizes(TM(got)), sizes(want))) {
+      if (!ProvedEqual(ctx.env(), sizes(TM(got)), sizes(want))) {
         // Sizes the ShapeEnv cannot show equal (symbolic forms that differ):
         // the op stays as it is rather than change a meta.
         mismatch =

@@ -77,6 +77,14 @@ class CacheBackend {
 
   // The tier's name as CacheHit::tier reports it ("memory", "disk", ...).
   virtual std::string name() const = 0;
+
+  // PrivateDirectory()
+  //
+  // A directory of this backend's where lathe may keep files a compiler
+  // reads in place (a precompiled header): one only this user can write
+  // and whose entries are not signed (a file read in place cannot be
+  // checked against a secret's HMAC). "" when there is none, the default.
+  virtual std::string PrivateDirectory() { return ""; }
 };
 
 // ValidateCacheKey()

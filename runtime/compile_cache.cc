@@ -169,16 +169,20 @@ absl::Status TieredCache::Put(absl::string_view key, absl::string_view bytes) {
   return first;
 }
 
-std::string PrivateCacheDirectory(CacheBackend* cache) {
-  if (auto* tiered = dynamic_cast<TieredCache*>(cache)) {
-    for (const std::unique_ptr<CacheBackend>& tier : tiered->tiers()) {
-      std::string dir = PrivateCacheDirectory(tier.get());
-      if (!dir.empty()) return dir;
-    }
-  } else if (auto* disk = dynamic_cast<DiskCache*>(cache)) {
-    if (!disk->codec().signs() && disk->MakeTrusted()) return disk->dir();
+std::string DiskCache::PrivateDirectory() {
+  return !codec_.signs() && MakeTrusted() ? dir_ : "";
+}
+
+std::string TieredCache::PrivateDirectory() {
+  for (const std::unique_ptr<CacheBackend>& tier : tiers_) {
+    std::string dir = tier->PrivateDirectory();
+    if (!dir.empty()) return dir;
   }
   return "";
+}
+
+std::string PrivateCacheDirectory(CacheBackend* cache) {
+  return cache == nullptr ? "" : cache->PrivateDirectory();
 }
 
 std::string TieredCache::name() const {

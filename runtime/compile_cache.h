@@ -135,6 +135,8 @@ class DiskCache : public CacheBackend {
   // A payload larger than max_entry_bytes is refused (ResourceExhausted).
   absl::Status Put(absl::string_view key, absl::string_view bytes) override;
   std::string name() const override { return "disk"; }
+  // dir() when the entries are not signed and MakeTrusted() holds.
+  std::string PrivateDirectory() override;
 
   // The file that holds `key`'s entry (the key unchecked).
   std::string EntryPath(absl::string_view key) const;
@@ -177,6 +179,8 @@ class TieredCache : public CacheBackend {
   absl::Status Put(absl::string_view key, absl::string_view bytes) override;
   // "tiered(memory,disk,redis)".
   std::string name() const override;
+  // The first tier's that has one.
+  std::string PrivateDirectory() override;
 
   const std::vector<std::unique_ptr<CacheBackend>>& tiers() const {
     return tiers_;
@@ -188,11 +192,9 @@ class TieredCache : public CacheBackend {
 
 // PrivateCacheDirectory()
 //
-// The directory of `cache`'s disk tier (itself or one of a TieredCache's)
-// when lathe may keep files there that a compiler reads in place, such as
-// a precompiled header: one the tier trusts (made if missing) and does not
-// sign, since a file read in place cannot be checked against a secret's
-// HMAC. "" when there is none.
+// `cache`'s PrivateDirectory() (a disk tier's, itself or one of a
+// TieredCache's: one it trusts, made if missing, and does not sign), or ""
+// for no cache.
 std::string PrivateCacheDirectory(CacheBackend* cache);
 
 // CacheSecretFromEnvironment()
