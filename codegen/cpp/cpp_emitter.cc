@@ -50,7 +50,10 @@ constexpr char kStreamPrelude[] =
     R"(typedef float lathe_v16sf __attribute__((vector_size(64)));
 typedef float lathe_v8sf __attribute__((vector_size(32)));
 static inline void lathe_stream16(float* p, const float* t) {
-#if defined(__AVX512F__)
+#if defined(__clang__)
+  __builtin_nontemporal_store(*reinterpret_cast<const lathe_v16sf*>(t),
+                              reinterpret_cast<lathe_v16sf*>(p));
+#elif defined(__AVX512F__)
   __builtin_ia32_movntps512(p, *reinterpret_cast<const lathe_v16sf*>(t));
 #elif defined(__AVX__)
   __builtin_ia32_movntps256(p, *reinterpret_cast<const lathe_v8sf*>(t));

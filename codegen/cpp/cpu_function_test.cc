@@ -7,6 +7,8 @@
 
 #include "codegen/cpp/cpu_function.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -877,7 +879,7 @@ def forward(self, x: "f32[s0][1]cpu", y: "f32[(s0//2)][1]cpu"):
 // interpreter: rows of 4099 floats start at every alignment, so the part
 // before the first aligned element, the streamed blocks and the rest all
 // run; the input is a view at offset 3.
-TEST(CpuFunctionTest, StreamedStoresMatchTheInterpreter) {
+void ExpectStreamedStoresMatchTheInterpreter() {
   ASSERT_OK_AND_ASSIGN(Compiled c, CompileGraph(R"IR(
 def forward(self, x: "f32[1024, 4099][4099, 1]cpu"):
     mul = torch.ops.aten.mul.Tensor(x, 2)
@@ -897,6 +899,25 @@ def forward(self, x: "f32[1024, 4099][4099, 1]cpu"):
   ExpectSameOutputs(got, want);
   // By hand: element [1, 0] is base[4102] * 2 + 1 = (102 - 500) * 2 + 1.
   EXPECT_EQ(got.outputs[0].tensor.GetDouble({1, 0}), -795);
+}
+
+TEST(CpuFunctionTest, StreamedStoresMatchTheInterpreter) {
+  ExpectStreamedStoresMatchTheInterpreter();
+}
+
+// The generated code builds with clang too (LATHE_CXX), where it is
+// installed: the prelude's streamed store is clang's builtin there, GCC's
+// x86 one elsewhere.
+TEST(CpuFunctionTest, ClangBuildsTheGeneratedCode) {
+#ifdef __SANITIZE_ADDRESS__
+  GTEST_SKIP() << "clang's sanitizer instrumentation does not load into "
+                  "GCC's sanitizer runtime";
+#endif
+  constexpr char kClang[] = "/usr/bin/clang++-14";
+  if (access(kClang, X_OK) != 0) GTEST_SKIP() << "no " << kClang;
+  setenv("LATHE_CXX", kClang, 1);
+  ExpectStreamedStoresMatchTheInterpreter();
+  unsetenv("LATHE_CXX");
 }
 
 }  // namespace
