@@ -29,6 +29,7 @@
 #include "runtime/kernel_runtime.h"
 #include "runtime/loaded_graph.h"
 #include "testing/file_check.h"
+#include "testing/runfiles.h"
 #include "testing/status_matchers.h"
 
 namespace lathe {
@@ -52,9 +53,10 @@ class CudaBackendTest : public ::testing::Test {
   static void SetUpTestSuite() { setenv("LATHE_CUDA_DEVICE", "emulated", 0); }
 };
 
-// The cuda backend, through lathec's compile cache (under TEST_TMPDIR:
-// Bazel's HOME), so each prelude is precompiled once, as for a user.
+// The cuda backend, through lathec's compile cache (in TEST_TMPDIR), so
+// each prelude is precompiled once, as for a user.
 CompileOptions OnCuda() {
+  testing::UseTestCompileCache();
   absl::StatusOr<CacheBackend*> cache = DefaultCompileCache();
   EXPECT_OK(cache.status());
   return {.backend = &CudaBackend(), .cache = cache.ok() ? *cache : nullptr};

@@ -1054,10 +1054,11 @@ TEST(OpRegistryTest, OpsThatReadStorageOffsetsAreTagged) {
     EXPECT_TRUE(r.Find(t)->HasTag(OpTag::kStorageOffset)) << t;
   }
   for (const char* t :
-       {"aten.view.default", "aten.slice.Tensor", "aten.select_scatter.default",
-        "aten.set_.default", "aten.sym_size.int"}) {
+       {"aten.view.default", "aten.slice.Tensor", "aten.slice_scatter.default",
+        "aten.sym_size.int", "aten.t.default"}) {
     const OpDef* op = r.Find(t);
-    if (op != nullptr) EXPECT_FALSE(op->HasTag(OpTag::kStorageOffset)) << t;
+    ASSERT_NE(op, nullptr) << t;
+    EXPECT_FALSE(op->HasTag(OpTag::kStorageOffset)) << t;
   }
 }
 

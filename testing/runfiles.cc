@@ -43,4 +43,9 @@ std::string TestTmpPath(absl::string_view name) {
   return absl::StrCat(EnvOr("TEST_TMPDIR", "/tmp"), "/", name);
 }
 
+void UseTestCompileCache() {
+  setenv("LATHE_CACHE_DIR", TestTmpPath("lathe-cache").c_str(),
+         /*overwrite=*/0);
+}
+
 }  // namespace lathe::testing

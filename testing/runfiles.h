@@ -35,6 +35,14 @@ absl::StatusOr<std::string> ReadRunfile(absl::string_view path);
 // `name` under the test's scratch directory ($TEST_TMPDIR, else /tmp).
 std::string TestTmpPath(absl::string_view name);
 
+// Points lathe's compile cache ($LATHE_CACHE_DIR, which lathec and
+// DefaultCompileCache read) at the test's scratch directory unless the
+// environment chose one: Bazel runs tests without $HOME, so the cache
+// would keep no disk tier and every build would parse its backend's
+// prelude again instead of reading its precompiled form. Call it before
+// the process's first compile (its cache is made once).
+void UseTestCompileCache();
+
 }  // namespace lathe::testing
 
 #endif  // LATHE_TESTING_RUNFILES_H_

@@ -134,6 +134,8 @@ constexpr int kGraphCorpusFloor = 24;
 constexpr int kAotCorpusFloor = 55;
 
 void RunCorpus(const std::string& backend, const std::string& name, int floor) {
+  // lathec's compile cache (its precompiled preludes) in TEST_TMPDIR.
+  testing::UseTestCompileCache();
   std::string dir = RunfilePath(name);
   Outcome outcome;
   int total = 0;

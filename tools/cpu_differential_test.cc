@@ -30,6 +30,7 @@
 #include "runtime/compile_cache.h"
 #include "runtime/tensor.h"
 #include "runtime/testing/expect_close.h"
+#include "testing/runfiles.h"
 #include "testing/sample.h"
 #include "testing/status_matchers.h"
 
@@ -58,6 +59,7 @@ constexpr int kChunks = 4;
 class CpuDifferentialTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(CpuDifferentialTest, RandomProgramsCompiledNativelyMatchEager) {
+  testing::UseTestCompileCache();
   ASSERT_OK_AND_ASSIGN(CacheBackend * cache, DefaultCompileCache());
   std::mt19937 rng(20261123);
   constexpr int kPrograms = 300;
@@ -74,8 +76,8 @@ TEST_P(CpuDifferentialTest, RandomProgramsCompiledNativelyMatchEager) {
     if (!testing::InChunk(trial, GetParam(), kChunks)) continue;
     ++sampled;
     SCOPED_TRACE(absl::StrCat("trial ", trial, ":\n", program.text));
-    // Through lathec's compile cache (under TEST_TMPDIR: Bazel's HOME), so
-    // the prelude is precompiled once, as for a user.
+    // Through lathec's compile cache (in TEST_TMPDIR), so the prelude is
+    // precompiled once, as for a user.
     absl::StatusOr<std::unique_ptr<CompiledGraph>> compiled = CompileGraphText(
         program.text,
         {.source = "g", .backend = &codegen::CpuBackend(), .cache = cache});

@@ -44,8 +44,8 @@ constexpr int64_t kStreamElements = int64_t{1} << 22;
 
 // Streaming stores of 16 floats from an aligned array to a 64-byte aligned
 // address, the fence after them, and how many elements come before the
-// first aligned one (GCC's builtins: <immintrin.h> would double the C++
-// compiler's time).
+// first aligned one (the compilers' builtins, clang's where GCC's x86 ones
+// do not exist: <immintrin.h> would double the C++ compiler's time).
 constexpr char kStreamPrelude[] =
     R"(typedef float lathe_v16sf __attribute__((vector_size(64)));
 typedef float lathe_v8sf __attribute__((vector_size(32)));

@@ -321,8 +321,9 @@ class Cuda final : public Backend {
         archs.empty() ? absl::StatusOr<const Nvrtc*>(nullptr) : LoadNvrtc());
     // The prelude precompiled once per process and architecture, in the
     // cache's private directory (as the host compiler's is).
-    const NvrtcPrelude prelude = {CudaSourcePrelude(),
-                                  PrivateCacheDirectory(options.cache)};
+    const NvrtcPrelude prelude = {
+        CudaSourcePrelude(),
+        archs.empty() ? "" : PrivateCacheDirectory(options.cache)};
     for (int arch : archs) {
       ASSIGN_OR_RETURN(CachedCudaImage image,
                        CompileCudaCached(*nvrtc, kernels, "kernels.cu", arch,

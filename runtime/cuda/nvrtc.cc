@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -18,6 +17,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -68,60 +68,90 @@ constexpr char kPreludeHeader[] = "lathe_prelude.cuh";
 // What a directory of ProcessPchDirectory's is called before its pid.
 constexpr char kPchPrefix[] = "nvrtc-pch-";
 
-std::mutex pch_mu;
-// parent -> this process's directory in it ("" when it could not be made).
+// Guards the state below.
+std::mutex& PchMutex() {
+  static auto* mu = new std::mutex;
+  return *mu;
+}
+
+// The process that made the directories (a forked child's exit leaves
+// them to it), and parent -> its directory there ("" when it could not be
+// made).
+pid_t pch_owner = 0;
 std::map<std::string, std::string>* pch_dirs = nullptr;
 
 // Removes this process's directories (NVRTC's files in them too).
 void RemovePchDirectories() {
-  std::lock_guard<std::mutex> lock(pch_mu);
+  std::lock_guard<std::mutex> lock(PchMutex());
+  if (getpid() != pch_owner) return;
   for (const auto& [parent, dir] : *pch_dirs) {
-    std::error_code ec;
-    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    if (!dir.empty()) RemoveTree(dir).IgnoreError();
   }
 }
 
+// This machine's name, as the directories carry it.
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
 // This process's directory for NVRTC's precompiled preludes inside
-// `parent` (a private directory): <parent>/nvrtc-pch-<pid>-XXXXXX, mode
-// 0700, made on first use, removed at exit. The directories of processes
-// that no longer run (killed before their exit) are removed then. NVRTC
-// names its files after the program, so processes sharing `parent` each
-// need their own. "" when it cannot be made.
+// `parent` (a private directory): <parent>/nvrtc-pch-<pid>-<host>-XXXXXX,
+// mode 0700, made on first use, removed at exit. NVRTC names its files
+// after the program, so processes sharing `parent` each need their own.
+// Before it is made, the directories of this machine's processes that no
+// longer run (killed before their exit) are removed, and any with this
+// process's pid (a killed one's, the pid reused: this one has none yet);
+// other machines' are left alone. "" when it cannot be made.
 std::string ProcessPchDirectory(const std::string& parent) {
-  std::lock_guard<std::mutex> lock(pch_mu);
+  std::lock_guard<std::mutex> lock(PchMutex());
   if (pch_dirs == nullptr) {
     pch_dirs = new std::map<std::string, std::string>;
+    pch_owner = getpid();
     std::atexit(RemovePchDirectories);
   }
   auto [it, made] = pch_dirs->try_emplace(parent);
   if (!made) return it->second;
   if (!CheckPrivateDirectory(parent, geteuid()).ok()) return "";
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(parent, ec)) {
-    const std::string name = entry.path().filename().string();
+  const std::string host = HostName();
+  absl::StatusOr<std::vector<std::string>> names = ListDirectory(parent);
+  for (const std::string& name :
+       names.ok() ? *names : std::vector<std::string>{}) {
     if (!absl::StartsWith(name, kPchPrefix)) continue;
     const std::string rest = name.substr(sizeof(kPchPrefix) - 1);
+    const size_t dash = rest.find('-');
     pid_t pid = 0;
-    if (absl::SimpleAtoi(rest.substr(0, rest.find('-')), &pid) && pid > 0 &&
-        kill(pid, 0) != 0 && errno == ESRCH) {
-      std::error_code ignored;
-      std::filesystem::remove_all(entry.path(), ignored);
+    // <pid>-<host>-XXXXXX
+    if (dash == std::string::npos ||
+        !absl::SimpleAtoi(rest.substr(0, dash), &pid) || pid <= 0 ||
+        rest.size() != dash + 1 + host.size() + 7 ||
+        rest.compare(dash + 1, host.size(), host) != 0) {
+      continue;
+    }
+    if (pid == getpid() || (kill(pid, 0) != 0 && errno == ESRCH)) {
+      RemoveTree(absl::StrCat(parent, "/", name)).IgnoreError();
     }
   }
-  std::string dir = absl::StrCat(parent, "/", kPchPrefix, getpid(), "-XXXXXX");
-  if (mkdtemp(dir.data()) == nullptr) return "";
+  std::string dir =
+      absl::StrCat(parent, "/", kPchPrefix, getpid(), "-", host, "-XXXXXX");
+  if (host.find('/') != std::string::npos || mkdtemp(dir.data()) == nullptr) {
+    return "";
+  }
   return it->second = dir;
 }
 
-// Whether this process compiled a source beginning with `prelude` for
-// `arch` with `options` before (precompiling the prelude costs more than
-// one compile saves: it pays from the second on).
-bool SeenBefore(absl::string_view prelude, int arch,
-                const std::vector<std::string>& options) {
-  static auto* seen = new absl::flat_hash_set<size_t>;
-  const size_t key = absl::HashOf(prelude, arch, options);
-  std::lock_guard<std::mutex> lock(pch_mu);
-  return !seen->insert(key).second;
+// What this process knows of each prelude, architecture and options:
+// whether a source beginning with it was compiled before (precompiling
+// costs more than one compile saves: it pays from the second on), and
+// whether the compile after its precompiled form failed where the whole
+// text compiled (it is not tried again).
+struct PreludeHistory {
+  absl::flat_hash_set<size_t> seen, failed;
+};
+PreludeHistory& History() {
+  static auto* history = new PreludeHistory;
+  return *history;
 }
 
 }  // namespace
@@ -227,28 +257,48 @@ absl::StatusOr<CudaImage> CompileCuda(const Nvrtc& nvrtc,
         absl::StrCat(name, ": no architecture sm_", arch));
   }
   const absl::string_view text = prelude.text;
-  if (!text.empty() && text.back() == '\n' && absl::StartsWith(source, text) &&
-      !prelude.dir.empty() && NvrtcPrecompiles(nvrtc) &&
-      SeenBefore(text, arch, options)) {
-    const std::string dir = ProcessPchDirectory(prelude.dir);
-    if (!dir.empty()) {
-      // The prelude as a header, and the rest numbered as in `source`.
-      const std::string header(text);
-      const std::string rest =
-          absl::StrCat("#include \"", kPreludeHeader, "\"\n#line ",
-                       std::count(text.begin(), text.end(), '\n') + 1, " \"",
-                       name, "\"\n", source.substr(text.size()));
-      std::vector<std::string> with = options;
-      // 20283: NVRTC's note that the #line ends what it precompiles.
-      with.insert(with.end(),
-                  {"--pch", absl::StrCat("--pch-dir=", dir),
-                   "--pch-messages=false", "--diag-suppress=20283"});
-      absl::StatusOr<CudaImage> image =
-          CompileText(nvrtc, rest, name, arch, with, header.c_str());
-      if (image.ok()) return image;
+  const size_t key = absl::HashOf(text, arch, options);
+  bool precompile = false;
+  if (!text.empty() && absl::EndsWith(text, "\n") &&
+      !absl::EndsWith(text, "\\\n") && absl::StartsWith(source, text) &&
+      !prelude.dir.empty() && NvrtcPrecompiles(nvrtc)) {
+    std::lock_guard<std::mutex> lock(PchMutex());
+    PreludeHistory& h = History();
+    precompile = !h.seen.insert(key).second && !h.failed.contains(key);
+  }
+  // One compile at a time through the precompiled files (NVRTC names
+  // them after the program, and threads compiling at once would share
+  // them); the others compile the whole text meanwhile.
+  static auto* through_pch = new std::mutex;
+  std::unique_lock<std::mutex> turn(*through_pch, std::defer_lock);
+  const std::string dir = precompile && turn.try_lock()
+                              ? ProcessPchDirectory(prelude.dir)
+                              : std::string();
+  if (!dir.empty()) {
+    // The prelude as a header, and the rest numbered as in `source`.
+    const std::string header(text);
+    const std::string rest =
+        absl::StrCat("#include \"", kPreludeHeader, "\"\n#line ",
+                     std::count(text.begin(), text.end(), '\n') + 1, " \"",
+                     absl::CEscape(name), "\"\n", source.substr(text.size()));
+    std::vector<std::string> with = options;
+    // 20283: NVRTC's note that the #line ends what it precompiles.
+    with.insert(with.end(), {"--pch", absl::StrCat("--pch-dir=", dir),
+                             "--pch-messages=false", "--diag-suppress=20283"});
+    absl::StatusOr<CudaImage> image =
+        CompileText(nvrtc, rest, name, arch, with, header.c_str());
+    if (image.ok()) {
+      image->precompiled_prelude = true;
+      return image;
     }
   }
-  return CompileText(nvrtc, std::string(source), name, arch, options, nullptr);
+  absl::StatusOr<CudaImage> image =
+      CompileText(nvrtc, std::string(source), name, arch, options, nullptr);
+  if (!dir.empty() && image.ok()) {
+    std::lock_guard<std::mutex> lock(PchMutex());
+    History().failed.insert(key);
+  }
+  return image;
 }
 
 std::string SerializeCudaImage(const CudaImage& image) {

@@ -10,8 +10,9 @@
 // toolkit. Every failure is a Status naming the call, or, for source that
 // does not compile, the program and NVRTC's log. A prelude every source
 // begins with (the kernel ABI, the scalar helpers, libcu++'s headers) is
-// compiled once per process with NVRTC 12.8 or later (its automatic
-// precompiled header), and each later source only after it.
+// precompiled by NVRTC 12.8 or later (its automatic precompiled header)
+// from a process's second compile of it, and each later source compiles
+// only after it.
 //
 // Example:
 //
@@ -90,6 +91,8 @@ struct CudaImage {
   std::string cubin;  // an ELF the driver loads on that architecture
   std::string ptx;    // the same kernels as PTX, for a newer device
   std::string log;    // NVRTC's warnings, if any
+  // Whether NVRTC compiled it after the prelude's precompiled form.
+  bool precompiled_prelude = false;
 };
 
 // The text every source of a kind begins with (whole lines), and a
@@ -116,9 +119,11 @@ bool NvrtcPrecompiles(const Nvrtc& nvrtc);
 // precompiles and this process compiled such a source for `arch` and
 // `options` before: the prelude is given as a header (the rest's lines
 // keep their numbers), precompiled once into a directory of this
-// process's own inside `prelude.dir` (removed at exit) and reused; any
-// failure that way compiles the whole text again, whose errors are the
-// ones returned. The image is the same either way.
+// process's own inside `prelude.dir` (removed at exit) and reused
+// (precompiled_prelude says so); any failure that way compiles the whole
+// text again, whose errors are the ones returned, and where the whole text
+// compiles, the process does not precompile that prelude again. The image
+// is the same either way (unless `options` ask for line information).
 absl::StatusOr<CudaImage> CompileCuda(
     const Nvrtc& nvrtc, absl::string_view source, absl::string_view name,
     int arch, const std::vector<std::string>& options = {},

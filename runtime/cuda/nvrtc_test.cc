@@ -169,17 +169,23 @@ extern "C" __global__ void b(float* x) {
   x[threadIdx.x] = twice(x[threadIdx.x]) + 1;
 }
 )");
-  for (const std::string& source : {a, b}) {
+  // The first compile of the prelude is the whole text's; the second
+  // precompiles it; the third reads what the second made.
+  auto check = [&](const std::string& source, bool precompiled) {
     ASSERT_OK_AND_ASSIGN(CudaImage whole,
                          CompileCuda(*nvrtc, source, "k.cu", 90));
     ASSERT_OK_AND_ASSIGN(CudaImage after,
                          CompileCuda(*nvrtc, source, "k.cu", 90, {}, prelude));
+    EXPECT_FALSE(whole.precompiled_prelude);
+    EXPECT_EQ(after.precompiled_prelude, precompiled);
     EXPECT_EQ(after.ptx, whole.ptx);
     EXPECT_EQ(after.cubin, whole.cubin);
     EXPECT_THAT(after.log, HasSubstr("k.cu(5): warning"));
     EXPECT_THAT(after.log, Not(HasSubstr("lathe_prelude")));
     EXPECT_THAT(after.log, Not(HasSubstr("PCH")));
-  }
+  };
+  check(a, false);
+  check(b, true);
   // NVRTC's precompiled prelude, in this process's directory.
   const std::string own = absl::StrCat("nvrtc-pch-", getpid(), "-");
   std::vector<std::string> made = Entries(dir, own);
@@ -188,10 +194,20 @@ extern "C" __global__ void b(float* x) {
   struct stat st;
   ASSERT_EQ(stat(absl::StrCat(dir, "/", made[0]).c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700);
+  struct stat pch_before, pch_after;
+  const std::string pch = absl::StrCat(dir, "/", made[1]);
+  ASSERT_EQ(stat(pch.c_str(), &pch_before), 0);
+  check(a, true);
+  ASSERT_EQ(stat(pch.c_str(), &pch_after), 0);
+  EXPECT_EQ(pch_after.st_ino, pch_before.st_ino);
+  EXPECT_EQ(pch_after.st_mtim.tv_sec, pch_before.st_mtim.tv_sec);
+  EXPECT_EQ(pch_after.st_mtim.tv_nsec, pch_before.st_mtim.tv_nsec);
+  EXPECT_EQ(Entries(dir, own), made);
   // Source that does not begin with the prelude compiles as it is.
   ASSERT_OK_AND_ASSIGN(CudaImage plain, CompileCuda(*nvrtc, kScale, "scale.cu",
                                                     90, {}, prelude));
   EXPECT_THAT(plain.ptx, HasSubstr(".entry scale("));
+  EXPECT_FALSE(plain.precompiled_prelude);
   // An error in the rest is reported as the whole text gives it.
   EXPECT_THAT(
       CompileCuda(*nvrtc,
@@ -211,11 +227,21 @@ TEST(NvrtcTest, PrecompiledPreludesLeaveNothingBehind) {
   if (nvrtc == nullptr) GTEST_SKIP() << "no CUDA toolkit";
   if (!NvrtcPrecompiles(*nvrtc)) GTEST_SKIP() << "NVRTC before 12.8";
   const std::string dir = MakeDir("nvrtc_stale", 0700);
-  // Past any pid_max (2^22): no such process.
-  const std::string dead = dir + "/nvrtc-pch-999999999-abcdef";
-  const std::string alive = absl::StrCat(dir, "/nvrtc-pch-", getppid(), "-x");
-  ASSERT_EQ(mkdir(dead.c_str(), 0700), 0);
-  ASSERT_EQ(mkdir(alive.c_str(), 0700), 0);
+  // Directories carry the pid and the machine: <pid>-<host>-XXXXXX.
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof(host) - 1), 0);
+  auto named = [&](const std::string& pid, const std::string& machine) {
+    return absl::StrCat(dir, "/nvrtc-pch-", pid, "-", machine, "-abcdef");
+  };
+  // Past any pid_max (2^22): no such process, here or elsewhere.
+  const std::string dead = named("999999999", host);
+  const std::string elsewhere = named("999999999", "another-machine");
+  const std::string alive = named(std::to_string(getppid()), host);
+  // A killed process's whose pid this one now has.
+  const std::string reused = named(std::to_string(getpid()), host);
+  for (const std::string& d : {dead, elsewhere, alive, reused}) {
+    ASSERT_EQ(mkdir(d.c_str(), 0700), 0) << d;
+  }
   // The second compile of a prelude precompiles it (the first does not:
   // nothing was made yet).
   const std::string source = absl::StrCat(kPrelude, kScale);
@@ -225,7 +251,9 @@ TEST(NvrtcTest, PrecompiledPreludesLeaveNothingBehind) {
   EXPECT_TRUE(std::filesystem::exists(dead));
   ASSERT_OK(CompileCuda(*nvrtc, source, "k.cu", 80, options, prelude).status());
   EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_FALSE(std::filesystem::exists(reused));
   EXPECT_TRUE(std::filesystem::exists(alive));
+  EXPECT_TRUE(std::filesystem::exists(elsewhere));
   EXPECT_EQ(Entries(dir, absl::StrCat("nvrtc-pch-", getpid(), "-")).size(), 2u);
 
   const std::string shared = MakeDir("nvrtc_shared", 0777);

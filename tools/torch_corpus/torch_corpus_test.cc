@@ -102,6 +102,8 @@ int RunCases(int chunk, const std::vector<std::string>& modes,
              const std::string& extra, std::map<std::string, int>* per_mode,
              size_t* total, int* artifacts = nullptr,
              CudaKernels* kernels = nullptr) {
+  // lathec's compile cache (its precompiled preludes) in TEST_TMPDIR.
+  ::lathe::testing::UseTestCompileCache();
   std::string root = RunfilePath("ir/testdata/torch_corpus");
   std::vector<std::string> all, cases;
   for (const std::string& e : DirEntries(root)) {
