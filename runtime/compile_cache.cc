@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/checksum.h"
@@ -179,6 +180,11 @@ std::string TieredCache::PrivateDirectory() {
     if (!dir.empty()) return dir;
   }
   return "";
+}
+
+bool BeginsWithPrelude(absl::string_view source, absl::string_view prelude) {
+  return absl::EndsWith(prelude, "\n") && !absl::EndsWith(prelude, "\\\n") &&
+         absl::StartsWith(source, prelude);
 }
 
 std::string PrivateCacheDirectory(CacheBackend* cache) {

@@ -197,6 +197,13 @@ class TieredCache : public CacheBackend {
 // for no cache.
 std::string PrivateCacheDirectory(CacheBackend* cache);
 
+// BeginsWithPrelude()
+//
+// Whether `source` begins with `prelude` as a compiler may take it apart:
+// whole lines, the last not continued (a trailing backslash) onto the
+// rest, so the prelude can be precompiled and the rest compiled after it.
+bool BeginsWithPrelude(absl::string_view source, absl::string_view prelude);
+
 // CacheSecretFromEnvironment()
 //
 // The fleet secret LATHE_CACHE_SECRET holds, or the contents of the file

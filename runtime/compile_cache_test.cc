@@ -567,6 +567,16 @@ std::string Describe(const TieredCache& cache) {
   return out;
 }
 
+// A prelude a compiler can precompile apart: whole lines at the source's
+// start, the last not continued onto the rest.
+TEST(BeginsWithPreludeTest, WholeLinesAtTheStartOnly) {
+  EXPECT_TRUE(BeginsWithPrelude("int a;\nint b;\n", "int a;\n"));
+  EXPECT_FALSE(BeginsWithPrelude("int a;\nint b;\n", "int a;"));
+  EXPECT_FALSE(BeginsWithPrelude("#define A \\\n 1\n", "#define A \\\n"));
+  EXPECT_FALSE(BeginsWithPrelude("int b;\nint a;\n", "int a;\n"));
+  EXPECT_FALSE(BeginsWithPrelude("int a;\n", ""));
+}
+
 TEST(PrivateCacheDirectoryTest, IsATrustedUnsignedDiskTiersDirectory) {
   const std::string root = TestDir();
   const std::string dir = root + "/made";

@@ -213,10 +213,6 @@ namespace {
 std::optional<std::string> PreludeHeader(absl::string_view prelude,
                                          const std::vector<std::string>& flags,
                                          CacheBackend* cache) {
-  // Whole lines, the last not continued onto the source's rest.
-  if (!absl::EndsWith(prelude, "\n") || absl::EndsWith(prelude, "\\\n")) {
-    return std::nullopt;
-  }
   const std::string dir = PrivateCacheDirectory(cache);
   if (dir.empty()) return std::nullopt;
   // std::mutex: ThreadSanitizer sees it, not the system Abseil's.
@@ -269,8 +265,7 @@ absl::StatusOr<BuiltLibrary> CompileSharedLibrary(
   // failure builds the whole source as `command` says, whose errors are
   // the ones reported.
   std::optional<std::string> header;
-  if (cache != nullptr && !prelude.empty() &&
-      absl::StartsWith(source, prelude)) {
+  if (cache != nullptr && BeginsWithPrelude(source, prelude)) {
     header = PreludeHeader(prelude, flags, cache);
   }
   bool with_prelude = false;

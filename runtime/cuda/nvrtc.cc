@@ -259,9 +259,8 @@ absl::StatusOr<CudaImage> CompileCuda(const Nvrtc& nvrtc,
   const absl::string_view text = prelude.text;
   const size_t key = absl::HashOf(text, arch, options);
   bool precompile = false;
-  if (!text.empty() && absl::EndsWith(text, "\n") &&
-      !absl::EndsWith(text, "\\\n") && absl::StartsWith(source, text) &&
-      !prelude.dir.empty() && NvrtcPrecompiles(nvrtc)) {
+  if (BeginsWithPrelude(source, text) && !prelude.dir.empty() &&
+      NvrtcPrecompiles(nvrtc)) {
     std::lock_guard<std::mutex> lock(PchMutex());
     PreludeHistory& h = History();
     precompile = !h.seen.insert(key).second && !h.failed.contains(key);
