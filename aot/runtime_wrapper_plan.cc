@@ -83,6 +83,21 @@ std::string IntList(const std::vector<int64_t>& v) {
 
 }  // namespace
 
+std::string StorageOffsetCpp(const Layout& layout,
+                             const std::string& base_offset,
+                             const std::string& printed) {
+  if (!layout.from_base_offset) return printed;
+  const symbolic::Expr e = layout.storage_offset;
+  if (e.kind() != symbolic::ExprKind::kInteger) {
+    return absl::StrCat(base_offset, " + (", printed, ")");
+  }
+  const int64_t k = e.int_value();
+  if (k == 0) return base_offset;
+  return absl::StrCat(
+      base_offset, k < 0 ? " - " : " + ",
+      k < 0 ? absl::StrCat(-static_cast<uint64_t>(k)) : absl::StrCat(k));
+}
+
 absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
     ir::Graph& graph, const ViewAndMutationMeta& meta) {
   RuntimeWrapperPlan plan;
@@ -138,6 +153,7 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
   auto layout_of = [&](const ir::TensorMeta& m,
                        int k) -> absl::StatusOr<Layout> {
     Layout l = MakeLayout(m.sizes, m.strides, m.storage_offset);
+    l.dtype = m.dtype;  // kept below only where it differs from the base's
     RETURN_IF_ERROR(
         use_symbols(l, absl::StrCat("output ", k,
                                     ", which aliases an input or another "
@@ -256,6 +272,35 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
     }
     plan.outputs_.push_back(std::move(step));
   }
+  // Views of an input the epilogue leaves in place count from its offset:
+  // compiled code reads the input from its first element, so it may come at
+  // any offset, and its views must move with it (x.t() of an x at offset 3
+  // is at offset 3). An input compiled at a symbolic offset keeps absolute
+  // layouts (its offset is guarded).
+  absl::flat_hash_set<int> rebound;  // as_strided_, set_
+  for (const EpilogueStep& e : plan.epilogue_) {
+    if (e.kind == EpilogueStep::Kind::kAsStrided ||
+        e.kind == EpilogueStep::Kind::kSet) {
+      rebound.insert(e.input);
+    }
+  }
+  for (OutputStep& step : plan.outputs_) {
+    if (step.kind != OutputStep::Kind::kViewOfInput ||
+        rebound.contains(step.source)) {
+      continue;
+    }
+    const ir::ValueMeta& m = inputs[step.source]->meta();
+    if (m.kind != ir::ValueMeta::Kind::kTensor ||
+        m.tensor.storage_offset.kind() != symbolic::ExprKind::kInteger ||
+        step.layout.dtype != m.tensor.dtype) {
+      continue;
+    }
+    Layout& l = step.layout;
+    const int64_t base = m.tensor.storage_offset.int_value();
+    l.storage_offset = symbolic::Sub(l.storage_offset, symbolic::Int(base));
+    l.int_storage_offset -= base;
+    l.from_base_offset = true;
+  }
 
   // The graph: updated values, user outputs, intermediate bases.
   std::vector<Arg> results = updated;
@@ -264,6 +309,20 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
     results.push_back(Arg::Of(const_cast<Node*>(b)));
   }
   plan.num_graph_outputs_ = static_cast<int>(results.size());
+  // A view keeps its dtype only where its base has another (view.dtype).
+  for (OutputStep& step : plan.outputs_) {
+    const Node* base = nullptr;
+    if (step.kind == OutputStep::Kind::kViewOfInput) {
+      base = inputs[step.source];
+    } else if (step.kind == OutputStep::Kind::kViewOfGraphOutput &&
+               results[step.source].kind == Arg::Kind::kNode) {
+      base = results[step.source].node;
+    }
+    if (base == nullptr || base->meta().kind != ir::ValueMeta::Kind::kTensor ||
+        base->meta().tensor.dtype == step.layout.dtype) {
+      step.layout.dtype.reset();
+    }
+  }
   output->SetArgs({Arg::List(std::move(results))}, {});
   for (size_t k = 0; k < erase.size(); ++k) {
     Node* n = erase[k];
@@ -291,6 +350,22 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
   return plan;
 }
 
+bool RuntimeWrapperPlan::ReadsStorageOffset(int i) const {
+  for (const EpilogueStep& e : epilogue_) {
+    if (e.input == i && (e.kind == EpilogueStep::Kind::kAsStrided ||
+                         e.kind == EpilogueStep::Kind::kSet)) {
+      return true;
+    }
+  }
+  for (const OutputStep& o : outputs_) {
+    if (o.kind == OutputStep::Kind::kViewOfInput && o.source == i &&
+        !o.layout.from_base_offset) {
+      return true;
+    }
+  }
+  return false;
+}
+
 absl::StatusOr<symbolic::Assignment> RuntimeWrapperPlan::SymbolValues(
     absl::Span<const Tensor> inputs,
     absl::Span<const Tensor> graph_outputs) const {
@@ -315,9 +390,18 @@ absl::StatusOr<Tensor> RuntimeWrapperPlan::View(
     return absl::InvalidArgumentError(
         "the base of an output view is not a tensor");
   }
+  const int64_t from = layout.from_base_offset ? base.storage_offset() : 0;
+  auto view = [&](absl::Span<const int64_t> sizes,
+                  absl::Span<const int64_t> strides, int64_t offset) {
+    if (layout.dtype.has_value() && *layout.dtype != base.dtype()) {
+      return Tensor::Wrap(base.storage(), *layout.dtype, sizes, strides,
+                          offset);
+    }
+    return base.AsStrided(sizes, strides, offset);
+  };
   if (layout.concrete) {
-    return base.AsStrided(layout.int_sizes, layout.int_strides,
-                          layout.int_storage_offset);
+    return view(layout.int_sizes, layout.int_strides,
+                from + layout.int_storage_offset);
   }
   auto eval = [&](symbolic::Expr e) -> absl::StatusOr<int64_t> {
     ASSIGN_OR_RETURN(symbolic::Value v, symbolic::Evaluate(e, values));
@@ -333,7 +417,7 @@ absl::StatusOr<Tensor> RuntimeWrapperPlan::View(
     strides.push_back(v);
   }
   ASSIGN_OR_RETURN(int64_t offset, eval(layout.storage_offset));
-  return base.AsStrided(sizes, strides, offset);
+  return view(sizes, strides, from + offset);
 }
 
 absl::StatusOr<std::vector<Tensor>> RuntimeWrapperPlan::Run(
@@ -425,12 +509,16 @@ std::string RuntimeWrapperPlan::CppSource(const std::string& name) const {
     return absl::StrCat("{", absl::StrJoin(parts, ", "), "}");
   };
   auto view = [&](const std::string& base, const Layout& l) {
-    return absl::StrCat(base, ".AsStrided(",
-                        list(l.sizes, l.int_sizes, l.concrete), ", ",
-                        list(l.strides, l.int_strides, l.concrete), ", ",
-                        l.concrete ? absl::StrCat(l.int_storage_offset)
-                                   : symbolic::ToCpp(l.storage_offset, cpp),
-                        ")");
+    return absl::StrCat(
+        l.dtype.has_value() ? absl::StrCat("lathe::Tensor::Wrap(", base,
+                                           ".storage(), lathe::DType(",
+                                           static_cast<int>(*l.dtype), "), ")
+                            : absl::StrCat(base, ".AsStrided("),
+        list(l.sizes, l.int_sizes, l.concrete), ", ",
+        list(l.strides, l.int_strides, l.concrete), ", ",
+        StorageOffsetCpp(l, absl::StrCat(base, ".storage_offset()"),
+                         symbolic::ToCpp(l.storage_offset, cpp)),
+        ")");
   };
   for (const EpilogueStep& s : epilogue_) {
     std::string in = absl::StrCat("in[", s.input, "]");

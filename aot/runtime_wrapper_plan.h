@@ -44,6 +44,7 @@
 #define LATHE_AOT_RUNTIME_WRAPPER_PLAN_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,13 +60,21 @@
 namespace lathe::aot {
 
 // A view's sizes, strides and storage offset as expressions of the input
-// symbols; `concrete` when all are integers (then in the int vectors).
+// symbols; `concrete` when all are integers (then in the int vectors). The
+// offset counts from the storage's start, or, `from_base_offset`, from the
+// base's own storage offset: an input compiled at a fixed offset and called
+// at any other (compiled code addresses it from its first element) gets its
+// views where PyTorch's view ops would put them, shifted with it. A view
+// of another dtype than its base's (view.dtype) has `dtype`, and its sizes,
+// strides and offset count elements of that dtype.
 struct Layout {
   std::vector<symbolic::Expr> sizes, strides;
   symbolic::Expr storage_offset;
   bool concrete = false;
   std::vector<int64_t> int_sizes, int_strides;
   int64_t int_storage_offset = 0;
+  bool from_base_offset = false;
+  std::optional<DType> dtype;
 };
 
 struct EpilogueStep {
@@ -136,6 +145,10 @@ class RuntimeWrapperPlan {
   const std::vector<OutputStep>& outputs() const { return outputs_; }
   // Where the symbols of the symbolic layouts are read.
   const std::vector<SymbolSource>& symbols() const { return symbols_; }
+  // Whether the plan places a view in input `i`'s storage from the
+  // storage's start (an in-place view, a rebinding), so the input must come
+  // at the storage offset it was compiled for.
+  bool ReadsStorageOffset(int i) const;
 
  private:
   friend absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
@@ -144,7 +157,8 @@ class RuntimeWrapperPlan {
   absl::StatusOr<symbolic::Assignment> SymbolValues(
       absl::Span<const Tensor> inputs,
       absl::Span<const Tensor> graph_outputs) const;
-  // `base` viewed with `layout`, symbols taking `values`.
+  // `base` viewed with `layout`, symbols taking `values` (its offset added
+  // where the layout counts from it).
   absl::StatusOr<Tensor> View(const Tensor& base, const Layout& layout,
                               const symbolic::Assignment& values) const;
 
@@ -155,6 +169,15 @@ class RuntimeWrapperPlan {
   std::vector<OutputStep> outputs_;
   std::vector<SymbolSource> symbols_;  // those the layouts use
 };
+
+// StorageOffsetCpp()
+//
+// The C++ expression of `layout`'s storage offset, given it printed
+// (`printed`) and the base's offset (`base_offset`, added where the layout
+// counts from it): "0", "in[0].storage_offset() + 3".
+std::string StorageOffsetCpp(const Layout& layout,
+                             const std::string& base_offset,
+                             const std::string& printed);
 
 // BuildRuntimeWrapperPlan()
 //

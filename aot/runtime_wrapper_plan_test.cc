@@ -398,7 +398,7 @@ TEST(RuntimeWrapperPlanTest, OutputViewsOfInputs) {
 )";
   ExpectChecks(MustCompile(kView).source,
                "CHECK: ASSIGN_OR_RETURN((*out)[0], in[0].AsStrided({4}, {1}, "
-               "0));  // alias_of_input");
+               "in[0].storage_offset()));  // alias_of_input");
   ExpectSameAsEager(kView, {Iota({2, 2})});
   const char* kAddView = R"(# lathe: requires_grad a
 # lathe: non_leaf a
@@ -415,9 +415,44 @@ CHECK: return ([[A]], [[V]])
 )");
   ExpectChecks(c.source, R"(
 CHECK: CopyTensor(in[0], fw[0]));  // a.copy_
-CHECK: (*out)[0], in[0].AsStrided({4}, {1}, 0)
+CHECK: (*out)[0], in[0].AsStrided({4}, {1}, in[0].storage_offset())
 )");
   ExpectSameAsEager(kAddView, {Iota({2, 2})});
+}
+
+// Compiled code reads an input from its first element, so the input may
+// come at any storage offset: the views of it the plan makes count from that
+// offset, where PyTorch's view ops put them (they came back at the offset
+// the graph was traced with).
+TEST(RuntimeWrapperPlanTest, OutputViewsOfAnInputMoveWithItsOffset) {
+  const char* kText = R"(def forward(self, x: "f32[2, 3][3, 1]cpu"):
+    t = torch.ops.aten.t.default(x)
+    select = torch.ops.aten.select.int(x, 0, 1)
+    return (t, select)
+)";
+  Compiled c = MustCompile(kText);
+  ExpectChecks(c.source, R"(
+CHECK: (*out)[0], in[0].AsStrided({3, 2}, {1, 3}, in[0].storage_offset())
+CHECK: (*out)[1], in[0].AsStrided({3}, {1}, in[0].storage_offset() + 3)
+)");
+  ASSERT_NE(c.graph, nullptr);
+  for (int64_t offset : {0, 3, 5}) {
+    // x[i][j] = offset + 3 * i + j + 1.
+    Tensor storage = Iota({12});
+    std::vector<ir::Value> in = {
+        ir::Value::OfTensor(*storage.AsStrided({2, 3}, {3, 1}, offset))};
+    ASSERT_OK_AND_ASSIGN(ir::Interpretation got,
+                         InterpretWithPlan(*c.graph, c.aot.plan, in));
+    ASSERT_EQ(got.outputs.size(), 2u);
+    const Tensor &t = got.outputs[0].tensor, &row = got.outputs[1].tensor;
+    const double o = static_cast<double>(offset);
+    EXPECT_EQ(t.storage_offset(), offset);
+    EXPECT_EQ(row.storage_offset(), offset + 3);
+    EXPECT_EQ(t.storage(), storage.storage());
+    EXPECT_EQ(Values(t),
+              (std::vector<double>{o + 1, o + 4, o + 2, o + 5, o + 3, o + 6}));
+    EXPECT_EQ(Values(row), (std::vector<double>{o + 4, o + 5, o + 6}));
+  }
 }
 
 // 18. b.mul_(3); c.t_(); views of all three inputs returned.
@@ -533,7 +568,7 @@ TEST(RuntimeWrapperPlanTest, SymbolicViewOfAnInput) {
   Compiled c = MustCompile(kText);
   ExpectChecks(c.source, R"(
 CHECK: const int64_t sym_s0 = in[0].sizes()[0];
-CHECK: (*out)[0], in[0].AsStrided({(4 * sym_s0)}, {1}, 0)
+CHECK: (*out)[0], in[0].AsStrided({(4 * sym_s0)}, {1}, in[0].storage_offset())
 )");
   for (int64_t n : {3, 5}) {
     Both r = ExpectSameAsEager(kText, {Iota({n, 4})});
@@ -563,7 +598,7 @@ CHECK: return ([[V]],
   ExpectChecks(c.source, R"(
 CHECK: const int64_t sym_s0 = in[0].sizes()[0];
 CHECK: CopyTensor(in[0], fw[0])
-CHECK: (*out)[1], in[0].AsStrided({(4 * sym_s0)}, {1}, 0)
+CHECK: (*out)[1], in[0].AsStrided({(4 * sym_s0)}, {1}, in[0].storage_offset())
 )");
   for (int64_t n : {3, 6}) ExpectSameAsEager(kText, {Iota({n, 4})}, false);
 }

@@ -139,7 +139,7 @@ absl::Status wrapper(absl::Span<lathe::Tensor> in,
     return absl::InvalidArgumentError("runtime wrapper: expected 1 inputs and 1 graph outputs");
   }
   out->resize(1);
-  ASSIGN_OR_RETURN((*out)[0], in[0].AsStrided({4}, {1}, 0));  // alias_of_input
+  ASSIGN_OR_RETURN((*out)[0], in[0].AsStrided({4}, {1}, in[0].storage_offset()));  // alias_of_input
   return absl::OkStatus();
 }
 }  // namespace input_output_view
@@ -155,7 +155,7 @@ absl::Status wrapper(absl::Span<lathe::Tensor> in,
   }
   RETURN_IF_ERROR(lathe::CopyTensor(in[0], fw[0]));  // a.copy_
   out->resize(1);
-  ASSIGN_OR_RETURN((*out)[0], in[0].AsStrided({4}, {1}, 0));  // alias_of_input
+  ASSIGN_OR_RETURN((*out)[0], in[0].AsStrided({4}, {1}, in[0].storage_offset()));  // alias_of_input
   return absl::OkStatus();
 }
 }  // namespace input_mutation_and_output_view
@@ -172,8 +172,8 @@ absl::Status wrapper(absl::Span<lathe::Tensor> in,
   RETURN_IF_ERROR(lathe::CopyTensor(in[1], fw[0]));  // b.detach().copy_: a leaf that requires grad
   ASSIGN_OR_RETURN(in[2], in[2].AsStrided({3, 2}, {1, 3}, 0));  // c.as_strided_
   out->resize(3);
-  ASSIGN_OR_RETURN((*out)[0], in[0].AsStrided({6}, {1}, 0));  // alias_of_input
-  ASSIGN_OR_RETURN((*out)[1], in[1].AsStrided({6}, {1}, 0));  // alias_of_input
+  ASSIGN_OR_RETURN((*out)[0], in[0].AsStrided({6}, {1}, in[0].storage_offset()));  // alias_of_input
+  ASSIGN_OR_RETURN((*out)[1], in[1].AsStrided({6}, {1}, in[1].storage_offset()));  // alias_of_input
   ASSIGN_OR_RETURN((*out)[2], in[2].AsStrided({1, 3, 2}, {3, 1, 3}, 0));  // alias_of_input
   return absl::OkStatus();
 }
@@ -225,7 +225,7 @@ absl::Status wrapper(absl::Span<lathe::Tensor> in,
   const int64_t sym_s0 = in[0].sizes()[0];
   RETURN_IF_ERROR(lathe::CopyTensor(in[0], fw[0]));  // a.copy_
   out->resize(1);
-  ASSIGN_OR_RETURN((*out)[0], in[0].AsStrided({((-2) + (4 * sym_s0))}, {1}, 2));  // alias_of_input
+  ASSIGN_OR_RETURN((*out)[0], in[0].AsStrided({((-2) + (4 * sym_s0))}, {1}, in[0].storage_offset() + 2));  // alias_of_input
   return absl::OkStatus();
 }
 }  // namespace symbolic_view

@@ -207,6 +207,21 @@ absl::flat_hash_map<std::string, symbolic::Value> HintsOf(
   return hints;
 }
 
+absl::flat_hash_map<std::string, int64_t> StorageOffsetsOf(
+    const ir::Graph& written, absl::Span<const Operand> args) {
+  absl::flat_hash_map<std::string, int64_t> offsets;
+  std::vector<ir::Node*> placeholders = written.Placeholders();
+  for (size_t k = 0; k < placeholders.size() && k < args.size(); ++k) {
+    const Operand& a = args[k];
+    if (placeholders[k]->meta().kind == ir::ValueMeta::Kind::kTensor &&
+        a.kind == Operand::Kind::kTensor && a.tensor.defined() &&
+        a.tensor.storage_offset() != 0) {
+      offsets[placeholders[k]->name()] = a.tensor.storage_offset();
+    }
+  }
+  return offsets;
+}
+
 int64_t IntOf(const Tensor& t) {
   int64_t v = 0;
   VisitDType(t.dtype(), [&](auto tag) {

@@ -14,6 +14,7 @@
 //   ASSIGN_OR_RETURN(std::vector<ArgumentSpec> specs,
 //                    ArgumentsOf(*written, constants));
 //   options.hints = HintsOf(*written, args);   // recompile for these sizes
+//   options.storage_offsets = StorageOffsetsOf(*written, args);
 
 #ifndef LATHE_DRIVER_ARGUMENTS_H_
 #define LATHE_DRIVER_ARGUMENTS_H_
@@ -70,6 +71,14 @@ absl::StatusOr<ResultShape> CompositeTree(const ir::Graph& dense,
 // the bare symbols of its annotations (sizes, strides, int scalars, a
 // backed .item() of an input), each as often as it is read.
 std::vector<std::pair<symbolic::Expr, symbolic::Value>> SymbolValuesOf(
+    const ir::Graph& written, absl::Span<const Operand> args);
+
+// StorageOffsetsOf()
+//
+// The storage offsets of the tensors among `args` (one per placeholder of
+// `written`) that do not begin their storage, by input name: a compile's
+// CompileOptions::storage_offsets.
+absl::flat_hash_map<std::string, int64_t> StorageOffsetsOf(
     const ir::Graph& written, absl::Span<const Operand> args);
 
 // HintsOf()

@@ -51,44 +51,40 @@ bool ReadsStorageOffsets(const ir::Graph& graph) {
   return false;
 }
 
-// Whether the runtime wrapper plan views input `i` of `n` (an output that
-// is a view of it, an in-place view of it): the plan places the view in
-// the storage as PyTorch does, from the storage's start, so the input's
-// offset must be the one compiled for. When the plan's inputs are not the
-// graph's one for one (a flattened tensor subclass), any view counts for
-// every input.
-bool PlanViewsInput(const aot::RuntimeWrapperPlan& plan, int i, int n) {
-  const bool same = plan.num_inputs() == n;
-  for (const aot::OutputStep& o : plan.outputs()) {
-    if (o.kind == aot::OutputStep::Kind::kViewOfInput &&
-        (!same || o.source == i)) {
-      return true;
-    }
-  }
-  for (const aot::EpilogueStep& e : plan.epilogue()) {
-    if (e.kind == aot::EpilogueStep::Kind::kAsStrided &&
-        (!same || e.input == i)) {
-      return true;
-    }
+// Whether the runtime wrapper plan places a view in input `i` of `n` from
+// the storage's start (an in-place view of it; see
+// RuntimeWrapperPlan::ReadsStorageOffset), so its offset must be the one
+// compiled for. When the plan's inputs are not the graph's one for one (a
+// flattened tensor subclass), any such input counts for every input.
+bool PlanReadsOffset(const aot::RuntimeWrapperPlan& plan, int i, int n) {
+  if (plan.num_inputs() == n) return plan.ReadsStorageOffset(i);
+  for (int j = 0; j < plan.num_inputs(); ++j) {
+    if (plan.ReadsStorageOffset(j)) return true;
   }
   return false;
 }
 
-// The inputs as the guards describe them: one per placeholder as written;
-// false when one is of a kind they cannot describe (a None input).
-bool GuardSpecs(const ir::Graph& graph, const aot::RuntimeWrapperPlan& plan,
-                std::vector<symbolic::InputSpec>* out) {
+// The inputs as the guards describe them: one per placeholder as written,
+// at the storage offset compiled for (`storage_offsets`, else 0); false when
+// one is of a kind they cannot describe (a None input).
+bool GuardSpecs(
+    const ir::Graph& graph, const aot::RuntimeWrapperPlan& plan,
+    const absl::flat_hash_map<std::string, int64_t>& storage_offsets,
+    std::vector<symbolic::InputSpec>* out) {
   const bool offsets = ReadsStorageOffsets(graph);
   const std::vector<ir::Node*> inputs = graph.Placeholders();
   const int n = static_cast<int>(inputs.size());
   for (int i = 0; i < n; ++i) {
     const ir::ValueMeta& m = inputs[i]->meta();
     if (m.kind == ir::ValueMeta::Kind::kTensor) {
-      out->push_back(symbolic::InputSpec::Tensor(
-          m.tensor.sizes, m.tensor.strides, m.tensor.storage_offset));
-      out->back().any_storage_offset = !offsets &&
-                                       m.tensor.storage_offset.is_constant(0) &&
-                                       !PlanViewsInput(plan, i, n);
+      symbolic::Expr offset = m.tensor.storage_offset;
+      auto it = storage_offsets.find(inputs[i]->name());
+      if (it != storage_offsets.end()) offset = symbolic::Int(it->second);
+      out->push_back(symbolic::InputSpec::Tensor(m.tensor.sizes,
+                                                 m.tensor.strides, offset));
+      out->back().any_storage_offset =
+          !offsets && offset.kind() == symbolic::ExprKind::kInteger &&
+          !PlanReadsOffset(plan, i, n);
     } else if (m.kind == ir::ValueMeta::Kind::kSym && !m.sym.is_bool()) {
       out->push_back(symbolic::InputSpec::Scalar(m.sym));
     } else {
@@ -153,6 +149,14 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
     start = Clock::now();
   };
 
+  for (ir::Node* p : c->graph->Placeholders()) {
+    auto it = options.storage_offsets.find(p->name());
+    if (it != options.storage_offsets.end() &&
+        p->meta().kind == ir::ValueMeta::Kind::kTensor) {
+      p->meta().tensor.storage_offset = symbolic::Int(it->second);
+    }
+  }
+
   // Shape propagation, once: every later step keeps the metas current.
   c->env = std::make_unique<symbolic::ShapeEnv>();
   absl::Status shapes =
@@ -195,7 +199,7 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
 
   // Guards last: the passes may add some (a specialized float).
   std::vector<symbolic::InputSpec> specs;
-  if (GuardSpecs(*c->written, c->aot.plan, &specs)) {
+  if (GuardSpecs(*c->written, c->aot.plan, options.storage_offsets, &specs)) {
     absl::StatusOr<symbolic::GuardSet> g = ProduceGuards(*c->env, specs);
     if (g.ok()) {
       c->guards = *std::move(g);

@@ -66,6 +66,10 @@ struct CompileOptions {
   std::string source = "graph";
   // Hints by symbol name, beyond the text's `# lathe: hint` lines.
   absl::flat_hash_map<std::string, symbolic::Value> hints;
+  // Storage offsets by input name, where the text's annotations say 0: a
+  // variant for a call whose tensor begins elsewhere in its storage, which
+  // a graph that reads offsets (as_strided, view.dtype) is specialized to.
+  absl::flat_hash_map<std::string, int64_t> storage_offsets;
   // Run the default pass pipeline after AOT dispatch.
   bool passes = true;
   // Instead of the default pipeline, these passes in this order, each once

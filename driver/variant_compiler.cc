@@ -55,6 +55,7 @@ absl::StatusOr<Variant> VariantCompiler::Compile(
   for (auto& [name, value] : HintsOf(*parsed_.written, args)) {
     options.hints.insert({name, value});
   }
+  options.storage_offsets = StorageOffsetsOf(*parsed_.written, args);
   absl::StatusOr<std::unique_ptr<CompiledGraph>> made =
       lathe::Compile(parsed_, options);
   compile_seconds_ +=
@@ -105,6 +106,10 @@ VariantCompiler::CompiledFor(absl::Span<const Operand> args) {
   }
   for (const auto& [name, value] : options.hints) {
     key.push_back(absl::StrCat(name, "=", symbolic::ToString(value)));
+  }
+  options.storage_offsets = StorageOffsetsOf(*parsed_.written, args);
+  for (const auto& [name, offset] : options.storage_offsets) {
+    key.push_back(absl::StrCat(name, ".storage_offset()=", offset));
   }
   std::sort(key.begin(), key.end());
   const std::string hints = absl::StrJoin(key, ",");

@@ -6,6 +6,7 @@
 #include "driver/variant_compiler.h"
 
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -162,6 +163,106 @@ TEST(VariantCompilerTest, AdamOverTenParametersCompilesOnceAndMatches) {
     EXPECT_THAT(a.function->scheduled(),
                 HasSubstr(absl::StrCat("store in", 4 * i, "[")));
   }
+}
+
+// Runs `body` on `text` compiled for the interpreter, then for the cpu
+// backend.
+void ForBothBackends(const char* text,
+                     const std::function<void(CompiledFunction*)>& body) {
+  ASSERT_OK_AND_ASSIGN(ParsedGraph parsed, Parse(text, "g.txt"));
+  for (const codegen::Backend* backend :
+       {static_cast<const codegen::Backend*>(nullptr),
+        &codegen::CpuBackend()}) {
+    SCOPED_TRACE(backend == nullptr ? "interpreter" : "cpu");
+    VariantCompiler compiler(parsed, {.source = "g.txt", .backend = backend});
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledFunction> f,
+                         compiler.Function());
+    body(f.get());
+  }
+}
+
+// An input at any storage offset, on both backends, through one compile:
+// the outputs that view it move with it, as PyTorch's view ops put them
+// (they came back at the offset the graph was compiled for, or the call was
+// refused by a guard on the offset).
+TEST(VariantCompilerTest, ViewsOfAnInputAtAnyOffsetCompileOnce) {
+  constexpr char kText[] = R"(def forward(self, x: "f32[2, 3][3, 1]cpu"):
+    neg: "f32[2, 3][3, 1]cpu" = torch.ops.aten.neg.default(x)
+    t: "f32[3, 2][1, 3]cpu" = torch.ops.aten.t.default(x)
+    select: "f32[3][1]cpu" = torch.ops.aten.select.int(x, 0, 1)
+    return (neg, t, select)
+)";
+  ForBothBackends(kText, [](CompiledFunction* f) {
+    for (int64_t offset : {0, 3, 5}) {
+      // x[i][j] = offset + 3 * i + j.
+      Tensor storage = Tensor::Empty({12}, DType::kFloat32).value();
+      for (int64_t i = 0; i < 12; ++i) storage.data<float>()[i] = i;
+      std::vector<Operand> args = {
+          Operand::Of(*storage.AsStrided({2, 3}, {3, 1}, offset))};
+      ASSERT_OK_AND_ASSIGN(std::vector<Operand> out,
+                           f->Call(absl::MakeSpan(args)));
+      ASSERT_EQ(out.size(), 3u);
+      const Tensor &neg = out[0].tensor, &t = out[1].tensor,
+                   &row = out[2].tensor;
+      const double o = static_cast<double>(offset);
+      EXPECT_EQ(neg.GetDouble({1, 2}), -(o + 5));
+      EXPECT_EQ(t.storage(), storage.storage());
+      EXPECT_EQ(t.storage_offset(), offset);
+      EXPECT_EQ(t.strides(), (std::vector<int64_t>{1, 3}));
+      EXPECT_EQ(t.GetDouble({2, 1}), o + 5);
+      EXPECT_EQ(row.storage_offset(), offset + 3);
+      EXPECT_EQ(row.GetDouble({0}), o + 3);
+    }
+    EXPECT_EQ(f->compiles(), 1);
+    EXPECT_TRUE(f->recompiles().empty());
+    EXPECT_EQ(f->fallback_calls(), 0);
+  });
+}
+
+// Outputs that view an input as another dtype (view.dtype) keep that dtype
+// on both backends (they came back as the input's dtype: f32 where the graph
+// says i32), and an input offset the new element size does not divide is
+// refused as PyTorch refuses it.
+TEST(VariantCompilerTest, ViewsOfAnInputAsAnotherDTypeKeepIt) {
+  constexpr char kText[] = R"(def forward(self, x: "f32[2, 4][4, 1]cpu"):
+    bits: "i32[2, 4][4, 1]cpu" = torch.ops.aten.view.dtype(x, torch.int32)
+    wide: "f64[2, 2][2, 1]cpu" = torch.ops.aten.view.dtype(x, torch.float64)
+    return (bits, wide)
+)";
+  ForBothBackends(kText, [](CompiledFunction* f) {
+    // f32 1.0 is 0x3f800000; the f64 made of the f32 pair (0, 1.875) is
+    // 0x3ff0000000000000 = 1.0.
+    Tensor storage = Tensor::Empty({12}, DType::kFloat32).value();
+    for (int64_t i = 0; i < 12; ++i) storage.data<float>()[i] = 0;
+    storage.data<float>()[2] = 1.0f;
+    storage.data<float>()[5] = 1.875f;
+    for (int64_t offset : {0, 2}) {
+      std::vector<Operand> args = {
+          Operand::Of(*storage.AsStrided({2, 4}, {4, 1}, offset))};
+      ASSERT_OK_AND_ASSIGN(std::vector<Operand> out,
+                           f->Call(absl::MakeSpan(args)));
+      ASSERT_EQ(out.size(), 2u);
+      const Tensor &bits = out[0].tensor, &wide = out[1].tensor;
+      EXPECT_EQ(bits.dtype(), DType::kInt32);
+      EXPECT_EQ(wide.dtype(), DType::kFloat64);
+      EXPECT_EQ(bits.storage(), storage.storage());
+      EXPECT_EQ(bits.storage_offset(), offset);
+      EXPECT_EQ(wide.storage_offset(), offset / 2);
+      EXPECT_EQ(wide.sizes(), (std::vector<int64_t>{2, 2}));
+      // x[0][2 - offset] is the f32 1.0 at storage index 2.
+      EXPECT_EQ(bits.GetDouble({0, 2 - offset}), 0x3f800000);
+      // The f64 at byte 16 (f32 indices 4 and 5): flat index 2 - offset / 2.
+      const int64_t k = 2 - offset / 2;
+      EXPECT_EQ(wide.GetDouble({k / 2, k % 2}), 1.0);
+    }
+    std::vector<Operand> odd = {
+        Operand::Of(*storage.AsStrided({2, 4}, {4, 1}, 1))};
+    EXPECT_THAT(f->Call(absl::MakeSpan(odd)),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("self.storage_offset() must be divisible")));
+    // view.dtype reads the offset: offset 2 is a variant of its own.
+    EXPECT_EQ(f->compiles(), 2);
+  });
 }
 
 // Without a backend the variants are compiled graphs the interpreter runs,

@@ -209,7 +209,7 @@ absl::Status OpRegistry::DeriveTags(
   for (absl::string_view t :
        {"aten.as_strided.default", "aten.as_strided_.default",
         "aten.as_strided_scatter.default", "aten.set_.source_Tensor",
-        "aten.sym_storage_offset.default"}) {
+        "aten.sym_storage_offset.default", "aten.view.dtype"}) {
     RETURN_IF_ERROR(Tag(t, OpTag::kStorageOffset));
   }
   for (auto& [target, op] : ops_) {

@@ -85,7 +85,8 @@ enum class OpTag : uint32_t {
   kSideEffect = 1 << 7,  // an effect beyond its value (_assert_scalar)
   kBuiltin = 1 << 8,     // a graph builtin, not an ATen op (getitem)
   // Its value depends on where an argument begins in its storage
-  // (as_strided and its scatter, set_, sym_storage_offset).
+  // (as_strided and its scatter, set_, sym_storage_offset; view.dtype,
+  // which refuses an offset its new element size does not divide).
   kStorageOffset = 1 << 9,
 };
 

@@ -1049,7 +1049,7 @@ TEST(OpRegistryTest, OpsThatReadStorageOffsetsAreTagged) {
   for (const char* t :
        {"aten.as_strided.default", "aten.as_strided_.default",
         "aten.as_strided_scatter.default", "aten.set_.source_Tensor",
-        "aten.sym_storage_offset.default"}) {
+        "aten.sym_storage_offset.default", "aten.view.dtype"}) {
     ASSERT_NE(r.Find(t), nullptr) << t;
     EXPECT_TRUE(r.Find(t)->HasTag(OpTag::kStorageOffset)) << t;
   }

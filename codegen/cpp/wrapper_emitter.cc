@@ -295,8 +295,13 @@ absl::StatusOr<std::string> EmitPlan(const aot::RuntimeWrapperPlan& plan,
         v, " = ", base, "; ", v, ".ndim = ", rank, "; ", v, ".sizes = ", v,
         "_d; ", v, ".strides = ", v, "_d + ", rank, "; ", v,
         ".storage_offset = ",
-        l.concrete ? absl::StrCat(l.int_storage_offset) : cpp(l.storage_offset),
-        ";\n");
+        aot::StorageOffsetCpp(l, absl::StrCat(base, ".storage_offset"),
+                              cpp(l.storage_offset)),
+        ";",
+        l.dtype.has_value()
+            ? absl::StrCat(" ", v, ".dtype = ", static_cast<int>(*l.dtype), ";")
+            : "",
+        "\n");
     for (size_t d = 0; d < rank; ++d) {
       absl::StrAppend(
           &out, "  ", v, ".sizes[", d,

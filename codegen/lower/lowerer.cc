@@ -170,8 +170,20 @@ TBox Lowerer::FromBuffer(int b, DType dtype, std::vector<Expr> sizes,
 }
 
 TBox Lowerer::FromStorage(int b, const TensorMeta& m) {
-  Expr offset = symbolic::Sub(m.storage_offset, base_offsets_[b]);
+  Expr offset = symbolic::Sub(
+      m.storage_offset,
+      InUnitsOf(base_offsets_[b], program_.buffers[b].dtype, m.dtype));
   return FromBuffer(b, m.dtype, m.sizes, m.strides, offset);
+}
+
+Expr InUnitsOf(Expr offset, DType from, DType to) {
+  const int a = ItemSize(from), b = ItemSize(to);
+  if (a == b) return offset;
+  // view.dtype's meta checked that the new element size divides the bytes.
+  absl::StatusOr<Expr> e = symbolic::CleanDiv(
+      symbolic::Mul(offset, symbolic::Int(a)), symbolic::Int(b));
+  LATHE_CHECK(e.ok()) << e.status();
+  return *e;
 }
 
 int Lowerer::NewBuffer(DType dtype, Expr numel) {

@@ -50,6 +50,10 @@ struct NodeValue {
   std::vector<NodeValue> elements;
 };
 
+// An offset of `offset` elements of `from` counted in elements of `to`
+// (a view.dtype of another element size, which divides its bytes).
+Expr InUnitsOf(Expr offset, DType from, DType to);
+
 // Lowers one graph (codegen::Lower): Run walks it once; the rules of the
 // lowering table call the methods below for the node being lowered.
 class Lowerer {

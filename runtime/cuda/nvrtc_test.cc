@@ -7,8 +7,10 @@
 #include "runtime/cuda/nvrtc.h"
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -242,6 +244,13 @@ TEST(NvrtcTest, PrecompiledPreludesLeaveNothingBehind) {
   for (const std::string& d : {dead, elsewhere, alive, reused}) {
     ASSERT_EQ(mkdir(d.c_str(), 0700), 0) << d;
   }
+  // A symlink planted under a dead process's name: the link goes, not what
+  // it points at.
+  const std::string target = MakeDir("nvrtc_victim", 0700);
+  const std::string victim = absl::StrCat(target, "/keep");
+  ASSERT_EQ(mkdir(victim.c_str(), 0700), 0);
+  const std::string planted = named("999999998", host);
+  ASSERT_EQ(symlink(target.c_str(), planted.c_str()), 0);
   // The second compile of a prelude precompiles it (the first does not:
   // nothing was made yet).
   const std::string source = absl::StrCat(kPrelude, kScale);
@@ -254,7 +263,26 @@ TEST(NvrtcTest, PrecompiledPreludesLeaveNothingBehind) {
   EXPECT_FALSE(std::filesystem::exists(reused));
   EXPECT_TRUE(std::filesystem::exists(alive));
   EXPECT_TRUE(std::filesystem::exists(elsewhere));
-  EXPECT_EQ(Entries(dir, absl::StrCat("nvrtc-pch-", getpid(), "-")).size(), 2u);
+  EXPECT_FALSE(std::filesystem::is_symlink(planted));
+  EXPECT_TRUE(std::filesystem::exists(victim));
+  const std::string own = absl::StrCat("nvrtc-pch-", getpid(), "-");
+  EXPECT_EQ(Entries(dir, own).size(), 2u);
+  // A forked child's exit leaves the parent's directory alone.
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) std::exit(0);  // runs the atexit handlers
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  // (NVRTC's own exit in the child deletes the .pch it made; the parent's
+  // next compile makes it again, precompiled as before.)
+  const std::vector<std::string> kept = Entries(dir, own);
+  ASSERT_FALSE(kept.empty());
+  EXPECT_TRUE(std::filesystem::is_directory(absl::StrCat(dir, "/", kept[0])));
+  ASSERT_OK_AND_ASSIGN(CudaImage again, CompileCuda(*nvrtc, source, "k.cu", 80,
+                                                    options, prelude));
+  EXPECT_TRUE(again.precompiled_prelude);
+  EXPECT_EQ(Entries(dir, own).size(), 2u);
 
   const std::string shared = MakeDir("nvrtc_shared", 0777);
   CudaImage image;
