@@ -618,7 +618,7 @@ TEST_F(CudaBackendTest, HostTensorsGivenToTheLoadedLibraryAreRefused) {
   views.Build(args);
   std::vector<Operand> results, rebound;
   const LoadedGraph& g = *c->function->user_call();
-  const int rc = g.Invoke(views, kDefaultSeed, &results, &rebound);
+  const int rc = g.Invoke(views.span(), kDefaultSeed, &results, &rebound);
   EXPECT_EQ(rc, kCallWrongDevice);
   EXPECT_THAT(g.CallStatus(rc),
               StatusIs(absl::StatusCode::kInvalidArgument,

@@ -58,7 +58,7 @@ class CudaGraphsTest : public ::testing::Test {
     ArgViews views;
     views.Build(args);
     std::vector<Operand> results, rebound;
-    const int rc = graph_->Invoke(views, /*seed=*/7, &results, &rebound,
+    const int rc = graph_->Invoke(views.span(), /*seed=*/7, &results, &rebound,
                                   /*replay=*/true);
     EXPECT_EQ(rc, 0) << graph_->CallStatus(rc);
     return results;

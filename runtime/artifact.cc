@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -439,6 +440,28 @@ absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
       m.arguments, std::move(options), std::move(variants));
   a.manifest = std::move(m);
   return a;
+}
+
+std::optional<absl::StatusOr<std::vector<Operand>>> LoadedArtifact::CallViews(
+    absl::Span<const LatheValue> views, uint64_t seed) {
+  if (bound.empty()) return function->CallViews(views, seed);
+  const size_t n = function->arguments().size();
+  if (views.size() + bound.size() != n) return std::nullopt;
+  absl::InlinedVector<LatheValue, 16> all;
+  all.reserve(n);
+  size_t next = 0, b = 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (b < bound.size() && bound[b].first == static_cast<int>(k)) {
+      const Operand& o = bound[b++].second;
+      if (o.kind != Operand::Kind::kTensor || !o.tensor.defined()) {
+        return std::nullopt;
+      }
+      all.push_back(ViewOfTensor(o.tensor));
+    } else {
+      all.push_back(views[next++]);
+    }
+  }
+  return function->CallViews(all, seed);
 }
 
 absl::StatusOr<std::vector<Operand>> LoadedArtifact::Call(

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -114,6 +115,14 @@ struct LoadedArtifact {
   // the bound values in their places; an error when `args` is not as many.
   absl::StatusOr<std::vector<Operand>> Call(absl::Span<Operand> args,
                                             uint64_t seed = kDefaultSeed);
+
+  // CallViews()
+  //
+  // CompiledFunction::CallViews on `views` of the arguments not bound, with
+  // the bound values in their places; std::nullopt where only Call can go
+  // on (a bound value that is not a plain tensor too).
+  std::optional<absl::StatusOr<std::vector<Operand>>> CallViews(
+      absl::Span<const LatheValue> views, uint64_t seed = kDefaultSeed);
 };
 
 // LoadArtifact()

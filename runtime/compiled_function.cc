@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <shared_mutex>
 #include <utility>
@@ -11,6 +12,8 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "runtime/storage.h"
 #include "status_macros.h"
 
 namespace lathe {
@@ -25,74 +28,72 @@ enum Tag : int64_t {
   kIntTag,
   kBoolTag,
   kFloatTag,
-  kUndefinedTag,
 };
 
 constexpr int64_t kMax32 = int64_t{1} << 31;
 
-// Appends `t`'s dtype and device, rank, sizes, strides and offset; `wide`
-// becomes true when an element lies past 32-bit offsets.
-void TensorKey(const Tensor& t, KeyBuffer* key, bool* wide) {
-  const Device d = t.device();
-  key->push_back(static_cast<int64_t>(t.dtype()) |
-                 static_cast<int64_t>(d.type) << 8 |
-                 static_cast<int64_t>(d.index) << 16);
-  const std::vector<int64_t>& sizes = t.sizes();
-  const std::vector<int64_t>& strides = t.strides();
-  key->push_back(static_cast<int64_t>(sizes.size()));
-  key->insert(key->end(), sizes.begin(), sizes.end());
-  key->insert(key->end(), strides.begin(), strides.end());
-  key->push_back(t.storage_offset());
-  int64_t last = t.storage_offset();
-  for (size_t k = 0; k < sizes.size(); ++k) {
-    if (sizes[k] == 0) return;  // no element at all
-    last += (sizes[k] - 1) * std::abs(strides[k]);
-  }
-  if (last >= kMax32) *wide = true;
-}
-
-void OperandKey(const Operand& a, KeyBuffer* key, bool* wide) {
-  switch (a.kind) {
-    case Operand::Kind::kNone:
-      key->push_back(kNoneTag);
-      return;
-    case Operand::Kind::kTensor:
-      if (!a.tensor.defined()) {
-        key->push_back(kUndefinedTag);
-        return;
+// Appends the key of `v` (ArgViews' view of an argument); `wide` becomes
+// true when a tensor has an element past 32-bit offsets.
+void ValueKey(const LatheValue& v, KeyBuffer* key, bool* wide) {
+  switch (v.kind) {
+    case LATHE_VALUE_TENSOR: {
+      const Device d = v.storage != nullptr
+                           ? static_cast<const Storage*>(v.storage)->device()
+                           : Device::Cpu();
+      // Written in place: this runs for every argument of every call.
+      const size_t at = key->size();
+      key->resize(at + 4 + 2 * v.ndim);
+      int64_t* out = key->data() + at;
+      *out++ = kTensorTag;
+      *out++ = static_cast<int64_t>(v.dtype) |
+               static_cast<int64_t>(d.type) << 8 |
+               static_cast<int64_t>(d.index) << 16;
+      *out++ = v.ndim;
+      out = std::copy(v.sizes, v.sizes + v.ndim, out);
+      out = std::copy(v.strides, v.strides + v.ndim, out);
+      *out = v.storage_offset;
+      int64_t last = v.storage_offset;
+      for (int64_t k = 0; k < v.ndim; ++k) {
+        if (v.sizes[k] == 0) return;  // no element at all
+        last += (v.sizes[k] - 1) * std::abs(v.strides[k]);
       }
-      key->push_back(kTensorTag);
-      TensorKey(a.tensor, key, wide);
-      return;
-    case Operand::Kind::kComposite: {
-      key->push_back(kCompositeTag);
-      if (a.composite == nullptr) {
-        key->push_back(-1);
-        return;
-      }
-      const CompositeTensor& c = *a.composite;
-      // The type by address: registered types live for the process.
-      key->push_back(reinterpret_cast<intptr_t>(c.type));
-      key->push_back(static_cast<int64_t>(c.dtype));
-      key->push_back(static_cast<int64_t>(c.sizes.size()));
-      key->insert(key->end(), c.sizes.begin(), c.sizes.end());
-      key->insert(key->end(), c.strides.begin(), c.strides.end());
-      key->push_back(static_cast<int64_t>(c.inner.size()));
-      for (const Operand& inner : c.inner) OperandKey(inner, key, wide);
+      if (last >= kMax32) *wide = true;
       return;
     }
-    case Operand::Kind::kInt:
+    case LATHE_VALUE_COMPOSITE: {
+      key->push_back(kCompositeTag);
+      // The type by name, eight bytes to a slot.
+      const absl::string_view name = v.type != nullptr ? v.type : "";
+      key->push_back(static_cast<int64_t>(name.size()));
+      for (size_t at = 0; at < name.size(); at += 8) {
+        int64_t slot = 0;
+        std::memcpy(&slot, name.data() + at,
+                    std::min<size_t>(8, name.size() - at));
+        key->push_back(slot);
+      }
+      key->push_back(v.dtype);
+      key->push_back(v.ndim);
+      key->insert(key->end(), v.sizes, v.sizes + v.ndim);
+      key->insert(key->end(), v.strides, v.strides + v.ndim);
+      key->push_back(v.num_inner);
+      for (int64_t k = 0; k < v.num_inner; ++k) ValueKey(v.inner[k], key, wide);
+      return;
+    }
+    case LATHE_VALUE_INT:
       key->push_back(kIntTag);
-      key->push_back(a.i);
+      key->push_back(v.i);
       return;
-    case Operand::Kind::kBool:
+    case LATHE_VALUE_BOOL:
       key->push_back(kBoolTag);
-      key->push_back(a.b ? 1 : 0);
+      key->push_back(v.i);
       return;
-    case Operand::Kind::kFloat:
+    case LATHE_VALUE_FLOAT:
       // The value is a runtime argument; only NaN is guarded.
       key->push_back(kFloatTag);
-      key->push_back(std::isnan(a.f) ? 1 : 0);
+      key->push_back(std::isnan(v.f) ? 1 : 0);
+      return;
+    default:  // None, an undefined tensor, an empty composite
+      key->push_back(kNoneTag);
       return;
   }
 }
@@ -110,10 +111,10 @@ std::string Describe(const Operand& o) {
 
 }  // namespace
 
-void SpecializationKey(absl::Span<const Operand> args, KeyBuffer* key) {
-  key->push_back(static_cast<int64_t>(args.size()));
+void SpecializationKey(absl::Span<const LatheValue> views, KeyBuffer* key) {
+  key->push_back(static_cast<int64_t>(views.size()));
   bool wide = false;
-  for (const Operand& a : args) OperandKey(a, key, &wide);
+  for (const LatheValue& v : views) ValueKey(v, key, &wide);
   key->push_back(wide ? 1 : 0);
 }
 
@@ -157,30 +158,64 @@ CompiledFunction::CompiledFunction(std::vector<ArgumentSpec> arguments,
 
 CompiledFunction::~CompiledFunction() = default;
 
-absl::StatusOr<std::vector<Operand>> CompiledFunction::Call(
-    absl::Span<Operand> args, uint64_t seed) {
-  KeyBuffer key;
-  SpecializationKey(args, &key);
-  ArgViews views;
-  views.Build(args);
+const CompiledFunction::Entry* CompiledFunction::Find(
+    absl::Span<const int64_t> key) const {
   // 1. The last call's key.
   const Entry* entry = last_.load(std::memory_order_acquire);
-  if (entry == nullptr ||
-      !KeyEq()(entry->key, absl::MakeConstSpan(key.data(), key.size()))) {
-    // 2. A key seen before.
-    {
-      std::shared_lock lock(mu_);
-      auto it = entries_.find(absl::MakeConstSpan(key.data(), key.size()));
-      entry = it != entries_.end() ? it->second.get() : nullptr;
-    }
-    // 3 and 4. A new key.
-    if (entry == nullptr) {
-      ASSIGN_OR_RETURN(entry, Admit(absl::MakeConstSpan(key.data(), key.size()),
-                                    args, views));
-    }
+  if (entry != nullptr && KeyEq()(entry->key, key)) return entry;
+  // 2. A key seen before.
+  std::shared_lock lock(mu_);
+  auto it = entries_.find(key);
+  return it != entries_.end() ? it->second.get() : nullptr;
+}
+
+absl::StatusOr<std::vector<Operand>> CompiledFunction::Call(
+    absl::Span<Operand> args, uint64_t seed) {
+  ArgViews views;
+  views.Build(args);
+  KeyBuffer key;
+  SpecializationKey(views.span(), &key);
+  const absl::Span<const int64_t> k =
+      absl::MakeConstSpan(key.data(), key.size());
+  const Entry* entry = Find(k);
+  // 3 and 4. A new key.
+  if (entry == nullptr) {
+    ASSIGN_OR_RETURN(entry, Admit(k, args, views));
+  }
+  if (entry != last_.load(std::memory_order_relaxed)) {
     last_.store(entry, std::memory_order_release);
   }
   return Run(*entry, args, views, seed);
+}
+
+std::optional<absl::StatusOr<std::vector<Operand>>> CompiledFunction::CallViews(
+    absl::Span<const LatheValue> views, uint64_t seed) {
+  KeyBuffer key;
+  SpecializationKey(views, &key);
+  const Entry* entry = Find(absl::MakeConstSpan(key.data(), key.size()));
+  // What only Call can do: admit a new key, run the interpreter, name a
+  // bad argument, give back a rebound one.
+  if (entry == nullptr || entry->variant == nullptr) return std::nullopt;
+  const Variant& variant = *entry->variant;
+  if (variant.graph == nullptr || variant.check_every_call ||
+      !variant.graph->signature().rebound_inputs.empty()) {
+    return std::nullopt;
+  }
+  if (entry != last_.load(std::memory_order_relaxed)) {
+    last_.store(entry, std::memory_order_release);
+  }
+  if (!variant.mutated.empty()) {
+    absl::Status shared = CheckNoAliasing(variant, views);
+    if (!shared.ok()) return shared;
+  }
+  std::vector<Operand> results, rebound;
+  const int rc = variant.graph->Invoke(views, seed, &results, &rebound,
+                                       options_.cuda_graphs);
+  // The host function's input checks ran before anything else: Call says
+  // which input, the slow way.
+  if (rc == LATHE_CALL_BAD_INPUTS && variant.check) return std::nullopt;
+  if (rc != 0) return variant.graph->CallStatus(rc);
+  return results;
 }
 
 absl::Status CheckArgument(int k, const ArgumentSpec& want,
@@ -329,10 +364,10 @@ absl::StatusOr<std::vector<Operand>> CompiledFunction::Run(
   const Variant& variant = *entry.variant;
   if (variant.graph == nullptr) return variant.run(args, seed);
   if (!variant.mutated.empty())
-    RETURN_IF_ERROR(CheckNoAliasing(variant, views));
+    RETURN_IF_ERROR(CheckNoAliasing(variant, views.span()));
   if (variant.check_every_call) RETURN_IF_ERROR(variant.check(args));
   std::vector<Operand> results, rebound;
-  int rc = variant.graph->Invoke(views, seed, &results, &rebound,
+  int rc = variant.graph->Invoke(views.span(), seed, &results, &rebound,
                                  options_.cuda_graphs);
   if (rc == LATHE_CALL_BAD_INPUTS && variant.check) {
     RETURN_IF_ERROR(variant.check(args));
@@ -352,15 +387,15 @@ int CompiledFunction::FailedGuard(const Variant& variant,
              : variant.failed_guard(views);
 }
 
-absl::Status CompiledFunction::CheckNoAliasing(const Variant& variant,
-                                               const ArgViews& views) const {
+absl::Status CompiledFunction::CheckNoAliasing(
+    const Variant& variant, absl::Span<const LatheValue> views) const {
   const LatheValue* v = views.data();
+  const int64_t n = static_cast<int64_t>(views.size());
   for (int m : variant.mutated) {
-    if (m >= views.size() || v[m].kind != LATHE_VALUE_TENSOR ||
-        v[m].data == nullptr) {
+    if (m >= n || v[m].kind != LATHE_VALUE_TENSOR || v[m].data == nullptr) {
       continue;
     }
-    for (int64_t k = 0; k < views.size(); ++k) {
+    for (int64_t k = 0; k < n; ++k) {
       if (k != m && v[k].kind == LATHE_VALUE_TENSOR && v[k].data == v[m].data) {
         return absl::InvalidArgumentError(
             absl::StrCat("arguments ", std::min<int64_t>(k, m), " (",

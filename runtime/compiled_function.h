@@ -40,6 +40,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -156,6 +157,17 @@ class CompiledFunction {
   absl::StatusOr<std::vector<Operand>> Call(absl::Span<Operand> args,
                                             uint64_t seed = kDefaultSeed);
 
+  // CallViews()
+  //
+  // Call on `views` the caller made of its own tensors (ArgViews' form,
+  // each tensor's `storage` a Storage*), without a lathe::Tensor per
+  // argument (the Python package's zero-copy calls), for arguments a
+  // compiled variant already admits: the results. std::nullopt where only
+  // Call can go on (a key not seen before, an interpreted variant, a bad
+  // argument to name, an argument a set_ rebinds): call Call then.
+  std::optional<absl::StatusOr<std::vector<Operand>>> CallViews(
+      absl::Span<const LatheValue> views, uint64_t seed = kDefaultSeed);
+
   // The variants compiled by this function's callback.
   int compiles() const;
   // One entry per compile made while other variants existed.
@@ -185,6 +197,8 @@ class CompiledFunction {
     const Variant* variant = nullptr;  // null: the fallback
   };
 
+  // Steps 1 and 2: the entry of a key seen before, else null.
+  const Entry* Find(absl::Span<const int64_t> key) const;
   // The checks of step 3: a Status naming a bad argument.
   absl::Status CheckArguments(absl::Span<const Operand> args) const;
   // Steps 3 and 4 for a key seen for the first time.
@@ -196,7 +210,7 @@ class CompiledFunction {
   int FailedGuard(const Variant& variant, const ArgViews& views) const;
   // The error when a written argument shares its storage with another.
   absl::Status CheckNoAliasing(const Variant& variant,
-                               const ArgViews& views) const;
+                               absl::Span<const LatheValue> views) const;
   absl::StatusOr<std::vector<Operand>> Run(const Entry& entry,
                                            absl::Span<Operand> args,
                                            const ArgViews& views,
@@ -223,12 +237,13 @@ using KeyBuffer = absl::InlinedVector<int64_t, 256>;
 
 // SpecializationKey()
 //
-// The key of `args` as Call computes it, appended to `key`: the count, per
-// argument a tag, then a tensor's dtype, device, rank, sizes, strides and
-// offset (composites: the outer ones, then their inner values), an int's or
-// bool's value, a float's NaN-ness; last, whether every tensor's elements
-// are reachable with 32-bit offsets (the index width).
-void SpecializationKey(absl::Span<const Operand> args, KeyBuffer* key);
+// The key of the arguments `views` (ArgViews') as Call computes it,
+// appended to `key`: the count, per argument a tag, then a tensor's dtype,
+// device, rank, sizes, strides and offset (composites: the type's name, the
+// outer ones, then their inner values), an int's or bool's value, a float's
+// NaN-ness; last, whether every tensor's elements are reachable with 32-bit
+// offsets (the index width).
+void SpecializationKey(absl::Span<const LatheValue> views, KeyBuffer* key);
 
 }  // namespace lathe
 

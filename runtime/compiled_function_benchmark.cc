@@ -5,6 +5,9 @@
 //   BM_Hit/N     the same sizes every call: the last-call check hits;
 //   BM_Key/N     two sizes in turn: the last-call check misses and the
 //                specialization key finds the variant;
+//   BM_Views/N   CallViews on views made once (the Python package's path,
+//                without a lathe::Tensor per argument): Hit - Views is
+//                what building the views and Call's Operands costs;
 //   BM_Raw/N     the .so's lathe_call_user called directly with prepared
 //                C values (the kernel, its output allocation and release):
 //                what Call adds is Hit - Raw.
@@ -12,6 +15,7 @@
 //   bazel run -c opt //runtime:compiled_function_benchmark
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "benchmark/benchmark.h"
@@ -77,6 +81,21 @@ void BM_Key(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Key)->Arg(2)->Arg(8)->Arg(16);
+
+void BM_Views(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  std::unique_ptr<CompiledFunction> f = Function(n);
+  std::vector<Operand> args = Args(n, 16);
+  (void)f->Call(absl::MakeSpan(args));  // admits the key
+  ArgViews views;
+  views.Build(args);
+  for (auto _ : state) {
+    std::optional<absl::StatusOr<std::vector<Operand>>> out =
+        f->CallViews(views.span());
+    benchmark::DoNotOptimize(out);
+  }
+}
+BENCHMARK(BM_Views)->Arg(2)->Arg(8)->Arg(16);
 
 void BM_Raw(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -115,7 +116,7 @@ TEST(LoadedGraphTest, CallsTheLibraryAndNamesItsErrors) {
   views.Build(args);
   EXPECT_EQ(v.graph->FailedGuard(views, 3), LATHE_GUARDS_HOLD);
   std::vector<Operand> results, rebound;
-  ASSERT_EQ(v.graph->Invoke(views, kDefaultSeed, &results, &rebound), 0);
+  ASSERT_EQ(v.graph->Invoke(views.span(), kDefaultSeed, &results, &rebound), 0);
   ASSERT_EQ(results.size(), 1u);
   EXPECT_THAT(Values(results[0]), ElementsAre(0, 6, 12));  // x + 0.5 y
   EXPECT_THAT(v.graph->CallStatus(1),
@@ -161,7 +162,7 @@ TEST(LoadedGraphTest, ACallWithoutItsEntryIsRefused) {
       std::shared_ptr<const LoadedGraph> graph,
       LoadedGraph::OpenGraph(std::move(library), AddSignature()));
   EXPECT_FALSE(graph->has_user_entry());
-  EXPECT_EQ(graph->Invoke(views, kDefaultSeed, &results, &rebound),
+  EXPECT_EQ(graph->Invoke(views.span(), kDefaultSeed, &results, &rebound),
             kCallNoEntry);
   EXPECT_TRUE(results.empty());
   EXPECT_TRUE(rebound.empty());
@@ -378,21 +379,78 @@ TEST(CompiledFunctionTest, AWrittenArgumentSharingAStorageIsRefused) {
   EXPECT_OK(reads.Call(absl::MakeSpan(args)).status());
 }
 
+// The key of arguments, through their views.
+KeyBuffer KeyOf(absl::Span<const Operand> args) {
+  ArgViews views;
+  views.Build(args);
+  KeyBuffer key;
+  SpecializationKey(views.span(), &key);
+  return key;
+}
+
 TEST(CompiledFunctionTest, KeysDifferInStridesNotFloatValues) {
   std::vector<Operand> a = Args(4, 1.0), b = Args(4, 2.0);
-  KeyBuffer ka, kb;
-  SpecializationKey(a, &ka);
-  SpecializationKey(b, &kb);
-  EXPECT_EQ(ka, kb);
+  const KeyBuffer ka = KeyOf(a);
+  EXPECT_EQ(ka, KeyOf(b));
   Tensor wide = Tensor::Empty({4, 2}, DType::kFloat32).value();
   b[0] = Operand::Of(wide.AsStrided({4}, {2}, 0).value());
-  kb.clear();
-  SpecializationKey(b, &kb);
-  EXPECT_NE(ka, kb);
+  EXPECT_NE(ka, KeyOf(b));
+  b[0] = Operand::Of(wide.AsStrided({4}, {1}, 1).value());  // an offset
+  EXPECT_NE(ka, KeyOf(b));
   b = Args(4, std::nan(""));
-  kb.clear();
-  SpecializationKey(b, &kb);
-  EXPECT_NE(ka, kb);
+  EXPECT_NE(ka, KeyOf(b));
+  b = Args(4, 1.0);
+  b[2] = Operand::Int(1);  // an int is not a float
+  EXPECT_NE(ka, KeyOf(b));
+}
+
+// CallViews runs what a variant already admits on the caller's views, as
+// Call does, and leaves the rest to Call: a key not seen before, a bad
+// argument to name (the host check), an interpreted variant.
+TEST(CompiledFunctionTest, CallViewsRunsWhatAVariantAdmits) {
+  CompiledFunction f(AddArguments(), {}, {Load(kGuarded)});
+  std::vector<Operand> args = Args(3, 0.5);
+  ArgViews views;
+  views.Build(args);
+  EXPECT_FALSE(f.CallViews(views.span()).has_value());  // a new key
+  ASSERT_OK(f.Call(absl::MakeSpan(args)).status());
+  std::optional<absl::StatusOr<std::vector<Operand>>> out =
+      f.CallViews(views.span());
+  ASSERT_TRUE(out.has_value());
+  ASSERT_OK(out->status());
+  ASSERT_EQ((*out)->size(), 1u);
+  EXPECT_THAT(Values((**out)[0]), ElementsAre(0, 6, 12));  // x + 0.5 y
+  // A new alpha is the same key: a runtime argument.
+  args[2] = Operand::Float(2.0);
+  views.Build(args);
+  out = f.CallViews(views.span());
+  ASSERT_TRUE(out.has_value() && out->ok());
+  EXPECT_THAT(Values((**out)[0]), ElementsAre(0, 21, 42));
+  // Another length is another key.
+  std::vector<Operand> longer = Args(4, 0.5);
+  views.Build(longer);
+  EXPECT_FALSE(f.CallViews(views.span()).has_value());
+  // A written argument sharing a storage is refused as Call refuses it.
+  CompiledFunction writes(AddArguments(), {}, {Mutating()});
+  args = Args(3, 1.0);
+  ASSERT_OK(writes.Call(absl::MakeSpan(args)).status());
+  args[1] = Operand::Of(args[0].tensor.AsStrided({3}, {1}, 0).value());
+  views.Build(args);
+  out = writes.CallViews(views.span());
+  ASSERT_TRUE(out.has_value());
+  EXPECT_THAT(*out, StatusIs(absl::StatusCode::kInvalidArgument,
+                             HasSubstr("share a storage")));
+  // An interpreted variant (no library) is Call's.
+  Variant interpreted;
+  interpreted.failed_guard = [](const ArgViews&) { return LATHE_GUARDS_HOLD; };
+  interpreted.run = [](absl::Span<Operand>, uint64_t) {
+    return absl::StatusOr<std::vector<Operand>>(std::vector<Operand>{});
+  };
+  CompiledFunction runs(AddArguments(), {}, {interpreted});
+  args = Args(3, 1.0);
+  ASSERT_OK(runs.Call(absl::MakeSpan(args)).status());
+  views.Build(args);
+  EXPECT_FALSE(runs.CallViews(views.span()).has_value());
 }
 
 TEST(CompiledFunctionTest, ManyThreadsCallAtOnce) {

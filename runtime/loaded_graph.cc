@@ -393,11 +393,13 @@ int LoadedGraph::InvokeGraph(const LatheValue* inputs, int64_t n, uint64_t seed,
   return 0;
 }
 
-int LoadedGraph::Invoke(const ArgViews& args, uint64_t seed,
+int LoadedGraph::Invoke(absl::Span<const LatheValue> args, uint64_t seed,
                         std::vector<Operand>* results,
                         std::vector<Operand>* rebound, bool replay) const {
   if (call_ == nullptr) return kCallNoEntry;
-  if (!OnItsDevice(args.data(), args.size())) return kCallWrongDevice;
+  if (!OnItsDevice(args.data(), static_cast<int64_t>(args.size()))) {
+    return kCallWrongDevice;
+  }
   // A refused graph's calls launch as always, without building a key.
   if (replay && device_ != nullptr && replays_.refused()) {
     replays_.CountLaunched();

@@ -18,7 +18,7 @@
 //   RETURN_IF_ERROR(views.Build(args));
 //   if (g->FailedGuard(views) == LATHE_GUARDS_HOLD) {
 //     std::vector<Operand> results, rebound;
-//     int rc = g->Invoke(views, kDefaultSeed, &results, &rebound);
+//     int rc = g->Invoke(views.span(), kDefaultSeed, &results, &rebound);
 //     if (rc != 0) return g->CallStatus(rc);
 //   }
 
@@ -117,6 +117,7 @@ class ArgViews {
   void Build(absl::Span<const Operand> args);
   const LatheValue* data() const { return top_.data(); }
   int64_t size() const { return static_cast<int64_t>(top_.size()); }
+  absl::Span<const LatheValue> span() const { return top_; }
 
  private:
   LatheValue View(const Operand& o);
@@ -162,8 +163,9 @@ class LoadedGraph {
   // arguments in signature().rebound_inputs order; or lathe_call's error
   // code (nothing is returned, no storage is held). With `replay`, a call
   // on a device is recorded and replayed (replay_cache.h: CUDA graphs).
-  int Invoke(const ArgViews& args, uint64_t seed, std::vector<Operand>* results,
-             std::vector<Operand>* rebound, bool replay = false) const;
+  int Invoke(absl::Span<const LatheValue> args, uint64_t seed,
+             std::vector<Operand>* results, std::vector<Operand>* rebound,
+             bool replay = false) const;
 
   // What Invoke's `replay` did so far.
   ReplayCache::Stats replay_stats() const { return replays_.stats(); }

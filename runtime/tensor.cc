@@ -122,10 +122,10 @@ absl::StatusOr<Tensor> Tensor::EmptyStrided(absl::Span<const int64_t> sizes,
   return Wrap(std::move(storage), dtype, sizes, strides, 0);
 }
 
-absl::StatusOr<Tensor> Tensor::Wrap(Storage storage, DType dtype,
-                                    absl::Span<const int64_t> sizes,
-                                    absl::Span<const int64_t> strides,
-                                    int64_t storage_offset) {
+absl::Status Tensor::CheckView(const Storage& storage, DType dtype,
+                               absl::Span<const int64_t> sizes,
+                               absl::Span<const int64_t> strides,
+                               int64_t storage_offset) {
   ASSIGN_OR_RETURN(int64_t extent, Extent(sizes, strides));
   if (storage_offset < 0) {
     return absl::InvalidArgumentError(
@@ -143,6 +143,14 @@ absl::StatusOr<Tensor> Tensor::Wrap(Storage storage, DType dtype,
                      absl::StrJoin(strides, ", "), "], offset ", storage_offset,
                      ") exceeds its storage of ", storage.nbytes(), " bytes"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> Tensor::Wrap(Storage storage, DType dtype,
+                                    absl::Span<const int64_t> sizes,
+                                    absl::Span<const int64_t> strides,
+                                    int64_t storage_offset) {
+  RETURN_IF_ERROR(CheckView(storage, dtype, sizes, strides, storage_offset));
   Tensor t;
   t.storage_ = std::move(storage);
   t.dtype_ = dtype;

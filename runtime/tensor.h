@@ -96,6 +96,15 @@ class Tensor {
                                    absl::Span<const int64_t> strides,
                                    int64_t storage_offset) const;
 
+  // CheckView()
+  //
+  // Whether sizes, strides and offset view `storage` in `dtype` within it
+  // (Wrap's and AsStrided's check): the error naming what does not fit.
+  static absl::Status CheckView(const Storage& storage, DType dtype,
+                                absl::Span<const int64_t> sizes,
+                                absl::Span<const int64_t> strides,
+                                int64_t storage_offset);
+
   // Wrap()
   //
   // A view of `storage` (checked like AsStrided).

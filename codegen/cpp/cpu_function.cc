@@ -358,7 +358,7 @@ absl::StatusOr<aot::UserCall> CpuFunction::CallUser(
   ArgViews views;
   views.Build(in);
   std::vector<Operand> results, rebound_values;
-  int rc = loaded_->Invoke(views, seed, &results, &rebound_values);
+  int rc = loaded_->Invoke(views.span(), seed, &results, &rebound_values);
   if (rc != 0) return CallError(rc, host_check);
   for (Operand& o : rebound_values) {
     if (device == nullptr) break;

@@ -60,8 +60,8 @@ void CompileAndCall(benchmark::State& state, CacheBackend* cache,
   ArgViews views;
   views.Build(args);
   std::vector<Operand> results, rebound;
-  int rc = (*a)->function->user_call()->Invoke(views, kDefaultSeed, &results,
-                                               &rebound);
+  int rc = (*a)->function->user_call()->Invoke(views.span(), kDefaultSeed,
+                                               &results, &rebound);
   if (rc != 0) Die((*a)->function->user_call()->CallStatus(rc));
   if (cache != nullptr && hit && (*a)->function->stats().cache_hit.empty()) {
     state.SkipWithError("expected a cache hit");

@@ -169,7 +169,7 @@ absl::Status Call(const Compiled& c, const ArgViews& views,
                   std::vector<Operand>* results, bool graphs = false) {
   std::vector<Operand> rebound;
   const LoadedGraph& g = *c.graph->function->user_call();
-  int rc = g.Invoke(views, kDefaultSeed, results, &rebound, graphs);
+  int rc = g.Invoke(views.span(), kDefaultSeed, results, &rebound, graphs);
   return rc == 0 ? absl::OkStatus() : g.CallStatus(rc);
 }
 

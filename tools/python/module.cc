@@ -86,6 +86,7 @@ struct Held {
   // (Function.on_compile; None: nothing), and the compiles it was told of.
   PyObject* on_compile = nullptr;
   int reported = 0;
+  BorrowCache borrowed;  // the calls' arguments' storages
   ~Held() { Py_XDECREF(on_compile); }
 };
 
@@ -161,6 +162,57 @@ absl::StatusOr<PyObject*> ToPython(const Operand& o, CallBridge& bridge) {
       "plain tensors");
 }
 
+// Argument `obj` as a LatheValue (tensors through `bridge`), for
+// CompiledFunction::CallViews; false where only ToOperand goes on (a value
+// it refuses, with its error, or one it converts).
+bool ToView(PyObject* obj, CallBridge& bridge, LatheValue* out) {
+  *out = LatheValue{};
+  if (THPVariable_Check(obj)) {
+    try {
+      return bridge.View(THPVariable_Unpack(obj), out);
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+  if (obj == Py_None) return true;  // LATHE_VALUE_NONE
+  if (PyBool_Check(obj)) {
+    out->kind = LATHE_VALUE_BOOL;
+    out->i = obj == Py_True ? 1 : 0;
+    return true;
+  }
+  if (PyLong_Check(obj)) {
+    int overflow = 0;
+    out->kind = LATHE_VALUE_INT;
+    out->i = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    return overflow == 0;
+  }
+  if (PyFloat_Check(obj)) {
+    out->kind = LATHE_VALUE_FLOAT;
+    out->f = PyFloat_AS_DOUBLE(obj);
+    return true;
+  }
+  return false;
+}
+
+// The results as a tuple (tensors through `bridge`).
+PyObject* ResultTuple(const std::vector<Operand>& results, CallBridge& bridge) {
+  PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(results.size()));
+  if (tuple == nullptr) return nullptr;
+  for (size_t i = 0; i < results.size(); ++i) {
+    absl::StatusOr<PyObject*> o = ToPython(results[i], bridge);
+    if (!o.ok()) {
+      Py_DECREF(tuple);
+      return Raise(o.status());
+    }
+    if (*o == nullptr) {
+      Py_DECREF(tuple);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(tuple, static_cast<Py_ssize_t>(i), *o);
+  }
+  return tuple;
+}
+
 PyObject* Call(PyObject* self, PyObject* const* argv, size_t nargsf,
                PyObject* kwnames) {
   if (kwnames != nullptr && PyTuple_GET_SIZE(kwnames) > 0) {
@@ -170,7 +222,26 @@ PyObject* Call(PyObject* self, PyObject* const* argv, size_t nargsf,
   }
   Held& held = *reinterpret_cast<FunctionObject*>(self)->held;
   const Py_ssize_t n = PyVectorcall_NARGS(nargsf);
-  CallBridge bridge;
+  CallBridge bridge(&held.borrowed);
+  // The arguments as views of their own memory and arrays, for a variant
+  // that admits them already (no lathe::Tensor per argument); else, or for
+  // anything the views cannot say, Operands.
+  absl::InlinedVector<LatheValue, 16> views(n);
+  bool viewed = true;
+  for (Py_ssize_t i = 0; i < n && viewed; ++i) {
+    viewed = ToView(argv[i], bridge, &views[i]);
+  }
+  if (viewed) {
+    std::optional<absl::StatusOr<std::vector<Operand>>> fast;
+    Py_BEGIN_ALLOW_THREADS;
+    fast = held.artifact.has_value() ? held.artifact->CallViews(views)
+                                     : held.function->CallViews(views);
+    Py_END_ALLOW_THREADS;
+    if (fast.has_value()) {
+      if (!fast->ok()) return Raise(fast->status());
+      return ResultTuple(**fast, bridge);
+    }
+  }
   absl::InlinedVector<Operand, 16> args;
   args.reserve(n);
   for (Py_ssize_t i = 0; i < n; ++i) {
@@ -205,21 +276,7 @@ PyObject* Call(PyObject* self, PyObject* const* argv, size_t nargsf,
       Py_DECREF(r);
     }
   }
-  PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(results->size()));
-  if (tuple == nullptr) return nullptr;
-  for (size_t i = 0; i < results->size(); ++i) {
-    absl::StatusOr<PyObject*> o = ToPython((*results)[i], bridge);
-    if (!o.ok()) {
-      Py_DECREF(tuple);
-      return Raise(o.status());
-    }
-    if (*o == nullptr) {
-      Py_DECREF(tuple);
-      return nullptr;
-    }
-    PyTuple_SET_ITEM(tuple, static_cast<Py_ssize_t>(i), *o);
-  }
-  return tuple;
+  return ResultTuple(*results, bridge);
 }
 
 PyObject* NewFunction(Held* held) {

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "status_macros.h"
 
 namespace lathe::python {
 
@@ -66,7 +67,19 @@ void DropStorage(void* context) { delete static_cast<Storage*>(context); }
 
 }  // namespace
 
-absl::StatusOr<Operand> CallBridge::Argument(const at::Tensor& t, int index) {
+const Storage* BorrowCache::Get(void* data, int64_t nbytes) {
+  for (size_t k = 0; k < used_; ++k) {
+    const Entry& e = entries_[k];
+    if (e.data == data && e.nbytes == nbytes) return &e.storage;
+  }
+  if (used_ == entries_.size()) return nullptr;
+  Entry& e = entries_[used_++];
+  e = {data, nbytes, Storage::Borrow(data, nbytes, Device::Cpu())};
+  return &e.storage;
+}
+
+absl::StatusOr<std::pair<DType, const Storage*>> CallBridge::Borrow(
+    const at::Tensor& t, int index) {
   auto bad = [&](absl::string_view what) {
     return absl::InvalidArgumentError(
         absl::StrCat("argument ", index, ": ", what));
@@ -88,34 +101,66 @@ absl::StatusOr<Operand> CallBridge::Argument(const at::Tensor& t, int index) {
   absl::StatusOr<DType> dtype = ToLathe(t.scalar_type());
   if (!dtype.ok()) return bad(dtype.status().message());
   const c10::Storage& ts = t.storage();
-  Storage* found = nullptr;
-  for (auto& [torch, mine] : storages_) {
-    if (torch.unsafeGetStorageImpl() == ts.unsafeGetStorageImpl()) {
-      found = &mine;
-      break;
+  for (const Borrowed& b : borrowed_) {
+    if (b.torch == ts.unsafeGetStorageImpl()) {
+      return std::make_pair(*dtype, b.mine);
     }
   }
-  if (found == nullptr) {
-    // A fake or meta tensor says "cpu" but has no memory there.
-    if (ts.device_type() != c10::DeviceType::CPU) {
-      return bad(absl::StrCat("a tensor whose storage is on ",
-                              ts.device().str(), ", not in memory"));
-    }
-    // mutable_data(): a copy-on-write storage is materialized before the
-    // compiled code may write it.
-    void* data = ts.nbytes() == 0 ? nullptr : ts.mutable_data();
-    if (data == nullptr && ts.nbytes() != 0) {
-      return bad("a tensor whose storage has no memory");
-    }
-    storages_.emplace_back(
-        ts, Storage::Borrow(data, static_cast<int64_t>(ts.nbytes()),
-                            Device::Cpu()));
-    found = &storages_.back().second;
+  // A fake or meta tensor says "cpu" but has no memory there.
+  if (ts.device_type() != c10::DeviceType::CPU) {
+    return bad(absl::StrCat("a tensor whose storage is on ", ts.device().str(),
+                            ", not in memory"));
   }
-  absl::StatusOr<Tensor> wrapped = Tensor::Wrap(
-      *found, *dtype, Span(t.sizes()), Span(t.strides()), t.storage_offset());
-  if (!wrapped.ok()) return bad(wrapped.status().message());
+  // mutable_data(): a copy-on-write storage is materialized before the
+  // compiled code may write it.
+  void* data = ts.nbytes() == 0 ? nullptr : ts.mutable_data();
+  if (data == nullptr && ts.nbytes() != 0) {
+    return bad("a tensor whose storage has no memory");
+  }
+  // The cache's, except for empty storages (several may be at null).
+  const int64_t nbytes = static_cast<int64_t>(ts.nbytes());
+  const Storage* mine =
+      cache_ != nullptr && nbytes > 0 ? cache_->Get(data, nbytes) : nullptr;
+  if (mine == nullptr) {
+    owned_.push_back(Storage::Borrow(data, nbytes, Device::Cpu()));
+    mine = &owned_.back();
+  }
+  borrowed_.push_back({ts.unsafeGetStorageImpl(), mine});
+  return std::make_pair(*dtype, mine);
+}
+
+absl::StatusOr<Operand> CallBridge::Argument(const at::Tensor& t, int index) {
+  ASSIGN_OR_RETURN(auto borrowed, Borrow(t, index));
+  absl::StatusOr<Tensor> wrapped =
+      Tensor::Wrap(*borrowed.second, borrowed.first, Span(t.sizes()),
+                   Span(t.strides()), t.storage_offset());
+  if (!wrapped.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("argument ", index, ": ", wrapped.status().message()));
+  }
   return Operand::Of(*std::move(wrapped));
+}
+
+bool CallBridge::View(const at::Tensor& t, LatheValue* out) {
+  absl::StatusOr<std::pair<DType, const Storage*>> borrowed = Borrow(t, 0);
+  if (!borrowed.ok()) return false;
+  const Storage& s = *borrowed->second;
+  const c10::IntArrayRef sizes = t.sizes(), strides = t.strides();
+  if (!Tensor::CheckView(s, borrowed->first, Span(sizes), Span(strides),
+                         t.storage_offset())
+           .ok()) {
+    return false;
+  }
+  *out = LatheValue{};
+  out->kind = LATHE_VALUE_TENSOR;
+  out->dtype = static_cast<int32_t>(borrowed->first);
+  out->ndim = static_cast<int64_t>(sizes.size());
+  out->sizes = const_cast<int64_t*>(sizes.data());
+  out->strides = const_cast<int64_t*>(strides.data());
+  out->storage_offset = t.storage_offset();
+  out->data = s.data();
+  out->storage = const_cast<Storage*>(&s);
+  return true;
 }
 
 absl::StatusOr<at::Tensor> CallBridge::Result(const Tensor& t) {
@@ -127,7 +172,15 @@ absl::StatusOr<at::Tensor> CallBridge::Result(const Tensor& t) {
         absl::StrCat("a result on ", t.device().ToString(),
                      "; lathe's Python calls return cpu tensors"));
   }
-  for (const auto& [torch, mine] : storages_) {
+  for (const Borrowed& b : borrowed_) {
+    if (*b.mine == t.storage()) {
+      return OnStorage(
+          c10::Storage(
+              c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(b.torch)),
+          t);
+    }
+  }
+  for (const auto& [torch, mine] : made_) {
     if (mine == t.storage()) return OnStorage(torch, t);
   }
   if (t.storage().is_borrowed()) {
@@ -142,7 +195,7 @@ absl::StatusOr<at::Tensor> CallBridge::Result(const Tensor& t) {
                      c10::DataPtr(s.data(), keep, &DropStorage,
                                   c10::Device(c10::DeviceType::CPU)),
                      /*allocator=*/nullptr, /*resizable=*/false);
-  storages_.emplace_back(torch, s);
+  made_.emplace_back(torch, s);
   return OnStorage(std::move(torch), t);
 }
 

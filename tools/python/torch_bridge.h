@@ -25,12 +25,16 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Storage.h>
 
+#include <array>
+#include <cstdint>
+#include <list>
 #include <utility>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "runtime/composite.h"
 #include "runtime/dtype.h"
+#include "runtime/kernel_abi.h"
 #include "runtime/storage.h"
 #include "runtime/tensor.h"
 
@@ -43,15 +47,48 @@ namespace lathe::python {
 absl::StatusOr<DType> ToLathe(c10::ScalarType type);
 c10::ScalarType ToTorch(DType dtype);
 
+// Borrowed storages kept from one call of a function to the next, so that
+// a call on the memory of an earlier one allocates nothing (a borrowed
+// storage is its address and size, nothing more). Entries are made once and
+// never replaced, so a call may point at them while another thread's call
+// looks up its own. Used under the GIL.
+class BorrowCache {
+ public:
+  // The borrowed storage over `nbytes` (> 0) at `data`, found or made; null
+  // once the cache is full of others.
+  const Storage* Get(void* data, int64_t nbytes);
+
+ private:
+  struct Entry {
+    void* data = nullptr;
+    int64_t nbytes = 0;
+    Storage storage;
+  };
+  std::array<Entry, 64> entries_;
+  size_t used_ = 0;
+};
+
 // The arguments and results of one call: the storages it borrowed.
 class CallBridge {
  public:
+  // Borrows through `cache` (none: a storage per argument and call).
+  explicit CallBridge(BorrowCache* cache = nullptr) : cache_(cache) {}
+
   // Argument()
   //
   // `t` (argument `index`, for errors) as a lathe tensor on its own memory:
   // a strided CPU tensor of a dtype lathe has, without a pending
   // conjugation or negation; else an error naming the argument.
   absl::StatusOr<Operand> Argument(const at::Tensor& t, int index);
+
+  // View()
+  //
+  // `t` as a LatheValue on its own memory and its own size and stride
+  // arrays (no lathe::Tensor: CompiledFunction::CallViews), for a tensor
+  // Argument takes; false for one it refuses (Argument says why). The view
+  // points into `t`, this bridge and its cache: it is good while all three
+  // are.
+  bool View(const at::Tensor& t, LatheValue* out);
 
   // Result()
   //
@@ -60,10 +97,23 @@ class CallBridge {
   absl::StatusOr<at::Tensor> Result(const Tensor& t);
 
  private:
-  // Each storage on both sides so far: those the arguments borrowed, then
+  // The storages the arguments borrowed, each beside its PyTorch storage
+  // (which the arguments keep alive for the call); those not in the cache;
   // lathe's blocks the results handed to PyTorch (two results on one block
   // share one PyTorch storage).
-  absl::InlinedVector<std::pair<c10::Storage, Storage>, 16> storages_;
+  struct Borrowed {
+    c10::StorageImpl* torch;
+    const Storage* mine;
+  };
+  absl::InlinedVector<Borrowed, 16> borrowed_;
+  std::list<Storage> owned_;  // stable addresses, nothing allocated empty
+  absl::InlinedVector<std::pair<c10::Storage, Storage>, 4> made_;
+  BorrowCache* cache_;
+
+  // `t`'s dtype and the storage it borrows (found or added), for a tensor
+  // Argument takes; else the error naming argument `index`.
+  absl::StatusOr<std::pair<DType, const Storage*>> Borrow(const at::Tensor& t,
+                                                          int index);
 };
 
 }  // namespace lathe::python

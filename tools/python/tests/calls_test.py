@@ -105,6 +105,38 @@ class CallsTest(unittest.TestCase):
         neg[0] = 7
         self.assertEqual(view_1[0, 0].item(), 7)
 
+    def test_repeated_calls_keep_every_semantic(self):
+        # From the second call on, arguments a variant admits go to it as
+        # views of PyTorch's own arrays (no lathe tensor per argument): the
+        # same results, aliases, writes and refusals.
+        fn = lathe.compile_graph(VIEW_OF_INPUT, "views")
+        for k in range(3):
+            base = torch.arange(10, dtype=torch.float32) + k
+            x = base[3:7]  # at a storage offset
+            view, neg, _ = fn(x)
+            self.assertEqual(view.untyped_storage().data_ptr(), base.untyped_storage().data_ptr())
+            self.assertEqual(view.storage_offset(), 3)
+            torch.testing.assert_close(view, x.view(2, 2))
+            torch.testing.assert_close(neg, -x)
+            view[1, 1] = 42
+            self.assertEqual(base[6].item(), 42)
+        self.assertEqual(fn.compiles, 1)
+        add = lathe.compile_graph(ADD_IN_PLACE, "add_in_place")
+        for k in range(3):
+            x, y = torch.full((4,), float(k)), torch.ones(4)
+            (out,) = add(x, y)
+            torch.testing.assert_close(x, torch.full((4,), k + 1.0))
+            torch.testing.assert_close(out, torch.full((4,), 2 * (k + 1.0)))
+        shared = torch.zeros(4)
+        with self.assertRaises(lathe.Error) as e:
+            add(shared, shared)
+        self.assertIn("share", str(e.exception))
+        torch.testing.assert_close(shared, torch.zeros(4))
+        with self.assertRaises(lathe.Error) as e:
+            add(torch.zeros(4), torch.zeros(4, dtype=torch.float64))
+        self.assertIn("y", str(e.exception))
+        self.assertEqual(add.compiles, 1)
+
     def test_results_outlive_the_function(self):
         fn = lathe.compile_graph(VIEW_OF_INPUT, "views")
         x = torch.arange(4, dtype=torch.float32)
