@@ -22,6 +22,7 @@
 #include "ir/shape_prop.h"
 #include "passes/default_pipeline.h"
 #include "runtime/cuda/cuda_device.h"
+#include "runtime/dtype.h"
 #include "status_macros.h"
 
 namespace lathe {
@@ -40,13 +41,24 @@ absl::Status Named(const std::string& source, const absl::Status& s,
 }
 
 // Whether `graph` reads a storage offset as PyTorch does, from the storage's
-// start (as_strided, set_, sym_storage_offset); otherwise compiled code
-// addresses each input from its first element and its offset is free.
+// start (as_strided, set_, sym_storage_offset, a view.dtype to another
+// element size, which refuses offsets it does not divide); otherwise compiled
+// code addresses each input from its first element and its offset is free.
 bool ReadsStorageOffsets(const ir::Graph& graph) {
   for (const auto& n : graph.nodes()) {
-    if (n->op() != nullptr && n->op()->HasTag(ir::OpTag::kStorageOffset)) {
-      return true;
+    if (n->op() == nullptr || !n->op()->HasTag(ir::OpTag::kStorageOffset)) {
+      continue;
     }
+    // view.dtype reads it only to change the element size.
+    if (n->op()->target == "aten.view.dtype" && !n->args().empty() &&
+        n->args()[0].kind == ir::Arg::Kind::kNode &&
+        n->meta().kind == ir::ValueMeta::Kind::kTensor &&
+        n->args()[0].node->meta().kind == ir::ValueMeta::Kind::kTensor &&
+        ItemSize(n->meta().tensor.dtype) ==
+            ItemSize(n->args()[0].node->meta().tensor.dtype)) {
+      continue;
+    }
+    return true;
   }
   return false;
 }

@@ -121,6 +121,9 @@ VariantCompiler::CompiledFor(absl::Span<const Operand> args) {
   ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> made,
                    lathe::Compile(parsed_, options));
   std::lock_guard<std::mutex> lock(interpreted_mu_);
+  // Bounded: a call per new offset or size past the compile limit must not
+  // keep a graph each.
+  if (interpreted_.size() >= 64) interpreted_.clear();
   return interpreted_.emplace(hints, std::move(made)).first->second;
 }
 

@@ -265,6 +265,40 @@ TEST(VariantCompilerTest, ViewsOfAnInputAsAnotherDTypeKeepIt) {
   });
 }
 
+// A wider view of an input that begins a whole element of the new dtype
+// into the storage but not into the input (x at offset 3, x[1:] as f64):
+// the interpreter's value, and a one-line refusal from the cpu backend,
+// whose code addresses the input from its first element (it read 4 bytes
+// off before the refusal).
+TEST(VariantCompilerTest, AWiderViewOffTheInputsElementGridIsRefusedByTheCpu) {
+  constexpr char kText[] = R"(def forward(self, x: "f32[9][1]cpu"):
+    slice_1: "f32[8][1]cpu" = torch.ops.aten.slice.Tensor(x, 0, 1, 9)
+    wide: "f64[4][1]cpu" = torch.ops.aten.view.dtype(slice_1, torch.float64)
+    mul: "f64[4][1]cpu" = torch.ops.aten.mul.Tensor(wide, 2)
+    return (mul,)
+)";
+  Tensor storage = Tensor::Empty({12}, DType::kFloat32).value();
+  for (int64_t i = 0; i < 12; ++i) storage.data<float>()[i] = 0;
+  storage.data<float>()[5] = 1.875f;  // the f64 at byte 16 is 1.0
+  ASSERT_OK_AND_ASSIGN(ParsedGraph parsed, Parse(kText, "g.txt"));
+  for (const codegen::Backend* backend :
+       {static_cast<const codegen::Backend*>(nullptr),
+        &codegen::CpuBackend()}) {
+    VariantCompiler compiler(parsed, {.source = "g.txt", .backend = backend});
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledFunction> f,
+                         compiler.Function());
+    std::vector<Operand> args = {Operand::Of(*storage.AsStrided({9}, {1}, 3))};
+    absl::StatusOr<std::vector<Operand>> out = f->Call(absl::MakeSpan(args));
+    if (backend == nullptr) {
+      ASSERT_OK(out.status());
+      EXPECT_EQ(out->at(0).tensor.GetDouble({0}), 2.0);
+    } else {
+      EXPECT_THAT(out, StatusIs(absl::StatusCode::kUnimplemented,
+                                HasSubstr("does not divide")));
+    }
+  }
+}
+
 // Without a backend the variants are compiled graphs the interpreter runs,
 // through the same recompile loop: batch 1 after batch 4 recompiles (the
 // 0/1 specialization) with the failing guard as the reason; arguments that

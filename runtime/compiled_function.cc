@@ -92,8 +92,9 @@ void ValueKey(const LatheValue& v, KeyBuffer* key, bool* wide) {
       key->push_back(kFloatTag);
       key->push_back(std::isnan(v.f) ? 1 : 0);
       return;
-    default:  // None, an undefined tensor, an empty composite
+    default:  // None (0), an undefined tensor (1), an empty composite (2)
       key->push_back(kNoneTag);
+      key->push_back(v.i);
       return;
   }
 }

@@ -219,7 +219,9 @@ LatheValue ArgViews::View(const Operand& o) {
   LatheValue c{};
   switch (o.kind) {
     case Operand::Kind::kTensor:
-      return o.tensor.defined() ? ViewOfTensor(o.tensor) : c;
+      if (o.tensor.defined()) return ViewOfTensor(o.tensor);
+      c.i = 1;  // not None to the key (SpecializationKey); None to the code
+      return c;
     case Operand::Kind::kInt:
       c.kind = LATHE_VALUE_INT;
       c.i = o.i;
@@ -237,7 +239,10 @@ LatheValue ArgViews::View(const Operand& o) {
     case Operand::Kind::kComposite:
       break;
   }
-  if (o.composite == nullptr) return c;  // the checks refuse it
+  if (o.composite == nullptr) {  // the checks refuse it
+    c.i = 2;                     // as an undefined tensor
+    return c;
+  }
   const CompositeTensor& t = *o.composite;
   c.kind = LATHE_VALUE_COMPOSITE;
   names_.emplace_back(t.type->name());

@@ -117,6 +117,8 @@ class ArgViews {
   void Build(absl::Span<const Operand> args);
   const LatheValue* data() const { return top_.data(); }
   int64_t size() const { return static_cast<int64_t>(top_.size()); }
+  // The views, one per argument: None, an undefined tensor (i = 1) and an
+  // empty composite (i = 2) are LATHE_VALUE_NONE.
   absl::Span<const LatheValue> span() const { return top_; }
 
  private:

@@ -169,21 +169,27 @@ TBox Lowerer::FromBuffer(int b, DType dtype, std::vector<Expr> sizes,
   return t;
 }
 
-TBox Lowerer::FromStorage(int b, const TensorMeta& m) {
-  Expr offset = symbolic::Sub(
-      m.storage_offset,
-      InUnitsOf(base_offsets_[b], program_.buffers[b].dtype, m.dtype));
-  return FromBuffer(b, m.dtype, m.sizes, m.strides, offset);
+absl::StatusOr<TBox> Lowerer::FromStorage(int b, const TensorMeta& m) {
+  ASSIGN_OR_RETURN(Expr base, InUnitsOf(base_offsets_[b],
+                                        program_.buffers[b].dtype, m.dtype));
+  return FromBuffer(b, m.dtype, m.sizes, m.strides,
+                    symbolic::Sub(m.storage_offset, base));
 }
 
-Expr InUnitsOf(Expr offset, DType from, DType to) {
+absl::StatusOr<Expr> InUnitsOf(Expr offset, DType from, DType to) {
   const int a = ItemSize(from), b = ItemSize(to);
   if (a == b) return offset;
-  // view.dtype's meta checked that the new element size divides the bytes.
-  absl::StatusOr<Expr> e = symbolic::CleanDiv(
-      symbolic::Mul(offset, symbolic::Int(a)), symbolic::Int(b));
-  LATHE_CHECK(e.ok()) << e.status();
-  return *e;
+  const Expr bytes = symbolic::Mul(offset, symbolic::Int(a));
+  if (bytes.kind() != symbolic::ExprKind::kInteger ||
+      bytes.int_value() % b != 0) {
+    // Compiled code addresses a buffer from its first element: a view of
+    // a wider dtype must begin a whole number of its elements from there.
+    return absl::UnimplementedError(absl::StrCat(
+        "a view as ", ShortName(to), " ", symbolic::ToString(bytes),
+        " bytes from the first element of a buffer of ", ShortName(from),
+        ", which ", ShortName(to), "'s element size does not divide"));
+  }
+  return symbolic::Int(bytes.int_value() / b);
 }
 
 int Lowerer::NewBuffer(DType dtype, Expr numel) {
@@ -264,7 +270,7 @@ absl::Status Lowerer::RealizeNodeInMemory(const Node* n) {
     if (values_.contains(root)) RETURN_IF_ERROR(RealizeNode(root));
     auto it = storage_buffer_.find(m.storage);
     if (it != storage_buffer_.end()) {
-      v.t = FromStorage(it->second, m);
+      ASSIGN_OR_RETURN(v.t, FromStorage(it->second, m));
       return CheckViewInBuffer(*n, v.t.buffer, v.t.sizes, v.t.strides,
                                v.t.offset);
     }
@@ -569,7 +575,7 @@ absl::flat_hash_map<ir::StorageId, int>& Lowerer::storage_buffer() {
   return storage_buffer_;
 }
 
-TBox Lowerer::AddInput(const TensorMeta& m, LoweredGraph* out) {
+absl::StatusOr<TBox> Lowerer::AddInput(const TensorMeta& m, LoweredGraph* out) {
   Buffer b;
   b.kind = Buffer::Kind::kInput;
   b.dtype = m.dtype;

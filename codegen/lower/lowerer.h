@@ -50,9 +50,10 @@ struct NodeValue {
   std::vector<NodeValue> elements;
 };
 
-// An offset of `offset` elements of `from` counted in elements of `to`
-// (a view.dtype of another element size, which divides its bytes).
-Expr InUnitsOf(Expr offset, DType from, DType to);
+// An offset of `offset` elements of `from` counted in elements of `to` (a
+// view.dtype of another element size); an error where `to`'s size does not
+// divide its bytes.
+absl::StatusOr<Expr> InUnitsOf(Expr offset, DType from, DType to);
 
 // Lowers one graph (codegen::Lower): Run walks it once; the rules of the
 // lowering table call the methods below for the node being lowered.
@@ -102,7 +103,7 @@ class Lowerer {
                   std::vector<Expr> strides, Expr offset);
 
   // The box of a value whose meta says where it is in storage `b`.
-  TBox FromStorage(int b, const TensorMeta& m);
+  absl::StatusOr<TBox> FromStorage(int b, const TensorMeta& m);
 
   // A new allocated buffer of `numel` elements; its id.
   int NewBuffer(DType dtype, Expr numel);
@@ -254,8 +255,9 @@ class Lowerer {
   absl::Status BindSliceLength(const Call& c);
 
   // A buffer for the next input (a placeholder, or a constant when `out`
-  // is null), and its value.
-  TBox AddInput(const TensorMeta& m, LoweredGraph* out);
+  // is null), and its value; an error for an input of another element size
+  // that shares an earlier input's storage where that size cannot begin.
+  absl::StatusOr<TBox> AddInput(const TensorMeta& m, LoweredGraph* out);
 
   const ir::Graph& graph_;
   symbolic::ShapeEnv& env_;

@@ -152,7 +152,8 @@ absl::Status Lowerer::LowerNode(const Node& n) {
   NodeValue v;
   const ir::ValueMeta& meta = Meta(&n);
   if (n.kind() == Node::Kind::kGetAttr) {  // an input given by name
-    values_[&n] = TensorValue(AddInput(meta.tensor, nullptr));
+    ASSIGN_OR_RETURN(TBox t, AddInput(meta.tensor, nullptr));
+    values_[&n] = TensorValue(std::move(t));
     constants_.push_back(n.target());
     return absl::OkStatus();
   }
@@ -243,7 +244,8 @@ absl::StatusOr<LoweredGraph> Lowerer::Run() {
   for (Node* p : graph_.Placeholders()) {
     const ir::ValueMeta& m = Meta(p);
     if (m.kind == ir::ValueMeta::Kind::kTensor) {
-      values_[p] = TensorValue(AddInput(m.tensor, &out));
+      ASSIGN_OR_RETURN(TBox t, AddInput(m.tensor, &out));
+      values_[p] = TensorValue(std::move(t));
       ir::ForEachSymbolDim(m.tensor, [&](Expr s, bool stride, int d) {
         out.sources.push_back(
             {s, position,

@@ -83,8 +83,9 @@ absl::StatusOr<TBox> ViewLayoutOfBuffer(Lowerer& L, const Call& c,
   // The base's buffer does not hold the view's storage coordinates (a
   // realized view of a loader): translate through the base's own meta.
   const TensorMeta& bm = L.TMeta(base);
-  Expr delta =
-      InUnitsOf(symbolic::Sub(b.offset, bm.storage_offset), bm.dtype, m.dtype);
+  ASSIGN_OR_RETURN(
+      Expr delta,
+      InUnitsOf(symbolic::Sub(b.offset, bm.storage_offset), bm.dtype, m.dtype));
   if (b.strides == bm.strides) {
     return L.FromBuffer(b.buffer, m.dtype, m.sizes, m.strides,
                         symbolic::Add(m.storage_offset, delta));

@@ -102,7 +102,7 @@ absl::StatusOr<std::pair<DType, const Storage*>> CallBridge::Borrow(
   if (!dtype.ok()) return bad(dtype.status().message());
   const c10::Storage& ts = t.storage();
   for (const Borrowed& b : borrowed_) {
-    if (b.torch == ts.unsafeGetStorageImpl()) {
+    if (b.torch.unsafeGetStorageImpl() == ts.unsafeGetStorageImpl()) {
       return std::make_pair(*dtype, b.mine);
     }
   }
@@ -125,7 +125,7 @@ absl::StatusOr<std::pair<DType, const Storage*>> CallBridge::Borrow(
     owned_.push_back(Storage::Borrow(data, nbytes, Device::Cpu()));
     mine = &owned_.back();
   }
-  borrowed_.push_back({ts.unsafeGetStorageImpl(), mine});
+  borrowed_.push_back({ts, mine});
   return std::make_pair(*dtype, mine);
 }
 
@@ -173,12 +173,7 @@ absl::StatusOr<at::Tensor> CallBridge::Result(const Tensor& t) {
                      "; lathe's Python calls return cpu tensors"));
   }
   for (const Borrowed& b : borrowed_) {
-    if (*b.mine == t.storage()) {
-      return OnStorage(
-          c10::Storage(
-              c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(b.torch)),
-          t);
-    }
+    if (*b.mine == t.storage()) return OnStorage(b.torch, t);
   }
   for (const auto& [torch, mine] : made_) {
     if (mine == t.storage()) return OnStorage(torch, t);

@@ -3,7 +3,11 @@
 // -----------------------------------------------------------------------------
 //
 // PyTorch's tensors as a lathe call's arguments and lathe's results as
-// PyTorch's tensors, without copying a byte either way (issue 29, item 3).
+// PyTorch's tensors, without copying a byte either way (issue 29, item 3):
+// as Operands (Argument), or, for a call a compiled variant admits already,
+// as LatheValues over PyTorch's own size and stride arrays (View, for
+// CompiledFunction::CallViews), their borrowed storages kept from call to
+// call (BorrowCache).
 // An argument's memory is borrowed for the call (runtime/storage.h's
 // Storage::Borrow): the compiled code reads it in place and writes a mutated
 // input in place; two arguments that share a PyTorch storage share one lathe
@@ -14,7 +18,9 @@
 //
 // Example:
 //
-//   CallBridge bridge;
+//   CallBridge bridge(&cache);
+//   LatheValue v;
+//   if (bridge.View(THPVariable_Unpack(obj), &v)) ... function->CallViews ...
 //   ASSIGN_OR_RETURN(Operand a, bridge.Argument(THPVariable_Unpack(obj), 0));
 //   ... function->Call(args) ...
 //   ASSIGN_OR_RETURN(at::Tensor t, bridge.Result(results[0].tensor));
@@ -102,7 +108,7 @@ class CallBridge {
   // lathe's blocks the results handed to PyTorch (two results on one block
   // share one PyTorch storage).
   struct Borrowed {
-    c10::StorageImpl* torch;
+    c10::Storage torch;  // held for the call (another thread may set_)
     const Storage* mine;
   };
   absl::InlinedVector<Borrowed, 16> borrowed_;
