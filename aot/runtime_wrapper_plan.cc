@@ -277,16 +277,9 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
   // any offset, and its views must move with it (x.t() of an x at offset 3
   // is at offset 3). An input compiled at a symbolic offset keeps absolute
   // layouts (its offset is guarded).
-  absl::flat_hash_set<int> rebound;  // as_strided_, set_
-  for (const EpilogueStep& e : plan.epilogue_) {
-    if (e.kind == EpilogueStep::Kind::kAsStrided ||
-        e.kind == EpilogueStep::Kind::kSet) {
-      rebound.insert(e.input);
-    }
-  }
   for (OutputStep& step : plan.outputs_) {
     if (step.kind != OutputStep::Kind::kViewOfInput ||
-        rebound.contains(step.source)) {
+        plan.Rebinds(step.source)) {
       continue;
     }
     const ir::ValueMeta& m = inputs[step.source]->meta();
@@ -350,13 +343,18 @@ absl::StatusOr<RuntimeWrapperPlan> BuildRuntimeWrapperPlan(
   return plan;
 }
 
-bool RuntimeWrapperPlan::ReadsStorageOffset(int i) const {
+bool RuntimeWrapperPlan::Rebinds(int i) const {
   for (const EpilogueStep& e : epilogue_) {
     if (e.input == i && (e.kind == EpilogueStep::Kind::kAsStrided ||
                          e.kind == EpilogueStep::Kind::kSet)) {
       return true;
     }
   }
+  return false;
+}
+
+bool RuntimeWrapperPlan::ReadsStorageOffset(int i) const {
+  if (Rebinds(i)) return true;
   for (const OutputStep& o : outputs_) {
     if (o.kind == OutputStep::Kind::kViewOfInput && o.source == i &&
         !o.layout.from_base_offset) {

@@ -157,6 +157,8 @@ class RuntimeWrapperPlan {
   absl::StatusOr<symbolic::Assignment> SymbolValues(
       absl::Span<const Tensor> inputs,
       absl::Span<const Tensor> graph_outputs) const;
+  // Whether the epilogue rebinds input `i` (as_strided_, set_).
+  bool Rebinds(int i) const;
   // `base` viewed with `layout`, symbols taking `values` (its offset added
   // where the layout counts from it).
   absl::StatusOr<Tensor> View(const Tensor& base, const Layout& layout,
