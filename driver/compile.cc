@@ -78,7 +78,7 @@ bool PlanReadsOffset(const aot::RuntimeWrapperPlan& plan, int i, int n) {
 
 // The inputs as the guards describe them: one per placeholder as written,
 // at the storage offset compiled for (`storage_offsets`, else 0); false when
-// one is of a kind they cannot describe (a None input).
+// one is of a kind no compiled function takes (a tuple).
 bool GuardSpecs(
     const ir::Graph& graph, const aot::RuntimeWrapperPlan& plan,
     const absl::flat_hash_map<std::string, int64_t>& storage_offsets,
@@ -97,8 +97,10 @@ bool GuardSpecs(
       out->back().any_storage_offset =
           !offsets && offset.kind() == symbolic::ExprKind::kInteger &&
           !PlanReadsOffset(plan, i, n);
-    } else if (m.kind == ir::ValueMeta::Kind::kSym && !m.sym.is_bool()) {
+    } else if (m.kind == ir::ValueMeta::Kind::kSym) {
       out->push_back(symbolic::InputSpec::Scalar(m.sym));
+    } else if (m.kind == ir::ValueMeta::Kind::kNone) {
+      out->push_back(symbolic::InputSpec::None());
     } else {
       return false;
     }
@@ -370,11 +372,16 @@ int CompiledGraph::FailedGuard(const ArgViews& views) const {
             absl::MakeConstSpan(a.strides, a.ndim), a.storage_offset));
         break;
       case LATHE_VALUE_INT:
-      case LATHE_VALUE_BOOL:
         in.push_back(symbolic::GuardInput::Int(a.i));
+        break;
+      case LATHE_VALUE_BOOL:
+        in.push_back(symbolic::GuardInput::Bool(a.i != 0));
         break;
       case LATHE_VALUE_FLOAT:
         in.push_back(symbolic::GuardInput::Float(a.f));
+        break;
+      case LATHE_VALUE_NONE:
+        in.push_back(symbolic::GuardInput::None());
         break;
       default:
         return LATHE_GUARDS_OTHER_INPUTS;

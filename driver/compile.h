@@ -115,7 +115,7 @@ struct CompiledGraph {
   std::unique_ptr<ir::Graph> graph;          // functional, after the passes
   std::unique_ptr<symbolic::ShapeEnv> env;
   aot::AotGraph aot;
-  // None when an input is of a kind guards cannot describe (a None input).
+  // None when an input is of a kind guards cannot describe (a tuple).
   std::optional<symbolic::GuardSet> guards;
   // The inputs as the guards describe them (one per placeholder as written).
   std::vector<symbolic::InputSpec> guard_inputs;

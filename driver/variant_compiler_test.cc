@@ -181,6 +181,40 @@ void ForBothBackends(const char* text,
   }
 }
 
+// A graph with a None input and a bool input keeps the guards on its
+// other inputs (it had none at all: a size of 1 ran the variant compiled
+// for sizes of 2 and more), and a bool the graph was specialized on is
+// guarded: another value is refused, never run through the graph made for
+// the first.
+TEST(VariantCompilerTest, NoneAndBoolInputsKeepTheGuards) {
+  constexpr char kText[] = R"IR(# lathe: hint s0 4
+def forward(self, x: "f32[s0][1]cpu", flag: "Sym(True)", nothing):
+    neg: "f32[s0][1]cpu" = torch.ops.aten.neg.default(x)
+    return (neg,)
+)IR";
+  ForBothBackends(kText, [](CompiledFunction* f) {
+    auto call = [&](int64_t n, bool flag) {
+      Tensor x = Tensor::Empty({n}, DType::kFloat32).value();
+      for (int64_t i = 0; i < n; ++i) x.data<float>()[i] = i + 1;
+      std::vector<Operand> args = {Operand::Of(x), Operand::Bool(flag),
+                                   Operand()};
+      return f->Call(absl::MakeSpan(args));
+    };
+    for (int64_t n : {4, 7}) {
+      ASSERT_OK_AND_ASSIGN(std::vector<Operand> out, call(n, true));
+      EXPECT_EQ(out[0].tensor.GetDouble({n - 1}), -n);
+    }
+    EXPECT_EQ(f->compiles(), 1);
+    ASSERT_OK_AND_ASSIGN(std::vector<Operand> one, call(1, true));
+    EXPECT_EQ(one[0].tensor.GetDouble({0}), -1);
+    EXPECT_EQ(f->compiles(), 2);
+    ASSERT_EQ(f->recompiles().size(), 1u);
+    EXPECT_THAT(f->recompiles()[0].reason, HasSubstr("x.size(0)"));
+    EXPECT_THAT(call(4, false), StatusIs(absl::StatusCode::kInvalidArgument,
+                                         HasSubstr("flag")));
+  });
+}
+
 // An input at any storage offset, on both backends, through one compile:
 // the outputs that view it move with it, as PyTorch's view ops put them
 // (they came back at the offset the graph was compiled for, or the call was

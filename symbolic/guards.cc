@@ -34,8 +34,16 @@ InputSpec InputSpec::Tensor(std::vector<Expr> sizes, std::vector<Expr> strides,
 
 InputSpec InputSpec::Scalar(Expr value) {
   InputSpec s;
-  s.kind = value.is_float() ? Kind::kFloat : Kind::kInt;
+  s.kind = value.is_float()  ? Kind::kFloat
+           : value.is_bool() ? Kind::kBool
+                             : Kind::kInt;
   s.value = value;
+  return s;
+}
+
+InputSpec InputSpec::None() {
+  InputSpec s;
+  s.kind = Kind::kNone;
   return s;
 }
 
@@ -62,6 +70,19 @@ GuardInput GuardInput::Float(double v) {
   GuardInput g;
   g.kind = InputSpec::Kind::kFloat;
   g.float_value = v;
+  return g;
+}
+
+GuardInput GuardInput::Bool(bool v) {
+  GuardInput g;
+  g.kind = InputSpec::Kind::kBool;
+  g.int_value = v ? 1 : 0;
+  return g;
+}
+
+GuardInput GuardInput::None() {
+  GuardInput g;
+  g.kind = InputSpec::Kind::kNone;
   return g;
 }
 
@@ -222,7 +243,12 @@ std::string DefaultSourceName(const Source& s) {
 absl::StatusOr<GuardSet> ProduceGuards(ShapeEnv& env,
                                        absl::Span<const InputSpec> inputs) {
   GuardSet set;
-  set.num_inputs_ = static_cast<int>(inputs.size());
+  for (const InputSpec& in : inputs) {
+    set.input_shapes_.push_back(
+        {in.kind, in.kind == InputSpec::Kind::kTensor
+                      ? static_cast<int64_t>(in.sizes.size())
+                      : 0});
+  }
   // Every source with its (replaced, simplified) expression.
   std::vector<std::pair<Source, Expr>> sources;
   for (int k = 0; k < static_cast<int>(inputs.size()); ++k) {
@@ -243,12 +269,15 @@ absl::StatusOr<GuardSet> ProduceGuards(ShapeEnv& env,
         sources.push_back(
             {Source::StorageOffset(k), env.Simplify(in.storage_offset)});
       }
-    } else {
+    } else if (in.kind != InputSpec::Kind::kNone) {
       if (in.value.is_null()) {
         return absl::InvalidArgumentError(
             absl::StrCat("input ", k, ": a scalar input without a value"));
       }
-      sources.push_back({Source::Scalar(k), env.Simplify(in.value)});
+      // A bool is read as 0 or 1 (guards compare numbers).
+      Expr value =
+          in.value.is_bool() ? Ite(in.value, Int(1), Int(0)) : in.value;
+      sources.push_back({Source::Scalar(k), env.Simplify(value)});
     }
   }
   // 1. Bind each symbol at the first source that is exactly that symbol.
@@ -433,7 +462,10 @@ bool GuardSet::Read(const GuardInput& in, const Source& s, int64_t* v) const {
       *v = in.storage_offset;
       return true;
     case Source::Kind::kScalar:
-      if (in.kind != InputSpec::Kind::kInt) return false;
+      if (in.kind != InputSpec::Kind::kInt &&
+          in.kind != InputSpec::Kind::kBool) {
+        return false;
+      }
       *v = in.int_value;
       return true;
   }
@@ -701,7 +733,15 @@ bool GuardSet::Run(const Guard& g, const int64_t* islots,
 
 bool GuardSet::Check(absl::Span<const GuardInput> inputs, int* failed) const {
   if (failed != nullptr) *failed = -1;
-  if (static_cast<int>(inputs.size()) != num_inputs_) return false;
+  if (inputs.size() != input_shapes_.size()) return false;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const auto& [kind, rank] = input_shapes_[k];
+    if (kind == InputSpec::Kind::kNone) continue;
+    if (inputs[k].kind != kind ||
+        (kind == InputSpec::Kind::kTensor && inputs[k].ndim != rank)) {
+      return false;
+    }
+  }
   int64_t islots[kMaxGuardSlots];
   double fslots[kMaxGuardSlots];
   const size_t n = slot_sources_.size();

@@ -41,7 +41,9 @@ namespace lathe::symbolic {
 
 // The symbolic description of one input, as the ShapeEnv saw it.
 struct InputSpec {
-  enum class Kind : uint8_t { kTensor, kInt, kFloat };
+  // kNone: an input the graph never reads (a None, or a pytree leaf baked
+  // into the graph): no guard on it, whatever it is.
+  enum class Kind : uint8_t { kTensor, kInt, kFloat, kBool, kNone };
   Kind kind = Kind::kTensor;
   std::vector<Expr> sizes, strides;  // tensors
   Expr storage_offset = Int(0);      // tensors
@@ -52,7 +54,9 @@ struct InputSpec {
 
   static InputSpec Tensor(std::vector<Expr> sizes, std::vector<Expr> strides,
                           Expr storage_offset = Int(0));
-  static InputSpec Scalar(Expr value);  // an int or float symbol/constant
+  // An int, float or bool symbol or constant (the kind follows its type).
+  static InputSpec Scalar(Expr value);
+  static InputSpec None();
 };
 
 // One concrete input, viewed without copying.
@@ -62,7 +66,7 @@ struct GuardInput {
   const int64_t* strides = nullptr;
   int64_t ndim = 0;
   int64_t storage_offset = 0;
-  int64_t int_value = 0;
+  int64_t int_value = 0;  // ints, and bools as 0 or 1
   double float_value = 0;
 
   static GuardInput Tensor(absl::Span<const int64_t> sizes,
@@ -70,6 +74,8 @@ struct GuardInput {
                            int64_t storage_offset = 0);
   static GuardInput Int(int64_t v);
   static GuardInput Float(double v);
+  static GuardInput Bool(bool v);
+  static GuardInput None();
 };
 
 class GuardSet {
@@ -79,7 +85,10 @@ class GuardSet {
   // Check()
   //
   // Whether every guard holds for `inputs`; on failure, `failed` (if given)
-  // receives the index of the first failing guard. Allocates nothing.
+  // receives the index of the first failing guard, or stays -1 when the
+  // inputs' number, kinds or tensor ranks are not the ones the guards were
+  // made for (as the compiled lathe_guards answers; an input of kind kNone
+  // may be anything). Allocates nothing.
   bool Check(absl::Span<const GuardInput> inputs, int* failed = nullptr) const;
 
   // The number of guards (the index space of Check's `failed`).
@@ -137,7 +146,8 @@ class GuardSet {
   std::vector<Instr> code_;
   std::vector<Expr> exprs_;                    // guard i as an expression
   absl::flat_hash_map<Expr, Source> display_;  // symbol -> source it prints as
-  int num_inputs_ = 0;
+  // Each input's kind and, for tensors, rank, as the guards were made for.
+  std::vector<std::pair<InputSpec::Kind, int64_t>> input_shapes_;
 };
 
 // The most symbols and the deepest program a GuardSet supports (Check uses

@@ -127,6 +127,45 @@ TEST(GuardsTest, ScalarsRangesAndNan) {
   EXPECT_EQ(g.Describe(failed), "not math.isnan(a1)");
 }
 
+// An unread input (a None) and a bool input keep the guards on the others
+// (the unread one takes no guard, whatever it is; a bool the graph was
+// specialized on must keep its value), and the inputs' kinds and ranks are
+// checked as the compiled lathe_guards checks them.
+TEST(GuardsTest, NoneAndBoolInputsKeepTheOthersGuards) {
+  ShapeEnv env;
+  InputSpec x = Tensor(env, 1, {4}, {1});
+  ASSERT_TRUE(*env.EvaluateBool(Gt(x.sizes[0], Int(3))));
+  GuardSet g = *ProduceGuards(
+      env, {InputSpec::None(), x, InputSpec::Scalar(Bool(true))});
+  int64_t four[] = {4}, two[] = {2}, one[] = {1}, wide[] = {4, 4};
+  auto in = [](GuardInput a, GuardInput t, GuardInput b) {
+    return std::vector<GuardInput>{a, t, b};
+  };
+  EXPECT_TRUE(g.Check(in(GuardInput::None(), GuardInput::Tensor(four, one),
+                         GuardInput::Bool(true))));
+  int failed = -1;
+  EXPECT_FALSE(g.Check(in(GuardInput::None(), GuardInput::Tensor(two, one),
+                          GuardInput::Bool(true)),
+                       &failed));
+  EXPECT_THAT(g.Describe(failed), HasSubstr("t1.size(0)"));
+  EXPECT_FALSE(g.Check(in(GuardInput::None(), GuardInput::Tensor(four, one),
+                          GuardInput::Bool(false)),
+                       &failed));
+  EXPECT_EQ(g.Describe(failed), "a2 == 1");
+  EXPECT_TRUE(g.Check(in(GuardInput::Float(0.5), GuardInput::Tensor(four, one),
+                         GuardInput::Bool(true))));
+  // Another kind where the bool or the tensor's rank was: no guard is
+  // named.
+  EXPECT_FALSE(g.Check(
+      in(GuardInput::None(), GuardInput::Tensor(four, one), GuardInput::Int(1)),
+      &failed));
+  EXPECT_EQ(failed, -1);
+  EXPECT_FALSE(g.Check(in(GuardInput::None(), GuardInput::Tensor(wide, wide),
+                          GuardInput::Bool(true)),
+                       &failed));
+  EXPECT_EQ(failed, -1);
+}
+
 TEST(GuardsTest, ReplacementsBecomeInputEqualities) {
   ShapeEnv env;
   std::vector<InputSpec> specs = {Tensor(env, 0, {4}, {1}),

@@ -182,6 +182,13 @@ bool CpuFunction::Admits(absl::Span<const symbolic::GuardInput> inputs) const {
         c.kind = LATHE_VALUE_FLOAT;
         c.f = g.float_value;
         break;
+      case symbolic::InputSpec::Kind::kBool:
+        c.kind = LATHE_VALUE_BOOL;
+        c.i = g.int_value;
+        break;
+      case symbolic::InputSpec::Kind::kNone:
+        c.kind = LATHE_VALUE_NONE;
+        break;
     }
   }
   return loaded_->FailedGuard(in.data(), static_cast<int64_t>(in.size())) ==

@@ -493,6 +493,11 @@ absl::StatusOr<std::string> EmitGuards(
       case symbolic::InputSpec::Kind::kFloat:
         absl::StrAppend(&shape, " && in[", k, "].kind == LATHE_VALUE_FLOAT");
         break;
+      case symbolic::InputSpec::Kind::kBool:
+        absl::StrAppend(&shape, " && in[", k, "].kind == LATHE_VALUE_BOOL");
+        break;
+      case symbolic::InputSpec::Kind::kNone:  // unread: anything
+        break;
     }
   }
   // Each guard in turn, so a failure names the first that fails.
