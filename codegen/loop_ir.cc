@@ -31,6 +31,8 @@ const char* ReduceName(ReduceKind kind) {
       return "welford_mean";
     case ReduceKind::kWelfordM2:
       return "welford_m2";
+    case ReduceKind::kLogAddExp:
+      return "logaddexp";
   }
   return "?";
 }

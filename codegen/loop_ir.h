@@ -97,6 +97,9 @@ enum class ReduceKind : uint8_t {
   // same value, whose accumulator it shares. An empty reduction is NaN.
   kWelfordMean,
   kWelfordM2,
+  // log(exp(acc) + exp(v)), as PyTorch's _log_add_exp_helper (scans only:
+  // logcumsumexp).
+  kLogAddExp,
 };
 
 // The reduction's name as the IR prints it ("sum", "argmax", ...).

@@ -711,6 +711,25 @@ CHECK-NEXT:     store buf1[r0_0 + 6*x0] = %[[S]]
 )"));
 }
 
+// logcumsumexp is a scan too, accumulated in double for f32 (as PyTorch's
+// CPU kernel) and rounded once per element.
+TEST(LoweringTest, LogcumsumexpIsALogAddExpScanInDouble) {
+  EXPECT_OK(LowerAndFileCheck(R"IR(
+def forward(self, x: "f32[4, 6]"):
+    logcumsumexp = torch.ops.aten.logcumsumexp.default(x, 0)
+    return (logcumsumexp,)
+)IR",
+                              R"(
+CHECK:      kernel k0 ranges=[6]
+CHECK-NEXT:   section 0 pointwise r0_0 in 4
+CHECK-NEXT:     %[[X:[0-9]+]] = load in0[6*r0_0 + x0] : f32
+CHECK-NEXT:     %[[D:[0-9]+]] = cast(%[[X]]) : f64
+CHECK-NEXT:     %[[S:[0-9]+]] = scan logaddexp(%[[D]]) : f64
+CHECK-NEXT:     %[[R:[0-9]+]] = cast(%[[S]]) : f32
+CHECK-NEXT:     store buf1[6*r0_0 + x0] = %[[R]]
+)"));
+}
+
 // gather reads x at an index loaded from i: the loaded value is checked
 // against dim 1's size (no wrap for gather) and stands for ind0.
 TEST(LoweringTest, GatherIsACheckedIndirectLoad) {

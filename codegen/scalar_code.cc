@@ -133,6 +133,7 @@ std::string ReduceIdentity(ReduceKind kind, DType dtype) {
       return absl::StrCat(t, "(0)");
     case ReduceKind::kProd:
       return absl::StrCat(t, "(1)");
+    case ReduceKind::kLogAddExp:
     case ReduceKind::kMax:
     case ReduceKind::kArgMax:
       return fp ? absl::StrCat("-", lim, "infinity()")

@@ -328,6 +328,18 @@ template <typename T>
 LATHE_FN T lathe_op_log1p(T a) {
   return lathe_std::log1p(a);
 }
+// log(exp(x) + exp(y)) without overflow, as PyTorch's
+// _log_add_exp_helper: NaN propagates (std::min/max's argument
+// order), and two equal infinities give x.
+template <typename T>
+LATHE_FN T lathe_log_add_exp(T x, T y) {
+  const T lo = y != y ? y : (y < x ? y : x);
+  const T hi = y != y ? y : (x < y ? y : x);
+  if (lo != hi || lathe_std::isfinite(lo)) {
+    return lathe_std::log1p(lathe_std::exp(lo - hi)) + hi;
+  }
+  return x;
+}
 template <typename T>
 LATHE_FN T lathe_op_sqrt(T a) {
   return lathe_std::sqrt(a);

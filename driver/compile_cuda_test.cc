@@ -468,7 +468,8 @@ def forward(self, x: "f32[s0, s1]"):
     exp = torch.ops.aten.exp.default(mul)
     cumprod = torch.ops.aten.cumprod.default(exp, 1)
     amax = torch.ops.aten.amax.default(cumsum, [1])
-    return (cumsum, cumsum_1, cumprod, amax)
+    logcumsumexp = torch.ops.aten.logcumsumexp.default(x, 1)
+    return (cumsum, cumsum_1, cumprod, amax, logcumsumexp)
 )IR",
                              {Ramp(sizes, 0.11)}, 1e-4);
   }

@@ -1,6 +1,7 @@
 // The non-core ops PyTorch leaves in real graphs: prims.convert_element_type,
 // prims.iota and Inductor's prims.fma; lift_fresh_copy and the new_* factories;
 // masked_fill, tril/triu, logsumexp, std, linalg_vector_norm, cumprod,
+// logcumsumexp,
 // index_add (with their in-place twins); and RegisterInplaceTwins, which gives
 // every functional pointwise op its in-place twin (abs_, eq_.Scalar,
 // pow_.Scalar,
@@ -554,6 +555,55 @@ absl::StatusOr<Value> CumProd(const OpCall& c, bool running) {
   return Value::OfTensor(o);
 }
 
+// ---- logcumsumexp -----------------------------------------------------------
+
+// PyTorch's _log_add_exp_helper(x, y): log(exp(x) + exp(y)) without
+// overflow; NaN propagates, and two equal infinities give x.
+double LogAddExp(double x, double y) {
+  const double lo = std::isnan(y) ? y : std::min(x, y);
+  const double hi = std::isnan(y) ? y : std::max(x, y);
+  if (lo != hi || std::isfinite(lo)) return std::log1p(std::exp(lo - hi)) + hi;
+  return x;
+}
+
+// logcumsumexp(self, dim): log(cumsum(exp(self))) along dim, computed as
+// PyTorch's CPU kernel does (a running LogAddExp from -inf, in double for
+// f32 and f64 and rounded once per element); floating dtypes only; the
+// result contiguous (empty_like(self).contiguous()).
+absl::StatusOr<Value> LogCumSumExp(const OpCall& c, bool running) {
+  const Value& self = c.arg(0);
+  const DType dtype = DTypeOf(self);
+  if (!IsFloatingPoint(dtype)) {
+    return c.Error(
+        absl::StrCat("\"logcumsumexp_out_cpu\" not implemented for '",
+                     ScalarTypeName(dtype), "'"));
+  }
+  const std::vector<Expr> sizes = SizesOf(self);
+  ASSIGN_OR_RETURN(int64_t dim, c.arg(1).AsInt());
+  ASSIGN_OR_RETURN(dim, WrapDim(c, dim, static_cast<int64_t>(sizes.size())));
+  ASSIGN_OR_RETURN(Value out, ResultOrEmpty(c, running, dtype, DeviceOf(self),
+                                            sizes, ContiguousStrides(sizes)));
+  if (!running) return out;
+  const Tensor& x = self.tensor;
+  const Tensor& o = out.tensor;
+  std::vector<int64_t> flat = ::lathe::ContiguousStrides(x.sizes());
+  std::vector<double> acc(x.numel());
+  // f16 and bf16 accumulate in float, as PyTorch's acc_type says.
+  const bool half = dtype == DType::kFloat16 || dtype == DType::kBFloat16;
+  ForEachIndex(x.sizes(), [&](absl::Span<const int64_t> i) {
+    int64_t k = 0;
+    for (size_t d = 0; d < i.size(); ++d) k += i[d] * flat[d];
+    const bool first = x.dim() == 0 || i[dim] == 0;
+    const double prev =
+        first ? -std::numeric_limits<double>::infinity() : acc[k - flat[dim]];
+    double v = LogAddExp(LoadDouble(x, i), prev);
+    if (half) v = static_cast<float>(v);
+    acc[k] = v;
+    StoreDouble(o, i, v);
+  });
+  return out;
+}
+
 // cumprod_(self, dim, *, dtype): cumprod in self's dtype (or `dtype`)
 // written into self (so a bool self is refused unless empty).
 absl::StatusOr<Value> CumProdInplace(const OpCall& c, bool running) {
@@ -783,6 +833,8 @@ absl::Status RegisterExtraOps(OpRegistry& r) {
   RETURN_IF_ERROR(AddOp(
       r, "cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
       CumProd));
+  RETURN_IF_ERROR(
+      AddOp(r, "logcumsumexp(Tensor self, int dim) -> Tensor", LogCumSumExp));
   RETURN_IF_ERROR(AddOp(r,
                         "index_add(Tensor self, int dim, Tensor index, Tensor "
                         "source, *, Scalar alpha=1) -> Tensor",

@@ -481,6 +481,46 @@ TEST(ExtraOpsTest, CumProd) {
               HasSubstr("Dimension out of range"));
 }
 
+// logcumsumexp: values by hand (log(1 + 1) = log 2, ...), the infinities
+// and NaN as PyTorch's _log_add_exp_helper gives them, no overflow at 1000,
+// a contiguous result, f32 computed in double, and PyTorch's refusals.
+TEST(ExtraOpsTest, LogCumSumExp) {
+  const std::string op = "aten.logcumsumexp.default";
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor t = RunT(op, {V(T({2, 3}, {0, 0, 0, 1000, 1000, -inf})), I(1)});
+  EXPECT_EQ(t.dtype(), DType::kFloat32);
+  // (f32 rounds 1000 + log 2 to within 3e-5.)
+  ExpectSame(Elements(t),
+             {0, std::log(2.0), std::log(3.0), 1000, 1000 + std::log(2.0),
+              1000 + std::log(2.0)},
+             1e-4);
+  Tensor d0 = RunT(op, {V(T({2, 2}, {0, 1, 0, 1}, DType::kFloat64)), I(-2)});
+  ExpectSame(Elements(d0), {0, 1, std::log(2.0), 1 + std::log(2.0)}, 1e-15);
+  // -inf stays -inf, +inf then anything is +inf, NaN propagates.
+  Tensor edge = RunT(
+      op, {V(T({3, 3}, {-inf, -inf, 0, inf, inf, -inf, 1, NAN, 2})), I(1)});
+  std::vector<double> e = Elements(edge);
+  EXPECT_EQ(e[0], -inf);
+  EXPECT_EQ(e[1], -inf);
+  EXPECT_EQ(e[2], 0);
+  EXPECT_EQ(e[3], inf);
+  EXPECT_EQ(e[4], inf);
+  EXPECT_EQ(e[5], inf);
+  EXPECT_EQ(e[6], 1);
+  EXPECT_TRUE(std::isnan(e[7]));
+  EXPECT_TRUE(std::isnan(e[8]));
+  // A 0-d input is itself.
+  ExpectSame(Elements(RunT(op, {V(T({}, {-3})), I(0)})), {-3});
+  // torch: a transposed input gives a contiguous result.
+  Tensor x = RunT(op, {V(Transposed()), I(0)});
+  EXPECT_THAT(x.strides(), ElementsAre(3, 1));
+  EXPECT_EQ(RunError(op, {V(T({2}, {1, 2}, DType::kInt64)), I(0)}),
+            "aten.logcumsumexp.default: \"logcumsumexp_out_cpu\" not "
+            "implemented for 'Long'");
+  EXPECT_THAT(RunError(op, {V(T({2}, {1, 2})), I(1)}),
+              HasSubstr("Dimension out of range"));
+}
+
 // ---- index_add --------------------------------------------------------------
 
 TEST(ExtraOpsTest, IndexAdd) {

@@ -163,10 +163,15 @@ class Emitter {
         EmitCombine(k, i, indent, out);
         return;
       case ScalarOp::Kind::kScan:
-        absl::StrAppend(
-            out, indent, "acc", i,
-            op.reduce == ReduceKind::kProd ? " *= " : " += ", arg(0), ";\n",
-            indent, "const ", t, " v", i, " = acc", i, ";\n");
+        if (op.reduce == ReduceKind::kLogAddExp) {
+          absl::StrAppend(out, indent, "acc", i, " = lathe_log_add_exp(",
+                          arg(0), ", acc", i, ");\n");
+        } else {
+          absl::StrAppend(
+              out, indent, "acc", i,
+              op.reduce == ReduceKind::kProd ? " *= " : " += ", arg(0), ";\n");
+        }
+        absl::StrAppend(out, indent, "const ", t, " v", i, " = acc", i, ";\n");
         return;
       default:
         LATHE_CHECK(false) << "EmitScalarOp emits op " << i;
@@ -221,6 +226,9 @@ class Emitter {
         absl::StrAppend(out, indent, "bs", i, " += ", v, " - bk", i, ";\n");
         return;
       case ReduceKind::kWelfordM2:  // from the mean op's accumulator
+        return;
+      case ReduceKind::kLogAddExp:  // a scan's (EmitScalarOp)
+        LATHE_CHECK(false) << "logaddexp is a scan, not a reduction";
         return;
     }
   }

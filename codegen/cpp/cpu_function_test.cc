@@ -573,6 +573,45 @@ def forward(self, x: "f32[4, 1000][1000, 1]cpu", y: "f64[3, 257][257, 1]cpu", z:
   EXPECT_TRUE(std::isnan(got.outputs[5].tensor.GetDouble({0})));
 }
 
+// logcumsumexp compiled, against the interpreter, along either dimension
+// of a row of infinities, NaN and large values (no overflow: 1000 + log 2),
+// f32 accumulated in double and f64.
+TEST(CpuFunctionTest, LogcumsumexpMatchesTheInterpreter) {
+  constexpr char kText[] = R"IR(
+def forward(self, x: "f32[3, 5][5, 1]cpu", y: "f64[2, 300][300, 1]cpu"):
+    logcumsumexp = torch.ops.aten.logcumsumexp.default(x, 1)
+    logcumsumexp_1 = torch.ops.aten.logcumsumexp.default(x, 0)
+    logcumsumexp_2 = torch.ops.aten.logcumsumexp.default(y, -1)
+    return (logcumsumexp, logcumsumexp_1, logcumsumexp_2)
+)IR";
+  ASSERT_OK_AND_ASSIGN(Compiled c, CompileGraph(kText));
+  EXPECT_THAT(c.function->scheduled(), HasSubstr("scan logaddexp"));
+  const double inf = std::numeric_limits<double>::infinity();
+  const double row[3][5] = {{-inf, -inf, 0, inf, inf},
+                            {1000, 1000, -2, NAN, 3},
+                            {0.5, -0.25, 7, 1e-3, -inf}};
+  Tensor x = *Tensor::Empty({3, 5}, DType::kFloat32);
+  for (int64_t r = 0; r < 3; ++r) {
+    for (int64_t k = 0; k < 5; ++k) x.SetDouble({r, k}, row[r][k]);
+  }
+  Tensor y = *Tensor::Empty({2, 300}, DType::kFloat64);
+  for (int64_t r = 0; r < 2; ++r) {
+    for (int64_t k = 0; k < 300; ++k) {
+      y.SetDouble({r, k}, static_cast<double>(k * 37 % 101) / 7 - r);
+    }
+  }
+  std::vector<ir::Value> in = {ir::Value::OfTensor(x), ir::Value::OfTensor(y)};
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, c.function->Run(in));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*c.graph, in));
+  ExpectSameOutputs(got, want, 1e-6);
+  // By hand: log(e^1000 + e^1000) = 1000 + log 2; then NaN for the rest.
+  EXPECT_NEAR(got.outputs[0].tensor.GetDouble({1, 1}), 1000 + std::log(2.0),
+              1e-3);
+  EXPECT_TRUE(std::isnan(got.outputs[0].tensor.GetDouble({1, 4})));
+  EXPECT_EQ(got.outputs[0].tensor.GetDouble({0, 1}), -inf);
+  EXPECT_EQ(got.outputs[0].tensor.GetDouble({0, 4}), inf);
+}
+
 // masked_scatter and upsample_nearest2d compiled, against the interpreter
 // on the same inputs: x = 0..11 as [3, 4], mask true at every third
 // element, source 100, 101, ...

@@ -486,6 +486,8 @@ class Emitter {
       case ReduceKind::kWelfordMean:
       case ReduceKind::kWelfordM2:
         return "lathe_red_welford{}";
+      case ReduceKind::kLogAddExp:
+        return "lathe_red_log_add_exp{}";
     }
     return "";
   }

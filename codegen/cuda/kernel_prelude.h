@@ -63,6 +63,12 @@ struct lathe_red_sum {
     return lathe_op_add(a, b);
   }
 };
+struct lathe_red_log_add_exp {
+  template <typename T>
+  LATHE_FN_MEMBER T operator()(T a, T b) const {
+    return lathe_log_add_exp(a, b);
+  }
+};
 struct lathe_red_prod {
   template <typename T>
   LATHE_FN_MEMBER T operator()(T a, T b) const {

@@ -1,6 +1,6 @@
 // The reduction family's lowering rules: sum/prod/mean/amax/amin/max/min,
 // argmax/argmin, any/all, var/var_mean (Welford), vector norms and cdist
-// (p-norms), and the scans cumsum/cumprod.
+// (p-norms), and the scans cumsum/cumprod/logcumsumexp.
 
 #include <algorithm>
 #include <cmath>
@@ -206,8 +206,10 @@ absl::StatusOr<NodeValue> LowerVarMean(Lowerer& L, const Call& c) {
       {TensorValue(vm_boxes.first), TensorValue(vm_boxes.second)});
 }
 
-// cumsum / cumprod(self, dim, dtype): per position of the other dims, a
-// scan along dim in the result's compute type, stored as the meta says.
+// cumsum / cumprod(self, dim, dtype) / logcumsumexp(self, dim): per
+// position of the other dims, a scan along dim in the result's compute type
+// (logcumsumexp's f32 in double, as PyTorch's CPU kernel), stored as the
+// meta says.
 LowerFn ScanFn(ReduceKind kind) {
   return [kind](Lowerer& L, const Call& c) -> absl::StatusOr<NodeValue> {
     const TensorMeta& m = OutMeta(L, c);
@@ -229,6 +231,10 @@ LowerFn ScanFn(ReduceKind kind) {
     }
     KernelBuilder kb(&k);
     DType acc = ComputeDType(m.dtype);
+    if (kind == ReduceKind::kLogAddExp && acc == DType::kFloat32 &&
+        m.dtype == DType::kFloat32) {
+      acc = DType::kFloat64;
+    }
     ASSIGN_OR_RETURN(int v, x.load(kb, idx));
     ScalarOp scan;
     scan.kind = ScalarOp::Kind::kScan;
@@ -273,6 +279,7 @@ void RegisterReductions(LoweringTable& T) {
   T.Add(Op("aten._cdist_forward.default"), LowerCdist);
   T.Add(Op("aten.cumsum.default"), ScanFn(ReduceKind::kSum));
   T.Add(Op("aten.cumprod.default"), ScanFn(ReduceKind::kProd));
+  T.Add(Op("aten.logcumsumexp.default"), ScanFn(ReduceKind::kLogAddExp));
 }
 
 }  // namespace lathe::codegen::lower

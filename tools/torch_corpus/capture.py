@@ -220,6 +220,11 @@ def _(x):
     return x.cumsum(1), x.cumprod(0), torch.cumsum(x, -1, dtype=torch.float64)
 
 
+@program("logcumsumexp")(lambda: [rnd(3, 4, lo=-3.0, hi=3.0) * torch.tensor([1.0, 1.0, 400.0, 1.0])])
+def _(x):
+    return torch.logcumsumexp(x, 1), x.logcumsumexp(0), torch.logcumsumexp(x.double(), -1)
+
+
 @program("sort_topk")(lambda: [torch.randperm(20).reshape(4, 5).float()])
 def _(x):
     s = torch.sort(x, 1)
@@ -620,6 +625,11 @@ def _(x):
     return (torch.cumsum(x, 1), torch.cumprod(x, 1), x.amax(1), x.max(0)[0],
             x.norm(dim=1), x.var(1), x.std(0), x.prod(1), x.abs().mean(), x.clamp(-0.5, 0.5), x.flip(0).roll(1, 1),
             torch.cat([x, x * 2]).gather(0, torch.tensor([[0, 1, 2, 3, 4]])), x.topk(2, 1)[0], x.sort(1)[0])
+
+
+@program("train_logcumsumexp", modes=TRAIN_DYN)(lambda: [rnd(3, 5, lo=-2.0, hi=2.0)])
+def _(x):
+    return (torch.logcumsumexp(x, 1), torch.logcumsumexp(x * 2, 0))
 
 
 @program("train_pools_and_resampling", modes=TRAIN)(lambda: [rnd(2, 3, 6, 6)])
