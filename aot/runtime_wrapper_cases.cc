@@ -75,6 +75,14 @@ def forward(self, a: "f32[3, 4][4, 1]cpu"):
     return (view,)
 )",
          {{2, 2}}},
+        // A view of the input as another dtype: the wrapper's view keeps
+        // the view's dtype (i32 over f32's bits), not the input's.
+        {"input_output_view_dtype",
+         R"(def forward(self, a: "f32[2, 2][2, 1]cpu"):
+    view = torch.ops.aten.view.dtype(a, torch.int32)
+    return (view,)
+)",
+         {{2, 2}}},
         {"input_mutation_and_output_view",
          R"(# lathe: requires_grad a
 # lathe: non_leaf a

@@ -36,6 +36,7 @@ TEST(RuntimeWrapperCodegenTest, GeneratedSourceDoesWhatThePlanDoes) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t k = 0; k < got.size(); ++k) {
       const Tensor &w = want[k], &o = got[k];
+      EXPECT_EQ(o.dtype(), w.dtype()) << "output " << k;
       EXPECT_EQ(o.sizes(), w.sizes()) << "output " << k;
       EXPECT_EQ(o.strides(), w.strides()) << "output " << k;
       EXPECT_EQ(o.storage_offset(), w.storage_offset()) << "output " << k;
@@ -53,7 +54,7 @@ TEST(RuntimeWrapperCodegenTest, GeneratedSourceDoesWhatThePlanDoes) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 13);
+  EXPECT_EQ(checked, 14);
 }
 
 // An argument list for a subclass case: pairs of 4x4 tensors (5x4 for a
