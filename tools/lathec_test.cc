@@ -1040,9 +1040,9 @@ TEST(LathecCudaTest, RunAndArtifactOnTheEmulatedDevice) {
                         "manifest.txt"));
   LathecResult a = run({"run", "--artifact", dir}, "cu_art");
   ASSERT_EQ(a.status, 0) << a.output;
-  for (const std::string& file : {"out0.npy", "mutated/param.npy"}) {
+  for (const std::string file : {"out0.npy", "mutated/param.npy"}) {
     Tensor w = *ReadNpy(TestTmpPath("cu_interp/" + file));
-    for (const std::string& d : {"cu_run/", "cu_art/"}) {
+    for (const std::string d : {"cu_run/", "cu_art/"}) {
       Tensor g = *ReadNpy(TestTmpPath(d + file));
       EXPECT_EQ(g.ToString(), w.ToString()) << d << file;
       ForEachIndex(w.sizes(), [&](absl::Span<const int64_t> i) {
