@@ -13,7 +13,9 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -407,6 +409,44 @@ TEST(ScalarPreludeTest, WhereMatchesTheInterpreter) {
                                         static_cast<float>(columns[1][i]),
                                         static_cast<float>(columns[2][i]));
     EXPECT_TRUE(Same(got, want[i], 0, 0)) << i;
+  }
+}
+
+// lathe_log_add_exp(x, acc), logcumsumexp's scan step, against the
+// interpreter's logcumsumexp over rows [acc, x] (its second element is
+// that step, the first being acc itself) for every pair of edge values, at
+// f64 and f32 (the f32 row computed in double and rounded once, as both
+// the interpreter and the lowering do).
+TEST(ScalarPreludeTest, LogAddExpMatchesTheInterpretersLogcumsumexp) {
+  std::vector<std::pair<double, double>> pairs;
+  for (double acc : kFloats) {
+    for (double x : kFloats) pairs.push_back({acc, x});
+  }
+  const int64_t n = static_cast<int64_t>(pairs.size());
+  for (const Typed& type :
+       {Typed{"f64", DType::kFloat64}, Typed{"f32", DType::kFloat32}}) {
+    SCOPED_TRACE(type.annotation);
+    const std::string text =
+        absl::StrCat("def forward(self, a: \"", type.annotation, "[", n,
+                     ", 2][2, 1]cpu\"):\n"
+                     "    r = torch.ops.aten.logcumsumexp.default(a, 1)\n"
+                     "    return (r,)\n");
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));
+    Tensor t = Tensor::Empty({n, 2}, type.dtype).value();
+    for (int64_t i = 0; i < n; ++i) {
+      t.SetDouble({i, 0}, pairs[i].first);
+      t.SetDouble({i, 1}, pairs[i].second);
+    }
+    ASSERT_OK_AND_ASSIGN(ir::Interpretation r,
+                         ir::Interpret(*g, {ir::Value::OfTensor(t)}));
+    for (int64_t i = 0; i < n; ++i) {
+      // The row's first element, as stored: the scan's accumulator.
+      const double acc = t.GetDouble({i, 0}), x = t.GetDouble({i, 1});
+      double got = ::lathe_log_add_exp<double>(x, acc);
+      if (type.dtype == DType::kFloat32) got = static_cast<float>(got);
+      EXPECT_TRUE(Same(got, r.outputs[0].tensor.GetDouble({i, 1}), 0x1p-52, 1))
+          << "acc " << acc << ", x " << x;
+    }
   }
 }
 
