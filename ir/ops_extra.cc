@@ -1,12 +1,11 @@
 // The non-core ops PyTorch leaves in real graphs: prims.convert_element_type,
 // prims.iota and Inductor's prims.fma; lift_fresh_copy and the new_* factories;
 // masked_fill, tril/triu, logsumexp, std, linalg_vector_norm, cumprod,
-// logcumsumexp,
-// index_add (with their in-place twins); and RegisterInplaceTwins, which gives
-// every functional pointwise op its in-place twin (abs_, eq_.Scalar,
-// pow_.Scalar,
-// ...) in one place. Reductions compute in double and round once to the
-// result dtype; results are contiguous where PyTorch allocates them so.
+// logcumsumexp, index_add (with their in-place twins); and
+// RegisterInplaceTwins, which gives every functional pointwise op its
+// in-place twin (abs_, eq_.Scalar, pow_.Scalar, ...) in one place.
+// Reductions compute in double and round once to the result dtype; results
+// are contiguous where PyTorch allocates them so.
 
 #include <algorithm>
 #include <cmath>

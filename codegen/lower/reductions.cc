@@ -231,8 +231,7 @@ LowerFn ScanFn(ReduceKind kind) {
     }
     KernelBuilder kb(&k);
     DType acc = ComputeDType(m.dtype);
-    if (kind == ReduceKind::kLogAddExp && acc == DType::kFloat32 &&
-        m.dtype == DType::kFloat32) {
+    if (kind == ReduceKind::kLogAddExp && m.dtype == DType::kFloat32) {
       acc = DType::kFloat64;
     }
     ASSIGN_OR_RETURN(int v, x.load(kb, idx));
