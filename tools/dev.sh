@@ -6,12 +6,16 @@
 #   bash tools/dev.sh main   # build everything, run lathec on the example graph
 #   bash tools/dev.sh test   # the whole test suite; ends with "N passed, N failed"
 #
-# The test job runs, in order: every test target (`bazel test //...`), every
-# test target again under AddressSanitizer + UndefinedBehaviorSanitizer
-# (--config=sanitizers; skip with LATHE_SKIP_SANITIZERS=1), the tests tagged
-# `threads` under ThreadSanitizer (--config=tsan; skipped with them), and the
-# consumer workspace in tools/consumer_example, which takes lathe as a
-# dependency and calls an artifact `lathec compile` writes for it.
+# The test job runs, in order: a plain build of every target, running the
+# tests tagged `plain` (the big corpora and random-program tests in full,
+# and what sanitized builds leave out) and `python`; every test target under
+# AddressSanitizer + UndefinedBehaviorSanitizer (--config=sanitizers, the big
+# corpora as a fixed sample); the tests tagged `threads` under
+# ThreadSanitizer (--config=tsan); and the consumer workspace in
+# tools/consumer_example, which takes lathe as a dependency and calls an
+# artifact `lathec compile` writes for it. So every test runs, the untagged
+# ones once, under the sanitizers. LATHE_SKIP_SANITIZERS=1 skips both
+# sanitizer passes and runs every test in the plain pass instead.
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -157,16 +161,29 @@ job_main() {
   log "outputs are in $out"
 }
 
+# sanitizer_only_tests: the test targets the plain pass leaves to the
+# sanitizer pass, one per line: those tagged neither `plain` nor `python`.
+sanitizer_only_tests() {
+  bazel query --noshow_progress \
+    'kind("_test rule", //...) except attr(tags, "\bplain\b|\bpython\b", //...)'
+}
+
 job_test() {
-  local start
-  run_tests "all tests" 1200 "$ROOT" //...
+  local start skip=()
+  if [ "${LATHE_SKIP_SANITIZERS:-0}" != 1 ]; then
+    mapfile -t skip < <(sanitizer_only_tests 2>/dev/null)
+    ((${#skip[@]})) || log "bazel query found no sanitizer-only tests: the plain pass runs them all"
+  fi
+  # Every target built (lathec, the Python package, the benchmarks); the
+  # tests of `skip` neither built nor run here.
+  run_tests "plain build, plain tests" 900 "$ROOT" -- //... "${skip[@]/#/-}"
   if [ "${LATHE_SKIP_SANITIZERS:-0}" != 1 ]; then
     # Under the sanitizers the big corpora run a fixed sample
     # (LATHE_TEST_SAMPLE in .bazelrc, testing/sample.h).
-    # Only what the tests need: the plain pass above built everything.
+    # Only what the tests need: the plain pass above built everything else.
     # Not the Python package's tests (tag python): a sanitized module cannot
     # be loaded into an interpreter that was not built with the sanitizers.
-    run_tests "all tests under asan+ubsan" 1020 "$ROOT" --config=sanitizers \
+    run_tests "all tests under asan+ubsan" 1320 "$ROOT" --config=sanitizers \
       --build_tests_only --test_tag_filters=-python //...
     run_tests "threaded tests under tsan" 240 "$ROOT" --config=tsan \
       --build_tests_only --test_tag_filters=threads //...
