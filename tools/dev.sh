@@ -106,9 +106,9 @@ stage_done() {
 
 # print_stages: each stage's time and budget. The budgets add up to CI's
 # 45 minutes from a cold cache on a 2-core machine; a stage past its budget
-# is marked, so growth shows before CI's hard limit. On the slower 2-core
-# machines CI has had since session 46 (AMD EPYC) the job takes about an hour
-# (README.md, "Two commands"), so both big stages are marked there.
+# is marked, so growth shows before CI's hard limit. The 2-core machines CI
+# has had differ by about 2x: the same commit took 31 min on one and 59 on
+# another (README.md, "Two commands").
 print_stages() {
   local entry label secs budget total=0
   printf '%-34s %8s %8s\n' "stage" "seconds" "budget"
