@@ -73,17 +73,36 @@ ensure_packages() {
 # Without it (no pip, no network) those tests are not defined, and this says
 # so in one line; the rest of the suite never needs torch.
 readonly TORCH_PIN=torch==2.15.0
+
+# reconfigure_torch: a Bazel server that configured the local_torch
+# repository before torch was installed (`dev.sh main` first, or a pip
+# install since) keeps it so: the package's targets would stay undefined and
+# its tests silently absent. Bazel evaluates a local repository again when
+# its server restarts.
+reconfigure_torch() {
+  local base
+  base=$(cd "$ROOT" && bazel info output_base 2>/dev/null) || return 0
+  if grep -q '^TORCH_FOUND = False' "$base/external/local_torch/torch_config.bzl" 2>/dev/null; then
+    log "torch is installed now: restarting Bazel to configure the Python package"
+    (cd "$ROOT" && bazel shutdown) >/dev/null 2>&1
+  fi
+  return 0
+}
 ensure_torch() {
   local python
   python=$(command -v "${LATHE_PYTHON:-python3}") || {
     log "no python3: the Python package's tests are skipped"
     return 0
   }
-  "$python" -c 'import torch' >/dev/null 2>&1 && return 0
+  if "$python" -c 'import torch' >/dev/null 2>&1; then
+    reconfigure_torch
+    return 0
+  fi
   local start=$SECONDS
   log "installing $TORCH_PIN for $python (the Python package's tests)"
   if timeout 900 "$python" -m pip install -q "$TORCH_PIN" numpy >/dev/null 2>&1; then
     log "installed $TORCH_PIN in $((SECONDS - start)) s"
+    reconfigure_torch
   else
     log "could not install $TORCH_PIN with pip: the Python package's tests are skipped"
   fi
