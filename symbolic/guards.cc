@@ -809,6 +809,16 @@ std::string GuardSet::Describe(int i) const {
                         ")");
   }
   Expr e = exprs_[i];
+  // A bool argument's guard as Python writes it: "a2 == True", not "== 1"
+  // (guards compare a bool as the number 0 or 1).
+  if (g.fast == Fast::kSourceEqConst &&
+      g.source.kind == Source::Kind::kScalar && g.source.input >= 0 &&
+      g.source.input < static_cast<int>(input_shapes_.size()) &&
+      input_shapes_[g.source.input].first == InputSpec::Kind::kBool &&
+      (g.lo == 0 || g.lo == 1)) {
+    return absl::StrCat(g.source.ToString(),
+                        " == ", g.lo == 1 ? "True" : "False");
+  }
   if (g.fast == Fast::kSlotInRange) {
     std::string sym = slot_sources_[g.slot].ToString();
     std::string lo = g.lo != std::numeric_limits<int64_t>::min()

@@ -151,7 +151,14 @@ TEST(GuardsTest, NoneAndBoolInputsKeepTheOthersGuards) {
   EXPECT_FALSE(g.Check(in(GuardInput::None(), GuardInput::Tensor(four, one),
                           GuardInput::Bool(false)),
                        &failed));
-  EXPECT_EQ(g.Describe(failed), "a2 == 1");
+  EXPECT_EQ(g.Describe(failed), "a2 == True");
+  GuardSet when_false = *ProduceGuards(
+      env, {InputSpec::None(), x, InputSpec::Scalar(Bool(false))});
+  EXPECT_FALSE(
+      when_false.Check(in(GuardInput::None(), GuardInput::Tensor(four, one),
+                          GuardInput::Bool(true)),
+                       &failed));
+  EXPECT_EQ(when_false.Describe(failed), "a2 == False");
   EXPECT_TRUE(g.Check(in(GuardInput::Float(0.5), GuardInput::Tensor(four, one),
                          GuardInput::Bool(true))));
   // Another kind where the bool or the tensor's rank was: no guard is
