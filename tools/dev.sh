@@ -188,8 +188,9 @@ sanitizer_only_tests() {
 }
 
 job_test() {
-  local start skip=()
-  if [ "${LATHE_SKIP_SANITIZERS:-0}" != 1 ]; then
+  local start skip=() sanitize=1
+  [ "${LATHE_SKIP_SANITIZERS:-0}" = 1 ] && sanitize=0
+  if ((sanitize)); then
     mapfile -t skip < <(sanitizer_only_tests 2>/dev/null)
     ((${#skip[@]})) || log "bazel query found no sanitizer-only tests: the plain pass runs them all"
   fi
@@ -202,7 +203,7 @@ job_test() {
   log "the plain pass leaves ${#skip[@]} tests to the sanitizer pass"
   run_tests "plain build, plain tests" 1200 "$ROOT" \
     --target_pattern_file="$patterns"
-  if [ "${LATHE_SKIP_SANITIZERS:-0}" != 1 ]; then
+  if ((sanitize)); then
     # Under the sanitizers the big corpora run a fixed sample
     # (LATHE_TEST_SAMPLE in .bazelrc, testing/sample.h).
     # Only what the tests need: the plain pass above built everything else.
