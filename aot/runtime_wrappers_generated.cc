@@ -19,7 +19,12 @@
 #include <cuda/std/limits>
 using cuda::std::int64_t;
 namespace std {
-// std::max<T>({a, b, ...}) and std::min: the first largest (smallest).
+// std::max<T>({a, b, ...}), std::max<T>(a, b) and std::min: the first
+// largest (smallest).
+template <typename T>
+__device__ __forceinline__ T max(T a, T b) { return a < b ? b : a; }
+template <typename T>
+__device__ __forceinline__ T min(T a, T b) { return b < a ? b : a; }
 template <typename T>
 __device__ __forceinline__ T max(std::initializer_list<T> l) {
   const T* p = l.begin();

@@ -311,10 +311,13 @@ class CppPrinter {
       case ExprKind::kMax: {
         std::vector<std::string> parts;
         for (Expr a : e.args()) parts.push_back(Print(a));
+        // Two terms without a list: GCC vectorizes no loop that builds
+        // an initializer_list.
+        bool two = parts.size() == 2;
         return absl::StrCat(
             e.kind() == ExprKind::kMin ? "std::min" : "std::max",
-            e.is_int() ? "<int64_t>" : "<double>", "({",
-            absl::StrJoin(parts, ", "), "})");
+            e.is_int() ? "<int64_t>" : "<double>", two ? "(" : "({",
+            absl::StrJoin(parts, ", "), two ? ")" : "})");
       }
       case ExprKind::kIntTrueDiv:
         return absl::StrCat("(static_cast<double>(", Print(e.arg(0)),
@@ -407,7 +410,12 @@ absl::string_view CppPrelude() {
 #include <cuda/std/limits>
 using cuda::std::int64_t;
 namespace std {
-// std::max<T>({a, b, ...}) and std::min: the first largest (smallest).
+// std::max<T>({a, b, ...}), std::max<T>(a, b) and std::min: the first
+// largest (smallest).
+template <typename T>
+__device__ __forceinline__ T max(T a, T b) { return a < b ? b : a; }
+template <typename T>
+__device__ __forceinline__ T min(T a, T b) { return b < a ? b : a; }
 template <typename T>
 __device__ __forceinline__ T max(std::initializer_list<T> l) {
   const T* p = l.begin();

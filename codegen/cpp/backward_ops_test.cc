@@ -2,75 +2,14 @@
 // rewrites the ones the backend does not lower, and each graph's outputs
 // match the interpreter's on the graph as written.
 
-#include <cmath>
-#include <memory>
-#include <string>
-#include <vector>
-
-#include "codegen/cpp/cpu_function.h"
 #include "codegen/cpp/cpu_testing.h"
 #include "gtest/gtest.h"
-#include "ir/graph_text.h"
-#include "ir/interpreter.h"
-#include "ir/shape_prop.h"
-#include "passes/default_pipeline.h"
-#include "passes/pass.h"
-#include "passes/pipeline.h"
-#include "runtime/tensor.h"
-#include "symbolic/shape_env.h"
-#include "testing/status_matchers.h"
 
 namespace lathe::codegen {
 namespace {
 
-// `text` through the default pass pipeline (decompose rewrites the backward
-// ops the backend does not lower), compiled, and run against the
-// interpreter on the graph as written: every input element k of
-// placeholder p is 2 sin(0.7 k + p) (floats) or 3 k + p (integers), and
-// each output must match within tol * (|want| + 1), laid out as the
-// interpreter lays it out. Checks that no call of
-// `op` is left after the passes.
-void ExpectCompiledBackwardMatches(const char* text, const std::string& op,
-                                   double tol = 1e-4) {
-  SCOPED_TRACE(text);
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));
-  symbolic::ShapeEnv env;
-  ASSERT_OK(ir::PropagateShapes(*g, env));
-  std::unique_ptr<ir::Graph> reference = g->Clone();
-  passes::PassPipeline pipeline = passes::DefaultPipeline();
-  passes::PassContext ctx(env);
-  ASSERT_OK(pipeline.Run(*g, ctx).status());
-  std::string after = ir::PrintGraph(*g);
-  EXPECT_EQ(after.find(op), std::string::npos) << after;
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f, CompileCpu(*g, env));
-  std::vector<ir::Value> in;
-  int p = 0;
-  for (const ir::Node* n : reference->Placeholders()) {
-    const ir::TensorMeta& m = n->meta().tensor;
-    std::vector<int64_t> sizes, strides;
-    for (const symbolic::Expr& e : m.sizes) sizes.push_back(e.int_value());
-    for (const symbolic::Expr& e : m.strides) strides.push_back(e.int_value());
-    Tensor t = *Tensor::EmptyStrided(sizes, strides, m.dtype);
-    int64_t k = 0;
-    ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
-      t.SetDouble(i, IsFloatingPoint(m.dtype) ? 2 * std::sin(0.7 * k + p)
-                                              : 3.0 * k + p);
-      ++k;
-    });
-    in.push_back(ir::Value::OfTensor(t));
-    ++p;
-  }
-  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, f->Run(in));
-  ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*reference, in));
-  ExpectSameOutputs(got, want, tol);
-  for (size_t k = 0; k < got.outputs.size() && k < want.outputs.size(); ++k) {
-    EXPECT_EQ(got.outputs[k].tensor.strides(), want.outputs[k].tensor.strides())
-        << "output " << k;
-  }
-}
-
 TEST(CpuFunctionTest, LayerNormBackward) {
-  ExpectCompiledBackwardMatches(R"IR(
+  ExpectPipelineCompiledMatches(R"IR(
 def forward(self, x: "f32[4, 3, 16][48, 16, 1]cpu", w: "f32[16][1]cpu", b: "f32[16][1]cpu", dy: "f32[4, 3, 16][48, 16, 1]cpu"):
     ln = torch.ops.aten.native_layer_norm.default(x, [16], w, b, 1e-05)
     mean = ln[1]
@@ -85,7 +24,7 @@ def forward(self, x: "f32[4, 3, 16][48, 16, 1]cpu", w: "f32[16][1]cpu", b: "f32[
 }
 
 TEST(CpuFunctionTest, GroupNormBackward) {
-  ExpectCompiledBackwardMatches(R"IR(
+  ExpectPipelineCompiledMatches(R"IR(
 def forward(self, x: "f32[2, 6, 3, 4][72, 12, 4, 1]cpu", w: "f32[6][1]cpu", dy: "f32[2, 6, 3, 4][72, 12, 4, 1]cpu"):
     gn = torch.ops.aten.native_group_norm.default(x, w, None, 2, 6, 12, 3, 1e-05)
     mean = gn[1]
@@ -101,7 +40,7 @@ def forward(self, x: "f32[2, 6, 3, 4][72, 12, 4, 1]cpu", w: "f32[6][1]cpu", dy: 
 
 // Indices 3 k (mod 5) repeat; padding_idx and scale_grad_by_freq.
 TEST(CpuFunctionTest, EmbeddingDenseBackward) {
-  ExpectCompiledBackwardMatches(R"IR(
+  ExpectPipelineCompiledMatches(R"IR(
 def forward(self, g: "f32[3, 4, 6][24, 6, 1]cpu", r: "i64[3, 4][4, 1]cpu"):
     i = torch.ops.aten.remainder.Scalar(r, 5)
     a = torch.ops.aten.embedding_dense_backward.default(g, i, 7, -1, False)
@@ -115,7 +54,7 @@ def forward(self, g: "f32[3, 4, 6][24, 6, 1]cpu", r: "i64[3, 4][4, 1]cpu"):
 // fast path (offset2bag rebuilt) with per_sample_weights and their
 // gradient, mean with scale_grad_by_freq, max with padding_idx.
 TEST(CpuFunctionTest, EmbeddingBagBackward) {
-  ExpectCompiledBackwardMatches(R"IR(
+  ExpectPipelineCompiledMatches(R"IR(
 def forward(self, w: "f32[7, 3][3, 1]cpu", r: "i64[9][1]cpu", s: "f32[9][1]cpu", g: "f32[5, 3][3, 1]cpu"):
     i = torch.ops.aten.remainder.Scalar(r, 7)
     a = torch.ops.aten.arange.default(5, dtype = torch.int64)
@@ -146,7 +85,7 @@ def forward(self, w: "f32[7, 3][3, 1]cpu", r: "i64[9][1]cpu", s: "f32[9][1]cpu",
 // the grid reaches past the input (2 sin(.) spans [-2, 2]). Nearest's
 // (zero) grid gradient is contiguous for a transposed grid, as PyTorch's.
 TEST(CpuFunctionTest, GridSampler2dBackward) {
-  ExpectCompiledBackwardMatches(R"IR(
+  ExpectPipelineCompiledMatches(R"IR(
 def forward(self, x: "f32[2, 3, 4, 5][60, 20, 5, 1]cpu", g: "f32[2, 6, 7, 2][84, 14, 2, 1]cpu", go: "f32[2, 3, 6, 7][126, 42, 7, 1]cpu", h: "f32[2, 7, 6, 2][84, 12, 2, 1]cpu"):
     a = torch.ops.aten.grid_sampler_2d_backward.default(go, x, g, 0, 2, True, [True, True])
     a_0 = a[0]
@@ -165,7 +104,7 @@ def forward(self, x: "f32[2, 3, 4, 5][60, 20, 5, 1]cpu", g: "f32[2, 6, 7, 2][84,
 }
 
 TEST(CpuFunctionTest, MaxPool2dWithIndicesBackward) {
-  ExpectCompiledBackwardMatches(R"IR(
+  ExpectPipelineCompiledMatches(R"IR(
 def forward(self, x: "f32[2, 3, 9, 8][216, 72, 8, 1]cpu"):
     mp = torch.ops.aten.max_pool2d_with_indices.default(x, [3, 3], [1, 2], [1, 1], [1, 1], True)
     v = mp[0]
@@ -178,7 +117,7 @@ def forward(self, x: "f32[2, 3, 9, 8][216, 72, 8, 1]cpu"):
 }
 
 TEST(CpuFunctionTest, AvgPool2dBackward) {
-  ExpectCompiledBackwardMatches(R"IR(
+  ExpectPipelineCompiledMatches(R"IR(
 def forward(self, x: "f32[2, 3, 9, 8][216, 72, 8, 1]cpu"):
     ap = torch.ops.aten.avg_pool2d.default(x, [3, 3], [2, 2], [1, 1], True, False)
     g = torch.ops.aten.cos.default(ap)
@@ -192,7 +131,7 @@ def forward(self, x: "f32[2, 3, 9, 8][216, 72, 8, 1]cpu"):
 }
 
 TEST(CpuFunctionTest, AvgPool3dBackward) {
-  ExpectCompiledBackwardMatches(R"IR(
+  ExpectPipelineCompiledMatches(R"IR(
 def forward(self, x: "f32[2, 3, 5, 6, 4][360, 120, 24, 4, 1]cpu"):
     ap = torch.ops.aten.avg_pool3d.default(x, [3, 2, 2], [2, 2, 1], [1, 1, 0], True, False)
     g = torch.ops.aten.cos.default(ap)
@@ -204,7 +143,7 @@ def forward(self, x: "f32[2, 3, 5, 6, 4][360, 120, 24, 4, 1]cpu"):
 
 TEST(CpuFunctionTest, MaxPool3dWithIndicesBackward) {
   // A channels-last input: the gradient is channels-last too.
-  ExpectCompiledBackwardMatches(R"IR(
+  ExpectPipelineCompiledMatches(R"IR(
 def forward(self, x: "f32[2, 3, 5, 6, 4][360, 1, 72, 12, 3]cpu"):
     mp = torch.ops.aten.max_pool3d_with_indices.default(x, [3, 2, 2], [2, 1, 2], [1, 1, 0], [1, 2, 1], True)
     v = mp[0]
@@ -217,7 +156,7 @@ def forward(self, x: "f32[2, 3, 5, 6, 4][360, 1, 72, 12, 3]cpu"):
 }
 
 TEST(CpuFunctionTest, Col2Im) {
-  ExpectCompiledBackwardMatches(R"IR(
+  ExpectPipelineCompiledMatches(R"IR(
 def forward(self, x: "f32[2, 18, 12][216, 12, 1]cpu"):
     c = torch.ops.aten.col2im.default(x, [7, 8], [3, 3], [2, 1], [2, 1], [2, 3])
     return (c,)
@@ -226,7 +165,7 @@ def forward(self, x: "f32[2, 18, 12][216, 12, 1]cpu"):
 }
 
 TEST(CpuFunctionTest, AdaptiveAvgPool2dBackward) {
-  ExpectCompiledBackwardMatches(R"IR(
+  ExpectPipelineCompiledMatches(R"IR(
 def forward(self, x: "f32[2, 3, 7, 5][105, 35, 5, 1]cpu"):
     a = torch.ops.aten._adaptive_avg_pool2d.default(x, [4, 3])
     g = torch.ops.aten.cos.default(a)
@@ -241,7 +180,7 @@ def forward(self, x: "f32[2, 3, 7, 5][105, 35, 5, 1]cpu"):
 
 // A strided, padded, grouped convolution and a transposed one.
 TEST(CpuFunctionTest, ConvolutionBackward) {
-  ExpectCompiledBackwardMatches(R"IR(
+  ExpectPipelineCompiledMatches(R"IR(
 def forward(self, x: "f32[2, 4, 7, 6][168, 42, 6, 1]cpu", w: "f32[6, 2, 3, 2][12, 6, 2, 1]cpu", xt: "f32[2, 4, 5, 5][100, 25, 5, 1]cpu", wt: "f32[4, 3, 3, 3][27, 9, 3, 1]cpu"):
     y = torch.ops.aten.convolution.default(x, w, None, [2, 1], [1, 1], [1, 2], False, [0, 0], 2)
     gy = torch.ops.aten.cos.default(y)
@@ -262,7 +201,7 @@ def forward(self, x: "f32[2, 4, 7, 6][168, 42, 6, 1]cpu", w: "f32[6, 2, 3, 2][12
 // Every activation's backward in one graph (their pointwise
 // decompositions fuse into one kernel).
 TEST(CpuFunctionTest, ActivationBackwards) {
-  ExpectCompiledBackwardMatches(R"IR(
+  ExpectPipelineCompiledMatches(R"IR(
 def forward(self, g: "f32[6, 9][9, 1]cpu", x: "f32[6, 9][9, 1]cpu"):
     y = torch.ops.aten.sigmoid.default(x)
     t = torch.ops.aten.tanh.default(x)
@@ -286,7 +225,7 @@ def forward(self, g: "f32[6, 9][9, 1]cpu", x: "f32[6, 9][9, 1]cpu"):
 
 // softmax's backwards, the losses' backwards, nll_loss's (1-d and 2-d).
 TEST(CpuFunctionTest, SoftmaxAndLossBackwards) {
-  ExpectCompiledBackwardMatches(R"IR(
+  ExpectPipelineCompiledMatches(R"IR(
 def forward(self, g: "f32[][]cpu", x: "f32[6, 5][5, 1]cpu", t: "f32[6, 5][5, 1]cpu", x4: "f32[2, 5, 3, 4][60, 12, 4, 1]cpu"):
     y = torch.ops.aten._softmax.default(x, 1, False)
     ly = torch.ops.aten._log_softmax.default(x, 0, False)
@@ -313,7 +252,7 @@ def forward(self, g: "f32[][]cpu", x: "f32[6, 5][5, 1]cpu", t: "f32[6, 5][5, 1]c
 
 // Batch norm's backward in training, after the forward op.
 TEST(CpuFunctionTest, BatchNormBackward) {
-  ExpectCompiledBackwardMatches(R"IR(
+  ExpectPipelineCompiledMatches(R"IR(
 def forward(self, x: "f32[4, 3, 5, 2][30, 10, 2, 1]cpu", w: "f32[3][1]cpu", b: "f32[3][1]cpu", rm: "f32[3][1]cpu", rv: "f32[3][1]cpu", g: "f32[4, 3, 5, 2][30, 10, 2, 1]cpu"):
     bn = torch.ops.aten._native_batch_norm_legit_functional.default(x, w, b, rm, rv, True, 0.1, 1e-05)
     mean = bn[1]
@@ -329,7 +268,7 @@ def forward(self, x: "f32[4, 3, 5, 2][30, 10, 2, 1]cpu", w: "f32[3][1]cpu", b: "
 
 // The CPU flash attention's backward after its forward, causal.
 TEST(CpuFunctionTest, FlashAttentionBackward) {
-  ExpectCompiledBackwardMatches(R"IR(
+  ExpectPipelineCompiledMatches(R"IR(
 def forward(self, q: "f32[2, 2, 4, 8][64, 32, 8, 1]cpu", k: "f32[2, 2, 6, 8][96, 48, 8, 1]cpu", v: "f32[2, 2, 6, 8][96, 48, 8, 1]cpu", g: "f32[2, 2, 4, 8][64, 32, 8, 1]cpu"):
     f = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, True)
     o = f[0]
@@ -345,7 +284,7 @@ def forward(self, q: "f32[2, 2, 4, 8][64, 32, 8, 1]cpu", k: "f32[2, 2, 6, 8][96,
 
 // The pads' backwards, and roll by a negative shift (roll's own backward).
 TEST(CpuFunctionTest, PadBackwardsAndNegativeRoll) {
-  ExpectCompiledBackwardMatches(R"IR(
+  ExpectPipelineCompiledMatches(R"IR(
 def forward(self, x: "f32[1, 2, 4, 5][40, 20, 5, 1]cpu", g: "f32[1, 2, 7, 8][112, 56, 8, 1]cpu"):
     a = torch.ops.aten.reflection_pad2d_backward.default(g, x, [1, 2, 1, 2])
     b = torch.ops.aten.replication_pad2d_backward.default(g, x, [3, 0, 2, 1])

@@ -14,9 +14,15 @@
 #include "codegen/lowering.h"
 #include "codegen/scheduler.h"
 #include "gtest/gtest.h"
+#include "ir/graph_text.h"
 #include "ir/interpreter.h"
+#include "ir/shape_prop.h"
+#include "passes/default_pipeline.h"
+#include "passes/pass.h"
+#include "passes/pipeline.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::codegen {
 
@@ -85,6 +91,47 @@ void ExpectSameOutputs(const ir::Interpretation& got,
             << "output " << k << " element " << i;
       }
     }
+  }
+}
+
+void ExpectPipelineCompiledMatches(const char* text, const std::string& absent,
+                                   double tol) {
+  SCOPED_TRACE(text);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));
+  symbolic::ShapeEnv env;
+  ASSERT_OK(ir::PropagateShapes(*g, env));
+  std::unique_ptr<ir::Graph> reference = g->Clone();
+  passes::PassPipeline pipeline = passes::DefaultPipeline();
+  passes::PassContext ctx(env);
+  ASSERT_OK(pipeline.Run(*g, ctx).status());
+  if (!absent.empty()) {
+    std::string after = ir::PrintGraph(*g);
+    EXPECT_EQ(after.find(absent), std::string::npos) << after;
+  }
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f, CompileCpu(*g, env));
+  std::vector<ir::Value> in;
+  int p = 0;
+  for (const ir::Node* n : reference->Placeholders()) {
+    const ir::TensorMeta& m = n->meta().tensor;
+    std::vector<int64_t> sizes, strides;
+    for (const symbolic::Expr& e : m.sizes) sizes.push_back(e.int_value());
+    for (const symbolic::Expr& e : m.strides) strides.push_back(e.int_value());
+    Tensor t = *Tensor::EmptyStrided(sizes, strides, m.dtype);
+    int64_t k = 0;
+    ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> i) {
+      t.SetDouble(i, IsFloatingPoint(m.dtype) ? 2 * std::sin(0.7 * k + p)
+                                              : 3.0 * k + p);
+      ++k;
+    });
+    in.push_back(ir::Value::OfTensor(t));
+    ++p;
+  }
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, f->Run(in));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*reference, in));
+  ExpectSameOutputs(got, want, tol);
+  for (size_t k = 0; k < got.outputs.size() && k < want.outputs.size(); ++k) {
+    EXPECT_EQ(got.outputs[k].tensor.strides(), want.outputs[k].tensor.strides())
+        << "output " << k;
   }
 }
 

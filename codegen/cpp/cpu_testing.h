@@ -60,6 +60,18 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CompileCpu(
 void ExpectSameOutputs(const ir::Interpretation& got,
                        const ir::Interpretation& want, double tol = 0);
 
+// ExpectPipelineCompiledMatches()
+//
+// `text` through the default pass pipeline, compiled, and run against the
+// interpreter on the graph as written: every input element k of
+// placeholder p is 2 sin(0.7 k + p) (floats) or 3 k + p (integers), and
+// each output must match within tol * (|want| + 1), with the interpreter's
+// strides. Where `absent` is not empty, no call of it may be left after
+// the passes (a decomposed op).
+void ExpectPipelineCompiledMatches(const char* text,
+                                   const std::string& absent = "",
+                                   double tol = 1e-4);
+
 }  // namespace lathe::codegen
 
 #endif  // LATHE_CODEGEN_CPP_CPU_TESTING_H_

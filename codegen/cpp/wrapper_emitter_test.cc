@@ -93,7 +93,7 @@ CHECK-NEXT: S[1] = 0;  // bound below
 CHECK:      S[0] = (int64_t)(static_cast<const int64_t*>(B[0])[0]);  // k0
 CHECK-NEXT: if (S[0] < -2147483648LL || S[0] > 2147483647LL) return 1;
 CHECK-NEXT: if (!((S[0] <= 3))) return 2;  // k1
-CHECK-NEXT: S[1] = (int64_t)(std::min<int64_t>({6, std::max<int64_t>({0, ((S[0] < 0) ? (6 + S[0]) : S[0])})}));  // k2
+CHECK-NEXT: S[1] = (int64_t)(std::min<int64_t>(6, std::max<int64_t>(0, ((S[0] < 0) ? (6 + S[0]) : S[0]))));  // k2
 CHECK-NEXT: { bool ov = false; int64_t n = (int64_t)(std::max<int64_t>({(int64_t)0LL, lathe_cmul(S[1], std::min<int64_t>({(int64_t)1LL, S[1]}), &ov)})); if (ov || __builtin_mul_overflow(n, (int64_t)4, &n)) return LATHE_CALL_NO_MEMORY;
 CHECK-SAME: H.h[2] = rt->alloc(
 CHECK-NEXT: k3(B, S, F, rt, &E);

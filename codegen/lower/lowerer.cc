@@ -280,7 +280,10 @@ absl::Status Lowerer::RealizeNodeInMemory(const Node* n) {
                !n->op()->HasTag(ir::OpTag::kBuiltin) &&
                m.storage != ir::kUnknownStorage &&
                !storage_buffer_.contains(m.storage);
-  ASSIGN_OR_RETURN(TBox t, Realize(v.t, owner ? &m : nullptr));
+  // A getitem's element takes the layout chosen for it too.
+  TensorMeta layout = layouts_.Layout(n, -1, m);
+  bool chosen = layouts_.ChannelsLast(n);
+  ASSIGN_OR_RETURN(TBox t, Realize(v.t, owner || chosen ? &layout : nullptr));
   if (owner) storage_buffer_[m.storage] = t.buffer;
   v.t = t;
   return absl::OkStatus();

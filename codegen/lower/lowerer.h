@@ -32,6 +32,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "codegen/loop_ir.h"
+#include "codegen/lower/buffer_layouts.h"
 #include "codegen/lower/call.h"
 #include "codegen/lower/kernel_builder.h"
 #include "codegen/lowering.h"
@@ -229,6 +230,10 @@ class Lowerer {
   // An int argument that is a literal or a symbolic number.
   absl::StatusOr<Expr> IntExpr(const Call& c, int i);
 
+  // The layout each value's buffer takes (channels-last between
+  // convolutions).
+  const BufferLayouts& layouts() const { return layouts_; }
+
   // Whether some op writes storage `s`.
   bool Mutated(ir::StorageId s) const { return mutated_.contains(s); }
   // The buffer of each storage in memory, by storage id.
@@ -249,6 +254,9 @@ class Lowerer {
   // (getitem and the grad-mode switch included) by its rule in the lowering
   // table; an op without one is an error naming it.
   absl::Status LowerNode(const Node& n);
+  // Realizes n's value when it is a loader read more than once (at some
+  // cost) or grown large.
+  absl::Status RealizeIfShared(const Node& n);
   // x.item(): a bind step (LowerNumber).
   absl::StatusOr<NodeValue> LowerItem(const Node& n);
   // Binds the fresh length a data-dependent slice makes.
@@ -274,6 +282,7 @@ class Lowerer {
   absl::flat_hash_map<const Node*, int> remaining_;
   absl::flat_hash_map<ir::StorageId, int> storage_buffer_;
   absl::flat_hash_set<ir::StorageId> mutated_;
+  BufferLayouts layouts_;
   absl::flat_hash_set<Expr> symbol_set_;
   absl::flat_hash_set<Expr> bound_;  // data-dependent symbols bound so far
   // The values of those of bound_ computed from other symbols (a slice's

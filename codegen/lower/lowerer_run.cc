@@ -174,7 +174,7 @@ absl::Status Lowerer::LowerNode(const Node& n) {
     // the checks and realization below are a tensor op's.
     ASSIGN_OR_RETURN(v, (*rule)(*this, c));
     values_[&n] = v;
-    return absl::OkStatus();
+    return RealizeIfShared(n);
   }
   RETURN_IF_ERROR(BindSliceLength(c));
   CheckDataDependentSizes(n, meta);
@@ -209,6 +209,10 @@ absl::Status Lowerer::LowerNode(const Node& n) {
       mutated_.contains(meta.tensor.storage)) {
     RETURN_IF_ERROR(RealizeNode(&n));
   }
+  return RealizeIfShared(n);
+}
+
+absl::Status Lowerer::RealizeIfShared(const Node& n) {
   // A loader read more than once, or grown large, is computed once.
   NodeValue& mine = values_.at(&n);
   if (mine.kind == NodeValue::Kind::kTensor && mine.t.buffer < 0 &&
@@ -240,6 +244,9 @@ absl::StatusOr<LoweredGraph> Lowerer::Run() {
       }
     }
   }
+  layouts_ = BufferLayouts(
+      graph_,
+      [this](const Node* n) -> const ir::ValueMeta& { return Meta(n); });
   int position = 0;
   for (Node* p : graph_.Placeholders()) {
     const ir::ValueMeta& m = Meta(p);

@@ -20,6 +20,7 @@
 #include "codegen/lower/lowering_table.h"
 #include "codegen/lower/rule_helpers.h"
 #include "codegen/scalar_ops.h"
+#include "ir/output_layouts.h"
 #include "status_macros.h"
 #include "symbolic/expr.h"
 #include "symbolic/printer.h"
@@ -181,10 +182,19 @@ int AllOf(KernelBuilder& kb, const std::vector<int>& masks) {
 
 // An f32 convolution without transposition as one call of the runtime's
 // sconv (oneDNN; runtime/convolution.h gives the geometry's layout) on the
-// realized operands, into a buffer with the output's strides.
+// realized operands, into a buffer with strides `out_strides`. An input it
+// realizes itself is the call's alone: stored channels-last (4-d, 5-d), the
+// library's own layout, so the library does not reorder it.
 absl::StatusOr<TBox> ConvolutionCall(Lowerer& L, TBox x, TBox w,
                                      const Window& win, int64_t groups,
-                                     const TensorMeta& m) {
+                                     const TensorMeta& m,
+                                     const std::vector<Expr>& out_strides) {
+  if (x.buffer < 0 && x.sizes.size() >= 4) {
+    TensorMeta layout;
+    layout.sizes = x.sizes;
+    layout.strides = ir::ChannelsLastStrides(x.sizes);
+    ASSIGN_OR_RETURN(x, L.Realize(x, &layout));
+  }
   ASSIGN_OR_RETURN(x, L.Realize(x, nullptr));
   ASSIGN_OR_RETURN(w, L.Realize(w, nullptr));
   size_t nsp = w.sizes.size() - 2;
@@ -207,15 +217,15 @@ absl::StatusOr<TBox> ConvolutionCall(Lowerer& L, TBox x, TBox w,
   append(ints(win.dilation), 0);
   Expr zero = symbolic::Int(0);
   int out =
-      L.NewBuffer(DType::kFloat32, StorageNumel(m.sizes, m.strides, zero));
+      L.NewBuffer(DType::kFloat32, StorageNumel(m.sizes, out_strides, zero));
   for (const auto& [offset, strides] :
        {std::pair{x.offset, x.strides}, std::pair{w.offset, w.strides},
-        std::pair{zero, m.strides}}) {
+        std::pair{zero, out_strides}}) {
     g.push_back(offset);
     append(strides, 0);
   }
   L.EmitExtern("sconv", {out, x.buffer, w.buffer}, std::move(g));
-  return L.FromBuffer(out, DType::kFloat32, m.sizes, m.strides, zero);
+  return L.FromBuffer(out, DType::kFloat32, m.sizes, out_strides, zero);
 }
 
 // The convolution's result plus its bias (argument 2) broadcast along the
@@ -255,7 +265,13 @@ absl::StatusOr<NodeValue> LowerConvolution(Lowerer& L, const Call& c) {
   // The library takes 1 to 3 spatial dims (shape propagation already
   // refuses more, as PyTorch does).
   if (m.dtype == DType::kFloat32 && !transposed && nsp <= 3) {
-    ASSIGN_OR_RETURN(TBox out, ConvolutionCall(L, x, w, win, groups, m));
+    // The call's result is the node's value (its layout chosen with the
+    // graph's), or with a bias, the epilogue's input alone.
+    bool own = c.NodeAt(2) != nullptr && m.sizes.size() >= 4;
+    std::vector<Expr> strides = own ? ir::ChannelsLastStrides(m.sizes)
+                                    : L.layouts().Strides(&c.node(), -1, m);
+    ASSIGN_OR_RETURN(TBox out,
+                     ConvolutionCall(L, x, w, win, groups, m, strides));
     return ConvolutionBias(L, c, out, m);
   }
   Expr g_count = symbolic::Int(groups);
@@ -390,17 +406,114 @@ absl::StatusOr<PoolWindows> PoolWindowsOf(Lowerer& L, const Call& c,
   return pw;
 }
 
+// Windows of at most this many elements are unrolled into pointwise
+// loaders (as Inductor's max pool is): every output element is independent,
+// so the kernel's loops may run in any order (channels innermost over a
+// channels-last input) and the loads fuse into the producer.
+constexpr int64_t kUnrolledWindow = 25;
+
+// The window's element offsets, in row-major order.
+std::vector<std::vector<Expr>> WindowOffsets(const std::vector<int64_t>& k) {
+  std::vector<std::vector<Expr>> out = {{}};
+  for (int64_t size : k) {
+    std::vector<std::vector<Expr>> next;
+    for (const std::vector<Expr>& o : out) {
+      for (int64_t i = 0; i < size; ++i) {
+        next.push_back(o);
+        next.back().push_back(symbolic::Int(i));
+      }
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
+// The unrolled max pool's (values, indices) loaders over windows `pw`: in
+// window order, an in-range element wins when it is the first in range,
+// greater than the maximum so far, or NaN (the interpreter's and PyTorch's
+// rule: the last NaN's index, the first maximum's otherwise).
+std::pair<TBox, TBox> UnrolledMaxPool(const PoolWindows& pw,
+                                      const TensorMeta& mv,
+                                      const TensorMeta& mi) {
+  std::vector<std::vector<Expr>> offsets = WindowOffsets(pw.kernel);
+  DType compute = pw.box.dtype;
+  std::vector<Expr> plane = Contiguous(pw.in);
+  // Folds the window: (maximum, its flat index) ops.
+  auto fold = [pw, offsets, compute, plane](
+                  KernelBuilder& kb, const std::vector<Expr>& idx,
+                  bool with_index) -> absl::StatusOr<std::pair<int, int>> {
+    int mx = kb.Constant(-std::numeric_limits<double>::infinity(), compute);
+    int best = kb.IntConstant(0, DType::kInt64);
+    int found = kb.IntConstant(0, DType::kBool);
+    for (const std::vector<Expr>& o : offsets) {
+      std::vector<Expr> full = idx;
+      full.insert(full.end(), o.begin(), o.end());
+      ASSIGN_OR_RETURN(int v, pw.box.load(kb, full));  // -inf out of range
+      int wins = kb.Call("logical_or",
+                         {kb.Call("gt", {v, mx}, DType::kBool),
+                          kb.Call("isnan", {v}, DType::kBool)},
+                         DType::kBool);
+      if (with_index) {
+        std::vector<Expr> pos = pw.Positions(full);
+        std::vector<int> masks;
+        for (size_t d = 0; d < pos.size(); ++d) {
+          masks.push_back(InRange(kb, pos[d], symbolic::Int(0), pw.in[d]));
+        }
+        int in = AllOf(kb, masks);
+        int first = kb.Call("logical_not", {found}, DType::kBool);
+        wins = kb.Call("logical_and",
+                       {in, kb.Call("logical_or", {first, wins}, DType::kBool)},
+                       DType::kBool);
+        best = kb.Call(
+            "where",
+            {wins, kb.Index(Linear(pos, plane, symbolic::Int(0))), best},
+            DType::kInt64);
+        found = kb.Call("logical_or", {found, in}, DType::kBool);
+      }
+      mx = kb.Call("where", {wins, v, mx}, compute);
+    }
+    return std::make_pair(mx, best);
+  };
+  TBox values, indices;
+  values.dtype = mv.dtype;
+  values.sizes = mv.sizes;
+  values.reads = pw.box.reads;
+  values.cost = static_cast<int>(offsets.size()) * (pw.box.cost - 6);
+  indices = values;
+  indices.dtype = mi.dtype;
+  DType out = mv.dtype;
+  values.load = [fold, out](
+                    KernelBuilder& kb,
+                    const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    ASSIGN_OR_RETURN(auto r, fold(kb, idx, false));
+    return kb.Cast(r.first, out);
+  };
+  indices.load = [fold](KernelBuilder& kb,
+                        const std::vector<Expr>& idx) -> absl::StatusOr<int> {
+    ASSIGN_OR_RETURN(auto r, fold(kb, idx, true));
+    return r.second;
+  };
+  return {values, indices};
+}
+
 // max_pool2d/3d_with_indices(self, kernel_size, stride, padding, dilation,
 // ceil_mode): the window's maximum (NaN propagates) and the flat spatial
 // index of the input element it came from. Windows past the input (padding,
-// ceil_mode) see -inf there.
+// ceil_mode) see -inf there. Small windows are unrolled (UnrolledMaxPool),
+// larger ones reductions.
 absl::StatusOr<NodeValue> LowerMaxPool(Lowerer& L, const Call& c) {
   ASSIGN_OR_RETURN(auto metas, OutPair(L, c, "(values, indices)"));
-  const TensorMeta& mv = *metas.first;
-  const TensorMeta& mi = *metas.second;
+  const TensorMeta mv = L.layouts().Layout(&c.node(), 0, *metas.first);
+  const TensorMeta mi = L.layouts().Layout(&c.node(), 1, *metas.second);
   ASSIGN_OR_RETURN(
       PoolWindows pw,
       PoolWindowsOf(L, c, mv.sizes, -std::numeric_limits<double>::infinity()));
+  int64_t window = 1;
+  for (int64_t k : pw.kernel) window *= k;
+  if (window <= kUnrolledWindow) {
+    auto [values, indices] = UnrolledMaxPool(pw, mv, mi);
+    return TupleValue({TensorValue(values), TensorValue(indices)});
+  }
   ASSIGN_OR_RETURN(TBox values, L.Reduce(pw.box, pw.Dims(), ReduceKind::kMax,
                                          pw.box.dtype, mv, nullptr));
   std::vector<Expr> in_strides = Contiguous(pw.in);
@@ -419,7 +532,7 @@ absl::StatusOr<NodeValue> LowerMaxPool(Lowerer& L, const Call& c) {
 // window clipped to the padded input; or the elements it covers); an empty
 // window gives 0.
 absl::StatusOr<NodeValue> LowerAvgPool(Lowerer& L, const Call& c) {
-  const TensorMeta& m = OutMeta(L, c);
+  const TensorMeta m = L.layouts().Layout(&c.node(), -1, OutMeta(L, c));
   ASSIGN_OR_RETURN(PoolWindows pw, PoolWindowsOf(L, c, m.sizes, 0));
   ASSIGN_OR_RETURN(bool include_pad, c.Bool("count_include_pad"));
   std::optional<int64_t> override;
@@ -461,7 +574,7 @@ absl::StatusOr<NodeValue> LowerAvgPool(Lowerer& L, const Call& c) {
 // input [floor(o*I/O), ceil((o+1)*I/O)); the window loop runs to the widest
 // window, masked past each one's end.
 absl::StatusOr<NodeValue> LowerAdaptiveAvgPool(Lowerer& L, const Call& c) {
-  const TensorMeta& m = OutMeta(L, c);
+  const TensorMeta m = L.layouts().Layout(&c.node(), -1, OutMeta(L, c));
   ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
   size_t nsp = absl::StrContains(c.op().schema.name, "3d") ? 3 : 2;
   if (x.sizes.size() < nsp + 1 || m.sizes.size() != x.sizes.size()) {

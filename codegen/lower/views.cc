@@ -115,6 +115,9 @@ absl::StatusOr<TBox> ViewOfBuffer(Lowerer& L, const Call& c, const Node* base,
   return t;
 }
 
+// The most a loader may cost and still be read through a reshape.
+constexpr int kReshapedLoaderCost = 8;
+
 }  // namespace
 
 // A view op: index arithmetic over the view's meta when the base is in
@@ -167,8 +170,13 @@ absl::StatusOr<NodeValue> LowerView(Lowerer& L, const Call& c) {
       if (rank >= 2) std::swap(perm[d0], perm[d1]);
       return TensorValue(PermuteLoader(b, perm, m.sizes));
     }
-    if (name == "unsqueeze" || name == "squeeze" || name == "view" ||
-        name == "reshape" || name == "_unsafe_view" || name == "alias") {
+    // A reshape reads its base at divided and wrapped indices, which keep a
+    // kernel from running its loops in another order or in vector lanes:
+    // a costly base (a pool's window) is computed once, in its own shape.
+    bool reshapes =
+        name == "view" || name == "reshape" || name == "_unsafe_view";
+    if ((reshapes && b.cost <= kReshapedLoaderCost) || name == "unsqueeze" ||
+        name == "squeeze" || name == "alias") {
       return TensorValue(ReshapeLoader(b, m.sizes));
     }
     RETURN_IF_ERROR(L.RealizeNode(base));

@@ -358,6 +358,43 @@ BENCHMARK_CAPTURE(BM_Matmul, small_cnn_b32_64x64, "small_cnn_b32_64x64",
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// resnet18 (tools/examples/capture_examples.py) at batch n on size x size
+// images: each convolution's 2*N*O*OH*OW*C*k*k (padding k/2) and the
+// classifier's.
+double Resnet18Flops(double n, int64_t size) {
+  double flops = 0;
+  // A convolution of c -> o channels on s x s inputs; its output's size.
+  auto conv = [&](double c, double o, int64_t k, int64_t stride, int64_t s) {
+    int64_t out = (s + 2 * (k / 2) - k) / stride + 1;
+    flops += 2 * n * o * static_cast<double>(out * out) * c * k * k;
+    return out;
+  };
+  int64_t s = conv(3, 64, 7, 2, size);
+  s = (s + 2 - 3) / 2 + 1;  // the max pool: 3x3, stride 2, padding 1
+  double c = 64;
+  for (int stage = 0; stage < 4; ++stage) {
+    double o = 64 << stage;
+    int64_t stride = stage > 0 ? 2 : 1;
+    int64_t t = conv(c, o, 3, stride, s);
+    conv(o, o, 3, 1, t);
+    if (stage > 0) conv(c, o, 1, stride, s);
+    conv(o, o, 3, 1, t);
+    conv(o, o, 3, 1, t);
+    s = t;
+    c = o;
+  }
+  return flops + 2 * n * 1000 * 512;
+}
+
+BENCHMARK_CAPTURE(BM_Matmul, resnet18_b8_112x112, "resnet18_b8_112x112",
+                  Resnet18Flops(8, 112))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Matmul, resnet18_b8_224x224, "resnet18_b8_224x224",
+                  Resnet18Flops(8, 224))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // ---- c. compile time --------------------------------------------------------
 
 // ---- the host side of one call ----------------------------------------------

@@ -12,7 +12,9 @@ torch.compile (inductor, CPU) on this machine, and prints one table:
      same with torch.compile.
   b. softmax / layernorm [4096, 2560]: ms per call and GB/s; mlp_gelu at
      B = 64 and 1024 and the transformer block: ms per call and GFLOP/s
-     (the matmuls' 2*M*N*K, as the benchmark's `flops` counter).
+     (the matmuls' 2*M*N*K, as the benchmark's `flops` counter); small_cnn
+     and resnet18 (convolutions) also as `freezing`: torch.compile with
+     freezing=True of a module holding the weights as parameters.
   c. torch.compile's cold compile of mlp_gelu_b64 and the transformer
      block: the first call's time in a fresh process with
      TORCHINDUCTOR_FORCE_DISABLE_CACHES=1 (Dynamo + AOTAutograd + inductor
@@ -63,6 +65,28 @@ def flops(name):
         n = 32
         return (2.0 * n * 32 * 64 * 64 * 3 * 9 + 2.0 * n * 64 * 32 * 32 * 32 * 9
                 + 2.0 * n * 10 * 64 * 16 * 16)
+    if name.startswith("resnet18_b"):  # as Resnet18Flops()
+        n, size = int(name.split("_")[1][1:]), int(name.split("x")[-1])
+        total = 0.0
+
+        def conv(c, o, k, stride, s):
+            nonlocal total
+            out = (s + 2 * (k // 2) - k) // stride + 1
+            total += 2.0 * n * o * out * out * c * k * k
+            return out
+        s = conv(3, 64, 7, 2, size)
+        s = (s + 2 - 3) // 2 + 1
+        c = 64
+        for stage in range(4):
+            o, stride = 64 << stage, 2 if stage else 1
+            t = conv(c, o, 3, stride, s)
+            conv(o, o, 3, 1, t)
+            if stage:
+                conv(c, o, 1, stride, s)
+            conv(o, o, 3, 1, t)
+            conv(o, o, 3, 1, t)
+            s, c = t, o
+        return total + 2.0 * n * 1000 * 512
     return None
 
 
@@ -107,6 +131,33 @@ def compiled(fn):
     return torch.compile(fn, backend="inductor", fullgraph=True)
 
 
+class Frozen(torch.nn.Module):
+    """fn(x, *params) with the params as the module's (frozen) parameters."""
+
+    def __init__(self, fn, params):
+        super().__init__()
+        self.fn = fn
+        self.params = torch.nn.ParameterList(
+            [torch.nn.Parameter(p, requires_grad=False) for p in params])
+
+    def forward(self, x):
+        return self.fn(x, *self.params)
+
+
+def compiled_frozen(fn, args):
+    """torch.compile with freezing=True (weights are constants: prepacked,
+    batch norm folded), compiled by its first call; called as fn is."""
+    m = Frozen(fn, args[1:]).eval()
+    with torch._inductor.config.patch(freezing=True):
+        c = torch.compile(m, backend="inductor", fullgraph=True)
+        c(args[0])
+    return lambda *a: c(a[0])
+
+
+# Rows whose weights torch.compile can also freeze.
+FREEZE_ROWS = ("small_cnn", "resnet18")
+
+
 def run_rows(a):
     rows = []
     # *_aot_* is the same program captured another way: one row for both.
@@ -115,8 +166,12 @@ def run_rows(a):
         fn = BENCH[name][0]
         args = make_inputs(name)
         outs = fn(*args)
-        for mode, f in (("eager", fn), ("inductor", compiled(fn))):
+        modes = [("eager", lambda: fn), ("inductor", lambda: compiled(fn))]
+        if name.startswith(FREEZE_ROWS):
+            modes.append(("freezing", lambda: compiled_frozen(fn, args)))
+        for mode, make in modes:
             torch._dynamo.reset()
+            f = make()
             sec = time_call(f, args, a.repeats, a.min_time)
             row = {"name": name, "mode": mode, "ms": sec * 1e3}
             if name in MEMORY_ROWS:

@@ -103,6 +103,53 @@ def small_cnn(x, c1_w, c1_b, c2_w, c2_b, fc_w, fc_b):
     return (F.linear(y.flatten(1), fc_w, fc_b),)
 
 
+def resnet18(x, *p):
+    """A ResNet-18-shaped network in eval mode (batch norm reads running
+    statistics). p holds, per convolution in the order they run (a block's
+    two, then its downsample), its weight and its batch norm's weight,
+    bias, running mean and running var; then the classifier's weight and
+    bias (resnet18_shapes)."""
+    it = iter(p)
+
+    def conv_bn(x, stride, padding, relu=True):
+        w, g, b, m, v = (next(it) for _ in range(5))
+        y = F.batch_norm(F.conv2d(x, w, None, stride, padding), m, v, g, b,
+                         False, 0.1, 1e-5)
+        return F.relu(y) if relu else y
+
+    def block(x, stride, downsample):
+        y = conv_bn(x, stride, 1)
+        y = conv_bn(y, 1, 1, relu=False)
+        return F.relu(y + (conv_bn(x, stride, 0, relu=False)
+                           if downsample else x))
+
+    x = F.max_pool2d(conv_bn(x, 2, 3), 3, 2, 1)
+    for stage, stride in enumerate([1, 2, 2, 2]):
+        x = block(block(x, stride, stage > 0), 1, False)
+    x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+    return (F.linear(x, next(it), next(it)),)
+
+
+def resnet18_shapes(batch, size):
+    """resnet18's input shapes: the images, then its parameters."""
+    shapes = [(batch, 3, size, size)]
+
+    def conv_bn(o, i, k):
+        shapes.extend([(o, i, k, k), (o,), (o,), (o,), (o,)])
+
+    conv_bn(64, 3, 7)
+    c = 64
+    for stage, o in enumerate([64, 128, 256, 512]):
+        conv_bn(o, c, 3)
+        conv_bn(o, o, 3)
+        if stage > 0:
+            conv_bn(o, c, 1)
+        conv_bn(o, o, 3)
+        conv_bn(o, o, 3)
+        c = o
+    return shapes + [(1000, 512), (1000,)]
+
+
 ADAM = dict(lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8)
 ADAM_STEP = 3  # the step this update makes (the state has taken 2)
 
@@ -227,6 +274,9 @@ BENCH_SHAPES = {
     "small_cnn_b32_64x64": (small_cnn, [
         (32, 3, 64, 64), (32, 3, 3, 3), (32,), (64, 32, 3, 3), (64,),
         (10, 64 * 16 * 16), (10,)]),
+    # A ResNet-18-shaped network at batch 8, inference (issue 30's rows).
+    "resnet18_b8_112x112": (resnet18, resnet18_shapes(8, 112)),
+    "resnet18_b8_224x224": (resnet18, resnet18_shapes(8, 224)),
 }
 
 
