@@ -74,8 +74,10 @@ struct LoweredGraph {
   // input nothing reads).
   std::vector<int> input_buffers;
   // The constants the graph reads (`self.NAME` attributes), by NAME; the
-  // k-th is input number (placeholders + k).
+  // k-th is input number (placeholders + k). The last frozen_constants of
+  // them are frozen (`# lathe: constant`): the compiled function's own.
   std::vector<std::string> constants;
+  int frozen_constants = 0;
   // The storage offset of each input buffer's first element, by buffer (the
   // placeholder's meta offset; 0 for allocated buffers).
   std::vector<symbolic::Expr> base_offsets;

@@ -638,7 +638,7 @@ def forward(self, x: "f32[1, 2, 5]", w: "f32[3, 2, 3]", b: "f32[3]"):
     return (convolution,)
 )IR",
                               R"(
-CHECK:      kernel k0 extern sconv(buf3, in0, in1; 1, 1, 1, 2, 3, 5, 3, 5, 1, 1, 1, 0, 10, 5, 1, 0, 6, 3, 1, 0, 15, 5, 1)
+CHECK:      kernel k0 extern sconv(buf3, in0, in1; 1, 1, 1, 2, 3, 5, 3, 5, 1, 1, 1, 0, 10, 5, 1, 0, 6, 3, 1, 0, 15, 5, 1, 0)
 CHECK:      kernel k1 ranges=[1, 3, 5]
 CHECK-DAG:    load buf3[15*x0 + 5*x1 + x2] : f32
 CHECK-DAG:    load in2[x1] : f32

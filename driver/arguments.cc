@@ -81,6 +81,7 @@ std::vector<std::string> ConstantsOf(const ir::Graph& graph) {
   absl::flat_hash_set<std::string> seen;
   for (const auto& node : graph.nodes()) {
     if (node->kind() == ir::Node::Kind::kGetAttr &&
+        graph.attributes().constants.count(node->target()) == 0 &&
         seen.insert(node->target()).second) {
       names.push_back(node->target());
     }

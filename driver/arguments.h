@@ -39,7 +39,8 @@ namespace lathe {
 // ConstantsOf()
 //
 // The constants `graph` reads (`self.NAME`), each once, in graph order: the
-// order they follow the placeholders in a call.
+// order they follow the placeholders in a call. Frozen ones (`# lathe:
+// constant`), whose values the compiled function holds, are not among them.
 std::vector<std::string> ConstantsOf(const ir::Graph& graph);
 
 // ArgumentsOf()

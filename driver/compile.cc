@@ -17,12 +17,14 @@
 #include "codegen/lowering.h"
 #include "codegen/scheduler.h"
 #include "driver/arguments.h"
+#include "driver/freeze.h"
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
 #include "ir/shape_prop.h"
 #include "passes/default_pipeline.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/dtype.h"
+#include "runtime/npy.h"
 #include "status_macros.h"
 
 namespace lathe {
@@ -156,12 +158,23 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
   const std::string& source = options.source;
   auto c = std::make_unique<CompiledGraph>();
   c->written = parsed.written;
-  c->graph = parsed.written->Clone();
   Clock::time_point start = Clock::now();
   auto step = [&](std::string name) {
     c->steps.push_back({std::move(name), Since(start)});
     start = Clock::now();
   };
+
+  // Freezing: the inputs given now are the function's own constants; the
+  // graph as the caller sees it takes the others.
+  if (!options.frozen.empty() ||
+      !parsed.written->attributes().constants.empty()) {
+    absl::StatusOr<std::unique_ptr<ir::Graph>> frozen =
+        FreezeInputs(*parsed.written, options.frozen, &c->frozen);
+    if (!frozen.ok()) return Named(source, frozen.status());
+    c->written = *std::move(frozen);
+    step("freeze");
+  }
+  c->graph = c->written->Clone();
 
   for (ir::Node* p : c->graph->Placeholders()) {
     auto it = options.storage_offsets.find(p->name());
@@ -194,6 +207,7 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
       ASSIGN_OR_RETURN(pipeline, passes::PipelineOf(*options.only_passes));
     }
     passes::PassContext ctx(*c->env);
+    if (!c->graph->attributes().constants.empty()) ctx.set_frozen(&c->frozen);
     absl::StatusOr<passes::PipelineReport> report = pipeline.Run(
         *c->graph, ctx,
         {.check_invariants = options.check_invariants, .dump = options.dump});
@@ -300,9 +314,13 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
     Manifest& m = c->manifest;
     m.graph = source;
     m.compiler = p.built.command;
-    ASSIGN_OR_RETURN(m.arguments,
-                     ArgumentsOf(*c->written, p.lowered.constants,
-                                 &m.annotations, backend.device()));
+    // The constants a call gives (the frozen ones are the library's).
+    const std::vector<std::string> given(
+        p.lowered.constants.begin(),
+        p.lowered.constants.end() - p.lowered.frozen_constants);
+    ASSIGN_OR_RETURN(
+        m.arguments,
+        ArgumentsOf(*c->written, given, &m.annotations, backend.device()));
     for (size_t k = 0;
          k < m.arguments.size() && k < c->aot.signature.arguments.size(); ++k) {
       if (m.arguments[k].kind != ArgumentSpec::Kind::kComposite) continue;
@@ -320,6 +338,7 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
   // Loading, from the bytes the build made or the cache verified.
   p.plan = &c->aot.plan;
   p.subclass = &c->aot.subclass;
+  p.frozen = c->frozen;
   p.backend = &backend;
   p.temp_dir = dir.temporary ? dir.Keep() : "";
   absl::StatusOr<std::unique_ptr<codegen::CpuFunction>> function =
@@ -335,6 +354,27 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
   }
   step("load");
   return c;
+}
+
+absl::Status AddFrozenFiles(CompiledGraph& c) {
+  if (c.function == nullptr) return absl::OkStatus();
+  const codegen::LoweredGraph& g = c.function->lowered();
+  for (int k = 0; k < g.frozen_constants; ++k) {
+    const std::string& name =
+        g.constants[g.constants.size() - g.frozen_constants + k];
+    auto it = c.frozen.find(name);
+    if (it == c.frozen.end() || !it->second.is_tensor()) {
+      return absl::InternalError(
+          absl::StrCat("no value for the frozen constant '", name, "'"));
+    }
+    const Tensor& t = it->second.tensor;
+    const std::string file = absl::StrCat("frozen_", k, ".npy");
+    ASSIGN_OR_RETURN(std::string bytes, EncodeNpy(t));
+    c.files.emplace_back(file, std::move(bytes));
+    c.manifest.frozen.push_back(
+        {file, std::vector<int64_t>(t.strides().begin(), t.strides().end())});
+  }
+  return absl::OkStatus();
 }
 
 Variant CompiledGraph::AsVariant() const {

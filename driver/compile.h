@@ -6,6 +6,7 @@
 // the steps run:
 //
 //   parse (once per graph text: Parse())
+//   freezing             driver/freeze.h (inputs given at compile time)
 //   shape propagation    ir/shape_prop.h
 //   AOT dispatch         aot/aot_dispatch.h (composites, functionalization,
 //                        the runtime wrapper plan)
@@ -70,6 +71,10 @@ struct CompileOptions {
   // variant for a call whose tensor begins elsewhere in its storage, which
   // a graph that reads offsets (as_strided, view.dtype) is specialized to.
   absl::flat_hash_map<std::string, int64_t> storage_offsets;
+  // Frozen inputs' values, by input name (driver/freeze.h; lathec
+  // --freeze): each becomes a constant of the compiled function, as must
+  // every input a `# lathe: constant` line names.
+  ir::Constants frozen;
   // Run the default pass pipeline after AOT dispatch.
   bool passes = true;
   // Instead of the default pipeline, these passes in this order, each once
@@ -114,6 +119,9 @@ struct CompiledGraph {
   std::shared_ptr<const ir::Graph> written;  // as parsed
   std::unique_ptr<ir::Graph> graph;          // functional, after the passes
   std::unique_ptr<symbolic::ShapeEnv> env;
+  // The frozen constants' values, those the passes computed included (the
+  // function holds those the graph still reads).
+  ir::Constants frozen;
   aot::AotGraph aot;
   // None when an input is of a kind guards cannot describe (a tuple).
   std::optional<symbolic::GuardSet> guards;
@@ -144,6 +152,13 @@ struct CompiledGraph {
   // cannot read. An interpreted variant's guards.
   int FailedGuard(const ArgViews& views) const;
 };
+
+// AddFrozenFiles()
+//
+// With frozen constants (CompileOptions::frozen): the files that carry them
+// in `c`'s artifact (frozen_K.npy, in the order the library reads them)
+// added to c->files and c->manifest. Nothing without them.
+absl::Status AddFrozenFiles(CompiledGraph& c);
 
 // BackendNamed()
 //

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "codegen/cpp/cpu_backend.h"
 #include "driver/arguments.h"
+#include "driver/freeze.h"
 #include "ir/interpreter.h"
 #include "status_macros.h"
 #include "symbolic/evaluate.h"
@@ -23,6 +24,20 @@ VariantCompiler::VariantCompiler(ParsedGraph parsed, CompileOptions options,
 
 absl::StatusOr<std::unique_ptr<CompiledFunction>> VariantCompiler::Function(
     int max_compiles) {
+  // Frozen inputs are not arguments: the graph every compile starts from
+  // reads them as constants already (each compile copies their values).
+  if (!options_.frozen.empty() ||
+      !parsed_.written->attributes().constants.empty()) {
+    ir::Constants ignored;
+    absl::StatusOr<std::unique_ptr<ir::Graph>> frozen =
+        FreezeInputs(*parsed_.written, options_.frozen, &ignored);
+    if (!frozen.ok()) {
+      return absl::Status(
+          frozen.status().code(),
+          absl::StrCat(options_.source, ": ", frozen.status().message()));
+    }
+    parsed_.written = *std::move(frozen);
+  }
   constants_ = ConstantsOf(*parsed_.written);
   ASSIGN_OR_RETURN(
       std::vector<ArgumentSpec> arguments,
@@ -150,6 +165,9 @@ absl::Status VariantCompiler::CheckUser(const CompiledGraph& c,
   for (size_t k = users; k < args.size(); ++k) {
     constants.push_back(aot::ValueOf(args[k]));
   }
+  for (const ir::Value& v : FrozenValuesOf(*c.graph, c.frozen)) {
+    constants.push_back(v);
+  }
   return aot::CheckUserArguments(c.aot.subclass, ir::InputSlots(*c.graph),
                                  args.subspan(0, users), constants);
 }
@@ -161,6 +179,7 @@ absl::StatusOr<std::vector<Operand>> VariantCompiler::RunInterpreted(
   for (size_t k = users; k < args.size(); ++k) {
     constants[constants_[k - users]] = aot::ValueOf(args[k]);
   }
+  for (const auto& [name, value] : c.frozen) constants[name] = value;
   std::vector<Operand> user(args.begin(), args.begin() + users);
   // The interpreter, drawing random numbers from the call's seed.
   aot::GraphRunner runner =

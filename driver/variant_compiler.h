@@ -85,7 +85,7 @@ class VariantCompiler {
   absl::Status CheckUser(const CompiledGraph& c,
                          absl::Span<const Operand> args) const;
 
-  const ParsedGraph parsed_;
+  ParsedGraph parsed_;  // frozen by Function() when inputs are
   CompileOptions options_;
   std::vector<std::string> constants_;  // the constants' names, in order
   mutable std::mutex compiled_mu_;      // guards compiled_

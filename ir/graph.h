@@ -180,6 +180,7 @@ struct SymbolRange {
 //                                     composites["x"] = "pair(pair, pair)"
 //   # lathe: requires_grad x          requires_grad = {"x"}
 //   # lathe: non_leaf x               non_leaf = {"x"}
+//   # lathe: constant w               constants = {"w"}
 struct GraphAttributes {
   // The example value of a symbol of the inputs (an int or a float), by
   // symbol name.
@@ -197,6 +198,10 @@ struct GraphAttributes {
   // The inputs that require grad, and those that are not leaves.
   std::set<std::string> requires_grad;
   std::set<std::string> non_leaf;
+  // The inputs frozen into the compiled code (Inductor's freezing): their
+  // values are given at compile time (driver/freeze.h), and the graph reads
+  // them as constants (get_attr nodes whose target is the name).
+  std::set<std::string> constants;
   // Lines of no known kind (or empty), after "# lathe: ", as written: kept so
   // the text prints back; shape propagation rejects them.
   std::vector<std::string> unknown;

@@ -101,6 +101,7 @@ constexpr absl::string_view kMemoryFormats[] = {
 constexpr absl::string_view kDirectiveUsages[] = {
     "hint SYMBOL NUMBER",   "range SYMBOL LO HI",  "alias INPUT INPUT",
     "composite INPUT TYPE", "requires_grad INPUT", "non_leaf INPUT",
+    "constant INPUT",
 };
 
 // One line under a cursor; errors carry "line L:C".
@@ -329,6 +330,8 @@ class GraphParser {
       c.set_pos(c.text().size());
     } else if (kind == "requires_grad") {
       a.requires_grad.insert(name);
+    } else if (kind == "constant") {
+      a.constants.insert(name);
     } else {
       a.non_leaf.insert(name);
     }
@@ -1090,6 +1093,9 @@ std::string PrintGraph(const Graph& graph, const PrintOptions& options) {
   }
   for (const std::string& input : a.non_leaf) {
     absl::StrAppend(&out, "# lathe: non_leaf ", input, "\n");
+  }
+  for (const std::string& input : a.constants) {
+    absl::StrAppend(&out, "# lathe: constant ", input, "\n");
   }
   for (const std::string& text : a.unknown) {
     absl::StrAppend(&out, "# lathe: ", text, "\n");

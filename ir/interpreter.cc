@@ -1,5 +1,6 @@
 #include "ir/interpreter.h"
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -152,9 +153,15 @@ std::vector<InputSlot> InputSlots(const Graph& graph) {
     slots.push_back({placeholders[i]->meta(),
                      WhereOf(*placeholders[i], static_cast<int>(i))});
   }
-  for (const auto& node : graph.nodes()) {
-    if (node->kind() == Node::Kind::kGetAttr) {
-      slots.push_back({node->meta(), WhereOf(*node, -1)});
+  // The constants the caller gives, then the frozen ones (the compiled
+  // function's own).
+  const std::set<std::string>& frozen = graph.attributes().constants;
+  for (bool frozen_ones : {false, true}) {
+    for (const auto& node : graph.nodes()) {
+      if (node->kind() == Node::Kind::kGetAttr &&
+          (frozen.count(node->target()) > 0) == frozen_ones) {
+        slots.push_back({node->meta(), WhereOf(*node, -1)});
+      }
     }
   }
   return slots;

@@ -45,7 +45,8 @@ struct InputSlot {
 
 // InputSlots()
 //
-// The graph's placeholders in order, then its constants in graph order.
+// The graph's placeholders in order, then its constants in graph order:
+// those the caller gives, then the frozen ones (`# lathe: constant`).
 std::vector<InputSlot> InputSlots(const Graph& graph);
 
 // CheckInputs()

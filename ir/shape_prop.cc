@@ -47,7 +47,7 @@ absl::Status CheckAttributes(const Graph& g) {
     return BadDirective(
         text, text.empty() ? "empty directive"
                            : "unknown directive (expected hint, range, alias, "
-                             "requires_grad, non_leaf or composite)");
+                             "requires_grad, non_leaf, composite or constant)");
   }
   auto input = [&](const std::string& text,
                    const std::string& name) -> absl::Status {
@@ -69,6 +69,20 @@ absl::Status CheckAttributes(const Graph& g) {
   }
   for (const std::string& name : a.non_leaf) {
     RETURN_IF_ERROR(input(absl::StrCat("non_leaf ", name), name));
+  }
+  // A frozen input is read as a constant once its value is given (the
+  // driver's freezing step); until then it is an input without one.
+  absl::flat_hash_set<std::string> frozen;
+  for (const auto& n : g.nodes()) {
+    if (n->kind() == Node::Kind::kGetAttr) frozen.insert(n->target());
+  }
+  for (const std::string& name : a.constants) {
+    if (frozen.contains(name)) continue;
+    const std::string text = absl::StrCat("constant ", name);
+    RETURN_IF_ERROR(input(text, name));
+    return BadDirective(
+        text, absl::StrCat("no value was given for the frozen input '", name,
+                           "' (lathec --freeze ", name, "=FILE.npy)"));
   }
   return absl::OkStatus();
 }

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "ir/tensor_meta.h"
 #include "runtime/device.h"
@@ -77,6 +78,9 @@ struct Value {
   // "f32[2, 3]", "3", "None", "[1, 2]" for messages.
   std::string DebugString() const;
 };
+
+// Values of a graph's constants (`self.NAME` get_attr nodes), by NAME.
+using Constants = absl::flat_hash_map<std::string, Value>;
 
 }  // namespace lathe::ir
 

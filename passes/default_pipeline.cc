@@ -6,6 +6,7 @@
 #include "passes/cse.h"
 #include "passes/dce.h"
 #include "passes/decompose.h"
+#include "passes/fold_frozen.h"
 #include "passes/reinplace.h"
 #include "passes/remove_noop_ops.h"
 #include "passes/tensorify_scalars.h"
@@ -17,22 +18,27 @@ PassPipeline DefaultPipeline() {
   // 1. Float scalars become 0-d tensor compute before anything reads them
   //    as numbers: a new lr never recompiles (seed 000).
   p.AddPass<TensorifyScalars>();
-  // 2. Composite ops become the core ops code generation handles.
+  // 2. With frozen inputs: batch norm folded into convolutions while both
+  //    are whole, and what the frozen values compute alone, computed.
+  p.AddPass<FoldFrozen>();
+  // 3. Composite ops become the core ops code generation handles.
   p.AddPass<Decompose>();
-  // 3. Cleanups, until none changes the graph.
+  // 4. Cleanups, until none changes the graph (what freezing can now
+  //    compute among them).
   PassPipeline& cleanup = p.AddFixedPoint(/*max_iterations=*/4);
   cleanup.AddPass<Cse>();
   cleanup.AddPass<Dce>();
   cleanup.AddPass<ConstantFold>();
   cleanup.AddPass<RemoveNoopOps>();
-  // 4. Last, because it adds mutation: functional ops write their inputs'
+  cleanup.AddPass<FoldFrozen>();
+  // 5. Last, because it adds mutation: functional ops write their inputs'
   //    buffers where nothing reads them later, and the copy_ epilogue goes.
   p.AddPass<Reinplace>();
   return p;
 }
 
 std::vector<std::string> PassNames() {
-  return {"tensorify_scalars", "decompose",       "cse",      "dce",
+  return {"tensorify_scalars", "fold_frozen",     "decompose", "cse", "dce",
           "constant_fold",     "remove_noop_ops", "reinplace"};
 }
 
@@ -41,6 +47,8 @@ absl::StatusOr<PassPipeline> PipelineOf(const std::vector<std::string>& names) {
   for (const std::string& name : names) {
     if (name == "tensorify_scalars") {
       p.AddPass<TensorifyScalars>();
+    } else if (name == "fold_frozen") {
+      p.AddPass<FoldFrozen>();
     } else if (name == "decompose") {
       p.AddPass<Decompose>();
     } else if (name == "cse") {

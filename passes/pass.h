@@ -28,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "ir/graph.h"
+#include "ir/value.h"
 #include "symbolic/shape_env.h"
 
 namespace lathe::passes {
@@ -51,8 +52,15 @@ class PassContext {
   // caller recompiles with them as constants.
   std::vector<std::string>& specialize() { return specialize_; }
 
+  // The values of the graph's frozen constants (driver/freeze.h), which a
+  // pass may compute with and add to (listing each new one in the graph's
+  // attributes().constants); null when nothing is frozen.
+  ir::Constants* frozen() const { return frozen_; }
+  void set_frozen(ir::Constants* frozen) { frozen_ = frozen; }
+
  private:
   symbolic::ShapeEnv& env_;
+  ir::Constants* frozen_ = nullptr;
   std::vector<std::string> log_;
   std::vector<std::string> specialize_;
 };

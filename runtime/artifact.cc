@@ -7,9 +7,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "runtime/checksum.h"
+#include "runtime/copy.h"
 #include "runtime/cuda/cuda_kernels.h"
 #include "runtime/file_io.h"
 #include "runtime/npy.h"
@@ -186,6 +188,11 @@ std::string Manifest::ToString() const {
   for (const auto& [k, file] : bound) {
     absl::StrAppend(&out, "bound ", k, " ", file, "\n");
   }
+  for (const Frozen& f : frozen) {
+    absl::StrAppend(&out, "frozen ", f.file, " ",
+                    f.strides.empty() ? "-" : absl::StrJoin(f.strides, ","),
+                    "\n");
+  }
   for (const ArtifactFile& f : files) {
     absl::StrAppend(&out, "file ", f.name, " ", f.bytes, " ", f.sha256, "\n");
   }
@@ -270,6 +277,22 @@ absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
       ASSIGN_OR_RETURN(std::string name, p.Word("a file name"));
       if (!PlainName(name)) return p.Expected("a file name without '/'");
       m.bound[static_cast<int>(input)] = std::move(name);
+    } else if (key == "frozen") {
+      Frozen f;
+      ASSIGN_OR_RETURN(f.file, p.Word("a file name"));
+      if (!PlainName(f.file)) return p.Expected("a file name without '/'");
+      ASSIGN_OR_RETURN(std::string strides, p.Word("strides (1,2,...) or -"));
+      if (strides != "-") {
+        for (absl::string_view s : absl::StrSplit(strides, ',')) {
+          int64_t v = 0;
+          if (!absl::SimpleAtoi(s, &v) || v < 0 || v > (int64_t{1} << 40) ||
+              f.strides.size() >= 64) {
+            return p.Expected("strides: up to 64 non-negative ints");
+          }
+          f.strides.push_back(v);
+        }
+      }
+      m.frozen.push_back(std::move(f));
     } else if (key == "file") {
       ArtifactFile f;
       ASSIGN_OR_RETURN(f.name, p.Word("a file name"));
@@ -313,6 +336,14 @@ absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
           file, ": bound argument ", k, "'s file ", name, " is not listed"));
     }
   }
+  for (const Frozen& f : m.frozen) {
+    bool listed = false;
+    for (const ArtifactFile& a : m.files) listed = listed || a.name == f.file;
+    if (!listed) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ": frozen constant file ", f.file, " is not listed"));
+    }
+  }
   if (m.files.empty() || !absl::EndsWith(m.files[0].name, ".so")) {
     return absl::InvalidArgumentError(
         absl::StrCat(file, ": expected the shared library as its first file"));
@@ -354,6 +385,29 @@ bool HoldsDeviceKernels(const Manifest& m) {
   return false;
 }
 
+namespace {
+
+// A frozen constant from its .npy bytes (C order), laid out with `strides`.
+absl::StatusOr<Tensor> FrozenOf(const std::string& bytes,
+                                const std::vector<int64_t>& strides) {
+  ASSIGN_OR_RETURN(Tensor t, ParseNpy(bytes));
+  if (static_cast<int64_t>(strides.size()) != t.dim()) {
+    return absl::InvalidArgumentError(absl::StrCat("holds ", t.ToString(),
+                                                   "; the manifest gives ",
+                                                   strides.size(), " strides"));
+  }
+  if (std::equal(strides.begin(), strides.end(), t.strides().begin(),
+                 t.strides().end())) {
+    return t;
+  }
+  ASSIGN_OR_RETURN(Tensor laid_out,
+                   Tensor::EmptyStrided(t.sizes(), strides, t.dtype()));
+  RETURN_IF_ERROR(CopyTensor(laid_out, t));
+  return laid_out;
+}
+
+}  // namespace
+
 absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
                                             CompiledFunction::Options options) {
   const std::string manifest_path = absl::StrCat(dir, "/", kManifestName);
@@ -375,6 +429,7 @@ absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
   // loaded from the bytes checked, never from its path again.
   std::string library_bytes;
   std::vector<std::pair<std::string, std::string>> kernel_files;
+  std::vector<Tensor> frozen(m.frozen.size());
   LoadedArtifact a;
   for (const ArtifactFile& f : m.files) {
     const std::string path = absl::StrCat(dir, "/", f.name);
@@ -394,6 +449,15 @@ absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
       library_bytes = std::move(bytes);
     } else if (absl::StartsWith(f.name, kKernelsFilePrefix)) {
       kernel_files.emplace_back(f.name, std::move(bytes));
+    }
+    for (size_t k = 0; k < m.frozen.size(); ++k) {
+      if (m.frozen[k].file != f.name) continue;
+      absl::StatusOr<Tensor> t = FrozenOf(bytes, m.frozen[k].strides);
+      if (!t.ok()) {
+        return absl::Status(t.status().code(),
+                            absl::StrCat(path, ": ", t.status().message()));
+      }
+      frozen[k] = *std::move(t);
     }
     for (const auto& [k, name] : m.bound) {
       if (name != f.name) continue;
@@ -427,9 +491,9 @@ absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
     }
     ASSIGN_OR_RETURN(device, LoadCudaKernels(*image, library));
   }
-  ASSIGN_OR_RETURN(
-      std::shared_ptr<const LoadedGraph> graph,
-      LoadedGraph::Open(std::move(library), m.signature, std::move(device)));
+  ASSIGN_OR_RETURN(std::shared_ptr<const LoadedGraph> graph,
+                   LoadedGraph::Open(std::move(library), m.signature,
+                                     std::move(device), std::move(frozen)));
   std::vector<Variant> variants;
   Variant v;
   v.graph = std::move(graph);

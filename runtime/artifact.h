@@ -10,6 +10,8 @@
 //   DIR/kernel.cc      its generated source, for reading
 //   DIR/bound_K.npy    the value of argument K, where the artifact holds it
 //                      (an exported model's weights: lathe.aot_compile)
+//   DIR/frozen_K.npy   frozen constant K (`lathec compile --freeze`): the
+//                      library's own, passed after every call's arguments
 //   DIR/manifest.txt   a versioned manifest: the arguments (dtypes, devices,
 //                      annotations: symbolic sizes and strides; each
 //                      composite's whole tree), the results,
@@ -81,6 +83,14 @@ struct Manifest {
   // weights), by argument index: the .npy file among `files` holding it.
   // A call passes the others (LoadedArtifact::Call).
   std::map<int, std::string> bound;
+  // The frozen constants the library reads after the arguments
+  // (driver/freeze.h), in that order: each one's .npy file among `files`
+  // and its strides (the file holds it in C order).
+  struct Frozen {
+    std::string file;
+    std::vector<int64_t> strides;
+  };
+  std::vector<Frozen> frozen;
   std::vector<ArtifactFile> files;  // kernel.so first
 
   // The manifest's text, one fact per line.

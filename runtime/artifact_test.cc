@@ -290,6 +290,37 @@ TEST(ManifestTest, MalformedLinesAreNamed) {
                                  "file")));
 }
 
+// A frozen constant's line names its file and strides (the file holds it
+// in C order) and reads back as written; a bad line or an unlisted file is
+// named.
+TEST(ManifestTest, FrozenConstantsRoundTripAndAreChecked) {
+  Manifest m;
+  m.frozen = {{"frozen_0.npy", {1, 5}}, {"frozen_1.npy", {}}};
+  m.files = {{"kernel.so", 1, std::string(64, 'a')},
+             {"frozen_0.npy", 1, std::string(64, 'b')},
+             {"frozen_1.npy", 1, std::string(64, 'c')}};
+  const std::string text = m.ToString();
+  EXPECT_THAT(text, HasSubstr("\nfrozen frozen_0.npy 1,5\nfrozen "
+                              "frozen_1.npy -\n"));
+  ASSERT_OK_AND_ASSIGN(Manifest back, Manifest::Parse(text, "m.txt"));
+  ASSERT_EQ(back.frozen.size(), 2u);
+  EXPECT_EQ(back.frozen[0].file, "frozen_0.npy");
+  EXPECT_EQ(back.frozen[0].strides, (std::vector<int64_t>{1, 5}));
+  EXPECT_TRUE(back.frozen[1].strides.empty());
+  const std::string head = "lathe-artifact 1\n";
+  const std::string so = "file k.so 1 " + std::string(64, 'a') + "\n";
+  EXPECT_THAT(Manifest::Parse(head + "frozen f.npy 1,-2\n" + so, "m.txt"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "m.txt: line 2: expected strides: up to 64 "
+                       "non-negative ints"));
+  EXPECT_THAT(Manifest::Parse(head + "frozen ../f.npy -\n" + so, "m.txt"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "m.txt: line 2: expected a file name without '/'"));
+  EXPECT_THAT(Manifest::Parse(head + "frozen f.npy 4,1\n" + so, "m.txt"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "m.txt: frozen constant file f.npy is not listed"));
+}
+
 // A composite argument's whole tree is a line of its own, after the
 // argument's, and reads back as written.
 TEST(ManifestTest, ACompositesTreeRoundTrips) {

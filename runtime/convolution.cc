@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "dnnl.h"
@@ -21,6 +22,7 @@ struct Geometry {
   // Offsets and strides (N/O, C, spatial...) of x, w and out.
   int64_t x_off = 0, w_off = 0, o_off = 0;
   std::array<int64_t, 5> xs{}, ws{}, os{};
+  int64_t flags = 0;
 
   explicit Geometry(const int64_t* g) {
     s = static_cast<int>(g[0]);
@@ -37,7 +39,9 @@ struct Geometry {
       *off = *p++;
       for (int d = 0; d < 2 + s; ++d) (*st)[d] = *p++;
     }
+    flags = *p++;
   }
+  bool frozen_weights() const { return (flags & kSconvFrozenWeights) != 0; }
   bool Empty() const {
     int64_t e = n * c * o;
     for (int d = 0; d < s; ++d) e *= in[d] * k[d] * out[d];
@@ -177,8 +181,8 @@ bool Execute(dnnl_stream_t stream, dnnl_primitive_t p,
                                    args.data()));
 }
 
-// Runs the plan; false when oneDNN fails (nothing usable was written).
-bool RunPlan(const Plan& p, const float* x, const float* w, float* out) {
+// This thread's stream, or null.
+dnnl_stream_t Stream() {
   thread_local dnnl_stream_t stream = [] {
     dnnl_stream_t s = nullptr;
     if (!Ok(dnnl_stream_create(&s, Engine(), dnnl_stream_default_flags))) {
@@ -186,12 +190,60 @@ bool RunPlan(const Plan& p, const float* x, const float* w, float* out) {
     }
     return s;
   }();
+  return stream;
+}
+
+// Frozen weights packed into a plan's layout, by plan and the weights'
+// address; an entry lives until its weights' owner forgets them.
+struct Packed {
+  std::unique_ptr<Memory> memory;  // oneDNN's own buffer, in p.w_md
+};
+std::mutex& PackedMutex() {
+  static std::mutex* mu = new std::mutex();
+  return *mu;
+}
+std::map<std::pair<const float*, const Plan*>, Packed>& PackedWeights() {
+  static auto* packed =
+      new std::map<std::pair<const float*, const Plan*>, Packed>();
+  return *packed;
+}
+
+// The plan's weights from frozen `w`, packed at the first call and kept;
+// null when oneDNN fails.
+dnnl_memory_t PackedFor(const Plan& p, const float* w) {
+  std::lock_guard<std::mutex> lock(PackedMutex());
+  auto& packed = PackedWeights();
+  auto it = packed.find({w, &p});
+  if (it != packed.end()) return it->second.memory->m;
+  dnnl_stream_t stream = Stream();
+  if (stream == nullptr) return nullptr;
+  Memory wu(p.w_user, const_cast<float*>(w));
+  auto wm = std::make_unique<Memory>(p.w_md, DNNL_MEMORY_ALLOCATE);
+  if (wu.m == nullptr || wm->m == nullptr ||
+      !Execute(stream, p.w_in, {{DNNL_ARG_FROM, wu.m}, {DNNL_ARG_TO, wm->m}}) ||
+      !Ok(dnnl_stream_wait(stream))) {
+    return nullptr;
+  }
+  dnnl_memory_t m = wm->m;
+  packed[{w, &p}].memory = std::move(wm);
+  return m;
+}
+
+// Runs the plan; false when oneDNN fails (nothing usable was written).
+// `frozen`: the weights are a frozen constant (packed once).
+bool RunPlan(const Plan& p, const float* x, const float* w, float* out,
+             bool frozen) {
+  dnnl_stream_t stream = Stream();
   if (stream == nullptr) return false;
+  const bool pack_once = frozen && p.w_in != nullptr;
+  dnnl_memory_t packed = pack_once ? PackedFor(p, w) : nullptr;
+  if (pack_once && packed == nullptr) return false;
   Memory xu(p.x_user, const_cast<float*>(x));
   Memory wu(p.w_user, const_cast<float*>(w));
   Memory ou(p.o_user, out);
   Memory xm(p.x_md, p.x_in ? DNNL_MEMORY_ALLOCATE : const_cast<float*>(x));
-  Memory wm(p.w_md, p.w_in ? DNNL_MEMORY_ALLOCATE : const_cast<float*>(w));
+  Memory wm(p.w_md, p.w_in && !pack_once ? DNNL_MEMORY_ALLOCATE
+                                         : const_cast<float*>(w));
   Memory om(p.o_md, p.o_out ? DNNL_MEMORY_ALLOCATE : out);
   for (const Memory* m : {&xu, &wu, &ou, &xm, &wm, &om}) {
     if (m->m == nullptr) return false;
@@ -201,13 +253,13 @@ bool RunPlan(const Plan& p, const float* x, const float* w, float* out) {
     ok = ok &&
          Execute(stream, p.x_in, {{DNNL_ARG_FROM, xu.m}, {DNNL_ARG_TO, xm.m}});
   }
-  if (p.w_in) {
+  if (p.w_in && !pack_once) {
     ok = ok &&
          Execute(stream, p.w_in, {{DNNL_ARG_FROM, wu.m}, {DNNL_ARG_TO, wm.m}});
   }
   ok = ok && Execute(stream, p.conv,
                      {{DNNL_ARG_SRC, xm.m},
-                      {DNNL_ARG_WEIGHTS, wm.m},
+                      {DNNL_ARG_WEIGHTS, pack_once ? packed : wm.m},
                       {DNNL_ARG_DST, om.m}});
   if (p.o_out) {
     ok = ok &&
@@ -266,11 +318,26 @@ void Sconv(const int64_t* geometry, const float* x, const float* w,
            float* out) {
   Geometry g(geometry);
   const Plan* plan = PlanFor(geometry, g);
-  if (plan != nullptr &&
-      RunPlan(*plan, x + g.x_off, w + g.w_off, out + g.o_off)) {
+  if (plan != nullptr && RunPlan(*plan, x + g.x_off, w + g.w_off, out + g.o_off,
+                                 g.frozen_weights())) {
     return;
   }
   SconvReference(geometry, x, w, out);
+}
+
+void ForgetFrozenWeights(const void* data, int64_t bytes) {
+  const char* lo = static_cast<const char*>(data);
+  std::lock_guard<std::mutex> lock(PackedMutex());
+  auto& packed = PackedWeights();
+  for (auto it = packed.begin(); it != packed.end();) {
+    const char* w = reinterpret_cast<const char*>(it->first.first);
+    it = w >= lo && w < lo + bytes ? packed.erase(it) : std::next(it);
+  }
+}
+
+int64_t FrozenWeightsKept() {
+  std::lock_guard<std::mutex> lock(PackedMutex());
+  return static_cast<int64_t>(PackedWeights().size());
 }
 
 }  // namespace lathe

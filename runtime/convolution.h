@@ -16,7 +16,8 @@
 //   input sizes [s], kernel sizes [s], output sizes [s],
 //   strides [s], paddings [s], dilations [s]  (PyTorch's: 1 is dense),
 //   x offset, x strides [2 + s], w offset, w strides [2 + s],
-//   out offset, out strides [2 + s].
+//   out offset, out strides [2 + s],
+//   flags (kSconvFrozenWeights: w is a frozen constant).
 //
 // Example (a 3x3 convolution of a [1, 2, 5, 5] input, 4 output channels):
 //
@@ -31,12 +32,25 @@
 namespace lathe {
 
 // The number of int64 entries of a geometry with `s` spatial dims.
-constexpr int64_t SconvGeometrySize(int64_t s) { return 14 + 9 * s; }
+constexpr int64_t SconvGeometrySize(int64_t s) { return 15 + 9 * s; }
+
+// The geometry's flag for weights that are a frozen constant (`# lathe:
+// constant`): no one writes them while their owner (a LoadedGraph) lives,
+// so they are packed into the library's layout once, at their first call,
+// and kept until ForgetFrozenWeights.
+constexpr int64_t kSconvFrozenWeights = 1;
 
 // out = convolution(x, w) as the geometry says (s in [1, 3]; lowering
 // calls it for nothing else), through oneDNN where it
 // takes the geometry and the reference loops otherwise.
 void Sconv(const int64_t* geometry, const float* x, const float* w, float* out);
+
+// Drops what Sconv keeps for frozen weights inside the `bytes` bytes from
+// `data` (their owner is going; the memory may hold other values next).
+void ForgetFrozenWeights(const void* data, int64_t bytes);
+
+// How many packed frozen weights Sconv keeps now (for tests).
+int64_t FrozenWeightsKept();
 
 // Whether Sconv runs this geometry through oneDNN (else the reference).
 bool SconvUsesOneDnn(const int64_t* geometry);

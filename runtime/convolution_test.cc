@@ -15,6 +15,7 @@ struct Conv {
   int64_t n = 1, c = 1, o = 1, groups = 1;
   std::vector<int64_t> in, k, stride, pad, dil;
   bool channels_last = false;  // x and out as N, spatial..., C
+  bool frozen = false;         // w a frozen constant (packed once)
 
   std::vector<int64_t> Out() const {
     std::vector<int64_t> out;
@@ -58,6 +59,7 @@ struct Conv {
       g.push_back(0);
       g.insert(g.end(), st.begin(), st.end());
     }
+    g.push_back(frozen ? kSconvFrozenWeights : 0);
     return g;
   }
   int64_t Numel(int64_t lead, int64_t ch,
@@ -87,6 +89,38 @@ TEST(ConvolutionTest, OneDimensionalByHand) {
                                          out.data());
     EXPECT_EQ(out, want) << (reference ? "reference" : "oneDNN");
   }
+}
+
+// Frozen weights are packed at their first call and kept until forgotten:
+// the same results as weights reordered on every call, one entry however
+// many calls, none after ForgetFrozenWeights, and new values seen then.
+TEST(ConvolutionTest, FrozenWeightsArePackedOnceUntilForgotten) {
+  Conv c{2, 16, 32, 1, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}};
+  c.channels_last = true;
+  std::vector<int64_t> plain = c.Geometry();
+  c.frozen = true;
+  std::vector<int64_t> g = c.Geometry();
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> x(c.Numel(2, 16, {9, 9})), w(32 * 16 * 9);
+  for (float& v : x) v = u(rng);
+  for (float& v : w) v = u(rng);
+  const size_t n = c.Numel(2, 32, c.Out());
+  std::vector<float> want(n), got(n);
+  const int64_t before = FrozenWeightsKept();
+  for (int call = 0; call < 3; ++call) {
+    Sconv(plain.data(), x.data(), w.data(), want.data());
+    Sconv(g.data(), x.data(), w.data(), got.data());
+    EXPECT_EQ(got, want) << "call " << call;
+  }
+  EXPECT_EQ(FrozenWeightsKept(), before + 1);
+  ForgetFrozenWeights(w.data(), static_cast<int64_t>(w.size() * 4));
+  EXPECT_EQ(FrozenWeightsKept(), before);
+  for (float& v : w) v = -v;
+  Sconv(plain.data(), x.data(), w.data(), want.data());
+  Sconv(g.data(), x.data(), w.data(), got.data());
+  EXPECT_EQ(got, want);
+  ForgetFrozenWeights(w.data(), static_cast<int64_t>(w.size() * 4));
 }
 
 // Two groups of one channel each, stride 2: each output channel sees only

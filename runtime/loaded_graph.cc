@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/convolution.h"
 #include "runtime/kernel_runtime.h"
 #include "status_macros.h"
 
@@ -276,24 +277,48 @@ absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Open(
 
 absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Open(
     SharedLibrary library, CallSignature signature,
-    std::shared_ptr<const DeviceKernels> device) {
+    std::shared_ptr<const DeviceKernels> device, std::vector<Tensor> frozen) {
   return Load(std::move(library), std::move(signature), /*user_entry=*/true,
-              std::move(device));
+              std::move(device), std::move(frozen));
 }
 
 absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::OpenGraph(
     SharedLibrary library, CallSignature signature,
-    std::shared_ptr<const DeviceKernels> device) {
+    std::shared_ptr<const DeviceKernels> device, std::vector<Tensor> frozen) {
   return Load(std::move(library), std::move(signature), /*user_entry=*/false,
-              std::move(device));
+              std::move(device), std::move(frozen));
+}
+
+LoadedGraph::~LoadedGraph() {
+  // What the library derived from the frozen constants goes with them.
+  for (const Tensor& t : frozen_) {
+    ForgetFrozenWeights(t.storage().data(), t.storage().nbytes());
+  }
+}
+
+absl::Span<const LatheValue> LoadedGraph::WithFrozen(
+    absl::Span<const LatheValue> args,
+    absl::InlinedVector<LatheValue, 32>* storage) const {
+  if (frozen_views_.empty()) return args;
+  storage->assign(args.begin(), args.end());
+  storage->insert(storage->end(), frozen_views_.begin(), frozen_views_.end());
+  return *storage;
 }
 
 absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Load(
     SharedLibrary library, CallSignature signature, bool user_entry,
-    std::shared_ptr<const DeviceKernels> device) {
+    std::shared_ptr<const DeviceKernels> device, std::vector<Tensor> frozen) {
   RETURN_IF_ERROR(KeepOpenMpLoaded());
   std::shared_ptr<LoadedGraph> g(new LoadedGraph());
   g->library_ = std::move(library);
+  for (const Tensor& t : frozen) {
+    if (device != nullptr || !t.device().is_cpu()) {
+      return absl::UnimplementedError(
+          "frozen constants in a library whose kernels run on a device");
+    }
+    g->frozen_views_.push_back(ViewOfTensor(t));
+  }
+  g->frozen_ = std::move(frozen);
   const bool on_device = g->library_.Symbol(kDeviceKernelsSymbol).ok();
   if (on_device != (device != nullptr)) {
     return absl::FailedPreconditionError(
@@ -361,10 +386,15 @@ LatheKernelRuntime LoadedGraph::CallRuntime(uint64_t seed) const {
   return rt;
 }
 
-int LoadedGraph::InvokeGraph(const LatheValue* inputs, int64_t n, uint64_t seed,
-                             absl::Span<const int> ranks,
+int LoadedGraph::InvokeGraph(const LatheValue* given, int64_t given_n,
+                             uint64_t seed, absl::Span<const int> ranks,
                              std::vector<Operand>* results) const {
   if (graph_call_ == nullptr) return kCallNoEntry;
+  absl::InlinedVector<LatheValue, 32> all;
+  absl::Span<const LatheValue> with =
+      WithFrozen(absl::MakeConstSpan(given, given_n), &all);
+  const LatheValue* inputs = with.data();
+  const int64_t n = static_cast<int64_t>(with.size());
   if (!OnItsDevice(inputs, n)) return kCallWrongDevice;
   // Each result's sizes and strides, at its rank, in one array.
   int64_t dims = 0;
@@ -398,10 +428,12 @@ int LoadedGraph::InvokeGraph(const LatheValue* inputs, int64_t n, uint64_t seed,
   return 0;
 }
 
-int LoadedGraph::Invoke(absl::Span<const LatheValue> args, uint64_t seed,
+int LoadedGraph::Invoke(absl::Span<const LatheValue> given, uint64_t seed,
                         std::vector<Operand>* results,
                         std::vector<Operand>* rebound, bool replay) const {
   if (call_ == nullptr) return kCallNoEntry;
+  absl::InlinedVector<LatheValue, 32> all;
+  absl::Span<const LatheValue> args = WithFrozen(given, &all);
   if (!OnItsDevice(args.data(), static_cast<int64_t>(args.size()))) {
     return kCallWrongDevice;
   }
@@ -420,8 +452,8 @@ int LoadedGraph::Invoke(absl::Span<const LatheValue> args, uint64_t seed,
       return LATHE_CALL_DEVICE_FAILED;
     }
     std::unique_ptr<DeviceRecorder> recorder = replays_.Recorder(*device_);
-    if (recorder == nullptr) return Invoke(args, seed, results, rebound);
-    const int rc = Invoke(args, seed, results, rebound);
+    if (recorder == nullptr) return Invoke(given, seed, results, rebound);
+    const int rc = Invoke(given, seed, results, rebound);
     if (rc != 0) {
       replays_.Abandon(std::move(recorder));
     } else {

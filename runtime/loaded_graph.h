@@ -143,13 +143,19 @@ class LoadedGraph {
   // lathe_device_kernels) needs them loaded: `device`.
   static absl::StatusOr<std::shared_ptr<const LoadedGraph>> Open(
       SharedLibrary library, CallSignature signature,
-      std::shared_ptr<const DeviceKernels> device = nullptr);
+      std::shared_ptr<const DeviceKernels> device = nullptr,
+      std::vector<Tensor> frozen = {});
   // A library the compiler just built, whose user entry (lathe_call_user)
   // may be absent (a graph compiled without its composite wrapper): its
   // graph entry (lathe_call) must be there.
+  // `frozen`: the graph's frozen constants (`# lathe: constant`), which
+  // every call passes after the caller's arguments; the library may keep
+  // what it derives from them (packed weights) until this object goes.
   static absl::StatusOr<std::shared_ptr<const LoadedGraph>> OpenGraph(
       SharedLibrary library, CallSignature signature,
-      std::shared_ptr<const DeviceKernels> device = nullptr);
+      std::shared_ptr<const DeviceKernels> device = nullptr,
+      std::vector<Tensor> frozen = {});
+  ~LoadedGraph();
 
   // The compiled guards on the views of the user's placeholders (the
   // constants after them are not read): LATHE_GUARDS_HOLD, the index of
@@ -196,7 +202,13 @@ class LoadedGraph {
   // Finds the entries (lathe_call_user required when `user_entry`).
   static absl::StatusOr<std::shared_ptr<const LoadedGraph>> Load(
       SharedLibrary library, CallSignature signature, bool user_entry,
-      std::shared_ptr<const DeviceKernels> device);
+      std::shared_ptr<const DeviceKernels> device,
+      std::vector<Tensor> frozen = {});
+  // `args`, then the frozen constants' views, in `storage` (args alone
+  // without frozen constants).
+  absl::Span<const LatheValue> WithFrozen(
+      absl::Span<const LatheValue> args,
+      absl::InlinedVector<LatheValue, 32>* storage) const;
   // Whether every tensor of the `n` values (composites' inner ones too)
   // lives where the kernels run.
   bool OnItsDevice(const LatheValue* values, int64_t n) const;
@@ -210,6 +222,8 @@ class LoadedGraph {
   mutable ReplayCache replays_;
   size_t values_ = 0;  // LatheValues of the results' trees, all together
   size_t dims_ = 0;    // their sizes and strides
+  std::vector<Tensor> frozen_;
+  std::vector<LatheValue> frozen_views_;
 };
 
 }  // namespace lathe

@@ -51,7 +51,9 @@ std::vector<std::string> FileNames(const ir::Graph& graph,
     aot::LeafNames(p->name(), LayoutOf(composites, p->name()), &names);
   }
   for (const auto& node : graph.nodes()) {
-    if (node->kind() == ir::Node::Kind::kGetAttr) {
+    // A frozen constant is the compiled function's own: no file.
+    if (node->kind() == ir::Node::Kind::kGetAttr &&
+        graph.attributes().constants.count(node->target()) == 0) {
       names.push_back(node->target());
     }
   }

@@ -29,6 +29,7 @@
 #include "codegen/cpp/wrapper_emitter.h"
 #include "driver/arguments.h"
 #include "driver/compile.h"
+#include "driver/freeze.h"
 #include "driver/variant_compiler.h"
 #include "ir/graph.h"
 #include "ir/ops_util.h"
@@ -56,11 +57,13 @@ const char kLathecUsage[] =
     "--inputs DIR ...) [--backend interp|cpu|cuda] --out DIR [--dump-dir DIR] "
     "[--cuda-arch sm_80,...] [--trace FILE] [--max-memory BYTES] "
     "[--max-elements N] "
-    "[--max-compiles N] [--passes NAME,NAME,...|none]\n"
+    "[--max-compiles N] [--passes NAME,NAME,...|none] "
+    "[--freeze NAME=FILE.npy ...]\n"
     "       lathec compile GRAPH -o DIR [--input NAME=FILE.npy ... | --inputs "
-    "DIR] [--backend cpu|cuda] [--cuda-arch sm_80,sm_90] [--trace FILE]\n"
+    "DIR] [--backend cpu|cuda] [--cuda-arch sm_80,sm_90] [--trace FILE] "
+    "[--freeze NAME=FILE.npy ...]\n"
     "       lathec guards GRAPH [--input NAME=FILE.npy ... | --inputs DIR] "
-    "[--trace FILE]";
+    "[--freeze NAME=FILE.npy ...] [--trace FILE]";
 
 namespace {
 
@@ -125,6 +128,7 @@ struct RunOptions {
   std::string graph;
   std::string artifact;  // --artifact DIR instead of GRAPH
   std::vector<std::pair<std::string, std::string>> inputs;  // name -> file
+  std::vector<std::pair<std::string, std::string>> freeze;  // name -> file
   std::vector<std::string> input_dirs;
   std::string backend = "interp";
   std::string out;
@@ -173,6 +177,14 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
             absl::StrCat("--input expects NAME=FILE.npy, got '", v, "'"));
       }
       o.inputs.push_back({v.substr(0, eq), v.substr(eq + 1)});
+    } else if (a == "--freeze" || absl::StartsWith(a, "--freeze=")) {
+      ASSIGN_OR_RETURN(std::string v, value("--freeze"));
+      size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--freeze expects NAME=FILE.npy, got '", v, "'"));
+      }
+      o.freeze.push_back({v.substr(0, eq), v.substr(eq + 1)});
     } else if (a == "--inputs" || absl::StartsWith(a, "--inputs=")) {
       ASSIGN_OR_RETURN(std::string v, value("--inputs"));
       o.input_dirs.push_back(v);
@@ -282,6 +294,33 @@ CompileOptions CompileOptionsOf(
   options.only_passes = o.passes;
   options.cuda_archs = o.cuda_archs;
   return options;
+}
+
+// Freezing (driver/freeze.h): the values --freeze gives, read into
+// `frozen`, and `parsed` made the graph that reads them (and every input a
+// `# lathe: constant` line names) as constants; calls take the others.
+absl::Status FreezeParsed(const RunOptions& o, ParsedGraph* parsed,
+                          ir::Constants* frozen) {
+  for (const auto& [name, file] : o.freeze) {
+    if (frozen->contains(name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--freeze ", name, " given twice"));
+    }
+    ASSIGN_OR_RETURN(Tensor t, ReadNpy(file));
+    (*frozen)[name] = ir::Value::OfTensor(std::move(t));
+  }
+  if (frozen->empty() && parsed->written->attributes().constants.empty()) {
+    return absl::OkStatus();
+  }
+  ir::Constants owned;
+  absl::StatusOr<std::unique_ptr<ir::Graph>> g =
+      FreezeInputs(*parsed->written, *frozen, &owned);
+  if (!g.ok()) {
+    return absl::Status(g.status().code(), absl::StrCat(parsed->source, ": ",
+                                                        g.status().message()));
+  }
+  parsed->written = *std::move(g);
+  return absl::OkStatus();
 }
 
 // The tensors of `values` (composites' inner ones too) copied to the CUDA
@@ -455,6 +494,8 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
   // The graph as written (its file names, composites and placeholders),
   // parsed once: every compile below starts from it.
   ASSIGN_OR_RETURN(ParsedGraph parsed, Parse(text, o.graph));
+  ir::Constants frozen;
+  RETURN_IF_ERROR(FreezeParsed(o, &parsed, &frozen));
   const ir::Graph* written = parsed.written.get();
   absl::StatusOr<Composites> composites = aot::DeclaredComposites(*written);
   if (!composites.ok()) {
@@ -472,6 +513,7 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
   // through one CompiledFunction.
   std::vector<std::string> report, stats;
   CompileOptions options = CompileOptionsOf(o);
+  options.frozen = std::move(frozen);
   ASSIGN_OR_RETURN(options.backend, BackendNamed(o.backend));
   CacheBackend* cache = nullptr;
   if (options.backend != nullptr) {
@@ -627,13 +669,17 @@ absl::Status LathecCompile(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(std::string text,
                    ReadFileLimited(c.run.graph, kMaxGraphBytes));
   ASSIGN_OR_RETURN(ParsedGraph parsed, Parse(text, c.run.graph));
+  ir::Constants frozen;
+  RETURN_IF_ERROR(FreezeParsed(c.run, &parsed, &frozen));
   ASSIGN_OR_RETURN(CompileOptions options,
                    OptionsWithHints(c.run, *parsed.written));
+  options.frozen = std::move(frozen);
   ASSIGN_OR_RETURN(options.backend, BackendNamed(c.backend));
   options.artifact = true;
   ASSIGN_OR_RETURN(options.cache, DefaultCompileCache());
   ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> compiled,
                    Compile(parsed, options));
+  RETURN_IF_ERROR(AddFrozenFiles(*compiled));
   const CompiledGraph& a = *compiled;
   RETURN_IF_ERROR(WriteTrace(c.run.trace, parsed, {&a}));
   RETURN_IF_ERROR(WriteArtifact(c.out, a.manifest, a.files));
@@ -663,8 +709,11 @@ absl::Status LathecGuards(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(std::string text,
                    ReadFileLimited(c.run.graph, kMaxGraphBytes));
   ASSIGN_OR_RETURN(ParsedGraph parsed, Parse(text, c.run.graph));
+  ir::Constants frozen;
+  RETURN_IF_ERROR(FreezeParsed(c.run, &parsed, &frozen));
   ASSIGN_OR_RETURN(CompileOptions options,
                    OptionsWithHints(c.run, *parsed.written));
+  options.frozen = std::move(frozen);
   ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> g, Compile(parsed, options));
   RETURN_IF_ERROR(WriteTrace(c.run.trace, parsed, {g.get()}));
   const ir::Graph* written = parsed.written.get();

@@ -319,6 +319,79 @@ TEST(LathecTest, ConstantsAreGivenLikeInputs) {
   }
 }
 
+// --freeze NAME=FILE.npy: the input's value is the compiled function's own
+// (calls give the others); the results are the unfrozen run's, on both
+// backends and from an artifact, which carries the value; `# lathe:
+// constant` asks for it; the errors name the input.
+TEST(LathecTest, FrozenInputsAreTheFunctionsOwn) {
+  std::string graph = RunfilePath("ir/testdata/graphs/02_mlp_dynamic.txt");
+  std::string x = Save("fz_x.npy", Filled({3, 16}, 0.5));
+  std::string w = Save("fz_w.npy", Filled({16, 32}, 0.25));
+  std::string want_dir = TestTmpPath("fz_want");
+  ASSERT_EQ(RunLathec({"run", graph, "--input", "x=" + x, "--input", "w=" + w,
+                       "--out", want_dir})
+                .status,
+            0);
+  Tensor want = *ReadNpy(want_dir + "/out0.npy");
+  for (std::string backend : {"interp", "cpu"}) {
+    SCOPED_TRACE(backend);
+    std::string out = TestTmpPath("fz_out_" + backend);
+    LathecResult r = RunLathec({"run", graph, "--input", "x=" + x, "--freeze",
+                                "w=" + w, "--out", out, "--backend", backend});
+    ASSERT_EQ(r.status, 0) << r.output;
+    Tensor got = *ReadNpy(out + "/out0.npy");
+    ASSERT_EQ(got.sizes(), want.sizes());
+    for (int64_t k = 0; k < got.numel(); ++k) {
+      EXPECT_EQ(got.data<float>()[k], want.data<float>()[k]) << k;
+    }
+  }
+  // The artifact holds w (frozen_0.npy); a run gives x alone.
+  std::string artifact = TestTmpPath("fz_artifact");
+  LathecResult compiled =
+      RunLathec({"compile", graph, "-o", artifact, "--freeze", "w=" + w});
+  ASSERT_EQ(compiled.status, 0) << compiled.output;
+  EXPECT_THAT(ReadText(artifact + "/manifest.txt"),
+              HasSubstr("frozen frozen_0.npy 32,1\n"));
+  std::string from_artifact = TestTmpPath("fz_from_artifact");
+  LathecResult ran = RunLathec({"run", "--artifact", artifact, "--input",
+                                "x=" + x, "--out", from_artifact});
+  ASSERT_EQ(ran.status, 0) << ran.output;
+  Tensor got = *ReadNpy(from_artifact + "/out0.npy");
+  for (int64_t k = 0; k < got.numel(); ++k) {
+    EXPECT_EQ(got.data<float>()[k], want.data<float>()[k]) << k;
+  }
+  std::string marked = WriteTestFile(
+      "fz_marked.txt", absl::StrCat("# lathe: constant w\n", ReadText(graph)));
+  std::string out = TestTmpPath("fz_never");
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  } cases[] = {
+      {{"run", marked, "--input", "x=" + x, "--out", out},
+       "frozen input 'w': `# lathe: constant w` needs its value (lathec "
+       "--freeze w=FILE.npy)"},
+      {{"run", graph, "--input", "x=" + x, "--freeze", "q=" + w, "--out", out},
+       "frozen input 'q': the graph has no input of that name (its inputs: "
+       "x, w)"},
+      {{"run", graph, "--input", "x=" + x, "--freeze", "w=" + x, "--out", out},
+       "frozen input 'w': expected f32[16, 32][32, 1]cpu, got "
+       "f32[3, 16][16, 1]cpu"},
+      {{"run", graph, "--input", "x=" + x, "--freeze", "w", "--out", out},
+       "--freeze expects NAME=FILE.npy, got 'w'"},
+      {{"run", graph, "--input", "x=" + x, "--input", "w=" + w, "--freeze",
+        "w=" + w, "--out", out},
+       "lathec: the graph has no input named 'w'"},
+  };
+  for (const Case& c : cases) {
+    LathecResult r = RunLathec(c.args);
+    EXPECT_EQ(r.status, 1) << absl::StrJoin(c.args, " ") << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr(c.message)) << absl::StrJoin(c.args, " ");
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1)
+        << r.output;
+    EXPECT_FALSE(PathExists(out)) << absl::StrJoin(c.args, " ");
+  }
+}
+
 // With the cpu backend lathec says what it compiled: kernels after and
 // before fusion, its own and the C++ compiler's time, runs and time per run;
 // --dump-dir holds the loop IR before and after scheduling, the source, the
@@ -428,7 +501,8 @@ TEST(LathecTest, ErrorsAreOneLineAndWriteNothing) {
         "--passes", "cse,fuse_everything"},
        1,
        "lathec: unknown pass 'fuse_everything' (passes: tensorify_scalars, "
-       "decompose, cse, dce, constant_fold, remove_noop_ops, reinplace)\n"},
+       "fold_frozen, decompose, cse, dce, constant_fold, remove_noop_ops, "
+       "reinplace)\n"},
       {{"run", graph, "--input", "x" + x, "--out", out},
        1,
        "--input expects NAME=FILE.npy"},

@@ -30,11 +30,11 @@ def forward(self, x: "f32[2, 3, 8, 8]", w1: "f32[4, 3, 3, 3]", b1: "f32[4]", w2:
     return (convolution_1,)
 )IR",
                               R"(
-CHECK:      kernel k0 extern sconv([[C1:buf[0-9]+]], in0, in1; 2, 1, 2, 3, 4, 8, 8, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 0, 192, 64, 8, 1, 0, 27, 9, 3, 1, 0, 256, 1, 32, 4)
+CHECK:      kernel k0 extern sconv([[C1:buf[0-9]+]], in0, in1; 2, 1, 2, 3, 4, 8, 8, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 0, 192, 64, 8, 1, 0, 27, 9, 3, 1, 0, 256, 1, 32, 4, 0)
 CHECK-NEXT: kernel k1 ranges=[2, 4, 4, 4]
 CHECK:        load [[C1]][
 CHECK:        store [[P:buf[0-9]+]][64*x0 + x1 + 16*x2 + 4*x3]
-CHECK-NEXT: kernel k2 extern sconv({{buf[0-9]+}}, [[P]], in3; 2, 1, 2, 4, 5, 4, 4, 3, 3, 4, 4, 1, 1, 1, 1, 1, 1, 0, 64, 1, 16, 4, 0, 36, 9, 3, 1, 0, 80, 16, 4, 1)
+CHECK-NEXT: kernel k2 extern sconv({{buf[0-9]+}}, [[P]], in3; 2, 1, 2, 4, 5, 4, 4, 3, 3, 4, 4, 1, 1, 1, 1, 1, 1, 0, 64, 1, 16, 4, 0, 36, 9, 3, 1, 0, 80, 16, 4, 1, 0)
 CHECK-NOT:  kernel
 )"));
 }
@@ -55,9 +55,9 @@ def forward(self, x: "f32[1, 2, 4, 4]", w: "f32[3, 2, 1, 1]"):
     return (a, view, sum_1)
 )IR",
                               R"(
-CHECK:      kernel k0 extern sconv({{buf[0-9]+}}, in0, in1; 2, 1, 1, 2, 3, 4, 4, 1, 1, 4, 4, 1, 1, 0, 0, 1, 1, 0, 32, 16, 4, 1, 0, 2, 1, 1, 1, 0, 48, 16, 4, 1)
-CHECK-NEXT: kernel k1 extern sconv({{buf[0-9]+}}, in0, in1; 2, 1, 1, 2, 3, 4, 4, 1, 1, 4, 4, 1, 1, 0, 0, 1, 1, 0, 32, 16, 4, 1, 0, 2, 1, 1, 1, 0, 48, 16, 4, 1)
-CHECK-NEXT: kernel k2 extern sconv([[C:buf[0-9]+]], in0, in1; 2, 1, 1, 2, 3, 4, 4, 1, 1, 4, 4, 1, 1, 0, 0, 1, 1, 0, 32, 16, 4, 1, 0, 2, 1, 1, 1, 0, 48, 1, 12, 3)
+CHECK:      kernel k0 extern sconv({{buf[0-9]+}}, in0, in1; 2, 1, 1, 2, 3, 4, 4, 1, 1, 4, 4, 1, 1, 0, 0, 1, 1, 0, 32, 16, 4, 1, 0, 2, 1, 1, 1, 0, 48, 16, 4, 1, 0)
+CHECK-NEXT: kernel k1 extern sconv({{buf[0-9]+}}, in0, in1; 2, 1, 1, 2, 3, 4, 4, 1, 1, 4, 4, 1, 1, 0, 0, 1, 1, 0, 32, 16, 4, 1, 0, 2, 1, 1, 1, 0, 48, 16, 4, 1, 0)
+CHECK-NEXT: kernel k2 extern sconv([[C:buf[0-9]+]], in0, in1; 2, 1, 1, 2, 3, 4, 4, 1, 1, 4, 4, 1, 1, 0, 0, 1, 1, 0, 32, 16, 4, 1, 0, 2, 1, 1, 1, 0, 48, 1, 12, 3, 0)
 CHECK-NEXT: kernel k3 ranges=[1, 3, 4, 4]
 CHECK:        store [[C]][48*x0 + x1 + 12*x2 + 3*x3]
 )"));

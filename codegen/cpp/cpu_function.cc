@@ -54,6 +54,19 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Load(
   f->built_ = std::move(parts.built);
   f->stats_ = std::move(parts.stats);
   f->slots_ = ir::InputSlots(graph);
+  const std::vector<std::string>& all = f->lowered_.constants;
+  f->constants_.assign(all.begin(), all.end() - f->lowered_.frozen_constants);
+  std::vector<Tensor> frozen;
+  for (auto it = all.end() - f->lowered_.frozen_constants; it != all.end();
+       ++it) {
+    auto v = parts.frozen.find(*it);
+    if (v == parts.frozen.end() || !v->second.is_tensor()) {
+      return absl::InternalError(
+          absl::StrCat("no value for the frozen constant '", *it, "'"));
+    }
+    f->frozen_[*it] = v->second;
+    frozen.push_back(v->second.tensor);
+  }
   LATHE_CHECK(f->slots_.size() == f->lowered_.input_buffers.size())
       << "lowering's inputs are the placeholders, then the constants";
   const WrapperSource& wrapper = parts.host;
@@ -120,9 +133,9 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Load(
     ASSIGN_OR_RETURN(device, parts.backend->LoadDevice(f->built_, library));
   }
   f->built_.device_image = std::string();
-  ASSIGN_OR_RETURN(f->loaded_, LoadedGraph::OpenGraph(std::move(library),
-                                                      std::move(signature),
-                                                      std::move(device)));
+  ASSIGN_OR_RETURN(f->loaded_, LoadedGraph::OpenGraph(
+                                   std::move(library), std::move(signature),
+                                   std::move(device), std::move(frozen)));
   f->user_entry_ = wrapper.user_entry && f->loaded_->has_user_entry();
   return f;
 }
@@ -217,7 +230,10 @@ absl::StatusOr<std::vector<const ir::Value*>> CpuFunction::WithConstants(
 
 absl::StatusOr<const ir::Value*> CpuFunction::ConstantNamed(
     const absl::flat_hash_map<std::string, ir::Value>& constants,
-    const std::string& name) {
+    const std::string& name) const {
+  if (auto frozen = frozen_.find(name); frozen != frozen_.end()) {
+    return &frozen->second;
+  }
   auto it = constants.find(name);
   if (it == constants.end()) {
     return absl::InvalidArgumentError(
@@ -285,8 +301,11 @@ absl::StatusOr<std::vector<ir::Value>> CpuFunction::Call(
     ins = in_heap.data();
   }
   for (size_t k = 0; k < inputs.size(); ++k) ins[k] = ViewOf(*inputs[k]);
+  // The library passes its frozen constants itself, after the others.
+  const size_t given_n =
+      inputs.size() - static_cast<size_t>(lowered_.frozen_constants);
   std::vector<Operand> out;
-  int rc = loaded_->InvokeGraph(ins, static_cast<int64_t>(inputs.size()), seed,
+  int rc = loaded_->InvokeGraph(ins, static_cast<int64_t>(given_n), seed,
                                 output_ranks_, &out);
   if (rc != 0) {
     return CallError(rc, [&] { return ir::CheckInputs(slots_, inputs); });
@@ -344,7 +363,7 @@ absl::StatusOr<aot::UserCall> CpuFunction::CallUser(
   if (host_checks_) RETURN_IF_ERROR(host_check());
   // The user's values, then the constants.
   std::vector<Operand> in = args;
-  for (const std::string& name : lowered_.constants) {
+  for (const std::string& name : constants_) {
     ASSIGN_OR_RETURN(const ir::Value* v, ConstantNamed(constants, name));
     ASSIGN_OR_RETURN(Operand constant, aot::OperandOf(*v));
     in.push_back(std::move(constant));

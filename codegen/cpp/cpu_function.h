@@ -81,6 +81,9 @@ class CpuFunction {
     // The backend that built it, which loads its device half (null: the
     // cpu's, which has none).
     const Backend* backend = nullptr;
+    // The values of the frozen constants the lowered graph reads (the
+    // function holds them and passes them itself), by name.
+    ir::Constants frozen;
   };
 
   // Load()
@@ -142,11 +145,9 @@ class CpuFunction {
   // Without guards at compile time, true.
   bool Admits(absl::Span<const symbolic::GuardInput> inputs) const;
 
-  // The constants the graph reads (`self.NAME`), in the order they follow
-  // the placeholders.
-  const std::vector<std::string>& constants() const {
-    return lowered_.constants;
-  }
+  // The constants the caller gives (`self.NAME`), in the order they follow
+  // the placeholders; the frozen ones the function holds come after them.
+  const std::vector<std::string>& constants() const { return constants_; }
   // Which of the user's arguments (composites whole) a user call writes;
   // empty without a user entry.
   std::vector<bool> MutatedUserInputs() const;
@@ -193,11 +194,13 @@ class CpuFunction {
   absl::StatusOr<std::vector<const ir::Value*>> WithConstants(
       const std::vector<ir::Value>& given,
       const absl::flat_hash_map<std::string, ir::Value>& constants) const;
-  // The constant `self.NAME` by `name` in `constants`, or the error naming
-  // it.
-  static absl::StatusOr<const ir::Value*> ConstantNamed(
+  // The constant `self.NAME` by `name`: a frozen one's value, else the one
+  // in `constants`, or the error naming it.
+  absl::StatusOr<const ir::Value*> ConstantNamed(
       const absl::flat_hash_map<std::string, ir::Value>& constants,
-      const std::string& name);
+      const std::string& name) const;
+  std::vector<std::string> constants_;  // the caller's
+  ir::Constants frozen_;
   // The constants the graph reads, in order, from `constants` by name.
   absl::StatusOr<std::vector<ir::Value>> ConstantValues(
       const absl::flat_hash_map<std::string, ir::Value>& constants) const;

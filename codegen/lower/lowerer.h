@@ -233,6 +233,9 @@ class Lowerer {
   // The layout each value's buffer takes (channels-last between
   // convolutions).
   const BufferLayouts& layouts() const { return layouts_; }
+  // Whether `buffer` holds a frozen constant (`# lathe: constant`): read
+  // only, and the same for every call while the compiled function lives.
+  bool IsFrozen(int buffer) const { return frozen_buffers_.contains(buffer); }
 
   // Whether some op writes storage `s`.
   bool Mutated(ir::StorageId s) const { return mutated_.contains(s); }
@@ -297,6 +300,7 @@ class Lowerer {
   int num_inputs_ = 0;                  // placeholders, then constants
   std::vector<std::string> constants_;  // by input number - placeholders
   std::vector<int> constant_buffers_;
+  absl::flat_hash_set<int> frozen_buffers_;
 };
 
 }  // namespace lathe::codegen::lower

@@ -4,6 +4,7 @@
 // then places the outputs.
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -153,6 +154,9 @@ absl::Status Lowerer::LowerNode(const Node& n) {
   const ir::ValueMeta& meta = Meta(&n);
   if (n.kind() == Node::Kind::kGetAttr) {  // an input given by name
     ASSIGN_OR_RETURN(TBox t, AddInput(meta.tensor, nullptr));
+    if (graph_.attributes().constants.count(n.target()) > 0) {
+      frozen_buffers_.insert(t.buffer);
+    }
     values_[&n] = TensorValue(std::move(t));
     constants_.push_back(n.target());
     return absl::OkStatus();
@@ -277,9 +281,26 @@ absl::StatusOr<LoweredGraph> Lowerer::Run() {
     }
     ++position;
   }
+  // The constants after the placeholders: those the caller gives, then the
+  // frozen ones (the compiled function's own, given last).
+  const std::set<std::string>& frozen = graph_.attributes().constants;
+  for (bool frozen_ones : {false, true}) {
+    for (const auto& node : graph_.nodes()) {
+      const Node& n = *node;
+      if (n.kind() != Node::Kind::kGetAttr ||
+          (frozen.count(n.target()) > 0) != frozen_ones) {
+        continue;
+      }
+      RETURN_IF_ERROR(LowerNode(n));
+      if (frozen_ones) ++out.frozen_constants;
+    }
+  }
   for (const auto& node : graph_.nodes()) {
     const Node& n = *node;
-    if (n.kind() == Node::Kind::kPlaceholder) continue;
+    if (n.kind() == Node::Kind::kPlaceholder ||
+        n.kind() == Node::Kind::kGetAttr) {
+      continue;
+    }
     if (n.kind() == Node::Kind::kOutput) break;
     RETURN_IF_ERROR(LowerNode(n));
     for (Node* in : n.Inputs()) --remaining_[in];
@@ -315,7 +336,10 @@ absl::StatusOr<LoweredGraph> Lowerer::Run() {
       const TensorMeta& m = TMeta(n);
       if (v.t.buffer < 0) RETURN_IF_ERROR(RealizeNode(n));
       TBox t = values_.at(n).t;
-      if (t.strides != m.strides && !m.sizes.empty()) {
+      // A frozen constant is the function's own: the caller gets a copy it
+      // may write.
+      if ((t.strides != m.strides && !m.sizes.empty()) ||
+          frozen_buffers_.contains(t.buffer)) {
         // In memory, but not in the layout the meta promises: copy.
         t.buffer = -1;
         v.t = t;

@@ -21,6 +21,7 @@
 #include "codegen/lower/rule_helpers.h"
 #include "codegen/scalar_ops.h"
 #include "ir/output_layouts.h"
+#include "runtime/convolution.h"
 #include "status_macros.h"
 #include "symbolic/expr.h"
 #include "symbolic/printer.h"
@@ -224,6 +225,7 @@ absl::StatusOr<TBox> ConvolutionCall(Lowerer& L, TBox x, TBox w,
     g.push_back(offset);
     append(strides, 0);
   }
+  g.push_back(symbolic::Int(L.IsFrozen(w.buffer) ? kSconvFrozenWeights : 0));
   L.EmitExtern("sconv", {out, x.buffer, w.buffer}, std::move(g));
   return L.FromBuffer(out, DType::kFloat32, m.sizes, out_strides, zero);
 }

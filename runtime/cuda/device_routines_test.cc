@@ -107,8 +107,8 @@ TEST_F(DeviceRoutinesTest, ConvolutionOfAnOperandAtAnOffset) {
   EXPECT_THAT(Back<float>(out), ElementsAre(-2, -2, -2));
 }
 
-// An sconv geometry (runtime/convolution.h): the sizes, the window, then
-// each operand's offset and strides.
+// An sconv geometry (runtime/convolution.h): the sizes, the window, each
+// operand's offset and strides, then the flags.
 struct ConvCase {
   int64_t groups, n, c, o;
   std::vector<int64_t> in, k, out, stride, padding, dilation;
@@ -130,6 +130,7 @@ struct ConvCase {
       g.push_back(offset);
       g.insert(g.end(), strides->begin(), strides->end());
     }
+    g.push_back(0);  // flags: the weights are not frozen
     return g;
   }
   // The elements each operand's buffer holds (its reach from element 0).

@@ -100,18 +100,6 @@ struct Case {
   absl::Status status;  // why the case cannot run
 };
 
-// Walks the graph text through the driver for the cpu.
-absl::Status CompileCase(const std::string& text, const std::string& source,
-                         bool reinplace, Case* c) {
-  CompileOptions options;
-  options.source = source;
-  options.backend = &codegen::CpuBackend();
-  if (!reinplace) options.only_passes = kPassesWithoutReinplace;
-  ASSIGN_OR_RETURN(c->compiled, CompileGraphText(text, options));
-  c->function = c->compiled->function.get();
-  return absl::OkStatus();
-}
-
 // One call of the case's function (its runtime wrapper inside, if compiled
 // in).
 absl::StatusOr<ir::Interpretation> RunCase(const Case& c) {
@@ -119,36 +107,56 @@ absl::StatusOr<ir::Interpretation> RunCase(const Case& c) {
                                     : c.function->Run(c.inputs);
 }
 
-// Inputs for every placeholder: f32 uniform in [-1, 1), 1 + that/8 for
-// the 1-d ones (norm weights and the swish scale), seeded.
-absl::Status MakeInputs(Case* c) {
-  std::mt19937 rng(2026);
+// A random f32 value for a tensor of `m` (every one of `sizes`): uniform
+// in [-1, 1), 1 + that/8 for 1-d ones (norm weights and the swish scale),
+// a short pattern repeated (distinct enough, and quick to make for the
+// 64M-element inputs).
+absl::StatusOr<Tensor> RandomTensor(const ir::TensorMeta& m,
+                                    std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (const ir::Node* p : c->compiled->graph->Placeholders()) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ConcreteSizes(m));
+  ASSIGN_OR_RETURN(Tensor t, Tensor::Empty(sizes, m.dtype));
+  if (m.dtype != DType::kFloat32) {
+    return absl::UnimplementedError("only f32 inputs are generated");
+  }
+  float* data = t.data<float>();
+  const int64_t n = t.numel();
+  std::vector<float> pattern(4099);
+  for (float& v : pattern) v = u(rng);
+  const bool one_d = sizes.size() == 1;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = pattern[i % pattern.size()];
+    data[i] = one_d ? 1.0f + v / 8 : v;
+  }
+  return t;
+}
+
+// Walks the graph text through the driver for the cpu, with random inputs
+// for every placeholder; `freeze`: every input but the first (the data; a
+// model's parameters follow it) frozen, as torch.compile(freezing=True).
+absl::Status CompileCase(const std::string& text, const std::string& source,
+                         bool reinplace, bool freeze, Case* c) {
+  CompileOptions options;
+  options.source = source;
+  options.backend = &codegen::CpuBackend();
+  if (!reinplace) options.only_passes = kPassesWithoutReinplace;
+  ASSIGN_OR_RETURN(ParsedGraph parsed, Parse(text, source));
+  std::mt19937 rng(2026);
+  for (const ir::Node* p : parsed.written->Placeholders()) {
     if (p->meta().kind != ir::ValueMeta::Kind::kTensor) {
       return absl::UnimplementedError(
           absl::StrCat("input '", p->name(), "' is not a tensor"));
     }
-    const ir::TensorMeta& m = p->meta().tensor;
-    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ConcreteSizes(m));
-    ASSIGN_OR_RETURN(Tensor t, Tensor::Empty(sizes, m.dtype));
-    if (m.dtype != DType::kFloat32) {
-      return absl::UnimplementedError("only f32 inputs are generated");
+    ASSIGN_OR_RETURN(Tensor t, RandomTensor(p->meta().tensor, rng));
+    if (freeze && !c->inputs.empty()) {
+      options.frozen[p->name()] = ir::Value::OfTensor(std::move(t));
+      continue;
     }
-    float* data = t.data<float>();
-    const int64_t n = t.numel();
-    // A short random pattern repeated: distinct enough, and quick to make
-    // for the 64M-element inputs.
-    std::vector<float> pattern(4099);
-    for (float& v : pattern) v = u(rng);
-    const bool one_d = sizes.size() == 1;
-    for (int64_t i = 0; i < n; ++i) {
-      float v = pattern[i % pattern.size()];
-      data[i] = one_d ? 1.0f + v / 8 : v;
-    }
-    c->input_bytes += n * t.itemsize();
+    c->input_bytes += t.numel() * t.itemsize();
     c->inputs.push_back(ir::Value::OfTensor(std::move(t)));
   }
+  ASSIGN_OR_RETURN(c->compiled, Compile(parsed, options));
+  c->function = c->compiled->function.get();
   // One call outside the timing: its outputs' bytes, and a warm start.
   ASSIGN_OR_RETURN(ir::Interpretation r, RunCase(*c));
   for (const ir::Value& out : r.outputs) {
@@ -160,16 +168,18 @@ absl::Status MakeInputs(Case* c) {
 }
 
 // The case for tools/bench/graphs/NAME.txt, compiled once per process.
-Case& GetCase(const std::string& name, bool reinplace = true) {
+Case& GetCase(const std::string& name, bool reinplace = true,
+              bool freeze = false) {
   static auto* cases = new std::map<std::string, std::unique_ptr<Case>>();
-  std::unique_ptr<Case>& c = (*cases)[absl::StrCat(name, reinplace)];
+  std::unique_ptr<Case>& c = (*cases)[absl::StrCat(name, reinplace, freeze)];
   if (c != nullptr) return *c;
   c = std::make_unique<Case>();
   std::string path = absl::StrCat("tools/bench/graphs/", name, ".txt");
   absl::StatusOr<std::string> text = ReadWorkspaceFile(path);
   c->status = text.status();
-  if (c->status.ok()) c->status = CompileCase(*text, path, reinplace, c.get());
-  if (c->status.ok()) c->status = MakeInputs(c.get());
+  if (c->status.ok()) {
+    c->status = CompileCase(*text, path, reinplace, freeze, c.get());
+  }
   return *c;
 }
 
@@ -309,9 +319,12 @@ BENCHMARK_CAPTURE(BM_Memory, layernorm_4096x2560_noreinplace,
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// Matmul-bound rows; `flops` is the matmuls' 2*M*N*K per call.
-void BM_Matmul(benchmark::State& state, const std::string& name, double flops) {
-  Case& c = GetCase(name);
+// Matmul-bound rows; `flops` is the matmuls' 2*M*N*K per call. `freeze`:
+// every parameter frozen (torch.compile(freezing=True)'s rows): batch norm
+// folded into the convolutions, weights packed once.
+void BM_Matmul(benchmark::State& state, const std::string& name, double flops,
+               bool freeze = false) {
+  Case& c = GetCase(name, /*reinplace=*/true, freeze);
   if (!c.status.ok()) return SkipWith(state, c.status);
   RunLoop(state, c);
   SetFlops(state, flops);
@@ -357,6 +370,10 @@ BENCHMARK_CAPTURE(BM_Matmul, small_cnn_b32_64x64, "small_cnn_b32_64x64",
                   SmallCnnFlops())
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Matmul, small_cnn_b32_64x64_frozen, "small_cnn_b32_64x64",
+                  SmallCnnFlops(), true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // resnet18 (tools/examples/capture_examples.py) at batch n on size x size
 // images: each convolution's 2*N*O*OH*OW*C*k*k (padding k/2) and the
@@ -390,8 +407,16 @@ BENCHMARK_CAPTURE(BM_Matmul, resnet18_b8_112x112, "resnet18_b8_112x112",
                   Resnet18Flops(8, 112))
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Matmul, resnet18_b8_112x112_frozen, "resnet18_b8_112x112",
+                  Resnet18Flops(8, 112), true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matmul, resnet18_b8_224x224, "resnet18_b8_224x224",
                   Resnet18Flops(8, 224))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Matmul, resnet18_b8_224x224_frozen, "resnet18_b8_224x224",
+                  Resnet18Flops(8, 224), true)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

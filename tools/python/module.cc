@@ -411,12 +411,51 @@ PyMethodDef function_methods[] = {
     {nullptr, nullptr, 0, nullptr},
 };
 
+// The values of `frozen` (a dict of input name to tensor, or None) copied
+// into `out`: the compiled function's own from then on.
+absl::Status FrozenValues(PyObject* frozen, ir::Constants* out) {
+  if (frozen == nullptr || frozen == Py_None) return absl::OkStatus();
+  if (!PyDict_Check(frozen)) {
+    return absl::InvalidArgumentError(
+        "frozen must be a dict of input name to tensor");
+  }
+  PyObject* key = nullptr;
+  PyObject* value = nullptr;
+  Py_ssize_t pos = 0;
+  CallBridge bridge;
+  int i = 0;
+  while (PyDict_Next(frozen, &pos, &key, &value)) {
+    const char* name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : nullptr;
+    if (name == nullptr) {
+      PyErr_Clear();
+      return absl::InvalidArgumentError("frozen's keys must be input names");
+    }
+    ASSIGN_OR_RETURN(Operand o, ToOperand(value, i++, bridge));
+    if (o.kind != Operand::Kind::kTensor || !o.tensor.defined()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("frozen input '", name, "': expected a tensor"));
+    }
+    if (!o.tensor.device().is_cpu()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("frozen input '", name,
+                       "': expected a tensor on the "
+                       "host, got ",
+                       o.tensor.ToString()));
+    }
+    ASSIGN_OR_RETURN(Tensor copy, o.tensor.Clone());
+    (*out)[name] = ir::Value::OfTensor(std::move(copy));
+  }
+  return absl::OkStatus();
+}
+
 // _lathe.compile(text, source="graph", backend="cpu", max_compiles=8,
-//                cache_dir="", remote_cache="", dump=False)
+//                cache_dir="", remote_cache="", dump=False, frozen=None):
+// `frozen` ({input name: tensor}) freezes those inputs (driver/freeze.h):
+// the function's calls take the others.
 PyObject* CompileText(PyObject*, PyObject* args, PyObject* kwargs) {
   static const char* keywords[] = {"text",         "source",    "backend",
                                    "max_compiles", "cache_dir", "remote_cache",
-                                   "dump",         nullptr};
+                                   "dump",         "frozen",    nullptr};
   const char* text = nullptr;
   Py_ssize_t text_size = 0;
   const char* source = "graph";
@@ -425,10 +464,11 @@ PyObject* CompileText(PyObject*, PyObject* args, PyObject* kwargs) {
   const char* cache_dir = "";
   const char* remote = "";
   int dump = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s#|ssissp",
+  PyObject* frozen = nullptr;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s#|ssisspO",
                                    const_cast<char**>(keywords), &text,
                                    &text_size, &source, &backend, &max_compiles,
-                                   &cache_dir, &remote, &dump)) {
+                                   &cache_dir, &remote, &dump, &frozen)) {
     return nullptr;
   }
   if (max_compiles < 1 || max_compiles > 1000) {
@@ -438,6 +478,9 @@ PyObject* CompileText(PyObject*, PyObject* args, PyObject* kwargs) {
   CompileOptions options;
   options.source = source;
   options.dump = dump != 0;
+  if (absl::Status s = FrozenValues(frozen, &options.frozen); !s.ok()) {
+    return Raise(s);
+  }
   absl::StatusOr<const codegen::Backend*> b = BackendNamed(backend);
   if (!b.ok()) return Raise(b.status());
   options.backend = *b;

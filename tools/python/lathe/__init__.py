@@ -25,6 +25,12 @@ Options (``torch.compile(..., options={...})``):
     remote_cache   redis://HOST:PORT for the compile cache's Redis tier
     max_compiles   compiles per graph before lathe runs it on its
                    interpreter (default 8)
+    freezing       True: in inference (torch.no_grad()), the module's
+                   parameters and buffers are the compiled function's own
+                   constants, as Inductor's freezing=True: batch norm folds
+                   into the convolution before it, what the weights compute
+                   alone is computed once, convolution weights are packed
+                   once; a later in-place change to them is not seen
 
 ``lathe.aot_compile(torch.export.export(model, args), path)`` writes an
 artifact (weights included) and ``lathe.load(path)`` calls it, as does a C++
@@ -48,7 +54,7 @@ __all__ = ["Error", "Explanation", "Graph", "aot_compile", "backend", "compile_g
 Error = _lathe.Error
 logger = logging.getLogger("lathe")
 
-_OPTIONS = {"backend", "dump_dir", "cache_dir", "remote_cache", "max_compiles"}
+_OPTIONS = {"backend", "dump_dir", "cache_dir", "remote_cache", "max_compiles", "freezing"}
 _BACKENDS = {"cpu", "interp", "cuda"}
 
 
@@ -63,6 +69,8 @@ def _checked_options(options):
     max_compiles = options.get("max_compiles", 8)
     if not isinstance(max_compiles, int) or isinstance(max_compiles, bool) or not 1 <= max_compiles <= 1000:
         raise Error(f"option max_compiles is {max_compiles!r}; expected an int from 1 to 1000")
+    if not isinstance(options.get("freezing", False), bool):
+        raise Error(f"option freezing is {options['freezing']!r}; expected True or False")
     for key in ("dump_dir", "cache_dir", "remote_cache"):
         if key in options and not isinstance(options[key], (str, os.PathLike)):
             raise Error(f"option {key} is {options[key]!r}; expected a path or string")
@@ -143,10 +151,11 @@ def _on_compile(graph):
 
 
 def compile_graph(text, name="graph", options=None, kind="graph", dynamo_compile=None, source_lines=(),
-                  parameters=()):
+                  parameters=(), frozen=None):
     """Graph text (``print_readable(include_stride=True, include_device=True)``
     of an AOTAutograd graph) as a lathe function; it compiles on its first
-    call, for that call's sizes."""
+    call, for that call's sizes. ``frozen`` ({input name: tensor}) makes
+    those inputs the function's own constants: its calls take the others."""
     options = _checked_options(options)
     fn = _lathe.compile(
         text,
@@ -156,6 +165,7 @@ def compile_graph(text, name="graph", options=None, kind="graph", dynamo_compile
         cache_dir=os.fspath(options.get("cache_dir", "")),
         remote_cache=os.fspath(options.get("remote_cache", "")),
         dump=bool(options.get("dump_dir")),
+        frozen=frozen or None,
     )
     dump_dir = os.fspath(options.get("dump_dir", "")) or None
     graph = Graph(name, kind, text, fn, dump_dir, dynamo_compile, source_lines, parameters)
@@ -252,6 +262,39 @@ def _wrapper_is_identity(graph_args, example_inputs):
     return plain and not torch._C._is_any_autocast_enabled()
 
 
+def _frozen_inputs(g, example_inputs):
+    """For freezing: the inference graph `g`'s inputs that are the module's
+    parameters and buffers (Dynamo marks them static inputs), by placeholder
+    name, with their values, and the indices of the others, which calls
+    still pass; ({}, None) when AOTAutograd's inputs are not Dynamo's one for
+    one, or nothing can be frozen. An input the graph writes, or that an
+    output aliases, stays an input (as Inductor's replace_params_with_constants
+    keeps it)."""
+    from torch._dynamo.utils import get_static_address_type
+    from torch._guards import TracingContext
+
+    placeholders = [n for n in g.graph.nodes if n.op == "placeholder"]
+    context = TracingContext.try_get()
+    meta = None if context is None else getattr(context, "fw_metadata", None)
+    if meta is None or len(placeholders) != len(example_inputs):
+        return {}, None
+    try:
+        written = {i for i, m in enumerate(meta.input_info) if m.mutates_data or m.mutates_metadata}
+        aliased = {o.base_idx for o in meta.output_info if o.base_idx is not None}
+    except AttributeError:
+        # AOTAutograd's metadata is private: a PyTorch whose fields differ
+        # keeps every input.
+        return {}, None
+    frozen = {}
+    for i, (node, t) in enumerate(zip(placeholders, example_inputs)):
+        if (type(t) in (torch.Tensor, torch.nn.Parameter) and t.device.type == "cpu"
+                and get_static_address_type(t) is not None and i not in written and i not in aliased):
+            frozen[node.name] = t
+    if not frozen:
+        return {}, None
+    return frozen, [i for i, n in enumerate(placeholders) if n.name not in frozen]
+
+
 def backend(gm, example_inputs, options=None, **_):
     """torch.compile's "lathe" backend: Dynamo's graph through AOTAutograd,
     its forward and backward graphs compiled by lathe. An inference graph
@@ -268,11 +311,19 @@ def backend(gm, example_inputs, options=None, **_):
     parameters = [p for p in example_inputs if isinstance(p, torch.nn.Parameter)]
     direct = []
 
+    freezing = options.get("freezing", False) and not torch.is_grad_enabled()
+
     def compiler(kind):
         def compile_fn(g, graph_args):
             text = g.print_readable(print_output=False, include_stride=True, include_device=True)
+            frozen, keep = _frozen_inputs(g, example_inputs) if freezing and kind == "inference" else ({}, None)
             fn = compile_graph(_range_lines(text) + text, f"{kind}_{next(_numbers)}", options, kind,
-                               dynamo_compile, source_lines, parameters)
+                               dynamo_compile, source_lines, parameters, frozen)
+            if keep is not None:
+                compiled = fn
+
+                def fn(*args):
+                    return compiled(*[args[i] for i in keep])
             if kind == "inference" and _wrapper_is_identity(graph_args, example_inputs):
                 direct.append(fn)
             return make_boxed_func(fn)

@@ -1,0 +1,330 @@
+// Freezing (driver/freeze.h, passes/fold_frozen.h): inputs given at compile
+// time become the function's own constants. Every compiled or interpreted
+// result is compared with the interpreter on the graph as written, with
+// the frozen values passed as ordinary inputs; the errors name the input.
+
+#include "driver/freeze.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/cpp/cpu_backend.h"
+#include "codegen/cpp/cpu_testing.h"
+#include "driver/compile.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/graph_text.h"
+#include "ir/interpreter.h"
+#include "ir/shape_prop.h"
+#include "runtime/artifact.h"
+#include "runtime/convolution.h"
+#include "runtime/tensor.h"
+#include "symbolic/shape_env.h"
+#include "testing/status_matchers.h"
+
+namespace lathe {
+namespace {
+
+using ::lathe::testing::StatusIs;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// A 3x3 convolution, batch norm in evaluation, relu: resnet's block.
+constexpr char kConvBn[] =
+    R"IR(def forward(self, x: "f32[2, 3, 8, 8]", w: "f32[4, 3, 3, 3]", g: "f32[4]", b: "f32[4]", m: "f32[4]", v: "f32[4]"):
+    conv = torch.ops.aten.convolution.default(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    bn = torch.ops.aten.native_batch_norm.default(conv, g, b, m, v, False, 0.1, 1e-05)
+    y = bn[0]
+    relu = torch.ops.aten.relu.default(y)
+    return (relu,)
+)IR";
+
+// Input k of `p`'s values: 2 sin(0.7 k + p), or 1 + sin(...)/2 (> 0, for a
+// variance) for an input named v.
+ir::Value InputFor(const ir::Node& p, int index) {
+  const ir::TensorMeta& m = p.meta().tensor;
+  std::vector<int64_t> sizes;
+  for (const symbolic::Expr& e : m.sizes) sizes.push_back(e.int_value());
+  Tensor t = *Tensor::Empty(sizes, m.dtype);
+  for (int64_t k = 0; k < t.numel(); ++k) {
+    double s = std::sin(0.7 * static_cast<double>(k) + index);
+    t.data<float>()[k] =
+        static_cast<float>(p.name() == "v" ? 1 + s / 2 : 2 * s);
+  }
+  return ir::Value::OfTensor(std::move(t));
+}
+
+struct Frozen {
+  std::vector<ir::Value> all;    // one per placeholder as written
+  std::vector<ir::Value> given;  // the ones not frozen
+  ir::Constants frozen;
+  ir::Interpretation want;  // the interpreter on the graph as written
+};
+
+// Values for `text`'s inputs, those named in `names` frozen, and the
+// interpreter's results with all of them given.
+Frozen Inputs(const char* text, const std::set<std::string>& names) {
+  Frozen f;
+  std::unique_ptr<ir::Graph> g = *ir::ParseGraph(text);
+  g->attributes().constants.clear();  // every input given
+  symbolic::ShapeEnv env;
+  EXPECT_OK(ir::PropagateShapes(*g, env));
+  int index = 0;
+  for (const ir::Node* p : g->Placeholders()) {
+    ir::Value v = InputFor(*p, index++);
+    f.all.push_back(v);
+    if (names.count(p->name()) > 0) {
+      f.frozen[p->name()] = v;
+    } else {
+      f.given.push_back(v);
+    }
+  }
+  f.want = *ir::Interpret(*g, f.all);
+  return f;
+}
+
+// The compiled function's results on `given` (its runtime wrapper inside,
+// if compiled in).
+absl::StatusOr<ir::Interpretation> Call(const CompiledGraph& c,
+                                        std::vector<ir::Value> given) {
+  const codegen::CpuFunction& f = *c.function;
+  return f.plan_applied() ? f.RunWithPlan(given) : f.Run(given);
+}
+
+TEST(FreezeTest, BatchNormFoldsIntoTheConvolutionAndMatchesTheInterpreter) {
+  Frozen in = Inputs(kConvBn, {"w", "g", "b", "m", "v"});
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<CompiledGraph> c,
+      CompileGraphText(
+          kConvBn, {.frozen = in.frozen, .backend = &codegen::CpuBackend()}));
+  const std::string after = ir::PrintGraph(*c->graph);
+  EXPECT_THAT(after, Not(HasSubstr("batch_norm"))) << after;
+  EXPECT_THAT(after, HasSubstr("convolution.default(x, conv_weight, conv_bias"))
+      << after;
+  EXPECT_THAT(c->log, ::testing::Contains(HasSubstr("bn folded into conv")));
+  // The caller passes x alone; the function holds the rest.
+  EXPECT_EQ(c->written->Placeholders().size(), 1u);
+  EXPECT_TRUE(c->function->constants().empty());
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, Call(*c, in.given));
+  codegen::ExpectSameOutputs(got, in.want, 1e-5);
+
+  // The interpreter runs the frozen graph too, on the values the compile
+  // holds.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> interp,
+                       CompileGraphText(kConvBn, {.frozen = in.frozen}));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation i,
+                       ir::Interpret(*interp->graph, in.given, interp->frozen));
+  codegen::ExpectSameOutputs(i, in.want, 1e-5);
+}
+
+TEST(FreezeTest, WeightsArePackedOnceAndForgottenWithTheFunction) {
+  Frozen in = Inputs(kConvBn, {"w", "g", "b", "m", "v"});
+  const int64_t before = FrozenWeightsKept();
+  {
+    ASSERT_OK_AND_ASSIGN(
+        std::unique_ptr<CompiledGraph> c,
+        CompileGraphText(
+            kConvBn, {.frozen = in.frozen, .backend = &codegen::CpuBackend()}));
+    for (int call = 0; call < 3; ++call) {
+      ASSERT_OK_AND_ASSIGN(ir::Interpretation got, Call(*c, in.given));
+      codegen::ExpectSameOutputs(got, in.want, 1e-5);
+    }
+    // Packed once (oneDNN wants its blocked layout for these weights).
+    EXPECT_EQ(FrozenWeightsKept(), before + 1);
+  }
+  EXPECT_EQ(FrozenWeightsKept(), before);
+}
+
+TEST(FreezeTest, TheCallerChangingItsValuesLaterChangesNothing) {
+  Frozen in = Inputs(kConvBn, {"w", "g", "b", "m", "v"});
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<CompiledGraph> c,
+      CompileGraphText(
+          kConvBn, {.frozen = in.frozen, .backend = &codegen::CpuBackend()}));
+  in.frozen.at("w").tensor.data<float>()[0] += 100;
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, Call(*c, in.given));
+  codegen::ExpectSameOutputs(got, in.want, 1e-5);
+}
+
+// Batch norm that must stay: its statistics are inputs, the convolution's
+// result is read twice, or it normalizes with the batch's statistics.
+TEST(FreezeTest, BatchNormStaysWhereFoldingWouldChangeTheResult) {
+  const char* kCases[] = {
+      kConvBn,
+      R"IR(def forward(self, x: "f32[2, 3, 8, 8]", w: "f32[4, 3, 3, 3]", g: "f32[4]", b: "f32[4]", m: "f32[4]", v: "f32[4]"):
+    conv = torch.ops.aten.convolution.default(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    bn = torch.ops.aten.native_batch_norm.default(conv, g, b, m, v, False, 0.1, 1e-05)
+    y = bn[0]
+    add = torch.ops.aten.add.Tensor(y, conv)
+    return (add,)
+)IR",
+      R"IR(def forward(self, x: "f32[2, 3, 8, 8]", w: "f32[4, 3, 3, 3]", g: "f32[4]", b: "f32[4]"):
+    conv = torch.ops.aten.convolution.default(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    bn = torch.ops.aten._native_batch_norm_legit.no_stats(conv, g, b, True, 0.1, 1e-05)
+    y = bn[0]
+    return (y,)
+)IR",
+  };
+  const std::set<std::string> frozen[] = {
+      {"w", "g", "b", "m"}, {"w", "g", "b", "m", "v"}, {"w", "g", "b"}};
+  for (int k = 0; k < 3; ++k) {
+    SCOPED_TRACE(kCases[k]);
+    Frozen in = Inputs(kCases[k], frozen[k]);
+    ASSERT_OK_AND_ASSIGN(
+        std::unique_ptr<CompiledGraph> c,
+        CompileGraphText(kCases[k], {.frozen = in.frozen,
+                                     .backend = &codegen::CpuBackend()}));
+    EXPECT_THAT(c->log, Not(::testing::Contains(HasSubstr("folded"))));
+    ASSERT_OK_AND_ASSIGN(ir::Interpretation got, Call(*c, in.given));
+    codegen::ExpectSameOutputs(got, in.want, 1e-5);
+  }
+}
+
+TEST(FreezeTest, WhatFrozenValuesComputeAloneIsComputedOnce) {
+  const char* kLinear =
+      R"IR(def forward(self, x: "f32[3, 5]", w: "f32[4, 5]", b: "f32[4]"):
+    t = torch.ops.aten.t.default(w)
+    neg = torch.ops.aten.neg.default(b)
+    addmm = torch.ops.aten.addmm.default(neg, x, t)
+    return (addmm,)
+)IR";
+  Frozen in = Inputs(kLinear, {"w", "b"});
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<CompiledGraph> c,
+      CompileGraphText(
+          kLinear, {.frozen = in.frozen, .backend = &codegen::CpuBackend()}));
+  const std::string after = ir::PrintGraph(*c->graph);
+  EXPECT_THAT(after, Not(HasSubstr("aten.t.default"))) << after;
+  EXPECT_THAT(after, Not(HasSubstr("aten.neg.default"))) << after;
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, Call(*c, in.given));
+  codegen::ExpectSameOutputs(got, in.want, 1e-6);
+}
+
+// An artifact carries its frozen constants (a folded t(w) keeps its
+// transposed strides) and its calls take x alone.
+TEST(FreezeTest, AnArtifactCarriesItsFrozenConstants) {
+  const char* kLinear =
+      R"IR(def forward(self, x: "f32[3, 5]", w: "f32[4, 5]", b: "f32[4]"):
+    t = torch.ops.aten.t.default(w)
+    addmm = torch.ops.aten.addmm.default(b, x, t)
+    return (addmm,)
+)IR";
+  Frozen in = Inputs(kLinear, {"w", "b"});
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<CompiledGraph> c,
+      CompileGraphText(kLinear, {.frozen = in.frozen,
+                                 .backend = &codegen::CpuBackend(),
+                                 .artifact = true}));
+  ASSERT_OK(AddFrozenFiles(*c));
+  ASSERT_EQ(c->manifest.frozen.size(), 2u);  // b, then t(w) computed
+  EXPECT_EQ(c->manifest.frozen[0].strides, (std::vector<int64_t>{1}));
+  EXPECT_EQ(c->manifest.frozen[1].strides, (std::vector<int64_t>{1, 5}));
+  const std::string dir =
+      absl::StrCat(std::getenv("TEST_TMPDIR"), "/frozen_artifact");
+  ASSERT_OK(WriteArtifact(dir, c->manifest, c->files));
+  c.reset();
+  ASSERT_OK_AND_ASSIGN(LoadedArtifact a, LoadArtifact(dir));
+  EXPECT_EQ(a.manifest.arguments.size(), 1u);
+  std::vector<Operand> args = {Operand::Of(in.given[0].tensor)};
+  ASSERT_OK_AND_ASSIGN(std::vector<Operand> out, a.Call(absl::MakeSpan(args)));
+  ASSERT_EQ(out.size(), 1u);
+  ir::Interpretation got;
+  got.outputs.push_back(ir::Value::OfTensor(out[0].tensor));
+  codegen::ExpectSameOutputs(got, in.want, 1e-6);
+}
+
+TEST(FreezeTest, AReturnedFrozenValueIsTheCallersCopy) {
+  const char* kReturns =
+      R"IR(def forward(self, x: "f32[4]", w: "f32[4]"):
+    add = torch.ops.aten.add.Tensor(x, w)
+    return (add, w)
+)IR";
+  Frozen in = Inputs(kReturns, {"w"});
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<CompiledGraph> c,
+      CompileGraphText(
+          kReturns, {.frozen = in.frozen, .backend = &codegen::CpuBackend()}));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation first, Call(*c, in.given));
+  first.outputs[1].tensor.data<float>()[0] = 1000;  // the caller's to write
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation second, Call(*c, in.given));
+  codegen::ExpectSameOutputs(second, in.want, 0);
+}
+
+TEST(FreezeTest, TheDirectiveFreezesAnInputAndPrintsBack) {
+  const std::string text = absl::StrCat(
+      "# lathe: constant w\n", R"IR(def forward(self, x: "f32[4]", w: "f32[4]"):
+    add = torch.ops.aten.add.Tensor(x, w)
+    return (add,)
+)IR");
+  std::unique_ptr<ir::Graph> g = *ir::ParseGraph(text);
+  EXPECT_EQ(g->attributes().constants, std::set<std::string>{"w"});
+  EXPECT_THAT(ir::PrintGraph(*g), HasSubstr("# lathe: constant w\n"));
+  // Without its value: one line naming the input and the flag.
+  EXPECT_THAT(CompileGraphText(text).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("frozen input 'w': `# lathe: constant w` "
+                                 "needs its value (lathec --freeze "
+                                 "w=FILE.npy)")));
+  symbolic::ShapeEnv env;
+  EXPECT_THAT(ir::PropagateShapes(*g, env),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("no value was given for the frozen input "
+                                 "'w'")));
+  Frozen in = Inputs(text.c_str(), {"w"});
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<CompiledGraph> c,
+      CompileGraphText(
+          text, {.frozen = in.frozen, .backend = &codegen::CpuBackend()}));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, Call(*c, in.given));
+  codegen::ExpectSameOutputs(got, in.want, 0);
+}
+
+TEST(FreezeTest, ErrorsNameTheInputAndWhatWasExpected) {
+  const char* kAdd =
+      R"IR(def forward(self, x: "f32[4]", w: "f32[4]", s: "f32[s0]"):
+    add = torch.ops.aten.add.Tensor(x, w)
+    return (add, s)
+)IR";
+  const char* kWrites = R"IR(def forward(self, x: "f32[4]", w: "f32[4]"):
+    view = torch.ops.aten.view.default(w, [2, 2])
+    add_ = torch.ops.aten.add_.Tensor(view, 1)
+    add = torch.ops.aten.add.Tensor(x, w)
+    return (add,)
+)IR";
+  std::unique_ptr<ir::Graph> add = *ir::ParseGraph(kAdd);
+  ir::Value f32 = ir::Value::OfTensor(*Tensor::Empty({4}, DType::kFloat32));
+  ir::Value f64 = ir::Value::OfTensor(*Tensor::Empty({4}, DType::kFloat64));
+  ir::Value longer = ir::Value::OfTensor(*Tensor::Empty({5}, DType::kFloat32));
+  struct Case {
+    const char* text;
+    ir::Constants values;
+    std::string error;
+  } cases[] = {
+      {kAdd,
+       {{"y", f32}},
+       "frozen input 'y': the graph has no input of that name (its inputs: "
+       "x, w, s)"},
+      {kAdd, {{"w", f64}}, "frozen input 'w': expected f32[4]"},
+      {kAdd, {{"w", longer}}, "frozen input 'w': expected f32[4]"},
+      {kAdd, {{"w", ir::Value::Int(3)}}, "frozen input 'w': expected a tensor"},
+      {kAdd, {{"s", f32}}, "has symbolic sizes or strides"},
+      {kWrites,
+       {{"w", f32}},
+       "frozen input 'w': node 'add_' writes it; a frozen input is read-only"},
+  };
+  for (const Case& k : cases) {
+    std::unique_ptr<ir::Graph> g = *ir::ParseGraph(k.text);
+    ir::Constants owned;
+    EXPECT_THAT(
+        FreezeInputs(*g, k.values, &owned).status(),
+        StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(k.error)));
+  }
+}
+
+}  // namespace
+}  // namespace lathe
