@@ -114,6 +114,8 @@ absl::StatusOr<bool> FoldBatchNorm(ir::Graph& g, Node* bn, PassContext& ctx) {
   const ir::Value* gb = Frozen(bn_bias, ctx);
   const ir::Value* rm = Frozen(r.Tensor("running_mean"), ctx);
   const ir::Value* rv = Frozen(r.Tensor("running_var"), ctx);
+  // The weight and bias are replaced where they stand: given by position.
+  if (conv->args().size() < 3) return false;
   if (!eps || transposed.value_or(true) || w == nullptr || rm == nullptr ||
       rv == nullptr || (conv_bias != nullptr && cb == nullptr) ||
       (bn_weight != nullptr && gw == nullptr) ||
@@ -161,7 +163,6 @@ absl::StatusOr<bool> FoldBatchNorm(ir::Graph& g, Node* bn, PassContext& ctx) {
                                std::move(new_bias), ctx));
   std::vector<Arg> args = conv->args();
   std::vector<std::pair<std::string, Arg>> kwargs = conv->kwargs();
-  if (args.size() < 3) return false;  // weight and bias given by name
   args[1] = Arg::Of(w2);
   args[2] = Arg::Of(b2);
   ASSIGN_OR_RETURN(Node * folded,

@@ -97,6 +97,19 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Load(
       if (buf.kind == Buffer::Kind::kInput) f->writes_input_[buf.input] = true;
     }
   }
+  // A frozen constant is read-only for the function's life (its packed
+  // form is kept): compiled code that writes one is the compiler's fault.
+  const size_t first_frozen = f->writes_input_.size() -
+                              static_cast<size_t>(f->lowered_.frozen_constants);
+  for (size_t k = first_frozen; k < f->writes_input_.size(); ++k) {
+    if (f->writes_input_[k]) {
+      return absl::InternalError(absl::StrCat(
+          "the compiled code writes the frozen constant '",
+          f->lowered_.constants[k - (f->writes_input_.size() -
+                                     f->lowered_.constants.size())],
+          "'"));
+    }
+  }
   // The bytes the cache verified (or the compiler wrote), not the file,
   // hosted by the runtime's LoadedGraph like an artifact's.
   RETURN_IF_ERROR(KeepOpenMpLoaded());

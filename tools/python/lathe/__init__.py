@@ -279,9 +279,12 @@ def _frozen_inputs(g, example_inputs):
     if meta is None or len(placeholders) != len(example_inputs):
         return {}, None
     try:
+        from torch._functorch._aot_autograd.schemas import OutputType
+
         written = {i for i, m in enumerate(meta.input_info) if m.mutates_data or m.mutates_metadata}
-        aliased = {o.base_idx for o in meta.output_info if o.base_idx is not None}
-    except AttributeError:
+        aliased = {o.base_idx for o in meta.output_info
+                   if o.base_idx is not None and o.output_type in (OutputType.alias_of_input, OutputType.is_input)}
+    except (AttributeError, ImportError):
         # AOTAutograd's metadata is private: a PyTorch whose fields differ
         # keeps every input.
         return {}, None
