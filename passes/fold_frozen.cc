@@ -141,15 +141,15 @@ absl::StatusOr<bool> FoldBatchNorm(ir::Graph& g, Node* bn, PassContext& ctx) {
   ASSIGN_OR_RETURN(Tensor weight, w->tensor.Clone());
   ASSIGN_OR_RETURN(Tensor new_bias, Tensor::Empty({o}, dtype));
   const int64_t per = o == 0 ? 0 : weight.numel() / o;
+  float* w32 = dtype == DType::kFloat32 ? weight.data<float>() : nullptr;
+  double* w64 = dtype == DType::kFloat64 ? weight.data<double>() : nullptr;
   for (int64_t k = 0; k < o; ++k) {
     const double scale = gamma.at(k, 1.0) / std::sqrt(var.at(k, 0) + *eps);
     for (int64_t e = k * per; e < (k + 1) * per; ++e) {
-      if (dtype == DType::kFloat32) {
-        float& x = weight.data<float>()[e];
-        x = static_cast<float>(static_cast<double>(x) * scale);
+      if (w32 != nullptr) {
+        w32[e] = static_cast<float>(static_cast<double>(w32[e]) * scale);
       } else {
-        double& x = weight.data<double>()[e];
-        x *= scale;
+        w64[e] *= scale;
       }
     }
     new_bias.SetDouble({k},

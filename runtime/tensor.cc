@@ -253,6 +253,10 @@ absl::StatusOr<Tensor> Tensor::Clone() const {
   const int64_t item = itemsize();
   char* dst = static_cast<char*>(out.data_ptr());
   const char* base = static_cast<const char*>(storage_.data());
+  if (is_contiguous() && numel() > 0) {  // one copy (a model's weights)
+    std::memcpy(dst, base + storage_offset_ * item, numel() * item);
+    return out;
+  }
   int64_t k = 0;
   ForEachIndex(sizes_, [&](absl::Span<const int64_t> index) {
     std::memcpy(dst + (k++) * item, base + ElementOffset(index) * item, item);

@@ -86,6 +86,18 @@ TEST(TensorTest, ViewsShareStorage) {
   Tensor c = *a.Clone();
   EXPECT_NE(c.storage(), a.storage());
   EXPECT_EQ(c.GetDouble({1, 2}), 5.0);
+  // A contiguous view at an offset (one copy) and a transposed one
+  // (element by element) clone to a[1] and a.t(), apart from a.
+  for (int64_t i = 0; i < 6; ++i) a.SetDouble({i / 3, i % 3}, i);
+  Tensor row_copy = *row.Clone();
+  EXPECT_EQ(row_copy.storage_offset(), 0);
+  a.SetDouble({1, 0}, 70.0);
+  EXPECT_EQ(row_copy.GetDouble({0}), 3.0);
+  EXPECT_EQ(row_copy.GetDouble({2}), 5.0);
+  Tensor t_copy = *t.Clone();
+  EXPECT_TRUE(t_copy.is_contiguous());
+  EXPECT_EQ(t_copy.GetDouble({0, 1}), 70.0);
+  EXPECT_EQ(t_copy.GetDouble({2, 0}), 2.0);
 }
 
 TEST(TensorTest, BorrowedStoragesViewMemoryLatheDoesNotOwn) {
