@@ -240,6 +240,11 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
   auto failed = [&](const absl::Status& s) {
     return Named(source, s, absl::StrCat(backend.name(), " backend: "));
   };
+  if (!c->frozen.empty() && backend.device().is_cuda()) {
+    return failed(absl::UnimplementedError(absl::StrCat(
+        "frozen input '", *c->written->attributes().constants.begin(),
+        "': frozen constants are not taken by kernels on a device yet")));
+  }
   codegen::CpuFunction::Parts p;
   codegen::CpuStats& stats = p.stats;
   Clock::time_point codegen_start = start;

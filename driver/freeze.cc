@@ -168,6 +168,14 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> FreezeInputs(
         return Refused(name, absl::StrCat("input '", input, "' aliases it"));
       }
     }
+    for (const auto& n : g->nodes()) {
+      if (n->kind() == Node::Kind::kGetAttr && n->target() == name) {
+        return Refused(name, absl::StrCat("the graph also reads a constant "
+                                          "'self.",
+                                          name, "' (node '", n->name(),
+                                          "'); rename one of them"));
+      }
+    }
     if (const Node* w = WriterOf(p); w != nullptr) {
       return Refused(name, absl::StrCat("node '", w->name(),
                                         "' writes it; a frozen input is "

@@ -10,6 +10,7 @@
 #include "driver/arguments.h"
 #include "driver/freeze.h"
 #include "ir/interpreter.h"
+#include "runtime/copy.h"
 #include "status_macros.h"
 #include "symbolic/evaluate.h"
 
@@ -198,6 +199,23 @@ absl::StatusOr<std::vector<Operand>> VariantCompiler::RunInterpreted(
     }
   }
   for (size_t k = 0; k < users; ++k) args[k] = std::move(r.arguments[k]);
+  // A result in a frozen constant's storage is the caller's copy (as the
+  // compiled code returns it): the constant stays the function's own.
+  for (Operand& o : r.results) {
+    if (o.kind != Operand::Kind::kTensor || !o.tensor.defined()) continue;
+    for (const auto& [name, value] : c.frozen) {
+      if (!value.is_tensor() ||
+          !(o.tensor.storage() == value.tensor.storage())) {
+        continue;
+      }
+      ASSIGN_OR_RETURN(Tensor copy, Tensor::EmptyStrided(o.tensor.sizes(),
+                                                         o.tensor.strides(),
+                                                         o.tensor.dtype()));
+      RETURN_IF_ERROR(CopyTensor(copy, o.tensor));
+      o.tensor = std::move(copy);
+      break;
+    }
+  }
   return std::move(r.results);
 }
 

@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "ir/alias_info.h"
 #include "ir/eval_call.h"
 #include "ir/op_registry.h"
 #include "passes/rewriter.h"
@@ -40,11 +41,21 @@ const ir::Value* Frozen(const Node* n, const PassContext& ctx) {
 absl::StatusOr<Node*> AddConstant(ir::Graph& g, Node* before,
                                   absl::string_view base, Tensor owned,
                                   PassContext& ctx) {
+  // A name no node has and no constant (frozen or given) is read by.
+  auto taken = [&](const std::string& name) {
+    if (ctx.frozen()->contains(name) ||
+        g.attributes().constants.count(name) > 0) {
+      return true;
+    }
+    for (const auto& n : g.nodes()) {
+      if (n->kind() == Node::Kind::kGetAttr && n->target() == name) {
+        return true;
+      }
+    }
+    return false;
+  };
   std::string name = g.UniqueName(base);
-  while (ctx.frozen()->contains(name) ||
-         g.attributes().constants.count(name) > 0) {
-    name = g.UniqueName(absl::StrCat(name, "_"));
-  }
+  while (taken(name)) name = g.UniqueName(absl::StrCat(name, "_"));
   ir::TensorMeta m;
   m.dtype = owned.dtype();
   for (int64_t d = 0; d < owned.dim(); ++d) {
@@ -182,7 +193,9 @@ absl::StatusOr<bool> FoldCall(ir::Graph& g, Node* n, PassContext& ctx) {
       n->meta().kind != ir::ValueMeta::Kind::kTensor || n->users().empty()) {
     return false;
   }
-  if (n->op()->HasTag(ir::OpTag::kRandom)) return false;
+  // A view stays one: it costs nothing, and a copy in storage of its own
+  // would move what reads its base's storage (as_strided, offsets).
+  if (n->op()->HasTag(ir::OpTag::kRandom) || ir::IsView(*n)) return false;
   absl::flat_hash_map<const Node*, ir::Value> values;
   int64_t in_bytes = 0;
   for (const Node* in : n->Inputs()) {
@@ -223,6 +236,8 @@ absl::StatusOr<bool> FoldCall(ir::Graph& g, Node* n, PassContext& ctx) {
   RETURN_IF_ERROR(CopyTensor(laid_out, out));
   ASSIGN_OR_RETURN(Node * c,
                    AddConstant(g, n, n->name(), std::move(laid_out), ctx));
+  // The value keeps its storage identity: views of it say it is theirs.
+  c->meta().tensor.storage = m.storage;
   g.ReplaceAllUsesWith(n, c);
   ctx.Log("fold_frozen: ", n->name(), " computed");
   return true;

@@ -18,9 +18,10 @@
 //    computed in double and rounded once, f32 and f64 only.
 // 2. A call whose every tensor argument is a frozen constant (and whose
 //    other arguments are literals) is computed by the op's reference kernel
-//    and becomes a frozen constant itself, unless it has an effect, draws
-//    random numbers, or would hold more bytes than its arguments together
-//    (an expand kept as a view costs nothing; its copy would).
+//    and becomes a frozen constant itself, unless it is a view (free, and
+//    what reads its base's storage must keep reading it), has an effect,
+//    draws random numbers, or would hold more bytes than its arguments
+//    together.
 //
 // Each new constant is a get_attr named after the node it replaces, listed
 // in attributes().constants, its value in PassContext::frozen(); what only

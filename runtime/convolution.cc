@@ -193,18 +193,20 @@ dnnl_stream_t Stream() {
   return stream;
 }
 
-// Frozen weights packed into a plan's layout, by plan and the weights'
-// address; an entry lives until its weights' owner forgets them.
+// Frozen weights packed into a primitive's layout: by the weights' address,
+// one entry per layout asked for (plans for other batch or image sizes
+// mostly ask for the same one). An entry lives until its weights' owner
+// forgets them.
 struct Packed {
-  std::unique_ptr<Memory> memory;  // oneDNN's own buffer, in p.w_md
+  dnnl_memory_desc_t md;           // the layout
+  std::unique_ptr<Memory> memory;  // oneDNN's own buffer, in that layout
 };
 std::mutex& PackedMutex() {
   static std::mutex* mu = new std::mutex();
   return *mu;
 }
-std::map<std::pair<const float*, const Plan*>, Packed>& PackedWeights() {
-  static auto* packed =
-      new std::map<std::pair<const float*, const Plan*>, Packed>();
+std::map<const float*, std::vector<Packed>>& PackedWeights() {
+  static auto* packed = new std::map<const float*, std::vector<Packed>>();
   return *packed;
 }
 
@@ -212,9 +214,10 @@ std::map<std::pair<const float*, const Plan*>, Packed>& PackedWeights() {
 // null when oneDNN fails.
 dnnl_memory_t PackedFor(const Plan& p, const float* w) {
   std::lock_guard<std::mutex> lock(PackedMutex());
-  auto& packed = PackedWeights();
-  auto it = packed.find({w, &p});
-  if (it != packed.end()) return it->second.memory->m;
+  std::vector<Packed>& kept = PackedWeights()[w];
+  for (const Packed& k : kept) {
+    if (dnnl_memory_desc_equal(&k.md, &p.w_md)) return k.memory->m;
+  }
   dnnl_stream_t stream = Stream();
   if (stream == nullptr) return nullptr;
   Memory wu(p.w_user, const_cast<float*>(w));
@@ -225,7 +228,7 @@ dnnl_memory_t PackedFor(const Plan& p, const float* w) {
     return nullptr;
   }
   dnnl_memory_t m = wm->m;
-  packed[{w, &p}].memory = std::move(wm);
+  kept.push_back(Packed{p.w_md, std::move(wm)});
   return m;
 }
 
@@ -242,12 +245,16 @@ bool RunPlan(const Plan& p, const float* x, const float* w, float* out,
   Memory wu(p.w_user, const_cast<float*>(w));
   Memory ou(p.o_user, out);
   Memory xm(p.x_md, p.x_in ? DNNL_MEMORY_ALLOCATE : const_cast<float*>(x));
-  Memory wm(p.w_md, p.w_in && !pack_once ? DNNL_MEMORY_ALLOCATE
-                                         : const_cast<float*>(w));
+  // Packed weights need no memory over `w` in the primitive's layout (one
+  // over the caller's buffer would have oneDNN zero its padding there).
+  Memory wm(p.w_md, pack_once ? nullptr
+                    : p.w_in  ? DNNL_MEMORY_ALLOCATE
+                              : const_cast<float*>(w));
   Memory om(p.o_md, p.o_out ? DNNL_MEMORY_ALLOCATE : out);
-  for (const Memory* m : {&xu, &wu, &ou, &xm, &wm, &om}) {
+  for (const Memory* m : {&xu, &wu, &ou, &xm, &om}) {
     if (m->m == nullptr) return false;
   }
+  if (!pack_once && wm.m == nullptr) return false;
   bool ok = true;
   if (p.x_in) {
     ok = ok &&
@@ -330,14 +337,18 @@ void ForgetFrozenWeights(const void* data, int64_t bytes) {
   std::lock_guard<std::mutex> lock(PackedMutex());
   auto& packed = PackedWeights();
   for (auto it = packed.begin(); it != packed.end();) {
-    const char* w = reinterpret_cast<const char*>(it->first.first);
+    const char* w = reinterpret_cast<const char*>(it->first);
     it = w >= lo && w < lo + bytes ? packed.erase(it) : std::next(it);
   }
 }
 
 int64_t FrozenWeightsKept() {
   std::lock_guard<std::mutex> lock(PackedMutex());
-  return static_cast<int64_t>(PackedWeights().size());
+  int64_t n = 0;
+  for (const auto& [w, kept] : PackedWeights()) {
+    n += static_cast<int64_t>(kept.size());
+  }
+  return n;
 }
 
 }  // namespace lathe

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -121,6 +122,36 @@ TEST(ConvolutionTest, FrozenWeightsArePackedOnceUntilForgotten) {
   Sconv(g.data(), x.data(), w.data(), got.data());
   EXPECT_EQ(got, want);
   ForgetFrozenWeights(w.data(), static_cast<int64_t>(w.size() * 4));
+}
+
+// Packing frozen weights never writes them: channel counts off oneDNN's
+// blocks of 8 and 16 (its packed layout is padded) leave the weights, and
+// the memory after them, as they were.
+TEST(ConvolutionTest, PackingFrozenWeightsLeavesThemAsTheyWere) {
+  for (auto [cin, cout] : {std::pair<int64_t, int64_t>{3, 6}, {5, 20}}) {
+    Conv c{2, cin, cout, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}};
+    c.channels_last = true;
+    std::vector<int64_t> plain = c.Geometry();
+    c.frozen = true;
+    std::vector<int64_t> g = c.Geometry();
+    std::vector<float> x(c.Numel(2, cin, {7, 7}));
+    for (size_t k = 0; k < x.size(); ++k) x[k] = 0.25f * (k % 7) - 0.5f;
+    const size_t wn = cout * cin * 9;
+    std::vector<float> w(wn + 4096, 7.0f);  // canaries after the weights
+    for (size_t k = 0; k < wn; ++k) w[k] = 0.125f * (k % 11) - 0.5f;
+    const std::vector<float> before = w;
+    const size_t n = c.Numel(2, cout, c.Out());
+    std::vector<float> want(n), got(n);
+    const int64_t kept = FrozenWeightsKept();
+    for (int call = 0; call < 2; ++call) {
+      Sconv(plain.data(), x.data(), w.data(), want.data());
+      Sconv(g.data(), x.data(), w.data(), got.data());
+      EXPECT_EQ(got, want) << cin << " -> " << cout << ", call " << call;
+      EXPECT_EQ(w, before) << cin << " -> " << cout << ", call " << call;
+    }
+    EXPECT_EQ(FrozenWeightsKept(), kept + 1) << cin << " -> " << cout;
+    ForgetFrozenWeights(w.data(), static_cast<int64_t>(w.size() * 4));
+  }
 }
 
 // Two groups of one channel each, stride 2: each output channel sees only

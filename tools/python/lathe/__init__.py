@@ -276,7 +276,8 @@ def _frozen_inputs(g, example_inputs):
     placeholders = [n for n in g.graph.nodes if n.op == "placeholder"]
     context = TracingContext.try_get()
     meta = None if context is None else getattr(context, "fw_metadata", None)
-    if meta is None or len(placeholders) != len(example_inputs):
+    if (meta is None or len(placeholders) != len(example_inputs)
+            or len(getattr(meta, "input_info", ())) != len(example_inputs) or getattr(meta, "tokens", None)):
         return {}, None
     try:
         from torch._functorch._aot_autograd.schemas import OutputType
