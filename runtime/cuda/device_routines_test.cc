@@ -99,7 +99,8 @@ TEST_F(DeviceRoutinesTest, ConvolutionOfAnOperandAtAnOffset) {
                               1, 0, 1,        // stride, padding, dilation
                               2, 5, 5, 1,     // x offset and strides
                               0, 3, 3, 1,     // w
-                              0, 3, 3, 1};    // out
+                              0, 3, 3, 1,     // out
+                              0};             // flags
   ASSERT_OK(DeviceConv(*cu_, geometry,
                        static_cast<const float*>(x.storage().data()),
                        static_cast<const float*>(w.storage().data()),
@@ -404,7 +405,7 @@ TEST(CudnnConvPlanTest, TheGeometryAsDescriptors) {
 TEST(CudnnConvPlanTest, OneSpatialDimGainsAUnitDimAndOffsetsAreKept) {
   // x [1, 1, 5] at element 2 of a 1-d convolution (the test above's).
   const int64_t g[] = {1, 1, 1, 1, 1, 5, 3, 3, 1, 0, 1, 2,
-                       5, 5, 1, 0, 3, 3, 1, 0, 3, 3, 1};
+                       5, 5, 1, 0, 3, 3, 1, 0, 3, 3, 1, 0};
   std::optional<CudnnConvPlan> p = PlanCudnnConv(g);
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->rank, 4);
