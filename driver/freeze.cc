@@ -63,10 +63,12 @@ const Node* WriterOf(const Node* input) {
   return nullptr;
 }
 
-// `value` copied into a tensor laid out as `meta` says (checked to fit).
+// `value` copied into a tensor laid out as `meta` says (checked to fit);
+// with `check_only`, checked alone (a None value back).
 absl::StatusOr<ir::Value> OwnedCopy(const std::string& name,
                                     const ir::TensorMeta& meta,
-                                    const ir::Value& value) {
+                                    const ir::Value& value,
+                                    bool check_only = false) {
   std::vector<int64_t> sizes, strides;
   for (int64_t d = 0; d < meta.dim(); ++d) {
     const symbolic::Expr& size = meta.sizes[d];
@@ -95,6 +97,7 @@ absl::StatusOr<ir::Value> OwnedCopy(const std::string& name,
     return Refused(name, absl::StrCat("expected a tensor on the host, got ",
                                       t.ToString()));
   }
+  if (check_only) return ir::Value();
   ASSIGN_OR_RETURN(Tensor copy,
                    Tensor::EmptyStrided(sizes, strides, meta.dtype));
   RETURN_IF_ERROR(CopyTensor(copy, t));
@@ -106,6 +109,10 @@ absl::StatusOr<ir::Value> OwnedCopy(const std::string& name,
 absl::StatusOr<std::unique_ptr<ir::Graph>> FreezeInputs(
     const ir::Graph& written, const ir::Constants& values,
     ir::Constants* owned) {
+  // Without `owned`, the values are checked and nothing is copied.
+  ir::Constants checked;
+  const bool check_only = owned == nullptr;
+  if (check_only) owned = &checked;
   std::unique_ptr<ir::Graph> g = written.Clone();
   ir::GraphAttributes& a = g->attributes();
   for (const std::string& name : a.constants) {
@@ -128,8 +135,8 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> FreezeInputs(
       continue;
     }
     ++named;
-    ASSIGN_OR_RETURN((*owned)[name],
-                     OwnedCopy(name, n->meta().tensor, values.at(name)));
+    ASSIGN_OR_RETURN((*owned)[name], OwnedCopy(name, n->meta().tensor,
+                                               values.at(name), check_only));
   }
   if (frozen.size() + named != values.size()) {
     std::vector<std::string> inputs;
@@ -181,8 +188,8 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> FreezeInputs(
                                         "' writes it; a frozen input is "
                                         "read-only"));
     }
-    ASSIGN_OR_RETURN(ir::Value copy,
-                     OwnedCopy(name, p->meta().tensor, values.at(name)));
+    ASSIGN_OR_RETURN(ir::Value copy, OwnedCopy(name, p->meta().tensor,
+                                               values.at(name), check_only));
     (*owned)[name] = std::move(copy);
     Node* c = g->Insert(Node::Kind::kGetAttr, g->UniqueName(name), name, {}, {},
                         p->meta(), first);

@@ -39,9 +39,11 @@ namespace lathe {
 // attributes().constants. Each value is checked against its input's
 // annotation (dtype, sizes and strides, all concrete) and copied into
 // `owned`, so the compiled function owns its constants and nothing the
-// caller does later changes them. An error names the input and what was
-// expected: a name that is not a tensor input, a value that does not fit,
-// an input the graph writes (in place or through a view).
+// caller does later changes them (with `owned` null the values are checked
+// and not copied: a graph every compile freezes again). An error names the
+// input and what was expected: a name that is not a tensor input, a value
+// that does not fit, an input the graph writes (in place or through a
+// view).
 absl::StatusOr<std::unique_ptr<ir::Graph>> FreezeInputs(
     const ir::Graph& written, const ir::Constants& values,
     ir::Constants* owned);

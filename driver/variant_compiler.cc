@@ -29,9 +29,8 @@ absl::StatusOr<std::unique_ptr<CompiledFunction>> VariantCompiler::Function(
   // reads them as constants already (each compile copies their values).
   if (!options_.frozen.empty() ||
       !parsed_.written->attributes().constants.empty()) {
-    ir::Constants ignored;
     absl::StatusOr<std::unique_ptr<ir::Graph>> frozen =
-        FreezeInputs(*parsed_.written, options_.frozen, &ignored);
+        FreezeInputs(*parsed_.written, options_.frozen, /*owned=*/nullptr);
     if (!frozen.ok()) {
       return absl::Status(
           frozen.status().code(),

@@ -312,9 +312,8 @@ absl::Status FreezeParsed(const RunOptions& o, ParsedGraph* parsed,
   if (frozen->empty() && parsed->written->attributes().constants.empty()) {
     return absl::OkStatus();
   }
-  ir::Constants owned;
   absl::StatusOr<std::unique_ptr<ir::Graph>> g =
-      FreezeInputs(*parsed->written, *frozen, &owned);
+      FreezeInputs(*parsed->written, *frozen, /*owned=*/nullptr);
   if (!g.ok()) {
     return absl::Status(g.status().code(), absl::StrCat(parsed->source, ": ",
                                                         g.status().message()));
