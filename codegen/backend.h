@@ -106,6 +106,8 @@ class Backend {
   virtual absl::string_view name() const = 0;
   // The device the compiled function's tensors live on.
   virtual Device device() const = 0;
+  // The library routines its runtime has beyond every backend's.
+  virtual Routines routines() const { return {}; }
   // Rewrites a scheduled program for this backend's kernels before they
   // are emitted (the cuda backend splits long reductions over few rows),
   // appending one line per decision to `log`; the cpu's keeps it as is.

@@ -166,8 +166,8 @@ struct Kernel {
   std::vector<Section> sections;
   std::vector<ScalarOp>
       ops;  // in evaluation order; ScalarOp::section says where
-  // kExtern: a LatheKernelRuntime routine ("sgemm", "dgemm": sizes,
-  // strides and offsets as its arguments; "sconv", "sort": one geometry
+  // kExtern: a LatheKernelRuntime routine ("sgemm", "dgemm", "bgemm":
+  // sizes, strides and offsets as its arguments; "sconv", "sort": one geometry
   // array) or "randperm" (n, seed, first draw: a serial loop the emitter
   // writes out), its buffers and the integer arguments it is called with.
   std::string routine;
@@ -192,6 +192,15 @@ struct Kernel {
   // values they compute (for the fusion picture).
   std::vector<std::string> fused_from;
   std::vector<std::string> nodes;
+};
+
+// The library routines a target's runtime has beyond those every one has
+// (sgemm, dgemm, sconv, sort; randperm is written out): what the lowering
+// may call there (Backend::routines()).
+struct Routines {
+  // bgemm: bf16 operands, an f32 product (runtime/bf16_gemm.h); without it
+  // bf16 products convert their operands to f32 for sgemm.
+  bool bgemm = false;
 };
 
 struct Program {

@@ -10,8 +10,8 @@
 namespace lathe::codegen {
 
 absl::StatusOr<LoweredGraph> Lower(const ir::Graph& graph,
-                                   symbolic::ShapeEnv& env) {
-  lower::Lowerer l(graph, env);
+                                   symbolic::ShapeEnv& env, Routines routines) {
+  lower::Lowerer l(graph, env, routines);
   return l.Run();
 }
 

@@ -86,9 +86,11 @@ struct LoweredGraph {
 // Lower()
 //
 // Lowers `graph` (shape-propagated into `env`, metas current) into a
-// program; kernels come in graph order, one per realized value.
+// program for a target with `routines`; kernels come in graph order, one
+// per realized value.
 absl::StatusOr<LoweredGraph> Lower(const ir::Graph& graph,
-                                   symbolic::ShapeEnv& env);
+                                   symbolic::ShapeEnv& env,
+                                   Routines routines = {});
 
 // HasLowering()
 //

@@ -17,6 +17,12 @@
 namespace lathe::codegen {
 namespace {
 
+// Whether `dtype` is stored as a 16-bit float struct (lathe_half,
+// lathe_bfloat16).
+bool IsHalf(DType dtype) {
+  return dtype == DType::kFloat16 || dtype == DType::kBFloat16;
+}
+
 using symbolic::Expr;
 
 // A bound on the magnitude of `e` and of every value computed on the way
@@ -158,14 +164,20 @@ bool EmitScalarOp(const Kernel& k, int i, const IndexCpp& cpp,
   const std::string t(CType(op.dtype));
   auto arg = [&](int a) { return absl::StrCat("v", op.args[a]); };
   switch (op.kind) {
+    // f16 and bf16 elements move as their 16 bits (lathe_half's one
+    // member): GCC vectorizes no loop that copies the struct as a whole.
     case ScalarOp::Kind::kLoad:
-      absl::StrAppend(out, indent, "const ", t, " v", i, " = b", op.buffer, "[",
-                      cpp(op.index, &op), "];\n");
+      absl::StrAppend(out, indent, "const ", t, " v", i, " = ",
+                      IsHalf(op.dtype) ? "{" : "", "b", op.buffer, "[",
+                      cpp(op.index, &op), "]", IsHalf(op.dtype) ? ".bits}" : "",
+                      ";\n");
       return true;
     case ScalarOp::Kind::kStore:
-      absl::StrAppend(
-          out, indent, op.masked ? absl::StrCat("if (", arg(1), ") ") : "", "b",
-          op.buffer, "[", cpp(op.index, &op), "] = ", arg(0), ";\n");
+      absl::StrAppend(out, indent,
+                      op.masked ? absl::StrCat("if (", arg(1), ") ") : "", "b",
+                      op.buffer, "[", cpp(op.index, &op), "]",
+                      IsHalf(op.dtype) ? ".bits" : "", " = ", arg(0),
+                      IsHalf(op.dtype) ? ".bits" : "", ";\n");
       return true;
     case ScalarOp::Kind::kConstant: {
       const DType held =

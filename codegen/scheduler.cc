@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "codegen/simplify_indices.h"
 #include "runtime/dtype.h"
 #include "status_macros.h"
 #include "symbolic/expr.h"
@@ -468,6 +469,8 @@ absl::StatusOr<ScheduleResult> Schedule(LoweredGraph& g) {
   for (Kernel& k : p.kernels) {
     Kernel squeezed = k;
     if (SqueezeUnitRanges(squeezed)) k = std::move(squeezed);
+    ASSIGN_OR_RETURN(bool simplified, SimplifyIndices(k));
+    (void)simplified;
     if (!out.empty()) {
       Kernel merged = out.back();
       std::optional<std::string> why = TryFuse(merged, k);
@@ -486,6 +489,9 @@ absl::StatusOr<ScheduleResult> Schedule(LoweredGraph& g) {
   }
   p.kernels = std::move(out);
   for (Kernel& k : p.kernels) {
+    // Fusion put one kernel's indices in the other's variables.
+    ASSIGN_OR_RETURN(bool simplified, SimplifyIndices(k));
+    (void)simplified;
     if (std::optional<std::string> why = ReorderForContiguity(k, p)) {
       r.log.push_back(*why);
     }

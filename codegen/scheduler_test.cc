@@ -76,6 +76,42 @@ CHECK-NEXT: log: fuse k2 into k0: pointwise over the same ranges
 )"));
 }
 
+// What reinplace leaves of gelu in bf16 (computed in f32, rounded once):
+// in-place ops on f32 intermediates, each a kernel as lowered (the
+// converted input has two readers, so it is in memory). They fuse into one
+// kernel from the bf16 load to the bf16 store, the f32 values in
+// registers.
+TEST(SchedulerTest, AnInPlaceGeluInBf16FusesIntoOneKernel) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(R"IR(
+def forward(self, x: "bf16[4, 8]"):
+    convert_element_type = torch.ops.prims.convert_element_type.default(x, torch.float32)
+    mul = torch.ops.aten.mul.Tensor(convert_element_type, 0.5)
+    mul_1 = torch.ops.aten.mul_.Tensor(convert_element_type, 0.7071067811865476)
+    erf = torch.ops.aten.erf_.default(mul_1)
+    add = torch.ops.aten.add_.Tensor(erf, 1)
+    mul_2 = torch.ops.aten.mul_.Tensor(mul, add)
+    convert_element_type_1 = torch.ops.prims.convert_element_type.default(mul_2, torch.bfloat16)
+    return (convert_element_type_1,)
+)IR"));
+  EXPECT_EQ(s.kernels_before, 7);
+  EXPECT_EQ(s.lowered.program.kernels.size(), 1u);
+  EXPECT_OK(FileCheckScheduled(s, R"(
+CHECK:      buffer in0 : bf16[32] input 0
+CHECK-NEXT: buffer buf1 : f32[32] local
+CHECK-NEXT: buffer buf2 : f32[32] local
+CHECK-NEXT: buffer buf3 : bf16[32]{{$}}
+CHECK-NEXT: kernel k0 ranges=[4, 8]
+CHECK-NEXT:   section 0 pointwise
+CHECK-NEXT:     %0 = load in0[8*x0 + x1] : bf16
+CHECK-NOT:      {{load|store}}
+CHECK:          erf(
+CHECK-NOT:      {{load|store}}
+CHECK:          %[[R:[0-9]+]] = cast(%{{[0-9]+}}) : bf16
+CHECK-NEXT:     store buf3[8*x0 + x1] = %[[R]]
+CHECK-NOT:      store
+)"));
+}
+
 // Two independent kernels over the same range fuse horizontally: one loop,
 // both stores (both buffers are outputs, so neither becomes local).
 TEST(SchedulerTest, IndependentPointwiseOverTheSameRangesFuse) {

@@ -251,7 +251,7 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
 
   // Lowering into the loop IR: one kernel per realized value.
   absl::StatusOr<codegen::LoweredGraph> lowered =
-      codegen::Lower(*c->graph, *c->env);
+      codegen::Lower(*c->graph, *c->env, backend.routines());
   if (!lowered.ok()) return failed(lowered.status());
   p.lowered = *std::move(lowered);
   stats.kernels_unfused = static_cast<int>(p.lowered.program.kernels.size());

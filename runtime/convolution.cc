@@ -9,9 +9,16 @@
 #include <vector>
 
 #include "dnnl.h"
+#include "runtime/onednn.h"
 
 namespace lathe {
 namespace {
+
+using onednn::Engine;
+using onednn::Execute;
+using onednn::Memory;
+using onednn::Ok;
+using onednn::Stream;
 
 // The geometry array unpacked; spatial dims past s are size 1.
 struct Geometry {
@@ -51,15 +58,6 @@ struct Geometry {
 
 // ---- oneDNN ---------------------------------------------------------------
 
-dnnl_engine_t Engine() {
-  static dnnl_engine_t engine = [] {
-    dnnl_engine_t e = nullptr;
-    if (dnnl_engine_create(&e, dnnl_cpu, 0) != dnnl_success) e = nullptr;
-    return e;
-  }();
-  return engine;
-}
-
 // A primitive and the reorders around it, for one geometry.
 struct Plan {
   ~Plan() {
@@ -72,8 +70,6 @@ struct Plan {
   dnnl_memory_desc_t x_md, w_md, o_md;        // the primitive's
   dnnl_primitive_t x_in = nullptr, w_in = nullptr, o_out = nullptr;
 };
-
-bool Ok(dnnl_status_t s) { return s == dnnl_success; }
 
 // A primitive for the reorder from `from` to `to`, or null when they are
 // the same layout; false when oneDNN cannot reorder them.
@@ -162,35 +158,6 @@ const Plan* PlanFor(const int64_t* geometry, const Geometry& g) {
     it = plans->emplace(std::move(key), std::move(plan)).first;
   }
   return it->second.get();
-}
-
-// A memory object over `data` (DNNL_MEMORY_ALLOCATE: oneDNN's own buffer).
-struct Memory {
-  dnnl_memory_t m = nullptr;
-  Memory(const dnnl_memory_desc_t& md, void* data) {
-    if (!Ok(dnnl_memory_create(&m, &md, Engine(), data))) m = nullptr;
-  }
-  ~Memory() {
-    if (m != nullptr) dnnl_memory_destroy(m);
-  }
-};
-
-bool Execute(dnnl_stream_t stream, dnnl_primitive_t p,
-             std::vector<dnnl_exec_arg_t> args) {
-  return Ok(dnnl_primitive_execute(p, stream, static_cast<int>(args.size()),
-                                   args.data()));
-}
-
-// This thread's stream, or null.
-dnnl_stream_t Stream() {
-  thread_local dnnl_stream_t stream = [] {
-    dnnl_stream_t s = nullptr;
-    if (!Ok(dnnl_stream_create(&s, Engine(), dnnl_stream_default_flags))) {
-      s = nullptr;
-    }
-    return s;
-  }();
-  return stream;
 }
 
 // Frozen weights packed into a primitive's layout: by the weights' address,

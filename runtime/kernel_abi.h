@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field changes; an artifact records the one it uses. */
-#define LATHE_KERNEL_ABI_VERSION 10
+#define LATHE_KERNEL_ABI_VERSION 11
 
 /* What a LatheValue holds. */
 #define LATHE_VALUE_NONE 0
@@ -126,6 +126,12 @@ typedef struct LatheKernelRuntime {
   void (*dgemm)(int64_t batch, int64_t m, int64_t n, int64_t k, const double* a,
                 int64_t a_bs, int64_t a_rs, int64_t a_cs, const double* b,
                 int64_t b_bs, int64_t b_rs, int64_t b_cs, double* c,
+                int64_t c_bs, int64_t c_rs, int64_t c_cs);
+  /* sgemm's product of bf16 a and b (16-bit patterns) into f32 c, the
+   * products summed in f32 (runtime/bf16_gemm.h). */
+  void (*bgemm)(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
+                int64_t a_bs, int64_t a_rs, int64_t a_cs, const void* b,
+                int64_t b_bs, int64_t b_rs, int64_t b_cs, float* c,
                 int64_t c_bs, int64_t c_rs, int64_t c_cs);
   /* out = convolution(x, w), f32, no bias: the geometry array gives the
    * spatial dims s, groups, N, C, O, the input, kernel and output sizes,

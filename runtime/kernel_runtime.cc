@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "dnnl.h"
+#include "runtime/bf16_gemm.h"
 #include "runtime/convolution.h"
 #include "runtime/copy.h"
 #include "runtime/sort.h"
@@ -180,6 +181,7 @@ const LatheKernelRuntime* KernelRuntime() {
   static const LatheKernelRuntime rt = {LATHE_KERNEL_ABI_VERSION,
                                         &Sgemm,
                                         &Gemm<double>,
+                                        &Bf16Gemm,
                                         &Sconv,
                                         &SortLines,
                                         &Alloc,

@@ -1,5 +1,6 @@
 // The linear-algebra and extern-call family's lowering rules: mm, bmm,
-// addmm, baddbmm (a matmul routine; f16 and bf16 through the f32 one), mv
+// addmm, baddbmm (a matmul routine; bf16 through bgemm where the target has
+// it, f16 and other bf16 through the f32 one), mv
 // (a contraction), sort and
 // topk (a sort routine).
 
@@ -47,13 +48,17 @@ absl::StatusOr<NodeValue> LowerMatmul(Lowerer& L, const Call& c) {
   ASSIGN_OR_RETURN(TBox a, L.Tensor(c, ai));
   ASSIGN_OR_RETURN(TBox b, L.Tensor(c, ai + 1));
   bool batched = a.sizes.size() == 3;
-  // f16 and bf16 products run the f32 routine: the operands converted, the
-  // product accumulated in f32 and rounded once (PyTorch's CPU without
-  // native bf16 units; cuBLAS's half GEMMs accumulate in f32 too).
+  // f16 and bf16 products accumulate in f32 and round once (PyTorch's
+  // CPU; cuBLAS's half GEMMs accumulate in f32 too): bf16 ones through the
+  // target's bf16 routine where it has one (bgemm reads the operands as
+  // they are), the rest through the f32 routine on converted operands.
   const bool half = m.dtype == DType::kFloat16 || m.dtype == DType::kBFloat16;
   if (m.dtype == DType::kFloat32 || m.dtype == DType::kFloat64 || half) {
     const DType gemm = half ? DType::kFloat32 : m.dtype;
-    if (half) {
+    const bool bgemm = m.dtype == DType::kBFloat16 && L.routines().bgemm &&
+                       a.dtype == DType::kBFloat16 &&
+                       b.dtype == DType::kBFloat16;
+    if (half && !bgemm) {
       a = Converted(a, gemm);
       b = Converted(b, gemm);
     }
@@ -82,7 +87,9 @@ absl::StatusOr<NodeValue> LowerMatmul(Lowerer& L, const Call& c) {
                               batched ? strides[0] : zero,
                               strides[r],
                               strides[r + 1]};
-    L.EmitExtern(gemm == DType::kFloat32 ? "sgemm" : "dgemm",
+    L.EmitExtern(bgemm                     ? "bgemm"
+                 : gemm == DType::kFloat32 ? "sgemm"
+                                           : "dgemm",
                  {out, a.buffer, b.buffer}, args);
     TBox prod = L.FromBuffer(out, gemm, m.sizes, strides, zero);
     if (!addmm) return TensorValue(half ? Converted(prod, m.dtype) : prod);

@@ -60,8 +60,9 @@ absl::StatusOr<Expr> InUnitsOf(Expr offset, DType from, DType to);
 // lowering table call the methods below for the node being lowered.
 class Lowerer {
  public:
-  Lowerer(const ir::Graph& graph, symbolic::ShapeEnv& env)
-      : graph_(graph), env_(env) {}
+  Lowerer(const ir::Graph& graph, symbolic::ShapeEnv& env,
+          Routines routines = {})
+      : graph_(graph), env_(env), routines_(routines) {}
 
   // Lowers every node in graph order (LowerNode), then places the outputs.
   absl::StatusOr<LoweredGraph> Run();
@@ -72,6 +73,8 @@ class Lowerer {
   const TensorMeta& TMeta(const Node* n) { return Meta(n).tensor; }
   // The ShapeEnv the graph was shape-propagated into.
   symbolic::ShapeEnv& env() { return env_; }
+  // The target's library routines beyond every backend's.
+  const Routines& routines() const { return routines_; }
 
   // The tensor value of node `n` (an argument of the call being lowered).
   absl::StatusOr<TBox> Tensor(const Call& c, int i);
@@ -272,6 +275,7 @@ class Lowerer {
 
   const ir::Graph& graph_;
   symbolic::ShapeEnv& env_;
+  Routines routines_;
   Program program_;
   const Node* current_ = nullptr;  // the node whose kernels are being emitted
   absl::flat_hash_map<std::string, int64_t> check_ids_;

@@ -19,6 +19,10 @@
 //      as torch.compile's AOT forward graph (transformer_block_aot_*), and
 //      small_cnn (two 3x3 convolutions, max pools, a linear layer) at batch
 //      32 on 64x64 images (flop/s: the convolutions' and the linear's).
+//      resnet18 at batch 8 (112x112, 224x224), a BERT-base-shaped encoder
+//      layer (batch 8, seq 128) and a 4-layer GPT-2-small-shaped decoder
+//      (seq 256, batch 1 and 8), f32 and bf16 (*_bf16_*); each model also
+//      as *_frozen: every parameter frozen, as torch.compile(freezing=True).
 //   BM_Memory/transposed_scale: x.t() * 2, f32 [4096, 4096], whose loops
 //   the scheduler reorders for contiguous access.
 //   BM_CallOverhead: a 16-element graph, in ns per call: the host side.
@@ -62,6 +66,7 @@
 #include "driver/compile.h"
 #include "ir/graph.h"
 #include "ir/value.h"
+#include "runtime/half.h"
 #include "runtime/storage.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
@@ -107,26 +112,30 @@ absl::StatusOr<ir::Interpretation> RunCase(const Case& c) {
                                     : c.function->Run(c.inputs);
 }
 
-// A random f32 value for a tensor of `m` (every one of `sizes`): uniform
-// in [-1, 1), 1 + that/8 for 1-d ones (norm weights and the swish scale),
-// a short pattern repeated (distinct enough, and quick to make for the
-// 64M-element inputs).
+// A random f32 or bf16 value for a tensor of `m` (every one of `sizes`):
+// uniform in [-1, 1), 1 + that/8 for 1-d ones (norm weights and the swish
+// scale), a short pattern repeated (distinct enough, and quick to make for
+// the 64M-element inputs).
 absl::StatusOr<Tensor> RandomTensor(const ir::TensorMeta& m,
                                     std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ConcreteSizes(m));
   ASSIGN_OR_RETURN(Tensor t, Tensor::Empty(sizes, m.dtype));
-  if (m.dtype != DType::kFloat32) {
-    return absl::UnimplementedError("only f32 inputs are generated");
+  if (m.dtype != DType::kFloat32 && m.dtype != DType::kBFloat16) {
+    return absl::UnimplementedError("only f32 and bf16 inputs are generated");
   }
-  float* data = t.data<float>();
   const int64_t n = t.numel();
   std::vector<float> pattern(4099);
   for (float& v : pattern) v = u(rng);
   const bool one_d = sizes.size() == 1;
   for (int64_t i = 0; i < n; ++i) {
     float v = pattern[i % pattern.size()];
-    data[i] = one_d ? 1.0f + v / 8 : v;
+    v = one_d ? 1.0f + v / 8 : v;
+    if (m.dtype == DType::kFloat32) {
+      t.data<float>()[i] = v;
+    } else {
+      t.data<BFloat16>()[i] = BFloat16::FromFloat(v);
+    }
   }
   return t;
 }
@@ -419,6 +428,39 @@ BENCHMARK_CAPTURE(BM_Matmul, resnet18_b8_224x224_frozen, "resnet18_b8_224x224",
                   Resnet18Flops(8, 224), true)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// A model's two rows: tools/bench/graphs/NAME.txt as it is, and with every
+// parameter frozen (NAME_frozen).
+#define LATHE_MODEL_ROWS(NAME, FLOPS)                             \
+  BENCHMARK_CAPTURE(BM_Matmul, NAME, #NAME, FLOPS)                \
+      ->Unit(benchmark::kMillisecond)                             \
+      ->UseRealTime();                                            \
+  BENCHMARK_CAPTURE(BM_Matmul, NAME##_frozen, #NAME, FLOPS, true) \
+      ->Unit(benchmark::kMillisecond)                             \
+      ->UseRealTime()
+
+// A BERT-base-shaped encoder layer (d 768, 12 heads, MLP 3072) at batch n,
+// seq s: q/k/v/o projections, scores and att@v, the MLP.
+constexpr double BertFlops(double n, double s) {
+  double d = 768, m = 3072, t = n * s;
+  return 4 * 2 * t * d * d + 2 * 2 * n * s * s * d + 2 * 2 * t * d * m;
+}
+
+// A 4-layer GPT-2-small-shaped decoder (d 768, 12 heads, MLP 3072) at batch
+// n, seq s: per layer the fused qkv and the output projections, scores and
+// att@v counted in full (causal attention needs half of them), the MLP.
+constexpr double Gpt2Flops(double n, double s) {
+  double d = 768, m = 3072, t = n * s;
+  return 4 * (2 * t * d * 3 * d + 2 * t * d * d + 2 * 2 * n * s * s * d +
+              2 * 2 * t * d * m);
+}
+
+LATHE_MODEL_ROWS(bert_layer_b8_s128, BertFlops(8, 128));
+LATHE_MODEL_ROWS(bert_layer_bf16_b8_s128, BertFlops(8, 128));
+LATHE_MODEL_ROWS(gpt2_l4_b1_s256, Gpt2Flops(1, 256));
+LATHE_MODEL_ROWS(gpt2_l4_b8_s256, Gpt2Flops(8, 256));
+LATHE_MODEL_ROWS(gpt2_l4_bf16_b1_s256, Gpt2Flops(1, 256));
+LATHE_MODEL_ROWS(gpt2_l4_bf16_b8_s256, Gpt2Flops(8, 256));
 
 // ---- c. compile time --------------------------------------------------------
 

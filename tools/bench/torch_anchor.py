@@ -12,9 +12,10 @@ torch.compile (inductor, CPU) on this machine, and prints one table:
      same with torch.compile.
   b. softmax / layernorm [4096, 2560]: ms per call and GB/s; mlp_gelu at
      B = 64 and 1024 and the transformer block: ms per call and GFLOP/s
-     (the matmuls' 2*M*N*K, as the benchmark's `flops` counter); small_cnn
-     and resnet18 (convolutions) also as `freezing`: torch.compile with
-     freezing=True of a module holding the weights as parameters.
+     (the matmuls' 2*M*N*K, as the benchmark's `flops` counter); the
+     models (small_cnn, resnet18, bert_layer, gpt2; *_bf16_* in bf16) also
+     as `freezing`: torch.compile with freezing=True of a module holding
+     the weights as parameters.
   c. torch.compile's cold compile of mlp_gelu_b64 and the transformer
      block: the first call's time in a fresh process with
      TORCHINDUCTOR_FORCE_DISABLE_CACHES=1 (Dynamo + AOTAutograd + inductor
@@ -61,6 +62,14 @@ def flops(name):
         b, s, d, m = T["batch"], T["seq"], T["d"], T["mlp"]
         t = b * s
         return 4 * 2 * t * d * d + 2 * 2 * b * s * s * d + 2 * 2 * t * d * m
+    if name.startswith(("bert_layer_", "gpt2_l4_")):  # as BertFlops(), Gpt2Flops()
+        n = int(name.split("_b")[-1].split("_")[0])
+        s = int(name.split("_s")[-1])
+        d, m, t = 768, 3072, n * s
+        if name.startswith("bert"):
+            return 4 * 2 * t * d * d + 2 * 2 * n * s * s * d + 2 * 2 * t * d * m
+        return 4 * (2 * t * d * 3 * d + 2 * t * d * d + 2 * 2 * n * s * s * d
+                    + 2 * 2 * t * d * m)
     if name.startswith("small_cnn_b32_64x64"):  # as SmallCnnFlops()
         n = 32
         return (2.0 * n * 32 * 64 * 64 * 3 * 9 + 2.0 * n * 64 * 32 * 32 * 32 * 9
@@ -155,7 +164,7 @@ def compiled_frozen(fn, args):
 
 
 # Rows whose weights torch.compile can also freeze.
-FREEZE_ROWS = ("small_cnn", "resnet18")
+FREEZE_ROWS = ("small_cnn", "resnet18", "bert_layer", "gpt2")
 
 
 def run_rows(a):

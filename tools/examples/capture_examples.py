@@ -97,6 +97,78 @@ def transformer_block(x, ln1_w, ln1_b, wq, bq, wk, bk, wv, bv, wo, bo,
     return (x + (F.gelu(h2 @ w1 + b1) @ w2 + b2),)
 
 
+def _heads(t, heads):  # [B, S, D] -> [B, H, S, D/H]
+    batch, seq, d = t.shape
+    return t.view(batch, seq, heads, d // heads).transpose(1, 2)
+
+
+def _merge(t):  # [B, H, S, Dh] -> [B, S, H*Dh]
+    batch, heads, seq, dh = t.shape
+    return t.transpose(1, 2).reshape(batch, seq, heads * dh)
+
+
+def bert_layer(x, wq, bq, wk, bk, wv, bv, wo, bo, ln1_w, ln1_b, w1, b1, w2,
+               b2, ln2_w, ln2_b, *, heads):
+    """A BERT-base-shaped encoder layer in eval (as Hugging Face's BertLayer
+    with SDPA attention and no padding mask): nn.Linear weights [out, in],
+    post-LN, gelu (erf)."""
+    d = x.shape[-1]
+    q, k, v = (_heads(F.linear(x, w, b), heads)
+               for w, b in ((wq, bq), (wk, bk), (wv, bv)))
+    o = _merge(F.scaled_dot_product_attention(q, k, v))
+    a = F.layer_norm(F.linear(o, wo, bo) + x, (d,), ln1_w, ln1_b, eps=1e-12)
+    h = F.gelu(F.linear(a, w1, b1))
+    return (F.layer_norm(F.linear(h, w2, b2) + a, (d,), ln2_w, ln2_b,
+                         eps=1e-12),)
+
+
+def gpt2(x, *p, heads):
+    """A GPT-2-shaped decoder (as Hugging Face's GPT2Model after its
+    embeddings, without the LM head): per layer, in p, ln_1's weight and
+    bias, c_attn's weight [D, 3D] and bias, the attention's c_proj [D, D]
+    and bias, ln_2's, the MLP's c_fc [D, 4D] and c_proj [4D, D] with their
+    biases (Conv1D: addmm(bias, x, w)); then ln_f's weight and bias. Pre-LN,
+    causal SDPA, gelu (tanh)."""
+    batch, seq, d = x.shape
+
+    def conv1d(t, w, b):
+        return torch.addmm(b, t.view(-1, t.shape[-1]), w).view(batch, seq, -1)
+
+    for layer in range(0, len(p) - 2, 12):
+        (ln1_w, ln1_b, wa, ba, wp, bp, ln2_w, ln2_b, wf, bf, wm,
+         bm) = p[layer:layer + 12]
+        h = F.layer_norm(x, (d,), ln1_w, ln1_b, eps=1e-5)
+        q, k, v = conv1d(h, wa, ba).split(d, dim=2)
+        o = F.scaled_dot_product_attention(_heads(q, heads), _heads(k, heads),
+                                           _heads(v, heads), is_causal=True)
+        x = x + conv1d(_merge(o), wp, bp)
+        h = F.layer_norm(x, (d,), ln2_w, ln2_b, eps=1e-5)
+        x = x + conv1d(F.gelu(conv1d(h, wf, bf), approximate="tanh"), wm, bm)
+    return (F.layer_norm(x, (d,), p[-2], p[-1], eps=1e-5),)
+
+
+def with_heads(fn, heads, name):
+    """fn with its head count fixed (the rest are tensors: placeholders)."""
+    def fixed(*args):
+        return fn(*args, heads=heads)
+    fixed.__name__ = name
+    return fixed
+
+
+def bert_shapes(batch, seq, d=768, mlp=3072):
+    """bert_layer's input shapes: the hidden states, then its parameters."""
+    lin = lambda o, i: [(o, i), (o,)]
+    return ([(batch, seq, d)] + lin(d, d) * 4 + [(d,), (d,)] + lin(mlp, d)
+            + lin(d, mlp) + [(d,), (d,)])
+
+
+def gpt2_shapes(batch, seq, layers=4, d=768):
+    """gpt2's input shapes: the hidden states, then its parameters."""
+    per_layer = [(d,), (d,), (d, 3 * d), (3 * d,), (d, d), (d,), (d,), (d,),
+                 (d, 4 * d), (4 * d,), (4 * d, d), (d,)]
+    return [(batch, seq, d)] + per_layer * layers + [(d,), (d,)]
+
+
 def small_cnn(x, c1_w, c1_b, c2_w, c2_b, fc_w, fc_b):
     y = F.max_pool2d(F.relu(F.conv2d(x, c1_w, c1_b, padding=1)), 2)
     y = F.max_pool2d(F.relu(F.conv2d(y, c2_w, c2_b, padding=1)), 2)
@@ -277,6 +349,19 @@ BENCH_SHAPES = {
     # A ResNet-18-shaped network at batch 8, inference (issue 30's rows).
     "resnet18_b8_112x112": (resnet18, resnet18_shapes(8, 112)),
     "resnet18_b8_224x224": (resnet18, resnet18_shapes(8, 224)),
+    # A BERT-base-shaped encoder layer (12 heads) at batch 8, seq 128, and a
+    # 4-layer GPT-2-small-shaped decoder (12 heads) at seq 256, batch 1 and
+    # 8; each also in bf16 (bench_dtype: every input).
+    "bert_layer_b8_s128": (with_heads(bert_layer, 12, "bert_layer"),
+                           bert_shapes(8, 128)),
+    "bert_layer_bf16_b8_s128": (with_heads(bert_layer, 12, "bert_layer"),
+                                bert_shapes(8, 128)),
+    "gpt2_l4_b1_s256": (with_heads(gpt2, 12, "gpt2"), gpt2_shapes(1, 256)),
+    "gpt2_l4_b8_s256": (with_heads(gpt2, 12, "gpt2"), gpt2_shapes(8, 256)),
+    "gpt2_l4_bf16_b1_s256": (with_heads(gpt2, 12, "gpt2"),
+                             gpt2_shapes(1, 256)),
+    "gpt2_l4_bf16_b8_s256": (with_heads(gpt2, 12, "gpt2"),
+                             gpt2_shapes(8, 256)),
 }
 
 

@@ -521,6 +521,38 @@ def _(x, wqkv, wo, w1, w2, g1, b1, g2, b2):
     return (x + F.gelu(F.layer_norm(x, (8,), g2, b2) @ w1.t()) @ w2.t(),)
 
 
+# The benchmark's BERT encoder layer and GPT-2 decoder (tools/examples), at
+# small sizes: nn.Linear and Conv1D projections, SDPA (causal for GPT-2),
+# layer norms, gelu (erf and tanh); GPT-2 in bf16.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+import capture_examples  # noqa: E402
+
+
+def _bert_inputs(d=8, mlp=16):
+    lin = lambda o, i: [rnd(o, i) * (1 / i ** 0.5), rnd(o) * 0.1]
+    return ([rnd(2, 4, d)] + lin(d, d) * 4 + [pos(d), rnd(d)] + lin(mlp, d) + lin(d, mlp)
+            + [pos(d), rnd(d)])
+
+
+@program("bert_layer", modes=("real", "aot"))(_bert_inputs)
+def _(*args):
+    return capture_examples.bert_layer(*args, heads=2)
+
+
+def _gpt2_inputs(layers=2, d=8):
+    per_layer = lambda: [pos(d), rnd(d), rnd(d, 3 * d) * (1 / d ** 0.5), rnd(3 * d) * 0.1,
+                         rnd(d, d) * (1 / d ** 0.5), rnd(d) * 0.1, pos(d), rnd(d),
+                         rnd(d, 4 * d) * (1 / d ** 0.5), rnd(4 * d) * 0.1,
+                         rnd(4 * d, d) * (1 / (4 * d) ** 0.5), rnd(d) * 0.1]
+    ts = [rnd(2, 4, d)] + sum((per_layer() for _ in range(layers)), []) + [pos(d), rnd(d)]
+    return [t.bfloat16() for t in ts]
+
+
+@program("gpt2_bf16", modes=("real",))(_gpt2_inputs)
+def _(*args):
+    return capture_examples.gpt2(*args, heads=2)
+
+
 @program("cross_entropy")(lambda: [rnd(4, 5), torch.tensor([1, 0, 4, 2])])
 def _(logits, target):
     return F.cross_entropy(logits, target), F.nll_loss(logits.log_softmax(-1), target, reduction="sum")

@@ -1,0 +1,54 @@
+#include "codegen/simplify_indices.h"
+
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "codegen/loop_ir.h"
+#include "status_macros.h"
+#include "symbolic/expr.h"
+#include "symbolic/simplify.h"
+#include "symbolic/value_ranges.h"
+
+namespace lathe::codegen {
+
+absl::StatusOr<bool> SimplifyIndices(Kernel& k) {
+  if (k.kind != Kernel::Kind::kLoops) return false;
+  absl::flat_hash_map<symbolic::Expr, symbolic::ValueRange> ranges;
+  auto add = [&](const std::vector<symbolic::Expr>& vars,
+                 const std::vector<symbolic::Expr>& extents) {
+    for (size_t v = 0; v < vars.size() && v < extents.size(); ++v) {
+      const symbolic::Expr& e = extents[v];
+      const bool constant = e.kind() == symbolic::ExprKind::kInteger;
+      ranges[vars[v]] = symbolic::ValueRange::Int(
+          0,
+          constant ? symbolic::IntBound(e.int_value()) - 1 : symbolic::kIntInf);
+    }
+  };
+  add(k.vars, k.ranges);
+  for (const Section& s : k.sections) add(s.vars, s.ranges);
+  symbolic::SimplifyContext context;
+  context.ranges =
+      [&](symbolic::Expr symbol) -> std::optional<symbolic::ValueRange> {
+    auto it = ranges.find(symbol);
+    if (it == ranges.end()) return std::nullopt;
+    return it->second;
+  };
+  bool changed = false;
+  for (ScalarOp& op : k.ops) {
+    if (op.kind != ScalarOp::Kind::kLoad && op.kind != ScalarOp::Kind::kStore &&
+        op.kind != ScalarOp::Kind::kIndex) {
+      continue;
+    }
+    ASSIGN_OR_RETURN(symbolic::Expr e, symbolic::Simplify(op.index, context));
+    if (!(e == op.index)) {
+      op.index = std::move(e);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+}  // namespace lathe::codegen

@@ -1,0 +1,33 @@
+// -----------------------------------------------------------------------------
+// File: simplify_indices.h
+// -----------------------------------------------------------------------------
+//
+// Rewrites a kernel's index expressions with the ranges of its loop
+// variables (symbolic/simplify.h's rules, Inductor's index simplification):
+// a view of a view of a buffer lowers to nested ModularIndexing / FloorDiv
+// terms (`((x2 // 1) % 64) + 64 * (((8192*x0 + 64*x1 + x2) // 8192) % 12)`)
+// that are plain affine functions of the loop variables once their ranges
+// are known (`x2 + 64*x0`, with x2 < 64 and x0 < 96). The scheduler runs it
+// on every kernel before fusion (equal indices fuse) and after; affine
+// indices are what a C++ compiler vectorizes.
+//
+// Example:
+//
+//   ASSIGN_OR_RETURN(bool changed, SimplifyIndices(kernel));
+
+#ifndef LATHE_CODEGEN_SIMPLIFY_INDICES_H_
+#define LATHE_CODEGEN_SIMPLIFY_INDICES_H_
+
+#include "absl/status/statusor.h"
+#include "codegen/loop_ir.h"
+
+namespace lathe::codegen {
+
+// Simplifies the index of every load, store and index op of `k` with each
+// loop variable in [0, extent - 1] (a constant extent; else [0, oo));
+// whether any index changed.
+absl::StatusOr<bool> SimplifyIndices(Kernel& k);
+
+}  // namespace lathe::codegen
+
+#endif  // LATHE_CODEGEN_SIMPLIFY_INDICES_H_

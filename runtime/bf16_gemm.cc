@@ -1,0 +1,171 @@
+#include "runtime/bf16_gemm.h"
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "dnnl.h"
+#include "runtime/onednn.h"
+
+namespace lathe {
+namespace {
+
+using onednn::Ok;
+
+// The product's sizes and strides: batch, m, n, k, then a's, b's and c's
+// (batch, row, column) strides.
+using Geometry = std::array<int64_t, 13>;
+
+float FromBf16(uint16_t bits) {
+  uint32_t x = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+// A matrix's dims and strides for oneDNN: [batch,] rows, columns; a dim of
+// size 1 gets the stride the dense layout would give it (oneDNN reads no
+// element through it), a broadcast batch (stride 0) becomes a batch of 1.
+// False when a stride is one oneDNN cannot take (0 or negative: a row or
+// column broadcast).
+bool Dims(int64_t batch, int64_t rows, int64_t cols, int64_t bs, int64_t rs,
+          int64_t cs, int* nd, dnnl_dims_t dims, dnnl_dims_t strides) {
+  if (cols == 1) cs = 1;
+  if (rows == 1) rs = cols * cs;
+  if (rs <= 0 || cs <= 0) return false;
+  if (batch == 1) {
+    *nd = 2;
+    dims[0] = rows, dims[1] = cols;
+    strides[0] = rs, strides[1] = cs;
+    return true;
+  }
+  if (bs < 0) return false;
+  *nd = 3;
+  dims[0] = bs == 0 ? 1 : batch, dims[1] = rows, dims[2] = cols;
+  strides[0] = bs == 0 ? rows * rs : bs, strides[1] = rs, strides[2] = cs;
+  return true;
+}
+
+// A matmul primitive for one geometry, and its operands' layouts.
+struct Plan {
+  ~Plan() {
+    if (matmul != nullptr) dnnl_primitive_destroy(matmul);
+  }
+  dnnl_primitive_t matmul = nullptr;
+  dnnl_memory_desc_t a_md, b_md, c_md;
+};
+
+// Builds the plan for `g`; false when oneDNN does not take it.
+bool BuildPlan(const Geometry& g, Plan* plan) {
+  const auto [batch, m, n, k] = std::array<int64_t, 4>{g[0], g[1], g[2], g[3]};
+  if (onednn::Engine() == nullptr || batch <= 0 || m <= 0 || n <= 0 || k <= 0) {
+    return false;
+  }
+  int na, nb, nc;
+  dnnl_dims_t ad, as, bd, bs, cd, cs;
+  if (!Dims(batch, m, k, g[4], g[5], g[6], &na, ad, as) ||
+      !Dims(batch, k, n, g[7], g[8], g[9], &nb, bd, bs) ||
+      !Dims(batch, m, n, g[10], g[11], g[12], &nc, cd, cs) ||
+      (batch > 1 && g[10] == 0)) {  // every batch writes its own c
+    return false;
+  }
+  if (!Ok(dnnl_memory_desc_init_by_strides(&plan->a_md, na, ad, dnnl_bf16,
+                                           as)) ||
+      !Ok(dnnl_memory_desc_init_by_strides(&plan->b_md, nb, bd, dnnl_bf16,
+                                           bs)) ||
+      !Ok(dnnl_memory_desc_init_by_strides(&plan->c_md, nc, cd, dnnl_f32,
+                                           cs))) {
+    return false;
+  }
+  dnnl_matmul_desc_t desc;
+  if (!Ok(dnnl_matmul_desc_init(&desc, &plan->a_md, &plan->b_md, nullptr,
+                                &plan->c_md))) {
+    return false;
+  }
+  dnnl_primitive_desc_t pd = nullptr;
+  if (!Ok(dnnl_primitive_desc_create(&pd, &desc, nullptr, onednn::Engine(),
+                                     nullptr))) {
+    return false;
+  }
+  bool ok = Ok(dnnl_primitive_create(&plan->matmul, pd));
+  dnnl_primitive_desc_destroy(pd);
+  return ok;
+}
+
+// The cached plan for a geometry, or null when oneDNN does not take it.
+// Plans live as long as the process.
+const Plan* PlanFor(const Geometry& g) {
+  static std::mutex* mu = new std::mutex();
+  static auto* plans = new std::map<Geometry, std::unique_ptr<Plan>>();
+  std::lock_guard<std::mutex> lock(*mu);
+  auto it = plans->find(g);
+  if (it == plans->end()) {
+    auto plan = std::make_unique<Plan>();
+    if (!BuildPlan(g, plan.get())) plan.reset();
+    it = plans->emplace(g, std::move(plan)).first;
+  }
+  return it->second.get();
+}
+
+// Runs the plan; false when oneDNN fails (nothing usable was written).
+bool RunPlan(const Plan& p, const void* a, const void* b, float* c) {
+  dnnl_stream_t stream = onednn::Stream();
+  if (stream == nullptr) return false;
+  onednn::Memory am(p.a_md, const_cast<void*>(a));
+  onednn::Memory bm(p.b_md, const_cast<void*>(b));
+  onednn::Memory cm(p.c_md, c);
+  if (am.m == nullptr || bm.m == nullptr || cm.m == nullptr) return false;
+  return onednn::Execute(stream, p.matmul,
+                         {{DNNL_ARG_SRC, am.m},
+                          {DNNL_ARG_WEIGHTS, bm.m},
+                          {DNNL_ARG_DST, cm.m}}) &&
+         Ok(dnnl_stream_wait(stream));
+}
+
+}  // namespace
+
+void Bf16GemmReference(int64_t batch, int64_t m, int64_t n, int64_t k,
+                       const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                       const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs,
+                       float* c, int64_t c_bs, int64_t c_rs, int64_t c_cs) {
+  const auto* x = static_cast<const uint16_t*>(a);
+  const auto* y = static_cast<const uint16_t*>(b);
+  for (int64_t t = 0; t < batch; ++t) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t l = 0; l < k; ++l) {
+          acc +=
+              static_cast<double>(FromBf16(x[t * a_bs + i * a_rs + l * a_cs])) *
+              FromBf16(y[t * b_bs + l * b_rs + j * b_cs]);
+        }
+        c[t * c_bs + i * c_rs + j * c_cs] = static_cast<float>(acc);
+      }
+    }
+  }
+}
+
+bool Bf16GemmUsesOneDnn(int64_t batch, int64_t m, int64_t n, int64_t k,
+                        int64_t a_bs, int64_t a_rs, int64_t a_cs, int64_t b_bs,
+                        int64_t b_rs, int64_t b_cs, int64_t c_bs, int64_t c_rs,
+                        int64_t c_cs) {
+  return PlanFor({batch, m, n, k, a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs,
+                  c_rs, c_cs}) != nullptr;
+}
+
+void Bf16Gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
+              int64_t a_bs, int64_t a_rs, int64_t a_cs, const void* b,
+              int64_t b_bs, int64_t b_rs, int64_t b_cs, float* c, int64_t c_bs,
+              int64_t c_rs, int64_t c_cs) {
+  const Plan* plan = PlanFor(
+      {batch, m, n, k, a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs});
+  if (plan != nullptr && RunPlan(*plan, a, b, c)) return;
+  Bf16GemmReference(batch, m, n, k, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, c,
+                    c_bs, c_rs, c_cs);
+}
+
+}  // namespace lathe

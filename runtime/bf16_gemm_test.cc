@@ -1,0 +1,122 @@
+#include "runtime/bf16_gemm.h"
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "runtime/half.h"
+
+namespace lathe {
+namespace {
+
+std::vector<uint16_t> Bf16(const std::vector<float>& v) {
+  std::vector<uint16_t> out;
+  for (float f : v) out.push_back(BFloat16::FromFloat(f).bits);
+  return out;
+}
+
+std::vector<uint16_t> RandomBf16(int64_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<float> v(n);
+  for (float& f : v) f = u(rng);
+  return Bf16(v);
+}
+
+// One product's sizes and strides (elements), as Bf16Gemm takes them.
+struct Product {
+  int64_t batch, m, n, k;
+  int64_t a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs;
+
+  // Both routines on the same operands: the oneDNN path against the
+  // reference loops.
+  void ExpectMatchesReference(const std::vector<uint16_t>& a,
+                              const std::vector<uint16_t>& b,
+                              int64_t c_elems) const {
+    std::vector<float> got(c_elems, NAN), want(c_elems, NAN);
+    Bf16Gemm(batch, m, n, k, a.data(), a_bs, a_rs, a_cs, b.data(), b_bs, b_rs,
+             b_cs, got.data(), c_bs, c_rs, c_cs);
+    Bf16GemmReference(batch, m, n, k, a.data(), a_bs, a_rs, a_cs, b.data(),
+                      b_bs, b_rs, b_cs, want.data(), c_bs, c_rs, c_cs);
+    for (int64_t i = 0; i < c_elems; ++i) {
+      // Elements between c's rows and columns stay as they were.
+      if (std::isnan(want[i])) {
+        ASSERT_TRUE(std::isnan(got[i])) << "element " << i << " was written";
+        continue;
+      }
+      // f32 sums of exact products: within k ulps of the double sum.
+      ASSERT_NEAR(got[i], want[i], 1e-5 * k * (1 + std::fabs(want[i])))
+          << "element " << i;
+    }
+  }
+  bool UsesOneDnn() const {
+    return Bf16GemmUsesOneDnn(batch, m, n, k, a_bs, a_rs, a_cs, b_bs, b_rs,
+                              b_cs, c_bs, c_rs, c_cs);
+  }
+};
+
+TEST(Bf16GemmTest, HandDerivedProduct) {
+  // [[1, 2, 3], [4, 5, 6]] @ [[1, 0.5], [-1, 2], [0.25, 1]]: every value
+  // and product exact in bf16 and f32.
+  std::vector<uint16_t> a = Bf16({1, 2, 3, 4, 5, 6});
+  std::vector<uint16_t> b = Bf16({1, 0.5f, -1, 2, 0.25f, 1});
+  std::vector<float> c(4, NAN);
+  Bf16Gemm(1, 2, 2, 3, a.data(), 0, 3, 1, b.data(), 0, 2, 1, c.data(), 0, 2, 1);
+  EXPECT_EQ(c, (std::vector<float>{-0.25f, 7.5f, 0.5f, 18.0f}));
+}
+
+TEST(Bf16GemmTest, TransposedAndStridedOperands) {
+  std::mt19937 rng(7);
+  // a stored [k, m] (read transposed), b [k, n] inside rows of 40, c with
+  // its columns 2 apart.
+  const int64_t m = 33, n = 17, k = 29;
+  std::vector<uint16_t> a = RandomBf16(k * m, rng);
+  std::vector<uint16_t> b = RandomBf16(k * 40, rng);
+  Product p{1, m, n, k, 0, 1, m, 0, 40, 1, 0, 2 * n, 2};
+  p.ExpectMatchesReference(a, b, m * 2 * n);
+}
+
+TEST(Bf16GemmTest, BatchedAndBroadcastBatch) {
+  std::mt19937 rng(8);
+  const int64_t batch = 3, m = 8, n = 24, k = 64;
+  std::vector<uint16_t> a = RandomBf16(batch * m * k, rng);
+  std::vector<uint16_t> b = RandomBf16(batch * k * n, rng);
+  // Both operands batched, then the weights shared by every batch (a
+  // batch stride of 0, as a broadcast operand has).
+  Product batched{batch, m, n, k, m * k, k, 1, k * n, n, 1, m * n, n, 1};
+  batched.ExpectMatchesReference(a, b, batch * m * n);
+  Product shared{batch, m, n, k, m * k, k, 1, 0, n, 1, m * n, n, 1};
+  shared.ExpectMatchesReference(a, b, batch * m * n);
+}
+
+TEST(Bf16GemmTest, ModelShapesTakeTheLibraryWhereItHasBf16) {
+  std::mt19937 rng(9);
+  // A projection of a [256, 768] activation (GPT-2's width).
+  const int64_t m = 256, n = 96, k = 768;
+  std::vector<uint16_t> a = RandomBf16(m * k, rng);
+  std::vector<uint16_t> b = RandomBf16(k * n, rng);
+  Product p{1, m, n, k, 0, k, 1, 0, n, 1, 0, n, 1};
+  p.ExpectMatchesReference(a, b, m * n);
+}
+
+TEST(Bf16GemmTest, RowBroadcastRunsTheReference) {
+  // a's rows all one row (row stride 0, as expand makes): oneDNN takes no
+  // zero stride, so the reference computes it.
+  std::vector<uint16_t> a = Bf16({1, 2});
+  std::vector<uint16_t> b = Bf16({3, 4});  // [2, 1]
+  Product p{1, 3, 1, 2, 0, 0, 1, 0, 1, 1, 0, 1, 1};
+  EXPECT_FALSE(p.UsesOneDnn());
+  std::vector<float> c(3, NAN);
+  Bf16Gemm(1, 3, 1, 2, a.data(), 0, 0, 1, b.data(), 0, 1, 1, c.data(), 0, 1, 1);
+  EXPECT_EQ(c, (std::vector<float>{11, 11, 11}));
+}
+
+TEST(Bf16GemmTest, EmptySumIsZero) {
+  std::vector<float> c(6, NAN);
+  Bf16Gemm(1, 2, 3, 0, nullptr, 0, 0, 1, nullptr, 0, 3, 1, c.data(), 0, 3, 1);
+  EXPECT_EQ(c, std::vector<float>(6, 0.0f));
+}
+
+}  // namespace
+}  // namespace lathe
