@@ -26,11 +26,12 @@
 //   BM_Memory/transposed_scale: x.t() * 2, f32 [4096, 4096], whose loops
 //   the scheduler reorders for contiguous access.
 //   BM_CallOverhead: a 16-element graph, in ns per call: the host side.
-//   c. BM_Compile/NAME: one compile of the MLP layer and the transformer
-//      block (both captures); counters frontend_s (parse, AOT dispatch, the
-//      pass pipeline), lower_s (lowering + scheduling + C++ emission:
-//      CpuStats::lower_seconds), lathe_s (the two together: lathe's own time)
-//      and cxx_s (the system C++ compiler: CpuStats::compiler_seconds).
+//   c. BM_Compile/NAME: one compile of the MLP layer, the transformer
+//      block (both captures), the BERT layer and GPT-2 (batch 1); counters
+//      frontend_s (parse, AOT dispatch, the pass pipeline), lower_s (lowering +
+//      scheduling + C++ emission: CpuStats::lower_seconds), lathe_s (the two
+//      together: lathe's own time) and cxx_s (the system C++ compiler:
+//      CpuStats::compiler_seconds).
 //
 // Each graph is compiled once (the first time a case needs it) and its
 // inputs made once, outside the timed loop; the loop is CpuFunction::Run
@@ -516,6 +517,12 @@ BENCHMARK_CAPTURE(BM_Compile, mlp_gelu_b64, "mlp_gelu_b64")
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Compile, transformer_block_b8_s128_d512,
                   "transformer_block_b8_s128_d512")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Compile, bert_layer_b8_s128, "bert_layer_b8_s128")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Compile, gpt2_l4_b1_s256, "gpt2_l4_b1_s256")
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Compile, transformer_block_aot_b8_s128_d512,

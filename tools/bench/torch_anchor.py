@@ -16,8 +16,8 @@ torch.compile (inductor, CPU) on this machine, and prints one table:
      models (small_cnn, resnet18, bert_layer, gpt2; *_bf16_* in bf16) also
      as `freezing`: torch.compile with freezing=True of a module holding
      the weights as parameters.
-  c. torch.compile's cold compile of mlp_gelu_b64 and the transformer
-     block: the first call's time in a fresh process with
+  c. torch.compile's cold compile of mlp_gelu_b64, the transformer block,
+     the BERT layer and GPT-2 (batch 1): the first call's time in a fresh process with
      TORCHINDUCTOR_FORCE_DISABLE_CACHES=1 (Dynamo + AOTAutograd + inductor
      + its C++ compile), less one eager call.
 
@@ -52,7 +52,8 @@ CHAIN_N = 8192 * 8192
 
 MEMORY_ROWS = ["swish_affine_8192x8192", "softmax_4096x2560",
                "layernorm_4096x2560"]
-COMPILE_ROWS = ["mlp_gelu_b64", "transformer_block_b8_s128_d512"]
+COMPILE_ROWS = ["mlp_gelu_b64", "transformer_block_b8_s128_d512",
+                "bert_layer_b8_s128", "gpt2_l4_b1_s256"]
 
 
 def flops(name):
