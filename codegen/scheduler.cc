@@ -469,8 +469,7 @@ absl::StatusOr<ScheduleResult> Schedule(LoweredGraph& g) {
   for (Kernel& k : p.kernels) {
     Kernel squeezed = k;
     if (SqueezeUnitRanges(squeezed)) k = std::move(squeezed);
-    ASSIGN_OR_RETURN(bool simplified, SimplifyIndices(k));
-    (void)simplified;
+    SimplifyIndices(k);
     if (!out.empty()) {
       Kernel merged = out.back();
       std::optional<std::string> why = TryFuse(merged, k);
@@ -490,8 +489,7 @@ absl::StatusOr<ScheduleResult> Schedule(LoweredGraph& g) {
   p.kernels = std::move(out);
   for (Kernel& k : p.kernels) {
     // Fusion put one kernel's indices in the other's variables.
-    ASSIGN_OR_RETURN(bool simplified, SimplifyIndices(k));
-    (void)simplified;
+    SimplifyIndices(k);
     if (std::optional<std::string> why = ReorderForContiguity(k, p)) {
       r.log.push_back(*why);
     }

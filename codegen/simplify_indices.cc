@@ -7,21 +7,25 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "codegen/loop_ir.h"
-#include "status_macros.h"
 #include "symbolic/expr.h"
 #include "symbolic/simplify.h"
 #include "symbolic/value_ranges.h"
 
 namespace lathe::codegen {
 
-absl::StatusOr<bool> SimplifyIndices(Kernel& k) {
+bool SimplifyIndices(Kernel& k) {
   if (k.kind != Kernel::Kind::kLoops) return false;
   absl::flat_hash_map<symbolic::Expr, symbolic::ValueRange> ranges;
+  bool empty = false;
   auto add = [&](const std::vector<symbolic::Expr>& vars,
                  const std::vector<symbolic::Expr>& extents) {
     for (size_t v = 0; v < vars.size() && v < extents.size(); ++v) {
       const symbolic::Expr& e = extents[v];
       const bool constant = e.kind() == symbolic::ExprKind::kInteger;
+      if (constant && e.int_value() <= 0) {
+        empty = true;
+        continue;
+      }
       ranges[vars[v]] = symbolic::ValueRange::Int(
           0,
           constant ? symbolic::IntBound(e.int_value()) - 1 : symbolic::kIntInf);
@@ -29,6 +33,7 @@ absl::StatusOr<bool> SimplifyIndices(Kernel& k) {
   };
   add(k.vars, k.ranges);
   for (const Section& s : k.sections) add(s.vars, s.ranges);
+  if (empty) return false;
   symbolic::SimplifyContext context;
   context.ranges =
       [&](symbolic::Expr symbol) -> std::optional<symbolic::ValueRange> {
@@ -42,9 +47,9 @@ absl::StatusOr<bool> SimplifyIndices(Kernel& k) {
         op.kind != ScalarOp::Kind::kIndex) {
       continue;
     }
-    ASSIGN_OR_RETURN(symbolic::Expr e, symbolic::Simplify(op.index, context));
-    if (!(e == op.index)) {
-      op.index = std::move(e);
+    absl::StatusOr<symbolic::Expr> e = symbolic::Simplify(op.index, context);
+    if (e.ok() && !(*e == op.index)) {
+      op.index = *std::move(e);
       changed = true;
     }
   }

@@ -13,20 +13,21 @@
 //
 // Example:
 //
-//   ASSIGN_OR_RETURN(bool changed, SimplifyIndices(kernel));
+//   bool changed = SimplifyIndices(kernel);
 
 #ifndef LATHE_CODEGEN_SIMPLIFY_INDICES_H_
 #define LATHE_CODEGEN_SIMPLIFY_INDICES_H_
 
-#include "absl/status/statusor.h"
 #include "codegen/loop_ir.h"
 
 namespace lathe::codegen {
 
 // Simplifies the index of every load, store and index op of `k` with each
 // loop variable in [0, extent - 1] (a constant extent; else [0, oo));
-// whether any index changed.
-absl::StatusOr<bool> SimplifyIndices(Kernel& k);
+// whether any index changed. A kernel with an empty loop runs nothing and
+// is left alone, as is an index the simplifier refuses (it is only
+// faster to evaluate, never needed).
+bool SimplifyIndices(Kernel& k);
 
 }  // namespace lathe::codegen
 

@@ -42,5 +42,20 @@ CHECK-NEXT:     store buf2[60*x0 + 20*x1 + 5*x2 + x3] = %2
                               "15) + 15*ModularIndexing("));
 }
 
+// A head split of an empty batch: a kernel that runs no iteration is left
+// as lowered (its ranges would be empty), and the graph compiles. (The
+// view once lowered to ModularIndexing terms dividing by its zero sizes.)
+TEST(SimplifyIndicesTest, AnEmptyKernelIsLeftAlone) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(R"IR(
+def forward(self, x: "f32[0, 4]", y: "f32[4]"):
+    add = torch.ops.aten.add.Tensor(x, y)
+    view = torch.ops.aten.view.default(add, [0, 2, 2])
+    transpose = torch.ops.aten.transpose.int(view, 1, 2)
+    clone = torch.ops.aten.clone.default(transpose, memory_format = torch.contiguous_format)
+    return (clone,)
+)IR"));
+  EXPECT_OK(FileCheckScheduled(s, "CHECK: kernel k0 ranges=[0, 2, 2]"));
+}
+
 }  // namespace
 }  // namespace lathe::codegen

@@ -39,9 +39,13 @@ TBox ReshapeLoader(const TBox& in, std::vector<Expr> sizes) {
                        const std::vector<Expr>& idx) -> absl::StatusOr<int> {
     Expr lin = Linear(idx, Contiguous(sizes), symbolic::Int(0));
     std::vector<Expr> st = Contiguous(in.sizes);
+    // An empty value is never read (its strides here may be 0): every
+    // index is as good as 0.
+    bool empty = false;
+    for (const Expr& size : in.sizes) empty = empty || size.is_constant(0);
     std::vector<Expr> sub;
     for (size_t d = 0; d < in.sizes.size(); ++d) {
-      if (IsOne(in.sizes[d])) {
+      if (empty || IsOne(in.sizes[d])) {
         sub.push_back(symbolic::Int(0));
         continue;
       }
