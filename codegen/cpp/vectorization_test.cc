@@ -97,6 +97,31 @@ TEST(VectorizationTest, TheSwishKernelUsesTheWidestVectorsAndLibmvec) {
   EXPECT_EQ(asm_text->find("<expf@plt>"), std::string::npos);
 }
 
+// A bf16 kernel vectorizes as an f32 one does: gelu over bf16 as the
+// decompose pass writes it (computed in f32, rounded once) calls libmvec's
+// vector erff. Its elements are loaded
+// and stored as their 16 bits; a load that copied the lathe_bfloat16 struct
+// whole kept GCC from vectorizing the loop, which then called scalar erff.
+TEST(VectorizationTest, ABf16KernelCallsTheVectorErf) {
+  if (std::optional<std::string> why = WhyNotChecked()) GTEST_SKIP() << *why;
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  ASSERT_OK_AND_ASSIGN(std::string asm_text, CompiledAssembly(R"IR(
+def forward(self, x: "bf16[s0, 256][256, 1]cpu"):
+    convert_element_type = torch.ops.prims.convert_element_type.default(x, torch.float32)
+    mul = torch.ops.aten.mul.Tensor(convert_element_type, 0.5)
+    mul_1 = torch.ops.aten.mul.Tensor(convert_element_type, 0.7071067811865476)
+    erf = torch.ops.aten.erf.default(mul_1)
+    add = torch.ops.aten.add.Tensor(erf, 1)
+    mul_2 = torch.ops.aten.mul.Tensor(mul, add)
+    convert_element_type_1 = torch.ops.prims.convert_element_type.default(mul_2, torch.bfloat16)
+    return (convert_element_type_1,)
+)IR"));
+  const char* erff = avx512 ? "_ZGVeN16v_erff" : "_ZGVdN8v_erff";
+  EXPECT_NE(asm_text.find(erff), std::string::npos)
+      << "no call of libmvec's " << erff;
+  EXPECT_EQ(asm_text.find("<erff@plt>"), std::string::npos);
+}
+
 // A Welford reduction (var_mean over rows) runs its block passes as vector
 // loops in float: the shifted values subtracted (vsubps) and summed (vaddps
 // or an FMA) in the widest registers.
