@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "dnnl.h"
 #include "runtime/onednn.h"
@@ -126,6 +127,42 @@ bool RunPlan(const Plan& p, const void* a, const void* b, float* c) {
          Ok(dnnl_stream_wait(stream));
 }
 
+// The product through f32: the operands converted into dense f32 copies,
+// oneDNN's sgemm on them, the result scattered into c (what a CPU without
+// bf16 matmuls in oneDNN, or a layout the primitive refuses, takes);
+// false when sgemm fails.
+bool ViaSgemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
+              int64_t a_bs, int64_t a_rs, int64_t a_cs, const void* b,
+              int64_t b_bs, int64_t b_rs, int64_t b_cs, float* c, int64_t c_bs,
+              int64_t c_rs, int64_t c_cs) {
+  if (m <= 0 || n <= 0 || k <= 0) return false;
+  const auto* x = static_cast<const uint16_t*>(a);
+  const auto* y = static_cast<const uint16_t*>(b);
+  std::vector<float> xa(m * k), yb(k * n), out(m * n);
+  for (int64_t t = 0; t < batch; ++t) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t l = 0; l < k; ++l) {
+        xa[i * k + l] = FromBf16(x[t * a_bs + i * a_rs + l * a_cs]);
+      }
+    }
+    for (int64_t l = 0; l < k; ++l) {
+      for (int64_t j = 0; j < n; ++j) {
+        yb[l * n + j] = FromBf16(y[t * b_bs + l * b_rs + j * b_cs]);
+      }
+    }
+    if (!Ok(dnnl_sgemm('N', 'N', m, n, k, 1.0f, xa.data(), k, yb.data(), n,
+                       0.0f, out.data(), n))) {
+      return false;
+    }
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        c[t * c_bs + i * c_rs + j * c_cs] = out[i * n + j];
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 void Bf16GemmReference(int64_t batch, int64_t m, int64_t n, int64_t k,
@@ -164,6 +201,10 @@ void Bf16Gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
   const Plan* plan = PlanFor(
       {batch, m, n, k, a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs});
   if (plan != nullptr && RunPlan(*plan, a, b, c)) return;
+  if (ViaSgemm(batch, m, n, k, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, c,
+               c_bs, c_rs, c_cs)) {
+    return;
+  }
   Bf16GemmReference(batch, m, n, k, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, c,
                     c_bs, c_rs, c_cs);
 }

@@ -8,9 +8,11 @@
 // its one rounding of the result to bf16, which the caller's epilogue
 // does). It runs as a oneDNN matmul primitive (created once per geometry
 // and cached), which uses the CPU's bf16 dot-product instructions where it
-// has them (AVX512-BF16, AMX) and converts to f32 where it has not; what
-// oneDNN refuses (an empty operand, a broadcast row or column) runs
-// through the reference loops.
+// has them (AVX512-BF16, AMX) and converts to f32 where it has not. What
+// the primitive refuses (a broadcast row or column; every bf16 product on
+// a CPU without AVX-512, where oneDNN has no bf16 matmul) runs as sgemm on
+// dense f32 copies of the operands; an empty product, by the reference
+// loops.
 //
 // Operands are given as LatheKernelRuntime::sgemm's are: each matrix by its
 // element strides (batch, row, column), so transposed and broadcast
@@ -28,8 +30,8 @@
 namespace lathe {
 
 // c[i] = a[i] @ b[i] for i < batch: a [m, k] and b [k, n] of bf16 (the
-// 16-bit patterns), c [m, n] of f32, through oneDNN where it takes the
-// geometry and the reference loops otherwise.
+// 16-bit patterns), c [m, n] of f32, through oneDNN's bf16 matmul where it
+// takes the geometry, else its sgemm on f32 copies.
 void Bf16Gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
               int64_t a_bs, int64_t a_rs, int64_t a_cs, const void* b,
               int64_t b_bs, int64_t b_rs, int64_t b_cs, float* c, int64_t c_bs,

@@ -100,9 +100,9 @@ TEST(Bf16GemmTest, ModelShapesTakeTheLibraryWhereItHasBf16) {
   p.ExpectMatchesReference(a, b, m * n);
 }
 
-TEST(Bf16GemmTest, RowBroadcastRunsTheReference) {
-  // a's rows all one row (row stride 0, as expand makes): oneDNN takes no
-  // zero stride, so the reference computes it.
+TEST(Bf16GemmTest, RowBroadcastRunsThroughF32Copies) {
+  // a's rows all one row (row stride 0, as expand makes): the primitive
+  // takes no zero stride, so it runs as sgemm on dense f32 copies.
   std::vector<uint16_t> a = Bf16({1, 2});
   std::vector<uint16_t> b = Bf16({3, 4});  // [2, 1]
   Product p{1, 3, 1, 2, 0, 0, 1, 0, 1, 1, 0, 1, 1};
@@ -110,6 +110,30 @@ TEST(Bf16GemmTest, RowBroadcastRunsTheReference) {
   std::vector<float> c(3, NAN);
   Bf16Gemm(1, 3, 1, 2, a.data(), 0, 0, 1, b.data(), 0, 1, 1, c.data(), 0, 1, 1);
   EXPECT_EQ(c, (std::vector<float>{11, 11, 11}));
+}
+
+TEST(Bf16GemmTest, BroadcastRowsIntoAColumnMajorResult) {
+  // A [512, 512] product whose a is one row broadcast (row stride 0) and
+  // whose c is column-major: the dense-copy path (sgemm, then c scattered
+  // through its strides), checked on sampled elements against the
+  // reference.
+  std::mt19937 rng(10);
+  const int64_t m = 512, n = 512, k = 512;
+  std::vector<uint16_t> a = RandomBf16(k, rng);
+  std::vector<uint16_t> b = RandomBf16(k * n, rng);
+  Product p{1, m, n, k, 0, 0, 1, 0, n, 1, 0, 1, m};
+  EXPECT_FALSE(p.UsesOneDnn());
+  std::vector<float> c(m * n, NAN);
+  Bf16Gemm(1, m, n, k, a.data(), 0, 0, 1, b.data(), 0, n, 1, c.data(), 0, 1, m);
+  for (int64_t i : {0, 7, 511}) {
+    for (int64_t j : {0, 300, 511}) {
+      float want = NAN;
+      Bf16GemmReference(1, 1, 1, k, a.data(), 0, 0, 1, b.data() + j, 0, n, 1,
+                        &want, 0, 1, 1);
+      EXPECT_NEAR(c[j * m + i], want, 1e-5 * k * (1 + std::fabs(want)))
+          << "at [" << i << ", " << j << "]";
+    }
+  }
 }
 
 TEST(Bf16GemmTest, EmptySumIsZero) {
