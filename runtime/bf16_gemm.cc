@@ -2,7 +2,6 @@
 
 #include <array>
 #include <cstdint>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "dnnl.h"
+#include "runtime/half.h"
 #include "runtime/onednn.h"
 
 namespace lathe {
@@ -21,12 +21,7 @@ using onednn::Ok;
 // (batch, row, column) strides.
 using Geometry = std::array<int64_t, 13>;
 
-float FromBf16(uint16_t bits) {
-  uint32_t x = static_cast<uint32_t>(bits) << 16;
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
+float FromBf16(uint16_t bits) { return BFloat16{bits}.ToFloat(); }
 
 // A matrix's dims and strides for oneDNN: [batch,] rows, columns; a dim of
 // size 1 gets the stride the dense layout would give it (oneDNN reads no

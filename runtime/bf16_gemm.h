@@ -37,7 +37,8 @@ void Bf16Gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
               int64_t b_bs, int64_t b_rs, int64_t b_cs, float* c, int64_t c_bs,
               int64_t c_rs, int64_t c_cs);
 
-// Whether Bf16Gemm runs this geometry through oneDNN (else the reference).
+// Whether Bf16Gemm runs this geometry through oneDNN's bf16 matmul (else
+// sgemm on f32 copies).
 bool Bf16GemmUsesOneDnn(int64_t batch, int64_t m, int64_t n, int64_t k,
                         int64_t a_bs, int64_t a_rs, int64_t a_cs, int64_t b_bs,
                         int64_t b_rs, int64_t b_cs, int64_t c_bs, int64_t c_rs,
