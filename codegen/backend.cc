@@ -20,7 +20,7 @@ std::string HostCode::LoadElement(int b, DType dtype,
                                   absl::string_view index) const {
   std::string value = absl::StrCat("static_cast<const ", CType(dtype), "*>(B[",
                                    b, "])[", index, "]");
-  if (dtype == DType::kFloat16 || dtype == DType::kBFloat16) {
+  if (IsHalfFloat(dtype)) {
     return absl::StrCat("lathe_to_float(", value, ")");
   }
   return value;

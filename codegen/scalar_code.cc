@@ -17,12 +17,6 @@
 namespace lathe::codegen {
 namespace {
 
-// Whether `dtype` is stored as a 16-bit float struct (lathe_half,
-// lathe_bfloat16).
-bool IsHalf(DType dtype) {
-  return dtype == DType::kFloat16 || dtype == DType::kBFloat16;
-}
-
 using symbolic::Expr;
 
 // A bound on the magnitude of `e` and of every value computed on the way
@@ -168,16 +162,16 @@ bool EmitScalarOp(const Kernel& k, int i, const IndexCpp& cpp,
     // member): GCC vectorizes no loop that copies the struct as a whole.
     case ScalarOp::Kind::kLoad:
       absl::StrAppend(out, indent, "const ", t, " v", i, " = ",
-                      IsHalf(op.dtype) ? "{" : "", "b", op.buffer, "[",
-                      cpp(op.index, &op), "]", IsHalf(op.dtype) ? ".bits}" : "",
-                      ";\n");
+                      IsHalfFloat(op.dtype) ? "{" : "", "b", op.buffer, "[",
+                      cpp(op.index, &op), "]",
+                      IsHalfFloat(op.dtype) ? ".bits}" : "", ";\n");
       return true;
     case ScalarOp::Kind::kStore:
       absl::StrAppend(out, indent,
                       op.masked ? absl::StrCat("if (", arg(1), ") ") : "", "b",
                       op.buffer, "[", cpp(op.index, &op), "]",
-                      IsHalf(op.dtype) ? ".bits" : "", " = ", arg(0),
-                      IsHalf(op.dtype) ? ".bits" : "", ";\n");
+                      IsHalfFloat(op.dtype) ? ".bits" : "", " = ", arg(0),
+                      IsHalfFloat(op.dtype) ? ".bits" : "", ";\n");
       return true;
     case ScalarOp::Kind::kConstant: {
       const DType held =

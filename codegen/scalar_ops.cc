@@ -104,10 +104,7 @@ const ScalarFn* FindScalarFn(absl::string_view name) {
 }
 
 DType ComputeDType(DType dtype) {
-  if (dtype == DType::kFloat16 || dtype == DType::kBFloat16) {
-    return DType::kFloat32;
-  }
-  return dtype;
+  return IsHalfFloat(dtype) ? DType::kFloat32 : dtype;
 }
 
 absl::string_view CType(DType dtype) {

@@ -244,12 +244,14 @@ TEST(FreezeTest, AnArtifactCarriesItsFrozenConstants) {
   codegen::ExpectSameOutputs(got, in.want, 1e-6);
 }
 
-TEST(FreezeTest, AReturnedFrozenValueIsTheCallersCopy) {
-  const char* kReturns =
-      R"IR(def forward(self, x: "f32[4]", w: "f32[4]"):
+// A graph that returns its frozen input w.
+constexpr char kReturns[] =
+    R"IR(def forward(self, x: "f32[4]", w: "f32[4]"):
     add = torch.ops.aten.add.Tensor(x, w)
     return (add, w)
 )IR";
+
+TEST(FreezeTest, AReturnedFrozenValueIsTheCallersCopy) {
   Frozen in = Inputs(kReturns, {"w"});
   ASSERT_OK_AND_ASSIGN(
       std::unique_ptr<CompiledGraph> c,
@@ -264,11 +266,6 @@ TEST(FreezeTest, AReturnedFrozenValueIsTheCallersCopy) {
 // The interpreter backend (and the fallback past the compile limit) hands
 // back a frozen value as the caller's copy too.
 TEST(FreezeTest, TheInterpreterReturnsACopyOfAFrozenValue) {
-  const char* kReturns =
-      R"IR(def forward(self, x: "f32[4]", w: "f32[4]"):
-    add = torch.ops.aten.add.Tensor(x, w)
-    return (add, w)
-)IR";
   Frozen in = Inputs(kReturns, {"w"});
   ASSERT_OK_AND_ASSIGN(ParsedGraph parsed, Parse(kReturns, "returns"));
   VariantCompiler compiler(std::move(parsed), {.frozen = in.frozen});

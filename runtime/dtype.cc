@@ -74,6 +74,10 @@ bool IsFloatingPoint(DType d) {
          d == DType::kFloat32 || d == DType::kFloat64;
 }
 
+bool IsHalfFloat(DType d) {
+  return d == DType::kFloat16 || d == DType::kBFloat16;
+}
+
 double MaxFinite(DType d) {
   switch (d) {
     case DType::kFloat16:

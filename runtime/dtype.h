@@ -72,6 +72,11 @@ absl::StatusOr<DType> ParseDType(absl::string_view name);
 bool IsFloatingPoint(DType dtype);
 bool IsIntegral(DType dtype, bool include_bool);
 
+// IsHalfFloat()
+//
+// Whether `dtype` is f16 or bf16: 16 bits in memory, computed in f32.
+bool IsHalfFloat(DType dtype);
+
 // MaxFinite()
 //
 // The largest finite value of a floating dtype (float16: 65504).

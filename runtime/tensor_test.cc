@@ -30,6 +30,10 @@ TEST(DTypeTest, NamesAndParsing) {
   EXPECT_THAT(std::string(ParseDType("f128").status().message()),
               HasSubstr("unknown dtype 'f128'"));
   EXPECT_TRUE(IsFloatingPoint(DType::kBFloat16));
+  EXPECT_TRUE(IsHalfFloat(DType::kFloat16));
+  EXPECT_TRUE(IsHalfFloat(DType::kBFloat16));
+  EXPECT_FALSE(IsHalfFloat(DType::kFloat32));
+  EXPECT_FALSE(IsHalfFloat(DType::kInt16));
   EXPECT_FALSE(IsIntegral(DType::kBool, false));
   EXPECT_TRUE(IsIntegral(DType::kBool, true));
 }
