@@ -6,11 +6,12 @@
 #include <memory>
 #include <mutex>
 #include <utility>
-#include <vector>
 
+#include "absl/status/statusor.h"
 #include "dnnl.h"
 #include "runtime/half.h"
 #include "runtime/onednn.h"
+#include "runtime/storage.h"
 
 namespace lathe {
 namespace {
@@ -125,15 +126,29 @@ bool RunPlan(const Plan& p, const void* a, const void* b, float* c) {
 // The product through f32: the operands converted into dense f32 copies,
 // oneDNN's sgemm on them, the result scattered into c (what a CPU without
 // bf16 matmuls in oneDNN, or a layout the primitive refuses, takes);
-// false when sgemm fails.
+// false when the copies do not fit in the host memory limit or sgemm fails.
 bool ViaSgemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
               int64_t a_bs, int64_t a_rs, int64_t a_cs, const void* b,
               int64_t b_bs, int64_t b_rs, int64_t b_cs, float* c, int64_t c_bs,
               int64_t c_rs, int64_t c_cs) {
-  if (m <= 0 || n <= 0 || k <= 0) return false;
+  int64_t ab, bb, cb, elems;
+  if (m <= 0 || n <= 0 || k <= 0 || __builtin_mul_overflow(m, k, &ab) ||
+      __builtin_mul_overflow(k, n, &bb) || __builtin_mul_overflow(m, n, &cb) ||
+      __builtin_add_overflow(ab, bb, &elems) ||
+      __builtin_add_overflow(elems, cb, &elems) ||
+      elems > INT64_MAX / static_cast<int64_t>(sizeof(float))) {
+    return false;
+  }
   const auto* x = static_cast<const uint16_t*>(a);
   const auto* y = static_cast<const uint16_t*>(b);
-  std::vector<float> xa(m * k), yb(k * n), out(m * n);
+  // The copies count against the host memory limit, as the kernels'
+  // buffers do; when they do not fit, the reference loops (no copies) run.
+  absl::StatusOr<Storage> copies =
+      Storage::AllocateUninitialized(elems * sizeof(float));
+  if (!copies.ok()) return false;
+  float* xa = static_cast<float*>(copies->data());
+  float* yb = xa + ab;
+  float* out = yb + bb;
   for (int64_t t = 0; t < batch; ++t) {
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t l = 0; l < k; ++l) {
@@ -145,8 +160,7 @@ bool ViaSgemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
         yb[l * n + j] = FromBf16(y[t * b_bs + l * b_rs + j * b_cs]);
       }
     }
-    if (!Ok(dnnl_sgemm('N', 'N', m, n, k, 1.0f, xa.data(), k, yb.data(), n,
-                       0.0f, out.data(), n))) {
+    if (!Ok(dnnl_sgemm('N', 'N', m, n, k, 1.0f, xa, k, yb, n, 0.0f, out, n))) {
       return false;
     }
     for (int64_t i = 0; i < m; ++i) {

@@ -11,8 +11,9 @@
 // has them (AVX512-BF16, AMX) and converts to f32 where it has not. What
 // the primitive refuses (a broadcast row or column; every bf16 product on
 // a CPU without AVX-512, where oneDNN has no bf16 matmul) runs as sgemm on
-// dense f32 copies of the operands; an empty product, by the reference
-// loops.
+// dense f32 copies of the operands (allocated within the host memory
+// limit); an empty product, or one whose copies do not fit, by the
+// reference loops.
 //
 // Operands are given as LatheKernelRuntime::sgemm's are: each matrix by its
 // element strides (batch, row, column), so transposed and broadcast

@@ -7,6 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "runtime/half.h"
+#include "runtime/storage.h"
 
 namespace lathe {
 namespace {
@@ -134,6 +135,24 @@ TEST(Bf16GemmTest, BroadcastRowsIntoAColumnMajorResult) {
           << "at [" << i << ", " << j << "]";
     }
   }
+}
+
+TEST(Bf16GemmTest, CopiesBeyondTheMemoryLimitFallBackToTheReference) {
+  // The dense f32 copies count against the host memory limit: with no room
+  // for them, the row-broadcast product runs by the reference loops instead
+  // (the same values), not past the limit.
+  std::mt19937 rng(11);
+  const int64_t m = 256, n = 256, k = 256;
+  std::vector<uint16_t> a = RandomBf16(k, rng);
+  std::vector<uint16_t> b = RandomBf16(k * n, rng);
+  const int64_t limit = HostMemoryLimit();
+  SetHostMemoryLimit(HostMemoryInUse() + 1024);
+  std::vector<float> c(m * n, NAN), want(m * n, NAN);
+  Bf16Gemm(1, m, n, k, a.data(), 0, 0, 1, b.data(), 0, n, 1, c.data(), 0, n, 1);
+  SetHostMemoryLimit(limit);
+  Bf16GemmReference(1, m, n, k, a.data(), 0, 0, 1, b.data(), 0, n, 1,
+                    want.data(), 0, n, 1);
+  EXPECT_EQ(c, want);
 }
 
 TEST(Bf16GemmTest, EmptySumIsZero) {

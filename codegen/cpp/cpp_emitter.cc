@@ -124,6 +124,17 @@ class Emitter {
                            }});
   }
 
+  // The pragma that runs the next `collapse` loops on the thread team (with
+  // `simd` when they are also the vector loop), when their `work` is worth
+  // it.
+  std::string ParallelFor(int collapse, bool simd, absl::string_view clauses,
+                          Expr work) {
+    return absl::StrCat(
+        "#pragma omp parallel for", simd ? " simd" : "",
+        collapse > 1 ? absl::StrCat(" collapse(", collapse, ")") : "", clauses,
+        " if(", Cpp(work), " > ", kParallelThreshold, ")\n");
+  }
+
   std::string Ptr(int b) { return absl::StrCat("b", b); }
 
   std::string Value(const Kernel& k, int i) { return absl::StrCat("v", i); }
@@ -286,10 +297,7 @@ class Emitter {
       Expr work = Product(sec.ranges);
       int n = static_cast<int>(sec.vars.size());
       if (parallel) {
-        absl::StrAppend(
-            out, indent, "#pragma omp parallel for", simd ? " simd" : "",
-            n > 1 ? absl::StrCat(" collapse(", n, ")") : "", clauses, " if(",
-            Cpp(work), " > ", kParallelThreshold, ")\n");
+        absl::StrAppend(out, indent, ParallelFor(n, simd, clauses, work));
       }
       for (int v = 0; v < n; ++v) {
         if (!parallel && simd && v == n - 1) {
@@ -418,10 +426,9 @@ class Emitter {
     const int n = static_cast<int>(sec.vars.size());
     std::string in = indent;
     if (n > 0 && parallel) {
-      absl::StrAppend(out, indent, "#pragma omp parallel for",
-                      n > 1 ? absl::StrCat(" collapse(", n, ")") : "",
-                      block_reductions, " if(", Cpp(Product(sec.ranges)), " > ",
-                      kParallelThreshold, ")\n");
+      absl::StrAppend(out, indent,
+                      ParallelFor(n, /*simd=*/false, block_reductions,
+                                  Product(sec.ranges)));
     }
     for (int v = 0; v + 1 < n; ++v) {
       std::string var(sec.vars[v].name());
@@ -688,11 +695,8 @@ class Emitter {
     // the body is one straight-line section.
     int collapse = one_section ? n - 1 : n;
     if (n > 0 && !serial) {
-      absl::StrAppend(
-          out, indent, "#pragma omp parallel for",
-          collapse > 1 ? absl::StrCat(" collapse(", collapse, ")") : "",
-          collapse == 0 ? " simd" : "", " if(", Cpp(work), " > ",
-          kParallelThreshold, ")\n");
+      absl::StrAppend(out, indent,
+                      ParallelFor(collapse, /*simd=*/collapse == 0, "", work));
     }
     stream_store_ = serial ? -1 : StreamedStore(k);
     if (stream_store_ >= 0) {
