@@ -580,7 +580,9 @@ CHECK: return ([[OUT]], [[MAX]], [[MI]])
 }
 
 // bmm(q, k^T) scaled after, the causal mask as masked_fill, a softmax by
-// amax / exp / sum, bmm with v; the log-sum-exp is laid out as [B, L, H].
+// amax / exp / sum whose exp reads the unmasked scores (its masked lanes
+// filled with 0 after), bmm with v; the log-sum-exp is laid out as
+// [B, L, H].
 TEST(DecomposeTest, FlashAttentionCpuCausal) {
   EXPECT_OK(RunPassAndFileCheck<Decompose>(
       R"IR(def forward(self, q: "f32[1, 2, 4, 8]", k: "f32[1, 2, 4, 8]", v: "f32[1, 2, 4, 8]"):
@@ -598,6 +600,9 @@ CHECK: torch.ops.aten.mul.Tensor([[S]], 0.35355339059327373)
 CHECK: [[ABOVE:[a-z_0-9]+]]: "b8[4, 4]{{.*}} = torch.ops.aten.gt.Tensor
 CHECK: [[M:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.masked_fill.Scalar({{.*}}, [[ABOVE]], -inf)
 CHECK: [[MAX:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.amax.default([[M]], [-1], True)
+CHECK-NOT: torch.ops.aten.sub.Tensor([[M]]
+CHECK: [[E:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.exp.default
+CHECK: torch.ops.aten.masked_fill.Scalar([[E]], [[ABOVE]], 0.0)
 CHECK: [[SUM:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.sum.dim_IntList
 CHECK: torch.ops.aten.bmm.default
 CHECK: [[OUT:[a-z_0-9]+]]: "f32[1, 2, 4, 8][64, 32, 8, 1]cpu" = torch.ops.aten.view.default
