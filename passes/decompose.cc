@@ -1289,10 +1289,7 @@ absl::StatusOr<Outputs> FlashAttentionCpu(Rewriter& r) {
   Node* above = nullptr;
   Node* masked = scores;
   if (*causal) {
-    ASSIGN_OR_RETURN(Node * rows, Iota(r, l, qm.device));
-    ASSIGN_OR_RETURN(rows, r.Binary("aten.unsqueeze.default", rows, I(1)));
-    ASSIGN_OR_RETURN(Node * cols, Iota(r, s, qm.device));
-    ASSIGN_OR_RETURN(above, r.Binary("aten.gt.Tensor", cols, A(rows)));
+    ASSIGN_OR_RETURN(above, CausalMask(r, l, s, qm.device));
     ASSIGN_OR_RETURN(masked,
                      r.Call("aten.masked_fill.Scalar",
                             {A(scores), A(above),
@@ -1301,15 +1298,9 @@ absl::StatusOr<Outputs> FlashAttentionCpu(Rewriter& r) {
   ASSIGN_OR_RETURN(
       Node * max,
       r.Call("aten.amax.default", {A(masked), IntList({-1}), Arg::Bool(true)}));
-  // The causal mask's lanes take exp's 0 from a fill, not from exp(-inf):
-  // the vector exp of glibc's libmvec computes every lane below -87.3 with
-  // scalar expf, which made half of a causal softmax's exps 15x slower.
+  // exp of the unmasked scores, the causal lanes filled with 0 after.
   ASSIGN_OR_RETURN(Node * shifted, r.Binary("aten.sub.Tensor", scores, A(max)));
-  ASSIGN_OR_RETURN(Node * exp, r.Unary("aten.exp.default", shifted));
-  if (above != nullptr) {
-    ASSIGN_OR_RETURN(
-        exp, r.Call("aten.masked_fill.Scalar", {A(exp), A(above), F(0.0)}));
-  }
+  ASSIGN_OR_RETURN(Node * exp, ExpUnmasked(r, shifted, above));
   ASSIGN_OR_RETURN(
       Node * sum,
       r.Call("aten.sum.dim_IntList", {A(exp), IntList({-1}), Arg::Bool(true)}));

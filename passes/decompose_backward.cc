@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
-#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -1215,26 +1214,21 @@ absl::StatusOr<Outputs> FlashAttentionBackward(Rewriter& r) {
   ASSIGN_OR_RETURN(scores, r.Binary("aten.mul.Tensor", scores, scale));
   ASSIGN_OR_RETURN(scores, r.Call("aten.view.default",
                                   {A(scores), Arg::List({b, h, l, s})}));
-  if (*causal) {
-    ASSIGN_OR_RETURN(Node * rows, Iota(r, l, qm.device));
-    ASSIGN_OR_RETURN(rows, r.Binary("aten.unsqueeze.default", rows, I(1)));
-    ASSIGN_OR_RETURN(Node * cols, Iota(r, s, qm.device));
-    ASSIGN_OR_RETURN(Node * above, r.Binary("aten.gt.Tensor", cols, A(rows)));
-    ASSIGN_OR_RETURN(scores,
-                     r.Call("aten.masked_fill.Scalar",
-                            {A(scores), A(above),
-                             F(-std::numeric_limits<double>::infinity())}));
-  }
   if (mask != nullptr) {
     if (!IsTensor(mask)) return Outputs{};
     ASSIGN_OR_RETURN(Node * m, r.To(mask, compute));
     ASSIGN_OR_RETURN(scores, r.Binary("aten.add.Tensor", scores, A(m)));
   }
+  // The forward's weights again: exp(scores - lse), the causal lanes 0.
+  Node* above = nullptr;
+  if (*causal) {
+    ASSIGN_OR_RETURN(above, CausalMask(r, l, s, qm.device));
+  }
   ASSIGN_OR_RETURN(Node * lse4, r.To(lse, compute));
   ASSIGN_OR_RETURN(lse4, r.Binary("aten.unsqueeze.default", lse4, I(3)));
   ASSIGN_OR_RETURN(Node * shifted,
                    r.Binary("aten.sub.Tensor", scores, A(lse4)));
-  ASSIGN_OR_RETURN(Node * p, r.Unary("aten.exp.default", shifted));
+  ASSIGN_OR_RETURN(Node * p, ExpUnmasked(r, shifted, above));
   ASSIGN_OR_RETURN(p,
                    r.Call("aten.view.default", {A(p), Arg::List({bh, l, s})}));
   ASSIGN_OR_RETURN(Node * pt, transposed(p));

@@ -23,6 +23,20 @@ absl::StatusOr<Node*> Iota(Rewriter& r, const Arg& n, const Device& device) {
   return r.Factory("aten.arange.default", {n}, DType::kInt64, device);
 }
 
+absl::StatusOr<Node*> CausalMask(Rewriter& r, const Arg& l, const Arg& s,
+                                 const Device& device) {
+  ASSIGN_OR_RETURN(Node * rows, Iota(r, l, device));
+  ASSIGN_OR_RETURN(rows, r.Binary("aten.unsqueeze.default", rows, I(1)));
+  ASSIGN_OR_RETURN(Node * cols, Iota(r, s, device));
+  return r.Binary("aten.gt.Tensor", cols, A(rows));
+}
+
+absl::StatusOr<Node*> ExpUnmasked(Rewriter& r, Node* x, Node* mask) {
+  ASSIGN_OR_RETURN(Node * e, r.Unary("aten.exp.default", x));
+  if (mask == nullptr) return e;
+  return r.Call("aten.masked_fill.Scalar", {A(e), A(mask), F(0.0)});
+}
+
 // `a` op `b` for sizes (ints or SymInt nodes): operator.add / mul /
 // floordiv, folded when both are ints.
 absl::StatusOr<Arg> SizeOp(Rewriter& r, const char* op, const Arg& a,

@@ -344,6 +344,17 @@ absl::StatusOr<Node*> Unsqueezed(Rewriter& r, Node* x,
 // arange(n) as int64.
 absl::StatusOr<Node*> Iota(Rewriter& r, const Arg& n, const Device& device);
 
+// An attention's causal mask (top-left aligned) over [l, s] scores: true
+// above the diagonal, where the key comes after the query.
+absl::StatusOr<Node*> CausalMask(Rewriter& r, const Arg& l, const Arg& s,
+                                 const Device& device);
+
+// exp(x) with the lanes where `mask` is true set to 0 (a masked softmax's
+// weights): x holds the unmasked scores there, so exp never reads a -inf
+// the mask would put in. glibc's vector expf computes every lane below
+// -87.3 by scalar expf, about 15x slower than its vector lanes.
+absl::StatusOr<Node*> ExpUnmasked(Rewriter& r, Node* x, Node* mask);
+
 // `a` op `b` for sizes (ints or SymInt nodes): operator.add / mul /
 // floordiv, folded when both are ints.
 absl::StatusOr<Arg> SizeOp(Rewriter& r, const char* op, const Arg& a,
