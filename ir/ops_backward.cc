@@ -687,8 +687,8 @@ absl::StatusOr<Value> FlashAttentionBackward(const OpCall& c, bool running) {
           for (int64_t e = 0; e < E; ++e)
             sc += qi[e] * kv[(bh * S + j) * E + e];
           sc *= scale;
-          if (!mask.is_none()) sc += LoadDouble(mask_view, {b, h, i, j});
           if (causal && j > i) sc = -kInf;
+          if (!mask.is_none()) sc += LoadDouble(mask_view, {b, h, i, j});
           p[j] = sc == -kInf ? 0 : std::exp(sc - lv[bh * L + i]);
           double dp = 0;
           for (int64_t e = 0; e < E; ++e)

@@ -2719,10 +2719,12 @@ absl::StatusOr<Value> FlashAttentionCpu(const OpCall& c) {
             dot += qv[(bh * L + i) * E + e] * kv[(bh * S + j) * E + e];
           }
           double sc = dot * scale;
-          if (!mask.is_none()) sc += LoadDouble(mask_view, {b, h, i, j});
+          // As PyTorch's kernel: -inf above the diagonal, then the mask
+          // added (a +inf or NaN there makes the row NaN).
           if (causal && j > i) sc = -kInf;
+          if (!mask.is_none()) sc += LoadDouble(mask_view, {b, h, i, j});
           p[j] = sc;
-          mx = std::max(mx, sc);
+          if (std::isnan(sc) || sc > mx) mx = sc;  // NaN propagates
         }
         double denom = 0;
         for (int64_t j = 0; j < S; ++j) {

@@ -1227,9 +1227,8 @@ absl::StatusOr<Node*> LaidOutAs(Rewriter& r, Node* x, const TensorMeta& like) {
 
 // _scaled_dot_product_flash_attention_for_cpu (dropout_p = 0): the math
 // path, with the scale applied to the scores as the CPU kernel does.
-// scores = bmm(q, k^T) * scale (default 1 / sqrt(E)), plus attn_mask, -inf
-// above the diagonal when causal (top-left aligned; as the kernel, after the
-// mask); a softmax over
+// scores = bmm(q, k^T) * scale (default 1 / sqrt(E)), -inf above the
+// diagonal when causal (top-left aligned), plus attn_mask; a softmax over
 // the keys by amax, exp and sum, whose log-sum-exp is the second result
 // ([B, H, L] laid out as [B, L, H], as the kernel writes it); then
 // bmm(p, v), laid out as the query (empty_like, as PyTorch's meta). All in
@@ -1282,9 +1281,12 @@ absl::StatusOr<Outputs> FlashAttentionCpu(Rewriter& r) {
   ASSIGN_OR_RETURN(scores, r.Binary("aten.mul.Tensor", scores, scale));
   ASSIGN_OR_RETURN(scores, r.Call("aten.view.default",
                                   {A(scores), Arg::List({b, h, l, s})}));
+  // The softmax's max reads the scores as the kernel makes them: -inf
+  // above the diagonal, then attn_mask added (a +inf or NaN there makes the
+  // row NaN, as in PyTorch). Its exp reads them without the causal fill.
+  Node* m = nullptr;
   if (mask != nullptr) {
-    ASSIGN_OR_RETURN(Node * m, r.To(mask, compute));
-    ASSIGN_OR_RETURN(scores, r.Binary("aten.add.Tensor", scores, A(m)));
+    ASSIGN_OR_RETURN(m, r.To(mask, compute));
   }
   Node* above = nullptr;
   Node* masked = scores;
@@ -1295,11 +1297,30 @@ absl::StatusOr<Outputs> FlashAttentionCpu(Rewriter& r) {
                             {A(scores), A(above),
                              F(-std::numeric_limits<double>::infinity())}));
   }
+  if (m != nullptr) {
+    ASSIGN_OR_RETURN(Node * unmasked,
+                     r.Binary("aten.add.Tensor", scores, A(m)));
+    if (above != nullptr) {
+      ASSIGN_OR_RETURN(masked, r.Binary("aten.add.Tensor", masked, A(m)));
+    } else {
+      masked = unmasked;
+    }
+    scores = unmasked;
+  }
   ASSIGN_OR_RETURN(
       Node * max,
       r.Call("aten.amax.default", {A(masked), IntList({-1}), Arg::Bool(true)}));
-  // exp of the unmasked scores, the causal lanes filled with 0 after.
-  ASSIGN_OR_RETURN(Node * shifted, r.Binary("aten.sub.Tensor", scores, A(max)));
+  // exp of the unmasked scores, the causal lanes filled with 0 after; a row
+  // whose every lane is -inf (all masked) is shifted by 0, not by its -inf
+  // max, so its weights are 0 (its output 0 / 0, its log-sum-exp -inf), as
+  // the kernel's.
+  ASSIGN_OR_RETURN(Node * all_masked,
+                   r.Binary("aten.eq.Scalar", max,
+                            F(-std::numeric_limits<double>::infinity())));
+  ASSIGN_OR_RETURN(Node * shift, r.Call("aten.where.ScalarSelf",
+                                        {A(all_masked), F(0.0), A(max)}));
+  ASSIGN_OR_RETURN(Node * shifted,
+                   r.Binary("aten.sub.Tensor", scores, A(shift)));
   ASSIGN_OR_RETURN(Node * exp, ExpUnmasked(r, shifted, above));
   ASSIGN_OR_RETURN(
       Node * sum,

@@ -1219,7 +1219,9 @@ absl::StatusOr<Outputs> FlashAttentionBackward(Rewriter& r) {
     ASSIGN_OR_RETURN(Node * m, r.To(mask, compute));
     ASSIGN_OR_RETURN(scores, r.Binary("aten.add.Tensor", scores, A(m)));
   }
-  // The forward's weights again: exp(scores - lse), the causal lanes 0.
+  // The forward's weights again: exp(scores - lse), the causal lanes 0
+  // (PyTorch's kernel takes exp(-inf + attn_mask - lse) there, NaN only
+  // where attn_mask is +inf or NaN, whose rows the forward made NaN).
   Node* above = nullptr;
   if (*causal) {
     ASSIGN_OR_RETURN(above, CausalMask(r, l, s, qm.device));

@@ -929,6 +929,17 @@ TEST(DecomposeDifferentialTest, FlashAttentionCpu) {
 )IR"),
         "flash_attention");
   }
+  // Causal and a mask together, the mask holding infinities and NaNs: it
+  // is added after the causal fill, so a +inf or NaN above the diagonal
+  // makes its row NaN, as in PyTorch's kernel.
+  ExpectSameResults(
+      R"IR(def forward(self, q: "f32[1, 2, 4, 8]", k: "f32[1, 2, 4, 8]", v: "f32[1, 2, 4, 8]", m: "f32[4, 4]"):
+    a = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, True, attn_mask = m)
+    a_0 = a[0]
+    a_1 = a[1]
+    return (a_0, a_1)
+)IR",
+      "flash_attention", /*specials=*/true, /*trials=*/8);
   ExpectSameResults(R"IR(# lathe: hint s0 6
 # lathe: hint s1 3
 def forward(self, q: "f32[1, 2, s0, s1]", k: "f32[1, 2, s0, s1]", v: "f32[1, 2, s0, s1]"):
