@@ -1288,24 +1288,21 @@ absl::StatusOr<Outputs> FlashAttentionCpu(Rewriter& r) {
   if (mask != nullptr) {
     ASSIGN_OR_RETURN(m, r.To(mask, compute));
   }
+  auto plus_mask = [&](Node* x) -> absl::StatusOr<Node*> {
+    if (m == nullptr) return x;
+    return r.Binary("aten.add.Tensor", x, A(m));
+  };
+  Node* raw = scores;
+  ASSIGN_OR_RETURN(scores, plus_mask(raw));
   Node* above = nullptr;
   Node* masked = scores;
   if (*causal) {
     ASSIGN_OR_RETURN(above, CausalMask(r, l, s, qm.device));
-    ASSIGN_OR_RETURN(masked,
+    ASSIGN_OR_RETURN(Node * filled,
                      r.Call("aten.masked_fill.Scalar",
-                            {A(scores), A(above),
+                            {A(raw), A(above),
                              F(-std::numeric_limits<double>::infinity())}));
-  }
-  if (m != nullptr) {
-    ASSIGN_OR_RETURN(Node * unmasked,
-                     r.Binary("aten.add.Tensor", scores, A(m)));
-    if (above != nullptr) {
-      ASSIGN_OR_RETURN(masked, r.Binary("aten.add.Tensor", masked, A(m)));
-    } else {
-      masked = unmasked;
-    }
-    scores = unmasked;
+    ASSIGN_OR_RETURN(masked, plus_mask(filled));
   }
   ASSIGN_OR_RETURN(
       Node * max,
