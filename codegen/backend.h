@@ -70,6 +70,9 @@ struct BuildOptions {
   // cuda: the architectures an artifact holds cubins for (80 for sm_80);
   // empty: the present device's.
   std::vector<int> cuda_archs;
+  // Only a library the cache holds: a miss is NotFound, nothing is built
+  // (a tiered compile's probe; the cpu backend's).
+  bool cached_only = false;
 };
 
 // The host function's device parts, as C++ text it splices in. The base

@@ -303,7 +303,9 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
   }
   absl::StatusOr<codegen::BuiltLibrary> built =
       backend.Build(*kernels, p.host.text, dir.path,
-                    {.cache = options.cache, .cuda_archs = options.cuda_archs});
+                    {.cache = options.cache,
+                     .cuda_archs = options.cuda_archs,
+                     .cached_only = options.cached_only});
   if (!built.ok()) return failed(built.status());
   p.built = *std::move(built);
   stats.compiler_seconds = p.built.seconds;

@@ -99,6 +99,10 @@ struct CompileOptions {
   // and files); an error when the whole user call cannot run inside the
   // library (its runtime or composite wrapper would need the host).
   bool artifact = false;
+  // With a backend: only a library the compile cache holds; a miss is
+  // NotFound before anything is built (VariantCompiler's tiered compiles
+  // probe the cache so).
+  bool cached_only = false;
 };
 
 // The time one step of the walk took.

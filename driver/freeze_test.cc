@@ -270,7 +270,7 @@ TEST(FreezeTest, TheInterpreterReturnsACopyOfAFrozenValue) {
   ASSERT_OK_AND_ASSIGN(ParsedGraph parsed, Parse(kReturns, "returns"));
   VariantCompiler compiler(std::move(parsed), {.frozen = in.frozen});
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledFunction> f,
-                       compiler.Function(/*max_compiles=*/8));
+                       compiler.Function({.max_compiles = 8}));
   for (int call = 0; call < 2; ++call) {
     std::vector<Operand> args = {Operand::Of(in.given[0].tensor)};
     ASSERT_OK_AND_ASSIGN(std::vector<Operand> out,

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "codegen/cpp/cpu_backend.h"
 #include "driver/arguments.h"
+#include "driver/first_tier.h"
 #include "driver/freeze.h"
 #include "ir/interpreter.h"
 #include "runtime/copy.h"
@@ -23,8 +24,28 @@ VariantCompiler::VariantCompiler(ParsedGraph parsed, CompileOptions options,
   options_.cache = cache;
 }
 
+VariantCompiler::~VariantCompiler() { WaitForBuilds(); }
+
+void VariantCompiler::WaitForBuilds() {
+  std::vector<std::thread> builds;
+  {
+    std::lock_guard<std::mutex> lock(tiers_mu_);
+    builds.swap(builds_);
+  }
+  for (std::thread& t : builds) t.join();
+}
+
 absl::StatusOr<std::unique_ptr<CompiledFunction>> VariantCompiler::Function(
-    int max_compiles) {
+    FunctionOptions function_options) {
+  if (function_options.tiered && options_.backend != nullptr &&
+      !options_.backend->device().is_cpu()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(options_.source,
+                     ": tiered compiles need the cpu backend (the first "
+                     "tier, the interpreter, runs on host tensors), not ",
+                     options_.backend->name()));
+  }
+  function_options_ = std::move(function_options);
   // Frozen inputs are not arguments: the graph every compile starts from
   // reads them as constants already (each compile copies their values).
   if (!options_.frozen.empty() ||
@@ -59,7 +80,7 @@ absl::StatusOr<std::unique_ptr<CompiledFunction>> VariantCompiler::Function(
       return CheckUser(**c, args);
     };
   }
-  o.max_compiles = max_compiles;
+  o.max_compiles = function_options_.max_compiles;
   return std::make_unique<CompiledFunction>(std::move(arguments), std::move(o));
 }
 
@@ -71,6 +92,13 @@ absl::StatusOr<Variant> VariantCompiler::Compile(
     options.hints.insert({name, value});
   }
   options.storage_offsets = StorageOffsetsOf(*parsed_.written, args);
+  if (function_options_.tiered && options_.backend != nullptr) {
+    absl::StatusOr<Variant> v = CompileTiered(options);
+    compile_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    return v;
+  }
   absl::StatusOr<std::unique_ptr<CompiledGraph>> made =
       lathe::Compile(parsed_, options);
   compile_seconds_ +=
@@ -85,6 +113,48 @@ absl::StatusOr<Variant> VariantCompiler::Compile(
     }
     return InterpretedVariant(graph);
   }
+  return Compiled(std::move(made));
+}
+
+absl::StatusOr<Variant> VariantCompiler::CompileTiered(
+    const CompileOptions& options) {
+  // The library, when the cache holds it: the whole walk without a build.
+  if (options.cache != nullptr) {
+    CompileOptions probe = options;
+    probe.cached_only = true;
+    absl::StatusOr<std::unique_ptr<CompiledGraph>> hit =
+        lathe::Compile(parsed_, probe);
+    if (hit.ok() || !absl::IsNotFound(hit.status())) {
+      return Compiled(std::move(hit));
+    }
+  }
+  // The first tier: the graph (after the passes and guards) on the
+  // interpreter.
+  CompileOptions first = options;
+  first.backend = nullptr;
+  first.artifact = false;
+  ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> graph,
+                   lathe::Compile(parsed_, first));
+  Variant v = InterpretedVariant(*graph, &FirstTierKernels());
+  {
+    std::lock_guard<std::mutex> lock(tiers_mu_);
+    first_tiers_.push_back(std::move(graph));
+  }
+  // The second: the library, built on a thread of its own once the
+  // function stored the first.
+  v.upgrade = [this, options](Variant::Replace replace) {
+    std::lock_guard<std::mutex> lock(tiers_mu_);
+    builds_.emplace_back([this, options, replace = std::move(replace)] {
+      if (function_options_.before_build) function_options_.before_build();
+      replace(Compiled(lathe::Compile(parsed_, options)));
+    });
+  };
+  return v;
+}
+
+absl::StatusOr<Variant> VariantCompiler::Compiled(
+    absl::StatusOr<std::unique_ptr<CompiledGraph>> made) {
+  if (!made.ok()) return made.status();
   const std::vector<std::string>& constants = (*made)->function->constants();
   if (constants != constants_) {
     return absl::UnimplementedError(absl::StrCat(
@@ -173,7 +243,8 @@ absl::Status VariantCompiler::CheckUser(const CompiledGraph& c,
 }
 
 absl::StatusOr<std::vector<Operand>> VariantCompiler::RunInterpreted(
-    const CompiledGraph& c, absl::Span<Operand> args, uint64_t seed) {
+    const CompiledGraph& c, absl::Span<Operand> args, uint64_t seed,
+    const ir::KernelOverrides* kernels) {
   const size_t users = args.size() - constants_.size();
   absl::flat_hash_map<std::string, ir::Value> constants;
   for (size_t k = users; k < args.size(); ++k) {
@@ -183,9 +254,9 @@ absl::StatusOr<std::vector<Operand>> VariantCompiler::RunInterpreted(
   std::vector<Operand> user(args.begin(), args.begin() + users);
   // The interpreter, drawing random numbers from the call's seed.
   aot::GraphRunner runner =
-      [seed](const ir::Graph& g, const std::vector<ir::Value>& inputs,
-             const absl::flat_hash_map<std::string, ir::Value>& k) {
-        return ir::Interpret(g, inputs, k, seed);
+      [seed, kernels](const ir::Graph& g, const std::vector<ir::Value>& inputs,
+                      const absl::flat_hash_map<std::string, ir::Value>& k) {
+        return ir::Interpret(g, inputs, k, seed, kernels);
       };
   ASSIGN_OR_RETURN(aot::UserCall r,
                    aot::InterpretAsUser(*c.graph, c.aot, std::move(user),
@@ -218,7 +289,8 @@ absl::StatusOr<std::vector<Operand>> VariantCompiler::RunInterpreted(
   return std::move(r.results);
 }
 
-Variant VariantCompiler::InterpretedVariant(const CompiledGraph& c) {
+Variant VariantCompiler::InterpretedVariant(
+    const CompiledGraph& c, const ir::KernelOverrides* kernels) {
   Variant v;
   if (c.guards) {
     for (int g = 0; g < c.guards->size(); ++g) {
@@ -229,8 +301,8 @@ Variant VariantCompiler::InterpretedVariant(const CompiledGraph& c) {
   v.failed_guard = [graph](const ArgViews& views) {
     return graph->FailedGuard(views);
   };
-  v.run = [this, graph](absl::Span<Operand> args, uint64_t seed) {
-    return RunInterpreted(*graph, args, seed);
+  v.run = [this, graph, kernels](absl::Span<Operand> args, uint64_t seed) {
+    return RunInterpreted(*graph, args, seed, kernels);
   };
   v.check = [this, graph](absl::Span<const Operand> args) {
     return CheckUser(*graph, args);

@@ -12,30 +12,55 @@
 // behind its guards: one recompile loop serves both. The graph text is
 // parsed once, by the caller.
 //
+// Tiered (FunctionOptions::tiered, the cpu backend): a compile the cache
+// cannot answer returns after lathe's own steps with the graph on the
+// interpreter, and builds the library on a thread of its own; the library
+// replaces the interpreter for every later call once loaded
+// (Variant::upgrade), and the cache keeps it for the next process.
+//
 // Example:
 //
 //   ASSIGN_OR_RETURN(ParsedGraph parsed, Parse(text, "g.txt"));
 //   VariantCompiler compiler(parsed, {.source = "g.txt"});
 //   ASSIGN_OR_RETURN(std::unique_ptr<CompiledFunction> f, compiler.Function());
 //   f->Call(absl::MakeSpan(args));   // compiles with args' sizes as hints
+//
+//   // Tiered: the first call runs on the interpreter, later ones (after
+//   // the build) on the library.
+//   ASSIGN_OR_RETURN(f, compiler.Function({.tiered = true}));
+//   f->Call(absl::MakeSpan(args));
+//   compiler.WaitForBuilds();         // f->upgrades() == 1
 
 #ifndef LATHE_DRIVER_VARIANT_COMPILER_H_
 #define LATHE_DRIVER_VARIANT_COMPILER_H_
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "driver/compile.h"
+#include "ir/eval_call.h"
 #include "runtime/cache_backend.h"
 #include "runtime/compiled_function.h"
 #include "runtime/composite.h"
 
 namespace lathe {
+
+// How VariantCompiler::Function makes its function.
+struct FunctionOptions {
+  // Compiles past which arguments no variant admits run on the interpreter.
+  int max_compiles = 8;
+  // Tiered compiles (the cpu backend): see the file comment.
+  bool tiered = false;
+  // Tests: runs on a tiered build's thread before it builds.
+  std::function<void()> before_build;
+};
 
 // VariantCompiler
 //
@@ -50,11 +75,17 @@ class VariantCompiler {
   // when it has none); with `cache` (which must outlive it), through it.
   VariantCompiler(ParsedGraph parsed, CompileOptions options,
                   CacheBackend* cache = nullptr);
+  // Waits for the tiered builds it started.
+  ~VariantCompiler();
 
-  // A function that compiles on its first call, at most `max_compiles`
-  // times, then falls back to the interpreter.
+  // A function that compiles on its first call, at most
+  // `options.max_compiles` times, then falls back to the interpreter.
   absl::StatusOr<std::unique_ptr<CompiledFunction>> Function(
-      int max_compiles = 8);
+      FunctionOptions options = {});
+
+  // Waits for the tiered builds started so far: each has replaced its
+  // first tier (or failed, with the function's warning) when it returns.
+  void WaitForBuilds();
 
   // Every compile so far, in order: a snapshot (a compile may run on another
   // thread meanwhile); each graph lives as long as the compiler.
@@ -67,16 +98,25 @@ class VariantCompiler {
 
  private:
   absl::StatusOr<Variant> Compile(absl::Span<const Operand> args);
+  // A compile with a backend, as a variant (`made` is stored).
+  absl::StatusOr<Variant> Compiled(
+      absl::StatusOr<std::unique_ptr<CompiledGraph>> made);
+  // A tiered compile: the library from the cache, or the interpreter with
+  // the build of the library started on another thread.
+  absl::StatusOr<Variant> CompileTiered(const CompileOptions& options);
   // The fallback: `args` on the interpreter, the graph compiled for their
   // hints (once per set of hints).
   absl::StatusOr<std::vector<Operand>> Interpret(absl::Span<Operand> args,
                                                  uint64_t seed);
-  // `args` through `c` on the interpreter.
-  absl::StatusOr<std::vector<Operand>> RunInterpreted(const CompiledGraph& c,
-                                                      absl::Span<Operand> args,
-                                                      uint64_t seed);
-  // An interpreted variant of `c` (a compile without a backend).
-  Variant InterpretedVariant(const CompiledGraph& c);
+  // `args` through `c` on the interpreter (with `kernels` for some ops: a
+  // first tier's, first_tier.h).
+  absl::StatusOr<std::vector<Operand>> RunInterpreted(
+      const CompiledGraph& c, absl::Span<Operand> args, uint64_t seed,
+      const ir::KernelOverrides* kernels = nullptr);
+  // An interpreted variant of `c` (a compile without a backend; a first
+  // tier with `kernels`).
+  Variant InterpretedVariant(const CompiledGraph& c,
+                             const ir::KernelOverrides* kernels = nullptr);
   // The graph compiled (up to the guards) for `args`' hints, once per set
   // of hints: the fallback's and the interpreter's explanations.
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> CompiledFor(
@@ -96,6 +136,11 @@ class VariantCompiler {
   absl::flat_hash_map<std::string, std::shared_ptr<const CompiledGraph>>
       interpreted_;
   std::vector<bool> written_;  // by the interpreter's calls, so far
+  // Tiered compiles: the first tiers' graphs, and the builds' threads.
+  FunctionOptions function_options_;
+  std::mutex tiers_mu_;
+  std::vector<std::unique_ptr<CompiledGraph>> first_tiers_;
+  std::vector<std::thread> builds_;
 };
 
 }  // namespace lathe

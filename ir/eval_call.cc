@@ -203,7 +203,8 @@ absl::Status CheckElements(const OpDef& op, const std::vector<Value>& args,
 
 absl::StatusOr<EvaluatedCall> EvalCall(
     const Node& n, const absl::flat_hash_map<const Node*, Value>& values,
-    symbolic::ShapeEnv* shape_env, Generator* generator) {
+    symbolic::ShapeEnv* shape_env, Generator* generator,
+    const KernelOverrides* overrides) {
   EvaluatedCall r;
   std::vector<Value> args;
   for (const Arg& a : n.args()) {
@@ -258,7 +259,13 @@ absl::StatusOr<EvaluatedCall> EvalCall(
   // (a view allocates none).
   std::optional<ScopedElementLimit> limit;
   if (count) limit.emplace(MaxOpElements());
-  absl::StatusOr<Value> out = r.op->kernel(call);
+  std::optional<absl::StatusOr<Value>> overridden;
+  if (overrides != nullptr) {
+    auto it = overrides->find(r.op->target);
+    if (it != overrides->end()) overridden = it->second(call);
+  }
+  absl::StatusOr<Value> out =
+      overridden.has_value() ? *std::move(overridden) : r.op->kernel(call);
   if (!out.ok() && limit && limit->refused()) {
     const ScopedElementLimit::Refusal& big = *limit->refused();
     std::vector<symbolic::Expr> sizes;

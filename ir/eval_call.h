@@ -16,6 +16,8 @@
 #ifndef LATHE_IR_EVAL_CALL_H_
 #define LATHE_IR_EVAL_CALL_H_
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,15 +46,24 @@ struct EvaluatedCall {
   std::vector<Value> args;
 };
 
+// A kernel one run uses instead of an op's reference kernel: the call's
+// value, or std::nullopt for the reference kernel to run it (arguments it
+// does not take: another dtype, or an error the reference names).
+using KernelOverride =
+    std::function<std::optional<absl::StatusOr<Value>>(const OpCall&)>;
+// Overrides by op target ("aten.mm.default").
+using KernelOverrides = absl::flat_hash_map<std::string, KernelOverride>;
+
 // EvalCall()
 //
 // Evaluates call node `n` on the values of its arguments: Python operators,
-// or an op's reference kernel (shape_env null) or its meta
-// function (recording guards in shape_env). Random kernels draw from
-// `generator` (null: a fresh default-seeded one).
+// or an op's reference kernel (shape_env null; `overrides` first, where one
+// names the op) or its meta function (recording guards in shape_env).
+// Random kernels draw from `generator` (null: a fresh default-seeded one).
 absl::StatusOr<EvaluatedCall> EvalCall(
     const Node& n, const absl::flat_hash_map<const Node*, Value>& values,
-    symbolic::ShapeEnv* shape_env, Generator* generator = nullptr);
+    symbolic::ShapeEnv* shape_env, Generator* generator = nullptr,
+    const KernelOverrides* overrides = nullptr);
 
 // SetObjectValue()
 //

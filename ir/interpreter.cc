@@ -1,5 +1,6 @@
 #include "ir/interpreter.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <utility>
@@ -183,7 +184,8 @@ absl::Status CheckInputs(const std::vector<InputSlot>& slots,
 
 absl::StatusOr<Interpretation> Interpret(
     const Graph& graph, std::vector<Value> inputs,
-    const absl::flat_hash_map<std::string, Value>& constants, uint64_t seed) {
+    const absl::flat_hash_map<std::string, Value>& constants, uint64_t seed,
+    const KernelOverrides* overrides) {
   std::vector<Node*> placeholders = graph.Placeholders();
   Generator generator(seed);
   if (inputs.size() != placeholders.size()) {
@@ -202,8 +204,26 @@ absl::StatusOr<Interpretation> Interpret(
   RETURN_IF_ERROR(checker.Finish());
   Interpretation result;
   result.mutated_inputs.assign(placeholders.size(), false);
+  // Each value is dropped once its last user ran (as eager PyTorch frees a
+  // tensor with its last reference): the peak memory is the live values',
+  // and a freed block serves a later allocation of its size.
+  std::vector<const Node*> order;
+  absl::flat_hash_map<const Node*, int> position;
   for (const auto& node : graph.nodes()) {
-    const Node& n = *node;
+    position[node.get()] = static_cast<int>(order.size());
+    order.push_back(node.get());
+  }
+  std::vector<std::vector<const Node*>> dead_after(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    int last = static_cast<int>(i);
+    for (const Node* u : order[i]->users()) last = std::max(last, position[u]);
+    dead_after[last].push_back(order[i]);
+  }
+  for (size_t at = 0; at < order.size(); ++at) {
+    if (at > 0) {
+      for (const Node* v : dead_after[at - 1]) env.erase(v);
+    }
+    const Node& n = *order[at];
     auto fail = [&](const absl::Status& s) {
       return absl::Status(s.code(),
                           absl::StrCat("node '", n.name(), "': ", s.message()));
@@ -231,7 +251,7 @@ absl::StatusOr<Interpretation> Interpret(
         break;
     }
     absl::StatusOr<EvaluatedCall> call =
-        EvalCall(n, env, /*shape_env=*/nullptr, &generator);
+        EvalCall(n, env, /*shape_env=*/nullptr, &generator, overrides);
     if (!call.ok()) return fail(call.status());
     Value out = std::move(call->out);
     if (const OpDef* op = call->op; op != nullptr) {

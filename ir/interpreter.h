@@ -64,11 +64,14 @@ absl::Status CheckInputs(const std::vector<InputSlot>& slots,
 // checked against its annotation: dtype, rank, static sizes and
 // strides-free shape, and one value per size symbol. Random ops draw from
 // one Generator seeded with `seed` (random.h), in graph order: a run is
-// reproducible.
+// reproducible. `overrides` replace some ops' reference kernels (a tiered
+// compile's first tier: driver/first_tier.h); without them the run is the
+// oracle's.
 absl::StatusOr<Interpretation> Interpret(
     const Graph& graph, std::vector<Value> inputs,
     const absl::flat_hash_map<std::string, Value>& constants = {},
-    uint64_t seed = Generator::kDefaultSeed);
+    uint64_t seed = Generator::kDefaultSeed,
+    const KernelOverrides* overrides = nullptr);
 
 }  // namespace lathe::ir
 

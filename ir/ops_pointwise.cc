@@ -142,23 +142,43 @@ absl::StatusOr<Value> ComputeN(const OpCall& call, const OutInfo& info,
   }
   bool ints = IsIntegral(info.compute, /*include_bool=*/true) && fi != nullptr;
   absl::Status status;
-  std::vector<double> d(views.size());
-  std::vector<int64_t> n(views.size());
-  ForEachIndex(sizes, [&](absl::Span<const int64_t> i) {
-    if (!status.ok()) return;
-    if (ints) {
-      for (size_t k = 0; k < views.size(); ++k) n[k] = LoadInt(views[k], i);
-      absl::StatusOr<int64_t> r = fi(n);
-      if (!r.ok()) {
-        status = call.Error(r.status().message());
-        return;
-      }
-      StoreInt(out, i, *r);
-    } else {
-      for (size_t k = 0; k < views.size(); ++k) d[k] = LoadDouble(views[k], i);
-      StoreDouble(out, i, fd(d));
-    }
-  });
+  const size_t m = views.size();
+  std::vector<double> d(m);
+  std::vector<int64_t> n(m);
+  // A row of the last dimension at a time, each operand stepped by its
+  // stride (the element values and conversions of LoadDouble/StoreDouble).
+  std::vector<const Tensor*> tensors;
+  std::vector<ElementAccess> access;
+  std::vector<int64_t> step;
+  for (const Tensor& v : views) {
+    tensors.push_back(&v);
+    access.emplace_back(v);
+    step.push_back(v.dim() == 0 ? 0 : v.strides().back());
+  }
+  tensors.push_back(&out);
+  const ElementAccess result(out);
+  const int64_t out_step = out.dim() == 0 ? 0 : out.strides().back();
+  ForEachRow(sizes, tensors,
+             [&](absl::Span<const int64_t> starts, int64_t len) {
+               for (int64_t j = 0; j < len && status.ok(); ++j) {
+                 if (ints) {
+                   for (size_t k = 0; k < m; ++k) {
+                     n[k] = access[k].LoadInt(starts[k] + j * step[k]);
+                   }
+                   absl::StatusOr<int64_t> r = fi(n);
+                   if (!r.ok()) {
+                     status = call.Error(r.status().message());
+                     return;
+                   }
+                   result.StoreInt(starts[m] + j * out_step, *r);
+                 } else {
+                   for (size_t k = 0; k < m; ++k) {
+                     d[k] = access[k].LoadDouble(starts[k] + j * step[k]);
+                   }
+                   result.StoreDouble(starts[m] + j * out_step, fd(d));
+                 }
+               }
+             });
   RETURN_IF_ERROR(status);
   return Value::OfTensor(out);
 }

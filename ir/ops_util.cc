@@ -427,19 +427,7 @@ double LoadDouble(const Tensor& t, absl::Span<const int64_t> index) {
 }
 
 int64_t LoadInt(const Tensor& t, absl::Span<const int64_t> index) {
-  int64_t off = t.ElementOffset(index);
-  return VisitDType(t.dtype(), [&](auto tag) -> int64_t {
-    using T = decltype(tag);
-    T v;
-    std::memcpy(&v,
-                static_cast<const char*>(t.storage().data()) + off * sizeof(T),
-                sizeof(T));
-    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-      return static_cast<int64_t>(v.ToFloat());
-    } else {
-      return static_cast<int64_t>(v);
-    }
-  });
+  return ElementAccess(t).LoadInt(t.ElementOffset(index));
 }
 
 void StoreDouble(const Tensor& t, absl::Span<const int64_t> index, double v) {
@@ -447,19 +435,42 @@ void StoreDouble(const Tensor& t, absl::Span<const int64_t> index, double v) {
 }
 
 void StoreInt(const Tensor& t, absl::Span<const int64_t> index, int64_t v) {
-  int64_t off = t.ElementOffset(index);
+  ElementAccess(t).StoreInt(t.ElementOffset(index), v);
+}
+
+ElementAccess::ElementAccess(const Tensor& t)
+    : base_(static_cast<char*>(t.storage().data())), item_(t.itemsize()) {
   VisitDType(t.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    T out;
-    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-      out = T::FromFloat(static_cast<float>(v));
-    } else if constexpr (std::is_same_v<T, bool>) {
-      out = v != 0;
-    } else {
-      out = static_cast<T>(static_cast<uint64_t>(v));  // wraps, as PyTorch
-    }
-    std::memcpy(static_cast<char*>(t.storage().data()) + off * sizeof(T), &out,
-                sizeof(T));
+    load_double_ = [](const char* p) {
+      T v;
+      std::memcpy(&v, p, sizeof(T));
+      return ToDouble(v);
+    };
+    load_int_ = [](const char* p) -> int64_t {
+      T v;
+      std::memcpy(&v, p, sizeof(T));
+      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+        return static_cast<int64_t>(v.ToFloat());
+      } else {
+        return static_cast<int64_t>(v);
+      }
+    };
+    store_double_ = [](char* p, double v) {
+      T out = FromDouble<T>(v);
+      std::memcpy(p, &out, sizeof(T));
+    };
+    store_int_ = [](char* p, int64_t v) {
+      T out;
+      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+        out = T::FromFloat(static_cast<float>(v));
+      } else if constexpr (std::is_same_v<T, bool>) {
+        out = v != 0;
+      } else {
+        out = static_cast<T>(static_cast<uint64_t>(v));  // wraps, as PyTorch
+      }
+      std::memcpy(p, &out, sizeof(T));
+    };
   });
 }
 

@@ -14,6 +14,7 @@
 #ifndef LATHE_IR_OPS_UTIL_H_
 #define LATHE_IR_OPS_UTIL_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -241,6 +242,59 @@ double LoadDouble(const Tensor& t, absl::Span<const int64_t> index);
 int64_t LoadInt(const Tensor& t, absl::Span<const int64_t> index);
 void StoreDouble(const Tensor& t, absl::Span<const int64_t> index, double v);
 void StoreInt(const Tensor& t, absl::Span<const int64_t> index, int64_t v);
+
+// ElementAccess
+//
+// Loads and stores of one tensor's elements by element offset (from its
+// storage's start), with the conversions of LoadDouble, LoadInt,
+// StoreDouble and StoreInt, for loops that step through a tensor's memory
+// themselves (ForEachRow) instead of indexing it element by element.
+class ElementAccess {
+ public:
+  explicit ElementAccess(const Tensor& t);
+  double LoadDouble(int64_t offset) const { return load_double_(At(offset)); }
+  int64_t LoadInt(int64_t offset) const { return load_int_(At(offset)); }
+  void StoreDouble(int64_t offset, double v) const {
+    store_double_(At(offset), v);
+  }
+  void StoreInt(int64_t offset, int64_t v) const { store_int_(At(offset), v); }
+
+ private:
+  char* At(int64_t offset) const { return base_ + offset * item_; }
+
+  char* base_;
+  int64_t item_;
+  double (*load_double_)(const char*);
+  int64_t (*load_int_)(const char*);
+  void (*store_double_)(char*, double);
+  void (*store_int_)(char*, int64_t);
+};
+
+// ForEachRow()
+//
+// The indices of `sizes` in row-major order, a row (the last dimension) at
+// a time: calls `f(starts, n)` with each of `tensors`' element offset at the
+// row's first index (every tensor has `sizes`: broadcast views of the
+// operands, the result) and the row's length n; along the row a tensor's
+// elements are its strides().back() apart. Each row's first index is
+// bounds-checked as Tensor::ElementOffset checks.
+template <typename F>
+void ForEachRow(absl::Span<const int64_t> sizes,
+                absl::Span<const Tensor* const> tensors, F&& f) {
+  if (Numel(sizes) == 0) return;
+  const size_t rank = sizes.size();
+  const int64_t n = rank == 0 ? 1 : sizes[rank - 1];
+  std::vector<int64_t> index(rank, 0);
+  std::vector<int64_t> starts(tensors.size());
+  ForEachIndex(sizes.subspan(0, rank == 0 ? 0 : rank - 1),
+               [&](absl::Span<const int64_t> outer) {
+                 std::copy(outer.begin(), outer.end(), index.begin());
+                 for (size_t k = 0; k < tensors.size(); ++k) {
+                   starts[k] = tensors[k]->ElementOffset(index);
+                 }
+                 f(absl::Span<const int64_t>(starts), n);
+               });
+}
 
 // CopyElement()
 //

@@ -155,9 +155,14 @@ CompiledFunction::CompiledFunction(std::vector<ArgumentSpec> arguments,
       options_(std::move(options)) {
   std::unique_lock lock(mu_);
   for (Variant& v : variants) variants_.push_back(std::move(v));
+  link_->function = this;
 }
 
-CompiledFunction::~CompiledFunction() = default;
+CompiledFunction::~CompiledFunction() {
+  // A replacement that arrives from now on finds no function.
+  std::lock_guard<std::mutex> lock(link_->mu);
+  link_->function = nullptr;
+}
 
 const CompiledFunction::Entry* CompiledFunction::Find(
     absl::Span<const int64_t> key) const {
@@ -196,8 +201,11 @@ std::optional<absl::StatusOr<std::vector<Operand>>> CompiledFunction::CallViews(
   const Entry* entry = Find(absl::MakeConstSpan(key.data(), key.size()));
   // What only Call can do: admit a new key, run the interpreter, name a
   // bad argument, give back a rebound one.
-  if (entry == nullptr || entry->variant == nullptr) return std::nullopt;
-  const Variant& variant = *entry->variant;
+  const Variant* chosen = entry == nullptr
+                              ? nullptr
+                              : entry->variant.load(std::memory_order_acquire);
+  if (chosen == nullptr) return std::nullopt;
+  const Variant& variant = *chosen;
   if (variant.graph == nullptr || variant.check_every_call ||
       !variant.graph->signature().rebound_inputs.empty()) {
     return std::nullopt;
@@ -286,8 +294,10 @@ absl::StatusOr<const CompiledFunction::Entry*> CompiledFunction::Admit(
   // The guards of each variant, in the order compiled.
   std::vector<std::string> failures;
   const Variant* chosen = nullptr;
+  bool made_here = false;  // compiled for this call
   for (size_t v = 0; v < variants_.size() && chosen == nullptr; ++v) {
     const Variant& variant = variants_[v];
+    if (replaced_.contains(&variant)) continue;  // its replacement is later
     int failed = FailedGuard(variant, views);
     if (failed == LATHE_GUARDS_HOLD) {
       chosen = &variant;
@@ -345,24 +355,65 @@ absl::StatusOr<const CompiledFunction::Entry*> CompiledFunction::Admit(
       if (!variants_.empty()) recompiles_.push_back({made_now, reason});
       variants_.push_back(std::move(made));
       chosen = &variants_.back();
+      made_here = true;
     }
   }
   auto entry = std::make_unique<Entry>();
   entry->key.assign(key.begin(), key.end());
-  entry->variant = chosen;
+  entry->variant.store(chosen, std::memory_order_release);
   const Entry* out = entry.get();
   entries_.emplace(entry->key, std::move(entry));
+  // A first tier starts its replacement's build, outside the lock (the
+  // replacement takes it).
+  if (chosen != nullptr && made_here && chosen->upgrade) {
+    lock.unlock();
+    std::shared_ptr<UpgradeLink> link = link_;
+    chosen->upgrade([link, chosen](absl::StatusOr<Variant> better) {
+      std::lock_guard<std::mutex> alive(link->mu);
+      if (link->function != nullptr) {
+        link->function->Replace(chosen, std::move(better));
+      }
+    });
+  }
   return out;
+}
+
+void CompiledFunction::Replace(const Variant* old,
+                               absl::StatusOr<Variant> better) {
+  std::unique_lock lock(mu_);
+  if (replaced_.contains(old)) return;  // replaced once only
+  if (better.ok() && better->graph == nullptr &&
+      !(better->run && better->failed_guard)) {
+    better = absl::InternalError("the replacement has no graph");
+  }
+  if (!better.ok()) {
+    warnings_.push_back(absl::StrCat(
+        "the optimized build of a variant failed (", better.status().message(),
+        "); its calls stay on the first tier"));
+    std::fprintf(stderr, "lathe: warning: %s\n", warnings_.back().c_str());
+    return;
+  }
+  better->upgrade = nullptr;  // one replacement per variant
+  variants_.push_back(*std::move(better));
+  const Variant* now = &variants_.back();
+  replaced_[old] = now;
+  for (auto& [key, entry] : entries_) {
+    if (entry->variant.load(std::memory_order_relaxed) == old) {
+      entry->variant.store(now, std::memory_order_release);
+    }
+  }
+  upgrades_.fetch_add(1, std::memory_order_release);
 }
 
 absl::StatusOr<std::vector<Operand>> CompiledFunction::Run(
     const Entry& entry, absl::Span<Operand> args, const ArgViews& views,
     uint64_t seed) {
-  if (entry.variant == nullptr) {
+  const Variant* chosen = entry.variant.load(std::memory_order_acquire);
+  if (chosen == nullptr) {
     fallback_calls_.fetch_add(1, std::memory_order_relaxed);
     return options_.fallback(args, seed);
   }
-  const Variant& variant = *entry.variant;
+  const Variant& variant = *chosen;
   if (variant.graph == nullptr) return variant.run(args, seed);
   if (!variant.mutated.empty())
     RETURN_IF_ERROR(CheckNoAliasing(variant, views.span()));
@@ -418,6 +469,10 @@ int CompiledFunction::compiles() const {
 std::vector<Recompile> CompiledFunction::recompiles() const {
   std::shared_lock lock(mu_);
   return recompiles_;
+}
+
+int CompiledFunction::upgrades() const {
+  return upgrades_.load(std::memory_order_acquire);
 }
 
 int64_t CompiledFunction::fallback_calls() const {

@@ -18,6 +18,12 @@
 //      reason); past the limit, the fallback (the interpreter) runs them,
 //      with one warning.
 //
+// A variant may be a first tier that a better one replaces later (a
+// tiered compile: the interpreter runs the first calls while the
+// optimized library builds on another thread); the replacement takes over
+// every key the first admitted, atomically, and the hit path stays
+// lock-free.
+//
 // Float scalars are never part of the key (only whether they are NaN, which
 // the guards check): they are runtime arguments (seed 000). A function that
 // writes some of its arguments refuses, on every call, a written tensor that
@@ -40,6 +46,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <shared_mutex>
 #include <string>
@@ -102,6 +109,13 @@ struct Variant {
   std::function<absl::StatusOr<std::vector<Operand>>(absl::Span<Operand> args,
                                                      uint64_t seed)>
       run;
+  // A first tier: called once, after the function stored this variant and
+  // outside its lock, with `replace`, which the compiler side calls at most
+  // once, from any thread, with the variant that replaces this one, or
+  // with the error that ended its build (then this one stays, with one
+  // warning). `replace` may outlive the function: it does nothing then.
+  using Replace = std::function<void(absl::StatusOr<Variant> better)>;
+  std::function<void(Replace replace)> upgrade;
 };
 
 // Why one recompile happened: for each earlier variant, the first guard
@@ -174,7 +188,9 @@ class CompiledFunction {
   std::vector<Recompile> recompiles() const;
   // The calls the fallback ran.
   int64_t fallback_calls() const;
-  // Warnings given (at most one: the fallback's).
+  // The variants replaced by a better tier (Variant::upgrade) so far.
+  int upgrades() const;
+  // Warnings given (the fallback's, once; a failed upgrade's, each).
   std::vector<std::string> warnings() const;
   const std::vector<ArgumentSpec>& arguments() const { return arguments_; }
 
@@ -191,10 +207,16 @@ class CompiledFunction {
       return a == b;
     }
   };
-  // A key and what runs it; immutable once made, alive with the function.
+  // A key and what runs it; alive with the function. Its key never
+  // changes; its variant only to the one that replaces it (an upgrade).
   struct Entry {
     Key key;
-    const Variant* variant = nullptr;  // null: the fallback
+    std::atomic<const Variant*> variant{nullptr};  // null: the fallback
+  };
+  // What a variant's `replace` reaches: the function while it lives.
+  struct UpgradeLink {
+    std::mutex mu;
+    CompiledFunction* function = nullptr;  // null once destroyed
   };
 
   // Steps 1 and 2: the entry of a key seen before, else null.
@@ -208,6 +230,9 @@ class CompiledFunction {
   // The index of the first of `variant`'s guards `views` fail, or
   // LATHE_GUARDS_HOLD.
   int FailedGuard(const Variant& variant, const ArgViews& views) const;
+  // `old` (a stored variant) replaced by `better` in every entry that runs
+  // it, or the warning that it stays.
+  void Replace(const Variant* old, absl::StatusOr<Variant> better);
   // The error when a written argument shares its storage with another.
   absl::Status CheckNoAliasing(const Variant& variant,
                                absl::Span<const LatheValue> views) const;
@@ -230,6 +255,10 @@ class CompiledFunction {
   std::vector<Recompile> recompiles_;
   std::vector<std::string> warnings_;
   std::atomic<int64_t> fallback_calls_{0};
+  // Variants replaced by a better tier, and by which (under mu_).
+  absl::flat_hash_map<const Variant*, const Variant*> replaced_;
+  std::atomic<int> upgrades_{0};
+  std::shared_ptr<UpgradeLink> link_ = std::make_shared<UpgradeLink>();
 };
 
 // A specialization key; keys of up to 16 tensors of rank 6 need no heap.

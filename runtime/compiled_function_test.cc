@@ -2,7 +2,8 @@
 // (testdata/add_graph.cc: out = x + y * alpha), so no compiler is in the
 // loop: the hit path, the key path, guards, recompiles with reasons, the
 // limit and its fallback, argument errors, in-place mutation, and calls from
-// many threads (run under ThreadSanitizer by tools/dev.sh).
+// many threads (run under ThreadSanitizer by tools/dev.sh), and a first tier
+// replaced by a better one (a tiered compile).
 
 #include "runtime/compiled_function.h"
 
@@ -477,6 +478,139 @@ TEST(CompiledFunctionTest, ManyThreadsCallAtOnce) {
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(bad, 0);
   EXPECT_EQ(f.compiles(), 1);  // size 1, once
+}
+
+// A first tier as the compiler side's interpreted variants are: guards and
+// a call on the host. It admits every argument and returns x (the native
+// variants return x + alpha * y), counting its calls; `upgrade` keeps the
+// function's `replace` for the test to call.
+Variant FirstTier(std::atomic<int>* calls, Variant::Replace* replace) {
+  Variant v;
+  v.failed_guard = [](const ArgViews&) { return LATHE_GUARDS_HOLD; };
+  v.run = [calls](absl::Span<Operand> args, uint64_t) {
+    ++*calls;
+    return absl::StatusOr<std::vector<Operand>>(std::vector<Operand>{args[0]});
+  };
+  v.upgrade = [replace](Variant::Replace r) { *replace = std::move(r); };
+  return v;
+}
+
+TEST(CompiledFunctionTest, AFirstTierIsReplacedForEveryKeyItAdmitted) {
+  std::atomic<int> first_calls{0};
+  int compiles = 0;
+  Variant::Replace replace;
+  auto f = std::make_unique<CompiledFunction>(
+      AddArguments(),
+      CompiledFunction::Options{.compile = [&](absl::Span<const Operand>) {
+        ++compiles;
+        return absl::StatusOr<Variant>(
+            compiles == 1 ? FirstTier(&first_calls, &replace) : Load(kAny));
+      }});
+  // Sizes 4 and 8: the first tier (x back), and its build started once.
+  for (int n : {4, 8}) {
+    std::vector<Operand> args = Args(n, 2.0);
+    ASSERT_OK_AND_ASSIGN(std::vector<Operand> out,
+                         f->Call(absl::MakeSpan(args)));
+    EXPECT_EQ(Values(out[0]).back(), n - 1.0f);
+  }
+  EXPECT_EQ(first_calls, 2);
+  ASSERT_TRUE(replace != nullptr);
+  EXPECT_EQ(f->upgrades(), 0);
+  // Views cannot run an interpreted variant.
+  std::vector<Operand> four = Args(4, 2.0);
+  ArgViews views;
+  views.Build(absl::MakeSpan(four));
+  EXPECT_FALSE(f->CallViews(views.span()).has_value());
+
+  replace(Load(kGuarded));
+  EXPECT_EQ(f->upgrades(), 1);
+  // Both keys now run the library (x + 2 y), on every path.
+  for (int n : {4, 8, 4}) {
+    std::vector<Operand> args = Args(n, 2.0);
+    ASSERT_OK_AND_ASSIGN(std::vector<Operand> out,
+                         f->Call(absl::MakeSpan(args)));
+    EXPECT_EQ(Values(out[0]).back(), 21.0f * (n - 1));
+  }
+  std::optional<absl::StatusOr<std::vector<Operand>>> viewed =
+      f->CallViews(views.span());
+  ASSERT_TRUE(viewed.has_value());
+  ASSERT_OK(viewed->status());
+  EXPECT_EQ(Values((**viewed)[0]).back(), 63.0f);
+  EXPECT_EQ(first_calls, 2);
+  // A new size the replacement's guards refuse (2 <= x.size(0)) is not
+  // given to the replaced first tier: a recompile, which says why.
+  std::vector<Operand> one = Args(1, 2.0);
+  ASSERT_OK(f->Call(absl::MakeSpan(one)).status());
+  EXPECT_EQ(compiles, 2);
+  ASSERT_EQ(f->recompiles().size(), 1u);
+  EXPECT_EQ(f->recompiles()[0].reason, "2 <= x.size(0)");
+  EXPECT_EQ(first_calls, 2);
+  // A second replacement of the same variant is ignored.
+  replace(Load(kAny));
+  EXPECT_EQ(f->upgrades(), 1);
+  // After the function is gone, `replace` does nothing.
+  f.reset();
+  replace(Load(kGuarded));
+}
+
+TEST(CompiledFunctionTest, AFailedUpgradeKeepsTheFirstTierWithAWarning) {
+  std::atomic<int> first_calls{0};
+  Variant::Replace replace;
+  CompiledFunction f(
+      AddArguments(), {.compile = [&](absl::Span<const Operand>) {
+        return absl::StatusOr<Variant>(FirstTier(&first_calls, &replace));
+      }});
+  std::vector<Operand> args = Args(3, 1.0);
+  ASSERT_OK(f.Call(absl::MakeSpan(args)).status());
+  replace(absl::InternalError("the C++ compiler failed on kernel.cc"));
+  EXPECT_EQ(f.upgrades(), 0);
+  ASSERT_EQ(f.warnings().size(), 1u);
+  EXPECT_THAT(f.warnings()[0],
+              HasSubstr("the optimized build of a variant failed (the C++ "
+                        "compiler failed on kernel.cc); its calls stay on the "
+                        "first tier"));
+  ASSERT_OK_AND_ASSIGN(std::vector<Operand> out, f.Call(absl::MakeSpan(args)));
+  EXPECT_THAT(Values(out[0]), ElementsAre(0, 1, 2));
+  EXPECT_EQ(first_calls, 2);
+  EXPECT_EQ(f.compiles(), 1);
+}
+
+TEST(CompiledFunctionTest, AnUpgradeWhileThreadsCall) {
+  std::atomic<int> first_calls{0};
+  Variant::Replace replace;
+  std::atomic<bool> started{false};
+  CompiledFunction f(AddArguments(),
+                     {.compile = [&](absl::Span<const Operand>) {
+                       Variant v = FirstTier(&first_calls, &replace);
+                       v.upgrade = [&](Variant::Replace r) {
+                         replace = std::move(r);
+                         started = true;
+                       };
+                       return absl::StatusOr<Variant>(std::move(v));
+                     }});
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 200; ++k) {
+        int n = 2 + (t + k) % 4;
+        std::vector<Operand> args = Args(n, 1.0);
+        absl::StatusOr<std::vector<Operand>> out = f.Call(absl::MakeSpan(args));
+        // The first tier's x, or the library's x + y.
+        float last = out.ok() ? Values((*out)[0]).back() : -1;
+        if (last != n - 1.0f && last != 11.0f * (n - 1)) ++bad;
+      }
+    });
+  }
+  while (!started) std::this_thread::yield();
+  replace(Load(kGuarded));
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(f.upgrades(), 1);
+  EXPECT_EQ(f.compiles(), 1);
+  std::vector<Operand> args = Args(5, 1.0);
+  ASSERT_OK_AND_ASSIGN(std::vector<Operand> out, f.Call(absl::MakeSpan(args)));
+  EXPECT_EQ(Values(out[0]).back(), 44.0f);
 }
 
 }  // namespace

@@ -353,7 +353,7 @@ absl::StatusOr<std::vector<PendingFile>> RunCompiled(
     const Composites& composites, const std::vector<InputSet>& sets,
     std::vector<std::string>* report, std::vector<std::string>* stats) {
   ASSIGN_OR_RETURN(std::unique_ptr<CompiledFunction> f,
-                   compiler.Function(o.max_compiles));
+                   compiler.Function({.max_compiles = o.max_compiles}));
   const std::vector<std::string> constants = ConstantsOf(written);
   std::vector<PendingFile> all;
   size_t reported = 0;

@@ -233,7 +233,8 @@ std::optional<std::string> PreludeHeader(absl::string_view prelude,
 
 absl::StatusOr<BuiltLibrary> CompileSharedLibrary(
     absl::string_view source, const std::string& dir, CacheBackend* cache,
-    std::vector<std::string> flags, absl::string_view prelude) {
+    std::vector<std::string> flags, absl::string_view prelude,
+    bool cached_only) {
   BuiltLibrary lib;
   lib.source_path = absl::StrCat(dir, "/kernel.cc");
   lib.path = absl::StrCat(dir, "/kernel.so");
@@ -256,6 +257,10 @@ absl::StatusOr<BuiltLibrary> CompileSharedLibrary(
       lib.cache_hit = hit->tier;
       return lib;
     }
+  }
+  if (cached_only) {
+    return absl::NotFoundError(
+        absl::StrCat("no library for ", lib.source_path, " in the cache"));
   }
   auto start = std::chrono::steady_clock::now();
   CommandResult result;

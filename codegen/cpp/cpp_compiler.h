@@ -66,11 +66,12 @@ absl::StatusOr<std::string> CompilerIdentity(const std::string& compiler);
 // of the source after it (-include): the same text, in half the time.
 // `command` stays the one-step command line, which builds the same
 // library; any failure with the prelude runs that command, whose errors
-// are the ones returned.
+// are the ones returned. `cached_only`: a probe of the cache, which
+// compiles nothing (a miss, or no cache, is NotFound).
 absl::StatusOr<BuiltLibrary> CompileSharedLibrary(
     absl::string_view source, const std::string& dir,
     CacheBackend* cache = nullptr, std::vector<std::string> flags = {},
-    absl::string_view prelude = "");
+    absl::string_view prelude = "", bool cached_only = false);
 
 // PrecompilePrelude()
 //

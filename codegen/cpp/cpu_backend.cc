@@ -25,7 +25,7 @@ class Cpu final : public Backend {
       absl::string_view kernels, absl::string_view host, const std::string& dir,
       const BuildOptions& options) const override {
     return CompileSharedLibrary(absl::StrCat(kernels, host), dir, options.cache,
-                                {}, CppSourcePrelude());
+                                {}, CppSourcePrelude(), options.cached_only);
   }
   std::vector<std::pair<std::string, std::string>> ArtifactFiles(
       const BuiltLibrary& built, absl::string_view source) const override {

@@ -262,6 +262,9 @@ class Cuda final : public Backend {
   absl::StatusOr<BuiltLibrary> Build(
       absl::string_view kernels, absl::string_view host, const std::string& dir,
       const BuildOptions& options) const override {
+    if (options.cached_only) {
+      return absl::NotFoundError("the cuda backend's builds are not probed");
+    }
     ASSIGN_OR_RETURN(const CudaDriver* cu, CudaDevice());
     RETURN_IF_ERROR(MakeCudaContextCurrent(*cu));
     ASSIGN_OR_RETURN(const int device_arch, CudaArchitecture(*cu));

@@ -65,8 +65,10 @@
 #include "codegen/cpp/cpu_backend.h"
 #include "codegen/cpp/cpu_function.h"
 #include "driver/compile.h"
+#include "driver/variant_compiler.h"
 #include "ir/graph.h"
 #include "ir/value.h"
+#include "runtime/compiled_function.h"
 #include "runtime/half.h"
 #include "runtime/storage.h"
 #include "runtime/tensor.h"
@@ -529,6 +531,82 @@ BENCHMARK_CAPTURE(BM_Compile, transformer_block_aot_b8_s128_d512,
                   "transformer_block_aot_b8_s128_d512")
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// ---- d. the first call of a cold compile --------------------------------
+
+// From the graph text to the first call's results, with no compile cache
+// (every compile cold), through the compiled-function API a program or
+// torch.compile(backend="lathe") uses (driver/variant_compiler.h): `tiered`
+// runs the first call on the interpreter while the library builds on
+// another thread; plain waits for the library. The row's time is the
+// first result's; counters: callable_s, until the first call's compile
+// returned a variant to run (the parse and VariantCompiler's compile
+// time); first_result_s; and library_s, until the library runs the calls
+// (tiered: its build done and swapped in).
+void BM_FirstCall(benchmark::State& state, const std::string& name,
+                  bool tiered) {
+  std::string path = absl::StrCat("tools/bench/graphs/", name, ".txt");
+  absl::StatusOr<std::string> text = ReadWorkspaceFile(path);
+  if (!text.ok()) return SkipWith(state, text.status());
+  double callable = 0, first = 0, library = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    // The inputs, made before the clock starts.
+    absl::StatusOr<ParsedGraph> shapes = Parse(*text, path);
+    if (!shapes.ok()) return SkipWith(state, shapes.status());
+    std::mt19937 rng(2026);
+    std::vector<Operand> args;
+    for (const ir::Node* p : shapes->written->Placeholders()) {
+      absl::StatusOr<Tensor> t = RandomTensor(p->meta().tensor, rng);
+      if (!t.ok()) return SkipWith(state, t.status());
+      args.push_back(Operand::Of(*std::move(t)));
+    }
+    state.ResumeTiming();
+    auto start = std::chrono::steady_clock::now();
+    auto since = [&start] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                           start)
+          .count();
+    };
+    absl::StatusOr<ParsedGraph> parsed = Parse(*text, path);
+    if (!parsed.ok()) return SkipWith(state, parsed.status());
+    const double parse_s = since();
+    VariantCompiler compiler(
+        *std::move(parsed),
+        {.source = path, .backend = &codegen::CpuBackend()});
+    absl::StatusOr<std::unique_ptr<CompiledFunction>> f =
+        compiler.Function({.tiered = tiered});
+    if (!f.ok()) return SkipWith(state, f.status());
+    absl::StatusOr<std::vector<Operand>> out = (*f)->Call(absl::MakeSpan(args));
+    if (!out.ok()) return SkipWith(state, out.status());
+    first += since();
+    callable += parse_s + compiler.compile_seconds();
+    state.PauseTiming();
+    compiler.WaitForBuilds();
+    library += since();
+    if (tiered && (*f)->upgrades() != 1) {
+      return SkipWith(state, absl::InternalError("the library did not "
+                                                 "replace the interpreter"));
+    }
+    f->reset();
+    state.ResumeTiming();
+  }
+  double n = static_cast<double>(state.iterations());
+  state.counters["callable_s"] = callable / n;
+  state.counters["first_result_s"] = first / n;
+  state.counters["library_s"] = library / n;
+}
+#define LATHE_FIRST_CALL_ROWS(name)                           \
+  BENCHMARK_CAPTURE(BM_FirstCall, name##_plain, #name, false) \
+      ->Unit(benchmark::kMillisecond)                         \
+      ->Iterations(3)                                         \
+      ->UseRealTime();                                        \
+  BENCHMARK_CAPTURE(BM_FirstCall, name##_tiered, #name, true) \
+      ->Unit(benchmark::kMillisecond)                         \
+      ->Iterations(3)                                         \
+      ->UseRealTime()
+LATHE_FIRST_CALL_ROWS(mlp_gelu_b64);
+LATHE_FIRST_CALL_ROWS(transformer_block_b8_s128_d512);
 
 }  // namespace
 }  // namespace lathe

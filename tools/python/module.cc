@@ -311,6 +311,23 @@ PyObject* GetFallbackCalls(PyObject* self, void*) {
   return PyLong_FromLongLong(HeldOf(self).function->fallback_calls());
 }
 
+PyObject* GetUpgrades(PyObject* self, void*) {
+  return PyLong_FromLong(HeldOf(self).function->upgrades());
+}
+
+// Function.wait_for_builds(): waits for the libraries a tiered function's
+// compiles are building (each has then replaced the interpreter, or failed
+// with a warning).
+PyObject* WaitForBuilds(PyObject* self, PyObject*) {
+  Held& held = HeldOf(self);
+  if (held.compiler != nullptr) {
+    Py_BEGIN_ALLOW_THREADS;
+    held.compiler->WaitForBuilds();
+    Py_END_ALLOW_THREADS;
+  }
+  Py_RETURN_NONE;
+}
+
 PyObject* GetNumArguments(PyObject* self, void*) {
   const Held& held = HeldOf(self);
   return PyLong_FromSize_t(
@@ -400,6 +417,9 @@ PyGetSetDef function_getset[] = {
      "(compile number, reason) for each recompile", nullptr},
     {"fallback_calls", &GetFallbackCalls, nullptr,
      "the calls run on the interpreter past the compile limit", nullptr},
+    {"upgrades", &GetUpgrades, nullptr,
+     "the interpreted first tiers the library replaced (tiered=True)",
+     nullptr},
     {"warnings", &GetWarnings, nullptr, "warnings given", nullptr},
     {"num_arguments", &GetNumArguments, nullptr, "the arguments a call takes",
      nullptr},
@@ -408,6 +428,8 @@ PyGetSetDef function_getset[] = {
 
 PyMethodDef function_methods[] = {
     {"dumps", &Dumps, METH_NOARGS, "per compile, its (name, text) dumps"},
+    {"wait_for_builds", &WaitForBuilds, METH_NOARGS,
+     "waits for the libraries a tiered function builds"},
     {nullptr, nullptr, 0, nullptr},
 };
 
@@ -449,13 +471,16 @@ absl::Status FrozenValues(PyObject* frozen, ir::Constants* out) {
 }
 
 // _lathe.compile(text, source="graph", backend="cpu", max_compiles=8,
-//                cache_dir="", remote_cache="", dump=False, frozen=None):
+//                cache_dir="", remote_cache="", dump=False, frozen=None,
+//                tiered=False):
 // `frozen` ({input name: tensor}) freezes those inputs (driver/freeze.h):
-// the function's calls take the others.
+// the function's calls take the others. `tiered`: calls run on the
+// interpreter until the library, built on another thread, replaces it
+// (driver/variant_compiler.h).
 PyObject* CompileText(PyObject*, PyObject* args, PyObject* kwargs) {
-  static const char* keywords[] = {"text",         "source",    "backend",
-                                   "max_compiles", "cache_dir", "remote_cache",
-                                   "dump",         "frozen",    nullptr};
+  static const char* keywords[] = {
+      "text",         "source", "backend", "max_compiles", "cache_dir",
+      "remote_cache", "dump",   "frozen",  "tiered",       nullptr};
   const char* text = nullptr;
   Py_ssize_t text_size = 0;
   const char* source = "graph";
@@ -465,10 +490,11 @@ PyObject* CompileText(PyObject*, PyObject* args, PyObject* kwargs) {
   const char* remote = "";
   int dump = 0;
   PyObject* frozen = nullptr;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s#|ssisspO",
-                                   const_cast<char**>(keywords), &text,
-                                   &text_size, &source, &backend, &max_compiles,
-                                   &cache_dir, &remote, &dump, &frozen)) {
+  int tiered = 0;
+  if (!PyArg_ParseTupleAndKeywords(
+          args, kwargs, "s#|ssisspOp", const_cast<char**>(keywords), &text,
+          &text_size, &source, &backend, &max_compiles, &cache_dir, &remote,
+          &dump, &frozen, &tiered)) {
     return nullptr;
   }
   if (max_compiles < 1 || max_compiles > 1000) {
@@ -500,7 +526,8 @@ PyObject* CompileText(PyObject*, PyObject* args, PyObject* kwargs) {
   held->compiler =
       std::make_unique<VariantCompiler>(*std::move(parsed), options, cache);
   absl::StatusOr<std::unique_ptr<CompiledFunction>> f =
-      held->compiler->Function(max_compiles);
+      held->compiler->Function(
+          {.max_compiles = max_compiles, .tiered = tiered != 0});
   if (!f.ok()) return Raise(f.status());
   held->owned = *std::move(f);
   held->function = held->owned.get();

@@ -25,6 +25,11 @@ Options (``torch.compile(..., options={...})``):
     remote_cache   redis://HOST:PORT for the compile cache's Redis tier
     max_compiles   compiles per graph before lathe runs it on its
                    interpreter (default 8)
+    tiered         True (backend "cpu"): a compile the cache cannot answer
+                   runs its first calls on lathe's interpreter (matrix
+                   products through the library's sgemm) while the C++
+                   library builds on another thread; the library replaces
+                   it for every call after (``fn.wait_for_builds()`` waits)
     freezing       True: in inference (torch.no_grad()), the module's
                    parameters and buffers are the compiled function's own
                    constants, as Inductor's freezing=True: batch norm folds
@@ -54,7 +59,7 @@ __all__ = ["Error", "Explanation", "Graph", "aot_compile", "backend", "compile_g
 Error = _lathe.Error
 logger = logging.getLogger("lathe")
 
-_OPTIONS = {"backend", "dump_dir", "cache_dir", "remote_cache", "max_compiles", "freezing"}
+_OPTIONS = {"backend", "dump_dir", "cache_dir", "remote_cache", "max_compiles", "freezing", "tiered"}
 _BACKENDS = {"cpu", "interp", "cuda"}
 
 
@@ -69,8 +74,9 @@ def _checked_options(options):
     max_compiles = options.get("max_compiles", 8)
     if not isinstance(max_compiles, int) or isinstance(max_compiles, bool) or not 1 <= max_compiles <= 1000:
         raise Error(f"option max_compiles is {max_compiles!r}; expected an int from 1 to 1000")
-    if not isinstance(options.get("freezing", False), bool):
-        raise Error(f"option freezing is {options['freezing']!r}; expected True or False")
+    for key in ("freezing", "tiered"):
+        if not isinstance(options.get(key, False), bool):
+            raise Error(f"option {key} is {options[key]!r}; expected True or False")
     for key in ("dump_dir", "cache_dir", "remote_cache"):
         if key in options and not isinstance(options[key], (str, os.PathLike)):
             raise Error(f"option {key} is {options[key]!r}; expected a path or string")
@@ -111,6 +117,8 @@ class Graph:
         lines = [f"{self.name}{origin}: {fn.num_arguments} arguments, {fn.compiles} compile(s)"]
         for number, reason in fn.recompiles:
             lines.append(f"  compile {number}: no earlier variant's guards held: {reason}")
+        if fn.upgrades:
+            lines.append(f"  {fn.upgrades} first tier(s) on the interpreter replaced by the library")
         if fn.fallback_calls:
             lines.append(f"  {fn.fallback_calls} call(s) past the compile limit ran on lathe's interpreter")
         lines += [f"  warning: {w}" for w in fn.warnings]
@@ -166,6 +174,7 @@ def compile_graph(text, name="graph", options=None, kind="graph", dynamo_compile
         remote_cache=os.fspath(options.get("remote_cache", "")),
         dump=bool(options.get("dump_dir")),
         frozen=frozen or None,
+        tiered=options.get("tiered", False),
     )
     dump_dir = os.fspath(options.get("dump_dir", "")) or None
     graph = Graph(name, kind, text, fn, dump_dir, dynamo_compile, source_lines, parameters)

@@ -267,6 +267,35 @@ class CallsTest(unittest.TestCase):
                 self.assertIn("lathe_call_user", fh.read())
             self.assertTrue(os.listdir(os.path.join(d, "cache")))
 
+    def test_tiered_runs_the_interpreter_until_the_library_replaces_it(self):
+        with tempfile.TemporaryDirectory() as d:
+            def f(x, w, b):
+                return torch.nn.functional.gelu(torch.addmm(b, x, w))
+            x, w, b = torch.randn(16, 32), torch.randn(32, 24), torch.randn(24)
+            options = {"cache_dir": os.path.join(d, "cache"), "tiered": True}
+            compiled = torch.compile(f, backend="lathe", options=options)
+            torch.testing.assert_close(compiled(x, w, b), f(x, w, b))
+            fn = lathe.graphs()[-1].fn
+            self.assertEqual(fn.compiles, 1)
+            fn.wait_for_builds()
+            self.assertEqual(fn.upgrades, 1)
+            self.assertEqual(fn.warnings, [])
+            self.assertIn("1 first tier(s) on the interpreter replaced by the library",
+                          "\n".join(lathe.graphs()[-1].summary()))
+            torch.testing.assert_close(compiled(x, w, b), f(x, w, b))
+            self.assertEqual(fn.compiles, 1)
+            # A new process's compile (a fresh Dynamo) finds the library in
+            # the cache: no first tier.
+            torch._dynamo.reset()
+            again = torch.compile(f, backend="lathe", options=options)
+            torch.testing.assert_close(again(x, w, b), f(x, w, b))
+            fn = lathe.graphs()[-1].fn
+            fn.wait_for_builds()
+            self.assertEqual(fn.upgrades, 0)
+        with self.assertRaises(lathe.Error) as e:
+            lathe.compile_graph(ADD_IN_PLACE, "g", {"tiered": "yes"})
+        self.assertIn("option tiered is 'yes'; expected True or False", str(e.exception))
+
     def test_range_directives_only_for_finite_integer_ends(self):
         import sympy
         from torch.utils._sympy.numbers import int_oo

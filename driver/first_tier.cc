@@ -1,0 +1,143 @@
+#include "driver/first_tier.h"
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/op_registry.h"
+#include "ir/ops_util.h"
+#include "ir/value.h"
+#include "runtime/kernel_runtime.h"
+#include "runtime/tensor.h"
+#include "status_macros.h"
+
+namespace lathe {
+namespace {
+
+using Result = std::optional<absl::StatusOr<ir::Value>>;
+
+// Whether `v` is an f32 or bf16 host tensor of rank `rank` with elements.
+bool Takes(const ir::Value& v, int64_t rank) {
+  return v.is_tensor() && v.tensor.defined() &&
+         (v.tensor.dtype() == DType::kFloat32 ||
+          v.tensor.dtype() == DType::kBFloat16) &&
+         v.tensor.device().is_cpu() && v.tensor.dim() == rank &&
+         v.tensor.numel() > 0;
+}
+
+// a @ b (rank 2), or per batch (rank 3), in f32 into a new contiguous
+// tensor, by the routine the compiled code calls: sgemm (f32), bgemm
+// (bf16 operands, f32 sums); std::nullopt for operands the reference must
+// see (another dtype, mixed dtypes, sizes that do not match, none).
+std::optional<absl::StatusOr<Tensor>> F32Product(const ir::Value& a,
+                                                 const ir::Value& b,
+                                                 bool batch) {
+  const int64_t rank = batch ? 3 : 2;
+  if (!Takes(a, rank) || !Takes(b, rank) ||
+      a.tensor.dtype() != b.tensor.dtype()) {
+    return std::nullopt;
+  }
+  const Tensor& x = a.tensor;
+  const Tensor& y = b.tensor;
+  const int64_t k = x.sizes()[rank - 1];
+  if (y.sizes()[rank - 2] != k || (batch && x.sizes()[0] != y.sizes()[0])) {
+    return std::nullopt;
+  }
+  const int64_t m = x.sizes()[rank - 2], n = y.sizes()[rank - 1];
+  const int64_t batches = batch ? x.sizes()[0] : 1;
+  std::vector<int64_t> sizes = {m, n};
+  if (batch) sizes.insert(sizes.begin(), batches);
+  absl::StatusOr<Tensor> out = Tensor::Empty(sizes, DType::kFloat32);
+  if (!out.ok()) return out.status();
+  // Element strides: batch (0 for 2-d operands), row, column.
+  auto strides = [rank, batch](const Tensor& t) {
+    return std::vector<int64_t>{batch ? t.strides()[0] : 0,
+                                t.strides()[rank - 2], t.strides()[rank - 1]};
+  };
+  const std::vector<int64_t> sx = strides(x), sy = strides(y);
+  if (x.dtype() == DType::kFloat32) {
+    KernelRuntime()->sgemm(batches, m, n, k, x.data<float>(), sx[0], sx[1],
+                           sx[2], y.data<float>(), sy[0], sy[1], sy[2],
+                           out->data<float>(), m * n, n, 1);
+  } else {
+    KernelRuntime()->bgemm(batches, m, n, k, x.data_ptr(), sx[0], sx[1], sx[2],
+                           y.data_ptr(), sy[0], sy[1], sy[2],
+                           out->data<float>(), m * n, n, 1);
+  }
+  return out;
+}
+
+// alpha * product + beta * bias (bias: null, or a view of the product's
+// sizes), the sum in double and rounded once into `dtype`, as the
+// reference rounds its double products.
+absl::StatusOr<ir::Value> Epilogue(const Tensor& product, const Tensor* bias,
+                                   double alpha, double beta, DType dtype) {
+  if (bias == nullptr && alpha == 1 && dtype == DType::kFloat32) {
+    return ir::Value::OfTensor(product);
+  }
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(product.sizes(), dtype));
+  const ir::ElementAccess p(product), o(out);
+  std::optional<ir::ElementAccess> in;
+  std::vector<const Tensor*> tensors = {&product, &out};
+  if (bias != nullptr) {
+    in.emplace(*bias);
+    tensors.push_back(bias);
+  }
+  const int64_t step = bias != nullptr ? bias->strides().back() : 0;
+  ir::ForEachRow(product.sizes(), tensors,
+                 [&](absl::Span<const int64_t> starts, int64_t len) {
+                   for (int64_t j = 0; j < len; ++j) {
+                     double v = alpha * p.LoadDouble(starts[0] + j);
+                     if (in) v += beta * in->LoadDouble(starts[2] + j * step);
+                     o.StoreDouble(starts[1] + j, v);
+                   }
+                 });
+  return ir::Value::OfTensor(std::move(out));
+}
+
+// mm and bmm.
+Result Product(const ir::OpCall& c, bool batch) {
+  std::optional<absl::StatusOr<Tensor>> p =
+      F32Product(c.arg(0), c.arg(1), batch);
+  if (!p.has_value()) return std::nullopt;
+  if (!p->ok()) return p->status();
+  return Epilogue(**p, nullptr, 1, 0, c.arg(0).tensor.dtype());
+}
+
+// addmm: beta * self + alpha * (m1 @ m2); beta == 0 ignores self (NaNs
+// included), as the reference does.
+Result AddMm(const ir::OpCall& c) {
+  absl::StatusOr<double> beta = c.arg("beta").AsDouble();
+  absl::StatusOr<double> alpha = c.arg("alpha").AsDouble();
+  const ir::Value& self = c.arg(0);
+  if (!beta.ok() || !alpha.ok() || !self.is_tensor() ||
+      !self.tensor.defined() || !c.arg(1).is_tensor() ||
+      self.tensor.dtype() != c.arg(1).tensor.dtype()) {
+    return std::nullopt;
+  }
+  std::optional<absl::StatusOr<Tensor>> p =
+      F32Product(c.arg(1), c.arg(2), /*batch=*/false);
+  if (!p.has_value()) return std::nullopt;
+  if (!p->ok()) return p->status();
+  absl::StatusOr<Tensor> bias = ir::BroadcastView(self.tensor, (*p)->sizes());
+  if (!bias.ok()) return std::nullopt;  // the reference names the shapes
+  return Epilogue(**p, *beta == 0 ? nullptr : &*bias, *alpha, *beta,
+                  self.tensor.dtype());
+}
+
+}  // namespace
+
+const ir::KernelOverrides& FirstTierKernels() {
+  static const auto* kernels = new ir::KernelOverrides{
+      {"aten.mm.default",
+       [](const ir::OpCall& c) { return Product(c, /*batch=*/false); }},
+      {"aten.bmm.default",
+       [](const ir::OpCall& c) { return Product(c, /*batch=*/true); }},
+      {"aten.addmm.default", &AddMm},
+  };
+  return *kernels;
+}
+
+}  // namespace lathe
