@@ -306,6 +306,10 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
                     {.cache = options.cache,
                      .cuda_archs = options.cuda_archs,
                      .cached_only = options.cached_only});
+  if (!built.ok() && options.cached_only && absl::IsNotFound(built.status())) {
+    step("build (not in the cache)");
+    return c;
+  }
   if (!built.ok()) return failed(built.status());
   p.built = *std::move(built);
   stats.compiler_seconds = p.built.seconds;

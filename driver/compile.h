@@ -99,9 +99,11 @@ struct CompileOptions {
   // and files); an error when the whole user call cannot run inside the
   // library (its runtime or composite wrapper would need the host).
   bool artifact = false;
-  // With a backend: only a library the compile cache holds; a miss is
-  // NotFound before anything is built (VariantCompiler's tiered compiles
-  // probe the cache so).
+  // With a backend: only a library the compile cache holds (none: every
+  // lookup misses). On a miss nothing is built: the walk stops before the
+  // build and returns the graph without a function (CompiledGraph::function
+  // null), as a compile without a backend does. VariantCompiler's tiered
+  // compiles probe the cache so.
   bool cached_only = false;
 };
 
@@ -137,7 +139,8 @@ struct CompiledGraph {
   // The passes' decisions, and the float symbols they specialized.
   std::vector<std::string> log;
   std::vector<std::string> specialized;
-  // With a backend: the loaded function.
+  // With a backend: the loaded function (null after a cache probe's miss,
+  // CompileOptions::cached_only).
   std::unique_ptr<codegen::CpuFunction> function;
   // With CompileOptions::artifact: the manifest (without its files, which
   // WriteArtifact adds) and the files ({"kernel.so", bytes}, ...).

@@ -9,7 +9,8 @@
 // bgemm), so that a first call costs what the library's GEMMs cost plus the
 // interpreter's elementwise work, not the reference's double-precision
 // products. Its products are summed in f32, as the compiled code's (then
-// the bias added and the result rounded once); every other op, and
+// the bias added in double and the result rounded to the output dtype, as
+// the reference rounds); every other op, and
 // every argument these kernels do not take (another dtype, shapes the
 // reference refuses), runs the reference kernel, whose errors stay the
 // interpreter's.

@@ -37,15 +37,17 @@ void VariantCompiler::WaitForBuilds() {
 
 absl::StatusOr<std::unique_ptr<CompiledFunction>> VariantCompiler::Function(
     FunctionOptions function_options) {
-  if (function_options.tiered && options_.backend != nullptr &&
-      !options_.backend->device().is_cpu()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(options_.source,
-                     ": tiered compiles need the cpu backend (the first "
-                     "tier, the interpreter, runs on host tensors), not ",
-                     options_.backend->name()));
+  if (function_options.tiered &&
+      (options_.backend == nullptr || !options_.backend->device().is_cpu())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        options_.source,
+        ": tiered compiles need the cpu backend (its library is the second "
+        "tier; the first, the interpreter, runs on host tensors), not ",
+        options_.backend == nullptr ? "interp" : options_.backend->name()));
   }
-  function_options_ = std::move(function_options);
+  // What follows rewrites the graph and constants earlier functions' builds
+  // read.
+  WaitForBuilds();
   // Frozen inputs are not arguments: the graph every compile starts from
   // reads them as constants already (each compile copies their values).
   if (!options_.frozen.empty() ||
@@ -66,7 +68,9 @@ absl::StatusOr<std::unique_ptr<CompiledFunction>> VariantCompiler::Function(
                   options_.backend != nullptr ? options_.backend->device()
                                               : Device::Cpu()));
   CompiledFunction::Options o;
-  o.compile = [this](absl::Span<const Operand> args) { return Compile(args); };
+  o.compile = [this, function_options](absl::Span<const Operand> args) {
+    return Compile(args, function_options);
+  };
   o.fallback = [this](absl::Span<Operand> args, uint64_t seed) {
     return Interpret(args, seed);
   };
@@ -80,20 +84,21 @@ absl::StatusOr<std::unique_ptr<CompiledFunction>> VariantCompiler::Function(
       return CheckUser(**c, args);
     };
   }
-  o.max_compiles = function_options_.max_compiles;
+  o.max_compiles = function_options.max_compiles;
   return std::make_unique<CompiledFunction>(std::move(arguments), std::move(o));
 }
 
 absl::StatusOr<Variant> VariantCompiler::Compile(
-    absl::Span<const Operand> args) {
+    absl::Span<const Operand> args, const FunctionOptions& function_options) {
   auto start = std::chrono::steady_clock::now();
   CompileOptions options = options_;
   for (auto& [name, value] : HintsOf(*parsed_.written, args)) {
     options.hints.insert({name, value});
   }
   options.storage_offsets = StorageOffsetsOf(*parsed_.written, args);
-  if (function_options_.tiered && options_.backend != nullptr) {
-    absl::StatusOr<Variant> v = CompileTiered(options);
+  if (function_options.tiered) {
+    absl::StatusOr<Variant> v =
+        CompileTiered(options, function_options.before_build);
     compile_seconds_ +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
@@ -117,37 +122,31 @@ absl::StatusOr<Variant> VariantCompiler::Compile(
 }
 
 absl::StatusOr<Variant> VariantCompiler::CompileTiered(
-    const CompileOptions& options) {
-  // The library, when the cache holds it: the whole walk without a build.
-  if (options.cache != nullptr) {
-    CompileOptions probe = options;
-    probe.cached_only = true;
-    absl::StatusOr<std::unique_ptr<CompiledGraph>> hit =
-        lathe::Compile(parsed_, probe);
-    if (hit.ok() || !absl::IsNotFound(hit.status())) {
-      return Compiled(std::move(hit));
-    }
-  }
-  // The first tier: the graph (after the passes and guards) on the
-  // interpreter.
-  CompileOptions first = options;
-  first.backend = nullptr;
-  first.artifact = false;
-  ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> graph,
-                   lathe::Compile(parsed_, first));
-  Variant v = InterpretedVariant(*graph, &FirstTierKernels());
+    CompileOptions options, std::function<void()> before_build) {
+  // Builds run beside other compiles: each in a directory of its own.
+  options.dir.clear();
+  // The probe: the whole walk, the library when the cache holds it.
+  CompileOptions probe = options;
+  probe.cached_only = true;
+  ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> made,
+                   lathe::Compile(parsed_, probe));
+  if (made->function != nullptr) return Compiled(std::move(made));
+  // A miss. The first tier: the probe's graph (after the passes and guards)
+  // on the interpreter.
+  Variant v = InterpretedVariant(*made, &FirstTierKernels());
   {
     std::lock_guard<std::mutex> lock(tiers_mu_);
-    first_tiers_.push_back(std::move(graph));
+    first_tiers_.push_back(std::move(made));
   }
   // The second: the library, built on a thread of its own once the
   // function stored the first.
-  v.upgrade = [this, options](Variant::Replace replace) {
+  v.upgrade = [this, options, before_build](Variant::Replace replace) {
     std::lock_guard<std::mutex> lock(tiers_mu_);
-    builds_.emplace_back([this, options, replace = std::move(replace)] {
-      if (function_options_.before_build) function_options_.before_build();
-      replace(Compiled(lathe::Compile(parsed_, options)));
-    });
+    builds_.emplace_back(
+        [this, options, before_build, replace = std::move(replace)] {
+          if (before_build) before_build();
+          replace(Compiled(lathe::Compile(parsed_, options)));
+        });
   };
   return v;
 }

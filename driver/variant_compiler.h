@@ -13,10 +13,14 @@
 // parsed once, by the caller.
 //
 // Tiered (FunctionOptions::tiered, the cpu backend): a compile the cache
-// cannot answer returns after lathe's own steps with the graph on the
-// interpreter, and builds the library on a thread of its own; the library
-// replaces the interpreter for every later call once loaded
-// (Variant::upgrade), and the cache keeps it for the next process.
+// cannot answer (the whole walk runs, and the cache is probed instead of
+// building) returns with the graph on the interpreter, its matrix products
+// through the library's routines (first_tier.h), and builds the library on
+// a thread of its own; the library replaces the interpreter for every later
+// call once loaded (Variant::upgrade), and the cache keeps it for the next
+// process. One difference shows: a call whose written argument shares a
+// storage with another runs on the interpreter, as PyTorch runs it, and is
+// refused by the library once it replaced the interpreter.
 //
 // Example:
 //
@@ -56,7 +60,9 @@ namespace lathe {
 struct FunctionOptions {
   // Compiles past which arguments no variant admits run on the interpreter.
   int max_compiles = 8;
-  // Tiered compiles (the cpu backend): see the file comment.
+  // Tiered compiles (the cpu backend): see the file comment. Their
+  // probes and builds run in temporary directories of their own
+  // (CompileOptions::dir is not used).
   bool tiered = false;
   // Tests: runs on a tiered build's thread before it builds.
   std::function<void()> before_build;
@@ -79,7 +85,8 @@ class VariantCompiler {
   ~VariantCompiler();
 
   // A function that compiles on its first call, at most
-  // `options.max_compiles` times, then falls back to the interpreter.
+  // `options.max_compiles` times, then falls back to the interpreter. Waits
+  // for the builds earlier functions started.
   absl::StatusOr<std::unique_ptr<CompiledFunction>> Function(
       FunctionOptions options = {});
 
@@ -97,13 +104,16 @@ class VariantCompiler {
   std::vector<bool> WrittenArguments() const;
 
  private:
-  absl::StatusOr<Variant> Compile(absl::Span<const Operand> args);
+  absl::StatusOr<Variant> Compile(absl::Span<const Operand> args,
+                                  const FunctionOptions& function_options);
   // A compile with a backend, as a variant (`made` is stored).
   absl::StatusOr<Variant> Compiled(
       absl::StatusOr<std::unique_ptr<CompiledGraph>> made);
   // A tiered compile: the library from the cache, or the interpreter with
-  // the build of the library started on another thread.
-  absl::StatusOr<Variant> CompileTiered(const CompileOptions& options);
+  // the build of the library started on another thread (after
+  // `before_build`, when given).
+  absl::StatusOr<Variant> CompileTiered(CompileOptions options,
+                                        std::function<void()> before_build);
   // The fallback: `args` on the interpreter, the graph compiled for their
   // hints (once per set of hints).
   absl::StatusOr<std::vector<Operand>> Interpret(absl::Span<Operand> args,
@@ -137,7 +147,6 @@ class VariantCompiler {
       interpreted_;
   std::vector<bool> written_;  // by the interpreter's calls, so far
   // Tiered compiles: the first tiers' graphs, and the builds' threads.
-  FunctionOptions function_options_;
   std::mutex tiers_mu_;
   std::vector<std::unique_ptr<CompiledGraph>> first_tiers_;
   std::vector<std::thread> builds_;

@@ -7,6 +7,7 @@
 #include "driver/variant_compiler.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -452,10 +453,12 @@ TEST(VariantCompilerTest, TieredTheInterpreterRunsUntilTheLibraryReplacesIt) {
 
 TEST(VariantCompilerTest, TieredAFailedBuildLeavesTheInterpreterWithAWarning) {
   ASSERT_OK_AND_ASSIGN(ParsedGraph parsed, Parse(kTieredGraph, "g.txt"));
-  // A build directory the library cannot be written to.
-  VariantCompiler compiler(parsed, {.source = "g.txt",
-                                    .backend = &codegen::CpuBackend(),
-                                    .dir = "/proc/no-such-dir"});
+  // A C++ compiler that fails (`false`); no cache, so the probe runs none.
+  const char* cxx = std::getenv("LATHE_CXX");
+  const std::string saved = cxx != nullptr ? cxx : "";
+  setenv("LATHE_CXX", "false", 1);
+  VariantCompiler compiler(
+      parsed, {.source = "g.txt", .backend = &codegen::CpuBackend()});
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledFunction> f,
                        compiler.Function({.tiered = true}));
   const Tensor x = Filled({64}, 5, false);
@@ -466,7 +469,7 @@ TEST(VariantCompilerTest, TieredAFailedBuildLeavesTheInterpreterWithAWarning) {
   ASSERT_EQ(f->warnings().size(), 1u);
   EXPECT_THAT(f->warnings()[0],
               HasSubstr("the optimized build of a variant failed (g.txt: cpu "
-                        "backend: "));
+                        "backend: the C++ compiler failed"));
   ASSERT_OK_AND_ASSIGN(std::vector<Operand> out, f->Call(absl::MakeSpan(args)));
   EXPECT_EQ(Floats(out[0].tensor), Floats(Interpreted(x)));
   // Without tiers, the same compile is an error at the first call.
@@ -475,7 +478,27 @@ TEST(VariantCompilerTest, TieredAFailedBuildLeavesTheInterpreterWithAWarning) {
   absl::StatusOr<std::vector<Operand>> refused =
       plain->Call(absl::MakeSpan(args));
   ASSERT_FALSE(refused.ok());
-  EXPECT_THAT(refused.status().message(), HasSubstr("g.txt: cpu backend: "));
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("g.txt: cpu backend: the C++ compiler failed"));
+  // The first function stays tiered: another size gets a first tier too.
+  std::vector<Operand> other = {Operand::Of(Filled({64}, 6, false))};
+  ASSERT_OK(f->Call(absl::MakeSpan(other)).status());
+  compiler.WaitForBuilds();
+  if (saved.empty()) {
+    unsetenv("LATHE_CXX");
+  } else {
+    setenv("LATHE_CXX", saved.c_str(), 1);
+  }
+}
+
+TEST(VariantCompilerTest, TieredNeedsTheCpuBackend) {
+  ASSERT_OK_AND_ASSIGN(ParsedGraph parsed, Parse(kTieredGraph, "g.txt"));
+  VariantCompiler interp(parsed, {.source = "g.txt"});
+  EXPECT_THAT(interp.Function({.tiered = true}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "g.txt: tiered compiles need the cpu backend (its "
+                       "library is the second tier; the first, the "
+                       "interpreter, runs on host tensors), not interp"));
 }
 
 TEST(VariantCompilerTest, TieredFunctionDestroyedBeforeItsBuildFinishes) {

@@ -325,7 +325,8 @@ absl::StatusOr<const CompiledFunction::Entry*> CompiledFunction::Admit(
           ", past the limit of ", options_.max_compiles,
           " (guard failed: ", reason, ")");
       if (!options_.fallback) return absl::ResourceExhaustedError(why);
-      if (warnings_.empty()) {
+      if (!fallback_warned_) {
+        fallback_warned_ = true;
         warnings_.push_back(absl::StrCat(
             why, "; arguments no variant admits run on the interpreter"));
         std::fprintf(stderr, "lathe: warning: %s\n", warnings_.back().c_str());
@@ -385,6 +386,13 @@ void CompiledFunction::Replace(const Variant* old,
   if (better.ok() && better->graph == nullptr &&
       !(better->run && better->failed_guard)) {
     better = absl::InternalError("the replacement has no graph");
+  }
+  // The replacement takes over the keys the first admitted: it must guard
+  // them as the first did.
+  if (better.ok() && better->guards != old->guards) {
+    better = absl::InternalError(absl::StrCat(
+        "its guards (", absl::StrJoin(better->guards, "; "),
+        ") are not the first tier's (", absl::StrJoin(old->guards, "; "), ")"));
   }
   if (!better.ok()) {
     warnings_.push_back(absl::StrCat(

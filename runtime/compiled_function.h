@@ -20,9 +20,9 @@
 //
 // A variant may be a first tier that a better one replaces later (a
 // tiered compile: the interpreter runs the first calls while the
-// optimized library builds on another thread); the replacement takes over
-// every key the first admitted, atomically, and the hit path stays
-// lock-free.
+// optimized library builds on another thread); the replacement, whose
+// guards must be the first's, takes over every key the first admitted (one
+// atomic store per key), and the hit path stays lock-free.
 //
 // Float scalars are never part of the key (only whether they are NaN, which
 // the guards check): they are runtime arguments (seed 000). A function that
@@ -254,6 +254,7 @@ class CompiledFunction {
   std::atomic<int> compiles_{0};
   std::vector<Recompile> recompiles_;
   std::vector<std::string> warnings_;
+  bool fallback_warned_ = false;  // the fallback's warning given
   std::atomic<int64_t> fallback_calls_{0};
   // Variants replaced by a better tier, and by which (under mu_).
   absl::flat_hash_map<const Variant*, const Variant*> replaced_;

@@ -481,12 +481,16 @@ TEST(CompiledFunctionTest, ManyThreadsCallAtOnce) {
 }
 
 // A first tier as the compiler side's interpreted variants are: guards and
-// a call on the host. It admits every argument and returns x (the native
-// variants return x + alpha * y), counting its calls; `upgrade` keeps the
-// function's `replace` for the test to call.
+// a call on the host. Its guards are the library's (kGuarded's, of which it
+// checks the size: 2 <= x.size(0)); it returns x (the libraries return
+// x + alpha * y), counting its calls; `upgrade` keeps the function's
+// `replace` for the test to call.
 Variant FirstTier(std::atomic<int>* calls, Variant::Replace* replace) {
   Variant v;
-  v.failed_guard = [](const ArgViews&) { return LATHE_GUARDS_HOLD; };
+  v.guards = Load(kGuarded).guards;
+  v.failed_guard = [](const ArgViews& views) {
+    return views.data()[0].sizes[0] >= 2 ? LATHE_GUARDS_HOLD : 1;
+  };
   v.run = [calls](absl::Span<Operand> args, uint64_t) {
     ++*calls;
     return absl::StatusOr<std::vector<Operand>>(std::vector<Operand>{args[0]});
@@ -548,6 +552,7 @@ TEST(CompiledFunctionTest, AFirstTierIsReplacedForEveryKeyItAdmitted) {
   // A second replacement of the same variant is ignored.
   replace(Load(kAny));
   EXPECT_EQ(f->upgrades(), 1);
+  EXPECT_TRUE(f->warnings().empty());
   // After the function is gone, `replace` does nothing.
   f.reset();
   replace(Load(kGuarded));
@@ -557,9 +562,17 @@ TEST(CompiledFunctionTest, AFailedUpgradeKeepsTheFirstTierWithAWarning) {
   std::atomic<int> first_calls{0};
   Variant::Replace replace;
   CompiledFunction f(
-      AddArguments(), {.compile = [&](absl::Span<const Operand>) {
-        return absl::StatusOr<Variant>(FirstTier(&first_calls, &replace));
-      }});
+      AddArguments(),
+      {.compile =
+           [&](absl::Span<const Operand>) {
+             return absl::StatusOr<Variant>(FirstTier(&first_calls, &replace));
+           },
+       .fallback =
+           [&](absl::Span<Operand> args, uint64_t) {
+             return absl::StatusOr<std::vector<Operand>>(
+                 std::vector<Operand>{args[0]});
+           },
+       .max_compiles = 1});
   std::vector<Operand> args = Args(3, 1.0);
   ASSERT_OK(f.Call(absl::MakeSpan(args)).status());
   replace(absl::InternalError("the C++ compiler failed on kernel.cc"));
@@ -573,6 +586,34 @@ TEST(CompiledFunctionTest, AFailedUpgradeKeepsTheFirstTierWithAWarning) {
   EXPECT_THAT(Values(out[0]), ElementsAre(0, 1, 2));
   EXPECT_EQ(first_calls, 2);
   EXPECT_EQ(f.compiles(), 1);
+  // Past the limit, the fallback still gives its own warning.
+  std::vector<Operand> one = Args(1, 1.0);
+  ASSERT_OK(f.Call(absl::MakeSpan(one)).status());
+  ASSERT_EQ(f.warnings().size(), 2u);
+  EXPECT_THAT(f.warnings()[1], HasSubstr("past the limit of 1"));
+}
+
+TEST(CompiledFunctionTest, AReplacementWithOtherGuardsIsRefused) {
+  std::atomic<int> first_calls{0};
+  Variant::Replace replace;
+  CompiledFunction f(
+      AddArguments(), {.compile = [&](absl::Span<const Operand>) {
+        return absl::StatusOr<Variant>(FirstTier(&first_calls, &replace));
+      }});
+  std::vector<Operand> args = Args(3, 1.0);
+  ASSERT_OK(f.Call(absl::MakeSpan(args)).status());
+  Variant other = Load(kAny);
+  other.guards = {"x.size(0) == 3"};
+  replace(std::move(other));
+  EXPECT_EQ(f.upgrades(), 0);
+  ASSERT_EQ(f.warnings().size(), 1u);
+  EXPECT_THAT(f.warnings()[0],
+              HasSubstr("its guards (x.size(0) == 3) are not the first "
+                        "tier's (y.size(0) == x.size(0); 2 <= x.size(0); not "
+                        "isnan(alpha))"));
+  ASSERT_OK_AND_ASSIGN(std::vector<Operand> out, f.Call(absl::MakeSpan(args)));
+  EXPECT_THAT(Values(out[0]), ElementsAre(0, 1, 2));  // still the first tier
+  EXPECT_EQ(first_calls, 2);
 }
 
 TEST(CompiledFunctionTest, AnUpgradeWhileThreadsCall) {

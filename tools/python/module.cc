@@ -295,7 +295,15 @@ void FunctionDealloc(PyObject* self) {
   if (reinterpret_cast<FunctionObject*>(self)->weakrefs != nullptr) {
     PyObject_ClearWeakRefs(self);
   }
-  delete reinterpret_cast<FunctionObject*>(self)->held;
+  Held* held = reinterpret_cast<FunctionObject*>(self)->held;
+  // A tiered function's builds finish without the GIL: other Python
+  // threads run meanwhile.
+  if (held != nullptr && held->compiler != nullptr) {
+    Py_BEGIN_ALLOW_THREADS;
+    held->compiler->WaitForBuilds();
+    Py_END_ALLOW_THREADS;
+  }
+  delete held;
   PyObject_Free(self);
 }
 
@@ -418,8 +426,7 @@ PyGetSetDef function_getset[] = {
     {"fallback_calls", &GetFallbackCalls, nullptr,
      "the calls run on the interpreter past the compile limit", nullptr},
     {"upgrades", &GetUpgrades, nullptr,
-     "the interpreted first tiers the library replaced (tiered=True)",
-     nullptr},
+     "the interpreted first tiers the library replaced (tiered=True)", nullptr},
     {"warnings", &GetWarnings, nullptr, "warnings given", nullptr},
     {"num_arguments", &GetNumArguments, nullptr, "the arguments a call takes",
      nullptr},
