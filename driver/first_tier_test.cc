@@ -1,0 +1,182 @@
+// The first tier's kernels (first_tier.h) against the oracle: the f32
+// products by sgemm match the interpreter's double-precision ones to f32
+// rounding, through transposed and broadcast operands, addmm's alpha and
+// beta (beta 0 ignores NaNs in self); other dtypes and arguments the
+// reference must refuse are left to the reference.
+
+#include "driver/first_tier.h"
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/graph_text.h"
+#include "ir/interpreter.h"
+#include "ir/op_registry.h"
+#include "ir/value.h"
+#include "runtime/half.h"
+#include "runtime/tensor.h"
+#include "runtime/testing/expect_close.h"
+#include "testing/status_matchers.h"
+
+namespace lathe {
+namespace {
+
+Tensor Filled(std::vector<int64_t> sizes, DType dtype, int seed) {
+  Tensor t = Tensor::Empty(sizes, dtype).value();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = std::sin(0.61 * static_cast<double>(i + 1) + seed);
+    if (dtype == DType::kFloat32) {
+      t.data<float>()[i] = static_cast<float>(v);
+    } else {
+      t.data<double>()[i] = v;
+    }
+  }
+  return t;
+}
+
+// The graph's outputs on the interpreter, with the first tier's kernels
+// or without (the oracle).
+std::vector<ir::Value> Outputs(const std::string& text,
+                               const std::vector<Tensor>& inputs, bool first) {
+  std::unique_ptr<ir::Graph> g = ir::ParseGraph(text).value();
+  std::vector<ir::Value> in;
+  for (const Tensor& t : inputs) in.push_back(ir::Value::OfTensor(t));
+  absl::StatusOr<ir::Interpretation> r =
+      ir::Interpret(*g, in, {}, ir::Generator::kDefaultSeed,
+                    first ? &FirstTierKernels() : nullptr);
+  EXPECT_OK(r.status());
+  return r.ok() ? r->outputs : std::vector<ir::Value>();
+}
+
+// mm of a transposed operand, bmm, addmm with a row bias and alpha/beta,
+// addmm with a column bias (broadcast along the rows).
+constexpr char kProducts[] = R"(class g(torch.nn.Module):
+    def forward(self, a: "f32[33, 70][70, 1]cpu", b: "f32[48, 70][70, 1]cpu", x: "f32[5, 17, 9][153, 9, 1]cpu", y: "f32[5, 9, 12][108, 12, 1]cpu", bias: "f32[48][1]cpu", col: "f32[33, 1][1, 1]cpu"):
+        t: "f32[70, 48][1, 70]cpu" = torch.ops.aten.t.default(b)
+        mm: "f32[33, 48][48, 1]cpu" = torch.ops.aten.mm.default(a, t)
+        bmm: "f32[5, 17, 12][204, 12, 1]cpu" = torch.ops.aten.bmm.default(x, y)
+        addmm: "f32[33, 48][48, 1]cpu" = torch.ops.aten.addmm.default(bias, a, t, beta = 0.5, alpha = -2.0)
+        addmm_1: "f32[33, 48][48, 1]cpu" = torch.ops.aten.addmm.default(col, a, t)
+        return (mm, bmm, addmm, addmm_1)
+)";
+
+TEST(FirstTierTest, ProductsMatchTheOracle) {
+  std::vector<Tensor> in = {Filled({33, 70}, DType::kFloat32, 1),
+                            Filled({48, 70}, DType::kFloat32, 2),
+                            Filled({5, 17, 9}, DType::kFloat32, 3),
+                            Filled({5, 9, 12}, DType::kFloat32, 4),
+                            Filled({48}, DType::kFloat32, 5),
+                            Filled({33, 1}, DType::kFloat32, 6)};
+  std::vector<ir::Value> want = Outputs(kProducts, in, false);
+  std::vector<ir::Value> got = Outputs(kProducts, in, true);
+  ASSERT_EQ(got.size(), 4u);
+  ASSERT_EQ(want.size(), 4u);
+  for (size_t k = 0; k < got.size(); ++k) {
+    EXPECT_EQ(got[k].tensor.sizes(), want[k].tensor.sizes());
+    EXPECT_EQ(got[k].tensor.strides(), want[k].tensor.strides());
+    testing::ExpectTensorsClose(got[k].tensor, want[k].tensor, 1e-5,
+                                absl::StrCat("output ", k));
+  }
+  // The products ran in f32 (sgemm), not the reference's double: some of
+  // mm's 1,584 sums of 70 products round differently.
+  int differ = 0;
+  for (int64_t i = 0; i < got[0].tensor.numel(); ++i) {
+    differ += got[0].tensor.data<float>()[i] != want[0].tensor.data<float>()[i];
+  }
+  EXPECT_GT(differ, 0);
+}
+
+TEST(FirstTierTest, Bf16ProductsSumInF32AndRoundOnce) {
+  constexpr char kText[] = R"(class g(torch.nn.Module):
+    def forward(self, a: "bf16[24, 40][40, 1]cpu", b: "bf16[40, 16][16, 1]cpu", bias: "bf16[16][1]cpu", x: "bf16[3, 8, 40][320, 40, 1]cpu", y: "bf16[3, 40, 5][200, 5, 1]cpu"):
+        mm: "bf16[24, 16][16, 1]cpu" = torch.ops.aten.mm.default(a, b)
+        addmm: "bf16[24, 16][16, 1]cpu" = torch.ops.aten.addmm.default(bias, a, b)
+        bmm: "bf16[3, 8, 5][40, 5, 1]cpu" = torch.ops.aten.bmm.default(x, y)
+        return (mm, addmm, bmm)
+)";
+  auto bf16 = [](std::vector<int64_t> sizes, int seed) {
+    Tensor f = Filled(sizes, DType::kFloat32, seed);
+    Tensor t = Tensor::Empty(sizes, DType::kBFloat16).value();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      t.data<BFloat16>()[i] = BFloat16::FromFloat(f.data<float>()[i]);
+    }
+    return t;
+  };
+  std::vector<Tensor> in = {bf16({24, 40}, 1), bf16({40, 16}, 2), bf16({16}, 3),
+                            bf16({3, 8, 40}, 4), bf16({3, 40, 5}, 5)};
+  std::vector<ir::Value> got = Outputs(kText, in, true);
+  std::vector<ir::Value> want = Outputs(kText, in, false);
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t k = 0; k < got.size(); ++k) {
+    EXPECT_EQ(got[k].tensor.dtype(), DType::kBFloat16);
+    testing::ExpectTensorsClose(got[k].tensor, want[k].tensor,
+                                testing::DTypeTolerance(DType::kBFloat16),
+                                absl::StrCat("output ", k));
+  }
+}
+
+TEST(FirstTierTest, BetaZeroIgnoresNaNsInSelf) {
+  constexpr char kText[] = R"(class g(torch.nn.Module):
+    def forward(self, s: "f32[4, 3][3, 1]cpu", a: "f32[4, 5][5, 1]cpu", b: "f32[5, 3][3, 1]cpu"):
+        addmm: "f32[4, 3][3, 1]cpu" = torch.ops.aten.addmm.default(s, a, b, beta = 0, alpha = 3)
+        return (addmm,)
+)";
+  Tensor s = Tensor::Empty({4, 3}, DType::kFloat32).value();
+  for (int64_t i = 0; i < 12; ++i) {
+    s.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
+  }
+  std::vector<Tensor> in = {s, Filled({4, 5}, DType::kFloat32, 1),
+                            Filled({5, 3}, DType::kFloat32, 2)};
+  std::vector<ir::Value> got = Outputs(kText, in, true);
+  std::vector<ir::Value> want = Outputs(kText, in, false);
+  ASSERT_EQ(got.size(), 1u);
+  for (int64_t i = 0; i < 12; ++i) {
+    EXPECT_FALSE(std::isnan(got[0].tensor.data<float>()[i])) << i;
+  }
+  testing::ExpectTensorsClose(got[0].tensor, want[0].tensor, 1e-5, "addmm");
+}
+
+TEST(FirstTierTest, OtherDtypesRunTheReference) {
+  constexpr char kText[] = R"(class g(torch.nn.Module):
+    def forward(self, a: "f64[6, 7][7, 1]cpu", b: "f64[7, 5][5, 1]cpu"):
+        mm: "f64[6, 5][5, 1]cpu" = torch.ops.aten.mm.default(a, b)
+        return (mm,)
+)";
+  std::vector<Tensor> in = {Filled({6, 7}, DType::kFloat64, 1),
+                            Filled({7, 5}, DType::kFloat64, 2)};
+  std::vector<ir::Value> got = Outputs(kText, in, true);
+  std::vector<ir::Value> want = Outputs(kText, in, false);
+  ASSERT_EQ(got.size(), 1u);
+  for (int64_t i = 0; i < 30; ++i) {  // the same kernel: the same bits
+    EXPECT_EQ(got[0].tensor.data<double>()[i],
+              want[0].tensor.data<double>()[i]);
+  }
+}
+
+TEST(FirstTierTest, ArgumentsTheReferenceRefusesAreLeftToIt) {
+  const ir::OpDef* mm = ir::OpRegistry::Global().Find("aten.mm.default");
+  ASSERT_NE(mm, nullptr);
+  // [2, 3] @ [4, 5]: the reference names the shapes.
+  ir::OpCall bad(*mm,
+                 {ir::Value::OfTensor(Filled({2, 3}, DType::kFloat32, 1)),
+                  ir::Value::OfTensor(Filled({4, 5}, DType::kFloat32, 2))},
+                 nullptr, nullptr);
+  EXPECT_FALSE(FirstTierKernels().at("aten.mm.default")(bad).has_value());
+  EXPECT_THAT(mm->kernel(bad).status().message(),
+              ::testing::HasSubstr("mat1 and mat2 shapes cannot be multiplied "
+                                   "(2x3 and 4x5)"));
+  // Mixed dtypes too.
+  ir::OpCall mixed(*mm,
+                   {ir::Value::OfTensor(Filled({2, 3}, DType::kFloat32, 1)),
+                    ir::Value::OfTensor(Filled({3, 5}, DType::kFloat64, 2))},
+                   nullptr, nullptr);
+  EXPECT_FALSE(FirstTierKernels().at("aten.mm.default")(mixed).has_value());
+}
+
+}  // namespace
+}  // namespace lathe
