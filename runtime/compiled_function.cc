@@ -110,6 +110,12 @@ std::string Describe(const Operand& o) {
   return o.ToString();
 }
 
+// Whether `v` can run: a library, or an interpreted variant's guards and
+// call.
+bool Runnable(const Variant& v) {
+  return v.graph != nullptr || (v.run && v.failed_guard);
+}
+
 }  // namespace
 
 void SpecializationKey(absl::Span<const LatheValue> views, KeyBuffer* key) {
@@ -333,7 +339,7 @@ absl::StatusOr<const CompiledFunction::Entry*> CompiledFunction::Admit(
       }
     } else {
       ASSIGN_OR_RETURN(Variant made, options_.compile(args));
-      if (made.graph == nullptr && !(made.run && made.failed_guard)) {
+      if (!Runnable(made)) {
         return absl::InternalError("the compile callback returned no graph");
       }
       // The new variant must take the arguments it was compiled for: if
@@ -383,8 +389,7 @@ void CompiledFunction::Replace(const Variant* old,
                                absl::StatusOr<Variant> better) {
   std::unique_lock lock(mu_);
   if (replaced_.contains(old)) return;  // replaced once only
-  if (better.ok() && better->graph == nullptr &&
-      !(better->run && better->failed_guard)) {
+  if (better.ok() && !Runnable(*better)) {
     better = absl::InternalError("the replacement has no graph");
   }
   // The replacement takes over the keys the first admitted: it must guard
@@ -404,7 +409,7 @@ void CompiledFunction::Replace(const Variant* old,
   better->upgrade = nullptr;  // one replacement per variant
   variants_.push_back(*std::move(better));
   const Variant* now = &variants_.back();
-  replaced_[old] = now;
+  replaced_.insert(old);
   for (auto& [key, entry] : entries_) {
     if (entry->variant.load(std::memory_order_relaxed) == old) {
       entry->variant.store(now, std::memory_order_release);

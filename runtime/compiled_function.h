@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -256,8 +257,8 @@ class CompiledFunction {
   std::vector<std::string> warnings_;
   bool fallback_warned_ = false;  // the fallback's warning given
   std::atomic<int64_t> fallback_calls_{0};
-  // Variants replaced by a better tier, and by which (under mu_).
-  absl::flat_hash_map<const Variant*, const Variant*> replaced_;
+  // Variants replaced by a better tier (under mu_).
+  absl::flat_hash_set<const Variant*> replaced_;
   std::atomic<int> upgrades_{0};
   std::shared_ptr<UpgradeLink> link_ = std::make_shared<UpgradeLink>();
 };
