@@ -52,6 +52,27 @@ def lathe_rows(binary, out_dir, k):
     return rows
 
 
+class _PrintedRows(dict):
+    """A dict of rows that prints each one as it is measured, so a run cut
+    short by check.sh's time limit still shows PyTorch's side so far."""
+
+    def __setitem__(self, name, row):
+        super().__setitem__(name, row)
+        print(f"torch: {name}: {row[0]:.4g} {row[1]}", flush=True)
+
+
+_COMPILED = {}
+
+
+def _compile(key, fn, **options):
+    """torch.compile(fn), once per key for the whole run: the rounds after
+    the first time calls, not Inductor's compiles."""
+    import torch
+    if key not in _COMPILED:
+        _COMPILED[key] = torch.compile(fn, **options)
+    return _COMPILED[key]
+
+
 def torch_rows():
     """PyTorch's side on the same GPU, or {} without one."""
     try:
@@ -61,7 +82,7 @@ def torch_rows():
     if not torch.cuda.is_available():
         return {}
     dev = "cuda"
-    rows = {}
+    rows = _PrintedRows()
 
     def time_gpu(fn, reps=50):
         for _ in range(5):
@@ -92,7 +113,7 @@ def torch_rows():
     nbytes = (2 * n + 2 * 8192) * 4
     t = time_gpu(lambda: chain(a, s, bias))
     rows["chain eager"] = (nbytes / t / 1e9, "GB/s")
-    compiled = torch.compile(chain)
+    compiled = _compile("chain", chain)
     t = time_gpu(lambda: compiled(a, s, bias))
     rows["chain torch.compile"] = (nbytes / t / 1e9, "GB/s")
 
@@ -113,7 +134,7 @@ def torch_rows():
                            ("layernorm", layer_norm, (x, w, wb))):
         t = time_gpu(lambda: fn(*args))
         rows[f"{name} eager"] = (row_bytes / t / 1e9, "GB/s")
-        compiled_fn = torch.compile(fn)
+        compiled_fn = _compile(name, fn)
         t = time_gpu(lambda: compiled_fn(*args))
         rows[f"{name} torch.compile"] = (row_bytes / t / 1e9, "GB/s")
 
@@ -130,7 +151,7 @@ def torch_rows():
         with torch.no_grad():
             t = time_gpu(lambda: fn(*args))
             rows[f"{name} eager"] = (t * 1e6, "us/call")
-            compiled_fn = torch.compile(fn)
+            compiled_fn = _compile(name, fn)
             t = time_gpu(lambda: compiled_fn(*args))
             rows[f"{name} torch.compile"] = (t * 1e6, "us/call")
 
@@ -145,7 +166,7 @@ def torch_rows():
 
         # Default mode, and CUDA graphs (lathe's BM_CudaCallOverheadGraphs).
         for mode, label in ((None, "call"), ("reduce-overhead", "graphs call")):
-            f = torch.compile(add_all, mode=mode)
+            f = _compile(f"add_all/{k}/{label}", add_all, mode=mode)
             for _ in range(20):
                 f(*xs)
             torch.cuda.synchronize()
