@@ -629,19 +629,14 @@ LATHE_FN double lathe_op_randn(int64_t seed, int64_t counter) {
          lathe_std::cos(6.283185307179586 * u2);
 }
 // Welford's mean and M2 (the sum of squared deviations from the mean) of
-// n values, in double (var and the norms in one pass), one value added,
-// and Chan's merge of two.
+// n values, in double (var and the norms in one pass), and Chan's merge of
+// two (the kernels sum blocks of values first: cpp_emitter.cc's blocks,
+// the cuda kernel prelude's lathe_welford_run).
 struct lathe_welford {
   double mean;
   double m2;
   int64_t n;
 };
-LATHE_FN lathe_welford lathe_welford_add(lathe_welford a, double x) {
-  const int64_t n = a.n + 1;
-  const double d = x - a.mean;
-  const double mean = a.mean + d / static_cast<double>(n);
-  return {mean, a.m2 + d * (x - mean), n};
-}
 LATHE_FN lathe_welford lathe_welford_merge(lathe_welford a, lathe_welford b) {
   if (b.n == 0) return a;
   if (a.n == 0) return b;

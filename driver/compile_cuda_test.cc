@@ -516,6 +516,26 @@ def forward(self, x: "f32[s0, s1]"):
   }
 }
 
+// Welford's rows longer than a thread's chunk (256 values each, summed in
+// f32 shifted by the chunk's first value, then merged in double): rows of
+// 70,000 values, each thread's share past one chunk, around a mean far
+// from zero (the shift keeps the deviations small), against the
+// interpreter's Welford in double.
+TEST_F(CudaBackendTest, WelfordRowsLongerThanAThreadsChunk) {
+  std::vector<double> v;
+  for (int i = 0; i < 2 * 70000; ++i) {
+    v.push_back(1000.0 + (i % 97) * 0.031 - (i % 5) * 0.4 + (i >= 70000));
+  }
+  ExpectMatchesInterpreter(R"IR(
+def forward(self, x: "f32[2, 70000]"):
+    var_mean = torch.ops.aten.var_mean.correction(x, [1], correction = 1, keepdim = True)
+    getitem = var_mean[0]
+    getitem_1 = var_mean[1]
+    return (getitem, getitem_1)
+)IR",
+                           {ir::T({2, 70000}, v)}, 1e-6);
+}
+
 // Long reductions over few rows run split across blocks (codegen/cuda/
 // split_reductions.h: a partial kernel per chunk, then the partials in
 // order): a whole-tensor sum with an epilogue, max and sum over two

@@ -441,10 +441,16 @@ class Emitter {
                             ">");
       case ReduceKind::kWelfordMean:
       case ReduceKind::kWelfordM2:
-        return "lathe_welford";
+        return absl::StrCat("lathe_welford_run<", WelfordType(op), ">");
       default:
         return std::string(CType(op.dtype));
     }
+  }
+
+  // The type a thread's Welford chunk sums in: double for f64, float
+  // otherwise (as the cpu backend's blocks).
+  static const char* WelfordType(const ScalarOp& op) {
+    return op.dtype == DType::kFloat64 ? "double" : "float";
   }
 
   static std::string AccInit(const Kernel& k, const ScalarOp& op) {
@@ -458,7 +464,7 @@ class Emitter {
                             ", lathe_std::numeric_limits<int64_t>::max()}");
       case ReduceKind::kWelfordMean:
       case ReduceKind::kWelfordM2:
-        return "{0, 0, 0}";
+        return "{{0, 0, 0}, 0, 0, 0, 0}";
       default:
         return ReduceIdentity(op.reduce, op.dtype);
     }
@@ -500,8 +506,8 @@ class Emitter {
     const std::string acc = absl::StrCat("acc", i);
     switch (op.reduce) {
       case ReduceKind::kWelfordMean:
-        absl::StrAppend(out, in, acc, " = lathe_welford_add(", acc,
-                        ", static_cast<double>(", v, "));\n");
+        absl::StrAppend(out, in, acc, " = lathe_welford_run_add(", acc,
+                        ", static_cast<", WelfordType(op), ">(", v, "));\n");
         return;
       case ReduceKind::kWelfordM2:  // the mean op's accumulator
         return;
@@ -527,12 +533,13 @@ class Emitter {
         // An empty row is NaN (the mean's accumulator holds both).
         const int acc = op.reduce == ReduceKind::kWelfordM2 ? op.arg_index : i;
         if (op.reduce == ReduceKind::kWelfordMean) {
-          absl::StrAppend(out, "    acc", acc, " = lathe_block_reduce(acc", acc,
-                          ", lathe_red_welford{}, slots);\n");
+          absl::StrAppend(out, "    const lathe_welford w", acc,
+                          " = lathe_block_reduce(lathe_welford_of(acc", acc,
+                          "), lathe_red_welford{}, slots);\n");
         }
-        absl::StrAppend(out, "    const ", t, " v", i, " = acc", acc,
+        absl::StrAppend(out, "    const ", t, " v", i, " = w", acc,
                         ".n == 0 ? lathe_std::numeric_limits<", t,
-                        ">::quiet_NaN() : static_cast<", t, ">(acc", acc,
+                        ">::quiet_NaN() : static_cast<", t, ">(w", acc,
                         op.reduce == ReduceKind::kWelfordM2 ? ".m2" : ".mean",
                         ");\n");
         return;

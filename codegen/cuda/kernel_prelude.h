@@ -5,8 +5,8 @@
 // The device helpers of the cuda emitter's kernels (cuda_emitter.h),
 // embedded in every kernels' source after the scalar prelude (which gives
 // LATHE_FN, lathe_std and the lathe_op_* functions): the vector access
-// type, the accumulator of argmax/argmin (Welford's is the scalar
-// prelude's), the functors that
+// type, the accumulators of argmax/argmin and of a thread's share of a
+// Welford reduction (the block merges the scalar prelude's), the functors that
 // combine two accumulators, the block-wide reduction and scan every row
 // kernel ends a section with (a block of one thread, a serial kernel's,
 // skips them), and the device side of an index check. Not a
@@ -34,6 +34,45 @@ struct lathe_argacc {
   T v;
   int64_t i;
 };
+// A thread's share of a Welford reduction (var, mean, the norms): its
+// values in chunks of 256, each kept as sums shifted by the chunk's first
+// value in T (float for f32, f16 and bf16, as the cpu backend's blocks
+// compute; double for f64), so a value costs no division; a full chunk is
+// merged into `w` in double (Chan's merge), as the block's threads'
+// shares are.
+template <typename T>
+struct lathe_welford_run {
+  lathe_welford w;
+  T shift, s, q;
+  int32_t n;
+};
+// The current chunk as Welford's mean and M2 (n > 0).
+template <typename T>
+LATHE_FN lathe_welford lathe_welford_chunk(const lathe_welford_run<T>& a) {
+  const double n = a.n, s = a.s;
+  const double m2 = static_cast<double>(a.q) - s * s / n;
+  return {static_cast<double>(a.shift) + s / n, m2 < 0 ? 0.0 : m2, a.n};
+}
+template <typename T>
+LATHE_FN lathe_welford_run<T> lathe_welford_run_add(lathe_welford_run<T> a,
+                                                    T x) {
+  if (a.n == 0) a.shift = x;
+  const T d = x - a.shift;
+  a.s += d;
+  a.q += d * d;
+  if (++a.n == 256) {
+    a.w = lathe_welford_merge(a.w, lathe_welford_chunk(a));
+    a.n = 0;
+    a.s = 0;
+    a.q = 0;
+  }
+  return a;
+}
+// The thread's whole share, for the block's merge.
+template <typename T>
+LATHE_FN lathe_welford lathe_welford_of(const lathe_welford_run<T>& a) {
+  return a.n == 0 ? a.w : lathe_welford_merge(a.w, lathe_welford_chunk(a));
+}
 // One 24-byte slot per warp for the block's partial results.
 struct alignas(8) lathe_slot {
   unsigned char bytes[24];
