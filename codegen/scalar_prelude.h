@@ -643,8 +643,12 @@ LATHE_FN lathe_welford lathe_welford_merge(lathe_welford a, lathe_welford b) {
   const int64_t n = a.n + b.n;
   const double d = b.mean - a.mean;
   const double wb = static_cast<double>(b.n) / static_cast<double>(n);
-  return {a.mean + d * wb, a.m2 + b.m2 + d * d * static_cast<double>(a.n) * wb,
-          n};
+  // An infinite mean (an infinity among the values) stays the sum's: inf,
+  // or NaN for both signs, as sum / n is (d would make it NaN).
+  const double mean = lathe_std::isinf(a.mean) || lathe_std::isinf(b.mean)
+                          ? a.mean * (1 - wb) + b.mean * wb
+                          : a.mean + d * wb;
+  return {mean, a.m2 + b.m2 + d * d * static_cast<double>(a.n) * wb, n};
 }
 
 #endif  // LATHE_CODEGEN_SCALAR_PRELUDE_H_

@@ -536,6 +536,30 @@ def forward(self, x: "f32[2, 70000]"):
                            {ir::T({2, 70000}, v)}, 1e-6);
 }
 
+// Infinities in Welford's rows: the mean is the sum's (inf, -inf, NaN for
+// both signs or a NaN), whether the infinity begins a thread's chunk or
+// not, as the interpreter's; the variance is NaN.
+TEST_F(CudaBackendTest, WelfordMeansOfInfinitiesAreTheSums) {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> v;
+  for (int i = 0; i < 7 * 300; ++i) v.push_back(0.5 * (i % 300 % 13));
+  v[0 * 300 + 0] = inf;
+  v[1 * 300 + 5] = inf;
+  v[2 * 300 + 260] = inf;
+  v[3 * 300 + 3] = -inf;
+  v[3 * 300 + 270] = inf;
+  v[4 * 300 + 100] = NAN;
+  v[6 * 300 + 256] = -inf;
+  ExpectMatchesInterpreter(R"IR(
+def forward(self, x: "f32[7, 300]"):
+    var_mean = torch.ops.aten.var_mean.correction(x, [1], correction = 1)
+    getitem = var_mean[0]
+    getitem_1 = var_mean[1]
+    return (getitem, getitem_1)
+)IR",
+                           {ir::T({7, 300}, v)}, 1e-6);
+}
+
 // Long reductions over few rows run split across blocks (codegen/cuda/
 // split_reductions.h: a partial kernel per chunk, then the partials in
 // order): a whole-tensor sum with an epilogue, max and sum over two

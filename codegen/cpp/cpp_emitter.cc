@@ -474,8 +474,11 @@ class Emitter {
     for (size_t i = 0; i < k.ops.size(); ++i) {
       if (needed[i]) EmitOp(k, static_cast<int>(i), in + "  ", out);
     }
+    // (0 when that is not finite: an infinity's block keeps an infinite
+    // mean, as sum / n does.)
     for (int i : means) {
-      absl::StrAppend(out, in, "  bk", i, " = ", value(i), ";\n");
+      absl::StrAppend(out, in, "  bk", i, " = lathe_op_isfinite(", value(i),
+                      ") ? ", value(i), " : ", type(i), "(0);\n");
     }
     absl::StrAppend(out, in, "}\n");
     for (int i : means) {

@@ -77,7 +77,7 @@ CHECK-NEXT:   float [[BK:bk[0-9]+]];
 CHECK-NEXT:   {
 CHECK-NEXT:     const int32_t r0_0 = blk;
 CHECK:          lathe_op_exp
-CHECK-NEXT:     [[BK]] = v{{[0-9]+}};
+CHECK-NEXT:     [[BK]] = lathe_op_isfinite([[V:v[0-9]+]]) ? [[V]] : float(0);
 CHECK-NEXT:   }
 CHECK-NEXT:   float [[BS:bs[0-9]+]] = 0;
 CHECK-NEXT:   #pragma omp simd reduction(+:[[BS]])

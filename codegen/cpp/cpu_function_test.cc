@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -571,6 +572,44 @@ def forward(self, x: "f32[4, 1000][1000, 1]cpu", y: "f64[3, 257][257, 1]cpu", z:
   EXPECT_NEAR(got.outputs[1].tensor.GetDouble({2}), 1e4 + 2 + 4.995, 1e-2);
   // The empty reduction is NaN.
   EXPECT_TRUE(std::isnan(got.outputs[5].tensor.GetDouble({0})));
+}
+
+// Infinities in var_mean's rows (of two Welford blocks): the mean is the
+// sum's, as the interpreter's and PyTorch's (inf, -inf, NaN for both signs
+// or a NaN), whether the infinity is a block's first value (its shift), a
+// later one or in the second block; the variance is NaN.
+TEST(CpuFunctionTest, VarMeanOfInfinitiesIsTheSums) {
+  ASSERT_OK_AND_ASSIGN(Compiled c, CompileGraph(R"IR(
+def forward(self, x: "f32[7, 300][300, 1]cpu"):
+    vm = torch.ops.aten.var_mean.correction(x, [1], correction = 1)
+    getitem = vm[0]
+    getitem_1 = vm[1];  vm = None
+    return (getitem, getitem_1)
+)IR"));
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor x = *Tensor::Empty({7, 300}, DType::kFloat32);
+  for (int64_t r = 0; r < 7; ++r) {
+    for (int64_t k = 0; k < 300; ++k) x.SetDouble({r, k}, 0.5 * (k % 13));
+  }
+  x.SetDouble({0, 0}, inf);
+  x.SetDouble({1, 5}, inf);
+  x.SetDouble({2, 260}, inf);
+  x.SetDouble({3, 3}, -inf);
+  x.SetDouble({3, 270}, inf);
+  x.SetDouble({4, 100}, NAN);
+  x.SetDouble({6, 256}, -inf);
+  std::vector<ir::Value> in = {ir::Value::OfTensor(x)};
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, c.function->Run(in));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*c.graph, in));
+  ExpectSameOutputs(got, want, 1e-5);
+  const Tensor& mean = got.outputs[1].tensor;
+  for (int64_t r : {0, 1, 2}) EXPECT_EQ(mean.GetDouble({r}), inf) << r;
+  EXPECT_EQ(mean.GetDouble({6}), -inf);
+  for (int64_t r : {3, 4}) EXPECT_TRUE(std::isnan(mean.GetDouble({r}))) << r;
+  EXPECT_TRUE(std::isfinite(mean.GetDouble({5})));
+  for (int64_t r = 0; r < 7; ++r) {
+    EXPECT_EQ(std::isnan(got.outputs[0].tensor.GetDouble({r})), r != 5) << r;
+  }
 }
 
 // logcumsumexp compiled, against the interpreter, along either dimension

@@ -36,10 +36,11 @@ struct lathe_argacc {
 };
 // A thread's share of a Welford reduction (var, mean, the norms): its
 // values in chunks of 256, each kept as sums shifted by the chunk's first
-// value in T (float for f32, f16 and bf16, as the cpu backend's blocks
-// compute; double for f64), so a value costs no division; a full chunk is
-// merged into `w` in double (Chan's merge), as the block's threads'
-// shares are.
+// value (0 if that is not finite, so an infinity's chunk has an infinite
+// mean, as sum / n) in T (float for f32, f16 and bf16, as the cpu backend's
+// blocks compute; double for f64), so a value costs no division; a full chunk
+// is merged into `w` in double (Chan's merge), as the block's threads' shares
+// are.
 template <typename T>
 struct lathe_welford_run {
   lathe_welford w;
@@ -56,7 +57,7 @@ LATHE_FN lathe_welford lathe_welford_chunk(const lathe_welford_run<T>& a) {
 template <typename T>
 LATHE_FN lathe_welford_run<T> lathe_welford_run_add(lathe_welford_run<T> a,
                                                     T x) {
-  if (a.n == 0) a.shift = x;
+  if (a.n == 0) a.shift = lathe_op_isfinite(x) ? x : T(0);  // inf: mean inf
   const T d = x - a.shift;
   a.s += d;
   a.q += d * d;
