@@ -237,16 +237,22 @@ def forward(self, x: "bf16[16, 24]", y: "bf16[24]", h: "f16[16, 24]"):
       {Ramp({16, 24}, 0.1, DType::kBFloat16), Ramp({24}, 0.2, DType::kBFloat16),
        Ramp({16, 24}, 0.15, DType::kFloat16)},
       1e-2);
-  // Products of halves: the f32 routine on converted operands, rounded
-  // once (mm, addmm with a bias, bmm).
-  ExpectMatchesInterpreter(
-      R"IR(
+  // Products of halves, rounded once: bf16's through the device's bgemm
+  // (cuBLASLt's bf16 matmul into f32 on a GPU), f16's through the f32
+  // routine on converted operands (mm, addmm with a bias, bmm).
+  constexpr char kProducts[] = R"IR(
 def forward(self, a: "bf16[8, 24]", b: "bf16[24, 5]", bias: "bf16[5]", p: "f16[2, 8, 24]", q: "f16[2, 24, 3]"):
     mm = torch.ops.aten.mm.default(a, b)
     addmm = torch.ops.aten.addmm.default(bias, a, b)
     bmm = torch.ops.aten.bmm.default(p, q)
     return (mm, addmm, bmm)
-)IR",
+)IR";
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c,
+                       CompileGraphText(kProducts, OnCuda()));
+  EXPECT_THAT(c->function->source(), HasSubstr("rt->device->bgemm("));
+  EXPECT_THAT(c->function->source(), HasSubstr("rt->device->sgemm("));
+  ExpectMatchesInterpreter(
+      kProducts,
       {Ramp({8, 24}, 0.1, DType::kBFloat16),
        Ramp({24, 5}, 0.05, DType::kBFloat16), Ramp({5}, 0.3, DType::kBFloat16),
        Ramp({2, 8, 24}, 0.1, DType::kFloat16),

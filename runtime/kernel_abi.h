@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field changes; an artifact records the one it uses. */
-#define LATHE_KERNEL_ABI_VERSION 11
+#define LATHE_KERNEL_ABI_VERSION 12
 
 /* What a LatheValue holds. */
 #define LATHE_VALUE_NONE 0
@@ -112,6 +112,11 @@ typedef struct LatheDeviceRuntime {
                const float* w, float* out);
   int (*sort)(void* self, const int64_t* geometry, const void* x, void* values,
               int64_t* indices);
+  /* bf16 a and b (16-bit patterns) into f32 c, as LatheKernelRuntime's. */
+  int (*bgemm)(void* self, int64_t batch, int64_t m, int64_t n, int64_t k,
+               const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+               const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs,
+               float* c, int64_t c_bs, int64_t c_rs, int64_t c_cs);
 } LatheDeviceRuntime;
 
 typedef struct LatheKernelRuntime {

@@ -249,6 +249,8 @@ class Cuda final : public Backend {
  public:
   absl::string_view name() const override { return "cuda"; }
   Device device() const override { return Device::Cuda(0); }
+  // bf16 products through cuBLASLt's bf16 matmul (f32 results).
+  Routines routines() const override { return {.bgemm = true}; }
   void Adapt(Program& program, std::vector<std::string>* log) const override {
     SplitReductions(program, log);
   }

@@ -54,7 +54,8 @@ bool RowKernel(const Kernel& k) {
 // What no CUDA kernel does yet, or "" when `k` is one it writes.
 std::string Unsupported(const Kernel& k) {
   if (k.kind == Kernel::Kind::kExtern) {
-    for (const char* r : {"sgemm", "dgemm", "sconv", "sort", "randperm"}) {
+    for (const char* r :
+         {"sgemm", "dgemm", "bgemm", "sconv", "sort", "randperm"}) {
       if (k.routine == r) return "";
     }
     return absl::StrCat("the library call ", k.routine);

@@ -62,6 +62,7 @@ inline constexpr int kCublasCompute32F = 68;
 inline constexpr int kCublasCompute64F = 70;
 inline constexpr int kCudaR32F = 0;
 inline constexpr int kCudaR64F = 1;
+inline constexpr int kCudaR16BF = 14;
 inline constexpr int kCublasLtMatmulDescTransA = 3;                // int32
 inline constexpr int kCublasLtMatmulDescTransB = 4;                // int32
 inline constexpr int kCublasLtMatrixLayoutBatchCount = 5;          // int32

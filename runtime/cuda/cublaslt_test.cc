@@ -58,7 +58,8 @@ static_assert(sizeof(CublasStatus) == sizeof(cublasStatus_t));
 static_assert(kCublasOpN == CUBLAS_OP_N && kCublasOpT == CUBLAS_OP_T);
 static_assert(kCublasCompute32F == CUBLAS_COMPUTE_32F &&
               kCublasCompute64F == CUBLAS_COMPUTE_64F);
-static_assert(kCudaR32F == CUDA_R_32F && kCudaR64F == CUDA_R_64F);
+static_assert(kCudaR32F == CUDA_R_32F && kCudaR64F == CUDA_R_64F &&
+              kCudaR16BF == CUDA_R_16BF);
 static_assert(kCublasLtMatmulDescTransA == CUBLASLT_MATMUL_DESC_TRANSA &&
               kCublasLtMatmulDescTransB == CUBLASLT_MATMUL_DESC_TRANSB);
 static_assert(kCublasLtMatrixLayoutBatchCount ==

@@ -243,10 +243,11 @@ class CudaKernels final : public DeviceKernels {
     runtime_.launch = &Launch;
     runtime_.to_host = &ToHostBytes;
     runtime_.to_device = &ToDeviceBytes;
-    runtime_.sgemm = &Gemm<float, DType::kFloat32>;
-    runtime_.dgemm = &Gemm<double, DType::kFloat64>;
+    runtime_.sgemm = &Gemm<float, float, DType::kFloat32>;
+    runtime_.dgemm = &Gemm<double, double, DType::kFloat64>;
     runtime_.sconv = &Conv;
     runtime_.sort = &Sort;
+    runtime_.bgemm = &Gemm<void, float, DType::kBFloat16>;
   }
 
   // The library routines (device_routines.h); a failure is kept for the
@@ -257,10 +258,12 @@ class CudaKernels final : public DeviceKernels {
     return 1;
   }
 
-  template <typename T, DType kDType>
+  // T: the operands' element type (void: bf16's 16-bit patterns), R the
+  // result's.
+  template <typename T, typename R, DType kDType>
   static int Gemm(void* self, int64_t batch, int64_t m, int64_t n, int64_t k,
                   const T* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
-                  const T* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, T* c,
+                  const T* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, R* c,
                   int64_t c_bs, int64_t c_rs, int64_t c_cs) {
     const GemmCall g = {batch, m,    n,    k,    a, a_bs, a_rs, a_cs,
                         b,     b_bs, b_rs, b_cs, c, c_bs, c_rs, c_cs};

@@ -205,9 +205,14 @@ absl::Status CublasLtGemm(const CublasLt& lt, DType dtype, const GemmCall& g,
     return h;
   }();
   RETURN_IF_ERROR(handle.status());
-  const bool f32 = dtype == DType::kFloat32;
-  const int type = f32 ? kCudaR32F : kCudaR64F;
-  const int64_t item = ItemSize(dtype);
+  // f32 and f64 in their own precision; bf16 operands into an f32 result,
+  // the products summed in f32 (as the host's bgemm).
+  const bool f64 = dtype == DType::kFloat64;
+  const int type = dtype == DType::kFloat32 ? kCudaR32F
+                   : f64                    ? kCudaR64F
+                                            : kCudaR16BF;
+  const int result_type = f64 ? kCudaR64F : kCudaR32F;
+  const int64_t item = ItemSize(dtype), result_item = f64 ? 8 : 4;
   // Every descriptor made is destroyed when this returns.
   struct Held {
     const CublasLt& lt;
@@ -222,8 +227,8 @@ absl::Status CublasLtGemm(const CublasLt& lt, DType dtype, const GemmCall& g,
   } held{lt};
   RETURN_IF_ERROR(CublasCall(
       lt,
-      lt.matmul_desc_create(&held.desc,
-                            f32 ? kCublasCompute32F : kCublasCompute64F, type),
+      lt.matmul_desc_create(
+          &held.desc, f64 ? kCublasCompute64F : kCublasCompute32F, result_type),
       "cublasLtMatmulDescCreate"));
   const int32_t ops[2] = {plan.first.op, plan.second.op};
   for (int i = 0; i < 2; ++i) {
@@ -241,7 +246,8 @@ absl::Status CublasLtGemm(const CublasLt& lt, DType dtype, const GemmCall& g,
     const CublasLtOperand& o = *operands[i];
     RETURN_IF_ERROR(CublasCall(
         lt,
-        lt.matrix_layout_create(&held.layouts[i], type, o.rows, o.cols, o.ld),
+        lt.matrix_layout_create(&held.layouts[i], i < 2 ? type : result_type,
+                                o.rows, o.cols, o.ld),
         "cublasLtMatrixLayoutCreate"));
     if (g.batch == 1) continue;
     const int32_t count = static_cast<int32_t>(g.batch);
@@ -261,11 +267,11 @@ absl::Status CublasLtGemm(const CublasLt& lt, DType dtype, const GemmCall& g,
   }
   const uint32_t align[4] = {Alignment(g.b, g.batch, g.b_bs, item),
                              Alignment(g.a, g.batch, g.a_bs, item),
-                             Alignment(g.c, g.batch, g.c_bs, item),
-                             Alignment(g.c, g.batch, g.c_bs, item)};
+                             Alignment(g.c, g.batch, g.c_bs, result_item),
+                             Alignment(g.c, g.batch, g.c_bs, result_item)};
   // The heuristic's choice for this shape, asked once.
   static auto* choices = new ChoiceCache<std::optional<CublasLtAlgo>>();
-  std::vector<int64_t> shape = {f32, g.batch};
+  std::vector<int64_t> shape = {static_cast<int64_t>(dtype), g.batch};
   for (const CublasLtOperand* o : operands) {
     shape.insert(shape.end(),
                  {o->op, static_cast<int64_t>(o->rows),
@@ -287,8 +293,8 @@ absl::Status CublasLtGemm(const CublasLt& lt, DType dtype, const GemmCall& g,
                                           kCublasLtWorkspace, Device::Cuda(0)));
   const float one_f = 1, zero_f = 0;
   const double one_d = 1, zero_d = 0;
-  const void* alpha = f32 ? static_cast<const void*>(&one_f) : &one_d;
-  const void* beta = f32 ? static_cast<const void*>(&zero_f) : &zero_d;
+  const void* alpha = f64 ? static_cast<const void*>(&one_d) : &one_f;
+  const void* beta = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
   return CublasCall(
       lt,
       lt.matmul(*handle, held.desc, alpha, g.b, held.layouts[0], g.a,
@@ -593,10 +599,11 @@ std::optional<CublasLtGemmPlan> PlanCublasLtGemm(const GemmCall& g) {
 }
 
 absl::Status DeviceGemm(const CudaDriver& cu, DType dtype, const GemmCall& g) {
-  if (dtype != DType::kFloat32 && dtype != DType::kFloat64) {
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat64 &&
+      dtype != DType::kBFloat16) {
     return absl::InvalidArgumentError(
         absl::StrCat("a device gemm of ", ShortName(dtype),
-                     " (it takes float32 and float64)"));
+                     " (it takes float32, float64 and bfloat16)"));
   }
   if (cu.source != "emulated") {
     const std::optional<CublasLtGemmPlan> plan = PlanCublasLtGemm(g);
@@ -618,7 +625,8 @@ absl::Status DeviceGemm(const CudaDriver& cu, DType dtype, const GemmCall& g) {
   if (c_reach.empty()) return absl::OkStatus();
   Staged a(g.a, ReachOf(0, 3, a_sizes, a_strides), item);
   Staged b(g.b, ReachOf(0, 3, b_sizes, b_strides), item);
-  Staged c(g.c, c_reach, item);
+  // bf16 operands make an f32 result.
+  Staged c(g.c, c_reach, dtype == DType::kBFloat16 ? 4 : item);
   RETURN_IF_ERROR(StageIn(cu, {&a, &b, &c}));
   const LatheKernelRuntime* rt = KernelRuntime();
   if (dtype == DType::kFloat32) {
@@ -626,6 +634,10 @@ absl::Status DeviceGemm(const CudaDriver& cu, DType dtype, const GemmCall& g) {
               g.a_rs, g.a_cs, reinterpret_cast<float*>(b.at(0)), g.b_bs, g.b_rs,
               g.b_cs, reinterpret_cast<float*>(c.at(0)), g.c_bs, g.c_rs,
               g.c_cs);
+  } else if (dtype == DType::kBFloat16) {
+    rt->bgemm(g.batch, g.m, g.n, g.k, a.at(0), g.a_bs, g.a_rs, g.a_cs, b.at(0),
+              g.b_bs, g.b_rs, g.b_cs, reinterpret_cast<float*>(c.at(0)), g.c_bs,
+              g.c_rs, g.c_cs);
   } else {
     rt->dgemm(g.batch, g.m, g.n, g.k, reinterpret_cast<double*>(a.at(0)),
               g.a_bs, g.a_rs, g.a_cs, reinterpret_cast<double*>(b.at(0)),

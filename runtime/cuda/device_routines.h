@@ -3,19 +3,19 @@
 // -----------------------------------------------------------------------------
 //
 // The kernel runtime's library routines (kernel_abi.h's sgemm, dgemm,
-// sconv and sort) on device memory, which a compiled graph's host function
-// calls between its kernels through LatheDeviceRuntime: each waits for the
-// work queued before it, copies the elements its operands reach (found from
+// bgemm, sconv and sort) on device memory, which a compiled graph's host
+// function calls between its kernels through LatheDeviceRuntime: each waits for
+// the work queued before it, copies the elements its operands reach (found from
 // their sizes, strides and offsets) to the host, runs the host routine
 // (runtime/kernel_runtime.h: oneDNN, lathe's sort) there and copies what it
 // wrote back, in stream order before the work queued after it. Every copy
 // goes through the driver, so the emulated device checks each operand's
 // reach against its buffer. Staging runs on every device; on a GPU,
 // cuBLASLt's matmul (f32 and f64 computed in their own precision, as
-// PyTorch's default; no TF32) does the matrix products whose layouts it
-// takes, and cuDNN's convolution (no TF32 either, where PyTorch's default
-// allows it) the convolutions. The libraries' algorithm choices are made
-// once per shape and kept.
+// PyTorch's default, no TF32; bf16 on its tensor cores, summed in f32) does the
+// matrix products whose layouts it takes, and cuDNN's convolution (no TF32
+// either, where PyTorch's default allows it) the convolutions. The libraries'
+// algorithm choices are made once per shape and kept.
 //
 // Example (the host function's sgemm of two device matrices):
 //
@@ -52,7 +52,9 @@ struct GemmCall {
 
 // DeviceGemm()
 //
-// The matrix products of `g` (f32 or f64) on device memory: cuBLASLt's on
+// The matrix products of `g` on device memory (`dtype` the operands': f32
+// or f64, the result the same; bf16, the result f32, as the host's
+// bgemm): cuBLASLt's on
 // a GPU where PlanCublasLtGemm takes the layouts and the library loads,
 // else through the host; an error naming the call that failed.
 absl::Status DeviceGemm(const CudaDriver& cu, DType dtype, const GemmCall& g);

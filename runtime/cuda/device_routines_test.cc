@@ -10,7 +10,9 @@
 #include "runtime/cuda/device_routines.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <random>
 #include <vector>
@@ -87,6 +89,35 @@ TEST_F(DeviceRoutinesTest, GemmOfABroadcastBatchInF64) {
   g.c = c.storage().data(), g.c_bs = 1, g.c_rs = 1, g.c_cs = 1;
   ASSERT_OK(DeviceGemm(*cu_, DType::kFloat64, g));
   EXPECT_THAT(Back<double>(c), ElementsAre(5, 17));
+}
+
+// bf16 operands (exact in bf16) into an f32 result: a batch of two
+// [2, 3] @ [3, 2] products, b transposed, against hand-derived values
+// (cuBLASLt's bf16 matmul on a GPU, the host's bgemm on the emulated
+// device).
+TEST_F(DeviceRoutinesTest, GemmOfBf16OperandsIntoF32) {
+  // bf16 bit patterns of small integers: the top half of their f32 bits.
+  auto bf16 = [](std::vector<float> v) {
+    std::vector<uint16_t> bits;
+    for (float f : v) {
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      bits.push_back(static_cast<uint16_t>(u >> 16));
+    }
+    return bits;
+  };
+  // a[0] = [[1, 2, 3], [4, 5, 6]], a[1] = -a[0]; b = [[1, 2], [0, 1],
+  // [-1, 0]] held transposed, shared by both batches.
+  Tensor a = OnDevice<uint16_t>(
+      bf16({1, 2, 3, 4, 5, 6, -1, -2, -3, -4, -5, -6}), DType::kBFloat16);
+  Tensor b = OnDevice<uint16_t>(bf16({1, 0, -1, 2, 1, 0}), DType::kBFloat16);
+  Tensor c = OnDevice<float>(std::vector<float>(8, 99), DType::kFloat32);
+  GemmCall g = {.batch = 2, .m = 2, .n = 2, .k = 3};
+  g.a = a.storage().data(), g.a_bs = 6, g.a_rs = 3, g.a_cs = 1;
+  g.b = b.storage().data(), g.b_bs = 0, g.b_rs = 1, g.b_cs = 3;
+  g.c = c.storage().data(), g.c_bs = 4, g.c_rs = 2, g.c_cs = 1;
+  ASSERT_OK(DeviceGemm(*cu_, DType::kBFloat16, g));
+  EXPECT_THAT(Back<float>(c), ElementsAre(-2, 4, -2, 13, 2, -4, 2, -13));
 }
 
 TEST_F(DeviceRoutinesTest, ConvolutionOfAnOperandAtAnOffset) {
@@ -328,7 +359,8 @@ TEST_F(DeviceRoutinesTest, RefusesWhatTheRoutinesDoNotTake) {
   GemmCall g;
   EXPECT_THAT(DeviceGemm(*cu_, DType::kInt32, g),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       "a device gemm of i32 (it takes float32 and float64)"));
+                       "a device gemm of i32 (it takes float32, float64 and "
+                       "bfloat16)"));
   const int64_t conv[32] = {4};
   EXPECT_THAT(DeviceConv(*cu_, conv, nullptr, nullptr, nullptr),
               StatusIs(absl::StatusCode::kInvalidArgument,
