@@ -522,15 +522,18 @@ def forward(self, x: "f32[s0, s1]"):
   }
 }
 
-// Welford's rows longer than a thread's chunk (256 values each, summed in
+// Welford's rows longer than a thread's chunk (16 values each, summed in
 // f32 shifted by the chunk's first value, then merged in double): rows of
-// 70,000 values, each thread's share past one chunk, around a mean far
-// from zero (the shift keeps the deviations small), against the
-// interpreter's Welford in double.
+// 70,000 values around a mean of 1000, each thread's share many chunks,
+// every thread's first value an outlier (-1e4, the shift of its first
+// chunk: one-pass shifted sums cancel most there), against the
+// interpreter's Welford in double. (Chunks of 256 miss by 7e-6.)
 TEST_F(CudaBackendTest, WelfordRowsLongerThanAThreadsChunk) {
   std::vector<double> v;
   for (int i = 0; i < 2 * 70000; ++i) {
-    v.push_back(1000.0 + (i % 97) * 0.031 - (i % 5) * 0.4 + (i >= 70000));
+    v.push_back(i % 70000 < 256
+                    ? -1e4
+                    : 1000.0 + (i % 97) * 0.031 - (i % 5) * 0.4 + (i >= 70000));
   }
   ExpectMatchesInterpreter(R"IR(
 def forward(self, x: "f32[2, 70000]"):

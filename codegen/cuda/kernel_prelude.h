@@ -35,12 +35,16 @@ struct lathe_argacc {
   int64_t i;
 };
 // A thread's share of a Welford reduction (var, mean, the norms): its
-// values in chunks of 256, each kept as sums shifted by the chunk's first
-// value (0 if that is not finite, so an infinity's chunk has an infinite
-// mean, as sum / n) in T (float for f32, f16 and bf16, as the cpu backend's
-// blocks compute; double for f64), so a value costs no division; a full chunk
-// is merged into `w` in double (Chan's merge), as the block's threads' shares
-// are.
+// values in chunks of kLatheWelfordChunk, each kept as sums shifted by the
+// chunk's first value (0 if that is not finite, so an infinity's chunk has
+// an infinite mean, as sum / n) in T (float for f32, f16 and bf16, as the
+// cpu backend's blocks compute; double for f64), so a value costs no
+// division; a full chunk is merged into `w` in double (Chan's merge), as the
+// block's threads' shares are. One pass of shifted sums loses what
+// q - s * s / n cancels, up to about n times T's rounding when the shift is
+// an outlier (the cpu backend's blocks take two passes); chunks of 16 keep
+// that near f32's own rounding.
+constexpr int32_t kLatheWelfordChunk = 16;
 template <typename T>
 struct lathe_welford_run {
   lathe_welford w;
@@ -61,7 +65,7 @@ LATHE_FN lathe_welford_run<T> lathe_welford_run_add(lathe_welford_run<T> a,
   const T d = x - a.shift;
   a.s += d;
   a.q += d * d;
-  if (++a.n == 256) {
+  if (++a.n == kLatheWelfordChunk) {
     a.w = lathe_welford_merge(a.w, lathe_welford_chunk(a));
     a.n = 0;
     a.s = 0;

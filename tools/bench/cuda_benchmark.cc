@@ -305,8 +305,9 @@ void BM_CudaCallOverhead(benchmark::State& state, bool graphs) {
   ArgViews views;
   views.Build((*c)->args);
   std::vector<Operand> results;
-  // Two untimed calls: with graphs, each records (the first one's result
-  // is still held during the second); the timed ones replay.
+  // Two untimed calls: with graphs, on the row's first run each records
+  // (the first one's result is still held during the second), and on its
+  // later runs (the compile kept) they replay, as the timed ones do.
   for (int k = 0; k < 2; ++k) {
     if (absl::Status s = Call(**c, views, &results, graphs); !s.ok()) {
       return SkipWith(state, s);

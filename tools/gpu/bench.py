@@ -162,7 +162,7 @@ def torch_rows():
             out = xs[0]
             for x in xs[1:]:
                 out = out + x
-            return out if k > 1 else -out
+            return out if len(xs) > 1 else -out
 
         # Default mode, and CUDA graphs (lathe's BM_CudaCallOverheadGraphs).
         for mode, label in ((None, "call"), ("reduce-overhead", "graphs call")):
