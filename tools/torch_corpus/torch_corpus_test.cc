@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <map>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -63,10 +64,12 @@ Result RunCommand(const std::string& cmd) {
 
 // The device kernels of many cases' dumped kernel.cc, gathered into one
 // translation unit for NVRTC: the preludes once, each case's kernels
-// renamed apart (k0 -> c7_k0).
+// renamed apart (k0 -> c7_k0), and a case whose device text another case
+// already gave (a program's modes often lower alike) only once.
 struct CudaKernels {
   std::string prelude, kernels;
   int cases = 0, count = 0;
+  std::set<std::string> seen;
 
   void Add(const std::string& source, const std::string& prefix) {
     // The cuda emitter's text comes first; the host function follows it.
@@ -76,6 +79,7 @@ struct CudaKernels {
     if (prelude.empty()) prelude = device.substr(0, first);
     ++cases;
     if (first == std::string::npos) return;  // views alone: no kernel
+    if (!seen.insert(device).second) return;
     const std::string own = std::regex_replace(
         device.substr(first), std::regex("\\bk([0-9]+)\\b"), prefix + "k$1");
     for (size_t at = own.find("__global__"); at != std::string::npos;
@@ -86,10 +90,17 @@ struct CudaKernels {
   }
 };
 
-// The corpus runs in this many chunks (round-robin over the sorted cases),
-// each its own gtest case, so Bazel's shards spread them; the sanitizer
-// pass runs a fixed sample of each (testing/sample.h).
+// The corpus runs in this many chunks (round-robin over the sorted
+// programs, each program's cases — its capture modes — in one chunk, where
+// the compile cache serves the modes that lower to the same source), each
+// its own gtest case, so Bazel's shards spread them; the sanitizer pass
+// runs a fixed sample of each (testing/sample.h).
 constexpr int kChunks = 8;
+
+// A case's program: its name without the "__MODE" suffix.
+std::string ProgramOf(const std::string& c) {
+  return c.substr(0, c.rfind("__"));
+}
 
 // Runs lathec on every case of chunk `chunk` whose name ends in one of
 // `modes` (all when empty) with `extra` arguments; the number whose files
@@ -110,17 +121,21 @@ int RunCases(int chunk, const std::vector<std::string>& modes,
     if (IsDir(absl::StrCat(root, "/", e))) all.push_back(e);
   }
   std::sort(all.begin(), all.end());
-  // The cases of `modes`, then the chunk's share of them.
+  // The cases of `modes`, then those of the chunk's share of the programs.
   std::vector<std::string> of_modes;
+  std::map<std::string, size_t> programs;  // program -> its sorted index
   for (const std::string& e : all) {
     std::string mode = e.substr(e.rfind("__") + 2);
     if (modes.empty() ||
         std::find(modes.begin(), modes.end(), mode) != modes.end()) {
       of_modes.push_back(e);
+      programs.emplace(ProgramOf(e), 0);
     }
   }
-  for (size_t i = 0; i < of_modes.size(); ++i) {
-    if (InChunk(i, chunk, kChunks)) cases.push_back(of_modes[i]);
+  size_t index = 0;
+  for (auto& [program, i] : programs) i = index++;
+  for (const std::string& e : of_modes) {
+    if (InChunk(programs[ProgramOf(e)], chunk, kChunks)) cases.push_back(e);
   }
   *total = cases.size();
   int passed = 0;
@@ -253,8 +268,10 @@ TEST_P(TorchCorpusTest, CudaBackendMatchesEagerPyTorch) {
     ++entries;
   }
   EXPECT_EQ(entries, kernels.count) << "sm_" << arch;
-  std::printf("chunk %d: NVRTC compiled the %d kernels of %d cases for sm_%d\n",
-              GetParam(), kernels.count, kernels.cases, arch);
+  std::printf(
+      "chunk %d: NVRTC compiled the %d kernels of %d cases (%zu distinct) "
+      "for sm_%d\n",
+      GetParam(), kernels.count, kernels.cases, kernels.seen.size(), arch);
 #endif
 }
 
