@@ -135,13 +135,16 @@ TEST(LoadedGraphTest, CallsTheLibraryAndNamesItsErrors) {
                        HasSubstr("cannot load runtime/testdata/none.so")));
 }
 
-// A library lacking the entry a call needs: the call returns kCallNoEntry
-// (nothing run, nothing returned), whose status says so; OpenGraph needs
-// lathe_call, Open lathe_call_user.
+// A library lacking the entry a call needs: the call returns
+// kCallNoGraphEntry or kCallNoEntry (nothing run, nothing returned), whose
+// status names the entry; OpenGraph needs lathe_call, Open lathe_call_user.
 TEST(LoadedGraphTest, ACallWithoutItsEntryIsRefused) {
   const std::string no_entry =
-      "the compiled library has no such entry (lathe_call_user: compiled "
-      "without its composite wrapper)";
+      "the compiled library has no lathe_call_user entry (compiled without "
+      "its composite wrapper)";
+  const std::string no_graph_entry =
+      "the compiled graph was opened without its lathe_call entry "
+      "(LoadedGraph::OpenGraph opens it)";
   std::vector<Operand> args = Args(3, 0.5);
   ArgViews views;
   views.Build(args);
@@ -152,10 +155,10 @@ TEST(LoadedGraphTest, ACallWithoutItsEntryIsRefused) {
                        LoadedGraph::Open(kGuarded, AddSignature()));
   EXPECT_EQ(user->InvokeGraph(views.data(), views.size(), kDefaultSeed, {1},
                               &results),
-            kCallNoEntry);
+            kCallNoGraphEntry);
   EXPECT_TRUE(results.empty());
-  EXPECT_THAT(user->CallStatus(kCallNoEntry),
-              StatusIs(absl::StatusCode::kFailedPrecondition, no_entry));
+  EXPECT_THAT(user->CallStatus(kCallNoGraphEntry),
+              StatusIs(absl::StatusCode::kFailedPrecondition, no_graph_entry));
 
   // Only lathe_call: Invoke has no lathe_call_user, InvokeGraph runs.
   ASSERT_OK_AND_ASSIGN(SharedLibrary library, SharedLibrary::Open(kGraphOnly));

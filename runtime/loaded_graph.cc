@@ -389,7 +389,7 @@ LatheKernelRuntime LoadedGraph::CallRuntime(uint64_t seed) const {
 int LoadedGraph::InvokeGraph(const LatheValue* given, int64_t given_n,
                              uint64_t seed, absl::Span<const int> ranks,
                              std::vector<Operand>* results) const {
-  if (graph_call_ == nullptr) return kCallNoEntry;
+  if (graph_call_ == nullptr) return kCallNoGraphEntry;
   absl::InlinedVector<LatheValue, 32> all;
   absl::Span<const LatheValue> with =
       WithFrozen(absl::MakeConstSpan(given, given_n), &all);
@@ -560,8 +560,12 @@ absl::Status CallStatus(int rc, absl::Span<const std::string> checks) {
           "the compiled graph returned a result the runtime cannot wrap");
     case kCallNoEntry:
       return absl::FailedPreconditionError(
-          "the compiled library has no such entry (lathe_call_user: compiled "
+          "the compiled library has no lathe_call_user entry (compiled "
           "without its composite wrapper)");
+    case kCallNoGraphEntry:
+      return absl::FailedPreconditionError(
+          "the compiled graph was opened without its lathe_call entry "
+          "(LoadedGraph::OpenGraph opens it)");
     case kCallWrongDevice:
       return absl::InvalidArgumentError(
           "a tensor argument is on another device than the compiled "

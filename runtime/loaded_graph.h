@@ -50,10 +50,13 @@ namespace lathe {
 // Invoke's code for a result the runtime cannot wrap (the compiled code's
 // fault); lathe_call's own codes are kernel_abi.h's.
 inline constexpr int kCallBadResult = -100;
-// Invoke's (or InvokeGraph's) code when the library lacks that entry.
+// Invoke's code when the library has no lathe_call_user.
 inline constexpr int kCallNoEntry = -101;
 // A tensor argument on another device than the compiled kernels'.
 inline constexpr int kCallWrongDevice = -102;
+// InvokeGraph's code when the graph was opened without lathe_call (Open,
+// not OpenGraph).
+inline constexpr int kCallNoGraphEntry = -103;
 
 // The shape of one result of a compiled user call: a plain value of `rank`
 // dimensions, or a composite of a registered type over inner results.

@@ -31,6 +31,13 @@ CuDevicePtr Address(const void* p) {
 
 std::atomic<int64_t> cublaslt_gemms{0}, cudnn_convolutions{0}, through_host{0};
 
+// The dtype a gemm of `dtype` operands writes: bf16 operands make an f32
+// result, their products summed in f32 (as the host's bgemm); f32 and f64
+// their own.
+DType GemmResultDType(DType dtype) {
+  return dtype == DType::kBFloat16 ? DType::kFloat32 : dtype;
+}
+
 // A library's choice for each shape (an algorithm, or none), made once and
 // kept; at most kMaxShapes shapes, then it starts again.
 template <typename Choice>
@@ -205,14 +212,13 @@ absl::Status CublasLtGemm(const CublasLt& lt, DType dtype, const GemmCall& g,
     return h;
   }();
   RETURN_IF_ERROR(handle.status());
-  // f32 and f64 in their own precision; bf16 operands into an f32 result,
-  // the products summed in f32 (as the host's bgemm).
   const bool f64 = dtype == DType::kFloat64;
   const int type = dtype == DType::kFloat32 ? kCudaR32F
                    : f64                    ? kCudaR64F
                                             : kCudaR16BF;
   const int result_type = f64 ? kCudaR64F : kCudaR32F;
-  const int64_t item = ItemSize(dtype), result_item = f64 ? 8 : 4;
+  const int64_t item = ItemSize(dtype),
+                result_item = ItemSize(GemmResultDType(dtype));
   // Every descriptor made is destroyed when this returns.
   struct Held {
     const CublasLt& lt;
@@ -625,8 +631,7 @@ absl::Status DeviceGemm(const CudaDriver& cu, DType dtype, const GemmCall& g) {
   if (c_reach.empty()) return absl::OkStatus();
   Staged a(g.a, ReachOf(0, 3, a_sizes, a_strides), item);
   Staged b(g.b, ReachOf(0, 3, b_sizes, b_strides), item);
-  // bf16 operands make an f32 result.
-  Staged c(g.c, c_reach, dtype == DType::kBFloat16 ? 4 : item);
+  Staged c(g.c, c_reach, ItemSize(GemmResultDType(dtype)));
   RETURN_IF_ERROR(StageIn(cu, {&a, &b, &c}));
   const LatheKernelRuntime* rt = KernelRuntime();
   if (dtype == DType::kFloat32) {
