@@ -672,7 +672,6 @@ absl::StatusOr<Value> FlashAttentionBackward(const OpCall& c, bool running) {
                             gv = RowMajorValues(g.tensor),
                             ov = RowMajorValues(o.tensor),
                             lv = RowMajorValues(lse.tensor);
-  const double kInf = std::numeric_limits<double>::infinity();
   std::vector<double> dq(qv.size()), dk(kv.size()), dv(vv.size()), p(S), ds(S);
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t h = 0; h < H; ++h) {
@@ -687,9 +686,11 @@ absl::StatusOr<Value> FlashAttentionBackward(const OpCall& c, bool running) {
           for (int64_t e = 0; e < E; ++e)
             sc += qi[e] * kv[(bh * S + j) * E + e];
           sc *= scale;
-          if (causal && j > i) sc = -kInf;
           if (!mask.is_none()) sc += LoadDouble(mask_view, {b, h, i, j});
-          p[j] = sc == -kInf ? 0 : std::exp(sc - lv[bh * L + i]);
+          // As PyTorch's kernel: exp(scores + mask - logsumexp), the causal
+          // lanes 0 after it (a masked lane is 0 unless the logsumexp is
+          // -inf, which the forward never gives).
+          p[j] = causal && j > i ? 0 : std::exp(sc - lv[bh * L + i]);
           double dp = 0;
           for (int64_t e = 0; e < E; ++e)
             dp += gi[e] * vv[(bh * S + j) * E + e];

@@ -14,6 +14,7 @@
 #include "ir/op_testing.h"
 #include "ir/value.h"
 #include "runtime/tensor.h"
+#include "testing/status_matchers.h"
 
 namespace lathe::ir {
 namespace {
@@ -218,6 +219,45 @@ TEST(BackwardOpsTest, FlashAttentionBackwardErrors) {
                "default",
                {V(q), V(q), V(k), V(k), V(q), V(lse), F(0), B(false)}),
       HasSubstr("to agree in batch, heads and head size"));
+}
+
+// The flash attention backward of fully masked rows (their logsumexp 0, as
+// the forward gives it): their gradients are 0 and the other rows' are
+// untouched, as PyTorch's kernel (torch 2.15 values; lathe gave NaN for
+// every key and value when the forward's logsumexp was -inf).
+TEST(BackwardOpsTest, FlashAttentionBackwardOfFullyMaskedRows) {
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor q = T({1, 1, 4, 2}, {0.1, 0.2, -0.3, 0.4, 0.5, -0.6, 0.7, 0.8});
+  Tensor k = T({1, 1, 3, 2}, {0.3, -0.1, 0.2, 0.5, -0.4, 0.6});
+  Tensor v = T({1, 1, 3, 2}, {1, 2, -1, 0.5, 3, -2});
+  Tensor g = T({1, 1, 4, 2}, {1, -0.5, 0.25, 2, 0.5, 0.5, -1, 1});
+  Tensor m =
+      T({4, 3}, {0, -1, 2, -inf, -inf, -inf, 0, -inf, 1, -inf, -inf, -inf});
+  ASSERT_OK_AND_ASSIGN(
+      Value fw,
+      RunOp("aten._scaled_dot_product_flash_attention_for_cpu.default",
+            {V(q), V(k), V(v)}, {{"attn_mask", V(m)}}));
+  ASSERT_EQ(fw.list.size(), 2u);
+  ASSERT_OK_AND_ASSIGN(
+      Value bw,
+      RunOp("aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
+            {V(g), V(q), V(k), V(v), fw.list[0], fw.list[1], F(0), B(false)},
+            {{"attn_mask", V(m)}}));
+  ASSERT_EQ(bw.list.size(), 3u);
+  const std::vector<std::vector<double>> torch = {
+      {-0.26464682817459106, 0.1942816823720932, 0, 0, 0.11753995716571808,
+       -0.11753995716571808, 0, 0},
+      {0.05821302905678749, -0.1522367000579834, -0.014073033817112446,
+       -0.02814606763422489, -0.044139981269836426, 0.18038278818130493},
+      {0.3031744658946991, 0.13944822549819946, 0.043402303010225296,
+       -0.021701151505112648, 1.1534233093261719, -0.11774712800979614}};
+  for (int i = 0; i < 3; ++i) {
+    std::vector<double> got = Elements(bw.list[i].tensor);
+    ASSERT_EQ(got.size(), torch[i].size()) << "gradient " << i;
+    for (size_t j = 0; j < got.size(); ++j) {
+      EXPECT_NEAR(got[j], torch[i][j], 1e-5) << "gradient " << i << " " << j;
+    }
+  }
 }
 
 // _embedding_bag_backward over 5 rows of 2: indices [1, 2, 1, 4, 3] in

@@ -2606,8 +2606,9 @@ absl::StatusOr<Value> BceWithLogits(const OpCall& c) {
 // dtype, broadcast to [B, H, L, S]) and, with is_causal, -inf above the
 // diagonal; the output is laid out as the query (empty_like); logsumexp is
 // the log of each row's softmax denominator, in float32 (float64 for float64
-// inputs), laid out as PyTorch's [B, L, H] transposed. Dropout is not supported
-// (dropout_p must be 0).
+// inputs), laid out as PyTorch's [B, L, H] transposed. A row whose every
+// score is -inf (fully masked) gives output 0 and logsumexp 0, as PyTorch's
+// kernel. Dropout is not supported (dropout_p must be 0).
 absl::StatusOr<Value> FlashAttentionCpu(const OpCall& c) {
   const Value& q = c.arg("query");
   const Value& k = c.arg("key");
@@ -2730,6 +2731,13 @@ absl::StatusOr<Value> FlashAttentionCpu(const OpCall& c) {
         for (int64_t j = 0; j < S; ++j) {
           p[j] = mx == -kInf ? 0 : std::exp(p[j] - mx);
           denom += p[j];
+        }
+        // A fully masked row (every score -inf): as PyTorch's kernel, its
+        // max taken as 0 and its sum as 1, so its output is 0 and its
+        // logsumexp 0 (not 0 / 0 and -inf).
+        if (mx == -kInf) {
+          mx = 0;
+          denom = 1;
         }
         lv[bh * L + i] = mx + std::log(denom);
         for (int64_t e = 0; e < E; ++e) {

@@ -3443,6 +3443,32 @@ TEST(NnOpsTest, FlashAttentionForCpu) {
          {2.2220957279205322, 2.3841116428375244, 1.864457368850708,
           2.317152500152588},
          1e-5, true);
+  // Fully masked rows (every score -inf, by the mask or the causal fill and
+  // the mask together): output 0 and logsumexp 0, as PyTorch's kernel
+  // (torch 2.15: it takes such a row's max as 0 and its sum as 1).
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor rows =
+      T({4, 3}, {0, -1, 2, -inf, -inf, -inf, 0, -inf, 1, -inf, -inf, -inf});
+  ASSERT_OK_AND_ASSIGN(Value holes,
+                       RunOp(op, {V(q), V(k), V(v)}, {{"attn_mask", V(rows)}}));
+  Expect(Out(holes, 0), {1, 1, 4, 2}, DType::kFloat32,
+         {2.6080892086029053, -1.4548908472061157, 0, 0, 2.223905324935913,
+          -0.44781073927879333, 0, 0},
+         1e-5, true);
+  Expect(Out(holes, 1), {1, 1, 4}, DType::kFloat32,
+         {2.2220957279205322, 0, 1.0951205492019653, 0}, 1e-5, true);
+  Tensor first = T({4, 3}, {-inf, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  ASSERT_OK_AND_ASSIGN(
+      Value causal_hole,
+      RunOp(op, {V(q), V(k), V(v)},
+            {{"is_causal", Value::Bool(true)}, {"attn_mask", V(first)}}));
+  Expect(Out(causal_hole, 0), {1, 1, 4, 2}, DType::kFloat32,
+         {0, 0, -0.0951705053448677, 1.1786221265792847, 0.8555448651313782,
+          0.5213145017623901, 0.8313761353492737, 0.16730467975139618},
+         1e-5, true);
+  Expect(Out(causal_hole, 1), {1, 1, 4}, DType::kFloat32,
+         {0, 0.7012320756912231, 0.9937063455581665, 1.311884880065918}, 1e-5,
+         true);
   // PyTorch's layouts: a contiguous output, logsumexp as [B, L, H]
   // transposed (torch: strides (12, 1, 3) for [2, 3, 4]).
   Value big = RunV(op, {V(Seq({2, 3, 4, 8}, DType::kFloat32, 11, 5, 0.1)),

@@ -1308,9 +1308,9 @@ absl::StatusOr<Outputs> FlashAttentionCpu(Rewriter& r) {
       Node * max,
       r.Call("aten.amax.default", {A(masked), IntList({-1}), Arg::Bool(true)}));
   // exp of the unmasked scores, the causal lanes filled with 0 after; a row
-  // whose every lane is -inf (all masked) is shifted by 0, not by its -inf
-  // max, so its weights are 0 (its output 0 / 0, its log-sum-exp -inf), as
-  // the kernel's.
+  // whose every lane is -inf (fully masked) is shifted by 0, not by its
+  // -inf max, and its sum of 0 taken as 1, so its weights, its output and
+  // its log-sum-exp are 0, as the kernel's.
   ASSIGN_OR_RETURN(Node * all_masked,
                    r.Binary("aten.eq.Scalar", max,
                             F(-std::numeric_limits<double>::infinity())));
@@ -1322,6 +1322,8 @@ absl::StatusOr<Outputs> FlashAttentionCpu(Rewriter& r) {
   ASSIGN_OR_RETURN(
       Node * sum,
       r.Call("aten.sum.dim_IntList", {A(exp), IntList({-1}), Arg::Bool(true)}));
+  ASSIGN_OR_RETURN(
+      sum, r.Call("aten.where.ScalarSelf", {A(all_masked), F(1.0), A(sum)}));
   ASSIGN_OR_RETURN(Node * p, r.Binary("aten.div.Tensor", exp, A(sum)));
   ASSIGN_OR_RETURN(p,
                    r.Call("aten.view.default", {A(p), Arg::List({bh, l, s})}));
@@ -1330,9 +1332,10 @@ absl::StatusOr<Outputs> FlashAttentionCpu(Rewriter& r) {
       out, r.Call("aten.view.default", {A(out), Arg::List({b, h, l, e})}));
   ASSIGN_OR_RETURN(out, r.To(out, qm.dtype));
   ASSIGN_OR_RETURN(out, LaidOutAs(r, out, qm));
-  // logsumexp = max + log(sum), [B, H, L] with [B, L, H]'s layout.
+  // logsumexp = max + log(sum) (0 for a fully masked row), [B, H, L] with
+  // [B, L, H]'s layout.
   ASSIGN_OR_RETURN(Node * lse, r.Unary("aten.log.default", sum));
-  ASSIGN_OR_RETURN(lse, r.Binary("aten.add.Tensor", lse, A(max)));
+  ASSIGN_OR_RETURN(lse, r.Binary("aten.add.Tensor", lse, A(shift)));
   ASSIGN_OR_RETURN(lse, r.Call("aten.squeeze.dims", {A(lse), IntList({3})}));
   ASSIGN_OR_RETURN(
       lse, r.Call("aten.permute.default", {A(lse), IntList({0, 2, 1})}));

@@ -561,7 +561,9 @@ TEST(DecomposeDifferentialTest, BatchNormBackward) {
 }
 
 // The CPU flash attention's backward after its forward (their logsumexp):
-// causal with a query shorter than the keys, an additive mask, a scale. In
+// causal with a query shorter than the keys, an additive mask, a scale, a
+// mask whose last row is all -inf (a fully masked row: output, logsumexp
+// and gradients 0 there, as PyTorch's kernel). In
 // f64 and the 16-bit floats: in f32 the cancellation in dO v^T -
 // rowsum(dO * out) leaves absolute errors of a few 1e-6 against the double
 // reference, past this check's bound; the f32 path is checked against
@@ -585,7 +587,18 @@ TEST(DecomposeDifferentialTest, FlashAttentionBackward) {
     dq2 = b2[0]
     dk2 = b2[1]
     dv2 = b2[2]
-    return (dq, dk, dv, dq2, dk2, dv2)
+    s = torch.ops.aten.slice.Tensor(m, 0, 0, 2)
+    t = torch.ops.aten.slice.Tensor(m, 0, 2, 3)
+    n = torch.ops.aten.full_like.default(t, -inf)
+    h = torch.ops.aten.cat.default([s, n])
+    f3 = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, False, attn_mask = h)
+    o3 = f3[0]
+    l3 = f3[1]
+    b3 = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default(g, q, k, v, o3, l3, 0.0, False, attn_mask = h)
+    dq3 = b3[0]
+    dk3 = b3[1]
+    dv3 = b3[2]
+    return (dq, dk, dv, dq2, dk2, dv2, o3, l3, dq3, dk3, dv3)
 )IR",
             dtype),
         "flash_attention_for_cpu_backward");

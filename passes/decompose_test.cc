@@ -581,8 +581,8 @@ CHECK: return ([[OUT]], [[MAX]], [[MI]])
 
 // bmm(q, k^T) scaled after, the causal mask as masked_fill, a softmax by
 // amax / exp / sum whose exp reads the unmasked scores (its masked lanes
-// filled with 0 after), bmm with v; the log-sum-exp is laid out as
-// [B, L, H].
+// filled with 0 after) and whose sum is 1 for a fully masked row, bmm with
+// v; the log-sum-exp is laid out as [B, L, H].
 TEST(DecomposeTest, FlashAttentionCpuCausal) {
   EXPECT_OK(RunPassAndFileCheck<Decompose>(
       R"IR(def forward(self, q: "f32[1, 2, 4, 8]", k: "f32[1, 2, 4, 8]", v: "f32[1, 2, 4, 8]"):
@@ -604,9 +604,11 @@ CHECK-NOT: torch.ops.aten.sub.Tensor([[M]]
 CHECK: [[E:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.exp.default
 CHECK: torch.ops.aten.masked_fill.Scalar([[E]], [[ABOVE]], 0.0)
 CHECK: [[SUM:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.sum.dim_IntList
+CHECK: [[DENOM:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.where.ScalarSelf({{.*}}, 1.0, [[SUM]])
+CHECK: torch.ops.aten.div.Tensor({{.*}}, [[DENOM]])
 CHECK: torch.ops.aten.bmm.default
 CHECK: [[OUT:[a-z_0-9]+]]: "f32[1, 2, 4, 8][64, 32, 8, 1]cpu" = torch.ops.aten.view.default
-CHECK: torch.ops.aten.log.default([[SUM]])
+CHECK: torch.ops.aten.log.default([[DENOM]])
 CHECK: [[LSE:[a-z_0-9]+]]: "f32[1, 2, 4][8, 1, 2]cpu" = torch.ops.aten.permute.default({{.*}}, [0, 2, 1])
 CHECK-NOT: flash_attention
 CHECK: return ([[OUT]], [[LSE]])
