@@ -52,7 +52,7 @@ struct Result {
   std::string output;
 };
 
-Result RunCommand(const std::string& cmd) {
+Result RunOnce(const std::string& cmd) {
   FILE* pipe = popen(absl::StrCat(cmd, " 2>&1").c_str(), "r");
   std::string out;
   char buf[512];
@@ -60,6 +60,23 @@ Result RunCommand(const std::string& cmd) {
   while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
   int status = pclose(pipe);
   return {WEXITSTATUS(status), out};
+}
+
+// RunOnce, again once when the command failed only because LeakSanitizer's
+// own stop-the-world tracer crashed at exit ("Tracer caught signal 11":
+// an intermittent fault of the sanitizer, google/sanitizers#1353, not a
+// leak report, which reads "detected memory leaks" and is never retried).
+Result RunCommand(const std::string& cmd) {
+  Result r = RunOnce(cmd);
+  if (r.status != 0 &&
+      absl::StrContains(r.output,
+                        "LeakSanitizer has encountered a fatal error") &&
+      !absl::StrContains(r.output, "detected memory leaks")) {
+    std::printf("retried after LeakSanitizer's tracer failed: %s\n",
+                cmd.c_str());
+    r = RunOnce(cmd);
+  }
+  return r;
 }
 
 // The device kernels of many cases' dumped kernel.cc, gathered into one
