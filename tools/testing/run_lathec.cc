@@ -8,17 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "testing/runfiles.h"
 
 namespace lathe::testing {
 
-LathecResult RunLathec(const std::vector<std::string>& args,
-                       int timeout_seconds) {
-  std::string cmd = absl::StrCat("timeout ", timeout_seconds, " ",
-                                 RunfilePath("tools/lathec"));
-  for (const std::string& a : args) absl::StrAppend(&cmd, " '", a, "'");
-  absl::StrAppend(&cmd, " 2>&1");
+namespace {
+
+// `cmd` (stdout and stderr together) once, as a LathecResult.
+LathecResult RunOnce(const std::string& cmd) {
   LathecResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) {
@@ -33,6 +32,31 @@ LathecResult RunLathec(const std::vector<std::string>& args,
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   // timeout exits with 128 + s when its child dies of signal s.
   r.signaled = WIFSIGNALED(status) || r.status > 128;
+  return r;
+}
+
+}  // namespace
+
+LathecResult RunLathec(const std::vector<std::string>& args,
+                       int timeout_seconds) {
+  std::string cmd = absl::StrCat("timeout ", timeout_seconds, " ",
+                                 RunfilePath("tools/lathec"));
+  for (const std::string& a : args) absl::StrAppend(&cmd, " '", a, "'");
+  absl::StrAppend(&cmd, " 2>&1");
+  LathecResult r = RunOnce(cmd);
+  // Once more when the run failed only because LeakSanitizer's own
+  // stop-the-world tracer crashed at exit ("Tracer caught signal 11", an
+  // intermittent fault of the sanitizer, google/sanitizers#1353): never
+  // after a leak report ("detected memory leaks"), which is the test's
+  // business.
+  if (r.status != 0 &&
+      absl::StrContains(r.output,
+                        "LeakSanitizer has encountered a fatal error") &&
+      !absl::StrContains(r.output, "detected memory leaks")) {
+    std::printf("retried after LeakSanitizer's tracer failed: %s\n",
+                cmd.c_str());
+    r = RunOnce(cmd);
+  }
   return r;
 }
 

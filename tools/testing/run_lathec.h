@@ -29,7 +29,9 @@ struct LathecResult {
 // RunLathec()
 //
 // `lathec ARGS...` (//tools:lathec in the runfiles), killed after
-// `timeout_seconds`.
+// `timeout_seconds`; run once more, saying so, when it failed only because
+// LeakSanitizer's own tracer crashed at exit (a sanitizer fault, not a
+// leak report).
 LathecResult RunLathec(const std::vector<std::string>& args,
                        int timeout_seconds = 600);
 

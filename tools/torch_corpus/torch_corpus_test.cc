@@ -12,7 +12,6 @@
 // (out<k>.npy and mutated/NAME.npy, the layout lathec writes).
 
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -25,6 +24,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/file_io.h"
@@ -32,51 +32,22 @@
 #include "testing/sample.h"
 #include "testing/status_matchers.h"
 #include "tools/testing/npy_tree.h"
+#include "tools/testing/run_lathec.h"
 
 namespace lathe {
 namespace {
 
 using ::lathe::testing::DirEntries;
 using ::lathe::testing::InChunk;
+using ::lathe::testing::LathecResult;
 using ::lathe::testing::NpyTreeDiff;
 using ::lathe::testing::RunfilePath;
+using ::lathe::testing::RunLathec;
 using ::lathe::testing::TestTmpPath;
 
 bool IsDir(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-struct Result {
-  int status;
-  std::string output;
-};
-
-Result RunOnce(const std::string& cmd) {
-  FILE* pipe = popen(absl::StrCat(cmd, " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[512];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  int status = pclose(pipe);
-  return {WEXITSTATUS(status), out};
-}
-
-// RunOnce, again once when the command failed only because LeakSanitizer's
-// own stop-the-world tracer crashed at exit ("Tracer caught signal 11":
-// an intermittent fault of the sanitizer, google/sanitizers#1353, not a
-// leak report, which reads "detected memory leaks" and is never retried).
-Result RunCommand(const std::string& cmd) {
-  Result r = RunOnce(cmd);
-  if (r.status != 0 &&
-      absl::StrContains(r.output,
-                        "LeakSanitizer has encountered a fatal error") &&
-      !absl::StrContains(r.output, "detected memory leaks")) {
-    std::printf("retried after LeakSanitizer's tracer failed: %s\n",
-                cmd.c_str());
-    r = RunOnce(cmd);
-  }
-  return r;
 }
 
 // The device kernels of many cases' dumped kernel.cc, gathered into one
@@ -127,9 +98,9 @@ std::string ProgramOf(const std::string& c) {
 // the runtime alone): its files must be the run's, and eager's; the count
 // of those that are is added there.
 int RunCases(int chunk, const std::vector<std::string>& modes,
-             const std::string& extra, std::map<std::string, int>* per_mode,
-             size_t* total, int* artifacts = nullptr,
-             CudaKernels* kernels = nullptr) {
+             const std::vector<std::string>& extra,
+             std::map<std::string, int>* per_mode, size_t* total,
+             int* artifacts = nullptr, CudaKernels* kernels = nullptr) {
   // lathec's compile cache (its precompiled preludes) in TEST_TMPDIR.
   ::lathe::testing::UseTestCompileCache();
   std::string root = RunfilePath("ir/testdata/torch_corpus");
@@ -161,12 +132,14 @@ int RunCases(int chunk, const std::vector<std::string>& modes,
     std::string dir = absl::StrCat(root, "/", c);
     std::string out = TestTmpPath(absl::StrCat("corpus_", c));
     std::string dump = TestTmpPath(absl::StrCat("dump_", c));
-    Result r = RunCommand(absl::StrCat(
-        RunfilePath("tools/lathec"), " run '", dir, "/graph.txt' --inputs '",
-        dir, "/inputs' --out '", out, "'", extra,
-        kernels == nullptr ? "" : absl::StrCat(" --dump-dir '", dump, "'")));
+    std::vector<std::string> args = {
+        "run", dir + "/graph.txt", "--inputs", dir + "/inputs", "--out", out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    if (kernels != nullptr) args.insert(args.end(), {"--dump-dir", dump});
+    LathecResult r = RunLathec(args);
+    const std::string with = absl::StrCat(c, " ", absl::StrJoin(extra, " "));
     if (r.status != 0) {
-      ADD_FAILURE() << c << extra << ": " << r.output;
+      ADD_FAILURE() << with << ": " << r.output;
       continue;
     }
     if (kernels != nullptr) {
@@ -179,20 +152,17 @@ int RunCases(int chunk, const std::vector<std::string>& modes,
       kernels->Add(*source, absl::StrCat("c", kernels->cases, "_"));
     }
     std::string diff = NpyTreeDiff(dir + "/expected", out + "/0");
-    EXPECT_EQ(diff, "") << c << extra;
+    EXPECT_EQ(diff, "") << with;
     bool ok = diff.empty();
     if (ok && artifacts != nullptr) {
-      std::string lathec = RunfilePath("tools/lathec");
       std::string art = TestTmpPath(absl::StrCat("artifact_", c));
       std::string from = TestTmpPath(absl::StrCat("from_artifact_", c));
-      Result made = RunCommand(absl::StrCat(lathec, " compile '", dir,
-                                            "/graph.txt' --inputs '", dir,
-                                            "/inputs' -o '", art, "'"));
-      Result run = made.status != 0
-                       ? made
-                       : RunCommand(absl::StrCat(
-                             lathec, " run --artifact '", art, "' --inputs '",
-                             dir, "/inputs' --out '", from, "'"));
+      LathecResult made = RunLathec({"compile", dir + "/graph.txt", "--inputs",
+                                     dir + "/inputs", "-o", art});
+      LathecResult run = made.status != 0
+                             ? made
+                             : RunLathec({"run", "--artifact", art, "--inputs",
+                                          dir + "/inputs", "--out", from});
       if (run.status != 0) {
         ADD_FAILURE() << c << " through an artifact: " << run.output;
       } else {
@@ -217,7 +187,7 @@ class TorchCorpusTest : public ::testing::TestWithParam<int> {};
 TEST_P(TorchCorpusTest, EveryCaseMatchesEagerPyTorch) {
   std::map<std::string, int> per_mode;
   size_t total = 0;
-  int passed = RunCases(GetParam(), {}, "", &per_mode, &total);
+  int passed = RunCases(GetParam(), {}, {}, &per_mode, &total);
   EXPECT_GE(total, 1u);
   std::printf("chunk %d: %d of %zu torch corpus cases match eager PyTorch\n",
               GetParam(), passed, total);
@@ -233,8 +203,8 @@ TEST_P(TorchCorpusTest, CpuBackendMatchesEagerPyTorch) {
   std::map<std::string, int> per_mode;
   size_t total = 0;
   int artifacts = 0;
-  int passed =
-      RunCases(GetParam(), {}, " --backend cpu", &per_mode, &total, &artifacts);
+  int passed = RunCases(GetParam(), {}, {"--backend", "cpu"}, &per_mode, &total,
+                        &artifacts);
   std::printf(
       "chunk %d: --backend cpu: %d of %zu torch corpus cases compile and "
       "match eager PyTorch; through artifacts run by another process: %d "
@@ -259,8 +229,8 @@ TEST_P(TorchCorpusTest, CudaBackendMatchesEagerPyTorch) {
   std::map<std::string, int> per_mode;
   size_t total = 0;
   CudaKernels kernels;
-  int passed = RunCases(GetParam(), {}, " --backend cuda", &per_mode, &total,
-                        nullptr, &kernels);
+  int passed = RunCases(GetParam(), {}, {"--backend", "cuda"}, &per_mode,
+                        &total, nullptr, &kernels);
   std::printf(
       "chunk %d: --backend cuda: %d of %zu torch corpus cases compile and "
       "match eager PyTorch\n",
@@ -300,7 +270,7 @@ TEST_P(TorchCorpusTest, EachPassAloneMatchesEagerPyTorch) {
       "dce",  "constant_fold",     "remove_noop_ops", "reinplace"};
   for (const std::string& name : names) {
     size_t total = 0;
-    int passed = RunCases(GetParam(), {"aot", "aot_dyn"}, " --passes " + name,
+    int passed = RunCases(GetParam(), {"aot", "aot_dyn"}, {"--passes", name},
                           nullptr, &total);
     std::printf("chunk %d: --passes %s: %d of %zu cases match eager PyTorch\n",
                 GetParam(), name.c_str(), passed, total);
