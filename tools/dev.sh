@@ -142,15 +142,19 @@ print_stages() {
 
 # run_tests LABEL BUDGET DIR BAZEL_TEST_ARGS...: runs `bazel test` in DIR,
 # shows its output, adds its per-target results to PASSED / FAILED and its
-# time to the stages.
+# time to the stages. Bazel's profile of the stage (every action's time, for
+# `bazel analyze-profile` or chrome://tracing) is kept in lathe-out/.
 run_tests() {
   local label=$1 budget=$2 dir=$3
   shift 3
   local out rc passed failed start
+  local profile="$ROOT/lathe-out/profile-${label//[^a-z0-9]/_}.json.gz"
   start=$(date +%s)
   out=$(mktemp)
   log "== $label: bazel test $*"
-  (cd "$dir" && bazel test --keep_going "$@") 2>&1 | tee "$out"
+  mkdir -p "$ROOT/lathe-out"
+  (cd "$dir" && bazel test --keep_going --profile="$profile" "$@") 2>&1 |
+    tee "$out"
   rc=${PIPESTATUS[0]}
   passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$out")
   failed=$(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY)' "$out")
