@@ -146,8 +146,35 @@ LATHE_FN lathe_half lathe_to_half(float f) {
   return lathe_half{static_cast<uint16_t>(sign | ((r - 0x38000000u) >> 13))};
 }
 
+// lathe_truncate_to_int<To>(v): a floating-point v as the integer type
+// To, as PyTorch's CPU kernels convert (runtime/dtype.h's TruncateToInt):
+// toward zero; NaN, an infinity or out of range give a 32-bit
+// conversion's lowest value for types of 4 bytes or fewer (int8, uint8,
+// int16 keep its low bits: 0), a 64-bit one's for int64. Defined for every
+// v, so that a constant folds to what the CPU gives (GCC folds
+// static_cast's undefined out-of-range conversion saturating: 1e20 ->
+// INT32_MAX, -3.7 -> uint8 0, where the CPU gives INT32_MIN and 253). On a
+// GPU, the device's own conversion (as PyTorch's CUDA kernels).
+template <typename To, typename From>
+LATHE_FN To lathe_truncate_to_int(From v) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<To>(v);
+#else
+  const double d = static_cast<double>(v);
+  if constexpr (sizeof(To) == 8) {
+    return static_cast<To>(d >= -0x1p63 && d < 0x1p63
+                               ? static_cast<int64_t>(d)
+                               : lathe_std::numeric_limits<int64_t>::min());
+  } else {
+    return static_cast<To>(d > -0x1p31 - 1 && d < 0x1p31
+                               ? static_cast<int32_t>(d)
+                               : lathe_std::numeric_limits<int32_t>::min());
+  }
+#endif
+}
+
 // lathe_cast<To>(v): PyTorch's static_cast conversion (bool: v !=
-// 0).
+// 0; floating point to integer: lathe_truncate_to_int).
 template <typename To, typename From>
 LATHE_FN To lathe_cast(From v) {
   if constexpr (lathe_std::is_same_v<From, lathe_half> ||
@@ -159,6 +186,9 @@ LATHE_FN To lathe_cast(From v) {
     return lathe_to_bfloat16(static_cast<float>(v));
   } else if constexpr (lathe_std::is_same_v<To, bool>) {
     return v != From(0);
+  } else if constexpr (lathe_std::is_integral_v<To> &&
+                       lathe_std::is_floating_point_v<From>) {
+    return lathe_truncate_to_int<To>(v);
   } else {
     return static_cast<To>(v);
   }

@@ -15,6 +15,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -452,6 +453,43 @@ TEST(ScalarPreludeTest, LogAddExpMatchesTheInterpretersLogcumsumexp) {
 
 // Every f16 and bf16 bit pattern to float and back, as runtime/half.h
 // (the interpreter's storage types) converts them.
+// Floating point to integer as PyTorch 2.15 converts on this CPU (from
+// torch: torch.tensor(from, dtype=float64).to(dtype), the same from
+// float32 and in its vector loops): the prelude's lathe_cast from double
+// and from float, and the runtime's FromDouble (the interpreter's stores).
+TEST(ScalarPreludeTest, FloatToIntegerConvertsAsPyTorch) {
+  const std::vector<double> from = {kNaN,   kInf, -kInf,  3e9,   -3e9,
+                                    1e20,   -3.7, 255.9,  256.0, 300.0,
+                                    -129.0, -1.0, 0x1p31, 0x1p63};
+  constexpr int64_t m32 = std::numeric_limits<int32_t>::min();
+  const std::vector<int64_t> i8 = {0,  0, 0,  0,   0,  0, -3,
+                                   -1, 0, 44, 127, -1, 0, 0};
+  const std::vector<int64_t> u8 = {0,   0, 0,  0,   0,   0, 253,
+                                   255, 0, 44, 127, 255, 0, 0};
+  const std::vector<int64_t> i16 = {0,   0,   0,   0,    0,  0, -3,
+                                    255, 256, 300, -129, -1, 0, 0};
+  const std::vector<int64_t> i32 = {m32, m32, m32, m32,  m32, m32, -3,
+                                    255, 256, 300, -129, -1,  m32, m32};
+  const std::vector<int64_t> i64 = {
+      kMin, kMin, kMin, 3000000000, -3000000000, kMin,       -3,
+      255,  256,  300,  -129,       -1,          2147483648, kMin};
+  auto check = [&](auto tag, const std::vector<int64_t>& want) {
+    using T = decltype(tag);
+    for (size_t i = 0; i < from.size(); ++i) {
+      SCOPED_TRACE(absl::StrCat(from[i], " to a ", sizeof(T), "-byte ",
+                                std::is_signed_v<T> ? "int" : "uint"));
+      EXPECT_EQ(int64_t{lathe_cast<T>(from[i])}, want[i]);
+      EXPECT_EQ(int64_t{lathe_cast<T>(static_cast<float>(from[i]))}, want[i]);
+      EXPECT_EQ(int64_t{FromDouble<T>(from[i])}, want[i]);
+    }
+  };
+  check(int8_t{}, i8);
+  check(uint8_t{}, u8);
+  check(int16_t{}, i16);
+  check(int32_t{}, i32);
+  check(int64_t{}, i64);
+}
+
 TEST(ScalarPreludeTest, HalfAndBFloat16ToFloatAgreeOnEveryPattern) {
   for (uint32_t bits = 0; bits < 65536; ++bits) {
     Half h;

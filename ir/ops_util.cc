@@ -451,7 +451,9 @@ ElementAccess::ElementAccess(const Tensor& t)
       T v;
       std::memcpy(&v, p, sizeof(T));
       if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-        return static_cast<int64_t>(v.ToFloat());
+        return TruncateToInt<int64_t>(v.ToFloat());
+      } else if constexpr (std::is_floating_point_v<T>) {
+        return TruncateToInt<int64_t>(v);
       } else {
         return static_cast<int64_t>(v);
       }

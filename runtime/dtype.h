@@ -16,6 +16,7 @@
 #define LATHE_RUNTIME_DTYPE_H_
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -123,8 +124,8 @@ decltype(auto) VisitDType(DType dtype, F&& f) {
 // ToDouble()/FromDouble()
 //
 // An element's value as a double, and a double stored as an element with the
-// conversion PyTorch applies (round to nearest for f16/bf16, truncation
-// toward zero for ints, != 0 for bool).
+// conversion PyTorch applies (round to nearest for f16/bf16, TruncateToInt
+// for ints, != 0 for bool).
 template <typename T>
 double ToDouble(T v) {
   if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
@@ -134,12 +135,38 @@ double ToDouble(T v) {
   }
 }
 
+// TruncateToInt()
+//
+// `v` as the integer type T, as PyTorch's CPU kernels convert it (x86's
+// truncating conversion, in their vector loops too): toward zero; a NaN, an
+// infinity or a value out of range gives the lowest value of a 32-bit
+// conversion for types of 4 bytes or fewer (int8, uint8 and int16 keep its
+// low bits: 0) and of a 64-bit one for int64 (-3.7 -> uint8 253, 300 -> int8
+// 44, 1e20 -> int32 INT32_MIN). Defined for every input: static_cast's
+// out-of-range conversion is undefined, and a compiler folds it saturating
+// where the machine does not.
+template <typename T>
+T TruncateToInt(double v) {
+  static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>);
+  if constexpr (sizeof(T) == 8) {
+    return static_cast<T>(v >= -0x1p63 && v < 0x1p63
+                              ? static_cast<int64_t>(v)
+                              : std::numeric_limits<int64_t>::min());
+  } else {
+    return static_cast<T>(v > -0x1p31 - 1 && v < 0x1p31
+                              ? static_cast<int32_t>(v)
+                              : std::numeric_limits<int32_t>::min());
+  }
+}
+
 template <typename T>
 T FromDouble(double v) {
   if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
     return T::FromFloat(static_cast<float>(v));
   } else if constexpr (std::is_same_v<T, bool>) {
     return v != 0;
+  } else if constexpr (std::is_integral_v<T>) {
+    return TruncateToInt<T>(v);
   } else {
     return static_cast<T>(v);
   }

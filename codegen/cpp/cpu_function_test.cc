@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -738,6 +739,52 @@ def forward(self, x: "f32[8, 11][11, 1]cpu", y: "f64[8, 11][11, 1]cpu"):
   EXPECT_EQ(got.outputs[1].tensor.GetDouble({4, 8}), 2);  // 1.5
   EXPECT_EQ(got.outputs[2].tensor.GetDouble({0, 1}), -240);
   EXPECT_EQ(got.outputs[4].tensor.GetDouble({6}), -9);
+}
+
+// Floating point to integer, as PyTorch 2.15 converts on this CPU (by hand
+// from torch: -3.7 -> uint8 253, 300 -> int8 44, 3e9 -> int16 0, 1e20 ->
+// int32 INT32_MIN and int64 INT64_MIN), for constants the C++ compiler
+// folds (it folded static_cast's undefined out-of-range conversion
+// saturating: 0, 127, -1, INT32_MAX, INT64_MAX) and for values read at run
+// time, against the interpreter too.
+TEST(CpuFunctionTest, FloatToIntegerConvertsAsPyTorchFoldedOrNot) {
+  constexpr char kText[] = R"IR(
+def forward(self, x: "f32[5][1]cpu"):
+    a = torch.ops.aten.full.default([5], -3.7, dtype = torch.float32, device = device(type='cpu'), pin_memory = False)
+    b = torch.ops.aten.full.default([5], 300.0, dtype = torch.float32, device = device(type='cpu'), pin_memory = False)
+    c = torch.ops.aten.full.default([5], 3e9, dtype = torch.float32, device = device(type='cpu'), pin_memory = False)
+    d = torch.ops.aten.full.default([5], 1e20, dtype = torch.float32, device = device(type='cpu'), pin_memory = False)
+    a_1 = torch.ops.prims.convert_element_type.default(a, torch.uint8)
+    b_1 = torch.ops.prims.convert_element_type.default(b, torch.int8)
+    c_1 = torch.ops.prims.convert_element_type.default(c, torch.int16)
+    d_1 = torch.ops.prims.convert_element_type.default(d, torch.int32)
+    d_2 = torch.ops.prims.convert_element_type.default(d, torch.int64)
+    x_1 = torch.ops.prims.convert_element_type.default(x, torch.uint8)
+    x_2 = torch.ops.prims.convert_element_type.default(x, torch.int32)
+    return (a_1, b_1, c_1, d_1, d_2, x_1, x_2)
+)IR";
+  ASSERT_OK_AND_ASSIGN(Compiled c, CompileGraph(kText));
+  Tensor x = *Tensor::Empty({5}, DType::kFloat32);
+  const float xs[] = {-3.7f, 300.0f, 1e20f,
+                      -std::numeric_limits<float>::infinity(),
+                      std::numeric_limits<float>::quiet_NaN()};
+  std::copy(xs, xs + 5, x.data<float>());
+  std::vector<ir::Value> in = {ir::Value::OfTensor(x)};
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, c.function->Run(in));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*c.graph, in));
+  ExpectSameOutputs(got, want);
+  const double m32 = std::numeric_limits<int32_t>::min();
+  const double m64 = static_cast<double>(std::numeric_limits<int64_t>::min());
+  const std::vector<double> constants = {253, 44, 0, m32, m64};
+  for (int k = 0; k < 5; ++k) {
+    EXPECT_EQ(got.outputs[k].tensor.GetDouble({2}), constants[k]) << k;
+  }
+  const std::vector<double> x_u8 = {253, 44, 0, 0, 0};
+  const std::vector<double> x_i32 = {-3, 300, m32, m32, m32};
+  for (int64_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(got.outputs[5].tensor.GetDouble({i}), x_u8[i]) << i;
+    EXPECT_EQ(got.outputs[6].tensor.GetDouble({i}), x_i32[i]) << i;
+  }
 }
 
 // The metadata mutators (t_, transpose_, unsqueeze_, as_strided_, set_) are
