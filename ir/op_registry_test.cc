@@ -321,6 +321,15 @@ TEST(CreationTest, ArangeCatStackFill) {
                      {Value::Int(0), Value::Int(5), Value::Int(-1)}),
             "aten.arange.start_step: upper bound and larger bound inconsistent "
             "with step sign");
+  // More elements than int64 holds: PyTorch's error (torch 2.15 says so for
+  // both).
+  for (double end : {1e19, 1e300}) {
+    EXPECT_EQ(RunError("aten.arange.start_step",
+                       {Value::Float(0), Value::Float(end),
+                        Value::Float(end == 1e19 ? 1.0 : 1e-300)}),
+              "aten.arange.start_step: invalid size, possible overflow?")
+        << end;
+  }
   Tensor x = T({2, 2}, {1, 2, 3, 4}), y = T({2, 1}, {9, 8}, DType::kInt64);
   Tensor cat =
       RunT("aten.cat.default", {Value::List({V(x), V(y)}), Value::Int(-1)});

@@ -323,7 +323,11 @@ absl::StatusOr<Value> Arange(const OpCall& c) {
       return c.Error(
           "upper bound and larger bound inconsistent with step sign");
     }
-    size = symbolic::Int(static_cast<int64_t>(std::ceil((b - a) / st)));
+    // PyTorch's check (RangeFactories.cpp): a count int64 cannot hold
+    // (the conversion would be undefined).
+    const double count = std::ceil((b - a) / st);
+    if (!(count < 0x1p63)) return c.Error("invalid size, possible overflow?");
+    size = symbolic::Int(static_cast<int64_t>(count));
   }
   if (c.env() != nullptr) return MetaResult(dtype, device, {size});
   if (!device.is_cpu()) return c.Error("the interpreter runs on cpu only");
