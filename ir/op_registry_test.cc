@@ -321,6 +321,16 @@ TEST(CreationTest, ArangeCatStackFill) {
                      {Value::Int(0), Value::Int(5), Value::Int(-1)}),
             "aten.arange.start_step: upper bound and larger bound inconsistent "
             "with step sign");
+  // A step that is not finite, before the range (torch 2.15's order and
+  // words): a NaN step gave "invalid size", an infinite one an empty tensor.
+  const double kNaN = std::numeric_limits<double>::quiet_NaN();
+  const double kInf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(RunError("aten.arange.start_step",
+                     {Value::Float(kNaN), Value::Float(1), Value::Float(kNaN)}),
+            "aten.arange.start_step: step must be finite but got nan");
+  EXPECT_EQ(RunError("aten.arange.start_step",
+                     {Value::Float(0), Value::Float(1), Value::Float(-kInf)}),
+            "aten.arange.start_step: step must be finite but got -inf");
   // More elements than int64 holds: PyTorch's error (torch 2.15 says so for
   // both).
   for (double end : {1e19, 1e300}) {

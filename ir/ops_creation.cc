@@ -316,6 +316,9 @@ absl::StatusOr<Value> Arange(const OpCall& c) {
     ASSIGN_OR_RETURN(double b, end.AsDouble());
     ASSIGN_OR_RETURN(double st, step.AsDouble());
     if (st == 0) return c.Error("step must be nonzero");
+    if (!std::isfinite(st)) {
+      return c.Error(absl::StrCat("step must be finite but got ", st));
+    }
     if (!std::isfinite(a) || !std::isfinite(b)) {
       return c.Error(absl::StrCat("unsupported range: ", a, " -> ", b));
     }
