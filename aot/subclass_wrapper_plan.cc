@@ -370,8 +370,27 @@ std::string SubclassWrapperPlan::CSource(const std::string& name) const {
                   "  if (num_args < ", num_args,
                   " || num_dense != ", num_dense_args_, " + num_args - ",
                   num_args, ") return LATHE_CALL_BAD_INPUTS;\n");
-  for (const Check& c : checks_) {
+  // A run of plain arguments is one loop (a model's hundred weights are
+  // otherwise a hundred statements for the C++ compiler to read).
+  auto plain_check = [](const Check& c) {
+    return c.type == nullptr && c.path.empty();
+  };
+  for (size_t i = 0; i < checks_.size(); ++i) {
+    const Check& c = checks_[i];
     std::string v = CFollow(c.arg, c.path);
+    if (plain_check(c)) {
+      size_t end = i + 1;
+      while (end < checks_.size() && plain_check(checks_[end]) &&
+             checks_[end].arg == checks_[end - 1].arg + 1) {
+        ++end;
+      }
+      absl::StrAppend(&out, "  for (int64_t k = ", c.arg, "; k < ",
+                      checks_[end - 1].arg + 1,
+                      "; ++k) if (args[k].kind == LATHE_VALUE_COMPOSITE) "
+                      "return LATHE_CALL_BAD_INPUTS;\n");
+      i = end - 1;
+      continue;
+    }
     if (c.type == nullptr) {
       absl::StrAppend(&out, "  if (", v,
                       ".kind == LATHE_VALUE_COMPOSITE) return "
@@ -389,7 +408,24 @@ std::string SubclassWrapperPlan::CSource(const std::string& name) const {
     }
   }
   int slot = 0;
-  for (const Take& t : takes_) {
+  auto plain_take = [](const Take& t) {
+    return t.kind == Take::Kind::kValue && t.path.empty();
+  };
+  for (size_t i = 0; i < takes_.size(); ++i) {
+    const Take& t = takes_[i];
+    if (plain_take(t)) {
+      size_t end = i + 1;
+      while (end < takes_.size() && plain_take(takes_[end]) &&
+             takes_[end].arg == takes_[end - 1].arg + 1) {
+        ++end;
+      }
+      const int n = static_cast<int>(end - i);
+      absl::StrAppend(&out, "  for (int64_t k = 0; k < ", n, "; ++k) dense[",
+                      slot, " + k] = args[", t.arg, " + k];\n");
+      slot += n;
+      i = end - 1;
+      continue;
+    }
     std::string d = absl::StrCat("dense[", slot++, "]");
     switch (t.kind) {
       case Take::Kind::kValue:

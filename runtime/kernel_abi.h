@@ -214,6 +214,74 @@ static inline int64_t lathe_check_i64(double x) {
   return (int64_t)x;
 }
 
+/* Whether inputs of a host function are the tensors a table describes,
+ * which keeps the generated code short where a graph has many inputs of
+ * fixed shape: `n` rows of (input, dtype, ndim, sizes[ndim],
+ * strides[ndim]); input k must be a tensor of that dtype and rank, of
+ * those sizes, and of those strides in each dimension with two or more
+ * elements (the strides of the others are never read). */
+static inline int lathe_tensors_match(const LatheValue* in,
+                                      const int64_t* rows, int64_t n) {
+  int64_t r, d;
+  for (r = 0; r < n; ++r) {
+    const LatheValue* v = &in[rows[0]];
+    const int64_t ndim = rows[2];
+    if (v->kind != LATHE_VALUE_TENSOR || v->dtype != rows[1] ||
+        v->ndim != ndim) {
+      return 0;
+    }
+    for (d = 0; d < ndim; ++d) {
+      if (v->sizes[d] != rows[3 + d]) return 0;
+    }
+    for (d = 0; d < ndim; ++d) {
+      if (v->sizes[d] >= 2 && v->strides[d] != rows[3 + ndim + d]) return 0;
+    }
+    rows += 3 + 2 * ndim;
+  }
+  return 1;
+}
+
+/* Guards of the form `source == value`, `n` of them numbered from `first`
+ * (lathe_guards): rows of (input, what, dim, value), `what` 0 for a size,
+ * 1 for a stride, 2 for the storage offset. The number of the first that
+ * fails, else -1. The inputs were checked to be tensors of the ranks the
+ * guards read. */
+static inline int lathe_guard_rows(const LatheValue* in, const int64_t* rows,
+                                   int n, int first) {
+  int r;
+  for (r = 0; r < n; ++r, rows += 4) {
+    const LatheValue* v = &in[rows[0]];
+    const int64_t got = rows[1] == 0   ? v->sizes[rows[2]]
+                        : rows[1] == 1 ? v->strides[rows[2]]
+                                       : v->storage_offset;
+    if (got != rows[3]) return first + r;
+  }
+  return -1;
+}
+
+/* Whether the inputs are of the kinds (and tensors of the ranks) the
+ * guards were made for: `n` pairs (kind, ndim), kind a LATHE_VALUE_* (a
+ * tensor may also be a composite, read by its outer shape) or -1 for an
+ * input the guards do not read. */
+static inline int lathe_guard_shapes(const LatheValue* in,
+                                     const int64_t* shapes, int64_t n) {
+  int64_t k;
+  for (k = 0; k < n; ++k) {
+    const int64_t kind = shapes[2 * k];
+    if (kind < 0) continue;
+    if (kind == LATHE_VALUE_TENSOR) {
+      if ((in[k].kind != LATHE_VALUE_TENSOR &&
+           in[k].kind != LATHE_VALUE_COMPOSITE) ||
+          in[k].ndim != shapes[2 * k + 1]) {
+        return 0;
+      }
+    } else if (in[k].kind != kind) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
 /* The host function of a compiled graph (codegen/cpp/wrapper_emitter.h):
  * checks `inputs` (the placeholders, then the constants) against the
  * graph's annotations, binds its symbols, allocates its buffers, runs its

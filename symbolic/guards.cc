@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -850,6 +851,12 @@ std::string GuardSet::ToString() const {
   std::string out;
   for (int i = 0; i < size(); ++i) absl::StrAppend(&out, Describe(i), "\n");
   return out;
+}
+
+std::optional<std::pair<Source, int64_t>> GuardSet::ConstantGuard(int i) const {
+  const Guard& g = guards_[i];
+  if (g.fast != Fast::kSourceEqConst) return std::nullopt;
+  return std::make_pair(g.source, g.lo);
 }
 
 std::string GuardSet::GuardCpp(

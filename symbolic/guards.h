@@ -28,7 +28,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -107,6 +109,9 @@ class GuardSet {
       const std::function<std::string(const Source&)>& source_name = {}) const;
   // The guards as expressions over symbols bound at sources.
   const std::vector<Expr>& exprs() const { return exprs_; }
+  // Guard `i` as (source, value) when it says `source == value` for a
+  // constant value, else nullopt.
+  std::optional<std::pair<Source, int64_t>> ConstantGuard(int i) const;
 
  private:
   friend absl::StatusOr<GuardSet> ProduceGuards(

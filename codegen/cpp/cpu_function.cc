@@ -187,7 +187,12 @@ LatheValue ViewOf(const ir::Value& v) {
 }  // namespace
 
 bool CpuFunction::Admits(absl::Span<const symbolic::GuardInput> inputs) const {
-  if (!loaded_->has_guards()) return true;
+  return FailedGuard(inputs) == LATHE_GUARDS_HOLD;
+}
+
+int CpuFunction::FailedGuard(
+    absl::Span<const symbolic::GuardInput> inputs) const {
+  if (!loaded_->has_guards()) return LATHE_GUARDS_HOLD;
   std::vector<LatheValue> in(inputs.size());
   for (size_t k = 0; k < inputs.size(); ++k) {
     const symbolic::GuardInput& g = inputs[k];
@@ -217,8 +222,7 @@ bool CpuFunction::Admits(absl::Span<const symbolic::GuardInput> inputs) const {
         break;
     }
   }
-  return loaded_->FailedGuard(in.data(), static_cast<int64_t>(in.size())) ==
-         LATHE_GUARDS_HOLD;
+  return loaded_->FailedGuard(in.data(), static_cast<int64_t>(in.size()));
 }
 
 absl::StatusOr<std::vector<const ir::Value*>> CpuFunction::WithConstants(

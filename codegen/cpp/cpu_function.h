@@ -144,6 +144,10 @@ class CpuFunction {
   // The compiled guards on the user's inputs: true when they all hold.
   // Without guards at compile time, true.
   bool Admits(absl::Span<const symbolic::GuardInput> inputs) const;
+  // The index of the first compiled guard that fails on `inputs`, as
+  // GuardSet::Check names it, or LATHE_GUARDS_HOLD (kernel_abi.h), or
+  // LATHE_GUARDS_OTHER_INPUTS for inputs of other kinds or ranks.
+  int FailedGuard(absl::Span<const symbolic::GuardInput> inputs) const;
 
   // The constants the caller gives (`self.NAME`), in the order they follow
   // the placeholders; the frozen ones the function holds come after them.

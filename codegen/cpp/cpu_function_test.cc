@@ -16,7 +16,9 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "aot/aot_dispatch.h"
 #include "codegen/cpp/cpu_testing.h"
@@ -197,6 +199,30 @@ ir::Value Ints(std::vector<int64_t> values) {
   return ir::Value::OfTensor(t);
 }
 
+// A graph compiled with the guards its tensor inputs get under `hints`.
+struct Guarded {
+  symbolic::GuardSet guards;
+  std::unique_ptr<CpuFunction> function;
+};
+absl::StatusOr<Guarded> CompileGuarded(
+    const char* text, absl::flat_hash_map<std::string, symbolic::Value> hints) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));
+  std::vector<symbolic::InputSpec> specs;
+  for (const ir::Node* p : g->Placeholders()) {
+    const ir::TensorMeta& m = p->meta().tensor;
+    specs.push_back(
+        symbolic::InputSpec::Tensor(m.sizes, m.strides, m.storage_offset));
+  }
+  symbolic::ShapeEnv env;
+  RETURN_IF_ERROR(ir::PropagateShapes(*g, env, {.hints = std::move(hints)}));
+  Guarded c;
+  ASSIGN_OR_RETURN(c.guards, symbolic::ProduceGuards(env, specs));
+  ASSIGN_OR_RETURN(
+      c.function,
+      CompileCpu(*g, env, {.guards = &c.guards, .guard_inputs = specs}));
+  return c;
+}
+
 // x = 0, 1, ..., 23 as [4, 6]: row r starts at 6r.
 TEST(CpuFunctionTest, IndirectLoadsReadTheIndexedRows) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f,
@@ -315,24 +341,13 @@ def forward(self, x: "f32[s0, s1][s1, 1]cpu", y: "f32[s1][1]cpu"):
     add = torch.ops.aten.add.Tensor(x, y);  x = y = None
     return (add,)
 )IR";
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(kText));
-  std::vector<symbolic::InputSpec> specs;
-  for (const ir::Node* p : g->Placeholders()) {
-    const ir::TensorMeta& m = p->meta().tensor;
-    specs.push_back(
-        symbolic::InputSpec::Tensor(m.sizes, m.strides, m.storage_offset));
-  }
   // Hints, as lathec gives from the first input set: sizes of 2 and more
   // compile for every such size (0/1 specialization).
-  symbolic::ShapeEnv env;
-  ASSERT_OK(ir::PropagateShapes(*g, env,
-                                {.hints = {{"s0", symbolic::Value::Int(3)},
-                                           {"s1", symbolic::Value::Int(5)}}}));
-  ASSERT_OK_AND_ASSIGN(symbolic::GuardSet guards,
-                       symbolic::ProduceGuards(env, specs));
   ASSERT_OK_AND_ASSIGN(
-      std::unique_ptr<CpuFunction> f,
-      CompileCpu(*g, env, {.guards = &guards, .guard_inputs = specs}));
+      Guarded c, CompileGuarded(kText, {{"s0", symbolic::Value::Int(3)},
+                                        {"s1", symbolic::Value::Int(5)}}));
+  const symbolic::GuardSet& guards = c.guards;
+  const std::unique_ptr<CpuFunction>& f = c.function;
   struct Case {
     std::vector<int64_t> xs, xt, ys;
     bool admitted;
@@ -357,6 +372,118 @@ def forward(self, x: "f32[s0, s1][s1, 1]cpu", y: "f32[s1][1]cpu"):
     admitted += f->Admits(in);
   }
   EXPECT_EQ(admitted, 2);
+}
+
+// Guards that compare a size, stride or offset with a constant run from
+// tables (lathe_guard_rows) between the guards that are expressions: the
+// compiled lathe_guards names the same first failing guard as the
+// GuardSet, wherever it is, and refuses inputs of another kind or rank.
+TEST(CpuFunctionTest, TheCompiledGuardsNameTheFirstFailingGuard) {
+  constexpr char kText[] = R"IR(
+def forward(self, x: "f32[2, 3][3, 1]cpu", y: "f32[s0][1]cpu", z: "f32[4][1]cpu"):
+    sum_1 = torch.ops.aten.sum.default(x)
+    mul = torch.ops.aten.mul.Tensor(y, sum_1);  y = sum_1 = None
+    sum_2 = torch.ops.aten.sum.default(z);  z = None
+    add = torch.ops.aten.add.Tensor(mul, sum_2);  mul = sum_2 = None
+    return (add,)
+)IR";
+  ASSERT_OK_AND_ASSIGN(
+      Guarded c, CompileGuarded(kText, {{"s0", symbolic::Value::Int(5)}}));
+  const symbolic::GuardSet& guards = c.guards;
+  const std::unique_ptr<CpuFunction>& f = c.function;
+  struct Case {
+    std::vector<int64_t> xs, xt, ys, zs;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3}, {3, 1}, {5}, {4}},  // all hold
+      {{2, 3}, {3, 1}, {9}, {4}},  // all hold
+      {{3, 3}, {3, 1}, {5}, {4}},  // x's first size: guard 0
+      {{2, 3}, {1, 2}, {5}, {4}},  // x's strides, further into the table
+      {{2, 3}, {3, 1}, {1}, {4}},  // y's size 1: an expression guard
+      {{2, 3}, {3, 1}, {5}, {5}},  // z's size
+      {{2, 3}, {3, 1}, {1}, {5}},  // both y and z: z's is first
+  };
+  std::vector<int> failures;
+  for (const Case& c : cases) {
+    std::vector<int64_t> one = {1};
+    std::vector<symbolic::GuardInput> in = {
+        symbolic::GuardInput::Tensor(c.xs, c.xt, 0),
+        symbolic::GuardInput::Tensor(c.ys, one, 0),
+        symbolic::GuardInput::Tensor(c.zs, one, 0)};
+    SCOPED_TRACE(
+        ::testing::PrintToString(c.xs) + ::testing::PrintToString(c.xt) +
+        ::testing::PrintToString(c.ys) + ::testing::PrintToString(c.zs));
+    int failed = -1;
+    const bool holds = guards.Check(in, &failed);
+    EXPECT_EQ(f->FailedGuard(in), holds ? LATHE_GUARDS_HOLD : failed);
+    failures.push_back(f->FailedGuard(in));
+  }
+  // Hand-derived from the set's order (the equalities with constants
+  // first, in input order; then y's range, 2 <= s0): two sets hold, x's
+  // size is guard 0, its stride later, z's size after x's, y's range
+  // last, and where z and y both fail, z's guard is the first.
+  EXPECT_EQ(failures[0], LATHE_GUARDS_HOLD);
+  EXPECT_EQ(failures[1], LATHE_GUARDS_HOLD);
+  EXPECT_EQ(failures[2], 0);
+  EXPECT_GT(failures[3], failures[2]);
+  EXPECT_GT(failures[5], failures[3]);
+  EXPECT_GT(failures[4], failures[5]);
+  EXPECT_EQ(failures[6], failures[5]);
+  // Another rank, or a number where a tensor goes.
+  std::vector<int64_t> one = {1}, two = {2, 3}, three = {3, 1};
+  EXPECT_EQ(f->FailedGuard({symbolic::GuardInput::Tensor(one, one, 0),
+                            symbolic::GuardInput::Tensor(one, one, 0),
+                            symbolic::GuardInput::Tensor(one, one, 0)}),
+            LATHE_GUARDS_OTHER_INPUTS);
+  EXPECT_EQ(f->FailedGuard({symbolic::GuardInput::Tensor(two, three, 0),
+                            symbolic::GuardInput::Int(5),
+                            symbolic::GuardInput::Tensor(one, one, 0)}),
+            LATHE_GUARDS_OTHER_INPUTS);
+}
+
+// Inputs of fixed shape are checked from one table (lathe_tensors_match):
+// every input's dtype, rank, sizes, and the strides of its dimensions of
+// two or more elements (a dimension of one element may have any stride).
+TEST(CpuFunctionTest, FixedShapeInputsAreCheckedFromOneTable) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f, CompileText(R"IR(
+def forward(self, x: "f32[2, 3][3, 1]cpu", y: "f32[1, 3][3, 1]cpu", z: "i64[3][1]cpu"):
+    add = torch.ops.aten.add.Tensor(x, y);  x = y = None
+    mul = torch.ops.aten.mul.Tensor(add, z);  add = z = None
+    return (mul,)
+)IR"));
+  Tensor z = *Tensor::Empty({3}, DType::kInt64);
+  for (int64_t k = 0; k < 3; ++k) z.data<int64_t>()[k] = k + 1;
+  ir::Value y = Filled({1, 3}, 10);
+  // y's one row with a stride of 7: never read, so admitted.
+  ASSERT_OK_AND_ASSIGN(
+      y.tensor,
+      Tensor::Wrap(y.tensor.storage(), DType::kFloat32, {1, 3}, {7, 1}, 0));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation r,
+                       f->Run({Filled({2, 3}, 0), y, ir::Value::OfTensor(z)}));
+  // x is 0..5 and y is 10, 11, 12 (Filled counts from its start).
+  EXPECT_EQ(r.outputs[0].tensor.GetDouble({1, 2}), (5 + 12) * 3);
+  EXPECT_THAT(
+      f->Run({Filled({2, 3}, 0), Filled({2, 3}, 0), ir::Value::OfTensor(z)})
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("input 1 ('y') size(0): expected 1, got 2")));
+  EXPECT_THAT(
+      f->Run({Filled({2, 3}, 0), Filled({1, 3}, 0), Filled({3}, 0)}).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("input 2 ('z'): expected dtype i64, got f32")));
+  // Rows padded to 4 elements: only the stride of a dimension of two.
+  ir::Value padded = Filled({8}, 0);
+  ASSERT_OK_AND_ASSIGN(padded.tensor,
+                       Tensor::Wrap(padded.tensor.storage(), DType::kFloat32,
+                                    {2, 3}, {4, 1}, 0));
+  EXPECT_THAT(
+      f->Run({padded, Filled({1, 3}, 0), ir::Value::OfTensor(z)}).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("input 0 ('x') stride(0): expected 3, got 4")));
+  EXPECT_THAT(
+      f->Run({Filled({2, 3}, 0), Filled({3}, 0), ir::Value::OfTensor(z)})
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("input 1 ('y')")));
 }
 
 // The runtime wrapper plan inside the .so: x's mul_ left to the wrapper is

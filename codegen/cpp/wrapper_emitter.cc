@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -14,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "codegen/scalar_ops.h"
 #include "runtime/dtype.h"
+#include "runtime/kernel_abi.h"
 #include "status_macros.h"
 #include "symbolic/expr.h"
 #include "symbolic/printer.h"
@@ -70,6 +72,23 @@ class InputCheckEmitter {
     }
     if (m.kind != ir::ValueMeta::Kind::kTensor) return;
     const ir::TensorMeta& t = m.tensor;
+    // A tensor of fixed sizes and strides is a row of one table
+    // (lathe_tensors_match): one statement per size and stride made the
+    // host function of a model with a hundred weights the costliest part
+    // of its C++ compile.
+    bool fixed = true;
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      fixed = fixed && t.sizes[d].kind() == ExprKind::kInteger &&
+              t.strides[d].kind() == ExprKind::kInteger;
+    }
+    if (fixed) {
+      fixed_rows_.insert(fixed_rows_.end(),
+                         {k, static_cast<int64_t>(t.dtype), t.dim()});
+      for (Expr e : t.sizes) fixed_rows_.push_back(e.int_value());
+      for (Expr e : t.strides) fixed_rows_.push_back(e.int_value());
+      ++fixed_count_;
+      return;
+    }
     absl::StrAppend(out_, "  if (", v, ".kind != LATHE_VALUE_TENSOR || ", v,
                     ".dtype != ", static_cast<int>(t.dtype), " || ", v,
                     ".ndim != ", t.dim(), ") ", kBad, "\n");
@@ -93,6 +112,12 @@ class InputCheckEmitter {
   // The checks of expressions, once every symbol is bound; false when one
   // cannot be checked here.
   bool Finish() {
+    if (fixed_count_ > 0) {
+      absl::StrAppend(out_, "  static const int64_t fixed_inputs[] = {",
+                      absl::StrJoin(fixed_rows_, ", "),
+                      "};\n  if (!lathe_tensors_match(in, fixed_inputs, ",
+                      fixed_count_, ")) ", kBad, "\n");
+    }
     bool all = true;
     for (const Deferred& d : deferred_) {
       if (!CheckableInC(d.want)) {
@@ -156,6 +181,8 @@ class InputCheckEmitter {
     std::string got, when;
   };
   std::string* out_;
+  std::vector<int64_t> fixed_rows_;  // lathe_tensors_match's table
+  int fixed_count_ = 0;
   absl::flat_hash_map<Expr, int> vars_;  // annotation symbol -> c<j>
   std::vector<Deferred> deferred_;
 };
@@ -477,42 +504,76 @@ absl::StatusOr<std::string> EmitGuards(
         specs[s.input].kind == symbolic::InputSpec::Kind::kFloat ? ".f" : ".i");
   };
   // The guards read sizes and strides only of tensors of the rank they
-  // were made for, and scalars of their kind.
-  std::string shape;
-  for (size_t k = 0; k < specs.size(); ++k) {
-    switch (specs[k].kind) {
+  // were made for, and scalars of their kind (lathe_guard_shapes' table).
+  std::vector<int64_t> shapes;
+  for (const symbolic::InputSpec& spec : specs) {
+    switch (spec.kind) {
       case symbolic::InputSpec::Kind::kTensor:
-        absl::StrAppend(&shape, " && (in[", k,
-                        "].kind == LATHE_VALUE_TENSOR || in[", k,
-                        "].kind == LATHE_VALUE_COMPOSITE) && in[", k,
-                        "].ndim == ", specs[k].sizes.size());
+        shapes.insert(shapes.end(), {LATHE_VALUE_TENSOR,
+                                     static_cast<int64_t>(spec.sizes.size())});
         break;
       case symbolic::InputSpec::Kind::kInt:
-        absl::StrAppend(&shape, " && in[", k, "].kind == LATHE_VALUE_INT");
+        shapes.insert(shapes.end(), {LATHE_VALUE_INT, 0});
         break;
       case symbolic::InputSpec::Kind::kFloat:
-        absl::StrAppend(&shape, " && in[", k, "].kind == LATHE_VALUE_FLOAT");
+        shapes.insert(shapes.end(), {LATHE_VALUE_FLOAT, 0});
         break;
       case symbolic::InputSpec::Kind::kBool:
-        absl::StrAppend(&shape, " && in[", k, "].kind == LATHE_VALUE_BOOL");
+        shapes.insert(shapes.end(), {LATHE_VALUE_BOOL, 0});
         break;
       case symbolic::InputSpec::Kind::kNone:  // unread: anything
+        shapes.insert(shapes.end(), {-1, 0});
         break;
     }
   }
-  // Each guard in turn, so a failure names the first that fails.
-  std::string each;
-  for (int g = 0; g < guards.size(); ++g) {
-    absl::StrAppend(&each, "  if (!(", guards.GuardCpp(g, spell), ")) return ",
-                    g, ";\n");
-  }
-  if (!bad.ok()) return bad;
-  return absl::StrCat(
+  std::string out = absl::StrCat(
       "extern \"C\" __attribute__((visibility(\"default\"))) int "
       "lathe_guards(\n    const LatheValue* in, int64_t num_inputs) {\n"
-      "  if (!(num_inputs == ",
-      specs.size(), shape, ")) return LATHE_GUARDS_OTHER_INPUTS;\n", each,
-      "  return LATHE_GUARDS_HOLD;\n}\n");
+      "  if (num_inputs != ",
+      specs.size(), ") return LATHE_GUARDS_OTHER_INPUTS;\n");
+  if (!specs.empty()) {
+    absl::StrAppend(&out, "  static const int64_t shapes[] = {",
+                    absl::StrJoin(shapes, ", "),
+                    "};\n  if (!lathe_guard_shapes(in, shapes, ", specs.size(),
+                    ")) return LATHE_GUARDS_OTHER_INPUTS;\n");
+  }
+  // Each guard in turn, so a failure names the first that fails; a run of
+  // guards that compare a tensor's size, stride or offset with a constant
+  // is a table (lathe_guard_rows), which the C++ compiler reads much faster
+  // than one statement per guard.
+  int tables = 0;
+  for (int g = 0; g < guards.size();) {
+    std::vector<int64_t> rows;
+    int end = g;
+    for (; end < guards.size(); ++end) {
+      std::optional<std::pair<symbolic::Source, int64_t>> c =
+          guards.ConstantGuard(end);
+      if (!c.has_value() || c->first.kind == symbolic::Source::Kind::kScalar) {
+        break;
+      }
+      const symbolic::Source& src = c->first;
+      const int what = src.kind == symbolic::Source::Kind::kSize     ? 0
+                       : src.kind == symbolic::Source::Kind::kStride ? 1
+                                                                     : 2;
+      rows.insert(rows.end(), {src.input, what, src.dim, c->second});
+    }
+    if (end > g) {
+      absl::StrAppend(&out, "  {\n    static const int64_t rows", tables,
+                      "[] = {", absl::StrJoin(rows, ", "),
+                      "};\n    const int f = lathe_guard_rows(in, rows", tables,
+                      ", ", end - g, ", ", g,
+                      ");\n    if (f >= 0) return f;\n  }\n");
+      ++tables;
+      g = end;
+      continue;
+    }
+    absl::StrAppend(&out, "  if (!(", guards.GuardCpp(g, spell), ")) return ",
+                    g, ";\n");
+    ++g;
+  }
+  if (!bad.ok()) return bad;
+  absl::StrAppend(&out, "  return LATHE_GUARDS_HOLD;\n}\n");
+  return out;
 }
 
 absl::StatusOr<WrapperSource> EmitWrapper(
@@ -657,12 +718,20 @@ absl::StatusOr<WrapperSource> EmitWrapper(
   // Buffers: inputs at their first element; the others from the plan.
   absl::StrAppend(&out, "  void* B[", nb > 0 ? nb : 1,
                   "] = {};\n  LatheHeld H{rt, {}};\n  int E = 0;\n");
+  // (buffer, input, item size) rows, one loop.
+  std::vector<int64_t> input_rows;
   for (int b = 0; b < nb; ++b) {
     const Buffer& buf = p.buffers[b];
     if (buf.kind != Buffer::Kind::kInput) continue;
-    std::string v = absl::StrCat("in[", buf.input, "]");
-    absl::StrAppend(&out, "  B[", b, "] = static_cast<char*>(", v, ".data) + ",
-                    v, ".storage_offset * ", ItemSize(buf.dtype), ";\n");
+    input_rows.insert(input_rows.end(), {b, buf.input, ItemSize(buf.dtype)});
+  }
+  if (!input_rows.empty()) {
+    absl::StrAppend(&out, "  static const int64_t input_buffers[] = {",
+                    absl::StrJoin(input_rows, ", "),
+                    "};\n  for (int r = 0; r < ", input_rows.size() / 3,
+                    "; ++r) {\n    const int64_t* t = input_buffers + 3 * r;\n"
+                    "    B[t[0]] = static_cast<char*>(in[t[1]].data) + "
+                    "in[t[1]].storage_offset * t[2];\n  }\n");
   }
   auto allocate = [&](int b) {
     const Buffer& buf = p.buffers[b];

@@ -59,8 +59,8 @@ CHECK-NEXT: if (in[0].sizes[1] >= 2) if (in[0].strides[1] != 1LL) return LATHE_C
 CHECK-NEXT: if (in[1].kind != LATHE_VALUE_TENSOR
 CHECK-NEXT: { if (!h0) { c0 = in[1].sizes[0]; h0 = true; } else if (c0 != in[1].sizes[0]) return LATHE_CALL_BAD_INPUTS; }
 CHECK:      S[0] = h0 ? c0 : in[0].sizes[0];
-CHECK:      B[0] = static_cast<char*>(in[0].data) + in[0].storage_offset * 4;
-CHECK:      B[1] = static_cast<char*>(in[1].data) + in[1].storage_offset * 4;
+CHECK:      static const int64_t input_buffers[] = {0, 0, 4, 1, 1, 4};
+CHECK:      B[t[0]] = static_cast<char*>(in[t[1]].data) + in[t[1]].storage_offset * t[2];
 CHECK:      H.h[2] = rt->alloc(
 CHECK-NEXT: k0(B, S, F, rt, &E);
 CHECK:      fw[0].kind = LATHE_VALUE_TENSOR; fw[0].dtype = 2; fw[0].ndim = 2;
