@@ -153,25 +153,28 @@ std::string ReduceIdentity(ReduceKind kind, DType dtype) {
 }
 
 bool EmitScalarOp(const Kernel& k, int i, const IndexCpp& cpp,
-                  absl::string_view indent, std::string* out) {
+                  absl::string_view indent, std::string* out,
+                  const BufferName& buffer) {
   const ScalarOp& op = k.ops[i];
   const std::string t(CType(op.dtype));
   auto arg = [&](int a) { return absl::StrCat("v", op.args[a]); };
+  const std::string ptr = op.buffer < 0 ? ""
+                          : buffer      ? buffer(op.buffer)
+                                        : absl::StrCat("b", op.buffer);
   switch (op.kind) {
     // f16 and bf16 elements move as their 16 bits (lathe_half's one
     // member): GCC vectorizes no loop that copies the struct as a whole.
     case ScalarOp::Kind::kLoad:
       absl::StrAppend(out, indent, "const ", t, " v", i, " = ",
-                      IsHalfFloat(op.dtype) ? "{" : "", "b", op.buffer, "[",
+                      IsHalfFloat(op.dtype) ? "{" : "", ptr, "[",
                       cpp(op.index, &op), "]",
                       IsHalfFloat(op.dtype) ? ".bits}" : "", ";\n");
       return true;
     case ScalarOp::Kind::kStore:
-      absl::StrAppend(out, indent,
-                      op.masked ? absl::StrCat("if (", arg(1), ") ") : "", "b",
-                      op.buffer, "[", cpp(op.index, &op), "]",
-                      IsHalfFloat(op.dtype) ? ".bits" : "", " = ", arg(0),
-                      IsHalfFloat(op.dtype) ? ".bits" : "", ";\n");
+      absl::StrAppend(
+          out, indent, op.masked ? absl::StrCat("if (", arg(1), ") ") : "", ptr,
+          "[", cpp(op.index, &op), "]", IsHalfFloat(op.dtype) ? ".bits" : "",
+          " = ", arg(0), IsHalfFloat(op.dtype) ? ".bits" : "", ";\n");
       return true;
     case ScalarOp::Kind::kConstant: {
       const DType held =

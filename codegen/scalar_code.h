@@ -70,8 +70,11 @@ std::string ReduceIdentity(ReduceKind kind, DType dtype);
 //
 // Appends op `i` of `k` as one statement at `indent`, and true; false
 // (nothing appended) for a reduce, a scan or an index check (EmitCheckIndex).
+// Buffer b's pointer is written `buffer(b)` (default: b<b>).
+using BufferName = std::function<std::string(int)>;
 bool EmitScalarOp(const Kernel& k, int i, const IndexCpp& cpp,
-                  absl::string_view indent, std::string* out);
+                  absl::string_view indent, std::string* out,
+                  const BufferName& buffer = {});
 
 // EmitCheckIndex()
 //

@@ -7,6 +7,7 @@
 #include <limits>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -104,15 +105,57 @@ class Emitter {
     index_type_ = Int32Indexing(p) ? "int32_t" : "int64_t";
   }
 
+  // Each kernel's body is a function of the buffers it touches, named in
+  // the order the body first uses them (p0, p1, ...), so kernels that do the
+  // same work on other buffers (a model's repeated layers, resnet's blocks)
+  // share one function, which the C++ compiler reads once; k<N> passes it
+  // its buffers.
   std::string Run() {
-    std::string out(CppSourcePrelude());
+    std::string bodies, kernels;
+    absl::flat_hash_map<std::string, std::string> shared;  // text -> name
     for (const Kernel& k : p_.kernels) {
       // Binds and asserts are the host function's (wrapper_emitter.cc).
-      if (k.kind == Kernel::Kind::kLoops || k.kind == Kernel::Kind::kExtern) {
-        EmitKernel(k, &out);
+      if (k.kind != Kernel::Kind::kLoops && k.kind != Kernel::Kind::kExtern) {
+        continue;
       }
+      params_.clear();
+      std::string body;
+      EmitKernel(k, &body);
+      std::set<int> used;
+      for (const ScalarOp& op : k.ops) {
+        if (op.buffer >= 0) used.insert(op.buffer);
+      }
+      used.insert(k.extern_buffers.begin(), k.extern_buffers.end());
+      for (int b : used) Ptr(b);  // a buffer the body never names
+      std::vector<int> order(params_.size());
+      for (const auto& [b, j] : params_) order[j] = b;
+      std::vector<std::string> formals, actuals;
+      for (size_t j = 0; j < order.size(); ++j) {
+        std::string t(CType(p_.buffers[order[j]].dtype));
+        formals.push_back(absl::StrCat(t, "* p", j));
+        actuals.push_back(
+            absl::StrCat("static_cast<", t, "*>(B[", order[j], "])"));
+      }
+      formals.push_back(
+          "const int64_t* S, const double* F, const LatheKernelRuntime* rt, "
+          "int* E");
+      std::string text = absl::StrCat("(", absl::StrJoin(formals, ", "),
+                                      ") {\n  (void)S; (void)F; (void)rt; "
+                                      "(void)E;\n",
+                                      body, "}\n\n");
+      auto [it, added] =
+          shared.emplace(std::move(text), absl::StrCat("lathe_", k.name));
+      if (added) {
+        absl::StrAppend(&bodies, "__attribute__((noinline)) static void ",
+                        it->second, it->first);
+      }
+      actuals.push_back("S, F, rt, E");
+      absl::StrAppend(&kernels, "static void ", k.name,
+                      "(void* const* B, const int64_t* S, const double* F, "
+                      "const LatheKernelRuntime* rt, int* E) {\n  ",
+                      it->second, "(", absl::StrJoin(actuals, ", "), ");\n}\n");
     }
-    return out;
+    return absl::StrCat(CppSourcePrelude(), bodies, kernels);
   }
 
  private:
@@ -135,7 +178,12 @@ class Emitter {
         " if(", Cpp(work), " > ", kParallelThreshold, ")\n");
   }
 
-  std::string Ptr(int b) { return absl::StrCat("b", b); }
+  // Buffer b as the kernel being emitted names it: its parameter p<j>, j
+  // in the order of first use.
+  std::string Ptr(int b) {
+    auto it = params_.emplace(b, static_cast<int>(params_.size())).first;
+    return absl::StrCat("p", it->second);
+  }
 
   std::string Value(const Kernel& k, int i) { return absl::StrCat("v", i); }
 
@@ -151,7 +199,7 @@ class Emitter {
     }
     if (EmitScalarOp(
             k, i, [this](Expr e, const ScalarOp* op) { return Cpp(e, op); },
-            indent, out)) {
+            indent, out, [this](int b) { return Ptr(b); })) {
       return;
     }
     switch (op.kind) {
@@ -650,35 +698,21 @@ class Emitter {
     return store;
   }
 
+  // The body of kernel `k` (without its braces), its buffers named by Ptr.
   void EmitKernel(const Kernel& k, std::string* out) {
-    absl::StrAppend(&*out, "static void ", k.name,
-                    "(void* const* B, const int64_t* S, const double* F, "
-                    "const LatheKernelRuntime* rt, int* E) {\n"
-                    "  (void)S; (void)F; (void)rt; (void)E;\n");
-    std::set<int> used;
-    for (const ScalarOp& op : k.ops) {
-      if (op.buffer >= 0) used.insert(op.buffer);
-    }
-    for (int b : k.extern_buffers) used.insert(b);
-    for (int b : used) {
-      std::string t(CType(p_.buffers[b].dtype));
-      absl::StrAppend(out, "  ", t, "* ", Ptr(b), " = static_cast<", t, "*>(B[",
-                      b, "]);\n");
-    }
     if (k.kind == Kernel::Kind::kExtern) {
       auto cpp = [this](Expr e) { return Cpp(e); };
       if (k.routine == "randperm") {
         absl::StrAppend(
             out,
             RandpermLoop(k, cpp, Ptr(k.extern_buffers[0]),
-                         CType(p_.buffers[k.extern_buffers[0]].dtype), "  "),
-            "}\n\n");
+                         CType(p_.buffers[k.extern_buffers[0]].dtype), "  "));
         return;
       }
       const ExternCallText call = ExternCall(
           k, cpp, [this](int b) { return Ptr(b); },
           absl::StrCat("rt->", k.routine), "", "  ");
-      absl::StrAppend(out, call.setup, "  ", call.call, ";\n}\n\n");
+      absl::StrAppend(out, call.setup, "  ", call.call, ";\n");
       return;
     }
     int n = static_cast<int>(k.vars.size());
@@ -705,7 +739,6 @@ class Emitter {
     if (stream_store_ >= 0) {
       EmitStreamedLoops(k, indent, out);
       stream_store_ = -1;
-      absl::StrAppend(out, "}\n\n");
       return;
     }
     for (int v = 0; v < n; ++v) {
@@ -725,7 +758,6 @@ class Emitter {
       indent.resize(indent.size() - 2);
       absl::StrAppend(out, indent, "}\n");
     }
-    absl::StrAppend(out, "}\n\n");
   }
 
   // The store a kernel streams (StreamedStore), and while its block loop is
@@ -734,6 +766,7 @@ class Emitter {
   std::string stream_target_;
 
   const Program& p_;
+  absl::flat_hash_map<int, int> params_;  // buffer -> p<j> of this kernel
   absl::flat_hash_map<Expr, std::string> names_;
   const char* index_type_ = "int64_t";  // of every loop variable
 };

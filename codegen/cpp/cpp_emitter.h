@@ -5,7 +5,11 @@
 // Emits a scheduled loop-IR program as one C++ translation unit: the
 // scalar semantics (scalar_ops.h), the kernel C ABI (runtime/kernel_abi.h)
 // and one function per kernel, `static void k<N>(B, S, F, rt, &E)`, which
-// the host function (wrapper_emitter.h) calls in order. Inner loops are written
+// the host function (wrapper_emitter.h) calls in order. Each k<N> passes its
+// buffers to its body, a function of them (`lathe_k<M>(p0, p1, ..., S, F,
+// rt, E)`), and kernels that do the same work on other buffers (a model's
+// repeated layers) share one body, so the C++ compiler reads it once.
+// Inner loops are written
 // for the compiler's vectorizer
 // (`#pragma omp simd`, reductions with simd reduction clauses, NaN kept by
 // a separate flag); outer loops run on OpenMP threads when the work is

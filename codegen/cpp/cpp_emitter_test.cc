@@ -46,7 +46,7 @@ def forward(self, x: "f32[4, 8]"):
     return (sum_1,)
 )IR"));
   EXPECT_OK(RunFileCheck(source, R"(
-CHECK:     static void k0(
+CHECK:     static void lathe_k0(
 CHECK:       for (int32_t x0 = 0; x0 < 4; ++x0) {
 CHECK:         for (int32_t r0_0 = 0; r0_0 < 8; ++r0_0) {
 CHECK-NOT: int64_t x
@@ -113,19 +113,19 @@ def forward(self, x: "f32[2048, 2048]"):
     return (mul,)
 )IR"));
   EXPECT_OK(RunFileCheck(source, R"(
-CHECK:      static void k0(
+CHECK:      static void lathe_k0(
 CHECK:        #pragma omp parallel for
 CHECK-NEXT:   for (int32_t x0 = 0; x0 < 2048; ++x0) {
-CHECK-NEXT:     const int32_t lo = static_cast<int32_t>(lathe_stream_peel(b1 + (2048 * x0), 2048));
+CHECK-NEXT:     const int32_t lo = static_cast<int32_t>(lathe_stream_peel(p0 + (2048 * x0), 2048));
 CHECK-NEXT:     #pragma omp simd
 CHECK-NEXT:     for (int32_t x1 = 0; x1 < lo; ++x1) {
-CHECK:            b1[((2048 * x0) + x1)] = v
+CHECK:            p0[((2048 * x0) + x1)] = v
 CHECK:          int32_t xb = lo;
 CHECK-NEXT:     for (; xb + 16 <= 2048; xb += 16) {
 CHECK-NEXT:       alignas(64) float lathe_t[16];
 CHECK:              const int32_t x1 = xb + j;
 CHECK:              lathe_t[j] = v
-CHECK:            lathe_stream16(b1 + ((2048 * x0) + xb), lathe_t);
+CHECK:            lathe_stream16(p0 + ((2048 * x0) + xb), lathe_t);
 CHECK:          for (int32_t x1 = xb; x1 < 2048; ++x1) {
 CHECK:          lathe_stream_fence();
 )"));
@@ -147,8 +147,8 @@ def forward(self, x: "f32[2048, 2048]", w: "f32[2048, 8]"):
 )IR"}) {
     ASSERT_OK_AND_ASSIGN(std::string plain, Emit(small));
     EXPECT_OK(RunFileCheck(plain, R"(
-CHECK:     static void k0(
-CHECK-NOT: lathe_stream16(b
+CHECK:     static void lathe_k0(
+CHECK-NOT: lathe_stream16(
 )"));
   }
 }
@@ -161,7 +161,7 @@ def forward(self, x: "f32[s0, 8]"):
     return (exp,)
 )IR"));
   EXPECT_OK(RunFileCheck(source, R"(
-CHECK:     static void k0(
+CHECK:     static void lathe_k0(
 CHECK:       for (int64_t x0 = 0; x0 < S[0]; ++x0) {
 CHECK-NOT: int32_t x
 )"));
@@ -176,7 +176,7 @@ def forward(self, x: "f32[4, 6]", i: "i64[4, 2]"):
     return (gather,)
 )IR"));
   EXPECT_OK(RunFileCheck(source, R"(
-CHECK:     static void k0(
+CHECK:     static void lathe_k0(
 CHECK:       for (int64_t x0 = 0; x0 < 4; ++x0) {
 )"));
 }
@@ -212,9 +212,46 @@ def forward(self, x: "f32[4, 6]"):
     return (getitem, getitem_1)
 )IR"));
   EXPECT_OK(RunFileCheck(source, R"(
-CHECK:      static void k0(
+CHECK:      static void lathe_k0(
 CHECK:        const int64_t g[] = {2, 2, 1, 0, (-1), 1, 0, 4, 6, 0, 6, 1, 0, 6, 1, 0, 6, 1};
-CHECK-NEXT:   rt->sort(g, b0, b1, b2);
+CHECK-NEXT:   rt->sort(g, p0, p1, p2);
+CHECK:      static void k0(
+CHECK-NEXT:   lathe_k0(static_cast<float*>(B[0]), static_cast<float*>(B[1]), static_cast<int64_t*>(B[2]), S, F, rt, E);
+)"));
+}
+
+// Kernels that do the same work on other buffers share one function, its
+// buffers parameters named in the order of their first use: the three
+// products are lathe_k0 and the two relus lathe_k1, and each k<N> passes
+// its own buffers (a relu's result is the next product's input).
+TEST(CppEmitterTest, KernelsDoingTheSameWorkShareOneFunction) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f32[64, 64]", w: "f32[64, 64]"):
+    mm = torch.ops.aten.mm.default(x, w)
+    relu = torch.ops.aten.relu.default(mm)
+    mm_1 = torch.ops.aten.mm.default(relu, w)
+    relu_1 = torch.ops.aten.relu.default(mm_1)
+    mm_2 = torch.ops.aten.mm.default(relu_1, w)
+    return (mm_2,)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:      __attribute__((noinline)) static void lathe_k0(float* p0, float* p1, float* p2, const int64_t* S,
+CHECK-NEXT:   (void)S;
+CHECK-NEXT:   rt->sgemm(1, 64, 64, 64, p0 + 0, 0, 64, 1, p1 + 0, 0, 64, 1, p2 + 0, 0, 64, 1);
+CHECK:      __attribute__((noinline)) static void lathe_k1(float* p0, float* p1, const int64_t* S,
+CHECK:          const float v0 = p0[((64 * x0) + x1)];
+CHECK:          p1[((64 * x0) + x1)] = v1;
+CHECK-NOT:  static void lathe_k
+CHECK:      static void k0(
+CHECK-NEXT:   lathe_k0(static_cast<float*>(B[0]), static_cast<float*>(B[1]), static_cast<float*>(B[[[MM:[0-9]+]]]), S, F, rt, E);
+CHECK:      static void k1(
+CHECK-NEXT:   lathe_k1(static_cast<float*>(B[[[MM]]]), static_cast<float*>(B[[[R:[0-9]+]]]), S, F, rt, E);
+CHECK:      static void k2(
+CHECK-NEXT:   lathe_k0(static_cast<float*>(B[[[R]]]), static_cast<float*>(B[1]), static_cast<float*>(B[[[MM1:[0-9]+]]]), S, F, rt, E);
+CHECK:      static void k3(
+CHECK-NEXT:   lathe_k1(static_cast<float*>(B[[[MM1]]]), static_cast<float*>(B[[[R1:[0-9]+]]]), S, F, rt, E);
+CHECK:      static void k4(
+CHECK-NEXT:   lathe_k0(static_cast<float*>(B[[[R1]]]), static_cast<float*>(B[1]),
 )"));
 }
 

@@ -5,7 +5,10 @@
 // Emits the host side of a compiled graph as straight-line C++ over the C
 // ABI of runtime/kernel_abi.h (as AOTInductor's wrapper over its shim), so
 // the .so depends on no C++ ABI of lathe's and a call costs no interpreted
-// step:
+// step. What would be one statement per input, size or guard (a model's
+// hundred weights) is a table read by one of kernel_abi.h's loops
+// (lathe_tensors_match, lathe_guard_rows, lathe_guard_shapes), which the
+// C++ compiler reads far faster:
 //   lathe_call    checks the inputs against the graph's annotations (dtype,
 //                 rank, sizes, the strides of dimensions with more than one
 //                 element, one value per symbol), binds the runtime symbols,
