@@ -1,6 +1,7 @@
 #include "codegen/cpp/cpp_compiler.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -53,7 +54,24 @@ std::vector<std::string> CompilerFlags() {
 #if defined(LATHE_UBSAN)
   flags.push_back("-fsanitize=undefined");
 #endif
+  static const bool gold = [] {
+    const char* path = std::getenv("PATH");
+    return path != nullptr && OnPath("ld.gold", path);
+  }();
+  if (gold) flags.push_back("-fuse-ld=gold");
   return flags;
+}
+
+bool OnPath(absl::string_view name, absl::string_view path) {
+  for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
+    const std::string file = absl::StrCat(dir, "/", name);
+    struct stat st;
+    if (::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(file.c_str(), X_OK) == 0) {
+      return true;
+    }
+  }
+  return false;
 }
 
 namespace {
