@@ -1,7 +1,6 @@
 #include "codegen/cpp/cpp_compiler.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -27,6 +26,9 @@
 #include "status_macros.h"
 
 namespace lathe::codegen {
+namespace {
+std::string CompilerName();
+}  // namespace
 
 std::vector<std::string> CompilerFlags() {
   // -mprefer-vector-width=512: GCC tunes this CPU for 256-bit vectors
@@ -54,24 +56,8 @@ std::vector<std::string> CompilerFlags() {
 #if defined(LATHE_UBSAN)
   flags.push_back("-fsanitize=undefined");
 #endif
-  static const bool gold = [] {
-    const char* path = std::getenv("PATH");
-    return path != nullptr && OnPath("ld.gold", path);
-  }();
-  if (gold) flags.push_back("-fuse-ld=gold");
+  if (LinksWithGold(CompilerName())) flags.push_back("-fuse-ld=gold");
   return flags;
-}
-
-bool OnPath(absl::string_view name, absl::string_view path) {
-  for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
-    const std::string file = absl::StrCat(dir, "/", name);
-    struct stat st;
-    if (::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-        ::access(file.c_str(), X_OK) == 0) {
-      return true;
-    }
-  }
-  return false;
 }
 
 namespace {
@@ -154,6 +140,22 @@ std::string CpuIdentity() {
 }
 
 }  // namespace
+
+bool LinksWithGold(const std::string& compiler) {
+  // std::mutex: ThreadSanitizer sees it, not the system Abseil's.
+  static std::mutex mu;
+  static auto* known = new absl::flat_hash_map<std::string, bool>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known->find(compiler);
+  if (it != known->end()) return it->second;
+  // The linker prints its version and stops: no file is written.
+  CommandResult probe = RunCommand(absl::StrCat(
+      compiler, " -fuse-ld=gold -Wl,--version -x c /dev/null -o /dev/null"));
+  const bool gold =
+      probe.status == 0 && absl::StrContains(probe.output, "GNU gold");
+  known->emplace(compiler, gold);
+  return gold;
+}
 
 absl::StatusOr<std::string> CompilerIdentity(const std::string& compiler) {
   // std::mutex: ThreadSanitizer sees it, not the system Abseil's.

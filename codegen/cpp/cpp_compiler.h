@@ -41,16 +41,19 @@ namespace lathe::codegen {
 // CompilerFlags()
 //
 // The flags generated code is compiled with (also part of a cache key):
-// with -fuse-ld=gold where `ld.gold` is on $PATH (binutils' gold links a
-// generated library in a third of the time of the default ld.bfd, about
-// 45 ms of a 200 ms build of a small graph).
+// with -fuse-ld=gold where the compiler links with gold (LinksWithGold:
+// binutils' gold links a generated library in a third of the time of the
+// default ld.bfd, about 45 ms of a 200 ms build of a small graph). So a
+// library linked by gold and one linked by ld.bfd have other keys: hosts
+// that share a cache share entries when they agree on the linker.
 std::vector<std::string> CompilerFlags();
 
-// OnPath()
+// LinksWithGold()
 //
-// Whether `path` (a $PATH value: directories separated by ':') has an
-// executable file called `name`.
-bool OnPath(absl::string_view name, absl::string_view path);
+// Whether `compiler -fuse-ld=gold` runs binutils' gold (probed once per
+// process and compiler, about 20 ms: gold is missing from some systems and
+// from binutils 2.44 on).
+bool LinksWithGold(const std::string& compiler);
 
 // CompilerIdentity()
 //

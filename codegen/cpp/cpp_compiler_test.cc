@@ -363,24 +363,20 @@ TEST(PrecompiledPreludeTest, NoneWithoutAPrivateDirectory) {
   EXPECT_THAT(Named(unprefixed, ".h"), ::testing::IsEmpty());
 }
 
-// Gold links where it is installed (CompilerFlags): OnPath finds an
-// executable file of that name in a $PATH's directories, and nothing else
-// of the name.
-TEST(CompilerFlagsTest, OnPathFindsOnlyAnExecutableFile) {
-  const std::string a = Dir("path_a"), b = Dir("path_b");
-  ASSERT_OK(WriteFileAtomic(a + "/ld.tool", "#!/bin/sh\n", false, 0755));
-  ASSERT_OK(WriteFileAtomic(a + "/ld.data", "", false, 0644));
-  ASSERT_EQ(::mkdir((b + "/ld.dir").c_str(), 0755), 0);
-  const std::string path = absl::StrCat("::", b, ":", a, ":");
-  EXPECT_TRUE(OnPath("ld.tool", path));
-  EXPECT_FALSE(OnPath("ld.data", path));
-  EXPECT_FALSE(OnPath("ld.dir", path));
-  EXPECT_FALSE(OnPath("ld.none", path));
-  EXPECT_FALSE(OnPath("ld.tool", b));
-  EXPECT_FALSE(OnPath("ld.tool", ""));
-  const char* env = std::getenv("PATH");
+// Gold links where the compiler can use it (CompilerFlags), probed by
+// running it: a compiler that does not run, or whose -fuse-ld=gold fails,
+// links with its default linker.
+TEST(CompilerFlagsTest, GoldOnlyWhereTheCompilerLinksWithIt) {
+  EXPECT_FALSE(LinksWithGold("/nonexistent/c++"));
+  const std::string fake = Dir("fake_cxx") + "/c++";
+  ASSERT_OK(
+      WriteFileAtomic(fake, "#!/bin/sh\necho GNU gold; exit 1\n", false, 0755));
+  EXPECT_FALSE(LinksWithGold(fake));
+  const std::string quiet = Dir("quiet_cxx") + "/c++";
+  ASSERT_OK(WriteFileAtomic(quiet, "#!/bin/sh\nexit 0\n", false, 0755));
+  EXPECT_FALSE(LinksWithGold(quiet));
   EXPECT_EQ(absl::c_linear_search(CompilerFlags(), "-fuse-ld=gold"),
-            env != nullptr && OnPath("ld.gold", env));
+            LinksWithGold("g++"));
 }
 
 TEST(CompilerIdentityTest, NamesTheCompilerItsVersionAndTheCpu) {
