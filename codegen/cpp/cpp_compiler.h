@@ -40,19 +40,18 @@ namespace lathe::codegen {
 
 // CompilerFlags()
 //
-// The flags generated code is compiled with (also part of a cache key):
-// with -fuse-ld=gold where the compiler links with gold (LinksWithGold:
-// binutils' gold links a generated library in a third of the time of the
-// default ld.bfd, about 45 ms of a 200 ms build of a small graph). So a
-// library linked by gold and one linked by ld.bfd have other keys: hosts
-// that share a cache share entries when they agree on the linker.
+// The flags generated code is compiled with (also part of a cache key).
 std::vector<std::string> CompilerFlags();
 
 // LinksWithGold()
 //
-// Whether `compiler -fuse-ld=gold` runs binutils' gold (probed once per
-// process and compiler, about 20 ms: gold is missing from some systems and
-// from binutils 2.44 on).
+// Whether `compiler -fuse-ld=gold` runs binutils' gold, probed once per
+// process and compiler (about 20 ms; gold is missing from some systems and
+// from binutils 2.44 on). Where it does, CompileSharedLibrary links with
+// it: a generated library in a third of the time of the default ld.bfd,
+// about 45 ms of a 200 ms build of a small graph. The linker is not part
+// of a cache key (the same objects, a library that does the same), and a
+// cache hit probes nothing.
 bool LinksWithGold(const std::string& compiler);
 
 // CompilerIdentity()

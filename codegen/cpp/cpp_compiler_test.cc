@@ -363,9 +363,9 @@ TEST(PrecompiledPreludeTest, NoneWithoutAPrivateDirectory) {
   EXPECT_THAT(Named(unprefixed, ".h"), ::testing::IsEmpty());
 }
 
-// Gold links where the compiler can use it (CompilerFlags), probed by
-// running it: a compiler that does not run, or whose -fuse-ld=gold fails,
-// links with its default linker.
+// Gold links where the compiler can use it, probed by running it: a
+// compiler that does not run, or whose -fuse-ld=gold fails, links with its
+// default linker.
 TEST(CompilerFlagsTest, GoldOnlyWhereTheCompilerLinksWithIt) {
   EXPECT_FALSE(LinksWithGold("/nonexistent/c++"));
   const std::string fake = Dir("fake_cxx") + "/c++";
@@ -375,8 +375,13 @@ TEST(CompilerFlagsTest, GoldOnlyWhereTheCompilerLinksWithIt) {
   const std::string quiet = Dir("quiet_cxx") + "/c++";
   ASSERT_OK(WriteFileAtomic(quiet, "#!/bin/sh\nexit 0\n", false, 0755));
   EXPECT_FALSE(LinksWithGold(quiet));
-  EXPECT_EQ(absl::c_linear_search(CompilerFlags(), "-fuse-ld=gold"),
+  // Not a compile flag (the cache key's): a build's linker option.
+  EXPECT_FALSE(absl::c_linear_search(CompilerFlags(), "-fuse-ld=gold"));
+  ASSERT_OK_AND_ASSIGN(BuiltLibrary lib,
+                       CompileSharedLibrary(kSource, Dir("gold")));
+  EXPECT_EQ(absl::StrContains(lib.command, " -fuse-ld=gold "),
             LinksWithGold("g++"));
+  EXPECT_EQ(Answer(lib), 42);
 }
 
 TEST(CompilerIdentityTest, NamesTheCompilerItsVersionAndTheCpu) {
