@@ -220,8 +220,8 @@ static inline int64_t lathe_check_i64(double x) {
  * strides[ndim]); input k must be a tensor of that dtype and rank, of
  * those sizes, and of those strides in each dimension with two or more
  * elements (the strides of the others are never read). */
-static inline int lathe_tensors_match(const LatheValue* in,
-                                      const int64_t* rows, int64_t n) {
+static inline int lathe_tensors_match(const LatheValue* in, const int64_t* rows,
+                                      int64_t n) {
   int64_t r, d;
   for (r = 0; r < n; ++r) {
     const LatheValue* v = &in[rows[0]];
