@@ -327,22 +327,22 @@ void Leaves(const ResultShape& s, const std::string& name,
 }
 
 // Whether every composite of `s` is a registered type with as many inner
-// values as it takes; an error naming argument `name` otherwise.
-absl::Status CheckTree(const ResultShape& s, const std::string& name) {
+// values as it takes; an error naming `what` ("argument 'x'", "result 0")
+// otherwise.
+absl::Status CheckTree(const ResultShape& s, const std::string& what) {
   if (s.type.empty()) return absl::OkStatus();
   const CompositeType* type = FindCompositeType(s.type);
   if (type == nullptr) {
     return absl::FailedPreconditionError(
-        absl::StrCat("argument '", name, "': composite type '", s.type,
+        absl::StrCat(what, ": composite type '", s.type,
                      "' is not registered in this program"));
   }
   if (s.inner.size() != type->inner_names().size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("argument '", name, "': a ", s.type, " holds ",
-                     type->inner_names().size(),
-                     " inner values, the manifest gives ", s.inner.size()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": a ", s.type, " holds ", type->inner_names().size(),
+        " inner values, the manifest gives ", s.inner.size()));
   }
-  for (const ResultShape& in : s.inner) RETURN_IF_ERROR(CheckTree(in, name));
+  for (const ResultShape& in : s.inner) RETURN_IF_ERROR(CheckTree(in, what));
   return absl::OkStatus();
 }
 
@@ -368,7 +368,13 @@ absl::StatusOr<ResultShape> ArgumentTree(const Manifest& m, int k) {
       s.inner.assign(t->inner_names().size(), ResultShape::Plain(-1));
     }
   }
-  RETURN_IF_ERROR(CheckTree(s, a.name));
+  RETURN_IF_ERROR(CheckTree(s, absl::StrCat("argument '", a.name, "'")));
+  return s;
+}
+
+absl::StatusOr<ResultShape> ResultTree(const Manifest& m, int k) {
+  const ResultShape& s = m.signature.results.at(k);
+  RETURN_IF_ERROR(CheckTree(s, absl::StrCat("result ", k)));
   return s;
 }
 

@@ -70,6 +70,13 @@ std::string InputName(const ArgumentSpec& a);
 // argument otherwise.
 absl::StatusOr<ResultShape> ArgumentTree(const Manifest& m, int k);
 
+// ResultTree()
+//
+// Result `k` of `m` as its manifest gives it, each composite of the tree
+// (nested ones included) a type registered in this program with as many
+// inner values as it takes; an error naming the result otherwise.
+absl::StatusOr<ResultShape> ResultTree(const Manifest& m, int k);
+
 // InputNames()
 //
 // The names of the tensors ArrangeArguments reads for `m`, in order: one

@@ -65,24 +65,8 @@ absl::StatusOr<Operand> LoadArgument(const ir::Graph& graph,
   return Compose(*l.type, name, std::move(inner));
 }
 
-// The layout of an artifact's result: plain, or a composite of a
-// registered type over plain values (deeper nesting is refused).
-absl::StatusOr<aot::CompositeLayout> FlatLayout(absl::string_view type,
-                                                int inner_count,
-                                                const std::string& what) {
-  if (type.empty()) return aot::CompositeLayout::Plain();
-  const CompositeType* t = FindCompositeType(type);
-  if (t == nullptr ||
-      inner_count != static_cast<int>(t->inner_names().size())) {
-    return absl::UnimplementedError(absl::StrCat(
-        what, ": a composite of type '", type,
-        "' nested in another, which run --artifact does not read yet"));
-  }
-  return aot::CompositeLayout::Of(
-      t, std::vector<aot::CompositeLayout>(t->inner_names().size()));
-}
-
-// The layout of an argument of this tree (ArgumentTree's).
+// The layout of an argument or result of this tree (ArgumentTree's or
+// ResultTree's: every composite type in it is registered).
 aot::CompositeLayout LayoutOfTree(const ResultShape& s) {
   if (s.type.empty()) return aot::CompositeLayout::Plain();
   std::vector<aot::CompositeLayout> inner;
@@ -165,16 +149,9 @@ absl::StatusOr<ArtifactLayout> ArtifactLayoutOf(const Manifest& m) {
     a.signature.arguments.push_back(LayoutOfTree(tree));
     a.names.push_back(InputName(m.arguments[k]));
   }
-  for (const ResultShape& r : m.signature.results) {
-    for (const ResultShape& inner : r.inner) {
-      if (!inner.type.empty()) {
-        return FlatLayout(inner.type, 0, "a result").status();
-      }
-    }
-    ASSIGN_OR_RETURN(
-        aot::CompositeLayout l,
-        FlatLayout(r.type, static_cast<int>(r.inner.size()), "a result"));
-    a.signature.results.push_back(std::move(l));
+  for (size_t k = 0; k < m.signature.results.size(); ++k) {
+    ASSIGN_OR_RETURN(ResultShape tree, ResultTree(m, static_cast<int>(k)));
+    a.signature.results.push_back(LayoutOfTree(tree));
   }
   ASSIGN_OR_RETURN(a.files, InputNames(m));
   return a;

@@ -76,9 +76,10 @@ struct ArtifactLayout {
 
 // ArtifactLayoutOf()
 //
-// The layout of `m`'s arguments (their whole trees, ArgumentTree) and
-// results (plain, or a composite of a registered type over plain values:
-// deeper nesting is refused); a constant `self.NAME` is read from NAME.
+// The layout of `m`'s arguments and results (their whole trees, nested
+// composites included: ArgumentTree and ResultTree, which refuse a type
+// this program does not register); a constant `self.NAME` is read from
+// NAME.
 absl::StatusOr<ArtifactLayout> ArtifactLayoutOf(const Manifest& m);
 
 // ArtifactArguments()

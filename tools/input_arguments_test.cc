@@ -167,17 +167,37 @@ TEST(InputArgumentsTest, AnArtifactsArgumentsComeFromItsManifest) {
       StatusIs(absl::StatusCode::kInvalidArgument, "missing input 'c'"));
 }
 
-TEST(InputArgumentsTest, AnArtifactWithNestedCompositesIsRefused) {
+// A result nested two composites deep is laid out as its whole tree (its
+// files named down it); a composite type this program does not register,
+// at any depth, or a type given the wrong number of inner values, is an
+// error naming the result.
+TEST(InputArgumentsTest, AnArtifactsResultsAreLaidOutAsTheirWholeTrees) {
   Manifest m = ArtifactManifest();
-  ResultShape nested;
-  nested.type = "pair";
-  nested.inner = {ResultShape::Plain(1), ResultShape::Plain(1)};
-  nested.inner[1].type = "pair";
-  m.signature.results = {nested};
+  ASSERT_OK_AND_ASSIGN(ResultShape nested,
+                       ResultShape::Parse("pair(1,pair(scaled_int8(1,0),1))"));
+  m.signature.results = {ResultShape::Plain(1), nested};
+  ASSERT_OK_AND_ASSIGN(ArtifactLayout layout, ArtifactLayoutOf(m));
+  ASSERT_EQ(layout.signature.results.size(), 2u);
+  EXPECT_EQ(layout.signature.results[0].type, nullptr);
+  EXPECT_EQ(layout.signature.results[1].ToString(),
+            "pair(plain, pair(scaled_int8(plain, plain), plain))");
+  std::vector<std::string> names;
+  aot::LeafNames("out1", layout.signature.results[1], &names);
+  EXPECT_THAT(names, ElementsAre("out1_a", "out1_b_a_data", "out1_b_a_scale",
+                                 "out1_b_b"));
+
+  ASSERT_OK_AND_ASSIGN(m.signature.results[1],
+                       ResultShape::Parse("pair(1,pair(blob(1,1),1))"));
   EXPECT_THAT(ArtifactLayoutOf(m).status(),
-              StatusIs(absl::StatusCode::kUnimplemented,
-                       "a result: a composite of type 'pair' nested in "
-                       "another, which run --artifact does not read yet"));
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "result 1: composite type 'blob' is not registered "
+                       "in this program"));
+  ASSERT_OK_AND_ASSIGN(m.signature.results[1],
+                       ResultShape::Parse("pair(1,pair(1,1,1))"));
+  EXPECT_THAT(ArtifactLayoutOf(m).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "result 1: a pair holds 2 inner values, the manifest "
+                       "gives 3"));
 }
 
 }  // namespace

@@ -1263,21 +1263,9 @@ def forward(self, x: "f32[4][1]cpu"):
 )";
 
 // What `run --artifact` cannot read is one clear line, and nothing is
-// written: a result nested two composites deep, a missing input, a scalar
-// given as a tensor.
+// written: a missing input, a scalar given as a tensor.
 TEST(LathecArtifactTest, InputsTheArtifactCannotTakeAreNamed) {
-  std::string nested = WriteTestFile("nested.txt", kNestedPairs);
-  std::string dir = TestTmpPath("nested_artifact");
-  LathecResult c = RunLathec({"compile", nested, "-o", dir});
-  ASSERT_EQ(c.status, 0) << c.output;
-  std::string v = Save("nested_v.npy", Filled({4}, 1.0));
-  LathecResult r =
-      RunLathec({"run", "--artifact", dir, "--input", "x_a=" + v, "--input",
-                 "x_b=" + v, "--out", TestTmpPath("nested_artifact_out")});
-  EXPECT_EQ(r.status, 1);
-  EXPECT_EQ(r.output,
-            "lathec: a result: a composite of type 'pair' nested in another, "
-            "which run --artifact does not read yet\n");
+  LathecResult c, r;
   const std::string scalars =
       RunfilePath("ir/testdata/graphs/15_scalar_inputs.txt");
   std::string x = Save("sc_x.npy", Filled({8}, 1.0));
@@ -1298,7 +1286,6 @@ TEST(LathecArtifactTest, InputsTheArtifactCannotTakeAreNamed) {
   EXPECT_EQ(r.output, absl::StrCat("lathec: ", x,
                                    ": input 'scale' is a scalar and needs a "
                                    "0-d .npy, got f32[8][1]cpu\n"));
-  EXPECT_FALSE(PathExists(TestTmpPath("nested_artifact_out")));
   EXPECT_FALSE(PathExists(TestTmpPath("scalar_out")));
   // With the scalars given right, it runs.
   r = RunLathec({"run", "--artifact", sdir, "--input", "x=" + x, "--input",
@@ -1339,6 +1326,64 @@ TEST(LathecArtifactTest, ANestedCompositeArgumentIsArrangedByTheRuntime) {
   EXPECT_THAT(
       ArrangeArguments(a.manifest, leaves),
       StatusIs(absl::StatusCode::kInvalidArgument, "missing input 'x_b_a'"));
+}
+
+// `run --artifact` writes a result nested two composites deep as lathec
+// run on the graph does: one file per leaf, named down the tree, each the
+// negated leaf (on the interpreter and from the artifact alike). A manifest
+// whose result names a type this program does not register is one line
+// naming the result, and nothing is written.
+TEST(LathecArtifactTest, NestedCompositeResultsAreWrittenFromAnArtifact) {
+  std::string nested = WriteTestFile("nested_results.txt", kNestedPairs);
+  std::string dir = TestTmpPath("nested_results_artifact");
+  LathecResult c = RunLathec({"compile", nested, "-o", dir});
+  ASSERT_EQ(c.status, 0) << c.output;
+  const char* names[] = {"x_a_a", "x_a_b", "x_b_a", "x_b_b"};
+  std::vector<std::string> inputs;
+  for (int k = 0; k < 4; ++k) {
+    inputs.push_back("--input");
+    inputs.push_back(absl::StrCat(
+        names[k], "=",
+        Save(absl::StrCat("nr_", names[k], ".npy"), Filled({4}, k + 1))));
+  }
+  auto run = [&](std::vector<std::string> args) {
+    args.insert(args.end(), inputs.begin(), inputs.end());
+    return RunLathec(args);
+  };
+  const std::string from_graph = TestTmpPath("nested_results_graph");
+  const std::string from_artifact = TestTmpPath("nested_results_out");
+  LathecResult g = run({"run", nested, "--out", from_graph});
+  ASSERT_EQ(g.status, 0) << g.output;
+  LathecResult r = run({"run", "--artifact", dir, "--out", from_artifact});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output,
+            "out0_a_a.npy: f32[4][1]cpu\nout0_a_b.npy: f32[4][1]cpu\n"
+            "out0_b_a.npy: f32[4][1]cpu\nout0_b_b.npy: f32[4][1]cpu\n");
+  for (int k = 0; k < 4; ++k) {
+    const std::string file = absl::StrCat("/out0", names[k] + 1, ".npy");
+    for (const std::string& out : {from_graph, from_artifact}) {
+      absl::StatusOr<Tensor> t = ReadNpy(out + file);
+      ASSERT_OK(t.status()) << out << file;
+      for (int64_t i = 0; i < 4; ++i) {
+        EXPECT_EQ(t->GetDouble({i}), -(k + 1)) << out << file;
+      }
+    }
+  }
+
+  std::string manifest = ReadText(dir + "/manifest.txt");
+  const std::string line = "result pair(pair(1,1),pair(1,1))";
+  ASSERT_THAT(manifest, HasSubstr(line));
+  manifest.replace(manifest.find(line), line.size(),
+                   "result pair(pair(1,1),blob(1,1))");
+  std::filesystem::remove(dir + "/manifest.txt");
+  std::ofstream(dir + "/manifest.txt") << manifest;
+  const std::string refused = TestTmpPath("nested_results_refused");
+  r = run({"run", "--artifact", dir, "--out", refused});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.output,
+            "lathec: result 0: composite type 'blob' is not registered in "
+            "this program\n");
+  EXPECT_FALSE(PathExists(refused));
 }
 
 TEST(LathecArtifactTest, GuardsPrintsTheSetAndItsCpp) {

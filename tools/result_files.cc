@@ -18,13 +18,28 @@ constexpr char kOutMarker[] = ".lathec-out";
 // Where mutated inputs are written, under --out.
 constexpr char kMutatedDir[] = "mutated";
 
-// The tensors of an operand in LeafNames order.
-void Leaves(const Operand& o, std::vector<Operand>* out) {
-  if (o.kind != Operand::Kind::kComposite) {
-    out->push_back(o);
-    return;
+// The tensors of `o`, laid out as `l` (named `name`), with their file
+// names in LeafNames order; an error naming the value where `o` is not of
+// that shape (a composite of another type, or of another arity).
+absl::Status NamedLeaves(const std::string& name, const aot::CompositeLayout& l,
+                         const Operand& o,
+                         std::vector<std::pair<std::string, Operand>>* out) {
+  if (l.type == nullptr && o.kind != Operand::Kind::kComposite) {
+    out->emplace_back(name, o);
+    return absl::OkStatus();
   }
-  for (const Operand& i : o.composite->inner) Leaves(i, out);
+  if (l.type == nullptr || o.kind != Operand::Kind::kComposite ||
+      o.composite->type != l.type ||
+      o.composite->inner.size() != l.inner.size()) {
+    return absl::InternalError(absl::StrCat(
+        name, ": the call gave ", o.ToString(), " where its signature says ",
+        l.type == nullptr ? "a plain value" : l.ToString()));
+  }
+  for (size_t k = 0; k < l.inner.size(); ++k) {
+    RETURN_IF_ERROR(NamedLeaves(aot::InnerName(name, l, static_cast<int>(k)),
+                                l.inner[k], o.composite->inner[k], out));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -57,6 +72,14 @@ absl::StatusOr<std::vector<PendingFile>> ResultFiles(
     const std::vector<std::string>& names_of_arguments,
     absl::Span<const Operand> results, absl::Span<const Operand> arguments,
     const std::vector<bool>& written, const std::string& prefix) {
+  if (results.size() > signature.results.size() ||
+      arguments.size() < names_of_arguments.size() ||
+      signature.arguments.size() < names_of_arguments.size()) {
+    return absl::InternalError(absl::StrCat(
+        "the call gave ", results.size(), " results and ", arguments.size(),
+        " arguments where its signature says ", signature.results.size(),
+        " and ", signature.arguments.size()));
+  }
   std::vector<PendingFile> pending;
   auto add = [&](const std::string& name, const Operand& o,
                  int index) -> absl::Status {
@@ -74,25 +97,23 @@ absl::StatusOr<std::vector<PendingFile>> ResultFiles(
           {"", Tensor(), NpyParts(), absl::StrCat(prefix, "out", k, ": None")});
       continue;
     }
-    std::vector<std::string> names;
-    aot::LeafNames(absl::StrCat("out", k), signature.results[k], &names);
-    std::vector<Operand> leaves;
-    Leaves(results[k], &leaves);
-    for (size_t j = 0; j < leaves.size() && j < names.size(); ++j) {
-      RETURN_IF_ERROR(add(names[j], leaves[j], static_cast<int>(k)));
+    std::vector<std::pair<std::string, Operand>> leaves;
+    RETURN_IF_ERROR(NamedLeaves(absl::StrCat("out", k), signature.results[k],
+                                results[k], &leaves));
+    for (const auto& [name, leaf] : leaves) {
+      RETURN_IF_ERROR(add(name, leaf, static_cast<int>(k)));
     }
   }
   // Mutated inputs go to mutated/, so no input name can collide with an
   // output's file.
   for (size_t i = 0; i < names_of_arguments.size() && i < written.size(); ++i) {
     if (!written[i]) continue;
-    std::vector<std::string> names;
-    aot::LeafNames(names_of_arguments[i], signature.arguments[i], &names);
-    std::vector<Operand> leaves;
-    Leaves(arguments[i], &leaves);
-    for (size_t j = 0; j < leaves.size() && j < names.size(); ++j) {
-      RETURN_IF_ERROR(add(absl::StrCat(kMutatedDir, "/", names[j]), leaves[j],
-                          static_cast<int>(i)));
+    std::vector<std::pair<std::string, Operand>> leaves;
+    RETURN_IF_ERROR(NamedLeaves(names_of_arguments[i], signature.arguments[i],
+                                arguments[i], &leaves));
+    for (const auto& [name, leaf] : leaves) {
+      RETURN_IF_ERROR(
+          add(absl::StrCat(kMutatedDir, "/", name), leaf, static_cast<int>(i)));
     }
   }
   return pending;

@@ -85,6 +85,53 @@ TEST(ResultFilesTest, OneFilePerLeafAndWrittenArgument) {
   EXPECT_EQ(files[4].tensor.GetDouble({1}), 5);
 }
 
+// A result nested two composites deep (a pair whose inner b is a pair)
+// is one file per leaf, named down the tree.
+TEST(ResultFilesTest, NestedCompositesAreNamedDownTheTree) {
+  aot::CompositeSignature signature;
+  signature.results = {aot::CompositeLayout::Of(
+      FindCompositeType("pair"), {aot::CompositeLayout::Plain(), Pair()})};
+  ASSERT_OK_AND_ASSIGN(Operand inner, MakePair(Operand::Of(Filled({2}, 2)),
+                                               Operand::Of(Filled({2}, 3))));
+  ASSERT_OK_AND_ASSIGN(Operand nested,
+                       MakePair(Operand::Of(Filled({2}, 1)), inner));
+  ASSERT_OK_AND_ASSIGN(std::vector<PendingFile> files,
+                       ResultFiles(signature, {}, {nested}, {}, {}, ""));
+  std::vector<std::string> paths;
+  for (const PendingFile& f : files) paths.push_back(f.path);
+  EXPECT_THAT(paths, ElementsAre("out0_a.npy", "out0_b_a.npy", "out0_b_b.npy"));
+  EXPECT_EQ(files[0].tensor.GetDouble({0}), 1);
+  EXPECT_EQ(files[1].tensor.GetDouble({0}), 2);
+  EXPECT_EQ(files[2].tensor.GetDouble({1}), 3);
+}
+
+// A result that is not of the shape its signature gives (as from a
+// manifest that does not describe its library) is an error naming it, not
+// a file too few or a leaf under another's name.
+TEST(ResultFilesTest, AResultNotOfItsSignaturesShapeIsNamed) {
+  Call c = MakeCall();
+  c.signature.results[0] = Pair();  // out0 is a plain tensor
+  EXPECT_THAT(ResultFiles(c.signature, {"x", "y"}, c.results, c.arguments,
+                          {false, true}, ""),
+              StatusIs(absl::StatusCode::kInternal,
+                       "out0: the call gave f32[2][1]cpu where its signature "
+                       "says pair(plain, plain)"));
+  c = MakeCall();
+  c.signature.results[3] = aot::CompositeLayout::Plain();  // out3 is a pair
+  EXPECT_THAT(ResultFiles(c.signature, {"x", "y"}, c.results, c.arguments,
+                          {false, true}, ""),
+              StatusIs(absl::StatusCode::kInternal,
+                       "out3: the call gave pair(f32[2][1]cpu, f32[2][1]cpu) "
+                       "where its signature says a plain value"));
+  c = MakeCall();
+  c.signature.results.pop_back();
+  EXPECT_THAT(ResultFiles(c.signature, {"x", "y"}, c.results, c.arguments,
+                          {false, true}, ""),
+              StatusIs(absl::StatusCode::kInternal,
+                       "the call gave 4 results and 2 arguments where its "
+                       "signature says 3 and 2"));
+}
+
 TEST(ResultFilesTest, AsTensorSavesNumbersAsZeroDimensionalArrays) {
   ASSERT_OK_AND_ASSIGN(Tensor f, AsTensor(ir::Value::Float(2.5), 0));
   EXPECT_EQ(f.dtype(), DType::kFloat64);
