@@ -4,17 +4,15 @@
 //
 // The emulated CUDA device's kernel side: with this header, CUDA C++ as
 // lathe emits it compiles with the system C++ compiler and runs on the
-// host, as Triton's interpreter mode runs Triton kernels. A launch runs
-// every block of the grid in turn; a block's threads run one after another
-// until each reaches __syncthreads, then all go on (so a missing barrier
-// shows: a thread reads what the threads after it have not written yet),
-// each thread on a fiber of its own (ucontext) when the kernel
-// synchronizes, as a plain call when it does not. Warp shuffles, votes and
-// __syncwarp wait for their warp the same way; __shared__ memory is per
-// block; atomics are real atomics. What CUDA forbids is an error naming
-// the kernel: a __syncthreads that not every thread of the block reaches
-// (a divergent barrier), a warp op some lanes of a warp skip, a barrier in
-// a kernel exported as not synchronizing.
+// host, as Triton's interpreter mode runs Triton kernels. It gives CUDA's
+// vocabulary (threadIdx, __syncthreads, warp shuffles and votes, atomics,
+// __shared__ memory per block) over the runtime's grid runner
+// (emulated_grid.h), which runs a launch's blocks and threads and reports
+// what CUDA forbids (a divergent barrier or warp op) as an error naming the
+// kernel. The runner is compiled once, into //runtime: a module holds only
+// its kernels and the thin wrappers below, and the emulated driver binds it
+// to the runner when it loads it (lathe_emu_bind). Atomics are real
+// atomics.
 //
 // Each kernel is exported for the emulated driver with one line after it,
 // which NVRTC builds compile to nothing (cuda_prelude.h):
@@ -36,140 +34,28 @@
 // the number of parameters and their sizes (the driver copies the values
 // at launch, as CUDA does).
 //
-// Only the host's C++ library is used: the header is compiled into each
-// kernel module on its own.
+// A module is one translation unit: this header defines its
+// lathe_emu_bind. Generated modules get emulated_grid_abi.h's text in
+// place of its #include (codegen/cuda's genrule).
 
 #ifndef LATHE_RUNTIME_CUDA_CUDA_EMULATION_H_
 #define LATHE_RUNTIME_CUDA_CUDA_EMULATION_H_
 
-#include <ucontext.h>
-
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <string>
-#include <tuple>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/common_interface_defs.h>
-#define LATHE_EMU_ASAN 1
-#endif
-
-struct uint3 {
-  unsigned int x, y, z;
-};
-struct dim3 {
-  unsigned int x, y, z;
-  constexpr dim3(unsigned int x_ = 1, unsigned int y_ = 1, unsigned int z_ = 1)
-      : x(x_), y(y_), z(z_) {}
-};
+#include "runtime/cuda/emulated_grid_abi.h"
 
 namespace lathe_emu {
 
-// A launch's shape, as cuLaunchKernel takes it.
-struct LaunchConfig {
-  dim3 grid;
-  dim3 block;
-};
-
-inline constexpr int kWarpSize = 32;
-inline constexpr size_t kFiberStack = size_t{64} << 10;
-
-// Where a thread of a block stands.
-enum class Wait { kRunning, kBarrier, kWarp, kDone };
-
-struct Thread {
-  ucontext_t context;
-  uint3 index;
-  int linear = 0;
-  Wait wait = Wait::kRunning;
-  int warp_round = 0;  // which of the warp's two exchange buffers is next
-#ifdef LATHE_EMU_ASAN
-  void* fake_stack = nullptr;  // AddressSanitizer's, while switched out
-#endif
-};
-
-// The block being run on this OS thread.
-struct Block {
-  const char* kernel = "";
-  bool fibers = false;
-  std::vector<Thread> threads;
-  std::vector<char> stacks;
-  ucontext_t scheduler;
-  Thread* current = nullptr;
-  // Per warp: two rounds of 32 values, exchanged by shuffles and votes.
-  std::vector<uint64_t> exchange;
-  std::string error;
-#ifdef LATHE_EMU_ASAN
-  // The scheduler's stack, for AddressSanitizer's fiber switches.
-  void* fake_stack = nullptr;
-  const void* stack_bottom = nullptr;
-  size_t stack_size = 0;
-#endif
-};
-
-inline thread_local Block* current_block = nullptr;
-inline thread_local uint3 thread_idx = {0, 0, 0};
-inline thread_local uint3 block_idx = {0, 0, 0};
-inline thread_local dim3 block_dim;
-inline thread_local dim3 grid_dim;
-
-// Records the block's first error (later ones follow from it).
-inline void Fail(Block& b, const std::string& what) {
-  if (b.error.empty())
-    b.error = std::string("kernel ") + b.kernel + ": " + what;
-}
-
-// Switches from the running fiber back to the block's scheduler.
-inline void Yield(Block& b, Thread& t, Wait why) {
-  t.wait = why;
-#ifdef LATHE_EMU_ASAN
-  __sanitizer_start_switch_fiber(&t.fake_stack, b.stack_bottom, b.stack_size);
-#endif
-  swapcontext(&t.context, &b.scheduler);
-#ifdef LATHE_EMU_ASAN
-  __sanitizer_finish_switch_fiber(t.fake_stack, &b.stack_bottom, &b.stack_size);
-#endif
-}
-
-// __syncthreads: waits until every thread of the block has come.
-inline void SyncThreads() {
-  Block& b = *current_block;
-  if (!b.fibers) {
-    Fail(b, "__syncthreads in a kernel exported as not synchronizing");
-    return;
-  }
-  Yield(b, *b.current, Wait::kBarrier);
-}
-
-// A warp op: the calling lane's `value` is exchanged with its warp's; the
-// values of the lanes, once all have come, by lane.
-inline const uint64_t* WarpExchange(uint64_t value, const char* op) {
-  Block& b = *current_block;
-  static thread_local uint64_t lone[kWarpSize];
-  if (!b.fibers) {
-    Fail(b, std::string(op) + " in a kernel exported as not synchronizing");
-    std::fill(lone, lone + kWarpSize, value);
-    return lone;
-  }
-  Thread& t = *b.current;
-  const int warp = t.linear / kWarpSize;
-  const int lane = t.linear % kWarpSize;
-  uint64_t* round =
-      &b.exchange[(static_cast<size_t>(warp) * 2 + t.warp_round % 2) *
-                  kWarpSize];
-  round[lane] = value;
-  Yield(b, t, Wait::kWarp);
-  ++t.warp_round;
-  return round;
-}
+// The runtime's grid runner, once the emulated driver loaded this module.
+static const GridHost* grid_host = nullptr;
+// The kernel thread this OS thread runs (the runner writes it).
+static thread_local ThreadState state;
 
 template <typename T>
 uint64_t Bits(T v) {
@@ -187,182 +73,15 @@ T FromBits(uint64_t bits) {
 }
 
 // The lane this thread is in its warp.
-inline int Lane() {
-  return current_block->current != nullptr
-             ? current_block->current->linear % kWarpSize
-             : 0;
-}
+inline int Lane() { return grid_host->lane(); }
 
 // The value lane `src` (within this lane's `width`-wide segment) gave.
 template <typename T>
 T Shuffle(T v, int src, int width, const char* op) {
-  const uint64_t* all = WarpExchange(Bits(v), op);
+  const uint64_t* all = grid_host->warp_exchange(Bits(v), op);
   const int lane = Lane();
   const int base = lane / width * width;
   return FromBits<T>(all[base + ((src % width) + width) % width]);
-}
-
-// Runs every thread of the current block's fibers until all are done,
-// releasing barriers and warps as they fill.
-inline void Schedule(Block& b) {
-  const int n = static_cast<int>(b.threads.size());
-  const int warps = (n + kWarpSize - 1) / kWarpSize;
-  for (;;) {
-    for (Thread& t : b.threads) {
-      if (t.wait != Wait::kRunning) continue;
-      b.current = &t;
-      thread_idx = t.index;
-#ifdef LATHE_EMU_ASAN
-      __sanitizer_start_switch_fiber(
-          &b.fake_stack,
-          b.stacks.data() + static_cast<size_t>(t.linear) * kFiberStack,
-          kFiberStack);
-#endif
-      swapcontext(&b.scheduler, &t.context);
-#ifdef LATHE_EMU_ASAN
-      __sanitizer_finish_switch_fiber(b.fake_stack, nullptr, nullptr);
-#endif
-      if (!b.error.empty()) return;
-    }
-    int done = 0, at_barrier = 0;
-    for (const Thread& t : b.threads) {
-      done += t.wait == Wait::kDone;
-      at_barrier += t.wait == Wait::kBarrier;
-    }
-    if (done == n) return;
-    bool released = false;
-    // A warp goes on when all its lanes that have not returned wait at a
-    // warp op; a lane that returned is one the op skipped.
-    for (int w = 0; w < warps; ++w) {
-      int lanes = 0, waiting = 0, returned = 0;
-      for (int i = w * kWarpSize; i < std::min(n, (w + 1) * kWarpSize); ++i) {
-        ++lanes;
-        waiting += b.threads[i].wait == Wait::kWarp;
-        returned += b.threads[i].wait == Wait::kDone;
-      }
-      if (waiting == 0 || waiting + returned < lanes) continue;
-      if (returned > 0) {
-        Fail(b, "a warp op that " + std::to_string(returned) + " of warp " +
-                    std::to_string(w) + "'s " + std::to_string(lanes) +
-                    " lanes returned before reaching (a divergent warp op)");
-        return;
-      }
-      for (int i = w * kWarpSize; i < std::min(n, (w + 1) * kWarpSize); ++i) {
-        b.threads[i].wait = Wait::kRunning;
-      }
-      released = true;
-    }
-    if (released) continue;
-    if (at_barrier + done == n) {
-      if (done > 0) {
-        Fail(b, "__syncthreads reached by " + std::to_string(at_barrier) +
-                    " of the block's " + std::to_string(n) +
-                    " threads; the others returned (a divergent barrier)");
-        return;
-      }
-      for (Thread& t : b.threads) t.wait = Wait::kRunning;
-      continue;
-    }
-    Fail(b,
-         "threads wait at __syncthreads while others wait at a warp op "
-         "(a barrier inside a divergent branch)");
-    return;
-  }
-}
-
-// The body each fiber runs: the kernel, on the current thread's index.
-inline thread_local void (*fiber_body)(void*) = nullptr;
-inline thread_local void* fiber_argument = nullptr;
-
-inline void FiberMain() {
-  Block& b = *current_block;
-#ifdef LATHE_EMU_ASAN
-  __sanitizer_finish_switch_fiber(nullptr, &b.stack_bottom, &b.stack_size);
-#endif
-  fiber_body(fiber_argument);
-  b.current->wait = Wait::kDone;
-#ifdef LATHE_EMU_ASAN
-  // The fiber ends: its fake stack goes.
-  __sanitizer_start_switch_fiber(nullptr, b.stack_bottom, b.stack_size);
-#endif
-  // Returning resumes uc_link: the scheduler.
-}
-
-// Runs `body(argument)` for every thread of every block of `config`.
-inline int RunGrid(const char* kernel, bool fibers, const LaunchConfig& config,
-                   void (*body)(void*), void* argument, char* error,
-                   int error_size) {
-  const dim3 g = config.grid, bd = config.block;
-  const uint64_t threads = uint64_t{bd.x} * bd.y * bd.z;
-  auto fail = [&](const std::string& what) {
-    std::snprintf(error, static_cast<size_t>(error_size), "kernel %s: %s",
-                  kernel, what.c_str());
-    return 1;
-  };
-  if (threads == 0 || threads > 1024 || g.x == 0 || g.y == 0 || g.z == 0) {
-    return fail("a launch of grid (" + std::to_string(g.x) + ", " +
-                std::to_string(g.y) + ", " + std::to_string(g.z) +
-                ") and block (" + std::to_string(bd.x) + ", " +
-                std::to_string(bd.y) + ", " + std::to_string(bd.z) +
-                ") (CUDA allows 1 to 1024 threads a block)");
-  }
-  // Held past the launch: a fault the emulated driver catches jumps out of
-  // the kernel, and the next launch (or the thread's end) frees it.
-  static thread_local std::unique_ptr<Block> held;
-  held = std::make_unique<Block>();
-  Block& b = *held;
-  b.kernel = kernel;
-  b.fibers = fibers;
-  b.threads.resize(threads);
-  if (fibers) {
-    b.stacks.resize(static_cast<size_t>(threads) * kFiberStack);
-    b.exchange.resize((threads + kWarpSize - 1) / kWarpSize * 2 * kWarpSize);
-  }
-  Block* outer = current_block;
-  current_block = &b;
-  fiber_body = body;
-  fiber_argument = argument;
-  block_dim = bd;
-  grid_dim = g;
-  for (unsigned z = 0; z < g.z && b.error.empty(); ++z) {
-    for (unsigned y = 0; y < g.y && b.error.empty(); ++y) {
-      for (unsigned x = 0; x < g.x && b.error.empty(); ++x) {
-        block_idx = {x, y, z};
-        int i = 0;
-        for (unsigned tz = 0; tz < bd.z; ++tz) {
-          for (unsigned ty = 0; ty < bd.y; ++ty) {
-            for (unsigned tx = 0; tx < bd.x; ++tx, ++i) {
-              Thread& t = b.threads[i];
-              t = Thread();
-              t.index = {tx, ty, tz};
-              t.linear = i;
-              if (!fibers) {
-                b.current = &t;
-                thread_idx = t.index;
-                body(argument);
-                continue;
-              }
-              getcontext(&t.context);
-              t.context.uc_stack.ss_sp =
-                  b.stacks.data() + static_cast<size_t>(i) * kFiberStack;
-              t.context.uc_stack.ss_size = kFiberStack;
-              t.context.uc_link = &b.scheduler;
-              makecontext(&t.context, FiberMain, 0);
-            }
-          }
-        }
-        if (fibers) Schedule(b);
-      }
-    }
-  }
-  current_block = outer;
-  const int rc = b.error.empty() ? 0 : 1;
-  if (rc != 0) {
-    std::snprintf(error, static_cast<size_t>(error_size), "%s",
-                  b.error.c_str());
-  }
-  held.reset();
-  return rc;
 }
 
 // The arguments of a kernel of parameters A..., read from cuLaunchKernel's
@@ -396,9 +115,16 @@ template <typename... A>
 int Launch(void (*kernel)(A...), const char* name, bool sync,
            const LaunchConfig* config, void** params, char* error,
            int error_size) {
+  if (grid_host == nullptr) {
+    std::snprintf(error, static_cast<size_t>(error_size),
+                  "kernel %s: its module was not bound to a grid runner "
+                  "(lathe_emu_bind)",
+                  name);
+    return 1;
+  }
   Call<A...> call{kernel, params};
-  return RunGrid(name, sync, *config, &Call<A...>::Body, &call, error,
-                 error_size);
+  return grid_host->run_grid(name, sync, config, &Call<A...>::Body, &call,
+                             &state, error, error_size);
 }
 
 // Atomics: blocks may one day run on several host threads at once.
@@ -442,15 +168,15 @@ T AtomicKeep(T* p, T v, F replaces) {
 #define __shared__ static thread_local
 #define __launch_bounds__(...)
 
-#define threadIdx (::lathe_emu::thread_idx)
-#define blockIdx (::lathe_emu::block_idx)
-#define blockDim (::lathe_emu::block_dim)
-#define gridDim (::lathe_emu::grid_dim)
+#define threadIdx (::lathe_emu::state.thread_idx)
+#define blockIdx (::lathe_emu::state.block_idx)
+#define blockDim (::lathe_emu::state.block_dim)
+#define gridDim (::lathe_emu::state.grid_dim)
 #define warpSize 32
 
-inline void __syncthreads() { ::lathe_emu::SyncThreads(); }
+inline void __syncthreads() { ::lathe_emu::grid_host->sync_threads(); }
 inline void __syncwarp(unsigned = 0xffffffffu) {
-  ::lathe_emu::WarpExchange(0, "__syncwarp");
+  ::lathe_emu::grid_host->warp_exchange(0, "__syncwarp");
 }
 template <typename T>
 T __shfl_sync(unsigned, T v, int src, int width = 32) {
@@ -479,11 +205,8 @@ T __shfl_up_sync(unsigned, T v, unsigned delta, int width = 32) {
 }
 inline unsigned __ballot_sync(unsigned, int predicate) {
   const uint64_t* all =
-      ::lathe_emu::WarpExchange(predicate != 0, "__ballot_sync");
-  const ::lathe_emu::Block& b = *::lathe_emu::current_block;
-  const int first = b.current != nullptr ? b.current->linear / 32 * 32 : 0;
-  const int lanes =
-      std::min<int>(32, static_cast<int>(b.threads.size()) - first);
+      ::lathe_emu::grid_host->warp_exchange(predicate != 0, "__ballot_sync");
+  const int lanes = ::lathe_emu::grid_host->warp_lanes();
   unsigned bits = 0;
   for (int l = 0; l < lanes; ++l) bits |= (all[l] != 0 ? 1u : 0u) << l;
   return bits;
@@ -492,10 +215,7 @@ inline int __any_sync(unsigned mask, int predicate) {
   return __ballot_sync(mask, predicate) != 0;
 }
 inline int __all_sync(unsigned mask, int predicate) {
-  const ::lathe_emu::Block& b = *::lathe_emu::current_block;
-  const int first = b.current != nullptr ? b.current->linear / 32 * 32 : 0;
-  const int lanes =
-      std::min<int>(32, static_cast<int>(b.threads.size()) - first);
+  const int lanes = ::lathe_emu::grid_host->warp_lanes();
   const unsigned full = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1;
   return __ballot_sync(mask, predicate) == full;
 }
@@ -543,5 +263,12 @@ inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
           size_t* sizes, int max) {                                            \
     return ::lathe_emu::ParamSizes(name, sizes, max);                          \
   }
+
+// The runtime's grid runner for this module (the emulated driver calls it
+// when it loads the module).
+extern "C" __attribute__((visibility("default"))) void lathe_emu_bind(
+    const ::lathe_emu::GridHost* host) {
+  ::lathe_emu::grid_host = host;
+}
 
 #endif  // LATHE_RUNTIME_CUDA_CUDA_EMULATION_H_

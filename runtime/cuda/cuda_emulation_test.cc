@@ -14,6 +14,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/cuda/emulated_grid.h"
 
 // ---- The kernels, as lathe's CUDA emitter would write them ----------------
 
@@ -109,11 +110,30 @@ using ::testing::HasSubstr;
 // Runs a launcher; "" or its error.
 template <typename F>
 std::string Launch(F launch, dim3 grid, dim3 block, std::vector<void*> params) {
+  lathe_emu_bind(&lathe::EmulatedGrid());  // as the emulated driver does
   lathe_emu::LaunchConfig config{grid, block};
   char error[512] = "";
   int rc = launch(&config, params.data(), error, sizeof(error));
   EXPECT_EQ(rc != 0, error[0] != '\0');
   return error;
+}
+
+// A module the driver did not bind to a grid runner runs nothing and says
+// so, naming the kernel.
+TEST(CudaEmulationTest, AnUnboundModuleSaysSo) {
+  lathe_emu_bind(nullptr);
+  lathe_emu::LaunchConfig config{dim3(1), dim3(1)};
+  std::vector<float> x(1, 2.0f);
+  float* p = x.data();
+  float a = 3.0f;
+  int n = 1;
+  void* params[] = {&p, &a, &n};
+  char error[512] = "";
+  EXPECT_EQ(lathe_emu_launch_scale(&config, params, error, sizeof(error)), 1);
+  EXPECT_STREQ(error,
+               "kernel scale: its module was not bound to a grid runner "
+               "(lathe_emu_bind)");
+  EXPECT_EQ(x[0], 2.0f);
 }
 
 TEST(CudaEmulationTest, APointwiseKernelCoversTheGridAndNoMore) {

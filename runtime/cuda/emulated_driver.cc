@@ -24,7 +24,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "runtime/cuda/cuda_emulation.h"
+#include "runtime/cuda/emulated_grid.h"
 #include "runtime/shared_library.h"
 
 namespace lathe {
@@ -606,6 +606,11 @@ CuResult ModuleLoadData(CuModule* module, const void* image) {
       absl::string_view(static_cast<const char*>(image), size),
       "an emulated CUDA module");
   if (!library.ok()) return kInvalidImage;
+  // The module's kernels run on this runtime's grid runner.
+  absl::StatusOr<void*> bind = library->Symbol("lathe_emu_bind");
+  if (!bind.ok()) return kInvalidImage;
+  reinterpret_cast<void (*)(const lathe_emu::GridHost*)> (*bind)(
+      &EmulatedGrid());
   auto* m = new Module{*std::move(library), {}};
   d.modules.insert(m);
   *module = reinterpret_cast<CuModule>(m);
