@@ -216,29 +216,30 @@ static inline int64_t lathe_check_i64(double x) {
 
 /* Whether inputs of a host function are the tensors a table describes,
  * which keeps the generated code short where a graph has many inputs of
- * fixed shape: `n` rows of (input, dtype, ndim, sizes[ndim],
- * strides[ndim]); input k must be a tensor of that dtype and rank, of
- * those sizes, and of those strides in each dimension with two or more
- * elements (the strides of the others are never read). */
+ * fixed shape: `n` rows of (input, dtype, sizes[ndim], strides[ndim]), all
+ * of rank `ndim` (a graph's inputs make one table per rank); input k must
+ * be a tensor of that dtype and rank, of those sizes, and of those strides
+ * in each dimension with two or more elements (the strides of the others
+ * are not compared). Called with a constant `ndim`, the compiler unrolls
+ * each row, whose sizes and strides are compared without a branch. */
 static inline int lathe_tensors_match(const LatheValue* in, const int64_t* rows,
-                                      int64_t n) {
+                                      int64_t n, int64_t ndim) {
   int64_t r, d;
-  for (r = 0; r < n; ++r) {
+  uint64_t diff = 0;
+  for (r = 0; r < n; ++r, rows += 2 + 2 * ndim) {
     const LatheValue* v = &in[rows[0]];
-    const int64_t ndim = rows[2];
+    const int64_t* want = rows + 2;
     if (v->kind != LATHE_VALUE_TENSOR || v->dtype != rows[1] ||
         v->ndim != ndim) {
       return 0;
     }
     for (d = 0; d < ndim; ++d) {
-      if (v->sizes[d] != rows[3 + d]) return 0;
+      const uint64_t read = want[d] >= 2 ? ~(uint64_t)0 : 0;
+      diff |= (uint64_t)(v->sizes[d] ^ want[d]) |
+              ((uint64_t)(v->strides[d] ^ want[ndim + d]) & read);
     }
-    for (d = 0; d < ndim; ++d) {
-      if (v->sizes[d] >= 2 && v->strides[d] != rows[3 + ndim + d]) return 0;
-    }
-    rows += 3 + 2 * ndim;
   }
-  return 1;
+  return diff == 0;
 }
 
 /* Guards of the form `source == value`, `n` of them numbered from `first`

@@ -443,34 +443,39 @@ def forward(self, x: "f32[2, 3][3, 1]cpu", y: "f32[s0][1]cpu", z: "f32[4][1]cpu"
             LATHE_GUARDS_OTHER_INPUTS);
 }
 
-// Inputs of fixed shape are checked from one table (lathe_tensors_match):
-// every input's dtype, rank, sizes, and the strides of its dimensions of
-// two or more elements (a dimension of one element may have any stride).
-TEST(CpuFunctionTest, FixedShapeInputsAreCheckedFromOneTable) {
+// Inputs of fixed shape are checked from a table per rank
+// (lathe_tensors_match; here ranks 0, 1 and 2): every input's dtype, rank,
+// sizes, and the strides of its dimensions of two or more elements (a
+// dimension of one element may have any stride).
+TEST(CpuFunctionTest, FixedShapeInputsAreCheckedFromATablePerRank) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<CpuFunction> f, CompileText(R"IR(
-def forward(self, x: "f32[2, 3][3, 1]cpu", y: "f32[1, 3][3, 1]cpu", z: "i64[3][1]cpu"):
+def forward(self, x: "f32[2, 3][3, 1]cpu", y: "f32[1, 3][3, 1]cpu", z: "i64[3][1]cpu", s: "f32[][]cpu"):
     add = torch.ops.aten.add.Tensor(x, y);  x = y = None
     mul = torch.ops.aten.mul.Tensor(add, z);  add = z = None
-    return (mul,)
+    mul_1 = torch.ops.aten.mul.Tensor(mul, s);  mul = s = None
+    return (mul_1,)
 )IR"));
   Tensor z = *Tensor::Empty({3}, DType::kInt64);
   for (int64_t k = 0; k < 3; ++k) z.data<int64_t>()[k] = k + 1;
   ir::Value y = Filled({1, 3}, 10);
+  const ir::Value two = Filled({}, 2);
   // y's one row with a stride of 7: never read, so admitted.
   ASSERT_OK_AND_ASSIGN(
       y.tensor,
       Tensor::Wrap(y.tensor.storage(), DType::kFloat32, {1, 3}, {7, 1}, 0));
-  ASSERT_OK_AND_ASSIGN(ir::Interpretation r,
-                       f->Run({Filled({2, 3}, 0), y, ir::Value::OfTensor(z)}));
+  ASSERT_OK_AND_ASSIGN(
+      ir::Interpretation r,
+      f->Run({Filled({2, 3}, 0), y, ir::Value::OfTensor(z), two}));
   // x is 0..5 and y is 10, 11, 12 (Filled counts from its start).
-  EXPECT_EQ(r.outputs[0].tensor.GetDouble({1, 2}), (5 + 12) * 3);
+  EXPECT_EQ(r.outputs[0].tensor.GetDouble({1, 2}), (5 + 12) * 3 * 2);
+  EXPECT_THAT(f->Run({Filled({2, 3}, 0), Filled({2, 3}, 0),
+                      ir::Value::OfTensor(z), two})
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("input 1 ('y') size(0): expected 1, got 2")));
   EXPECT_THAT(
-      f->Run({Filled({2, 3}, 0), Filled({2, 3}, 0), ir::Value::OfTensor(z)})
+      f->Run({Filled({2, 3}, 0), Filled({1, 3}, 0), Filled({3}, 0), two})
           .status(),
-      StatusIs(absl::StatusCode::kInvalidArgument,
-               HasSubstr("input 1 ('y') size(0): expected 1, got 2")));
-  EXPECT_THAT(
-      f->Run({Filled({2, 3}, 0), Filled({1, 3}, 0), Filled({3}, 0)}).status(),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("input 2 ('z'): expected dtype i64, got f32")));
   // Rows padded to 4 elements: only the stride of a dimension of two.
@@ -479,13 +484,24 @@ def forward(self, x: "f32[2, 3][3, 1]cpu", y: "f32[1, 3][3, 1]cpu", z: "i64[3][1
                        Tensor::Wrap(padded.tensor.storage(), DType::kFloat32,
                                     {2, 3}, {4, 1}, 0));
   EXPECT_THAT(
-      f->Run({padded, Filled({1, 3}, 0), ir::Value::OfTensor(z)}).status(),
+      f->Run({padded, Filled({1, 3}, 0), ir::Value::OfTensor(z), two}).status(),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("input 0 ('x') stride(0): expected 3, got 4")));
   EXPECT_THAT(
-      f->Run({Filled({2, 3}, 0), Filled({3}, 0), ir::Value::OfTensor(z)})
+      f->Run({Filled({2, 3}, 0), Filled({3}, 0), ir::Value::OfTensor(z), two})
           .status(),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("input 1 ('y')")));
+  // The 0-d input's own table: its dtype and rank.
+  EXPECT_THAT(
+      f->Run({Filled({2, 3}, 0), Filled({1, 3}, 0), ir::Value::OfTensor(z),
+              Filled({1}, 2)})
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("input 3 ('s')")));
+  EXPECT_THAT(
+      f->Run({Filled({2, 3}, 0), Filled({1, 3}, 0), ir::Value::OfTensor(z),
+              ir::Value::OfTensor(z)})
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("input 3 ('s')")));
 }
 
 // Runs of plain arguments around a composite are unwrapped by loops in the

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -82,11 +83,11 @@ class InputCheckEmitter {
               t.strides[d].kind() == ExprKind::kInteger;
     }
     if (fixed) {
-      fixed_rows_.insert(fixed_rows_.end(),
-                         {k, static_cast<int64_t>(t.dtype), t.dim()});
-      for (Expr e : t.sizes) fixed_rows_.push_back(e.int_value());
-      for (Expr e : t.strides) fixed_rows_.push_back(e.int_value());
-      ++fixed_count_;
+      FixedTable& table = fixed_[t.dim()];
+      table.rows.insert(table.rows.end(), {k, static_cast<int64_t>(t.dtype)});
+      for (Expr e : t.sizes) table.rows.push_back(e.int_value());
+      for (Expr e : t.strides) table.rows.push_back(e.int_value());
+      ++table.count;
       return;
     }
     absl::StrAppend(out_, "  if (", v, ".kind != LATHE_VALUE_TENSOR || ", v,
@@ -112,11 +113,12 @@ class InputCheckEmitter {
   // The checks of expressions, once every symbol is bound; false when one
   // cannot be checked here.
   bool Finish() {
-    if (fixed_count_ > 0) {
-      absl::StrAppend(out_, "  static const int64_t fixed_inputs[] = {",
-                      absl::StrJoin(fixed_rows_, ", "),
-                      "};\n  if (!lathe_tensors_match(in, fixed_inputs, ",
-                      fixed_count_, ")) ", kBad, "\n");
+    // One table per rank, so each call's rows unroll.
+    for (const auto& [rank, table] : fixed_) {
+      absl::StrAppend(out_, "  static const int64_t fixed_rank", rank, "[] = {",
+                      absl::StrJoin(table.rows, ", "),
+                      "};\n  if (!lathe_tensors_match(in, fixed_rank", rank,
+                      ", ", table.count, ", ", rank, ")) ", kBad, "\n");
     }
     bool all = true;
     for (const Deferred& d : deferred_) {
@@ -181,8 +183,12 @@ class InputCheckEmitter {
     std::string got, when;
   };
   std::string* out_;
-  std::vector<int64_t> fixed_rows_;  // lathe_tensors_match's table
-  int fixed_count_ = 0;
+  // lathe_tensors_match's tables, by rank.
+  struct FixedTable {
+    std::vector<int64_t> rows;
+    int count = 0;
+  };
+  std::map<int64_t, FixedTable> fixed_;
   absl::flat_hash_map<Expr, int> vars_;  // annotation symbol -> c<j>
   std::vector<Deferred> deferred_;
 };
