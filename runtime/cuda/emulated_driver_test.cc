@@ -216,6 +216,10 @@ TEST_F(EmulatedDriverTest, BadHandlesImagesAndRangesAreErrors) {
   CuModule bad = nullptr;
   EXPECT_EQ(cu_.module_load_data(&bad, "not an ELF image"),
             200);  // CUDA_ERROR_INVALID_IMAGE
+  // A shared library that does not bind to the grid runner.
+  ASSERT_OK_AND_ASSIGN(std::string unbound,
+                       ReadRunfile("runtime/cuda/testdata/unbound_module.so"));
+  EXPECT_EQ(cu_.module_load_data(&bad, unbound.data()), 200);
   CuFunction f = nullptr;
   EXPECT_EQ(cu_.module_get_function(&f, module_, "no_such_kernel"), 500);
   EXPECT_EQ(cu_.launch_kernel(reinterpret_cast<CuFunction>(&f), 1, 1, 1, 1, 1,
