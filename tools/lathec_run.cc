@@ -456,10 +456,10 @@ absl::Status RunArtifact(const RunOptions& o) {
     std::vector<bool> written(args->size(), false);
     for (int i : m.mutated) written[i] = true;
     std::string prefix = o.input_dirs.empty() ? "" : absl::StrCat(k, "/");
-    ASSIGN_OR_RETURN(std::vector<PendingFile> one,
-                     ResultFiles(layout.signature, layout.names, *results,
-                                 *args, written, prefix));
-    for (PendingFile& f : one) all.push_back(std::move(f));
+    absl::StatusOr<std::vector<PendingFile>> one = ResultFiles(
+        layout.signature, layout.names, *results, *args, written, prefix);
+    if (!one.ok()) return error(one.status());
+    for (PendingFile& f : *one) all.push_back(std::move(f));
   }
   ASSIGN_OR_RETURN(StagedDir out, StageResultFiles(o.out, all));
   RETURN_IF_ERROR(out.Commit());

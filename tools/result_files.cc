@@ -72,7 +72,7 @@ absl::StatusOr<std::vector<PendingFile>> ResultFiles(
     const std::vector<std::string>& names_of_arguments,
     absl::Span<const Operand> results, absl::Span<const Operand> arguments,
     const std::vector<bool>& written, const std::string& prefix) {
-  if (results.size() > signature.results.size() ||
+  if (results.size() != signature.results.size() ||
       arguments.size() < names_of_arguments.size() ||
       signature.arguments.size() < names_of_arguments.size()) {
     return absl::InternalError(absl::StrCat(

@@ -54,7 +54,10 @@ absl::StatusOr<Tensor> AsTensor(const ir::Value& v, int index);
 //
 // The files of a call's `results` and of the `arguments` it wrote
 // (`written` per user argument, named `names_of_arguments`), laid out as
-// `signature` says, not yet written, under `prefix` ("" or "1/").
+// `signature` says, not yet written, under `prefix` ("" or "1/"). A value
+// not of the shape `signature` gives it (another count, a composite of
+// another type or arity, a plain value where it gives a composite) is an
+// error naming it.
 absl::StatusOr<std::vector<PendingFile>> ResultFiles(
     const aot::CompositeSignature& signature,
     const std::vector<std::string>& names_of_arguments,

@@ -130,6 +130,13 @@ TEST(ResultFilesTest, AResultNotOfItsSignaturesShapeIsNamed) {
               StatusIs(absl::StatusCode::kInternal,
                        "the call gave 4 results and 2 arguments where its "
                        "signature says 3 and 2"));
+  c = MakeCall();
+  c.results.pop_back();
+  EXPECT_THAT(ResultFiles(c.signature, {"x", "y"}, c.results, c.arguments,
+                          {false, true}, ""),
+              StatusIs(absl::StatusCode::kInternal,
+                       "the call gave 3 results and 2 arguments where its "
+                       "signature says 4 and 2"));
 }
 
 TEST(ResultFilesTest, AsTensorSavesNumbersAsZeroDimensionalArrays) {

@@ -51,11 +51,14 @@
 #include "runtime/cuda/emulated_grid_abi.h"
 
 namespace lathe_emu {
+// Everything here is the module's own (internal linkage), so no two loaded
+// modules, or a module and the program, can share a definition.
+namespace {
 
 // The runtime's grid runner, once the emulated driver loaded this module.
-static const GridHost* grid_host = nullptr;
+const GridHost* grid_host = nullptr;
 // The kernel thread this OS thread runs (the runner writes it).
-static thread_local ThreadState state;
+thread_local ThreadState state;
 
 template <typename T>
 uint64_t Bits(T v) {
@@ -155,6 +158,7 @@ T AtomicKeep(T* p, T v, F replaces) {
   return old;
 }
 
+}  // namespace
 }  // namespace lathe_emu
 
 // ---- CUDA C++'s vocabulary, on the host
@@ -174,21 +178,21 @@ T AtomicKeep(T* p, T v, F replaces) {
 #define gridDim (::lathe_emu::state.grid_dim)
 #define warpSize 32
 
-inline void __syncthreads() { ::lathe_emu::grid_host->sync_threads(); }
-inline void __syncwarp(unsigned = 0xffffffffu) {
+static inline void __syncthreads() { ::lathe_emu::grid_host->sync_threads(); }
+static inline void __syncwarp(unsigned = 0xffffffffu) {
   ::lathe_emu::grid_host->warp_exchange(0, "__syncwarp");
 }
 template <typename T>
-T __shfl_sync(unsigned, T v, int src, int width = 32) {
+static T __shfl_sync(unsigned, T v, int src, int width = 32) {
   return ::lathe_emu::Shuffle(v, src, width, "__shfl_sync");
 }
 template <typename T>
-T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
+static T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
   return ::lathe_emu::Shuffle(v, ::lathe_emu::Lane() ^ mask, width,
                               "__shfl_xor_sync");
 }
 template <typename T>
-T __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
+static T __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
   const int lane = ::lathe_emu::Lane() % width;
   const int src = lane + static_cast<int>(delta) < width
                       ? ::lathe_emu::Lane() + static_cast<int>(delta)
@@ -196,14 +200,14 @@ T __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
   return ::lathe_emu::Shuffle(v, src, width, "__shfl_down_sync");
 }
 template <typename T>
-T __shfl_up_sync(unsigned, T v, unsigned delta, int width = 32) {
+static T __shfl_up_sync(unsigned, T v, unsigned delta, int width = 32) {
   const int lane = ::lathe_emu::Lane() % width;
   const int src = lane >= static_cast<int>(delta)
                       ? ::lathe_emu::Lane() - static_cast<int>(delta)
                       : ::lathe_emu::Lane();
   return ::lathe_emu::Shuffle(v, src, width, "__shfl_up_sync");
 }
-inline unsigned __ballot_sync(unsigned, int predicate) {
+static inline unsigned __ballot_sync(unsigned, int predicate) {
   const uint64_t* all =
       ::lathe_emu::grid_host->warp_exchange(predicate != 0, "__ballot_sync");
   const int lanes = ::lathe_emu::grid_host->warp_lanes();
@@ -211,33 +215,33 @@ inline unsigned __ballot_sync(unsigned, int predicate) {
   for (int l = 0; l < lanes; ++l) bits |= (all[l] != 0 ? 1u : 0u) << l;
   return bits;
 }
-inline int __any_sync(unsigned mask, int predicate) {
+static inline int __any_sync(unsigned mask, int predicate) {
   return __ballot_sync(mask, predicate) != 0;
 }
-inline int __all_sync(unsigned mask, int predicate) {
+static inline int __all_sync(unsigned mask, int predicate) {
   const int lanes = ::lathe_emu::grid_host->warp_lanes();
   const unsigned full = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1;
   return __ballot_sync(mask, predicate) == full;
 }
 
 template <typename T>
-T atomicAdd(T* p, T v) {
+static T atomicAdd(T* p, T v) {
   return ::lathe_emu::AtomicAdd(p, v);
 }
 template <typename T>
-T atomicMax(T* p, T v) {
+static T atomicMax(T* p, T v) {
   return ::lathe_emu::AtomicKeep(p, v, [](T a, T b) { return a < b; });
 }
 template <typename T>
-T atomicMin(T* p, T v) {
+static T atomicMin(T* p, T v) {
   return ::lathe_emu::AtomicKeep(p, v, [](T a, T b) { return b < a; });
 }
 template <typename T>
-T atomicExch(T* p, T v) {
+static T atomicExch(T* p, T v) {
   return __atomic_exchange_n(p, v, __ATOMIC_RELAXED);
 }
 template <typename T>
-T atomicCAS(T* p, T expected, T desired) {
+static T atomicCAS(T* p, T expected, T desired) {
   __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED,
                               __ATOMIC_RELAXED);
   return expected;
@@ -246,9 +250,9 @@ T atomicCAS(T* p, T expected, T desired) {
 // The fast-math spellings the emitter may use, as their precise selves.
 inline float __expf(float x) { return std::exp(x); }
 inline float __logf(float x) { return std::log(x); }
-inline float __fdividef(float a, float b) { return a / b; }
-inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
-inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+static inline float __fdividef(float a, float b) { return a / b; }
+static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+static inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 
 #define LATHE_CUDA_KERNEL(name, sync)                                          \
   extern "C"                                                                   \
@@ -264,11 +268,17 @@ inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
     return ::lathe_emu::ParamSizes(name, sizes, max);                          \
   }
 
-// The runtime's grid runner for this module (the emulated driver calls it
-// when it loads the module).
-extern "C" __attribute__((visibility("default"))) void lathe_emu_bind(
+// Binds this module to the runtime's grid runner (the emulated driver calls
+// it when it loads the module): 0, or -1 when the runner's table is not the
+// one this module was built against.
+extern "C" __attribute__((visibility("default"))) int lathe_emu_bind(
     const ::lathe_emu::GridHost* host) {
+  if (host != nullptr && (host->version != LATHE_EMU_GRID_VERSION ||
+                          host->size != sizeof(::lathe_emu::GridHost))) {
+    return -1;
+  }
   ::lathe_emu::grid_host = host;
+  return 0;
 }
 
 #endif  // LATHE_RUNTIME_CUDA_CUDA_EMULATION_H_

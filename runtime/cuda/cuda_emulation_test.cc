@@ -118,9 +118,17 @@ std::string Launch(F launch, dim3 grid, dim3 block, std::vector<void*> params) {
   return error;
 }
 
-// A module the driver did not bind to a grid runner runs nothing and says
-// so, naming the kernel.
+// A module binds only to a runner of the table it was built against; one
+// the driver did not bind runs nothing and says so, naming the kernel.
 TEST(CudaEmulationTest, AnUnboundModuleSaysSo) {
+  // A runner's table of another version (or size) does not bind.
+  lathe_emu::GridHost other = lathe::EmulatedGrid();
+  other.version += 1;
+  EXPECT_EQ(lathe_emu_bind(&other), -1);
+  other = lathe::EmulatedGrid();
+  other.size -= 8;
+  EXPECT_EQ(lathe_emu_bind(&other), -1);
+  EXPECT_EQ(lathe_emu_bind(&lathe::EmulatedGrid()), 0);
   lathe_emu_bind(nullptr);
   lathe_emu::LaunchConfig config{dim3(1), dim3(1)};
   std::vector<float> x(1, 2.0f);

@@ -25,6 +25,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/cuda/emulated_grid.h"
+#include "runtime/cuda/emulated_grid_abi.h"
 #include "runtime/shared_library.h"
 
 namespace lathe {
@@ -52,6 +53,7 @@ struct Buffer {
 };
 
 using Launcher = int (*)(const lathe_emu::LaunchConfig*, void**, char*, int);
+using Binder = int (*)(const lathe_emu::GridHost*);
 using ParamSizes = int (*)(size_t*, int);
 
 struct Function {
@@ -606,11 +608,13 @@ CuResult ModuleLoadData(CuModule* module, const void* image) {
       absl::string_view(static_cast<const char*>(image), size),
       "an emulated CUDA module");
   if (!library.ok()) return kInvalidImage;
-  // The module's kernels run on this runtime's grid runner.
+  // The module's kernels run on this runtime's grid runner; a library
+  // that does not bind to it (not a module, or one built against another
+  // runner) is not an image this device takes.
   absl::StatusOr<void*> bind = library->Symbol("lathe_emu_bind");
-  if (!bind.ok()) return kInvalidImage;
-  reinterpret_cast<void (*)(const lathe_emu::GridHost*)> (*bind)(
-      &EmulatedGrid());
+  if (!bind.ok() || reinterpret_cast<Binder>(*bind)(&EmulatedGrid()) != 0) {
+    return kInvalidImage;
+  }
   auto* m = new Module{*std::move(library), {}};
   d.modules.insert(m);
   *module = reinterpret_cast<CuModule>(m);

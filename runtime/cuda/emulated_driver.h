@@ -15,6 +15,9 @@
 //   - A module is a host shared library (an ELF image, loaded from its
 //     bytes) built from the kernels' CUDA C++ by the system compiler
 //     against cuda_emulation.h; a function is its lathe_emu_launch_NAME.
+//     Loading binds it to the runtime's grid runner (its lathe_emu_bind,
+//     emulated_grid.h); a library that does not bind is
+//     CUDA_ERROR_INVALID_IMAGE.
 //   - Streams are queues: a launch, a copy or a memset runs when the host
 //     waits for it (a stream or event synchronize, the context's, a
 //     blocking copy), in stream order, after the events it was told to

@@ -77,6 +77,7 @@ void Yield(Block& b, Thread& t, Wait why) {
 #endif
 }
 
+// __syncthreads: waits until every thread of the block has come.
 void SyncThreads() {
   Block& b = *current_block;
   if (!b.fibers) {
@@ -86,6 +87,8 @@ void SyncThreads() {
   Yield(b, *b.current, Wait::kBarrier);
 }
 
+// A warp op: the calling lane's `value` is exchanged with its warp's; the
+// values of the lanes, once all have come, by lane.
 const uint64_t* WarpExchange(uint64_t value, const char* op) {
   Block& b = *current_block;
   static thread_local uint64_t lone[kWarpSize];
@@ -106,12 +109,14 @@ const uint64_t* WarpExchange(uint64_t value, const char* op) {
   return round;
 }
 
+// The lane this thread is in its warp.
 int Lane() {
   return current_block->current != nullptr
              ? current_block->current->linear % kWarpSize
              : 0;
 }
 
+// How many lanes this thread's warp has (the block's last may be partial).
 int WarpLanes() {
   const Block& b = *current_block;
   const int first =
@@ -205,6 +210,7 @@ void FiberMain() {
   // Returning resumes uc_link: the scheduler.
 }
 
+// GridHost::run_grid.
 int RunGrid(const char* kernel, bool fibers, const LaunchConfig* config,
             void (*body)(void*), void* argument, ThreadState* state,
             char* error, int error_size) {
@@ -285,8 +291,13 @@ int RunGrid(const char* kernel, bool fibers, const LaunchConfig* config,
 }  // namespace
 
 const lathe_emu::GridHost& EmulatedGrid() {
-  static const lathe_emu::GridHost host = {&RunGrid, &SyncThreads,
-                                           &WarpExchange, &Lane, &WarpLanes};
+  static const lathe_emu::GridHost host = {LATHE_EMU_GRID_VERSION,
+                                           sizeof(lathe_emu::GridHost),
+                                           &RunGrid,
+                                           &SyncThreads,
+                                           &WarpExchange,
+                                           &Lane,
+                                           &WarpLanes};
   return host;
 }
 

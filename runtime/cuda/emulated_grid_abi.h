@@ -14,13 +14,18 @@
 // runtime built by Bazel agree on them. The emulated driver gives each
 // module it loads the table (its exported lathe_emu_bind):
 //
-//   using Bind = void (*)(const lathe_emu::GridHost*);
-//   reinterpret_cast<Bind>(dlsym(module, "lathe_emu_bind"))(&EmulatedGrid());
+//   using Bind = int (*)(const lathe_emu::GridHost*);
+//   int rc = reinterpret_cast<Bind>(dlsym(module, "lathe_emu_bind"))(
+//       &EmulatedGrid());   // 0, or -1: built against another table
 
 #ifndef LATHE_RUNTIME_CUDA_EMULATED_GRID_ABI_H_
 #define LATHE_RUNTIME_CUDA_EMULATED_GRID_ABI_H_
 
 #include <cstdint>
+
+// Bumped whenever GridHost or ThreadState changes: a module binds only to a
+// runner of its own version.
+#define LATHE_EMU_GRID_VERSION 1
 
 struct uint3 {
   unsigned int x, y, z;
@@ -50,6 +55,9 @@ struct ThreadState {
 
 // The runner's functions a module calls.
 struct GridHost {
+  // LATHE_EMU_GRID_VERSION and sizeof(GridHost) of the runner's build.
+  uint32_t version;
+  uint32_t size;
   // Runs body(argument) for every thread of every block of `config`,
   // writing each one's indices to `state` first: each thread on a fiber of
   // its own when `fibers` (the kernel synchronizes), else as a plain call.
