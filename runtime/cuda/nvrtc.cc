@@ -164,9 +164,11 @@ absl::StatusOr<const Nvrtc*> LoadNvrtc(const std::string& library) {
   });
 }
 
-bool NvrtcPrecompiles(const Nvrtc& nvrtc) {
-  return nvrtc.major > 12 || (nvrtc.major == 12 && nvrtc.minor >= 8);
+bool NvrtcAtLeast(const Nvrtc& nvrtc, int major, int minor) {
+  return nvrtc.major > major || (nvrtc.major == major && nvrtc.minor >= minor);
 }
+
+bool NvrtcPrecompiles(const Nvrtc& nvrtc) { return NvrtcAtLeast(nvrtc, 12, 8); }
 
 namespace {
 

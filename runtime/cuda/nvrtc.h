@@ -103,6 +103,11 @@ struct NvrtcPrelude {
   std::string dir;
 };
 
+// NvrtcAtLeast()
+//
+// Whether `nvrtc` is version major.minor or later.
+bool NvrtcAtLeast(const Nvrtc& nvrtc, int major, int minor);
+
 // NvrtcPrecompiles()
 //
 // Whether `nvrtc` precompiles a prelude (NVRTC 12.8 or later).

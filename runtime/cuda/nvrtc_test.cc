@@ -50,6 +50,21 @@ const Nvrtc* Get() {
 #endif
 }
 
+// Version comparisons: a later major counts whatever its minor.
+TEST(NvrtcTest, AtLeastComparesMajorThenMinor) {
+  Nvrtc n;
+  n.major = 12;
+  n.minor = 8;
+  EXPECT_TRUE(NvrtcAtLeast(n, 12, 8));
+  EXPECT_FALSE(NvrtcAtLeast(n, 12, 9));
+  EXPECT_TRUE(NvrtcAtLeast(n, 11, 9));
+  EXPECT_FALSE(NvrtcAtLeast(n, 13, 0));
+  n.major = 13;
+  n.minor = 0;
+  EXPECT_TRUE(NvrtcAtLeast(n, 12, 8));
+  EXPECT_TRUE(NvrtcPrecompiles(n));
+}
+
 TEST(NvrtcTest, CompilesAKernelForEachArchitectureWithoutAGpu) {
   const Nvrtc* nvrtc = Get();
   if (nvrtc == nullptr) GTEST_SKIP() << "no CUDA toolkit";

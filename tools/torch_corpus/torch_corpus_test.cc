@@ -249,8 +249,7 @@ TEST_P(TorchCorpusTest, CudaBackendMatchesEagerPyTorch) {
   ASSERT_OK_AND_ASSIGN(const Nvrtc* nvrtc, LoadNvrtc());
   const int arch = GetParam() % 2 == 0 ? 80 : 90;
   std::vector<std::string> options;
-  if (GetParam() / 2 % 2 == 1 &&
-      (nvrtc->major > 12 || (nvrtc->major == 12 && nvrtc->minor >= 8))) {
+  if (GetParam() / 2 % 2 == 1 && NvrtcAtLeast(*nvrtc, 12, 8)) {
     options.push_back("--Ofast-compile=min");
   }
   ASSERT_OK_AND_ASSIGN(CudaImage image,
