@@ -256,8 +256,12 @@ absl::StatusOr<BuiltLibrary> CompileSharedLibrary(
   lib.path = absl::StrCat(dir, "/kernel.so");
   const std::string compiler = CompilerName();
   if (flags.empty()) flags = CompilerFlags();
-  lib.command =
-      Command(compiler, flags, {"-o", Quote(lib.path), Quote(lib.source_path)});
+  // The command that builds it with `f` (a cache hit reports it too).
+  auto command = [&](const std::vector<std::string>& f) {
+    return Command(compiler, f,
+                   {"-o", Quote(lib.path), Quote(lib.source_path)});
+  };
+  lib.command = command(flags);
   // Not fsync'd, as the compiler's own output is not: an fsync costs
   // milliseconds, more than a whole cache hit, and both files can be made
   // again.
@@ -282,8 +286,7 @@ absl::StatusOr<BuiltLibrary> CompileSharedLibrary(
   // objects into libraries that do the same, gold in a third of the time.
   std::vector<std::string> build_flags = flags;
   if (LinksWithGold(compiler)) build_flags.push_back("-fuse-ld=gold");
-  lib.command = Command(compiler, build_flags,
-                        {"-o", Quote(lib.path), Quote(lib.source_path)});
+  lib.command = command(build_flags);
   auto start = std::chrono::steady_clock::now();
   CommandResult result;
   result.status = -1;  // not run
