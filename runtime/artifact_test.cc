@@ -207,6 +207,25 @@ TEST_F(ArtifactTest, ATruncatedLibraryWithAMatchingManifestIsNeverLoaded) {
                              HasSubstr("lies past its end (truncated?)"))));
 }
 
+// A manifest whose results are not the library's: the arrays the runtime
+// would give lathe_call for the result's sizes and strides are of another
+// rank than the one it writes (a rank too small let it write past them).
+TEST_F(ArtifactTest, AManifestWhoseResultsAreNotTheLibrarysIsRefused) {
+  EditManifest("result 1\n", "result 0\n");
+  EXPECT_THAT(LoadArtifact(dir_),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("/kernel.so: its results have ranks "
+                                       "[1], the signature says [0] (a "
+                                       "manifest that is not the library's?)"),
+                             HasSubstr(dir_))));
+  EditManifest("result 0\n", "result 1\nresult 1\n");
+  EXPECT_THAT(LoadArtifact(dir_),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("ranks [1], the signature says [1, 1]")));
+  EditManifest("result 1\nresult 1\n", "result 1\n");
+  EXPECT_OK(LoadArtifact(dir_).status());
+}
+
 TEST_F(ArtifactTest, WhatRunsIsTheBytesVerifiedNotTheFileLater) {
   ASSERT_OK_AND_ASSIGN(LoadedArtifact a, LoadArtifact(dir_));
   // The file changed in place after the load (the same inode: a mapping of

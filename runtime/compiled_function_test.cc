@@ -153,9 +153,9 @@ TEST(LoadedGraphTest, ACallWithoutItsEntryIsRefused) {
   // Only lathe_call_user: InvokeGraph has no lathe_call to call.
   ASSERT_OK_AND_ASSIGN(std::shared_ptr<const LoadedGraph> user,
                        LoadedGraph::Open(kGuarded, AddSignature()));
-  EXPECT_EQ(user->InvokeGraph(views.data(), views.size(), kDefaultSeed, {1},
-                              &results),
-            kCallNoGraphEntry);
+  EXPECT_EQ(
+      user->InvokeGraph(views.data(), views.size(), kDefaultSeed, &results),
+      kCallNoGraphEntry);
   EXPECT_TRUE(results.empty());
   EXPECT_THAT(user->CallStatus(kCallNoGraphEntry),
               StatusIs(absl::StatusCode::kFailedPrecondition, no_graph_entry));
@@ -172,9 +172,9 @@ TEST(LoadedGraphTest, ACallWithoutItsEntryIsRefused) {
   EXPECT_TRUE(rebound.empty());
   EXPECT_THAT(graph->CallStatus(kCallNoEntry),
               StatusIs(absl::StatusCode::kFailedPrecondition, no_entry));
-  ASSERT_EQ(graph->InvokeGraph(views.data(), views.size(), kDefaultSeed, {1},
-                               &results),
-            0);
+  ASSERT_EQ(
+      graph->InvokeGraph(views.data(), views.size(), kDefaultSeed, &results),
+      0);
   ASSERT_EQ(results.size(), 1u);
   EXPECT_THAT(Values(results[0]), ElementsAre(0, 6, 12));  // x + 0.5 y
 

@@ -6,9 +6,9 @@
  * shim): plain C types only, so a compiled .so depends on no C++ ABI of
  * lathe's. Generated source embeds this file's text (KernelAbiSource() in
  * kernel_runtime.h). A compiled graph's .so exports its host function,
- * lathe_call, and its guards, lathe_guards; the runtime fills a
- * LatheKernelRuntime (the library routines kernels call, and storage
- * allocation) and passes it in.
+ * lathe_call, its results' ranks, lathe_result_ranks, and its guards,
+ * lathe_guards; the runtime fills a LatheKernelRuntime (the library
+ * routines kernels call, and storage allocation) and passes it in.
  *
  * A graph compiled with its composite wrapper (aot/subclass_wrapper_plan.h)
  * also exports lathe_call_user, which takes and returns the user's values:
@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field changes; an artifact records the one it uses. */
-#define LATHE_KERNEL_ABI_VERSION 12
+#define LATHE_KERNEL_ABI_VERSION 13
 
 /* What a LatheValue holds. */
 #define LATHE_VALUE_NONE 0
@@ -299,6 +299,12 @@ static inline int lathe_guard_shapes(const LatheValue* in,
 typedef int (*LatheCallFn)(const LatheValue* inputs, int64_t num_inputs,
                            LatheValue* outputs, int64_t num_outputs,
                            const LatheKernelRuntime* rt);
+
+/* The library's exported `const int64_t lathe_result_ranks[]`: the number
+ * of lathe_call's outputs, then each one's rank (0 for a number). The
+ * caller provides each output's sizes and strides at that rank; a runtime
+ * told other ranks (a damaged manifest) refuses the library at load. */
+#define LATHE_RESULT_RANKS_SYMBOL "lathe_result_ranks"
 
 /* The compiled composite wrapper around lathe_call: checks each composite
  * argument's type (nested ones too), flattens the arguments into the dense

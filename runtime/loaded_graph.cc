@@ -33,6 +33,10 @@ namespace {
 
 // The most nested composites a result shape may have.
 constexpr int kMaxShapeDepth = 16;
+// The most outputs a library's lathe_call may have, and the ranks they may
+// have (a result shape's too).
+constexpr int64_t kMaxResults = 1 << 16;
+constexpr int64_t kMaxResultRank = 100;
 
 // Parses one shape at `*at` of `text`.
 absl::StatusOr<ResultShape> ParseShape(absl::string_view text, size_t* at,
@@ -75,6 +79,15 @@ absl::StatusOr<ResultShape> ParseShape(absl::string_view text, size_t* at,
     }
     return error("',' or ')'");
   }
+}
+
+// Appends the ranks of the plain values of `s`, in flatten order.
+void Leaves(const ResultShape& s, std::vector<int>* ranks) {
+  if (s.type.empty()) {
+    ranks->push_back(s.rank);
+    return;
+  }
+  for (const ResultShape& inner : s.inner) Leaves(inner, ranks);
 }
 
 // The LatheValues and dims a result of shape `s` takes, and its rank (a
@@ -353,6 +366,35 @@ absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Load(
   g->values_ = s.results.size() + s.rebound_inputs.size();
   for (const ResultShape& r : s.results) Count(r, &g->values_, &g->dims_);
   for (int rank : s.rebound_ranks) g->dims_ += 2 * rank;
+  // The ranks lathe_call writes its outputs at, which the caller's arrays
+  // must have: the signature's (a manifest's, maybe damaged) must agree.
+  ASSIGN_OR_RETURN(void* ranks, g->library_.Symbol(LATHE_RESULT_RANKS_SYMBOL));
+  const int64_t* r = static_cast<const int64_t*>(ranks);
+  if (r[0] < 0 || r[0] > kMaxResults) {
+    return absl::InvalidArgumentError(absl::StrCat(g->library_.path(), ": ",
+                                                   r[0], " results (at most ",
+                                                   kMaxResults, " expected)"));
+  }
+  for (int64_t k = 0; k < r[0]; ++k) {
+    if (r[1 + k] < 0 || r[1 + k] >= kMaxResultRank) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(g->library_.path(), ": result ", k, " has rank ",
+                       r[1 + k], " (below ", kMaxResultRank, " expected)"));
+    }
+    g->graph_ranks_.push_back(static_cast<int>(r[1 + k]));
+  }
+  if (g->call_ != nullptr) {
+    std::vector<int> leaves;
+    for (const ResultShape& shape : s.results) Leaves(shape, &leaves);
+    leaves.insert(leaves.end(), s.rebound_ranks.begin(), s.rebound_ranks.end());
+    if (leaves != g->graph_ranks_) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(g->library_.path(), ": its results have ranks [",
+                       absl::StrJoin(g->graph_ranks_, ", "),
+                       "], the signature says [", absl::StrJoin(leaves, ", "),
+                       "] (a manifest that is not the library's?)"));
+    }
+  }
   return std::shared_ptr<const LoadedGraph>(std::move(g));
 }
 
@@ -387,7 +429,7 @@ LatheKernelRuntime LoadedGraph::CallRuntime(uint64_t seed) const {
 }
 
 int LoadedGraph::InvokeGraph(const LatheValue* given, int64_t given_n,
-                             uint64_t seed, absl::Span<const int> ranks,
+                             uint64_t seed,
                              std::vector<Operand>* results) const {
   if (graph_call_ == nullptr) return kCallNoGraphEntry;
   absl::InlinedVector<LatheValue, 32> all;
@@ -397,6 +439,7 @@ int LoadedGraph::InvokeGraph(const LatheValue* given, int64_t given_n,
   const int64_t n = static_cast<int64_t>(with.size());
   if (!OnItsDevice(inputs, n)) return kCallWrongDevice;
   // Each result's sizes and strides, at its rank, in one array.
+  absl::Span<const int> ranks = graph_ranks_;
   int64_t dims = 0;
   for (int rank : ranks) dims += 2 * rank;
   absl::InlinedVector<LatheValue, 16> out(ranks.size());

@@ -184,11 +184,10 @@ class LoadedGraph {
   // InvokeGraph()
   //
   // Calls lathe_call, the graph's own entry (dense inputs, then the
-  // constants, as `n` values): 0 and one plain result per rank of `ranks`
-  // (the program's outputs), or lathe_call's error code (nothing is
+  // constants, as `n` values): 0 and one plain result per output (at the
+  // ranks the library exports), or lathe_call's error code (nothing is
   // returned, no storage is held).
   int InvokeGraph(const LatheValue* inputs, int64_t n, uint64_t seed,
-                  absl::Span<const int> ranks,
                   std::vector<Operand>* results) const;
 
   // The error of a failed Invoke or InvokeGraph returning `rc`.
@@ -225,6 +224,7 @@ class LoadedGraph {
   mutable ReplayCache replays_;
   size_t values_ = 0;  // LatheValues of the results' trees, all together
   size_t dims_ = 0;    // their sizes and strides
+  std::vector<int> graph_ranks_;  // lathe_result_ranks: lathe_call's outputs
   std::vector<Tensor> frozen_;
   std::vector<LatheValue> frozen_views_;
 };

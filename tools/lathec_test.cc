@@ -1384,6 +1384,20 @@ TEST(LathecArtifactTest, NestedCompositeResultsAreWrittenFromAnArtifact) {
             "lathec: result 0: composite type 'blob' is not registered in "
             "this program\n");
   EXPECT_FALSE(PathExists(refused));
+  // A leaf's rank edited: the compiled code would write a rank-1 result's
+  // size and stride into arrays of rank 0. The library says its ranks.
+  manifest.replace(manifest.find("blob(1,1)"), 9, "pair(1,0)");
+  std::filesystem::remove(dir + "/manifest.txt");
+  std::ofstream(dir + "/manifest.txt") << manifest;
+  r = run({"run", "--artifact", dir, "--out", refused});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output,
+              AllOf(StartsWith("lathec: "),
+                    HasSubstr("kernel.so: its results have ranks [1, 1, 1, "
+                              "1], the signature says [1, 1, 1, 0] (a "
+                              "manifest that is not the library's?)\n")));
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1);
+  EXPECT_FALSE(PathExists(refused));
 }
 
 TEST(LathecArtifactTest, GuardsPrintsTheSetAndItsCpp) {

@@ -73,7 +73,6 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Load(
   f->host_checks_ = wrapper.host_checks;
   f->plan_applied_ = wrapper.plan_applied;
   f->plan_error_ = wrapper.plan_error;
-  f->output_ranks_ = wrapper.output_ranks;
   f->user_entry_error_ = wrapper.user_entry_error;
   if (wrapper.user_entry) f->subclass_ = *parts.subclass;
   f->rebound_inputs_ = wrapper.rebound_inputs;
@@ -121,7 +120,7 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Load(
   if (wrapper.user_entry) {
     size_t leaf = 0;
     for (const aot::CompositeLayout& l : f->subclass_->result_layouts()) {
-      signature.results.push_back(ShapeOf(l, f->output_ranks_, &leaf));
+      signature.results.push_back(ShapeOf(l, wrapper.output_ranks, &leaf));
     }
     // A rebound dense slot as the user argument it is (-1: an inner value
     // of a composite, which the caller does not rebind).
@@ -138,8 +137,8 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Load(
       signature.rebound_inputs.push_back(
           slot < static_cast<int>(argument_of.size()) ? argument_of[slot] : -1);
     }
-    signature.rebound_ranks.assign(f->output_ranks_.begin() + leaf,
-                                   f->output_ranks_.end());
+    signature.rebound_ranks.assign(wrapper.output_ranks.begin() + leaf,
+                                   wrapper.output_ranks.end());
   }
   std::shared_ptr<const DeviceKernels> device;
   if (parts.backend != nullptr) {
@@ -322,8 +321,7 @@ absl::StatusOr<std::vector<ir::Value>> CpuFunction::Call(
   const size_t given_n =
       inputs.size() - static_cast<size_t>(lowered_.frozen_constants);
   std::vector<Operand> out;
-  int rc = loaded_->InvokeGraph(ins, static_cast<int64_t>(given_n), seed,
-                                output_ranks_, &out);
+  int rc = loaded_->InvokeGraph(ins, static_cast<int64_t>(given_n), seed, &out);
   if (rc != 0) {
     return CallError(rc, [&] { return ir::CheckInputs(slots_, inputs); });
   }

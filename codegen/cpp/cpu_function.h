@@ -219,7 +219,6 @@ class CpuFunction {
   bool host_checks_ = false;  // ir::CheckInputs before every call
   bool plan_applied_ = false;
   std::string plan_error_;
-  std::vector<int> output_ranks_;     // per result of lathe_call
   std::vector<int> rebound_inputs_;   // per result after the user outputs
   std::vector<int> epilogue_inputs_;  // the inputs the plan writes
   std::string temp_dir_;              // removed in the destructor

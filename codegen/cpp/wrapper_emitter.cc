@@ -876,7 +876,14 @@ absl::StatusOr<WrapperSource> EmitWrapper(
     absl::StrAppend(&out, "  lathe_put(&out[", k, "], &", results[k],
                     ", rt);\n");
   }
-  absl::StrAppend(&out, "  return 0;\n}\n");
+  absl::StrAppend(&out,
+                  "  return 0;\n}\n\n// lathe_call's outputs: their number, "
+                  "then each one's rank.\n"
+                  "extern \"C\" __attribute__((visibility(\"default\"))) const "
+                  "int64_t lathe_result_ranks[] = {",
+                  w.output_ranks.size());
+  for (int r : w.output_ranks) absl::StrAppend(&out, ", ", r);
+  absl::StrAppend(&out, "};\n");
   if (options.subclass != nullptr) {
     absl::StatusOr<std::string> user =
         EmitUserEntry(*options.subclass, w, static_cast<int>(slots.size()));

@@ -69,6 +69,9 @@ CHECK-NEXT: fw[0].sizes[1] = 4; fw[0].strides[1] = 1;
 CHECK-NEXT: fw[0].storage_offset = 0; fw[0].data = B[2]; fw[0].storage = H.h[2];
 CHECK-NEXT: lathe_put(&out[0], &fw[0], rt);
 CHECK-NEXT: return 0;
+CHECK-NEXT: }
+CHECK:      // lathe_call's outputs: their number, then each one's rank.
+CHECK-NEXT: extern "C" __attribute__((visibility("default"))) const int64_t lathe_result_ranks[] = {1, 2};
 )"));
 }
 
@@ -280,6 +283,7 @@ CHECK-NEXT: lathe_put(&out[1], &[[B]], rt);
 CHECK-NEXT: lathe_put(&out[2], &[[U]], rt);
 CHECK-NEXT: lathe_put(&out[3], &[[C]], rt);
 CHECK-NEXT: return 0;
+CHECK:      const int64_t lathe_result_ranks[] = {4, 1, 1, 3, 2};
 )"));
 }
 

@@ -11,6 +11,9 @@
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
+// One output, of rank 1.
+EXPORT const int64_t lathe_result_ranks[] = {1, 1};
+
 #ifdef GUARDS
 EXPORT int lathe_guards(const LatheValue* in, int64_t n) {
   if (!(n == 3 && in[0].kind == LATHE_VALUE_TENSOR && in[0].ndim == 1 &&

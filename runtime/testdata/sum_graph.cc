@@ -7,6 +7,9 @@
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
+// One output, of rank 1.
+EXPORT const int64_t lathe_result_ranks[] = {1, 1};
+
 EXPORT int lathe_guards(const LatheValue* in, int64_t n) {
   for (int64_t k = 0; k < n; ++k) {
     if (in[k].kind != LATHE_VALUE_TENSOR || in[k].ndim != 1) {
