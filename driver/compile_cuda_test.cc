@@ -569,6 +569,40 @@ def forward(self, x: "f32[7, 300]"):
                            {ir::T({7, 300}, v)}, 1e-6);
 }
 
+// f32 values whose squared deviations overflow f32 (beyond about 1e18):
+// each is merged alone in double, so the variance is finite where it fits
+// f32, as the interpreter's and PyTorch's: rows of +-2e18 alternating,
+// 3e18 with one -3e18, and small values; a long row of +-2e18; and 3e38
+// next to -3e38, whose variance is beyond f32 (inf, as theirs).
+TEST_F(CudaBackendTest, WelfordOfHugeFloatsIsSummedInDouble) {
+  std::vector<double> v, w, y;
+  for (int i = 0; i < 600; ++i) v.push_back(i % 2 == 0 ? 2e18 : -2e18);
+  for (int i = 0; i < 600; ++i) v.push_back(i == 300 ? -3e18 : 3e18);
+  for (int i = 0; i < 600; ++i) v.push_back(0.5 * (i % 13));
+  for (int i = 0; i < 100000; ++i) w.push_back(i % 2 == 0 ? 2e18 : -2e18);
+  for (int i = 0; i < 600; ++i) {
+    y.push_back(i == 10 ? 3e38 : i == 11 ? -3e38 : 0.5 * (i % 13));
+  }
+  ExpectMatchesInterpreter(R"IR(
+def forward(self, x: "f32[3, 600]"):
+    var_mean = torch.ops.aten.var_mean.correction(x, [1], correction = 1)
+    getitem = var_mean[0]
+    getitem_1 = var_mean[1]
+    return (getitem, getitem_1)
+)IR",
+                           {ir::T({3, 600}, v)}, 1e-5);
+  for (const auto& [n, values] :
+       {std::make_pair(100000, w), std::make_pair(600, y)}) {
+    ExpectMatchesInterpreter(absl::StrCat(R"IR(
+def forward(self, x: "f32[)IR",
+                                          n, R"IR(]"):
+    var = torch.ops.aten.var.correction(x, None, correction = 0)
+    return (var,)
+)IR"),
+                             {ir::T({n}, values)}, 1e-5);
+  }
+}
+
 // Long reductions over few rows run split across blocks (codegen/cuda/
 // split_reductions.h: a partial kernel per chunk, then the partials in
 // order): a whole-tensor sum with an epilogue, max and sum over two

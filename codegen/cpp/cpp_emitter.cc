@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <set>
 #include <string>
@@ -562,18 +563,64 @@ class Emitter {
                       " - bk", i, ") - bc", i, "; bq", i, " += d * d; }\n");
     }
     absl::StrAppend(out, in, "}\n");
+    EmitWelfordBlockInDouble(k, means, needed, in, last, out);
     for (int i : means) {
       absl::StrAppend(out, in, "wf", i, " = lathe_welford_merge(wf", i,
-                      ", {static_cast<double>(bk", i,
-                      ") + static_cast<double>(bc", i,
-                      "), static_cast<double>(bq", i,
-                      "), static_cast<int64_t>(end - blk)});\n");
+                      ", {static_cast<double>(bk", i, ") + dc", i, ", dq", i,
+                      ", static_cast<int64_t>(end - blk)});\n");
     }
     for (int v = 0; v < n; ++v) {
       in.resize(in.size() - 2);
       absl::StrAppend(out, in, "}\n");
     }
     EmitWelfordResults(k, s, others, indent, out);
+  }
+
+  // The block's mean and M2 (less the shift) in double, dc<i> and dq<i>:
+  // its sums in the values' type, or, when one of those is not finite, the
+  // same two passes again in double. So values whose squared deviations
+  // overflow f32 (beyond about 1e18) have their variance, as PyTorch's CPU
+  // var accumulates float in double; an infinity or NaN among the values
+  // gives what it gives in the values' type.
+  void EmitWelfordBlockInDouble(const Kernel& k, const std::vector<int>& means,
+                                const std::vector<bool>& needed,
+                                const std::string& in, const std::string& last,
+                                std::string* out) {
+    std::vector<std::string> overflowed;
+    for (int i : means) {
+      absl::StrAppend(out, in, "double dc", i, " = bc", i, ", dq", i, " = bq",
+                      i, ";\n");
+      overflowed.push_back(absl::StrCat("!lathe_op_isfinite(bq", i, ")"));
+    }
+    absl::StrAppend(out, in, "if (", absl::StrJoin(overflowed, " || "),
+                    ") {\n");
+    const std::string slow = in + "  ";
+    auto shifted = [&](int i) {
+      return absl::StrCat("(static_cast<double>(", Value(k, k.ops[i].args[0]),
+                          ") - static_cast<double>(bk", i, "))");
+    };
+    auto pass = [&](const std::function<std::string(int)>& step) {
+      absl::StrAppend(out, slow, "for (", index_type_, " ", last, " = blk; ",
+                      last, " < end; ++", last, ") {\n");
+      for (size_t i = 0; i < k.ops.size(); ++i) {
+        if (needed[i]) EmitOp(k, static_cast<int>(i), slow + "  ", out);
+      }
+      for (int i : means) absl::StrAppend(out, slow, "  ", step(i), "\n");
+      absl::StrAppend(out, slow, "}\n");
+    };
+    for (int i : means) {
+      absl::StrAppend(out, slow, "dc", i, " = 0; dq", i, " = 0;\n");
+    }
+    pass([&](int i) { return absl::StrCat("dc", i, " += ", shifted(i), ";"); });
+    for (int i : means) {
+      absl::StrAppend(out, slow, "dc", i,
+                      " /= static_cast<double>(end - blk);\n");
+    }
+    pass([&](int i) {
+      return absl::StrCat("{ const double d = ", shifted(i), " - dc", i, "; dq",
+                          i, " += d * d; }");
+    });
+    absl::StrAppend(out, in, "}\n");
   }
 
   // The other reductions' values, then the Welford ones (NaN when empty).

@@ -56,8 +56,9 @@ CHECK-NOT: int64_t x
 // A Welford reduction runs its innermost loop in blocks of 256, each
 // shifted by its first value (the exp at the block's first index): one simd
 // pass sums the shifted values, a second the squared deviations from the
-// block's mean, recomputing the exp; the block is merged into the double
-// accumulator, and an empty row is NaN. The max over the same rows is a
+// block's mean, recomputing the exp; a block whose sums overflowed f32 takes
+// the two passes again in double; the block is merged into the double
+// accumulator, and an empty row is NaN (M2 is double, as the var after it). The max over the same rows is a
 // section of its own.
 TEST(CppEmitterTest, WelfordRunsInShiftedBlocksOfTwoPasses) {
   ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
@@ -92,9 +93,22 @@ CHECK-NEXT:   for (int32_t r0_0 = blk; r0_0 < end; ++r0_0) {
 CHECK:          lathe_op_exp
 CHECK-NEXT:     { const float d = (v{{[0-9]+}} - [[BK]]) - [[BC]]; [[BQ]] += d * d; }
 CHECK-NEXT:   }
-CHECK-NEXT:   [[WF]] = lathe_welford_merge([[WF]], {static_cast<double>([[BK]]) + static_cast<double>([[BC]]), static_cast<double>([[BQ]]), static_cast<int64_t>(end - blk)});
+CHECK-NEXT:   double [[DC:dc[0-9]+]] = [[BC]], [[DQ:dq[0-9]+]] = [[BQ]];
+CHECK-NEXT:   if (!lathe_op_isfinite([[BQ]])) {
+CHECK-NEXT:     [[DC]] = 0; [[DQ]] = 0;
+CHECK-NEXT:     for (int32_t r0_0 = blk; r0_0 < end; ++r0_0) {
+CHECK:            lathe_op_exp
+CHECK-NEXT:       [[DC]] += (static_cast<double>(v{{[0-9]+}}) - static_cast<double>([[BK]]));
+CHECK-NEXT:     }
+CHECK-NEXT:     [[DC]] /= static_cast<double>(end - blk);
+CHECK-NEXT:     for (int32_t r0_0 = blk; r0_0 < end; ++r0_0) {
+CHECK:            lathe_op_exp
+CHECK-NEXT:       { const double d = (static_cast<double>(v{{[0-9]+}}) - static_cast<double>([[BK]])) - [[DC]]; [[DQ]] += d * d; }
+CHECK-NEXT:     }
+CHECK-NEXT:   }
+CHECK-NEXT:   [[WF]] = lathe_welford_merge([[WF]], {static_cast<double>([[BK]]) + [[DC]], [[DQ]], static_cast<int64_t>(end - blk)});
 CHECK-NEXT: }
-CHECK:      [[WF]].n > 0 ? static_cast<float>([[WF]].m2) : std::numeric_limits<float>::quiet_NaN();
+CHECK:      [[WF]].n > 0 ? static_cast<double>([[WF]].m2) : std::numeric_limits<double>::quiet_NaN();
 CHECK:      reduction(max:
 )"));
 }

@@ -811,6 +811,46 @@ def forward(self, x: "f32[7, 300][300, 1]cpu"):
   }
 }
 
+// f32 values whose squared deviations overflow f32 (beyond about 1e18): a
+// block's sums in f32 would be inf; in double, as the interpreter's and
+// PyTorch's CPU var, the variance is finite when it fits f32. Rows of
+// three Welford blocks: +-2e18 alternating (by hand: mean 0, variance
+// 4e36 * 600 / 599), 3e18 but for one -3e18 in the second block, and small
+// values (summed in f32 as before). And 3e38 next to -3e38 (a difference
+// beyond f32 itself): the variance overflows f32, as PyTorch's.
+TEST(CpuFunctionTest, VarMeanOfHugeFloatsIsSummedInDouble) {
+  ASSERT_OK_AND_ASSIGN(Compiled c, CompileGraph(R"IR(
+def forward(self, x: "f32[3, 600][600, 1]cpu", y: "f32[600][1]cpu"):
+    vm = torch.ops.aten.var_mean.correction(x, [1], correction = 1)
+    getitem = vm[0]
+    getitem_1 = vm[1];  vm = None
+    var = torch.ops.aten.var.correction(y, None, correction = 0)
+    return (getitem, getitem_1, var)
+)IR"));
+  Tensor x = *Tensor::Empty({3, 600}, DType::kFloat32);
+  Tensor y = *Tensor::Empty({600}, DType::kFloat32);
+  for (int64_t k = 0; k < 600; ++k) {
+    x.SetDouble({0, k}, k % 2 == 0 ? 2e18 : -2e18);
+    x.SetDouble({1, k}, k == 300 ? -3e18 : 3e18);
+    x.SetDouble({2, k}, 0.5 * (k % 13));
+    y.SetDouble({k}, k == 10 ? 3e38 : k == 11 ? -3e38 : 0.5 * (k % 13));
+  }
+  std::vector<ir::Value> in = {ir::Value::OfTensor(x), ir::Value::OfTensor(y)};
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, c.function->Run(in));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*c.graph, in));
+  ExpectSameOutputs(got, want, 1e-5);
+  const Tensor& var = got.outputs[0].tensor;
+  const Tensor& mean = got.outputs[1].tensor;
+  EXPECT_NEAR(var.GetDouble({0}), 4e36 * 600 / 599, 1e31);
+  EXPECT_NEAR(mean.GetDouble({0}), 0, 1e12);
+  // One value 6e18 below 599 others: mean 3e18 - 1e16, M2 = 6e18^2 * 599 /
+  // 600.
+  EXPECT_NEAR(var.GetDouble({1}), 36e36 / 600, 1e31);
+  EXPECT_NEAR(mean.GetDouble({1}), 3e18 - 1e16, 1e12);
+  EXPECT_TRUE(std::isfinite(var.GetDouble({2})));
+  EXPECT_TRUE(std::isinf(got.outputs[2].tensor.GetDouble({})));
+}
+
 // logcumsumexp compiled, against the interpreter, along either dimension
 // of a row of infinities, NaN and large values (no overflow: 1000 + log 2),
 // f32 accumulated in double and f64.

@@ -228,7 +228,7 @@ CHECK:          if (threadIdx.x == 0) b3[x0] = v7;
 CHECK:          lathe_welford_run<float> acc[[W:[0-9]+]] = {{[{][{]0, 0, 0[}], 0, 0, 0, 0[}]}};
 CHECK:            acc[[W]] = lathe_welford_run_add(acc[[W]], static_cast<float>(v9));
 CHECK:          const lathe_welford w[[W]] = lathe_block_reduce(lathe_welford_of(acc[[W]]), lathe_red_welford{}, slots);
-CHECK:          static_cast<float>(w[[W]].m2);
+CHECK:          static_cast<double>(w[[W]].m2);
 CHECK:      LATHE_CUDA_KERNEL(k0, true)
 CHECK:        lathe_argacc<float> [[A:acc[0-9]+]] = {-lathe_std::numeric_limits<float>::infinity(), lathe_std::numeric_limits<int64_t>::max()};
 CHECK:          [[A]] = lathe_red_arg<true>{}([[A]], lathe_argacc<float>{v0, static_cast<int64_t>(v1)});

@@ -45,6 +45,17 @@ struct lathe_argacc {
 // an outlier (the cpu backend's blocks take two passes); chunks of 16 keep
 // that near f32's own rounding.
 constexpr int32_t kLatheWelfordChunk = 16;
+// A finite value farther than this from its chunk's shift would overflow
+// the chunk's sums of squares in T (16 squares of 1e18 are 1.6e37): it is
+// merged alone, in double, as PyTorch's CPU var accumulates float.
+template <typename T>
+LATHE_FN T lathe_welford_far() {
+  if constexpr (sizeof(T) == sizeof(double)) {
+    return T(1e150);
+  } else {
+    return T(1e18);
+  }
+}
 template <typename T>
 struct lathe_welford_run {
   lathe_welford w;
@@ -63,6 +74,16 @@ LATHE_FN lathe_welford_run<T> lathe_welford_run_add(lathe_welford_run<T> a,
                                                     T x) {
   if (a.n == 0) a.shift = lathe_op_isfinite(x) ? x : T(0);  // inf: mean inf
   const T d = x - a.shift;
+  if (!(d <= lathe_welford_far<T>() && d >= -lathe_welford_far<T>()) &&
+      lathe_op_isfinite(x)) {  // (n > 0: a chunk's first value has d = 0)
+    a.w = lathe_welford_merge(a.w, lathe_welford_chunk(a));
+    a.w =
+        lathe_welford_merge(a.w, lathe_welford{static_cast<double>(x), 0.0, 1});
+    a.n = 0;
+    a.s = 0;
+    a.q = 0;
+    return a;
+  }
   a.s += d;
   a.q += d * d;
   if (++a.n == kLatheWelfordChunk) {

@@ -446,21 +446,24 @@ absl::StatusOr<std::pair<TBox, TBox>> Lowerer::VarMean(
   mean.dtype = acc;
   mean.args = {v};
   int mean_op = kb.Add(std::move(mean));
+  // M2 and its division in double for f32, as PyTorch's CPU var: the M2
+  // of values whose variance fits f32 may not (600 values of +-2e18).
+  const DType wide = acc == DType::kFloat32 ? DType::kFloat64 : acc;
   ScalarOp m2;
   m2.kind = ScalarOp::Kind::kReduce;
   m2.reduce = ReduceKind::kWelfordM2;
-  m2.dtype = acc;
+  m2.dtype = wide;
   m2.args = {v};
   m2.arg_index = mean_op;
   int m2_op = kb.Add(std::move(m2));
   kb.set_section(1);
-  int count = kb.Cast(kb.Index(f.count), acc);
+  int count = kb.Cast(kb.Index(f.count), wide);
   int divisor =
       kb.Call("maximum",
-              {kb.Call("sub", {count, kb.Constant(correction, acc)}, acc),
-               kb.Constant(0, acc)},
-              acc);
-  int var = kb.Call("truediv", {m2_op, divisor}, acc);
+              {kb.Call("sub", {count, kb.Constant(correction, wide)}, wide),
+               kb.Constant(0, wide)},
+              wide);
+  int var = kb.Cast(kb.Call("truediv", {m2_op, divisor}, wide), acc);
   TBox var_box = StoreReduced(f, kb, var_meta, var);
   TBox mean_box = StoreReduced(f, kb, mean_meta, mean_op);
   Emit(std::move(f.k));
