@@ -54,8 +54,13 @@ T ReflectCoordinate(T x, int64_t twice_low, int64_t twice_high) {
     span = static_cast<T>(twice_high - twice_low) / 2;
   x = std::fabs(x - lo);
   T extra = std::fmod(x, span);
-  int64_t flips = static_cast<int64_t>(std::floor(x / span));
-  return flips % 2 == 0 ? extra + lo : span - extra + lo;
+  // The parity of the flips, floor(x / span): past int64 (where converting
+  // it is undefined) from x's remainder by two spans.
+  T flips = std::floor(x / span);
+  bool odd = flips < static_cast<T>(0x1p62)
+                 ? static_cast<int64_t>(flips) % 2 != 0
+                 : std::fmod(x, 2 * span) >= span;
+  return odd ? span - extra + lo : extra + lo;
 }
 
 // padding_mode: 0 zeros, 1 border, 2 reflection. As PyTorch, a coordinate

@@ -2291,6 +2291,30 @@ TEST(NnOpsTest, GridSampler2d) {
   }
 }
 
+// Reflection padding of a grid coordinate whose count of reflections is
+// past int64 (1e30 and 1e300 over a row of 4, both ways): the value is one
+// of the row's (interpolated within it, never read outside), for either
+// alignment. Converting that count to an integer was undefined; the
+// sanitizer pass checks float-to-integer conversions.
+TEST(NnOpsTest, GridSamplerReflectsCoordinatesPastInt64) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    const double huge = dtype == DType::kFloat32 ? 1e30 : 1e300;
+    for (bool align : {false, true}) {
+      std::vector<Value> args = {V(T({1, 1, 1, 4}, {1, 2, 3, 4}, dtype)),
+                                 V(T({1, 1, 2, 2}, {huge, 0, -huge, 0}, dtype)),
+                                 Value::Int(0), Value::Int(2),
+                                 Value::Bool(align)};
+      Value r = RunV("aten.grid_sampler_2d.default", args);
+      ASSERT_TRUE(r.is_tensor());
+      for (int64_t k = 0; k < 2; ++k) {
+        const double v = r.tensor.GetDouble({0, 0, 0, k});
+        EXPECT_TRUE(v >= 1 && v <= 4)
+            << v << " " << ShortName(dtype) << " " << align << " " << k;
+      }
+    }
+  }
+}
+
 TEST(NnOpsTest, EmbeddingDenseBackward) {
   // Expected values computed by PyTorch 2.15 (torch.ops.aten) and captured.
   // repeated indices accumulate; padding_idx rows stay zero; scale_grad_by_freq
