@@ -396,5 +396,29 @@ TEST(BackwardOpsTest, GridSampler2dBackwardByHand) {
       HasSubstr("expected interpolation_mode to be 0 (bilinear)"));
 }
 
+// Grid points past int64 (and infinite ones): with reflection padding their
+// reflection count's parity was an undefined conversion, with zeros padding
+// their corners were (the sanitizer pass checks both). Zeros padding: such
+// a point is outside the input and gives nothing; reflection: the input's
+// gradient still sums to the output's, each point landing in the input.
+TEST(BackwardOpsTest, GridSampler2dBackwardOfPointsPastInt64) {
+  const std::string op = "aten.grid_sampler_2d_backward.default";
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor x = T({1, 1, 2, 2}, {0, 1, 2, 3});
+  Tensor g = T({1, 1, 3, 2}, {1e30, 0, -1e30, 0.5, inf, 0});
+  Tensor go = T({1, 1, 1, 3}, {4, 4, 4});
+  auto mask = Value::List({B(true), B(true)});
+  for (bool align : {false, true}) {
+    Value r = *RunOp(op, {V(go), V(x), V(g), I(0), I(0), B(align), mask});
+    EXPECT_THAT(Elements(r.list[0].tensor), ElementsAre(0, 0, 0, 0));
+    r = *RunOp(op, {V(go), V(x), V(g), I(0), I(2), B(align), mask});
+    double sum = 0;
+    for (double v : Elements(r.list[0].tensor)) sum += v;
+    // The two huge points land in the input (4 each); the infinite one
+    // gives nothing.
+    EXPECT_DOUBLE_EQ(sum, 8) << align;
+  }
+}
+
 }  // namespace
 }  // namespace lathe::ir

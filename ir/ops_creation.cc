@@ -16,6 +16,7 @@
 #include "ir/output_layouts.h"
 #include "ir/random.h"
 #include "ir/value.h"
+#include "runtime/dtype.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
 #include "symbolic/printer.h"
@@ -378,7 +379,7 @@ absl::StatusOr<Value> Linspace(const OpCall& c) {
     double step = (ib - ia) / static_cast<double>(steps - 1);
     for (int64_t k = 0; k < steps; ++k) {
       double v = k < halfway ? ia + step * k : ib - step * (steps - k - 1);
-      StoreInt(out, {k}, static_cast<int64_t>(v));
+      StoreInt(out, {k}, TruncateToInt<int64_t>(v));  // 2^63: defined
     }
   } else if (dtype == DType::kFloat64) {
     double step = (b - a) / static_cast<double>(steps - 1);

@@ -46,6 +46,16 @@ T ClipCoordinate(T x, int64_t size) {
   return std::min(static_cast<T>(size - 1), std::max(x, static_cast<T>(0)));
 }
 
+// Whether floor(v / span) (v >= 0 and finite: how often a reflection
+// flips) is odd; past int64, where converting it is undefined, from v's
+// remainder by two spans.
+template <typename T>
+bool OddFlips(T v, T span) {
+  T flips = std::floor(v / span);
+  return flips < static_cast<T>(0x1p62) ? static_cast<int64_t>(flips) % 2 != 0
+                                        : std::fmod(v, 2 * span) >= span;
+}
+
 // PyTorch's reflect_coordinates over [twice_low / 2, twice_high / 2].
 template <typename T>
 T ReflectCoordinate(T x, int64_t twice_low, int64_t twice_high) {
@@ -54,13 +64,7 @@ T ReflectCoordinate(T x, int64_t twice_low, int64_t twice_high) {
     span = static_cast<T>(twice_high - twice_low) / 2;
   x = std::fabs(x - lo);
   T extra = std::fmod(x, span);
-  // The parity of the flips, floor(x / span): past int64 (where converting
-  // it is undefined) from x's remainder by two spans.
-  T flips = std::floor(x / span);
-  bool odd = flips < static_cast<T>(0x1p62)
-                 ? static_cast<int64_t>(flips) % 2 != 0
-                 : std::fmod(x, 2 * span) >= span;
-  return odd ? span - extra + lo : extra + lo;
+  return OddFlips(x, span) ? span - extra + lo : extra + lo;
 }
 
 // padding_mode: 0 zeros, 1 border, 2 reflection. As PyTorch, a coordinate
@@ -281,9 +285,9 @@ T SourceIndexWithGrad(T coord, int64_t size, int64_t padding, bool align,
         v = -v;
       }
       T extra = std::fmod(v, span);
-      int64_t flips = static_cast<int64_t>(std::floor(v / span));
-      reflect = flips % 2 == 0 ? sign : -sign;
-      x = flips % 2 == 0 ? extra + lo : span - extra + lo;
+      const bool odd = OddFlips(v, span);
+      reflect = odd ? -sign : sign;
+      x = odd ? span - extra + lo : extra + lo;
     }
     T d;
     x = clip(x, &d);
@@ -331,6 +335,9 @@ void SampleBackward(const double* planes, double* gx, int64_t ch, int64_t h,
     mx = align ? static_cast<T>(w - 1) / 2 : static_cast<T>(w) / 2;
     my = align ? static_cast<T>(h - 1) / 2 : static_cast<T>(h) / 2;
     if (!std::isfinite(ix) || !std::isfinite(iy)) return;
+    // Nor does one past int32 (zeros padding: never inside the input, as the
+    // forward's -100).
+    if (!(std::fabs(ix) < 0x1p31 && std::fabs(iy) < 0x1p31)) return;
     T fx = std::floor(ix), fy = std::floor(iy);
     double wx[4], dwx[4], wy[4], dwy[4];
     CubicWeights(ix - fx, wx, dwx);
@@ -365,6 +372,9 @@ void SampleBackward(const double* planes, double* gx, int64_t ch, int64_t h,
   // A point that is not finite gives nothing (PyTorch's kernel gives the
   // grid NaN in some modes there; lathe's decomposition does too).
   if (!std::isfinite(ix) || !std::isfinite(iy)) return;
+  // Nor does one past int32 (zeros padding: never inside the input, as the
+  // forward's -100).
+  if (!(std::fabs(ix) < 0x1p31 && std::fabs(iy) < 0x1p31)) return;
   // nearest: the gradient to one input point, none to the grid.
   if (mode == 1) {
     const int64_t nx = static_cast<int64_t>(std::nearbyint(ix));

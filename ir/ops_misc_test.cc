@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <set>
 #include <string>
@@ -151,6 +152,21 @@ TEST(MiscOpsTest, Activations) {
       "aten.leaky_relu.default: \"leaky_relu_cpu\" not implemented for 'Long'");
   EXPECT_EQ(RunError("aten.hardtanh.default", {V(T({1}, {1}, DType::kBool))}),
             "aten.hardtanh.default: Bool inputs not supported for hardtanh");
+  // An integer tensor's bound that is no int64 (PyTorch's Scalar refuses
+  // the conversion); a float tensor takes it.
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(RunError("aten.hardtanh.default",
+                     {V(ints), Value::Float(-inf), Value::Float(1)}),
+            "aten.hardtanh.default: value -inf cannot be converted to type "
+            "int64_t without overflow");
+  EXPECT_EQ(RunError("aten.hardtanh.default",
+                     {V(ints), Value::Float(0), Value::Float(1e19)}),
+            "aten.hardtanh.default: value 1e+19 cannot be converted to type "
+            "int64_t without overflow");
+  ExpectSame(Elements(RunT("aten.hardtanh.default",
+                           {V(T({3}, {-3, NAN, 2})), Value::Float(-inf),
+                            Value::Float(1)})),
+             {-3, NAN, 1});
 }
 
 TEST(MiscOpsTest, Atan2OutWritesIntoOutAndReturnsIt) {

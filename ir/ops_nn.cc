@@ -32,6 +32,7 @@
 #include "ir/ops_util.h"
 #include "ir/output_layouts.h"
 #include "ir/value.h"
+#include "runtime/dtype.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
 #include "symbolic/expr.h"
@@ -1579,7 +1580,10 @@ absl::StatusOr<UpsampleSetup> SetupUpsample(const OpCall& c,
     }
     for (int d = 0; d < 2; ++d) {
       s.scale[d] = f[d];
-      s.out[d] = static_cast<int64_t>(static_cast<double>(s.in[d]) * f[d]);
+      // (A NaN, negative or infinite factor: 0 or the largest size, which
+      // the checks below and the memory limit refuse.)
+      s.out[d] = FloorClamped(static_cast<double>(s.in[d]) * f[d], 0,
+                              std::numeric_limits<int64_t>::max());
       s.sizes.push_back(symbolic::Int(s.out[d]));
     }
   }
@@ -1598,8 +1602,7 @@ int64_t NearestIndex(int64_t o, int64_t in, int64_t out, double scale) {
   if (out == 2 * in) return o >> 1;
   float s = scale > 0 ? static_cast<float>(1.0 / scale)
                       : static_cast<float>(in) / static_cast<float>(out);
-  return std::min(static_cast<int64_t>(std::floor(static_cast<float>(o) * s)),
-                  in - 1);
+  return FloorClamped(static_cast<float>(o) * s, 0, in - 1);
 }
 
 absl::StatusOr<Value> UpsampleNearest(const OpCall& c) {
@@ -1642,7 +1645,7 @@ void LinearSource(int64_t o, int64_t in, int64_t out, double scale,
   }
   double src = align_corners ? ratio * o : ratio * (o + 0.5) - 0.5;
   if (!align_corners && src < 0) src = 0;
-  *i0 = std::min(static_cast<int64_t>(std::floor(src)), in - 1);
+  *i0 = FloorClamped(src, 0, in - 1);
   *lambda1 = std::min(std::max(src - *i0, 0.0), 1.0);
   *i1 = *i0 + (*i0 < in - 1 ? 1 : 0);
 }

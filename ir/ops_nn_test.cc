@@ -4,6 +4,7 @@
 // argument errors. Every call goes through RunOp, which also checks that the
 // meta function predicts the kernel's dtype, sizes and strides.
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -2310,6 +2311,17 @@ TEST(NnOpsTest, GridSamplerReflectsCoordinatesPastInt64) {
         const double v = r.tensor.GetDouble({0, 0, 0, k});
         EXPECT_TRUE(v >= 1 && v <= 4)
             << v << " " << ShortName(dtype) << " " << align << " " << k;
+        if (dtype != DType::kFloat64) continue;
+        // By hand in f64: PyTorch's unnormalized x, reflected over [lo, lo +
+        // span] (its distance from lo folded by two spans), clipped; the
+        // row holds x + 1 at x, so bilinear reads the coordinate plus 1.
+        const double g = k == 0 ? huge : -huge;
+        const double ix = align ? (g + 1) / 2 * 3 : ((g + 1) * 4 - 1) / 2;
+        const double lo = align ? 0 : -0.5, span = align ? 3 : 4;
+        const double m = std::fmod(std::fabs(ix - lo), 2 * span);
+        const double at =
+            std::clamp((m < span ? m : 2 * span - m) + lo, 0.0, 3.0);
+        EXPECT_NEAR(v, at + 1, 1e-12) << align << " " << k;
       }
     }
   }

@@ -898,10 +898,22 @@ absl::StatusOr<Value> ActivationKernel(const OpCall& c, const std::string& op,
     fd = [lo, hi](double x, double) {
       return std::isnan(x) ? x : std::min(std::max(x, lo), hi);
     };
-    int64_t ilo = static_cast<int64_t>(lo), ihi = static_cast<int64_t>(hi);
-    fi = [ilo, ihi](int64_t x, int64_t) -> absl::StatusOr<int64_t> {
-      return std::min(std::max(x, ilo), ihi);
-    };
+    if (IsIntegral(info.compute, /*include_bool=*/true)) {
+      // An integer tensor's bounds are converted to integers, which a
+      // bound past int64 (an infinity) is not, as PyTorch's Scalar says.
+      for (double b : {lo, hi}) {
+        if (!(b >= -0x1p63 && b < 0x1p63)) {
+          return c.Error(
+              absl::StrCat("value ", b,
+                           " cannot be converted to type int64_t without "
+                           "overflow"));
+        }
+      }
+      int64_t ilo = static_cast<int64_t>(lo), ihi = static_cast<int64_t>(hi);
+      fi = [ilo, ihi](int64_t x, int64_t) -> absl::StatusOr<int64_t> {
+        return std::min(std::max(x, ilo), ihi);
+      };
+    }
   }
   return Compute(c, info, {c.arg(0)}, fd, fi);
 }

@@ -278,8 +278,9 @@ absl::StatusOr<Operand> Number(const Tensor& t, const std::string& name,
   if (kind == ArgumentSpec::Kind::kFloat) {
     return Operand::Float(t.GetDouble({}));
   }
-  if (kind == ArgumentSpec::Kind::kBool)
-    return Operand::Bool(t.GetInt({}) != 0);
+  if (kind == ArgumentSpec::Kind::kBool) {
+    return Operand::Bool(t.GetDouble({}) != 0);  // 0.5: true, as bool(0.5)
+  }
   return Operand::Int(t.GetInt({}));
 }
 

@@ -6,7 +6,9 @@
 
 #include "runtime/arrange_arguments.h"
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -185,6 +187,16 @@ TEST(ArrangeArgumentsTest, NumbersNoneAndConstants) {
   EXPECT_EQ(args[4].tensor.ToString(), "f32[3][1]cpu");
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> names, InputNames(m));
   EXPECT_THAT(names, ElementsAre("n", "lr", "flag", "c"));
+  // Floats for the int and the bool: truncated (a NaN as x86 converts it,
+  // not an undefined conversion), and true for 0.5 as Python's bool(0.5).
+  in["n"] = Scalar(DType::kFloat64, NAN);
+  in["flag"] = Scalar(DType::kFloat32, 0.5);
+  ASSERT_OK_AND_ASSIGN(args, ArrangeArguments(m, in));
+  EXPECT_EQ(args[0].i, std::numeric_limits<int64_t>::min());
+  EXPECT_TRUE(args[2].b);
+  in["n"] = Scalar(DType::kFloat32, -7.9);
+  ASSERT_OK_AND_ASSIGN(args, ArrangeArguments(m, in));
+  EXPECT_EQ(args[0].i, -7);
 }
 
 // A pair of pairs and a scaled_int8, built from their leaves as the

@@ -15,6 +15,7 @@
 #ifndef LATHE_RUNTIME_DTYPE_H_
 #define LATHE_RUNTIME_DTYPE_H_
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -157,6 +158,17 @@ T TruncateToInt(double v) {
                               ? static_cast<int32_t>(v)
                               : std::numeric_limits<int32_t>::min());
   }
+}
+
+// FloorClamped()
+//
+// floor(v) clamped to [lo, hi], for every v: lo for a NaN and for what is
+// not above lo, hi for what is not below hi (an infinity, 1e300), where
+// converting to an integer would be undefined.
+inline int64_t FloorClamped(double v, int64_t lo, int64_t hi) {
+  if (!(v > static_cast<double>(lo))) return lo;
+  if (!(v < static_cast<double>(hi))) return hi;
+  return static_cast<int64_t>(std::floor(v));
 }
 
 template <typename T>

@@ -148,6 +148,22 @@ TEST(DTypeTest, TruncateToIntIsX86s) {
   EXPECT_EQ(TruncateToInt<int64_t>(-1e18), -1000000000000000000LL);
 }
 
+TEST(DTypeTest, FloorClampedIsDefinedForEveryDouble) {
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(FloorClamped(2.7, 0, 10), 2);
+  EXPECT_EQ(FloorClamped(-2.7, -5, 10), -3);
+  EXPECT_EQ(FloorClamped(9.99, 0, 10), 9);
+  EXPECT_EQ(FloorClamped(10.5, 0, 10), 10);
+  EXPECT_EQ(FloorClamped(-0.5, 0, 10), 0);
+  EXPECT_EQ(FloorClamped(1e300, 0, 10), 10);
+  EXPECT_EQ(FloorClamped(inf, 0, 10), 10);
+  EXPECT_EQ(FloorClamped(-inf, 0, 10), 0);
+  EXPECT_EQ(FloorClamped(NAN, 3, 10), 3);
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(FloorClamped(0x1p63, 0, kMax), kMax);
+  EXPECT_EQ(FloorClamped(0x1p62 + 0.5, 0, kMax), int64_t{1} << 62);
+}
+
 TEST(DTypeTest, FromDoubleRoundsAsPyTorchStores) {
   EXPECT_EQ(FromDouble<bool>(0.5), true);
   EXPECT_EQ(FromDouble<bool>(-0.0), false);

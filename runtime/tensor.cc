@@ -233,7 +233,7 @@ int64_t Tensor::GetInt(absl::Span<const int64_t> index) const {
     if constexpr (std::is_integral_v<T>) {
       return static_cast<int64_t>(v);
     } else {
-      return static_cast<int64_t>(ToDouble(v));
+      return TruncateToInt<int64_t>(ToDouble(v));  // NaN, 1e300: defined
     }
   });
 }

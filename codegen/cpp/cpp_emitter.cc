@@ -590,8 +590,11 @@ class Emitter {
     for (int i : means) {
       absl::StrAppend(out, in, "double dc", i, " = bc", i, ", dq", i, " = bq",
                       i, ";\n");
-      overflowed.push_back(absl::StrCat("!lathe_op_isfinite(bq", i, ")"));
+      if (k.ops[i].dtype != DType::kFloat64) {  // double gains nothing
+        overflowed.push_back(absl::StrCat("!lathe_op_isfinite(bq", i, ")"));
+      }
     }
+    if (overflowed.empty()) return;
     absl::StrAppend(out, in, "if (", absl::StrJoin(overflowed, " || "),
                     ") {\n");
     const std::string slow = in + "  ";

@@ -88,7 +88,7 @@ TBox Lowerer::NumberBox(Expr number, DType dtype) {
                : kind == symbolic::ExprKind::kBoolean
                    ? (number.bool_value() ? 1 : 0)
                    : static_cast<double>(number.int_value());
-    int64_t iv = is_int ? number.int_value() : static_cast<int64_t>(v);
+    int64_t iv = is_int ? number.int_value() : 0;  // (only ints read it)
     t.load = [v, iv, is_int, dtype](
                  KernelBuilder& kb,
                  const std::vector<Expr>&) -> absl::StatusOr<int> {

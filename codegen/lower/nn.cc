@@ -22,6 +22,7 @@
 #include "codegen/scalar_ops.h"
 #include "ir/output_layouts.h"
 #include "runtime/convolution.h"
+#include "runtime/dtype.h"
 #include "status_macros.h"
 #include "symbolic/expr.h"
 #include "symbolic/printer.h"
@@ -83,14 +84,13 @@ absl::StatusOr<NodeValue> LowerUpsampleNearest(Lowerer& L, const Call& c) {
       if (out == 2 * in) return o >> 1;
       float s = scale[d] > 0 ? static_cast<float>(1.0 / scale[d])
                              : static_cast<float>(in) / static_cast<float>(out);
-      return std::min(
-          static_cast<int64_t>(std::floor(static_cast<float>(o) * s)), in - 1);
+      return FloorClamped(static_cast<float>(o) * s, 0, in - 1);
     };
     std::vector<std::pair<int64_t, int64_t>> fractions = {{in, out}};
     if (scale[d] > 0) {
       for (int64_t q = 1; q <= 64; ++q) {
         double p = std::round(q / scale[d]);
-        if (std::abs(p / q - 1 / scale[d]) < 1e-9) {
+        if (p < 0x1p62 && std::abs(p / q - 1 / scale[d]) < 1e-9) {
           fractions.push_back({static_cast<int64_t>(p), q});
           break;
         }
