@@ -1580,9 +1580,10 @@ absl::StatusOr<UpsampleSetup> SetupUpsample(const OpCall& c,
     }
     for (int d = 0; d < 2; ++d) {
       s.scale[d] = f[d];
-      // (A NaN, negative or infinite factor: 0 or the largest size, which
+      // (A NaN or infinite factor: the lowest or the largest size, which
       // the checks below and the memory limit refuse.)
-      s.out[d] = FloorClamped(static_cast<double>(s.in[d]) * f[d], 0,
+      s.out[d] = FloorClamped(static_cast<double>(s.in[d]) * f[d],
+                              std::numeric_limits<int64_t>::min(),
                               std::numeric_limits<int64_t>::max());
       s.sizes.push_back(symbolic::Int(s.out[d]));
     }

@@ -2949,6 +2949,17 @@ TEST(NnOpsErrorTest, UpsampleAndPad) {
                       Ints({3, 3}), Value::None()}),
             "aten.upsample_nearest2d.vec: \"upsample_nearest2d_channels_last\" "
             "not implemented for 'Long'");
+  // Scale factors whose output size is not positive (as PyTorch's message
+  // says it), or no number: never an undefined conversion.
+  EXPECT_EQ(RunError("aten.upsample_nearest2d.vec",
+                     {x, Value::None(), Floats({-2, 1e-3})}),
+            "aten.upsample_nearest2d.vec: Input and output sizes should be "
+            "greater than 0, but got input (H: 5, W: 5) output (H: -10, W: "
+            "0)");
+  EXPECT_THAT(RunError("aten.upsample_nearest2d.vec",
+                       {x, Value::None(), Floats({NAN, 1})}),
+              HasSubstr("should be greater than 0, but got input (H: 5, W: "
+                        "5) output (H: -9223372036854775808, W: 5)"));
   EXPECT_EQ(
       RunError("aten.reflection_pad1d.default",
                {V(Seq({1, 3}, DType::kFloat32, 11, 5, 0.5)), Ints({3, 3})}),

@@ -186,6 +186,15 @@ TEST(LoadedGraphTest, ACallWithoutItsEntryIsRefused) {
   EXPECT_THAT(LoadedGraph::OpenGraph(std::move(user_only), AddSignature()),
               StatusIs(absl::StatusCode::kNotFound,
                        HasSubstr("has no symbol 'lathe_call'")));
+  // A count of ranks its array does not hold ({5, 1}: 16 bytes, not 48) is
+  // never read past the array.
+  EXPECT_THAT(
+      LoadedGraph::Open("runtime/testdata/add_graph_bad_ranks.so",
+                        AddSignature()),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("add_graph_bad_ranks.so: lathe_result_ranks holds 16 "
+                         "bytes, not a count (at most 65536) and as many "
+                         "ranks")));
 }
 
 TEST(CompiledFunctionTest, HitAndKeyPathsRunTheVariant) {

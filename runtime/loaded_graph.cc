@@ -368,12 +368,15 @@ absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Load(
   for (int rank : s.rebound_ranks) g->dims_ += 2 * rank;
   // The ranks lathe_call writes its outputs at, which the caller's arrays
   // must have: the signature's (a manifest's, maybe damaged) must agree.
-  ASSIGN_OR_RETURN(void* ranks, g->library_.Symbol(LATHE_RESULT_RANKS_SYMBOL));
-  const int64_t* r = static_cast<const int64_t*>(ranks);
-  if (r[0] < 0 || r[0] > kMaxResults) {
-    return absl::InvalidArgumentError(absl::StrCat(g->library_.path(), ": ",
-                                                   r[0], " results (at most ",
-                                                   kMaxResults, " expected)"));
+  ASSIGN_OR_RETURN(absl::string_view ranks,
+                   g->library_.DataSymbol(LATHE_RESULT_RANKS_SYMBOL));
+  const int64_t* r = reinterpret_cast<const int64_t*>(ranks.data());
+  if (ranks.size() < sizeof(int64_t) || r[0] < 0 || r[0] > kMaxResults ||
+      ranks.size() != sizeof(int64_t) * static_cast<size_t>(r[0] + 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        g->library_.path(), ": " LATHE_RESULT_RANKS_SYMBOL " holds ",
+        ranks.size(), " bytes, not a count (at most ", kMaxResults,
+        ") and as many ranks"));
   }
   for (int64_t k = 0; k < r[0]; ++k) {
     if (r[1 + k] < 0 || r[1 + k] >= kMaxResultRank) {

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -161,6 +162,21 @@ absl::StatusOr<void*> SharedLibrary::Symbol(const std::string& name) const {
         absl::StrCat(path_, " has no symbol '", name, "'"));
   }
   return p;
+}
+
+absl::StatusOr<absl::string_view> SharedLibrary::DataSymbol(
+    const std::string& name) const {
+  absl::StatusOr<void*> found = Symbol(name);
+  if (!found.ok()) return found.status();
+  void* p = *found;
+  Dl_info info;
+  ElfW(Sym)* sym = nullptr;
+  if (dladdr1(p, &info, reinterpret_cast<void**>(&sym), RTLD_DL_SYMENT) == 0 ||
+      sym == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat(path_, ": no size for symbol '", name, "'"));
+  }
+  return absl::string_view(static_cast<const char*>(p), sym->st_size);
 }
 
 }  // namespace lathe

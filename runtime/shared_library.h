@@ -47,6 +47,9 @@ class SharedLibrary {
                                                  const std::string& name);
   // The address of `name`, or an error naming it and the library.
   absl::StatusOr<void*> Symbol(const std::string& name) const;
+  // The bytes of data symbol `name` (its address and its ELF symbol's
+  // size), or an error naming it and the library.
+  absl::StatusOr<absl::string_view> DataSymbol(const std::string& name) const;
   const std::string& path() const { return path_; }
 
  private:

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <elf.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -55,6 +56,17 @@ TEST(SharedLibraryTest, OpensAnImageAndFindsItsSymbols) {
   std::memset(image.data(), 0, image.size());
   ASSERT_OK_AND_ASSIGN(void* again, lib.Symbol("lathe_call_user"));
   EXPECT_EQ(again, call);
+  // A data symbol with its size: add_graph.cc's {1, 1}, two int64s.
+  ASSERT_OK_AND_ASSIGN(absl::string_view ranks,
+                       lib.DataSymbol("lathe_result_ranks"));
+  ASSERT_EQ(ranks.size(), 16u);
+  int64_t values[2];
+  std::memcpy(values, ranks.data(), sizeof(values));
+  EXPECT_EQ(values[0], 1);
+  EXPECT_EQ(values[1], 1);
+  EXPECT_THAT(lib.DataSymbol("no_such_symbol"),
+              StatusIs(absl::StatusCode::kNotFound,
+                       "dir/kernel.so has no symbol 'no_such_symbol'"));
 }
 
 TEST(SharedLibraryTest, EachImageIsItsOwnLibraryAndLeavesNoDescriptor) {
