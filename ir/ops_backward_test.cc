@@ -399,8 +399,9 @@ TEST(BackwardOpsTest, GridSampler2dBackwardByHand) {
 // Grid points past int64 (and infinite ones): with reflection padding their
 // reflection count's parity was an undefined conversion, with zeros padding
 // their corners were (the sanitizer pass checks both). Zeros padding: such
-// a point is outside the input and gives nothing; reflection: the input's
-// gradient still sums to the output's, each point landing in the input.
+// a point is outside the input and gives nothing; reflection, and bicubic
+// with border padding: the input's gradient still sums to the output's,
+// each point landing in the input.
 TEST(BackwardOpsTest, GridSampler2dBackwardOfPointsPastInt64) {
   const std::string op = "aten.grid_sampler_2d_backward.default";
   const double inf = std::numeric_limits<double>::infinity();
@@ -417,6 +418,12 @@ TEST(BackwardOpsTest, GridSampler2dBackwardOfPointsPastInt64) {
     // The two huge points land in the input (4 each); the infinite one
     // gives nothing.
     EXPECT_DOUBLE_EQ(sum, 8) << align;
+    // Bicubic pads each tap: with border padding a huge point's taps are
+    // the edge's, which take its whole gradient.
+    r = *RunOp(op, {V(go), V(x), V(g), I(2), I(1), B(align), mask});
+    sum = 0;
+    for (double v : Elements(r.list[0].tensor)) sum += v;
+    EXPECT_NEAR(sum, 8, 1e-9) << align;
   }
 }
 

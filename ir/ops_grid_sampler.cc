@@ -335,9 +335,6 @@ void SampleBackward(const double* planes, double* gx, int64_t ch, int64_t h,
     mx = align ? static_cast<T>(w - 1) / 2 : static_cast<T>(w) / 2;
     my = align ? static_cast<T>(h - 1) / 2 : static_cast<T>(h) / 2;
     if (!std::isfinite(ix) || !std::isfinite(iy)) return;
-    // Nor does one past int32 (zeros padding: never inside the input, as the
-    // forward's -100).
-    if (!(std::fabs(ix) < 0x1p31 && std::fabs(iy) < 0x1p31)) return;
     T fx = std::floor(ix), fy = std::floor(iy);
     double wx[4], dwx[4], wy[4], dwy[4];
     CubicWeights(ix - fx, wx, dwx);
