@@ -58,8 +58,8 @@ CHECK-NOT: int64_t x
 // pass sums the shifted values, a second the squared deviations from the
 // block's mean, recomputing the exp; a block whose sums overflowed f32 takes
 // the two passes again in double; the block is merged into the double
-// accumulator, and an empty row is NaN (M2 is double, as the var after it). The max over the same rows is a
-// section of its own.
+// accumulator, and an empty row is NaN (M2 is double, as the var after it). The
+// max over the same rows is a section of its own.
 TEST(CppEmitterTest, WelfordRunsInShiftedBlocksOfTwoPasses) {
   ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
 def forward(self, x: "f32[4, 1000]"):
