@@ -195,6 +195,12 @@ TEST(LoadedGraphTest, ACallWithoutItsEntryIsRefused) {
                HasSubstr("add_graph_bad_ranks.so: lathe_result_ranks holds 16 "
                          "bytes, not a count (at most 65536) and as many "
                          "ranks")));
+  EXPECT_THAT(
+      LoadedGraph::Open("runtime/testdata/add_graph_bad_rank.so",
+                        AddSignature()),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("add_graph_bad_rank.so: result 0 has rank 1000 "
+                         "(below 100 expected)")));
 }
 
 TEST(CompiledFunctionTest, HitAndKeyPathsRunTheVariant) {

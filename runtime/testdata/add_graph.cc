@@ -11,9 +11,12 @@
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
-// One output, of rank 1 (with BAD_RANKS, a count its array does not hold).
+// One output, of rank 1 (with BAD_RANKS, a count its array does not hold;
+// with BAD_RANK, a rank no result has).
 #ifdef BAD_RANKS
 EXPORT const int64_t lathe_result_ranks[] = {5, 1};
+#elif defined(BAD_RANK)
+EXPORT const int64_t lathe_result_ranks[] = {1, 1000};
 #else
 EXPORT const int64_t lathe_result_ranks[] = {1, 1};
 #endif
