@@ -276,11 +276,20 @@ void Leaves(const Value& v, std::vector<Arg>* out) {
   for (const Value& i : v.inner) Leaves(i, out);
 }
 
+// The layout of `v`, each plain value with its node's rank (-1 for a
+// number) and each composite with its first inner value's.
 CompositeLayout LayoutOf(const Value& v) {
-  if (v.type == nullptr) return CompositeLayout::Plain();
+  if (v.type == nullptr) {
+    const ir::ValueMeta& m = v.node->meta();
+    return CompositeLayout::Plain(m.kind == ir::ValueMeta::Kind::kTensor
+                                      ? static_cast<int>(m.tensor.dim())
+                                      : -1);
+  }
   std::vector<CompositeLayout> inner;
   for (const Value& i : v.inner) inner.push_back(LayoutOf(i));
-  return CompositeLayout::Of(v.type, std::move(inner));
+  CompositeLayout l = CompositeLayout::Of(v.type, std::move(inner));
+  l.rank = l.inner.empty() ? -1 : l.inner[0].rank;
+  return l;
 }
 
 }  // namespace
@@ -351,8 +360,8 @@ absl::StatusOr<CompositeSignature> FlattenComposites(ir::Graph& graph) {
     const ir::TensorMeta& m = p->meta().tensor;
     // In p's place: inserted before it, which is erased at the end.
     ASSIGN_OR_RETURN(Value v, f.Inputs(p->name(), l, m, p));
-    l.sizes = m.sizes;
-    l.strides = m.strides;
+    l = LayoutOf(v);
+    l.rank = static_cast<int>(m.dim());
     for (bool stride : {false, true}) {
       const auto& list = stride ? m.strides : m.sizes;
       for (size_t d = 0; d < list.size(); ++d) {
@@ -361,6 +370,8 @@ absl::StatusOr<CompositeSignature> FlattenComposites(ir::Graph& graph) {
             absl::StrCat(p->name(), stride ? "_stride" : "_size", d);
         graph.Insert(Node::Kind::kPlaceholder, n, n, {}, {},
                      ir::ValueMeta::Sym(list[d]), p);
+        (stride ? l.symbolic_strides : l.symbolic_sizes)
+            .push_back(static_cast<int>(d));
       }
     }
     f.values_[p] = std::move(v);
@@ -389,12 +400,7 @@ absl::StatusOr<CompositeSignature> FlattenComposites(ir::Graph& graph) {
       continue;
     }
     Leaves(it->second, &results);
-    CompositeLayout l = LayoutOf(it->second);
-    if (a.node->meta().kind == ir::ValueMeta::Kind::kTensor) {
-      l.sizes = a.node->meta().tensor.sizes;
-      l.strides = a.node->meta().tensor.strides;
-    }
-    sig.results.push_back(std::move(l));
+    sig.results.push_back(LayoutOf(it->second));
   }
   output->SetArgs({Arg::List(std::move(results))}, {});
   for (auto it = erase.rbegin(); it != erase.rend(); ++it) {

@@ -78,7 +78,7 @@ CHECK-DAG: [[AB:add.*]]: "f32[2, 3][3, 1]cpu" = torch.ops.aten.add.Tensor([[MB]]
 CHECK: return ([[AA]], [[AB]], sum_1)
 )"));
   ASSERT_OK_AND_ASSIGN(Compiled c, Compile(kText));
-  EXPECT_EQ(c.aot.signature.results[0].ToString(), "pair(plain, plain)");
+  EXPECT_EQ(c.aot.signature.results[0].ToString(), "pair(2,2)");
   Tensor a = Iota({2, 3}), b = Iota({2, 3}, -1), y = Iota({2, 3}, 10);
   Operand x = *MakePair(Operand::Of(a), Operand::Of(b));
   ASSERT_OK_AND_ASSIGN(UserCall r,
@@ -163,7 +163,7 @@ def forward(self, x: "f32[2, 2][2, 1]cpu"):
     return (t,)
 )"));
   EXPECT_EQ(c.aot.signature.results[0].ToString(),
-            "pair(scaled_int8(plain, plain), scaled_int8(plain, plain))");
+            "pair(scaled_int8(2,0),scaled_int8(2,0))");
   auto scaled = [](int8_t base, float s) {
     Tensor d = *Tensor::Empty({2, 2}, DType::kInt8);
     for (int i = 0; i < 4; ++i) d.data<int8_t>()[i] = base + i;

@@ -69,7 +69,7 @@ std::vector<Operand> SubclassArgs(const SubclassCase& c) {
   };
   std::vector<Operand> args;
   for (const CompositeLayout& l : c.arguments) {
-    args.push_back(make(l, l.sizes.empty() ? 4 : 5));
+    args.push_back(make(l, l.symbolic_sizes.empty() ? 4 : 5));
   }
   args.push_back(Operand::Int(1234));  // seed
   args.push_back(Operand::Of(*Tensor::Empty({}, DType::kInt64)));

@@ -15,10 +15,6 @@
 namespace lathe::aot {
 namespace {
 
-bool IsInt(symbolic::Expr e) {
-  return e.kind() == symbolic::ExprKind::kInteger;
-}
-
 const Operand& Follow(const Operand& o, const std::vector<int>& path) {
   const Operand* at = &o;
   for (int k : path) at = &at->composite->inner[k];
@@ -55,26 +51,6 @@ std::string CFollow(int arg, const std::vector<int>& path) {
 }
 
 }  // namespace
-
-int CompositeLayout::Slots(bool argument) const {
-  if (type == nullptr) return 1;
-  if (argument && frozen) return 1;
-  int n = 0;
-  for (const CompositeLayout& l : inner) n += l.Slots(argument);
-  if (argument) {
-    for (const auto* list : {&sizes, &strides}) {
-      for (symbolic::Expr e : *list) n += !IsInt(e);
-    }
-  }
-  return n;
-}
-
-std::string CompositeLayout::ToString() const {
-  if (type == nullptr) return "plain";
-  std::vector<std::string> parts;
-  for (const CompositeLayout& l : inner) parts.push_back(l.ToString());
-  return absl::StrCat(type->name(), "(", absl::StrJoin(parts, ", "), ")");
-}
 
 absl::StatusOr<SubclassWrapperPlan> SubclassWrapperPlan::Build(
     std::vector<CompositeLayout> arguments,
@@ -118,15 +94,11 @@ absl::StatusOr<SubclassWrapperPlan> SubclassWrapperPlan::Build(
           }
         };
     walk(root);
-    if (root.type != nullptr) {
-      for (int d = 0; d < static_cast<int>(root.sizes.size()); ++d) {
-        if (!IsInt(root.sizes[d]))
-          plan.takes_.push_back({Take::Kind::kSize, a, {}, d});
-      }
-      for (int d = 0; d < static_cast<int>(root.strides.size()); ++d) {
-        if (!IsInt(root.strides[d]))
-          plan.takes_.push_back({Take::Kind::kStride, a, {}, d});
-      }
+    for (int d : root.symbolic_sizes) {
+      plan.takes_.push_back({Take::Kind::kSize, a, {}, d});
+    }
+    for (int d : root.symbolic_strides) {
+      plan.takes_.push_back({Take::Kind::kStride, a, {}, d});
     }
   }
   // Rewrap: postorder builds per result.
@@ -401,9 +373,8 @@ std::string SubclassWrapperPlan::CSource(const std::string& name) const {
                     name, "_same(", v, ".type, \"", c.type->name(), "\") || ",
                     v, ".num_inner != ", c.type->inner_names().size(), ") ",
                     "return LATHE_CALL_BAD_INPUTS;\n");
-    if (c.path.empty()) {
-      const CompositeLayout& l = arguments_[c.arg];
-      absl::StrAppend(&out, "  if (", v, ".ndim != ", l.sizes.size(),
+    if (c.path.empty() && arguments_[c.arg].rank >= 0) {
+      absl::StrAppend(&out, "  if (", v, ".ndim != ", arguments_[c.arg].rank,
                       ") return LATHE_CALL_BAD_INPUTS;\n");
     }
   }

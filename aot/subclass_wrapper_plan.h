@@ -5,7 +5,7 @@
 // The wrapper around a compiled function whose user-facing arguments or
 // results are composite tensors (runtime/composite.h; reference §1.6,
 // PyTorch's codegen'd subclass wrapper). Decided once from each argument's
-// and result's CompositeLayout:
+// and result's CompositeLayout (runtime/composite_layout.h):
 //   unwrap   each argument in order: a plain one is passed on; a frozen one
 //            becomes an empty slot; a composite one is type-checked
 //            (nested values too) and its inner tensors appended in flatten
@@ -39,32 +39,9 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "runtime/composite.h"
-#include "symbolic/expr.h"
+#include "runtime/composite_layout.h"
 
 namespace lathe::aot {
-
-// How one argument or result maps to dense slots.
-struct CompositeLayout {
-  const CompositeType* type = nullptr;  // null: plain (one slot)
-  std::vector<CompositeLayout> inner;   // per inner value, for composites
-  // Outer sizes and strides; for arguments, each non-integer entry adds an
-  // int slot after the inner tensors (sizes first).
-  std::vector<symbolic::Expr> sizes, strides;
-  bool frozen = false;  // arguments: baked into the graph, an empty slot
-
-  static CompositeLayout Plain() { return {}; }
-  static CompositeLayout Of(const CompositeType* type,
-                            std::vector<CompositeLayout> inner) {
-    CompositeLayout l;
-    l.type = type;
-    l.inner = std::move(inner);
-    return l;
-  }
-  // The number of dense slots it takes.
-  int Slots(bool argument) const;
-  // "pair(plain, pair(plain, plain))".
-  std::string ToString() const;
-};
 
 class SubclassWrapperPlan {
  public:

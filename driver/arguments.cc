@@ -18,7 +18,7 @@ namespace {
 // The argument `name` whose value `meta` describes.
 absl::StatusOr<ArgumentSpec> SpecOf(const std::string& name,
                                     const ir::ValueMeta& meta,
-                                    const aot::CompositeLayout* layout) {
+                                    const CompositeLayout* layout) {
   ArgumentSpec a;
   a.name = name;
   switch (meta.kind) {
@@ -130,29 +130,6 @@ absl::StatusOr<std::vector<ArgumentSpec>> ArgumentsOf(
     if (tensor && device.is_cuda() && a.device.is_cpu()) a.device = device;
   }
   return out;
-}
-
-absl::StatusOr<ResultShape> CompositeTree(const ir::Graph& dense,
-                                          const std::string& name,
-                                          const aot::CompositeLayout& l) {
-  if (l.type == nullptr) {
-    const ir::Node* p = dense.Find(name);
-    if (p == nullptr || p->meta().kind != ir::ValueMeta::Kind::kTensor) {
-      return absl::InternalError(absl::StrCat(
-          "the compiled graph takes no tensor '", name, "' for a composite"));
-    }
-    return ResultShape::Plain(static_cast<int>(p->meta().tensor.dim()));
-  }
-  ResultShape s;
-  s.type = std::string(l.type->name());
-  for (size_t k = 0; k < l.inner.size(); ++k) {
-    ASSIGN_OR_RETURN(
-        ResultShape inner,
-        CompositeTree(dense, aot::InnerName(name, l, static_cast<int>(k)),
-                      l.inner[k]));
-    s.inner.push_back(std::move(inner));
-  }
-  return s;
 }
 
 std::vector<std::pair<symbolic::Expr, symbolic::Value>> SymbolValuesOf(

@@ -56,16 +56,6 @@ absl::StatusOr<std::vector<ArgumentSpec>> ArgumentsOf(
     std::vector<std::string>* annotations = nullptr,
     Device device = Device::Cpu());
 
-// CompositeTree()
-//
-// Composite argument `name`, laid out as `l`, as a manifest records it
-// (Manifest::composites): its types down to the plain tensors, each with
-// the rank its placeholder in `dense` (the compiled graph, which takes the
-// leaves in its place) has.
-absl::StatusOr<ResultShape> CompositeTree(const ir::Graph& dense,
-                                          const std::string& name,
-                                          const aot::CompositeLayout& l);
-
 // SymbolValuesOf()
 //
 // The values `args` (one per placeholder of `written`, then constants) give

@@ -335,9 +335,7 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
     for (size_t k = 0;
          k < m.arguments.size() && k < c->aot.signature.arguments.size(); ++k) {
       if (m.arguments[k].kind != ArgumentSpec::Kind::kComposite) continue;
-      ASSIGN_OR_RETURN(m.composites[static_cast<int>(k)],
-                       CompositeTree(*c->graph, m.arguments[k].name,
-                                     c->aot.signature.arguments[k]));
+      m.composites[static_cast<int>(k)] = c->aot.signature.arguments[k];
     }
     if (c->guards) {
       for (int g = 0; g < c->guards->size(); ++g) {

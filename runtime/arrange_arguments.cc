@@ -291,14 +291,13 @@ std::string InnerName(const std::string& outer, const CompositeType& type,
 
 // The composite `name` of tree `s` from its inner tensors in `inputs`.
 absl::StatusOr<Operand> ComposeTree(
-    const ResultShape& s, const std::string& name,
+    const CompositeLayout& s, const std::string& name,
     const absl::flat_hash_map<std::string, Tensor>& inputs) {
-  const CompositeType* type = FindCompositeType(s.type);  // ArgumentTree's
   std::vector<Operand> inner;
   for (size_t k = 0; k < s.inner.size(); ++k) {
-    const ResultShape& in = s.inner[k];
-    std::string n = InnerName(name, *type, k);
-    if (!in.type.empty()) {
+    const CompositeLayout& in = s.inner[k];
+    std::string n = InnerName(name, *s.type, k);
+    if (!in.is_plain()) {
       ASSIGN_OR_RETURN(Operand o, ComposeTree(in, n, inputs));
       inner.push_back(std::move(o));
       continue;
@@ -306,45 +305,24 @@ absl::StatusOr<Operand> ComposeTree(
     ASSIGN_OR_RETURN(Tensor t, Find(inputs, n));
     if (in.rank >= 0 && t.dim() != in.rank) {
       return absl::InvalidArgumentError(
-          absl::StrCat("input '", n, "': inner '", type->inner_names()[k],
-                       "' of the ", type->name(), " '", name, "' has rank ",
+          absl::StrCat("input '", n, "': inner '", s.type->inner_names()[k],
+                       "' of the ", s.type->name(), " '", name, "' has rank ",
                        in.rank, ", got ", t.ToString()));
     }
     inner.push_back(Operand::Of(std::move(t)));
   }
-  return Compose(*type, name, std::move(inner));
+  return Compose(*s.type, name, std::move(inner));
 }
 
-void Leaves(const ResultShape& s, const std::string& name,
+void Leaves(const CompositeLayout& s, const std::string& name,
             std::vector<std::string>* out) {
-  if (s.type.empty()) {
+  if (s.is_plain()) {
     out->push_back(name);
     return;
   }
-  const CompositeType* type = FindCompositeType(s.type);  // ArgumentTree's
   for (size_t k = 0; k < s.inner.size(); ++k) {
-    Leaves(s.inner[k], InnerName(name, *type, k), out);
+    Leaves(s.inner[k], InnerName(name, *s.type, k), out);
   }
-}
-
-// Whether every composite of `s` is a registered type with as many inner
-// values as it takes; an error naming `what` ("argument 'x'", "result 0")
-// otherwise.
-absl::Status CheckTree(const ResultShape& s, const std::string& what) {
-  if (s.type.empty()) return absl::OkStatus();
-  const CompositeType* type = FindCompositeType(s.type);
-  if (type == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(what, ": composite type '", s.type,
-                     "' is not registered in this program"));
-  }
-  if (s.inner.size() != type->inner_names().size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": a ", s.type, " holds ", type->inner_names().size(),
-        " inner values, the manifest gives ", s.inner.size()));
-  }
-  for (const ResultShape& in : s.inner) RETURN_IF_ERROR(CheckTree(in, what));
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -353,37 +331,32 @@ std::string InputName(const ArgumentSpec& a) {
   return std::string(absl::StripPrefix(a.name, "self."));
 }
 
-absl::StatusOr<ResultShape> ArgumentTree(const Manifest& m, int k) {
+absl::StatusOr<CompositeLayout> ArgumentTree(const Manifest& m, int k) {
   const ArgumentSpec& a = m.arguments.at(k);
   if (a.kind != ArgumentSpec::Kind::kComposite) {
-    return ResultShape::Plain(a.kind == ArgumentSpec::Kind::kTensor ? a.rank
-                                                                    : 0);
+    return CompositeLayout::Plain(a.kind == ArgumentSpec::Kind::kTensor ? a.rank
+                                                                        : 0);
   }
-  ResultShape s;
   if (auto it = m.composites.find(k); it != m.composites.end()) {
-    s = it->second;
-  } else {
-    // A manifest from before the trees: its type over plain tensors.
-    s.type = a.type;
-    if (const CompositeType* t = FindCompositeType(a.type)) {
-      s.inner.assign(t->inner_names().size(), ResultShape::Plain(-1));
-    }
+    return it->second;  // Manifest::Parse checked its types
   }
-  RETURN_IF_ERROR(CheckTree(s, absl::StrCat("argument '", a.name, "'")));
-  return s;
-}
-
-absl::StatusOr<ResultShape> ResultTree(const Manifest& m, int k) {
-  const ResultShape& s = m.signature.results.at(k);
-  RETURN_IF_ERROR(CheckTree(s, absl::StrCat("result ", k)));
-  return s;
+  // A manifest from before the trees: its type over plain tensors.
+  const CompositeType* type = FindCompositeType(a.type);
+  if (type == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("argument '", a.name, "': composite type '", a.type,
+                     "' is not registered in this program"));
+  }
+  return CompositeLayout::Of(
+      type, std::vector<CompositeLayout>(type->inner_names().size(),
+                                         CompositeLayout::Plain()));
 }
 
 absl::StatusOr<std::vector<std::string>> InputNames(const Manifest& m) {
   std::vector<std::string> names;
   for (size_t k = 0; k < m.arguments.size(); ++k) {
     if (m.arguments[k].kind == ArgumentSpec::Kind::kNone) continue;
-    ASSIGN_OR_RETURN(ResultShape s, ArgumentTree(m, static_cast<int>(k)));
+    ASSIGN_OR_RETURN(CompositeLayout s, ArgumentTree(m, static_cast<int>(k)));
     Leaves(s, InputName(m.arguments[k]), &names);
   }
   return names;
@@ -417,7 +390,8 @@ absl::StatusOr<std::vector<Operand>> ArrangeArguments(
         break;
       }
       case ArgumentSpec::Kind::kComposite: {
-        ASSIGN_OR_RETURN(ResultShape s, ArgumentTree(m, static_cast<int>(k)));
+        ASSIGN_OR_RETURN(CompositeLayout s,
+                         ArgumentTree(m, static_cast<int>(k)));
         ASSIGN_OR_RETURN(o, ComposeTree(s, name, inputs));
         break;
       }

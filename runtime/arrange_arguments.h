@@ -51,6 +51,7 @@
 #include "absl/types/span.h"
 #include "runtime/artifact.h"
 #include "runtime/composite.h"
+#include "runtime/composite_layout.h"
 #include "runtime/loaded_graph.h"
 #include "runtime/tensor.h"
 
@@ -64,18 +65,10 @@ std::string InputName(const ArgumentSpec& a);
 
 // ArgumentTree()
 //
-// Argument `k` of `m` as a tree (ResultShape's: a plain value's rank, -1
-// where the manifest does not say; a composite's type and inner values),
-// each composite type registered in this program; an error naming the
-// argument otherwise.
-absl::StatusOr<ResultShape> ArgumentTree(const Manifest& m, int k);
-
-// ResultTree()
-//
-// Result `k` of `m` as its manifest gives it, each composite of the tree
-// (nested ones included) a type registered in this program with as many
-// inner values as it takes; an error naming the result otherwise.
-absl::StatusOr<ResultShape> ResultTree(const Manifest& m, int k);
+// Argument `k` of `m` as a layout (a plain value's rank, -1 where the
+// manifest does not say; a composite's type and inner values); an error
+// naming the argument when its type is not registered in this program.
+absl::StatusOr<CompositeLayout> ArgumentTree(const Manifest& m, int k);
 
 // InputNames()
 //

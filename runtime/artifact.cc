@@ -93,6 +93,18 @@ class LineParser {
     rest_ = absl::string_view();
     return r;
   }
+  // The next word as a composite layout ("pair(1,1)"), or its error (the
+  // code CompositeLayout::Parse gives) naming the line.
+  absl::StatusOr<CompositeLayout> Layout(absl::string_view what) {
+    ASSIGN_OR_RETURN(std::string w, Word(what));
+    absl::StatusOr<CompositeLayout> l = CompositeLayout::Parse(w);
+    if (!l.ok()) {
+      return absl::Status(
+          l.status().code(),
+          absl::StrCat(file_, ": line ", line_, ": ", l.status().message()));
+    }
+    return l;
+  }
   absl::Status End() {
     if (!rest_.empty()) return Expected("the end of the line");
     return absl::OkStatus();
@@ -171,7 +183,7 @@ std::string Manifest::ToString() const {
   for (const auto& [k, tree] : composites) {
     absl::StrAppend(&out, "composite ", k, " ", tree.ToString(), "\n");
   }
-  for (const ResultShape& r : signature.results) {
+  for (const CompositeLayout& r : signature.results) {
     absl::StrAppend(&out, "result ", r.ToString(), "\n");
   }
   for (size_t j = 0; j < signature.rebound_inputs.size(); ++j) {
@@ -241,22 +253,19 @@ absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
       RETURN_IF_ERROR(ParseArgument(p, &m));
     } else if (key == "composite") {
       ASSIGN_OR_RETURN(int64_t k, p.Int("an argument index", 0, 1 << 20));
-      ASSIGN_OR_RETURN(std::string shape, p.Word("a composite's tree"));
-      absl::StatusOr<ResultShape> tree = ResultShape::Parse(shape);
-      if (!tree.ok()) return p.Expected(tree.status().message());
-      if (k >= static_cast<int64_t>(m.arguments.size()) ||
+      ASSIGN_OR_RETURN(CompositeLayout tree, p.Layout("a composite's tree"));
+      if (tree.is_plain() || k >= static_cast<int64_t>(m.arguments.size()) ||
           m.arguments[k].kind != ArgumentSpec::Kind::kComposite ||
-          m.arguments[k].type != tree->type) {
+          m.arguments[k].type != tree.type->name()) {
         return p.Expected(absl::StrCat("a composite argument of type '",
-                                       tree->type, "' as argument ", k,
+                                       tree.is_plain() ? "" : tree.type->name(),
+                                       "' as argument ", k,
                                        " (its line first)"));
       }
-      m.composites[static_cast<int>(k)] = *std::move(tree);
+      m.composites[static_cast<int>(k)] = std::move(tree);
     } else if (key == "result") {
-      ASSIGN_OR_RETURN(std::string shape, p.Word("a result shape"));
-      absl::StatusOr<ResultShape> r = ResultShape::Parse(shape);
-      if (!r.ok()) return p.Expected(r.status().message());
-      m.signature.results.push_back(std::move(*r));
+      ASSIGN_OR_RETURN(CompositeLayout r, p.Layout("a result's layout"));
+      m.signature.results.push_back(std::move(r));
     } else if (key == "rebound") {
       ASSIGN_OR_RETURN(int64_t input,
                        p.Int("an argument index (-1: none)", -1, 1 << 20));

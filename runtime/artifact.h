@@ -42,6 +42,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "runtime/compiled_function.h"
+#include "runtime/composite_layout.h"
 #include "runtime/loaded_graph.h"
 
 namespace lathe {
@@ -70,12 +71,12 @@ struct Manifest {
   // as the graph writes it ("f32[s0, 784][784, 1]cpu", "Sym(zf0)").
   std::vector<ArgumentSpec> arguments;
   std::vector<std::string> annotations;
-  // Each composite argument's whole tree, by argument index, as a result
-  // shape writes it ("pair(pair(1,1),pair(1,1))": the types down to the
+  // Each composite argument's whole tree, by argument index, as its layout
+  // writes it ("pair(pair(1,1),pair(1,1))": the types down to the
   // plain tensors and their ranks). A composite argument without one (a
   // manifest written before lathe recorded them) is its type over plain
   // tensors of unknown rank.
-  std::map<int, ResultShape> composites;
+  std::map<int, CompositeLayout> composites;
   CallSignature signature;
   std::vector<int> mutated;         // the arguments a call writes
   std::vector<std::string> guards;  // guard k as text ("x.size(0) == 1")

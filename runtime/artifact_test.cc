@@ -42,7 +42,7 @@ Manifest AddManifest() {
                  {.name = "y", .rank = 1},
                  {.name = "alpha", .kind = ArgumentSpec::Kind::kFloat}};
   m.annotations = {"f32[s0][1]cpu", "f32[s0][1]cpu", "Sym(zf0)"};
-  m.signature.results = {ResultShape::Plain(1)};
+  m.signature.results = {CompositeLayout::Plain(1)};
   m.signature.checks = {"x is too long"};
   m.guards = {"y.size(0) == x.size(0)", "2 <= x.size(0)", "not isnan(alpha)"};
   return m;
@@ -284,9 +284,10 @@ TEST(ManifestTest, MalformedLinesAreNamed) {
   EXPECT_THAT(parse(head + "argument x placeholder blob - - 0 -\n"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("line 2: expected tensor, composite:TYPE")));
-  EXPECT_THAT(parse(head + "result 1\nresult pair(1\n"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("line 3: expected result shape 'pair(1'")));
+  EXPECT_THAT(
+      parse(head + "result 1\nresult pair(1\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("line 3: layout 'pair(1': expected ',' or ')'")));
   EXPECT_THAT(parse(head + "file ../etc/passwd 10 " + std::string(64, 'a')),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "m.txt: line 2: expected a file name without '/'"));
@@ -350,8 +351,9 @@ TEST(ManifestTest, ACompositesTreeRoundTrips) {
                   .rank = 1,
                   .type = "pair"}};
   m.annotations = {"f32[4][1]cpu", "f32[4][1]cpu"};
-  ASSERT_OK_AND_ASSIGN(m.composites[1],
-                       ResultShape::Parse("pair(pair(1,1),scaled_int8(1,0))"));
+  ASSERT_OK_AND_ASSIGN(
+      m.composites[1],
+      CompositeLayout::Parse("pair(pair(1,1),scaled_int8(1,0))"));
   m.files = {{"k.so", 1, std::string(64, 'a')}};
   std::string text = m.ToString();
   EXPECT_THAT(text, HasSubstr("argument p placeholder composite:pair f32 cpu "
@@ -383,7 +385,7 @@ TEST(ManifestTest, ACompositesTreeMustFitItsArgument) {
                        HasSubstr("of type 'scaled_int8' as argument 1")));
   EXPECT_THAT(parse("composite 1 pair(1\n"),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("line 4: expected result shape 'pair(1'")));
+                       HasSubstr("line 4: layout 'pair(1': expected")));
 }
 
 TEST(WriteArtifactTest, RefusesNamesOutsideTheDirectory) {

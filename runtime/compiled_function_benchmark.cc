@@ -32,7 +32,7 @@ constexpr char kLibrary[] = "runtime/testdata/sum_graph.so";
 
 std::shared_ptr<const LoadedGraph> Load() {
   CallSignature s;
-  s.results = {ResultShape::Plain(1)};
+  s.results = {CompositeLayout::Plain(1)};
   return LoadedGraph::Open(kLibrary, s).value();
 }
 

@@ -37,7 +37,7 @@ constexpr char kGraphOnly[] = "runtime/testdata/add_graph_graph.so";
 
 CallSignature AddSignature() {
   CallSignature s;
-  s.results = {ResultShape::Plain(1)};
+  s.results = {CompositeLayout::Plain(1)};
   s.checks = {"x is too long"};
   return s;
 }
@@ -81,33 +81,6 @@ std::vector<Operand> Args(int n, double alpha) {
   }
   return {Operand::Of(Vector(x)), Operand::Of(Vector(y)),
           Operand::Float(alpha)};
-}
-
-TEST(ResultShapeTest, PrintsAndParsesBack) {
-  ResultShape pair;
-  pair.type = "pair";
-  pair.inner = {ResultShape::Plain(2), ResultShape::Plain(0)};
-  EXPECT_EQ(pair.ToString(), "pair(2,0)");
-  ASSERT_OK_AND_ASSIGN(ResultShape back, ResultShape::Parse("pair(2,0)"));
-  EXPECT_EQ(back.ToString(), "pair(2,0)");
-  EXPECT_THAT(ResultShape::Parse("pair(2"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("expected ',' or ')' at character 7")));
-  EXPECT_THAT(ResultShape::Parse("3x"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("expected the end at character 2")));
-  EXPECT_THAT(ResultShape::Parse("p(-)"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("expected a rank or a composite type at "
-                                 "character 3")));
-  EXPECT_THAT(ResultShape::Parse("100"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("expected a rank below 100")));
-  std::string deep;
-  for (int i = 0; i < 40; ++i) deep += "p(";
-  EXPECT_THAT(ResultShape::Parse(deep),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("fewer nested composites")));
 }
 
 TEST(LoadedGraphTest, CallsTheLibraryAndNamesItsErrors) {

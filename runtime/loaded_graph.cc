@@ -13,86 +13,25 @@
 
 namespace lathe {
 
-ResultShape ResultShape::Plain(int rank) {
-  ResultShape s;
-  s.rank = rank;
-  return s;
-}
-
-std::string ResultShape::ToString() const {
-  if (type.empty()) return absl::StrCat(rank);
-  return absl::StrCat(type, "(",
-                      absl::StrJoin(inner, ",",
-                                    [](std::string* out, const ResultShape& s) {
-                                      out->append(s.ToString());
-                                    }),
-                      ")");
-}
-
 namespace {
 
-// The most nested composites a result shape may have.
-constexpr int kMaxShapeDepth = 16;
 // The most outputs a library's lathe_call may have, and the ranks they may
-// have (a result shape's too).
+// have.
 constexpr int64_t kMaxResults = 1 << 16;
 constexpr int64_t kMaxResultRank = 100;
 
-// Parses one shape at `*at` of `text`.
-absl::StatusOr<ResultShape> ParseShape(absl::string_view text, size_t* at,
-                                       int depth) {
-  auto error = [&](absl::string_view expected) {
-    return absl::InvalidArgumentError(absl::StrCat("result shape '", text,
-                                                   "': expected ", expected,
-                                                   " at character ", *at + 1));
-  };
-  if (depth > kMaxShapeDepth) return error("fewer nested composites");
-  size_t start = *at;
-  while (*at < text.size() && text[*at] >= '0' && text[*at] <= '9') ++*at;
-  if (*at > start) {
-    int rank = 0;
-    if (*at - start > 2 ||
-        !absl::SimpleAtoi(text.substr(start, *at - start), &rank)) {
-      return error("a rank below 100");
-    }
-    return ResultShape::Plain(rank);
-  }
-  while (*at < text.size() &&
-         (absl::ascii_isalnum(text[*at]) || text[*at] == '_')) {
-    ++*at;
-  }
-  if (*at == start) return error("a rank or a composite type");
-  ResultShape s;
-  s.type = std::string(text.substr(start, *at - start));
-  if (*at >= text.size() || text[*at] != '(') return error("'('");
-  ++*at;
-  while (true) {
-    ASSIGN_OR_RETURN(ResultShape inner, ParseShape(text, at, depth + 1));
-    s.inner.push_back(std::move(inner));
-    if (*at < text.size() && text[*at] == ',') {
-      ++*at;
-      continue;
-    }
-    if (*at < text.size() && text[*at] == ')') {
-      ++*at;
-      return s;
-    }
-    return error("',' or ')'");
-  }
-}
-
 // Appends the ranks of the plain values of `s`, in flatten order.
-void Leaves(const ResultShape& s, std::vector<int>* ranks) {
-  if (s.type.empty()) {
+void Leaves(const CompositeLayout& s, std::vector<int>* ranks) {
+  if (s.is_plain()) {
     ranks->push_back(s.rank);
     return;
   }
-  for (const ResultShape& inner : s.inner) Leaves(inner, ranks);
+  for (const CompositeLayout& inner : s.inner) Leaves(inner, ranks);
 }
 
 // The LatheValues and dims a result of shape `s` takes, and its rank (a
 // composite's outer rank is its first inner value's).
-int Count(const ResultShape& s, size_t* values, size_t* dims) {
+int Count(const CompositeLayout& s, size_t* values, size_t* dims) {
   int rank = s.rank;
   for (size_t k = 0; k < s.inner.size(); ++k) {
     int r = Count(s.inner[k], values, dims);
@@ -112,10 +51,10 @@ class ResultArena {
   LatheValue* top() { return values_.data(); }
 
   // Shapes values_[*next_top] as `s`.
-  int Shape(const ResultShape& s, LatheValue* v) {
+  int Shape(const CompositeLayout& s, LatheValue* v) {
     *v = LatheValue{};
     int rank = s.rank;
-    if (!s.type.empty()) {
+    if (!s.is_plain()) {
       v->num_inner = static_cast<int64_t>(s.inner.size());
       v->inner = values_.data() + next_value_;
       next_value_ += s.inner.size();
@@ -170,16 +109,6 @@ absl::StatusOr<Operand> Rebuild(const LatheValue& v, Storage** held) {
 }
 
 }  // namespace
-
-absl::StatusOr<ResultShape> ResultShape::Parse(absl::string_view text) {
-  size_t at = 0;
-  ASSIGN_OR_RETURN(ResultShape s, ParseShape(text, &at, 0));
-  if (at != text.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "result shape '", text, "': expected the end at character ", at + 1));
-  }
-  return s;
-}
 
 absl::StatusOr<Operand> ResultOperand(const LatheValue& o, Storage held) {
   switch (o.kind) {
@@ -364,7 +293,7 @@ absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Load(
         "a rebound input without its rank (or a rank without its input)");
   }
   g->values_ = s.results.size() + s.rebound_inputs.size();
-  for (const ResultShape& r : s.results) Count(r, &g->values_, &g->dims_);
+  for (const CompositeLayout& r : s.results) Count(r, &g->values_, &g->dims_);
   for (int rank : s.rebound_ranks) g->dims_ += 2 * rank;
   // The ranks lathe_call writes its outputs at, which the caller's arrays
   // must have: the signature's (a manifest's, maybe damaged) must agree.
@@ -388,7 +317,7 @@ absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Load(
   }
   if (g->call_ != nullptr) {
     std::vector<int> leaves;
-    for (const ResultShape& shape : s.results) Leaves(shape, &leaves);
+    for (const CompositeLayout& shape : s.results) Leaves(shape, &leaves);
     leaves.insert(leaves.end(), s.rebound_ranks.begin(), s.rebound_ranks.end());
     if (leaves != g->graph_ranks_) {
       return absl::FailedPreconditionError(
@@ -516,7 +445,7 @@ int LoadedGraph::Invoke(absl::Span<const LatheValue> given, uint64_t seed,
   LatheValue* out = arena.top();
   for (size_t r = 0; r < users; ++r) arena.Shape(s.results[r], &out[r]);
   for (size_t j = 0; j < s.rebound_ranks.size(); ++j) {
-    arena.Shape(ResultShape::Plain(s.rebound_ranks[j]), &out[users + j]);
+    arena.Shape(CompositeLayout::Plain(s.rebound_ranks[j]), &out[users + j]);
   }
   // This call's seed rides in a copy of the runtime's routines.
   const LatheKernelRuntime rt = CallRuntime(seed);

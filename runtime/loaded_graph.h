@@ -37,6 +37,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "runtime/composite.h"
+#include "runtime/composite_layout.h"
 #include "runtime/device_kernels.h"
 #include "runtime/kernel_abi.h"
 #include "runtime/kernel_runtime.h"
@@ -58,23 +59,9 @@ inline constexpr int kCallWrongDevice = -102;
 // not OpenGraph).
 inline constexpr int kCallNoGraphEntry = -103;
 
-// The shape of one result of a compiled user call: a plain value of `rank`
-// dimensions, or a composite of a registered type over inner results.
-struct ResultShape {
-  std::string type;                // "" for a plain value
-  int rank = 0;                    // plain values
-  std::vector<ResultShape> inner;  // composites, in flatten order
-
-  static ResultShape Plain(int rank);
-  // "2" for a plain value of rank 2, "pair(2,2)" for a composite.
-  std::string ToString() const;
-  // The inverse of ToString; an error says what was expected where.
-  static absl::StatusOr<ResultShape> Parse(absl::string_view text);
-};
-
 // How to call a compiled graph's lathe_call_user and read what it did.
 struct CallSignature {
-  std::vector<ResultShape> results;  // the user's results
+  std::vector<CompositeLayout> results;  // the user's results, ranks known
   // The arguments a set_ or as_strided_ rebinds (plain tensors of these
   // ranks; -1 for an inner value of a composite, which is not rebound):
   // lathe_call_user returns them after the user's results.

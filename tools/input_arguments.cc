@@ -31,7 +31,7 @@ absl::StatusOr<ir::Value> InputValue(const ir::Node& p, const Tensor& t,
 // User argument `name` laid out as `l`, its leaves taken from `set`.
 absl::StatusOr<Operand> LoadArgument(const ir::Graph& graph,
                                      const std::string& name,
-                                     const aot::CompositeLayout& l,
+                                     const CompositeLayout& l,
                                      const InputSet& set,
                                      const symbolic::Assignment& values) {
   if (l.type == nullptr) {
@@ -63,15 +63,6 @@ absl::StatusOr<Operand> LoadArgument(const ir::Graph& graph,
     inner.push_back(std::move(o));
   }
   return Compose(*l.type, name, std::move(inner));
-}
-
-// The layout of an argument or result of this tree (ArgumentTree's or
-// ResultTree's: every composite type in it is registered).
-aot::CompositeLayout LayoutOfTree(const ResultShape& s) {
-  if (s.type.empty()) return aot::CompositeLayout::Plain();
-  std::vector<aot::CompositeLayout> inner;
-  for (const ResultShape& in : s.inner) inner.push_back(LayoutOfTree(in));
-  return aot::CompositeLayout::Of(FindCompositeType(s.type), std::move(inner));
 }
 
 }  // namespace
@@ -145,14 +136,12 @@ absl::StatusOr<std::vector<Operand>> LoadArguments(
 absl::StatusOr<ArtifactLayout> ArtifactLayoutOf(const Manifest& m) {
   ArtifactLayout a;
   for (size_t k = 0; k < m.arguments.size(); ++k) {
-    ASSIGN_OR_RETURN(ResultShape tree, ArgumentTree(m, static_cast<int>(k)));
-    a.signature.arguments.push_back(LayoutOfTree(tree));
+    ASSIGN_OR_RETURN(CompositeLayout tree,
+                     ArgumentTree(m, static_cast<int>(k)));
+    a.signature.arguments.push_back(std::move(tree));
     a.names.push_back(InputName(m.arguments[k]));
   }
-  for (size_t k = 0; k < m.signature.results.size(); ++k) {
-    ASSIGN_OR_RETURN(ResultShape tree, ResultTree(m, static_cast<int>(k)));
-    a.signature.results.push_back(LayoutOfTree(tree));
-  }
+  a.signature.results = m.signature.results;
   ASSIGN_OR_RETURN(a.files, InputNames(m));
   return a;
 }

@@ -77,9 +77,8 @@ struct ArtifactLayout {
 // ArtifactLayoutOf()
 //
 // The layout of `m`'s arguments and results (their whole trees, nested
-// composites included: ArgumentTree and ResultTree, which refuse a type
-// this program does not register); a constant `self.NAME` is read from
-// NAME.
+// composites included; ArgumentTree refuses a type this program does not
+// register); a constant `self.NAME` is read from NAME.
 absl::StatusOr<ArtifactLayout> ArtifactLayoutOf(const Manifest& m);
 
 // ArtifactArguments()

@@ -36,10 +36,10 @@ const Tensor* OuterTensor(const ir::Node& p, const Composites& composites,
 
 }  // namespace
 
-aot::CompositeLayout LayoutOf(const Composites& composites,
-                              const std::string& name) {
+CompositeLayout LayoutOf(const Composites& composites,
+                         const std::string& name) {
   auto it = composites.find(name);
-  return it == composites.end() ? aot::CompositeLayout::Plain() : it->second;
+  return it == composites.end() ? CompositeLayout::Plain() : it->second;
 }
 
 std::vector<std::string> FileNames(const ir::Graph& graph,

@@ -39,7 +39,7 @@ namespace lathe {
 
 // The composites a graph declares (`# lathe: composite NAME TYPE`), by
 // argument name.
-using Composites = absl::flat_hash_map<std::string, aot::CompositeLayout>;
+using Composites = absl::flat_hash_map<std::string, CompositeLayout>;
 
 // One input set: every file it names (NAME of NAME.npy), each read once
 // (so a pipe such as `--input x=<(cat x.npy)` works).
@@ -55,8 +55,7 @@ using NamedFiles = std::vector<std::pair<std::string, std::string>>;
 // LayoutOf()
 //
 // The declared layout of input `name` (plain when not a composite).
-aot::CompositeLayout LayoutOf(const Composites& composites,
-                              const std::string& name);
+CompositeLayout LayoutOf(const Composites& composites, const std::string& name);
 
 // FileNames()
 //

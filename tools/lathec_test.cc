@@ -42,6 +42,7 @@ using ::lathe::testing::RunLathec;
 using ::lathe::testing::StatusIs;
 using ::lathe::testing::TestTmpPath;
 using ::lathe::testing::WriteTestFile;
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -1380,9 +1381,12 @@ TEST(LathecArtifactTest, NestedCompositeResultsAreWrittenFromAnArtifact) {
   const std::string refused = TestTmpPath("nested_results_refused");
   r = run({"run", "--artifact", dir, "--out", refused});
   EXPECT_EQ(r.status, 1);
-  EXPECT_EQ(r.output,
-            "lathec: result 0: composite type 'blob' is not registered in "
-            "this program\n");
+  EXPECT_THAT(r.output,
+              AllOf(StartsWith("lathec: "), HasSubstr("manifest.txt: line "),
+                    EndsWith(": layout 'pair(pair(1,1),blob(1,1))': composite "
+                             "type 'blob' is not registered in this "
+                             "program\n")));
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1);
   EXPECT_FALSE(PathExists(refused));
   // A leaf's rank edited: the compiled code would write a rank-1 result's
   // size and stride into arrays of rank 0. The library says its ranks.

@@ -21,7 +21,7 @@ constexpr char kMutatedDir[] = "mutated";
 // The tensors of `o`, laid out as `l` (named `name`), with their file
 // names in LeafNames order; an error naming the value where `o` is not of
 // that shape (a composite of another type, or of another arity).
-absl::Status NamedLeaves(const std::string& name, const aot::CompositeLayout& l,
+absl::Status NamedLeaves(const std::string& name, const CompositeLayout& l,
                          const Operand& o,
                          std::vector<std::pair<std::string, Operand>>* out) {
   if (l.type == nullptr && o.kind != Operand::Kind::kComposite) {

@@ -19,17 +19,18 @@ namespace lathe::codegen {
 
 namespace {
 
-// The shape of a user result laid out as `l`, each plain value with the
-// rank the next of `ranks` gives.
-ResultShape ShapeOf(const aot::CompositeLayout& l,
-                    const std::vector<int>& ranks, size_t* next) {
-  if (l.type == nullptr) return ResultShape::Plain(ranks[(*next)++]);
-  ResultShape s;
-  s.type = std::string(l.type->name());
-  for (const aot::CompositeLayout& inner : l.inner) {
-    s.inner.push_back(ShapeOf(inner, ranks, next));
+// A user result laid out as `l`, each plain value with the rank the next
+// of `ranks` (the library's own) gives.
+CompositeLayout WithRanks(CompositeLayout l, const std::vector<int>& ranks,
+                          size_t* next) {
+  if (l.is_plain()) {
+    l.rank = ranks[(*next)++];
+    return l;
   }
-  return s;
+  for (CompositeLayout& inner : l.inner) {
+    inner = WithRanks(std::move(inner), ranks, next);
+  }
+  return l;
 }
 
 }  // namespace
@@ -119,8 +120,8 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Load(
   signature.checks = f->lowered_.program.checks;
   if (wrapper.user_entry) {
     size_t leaf = 0;
-    for (const aot::CompositeLayout& l : f->subclass_->result_layouts()) {
-      signature.results.push_back(ShapeOf(l, wrapper.output_ranks, &leaf));
+    for (const CompositeLayout& l : f->subclass_->result_layouts()) {
+      signature.results.push_back(WithRanks(l, wrapper.output_ranks, &leaf));
     }
     // A rebound dense slot as the user argument it is (-1: an inner value
     // of a composite, which the caller does not rebind).

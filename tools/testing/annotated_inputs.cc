@@ -52,15 +52,15 @@ absl::Status WriteAnnotatedInputs(const ir::Graph& graph,
                                   const SymbolValues& symbols,
                                   double float_value,
                                   AnnotatedInputLimits limits) {
-  absl::StatusOr<absl::flat_hash_map<std::string, aot::CompositeLayout>>
-      composites = aot::DeclaredComposites(graph);
+  absl::StatusOr<absl::flat_hash_map<std::string, CompositeLayout>> composites =
+      aot::DeclaredComposites(graph);
   for (const auto& node : graph.nodes()) {
     const ir::ValueMeta& m = node->meta();
     std::vector<std::string> names;
     if (node->kind() == ir::Node::Kind::kGetAttr) {
       names.push_back(node->target());
     } else if (node->kind() == ir::Node::Kind::kPlaceholder) {
-      aot::CompositeLayout layout = aot::CompositeLayout::Plain();
+      CompositeLayout layout = CompositeLayout::Plain();
       if (composites.ok()) {
         auto it = composites->find(node->name());
         if (it != composites->end()) layout = it->second;
