@@ -4,7 +4,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "aot/aot_dispatch.h"
 #include "driver/arguments.h"
 #include "ir/tensor_meta.h"
 #include "runtime/arrange_arguments.h"
@@ -14,18 +13,19 @@ namespace lathe {
 
 namespace {
 
-// A placeholder's value from its (already read) tensor.
-absl::StatusOr<ir::Value> InputValue(const ir::Node& p, const Tensor& t,
+// A placeholder's argument from its (already read) tensor: the tensor, or
+// a number placeholder's value from a 0-d one.
+absl::StatusOr<Operand> InputOperand(const ir::Node& p, const Tensor& t,
                                      const std::string& file) {
-  if (p.meta().kind != ir::ValueMeta::Kind::kSym) return ir::Value::OfTensor(t);
+  if (p.meta().kind != ir::ValueMeta::Kind::kSym) return Operand::Of(t);
   if (t.dim() != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(file, ": input '", p.name(),
                      "' is a scalar and needs a 0-d .npy, got ", t.ToString()));
   }
-  if (t.dtype() == DType::kBool) return ir::Value::Bool(t.GetDouble({}) != 0);
-  if (IsFloatingPoint(t.dtype())) return ir::Value::Float(t.GetDouble({}));
-  return ir::Value::Int(IntOf(t));
+  if (t.dtype() == DType::kBool) return Operand::Bool(t.GetDouble({}) != 0);
+  if (IsFloatingPoint(t.dtype())) return Operand::Float(t.GetDouble({}));
+  return Operand::Int(IntOf(t));
 }
 
 // User argument `name` laid out as `l`, its leaves taken from `set`.
@@ -51,8 +51,7 @@ absl::StatusOr<Operand> LoadArgument(const ir::Graph& graph,
     if (p->meta().kind == ir::ValueMeta::Kind::kTensor) {
       ASSIGN_OR_RETURN(t, InAnnotatedLayout(name, p->meta().tensor, t, values));
     }
-    ASSIGN_OR_RETURN(ir::Value v, InputValue(*p, t, set.paths.at(name)));
-    return aot::OperandOf(v);
+    return InputOperand(*p, t, set.paths.at(name));
   }
   std::vector<Operand> inner;
   for (size_t k = 0; k < l.inner.size(); ++k) {
@@ -125,9 +124,8 @@ absl::StatusOr<std::vector<Operand>> LoadArguments(
           absl::StrCat("missing constant 'self.", name,
                        "' (give it as --input ", name, "=FILE.npy)"));
     }
-    ASSIGN_OR_RETURN(ir::Value v,
-                     InputValue(*node, it->second, set.paths.at(it->first)));
-    ASSIGN_OR_RETURN(Operand a, aot::OperandOf(v));
+    ASSIGN_OR_RETURN(Operand a,
+                     InputOperand(*node, it->second, set.paths.at(it->first)));
     args.push_back(std::move(a));
   }
   return args;

@@ -5,9 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "aot/aot_dispatch.h"
 #include "status_macros.h"
-#include "symbolic/expr.h"
 
 namespace lathe {
 
@@ -45,26 +43,34 @@ absl::Status NamedLeaves(const std::string& name, const CompositeLayout& l,
 }  // namespace
 
 // An output as a tensor to save (numbers become 0-d arrays).
-absl::StatusOr<Tensor> AsTensor(const ir::Value& v, int index) {
-  if (v.is_tensor()) return v.tensor;
-  if (v.is_number()) {
-    symbolic::Expr e = v.number;
-    DType d = e.is_bool()  ? DType::kBool
-              : e.is_int() ? DType::kInt64
-                           : DType::kFloat64;
-    ASSIGN_OR_RETURN(Tensor t, Tensor::Empty({}, d));
-    if (d == DType::kInt64) {
-      ASSIGN_OR_RETURN(int64_t x, v.AsInt());
-      *t.data<int64_t>() = x;
-    } else {
-      ASSIGN_OR_RETURN(double x, v.AsDouble());
-      t.SetDouble({}, x);
-    }
-    return t;
+absl::StatusOr<Tensor> AsTensor(const Operand& o, int index) {
+  DType d = DType::kFloat64;
+  switch (o.kind) {
+    case Operand::Kind::kTensor:
+      return o.tensor;
+    case Operand::Kind::kBool:
+      d = DType::kBool;
+      break;
+    case Operand::Kind::kInt:
+      d = DType::kInt64;
+      break;
+    case Operand::Kind::kFloat:
+      break;
+    case Operand::Kind::kNone:
+    case Operand::Kind::kComposite:
+      return absl::UnimplementedError(
+          absl::StrCat("output ", index, " is ", o.ToString(),
+                       ", which cannot be saved as .npy"));
   }
-  return absl::UnimplementedError(
-      absl::StrCat("output ", index, " is ", v.DebugString(),
-                   ", which cannot be saved as .npy"));
+  ASSIGN_OR_RETURN(Tensor t, Tensor::Empty({}, d));
+  if (d == DType::kInt64) {
+    *t.data<int64_t>() = o.i;
+  } else if (d == DType::kBool) {
+    *t.data<bool>() = o.b;
+  } else {
+    *t.data<double>() = o.f;
+  }
+  return t;
 }
 
 absl::StatusOr<std::vector<PendingFile>> ResultFiles(
@@ -83,7 +89,7 @@ absl::StatusOr<std::vector<PendingFile>> ResultFiles(
   std::vector<PendingFile> pending;
   auto add = [&](const std::string& name, const Operand& o,
                  int index) -> absl::Status {
-    ASSIGN_OR_RETURN(Tensor t, AsTensor(aot::ValueOf(o), index));
+    ASSIGN_OR_RETURN(Tensor t, AsTensor(o, index));
     // A dense result is written from its own storage, not copied first.
     ASSIGN_OR_RETURN(NpyParts npy, EncodeNpyParts(t));
     std::string path = absl::StrCat(prefix, name, ".npy");

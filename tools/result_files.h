@@ -28,7 +28,6 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "aot/flatten_composites.h"
-#include "ir/value.h"
 #include "runtime/composite.h"
 #include "runtime/file_io.h"
 #include "runtime/npy.h"
@@ -48,7 +47,7 @@ struct PendingFile {
 //
 // Result `index` as a tensor to save: a tensor itself, a number as a 0-d
 // array (bool, int64 or float64); anything else is an error naming it.
-absl::StatusOr<Tensor> AsTensor(const ir::Value& v, int index);
+absl::StatusOr<Tensor> AsTensor(const Operand& o, int index);
 
 // ResultFiles()
 //
