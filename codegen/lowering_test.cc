@@ -85,8 +85,7 @@ CHECK-NEXT: store buf2[x0] = %[[SUM]]
 )"));
 }
 
-// ---- Views
-// --------------------------------------------------------------------
+// ---- Views ------------------------------------------------------------------
 
 // permute of an input: the [4, 8, 2] input (strides 16, 2, 1) read as
 // [2, 4, 8] through the permuted strides (1, 16, 2); the result keeps that
@@ -257,8 +256,7 @@ CHECK-NEXT:   mul(%[[X]], %[[NF]]) : f32
 )"));
 }
 
-// ---- Reductions
-// ---------------------------------------------------------------
+// ---- Reductions -------------------------------------------------------------
 
 // sum over dim 1: outer range [4], a reduction section over the 8 columns,
 // the store in the section after it.
@@ -391,8 +389,7 @@ CHECK-NEXT:   store buf1[x0] = %[[M]]
 )"));
 }
 
-// ---- Realization
-// ------------------------------------------------------------------
+// ---- Realization ------------------------------------------------------------
 
 // A value with two readers (exp) is computed once into a buffer; the
 // kernel of its readers loads it once and does not recompute it.
@@ -422,8 +419,7 @@ CHECK-NEXT:     store buf2[8*x0 + x1] = %[[S]]
 )"));
 }
 
-// ---- Extern kernels
-// -----------------------------------------------------------------
+// ---- Extern kernels ---------------------------------------------------------
 
 // mm is an sgemm call on whole buffers: (batch 1, M 4, N 8, K 16), then
 // offset and (batch, row, column) strides of A, B and the output; the relu
@@ -519,8 +515,7 @@ CHECK-NOT:  kernel
 )"));
 }
 
-// ---- Mutation
-// ---------------------------------------------------------------------
+// ---- Mutation ---------------------------------------------------------------
 
 // add_ on an input stores into the input's own buffer at the element it
 // read; nothing is allocated.
@@ -770,8 +765,7 @@ CHECK-NEXT:     store buf[[OUT]][ind0] = %[[SUM]] (ind0=%[[C]])
 )"));
 }
 
-// ---- Errors
-// -----------------------------------------------------------------------
+// ---- Errors -----------------------------------------------------------------
 
 // An op with no lowering: Unimplemented, naming the node and the op.
 TEST(LoweringTest, AnOpWithoutALoweringIsNamed) {
@@ -948,8 +942,7 @@ CHECK:        store buf1[0]
 )"));
 }
 
-// ---- Random ops
-// ---------------------------------------------------------------
+// ---- Random ops -------------------------------------------------------------
 
 // Each random op reserves its draws in graph order: rand's element at
 // row-major position p is draw p of the call's seed (rng_seed, bound from

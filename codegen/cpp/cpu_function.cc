@@ -153,38 +153,6 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Load(
   return f;
 }
 
-namespace {
-
-// Inputs and outputs up to this many are passed without a heap array.
-constexpr size_t kMaxInline = 16;
-
-// `v` as the C ABI sees it: a view, nothing copied or retained.
-LatheValue ViewOf(const ir::Value& v) {
-  LatheValue c{};
-  if (v.is_tensor() && v.tensor.defined()) {
-    c = ViewOfTensor(v.tensor);
-  } else if (v.is_number()) {
-    switch (v.number.kind()) {
-      case symbolic::ExprKind::kFloat:
-        c.kind = LATHE_VALUE_FLOAT;
-        c.f = v.number.float_value();
-        break;
-      case symbolic::ExprKind::kBoolean:
-        c.kind = LATHE_VALUE_BOOL;
-        c.i = v.number.bool_value() ? 1 : 0;
-        break;
-      case symbolic::ExprKind::kInteger:
-        c.kind = LATHE_VALUE_INT;
-        c.i = v.number.int_value();
-        break;
-      default:
-        break;  // not a concrete number: the input check refuses it
-    }
-  }
-  return c;
-}
-
-}  // namespace
 
 bool CpuFunction::Admits(absl::Span<const symbolic::GuardInput> inputs) const {
   return FailedGuard(inputs) == LATHE_GUARDS_HOLD;
@@ -310,19 +278,21 @@ absl::StatusOr<std::vector<ir::Value>> CpuFunction::Call(
     }
     for (size_t k = 0; k < inputs.size(); ++k) inputs[k] = &on_device[k];
   }
-  LatheValue in[kMaxInline];
-  std::vector<LatheValue> in_heap;
-  LatheValue* ins = in;
-  if (inputs.size() > kMaxInline) {
-    in_heap.resize(inputs.size());
-    ins = in_heap.data();
+  // As the runtime passes its values to the C ABI.
+  std::vector<Operand> args;
+  args.reserve(inputs.size());
+  for (const ir::Value* v : inputs) {
+    ASSIGN_OR_RETURN(Operand o, aot::OperandOf(*v));
+    args.push_back(std::move(o));
   }
-  for (size_t k = 0; k < inputs.size(); ++k) ins[k] = ViewOf(*inputs[k]);
+  ArgViews views;
+  views.Build(args);
   // The library passes its frozen constants itself, after the others.
   const size_t given_n =
       inputs.size() - static_cast<size_t>(lowered_.frozen_constants);
   std::vector<Operand> out;
-  int rc = loaded_->InvokeGraph(ins, static_cast<int64_t>(given_n), seed, &out);
+  int rc = loaded_->InvokeGraph(views.data(), static_cast<int64_t>(given_n),
+                                seed, &out);
   if (rc != 0) {
     return CallError(rc, [&] { return ir::CheckInputs(slots_, inputs); });
   }

@@ -70,6 +70,23 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CompileCpu(
   return CpuFunction::Load(graph, std::move(p));
 }
 
+absl::StatusOr<CompiledCpu> CompileCpuText(const char* text) {
+  CompiledCpu c;
+  ASSIGN_OR_RETURN(c.graph, ir::ParseGraph(text));
+  symbolic::ShapeEnv env;
+  RETURN_IF_ERROR(ir::PropagateShapes(*c.graph, env));
+  ASSIGN_OR_RETURN(c.function, CompileCpu(*c.graph, env));
+  return c;
+}
+
+ir::Value FilledF32(std::vector<int64_t> sizes, double first) {
+  Tensor t = *Tensor::Empty(sizes, DType::kFloat32);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    t.data<float>()[i] = static_cast<float>(first + static_cast<double>(i));
+  }
+  return ir::Value::OfTensor(t);
+}
+
 void ExpectSameOutputs(const ir::Interpretation& got,
                        const ir::Interpretation& want, double tol) {
   ASSERT_EQ(got.outputs.size(), want.outputs.size());

@@ -27,6 +27,7 @@
 #include "codegen/cpp/cpu_function.h"
 #include "ir/graph.h"
 #include "ir/interpreter.h"
+#include "ir/value.h"
 #include "runtime/cache_backend.h"
 #include "symbolic/guards.h"
 #include "symbolic/shape_env.h"
@@ -52,6 +53,22 @@ struct CpuCompileOptions {
 absl::StatusOr<std::unique_ptr<CpuFunction>> CompileCpu(
     const ir::Graph& graph, symbolic::ShapeEnv& env,
     const CpuCompileOptions& options = {});
+
+// A graph and its compiled function (the graph for the interpreter).
+struct CompiledCpu {
+  std::unique_ptr<ir::Graph> graph;
+  std::unique_ptr<CpuFunction> function;
+};
+
+// CompileCpuText()
+//
+// The graph `text`, shape-propagated and compiled for the cpu.
+absl::StatusOr<CompiledCpu> CompileCpuText(const char* text);
+
+// FilledF32()
+//
+// An f32 tensor of `sizes` holding first, first + 1, ... in order.
+ir::Value FilledF32(std::vector<int64_t> sizes, double first);
 
 // ExpectSameOutputs()
 //
