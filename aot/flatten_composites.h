@@ -28,7 +28,7 @@
 //   // def forward(self, x: "f32[4][1]cpu"): mul = mul(x, 2); return (mul,)
 //   ASSIGN_OR_RETURN(CompositeSignature sig, FlattenComposites(*graph));
 //   // def forward(self, x_a, x_b): mul = mul(x_a, 2); mul_1 = mul(x_b, 2)
-//   //     return (mul, mul_1)             sig.results[0]: pair(plain, plain)
+//   //     return (mul, mul_1)             sig.results[0]: pair(1,1)
 
 #ifndef LATHE_AOT_FLATTEN_COMPOSITES_H_
 #define LATHE_AOT_FLATTEN_COMPOSITES_H_

@@ -208,6 +208,14 @@ def forward(self, x: "f32[s0, 4][4, 1]cpu"):
 CHECK: def forward(self, x_a: "f32[s0, 4][4, 1]cpu", x_b: "f32[s0, 4][4, 1]cpu", x_size0: "Sym(s0)"):
 )-"));
   ASSERT_OK_AND_ASSIGN(Compiled c, Compile(kText));
+  // The argument's layout: the outer rank, each leaf's, and the symbolic
+  // size 0 as the int slot after the leaves.
+  const CompositeLayout& x_layout = c.aot.signature.arguments[0];
+  EXPECT_EQ(x_layout.ToString(), "pair(2,2)");
+  EXPECT_EQ(x_layout.rank, 2);
+  EXPECT_THAT(x_layout.symbolic_sizes, ::testing::ElementsAre(0));
+  EXPECT_TRUE(x_layout.symbolic_strides.empty());
+  EXPECT_EQ(x_layout.Slots(/*argument=*/true), 3);
   for (int64_t n : {3, 5}) {
     Operand x = *MakePair(Operand::Of(Iota({n, 4})), Operand::Of(Iota({n, 4})));
     ASSERT_OK_AND_ASSIGN(UserCall r, InterpretAsUser(*c.graph, c.aot, {x}));

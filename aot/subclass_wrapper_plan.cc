@@ -66,6 +66,15 @@ absl::StatusOr<SubclassWrapperPlan> SubclassWrapperPlan::Build(
                        l.type->inner_names().size(), " inner values"));
     }
     for (const CompositeLayout& i : l.inner) RETURN_IF_ERROR(valid(i));
+    for (const auto* dims : {&l.symbolic_sizes, &l.symbolic_strides}) {
+      for (int d : *dims) {
+        if (d < 0 || d >= l.rank) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("layout ", l.ToString(), ": symbolic dim ", d,
+                           " of an outer rank of ", l.rank));
+        }
+      }
+    }
     return absl::OkStatus();
   };
   for (const auto* list : {&arguments, &results}) {

@@ -129,6 +129,24 @@ CHECK: (*out)[0] = std::move(dense[0]);
   EXPECT_OK(st) << source;
 }
 
+// A symbolic outer dim the layout's rank does not have would read past the
+// argument's sizes: refused when the plan is built.
+TEST(SubclassWrapperPlanTest, ASymbolicDimPastTheRankIsRefused) {
+  CompositeLayout dynamic = PairLayout();
+  dynamic.symbolic_strides = {0};  // the rank is not known
+  EXPECT_THAT(SubclassWrapperPlan::Build({dynamic}, {}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "layout pair(?,?): symbolic dim 0 of an outer rank "
+                       "of -1"));
+  dynamic.rank = 2;
+  dynamic.symbolic_strides = {2};
+  EXPECT_THAT(SubclassWrapperPlan::Build({dynamic}, {}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("symbolic dim 2 of an outer rank of 2")));
+  dynamic.symbolic_strides = {1};
+  EXPECT_OK(SubclassWrapperPlan::Build({dynamic}, {}).status());
+}
+
 TEST(SubclassWrapperPlanTest, RewrapChecksArityAndInnerValues) {
   ASSERT_OK_AND_ASSIGN(
       SubclassWrapperPlan plan,

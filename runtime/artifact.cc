@@ -64,6 +64,33 @@ bool PlainName(absl::string_view name) {
          name.find('\0') == absl::string_view::npos;
 }
 
+// Whether `m` was written by this lathe for this kernel ABI; the error
+// naming `file` otherwise.
+absl::Status OfThisLathe(const Manifest& m, absl::string_view file) {
+  if (m.lathe_version != kLatheVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        file, ": written by lathe ", m.lathe_version, "; this is lathe ",
+        kLatheVersion, " (compile the graph again)"));
+  }
+  if (m.kernel_abi != LATHE_KERNEL_ABI_VERSION) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(file, ": compiled for kernel ABI ", m.kernel_abi,
+                     "; this runtime has kernel ABI ", LATHE_KERNEL_ABI_VERSION,
+                     " (compile the graph again)"));
+  }
+  return absl::OkStatus();
+}
+
+// A layout line's error: a composite type this program does not register,
+// in a manifest another lathe wrote, is named as that lathe's (the version
+// lines come first).
+absl::Status LayoutError(const Manifest& m, absl::string_view file,
+                         absl::Status error) {
+  if (error.code() != absl::StatusCode::kFailedPrecondition) return error;
+  absl::Status version = OfThisLathe(m, file);
+  return version.ok() ? error : version;
+}
+
 // Reads one manifest line's fields.
 class LineParser {
  public:
@@ -253,19 +280,22 @@ absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
       RETURN_IF_ERROR(ParseArgument(p, &m));
     } else if (key == "composite") {
       ASSIGN_OR_RETURN(int64_t k, p.Int("an argument index", 0, 1 << 20));
-      ASSIGN_OR_RETURN(CompositeLayout tree, p.Layout("a composite's tree"));
-      if (tree.is_plain() || k >= static_cast<int64_t>(m.arguments.size()) ||
+      absl::StatusOr<CompositeLayout> parsed = p.Layout("a composite's tree");
+      if (!parsed.ok()) return LayoutError(m, file, parsed.status());
+      CompositeLayout tree = *std::move(parsed);
+      if (tree.is_plain()) return p.Expected("a composite's tree, TYPE(...)");
+      if (k >= static_cast<int64_t>(m.arguments.size()) ||
           m.arguments[k].kind != ArgumentSpec::Kind::kComposite ||
           m.arguments[k].type != tree.type->name()) {
         return p.Expected(absl::StrCat("a composite argument of type '",
-                                       tree.is_plain() ? "" : tree.type->name(),
-                                       "' as argument ", k,
+                                       tree.type->name(), "' as argument ", k,
                                        " (its line first)"));
       }
       m.composites[static_cast<int>(k)] = std::move(tree);
     } else if (key == "result") {
-      ASSIGN_OR_RETURN(CompositeLayout r, p.Layout("a result's layout"));
-      m.signature.results.push_back(std::move(r));
+      absl::StatusOr<CompositeLayout> r = p.Layout("a result's layout");
+      if (!r.ok()) return LayoutError(m, file, r.status());
+      m.signature.results.push_back(*std::move(r));
     } else if (key == "rebound") {
       ASSIGN_OR_RETURN(int64_t input,
                        p.Int("an argument index (-1: none)", -1, 1 << 20));
@@ -379,6 +409,18 @@ absl::Status WriteArtifact(
           absl::StrCat("an argument name cannot be '", a.name, "'"));
     }
   }
+  std::vector<const CompositeLayout*> layouts;
+  for (const auto& [k, tree] : manifest.composites) layouts.push_back(&tree);
+  for (const CompositeLayout& r : manifest.signature.results) {
+    layouts.push_back(&r);
+  }
+  for (const CompositeLayout* l : layouts) {
+    if (!l->Complete()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("an artifact cannot record the layout ", l->ToString(),
+                       " (a rank it does not know)"));
+    }
+  }
   ASSIGN_OR_RETURN(StagedDir staged, StagedDir::Create(dir, kArtifactMarker));
   for (const auto& [name, bytes] : files) {
     RETURN_IF_ERROR(staged.Write(name, bytes));
@@ -423,17 +465,7 @@ absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
   ASSIGN_OR_RETURN(std::string text,
                    ReadFileLimited(manifest_path, kMaxManifestBytes));
   ASSIGN_OR_RETURN(Manifest m, Manifest::Parse(text, manifest_path));
-  if (m.lathe_version != kLatheVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        manifest_path, ": written by lathe ", m.lathe_version,
-        "; this is lathe ", kLatheVersion, " (compile the graph again)"));
-  }
-  if (m.kernel_abi != LATHE_KERNEL_ABI_VERSION) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(manifest_path, ": compiled for kernel ABI ", m.kernel_abi,
-                     "; this runtime has kernel ABI ", LATHE_KERNEL_ABI_VERSION,
-                     " (compile the graph again)"));
-  }
+  RETURN_IF_ERROR(OfThisLathe(m, manifest_path));
   // Every file as the manifest says, before any is loaded; the library is
   // loaded from the bytes checked, never from its path again.
   std::string library_bytes;

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -386,6 +387,39 @@ TEST(ManifestTest, ACompositesTreeMustFitItsArgument) {
   EXPECT_THAT(parse("composite 1 pair(1\n"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("line 4: layout 'pair(1': expected")));
+  EXPECT_THAT(parse("composite 1 1\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "m.txt: line 4: expected a composite's tree, "
+                       "TYPE(...)"));
+  EXPECT_THAT(parse("composite 1 pair(1,1,1)\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "m.txt: line 4: layout 'pair(1,1,1)': expected 2 "
+                       "inner values of pair before ')' at character 11"));
+}
+
+// A composite type this program does not register is named at its line;
+// in a manifest another lathe wrote, the version is named instead (the
+// type may be that lathe's).
+TEST(ManifestTest, ATypeThisProgramLacksIsNamed) {
+  const std::string head =
+      "lathe-artifact 1\nargument p placeholder composite:pair f32 cpu 1 "
+      "f32[4][1]cpu\n";
+  EXPECT_THAT(
+      Manifest::Parse(head + "composite 0 pair(blob(1,1),1)\n", "m.txt"),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               "m.txt: line 3: layout 'pair(blob(1,1),1)': composite type "
+               "'blob' is not registered in this program"));
+  EXPECT_THAT(Manifest::Parse(head + "result blob(1,1)\n", "m.txt"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("m.txt: line 3: layout 'blob(1,1)'")));
+  const std::string older =
+      "lathe-artifact 1\nlathe-version 0.1.0\nresult blob(1,1)\n";
+  EXPECT_THAT(
+      Manifest::Parse(older, "m.txt"),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               absl::StrCat("m.txt: written by lathe 0.1.0; this is "
+                            "lathe ",
+                            kLatheVersion, " (compile the graph again)")));
 }
 
 TEST(WriteArtifactTest, RefusesNamesOutsideTheDirectory) {
@@ -398,6 +432,16 @@ TEST(WriteArtifactTest, RefusesNamesOutsideTheDirectory) {
   EXPECT_THAT(WriteArtifact(dir, m, {{"k.so", "x"}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "an argument name cannot be 'a b'"));
+  // A layout the manifest could not read back.
+  m = AddManifest();
+  m.signature.results = {CompositeLayout::Of(
+      FindCompositeType("pair"),
+      {CompositeLayout::Plain(1), CompositeLayout::Plain()})};
+  EXPECT_THAT(WriteArtifact(dir, m, {{"k.so", "x"}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "an artifact cannot record the layout pair(1,?) (a "
+                       "rank it does not know)"));
+  EXPECT_FALSE(std::filesystem::exists(dir));
 }
 
 }  // namespace

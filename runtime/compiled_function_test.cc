@@ -174,6 +174,18 @@ TEST(LoadedGraphTest, ACallWithoutItsEntryIsRefused) {
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("add_graph_bad_rank.so: result 0 has rank 1000 "
                          "(below 100 expected)")));
+  // A signature whose result buffers cannot be sized: a rank not known, a
+  // composite without its values.
+  CallSignature unknown = AddSignature();
+  unknown.results = {CompositeLayout::Plain()};
+  EXPECT_THAT(LoadedGraph::Open(kGuarded, unknown),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "a result laid out as ?: every plain value needs its "
+                       "rank, every composite a value"));
+  unknown.results = {CompositeLayout::Of(FindCompositeType("pair"), {})};
+  EXPECT_THAT(LoadedGraph::Open(kGuarded, unknown),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("a result laid out as pair()")));
 }
 
 TEST(CompiledFunctionTest, HitAndKeyPathsRunTheVariant) {

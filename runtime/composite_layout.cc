@@ -72,6 +72,17 @@ absl::StatusOr<CompositeLayout> ParseAt(absl::string_view text, size_t* at,
 
 }  // namespace
 
+bool CompositeLayout::Complete() const {
+  if (type == nullptr) return rank >= 0;
+  if (inner.empty() || inner.size() != type->inner_names().size()) {
+    return false;
+  }
+  for (const CompositeLayout& l : inner) {
+    if (!l.Complete()) return false;
+  }
+  return true;
+}
+
 int CompositeLayout::Slots(bool argument) const {
   if (type == nullptr) return 1;
   if (argument && frozen) return 1;

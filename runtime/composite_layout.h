@@ -56,6 +56,10 @@ struct CompositeLayout {
     return l;
   }
   bool is_plain() const { return type == nullptr; }
+  // Whether every plain value's rank is known and every composite holds
+  // as many inner values as its type has, at least one (what a manifest
+  // records and a call's result buffers are sized from).
+  bool Complete() const;
   // The number of dense slots it takes as an argument (symbolic outer sizes
   // and strides included, a frozen one an empty slot) or as a result.
   int Slots(bool argument) const;

@@ -66,6 +66,21 @@ TEST(CompositeLayoutTest, ParseSaysWhatItExpectedWhere) {
   refused(deep, invalid, "fewer nested composites");
 }
 
+TEST(CompositeLayoutTest, CompleteWhenEveryRankAndValueIsThere) {
+  EXPECT_TRUE(CompositeLayout::Plain(0).Complete());
+  EXPECT_FALSE(CompositeLayout::Plain().Complete());
+  EXPECT_TRUE(
+      Pair(CompositeLayout::Plain(1), CompositeLayout::Plain(1)).Complete());
+  EXPECT_FALSE(
+      Pair(CompositeLayout::Plain(1), CompositeLayout::Plain()).Complete());
+  CompositeLayout short_pair =
+      Pair(CompositeLayout::Plain(1), CompositeLayout::Plain(1));
+  short_pair.inner.pop_back();
+  EXPECT_FALSE(short_pair.Complete());
+  short_pair.inner.clear();
+  EXPECT_FALSE(short_pair.Complete());
+}
+
 TEST(CompositeLayoutTest, SlotsCountWhatTheDenseGraphTakes) {
   CompositeLayout p =
       Pair(CompositeLayout::Plain(2),

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/convolution.h"
@@ -291,6 +290,13 @@ absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Load(
   if (s.rebound_ranks.size() != s.rebound_inputs.size()) {
     return absl::InvalidArgumentError(
         "a rebound input without its rank (or a rank without its input)");
+  }
+  for (const CompositeLayout& r : s.results) {
+    if (!r.Complete()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a result laid out as ", r.ToString(),
+          ": every plain value needs its rank, every composite a value"));
+    }
   }
   g->values_ = s.results.size() + s.rebound_inputs.size();
   for (const CompositeLayout& r : s.results) Count(r, &g->values_, &g->dims_);

@@ -26,7 +26,7 @@
 #define LATHE_RUNTIME_LOADED_GRAPH_H_
 
 #include <cstdint>
-#include <deque>
+#include <list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -115,7 +115,10 @@ class ArgViews {
   LatheValue View(const Operand& o);
   absl::InlinedVector<LatheValue, 16> top_;
   std::vector<std::unique_ptr<LatheValue[]>> inner_;  // composites only
-  std::deque<std::string> names_;  // composites only (stable c_str())
+  // Composites only: their type names (stable c_str()). A list, which
+  // allocates nothing until a composite comes (a deque allocates when made:
+  // on every call).
+  std::list<std::string> names_;
 };
 
 // Loads the OpenMP runtime generated kernels link, for the whole process;

@@ -32,7 +32,6 @@
 #include "absl/strings/string_view.h"
 #include "aot/flatten_composites.h"
 #include "ir/graph.h"
-#include "ir/value.h"
 #include "runtime/arrange_arguments.h"
 #include "runtime/artifact.h"
 #include "runtime/composite.h"

@@ -168,9 +168,8 @@ TEST(InputArgumentsTest, AnArtifactsArgumentsComeFromItsManifest) {
 }
 
 // A result nested two composites deep is laid out as its whole tree (its
-// files named down it); a composite type this program does not register,
-// at any depth, or a type given the wrong number of inner values, is an
-// error naming the result.
+// files named down it). (A tree this program cannot build is refused where
+// the manifest is read: artifact_test.)
 TEST(InputArgumentsTest, AnArtifactsResultsAreLaidOutAsTheirWholeTrees) {
   Manifest m = ArtifactManifest();
   ASSERT_OK_AND_ASSIGN(

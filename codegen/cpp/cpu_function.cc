@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "check.h"
@@ -153,7 +154,6 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Load(
   return f;
 }
 
-
 bool CpuFunction::Admits(absl::Span<const symbolic::GuardInput> inputs) const {
   return FailedGuard(inputs) == LATHE_GUARDS_HOLD;
 }
@@ -278,12 +278,18 @@ absl::StatusOr<std::vector<ir::Value>> CpuFunction::Call(
     }
     for (size_t k = 0; k < inputs.size(); ++k) inputs[k] = &on_device[k];
   }
-  // As the runtime passes its values to the C ABI.
-  std::vector<Operand> args;
+  // As the runtime passes its values to the C ABI (a few inputs without a
+  // heap array).
+  absl::InlinedVector<Operand, 8> args;
   args.reserve(inputs.size());
-  for (const ir::Value* v : inputs) {
-    ASSIGN_OR_RETURN(Operand o, aot::OperandOf(*v));
-    args.push_back(std::move(o));
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    absl::StatusOr<Operand> o = aot::OperandOf(*inputs[k]);
+    if (!o.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(k < slots_.size() ? slots_[k].where : "an input", ": ",
+                       o.status().message()));
+    }
+    args.push_back(*std::move(o));
   }
   ArgViews views;
   views.Build(args);
