@@ -16,22 +16,15 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/cpp/cpu_function.h"
 #include "codegen/cpp/cpu_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ir/graph_text.h"
 #include "ir/interpreter.h"
-#include "ir/shape_prop.h"
 #include "ir/value.h"
-#include "passes/default_pipeline.h"
-#include "passes/pass.h"
-#include "passes/pipeline.h"
 #include "runtime/storage.h"
 #include "runtime/tensor.h"
-#include "status_macros.h"
 #include "testing/status_matchers.h"
 
 namespace lathe::codegen {
