@@ -409,17 +409,17 @@ absl::Status WriteArtifact(
           absl::StrCat("an argument name cannot be '", a.name, "'"));
     }
   }
-  std::vector<const CompositeLayout*> layouts;
-  for (const auto& [k, tree] : manifest.composites) layouts.push_back(&tree);
-  for (const CompositeLayout& r : manifest.signature.results) {
-    layouts.push_back(&r);
+  auto recordable = [](const CompositeLayout& l) {
+    return l.Complete() ? absl::OkStatus()
+                        : absl::InvalidArgumentError(absl::StrCat(
+                              "an artifact cannot record the layout ",
+                              l.ToString(), " (a rank it does not know)"));
+  };
+  for (const auto& [k, tree] : manifest.composites) {
+    RETURN_IF_ERROR(recordable(tree));
   }
-  for (const CompositeLayout* l : layouts) {
-    if (!l->Complete()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("an artifact cannot record the layout ", l->ToString(),
-                       " (a rank it does not know)"));
-    }
+  for (const CompositeLayout& r : manifest.signature.results) {
+    RETURN_IF_ERROR(recordable(r));
   }
   ASSIGN_OR_RETURN(StagedDir staged, StagedDir::Create(dir, kArtifactMarker));
   for (const auto& [name, bytes] : files) {

@@ -18,7 +18,7 @@
 //   pair.ToString();                                   // "pair(2,2)"
 //   pair.Slots(/*argument=*/true);                     // 2
 //   ASSIGN_OR_RETURN(CompositeLayout back,
-//   CompositeLayout::Parse("pair(2,2)"));
+//                    CompositeLayout::Parse("pair(2,2)"));
 
 #ifndef LATHE_RUNTIME_COMPOSITE_LAYOUT_H_
 #define LATHE_RUNTIME_COMPOSITE_LAYOUT_H_

@@ -5,7 +5,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "check.h"
@@ -278,9 +277,8 @@ absl::StatusOr<std::vector<ir::Value>> CpuFunction::Call(
     }
     for (size_t k = 0; k < inputs.size(); ++k) inputs[k] = &on_device[k];
   }
-  // As the runtime passes its values to the C ABI (a few inputs without a
-  // heap array).
-  absl::InlinedVector<Operand, 8> args;
+  // As the runtime passes its values to the C ABI.
+  std::vector<Operand> args;
   args.reserve(inputs.size());
   for (size_t k = 0; k < inputs.size(); ++k) {
     absl::StatusOr<Operand> o = aot::OperandOf(*inputs[k]);
