@@ -23,11 +23,12 @@ absl::StatusOr<LoweredGraph> LowerText(absl::string_view text) {
   return Lower(*graph, env);
 }
 
-absl::StatusOr<Scheduled> ScheduleText(absl::string_view text) {
+absl::StatusOr<Scheduled> ScheduleText(absl::string_view text,
+                                       Routines routines) {
   Scheduled s;
   ASSIGN_OR_RETURN(s.lowered, LowerText(text));
   s.kernels_before = static_cast<int>(s.lowered.program.kernels.size());
-  ASSIGN_OR_RETURN(ScheduleResult r, Schedule(s.lowered));
+  ASSIGN_OR_RETURN(ScheduleResult r, Schedule(s.lowered, routines));
   s.log = std::move(r.log);
   return s;
 }
@@ -58,8 +59,8 @@ absl::Status LowerAndFileCheck(absl::string_view text,
 }
 
 absl::Status ScheduleAndFileCheck(absl::string_view text,
-                                  absl::string_view checks) {
-  ASSIGN_OR_RETURN(Scheduled s, ScheduleText(text));
+                                  absl::string_view checks, Routines routines) {
+  ASSIGN_OR_RETURN(Scheduled s, ScheduleText(text, routines));
   return FileCheckScheduled(s, checks);
 }
 

@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "codegen/conv_epilogues.h"
 #include "codegen/simplify_indices.h"
 #include "runtime/dtype.h"
 #include "status_macros.h"
@@ -395,7 +396,9 @@ void PlanStorage(LoweredGraph& g, std::vector<std::string>& log) {
   for (int b : free) p.buffers[b].free_after = last[b];
 }
 
-void PlanMemory(LoweredGraph& g, std::vector<std::string>& log) {
+// A buffer nothing reads is never stored (its values stay in registers):
+// marked local, its stores dropped.
+void KeepUnreadInRegisters(LoweredGraph& g, std::vector<std::string>& log) {
   Program& p = g.program;
   std::vector<bool> read(p.buffers.size(), false);
   for (const LoweredOutput& o : g.outputs) {
@@ -407,10 +410,11 @@ void PlanMemory(LoweredGraph& g, std::vector<std::string>& log) {
     }
     for (int b : k.extern_buffers) read[b] = true;
   }
-  // A buffer nothing reads is never stored (its values stay in registers).
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     Buffer& buf = p.buffers[b];
-    if (buf.kind != Buffer::Kind::kAllocated || read[b]) continue;
+    if (buf.kind != Buffer::Kind::kAllocated || read[b] || buf.local) {
+      continue;
+    }
     buf.local = true;
     for (Kernel& k : p.kernels) {
       std::vector<bool> drop(k.ops.size(), false);
@@ -423,7 +427,12 @@ void PlanMemory(LoweredGraph& g, std::vector<std::string>& log) {
     log.push_back(
         absl::StrCat(buf.name, ": kept in registers (every read was fused)"));
   }
-  for (Kernel& k : p.kernels) {
+}
+
+// Drops each store that a later store overwrites before anything reads it,
+// and the ops whose values nothing uses any more.
+void DropOverwrittenStores(LoweredGraph& g) {
+  for (Kernel& k : g.program.kernels) {
     // A store that a later store of the same section overwrites at the same
     // element, with no load of the buffer between, is dropped (in-place
     // chains fused into one kernel).
@@ -457,12 +466,11 @@ void PlanMemory(LoweredGraph& g, std::vector<std::string>& log) {
       changed = EraseOps(k, drop);
     }
   }
-  PlanStorage(g, log);
 }
 
 }  // namespace
 
-absl::StatusOr<ScheduleResult> Schedule(LoweredGraph& g) {
+absl::StatusOr<ScheduleResult> Schedule(LoweredGraph& g, Routines routines) {
   ScheduleResult r;
   Program& p = g.program;
   std::vector<Kernel> out;
@@ -494,7 +502,14 @@ absl::StatusOr<ScheduleResult> Schedule(LoweredGraph& g) {
       r.log.push_back(*why);
     }
   }
-  PlanMemory(g, r.log);
+  KeepUnreadInRegisters(g, r.log);
+  DropOverwrittenStores(g);
+  if (routines.sconv_epilogues) {
+    FuseConvEpilogues(g, &r.log);
+    // The convolutions' own buffers, now read by nothing.
+    KeepUnreadInRegisters(g, r.log);
+  }
+  PlanStorage(g, r.log);
   return r;
 }
 
