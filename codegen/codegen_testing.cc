@@ -23,12 +23,11 @@ absl::StatusOr<LoweredGraph> LowerText(absl::string_view text) {
   return Lower(*graph, env);
 }
 
-absl::StatusOr<Scheduled> ScheduleText(absl::string_view text,
-                                       Routines routines) {
+absl::StatusOr<Scheduled> ScheduleText(absl::string_view text) {
   Scheduled s;
   ASSIGN_OR_RETURN(s.lowered, LowerText(text));
   s.kernels_before = static_cast<int>(s.lowered.program.kernels.size());
-  ASSIGN_OR_RETURN(ScheduleResult r, Schedule(s.lowered, routines));
+  ASSIGN_OR_RETURN(ScheduleResult r, Schedule(s.lowered));
   s.log = std::move(r.log);
   return s;
 }
@@ -59,8 +58,8 @@ absl::Status LowerAndFileCheck(absl::string_view text,
 }
 
 absl::Status ScheduleAndFileCheck(absl::string_view text,
-                                  absl::string_view checks, Routines routines) {
-  ASSIGN_OR_RETURN(Scheduled s, ScheduleText(text, routines));
+                                  absl::string_view checks) {
+  ASSIGN_OR_RETURN(Scheduled s, ScheduleText(text));
   return FileCheckScheduled(s, checks);
 }
 

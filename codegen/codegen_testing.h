@@ -38,15 +38,13 @@ absl::StatusOr<LoweredGraph> LowerText(absl::string_view text);
 
 // ScheduleText()
 //
-// LowerText, then Schedule for a target with `routines`: the scheduled
-// program and the fusion log.
+// LowerText, then Schedule: the scheduled program and the fusion log.
 struct Scheduled {
   LoweredGraph lowered;
   std::vector<std::string> log;
   int kernels_before = 0;  // as lowered
 };
-absl::StatusOr<Scheduled> ScheduleText(absl::string_view text,
-                                       Routines routines = {});
+absl::StatusOr<Scheduled> ScheduleText(absl::string_view text);
 
 // PrintScheduled()
 //
@@ -65,8 +63,7 @@ absl::Status LowerAndFileCheck(absl::string_view text,
 //
 // ScheduleText, then FileCheck `checks` against PrintScheduled's text.
 absl::Status ScheduleAndFileCheck(absl::string_view text,
-                                  absl::string_view checks,
-                                  Routines routines = {});
+                                  absl::string_view checks);
 
 // FileCheckScheduled()
 //

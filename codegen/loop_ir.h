@@ -201,9 +201,6 @@ struct Routines {
   // bgemm: bf16 operands, an f32 product (runtime/bf16_gemm.h); without it
   // bf16 products convert their operands to f32 for sgemm.
   bool bgemm = false;
-  // sconv with a fused epilogue (a bias, residual adds, relu: runtime/
-  // convolution.h); without it the scheduler keeps epilogues as kernels.
-  bool sconv_epilogues = false;
 };
 
 struct Program {

@@ -256,26 +256,14 @@ ExternCallText ExternCall(const Kernel& k,
   if (k.routine == "sconv" || k.routine == "sort") {
     // fn(geometry, inputs..., outputs...): the geometry array
     // (runtime/convolution.h, runtime/sort.h), the buffers after the
-    // outputs, then the outputs. sconv's inputs are x, w and an array of
-    // its epilogue's operands (null for none).
+    // outputs, then the outputs.
     std::vector<std::string> g;
     for (const symbolic::Expr& e : k.extern_args) g.push_back(cpp(e));
     text.setup = absl::StrCat(indent, "const int64_t g[] = {",
                               absl::StrJoin(g, ", "), "};\n");
     args.push_back("g");
-    const size_t inputs = k.routine == "sconv" ? 3 : bs.size();
-    for (size_t b = k.extern_outputs; b < inputs; ++b) {
+    for (size_t b = k.extern_outputs; b < bs.size(); ++b) {
       args.push_back(ptr(bs[b]));
-    }
-    if (k.routine == "sconv") {
-      std::vector<std::string> epilogue;
-      for (size_t b = inputs; b < bs.size(); ++b)
-        epilogue.push_back(ptr(bs[b]));
-      if (!epilogue.empty()) {
-        absl::StrAppend(&text.setup, indent, "const float* const e[] = {",
-                        absl::StrJoin(epilogue, ", "), "};\n");
-      }
-      args.push_back(epilogue.empty() ? "nullptr" : "e");
     }
     for (int b = 0; b < k.extern_outputs; ++b) args.push_back(ptr(bs[b]));
   } else {

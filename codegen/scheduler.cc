@@ -8,7 +8,6 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "codegen/conv_epilogues.h"
 #include "codegen/simplify_indices.h"
 #include "runtime/dtype.h"
 #include "status_macros.h"
@@ -396,9 +395,7 @@ void PlanStorage(LoweredGraph& g, std::vector<std::string>& log) {
   for (int b : free) p.buffers[b].free_after = last[b];
 }
 
-// A buffer nothing reads is never stored (its values stay in registers):
-// marked local, its stores dropped.
-void KeepUnreadInRegisters(LoweredGraph& g, std::vector<std::string>& log) {
+void PlanMemory(LoweredGraph& g, std::vector<std::string>& log) {
   Program& p = g.program;
   std::vector<bool> read(p.buffers.size(), false);
   for (const LoweredOutput& o : g.outputs) {
@@ -410,11 +407,10 @@ void KeepUnreadInRegisters(LoweredGraph& g, std::vector<std::string>& log) {
     }
     for (int b : k.extern_buffers) read[b] = true;
   }
+  // A buffer nothing reads is never stored (its values stay in registers).
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     Buffer& buf = p.buffers[b];
-    if (buf.kind != Buffer::Kind::kAllocated || read[b] || buf.local) {
-      continue;
-    }
+    if (buf.kind != Buffer::Kind::kAllocated || read[b]) continue;
     buf.local = true;
     for (Kernel& k : p.kernels) {
       std::vector<bool> drop(k.ops.size(), false);
@@ -427,12 +423,7 @@ void KeepUnreadInRegisters(LoweredGraph& g, std::vector<std::string>& log) {
     log.push_back(
         absl::StrCat(buf.name, ": kept in registers (every read was fused)"));
   }
-}
-
-// Drops each store that a later store overwrites before anything reads it,
-// and the ops whose values nothing uses any more.
-void DropOverwrittenStores(LoweredGraph& g) {
-  for (Kernel& k : g.program.kernels) {
+  for (Kernel& k : p.kernels) {
     // A store that a later store of the same section overwrites at the same
     // element, with no load of the buffer between, is dropped (in-place
     // chains fused into one kernel).
@@ -466,11 +457,12 @@ void DropOverwrittenStores(LoweredGraph& g) {
       changed = EraseOps(k, drop);
     }
   }
+  PlanStorage(g, log);
 }
 
 }  // namespace
 
-absl::StatusOr<ScheduleResult> Schedule(LoweredGraph& g, Routines routines) {
+absl::StatusOr<ScheduleResult> Schedule(LoweredGraph& g) {
   ScheduleResult r;
   Program& p = g.program;
   std::vector<Kernel> out;
@@ -502,14 +494,7 @@ absl::StatusOr<ScheduleResult> Schedule(LoweredGraph& g, Routines routines) {
       r.log.push_back(*why);
     }
   }
-  KeepUnreadInRegisters(g, r.log);
-  DropOverwrittenStores(g);
-  if (routines.sconv_epilogues) {
-    FuseConvEpilogues(g, &r.log);
-    // The convolutions' own buffers, now read by nothing.
-    KeepUnreadInRegisters(g, r.log);
-  }
-  PlanStorage(g, r.log);
+  PlanMemory(g, r.log);
   return r;
 }
 

@@ -16,9 +16,7 @@
 //     same outer loops (softmax: max, sum of exp, normalize per row).
 // Pointwise prologues are already inlined into reductions by lowering.
 // A buffer that fusion left without readers (not an output) is no longer
-// stored or allocated. Where the target's runtime takes them, a
-// convolution's epilogue kernel becomes its call's post-ops
-// (conv_epilogues.h). Every decision is logged with its reason.
+// stored or allocated. Every decision is logged with its reason.
 //
 // Example:
 //
@@ -43,11 +41,8 @@ struct ScheduleResult {
 
 // Schedule()
 //
-// Fuses and plans `lowered`'s program in place, for a target whose runtime
-// has `routines` (a convolution's epilogue fuses into its call where it
-// takes one: conv_epilogues.h).
-absl::StatusOr<ScheduleResult> Schedule(LoweredGraph& lowered,
-                                        Routines routines = {});
+// Fuses and plans `lowered`'s program in place.
+absl::StatusOr<ScheduleResult> Schedule(LoweredGraph& lowered);
 
 }  // namespace lathe::codegen
 

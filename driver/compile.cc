@@ -261,7 +261,7 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
   // Scheduling: fusion, the order of the kernels, and the backend's own
   // rewrites of them.
   absl::StatusOr<codegen::ScheduleResult> scheduled =
-      codegen::Schedule(p.lowered, backend.routines());
+      codegen::Schedule(p.lowered);
   if (!scheduled.ok()) return failed(scheduled.status());
   backend.Adapt(p.lowered.program, &scheduled->log);
   stats.fusion_log = std::move(scheduled->log);

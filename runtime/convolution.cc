@@ -1,13 +1,10 @@
 #include "runtime/convolution.h"
 
-#include <algorithm>
 #include <array>
-#include <cmath>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -33,11 +30,6 @@ struct Geometry {
   int64_t x_off = 0, w_off = 0, o_off = 0;
   std::array<int64_t, 5> xs{}, ws{}, os{};
   int64_t flags = 0;
-  // The epilogue: a bias, the post-ops in order, the residual's layout.
-  bool bias = false;
-  std::vector<int64_t> post;
-  int64_t r_off = 0;
-  std::array<int64_t, 5> rs{};
 
   explicit Geometry(const int64_t* g) {
     s = static_cast<int>(g[0]);
@@ -55,24 +47,8 @@ struct Geometry {
       for (int d = 0; d < 2 + s; ++d) (*st)[d] = *p++;
     }
     flags = *p++;
-    bias = *p++ != 0;
-    int64_t count = *p++;
-    for (int64_t i = 0; i < kSconvMaxPostOps; ++i, ++p) {
-      if (i < count) post.push_back(*p);
-    }
-    r_off = *p++;
-    for (int d = 0; d < 2 + s; ++d) rs[d] = *p++;
   }
   bool frozen_weights() const { return (flags & kSconvFrozenWeights) != 0; }
-  bool has_epilogue() const { return bias || !post.empty(); }
-  // Whether a post-op reads the residual operand.
-  bool has_residual() const {
-    return std::find(post.begin(), post.end(), kSconvPostAdd) != post.end();
-  }
-  bool accumulates() const {
-    return std::find(post.begin(), post.end(), kSconvPostAccumulate) !=
-           post.end();
-  }
   bool Empty() const {
     int64_t e = n * c * o;
     for (int d = 0; d < s; ++d) e *= in[d] * k[d] * out[d];
@@ -85,48 +61,15 @@ struct Geometry {
 // A primitive and the reorders around it, for one geometry.
 struct Plan {
   ~Plan() {
-    for (dnnl_primitive_t p : {conv, x_in, w_in, o_in, o_out}) {
+    for (dnnl_primitive_t p : {conv, x_in, w_in, o_out}) {
       if (p != nullptr) dnnl_primitive_destroy(p);
     }
   }
   dnnl_primitive_t conv = nullptr;
   dnnl_memory_desc_t x_user, w_user, o_user;  // the caller's layouts
   dnnl_memory_desc_t x_md, w_md, o_md;        // the primitive's
-  dnnl_memory_desc_t b_md{}, r_md{};  // the bias's, the residual's (caller's)
-  // o_in, for the sum post-op: the values it adds into the primitive's
-  // output before it runs, from the residual (a copy) or from the output's
-  // previous values where the primitive does not compute in place.
-  dnnl_primitive_t x_in = nullptr, w_in = nullptr, o_in = nullptr,
-                   o_out = nullptr;
+  dnnl_primitive_t x_in = nullptr, w_in = nullptr, o_out = nullptr;
 };
-
-// The epilogue's post-ops as oneDNN's primitive attributes (the bias is
-// the primitive's own); false when oneDNN refuses one. A residual is added
-// as oneDNN's sum of the values the output holds, copied there first: the
-// binary post-op that reads it in place sends the convolution to a slower
-// implementation here (gemm:jit instead of brgconv, 3-10x per call).
-bool SetPostOps(const Geometry& g, dnnl_primitive_attr_t attr) {
-  dnnl_post_ops_t ops = nullptr;
-  if (!Ok(dnnl_post_ops_create(&ops))) return false;
-  bool ok = true;
-  for (size_t i = 0; ok && i < g.post.size(); ++i) {
-    switch (g.post[i]) {
-      case kSconvPostAdd:
-      case kSconvPostAccumulate:
-        ok = Ok(dnnl_post_ops_append_sum(ops, 1.0f));
-        break;
-      case kSconvPostRelu:
-        ok = Ok(dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, 0.0f,
-                                             0.0f));
-        break;
-      default:
-        ok = false;
-    }
-  }
-  ok = ok && Ok(dnnl_primitive_attr_set_post_ops(attr, ops));
-  dnnl_post_ops_destroy(ops);
-  return ok;
-}
 
 // A primitive for the reorder from `from` to `to`, or null when they are
 // the same layout; false when oneDNN cannot reorder them.
@@ -168,17 +111,12 @@ bool BuildPlan(const Geometry& g, Plan* plan) {
     pr[d] = (g.out[d] - 1) * g.stride[d] + (g.k[d] - 1) * g.dil[d] + 1 -
             g.in[d] - g.pad[d];
   }
-  dnnl_dims_t rst, bd = {g.o};
-  for (int d = 0; d < nd; ++d) rst[d] = g.rs[d];
   if (!Ok(dnnl_memory_desc_init_by_strides(&plan->x_user, nd, xd, dnnl_f32,
                                            xst)) ||
       !Ok(dnnl_memory_desc_init_by_strides(&plan->w_user, nd + 1, wd, dnnl_f32,
                                            wst)) ||
       !Ok(dnnl_memory_desc_init_by_strides(&plan->o_user, nd, od, dnnl_f32,
-                                           ost)) ||
-      !Ok(dnnl_memory_desc_init_by_tag(&plan->b_md, 1, bd, dnnl_f32, dnnl_a)) ||
-      (g.has_residual() && !Ok(dnnl_memory_desc_init_by_strides(
-                               &plan->r_md, nd, od, dnnl_f32, rst)))) {
+                                           ost))) {
     return false;
   }
   dnnl_memory_desc_t xa, wa, oa;
@@ -188,56 +126,21 @@ bool BuildPlan(const Geometry& g, Plan* plan) {
   dnnl_convolution_desc_t cd;
   if (!Ok(dnnl_dilated_convolution_forward_desc_init(
           &cd, dnnl_forward_inference, dnnl_convolution_direct, &xa, &wa,
-          g.bias ? &plan->b_md : nullptr, &oa, st, dl, pl, pr))) {
+          nullptr, &oa, st, dl, pl, pr))) {
     return false;
   }
   dnnl_primitive_desc_t pd = nullptr;
   if (!Ok(dnnl_primitive_desc_create(&pd, &cd, nullptr, Engine(), nullptr))) {
     return false;
   }
-  if (!g.post.empty()) {
-    // With post-ops, only where oneDNN runs the same implementation as
-    // without them (else the plain one, then the epilogue as a loop).
-    const char* plain = nullptr;
-    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &plain);
-    const std::string plain_impl = plain != nullptr ? plain : "";
-    dnnl_primitive_desc_destroy(pd);
-    pd = nullptr;
-    dnnl_primitive_attr_t attr = nullptr;
-    if (!Ok(dnnl_primitive_attr_create(&attr))) return false;
-    bool made = SetPostOps(g, attr) && Ok(dnnl_primitive_desc_create(
-                                           &pd, &cd, attr, Engine(), nullptr));
-    dnnl_primitive_attr_destroy(attr);
-    if (!made) return false;
-    const char* fused = nullptr;
-    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &fused);
-    if (fused == nullptr || plain_impl != fused) {
-      dnnl_primitive_desc_destroy(pd);
-      return false;
-    }
-  }
   plan->x_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
   plan->w_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
   plan->o_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
   bool ok = Ok(dnnl_primitive_create(&plan->conv, pd));
   dnnl_primitive_desc_destroy(pd);
-  if (!ok || !Reorder(plan->x_user, plan->x_md, &plan->x_in) ||
-      !Reorder(plan->w_user, plan->w_md, &plan->w_in) ||
-      !Reorder(plan->o_md, plan->o_user, &plan->o_out)) {
-    return false;
-  }
-  // What the sum post-op adds: the residual copied into the primitive's
-  // output (a reorder even between equal layouts: another buffer), or the
-  // output's previous values where the primitive does not compute in place.
-  if (g.has_residual()) {
-    dnnl_primitive_desc_t copy = nullptr;
-    ok = Ok(dnnl_reorder_primitive_desc_create(
-             &copy, &plan->r_md, Engine(), &plan->o_md, Engine(), nullptr)) &&
-         Ok(dnnl_primitive_create(&plan->o_in, copy));
-    if (copy != nullptr) dnnl_primitive_desc_destroy(copy);
-    return ok;
-  }
-  return !g.accumulates() || Reorder(plan->o_user, plan->o_md, &plan->o_in);
+  return ok && Reorder(plan->x_user, plan->x_md, &plan->x_in) &&
+         Reorder(plan->w_user, plan->w_md, &plan->w_in) &&
+         Reorder(plan->o_md, plan->o_user, &plan->o_out);
 }
 
 // The cached plan for a geometry, or null when oneDNN does not take it.
@@ -298,8 +201,8 @@ dnnl_memory_t PackedFor(const Plan& p, const float* w) {
 
 // Runs the plan; false when oneDNN fails (nothing usable was written).
 // `frozen`: the weights are a frozen constant (packed once).
-bool RunPlan(const Plan& p, const float* x, const float* w, const float* bias,
-             const float* residual, float* out, bool frozen) {
+bool RunPlan(const Plan& p, const float* x, const float* w, float* out,
+             bool frozen) {
   dnnl_stream_t stream = Stream();
   if (stream == nullptr) return false;
   const bool pack_once = frozen && p.w_in != nullptr;
@@ -319,27 +222,7 @@ bool RunPlan(const Plan& p, const float* x, const float* w, const float* bias,
     if (m->m == nullptr) return false;
   }
   if (!pack_once && wm.m == nullptr) return false;
-  std::vector<dnnl_exec_arg_t> args = {
-      {DNNL_ARG_SRC, xm.m},
-      {DNNL_ARG_WEIGHTS, pack_once ? packed : wm.m},
-      {DNNL_ARG_DST, om.m}};
-  // The epilogue's operands, over the caller's buffers.
-  std::unique_ptr<Memory> bm, rm;
-  if (bias != nullptr) {
-    bm = std::make_unique<Memory>(p.b_md, const_cast<float*>(bias));
-    if (bm->m == nullptr) return false;
-    args.push_back({DNNL_ARG_BIAS, bm->m});
-  }
-  if (residual != nullptr) {
-    rm = std::make_unique<Memory>(p.r_md, const_cast<float*>(residual));
-    if (rm->m == nullptr) return false;
-  }
   bool ok = true;
-  if (p.o_in) {
-    ok = Execute(
-        stream, p.o_in,
-        {{DNNL_ARG_FROM, rm != nullptr ? rm->m : ou.m}, {DNNL_ARG_TO, om.m}});
-  }
   if (p.x_in) {
     ok = ok &&
          Execute(stream, p.x_in, {{DNNL_ARG_FROM, xu.m}, {DNNL_ARG_TO, xm.m}});
@@ -348,7 +231,10 @@ bool RunPlan(const Plan& p, const float* x, const float* w, const float* bias,
     ok = ok &&
          Execute(stream, p.w_in, {{DNNL_ARG_FROM, wu.m}, {DNNL_ARG_TO, wm.m}});
   }
-  ok = ok && Execute(stream, p.conv, std::move(args));
+  ok = ok && Execute(stream, p.conv,
+                     {{DNNL_ARG_SRC, xm.m},
+                      {DNNL_ARG_WEIGHTS, pack_once ? packed : wm.m},
+                      {DNNL_ARG_DST, om.m}});
   if (p.o_out) {
     ok = ok &&
          Execute(stream, p.o_out, {{DNNL_ARG_FROM, om.m}, {DNNL_ARG_TO, ou.m}});
@@ -356,99 +242,46 @@ bool RunPlan(const Plan& p, const float* x, const float* w, const float* bias,
   return ok && Ok(dnnl_stream_wait(stream));
 }
 
-// The element at (n, channel, spatial position) of an operand with strides
-// `st` (N/O, C, spatial...).
-int64_t At(const std::array<int64_t, 5>& st, int64_t n, int64_t ch,
-           const std::array<int64_t, 3>& pos) {
-  return n * st[0] + ch * st[1] + pos[0] * st[2] + pos[1] * st[3] +
-         pos[2] * st[4];
-}
-
-// Writes output element (n, oc, pos), whose convolution is `v`, through the
-// epilogue: the bias, then each post-op in order.
-void Finish(const Geometry& g, const float* const* epilogue, float* out,
-            int64_t n, int64_t oc, const std::array<int64_t, 3>& pos, float v) {
-  const float* const* operand = epilogue;
-  if (g.bias) v += (*operand++)[oc];
-  const float* residual = g.has_residual() ? *operand : nullptr;
-  float& o = out[At(g.os, n, oc, pos)];
-  for (int64_t op : g.post) {
-    if (op == kSconvPostAdd) {
-      v += residual[g.r_off + At(g.rs, n, oc, pos)];
-    } else if (op == kSconvPostAccumulate) {
-      v += o;
-    } else if (op == kSconvPostRelu) {
-      v = v > 0 || std::isnan(v) ? v : 0.0f;
-    }
-  }
-  o = v;
-}
-
-// Every output element of `g`, outermost first.
-template <typename Fn>
-void ForEachOutput(const Geometry& g, Fn fn) {
-  std::array<int64_t, 3> pos;
-  for (int64_t n = 0; n < g.n; ++n) {
-    for (int64_t oc = 0; oc < g.o; ++oc) {
-      for (pos[0] = 0; pos[0] < g.out[0]; ++pos[0]) {
-        for (pos[1] = 0; pos[1] < g.out[1]; ++pos[1]) {
-          for (pos[2] = 0; pos[2] < g.out[2]; ++pos[2]) fn(n, oc, pos);
-        }
-      }
-    }
-  }
-}
-
 }  // namespace
 
 void SconvReference(const int64_t* geometry, const float* x, const float* w,
-                    const float* const* epilogue, float* out) {
+                    float* out) {
   Geometry g(geometry);
   x += g.x_off, w += g.w_off, out += g.o_off;
   int64_t og = g.o / g.groups, cg = g.c / g.groups;
-  ForEachOutput(g, [&](int64_t n, int64_t oc, const std::array<int64_t, 3>& o) {
-    int64_t c0 = oc / og * cg;
-    double acc = 0;
-    for (int64_t ic = 0; ic < cg; ++ic) {
-      for (int64_t i = 0; i < g.k[0]; ++i) {
-        int64_t p = o[0] * g.stride[0] - g.pad[0] + i * g.dil[0];
-        if (p < 0 || p >= g.in[0]) continue;
-        for (int64_t j = 0; j < g.k[1]; ++j) {
-          int64_t q = o[1] * g.stride[1] - g.pad[1] + j * g.dil[1];
-          if (q < 0 || q >= g.in[1]) continue;
-          for (int64_t l = 0; l < g.k[2]; ++l) {
-            int64_t r = o[2] * g.stride[2] - g.pad[2] + l * g.dil[2];
-            if (r < 0 || r >= g.in[2]) continue;
-            acc += static_cast<double>(x[At(g.xs, n, c0 + ic, {p, q, r})]) *
-                   w[At(g.ws, oc, ic, {i, j, l})];
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t oc = 0; oc < g.o; ++oc) {
+      int64_t c0 = oc / og * cg;
+      for (int64_t a = 0; a < g.out[0]; ++a) {
+        for (int64_t b = 0; b < g.out[1]; ++b) {
+          for (int64_t e = 0; e < g.out[2]; ++e) {
+            double acc = 0;
+            for (int64_t ic = 0; ic < cg; ++ic) {
+              for (int64_t i = 0; i < g.k[0]; ++i) {
+                int64_t p = a * g.stride[0] - g.pad[0] + i * g.dil[0];
+                if (p < 0 || p >= g.in[0]) continue;
+                for (int64_t j = 0; j < g.k[1]; ++j) {
+                  int64_t q = b * g.stride[1] - g.pad[1] + j * g.dil[1];
+                  if (q < 0 || q >= g.in[1]) continue;
+                  for (int64_t l = 0; l < g.k[2]; ++l) {
+                    int64_t r = e * g.stride[2] - g.pad[2] + l * g.dil[2];
+                    if (r < 0 || r >= g.in[2]) continue;
+                    acc += static_cast<double>(
+                               x[n * g.xs[0] + (c0 + ic) * g.xs[1] +
+                                 p * g.xs[2] + q * g.xs[3] + r * g.xs[4]]) *
+                           w[oc * g.ws[0] + ic * g.ws[1] + i * g.ws[2] +
+                             j * g.ws[3] + l * g.ws[4]];
+                  }
+                }
+              }
+            }
+            out[n * g.os[0] + oc * g.os[1] + a * g.os[2] + b * g.os[3] +
+                e * g.os[4]] = static_cast<float>(acc);
           }
         }
       }
     }
-    Finish(g, epilogue, out, n, oc, o, static_cast<float>(acc));
-  });
-}
-
-void SconvThenEpilogue(const int64_t* geometry, const float* x, const float* w,
-                       const float* const* epilogue, float* out) {
-  const Geometry g(geometry);
-  std::vector<int64_t> plain(geometry, geometry + SconvGeometrySize(g.s));
-  std::fill(plain.begin() + SconvEpilogueAt(g.s), plain.end(), 0);
-  // out's offset and strides (N, O, spatial...): O after N, dense.
-  int64_t* o = &plain[5 + 6 * g.s + 2 * (3 + g.s)];
-  int64_t extent = 1;
-  o[0] = 0;
-  for (int d = 2 + g.s - 1; d >= 0; --d) {
-    o[1 + d] = extent;
-    extent *= d == 0 ? g.n : d == 1 ? g.o : g.out[d - 2];
   }
-  std::unique_ptr<float[]> conv(new float[static_cast<size_t>(extent)]);
-  Sconv(plain.data(), x, w, nullptr, conv.get());
-  const Geometry dense(plain.data());
-  out += g.o_off;
-  ForEachOutput(g, [&](int64_t n, int64_t oc, const std::array<int64_t, 3>& p) {
-    Finish(g, epilogue, out, n, oc, p, conv[At(dense.os, n, oc, p)]);
-  });
 }
 
 bool SconvUsesOneDnn(const int64_t* geometry) {
@@ -456,21 +289,14 @@ bool SconvUsesOneDnn(const int64_t* geometry) {
 }
 
 void Sconv(const int64_t* geometry, const float* x, const float* w,
-           const float* const* epilogue, float* out) {
+           float* out) {
   Geometry g(geometry);
   const Plan* plan = PlanFor(geometry, g);
-  const float* const* operand = epilogue;
-  const float* bias = g.bias ? *operand++ : nullptr;
-  const float* residual = g.has_residual() ? *operand + g.r_off : nullptr;
-  if (plan != nullptr && RunPlan(*plan, x + g.x_off, w + g.w_off, bias,
-                                 residual, out + g.o_off, g.frozen_weights())) {
+  if (plan != nullptr && RunPlan(*plan, x + g.x_off, w + g.w_off, out + g.o_off,
+                                 g.frozen_weights())) {
     return;
   }
-  if (g.has_epilogue() && !g.Empty()) {
-    SconvThenEpilogue(geometry, x, w, epilogue, out);
-    return;
-  }
-  SconvReference(geometry, x, w, epilogue, out);
+  SconvReference(geometry, x, w, out);
 }
 
 void ForgetFrozenWeights(const void* data, int64_t bytes) {

@@ -1,6 +1,5 @@
 #include "runtime/convolution.h"
 
-#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -18,11 +17,6 @@ struct Conv {
   std::vector<int64_t> in, k, stride, pad, dil;
   bool channels_last = false;  // x and out as N, spatial..., C
   bool frozen = false;         // w a frozen constant (packed once)
-  // The fused epilogue: a bias, post-ops (kSconvPost*), and the residual's
-  // layout (channels last or not, whatever the output's).
-  bool bias = false;
-  std::vector<int64_t> post;
-  bool residual_channels_last = false;
 
   std::vector<int64_t> Out() const {
     std::vector<int64_t> out;
@@ -67,15 +61,6 @@ struct Conv {
       g.insert(g.end(), st.begin(), st.end());
     }
     g.push_back(frozen ? kSconvFrozenWeights : 0);
-    // The epilogue: a bias flag, the post-ops, the residual's layout.
-    g.push_back(bias ? 1 : 0);
-    g.push_back(static_cast<int64_t>(post.size()));
-    for (int64_t i = 0; i < kSconvMaxPostOps; ++i) {
-      g.push_back(i < static_cast<int64_t>(post.size()) ? post[i] : 0);
-    }
-    g.push_back(0);
-    std::vector<int64_t> rs = Strides(n, o, out, residual_channels_last);
-    g.insert(g.end(), rs.begin(), rs.end());
     return g;
   }
   int64_t Numel(int64_t lead, int64_t ch,
@@ -101,7 +86,7 @@ TEST(ConvolutionTest, OneDimensionalByHand) {
   for (bool reference : {true, false}) {
     std::vector<float> out(4, 99);
     EXPECT_TRUE(SconvUsesOneDnn(g.data()));
-    (reference ? SconvReference : Sconv)(g.data(), x.data(), w.data(), nullptr,
+    (reference ? SconvReference : Sconv)(g.data(), x.data(), w.data(),
                                          out.data());
     EXPECT_EQ(out, want) << (reference ? "reference" : "oneDNN");
   }
@@ -125,16 +110,16 @@ TEST(ConvolutionTest, FrozenWeightsArePackedOnceUntilForgotten) {
   std::vector<float> want(n), got(n);
   const int64_t before = FrozenWeightsKept();
   for (int call = 0; call < 3; ++call) {
-    Sconv(plain.data(), x.data(), w.data(), nullptr, want.data());
-    Sconv(g.data(), x.data(), w.data(), nullptr, got.data());
+    Sconv(plain.data(), x.data(), w.data(), want.data());
+    Sconv(g.data(), x.data(), w.data(), got.data());
     EXPECT_EQ(got, want) << "call " << call;
   }
   EXPECT_EQ(FrozenWeightsKept(), before + 1);
   ForgetFrozenWeights(w.data(), static_cast<int64_t>(w.size() * 4));
   EXPECT_EQ(FrozenWeightsKept(), before);
   for (float& v : w) v = -v;
-  Sconv(plain.data(), x.data(), w.data(), nullptr, want.data());
-  Sconv(g.data(), x.data(), w.data(), nullptr, got.data());
+  Sconv(plain.data(), x.data(), w.data(), want.data());
+  Sconv(g.data(), x.data(), w.data(), got.data());
   EXPECT_EQ(got, want);
   ForgetFrozenWeights(w.data(), static_cast<int64_t>(w.size() * 4));
 }
@@ -159,8 +144,8 @@ TEST(ConvolutionTest, PackingFrozenWeightsLeavesThemAsTheyWere) {
     std::vector<float> want(n), got(n);
     const int64_t kept = FrozenWeightsKept();
     for (int call = 0; call < 2; ++call) {
-      Sconv(plain.data(), x.data(), w.data(), nullptr, want.data());
-      Sconv(g.data(), x.data(), w.data(), nullptr, got.data());
+      Sconv(plain.data(), x.data(), w.data(), want.data());
+      Sconv(g.data(), x.data(), w.data(), got.data());
       EXPECT_EQ(got, want) << cin << " -> " << cout << ", call " << call;
       EXPECT_EQ(w, before) << cin << " -> " << cout << ", call " << call;
     }
@@ -178,7 +163,7 @@ TEST(ConvolutionTest, GroupsReadTheirOwnChannels) {
   // Channel 0: [1+2, 3+4]; channel 1: [10-20, 30-40].
   std::vector<float> want = {3, 7, -10, -10};
   std::vector<float> out(4);
-  Sconv(g.data(), x.data(), w.data(), nullptr, out.data());
+  Sconv(g.data(), x.data(), w.data(), out.data());
   EXPECT_EQ(out, want);
 }
 
@@ -206,114 +191,12 @@ TEST(ConvolutionTest, OneDnnMatchesTheReference) {
       int64_t m = c.Numel(c.n, c.o, c.Out());
       std::vector<float> got(m, -7), want(m, 7);
       EXPECT_TRUE(SconvUsesOneDnn(g.data()));
-      Sconv(g.data(), x.data(), w.data(), nullptr, got.data());
-      SconvReference(g.data(), x.data(), w.data(), nullptr, want.data());
+      Sconv(g.data(), x.data(), w.data(), got.data());
+      SconvReference(g.data(), x.data(), w.data(), want.data());
       for (int64_t i = 0; i < m; ++i) {
         ASSERT_NEAR(got[i], want[i], 1e-4)
             << "case with " << c.in.size() << " dims, groups " << c.groups
             << (last ? ", channels last" : "") << ", element " << i;
-      }
-    }
-  }
-}
-
-// The fused epilogue against the plain convolution finished by hand:
-// out = relu((conv + bias[c]) + residual) and its neighbours, on oneDNN
-// (which takes each as its bias and post-ops) and on the reference loops;
-// the residual in the output's layout or the other one, or the output's
-// own previous values (kSconvPostAccumulate).
-TEST(ConvolutionTest, EpiloguesMatchTheConvolutionFinishedByHand) {
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> u(-1, 1);
-  struct Case {
-    bool bias;
-    std::vector<int64_t> post;
-    bool residual_last;
-  };
-  const std::vector<Case> epilogues = {
-      {true, {}, false},
-      {true, {kSconvPostRelu}, false},
-      {false, {kSconvPostRelu}, false},
-      {true, {kSconvPostAdd, kSconvPostRelu}, true},
-      {true, {kSconvPostAdd, kSconvPostRelu}, false},
-      {true, {kSconvPostAccumulate, kSconvPostRelu}, false},
-      {false, {kSconvPostRelu, kSconvPostAdd}, true},
-      {true, {kSconvPostAccumulate}, false},
-  };
-  std::vector<Conv> shapes = {
-      {2, 8, 16, 1, {7, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
-      {1, 4, 6, 2, {8, 8}, {3, 3}, {2, 2}, {1, 1}, {1, 1}},
-      {2, 3, 5, 1, {6, 5, 4}, {3, 1, 2}, {1, 1, 1}, {1, 0, 0}, {1, 1, 1}},
-  };
-  for (bool last : {true, false}) {
-    for (Conv c : shapes) {
-      c.channels_last = last;
-      std::vector<int64_t> plain = c.Geometry();
-      const std::vector<int64_t> sizes = c.Out();
-      const int64_t m = c.Numel(c.n, c.o, sizes);
-      std::vector<float> x(c.Numel(c.n, c.c, c.in)),
-          w(c.Numel(c.o, c.c / c.groups, c.k)), bias(c.o), residual(m),
-          before(m), conv(m);
-      for (auto* v : {&x, &w, &bias, &residual, &before}) {
-        for (float& e : *v) e = u(rng);
-      }
-      SconvReference(plain.data(), x.data(), w.data(), nullptr, conv.data());
-      const std::vector<int64_t> os = Conv::Strides(c.n, c.o, sizes, last);
-      for (const Case& e : epilogues) {
-        c.bias = e.bias;
-        c.post = e.post;
-        c.residual_channels_last = e.residual_last;
-        const std::vector<int64_t> g = c.Geometry();
-        const std::vector<int64_t> rs =
-            Conv::Strides(c.n, c.o, sizes, e.residual_last);
-        // Each element by hand: every index of the output, in its layout.
-        std::vector<float> want(m);
-        std::vector<int64_t> idx(2 + sizes.size(), 0);
-        for (int64_t i = 0; i < m; ++i) {
-          int64_t at = 0, r_at = 0;
-          int64_t rest = i;
-          for (size_t d = idx.size(); d-- > 0;) {
-            int64_t extent = d == 0 ? c.n : d == 1 ? c.o : sizes[d - 2];
-            idx[d] = rest % extent;
-            rest /= extent;
-            at += idx[d] * os[d];
-            r_at += idx[d] * rs[d];
-          }
-          float v = conv[at] + (e.bias ? bias[idx[1]] : 0.0f);
-          for (int64_t op : e.post) {
-            if (op == kSconvPostAdd) v += residual[r_at];
-            if (op == kSconvPostAccumulate) v += before[at];
-            if (op == kSconvPostRelu) v = std::max(v, 0.0f);
-          }
-          want[at] = v;
-        }
-        // The forms the scheduler fuses (a residual, then relu) run as
-        // oneDNN's post-ops; relu before the residual may not (grouped
-        // convolutions: the plain primitive, then the loop).
-        const bool relu_first =
-            e.post == std::vector<int64_t>{kSconvPostRelu, kSconvPostAdd};
-        EXPECT_TRUE(relu_first || SconvUsesOneDnn(g.data()))
-            << c.in.size() << "-d, groups " << c.groups
-            << (last ? ", channels last" : "") << ", post-ops "
-            << ::testing::PrintToString(e.post) << (e.bias ? ", bias" : "");
-        std::vector<const float*> operands;
-        if (e.bias) operands.push_back(bias.data());
-        operands.push_back(residual.data());
-        for (auto [fn, path] :
-             {std::pair{&Sconv, "oneDNN"},
-              std::pair{&SconvThenEpilogue, "plain oneDNN, then a loop"},
-              std::pair{&SconvReference, "reference"}}) {
-          SCOPED_TRACE(::testing::Message()
-                       << c.in.size() << "-d, groups " << c.groups
-                       << (last ? ", channels last" : "") << ", post-ops "
-                       << ::testing::PrintToString(e.post)
-                       << (e.bias ? ", bias" : "") << ", " << path);
-          std::vector<float> got = before;
-          fn(g.data(), x.data(), w.data(), operands.data(), got.data());
-          for (int64_t i = 0; i < m; ++i) {
-            ASSERT_NEAR(got[i], want[i], 1e-4) << "element " << i;
-          }
-        }
       }
     }
   }
@@ -326,11 +209,11 @@ TEST(ConvolutionTest, EmptyOperands) {
   std::vector<int64_t> g = c.Geometry();
   std::vector<float> out(8, 5);
   EXPECT_FALSE(SconvUsesOneDnn(g.data()));
-  Sconv(g.data(), nullptr, nullptr, nullptr, out.data());
+  Sconv(g.data(), nullptr, nullptr, out.data());
   EXPECT_EQ(out, std::vector<float>(8, 0));
   Conv b{0, 2, 2, 1, {4}, {1}, {1}, {0}, {1}};
   g = b.Geometry();
-  Sconv(g.data(), nullptr, nullptr, nullptr, nullptr);
+  Sconv(g.data(), nullptr, nullptr, nullptr);
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field changes; an artifact records the one it uses. */
-#define LATHE_KERNEL_ABI_VERSION 14
+#define LATHE_KERNEL_ABI_VERSION 13
 
 /* What a LatheValue holds. */
 #define LATHE_VALUE_NONE 0
@@ -109,7 +109,7 @@ typedef struct LatheDeviceRuntime {
                const double* b, int64_t b_bs, int64_t b_rs, int64_t b_cs,
                double* c, int64_t c_bs, int64_t c_rs, int64_t c_cs);
   int (*sconv)(void* self, const int64_t* geometry, const float* x,
-               const float* w, const float* const* epilogue, float* out);
+               const float* w, float* out);
   int (*sort)(void* self, const int64_t* geometry, const void* x, void* values,
               int64_t* indices);
   /* bf16 a and b (16-bit patterns) into f32 c, as LatheKernelRuntime's. */
@@ -138,14 +138,12 @@ typedef struct LatheKernelRuntime {
                 int64_t a_bs, int64_t a_rs, int64_t a_cs, const void* b,
                 int64_t b_bs, int64_t b_rs, int64_t b_cs, float* c,
                 int64_t c_bs, int64_t c_rs, int64_t c_cs);
-  /* out = epilogue(convolution(x, w)), f32: the geometry array gives the
+  /* out = convolution(x, w), f32, no bias: the geometry array gives the
    * spatial dims s, groups, N, C, O, the input, kernel and output sizes,
-   * strides, paddings and dilations (s each), each operand's element
-   * offset and 2 + s strides (x, w, out), then the fused epilogue (a bias,
-   * residual adds, relu) whose operands `epilogue` holds (null for none);
-   * runtime/convolution.h. */
+   * strides, paddings and dilations (s each), then each operand's element
+   * offset and 2 + s strides (x, w, out); runtime/convolution.h. */
   void (*sconv)(const int64_t* geometry, const float* x, const float* w,
-                const float* const* epilogue, float* out);
+                float* out);
   /* values, indices = sort(x) or topk(x) along one dim, any dtype: the
    * geometry gives the dtype, rank, dim, direction, k, the input sizes and
    * each operand's offset and strides; runtime/sort.h. */

@@ -32,11 +32,10 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CompileCpu(
   const Backend& backend = CpuBackend();
   CpuFunction::Parts p;
   auto start = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(p.lowered, Lower(graph, env, backend.routines()));
+  ASSIGN_OR_RETURN(p.lowered, Lower(graph, env));
   p.stats.kernels_unfused = static_cast<int>(p.lowered.program.kernels.size());
   p.unscheduled = PrintProgram(p.lowered.program);
-  ASSIGN_OR_RETURN(ScheduleResult scheduled,
-                   Schedule(p.lowered, backend.routines()));
+  ASSIGN_OR_RETURN(ScheduleResult scheduled, Schedule(p.lowered));
   p.stats.fusion_log = std::move(scheduled.log);
   p.stats.kernels = static_cast<int>(p.lowered.program.kernels.size());
   p.scheduled = PrintProgram(p.lowered.program);

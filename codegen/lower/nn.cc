@@ -226,10 +226,6 @@ absl::StatusOr<TBox> ConvolutionCall(Lowerer& L, TBox x, TBox w,
     append(strides, 0);
   }
   g.push_back(symbolic::Int(L.IsFrozen(w.buffer) ? kSconvFrozenWeights : 0));
-  // No epilogue: the scheduler fuses one where the backend's runtime takes
-  // it (codegen/conv_epilogues.h).
-  g.resize(static_cast<size_t>(SconvGeometrySize(static_cast<int64_t>(nsp))),
-           zero);
   L.EmitExtern("sconv", {out, x.buffer, w.buffer}, std::move(g));
   return L.FromBuffer(out, DType::kFloat32, m.sizes, out_strides, zero);
 }

@@ -356,12 +356,6 @@ absl::StatusOr<ConvGeometry> ReadConvGeometry(const int64_t* geometry) {
     o->strides.assign(g + at + 1, g + at + 1 + rank);
     at += 1 + rank;
   }
-  // The flags, then the epilogue: a bias flag and a post-op count.
-  if (g[at + 1] != 0 || g[at + 2] != 0) {
-    return absl::InvalidArgumentError(
-        "a device convolution with a fused epilogue (the cuda backend fuses "
-        "none)");
-  }
   return c;
 }
 
@@ -742,7 +736,7 @@ absl::Status DeviceConv(const CudaDriver& cu, const int64_t* geometry,
   g[c.w.at] -= sw.lo();
   g[c.out.at] -= so.lo();
   KernelRuntime()->sconv(g.data(), reinterpret_cast<float*>(sx.at(sx.lo())),
-                         reinterpret_cast<float*>(sw.at(sw.lo())), nullptr,
+                         reinterpret_cast<float*>(sw.at(sw.lo())),
                          reinterpret_cast<float*>(so.at(so.lo())));
   ++through_host;
   return so.Write(cu);

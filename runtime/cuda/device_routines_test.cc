@@ -131,10 +131,7 @@ TEST_F(DeviceRoutinesTest, ConvolutionOfAnOperandAtAnOffset) {
                               2, 5, 5, 1,     // x offset and strides
                               0, 3, 3, 1,     // w
                               0, 3, 3, 1,     // out
-                              0,              // flags
-                              0, 0,           // no bias, no post-ops
-                              0, 0, 0, 0,     // (post-op codes)
-                              0, 0, 0, 0};    // (the residual's layout)
+                              0};             // flags
   ASSERT_OK(DeviceConv(*cu_, geometry,
                        static_cast<const float*>(x.storage().data()),
                        static_cast<const float*>(w.storage().data()),
@@ -166,8 +163,6 @@ struct ConvCase {
       g.insert(g.end(), strides->begin(), strides->end());
     }
     g.push_back(0);  // flags: the weights are not frozen
-    // No epilogue: no bias, no post-ops, and the residual's fields.
-    g.resize(static_cast<size_t>(SconvGeometrySize(in.size())), 0);
     return g;
   }
   // The elements each operand's buffer holds (its reach from element 0).
@@ -293,7 +288,7 @@ TEST_F(DeviceRoutinesTest, ConvolutionsMatchTheHostsReference) {
     for (float& v : x) v = u(rng);
     for (float& v : w) v = u(rng);
     std::vector<float> want = y;
-    SconvReference(g.data(), x.data(), w.data(), nullptr, want.data());
+    SconvReference(g.data(), x.data(), w.data(), want.data());
     Tensor dx = OnDevice(x, DType::kFloat32), dw = OnDevice(w, DType::kFloat32),
            dy = OnDevice(y, DType::kFloat32);
     ASSERT_OK(DeviceConv(*cu_, g.data(),
@@ -371,14 +366,6 @@ TEST_F(DeviceRoutinesTest, RefusesWhatTheRoutinesDoNotTake) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "a device convolution of 4 spatial dims (it takes 1 "
                        "to 3)"));
-  // A fused epilogue (a bias) on a 1-d convolution: the cuda backend
-  // fuses none.
-  int64_t fused[34] = {1, 1, 1, 1, 1, 3, 1, 3, 1, 0, 1};
-  fused[25] = 1;
-  EXPECT_THAT(DeviceConv(*cu_, fused, nullptr, nullptr, nullptr),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "a device convolution with a fused epilogue (the cuda "
-                       "backend fuses none)"));
   const int64_t sort[16] = {99, 1, 0};
   EXPECT_THAT(DeviceSort(*cu_, sort, nullptr, nullptr, nullptr),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -449,8 +436,8 @@ TEST(CudnnConvPlanTest, TheGeometryAsDescriptors) {
 
 TEST(CudnnConvPlanTest, OneSpatialDimGainsAUnitDimAndOffsetsAreKept) {
   // x [1, 1, 5] at element 2 of a 1-d convolution (the test above's).
-  const int64_t g[] = {1, 1, 1, 1, 1, 5, 3, 3, 1, 0, 1, 2, 5, 5, 1, 0, 3,
-                       3, 1, 0, 3, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  const int64_t g[] = {1, 1, 1, 1, 1, 5, 3, 3, 1, 0, 1, 2,
+                       5, 5, 1, 0, 3, 3, 1, 0, 3, 3, 1, 0};
   std::optional<CudnnConvPlan> p = PlanCudnnConv(g);
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->rank, 4);
