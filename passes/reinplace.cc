@@ -438,9 +438,9 @@ std::string Reinplacer::Check(Plan& plan) {
                         "' may hold an element twice (expanded or overlapping "
                         "strides)");
   }
-  // Another argument reading the storage it would write.
   const bool pointwise =
       plan.twin != nullptr && n->op()->HasTag(ir::OpTag::kPointwise);
+  // Another argument reading the storage it would write.
   std::vector<Node*> others;
   for (size_t i = 1; i < n->args().size(); ++i) {
     FlattenNodes(n->args()[i], others);
@@ -457,6 +457,14 @@ std::string Reinplacer::Check(Plan& plan) {
                         "''s storage");
   }
   FindChain(plan);
+  // A pointwise op on an intermediate value, unless scatters write its
+  // result back, stays functional: lowering computes it inside its readers'
+  // loops, where in place its argument must first be stored and read back
+  // (a kernel and a pass over memory: relu after a convolution and its
+  // bias, before a max pool).
+  if (pointwise && plan.chain.empty() && !inputs_.contains(mt->storage)) {
+    return "a pointwise op on an intermediate value fuses into its readers";
+  }
   absl::flat_hash_set<const Node*> exempt(plan.chain.begin(), plan.chain.end());
   // Whose storage it writes, and whether the program writes that input.
   if (auto it = inputs_.find(mt->storage); it != inputs_.end()) {
