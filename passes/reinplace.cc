@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -457,13 +458,18 @@ std::string Reinplacer::Check(Plan& plan) {
                         "''s storage");
   }
   FindChain(plan);
-  // A pointwise op on an intermediate value, unless scatters write its
-  // result back, stays functional: lowering computes it inside its readers'
-  // loops, where in place its argument must first be stored and read back
-  // (a kernel and a pass over memory: relu after a convolution and its
-  // bias, before a max pool).
-  if (pointwise && plan.chain.empty() && !inputs_.contains(mt->storage)) {
-    return "a pointwise op on an intermediate value fuses into its readers";
+  // A pointwise op that is the only reader of an intermediate value, unless
+  // scatters write its result back, stays functional: lowering computes
+  // both inside their readers' loops, where in place the value must first
+  // be stored and read back (a kernel and a pass over memory: relu after a
+  // convolution and its bias, before a max pool). A value read before it
+  // too is stored anyway, and writing over it saves a buffer (softmax's
+  // division over exp, which the sum read).
+  if (pointwise && plan.chain.empty() && !inputs_.contains(mt->storage) &&
+      absl::c_count_if(m->users(),
+                       [](const Node* u) { return !IsMetaOnlyUse(u); }) <= 1) {
+    return "a pointwise op, the only reader of an intermediate value, fuses "
+           "into its readers";
   }
   absl::flat_hash_set<const Node*> exempt(plan.chain.begin(), plan.chain.end());
   // Whose storage it writes, and whether the program writes that input.

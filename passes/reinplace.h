@@ -20,11 +20,11 @@
 //
 // A call writing argument `m` (same StorageId = overlap) is reinplaced only
 // when:
-//   - it is no pointwise op on an intermediate value, unless scatters write
-//     its result back: lowering computes such an op inside its readers'
-//     loops, where in place `m` would first be stored (relu after a
-//     convolution's bias, read by a max pool: a kernel and a pass over
-//     memory);
+//   - it is no pointwise op that is an intermediate value's only reader,
+//     unless scatters write its result back: lowering computes both inside
+//     their readers' loops, where in place `m` would first be stored (relu
+//     after a convolution's bias, read by a max pool: a kernel and a pass
+//     over memory); a value read before it too is stored anyway;
 //   - `m` holds no element twice (no stride 0: an expanded argument cannot
 //     be written) and the result has m's dtype, device and sizes (and
 //     strides, unless only the erased scatters and copy_ read it);

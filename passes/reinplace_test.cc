@@ -137,7 +137,8 @@ TEST(ReinplaceTest, Scenario38DoesNotModifyALiveValue) {
 
 // Scenario 39 (dont_modify_view_of_live): index_put writes an alias of cos,
 // which is read afterwards. (PyTorch's test then expects add_: lathe keeps
-// a pointwise op on an intermediate value functional, so nothing changes.)
+// a pointwise op that is an intermediate's only reader functional. cos,
+// read by its alias too, is stored anyway, so cos_1 writes over it.)
 TEST(ReinplaceTest, Scenario39DoesNotModifyAViewOfALiveValue) {
   Expect(R"IR(def forward(self, x: "f32[4]", y: "i64[2]"):
     cos = torch.ops.aten.cos.default(x)
@@ -148,7 +149,11 @@ TEST(ReinplaceTest, Scenario39DoesNotModifyAViewOfALiveValue) {
     add = torch.ops.aten.add.Tensor(index_put, cos_1)
     return (add,)
 )IR",
-         std::nullopt);
+         R"IR(
+CHECK: index_put: {{.*}} = torch.ops.aten.index_put.default(alias, [y], full)
+CHECK: cos_1: {{.*}} = torch.ops.aten.cos_.default(cos)
+CHECK: add: {{.*}} = torch.ops.aten.add.Tensor(index_put, cos_1)
+)IR");
 }
 
 // Scenario 40 (dont_modify_input): no copy_ into x, so x is not written.
@@ -376,11 +381,12 @@ CHECK-NOT: copy_
          std::nullopt);
 }
 
-// A pointwise op on an intermediate value stays functional, so lowering
-// computes it inside its readers' loops: relu after a convolution and its
-// bias, read by a max pool (storing relu_'s argument first cost a kernel
-// and a pass over the activation). Into a graph input the program writes
-// back, the same op is reinplaced.
+// A pointwise op that is an intermediate value's only reader stays
+// functional, so lowering computes it inside its readers' loops: relu after
+// a convolution and its bias, read by a max pool (storing relu_'s argument
+// first cost a kernel and a pass over the activation). Into a graph input
+// the program writes back, the same op is reinplaced; so is softmax's
+// division over exp, which the sum read first (exp is stored anyway).
 TEST(ReinplaceTest, PointwiseOpsOnIntermediatesStayFunctional) {
   Expect(
       R"IR(def forward(self, x: "f32[1, 2, 4, 4]", w: "f32[3, 2, 3, 3]", b: "f32[3]"):
@@ -399,6 +405,16 @@ TEST(ReinplaceTest, PointwiseOpsOnIntermediatesStayFunctional) {
          R"IR(
 CHECK: relu: {{.*}} = torch.ops.aten.relu_.default(x)
 CHECK-NOT: copy_
+)IR");
+  Expect(R"IR(def forward(self, x: "f32[4, 8]"):
+    exp = torch.ops.aten.exp.default(x)
+    sum_1 = torch.ops.aten.sum.dim_IntList(exp, [-1], True)
+    div = torch.ops.aten.div.Tensor(exp, sum_1)
+    return (div,)
+)IR",
+         R"IR(
+CHECK: exp: {{.*}} = torch.ops.aten.exp.default(x)
+CHECK: div: {{.*}} = torch.ops.aten.div_.Tensor(exp, sum_1)
 )IR");
 }
 
