@@ -9,6 +9,12 @@ namespace lathe::codegen {
 
 std::string HostCode::Prelude(const Program&) const { return ""; }
 
+absl::StatusOr<std::string> Backend::EmitTuningKernels(const Program&,
+                                                       TunableKernels*) const {
+  return absl::UnimplementedError(absl::StrCat(
+      "autotuning: the ", name(), " backend has no tunable kernels yet"));
+}
+
 std::string HostCode::RunKernel(const Program& program, int k,
                                 const HostCpp&) const {
   const Kernel& kernel = program.kernels[k];

@@ -118,6 +118,13 @@ class Backend {
   // The kernels of a scheduled program, as source the host function calls.
   virtual absl::StatusOr<std::string> EmitKernels(
       const Program& program) const = 0;
+  // The kernels as the autotuner builds them (driver/autotune.h): each
+  // tunable kernel's threads read from the library's table and its time
+  // kept (cpp_emitter.h's CppEmitOptions::tuning_table), and the tunable
+  // kernels in `tunable`. Unimplemented where the backend tunes nothing,
+  // the default.
+  virtual absl::StatusOr<std::string> EmitTuningKernels(
+      const Program& program, TunableKernels* tunable) const;
   // The host function's device parts.
   virtual const HostCode& host_code() const = 0;
   // Builds the kernels' source and the host function's into what a

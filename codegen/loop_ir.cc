@@ -203,7 +203,9 @@ std::string PrintProgram(const Program& p) {
                                     [&](std::string* s, int b) {
                                       s->append(p.buffers[b].name);
                                     }),
-                      "; ", Exprs(k.extern_args), ")\n");
+                      "; ", Exprs(k.extern_args), ")",
+                      k.threads > 0 ? absl::StrCat(" threads=", k.threads) : "",
+                      k.split_batch ? " split_batch" : "", "\n");
       continue;
     }
     absl::StrAppend(&out, "kernel ", k.name, " ranges=[", Exprs(k.ranges), "]");
@@ -214,6 +216,7 @@ std::string PrintProgram(const Program& p) {
       canonical = canonical && k.vars[v] == IndexVar(static_cast<int>(v));
     }
     if (!canonical) absl::StrAppend(&out, " order=[", Exprs(k.vars), "]");
+    if (k.threads > 0) absl::StrAppend(&out, " threads=", k.threads);
     out += "\n";
     for (size_t s = 0; s < k.sections.size(); ++s) {
       const Section& sec = k.sections[s];

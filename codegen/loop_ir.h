@@ -188,10 +188,26 @@ struct Kernel {
   // fill the holes of its message: expressions of bound symbols, a float
   // one (an element count) saturated to int64.
   std::vector<symbolic::Expr> check_values;
+  // kLoops, and kExtern's sgemm and dgemm: the threads its parallel loops
+  // (or the library call) use, autotuning's choice (driver/autotune.h); 0:
+  // the whole OpenMP team.
+  int threads = 0;
+  // kExtern's batched sgemm and dgemm, autotuning's other choice: the
+  // batch's matrices split over the threads, each product on one thread
+  // (instead of each product split over all of them, one after another).
+  bool split_batch = false;
   // The kernels fused into this one (for the log), and the graph nodes whose
   // values they compute (for the fusion picture).
   std::vector<std::string> fused_from;
   std::vector<std::string> nodes;
+};
+
+// The kernels autotuning may set Kernel::threads of (those with a parallel
+// loop, and sgemm and dgemm calls) and, among them, Kernel::split_batch of
+// (batched products), by index in Program::kernels.
+struct TunableKernels {
+  std::vector<int> threads;
+  std::vector<int> split_batch;
 };
 
 // The library routines a target's runtime has beyond those every one has

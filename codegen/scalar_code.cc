@@ -248,7 +248,8 @@ ExternCallText ExternCall(const Kernel& k,
                           const std::function<std::string(symbolic::Expr)>& cpp,
                           const std::function<std::string(int)>& ptr,
                           absl::string_view fn, absl::string_view first,
-                          absl::string_view indent) {
+                          absl::string_view indent,
+                          absl::string_view batch_index) {
   ExternCallText text;
   std::vector<std::string> args;
   if (!first.empty()) args.emplace_back(first);
@@ -270,10 +271,16 @@ ExternCallText ExternCall(const Kernel& k,
     // A matrix product: batch, m, n, k, then a, b and c (buffers 1, 2 and
     // 0), each an offset pointer and its three strides.
     const std::vector<symbolic::Expr>& a = k.extern_args;
-    for (int i = 0; i < 4; ++i) args.push_back(cpp(a[i]));
+    for (int i = 0; i < 4; ++i) {
+      args.push_back(i == 0 && !batch_index.empty() ? "1" : cpp(a[i]));
+    }
     for (int o = 0; o < 3; ++o) {
       const int at = 4 + 4 * o;
-      args.push_back(absl::StrCat(ptr(bs[(o + 1) % 3]), " + ", cpp(a[at])));
+      args.push_back(absl::StrCat(
+          ptr(bs[(o + 1) % 3]), " + ", cpp(a[at]),
+          batch_index.empty()
+              ? ""
+              : absl::StrCat(" + ", batch_index, " * (", cpp(a[at + 1]), ")")));
       for (int i = 1; i < 4; ++i) args.push_back(cpp(a[at + i]));
     }
   }

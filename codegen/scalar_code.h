@@ -95,7 +95,9 @@ void EmitCheckIndex(const Kernel& k, int i, const IndexCpp& cpp,
 // routine but randperm) called as `fn(first, arguments...)` (no `first`
 // when empty), buffer b's pointer written `ptr(b)` and sizes `cpp(e)`: the
 // call expression, after `setup`, the statement (at `indent`) declaring
-// the geometry array g that sconv and sort take.
+// the geometry array g that sconv and sort take. A matrix product given a
+// `batch_index` (a C++ variable) is the call for that one matrix of its
+// batch (Kernel::split_batch).
 struct ExternCallText {
   std::string setup;
   std::string call;
@@ -104,7 +106,8 @@ ExternCallText ExternCall(const Kernel& k,
                           const std::function<std::string(symbolic::Expr)>& cpp,
                           const std::function<std::string(int)>& ptr,
                           absl::string_view fn, absl::string_view first,
-                          absl::string_view indent);
+                          absl::string_view indent,
+                          absl::string_view batch_index = "");
 
 // RandpermLoop()
 //

@@ -287,8 +287,50 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
   if (!host.ok()) return failed(host.status());
   p.host = *std::move(host);
   p.source = *kernels + p.host.text;
+  p.plan = &c->aot.plan;
+  p.subclass = &c->aot.subclass;
+  p.frozen = c->frozen;
+  p.backend = &backend;
   step("emit_host");
+
   stats.lower_seconds = Since(codegen_start);
+
+  // Autotuning: each kernel's threads, measured or from the cache, written
+  // into the kernels.
+  if (options.autotune) {
+    absl::StatusOr<TuningResult> tuned =
+        Autotune({.graph = c->graph.get(),
+                  .env = c->env.get(),
+                  .backend = &backend,
+                  .parts = &p,
+                  .cache = options.cache,
+                  .cached_only = options.cached_only,
+                  .tuning = options.tuning});
+    if (!tuned.ok()) return failed(tuned.status());
+    if (tuned->missed) {
+      step("autotune (not in the cache)");
+      return c;
+    }
+    for (std::string& line : tuned->log) c->log.push_back(std::move(line));
+    bool changed = false;
+    for (size_t k = 0; k < tuned->threads.size(); ++k) {
+      const int t = tuned->threads[k];
+      changed = changed || t != 0;
+      p.lowered.program.kernels[k].threads = t == kSplitBatch ? 0 : t;
+      p.lowered.program.kernels[k].split_batch = t == kSplitBatch;
+    }
+    if (changed) {
+      kernels = backend.EmitKernels(p.lowered.program);
+      if (!kernels.ok()) return failed(kernels.status());
+      p.source = *kernels + p.host.text;
+      p.scheduled = codegen::PrintProgram(p.lowered.program);
+    }
+    step(!tuned->cache_hit.empty()
+             ? absl::StrCat("autotune (", tuned->cache_hit, " cache hit)")
+         : tuned->calls > 0
+             ? absl::StrCat("autotune (", tuned->calls, " calls)")
+             : std::string("autotune (not measured)"));
+  }
   if (options.artifact && !p.host.user_entry) {
     return absl::UnimplementedError(absl::StrCat(
         source, ": the user call cannot run inside the .so: ",
@@ -345,10 +387,6 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
   }
 
   // Loading, from the bytes the build made or the cache verified.
-  p.plan = &c->aot.plan;
-  p.subclass = &c->aot.subclass;
-  p.frozen = c->frozen;
-  p.backend = &backend;
   p.temp_dir = dir.temporary ? dir.Keep() : "";
   absl::StatusOr<std::unique_ptr<codegen::CpuFunction>> function =
       codegen::CpuFunction::Load(*c->graph, std::move(p));

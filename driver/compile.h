@@ -17,6 +17,7 @@
 //   scheduling           codegen/scheduler.h (fusion)
 //   the kernels          the backend's emitter (codegen/backend.h)
 //   the host function    codegen/cpp/wrapper_emitter.h
+//   autotuning           driver/autotune.h (when asked for)
 //   build                the backend's compiler, through the compile cache
 //   the artifact's files and manifest (when asked for)
 //   loading              codegen/cpp/cpu_function.h
@@ -50,6 +51,7 @@
 #include "aot/aot_dispatch.h"
 #include "codegen/backend.h"
 #include "codegen/cpp/cpu_function.h"
+#include "driver/autotune.h"
 #include "ir/graph.h"
 #include "runtime/artifact.h"
 #include "runtime/cache_backend.h"
@@ -105,6 +107,11 @@ struct CompileOptions {
   // null), as a compile without a backend does. VariantCompiler's tiered
   // compiles probe the cache so.
   bool cached_only = false;
+  // With the cpu backend: each kernel's thread count measured at compile
+  // time (driver/autotune.h; lathec --autotune), or the choices the cache
+  // holds for this program and machine. Off in tests but the tuner's own.
+  bool autotune = false;
+  TuningOptions tuning;
 };
 
 // The time one step of the walk took.

@@ -209,6 +209,13 @@ absl::Status KeepOpenMpLoaded() {
   return openmp->status();
 }
 
+absl::StatusOr<int> OpenMpTeam() {
+  RETURN_IF_ERROR(KeepOpenMpLoaded());
+  ASSIGN_OR_RETURN(SharedLibrary openmp, SharedLibrary::Open("libgomp.so.1"));
+  ASSIGN_OR_RETURN(void* f, openmp.Symbol("omp_get_max_threads"));
+  return reinterpret_cast<int (*)()>(f)();
+}
+
 absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Open(
     const std::string& path, CallSignature signature) {
   RETURN_IF_ERROR(KeepOpenMpLoaded());

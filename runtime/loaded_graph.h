@@ -125,6 +125,10 @@ class ArgViews {
 // call it before loading a kernel library.
 absl::Status KeepOpenMpLoaded();
 
+// The thread team a kernel library's parallel loops run on when called
+// from this thread: OpenMP's omp_get_max_threads().
+absl::StatusOr<int> OpenMpTeam();
+
 class LoadedGraph {
  public:
   // Loads `path` and finds lathe_call_user (and lathe_guards, if present).
@@ -185,6 +189,8 @@ class LoadedGraph {
 
   const CallSignature& signature() const { return signature_; }
   const std::string& path() const { return library_.path(); }
+  // The loaded library (its other symbols: driver/autotune.h's table).
+  const SharedLibrary& library() const { return library_; }
   // The device the kernels run on, if not the host (null).
   const DeviceKernels* device() const { return device_.get(); }
 

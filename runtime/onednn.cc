@@ -1,5 +1,6 @@
 #include "runtime/onednn.h"
 
+#include <string>
 #include <vector>
 
 #include "dnnl.h"
@@ -35,6 +36,12 @@ Memory::Memory(const dnnl_memory_desc_t& md, void* data) {
 
 Memory::~Memory() {
   if (m != nullptr) dnnl_memory_destroy(m);
+}
+
+std::string Version() {
+  const dnnl_version_t* v = dnnl_version();
+  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) +
+         "." + std::to_string(v->patch) + " (" + v->hash + ")";
 }
 
 bool Execute(dnnl_stream_t stream, dnnl_primitive_t p,

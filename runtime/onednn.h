@@ -15,6 +15,7 @@
 #ifndef LATHE_RUNTIME_ONEDNN_H_
 #define LATHE_RUNTIME_ONEDNN_H_
 
+#include <string>
 #include <vector>
 
 #include "dnnl.h"
@@ -39,6 +40,10 @@ struct Memory {
   Memory(const Memory&) = delete;
   Memory& operator=(const Memory&) = delete;
 };
+
+// The library's version, "oneDNN 2.7.3 (<commit>)": what a measurement of
+// its routines depends on (driver/autotune.h's key).
+std::string Version();
 
 // Runs primitive `p` with `args` on `stream`; false when oneDNN fails.
 bool Execute(dnnl_stream_t stream, dnnl_primitive_t p,

@@ -58,10 +58,10 @@ const char kLathecUsage[] =
     "[--cuda-arch sm_80,...] [--trace FILE] [--max-memory BYTES] "
     "[--max-elements N] "
     "[--max-compiles N] [--passes NAME,NAME,...|none] "
-    "[--freeze NAME=FILE.npy ...]\n"
+    "[--freeze NAME=FILE.npy ...] [--autotune]\n"
     "       lathec compile GRAPH -o DIR [--input NAME=FILE.npy ... | --inputs "
     "DIR] [--backend cpu|cuda] [--cuda-arch sm_80,sm_90] [--trace FILE] "
-    "[--freeze NAME=FILE.npy ...]\n"
+    "[--freeze NAME=FILE.npy ...] [--autotune]\n"
     "       lathec guards GRAPH [--input NAME=FILE.npy ... | --inputs DIR] "
     "[--freeze NAME=FILE.npy ...] [--trace FILE]";
 
@@ -139,6 +139,7 @@ struct RunOptions {
   std::optional<std::vector<std::string>> passes;  // default pipeline: none
   int max_compiles = kMaxCompiles;
   std::vector<int> cuda_archs;  // --cuda-arch sm_80,sm_90 -> {80, 90}
+  bool autotune = false;        // --autotune (driver/autotune.h)
 };
 
 // "sm_80,sm_90" -> {80, 90}.
@@ -217,6 +218,8 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
         return absl::InvalidArgumentError(
             "--max-compiles expects a number from 1 to 1000");
       }
+    } else if (a == "--autotune") {
+      o.autotune = true;
     } else if (a == "--max-memory" || absl::StartsWith(a, "--max-memory=")) {
       ASSIGN_OR_RETURN(std::string v, value("--max-memory"));
       ASSIGN_OR_RETURN(o.max_memory, ParseBytes(v));
@@ -242,8 +245,9 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
   }
   // An artifact is compiled already: what would steer a compile is refused.
   for (const std::string& a : args) {
-    for (const char* flag : {"--backend", "--cuda-arch", "--dump-dir",
-                             "--trace", "--passes", "--max-compiles"}) {
+    for (const char* flag :
+         {"--backend", "--cuda-arch", "--dump-dir", "--trace", "--passes",
+          "--max-compiles", "--autotune"}) {
       if (!o.artifact.empty() &&
           (a == flag || absl::StartsWith(a, absl::StrCat(flag, "=")))) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -273,8 +277,20 @@ absl::StatusOr<RunOptions> ParseRun(const std::vector<std::string>& args) {
   if (!o.cuda_archs.empty() && o.backend != "cuda") {
     return absl::InvalidArgumentError("--cuda-arch needs --backend cuda");
   }
+  if (o.autotune && o.artifact.empty() && o.backend != "cpu") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--autotune tunes the cpu backend's kernels (--backend cpu), not ",
+        o.backend, "'s"));
+  }
   RETURN_IF_ERROR(BackendNamed(o.backend).status());
   return o;
+}
+
+// With --autotune: what the tuner chose and measured, or why it did not.
+void PrintTuning(const CompiledGraph& g) {
+  for (const std::string& line : g.log) {
+    if (absl::StartsWith(line, "autotune: ")) std::printf("%s\n", line.c_str());
+  }
 }
 
 std::string CacheNote(const codegen::CpuStats& st) {
@@ -293,6 +309,7 @@ CompileOptions CompileOptionsOf(
   options.dump = !o.dump_dir.empty() || !o.trace.empty();
   options.only_passes = o.passes;
   options.cuda_archs = o.cuda_archs;
+  options.autotune = o.autotune;
   return options;
 }
 
@@ -525,6 +542,7 @@ absl::Status LathecRun(const std::vector<std::string>& args) {
   std::vector<const CompiledGraph*> compiles = compiler.compiled();
   RETURN_IF_ERROR(WriteTrace(o.trace, parsed, compiles));
   for (const std::string& line : report) std::printf("%s\n", line.c_str());
+  for (const CompiledGraph* g : compiles) PrintTuning(*g);
 
   // Everything succeeded: stage every file beside its directory, then move
   // the directories into place (all files of the run appear, or none).
@@ -698,6 +716,7 @@ absl::Status LathecCompile(const std::vector<std::string>& args) {
       a.manifest.guards.size(), c.backend.c_str(), st.kernels,
       st.kernels_unfused, st.lower_seconds * 1e3, st.compiler_seconds * 1e3,
       CacheNote(st).c_str());
+  PrintTuning(a);
   return absl::OkStatus();
 }
 

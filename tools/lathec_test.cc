@@ -441,6 +441,45 @@ def forward(self, x: "f32[s0, 16][16, 1]cpu", w: "f32[16, 32][32, 1]cpu"):
   EXPECT_EQ(t.GetDouble({3, 31}), 2.0);
 }
 
+// --autotune: the first compile measures and says what it chose, the
+// second reads the choices from the disk cache; the run's results are the
+// untuned ones.
+TEST(LathecTest, AutotuneMeasuresOnceThenReadsTheCache) {
+  std::string x = Save("tune_x.npy", Filled({64, 256}, 0.5));
+  std::string w = Save("tune_w.npy", Filled({256, 512}, 0.25));
+  std::string graph = WriteTestFile("tune.txt", R"(
+def forward(self, x: "f32[64, 256][256, 1]cpu", w: "f32[256, 512][512, 1]cpu"):
+    mm: "f32[64, 512][512, 1]cpu" = torch.ops.aten.mm.default(x, w)
+    relu: "f32[64, 512][512, 1]cpu" = torch.ops.aten.relu.default(mm)
+    return (relu,)
+)");
+  const std::string cache = TestTmpPath("tune_cache");
+  ASSERT_EQ(mkdir(cache.c_str(), 0700), 0);
+  ASSERT_EQ(setenv("LATHE_CACHE_DIR", cache.c_str(), 1), 0);
+  LathecResult cold = RunLathec({"run", graph, "--input", "x=" + x, "--input",
+                                 "w=" + w, "--out", TestTmpPath("tune_1"),
+                                 "--backend", "cpu", "--autotune"});
+  LathecResult warm =
+      RunLathec({"compile", graph, "-o", TestTmpPath("tune_2"), "--autotune"});
+  unsetenv("LATHE_CACHE_DIR");
+  ASSERT_EQ(cold.status, 0) << cold.output;
+  EXPECT_THAT(cold.output, ::testing::ContainsRegex(
+                               "autotune: k0 threads=[0-9]+( \\(team\\))? "
+                               "\\(median of 5: "));
+  EXPECT_THAT(cold.output,
+              ::testing::ContainsRegex(
+                  "autotune: 2 tunable kernels, [0-2] off the whole team, "
+                  "[0-9]+ calls\n"));
+  ASSERT_EQ(warm.status, 0) << warm.output;
+  EXPECT_THAT(warm.output,
+              ::testing::ContainsRegex(
+                  "autotune: 2 tunable kernels, [0-2] off the whole team, "
+                  "from the disk cache \\(nothing measured\\)\n"));
+  // relu(x @ w) with x = 0.5, w = 0.25 over 256 terms: 32.
+  Tensor t = *ReadNpy(TestTmpPath("tune_1") + "/out0.npy");
+  EXPECT_EQ(t.GetDouble({63, 511}), 32.0);
+}
+
 TEST(LathecTest, ErrorsAreOneLineAndWriteNothing) {
   std::string graph = RunfilePath("ir/testdata/graphs/02_mlp_dynamic.txt");
   std::string x = Save("x.npy", Filled({3, 16}, 1.0));
@@ -551,6 +590,23 @@ TEST(LathecTest, ErrorsAreOneLineAndWriteNothing) {
       {{"run", "--artifact", out, "--backend", "cpu", "--out", out},
        1,
        "lathec: --backend steers a compile; an --artifact is compiled "
+       "already\n"},
+      {{"run", graph, "--input", "x=" + x, "--input", "w=" + w, "--out", out,
+        "--autotune"},
+       1,
+       "lathec: --autotune tunes the cpu backend's kernels (--backend cpu), "
+       "not interp's\n"},
+      {{"compile", graph, "-o", out, "--backend", "cuda", "--autotune"},
+       1,
+       "lathec: --autotune tunes the cpu backend's kernels (--backend cpu), "
+       "not cuda's\n"},
+      {{"guards", graph, "--autotune"},
+       1,
+       "lathec: --autotune tunes the cpu backend's kernels (--backend cpu), "
+       "not interp's\n"},
+      {{"run", "--artifact", out, "--autotune", "--out", out},
+       1,
+       "lathec: --autotune steers a compile; an --artifact is compiled "
        "already\n"},
       {{"frobnicate"}, 2, "lathec: unknown command 'frobnicate'"},
   };

@@ -87,12 +87,6 @@ std::string Command(const std::string& compiler,
   return absl::StrJoin(parts, " ");
 }
 
-// The C++ compiler lathe runs: $LATHE_CXX, else g++.
-std::string CompilerName() {
-  const char* cxx = std::getenv("LATHE_CXX");
-  return cxx != nullptr && *cxx != '\0' ? cxx : "g++";
-}
-
 // The most bytes a compiled library may have to be cached.
 constexpr int64_t kMaxLibraryBytes = int64_t{1} << 30;
 
@@ -143,6 +137,11 @@ std::string CpuIdentity() {
 }
 
 }  // namespace
+
+std::string CompilerName() {
+  const char* cxx = std::getenv("LATHE_CXX");
+  return cxx != nullptr && *cxx != '\0' ? cxx : "g++";
+}
 
 bool LinksWithGold(const std::string& compiler) {
   // std::mutex: ThreadSanitizer sees it, not the system Abseil's.

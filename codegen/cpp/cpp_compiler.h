@@ -54,6 +54,11 @@ std::vector<std::string> CompilerFlags();
 // cache hit probes nothing.
 bool LinksWithGold(const std::string& compiler);
 
+// CompilerName()
+//
+// The C++ compiler lathe runs: $LATHE_CXX, else g++.
+std::string CompilerName();
+
 // CompilerIdentity()
 //
 // What identifies `compiler` in a cache key: its name, the first line of

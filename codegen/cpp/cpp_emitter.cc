@@ -83,6 +83,19 @@ constexpr char kWelfordPrelude[] = R"(
     initializer(omp_priv = lathe_welford{0, 0, 0})
 )";
 
+// The autotuner's table, its clock and the OpenMP calls a tuned kernel
+// makes (declared, not included: <omp.h> is not on every compiler's path).
+constexpr char kTuningPrelude[] = R"(
+#include <time.h>
+extern "C" int omp_get_max_threads(void);
+extern "C" void omp_set_num_threads(int);
+static inline int64_t lathe_tune_now() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+)";
+
 }  // namespace
 
 absl::string_view CppSourcePrelude() {
@@ -97,7 +110,8 @@ namespace {
 
 class Emitter {
  public:
-  explicit Emitter(const Program& p) : p_(p) {
+  Emitter(const Program& p, const CppEmitOptions& options)
+      : p_(p), options_(options) {
     int ints = 0, floats = 0;
     for (Expr s : p.symbols) {
       names_[s] = s.is_float() ? absl::StrCat("F[", floats++, "]")
@@ -114,14 +128,27 @@ class Emitter {
   std::string Run() {
     std::string bodies, kernels;
     absl::flat_hash_map<std::string, std::string> shared;  // text -> name
-    for (const Kernel& k : p_.kernels) {
+    for (size_t ki = 0; ki < p_.kernels.size(); ++ki) {
+      const Kernel& k = p_.kernels[ki];
       // Binds and asserts are the host function's (wrapper_emitter.cc).
       if (k.kind != Kernel::Kind::kLoops && k.kind != Kernel::Kind::kExtern) {
         continue;
       }
       params_.clear();
+      threads_ = options_.tuning_table ? "nt"
+                 : k.threads > 0       ? absl::StrCat(k.threads)
+                                       : "";
+      threaded_ = false;
+      splittable_ = false;
       std::string body;
       EmitKernel(k, &body);
+      const bool tuned = options_.tuning_table && threaded_;
+      if (threaded_ && options_.tunable != nullptr) {
+        options_.tunable->threads.push_back(static_cast<int>(ki));
+        if (splittable_) {
+          options_.tunable->split_batch.push_back(static_cast<int>(ki));
+        }
+      }
       std::set<int> used;
       for (const ScalarOp& op : k.ops) {
         if (op.buffer >= 0) used.insert(op.buffer);
@@ -140,6 +167,7 @@ class Emitter {
       formals.push_back(
           "const int64_t* S, const double* F, const LatheKernelRuntime* rt, "
           "int* E");
+      if (tuned) formals.push_back("int nt");
       std::string text = absl::StrCat("(", absl::StrJoin(formals, ", "),
                                       ") {\n  (void)S; (void)F; (void)rt; "
                                       "(void)E;\n",
@@ -151,12 +179,37 @@ class Emitter {
                         it->second, it->first);
       }
       actuals.push_back("S, F, rt, E");
+      if (tuned) {
+        actuals.push_back(absl::StrCat("lathe_tune_threads[", ki,
+                                       "] != 0 ? lathe_tune_threads[", ki,
+                                       "] : omp_get_max_threads()"));
+      }
       absl::StrAppend(&kernels, "static void ", k.name,
                       "(void* const* B, const int64_t* S, const double* F, "
                       "const LatheKernelRuntime* rt, int* E) {\n  ",
-                      it->second, "(", absl::StrJoin(actuals, ", "), ");\n}\n");
+                      tuned ? "const int64_t t0 = lathe_tune_now();\n  " : "",
+                      it->second, "(", absl::StrJoin(actuals, ", "), ");\n",
+                      tuned ? absl::StrCat("  lathe_tune_ns[", ki,
+                                           "] += lathe_tune_now() - t0;\n")
+                            : "",
+                      "}\n");
     }
-    return absl::StrCat(CppSourcePrelude(), bodies, kernels);
+    std::string tuning;
+    if (options_.tuning_table || !threads_used_.empty()) {
+      tuning = kTuningPrelude;
+    }
+    if (options_.tuning_table) {
+      const size_t n = std::max<size_t>(p_.kernels.size(), 1);
+      absl::StrAppend(
+          &tuning,
+          "#define LATHE_TUNE_EXPORT extern \"C\" "
+          "__attribute__((visibility(\"default\")))\n"
+          "LATHE_TUNE_EXPORT int32_t lathe_tune_threads[",
+          n, "] = {};\nLATHE_TUNE_EXPORT int64_t lathe_tune_ns[", n,
+          "] = {};\nLATHE_TUNE_EXPORT const int64_t lathe_tune_kernels = ",
+          p_.kernels.size(), ";\n\n");
+    }
+    return absl::StrCat(CppSourcePrelude(), tuning, bodies, kernels);
   }
 
  private:
@@ -173,10 +226,48 @@ class Emitter {
   // it.
   std::string ParallelFor(int collapse, bool simd, absl::string_view clauses,
                           Expr work) {
+    threaded_ = true;
     return absl::StrCat(
         "#pragma omp parallel for", simd ? " simd" : "",
         collapse > 1 ? absl::StrCat(" collapse(", collapse, ")") : "", clauses,
-        " if(", Cpp(work), " > ", kParallelThreshold, ")\n");
+        " if(", Cpp(work), " > ", kParallelThreshold, ")",
+        threads_.empty() ? "" : absl::StrCat(" num_threads(", threads_, ")"),
+        "\n");
+  }
+
+  // A matrix product's statements with the kernel's threads: the caller's
+  // OpenMP thread count set around the call (oneDNN's sgemm and Eigen's
+  // read it), or, with the batch split, a parallel loop over its matrices,
+  // each product on the thread that takes it (inside a parallel region
+  // oneDNN and Eigen run on the calling thread alone). The tuning build
+  // chooses at run time (nt < 0: split).
+  std::string ProductWithThreads(const Kernel& k, const std::string& call,
+                                 const std::string& one) {
+    threaded_ = true;
+    const bool batched = k.extern_args[0] != symbolic::Int(1);
+    splittable_ = batched;
+    const std::string split = absl::StrCat(
+        "#pragma omp parallel for",
+        options_.tuning_table ? ""
+        : k.threads > 0       ? absl::StrCat(" num_threads(", k.threads, ")")
+                              : "",
+        "\n    for (int64_t lathe_b = 0; lathe_b < ", Cpp(k.extern_args[0]),
+        "; ++lathe_b) ", one, ";\n");
+    if (!options_.tuning_table && k.split_batch && batched) {
+      return absl::StrCat("  {\n    ", split, "  }\n");
+    }
+    if (threads_.empty()) return absl::StrCat("  ", call, ";\n");
+    threads_used_.insert(threads_);
+    const std::string with_threads = absl::StrCat(
+        "{\n    const int lathe_team = omp_get_max_threads();\n"
+        "    omp_set_num_threads(",
+        threads_, ");\n    ", call,
+        ";\n    omp_set_num_threads(lathe_team);\n  }\n");
+    if (options_.tuning_table && batched) {
+      return absl::StrCat("  if (nt < 0) {\n    ", split, "  } else ",
+                          with_threads);
+    }
+    return absl::StrCat("  ", with_threads);
   }
 
   // Buffer b as the kernel being emitted names it: its parameter p<j>, j
@@ -759,10 +850,19 @@ class Emitter {
                          CType(p_.buffers[k.extern_buffers[0]].dtype), "  "));
         return;
       }
-      const ExternCallText call = ExternCall(
-          k, cpp, [this](int b) { return Ptr(b); },
-          absl::StrCat("rt->", k.routine), "", "  ");
-      absl::StrAppend(out, call.setup, "  ", call.call, ";\n");
+      auto ptr = [this](int b) { return Ptr(b); };
+      const std::string fn = absl::StrCat("rt->", k.routine);
+      const ExternCallText call = ExternCall(k, cpp, ptr, fn, "", "  ");
+      absl::StrAppend(out, call.setup);
+      // oneDNN's sgemm and Eigen's dgemm take the caller's thread count;
+      // the other routines' plans are made for the whole team.
+      if (k.routine == "sgemm" || k.routine == "dgemm") {
+        const ExternCallText one =
+            ExternCall(k, cpp, ptr, fn, "", "  ", "lathe_b");
+        absl::StrAppend(out, ProductWithThreads(k, call.call, one.call));
+      } else {
+        absl::StrAppend(out, "  ", call.call, ";\n");
+      }
       return;
     }
     int n = static_cast<int>(k.vars.size());
@@ -816,6 +916,14 @@ class Emitter {
   std::string stream_target_;
 
   const Program& p_;
+  const CppEmitOptions& options_;
+  // The kernel's num_threads argument ("": the whole team), whether its
+  // body runs on threads (a parallel loop or a tunable library call), and
+  // the thread counts library calls set (which need the OpenMP calls).
+  std::string threads_;
+  bool threaded_ = false;
+  bool splittable_ = false;  // a batched product (TunableKernels)
+  std::set<std::string> threads_used_;
   absl::flat_hash_map<int, int> params_;  // buffer -> p<j> of this kernel
   absl::flat_hash_map<Expr, std::string> names_;
   const char* index_type_ = "int64_t";  // of every loop variable
@@ -823,6 +931,8 @@ class Emitter {
 
 }  // namespace
 
-std::string EmitCpp(const Program& program) { return Emitter(program).Run(); }
+std::string EmitCpp(const Program& program, const CppEmitOptions& options) {
+  return Emitter(program, options).Run();
+}
 
 }  // namespace lathe::codegen

@@ -36,10 +36,22 @@
 
 namespace lathe::codegen {
 
+// How EmitCpp writes the kernels' thread counts.
+struct CppEmitOptions {
+  // The autotuner's build (driver/autotune.h): every tunable kernel's
+  // threads come from the library's table `lathe_tune_threads` (0: the
+  // whole team; -1: a batched product's batch split over the team) instead
+  // of Kernel::threads and split_batch, and its time is added to
+  // `lathe_tune_ns` (both indexed by kernel, `lathe_tune_kernels` long).
+  bool tuning_table = false;
+  // Set to the tunable kernels.
+  TunableKernels* tunable = nullptr;
+};
+
 // EmitCpp()
 //
 // The program's kernels as C++ source, with the preludes they need.
-std::string EmitCpp(const Program& program);
+std::string EmitCpp(const Program& program, const CppEmitOptions& options = {});
 
 // CppSourcePrelude()
 //

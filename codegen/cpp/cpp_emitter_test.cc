@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "codegen/codegen_testing.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "status_macros.h"
 #include "testing/file_check.h"
@@ -267,6 +268,112 @@ CHECK-NEXT:   lathe_k1(static_cast<float*>(B[[[MM1]]]), static_cast<float*>(B[[[
 CHECK:      static void k4(
 CHECK-NEXT:   lathe_k0(static_cast<float*>(B[[[R1]]]), static_cast<float*>(B[1]),
 )"));
+}
+
+// The autotuner's build: each tunable kernel (a parallel loop, an sgemm)
+// takes its threads from the exported table (0: the whole team) and adds
+// its time to lathe_tune_ns; a scan, which runs on one thread, is not
+// tunable and not timed.
+constexpr char kTunedGraph[] = R"IR(
+def forward(self, x: "f32[64, 64]", w: "f32[64, 64]", y: "f32[4096]"):
+    mm = torch.ops.aten.mm.default(x, w)
+    relu = torch.ops.aten.relu.default(mm)
+    cumsum = torch.ops.aten.cumsum.default(y, 0)
+    return (relu, cumsum)
+)IR";
+
+TEST(CppEmitterTest, TheTuningTableSetsEachKernelsThreadsAndTimesIt) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(kTunedGraph));
+  TunableKernels tunable;
+  const std::string source =
+      EmitCpp(s.lowered.program, {.tuning_table = true, .tunable = &tunable});
+  EXPECT_EQ(tunable.threads, (std::vector<int>{0, 2}));
+  EXPECT_TRUE(tunable.split_batch.empty());
+  EXPECT_EQ(s.lowered.program.kernels.size(), 3);
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:      LATHE_TUNE_EXPORT int32_t lathe_tune_threads[[[N:[0-9]+]]] = {};
+CHECK-NEXT: LATHE_TUNE_EXPORT int64_t lathe_tune_ns[[[N]]] = {};
+CHECK-NEXT: LATHE_TUNE_EXPORT const int64_t lathe_tune_kernels = [[N]];
+CHECK:      static void lathe_k0({{.*}}int* E, int nt) {
+CHECK:        const int lathe_team = omp_get_max_threads();
+CHECK-NEXT:   omp_set_num_threads(nt);
+CHECK-NEXT:   rt->sgemm(
+CHECK-NEXT:   omp_set_num_threads(lathe_team);
+CHECK:      static void lathe_k1({{.*}}int* E) {
+CHECK-NOT:  num_threads
+CHECK:      static void lathe_k2({{.*}}int* E, int nt) {
+CHECK:      #pragma omp parallel for {{.*}} num_threads(nt)
+CHECK:      static void k0(
+CHECK-NEXT:   const int64_t t0 = lathe_tune_now();
+CHECK-NEXT:   lathe_k0({{.*}}, S, F, rt, E, lathe_tune_threads[0] != 0 ? lathe_tune_threads[0] : omp_get_max_threads());
+CHECK-NEXT:   lathe_tune_ns[0] += lathe_tune_now() - t0;
+CHECK:      static void k1(
+CHECK-NEXT:   lathe_k1({{.*}}, S, F, rt, E);
+CHECK-NEXT: }
+CHECK:      static void k2(
+CHECK-NEXT:   const int64_t t0 = lathe_tune_now();
+CHECK:        lathe_tune_ns[2] +=
+)"));
+}
+
+// The tuner's choice, Kernel::threads, fixed in the source: the sgemm runs
+// with the caller's thread count set to it and restored, the loop on that
+// many threads; without a choice nothing of the tuning is written.
+TEST(CppEmitterTest, ChosenThreadsAreFixedInTheSource) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(kTunedGraph));
+  const std::string plain = EmitCpp(s.lowered.program);
+  EXPECT_FALSE(absl::StrContains(plain, "num_threads")) << plain;
+  EXPECT_FALSE(absl::StrContains(plain, "lathe_tune")) << plain;
+  s.lowered.program.kernels[0].threads = 1;
+  s.lowered.program.kernels[2].threads = 3;
+  EXPECT_OK(RunFileCheck(EmitCpp(s.lowered.program), R"(
+CHECK-NOT:  lathe_tune_threads
+CHECK:      static void lathe_k0({{.*}}int* E) {
+CHECK:        omp_set_num_threads(1);
+CHECK-NEXT:   rt->sgemm(
+CHECK-NEXT:   omp_set_num_threads(lathe_team);
+CHECK:      #pragma omp parallel for {{.*}} num_threads(3)
+CHECK:      static void k0(
+CHECK-NEXT:   lathe_k0(
+CHECK-NEXT: }
+)"));
+  EXPECT_TRUE(absl::StrContains(PrintProgram(s.lowered.program), "threads=3\n"))
+      << PrintProgram(s.lowered.program);
+}
+
+// A batched product: the tuning build splits its batch when the table
+// says -1 (a parallel loop over the matrices, each product one sgemm of
+// batch 1 at its matrix's offsets), else sets the thread count around the
+// call; Kernel::split_batch fixes the split.
+TEST(CppEmitterTest, ABatchedProductsBatchIsSplitOverTheThreads) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(R"IR(
+def forward(self, q: "f32[16, 32, 8]", k: "f32[16, 8, 32]"):
+    bmm = torch.ops.aten.bmm.default(q, k)
+    return (bmm,)
+)IR"));
+  TunableKernels tunable;
+  EXPECT_OK(RunFileCheck(
+      EmitCpp(s.lowered.program, {.tuning_table = true, .tunable = &tunable}),
+      R"(
+CHECK:      if (nt < 0) {
+CHECK-NEXT:   #pragma omp parallel for
+CHECK-NEXT:   for (int64_t lathe_b = 0; lathe_b < 16; ++lathe_b) rt->sgemm(1, 32, 32, 8, p0 + 0 + lathe_b * (256), 256, 8, 1, p1 + 0 + lathe_b * (256), 256, 32, 1, p2 + 0 + lathe_b * (1024), 1024, 32, 1);
+CHECK-NEXT: } else {
+CHECK-NEXT:   const int lathe_team = omp_get_max_threads();
+CHECK-NEXT:   omp_set_num_threads(nt);
+CHECK-NEXT:   rt->sgemm(16, 32, 32, 8,
+)"));
+  EXPECT_EQ(tunable.threads, (std::vector<int>{0}));
+  EXPECT_EQ(tunable.split_batch, (std::vector<int>{0}));
+  s.lowered.program.kernels[0].split_batch = true;
+  s.lowered.program.kernels[0].threads = 2;
+  EXPECT_OK(RunFileCheck(EmitCpp(s.lowered.program), R"(
+CHECK-NOT:  omp_set_num_threads
+CHECK:      #pragma omp parallel for num_threads(2)
+CHECK-NEXT: for (int64_t lathe_b = 0; lathe_b < 16; ++lathe_b) rt->sgemm(1,
+)"));
+  EXPECT_THAT(PrintProgram(s.lowered.program),
+              ::testing::HasSubstr("threads=2 split_batch\n"));
 }
 
 }  // namespace

@@ -20,6 +20,10 @@ class Cpu final : public Backend {
       const Program& program) const override {
     return EmitCpp(program);
   }
+  absl::StatusOr<std::string> EmitTuningKernels(
+      const Program& program, TunableKernels* tunable) const override {
+    return EmitCpp(program, {.tuning_table = true, .tunable = tunable});
+  }
   const HostCode& host_code() const override { return HostMemoryCode(); }
   absl::StatusOr<BuiltLibrary> Build(
       absl::string_view kernels, absl::string_view host, const std::string& dir,

@@ -172,6 +172,11 @@ class CpuFunction {
   // The graph with its fusion groups, as Graphviz text (fusion_graph.h).
   const std::string& fusion_dot() const { return fusion_dot_; }
   const BuiltLibrary& library() const { return built_; }
+  // The address of the loaded library's exported symbol `name` (the
+  // autotuner's table: driver/autotune.h), or the error naming it.
+  absl::StatusOr<void*> Symbol(const std::string& name) const {
+    return loaded_->library().Symbol(name);
+  }
   // The device its kernels run on (tensors given on the host are copied
   // there and back by Run, RunWithPlan and CallUser).
   Device device() const {

@@ -60,6 +60,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "codegen/cpp/cpu_backend.h"
@@ -148,10 +149,15 @@ absl::StatusOr<Tensor> RandomTensor(const ir::TensorMeta& m,
 // for every placeholder; `freeze`: every input but the first (the data; a
 // model's parameters follow it) frozen, as torch.compile(freezing=True).
 absl::Status CompileCase(const std::string& text, const std::string& source,
-                         bool reinplace, bool freeze, Case* c) {
+                         bool reinplace, bool freeze, bool autotune, Case* c) {
   CompileOptions options;
   options.source = source;
   options.backend = &codegen::CpuBackend();
+  // --autotune's measurement, in this process (a cache of its own: no
+  // choice from an earlier run).
+  static auto* tuning_cache = new MemoryCache();
+  options.autotune = autotune;
+  if (autotune) options.cache = tuning_cache;
   if (!reinplace) options.only_passes = kPassesWithoutReinplace;
   ASSIGN_OR_RETURN(ParsedGraph parsed, Parse(text, source));
   std::mt19937 rng(2026);
@@ -182,16 +188,17 @@ absl::Status CompileCase(const std::string& text, const std::string& source,
 
 // The case for tools/bench/graphs/NAME.txt, compiled once per process.
 Case& GetCase(const std::string& name, bool reinplace = true,
-              bool freeze = false) {
+              bool freeze = false, bool autotune = false) {
   static auto* cases = new std::map<std::string, std::unique_ptr<Case>>();
-  std::unique_ptr<Case>& c = (*cases)[absl::StrCat(name, reinplace, freeze)];
+  std::unique_ptr<Case>& c =
+      (*cases)[absl::StrCat(name, reinplace, freeze, autotune)];
   if (c != nullptr) return *c;
   c = std::make_unique<Case>();
   std::string path = absl::StrCat("tools/bench/graphs/", name, ".txt");
   absl::StatusOr<std::string> text = ReadWorkspaceFile(path);
   c->status = text.status();
   if (c->status.ok()) {
-    c->status = CompileCase(*text, path, reinplace, freeze, c.get());
+    c->status = CompileCase(*text, path, reinplace, freeze, autotune, c.get());
   }
   return *c;
 }
@@ -344,6 +351,26 @@ void BM_Matmul(benchmark::State& state, const std::string& name, double flops,
   state.counters["kernels"] = c.function->stats().kernels;
 }
 
+// A model row compiled with --autotune (driver/autotune.h): each kernel's
+// threads measured at compile time; `tuned` counts the kernels taken off
+// the whole team (the label: the tuner's whole-call comparison).
+void BM_Tuned(benchmark::State& state, const std::string& name, double flops) {
+  Case& c = GetCase(name, /*reinplace=*/true, /*freeze=*/false,
+                    /*autotune=*/true);
+  if (!c.status.ok()) return SkipWith(state, c.status);
+  RunLoop(state, c);
+  SetFlops(state, flops);
+  int tuned = 0;
+  for (const codegen::Kernel& k : c.function->lowered().program.kernels) {
+    tuned += k.threads != 0 || k.split_batch;
+  }
+  state.counters["kernels"] = c.function->stats().kernels;
+  state.counters["tuned"] = tuned;
+  for (const std::string& line : c.compiled->log) {
+    if (absl::StrContains(line, "whole calls")) state.SetLabel(line);
+  }
+}
+
 constexpr double MlpFlops(double batch) { return 2 * batch * 1024 * 4096; }
 
 // batch 8, seq 128, d 512, 8 heads, MLP 2048: q/k/v/o projections
@@ -367,6 +394,14 @@ BENCHMARK_CAPTURE(BM_Matmul, transformer_block_b8_s128_d512,
 // where make_fx's graph has _unsafe_view).
 BENCHMARK_CAPTURE(BM_Matmul, transformer_block_aot_b8_s128_d512,
                   "transformer_block_aot_b8_s128_d512", TransformerFlops())
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+BENCHMARK_CAPTURE(BM_Tuned, mlp_gelu_b64, "mlp_gelu_b64", MlpFlops(64))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Tuned, transformer_block_b8_s128_d512,
+                  "transformer_block_b8_s128_d512", TransformerFlops())
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
@@ -460,8 +495,16 @@ constexpr double Gpt2Flops(double n, double s) {
 }
 
 LATHE_MODEL_ROWS(bert_layer_b8_s128, BertFlops(8, 128));
+BENCHMARK_CAPTURE(BM_Tuned, bert_layer_b8_s128, "bert_layer_b8_s128",
+                  BertFlops(8, 128))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 LATHE_MODEL_ROWS(bert_layer_bf16_b8_s128, BertFlops(8, 128));
 LATHE_MODEL_ROWS(gpt2_l4_b1_s256, Gpt2Flops(1, 256));
+BENCHMARK_CAPTURE(BM_Tuned, gpt2_l4_b1_s256, "gpt2_l4_b1_s256",
+                  Gpt2Flops(1, 256))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 LATHE_MODEL_ROWS(gpt2_l4_b8_s256, Gpt2Flops(8, 256));
 LATHE_MODEL_ROWS(gpt2_l4_bf16_b1_s256, Gpt2Flops(1, 256));
 LATHE_MODEL_ROWS(gpt2_l4_bf16_b8_s256, Gpt2Flops(8, 256));

@@ -479,15 +479,16 @@ absl::Status FrozenValues(PyObject* frozen, ir::Constants* out) {
 
 // _lathe.compile(text, source="graph", backend="cpu", max_compiles=8,
 //                cache_dir="", remote_cache="", dump=False, frozen=None,
-//                tiered=False):
+//                tiered=False, autotune=False):
 // `frozen` ({input name: tensor}) freezes those inputs (driver/freeze.h):
 // the function's calls take the others. `tiered`: calls run on the
 // interpreter until the library, built on another thread, replaces it
-// (driver/variant_compiler.h).
+// (driver/variant_compiler.h). `autotune`: each kernel's threads measured
+// at compile time, or read from the cache (driver/autotune.h).
 PyObject* CompileText(PyObject*, PyObject* args, PyObject* kwargs) {
   static const char* keywords[] = {
-      "text",         "source", "backend", "max_compiles", "cache_dir",
-      "remote_cache", "dump",   "frozen",  "tiered",       nullptr};
+      "text", "source", "backend", "max_compiles", "cache_dir", "remote_cache",
+      "dump", "frozen", "tiered",  "autotune",     nullptr};
   const char* text = nullptr;
   Py_ssize_t text_size = 0;
   const char* source = "graph";
@@ -498,10 +499,11 @@ PyObject* CompileText(PyObject*, PyObject* args, PyObject* kwargs) {
   int dump = 0;
   PyObject* frozen = nullptr;
   int tiered = 0;
+  int autotune = 0;
   if (!PyArg_ParseTupleAndKeywords(
-          args, kwargs, "s#|ssisspOp", const_cast<char**>(keywords), &text,
+          args, kwargs, "s#|ssisspOpp", const_cast<char**>(keywords), &text,
           &text_size, &source, &backend, &max_compiles, &cache_dir, &remote,
-          &dump, &frozen, &tiered)) {
+          &dump, &frozen, &tiered, &autotune)) {
     return nullptr;
   }
   if (max_compiles < 1 || max_compiles > 1000) {
@@ -511,6 +513,7 @@ PyObject* CompileText(PyObject*, PyObject* args, PyObject* kwargs) {
   CompileOptions options;
   options.source = source;
   options.dump = dump != 0;
+  options.autotune = autotune != 0;
   if (absl::Status s = FrozenValues(frozen, &options.frozen); !s.ok()) {
     return Raise(s);
   }

@@ -30,6 +30,10 @@ Options (``torch.compile(..., options={...})``):
                    products through the library's sgemm) while the C++
                    library builds on another thread; the library replaces
                    it for every call after (``fn.wait_for_builds()`` waits)
+    autotune       True (backend "cpu"): each kernel's thread count (and a
+                   batched matrix product's split over its batch) measured
+                   at compile time, or read from the compile cache, which
+                   keeps the choices (lathec --autotune)
     freezing       True: in inference (torch.no_grad()), the module's
                    parameters and buffers are the compiled function's own
                    constants, as Inductor's freezing=True: batch norm folds
@@ -59,7 +63,7 @@ __all__ = ["Error", "Explanation", "Graph", "aot_compile", "backend", "compile_g
 Error = _lathe.Error
 logger = logging.getLogger("lathe")
 
-_OPTIONS = {"backend", "dump_dir", "cache_dir", "remote_cache", "max_compiles", "freezing", "tiered"}
+_OPTIONS = {"backend", "dump_dir", "cache_dir", "remote_cache", "max_compiles", "freezing", "tiered", "autotune"}
 _BACKENDS = {"cpu", "interp", "cuda"}
 
 
@@ -74,7 +78,7 @@ def _checked_options(options):
     max_compiles = options.get("max_compiles", 8)
     if not isinstance(max_compiles, int) or isinstance(max_compiles, bool) or not 1 <= max_compiles <= 1000:
         raise Error(f"option max_compiles is {max_compiles!r}; expected an int from 1 to 1000")
-    for key in ("freezing", "tiered"):
+    for key in ("freezing", "tiered", "autotune"):
         if not isinstance(options.get(key, False), bool):
             raise Error(f"option {key} is {options[key]!r}; expected True or False")
     for key in ("dump_dir", "cache_dir", "remote_cache"):
@@ -175,6 +179,7 @@ def compile_graph(text, name="graph", options=None, kind="graph", dynamo_compile
         dump=bool(options.get("dump_dir")),
         frozen=frozen or None,
         tiered=options.get("tiered", False),
+        autotune=options.get("autotune", False),
     )
     dump_dir = os.fspath(options.get("dump_dir", "")) or None
     graph = Graph(name, kind, text, fn, dump_dir, dynamo_compile, source_lines, parameters)

@@ -299,6 +299,22 @@ class CallsTest(unittest.TestCase):
             lathe.compile_graph(ADD_IN_PLACE, "g", {"tiered": "yes"})
         self.assertIn("option tiered is 'yes'; expected True or False", str(e.exception))
 
+    def test_autotune_measures_once_and_the_cache_keeps_the_choices(self):
+        with tempfile.TemporaryDirectory() as d:
+            def f(q, k):
+                return torch.softmax(q @ k.transpose(1, 2), dim=-1)
+            q, k = torch.randn(16, 64, 32), torch.randn(16, 64, 32)
+            options = {"cache_dir": os.path.join(d, "cache"), "autotune": True}
+            compiled = torch.compile(f, backend="lathe", options=options)
+            torch.testing.assert_close(compiled(q, k), f(q, k))
+            self.assertEqual(lathe.graphs()[-1].fn.compiles, 1)
+            torch._dynamo.reset()
+            again = torch.compile(f, backend="lathe", options=options)
+            torch.testing.assert_close(again(q, k), f(q, k))
+        with self.assertRaises(lathe.Error) as e:
+            lathe.compile_graph(ADD_IN_PLACE, "g", {"autotune": 1})
+        self.assertIn("option autotune is 1; expected True or False", str(e.exception))
+
     def test_range_directives_only_for_finite_integer_ends(self):
         import sympy
         from torch.utils._sympy.numbers import int_oo
