@@ -23,8 +23,10 @@
 #include "ir/value.h"
 #include "runtime/compile_cache.h"
 #include "runtime/loaded_graph.h"
+#include "runtime/redis_cache.h"
 #include "runtime/tensor.h"
 #include "runtime/testing/expect_close.h"
+#include "runtime/testing/redis_server.h"
 #include "testing/status_matchers.h"
 
 namespace lathe {
@@ -304,6 +306,30 @@ def forward(self, q: "f32[16, 32, 8]", k: "f32[16, 8, 32]"):
   ASSERT_OK_AND_ASSIGN(ir::Interpretation got, Call(*c->function, in));
   ExpectTensorsClose(got.outputs[0].tensor, want.outputs[0].tensor, 0,
                      "the products (small integers: exact)");
+}
+
+// A fleet: one machine's choices, stored in Redis, are another's (the same
+// CPU, compiler and team): its compile measures nothing.
+TEST(AutotuneTest, ChoicesGoThroughRedis) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<::lathe::testing::RedisServer> redis,
+                       ::lathe::testing::RedisServer::Start());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisCache> first,
+                       RedisCache::Create(redis->url()));
+  CompileOptions options{.backend = &codegen::CpuBackend(),
+                         .cache = first.get(),
+                         .autotune = true,
+                         .tuning = {.rounds = 1}};
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> measured,
+                       CompileGraphText(kGraph, options));
+  EXPECT_TRUE(Logged(*measured, "calls"));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisCache> second,
+                       RedisCache::Create(redis->url()));
+  options.cache = second.get();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> read,
+                       CompileGraphText(kGraph, options));
+  EXPECT_THAT(StepNames(*read), Contains("autotune (redis cache hit)"));
+  EXPECT_TRUE(Logged(*read, "from the redis cache (nothing measured)"));
+  EXPECT_EQ(read->function->source(), measured->function->source());
 }
 
 // A damaged record is not used: the tuner measures again and stores a

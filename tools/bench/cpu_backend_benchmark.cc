@@ -506,6 +506,10 @@ BENCHMARK_CAPTURE(BM_Tuned, gpt2_l4_b1_s256, "gpt2_l4_b1_s256",
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 LATHE_MODEL_ROWS(gpt2_l4_b8_s256, Gpt2Flops(8, 256));
+BENCHMARK_CAPTURE(BM_Tuned, gpt2_l4_b8_s256, "gpt2_l4_b8_s256",
+                  Gpt2Flops(8, 256))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 LATHE_MODEL_ROWS(gpt2_l4_bf16_b1_s256, Gpt2Flops(1, 256));
 LATHE_MODEL_ROWS(gpt2_l4_bf16_b8_s256, Gpt2Flops(8, 256));
 
