@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -22,6 +24,7 @@
 #include "runtime/onednn.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
+#include "symbolic/evaluate.h"
 #include "symbolic/printer.h"
 
 namespace lathe {
@@ -98,15 +101,15 @@ absl::StatusOr<Tensor> MadeTensor(symbolic::ShapeEnv& env,
 }
 
 // The tuning build's inputs: one per placeholder, and the constants the
-// caller gives (the function holds the frozen ones).
+// caller gives (`given`, by name; the function holds the frozen ones).
 absl::Status MakeInputs(
     const ir::Graph& graph, symbolic::ShapeEnv& env,
-    const codegen::CpuFunction& f, std::vector<ir::Value>* inputs,
+    const std::vector<std::string>& given, std::vector<ir::Value>* inputs,
     absl::flat_hash_map<std::string, ir::Value>* constants) {
   const std::vector<ir::InputSlot> slots = ir::InputSlots(graph);
   const size_t placeholders = graph.Placeholders().size();
   for (size_t k = 0; k < slots.size(); ++k) {
-    if (k >= placeholders + f.constants().size()) break;  // frozen ones
+    if (k >= placeholders + given.size()) break;  // frozen ones
     const ir::ValueMeta& m = slots[k].meta;
     ir::Value v;
     switch (m.kind) {
@@ -135,10 +138,43 @@ absl::Status MakeInputs(
     if (k < placeholders) {
       inputs->push_back(std::move(v));
     } else {
-      (*constants)[f.constants()[k - placeholders]] = std::move(v);
+      (*constants)[given[k - placeholders]] = std::move(v);
     }
   }
   return absl::OkStatus();
+}
+
+// The inputs' sizes, strides and offsets at the hints, and the scalars'
+// hints, as text (a symbolic program's record is for these), or why they
+// do not evaluate.
+absl::StatusOr<std::string> HintedShapes(const ir::Graph& graph,
+                                         symbolic::ShapeEnv& env) {
+  std::string text;
+  for (const ir::InputSlot& slot : ir::InputSlots(graph)) {
+    absl::StrAppend(&text, slot.where, ":");
+    const ir::ValueMeta& m = slot.meta;
+    if (m.kind == ir::ValueMeta::Kind::kTensor) {
+      for (const auto* exprs : {&m.tensor.sizes, &m.tensor.strides}) {
+        for (symbolic::Expr e : *exprs) {
+          ASSIGN_OR_RETURN(int64_t v, HintedInt(env, e, slot.where));
+          absl::StrAppend(&text, " ", v);
+        }
+        text += ";";
+      }
+      ASSIGN_OR_RETURN(int64_t offset,
+                       HintedInt(env, m.tensor.storage_offset, slot.where));
+      absl::StrAppend(&text, " ", offset);
+    } else if (m.kind == ir::ValueMeta::Kind::kSym) {
+      std::optional<symbolic::Value> h = env.Hint(m.sym);
+      if (!h.has_value()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(slot.where, ": no hint"));
+      }
+      absl::StrAppend(&text, " ", symbolic::ToString(*h));
+    }
+    text += "\n";
+  }
+  return text;
 }
 
 // The tuning build's table: its thread counts and times, one per kernel.
@@ -200,12 +236,14 @@ std::vector<int> Everywhere(const codegen::TunableKernels& tunable, int kernels,
 
 // The key of a program's record: the tuning build's source, the compiler
 // and this CPU, the team's size and oneDNN's version.
-absl::StatusOr<std::string> TuningKey(absl::string_view source, int team) {
+absl::StatusOr<std::string> TuningKey(absl::string_view source, int team,
+                                      absl::string_view shapes) {
   ASSIGN_OR_RETURN(std::string identity,
                    codegen::CompilerIdentity(codegen::CompilerName()));
-  return CacheKey(source, identity,
-                  {absl::StrCat(kRecordTag, " ", kRecordFormat),
-                   absl::StrCat("team ", team), onednn::Version()});
+  return CacheKey(
+      source, identity,
+      {absl::StrCat(kRecordTag, " ", kRecordFormat),
+       absl::StrCat("team ", team), onednn::Version(), std::string(shapes)});
 }
 
 }  // namespace
@@ -302,11 +340,17 @@ absl::StatusOr<TuningResult> Autotune(const TuningRequest& request) {
     return result;
   };
 
-  // The choices the cache holds for this program on this machine.
+  // The choices the cache holds for this program, at these sizes, on this
+  // machine.
   const std::string tuning_source = tuning_kernels + parts.host.text;
   absl::StatusOr<int> team = OpenMpTeam();
   if (!team.ok()) return skipped(team.status());
-  absl::StatusOr<std::string> key = TuningKey(tuning_source, *team);
+  absl::StatusOr<std::string> shapes =
+      HintedShapes(*request.graph, *request.env);
+  absl::StatusOr<std::string> key = TuningKey(
+      tuning_source, *team,
+      shapes.ok() ? *shapes
+                  : absl::StrCat("no hints: ", shapes.status().message()));
   if (!key.ok()) return skipped(key.status());
   if (request.cache != nullptr) {
     ASSIGN_OR_RETURN(std::optional<CacheHit> hit, request.cache->Get(*key));
@@ -314,7 +358,16 @@ absl::StatusOr<TuningResult> Autotune(const TuningRequest& request) {
       absl::StatusOr<std::vector<int>> threads =
           DecodeTuning(hit->bytes, kernels, *team);
       if (threads.ok()) {
-        result.threads = *std::move(threads);
+        // Only choices the tuner could have made reach the kernels.
+        for (int k = 0; k < kernels; ++k) {
+          const int t = (*threads)[k];
+          if (!absl::c_linear_search(tunable.threads, k) ||
+              (t == kSplitBatch &&
+               !absl::c_linear_search(tunable.split_batch, k))) {
+            continue;
+          }
+          result.threads[k] = t;
+        }
         result.cache_hit = hit->tier;
         int changed = 0;
         for (int t : result.threads) changed += t != 0;
@@ -335,17 +388,47 @@ absl::StatusOr<TuningResult> Autotune(const TuningRequest& request) {
     return result;
   }
 
+  // What stops every compile of this program from measuring (no hint, an
+  // input the annotations do not make, a call that fails) is stored too,
+  // as the whole team everywhere, so a later compile (a tiered one's
+  // probe) finds its answer.
+  auto unmeasurable = [&](const absl::Status& why) {
+    skipped(why);
+    if (request.cache != nullptr) {
+      (void)request.cache->Put(*key, EncodeTuning(result.threads));
+    }
+    return result;
+  };
+  if (!shapes.ok()) return unmeasurable(shapes.status());
+  std::vector<ir::Value> inputs;
+  absl::flat_hash_map<std::string, ir::Value> constants;
+  const std::vector<std::string> given(
+      parts.lowered.constants.begin(),
+      parts.lowered.constants.end() - parts.lowered.frozen_constants);
+  auto make_inputs = [&]() {
+    inputs.clear();
+    constants.clear();
+    return MakeInputs(*request.graph, *request.env, given, &inputs, &constants);
+  };
+  if (absl::Status made = make_inputs(); !made.ok()) {
+    return unmeasurable(made);
+  }
+
   // The tuning build, loaded (not stored in the cache: only its choices
   // are).
   absl::StatusOr<std::string> dir = codegen::TemporaryBuildDir();
   if (!dir.ok()) return skipped(dir.status());
   absl::StatusOr<codegen::BuiltLibrary> built =
       request.backend->Build(tuning_kernels, parts.host.text, *dir, {});
-  if (!built.ok()) return skipped(built.status());
+  if (!built.ok()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(*dir, ignored);
+    return skipped(built.status());
+  }
   codegen::CpuFunction::Parts tp = parts;
   tp.source = tuning_source;
   tp.built = *std::move(built);
-  tp.temp_dir = *dir;
+  tp.temp_dir = *dir;  // removed with the function
   absl::StatusOr<std::unique_ptr<codegen::CpuFunction>> loaded =
       codegen::CpuFunction::Load(*request.graph, std::move(tp));
   if (!loaded.ok()) return skipped(loaded.status());
@@ -353,13 +436,8 @@ absl::StatusOr<TuningResult> Autotune(const TuningRequest& request) {
   absl::StatusOr<Table> table = TableOf(f, kernels);
   if (!table.ok()) return skipped(table.status());
 
-  // Inputs at the hints; one call outside the timing (which also says
-  // whether the graph writes its inputs: then each call gets copies).
-  std::vector<ir::Value> inputs;
-  absl::flat_hash_map<std::string, ir::Value> constants;
-  absl::Status made =
-      MakeInputs(*request.graph, *request.env, f, &inputs, &constants);
-  if (!made.ok()) return skipped(made);
+  // One call outside the timing (which also says whether the graph writes
+  // its inputs: then each call gets fresh ones).
   const std::vector<int> candidates =
       ThreadCandidates(*team, !tunable.split_batch.empty());
   Clock::time_point start = Clock::now();
@@ -367,7 +445,7 @@ absl::StatusOr<TuningResult> Autotune(const TuningRequest& request) {
       f.plan_applied() ? f.RunWithPlan(inputs, constants)
                        : f.Run(inputs, constants);
   ++result.calls;
-  if (!warm.ok()) return skipped(warm.status());
+  if (!warm.ok()) return unmeasurable(warm.status());
   // A graph that writes its inputs gets fresh ones for every call.
   bool writes = f.plan_applied();
   for (bool w : warm->mutated_inputs) writes = writes || w;
@@ -375,19 +453,15 @@ absl::StatusOr<TuningResult> Autotune(const TuningRequest& request) {
       std::chrono::duration<double>(Clock::now() - start).count();
   const TuningOptions& o = request.tuning;
   int rounds = std::max(1, o.rounds);
-  if (call_seconds > 0) {
-    rounds = std::clamp(
-        static_cast<int>(o.budget_seconds / (call_seconds * candidates.size())),
-        1, rounds);
+  const double affordable =
+      o.budget_seconds /
+      (call_seconds * static_cast<double>(candidates.size()));
+  if (call_seconds > 0 && affordable < rounds) {
+    rounds = affordable >= 1 ? static_cast<int>(affordable) : 1;
   }
   // One call (fresh inputs for a graph that writes them).
   auto call = [&](absl::Span<const int> choices) -> absl::StatusOr<CallTimes> {
-    if (writes) {
-      inputs.clear();
-      constants.clear();
-      RETURN_IF_ERROR(
-          MakeInputs(*request.graph, *request.env, f, &inputs, &constants));
-    }
+    if (writes) RETURN_IF_ERROR(make_inputs());
     ++result.calls;
     return TimedCall(f, *table, choices, inputs, constants);
   };

@@ -6,9 +6,10 @@
 // asked, and in tests): how many threads each kernel of a compiled graph
 // runs on, measured at compile time.
 //
-// A kernel is tunable when it runs on the OpenMP team: a parallel loop, or
-// a matrix product the runtime hands to oneDNN's sgemm (or Eigen's dgemm),
-// which take the caller's thread count. The tuner builds the program once
+// A kernel is tunable when it runs on the OpenMP team: a parallel loop, a
+// matrix product the runtime hands to oneDNN's sgemm (which takes the
+// caller's thread count), or a batched product (sgemm or Eigen's dgemm)
+// whose batch may be split over the team. The tuner builds the program once
 // more with every tunable kernel reading its thread count from a table the
 // library exports and adding its own time to another
 // (cpp_emitter.h: CppEmitOptions::tuning_table), calls it on inputs made
@@ -22,9 +23,11 @@
 //
 // The choices are kept in the compile cache (disk and Redis tiers
 // included) under a key of the tuning build's source (so the shapes, the
-// dtypes and the kernels), the compiler and this CPU
-// (codegen::CompilerIdentity), the team's size and oneDNN's version: a
-// warm compile reads them and measures nothing.
+// dtypes and the kernels), the sizes the inputs had (a symbolic program's
+// hints), the compiler and this CPU (codegen::CompilerIdentity), the
+// team's size and oneDNN's version: a warm compile reads them and measures
+// nothing. A program nothing can be measured for (no hint, a call that
+// fails on the made inputs) is stored as the whole team everywhere.
 //
 // Example:
 //
@@ -32,7 +35,9 @@
 //                    Autotune({.graph = graph, .env = env, .backend = &cpu,
 //                              .parts = &parts, .cache = cache}));
 //   for (size_t k = 0; k < t.threads.size(); ++k) {
-//     parts.lowered.program.kernels[k].threads = t.threads[k];
+//     codegen::Kernel& kernel = parts.lowered.program.kernels[k];
+//     kernel.split_batch = t.threads[k] == kSplitBatch;
+//     kernel.threads = kernel.split_batch ? 0 : t.threads[k];
 //   }
 
 #ifndef LATHE_DRIVER_AUTOTUNE_H_

@@ -15,8 +15,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "codegen/cpp/cpu_backend.h"
 #include "driver/compile.h"
+#include "driver/variant_compiler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/interpreter.h"
@@ -178,7 +180,7 @@ TEST(AutotuneTest, ATunedCompileComputesTheSameAndAWarmOneMeasuresNothing) {
   CompileOptions options{.backend = &codegen::CpuBackend(),
                          .cache = &cache,
                          .autotune = true,
-                         .tuning = {.rounds = 2}};
+                         .tuning = {.rounds = 2, .budget_seconds = 1e9}};
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> cold,
                        CompileGraphText(kGraph, options));
   ExpectInterpretersResults(*cold);
@@ -269,8 +271,11 @@ TEST(AutotuneTest, TheCachedChoicesAreWrittenIntoTheKernels) {
                                 .autotune = true}));
   EXPECT_THAT(StepNames(*c), Contains("autotune (planted cache hit)"));
   const std::string& source = c->function->source();
-  EXPECT_TRUE(absl::StrContains(source, "omp_set_num_threads(1);")) << source;
-  EXPECT_TRUE(absl::StrContains(source, "num_threads(1)\n")) << source;
+  EXPECT_TRUE(
+      absl::StrContains(source, "omp_set_num_threads(lathe_threads(1));"))
+      << source;
+  EXPECT_TRUE(absl::StrContains(source, "num_threads(lathe_threads(1))\n"))
+      << source;
   EXPECT_FALSE(absl::StrContains(source, "lathe_tune_threads")) << source;
   EXPECT_TRUE(absl::StrContains(c->function->scheduled(), " threads=1"));
   ExpectInterpretersResults(*c);
@@ -330,6 +335,68 @@ TEST(AutotuneTest, ChoicesGoThroughRedis) {
   EXPECT_THAT(StepNames(*read), Contains("autotune (redis cache hit)"));
   EXPECT_TRUE(Logged(*read, "from the redis cache (nothing measured)"));
   EXPECT_EQ(read->function->source(), measured->function->source());
+}
+
+// The split with every kind of operand: a transposed one, one broadcast
+// over the batch (batch stride 0), in f32 (oneDNN's sgemm) and f64
+// (Eigen's dgemm); exact on small integers.
+TEST(AutotuneTest, ASplitBatchTakesTransposedAndBroadcastOperands) {
+  for (const char* dtype : {"f32", "f64"}) {
+    const std::string text =
+        absl::StrReplaceAll(R"IR(
+def forward(self, q: "T[12, 20, 8]", k: "T[12, 20, 8]", w: "T[8, 20]"):
+    t = torch.ops.aten.transpose.int(k, 1, 2)
+    bmm = torch.ops.aten.bmm.default(q, t)
+    e = torch.ops.aten.expand.default(w, [12, 8, 20])
+    bmm_1 = torch.ops.aten.bmm.default(q, e)
+    add = torch.ops.aten.add.Tensor(bmm, bmm_1)
+    return (add,)
+)IR",
+                            {{"T[", std::string(dtype) + "["}});
+    auto plain = CompileGraphText(text, {.backend = &codegen::CpuBackend()});
+    ASSERT_OK(plain.status());
+    const int kernels =
+        static_cast<int>((*plain)->function->lowered().program.kernels.size());
+    PlantedCache cache(EncodeTuning(std::vector<int>(kernels, kSplitBatch)));
+    ASSERT_OK_AND_ASSIGN(
+        std::unique_ptr<CompiledGraph> c,
+        CompileGraphText(text, {.backend = &codegen::CpuBackend(),
+                                .cache = &cache,
+                                .autotune = true}));
+    const std::string& source = c->function->source();
+    EXPECT_TRUE(absl::StrContains(source, "lathe_b < 12; ++lathe_b"))
+        << dtype << "\n"
+        << c->function->scheduled();
+    std::vector<ir::Value> in;
+    const DType d =
+        std::string(dtype) == "f32" ? DType::kFloat32 : DType::kFloat64;
+    for (std::vector<int64_t> sizes :
+         {std::vector<int64_t>{12, 20, 8}, {12, 20, 8}, {8, 20}}) {
+      Tensor t = *Tensor::Empty(sizes, d);
+      int64_t i = 0;
+      ForEachIndex(t.sizes(), [&](absl::Span<const int64_t> at) {
+        t.SetDouble(at, static_cast<double>(i++ % 7) - 3);
+      });
+      in.push_back(ir::Value::OfTensor(t));
+    }
+    ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*c->graph, in));
+    ASSERT_OK_AND_ASSIGN(ir::Interpretation got, Call(*c->function, in));
+    ExpectTensorsClose(got.outputs[0].tensor, want.outputs[0].tensor, 0, dtype);
+  }
+}
+
+// Tiered compiles would time the kernels on the build thread beside the
+// first tier's calls: refused, in one line.
+TEST(AutotuneTest, TieredCompilesRefuseIt) {
+  ASSERT_OK_AND_ASSIGN(ParsedGraph parsed, Parse(kGraph, "g.txt"));
+  MemoryCache cache;
+  VariantCompiler compiler(
+      parsed,
+      {.source = "g.txt", .backend = &codegen::CpuBackend(), .autotune = true},
+      &cache);
+  EXPECT_THAT(compiler.Function({.tiered = true}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("g.txt: tiered compiles do not autotune")));
 }
 
 // A damaged record is not used: the tuner measures again and stores a

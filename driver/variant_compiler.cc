@@ -45,6 +45,12 @@ absl::StatusOr<std::unique_ptr<CompiledFunction>> VariantCompiler::Function(
         "tier; the first, the interpreter, runs on host tensors), not ",
         options_.backend == nullptr ? "interp" : options_.backend->name()));
   }
+  if (function_options.tiered && options_.autotune) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        options_.source,
+        ": tiered compiles do not autotune (the tuner would time the kernels "
+        "on the build thread while the first tier runs calls beside it)"));
+  }
   // What follows rewrites the graph and constants earlier functions' builds
   // read.
   WaitForBuilds();

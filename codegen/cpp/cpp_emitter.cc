@@ -89,6 +89,10 @@ constexpr char kTuningPrelude[] = R"(
 #include <time.h>
 extern "C" int omp_get_max_threads(void);
 extern "C" void omp_set_num_threads(int);
+static inline int lathe_threads(int n) {
+  const int team = omp_get_max_threads();
+  return n < team ? n : team;
+}
 static inline int64_t lathe_tune_now() {
   timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -135,9 +139,13 @@ class Emitter {
         continue;
       }
       params_.clear();
+      // A fixed count never exceeds the caller's team (fewer threads than
+      // at compile time: OMP_NUM_THREADS, torch.set_num_threads).
       threads_ = options_.tuning_table ? "nt"
-                 : k.threads > 0       ? absl::StrCat(k.threads)
-                                       : "";
+                 : k.threads > 0
+                     ? absl::StrCat("lathe_threads(", k.threads, ")")
+                     : "";
+      fixed_threads_ = fixed_threads_ || !threads_.empty();
       threaded_ = false;
       splittable_ = false;
       std::string body;
@@ -195,9 +203,7 @@ class Emitter {
                       "}\n");
     }
     std::string tuning;
-    if (options_.tuning_table || !threads_used_.empty()) {
-      tuning = kTuningPrelude;
-    }
+    if (options_.tuning_table || fixed_threads_) tuning = kTuningPrelude;
     if (options_.tuning_table) {
       const size_t n = std::max<size_t>(p_.kernels.size(), 1);
       absl::StrAppend(
@@ -235,29 +241,37 @@ class Emitter {
         "\n");
   }
 
-  // A matrix product's statements with the kernel's threads: the caller's
-  // OpenMP thread count set around the call (oneDNN's sgemm and Eigen's
-  // read it), or, with the batch split, a parallel loop over its matrices,
-  // each product on the thread that takes it (inside a parallel region
-  // oneDNN and Eigen run on the calling thread alone). The tuning build
+  // A matrix product's statements with the kernel's threads: sgemm's
+  // (oneDNN's, which reads the caller's OpenMP thread count) with that
+  // count set around the call, or, with the batch split, a parallel loop
+  // over its matrices, each product on the thread that takes it (inside a
+  // parallel region oneDNN runs on the calling thread alone). dgemm (Eigen,
+  // built without OpenMP: one thread) only splits. The tuning build
   // chooses at run time (nt < 0: split).
   std::string ProductWithThreads(const Kernel& k, const std::string& call,
                                  const std::string& one) {
-    threaded_ = true;
     const bool batched = k.extern_args[0] != symbolic::Int(1);
+    const bool counted = k.routine == "sgemm";
+    if (!batched && !counted) return absl::StrCat("  ", call, ";\n");
+    threaded_ = true;
     splittable_ = batched;
-    const std::string split = absl::StrCat(
-        "#pragma omp parallel for",
-        options_.tuning_table ? ""
-        : k.threads > 0       ? absl::StrCat(" num_threads(", k.threads, ")")
-                              : "",
-        "\n    for (int64_t lathe_b = 0; lathe_b < ", Cpp(k.extern_args[0]),
-        "; ++lathe_b) ", one, ";\n");
+    const std::string split =
+        absl::StrCat("#pragma omp parallel for",
+                     options_.tuning_table || threads_.empty()
+                         ? ""
+                         : absl::StrCat(" num_threads(", threads_, ")"),
+                     "\n    for (int64_t lathe_b = 0; lathe_b < ",
+                     Cpp(k.extern_args[0]), "; ++lathe_b) ", one, ";\n");
     if (!options_.tuning_table && k.split_batch && batched) {
       return absl::StrCat("  {\n    ", split, "  }\n");
     }
-    if (threads_.empty()) return absl::StrCat("  ", call, ";\n");
-    threads_used_.insert(threads_);
+    if (threads_.empty() || !counted) {
+      if (options_.tuning_table) {
+        return absl::StrCat("  if (nt < 0) {\n    ", split, "  } else {\n    ",
+                            call, ";\n  }\n");
+      }
+      return absl::StrCat("  ", call, ";\n");
+    }
     const std::string with_threads = absl::StrCat(
         "{\n    const int lathe_team = omp_get_max_threads();\n"
         "    omp_set_num_threads(",
@@ -854,8 +868,9 @@ class Emitter {
       const std::string fn = absl::StrCat("rt->", k.routine);
       const ExternCallText call = ExternCall(k, cpp, ptr, fn, "", "  ");
       absl::StrAppend(out, call.setup);
-      // oneDNN's sgemm and Eigen's dgemm take the caller's thread count;
-      // the other routines' plans are made for the whole team.
+      // oneDNN's sgemm takes the caller's thread count, and products split
+      // over their batch; the other routines' plans are made for the whole
+      // team.
       if (k.routine == "sgemm" || k.routine == "dgemm") {
         const ExternCallText one =
             ExternCall(k, cpp, ptr, fn, "", "  ", "lathe_b");
@@ -919,11 +934,11 @@ class Emitter {
   const CppEmitOptions& options_;
   // The kernel's num_threads argument ("": the whole team), whether its
   // body runs on threads (a parallel loop or a tunable library call), and
-  // the thread counts library calls set (which need the OpenMP calls).
+  // whether some kernel's count is fixed (which needs lathe_threads).
   std::string threads_;
   bool threaded_ = false;
-  bool splittable_ = false;  // a batched product (TunableKernels)
-  std::set<std::string> threads_used_;
+  bool splittable_ = false;               // a batched product (TunableKernels)
+  bool fixed_threads_ = false;            // some kernel's threads are fixed
   absl::flat_hash_map<int, int> params_;  // buffer -> p<j> of this kernel
   absl::flat_hash_map<Expr, std::string> names_;
   const char* index_type_ = "int64_t";  // of every loop variable

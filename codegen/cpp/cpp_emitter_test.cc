@@ -329,10 +329,10 @@ TEST(CppEmitterTest, ChosenThreadsAreFixedInTheSource) {
   EXPECT_OK(RunFileCheck(EmitCpp(s.lowered.program), R"(
 CHECK-NOT:  lathe_tune_threads
 CHECK:      static void lathe_k0({{.*}}int* E) {
-CHECK:        omp_set_num_threads(1);
+CHECK:        omp_set_num_threads(lathe_threads(1));
 CHECK-NEXT:   rt->sgemm(
 CHECK-NEXT:   omp_set_num_threads(lathe_team);
-CHECK:      #pragma omp parallel for {{.*}} num_threads(3)
+CHECK:      #pragma omp parallel for {{.*}} num_threads(lathe_threads(3))
 CHECK:      static void k0(
 CHECK-NEXT:   lathe_k0(
 CHECK-NEXT: }
@@ -368,8 +368,8 @@ CHECK-NEXT:   rt->sgemm(16, 32, 32, 8,
   s.lowered.program.kernels[0].split_batch = true;
   s.lowered.program.kernels[0].threads = 2;
   EXPECT_OK(RunFileCheck(EmitCpp(s.lowered.program), R"(
-CHECK-NOT:  omp_set_num_threads
-CHECK:      #pragma omp parallel for num_threads(2)
+CHECK-NOT:  lathe_team
+CHECK:      #pragma omp parallel for num_threads(lathe_threads(2))
 CHECK-NEXT: for (int64_t lathe_b = 0; lathe_b < 16; ++lathe_b) rt->sgemm(1,
 )"));
   EXPECT_THAT(PrintProgram(s.lowered.program),

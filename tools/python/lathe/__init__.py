@@ -81,6 +81,11 @@ def _checked_options(options):
     for key in ("freezing", "tiered", "autotune"):
         if not isinstance(options.get(key, False), bool):
             raise Error(f"option {key} is {options[key]!r}; expected True or False")
+    if options.get("autotune") and backend != "cpu":
+        raise Error(f"option autotune tunes the cpu backend's kernels, not {backend!r}'s")
+    if options.get("autotune") and options.get("tiered"):
+        raise Error("options autotune and tiered together: the tuner would time the kernels "
+                    "while the first tier runs calls beside it")
     for key in ("dump_dir", "cache_dir", "remote_cache"):
         if key in options and not isinstance(options[key], (str, os.PathLike)):
             raise Error(f"option {key} is {options[key]!r}; expected a path or string")

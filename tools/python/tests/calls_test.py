@@ -304,16 +304,31 @@ class CallsTest(unittest.TestCase):
             def f(q, k):
                 return torch.softmax(q @ k.transpose(1, 2), dim=-1)
             q, k = torch.randn(16, 64, 32), torch.randn(16, 64, 32)
-            options = {"cache_dir": os.path.join(d, "cache"), "autotune": True}
+            options = {"cache_dir": os.path.join(d, "cache"), "autotune": True,
+                       "dump_dir": os.path.join(d, "dump")}
+
+            def steps():
+                g = lathe.graphs()[-1]
+                g.write_dumps()
+                with open(os.path.join(d, "dump", g.name, "compile_1", "steps.txt")) as fh:
+                    return fh.read()
             compiled = torch.compile(f, backend="lathe", options=options)
             torch.testing.assert_close(compiled(q, k), f(q, k))
             self.assertEqual(lathe.graphs()[-1].fn.compiles, 1)
+            self.assertRegex(steps(), r"autotune \([0-9]+ calls\)")
             torch._dynamo.reset()
             again = torch.compile(f, backend="lathe", options=options)
             torch.testing.assert_close(again(q, k), f(q, k))
-        with self.assertRaises(lathe.Error) as e:
-            lathe.compile_graph(ADD_IN_PLACE, "g", {"autotune": 1})
-        self.assertIn("option autotune is 1; expected True or False", str(e.exception))
+            # A fresh Dynamo, the same process: the cache's memory tier.
+            self.assertRegex(steps(), r"autotune \((memory|disk) cache hit\)")
+        for bad, message in (({"autotune": 1}, "option autotune is 1; expected True or False"),
+                             ({"autotune": True, "backend": "interp"},
+                              "option autotune tunes the cpu backend's kernels, not 'interp''s"),
+                             ({"autotune": True, "tiered": True},
+                              "options autotune and tiered together")):
+            with self.assertRaises(lathe.Error) as e:
+                lathe.compile_graph(ADD_IN_PLACE, "g", bad)
+            self.assertIn(message, str(e.exception))
 
     def test_range_directives_only_for_finite_integer_ends(self):
         import sympy
