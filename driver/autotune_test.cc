@@ -29,6 +29,7 @@
 #include "runtime/tensor.h"
 #include "runtime/testing/expect_close.h"
 #include "runtime/testing/redis_server.h"
+#include "status_macros.h"
 #include "testing/status_matchers.h"
 
 namespace lathe {
@@ -281,6 +282,18 @@ TEST(AutotuneTest, TheCachedChoicesAreWrittenIntoTheKernels) {
   ExpectInterpretersResults(*c);
 }
 
+// `text` compiled with a cached record that splits every kernel's batch.
+absl::StatusOr<std::unique_ptr<CompiledGraph>> SplitEverywhere(
+    absl::string_view text) {
+  ASSIGN_OR_RETURN(std::unique_ptr<CompiledGraph> plain,
+                   CompileGraphText(text, {.backend = &codegen::CpuBackend()}));
+  const size_t kernels = plain->function->lowered().program.kernels.size();
+  PlantedCache cache(EncodeTuning(std::vector<int>(kernels, kSplitBatch)));
+  return CompileGraphText(
+      text,
+      {.backend = &codegen::CpuBackend(), .cache = &cache, .autotune = true});
+}
+
 // A batched product (attention's scores) whose record splits its batch:
 // the matrices are split over the threads, one product each, with the
 // interpreter's results.
@@ -290,16 +303,7 @@ def forward(self, q: "f32[16, 32, 8]", k: "f32[16, 8, 32]"):
     bmm = torch.ops.aten.bmm.default(q, k)
     return (bmm,)
 )IR";
-  auto plain = CompileGraphText(kBmm, {.backend = &codegen::CpuBackend()});
-  ASSERT_OK(plain.status());
-  const int kernels =
-      static_cast<int>((*plain)->function->lowered().program.kernels.size());
-  PlantedCache cache(EncodeTuning(std::vector<int>(kernels, kSplitBatch)));
-  ASSERT_OK_AND_ASSIGN(
-      std::unique_ptr<CompiledGraph> c,
-      CompileGraphText(kBmm, {.backend = &codegen::CpuBackend(),
-                              .cache = &cache,
-                              .autotune = true}));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c, SplitEverywhere(kBmm));
   EXPECT_THAT(c->function->source(),
               HasSubstr("for (int64_t lathe_b = 0; lathe_b < 16; ++lathe_b) "
                         "rt->sgemm(1, 32, 32, 8, p0 + 0 + lathe_b * (256)"));
@@ -353,16 +357,8 @@ def forward(self, q: "T[12, 20, 8]", k: "T[12, 20, 8]", w: "T[8, 20]"):
     return (add,)
 )IR",
                             {{"T[", std::string(dtype) + "["}});
-    auto plain = CompileGraphText(text, {.backend = &codegen::CpuBackend()});
-    ASSERT_OK(plain.status());
-    const int kernels =
-        static_cast<int>((*plain)->function->lowered().program.kernels.size());
-    PlantedCache cache(EncodeTuning(std::vector<int>(kernels, kSplitBatch)));
-    ASSERT_OK_AND_ASSIGN(
-        std::unique_ptr<CompiledGraph> c,
-        CompileGraphText(text, {.backend = &codegen::CpuBackend(),
-                                .cache = &cache,
-                                .autotune = true}));
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c,
+                         SplitEverywhere(text));
     const std::string& source = c->function->source();
     EXPECT_TRUE(absl::StrContains(source, "lathe_b < 12; ++lathe_b"))
         << dtype << "\n"
