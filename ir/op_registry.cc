@@ -35,7 +35,9 @@ const OpRegistry& OpRegistry::Global() {
     for (auto fn :
          {&RegisterPointwiseOps, &RegisterReductionOps, &RegisterViewOps,
           &RegisterLinalgOps, &RegisterCreationOps, &RegisterIndexOps,
-          &RegisterNnOps, &RegisterGridSamplerOps, &RegisterBackwardOps,
+          &RegisterConvOps, &RegisterPoolOps, &RegisterNormOps,
+          &RegisterNnOps, &RegisterLossOps, &RegisterGridSamplerOps,
+          &RegisterBackwardOps,
           &RegisterExtraOps, &RegisterBuiltinOps}) {
       std::vector<std::string> before = r->Targets();
       absl::Status s = fn(*r);

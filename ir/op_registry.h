@@ -198,7 +198,14 @@ absl::Status RegisterViewOps(OpRegistry& registry);
 absl::Status RegisterLinalgOps(OpRegistry& registry);
 absl::Status RegisterCreationOps(OpRegistry& registry);
 absl::Status RegisterIndexOps(OpRegistry& registry);
+// Convolution and col2im (ops_conv.cc), pooling (ops_pool.cc), batch,
+// group and layer norm (ops_norm.cc), upsampling, padding, embeddings,
+// distances and attention (ops_nn.cc), the losses (ops_loss.cc).
+absl::Status RegisterConvOps(OpRegistry& registry);
+absl::Status RegisterPoolOps(OpRegistry& registry);
+absl::Status RegisterNormOps(OpRegistry& registry);
 absl::Status RegisterNnOps(OpRegistry& registry);
+absl::Status RegisterLossOps(OpRegistry& registry);
 // grid_sampler_2d and its backward (ops_grid_sampler.cc).
 absl::Status RegisterGridSamplerOps(OpRegistry& registry);
 // The backward ops of AOTAutograd's backward graphs (ops_backward.cc): the
