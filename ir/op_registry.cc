@@ -35,9 +35,8 @@ const OpRegistry& OpRegistry::Global() {
     for (auto fn :
          {&RegisterPointwiseOps, &RegisterReductionOps, &RegisterViewOps,
           &RegisterLinalgOps, &RegisterCreationOps, &RegisterIndexOps,
-          &RegisterConvOps, &RegisterPoolOps, &RegisterNormOps,
-          &RegisterNnOps, &RegisterLossOps, &RegisterGridSamplerOps,
-          &RegisterBackwardOps,
+          &RegisterConvOps, &RegisterPoolOps, &RegisterNormOps, &RegisterNnOps,
+          &RegisterLossOps, &RegisterGridSamplerOps, &RegisterBackwardOps,
           &RegisterExtraOps, &RegisterBuiltinOps}) {
       std::vector<std::string> before = r->Targets();
       absl::Status s = fn(*r);
