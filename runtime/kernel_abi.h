@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field changes; an artifact records the one it uses. */
-#define LATHE_KERNEL_ABI_VERSION 13
+#define LATHE_KERNEL_ABI_VERSION 14
 
 /* What a LatheValue holds. */
 #define LATHE_VALUE_NONE 0
@@ -175,6 +175,14 @@ typedef struct LatheKernelRuntime {
   /* The device's parts when the compiled graph's kernels run on one (then
    * alloc and copy give and copy device memory), else NULL. */
   const LatheDeviceRuntime* device;
+  /* Runs body(ctx, begin, end) over [0, n) in chunks of a multiple of
+   * `grain` iterations on the calling thread and up to threads - 1 of the
+   * runtime's workers, returning when all are done; a worker the scheduler
+   * holds back is not waited for (runtime/thread_pool.h). Generated
+   * kernels' parallel loops run here, not on OpenMP's team. */
+  void (*parallel_for)(int64_t n, int64_t grain, int threads,
+                       void (*body)(void* ctx, int64_t begin, int64_t end),
+                       void* ctx);
 } LatheKernelRuntime;
 
 #define LATHE_CHECK_VALUES 8

@@ -16,6 +16,7 @@
 #include "runtime/sort.h"
 #include "runtime/storage.h"
 #include "runtime/tensor.h"
+#include "runtime/thread_pool.h"
 
 namespace lathe {
 namespace {
@@ -60,30 +61,93 @@ bool BlasLayout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, char* trans,
   return false;
 }
 
+// OpenMP's thread counts (libgomp, which oneDNN's sgemm threads with).
+extern "C" int omp_get_max_threads(void);
+extern "C" void omp_set_num_threads(int);
+extern "C" int omp_in_parallel(void);
+
+// Products of fewer multiply-adds than this run on the calling thread.
+constexpr int64_t kThreadedGemmWork = int64_t{1} << 18;
+
+// Panels per thread of a product split by its columns: a few, so the
+// threads that run take the panels of one the scheduler holds back.
+constexpr int64_t kPanelsPerThread = 2;
+
+// One f32 product of the BLAS forms BlasLayout found, in pieces
+// SgemmPieces' body computes: whole matrices of the batch, or column
+// panels of `panel` columns.
+struct SgemmPieces {
+  char ta, tb;
+  int64_t m, n, k, lda, ldb, ldc;
+  const float *a, *b;
+  float* c;
+  int64_t a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs;
+  int64_t panels;  // per matrix
+  int64_t panel;   // columns per panel
+
+  // Pieces [begin, end), each on this thread alone (oneDNN's sgemm takes
+  // the calling thread's OpenMP count, set to 1 around the calls).
+  static void Run(void* ctx, int64_t begin, int64_t end) {
+    const SgemmPieces& p = *static_cast<const SgemmPieces*>(ctx);
+    const int team = omp_get_max_threads();
+    omp_set_num_threads(1);
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t mat = i / p.panels, j0 = i % p.panels * p.panel;
+      const int64_t cols = std::min(p.panel, p.n - j0);
+      const float* a = p.a + mat * p.a_bs;
+      const float* b = p.b + mat * p.b_bs + j0 * p.b_cs;
+      float* c = p.c + mat * p.c_bs + j0 * p.c_cs;
+      if (dnnl_sgemm(p.ta, p.tb, p.m, cols, p.k, 1.0f, a, p.lda, b, p.ldb, 0.0f,
+                     c, p.ldc) != dnnl_success) {
+        Gemm<float>(1, p.m, cols, p.k, a, 0, p.a_rs, p.a_cs, b, 0, p.b_rs,
+                    p.b_cs, c, 0, p.c_rs, p.c_cs);
+      }
+    }
+    omp_set_num_threads(team);
+  }
+};
+
 // f32: oneDNN's sgemm (tools/bench/library_choice.md: the fastest of Eigen,
-// OpenBLAS and oneDNN on this machine at the MLP and transformer shapes; it
-// threads with the kernels' own OpenMP runtime). Layouts BLAS cannot
-// express go to Eigen.
+// OpenBLAS and oneDNN on this machine at the MLP and transformer shapes),
+// on the runtime's pool as the generated loops are (runtime/thread_pool.h:
+// oneDNN's own OpenMP team would wait at its barriers for a thread the
+// scheduler holds back, and its idle threads' spinning would take the
+// cores from the pool's between products): a batch split by its matrices,
+// one product by column panels, each piece single-threaded. Layouts BLAS
+// cannot express go to Eigen.
 void Sgemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a,
            int64_t a_bs, int64_t a_rs, int64_t a_cs, const float* b,
            int64_t b_bs, int64_t b_rs, int64_t b_cs, float* c, int64_t c_bs,
            int64_t c_rs, int64_t c_cs) {
   char ta, tb, tc;
   int64_t lda, ldb, ldc;
-  bool blas = k > 0 && m > 0 && n > 0 &&
-              BlasLayout(m, k, a_rs, a_cs, &ta, &lda) &&
-              BlasLayout(k, n, b_rs, b_cs, &tb, &ldb) &&
-              BlasLayout(m, n, c_rs, c_cs, &tc, &ldc) && tc == 'N';
-  for (int64_t i = 0; blas && i < batch; ++i) {
-    if (dnnl_sgemm(ta, tb, m, n, k, 1.0f, a + i * a_bs, lda, b + i * b_bs, ldb,
-                   0.0f, c + i * c_bs, ldc) != dnnl_success) {
-      blas = false;
-    }
-  }
+  const bool blas = k > 0 && m > 0 && n > 0 &&
+                    BlasLayout(m, k, a_rs, a_cs, &ta, &lda) &&
+                    BlasLayout(k, n, b_rs, b_cs, &tb, &ldb) &&
+                    BlasLayout(m, n, c_rs, c_cs, &tc, &ldc) && tc == 'N';
   if (!blas) {
     Gemm<float>(batch, m, n, k, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, c,
                 c_bs, c_rs, c_cs);
+    return;
   }
+  const int team = omp_in_parallel() ? 1 : omp_get_max_threads();
+  SgemmPieces p{ta,         tb,   m,    n,    k,    lda,  ldb,
+                ldc,        a,    b,    c,    a_bs, a_rs, a_cs,
+                b_bs,       b_rs, b_cs, c_bs, c_rs, c_cs, /*panels=*/1,
+                /*panel=*/n};
+  const int64_t work = batch * m * n * k;  // < 2^63: the sizes' buffers exist
+  if (team <= 1 || work < kThreadedGemmWork) {
+    SgemmPieces::Run(&p, 0, batch);
+    return;
+  }
+  if (batch < team * kPanelsPerThread) {
+    // Panels of a multiple of 16 columns (a vector), about
+    // kPanelsPerThread per thread over the batch.
+    const int64_t want = (team * kPanelsPerThread + batch - 1) / batch;
+    p.panel = std::max<int64_t>(16, (n / want + 15) / 16 * 16);
+    p.panels = (n + p.panel - 1) / p.panel;
+  }
+  ParallelFor(batch * p.panels, 1, team, &SgemmPieces::Run, &p);
 }
 
 // Why this thread's last allocation for generated code failed.
@@ -190,7 +254,8 @@ const LatheKernelRuntime* KernelRuntime() {
                                         &Copy,
                                         /*seed=*/kDefaultSeed,
                                         /*check_values=*/nullptr,
-                                        /*device=*/nullptr};
+                                        /*device=*/nullptr,
+                                        &ParallelFor};
   return &rt;
 }
 

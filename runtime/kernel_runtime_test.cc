@@ -1,7 +1,8 @@
 // The kernel runtime's matrix products against a naive triple loop, in
 // every layout the generated code passes: row-major, transposed operands
 // (BLAS 'T'), batches, a strided output and a layout BLAS cannot express
-// (both strides > 1, which goes to Eigen), and k = 0.
+// (both strides > 1, which goes to Eigen), and k = 0; large products split
+// over the runtime's pool.
 
 #include "runtime/kernel_runtime.h"
 
@@ -93,6 +94,24 @@ TEST(KernelRuntimeTest, LayoutsBlasCannotExpressGoToEigen) {
 
 TEST(KernelRuntimeTest, EmptyInnerDimensionGivesZeros) {
   Check<float>(1, 3, 4, 0, {0, 1, 1}, {0, 4, 1}, {0, 4, 1});
+}
+
+extern "C" int omp_get_max_threads(void);
+extern "C" void omp_set_num_threads(int);
+
+// Products of 2^18 multiply-adds or more run on the runtime's pool with a
+// team of 3: one product or a batch smaller than the pieces wanted split
+// by column panels (multiples of 16 columns, the last shorter), with
+// transposed and shared operands; a larger batch by its matrices.
+TEST(KernelRuntimeTest, LargeProductsSplitOverThePool) {
+  const int team = omp_get_max_threads();
+  omp_set_num_threads(3);
+  Check<float>(1, 33, 1000, 17, {0, 17, 1}, {0, 1000, 1}, {0, 1000, 1});
+  Check<float>(1, 40, 999, 20, {0, 1, 40}, {0, 1, 20}, {0, 999, 1});
+  Check<float>(2, 30, 500, 20, {0, 20, 1}, {10000, 500, 1}, {15000, 500, 1});
+  Check<float>(7, 64, 64, 64, {4096, 64, 1}, {4096, 1, 64}, {4096, 64, 1});
+  Check<float>(1, 37, 1000, 9, {0, 9, 1}, {0, 1000, 1}, {0, 1001, 1});
+  omp_set_num_threads(team);
 }
 
 // Storage handles: alloc counts against the host memory limit and refuses

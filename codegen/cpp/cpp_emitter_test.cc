@@ -48,7 +48,7 @@ def forward(self, x: "f32[4, 8]"):
 )IR"));
   EXPECT_OK(RunFileCheck(source, R"(
 CHECK:     static void lathe_k0(
-CHECK:       for (int32_t x0 = 0; x0 < 4; ++x0) {
+CHECK:       for (int32_t x0 = static_cast<int32_t>(lathe_lo); x0 < static_cast<int32_t>(lathe_hi); ++x0) {
 CHECK:         for (int32_t r0_0 = 0; r0_0 < 8; ++r0_0) {
 CHECK-NOT: int64_t x
 )"));
@@ -129,8 +129,8 @@ def forward(self, x: "f32[2048, 2048]"):
 )IR"));
   EXPECT_OK(RunFileCheck(source, R"(
 CHECK:      static void lathe_k0(
-CHECK:        #pragma omp parallel for
-CHECK-NEXT:   for (int32_t x0 = 0; x0 < 2048; ++x0) {
+CHECK:        lathe_parallel(rt, 2048, 1, 4194304 > 32768, 0, [](int64_t lathe_lo, int64_t lathe_hi, {{.*}}) {
+CHECK-NEXT:   for (int32_t x0 = static_cast<int32_t>(lathe_lo); x0 < static_cast<int32_t>(lathe_hi); ++x0) {
 CHECK-NEXT:     const int32_t lo = static_cast<int32_t>(lathe_stream_peel(p0 + (2048 * x0), 2048));
 CHECK-NEXT:     #pragma omp simd
 CHECK-NEXT:     for (int32_t x1 = 0; x1 < lo; ++x1) {
@@ -143,6 +143,8 @@ CHECK:              lathe_t[j] = v
 CHECK:            lathe_stream16(p0 + ((2048 * x0) + xb), lathe_t);
 CHECK:          for (int32_t x1 = xb; x1 < 2048; ++x1) {
 CHECK:          lathe_stream_fence();
+CHECK-NEXT:   }
+CHECK-NEXT: }, p0, p1, S, F, rt, E);
 )"));
   for (const char* small : {R"IR(
 def forward(self, x: "f32[1024, 2048]"):
@@ -168,6 +170,51 @@ CHECK-NOT: lathe_stream16(
   }
 }
 
+// A parallel loop is a lambda over a chunk of its outer loops flattened,
+// which the runtime's pool splits (runtime/thread_pool.h): the chunk's
+// first indices by division, then a step with carries per iteration, and
+// the innermost loop inside it vectorized.
+TEST(CppEmitterTest, ParallelLoopsAreChunksOfTheFlattenedOuterLoops) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f32[4, 8, 16]"):
+    permute = torch.ops.aten.permute.default(x, [1, 0, 2])
+    mul = torch.ops.aten.mul.Tensor(permute, 2)
+    return (mul,)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:      static void lathe_k0(
+CHECK:        lathe_parallel(rt, 32, 1, 512 > 32768, 0, [](int64_t lathe_lo, int64_t lathe_hi, {{.*}}) {
+CHECK-NEXT:     int32_t x0 = static_cast<int32_t>(lathe_lo / (4));
+CHECK-NEXT:     int32_t x1 = static_cast<int32_t>(lathe_lo % (4));
+CHECK-NEXT:     for (int64_t lathe_f = lathe_lo; lathe_f < lathe_hi; ++lathe_f) {
+CHECK-NEXT:       #pragma omp simd
+CHECK-NEXT:       for (int32_t x2 = 0; x2 < 16; ++x2) {
+CHECK:            if (++x1 == 4) { x1 = 0; ++x0; }
+CHECK-NEXT:     }
+CHECK-NEXT:   }, p0, p1, S, F, rt, E);
+CHECK-NOT:  omp parallel
+)"));
+}
+
+// A program calling a library routine that threads with OpenMP (oneDNN's
+// convolution) runs its loops on OpenMP's team too, not the pool: the
+// routine's idle threads spin after it returns.
+TEST(CppEmitterTest, LoopsBesideAnOpenMpRoutineStayOnOpenMp) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f32[2, 3, 8, 8]", w: "f32[4, 3, 3, 3]"):
+    convolution = torch.ops.aten.convolution.default(x, w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+    relu = torch.ops.aten.relu.default(convolution)
+    return (relu,)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK-NOT:  lathe_parallel(rt,
+CHECK:      rt->sconv(
+CHECK-NOT:  lathe_parallel(rt,
+CHECK:      #pragma omp parallel for
+CHECK-NOT:  lathe_parallel(rt,
+)"));
+}
+
 // A symbolic size may exceed 2^31 (no bound says otherwise): int64.
 TEST(CppEmitterTest, SymbolicSizesIndexInInt64) {
   ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
@@ -177,7 +224,7 @@ def forward(self, x: "f32[s0, 8]"):
 )IR"));
   EXPECT_OK(RunFileCheck(source, R"(
 CHECK:     static void lathe_k0(
-CHECK:       for (int64_t x0 = 0; x0 < S[0]; ++x0) {
+CHECK:       for (int64_t x0 = static_cast<int64_t>(lathe_lo); x0 < static_cast<int64_t>(lathe_hi); ++x0) {
 CHECK-NOT: int32_t x
 )"));
 }
@@ -192,7 +239,7 @@ def forward(self, x: "f32[4, 6]", i: "i64[4, 2]"):
 )IR"));
   EXPECT_OK(RunFileCheck(source, R"(
 CHECK:     static void lathe_k0(
-CHECK:       for (int64_t x0 = 0; x0 < 4; ++x0) {
+CHECK:       for (int64_t x0 = static_cast<int64_t>(lathe_lo); x0 < static_cast<int64_t>(lathe_hi); ++x0) {
 )"));
 }
 
@@ -302,7 +349,7 @@ CHECK-NEXT:   omp_set_num_threads(lathe_team);
 CHECK:      static void lathe_k1({{.*}}int* E) {
 CHECK-NOT:  num_threads
 CHECK:      static void lathe_k2({{.*}}int* E, int nt) {
-CHECK:      #pragma omp parallel for {{.*}} num_threads(nt)
+CHECK:      lathe_parallel(rt, {{.*}}, nt, [](int64_t lathe_lo, int64_t lathe_hi, {{.*}}) {
 CHECK:      static void k0(
 CHECK-NEXT:   const int64_t t0 = lathe_tune_now();
 CHECK-NEXT:   lathe_k0({{.*}}, S, F, rt, E, lathe_tune_threads[0] != 0 ? lathe_tune_threads[0] : omp_get_max_threads());
@@ -332,7 +379,7 @@ CHECK:      static void lathe_k0({{.*}}int* E) {
 CHECK:        omp_set_num_threads(lathe_threads(1));
 CHECK-NEXT:   rt->sgemm(
 CHECK-NEXT:   omp_set_num_threads(lathe_team);
-CHECK:      #pragma omp parallel for {{.*}} num_threads(lathe_threads(3))
+CHECK:      lathe_parallel(rt, {{.*}}, lathe_threads(3), [](int64_t lathe_lo, int64_t lathe_hi, {{.*}}) {
 CHECK:      static void k0(
 CHECK-NEXT:   lathe_k0(
 CHECK-NEXT: }

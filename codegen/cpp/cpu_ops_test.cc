@@ -109,6 +109,37 @@ def forward(self, n: "i64[][]cpu"):
 // than the count (inf) and an empty reduction (NaN) agree with the
 // interpreter; rows offset by 1e4 keep their small variance (a one-pass sum
 // of squares would lose it in float32).
+// Parallel loops run on the runtime's pool in chunks of their flattened
+// outer loops (runtime/thread_pool.h), so a chunk may start in the middle
+// of an inner row: one outer loop (a flat simd loop, chunks of 64), two and
+// three collapsed (their indices carried from one iteration to the next),
+// and rows with reductions inside; each over 32768 elements so that it is
+// worth threads, with sizes that divide into no chunk evenly.
+TEST(CpuOpsTest, ParallelLoopsOnThePoolMatchTheInterpreter) {
+  constexpr char kText[] = R"IR(
+def forward(self, x: "f32[37, 41, 29][1189, 29, 1]cpu", y: "f32[70001][1]cpu", z: "f32[3, 7, 11, 157][12089, 1727, 157, 1]cpu"):
+    permute = torch.ops.aten.permute.default(x, [2, 0, 1]);  x = None
+    mul = torch.ops.aten.mul.Tensor(permute, 3);  permute = None
+    exp = torch.ops.aten.exp.default(y);  y = None
+    amax = torch.ops.aten.amax.default(z, [3], True)
+    sub = torch.ops.aten.sub.Tensor(z, amax);  z = amax = None
+    sum_1 = torch.ops.aten.sum.dim_IntList(sub, [3]);  sub = None
+    return (mul, exp, sum_1)
+)IR";
+  ASSERT_OK_AND_ASSIGN(CompiledCpu c, CompileCpuText(kText));
+  EXPECT_THAT(c.function->source(), HasSubstr("lathe_parallel(rt, "));
+  std::vector<ir::Value> in = {FilledF32({37, 41, 29}, -7),
+                               FilledF32({70001}, -30000),
+                               FilledF32({3, 7, 11, 157}, 5)};
+  // exp's inputs of a few units: scale them down.
+  for (int64_t i = 0; i < 70001; ++i) {
+    in[1].tensor.SetDouble({i}, (static_cast<double>(i % 97) - 48) / 16);
+  }
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, c.function->Run(in));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*c.graph, in));
+  ExpectSameOutputs(got, want, 1e-6);
+}
+
 TEST(CpuOpsTest, VarMeanIsAWelfordReductionThatMatchesTheInterpreter) {
   constexpr char kText[] = R"IR(
 def forward(self, x: "f32[4, 1000][1000, 1]cpu", y: "f64[3, 257][257, 1]cpu", z: "f32[2, 0][1, 1]cpu"):
