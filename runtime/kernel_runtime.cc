@@ -74,16 +74,17 @@ constexpr int64_t kThreadedGemmWork = int64_t{1} << 18;
 constexpr int64_t kPanelsPerThread = 2;
 
 // One f32 product of the BLAS forms BlasLayout found, in pieces
-// SgemmPieces' body computes: whole matrices of the batch, or column
-// panels of `panel` columns.
+// SgemmPieces' body computes: whole matrices of the batch, or panels of
+// `panel` columns (rows when `by_rows`) of each.
 struct SgemmPieces {
   char ta, tb;
   int64_t m, n, k, lda, ldb, ldc;
   const float *a, *b;
   float* c;
   int64_t a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs;
-  int64_t panels;  // per matrix
-  int64_t panel;   // columns per panel
+  int64_t panels = 1;  // per matrix
+  int64_t panel = 0;   // columns (rows) per panel
+  bool by_rows = false;
 
   // Pieces [begin, end), each on this thread alone (oneDNN's sgemm takes
   // the calling thread's OpenMP count, set to 1 around the calls).
@@ -92,14 +93,23 @@ struct SgemmPieces {
     const int team = omp_get_max_threads();
     omp_set_num_threads(1);
     for (int64_t i = begin; i < end; ++i) {
-      const int64_t mat = i / p.panels, j0 = i % p.panels * p.panel;
-      const int64_t cols = std::min(p.panel, p.n - j0);
+      const int64_t mat = i / p.panels, at = i % p.panels * p.panel;
+      int64_t rows = p.m, cols = p.n;
       const float* a = p.a + mat * p.a_bs;
-      const float* b = p.b + mat * p.b_bs + j0 * p.b_cs;
-      float* c = p.c + mat * p.c_bs + j0 * p.c_cs;
-      if (dnnl_sgemm(p.ta, p.tb, p.m, cols, p.k, 1.0f, a, p.lda, b, p.ldb, 0.0f,
-                     c, p.ldc) != dnnl_success) {
-        Gemm<float>(1, p.m, cols, p.k, a, 0, p.a_rs, p.a_cs, b, 0, p.b_rs,
+      const float* b = p.b + mat * p.b_bs;
+      float* c = p.c + mat * p.c_bs;
+      if (p.panels > 1 && p.by_rows) {  // rows of a and c
+        rows = std::min(p.panel, p.m - at);
+        a += at * p.a_rs;
+        c += at * p.c_rs;
+      } else if (p.panels > 1) {  // columns of b and c
+        cols = std::min(p.panel, p.n - at);
+        b += at * p.b_cs;
+        c += at * p.c_cs;
+      }
+      if (dnnl_sgemm(p.ta, p.tb, rows, cols, p.k, 1.0f, a, p.lda, b, p.ldb,
+                     0.0f, c, p.ldc) != dnnl_success) {
+        Gemm<float>(1, rows, cols, p.k, a, 0, p.a_rs, p.a_cs, b, 0, p.b_rs,
                     p.b_cs, c, 0, p.c_rs, p.c_cs);
       }
     }
@@ -131,21 +141,23 @@ void Sgemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a,
     return;
   }
   const int team = omp_in_parallel() ? 1 : omp_get_max_threads();
-  SgemmPieces p{ta,         tb,   m,    n,    k,    lda,  ldb,
-                ldc,        a,    b,    c,    a_bs, a_rs, a_cs,
-                b_bs,       b_rs, b_cs, c_bs, c_rs, c_cs, /*panels=*/1,
-                /*panel=*/n};
-  const int64_t work = batch * m * n * k;  // < 2^63: the sizes' buffers exist
+  SgemmPieces p{ta, tb,   m,    n,    k,    lda,  ldb,  ldc,  a,    b,
+                c,  a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs};
+  // In double: a broadcast operand's batch needs no memory of its own.
+  const double work = static_cast<double>(batch) * m * n * k;
   if (team <= 1 || work < kThreadedGemmWork) {
     SgemmPieces::Run(&p, 0, batch);
     return;
   }
   if (batch < team * kPanelsPerThread) {
-    // Panels of a multiple of 16 columns (a vector), about
-    // kPanelsPerThread per thread over the batch.
+    // Panels of a multiple of 16 columns (a vector) or rows, whichever
+    // the product has more of, about kPanelsPerThread per thread over the
+    // batch.
     const int64_t want = (team * kPanelsPerThread + batch - 1) / batch;
-    p.panel = std::max<int64_t>(16, (n / want + 15) / 16 * 16);
-    p.panels = (n + p.panel - 1) / p.panel;
+    p.by_rows = m > n;
+    const int64_t length = p.by_rows ? m : n;
+    p.panel = std::max<int64_t>(16, (length / want + 15) / 16 * 16);
+    p.panels = (length + p.panel - 1) / p.panel;
   }
   ParallelFor(batch * p.panels, 1, team, &SgemmPieces::Run, &p);
 }

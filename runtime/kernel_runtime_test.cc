@@ -101,7 +101,7 @@ extern "C" void omp_set_num_threads(int);
 
 // Products of 2^18 multiply-adds or more run on the runtime's pool with a
 // team of 3: one product or a batch smaller than the pieces wanted split
-// by column panels (multiples of 16 columns, the last shorter), with
+// by column (or row) panels (multiples of 16, the last shorter), with
 // transposed and shared operands; a larger batch by its matrices.
 TEST(KernelRuntimeTest, LargeProductsSplitOverThePool) {
   const int team = omp_get_max_threads();
@@ -111,6 +111,9 @@ TEST(KernelRuntimeTest, LargeProductsSplitOverThePool) {
   Check<float>(2, 30, 500, 20, {0, 20, 1}, {10000, 500, 1}, {15000, 500, 1});
   Check<float>(7, 64, 64, 64, {4096, 64, 1}, {4096, 1, 64}, {4096, 64, 1});
   Check<float>(1, 37, 1000, 9, {0, 9, 1}, {0, 1000, 1}, {0, 1001, 1});
+  // More rows than columns: row panels, a plain and a transposed a.
+  Check<float>(1, 1000, 10, 30, {0, 30, 1}, {0, 10, 1}, {0, 10, 1});
+  Check<float>(1, 999, 12, 40, {0, 1, 999}, {0, 12, 1}, {0, 13, 1});
   omp_set_num_threads(team);
 }
 

@@ -61,84 +61,89 @@ void FutexWake(std::atomic<uint32_t>* word, int count) {
           count, nullptr, nullptr, 0);
 }
 
-// Whether this thread is one of a pool's workers.
+// Whether this thread is one of a pool's workers, and whether it is
+// running a loop as its caller: a loop asked for there runs inline.
 thread_local bool in_worker = false;
-
-// One loop: its body, its chunks, and how many workers may take them.
-struct Job {
-  void (*body)(void*, int64_t, int64_t);
-  void* ctx;
-  int64_t n;
-  int64_t chunk;
-  int workers;  // workers 0 .. workers-1 take part
-  std::atomic<int64_t> next{0};
-  std::atomic<int64_t> done{0};
-};
-
-// Claims and runs the job's chunks until none are left.
-void Drain(Job& job) {
-  for (;;) {
-    const int64_t begin =
-        job.next.fetch_add(job.chunk, std::memory_order_relaxed);
-    if (begin >= job.n) return;
-    const int64_t end = std::min(job.n, begin + job.chunk);
-    job.body(job.ctx, begin, end);
-    job.done.fetch_add(end - begin, std::memory_order_release);
-  }
-}
+thread_local bool in_loop = false;
 
 class Pool {
  public:
   void Run(int64_t n, int64_t grain, int threads,
            void (*body)(void*, int64_t, int64_t), void* ctx) {
-    std::unique_lock<std::mutex> lock(busy_, std::try_to_lock);
-    if (!lock.owns_lock() || in_worker) {
+    std::unique_lock<std::mutex> lock(busy_, std::defer_lock);
+    if (in_worker || in_loop || !lock.try_lock()) {
       body(ctx, 0, n);
       return;
     }
+    in_loop = true;
     const int workers = std::min(threads - 1, kMaxWorkers);
-    while (static_cast<int>(threads_.size()) < workers) {
-      const int index = static_cast<int>(threads_.size());
-      threads_.emplace_back([this, index] { Work(index); });
-      threads_.back().detach();
+    while (started_.load(std::memory_order_relaxed) < workers) {
+      std::thread([this] { Work(); }).detach();
+      started_.fetch_add(1, std::memory_order_relaxed);
     }
     grain = std::max<int64_t>(grain, 1);
     const int64_t want = (n + kChunksPerThread * (workers + 1) - 1) /
                          (kChunksPerThread * (workers + 1));
-    Job job{
-        .body = body,
-        .ctx = ctx,
-        .n = n,
-        .chunk = std::max<int64_t>(grain, (want + grain - 1) / grain * grain),
-        .workers = workers};
-    job_.store(&job, std::memory_order_release);
+    const int64_t chunk =
+        std::max<int64_t>(grain, (want + grain - 1) / grain * grain);
+    // At most kChunksPerThread * (kMaxWorkers + 1) chunks: the state's 32
+    // bits of chunk index hold them.
+    body_.store(body, std::memory_order_relaxed);
+    ctx_.store(ctx, std::memory_order_relaxed);
+    n_.store(n, std::memory_order_relaxed);
+    chunk_.store(chunk, std::memory_order_relaxed);
+    chunks_.store((n + chunk - 1) / chunk, std::memory_order_relaxed);
+    seats_.store(workers, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    ++generation_;
+    state_.store(uint64_t{generation_} << 32, std::memory_order_release);
     epoch_.fetch_add(1, std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_seq_cst) > 0) {
       FutexWake(&epoch_, workers);
     }
-    Drain(job);
-    auto finished = [&] {
-      return job.done.load(std::memory_order_acquire) == job.n;
-    };
+    Drain();
+    auto finished = [&] { return done_.load(std::memory_order_acquire) == n; };
     if (!SpinUntil(finished)) {
       while (!finished()) sched_yield();
     }
-    // No worker may still hold `job` (it lives on this stack) once this
-    // returns: withdraw it, then wait out those that loaded it.
-    job_.store(nullptr, std::memory_order_seq_cst);
-    auto idle = [&] { return active_.load(std::memory_order_seq_cst) == 0; };
-    if (!SpinUntil(idle)) {
-      while (!idle()) sched_yield();
+    in_loop = false;
+  }
+
+  int workers() const { return started_.load(std::memory_order_relaxed); }
+
+ private:
+  // Claims and runs chunks of the loop whose state it first reads until
+  // none are left or another loop has begun. A claim is a compare-exchange
+  // of the whole state (generation, next chunk), so a worker that read a
+  // loop's fields late, after its caller returned, claims nothing: the
+  // loop's body and context are used only under a claim that succeeded,
+  // which the caller waits for. So the caller never waits for a worker
+  // that holds no chunk.
+  void Drain() {
+    uint64_t state = state_.load(std::memory_order_acquire);
+    const uint64_t generation = state >> 32;
+    for (;;) {
+      if (state >> 32 != generation) return;
+      auto* body = body_.load(std::memory_order_relaxed);
+      void* ctx = ctx_.load(std::memory_order_relaxed);
+      const int64_t n = n_.load(std::memory_order_relaxed);
+      const int64_t chunk = chunk_.load(std::memory_order_relaxed);
+      const int64_t index = static_cast<int64_t>(state & 0xffffffffu);
+      if (index >= chunks_.load(std::memory_order_relaxed)) return;
+      if (!state_.compare_exchange_weak(state, state + 1,
+                                        std::memory_order_acquire,
+                                        std::memory_order_acquire)) {
+        continue;  // `state` is the new one
+      }
+      const int64_t begin = index * chunk;
+      const int64_t end = std::min(n, begin + chunk);
+      body(ctx, begin, end);
+      done_.fetch_add(end - begin, std::memory_order_release);
+      state = state_.load(std::memory_order_acquire);
     }
   }
 
-  int workers() {
-    std::lock_guard<std::mutex> lock(busy_);
-    return static_cast<int>(threads_.size());
-  }
-
- private:
-  void Work(int index) {
+  void Work() {
     in_worker = true;
     uint32_t seen = epoch_.load(std::memory_order_acquire);
     for (;;) {
@@ -156,20 +161,26 @@ class Pool {
         sleepers_.fetch_sub(1, std::memory_order_seq_cst);
         continue;
       }
-      seen = epoch_.load(std::memory_order_acquire);
-      active_.fetch_add(1, std::memory_order_seq_cst);
-      Job* job = job_.load(std::memory_order_seq_cst);
-      if (job != nullptr && index < job->workers) Drain(*job);
-      active_.fetch_sub(1, std::memory_order_seq_cst);
+      seen = epoch_.load(std::memory_order_seq_cst);
+      // A seat of the loop (as many as its caller asked for workers); a
+      // worker woken for an older loop may take one of a newer.
+      if (seats_.fetch_sub(1, std::memory_order_relaxed) > 0) Drain();
     }
   }
 
-  std::mutex busy_;                   // held by the thread running a loop
-  std::vector<std::thread> threads_;  // detached; they never end
-  std::atomic<Job*> job_{nullptr};    // the loop running, or null
-  std::atomic<uint32_t> epoch_{0};    // a new loop (the workers' futex)
-  std::atomic<int> sleepers_{0};      // workers asleep on epoch_
-  std::atomic<int> active_{0};        // workers that may hold job_
+  std::mutex busy_;                 // held by the thread running a loop
+  std::atomic<int> started_{0};     // workers (detached; never end)
+  uint32_t generation_ = 0;         // the last loop's (under busy_)
+  std::atomic<uint64_t> state_{0};  // generation << 32 | next chunk
+  std::atomic<void (*)(void*, int64_t, int64_t)> body_{nullptr};
+  std::atomic<void*> ctx_{nullptr};  // the loop's, as the caller gave
+  std::atomic<int64_t> n_{0};        // iterations
+  std::atomic<int64_t> chunk_{1};    // iterations per chunk
+  std::atomic<int64_t> chunks_{0};   // chunks
+  std::atomic<int> seats_{0};        // workers that may still join
+  std::atomic<int64_t> done_{0};     // iterations finished
+  std::atomic<uint32_t> epoch_{0};   // a new loop (the workers' futex)
+  std::atomic<int> sleepers_{0};     // workers asleep on epoch_
 };
 
 std::atomic<Pool*> pool{nullptr};

@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -41,6 +44,42 @@ struct Coverage {
       if (hits[i].load() != 1) wrong.push_back(static_cast<int64_t>(i));
     }
     return wrong;
+  }
+};
+
+// Two chunks that each wait (up to 10 s) until both have started: only
+// two threads running at once get through without the timeout. Whether
+// they did, and on how many threads.
+struct Rendezvous {
+  std::atomic<int> started{0};
+  std::atomic<int> timed_out{0};
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+
+  static void Body(void* ctx, int64_t begin, int64_t end) {
+    auto* r = static_cast<Rendezvous*>(ctx);
+    {
+      std::lock_guard<std::mutex> lock(r->mu);
+      r->threads.insert(std::this_thread::get_id());
+    }
+    r->started.fetch_add(static_cast<int>(end - begin));
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (r->started.load() < 2) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        r->timed_out.fetch_add(1);
+        return;
+      }
+      std::this_thread::yield();
+    }
+  }
+
+  // Runs the two chunks with a team of `threads`; true when they ran at
+  // once on two threads.
+  static bool Meet(int threads) {
+    Rendezvous r;
+    ParallelFor(2, 1, threads, &Body, &r);
+    return r.timed_out.load() == 0 && r.threads.size() == 2;
   }
 };
 
@@ -86,11 +125,24 @@ TEST(ThreadPoolTest, OneThreadOrNothingToSplitRunsOnTheCaller) {
   EXPECT_EQ(seen.calls.load(), 2);
 }
 
-TEST(ThreadPoolTest, TheGrownPoolServesALargerTeam) {
+// A worker joins the caller: two chunks that wait for each other finish.
+TEST(ThreadPoolTest, AWorkerRunsBesideTheCaller) {
+  for (int round = 0; round < 20; ++round) {
+    ASSERT_TRUE(Rendezvous::Meet(2)) << "round " << round;
+  }
+}
+
+// After a team of 5 grew the pool, a loop asking for one worker still
+// gets one (whichever of the pool's is awake), after the workers slept.
+TEST(ThreadPoolTest, TheGrownPoolServesLargerAndSmallerTeams) {
   Coverage c(4096, 1);
   ParallelFor(4096, 1, 5, &Coverage::Body, &c);
   EXPECT_THAT(c.Wrong(), testing::IsEmpty());
   EXPECT_GE(ThreadPoolWorkers(), 4);
+  for (int round = 0; round < 10; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // asleep
+    ASSERT_TRUE(Rendezvous::Meet(2)) << "round " << round;
+  }
 }
 
 // A loop inside a loop's body runs on the thread that asks for it.
@@ -151,7 +203,8 @@ TEST(ThreadPoolTest, ResultsAreVisibleAfterTheLoop) {
 }
 
 #if !defined(__SANITIZE_THREAD__) && !defined(THREAD_SANITIZER)
-// A child of fork() has none of its parent's workers: it starts its own.
+// A child of fork() has none of its parent's workers: it starts its own,
+// which run beside it.
 TEST(ThreadPoolTest, AForkedChildRunsLoops) {
   Coverage warm(4096, 1);
   ParallelFor(4096, 1, 2, &Coverage::Body, &warm);  // the parent's workers
@@ -160,7 +213,8 @@ TEST(ThreadPoolTest, AForkedChildRunsLoops) {
   if (child == 0) {
     Coverage c(100000, 8);
     ParallelFor(100000, 8, 2, &Coverage::Body, &c);
-    _exit(c.Wrong().empty() && c.misaligned.load() == 0 ? 0 : 3);
+    if (!c.Wrong().empty() || c.misaligned.load() != 0) _exit(3);
+    _exit(Rendezvous::Meet(2) ? 0 : 4);  // the child's own worker
   }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);

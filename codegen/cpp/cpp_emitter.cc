@@ -118,6 +118,7 @@ template <class F, class... A>
 static inline void lathe_parallel(const LatheKernelRuntime* rt, int64_t n,
                                   int64_t grain, bool worth, int threads,
                                   const F& f, A... a) {
+  if (n <= 0) return;  // and no chunk's first indices divide by a size 0
   const int team = threads > 0 ? threads : omp_get_max_threads();
   if (!worth || team <= 1 || n <= grain) {
     f(int64_t{0}, n, a...);
