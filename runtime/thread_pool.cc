@@ -77,8 +77,11 @@ class Pool {
     }
     in_loop = true;
     const int workers = std::min(threads - 1, kMaxWorkers);
+    // A worker counts loops from the epoch before this one's, so it joins
+    // this loop however late its thread starts.
+    const uint32_t before = epoch_.load(std::memory_order_relaxed);
     while (started_.load(std::memory_order_relaxed) < workers) {
-      std::thread([this] { Work(); }).detach();
+      std::thread([this, before] { Work(before); }).detach();
       started_.fetch_add(1, std::memory_order_relaxed);
     }
     grain = std::max<int64_t>(grain, 1);
@@ -86,17 +89,19 @@ class Pool {
                          (kChunksPerThread * (workers + 1));
     const int64_t chunk =
         std::max<int64_t>(grain, (want + grain - 1) / grain * grain);
-    // At most kChunksPerThread * (kMaxWorkers + 1) chunks: the state's 32
-    // bits of chunk index hold them.
+    const int64_t chunks = (n + chunk - 1) / chunk;
+    static_assert(kChunksPerThread * (kMaxWorkers + 1) < (1 << 16),
+                  "a loop's chunk count fits the state's 16 bits");
     body_.store(body, std::memory_order_relaxed);
     ctx_.store(ctx, std::memory_order_relaxed);
     n_.store(n, std::memory_order_relaxed);
     chunk_.store(chunk, std::memory_order_relaxed);
-    chunks_.store((n + chunk - 1) / chunk, std::memory_order_relaxed);
-    seats_.store(workers, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
     ++generation_;
-    state_.store(uint64_t{generation_} << 32, std::memory_order_release);
+    state_.store(uint64_t{generation_} << 32 | uint64_t(chunks) << 16,
+                 std::memory_order_release);
+    // After the state: a worker that takes a seat sees this loop's.
+    seats_.store(workers, std::memory_order_release);
     epoch_.fetch_add(1, std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_seq_cst) > 0) {
       FutexWake(&epoch_, workers);
@@ -113,23 +118,28 @@ class Pool {
 
  private:
   // Claims and runs chunks of the loop whose state it first reads until
-  // none are left or another loop has begun. A claim is a compare-exchange
-  // of the whole state (generation, next chunk), so a worker that read a
-  // loop's fields late, after its caller returned, claims nothing: the
-  // loop's body and context are used only under a claim that succeeded,
-  // which the caller waits for. So the caller never waits for a worker
-  // that holds no chunk.
+  // none are left or another loop has begun. The state is one word
+  // (generation, chunk count, next chunk) and a claim a compare-exchange of
+  // it from a value whose next chunk is below its count. A claim that
+  // succeeds is of a loop still running (its caller waits for that chunk),
+  // so the fields read before it are that loop's: the next caller writes
+  // its fields only after every chunk is done. A worker that read a loop's
+  // state late, after its caller returned, claims nothing and never
+  // touches its body or context; the caller never waits for a worker that
+  // holds no chunk. (The count is in the word, not a field: a field read
+  // while a new loop is being published could pair the old loop's final
+  // state with the new loop's larger count.)
   void Drain() {
     uint64_t state = state_.load(std::memory_order_acquire);
     const uint64_t generation = state >> 32;
     for (;;) {
       if (state >> 32 != generation) return;
+      const int64_t index = static_cast<int64_t>(state & 0xffff);
+      if (index >= static_cast<int64_t>(state >> 16 & 0xffff)) return;
       auto* body = body_.load(std::memory_order_relaxed);
       void* ctx = ctx_.load(std::memory_order_relaxed);
       const int64_t n = n_.load(std::memory_order_relaxed);
       const int64_t chunk = chunk_.load(std::memory_order_relaxed);
-      const int64_t index = static_cast<int64_t>(state & 0xffffffffu);
-      if (index >= chunks_.load(std::memory_order_relaxed)) return;
       if (!state_.compare_exchange_weak(state, state + 1,
                                         std::memory_order_acquire,
                                         std::memory_order_acquire)) {
@@ -143,9 +153,8 @@ class Pool {
     }
   }
 
-  void Work() {
+  void Work(uint32_t seen) {
     in_worker = true;
-    uint32_t seen = epoch_.load(std::memory_order_acquire);
     for (;;) {
       // seq_cst: with sleepers_ and the caller's bump of epoch_, either
       // the caller sees this worker asleep and wakes it or the worker sees
@@ -164,19 +173,20 @@ class Pool {
       seen = epoch_.load(std::memory_order_seq_cst);
       // A seat of the loop (as many as its caller asked for workers); a
       // worker woken for an older loop may take one of a newer.
-      if (seats_.fetch_sub(1, std::memory_order_relaxed) > 0) Drain();
+      if (seats_.fetch_sub(1, std::memory_order_acquire) > 0) Drain();
     }
   }
 
-  std::mutex busy_;                 // held by the thread running a loop
-  std::atomic<int> started_{0};     // workers (detached; never end)
-  uint32_t generation_ = 0;         // the last loop's (under busy_)
-  std::atomic<uint64_t> state_{0};  // generation << 32 | next chunk
+  std::mutex busy_;              // held by the thread running a loop
+  std::atomic<int> started_{0};  // workers (detached; never end)
+  uint32_t generation_ = 0;      // the last loop's (under busy_)
+  // generation << 32 | chunks << 16 | next chunk (32 bits of generation:
+  // a worker would have to sleep through 2^32 loops to mistake one)
+  std::atomic<uint64_t> state_{0};
   std::atomic<void (*)(void*, int64_t, int64_t)> body_{nullptr};
   std::atomic<void*> ctx_{nullptr};  // the loop's, as the caller gave
   std::atomic<int64_t> n_{0};        // iterations
   std::atomic<int64_t> chunk_{1};    // iterations per chunk
-  std::atomic<int64_t> chunks_{0};   // chunks
   std::atomic<int> seats_{0};        // workers that may still join
   std::atomic<int64_t> done_{0};     // iterations finished
   std::atomic<uint32_t> epoch_{0};   // a new loop (the workers' futex)
@@ -187,7 +197,11 @@ std::atomic<Pool*> pool{nullptr};
 
 // In a child of fork() the workers are gone: it starts a fresh pool (the
 // parent's stays allocated; its threads do not exist here).
-void ForgetPool() { pool.store(nullptr, std::memory_order_relaxed); }
+void ForgetPool() {
+  pool.store(nullptr, std::memory_order_relaxed);
+  in_loop = false;  // forked from inside a loop's body
+  in_worker = false;
+}
 
 Pool& ThePool() {
   Pool* p = pool.load(std::memory_order_acquire);

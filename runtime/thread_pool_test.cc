@@ -202,6 +202,41 @@ TEST(ThreadPoolTest, ResultsAreVisibleAfterTheLoop) {
   }
 }
 
+// Loops of few chunks and of many, alternating, many times: a worker late
+// for one loop must not claim a chunk of the next (with the next's body or
+// bounds) nor count one twice. Each loop tags its context; every chunk
+// must be the loop's own, in [0, n), and every index run once.
+TEST(ThreadPoolTest, AlternatingSmallAndLargeLoopsKeepTheirChunks) {
+  struct Tagged {
+    int64_t tag;
+    int64_t n;
+    std::vector<std::atomic<int>>* hits;
+    std::atomic<int>* wrong;
+  };
+  std::atomic<int> wrong{0};
+  for (int round = 0; round < 20000; ++round) {
+    const bool large = round % 2 == 1;
+    const int64_t n = large ? 64 : 2;
+    std::vector<std::atomic<int>> hits(n);
+    Tagged t{round, n, &hits, &wrong};
+    ParallelFor(
+        n, 1, large ? 8 : 2,
+        [](void* ctx, int64_t begin, int64_t end) {
+          auto* t = static_cast<Tagged*>(ctx);
+          if (begin < 0 || begin >= end || end > t->n) {
+            t->wrong->fetch_add(1);
+            return;
+          }
+          for (int64_t i = begin; i < end; ++i) (*t->hits)[i].fetch_add(1);
+        },
+        &t);
+    for (int64_t i = 0; i < n; ++i) {
+      if (hits[i].load() != 1) wrong.fetch_add(1);
+    }
+    ASSERT_EQ(wrong.load(), 0) << "round " << round;
+  }
+}
+
 #if !defined(__SANITIZE_THREAD__) && !defined(THREAD_SANITIZER)
 // A child of fork() has none of its parent's workers: it starts its own,
 // which run beside it.
