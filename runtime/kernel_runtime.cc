@@ -69,8 +69,8 @@ extern "C" int omp_in_parallel(void);
 // Products of fewer multiply-adds than this run on the calling thread.
 constexpr int64_t kThreadedGemmWork = int64_t{1} << 18;
 
-// Panels per thread of a product split by its columns: a few, so the
-// threads that run take the panels of one the scheduler holds back.
+// Panels per thread of a product split by its columns or rows: a few, so
+// the threads that run take the panels of one the scheduler holds back.
 constexpr int64_t kPanelsPerThread = 2;
 
 // One f32 product of the BLAS forms BlasLayout found, in pieces
@@ -123,8 +123,8 @@ struct SgemmPieces {
 // oneDNN's own OpenMP team would wait at its barriers for a thread the
 // scheduler holds back, and its idle threads' spinning would take the
 // cores from the pool's between products): a batch split by its matrices,
-// one product by column panels, each piece single-threaded. Layouts BLAS
-// cannot express go to Eigen.
+// one product by column or row panels, each piece single-threaded. Layouts
+// BLAS cannot express go to Eigen.
 void Sgemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a,
            int64_t a_bs, int64_t a_rs, int64_t a_cs, const float* b,
            int64_t b_bs, int64_t b_rs, int64_t b_cs, float* c, int64_t c_bs,

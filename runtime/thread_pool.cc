@@ -9,10 +9,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <climits>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 namespace lathe {
 namespace {
