@@ -6,10 +6,11 @@
 // asked, and in tests): how many threads each kernel of a compiled graph
 // runs on, measured at compile time.
 //
-// A kernel is tunable when it runs on the OpenMP team: a parallel loop, a
-// matrix product the runtime hands to oneDNN's sgemm (which takes the
-// caller's thread count), or a batched product (sgemm or Eigen's dgemm)
-// whose batch may be split over the team. The tuner builds the program once
+// A kernel is tunable when it runs on the team's threads (the runtime's
+// pool, runtime/thread_pool.h): a parallel loop, a matrix product the
+// runtime hands to oneDNN's sgemm (which takes the caller's thread count),
+// or a batched product (sgemm or Eigen's dgemm) whose batch may be split
+// over the team. The tuner builds the program once
 // more with every tunable kernel reading its thread count from a table the
 // library exports and adding its own time to another
 // (cpp_emitter.h: CppEmitOptions::tuning_table), calls it on inputs made

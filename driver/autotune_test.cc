@@ -305,8 +305,9 @@ def forward(self, q: "f32[16, 32, 8]", k: "f32[16, 8, 32]"):
 )IR";
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c, SplitEverywhere(kBmm));
   EXPECT_THAT(c->function->source(),
-              HasSubstr("for (int64_t lathe_b = 0; lathe_b < 16; ++lathe_b) "
-                        "rt->sgemm(1, 32, 32, 8, p0 + 0 + lathe_b * (256)"));
+              HasSubstr("for (int64_t lathe_b = lathe_lo; lathe_b < lathe_hi; "
+                        "++lathe_b) rt->sgemm(1, 32, 32, 8, p0 + 0 + "
+                        "lathe_b * (256)"));
   EXPECT_THAT(c->function->scheduled(), HasSubstr(" split_batch"));
   std::vector<ir::Value> in = Made({{16, 32, 8}, {16, 8, 32}}, [](int64_t k) {
     return static_cast<float>(k % 11) - 5;
@@ -360,7 +361,7 @@ def forward(self, q: "T[12, 20, 8]", k: "T[12, 20, 8]", w: "T[8, 20]"):
     ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> c,
                          SplitEverywhere(text));
     const std::string& source = c->function->source();
-    EXPECT_TRUE(absl::StrContains(source, "lathe_b < 12; ++lathe_b"))
+    EXPECT_TRUE(absl::StrContains(source, "lathe_parallel(rt, 12, 1, true,"))
         << dtype << "\n"
         << c->function->scheduled();
     std::vector<ir::Value> in;

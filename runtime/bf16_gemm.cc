@@ -56,8 +56,10 @@ struct Plan {
   dnnl_memory_desc_t a_md, b_md, c_md;
 };
 
-// Builds the plan for `g`; false when oneDNN does not take it.
+// Builds the plan for `g`, for one thread; false when oneDNN does not take
+// it.
 bool BuildPlan(const Geometry& g, Plan* plan) {
+  onednn::OneThread one;
   const auto [batch, m, n, k] = std::array<int64_t, 4>{g[0], g[1], g[2], g[3]};
   if (onednn::Engine() == nullptr || batch <= 0 || m <= 0 || n <= 0 || k <= 0) {
     return false;
@@ -84,8 +86,8 @@ bool BuildPlan(const Geometry& g, Plan* plan) {
     return false;
   }
   dnnl_primitive_desc_t pd = nullptr;
-  if (!Ok(dnnl_primitive_desc_create(&pd, &desc, nullptr, onednn::Engine(),
-                                     nullptr))) {
+  if (!Ok(dnnl_primitive_desc_create(&pd, &desc, onednn::Attributes(),
+                                     onednn::Engine(), nullptr))) {
     return false;
   }
   bool ok = Ok(dnnl_primitive_create(&plan->matmul, pd));
@@ -172,6 +174,22 @@ bool ViaSgemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
   return true;
 }
 
+// One piece of Bf16Gemm, on this thread.
+void Product(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
+             int64_t a_bs, int64_t a_rs, int64_t a_cs, const void* b,
+             int64_t b_bs, int64_t b_rs, int64_t b_cs, float* c, int64_t c_bs,
+             int64_t c_rs, int64_t c_cs) {
+  const Plan* plan = PlanFor(
+      {batch, m, n, k, a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs});
+  if (plan != nullptr && RunPlan(*plan, a, b, c)) return;
+  if (ViaSgemm(batch, m, n, k, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, c,
+               c_bs, c_rs, c_cs)) {
+    return;
+  }
+  Bf16GemmReference(batch, m, n, k, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, c,
+                    c_bs, c_rs, c_cs);
+}
+
 }  // namespace
 
 void Bf16GemmReference(int64_t batch, int64_t m, int64_t n, int64_t k,
@@ -207,15 +225,35 @@ void Bf16Gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
               int64_t a_bs, int64_t a_rs, int64_t a_cs, const void* b,
               int64_t b_bs, int64_t b_rs, int64_t b_cs, float* c, int64_t c_bs,
               int64_t c_rs, int64_t c_cs) {
-  const Plan* plan = PlanFor(
-      {batch, m, n, k, a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs});
-  if (plan != nullptr && RunPlan(*plan, a, b, c)) return;
-  if (ViaSgemm(batch, m, n, k, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, c,
-               c_bs, c_rs, c_cs)) {
-    return;
-  }
-  Bf16GemmReference(batch, m, n, k, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, c,
-                    c_bs, c_rs, c_cs);
+  struct Call {
+    int64_t k;
+    const uint16_t *a, *b;
+    float* c;
+    int64_t a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs;
+  } call{k,
+         static_cast<const uint16_t*>(a),
+         static_cast<const uint16_t*>(b),
+         c,
+         a_bs,
+         a_rs,
+         a_cs,
+         b_bs,
+         b_rs,
+         b_cs,
+         c_bs,
+         c_rs,
+         c_cs};
+  onednn::ParallelProducts(
+      batch, m, n, k, onednn::Team(),
+      [](void* ctx, const onednn::ProductPiece& p) {
+        const Call& g = *static_cast<const Call*>(ctx);
+        Product(p.mats, p.rows, p.cols, g.k,
+                g.a + p.mat * g.a_bs + p.row * g.a_rs, g.a_bs, g.a_rs, g.a_cs,
+                g.b + p.mat * g.b_bs + p.col * g.b_cs, g.b_bs, g.b_rs, g.b_cs,
+                g.c + p.mat * g.c_bs + p.row * g.c_rs + p.col * g.c_cs, g.c_bs,
+                g.c_rs, g.c_cs);
+      },
+      &call);
 }
 
 }  // namespace lathe

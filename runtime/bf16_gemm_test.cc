@@ -91,6 +91,42 @@ TEST(Bf16GemmTest, BatchedAndBroadcastBatch) {
   shared.ExpectMatchesReference(a, b, batch * m * n);
 }
 
+extern "C" int omp_get_max_threads(void);
+extern "C" void omp_set_num_threads(int);
+
+// Products of 2^18 multiply-adds or more run in pieces on the runtime's
+// pool with a team of 3: one product by column panels (the last shorter),
+// one with more rows than columns by row panels, strided and transposed
+// operands, a small batch by panels and larger ones by runs of matrices, with
+// shared weights; elements between c's rows stay as they were.
+TEST(Bf16GemmTest, LargeProductsSplitOverThePool) {
+  const int team = omp_get_max_threads();
+  omp_set_num_threads(3);
+  std::mt19937 rng(10);
+  {
+    const int64_t m = 40, n = 999, k = 70;
+    std::vector<uint16_t> a = RandomBf16(m * k, rng),
+                          b = RandomBf16(k * n, rng);
+    Product{1, m, n, k, 0, k, 1, 0, n, 1, 0, n + 3, 1}.ExpectMatchesReference(
+        a, b, m * (n + 3));
+  }
+  {
+    const int64_t m = 1001, n = 24, k = 40;
+    std::vector<uint16_t> a = RandomBf16(m * k, rng),
+                          b = RandomBf16(k * n, rng);
+    Product{1, m, n, k, 0, 1, m, 0, 1, k, 0, n, 1}.ExpectMatchesReference(
+        a, b, m * n);
+  }
+  for (int64_t batch : {2, 9, 40}) {
+    const int64_t m = 64, n = 200, k = 48;
+    std::vector<uint16_t> a = RandomBf16(batch * m * k, rng);
+    std::vector<uint16_t> b = RandomBf16(k * n, rng);
+    Product{batch, m, n, k, m * k, k, 1, 0, n, 1, m * n, n, 1}
+        .ExpectMatchesReference(a, b, batch * m * n);
+  }
+  omp_set_num_threads(team);
+}
+
 TEST(Bf16GemmTest, ModelShapesTakeTheLibraryWhereItHasBf16) {
   std::mt19937 rng(9);
   // A projection of a [256, 768] activation (GPT-2's width).

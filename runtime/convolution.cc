@@ -1,6 +1,8 @@
 #include "runtime/convolution.h"
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -48,6 +50,20 @@ struct Geometry {
     }
     flags = *p++;
   }
+  // The geometry array again (SconvGeometrySize(s) entries).
+  std::vector<int64_t> Encode() const {
+    std::vector<int64_t> g = {s, groups, n, c, o};
+    for (const auto* a : {&in, &k, &out, &stride, &pad, &dil}) {
+      g.insert(g.end(), a->begin(), a->begin() + s);
+    }
+    for (auto [off, st] : {std::pair{x_off, &xs}, std::pair{w_off, &ws},
+                           std::pair{o_off, &os}}) {
+      g.push_back(off);
+      g.insert(g.end(), st->begin(), st->begin() + 2 + s);
+    }
+    g.push_back(flags);
+    return g;
+  }
   bool frozen_weights() const { return (flags & kSconvFrozenWeights) != 0; }
   bool Empty() const {
     int64_t e = n * c * o;
@@ -64,11 +80,18 @@ struct Plan {
     for (dnnl_primitive_t p : {conv, x_in, w_in, o_out}) {
       if (p != nullptr) dnnl_primitive_destroy(p);
     }
+    for (const Slice& s : w_slices) dnnl_primitive_destroy(s.reorder);
   }
   dnnl_primitive_t conv = nullptr;
   dnnl_memory_desc_t x_user, w_user, o_user;  // the caller's layouts
   dnnl_memory_desc_t x_md, w_md, o_md;        // the primitive's
   dnnl_primitive_t x_in = nullptr, w_in = nullptr, o_out = nullptr;
+  // w_in in slices of output channels, for the pool (empty: w_in whole).
+  struct Slice {
+    dnnl_memory_desc_t from, to;  // parts of w_user and w_md
+    dnnl_primitive_t reorder;
+  };
+  std::vector<Slice> w_slices;
 };
 
 // A primitive for the reorder from `from` to `to`, or null when they are
@@ -79,7 +102,7 @@ bool Reorder(const dnnl_memory_desc_t& from, const dnnl_memory_desc_t& to,
   if (dnnl_memory_desc_equal(&from, &to)) return true;
   dnnl_primitive_desc_t pd = nullptr;
   if (!Ok(dnnl_reorder_primitive_desc_create(&pd, &from, Engine(), &to,
-                                             Engine(), nullptr))) {
+                                             Engine(), onednn::Attributes()))) {
     return false;
   }
   bool ok = Ok(dnnl_primitive_create(out, pd));
@@ -87,9 +110,49 @@ bool Reorder(const dnnl_memory_desc_t& from, const dnnl_memory_desc_t& to,
   return ok;
 }
 
-// Builds the plan for `g`; false when oneDNN does not take it.
+// Adds the weights' reorder in slices of output channels to `plan`, about
+// kPiecesPerThread per thread of `team`: slices at the blocks of the
+// primitive's layout, where it has no padding (a slice's reorder would not
+// zero it); none where it cannot. False when oneDNN fails.
+bool SliceWeights(Plan* plan, int team) {
+  const dnnl_memory_desc_t& w = plan->w_md;
+  if (plan->w_in == nullptr || w.format_kind != dnnl_blocked) return true;
+  for (int d = 0; d < w.ndims; ++d) {
+    if (w.padded_dims[d] != w.dims[d]) return true;
+  }
+  int64_t block = 1;  // output channels (dim 1: [G, O/G, C/G, k...]) a block
+  for (int b = 0; b < w.format_desc.blocking.inner_nblks; ++b) {
+    if (w.format_desc.blocking.inner_idxs[b] == 1) {
+      block *= w.format_desc.blocking.inner_blks[b];
+    }
+  }
+  const int64_t blocks = w.dims[1] / block;
+  const int64_t want = team * onednn::kPiecesPerThread;
+  if (w.dims[1] % block != 0 || blocks < 2 || want < 2) return true;
+  const int64_t per = (blocks + want - 1) / want * block;
+  for (int64_t at = 0; at < w.dims[1]; at += per) {
+    dnnl_dims_t dims, offsets{};
+    for (int d = 0; d < w.ndims; ++d) dims[d] = w.dims[d];
+    dims[1] = std::min(per, w.dims[1] - at);
+    offsets[1] = at;
+    Plan::Slice s{};
+    if (!Ok(dnnl_memory_desc_init_submemory(&s.from, &plan->w_user, dims,
+                                            offsets)) ||
+        !Ok(dnnl_memory_desc_init_submemory(&s.to, &w, dims, offsets)) ||
+        !Reorder(s.from, s.to, &s.reorder) || s.reorder == nullptr) {
+      return false;
+    }
+    plan->w_slices.push_back(s);
+  }
+  return true;
+}
+
+// Builds the plan for `g`, for one thread; false when oneDNN does not take
+// it.
 bool BuildPlan(const Geometry& g, Plan* plan) {
   if (Engine() == nullptr || g.Empty()) return false;
+  const int team = onednn::Team();
+  onednn::OneThread one;
   int nd = 2 + g.s;
   dnnl_dims_t xd, xst, wd, wst, od, ost;
   xd[0] = g.n, xd[1] = g.c, od[0] = g.n, od[1] = g.o;
@@ -130,7 +193,8 @@ bool BuildPlan(const Geometry& g, Plan* plan) {
     return false;
   }
   dnnl_primitive_desc_t pd = nullptr;
-  if (!Ok(dnnl_primitive_desc_create(&pd, &cd, nullptr, Engine(), nullptr))) {
+  if (!Ok(dnnl_primitive_desc_create(&pd, &cd, onednn::Attributes(), Engine(),
+                                     nullptr))) {
     return false;
   }
   plan->x_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
@@ -140,16 +204,17 @@ bool BuildPlan(const Geometry& g, Plan* plan) {
   dnnl_primitive_desc_destroy(pd);
   return ok && Reorder(plan->x_user, plan->x_md, &plan->x_in) &&
          Reorder(plan->w_user, plan->w_md, &plan->w_in) &&
-         Reorder(plan->o_md, plan->o_user, &plan->o_out);
+         Reorder(plan->o_md, plan->o_user, &plan->o_out) &&
+         SliceWeights(plan, team);
 }
 
 // The cached plan for a geometry, or null when oneDNN does not take it.
 // Plans live as long as the process.
-const Plan* PlanFor(const int64_t* geometry, const Geometry& g) {
+const Plan* PlanFor(const Geometry& g) {
   static std::mutex* mu = new std::mutex();
   static auto* plans =
       new std::map<std::vector<int64_t>, std::unique_ptr<Plan>>();
-  std::vector<int64_t> key(geometry, geometry + SconvGeometrySize(g.s));
+  std::vector<int64_t> key = g.Encode();
   std::lock_guard<std::mutex> lock(*mu);
   auto it = plans->find(key);
   if (it == plans->end()) {
@@ -199,47 +264,181 @@ dnnl_memory_t PackedFor(const Plan& p, const float* w) {
   return m;
 }
 
-// Runs the plan; false when oneDNN fails (nothing usable was written).
-// `frozen`: the weights are a frozen constant (packed once).
+// Runs the plan on this thread; false when oneDNN fails (nothing usable was
+// written). `frozen`: the weights are a frozen constant (packed once).
+// `given`: the weights already in a primitive's layout, `given_md` (used
+// when it is the plan's), or null.
 bool RunPlan(const Plan& p, const float* x, const float* w, float* out,
-             bool frozen) {
+             bool frozen, dnnl_memory_t given,
+             const dnnl_memory_desc_t* given_md) {
   dnnl_stream_t stream = Stream();
   if (stream == nullptr) return false;
   const bool pack_once = frozen && p.w_in != nullptr;
   dnnl_memory_t packed = pack_once ? PackedFor(p, w) : nullptr;
   if (pack_once && packed == nullptr) return false;
+  if (!pack_once && p.w_in != nullptr && given != nullptr &&
+      dnnl_memory_desc_equal(given_md, &p.w_md)) {
+    packed = given;
+  }
   Memory xu(p.x_user, const_cast<float*>(x));
   Memory wu(p.w_user, const_cast<float*>(w));
   Memory ou(p.o_user, out);
   Memory xm(p.x_md, p.x_in ? DNNL_MEMORY_ALLOCATE : const_cast<float*>(x));
   // Packed weights need no memory over `w` in the primitive's layout (one
   // over the caller's buffer would have oneDNN zero its padding there).
-  Memory wm(p.w_md, pack_once ? nullptr
-                    : p.w_in  ? DNNL_MEMORY_ALLOCATE
-                              : const_cast<float*>(w));
+  Memory wm(p.w_md, packed != nullptr ? nullptr
+                    : p.w_in          ? DNNL_MEMORY_ALLOCATE
+                                      : const_cast<float*>(w));
   Memory om(p.o_md, p.o_out ? DNNL_MEMORY_ALLOCATE : out);
   for (const Memory* m : {&xu, &wu, &ou, &xm, &om}) {
     if (m->m == nullptr) return false;
   }
-  if (!pack_once && wm.m == nullptr) return false;
+  if (packed == nullptr && wm.m == nullptr) return false;
   bool ok = true;
   if (p.x_in) {
     ok = ok &&
          Execute(stream, p.x_in, {{DNNL_ARG_FROM, xu.m}, {DNNL_ARG_TO, xm.m}});
   }
-  if (p.w_in && !pack_once) {
+  if (p.w_in && packed == nullptr) {
     ok = ok &&
          Execute(stream, p.w_in, {{DNNL_ARG_FROM, wu.m}, {DNNL_ARG_TO, wm.m}});
   }
   ok = ok && Execute(stream, p.conv,
                      {{DNNL_ARG_SRC, xm.m},
-                      {DNNL_ARG_WEIGHTS, pack_once ? packed : wm.m},
+                      {DNNL_ARG_WEIGHTS, packed != nullptr ? packed : wm.m},
                       {DNNL_ARG_DST, om.m}});
   if (p.o_out) {
     ok = ok &&
          Execute(stream, p.o_out, {{DNNL_ARG_FROM, om.m}, {DNNL_ARG_TO, ou.m}});
   }
   return ok && Ok(dnnl_stream_wait(stream));
+}
+
+// A piece of a convolution: its geometry (offsets 0), where its part of x
+// and of out starts, and its plan.
+struct Piece {
+  Geometry g;
+  int64_t x_at = 0, o_at = 0;
+  const Plan* plan = nullptr;
+};
+
+// The pieces of `g` for `team` threads (onednn.h): slices of the batch of
+// about kPiecesPerThread per thread, or of one image's first spatial dim
+// (its input rows with their halo, the padding where a slice has it); one
+// piece for small work, a team of 1, or what neither splits. A slice of a
+// channels-last result stays dense, so oneDNN writes it in place.
+std::vector<Piece> Split(const Geometry& g, int team) {
+  Piece whole{g};
+  whole.g.x_off = whole.g.w_off = whole.g.o_off = 0;
+  double work = static_cast<double>(g.n) * g.o * (g.c / g.groups);
+  for (int d = 0; d < g.s; ++d) work *= static_cast<double>(g.out[d]) * g.k[d];
+  const int64_t want = team * onednn::kPiecesPerThread;
+  std::vector<Piece> pieces;
+  if (team <= 1 || work < onednn::kThreadedWork) {
+    pieces.push_back(whole);
+  } else if (g.n >= 2) {
+    const int64_t per = (g.n + want - 1) / want;
+    for (int64_t at = 0; at < g.n; at += per) {
+      Piece& p = pieces.emplace_back(whole);
+      p.g.n = std::min(per, g.n - at);
+      p.x_at = at * g.xs[0];
+      p.o_at = at * g.os[0];
+    }
+  } else {
+    const int64_t per = (g.out[0] + want - 1) / want;
+    for (int64_t r0 = 0; r0 < g.out[0]; r0 += per) {
+      const int64_t r1 = std::min(g.out[0], r0 + per);
+      const int64_t lo = r0 * g.stride[0] - g.pad[0];
+      const int64_t hi =
+          (r1 - 1) * g.stride[0] - g.pad[0] + (g.k[0] - 1) * g.dil[0] + 1;
+      const int64_t in_lo = std::max<int64_t>(0, lo);
+      const int64_t in_hi = std::min(g.in[0], hi);
+      if (in_hi <= in_lo) return {whole};  // a slice all padding
+      Piece& p = pieces.emplace_back(whole);
+      p.g.out[0] = r1 - r0;
+      p.g.in[0] = in_hi - in_lo;
+      p.g.pad[0] = in_lo - lo;
+      p.x_at = in_lo * g.xs[2];
+      p.o_at = r0 * g.os[2];
+    }
+  }
+  return pieces;
+}
+
+// Reorders `w` into `to` (in p.w_md's layout), its slices on the pool;
+// false when oneDNN fails.
+bool ReorderWeights(const Plan& p, const float* w, dnnl_memory_t to) {
+  void* data = nullptr;
+  if (!Ok(dnnl_memory_get_data_handle(to, &data))) return false;
+  struct Call {
+    const Plan& p;
+    const float* w;
+    void* to;
+    std::atomic<bool> failed{false};
+  } call{p, w, data};
+  const bool whole = p.w_slices.empty();
+  onednn::ParallelPieces(
+      whole ? 1 : static_cast<int64_t>(p.w_slices.size()), onednn::Team(),
+      [](void* ctx, int64_t i) {
+        Call& c = *static_cast<Call*>(ctx);
+        const bool whole = c.p.w_slices.empty();
+        Memory from(whole ? c.p.w_user : c.p.w_slices[i].from,
+                    const_cast<float*>(c.w));
+        Memory to(whole ? c.p.w_md : c.p.w_slices[i].to, c.to);
+        dnnl_stream_t stream = Stream();
+        if (stream == nullptr || from.m == nullptr || to.m == nullptr ||
+            !Execute(stream, whole ? c.p.w_in : c.p.w_slices[i].reorder,
+                     {{DNNL_ARG_FROM, from.m}, {DNNL_ARG_TO, to.m}}) ||
+            !Ok(dnnl_stream_wait(stream))) {
+          c.failed.store(true, std::memory_order_relaxed);
+        }
+      },
+      &call);
+  return !call.failed.load(std::memory_order_relaxed);
+}
+
+// Runs `g`'s convolution through oneDNN, its pieces on the runtime's pool;
+// false when oneDNN does not take a piece or fails (the caller runs the
+// reference over the whole output).
+bool RunOneDnn(const Geometry& g, const float* x, const float* w, float* out) {
+  std::vector<Piece> pieces = Split(g, onednn::Team());
+  for (Piece& p : pieces) {
+    p.plan = PlanFor(p.g);
+    if (p.plan == nullptr) return false;
+  }
+  // Weights that every piece would reorder into the same layout are
+  // reordered once, here.
+  const Plan& first = *pieces[0].plan;
+  std::unique_ptr<Memory> weights;
+  if (pieces.size() > 1 && !g.frozen_weights() && first.w_in != nullptr) {
+    weights = std::make_unique<Memory>(first.w_md, DNNL_MEMORY_ALLOCATE);
+    if (weights->m == nullptr || !ReorderWeights(first, w, weights->m)) {
+      weights.reset();  // each piece reorders its own
+    }
+  }
+  struct Call {
+    const std::vector<Piece>& pieces;
+    const float *x, *w;
+    float* out;
+    bool frozen;
+    dnnl_memory_t weights;
+    const dnnl_memory_desc_t* weights_md;
+    std::atomic<bool> failed{false};
+  } call{
+      pieces,     x, w, out, g.frozen_weights(), weights ? weights->m : nullptr,
+      &first.w_md};
+  onednn::ParallelPieces(
+      static_cast<int64_t>(pieces.size()), onednn::Team(),
+      [](void* ctx, int64_t i) {
+        Call& c = *static_cast<Call*>(ctx);
+        const Piece& p = c.pieces[i];
+        if (!RunPlan(*p.plan, c.x + p.x_at, c.w, c.out + p.o_at, c.frozen,
+                     c.weights, c.weights_md)) {
+          c.failed.store(true, std::memory_order_relaxed);
+        }
+      },
+      &call);
+  return !call.failed.load(std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -285,18 +484,18 @@ void SconvReference(const int64_t* geometry, const float* x, const float* w,
 }
 
 bool SconvUsesOneDnn(const int64_t* geometry) {
-  return PlanFor(geometry, Geometry(geometry)) != nullptr;
+  for (const Piece& p : Split(Geometry(geometry), onednn::Team())) {
+    if (PlanFor(p.g) == nullptr) return false;
+  }
+  return true;
 }
 
 void Sconv(const int64_t* geometry, const float* x, const float* w,
            float* out) {
   Geometry g(geometry);
-  const Plan* plan = PlanFor(geometry, g);
-  if (plan != nullptr && RunPlan(*plan, x + g.x_off, w + g.w_off, out + g.o_off,
-                                 g.frozen_weights())) {
-    return;
+  if (!RunOneDnn(g, x + g.x_off, w + g.w_off, out + g.o_off)) {
+    SconvReference(geometry, x, w, out);
   }
-  SconvReference(geometry, x, w, out);
 }
 
 void ForgetFrozenWeights(const void* data, int64_t bytes) {

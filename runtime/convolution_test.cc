@@ -71,6 +71,34 @@ struct Conv {
   }
 };
 
+// Sconv of `c` on random operands against the reference loops, `calls`
+// times (frozen weights: packed at the first, kept for the next; forgotten
+// after).
+void ExpectMatchesReference(const Conv& c, std::mt19937& rng, int calls) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<int64_t> g = c.Geometry();
+  std::vector<float> x(c.Numel(c.n, c.c, c.in)),
+      w(c.Numel(c.o, c.c / c.groups, c.k));
+  for (float& v : x) v = u(rng);
+  for (float& v : w) v = u(rng);
+  int64_t m = c.Numel(c.n, c.o, c.Out());
+  std::vector<float> got(m, -7), want(m, 7);
+  EXPECT_TRUE(SconvUsesOneDnn(g.data()));
+  SconvReference(g.data(), x.data(), w.data(), want.data());
+  for (int call = 0; call < calls; ++call) {
+    Sconv(g.data(), x.data(), w.data(), got.data());
+    for (int64_t i = 0; i < m; ++i) {
+      ASSERT_NEAR(got[i], want[i], 1e-4)
+          << "batch " << c.n << ", " << c.in.size() << " dims, " << c.in[0]
+          << " rows, groups " << c.groups
+          << (c.channels_last ? ", channels last" : "")
+          << (c.frozen ? ", frozen" : "") << ", call " << call << ", element "
+          << i;
+    }
+  }
+  ForgetFrozenWeights(w.data(), static_cast<int64_t>(w.size() * 4));
+}
+
 TEST(ConvolutionTest, GeometrySizeMatchesTheLayout) {
   Conv c{1, 1, 1, 1, {5, 5}, {3, 3}, {1, 1}, {0, 0}, {1, 1}};
   EXPECT_EQ(static_cast<int64_t>(c.Geometry().size()), SconvGeometrySize(2));
@@ -170,7 +198,6 @@ TEST(ConvolutionTest, GroupsReadTheirOwnChannels) {
 // oneDNN against the reference loops over many geometries and layouts.
 TEST(ConvolutionTest, OneDnnMatchesTheReference) {
   std::mt19937 rng(7);
-  std::uniform_real_distribution<float> u(-1, 1);
   std::vector<Conv> cases = {
       {2, 3, 8, 1, {9, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
       {2, 4, 6, 2, {8, 8}, {3, 3}, {2, 2}, {1, 1}, {1, 1}},
@@ -183,23 +210,47 @@ TEST(ConvolutionTest, OneDnnMatchesTheReference) {
   for (bool last : {false, true}) {
     for (Conv c : cases) {
       c.channels_last = last;
-      std::vector<int64_t> g = c.Geometry();
-      std::vector<float> x(c.Numel(c.n, c.c, c.in)),
-          w(c.Numel(c.o, c.c / c.groups, c.k));
-      for (float& v : x) v = u(rng);
-      for (float& v : w) v = u(rng);
-      int64_t m = c.Numel(c.n, c.o, c.Out());
-      std::vector<float> got(m, -7), want(m, 7);
-      EXPECT_TRUE(SconvUsesOneDnn(g.data()));
-      Sconv(g.data(), x.data(), w.data(), got.data());
-      SconvReference(g.data(), x.data(), w.data(), want.data());
-      for (int64_t i = 0; i < m; ++i) {
-        ASSERT_NEAR(got[i], want[i], 1e-4)
-            << "case with " << c.in.size() << " dims, groups " << c.groups
-            << (last ? ", channels last" : "") << ", element " << i;
+      ExpectMatchesReference(c, rng, 1);
+    }
+  }
+}
+
+extern "C" int omp_get_max_threads(void);
+extern "C" void omp_set_num_threads(int);
+
+// Convolutions of 2^18 multiply-adds or more run in pieces on the
+// runtime's pool with a team of 3: a batch by slices of images (5 images:
+// the last slice shorter), one image by slices of its output rows (each
+// slice's input rows with their halo, the padding only where a slice has
+// it; strided, dilated, 1-d and 3-d), with weights reordered once for all
+// pieces (in slices of output channels where they are several of oneDNN's
+// blocks) or frozen, in both layouts.
+TEST(ConvolutionTest, PiecesOnThePoolMatchTheReference) {
+  const int team = omp_get_max_threads();
+  omp_set_num_threads(3);
+  std::mt19937 rng(11);
+  std::vector<Conv> cases = {
+      {5, 16, 32, 1, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 16, 32, 1, {29, 20}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 8, 48, 1, {40, 17}, {5, 3}, {2, 1}, {3, 1}, {2, 1}},
+      {1, 16, 64, 1, {300}, {7}, {1}, {3}, {1}},
+      {1, 8, 16, 1, {13, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+      {4, 32, 32, 4, {16, 16}, {3, 3}, {2, 2}, {1, 1}, {1, 1}},
+      // Weights of several of oneDNN's blocks of output channels: their
+      // reorder runs in slices on the pool.
+      {3, 16, 256, 1, {6, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 8, 192, 1, {9, 9}, {3, 3}, {1, 1}, {0, 0}, {1, 1}},
+  };
+  for (bool last : {false, true}) {
+    for (bool frozen : {false, true}) {
+      for (Conv c : cases) {
+        c.channels_last = last;
+        c.frozen = frozen;
+        ExpectMatchesReference(c, rng, 2);
       }
     }
   }
+  omp_set_num_threads(team);
 }
 
 // Empty operands go to the reference loops: zero input channels give

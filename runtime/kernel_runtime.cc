@@ -13,6 +13,7 @@
 #include "runtime/bf16_gemm.h"
 #include "runtime/convolution.h"
 #include "runtime/copy.h"
+#include "runtime/onednn.h"
 #include "runtime/sort.h"
 #include "runtime/storage.h"
 #include "runtime/tensor.h"
@@ -61,69 +62,33 @@ bool BlasLayout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, char* trans,
   return false;
 }
 
-// OpenMP's thread counts (libgomp, which oneDNN's sgemm threads with).
-extern "C" int omp_get_max_threads(void);
-extern "C" void omp_set_num_threads(int);
-extern "C" int omp_in_parallel(void);
-
-// Products of fewer multiply-adds than this run on the calling thread.
-constexpr int64_t kThreadedGemmWork = int64_t{1} << 18;
-
-// Panels per thread of a product split by its columns or rows: a few, so
-// the threads that run take the panels of one the scheduler holds back.
-constexpr int64_t kPanelsPerThread = 2;
-
-// One f32 product of the BLAS forms BlasLayout found, in pieces
-// SgemmPieces' body computes: whole matrices of the batch, or panels of
-// `panel` columns (rows when `by_rows`) of each.
-struct SgemmPieces {
+// One f32 product in the BLAS forms BlasLayout found.
+struct SgemmCall {
   char ta, tb;
-  int64_t m, n, k, lda, ldb, ldc;
+  int64_t k, lda, ldb, ldc;
   const float *a, *b;
   float* c;
   int64_t a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs;
-  int64_t panels = 1;  // per matrix
-  int64_t panel = 0;   // columns (rows) per panel
-  bool by_rows = false;
 
-  // Pieces [begin, end), each on this thread alone (oneDNN's sgemm takes
-  // the calling thread's OpenMP count, set to 1 around the calls).
-  static void Run(void* ctx, int64_t begin, int64_t end) {
-    const SgemmPieces& p = *static_cast<const SgemmPieces*>(ctx);
-    const int team = omp_get_max_threads();
-    omp_set_num_threads(1);
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t mat = i / p.panels, at = i % p.panels * p.panel;
-      int64_t rows = p.m, cols = p.n;
-      const float* a = p.a + mat * p.a_bs;
-      const float* b = p.b + mat * p.b_bs;
-      float* c = p.c + mat * p.c_bs;
-      if (p.panels > 1 && p.by_rows) {  // rows of a and c
-        rows = std::min(p.panel, p.m - at);
-        a += at * p.a_rs;
-        c += at * p.c_rs;
-      } else if (p.panels > 1) {  // columns of b and c
-        cols = std::min(p.panel, p.n - at);
-        b += at * p.b_cs;
-        c += at * p.c_cs;
-      }
-      if (dnnl_sgemm(p.ta, p.tb, rows, cols, p.k, 1.0f, a, p.lda, b, p.ldb,
-                     0.0f, c, p.ldc) != dnnl_success) {
-        Gemm<float>(1, rows, cols, p.k, a, 0, p.a_rs, p.a_cs, b, 0, p.b_rs,
-                    p.b_cs, c, 0, p.c_rs, p.c_cs);
+  // The piece's part of the product, in oneDNN's sgemm on this thread.
+  static void Piece(void* ctx, const onednn::ProductPiece& p) {
+    const SgemmCall& g = *static_cast<const SgemmCall*>(ctx);
+    for (int64_t mat = p.mat; mat < p.mat + p.mats; ++mat) {
+      const float* a = g.a + mat * g.a_bs + p.row * g.a_rs;
+      const float* b = g.b + mat * g.b_bs + p.col * g.b_cs;
+      float* c = g.c + mat * g.c_bs + p.row * g.c_rs + p.col * g.c_cs;
+      if (dnnl_sgemm(g.ta, g.tb, p.rows, p.cols, g.k, 1.0f, a, g.lda, b, g.ldb,
+                     0.0f, c, g.ldc) != dnnl_success) {
+        Gemm<float>(1, p.rows, p.cols, g.k, a, 0, g.a_rs, g.a_cs, b, 0, g.b_rs,
+                    g.b_cs, c, 0, g.c_rs, g.c_cs);
       }
     }
-    omp_set_num_threads(team);
   }
 };
 
 // f32: oneDNN's sgemm (tools/bench/library_choice.md: the fastest of Eigen,
 // OpenBLAS and oneDNN on this machine at the MLP and transformer shapes),
-// on the runtime's pool as the generated loops are (runtime/thread_pool.h:
-// oneDNN's own OpenMP team would wait at its barriers for a thread the
-// scheduler holds back, and its idle threads' spinning would take the
-// cores from the pool's between products): a batch split by its matrices,
-// one product by column or row panels, each piece single-threaded. Layouts
+// in pieces on the runtime's pool (onednn.h: ParallelProducts). Layouts
 // BLAS cannot express go to Eigen.
 void Sgemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a,
            int64_t a_bs, int64_t a_rs, int64_t a_cs, const float* b,
@@ -140,26 +105,10 @@ void Sgemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a,
                 c_bs, c_rs, c_cs);
     return;
   }
-  const int team = omp_in_parallel() ? 1 : omp_get_max_threads();
-  SgemmPieces p{ta, tb,   m,    n,    k,    lda,  ldb,  ldc,  a,    b,
-                c,  a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs};
-  // In double: a broadcast operand's batch needs no memory of its own.
-  const double work = static_cast<double>(batch) * m * n * k;
-  if (team <= 1 || work < kThreadedGemmWork) {
-    SgemmPieces::Run(&p, 0, batch);
-    return;
-  }
-  if (batch < team * kPanelsPerThread) {
-    // Panels of a multiple of 16 columns (a vector) or rows, whichever
-    // the product has more of, about kPanelsPerThread per thread over the
-    // batch.
-    const int64_t want = (team * kPanelsPerThread + batch - 1) / batch;
-    p.by_rows = m > n;
-    const int64_t length = p.by_rows ? m : n;
-    p.panel = std::max<int64_t>(16, (length / want + 15) / 16 * 16);
-    p.panels = (length + p.panel - 1) / p.panel;
-  }
-  ParallelFor(batch * p.panels, 1, team, &SgemmPieces::Run, &p);
+  SgemmCall call{ta,   tb,   k,    lda,  ldb,  ldc,  a,    b,    c,
+                 a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs};
+  onednn::ParallelProducts(batch, m, n, k, onednn::Team(), &SgemmCall::Piece,
+                           &call);
 }
 
 // Why this thread's last allocation for generated code failed.

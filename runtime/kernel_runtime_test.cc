@@ -102,7 +102,7 @@ extern "C" void omp_set_num_threads(int);
 // Products of 2^18 multiply-adds or more run on the runtime's pool with a
 // team of 3: one product or a batch smaller than the pieces wanted split
 // by column (or row) panels (multiples of 16, the last shorter), with
-// transposed and shared operands; a larger batch by its matrices.
+// transposed and shared operands; a larger batch by runs of its matrices.
 TEST(KernelRuntimeTest, LargeProductsSplitOverThePool) {
   const int team = omp_get_max_threads();
   omp_set_num_threads(3);

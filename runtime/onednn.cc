@@ -1,9 +1,18 @@
 #include "runtime/onednn.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "dnnl.h"
+#include "runtime/thread_pool.h"
+
+// OpenMP's thread counts (libgomp, which oneDNN threads with).
+extern "C" int omp_get_max_threads(void);
+extern "C" void omp_set_num_threads(int);
+extern "C" int omp_in_parallel(void);
 
 namespace lathe::onednn {
 
@@ -44,10 +53,131 @@ std::string Version() {
          "." + std::to_string(v->patch) + " (" + v->hash + ")";
 }
 
+const_dnnl_primitive_attr_t Attributes() {
+  static dnnl_primitive_attr_t attr = [] {
+    dnnl_primitive_attr_t a = nullptr;
+    if (!Ok(dnnl_primitive_attr_create(&a))) return a;
+    if (!Ok(dnnl_primitive_attr_set_scratchpad_mode(
+            a, dnnl_scratchpad_mode_user))) {
+      dnnl_primitive_attr_destroy(a);
+      a = nullptr;
+    }
+    return a;
+  }();
+  return attr;
+}
+
 bool Execute(dnnl_stream_t stream, dnnl_primitive_t p,
              std::vector<dnnl_exec_arg_t> args) {
+  const_dnnl_primitive_desc_t pd = nullptr;
+  if (!Ok(dnnl_primitive_get_primitive_desc(p, &pd))) return false;
+  const dnnl_memory_desc_t* md =
+      dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  const size_t bytes = md == nullptr ? 0 : dnnl_memory_desc_get_size(md);
+  // This thread's scratchpad, grown to the largest asked for; the
+  // primitive is done with it when the call returns (CPU streams run in
+  // order, on the calling thread).
+  thread_local std::vector<char> scratch;
+  std::unique_ptr<Memory> pad;
+  if (bytes > 0) {
+    constexpr size_t kAlign = 64;
+    if (scratch.size() < bytes + kAlign) scratch.resize(bytes + kAlign);
+    const auto at = reinterpret_cast<uintptr_t>(scratch.data());
+    pad = std::make_unique<Memory>(
+        *md, scratch.data() + (kAlign - at % kAlign) % kAlign);
+    if (pad->m == nullptr) return false;
+    args.push_back({DNNL_ARG_SCRATCHPAD, pad->m});
+  }
   return Ok(dnnl_primitive_execute(p, stream, static_cast<int>(args.size()),
                                    args.data()));
+}
+
+int Team() { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
+
+OneThread::OneThread() : saved_(omp_get_max_threads()) {
+  omp_set_num_threads(1);
+}
+
+OneThread::~OneThread() { omp_set_num_threads(saved_); }
+
+namespace {
+
+// ParallelProducts' loop: the caller's piece function and the split.
+struct Products {
+  void (*piece)(void*, const ProductPiece&);
+  void* ctx;
+  int64_t m, n;
+  int64_t panels;  // per matrix
+  int64_t panel;   // rows (by_rows) or columns per panel
+  bool by_rows;
+
+  static void Run(void* self, int64_t begin, int64_t end) {
+    const Products& p = *static_cast<const Products*>(self);
+    OneThread one;
+    if (p.panels == 1) {  // whole matrices: the chunk's range is one piece
+      p.piece(p.ctx, ProductPiece{begin, end - begin, 0, p.m, 0, p.n});
+      return;
+    }
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t at = i % p.panels * p.panel;
+      ProductPiece piece{i / p.panels, 1, 0, p.m, 0, p.n};
+      if (p.by_rows) {
+        piece.row = at;
+        piece.rows = std::min(p.panel, p.m - at);
+      } else {
+        piece.col = at;
+        piece.cols = std::min(p.panel, p.n - at);
+      }
+      p.piece(p.ctx, piece);
+    }
+  }
+};
+
+// ParallelPieces' loop.
+struct Pieces {
+  void (*body)(void*, int64_t);
+  void* ctx;
+
+  static void Run(void* self, int64_t begin, int64_t end) {
+    const Pieces& p = *static_cast<const Pieces*>(self);
+    OneThread one;
+    for (int64_t i = begin; i < end; ++i) p.body(p.ctx, i);
+  }
+};
+
+}  // namespace
+
+void ParallelProducts(int64_t batch, int64_t m, int64_t n, int64_t k, int team,
+                      void (*piece)(void* ctx, const ProductPiece& p),
+                      void* ctx) {
+  // In double: a broadcast operand's batch needs no memory of its own.
+  const double work = static_cast<double>(batch) * m * n * k;
+  if (team <= 1 || work < kThreadedWork) {
+    OneThread one;
+    piece(ctx, ProductPiece{0, batch, 0, m, 0, n});
+    return;
+  }
+  Products p{piece, ctx, m, n, 1, 0, false};
+  if (batch < team * kPiecesPerThread) {
+    // Panels of a multiple of 16 columns (a vector) or rows, whichever the
+    // product has more of, about kPiecesPerThread per thread over the batch.
+    const int64_t want = (team * kPiecesPerThread + batch - 1) / batch;
+    p.by_rows = m > n;
+    const int64_t length = p.by_rows ? m : n;
+    p.panel = std::max<int64_t>(16, (length / want + 15) / 16 * 16);
+    p.panels = (length + p.panel - 1) / p.panel;
+  }
+  ParallelFor(batch * p.panels, 1, team, &Products::Run, &p);
+}
+
+void ParallelPieces(int64_t n, int team, void (*body)(void* ctx, int64_t i),
+                    void* ctx) {
+  Pieces p{body, ctx};
+  if (n == 1 || team <= 1) {
+    Pieces::Run(&p, 0, n);
+    return;
+  }
+  ParallelFor(n, 1, team, &Pieces::Run, &p);
 }
 
 }  // namespace lathe::onednn

@@ -2,19 +2,31 @@
 // File: onednn.h
 // -----------------------------------------------------------------------------
 //
-// What the runtime's oneDNN routines (convolution.h, bf16_gemm.h) share: the
-// process's CPU engine, each thread's stream, and a memory object that
-// destroys itself. Each routine builds its own primitives on them.
+// What the runtime's oneDNN routines (convolution.h, bf16_gemm.h, sgemm in
+// kernel_runtime.cc) share: the process's CPU engine, each thread's stream,
+// a memory object that destroys itself, and how they run on the runtime's
+// thread pool (thread_pool.h). Each routine builds its own primitives.
+//
+// oneDNN threads its routines with OpenMP (libgomp): a team whose barrier
+// waits for every thread, and whose idle threads spin beside the pool's
+// (issue 30, item 6). So the routines cut their work into pieces (matrices
+// or panels of a product, images or rows of a convolution) and run each
+// piece on one pool thread with oneDNN held to that thread (OneThread);
+// primitives are made under OneThread too, so none plans for a team.
 //
 // Example:
 //
 //   dnnl_stream_t stream = onednn::Stream();   // null: oneDNN is unusable
 //   onednn::Memory x(x_md, data);              // over the caller's buffer
 //   if (stream == nullptr || x.m == nullptr) return false;
+//
+//   onednn::ParallelProducts(batch, m, n, k, onednn::Team(),
+//       [](void* ctx, const onednn::ProductPiece& p) { /* p's part */ }, &ctx);
 
 #ifndef LATHE_RUNTIME_ONEDNN_H_
 #define LATHE_RUNTIME_ONEDNN_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -45,9 +57,64 @@ struct Memory {
 // its routines depends on (driver/autotune.h's key).
 std::string Version();
 
-// Runs primitive `p` with `args` on `stream`; false when oneDNN fails.
+// The attributes every routine's primitive is made with: a scratchpad the
+// caller gives (Execute does). With the library's own, a primitive uses
+// the scratchpad of the thread that made it (this oneDNN is built without
+// DNNL_ENABLE_CONCURRENT_EXEC), so one primitive run on two threads at once
+// would race.
+const_dnnl_primitive_attr_t Attributes();
+
+// Runs primitive `p` with `args` on `stream`, with a scratchpad of this
+// thread's when `p` asks for one; false when oneDNN fails.
 bool Execute(dnnl_stream_t stream, dnnl_primitive_t p,
              std::vector<dnnl_exec_arg_t> args);
+
+// The threads a routine called from this thread may use: OpenMP's count
+// for it (omp_get_max_threads: OMP_NUM_THREADS, omp_set_num_threads, the
+// autotuner's choice), 1 inside an OpenMP parallel region.
+int Team();
+
+// While alive, oneDNN calls from this thread run on it alone: its OpenMP
+// thread count is 1, and is restored after.
+class OneThread {
+ public:
+  OneThread();
+  ~OneThread();
+  OneThread(const OneThread&) = delete;
+  OneThread& operator=(const OneThread&) = delete;
+
+ private:
+  int saved_;
+};
+
+// Work (multiply-adds) below which a routine runs on its calling thread.
+constexpr int64_t kThreadedWork = int64_t{1} << 18;
+
+// Pieces per thread a routine's work is cut into: a few, so the threads
+// that run take the pieces of one the scheduler holds back.
+constexpr int64_t kPiecesPerThread = 2;
+
+// One piece of a batch of m x n products: matrices [mat, mat + mats), of
+// each the rows [row, row + rows) and columns [col, col + cols).
+struct ProductPiece {
+  int64_t mat, mats, row, rows, col, cols;
+};
+
+// Runs piece(ctx, ...) over the pieces of a batch of m x n x k products
+// for `team` threads, each on one pool thread under OneThread; returns when
+// all are done. Small work (under kThreadedWork) or a team of 1 is one
+// piece, the whole batch, on the calling thread. Otherwise a batch of at
+// least kPiecesPerThread matrices per thread is split into runs of whole
+// matrices (the pool's chunks), and a smaller one into panels of a
+// multiple of 16 rows (when m > n) or columns of each matrix.
+void ParallelProducts(int64_t batch, int64_t m, int64_t n, int64_t k, int team,
+                      void (*piece)(void* ctx, const ProductPiece& p),
+                      void* ctx);
+
+// Runs body(ctx, i) for i in [0, n), each on one pool thread under
+// OneThread (n = 1: on the calling thread); returns when all are done.
+void ParallelPieces(int64_t n, int team, void (*body)(void* ctx, int64_t i),
+                    void* ctx);
 
 }  // namespace lathe::onednn
 

@@ -157,10 +157,6 @@ class Emitter {
                                : absl::StrCat("S[", ints++, "]");
     }
     index_type_ = Int32Indexing(p) ? "int32_t" : "int64_t";
-    for (const Kernel& k : p.kernels) {
-      openmp_loops_ =
-          openmp_loops_ || k.routine == "sconv" || k.routine == "bgemm";
-    }
   }
 
   // Each kernel's body is a function of the buffers it touches, named in
@@ -341,12 +337,11 @@ class Emitter {
   }
 
   // A matrix product's statements with the kernel's threads: sgemm's
-  // (oneDNN's, which reads the caller's OpenMP thread count) with that
-  // count set around the call, or, with the batch split, a parallel loop
-  // over its matrices, each product on the thread that takes it (inside a
-  // parallel region oneDNN runs on the calling thread alone). dgemm (Eigen,
-  // built without OpenMP: one thread) only splits. The tuning build
-  // chooses at run time (nt < 0: split).
+  // (which reads the caller's OpenMP thread count) with that count set
+  // around the call, or, with the batch split, a loop on the pool over its
+  // matrices, each product on the thread that takes it (a loop inside the
+  // pool's runs on its thread). dgemm (Eigen, one thread) only splits. The
+  // tuning build chooses at run time (nt < 0: split).
   std::string ProductWithThreads(const Kernel& k, const std::string& call,
                                  const std::string& one) {
     const bool batched = k.extern_args[0] != symbolic::Int(1);
@@ -354,13 +349,13 @@ class Emitter {
     if (!batched && !counted) return absl::StrCat("  ", call, ";\n");
     threaded_ = true;
     splittable_ = batched;
-    const std::string split =
-        absl::StrCat("#pragma omp parallel for",
-                     options_.tuning_table || threads_.empty()
-                         ? ""
-                         : absl::StrCat(" num_threads(", threads_, ")"),
-                     "\n    for (int64_t lathe_b = 0; lathe_b < ",
-                     Cpp(k.extern_args[0]), "; ++lathe_b) ", one, ";\n");
+    const std::string split = absl::StrCat(
+        "lathe_parallel(rt, ", Cpp(k.extern_args[0]), ", 1, true, ",
+        options_.tuning_table || threads_.empty() ? "0" : threads_,
+        ", [](int64_t lathe_lo, int64_t lathe_hi, ", kParamsMark,
+        ") {\n      for (int64_t lathe_b = lathe_lo; lathe_b < lathe_hi; "
+        "++lathe_b) ",
+        one, ";\n    }, ", kArgsMark, ");\n");
     if (!options_.tuning_table && k.split_batch && batched) {
       return absl::StrCat("  {\n    ", split, "  }\n");
     }
@@ -998,11 +993,7 @@ class Emitter {
     const int collapse = one_section ? n - 1 : n;
     int outer = n > 0 && !serial ? std::max(collapse, 1) : 0;
     std::string close;
-    if (outer > 0 && openmp_loops_) {
-      absl::StrAppend(out, indent,
-                      ParallelFor(collapse, /*simd=*/collapse == 0, "", work));
-      outer = 0;  // the loops below are OpenMP's
-    } else if (outer > 0) {
+    if (outer > 0) {
       close =
           OpenPooledLoops(k, outer, /*simd=*/collapse == 0, work, &indent, out);
     }
@@ -1052,7 +1043,6 @@ class Emitter {
   // convolution and bf16 matmul primitives), whose idle threads spin after
   // each call, and the pool's threads beside them ran small_cnn 1.3-1.4x
   // and bf16 BERT 1.15-1.25x slower.
-  bool openmp_loops_ = false;
   absl::flat_hash_map<int, int> params_;  // buffer -> p<j> of this kernel
   absl::flat_hash_map<Expr, std::string> names_;
   const char* index_type_ = "int64_t";  // of every loop variable

@@ -1,0 +1,134 @@
+#include "runtime/onednn.h"
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+extern "C" int omp_get_max_threads(void);
+extern "C" void omp_set_num_threads(int);
+
+namespace lathe::onednn {
+namespace {
+
+// What ParallelProducts handed out: each result element's count, the
+// pieces, and the OpenMP count each piece saw.
+struct Seen {
+  int64_t m, n;
+  std::vector<std::atomic<int>> hits;
+  std::mutex mu;
+  std::vector<ProductPiece> pieces;
+  std::atomic<int> not_one{0};
+
+  Seen(int64_t batch, int64_t m, int64_t n) : m(m), n(n), hits(batch * m * n) {}
+
+  static void Piece(void* ctx, const ProductPiece& p) {
+    Seen& s = *static_cast<Seen*>(ctx);
+    if (omp_get_max_threads() != 1) s.not_one.fetch_add(1);
+    for (int64_t b = p.mat; b < p.mat + p.mats; ++b) {
+      for (int64_t i = p.row; i < p.row + p.rows; ++i) {
+        for (int64_t j = p.col; j < p.col + p.cols; ++j) {
+          s.hits[(b * s.m + i) * s.n + j].fetch_add(1);
+        }
+      }
+    }
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.pieces.push_back(p);
+  }
+};
+
+// Runs ParallelProducts with a team of 3 and checks that every element of
+// every result is in exactly one piece, each piece ran with one OpenMP
+// thread, and the caller's count is 3 again after.
+std::vector<ProductPiece> Pieces(int64_t batch, int64_t m, int64_t n,
+                                 int64_t k) {
+  const int team = omp_get_max_threads();
+  omp_set_num_threads(3);
+  Seen seen(batch, m, n);
+  ParallelProducts(batch, m, n, k, Team(), &Seen::Piece, &seen);
+  EXPECT_EQ(omp_get_max_threads(), 3);
+  omp_set_num_threads(team);
+  for (size_t e = 0; e < seen.hits.size(); ++e) {
+    EXPECT_EQ(seen.hits[e].load(), 1) << "element " << e;
+  }
+  EXPECT_EQ(seen.not_one.load(), 0);
+  return seen.pieces;
+}
+
+TEST(OneDnnTest, SmallWorkIsOnePieceOnTheCaller) {
+  std::vector<ProductPiece> p = Pieces(3, 20, 30, 40);  // 72,000 < 2^18
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(
+      std::tie(p[0].mat, p[0].mats, p[0].row, p[0].rows, p[0].col, p[0].cols),
+      std::make_tuple(0, 3, 0, 20, 0, 30));
+}
+
+// One wide product: column panels, multiples of 16 but the last; one tall
+// product: row panels.
+TEST(OneDnnTest, OneProductSplitsIntoPanels) {
+  std::vector<ProductPiece> wide = Pieces(1, 40, 1000, 64);
+  EXPECT_GE(wide.size(), 6u);
+  for (const ProductPiece& p : wide) {
+    EXPECT_EQ(p.rows, 40);
+    EXPECT_TRUE(p.cols % 16 == 0 || p.col + p.cols == 1000) << p.cols;
+  }
+  std::vector<ProductPiece> tall = Pieces(1, 999, 30, 64);
+  EXPECT_GE(tall.size(), 6u);
+  for (const ProductPiece& p : tall) EXPECT_EQ(p.cols, 30);
+}
+
+// A batch under kPiecesPerThread per thread: panels of each matrix; a
+// larger one: runs of whole matrices, some of more than one.
+TEST(OneDnnTest, BatchesSplitByPanelsOrRunsOfMatrices) {
+  for (const ProductPiece& p : Pieces(2, 64, 512, 64)) {
+    EXPECT_EQ(p.mats, 1);
+    EXPECT_LT(p.cols, 512);
+  }
+  int64_t most = 0;
+  for (const ProductPiece& p : Pieces(40, 64, 64, 64)) {
+    EXPECT_EQ(std::tie(p.row, p.rows, p.col, p.cols),
+              std::make_tuple(0, 64, 0, 64));
+    most = std::max(most, p.mats);
+  }
+  EXPECT_GT(most, 1);
+}
+
+TEST(OneDnnTest, ParallelPiecesRunEachOnceOnOneOpenMpThread) {
+  const int team = omp_get_max_threads();
+  omp_set_num_threads(3);
+  struct Ctx {
+    std::vector<std::atomic<int>> runs = std::vector<std::atomic<int>>(50);
+    std::atomic<int> not_one{0};
+  } ctx;
+  ParallelPieces(
+      50, Team(),
+      [](void* c, int64_t i) {
+        Ctx& x = *static_cast<Ctx*>(c);
+        if (omp_get_max_threads() != 1) x.not_one.fetch_add(1);
+        x.runs[i].fetch_add(1);
+      },
+      &ctx);
+  EXPECT_EQ(omp_get_max_threads(), 3);
+  omp_set_num_threads(team);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(ctx.runs[i].load(), 1) << i;
+  EXPECT_EQ(ctx.not_one.load(), 0);
+}
+
+TEST(OneDnnTest, OneThreadRestoresTheCount) {
+  const int team = omp_get_max_threads();
+  omp_set_num_threads(5);
+  {
+    OneThread one;
+    EXPECT_EQ(omp_get_max_threads(), 1);
+    EXPECT_EQ(Team(), 1);
+  }
+  EXPECT_EQ(omp_get_max_threads(), 5);
+  EXPECT_EQ(Team(), 5);
+  omp_set_num_threads(team);
+}
+
+}  // namespace
+}  // namespace lathe::onednn
