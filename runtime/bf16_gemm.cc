@@ -243,8 +243,10 @@ void Bf16Gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
          c_bs,
          c_rs,
          c_cs};
+  // A result shared by the batch (stride 0) is written in order, on one
+  // thread.
   onednn::ParallelProducts(
-      batch, m, n, k, onednn::Team(),
+      batch, m, n, k, batch > 1 && c_bs == 0 ? 1 : onednn::Team(),
       [](void* ctx, const onednn::ProductPiece& p) {
         const Call& g = *static_cast<const Call*>(ctx);
         Product(p.mats, p.rows, p.cols, g.k,

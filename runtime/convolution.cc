@@ -113,12 +113,12 @@ bool Reorder(const dnnl_memory_desc_t& from, const dnnl_memory_desc_t& to,
 // Adds the weights' reorder in slices of output channels to `plan`, about
 // kPiecesPerThread per thread of `team`: slices at the blocks of the
 // primitive's layout, where it has no padding (a slice's reorder would not
-// zero it); none where it cannot. False when oneDNN fails.
-bool SliceWeights(Plan* plan, int team) {
+// zero it); none where it cannot or oneDNN refuses a slice.
+void SliceWeights(Plan* plan, int team) {
   const dnnl_memory_desc_t& w = plan->w_md;
-  if (plan->w_in == nullptr || w.format_kind != dnnl_blocked) return true;
+  if (plan->w_in == nullptr || w.format_kind != dnnl_blocked) return;
   for (int d = 0; d < w.ndims; ++d) {
-    if (w.padded_dims[d] != w.dims[d]) return true;
+    if (w.padded_dims[d] != w.dims[d]) return;
   }
   int64_t block = 1;  // output channels (dim 1: [G, O/G, C/G, k...]) a block
   for (int b = 0; b < w.format_desc.blocking.inner_nblks; ++b) {
@@ -128,7 +128,7 @@ bool SliceWeights(Plan* plan, int team) {
   }
   const int64_t blocks = w.dims[1] / block;
   const int64_t want = team * onednn::kPiecesPerThread;
-  if (w.dims[1] % block != 0 || blocks < 2 || want < 2) return true;
+  if (w.dims[1] % block != 0 || blocks < 2 || want < 2) return;
   const int64_t per = (blocks + want - 1) / want * block;
   for (int64_t at = 0; at < w.dims[1]; at += per) {
     dnnl_dims_t dims, offsets{};
@@ -140,17 +140,22 @@ bool SliceWeights(Plan* plan, int team) {
                                             offsets)) ||
         !Ok(dnnl_memory_desc_init_submemory(&s.to, &w, dims, offsets)) ||
         !Reorder(s.from, s.to, &s.reorder) || s.reorder == nullptr) {
-      return false;
+      for (const Plan::Slice& made : plan->w_slices) {
+        dnnl_primitive_destroy(made.reorder);
+      }
+      plan->w_slices.clear();  // w_in whole
+      return;
     }
     plan->w_slices.push_back(s);
   }
-  return true;
 }
 
 // Builds the plan for `g`, for one thread; false when oneDNN does not take
 // it.
 bool BuildPlan(const Geometry& g, Plan* plan) {
-  if (Engine() == nullptr || g.Empty()) return false;
+  if (Engine() == nullptr || onednn::Attributes() == nullptr || g.Empty()) {
+    return false;
+  }
   const int team = onednn::Team();
   onednn::OneThread one;
   int nd = 2 + g.s;
@@ -205,7 +210,7 @@ bool BuildPlan(const Geometry& g, Plan* plan) {
   return ok && Reorder(plan->x_user, plan->x_md, &plan->x_in) &&
          Reorder(plan->w_user, plan->w_md, &plan->w_in) &&
          Reorder(plan->o_md, plan->o_user, &plan->o_out) &&
-         SliceWeights(plan, team);
+         (SliceWeights(plan, team), true);
 }
 
 // The cached plan for a geometry, or null when oneDNN does not take it.
@@ -314,38 +319,31 @@ bool RunPlan(const Plan& p, const float* x, const float* w, float* out,
   return ok && Ok(dnnl_stream_wait(stream));
 }
 
-// A piece of a convolution: its geometry (offsets 0), where its part of x
-// and of out starts, and its plan.
+// A piece of a convolution: its geometry (offsets 0), where its part of x,
+// w and out starts, and its plan.
 struct Piece {
   Geometry g;
-  int64_t x_at = 0, o_at = 0;
+  int64_t x_at = 0, w_at = 0, o_at = 0;
   const Plan* plan = nullptr;
 };
 
-// The pieces of `g` for `team` threads (onednn.h): slices of the batch of
-// about kPiecesPerThread per thread, or of one image's first spatial dim
-// (its input rows with their halo, the padding where a slice has it); one
-// piece for small work, a team of 1, or what neither splits. A slice of a
-// channels-last result stays dense, so oneDNN writes it in place.
-std::vector<Piece> Split(const Geometry& g, int team) {
-  Piece whole{g};
-  whole.g.x_off = whole.g.w_off = whole.g.o_off = 0;
-  double work = static_cast<double>(g.n) * g.o * (g.c / g.groups);
-  for (int d = 0; d < g.s; ++d) work *= static_cast<double>(g.out[d]) * g.k[d];
-  const int64_t want = team * onednn::kPiecesPerThread;
-  std::vector<Piece> pieces;
-  if (team <= 1 || work < onednn::kThreadedWork) {
-    pieces.push_back(whole);
-  } else if (g.n >= 2) {
-    const int64_t per = (g.n + want - 1) / want;
-    for (int64_t at = 0; at < g.n; at += per) {
-      Piece& p = pieces.emplace_back(whole);
-      p.g.n = std::min(per, g.n - at);
-      p.x_at = at * g.xs[0];
-      p.o_at = at * g.os[0];
-    }
-  } else {
-    const int64_t per = (g.out[0] + want - 1) / want;
+// The span of one image of an operand (channels `ch`, spatial sizes `sp`,
+// strides `st`): the batch stride a dense tensor of it has, which a piece
+// of one image takes so that oneDNN sees its layout as dense.
+int64_t ImageSpan(const std::array<int64_t, 5>& st, int64_t ch,
+                  const std::array<int64_t, 3>& sp, int s) {
+  int64_t span = ch * st[1];
+  for (int d = 0; d < s; ++d) span = std::max(span, sp[d] * st[2 + d]);
+  return span;
+}
+
+// Each image of `g` in `slices` slices of its output's first spatial dim
+// (each slice's input rows with their halo, the padding where a slice has
+// it), appended to `pieces`; false when a slice would read only padding.
+bool RowSlices(const Geometry& g, const Piece& whole, int64_t slices,
+               std::vector<Piece>* pieces) {
+  const int64_t per = (g.out[0] + slices - 1) / slices;
+  for (int64_t b = 0; b < g.n; ++b) {
     for (int64_t r0 = 0; r0 < g.out[0]; r0 += per) {
       const int64_t r1 = std::min(g.out[0], r0 + per);
       const int64_t lo = r0 * g.stride[0] - g.pad[0];
@@ -353,16 +351,63 @@ std::vector<Piece> Split(const Geometry& g, int team) {
           (r1 - 1) * g.stride[0] - g.pad[0] + (g.k[0] - 1) * g.dil[0] + 1;
       const int64_t in_lo = std::max<int64_t>(0, lo);
       const int64_t in_hi = std::min(g.in[0], hi);
-      if (in_hi <= in_lo) return {whole};  // a slice all padding
-      Piece& p = pieces.emplace_back(whole);
+      if (in_hi <= in_lo) return false;
+      Piece& p = pieces->emplace_back(whole);
+      p.g.n = 1;
       p.g.out[0] = r1 - r0;
       p.g.in[0] = in_hi - in_lo;
       p.g.pad[0] = in_lo - lo;
-      p.x_at = in_lo * g.xs[2];
-      p.o_at = r0 * g.os[2];
+      p.g.xs[0] = ImageSpan(p.g.xs, p.g.c, p.g.in, p.g.s);
+      p.g.os[0] = ImageSpan(p.g.os, p.g.o, p.g.out, p.g.s);
+      p.x_at = b * g.xs[0] + in_lo * g.xs[2];
+      p.o_at = b * g.os[0] + r0 * g.os[2];
     }
   }
-  return pieces;
+  return true;
+}
+
+// The pieces of `g` for `team` threads (onednn.h), about kPiecesPerThread
+// per thread: slices of the batch when it has that many images, else each
+// image in slices of its output rows, else (rows that would read only
+// padding, or one output row) an image a piece, or for one image of one
+// group slices of its output channels; one piece for small work, a team of
+// 1, or what none of these splits. A slice of images or rows of a channels-last
+// result is dense, so oneDNN writes it in place; a slice of channels goes
+// through a reorder.
+std::vector<Piece> Split(const Geometry& g, int team) {
+  Piece whole{g};
+  whole.g.x_off = whole.g.w_off = whole.g.o_off = 0;
+  double work = static_cast<double>(g.n) * g.o * (g.c / g.groups);
+  for (int d = 0; d < g.s; ++d) work *= static_cast<double>(g.out[d]) * g.k[d];
+  const int64_t want = team * onednn::kPiecesPerThread;
+  if (team <= 1 || work < onednn::kThreadedWork) return {whole};
+  std::vector<Piece> pieces;
+  if (g.n < want && g.out[0] >= 2 &&
+      RowSlices(g, whole, (want + g.n - 1) / g.n, &pieces)) {
+    return pieces;
+  }
+  pieces.clear();
+  if (g.n >= 2) {  // slices of images, an image a piece under `want` images
+    const int64_t per = (g.n + want - 1) / want;
+    for (int64_t at = 0; at < g.n; at += per) {
+      Piece& p = pieces.emplace_back(whole);
+      p.g.n = std::min(per, g.n - at);
+      p.x_at = at * g.xs[0];
+      p.o_at = at * g.os[0];
+    }
+    return pieces;
+  }
+  if (g.groups == 1 && g.o >= 32) {
+    const int64_t per = std::max<int64_t>(16, (g.o / want + 15) / 16 * 16);
+    for (int64_t at = 0; at < g.o; at += per) {
+      Piece& p = pieces.emplace_back(whole);
+      p.g.o = std::min(per, g.o - at);
+      p.w_at = at * g.ws[0];
+      p.o_at = at * g.os[1];
+    }
+    return pieces;
+  }
+  return {whole};
 }
 
 // Reorders `w` into `to` (in p.w_md's layout), its slices on the pool;
@@ -404,13 +449,22 @@ bool RunOneDnn(const Geometry& g, const float* x, const float* w, float* out) {
   std::vector<Piece> pieces = Split(g, onednn::Team());
   for (Piece& p : pieces) {
     p.plan = PlanFor(p.g);
-    if (p.plan == nullptr) return false;
+    if (p.plan == nullptr) {  // oneDNN may still take the whole
+      pieces = Split(g, 1);
+      pieces[0].plan = PlanFor(pieces[0].g);
+      if (pieces[0].plan == nullptr) return false;
+      break;
+    }
   }
   // Weights that every piece would reorder into the same layout are
   // reordered once, here.
   const Plan& first = *pieces[0].plan;
+  const bool shared =
+      std::all_of(pieces.begin(), pieces.end(),
+                  [&](const Piece& p) { return p.w_at == 0 && p.g.o == g.o; });
   std::unique_ptr<Memory> weights;
-  if (pieces.size() > 1 && !g.frozen_weights() && first.w_in != nullptr) {
+  if (pieces.size() > 1 && shared && !g.frozen_weights() &&
+      first.w_in != nullptr) {
     weights = std::make_unique<Memory>(first.w_md, DNNL_MEMORY_ALLOCATE);
     if (weights->m == nullptr || !ReorderWeights(first, w, weights->m)) {
       weights.reset();  // each piece reorders its own
@@ -432,8 +486,8 @@ bool RunOneDnn(const Geometry& g, const float* x, const float* w, float* out) {
       [](void* ctx, int64_t i) {
         Call& c = *static_cast<Call*>(ctx);
         const Piece& p = c.pieces[i];
-        if (!RunPlan(*p.plan, c.x + p.x_at, c.w, c.out + p.o_at, c.frozen,
-                     c.weights, c.weights_md)) {
+        if (!RunPlan(*p.plan, c.x + p.x_at, c.w + p.w_at, c.out + p.o_at,
+                     c.frozen, c.weights, c.weights_md)) {
           c.failed.store(true, std::memory_order_relaxed);
         }
       },
@@ -484,8 +538,9 @@ void SconvReference(const int64_t* geometry, const float* x, const float* w,
 }
 
 bool SconvUsesOneDnn(const int64_t* geometry) {
-  for (const Piece& p : Split(Geometry(geometry), onednn::Team())) {
-    if (PlanFor(p.g) == nullptr) return false;
+  const Geometry g(geometry);
+  for (const Piece& p : Split(g, onednn::Team())) {
+    if (PlanFor(p.g) == nullptr) return PlanFor(Split(g, 1)[0].g) != nullptr;
   }
   return true;
 }

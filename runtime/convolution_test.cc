@@ -219,12 +219,14 @@ extern "C" int omp_get_max_threads(void);
 extern "C" void omp_set_num_threads(int);
 
 // Convolutions of 2^18 multiply-adds or more run in pieces on the
-// runtime's pool with a team of 3: a batch by slices of images (5 images:
-// the last slice shorter), one image by slices of its output rows (each
-// slice's input rows with their halo, the padding only where a slice has
-// it; strided, dilated, 1-d and 3-d), with weights reordered once for all
-// pieces (in slices of output channels where they are several of oneDNN's
-// blocks) or frozen, in both layouts.
+// runtime's pool with a team of 3 (6 pieces wanted): a batch of 6 images or
+// more by slices of images (the last shorter); a smaller batch with each
+// image by slices of its output rows (each slice's input rows with their
+// halo, the padding only where a slice has it; strided, dilated, grouped,
+// 1-d and 3-d), or an image a piece where a slice would read only padding;
+// one image of one output row by slices of its output channels. Weights
+// are reordered once for all pieces (in slices of output channels where
+// they are several of oneDNN's blocks) or frozen, in both layouts.
 TEST(ConvolutionTest, PiecesOnThePoolMatchTheReference) {
   const int team = omp_get_max_threads();
   omp_set_num_threads(3);
@@ -240,6 +242,12 @@ TEST(ConvolutionTest, PiecesOnThePoolMatchTheReference) {
       // reorder runs in slices on the pool.
       {3, 16, 256, 1, {6, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
       {1, 8, 192, 1, {9, 9}, {3, 3}, {1, 1}, {0, 0}, {1, 1}},
+      // 7 images: slices of 2 (the last 1).
+      {7, 8, 32, 1, {10, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+      // One output row: slices of output channels.
+      {1, 64, 128, 1, {3, 40}, {3, 3}, {1, 1}, {0, 1}, {1, 1}},
+      // A row slice would read only padding: an image a piece.
+      {2, 16, 32, 1, {2, 10}, {3, 3}, {1, 1}, {6, 1}, {1, 1}},
   };
   for (bool last : {false, true}) {
     for (bool frozen : {false, true}) {

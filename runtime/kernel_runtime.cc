@@ -107,8 +107,10 @@ void Sgemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a,
   }
   SgemmCall call{ta,   tb,   k,    lda,  ldb,  ldc,  a,    b,    c,
                  a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs};
-  onednn::ParallelProducts(batch, m, n, k, onednn::Team(), &SgemmCall::Piece,
-                           &call);
+  // A result shared by the batch (stride 0) is written in order, on one
+  // thread.
+  const int team = batch > 1 && c_bs == 0 ? 1 : onednn::Team();
+  onednn::ParallelProducts(batch, m, n, k, team, &SgemmCall::Piece, &call);
 }
 
 // Why this thread's last allocation for generated code failed.

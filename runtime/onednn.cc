@@ -92,7 +92,9 @@ bool Execute(dnnl_stream_t stream, dnnl_primitive_t p,
                                    args.data()));
 }
 
-int Team() { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
+int Team() {
+  return omp_in_parallel() || InParallelFor() ? 1 : omp_get_max_threads();
+}
 
 OneThread::OneThread() : saved_(omp_get_max_threads()) {
   omp_set_num_threads(1);

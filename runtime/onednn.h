@@ -71,7 +71,7 @@ bool Execute(dnnl_stream_t stream, dnnl_primitive_t p,
 
 // The threads a routine called from this thread may use: OpenMP's count
 // for it (omp_get_max_threads: OMP_NUM_THREADS, omp_set_num_threads, the
-// autotuner's choice), 1 inside an OpenMP parallel region.
+// autotuner's choice), 1 inside an OpenMP parallel region or a pool loop.
 int Team();
 
 // While alive, oneDNN calls from this thread run on it alone: its OpenMP

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/thread_pool.h"
 
 extern "C" int omp_get_max_threads(void);
 extern "C" void omp_set_num_threads(int);
@@ -115,6 +116,24 @@ TEST(OneDnnTest, ParallelPiecesRunEachOnceOnOneOpenMpThread) {
   omp_set_num_threads(team);
   for (int i = 0; i < 50; ++i) EXPECT_EQ(ctx.runs[i].load(), 1) << i;
   EXPECT_EQ(ctx.not_one.load(), 0);
+}
+
+// Inside a pool loop a routine has one thread: its loop would run inline.
+TEST(OneDnnTest, ATeamInsideAPoolLoopIsOne) {
+  const int team = omp_get_max_threads();
+  omp_set_num_threads(3);
+  std::atomic<int> not_one{0};
+  lathe::ParallelFor(
+      64, 1, 3,
+      [](void* c, int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          if (Team() != 1) static_cast<std::atomic<int>*>(c)->fetch_add(1);
+        }
+      },
+      &not_one);
+  EXPECT_EQ(not_one.load(), 0);
+  EXPECT_EQ(Team(), 3);
+  omp_set_num_threads(team);
 }
 
 TEST(OneDnnTest, OneThreadRestoresTheCount) {

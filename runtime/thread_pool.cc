@@ -228,6 +228,8 @@ void ParallelFor(int64_t n, int64_t grain, int threads,
   ThePool().Run(n, grain, threads, body, ctx);
 }
 
+bool InParallelFor() { return in_worker || in_loop; }
+
 int ThreadPoolWorkers() { return ThePool().workers(); }
 
 }  // namespace lathe

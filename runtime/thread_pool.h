@@ -42,6 +42,10 @@ void ParallelFor(int64_t n, int64_t grain, int threads,
                  void (*body)(void* ctx, int64_t begin, int64_t end),
                  void* ctx);
 
+// Whether this thread is running a pool loop's chunks (a worker, or a
+// caller inside ParallelFor): a loop asked for here runs on it alone.
+bool InParallelFor();
+
 // The pool's workers so far (for tests: it grows to the largest team).
 int ThreadPoolWorkers();
 

@@ -963,9 +963,9 @@ class Emitter {
       const std::string fn = absl::StrCat("rt->", k.routine);
       const ExternCallText call = ExternCall(k, cpp, ptr, fn, "", "  ");
       absl::StrAppend(out, call.setup);
-      // oneDNN's sgemm takes the caller's thread count, and products split
-      // over their batch; the other routines' plans are made for the whole
-      // team.
+      // sgemm takes the caller's thread count, and products split over
+      // their batch; the other routines split their work over the whole
+      // team (runtime/onednn.h).
       if (k.routine == "sgemm" || k.routine == "dgemm") {
         const ExternCallText one =
             ExternCall(k, cpp, ptr, fn, "", "  ", "lathe_b");
@@ -1036,13 +1036,8 @@ class Emitter {
   // whether some kernel's count is fixed (which needs lathe_threads).
   std::string threads_;
   bool threaded_ = false;
-  bool splittable_ = false;     // a batched product (TunableKernels)
-  bool fixed_threads_ = false;  // some kernel's threads are fixed
-  // Whether the program's loops run on OpenMP's team, not the runtime's
-  // pool: it calls a library routine that threads with OpenMP (oneDNN's
-  // convolution and bf16 matmul primitives), whose idle threads spin after
-  // each call, and the pool's threads beside them ran small_cnn 1.3-1.4x
-  // and bf16 BERT 1.15-1.25x slower.
+  bool splittable_ = false;               // a batched product (TunableKernels)
+  bool fixed_threads_ = false;            // some kernel's threads are fixed
   absl::flat_hash_map<int, int> params_;  // buffer -> p<j> of this kernel
   absl::flat_hash_map<Expr, std::string> names_;
   const char* index_type_ = "int64_t";  // of every loop variable
