@@ -10,7 +10,6 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
-#include <thread>
 
 namespace lathe {
 namespace {
@@ -26,6 +25,9 @@ constexpr std::chrono::microseconds kSpin{30};
 // Chunks per participating thread: a few, so the threads that run take
 // the chunks of one the scheduler holds back.
 constexpr int64_t kChunksPerThread = 4;
+
+// Worker starts still to refuse (RefuseThreadStartsForTest).
+std::atomic<int> refused_starts{0};
 
 inline void Pause() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -74,13 +76,23 @@ class Pool {
       return;
     }
     in_loop = true;
-    const int workers = std::min(threads - 1, kMaxWorkers);
+    int workers = std::min({threads - 1, kMaxWorkers, most_});
     // A worker counts loops from the epoch before this one's, so it joins
     // this loop however late its thread starts.
     const uint32_t before = epoch_.load(std::memory_order_relaxed);
     while (started_.load(std::memory_order_relaxed) < workers) {
-      std::thread([this, before] { Work(before); }).detach();
+      if (!Start(before)) {
+        // The system has no thread for it (EAGAIN: a limit): the pool
+        // keeps the workers it has, and tries no more.
+        most_ = workers = started_.load(std::memory_order_relaxed);
+        break;
+      }
       started_.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (workers == 0) {
+      body(ctx, 0, n);
+      in_loop = false;
+      return;
     }
     grain = std::max<int64_t>(grain, 1);
     const int64_t want = (n + kChunksPerThread * (workers + 1) - 1) /
@@ -151,6 +163,35 @@ class Pool {
     }
   }
 
+  // Starts a worker (detached) that joins loops after epoch `before`;
+  // false when the system refuses a thread.
+  bool Start(uint32_t before) {
+    if (refused_starts.load(std::memory_order_relaxed) > 0) {
+      refused_starts.fetch_sub(1, std::memory_order_relaxed);
+      return false;
+    }
+    struct Args {
+      Pool* pool;
+      uint32_t before;
+    };
+    auto* args = new Args{this, before};
+    pthread_t thread;
+    if (pthread_create(
+            &thread, nullptr,
+            [](void* a) -> void* {
+              const Args args = *static_cast<Args*>(a);
+              delete static_cast<Args*>(a);
+              args.pool->Work(args.before);
+              return nullptr;
+            },
+            args) != 0) {
+      delete args;
+      return false;
+    }
+    pthread_detach(thread);
+    return true;
+  }
+
   void Work(uint32_t seen) {
     in_worker = true;
     for (;;) {
@@ -177,6 +218,7 @@ class Pool {
 
   std::mutex busy_;              // held by the thread running a loop
   std::atomic<int> started_{0};  // workers (detached; never end)
+  int most_ = kMaxWorkers;       // workers the system allows (under busy_)
   uint32_t generation_ = 0;      // the last loop's (under busy_)
   // generation << 32 | chunks << 16 | next chunk (32 bits of generation:
   // a worker would have to sleep through 2^32 loops to mistake one)
@@ -231,5 +273,9 @@ void ParallelFor(int64_t n, int64_t grain, int threads,
 bool InParallelFor() { return in_worker || in_loop; }
 
 int ThreadPoolWorkers() { return ThePool().workers(); }
+
+void RefuseThreadStartsForTest(int n) {
+  refused_starts.store(n, std::memory_order_relaxed);
+}
 
 }  // namespace lathe

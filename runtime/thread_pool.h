@@ -49,6 +49,11 @@ bool InParallelFor();
 // The pool's workers so far (for tests: it grows to the largest team).
 int ThreadPoolWorkers();
 
+// For tests: the pool's next `n` attempts to start a worker fail, as when
+// the system has no thread to give (pthread_create's EAGAIN). The pool then
+// keeps the workers it has and runs loops on them and the caller.
+void RefuseThreadStartsForTest(int n);
+
 }  // namespace lathe
 
 #endif  // LATHE_RUNTIME_THREAD_POOL_H_

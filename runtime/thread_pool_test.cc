@@ -256,6 +256,35 @@ TEST(ThreadPoolTest, AForkedChildRunsLoops) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
+
+// A system with no thread to give: the pool keeps the workers it started
+// (none, or one) and every loop still runs each iteration once, on them
+// and the caller, without asking again. (In a child of fork(), which starts
+// with no workers.)
+TEST(ThreadPoolTest, LoopsRunWhenTheSystemHasNoThreads) {
+  for (int granted : {0, 1}) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      if (granted == 1) {
+        Coverage first(1000, 1);
+        ParallelFor(1000, 1, 2, &Coverage::Body, &first);  // one worker
+        if (!first.Wrong().empty() || ThreadPoolWorkers() != 1) _exit(3);
+      }
+      RefuseThreadStartsForTest(1);
+      for (int loop = 0; loop < 3; ++loop) {
+        Coverage c(50000, 4);
+        ParallelFor(50000, 4, 4, &Coverage::Body, &c);
+        if (!c.Wrong().empty() || c.misaligned.load() != 0) _exit(4);
+      }
+      _exit(ThreadPoolWorkers() == granted ? 0 : 5);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << granted << " worker(s) granted";
+  }
+}
 #endif
 
 }  // namespace
