@@ -9,12 +9,12 @@
 // buffers to its body, a function of them (`lathe_k<M>(p0, p1, ..., S, F,
 // rt, E)`), and kernels that do the same work on other buffers (a model's
 // repeated layers) share one body, so the C++ compiler reads it once.
-// Inner loops are written
-// for the compiler's vectorizer
-// (`#pragma omp simd`, reductions with simd reduction clauses, NaN kept by
-// a separate flag); outer loops run on OpenMP threads when the work is
-// large enough (an `if` clause over the runtime sizes); a reduction whose
-// outer loops are empty is split across threads instead. Symbolic sizes
+// Inner loops are written for the compiler's vectorizer (`#pragma omp
+// simd`, reductions with simd reduction clauses, NaN kept by a separate
+// flag); outer loops run in chunks on the runtime's thread pool when the
+// work is large enough (parallel_loops.h); a reduction whose outer loops
+// are empty is split across the pool instead, each chunk's accumulators
+// folded into the kernel's. Symbolic sizes
 // are read from the `S` (and `F`) array the host function fills, so one .so
 // serves every size the guards admit. Loops count in int32 when every size
 // is static and every buffer holds fewer than 2^31 elements, in int64

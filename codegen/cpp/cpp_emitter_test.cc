@@ -114,6 +114,55 @@ CHECK:      reduction(max:
 )"));
 }
 
+// A reduction to one value runs on the pool: chunks of its outer loop,
+// each with its own accumulators (the max's NaN flag too) folded into the
+// kernel's under a lock; a Welford section's chunks are of its outer loop
+// and its last loop's blocks, flattened, merged the same way; no OpenMP
+// team.
+TEST(CppEmitterTest, ReductionsToOneValueFoldTheirChunksUnderALock) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f32[300, 600]"):
+    amax = torch.ops.aten.amax.default(x, [0, 1])
+    vm = torch.ops.aten.var_mean.correction(x, [0, 1], correction = 1)
+    getitem = vm[0]
+    add = torch.ops.aten.add.Tensor(getitem, amax)
+    return (add,)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK-NOT:  omp parallel
+CHECK:      float [[ACC:acc[0-9]+]] = -lathe_std::numeric_limits<float>::infinity();
+CHECK-NEXT: int [[NAN:nan[0-9]+]] = 0;
+CHECK-NEXT: {
+CHECK-NEXT:   int lathe_held = 0;
+CHECK-NEXT:   lathe_parallel(rt, 300, 1, 180000 > 32768, 0, [](int64_t lathe_lo, int64_t lathe_hi, {{.*}}, int* lathe_held, float* lathe_[[ACC]], int* lathe_[[NAN]]) {
+CHECK-NEXT:     float [[ACC]] = -lathe_std::numeric_limits<float>::infinity();
+CHECK-NEXT:     int [[NAN]] = 0;
+CHECK-NEXT:     for (int32_t r0_0 = static_cast<int32_t>(lathe_lo); r0_0 < static_cast<int32_t>(lathe_hi); ++r0_0) {
+CHECK-NEXT:       #pragma omp simd reduction(|:[[NAN]]) reduction(max:[[ACC]])
+CHECK:          lathe_lock(lathe_held);
+CHECK-NEXT:     *lathe_[[ACC]] = [[ACC]] > *lathe_[[ACC]] ? [[ACC]] : *lathe_[[ACC]];
+CHECK-NEXT:     *lathe_[[NAN]] |= [[NAN]];
+CHECK-NEXT:     lathe_unlock(lathe_held);
+CHECK-NEXT:   }, {{.*}}, &lathe_held, &[[ACC]], &[[NAN]]);
+CHECK-NEXT: }
+CHECK:      lathe_welford [[WF:wf[0-9]+]]{0, 0, 0};
+CHECK-NEXT: {
+CHECK-NEXT:   int lathe_held = 0;
+CHECK-NEXT:   lathe_parallel(rt, 900, 1, 180000 > 32768, 0, [](int64_t lathe_lo, int64_t lathe_hi, {{.*}}, int* lathe_held, lathe_welford* lathe_[[WF]]) {
+CHECK-NEXT:     lathe_welford [[WF]]{0, 0, 0};
+CHECK-NEXT:     int32_t r{{[0-9]}}_0 = static_cast<int32_t>(lathe_lo / (3));
+CHECK-NEXT:     int32_t lathe_blk = static_cast<int32_t>(lathe_lo % (3));
+CHECK-NEXT:     for (int64_t lathe_f = lathe_lo; lathe_f < lathe_hi; ++lathe_f) {
+CHECK-NEXT:       const int32_t blk = static_cast<int32_t>(lathe_blk * 256);
+CHECK-NEXT:       const int32_t end = static_cast<int32_t>(std::min<int64_t>(int64_t{blk} + 256, 600));
+CHECK:            if (++lathe_blk == 3) { lathe_blk = 0; ++r{{[0-9]}}_0; }
+CHECK-NEXT:     }
+CHECK-NEXT:     lathe_lock(lathe_held);
+CHECK-NEXT:     *lathe_[[WF]] = lathe_welford_merge(*lathe_[[WF]], [[WF]]);
+CHECK-NEXT:     lathe_unlock(lathe_held);
+)"));
+}
+
 // A flat f32 kernel storing 2^22 elements or more, one element further at
 // each step of its innermost loop, streams its store: the row up to the
 // first 64-byte aligned element, then blocks of 16 computed into an aligned

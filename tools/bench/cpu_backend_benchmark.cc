@@ -324,6 +324,11 @@ BENCHMARK_CAPTURE(BM_Memory, softmax_4096x2560, "softmax_4096x2560")
 BENCHMARK_CAPTURE(BM_Memory, layernorm_4096x2560, "layernorm_4096x2560")
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+// x.sum() and torch.var_mean(x) over f32 [4096, 4096]: reductions to one
+// value, their loops' chunks folded under a lock.
+BENCHMARK_CAPTURE(BM_Memory, sum_var_mean_4096x4096, "sum_var_mean_4096x4096")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 // x.t() * 2 over f32 [4096, 4096]: the result keeps x's layout, so the
 // loops run transposed to the sizes (the scheduler's loop reordering).
 BENCHMARK_CAPTURE(BM_Memory, transposed_scale_4096x4096,

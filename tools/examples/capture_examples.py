@@ -71,6 +71,11 @@ def layernorm(x, w, b):
     return (F.layer_norm(x, (x.shape[-1],), w, b, eps=1e-5),)
 
 
+def sum_var_mean(x):
+    """Reductions to one value: the sum, and var_mean over every dim."""
+    return (x.sum(), *torch.var_mean(x))
+
+
 def mlp_gelu(x, w, bias):
     """One MLP layer: gelu(x @ w + bias), w laid out [in, out]."""
     return (F.gelu(torch.addmm(bias, x, w)),)
@@ -334,6 +339,7 @@ BENCH_SHAPES = {
     "swish_affine_8192x8192": (swish_affine, [(8192, 8192), (8192,), (8192,)]),
     "softmax_4096x2560": (softmax, [(4096, 2560)]),
     "layernorm_4096x2560": (layernorm, [(4096, 2560), (2560,), (2560,)]),
+    "sum_var_mean_4096x4096": (sum_var_mean, [(4096, 4096)]),
     "mlp_gelu_b64": (mlp_gelu, [(64, 1024), (1024, 4096), (4096,)]),
     "mlp_gelu_b1024": (mlp_gelu, [(1024, 1024), (1024, 4096), (4096,)]),
     "transformer_block_b8_s128_d512": (transformer(T), _transformer_shapes(T)),
