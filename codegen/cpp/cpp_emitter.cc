@@ -39,6 +39,11 @@ constexpr int64_t kParallelThreshold = 32768;
 // double, as PyTorch's CPU var accumulates float in double.
 constexpr int64_t kWelfordBlock = 256;
 
+// A reduction to one value over several loops runs on the pool in chunks of
+// its outer loops and blocks of this many elements of its innermost, so a
+// few long rows still split over the threads.
+constexpr int64_t kReduceBlock = 4096;
+
 // A flat f32 kernel storing at least this many elements of a buffer no
 // kernel reads afterwards (a graph output), contiguously in its innermost
 // loop, writes them with non-temporal (streaming) stores, which skip
@@ -434,8 +439,8 @@ class Emitter {
     }
   }
 
-  // One section: its accumulators, its loop nest (simd on the innermost,
-  // optionally parallel over the whole nest), its reductions' results.
+  // One section: its accumulators, its loop nest (simd on the innermost;
+  // with `parallel`, on the pool), its reductions' results.
   void EmitSection(const Kernel& k, int s, const std::string& indent,
                    bool parallel, std::string* out) {
     const Section& sec = k.sections[s];
@@ -468,22 +473,49 @@ class Emitter {
     std::string close;
     int first = 0;  // the loops below the pool's
     if (n > 0 && parallel) {
-      // The pool's chunks are of the first loops (all of one), each with
-      // accumulators of its own, folded into these.
-      first = n == 1 ? 1 : n - 1;
-      const std::vector<Expr> chunked(sec.ranges.begin(),
-                                      sec.ranges.begin() + first);
+      // The pool's chunks are of the one loop, or of the outer loops and
+      // the innermost's blocks (kReduceBlock; none when it is one block),
+      // flattened, each with accumulators of its own, folded into these.
+      std::vector<Expr> chunked = sec.ranges;
+      std::vector<std::string> vars;
+      for (const Expr& v : sec.vars) vars.emplace_back(v.name());
+      bool blocked = false;
+      first = n;
+      if (n > 1) {
+        absl::StatusOr<Expr> blocks =
+            symbolic::CeilDiv(sec.ranges[n - 1], symbolic::Int(kReduceBlock));
+        LATHE_CHECK(blocks.ok()) << blocks.status();
+        blocked = *blocks != symbolic::Int(1);
+        if (blocked) {
+          chunked.back() = *blocks;
+          vars.back() = "lathe_blk";
+        } else {  // the innermost loop whole, below
+          chunked.pop_back();
+          vars.pop_back();
+          first = n - 1;
+        }
+      }
       close = OpenPooledSection(k, s, Partials(k, reduces), chunked,
                                 simd && n == 1, Product(sec.ranges), &in, out);
       std::string unused;
       bool unused_simd = true, unused_parallel = true;
       EmitAccumulators(k, reduces, in, &unused, &unused_simd, &unused_parallel,
                        out);
-      std::vector<std::string> vars;
-      for (int v = 0; v < first; ++v) vars.emplace_back(sec.vars[v].name());
       close = absl::StrCat(OpenFlatLoop(vars, chunked, CppOf(), index_type_,
                                         simd && n == 1, clauses, &in, out),
                            close);
+      if (blocked) {  // the block of the innermost loop
+        const std::string last(sec.vars[n - 1].name());
+        absl::StrAppend(out, in, "const ", index_type_, " blk = static_cast<",
+                        index_type_, ">(lathe_blk * ", kReduceBlock, ");\n");
+        if (simd) absl::StrAppend(out, in, "#pragma omp simd", clauses, "\n");
+        absl::StrAppend(out, in, "for (", index_type_, " ", last, " = blk; ",
+                        last, " < static_cast<", index_type_,
+                        ">(std::min<int64_t>(int64_t{blk} + ", kReduceBlock,
+                        ", ", Cpp(sec.ranges[n - 1]), ")); ++", last, ") {\n");
+        close = absl::StrCat(in, "}\n", close);
+        in += "  ";
+      }
     }
     for (int v = first; v < n; ++v) {
       if (simd && v == n - 1) {
@@ -512,6 +544,7 @@ class Emitter {
     std::vector<Partial> partials;
     for (int i : reduces) {
       const ScalarOp& op = k.ops[i];
+      LATHE_CHECK(Clause(op.reduce) != nullptr) << "reduce op " << i;
       partials.push_back({std::string(CType(op.dtype)), absl::StrCat("acc", i),
                           Clause(op.reduce)});
       if ((op.reduce == ReduceKind::kMax || op.reduce == ReduceKind::kMin) &&

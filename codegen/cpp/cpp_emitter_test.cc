@@ -163,6 +163,30 @@ CHECK-NEXT:     lathe_unlock(lathe_held);
 )"));
 }
 
+// A reduction to one value over a few long rows splits the rows into
+// blocks of 4096 too, so the pool has chunks for every thread: the flat
+// loop is of (row, block), the simd loop the block's elements.
+TEST(CppEmitterTest, AReductionOverFewLongRowsSplitsTheRows) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f32[2, 100000]"):
+    sum_1 = torch.ops.aten.sum.default(x)
+    return (sum_1,)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:      lathe_parallel(rt, 50, 1, 200000 > 32768, 0,
+CHECK:      int32_t [[R:r[0-9]_0]] = static_cast<int32_t>(lathe_lo / (25));
+CHECK-NEXT: int32_t lathe_blk = static_cast<int32_t>(lathe_lo % (25));
+CHECK-NEXT: for (int64_t lathe_f = lathe_lo; lathe_f < lathe_hi; ++lathe_f) {
+CHECK-NEXT:   const int32_t blk = static_cast<int32_t>(lathe_blk * 4096);
+CHECK-NEXT:   #pragma omp simd reduction(+:[[ACC:acc[0-9]+]])
+CHECK-NEXT:   for (int32_t [[C:r[0-9]_1]] = blk; [[C]] < static_cast<int32_t>(std::min<int64_t>(int64_t{blk} + 4096, 100000)); ++[[C]]) {
+CHECK:        }
+CHECK-NEXT:   if (++lathe_blk == 25) { lathe_blk = 0; ++[[R]]; }
+CHECK-NEXT: }
+CHECK-NEXT: lathe_lock(lathe_held);
+)"));
+}
+
 // A flat f32 kernel storing 2^22 elements or more, one element further at
 // each step of its innermost loop, streams its store: the row up to the
 // first 64-byte aligned element, then blocks of 16 computed into an aligned

@@ -152,22 +152,25 @@ def forward(self, x: "f32[37, 41, 29][1189, 29, 1]cpu", y: "f32[70001][1]cpu", z
 // its own accumulators folded into the caller's under a lock: sum, prod,
 // max with a NaN (the NaN flag folds), any, var_mean over two dims (a
 // Welford section: chunks of its outer loop and its last loop's blocks),
-// and a section that reads an earlier section's value (the lambda captures
-// it: x - x.mean()). A team of 4: chunks end mid-row.
+// a section that reads an earlier section's value (the lambda captures it:
+// x - x.mean()), and a sum over 7 rows of 10001 (chunks of the rows and of
+// blocks of each row). A team of 4: chunks end mid-row.
 TEST(CpuOpsTest, ReductionsToOneValueOnThePoolMatchTheInterpreter) {
   constexpr char kText[] = R"IR(
-def forward(self, x: "f32[300, 257][257, 1]cpu", n: "f32[70001][1]cpu", p: "f64[50000][1]cpu"):
+def forward(self, x: "f32[300, 257][257, 1]cpu", n: "f32[70007][1]cpu", p: "f64[50000][1]cpu"):
     sum_1 = torch.ops.aten.sum.default(x)
     amax = torch.ops.aten.amax.default(n, [0])
     prod = torch.ops.aten.prod.default(p);  p = None
-    gt = torch.ops.aten.gt.Scalar(n, 1.5);  n = None
+    gt = torch.ops.aten.gt.Scalar(n, 1.5)
     any_1 = torch.ops.aten.any.default(gt);  gt = None
     vm = torch.ops.aten.var_mean.correction(x, [0, 1], correction = 1)
     getitem = vm[0]
     getitem_1 = vm[1];  vm = None
     mean = torch.ops.aten.mean.default(x)
     sub = torch.ops.aten.sub.Tensor(x, mean);  x = mean = None
-    return (sum_1, amax, prod, any_1, getitem, getitem_1, sub)
+    view = torch.ops.aten.view.default(n, [7, 10001]);  n = None
+    sum_2 = torch.ops.aten.sum.default(view);  view = None
+    return (sum_1, amax, prod, any_1, getitem, getitem_1, sub, sum_2)
 )IR";
   ASSERT_OK_AND_ASSIGN(CompiledCpu c, CompileCpuText(kText));
   EXPECT_THAT(c.function->source(), HasSubstr("lathe_lock(lathe_held);"));
@@ -179,11 +182,11 @@ def forward(self, x: "f32[300, 257][257, 1]cpu", n: "f32[70001][1]cpu", p: "f64[
     p.SetDouble({i}, 1 + std::sin(0.01 * i) * 1e-5);
   }
   std::vector<ir::Value> in = {FilledF32({300, 257}, -7),
-                               FilledF32({70001}, -3), ir::Value::OfTensor(p)};
+                               FilledF32({70007}, -3), ir::Value::OfTensor(p)};
   for (int64_t i = 0; i < 300 * 257; ++i) {
     in[0].tensor.SetDouble({i / 257, i % 257}, std::sin(0.37 * i) + 0.01 * i);
   }
-  for (int64_t i = 0; i < 70001; ++i) {
+  for (int64_t i = 0; i < 70007; ++i) {
     in[1].tensor.SetDouble({i}, i == 40000 ? NAN : std::cos(0.1 * i) * 2);
   }
   absl::StatusOr<ir::Interpretation> got = c.function->Run(in);

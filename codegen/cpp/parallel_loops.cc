@@ -29,8 +29,17 @@ static inline void lathe_parallel(const LatheKernelRuntime* rt, int64_t n,
       },
       &bound);
 }
+#include <sched.h>
 static inline void lathe_lock(int* held) {
-  while (__atomic_exchange_n(held, 1, __ATOMIC_ACQUIRE)) {
+  for (int spins = 0; __atomic_exchange_n(held, 1, __ATOMIC_ACQUIRE);
+       ++spins) {
+    if (spins >= 64) {
+      sched_yield();  // the holder may be descheduled
+    } else {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
   }
 }
 static inline void lathe_unlock(int* held) {

@@ -21,7 +21,7 @@
 //       {.n = "4096", .grain = 1, .worth = "true", .threads = "0"}, in, &out);
 //   in += "  ";
 //   const std::string loop = OpenFlatLoop({"x0", "x1"}, {a, b}, cpp,
-//                                         "int32_t", "", &in, &out);
+//                                         "int32_t", false, "", &in, &out);
 //   // ... the body at `in` ...
 //   absl::StrAppend(&out, loop, lambda);
 

@@ -54,7 +54,7 @@ TEST(ParallelLoopsTest, SeveralLoopsAreFlattenedWithACarry) {
                                  return std::string("S[0]");
                                }});
       },
-      "int64_t", true, " unused", &indent, &out);
+      "int64_t", false, "", &indent, &out);
   EXPECT_EQ(out,
             "  int64_t a = static_cast<int64_t>(lathe_lo / ((3 * S[0])));\n"
             "  int64_t b = static_cast<int64_t>(lathe_lo / (S[0]) % (3));\n"
