@@ -33,7 +33,7 @@ import torch_anchor  # noqa: E402  (the programs, shapes and inputs)
 
 ROWS = ["softmax_4096x2560", "mlp_gelu_b64", "transformer_block_b8_s128_d512",
         "bert_layer_b8_s128", "bert_layer_bf16_b8_s128", "small_cnn_b32_64x64",
-        "resnet18_b8_112x112"]
+        "resnet18_b8_112x112", "sum_var_mean_4096x4096"]
 
 
 def spin():
