@@ -371,9 +371,9 @@ bool RowSlices(const Geometry& g, const Piece& whole, int64_t slices,
 // image in slices of its output rows, else (rows that would read only
 // padding, or one output row) an image a piece, or for one image of one
 // group slices of its output channels; one piece for small work, a team of
-// 1, or what none of these splits. A slice of images or rows of a channels-last
-// result is dense, so oneDNN writes it in place; a slice of channels goes
-// through a reorder.
+// 1, or what none of these splits. A slice of images or rows of a
+// channels-last result is dense, so oneDNN writes it in place; a slice of
+// channels goes through a reorder.
 std::vector<Piece> Split(const Geometry& g, int team) {
   Piece whole{g};
   whole.g.x_off = whole.g.w_off = whole.g.o_off = 0;

@@ -558,11 +558,10 @@ class Emitter {
   // Opens section `s`'s loop on the pool (a section of a kernel without
   // outer loops, worth `work` elements): a lambda over chunks of the
   // flattened loops of extents `ranges` (grain 64 when one `simd` loop),
-  // which captures
-  // the earlier sections' values the section reads and gets `partials` by
-  // pointer. Moves `*indent` inside the lambda; returns the text that ends
-  // it (after the flat loop's closer): each chunk's partials folded into
-  // the caller's under a lock.
+  // which captures the earlier sections' values the section reads and gets
+  // `partials` by pointer. Moves `*indent` inside the lambda; returns the
+  // text that ends it (after the flat loop's closer): each chunk's partials
+  // folded into the caller's under a lock.
   std::string OpenPooledSection(const Kernel& k, int s,
                                 const std::vector<Partial>& partials,
                                 const std::vector<Expr>& ranges, bool simd,
