@@ -479,35 +479,29 @@ class Emitter {
       std::vector<Expr> chunked = sec.ranges;
       std::vector<std::string> vars;
       for (const Expr& v : sec.vars) vars.emplace_back(v.name());
-      bool blocked = false;
+      const bool blocked =
+          n > 1 && Blocks(sec.ranges[n - 1], kReduceBlock) != symbolic::Int(1);
       first = n;
-      if (n > 1) {
-        absl::StatusOr<Expr> blocks =
-            symbolic::CeilDiv(sec.ranges[n - 1], symbolic::Int(kReduceBlock));
-        LATHE_CHECK(blocks.ok()) << blocks.status();
-        blocked = *blocks != symbolic::Int(1);
-        if (blocked) {
-          chunked.back() = *blocks;
-          vars.back() = "lathe_blk";
-        } else {  // the innermost loop whole, below
-          chunked.pop_back();
-          vars.pop_back();
-          first = n - 1;
-        }
+      if (blocked) {
+        chunked.back() = Blocks(sec.ranges[n - 1], kReduceBlock);
+        vars.back() = "lathe_blk";
+      } else if (n > 1) {  // the innermost loop whole, below
+        chunked.pop_back();
+        vars.pop_back();
+        first = n - 1;
       }
-      close = OpenPooledSection(k, s, Partials(k, reduces), chunked,
-                                simd && n == 1, Product(sec.ranges), &in, out);
-      std::string unused;
-      bool unused_simd = true, unused_parallel = true;
-      EmitAccumulators(k, reduces, in, &unused, &unused_simd, &unused_parallel,
-                       out);
-      close = absl::StrCat(OpenFlatLoop(vars, chunked, CppOf(), index_type_,
-                                        simd && n == 1, clauses, &in, out),
-                           close);
+      close = OpenPooledSection(
+          k, s, Partials(k, reduces), vars, chunked, simd && n == 1, clauses,
+          [&](const std::string& at) {
+            std::string unused;
+            bool unused_simd = true, unused_parallel = true;
+            EmitAccumulators(k, reduces, at, &unused, &unused_simd,
+                             &unused_parallel, out);
+          },
+          &in, out);
       if (blocked) {  // the block of the innermost loop
         const std::string last(sec.vars[n - 1].name());
-        absl::StrAppend(out, in, "const ", index_type_, " blk = static_cast<",
-                        index_type_, ">(lathe_blk * ", kReduceBlock, ");\n");
+        EmitBlockStart(kReduceBlock, in, out);
         if (simd) absl::StrAppend(out, in, "#pragma omp simd", clauses, "\n");
         absl::StrAppend(out, in, "for (", index_type_, " ", last, " = blk; ",
                         last, " < static_cast<", index_type_,
@@ -555,19 +549,37 @@ class Emitter {
     return partials;
   }
 
+  // ceil(extent / block): the blocks a pooled section's innermost loop is
+  // chunked in.
+  static Expr Blocks(Expr extent, int64_t block) {
+    absl::StatusOr<Expr> blocks =
+        symbolic::CeilDiv(extent, symbolic::Int(block));
+    LATHE_CHECK(blocks.ok()) << blocks.status();
+    return *blocks;
+  }
+
+  // `blk`, the first index of the block lathe_blk of `block` elements.
+  void EmitBlockStart(int64_t block, const std::string& in, std::string* out) {
+    absl::StrAppend(out, in, "const ", index_type_, " blk = static_cast<",
+                    index_type_, ">(lathe_blk * ", block, ");\n");
+  }
+
   // Opens section `s`'s loop on the pool (a section of a kernel without
-  // outer loops, worth `work` elements): a lambda over chunks of the
-  // flattened loops of extents `ranges` (grain 64 when one `simd` loop),
-  // which captures the earlier sections' values the section reads and gets
-  // `partials` by pointer. Moves `*indent` inside the lambda; returns the
-  // text that ends it (after the flat loop's closer): each chunk's partials
+  // outer loops): a lambda over chunks of the flattened loops `vars` of
+  // extents `ranges` (grain 64 when one `simd` loop, which takes
+  // `simd_clauses`), which captures the earlier sections' values the
+  // section reads, gets `partials` by pointer and declares its own
+  // (`declare`, at the lambda's indent). Moves `*indent` inside the loop;
+  // returns the text that ends loop and lambda: each chunk's partials
   // folded into the caller's under a lock.
-  std::string OpenPooledSection(const Kernel& k, int s,
-                                const std::vector<Partial>& partials,
-                                const std::vector<Expr>& ranges, bool simd,
-                                Expr work, std::string* indent,
-                                std::string* out) {
+  std::string OpenPooledSection(
+      const Kernel& k, int s, const std::vector<Partial>& partials,
+      const std::vector<std::string>& vars, const std::vector<Expr>& ranges,
+      bool simd, const std::string& simd_clauses,
+      const std::function<void(const std::string&)>& declare,
+      std::string* indent, std::string* out) {
     threaded_ = true;
+    const Expr work = Product(k.sections[s].ranges);
     std::set<int> earlier;
     for (const ScalarOp& op : k.ops) {
       if (op.section != s) continue;
@@ -592,7 +604,10 @@ class Emitter {
     const std::string fold = FoldPartials(partials, in, &l);
     const std::string close = OpenPooledLambda(l, *indent, out);
     *indent = in;
-    return absl::StrCat(fold, close, outer, "}\n");
+    declare(in);
+    return absl::StrCat(OpenFlatLoop(vars, ranges, CppOf(), index_type_, simd,
+                                     simd_clauses, indent, out),
+                        fold, close, outer, "}\n");
   }
 
   // Declares the accumulators of reduce ops `reduces`, adding their OpenMP
@@ -712,27 +727,23 @@ class Emitter {
         partials.push_back({"lathe_welford", absl::StrCat("wf", i), "welford"});
       }
       std::vector<Expr> chunked(sec.ranges.begin(), sec.ranges.end() - 1);
-      absl::StatusOr<Expr> blocks =
-          symbolic::CeilDiv(sec.ranges[n - 1], symbolic::Int(kWelfordBlock));
-      LATHE_CHECK(blocks.ok()) << blocks.status();
-      chunked.push_back(*blocks);
-      close = OpenPooledSection(k, s, partials, chunked, /*simd=*/false,
-                                Product(sec.ranges), &in, out);
-      std::string unused;
-      bool unused_simd = true, unused_parallel = true;
-      EmitAccumulators(k, others, in, &unused, &unused_simd, &unused_parallel,
-                       out);
-      for (int i : means) {
-        absl::StrAppend(out, in, "lathe_welford wf", i, "{0, 0, 0};\n");
-      }
+      chunked.push_back(Blocks(sec.ranges[n - 1], kWelfordBlock));
       std::vector<std::string> vars;
       for (int v = 0; v + 1 < n; ++v) vars.emplace_back(sec.vars[v].name());
       vars.push_back("lathe_blk");
-      close = absl::StrCat(OpenFlatLoop(vars, chunked, CppOf(), index_type_,
-                                        false, "", &in, out),
-                           close);
-      absl::StrAppend(out, in, "const ", index_type_, " blk = static_cast<",
-                      index_type_, ">(lathe_blk * ", kWelfordBlock, ");\n");
+      close = OpenPooledSection(
+          k, s, partials, vars, chunked, /*simd=*/false, "",
+          [&](const std::string& at) {
+            std::string unused;
+            bool unused_simd = true, unused_parallel = true;
+            EmitAccumulators(k, others, at, &unused, &unused_simd,
+                             &unused_parallel, out);
+            for (int i : means) {
+              absl::StrAppend(out, at, "lathe_welford wf", i, "{0, 0, 0};\n");
+            }
+          },
+          &in, out);
+      EmitBlockStart(kWelfordBlock, in, out);
     } else {
       for (int v = 0; v + 1 < n; ++v) {
         std::string var(sec.vars[v].name());
