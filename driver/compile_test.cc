@@ -7,12 +7,17 @@
 #include "driver/compile.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "aot/aot_dispatch.h"
+#include "codegen/cpp/cpu_backend.h"
 #include "driver/arguments.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -20,11 +25,14 @@
 #include "ir/interpreter.h"
 #include "ir/op_testing.h"
 #include "passes/adam_inputs.h"
+#include "runtime/artifact.h"
+#include "runtime/compile_cache.h"
 #include "runtime/composite.h"
 #include "runtime/kernel_abi.h"
 #include "runtime/loaded_graph.h"
 #include "runtime/tensor.h"
 #include "symbolic/expr.h"
+#include "symbolic/guards.h"
 #include "symbolic/printer.h"
 #include "testing/runfiles.h"
 #include "testing/status_matchers.h"
@@ -151,6 +159,75 @@ def forward(self, x: "f32[s0][1]cpu"):
   EXPECT_EQ(failed({Operand()}), LATHE_GUARDS_OTHER_INPUTS);
   EXPECT_EQ(failed({Operand::Float(4)}), LATHE_GUARDS_OTHER_INPUTS);
   EXPECT_EQ(failed({}), LATHE_GUARDS_OTHER_INPUTS);
+}
+
+// A graph's `# lathe: range` (Dynamo's ShapeEnv says 2 <= s0 <= 15 where a
+// convolution's batch heuristics asked) is data the compiled guards read,
+// not source: the same graph with another range builds to the same library
+// (a compile-cache hit, as Dynamo's recompile past that range is), and each
+// variant keeps its own bounds, in its artifact too. A manifest whose
+// bounds are not as many as the library's guards read is refused.
+TEST(CompileTest, AnotherRangeIsACacheHitThatKeepsItsOwnBounds) {
+  const std::string body = R"IR(# lathe: hint s0 4
+def forward(self, x: "f32[s0][1]cpu"):
+    neg: "f32[s0][1]cpu" = torch.ops.aten.neg.default(x)
+    return (neg,)
+)IR";
+  MemoryCache cache;
+  const CompileOptions options = {
+      .backend = &codegen::CpuBackend(), .cache = &cache, .artifact = true};
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<CompiledGraph> bounded,
+      CompileGraphText("# lathe: range s0 2 15\n" + body, options));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> open,
+                       CompileGraphText(body, options));
+  EXPECT_EQ(bounded->function->stats().cache_hit, "");
+  EXPECT_EQ(open->function->stats().cache_hit, "memory");
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(bounded->manifest.signature.guard_bounds,
+            (std::vector<int64_t>{2, 15}));
+  EXPECT_EQ(open->manifest.signature.guard_bounds,
+            (std::vector<int64_t>{2, kMax}));
+  auto failed = [](const CompiledGraph& c, int64_t n) {
+    const int64_t stride = 1;
+    symbolic::GuardInput in = symbolic::GuardInput::Tensor(
+        absl::MakeConstSpan(&n, 1), absl::MakeConstSpan(&stride, 1));
+    return c.function->FailedGuard(absl::MakeConstSpan(&in, 1));
+  };
+  EXPECT_EQ(failed(*bounded, 8), LATHE_GUARDS_HOLD);
+  EXPECT_EQ(failed(*bounded, 15), LATHE_GUARDS_HOLD);
+  const int past = failed(*bounded, 16);
+  ASSERT_GE(past, 0);
+  EXPECT_THAT(GuardText(*bounded->written, *bounded->guards, past),
+              HasSubstr("x.size(0) <= 15"));
+  EXPECT_GE(failed(*bounded, 1), 0);
+  EXPECT_EQ(failed(*open, 16), LATHE_GUARDS_HOLD);
+  EXPECT_EQ(failed(*open, 1 << 20), LATHE_GUARDS_HOLD);
+  EXPECT_GE(failed(*open, 1), 0);
+  // The artifact's manifest carries the bounds; one that lost them is
+  // refused at load, never read past.
+  const std::string dir =
+      absl::StrCat(std::getenv("TEST_TMPDIR"), "/range_artifact");
+  ASSERT_OK(WriteArtifact(dir, bounded->manifest, bounded->files));
+  {
+    ASSERT_OK_AND_ASSIGN(LoadedArtifact a, LoadArtifact(dir));
+    EXPECT_EQ(a.manifest.signature.guard_bounds, (std::vector<int64_t>{2, 15}));
+    std::vector<Operand> args = {
+        Operand::Of(*Tensor::Empty({16}, DType::kFloat32))};
+    // Past the range: a recompile, which a loaded artifact cannot make.
+    EXPECT_FALSE(a.Call(absl::MakeSpan(args)).ok());
+    args = {Operand::Of(*Tensor::Empty({15}, DType::kFloat32))};
+    EXPECT_OK(a.Call(absl::MakeSpan(args)).status());
+  }
+  Manifest damaged = bounded->manifest;
+  damaged.signature.guard_bounds.clear();
+  const std::string bad =
+      absl::StrCat(std::getenv("TEST_TMPDIR"), "/range_artifact_bad");
+  ASSERT_OK(WriteArtifact(bad, damaged, bounded->files));
+  EXPECT_THAT(LoadArtifact(bad),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("its guards read 2 bounds, the signature "
+                                 "gives 0")));
 }
 
 // Compiled code addresses an input from its first element (as Inductor's

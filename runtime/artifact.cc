@@ -1,6 +1,7 @@
 #include "runtime/artifact.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/container/inlined_vector.h"
@@ -224,6 +225,10 @@ std::string Manifest::ToString() const {
   for (const std::string& g : guards) {
     absl::StrAppend(&out, "guard ", OneLine(g), "\n");
   }
+  for (size_t j = 0; j + 1 < signature.guard_bounds.size(); j += 2) {
+    absl::StrAppend(&out, "guard-bounds ", signature.guard_bounds[j], " ",
+                    signature.guard_bounds[j + 1], "\n");
+  }
   for (const auto& [k, file] : bound) {
     absl::StrAppend(&out, "bound ", k, " ", file, "\n");
   }
@@ -311,6 +316,18 @@ absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
     } else if (key == "guard") {
       ASSIGN_OR_RETURN(std::string g, p.Rest("a guard"));
       m.guards.push_back(std::move(g));
+    } else if (key == "guard-bounds") {
+      if (m.signature.guard_bounds.size() >= 2 * kMaxGuardBoundPairs) {
+        return p.Expected(absl::StrCat("at most ", kMaxGuardBoundPairs,
+                                       " guard-bounds lines"));
+      }
+      for (const char* what :
+           {"a range guard's low bound", "a range guard's high bound"}) {
+        ASSIGN_OR_RETURN(int64_t v,
+                         p.Int(what, std::numeric_limits<int64_t>::min(),
+                               std::numeric_limits<int64_t>::max()));
+        m.signature.guard_bounds.push_back(v);
+      }
     } else if (key == "bound") {
       ASSIGN_OR_RETURN(int64_t input, p.Int("an argument index", 0, 1 << 20));
       ASSIGN_OR_RETURN(std::string name, p.Word("a file name"));

@@ -54,6 +54,8 @@ inline constexpr int kArtifactFormat = 1;
 // The most bytes a manifest, and any file of an artifact, may hold.
 inline constexpr int64_t kMaxManifestBytes = int64_t{1} << 20;
 inline constexpr int64_t kMaxArtifactFileBytes = int64_t{1} << 30;
+// The most range guards a manifest gives bounds for (guard-bounds lines).
+inline constexpr int64_t kMaxGuardBoundPairs = 4096;
 
 struct ArtifactFile {
   std::string name;  // relative to the artifact directory

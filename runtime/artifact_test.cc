@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -292,6 +293,25 @@ TEST(ManifestTest, MalformedLinesAreNamed) {
   EXPECT_THAT(parse(head + "file ../etc/passwd 10 " + std::string(64, 'a')),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "m.txt: line 2: expected a file name without '/'"));
+  // A range guard's bounds: two ints, any int64.
+  EXPECT_THAT(parse(head + "guard-bounds 2\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "m.txt: line 2: expected a range guard's high bound"));
+  EXPECT_THAT(parse(head + "guard-bounds 2 99999999999999999999\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "m.txt: line 2: expected a range guard's high bound"));
+  ASSERT_OK_AND_ASSIGN(
+      Manifest bounds,
+      parse(head +
+            "guard-bounds -9223372036854775808 15\nguard-bounds 2 "
+            "9223372036854775807\nfile k.so 1 " +
+            std::string(64, 'a') + "\n"));
+  EXPECT_EQ(bounds.signature.guard_bounds,
+            (std::vector<int64_t>{std::numeric_limits<int64_t>::min(), 15, 2,
+                                  std::numeric_limits<int64_t>::max()}));
+  EXPECT_THAT(bounds.ToString(),
+              HasSubstr("guard-bounds -9223372036854775808 15\nguard-bounds "
+                        "2 9223372036854775807\n"));
   EXPECT_THAT(parse(head + "file k.so 10 abc\n"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "m.txt: line 2: expected a SHA-256 digest"));

@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field changes; an artifact records the one it uses. */
-#define LATHE_KERNEL_ABI_VERSION 14
+#define LATHE_KERNEL_ABI_VERSION 15
 
 /* What a LatheValue holds. */
 #define LATHE_VALUE_NONE 0
@@ -330,10 +330,16 @@ typedef int (*LatheCallUserFn)(const LatheValue* args, int64_t num_args,
  * user gave them, before composite flattening; a composite is read by its
  * outer sizes and strides): LATHE_GUARDS_HOLD when every guard holds, else
  * the index of the first that fails, or LATHE_GUARDS_OTHER_INPUTS when the
- * inputs are not of the count, kinds and ranks the guards were made for. */
+ * inputs are not of the count, kinds and ranks the guards were made for.
+ * `bounds` holds the range guards' lo and hi, in guard order (the
+ * manifest's, CallSignature::guard_bounds): the library exports their
+ * number as `const int64_t lathe_guard_bound_count`, and a runtime whose
+ * bounds are not that many refuses the library at load. */
 #define LATHE_GUARDS_HOLD (-1)
 #define LATHE_GUARDS_OTHER_INPUTS (-2)
-typedef int (*LatheGuardFn)(const LatheValue* inputs, int64_t num_inputs);
+#define LATHE_GUARD_BOUND_COUNT_SYMBOL "lathe_guard_bound_count"
+typedef int (*LatheGuardFn)(const LatheValue* inputs, int64_t num_inputs,
+                            const int64_t* bounds);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 #include "runtime/loaded_graph.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -288,12 +289,25 @@ absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Load(
       g->call_ = reinterpret_cast<LatheCallUserFn>(*user);
     }
   }
+  g->signature_ = std::move(signature);
+  const CallSignature& s = g->signature_;
   if (absl::StatusOr<void*> guards = g->library_.Symbol("lathe_guards");
       guards.ok()) {
     g->guards_ = reinterpret_cast<LatheGuardFn>(*guards);
+    // The bounds the guards read: the signature's (a manifest's, maybe
+    // damaged) must be as many.
+    ASSIGN_OR_RETURN(absl::string_view count,
+                     g->library_.DataSymbol(LATHE_GUARD_BOUND_COUNT_SYMBOL));
+    int64_t n = -1;
+    if (count.size() == sizeof(int64_t))
+      std::memcpy(&n, count.data(), sizeof n);
+    if (n < 0 || static_cast<size_t>(n) != s.guard_bounds.size()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(g->library_.path(), ": its guards read ", n,
+                       " bounds, the signature gives ", s.guard_bounds.size(),
+                       " (a manifest that is not the library's?)"));
+    }
   }
-  g->signature_ = std::move(signature);
-  const CallSignature& s = g->signature_;
   if (s.rebound_ranks.size() != s.rebound_inputs.size()) {
     return absl::InvalidArgumentError(
         "a rebound input without its rank (or a rank without its input)");
@@ -345,12 +359,13 @@ absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Load(
 
 int LoadedGraph::FailedGuard(const ArgViews& args, int64_t placeholders) const {
   if (guards_ == nullptr) return LATHE_GUARDS_HOLD;
-  return guards_(args.data(), std::min(placeholders, args.size()));
+  return guards_(args.data(), std::min(placeholders, args.size()),
+                 signature_.guard_bounds.data());
 }
 
 int LoadedGraph::FailedGuard(const LatheValue* values, int64_t n) const {
   if (guards_ == nullptr) return LATHE_GUARDS_HOLD;
-  return guards_(values, n);
+  return guards_(values, n, signature_.guard_bounds.data());
 }
 
 bool LoadedGraph::OnItsDevice(const LatheValue* values, int64_t n) const {

@@ -69,6 +69,9 @@ struct CallSignature {
   // The message of lathe_call's check k (returned as k + 1): a template
   // (FillCheckMessage).
   std::vector<std::string> checks;
+  // The range guards' bounds lathe_guards reads (lo, hi per range guard, in
+  // guard order): as many as the library's lathe_guard_bound_count.
+  std::vector<int64_t> guard_bounds;
 };
 
 // The error of a compiled call that returned `rc` (kernel_abi.h's codes,

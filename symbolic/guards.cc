@@ -859,6 +859,13 @@ std::optional<std::pair<Source, int64_t>> GuardSet::ConstantGuard(int i) const {
   return std::make_pair(g.source, g.lo);
 }
 
+std::optional<std::tuple<Source, int64_t, int64_t>> GuardSet::RangeGuard(
+    int i) const {
+  const Guard& g = guards_[i];
+  if (g.fast != Fast::kSlotInRange) return std::nullopt;
+  return std::make_tuple(slot_sources_[g.slot], g.lo, g.hi);
+}
+
 std::string GuardSet::GuardCpp(
     int i, const std::function<std::string(const Source&)>& source_name) const {
   auto spell = [&](const Source& s) {

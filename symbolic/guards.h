@@ -30,6 +30,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -112,6 +113,10 @@ class GuardSet {
   // Guard `i` as (source, value) when it says `source == value` for a
   // constant value, else nullopt.
   std::optional<std::pair<Source, int64_t>> ConstantGuard(int i) const;
+  // Guard `i` as (source, lo, hi) when it says `lo <= source <= hi` for an
+  // int symbol bound at `source` (a side without a bound is INT64_MIN or
+  // INT64_MAX), else nullopt.
+  std::optional<std::tuple<Source, int64_t, int64_t>> RangeGuard(int i) const;
 
  private:
   friend absl::StatusOr<GuardSet> ProduceGuards(

@@ -743,10 +743,13 @@ absl::Status LathecGuards(const std::vector<std::string>& args) {
   for (int i = 0; i < g->guards->size(); ++i) {
     std::printf("  %d: %s\n", i, GuardText(*written, *g->guards, i).c_str());
   }
+  std::vector<int64_t> bounds;
   ASSIGN_OR_RETURN(std::string cpp,
-                   codegen::EmitGuards(*g->guards, g->guard_inputs));
-  std::printf("as C++ (lathe_guards in the .so; in[k] is placeholder k):\n%s",
-              cpp.c_str());
+                   codegen::EmitGuards(*g->guards, g->guard_inputs, &bounds));
+  std::printf(
+      "as C++ (lathe_guards in the .so; in[k] is placeholder k, bounds the "
+      "range guards' bounds the manifest gives it: {%s}):\n%s",
+      absl::StrJoin(bounds, ", ").c_str(), cpp.c_str());
   return absl::OkStatus();
 }
 

@@ -1471,8 +1471,13 @@ TEST(LathecArtifactTest, GuardsPrintsTheSetAndItsCpp) {
   EXPECT_THAT(r.output, HasSubstr("  7: 2 <= x.size(0)\n"));
   EXPECT_THAT(r.output,
               HasSubstr("int lathe_guards(\n    const LatheValue* in, "
-                        "int64_t num_inputs) {\n"));
-  EXPECT_THAT(r.output, HasSubstr("if (!((2 <= in[0].sizes[0]))) return 7;"));
+                        "int64_t num_inputs, const int64_t* bounds) {\n"));
+  // The range guard reads its bounds (2 and INT64_MAX) as data.
+  EXPECT_THAT(r.output, HasSubstr("bounds the manifest gives it: {2, "
+                                  "9223372036854775807}"));
+  EXPECT_THAT(r.output,
+              HasSubstr("if (!(bounds[0] <= in[0].sizes[0] && in[0].sizes[0] "
+                        "<= bounds[1])) return 7;"));
   // With a size of 1 as the example, the guard is the specialization.
   std::string one = Save("g_x1.npy", Filled({1, 16}, 0.5));
   r = RunLathec({"guards", graph, "--input", "x=" + one, "--input", "w=" + w});

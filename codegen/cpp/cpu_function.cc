@@ -118,6 +118,7 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CpuFunction::Load(
   f->built_.image = std::string();
   CallSignature signature;
   signature.checks = f->lowered_.program.checks;
+  signature.guard_bounds = wrapper.guard_bounds;
   if (wrapper.user_entry) {
     size_t leaf = 0;
     for (const CompositeLayout& l : f->subclass_->result_layouts()) {

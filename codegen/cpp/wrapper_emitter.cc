@@ -487,7 +487,8 @@ absl::StatusOr<std::string> EmitUserEntry(const aot::SubclassWrapperPlan& sub,
 
 absl::StatusOr<std::string> EmitGuards(
     const symbolic::GuardSet& guards,
-    const std::vector<symbolic::InputSpec>& specs) {
+    const std::vector<symbolic::InputSpec>& specs,
+    std::vector<int64_t>* bounds) {
   absl::Status bad = absl::OkStatus();
   auto spell = [&](const symbolic::Source& s) {
     std::string v = absl::StrCat("in[", s.input, "]");
@@ -532,10 +533,12 @@ absl::StatusOr<std::string> EmitGuards(
         break;
     }
   }
+  const size_t first_bound = bounds->size();
   std::string out = absl::StrCat(
       "extern \"C\" __attribute__((visibility(\"default\"))) int "
-      "lathe_guards(\n    const LatheValue* in, int64_t num_inputs) {\n"
-      "  if (num_inputs != ",
+      "lathe_guards(\n    const LatheValue* in, int64_t num_inputs, const "
+      "int64_t* bounds) {\n"
+      "  (void)bounds;\n  if (num_inputs != ",
       specs.size(), ") return LATHE_GUARDS_OTHER_INPUTS;\n");
   if (!specs.empty()) {
     absl::StrAppend(&out, "  static const int64_t shapes[] = {",
@@ -573,12 +576,26 @@ absl::StatusOr<std::string> EmitGuards(
       g = end;
       continue;
     }
+    // A range guard reads its bounds from `bounds`: the value range a
+    // graph's `# lathe: range` directive (Dynamo's ShapeEnv) gives is data.
+    if (auto range = guards.RangeGuard(g); range.has_value()) {
+      const std::string v = spell(std::get<0>(*range));
+      const size_t at = bounds->size() - first_bound;
+      bounds->insert(bounds->end(), {std::get<1>(*range), std::get<2>(*range)});
+      absl::StrAppend(&out, "  if (!(bounds[", at, "] <= ", v, " && ", v,
+                      " <= bounds[", at + 1, "])) return ", g, ";\n");
+      ++g;
+      continue;
+    }
     absl::StrAppend(&out, "  if (!(", guards.GuardCpp(g, spell), ")) return ",
                     g, ";\n");
     ++g;
   }
   if (!bad.ok()) return bad;
-  absl::StrAppend(&out, "  return LATHE_GUARDS_HOLD;\n}\n");
+  absl::StrAppend(&out, "  return LATHE_GUARDS_HOLD;\n}\n",
+                  "extern \"C\" __attribute__((visibility(\"default\"))) const "
+                  "int64_t lathe_guard_bound_count = ",
+                  bounds->size() - first_bound, ";\n");
   return out;
 }
 
@@ -896,8 +913,9 @@ absl::StatusOr<WrapperSource> EmitWrapper(
   }
   // Guards.
   if (options.guards != nullptr) {
-    ASSIGN_OR_RETURN(std::string guards,
-                     EmitGuards(*options.guards, options.guard_inputs));
+    ASSIGN_OR_RETURN(
+        std::string guards,
+        EmitGuards(*options.guards, options.guard_inputs, &w.guard_bounds));
     absl::StrAppend(&out, "\n", guards);
     w.has_guards = true;
   }

@@ -71,6 +71,11 @@ struct WrapperSource {
   // (one with a division): the host checks the inputs first (ir::CheckInputs).
   bool host_checks = false;
   bool has_guards = false;  // lathe_guards is defined
+  // The bounds lathe_guards reads (its `bounds` argument): each range
+  // guard's lo and hi, in guard order. Data, not source, so two graphs that
+  // differ only in a size's range compile to one library (a compile-cache
+  // hit for Dynamo's recompile past a range guard).
+  std::vector<int64_t> guard_bounds;
   // Whether lathe_call applies the plan; if not (one was given, and the C
   // form cannot say it), why: the host applies it instead.
   bool plan_applied = false;
@@ -97,10 +102,13 @@ absl::StatusOr<WrapperSource> EmitWrapper(
 // EmitGuards()
 //
 // lathe_guards alone: `guards` over inputs described by `specs` as one C++
-// function (kernel_abi.h's LatheGuardFn), each guard in turn.
+// function (kernel_abi.h's LatheGuardFn), each guard in turn; the bounds
+// of its range guards, which it reads from its `bounds` argument, appended
+// to `bounds`.
 absl::StatusOr<std::string> EmitGuards(
     const symbolic::GuardSet& guards,
-    const std::vector<symbolic::InputSpec>& specs);
+    const std::vector<symbolic::InputSpec>& specs,
+    std::vector<int64_t>* bounds);
 
 }  // namespace lathe::codegen
 

@@ -22,7 +22,10 @@ EXPORT const int64_t lathe_result_ranks[] = {1, 1};
 #endif
 
 #ifdef GUARDS
-EXPORT int lathe_guards(const LatheValue* in, int64_t n) {
+// No range guards: no bounds.
+EXPORT const int64_t lathe_guard_bound_count = 0;
+
+EXPORT int lathe_guards(const LatheValue* in, int64_t n, const int64_t*) {
   if (!(n == 3 && in[0].kind == LATHE_VALUE_TENSOR && in[0].ndim == 1 &&
         in[1].kind == LATHE_VALUE_TENSOR && in[1].ndim == 1 &&
         in[2].kind == LATHE_VALUE_FLOAT)) {

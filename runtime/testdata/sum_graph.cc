@@ -10,7 +10,10 @@
 // One output, of rank 1.
 EXPORT const int64_t lathe_result_ranks[] = {1, 1};
 
-EXPORT int lathe_guards(const LatheValue* in, int64_t n) {
+// No range guards: no bounds.
+EXPORT const int64_t lathe_guard_bound_count = 0;
+
+EXPORT int lathe_guards(const LatheValue* in, int64_t n, const int64_t*) {
   for (int64_t k = 0; k < n; ++k) {
     if (in[k].kind != LATHE_VALUE_TENSOR || in[k].ndim != 1) {
       return LATHE_GUARDS_OTHER_INPUTS;

@@ -178,7 +178,8 @@ class CallsTest(unittest.TestCase):
         no compile of its own (each graph Dynamo hands it compiles once).
         Dynamo itself compiles convolutional models twice: its fake
         convolution guards 2 <= batch <= 15 (a PyTorch heuristic, the same
-        under Inductor), so batch 33 is a new Dynamo graph. ResNet-18 runs
+        under Inductor), so batch 33 is a new Dynamo graph, whose libraries
+        the compile cache gives (no C++ build). ResNet-18 runs
         batches 6 and 11 alone (one Dynamo graph): its second graph's two
         builds took 62 of this file's 217 s, and cnn crosses that line."""
         torch._dynamo.reset()
@@ -186,7 +187,9 @@ class CallsTest(unittest.TestCase):
         torch.manual_seed(0)
         model, inputs, loss_fn = MODELS[name]()
         start = len(lathe.graphs())
-        compiled = torch.compile(model, backend="lathe", dynamic=True)
+        dumps = tempfile.TemporaryDirectory()
+        self.addCleanup(dumps.cleanup)
+        compiled = torch.compile(model, backend="lathe", dynamic=True, options={"dump_dir": dumps.name})
         batches = (6, 11) if name == "resnet18" else (6, 11, 33)
         for batch in batches:
             x = inputs(batch)
@@ -202,6 +205,15 @@ class CallsTest(unittest.TestCase):
         for g in graphs:
             self.assertEqual(g.fn.compiles, 1, f"{name} {g.name}")
             self.assertEqual(g.fn.recompiles, [], f"{name} {g.name}")
+        # Dynamo's second graph differs from its first only in the batch's
+        # range ("# lathe: range s77 2 15" against none), which lathe's
+        # guards read as data: its libraries come from the compile cache.
+        first = graphs[0].dynamo_compile
+        later = [g for g in graphs if g.dynamo_compile != first]
+        self.assertEqual(len(later), 2 if dynamo == 2 else 0, name)
+        for g in later:
+            steps = dict(g.fn.dumps()[0])["steps.txt"]
+            self.assertRegex(steps, r"build \((memory|disk|redis) cache hit\)", f"{name} {g.name}")
 
     def test_inference_skips_aots_wrappers_only_where_they_do_nothing(self):
         returned = []
