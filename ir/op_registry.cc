@@ -37,7 +37,7 @@ const OpRegistry& OpRegistry::Global() {
           &RegisterLinalgOps, &RegisterCreationOps, &RegisterIndexOps,
           &RegisterConvOps, &RegisterPoolOps, &RegisterNormOps, &RegisterNnOps,
           &RegisterLossOps, &RegisterGridSamplerOps, &RegisterBackwardOps,
-          &RegisterExtraOps, &RegisterBuiltinOps}) {
+          &RegisterAttentionOps, &RegisterExtraOps, &RegisterBuiltinOps}) {
       std::vector<std::string> before = r->Targets();
       absl::Status s = fn(*r);
       LATHE_CHECK(s.ok()) << "op registration failed: " << s.message();

@@ -211,6 +211,9 @@ absl::Status RegisterGridSamplerOps(OpRegistry& registry);
 // The backward ops of AOTAutograd's backward graphs (ops_backward.cc): the
 // activations', softmax's, the losses'.
 absl::Status RegisterBackwardOps(OpRegistry& registry);
+// The attention ops of PyTorch's CUDA kernels (memory-efficient and cuDNN),
+// forward and backward, on the CPU flash kernel's math (ops_attention.cc).
+absl::Status RegisterAttentionOps(OpRegistry& registry);
 // The later ops (ops_extra.cc): prims, new_*, masked_fill, tril/triu, ...
 absl::Status RegisterExtraOps(OpRegistry& registry);
 // The graph builtins (ops_builtin.cc): getitem (x[i] of a tuple or list)

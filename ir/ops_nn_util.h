@@ -40,6 +40,31 @@
 
 namespace lathe::ir {
 
+// One attention's values for its backward, row-major in double: q [B, H,
+// L, E], k and v [B, H, S, E], the forward's out and its gradient [B, H,
+// L, E], its logsumexp [B, H, L]; the additive mask as a view broadcast to
+// [B, H, L, S] (none: null).
+struct AttentionProblem {
+  int64_t B = 0, H = 0, L = 0, S = 0, E = 0;
+  double scale = 1;
+  bool causal = false;  // -inf above the diagonal
+  std::vector<double> q, k, v, grad, out, lse;
+  const Tensor* mask = nullptr;
+};
+
+// The gradients of softmax(q k^T * scale + mask) v, row-major: dq, dk, dv
+// and, when asked for, the scores' own [B, H, L, S] (an additive mask's,
+// before its broadcast is summed away).
+struct AttentionGrads {
+  std::vector<double> dq, dk, dv, scores;
+};
+
+// AttentionBackward()
+//
+// The gradients of `a` as PyTorch's CPU flash kernel computes them
+// (ops_backward.cc).
+AttentionGrads AttentionBackward(const AttentionProblem& a, bool scores);
+
 inline void FillInts(const Tensor& out, const std::vector<int64_t>& v) {
   size_t k = 0;
   ForEachIndex(out.sizes(),

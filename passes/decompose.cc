@@ -19,6 +19,7 @@
 #include "ir/op_registry.h"
 #include "ir/ops_util.h"
 #include "ir/output_layouts.h"
+#include "passes/decompose_attention.h"
 #include "passes/decompose_backward.h"
 #include "passes/decompose_grid_sampler.h"
 #include "passes/decompose_pointwise_backward.h"
@@ -34,6 +35,7 @@ namespace {
 using decomp::A;
 using decomp::AllDims;
 using decomp::Arg;
+using decomp::AttentionDecompositions;
 using decomp::BackwardDecompositions;
 using decomp::DecomposeFn;
 using decomp::Decomposition;
@@ -916,8 +918,6 @@ absl::StatusOr<Outputs> ClampTensor(Rewriter& r) {
 // four corners are read with _unsafe_index and blended along W, then H.
 // Static spatial sizes only (the scale is a number); the result is laid
 // out as the op's (channels-last for a channels-last input).
-absl::StatusOr<Node*> LaidOutAs(Rewriter& r, Node* x, const TensorMeta& like);
-
 absl::StatusOr<Outputs> UpsampleBilinear2d(Rewriter& r) {
   // The .vec overload (`input`) gives scale factors (or an output size) as
   // lists; the output size is the meta's either way.
@@ -1202,149 +1202,6 @@ absl::StatusOr<Outputs> EmbeddingBag(Rewriter& r) {
   return Outputs{out, offset2bag, bag_size, max_indices};
 }
 
-// `x` (of `like`'s sizes, any layout) laid out as empty_like(like) (dense,
-// in `like`'s dimension order: EmptyLikeStrides) through a copy in that
-// memory order; x itself when it already is.
-absl::StatusOr<Node*> LaidOutAs(Rewriter& r, Node* x, const TensorMeta& like) {
-  std::vector<Expr> strides =
-      ir::EmptyLikeStrides(&r.env(), ir::Value::OfMeta(like));
-  if (strides == TM(x).strides) return x;
-  // x permuted to that layout's dims from the outermost in, made
-  // contiguous, and permuted back: its elements in `like`'s memory order.
-  std::optional<std::vector<int64_t>> order =
-      ir::OuterToInner(&r.env(), strides);
-  if (!order) {
-    return absl::UnimplementedError(
-        "the layout of the query cannot be decided for every size");
-  }
-  std::vector<int64_t> back(order->size());
-  for (size_t i = 0; i < order->size(); ++i) back[(*order)[i]] = i;
-  ASSIGN_OR_RETURN(Node * p,
-                   r.Call("aten.permute.default", {A(x), IntList(*order)}));
-  ASSIGN_OR_RETURN(p, r.Contiguous(p));
-  return r.Call("aten.permute.default", {A(p), IntList(back)});
-}
-
-// _scaled_dot_product_flash_attention_for_cpu (dropout_p = 0): the math
-// path, with the scale applied to the scores as the CPU kernel does.
-// scores = bmm(q, k^T) * scale (default 1 / sqrt(E)), -inf above the
-// diagonal when causal (top-left aligned), plus attn_mask; a softmax over
-// the keys by amax, exp and sum, whose log-sum-exp is the second result
-// ([B, H, L] laid out as [B, L, H], as the kernel writes it); then
-// bmm(p, v), laid out as the query (empty_like, as PyTorch's meta). All in
-// the computation dtype (float32 for 16-bit floats).
-absl::StatusOr<Outputs> FlashAttentionCpu(Rewriter& r) {
-  Node* query = r.Tensor("query");
-  Node* key = r.Tensor("key");
-  Node* value = r.Tensor("value");
-  Node* mask = r.Tensor("attn_mask");
-  std::optional<double> dropout = r.Number("dropout_p");
-  std::optional<bool> causal = r.Bool("is_causal");
-  Arg scale_arg = r.Get("scale");
-  if (!IsTensor(query) || !IsTensor(key) || !IsTensor(value) ||
-      !dropout.has_value() || *dropout != 0 || !causal.has_value() ||
-      (scale_arg.kind != Arg::Kind::kNone && !IsNumber(scale_arg)) ||
-      TM(query).dim() != 4 || TM(key).dim() != 4 || TM(value).dim() != 4 ||
-      !IsFloatingPoint(TM(query).dtype)) {
-    return Outputs{};
-  }
-  const TensorMeta& qm = TM(query);
-  DType compute = OpMath(qm.dtype);
-  ASSIGN_OR_RETURN(Arg b, r.Size(query, 0));
-  ASSIGN_OR_RETURN(Arg h, r.Size(query, 1));
-  ASSIGN_OR_RETURN(Arg l, r.Size(query, 2));
-  ASSIGN_OR_RETURN(Arg e, r.Size(query, 3));
-  // The scale: a number, or rsqrt of a 0-d tensor holding a symbolic E.
-  Arg scale;
-  if (scale_arg.kind != Arg::Kind::kNone) {
-    scale = F(NumberOf(scale_arg));
-  } else if (e.kind == Arg::Kind::kInt) {
-    scale = F(1.0 / std::sqrt(static_cast<double>(e.i)));
-  } else {
-    ASSIGN_OR_RETURN(Node * t, r.ScalarTensor(e, DType::kFloat64, qm.device));
-    ASSIGN_OR_RETURN(t, r.Unary("aten.rsqrt.default", t));
-    scale = A(t);
-  }
-  ASSIGN_OR_RETURN(Arg s, r.Size(key, 2));
-  ASSIGN_OR_RETURN(Arg bh, SizeOp(r, "operator.mul", b, h));
-  // [B, H, T, E] as [B * H, T, E] in the computation dtype.
-  auto batched = [&](Node* t, const Arg& len) -> absl::StatusOr<Node*> {
-    ASSIGN_OR_RETURN(t, r.To(t, compute));
-    ASSIGN_OR_RETURN(t, r.Contiguous(t));
-    return r.Call("aten.view.default", {A(t), Arg::List({bh, len, e})});
-  };
-  ASSIGN_OR_RETURN(Node * q, batched(query, l));
-  ASSIGN_OR_RETURN(Node * k, batched(key, s));
-  ASSIGN_OR_RETURN(Node * v, batched(value, s));
-  ASSIGN_OR_RETURN(Node * kt, r.Call("aten.transpose.int", {A(k), I(1), I(2)}));
-  ASSIGN_OR_RETURN(Node * scores, r.Binary("aten.bmm.default", q, A(kt)));
-  ASSIGN_OR_RETURN(scores, r.Binary("aten.mul.Tensor", scores, scale));
-  ASSIGN_OR_RETURN(scores, r.Call("aten.view.default",
-                                  {A(scores), Arg::List({b, h, l, s})}));
-  // The softmax's max reads the scores as the kernel makes them: -inf
-  // above the diagonal, then attn_mask added (a +inf or NaN there makes the
-  // row NaN, as in PyTorch). Its exp reads them without the causal fill.
-  Node* m = nullptr;
-  if (mask != nullptr) {
-    ASSIGN_OR_RETURN(m, r.To(mask, compute));
-  }
-  auto plus_mask = [&](Node* x) -> absl::StatusOr<Node*> {
-    if (m == nullptr) return x;
-    return r.Binary("aten.add.Tensor", x, A(m));
-  };
-  Node* raw = scores;
-  ASSIGN_OR_RETURN(scores, plus_mask(raw));
-  Node* above = nullptr;
-  Node* masked = scores;
-  if (*causal) {
-    ASSIGN_OR_RETURN(above, CausalMask(r, l, s, qm.device));
-    ASSIGN_OR_RETURN(Node * filled,
-                     r.Call("aten.masked_fill.Scalar",
-                            {A(raw), A(above),
-                             F(-std::numeric_limits<double>::infinity())}));
-    ASSIGN_OR_RETURN(masked, plus_mask(filled));
-  }
-  ASSIGN_OR_RETURN(
-      Node * max,
-      r.Call("aten.amax.default", {A(masked), IntList({-1}), Arg::Bool(true)}));
-  // exp of the unmasked scores, the causal lanes filled with 0 after; a row
-  // whose every lane is -inf (fully masked) is shifted by 0, not by its
-  // -inf max, and its sum of 0 taken as 1, so its weights, its output and
-  // its log-sum-exp are 0, as the kernel's.
-  ASSIGN_OR_RETURN(Node * all_masked,
-                   r.Binary("aten.eq.Scalar", max,
-                            F(-std::numeric_limits<double>::infinity())));
-  ASSIGN_OR_RETURN(Node * shift, r.Call("aten.where.ScalarSelf",
-                                        {A(all_masked), F(0.0), A(max)}));
-  ASSIGN_OR_RETURN(Node * shifted,
-                   r.Binary("aten.sub.Tensor", scores, A(shift)));
-  ASSIGN_OR_RETURN(Node * exp, ExpUnmasked(r, shifted, above));
-  ASSIGN_OR_RETURN(
-      Node * sum,
-      r.Call("aten.sum.dim_IntList", {A(exp), IntList({-1}), Arg::Bool(true)}));
-  ASSIGN_OR_RETURN(
-      sum, r.Call("aten.where.ScalarSelf", {A(all_masked), F(1.0), A(sum)}));
-  ASSIGN_OR_RETURN(Node * p, r.Binary("aten.div.Tensor", exp, A(sum)));
-  ASSIGN_OR_RETURN(p,
-                   r.Call("aten.view.default", {A(p), Arg::List({bh, l, s})}));
-  ASSIGN_OR_RETURN(Node * out, r.Binary("aten.bmm.default", p, A(v)));
-  ASSIGN_OR_RETURN(
-      out, r.Call("aten.view.default", {A(out), Arg::List({b, h, l, e})}));
-  ASSIGN_OR_RETURN(out, r.To(out, qm.dtype));
-  ASSIGN_OR_RETURN(out, LaidOutAs(r, out, qm));
-  // logsumexp = max + log(sum) (0 for a fully masked row), [B, H, L] with
-  // [B, L, H]'s layout.
-  ASSIGN_OR_RETURN(Node * lse, r.Unary("aten.log.default", sum));
-  ASSIGN_OR_RETURN(lse, r.Binary("aten.add.Tensor", lse, A(shift)));
-  ASSIGN_OR_RETURN(lse, r.Call("aten.squeeze.dims", {A(lse), IntList({3})}));
-  ASSIGN_OR_RETURN(
-      lse, r.Call("aten.permute.default", {A(lse), IntList({0, 2, 1})}));
-  ASSIGN_OR_RETURN(lse, r.Contiguous(lse));
-  ASSIGN_OR_RETURN(
-      lse, r.Call("aten.permute.default", {A(lse), IntList({0, 2, 1})}));
-  return Outputs{out, lse};
-}
-
 // ---- The table --------------------------------------------------------------
 
 // Every op the pass decomposes, and how.
@@ -1357,8 +1214,6 @@ constexpr Decomposition kDecompositions[] = {
     {"aten._native_batch_norm_legit_functional.default", BatchNormFunctional},
     {"aten._native_batch_norm_legit_no_training.default", BatchNormNoTraining},
     {"aten._pdist_forward.default", Pdist},
-    {"aten._scaled_dot_product_flash_attention_for_cpu.default",
-     FlashAttentionCpu},
     {"aten._softmax.default", Softmax},
     {"aten.addcdiv.default", Addcdiv},
     {"aten.addcmul.default", Addcmul},
@@ -1536,7 +1391,7 @@ const Table& TheTable() {
     for (const Decomposition& d : kDecompositions) t->fns[d.target] = d.fn;
     for (auto more :
          {BackwardDecompositions(), PointwiseBackwardDecompositions(),
-          GridSamplerDecompositions()}) {
+          GridSamplerDecompositions(), AttentionDecompositions()}) {
       for (const Decomposition& d : more) t->fns[d.target] = d.fn;
     }
     const ir::OpRegistry& registry = ir::OpRegistry::Global();
@@ -1676,9 +1531,12 @@ absl::StatusOr<bool> Decompose::Run(ir::Graph& graph, PassContext& ctx) {
           tuple ? n->meta().elements[k] : n->meta();
       Node*& got = (*outs)[k];
       // A None result (a backward op's output_mask) is null, and no getitem
-      // may read it.
+      // may read it; so is a number result a rule does not make (cuDNN
+      // attention's max_q): the op stays where a getitem reads it.
       if (want_meta.kind == ir::ValueMeta::Kind::kNone || got == nullptr) {
-        if (want_meta.kind != ir::ValueMeta::Kind::kNone || got != nullptr) {
+        if ((want_meta.kind != ir::ValueMeta::Kind::kNone &&
+             want_meta.kind != ir::ValueMeta::Kind::kSym) ||
+            got != nullptr) {
           r.Rollback();
           return absl::InternalError(absl::StrCat("decompose ", n->name(), " (",
                                                   n->target(), "): result ", k,

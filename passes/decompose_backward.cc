@@ -1150,121 +1150,6 @@ absl::StatusOr<Outputs> BatchNormBackward(Rewriter& r) {
   return outs;
 }
 
-// _scaled_dot_product_flash_attention_for_cpu_backward, through batched
-// matrix products in the computation dtype: P = exp(scores - logsumexp)
-// (scores as the forward's: q k^T * scale, causal -inf above the diagonal,
-// plus the mask), dV = P^T dO, dS = P * (dO v^T - rowsum(dO * out)), dQ =
-// dS k * scale, dK = dS^T q * scale; each gradient laid out (B, T, H, E)
-// as PyTorch's kernel allocates it.
-absl::StatusOr<Outputs> FlashAttentionBackward(Rewriter& r) {
-  Node* grad = r.Tensor("grad_out");
-  Node* query = r.Tensor("query");
-  Node* key = r.Tensor("key");
-  Node* value = r.Tensor("value");
-  Node* out = r.Tensor("out");
-  Node* lse = r.Tensor("logsumexp");
-  Node* mask = r.Tensor("attn_mask");
-  std::optional<double> dropout = r.Number("dropout_p");
-  std::optional<bool> causal = r.Bool("is_causal");
-  Arg scale_arg = r.Get("scale");
-  for (Node* t : {grad, query, key, value, out}) {
-    if (!IsTensor(t) || TM(t).dim() != 4) return Outputs{};
-  }
-  if (!IsTensor(lse) || !dropout || *dropout != 0 || !causal ||
-      (scale_arg.kind != Arg::Kind::kNone && !IsNumber(scale_arg)) ||
-      !IsFloatingPoint(TM(query).dtype)) {
-    return Outputs{};
-  }
-  const TensorMeta& qm = TM(query);
-  const DType compute = OpMath(qm.dtype);
-  ASSIGN_OR_RETURN(Arg b, r.Size(query, 0));
-  ASSIGN_OR_RETURN(Arg h, r.Size(query, 1));
-  ASSIGN_OR_RETURN(Arg l, r.Size(query, 2));
-  ASSIGN_OR_RETURN(Arg e, r.Size(query, 3));
-  ASSIGN_OR_RETURN(Arg s, r.Size(key, 2));
-  Arg scale;
-  if (scale_arg.kind != Arg::Kind::kNone) {
-    scale = F(NumberOf(scale_arg));
-  } else if (e.kind == Arg::Kind::kInt) {
-    scale = F(1.0 / std::sqrt(static_cast<double>(e.i)));
-  } else {
-    ASSIGN_OR_RETURN(Node * t, r.ScalarTensor(e, DType::kFloat64, qm.device));
-    ASSIGN_OR_RETURN(t, r.Unary("aten.rsqrt.default", t));
-    scale = A(t);
-  }
-  ASSIGN_OR_RETURN(Arg bh, SizeOp(r, "operator.mul", b, h));
-  auto batched = [&](Node* t, const Arg& len) -> absl::StatusOr<Node*> {
-    ASSIGN_OR_RETURN(t, r.To(t, compute));
-    ASSIGN_OR_RETURN(t, r.Contiguous(t));
-    return r.Call("aten.view.default", {A(t), Arg::List({bh, len, e})});
-  };
-  auto transposed = [&](Node* t) {
-    return r.Call("aten.transpose.int", {A(t), I(1), I(2)});
-  };
-  auto bmm = [&](Node* a, Node* c) {
-    return r.Binary("aten.bmm.default", a, A(c));
-  };
-  ASSIGN_OR_RETURN(Node * q, batched(query, l));
-  ASSIGN_OR_RETURN(Node * k, batched(key, s));
-  ASSIGN_OR_RETURN(Node * v, batched(value, s));
-  ASSIGN_OR_RETURN(Node * dout, batched(grad, l));
-  ASSIGN_OR_RETURN(Node * o, batched(out, l));
-  ASSIGN_OR_RETURN(Node * kt, transposed(k));
-  ASSIGN_OR_RETURN(Node * scores, bmm(q, kt));
-  ASSIGN_OR_RETURN(scores, r.Binary("aten.mul.Tensor", scores, scale));
-  ASSIGN_OR_RETURN(scores, r.Call("aten.view.default",
-                                  {A(scores), Arg::List({b, h, l, s})}));
-  if (mask != nullptr) {
-    if (!IsTensor(mask)) return Outputs{};
-    ASSIGN_OR_RETURN(Node * m, r.To(mask, compute));
-    ASSIGN_OR_RETURN(scores, r.Binary("aten.add.Tensor", scores, A(m)));
-  }
-  // The forward's weights again: exp(scores - lse), the causal lanes 0
-  // (PyTorch's kernel takes exp(-inf + attn_mask - lse) there, NaN only
-  // where attn_mask is +inf or NaN, whose rows the forward made NaN).
-  Node* above = nullptr;
-  if (*causal) {
-    ASSIGN_OR_RETURN(above, CausalMask(r, l, s, qm.device));
-  }
-  ASSIGN_OR_RETURN(Node * lse4, r.To(lse, compute));
-  ASSIGN_OR_RETURN(lse4, r.Binary("aten.unsqueeze.default", lse4, I(3)));
-  ASSIGN_OR_RETURN(Node * shifted,
-                   r.Binary("aten.sub.Tensor", scores, A(lse4)));
-  ASSIGN_OR_RETURN(Node * p, ExpUnmasked(r, shifted, above));
-  ASSIGN_OR_RETURN(p,
-                   r.Call("aten.view.default", {A(p), Arg::List({bh, l, s})}));
-  ASSIGN_OR_RETURN(Node * pt, transposed(p));
-  ASSIGN_OR_RETURN(Node * dv, bmm(pt, dout));
-  ASSIGN_OR_RETURN(Node * vt, transposed(v));
-  ASSIGN_OR_RETURN(Node * dp, bmm(dout, vt));
-  ASSIGN_OR_RETURN(Node * go, r.Binary("aten.mul.Tensor", dout, A(o)));
-  ASSIGN_OR_RETURN(Node * d, Sum(r, go, {2}, /*keepdim=*/true));
-  ASSIGN_OR_RETURN(Node * diff, r.Binary("aten.sub.Tensor", dp, A(d)));
-  ASSIGN_OR_RETURN(Node * ds, r.Binary("aten.mul.Tensor", p, A(diff)));
-  ASSIGN_OR_RETURN(Node * dq, bmm(ds, k));
-  ASSIGN_OR_RETURN(dq, r.Binary("aten.mul.Tensor", dq, scale));
-  ASSIGN_OR_RETURN(Node * dst, transposed(ds));
-  ASSIGN_OR_RETURN(Node * dk, bmm(dst, q));
-  ASSIGN_OR_RETURN(dk, r.Binary("aten.mul.Tensor", dk, scale));
-  // [B * H, T, E] back to [B, H, T, E], laid out (B, T, H, E).
-  auto result = [&](Node* t, const Arg& len) -> absl::StatusOr<Node*> {
-    ASSIGN_OR_RETURN(
-        t, r.Call("aten.view.default", {A(t), Arg::List({b, h, len, e})}));
-    ASSIGN_OR_RETURN(t, r.To(t, qm.dtype));
-    ASSIGN_OR_RETURN(
-        t, r.Call("aten.permute.default", {A(t), IntList({0, 2, 1, 3})}));
-    ASSIGN_OR_RETURN(
-        t, r.Call("aten.clone.default", {A(t)},
-                  {{"memory_format", Arg::MemoryFormat("contiguous_format")}}));
-    return r.Call("aten.permute.default", {A(t), IntList({0, 2, 1, 3})});
-  };
-  Outputs outs(3, nullptr);
-  ASSIGN_OR_RETURN(outs[0], result(dq, l));
-  ASSIGN_OR_RETURN(outs[1], result(dk, s));
-  ASSIGN_OR_RETURN(outs[2], result(dv, s));
-  return outs;
-}
-
 // reflection_pad{1,2,3}d_backward and replication_pad{1,2,3}d_backward:
 // per padded dim, innermost first, the gradient index_add'ed along it into
 // zeros of the input's size there, at each padded position's source
@@ -1336,8 +1221,6 @@ constexpr Decomposition kBackwardDecompositions[] = {
     {"aten._embedding_bag_backward.default", EmbeddingBagBackward},
     {"aten._embedding_bag_per_sample_weights_backward.default",
      EmbeddingBagPerSampleWeightsBackward},
-    {"aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
-     FlashAttentionBackward},
     {"aten.avg_pool2d_backward.default", AvgPoolBackwardOf<2>},
     {"aten.avg_pool3d_backward.default", AvgPoolBackwardOf<3>},
     {"aten.col2im.default", Col2Im},

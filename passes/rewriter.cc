@@ -1,10 +1,13 @@
 #include "passes/rewriter.h"
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "ir/output_layouts.h"
 #include "status_macros.h"
 
 namespace lathe::passes::decomp {
@@ -90,6 +93,29 @@ absl::StatusOr<Node*> Sum(Rewriter& r, Node* x,
   if (dims.empty()) return x;
   return r.Call("aten.sum.dim_IntList",
                 {A(x), IntList(dims), Arg::Bool(keepdim)});
+}
+
+// `x` (of `like`'s sizes, any layout) laid out as empty_like(like) (dense,
+// in `like`'s dimension order: EmptyLikeStrides) through a copy in that
+// memory order; x itself when it already is.
+absl::StatusOr<Node*> LaidOutAs(Rewriter& r, Node* x, const TensorMeta& like) {
+  std::vector<symbolic::Expr> strides =
+      ir::EmptyLikeStrides(&r.env(), ir::Value::OfMeta(like));
+  if (strides == TM(x).strides) return x;
+  // x permuted to that layout's dims from the outermost in, made
+  // contiguous, and permuted back: its elements in `like`'s memory order.
+  std::optional<std::vector<int64_t>> order =
+      ir::OuterToInner(&r.env(), strides);
+  if (!order) {
+    return absl::UnimplementedError(
+        "a layout whose dims' order cannot be decided for every size");
+  }
+  std::vector<int64_t> back(order->size());
+  for (size_t i = 0; i < order->size(); ++i) back[(*order)[i]] = i;
+  ASSIGN_OR_RETURN(Node * p,
+                   r.Call("aten.permute.default", {A(x), IntList(*order)}));
+  ASSIGN_OR_RETURN(p, r.Contiguous(p));
+  return r.Call("aten.permute.default", {A(p), IntList(back)});
 }
 
 }  // namespace lathe::passes::decomp

@@ -373,6 +373,11 @@ absl::StatusOr<Node*> Full(Rewriter& r, std::vector<Arg> sizes, Arg value,
 absl::StatusOr<Node*> Offset2Bag(Rewriter& r, Node* offsets, const Arg& end,
                                  const Arg& n, const Device& device);
 
+// `x` (of `like`'s sizes, any layout) laid out as empty_like(like) (dense,
+// in `like`'s dimension order) through a copy in that memory order; x
+// itself when it already is.
+absl::StatusOr<Node*> LaidOutAs(Rewriter& r, Node* x, const TensorMeta& like);
+
 // `x` summed over `dims` (kept as size 1 when `keepdim`); x itself for no
 // dims.
 absl::StatusOr<Node*> Sum(Rewriter& r, Node* x,

@@ -282,6 +282,37 @@ def forward(self, q: "f32[2, 2, 4, 8][64, 32, 8, 1]cpu", k: "f32[2, 2, 6, 8][96,
                                 "flash_attention_for_cpu_backward");
 }
 
+// The CUDA kernels' attention ops (memory-efficient with a bias and its
+// gradient; cuDNN, causal), forward then backward, on a query laid out
+// (B, L, H, E): every one decomposed, the compiled results and their
+// layouts the interpreter's.
+TEST(CpuFunctionTest, CudaAttentionOpsAndTheirBackwards) {
+  ExpectPipelineCompiledMatches(R"IR(
+def forward(self, q: "f32[2, 2, 5, 8][80, 8, 16, 1]cpu", k: "f32[2, 2, 6, 8][96, 48, 8, 1]cpu", v: "f32[2, 2, 6, 8][96, 48, 8, 1]cpu", bias: "f32[5, 6][6, 1]cpu", g: "f32[2, 2, 5, 8][80, 40, 8, 1]cpu"):
+    f = torch.ops.aten._scaled_dot_product_efficient_attention.default(q, k, v, bias, True)
+    o = f[0]
+    l = f[1]
+    s = f[2]
+    off = f[3]
+    b = torch.ops.aten._scaled_dot_product_efficient_attention_backward.default(g, q, k, v, bias, o, l, s, off, 0.0, [True, True, True, True])
+    dq = b[0]
+    dk = b[1]
+    dv = b[2]
+    db = b[3]
+    c = torch.ops.aten._scaled_dot_product_cudnn_attention.default(q, k, v, None, True, 0.0, True)
+    co = c[0]
+    cl = c[1]
+    cs = c[6]
+    coff = c[7]
+    cb = torch.ops.aten._scaled_dot_product_cudnn_attention_backward.default(g, q, k, v, co, cl, cs, coff, None, None, None, 5, 6, 0.0, True)
+    cdq = cb[0]
+    cdk = cb[1]
+    cdv = cb[2]
+    return (o, dq, dk, dv, db, co, cdq, cdk, cdv)
+)IR",
+                                "attention");
+}
+
 // The pads' backwards, and roll by a negative shift (roll's own backward).
 TEST(CpuFunctionTest, PadBackwardsAndNegativeRoll) {
   ExpectPipelineCompiledMatches(R"IR(
