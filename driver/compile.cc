@@ -394,6 +394,13 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
   c->function = *std::move(function);
   if (options.artifact) {
     c->manifest.signature = c->function->user_call()->signature();
+    // The range guards' bounds, a file of their own: its SHA-256 in the
+    // manifest, as the library's.
+    if (!c->manifest.signature.guard_bounds.empty()) {
+      c->files.emplace_back(
+          kGuardBoundsFile,
+          GuardBoundsText(c->manifest.signature.guard_bounds));
+    }
     std::vector<bool> written = c->function->MutatedUserInputs();
     for (size_t k = 0; k < written.size(); ++k) {
       if (written[k]) c->manifest.mutated.push_back(static_cast<int>(k));

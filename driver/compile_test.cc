@@ -28,6 +28,7 @@
 #include "runtime/artifact.h"
 #include "runtime/compile_cache.h"
 #include "runtime/composite.h"
+#include "runtime/file_io.h"
 #include "runtime/kernel_abi.h"
 #include "runtime/loaded_graph.h"
 #include "runtime/tensor.h"
@@ -165,8 +166,9 @@ def forward(self, x: "f32[s0][1]cpu"):
 // convolution's batch heuristics asked) is data the compiled guards read,
 // not source: the same graph with another range builds to the same library
 // (a compile-cache hit, as Dynamo's recompile past that range is), and each
-// variant keeps its own bounds, in its artifact too. A manifest whose
-// bounds are not as many as the library's guards read is refused.
+// variant keeps its own bounds, in its artifact too (guard_bounds.txt,
+// checked as the library is). Bounds not as many as the library's guards
+// read, or malformed, are refused.
 TEST(CompileTest, AnotherRangeIsACacheHitThatKeepsItsOwnBounds) {
   const std::string body = R"IR(# lathe: hint s0 4
 def forward(self, x: "f32[s0][1]cpu"):
@@ -219,15 +221,38 @@ def forward(self, x: "f32[s0][1]cpu"):
     args = {Operand::Of(*Tensor::Empty({15}, DType::kFloat32))};
     EXPECT_OK(a.Call(absl::MakeSpan(args)).status());
   }
-  Manifest damaged = bounded->manifest;
-  damaged.signature.guard_bounds.clear();
-  const std::string bad =
-      absl::StrCat(std::getenv("TEST_TMPDIR"), "/range_artifact_bad");
-  ASSERT_OK(WriteArtifact(bad, damaged, bounded->files));
-  EXPECT_THAT(LoadArtifact(bad),
+  // Without its bounds file the library is refused, never read past; a
+  // bounds file the manifest lists with another checksum is damaged; one
+  // with a malformed line names it.
+  auto without = [&](const std::string& name, std::string replacement) {
+    std::vector<std::pair<std::string, std::string>> files;
+    for (const auto& [file, bytes] : bounded->files) {
+      if (file != kGuardBoundsFile) {
+        files.emplace_back(file, bytes);
+      } else if (!replacement.empty()) {
+        files.emplace_back(file, replacement);
+      }
+    }
+    const std::string d =
+        absl::StrCat(std::getenv("TEST_TMPDIR"), "/range_artifact_", name);
+    EXPECT_OK(WriteArtifact(d, bounded->manifest, files));
+    return LoadArtifact(d);
+  };
+  EXPECT_THAT(without("missing", ""),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("its guards read 2 bounds, the signature "
                                  "gives 0")));
+  EXPECT_THAT(without("inverted", "16 15\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("guard_bounds.txt: line 1: expected a range "
+                                 "guard's bounds")));
+  std::string bytes;
+  ASSERT_OK_AND_ASSIGN(bytes,
+                       ReadFileLimited(dir + "/" + kGuardBoundsFile, 1 << 10));
+  EXPECT_EQ(bytes, "2 15\n");
+  ASSERT_OK(WriteFileAtomic(dir + "/" + kGuardBoundsFile, "2 99\n"));
+  EXPECT_THAT(LoadArtifact(dir),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("damaged")));
 }
 
 // Compiled code addresses an input from its first element (as Inductor's

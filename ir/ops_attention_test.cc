@@ -146,6 +146,15 @@ TEST(AttentionOpsTest, EfficientAttentionBackwardAsPyTorch) {
   ExpectNear(g.list[3].tensor, kDbias, "grad_bias", 1e-6);
   ASSERT_OK_AND_ASSIGN(Value no_bias_grad, backward(false));
   EXPECT_TRUE(no_bias_grad.list[3].is_none());
+  // A bias the forward would refuse is refused here too (a 0-d one has no
+  // last dim to pad).
+  EXPECT_THAT(RunError(kEfficientBackward,
+                       {V(a.grad), V(a.q), V(a.k), V(a.v),
+                        V(T({}, {1}, DType::kFloat64)), f.list[0], f.list[1],
+                        f.list[2], f.list[3], Value::Float(0),
+                        Value::List({Value::Bool(true), Value::Bool(true),
+                                     Value::Bool(true), Value::Bool(true)})}),
+              HasSubstr("Attention mask dim in {2, 4}"));
   // A logsumexp shorter than the query's rows is refused, not read past.
   Tensor short_lse = T({1, 2, 2}, {0, 0, 0, 0});
   EXPECT_THAT(RunError(kEfficientBackward,

@@ -643,6 +643,8 @@ absl::StatusOr<Value> FlashAttentionBackward(const OpCall& c, bool running) {
     return c.Error(absl::StrCat(kName, "logsumexp must be [B, H, L], got ",
                                 ShapeString(SizesOf(lse))));
   }
+  RETURN_IF_ERROR(
+      CheckAttentionMask(c, mask, dt, {qs[0], qs[1], qs[2], ks[2]}, kName));
   // (B, T, H, E) in memory: strides [T * H * E, E, H * E, 1].
   auto blhe = [](const std::vector<symbolic::Expr>& s) {
     return std::vector<symbolic::Expr>{symbolic::Mul({s[2], s[1], s[3]}), s[3],

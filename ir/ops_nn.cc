@@ -686,6 +686,32 @@ absl::StatusOr<Value> Pdist(const OpCall& c) {
 // ---------------------------------------------------------------------------
 // Attention.
 
+}  // namespace
+
+absl::Status CheckAttentionMask(const OpCall& c, const Value& mask, DType dt,
+                                const std::vector<Expr>& score_sizes,
+                                absl::string_view name) {
+  if (mask.is_none()) return absl::OkStatus();
+  if (RankOf(mask) != 2 && RankOf(mask) != 4) {
+    return c.Error(absl::StrCat(name, "Attention mask dim in {2, 4}"));
+  }
+  if (DTypeOf(mask) != dt) {
+    return c.Error(
+        absl::StrCat(name, "Attention mask is the same data type as query"));
+  }
+  ASSIGN_OR_RETURN(std::vector<Expr> b,
+                   BroadcastShapes(c, {score_sizes, SizesOf(mask)}));
+  ASSIGN_OR_RETURN(bool fits, SameShape(c, b, score_sizes));
+  if (!fits) {
+    return c.Error(absl::StrCat(name, "attn_mask of shape ", SizeString(mask),
+                                " does not broadcast to the scores' shape ",
+                                ShapeString(score_sizes)));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
 // _scaled_dot_product_flash_attention_for_cpu(q [B, H, L, E], k [B, H, S,
 // E], v [B, H, S, E]) -> (output [B, H, L, E], logsumexp [B, H, L]):
 // softmax(q k^T * scale + mask) v, where the mask is attn_mask (of q's
@@ -745,25 +771,7 @@ absl::StatusOr<Value> FlashAttentionCpu(const OpCall& c) {
     return c.Error(absl::StrCat(kName, "Q/K/V should have the same head size"));
   }
   std::vector<Expr> score_sizes = {qs[0], qs[1], qs[2], ks[2]};
-  if (!mask.is_none()) {
-    if (RankOf(mask) != 2 && RankOf(mask) != 4) {
-      return c.Error(absl::StrCat(kName, "Attention mask dim in {2, 4}"));
-    }
-    if (DTypeOf(mask) != dt) {
-      return c.Error(absl::StrCat(kName,
-                                  "Attention mask is the same data "
-                                  "type as query"));
-    }
-    ASSIGN_OR_RETURN(std::vector<Expr> b,
-                     BroadcastShapes(c, {score_sizes, SizesOf(mask)}));
-    ASSIGN_OR_RETURN(bool fits, SameShape(c, b, score_sizes));
-    if (!fits) {
-      return c.Error(absl::StrCat(kName, "attn_mask of shape ",
-                                  SizeString(mask),
-                                  " does not broadcast to the scores' shape ",
-                                  ShapeString(score_sizes)));
-    }
-  }
+  RETURN_IF_ERROR(CheckAttentionMask(c, mask, dt, score_sizes, kName));
   DType acc = dt == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
   bool running = q.tensor.defined();
   // The output is empty_like(query), as PyTorch's meta says (dense, in the

@@ -40,6 +40,15 @@
 
 namespace lathe::ir {
 
+// CheckAttentionMask()
+//
+// An attention's additive mask (none: OK) as PyTorch's CPU flash kernel
+// takes it: rank 2 or 4, of the query's dtype `dt`, broadcasting to the
+// scores' [B, H, L, S]; else an error starting with `name`.
+absl::Status CheckAttentionMask(const OpCall& c, const Value& mask, DType dt,
+                                const std::vector<symbolic::Expr>& score_sizes,
+                                absl::string_view name);
+
 // One attention's values for its backward, row-major in double: q [B, H,
 // L, E], k and v [B, H, S, E], the forward's out and its gradient [B, H,
 // L, E], its logsumexp [B, H, L]; the additive mask as a view broadcast to

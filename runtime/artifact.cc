@@ -1,7 +1,6 @@
 #include "runtime/artifact.h"
 
 #include <algorithm>
-#include <limits>
 #include <utility>
 
 #include "absl/container/inlined_vector.h"
@@ -194,6 +193,37 @@ absl::Status ParseArgument(LineParser& p, Manifest* m) {
 
 }  // namespace
 
+std::string GuardBoundsText(const std::vector<int64_t>& bounds) {
+  std::string out;
+  for (size_t j = 0; j + 1 < bounds.size(); j += 2) {
+    absl::StrAppend(&out, bounds[j], " ", bounds[j + 1], "\n");
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<int64_t>> ParseGuardBounds(absl::string_view text,
+                                                      absl::string_view file) {
+  std::vector<int64_t> bounds;
+  int line = 0;
+  for (absl::string_view l : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    ++line;
+    std::vector<absl::string_view> words =
+        absl::StrSplit(l, ' ', absl::SkipEmpty());
+    int64_t lo = 0, hi = 0;
+    if (line > kMaxGuardBoundPairs || words.size() != 2 ||
+        !absl::SimpleAtoi(words[0], &lo) || !absl::SimpleAtoi(words[1], &hi) ||
+        lo > hi) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ": line ", line,
+                       ": expected a range guard's bounds 'LO HI' "
+                       "(LO <= HI, int64; at most ",
+                       kMaxGuardBoundPairs, " lines)"));
+    }
+    bounds.insert(bounds.end(), {lo, hi});
+  }
+  return bounds;
+}
+
 std::string Manifest::ToString() const {
   std::string out = absl::StrCat(
       "lathe-artifact ", format, "\n", "lathe-version ", lathe_version, "\n",
@@ -224,10 +254,6 @@ std::string Manifest::ToString() const {
   }
   for (const std::string& g : guards) {
     absl::StrAppend(&out, "guard ", OneLine(g), "\n");
-  }
-  for (size_t j = 0; j + 1 < signature.guard_bounds.size(); j += 2) {
-    absl::StrAppend(&out, "guard-bounds ", signature.guard_bounds[j], " ",
-                    signature.guard_bounds[j + 1], "\n");
   }
   for (const auto& [k, file] : bound) {
     absl::StrAppend(&out, "bound ", k, " ", file, "\n");
@@ -316,18 +342,6 @@ absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
     } else if (key == "guard") {
       ASSIGN_OR_RETURN(std::string g, p.Rest("a guard"));
       m.guards.push_back(std::move(g));
-    } else if (key == "guard-bounds") {
-      if (m.signature.guard_bounds.size() >= 2 * kMaxGuardBoundPairs) {
-        return p.Expected(absl::StrCat("at most ", kMaxGuardBoundPairs,
-                                       " guard-bounds lines"));
-      }
-      for (const char* what :
-           {"a range guard's low bound", "a range guard's high bound"}) {
-        ASSIGN_OR_RETURN(int64_t v,
-                         p.Int(what, std::numeric_limits<int64_t>::min(),
-                               std::numeric_limits<int64_t>::max()));
-        m.signature.guard_bounds.push_back(v);
-      }
     } else if (key == "bound") {
       ASSIGN_OR_RETURN(int64_t input, p.Int("an argument index", 0, 1 << 20));
       ASSIGN_OR_RETURN(std::string name, p.Word("a file name"));
@@ -505,6 +519,8 @@ absl::StatusOr<LoadedArtifact> LoadArtifact(const std::string& dir,
     }
     if (&f == &m.files[0]) {
       library_bytes = std::move(bytes);
+    } else if (f.name == kGuardBoundsFile) {
+      ASSIGN_OR_RETURN(m.signature.guard_bounds, ParseGuardBounds(bytes, path));
     } else if (absl::StartsWith(f.name, kKernelsFilePrefix)) {
       kernel_files.emplace_back(f.name, std::move(bytes));
     }

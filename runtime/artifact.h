@@ -12,6 +12,10 @@
 //                      (an exported model's weights: lathe.aot_compile)
 //   DIR/frozen_K.npy   frozen constant K (`lathec compile --freeze`): the
 //                      library's own, passed after every call's arguments
+//   DIR/guard_bounds.txt  the bounds of the library's range guards
+//                      (`lo hi` per line; CallSignature::guard_bounds), where
+//                      it has any: data, so that graphs differing only in a
+//                      size's range share one library
 //   DIR/manifest.txt   a versioned manifest: the arguments (dtypes, devices,
 //                      annotations: symbolic sizes and strides; each
 //                      composite's whole tree), the results,
@@ -54,8 +58,21 @@ inline constexpr int kArtifactFormat = 1;
 // The most bytes a manifest, and any file of an artifact, may hold.
 inline constexpr int64_t kMaxManifestBytes = int64_t{1} << 20;
 inline constexpr int64_t kMaxArtifactFileBytes = int64_t{1} << 30;
-// The most range guards a manifest gives bounds for (guard-bounds lines).
+// The file of an artifact's guard bounds, and the most range guards it
+// may give bounds for.
+inline constexpr char kGuardBoundsFile[] = "guard_bounds.txt";
 inline constexpr int64_t kMaxGuardBoundPairs = 4096;
+
+// GuardBoundsText()
+//
+// `bounds` (lo, hi per range guard) as kGuardBoundsFile holds them.
+std::string GuardBoundsText(const std::vector<int64_t>& bounds);
+
+// ParseGuardBounds()
+//
+// The inverse of GuardBoundsText; errors name `file` and the line.
+absl::StatusOr<std::vector<int64_t>> ParseGuardBounds(absl::string_view text,
+                                                      absl::string_view file);
 
 struct ArtifactFile {
   std::string name;  // relative to the artifact directory

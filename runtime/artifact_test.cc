@@ -269,6 +269,34 @@ TEST_F(ArtifactTest, AnotherVersionIsRefused) {
                                  "reads format 1")));
 }
 
+// The range guards' bounds file (kGuardBoundsFile): "LO HI" per line, any
+// int64s with LO <= HI; anything else names the file and the line.
+TEST(ManifestTest, GuardBoundsRoundTripAndMalformedLinesAreNamed) {
+  const std::vector<int64_t> bounds = {std::numeric_limits<int64_t>::min(), 15,
+                                       2, std::numeric_limits<int64_t>::max()};
+  const std::string text = GuardBoundsText(bounds);
+  EXPECT_EQ(text, "-9223372036854775808 15\n2 9223372036854775807\n");
+  ASSERT_OK_AND_ASSIGN(std::vector<int64_t> parsed,
+                       ParseGuardBounds(text, "g.txt"));
+  EXPECT_EQ(parsed, bounds);
+  ASSERT_OK_AND_ASSIGN(parsed, ParseGuardBounds("", "g.txt"));
+  EXPECT_TRUE(parsed.empty());
+  const std::string expected =
+      "g.txt: line 2: expected a range guard's bounds 'LO HI' (LO <= HI, "
+      "int64; at most 4096 lines)";
+  EXPECT_THAT(ParseGuardBounds("2 15\n2\n", "g.txt"),
+              StatusIs(absl::StatusCode::kInvalidArgument, expected));
+  EXPECT_THAT(ParseGuardBounds("2 15\n2 99999999999999999999\n", "g.txt"),
+              StatusIs(absl::StatusCode::kInvalidArgument, expected));
+  EXPECT_THAT(ParseGuardBounds("2 15\n16 15\n", "g.txt"),
+              StatusIs(absl::StatusCode::kInvalidArgument, expected));
+  std::string many;
+  for (int k = 0; k <= 4096; ++k) many += "2 15\n";
+  EXPECT_THAT(ParseGuardBounds(many, "g.txt"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("g.txt: line 4097: expected")));
+}
+
 TEST(ManifestTest, MalformedLinesAreNamed) {
   auto parse = [](const std::string& text) {
     return Manifest::Parse(text, "m.txt");
@@ -293,25 +321,6 @@ TEST(ManifestTest, MalformedLinesAreNamed) {
   EXPECT_THAT(parse(head + "file ../etc/passwd 10 " + std::string(64, 'a')),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "m.txt: line 2: expected a file name without '/'"));
-  // A range guard's bounds: two ints, any int64.
-  EXPECT_THAT(parse(head + "guard-bounds 2\n"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "m.txt: line 2: expected a range guard's high bound"));
-  EXPECT_THAT(parse(head + "guard-bounds 2 99999999999999999999\n"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "m.txt: line 2: expected a range guard's high bound"));
-  ASSERT_OK_AND_ASSIGN(
-      Manifest bounds,
-      parse(head +
-            "guard-bounds -9223372036854775808 15\nguard-bounds 2 "
-            "9223372036854775807\nfile k.so 1 " +
-            std::string(64, 'a') + "\n"));
-  EXPECT_EQ(bounds.signature.guard_bounds,
-            (std::vector<int64_t>{std::numeric_limits<int64_t>::min(), 15, 2,
-                                  std::numeric_limits<int64_t>::max()}));
-  EXPECT_THAT(bounds.ToString(),
-              HasSubstr("guard-bounds -9223372036854775808 15\nguard-bounds "
-                        "2 9223372036854775807\n"));
   EXPECT_THAT(parse(head + "file k.so 10 abc\n"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "m.txt: line 2: expected a SHA-256 digest"));

@@ -331,10 +331,11 @@ typedef int (*LatheCallUserFn)(const LatheValue* args, int64_t num_args,
  * outer sizes and strides): LATHE_GUARDS_HOLD when every guard holds, else
  * the index of the first that fails, or LATHE_GUARDS_OTHER_INPUTS when the
  * inputs are not of the count, kinds and ranks the guards were made for.
- * `bounds` holds the range guards' lo and hi, in guard order (the
- * manifest's, CallSignature::guard_bounds): the library exports their
- * number as `const int64_t lathe_guard_bound_count`, and a runtime whose
- * bounds are not that many refuses the library at load. */
+ * `bounds` holds the range guards' lo and hi, in guard order
+ * (CallSignature::guard_bounds; an artifact's guard_bounds.txt): the
+ * library exports their number as `const int64_t lathe_guard_bound_count`,
+ * and a runtime whose bounds are not that many refuses the library at
+ * load. */
 #define LATHE_GUARDS_HOLD (-1)
 #define LATHE_GUARDS_OTHER_INPUTS (-2)
 #define LATHE_GUARD_BOUND_COUNT_SYMBOL "lathe_guard_bound_count"

@@ -748,7 +748,7 @@ absl::Status LathecGuards(const std::vector<std::string>& args) {
                    codegen::EmitGuards(*g->guards, g->guard_inputs, &bounds));
   std::printf(
       "as C++ (lathe_guards in the .so; in[k] is placeholder k, bounds the "
-      "range guards' bounds the manifest gives it: {%s}):\n%s",
+      "range guards' bounds: {%s}):\n%s",
       absl::StrJoin(bounds, ", ").c_str(), cpp.c_str());
   return absl::OkStatus();
 }

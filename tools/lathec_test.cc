@@ -1234,8 +1234,11 @@ TEST(LathecArtifactTest, CompileThenRunTheArtifact) {
       {"compile", graph, "-o", dir, "--input", "x=" + x, "--input", "w=" + w});
   ASSERT_EQ(c.status, 0) << c.output;
   EXPECT_THAT(c.output, StartsWith(absl::StrCat(dir, ": kernel.so (")));
-  EXPECT_THAT(c.output, HasSubstr("kernel.cc, manifest.txt (2 arguments, 1 "
-                                  "results, "));
+  // The dynamic batch's range guard (2 <= x.size(0)) reads its bounds from
+  // guard_bounds.txt.
+  EXPECT_THAT(c.output, HasSubstr("kernel.cc, guard_bounds.txt, manifest.txt "
+                                  "(2 arguments, 1 results, "));
+  EXPECT_EQ(ReadText(dir + "/guard_bounds.txt"), "2 9223372036854775807\n");
   std::string manifest = ReadText(dir + "/manifest.txt");
   EXPECT_THAT(manifest, StartsWith("lathe-artifact 1\n"));
   EXPECT_THAT(manifest, HasSubstr("argument x placeholder tensor f32 cpu 2 "
@@ -1473,7 +1476,7 @@ TEST(LathecArtifactTest, GuardsPrintsTheSetAndItsCpp) {
               HasSubstr("int lathe_guards(\n    const LatheValue* in, "
                         "int64_t num_inputs, const int64_t* bounds) {\n"));
   // The range guard reads its bounds (2 and INT64_MAX) as data.
-  EXPECT_THAT(r.output, HasSubstr("bounds the manifest gives it: {2, "
+  EXPECT_THAT(r.output, HasSubstr("bounds the range guards' bounds: {2, "
                                   "9223372036854775807}"));
   EXPECT_THAT(r.output,
               HasSubstr("if (!(bounds[0] <= in[0].sizes[0] && in[0].sizes[0] "

@@ -283,12 +283,14 @@ def forward(self, q: "f32[2, 2, 4, 8][64, 32, 8, 1]cpu", k: "f32[2, 2, 6, 8][96,
 }
 
 // The CUDA kernels' attention ops (memory-efficient with a bias and its
-// gradient; cuDNN, causal), forward then backward, on a query laid out
-// (B, L, H, E): every one decomposed, the compiled results and their
-// layouts the interpreter's.
+// gradient, and causal with a per-head, per-row bias [1, H, L, 1] whose
+// gradient sums the broadcast away; cuDNN, causal), forward then backward,
+// on a query laid out (B, L, H, E): every one decomposed, the compiled
+// results (logsumexps with their +inf padding too) and their layouts the
+// interpreter's.
 TEST(CpuFunctionTest, CudaAttentionOpsAndTheirBackwards) {
   ExpectPipelineCompiledMatches(R"IR(
-def forward(self, q: "f32[2, 2, 5, 8][80, 8, 16, 1]cpu", k: "f32[2, 2, 6, 8][96, 48, 8, 1]cpu", v: "f32[2, 2, 6, 8][96, 48, 8, 1]cpu", bias: "f32[5, 6][6, 1]cpu", g: "f32[2, 2, 5, 8][80, 40, 8, 1]cpu"):
+def forward(self, q: "f32[2, 2, 5, 8][80, 8, 16, 1]cpu", k: "f32[2, 2, 6, 8][96, 48, 8, 1]cpu", v: "f32[2, 2, 6, 8][96, 48, 8, 1]cpu", bias: "f32[5, 6][6, 1]cpu", g: "f32[2, 2, 5, 8][80, 40, 8, 1]cpu", heads: "f32[1, 2, 5, 1][10, 5, 1, 1]cpu"):
     f = torch.ops.aten._scaled_dot_product_efficient_attention.default(q, k, v, bias, True)
     o = f[0]
     l = f[1]
@@ -308,7 +310,14 @@ def forward(self, q: "f32[2, 2, 5, 8][80, 8, 16, 1]cpu", k: "f32[2, 2, 6, 8][96,
     cdq = cb[0]
     cdk = cb[1]
     cdv = cb[2]
-    return (o, dq, dk, dv, db, co, cdq, cdk, cdv)
+    h = torch.ops.aten._scaled_dot_product_efficient_attention.default(q, k, v, heads, True, 0.0, True)
+    ho = h[0]
+    hl = h[1]
+    hs = h[2]
+    hoff = h[3]
+    hb = torch.ops.aten._scaled_dot_product_efficient_attention_backward.default(g, q, k, v, heads, ho, hl, hs, hoff, 0.0, [True, True, True, True], True)
+    hdb = hb[3]
+    return (o, l, dq, dk, dv, db, co, cl, cdq, cdk, cdv, ho, hdb)
 )IR",
                                 "attention");
 }
