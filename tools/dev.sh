@@ -180,7 +180,7 @@ job_main() {
   "$lathec" run --artifact "$out-artifact" \
     --input x="$ROOT/tools/examples/mlp/x.npy" \
     --input w="$ROOT/tools/examples/mlp/w.npy" --out "$out" || return 1
-  log "the artifact (kernel.so, its source kernel.cc, manifest.txt) is in $out-artifact"
+  log "the artifact (kernel.so, its source kernel.cc, manifest.txt, guard_bounds.txt) is in $out-artifact"
   log "outputs are in $out"
 }
 
