@@ -1,6 +1,7 @@
-# Generates the PyTorch-captured NnOpsTest cases of ir/ops_nn_test.cc (a
-# developer tool: run once with PyTorch installed, paste the output between
-# the helpers and the error tests; nothing builds or tests with it).
+# Generates the PyTorch-captured NnOpsTest cases of ir/ops_nn_test.cc and
+# ir/ops_embedding_test.cc (a developer tool: run once with PyTorch
+# installed, paste the output between the helpers and the error tests;
+# nothing builds or tests with it).
 #   python3 ir/testdata/make_ops_nn_cases.py > cases.inc
 import torch, math
 A = torch.ops.aten
