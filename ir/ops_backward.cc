@@ -908,53 +908,6 @@ absl::StatusOr<Value> EmbeddingBagPerSampleWeightsBackward(const OpCall& c,
 
 }  // namespace
 
-AttentionGrads AttentionBackward(const AttentionProblem& a, bool scores) {
-  const int64_t B = a.B, H = a.H, L = a.L, S = a.S, E = a.E;
-  AttentionGrads g;
-  g.dq.assign(a.q.size(), 0);
-  g.dk.assign(a.k.size(), 0);
-  g.dv.assign(a.v.size(), 0);
-  if (scores) g.scores.assign(B * H * L * S, 0);
-  std::vector<double> p(S), ds(S);
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t h = 0; h < H; ++h) {
-      const int64_t bh = b * H + h;
-      for (int64_t i = 0; i < L; ++i) {
-        const double* qi = &a.q[(bh * L + i) * E];
-        const double* gi = &a.grad[(bh * L + i) * E];
-        double d = 0;  // rowsum(dO * out)
-        for (int64_t e = 0; e < E; ++e)
-          d += gi[e] * a.out[(bh * L + i) * E + e];
-        for (int64_t j = 0; j < S; ++j) {
-          double sc = 0;
-          for (int64_t e = 0; e < E; ++e)
-            sc += qi[e] * a.k[(bh * S + j) * E + e];
-          sc *= a.scale;
-          if (a.mask != nullptr) sc += LoadDouble(*a.mask, {b, h, i, j});
-          // As PyTorch's kernel: exp(scores + mask - logsumexp), the causal
-          // lanes 0 after it (a masked lane is 0 unless the logsumexp is
-          // -inf, which the forward never gives).
-          p[j] = a.causal && j > i ? 0 : std::exp(sc - a.lse[bh * L + i]);
-          double dp = 0;
-          for (int64_t e = 0; e < E; ++e)
-            dp += gi[e] * a.v[(bh * S + j) * E + e];
-          ds[j] = p[j] * (dp - d);
-          if (scores) g.scores[(bh * L + i) * S + j] = ds[j];
-        }
-        for (int64_t j = 0; j < S; ++j) {
-          for (int64_t e = 0; e < E; ++e) {
-            g.dv[(bh * S + j) * E + e] += p[j] * gi[e];
-            g.dq[(bh * L + i) * E + e] +=
-                ds[j] * a.k[(bh * S + j) * E + e] * a.scale;
-            g.dk[(bh * S + j) * E + e] += ds[j] * qi[e] * a.scale;
-          }
-        }
-      }
-    }
-  }
-  return g;
-}
-
 absl::Status RegisterBackwardOps(OpRegistry& r) {
   for (const ActivationBackward& op : kActivationBackwards) {
     RETURN_IF_ERROR(RegisterActivationBackward(r, op));

@@ -71,7 +71,7 @@ struct AttentionGrads {
 // AttentionBackward()
 //
 // The gradients of `a` as PyTorch's CPU flash kernel computes them
-// (ops_backward.cc).
+// (ops_attention.cc; the CPU kernel's backward in ops_backward.cc runs it).
 AttentionGrads AttentionBackward(const AttentionProblem& a, bool scores);
 
 inline void FillInts(const Tensor& out, const std::vector<int64_t>& v) {
