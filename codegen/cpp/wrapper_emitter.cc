@@ -533,7 +533,7 @@ absl::StatusOr<std::string> EmitGuards(
         break;
     }
   }
-  const size_t first_bound = bounds->size();
+  bounds->clear();
   std::string out = absl::StrCat(
       "extern \"C\" __attribute__((visibility(\"default\"))) int "
       "lathe_guards(\n    const LatheValue* in, int64_t num_inputs, const "
@@ -580,7 +580,7 @@ absl::StatusOr<std::string> EmitGuards(
     // graph's `# lathe: range` directive (Dynamo's ShapeEnv) gives is data.
     if (auto range = guards.RangeGuard(g); range.has_value()) {
       const std::string v = spell(std::get<0>(*range));
-      const size_t at = bounds->size() - first_bound;
+      const size_t at = bounds->size();
       bounds->insert(bounds->end(), {std::get<1>(*range), std::get<2>(*range)});
       absl::StrAppend(&out, "  if (!(bounds[", at, "] <= ", v, " && ", v,
                       " <= bounds[", at + 1, "])) return ", g, ";\n");
@@ -595,7 +595,7 @@ absl::StatusOr<std::string> EmitGuards(
   absl::StrAppend(&out, "  return LATHE_GUARDS_HOLD;\n}\n",
                   "extern \"C\" __attribute__((visibility(\"default\"))) const "
                   "int64_t lathe_guard_bound_count = ",
-                  bounds->size() - first_bound, ";\n");
+                  bounds->size(), ";\n");
   return out;
 }
 

@@ -102,9 +102,9 @@ absl::StatusOr<WrapperSource> EmitWrapper(
 // EmitGuards()
 //
 // lathe_guards alone: `guards` over inputs described by `specs` as one C++
-// function (kernel_abi.h's LatheGuardFn), each guard in turn; the bounds
-// of its range guards, which it reads from its `bounds` argument, appended
-// to `bounds`.
+// function (kernel_abi.h's LatheGuardFn), each guard in turn; `bounds`
+// becomes the bounds of its range guards, which it reads from its `bounds`
+// argument.
 absl::StatusOr<std::string> EmitGuards(
     const symbolic::GuardSet& guards,
     const std::vector<symbolic::InputSpec>& specs,
