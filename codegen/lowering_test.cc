@@ -515,6 +515,26 @@ CHECK-NOT:  kernel
 )"));
 }
 
+// bmm.dtype with an f32 result from bf16 operands: the same f32 product,
+// read as it is (no rounding to bf16 after it).
+TEST(LoweringTest, AnF32ProductOfBf16OperandsIsNotRounded) {
+  EXPECT_OK(LowerAndFileCheck(R"IR(
+def forward(self, a: "bf16[2, 4, 16]", b: "bf16[2, 16, 8]"):
+    bmm = torch.ops.aten.bmm.dtype(a, b, torch.float32)
+    relu = torch.ops.aten.relu.default(bmm)
+    return (relu,)
+)IR",
+                              R"(
+CHECK:      kernel k2 extern sgemm([[P:buf[0-9]+]], {{buf[0-9]+}}, {{buf[0-9]+}}; 2, 4, 8, 16,
+CHECK-NEXT: kernel k3 ranges=[2, 4, 8]
+CHECK-NEXT:   section 0 pointwise
+CHECK-NEXT:     %[[PV:[0-9]+]] = load [[P]][{{.*}}] : f32
+CHECK-NEXT:     %[[R:[0-9]+]] = relu(%[[PV]]) : f32
+CHECK-NEXT:     store
+CHECK-NOT:  kernel
+)"));
+}
+
 // ---- Mutation ---------------------------------------------------------------
 
 // add_ on an input stores into the input's own buffer at the element it

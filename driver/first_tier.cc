@@ -106,6 +106,20 @@ Result Product(const ir::OpCall& c, bool batch) {
   return Epilogue(**p, nullptr, 1, 0, c.arg(0).tensor.dtype());
 }
 
+// mm.dtype and bmm.dtype: as mm and bmm in the operands' dtype, or their
+// f32 sums unrounded for an f32 out_dtype; another the reference refuses.
+Result ProductInDtype(const ir::OpCall& c, bool batch) {
+  const ir::Value& a = c.arg(0);
+  if (!a.is_tensor() || !a.tensor.defined()) return std::nullopt;
+  const DType out = c.arg("out_dtype").dtype;
+  if (out == a.tensor.dtype()) return Product(c, batch);
+  if (out != DType::kFloat32) return std::nullopt;
+  std::optional<absl::StatusOr<Tensor>> p = F32Product(a, c.arg(1), batch);
+  if (!p.has_value()) return std::nullopt;
+  if (!p->ok()) return p->status();
+  return ir::Value::OfTensor(**p);
+}
+
 // addmm: beta * self + alpha * (m1 @ m2); beta == 0 ignores self (NaNs
 // included), as the reference does.
 Result AddMm(const ir::OpCall& c) {
@@ -135,6 +149,10 @@ const ir::KernelOverrides& FirstTierKernels() {
        [](const ir::OpCall& c) { return Product(c, /*batch=*/false); }},
       {"aten.bmm.default",
        [](const ir::OpCall& c) { return Product(c, /*batch=*/true); }},
+      {"aten.mm.dtype",
+       [](const ir::OpCall& c) { return ProductInDtype(c, /*batch=*/false); }},
+      {"aten.bmm.dtype",
+       [](const ir::OpCall& c) { return ProductInDtype(c, /*batch=*/true); }},
       {"aten.addmm.default", &AddMm},
   };
   return *kernels;

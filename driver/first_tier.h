@@ -4,16 +4,15 @@
 //
 // The first tier of a tiered compile (variant_compiler.h): the graph after
 // the passes run on the interpreter while the library builds, with the
-// matrix products (mm, bmm, addmm on f32 or bf16 host tensors) given to
-// the routines the compiled code calls for them (the runtime's sgemm and
-// bgemm), so that a first call costs what the library's GEMMs cost plus the
-// interpreter's elementwise work, not the reference's double-precision
-// products. Its products are summed in f32, as the compiled code's (then
-// the bias added in double and the result rounded to the output dtype, as
-// the reference rounds); every other op, and
-// every argument these kernels do not take (another dtype, shapes the
-// reference refuses), runs the reference kernel, whose errors stay the
-// interpreter's.
+// matrix products (mm, bmm, their out_dtype forms, addmm on f32 or bf16
+// host tensors) given to the routines the compiled code calls for them
+// (the runtime's sgemm and bgemm), so that a first call costs what the
+// library's GEMMs cost plus the interpreter's elementwise work, not the
+// reference's double-precision products. Its products are summed in f32, as the
+// compiled code's (then the bias added in double and the result rounded to the
+// output dtype, as the reference rounds); every other op, and every argument
+// these kernels do not take (another dtype, shapes the reference refuses), runs
+// the reference kernel, whose errors stay the interpreter's.
 //
 // Example:
 //

@@ -192,11 +192,12 @@ absl::Status OpRegistry::DeriveTags(
     RETURN_IF_ERROR(Tag(t, OpTag::kReduction));
   }
   for (absl::string_view t :
-       {"aten.mm.default", "aten.bmm.default", "aten.addmm.default",
-        "aten.baddbmm.default", "aten.convolution.default",
-        "aten.convolution_backward.default", "aten.sort.default",
-        "aten.sort.stable", "aten.topk.default", "aten._cdist_forward.default",
-        "aten._pdist_forward.default", "aten._embedding_bag.default",
+       {"aten.mm.default", "aten.bmm.default", "aten.mm.dtype",
+        "aten.bmm.dtype", "aten.addmm.default", "aten.baddbmm.default",
+        "aten.convolution.default", "aten.convolution_backward.default",
+        "aten.sort.default", "aten.sort.stable", "aten.topk.default",
+        "aten._cdist_forward.default", "aten._pdist_forward.default",
+        "aten._embedding_bag.default",
         "aten._embedding_bag_forward_only.default", "aten._fft_r2c.default",
         "aten._fft_c2r.default"}) {
     RETURN_IF_ERROR(Tag(t, OpTag::kExtern));

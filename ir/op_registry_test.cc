@@ -897,36 +897,6 @@ TEST(ViewTest, BasicViewsAndTheirErrors) {
             "f32[2, 3][3, 1]cpu");
 }
 
-TEST(LinalgTest, MatrixProducts) {
-  Tensor a = T({2, 3}, {1, 2, 3, 4, 5, 6}), b = T({3, 1}, {1, 0, -1});
-  EXPECT_THAT(Elements(RunT("aten.mm.default", {V(a), V(b)})),
-              ElementsAre(-2, -2));
-  // Non-contiguous operand: a^T @ [1, 1]^T.
-  Tensor at = RunT("aten.t.default", {V(a)});
-  EXPECT_THAT(Elements(RunT("aten.mm.default", {V(at), V(T({2, 1}, {1, 1}))})),
-              ElementsAre(5, 7, 9));
-  EXPECT_EQ(RunError("aten.mm.default", {V(a), V(a)}),
-            "aten.mm.default: mat1 and mat2 shapes cannot be multiplied (2x3 "
-            "and 2x3)");
-  EXPECT_THAT(RunError("aten.mm.default",
-                       {V(a), V(T({3, 1}, {1, 0, -1}, DType::kFloat64))}),
-              HasSubstr("expected m1 and m2 to have the same dtype"));
-  Tensor zero =
-      RunT("aten.mm.default", {V(*Tensor::Empty({2, 0}, DType::kFloat32)),
-                               V(*Tensor::Empty({0, 3}, DType::kFloat32))});
-  EXPECT_THAT(Elements(zero), ElementsAre(0, 0, 0, 0, 0, 0));
-  Tensor bm = RunT("aten.bmm.default",
-                   {V(T({2, 1, 1}, {2, 3})), V(T({2, 1, 2}, {1, 2, 3, 4}))});
-  EXPECT_THAT(Elements(bm), ElementsAre(2, 4, 9, 12));
-  EXPECT_EQ(
-      RunError("aten.bmm.default",
-               {V(T({2, 1, 1}, {2, 3})), V(T({3, 1, 1}, {1, 2, 3}))}),
-      "aten.bmm.default: batch1 and batch2 must have the same batch size");
-  EXPECT_THAT(Elements(RunT("aten.addmm.default", {V(T({1}, {1})), V(a), V(b)},
-                            {{"alpha", Value::Int(2)}})),
-              ElementsAre(-3, -3));
-}
-
 TEST(CreationTest, FullAndConversions) {
   Tensor f =
       RunT("aten.full.default", {Value::List({Value::Int(2)}), Value::Int(3)});

@@ -1,8 +1,10 @@
-// Matrix products: mm, bmm, mv, addmm, baddbmm, computed with Eigen in double
-// precision and rounded to the output dtype; and the FFT ops, which need
+// Matrix products: mm, bmm (also their out_dtype forms), mv, addmm, baddbmm,
+// computed with Eigen in double precision and rounded to the output dtype;
+// and the FFT ops, which need
 // complex dtypes lathe does not have (they report that).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,13 +84,16 @@ Eigen::MatrixXd Matrix(const Tensor& t, int64_t batch) {
   return m;
 }
 
+// a @ b (+ beta * bias), in `out_dtype` (none: the operands').
 absl::StatusOr<Value> Product(const OpCall& c, const Value& a, const Value& b,
                               bool batch, const Value* bias, double beta,
-                              double alpha) {
+                              double alpha,
+                              std::optional<DType> out_dtype = std::nullopt) {
   ASSIGN_OR_RETURN(std::vector<Expr> shape, ProductShape(c, a, b, batch));
-  if (!a.tensor.defined()) return MetaResult(DTypeOf(a), DeviceOf(a), shape);
+  const DType dt = out_dtype.value_or(DTypeOf(a));
+  if (!a.tensor.defined()) return MetaResult(dt, DeviceOf(a), shape);
   ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ConcreteSizes(c, shape));
-  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(sizes, a.tensor.dtype()));
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(sizes, dt));
   Tensor bias_view;
   if (bias != nullptr) {
     Tensor t;
@@ -137,6 +142,22 @@ absl::StatusOr<Value> AddProduct(const OpCall& c, bool batch) {
   }
   return Product(c, c.arg(1), c.arg(2), batch, beta == 0 ? nullptr : &c.arg(0),
                  beta, alpha);
+}
+
+// mm.dtype / bmm.dtype(self, mat2, out_dtype): the product in out_dtype,
+// which is the operands' dtype or float32 for float16/bfloat16 operands
+// (PyTorch's CUDA kernels; the products are summed in float32 either way,
+// so a float32 result skips the rounding to 16 bits).
+absl::StatusOr<Value> ProductInDtype(const OpCall& c, bool batch) {
+  const DType out = c.arg("out_dtype").dtype;
+  const DType in = DTypeOf(c.arg(0));
+  if (out != in && !(out == DType::kFloat32 &&
+                     (in == DType::kFloat16 || in == DType::kBFloat16))) {
+    return c.Error(
+        "out_dtype only supported for torch.float32 output with "
+        "float16/bfloat16 inputs or same as input dtypes");
+  }
+  return Product(c, c.arg(0), c.arg(1), batch, nullptr, 1, 1, out);
 }
 
 // mv(self, vec): [n, m] @ [m] -> [n].
@@ -207,6 +228,12 @@ absl::Status RegisterLinalgOps(OpRegistry& r) {
   };
   RETURN_IF_ERROR(r.Add("mm(Tensor self, Tensor mat2) -> Tensor", mm));
   RETURN_IF_ERROR(r.Add("bmm(Tensor self, Tensor mat2) -> Tensor", bmm));
+  RETURN_IF_ERROR(r.Add(
+      "mm.dtype(Tensor self, Tensor mat2, ScalarType out_dtype) -> Tensor",
+      [](const OpCall& c) { return ProductInDtype(c, false); }));
+  RETURN_IF_ERROR(r.Add(
+      "bmm.dtype(Tensor self, Tensor mat2, ScalarType out_dtype) -> Tensor",
+      [](const OpCall& c) { return ProductInDtype(c, true); }));
   RETURN_IF_ERROR(r.Add("mv(Tensor self, Tensor vec) -> Tensor", Mv));
   auto addmm = [](const OpCall& c) { return AddProduct(c, false); };
   RETURN_IF_ERROR(

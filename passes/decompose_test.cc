@@ -916,7 +916,7 @@ TEST(DecomposeDifferentialTest, EmbeddingBag) {
 }
 
 TEST(DecomposeDifferentialTest, FlashAttentionCpu) {
-  for (const char* dtype : {"f32", "f64", "f16"}) {
+  for (const char* dtype : {"f32", "f64", "f16", "bf16"}) {
     ExpectSameResults(
         absl::StrCat(R"IR(def forward(self, q: ")IR", dtype,
                      R"IR([2, 3, 5, 4]", k: ")IR", dtype,

@@ -161,10 +161,14 @@ void ParallelProducts(int64_t batch, int64_t m, int64_t n, int64_t k, int team,
   }
   Products p{piece, ctx, m, n, 1, 0, false};
   if (batch < team * kPiecesPerThread) {
-    // Panels of a multiple of 16 columns (a vector) or rows, whichever the
-    // product has more of, about kPiecesPerThread per thread over the batch.
+    // Panels of a multiple of 16 columns (a vector) or rows, about
+    // kPiecesPerThread per thread over the batch: rows where each panel
+    // keeps kPanelRows of them or the product has more rows than columns.
+    // A row panel's operand and result stay dense, which oneDNN's bf16
+    // matmul runs on its AMX kernel; a column panel of a [k, n] weight or
+    // result is strided, which it runs 3-4x slower per flop.
     const int64_t want = (team * kPiecesPerThread + batch - 1) / batch;
-    p.by_rows = m > n;
+    p.by_rows = m > n || m >= want * kPanelRows;
     const int64_t length = p.by_rows ? m : n;
     p.panel = std::max<int64_t>(16, (length / want + 15) / 16 * 16);
     p.panels = (length + p.panel - 1) / p.panel;

@@ -776,6 +776,21 @@ TEST(CpuOpsTest, StreamedStoresMatchTheInterpreter) {
   ExpectStreamedStoresMatchTheInterpreter();
 }
 
+// mm.dtype / bmm.dtype: bf16 operands (bgemm) and f16 ones (sgemm on f32
+// copies) with f32 results, a transposed operand included, against the
+// interpreter's double products rounded to f32.
+TEST(CpuOpsTest, ProductsWithAnF32ResultMatchTheInterpreter) {
+  ExpectPipelineCompiledMatches(R"IR(
+def forward(self, a: "bf16[3, 5, 16]", b: "bf16[3, 7, 16]", c: "f16[5, 16]", d: "f16[16, 7]"):
+    t = torch.ops.aten.transpose.int(b, 1, 2)
+    bmm = torch.ops.aten.bmm.dtype(a, t, torch.float32)
+    mm = torch.ops.aten.mm.dtype(c, d, torch.float32)
+    add = torch.ops.aten.add.Tensor(bmm, mm)
+    return (bmm, add)
+)IR",
+                                "", 1e-5);
+}
+
 // The generated code builds with clang too (LATHE_CXX), where it is
 // installed: the prelude's streamed store is clang's builtin there, GCC's
 // x86 one elsewhere.

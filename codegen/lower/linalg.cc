@@ -1,8 +1,7 @@
-// The linear-algebra and extern-call family's lowering rules: mm, bmm,
-// addmm, baddbmm (a matmul routine; bf16 through bgemm where the target has
-// it, f16 and other bf16 through the f32 one), mv
-// (a contraction), sort and
-// topk (a sort routine).
+// The linear-algebra and extern-call family's lowering rules: mm, bmm (and
+// their out_dtype forms), addmm, baddbmm (a matmul routine; bf16 through bgemm
+// where the target has it, f16 and other bf16 through the f32 one), mv (a
+// contraction), sort and topk (a sort routine).
 
 #include <cstdint>
 #include <functional>
@@ -49,14 +48,14 @@ absl::StatusOr<NodeValue> LowerMatmul(Lowerer& L, const Call& c) {
   ASSIGN_OR_RETURN(TBox b, L.Tensor(c, ai + 1));
   bool batched = a.sizes.size() == 3;
   // f16 and bf16 products accumulate in f32 and round once (PyTorch's
-  // CPU; cuBLAS's half GEMMs accumulate in f32 too): bf16 ones through the
-  // target's bf16 routine where it has one (bgemm reads the operands as
-  // they are), the rest through the f32 routine on converted operands.
-  const bool half = m.dtype == DType::kFloat16 || m.dtype == DType::kBFloat16;
-  if (m.dtype == DType::kFloat32 || m.dtype == DType::kFloat64 || half) {
-    const DType gemm = half ? DType::kFloat32 : m.dtype;
-    const bool bgemm = m.dtype == DType::kBFloat16 && L.routines().bgemm &&
-                       a.dtype == DType::kBFloat16 &&
+  // CPU; cuBLAS's half GEMMs accumulate in f32 too), or not at all for
+  // mm.dtype / bmm.dtype's f32 result: bf16 ones through the target's bf16
+  // routine where it has one (bgemm reads the operands as they are), the
+  // rest through the f32 routine on converted operands.
+  const bool half = a.dtype == DType::kFloat16 || a.dtype == DType::kBFloat16;
+  if (a.dtype == DType::kFloat32 || a.dtype == DType::kFloat64 || half) {
+    const DType gemm = half ? DType::kFloat32 : a.dtype;
+    const bool bgemm = a.dtype == DType::kBFloat16 && L.routines().bgemm &&
                        b.dtype == DType::kBFloat16;
     if (half && !bgemm) {
       a = Converted(a, gemm);
@@ -92,7 +91,9 @@ absl::StatusOr<NodeValue> LowerMatmul(Lowerer& L, const Call& c) {
                                            : "dgemm",
                  {out, a.buffer, b.buffer}, args);
     TBox prod = L.FromBuffer(out, gemm, m.sizes, strides, zero);
-    if (!addmm) return TensorValue(half ? Converted(prod, m.dtype) : prod);
+    if (!addmm) {
+      return TensorValue(m.dtype != gemm ? Converted(prod, m.dtype) : prod);
+    }
     // beta * self + alpha * product, as a loader the epilogue fuses into.
     ASSIGN_OR_RETURN(TBox self, L.Tensor(c, 0));
     ASSIGN_OR_RETURN(TBox beta, L.Operand(c, c.Index("beta"), gemm));
@@ -230,6 +231,8 @@ absl::StatusOr<NodeValue> SortCall(Lowerer& L, const Call& c, bool topk) {
 void RegisterLinalg(LoweringTable& T) {
   T.Add(Op("aten.mm.default"), LowerMatmul);
   T.Add(Op("aten.bmm.default"), LowerMatmul);
+  T.Add(Op("aten.mm.dtype"), LowerMatmul);
+  T.Add(Op("aten.bmm.dtype"), LowerMatmul);
   T.Add(Op("aten.addmm.default"), LowerMatmul);
   T.Add(Op("aten.baddbmm.default"), LowerMatmul);
   T.Add(Op("aten.mv.default"), LowerContraction);
