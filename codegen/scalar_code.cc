@@ -164,16 +164,7 @@ bool EmitScalarOp(const Kernel& k, int i, const IndexCpp& cpp,
   switch (op.kind) {
     // f16 and bf16 elements move as their 16 bits (lathe_half's one
     // member): GCC vectorizes no loop that copies the struct as a whole.
-    // A bool is read as its byte compared with 0: GCC vectorizes no loop
-    // that loads a bool beside floats ("no vectype"), and a byte other
-    // than 0 or 1 reads as true rather than as undefined behavior.
     case ScalarOp::Kind::kLoad:
-      if (op.dtype == DType::kBool) {
-        absl::StrAppend(out, indent, "const bool v", i,
-                        " = reinterpret_cast<const unsigned char*>(", ptr, ")[",
-                        cpp(op.index, &op), "] != 0;\n");
-        return true;
-      }
       absl::StrAppend(out, indent, "const ", t, " v", i, " = ",
                       IsHalfFloat(op.dtype) ? "{" : "", ptr, "[",
                       cpp(op.index, &op), "]",

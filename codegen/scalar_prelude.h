@@ -330,27 +330,9 @@ LATHE_FN bool lathe_op_signbit(T a) {
 
 // Floating-only functions (lowering casts integer operands
 // first).
-
-// exp, as every op that takes one calls it. On the CPU a float result
-// below FLT_MIN (a subnormal: arguments below -87.3365) is 0. Every op that
-// makes or reads a subnormal costs the core a microcode assist, 10-20x
-// slower per element, and a softmax over a wide or masked row makes many:
-// its exp, then the sum and the division that read them. The flush reads
-// the result alone, so no register is kept across the vector call. -inf
-// gives 0, NaN stays NaN.
-template <typename T>
-LATHE_FN T lathe_exp(T a) {
-#if !defined(__CUDACC_RTC__)
-  if constexpr (lathe_std::is_same_v<T, float>) {
-    const float r = lathe_std::exp(a);
-    return r < 0x1p-126f ? 0.0f : r;
-  }
-#endif
-  return lathe_std::exp(a);
-}
 template <typename T>
 LATHE_FN T lathe_op_exp(T a) {
-  return lathe_exp(a);
+  return lathe_std::exp(a);
 }
 template <typename T>
 LATHE_FN T lathe_op_exp2(T a) {
@@ -384,7 +366,7 @@ LATHE_FN T lathe_log_add_exp(T x, T y) {
   const T lo = y != y ? y : (y < x ? y : x);
   const T hi = y != y ? y : (x < y ? y : x);
   if (lo != hi || lathe_std::isfinite(lo)) {
-    return lathe_std::log1p(lathe_exp(lo - hi)) + hi;
+    return lathe_std::log1p(lathe_std::exp(lo - hi)) + hi;
   }
   return x;
 }
@@ -458,11 +440,11 @@ LATHE_FN T lathe_op_erfc(T a) {
 }
 template <typename T>
 LATHE_FN T lathe_op_sigmoid(T a) {
-  return T(1) / (T(1) + lathe_exp(-a));
+  return T(1) / (T(1) + lathe_std::exp(-a));
 }
 template <typename T>
 LATHE_FN T lathe_op_silu(T a) {
-  return a / (T(1) + lathe_exp(-a));
+  return a / (T(1) + lathe_std::exp(-a));
 }
 template <typename T>
 LATHE_FN T lathe_op_frac(T a) {

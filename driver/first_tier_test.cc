@@ -120,6 +120,35 @@ TEST(FirstTierTest, Bf16ProductsSumInF32AndRoundOnce) {
   }
 }
 
+// mm.dtype / bmm.dtype with an f32 out_dtype from bf16 operands: the f32
+// sums unrounded ((1 + 2^-7)^2 = 1 + 2^-6 + 2^-14 kept; bf16 would round
+// it to 1 + 2^-6); bf16 out_dtype rounds as bmm; f16 operands, which the
+// first tier does not take, run the reference with the same result.
+TEST(FirstTierTest, ProductsInF32KeepTheSumsUnrounded) {
+  constexpr char kText[] = R"(class g(torch.nn.Module):
+    def forward(self, a: "bf16[1, 1, 1][1, 1, 1]cpu", h: "f16[2, 2][2, 1]cpu"):
+        f = torch.ops.aten.bmm.dtype(a, a, torch.float32)
+        r = torch.ops.aten.bmm.dtype(a, a, torch.bfloat16)
+        m = torch.ops.aten.mm.dtype(h, h, torch.float32)
+        return (f, r, m)
+)";
+  Tensor a = Tensor::Empty({1, 1, 1}, DType::kBFloat16).value();
+  a.data<BFloat16>()[0] = BFloat16::FromFloat(1 + 0x1p-7f);
+  Tensor h = Tensor::Empty({2, 2}, DType::kFloat16).value();
+  for (int i = 0; i < 4; ++i) h.data<Half>()[i] = Half::FromFloat(i + 1.0f);
+  std::vector<ir::Value> got = Outputs(kText, {a, h}, true);
+  std::vector<ir::Value> want = Outputs(kText, {a, h}, false);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].tensor.dtype(), DType::kFloat32);
+  EXPECT_EQ(got[0].tensor.data<float>()[0], 1 + 0x1p-6f + 0x1p-14f);
+  EXPECT_EQ(got[1].tensor.dtype(), DType::kBFloat16);
+  EXPECT_EQ(got[1].tensor.GetDouble({0, 0, 0}), 1 + 0x1p-6);
+  EXPECT_EQ(got[2].tensor.dtype(), DType::kFloat32);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(got[2].tensor.data<float>()[i], want[2].tensor.data<float>()[i]);
+  }
+}
+
 TEST(FirstTierTest, BetaZeroIgnoresNaNsInSelf) {
   constexpr char kText[] = R"(class g(torch.nn.Module):
     def forward(self, s: "f32[4, 3][3, 1]cpu", a: "f32[4, 5][5, 1]cpu", b: "f32[5, 3][3, 1]cpu"):

@@ -1,7 +1,7 @@
-// Matrix products: mm, bmm (also their out_dtype forms), mv, addmm, baddbmm,
-// computed with Eigen in double precision and rounded to the output dtype;
-// and the FFT ops, which need
-// complex dtypes lathe does not have (they report that).
+// Matrix products: mm, bmm (also their out_dtype forms), mv, addmm,
+// baddbmm, computed with Eigen in double precision and rounded to the
+// output dtype; and the FFT ops, which need complex dtypes lathe does not
+// have (they report that).
 
 #include <cstdint>
 #include <optional>
@@ -149,6 +149,8 @@ absl::StatusOr<Value> AddProduct(const OpCall& c, bool batch) {
 // (PyTorch's CUDA kernels; the products are summed in float32 either way,
 // so a float32 result skips the rounding to 16 bits).
 absl::StatusOr<Value> ProductInDtype(const OpCall& c, bool batch) {
+  // The shapes first, as PyTorch's meta checks them.
+  RETURN_IF_ERROR(ProductShape(c, c.arg(0), c.arg(1), batch).status());
   const DType out = c.arg("out_dtype").dtype;
   const DType in = DTypeOf(c.arg(0));
   if (out != in && !(out == DType::kFloat32 &&

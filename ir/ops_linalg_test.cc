@@ -10,7 +10,6 @@
 #include "ir/op_testing.h"
 #include "ir/value.h"
 #include "runtime/dtype.h"
-#include "runtime/half.h"
 #include "runtime/tensor.h"
 
 namespace lathe::ir {
@@ -82,6 +81,15 @@ TEST(LinalgTest, ProductsInAnotherDtype) {
   EXPECT_THAT(RunError("aten.mm.dtype",
                        {V(m), V(f32), Value::OfDType(DType::kFloat32)}),
               HasSubstr("expected m1 and m2 to have the same dtype"));
+  // The shapes are checked before out_dtype, as PyTorch's meta does.
+  EXPECT_EQ(
+      RunError("aten.bmm.dtype", {V(m), V(m), Value::OfDType(DType::kFloat64)}),
+      "aten.bmm.dtype: batch1 must be a 3D tensor");
+  EXPECT_EQ(RunError("aten.mm.dtype",
+                     {V(m), V(T({3, 2}, {1, 2, 3, 4, 5, 6}, DType::kFloat16)),
+                      Value::OfDType(DType::kFloat32)}),
+            "aten.mm.dtype: mat1 and mat2 shapes cannot be multiplied (2x2 "
+            "and 3x2)");
 }
 
 }  // namespace

@@ -584,9 +584,9 @@ CHECK: return ([[OUT]], [[MAX]], [[MI]])
 }
 
 // bmm(q, k^T) scaled after, the causal mask as masked_fill, a softmax by
-// amax / exp / sum whose exp reads the unmasked scores (its masked lanes
-// filled with 0 after) and whose sum is 1 for a fully masked row, bmm with
-// v; the log-sum-exp is laid out as [B, L, H].
+// amax / exp / sum whose exp reads the unmasked scores (its results below
+// FLT_MIN and its masked lanes set to 0 after) and whose sum is 1 for a
+// fully masked row, bmm with v; the log-sum-exp is laid out as [B, L, H].
 TEST(DecomposeTest, FlashAttentionCpuCausal) {
   EXPECT_OK(RunPassAndFileCheck<Decompose>(
       R"IR(def forward(self, q: "f32[1, 2, 4, 8]", k: "f32[1, 2, 4, 8]", v: "f32[1, 2, 4, 8]"):
@@ -606,7 +606,9 @@ CHECK: [[M:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.masked_fill.Sca
 CHECK: [[MAX:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.amax.default([[M]], [-1], True)
 CHECK-NOT: torch.ops.aten.sub.Tensor([[M]]
 CHECK: [[E:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.exp.default
-CHECK: torch.ops.aten.masked_fill.Scalar([[E]], [[ABOVE]], 0.0)
+CHECK: [[TINY:[a-z_0-9]+]]: "b8[1, 2, 4, 4]{{.*}} = torch.ops.aten.lt.Scalar([[E]], 1.1754943508222875e-38)
+CHECK: [[W:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.where.ScalarSelf([[TINY]], 0.0, [[E]])
+CHECK: torch.ops.aten.masked_fill.Scalar([[W]], [[ABOVE]], 0.0)
 CHECK: [[SUM:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.sum.dim_IntList
 CHECK: [[DENOM:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.where.ScalarSelf({{.*}}, 1.0, [[SUM]])
 CHECK: torch.ops.aten.div.Tensor({{.*}}, [[DENOM]])
@@ -935,6 +937,17 @@ TEST(DecomposeDifferentialTest, FlashAttentionCpu) {
 )IR"),
         "flash_attention");
   }
+  // Scores 60x larger: rows whose weights reach the subnormal range (set to
+  // 0) and below, against the reference's double softmax.
+  ExpectSameResults(
+      R"IR(def forward(self, q: "f32[1, 2, 6, 4]", k: "f32[1, 2, 6, 4]", v: "f32[1, 2, 6, 4]"):
+    big = torch.ops.aten.mul.Tensor(q, 60.0)
+    a = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(big, k, v, 0.0, True)
+    a_0 = a[0]
+    a_1 = a[1]
+    return (a_0, a_1)
+)IR",
+      "flash_attention");
   // Causal and a mask together, the mask holding infinities and NaNs: it
   // is added after the causal fill, so a +inf or NaN above the diagonal
   // makes its row NaN, as in PyTorch's kernel.

@@ -1,6 +1,7 @@
 #include "passes/rewriter.h"
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -36,6 +37,9 @@ absl::StatusOr<Node*> CausalMask(Rewriter& r, const Arg& l, const Arg& s,
 
 absl::StatusOr<Node*> ExpUnmasked(Rewriter& r, Node* x, Node* mask) {
   ASSIGN_OR_RETURN(Node * e, r.Unary("aten.exp.default", x));
+  ASSIGN_OR_RETURN(Node * tiny, r.Binary("aten.lt.Scalar", e,
+                                         F(std::numeric_limits<float>::min())));
+  ASSIGN_OR_RETURN(e, r.Call("aten.where.ScalarSelf", {A(tiny), F(0.0), A(e)}));
   if (mask == nullptr) return e;
   return r.Call("aten.masked_fill.Scalar", {A(e), A(mask), F(0.0)});
 }

@@ -162,11 +162,12 @@ void ParallelProducts(int64_t batch, int64_t m, int64_t n, int64_t k, int team,
   Products p{piece, ctx, m, n, 1, 0, false};
   if (batch < team * kPiecesPerThread) {
     // Panels of a multiple of 16 columns (a vector) or rows, about
-    // kPiecesPerThread per thread over the batch: rows where each panel
-    // keeps kPanelRows of them or the product has more rows than columns.
-    // A row panel's operand and result stay dense, which oneDNN's bf16
-    // matmul runs on its AMX kernel; a column panel of a [k, n] weight or
-    // result is strided, which it runs 3-4x slower per flop.
+    // kPiecesPerThread per thread over the batch: rows where the product
+    // has more rows than columns, or where each panel but the last keeps
+    // kPanelRows of them. A row panel's operand and result stay dense; a
+    // column panel of a [k, n] weight or result is strided, which oneDNN's
+    // bf16 matmul runs with gemm:jit at a third of its AMX kernel's rate
+    // (the f32 sgemm splits the same way).
     const int64_t want = (team * kPiecesPerThread + batch - 1) / batch;
     p.by_rows = m > n || m >= want * kPanelRows;
     const int64_t length = p.by_rows ? m : n;

@@ -94,8 +94,8 @@ constexpr int64_t kThreadedWork = int64_t{1} << 18;
 // that run take the pieces of one the scheduler holds back.
 constexpr int64_t kPiecesPerThread = 2;
 
-// Rows a row panel keeps at least when a product is split by rows though
-// it has more columns (ParallelProducts).
+// Rows each row panel but the last keeps at least when a product is split
+// by rows though it has more columns (ParallelProducts).
 constexpr int64_t kPanelRows = 128;
 
 // One piece of a batch of m x n products: matrices [mat, mat + mats), of
@@ -110,8 +110,8 @@ struct ProductPiece {
 // piece, the whole batch, on the calling thread. Otherwise a batch of at
 // least kPiecesPerThread matrices per thread is split into runs of whole
 // matrices (the pool's chunks), and a smaller one into panels of a
-// multiple of 16 rows (when m > n, or when each row panel keeps kPanelRows
-// rows) or columns of each matrix.
+// multiple of 16 rows (when m > n, or when each row panel but the last
+// keeps kPanelRows rows) or columns of each matrix.
 void ParallelProducts(int64_t batch, int64_t m, int64_t n, int64_t k, int team,
                       void (*piece)(void* ctx, const ProductPiece& p),
                       void* ctx);

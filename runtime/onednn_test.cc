@@ -81,6 +81,23 @@ TEST(OneDnnTest, OneProductSplitsIntoPanels) {
   for (const ProductPiece& p : tall) EXPECT_EQ(p.cols, 30);
 }
 
+// A product with more columns than rows splits by rows too when each
+// panel but the last keeps kPanelRows rows (a team of 3: 6 panels, 768
+// rows), so every panel's operand and result stay dense.
+TEST(OneDnnTest, AWideProductWithManyRowsSplitsByRows) {
+  std::vector<ProductPiece> p = Pieces(1, 800, 1000, 64);
+  ASSERT_GE(p.size(), 6u);
+  for (const ProductPiece& piece : p) {
+    EXPECT_EQ(std::tie(piece.col, piece.cols), std::make_tuple(0, 1000));
+    EXPECT_TRUE(piece.rows >= kPanelRows || piece.row + piece.rows == 800)
+        << piece.rows;
+  }
+  // 767 rows: under 6 * kPanelRows, so column panels as before.
+  for (const ProductPiece& piece : Pieces(1, 767, 1000, 64)) {
+    EXPECT_EQ(piece.rows, 767);
+  }
+}
+
 // A batch under kPiecesPerThread per thread: panels of each matrix; a
 // larger one: runs of whole matrices, some of more than one.
 TEST(OneDnnTest, BatchesSplitByPanelsOrRunsOfMatrices) {

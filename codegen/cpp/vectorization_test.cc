@@ -7,10 +7,7 @@
 // AVX2 or without objdump, and in the ASan build (whose kernels are
 // instrumented, so not vectorized).
 
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <limits>
 #include <memory>
 #include <string>
 
@@ -22,7 +19,6 @@
 #include "gtest/gtest.h"
 #include "ir/graph_text.h"
 #include "ir/shape_prop.h"
-#include "runtime/tensor.h"
 #include "status_macros.h"
 #include "testing/status_matchers.h"
 
@@ -163,75 +159,6 @@ def forward(self, x: "f32[2048, 2048][2048, 1]cpu"):
 )IR"));
   EXPECT_NE(asm_text.find("vmovntps"), std::string::npos)
       << "no streaming store in the kernel";
-}
-
-// exp and sigmoid over f32 arguments down to -128, in a vectorized kernel:
-// within 4 ULP of libm's double exp rounded to float where that is normal,
-// and 0 where it is subnormal (below FLT_MIN, arguments below -87.3365;
-// scalar_prelude.h: lathe_exp), so no later op reads a subnormal; exactly
-// 0, inf, NaN at -inf, inf, NaN. The loop calls libmvec's vector expf.
-TEST(VectorizationTest, ExpFlushesSubnormalResultsToZero) {
-  ASSERT_OK_AND_ASSIGN(CompiledCpu c, CompileCpuText(R"IR(
-def forward(self, x: "f32[4104][1]cpu"):
-    exp = torch.ops.aten.exp.default(x)
-    neg = torch.ops.aten.neg.default(x)
-    sigmoid = torch.ops.aten.sigmoid.default(neg)
-    return (exp, sigmoid)
-)IR"));
-  constexpr int kSteps = 4096;  // -128 to 0 by 1/32
-  Tensor x = *Tensor::Empty({kSteps + 8}, DType::kFloat32);
-  float* xs = x.data<float>();
-  for (int i = 0; i < kSteps; ++i) xs[i] = -128.0f + i / 32.0f;
-  const float kInfF = std::numeric_limits<float>::infinity();
-  const float specials[8] = {-kInfF,  kInfF,    std::nanf(""), -87.33f,
-                             -87.34f, -103.97f, -104.0f,       88.7f};
-  std::copy(specials, specials + 8, xs + kSteps);
-  ASSERT_OK_AND_ASSIGN(ir::Interpretation got,
-                       c.function->Run({ir::Value::OfTensor(x)}));
-  const float* e = got.outputs[0].tensor.data<float>();
-  const float* s = got.outputs[1].tensor.data<float>();
-  int flushed = 0;
-  for (int i = 0; i < kSteps + 8; ++i) {
-    const double a = xs[i];
-    const float want = static_cast<float>(std::exp(a));
-    const float want_s = static_cast<float>(1.0 / (1.0 + std::exp(a)));
-    if (std::isnan(a)) {
-      EXPECT_TRUE(std::isnan(e[i]) && std::isnan(s[i])) << "at NaN";
-      continue;
-    }
-    if (std::isinf(a)) {
-      EXPECT_EQ(e[i], want) << "exp(" << a << ")";
-      EXPECT_EQ(s[i], want_s) << "sigmoid(" << -a << ")";
-      continue;
-    }
-    if (want < std::numeric_limits<float>::min()) {
-      EXPECT_EQ(e[i], 0.0f) << "exp(" << a << ") = " << e[i];
-      flushed += want != 0;
-    } else {
-      const double ulp = std::nextafter(want, kInfF) - want;
-      EXPECT_LE(std::fabs(e[i] - static_cast<double>(want)), 4 * ulp)
-          << "exp(" << a << ") = " << e[i] << ", libm " << want;
-    }
-    // sigmoid(-a) = 1 / (1 + exp(a)), its exp's argument as large.
-    const double ulp_s = std::nextafter(want_s, kInfF) - want_s;
-    EXPECT_LE(std::fabs(s[i] - static_cast<double>(want_s)), 4 * ulp_s)
-        << "sigmoid(" << -a << ")";
-  }
-  // -87.34 to -103.97: libm's subnormal results, each one flushed.
-  EXPECT_GT(flushed, 500);
-  if (std::optional<std::string> why = WhyNotChecked()) GTEST_SKIP() << *why;
-  const bool avx512 = __builtin_cpu_supports("avx512f");
-  std::optional<std::string> asm_text = Output(absl::StrCat(
-      "objdump -d --no-show-raw-insn '", c.function->library().path, "'"));
-  ASSERT_TRUE(asm_text.has_value());
-  const std::string vector_expf =
-      avx512 ? "<_ZGVeN16v_expf@plt>" : "<_ZGVdN8v_expf@plt>";
-  bool called = false;
-  for (absl::string_view line : absl::StrSplit(*asm_text, '\n')) {
-    called = called || (absl::StrContains(line, "call") &&
-                        absl::StrContains(line, vector_expf));
-  }
-  EXPECT_TRUE(called) << "no call of " << vector_expf;
 }
 
 }  // namespace
