@@ -84,13 +84,22 @@ Eigen::MatrixXd Matrix(const Tensor& t, int64_t batch) {
   return m;
 }
 
-// a @ b (+ beta * bias), in `out_dtype` (none: the operands').
+// a @ b (+ beta * bias), in `out_dtype` (none: the operands'), which may be
+// the operands' dtype or float32 for float16/bfloat16 operands; the shapes
+// are checked first, as PyTorch's meta checks them.
 absl::StatusOr<Value> Product(const OpCall& c, const Value& a, const Value& b,
                               bool batch, const Value* bias, double beta,
                               double alpha,
                               std::optional<DType> out_dtype = std::nullopt) {
   ASSIGN_OR_RETURN(std::vector<Expr> shape, ProductShape(c, a, b, batch));
-  const DType dt = out_dtype.value_or(DTypeOf(a));
+  const DType in = DTypeOf(a);
+  const DType dt = out_dtype.value_or(in);
+  if (dt != in && !(dt == DType::kFloat32 &&
+                    (in == DType::kFloat16 || in == DType::kBFloat16))) {
+    return c.Error(
+        "out_dtype only supported for torch.float32 output with "
+        "float16/bfloat16 inputs or same as input dtypes");
+  }
   if (!a.tensor.defined()) return MetaResult(dt, DeviceOf(a), shape);
   ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ConcreteSizes(c, shape));
   ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(sizes, dt));
@@ -144,22 +153,12 @@ absl::StatusOr<Value> AddProduct(const OpCall& c, bool batch) {
                  beta, alpha);
 }
 
-// mm.dtype / bmm.dtype(self, mat2, out_dtype): the product in out_dtype,
-// which is the operands' dtype or float32 for float16/bfloat16 operands
+// mm.dtype / bmm.dtype(self, mat2, out_dtype): the product in out_dtype
 // (PyTorch's CUDA kernels; the products are summed in float32 either way,
 // so a float32 result skips the rounding to 16 bits).
 absl::StatusOr<Value> ProductInDtype(const OpCall& c, bool batch) {
-  // The shapes first, as PyTorch's meta checks them.
-  RETURN_IF_ERROR(ProductShape(c, c.arg(0), c.arg(1), batch).status());
-  const DType out = c.arg("out_dtype").dtype;
-  const DType in = DTypeOf(c.arg(0));
-  if (out != in && !(out == DType::kFloat32 &&
-                     (in == DType::kFloat16 || in == DType::kBFloat16))) {
-    return c.Error(
-        "out_dtype only supported for torch.float32 output with "
-        "float16/bfloat16 inputs or same as input dtypes");
-  }
-  return Product(c, c.arg(0), c.arg(1), batch, nullptr, 1, 1, out);
+  return Product(c, c.arg(0), c.arg(1), batch, nullptr, 1, 1,
+                 c.arg("out_dtype").dtype);
 }
 
 // mv(self, vec): [n, m] @ [m] -> [n].
