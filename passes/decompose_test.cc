@@ -584,7 +584,8 @@ CHECK: return ([[OUT]], [[MAX]], [[MI]])
 }
 
 // bmm(q, k^T) scaled after, the causal mask as masked_fill, a softmax by
-// amax / exp / sum whose exp reads the unmasked scores (its results below
+// amax / exp / sum whose exp reads the unmasked scores (0 instead of a
+// shifted score below -87.5, the lanes whose results would be below
 // FLT_MIN and its masked lanes set to 0 after) and whose sum is 1 for a
 // fully masked row, bmm with v; the log-sum-exp is laid out as [B, L, H].
 TEST(DecomposeTest, FlashAttentionCpuCausal) {
@@ -605,8 +606,12 @@ CHECK: [[ABOVE:[a-z_0-9]+]]: "b8[4, 4]{{.*}} = torch.ops.aten.gt.Tensor
 CHECK: [[M:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.masked_fill.Scalar({{.*}}, [[ABOVE]], -inf)
 CHECK: [[MAX:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.amax.default([[M]], [-1], True)
 CHECK-NOT: torch.ops.aten.sub.Tensor([[M]]
-CHECK: [[E:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.exp.default
-CHECK: [[TINY:[a-z_0-9]+]]: "b8[1, 2, 4, 4]{{.*}} = torch.ops.aten.lt.Scalar([[E]], 1.1754943508222875e-38)
+CHECK: [[X:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.sub.Tensor
+CHECK: [[SKIP:[a-z_0-9]+]]: "b8[1, 2, 4, 4]{{.*}} = torch.ops.aten.lt.Scalar([[X]], -87.5)
+CHECK: [[ZEROED:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.mul.Scalar([[X]], 0.0)
+CHECK: [[ARG:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.where.self([[SKIP]], [[ZEROED]], [[X]])
+CHECK: [[E:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.exp.default([[ARG]])
+CHECK: [[TINY:[a-z_0-9]+]]: "b8[1, 2, 4, 4]{{.*}} = torch.ops.aten.lt.Scalar([[X]], -87.33654022216797)
 CHECK: [[W:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.where.ScalarSelf([[TINY]], 0.0, [[E]])
 CHECK: torch.ops.aten.masked_fill.Scalar([[W]], [[ABOVE]], 0.0)
 CHECK: [[SUM:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.sum.dim_IntList

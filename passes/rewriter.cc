@@ -36,9 +36,16 @@ absl::StatusOr<Node*> CausalMask(Rewriter& r, const Arg& l, const Arg& s,
 }
 
 absl::StatusOr<Node*> ExpUnmasked(Rewriter& r, Node* x, Node* mask) {
-  ASSIGN_OR_RETURN(Node * e, r.Unary("aten.exp.default", x));
-  ASSIGN_OR_RETURN(Node * tiny, r.Binary("aten.lt.Scalar", e,
-                                         F(std::numeric_limits<float>::min())));
+  // The lanes exp never sees: x * 0 there (0 for a finite x), not a
+  // constant, which GCC would fold exp of and then call exp on x after all.
+  ASSIGN_OR_RETURN(Node * skip,
+                   r.Binary("aten.lt.Scalar", x, F(kExpSkipBelow)));
+  ASSIGN_OR_RETURN(Node * zeroed, r.Binary("aten.mul.Scalar", x, F(0.0)));
+  ASSIGN_OR_RETURN(Node * arg,
+                   r.Call("aten.where.self", {A(skip), A(zeroed), A(x)}));
+  ASSIGN_OR_RETURN(Node * e, r.Unary("aten.exp.default", arg));
+  ASSIGN_OR_RETURN(Node * tiny,
+                   r.Binary("aten.lt.Scalar", x, F(kExpTinyBelow)));
   ASSIGN_OR_RETURN(e, r.Call("aten.where.ScalarSelf", {A(tiny), F(0.0), A(e)}));
   if (mask == nullptr) return e;
   return r.Call("aten.masked_fill.Scalar", {A(e), A(mask), F(0.0)});

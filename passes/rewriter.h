@@ -349,16 +349,24 @@ absl::StatusOr<Node*> Iota(Rewriter& r, const Arg& n, const Device& device);
 absl::StatusOr<Node*> CausalMask(Rewriter& r, const Arg& l, const Arg& s,
                                  const Device& device);
 
-// exp(x) for an attention's softmax weights: 0 where the result is below
-// FLT_MIN and where `mask` (null: none) is true. x holds the unmasked
-// scores there, so exp never reads a -inf the mask would put in (glibc's
-// vector expf computes every lane below -87.3 by scalar expf, about 15x
-// slower than its vector lanes). A subnormal weight costs the core a
-// microcode assist in every op that reads it (the sum, the division, the
-// product with v); as 0 it moves the attention's output by less than
-// FLT_MIN * |v| per key, and its log-sum-exp not at all (the sum is at
-// least 1).
+// exp(x) for an attention's softmax weights: 0 where x < kExpTinyBelow
+// (the weight would be below FLT_MIN) and where `mask` (null: none) is
+// true. x holds the unmasked scores there, so exp never reads a -inf the
+// mask would put in. glibc's vector expf computes every lane below -87.3 by
+// scalar expf, about 15x slower than its vector lanes, so exp is given 0
+// instead of x where x < kExpSkipBelow (a lane set to 0 after). A
+// subnormal weight costs the core a microcode assist in every op that
+// reads it (the sum, the division, the product with v); as 0 it moves the
+// attention's output by less than FLT_MIN * |v| per key, and its
+// log-sum-exp not at all (the sum is at least 1).
 absl::StatusOr<Node*> ExpUnmasked(Rewriter& r, Node* x, Node* mask);
+
+// ln(FLT_MIN), rounded up to a float: exp of any float at or above it is
+// at least FLT_MIN.
+constexpr double kExpTinyBelow = -87.33654f;
+// Below kExpTinyBelow, so that GCC cannot prove the lanes exp is not given
+// x are the lanes set to 0 (and compute exp on x after all).
+constexpr double kExpSkipBelow = -87.5;
 
 // `a` op `b` for sizes (ints or SymInt nodes): operator.add / mul /
 // floordiv, folded when both are ints.

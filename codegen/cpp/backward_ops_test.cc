@@ -282,6 +282,26 @@ def forward(self, q: "f32[2, 2, 4, 8][64, 32, 8, 1]cpu", k: "f32[2, 2, 6, 8][96,
                                 "flash_attention_for_cpu_backward");
 }
 
+// The same with scores 60x larger: most weights' shifted scores are below
+// -87.5, where the compiled exp is given 0 instead (the weight set to 0
+// after), and some in the band up to -87.34 that exp computes and the
+// softmax sets to 0.
+TEST(CpuFunctionTest, FlashAttentionWithScoresFarBelowTheRowMax) {
+  ExpectPipelineCompiledMatches(R"IR(
+def forward(self, q: "f32[2, 2, 16, 8][256, 128, 8, 1]cpu", k: "f32[2, 2, 16, 8][256, 128, 8, 1]cpu", v: "f32[2, 2, 16, 8][256, 128, 8, 1]cpu", g: "f32[2, 2, 16, 8][256, 128, 8, 1]cpu"):
+    big = torch.ops.aten.mul.Tensor(q, 60.0)
+    f = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(big, k, v, 0.0, False)
+    o = f[0]
+    l = f[1]
+    b = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default(g, big, k, v, o, l, 0.0, False)
+    dq = b[0]
+    dk = b[1]
+    dv = b[2]
+    return (o, l, dq, dk, dv)
+)IR",
+                                "flash_attention_for_cpu_backward");
+}
+
 // The CUDA kernels' attention ops (memory-efficient with a bias and its
 // gradient, and causal with a per-head, per-row bias [1, H, L, 1] whose
 // gradient sums the broadcast away; cuDNN, causal), forward then backward,
