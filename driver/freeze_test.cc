@@ -23,7 +23,9 @@
 #include "ir/interpreter.h"
 #include "ir/shape_prop.h"
 #include "runtime/artifact.h"
-#include "runtime/convolution.h"
+#include "runtime/bf16_gemm.h"
+#include "runtime/half.h"
+#include "runtime/packed_weights.h"
 #include "runtime/tensor.h"
 #include "symbolic/shape_env.h"
 #include "testing/status_matchers.h"
@@ -56,8 +58,12 @@ ir::Value InputFor(const ir::Node& p, int index) {
   Tensor t = *Tensor::EmptyStrided(sizes, strides, m.dtype);
   for (int64_t k = 0; k < t.numel(); ++k) {
     double s = std::sin(0.7 * static_cast<double>(k) + index);
-    t.data<float>()[k] =
-        static_cast<float>(p.name() == "v" ? 1 + s / 2 : 2 * s);
+    const float f = static_cast<float>(p.name() == "v" ? 1 + s / 2 : 2 * s);
+    if (m.dtype == DType::kBFloat16) {
+      static_cast<uint16_t*>(t.data_ptr())[k] = BFloat16::FromFloat(f).bits;
+    } else {
+      t.data<float>()[k] = f;
+    }
   }
   return ir::Value::OfTensor(std::move(t));
 }
@@ -139,6 +145,35 @@ TEST(FreezeTest, WeightsArePackedOnceAndForgottenWithTheFunction) {
     }
     // Packed once (oneDNN wants its blocked layout for these weights).
     EXPECT_EQ(FrozenWeightsKept(), before + 1);
+  }
+  EXPECT_EQ(FrozenWeightsKept(), before);
+}
+
+// nn.Linear's product in bf16 with its weight frozen: the weight is
+// packed once into oneDNN's layout (packed_weights.h: the function's
+// LoadedGraph registers its frozen constants) and forgotten with it.
+TEST(FreezeTest, Bf16LinearWeightsArePackedOnceAndForgotten) {
+  constexpr char kLinear[] =
+      R"IR(def forward(self, x: "bf16[64, 32]", w: "bf16[48, 32]"):
+    t = torch.ops.aten.t.default(w)
+    mm = torch.ops.aten.mm.default(x, t)
+    return (mm,)
+)IR";
+  Frozen in = Inputs(kLinear, {"w"});
+  const int64_t before = FrozenWeightsKept();
+  {
+    ASSERT_OK_AND_ASSIGN(
+        std::unique_ptr<CompiledGraph> c,
+        CompileGraphText(
+            kLinear, {.frozen = in.frozen, .backend = &codegen::CpuBackend()}));
+    for (int call = 0; call < 3; ++call) {
+      ASSERT_OK_AND_ASSIGN(ir::Interpretation got, Call(*c, in.given));
+      codegen::ExpectSameOutputs(got, in.want, 1e-2);
+    }
+    // Where oneDNN has a bf16 matmul for the product, w is packed.
+    if (Bf16GemmUsesOneDnn(1, 64, 48, 32, 0, 32, 1, 0, 1, 32, 0, 48, 1)) {
+      EXPECT_EQ(FrozenWeightsKept(), before + 1);
+    }
   }
   EXPECT_EQ(FrozenWeightsKept(), before);
 }

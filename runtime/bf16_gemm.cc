@@ -11,6 +11,7 @@
 #include "dnnl.h"
 #include "runtime/half.h"
 #include "runtime/onednn.h"
+#include "runtime/packed_weights.h"
 #include "runtime/storage.h"
 
 namespace lathe {
@@ -19,8 +20,9 @@ namespace {
 using onednn::Ok;
 
 // The product's sizes and strides: batch, m, n, k, then a's, b's and c's
-// (batch, row, column) strides.
-using Geometry = std::array<int64_t, 13>;
+// (batch, row, column) strides, then 1 when b is frozen (packed_weights.h),
+// else 0.
+using Geometry = std::array<int64_t, 14>;
 
 float FromBf16(uint16_t bits) { return BFloat16{bits}.ToFloat(); }
 
@@ -47,14 +49,41 @@ bool Dims(int64_t batch, int64_t rows, int64_t cols, int64_t bs, int64_t rs,
   return true;
 }
 
-// A matmul primitive for one geometry, and its operands' layouts.
+// A matmul primitive for one geometry, and its operands' layouts. For a
+// frozen b, the primitive reads b packed into the layout it picks (b_in
+// from b_md to packed_md, kept: packed_weights.h); a matmul given b in its
+// own strides repacks its part of b on every run (for AMX: pairs of rows
+// interleaved, in column blocks).
 struct Plan {
   ~Plan() {
-    if (matmul != nullptr) dnnl_primitive_destroy(matmul);
+    for (dnnl_primitive_t p : {matmul, b_in}) {
+      if (p != nullptr) dnnl_primitive_destroy(p);
+    }
   }
   dnnl_primitive_t matmul = nullptr;
   dnnl_memory_desc_t a_md, b_md, c_md;
+  dnnl_primitive_t b_in = nullptr;  // null: the primitive reads b_md
+  dnnl_memory_desc_t packed_md;
 };
+
+// The reorder of a frozen b into the layout `pd` picks for it, when that is
+// not b's own; false when oneDNN fails.
+bool BuildPacking(const_dnnl_primitive_desc_t pd, Plan* plan) {
+  const dnnl_memory_desc_t* md =
+      dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  if (md == nullptr) return false;
+  if (dnnl_memory_desc_equal(md, &plan->b_md)) return true;
+  plan->packed_md = *md;
+  dnnl_primitive_desc_t reorder = nullptr;
+  if (!Ok(dnnl_reorder_primitive_desc_create(
+          &reorder, &plan->b_md, onednn::Engine(), &plan->packed_md,
+          onednn::Engine(), onednn::Attributes()))) {
+    return false;
+  }
+  const bool ok = Ok(dnnl_primitive_create(&plan->b_in, reorder));
+  dnnl_primitive_desc_destroy(reorder);
+  return ok;
+}
 
 // Builds the plan for `g`, for one thread; false when oneDNN does not take
 // it.
@@ -80,8 +109,15 @@ bool BuildPlan(const Geometry& g, Plan* plan) {
                                            cs))) {
     return false;
   }
+  const bool frozen = g[13] != 0;
+  dnnl_memory_desc_t b_any;
+  if (frozen && !Ok(dnnl_memory_desc_init_by_tag(&b_any, nb, bd, dnnl_bf16,
+                                                 dnnl_format_tag_any))) {
+    return false;
+  }
   dnnl_matmul_desc_t desc;
-  if (!Ok(dnnl_matmul_desc_init(&desc, &plan->a_md, &plan->b_md, nullptr,
+  if (!Ok(dnnl_matmul_desc_init(&desc, &plan->a_md,
+                                frozen ? &b_any : &plan->b_md, nullptr,
                                 &plan->c_md))) {
     return false;
   }
@@ -90,7 +126,8 @@ bool BuildPlan(const Geometry& g, Plan* plan) {
                                      onednn::Engine(), nullptr))) {
     return false;
   }
-  bool ok = Ok(dnnl_primitive_create(&plan->matmul, pd));
+  bool ok = (!frozen || BuildPacking(pd, plan)) &&
+            Ok(dnnl_primitive_create(&plan->matmul, pd));
   dnnl_primitive_desc_destroy(pd);
   return ok;
 }
@@ -110,17 +147,22 @@ const Plan* PlanFor(const Geometry& g) {
   return it->second.get();
 }
 
-// Runs the plan; false when oneDNN fails (nothing usable was written).
+// Runs the plan (b packed once, at its first call, where the plan packs
+// it); false when oneDNN fails (nothing usable was written).
 bool RunPlan(const Plan& p, const void* a, const void* b, float* c) {
   dnnl_stream_t stream = onednn::Stream();
   if (stream == nullptr) return false;
+  dnnl_memory_t packed =
+      p.b_in == nullptr ? nullptr
+                        : onednn::KeptPacking(b, p.b_md, p.packed_md, p.b_in);
+  if (p.b_in != nullptr && packed == nullptr) return false;
   onednn::Memory am(p.a_md, const_cast<void*>(a));
-  onednn::Memory bm(p.b_md, const_cast<void*>(b));
+  onednn::Memory bm(p.b_md, packed != nullptr ? nullptr : const_cast<void*>(b));
   onednn::Memory cm(p.c_md, c);
   if (am.m == nullptr || bm.m == nullptr || cm.m == nullptr) return false;
   return onednn::Execute(stream, p.matmul,
                          {{DNNL_ARG_SRC, am.m},
-                          {DNNL_ARG_WEIGHTS, bm.m},
+                          {DNNL_ARG_WEIGHTS, packed != nullptr ? packed : bm.m},
                           {DNNL_ARG_DST, cm.m}}) &&
          Ok(dnnl_stream_wait(stream));
 }
@@ -174,13 +216,19 @@ bool ViaSgemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
   return true;
 }
 
-// One piece of Bf16Gemm, on this thread.
+// One piece of Bf16Gemm, on this thread; `frozen`: b is a frozen
+// constant's (packed once).
 void Product(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
              int64_t a_bs, int64_t a_rs, int64_t a_cs, const void* b,
              int64_t b_bs, int64_t b_rs, int64_t b_cs, float* c, int64_t c_bs,
-             int64_t c_rs, int64_t c_cs) {
-  const Plan* plan = PlanFor(
-      {batch, m, n, k, a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs});
+             int64_t c_rs, int64_t c_cs, bool frozen = false) {
+  if (frozen) {
+    const Plan* plan = PlanFor({batch, m, n, k, a_bs, a_rs, a_cs, b_bs, b_rs,
+                                b_cs, c_bs, c_rs, c_cs, 1});
+    if (plan != nullptr && RunPlan(*plan, a, b, c)) return;
+  }
+  const Plan* plan = PlanFor({batch, m, n, k, a_bs, a_rs, a_cs, b_bs, b_rs,
+                              b_cs, c_bs, c_rs, c_cs, 0});
   if (plan != nullptr && RunPlan(*plan, a, b, c)) return;
   if (ViaSgemm(batch, m, n, k, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, c,
                c_bs, c_rs, c_cs)) {
@@ -188,6 +236,17 @@ void Product(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
   }
   Bf16GemmReference(batch, m, n, k, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, c,
                     c_bs, c_rs, c_cs);
+}
+
+// Whether b, one [k, n] matrix for the whole batch, is a frozen
+// constant's (packed_weights.h).
+bool FrozenOperand(int64_t batch, int64_t n, int64_t k, const void* b,
+                   int64_t b_bs, int64_t b_rs, int64_t b_cs) {
+  if ((batch > 1 && b_bs != 0) || n <= 0 || k <= 0 || b_rs < 0 || b_cs < 0) {
+    return false;
+  }
+  const int64_t last = (k - 1) * b_rs + (n - 1) * b_cs;
+  return IsFrozen(b, (last + 1) * static_cast<int64_t>(sizeof(uint16_t)));
 }
 
 }  // namespace
@@ -218,7 +277,7 @@ bool Bf16GemmUsesOneDnn(int64_t batch, int64_t m, int64_t n, int64_t k,
                         int64_t b_rs, int64_t b_cs, int64_t c_bs, int64_t c_rs,
                         int64_t c_cs) {
   return PlanFor({batch, m, n, k, a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs,
-                  c_rs, c_cs}) != nullptr;
+                  c_rs, c_cs, 0}) != nullptr;
 }
 
 void Bf16Gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
@@ -230,6 +289,7 @@ void Bf16Gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
     const uint16_t *a, *b;
     float* c;
     int64_t a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs;
+    bool frozen;
   } call{k,
          static_cast<const uint16_t*>(a),
          static_cast<const uint16_t*>(b),
@@ -242,7 +302,8 @@ void Bf16Gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
          b_cs,
          c_bs,
          c_rs,
-         c_cs};
+         c_cs,
+         FrozenOperand(batch, n, k, b, b_bs, b_rs, b_cs)};
   // A result shared by the batch (stride 0) is written in order, on one
   // thread.
   onednn::ParallelProducts(
@@ -253,9 +314,9 @@ void Bf16Gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
                 g.a + p.mat * g.a_bs + p.row * g.a_rs, g.a_bs, g.a_rs, g.a_cs,
                 g.b + p.mat * g.b_bs + p.col * g.b_cs, g.b_bs, g.b_rs, g.b_cs,
                 g.c + p.mat * g.c_bs + p.row * g.c_rs + p.col * g.c_cs, g.c_bs,
-                g.c_rs, g.c_cs);
+                g.c_rs, g.c_cs, g.frozen);
       },
-      &call);
+      &call, onednn::kBf16PanelRows);
 }
 
 }  // namespace lathe

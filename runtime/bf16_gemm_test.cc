@@ -7,6 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "runtime/half.h"
+#include "runtime/packed_weights.h"
 #include "runtime/storage.h"
 
 namespace lathe {
@@ -123,6 +124,38 @@ TEST(Bf16GemmTest, LargeProductsSplitOverThePool) {
     std::vector<uint16_t> b = RandomBf16(k * n, rng);
     Product{batch, m, n, k, m * k, k, 1, 0, n, 1, m * n, n, 1}
         .ExpectMatchesReference(a, b, batch * m * n);
+  }
+  omp_set_num_threads(team);
+}
+
+// A frozen b (packed_weights.h) is packed once per piece geometry and kept:
+// row panels of a [128, 256] @ [256, 384] (b as given and transposed, as
+// nn.Linear's weight) and column panels of a [32, 64] @ [64, 999], each
+// against the reference, on every call; the copies go with the weights.
+TEST(Bf16GemmTest, FrozenWeightsArePackedOnceAndForgotten) {
+  const int team = omp_get_max_threads();
+  omp_set_num_threads(3);
+  std::mt19937 rng(11);
+  const int64_t before = FrozenWeightsKept();
+  for (const Product& p :
+       {Product{1, 128, 384, 256, 0, 256, 1, 0, 384, 1, 0, 384, 1},
+        Product{1, 128, 384, 256, 0, 256, 1, 0, 1, 256, 0, 384, 1},
+        Product{1, 32, 999, 64, 0, 64, 1, 0, 999, 1, 0, 999, 1}}) {
+    std::vector<uint16_t> a = RandomBf16(p.m * p.k, rng);
+    std::vector<uint16_t> b = RandomBf16(p.k * p.n, rng);
+    const int64_t bytes = p.k * p.n * static_cast<int64_t>(sizeof(uint16_t));
+    RegisterFrozenWeights(b.data(), bytes);
+    for (int call = 0; call < 2; ++call) {
+      p.ExpectMatchesReference(a, b, p.m * p.n);
+    }
+    const int64_t kept = FrozenWeightsKept();
+    p.ExpectMatchesReference(a, b, p.m * p.n);
+    EXPECT_EQ(FrozenWeightsKept(), kept) << "packed again";
+    // Where oneDNN has a bf16 matmul here, it packs b (AMX and AVX512-BF16
+    // want pairs of rows interleaved).
+    if (p.UsesOneDnn()) EXPECT_GT(kept, before);
+    ForgetFrozenWeights(b.data(), bytes);
+    EXPECT_EQ(FrozenWeightsKept(), before);
   }
   omp_set_num_threads(team);
 }

@@ -12,6 +12,7 @@
 
 #include "dnnl.h"
 #include "runtime/onednn.h"
+#include "runtime/packed_weights.h"
 
 namespace lathe {
 namespace {
@@ -230,45 +231,6 @@ const Plan* PlanFor(const Geometry& g) {
   return it->second.get();
 }
 
-// Frozen weights packed into a primitive's layout: by the weights' address,
-// one entry per layout asked for (plans for other batch or image sizes
-// mostly ask for the same one). An entry lives until its weights' owner
-// forgets them.
-struct Packed {
-  dnnl_memory_desc_t md;           // the layout
-  std::unique_ptr<Memory> memory;  // oneDNN's own buffer, in that layout
-};
-std::mutex& PackedMutex() {
-  static std::mutex* mu = new std::mutex();
-  return *mu;
-}
-std::map<const float*, std::vector<Packed>>& PackedWeights() {
-  static auto* packed = new std::map<const float*, std::vector<Packed>>();
-  return *packed;
-}
-
-// The plan's weights from frozen `w`, packed at the first call and kept;
-// null when oneDNN fails.
-dnnl_memory_t PackedFor(const Plan& p, const float* w) {
-  std::lock_guard<std::mutex> lock(PackedMutex());
-  std::vector<Packed>& kept = PackedWeights()[w];
-  for (const Packed& k : kept) {
-    if (dnnl_memory_desc_equal(&k.md, &p.w_md)) return k.memory->m;
-  }
-  dnnl_stream_t stream = Stream();
-  if (stream == nullptr) return nullptr;
-  Memory wu(p.w_user, const_cast<float*>(w));
-  auto wm = std::make_unique<Memory>(p.w_md, DNNL_MEMORY_ALLOCATE);
-  if (wu.m == nullptr || wm->m == nullptr ||
-      !Execute(stream, p.w_in, {{DNNL_ARG_FROM, wu.m}, {DNNL_ARG_TO, wm->m}}) ||
-      !Ok(dnnl_stream_wait(stream))) {
-    return nullptr;
-  }
-  dnnl_memory_t m = wm->m;
-  kept.push_back(Packed{p.w_md, std::move(wm)});
-  return m;
-}
-
 // Runs the plan on this thread; false when oneDNN fails (nothing usable was
 // written). `frozen`: the weights are a frozen constant (packed once).
 // `given`: the weights already in a primitive's layout, `given_md` (used
@@ -279,7 +241,8 @@ bool RunPlan(const Plan& p, const float* x, const float* w, float* out,
   dnnl_stream_t stream = Stream();
   if (stream == nullptr) return false;
   const bool pack_once = frozen && p.w_in != nullptr;
-  dnnl_memory_t packed = pack_once ? PackedFor(p, w) : nullptr;
+  dnnl_memory_t packed =
+      pack_once ? onednn::KeptPacking(w, p.w_user, p.w_md, p.w_in) : nullptr;
   if (pack_once && packed == nullptr) return false;
   if (!pack_once && p.w_in != nullptr && given != nullptr &&
       dnnl_memory_desc_equal(given_md, &p.w_md)) {
@@ -551,25 +514,6 @@ void Sconv(const int64_t* geometry, const float* x, const float* w,
   if (!RunOneDnn(g, x + g.x_off, w + g.w_off, out + g.o_off)) {
     SconvReference(geometry, x, w, out);
   }
-}
-
-void ForgetFrozenWeights(const void* data, int64_t bytes) {
-  const char* lo = static_cast<const char*>(data);
-  std::lock_guard<std::mutex> lock(PackedMutex());
-  auto& packed = PackedWeights();
-  for (auto it = packed.begin(); it != packed.end();) {
-    const char* w = reinterpret_cast<const char*>(it->first);
-    it = w >= lo && w < lo + bytes ? packed.erase(it) : std::next(it);
-  }
-}
-
-int64_t FrozenWeightsKept() {
-  std::lock_guard<std::mutex> lock(PackedMutex());
-  int64_t n = 0;
-  for (const auto& [w, kept] : PackedWeights()) {
-    n += static_cast<int64_t>(kept.size());
-  }
-  return n;
 }
 
 }  // namespace lathe

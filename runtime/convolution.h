@@ -37,20 +37,13 @@ constexpr int64_t SconvGeometrySize(int64_t s) { return 15 + 9 * s; }
 // The geometry's flag for weights that are a frozen constant (`# lathe:
 // constant`): no one writes them while their owner (a LoadedGraph) lives,
 // so they are packed into the library's layout once, at their first call,
-// and kept until ForgetFrozenWeights.
+// and kept until ForgetFrozenWeights (packed_weights.h).
 constexpr int64_t kSconvFrozenWeights = 1;
 
 // out = convolution(x, w) as the geometry says (s in [1, 3]; lowering
 // calls it for nothing else), through oneDNN where it
 // takes the geometry and the reference loops otherwise.
 void Sconv(const int64_t* geometry, const float* x, const float* w, float* out);
-
-// Drops what Sconv keeps for frozen weights inside the `bytes` bytes from
-// `data` (their owner is going; the memory may hold other values next).
-void ForgetFrozenWeights(const void* data, int64_t bytes);
-
-// How many packed frozen weights Sconv keeps now (for tests).
-int64_t FrozenWeightsKept();
 
 // Whether Sconv runs this geometry through oneDNN (else the reference).
 bool SconvUsesOneDnn(const int64_t* geometry);

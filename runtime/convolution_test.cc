@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/packed_weights.h"
 
 namespace lathe {
 namespace {

@@ -7,8 +7,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "runtime/convolution.h"
 #include "runtime/kernel_runtime.h"
+#include "runtime/packed_weights.h"
 #include "status_macros.h"
 
 namespace lathe {
@@ -268,6 +268,10 @@ absl::StatusOr<std::shared_ptr<const LoadedGraph>> LoadedGraph::Load(
     g->frozen_views_.push_back(ViewOfTensor(t));
   }
   g->frozen_ = std::move(frozen);
+  // Until ~LoadedGraph, which forgets them: matrix products pack them once.
+  for (const Tensor& t : g->frozen_) {
+    RegisterFrozenWeights(t.storage().data(), t.storage().nbytes());
+  }
   const bool on_device = g->library_.Symbol(kDeviceKernelsSymbol).ok();
   if (on_device != (device != nullptr)) {
     return absl::FailedPreconditionError(

@@ -151,7 +151,7 @@ struct Pieces {
 
 void ParallelProducts(int64_t batch, int64_t m, int64_t n, int64_t k, int team,
                       void (*piece)(void* ctx, const ProductPiece& p),
-                      void* ctx) {
+                      void* ctx, int64_t panel_rows) {
   // In double: a broadcast operand's batch needs no memory of its own.
   const double work = static_cast<double>(batch) * m * n * k;
   if (team <= 1 || work < kThreadedWork) {
@@ -164,12 +164,12 @@ void ParallelProducts(int64_t batch, int64_t m, int64_t n, int64_t k, int team,
     // Panels of a multiple of 16 columns (a vector) or rows, about
     // kPiecesPerThread per thread over the batch: rows where the product
     // has more rows than columns, or where each panel but the last keeps
-    // kPanelRows of them. A row panel's operand and result stay dense; a
+    // panel_rows of them. A row panel's operand and result stay dense; a
     // column panel of a [k, n] weight or result is strided, which oneDNN's
-    // bf16 matmul runs with gemm:jit at a third of its AMX kernel's rate
-    // (the f32 sgemm splits the same way).
+    // bf16 matmul runs with gemm:jit at a third to a tenth of its AMX
+    // kernel's rate.
     const int64_t want = (team * kPiecesPerThread + batch - 1) / batch;
-    p.by_rows = m > n || m >= want * kPanelRows;
+    p.by_rows = m > n || m >= want * panel_rows;
     const int64_t length = p.by_rows ? m : n;
     p.panel = std::max<int64_t>(16, (length / want + 15) / 16 * 16);
     p.panels = (length + p.panel - 1) / p.panel;

@@ -95,8 +95,14 @@ constexpr int64_t kThreadedWork = int64_t{1} << 18;
 constexpr int64_t kPiecesPerThread = 2;
 
 // Rows each row panel but the last keeps at least when a product is split
-// by rows though it has more columns (ParallelProducts).
+// by rows though it has more columns (ParallelProducts' default).
 constexpr int64_t kPanelRows = 128;
+
+// The same for bf16 products: a column panel of a bf16 weight is strided,
+// and oneDNN runs it with gemm:jit at a tenth of its AMX kernel's rate
+// (GPT-2's [256, 768] @ [768, 2304] at 77 GFLOP/s), which row panels of
+// 16 rows beat.
+constexpr int64_t kBf16PanelRows = 16;
 
 // One piece of a batch of m x n products: matrices [mat, mat + mats), of
 // each the rows [row, row + rows) and columns [col, col + cols).
@@ -111,10 +117,10 @@ struct ProductPiece {
 // least kPiecesPerThread matrices per thread is split into runs of whole
 // matrices (the pool's chunks), and a smaller one into panels of a
 // multiple of 16 rows (when m > n, or when each row panel but the last
-// keeps kPanelRows rows) or columns of each matrix.
+// keeps `panel_rows` rows) or columns of each matrix.
 void ParallelProducts(int64_t batch, int64_t m, int64_t n, int64_t k, int team,
                       void (*piece)(void* ctx, const ProductPiece& p),
-                      void* ctx);
+                      void* ctx, int64_t panel_rows = kPanelRows);
 
 // Runs body(ctx, i) for i in [0, n), each on one pool thread under
 // OneThread (n = 1: on the calling thread); returns when all are done.

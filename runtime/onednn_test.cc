@@ -44,12 +44,12 @@ struct Seen {
 // Runs ParallelProducts with a team of 3 and checks that every element of
 // every result is in exactly one piece, each piece ran with one OpenMP
 // thread, and the caller's count is 3 again after.
-std::vector<ProductPiece> Pieces(int64_t batch, int64_t m, int64_t n,
-                                 int64_t k) {
+std::vector<ProductPiece> Pieces(int64_t batch, int64_t m, int64_t n, int64_t k,
+                                 int64_t panel_rows = kPanelRows) {
   const int team = omp_get_max_threads();
   omp_set_num_threads(3);
   Seen seen(batch, m, n);
-  ParallelProducts(batch, m, n, k, Team(), &Seen::Piece, &seen);
+  ParallelProducts(batch, m, n, k, Team(), &Seen::Piece, &seen, panel_rows);
   EXPECT_EQ(omp_get_max_threads(), 3);
   omp_set_num_threads(team);
   for (size_t e = 0; e < seen.hits.size(); ++e) {
@@ -95,6 +95,20 @@ TEST(OneDnnTest, AWideProductWithManyRowsSplitsByRows) {
   // 767 rows: under 6 * kPanelRows, so column panels as before.
   for (const ProductPiece& piece : Pieces(1, 767, 1000, 64)) {
     EXPECT_EQ(piece.rows, 767);
+  }
+}
+
+// bf16 products (kBf16PanelRows) split by rows down to panels of 16 rows:
+// GPT-2's [256, 768] @ [768, 2304] into 6 panels for a team of 3.
+TEST(OneDnnTest, Bf16ProductsSplitByRowsDownToSixteenRows) {
+  std::vector<ProductPiece> p = Pieces(1, 256, 2304, 768, kBf16PanelRows);
+  ASSERT_EQ(p.size(), 6u);
+  for (const ProductPiece& piece : p) {
+    EXPECT_EQ(std::tie(piece.col, piece.cols), std::make_tuple(0, 2304));
+  }
+  // 95 rows: under 6 * 16, so column panels.
+  for (const ProductPiece& piece : Pieces(1, 95, 2304, 768, kBf16PanelRows)) {
+    EXPECT_EQ(piece.rows, 95);
   }
 }
 
