@@ -585,9 +585,10 @@ CHECK: return ([[OUT]], [[MAX]], [[MI]])
 
 // bmm(q, k^T) scaled after, the causal mask as masked_fill, a softmax by
 // amax / exp / sum whose exp reads the unmasked scores (0 instead of a
-// shifted score below -87.5, the lanes whose results would be below
-// FLT_MIN and its masked lanes set to 0 after) and whose sum is 1 for a
-// fully masked row, bmm with v; the log-sum-exp is laid out as [B, L, H].
+// shifted score below -87.5 or a masked one, the lanes whose results would
+// be below FLT_MIN and its masked lanes set to 0 after) and whose sum is 1
+// for a fully masked row, bmm with v; the log-sum-exp is laid out as
+// [B, L, H].
 TEST(DecomposeTest, FlashAttentionCpuCausal) {
   EXPECT_OK(RunPassAndFileCheck<Decompose>(
       R"IR(def forward(self, q: "f32[1, 2, 4, 8]", k: "f32[1, 2, 4, 8]", v: "f32[1, 2, 4, 8]"):
@@ -607,7 +608,8 @@ CHECK: [[M:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.masked_fill.Sca
 CHECK: [[MAX:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.amax.default([[M]], [-1], True)
 CHECK-NOT: torch.ops.aten.sub.Tensor([[M]]
 CHECK: [[X:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.sub.Tensor
-CHECK: [[SKIP:[a-z_0-9]+]]: "b8[1, 2, 4, 4]{{.*}} = torch.ops.aten.lt.Scalar([[X]], -87.5)
+CHECK: [[LOW:[a-z_0-9]+]]: "b8[1, 2, 4, 4]{{.*}} = torch.ops.aten.lt.Scalar([[X]], -87.5)
+CHECK: [[SKIP:[a-z_0-9]+]]: "b8[1, 2, 4, 4]{{.*}} = torch.ops.aten.logical_or.default([[LOW]], [[ABOVE]])
 CHECK: [[ZEROED:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.mul.Scalar([[X]], 0.0)
 CHECK: [[ARG:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.where.self([[SKIP]], [[ZEROED]], [[X]])
 CHECK: [[E:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.exp.default([[ARG]])

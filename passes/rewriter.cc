@@ -40,6 +40,11 @@ absl::StatusOr<Node*> ExpUnmasked(Rewriter& r, Node* x, Node* mask) {
   // constant, which GCC would fold exp of and then call exp on x after all.
   ASSIGN_OR_RETURN(Node * skip,
                    r.Binary("aten.lt.Scalar", x, F(kExpSkipBelow)));
+  // Masked lanes too: x there may be far above the row's max, and lanes
+  // whose exp overflows take glibc's scalar path as well.
+  if (mask != nullptr) {
+    ASSIGN_OR_RETURN(skip, r.Binary("aten.logical_or.default", skip, A(mask)));
+  }
   ASSIGN_OR_RETURN(Node * zeroed, r.Binary("aten.mul.Scalar", x, F(0.0)));
   ASSIGN_OR_RETURN(Node * arg,
                    r.Call("aten.where.self", {A(skip), A(zeroed), A(x)}));

@@ -152,17 +152,22 @@ const Plan* PlanFor(const Geometry& g) {
 bool RunPlan(const Plan& p, const void* a, const void* b, float* c) {
   dnnl_stream_t stream = onednn::Stream();
   if (stream == nullptr) return false;
-  dnnl_memory_t packed =
+  dnnl_memory_t weights =
       p.b_in == nullptr ? nullptr
                         : onednn::KeptPacking(b, p.b_md, p.packed_md, p.b_in);
-  if (p.b_in != nullptr && packed == nullptr) return false;
+  if (p.b_in != nullptr && weights == nullptr) return false;
+  // b's own memory, where the plan reads it as it is.
+  std::unique_ptr<onednn::Memory> bm;
+  if (weights == nullptr) {
+    bm = std::make_unique<onednn::Memory>(p.b_md, const_cast<void*>(b));
+    weights = bm->m;
+  }
   onednn::Memory am(p.a_md, const_cast<void*>(a));
-  onednn::Memory bm(p.b_md, packed != nullptr ? nullptr : const_cast<void*>(b));
   onednn::Memory cm(p.c_md, c);
-  if (am.m == nullptr || bm.m == nullptr || cm.m == nullptr) return false;
+  if (am.m == nullptr || weights == nullptr || cm.m == nullptr) return false;
   return onednn::Execute(stream, p.matmul,
                          {{DNNL_ARG_SRC, am.m},
-                          {DNNL_ARG_WEIGHTS, packed != nullptr ? packed : bm.m},
+                          {DNNL_ARG_WEIGHTS, weights},
                           {DNNL_ARG_DST, cm.m}}) &&
          Ok(dnnl_stream_wait(stream));
 }
@@ -242,11 +247,16 @@ void Product(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
 // constant's (packed_weights.h).
 bool FrozenOperand(int64_t batch, int64_t n, int64_t k, const void* b,
                    int64_t b_bs, int64_t b_rs, int64_t b_cs) {
-  if ((batch > 1 && b_bs != 0) || n <= 0 || k <= 0 || b_rs < 0 || b_cs < 0) {
+  int64_t rows, cols, last, bytes;
+  if ((batch > 1 && b_bs != 0) || n <= 0 || k <= 0 || b_rs < 0 || b_cs < 0 ||
+      __builtin_mul_overflow(k - 1, b_rs, &rows) ||
+      __builtin_mul_overflow(n - 1, b_cs, &cols) ||
+      __builtin_add_overflow(rows, cols, &last) ||
+      __builtin_add_overflow(last, 1, &last) ||
+      __builtin_mul_overflow(last, int64_t{sizeof(uint16_t)}, &bytes)) {
     return false;
   }
-  const int64_t last = (k - 1) * b_rs + (n - 1) * b_cs;
-  return IsFrozen(b, (last + 1) * static_cast<int64_t>(sizeof(uint16_t)));
+  return IsFrozen(b, bytes);
 }
 
 }  // namespace

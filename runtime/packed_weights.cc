@@ -1,5 +1,6 @@
 #include "runtime/packed_weights.h"
 
+#include <atomic>
 #include <cstdint>
 #include <iterator>
 #include <map>
@@ -24,11 +25,13 @@ struct Packed {
   std::unique_ptr<Memory> memory;
 };
 
-// The registered ranges (start -> bytes and how many registrations) and
-// the packed copies by their weights' address, under one mutex.
+// The registered ranges ((start, bytes) -> how many registrations) and the
+// packed copies by their weights' address, under one mutex; `ranges`
+// counts the registered ranges for IsFrozen's check without it.
 struct Frozen {
   std::mutex mu;
-  std::map<const char*, std::pair<int64_t, int>> ranges;
+  std::map<std::pair<uintptr_t, int64_t>, int> registered;
+  std::atomic<int64_t> ranges{0};
   std::map<const void*, std::vector<Packed>> packed;
 };
 
@@ -37,39 +40,49 @@ Frozen& State() {
   return *state;
 }
 
+uintptr_t Address(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+
 }  // namespace
 
 void RegisterFrozenWeights(const void* data, int64_t bytes) {
   if (data == nullptr || bytes <= 0) return;
   Frozen& s = State();
   std::lock_guard<std::mutex> lock(s.mu);
-  auto [it, added] = s.ranges.emplace(static_cast<const char*>(data),
-                                      std::make_pair(bytes, 0));
-  if (it->second.first < bytes) it->second.first = bytes;
-  ++it->second.second;
+  if (s.registered[{Address(data), bytes}]++ == 0) s.ranges.fetch_add(1);
 }
 
 bool IsFrozen(const void* data, int64_t bytes) {
-  const char* lo = static_cast<const char*>(data);
   Frozen& s = State();
+  if (bytes < 0 || s.ranges.load(std::memory_order_acquire) == 0) return false;
+  const uintptr_t lo = Address(data);
   std::lock_guard<std::mutex> lock(s.mu);
-  auto it = s.ranges.upper_bound(lo);
-  if (it == s.ranges.begin()) return false;
-  --it;
-  return bytes >= 0 && lo - it->first <= it->second.first - bytes;
+  // Every range starting at or before lo (few: a graph's constants).
+  for (auto it = s.registered.begin();
+       it != s.registered.end() && it->first.first <= lo; ++it) {
+    const auto [start, size] = it->first;
+    if (lo - start <= static_cast<uint64_t>(size) &&
+        static_cast<uint64_t>(bytes) <= size - (lo - start)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void ForgetFrozenWeights(const void* data, int64_t bytes) {
-  const char* lo = static_cast<const char*>(data);
+  if (data == nullptr || bytes <= 0) return;
+  const uintptr_t lo = Address(data);
   Frozen& s = State();
   std::lock_guard<std::mutex> lock(s.mu);
-  auto range = s.ranges.find(lo);
-  if (range != s.ranges.end() && --range->second.second == 0) {
-    s.ranges.erase(range);
+  auto range = s.registered.find({lo, bytes});
+  if (range != s.registered.end()) {
+    if (--range->second > 0) return;  // another registration holds it
+    s.registered.erase(range);
+    s.ranges.fetch_sub(1);
   }
-  for (auto it = s.packed.begin(); it != s.packed.end();) {
-    const char* w = static_cast<const char*>(it->first);
-    it = w >= lo && w < lo + bytes ? s.packed.erase(it) : std::next(it);
+  for (auto it = s.packed.lower_bound(data);
+       it != s.packed.end() &&
+       Address(it->first) - lo < static_cast<uint64_t>(bytes);) {
+    it = s.packed.erase(it);
   }
 }
 
@@ -87,12 +100,15 @@ dnnl_memory_t KeptPacking(const void* w, const dnnl_memory_desc_t& from,
                           const dnnl_memory_desc_t& to,
                           dnnl_primitive_t reorder) {
   Frozen& s = State();
+  // The first call packs under the lock (once per weight and layout).
   std::lock_guard<std::mutex> lock(s.mu);
-  std::vector<Packed>& kept = s.packed[w];
-  for (const Packed& k : kept) {
-    if (dnnl_memory_desc_equal(&k.from, &from) &&
-        dnnl_memory_desc_equal(&k.to, &to)) {
-      return k.memory->m;
+  auto at = s.packed.find(w);
+  if (at != s.packed.end()) {
+    for (const Packed& k : at->second) {
+      if (dnnl_memory_desc_equal(&k.from, &from) &&
+          dnnl_memory_desc_equal(&k.to, &to)) {
+        return k.memory->m;
+      }
     }
   }
   dnnl_stream_t stream = Stream();
@@ -107,7 +123,7 @@ dnnl_memory_t KeptPacking(const void* w, const dnnl_memory_desc_t& from,
     return nullptr;
   }
   dnnl_memory_t m = packed->m;
-  kept.push_back(Packed{from, to, std::move(packed)});
+  s.packed[w].push_back(Packed{from, to, std::move(packed)});
   return m;
 }
 

@@ -34,9 +34,10 @@ void RegisterFrozenWeights(const void* data, int64_t bytes);
 // Whether the `bytes` bytes from `data` lie inside one registered range.
 bool IsFrozen(const void* data, int64_t bytes);
 
-// Ends one registration of the range (when it has one) and drops every
-// packed copy kept of weights inside it (their owner is going; the memory
-// may hold other values next).
+// Ends one registration of the range; after its last one (or for a range
+// never registered: Sconv's frozen weights are known from its geometry),
+// drops every packed copy kept of weights inside it (their owner is going;
+// the memory may hold other values next).
 void ForgetFrozenWeights(const void* data, int64_t bytes);
 
 // How many packed copies of frozen weights are kept now (for tests).
@@ -47,7 +48,7 @@ namespace onednn {
 // `w` (in layout `from`) packed into layout `to` by `reorder` (from -> to):
 // packed on this thread at the first call for (w, from, to) and kept until
 // ForgetFrozenWeights covers w; null when oneDNN fails. The caller
-// vouches that w is frozen.
+// vouches that w is frozen and its owner stays while the copy is used.
 dnnl_memory_t KeptPacking(const void* w, const dnnl_memory_desc_t& from,
                           const dnnl_memory_desc_t& to,
                           dnnl_primitive_t reorder);

@@ -17,13 +17,21 @@ TEST(PackedWeightsTest, RegisteredRangesAreFrozenUntilForgotten) {
   EXPECT_TRUE(IsFrozen(w.data(), 100));
   EXPECT_TRUE(IsFrozen(w.data() + 40, 60));
   EXPECT_FALSE(IsFrozen(w.data() + 40, 61));  // runs past the end
-  EXPECT_FALSE(IsFrozen(w.data() - 1, 2));    // starts before it
+  EXPECT_FALSE(IsFrozen(w.data() + 100, 1));  // just after it
   // Registrations nest: the range stays frozen until the last one ends.
   RegisterFrozenWeights(w.data(), 100);
   ForgetFrozenWeights(w.data(), 100);
   EXPECT_TRUE(IsFrozen(w.data() + 99, 1));
+  // A registration of part of it is its own, and ends alone.
+  RegisterFrozenWeights(w.data(), 50);
   ForgetFrozenWeights(w.data(), 100);
+  EXPECT_TRUE(IsFrozen(w.data() + 10, 40));
+  EXPECT_FALSE(IsFrozen(w.data() + 10, 41));
+  ForgetFrozenWeights(w.data(), 50);
   EXPECT_FALSE(IsFrozen(w.data(), 1));
+  // Empty ranges register nothing and end nothing.
+  RegisterFrozenWeights(w.data(), 0);
+  EXPECT_FALSE(IsFrozen(w.data(), 0));
 }
 
 // A [2, 3] f32 matrix packed as its transpose (the reorder ab -> ba): done
@@ -61,7 +69,13 @@ TEST(PackedWeightsTest, PackedOnceAndKeptUntilForgotten) {
   EXPECT_EQ(t[0], 1);
   EXPECT_EQ(FrozenWeightsKept(), before + 1);
 
-  ForgetFrozenWeights(w.data(), 6 * sizeof(float));
+  // While another registration holds w, its copy stays.
+  const int64_t bytes = 6 * sizeof(float);
+  RegisterFrozenWeights(w.data(), bytes);
+  RegisterFrozenWeights(w.data(), bytes);
+  ForgetFrozenWeights(w.data(), bytes);
+  EXPECT_EQ(FrozenWeightsKept(), before + 1);
+  ForgetFrozenWeights(w.data(), bytes);
   EXPECT_EQ(FrozenWeightsKept(), before);
   dnnl_primitive_destroy(reorder);
 }
