@@ -25,13 +25,17 @@ struct Packed {
   std::unique_ptr<Memory> memory;
 };
 
-// The registered ranges ((start, bytes) -> how many registrations) and the
-// packed copies by their weights' address, under one mutex; `ranges`
-// counts the registered ranges for IsFrozen's check without it.
+// The registered ranges ((start, bytes) -> how many registrations) under
+// `mu`, and the packed copies by their weights' address under `packing`
+// (a first call packs under it, so IsFrozen, which every bf16 product
+// calls, does not wait for a pack); ForgetFrozenWeights takes mu, then
+// packing. `ranges` counts the registered ranges for IsFrozen's check
+// without mu.
 struct Frozen {
   std::mutex mu;
   std::map<std::pair<uintptr_t, int64_t>, int> registered;
   std::atomic<int64_t> ranges{0};
+  std::mutex packing;
   std::map<const void*, std::vector<Packed>> packed;
 };
 
@@ -79,6 +83,7 @@ void ForgetFrozenWeights(const void* data, int64_t bytes) {
     s.registered.erase(range);
     s.ranges.fetch_sub(1);
   }
+  std::lock_guard<std::mutex> packing(s.packing);
   for (auto it = s.packed.lower_bound(data);
        it != s.packed.end() &&
        Address(it->first) - lo < static_cast<uint64_t>(bytes);) {
@@ -88,7 +93,7 @@ void ForgetFrozenWeights(const void* data, int64_t bytes) {
 
 int64_t FrozenWeightsKept() {
   Frozen& s = State();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<std::mutex> lock(s.packing);
   int64_t n = 0;
   for (const auto& [w, kept] : s.packed) n += static_cast<int64_t>(kept.size());
   return n;
@@ -101,7 +106,7 @@ dnnl_memory_t KeptPacking(const void* w, const dnnl_memory_desc_t& from,
                           dnnl_primitive_t reorder) {
   Frozen& s = State();
   // The first call packs under the lock (once per weight and layout).
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<std::mutex> lock(s.packing);
   auto at = s.packed.find(w);
   if (at != s.packed.end()) {
     for (const Packed& k : at->second) {
