@@ -129,15 +129,17 @@ TEST(Bf16GemmTest, LargeProductsSplitOverThePool) {
   omp_set_num_threads(team);
 }
 
-// A frozen b (packed_weights.h) is packed once per piece geometry and kept:
-// row panels of a [128, 256] @ [256, 384] (b as given and transposed, as
-// nn.Linear's weight) and column panels of a [32, 64] @ [64, 999], each
-// against the reference, on every call; the copies go with the weights.
+// Whether this CPU has bf16 dot products (AVX512-BF16, AMX), for which
+// oneDNN wants b's pairs of rows interleaved.
 bool HasBf16DotProducts() {
   const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
   return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
 }
 
+// A frozen b (packed_weights.h) is packed once per piece geometry and kept:
+// row panels of a [128, 256] @ [256, 384] (b as given and transposed, as
+// nn.Linear's weight) and column panels of a [32, 64] @ [64, 999], each
+// against the reference, on every call; the copies go with the weights.
 TEST(Bf16GemmTest, FrozenWeightsArePackedOnceAndForgotten) {
   const int team = omp_get_max_threads();
   omp_set_num_threads(3);
@@ -157,8 +159,6 @@ TEST(Bf16GemmTest, FrozenWeightsArePackedOnceAndForgotten) {
     const int64_t kept = FrozenWeightsKept();
     p.ExpectMatchesReference(a, b, p.m * p.n);
     EXPECT_EQ(FrozenWeightsKept(), kept) << "packed again";
-    // Where the CPU has bf16 dot products (AVX512-BF16, AMX), oneDNN wants
-    // b's pairs of rows interleaved: packed.
     if (HasBf16DotProducts()) {
       EXPECT_GT(kept, before);
     }
