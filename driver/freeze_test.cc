@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "codegen/cpp/cpu_backend.h"
 #include "codegen/cpp/cpu_testing.h"
 #include "dnnl.h"
@@ -77,7 +78,7 @@ struct Frozen {
 
 // Values for `text`'s inputs, those named in `names` frozen, and the
 // interpreter's results with all of them given.
-Frozen Inputs(const char* text, const std::set<std::string>& names) {
+Frozen Inputs(const std::string& text, const std::set<std::string>& names) {
   Frozen f;
   std::unique_ptr<ir::Graph> g = *ir::ParseGraph(text);
   g->attributes().constants.clear();  // every input given
@@ -149,36 +150,48 @@ TEST(FreezeTest, WeightsArePackedOnceAndForgottenWithTheFunction) {
   EXPECT_EQ(FrozenWeightsKept(), before);
 }
 
-// nn.Linear's product in bf16 with its weight frozen: the weight is
-// packed once into oneDNN's layout (packed_weights.h: the function's
-// LoadedGraph registers its frozen constants) and forgotten with it.
-TEST(FreezeTest, Bf16LinearWeightsArePackedOnceAndForgotten) {
-  constexpr char kLinear[] =
-      R"IR(def forward(self, x: "bf16[64, 32]", w: "bf16[48, 32]"):
+// nn.Linear's product of a [64, 32] x with a frozen [48, 32] w of `dtype`
+// (f32, bf16): matches the interpreter on every call; the weight is packed
+// once into oneDNN's layout when `packs` (packed_weights.h: the function's
+// LoadedGraph registers its frozen constants) and forgotten with the
+// function.
+void ExpectLinearWeightPackedOnce(const std::string& dtype, double tolerance,
+                                  bool packs) {
+  const std::string linear = absl::StrReplaceAll(
+      R"IR(def forward(self, x: "DT[64, 32]", w: "DT[48, 32]"):
     t = torch.ops.aten.t.default(w)
     mm = torch.ops.aten.mm.default(x, t)
     return (mm,)
-)IR";
-  Frozen in = Inputs(kLinear, {"w"});
+)IR",
+      {{"DT", dtype}});
+  Frozen in = Inputs(linear, {"w"});
   const int64_t before = FrozenWeightsKept();
   {
     ASSERT_OK_AND_ASSIGN(
         std::unique_ptr<CompiledGraph> c,
         CompileGraphText(
-            kLinear, {.frozen = in.frozen, .backend = &codegen::CpuBackend()}));
+            linear, {.frozen = in.frozen, .backend = &codegen::CpuBackend()}));
     for (int call = 0; call < 3; ++call) {
       ASSERT_OK_AND_ASSIGN(ir::Interpretation got, Call(*c, in.given));
-      codegen::ExpectSameOutputs(got, in.want, 1e-2);
+      codegen::ExpectSameOutputs(got, in.want, tolerance);
     }
-    // Where the CPU has bf16 dot products (AVX512-BF16, AMX), oneDNN wants
-    // w's pairs of rows interleaved: packed.
-    const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-    if ((isa & dnnl_cpu_isa_avx512_core_bf16) ==
-        dnnl_cpu_isa_avx512_core_bf16) {
-      EXPECT_EQ(FrozenWeightsKept(), before + 1);
-    }
+    if (packs) EXPECT_EQ(FrozenWeightsKept(), before + 1);
   }
   EXPECT_EQ(FrozenWeightsKept(), before);
+}
+
+// In f32, oneDNN's matmul reads w (transposed here) in a layout of its own.
+TEST(FreezeTest, LinearWeightsArePackedOnceAndForgotten) {
+  ExpectLinearWeightPackedOnce("f32", 1e-5, true);
+}
+
+// In bf16, where the CPU has bf16 dot products (AVX512-BF16, AMX), oneDNN
+// wants w's pairs of rows interleaved.
+TEST(FreezeTest, Bf16LinearWeightsArePackedOnceAndForgotten) {
+  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  ExpectLinearWeightPackedOnce(
+      "bf16", 1e-2,
+      (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16);
 }
 
 TEST(FreezeTest, TheCallerChangingItsValuesLaterChangesNothing) {

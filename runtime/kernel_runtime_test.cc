@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/packed_weights.h"
 #include "runtime/storage.h"
 
 namespace lathe {
@@ -39,32 +40,48 @@ std::vector<T> Naive(int64_t batch, int64_t m, int64_t n, int64_t k,
   return c;
 }
 
+// Runs the runtime's product once and checks the result against the naive
+// loop. With `packed` given, b is registered as a frozen constant's around
+// three calls, each checked, and *packed is set to how many packed copies
+// the calls added (packed_weights.h); the copies are checked gone after.
 template <typename T>
 void Check(int64_t batch, int64_t m, int64_t n, int64_t k, Layout la, Layout lb,
-           Layout lc) {
+           Layout lc, int64_t* packed = nullptr) {
+  const bool frozen = packed != nullptr;
+  const int64_t before = FrozenWeightsKept();
   std::vector<T> a(batch * la.bs + m * la.rs + k * la.cs + 1);
   std::vector<T> b(batch * lb.bs + k * lb.rs + n * lb.cs + 1);
   for (size_t i = 0; i < a.size(); ++i) a[i] = T(std::sin(0.37 * i));
   for (size_t i = 0; i < b.size(); ++i) b[i] = T(std::cos(0.11 * i));
-  std::vector<T> c(batch * lc.bs + m * lc.rs + n * lc.cs + 1, T(-7));
-  const LatheKernelRuntime* rt = KernelRuntime();
-  auto gemm = sizeof(T) == 4 ? reinterpret_cast<void*>(rt->sgemm)
-                             : reinterpret_cast<void*>(rt->dgemm);
-  using Fn = void (*)(int64_t, int64_t, int64_t, int64_t, const T*, int64_t,
-                      int64_t, int64_t, const T*, int64_t, int64_t, int64_t, T*,
-                      int64_t, int64_t, int64_t);
-  reinterpret_cast<Fn>(gemm)(batch, m, n, k, a.data(), la.bs, la.rs, la.cs,
-                             b.data(), lb.bs, lb.rs, lb.cs, c.data(), lc.bs,
-                             lc.rs, lc.cs);
-  std::vector<T> want = Naive<T>(batch, m, n, k, a, la, b, lb);
-  for (int64_t i = 0; i < batch; ++i)
-    for (int64_t r = 0; r < m; ++r)
-      for (int64_t col = 0; col < n; ++col) {
-        double w = want[(i * m + r) * n + col];
-        double g = c[i * lc.bs + r * lc.rs + col * lc.cs];
-        ASSERT_NEAR(g, w, 1e-4 * (1 + std::fabs(w)))
-            << "batch " << i << " at [" << r << ", " << col << "]";
-      }
+  const int64_t b_bytes = b.size() * sizeof(T);
+  if (frozen) RegisterFrozenWeights(b.data(), b_bytes);
+  for (int call = 0; call < (frozen ? 3 : 1); ++call) {
+    std::vector<T> c(batch * lc.bs + m * lc.rs + n * lc.cs + 1, T(-7));
+    const LatheKernelRuntime* rt = KernelRuntime();
+    auto gemm = sizeof(T) == 4 ? reinterpret_cast<void*>(rt->sgemm)
+                               : reinterpret_cast<void*>(rt->dgemm);
+    using Fn = void (*)(int64_t, int64_t, int64_t, int64_t, const T*, int64_t,
+                        int64_t, int64_t, const T*, int64_t, int64_t, int64_t,
+                        T*, int64_t, int64_t, int64_t);
+    reinterpret_cast<Fn>(gemm)(batch, m, n, k, a.data(), la.bs, la.rs, la.cs,
+                               b.data(), lb.bs, lb.rs, lb.cs, c.data(), lc.bs,
+                               lc.rs, lc.cs);
+    std::vector<T> want = Naive<T>(batch, m, n, k, a, la, b, lb);
+    for (int64_t i = 0; i < batch; ++i)
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t col = 0; col < n; ++col) {
+          double w = want[(i * m + r) * n + col];
+          double g = c[i * lc.bs + r * lc.rs + col * lc.cs];
+          ASSERT_NEAR(g, w, 1e-4 * (1 + std::fabs(w)))
+              << "batch " << i << " at [" << r << ", " << col << "], call "
+              << call;
+        }
+  }
+  if (frozen) {
+    *packed = FrozenWeightsKept() - before;
+    ForgetFrozenWeights(b.data(), b_bytes);
+    EXPECT_EQ(FrozenWeightsKept(), before);
+  }
 }
 
 TEST(KernelRuntimeTest, RowMajor) {
@@ -114,6 +131,33 @@ TEST(KernelRuntimeTest, LargeProductsSplitOverThePool) {
   // More rows than columns: row panels, a plain and a transposed a.
   Check<float>(1, 1000, 10, 30, {0, 30, 1}, {0, 10, 1}, {0, 10, 1});
   Check<float>(1, 999, 12, 40, {0, 1, 999}, {0, 12, 1}, {0, 13, 1});
+  omp_set_num_threads(team);
+}
+
+// An f32 b inside a frozen constant's memory (packed_weights.h) and read
+// transposed, as nn.Linear's weight, runs through oneDNN's matmul with b
+// packed once per piece geometry: at batch 64 in column panels on a team
+// of 3, in row panels, shared by a batch; a b read as given stays with
+// sgemm. Every call against the naive loop; no copy kept after the weights
+// are forgotten.
+TEST(KernelRuntimeTest, FrozenTransposedWeightsArePackedOnceAndForgotten) {
+  const int team = omp_get_max_threads();
+  omp_set_num_threads(3);
+  int64_t packed[4];
+  Check<float>(1, 64, 1000, 96, {0, 96, 1}, {0, 1, 96}, {0, 1000, 1},
+               &packed[0]);
+  Check<float>(1, 300, 200, 64, {0, 64, 1}, {0, 1, 64}, {0, 200, 1},
+               &packed[1]);
+  Check<float>(4, 30, 40, 50, {1500, 50, 1}, {0, 1, 50}, {1200, 40, 1},
+               &packed[2]);
+  Check<float>(1, 33, 65, 17, {0, 17, 1}, {0, 65, 1}, {0, 65, 1}, &packed[3]);
+  EXPECT_EQ(packed[3], 0);
+  // The matmul reads b in a layout other than b's own (a dense or blocked
+  // copy): one copy per piece (panels of 16 columns or rows; the batch is
+  // below the threaded size, one piece).
+  EXPECT_GE(packed[0], 2);
+  EXPECT_GE(packed[1], 1);
+  EXPECT_EQ(packed[2], 1);
   omp_set_num_threads(team);
 }
 

@@ -2,10 +2,11 @@
 // File: onednn.h
 // -----------------------------------------------------------------------------
 //
-// What the runtime's oneDNN routines (convolution.h, bf16_gemm.h, sgemm in
-// kernel_runtime.cc) share: the process's CPU engine, each thread's stream,
-// a memory object that destroys itself, and how they run on the runtime's
-// thread pool (thread_pool.h). Each routine builds its own primitives.
+// What the runtime's oneDNN routines (convolution.h, matmul_primitive.h,
+// bf16_gemm.h, sgemm in kernel_runtime.cc) share: the process's CPU engine,
+// each thread's stream, a memory object that destroys itself, and how they
+// run on the runtime's thread pool (thread_pool.h). Each routine builds its
+// own primitives.
 //
 // oneDNN threads its routines with OpenMP (libgomp): a team whose barrier
 // waits for every thread, and whose idle threads spin beside the pool's

@@ -385,16 +385,19 @@ constexpr double TransformerFlops() {
   return 4 * 2 * t * d * d + 2 * 2 * b * s * s * d + 2 * 2 * t * d * m;
 }
 
-BENCHMARK_CAPTURE(BM_Matmul, mlp_gelu_b64, "mlp_gelu_b64", MlpFlops(64))
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_Matmul, mlp_gelu_b1024, "mlp_gelu_b1024", MlpFlops(1024))
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_Matmul, transformer_block_b8_s128_d512,
-                  "transformer_block_b8_s128_d512", TransformerFlops())
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+// A model's two rows: tools/bench/graphs/NAME.txt as it is, and with every
+// parameter frozen (NAME_frozen).
+#define LATHE_MODEL_ROWS(NAME, FLOPS)                             \
+  BENCHMARK_CAPTURE(BM_Matmul, NAME, #NAME, FLOPS)                \
+      ->Unit(benchmark::kMillisecond)                             \
+      ->UseRealTime();                                            \
+  BENCHMARK_CAPTURE(BM_Matmul, NAME##_frozen, #NAME, FLOPS, true) \
+      ->Unit(benchmark::kMillisecond)                             \
+      ->UseRealTime()
+
+LATHE_MODEL_ROWS(mlp_gelu_b64, MlpFlops(64));
+LATHE_MODEL_ROWS(mlp_gelu_b1024, MlpFlops(1024));
+LATHE_MODEL_ROWS(transformer_block_b8_s128_d512, TransformerFlops());
 // The same block as torch.compile's AOT forward graph (view/permute/clone
 // where make_fx's graph has _unsafe_view).
 BENCHMARK_CAPTURE(BM_Matmul, transformer_block_aot_b8_s128_d512,
@@ -472,16 +475,6 @@ BENCHMARK_CAPTURE(BM_Matmul, resnet18_b8_224x224_frozen, "resnet18_b8_224x224",
                   Resnet18Flops(8, 224), true)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
-
-// A model's two rows: tools/bench/graphs/NAME.txt as it is, and with every
-// parameter frozen (NAME_frozen).
-#define LATHE_MODEL_ROWS(NAME, FLOPS)                             \
-  BENCHMARK_CAPTURE(BM_Matmul, NAME, #NAME, FLOPS)                \
-      ->Unit(benchmark::kMillisecond)                             \
-      ->UseRealTime();                                            \
-  BENCHMARK_CAPTURE(BM_Matmul, NAME##_frozen, #NAME, FLOPS, true) \
-      ->Unit(benchmark::kMillisecond)                             \
-      ->UseRealTime()
 
 // A BERT-base-shaped encoder layer (d 768, 12 heads, MLP 3072) at batch n,
 // seq s: q/k/v/o projections, scores and att@v, the MLP.

@@ -165,7 +165,8 @@ def compiled_frozen(fn, args):
 
 
 # Rows whose weights torch.compile can also freeze.
-FREEZE_ROWS = ("small_cnn", "resnet18", "bert_layer", "gpt2")
+FREEZE_ROWS = ("mlp_gelu", "transformer_block", "small_cnn", "resnet18",
+               "bert_layer", "gpt2")
 
 
 def run_rows(a):
