@@ -152,7 +152,7 @@ void Bf16Gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
                 g.c + p.mat * g.c_bs + p.row * g.c_rs + p.col * g.c_cs, g.c_bs,
                 g.c_rs, g.c_cs, g.frozen);
       },
-      &call, onednn::kBf16PanelRows);
+      &call, onednn::kPackedPanelRows);
 }
 
 }  // namespace lathe

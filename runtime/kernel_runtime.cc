@@ -74,24 +74,28 @@ struct SgemmCall {
   bool frozen;
 
   // The piece's part of the product on this thread: oneDNN's matmul with b
-  // packed once when `frozen`, else its sgemm (which packs its part of b on
+  // packed once when `frozen` (the pieces are row panels: each reads the
+  // whole b, one packed copy), else its sgemm (which packs its part of b on
   // every call).
   static void Piece(void* ctx, const onednn::ProductPiece& p) {
     const SgemmCall& g = *static_cast<const SgemmCall*>(ctx);
-    for (int64_t mat = p.mat; mat < p.mat + p.mats; ++mat) {
-      const float* a = g.a + mat * g.a_bs + p.row * g.a_rs;
-      const float* b = g.b + mat * g.b_bs + p.col * g.b_cs;
-      float* c = g.c + mat * g.c_bs + p.row * g.c_rs + p.col * g.c_cs;
-      if (g.frozen && onednn::RunMatmul(
-                          {dnnl_f32, 1, p.rows, p.cols, g.k, 0, g.a_rs, g.a_cs,
-                           0, g.b_rs, g.b_cs, 0, g.c_rs, g.c_cs, true},
-                          a, b, c)) {
-        continue;
-      }
-      if (dnnl_sgemm(g.ta, g.tb, p.rows, p.cols, g.k, 1.0f, a, g.lda, b, g.ldb,
-                     0.0f, c, g.ldc) != dnnl_success) {
-        Gemm<float>(1, p.rows, p.cols, g.k, a, 0, g.a_rs, g.a_cs, b, 0, g.b_rs,
-                    g.b_cs, c, 0, g.c_rs, g.c_cs);
+    const float* a = g.a + p.mat * g.a_bs + p.row * g.a_rs;
+    const float* b = g.b + p.mat * g.b_bs + p.col * g.b_cs;
+    float* c = g.c + p.mat * g.c_bs + p.row * g.c_rs + p.col * g.c_cs;
+    if (g.frozen && onednn::RunMatmul({dnnl_f32, p.mats, p.rows, p.cols, g.k,
+                                       g.a_bs, g.a_rs, g.a_cs, g.b_bs, g.b_rs,
+                                       g.b_cs, g.c_bs, g.c_rs, g.c_cs, true},
+                                      a, b, c)) {
+      return;
+    }
+    for (int64_t mat = 0; mat < p.mats; ++mat) {
+      const float* am = a + mat * g.a_bs;
+      const float* bm = b + mat * g.b_bs;
+      float* cm = c + mat * g.c_bs;
+      if (dnnl_sgemm(g.ta, g.tb, p.rows, p.cols, g.k, 1.0f, am, g.lda, bm,
+                     g.ldb, 0.0f, cm, g.ldc) != dnnl_success) {
+        Gemm<float>(1, p.rows, p.cols, g.k, am, 0, g.a_rs, g.a_cs, bm, 0,
+                    g.b_rs, g.b_cs, cm, 0, g.c_rs, g.c_cs);
       }
     }
   }
@@ -116,17 +120,24 @@ void Sgemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a,
                 c_bs, c_rs, c_cs);
     return;
   }
-  // A frozen b read transposed (nn.Linear's weight) is copied once into the
-  // layout oneDNN's matmul picks: sgemm reads a transposed b 1.4x slower at
-  // batch 64. One read as given gains nothing from the copy.
-  const bool frozen = tb == 'T' && FrozenOperand(batch, n, k, b, b_bs, b_rs,
-                                                 b_cs, sizeof(float));
-  SgemmCall call{ta,   tb,   k,    lda,  ldb,  ldc,  a,    b,    c,     a_bs,
-                 a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs, frozen};
   // A result shared by the batch (stride 0) is written in order, on one
   // thread.
   const int team = batch > 1 && c_bs == 0 ? 1 : onednn::Team();
-  onednn::ParallelProducts(batch, m, n, k, team, &SgemmCall::Piece, &call);
+  // A frozen b read transposed (nn.Linear's weight) is copied once into the
+  // layout oneDNN's matmul picks, where the pieces are row panels (one copy
+  // serves them all): sgemm reads a transposed b 1.4-1.8x slower at batch
+  // 32-64. A b read as given gains nothing from the copy; column panels
+  // would each want a copy of their own.
+  const bool frozen =
+      tb == 'T' &&
+      onednn::PiecesReadAllOfB(batch, m, n, k, team,
+                               onednn::kPackedPanelRows) &&
+      FrozenOperand(batch, n, k, b, b_bs, b_rs, b_cs, sizeof(float));
+  SgemmCall call{ta,   tb,   k,    lda,  ldb,  ldc,  a,    b,    c,     a_bs,
+                 a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs, frozen};
+  onednn::ParallelProducts(
+      batch, m, n, k, team, &SgemmCall::Piece, &call,
+      frozen ? onednn::kPackedPanelRows : onednn::kPanelRows);
 }
 
 // Why this thread's last allocation for generated code failed.

@@ -136,28 +136,32 @@ TEST(KernelRuntimeTest, LargeProductsSplitOverThePool) {
 
 // An f32 b inside a frozen constant's memory (packed_weights.h) and read
 // transposed, as nn.Linear's weight, runs through oneDNN's matmul with b
-// packed once per piece geometry: at batch 64 in column panels on a team
-// of 3, in row panels, shared by a batch; a b read as given stays with
-// sgemm. Every call against the naive loop; no copy kept after the weights
-// are forgotten.
+// packed once, where the pieces hold all of b's columns (onednn.h:
+// PiecesReadAllOfB): row panels of 16 rows on a team of 3, row panels of a
+// tall product, one piece for a small batch sharing b. Column panels (a
+// [64, 1000] result on a team of 3) and a b read as given stay with sgemm.
+// Every call against the naive loop; no copy kept after the weights are
+// forgotten.
 TEST(KernelRuntimeTest, FrozenTransposedWeightsArePackedOnceAndForgotten) {
   const int team = omp_get_max_threads();
   omp_set_num_threads(3);
-  int64_t packed[4];
-  Check<float>(1, 64, 1000, 96, {0, 96, 1}, {0, 1, 96}, {0, 1000, 1},
+  int64_t packed[5];
+  Check<float>(1, 96, 1000, 96, {0, 96, 1}, {0, 1, 96}, {0, 1000, 1},
                &packed[0]);
   Check<float>(1, 300, 200, 64, {0, 64, 1}, {0, 1, 64}, {0, 200, 1},
                &packed[1]);
   Check<float>(4, 30, 40, 50, {1500, 50, 1}, {0, 1, 50}, {1200, 40, 1},
                &packed[2]);
-  Check<float>(1, 33, 65, 17, {0, 17, 1}, {0, 65, 1}, {0, 65, 1}, &packed[3]);
-  EXPECT_EQ(packed[3], 0);
+  Check<float>(1, 64, 1000, 96, {0, 96, 1}, {0, 1, 96}, {0, 1000, 1},
+               &packed[3]);
+  Check<float>(1, 33, 65, 17, {0, 17, 1}, {0, 65, 1}, {0, 65, 1}, &packed[4]);
   // The matmul reads b in a layout other than b's own (a dense or blocked
-  // copy): one copy per piece (panels of 16 columns or rows; the batch is
-  // below the threaded size, one piece).
-  EXPECT_GE(packed[0], 2);
-  EXPECT_GE(packed[1], 1);
+  // copy): one copy, whatever the pieces.
+  EXPECT_EQ(packed[0], 1);
+  EXPECT_EQ(packed[1], 1);
   EXPECT_EQ(packed[2], 1);
+  EXPECT_EQ(packed[3], 0);
+  EXPECT_EQ(packed[4], 0);
   omp_set_num_threads(team);
 }
 

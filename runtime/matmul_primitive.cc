@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -121,8 +122,14 @@ bool BuildPlan(const ProductGeometry& g, Plan* plan) {
                                      nullptr))) {
     return false;
   }
-  bool ok = (!g.frozen_b || BuildPacking(pd, plan)) &&
-            Ok(dnnl_primitive_create(&plan->matmul, pd));
+  // oneDNN's reference matmul (what takes a layout no optimized kernel
+  // does) is orders of magnitude slower than the callers' fallbacks.
+  const char* impl = nullptr;
+  bool ok =
+      Ok(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl)) &&
+      impl != nullptr && std::strncmp(impl, "ref", 3) != 0 &&
+      (!g.frozen_b || BuildPacking(pd, plan)) &&
+      Ok(dnnl_primitive_create(&plan->matmul, pd));
   dnnl_primitive_desc_destroy(pd);
   return ok;
 }

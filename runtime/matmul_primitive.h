@@ -49,8 +49,9 @@ struct ProductGeometry {
   bool frozen_b;
 };
 
-// Whether oneDNN's matmul takes `g` (its primitive is made and cached at
-// the first question about g).
+// Whether oneDNN's matmul takes `g` with an optimized kernel (its primitive
+// is made and cached at the first question about g); its reference kernel
+// is refused.
 bool MatmulTakes(const ProductGeometry& g);
 
 // Runs g's product on this thread through the cached primitive (b packed at

@@ -3,18 +3,35 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <random>
 #include <vector>
 
 #include "dnnl.h"
 #include "gtest/gtest.h"
-#include "runtime/onednn.h"
 #include "runtime/packed_weights.h"
 
 namespace lathe {
 namespace {
 
 using onednn::ProductGeometry;
+
+// Registers `bytes` from `data` as a frozen constant's while alive (so a
+// failed assertion leaves no registration behind).
+class FrozenWhileAlive {
+ public:
+  FrozenWhileAlive(const void* data, int64_t bytes)
+      : data_(data), bytes_(bytes) {
+    RegisterFrozenWeights(data_, bytes_);
+  }
+  ~FrozenWhileAlive() { ForgetFrozenWeights(data_, bytes_); }
+  FrozenWhileAlive(const FrozenWhileAlive&) = delete;
+  FrozenWhileAlive& operator=(const FrozenWhileAlive&) = delete;
+
+ private:
+  const void* data_;
+  int64_t bytes_;
+};
 
 std::vector<float> Random(int64_t n, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-1, 1);
@@ -46,8 +63,8 @@ std::vector<float> Naive(const ProductGeometry& g, const std::vector<float>& a,
 void ExpectMatchesNaive(ProductGeometry g, int64_t a_size, int64_t b_size,
                         std::mt19937& rng) {
   std::vector<float> a = Random(a_size, rng), b = Random(b_size, rng);
-  const int64_t bytes = b_size * static_cast<int64_t>(sizeof(float));
-  if (g.frozen_b) RegisterFrozenWeights(b.data(), bytes);
+  std::optional<FrozenWhileAlive> frozen;
+  if (g.frozen_b) frozen.emplace(b.data(), b_size * sizeof(float));
   const std::vector<float> want = Naive(g, a, b);
   for (int call = 0; call < (g.frozen_b ? 3 : 1); ++call) {
     std::vector<float> c(want.size(), NAN);
@@ -57,7 +74,6 @@ void ExpectMatchesNaive(ProductGeometry g, int64_t a_size, int64_t b_size,
           << "call " << call << ", element " << i;
     }
   }
-  if (g.frozen_b) ForgetFrozenWeights(b.data(), bytes);
 }
 
 TEST(MatmulPrimitiveTest, F32ProductsMatchTheNaiveLoop) {
@@ -88,16 +104,16 @@ TEST(MatmulPrimitiveTest, FrozenF32WeightsArePackedOnceAndForgotten) {
         ProductGeometry{dnnl_f32, 1, 5, 96, 40, 0, 40, 1, 0, 96, 1, 0, 96, 1,
                         true}}) {
     std::vector<float> a = Random(g.m * g.k, rng), b = Random(g.k * g.n, rng);
-    const int64_t bytes = g.k * g.n * static_cast<int64_t>(sizeof(float));
-    RegisterFrozenWeights(b.data(), bytes);
-    std::vector<float> c(g.m * g.n);
-    ASSERT_TRUE(onednn::RunMatmul(g, a.data(), b.data(), c.data()));
-    const int64_t kept = FrozenWeightsKept();
-    if (g.b_rs == 1) EXPECT_EQ(kept, before + 1);
-    EXPECT_LE(kept, before + 1);
-    ASSERT_TRUE(onednn::RunMatmul(g, a.data(), b.data(), c.data()));
-    EXPECT_EQ(FrozenWeightsKept(), kept) << "packed again";
-    ForgetFrozenWeights(b.data(), bytes);
+    {
+      FrozenWhileAlive frozen(b.data(), g.k * g.n * sizeof(float));
+      std::vector<float> c(g.m * g.n);
+      ASSERT_TRUE(onednn::RunMatmul(g, a.data(), b.data(), c.data()));
+      const int64_t kept = FrozenWeightsKept();
+      if (g.b_rs == 1) EXPECT_EQ(kept, before + 1);
+      EXPECT_LE(kept, before + 1);
+      ASSERT_TRUE(onednn::RunMatmul(g, a.data(), b.data(), c.data()));
+      EXPECT_EQ(FrozenWeightsKept(), kept) << "packed again";
+    }
     EXPECT_EQ(FrozenWeightsKept(), before);
     ExpectMatchesNaive(g, g.m * g.k, g.k * g.n, rng);
     EXPECT_EQ(FrozenWeightsKept(), before);
@@ -117,6 +133,11 @@ TEST(MatmulPrimitiveTest, RefusesWhatTheMatmulCannotTake) {
       {dnnl_s8, 1, 3, 4, 5, 0, 5, 1, 0, 4, 1, 0, 4, 1, false}));
   EXPECT_TRUE(onednn::MatmulTakes(
       {dnnl_f32, 1, 3, 4, 5, 0, 5, 1, 0, 4, 1, 0, 4, 1, false}));
+  // One row of a read with column stride 2, and b read with row stride 2
+  // (neither stride 1): no optimized kernel takes it, and the reference
+  // kernel is refused.
+  EXPECT_FALSE(onednn::MatmulTakes(
+      {dnnl_f32, 1, 1, 4, 5, 0, 10, 2, 0, 8, 2, 0, 4, 1, false}));
   float c[12];
   const float x[20] = {};
   EXPECT_FALSE(onednn::RunMatmul(
@@ -125,9 +146,9 @@ TEST(MatmulPrimitiveTest, RefusesWhatTheMatmulCannotTake) {
 
 TEST(MatmulPrimitiveTest, FrozenOperandIsWholeMatrixInsideOneRegistration) {
   std::vector<float> w(6 * 4);
-  const int64_t bytes = 6 * 4 * sizeof(float);
   EXPECT_FALSE(FrozenOperand(1, 4, 6, w.data(), 0, 4, 1, sizeof(float)));
-  RegisterFrozenWeights(w.data(), bytes);
+  std::optional<FrozenWhileAlive> frozen;
+  frozen.emplace(w.data(), w.size() * sizeof(float));
   // [6, 4] row-major and its transpose read as [4, 6].
   EXPECT_TRUE(FrozenOperand(1, 4, 6, w.data(), 0, 4, 1, sizeof(float)));
   EXPECT_TRUE(FrozenOperand(1, 6, 4, w.data(), 0, 1, 4, sizeof(float)));
@@ -141,7 +162,7 @@ TEST(MatmulPrimitiveTest, FrozenOperandIsWholeMatrixInsideOneRegistration) {
   const int64_t huge = std::numeric_limits<int64_t>::max() / 2;
   EXPECT_FALSE(FrozenOperand(1, 4, 6, w.data(), 0, huge, 1, sizeof(float)));
   EXPECT_FALSE(FrozenOperand(1, 0, 6, w.data(), 0, 4, 1, sizeof(float)));
-  ForgetFrozenWeights(w.data(), bytes);
+  frozen.reset();
   EXPECT_FALSE(FrozenOperand(1, 4, 6, w.data(), 0, 4, 1, sizeof(float)));
 }
 

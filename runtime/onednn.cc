@@ -104,6 +104,12 @@ OneThread::~OneThread() { omp_set_num_threads(saved_); }
 
 namespace {
 
+// How many panels a batch of `batch` products smaller than the team's
+// pieces is cut into, per matrix: about kPiecesPerThread per thread.
+int64_t PanelsWanted(int64_t batch, int team) {
+  return (team * kPiecesPerThread + batch - 1) / batch;
+}
+
 // ParallelProducts' loop: the caller's piece function and the split.
 struct Products {
   void (*piece)(void*, const ProductPiece&);
@@ -149,6 +155,13 @@ struct Pieces {
 
 }  // namespace
 
+bool PiecesReadAllOfB(int64_t batch, int64_t m, int64_t n, int64_t k, int team,
+                      int64_t panel_rows) {
+  return team <= 1 || static_cast<double>(batch) * m * n * k < kThreadedWork ||
+         batch >= team * kPiecesPerThread || m > n ||
+         m >= PanelsWanted(batch, team) * panel_rows;
+}
+
 void ParallelProducts(int64_t batch, int64_t m, int64_t n, int64_t k, int team,
                       void (*piece)(void* ctx, const ProductPiece& p),
                       void* ctx, int64_t panel_rows) {
@@ -168,7 +181,7 @@ void ParallelProducts(int64_t batch, int64_t m, int64_t n, int64_t k, int team,
     // column panel of a [k, n] weight or result is strided, which oneDNN's
     // bf16 matmul runs with gemm:jit at a third to a tenth of its AMX
     // kernel's rate.
-    const int64_t want = (team * kPiecesPerThread + batch - 1) / batch;
+    const int64_t want = PanelsWanted(batch, team);
     p.by_rows = m > n || m >= want * panel_rows;
     const int64_t length = p.by_rows ? m : n;
     p.panel = std::max<int64_t>(16, (length / want + 15) / 16 * 16);

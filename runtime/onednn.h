@@ -99,11 +99,13 @@ constexpr int64_t kPiecesPerThread = 2;
 // by rows though it has more columns (ParallelProducts' default).
 constexpr int64_t kPanelRows = 128;
 
-// The same for bf16 products: a column panel of a bf16 weight is strided,
-// and oneDNN runs it with gemm:jit at a tenth of its AMX kernel's rate
-// (GPT-2's [256, 768] @ [768, 2304] at 77 GFLOP/s), which row panels of
-// 16 rows beat.
-constexpr int64_t kBf16PanelRows = 16;
+// The same for products that read b packed (bf16 products, frozen f32
+// weights: matmul_primitive.h): row panels down to 16 rows. Each piece then
+// reads the whole b, so one packed copy of a frozen b serves every piece
+// and every team size; a column panel of a bf16 weight is strided, and
+// oneDNN runs it with gemm:jit at a tenth of its AMX kernel's rate (GPT-2's
+// [256, 768] @ [768, 2304] at 77 GFLOP/s).
+constexpr int64_t kPackedPanelRows = 16;
 
 // One piece of a batch of m x n products: matrices [mat, mat + mats), of
 // each the rows [row, row + rows) and columns [col, col + cols).
@@ -122,6 +124,13 @@ struct ProductPiece {
 void ParallelProducts(int64_t batch, int64_t m, int64_t n, int64_t k, int team,
                       void (*piece)(void* ctx, const ProductPiece& p),
                       void* ctx, int64_t panel_rows = kPanelRows);
+
+// Whether every piece ParallelProducts(batch, m, n, k, team, ...,
+// panel_rows) gives its piece function holds all of b's columns (one piece,
+// runs of whole matrices, or row panels): then one packed copy of a b
+// shared by the batch serves every piece, whatever the team.
+bool PiecesReadAllOfB(int64_t batch, int64_t m, int64_t n, int64_t k, int team,
+                      int64_t panel_rows);
 
 // Runs body(ctx, i) for i in [0, n), each on one pool thread under
 // OneThread (n = 1: on the calling thread); returns when all are done.

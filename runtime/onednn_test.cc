@@ -98,18 +98,39 @@ TEST(OneDnnTest, AWideProductWithManyRowsSplitsByRows) {
   }
 }
 
-// bf16 products (kBf16PanelRows) split by rows down to panels of 16 rows:
-// GPT-2's [256, 768] @ [768, 2304] into 6 panels for a team of 3.
-TEST(OneDnnTest, Bf16ProductsSplitByRowsDownToSixteenRows) {
-  std::vector<ProductPiece> p = Pieces(1, 256, 2304, 768, kBf16PanelRows);
+// Products reading b packed (kPackedPanelRows) split by rows down to panels
+// of 16 rows: GPT-2's [256, 768] @ [768, 2304] into 6 panels for a team of
+// 3.
+TEST(OneDnnTest, PackedProductsSplitByRowsDownToSixteenRows) {
+  std::vector<ProductPiece> p = Pieces(1, 256, 2304, 768, kPackedPanelRows);
   ASSERT_EQ(p.size(), 6u);
   for (const ProductPiece& piece : p) {
     EXPECT_EQ(std::tie(piece.col, piece.cols), std::make_tuple(0, 2304));
   }
   // 95 rows: under 6 * 16, so column panels.
-  for (const ProductPiece& piece : Pieces(1, 95, 2304, 768, kBf16PanelRows)) {
+  for (const ProductPiece& piece : Pieces(1, 95, 2304, 768, kPackedPanelRows)) {
     EXPECT_EQ(piece.rows, 95);
   }
+}
+
+// Whether every piece holds all of b's columns, as the pieces above show
+// for a team of 3: one piece, runs of whole matrices, row panels; not
+// column panels.
+TEST(OneDnnTest, PiecesReadAllOfBUnlessSplitIntoColumnPanels) {
+  EXPECT_TRUE(PiecesReadAllOfB(3, 20, 30, 40, 3, kPanelRows));    // small
+  EXPECT_TRUE(PiecesReadAllOfB(1, 40, 1000, 64, 1, kPanelRows));  // team 1
+  EXPECT_TRUE(PiecesReadAllOfB(40, 64, 64, 64, 3, kPanelRows));   // runs
+  EXPECT_TRUE(PiecesReadAllOfB(1, 999, 30, 64, 3, kPanelRows));   // tall
+  EXPECT_TRUE(PiecesReadAllOfB(1, 800, 1000, 64, 3, kPanelRows));
+  EXPECT_FALSE(PiecesReadAllOfB(1, 767, 1000, 64, 3, kPanelRows));
+  EXPECT_FALSE(PiecesReadAllOfB(1, 40, 1000, 64, 3, kPanelRows));
+  EXPECT_FALSE(PiecesReadAllOfB(2, 64, 512, 64, 3, kPanelRows));
+  EXPECT_TRUE(PiecesReadAllOfB(1, 256, 2304, 768, 3, kPackedPanelRows));
+  EXPECT_FALSE(PiecesReadAllOfB(1, 95, 2304, 768, 3, kPackedPanelRows));
+  for (const ProductPiece& piece : Pieces(1, 96, 2304, 768, kPackedPanelRows)) {
+    EXPECT_EQ(std::tie(piece.col, piece.cols), std::make_tuple(0, 2304));
+  }
+  EXPECT_TRUE(PiecesReadAllOfB(1, 96, 2304, 768, 3, kPackedPanelRows));
 }
 
 // A batch under kPiecesPerThread per thread: panels of each matrix; a
