@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/simplify_indices.h"
 #include "runtime/dtype.h"
@@ -136,6 +137,56 @@ std::optional<std::string> ReorderForContiguity(Kernel& k, const Program& p) {
       " bytes per iteration at stride 1, against ", contiguous[n - 1], ")");
 }
 
+// Whether section `s` of k holds a reduce op of `kind` or a scan.
+bool SectionHas(const Kernel& k, int s, ScalarOp::Kind kind,
+                bool welford = false) {
+  for (const ScalarOp& op : k.ops) {
+    if (op.section != s || op.kind != kind) continue;
+    if (!welford || op.reduce == ReduceKind::kWelfordMean) return true;
+  }
+  return false;
+}
+
+// The section of a that b's first section, a reduction over the same outer
+// ranges, can join as a sibling, or -1: a reduction section over the same
+// inner ranges, neither with a scan, at most one with Welford ops (the
+// emitter's blocked pass). b must read nothing a writes (b's reduction then
+// runs before a's later sections store) and write nothing a reads or
+// writes; b's first section must be a reduction, its others straight.
+int SiblingSection(const Kernel& a, const Kernel& b) {
+  if (a.ranges != b.ranges || b.sections.empty() || !b.sections[0].reduction ||
+      SectionHas(b, 0, ScalarOp::Kind::kScan)) {
+    return -1;
+  }
+  for (size_t s = 1; s < b.sections.size(); ++s) {
+    if (b.sections[s].reduction || !b.sections[s].vars.empty()) return -1;
+  }
+  absl::flat_hash_set<int> a_writes, a_touches;
+  for (const ScalarOp& op : a.ops) {
+    if (op.kind == ScalarOp::Kind::kStore) a_writes.insert(op.buffer);
+    if (op.kind == ScalarOp::Kind::kStore || op.kind == ScalarOp::Kind::kLoad) {
+      a_touches.insert(op.buffer);
+    }
+  }
+  for (const ScalarOp& op : b.ops) {
+    if ((op.kind == ScalarOp::Kind::kLoad && a_writes.contains(op.buffer)) ||
+        (op.kind == ScalarOp::Kind::kStore && a_touches.contains(op.buffer))) {
+      return -1;
+    }
+  }
+  const bool b_welford = SectionHas(b, 0, ScalarOp::Kind::kReduce, true);
+  for (size_t s = 0; s < a.sections.size(); ++s) {
+    const int at = static_cast<int>(s);
+    if (a.sections[s].reduction &&
+        a.sections[s].ranges == b.sections[0].ranges &&
+        !SectionHas(a, at, ScalarOp::Kind::kScan) &&
+        !(b_welford && SectionHas(a, at, ScalarOp::Kind::kReduce, true))) {
+      return at;
+    }
+  }
+  return -1;
+}
+
 // Tries to fuse b into a; on success a holds both and the reason is set.
 std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
   if (a.kind != Kernel::Kind::kLoops || b.kind != Kernel::Kind::kLoops) {
@@ -145,9 +196,10 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
   // How b's variables map into a, and which section b's first section goes to.
   absl::flat_hash_map<Expr, Expr> rename;
   std::string reason;
-  enum class Mode { kSameSection, kNewSections } mode;
+  enum class Mode { kSameSection, kNewSections, kSibling } mode;
   int into = 0;
   std::vector<Section> added;
+  const int sibling = SiblingSection(a, b);
   if (a.ranges == b.ranges && FlatPointwise(b)) {
     const Section& last = a.sections.back();
     if (!last.vars.empty()) {
@@ -160,6 +212,21 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
     }
     reason = HasReduction(a) ? "epilogue over the reduction's outer ranges"
                              : "pointwise over the same ranges";
+  } else if (sibling >= 0) {
+    // b's reduction joins a's over the same loops (x.sum() and
+    // x.var_mean(): one pass over x for both); b's epilogue follows a's
+    // sections. b reads nothing a writes (SiblingSection), so no access
+    // needs checking against a's.
+    mode = Mode::kSibling;
+    into = static_cast<int>(a.sections.size());
+    const Section& theirs = a.sections[sibling];
+    for (size_t v = 0; v < theirs.vars.size(); ++v) {
+      rename[b.sections[0].vars[v]] = theirs.vars[v];
+    }
+    for (size_t s = 1; s < b.sections.size(); ++s) {
+      added.push_back(b.sections[s]);
+    }
+    reason = "reduction beside the reduction over the same ranges";
   } else if (a.ranges == b.ranges && HasReduction(b) && HasReduction(a)) {
     mode = Mode::kNewSections;
     into = static_cast<int>(a.sections.size());
@@ -256,7 +323,7 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
   };
   // Check b's accesses against a's, and find the loads that become values.
   absl::flat_hash_map<int, int> replaced;  // b op -> a op
-  for (size_t i = 0; i < ops.size(); ++i) {
+  for (size_t i = 0; i < ops.size() && mode != Mode::kSibling; ++i) {
     const ScalarOp& op = ops[i];
     if (op.kind == ScalarOp::Kind::kLoad) {
       auto it = a_stores.find(op.buffer);
@@ -310,7 +377,10 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
     ScalarOp op = ops[i];
     for (int& x : op.args) x = map[x];
     if (op.arg_index >= 0) op.arg_index = map[op.arg_index];
-    op.section = mode == Mode::kSameSection ? into : into + op.section;
+    op.section = mode == Mode::kSameSection   ? into
+                 : mode == Mode::kNewSections ? into + op.section
+                 : op.section == 0            ? sibling
+                                              : into + op.section - 1;
     a.ops.push_back(std::move(op));
     map[i] = static_cast<int>(a.ops.size()) - 1;
   }

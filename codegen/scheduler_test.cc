@@ -405,17 +405,49 @@ CHECK:      log: keep k2 apart from k0
 )"));
 }
 
-// A kernel holds at most 8 sections: four row reductions (two sections
-// each) fill k0, the fifth stays a kernel of its own. (The log gives the
-// generic reason, not the limit.)
+// x.sum() beside x.var_mean() (the bench's reduction row, per row here):
+// the second reduction reads nothing the first writes, so it joins the
+// first's loop as a sibling (one pass over x for both); its epilogue
+// follows the first's.
+TEST(SchedulerTest, SiblingReductionsShareOneLoop) {
+  EXPECT_OK(ScheduleAndFileCheck(R"IR(
+def forward(self, x: "f32[4, 8]"):
+    sum_1 = torch.ops.aten.sum.dim_IntList(x, [1])
+    var_mean = torch.ops.aten.var_mean.correction(x, [1], correction = 1)
+    getitem = var_mean[0]
+    getitem_1 = var_mean[1];  var_mean = None
+    return (sum_1, getitem, getitem_1)
+)IR",
+                                 R"(
+CHECK:      kernel k0 ranges=[4]
+CHECK-NEXT:   section 0 reduction r0_0 in 8
+CHECK:          reduce sum(
+CHECK:          reduce welford_mean(
+CHECK:        section 1 pointwise
+CHECK:          store buf{{[0-9]+}}[x0]
+CHECK-NEXT:   section 2 pointwise
+CHECK-NOT:    section 3
+CHECK-NOT:  kernel
+CHECK:      log: fuse k1 into k0: reduction beside the reduction over the same ranges
+)"));
+}
+
+// A kernel holds at most 8 sections: four row reductions, each reading
+// the one before's result (so not siblings: two sections each), fill k0;
+// the fifth stays a kernel of its own. (The log gives the generic reason,
+// not the limit.)
 TEST(SchedulerTest, AtMostEightSections) {
   ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(R"IR(
 def forward(self, x: "f32[4, 8]"):
-    sum_1 = torch.ops.aten.sum.dim_IntList(x, [1])
-    amax = torch.ops.aten.amax.default(x, [1])
-    amin = torch.ops.aten.amin.default(x, [1])
-    prod = torch.ops.aten.prod.dim_int(x, 1)
-    mean = torch.ops.aten.mean.dim(x, [1])
+    sum_1 = torch.ops.aten.sum.dim_IntList(x, [1], True)
+    add_1 = torch.ops.aten.add.Tensor(x, sum_1)
+    amax = torch.ops.aten.amax.default(add_1, [1], True)
+    add_2 = torch.ops.aten.add.Tensor(x, amax)
+    amin = torch.ops.aten.amin.default(add_2, [1], True)
+    add_3 = torch.ops.aten.add.Tensor(x, amin)
+    prod = torch.ops.aten.prod.dim_int(add_3, 1, True)
+    add_4 = torch.ops.aten.add.Tensor(x, prod)
+    mean = torch.ops.aten.mean.dim(add_4, [1])
     return (sum_1, amax, amin, prod, mean)
 )IR"));
   EXPECT_EQ(s.kernels_before, 5);
@@ -431,6 +463,30 @@ CHECK:      log: fuse k1 into k0: reduction over the same outer ranges
 CHECK-NEXT: log: fuse k2 into k0: reduction over the same outer ranges
 CHECK-NEXT: log: fuse k3 into k0: reduction over the same outer ranges
 CHECK-NEXT: log: keep k4 apart from k0:
+)"));
+}
+
+// Five reductions of the same rows that read only x are siblings: one loop
+// for all five, then their epilogues (six sections).
+TEST(SchedulerTest, FiveSiblingReductionsShareOneLoop) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(R"IR(
+def forward(self, x: "f32[4, 8]"):
+    sum_1 = torch.ops.aten.sum.dim_IntList(x, [1])
+    amax = torch.ops.aten.amax.default(x, [1])
+    amin = torch.ops.aten.amin.default(x, [1])
+    prod = torch.ops.aten.prod.dim_int(x, 1)
+    mean = torch.ops.aten.mean.dim(x, [1])
+    return (sum_1, amax, amin, prod, mean)
+)IR"));
+  EXPECT_EQ(s.kernels_before, 5);
+  EXPECT_EQ(s.lowered.program.kernels.size(), 1u);
+  EXPECT_OK(FileCheckScheduled(s, R"(
+CHECK:      kernel k0 ranges=[4]
+CHECK-NEXT:   section 0 reduction r0_0 in 8
+CHECK-COUNT-5:  reduce
+CHECK:        section 5 pointwise
+CHECK-NOT:    section 6
+CHECK:      log: fuse k1 into k0: reduction beside the reduction over the same ranges
 )"));
 }
 

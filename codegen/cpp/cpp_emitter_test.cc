@@ -60,7 +60,8 @@ CHECK-NOT: int64_t x
 // block's mean, recomputing the exp; a block whose sums overflowed f32 takes
 // the two passes again in double; the block is merged into the double
 // accumulator, and an empty row is NaN (M2 is double, as the var after it). The
-// max over the same rows is a section of its own.
+// max over the same rows is its sibling (it reads only x): it accumulates
+// in the block's first pass, once per element.
 TEST(CppEmitterTest, WelfordRunsInShiftedBlocksOfTwoPasses) {
   ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
 def forward(self, x: "f32[4, 1000]"):
@@ -82,10 +83,13 @@ CHECK:          lathe_op_exp
 CHECK-NEXT:     [[BK]] = lathe_op_isfinite([[V:v[0-9]+]]) ? [[V]] : float(0);
 CHECK-NEXT:   }
 CHECK-NEXT:   float [[BS:bs[0-9]+]] = 0;
-CHECK-NEXT:   #pragma omp simd reduction(+:[[BS]])
+CHECK-NEXT:   #pragma omp simd reduction(|:[[NAN:nan[0-9]+]]) reduction(max:[[MAX:acc[0-9]+]]) reduction(+:[[BS]])
 CHECK-NEXT:   for (int32_t r0_0 = blk; r0_0 < end; ++r0_0) {
 CHECK:          lathe_op_exp
 CHECK-NEXT:     [[BS]] += v{{[0-9]+}} - [[BK]];
+CHECK-NEXT:     const float [[X:v[0-9]+]] = p0[
+CHECK-NEXT:     [[MAX]] = [[X]] > [[MAX]] ? [[X]] : [[MAX]];
+CHECK-NEXT:     [[NAN]] |= [[X]] != [[X]];
 CHECK-NEXT:   }
 CHECK-NEXT:   const float [[BC:bc[0-9]+]] = [[BS]] / static_cast<float>(end - blk);
 CHECK-NEXT:   float [[BQ:bq[0-9]+]] = 0;
@@ -109,15 +113,16 @@ CHECK-NEXT:     }
 CHECK-NEXT:   }
 CHECK-NEXT:   [[WF]] = lathe_welford_merge([[WF]], {static_cast<double>([[BK]]) + [[DC]], [[DQ]], static_cast<int64_t>(end - blk)});
 CHECK-NEXT: }
+CHECK:      = [[NAN]] ? std::numeric_limits<float>::quiet_NaN() : [[MAX]];
 CHECK:      [[WF]].n > 0 ? static_cast<double>([[WF]].m2) : std::numeric_limits<double>::quiet_NaN();
-CHECK:      reduction(max:
+CHECK-NOT:  reduction(max:
 )"));
 }
 
-// A reduction to one value runs on the pool: chunks of its outer loop,
-// each with its own accumulators (the max's NaN flag too) folded into the
-// kernel's under a lock; a Welford section's chunks are of its outer loop
-// and its last loop's blocks, flattened, merged the same way; no OpenMP
+// Reductions to one value run on the pool: the max and the var_mean of x
+// are siblings, one Welford section whose chunks are of its outer loop and
+// its last loop's blocks, flattened, each with its own accumulators (the
+// max's NaN flag too) folded into the kernel's under one lock; no OpenMP
 // team.
 TEST(CppEmitterTest, ReductionsToOneValueFoldTheirChunksUnderALock) {
   ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
@@ -132,34 +137,27 @@ def forward(self, x: "f32[300, 600]"):
 CHECK-NOT:  omp parallel
 CHECK:      float [[ACC:acc[0-9]+]] = -lathe_std::numeric_limits<float>::infinity();
 CHECK-NEXT: int [[NAN:nan[0-9]+]] = 0;
+CHECK-NEXT: lathe_welford [[WF:wf[0-9]+]]{0, 0, 0};
 CHECK-NEXT: {
 CHECK-NEXT:   int lathe_held = 0;
-CHECK-NEXT:   lathe_parallel(rt, 300, 1, 180000 > 32768, 0, [](int64_t lathe_lo, int64_t lathe_hi, {{.*}}, int* lathe_held, float* lathe_[[ACC]], int* lathe_[[NAN]]) {
+CHECK-NEXT:   lathe_parallel(rt, 900, 1, 180000 > 32768, 0, [](int64_t lathe_lo, int64_t lathe_hi, {{.*}}, int* lathe_held, float* lathe_[[ACC]], int* lathe_[[NAN]], lathe_welford* lathe_[[WF]]) {
 CHECK-NEXT:     float [[ACC]] = -lathe_std::numeric_limits<float>::infinity();
 CHECK-NEXT:     int [[NAN]] = 0;
-CHECK-NEXT:     for (int32_t r0_0 = static_cast<int32_t>(lathe_lo); r0_0 < static_cast<int32_t>(lathe_hi); ++r0_0) {
-CHECK-NEXT:       #pragma omp simd reduction(|:[[NAN]]) reduction(max:[[ACC]])
-CHECK:          lathe_lock(lathe_held);
-CHECK-NEXT:     *lathe_[[ACC]] = [[ACC]] > *lathe_[[ACC]] ? [[ACC]] : *lathe_[[ACC]];
-CHECK-NEXT:     *lathe_[[NAN]] |= [[NAN]];
-CHECK-NEXT:     lathe_unlock(lathe_held);
-CHECK-NEXT:   }, {{.*}}, &lathe_held, &[[ACC]], &[[NAN]]);
-CHECK-NEXT: }
-CHECK:      lathe_welford [[WF:wf[0-9]+]]{0, 0, 0};
-CHECK-NEXT: {
-CHECK-NEXT:   int lathe_held = 0;
-CHECK-NEXT:   lathe_parallel(rt, 900, 1, 180000 > 32768, 0, [](int64_t lathe_lo, int64_t lathe_hi, {{.*}}, int* lathe_held, lathe_welford* lathe_[[WF]]) {
 CHECK-NEXT:     lathe_welford [[WF]]{0, 0, 0};
 CHECK-NEXT:     int32_t r{{[0-9]}}_0 = static_cast<int32_t>(lathe_lo / (3));
 CHECK-NEXT:     int32_t lathe_blk = static_cast<int32_t>(lathe_lo % (3));
 CHECK-NEXT:     for (int64_t lathe_f = lathe_lo; lathe_f < lathe_hi; ++lathe_f) {
 CHECK-NEXT:       const int32_t blk = static_cast<int32_t>(lathe_blk * 256);
 CHECK-NEXT:       const int32_t end = static_cast<int32_t>(std::min<int64_t>(int64_t{blk} + 256, 600));
+CHECK:            #pragma omp simd reduction(|:[[NAN]]) reduction(max:[[ACC]]) reduction(+:
 CHECK:            if (++lathe_blk == 3) { lathe_blk = 0; ++r{{[0-9]}}_0; }
 CHECK-NEXT:     }
 CHECK-NEXT:     lathe_lock(lathe_held);
+CHECK-NEXT:     *lathe_[[ACC]] = [[ACC]] > *lathe_[[ACC]] ? [[ACC]] : *lathe_[[ACC]];
+CHECK-NEXT:     *lathe_[[NAN]] |= [[NAN]];
 CHECK-NEXT:     *lathe_[[WF]] = lathe_welford_merge(*lathe_[[WF]], [[WF]]);
 CHECK-NEXT:     lathe_unlock(lathe_held);
+CHECK-NOT:  lathe_parallel
 )"));
 }
 

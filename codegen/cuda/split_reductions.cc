@@ -200,11 +200,20 @@ std::pair<Kernel, Kernel> Split(Program& p, const Kernel& k, const Plan& plan) {
   const Expr slot = symbolic::Add(symbolic::Mul(row, chunks), g);
   const Expr slot_in_whole =
       symbolic::Add(symbolic::Mul(row, chunks), SectionVar(0, 0));
+  // The first section's ops, which need not come first in k.ops (a
+  // sibling reduction's join it later: scheduler.cc), renumbered for part.
+  std::vector<int> in_part(k.ops.size(), -1);  // old op -> part's op
   for (size_t i = 0; i < k.ops.size(); ++i) {
     ScalarOp op = k.ops[i];
     if (op.section != 0) continue;
     op.index = AtPoint(op.index, first.vars, first.ranges, at, from_chunk);
+    for (int& a : op.args) {
+      a = in_part[a];
+      LATHE_CHECK(a >= 0) << "the first section reads its own values only";
+    }
+    if (op.arg_index >= 0) op.arg_index = in_part[op.arg_index];
     part.ops.push_back(op);
+    in_part[i] = static_cast<int>(part.ops.size()) - 1;
     if (op.kind != ScalarOp::Kind::kReduce) continue;
     // Its partials: a [rows, chunks] workspace.
     Buffer w;

@@ -61,8 +61,8 @@ CHECK:      log: split k0's reduction over 100000 points into 40 chunks of 2500 
 
 TEST(SplitReductionsTest, RowsAndSeveralReducedDimensions) {
   // Two rows of 128 * 256 contiguous points: a chunk's point is the row's
-  // flat position again. Only the first section splits: the sum after it
-  // stays a loop of the whole kernel's row.
+  // flat position again. The sum is the max's sibling (scheduler.cc: one
+  // loop over x for both), so both split: each its own partials.
   EXPECT_OK(SplitAndFileCheck(R"IR(
 def forward(self, x: "f32[2, 128, 256]"):
     amax = torch.ops.aten.amax.default(x, [1, 2])
@@ -72,21 +72,24 @@ def forward(self, x: "f32[2, 128, 256]"):
 )IR",
                               R"(
 CHECK:      buffer k0_partial1 : f32[32] freed after k0
+CHECK-NEXT: buffer k0_partial3 : f32[32] freed after k0
 CHECK:      kernel k0_part ranges=[2, 16]
 CHECK-NEXT:   section 0 reduction r0_2 in 2048
 CHECK-NEXT:     %0 = load in0[r0_2 + 32768*x0 + 2048*x1] : f32
 CHECK-NEXT:     %1 = reduce max(%0) : f32
+CHECK-NEXT:     %3 = load in0[r0_2 + 32768*x0 + 2048*x1] : f32
+CHECK-NEXT:     %4 = reduce sum(%3) : f32
 CHECK-NEXT:   section 1 pointwise
 CHECK-NEXT:     store k0_partial1[16*x0 + x1] = %1
+CHECK-NEXT:     store k0_partial3[16*x0 + x1] = %4
 CHECK-NEXT: kernel k0 ranges=[2]
 CHECK-NEXT:   section 0 reduction r0_0 in 16
 CHECK-NEXT:     %0 = load k0_partial1[r0_0 + 16*x0] : f32
 CHECK-NEXT:     %1 = reduce max(%0) : f32
-CHECK-NEXT:   section 1 pointwise
-CHECK-NEXT:   section 2 reduction r2_0 in 128, r2_1 in 256
-CHECK-NEXT:     %2 = load in0[256*r2_0 + r2_1 + 32768*x0] : f32
+CHECK-NEXT:     %2 = load k0_partial3[r0_0 + 16*x0] : f32
 CHECK-NEXT:     %3 = reduce sum(%2) : f32
-CHECK-NEXT:   section 3 pointwise
+CHECK-NEXT:   section 1 pointwise
+CHECK-NEXT:   section 2 pointwise
 CHECK-NEXT:     %4 = add(%1, %3) : f32
 CHECK-NEXT:     store buf3[x0] = %4
 CHECK:      log: split k0's reduction over 32768 points into 16 chunks of 2048
