@@ -137,27 +137,37 @@ std::optional<std::string> ReorderForContiguity(Kernel& k, const Program& p) {
       " bytes per iteration at stride 1, against ", contiguous[n - 1], ")");
 }
 
-// Whether section `s` of k holds a reduce op of `kind` or a scan.
-bool SectionHas(const Kernel& k, int s, ScalarOp::Kind kind,
-                bool welford = false) {
+// Which ops section `s` of k holds.
+struct SectionOps {
+  bool scan = false, welford = false, arg = false;
+};
+SectionOps OpsOf(const Kernel& k, int s) {
+  SectionOps has;
   for (const ScalarOp& op : k.ops) {
-    if (op.section != s || op.kind != kind) continue;
-    if (!welford || op.reduce == ReduceKind::kWelfordMean) return true;
+    if (op.section != s) continue;
+    has.scan = has.scan || op.kind == ScalarOp::Kind::kScan;
+    if (op.kind != ScalarOp::Kind::kReduce) continue;
+    has.welford = has.welford || op.reduce == ReduceKind::kWelfordMean;
+    has.arg = has.arg || op.reduce == ReduceKind::kArgMax ||
+              op.reduce == ReduceKind::kArgMin;
   }
-  return false;
+  return has;
 }
 
 // The section of a that b's first section, a reduction over the same outer
 // ranges, can join as a sibling, or -1: a reduction section over the same
 // inner ranges, neither with a scan, at most one with Welford ops (the
-// emitter's blocked pass). b must read nothing a writes (b's reduction then
-// runs before a's later sections store) and write nothing a reads or
-// writes; b's first section must be a reduction, its others straight.
+// emitter's blocked pass), both or neither with an argmax/argmin (which
+// runs its section's loop in order, on one thread: the cpu emitter). b must
+// read nothing a writes (b's reduction then runs before a's later sections
+// store) and write nothing a reads or writes; b's first section must be a
+// reduction, its others straight.
 int SiblingSection(const Kernel& a, const Kernel& b) {
-  if (a.ranges != b.ranges || b.sections.empty() || !b.sections[0].reduction ||
-      SectionHas(b, 0, ScalarOp::Kind::kScan)) {
+  if (a.ranges != b.ranges || b.sections.empty() || !b.sections[0].reduction) {
     return -1;
   }
+  const SectionOps mine = OpsOf(b, 0);
+  if (mine.scan) return -1;
   for (size_t s = 1; s < b.sections.size(); ++s) {
     if (b.sections[s].reduction || !b.sections[s].vars.empty()) return -1;
   }
@@ -174,14 +184,15 @@ int SiblingSection(const Kernel& a, const Kernel& b) {
       return -1;
     }
   }
-  const bool b_welford = SectionHas(b, 0, ScalarOp::Kind::kReduce, true);
   for (size_t s = 0; s < a.sections.size(); ++s) {
-    const int at = static_cast<int>(s);
-    if (a.sections[s].reduction &&
-        a.sections[s].ranges == b.sections[0].ranges &&
-        !SectionHas(a, at, ScalarOp::Kind::kScan) &&
-        !(b_welford && SectionHas(a, at, ScalarOp::Kind::kReduce, true))) {
-      return at;
+    if (!a.sections[s].reduction ||
+        a.sections[s].ranges != b.sections[0].ranges) {
+      continue;
+    }
+    const SectionOps theirs = OpsOf(a, static_cast<int>(s));
+    if (!theirs.scan && !(mine.welford && theirs.welford) &&
+        mine.arg == theirs.arg) {
+      return static_cast<int>(s);
     }
   }
   return -1;

@@ -432,6 +432,36 @@ CHECK:      log: fuse k1 into k0: reduction beside the reduction over the same r
 )"));
 }
 
+// Reductions of the same rows that stay in loops of their own: two
+// Welford reductions (the emitter's blocked pass takes one), and an argmax
+// beside a sum (the argmax's loop runs in order, on one thread, which would
+// take the sum's vectorized, pooled loop with it).
+TEST(SchedulerTest, SiblingsNeedOneWelfordAndArgmaxOnBothOrNeither) {
+  EXPECT_OK(ScheduleAndFileCheck(R"IR(
+def forward(self, x: "f32[4, 8]", y: "f32[4, 8]"):
+    vm_x = torch.ops.aten.var_mean.correction(x, [1], correction = 1)
+    var_x = vm_x[0]
+    vm_y = torch.ops.aten.var_mean.correction(y, [1], correction = 1)
+    var_y = vm_y[0]
+    sum_1 = torch.ops.aten.sum.dim_IntList(x, [1])
+    argmax = torch.ops.aten.argmax.default(x, 1)
+    return (var_x, var_y, sum_1, argmax)
+)IR",
+                                 R"(
+CHECK:      kernel k0 ranges=[4]
+CHECK-NEXT:   section 0 reduction r0_0 in 8
+CHECK:          reduce welford_mean(
+CHECK:          reduce sum(
+CHECK-NOT:      reduce welford_mean(
+CHECK-NOT:      reduce argmax(
+CHECK:        section {{[0-9]+}} reduction r{{[0-9]+}}_0 in 8
+CHECK:          reduce welford_mean(
+CHECK:      log: fuse k1 into k0: reduction over the same outer ranges
+CHECK:      log: fuse k2 into k0: reduction beside the reduction over the same ranges
+CHECK:      log: fuse k3 into k0: reduction over the same outer ranges
+)"));
+}
+
 // A kernel holds at most 8 sections: four row reductions, each reading
 // the one before's result (so not siblings: two sections each), fill k0;
 // the fifth stays a kernel of its own. (The log gives the generic reason,

@@ -16,7 +16,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "codegen/cpp/cpu_function.h"
 #include "codegen/cpp/cpu_testing.h"
 #include "gmock/gmock.h"
@@ -195,6 +198,47 @@ def forward(self, x: "f32[300, 257][257, 1]cpu", n: "f32[70007][1]cpu", p: "f64[
   ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*c.graph, in));
   ExpectSameOutputs(*got, want, 1e-4);
   EXPECT_TRUE(std::isnan(got->outputs[1].tensor.GetDouble({})));
+}
+
+// Sibling reductions of the same rows (scheduler.cc) share one loop: the
+// sum, the max (with a NaN in one row) and the var_mean of x + 1e4 (a
+// variance of about 2 on an offset of 1e4, which a one-pass sum of squares
+// would lose), and the mean of x, accumulated in the Welford section's
+// block pass; on a team of 4, against the interpreter.
+TEST(CpuOpsTest, SiblingRowReductionsMatchTheInterpreter) {
+  constexpr char kText[] = R"IR(
+def forward(self, x: "f32[37, 1000][1000, 1]cpu"):
+    big = torch.ops.aten.add.Tensor(x, 10000.0)
+    sum_1 = torch.ops.aten.sum.dim_IntList(big, [1])
+    amax = torch.ops.aten.amax.default(big, [1])
+    vm = torch.ops.aten.var_mean.correction(big, [1], correction = 1)
+    getitem = vm[0]
+    getitem_1 = vm[1];  vm = None
+    mean = torch.ops.aten.mean.dim(x, [1]);  x = None
+    return (sum_1, amax, getitem, getitem_1, mean)
+)IR";
+  ASSERT_OK_AND_ASSIGN(CompiledCpu c, CompileCpuText(kText));
+  // One simd loop accumulates the max and the Welford block's sum.
+  bool one_loop = false;
+  for (absl::string_view line : absl::StrSplit(c.function->source(), '\n')) {
+    one_loop = one_loop || (absl::StrContains(line, "reduction(max:") &&
+                            absl::StrContains(line, "reduction(+:bs"));
+  }
+  EXPECT_TRUE(one_loop) << c.function->source();
+  const int team = omp_get_max_threads();
+  omp_set_num_threads(4);
+  std::vector<ir::Value> in = {FilledF32({37, 1000}, 0)};
+  for (int64_t i = 0; i < 37 * 1000; ++i) {
+    in[0].tensor.SetDouble({i / 1000, i % 1000},
+                           i == 5500 ? NAN : std::sin(0.37 * i) * 2);
+  }
+  absl::StatusOr<ir::Interpretation> got = c.function->Run(in);
+  omp_set_num_threads(team);
+  ASSERT_OK(got.status());
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*c.graph, in));
+  ExpectSameOutputs(*got, want, 1e-5);
+  EXPECT_TRUE(std::isnan(got->outputs[1].tensor.GetDouble({5})));
+  EXPECT_FALSE(std::isnan(got->outputs[1].tensor.GetDouble({4})));
 }
 
 // A parallel loop whose inner size is 0 at run time (a slice to n.item())

@@ -211,7 +211,6 @@ std::pair<Kernel, Kernel> Split(Program& p, const Kernel& k, const Plan& plan) {
       a = in_part[a];
       LATHE_CHECK(a >= 0) << "the first section reads its own values only";
     }
-    if (op.arg_index >= 0) op.arg_index = in_part[op.arg_index];
     part.ops.push_back(op);
     in_part[i] = static_cast<int>(part.ops.size()) - 1;
     if (op.kind != ScalarOp::Kind::kReduce) continue;
@@ -238,6 +237,7 @@ std::pair<Kernel, Kernel> Split(Program& p, const Kernel& k, const Plan& plan) {
     load.section = 0;
     whole.ops.push_back(load);
     ScalarOp reduce = k.ops[i];
+    LATHE_CHECK(reduce.arg_index < 0) << "planned: Combinable reductions only";
     reduce.args = {static_cast<int>(whole.ops.size()) - 1};
     whole.ops.push_back(reduce);
     moved[i] = static_cast<int>(whole.ops.size()) - 1;
