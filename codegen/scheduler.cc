@@ -210,7 +210,7 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
   enum class Mode { kSameSection, kNewSections, kSibling } mode;
   int into = 0;
   std::vector<Section> added;
-  const int sibling = SiblingSection(a, b);
+  int sibling = -1;
   if (a.ranges == b.ranges && FlatPointwise(b)) {
     const Section& last = a.sections.back();
     if (!last.vars.empty()) {
@@ -223,7 +223,7 @@ std::optional<std::string> TryFuse(Kernel& a, const Kernel& b) {
     }
     reason = HasReduction(a) ? "epilogue over the reduction's outer ranges"
                              : "pointwise over the same ranges";
-  } else if (sibling >= 0) {
+  } else if ((sibling = SiblingSection(a, b)) >= 0) {
     // b's reduction joins a's over the same loops (x.sum() and
     // x.var_mean(): one pass over x for both); b's epilogue follows a's
     // sections. b reads nothing a writes (SiblingSection), so no access

@@ -104,10 +104,36 @@ OneThread::~OneThread() { omp_set_num_threads(saved_); }
 
 namespace {
 
-// How many panels a batch of `batch` products smaller than the team's
-// pieces is cut into, per matrix: about kPiecesPerThread per thread.
-int64_t PanelsWanted(int64_t batch, int team) {
-  return (team * kPiecesPerThread + batch - 1) / batch;
+// How ParallelProducts cuts a batch of m x n x k products for `team`:
+// `whole`, one piece on the calling thread; else `panels` pieces of each
+// matrix, of `panel` rows (by_rows) or columns (panels 1: runs of whole
+// matrices).
+struct Split {
+  bool whole = false;
+  int64_t panels = 1, panel = 0;
+  bool by_rows = false;
+};
+
+Split SplitOf(int64_t batch, int64_t m, int64_t n, int64_t k, int team,
+              int64_t panel_rows) {
+  Split s;
+  // In double: a broadcast operand's batch needs no memory of its own.
+  const double work = static_cast<double>(batch) * m * n * k;
+  s.whole = team <= 1 || work < kThreadedWork;
+  if (s.whole || batch >= team * kPiecesPerThread) return s;
+  // Panels of a multiple of 16 columns (a vector) or rows, about
+  // kPiecesPerThread per thread over the batch: rows where the product has
+  // more rows than columns, or where each panel but the last keeps
+  // panel_rows of them. A row panel's operand and result stay dense; a
+  // column panel of a [k, n] weight or result is strided, which oneDNN's
+  // bf16 matmul runs with gemm:jit at a third to a tenth of its AMX
+  // kernel's rate.
+  const int64_t want = (team * kPiecesPerThread + batch - 1) / batch;
+  s.by_rows = m > n || m >= want * panel_rows;
+  const int64_t length = s.by_rows ? m : n;
+  s.panel = std::max<int64_t>(16, (length / want + 15) / 16 * 16);
+  s.panels = (length + s.panel - 1) / s.panel;
+  return s;
 }
 
 // ParallelProducts' loop: the caller's piece function and the split.
@@ -157,36 +183,20 @@ struct Pieces {
 
 bool PiecesReadAllOfB(int64_t batch, int64_t m, int64_t n, int64_t k, int team,
                       int64_t panel_rows) {
-  return team <= 1 || static_cast<double>(batch) * m * n * k < kThreadedWork ||
-         batch >= team * kPiecesPerThread || m > n ||
-         m >= PanelsWanted(batch, team) * panel_rows;
+  const Split s = SplitOf(batch, m, n, k, team, panel_rows);
+  return s.whole || s.panels == 1 || s.by_rows;
 }
 
 void ParallelProducts(int64_t batch, int64_t m, int64_t n, int64_t k, int team,
                       void (*piece)(void* ctx, const ProductPiece& p),
                       void* ctx, int64_t panel_rows) {
-  // In double: a broadcast operand's batch needs no memory of its own.
-  const double work = static_cast<double>(batch) * m * n * k;
-  if (team <= 1 || work < kThreadedWork) {
+  const Split s = SplitOf(batch, m, n, k, team, panel_rows);
+  if (s.whole) {
     OneThread one;
     piece(ctx, ProductPiece{0, batch, 0, m, 0, n});
     return;
   }
-  Products p{piece, ctx, m, n, 1, 0, false};
-  if (batch < team * kPiecesPerThread) {
-    // Panels of a multiple of 16 columns (a vector) or rows, about
-    // kPiecesPerThread per thread over the batch: rows where the product
-    // has more rows than columns, or where each panel but the last keeps
-    // panel_rows of them. A row panel's operand and result stay dense; a
-    // column panel of a [k, n] weight or result is strided, which oneDNN's
-    // bf16 matmul runs with gemm:jit at a third to a tenth of its AMX
-    // kernel's rate.
-    const int64_t want = PanelsWanted(batch, team);
-    p.by_rows = m > n || m >= want * panel_rows;
-    const int64_t length = p.by_rows ? m : n;
-    p.panel = std::max<int64_t>(16, (length / want + 15) / 16 * 16);
-    p.panels = (length + p.panel - 1) / p.panel;
-  }
+  Products p{piece, ctx, m, n, s.panels, s.panel, s.by_rows};
   ParallelFor(batch * p.panels, 1, team, &Products::Run, &p);
 }
 
