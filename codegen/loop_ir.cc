@@ -205,7 +205,8 @@ std::string PrintProgram(const Program& p) {
                                     }),
                       "; ", Exprs(k.extern_args), ")",
                       k.threads > 0 ? absl::StrCat(" threads=", k.threads) : "",
-                      k.split_batch ? " split_batch" : "", "\n");
+                      k.split_batch ? " split_batch" : "",
+                      k.winograd ? " winograd" : "", "\n");
       continue;
     }
     absl::StrAppend(&out, "kernel ", k.name, " ranges=[", Exprs(k.ranges), "]");

@@ -196,6 +196,9 @@ struct Kernel {
   // batch's matrices split over the threads, each product on one thread
   // (instead of each product split over all of them, one after another).
   bool split_batch = false;
+  // kExtern's sconv, autotuning's choice: oneDNN's Winograd algorithm
+  // (runtime/convolution.h's kSconvWinograd flag in its geometry).
+  bool winograd = false;
   // The kernels fused into this one (for the log), and the graph nodes whose
   // values they compute (for the fusion picture).
   std::vector<std::string> fused_from;
@@ -203,12 +206,20 @@ struct Kernel {
 };
 
 // The kernels autotuning may set Kernel::threads of (those with a parallel
-// loop, and sgemm and dgemm calls) and, among them, Kernel::split_batch of
-// (batched products), by index in Program::kernels.
+// loop, and sgemm and dgemm calls), among them Kernel::split_batch of
+// (batched products), and Kernel::winograd of (3x3 convolutions of stride
+// 1), by index in Program::kernels.
 struct TunableKernels {
   std::vector<int> threads;
   std::vector<int> split_batch;
+  std::vector<int> winograd;
 };
+
+// The tuning build's table entries that are not thread counts (driver/
+// autotune.h's choices): a batched product's batch split over the team, a
+// convolution by Winograd's algorithm.
+inline constexpr int kTuneSplitBatch = -1;
+inline constexpr int kTuneWinograd = -2;
 
 // The library routines a target's runtime has beyond those every one has
 // (sgemm, dgemm, sconv, sort; randperm is written out): what the lowering

@@ -249,7 +249,8 @@ ExternCallText ExternCall(const Kernel& k,
                           const std::function<std::string(int)>& ptr,
                           absl::string_view fn, absl::string_view first,
                           absl::string_view indent,
-                          absl::string_view batch_index) {
+                          absl::string_view batch_index,
+                          absl::string_view flags) {
   ExternCallText text;
   std::vector<std::string> args;
   if (!first.empty()) args.emplace_back(first);
@@ -260,6 +261,9 @@ ExternCallText ExternCall(const Kernel& k,
     // outputs, then the outputs.
     std::vector<std::string> g;
     for (const symbolic::Expr& e : k.extern_args) g.push_back(cpp(e));
+    if (!flags.empty() && !g.empty() && k.routine == "sconv") {
+      g.back() = absl::StrCat("(", g.back(), " | ", flags, ")");
+    }
     text.setup = absl::StrCat(indent, "const int64_t g[] = {",
                               absl::StrJoin(g, ", "), "};\n");
     args.push_back("g");

@@ -97,7 +97,8 @@ void EmitCheckIndex(const Kernel& k, int i, const IndexCpp& cpp,
 // call expression, after `setup`, the statement (at `indent`) declaring
 // the geometry array g that sconv and sort take. A matrix product given a
 // `batch_index` (a C++ variable) is the call for that one matrix of its
-// batch (Kernel::split_batch).
+// batch (Kernel::split_batch). A non-empty `flags` is OR-ed into sconv's
+// geometry flags (its last entry; runtime/convolution.h).
 struct ExternCallText {
   std::string setup;
   std::string call;
@@ -107,7 +108,8 @@ ExternCallText ExternCall(const Kernel& k,
                           const std::function<std::string(int)>& ptr,
                           absl::string_view fn, absl::string_view first,
                           absl::string_view indent,
-                          absl::string_view batch_index = "");
+                          absl::string_view batch_index = "",
+                          absl::string_view flags = "");
 
 // RandpermLoop()
 //

@@ -34,7 +34,7 @@ using Clock = std::chrono::steady_clock;
 
 // The record's first word and format.
 constexpr char kRecordTag[] = "lathe-tuning";
-constexpr int kRecordFormat = 1;
+constexpr int kRecordFormat = 2;  // 2: kWinograd
 
 int64_t Median(std::vector<int64_t> v) {
   std::sort(v.begin(), v.end());
@@ -222,14 +222,30 @@ absl::StatusOr<CallTimes> TimedCall(
       std::chrono::duration_cast<std::chrono::nanoseconds>(whole).count()};
 }
 
-// Candidate `c` for every tunable kernel: the batch split only where there
-// is a batch (the whole team elsewhere).
+// Whether candidate `c` is one for kernel `k` (ChooseThreads' rule).
+bool CandidateFor(const codegen::TunableKernels& tunable, int k, int c) {
+  return c == 0 || (c > 0 && absl::c_linear_search(tunable.threads, k)) ||
+         (c == kSplitBatch && absl::c_linear_search(tunable.split_batch, k)) ||
+         (c == kWinograd && absl::c_linear_search(tunable.winograd, k));
+}
+
+// Every tunable kernel: thread-count kernels, then convolutions that are
+// not also among them.
+std::vector<int> TunableOf(const codegen::TunableKernels& tunable) {
+  std::vector<int> all = tunable.threads;
+  for (int k : tunable.winograd) {
+    if (!absl::c_linear_search(all, k)) all.push_back(k);
+  }
+  return all;
+}
+
+// Candidate `c` for every tunable kernel it is one for (the whole team
+// elsewhere).
 std::vector<int> Everywhere(const codegen::TunableKernels& tunable, int kernels,
                             int c) {
   std::vector<int> choices(kernels, 0);
-  for (int k : tunable.threads) choices[k] = c == kSplitBatch ? 0 : c;
-  if (c == kSplitBatch) {
-    for (int k : tunable.split_batch) choices[k] = kSplitBatch;
+  for (int k : TunableOf(tunable)) {
+    if (k >= 0 && k < kernels && CandidateFor(tunable, k, c)) choices[k] = c;
   }
   return choices;
 }
@@ -248,11 +264,12 @@ absl::StatusOr<std::string> TuningKey(absl::string_view source, int team,
 
 }  // namespace
 
-std::vector<int> ThreadCandidates(int team, bool split) {
+std::vector<int> ThreadCandidates(int team, bool split, bool winograd) {
   std::vector<int> c = {0};
   if (team > 1) c.push_back(1);
   if (team / 2 > 1) c.push_back(team / 2);
   if (team > 1 && split) c.push_back(kSplitBatch);
+  if (winograd) c.push_back(kWinograd);
   return c;
 }
 
@@ -261,9 +278,8 @@ std::vector<int> ChooseThreads(absl::Span<const int> candidates,
                                const codegen::TunableKernels& tunable,
                                int kernels, double margin) {
   std::vector<int> chosen(kernels, 0);
-  for (int k : tunable.threads) {
+  for (int k : TunableOf(tunable)) {
     if (k < 0 || k >= kernels) continue;
-    const bool splits = absl::c_linear_search(tunable.split_batch, k);
     std::vector<int64_t> medians;
     for (size_t c = 0; c < candidates.size() && c < times.size(); ++c) {
       std::vector<int64_t> v;
@@ -275,7 +291,7 @@ std::vector<int> ChooseThreads(absl::Span<const int> candidates,
     if (medians.empty()) continue;
     size_t best = 0;
     for (size_t c = 1; c < medians.size(); ++c) {
-      if (candidates[c] == kSplitBatch && !splits) continue;
+      if (!CandidateFor(tunable, k, candidates[c])) continue;
       if (medians[c] < medians[best]) best = c;
     }
     if (best != 0 && static_cast<double>(medians[best]) <
@@ -306,9 +322,9 @@ absl::StatusOr<std::vector<int>> DecodeTuning(absl::string_view record,
   std::vector<int> threads;
   for (absl::string_view w : absl::StrSplit(lines[1], ' ', absl::SkipEmpty())) {
     int t = 0;
-    if (!absl::SimpleAtoi(w, &t) || t < kSplitBatch || t > team) {
-      return bad(absl::StrCat("'", w, "' is not a choice in [", kSplitBatch,
-                              ", ", team, "]"));
+    if (!absl::SimpleAtoi(w, &t) || t < kWinograd || t > team) {
+      return bad(absl::StrCat("'", w, "' is not a choice in [", kWinograd, ", ",
+                              team, "]"));
     }
     threads.push_back(t);
   }
@@ -328,8 +344,10 @@ absl::StatusOr<TuningResult> Autotune(const TuningRequest& request) {
   codegen::TunableKernels tunable;
   ASSIGN_OR_RETURN(std::string tuning_kernels,
                    request.backend->EmitTuningKernels(program, &tunable));
-  if (tunable.threads.empty()) {
-    result.log.push_back("autotune: no kernel runs on threads");
+  const std::vector<int> tunable_kernels = TunableOf(tunable);
+  if (tunable_kernels.empty()) {
+    result.log.push_back(
+        "autotune: no kernel runs on threads or is a convolution to measure");
     return result;
   }
   auto skipped = [&](const absl::Status& why) {
@@ -361,18 +379,13 @@ absl::StatusOr<TuningResult> Autotune(const TuningRequest& request) {
         // Only choices the tuner could have made reach the kernels.
         for (int k = 0; k < kernels; ++k) {
           const int t = (*threads)[k];
-          if (!absl::c_linear_search(tunable.threads, k) ||
-              (t == kSplitBatch &&
-               !absl::c_linear_search(tunable.split_batch, k))) {
-            continue;
-          }
-          result.threads[k] = t;
+          if (CandidateFor(tunable, k, t)) result.threads[k] = t;
         }
         result.cache_hit = hit->tier;
         int changed = 0;
         for (int t : result.threads) changed += t != 0;
         result.log.push_back(absl::StrCat(
-            "autotune: ", tunable.threads.size(), " tunable kernels, ", changed,
+            "autotune: ", tunable_kernels.size(), " tunable kernels, ", changed,
             " off the whole team, from the ", hit->tier,
             " cache (nothing measured)"));
         return result;
@@ -438,8 +451,8 @@ absl::StatusOr<TuningResult> Autotune(const TuningRequest& request) {
 
   // One call outside the timing (which also says whether the graph writes
   // its inputs: then each call gets fresh ones).
-  const std::vector<int> candidates =
-      ThreadCandidates(*team, !tunable.split_batch.empty());
+  const std::vector<int> candidates = ThreadCandidates(
+      *team, !tunable.split_batch.empty(), !tunable.winograd.empty());
   Clock::time_point start = Clock::now();
   absl::StatusOr<ir::Interpretation> warm =
       f.plan_applied() ? f.RunWithPlan(inputs, constants)
@@ -506,29 +519,36 @@ absl::StatusOr<TuningResult> Autotune(const TuningRequest& request) {
   auto named = [&](int choice) {
     return choice == 0             ? absl::StrCat(*team, " (team)")
            : choice == kSplitBatch ? std::string("split_batch")
+           : choice == kWinograd   ? std::string("winograd")
                                    : absl::StrCat(choice);
   };
-  for (int k : tunable.threads) {
-    const bool splits = absl::c_linear_search(tunable.split_batch, k);
+  for (int k : tunable_kernels) {
+    // A convolution without thread counts: the direct algorithm or not.
+    const bool algorithm_only = !absl::c_linear_search(tunable.threads, k);
+    auto label = [&](int choice) {
+      return algorithm_only && choice == 0 ? std::string("direct")
+                                           : named(choice);
+    };
     std::vector<std::string> medians;
     for (size_t c = 0; c < candidates.size(); ++c) {
-      if (candidates[c] == kSplitBatch && !splits) continue;
+      if (!CandidateFor(tunable, k, candidates[c])) continue;
       std::vector<int64_t> v;
       for (const auto& round : times[c]) v.push_back(round[k]);
-      medians.push_back(absl::StrCat(named(candidates[c]), ": ",
+      medians.push_back(absl::StrCat(label(candidates[c]), ": ",
                                      Median(std::move(v)) / 1000.0, " us"));
     }
     changed += result.threads[k] != 0;
     result.log.push_back(absl::StrCat(
         "autotune: ", program.kernels[k].name, " ",
-        result.threads[k] == kSplitBatch
-            ? "split_batch"
-            : "threads=" + named(result.threads[k]),
+        result.threads[k] == kSplitBatch ? "split_batch"
+        : result.threads[k] == kWinograd ? "winograd"
+        : algorithm_only                 ? "direct"
+                         : "threads=" + named(result.threads[k]),
         " (median of ", rounds, ": ", absl::StrJoin(medians, ", "), ")"));
   }
   if (!whole_calls.empty()) result.log.push_back(whole_calls);
   result.log.push_back(
-      absl::StrCat("autotune: ", tunable.threads.size(), " tunable kernels, ",
+      absl::StrCat("autotune: ", tunable_kernels.size(), " tunable kernels, ",
                    changed, " off the whole team, ", result.calls, " calls"));
   if (request.cache != nullptr) {
     absl::Status stored =

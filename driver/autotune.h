@@ -4,7 +4,8 @@
 //
 // Autotuning (lathec --autotune, CompileOptions::autotune; off unless
 // asked, and in tests): how many threads each kernel of a compiled graph
-// runs on, measured at compile time.
+// runs on, and which algorithm each 3x3 convolution runs, measured at
+// compile time.
 //
 // A kernel is tunable when it runs on the team's threads (the runtime's
 // pool, runtime/thread_pool.h): a parallel loop, a matrix product the
@@ -16,11 +17,18 @@
 // (cpp_emitter.h: CppEmitOptions::tuning_table), calls it on inputs made
 // from the graph's annotations (sizes at their hints), and for each
 // candidate thread count (the whole team, one, half the team) runs every
-// kernel with it, in interleaved rounds. A kernel takes the candidate with
-// the least median time when it beats the whole team's by more than a
-// margin; the choices become Kernel::threads, which the emitter writes into
-// the kernels (num_threads), so the tuned library needs nothing at run
-// time and an artifact carries them.
+// kernel with it, in interleaved rounds. A convolution of a 3x3 kernel,
+// stride 1 (two spatial dims, one group) is measured with oneDNN's direct
+// algorithm (the whole team's candidate) and its Winograd algorithm (a
+// quarter of the multiplies; its errors two to three times the direct
+// one's, as cuDNN's Winograd kernels are chosen by torch.backends.cudnn.
+// benchmark): on 3 input channels it is 4-7x slower, on 32-128 channels
+// about twice as fast, on 512 slower, so only measuring says. A kernel
+// takes the candidate with the least median time when it beats the whole
+// team's by more than a margin; the choices become Kernel::threads (and
+// split_batch, winograd), which the emitter writes into the kernels
+// (num_threads, a convolution's geometry flag), so the tuned library needs
+// nothing at run time and an artifact carries them.
 //
 // The choices are kept in the compile cache (disk and Redis tiers
 // included) under a key of the tuning build's source (so the shapes, the
@@ -61,7 +69,11 @@ namespace lathe {
 
 // The choice that splits a batched product's batch over the whole team
 // (Kernel::split_batch), where the others are thread counts.
-inline constexpr int kSplitBatch = -1;
+inline constexpr int kSplitBatch = codegen::kTuneSplitBatch;
+
+// The choice that runs a convolution by Winograd's algorithm
+// (Kernel::winograd), on the whole team.
+inline constexpr int kWinograd = codegen::kTuneWinograd;
 
 // How the tuner measures.
 struct TuningOptions {
@@ -78,8 +90,10 @@ struct TuningOptions {
 //
 // The choices tried with a team of `team` threads: 0 (the whole team)
 // first, then 1, then team / 2 where that is a third count, then, with
-// `split` (there is a batched product), kSplitBatch.
-std::vector<int> ThreadCandidates(int team, bool split = false);
+// `split` (there is a batched product), kSplitBatch, then, with `winograd`
+// (there is a convolution it may run), kWinograd.
+std::vector<int> ThreadCandidates(int team, bool split = false,
+                                  bool winograd = false);
 
 // A measurement: times[c][r][k] is kernel k's time (ns) in round r, when
 // every tunable kernel ran with candidate c.
@@ -87,10 +101,12 @@ using TuningTimes = std::vector<std::vector<std::vector<int64_t>>>;
 
 // ChooseThreads()
 //
-// Per kernel (`kernels` of them): for those in `tunable.threads`, the
-// candidate whose median time is least, if it beats candidates[0]'s (the
-// whole team) by more than `margin`; 0 (the whole team) otherwise and for
-// the rest. kSplitBatch is a candidate only for tunable.split_batch.
+// Per kernel (`kernels` of them): for those in `tunable.threads` or
+// `tunable.winograd`, the candidate whose median time is least, if it
+// beats candidates[0]'s (the whole team) by more than `margin`; 0 (the
+// whole team) otherwise and for the rest. Thread counts are candidates
+// only for tunable.threads, kSplitBatch only for tunable.split_batch,
+// kWinograd only for tunable.winograd.
 std::vector<int> ChooseThreads(absl::Span<const int> candidates,
                                const TuningTimes& times,
                                const codegen::TunableKernels& tunable,
@@ -98,10 +114,10 @@ std::vector<int> ChooseThreads(absl::Span<const int> candidates,
 
 // EncodeTuning() / DecodeTuning()
 //
-// The record the compile cache holds: "lathe-tuning 1 <n>\n" then the n
+// The record the compile cache holds: "lathe-tuning 2 <n>\n" then the n
 // choices on one line. DecodeTuning accepts only a whole record for
-// `kernels` kernels whose choices are kSplitBatch, 0 or in [1, team] (a
-// team of `team` threads); the error says what is wrong.
+// `kernels` kernels whose choices are kWinograd, kSplitBatch, 0 or in
+// [1, team] (a team of `team` threads); the error says what is wrong.
 std::string EncodeTuning(absl::Span<const int> threads);
 absl::StatusOr<std::vector<int>> DecodeTuning(absl::string_view record,
                                               int kernels, int team);
@@ -122,7 +138,7 @@ struct TuningRequest {
 
 struct TuningResult {
   // Per kernel of the program: the threads it runs on (0: the whole team),
-  // or kSplitBatch.
+  // or kSplitBatch, or kWinograd.
   std::vector<int> threads;
   // The cache tier the choices came from, or "" (measured, or not tuned).
   std::string cache_hit;

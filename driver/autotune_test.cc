@@ -50,6 +50,28 @@ TEST(AutotuneTest, CandidatesAreTheTeamOneAndHalf) {
   EXPECT_THAT(ThreadCandidates(1, /*split=*/true), ElementsAre(0));
   EXPECT_THAT(ThreadCandidates(2, /*split=*/true),
               ElementsAre(0, 1, kSplitBatch));
+  EXPECT_THAT(ThreadCandidates(1, /*split=*/true, /*winograd=*/true),
+              ElementsAre(0, kWinograd));
+  EXPECT_THAT(ThreadCandidates(8, /*split=*/false, /*winograd=*/true),
+              ElementsAre(0, 1, 4, kWinograd));
+}
+
+// Winograd's algorithm is a candidate for convolutions alone, and thread
+// counts are not (their times are the team's again): kernel 0, a
+// convolution, takes Winograd (50 against 100), though its one-thread
+// rounds read 10; kernel 1, a convolution, keeps the direct algorithm (120
+// against 100); kernel 2, a loop, takes one thread (60), not Winograd's
+// candidate, whose rounds ran it on the team (and read 10 here).
+TEST(AutotuneTest, WinogradIsACandidateForConvolutionsAlone) {
+  const std::vector<int> candidates = {0, 1, kWinograd};
+  TuningTimes times = {
+      {{100, 100, 100}, {100, 100, 100}, {100, 100, 100}},
+      {{10, 10, 60}, {10, 10, 60}, {10, 10, 60}},
+      {{50, 120, 10}, {50, 120, 10}, {50, 120, 10}},
+  };
+  const codegen::TunableKernels tunable = {.threads = {2}, .winograd = {0, 1}};
+  EXPECT_THAT(ChooseThreads(candidates, times, tunable, 3, 0.05),
+              ElementsAre(kWinograd, 0, 1));
 }
 
 // Kernel 0: one thread's median 60 against the team's 100: chosen. Kernel
@@ -93,21 +115,21 @@ TEST(AutotuneTest, TheLeastMedianWinsWhenItBeatsTheTeamByTheMargin) {
 }
 
 TEST(AutotuneTest, RecordsRoundTripAndAnythingElseIsRefused) {
-  EXPECT_EQ(EncodeTuning({0, 1, 0}), "lathe-tuning 1 3\n0 1 0\n");
+  EXPECT_EQ(EncodeTuning({0, 1, 0}), "lathe-tuning 2 3\n0 1 0\n");
   ASSERT_OK_AND_ASSIGN(std::vector<int> threads,
-                       DecodeTuning("lathe-tuning 1 3\n0 1 -1\n", 3, 2));
-  EXPECT_THAT(threads, ElementsAre(0, 1, kSplitBatch));
+                       DecodeTuning("lathe-tuning 2 3\n0 -2 -1\n", 3, 2));
+  EXPECT_THAT(threads, ElementsAre(0, kWinograd, kSplitBatch));
   for (const std::string bad : {
            "",
-           "lathe-tuning 1 3\n0 1 0",          // truncated
-           "lathe-tuning 1 2\n0 1\n",          // another program's
-           "lathe-tuning 2 3\n0 1 0\n",        // another format
-           "lathe-tuning 1 3\n0 1\n",          // too few
-           "lathe-tuning 1 3\n0 1 0 2\n",      // too many
-           "lathe-tuning 1 3\n0 -2 0\n",       // below the split's -1
-           "lathe-tuning 1 3\n0 3 0\n",        // past the team of 2
-           "lathe-tuning 1 3\n0 x 0\n",        // not a number
-           "lathe-tuning 1 3\n0 1 0\nmore\n",  // trailing lines
+           "lathe-tuning 2 3\n0 1 0",          // truncated
+           "lathe-tuning 2 2\n0 1\n",          // another program's
+           "lathe-tuning 1 3\n0 1 0\n",        // another format
+           "lathe-tuning 2 3\n0 1\n",          // too few
+           "lathe-tuning 2 3\n0 1 0 2\n",      // too many
+           "lathe-tuning 2 3\n0 -3 0\n",       // below Winograd's -2
+           "lathe-tuning 2 3\n0 3 0\n",        // past the team of 2
+           "lathe-tuning 2 3\n0 x 0\n",        // not a number
+           "lathe-tuning 2 3\n0 1 0\nmore\n",  // trailing lines
            "\x7f"
            "ELF\x02\x01\x01",  // a library
        }) {
@@ -382,6 +404,74 @@ def forward(self, q: "T[12, 20, 8]", k: "T[12, 20, 8]", w: "T[8, 20]"):
   }
 }
 
+// Two 3x3 convolutions with a ReLU between: one of stride 1 (Winograd's
+// algorithm may run it), one of stride 2 (not).
+constexpr char kConvGraph[] = R"IR(
+def forward(self, x: "f32[4, 16, 20, 20]", w: "f32[32, 16, 3, 3]", v: "f32[32, 32, 3, 3]"):
+    convolution = torch.ops.aten.convolution.default(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    relu = torch.ops.aten.relu.default(convolution)
+    convolution_1 = torch.ops.aten.convolution.default(relu, v, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)
+    return (convolution_1,)
+)IR";
+
+std::vector<ir::Value> ConvInputs() {
+  return Made({{4, 16, 20, 20}, {32, 16, 3, 3}, {32, 32, 3, 3}}, [](int64_t k) {
+    return static_cast<float>((k * 37 % 101) - 50) / 200;
+  });
+}
+
+void ExpectConvResults(const CompiledGraph& c) {
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation want,
+                       ir::Interpret(*c.graph, ConvInputs()));
+  std::vector<ir::Value> in = ConvInputs();
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, Call(*c.function, in));
+  ExpectTensorsClose(got.outputs[0].tensor, want.outputs[0].tensor,
+                     DTypeTolerance(DType::kFloat32), "the convolutions");
+}
+
+// The stride-1 convolution is measured with Winograd's algorithm as well
+// as the team's thread counts; whatever is chosen computes the
+// interpreter's results. A record choosing Winograd everywhere reaches the
+// stride-1 convolution alone (its geometry's flag, runtime/convolution.h),
+// still with the interpreter's results.
+TEST(AutotuneTest, ConvolutionsAreMeasuredWithWinogradsAlgorithm) {
+  MemoryCache cache;
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<CompiledGraph> measured,
+      CompileGraphText(kConvGraph, {.backend = &codegen::CpuBackend(),
+                                    .cache = &cache,
+                                    .autotune = true,
+                                    .tuning = {.rounds = 1}}));
+  int winograd_lines = 0;
+  for (const std::string& line : measured->log) {
+    winograd_lines += absl::StrContains(line, ", winograd: ");
+  }
+  EXPECT_EQ(winograd_lines, 1) << ::testing::PrintToString(measured->log);
+  ExpectConvResults(*measured);
+
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<CompiledGraph> plain,
+      CompileGraphText(kConvGraph, {.backend = &codegen::CpuBackend()}));
+  const size_t kernels = plain->function->lowered().program.kernels.size();
+  PlantedCache planted(EncodeTuning(std::vector<int>(kernels, kWinograd)));
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<CompiledGraph> c,
+      CompileGraphText(kConvGraph, {.backend = &codegen::CpuBackend(),
+                                    .cache = &planted,
+                                    .autotune = true}));
+  EXPECT_THAT(StepNames(*c), Contains("autotune (planted cache hit)"));
+  int chosen = 0;
+  for (const codegen::Kernel& k : c->function->lowered().program.kernels) {
+    chosen += k.winograd;
+    EXPECT_EQ(k.threads, 0) << k.name;
+  }
+  EXPECT_EQ(chosen, 1) << c->function->scheduled();
+  const std::string& source = c->function->source();
+  EXPECT_EQ(source.find("| 2)"), source.rfind("| 2)")) << source;
+  EXPECT_NE(source.find("| 2)"), std::string::npos) << source;
+  ExpectConvResults(*c);
+}
+
 // Tiered compiles would time the kernels on the build thread beside the
 // first tier's calls: refused, in one line.
 TEST(AutotuneTest, TieredCompilesRefuseIt) {
@@ -399,7 +489,7 @@ TEST(AutotuneTest, TieredCompilesRefuseIt) {
 // A damaged record is not used: the tuner measures again and stores a
 // good one.
 TEST(AutotuneTest, ADamagedRecordIsMeasuredAgain) {
-  PlantedCache cache("lathe-tuning 1 2\n9999 -3\n");
+  PlantedCache cache("lathe-tuning 2 2\n9999 -3\n");
   ASSERT_OK_AND_ASSIGN(
       std::unique_ptr<CompiledGraph> c,
       CompileGraphText(kGraph, {.backend = &codegen::CpuBackend(),

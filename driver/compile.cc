@@ -1,5 +1,6 @@
 #include "driver/compile.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -316,8 +317,9 @@ absl::StatusOr<std::unique_ptr<CompiledGraph>> Compile(
     for (size_t k = 0; k < tuned->threads.size(); ++k) {
       const int t = tuned->threads[k];
       changed = changed || t != 0;
-      p.lowered.program.kernels[k].threads = t == kSplitBatch ? 0 : t;
+      p.lowered.program.kernels[k].threads = std::max(t, 0);
       p.lowered.program.kernels[k].split_batch = t == kSplitBatch;
+      p.lowered.program.kernels[k].winograd = t == kWinograd;
     }
     if (changed) {
       kernels = backend.EmitKernels(p.lowered.program);

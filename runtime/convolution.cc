@@ -66,6 +66,7 @@ struct Geometry {
     return g;
   }
   bool frozen_weights() const { return (flags & kSconvFrozenWeights) != 0; }
+  bool winograd() const { return (flags & kSconvWinograd) != 0; }
   bool Empty() const {
     int64_t e = n * c * o;
     for (int d = 0; d < s; ++d) e *= in[d] * k[d] * out[d];
@@ -84,6 +85,7 @@ struct Plan {
     for (const Slice& s : w_slices) dnnl_primitive_destroy(s.reorder);
   }
   dnnl_primitive_t conv = nullptr;
+  bool winograd = false;  // conv is oneDNN's Winograd kernel
   dnnl_memory_desc_t x_user, w_user, o_user;  // the caller's layouts
   dnnl_memory_desc_t x_md, w_md, o_md;        // the primitive's
   dnnl_primitive_t x_in = nullptr, w_in = nullptr, o_out = nullptr;
@@ -192,17 +194,23 @@ bool BuildPlan(const Geometry& g, Plan* plan) {
   dnnl_memory_desc_init_by_tag(&xa, nd, xd, dnnl_f32, dnnl_format_tag_any);
   dnnl_memory_desc_init_by_tag(&wa, nd + 1, wd, dnnl_f32, dnnl_format_tag_any);
   dnnl_memory_desc_init_by_tag(&oa, nd, od, dnnl_f32, dnnl_format_tag_any);
-  dnnl_convolution_desc_t cd;
-  if (!Ok(dnnl_dilated_convolution_forward_desc_init(
-          &cd, dnnl_forward_inference, dnnl_convolution_direct, &xa, &wa,
-          nullptr, &oa, st, dl, pl, pr))) {
-    return false;
-  }
+  // Winograd's algorithm where asked and oneDNN has it, else the direct.
   dnnl_primitive_desc_t pd = nullptr;
-  if (!Ok(dnnl_primitive_desc_create(&pd, &cd, onednn::Attributes(), Engine(),
-                                     nullptr))) {
-    return false;
+  for (dnnl_alg_kind_t alg :
+       {g.winograd() ? dnnl_convolution_winograd : dnnl_convolution_direct,
+        dnnl_convolution_direct}) {
+    dnnl_convolution_desc_t cd;
+    if (Ok(dnnl_dilated_convolution_forward_desc_init(
+            &cd, dnnl_forward_inference, alg, &xa, &wa, nullptr, &oa, st, dl,
+            pl, pr)) &&
+        Ok(dnnl_primitive_desc_create(&pd, &cd, onednn::Attributes(), Engine(),
+                                      nullptr))) {
+      plan->winograd = alg == dnnl_convolution_winograd;
+      break;
+    }
+    pd = nullptr;
   }
+  if (pd == nullptr) return false;
   plan->x_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
   plan->w_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
   plan->o_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
@@ -504,6 +512,19 @@ bool SconvUsesOneDnn(const int64_t* geometry) {
   const Geometry g(geometry);
   for (const Piece& p : Split(g, onednn::Team())) {
     if (PlanFor(p.g) == nullptr) return PlanFor(Split(g, 1)[0].g) != nullptr;
+  }
+  return true;
+}
+
+bool SconvUsesWinograd(const int64_t* geometry) {
+  const Geometry g(geometry);
+  for (const Piece& p : Split(g, onednn::Team())) {
+    const Plan* plan = PlanFor(p.g);
+    if (plan == nullptr) {
+      plan = PlanFor(Split(g, 1)[0].g);
+      return plan != nullptr && plan->winograd;
+    }
+    if (!plan->winograd) return false;
   }
   return true;
 }

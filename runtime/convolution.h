@@ -17,7 +17,8 @@
 //   strides [s], paddings [s], dilations [s]  (PyTorch's: 1 is dense),
 //   x offset, x strides [2 + s], w offset, w strides [2 + s],
 //   out offset, out strides [2 + s],
-//   flags (kSconvFrozenWeights: w is a frozen constant).
+//   flags (kSconvFrozenWeights: w is a frozen constant; kSconvWinograd:
+//          Winograd's algorithm where oneDNN has it).
 //
 // Example (a 3x3 convolution of a [1, 2, 5, 5] input, 4 output channels):
 //
@@ -40,6 +41,13 @@ constexpr int64_t SconvGeometrySize(int64_t s) { return 15 + 9 * s; }
 // and kept until ForgetFrozenWeights (packed_weights.h).
 constexpr int64_t kSconvFrozenWeights = 1;
 
+// The geometry's flag for oneDNN's Winograd algorithm (F(4x4, 3x3): about
+// a quarter of the multiplies, errors two to three times the direct
+// algorithm's), autotuning's choice (driver/autotune.h) for a convolution
+// it measured faster so. Where oneDNN has no Winograd kernel for the
+// geometry (not 3x3, strided, dilated, grouped...), the direct one runs.
+constexpr int64_t kSconvWinograd = 2;
+
 // out = convolution(x, w) as the geometry says (s in [1, 3]; lowering
 // calls it for nothing else), through oneDNN where it
 // takes the geometry and the reference loops otherwise.
@@ -47,6 +55,10 @@ void Sconv(const int64_t* geometry, const float* x, const float* w, float* out);
 
 // Whether Sconv runs this geometry through oneDNN (else the reference).
 bool SconvUsesOneDnn(const int64_t* geometry);
+
+// Whether Sconv runs this geometry by oneDNN's Winograd kernel (asked by
+// its kSconvWinograd flag, and taken for every piece).
+bool SconvUsesWinograd(const int64_t* geometry);
 
 // The same convolution by the reference loops alone (f32 products summed
 // in double, rounded once): the fallback, and the tests' second opinion.

@@ -18,6 +18,7 @@ struct Conv {
   std::vector<int64_t> in, k, stride, pad, dil;
   bool channels_last = false;  // x and out as N, spatial..., C
   bool frozen = false;         // w a frozen constant (packed once)
+  bool winograd = false;       // Winograd's algorithm asked for
 
   std::vector<int64_t> Out() const {
     std::vector<int64_t> out;
@@ -61,7 +62,8 @@ struct Conv {
       g.push_back(0);
       g.insert(g.end(), st.begin(), st.end());
     }
-    g.push_back(frozen ? kSconvFrozenWeights : 0);
+    g.push_back((frozen ? kSconvFrozenWeights : 0) |
+                (winograd ? kSconvWinograd : 0));
     return g;
   }
   int64_t Numel(int64_t lead, int64_t ch,
@@ -256,6 +258,59 @@ TEST(ConvolutionTest, PiecesOnThePoolMatchTheReference) {
         c.channels_last = last;
         c.frozen = frozen;
         ExpectMatchesReference(c, rng, 2);
+      }
+    }
+  }
+  omp_set_num_threads(team);
+}
+
+// Winograd's algorithm where asked: 3x3 convolutions of stride 1 run by
+// oneDNN's Winograd kernel, whole or in pieces on a team of 3, frozen or
+// not, in both layouts, within the tolerance of the direct one; where
+// oneDNN has no Winograd kernel (strided, dilated, grouped, 1-d, 5x5) the
+// flag runs the direct algorithm, with the same results as without it.
+TEST(ConvolutionTest, WinogradWhereOneDnnHasIt) {
+  const int team = omp_get_max_threads();
+  std::mt19937 rng(13);
+  const std::vector<Conv> eligible = {
+      {2, 16, 32, 1, {12, 12}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+      {8, 32, 64, 1, {16, 16}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 64, 64, 1, {20, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+  };
+  const std::vector<Conv> not_eligible = {
+      {2, 16, 32, 1, {12, 12}, {3, 3}, {2, 2}, {1, 1}, {1, 1}},
+      {2, 16, 32, 1, {12, 12}, {3, 3}, {1, 1}, {2, 2}, {2, 2}},
+      {2, 16, 32, 2, {12, 12}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+      {2, 16, 32, 1, {40}, {3}, {1}, {1}, {1}},
+      {2, 16, 32, 1, {12, 12}, {5, 5}, {1, 1}, {2, 2}, {1, 1}},
+  };
+  for (int threads : {1, 3}) {
+    omp_set_num_threads(threads);
+    for (bool last : {false, true}) {
+      for (bool frozen : {false, true}) {
+        for (Conv c : eligible) {
+          c.channels_last = last;
+          c.frozen = frozen;
+          c.winograd = true;
+          std::vector<int64_t> g = c.Geometry();
+          EXPECT_TRUE(SconvUsesWinograd(g.data()))
+              << c.n << " images, " << c.c << " -> " << c.o << ", threads "
+              << threads;
+          ExpectMatchesReference(c, rng, 2);
+          c.winograd = false;
+          g = c.Geometry();
+          EXPECT_FALSE(SconvUsesWinograd(g.data()));
+        }
+        for (Conv c : not_eligible) {
+          c.channels_last = last;
+          c.frozen = frozen;
+          c.winograd = true;
+          std::vector<int64_t> g = c.Geometry();
+          EXPECT_FALSE(SconvUsesWinograd(g.data()))
+              << c.in.size() << " dims, stride " << c.stride[0] << ", groups "
+              << c.groups << ", kernel " << c.k[0];
+          ExpectMatchesReference(c, rng, 1);
+        }
       }
     }
   }

@@ -19,6 +19,7 @@
 #include "codegen/cpp/parallel_loops.h"
 #include "codegen/scalar_code.h"
 #include "codegen/scalar_ops.h"
+#include "runtime/convolution.h"
 #include "runtime/kernel_runtime.h"
 #include "symbolic/printer.h"
 
@@ -112,6 +113,26 @@ absl::string_view CppSourcePrelude() {
 
 namespace {
 
+// Whether extern kernel `k` is a convolution oneDNN's Winograd kernel may
+// take (its geometry, runtime/convolution.h: 2 spatial dims, one group, a
+// 3x3 kernel, stride and dilation 1), which autotuning then measures.
+bool WinogradCandidate(const Kernel& k) {
+  const std::vector<symbolic::Expr>& g = k.extern_args;
+  if (k.routine != "sconv" || g.size() < 5 + 6 * 2 ||
+      g[0] != symbolic::Int(2) || g[1] != symbolic::Int(1)) {
+    return false;
+  }
+  // After s, groups, N, C, O: input sizes, kernel sizes, output sizes,
+  // strides, paddings, dilations, two each.
+  for (int d = 0; d < 2; ++d) {
+    if (g[7 + d] != symbolic::Int(3) || g[11 + d] != symbolic::Int(1) ||
+        g[15 + d] != symbolic::Int(1)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 class Emitter {
  public:
   Emitter(const Program& p, const CppEmitOptions& options)
@@ -148,13 +169,19 @@ class Emitter {
       fixed_threads_ = fixed_threads_ || !threads_.empty();
       threaded_ = false;
       splittable_ = false;
+      winograd_ = false;
       std::string body;
       EmitKernel(k, &body);
-      const bool tuned = options_.tuning_table && threaded_;
-      if (threaded_ && options_.tunable != nullptr) {
-        options_.tunable->threads.push_back(static_cast<int>(ki));
+      const bool tuned = options_.tuning_table && (threaded_ || winograd_);
+      if (options_.tunable != nullptr) {
+        if (threaded_) {
+          options_.tunable->threads.push_back(static_cast<int>(ki));
+        }
         if (splittable_) {
           options_.tunable->split_batch.push_back(static_cast<int>(ki));
+        }
+        if (winograd_) {
+          options_.tunable->winograd.push_back(static_cast<int>(ki));
         }
       }
       std::set<int> used;
@@ -1032,7 +1059,17 @@ class Emitter {
       }
       auto ptr = [this](int b) { return Ptr(b); };
       const std::string fn = absl::StrCat("rt->", k.routine);
-      const ExternCallText call = ExternCall(k, cpp, ptr, fn, "", "  ");
+      // A convolution Winograd's algorithm may run: the tuner's choice, or
+      // the table's in the tuning build.
+      winograd_ = WinogradCandidate(k);
+      const std::string flags =
+          !winograd_              ? ""
+          : options_.tuning_table ? absl::StrCat("(nt == ", kTuneWinograd,
+                                                 " ? ", kSconvWinograd, " : 0)")
+          : k.winograd            ? absl::StrCat(kSconvWinograd)
+                                  : "";
+      const ExternCallText call =
+          ExternCall(k, cpp, ptr, fn, "", "  ", "", flags);
       absl::StrAppend(out, call.setup);
       // sgemm takes the caller's thread count, and products split over
       // their batch; the other routines split their work over the whole
@@ -1107,6 +1144,7 @@ class Emitter {
   // whether some kernel's count is fixed (which needs lathe_threads).
   std::string threads_;
   bool threaded_ = false;
+  bool winograd_ = false;  // a convolution Winograd's may run (TunableKernels)
   bool splittable_ = false;               // a batched product (TunableKernels)
   bool fixed_threads_ = false;            // some kernel's threads are fixed
   absl::flat_hash_map<int, int> params_;  // buffer -> p<j> of this kernel

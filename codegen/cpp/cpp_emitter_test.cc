@@ -494,5 +494,52 @@ CHECK-NOT:  omp parallel
               ::testing::HasSubstr("threads=2 split_batch\n"));
 }
 
+// A 3x3 convolution of stride 1 is tunable for Winograd's algorithm: the
+// tuning build ORs runtime/convolution.h's flag (2) into its geometry when
+// the table says -2, and times it; Kernel::winograd fixes the flag. A
+// strided, dilated or 5x5 convolution, a 1-d one, is not tunable.
+TEST(CppEmitterTest, AConvolutionsAlgorithmIsTunable) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(R"IR(
+def forward(self, x: "f32[2, 16, 12, 12]", w: "f32[32, 16, 3, 3]", v: "f32[32, 16, 3, 3]", u: "f32[32, 16, 5, 5]", y: "f32[2, 16, 40]", z: "f32[32, 16, 3]"):
+    a = torch.ops.aten.convolution.default(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    b = torch.ops.aten.convolution.default(x, v, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)
+    c = torch.ops.aten.convolution.default(x, w, None, [1, 1], [2, 2], [2, 2], False, [0, 0], 1)
+    d = torch.ops.aten.convolution.default(x, u, None, [1, 1], [2, 2], [1, 1], False, [0, 0], 1)
+    e = torch.ops.aten.convolution.default(y, z, None, [1], [1], [1], False, [0], 1)
+    return (a, b, c, d, e)
+)IR"));
+  TunableKernels tunable;
+  const std::string tuning =
+      EmitCpp(s.lowered.program, {.tuning_table = true, .tunable = &tunable});
+  ASSERT_EQ(s.lowered.program.kernels.size(), 5);
+  EXPECT_EQ(tunable.winograd, (std::vector<int>{0}));
+  EXPECT_TRUE(tunable.threads.empty());
+  EXPECT_OK(RunFileCheck(tuning, R"(
+CHECK:      static void lathe_k0({{.*}}int* E, int nt) {
+CHECK-NEXT:   (void)S;
+CHECK-NEXT:   const int64_t g[] = {2, 1, 2, 16, 32, 12, 12, 3, 3, 12, 12, 1, 1, 1, 1, 1, 1, {{.*}}, (0 | (nt == -2 ? 2 : 0))};
+CHECK-NEXT:   rt->sconv(g,
+CHECK:      static void lathe_k1({{.*}}int* E) {
+CHECK-NOT:  nt ==
+CHECK:      static void k0(
+CHECK-NEXT:   const int64_t t0 = lathe_tune_now();
+CHECK-NEXT:   lathe_k0({{.*}}, S, F, rt, E, lathe_tune_threads[0] != 0 ? lathe_tune_threads[0] : omp_get_max_threads());
+CHECK-NEXT:   lathe_tune_ns[0] += lathe_tune_now() - t0;
+CHECK:      static void k1(
+CHECK-NEXT:   lathe_k1({{.*}}, S, F, rt, E);
+)"));
+  const std::string plain = EmitCpp(s.lowered.program);
+  EXPECT_FALSE(absl::StrContains(plain, "| 2)")) << plain;
+  s.lowered.program.kernels[0].winograd = true;
+  EXPECT_OK(RunFileCheck(EmitCpp(s.lowered.program), R"(
+CHECK-NOT:  lathe_tune
+CHECK:      const int64_t g[] = {2, 1, 2, 16, 32, {{.*}}, (0 | 2)};
+CHECK-NEXT: rt->sconv(g,
+CHECK-NOT:  | 2)
+)"));
+  EXPECT_THAT(PrintProgram(s.lowered.program),
+              ::testing::HasSubstr(" winograd\n"));
+}
+
 }  // namespace
 }  // namespace lathe::codegen

@@ -357,17 +357,18 @@ void BM_Matmul(benchmark::State& state, const std::string& name, double flops,
 }
 
 // A model row compiled with --autotune (driver/autotune.h): each kernel's
-// threads measured at compile time; `tuned` counts the kernels taken off
-// the whole team (the label: the tuner's whole-call comparison).
-void BM_Tuned(benchmark::State& state, const std::string& name, double flops) {
-  Case& c = GetCase(name, /*reinplace=*/true, /*freeze=*/false,
-                    /*autotune=*/true);
+// threads (and each 3x3 convolution's algorithm) measured at compile time;
+// `tuned` counts the kernels taken off the whole team or onto Winograd's
+// algorithm (the label: the tuner's whole-call comparison).
+void BM_Tuned(benchmark::State& state, const std::string& name, double flops,
+              bool freeze = false) {
+  Case& c = GetCase(name, /*reinplace=*/true, freeze, /*autotune=*/true);
   if (!c.status.ok()) return SkipWith(state, c.status);
   RunLoop(state, c);
   SetFlops(state, flops);
   int tuned = 0;
   for (const codegen::Kernel& k : c.function->lowered().program.kernels) {
-    tuned += k.threads != 0 || k.split_batch;
+    tuned += k.threads != 0 || k.split_batch || k.winograd;
   }
   state.counters["kernels"] = c.function->stats().kernels;
   state.counters["tuned"] = tuned;
@@ -430,6 +431,11 @@ BENCHMARK_CAPTURE(BM_Matmul, small_cnn_b32_64x64_frozen, "small_cnn_b32_64x64",
                   SmallCnnFlops(), true)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+// Tuned: 3x3 convolutions measured with Winograd's algorithm too.
+BENCHMARK_CAPTURE(BM_Tuned, small_cnn_b32_64x64_frozen, "small_cnn_b32_64x64",
+                  SmallCnnFlops(), true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // resnet18 (tools/examples/capture_examples.py) at batch n on size x size
 // images: each convolution's 2*N*O*OH*OW*C*k*k (padding k/2) and the
@@ -472,6 +478,14 @@ BENCHMARK_CAPTURE(BM_Matmul, resnet18_b8_224x224, "resnet18_b8_224x224",
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matmul, resnet18_b8_224x224_frozen, "resnet18_b8_224x224",
+                  Resnet18Flops(8, 224), true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Tuned, resnet18_b8_112x112_frozen, "resnet18_b8_112x112",
+                  Resnet18Flops(8, 112), true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Tuned, resnet18_b8_224x224_frozen, "resnet18_b8_224x224",
                   Resnet18Flops(8, 224), true)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
