@@ -16,16 +16,18 @@
 
 namespace lathe::codegen {
 
-absl::StatusOr<LoweredGraph> LowerText(absl::string_view text) {
+absl::StatusOr<LoweredGraph> LowerText(absl::string_view text,
+                                       Routines routines) {
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, ir::ParseGraph(text));
   symbolic::ShapeEnv env;
   RETURN_IF_ERROR(ir::PropagateShapes(*graph, env));
-  return Lower(*graph, env);
+  return Lower(*graph, env, routines);
 }
 
-absl::StatusOr<Scheduled> ScheduleText(absl::string_view text) {
+absl::StatusOr<Scheduled> ScheduleText(absl::string_view text,
+                                       Routines routines) {
   Scheduled s;
-  ASSIGN_OR_RETURN(s.lowered, LowerText(text));
+  ASSIGN_OR_RETURN(s.lowered, LowerText(text, routines));
   s.kernels_before = static_cast<int>(s.lowered.program.kernels.size());
   ASSIGN_OR_RETURN(ScheduleResult r, Schedule(s.lowered));
   s.log = std::move(r.log);

@@ -33,8 +33,10 @@ namespace lathe::codegen {
 
 // LowerText()
 //
-// Parses `text`, propagates shapes into a fresh ShapeEnv and lowers it.
-absl::StatusOr<LoweredGraph> LowerText(absl::string_view text);
+// Parses `text`, propagates shapes into a fresh ShapeEnv and lowers it for
+// a target with `routines`.
+absl::StatusOr<LoweredGraph> LowerText(absl::string_view text,
+                                       Routines routines = {});
 
 // ScheduleText()
 //
@@ -44,7 +46,8 @@ struct Scheduled {
   std::vector<std::string> log;
   int kernels_before = 0;  // as lowered
 };
-absl::StatusOr<Scheduled> ScheduleText(absl::string_view text);
+absl::StatusOr<Scheduled> ScheduleText(absl::string_view text,
+                                       Routines routines = {});
 
 // PrintScheduled()
 //

@@ -207,9 +207,20 @@ std::string PrintProgram(const Program& p) {
                       k.threads > 0 ? absl::StrCat(" threads=", k.threads) : "",
                       k.split_batch ? " split_batch" : "",
                       k.winograd ? " winograd" : "", "\n");
-      continue;
+      if (k.ops.empty()) continue;
+      // The fused epilogue, over one image.
+      absl::StrAppend(&out, "  epilogue per image strides=[",
+                      absl::StrJoin(k.image_strides, ", ",
+                                    [&](std::string* s, const auto& b) {
+                                      absl::StrAppend(
+                                          s, p.buffers[b.first].name, ": ",
+                                          symbolic::ToString(b.second));
+                                    }),
+                      "] ranges=[", Exprs(k.ranges), "]");
+    } else {
+      absl::StrAppend(&out, "kernel ", k.name, " ranges=[", Exprs(k.ranges),
+                      "]");
     }
-    absl::StrAppend(&out, "kernel ", k.name, " ranges=[", Exprs(k.ranges), "]");
     // Loops in another order than x0, x1, ... (the scheduler's reordering):
     // the variable of each range, outermost first.
     bool canonical = true;

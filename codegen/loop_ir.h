@@ -48,6 +48,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/dtype.h"
@@ -199,6 +200,13 @@ struct Kernel {
   // kExtern's sconv, autotuning's choice: oneDNN's Winograd algorithm
   // (runtime/convolution.h's kSconvWinograd flag in its geometry).
   bool winograd = false;
+  // kExtern's sconv with ops: the loop kernel fused into it as its
+  // epilogue (Routines::sconv_epilogue), run over each image of its output
+  // as soon as that image is written, on the thread that wrote it. Its
+  // vars, ranges, sections and ops are that kernel's over one image (the
+  // batch variable dropped); each buffer it touches moves by
+  // `image_strides` elements from one image to the next (buffer, stride).
+  std::vector<std::pair<int, symbolic::Expr>> image_strides;
   // The kernels fused into this one (for the log), and the graph nodes whose
   // values they compute (for the fusion picture).
   std::vector<std::string> fused_from;
@@ -228,6 +236,10 @@ struct Routines {
   // bgemm: bf16 operands, an f32 product (runtime/bf16_gemm.h); without it
   // bf16 products convert their operands to f32 for sgemm.
   bool bgemm = false;
+  // sconv runs an epilogue over each image it writes (kernel_abi.h), so the
+  // scheduler may fuse the loop kernel after a convolution into it
+  // (Kernel::image_strides).
+  bool sconv_epilogue = false;
 };
 
 struct Program {

@@ -12,7 +12,9 @@ namespace lathe::codegen {
 absl::StatusOr<LoweredGraph> Lower(const ir::Graph& graph,
                                    symbolic::ShapeEnv& env, Routines routines) {
   lower::Lowerer l(graph, env, routines);
-  return l.Run();
+  absl::StatusOr<LoweredGraph> lowered = l.Run();
+  if (lowered.ok()) lowered->routines = routines;
+  return lowered;
 }
 
 bool HasLowering(const ir::OpDef& op) {

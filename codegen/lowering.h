@@ -81,6 +81,9 @@ struct LoweredGraph {
   // The storage offset of each input buffer's first element, by buffer (the
   // placeholder's meta offset; 0 for allocated buffers).
   std::vector<symbolic::Expr> base_offsets;
+  // The target's routines it was lowered for (the scheduler's fusions
+  // depend on them too).
+  Routines routines;
 };
 
 // Lower()

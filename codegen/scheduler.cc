@@ -1,11 +1,13 @@
 #include "codegen/scheduler.h"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -538,7 +540,177 @@ void PlanMemory(LoweredGraph& g, std::vector<std::string>& log) {
       changed = EraseOps(k, drop);
     }
   }
-  PlanStorage(g, log);
+}
+
+// An integer's value, or nullopt for any other expression.
+std::optional<int64_t> IntOf(Expr e) {
+  if (e.is_null() || e.kind() != symbolic::ExprKind::kInteger) {
+    return std::nullopt;
+  }
+  return e.int_value();
+}
+
+// The least and greatest values of `e` over `vars` in [0, ranges), when e
+// is affine in them with integer coefficients and the ranges are integers
+// of at least 1; nullopt otherwise.
+std::optional<std::pair<int64_t, int64_t>> AffineBounds(
+    Expr e, const std::vector<Expr>& vars, const std::vector<Expr>& ranges) {
+  absl::flat_hash_map<Expr, Expr> at0;
+  for (Expr u : vars) at0[u] = symbolic::Int(0);
+  absl::StatusOr<Expr> c0 = symbolic::Substitute(e, at0);
+  if (!c0.ok() || !IntOf(*c0).has_value()) return std::nullopt;
+  int64_t lo = *IntOf(*c0), hi = lo;
+  Expr rebuilt = *c0;
+  for (size_t i = 0; i < vars.size(); ++i) {
+    std::optional<int64_t> c = StrideOf(e, vars[i], vars);
+    std::optional<int64_t> r = IntOf(ranges[i]);
+    if (!c.has_value() || !r.has_value() || *r < 1) return std::nullopt;
+    lo += std::min<int64_t>(0, *c * (*r - 1));
+    hi += std::max<int64_t>(0, *c * (*r - 1));
+    rebuilt = symbolic::Add(rebuilt, symbolic::Mul(symbolic::Int(*c), vars[i]));
+  }
+  if (symbolic::Sub(e, rebuilt) != symbolic::Int(0)) return std::nullopt;
+  return std::pair{lo, hi};
+}
+
+// The loop kernel `b` after convolution `a` as a's epilogue
+// (Routines::sconv_epilogue): b then runs over each image of a's output as
+// soon as it is written, in the thread's cache (the bias, activation and
+// pooling after a convolution). Only when one of b's outer variables runs
+// over a's images and, for every buffer b touches, each access is that
+// variable times one stride plus an index free of it (the image's part;
+// for a's output, inside its image), and when b's iterations may run in
+// any order and again: no indirect access, scan or check, no buffer both
+// read and written, none of a's operands written. Returns the reason.
+std::optional<std::string> TryFuseEpilogue(Kernel& a, const Kernel& b) {
+  if (a.kind != Kernel::Kind::kExtern || a.routine != "sconv" ||
+      !a.ops.empty() || b.kind != Kernel::Kind::kLoops || b.ops.empty() ||
+      a.extern_buffers.size() != 3 || a.extern_args.empty()) {
+    return std::nullopt;
+  }
+  const std::vector<Expr>& g = a.extern_args;
+  const std::optional<int64_t> s = IntOf(g[0]);
+  if (!s.has_value() || static_cast<int64_t>(g.size()) < 14 + 9 * *s) {
+    return std::nullopt;
+  }
+  // The geometry (runtime/convolution.h): N, then after the sizes, strides,
+  // paddings and dilations, x's and w's offsets and strides, out's offset
+  // and its batch stride.
+  const std::optional<int64_t> images = IntOf(g[2]);
+  const std::optional<int64_t> out_offset = IntOf(g[11 + 8 * *s]);
+  const std::optional<int64_t> image_stride = IntOf(g[12 + 8 * *s]);
+  if (!images.has_value() || !out_offset.has_value() ||
+      !image_stride.has_value() || *images < 1 || *out_offset != 0 ||
+      *image_stride < 1) {
+    return std::nullopt;
+  }
+  const int out = a.extern_buffers[0];
+  std::set<int> loaded, stored;
+  for (const ScalarOp& op : b.ops) {
+    if (IsIndirect(op) || op.kind == ScalarOp::Kind::kScan ||
+        op.kind == ScalarOp::Kind::kCheckIndex) {
+      return std::nullopt;
+    }
+    if (op.kind == ScalarOp::Kind::kLoad) loaded.insert(op.buffer);
+    if (op.kind == ScalarOp::Kind::kStore) stored.insert(op.buffer);
+  }
+  if (loaded.count(out) == 0) return std::nullopt;
+  for (int st : stored) {
+    if (loaded.count(st) > 0 || absl::c_linear_search(a.extern_buffers, st)) {
+      return std::nullopt;
+    }
+  }
+  // The variables b's indices range over besides the image's.
+  std::vector<Expr> vars, ranges;
+  for (const Section& sec : b.sections) {
+    vars.insert(vars.end(), sec.vars.begin(), sec.vars.end());
+    ranges.insert(ranges.end(), sec.ranges.begin(), sec.ranges.end());
+  }
+  for (size_t at = 0; at < b.vars.size(); ++at) {
+    if (IntOf(b.ranges[at]) != images) continue;
+    const Expr v = b.vars[at];
+    std::vector<Expr> others = vars, other_ranges = ranges;
+    for (size_t u = 0; u < b.vars.size(); ++u) {
+      if (u == at) continue;
+      others.push_back(b.vars[u]);
+      other_ranges.push_back(b.ranges[u]);
+    }
+    std::vector<Expr> all = others;
+    all.push_back(v);
+    const absl::flat_hash_map<Expr, Expr> at0 = {{v, symbolic::Int(0)}};
+    std::vector<std::pair<int, Expr>> strides;
+    bool fits = true;
+    for (const ScalarOp& op : b.ops) {
+      if (!fits) break;
+      if (op.index.is_null()) continue;
+      absl::StatusOr<Expr> rest = symbolic::Substitute(op.index, at0);
+      if (!rest.ok()) {
+        fits = false;
+        break;
+      }
+      if (op.kind != ScalarOp::Kind::kLoad &&
+          op.kind != ScalarOp::Kind::kStore) {
+        fits = *rest == op.index;  // an index value may not name the image
+        continue;
+      }
+      std::optional<int64_t> c = StrideOf(op.index, v, all);
+      if (!c.has_value() ||
+          symbolic::Sub(
+              op.index,
+              symbolic::Add(*rest, symbolic::Mul(symbolic::Int(*c), v))) !=
+              symbolic::Int(0)) {
+        fits = false;
+        break;
+      }
+      auto known = absl::c_find_if(
+          strides, [&](const auto& e) { return e.first == op.buffer; });
+      if (known == strides.end()) {
+        strides.emplace_back(op.buffer, symbolic::Int(*c));
+      } else if (known->second != symbolic::Int(*c)) {
+        fits = false;
+      }
+      if (op.buffer == out) {
+        std::optional<std::pair<int64_t, int64_t>> bounds =
+            AffineBounds(*rest, others, other_ranges);
+        fits = fits && *c == *image_stride && bounds.has_value() &&
+               bounds->first >= 0 && bounds->second < *image_stride;
+      }
+    }
+    if (!fits) continue;
+    Kernel e = b;
+    e.ranges[at] = symbolic::Int(1);
+    if (!SqueezeUnitRanges(e)) return std::nullopt;
+    std::sort(strides.begin(), strides.end(),
+              [](const auto& x, const auto& y) { return x.first < y.first; });
+    a.vars = std::move(e.vars);
+    a.ranges = std::move(e.ranges);
+    a.sections = std::move(e.sections);
+    a.ops = std::move(e.ops);
+    a.image_strides = std::move(strides);
+    a.fused_from.push_back(b.name);
+    for (const std::string& f : b.fused_from) a.fused_from.push_back(f);
+    for (const std::string& n : b.nodes) a.nodes.push_back(n);
+    return absl::StrCat("the convolution's epilogue, over each image (",
+                        symbolic::ToString(v), ")");
+  }
+  return std::nullopt;
+}
+
+// Fuses each convolution's next kernel into it as its epilogue where
+// TryFuseEpilogue takes it.
+void FuseConvolutionEpilogues(Program& p, std::vector<std::string>& log) {
+  std::vector<Kernel> out;
+  for (Kernel& k : p.kernels) {
+    if (!out.empty()) {
+      if (std::optional<std::string> why = TryFuseEpilogue(out.back(), k)) {
+        log.push_back(absl::StrCat("fuse ", k.name, " into ", out.back().name,
+                                   ": ", *why));
+        continue;
+      }
+    }
+    out.push_back(std::move(k));
+  }
+  p.kernels = std::move(out);
 }
 
 }  // namespace
@@ -576,6 +748,8 @@ absl::StatusOr<ScheduleResult> Schedule(LoweredGraph& g) {
     }
   }
   PlanMemory(g, r.log);
+  if (g.routines.sconv_epilogue) FuseConvolutionEpilogues(p, r.log);
+  PlanStorage(g, r.log);
   return r;
 }
 

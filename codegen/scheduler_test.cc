@@ -5,6 +5,7 @@
 
 #include "codegen/scheduler.h"
 
+#include "absl/strings/str_cat.h"
 #include "codegen/codegen_testing.h"
 #include "gtest/gtest.h"
 #include "testing/status_matchers.h"
@@ -646,6 +647,68 @@ CHECK:      buffer [[MM:buf[0-9]+]] : f32[8*s0] freed after [[K1:k[0-9]+]]{{$}}
 CHECK:      kernel [[K1]] ranges=[s0, 8]
 CHECK-NOT:  log: {{.*}}reuses
 )"));
+}
+
+// ---- Convolution epilogues
+// ---------------------------------------------------
+
+// A convolution (channels-last result, as the layout choice gives it) whose
+// bias, ReLU and max pool follow.
+constexpr char kConvPool[] = R"IR(
+def forward(self, x: "f32[4, 3, 8, 8]", w: "f32[16, 3, 3, 3]", b: "f32[16]"):
+    convolution = torch.ops.aten.convolution.default(x, w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    relu = torch.ops.aten.relu.default(convolution)
+    max_pool2d_with_indices = torch.ops.aten.max_pool2d_with_indices.default(relu, [2, 2])
+    getitem = max_pool2d_with_indices[0]
+    return (getitem,)
+)IR";
+
+// With sconv's epilogue (the cpu's routines), the pointwise kernel after
+// the convolution becomes its epilogue over one image: its image variable
+// dropped, each buffer's stride per image kept (the bias: 0), the pooled
+// result allocated before the convolution, since the epilogue writes it
+// while the convolution runs; the windows, inside the input, need no
+// range mask; the result, a graph output, stays contiguous. Without it, two
+// kernels.
+TEST(SchedulerTest, TheKernelAfterAConvolutionIsItsEpilogue) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s,
+                       ScheduleText(kConvPool, {.sconv_epilogue = true}));
+  ASSERT_EQ(s.lowered.program.kernels.size(), 1u) << PrintScheduled(s);
+  const Kernel& k = s.lowered.program.kernels[0];
+  EXPECT_EQ(s.lowered.program.buffers[k.ops.back().buffer].allocate_before, 0);
+  EXPECT_OK(FileCheckScheduled(s, R"(
+CHECK:      kernel k0 extern sconv([[OUT:buf[0-9]+]], in0, in1; 2, 1, 4, 3, 16,
+CHECK-NEXT:   epilogue per image strides=[in2: 0, [[OUT]]: 1024, [[POOL:buf[0-9]+]]: 256] ranges=[4, 4, 16]
+CHECK-NEXT:   section 0 pointwise
+CHECK-NOT:      lt(
+CHECK:          load [[OUT]][256*x0 + 32*x1 + x2] : f32
+CHECK:          store [[POOL]][4*x0 + x1 + 16*x2] =
+CHECK:      log: fuse k1 into k0: the convolution's epilogue, over each image (x0)
+)"));
+  ASSERT_OK_AND_ASSIGN(Scheduled apart, ScheduleText(kConvPool));
+  EXPECT_EQ(apart.lowered.program.kernels.size(), 2u);
+}
+
+// Kernels that cannot run image by image stay apart: one reading another
+// image of the convolution's result (a flip of the batch), one reducing
+// over the batch.
+TEST(SchedulerTest, AKernelAcrossImagesIsNoEpilogue) {
+  for (const char* tail : {
+           "    flip = torch.ops.aten.flip.default(convolution, [0])\n"
+           "    return (flip,)\n",
+           "    sum_1 = torch.ops.aten.sum.dim_IntList(convolution, [0])\n"
+           "    return (sum_1,)\n",
+       }) {
+    const std::string text = absl::StrCat(R"IR(
+def forward(self, x: "f32[4, 3, 8, 8]", w: "f32[16, 3, 3, 3]"):
+    convolution = torch.ops.aten.convolution.default(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+)IR",
+                                          tail);
+    ASSERT_OK_AND_ASSIGN(Scheduled s,
+                         ScheduleText(text, {.sconv_epilogue = true}));
+    EXPECT_EQ(s.lowered.program.kernels.size(), 2u) << PrintScheduled(s);
+    EXPECT_TRUE(s.lowered.program.kernels[0].ops.empty()) << tail;
+  }
 }
 
 }  // namespace

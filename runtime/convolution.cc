@@ -296,6 +296,8 @@ struct Piece {
   Geometry g;
   int64_t x_at = 0, w_at = 0, o_at = 0;
   const Plan* plan = nullptr;
+  // A slice of whole images: the first, and how many (0: another cut).
+  int64_t image = 0, images = 0;
 };
 
 // The span of one image of an operand (channels `ch`, spatial sizes `sp`,
@@ -345,29 +347,47 @@ bool RowSlices(const Geometry& g, const Piece& whole, int64_t slices,
 // 1, or what none of these splits. A slice of images or rows of a
 // channels-last result is dense, so oneDNN writes it in place; a slice of
 // channels goes through a reorder.
-std::vector<Piece> Split(const Geometry& g, int team) {
+//
+// With an `epilogue` to run, a batch of at least two images and one per
+// thread is cut into slices of images, each no more than
+// kEpiloguePieceBytes of output (at least an image); a smaller one is cut
+// as without (its epilogue runs after).
+std::vector<Piece> Split(const Geometry& g, int team, bool epilogue = false) {
   Piece whole{g};
   whole.g.x_off = whole.g.w_off = whole.g.o_off = 0;
   double work = static_cast<double>(g.n) * g.o * (g.c / g.groups);
   for (int d = 0; d < g.s; ++d) work *= static_cast<double>(g.out[d]) * g.k[d];
   const int64_t want = team * onednn::kPiecesPerThread;
+  auto images = [&](int64_t per) {
+    std::vector<Piece> pieces;
+    for (int64_t at = 0; at < g.n; at += per) {
+      Piece& p = pieces.emplace_back(whole);
+      p.g.n = std::min(per, g.n - at);
+      p.x_at = at * g.xs[0];
+      p.o_at = at * g.os[0];
+      p.image = at;
+      p.images = p.g.n;
+    }
+    return pieces;
+  };
+  if (epilogue && g.n >= std::max(team, 2)) {
+    int64_t image_bytes = g.o * static_cast<int64_t>(sizeof(float));
+    for (int d = 0; d < g.s; ++d) image_bytes *= g.out[d];
+    const int64_t fit =
+        image_bytes > 0
+            ? std::max<int64_t>(1, kEpiloguePieceBytes / image_bytes)
+            : g.n;
+    return images(std::min(fit, (g.n + want - 1) / want));
+  }
   if (team <= 1 || work < onednn::kThreadedWork) return {whole};
   std::vector<Piece> pieces;
   if (g.n < want && g.out[0] >= 2 &&
       RowSlices(g, whole, (want + g.n - 1) / g.n, &pieces)) {
     return pieces;
   }
+  // Slices of images, an image a piece under `want` images.
+  if (g.n >= 2) return images((g.n + want - 1) / want);
   pieces.clear();
-  if (g.n >= 2) {  // slices of images, an image a piece under `want` images
-    const int64_t per = (g.n + want - 1) / want;
-    for (int64_t at = 0; at < g.n; at += per) {
-      Piece& p = pieces.emplace_back(whole);
-      p.g.n = std::min(per, g.n - at);
-      p.x_at = at * g.xs[0];
-      p.o_at = at * g.os[0];
-    }
-    return pieces;
-  }
   if (g.groups == 1 && g.o >= 32) {
     const int64_t per = std::max<int64_t>(16, (g.o / want + 15) / 16 * 16);
     for (int64_t at = 0; at < g.o; at += per) {
@@ -413,11 +433,15 @@ bool ReorderWeights(const Plan& p, const float* w, dnnl_memory_t to) {
   return !call.failed.load(std::memory_order_relaxed);
 }
 
-// Runs `g`'s convolution through oneDNN, its pieces on the runtime's pool;
-// false when oneDNN does not take a piece or fails (the caller runs the
-// reference over the whole output).
-bool RunOneDnn(const Geometry& g, const float* x, const float* w, float* out) {
-  std::vector<Piece> pieces = Split(g, onednn::Team());
+// Runs `g`'s convolution through oneDNN, its pieces on the runtime's pool,
+// and the epilogue (when not null) over each slice of images on the thread
+// that wrote it; false when oneDNN does not take a piece or fails (the
+// caller runs the reference over the whole output, and the epilogue over
+// every image, again). `*ran_epilogue`: whether every image's epilogue ran.
+bool RunOneDnn(const Geometry& g, const float* x, const float* w, float* out,
+               SconvEpilogue epilogue, void* epilogue_ctx, bool* ran_epilogue) {
+  *ran_epilogue = false;
+  std::vector<Piece> pieces = Split(g, onednn::Team(), epilogue != nullptr);
   for (Piece& p : pieces) {
     p.plan = PlanFor(p.g);
     if (p.plan == nullptr) {  // oneDNN may still take the whole
@@ -427,6 +451,11 @@ bool RunOneDnn(const Geometry& g, const float* x, const float* w, float* out) {
       break;
     }
   }
+  // Each slice of images runs its epilogue; other cuts leave it to Sconv.
+  const bool by_images =
+      epilogue != nullptr &&
+      std::all_of(pieces.begin(), pieces.end(),
+                  [](const Piece& p) { return p.images > 0; });
   // Weights that every piece would reorder into the same layout are
   // reordered once, here.
   const Plan& first = *pieces[0].plan;
@@ -448,10 +477,18 @@ bool RunOneDnn(const Geometry& g, const float* x, const float* w, float* out) {
     bool frozen;
     dnnl_memory_t weights;
     const dnnl_memory_desc_t* weights_md;
+    SconvEpilogue epilogue;  // null: none, or not by slices of images
+    void* epilogue_ctx;
     std::atomic<bool> failed{false};
-  } call{
-      pieces,     x, w, out, g.frozen_weights(), weights ? weights->m : nullptr,
-      &first.w_md};
+  } call{pieces,
+         x,
+         w,
+         out,
+         g.frozen_weights(),
+         weights ? weights->m : nullptr,
+         &first.w_md,
+         by_images ? epilogue : nullptr,
+         epilogue_ctx};
   onednn::ParallelPieces(
       static_cast<int64_t>(pieces.size()), onednn::Team(),
       [](void* ctx, int64_t i) {
@@ -460,10 +497,17 @@ bool RunOneDnn(const Geometry& g, const float* x, const float* w, float* out) {
         if (!RunPlan(*p.plan, c.x + p.x_at, c.w + p.w_at, c.out + p.o_at,
                      c.frozen, c.weights, c.weights_md)) {
           c.failed.store(true, std::memory_order_relaxed);
+          return;
+        }
+        if (c.epilogue == nullptr) return;
+        for (int64_t n = p.image; n < p.image + p.images; ++n) {
+          c.epilogue(c.epilogue_ctx, n);
         }
       },
       &call);
-  return !call.failed.load(std::memory_order_relaxed);
+  if (call.failed.load(std::memory_order_relaxed)) return false;
+  *ran_epilogue = by_images;
+  return true;
 }
 
 }  // namespace
@@ -529,11 +573,16 @@ bool SconvUsesWinograd(const int64_t* geometry) {
   return true;
 }
 
-void Sconv(const int64_t* geometry, const float* x, const float* w,
-           float* out) {
+void Sconv(const int64_t* geometry, const float* x, const float* w, float* out,
+           SconvEpilogue epilogue, void* ctx) {
   Geometry g(geometry);
-  if (!RunOneDnn(g, x + g.x_off, w + g.w_off, out + g.o_off)) {
+  bool ran_epilogue = false;
+  if (!RunOneDnn(g, x + g.x_off, w + g.w_off, out + g.o_off, epilogue, ctx,
+                 &ran_epilogue)) {
     SconvReference(geometry, x, w, out);
+  }
+  if (epilogue != nullptr && !ran_epilogue) {
+    for (int64_t n = 0; n < g.n; ++n) epilogue(ctx, n);
   }
 }
 

@@ -48,10 +48,27 @@ constexpr int64_t kSconvFrozenWeights = 1;
 // geometry (not 3x3, strided, dilated, grouped...), the direct one runs.
 constexpr int64_t kSconvWinograd = 2;
 
+// A convolution's epilogue (a loop kernel the scheduler fused into it):
+// run for one image of the output, after that image is written.
+using SconvEpilogue = void (*)(void* ctx, int64_t image);
+
 // out = convolution(x, w) as the geometry says (s in [1, 3]; lowering
 // calls it for nothing else), through oneDNN where it
-// takes the geometry and the reference loops otherwise.
-void Sconv(const int64_t* geometry, const float* x, const float* w, float* out);
+// takes the geometry and the reference loops otherwise. A non-null
+// `epilogue` runs once for each image n of out, epilogue(ctx, n), after
+// that image is written and before Sconv returns: a batch of at least one
+// image per thread then runs in pieces of whole images (as many as fit
+// kEpiloguePieceBytes), each piece's images handed to the epilogue on the
+// thread that wrote them, while they are in its cache; a convolution cut
+// otherwise (fewer images than threads: slices of rows or channels) runs
+// every epilogue after it, on the calling thread.
+void Sconv(const int64_t* geometry, const float* x, const float* w, float* out,
+           SconvEpilogue epilogue = nullptr, void* ctx = nullptr);
+
+// The output bytes a piece of images with an epilogue writes at most (at
+// least one image): half of a core's L2 here, so the epilogue reads them
+// from it.
+constexpr int64_t kEpiloguePieceBytes = int64_t{512} << 10;
 
 // Whether Sconv runs this geometry through oneDNN (else the reference).
 bool SconvUsesOneDnn(const int64_t* geometry);

@@ -1,11 +1,14 @@
 #include "runtime/convolution.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "runtime/packed_weights.h"
 
@@ -117,8 +120,11 @@ TEST(ConvolutionTest, OneDimensionalByHand) {
   for (bool reference : {true, false}) {
     std::vector<float> out(4, 99);
     EXPECT_TRUE(SconvUsesOneDnn(g.data()));
-    (reference ? SconvReference : Sconv)(g.data(), x.data(), w.data(),
-                                         out.data());
+    if (reference) {
+      SconvReference(g.data(), x.data(), w.data(), out.data());
+    } else {
+      Sconv(g.data(), x.data(), w.data(), out.data());
+    }
     EXPECT_EQ(out, want) << (reference ? "reference" : "oneDNN");
   }
 }
@@ -274,8 +280,8 @@ TEST(ConvolutionTest, WinogradWhereOneDnnHasIt) {
   std::mt19937 rng(13);
   const std::vector<Conv> eligible = {
       {2, 16, 32, 1, {12, 12}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
-      {8, 32, 64, 1, {16, 16}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
-      {1, 64, 64, 1, {20, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+      {6, 16, 32, 1, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 32, 32, 1, {20, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
   };
   const std::vector<Conv> not_eligible = {
       {2, 16, 32, 1, {12, 12}, {3, 3}, {2, 2}, {1, 1}, {1, 1}},
@@ -302,8 +308,8 @@ TEST(ConvolutionTest, WinogradWhereOneDnnHasIt) {
           EXPECT_FALSE(SconvUsesWinograd(g.data()));
         }
         for (Conv c : not_eligible) {
+          if (threads != 1 || frozen) continue;  // the flag is not read
           c.channels_last = last;
-          c.frozen = frozen;
           c.winograd = true;
           std::vector<int64_t> g = c.Geometry();
           EXPECT_FALSE(SconvUsesWinograd(g.data()))
@@ -312,6 +318,76 @@ TEST(ConvolutionTest, WinogradWhereOneDnnHasIt) {
           ExpectMatchesReference(c, rng, 1);
         }
       }
+    }
+  }
+  omp_set_num_threads(team);
+}
+
+// An epilogue runs once for each image, after that image is written: it
+// copies the image out, and the copies are the whole result. Batches cut
+// into slices of images (a team of 3, each slice's images on its thread),
+// one image cut into rows or channels, Winograd's algorithm, frozen
+// weights, and one thread all hand over every image once.
+TEST(ConvolutionTest, EpiloguesRunOnceForEachImageAfterItIsWritten) {
+  const int team = omp_get_max_threads();
+  struct Seen {
+    const float* out;
+    int64_t image_elems;
+    std::vector<float> copy;
+    std::vector<std::atomic<int>> calls;
+  };
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<Conv> cases = {
+      {8, 16, 32, 1, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+      {3, 4, 16, 1, {64, 64}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},  // 256 KB
+      {1, 16, 32, 1, {29, 20}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 64, 128, 1, {3, 40}, {3, 3}, {1, 1}, {0, 1}, {1, 1}},
+      {3, 4, 8, 2, {9, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1}},
+  };
+  struct Variant {
+    int threads;
+    bool winograd, frozen;
+  };
+  for (const auto [threads, winograd, frozen] :
+       {Variant{1, false, false}, Variant{3, false, false},
+        Variant{3, false, true}, Variant{3, true, true}}) {
+    omp_set_num_threads(threads);
+    for (Conv c : cases) {
+      c.channels_last = true;
+      c.winograd = winograd;
+      c.frozen = frozen;
+      std::vector<int64_t> g = c.Geometry();
+      std::vector<float> x(c.Numel(c.n, c.c, c.in)),
+          w(c.Numel(c.o, c.c / c.groups, c.k));
+      for (float& v : x) v = u(rng);
+      for (float& v : w) v = u(rng);
+      const int64_t m = c.Numel(c.n, c.o, c.Out());
+      std::vector<float> out(m, -7), want(m);
+      SconvReference(g.data(), x.data(), w.data(), want.data());
+      Seen seen{out.data(), m / c.n, std::vector<float>(m, 99),
+                std::vector<std::atomic<int>>(c.n)};
+      Sconv(
+          g.data(), x.data(), w.data(), out.data(),
+          [](void* ctx, int64_t n) {
+            Seen& s = *static_cast<Seen*>(ctx);
+            std::copy(s.out + n * s.image_elems,
+                      s.out + (n + 1) * s.image_elems,
+                      s.copy.begin() + n * s.image_elems);
+            s.calls[n].fetch_add(1);
+          },
+          &seen);
+      const std::string what =
+          absl::StrCat(c.n, " images of ", c.in[0], "x", c.in[1], ", ", c.c,
+                       " -> ", c.o, ", threads ", threads,
+                       winograd ? ", winograd" : "", frozen ? ", frozen" : "");
+      for (int64_t n = 0; n < c.n; ++n) {
+        EXPECT_EQ(seen.calls[n].load(), 1) << what << ", image " << n;
+      }
+      for (int64_t i = 0; i < m; ++i) {
+        ASSERT_NEAR(seen.copy[i], want[i], 1e-4) << what << ", element " << i;
+      }
+      ForgetFrozenWeights(w.data(), static_cast<int64_t>(w.size() * 4));
     }
   }
   omp_set_num_threads(team);

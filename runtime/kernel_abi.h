@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field changes; an artifact records the one it uses. */
-#define LATHE_KERNEL_ABI_VERSION 15
+#define LATHE_KERNEL_ABI_VERSION 16
 
 /* What a LatheValue holds. */
 #define LATHE_VALUE_NONE 0
@@ -141,9 +141,13 @@ typedef struct LatheKernelRuntime {
   /* out = convolution(x, w), f32, no bias: the geometry array gives the
    * spatial dims s, groups, N, C, O, the input, kernel and output sizes,
    * strides, paddings and dilations (s each), then each operand's element
-   * offset and 2 + s strides (x, w, out); runtime/convolution.h. */
+   * offset and 2 + s strides (x, w, out); runtime/convolution.h. A non-NULL
+   * `epilogue` runs once for each image n of out, epilogue(ctx, n), after
+   * that image is written (on the thread that wrote it, while it is in
+   * cache) and before sconv returns. */
   void (*sconv)(const int64_t* geometry, const float* x, const float* w,
-                float* out);
+                float* out, void (*epilogue)(void* ctx, int64_t image),
+                void* ctx);
   /* values, indices = sort(x) or topk(x) along one dim, any dtype: the
    * geometry gives the dtype, rank, dim, direction, k, the input sizes and
    * each operand's offset and strides; runtime/sort.h. */

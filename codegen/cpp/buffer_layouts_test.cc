@@ -5,9 +5,16 @@
 // program, with the strides derived by hand; then CNN-shaped programs
 // compiled and run against the interpreter, outputs' strides included.
 
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
 #include "codegen/codegen_testing.h"
 #include "codegen/cpp/cpu_testing.h"
 #include "gtest/gtest.h"
+#include "ir/interpreter.h"
 #include "testing/status_matchers.h"
 
 namespace lathe::codegen {
@@ -105,6 +112,69 @@ def forward(self, x: "f32[2, 3, 6, 6, 6][648, 1, 108, 18, 3]cpu", w1: "f32[4, 3,
     mul = torch.ops.aten.mul.Tensor(convolution_1, 2.0)
     return (mul, convolution)
 )IR");
+}
+
+extern "C" int omp_get_max_threads(void);
+extern "C" void omp_set_num_threads(int);
+
+// The kernels after convolutions run as their epilogues, image by image
+// (scheduler.h, runtime/convolution.h): bias, relu and a max pool; a
+// residual add of another input, relu and a spatial mean (a reduction per
+// image); a batch of 5 cut into slices of images on one thread and on a
+// team of 3, a batch of 2 cut into rows on the team (its epilogues run
+// after the convolution). Each program says in its fusion log that it
+// fused, and matches the interpreter.
+TEST(BufferLayoutsTest, ConvolutionEpiloguesMatchTheInterpreter) {
+  const int team = omp_get_max_threads();
+  for (int threads : {1, 3}) {
+    omp_set_num_threads(threads);
+    const std::string pool = R"IR(
+def forward(self, x: "f32[N, 8, 24, 20]", w: "f32[16, 8, 3, 3]", b: "f32[16]"):
+    convolution = torch.ops.aten.convolution.default(x, w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    relu = torch.ops.aten.relu.default(convolution)
+    max_pool2d_with_indices = torch.ops.aten.max_pool2d_with_indices.default(relu, [2, 2])
+    getitem = max_pool2d_with_indices[0]
+    return (getitem,)
+)IR";
+    for (const std::string& text : {
+             absl::StrReplaceAll(pool, {{"[N,", "[5,"}}),
+             absl::StrReplaceAll(pool, {{"[N,", "[2,"}}),
+             std::string(R"IR(
+def forward(self, x: "f32[5, 16, 12, 12]", w: "f32[16, 16, 3, 3]", r: "f32[5, 16, 12, 12]"):
+    convolution = torch.ops.aten.convolution.default(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    add = torch.ops.aten.add.Tensor(convolution, r)
+    relu = torch.ops.aten.relu.default(add)
+    mean = torch.ops.aten.mean.dim(relu, [-1, -2], True)
+    return (mean,)
+)IR"),
+         }) {
+      ASSERT_OK_AND_ASSIGN(CompiledCpu c, CompileCpuText(text.c_str()));
+      bool fused = false;
+      for (const std::string& line : c.function->stats().fusion_log) {
+        fused = fused || absl::StrContains(line, "the convolution's epilogue");
+      }
+      EXPECT_TRUE(fused) << c.function->scheduled();
+      std::vector<ir::Value> in;
+      int p = 0;
+      for (const ir::Node* n : c.graph->Placeholders()) {
+        const ir::TensorMeta& m = n->meta().tensor;
+        std::vector<int64_t> sizes;
+        for (symbolic::Expr e : m.sizes) sizes.push_back(e.int_value());
+        ir::Value v = FilledF32(sizes, 0);
+        for (int64_t k = 0; k < v.tensor.numel(); ++k) {
+          v.tensor.data<float>()[k] = static_cast<float>(std::sin(0.7 * k + p));
+        }
+        in.push_back(std::move(v));
+        ++p;
+      }
+      absl::StatusOr<ir::Interpretation> got = c.function->Run(in);
+      ASSERT_OK(got.status());
+      ASSERT_OK_AND_ASSIGN(ir::Interpretation want,
+                           ir::Interpret(*c.graph, in));
+      ExpectSameOutputs(*got, want, 1e-4);
+    }
+  }
+  omp_set_num_threads(team);
 }
 
 }  // namespace

@@ -101,6 +101,18 @@ static inline int64_t lathe_tune_now() {
 }
 )";
 
+// What a convolution's epilogue (k<N>_image) reads its kernel's buffers
+// and arguments from: the k<N> call's own.
+constexpr char kEpilogueArgs[] = R"(struct LatheEpilogueArgs {
+  void* const* B;
+  const int64_t* S;
+  const double* F;
+  const LatheKernelRuntime* rt;
+  int* E;
+};
+
+)";
+
 }  // namespace
 
 absl::string_view CppSourcePrelude() {
@@ -153,13 +165,52 @@ class Emitter {
   std::string Run() {
     std::string bodies, kernels;
     absl::flat_hash_map<std::string, std::string> shared;  // text -> name
+    bool epilogue_args = false;  // LatheEpilogueArgs is declared
+    auto shared_name = [&](std::string text, const std::string& name) {
+      auto [it, added] = shared.emplace(std::move(text), name);
+      if (added) {
+        absl::StrAppend(&bodies, "__attribute__((noinline)) static void ",
+                        it->second, it->first);
+      }
+      return it->second;
+    };
     for (size_t ki = 0; ki < p_.kernels.size(); ++ki) {
       const Kernel& k = p_.kernels[ki];
       // Binds and asserts are the host function's (wrapper_emitter.cc).
       if (k.kind != Kernel::Kind::kLoops && k.kind != Kernel::Kind::kExtern) {
         continue;
       }
-      params_.clear();
+      // A convolution with an epilogue (Kernel::image_strides): the
+      // epilogue's loops over one image, and k<N>_image(ctx, image), which
+      // sconv calls for each image with the buffers moved to it.
+      const bool fused = k.kind == Kernel::Kind::kExtern && !k.ops.empty();
+      if (fused) {
+        threads_.clear();
+        const Function loops = EmitFunction(EpilogueOf(k), {}, false);
+        const std::string name =
+            shared_name(loops.text, absl::StrCat("lathe_", k.name, "_loops"));
+        if (!epilogue_args) {
+          absl::StrAppend(&bodies, kEpilogueArgs);
+          epilogue_args = true;
+        }
+        std::vector<std::string> args;
+        for (int b : loops.buffers) {
+          std::string stride = "0";
+          for (const auto& [buffer, s] : k.image_strides) {
+            if (buffer == b) stride = Cpp(s);
+          }
+          args.push_back(absl::StrCat("static_cast<",
+                                      CType(p_.buffers[b].dtype), "*>(a.B[", b,
+                                      "]) + image * (", stride, ")"));
+        }
+        absl::StrAppend(&bodies, "static void ", k.name,
+                        "_image(void* ctx, int64_t image) {\n"
+                        "  const LatheEpilogueArgs& a = "
+                        "*static_cast<const LatheEpilogueArgs*>(ctx);\n  ",
+                        name, "(", absl::StrJoin(args, ", "),
+                        args.empty() ? "" : ", ",
+                        "a.S, a.F, a.rt, a.E);\n}\n\n");
+      }
       // A fixed count never exceeds the caller's team (fewer threads than
       // at compile time: OMP_NUM_THREADS, torch.set_num_threads).
       threads_ = options_.tuning_table ? "nt"
@@ -167,12 +218,12 @@ class Emitter {
                      ? absl::StrCat("lathe_threads(", k.threads, ")")
                      : "";
       fixed_threads_ = fixed_threads_ || !threads_.empty();
-      threaded_ = false;
-      splittable_ = false;
-      winograd_ = false;
-      std::string body;
-      EmitKernel(k, &body);
-      const bool tuned = options_.tuning_table && (threaded_ || winograd_);
+      sconv_epilogue_ = fused ? "epi, epi_ctx" : "nullptr, nullptr";
+      const Function f =
+          fused ? EmitFunction(ExternOf(k),
+                               {{"void (*epi)(void*, int64_t)", "epi"},
+                                {"void* epi_ctx", "epi_ctx"}})
+                : EmitFunction(k, {});
       if (options_.tunable != nullptr) {
         if (threaded_) {
           options_.tunable->threads.push_back(static_cast<int>(ki));
@@ -184,58 +235,34 @@ class Emitter {
           options_.tunable->winograd.push_back(static_cast<int>(ki));
         }
       }
-      std::set<int> used;
-      for (const ScalarOp& op : k.ops) {
-        if (op.buffer >= 0) used.insert(op.buffer);
-      }
-      used.insert(k.extern_buffers.begin(), k.extern_buffers.end());
-      for (int b : used) Ptr(b);  // a buffer the body never names
-      std::vector<int> order(params_.size());
-      for (const auto& [b, j] : params_) order[j] = b;
-      std::vector<std::string> formals, actuals;
-      for (size_t j = 0; j < order.size(); ++j) {
-        std::string t(CType(p_.buffers[order[j]].dtype));
-        formals.push_back(absl::StrCat(t, "* p", j));
-        actuals.push_back(
-            absl::StrCat("static_cast<", t, "*>(B[", order[j], "])"));
-      }
-      formals.push_back(
-          "const int64_t* S, const double* F, const LatheKernelRuntime* rt, "
-          "int* E");
-      if (tuned) formals.push_back("int nt");
-      std::vector<std::string> names;
-      for (size_t j = 0; j < order.size(); ++j) {
-        names.push_back(absl::StrCat("p", j));
-      }
-      names.push_back(tuned ? "S, F, rt, E, nt" : "S, F, rt, E");
-      body = absl::StrReplaceAll(body,
-                                 {{kParamsMark, absl::StrJoin(formals, ", ")},
-                                  {kArgsMark, absl::StrJoin(names, ", ")}});
-      std::string text = absl::StrCat("(", absl::StrJoin(formals, ", "),
-                                      ") {\n  (void)S; (void)F; (void)rt; "
-                                      "(void)E;\n",
-                                      body, "}\n\n");
-      auto [it, added] =
-          shared.emplace(std::move(text), absl::StrCat("lathe_", k.name));
-      if (added) {
-        absl::StrAppend(&bodies, "__attribute__((noinline)) static void ",
-                        it->second, it->first);
+      const std::string name =
+          shared_name(f.text, absl::StrCat("lathe_", k.name));
+      std::vector<std::string> actuals;
+      for (int b : f.buffers) {
+        actuals.push_back(absl::StrCat(
+            "static_cast<", CType(p_.buffers[b].dtype), "*>(B[", b, "])"));
       }
       actuals.push_back("S, F, rt, E");
-      if (tuned) {
+      if (f.tuned) {
         actuals.push_back(absl::StrCat("lathe_tune_threads[", ki,
                                        "] != 0 ? lathe_tune_threads[", ki,
                                        "] : omp_get_max_threads()"));
       }
-      absl::StrAppend(&kernels, "static void ", k.name,
-                      "(void* const* B, const int64_t* S, const double* F, "
-                      "const LatheKernelRuntime* rt, int* E) {\n  ",
-                      tuned ? "const int64_t t0 = lathe_tune_now();\n  " : "",
-                      it->second, "(", absl::StrJoin(actuals, ", "), ");\n",
-                      tuned ? absl::StrCat("  lathe_tune_ns[", ki,
-                                           "] += lathe_tune_now() - t0;\n")
-                            : "",
-                      "}\n");
+      if (fused) {
+        actuals.push_back(absl::StrCat(k.name, "_image, &lathe_epilogue"));
+      }
+      absl::StrAppend(
+          &kernels, "static void ", k.name,
+          "(void* const* B, const int64_t* S, const double* F, "
+          "const LatheKernelRuntime* rt, int* E) {\n  ",
+          fused ? "LatheEpilogueArgs lathe_epilogue = {B, S, F, rt, E};\n  "
+                : "",
+          f.tuned ? "const int64_t t0 = lathe_tune_now();\n  " : "", name, "(",
+          absl::StrJoin(actuals, ", "), ");\n",
+          f.tuned ? absl::StrCat("  lathe_tune_ns[", ki,
+                                 "] += lathe_tune_now() - t0;\n")
+                  : "",
+          "}\n");
     }
     std::string tuning;
     if (options_.tuning_table || fixed_threads_) tuning = kTuningPrelude;
@@ -254,6 +281,90 @@ class Emitter {
   }
 
  private:
+  // A kernel's function as EmitFunction writes it: its text after its name
+  // (formals and body), the buffers its pointer parameters p0, p1, ... take,
+  // in order, and whether the tuning build passes it a thread count (nt).
+  struct Function {
+    std::string text;
+    std::vector<int> buffers;
+    bool tuned = false;
+  };
+
+  // Kernel `k`'s function; `extra` formals (declaration, name) follow S, F,
+  // rt, E (and nt). `tunable`: false for an epilogue's loops, whose threads
+  // are their convolution's.
+  Function EmitFunction(
+      const Kernel& k,
+      const std::vector<std::pair<std::string, std::string>>& extra,
+      bool tunable = true) {
+    params_.clear();
+    threaded_ = false;
+    splittable_ = false;
+    winograd_ = false;
+    std::string body;
+    EmitKernel(k, &body);
+    Function f;
+    f.tuned = tunable && options_.tuning_table && (threaded_ || winograd_);
+    if (!tunable) threaded_ = splittable_ = winograd_ = false;
+    std::set<int> used;
+    for (const ScalarOp& op : k.ops) {
+      if (op.buffer >= 0) used.insert(op.buffer);
+    }
+    used.insert(k.extern_buffers.begin(), k.extern_buffers.end());
+    for (int b : used) Ptr(b);  // a buffer the body never names
+    f.buffers.resize(params_.size());
+    for (const auto& [b, j] : params_) f.buffers[j] = b;
+    std::vector<std::string> formals, names;
+    for (size_t j = 0; j < f.buffers.size(); ++j) {
+      formals.push_back(
+          absl::StrCat(CType(p_.buffers[f.buffers[j]].dtype), "* p", j));
+      names.push_back(absl::StrCat("p", j));
+    }
+    formals.push_back(
+        "const int64_t* S, const double* F, const LatheKernelRuntime* rt, "
+        "int* E");
+    names.push_back("S, F, rt, E");
+    if (f.tuned) {
+      formals.push_back("int nt");
+      names.push_back("nt");
+    }
+    for (const auto& [formal, name] : extra) {
+      formals.push_back(formal);
+      names.push_back(name);
+    }
+    body =
+        absl::StrReplaceAll(body, {{kParamsMark, absl::StrJoin(formals, ", ")},
+                                   {kArgsMark, absl::StrJoin(names, ", ")}});
+    f.text = absl::StrCat("(", absl::StrJoin(formals, ", "),
+                          ") {\n  (void)S; (void)F; (void)rt; (void)E;\n", body,
+                          "}\n\n");
+    return f;
+  }
+
+  // A convolution with an epilogue, without it / its epilogue's loops
+  // alone (over one image), as kernels of their own.
+  static Kernel ExternOf(const Kernel& k) {
+    Kernel e = k;
+    e.vars.clear();
+    e.ranges.clear();
+    e.sections.clear();
+    e.ops.clear();
+    e.image_strides.clear();
+    return e;
+  }
+  static Kernel EpilogueOf(const Kernel& k) {
+    Kernel e = k;
+    e.kind = Kernel::Kind::kLoops;
+    e.name = absl::StrCat(k.name, "_image");
+    e.routine.clear();
+    e.extern_buffers.clear();
+    e.extern_args.clear();
+    e.image_strides.clear();
+    e.threads = 0;
+    e.split_batch = e.winograd = false;
+    return e;
+  }
+
   // `e` as C++: runtime symbols from S[] and F[]; in an indirect access's
   // index (`op`), ind<k> is the value of its k-th indirect argument.
   std::string Cpp(Expr e, const ScalarOp* op = nullptr) {
@@ -1068,8 +1179,11 @@ class Emitter {
                                                  " ? ", kSconvWinograd, " : 0)")
           : k.winograd            ? absl::StrCat(kSconvWinograd)
                                   : "";
-      const ExternCallText call =
-          ExternCall(k, cpp, ptr, fn, "", "  ", "", flags);
+      ExternCallText call = ExternCall(k, cpp, ptr, fn, "", "  ", "", flags);
+      if (k.routine == "sconv") {
+        // Its epilogue and the epilogue's context, or none (kernel_abi.h).
+        call.call.insert(call.call.size() - 1, ", " + sconv_epilogue_);
+      }
       absl::StrAppend(out, call.setup);
       // sgemm takes the caller's thread count, and products split over
       // their batch; the other routines split their work over the whole
@@ -1145,6 +1259,7 @@ class Emitter {
   std::string threads_;
   bool threaded_ = false;
   bool winograd_ = false;  // a convolution Winograd's may run (TunableKernels)
+  std::string sconv_epilogue_ = "nullptr, nullptr";  // sconv's last arguments
   bool splittable_ = false;               // a batched product (TunableKernels)
   bool fixed_threads_ = false;            // some kernel's threads are fixed
   absl::flat_hash_map<int, int> params_;  // buffer -> p<j> of this kernel

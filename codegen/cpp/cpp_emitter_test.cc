@@ -494,6 +494,44 @@ CHECK-NOT:  omp parallel
               ::testing::HasSubstr("threads=2 split_batch\n"));
 }
 
+// A convolution with an epilogue (the kernel after it, fused by the
+// scheduler): the epilogue's loops over one image are a function of their
+// own; k0_image calls it with each buffer moved to the image sconv hands
+// it (the bias by 0, the result and the pooled values by their image
+// strides), reading k0's buffers and arguments from the LatheEpilogueArgs
+// k0 passes sconv with it. A convolution without one (k2: nothing after
+// it) passes none.
+TEST(CppEmitterTest, AConvolutionPassesItsEpilogueToSconv) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(R"IR(
+def forward(self, x: "f32[4, 3, 8, 8]", w: "f32[16, 3, 3, 3]", b: "f32[16]", v: "f32[8, 16, 3, 3]"):
+    convolution = torch.ops.aten.convolution.default(x, w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    relu = torch.ops.aten.relu.default(convolution)
+    max_pool2d_with_indices = torch.ops.aten.max_pool2d_with_indices.default(relu, [2, 2])
+    getitem = max_pool2d_with_indices[0]
+    convolution_1 = torch.ops.aten.convolution.default(getitem, v, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    return (convolution_1,)
+)IR",
+                                                 {.sconv_epilogue = true}));
+  const std::string source = EmitCpp(s.lowered.program);
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:      static void lathe_k0_loops(float* p0, float* p1, float* p2, const int64_t* S, const double* F, const LatheKernelRuntime* rt, int* E) {
+CHECK:        const float v{{[0-9]+}} = p0[(
+CHECK:      struct LatheEpilogueArgs {
+CHECK:      static void k0_image(void* ctx, int64_t image) {
+CHECK-NEXT:   const LatheEpilogueArgs& a = *static_cast<const LatheEpilogueArgs*>(ctx);
+CHECK-NEXT:   lathe_k0_loops(static_cast<float*>(a.B[[[C:[0-9]+]]]) + image * (1024), static_cast<float*>(a.B[2]) + image * (0), static_cast<float*>(a.B[[[P:[0-9]+]]]) + image * (256), a.S, a.F, a.rt, a.E);
+CHECK:      static void lathe_k0({{.*}}, int* E, void (*epi)(void*, int64_t), void* epi_ctx) {
+CHECK:        rt->sconv(g, p0, p1, p2, epi, epi_ctx);
+CHECK:      rt->sconv(g, p0, p1, p2, nullptr, nullptr);
+CHECK:      static void k0(
+CHECK-NEXT:   LatheEpilogueArgs lathe_epilogue = {B, S, F, rt, E};
+CHECK-NEXT:   lathe_k0(static_cast<float*>(B[0]), static_cast<float*>(B[1]), static_cast<float*>(B[[[C]]]), S, F, rt, E, k0_image, &lathe_epilogue);
+CHECK:      static void k2(
+CHECK-NOT:    lathe_epilogue
+CHECK:      }
+)"));
+}
+
 // A 3x3 convolution of stride 1 is tunable for Winograd's algorithm: the
 // tuning build ORs runtime/convolution.h's flag (2) into its geometry when
 // the table says -2, and times it; Kernel::winograd fixes the flag. A

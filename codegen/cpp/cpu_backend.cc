@@ -15,7 +15,9 @@ class Cpu final : public Backend {
  public:
   absl::string_view name() const override { return "cpu"; }
   Device device() const override { return Device::Cpu(); }
-  Routines routines() const override { return {.bgemm = true}; }
+  Routines routines() const override {
+    return {.bgemm = true, .sconv_epilogue = true};
+  }
   absl::StatusOr<std::string> EmitKernels(
       const Program& program) const override {
     return EmitCpp(program);

@@ -32,7 +32,7 @@ absl::StatusOr<std::unique_ptr<CpuFunction>> CompileCpu(
   const Backend& backend = CpuBackend();
   CpuFunction::Parts p;
   auto start = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(p.lowered, Lower(graph, env));
+  ASSIGN_OR_RETURN(p.lowered, Lower(graph, env, backend.routines()));
   p.stats.kernels_unfused = static_cast<int>(p.lowered.program.kernels.size());
   p.unscheduled = PrintProgram(p.lowered.program);
   ASSIGN_OR_RETURN(ScheduleResult scheduled, Schedule(p.lowered));

@@ -354,6 +354,18 @@ struct PoolWindows {
     }
     return pos;
   }
+  // Whether every window of an output of spatial size `out` stays inside
+  // the input along spatial dim d (no padding, no ceil_mode overhang), so
+  // its positions need no range mask there; false where a size is symbolic.
+  bool Inside(size_t d, Expr out) const {
+    if (win.padding[d] != 0 || out.kind() != symbolic::ExprKind::kInteger ||
+        in[d].kind() != symbolic::ExprKind::kInteger) {
+      return false;
+    }
+    return out.int_value() < 1 || (out.int_value() - 1) * win.stride[d] +
+                                          (kernel[d] - 1) * win.dilation[d] <
+                                      in[d].int_value();
+  }
   // The reduced dims (the kernel's).
   std::vector<int64_t> Dims() const {
     std::vector<int64_t> dims;
@@ -388,7 +400,12 @@ absl::StatusOr<PoolWindows> PoolWindowsOf(Lowerer& L, const Call& c,
   p.reads = x.reads;
   p.cost = x.cost + 8;
   PoolWindows geometry = pw;
-  p.load = [x, geometry, compute, fill](
+  // The spatial dims whose windows may leave the input: masked.
+  std::vector<bool> masked;
+  for (size_t d = 0; d < nsp; ++d) {
+    masked.push_back(!pw.Inside(d, out_sizes[pw.lead + d]));
+  }
+  p.load = [x, geometry, compute, fill, masked](
                KernelBuilder& kb,
                const std::vector<Expr>& idx) -> absl::StatusOr<int> {
     std::vector<Expr> xi(idx.begin(), idx.begin() + geometry.lead);
@@ -396,10 +413,15 @@ absl::StatusOr<PoolWindows> PoolWindowsOf(Lowerer& L, const Call& c,
     std::vector<Expr> pos = geometry.Positions(idx);
     for (size_t d = 0; d < pos.size(); ++d) {
       Expr in = geometry.in[d];
+      if (!masked[d]) {
+        xi.push_back(pos[d]);
+        continue;
+      }
       masks.push_back(InRange(kb, pos[d], symbolic::Int(0), in));
       xi.push_back(ClampIndex(pos[d], in));
     }
     ASSIGN_OR_RETURN(int v, x.load(kb, xi));
+    if (masks.empty()) return kb.Cast(v, compute);
     return kb.Call(
         "where",
         {AllOf(kb, masks), kb.Cast(v, compute), kb.Constant(fill, compute)},
@@ -459,6 +481,7 @@ std::pair<TBox, TBox> UnrolledMaxPool(const PoolWindows& pw,
         std::vector<Expr> pos = pw.Positions(full);
         std::vector<int> masks;
         for (size_t d = 0; d < pos.size(); ++d) {
+          if (pw.Inside(d, pw.box.sizes[pw.lead + d])) continue;
           masks.push_back(InRange(kb, pos[d], symbolic::Int(0), pw.in[d]));
         }
         int in = AllOf(kb, masks);

@@ -737,7 +737,8 @@ absl::Status DeviceConv(const CudaDriver& cu, const int64_t* geometry,
   g[c.out.at] -= so.lo();
   KernelRuntime()->sconv(g.data(), reinterpret_cast<float*>(sx.at(sx.lo())),
                          reinterpret_cast<float*>(sw.at(sw.lo())),
-                         reinterpret_cast<float*>(so.at(so.lo())));
+                         reinterpret_cast<float*>(so.at(so.lo())), nullptr,
+                         nullptr);
   ++through_host;
   return so.Write(cu);
 }
