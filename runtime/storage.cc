@@ -33,7 +33,7 @@ constexpr bool kSanitized = true;  // reuse would hide use-after-free
 constexpr bool kSanitized = false;
 #endif
 
-// Freed huge blocks by rounded size, kept for reuse (SetHostBlockCacheLimit).
+// Freed large blocks by rounded size, kept for reuse (SetHostBlockCacheLimit).
 struct BlockCache {
   std::mutex mu;
   std::multimap<int64_t, void*> blocks;
@@ -76,6 +76,12 @@ BlockCache& Cache() {
 }
 
 constexpr int64_t kHuge = int64_t{2} << 20;
+
+// Freed blocks of this many bytes and more are cached (BlockCache): below
+// it malloc keeps freed memory itself, above it glibc may map and unmap
+// each block (its mmap threshold, and trimming the heap's top), so every
+// call of a compiled model would fault its activations in again.
+constexpr int64_t kCachedBlock = int64_t{256} << 10;
 
 }  // namespace
 
@@ -134,7 +140,7 @@ Storage::Impl::~Impl() {
     return;
   }
   in_use.fetch_sub(reserved);
-  if (reserved >= kHuge && Cache().Keep(data, reserved)) return;
+  if (reserved >= kCachedBlock && Cache().Keep(data, reserved)) return;
   std::free(data);
 }
 
@@ -204,12 +210,13 @@ absl::StatusOr<Storage> Storage::AllocateHost(int64_t nbytes, Device device,
         "allocating ", nbytes, " bytes would exceed the memory limit of ",
         HostMemoryLimit(), " bytes (", before, " in use)"));
   }
-  void* data = huge ? Cache().Take(rounded) : nullptr;
+  const bool cached = rounded >= kCachedBlock;
+  void* data = cached ? Cache().Take(rounded) : nullptr;
   if (data == nullptr) {
     data = std::aligned_alloc(huge ? kHuge : kAlign, rounded);
-    if (data == nullptr && huge) {  // the cache gives its blocks back first
+    if (data == nullptr && cached) {  // the cache gives its blocks back first
       Cache().Trim(0);
-      data = std::aligned_alloc(kHuge, rounded);
+      data = std::aligned_alloc(huge ? kHuge : kAlign, rounded);
     }
     if (data != nullptr && huge) madvise(data, rounded, MADV_HUGEPAGE);
   }

@@ -120,7 +120,7 @@ int64_t HostMemoryInUse();
 
 // SetHostBlockCacheLimit() / HostBlockCacheBytes()
 //
-// Freed host blocks of 2 MiB and more are kept, up to this many bytes
+// Freed host blocks of 256 KiB and more are kept, up to this many bytes
 // together (default 1 GiB; 0 turns the cache off, and it is always off under
 // AddressSanitizer), and handed to the next allocation of the same rounded
 // size: a fresh block's pages are faulted in and zeroed by the OS on first
