@@ -60,8 +60,9 @@ using SconvEpilogue = void (*)(void* ctx, int64_t image);
 // image per thread then runs in pieces of whole images (as many as fit
 // kEpiloguePieceBytes), each piece's images handed to the epilogue on the
 // thread that wrote them, while they are in its cache; a convolution cut
-// otherwise (fewer images than threads: slices of rows or channels) runs
-// every epilogue after it, on the calling thread.
+// otherwise (slices of output channels, or fewer images than threads:
+// slices of rows) runs the epilogues after it, an image per thread (on the
+// calling thread one after the other for fewer images than threads).
 void Sconv(const int64_t* geometry, const float* x, const float* w, float* out,
            SconvEpilogue epilogue = nullptr, void* ctx = nullptr);
 

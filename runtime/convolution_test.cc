@@ -133,17 +133,18 @@ TEST(ConvolutionTest, OneDimensionalByHand) {
 // the same results as weights reordered on every call, one entry however
 // many calls, none after ForgetFrozenWeights, and new values seen then.
 TEST(ConvolutionTest, FrozenWeightsArePackedOnceUntilForgotten) {
-  Conv c{2, 16, 32, 1, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}};
+  // More input than weights: the pieces (slices of images) share one copy.
+  Conv c{4, 16, 32, 1, {12, 12}, {3, 3}, {1, 1}, {1, 1}, {1, 1}};
   c.channels_last = true;
   std::vector<int64_t> plain = c.Geometry();
   c.frozen = true;
   std::vector<int64_t> g = c.Geometry();
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> x(c.Numel(2, 16, {9, 9})), w(32 * 16 * 9);
+  std::vector<float> x(c.Numel(4, 16, {12, 12})), w(32 * 16 * 9);
   for (float& v : x) v = u(rng);
   for (float& v : w) v = u(rng);
-  const size_t n = c.Numel(2, 32, c.Out());
+  const size_t n = c.Numel(4, 32, c.Out());
   std::vector<float> want(n), got(n);
   const int64_t before = FrozenWeightsKept();
   for (int call = 0; call < 3; ++call) {
@@ -233,7 +234,8 @@ extern "C" void omp_set_num_threads(int);
 // image by slices of its output rows (each slice's input rows with their
 // halo, the padding only where a slice has it; strided, dilated, grouped,
 // 1-d and 3-d), or an image a piece where a slice would read only padding;
-// one image of one output row by slices of its output channels. Weights
+// one image of one output row, or weights larger than the images, by
+// slices of output channels. Weights
 // are reordered once for all pieces (in slices of output channels where
 // they are several of oneDNN's blocks) or frozen, in both layouts.
 TEST(ConvolutionTest, PiecesOnThePoolMatchTheReference) {
@@ -257,6 +259,8 @@ TEST(ConvolutionTest, PiecesOnThePoolMatchTheReference) {
       {1, 64, 128, 1, {3, 40}, {3, 3}, {1, 1}, {0, 1}, {1, 1}},
       // A row slice would read only padding: an image a piece.
       {2, 16, 32, 1, {2, 10}, {3, 3}, {1, 1}, {6, 1}, {1, 1}},
+      // Weights larger than the images: slices of output channels.
+      {8, 64, 128, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
   };
   for (bool last : {false, true}) {
     for (bool frozen : {false, true}) {
@@ -344,6 +348,9 @@ TEST(ConvolutionTest, EpiloguesRunOnceForEachImageAfterItIsWritten) {
       {1, 16, 32, 1, {29, 20}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
       {1, 64, 128, 1, {3, 40}, {3, 3}, {1, 1}, {0, 1}, {1, 1}},
       {3, 4, 8, 2, {9, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1}},
+      // Weights larger than the images: slices of output channels, the
+      // epilogues after, an image per thread.
+      {4, 64, 128, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
   };
   struct Variant {
     int threads;
