@@ -202,7 +202,8 @@ struct Kernel {
   bool winograd = false;
   // kExtern's sconv with ops: the loop kernel fused into it as its
   // epilogue (Routines::sconv_epilogue), run over each image of its output
-  // as soon as that image is written, on the thread that wrote it. Its
+  // once that image is written (kernel_abi.h: where it can, on the thread
+  // that wrote it; possibly twice, so it reads nothing it writes). Its
   // vars, ranges, sections and ops are that kernel's over one image (the
   // batch variable dropped); each buffer it touches moves by
   // `image_strides` elements from one image to the next (buffer, stride).

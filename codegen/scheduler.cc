@@ -579,9 +579,11 @@ std::optional<std::pair<int64_t, int64_t>> AffineBounds(
 // pooling after a convolution). Only when one of b's outer variables runs
 // over a's images and, for every buffer b touches, each access is that
 // variable times one stride plus an index free of it (the image's part;
-// for a's output, inside its image), and when b's iterations may run in
-// any order and again: no indirect access, scan or check, no buffer both
-// read and written, none of a's operands written. Returns the reason.
+// for a's output, inside its image; never backwards, so each image's
+// pointers stay inside their buffers), and when b's iterations may run in
+// any order and again (sconv may run an image's epilogue twice: kernel
+// ABI): no indirect access, scan or check, no buffer both read and
+// written, none of a's operands written. Returns the reason.
 std::optional<std::string> TryFuseEpilogue(Kernel& a, const Kernel& b) {
   if (a.kind != Kernel::Kind::kExtern || a.routine != "sconv" ||
       !a.ops.empty() || b.kind != Kernel::Kind::kLoops || b.ops.empty() ||
@@ -654,7 +656,7 @@ std::optional<std::string> TryFuseEpilogue(Kernel& a, const Kernel& b) {
         continue;
       }
       std::optional<int64_t> c = StrideOf(op.index, v, all);
-      if (!c.has_value() ||
+      if (!c.has_value() || *c < 0 ||
           symbolic::Sub(
               op.index,
               symbolic::Add(*rest, symbolic::Mul(symbolic::Int(*c), v))) !=

@@ -15,6 +15,10 @@
 //     reduction over the same outer ranges: another loop nest inside the
 //     same outer loops (softmax: max, sum of exp, normalize per row).
 // Pointwise prologues are already inlined into reductions by lowering.
+// Where the target's sconv takes an epilogue (Routines::sconv_epilogue),
+// the loop kernel after a convolution becomes that epilogue, run image by
+// image as the convolution writes them, when its accesses move by a fixed
+// stride per image (Kernel::image_strides).
 // A buffer that fusion left without readers (not an output) is no longer
 // stored or allocated. Every decision is logged with its reason.
 //

@@ -691,16 +691,20 @@ CHECK:      log: fuse k1 into k0: the convolution's epilogue, over each image (x
 
 // Kernels that cannot run image by image stay apart: one reading another
 // image of the convolution's result (a flip of the batch), one reducing
-// over the batch.
+// over the batch, one reading another input's images backwards (a pointer
+// moved to image n would start before its buffer).
 TEST(SchedulerTest, AKernelAcrossImagesIsNoEpilogue) {
   for (const char* tail : {
            "    flip = torch.ops.aten.flip.default(convolution, [0])\n"
            "    return (flip,)\n",
            "    sum_1 = torch.ops.aten.sum.dim_IntList(convolution, [0])\n"
            "    return (sum_1,)\n",
+           "    flip = torch.ops.aten.flip.default(r, [0])\n"
+           "    add = torch.ops.aten.add.Tensor(convolution, flip)\n"
+           "    return (add,)\n",
        }) {
     const std::string text = absl::StrCat(R"IR(
-def forward(self, x: "f32[4, 3, 8, 8]", w: "f32[16, 3, 3, 3]"):
+def forward(self, x: "f32[4, 3, 8, 8]", w: "f32[16, 3, 3, 3]", r: "f32[4, 16, 8, 8]"):
     convolution = torch.ops.aten.convolution.default(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
 )IR",
                                           tail);

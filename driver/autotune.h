@@ -46,7 +46,8 @@
 //   for (size_t k = 0; k < t.threads.size(); ++k) {
 //     codegen::Kernel& kernel = parts.lowered.program.kernels[k];
 //     kernel.split_batch = t.threads[k] == kSplitBatch;
-//     kernel.threads = kernel.split_batch ? 0 : t.threads[k];
+//     kernel.winograd = t.threads[k] == kWinograd;
+//     kernel.threads = std::max(t.threads[k], 0);
 //   }
 
 #ifndef LATHE_DRIVER_AUTOTUNE_H_

@@ -233,7 +233,14 @@ const Plan* PlanFor(const Geometry& g) {
   auto it = plans->find(key);
   if (it == plans->end()) {
     auto plan = std::make_unique<Plan>();
-    if (!BuildPlan(g, plan.get())) plan.reset();
+    if (!BuildPlan(g, plan.get())) {
+      plan = std::make_unique<Plan>();
+      // A Winograd plan that failed past its primitive descriptor (its
+      // weights' reorder into the Winograd format): the direct one.
+      Geometry direct = g;
+      direct.flags &= ~kSconvWinograd;
+      if (!g.winograd() || !BuildPlan(direct, plan.get())) plan.reset();
+    }
     it = plans->emplace(std::move(key), std::move(plan)).first;
   }
   return it->second.get();
@@ -464,7 +471,8 @@ bool ReorderWeights(const Plan& p, const float* w, dnnl_memory_t to) {
 // and the epilogue (when not null) over each slice of images on the thread
 // that wrote it; false when oneDNN does not take a piece or fails (the
 // caller runs the reference over the whole output, and the epilogue over
-// every image, again). `*ran_epilogue`: whether every image's epilogue ran.
+// every image again: the scheduler fuses only epilogues that may run
+// twice). `*ran_epilogue`: whether every image's epilogue ran.
 bool RunOneDnn(const Geometry& g, const float* x, const float* w, float* out,
                SconvEpilogue epilogue, void* epilogue_ctx, bool* ran_epilogue) {
   *ran_epilogue = false;

@@ -55,8 +55,10 @@ using SconvEpilogue = void (*)(void* ctx, int64_t image);
 // out = convolution(x, w) as the geometry says (s in [1, 3]; lowering
 // calls it for nothing else), through oneDNN where it
 // takes the geometry and the reference loops otherwise. A non-null
-// `epilogue` runs once for each image n of out, epilogue(ctx, n), after
-// that image is written and before Sconv returns: a batch of at least one
+// `epilogue` runs for each image n of out, epilogue(ctx, n), after that
+// image is written and before Sconv returns: once, or again over every
+// image after oneDNN fails and the reference loops write the output (so an
+// epilogue must give the same results run twice). A batch of at least one
 // image per thread then runs in pieces of whole images (as many as fit
 // kEpiloguePieceBytes), each piece's images handed to the epilogue on the
 // thread that wrote them, while they are in its cache; a convolution cut

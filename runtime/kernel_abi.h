@@ -142,9 +142,10 @@ typedef struct LatheKernelRuntime {
    * spatial dims s, groups, N, C, O, the input, kernel and output sizes,
    * strides, paddings and dilations (s each), then each operand's element
    * offset and 2 + s strides (x, w, out); runtime/convolution.h. A non-NULL
-   * `epilogue` runs once for each image n of out, epilogue(ctx, n), after
-   * that image is written (on the thread that wrote it, while it is in
-   * cache) and before sconv returns. */
+   * `epilogue` runs for each image n of out, epilogue(ctx, n), after that
+   * image is written (where it can, on the thread that wrote it, while it
+   * is in cache) and before sconv returns; it may run twice for an image
+   * (a fallback writes the output again), so it must be idempotent. */
   void (*sconv)(const int64_t* geometry, const float* x, const float* w,
                 float* out, void (*epilogue)(void* ctx, int64_t image),
                 void* ctx);

@@ -40,8 +40,9 @@ namespace lathe::codegen {
 struct CppEmitOptions {
   // The autotuner's build (driver/autotune.h): every tunable kernel's
   // threads come from the library's table `lathe_tune_threads` (0: the
-  // whole team; -1: a batched product's batch split over the team) instead
-  // of Kernel::threads and split_batch, and its time is added to
+  // whole team; -1: a batched product's batch split over the team; -2: a
+  // convolution by Winograd's algorithm) instead of Kernel::threads,
+  // split_batch and winograd, and its time is added to
   // `lathe_tune_ns` (both indexed by kernel, `lathe_tune_kernels` long).
   bool tuning_table = false;
   // Set to the tunable kernels.
