@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/simplify_indices.h"
+#include "runtime/convolution.h"
 #include "runtime/dtype.h"
 #include "status_macros.h"
 #include "symbolic/expr.h"
@@ -592,15 +593,16 @@ std::optional<std::string> TryFuseEpilogue(Kernel& a, const Kernel& b) {
   }
   const std::vector<Expr>& g = a.extern_args;
   const std::optional<int64_t> s = IntOf(g[0]);
-  if (!s.has_value() || static_cast<int64_t>(g.size()) < 14 + 9 * *s) {
+  if (!s.has_value() ||
+      static_cast<int64_t>(g.size()) != SconvGeometrySize(*s)) {
     return std::nullopt;
   }
-  // The geometry (runtime/convolution.h): N, then after the sizes, strides,
-  // paddings and dilations, x's and w's offsets and strides, out's offset
-  // and its batch stride.
-  const std::optional<int64_t> images = IntOf(g[2]);
-  const std::optional<int64_t> out_offset = IntOf(g[11 + 8 * *s]);
-  const std::optional<int64_t> image_stride = IntOf(g[12 + 8 * *s]);
+  // The geometry (runtime/convolution.h): the images, out's offset and its
+  // batch stride.
+  const SconvAt at{*s};
+  const std::optional<int64_t> images = IntOf(g[SconvAt::kBatch]);
+  const std::optional<int64_t> out_offset = IntOf(g[at.OutOffset()]);
+  const std::optional<int64_t> image_stride = IntOf(g[at.OutOffset() + 1]);
   if (!images.has_value() || !out_offset.has_value() ||
       !image_stride.has_value() || *images < 1 || *out_offset != 0 ||
       *image_stride < 1) {

@@ -435,6 +435,23 @@ std::vector<Piece> Split(const Geometry& g, int team, bool epilogue = false) {
   return {whole};
 }
 
+// `g`'s pieces for the team (Split) with their plans, or the whole as one
+// piece where oneDNN does not take a piece; none where it does not take the
+// whole either.
+std::vector<Piece> PlannedPieces(const Geometry& g, bool epilogue = false) {
+  std::vector<Piece> pieces = Split(g, onednn::Team(), epilogue);
+  for (Piece& p : pieces) {
+    p.plan = PlanFor(p.g);
+    if (p.plan == nullptr) {  // oneDNN may still take the whole
+      pieces = Split(g, 1);
+      pieces[0].plan = PlanFor(pieces[0].g);
+      if (pieces[0].plan == nullptr) return {};
+      break;
+    }
+  }
+  return pieces;
+}
+
 // Reorders `w` into `to` (in p.w_md's layout), its slices on the pool;
 // false when oneDNN fails.
 bool ReorderWeights(const Plan& p, const float* w, dnnl_memory_t to) {
@@ -476,16 +493,8 @@ bool ReorderWeights(const Plan& p, const float* w, dnnl_memory_t to) {
 bool RunOneDnn(const Geometry& g, const float* x, const float* w, float* out,
                SconvEpilogue epilogue, void* epilogue_ctx, bool* ran_epilogue) {
   *ran_epilogue = false;
-  std::vector<Piece> pieces = Split(g, onednn::Team(), epilogue != nullptr);
-  for (Piece& p : pieces) {
-    p.plan = PlanFor(p.g);
-    if (p.plan == nullptr) {  // oneDNN may still take the whole
-      pieces = Split(g, 1);
-      pieces[0].plan = PlanFor(pieces[0].g);
-      if (pieces[0].plan == nullptr) return false;
-      break;
-    }
-  }
+  std::vector<Piece> pieces = PlannedPieces(g, epilogue != nullptr);
+  if (pieces.empty()) return false;
   // Each slice of images runs its epilogue; other cuts leave it to Sconv.
   const bool by_images =
       epilogue != nullptr &&
@@ -588,24 +597,14 @@ void SconvReference(const int64_t* geometry, const float* x, const float* w,
 }
 
 bool SconvUsesOneDnn(const int64_t* geometry) {
-  const Geometry g(geometry);
-  for (const Piece& p : Split(g, onednn::Team())) {
-    if (PlanFor(p.g) == nullptr) return PlanFor(Split(g, 1)[0].g) != nullptr;
-  }
-  return true;
+  return !PlannedPieces(Geometry(geometry)).empty();
 }
 
 bool SconvUsesWinograd(const int64_t* geometry) {
-  const Geometry g(geometry);
-  for (const Piece& p : Split(g, onednn::Team())) {
-    const Plan* plan = PlanFor(p.g);
-    if (plan == nullptr) {
-      plan = PlanFor(Split(g, 1)[0].g);
-      return plan != nullptr && plan->winograd;
-    }
-    if (!plan->winograd) return false;
-  }
-  return true;
+  const std::vector<Piece> pieces = PlannedPieces(Geometry(geometry));
+  return !pieces.empty() &&
+         std::all_of(pieces.begin(), pieces.end(),
+                     [](const Piece& p) { return p.plan->winograd; });
 }
 
 void Sconv(const int64_t* geometry, const float* x, const float* w, float* out,
@@ -621,17 +620,7 @@ void Sconv(const int64_t* geometry, const float* x, const float* w, float* out,
   // else one after the other here (each then on the team's threads).
   const int team = onednn::Team();
   if (team > 1 && g.n >= team) {
-    struct After {
-      SconvEpilogue epilogue;
-      void* ctx;
-    } after{epilogue, ctx};
-    onednn::ParallelPieces(
-        g.n, team,
-        [](void* c, int64_t n) {
-          After& a = *static_cast<After*>(c);
-          a.epilogue(a.ctx, n);
-        },
-        &after);
+    onednn::ParallelPieces(g.n, team, epilogue, ctx);
     return;
   }
   for (int64_t n = 0; n < g.n; ++n) epilogue(ctx, n);

@@ -35,6 +35,22 @@ namespace lathe {
 // The number of int64 entries of a geometry with `s` spatial dims.
 constexpr int64_t SconvGeometrySize(int64_t s) { return 15 + 9 * s; }
 
+// Where a geometry with `s` spatial dims keeps an entry (the layout
+// above), for code that reads one without unpacking it (the scheduler's
+// epilogue fusion, the emitter's Winograd candidates).
+struct SconvAt {
+  int64_t s;
+  static constexpr int64_t kGroups = 1, kBatch = 2;
+  // Spatial dim d's kernel size, stride and dilation.
+  constexpr int64_t Kernel(int64_t d) const { return 5 + s + d; }
+  constexpr int64_t Stride(int64_t d) const { return 5 + 3 * s + d; }
+  constexpr int64_t Dilation(int64_t d) const { return 5 + 5 * s + d; }
+  // out's offset, then its 2 + s strides (the batch's first).
+  constexpr int64_t OutOffset() const { return 11 + 8 * s; }
+  constexpr int64_t Flags() const { return SconvGeometrySize(s) - 1; }
+};
+static_assert(SconvAt{2}.OutOffset() + 2 + 2 + 1 == SconvAt{2}.Flags());
+
 // The geometry's flag for weights that are a frozen constant (`# lathe:
 // constant`): no one writes them while their owner (a LoadedGraph) lives,
 // so they are packed into the library's layout once, at their first call,

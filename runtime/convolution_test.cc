@@ -109,6 +109,25 @@ void ExpectMatchesReference(const Conv& c, std::mt19937& rng, int calls) {
 TEST(ConvolutionTest, GeometrySizeMatchesTheLayout) {
   Conv c{1, 1, 1, 1, {5, 5}, {3, 3}, {1, 1}, {0, 0}, {1, 1}};
   EXPECT_EQ(static_cast<int64_t>(c.Geometry().size()), SconvGeometrySize(2));
+  // SconvAt's positions, on a geometry whose entries differ: 3 images, 2
+  // groups, kernel 5x3, strides 2 and 4, dilations 3 and 1, frozen; out is
+  // [3, 2, 3, 2] in NCHW, so its batch stride is 12.
+  Conv d{3, 2, 2, 2, {15, 7}, {5, 3}, {2, 4}, {1, 0}, {3, 1}};
+  d.frozen = true;
+  const std::vector<int64_t> g = d.Geometry();
+  const SconvAt at{2};
+  EXPECT_EQ(g[SconvAt::kGroups], 2);
+  EXPECT_EQ(g[SconvAt::kBatch], 3);
+  EXPECT_EQ(g[at.Kernel(0)], 5);
+  EXPECT_EQ(g[at.Kernel(1)], 3);
+  EXPECT_EQ(g[at.Stride(0)], 2);
+  EXPECT_EQ(g[at.Stride(1)], 4);
+  EXPECT_EQ(g[at.Dilation(0)], 3);
+  EXPECT_EQ(g[at.Dilation(1)], 1);
+  EXPECT_EQ(g[at.OutOffset()], 0);
+  EXPECT_EQ(d.Out(), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(g[at.OutOffset() + 1], 12);
+  EXPECT_EQ(g[at.Flags()], kSconvFrozenWeights);
 }
 
 // A 1-d convolution worked by hand: x = [1, 2, 3, 4], w = [1, 0, -1],

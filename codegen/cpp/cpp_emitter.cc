@@ -130,15 +130,16 @@ namespace {
 // 3x3 kernel, stride and dilation 1), which autotuning then measures.
 bool WinogradCandidate(const Kernel& k) {
   const std::vector<symbolic::Expr>& g = k.extern_args;
-  if (k.routine != "sconv" || g.size() < 5 + 6 * 2 ||
-      g[0] != symbolic::Int(2) || g[1] != symbolic::Int(1)) {
+  const SconvAt at{2};
+  if (k.routine != "sconv" ||
+      static_cast<int64_t>(g.size()) != SconvGeometrySize(at.s) ||
+      g[0] != symbolic::Int(at.s) || g[SconvAt::kGroups] != symbolic::Int(1)) {
     return false;
   }
-  // After s, groups, N, C, O: input sizes, kernel sizes, output sizes,
-  // strides, paddings, dilations, two each.
-  for (int d = 0; d < 2; ++d) {
-    if (g[7 + d] != symbolic::Int(3) || g[11 + d] != symbolic::Int(1) ||
-        g[15 + d] != symbolic::Int(1)) {
+  for (int64_t d = 0; d < at.s; ++d) {
+    if (g[at.Kernel(d)] != symbolic::Int(3) ||
+        g[at.Stride(d)] != symbolic::Int(1) ||
+        g[at.Dilation(d)] != symbolic::Int(1)) {
       return false;
     }
   }
@@ -305,7 +306,6 @@ class Emitter {
     EmitKernel(k, &body);
     Function f;
     f.tuned = tunable && options_.tuning_table && (threaded_ || winograd_);
-    if (!tunable) threaded_ = splittable_ = winograd_ = false;
     std::set<int> used;
     for (const ScalarOp& op : k.ops) {
       if (op.buffer >= 0) used.insert(op.buffer);
