@@ -465,5 +465,40 @@ TEST(ConvolutionTest, EmptyOperands) {
   Sconv(g.data(), nullptr, nullptr, nullptr);
 }
 
+// A convolution oneDNN does not take (no input channels: the reference
+// loops write zeros) still runs its epilogue once for each image, after
+// the output is written, on one thread and on a team of 3.
+TEST(ConvolutionTest, TheReferencePathRunsTheEpilogueToo) {
+  const int team = omp_get_max_threads();
+  for (int threads : {1, 3}) {
+    omp_set_num_threads(threads);
+    Conv c{4, 0, 2, 1, {4}, {1}, {1}, {0}, {1}};
+    std::vector<int64_t> g = c.Geometry();
+    ASSERT_FALSE(SconvUsesOneDnn(g.data()));
+    struct Seen {
+      const float* out;
+      std::vector<std::atomic<int>> calls;
+      std::atomic<bool> written{true};
+    } seen{nullptr, std::vector<std::atomic<int>>(4)};
+    std::vector<float> out(32, 5);
+    seen.out = out.data();
+    Sconv(
+        g.data(), nullptr, nullptr, out.data(),
+        [](void* ctx, int64_t n) {
+          Seen& s = *static_cast<Seen*>(ctx);
+          for (int i = 0; i < 8; ++i) {
+            if (s.out[n * 8 + i] != 0) s.written = false;
+          }
+          s.calls[n].fetch_add(1);
+        },
+        &seen);
+    for (int n = 0; n < 4; ++n) {
+      EXPECT_EQ(seen.calls[n].load(), 1) << "image " << n;
+    }
+    EXPECT_TRUE(seen.written.load()) << "threads " << threads;
+  }
+  omp_set_num_threads(team);
+}
+
 }  // namespace
 }  // namespace lathe
