@@ -266,13 +266,19 @@ bool RunPlan(const Plan& p, const float* x, const float* w, float* out,
   Memory xu(p.x_user, const_cast<float*>(x));
   Memory wu(p.w_user, const_cast<float*>(w));
   Memory ou(p.o_user, out);
-  Memory xm(p.x_md, p.x_in ? DNNL_MEMORY_ALLOCATE : const_cast<float*>(x));
+  // The layouts the primitive needs are in this thread's buffers (no
+  // allocation and no new page on a call like the last).
+  auto buffer = [](onednn::BufferSlot slot, const dnnl_memory_desc_t& md) {
+    return onednn::ThreadBuffer(slot, dnnl_memory_desc_get_size(&md));
+  };
+  Memory xm(p.x_md,
+            p.x_in ? buffer(onednn::kSource, p.x_md) : const_cast<float*>(x));
   // Packed weights need no memory over `w` in the primitive's layout (one
   // over the caller's buffer would have oneDNN zero its padding there).
   Memory wm(p.w_md, packed != nullptr ? nullptr
-                    : p.w_in          ? DNNL_MEMORY_ALLOCATE
+                    : p.w_in          ? buffer(onednn::kWeights, p.w_md)
                                       : const_cast<float*>(w));
-  Memory om(p.o_md, p.o_out ? DNNL_MEMORY_ALLOCATE : out);
+  Memory om(p.o_md, p.o_out ? buffer(onednn::kDestination, p.o_md) : out);
   for (const Memory* m : {&xu, &wu, &ou, &xm, &om}) {
     if (m->m == nullptr) return false;
   }
@@ -509,7 +515,10 @@ bool RunOneDnn(const Geometry& g, const float* x, const float* w, float* out,
   std::unique_ptr<Memory> weights;
   if (pieces.size() > 1 && shared && !g.frozen_weights() &&
       first.w_in != nullptr) {
-    weights = std::make_unique<Memory>(first.w_md, DNNL_MEMORY_ALLOCATE);
+    weights = std::make_unique<Memory>(
+        first.w_md,
+        onednn::ThreadBuffer(onednn::kSharedWeights,
+                             dnnl_memory_desc_get_size(&first.w_md)));
     if (weights->m == nullptr || !ReorderWeights(first, w, weights->m)) {
       weights.reset();  // each piece reorders its own
     }

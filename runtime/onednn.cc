@@ -1,6 +1,7 @@
 #include "runtime/onednn.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -74,22 +75,29 @@ bool Execute(dnnl_stream_t stream, dnnl_primitive_t p,
   const dnnl_memory_desc_t* md =
       dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
   const size_t bytes = md == nullptr ? 0 : dnnl_memory_desc_get_size(md);
-  // This thread's scratchpad, grown to the largest asked for; the
-  // primitive is done with it when the call returns (CPU streams run in
-  // order, on the calling thread).
-  thread_local std::vector<char> scratch;
   std::unique_ptr<Memory> pad;
   if (bytes > 0) {
-    constexpr size_t kAlign = 64;
-    if (scratch.size() < bytes + kAlign) scratch.resize(bytes + kAlign);
-    const auto at = reinterpret_cast<uintptr_t>(scratch.data());
-    pad = std::make_unique<Memory>(
-        *md, scratch.data() + (kAlign - at % kAlign) % kAlign);
+    // The primitive is done with it when the call returns (CPU streams
+    // run in order, on the calling thread).
+    pad = std::make_unique<Memory>(*md, ThreadBuffer(kScratchpad, bytes));
     if (pad->m == nullptr) return false;
     args.push_back({DNNL_ARG_SCRATCHPAD, pad->m});
   }
   return Ok(dnnl_primitive_execute(p, stream, static_cast<int>(args.size()),
                                    args.data()));
+}
+
+void* ThreadBuffer(BufferSlot slot, size_t bytes) {
+  constexpr size_t kAlign = 64;
+  thread_local std::array<std::vector<char>, kBufferSlots> buffers;
+  std::vector<char>& b = buffers[slot];
+  if (b.size() < bytes + kAlign) {
+    b.clear();
+    b.shrink_to_fit();  // no copy of the old contents
+    b.resize(bytes + kAlign);
+  }
+  const auto at = reinterpret_cast<uintptr_t>(b.data());
+  return b.data() + (kAlign - at % kAlign) % kAlign;
 }
 
 int Team() {

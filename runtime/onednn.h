@@ -4,9 +4,9 @@
 //
 // What the runtime's oneDNN routines (convolution.h, matmul_primitive.h,
 // bf16_gemm.h, sgemm in kernel_runtime.cc) share: the process's CPU engine,
-// each thread's stream, a memory object that destroys itself, and how they
-// run on the runtime's thread pool (thread_pool.h). Each routine builds its
-// own primitives.
+// each thread's stream and buffers, a memory object that destroys itself, and
+// how they run on the runtime's thread pool (thread_pool.h). Each routine
+// builds its own primitives.
 //
 // oneDNN threads its routines with OpenMP (libgomp): a team whose barrier
 // waits for every thread, and whose idle threads spin beside the pool's
@@ -27,6 +27,7 @@
 #ifndef LATHE_RUNTIME_ONEDNN_H_
 #define LATHE_RUNTIME_ONEDNN_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -53,6 +54,22 @@ struct Memory {
   Memory(const Memory&) = delete;
   Memory& operator=(const Memory&) = delete;
 };
+
+// The buffers a routine keeps per thread: each slot is its own buffer.
+enum BufferSlot {
+  kScratchpad,
+  kSource,
+  kWeights,
+  kDestination,
+  kSharedWeights,  // reordered once per call for every piece
+  kBufferSlots
+};
+
+// This thread's buffer `slot`, 64-byte aligned, of at least `bytes`: kept
+// and grown to the largest asked for, so a routine called again with the
+// same sizes allocates nothing and touches no new page. Valid until this
+// thread asks for the same slot again.
+void* ThreadBuffer(BufferSlot slot, size_t bytes);
 
 // The library's version, "oneDNN 2.7.3 (<commit>)": what a measurement of
 // its routines depends on (driver/autotune.h's key).

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -186,6 +187,28 @@ TEST(OneDnnTest, ATeamInsideAPoolLoopIsOne) {
   EXPECT_EQ(not_one.load(), 0);
   EXPECT_EQ(Team(), 3);
   omp_set_num_threads(team);
+}
+
+// A thread's buffers are 64-byte aligned, kept for a call of the same or a
+// smaller size (no allocation, no new page), grown for a larger one, one
+// per slot and one per thread.
+TEST(OneDnnTest, ThreadBuffersAreKeptPerSlotAndThread) {
+  char* source = static_cast<char*>(ThreadBuffer(kSource, 1000));
+  ASSERT_NE(source, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(source) % 64, 0u);
+  source[999] = 7;  // all of it is usable
+  EXPECT_EQ(ThreadBuffer(kSource, 1000), source);
+  EXPECT_EQ(ThreadBuffer(kSource, 10), source);
+  char* destination = static_cast<char*>(ThreadBuffer(kDestination, 1000));
+  EXPECT_NE(destination, source);
+  EXPECT_EQ(source[999], 7);  // another slot leaves this one alone
+  char* grown = static_cast<char*>(ThreadBuffer(kSource, 1 << 20));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(grown) % 64, 0u);
+  grown[(1 << 20) - 1] = 1;
+  EXPECT_EQ(ThreadBuffer(kSource, 1 << 20), grown);
+  void* other = nullptr;
+  std::thread([&] { other = ThreadBuffer(kSource, 1 << 20); }).join();
+  EXPECT_NE(other, grown);
 }
 
 TEST(OneDnnTest, OneThreadRestoresTheCount) {

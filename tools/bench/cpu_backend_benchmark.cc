@@ -48,6 +48,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -108,6 +109,7 @@ struct Case {
   int64_t input_bytes = 0;
   int64_t output_bytes = 0;
   absl::Status status;  // why the case cannot run
+  bool log_printed = false;
 };
 
 // One call of the case's function (its runtime wrapper inside, if compiled
@@ -374,6 +376,13 @@ void BM_Tuned(benchmark::State& state, const std::string& name, double flops,
   state.counters["tuned"] = tuned;
   for (const std::string& line : c.compiled->log) {
     if (absl::StrContains(line, "whole calls")) state.SetLabel(line);
+  }
+  // LATHE_BENCH_TUNING_LOG=1 prints the tuner's whole log once per row.
+  if (std::getenv("LATHE_BENCH_TUNING_LOG") != nullptr && !c.log_printed) {
+    c.log_printed = true;
+    for (const std::string& line : c.compiled->log) {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
   }
 }
 
