@@ -271,14 +271,21 @@ bool RunPlan(const Plan& p, const float* x, const float* w, float* out,
   auto buffer = [](onednn::BufferSlot slot, const dnnl_memory_desc_t& md) {
     return onednn::ThreadBuffer(slot, dnnl_memory_desc_get_size(&md));
   };
-  Memory xm(p.x_md,
-            p.x_in ? buffer(onednn::kSource, p.x_md) : const_cast<float*>(x));
+  void* x_data =
+      p.x_in ? buffer(onednn::kSource, p.x_md) : const_cast<float*>(x);
   // Packed weights need no memory over `w` in the primitive's layout (one
   // over the caller's buffer would have oneDNN zero its padding there).
-  Memory wm(p.w_md, packed != nullptr ? nullptr
-                    : p.w_in          ? buffer(onednn::kWeights, p.w_md)
-                                      : const_cast<float*>(w));
-  Memory om(p.o_md, p.o_out ? buffer(onednn::kDestination, p.o_md) : out);
+  void* w_data = packed != nullptr ? nullptr
+                 : p.w_in          ? buffer(onednn::kWeights, p.w_md)
+                                   : const_cast<float*>(w);
+  void* o_data = p.o_out ? buffer(onednn::kDestination, p.o_md) : out;
+  if (x_data == nullptr || o_data == nullptr ||
+      (packed == nullptr && w_data == nullptr)) {
+    return false;  // the host memory limit refused a buffer
+  }
+  Memory xm(p.x_md, x_data);
+  Memory wm(p.w_md, w_data);
+  Memory om(p.o_md, o_data);
   for (const Memory* m : {&xu, &wu, &ou, &xm, &om}) {
     if (m->m == nullptr) return false;
   }
@@ -515,11 +522,11 @@ bool RunOneDnn(const Geometry& g, const float* x, const float* w, float* out,
   std::unique_ptr<Memory> weights;
   if (pieces.size() > 1 && shared && !g.frozen_weights() &&
       first.w_in != nullptr) {
-    weights = std::make_unique<Memory>(
-        first.w_md,
-        onednn::ThreadBuffer(onednn::kSharedWeights,
-                             dnnl_memory_desc_get_size(&first.w_md)));
-    if (weights->m == nullptr || !ReorderWeights(first, w, weights->m)) {
+    void* data = onednn::ThreadBuffer(onednn::kSharedWeights,
+                                      dnnl_memory_desc_get_size(&first.w_md));
+    if (data != nullptr) weights = std::make_unique<Memory>(first.w_md, data);
+    if (weights == nullptr || weights->m == nullptr ||
+        !ReorderWeights(first, w, weights->m)) {
       weights.reset();  // each piece reorders its own
     }
   }

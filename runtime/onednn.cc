@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "dnnl.h"
+#include "runtime/storage.h"
 #include "runtime/thread_pool.h"
 
 // OpenMP's thread counts (libgomp, which oneDNN threads with).
@@ -79,7 +81,9 @@ bool Execute(dnnl_stream_t stream, dnnl_primitive_t p,
   if (bytes > 0) {
     // The primitive is done with it when the call returns (CPU streams
     // run in order, on the calling thread).
-    pad = std::make_unique<Memory>(*md, ThreadBuffer(kScratchpad, bytes));
+    void* data = ThreadBuffer(kScratchpad, bytes);
+    if (data == nullptr) return false;
+    pad = std::make_unique<Memory>(*md, data);
     if (pad->m == nullptr) return false;
     args.push_back({DNNL_ARG_SCRATCHPAD, pad->m});
   }
@@ -88,16 +92,18 @@ bool Execute(dnnl_stream_t stream, dnnl_primitive_t p,
 }
 
 void* ThreadBuffer(BufferSlot slot, size_t bytes) {
-  constexpr size_t kAlign = 64;
-  thread_local std::array<std::vector<char>, kBufferSlots> buffers;
-  std::vector<char>& b = buffers[slot];
-  if (b.size() < bytes + kAlign) {
-    b.clear();
-    b.shrink_to_fit();  // no copy of the old contents
-    b.resize(bytes + kAlign);
+  // Storage blocks: counted in the host memory limit, 64-byte aligned, on
+  // huge pages from 2 MiB, returned to the block cache when replaced.
+  thread_local std::array<Storage, kBufferSlots> buffers;
+  Storage& b = buffers[slot];
+  if (b.is_null() || b.nbytes() < static_cast<int64_t>(bytes)) {
+    b = Storage();  // freed before its successor is allocated
+    absl::StatusOr<Storage> grown =
+        Storage::AllocateUninitialized(std::max<int64_t>(1, bytes));
+    if (!grown.ok()) return nullptr;
+    b = *std::move(grown);
   }
-  const auto at = reinterpret_cast<uintptr_t>(b.data());
-  return b.data() + (kAlign - at % kAlign) % kAlign;
+  return b.data();
 }
 
 int Team() {

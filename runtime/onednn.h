@@ -67,8 +67,9 @@ enum BufferSlot {
 
 // This thread's buffer `slot`, 64-byte aligned, of at least `bytes`: kept
 // and grown to the largest asked for, so a routine called again with the
-// same sizes allocates nothing and touches no new page. Valid until this
-// thread asks for the same slot again.
+// same sizes allocates nothing and touches no new page. It counts in the
+// host memory limit (storage.h); null when the limit refuses it. Valid
+// until this thread asks for the same slot again.
 void* ThreadBuffer(BufferSlot slot, size_t bytes);
 
 // The library's version, "oneDNN 2.7.3 (<commit>)": what a measurement of

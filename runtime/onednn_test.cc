@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/storage.h"
 #include "runtime/thread_pool.h"
 
 extern "C" int omp_get_max_threads(void);
@@ -209,6 +210,16 @@ TEST(OneDnnTest, ThreadBuffersAreKeptPerSlotAndThread) {
   void* other = nullptr;
   std::thread([&] { other = ThreadBuffer(kSource, 1 << 20); }).join();
   EXPECT_NE(other, grown);
+  // A buffer counts in the host memory limit; null where the limit
+  // refuses it (the routine then reports that oneDNN could not run).
+  const int64_t in_use = HostMemoryInUse();
+  EXPECT_NE(ThreadBuffer(kWeights, 1 << 16), nullptr);
+  EXPECT_GE(HostMemoryInUse(), in_use + (1 << 16));
+  const int64_t limit = HostMemoryLimit();
+  SetHostMemoryLimit(HostMemoryInUse());
+  EXPECT_EQ(ThreadBuffer(kWeights, 1 << 20), nullptr);
+  SetHostMemoryLimit(limit);
+  EXPECT_NE(ThreadBuffer(kWeights, 1 << 20), nullptr);
 }
 
 TEST(OneDnnTest, OneThreadRestoresTheCount) {

@@ -1,5 +1,6 @@
 #include "runtime/packed_weights.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <iterator>
@@ -9,8 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "dnnl.h"
 #include "runtime/onednn.h"
+#include "runtime/storage.h"
 
 namespace lathe {
 namespace {
@@ -22,6 +25,7 @@ using onednn::Ok;
 // own buffer in the second.
 struct Packed {
   dnnl_memory_desc_t from, to;
+  Storage storage;  // counted in the host memory limit; outlives memory
   std::unique_ptr<Memory> memory;
 };
 
@@ -120,7 +124,10 @@ dnnl_memory_t KeptPacking(const void* w, const dnnl_memory_desc_t& from,
   if (stream == nullptr) return nullptr;
   OneThread one;
   Memory user(from, const_cast<void*>(w));
-  auto packed = std::make_unique<Memory>(to, DNNL_MEMORY_ALLOCATE);
+  absl::StatusOr<Storage> storage = Storage::AllocateUninitialized(
+      std::max<int64_t>(1, dnnl_memory_desc_get_size(&to)));
+  if (!storage.ok()) return nullptr;  // the host memory limit refused it
+  auto packed = std::make_unique<Memory>(to, storage->data());
   if (user.m == nullptr || packed->m == nullptr ||
       !Execute(stream, reorder,
                {{DNNL_ARG_FROM, user.m}, {DNNL_ARG_TO, packed->m}}) ||
@@ -128,7 +135,8 @@ dnnl_memory_t KeptPacking(const void* w, const dnnl_memory_desc_t& from,
     return nullptr;
   }
   dnnl_memory_t m = packed->m;
-  s.packed[w].push_back(Packed{from, to, std::move(packed)});
+  s.packed[w].push_back(
+      Packed{from, to, *std::move(storage), std::move(packed)});
   return m;
 }
 

@@ -6,6 +6,7 @@
 #include "dnnl.h"
 #include "gtest/gtest.h"
 #include "runtime/onednn.h"
+#include "runtime/storage.h"
 
 namespace lathe {
 namespace {
@@ -55,9 +56,12 @@ TEST(PackedWeightsTest, PackedOnceAndKeptUntilForgotten) {
   dnnl_primitive_desc_destroy(pd);
 
   const int64_t before = FrozenWeightsKept();
+  const int64_t in_use = HostMemoryInUse();
   dnnl_memory_t packed = onednn::KeptPacking(w.data(), ab, ba, reorder);
   ASSERT_NE(packed, nullptr);
   EXPECT_EQ(FrozenWeightsKept(), before + 1);
+  // The copy counts in the host memory limit while it is kept.
+  EXPECT_GE(HostMemoryInUse(), in_use + 6 * int64_t{sizeof(float)});
   void* data = nullptr;
   ASSERT_EQ(dnnl_memory_get_data_handle(packed, &data), dnnl_success);
   const float* t = static_cast<const float*>(data);
@@ -77,6 +81,15 @@ TEST(PackedWeightsTest, PackedOnceAndKeptUntilForgotten) {
   EXPECT_EQ(FrozenWeightsKept(), before + 1);
   ForgetFrozenWeights(w.data(), bytes);
   EXPECT_EQ(FrozenWeightsKept(), before);
+  EXPECT_EQ(HostMemoryInUse(), in_use);
+
+  // Where the limit leaves no room for the copy there is none (the
+  // routine then reports that oneDNN could not run it).
+  const int64_t limit = HostMemoryLimit();
+  SetHostMemoryLimit(HostMemoryInUse());
+  EXPECT_EQ(onednn::KeptPacking(w.data(), ab, ba, reorder), nullptr);
+  EXPECT_EQ(FrozenWeightsKept(), before);
+  SetHostMemoryLimit(limit);
   dnnl_primitive_destroy(reorder);
 }
 
