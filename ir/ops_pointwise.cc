@@ -122,6 +122,20 @@ absl::StatusOr<OutInfo> Infer(const OpCall& call, std::vector<Value> operands,
 absl::StatusOr<Value> ComputeN(const OpCall& call, const OutInfo& info,
                                const std::vector<Value>& operands,
                                const DoubleNFn& fd, const IntNFn& fi) {
+  DoubleRowFn rows = [&fd](absl::Span<const double* const> in, int64_t n,
+                           double* out) {
+    std::vector<double> d(in.size());
+    for (int64_t j = 0; j < n; ++j) {
+      for (size_t k = 0; k < in.size(); ++k) d[k] = in[k][j];
+      out[j] = fd(d);
+    }
+  };
+  return ComputeRows(call, info, operands, rows, fi);
+}
+
+absl::StatusOr<Value> ComputeRows(const OpCall& call, const OutInfo& info,
+                                  const std::vector<Value>& operands,
+                                  const DoubleRowFn& fd, const IntNFn& fi) {
   ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ConcreteSizes(call, info.sizes));
   std::vector<symbolic::Expr> st =
       info.strides.empty() ? ContiguousStrides(info.sizes) : info.strides;
@@ -143,7 +157,6 @@ absl::StatusOr<Value> ComputeN(const OpCall& call, const OutInfo& info,
   bool ints = IsIntegral(info.compute, /*include_bool=*/true) && fi != nullptr;
   absl::Status status;
   const size_t m = views.size();
-  std::vector<double> d(m);
   std::vector<int64_t> n(m);
   // A row of the last dimension at a time, each operand stepped by its
   // stride (the element values and conversions of LoadDouble/StoreDouble).
@@ -158,25 +171,39 @@ absl::StatusOr<Value> ComputeN(const OpCall& call, const OutInfo& info,
   tensors.push_back(&out);
   const ElementAccess result(out);
   const int64_t out_step = out.dim() == 0 ? 0 : out.strides().back();
+  // Floating-point rows go through fd in runs of up to kRun elements, each
+  // operand's run loaded as doubles first (out is new: nothing it writes
+  // is read).
+  constexpr int64_t kRun = 256;
+  std::vector<double> runs((m + 1) * kRun);
+  std::vector<const double*> in(m);
+  for (size_t k = 0; k < m; ++k) in[k] = runs.data() + k * kRun;
+  double* run_out = runs.data() + m * kRun;
   ForEachRow(sizes, tensors,
              [&](absl::Span<const int64_t> starts, int64_t len) {
-               for (int64_t j = 0; j < len && status.ok(); ++j) {
-                 if (ints) {
+               if (!ints) {
+                 for (int64_t j0 = 0; j0 < len; j0 += kRun) {
+                   const int64_t r = std::min(kRun, len - j0);
                    for (size_t k = 0; k < m; ++k) {
-                     n[k] = access[k].LoadInt(starts[k] + j * step[k]);
+                     access[k].LoadDoubles(starts[k] + j0 * step[k], step[k], r,
+                                           runs.data() + k * kRun);
                    }
-                   absl::StatusOr<int64_t> r = fi(n);
-                   if (!r.ok()) {
-                     status = call.Error(r.status().message());
-                     return;
-                   }
-                   result.StoreInt(starts[m] + j * out_step, *r);
-                 } else {
-                   for (size_t k = 0; k < m; ++k) {
-                     d[k] = access[k].LoadDouble(starts[k] + j * step[k]);
-                   }
-                   result.StoreDouble(starts[m] + j * out_step, fd(d));
+                   fd(in, r, run_out);
+                   result.StoreDoubles(starts[m] + j0 * out_step, out_step, r,
+                                       run_out);
                  }
+                 return;
+               }
+               for (int64_t j = 0; j < len && status.ok(); ++j) {
+                 for (size_t k = 0; k < m; ++k) {
+                   n[k] = access[k].LoadInt(starts[k] + j * step[k]);
+                 }
+                 absl::StatusOr<int64_t> r = fi(n);
+                 if (!r.ok()) {
+                   status = call.Error(r.status().message());
+                   return;
+                 }
+                 result.StoreInt(starts[m] + j * out_step, *r);
                }
              });
   RETURN_IF_ERROR(status);
@@ -186,19 +213,31 @@ absl::StatusOr<Value> ComputeN(const OpCall& call, const OutInfo& info,
 namespace {
 
 // ComputeN for unary and binary element functions.
-absl::StatusOr<Value> Compute(const OpCall& call, const OutInfo& info,
-                              const std::vector<Value>& operands,
-                              const DoubleFn& fd, const IntFn& fi) {
-  DoubleNFn fdn = [fd](absl::Span<const double> a) {
-    return fd(a[0], a.size() > 1 ? a[1] : 0);
-  };
+// Compute with the floating-point function over runs of elements.
+absl::StatusOr<Value> ComputeRuns(const OpCall& call, const OutInfo& info,
+                                  const std::vector<Value>& operands,
+                                  const DoubleRowFn& fd, const IntFn& fi) {
   IntNFn fin = nullptr;
   if (fi != nullptr) {
     fin = [fi](absl::Span<const int64_t> a) {
       return fi(a[0], a.size() > 1 ? a[1] : 0);
     };
   }
-  return ComputeN(call, info, operands, fdn, fin);
+  return ComputeRows(call, info, operands, fd, fin);
+}
+
+absl::StatusOr<Value> Compute(const OpCall& call, const OutInfo& info,
+                              const std::vector<Value>& operands,
+                              const DoubleFn& fd, const IntFn& fi) {
+  DoubleRowFn rows = [&fd](absl::Span<const double* const> in, int64_t n,
+                           double* out) {
+    if (in.size() == 1) {
+      for (int64_t j = 0; j < n; ++j) out[j] = fd(in[0][j], 0);
+    } else {
+      for (int64_t j = 0; j < n; ++j) out[j] = fd(in[0][j], in[1][j]);
+    }
+  };
+  return ComputeRuns(call, info, operands, rows, fi);
 }
 
 uint64_t U(int64_t v) { return static_cast<uint64_t>(v); }
@@ -313,8 +352,11 @@ absl::Status RegisterUnary(OpRegistry& r, const Unary& u) {
       fi = [f](int64_t a, int64_t) -> absl::StatusOr<int64_t> { return f(a); };
     }
     auto f = u.fd;
-    return Compute(
-        c, info, {c.arg(0)}, [f](double a, double) { return f(a); }, fi);
+    DoubleRowFn rows = [f](absl::Span<const double* const> in, int64_t n,
+                           double* out) {
+      for (int64_t j = 0; j < n; ++j) out[j] = f(in[0][j]);
+    };
+    return ComputeRuns(c, info, {c.arg(0)}, rows, fi);
   };
   return r.Add(schema, meta, kernel);
 }
@@ -505,7 +547,24 @@ absl::StatusOr<Value> BinaryKernel(const OpCall& c, const std::string& op,
       return static_cast<int64_t>(fd(a < b ? -1 : a > b ? 1 : 0, 0));
     };
   }
-  return Compute(c, info, {self, OpmathScalar(info, op, other)}, fd, fi);
+  const std::vector<Value> operands = {self, OpmathScalar(info, op, other)};
+  // The arithmetic ops without a call per element (the same expressions).
+  if (op == "add" || op == "sub") {
+    const double scale = (op == "add" ? 1 : -1) * alpha_d;
+    DoubleRowFn rows = [scale](absl::Span<const double* const> in, int64_t n,
+                               double* out) {
+      for (int64_t j = 0; j < n; ++j) out[j] = in[0][j] + scale * in[1][j];
+    };
+    return ComputeRuns(c, info, operands, rows, fi);
+  }
+  if (op == "mul") {
+    DoubleRowFn rows = [](absl::Span<const double* const> in, int64_t n,
+                          double* out) {
+      for (int64_t j = 0; j < n; ++j) out[j] = in[0][j] * in[1][j];
+    };
+    return ComputeRuns(c, info, operands, rows, fi);
+  }
+  return Compute(c, info, operands, fd, fi);
 }
 
 absl::StatusOr<Value> DivKernel(const OpCall& c, const OutInfo& info,
@@ -522,7 +581,15 @@ absl::StatusOr<Value> DivKernel(const OpCall& c, const OutInfo& info,
   if (mode != Div::kTrue) {
     fi = [mode](int64_t a, int64_t b) { return IntDiv(a, b, mode); };
   }
-  return Compute(c, info, {self, OpmathScalar(info, "div", other)}, fd, fi);
+  const std::vector<Value> operands = {self, OpmathScalar(info, "div", other)};
+  if (mode == Div::kTrue) {  // FloatDiv's a / b, without a call per element
+    DoubleRowFn rows = [](absl::Span<const double* const> in, int64_t n,
+                          double* out) {
+      for (int64_t j = 0; j < n; ++j) out[j] = in[0][j] / in[1][j];
+    };
+    return ComputeRuns(c, info, operands, rows, fi);
+  }
+  return Compute(c, info, operands, fd, fi);
 }
 
 absl::StatusOr<Div> DivMode(const OpCall& c) {

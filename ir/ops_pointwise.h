@@ -57,6 +57,11 @@ using DoubleNFn = std::function<double(absl::Span<const double>)>;
 using IntNFn =
     std::function<absl::StatusOr<int64_t>(absl::Span<const int64_t>)>;
 
+// A floating-point element function over runs of elements: out[j] from
+// in[0][j], in[1][j], ... for j < n (each operand's values as doubles).
+using DoubleRowFn = std::function<void(absl::Span<const double* const> in,
+                                       int64_t n, double* out)>;
+
 // ComputeN()
 //
 // `fd` (or `fi` on integer math types) elementwise over the broadcast
@@ -64,6 +69,12 @@ using IntNFn =
 absl::StatusOr<Value> ComputeN(const OpCall& call, const OutInfo& info,
                                const std::vector<Value>& operands,
                                const DoubleNFn& fd, const IntNFn& fi);
+
+// As ComputeN, with the floating-point function given over runs of
+// elements (`fd`'s values exactly, without a call per element).
+absl::StatusOr<Value> ComputeRows(const OpCall& call, const OutInfo& info,
+                                  const std::vector<Value>& operands,
+                                  const DoubleRowFn& fd, const IntNFn& fi);
 
 }  // namespace lathe::ir
 

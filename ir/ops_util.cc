@@ -447,6 +447,30 @@ ElementAccess::ElementAccess(const Tensor& t)
       std::memcpy(&v, p, sizeof(T));
       return ToDouble(v);
     };
+    // Rows: a loop of the element conversions, one call per row.
+    load_doubles_ = [](const char* p, int64_t byte_step, int64_t n,
+                       double* out) {
+      if (byte_step == static_cast<int64_t>(sizeof(T))) {
+        for (int64_t j = 0; j < n; ++j) {
+          T v;
+          std::memcpy(&v, p + j * sizeof(T), sizeof(T));
+          out[j] = ToDouble(v);
+        }
+        return;
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        T v;
+        std::memcpy(&v, p + j * byte_step, sizeof(T));
+        out[j] = ToDouble(v);
+      }
+    };
+    store_doubles_ = [](char* p, int64_t byte_step, int64_t n,
+                        const double* in) {
+      for (int64_t j = 0; j < n; ++j) {
+        T out = FromDouble<T>(in[j]);
+        std::memcpy(p + j * byte_step, &out, sizeof(T));
+      }
+    };
     load_int_ = [](const char* p) -> int64_t {
       T v;
       std::memcpy(&v, p, sizeof(T));

@@ -258,12 +258,25 @@ class ElementAccess {
     store_double_(At(offset), v);
   }
   void StoreInt(int64_t offset, int64_t v) const { store_int_(At(offset), v); }
+  // LoadDouble of the n elements from `offset`, `step` elements apart, into
+  // `out`.
+  void LoadDoubles(int64_t offset, int64_t step, int64_t n, double* out) const {
+    load_doubles_(At(offset), step * item_, n, out);
+  }
+  // StoreDouble of `in`'s n values into the elements from `offset`, `step`
+  // elements apart.
+  void StoreDoubles(int64_t offset, int64_t step, int64_t n,
+                    const double* in) const {
+    store_doubles_(At(offset), step * item_, n, in);
+  }
 
  private:
   char* At(int64_t offset) const { return base_ + offset * item_; }
 
   char* base_;
   int64_t item_;
+  void (*load_doubles_)(const char*, int64_t, int64_t, double*);
+  void (*store_doubles_)(char*, int64_t, int64_t, const double*);
   double (*load_double_)(const char*);
   int64_t (*load_int_)(const char*);
   void (*store_double_)(char*, double);

@@ -1,0 +1,74 @@
+#include "ir/ops_util.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "runtime/tensor.h"
+
+namespace lathe::ir {
+namespace {
+
+// Rows of elements load and store as the element at a time does: every
+// dtype's conversion (rounding, overflow, NaN), contiguous, strided and
+// broadcast (a step of 0).
+TEST(ElementAccessTest, RowsConvertAsElementsDo) {
+  const std::vector<double> values = {0.0,
+                                      -0.0,
+                                      1.0 / 3,
+                                      -2.5,
+                                      1e-40,
+                                      65504.0,
+                                      65520.0,
+                                      1e39,
+                                      -1e300,
+                                      3.5e9,
+                                      std::numeric_limits<double>::infinity(),
+                                      std::numeric_limits<double>::quiet_NaN()};
+  const int64_t n = static_cast<int64_t>(values.size());
+  for (DType dtype :
+       {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
+        DType::kInt32, DType::kUInt8, DType::kBool}) {
+    SCOPED_TRACE(static_cast<int>(dtype));
+    // Every other element of a [2n] tensor: rows stepped by 2.
+    absl::StatusOr<Tensor> rows = Tensor::Empty({2 * n}, dtype);
+    absl::StatusOr<Tensor> elements = Tensor::Empty({2 * n}, dtype);
+    ASSERT_TRUE(rows.ok() && elements.ok());
+    const ElementAccess r(*rows), e(*elements);
+    if (IsIntegral(dtype, /*include_bool=*/true)) {
+      // Integer stores of doubles are PyTorch's casts of in-range values.
+      std::vector<double> in = {0, 1, 7, 100, 3, 0, 1, 2, 9, 4, 5, 6};
+      r.StoreDoubles(1, 2, n, in.data());
+      for (int64_t j = 0; j < n; ++j) e.StoreDouble(1 + 2 * j, in[j]);
+    } else {
+      r.StoreDoubles(1, 2, n, values.data());
+      for (int64_t j = 0; j < n; ++j) e.StoreDouble(1 + 2 * j, values[j]);
+    }
+    ASSERT_EQ(std::memcmp(rows->data_ptr(), elements->data_ptr(),
+                          2 * n * ItemSize(dtype)),
+              0);
+    std::vector<double> loaded(n);
+    r.LoadDoubles(1, 2, n, loaded.data());
+    for (int64_t j = 0; j < n; ++j) {
+      const double want = e.LoadDouble(1 + 2 * j);
+      EXPECT_TRUE(loaded[j] == want ||
+                  (std::isnan(want) && std::isnan(loaded[j])))
+          << j << ": " << loaded[j] << " vs " << want;
+    }
+    // Contiguous, and one element broadcast along the row.
+    std::vector<double> all(2 * n), same(5);
+    r.LoadDoubles(0, 1, 2 * n, all.data());
+    for (int64_t j = 0; j < 2 * n; ++j) {
+      const double want = e.LoadDouble(j);
+      EXPECT_TRUE(all[j] == want || (std::isnan(want) && std::isnan(all[j])));
+    }
+    r.LoadDoubles(3, 0, 5, same.data());
+    for (double v : same) EXPECT_EQ(v, e.LoadDouble(3));
+  }
+}
+
+}  // namespace
+}  // namespace lathe::ir
