@@ -57,8 +57,6 @@ namespace {
 
 // The runtime's grid runner, once the emulated driver loaded this module.
 const GridHost* grid_host = nullptr;
-// The kernel thread this OS thread runs (the runner writes it).
-thread_local ThreadState state;
 
 template <typename T>
 uint64_t Bits(T v) {
@@ -127,7 +125,7 @@ int Launch(void (*kernel)(A...), const char* name, bool sync,
   }
   Call<A...> call{kernel, params};
   return grid_host->run_grid(name, sync, config, &Call<A...>::Body, &call,
-                             &state, error, error_size);
+                             error, error_size);
 }
 
 // Atomics: blocks may one day run on several host threads at once.
@@ -172,10 +170,10 @@ T AtomicKeep(T* p, T v, F replaces) {
 #define __shared__ static thread_local
 #define __launch_bounds__(...)
 
-#define threadIdx (::lathe_emu::state.thread_idx)
-#define blockIdx (::lathe_emu::state.block_idx)
-#define blockDim (::lathe_emu::state.block_dim)
-#define gridDim (::lathe_emu::state.grid_dim)
+#define threadIdx (::lathe_emu::grid_host->state()->thread_idx)
+#define blockIdx (::lathe_emu::grid_host->state()->block_idx)
+#define blockDim (::lathe_emu::grid_host->state()->block_dim)
+#define gridDim (::lathe_emu::grid_host->state()->grid_dim)
 #define warpSize 32
 
 static inline void __syncthreads() { ::lathe_emu::grid_host->sync_threads(); }

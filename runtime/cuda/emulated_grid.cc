@@ -211,9 +211,13 @@ void FiberMain() {
 }
 
 // GridHost::run_grid.
+// The kernel thread indices of this OS thread (GridHost::state).
+thread_local ThreadState thread_state;
+ThreadState* CurrentState() { return &thread_state; }
+
 int RunGrid(const char* kernel, bool fibers, const LaunchConfig* config,
-            void (*body)(void*), void* argument, ThreadState* state,
-            char* error, int error_size) {
+            void (*body)(void*), void* argument, char* error, int error_size) {
+  ThreadState* state = &thread_state;
   const dim3 g = config->grid, bd = config->block;
   const uint64_t threads = uint64_t{bd.x} * bd.y * bd.z;
   auto fail = [&](const std::string& what) {
@@ -297,7 +301,8 @@ const lathe_emu::GridHost& EmulatedGrid() {
                                            &SyncThreads,
                                            &WarpExchange,
                                            &Lane,
-                                           &WarpLanes};
+                                           &WarpLanes,
+                                           &CurrentState};
   return host;
 }
 

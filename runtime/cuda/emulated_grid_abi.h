@@ -25,7 +25,7 @@
 
 // Bumped whenever GridHost or ThreadState changes: a module binds only to a
 // runner of its own version.
-#define LATHE_EMU_GRID_VERSION 1
+#define LATHE_EMU_GRID_VERSION 2
 
 struct uint3 {
   unsigned int x, y, z;
@@ -59,12 +59,13 @@ struct GridHost {
   uint32_t version;
   uint32_t size;
   // Runs body(argument) for every thread of every block of `config`,
-  // writing each one's indices to `state` first: each thread on a fiber of
-  // its own when `fibers` (the kernel synchronizes), else as a plain call.
-  // 0, or 1 with a one-line message naming `kernel` in `error`.
+  // writing each one's indices to this OS thread's state() first: each
+  // thread on a fiber of its own when `fibers` (the kernel synchronizes),
+  // else as a plain call. 0, or 1 with a one-line message naming `kernel`
+  // in `error`.
   int (*run_grid)(const char* kernel, bool fibers, const LaunchConfig* config,
-                  void (*body)(void*), void* argument, ThreadState* state,
-                  char* error, int error_size);
+                  void (*body)(void*), void* argument, char* error,
+                  int error_size);
   // __syncthreads: returns once every thread of the block has called it.
   void (*sync_threads)();
   // A warp op named `op`: this lane's `value` exchanged with its warp's;
@@ -73,6 +74,11 @@ struct GridHost {
   // This thread's lane in its warp, and how many lanes its warp has.
   int (*lane)();
   int (*warp_lanes)();
+  // The indices of the kernel thread this OS thread runs. The runner owns
+  // them: a module keeps no thread_local of its own, whose dynamic TLS
+  // would outlive the module's dlclose in threads that touched it (and
+  // LeakSanitizer's scan of the threads at exit would read it).
+  ThreadState* (*state)();
 };
 
 }  // namespace lathe_emu
