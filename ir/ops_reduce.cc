@@ -134,6 +134,42 @@ absl::StatusOr<ReduceInfo> InferReduce(const OpCall& c, Reduce kind) {
   return info;
 }
 
+// The elements of `in` in index order, in runs along the last dimension:
+// f(slot, slot_step, offset, step, n, run) with the output slot of the
+// run's first element (`strides`: the keepdim output's, 0 for the reduced
+// dims), how far the slot moves per element, the run's element offset and
+// stride in `in`, its length and its values as doubles.
+template <typename F>
+void ForEachRun(const Tensor& in, const std::vector<bool>& reduced,
+                absl::Span<const int64_t> strides, F&& f) {
+  if (Numel(in.sizes()) == 0) return;
+  const int64_t rank = in.dim();
+  const int64_t len = rank == 0 ? 1 : in.sizes()[rank - 1];
+  const int64_t step = rank == 0 ? 0 : in.strides()[rank - 1];
+  const int64_t slot_step =
+      rank == 0 || reduced[rank - 1] ? 0 : strides[rank - 1];
+  const ElementAccess access(in);
+  constexpr int64_t kRun = 256;
+  std::vector<double> run(kRun);
+  std::vector<int64_t> index(rank, 0);  // the row's first element
+  const absl::Span<const int64_t> sizes(in.sizes());
+  ForEachIndex(sizes.subspan(0, rank == 0 ? 0 : rank - 1),
+               [&](absl::Span<const int64_t> outer) {
+                 std::copy(outer.begin(), outer.end(), index.begin());
+                 int64_t slot = 0;
+                 for (size_t d = 0; d < outer.size(); ++d) {
+                   if (!reduced[d]) slot += outer[d] * strides[d];
+                 }
+                 const int64_t at = in.ElementOffset(index);
+                 for (int64_t j0 = 0; j0 < len; j0 += kRun) {
+                   const int64_t n = std::min(kRun, len - j0);
+                   access.LoadDoubles(at + j0 * step, step, n, run.data());
+                   f(slot + j0 * slot_step, slot_step, at + j0 * step, step, n,
+                     run.data());
+                 }
+               });
+}
+
 absl::StatusOr<Value> ReduceKernel(const OpCall& c, Reduce kind) {
   ASSIGN_OR_RETURN(ReduceInfo info, InferReduce(c, kind));
   const Tensor& in = c.arg(0).tensor;
@@ -156,16 +192,7 @@ absl::StatusOr<Value> ReduceKernel(const OpCall& c, Reduce kind) {
                                 : 0.0);
   std::vector<uint64_t> iacc(n, 0);
   std::vector<int64_t> strides = ::lathe::ContiguousStrides(keep_sizes);
-  ForEachIndex(in.sizes(), [&](absl::Span<const int64_t> i) {
-    int64_t slot = 0;
-    for (int64_t d = 0; d < in.dim(); ++d) {
-      if (!info.reduced[d]) slot += i[d] * strides[d];
-    }
-    if (int_sum) {
-      iacc[slot] += static_cast<uint64_t>(LoadInt(in, i));
-      return;
-    }
-    double v = LoadDouble(in, i);
+  auto add = [&](int64_t slot, double v) {
     if (kind == Reduce::kMax || kind == Reduce::kMin) {
       // NaN wins and then stays, as in PyTorch.
       bool better = kind == Reduce::kMax ? v > acc[slot] : v < acc[slot];
@@ -173,7 +200,21 @@ absl::StatusOr<Value> ReduceKernel(const OpCall& c, Reduce kind) {
     } else {
       acc[slot] += v;
     }
-  });
+  };
+  const ElementAccess access(in);
+  ForEachRun(in, info.reduced, strides,
+             [&](int64_t slot, int64_t slot_step, int64_t at, int64_t step,
+                 int64_t len, const double* run) {
+               if (!int_sum) {
+                 for (int64_t j = 0; j < len; ++j)
+                   add(slot + j * slot_step, run[j]);
+                 return;
+               }
+               for (int64_t j = 0; j < len; ++j) {
+                 iacc[slot + j * slot_step] +=
+                     static_cast<uint64_t>(access.LoadInt(at + j * step));
+               }
+             });
   ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(keep_sizes, info.dtype));
   int64_t reduced_count = 1;
   for (int64_t d = 0; d < in.dim(); ++d) {
@@ -219,14 +260,18 @@ Slots GatherSlots(const Tensor& in, const std::vector<bool>& reduced,
   s.values.resize(n);
   if (ints) s.ints.resize(n);
   std::vector<int64_t> strides = ::lathe::ContiguousStrides(s.keep_sizes);
-  ForEachIndex(in.sizes(), [&](absl::Span<const int64_t> i) {
-    int64_t slot = 0;
-    for (int64_t d = 0; d < in.dim(); ++d) {
-      if (!reduced[d]) slot += i[d] * strides[d];
-    }
-    s.values[slot].push_back(LoadDouble(in, i));
-    if (ints) s.ints[slot].push_back(LoadInt(in, i));
-  });
+  const ElementAccess access(in);
+  ForEachRun(in, reduced, strides,
+             [&](int64_t slot, int64_t slot_step, int64_t at, int64_t step,
+                 int64_t n, const double* run) {
+               for (int64_t j = 0; j < n; ++j) {
+                 s.values[slot + j * slot_step].push_back(run[j]);
+                 if (ints) {
+                   s.ints[slot + j * slot_step].push_back(
+                       access.LoadInt(at + j * step));
+                 }
+               }
+             });
   return s;
 }
 
