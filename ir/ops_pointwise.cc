@@ -212,8 +212,8 @@ absl::StatusOr<Value> ComputeRows(const OpCall& call, const OutInfo& info,
 
 namespace {
 
-// ComputeN for unary and binary element functions.
-// Compute with the floating-point function over runs of elements.
+// ComputeRows for unary and binary element functions, the floating-point
+// one over runs of elements.
 absl::StatusOr<Value> ComputeRuns(const OpCall& call, const OutInfo& info,
                                   const std::vector<Value>& operands,
                                   const DoubleRowFn& fd, const IntFn& fi) {
@@ -226,6 +226,7 @@ absl::StatusOr<Value> ComputeRuns(const OpCall& call, const OutInfo& info,
   return ComputeRows(call, info, operands, fd, fin);
 }
 
+// ComputeRuns with an element function.
 absl::StatusOr<Value> Compute(const OpCall& call, const OutInfo& info,
                               const std::vector<Value>& operands,
                               const DoubleFn& fd, const IntFn& fi) {

@@ -263,8 +263,8 @@ Slots GatherSlots(const Tensor& in, const std::vector<bool>& reduced,
   const ElementAccess access(in);
   ForEachRun(in, reduced, strides,
              [&](int64_t slot, int64_t slot_step, int64_t at, int64_t step,
-                 int64_t n, const double* run) {
-               for (int64_t j = 0; j < n; ++j) {
+                 int64_t len, const double* run) {
+               for (int64_t j = 0; j < len; ++j) {
                  s.values[slot + j * slot_step].push_back(run[j]);
                  if (ints) {
                    s.ints[slot + j * slot_step].push_back(

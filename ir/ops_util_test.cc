@@ -29,9 +29,7 @@ TEST(ElementAccessTest, RowsConvertAsElementsDo) {
                                       std::numeric_limits<double>::infinity(),
                                       std::numeric_limits<double>::quiet_NaN()};
   const int64_t n = static_cast<int64_t>(values.size());
-  for (DType dtype :
-       {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
-        DType::kInt32, DType::kUInt8, DType::kBool}) {
+  for (DType dtype : AllDTypes()) {
     SCOPED_TRACE(static_cast<int>(dtype));
     // Every other element of a [2n] tensor: rows stepped by 2.
     absl::StatusOr<Tensor> rows = Tensor::Empty({2 * n}, dtype);
@@ -67,6 +65,21 @@ TEST(ElementAccessTest, RowsConvertAsElementsDo) {
     }
     r.LoadDoubles(3, 0, 5, same.data());
     for (double v : same) EXPECT_EQ(v, e.LoadDouble(3));
+    // Backwards (a negative step), and an empty run that touches nothing.
+    std::vector<double> back(n);
+    r.LoadDoubles(2 * n - 1, -2, n, back.data());
+    for (int64_t j = 0; j < n; ++j) {
+      const double want = e.LoadDouble(2 * n - 1 - 2 * j);
+      EXPECT_TRUE(back[j] == want || (std::isnan(want) && std::isnan(back[j])));
+    }
+    r.LoadDoubles(0, 1, 0, nullptr);
+    r.StoreDoubles(0, 1, 0, nullptr);
+    // A contiguous store, over what the strided one left.
+    r.StoreDoubles(0, 1, 2 * n, all.data());
+    for (int64_t j = 0; j < 2 * n; ++j) e.StoreDouble(j, all[j]);
+    EXPECT_EQ(std::memcmp(rows->data_ptr(), elements->data_ptr(),
+                          2 * n * ItemSize(dtype)),
+              0);
   }
 }
 

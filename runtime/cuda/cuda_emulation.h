@@ -167,6 +167,9 @@ T AtomicKeep(T* p, T v, F replaces) {
 #define __host__
 #define __forceinline__ inline
 #define __restrict__ __restrict
+// Per block: each block runs on one OS thread. A module thread_local, so
+// it outlives the module's dlclose in the threads that ran it (the indices
+// moved to the runner for that reason: GridHost::state).
 #define __shared__ static thread_local
 #define __launch_bounds__(...)
 

@@ -41,7 +41,7 @@ struct Thread {
 struct Block {
   const char* kernel = "";
   bool fibers = false;
-  ThreadState* state = nullptr;  // the module's indices
+  ThreadState* state = nullptr;  // this OS thread's indices (GridHost::state)
   std::vector<Thread> threads;
   std::vector<char> stacks;
   ucontext_t scheduler;

@@ -75,9 +75,10 @@ struct GridHost {
   int (*lane)();
   int (*warp_lanes)();
   // The indices of the kernel thread this OS thread runs. The runner owns
-  // them: a module keeps no thread_local of its own, whose dynamic TLS
-  // would outlive the module's dlclose in threads that touched it (and
-  // LeakSanitizer's scan of the threads at exit would read it).
+  // them, not a thread_local of the module's: a module's dynamic TLS
+  // outlives its dlclose in the threads that touched it, and
+  // LeakSanitizer's scan of the threads at exit read it. (A kernel's
+  // __shared__ memory is still a module thread_local: cuda_emulation.h.)
   ThreadState* (*state)();
 };
 
