@@ -241,6 +241,15 @@ absl::StatusOr<Value> Compute(const OpCall& call, const OutInfo& info,
   return ComputeRuns(call, info, operands, rows, fi);
 }
 
+// A run function of a binary `op` inlined into its loop (no call per
+// element).
+template <typename Op>
+DoubleRowFn BinaryRuns(Op op) {
+  return [op](absl::Span<const double* const> in, int64_t n, double* out) {
+    for (int64_t j = 0; j < n; ++j) out[j] = op(in[0][j], in[1][j]);
+  };
+}
+
 uint64_t U(int64_t v) { return static_cast<uint64_t>(v); }
 
 // ---- Unary -----------------------------------------------------------------
@@ -552,18 +561,14 @@ absl::StatusOr<Value> BinaryKernel(const OpCall& c, const std::string& op,
   // The arithmetic ops without a call per element (the same expressions).
   if (op == "add" || op == "sub") {
     const double scale = (op == "add" ? 1 : -1) * alpha_d;
-    DoubleRowFn rows = [scale](absl::Span<const double* const> in, int64_t n,
-                               double* out) {
-      for (int64_t j = 0; j < n; ++j) out[j] = in[0][j] + scale * in[1][j];
-    };
-    return ComputeRuns(c, info, operands, rows, fi);
+    return ComputeRuns(
+        c, info, operands,
+        BinaryRuns([scale](double a, double b) { return a + scale * b; }), fi);
   }
   if (op == "mul") {
-    DoubleRowFn rows = [](absl::Span<const double* const> in, int64_t n,
-                          double* out) {
-      for (int64_t j = 0; j < n; ++j) out[j] = in[0][j] * in[1][j];
-    };
-    return ComputeRuns(c, info, operands, rows, fi);
+    return ComputeRuns(c, info, operands,
+                       BinaryRuns([](double a, double b) { return a * b; }),
+                       fi);
   }
   return Compute(c, info, operands, fd, fi);
 }
@@ -584,11 +589,9 @@ absl::StatusOr<Value> DivKernel(const OpCall& c, const OutInfo& info,
   }
   const std::vector<Value> operands = {self, OpmathScalar(info, "div", other)};
   if (mode == Div::kTrue) {  // FloatDiv's a / b, without a call per element
-    DoubleRowFn rows = [](absl::Span<const double* const> in, int64_t n,
-                          double* out) {
-      for (int64_t j = 0; j < n; ++j) out[j] = in[0][j] / in[1][j];
-    };
-    return ComputeRuns(c, info, operands, rows, fi);
+    return ComputeRuns(c, info, operands,
+                       BinaryRuns([](double a, double b) { return a / b; }),
+                       fi);
   }
   return Compute(c, info, operands, fd, fi);
 }

@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "runtime/packed_weights.h"
+#include "runtime/storage.h"
 
 namespace lathe {
 namespace {
@@ -453,6 +455,25 @@ TEST(ConvolutionTest, EpiloguesRunOnceForEachImageAfterItIsWritten) {
 
 // Empty operands go to the reference loops: zero input channels give
 // zeros, zero batch writes nothing.
+// Where the host memory limit refuses the buffers oneDNN's layouts need
+// (an NCHW input reordered, frozen weights packed), the convolution runs
+// the reference loops and gives their results; nothing counted passes the
+// limit. On a thread of its own, whose buffers start empty.
+TEST(ConvolutionTest, BuffersTheMemoryLimitRefusesLeaveTheReference) {
+  std::thread([] {
+    std::mt19937 rng(11);
+    const int64_t limit = HostMemoryLimit();
+    SetHostMemoryLimit(HostMemoryInUse());
+    for (bool frozen : {false, true}) {
+      Conv c{2, 8, 16, 1, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}};
+      c.frozen = frozen;
+      ExpectMatchesReference(c, rng, 2);
+      EXPECT_LE(HostMemoryInUse(), HostMemoryLimit());
+    }
+    SetHostMemoryLimit(limit);
+  }).join();
+}
+
 TEST(ConvolutionTest, EmptyOperands) {
   Conv c{1, 0, 2, 1, {4}, {1}, {1}, {0}, {1}};
   std::vector<int64_t> g = c.Geometry();

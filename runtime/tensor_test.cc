@@ -264,19 +264,23 @@ TEST(StorageTest, UninitializedStorageIsCountedAndLargeBlocksAreHugeAligned) {
 }
 
 #if !defined(__SANITIZE_ADDRESS__)
+// Where a block of `bytes` (uninitialized, its byte 12345 set to 7) was,
+// once it is freed.
+void* AllocatedAndFreed(int64_t bytes) {
+  absl::StatusOr<Storage> a = Storage::AllocateUninitialized(bytes);
+  EXPECT_OK(a);
+  if (!a.ok()) return nullptr;
+  static_cast<char*>(a->data())[12345] = 7;
+  return a->data();
+}
+
 // A freed large block (256 KiB or more) is kept and handed to the next
 // allocation of its size (zeroed again when Allocate asks), within the
 // cache's limit; small blocks are not kept.
 TEST(StorageTest, FreedLargeBlocksAreReusedWithinTheCacheLimit) {
   SetHostBlockCacheLimit(int64_t{8} << 20);
   const int64_t size = int64_t{4} << 20;
-  void* first = nullptr;
-  {
-    absl::StatusOr<Storage> a = Storage::AllocateUninitialized(size);
-    ASSERT_OK(a);
-    first = a->data();
-    static_cast<char*>(a->data())[12345] = 7;
-  }
+  void* first = AllocatedAndFreed(size);
   EXPECT_EQ(HostBlockCacheBytes(), size);
   {
     absl::StatusOr<Storage> b = Storage::Allocate(size);
@@ -302,12 +306,7 @@ TEST(StorageTest, FreedLargeBlocksAreReusedWithinTheCacheLimit) {
   SetHostBlockCacheLimit(0);
   SetHostBlockCacheLimit(int64_t{8} << 20);
   const int64_t mid = int64_t{512} << 10;
-  void* kept = nullptr;
-  {
-    absl::StatusOr<Storage> m = Storage::AllocateUninitialized(mid);
-    ASSERT_OK(m);
-    kept = m->data();
-  }
+  void* kept = AllocatedAndFreed(mid);
   EXPECT_EQ(HostBlockCacheBytes(), mid);
   {
     absl::StatusOr<Storage> m = Storage::AllocateUninitialized(mid);
