@@ -29,15 +29,22 @@ dnnl_engine_t Engine() {
 }
 
 dnnl_stream_t Stream() {
-  thread_local dnnl_stream_t stream = [] {
+  // Destroyed when the thread ends (a caller's thread may end; the pool's
+  // do not).
+  struct ThreadStream {
     dnnl_stream_t s = nullptr;
-    if (Engine() == nullptr ||
-        !Ok(dnnl_stream_create(&s, Engine(), dnnl_stream_default_flags))) {
-      s = nullptr;
+    ThreadStream() {
+      if (Engine() == nullptr ||
+          !Ok(dnnl_stream_create(&s, Engine(), dnnl_stream_default_flags))) {
+        s = nullptr;
+      }
     }
-    return s;
-  }();
-  return stream;
+    ~ThreadStream() {
+      if (s != nullptr) dnnl_stream_destroy(s);
+    }
+  };
+  thread_local ThreadStream stream;
+  return stream.s;
 }
 
 Memory::Memory(const dnnl_memory_desc_t& md, void* data) {
