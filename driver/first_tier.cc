@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "driver/first_tier_loops.h"
 #include "ir/op_registry.h"
 #include "ir/ops_util.h"
 #include "ir/value.h"
@@ -49,7 +50,9 @@ std::optional<absl::StatusOr<Tensor>> F32Product(const ir::Value& a,
   const int64_t batches = batch ? x.sizes()[0] : 1;
   std::vector<int64_t> sizes = {m, n};
   if (batch) sizes.insert(sizes.begin(), batches);
-  absl::StatusOr<Tensor> out = Tensor::Empty(sizes, DType::kFloat32);
+  // sgemm writes every element (its beta is 0).
+  absl::StatusOr<Tensor> out = Tensor::UninitializedStrided(
+      sizes, ContiguousStrides(sizes), DType::kFloat32);
   if (!out.ok()) return out.status();
   // Element strides: batch (0 for 2-d operands), row, column.
   auto strides = [rank, batch](const Tensor& t) {
@@ -77,7 +80,10 @@ absl::StatusOr<ir::Value> Epilogue(const Tensor& product, const Tensor* bias,
   if (bias == nullptr && alpha == 1 && dtype == DType::kFloat32) {
     return ir::Value::OfTensor(product);
   }
-  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(product.sizes(), dtype));
+  ASSIGN_OR_RETURN(Tensor out,
+                   Tensor::UninitializedStrided(
+                       product.sizes(), ContiguousStrides(product.sizes()),
+                       dtype));  // every element written below
   const ir::ElementAccess p(product), o(out);
   std::optional<ir::ElementAccess> in;
   std::vector<const Tensor*> tensors = {&product, &out};
@@ -144,17 +150,23 @@ Result AddMm(const ir::OpCall& c) {
 }  // namespace
 
 const ir::KernelOverrides& FirstTierKernels() {
-  static const auto* kernels = new ir::KernelOverrides{
-      {"aten.mm.default",
-       [](const ir::OpCall& c) { return Product(c, /*batch=*/false); }},
-      {"aten.bmm.default",
-       [](const ir::OpCall& c) { return Product(c, /*batch=*/true); }},
-      {"aten.mm.dtype",
-       [](const ir::OpCall& c) { return ProductInDtype(c, /*batch=*/false); }},
-      {"aten.bmm.dtype",
-       [](const ir::OpCall& c) { return ProductInDtype(c, /*batch=*/true); }},
-      {"aten.addmm.default", &AddMm},
-  };
+  static const auto* kernels = [] {
+    auto* k = new ir::KernelOverrides{
+        {"aten.mm.default",
+         [](const ir::OpCall& c) { return Product(c, /*batch=*/false); }},
+        {"aten.bmm.default",
+         [](const ir::OpCall& c) { return Product(c, /*batch=*/true); }},
+        {"aten.mm.dtype",
+         [](const ir::OpCall& c) {
+           return ProductInDtype(c, /*batch=*/false);
+         }},
+        {"aten.bmm.dtype",
+         [](const ir::OpCall& c) { return ProductInDtype(c, /*batch=*/true); }},
+        {"aten.addmm.default", &AddMm},
+    };
+    AddFirstTierLoops(*k);
+    return k;
+  }();
   return *kernels;
 }
 

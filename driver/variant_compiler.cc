@@ -1,7 +1,14 @@
 #include "driver/variant_compiler.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <mutex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,10 +19,25 @@
 #include "driver/freeze.h"
 #include "ir/interpreter.h"
 #include "runtime/copy.h"
+#include "runtime/onednn.h"
 #include "status_macros.h"
 #include "symbolic/evaluate.h"
 
 namespace lathe {
+namespace {
+
+// Lowers this thread's scheduling priority (its nice value, by 10; Linux
+// keeps one per thread, and the processes it starts inherit it): a tiered
+// compile's build then takes the cores its first tier's calls leave idle,
+// not those the calls it stands in for wait on.
+void YieldToCalls() {
+  const id_t self = static_cast<id_t>(::syscall(SYS_gettid));
+  errno = 0;
+  const int nice = ::getpriority(PRIO_PROCESS, self);
+  if (errno == 0) ::setpriority(PRIO_PROCESS, self, std::min(nice + 10, 19));
+}
+
+}  // namespace
 
 VariantCompiler::VariantCompiler(ParsedGraph parsed, CompileOptions options,
                                  CacheBackend* cache)
@@ -129,6 +151,14 @@ absl::StatusOr<Variant> VariantCompiler::Compile(
 
 absl::StatusOr<Variant> VariantCompiler::CompileTiered(
     CompileOptions options, std::function<void()> before_build) {
+  // oneDNN makes its f32 product kernels on a process's first product
+  // (onednn::WarmProducts): once per process, on a thread of its own, while
+  // the walk and the first tier's ops before its first product run.
+  static std::atomic<bool> warming{false};
+  if (!warming.exchange(true)) {
+    std::lock_guard<std::mutex> lock(tiers_mu_);
+    builds_.emplace_back([] { onednn::WarmProducts(); });
+  }
   // Builds run beside other compiles: each in a directory of its own.
   options.dir.clear();
   // The probe: the whole walk, the library when the cache holds it.
@@ -150,6 +180,7 @@ absl::StatusOr<Variant> VariantCompiler::CompileTiered(
     std::lock_guard<std::mutex> lock(tiers_mu_);
     builds_.emplace_back(
         [this, options, before_build, replace = std::move(replace)] {
+          YieldToCalls();
           if (before_build) before_build();
           replace(Compiled(lathe::Compile(parsed_, options)));
         });

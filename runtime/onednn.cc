@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,16 @@ Memory::~Memory() {
   if (m != nullptr) dnnl_memory_destroy(m);
 }
 
+void WarmProducts() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    constexpr int kN = 8;  // smaller products take a path of their own
+    float a[kN * kN] = {}, b[kN * kN] = {}, c[kN * kN];
+    OneThread alone;
+    dnnl_sgemm('N', 'N', kN, kN, kN, 1.0f, a, kN, b, kN, 0.0f, c, kN);
+  });
+}
+
 std::string Version() {
   const dnnl_version_t* v = dnnl_version();
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) +
@@ -106,7 +117,7 @@ void* ThreadBuffer(BufferSlot slot, size_t bytes) {
   if (b.is_null() || b.nbytes() < static_cast<int64_t>(bytes)) {
     b = Storage();  // freed before its successor is allocated
     absl::StatusOr<Storage> grown =
-        Storage::AllocateUninitialized(std::max<int64_t>(1, bytes));
+        Storage::AllocateKept(std::max<int64_t>(1, bytes));
     if (!grown.ok()) return nullptr;
     b = *std::move(grown);
   }

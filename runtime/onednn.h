@@ -72,6 +72,14 @@ enum BufferSlot {
 // until this thread asks for the same slot again.
 void* ThreadBuffer(BufferSlot slot, size_t bytes);
 
+// WarmProducts()
+//
+// Has oneDNN make its f32 product kernels now, on this thread: its sgemm
+// generates them on a process's first product of 8 or more rows (22 ms on
+// the machine of tools/bench/README.md), whatever the shape. Once per
+// process: a later call returns once the first is done.
+void WarmProducts();
+
 // The library's version, "oneDNN 2.7.3 (<commit>)": what a measurement of
 // its routines depends on (driver/autotune.h's key).
 std::string Version();

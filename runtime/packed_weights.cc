@@ -124,7 +124,7 @@ dnnl_memory_t KeptPacking(const void* w, const dnnl_memory_desc_t& from,
   if (stream == nullptr) return nullptr;
   OneThread one;
   Memory user(from, const_cast<void*>(w));
-  absl::StatusOr<Storage> storage = Storage::AllocateUninitialized(
+  absl::StatusOr<Storage> storage = Storage::AllocateKept(
       std::max<int64_t>(1, dnnl_memory_desc_get_size(&to)));
   if (!storage.ok()) return nullptr;  // the host memory limit refused it
   auto packed = std::make_unique<Memory>(to, storage->data());

@@ -165,6 +165,10 @@ absl::StatusOr<Storage> Storage::AllocateUninitialized(int64_t nbytes,
   return AllocateHost(nbytes, device, /*zeroed=*/false);
 }
 
+absl::StatusOr<Storage> Storage::AllocateKept(int64_t nbytes) {
+  return AllocateHost(nbytes, Device::Cpu(), /*zeroed=*/false, /*kept=*/true);
+}
+
 absl::StatusOr<Storage> Storage::AllocateDevice(int64_t nbytes, Device device,
                                                 bool zeroed) {
   DeviceMemory* memory = cuda_memory.load();
@@ -186,7 +190,7 @@ absl::StatusOr<Storage> Storage::AllocateDevice(int64_t nbytes, Device device,
 }
 
 absl::StatusOr<Storage> Storage::AllocateHost(int64_t nbytes, Device device,
-                                              bool zeroed) {
+                                              bool zeroed, bool kept) {
   if (nbytes < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot allocate a negative size (", nbytes, " bytes)"));
@@ -199,9 +203,9 @@ absl::StatusOr<Storage> Storage::AllocateHost(int64_t nbytes, Device device,
   }
   int64_t rounded =
       (std::max<int64_t>(nbytes, 1) + kAlign - 1) / kAlign * kAlign;
-  // Blocks of 2 MiB and more start on a huge-page boundary and ask for huge
-  // pages: a fresh block then faults in 512 times less often.
-  bool huge = rounded >= kHuge;
+  // Kept blocks of 2 MiB and more start on a huge-page boundary and ask for
+  // huge pages (AllocateKept).
+  const bool huge = kept && rounded >= kHuge;
   if (huge) rounded = (rounded + kHuge - 1) / kHuge * kHuge;
   int64_t before = in_use.fetch_add(rounded);
   if (before + rounded > HostMemoryLimit()) {
@@ -211,7 +215,8 @@ absl::StatusOr<Storage> Storage::AllocateHost(int64_t nbytes, Device device,
         HostMemoryLimit(), " bytes (", before, " in use)"));
   }
   const bool cached = rounded >= kCachedBlock;
-  void* data = cached ? Cache().Take(rounded) : nullptr;
+  // (A cached block may not be on a huge-page boundary.)
+  void* data = cached && !huge ? Cache().Take(rounded) : nullptr;
   if (data == nullptr) {
     data = std::aligned_alloc(huge ? kHuge : kAlign, rounded);
     if (data == nullptr && cached) {  // the cache gives its blocks back first

@@ -59,10 +59,21 @@ class Storage {
   // AllocateUninitialized()
   //
   // As Allocate, without zeroing: for memory the caller writes in full
-  // before anything reads it (the buffers of compiled kernels). Large
-  // blocks are backed by transparent huge pages where the kernel allows.
+  // before anything reads it (the buffers of compiled kernels).
   static absl::StatusOr<Storage> AllocateUninitialized(
       int64_t nbytes, Device device = Device::Cpu());
+
+  // AllocateKept()
+  //
+  // As AllocateUninitialized on the host, for a block kept and read again
+  // and again for as long as its thread or process runs (oneDNN's buffers,
+  // packed weights): blocks of 2 MiB and more start on a 2 MiB boundary and
+  // ask for transparent huge pages (fewer TLB misses for the routines that
+  // sweep them). Other blocks do not: on a virtual machine whose host takes
+  // back the guest's free memory, fresh huge pages fault in several times
+  // slower than small ones (tools/bench/README.md), and a block reused from
+  // the block cache is fast either way.
+  static absl::StatusOr<Storage> AllocateKept(int64_t nbytes);
 
   // Borrow()
   //
@@ -93,7 +104,7 @@ class Storage {
 
  private:
   static absl::StatusOr<Storage> AllocateHost(int64_t nbytes, Device device,
-                                              bool zeroed);
+                                              bool zeroed, bool kept = false);
   static absl::StatusOr<Storage> AllocateDevice(int64_t nbytes, Device device,
                                                 bool zeroed);
   struct Impl {

@@ -97,6 +97,19 @@ absl::StatusOr<Tensor> Tensor::Empty(absl::Span<const int64_t> sizes,
 absl::StatusOr<Tensor> Tensor::EmptyStrided(absl::Span<const int64_t> sizes,
                                             absl::Span<const int64_t> strides,
                                             DType dtype, Device device) {
+  return NewStrided(sizes, strides, dtype, device, /*zeroed=*/true);
+}
+
+absl::StatusOr<Tensor> Tensor::UninitializedStrided(
+    absl::Span<const int64_t> sizes, absl::Span<const int64_t> strides,
+    DType dtype, Device device) {
+  return NewStrided(sizes, strides, dtype, device, /*zeroed=*/false);
+}
+
+absl::StatusOr<Tensor> Tensor::NewStrided(absl::Span<const int64_t> sizes,
+                                          absl::Span<const int64_t> strides,
+                                          DType dtype, Device device,
+                                          bool zeroed) {
   // The count first: one past int64 is over any limit, not an extent
   // error (a negative size is Extent's to refuse).
   if (ScopedElementLimit* scope = element_limit;
@@ -118,7 +131,9 @@ absl::StatusOr<Tensor> Tensor::EmptyStrided(absl::Span<const int64_t> sizes,
   if (__builtin_mul_overflow(extent, ItemSize(dtype), &nbytes)) {
     return absl::InvalidArgumentError("tensor size in bytes overflows int64");
   }
-  ASSIGN_OR_RETURN(Storage storage, Storage::Allocate(nbytes, device));
+  ASSIGN_OR_RETURN(Storage storage,
+                   zeroed ? Storage::Allocate(nbytes, device)
+                          : Storage::AllocateUninitialized(nbytes, device));
   return Wrap(std::move(storage), dtype, sizes, strides, 0);
 }
 

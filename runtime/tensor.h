@@ -88,6 +88,14 @@ class Tensor {
                                              DType dtype,
                                              Device device = Device::Cpu());
 
+  // UninitializedStrided()
+  //
+  // As EmptyStrided, with the elements left as the allocator gives them:
+  // for a kernel that writes every element before anything reads one.
+  static absl::StatusOr<Tensor> UninitializedStrided(
+      absl::Span<const int64_t> sizes, absl::Span<const int64_t> strides,
+      DType dtype, Device device = Device::Cpu());
+
   // AsStrided()
   //
   // A view of this tensor's storage; error if it reaches outside it or has a
@@ -153,6 +161,12 @@ class Tensor {
   std::string ToString() const;
 
  private:
+  // EmptyStrided (zeroed) or UninitializedStrided.
+  static absl::StatusOr<Tensor> NewStrided(absl::Span<const int64_t> sizes,
+                                           absl::Span<const int64_t> strides,
+                                           DType dtype, Device device,
+                                           bool zeroed);
+
   Storage storage_;
   DType dtype_ = DType::kFloat32;
   std::vector<int64_t> sizes_, strides_;

@@ -244,8 +244,9 @@ namespace lathe {
 namespace {
 
 // Uninitialized storage: the size asked for, counted against the limit like
-// any other; a large block starts on a 2 MiB (huge page) boundary.
-TEST(StorageTest, UninitializedStorageIsCountedAndLargeBlocksAreHugeAligned) {
+// any other, 64-byte aligned; a kept block (AllocateKept) of 2 MiB or more
+// starts on a 2 MiB (huge page) boundary and counts its whole huge pages.
+TEST(StorageTest, UninitializedStorageIsCountedAndKeptBlocksAreHugeAligned) {
   int64_t before = HostMemoryInUse();
   {
     absl::StatusOr<Storage> small = Storage::AllocateUninitialized(100);
@@ -255,12 +256,20 @@ TEST(StorageTest, UninitializedStorageIsCountedAndLargeBlocksAreHugeAligned) {
     absl::StatusOr<Storage> big =
         Storage::AllocateUninitialized((int64_t{3} << 20) + 1);
     ASSERT_OK(big);
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(big->data()) % (2 << 20), 0u);
-    EXPECT_EQ(HostMemoryInUse() - before, 128 + (int64_t{4} << 20));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(big->data()) % 64, 0u);
+    EXPECT_EQ(HostMemoryInUse() - before, 128 + (int64_t{3} << 20) + 64);
+    absl::StatusOr<Storage> kept =
+        Storage::AllocateKept((int64_t{3} << 20) + 1);
+    ASSERT_OK(kept);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(kept->data()) % (2 << 20), 0u);
+    EXPECT_EQ(HostMemoryInUse() - before,
+              128 + (int64_t{3} << 20) + 64 + (int64_t{4} << 20));
     static_cast<char*>(big->data())[(int64_t{3} << 20)] = 1;  // writable
+    static_cast<char*>(kept->data())[(int64_t{3} << 20)] = 1;
   }
   EXPECT_EQ(HostMemoryInUse(), before);
   EXPECT_FALSE(Storage::AllocateUninitialized(-1).ok());
+  EXPECT_FALSE(Storage::AllocateKept(-1).ok());
 }
 
 #if !defined(__SANITIZE_ADDRESS__)
@@ -278,6 +287,7 @@ void* AllocatedAndFreed(int64_t bytes) {
 // allocation of its size (zeroed again when Allocate asks), within the
 // cache's limit; small blocks are not kept.
 TEST(StorageTest, FreedLargeBlocksAreReusedWithinTheCacheLimit) {
+  SetHostBlockCacheLimit(0);  // empties what earlier tests left
   SetHostBlockCacheLimit(int64_t{8} << 20);
   const int64_t size = int64_t{4} << 20;
   void* first = AllocatedAndFreed(size);
@@ -302,7 +312,7 @@ TEST(StorageTest, FreedLargeBlocksAreReusedWithinTheCacheLimit) {
     ASSERT_OK(small);
   }
   EXPECT_EQ(HostBlockCacheBytes(), held);
-  // A block of 512 KiB (cached, though not huge-page aligned) is kept too.
+  // A block of 512 KiB is kept too.
   SetHostBlockCacheLimit(0);
   SetHostBlockCacheLimit(int64_t{8} << 20);
   const int64_t mid = int64_t{512} << 10;

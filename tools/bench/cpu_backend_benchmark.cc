@@ -666,11 +666,21 @@ void BM_FirstCall(benchmark::State& state, const std::string& name,
     if (!f.ok()) return SkipWith(state, f.status());
     absl::StatusOr<std::vector<Operand>> out = (*f)->Call(absl::MakeSpan(args));
     if (!out.ok()) return SkipWith(state, out.status());
-    first += since();
-    callable += parse_s + compiler.compile_seconds();
+    const double first_s = since();
+    const double callable_s = parse_s + compiler.compile_seconds();
+    first += first_s;
+    callable += callable_s;
     state.PauseTiming();
     compiler.WaitForBuilds();
-    library += since();
+    const double library_s = since();
+    library += library_s;
+    if (std::getenv("LATHE_BENCH_FIRST_CALL_LOG") != nullptr) {
+      std::fprintf(stderr,
+                   "%s: callable %.1f ms, first result %.1f ms, library %.1f "
+                   "ms\n",
+                   name.c_str(), callable_s * 1e3, first_s * 1e3,
+                   library_s * 1e3);
+    }
     if ((*f)->upgrades() != (how == FirstCall::kTiered ? 1 : 0)) {
       return SkipWith(
           state, absl::InternalError("a first tier ran, or was not replaced"));

@@ -1,0 +1,48 @@
+// -----------------------------------------------------------------------------
+// File: first_tier_loops.h
+// -----------------------------------------------------------------------------
+//
+// The first tier's elementwise and row-reduction kernels (first_tier.h), as
+// typed loops over f32 memory instead of the reference's runs of doubles
+// loaded and stored through function pointers:
+//
+// - add, sub, mul and true div over f32 tensors and numbers, functional and
+//   in place: the reference's expression in double (`a + alpha * b`, `a * b`,
+//   `a / b`, a number first rounded to f32 as the reference rounds it),
+//   rounded once to f32 and compiled without contraction into FMAs: the
+//   reference's bits;
+// - sum, mean, amax, amin, var and var_mean of a contiguous f32 tensor over
+//   its last dimension: the reference's accumulations in double, in its
+//   order: its bits;
+// - the f32 transcendental functions (exp, erf, tanh, sigmoid, ...):
+//   glibc's vector (libmvec) double variants, rounded to f32. libmvec is
+//   within 4 ULP in double of the scalar libm the reference calls, so after
+//   rounding to f32 the results are the reference's but for values within a
+//   few double ULPs of a tie.
+//
+// Results have the layout the op's meta function gives (the reference's).
+// Anything else is left to the reference: other dtypes, other dimensions,
+// in-place writes whose operand overlaps the written tensor in another
+// layout, a written tensor that is not dense, layouts the loops do not cover.
+//
+// Example:
+//
+//   ir::KernelOverrides kernels;
+//   AddFirstTierLoops(kernels);
+//   ir::Interpret(graph, inputs, constants, seed, &kernels);
+
+#ifndef LATHE_DRIVER_FIRST_TIER_LOOPS_H_
+#define LATHE_DRIVER_FIRST_TIER_LOOPS_H_
+
+#include "ir/eval_call.h"
+
+namespace lathe {
+
+// AddFirstTierLoops()
+//
+// Adds the elementwise kernels, by op target, to `kernels`.
+void AddFirstTierLoops(ir::KernelOverrides& kernels);
+
+}  // namespace lathe
+
+#endif  // LATHE_DRIVER_FIRST_TIER_LOOPS_H_

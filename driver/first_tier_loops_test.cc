@@ -1,0 +1,367 @@
+// The first tier's elementwise kernels (first_tier_loops.h) against the
+// oracle: the arithmetic gives the interpreter's bits, through broadcasts,
+// numbers, alpha, transposed operands and in-place writes; the functions give
+// its values to within an f32 ULP (NaN, infinities and signed zeros as it
+// gives them); results keep the oracle's layout; and the calls the kernels
+// do not cover are left to the reference, with its errors.
+
+#include "driver/first_tier_loops.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
+#include "ir/graph_text.h"
+#include "ir/interpreter.h"
+#include "ir/op_registry.h"
+#include "ir/value.h"
+#include "runtime/tensor.h"
+#include "testing/status_matchers.h"
+
+namespace lathe {
+namespace {
+
+// Values spread over [-6, 6), with a few that round-trip badly (tiny,
+// huge, negative zero).
+Tensor Filled(std::vector<int64_t> sizes, DType dtype, int seed) {
+  Tensor t = Tensor::Empty(sizes, dtype).value();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = 6 * std::sin(0.61 * static_cast<double>(i + 1) + seed);
+    if (i % 17 == 3) v = 1e-30 * v;
+    if (i % 23 == 5) v = -0.0;
+    if (dtype == DType::kFloat32) {
+      t.data<float>()[i] = static_cast<float>(v);
+    } else if (dtype == DType::kFloat64) {
+      t.data<double>()[i] = v;
+    } else {
+      t.data<int64_t>()[i] = static_cast<int64_t>(v * 10);
+    }
+  }
+  return t;
+}
+
+const ir::KernelOverrides& Kernels() {
+  static const auto* k = [] {
+    auto* kernels = new ir::KernelOverrides;
+    AddFirstTierLoops(*kernels);
+    return kernels;
+  }();
+  return *k;
+}
+
+// The graph's run with the kernels or without (the oracle): its outputs,
+// or its error.
+absl::StatusOr<std::vector<ir::Value>> RunGraph(
+    const std::string& text, const std::vector<Tensor>& inputs, bool first) {
+  std::unique_ptr<ir::Graph> g = ir::ParseGraph(text).value();
+  std::vector<ir::Value> in;
+  for (const Tensor& t : inputs) {
+    // Each run gets its own copies (in-place ops write them), in the same
+    // layout (every input here is dense).
+    Tensor copy =
+        Tensor::EmptyStrided(t.sizes(), t.strides(), t.dtype()).value();
+    std::memcpy(copy.data_ptr(), t.data_ptr(), t.numel() * t.itemsize());
+    in.push_back(ir::Value::OfTensor(copy));
+  }
+  absl::StatusOr<ir::Interpretation> r = ir::Interpret(
+      *g, in, {}, ir::Generator::kDefaultSeed, first ? &Kernels() : nullptr);
+  if (!r.ok()) return r.status();
+  return r->outputs;
+}
+
+// Whether the kernel for `target` computed the call itself (rather than
+// leaving it to the reference), and with which result.
+std::optional<absl::StatusOr<ir::Value>> Direct(const std::string& target,
+                                                std::vector<ir::Value> args) {
+  const ir::OpDef* op = ir::OpRegistry::Global().Find(target);
+  EXPECT_NE(op, nullptr) << target;
+  auto it = Kernels().find(target);
+  EXPECT_NE(it, Kernels().end()) << target;
+  if (op == nullptr || it == Kernels().end()) return std::nullopt;
+  return it->second(ir::OpCall(*op, std::move(args), nullptr));
+}
+
+uint32_t Bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// The f32 values of `got` and `want` are the same bits (`ulps` 0) or
+// within `ulps` of each other, with the same sizes and strides.
+void ExpectSame(const Tensor& got, const Tensor& want, int ulps,
+                const std::string& what) {
+  ASSERT_EQ(got.sizes(), want.sizes()) << what;
+  EXPECT_EQ(got.strides(), want.strides()) << what;
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  Tensor g = got.Clone().value(), w = want.Clone().value();  // contiguous
+  if (g.dtype() != DType::kFloat32) {
+    EXPECT_EQ(std::memcmp(g.data_ptr(), w.data_ptr(), g.numel() * g.itemsize()),
+              0)
+        << what;
+    return;
+  }
+  int64_t off = 0;
+  for (int64_t i = 0; i < g.numel(); ++i) {
+    const float a = g.data<float>()[i], b = w.data<float>()[i];
+    if (std::isnan(a) || std::isnan(b)) {
+      off += std::isnan(a) != std::isnan(b);
+      continue;
+    }
+    const int64_t d = static_cast<int64_t>(Bits(a)) - Bits(b);
+    off += ulps == 0 ? d != 0 : (d > ulps || d < -ulps);
+  }
+  EXPECT_EQ(off, 0) << what << ": " << off << " of " << g.numel()
+                    << " elements differ";
+}
+
+void ExpectMatchesOracle(const std::string& text,
+                         const std::vector<Tensor>& inputs, int ulps) {
+  absl::StatusOr<std::vector<ir::Value>> want = RunGraph(text, inputs, false);
+  absl::StatusOr<std::vector<ir::Value>> got = RunGraph(text, inputs, true);
+  ASSERT_OK(want.status());
+  ASSERT_OK(got.status());
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t k = 0; k < got->size(); ++k) {
+    ExpectSame((*got)[k].tensor, (*want)[k].tensor, ulps,
+               absl::StrCat("output ", k));
+  }
+}
+
+// Broadcast rows and columns, a transposed operand, numbers, alpha,
+// in-place writes (a number, a broadcast column, the tensor itself), and an
+// empty tensor.
+constexpr char kArithmetic[] = R"(class g(torch.nn.Module):
+    def forward(self, x: "f32[6, 40][40, 1]cpu", y: "f32[40][1]cpu", z: "f32[40, 6][6, 1]cpu", col: "f32[6, 1][1, 1]cpu", w: "f32[6, 40][40, 1]cpu", e: "f32[6, 0][1, 1]cpu"):
+        add: "f32[6, 40][40, 1]cpu" = torch.ops.aten.add.Tensor(x, y)
+        t: "f32[6, 40][1, 6]cpu" = torch.ops.aten.t.default(z)
+        sub: "f32[6, 40][40, 1]cpu" = torch.ops.aten.sub.Tensor(x, t, alpha = 0.3)
+        mul: "f32[6, 40][40, 1]cpu" = torch.ops.aten.mul.Tensor(x, 0.7071067811865476)
+        div: "f32[6, 40][40, 1]cpu" = torch.ops.aten.div.Tensor(x, col)
+        div_1: "f32[6, 40][40, 1]cpu" = torch.ops.aten.div.Scalar(x, 3)
+        add_1: "f32[6, 40][40, 1]cpu" = torch.ops.aten.add.Scalar(x, 2.5, alpha = 3)
+        rev: "f32[6, 40][40, 1]cpu" = torch.ops.aten.sub.Tensor(y, x)
+        mul_: "f32[6, 40][40, 1]cpu" = torch.ops.aten.mul_.Tensor(w, 1.7)
+        div_: "f32[6, 40][40, 1]cpu" = torch.ops.aten.div_.Tensor(mul_, col)
+        sub_: "f32[6, 40][40, 1]cpu" = torch.ops.aten.sub_.Tensor(div_, y, alpha = 2)
+        add_: "f32[6, 40][40, 1]cpu" = torch.ops.aten.add_.Tensor(sub_, sub_)
+        empty: "f32[6, 0][1, 1]cpu" = torch.ops.aten.add.Tensor(e, e)
+        empty_exp: "f32[6, 0][1, 1]cpu" = torch.ops.aten.exp.default(e)
+        return (add, sub, mul, div, div_1, add_1, rev, add_, w, empty, empty_exp)
+)";
+
+TEST(FirstTierLoopsTest, ArithmeticIsTheOraclesBits) {
+  ExpectMatchesOracle(
+      kArithmetic,
+      {Filled({6, 40}, DType::kFloat32, 1), Filled({40}, DType::kFloat32, 2),
+       Filled({40, 6}, DType::kFloat32, 3), Filled({6, 1}, DType::kFloat32, 4),
+       Filled({6, 40}, DType::kFloat32, 5),
+       Filled({6, 0}, DType::kFloat32, 6)},
+      /*ulps=*/0);
+}
+
+// The kernels compute these calls themselves (the test above would pass
+// if they left every call to the reference).
+TEST(FirstTierLoopsTest, ComputesF32CallsItself) {
+  ir::Value x = ir::Value::OfTensor(Filled({6, 40}, DType::kFloat32, 1));
+  ir::Value y = ir::Value::OfTensor(Filled({40}, DType::kFloat32, 2));
+  ir::Value col = ir::Value::OfTensor(Filled({6, 1}, DType::kFloat32, 4));
+  for (const auto& [target, args] :
+       std::vector<std::pair<std::string, std::vector<ir::Value>>>{
+           {"aten.add.Tensor", {x, y, ir::Value::Int(1)}},
+           {"aten.sub.Tensor", {x, col, ir::Value::Float(0.5)}},
+           {"aten.mul.Tensor", {x, ir::Value::Float(0.5)}},
+           {"aten.div.Tensor", {x, col}},
+           {"aten.exp.default", {x}},
+           {"aten.erf.default", {x}},
+           {"aten.tanh.default", {x}},
+       }) {
+    std::optional<absl::StatusOr<ir::Value>> r = Direct(target, args);
+    ASSERT_TRUE(r.has_value()) << target;
+    EXPECT_OK(r->status());
+  }
+  // In place: the result is the written tensor, with the oracle's values.
+  Tensor w = Filled({6, 40}, DType::kFloat32, 5);
+  for (const std::string& target : {"aten.mul_.Tensor", "aten.add_.Tensor",
+                                    "aten.sub_.Tensor", "aten.div_.Tensor"}) {
+    std::vector<ir::Value> args = {ir::Value::OfTensor(w), col};
+    if (target == "aten.add_.Tensor" || target == "aten.sub_.Tensor") {
+      args.push_back(ir::Value::Int(1));
+    }
+    std::optional<absl::StatusOr<ir::Value>> r = Direct(target, args);
+    ASSERT_TRUE(r.has_value()) << target;
+    ASSERT_OK(r->status());
+    EXPECT_EQ((*r)->tensor.data_ptr(), w.data_ptr()) << target;
+  }
+}
+
+// Reductions over the last dimension, kept or dropped, with a NaN in one
+// row (amax and amin keep it), both corrections, and a row of one element
+// (var with correction 1 divides by 0).
+constexpr char kReductions[] = R"(class g(torch.nn.Module):
+    def forward(self, x: "f32[4, 3, 77][231, 77, 1]cpu", y: "f32[5, 1][1, 1]cpu"):
+        sum_1: "f32[4, 3, 1][3, 1, 1]cpu" = torch.ops.aten.sum.dim_IntList(x, [-1], True)
+        mean: "f32[4, 3][3, 1]cpu" = torch.ops.aten.mean.dim(x, [2])
+        amax: "f32[4, 3, 1][3, 1, 1]cpu" = torch.ops.aten.amax.default(x, [-1], True)
+        amin: "f32[4, 3][3, 1]cpu" = torch.ops.aten.amin.default(x, [2])
+        var_mean = torch.ops.aten.var_mean.correction(x, [2], correction = 0, keepdim = True)
+        getitem: "f32[4, 3, 1][3, 1, 1]cpu" = var_mean[0]
+        getitem_1: "f32[4, 3, 1][3, 1, 1]cpu" = var_mean[1];  var_mean = None
+        var: "f32[4, 3][3, 1]cpu" = torch.ops.aten.var.correction(x, [-1])
+        var_1: "f32[5][1]cpu" = torch.ops.aten.var.correction(y, [1], correction = 1)
+        return (sum_1, mean, amax, amin, getitem, getitem_1, var, var_1)
+)";
+
+TEST(FirstTierLoopsTest, ReductionsAreTheOraclesBits) {
+  Tensor x = Filled({4, 3, 77}, DType::kFloat32, 1);
+  x.data<float>()[77 + 5] = std::nanf("");  // row 1
+  ExpectMatchesOracle(kReductions, {x, Filled({5, 1}, DType::kFloat32, 2)},
+                      /*ulps=*/0);
+  ir::Value v = ir::Value::OfTensor(x);
+  for (const std::string& target :
+       {"aten.sum.dim_IntList", "aten.amax.default", "aten.amin.default"}) {
+    std::vector<ir::Value> args = {v, ir::Value::List({ir::Value::Int(-1)}),
+                                   ir::Value::Bool(false)};
+    if (target == "aten.sum.dim_IntList") args.push_back(ir::Value::None());
+    std::optional<absl::StatusOr<ir::Value>> r = Direct(target, args);
+    ASSERT_TRUE(r.has_value()) << target;
+    EXPECT_OK(r->status());
+  }
+  // Another dimension, or a non-contiguous input: the reference's.
+  EXPECT_FALSE(Direct(
+      "aten.amax.default",
+      {v, ir::Value::List({ir::Value::Int(0)}), ir::Value::Bool(false)}));
+  ir::Value t =
+      ir::Value::OfTensor(x.AsStrided({4, 77, 3}, {231, 1, 77}, 0).value());
+  EXPECT_FALSE(Direct(
+      "aten.amax.default",
+      {t, ir::Value::List({ir::Value::Int(-1)}), ir::Value::Bool(false)}));
+}
+
+// exp, erf, tanh, sigmoid, silu, log and the rest, with the infinities,
+// NaN and the signed zeros they meet.
+TEST(FirstTierLoopsTest, FunctionsAreTheOraclesValuesWithinAnUlp) {
+  std::string text =
+      "class g(torch.nn.Module):\n"
+      "    def forward(self, x: \"f32[3, 300][300, 1]cpu\", p: "
+      "\"f32[3, 300][300, 1]cpu\"):\n";
+  std::vector<std::string> outs;
+  for (const char* f :
+       {"exp", "exp2", "expm1", "sin", "cos", "tan", "atan", "sinh", "cosh",
+        "tanh", "asinh", "erf", "sigmoid", "silu"}) {
+    absl::StrAppend(&text, "        ", f,
+                    "_r: \"f32[3, 300][300, 1]cpu\" = ", "torch.ops.aten.", f,
+                    ".default(x)\n");
+    outs.push_back(absl::StrCat(f, "_r"));
+  }
+  // Their domains: p in (0, 1].
+  for (const char* f :
+       {"log", "log2", "log10", "log1p", "asin", "acos", "atanh", "acosh"}) {
+    absl::StrAppend(&text, "        ", f,
+                    "_r: \"f32[3, 300][300, 1]cpu\" = ", "torch.ops.aten.", f,
+                    ".default(p)\n");
+    outs.push_back(absl::StrCat(f, "_r"));
+  }
+  absl::StrAppend(&text, "        return (", absl::StrJoin(outs, ", "), ")\n");
+  Tensor x = Filled({3, 300}, DType::kFloat32, 7);
+  const float inf = std::numeric_limits<float>::infinity();
+  // Around exp's f32 underflow (-103.97) and the -110 its loop raises lower
+  // arguments to, and past double's (-708).
+  const float specials[] = {inf,     -inf,    std::nanf(""), 0.0f,    -0.0f,
+                            88.8f,   -104.0f, 1e-38f,        20.0f,   -20.0f,
+                            -103.9f, -110.0f, -110.5f,       -800.0f, 800.0f};
+  for (size_t i = 0; i < sizeof(specials) / sizeof(float); ++i) {
+    x.data<float>()[i] = specials[i];
+  }
+  Tensor p = Tensor::Empty({3, 300}, DType::kFloat32).value();
+  for (int64_t i = 0; i < p.numel(); ++i) {
+    p.data<float>()[i] = static_cast<float>(i + 1) / 900.0f;
+  }
+  p.data<float>()[0] = 0.0f;  // log(0) = -inf; acosh(0) = NaN
+  ExpectMatchesOracle(text, {x, p}, /*ulps=*/1);
+}
+
+// A transposed or permuted input keeps its layout, as the oracle's does.
+constexpr char kLayouts[] = R"(class g(torch.nn.Module):
+    def forward(self, x: "f32[40, 6][6, 1]cpu", y: "f32[2, 3, 4, 5][60, 1, 15, 3]cpu"):
+        t: "f32[6, 40][1, 6]cpu" = torch.ops.aten.t.default(x)
+        erf: "f32[6, 40][1, 6]cpu" = torch.ops.aten.erf.default(t)
+        mul: "f32[6, 40][1, 6]cpu" = torch.ops.aten.mul.Tensor(t, 2.0)
+        exp: "f32[2, 3, 4, 5][60, 1, 15, 3]cpu" = torch.ops.aten.exp.default(y)
+        add: "f32[2, 3, 4, 5][60, 1, 15, 3]cpu" = torch.ops.aten.add.Tensor(y, y)
+        return (erf, mul, exp, add)
+)";
+
+TEST(FirstTierLoopsTest, ResultsKeepTheOraclesLayout) {
+  // Channels-last: [2, 4, 5, 3] in memory.
+  Tensor y = Filled({2, 4, 5, 3}, DType::kFloat32, 9)
+                 .AsStrided({2, 3, 4, 5}, {60, 1, 15, 3}, 0)
+                 .value();
+  ExpectMatchesOracle(kLayouts, {Filled({40, 6}, DType::kFloat32, 8), y},
+                      /*ulps=*/1);
+}
+
+// Other dtypes, and an in-place write whose operand overlaps it in another
+// layout, are the reference's.
+TEST(FirstTierLoopsTest, OtherCallsAreLeftToTheReference) {
+  ir::Value d = ir::Value::OfTensor(Filled({4, 4}, DType::kFloat64, 1));
+  ir::Value i = ir::Value::OfTensor(Filled({4, 4}, DType::kInt64, 2));
+  ir::Value f = ir::Value::OfTensor(Filled({4, 4}, DType::kFloat32, 3));
+  EXPECT_FALSE(Direct("aten.exp.default", {d}).has_value());
+  EXPECT_FALSE(Direct("aten.exp.default", {i}).has_value());
+  EXPECT_FALSE(Direct("aten.add.Tensor", {f, d, ir::Value::Int(1)}));
+  EXPECT_FALSE(Direct("aten.mul.Tensor", {i, ir::Value::Int(3)}));
+  // f += f.t(): the reference's (its copy is taken before the write).
+  ir::Value t =
+      ir::Value::OfTensor(f.tensor.AsStrided({4, 4}, {1, 4}, 0).value());
+  EXPECT_FALSE(Direct("aten.add_.Tensor", {f, t, ir::Value::Int(1)}));
+  // A non-contiguous input whose result the oracle lays out otherwise.
+  constexpr char kOverlap[] = R"(class g(torch.nn.Module):
+    def forward(self, x: "f32[5, 5][5, 1]cpu", y: "f64[5][1]cpu"):
+        t: "f32[5, 5][1, 5]cpu" = torch.ops.aten.t.default(x)
+        add_: "f32[5, 5][5, 1]cpu" = torch.ops.aten.add_.Tensor(x, t)
+        mul: "f64[5, 5][5, 1]cpu" = torch.ops.aten.mul.Tensor(add_, y)
+        return (add_, mul)
+)";
+  absl::StatusOr<std::vector<ir::Value>> want = RunGraph(
+      kOverlap,
+      {Filled({5, 5}, DType::kFloat32, 4), Filled({5}, DType::kFloat64, 5)},
+      false);
+  absl::StatusOr<std::vector<ir::Value>> got = RunGraph(
+      kOverlap,
+      {Filled({5, 5}, DType::kFloat32, 4), Filled({5}, DType::kFloat64, 5)},
+      true);
+  ASSERT_EQ(got.ok(), want.ok());
+  if (want.ok()) {
+    ExpectSame((*got)[0].tensor, (*want)[0].tensor, 0, "add_");
+  } else {
+    EXPECT_EQ(got.status(), want.status());
+  }
+}
+
+// The reference's errors stay its own: an in-place write into a tensor
+// smaller than the broadcast shape.
+TEST(FirstTierLoopsTest, ErrorsAreTheReferences) {
+  constexpr char kBad[] = R"(class g(torch.nn.Module):
+    def forward(self, x: "f32[3][1]cpu", y: "f32[2, 3][3, 1]cpu"):
+        add_: "f32[3][1]cpu" = torch.ops.aten.add_.Tensor(x, y)
+        return (add_,)
+)";
+  std::vector<Tensor> in = {Filled({3}, DType::kFloat32, 1),
+                            Filled({2, 3}, DType::kFloat32, 2)};
+  absl::StatusOr<std::vector<ir::Value>> want = RunGraph(kBad, in, false);
+  absl::StatusOr<std::vector<ir::Value>> got = RunGraph(kBad, in, true);
+  ASSERT_FALSE(want.ok());
+  EXPECT_EQ(got.status(), want.status());
+}
+
+}  // namespace
+}  // namespace lathe
