@@ -10,6 +10,7 @@
 #include "ir/op_registry.h"
 #include "ir/ops_util.h"
 #include "ir/value.h"
+#include "runtime/convolution.h"
 #include "runtime/kernel_runtime.h"
 #include "runtime/tensor.h"
 #include "status_macros.h"
@@ -147,6 +148,87 @@ Result AddMm(const ir::OpCall& c) {
                   self.tensor.dtype());
 }
 
+// convolution (not transposed) of f32 operands with 1 to 3 spatial dims, by
+// the routine the compiled code calls (Sconv: oneDNN, its products summed
+// in f32), into the layout the reference gives; then the bias, added in
+// double and rounded once.
+Result Convolution(const ir::OpCall& c) {
+  const ir::Value& x = c.arg(0);
+  const ir::Value& w = c.arg(1);
+  const ir::Value& bias = c.arg(2);
+  const int64_t rank = x.is_tensor() ? x.tensor.dim() : 0;
+  absl::StatusOr<bool> transposed = c.arg("transposed").AsBool();
+  if (rank < 3 || rank > 5 || !Takes(x, rank) || !Takes(w, rank) ||
+      x.tensor.dtype() != DType::kFloat32 ||
+      w.tensor.dtype() != DType::kFloat32 || !transposed.ok() || *transposed ||
+      !(bias.is_none() ||
+        (Takes(bias, 1) && bias.tensor.dtype() == DType::kFloat32))) {
+    return std::nullopt;
+  }
+  absl::StatusOr<ir::Value> meta = ir::ResultMetaOf(c);
+  if (!meta.ok() || !meta->is_tensor() || meta->meta.dtype != DType::kFloat32) {
+    return std::nullopt;  // the reference reports the meta's errors
+  }
+  absl::StatusOr<std::vector<int64_t>> sizes =
+      ir::ConcreteSizes(c, meta->meta.sizes);
+  absl::StatusOr<std::vector<int64_t>> strides =
+      ir::ConcreteSizes(c, meta->meta.strides);
+  absl::StatusOr<std::vector<int64_t>> stride = c.arg("stride").AsIntList();
+  absl::StatusOr<std::vector<int64_t>> padding = c.arg("padding").AsIntList();
+  absl::StatusOr<std::vector<int64_t>> dilation = c.arg("dilation").AsIntList();
+  absl::StatusOr<int64_t> groups = c.arg("groups").AsInt();
+  const size_t s = static_cast<size_t>(rank - 2);
+  if (!sizes.ok() || !strides.ok() || !stride.ok() || !padding.ok() ||
+      !dilation.ok() || !groups.ok() || stride->size() != s ||
+      padding->size() != s || dilation->size() != s) {
+    return std::nullopt;
+  }
+  absl::StatusOr<Tensor> out =
+      Tensor::UninitializedStrided(*sizes, *strides, DType::kFloat32);
+  if (!out.ok()) return out.status();
+  // The geometry (runtime/convolution.h), each operand at offset 0 of the
+  // pointer passed.
+  const Tensor& xt = x.tensor;
+  const Tensor& wt = w.tensor;
+  std::vector<int64_t> g = {static_cast<int64_t>(s), *groups, xt.sizes()[0],
+                            xt.sizes()[1], wt.sizes()[0]};
+  for (size_t d = 0; d < s; ++d) g.push_back(xt.sizes()[2 + d]);
+  for (size_t d = 0; d < s; ++d) g.push_back(wt.sizes()[2 + d]);
+  for (size_t d = 0; d < s; ++d) g.push_back((*sizes)[2 + d]);
+  for (const auto* v : {&*stride, &*padding, &*dilation}) {
+    g.insert(g.end(), v->begin(), v->end());
+  }
+  for (const Tensor* t : {&xt, &wt, static_cast<const Tensor*>(&*out)}) {
+    g.push_back(0);
+    g.insert(g.end(), t->strides().begin(), t->strides().end());
+  }
+  g.push_back(0);  // flags: weights as given, the direct algorithm
+  Sconv(g.data(), xt.data<float>(), wt.data<float>(), out->data<float>());
+  if (bias.is_none()) return ir::Value::OfTensor(*std::move(out));
+  // The bias as a [O, 1, ...] view broadcast over the result.
+  std::vector<int64_t> bias_sizes(s + 1, 1), bias_strides(s + 1, 0);
+  bias_sizes[0] = bias.tensor.sizes()[0];
+  bias_strides[0] = bias.tensor.strides()[0];
+  absl::StatusOr<Tensor> column = bias.tensor.AsStrided(
+      bias_sizes, bias_strides, bias.tensor.storage_offset());
+  if (!column.ok()) return column.status();
+  absl::StatusOr<Tensor> b = ir::BroadcastView(*column, *sizes);
+  if (!b.ok()) return b.status();
+  const float* pb = static_cast<const float*>(b->storage().data());
+  float* po = static_cast<float*>(out->storage().data());
+  const int64_t sb = b->strides().back(), so = out->strides().back();
+  std::vector<const Tensor*> tensors = {&*b, &*out};
+  ir::ForEachRow(*sizes, tensors,
+                 [&](absl::Span<const int64_t> starts, int64_t n) {
+                   for (int64_t j = 0; j < n; ++j) {
+                     float& o = po[starts[1] + j * so];
+                     o = static_cast<float>(static_cast<double>(o) +
+                                            pb[starts[0] + j * sb]);
+                   }
+                 });
+  return ir::Value::OfTensor(*std::move(out));
+}
+
 }  // namespace
 
 const ir::KernelOverrides& FirstTierKernels() {
@@ -163,6 +245,7 @@ const ir::KernelOverrides& FirstTierKernels() {
         {"aten.bmm.dtype",
          [](const ir::OpCall& c) { return ProductInDtype(c, /*batch=*/true); }},
         {"aten.addmm.default", &AddMm},
+        {"aten.convolution.default", &Convolution},
     };
     AddFirstTierLoops(*k);
     return k;

@@ -120,6 +120,8 @@ LATHE_UNARY_LOOP(Asinh, asinh(v))
 LATHE_UNARY_LOOP(Acosh, acosh(v))
 LATHE_UNARY_LOOP(Atanh, atanh(v))
 LATHE_UNARY_LOOP(Erf, erf(v))
+// The reference's Relu: NaN stays, -0 becomes +0.
+LATHE_UNARY_LOOP(Relu, v != v ? v : (v > 0 ? v : 0.0))
 #undef LATHE_EXP_LOOP
 #undef LATHE_UNARY_LOOP
 #undef LATHE_ISA_LOOPS
@@ -143,7 +145,7 @@ bool F32(const ir::Value& v) {
 // other (and for the meta's errors, which the reference reports itself).
 std::optional<std::pair<std::vector<int64_t>, std::vector<int64_t>>> F32Result(
     const ir::OpCall& c) {
-  absl::StatusOr<ir::Value> meta = c.op().meta(c);
+  absl::StatusOr<ir::Value> meta = ir::ResultMetaOf(c);
   if (!meta.ok() || !meta->is_tensor() || meta->meta.dtype != DType::kFloat32 ||
       !meta->meta.device.is_cpu()) {
     return std::nullopt;
@@ -280,7 +282,7 @@ Result Binary(const ir::OpCall& c, Arith op, bool in_place) {
   // checks pass: the in-place meta function runs them and returns self).
   std::optional<std::pair<std::vector<int64_t>, std::vector<int64_t>>> result;
   if (in_place) {
-    if (!c.op().meta(c).ok()) return std::nullopt;
+    if (!ir::ResultMetaOf(c).ok()) return std::nullopt;
     result.emplace(self.tensor.sizes(), self.tensor.strides());
   } else {
     result = F32Result(c);
@@ -388,7 +390,7 @@ Result RowReduce(const ir::OpCall& c, Reduce kind) {
       correction = *d;
     }
   }
-  absl::StatusOr<ir::Value> meta = c.op().meta(c);
+  absl::StatusOr<ir::Value> meta = ir::ResultMetaOf(c);
   if (!meta.ok()) return std::nullopt;
   const bool pair = kind == Reduce::kVarMean;
   if (pair && (meta->list.size() != 2)) return std::nullopt;
@@ -456,6 +458,7 @@ void AddFirstTierLoops(ir::KernelOverrides& kernels) {
       {"asinh", &Asinh_loops},     {"acosh", &Acosh_loops},
       {"atanh", &Atanh_loops},     {"erf", &Erf_loops},
       {"sigmoid", &Sigmoid_loops}, {"silu", &Silu_loops},
+      {"relu", &Relu_loops},
   };
   for (const auto& [name, loops] : unary) {
     const VectorLoop loop = Pick(*loops);

@@ -187,6 +187,69 @@ TEST(FirstTierTest, OtherDtypesRunTheReference) {
   }
 }
 
+// Convolutions by the routine the compiled code calls: 2-d with bias,
+// stride, padding and groups on a channels-last input (the result keeps
+// the oracle's layout), 1-d with dilation and no bias, 3-d.
+constexpr char kConvolutions[] = R"(class g(torch.nn.Module):
+    def forward(self, x: "f32[2, 4, 9, 7][252, 1, 28, 4]cpu", w: "f32[6, 2, 3, 3][18, 9, 3, 1]cpu", b: "f32[6][1]cpu", y: "f32[3, 5, 20][100, 20, 1]cpu", v: "f32[4, 5, 3][15, 3, 1]cpu", z: "f32[1, 2, 5, 6, 4][240, 120, 24, 4, 1]cpu", u: "f32[3, 2, 2, 3, 2][24, 12, 6, 2, 1]cpu"):
+        conv2d: "f32[2, 6, 5, 4][120, 1, 24, 6]cpu" = torch.ops.aten.convolution.default(x, w, b, [2, 2], [1, 1], [1, 1], False, [0, 0], 2)
+        conv1d: "f32[3, 4, 16][64, 16, 1]cpu" = torch.ops.aten.convolution.default(y, v, None, [1], [0], [2], False, [0], 1)
+        conv3d: "f32[1, 3, 4, 4, 3][48, 16, 4, 1, 1]cpu" = torch.ops.aten.convolution.default(z, u, None, [1, 1, 1], [0, 0, 0], [1, 1, 1], False, [0, 0, 0], 1)
+        return (conv2d, conv1d, conv3d)
+)";
+
+TEST(FirstTierTest, ConvolutionsMatchTheOracle) {
+  Tensor x = Filled({2, 9, 7, 4}, DType::kFloat32, 1)
+                 .AsStrided({2, 4, 9, 7}, {252, 1, 28, 4}, 0)
+                 .value();
+  std::vector<Tensor> in = {x,
+                            Filled({6, 2, 3, 3}, DType::kFloat32, 2),
+                            Filled({6}, DType::kFloat32, 3),
+                            Filled({3, 5, 20}, DType::kFloat32, 4),
+                            Filled({4, 5, 3}, DType::kFloat32, 5),
+                            Filled({1, 2, 5, 6, 4}, DType::kFloat32, 6),
+                            Filled({3, 2, 2, 3, 2}, DType::kFloat32, 7)};
+  std::vector<ir::Value> want = Outputs(kConvolutions, in, false);
+  std::vector<ir::Value> got = Outputs(kConvolutions, in, true);
+  ASSERT_EQ(got.size(), 3u);
+  ASSERT_EQ(want.size(), 3u);
+  for (size_t k = 0; k < got.size(); ++k) {
+    EXPECT_EQ(got[k].tensor.sizes(), want[k].tensor.sizes());
+    EXPECT_EQ(got[k].tensor.strides(), want[k].tensor.strides());
+    testing::ExpectTensorsClose(got[k].tensor, want[k].tensor, 1e-5,
+                                absl::StrCat("output ", k));
+  }
+  // The kernel ran it (not the reference): it computes the call itself.
+  const ir::OpDef* conv =
+      ir::OpRegistry::Global().Find("aten.convolution.default");
+  ASSERT_NE(conv, nullptr);
+  auto ints = [](std::vector<int64_t> v) {
+    std::vector<ir::Value> l;
+    for (int64_t i : v) l.push_back(ir::Value::Int(i));
+    return ir::Value::List(l);
+  };
+  std::vector<ir::Value> args = {ir::Value::OfTensor(in[3]),
+                                 ir::Value::OfTensor(in[4]),
+                                 ir::Value::None(),
+                                 ints({1}),
+                                 ints({0}),
+                                 ints({2}),
+                                 ir::Value::Bool(false),
+                                 ints({0}),
+                                 ir::Value::Int(1)};
+  ir::OpCall call(*conv, args, nullptr, nullptr);
+  EXPECT_TRUE(FirstTierKernels().at("aten.convolution.default")(call));
+  // A transposed convolution, or f64 operands, are the reference's.
+  args[6] = ir::Value::Bool(true);
+  ir::OpCall transposed(*conv, args, nullptr, nullptr);
+  EXPECT_FALSE(FirstTierKernels().at("aten.convolution.default")(transposed));
+  args[6] = ir::Value::Bool(false);
+  args[0] = ir::Value::OfTensor(Filled({3, 5, 20}, DType::kFloat64, 4));
+  args[1] = ir::Value::OfTensor(Filled({4, 5, 3}, DType::kFloat64, 5));
+  ir::OpCall f64(*conv, args, nullptr, nullptr);
+  EXPECT_FALSE(FirstTierKernels().at("aten.convolution.default")(f64));
+}
+
 TEST(FirstTierTest, ArgumentsTheReferenceRefusesAreLeftToIt) {
   const ir::OpDef* mm = ir::OpRegistry::Global().Find("aten.mm.default");
   ASSERT_NE(mm, nullptr);

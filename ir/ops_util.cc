@@ -557,6 +557,13 @@ Value AsMeta(const Value& v) {
   return Value::OfMeta(m);
 }
 
+absl::StatusOr<Value> ResultMetaOf(const OpCall& c) {
+  std::vector<Value> args;
+  for (int i = 0; i < c.num_args(); ++i) args.push_back(AsMeta(c.arg(i)));
+  OpCall call(c.op(), std::move(args), c.env(), c.generator());
+  return c.op().meta(call);
+}
+
 absl::StatusOr<Value> CallOp(
     const OpCall& c, bool running, absl::string_view target,
     std::vector<Value> args,

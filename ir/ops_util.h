@@ -329,6 +329,13 @@ absl::StatusOr<Tensor> ScalarTensor(const Value& number, DType dtype);
 // A tensor value as its metadata (other values as they are).
 Value AsMeta(const Value& v);
 
+// ResultMetaOf()
+//
+// The op's meta function on the call's arguments as metadata (AsMeta): the
+// dtype, sizes and strides of the result its kernel gives, and the errors it
+// reports before computing (for a kernel that stands in for it).
+absl::StatusOr<Value> ResultMetaOf(const OpCall& c);
+
 // CallOp()
 //
 // Another op's kernel (`running`) or meta function on `args` and `kwargs`

@@ -84,4 +84,33 @@ TEST(ElementAccessTest, RowsConvertAsElementsDo) {
 }
 
 }  // namespace
+// An op whose one function is its meta and its kernel (convolution) gives
+// its result's metadata, computing nothing; an add's broadcast is checked.
+TEST(ResultMetaOfTest, GivesTheResultsMetadataAndTheMetasErrors) {
+  const OpDef* conv = OpRegistry::Global().Find("aten.convolution.default");
+  ASSERT_NE(conv, nullptr);
+  auto ints = [](std::vector<int64_t> v) {
+    std::vector<Value> l;
+    for (int64_t i : v) l.push_back(Value::Int(i));
+    return Value::List(l);
+  };
+  Tensor x = Tensor::Empty({2, 3, 8, 8}, DType::kFloat32).value();
+  Tensor w = Tensor::Empty({5, 3, 3, 3}, DType::kFloat32).value();
+  OpCall call(*conv,
+              {Value::OfTensor(x), Value::OfTensor(w), Value::None(),
+               ints({1, 1}), ints({0, 0}), ints({1, 1}), Value::Bool(false),
+               ints({0, 0}), Value::Int(1)},
+              nullptr);
+  absl::StatusOr<Value> meta = ResultMetaOf(call);
+  ASSERT_TRUE(meta.ok()) << meta.status();
+  EXPECT_FALSE(meta->tensor.defined());  // nothing computed
+  EXPECT_EQ(meta->meta.ToAnnotation(), "f32[2, 5, 6, 6][180, 36, 6, 1]cpu");
+  const OpDef* add = OpRegistry::Global().Find("aten.add.Tensor");
+  ASSERT_NE(add, nullptr);
+  Tensor y = Tensor::Empty({4}, DType::kFloat32).value();
+  OpCall bad(*add, {Value::OfTensor(x), Value::OfTensor(y), Value::Int(1)},
+             nullptr);
+  EXPECT_FALSE(ResultMetaOf(bad).ok());
+}
+
 }  // namespace lathe::ir
