@@ -90,7 +90,7 @@ constexpr int64_t kChunk = 256;
         a[i] = s < kUnderflow ? kUnderflow : s;             \
       }                                                     \
       _Pragma("omp simd") for (int64_t i = 0; i < m; ++i) { \
-        const double v = x[i0 + i];                         \
+        [[maybe_unused]] const double v = x[i0 + i];        \
         const double e = exp(static_cast<double>(a[i]));    \
         y[i0 + i] = static_cast<float>(expr);               \
       }                                                     \
