@@ -52,6 +52,15 @@ constexpr int64_t kReduceBlock = 4096;
 // left in the cache instead.
 constexpr int64_t kStreamElements = int64_t{1} << 22;
 
+// A flat f32 kernel whose innermost (simd) loop stores this many elements
+// apart or more, and its second innermost loop contiguously (a channels-last
+// result pooled into a channels-first one), computes the two loops into a
+// tile of at most kTileElements on the stack and stores the tile row by row:
+// the strided stores each touched a cache line of their own (small_cnn's
+// second pool ran 3x slower so, tools/bench/README.md).
+constexpr int64_t kTileStride = 16;
+constexpr int64_t kTileElements = 4096;
+
 // Streaming stores of 16 floats from an aligned array to a 64-byte aligned
 // address, the fence after them, and how many elements come before the
 // first aligned one (the compilers' builtins, clang's where GCC's x86 ones
@@ -461,6 +470,10 @@ class Emitter {
     if (op.kind == ScalarOp::Kind::kStore && i == stream_store_ &&
         !stream_target_.empty()) {
       absl::StrAppend(out, indent, stream_target_, " = ", arg(0), ";\n");
+      return;
+    }
+    if (op.kind == ScalarOp::Kind::kStore && i == tiled_store_) {
+      absl::StrAppend(out, indent, tiled_target_, " = ", arg(0), ";\n");
       return;
     }
     if (EmitScalarOp(
@@ -1157,6 +1170,90 @@ class Emitter {
     return store;
   }
 
+  // The store a flat kernel writes through a tile (kTileStride), or -1: its
+  // only store, of an f32 buffer it does not read, direct and unmasked,
+  // kTileStride elements or more apart along the innermost loop and one
+  // apart along the second innermost, both of constant extents whose
+  // product is at most kTileElements, inside at least one more loop.
+  int TiledStore(const Kernel& k) const {
+    const int n = static_cast<int>(k.vars.size());
+    if (k.kind != Kernel::Kind::kLoops || n < 3 || k.sections.size() != 1 ||
+        !k.sections[0].vars.empty()) {
+      return -1;
+    }
+    const Expr rows = k.ranges[n - 2], cols = k.ranges[n - 1];
+    if (rows.kind() != symbolic::ExprKind::kInteger ||
+        cols.kind() != symbolic::ExprKind::kInteger ||
+        cols.int_value() < kTileStride ||
+        rows.int_value() * cols.int_value() > kTileElements) {
+      return -1;
+    }
+    int store = -1;
+    for (size_t i = 0; i < k.ops.size(); ++i) {
+      const ScalarOp& op = k.ops[i];
+      if (op.kind != ScalarOp::Kind::kStore) continue;
+      if (store >= 0 || IsIndirect(op) || op.masked ||
+          p_.buffers[op.buffer].dtype != DType::kFloat32) {
+        return -1;
+      }
+      store = static_cast<int>(i);
+    }
+    if (store < 0) return -1;
+    const ScalarOp& st = k.ops[store];
+    for (const ScalarOp& op : k.ops) {
+      if (op.kind == ScalarOp::Kind::kLoad && op.buffer == st.buffer) return -1;
+    }
+    // The index's steps along the two loops.
+    auto step = [&st](Expr x) -> std::optional<int64_t> {
+      absl::StatusOr<Expr> moved = symbolic::Substitute(
+          st.index, {{x, symbolic::Add(x, symbolic::Int(1))}});
+      if (!moved.ok()) return std::nullopt;
+      const Expr d = symbolic::Sub(*moved, st.index);
+      if (d.kind() != symbolic::ExprKind::kInteger) return std::nullopt;
+      return d.int_value();
+    };
+    const std::optional<int64_t> along_rows = step(k.vars[n - 2]);
+    const std::optional<int64_t> along_cols = step(k.vars[n - 1]);
+    if (along_rows != 1 || !along_cols ||
+        (*along_cols<kTileStride&& * along_cols> - kTileStride)) {
+      return -1;
+    }
+    return store;
+  }
+
+  // The two innermost loops of kernel `k` with its store tiled (TiledStore):
+  // the loops as they are, the store's values into the tile, then the tile
+  // stored with the loops swapped, contiguous in the simd loop.
+  void EmitTiledLoops(const Kernel& k, int store, const std::string& indent,
+                      std::string* out) {
+    const int n = static_cast<int>(k.vars.size());
+    const std::string row(k.vars[n - 2].name()), col(k.vars[n - 1].name());
+    const std::string rows = Cpp(k.ranges[n - 2]), cols = Cpp(k.ranges[n - 1]);
+    auto loop = [&](const std::string& at, const std::string& var,
+                    const std::string& extent, bool simd) {
+      if (simd) absl::StrAppend(out, at, "#pragma omp simd\n");
+      absl::StrAppend(out, at, "for (", index_type_, " ", var, " = 0; ", var,
+                      " < ", extent, "; ++", var, ") {\n");
+    };
+    absl::StrAppend(out, indent, "alignas(64) float lathe_tile[", rows, " * ",
+                    cols, "];\n");
+    tiled_target_ =
+        absl::StrCat("lathe_tile[", row, " * ", cols, " + ", col, "]");
+    loop(indent, row, rows, false);
+    loop(indent + "  ", col, cols, true);
+    tiled_store_ = store;
+    EmitSection(k, 0, indent + "    ", /*parallel=*/false, out);
+    tiled_store_ = -1;
+    absl::StrAppend(out, indent, "  }\n", indent, "}\n");
+    loop(indent, col, cols, false);
+    loop(indent + "  ", row, rows, true);
+    const ScalarOp& st = k.ops[store];
+    absl::StrAppend(out, indent, "    ", Ptr(st.buffer), "[",
+                    Cpp(st.index, &st), "] = ", tiled_target_, ";\n", indent,
+                    "  }\n", indent, "}\n");
+    tiled_target_.clear();
+  }
+
   // The body of kernel `k` (without its braces), its buffers named by Ptr.
   void EmitKernel(const Kernel& k, std::string* out) {
     if (k.kind == Kernel::Kind::kExtern) {
@@ -1214,10 +1311,18 @@ class Emitter {
     // the body is one straight-line section (then a single loop is both).
     const int collapse = one_section ? n - 1 : n;
     int outer = n > 0 && !serial ? std::max(collapse, 1) : 0;
+    // A tiled store's two loops run whole inside the pool's.
+    const int tiled = serial ? -1 : TiledStore(k);
+    if (tiled >= 0) outer = n - 2;
     std::string close;
     if (outer > 0) {
       close =
           OpenPooledLoops(k, outer, /*simd=*/collapse == 0, work, &indent, out);
+    }
+    if (tiled >= 0) {
+      EmitTiledLoops(k, tiled, indent, out);
+      absl::StrAppend(out, close);
+      return;
     }
     stream_store_ = serial ? -1 : StreamedStore(k);
     if (stream_store_ >= 0) {
@@ -1250,6 +1355,10 @@ class Emitter {
   // emitted, where that store's value goes instead.
   int stream_store_ = -1;
   std::string stream_target_;
+  // The store a kernel tiles (TiledStore) while its first loops are emitted;
+  // its value goes to the tile's element instead.
+  int tiled_store_ = -1;
+  std::string tiled_target_;
 
   const Program& p_;
   const CppEmitOptions& options_;

@@ -28,6 +28,7 @@
 #include "ir/value.h"
 #include "runtime/storage.h"
 #include "runtime/tensor.h"
+#include "testing/file_check.h"
 #include "testing/status_matchers.h"
 
 extern "C" int omp_get_max_threads(void);
@@ -818,6 +819,61 @@ def forward(self, x: "f32[1024, 4099][4099, 1]cpu"):
 
 TEST(CpuOpsTest, StreamedStoresMatchTheInterpreter) {
   ExpectStreamedStoresMatchTheInterpreter();
+}
+
+// A convolution's channels-last result, pooled into the channels-first one
+// the flatten needs: the pool's stores, 64 elements apart along its channel
+// (simd) loop, go through a tile (cpp_emitter.cc: TiledStore), stored
+// row by row. Against the interpreter, with negative and NaN inputs. (A
+// transposing copy of its own iterates in its result's order: no tile.)
+TEST(CpuOpsTest, TiledStoresMatchTheInterpreter) {
+  ASSERT_OK_AND_ASSIGN(CompiledCpu c, CompileCpuText(R"IR(
+def forward(self, x: "f32[2, 8, 16, 16][2048, 256, 16, 1]cpu", w: "f32[32, 8, 3, 3][72, 9, 3, 1]cpu", b: "f32[32][1]cpu"):
+    convolution = torch.ops.aten.convolution.default(x, w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    relu = torch.ops.aten.relu.default(convolution)
+    max_pool2d_with_indices = torch.ops.aten.max_pool2d_with_indices.default(relu, [2, 2])
+    getitem = max_pool2d_with_indices[0]
+    view = torch.ops.aten.view.default(getitem, [2, 2048])
+    return (view,)
+)IR"));
+  // The pool is the convolution's epilogue; its chunks are of the outer
+  // loop, its tile stored with the loops swapped.
+  EXPECT_OK(lathe::testing::RunFileCheck(c.function->source(), R"(
+CHECK:      lathe_parallel(rt, 8, 1,
+CHECK-NEXT:   for (int32_t x0 = static_cast<int32_t>(lathe_lo); x0 < static_cast<int32_t>(lathe_hi); ++x0) {
+CHECK-NEXT:     alignas(64) float lathe_tile[8 * 32];
+CHECK-NEXT:     for (int32_t x1 = 0; x1 < 8; ++x1) {
+CHECK-NEXT:       #pragma omp simd
+CHECK-NEXT:       for (int32_t x2 = 0; x2 < 32; ++x2) {
+CHECK:              lathe_tile[x1 * 32 + x2] = v
+CHECK:          for (int32_t x2 = 0; x2 < 32; ++x2) {
+CHECK-NEXT:       #pragma omp simd
+CHECK-NEXT:       for (int32_t x1 = 0; x1 < 8; ++x1) {
+CHECK-NEXT:         p{{[0-9]}}[((8 * x0) + x1 + (64 * x2))] = lathe_tile[x1 * 32 + x2];
+)"));
+  ir::Value x = FilledF32({2, 8, 16, 16}, -1000);
+  x.tensor.data<float>()[77] = std::nanf("");
+  std::vector<ir::Value> in = {x, FilledF32({32, 8, 3, 3}, -300),
+                               FilledF32({32}, -16)};
+  for (int k = 0; k < 2; ++k) {
+    Tensor& t = in[k].tensor;
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] *= 1e-3f;
+  }
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, c.function->Run(in));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*c.graph, in));
+  ExpectSameOutputs(got, want, 1e-4);
+}
+
+// A copy of a channels-last tensor into a contiguous one is its own kernel,
+// in its result's order: its stores are contiguous, and no tile is made.
+TEST(CpuOpsTest, ATransposingCopyNeedsNoTile) {
+  ASSERT_OK_AND_ASSIGN(CompiledCpu c, CompileCpuText(R"IR(
+def forward(self, x: "f32[2, 64, 16, 16][16384, 1, 1024, 64]cpu"):
+    relu = torch.ops.aten.relu.default(x)
+    clone = torch.ops.aten.clone.default(relu, memory_format = torch.contiguous_format)
+    return (clone,)
+)IR"));
+  EXPECT_THAT(c.function->source(), ::testing::Not(HasSubstr("lathe_tile[")));
 }
 
 // mm.dtype / bmm.dtype: bf16 operands (bgemm) and f16 ones (sgemm on f32
