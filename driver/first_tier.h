@@ -3,16 +3,22 @@
 // -----------------------------------------------------------------------------
 //
 // The first tier of a tiered compile (variant_compiler.h): the graph after
-// the passes run on the interpreter while the library builds, with the
-// matrix products (mm, bmm, their out_dtype forms, addmm on f32 or bf16
-// host tensors) given to the routines the compiled code calls for them
-// (the runtime's sgemm and bgemm), so that a first call costs what the
-// library's GEMMs cost plus the interpreter's elementwise work, not the
-// reference's double-precision products. Its products are summed in f32, as the
-// compiled code's (then the bias added in double and the result rounded to the
-// output dtype, as the reference rounds); every other op, and every argument
-// these kernels do not take (another dtype, shapes the reference refuses), runs
-// the reference kernel, whose errors stay the interpreter's.
+// the passes run on the interpreter while the library builds, with some ops
+// given to faster kernels, so that a first call costs about what the
+// library's routines cost plus typed loops, not the reference's double
+// precision:
+//
+// - the matrix products (mm, bmm, their out_dtype forms, addmm on f32 or
+//   bf16 host tensors) and f32 convolutions go to the routines the compiled
+//   code calls (the runtime's sgemm, bgemm and Sconv). Their products are
+//   summed in f32, as the compiled code's (then a bias is added in double
+//   and the result rounded to the output dtype, as the reference rounds);
+// - f32 elementwise ops and last-dimension reductions run as typed loops
+//   (first_tier_loops.h).
+//
+// Every other op, and every argument these kernels do not take (another
+// dtype, shapes the reference refuses), runs the reference kernel, whose
+// errors stay the interpreter's.
 //
 // Example:
 //

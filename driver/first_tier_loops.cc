@@ -19,18 +19,22 @@
 // glibc's vector variants (libmvec) of the scalar functions the reference
 // calls: GCC calls them from the `omp simd` loops below (built with
 // -fopenmp-simd), each loop in the widest variant its target allows.
+// (exp, log, sin and cos have them from glibc 2.22, the rest from 2.35;
+// without them the loops call the scalar functions.)
+#if defined(__GLIBC__)
 extern "C" {
 #define LATHE_DECLARE_SIMD(name) \
   _Pragma("omp declare simd notinbranch") double name(double) noexcept;
 LATHE_DECLARE_SIMD(exp)
+LATHE_DECLARE_SIMD(log)
+LATHE_DECLARE_SIMD(sin)
+LATHE_DECLARE_SIMD(cos)
+#if __GLIBC_PREREQ(2, 35)
 LATHE_DECLARE_SIMD(exp2)
 LATHE_DECLARE_SIMD(expm1)
-LATHE_DECLARE_SIMD(log)
 LATHE_DECLARE_SIMD(log2)
 LATHE_DECLARE_SIMD(log10)
 LATHE_DECLARE_SIMD(log1p)
-LATHE_DECLARE_SIMD(sin)
-LATHE_DECLARE_SIMD(cos)
 LATHE_DECLARE_SIMD(tan)
 LATHE_DECLARE_SIMD(asin)
 LATHE_DECLARE_SIMD(acos)
@@ -42,8 +46,10 @@ LATHE_DECLARE_SIMD(asinh)
 LATHE_DECLARE_SIMD(acosh)
 LATHE_DECLARE_SIMD(atanh)
 LATHE_DECLARE_SIMD(erf)
+#endif  // __GLIBC_PREREQ(2, 35)
 #undef LATHE_DECLARE_SIMD
 }
+#endif  // __GLIBC__
 
 namespace lathe {
 namespace {
@@ -263,6 +269,23 @@ void Elementwise(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
   }
 }
 
+// Whether the bytes a and b span (from their first element to their last)
+// intersect.
+bool SharesBytes(const Tensor& a, const Tensor& b) {
+  auto span = [](const Tensor& t) {
+    int64_t last = 0;
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      last += (t.sizes()[d] - 1) * t.strides()[d];
+    }
+    const char* first = static_cast<const char*>(t.data_ptr());
+    return std::make_pair(first, first + (last + 1) * t.itemsize());
+  };
+  if (a.numel() == 0 || b.numel() == 0) return false;
+  const auto [a0, a1] = span(a);
+  const auto [b0, b1] = span(b);
+  return a0 < b1 && b0 < a1;
+}
+
 enum class Arith { kAdd, kSub, kMul, kDiv };
 
 // self OP other (add and sub: self + alpha * other, negated for sub) over
@@ -300,10 +323,12 @@ Result Binary(const ir::OpCall& c, Arith op, bool in_place) {
   Tensor out;
   if (in_place) {
     // Each element of self is read once, before it is written: safe unless
-    // other shares self's memory in another layout.
+    // other shares self's memory in another layout (the same storage, or
+    // two storages over the same addresses: a caller's borrowed tensors).
     const Overlap overlap = GetOverlap(self.tensor, *b);
     if (!self.tensor.is_non_overlapping_and_dense() ||
-        (overlap != Overlap::kNone && overlap != Overlap::kFull)) {
+        (overlap != Overlap::kNone && overlap != Overlap::kFull) ||
+        (overlap == Overlap::kNone && SharesBytes(self.tensor, *b))) {
       return std::nullopt;
     }
     out = self.tensor;
@@ -363,15 +388,18 @@ int64_t LastDimRow(const ir::OpCall& c) {
   return self.tensor.sizes().back();
 }
 
-// A new contiguous f32 tensor laid out as meta value `m` says.
+// A new f32 tensor laid out as meta value `m` says, when that is
+// contiguous (the loops write the rows in order).
 std::optional<Tensor> NewLike(const ir::OpCall& c, const ir::Value& m) {
   if (!m.is_tensor() || m.meta.dtype != DType::kFloat32) return std::nullopt;
   absl::StatusOr<std::vector<int64_t>> sizes =
       ir::ConcreteSizes(c, m.meta.sizes);
-  if (!sizes.ok()) return std::nullopt;
-  absl::StatusOr<Tensor> t = Tensor::UninitializedStrided(
-      *sizes, ContiguousStrides(*sizes), DType::kFloat32);
-  if (!t.ok()) return std::nullopt;
+  absl::StatusOr<std::vector<int64_t>> strides =
+      ir::ConcreteSizes(c, m.meta.strides);
+  if (!sizes.ok() || !strides.ok()) return std::nullopt;
+  absl::StatusOr<Tensor> t =
+      Tensor::UninitializedStrided(*sizes, *strides, DType::kFloat32);
+  if (!t.ok() || !t->is_contiguous()) return std::nullopt;
   return *std::move(t);
 }
 

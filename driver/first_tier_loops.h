@@ -40,7 +40,7 @@ namespace lathe {
 
 // AddFirstTierLoops()
 //
-// Adds the elementwise kernels, by op target, to `kernels`.
+// Adds the elementwise and reduction kernels, by op target, to `kernels`.
 void AddFirstTierLoops(ir::KernelOverrides& kernels);
 
 }  // namespace lathe

@@ -23,6 +23,8 @@
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "ir/value.h"
+#include "runtime/device.h"
+#include "runtime/storage.h"
 #include "runtime/tensor.h"
 #include "testing/status_matchers.h"
 
@@ -137,10 +139,11 @@ void ExpectMatchesOracle(const std::string& text,
 }
 
 // Broadcast rows and columns, a transposed operand, numbers, alpha,
-// in-place writes (a number, a broadcast column, the tensor itself), and an
-// empty tensor.
+// in-place writes (a number, a broadcast column, the tensor itself), a 0-d
+// operand, self broadcast along the row, an empty tensor, and infinities and
+// NaN among the values.
 constexpr char kArithmetic[] = R"(class g(torch.nn.Module):
-    def forward(self, x: "f32[6, 40][40, 1]cpu", y: "f32[40][1]cpu", z: "f32[40, 6][6, 1]cpu", col: "f32[6, 1][1, 1]cpu", w: "f32[6, 40][40, 1]cpu", e: "f32[6, 0][1, 1]cpu"):
+    def forward(self, x: "f32[6, 40][40, 1]cpu", y: "f32[40][1]cpu", z: "f32[40, 6][6, 1]cpu", col: "f32[6, 1][1, 1]cpu", w: "f32[6, 40][40, 1]cpu", e: "f32[6, 0][1, 1]cpu", s: "f32[][]cpu"):
         add: "f32[6, 40][40, 1]cpu" = torch.ops.aten.add.Tensor(x, y)
         t: "f32[6, 40][1, 6]cpu" = torch.ops.aten.t.default(z)
         sub: "f32[6, 40][40, 1]cpu" = torch.ops.aten.sub.Tensor(x, t, alpha = 0.3)
@@ -155,15 +158,26 @@ constexpr char kArithmetic[] = R"(class g(torch.nn.Module):
         add_: "f32[6, 40][40, 1]cpu" = torch.ops.aten.add_.Tensor(sub_, sub_)
         empty: "f32[6, 0][1, 1]cpu" = torch.ops.aten.add.Tensor(e, e)
         empty_exp: "f32[6, 0][1, 1]cpu" = torch.ops.aten.exp.default(e)
-        return (add, sub, mul, div, div_1, add_1, rev, add_, w, empty, empty_exp)
+        scaled: "f32[6, 40][40, 1]cpu" = torch.ops.aten.mul.Tensor(x, s)
+        across: "f32[6, 40][40, 1]cpu" = torch.ops.aten.sub.Tensor(col, x)
+        return (add, sub, mul, div, div_1, add_1, rev, add_, w, empty, empty_exp, scaled, across)
 )";
 
 TEST(FirstTierLoopsTest, ArithmeticIsTheOraclesBits) {
+  Tensor x = Filled({6, 40}, DType::kFloat32, 1);
+  const float inf = std::numeric_limits<float>::infinity();
+  x.data<float>()[1] = inf;
+  x.data<float>()[2] = -inf;
+  x.data<float>()[3] = std::nanf("");
+  Tensor col = Filled({6, 1}, DType::kFloat32, 4);
+  col.data<float>()[2] = 0.0f;  // x / 0
+  Tensor s = Tensor::Empty({}, DType::kFloat32).value();
+  s.data<float>()[0] = -1.25f;
   ExpectMatchesOracle(
       kArithmetic,
-      {Filled({6, 40}, DType::kFloat32, 1), Filled({40}, DType::kFloat32, 2),
-       Filled({40, 6}, DType::kFloat32, 3), Filled({6, 1}, DType::kFloat32, 4),
-       Filled({6, 40}, DType::kFloat32, 5), Filled({6, 0}, DType::kFloat32, 6)},
+      {x, Filled({40}, DType::kFloat32, 2), Filled({40, 6}, DType::kFloat32, 3),
+       col, Filled({6, 40}, DType::kFloat32, 5),
+       Filled({6, 0}, DType::kFloat32, 6), s},
       /*ulps=*/0);
 }
 
@@ -179,9 +193,20 @@ TEST(FirstTierLoopsTest, ComputesF32CallsItself) {
            {"aten.sub.Tensor", {x, col, ir::Value::Float(0.5)}},
            {"aten.mul.Tensor", {x, ir::Value::Float(0.5)}},
            {"aten.div.Tensor", {x, col}},
+           {"aten.mul.Scalar", {x, ir::Value::Float(0.5)}},
+           {"aten.sub.Tensor", {col, x, ir::Value::Int(1)}},
            {"aten.exp.default", {x}},
            {"aten.erf.default", {x}},
            {"aten.tanh.default", {x}},
+           {"aten.sigmoid.default", {x}},
+           {"aten.silu.default", {x}},
+           {"aten.relu.default", {x}},
+           {"aten.mean.dim",
+            {x, ir::Value::List({ir::Value::Int(1)}), ir::Value::Bool(true),
+             ir::Value::None()}},
+           {"aten.var_mean.correction",
+            {x, ir::Value::List({ir::Value::Int(-1)}), ir::Value::Int(0),
+             ir::Value::Bool(false)}},
        }) {
     std::optional<absl::StatusOr<ir::Value>> r = Direct(target, args);
     ASSERT_TRUE(r.has_value()) << target;
@@ -200,6 +225,21 @@ TEST(FirstTierLoopsTest, ComputesF32CallsItself) {
     ASSERT_OK(r->status());
     EXPECT_EQ((*r)->tensor.data_ptr(), w.data_ptr()) << target;
   }
+  // add_.Scalar too; but not an operand over self's bytes in another
+  // layout through a storage of its own (a caller's borrowed tensor).
+  std::optional<absl::StatusOr<ir::Value>> r =
+      Direct("aten.add_.Scalar",
+             {ir::Value::OfTensor(w), ir::Value::Float(2), ir::Value::Int(1)});
+  ASSERT_TRUE(r.has_value());
+  EXPECT_OK(r->status());
+  Tensor square = Filled({8, 8}, DType::kFloat32, 6);
+  Tensor alias =
+      Tensor::Wrap(Storage::Borrow(square.data_ptr(), 64 * 4, Device::Cpu()),
+                   DType::kFloat32, {8, 8}, {1, 8}, 0)
+          .value();
+  EXPECT_FALSE(Direct("aten.add_.Tensor",
+                      {ir::Value::OfTensor(square), ir::Value::OfTensor(alias),
+                       ir::Value::Int(1)}));
 }
 
 // Reductions over the last dimension, kept or dropped, with a NaN in one

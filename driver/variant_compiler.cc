@@ -10,6 +10,7 @@
 #include <chrono>
 #include <future>
 #include <mutex>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +19,7 @@
 #include "driver/arguments.h"
 #include "driver/first_tier.h"
 #include "driver/freeze.h"
+#include "ir/graph.h"
 #include "ir/interpreter.h"
 #include "runtime/copy.h"
 #include "runtime/onednn.h"
@@ -30,12 +32,36 @@ namespace {
 // Lowers this thread's scheduling priority (its nice value, by 10; Linux
 // keeps one per thread, and the processes it starts inherit it): a tiered
 // compile's build then takes the cores its first tier's calls leave idle,
-// not those the calls it stands in for wait on.
-void YieldToCalls() {
+// not those the calls it stands in for wait on. Returns the nice value it
+// had (for RestorePriority; a pool worker this thread started meanwhile
+// keeps the lower one: a build starts none today).
+int YieldToCalls() {
   const id_t self = static_cast<id_t>(::syscall(SYS_gettid));
   errno = 0;
   const int nice = ::getpriority(PRIO_PROCESS, self);
-  if (errno == 0) ::setpriority(PRIO_PROCESS, self, std::min(nice + 10, 19));
+  if (errno != 0) return 0;
+  ::setpriority(PRIO_PROCESS, self, std::min(nice + 10, 19));
+  return nice;
+}
+
+// Sets this thread's nice value back to `nice` (allowed: a thread may
+// raise its priority back to its soft limit, RLIMIT_NICE permitting; where
+// it is refused the thread stays lower).
+void RestorePriority(int nice) {
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), nice);
+}
+
+// Whether `graph` has an f32 product the first tier gives to sgemm.
+bool HasProducts(const ir::Graph& graph) {
+  for (const auto& n : graph.nodes()) {
+    const std::string& t = n->target();
+    if (t == "aten.mm.default" || t == "aten.bmm.default" ||
+        t == "aten.addmm.default" || t == "aten.mm.dtype" ||
+        t == "aten.bmm.dtype") {
+      return true;
+    }
+  }
+  return false;
 }
 
 // The longest a tiered build waits for the first call to return.
@@ -155,14 +181,6 @@ absl::StatusOr<Variant> VariantCompiler::Compile(
 
 absl::StatusOr<Variant> VariantCompiler::CompileTiered(
     CompileOptions options, std::function<void()> before_build) {
-  // oneDNN makes its f32 product kernels on a process's first product
-  // (onednn::WarmProducts): once per process, on a thread of its own, while
-  // the walk and the first tier's ops before its first product run.
-  static std::atomic<bool> warming{false};
-  if (!warming.exchange(true)) {
-    std::lock_guard<std::mutex> lock(tiers_mu_);
-    builds_.emplace_back([] { onednn::WarmProducts(); });
-  }
   // Builds run beside other compiles: each in a directory of its own.
   options.dir.clear();
   // The probe: the whole walk, the library when the cache holds it.
@@ -172,7 +190,15 @@ absl::StatusOr<Variant> VariantCompiler::CompileTiered(
                    lathe::Compile(parsed_, probe));
   if (made->function != nullptr) return Compiled(std::move(made));
   // A miss. The first tier: the probe's graph (after the passes and guards)
-  // on the interpreter.
+  // on the interpreter. oneDNN makes its f32 product kernels on a process's
+  // first product (onednn::WarmProducts): once per process, for a graph with
+  // products, on a thread of its own while the first tier's ops before its
+  // first product run.
+  static std::atomic<bool> warming{false};
+  if (HasProducts(*made->graph) && !warming.exchange(true)) {
+    std::lock_guard<std::mutex> lock(tiers_mu_);
+    builds_.emplace_back([] { onednn::WarmProducts(); });
+  }
   Variant v = InterpretedVariant(*made, &FirstTierKernels());
   {
     std::lock_guard<std::mutex> lock(tiers_mu_);
@@ -197,10 +223,14 @@ absl::StatusOr<Variant> VariantCompiler::CompileTiered(
     std::lock_guard<std::mutex> lock(tiers_mu_);
     builds_.emplace_back([this, options, before_build, first_call,
                           replace = std::move(replace)] {
-      YieldToCalls();
+      const int nice = YieldToCalls();
       first_call.wait_for(kFirstCallWait);
       if (before_build) before_build();
-      replace(Compiled(lathe::Compile(parsed_, options)));
+      absl::StatusOr<Variant> built =
+          Compiled(lathe::Compile(parsed_, options));
+      // replace() takes the function's lock, which calls wait on.
+      RestorePriority(nice);
+      replace(std::move(built));
     });
   };
   return v;

@@ -559,7 +559,11 @@ Value AsMeta(const Value& v) {
 
 absl::StatusOr<Value> ResultMetaOf(const OpCall& c) {
   std::vector<Value> args;
-  for (int i = 0; i < c.num_args(); ++i) args.push_back(AsMeta(c.arg(i)));
+  for (int i = 0; i < c.num_args(); ++i) {
+    Value v = AsMeta(c.arg(i));
+    for (Value& item : v.list) item = AsMeta(item);  // Tensor[] (cat)
+    args.push_back(std::move(v));
+  }
   OpCall call(c.op(), std::move(args), c.env(), c.generator());
   return c.op().meta(call);
 }

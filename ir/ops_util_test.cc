@@ -83,7 +83,6 @@ TEST(ElementAccessTest, RowsConvertAsElementsDo) {
   }
 }
 
-}  // namespace
 // An op whose one function is its meta and its kernel (convolution) gives
 // its result's metadata, computing nothing; an add's broadcast is checked.
 TEST(ResultMetaOfTest, GivesTheResultsMetadataAndTheMetasErrors) {
@@ -111,6 +110,18 @@ TEST(ResultMetaOfTest, GivesTheResultsMetadataAndTheMetasErrors) {
   OpCall bad(*add, {Value::OfTensor(x), Value::OfTensor(y), Value::Int(1)},
              nullptr);
   EXPECT_FALSE(ResultMetaOf(bad).ok());
+  // A list of tensors (cat's Tensor[]) is metadata too.
+  const OpDef* cat = OpRegistry::Global().Find("aten.cat.default");
+  ASSERT_NE(cat, nullptr);
+  OpCall joined(
+      *cat,
+      {Value::List({Value::OfTensor(y), Value::OfTensor(y)}), Value::Int(0)},
+      nullptr);
+  absl::StatusOr<Value> both = ResultMetaOf(joined);
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_FALSE(both->tensor.defined());
+  EXPECT_EQ(both->meta.ToAnnotation(), "f32[8][1]cpu");
 }
 
+}  // namespace
 }  // namespace lathe::ir
