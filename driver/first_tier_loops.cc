@@ -1,6 +1,7 @@
 #include "driver/first_tier_loops.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -471,6 +472,99 @@ Result RowReduce(const ir::OpCall& c, Reduce kind) {
       {ir::Value::OfTensor(*std::move(out)), ir::Value::OfTensor(*mean)});
 }
 
+// ---- Max pooling
+// -------------------------------------------------------------
+
+// Two ints from an int[2] argument given as one or two (kernel_size=2 is
+// [2, 2]); `empty` when it is an empty list (stride's default).
+std::optional<std::array<int64_t, 2>> Pair(
+    const ir::Value& v, std::optional<std::array<int64_t, 2>> empty) {
+  absl::StatusOr<std::vector<int64_t>> l = v.AsIntList();
+  if (!l.ok() || l->size() > 2) return std::nullopt;
+  if (l->empty()) return empty;
+  return std::array<int64_t, 2>{l->front(), l->back()};
+}
+
+// max_pool2d_with_indices of a 4-d f32 tensor: (values, int64 flat indices
+// into each input plane), the reference's windows and comparisons (a NaN
+// wins, and a later NaN wins again: ops_pool.cc), into the layouts the
+// reference gives.
+Result MaxPool2d(const ir::OpCall& c) {
+  const ir::Value& self = c.arg(0);
+  if (!F32(self) || self.tensor.dim() != 4 || self.tensor.numel() == 0) {
+    return std::nullopt;
+  }
+  const auto k = Pair(c.arg("kernel_size"), std::nullopt);
+  const auto st = Pair(c.arg("stride"), k);
+  const auto pad = Pair(c.arg("padding"), std::nullopt);
+  const auto dil = Pair(c.arg("dilation"), std::nullopt);
+  absl::StatusOr<ir::Value> meta = ir::ResultMetaOf(c);  // its checks too
+  if (!k || !st || !pad || !dil || !meta.ok() || meta->list.size() != 2) {
+    return std::nullopt;
+  }
+  // Both results dense, so every element is written below.
+  auto make = [&c](const ir::Value& m, DType dtype) -> std::optional<Tensor> {
+    absl::StatusOr<std::vector<int64_t>> sizes =
+        ir::ConcreteSizes(c, m.meta.sizes);
+    absl::StatusOr<std::vector<int64_t>> strides =
+        ir::ConcreteSizes(c, m.meta.strides);
+    if (m.meta.dtype != dtype || !sizes.ok() || !strides.ok()) {
+      return std::nullopt;
+    }
+    absl::StatusOr<Tensor> t =
+        Tensor::UninitializedStrided(*sizes, *strides, dtype);
+    if (!t.ok() || !t->is_non_overlapping_and_dense()) return std::nullopt;
+    return *std::move(t);
+  };
+  std::optional<Tensor> out = make(meta->list[0], DType::kFloat32);
+  std::optional<Tensor> idx = make(meta->list[1], DType::kInt64);
+  if (!out || !idx) return std::nullopt;
+  const Tensor& x = self.tensor;
+  const std::vector<int64_t>& xs = x.strides();
+  const std::vector<int64_t>& os = out->strides();
+  const std::vector<int64_t>& is = idx->strides();
+  const int64_t in_h = x.sizes()[2], in_w = x.sizes()[3];
+  const int64_t out_h = out->sizes()[2], out_w = out->sizes()[3];
+  const float* px = x.data<float>();
+  float* po = out->data<float>();
+  int64_t* pi = idx->data<int64_t>();
+  for (int64_t n = 0; n < x.sizes()[0]; ++n) {
+    for (int64_t ch = 0; ch < x.sizes()[1]; ++ch) {
+      const float* plane = px + n * xs[0] + ch * xs[1];
+      for (int64_t oh = 0; oh < out_h; ++oh) {
+        const int64_t h_lo = oh * (*st)[0] - (*pad)[0];
+        const int64_t h_end =
+            std::min(h_lo + ((*k)[0] - 1) * (*dil)[0] + 1, in_h);
+        int64_t h0 = h_lo;
+        while (h0 < 0) h0 += (*dil)[0];
+        for (int64_t ow = 0; ow < out_w; ++ow) {
+          const int64_t w_lo = ow * (*st)[1] - (*pad)[1];
+          const int64_t w_end =
+              std::min(w_lo + ((*k)[1] - 1) * (*dil)[1] + 1, in_w);
+          int64_t w0 = w_lo;
+          while (w0 < 0) w0 += (*dil)[1];
+          int64_t best = h0 * in_w + w0;
+          double mx = -HUGE_VAL;
+          for (int64_t h = h0; h < h_end; h += (*dil)[0]) {
+            for (int64_t w = w0; w < w_end; w += (*dil)[1]) {
+              const double v = plane[h * xs[2] + w * xs[3]];
+              if (v > mx || std::isnan(v)) {
+                mx = v;
+                best = h * in_w + w;
+              }
+            }
+          }
+          po[n * os[0] + ch * os[1] + oh * os[2] + ow * os[3]] =
+              static_cast<float>(mx);
+          pi[n * is[0] + ch * is[1] + oh * is[2] + ow * is[3]] = best;
+        }
+      }
+    }
+  }
+  return ir::Value::List(
+      {ir::Value::OfTensor(*std::move(out)), ir::Value::OfTensor(*idx)});
+}
+
 }  // namespace
 
 void AddFirstTierLoops(ir::KernelOverrides& kernels) {
@@ -507,6 +601,7 @@ void AddFirstTierLoops(ir::KernelOverrides& kernels) {
       {"aten.var.correction", Reduce::kVar},
       {"aten.var_mean.correction", Reduce::kVarMean},
   };
+  kernels["aten.max_pool2d_with_indices.default"] = &MaxPool2d;
   for (const auto& [target, kind] : reductions) {
     const Reduce k = kind;
     kernels[target] = [k](const ir::OpCall& c) { return RowReduce(c, k); };

@@ -285,6 +285,53 @@ TEST(FirstTierLoopsTest, ReductionsAreTheOraclesBits) {
       {t, ir::Value::List({ir::Value::Int(-1)}), ir::Value::Bool(false)}));
 }
 
+// Max pools: the default stride, padding with dilation, stride and
+// ceil_mode, a channels-last input (its results channels-last), a window of
+// NaNs (the last NaN's index wins) and ties (the first index wins).
+constexpr char kPools[] = R"(class g(torch.nn.Module):
+    def forward(self, x: "f32[2, 3, 9, 10][270, 90, 10, 1]cpu", y: "f32[2, 4, 7, 6][168, 1, 24, 4]cpu"):
+        pool = torch.ops.aten.max_pool2d_with_indices.default(x, [2, 2])
+        getitem: "f32[2, 3, 4, 5][60, 20, 5, 1]cpu" = pool[0]
+        getitem_1: "i64[2, 3, 4, 5][60, 20, 5, 1]cpu" = pool[1];  pool = None
+        pool_1 = torch.ops.aten.max_pool2d_with_indices.default(x, [3, 3], [2, 1], [1, 1], [2, 1], True)
+        getitem_2: "f32[2, 3, 4, 10][120, 40, 10, 1]cpu" = pool_1[0]
+        getitem_3: "i64[2, 3, 4, 10][120, 40, 10, 1]cpu" = pool_1[1];  pool_1 = None
+        pool_2 = torch.ops.aten.max_pool2d_with_indices.default(y, [3, 2], [2, 2])
+        getitem_4: "f32[2, 4, 3, 3][36, 1, 12, 4]cpu" = pool_2[0]
+        getitem_5: "i64[2, 4, 3, 3][36, 1, 12, 4]cpu" = pool_2[1];  pool_2 = None
+        return (getitem, getitem_1, getitem_2, getitem_3, getitem_4, getitem_5)
+)";
+
+TEST(FirstTierLoopsTest, MaxPoolsAreTheOraclesBitsAndIndices) {
+  Tensor x = Filled({2, 3, 9, 10}, DType::kFloat32, 1);
+  x.data<float>()[0] = std::nanf("");   // window (0, 0) of plane 0
+  x.data<float>()[11] = std::nanf("");  // the same window's last element
+  x.data<float>()[22] = x.data<float>()[23] = 50.0f;  // a tie
+  Tensor y = Filled({2, 7, 6, 4}, DType::kFloat32, 2)
+                 .AsStrided({2, 4, 7, 6}, {168, 1, 24, 4}, 0)
+                 .value();
+  ExpectMatchesOracle(kPools, {x, y}, /*ulps=*/0);
+  auto ints = [](std::vector<int64_t> v) {
+    std::vector<ir::Value> l;
+    for (int64_t i : v) l.push_back(ir::Value::Int(i));
+    return ir::Value::List(l);
+  };
+  std::optional<absl::StatusOr<ir::Value>> r =
+      Direct("aten.max_pool2d_with_indices.default",
+             {ir::Value::OfTensor(y), ints({3, 2}), ints({2, 2}), ints({0}),
+              ints({1}), ir::Value::Bool(false)});
+  ASSERT_TRUE(r.has_value());
+  ASSERT_OK(r->status());
+  ASSERT_EQ((*r)->list.size(), 2u);
+  EXPECT_EQ((*r)->list[0].tensor.strides(),
+            (std::vector<int64_t>{36, 1, 12, 4}));
+  // A 3-d input is the reference's.
+  EXPECT_FALSE(Direct(
+      "aten.max_pool2d_with_indices.default",
+      {ir::Value::OfTensor(Filled({3, 9, 10}, DType::kFloat32, 3)), ints({2}),
+       ints({}), ints({0}), ints({1}), ir::Value::Bool(false)}));
+}
+
 // exp, erf, tanh, sigmoid, silu, log and the rest, with the infinities,
 // NaN and the signed zeros they meet.
 TEST(FirstTierLoopsTest, FunctionsAreTheOraclesValuesWithinAnUlp) {
