@@ -13,8 +13,8 @@
 //   code calls (the runtime's sgemm, bgemm and Sconv). Their products are
 //   summed in f32, as the compiled code's (then a bias is added in double
 //   and the result rounded to the output dtype, as the reference rounds);
-// - f32 elementwise ops and last-dimension reductions run as typed loops
-//   (first_tier_loops.h).
+// - f32 elementwise ops, last-dimension reductions and 2-d max pools run as
+//   typed loops (first_tier_loops.h).
 //
 // Every other op, and every argument these kernels do not take (another
 // dtype, shapes the reference refuses), runs the reference kernel, whose

@@ -2,9 +2,9 @@
 // File: first_tier_loops.h
 // -----------------------------------------------------------------------------
 //
-// The first tier's elementwise and row-reduction kernels (first_tier.h), as
-// typed loops over f32 memory instead of the reference's runs of doubles
-// loaded and stored through function pointers:
+// The first tier's elementwise, row-reduction and pooling kernels
+// (first_tier.h), as typed loops over f32 memory instead of the reference's
+// runs of doubles loaded and stored through function pointers:
 //
 // - add, sub, mul and true div over f32 tensors and numbers, functional and
 //   in place: the reference's expression in double (`a + alpha * b`, `a * b`,
@@ -14,6 +14,8 @@
 // - sum, mean, amax, amin, var and var_mean of a contiguous f32 tensor over
 //   its last dimension: the reference's accumulations in double, in its
 //   order: its bits;
+// - max_pool2d_with_indices of a 4-d f32 tensor: the reference's windows,
+//   NaN and tie rules: its values and indices;
 // - the f32 transcendental functions (exp, erf, tanh, sigmoid, ...):
 //   glibc's vector (libmvec) double variants, rounded to f32. libmvec is
 //   within 4 ULP in double of the scalar libm the reference calls, so after
@@ -40,7 +42,8 @@ namespace lathe {
 
 // AddFirstTierLoops()
 //
-// Adds the elementwise and reduction kernels, by op target, to `kernels`.
+// Adds the elementwise, reduction and pooling kernels, by op target, to
+// `kernels`.
 void AddFirstTierLoops(ir::KernelOverrides& kernels);
 
 }  // namespace lathe
