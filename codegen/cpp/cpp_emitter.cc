@@ -1127,10 +1127,8 @@ class Emitter {
   // kStreamElements of them (with an innermost loop of 64 or more).
   int StreamedStore(const Kernel& k) const {
     const int n = static_cast<int>(k.vars.size());
-    if (k.kind != Kernel::Kind::kLoops || n < 2 || k.sections.size() != 1 ||
-        !k.sections[0].vars.empty()) {
-      return -1;
-    }
+    const int store = OnlyF32Store(k, 2);
+    if (store < 0) return -1;
     Expr total = Product(k.ranges), inner = k.ranges[n - 1];
     if (total.kind() != symbolic::ExprKind::kInteger ||
         total.int_value() < kStreamElements ||
@@ -1138,17 +1136,6 @@ class Emitter {
         inner.int_value() < 64) {
       return -1;
     }
-    int store = -1;
-    for (size_t i = 0; i < k.ops.size(); ++i) {
-      const ScalarOp& op = k.ops[i];
-      if (op.kind != ScalarOp::Kind::kStore) continue;
-      if (store >= 0 || IsIndirect(op) ||
-          p_.buffers[op.buffer].dtype != DType::kFloat32) {
-        return -1;
-      }
-      store = static_cast<int>(i);
-    }
-    if (store < 0) return -1;
     const ScalarOp& st = k.ops[store];
     for (const Kernel& other : p_.kernels) {
       for (const ScalarOp& op : other.ops) {
@@ -1160,32 +1147,16 @@ class Emitter {
         if (b == st.buffer) return -1;
       }
     }
-    Expr x = k.vars[n - 1];
-    absl::flat_hash_map<Expr, Expr> next = {
-        {x, symbolic::Add(x, symbolic::Int(1))}};
-    absl::StatusOr<Expr> moved = symbolic::Substitute(st.index, next);
-    if (!moved.ok() || symbolic::Sub(*moved, st.index) != symbolic::Int(1)) {
-      return -1;
-    }
-    return store;
+    return StepAlong(st, k.vars[n - 1]) == 1 ? store : -1;
   }
 
-  // The store a flat kernel writes through a tile (kTileStride), or -1: its
-  // only store, of an f32 buffer it does not read, direct and unmasked,
-  // kTileStride elements or more apart along the innermost loop and one
-  // apart along the second innermost, both of constant extents whose
-  // product is at most kTileElements, inside at least one more loop.
-  int TiledStore(const Kernel& k) const {
-    const int n = static_cast<int>(k.vars.size());
-    if (k.kind != Kernel::Kind::kLoops || n < 3 || k.sections.size() != 1 ||
+  // The only store of a flat kernel (one section, its loops the kernel's,
+  // at least `loops` of them), when it is of an f32 buffer, direct and
+  // unmasked; -1 otherwise.
+  int OnlyF32Store(const Kernel& k, int loops) const {
+    if (k.kind != Kernel::Kind::kLoops ||
+        static_cast<int>(k.vars.size()) < loops || k.sections.size() != 1 ||
         !k.sections[0].vars.empty()) {
-      return -1;
-    }
-    const Expr rows = k.ranges[n - 2], cols = k.ranges[n - 1];
-    if (rows.kind() != symbolic::ExprKind::kInteger ||
-        cols.kind() != symbolic::ExprKind::kInteger ||
-        cols.int_value() < kTileStride ||
-        rows.int_value() * cols.int_value() > kTileElements) {
       return -1;
     }
     int store = -1;
@@ -1198,27 +1169,45 @@ class Emitter {
       }
       store = static_cast<int>(i);
     }
+    return store;
+  }
+
+  // How far store `st`'s index moves per step of loop `x`, when that is a
+  // constant.
+  static std::optional<int64_t> StepAlong(const ScalarOp& st, Expr x) {
+    absl::StatusOr<Expr> moved = symbolic::Substitute(
+        st.index, {{x, symbolic::Add(x, symbolic::Int(1))}});
+    if (!moved.ok()) return std::nullopt;
+    const Expr d = symbolic::Sub(*moved, st.index);
+    if (d.kind() != symbolic::ExprKind::kInteger) return std::nullopt;
+    return d.int_value();
+  }
+
+  // The store a flat kernel writes through a tile (kTileStride), or -1: its
+  // only store, of an f32 buffer it does not read, direct and unmasked,
+  // kTileStride elements or more apart along the innermost loop and one
+  // apart along the second innermost, both of constant extents whose
+  // product is at most kTileElements, inside at least one more loop.
+  int TiledStore(const Kernel& k) const {
+    const int n = static_cast<int>(k.vars.size());
+    const int store = OnlyF32Store(k, 3);
     if (store < 0) return -1;
+    const Expr rows = k.ranges[n - 2], cols = k.ranges[n - 1];
+    if (rows.kind() != symbolic::ExprKind::kInteger ||
+        cols.kind() != symbolic::ExprKind::kInteger ||
+        cols.int_value() < kTileStride ||
+        rows.int_value() * cols.int_value() > kTileElements) {
+      return -1;
+    }
     const ScalarOp& st = k.ops[store];
     for (const ScalarOp& op : k.ops) {
       if (op.kind == ScalarOp::Kind::kLoad && op.buffer == st.buffer) return -1;
     }
-    // The index's steps along the two loops.
-    auto step = [&st](Expr x) -> std::optional<int64_t> {
-      absl::StatusOr<Expr> moved = symbolic::Substitute(
-          st.index, {{x, symbolic::Add(x, symbolic::Int(1))}});
-      if (!moved.ok()) return std::nullopt;
-      const Expr d = symbolic::Sub(*moved, st.index);
-      if (d.kind() != symbolic::ExprKind::kInteger) return std::nullopt;
-      return d.int_value();
-    };
-    const std::optional<int64_t> along_rows = step(k.vars[n - 2]);
-    const std::optional<int64_t> along_cols = step(k.vars[n - 1]);
-    if (along_rows != 1 || !along_cols ||
-        (*along_cols<kTileStride&& * along_cols> - kTileStride)) {
-      return -1;
-    }
-    return store;
+    const std::optional<int64_t> along_rows = StepAlong(st, k.vars[n - 2]);
+    const std::optional<int64_t> along_cols = StepAlong(st, k.vars[n - 1]);
+    if (along_rows != 1 || !along_cols) return -1;
+    const int64_t apart = *along_cols < 0 ? -*along_cols : *along_cols;
+    return apart < kTileStride ? -1 : store;
   }
 
   // The two innermost loops of kernel `k` with its store tiled (TiledStore):
