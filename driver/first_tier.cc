@@ -165,27 +165,22 @@ Result Convolution(const ir::OpCall& c) {
         (Takes(bias, 1) && bias.tensor.dtype() == DType::kFloat32))) {
     return std::nullopt;
   }
-  absl::StatusOr<ir::Value> meta = ir::ResultMetaOf(c);
-  if (!meta.ok() || !meta->is_tensor() || meta->meta.dtype != DType::kFloat32) {
-    return std::nullopt;  // the reference reports the meta's errors
-  }
-  absl::StatusOr<std::vector<int64_t>> sizes =
-      ir::ConcreteSizes(c, meta->meta.sizes);
-  absl::StatusOr<std::vector<int64_t>> strides =
-      ir::ConcreteSizes(c, meta->meta.strides);
   absl::StatusOr<std::vector<int64_t>> stride = c.arg("stride").AsIntList();
   absl::StatusOr<std::vector<int64_t>> padding = c.arg("padding").AsIntList();
   absl::StatusOr<std::vector<int64_t>> dilation = c.arg("dilation").AsIntList();
   absl::StatusOr<int64_t> groups = c.arg("groups").AsInt();
   const size_t s = static_cast<size_t>(rank - 2);
-  if (!sizes.ok() || !strides.ok() || !stride.ok() || !padding.ok() ||
-      !dilation.ok() || !groups.ok() || stride->size() != s ||
-      padding->size() != s || dilation->size() != s) {
+  if (!stride.ok() || !padding.ok() || !dilation.ok() || !groups.ok() ||
+      stride->size() != s || padding->size() != s || dilation->size() != s) {
     return std::nullopt;
   }
-  absl::StatusOr<Tensor> out =
-      Tensor::UninitializedStrided(*sizes, *strides, DType::kFloat32);
-  if (!out.ok()) return out.status();
+  // The result as the reference lays it out (the reference reports the
+  // meta's errors).
+  absl::StatusOr<ir::Value> meta = ir::ResultMetaOf(c);
+  if (!meta.ok()) return std::nullopt;
+  std::optional<Tensor> out = FirstTierResult(c, *meta, DType::kFloat32);
+  if (!out) return std::nullopt;
+  const std::vector<int64_t>& sizes = out->sizes();
   // The geometry (runtime/convolution.h), each operand at offset 0 of the
   // pointer passed.
   const Tensor& xt = x.tensor;
@@ -194,7 +189,7 @@ Result Convolution(const ir::OpCall& c) {
                             xt.sizes()[1], wt.sizes()[0]};
   for (size_t d = 0; d < s; ++d) g.push_back(xt.sizes()[2 + d]);
   for (size_t d = 0; d < s; ++d) g.push_back(wt.sizes()[2 + d]);
-  for (size_t d = 0; d < s; ++d) g.push_back((*sizes)[2 + d]);
+  for (size_t d = 0; d < s; ++d) g.push_back(sizes[2 + d]);
   for (const auto* v : {&*stride, &*padding, &*dilation}) {
     g.insert(g.end(), v->begin(), v->end());
   }
@@ -212,13 +207,13 @@ Result Convolution(const ir::OpCall& c) {
   absl::StatusOr<Tensor> column = bias.tensor.AsStrided(
       bias_sizes, bias_strides, bias.tensor.storage_offset());
   if (!column.ok()) return column.status();
-  absl::StatusOr<Tensor> b = ir::BroadcastView(*column, *sizes);
+  absl::StatusOr<Tensor> b = ir::BroadcastView(*column, sizes);
   if (!b.ok()) return b.status();
   const float* pb = static_cast<const float*>(b->storage().data());
   float* po = static_cast<float*>(out->storage().data());
   const int64_t sb = b->strides().back(), so = out->strides().back();
   std::vector<const Tensor*> tensors = {&*b, &*out};
-  ir::ForEachRow(*sizes, tensors,
+  ir::ForEachRow(sizes, tensors,
                  [&](absl::Span<const int64_t> starts, int64_t n) {
                    for (int64_t j = 0; j < n; ++j) {
                      float& o = po[starts[1] + j * so];

@@ -147,38 +147,19 @@ bool F32(const ir::Value& v) {
          v.tensor.dtype() == DType::kFloat32 && v.tensor.device().is_cpu();
 }
 
-// The result the op's meta function gives for the call (the reference's
-// dtype, sizes and strides), when it is an f32 host tensor; nullopt for any
-// other (and for the meta's errors, which the reference reports itself).
-std::optional<std::pair<std::vector<int64_t>, std::vector<int64_t>>> F32Result(
-    const ir::OpCall& c) {
-  absl::StatusOr<ir::Value> meta = ir::ResultMetaOf(c);
-  if (!meta.ok() || !meta->is_tensor() || meta->meta.dtype != DType::kFloat32 ||
-      !meta->meta.device.is_cpu()) {
-    return std::nullopt;
-  }
-  absl::StatusOr<std::vector<int64_t>> sizes =
-      ir::ConcreteSizes(c, meta->meta.sizes);
-  absl::StatusOr<std::vector<int64_t>> strides =
-      ir::ConcreteSizes(c, meta->meta.strides);
-  if (!sizes.ok() || !strides.ok()) return std::nullopt;
-  return std::make_pair(*std::move(sizes), *std::move(strides));
-}
-
 // f(x) of an f32 tensor into a new tensor laid out as the reference lays it
 // out, when x is dense and the result has x's strides (the loop then walks
 // both as one run of memory).
 Result Unary(const ir::OpCall& c, VectorLoop loop) {
   const ir::Value& x = c.arg(0);
   if (!F32(x) || !x.tensor.is_non_overlapping_and_dense()) return std::nullopt;
-  auto result = F32Result(c);
-  if (!result || result->first != x.tensor.sizes() ||
-      result->second != x.tensor.strides()) {
+  absl::StatusOr<ir::Value> meta = ir::ResultMetaOf(c);
+  std::optional<Tensor> out;
+  if (meta.ok()) out = FirstTierResult(c, *meta, DType::kFloat32);
+  if (!out || out->sizes() != x.tensor.sizes() ||
+      out->strides() != x.tensor.strides()) {
     return std::nullopt;
   }
-  absl::StatusOr<Tensor> out = Tensor::UninitializedStrided(
-      result->first, result->second, DType::kFloat32);
-  if (!out.ok()) return out.status();
   // A dense tensor's elements are the numel() from element (0, ..., 0) (its
   // strides are positive).
   loop(x.tensor.data<float>(), x.tensor.numel(), out->data<float>());
@@ -302,17 +283,19 @@ Result Binary(const ir::OpCall& c, Arith op, bool in_place) {
     if (!alpha.ok()) return std::nullopt;
     scale *= *alpha;
   }
-  // The result's sizes and strides: self's in place (once the reference's
-  // checks pass: the in-place meta function runs them and returns self).
-  std::optional<std::pair<std::vector<int64_t>, std::vector<int64_t>>> result;
+  // The result: self in place (once the reference's checks pass: the
+  // in-place meta function runs them and returns self), else a new tensor
+  // laid out as the meta function says.
+  absl::StatusOr<ir::Value> meta = ir::ResultMetaOf(c);
+  if (!meta.ok()) return std::nullopt;
+  std::optional<Tensor> out;
   if (in_place) {
-    if (!ir::ResultMetaOf(c).ok()) return std::nullopt;
-    result.emplace(self.tensor.sizes(), self.tensor.strides());
+    out = self.tensor;
   } else {
-    result = F32Result(c);
+    out = FirstTierResult(c, *meta, DType::kFloat32);
   }
-  if (!result) return std::nullopt;
-  const std::vector<int64_t>& sizes = result->first;
+  if (!out) return std::nullopt;
+  const std::vector<int64_t>& sizes = out->sizes();
   // A number is the reference's 0-d tensor of the compute dtype (f32).
   absl::StatusOr<Tensor> b = other.is_number()
                                  ? ir::ScalarTensor(other, DType::kFloat32)
@@ -321,7 +304,6 @@ Result Binary(const ir::OpCall& c, Arith op, bool in_place) {
   absl::StatusOr<Tensor> va = ir::BroadcastView(self.tensor, sizes);
   absl::StatusOr<Tensor> vb = ir::BroadcastView(*b, sizes);
   if (!va.ok() || !vb.ok()) return std::nullopt;
-  Tensor out;
   if (in_place) {
     // Each element of self is read once, before it is written: safe unless
     // other shares self's memory in another layout (the same storage, or
@@ -332,37 +314,29 @@ Result Binary(const ir::OpCall& c, Arith op, bool in_place) {
         (overlap == Overlap::kNone && SharesBytes(self.tensor, *b))) {
       return std::nullopt;
     }
-    out = self.tensor;
-  } else {
-    absl::StatusOr<Tensor> made =
-        Tensor::UninitializedStrided(sizes, result->second, DType::kFloat32);
-    if (!made.ok()) return made.status();
-    // Every element is written below (no gaps for a later view to see).
-    if (!made->is_non_overlapping_and_dense()) return std::nullopt;
-    out = *std::move(made);
   }
   switch (op) {
     case Arith::kAdd:
     case Arith::kSub:
-      Elementwise(*va, *vb, out, [scale](float x, float y) {
+      Elementwise(*va, *vb, *out, [scale](float x, float y) {
         return static_cast<float>(static_cast<double>(x) +
                                   scale * static_cast<double>(y));
       });
       break;
     case Arith::kMul:
-      Elementwise(*va, *vb, out, [](float x, float y) {
+      Elementwise(*va, *vb, *out, [](float x, float y) {
         return static_cast<float>(static_cast<double>(x) *
                                   static_cast<double>(y));
       });
       break;
     case Arith::kDiv:
-      Elementwise(*va, *vb, out, [](float x, float y) {
+      Elementwise(*va, *vb, *out, [](float x, float y) {
         return static_cast<float>(static_cast<double>(x) /
                                   static_cast<double>(y));
       });
       break;
   }
-  return in_place ? self : ir::Value::OfTensor(std::move(out));
+  return in_place ? self : ir::Value::OfTensor(*std::move(out));
 }
 
 // ---- Reductions along the last dimension ----------------------------------
@@ -392,16 +366,9 @@ int64_t LastDimRow(const ir::OpCall& c) {
 // A new f32 tensor laid out as meta value `m` says, when that is
 // contiguous (the loops write the rows in order).
 std::optional<Tensor> NewLike(const ir::OpCall& c, const ir::Value& m) {
-  if (!m.is_tensor() || m.meta.dtype != DType::kFloat32) return std::nullopt;
-  absl::StatusOr<std::vector<int64_t>> sizes =
-      ir::ConcreteSizes(c, m.meta.sizes);
-  absl::StatusOr<std::vector<int64_t>> strides =
-      ir::ConcreteSizes(c, m.meta.strides);
-  if (!sizes.ok() || !strides.ok()) return std::nullopt;
-  absl::StatusOr<Tensor> t =
-      Tensor::UninitializedStrided(*sizes, *strides, DType::kFloat32);
-  if (!t.ok() || !t->is_contiguous()) return std::nullopt;
-  return *std::move(t);
+  std::optional<Tensor> t = FirstTierResult(c, m, DType::kFloat32);
+  if (!t || !t->is_contiguous()) return std::nullopt;
+  return t;
 }
 
 // sum, mean, amax, amin, var and var_mean of an f32 tensor over its last
@@ -502,22 +469,9 @@ Result MaxPool2d(const ir::OpCall& c) {
   if (!k || !st || !pad || !dil || !meta.ok() || meta->list.size() != 2) {
     return std::nullopt;
   }
-  // Both results dense, so every element is written below.
-  auto make = [&c](const ir::Value& m, DType dtype) -> std::optional<Tensor> {
-    absl::StatusOr<std::vector<int64_t>> sizes =
-        ir::ConcreteSizes(c, m.meta.sizes);
-    absl::StatusOr<std::vector<int64_t>> strides =
-        ir::ConcreteSizes(c, m.meta.strides);
-    if (m.meta.dtype != dtype || !sizes.ok() || !strides.ok()) {
-      return std::nullopt;
-    }
-    absl::StatusOr<Tensor> t =
-        Tensor::UninitializedStrided(*sizes, *strides, dtype);
-    if (!t.ok() || !t->is_non_overlapping_and_dense()) return std::nullopt;
-    return *std::move(t);
-  };
-  std::optional<Tensor> out = make(meta->list[0], DType::kFloat32);
-  std::optional<Tensor> idx = make(meta->list[1], DType::kInt64);
+  std::optional<Tensor> out =
+      FirstTierResult(c, meta->list[0], DType::kFloat32);
+  std::optional<Tensor> idx = FirstTierResult(c, meta->list[1], DType::kInt64);
   if (!out || !idx) return std::nullopt;
   const Tensor& x = self.tensor;
   const std::vector<int64_t>& xs = x.strides();
@@ -566,6 +520,23 @@ Result MaxPool2d(const ir::OpCall& c) {
 }
 
 }  // namespace
+
+std::optional<Tensor> FirstTierResult(const ir::OpCall& c,
+                                      const ir::Value& meta, DType dtype) {
+  if (!meta.is_tensor() || meta.meta.dtype != dtype ||
+      !meta.meta.device.is_cpu()) {
+    return std::nullopt;
+  }
+  absl::StatusOr<std::vector<int64_t>> sizes =
+      ir::ConcreteSizes(c, meta.meta.sizes);
+  absl::StatusOr<std::vector<int64_t>> strides =
+      ir::ConcreteSizes(c, meta.meta.strides);
+  if (!sizes.ok() || !strides.ok()) return std::nullopt;
+  absl::StatusOr<Tensor> t =
+      Tensor::UninitializedStrided(*sizes, *strides, dtype);
+  if (!t.ok() || !t->is_non_overlapping_and_dense()) return std::nullopt;
+  return *std::move(t);
+}
 
 void AddFirstTierLoops(ir::KernelOverrides& kernels) {
   const std::pair<const char*, const VectorLoop(*)[3]> unary[] = {

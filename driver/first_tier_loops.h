@@ -36,9 +36,24 @@
 #ifndef LATHE_DRIVER_FIRST_TIER_LOOPS_H_
 #define LATHE_DRIVER_FIRST_TIER_LOOPS_H_
 
+#include <optional>
+
 #include "ir/eval_call.h"
+#include "ir/op_registry.h"
+#include "ir/value.h"
+#include "runtime/dtype.h"
+#include "runtime/tensor.h"
 
 namespace lathe {
+
+// FirstTierResult()
+//
+// A new host tensor of `dtype` laid out as `meta` (an op's result metadata,
+// ir::ResultMetaOf) says, its elements left for the kernel to write every
+// one; nullopt for metadata of another dtype or device, a layout with gaps,
+// or an allocation the limits refuse (the reference then reports it).
+std::optional<Tensor> FirstTierResult(const ir::OpCall& c,
+                                      const ir::Value& meta, DType dtype);
 
 // AddFirstTierLoops()
 //
