@@ -30,9 +30,12 @@ bool Takes(const ir::Value& v, int64_t rank) {
 }
 
 // a @ b (rank 2), or per batch (rank 3), in f32 into a new contiguous
-// tensor, by the routine the compiled code calls: sgemm (f32), bgemm
-// (bf16 operands, f32 sums); std::nullopt for operands the reference must
-// see (another dtype, mixed dtypes, sizes that do not match, none).
+// tensor: f32 as the compiled code's sgemm does but by oneDNN's matmul
+// primitives (kernel_runtime.h: SgemmByPrimitives; sgemm's kernels, made
+// at its first product, would cost a process's first call about 21 ms),
+// bf16 operands by the routine the compiled code calls (bgemm, f32 sums);
+// std::nullopt for operands the reference must see (another dtype, mixed
+// dtypes, sizes that do not match, none).
 std::optional<absl::StatusOr<Tensor>> F32Product(const ir::Value& a,
                                                  const ir::Value& b,
                                                  bool batch) {
@@ -51,7 +54,7 @@ std::optional<absl::StatusOr<Tensor>> F32Product(const ir::Value& a,
   const int64_t batches = batch ? x.sizes()[0] : 1;
   std::vector<int64_t> sizes = {m, n};
   if (batch) sizes.insert(sizes.begin(), batches);
-  // sgemm writes every element (its beta is 0).
+  // The product writes every element (its beta is 0).
   absl::StatusOr<Tensor> out = Tensor::UninitializedStrided(
       sizes, ContiguousStrides(sizes), DType::kFloat32);
   if (!out.ok()) return out.status();
@@ -62,9 +65,9 @@ std::optional<absl::StatusOr<Tensor>> F32Product(const ir::Value& a,
   };
   const std::vector<int64_t> sx = strides(x), sy = strides(y);
   if (x.dtype() == DType::kFloat32) {
-    KernelRuntime()->sgemm(batches, m, n, k, x.data<float>(), sx[0], sx[1],
-                           sx[2], y.data<float>(), sy[0], sy[1], sy[2],
-                           out->data<float>(), m * n, n, 1);
+    SgemmByPrimitives(batches, m, n, k, x.data<float>(), sx[0], sx[1], sx[2],
+                      y.data<float>(), sy[0], sy[1], sy[2], out->data<float>(),
+                      m * n, n, 1);
   } else {
     KernelRuntime()->bgemm(batches, m, n, k, x.data_ptr(), sx[0], sx[1], sx[2],
                            y.data_ptr(), sy[0], sy[1], sy[2],

@@ -9,10 +9,13 @@
 // precision:
 //
 // - the matrix products (mm, bmm, their out_dtype forms, addmm on f32 or
-//   bf16 host tensors) and f32 convolutions go to the routines the compiled
-//   code calls (the runtime's sgemm, bgemm and Sconv). Their products are
-//   summed in f32, as the compiled code's (then a bias is added in double
-//   and the result rounded to the output dtype, as the reference rounds);
+//   bf16 host tensors) and f32 convolutions go to the runtime's routines:
+//   those the compiled code calls (bgemm, Sconv), and for f32 products
+//   oneDNN's matmul primitives rather than its sgemm, whose kernels take
+//   about 21 ms to make at a process's first product (kernel_runtime.h:
+//   SgemmByPrimitives). Their products are summed in f32, as the compiled
+//   code's (then a bias is added in double and the result rounded to the
+//   output dtype, as the reference rounds);
 // - f32 elementwise ops, last-dimension reductions and 2-d max pools run as
 //   typed loops (first_tier_loops.h).
 //

@@ -1,8 +1,8 @@
 // The first tier's kernels (first_tier.h) against the oracle: the f32
-// products by sgemm match the interpreter's double-precision ones to f32
-// rounding, through transposed and broadcast operands, addmm's alpha and
-// beta (beta 0 ignores NaNs in self); other dtypes and arguments the
-// reference must refuse are left to the reference.
+// products by oneDNN's matmul primitives match the interpreter's
+// double-precision ones to f32 rounding, through transposed and broadcast
+// operands, addmm's alpha and beta (beta 0 ignores NaNs in self); other dtypes
+// and arguments the reference must refuse are left to the reference.
 
 #include "driver/first_tier.h"
 
@@ -82,7 +82,7 @@ TEST(FirstTierTest, ProductsMatchTheOracle) {
     testing::ExpectTensorsClose(got[k].tensor, want[k].tensor, 1e-5,
                                 absl::StrCat("output ", k));
   }
-  // The products ran in f32 (sgemm), not the reference's double: some of
+  // The products ran in f32 (oneDNN), not the reference's double: some of
   // mm's 1,584 sums of 70 products round differently.
   int differ = 0;
   for (int64_t i = 0; i < got[0].tensor.numel(); ++i) {

@@ -5,12 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <future>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -51,7 +51,7 @@ void RestorePriority(int nice) {
   ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), nice);
 }
 
-// Whether `graph` has an f32 product the first tier gives to sgemm.
+// Whether `graph` has a matrix product the library may give to sgemm.
 bool HasProducts(const ir::Graph& graph) {
   for (const auto& n : graph.nodes()) {
     const std::string& t = n->target();
@@ -190,15 +190,8 @@ absl::StatusOr<Variant> VariantCompiler::CompileTiered(
                    lathe::Compile(parsed_, probe));
   if (made->function != nullptr) return Compiled(std::move(made));
   // A miss. The first tier: the probe's graph (after the passes and guards)
-  // on the interpreter. oneDNN makes its f32 product kernels on a process's
-  // first product (onednn::WarmProducts): once per process, for a graph with
-  // products, on a thread of its own while the first tier's ops before its
-  // first product run.
-  static std::atomic<bool> warming{false};
-  if (HasProducts(*made->graph) && !warming.exchange(true)) {
-    std::lock_guard<std::mutex> lock(tiers_mu_);
-    builds_.emplace_back([] { onednn::WarmProducts(); });
-  }
+  // on the interpreter.
+  const bool products = HasProducts(*made->graph);
   Variant v = InterpretedVariant(*made, &FirstTierKernels());
   {
     std::lock_guard<std::mutex> lock(tiers_mu_);
@@ -218,16 +211,23 @@ absl::StatusOr<Variant> VariantCompiler::CompileTiered(
     std::call_once(*once, [&returned] { returned->set_value(); });
     return out;
   };
-  v.upgrade = [this, options, before_build,
-               first_call](Variant::Replace replace) {
+  v.upgrade = [this, options, before_build, first_call,
+               products](Variant::Replace replace) {
     std::lock_guard<std::mutex> lock(tiers_mu_);
-    builds_.emplace_back([this, options, before_build, first_call,
+    builds_.emplace_back([this, options, before_build, first_call, products,
                           replace = std::move(replace)] {
       const int nice = YieldToCalls();
       first_call.wait_for(kFirstCallWait);
+      // oneDNN makes all of its sgemm kernels at a process's first product
+      // (about 21 ms; the first tier's products take matmul primitives
+      // instead): made beside the build, so that the library's first call
+      // does not wait for them.
+      std::thread warm;
+      if (products) warm = std::thread(&onednn::WarmProducts);
       if (before_build) before_build();
       absl::StatusOr<Variant> built =
           Compiled(lathe::Compile(parsed_, options));
+      if (warm.joinable()) warm.join();
       // replace() takes the function's lock, which calls wait on.
       RestorePriority(nice);
       replace(std::move(built));

@@ -20,9 +20,10 @@
 // call once loaded (Variant::upgrade), and the cache keeps it for the next
 // process. The build runs at a lower priority (nice +10) and starts once the
 // first call returned, or 250 ms after the compile (so WaitForBuilds may
-// wait that long for a function never called); a process's first tiered
-// compile of a graph with products also makes oneDNN's sgemm kernels on a
-// thread of its own (WaitForBuilds waits for it too). One difference shows: a
+// wait that long for a function never called); the build of a graph with
+// products also has oneDNN make its sgemm kernels (once per process), on a
+// thread beside the compiler, before the library replaces the first tier.
+// One difference shows: a
 // call whose written argument shares a storage with another runs on the
 // interpreter, as PyTorch runs it, and is refused by the library once it
 // replaced the interpreter.

@@ -72,20 +72,22 @@ struct SgemmCall {
   float* c;
   int64_t a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs;
   bool frozen;
+  bool primitives;  // every piece by oneDNN's matmul (SgemmByPrimitives)
 
   // The piece's part of the product on this thread: oneDNN's matmul with b
   // packed once when `frozen` (the pieces are row panels: each reads the
-  // whole b, one packed copy), else its sgemm (which packs its part of b on
-  // every call).
+  // whole b, one packed copy), or with b as it is for `primitives`, else
+  // its sgemm (which packs its part of b on every call).
   static void Piece(void* ctx, const onednn::ProductPiece& p) {
     const SgemmCall& g = *static_cast<const SgemmCall*>(ctx);
     const float* a = g.a + p.mat * g.a_bs + p.row * g.a_rs;
     const float* b = g.b + p.mat * g.b_bs + p.col * g.b_cs;
     float* c = g.c + p.mat * g.c_bs + p.row * g.c_rs + p.col * g.c_cs;
-    if (g.frozen && onednn::RunMatmul({dnnl_f32, p.mats, p.rows, p.cols, g.k,
-                                       g.a_bs, g.a_rs, g.a_cs, g.b_bs, g.b_rs,
-                                       g.b_cs, g.c_bs, g.c_rs, g.c_cs, true},
-                                      a, b, c)) {
+    if ((g.frozen || g.primitives) &&
+        onednn::RunMatmul(
+            {dnnl_f32, p.mats, p.rows, p.cols, g.k, g.a_bs, g.a_rs, g.a_cs,
+             g.b_bs, g.b_rs, g.b_cs, g.c_bs, g.c_rs, g.c_cs, g.frozen},
+            a, b, c)) {
       return;
     }
     for (int64_t mat = 0; mat < p.mats; ++mat) {
@@ -103,12 +105,13 @@ struct SgemmCall {
 
 // f32: oneDNN's sgemm (tools/bench/library_choice.md: the fastest of Eigen,
 // OpenBLAS and oneDNN on this machine at the MLP and transformer shapes),
-// in pieces on the runtime's pool (onednn.h: ParallelProducts). Layouts
-// BLAS cannot express go to Eigen.
-void Sgemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a,
-           int64_t a_bs, int64_t a_rs, int64_t a_cs, const float* b,
-           int64_t b_bs, int64_t b_rs, int64_t b_cs, float* c, int64_t c_bs,
-           int64_t c_rs, int64_t c_cs) {
+// or its matmul primitive for every piece with `primitives`, in pieces on
+// the runtime's pool (onednn.h: ParallelProducts). Layouts BLAS cannot
+// express go to Eigen.
+void SgemmWith(bool primitives, int64_t batch, int64_t m, int64_t n, int64_t k,
+               const float* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+               const float* b, int64_t b_bs, int64_t b_rs, int64_t b_cs,
+               float* c, int64_t c_bs, int64_t c_rs, int64_t c_cs) {
   char ta, tb, tc;
   int64_t lda, ldb, ldc;
   const bool blas = k > 0 && m > 0 && n > 0 &&
@@ -133,11 +136,20 @@ void Sgemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a,
       onednn::PiecesReadAllOfB(batch, m, n, k, team,
                                onednn::kPackedPanelRows) &&
       FrozenOperand(batch, n, k, b, b_bs, b_rs, b_cs, sizeof(float));
-  SgemmCall call{ta,   tb,   k,    lda,  ldb,  ldc,  a,    b,    c,     a_bs,
-                 a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs, frozen};
+  SgemmCall call{ta,   tb,   k,    lda,  ldb,    ldc,       a,
+                 b,    c,    a_bs, a_rs, a_cs,   b_bs,      b_rs,
+                 b_cs, c_bs, c_rs, c_cs, frozen, primitives};
   onednn::ParallelProducts(
       batch, m, n, k, team, &SgemmCall::Piece, &call,
-      frozen ? onednn::kPackedPanelRows : onednn::kPanelRows);
+      frozen || primitives ? onednn::kPackedPanelRows : onednn::kPanelRows);
+}
+
+void Sgemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a,
+           int64_t a_bs, int64_t a_rs, int64_t a_cs, const float* b,
+           int64_t b_bs, int64_t b_rs, int64_t b_cs, float* c, int64_t c_bs,
+           int64_t c_rs, int64_t c_cs) {
+  SgemmWith(false, batch, m, n, k, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, c,
+            c_bs, c_rs, c_cs);
 }
 
 // Why this thread's last allocation for generated code failed.
@@ -229,6 +241,14 @@ absl::Status TakeDeviceError() {
   absl::Status s = std::move(LastDeviceError());
   LastDeviceError() = absl::OkStatus();
   return s;
+}
+
+void SgemmByPrimitives(int64_t batch, int64_t m, int64_t n, int64_t k,
+                       const float* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                       const float* b, int64_t b_bs, int64_t b_rs, int64_t b_cs,
+                       float* c, int64_t c_bs, int64_t c_rs, int64_t c_cs) {
+  SgemmWith(true, batch, m, n, k, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, c,
+            c_bs, c_rs, c_cs);
 }
 
 const LatheKernelRuntime* KernelRuntime() {

@@ -2,7 +2,8 @@
 // every layout the generated code passes: row-major, transposed operands
 // (BLAS 'T'), batches, a strided output and a layout BLAS cannot express
 // (both strides > 1, which goes to Eigen), and k = 0; large products split
-// over the runtime's pool.
+// over the runtime's pool. Each f32 product not frozen also runs by
+// SgemmByPrimitives (oneDNN's matmul primitive per piece).
 
 #include "runtime/kernel_runtime.h"
 
@@ -41,9 +42,10 @@ std::vector<T> Naive(int64_t batch, int64_t m, int64_t n, int64_t k,
 }
 
 // Runs the runtime's product once and checks the result against the naive
-// loop. With `packed` given, b is registered as a frozen constant's around
-// three calls, each checked, and *packed is set to how many packed copies
-// the calls added (packed_weights.h); the copies are checked gone after.
+// loop; an f32 product also by SgemmByPrimitives. With `packed` given, b is
+// registered as a frozen constant's around three calls of sgemm, each
+// checked, and *packed is set to how many packed copies the calls added
+// (packed_weights.h); the copies are checked gone after.
 template <typename T>
 void Check(int64_t batch, int64_t m, int64_t n, int64_t k, Layout la, Layout lb,
            Layout lc, int64_t* packed = nullptr) {
@@ -55,11 +57,15 @@ void Check(int64_t batch, int64_t m, int64_t n, int64_t k, Layout la, Layout lb,
   for (size_t i = 0; i < b.size(); ++i) b[i] = T(std::cos(0.11 * i));
   const int64_t b_bytes = b.size() * sizeof(T);
   if (frozen) RegisterFrozenWeights(b.data(), b_bytes);
-  for (int call = 0; call < (frozen ? 3 : 1); ++call) {
+  const int calls = frozen ? 3 : sizeof(T) == 4 ? 2 : 1;
+  for (int call = 0; call < calls; ++call) {
     std::vector<T> c(batch * lc.bs + m * lc.rs + n * lc.cs + 1, T(-7));
     const LatheKernelRuntime* rt = KernelRuntime();
-    auto gemm = sizeof(T) == 4 ? reinterpret_cast<void*>(rt->sgemm)
-                               : reinterpret_cast<void*>(rt->dgemm);
+    // The second call of an f32 product that is not frozen: by primitives.
+    const bool primitives = !frozen && call == 1;
+    auto gemm = sizeof(T) != 4 ? reinterpret_cast<void*>(rt->dgemm)
+                : primitives   ? reinterpret_cast<void*>(&SgemmByPrimitives)
+                               : reinterpret_cast<void*>(rt->sgemm);
     using Fn = void (*)(int64_t, int64_t, int64_t, int64_t, const T*, int64_t,
                         int64_t, int64_t, const T*, int64_t, int64_t, int64_t,
                         T*, int64_t, int64_t, int64_t);
