@@ -155,7 +155,7 @@ Result Unary(const ir::OpCall& c, VectorLoop loop) {
   if (!F32(x) || !x.tensor.is_non_overlapping_and_dense()) return std::nullopt;
   absl::StatusOr<ir::Value> meta = ir::ResultMetaOf(c);
   std::optional<Tensor> out;
-  if (meta.ok()) out = FirstTierResult(c, *meta, DType::kFloat32);
+  if (meta.ok()) out = FirstTierResult(c, *meta, DType::kFloat32, {&x});
   if (!out || out->sizes() != x.tensor.sizes() ||
       out->strides() != x.tensor.strides()) {
     return std::nullopt;
@@ -292,7 +292,7 @@ Result Binary(const ir::OpCall& c, Arith op, bool in_place) {
   if (in_place) {
     out = self.tensor;
   } else {
-    out = FirstTierResult(c, *meta, DType::kFloat32);
+    out = FirstTierResult(c, *meta, DType::kFloat32, {&self, &other});
   }
   if (!out) return std::nullopt;
   const std::vector<int64_t>& sizes = out->sizes();
@@ -521,8 +521,9 @@ Result MaxPool2d(const ir::OpCall& c) {
 
 }  // namespace
 
-std::optional<Tensor> FirstTierResult(const ir::OpCall& c,
-                                      const ir::Value& meta, DType dtype) {
+std::optional<Tensor> FirstTierResult(
+    const ir::OpCall& c, const ir::Value& meta, DType dtype,
+    std::initializer_list<const ir::Value*> reusable) {
   if (!meta.is_tensor() || meta.meta.dtype != dtype ||
       !meta.meta.device.is_cpu()) {
     return std::nullopt;
@@ -532,6 +533,16 @@ std::optional<Tensor> FirstTierResult(const ir::OpCall& c,
   absl::StatusOr<std::vector<int64_t>> strides =
       ir::ConcreteSizes(c, meta.meta.strides);
   if (!sizes.ok() || !strides.ok()) return std::nullopt;
+  for (const ir::Value* v : reusable) {
+    if (!v->is_tensor() || !v->tensor.defined()) continue;
+    const Tensor& t = v->tensor;
+    if (t.dtype() == dtype && t.device().is_cpu() &&
+        !t.storage().is_borrowed() && t.storage().use_count() == 1 &&
+        t.sizes() == *sizes && t.strides() == *strides &&
+        t.is_non_overlapping_and_dense()) {
+      return t;
+    }
+  }
   absl::StatusOr<Tensor> t =
       Tensor::UninitializedStrided(*sizes, *strides, dtype);
   if (!t.ok() || !t->is_non_overlapping_and_dense()) return std::nullopt;

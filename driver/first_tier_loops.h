@@ -36,6 +36,7 @@
 #ifndef LATHE_DRIVER_FIRST_TIER_LOOPS_H_
 #define LATHE_DRIVER_FIRST_TIER_LOOPS_H_
 
+#include <initializer_list>
 #include <optional>
 
 #include "ir/eval_call.h"
@@ -48,12 +49,19 @@ namespace lathe {
 
 // FirstTierResult()
 //
-// A new host tensor of `dtype` laid out as `meta` (an op's result metadata,
+// A host tensor of `dtype` laid out as `meta` (an op's result metadata,
 // ir::ResultMetaOf) says, its elements left for the kernel to write every
 // one; nullopt for metadata of another dtype or device, a layout with gaps,
-// or an allocation the limits refuse (the reference then reports it).
-std::optional<Tensor> FirstTierResult(const ir::OpCall& c,
-                                      const ir::Value& meta, DType dtype);
+// or an allocation the limits refuse (the reference then reports it). The
+// first of `reusable` (an elementwise kernel's operands, each element read
+// before the same element of the result is written) that the call holds
+// alone (the interpreter let go of it: ir::EvalCall), in lathe's memory and
+// already laid out so, is the result: no fresh memory, which a process
+// faults in at about 2.5 GB/s on tools/bench/README.md's machine. Else a new
+// tensor.
+std::optional<Tensor> FirstTierResult(
+    const ir::OpCall& c, const ir::Value& meta, DType dtype,
+    std::initializer_list<const ir::Value*> reusable = {});
 
 // AddFirstTierLoops()
 //

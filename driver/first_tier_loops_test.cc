@@ -2,8 +2,9 @@
 // oracle: the arithmetic gives the interpreter's bits, through broadcasts,
 // numbers, alpha, transposed operands and in-place writes; the functions give
 // its values to within an f32 ULP (NaN, infinities and signed zeros as it
-// gives them); results keep the oracle's layout; and the calls the kernels
-// do not cover are left to the reference, with its errors.
+// gives them); results keep the oracle's layout, and take over an operand's
+// memory only where nothing else reads it; and the calls the kernels do not
+// cover are left to the reference, with its errors.
 
 #include "driver/first_tier_loops.h"
 
@@ -393,6 +394,91 @@ TEST(FirstTierLoopsTest, ResultsKeepTheOraclesLayout) {
                  .value();
   ExpectMatchesOracle(kLayouts, {Filled({40, 6}, DType::kFloat32, 8), y},
                       /*ulps=*/1);
+}
+
+// A value the interpreter reads for the last time, held by nothing else,
+// becomes the result of an elementwise call laid out as it is: erf over
+// its operand, add over self or over other. Inputs, values read again
+// later (returned, or read by a later call), an operand passed twice, a
+// transposed operand and a broadcast one keep their values and get a new
+// result. Every output against the oracle's bits (erf's within an ULP).
+constexpr char kReuse[] = R"(class g(torch.nn.Module):
+    def forward(self, x: "f32[6, 40][40, 1]cpu", y: "f32[40][1]cpu", z: "f32[40, 6][6, 1]cpu"):
+        a: "f32[6, 40][40, 1]cpu" = torch.ops.aten.mul.Tensor(x, 2.0)
+        b: "f32[6, 40][40, 1]cpu" = torch.ops.aten.erf.default(a)
+        c: "f32[6, 40][40, 1]cpu" = torch.ops.aten.add.Tensor(b, y)
+        d: "f32[6, 40][40, 1]cpu" = torch.ops.aten.mul.Tensor(x, 3.0)
+        e: "f32[6, 40][40, 1]cpu" = torch.ops.aten.sub.Tensor(y, d)
+        f: "f32[6, 40][40, 1]cpu" = torch.ops.aten.erf.default(x)
+        g: "f32[6, 40][40, 1]cpu" = torch.ops.aten.mul.Tensor(x, 0.5)
+        h: "f32[6, 40][40, 1]cpu" = torch.ops.aten.exp.default(g)
+        i: "f32[6, 40][40, 1]cpu" = torch.ops.aten.add.Tensor(g, h)
+        j: "f32[6, 40][40, 1]cpu" = torch.ops.aten.mul.Tensor(x, 1.5)
+        k: "f32[6, 40][40, 1]cpu" = torch.ops.aten.add.Tensor(j, j)
+        t: "f32[6, 40][1, 6]cpu" = torch.ops.aten.t.default(z)
+        m: "f32[6, 40][1, 6]cpu" = torch.ops.aten.mul.Tensor(t, 2.0)
+        n: "f32[6, 40][40, 1]cpu" = torch.ops.aten.add.Tensor(x, m)
+        return (c, e, f, i, k, n, m)
+)";
+
+TEST(FirstTierLoopsTest, ResultsReuseWhatOnlyTheCallHolds) {
+  // Each call's first tensor operand and result, by node name.
+  std::vector<std::pair<std::string, std::pair<const void*, const void*>>> seen;
+  ir::KernelOverrides recording;
+  for (const auto& [target, kernel] : Kernels()) {
+    recording[target] =
+        [&, kernel = kernel](
+            const ir::OpCall& c) -> std::optional<absl::StatusOr<ir::Value>> {
+      const void* in[2] = {nullptr, nullptr};
+      for (int k = 0, t = 0; k < c.num_args() && t < 2; ++k) {
+        if (c.arg(k).is_tensor()) in[t++] = c.arg(k).tensor.data_ptr();
+      }
+      std::optional<absl::StatusOr<ir::Value>> out = kernel(c);
+      EXPECT_TRUE(out.has_value() && out->ok()) << c.op().target;
+      const void* o = out.has_value() && out->ok() && (*out)->is_tensor()
+                          ? (*out)->tensor.data_ptr()
+                          : nullptr;
+      seen.push_back(
+          {c.op().target,
+           {o == in[0] ? in[0] : nullptr, o == in[1] ? in[1] : nullptr}});
+      return out;
+    };
+  }
+  std::unique_ptr<ir::Graph> g = ir::ParseGraph(kReuse).value();
+  std::vector<Tensor> inputs = {Filled({6, 40}, DType::kFloat32, 1),
+                                Filled({40}, DType::kFloat32, 2),
+                                Filled({40, 6}, DType::kFloat32, 3)};
+  std::vector<ir::Value> in;
+  std::vector<Tensor> kept;  // the inputs' values, to check them unchanged
+  for (const Tensor& t : inputs) {
+    in.push_back(ir::Value::OfTensor(t));
+    kept.push_back(t.Clone().value());
+  }
+  ASSERT_OK_AND_ASSIGN(
+      ir::Interpretation r,
+      ir::Interpret(*g, in, {}, ir::Generator::kDefaultSeed, &recording));
+  // Which operand became the result: 1 the first tensor, 2 the second, 0
+  // none; in the graph's order of the calls the kernels ran.
+  std::vector<int> reused;
+  for (const auto& [target, p] : seen) {
+    reused.push_back(p.first != nullptr ? 1 : p.second != nullptr ? 2 : 0);
+  }
+  // a = x * 2 (an input): new; b = erf(a): a; c = b + y: b; d = x * 3:
+  // new; e = y - d: d (the second operand); f = erf(x): new; g = x * 0.5:
+  // new; h = exp(g): new (g is read again); i = g + h: g; j = x * 1.5:
+  // new; k = j + j: new (j passed twice); m = t * 2: new (t is z's view);
+  // n = x + m: new (m is returned).
+  EXPECT_EQ(reused, (std::vector<int>{0, 1, 1, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0}));
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    ExpectSame(inputs[k], kept[k], 0, absl::StrCat("input ", k));
+  }
+  absl::StatusOr<std::vector<ir::Value>> want = RunGraph(kReuse, inputs, false);
+  ASSERT_OK(want.status());
+  ASSERT_EQ(r.outputs.size(), want->size());
+  for (size_t k = 0; k < want->size(); ++k) {
+    ExpectSame(r.outputs[k].tensor, (*want)[k].tensor, 1,
+               absl::StrCat("output ", k));
+  }
 }
 
 // Other dtypes, and an in-place write whose operand overlaps it in another

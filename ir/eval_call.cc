@@ -204,7 +204,7 @@ absl::Status CheckElements(const OpDef& op, const std::vector<Value>& args,
 absl::StatusOr<EvaluatedCall> EvalCall(
     const Node& n, const absl::flat_hash_map<const Node*, Value>& values,
     symbolic::ShapeEnv* shape_env, Generator* generator,
-    const KernelOverrides* overrides) {
+    const KernelOverrides* overrides, const std::function<void()>& bound) {
   EvaluatedCall r;
   std::vector<Value> args;
   for (const Arg& a : n.args()) {
@@ -250,15 +250,19 @@ absl::StatusOr<EvaluatedCall> EvalCall(
   bool count = shape_env == nullptr && !r.op->HasTag(OpTag::kView) &&
                !r.op->HasTag(OpTag::kBuiltin);
   if (count) RETURN_IF_ERROR(CheckElements(*r.op, r.args, /*result=*/false));
-  OpCall call(*r.op, r.args, shape_env, generator);
+  // The call owns the arguments while its function runs (r.args has them
+  // back after): a storage that one argument alone holds is held once.
+  OpCall call(*r.op, std::move(r.args), shape_env, generator);
   if (shape_env != nullptr) {
     ASSIGN_OR_RETURN(r.out, r.op->meta(call));
+    r.args = call.args();
     return r;
   }
   // Every tensor the kernel allocates is bounded before it is allocated
   // (a view allocates none).
   std::optional<ScopedElementLimit> limit;
   if (count) limit.emplace(MaxOpElements());
+  if (bound) bound();
   std::optional<absl::StatusOr<Value>> overridden;
   if (overrides != nullptr) {
     auto it = overrides->find(r.op->target);
@@ -266,6 +270,7 @@ absl::StatusOr<EvaluatedCall> EvalCall(
   }
   absl::StatusOr<Value> out =
       overridden.has_value() ? *std::move(overridden) : r.op->kernel(call);
+  r.args = call.args();
   if (!out.ok() && limit && limit->refused()) {
     const ScopedElementLimit::Refusal& big = *limit->refused();
     std::vector<symbolic::Expr> sizes;

@@ -60,10 +60,15 @@ using KernelOverrides = absl::flat_hash_map<std::string, KernelOverride>;
 // or an op's reference kernel (shape_env null; `overrides` first, where one
 // names the op) or its meta function (recording guards in shape_env).
 // Random kernels draw from `generator` (null: a fresh default-seeded one).
+// `bound`, when given, runs once the arguments are bound and checked, just
+// before a kernel runs: the interpreter lets go there of the values this
+// call reads last, so that a kernel holding a storage alone may write its
+// result over it (first_tier_loops.h).
 absl::StatusOr<EvaluatedCall> EvalCall(
     const Node& n, const absl::flat_hash_map<const Node*, Value>& values,
     symbolic::ShapeEnv* shape_env, Generator* generator = nullptr,
-    const KernelOverrides* overrides = nullptr);
+    const KernelOverrides* overrides = nullptr,
+    const std::function<void()>& bound = nullptr);
 
 // SetObjectValue()
 //

@@ -250,8 +250,12 @@ absl::StatusOr<Interpretation> Interpret(
       case Node::Kind::kCall:
         break;
     }
+    // The values this call reads last are let go of before its kernel
+    // runs: a kernel that then holds a storage alone may reuse it.
     absl::StatusOr<EvaluatedCall> call =
-        EvalCall(n, env, /*shape_env=*/nullptr, &generator, overrides);
+        EvalCall(n, env, /*shape_env=*/nullptr, &generator, overrides, [&] {
+          for (const Node* v : dead_after[at]) env.erase(v);
+        });
     if (!call.ok()) return fail(call.status());
     Value out = std::move(call->out);
     if (const OpDef* op = call->op; op != nullptr) {

@@ -56,6 +56,8 @@ class OpCall {
   // The argument called `name` (which must exist in the schema).
   const Value& arg(absl::string_view name) const;
   int num_args() const { return static_cast<int>(args_.size()); }
+  // Every argument, in schema order.
+  const std::vector<Value>& args() const { return args_; }
   // The ShapeEnv during shape propagation (for guards); null when running.
   symbolic::ShapeEnv* env() const { return env_; }
   // The interpreter's random number generator (random.h); null outside an
