@@ -147,9 +147,10 @@ bool F32(const ir::Value& v) {
          v.tensor.dtype() == DType::kFloat32 && v.tensor.device().is_cpu();
 }
 
-// f(x) of an f32 tensor into a new tensor laid out as the reference lays it
-// out, when x is dense and the result has x's strides (the loop then walks
-// both as one run of memory).
+// f(x) of an f32 tensor into a tensor laid out as the reference lays it out
+// (a new one, or x's memory where only the call holds it: FirstTierResult),
+// when x is dense and the result has x's strides (the loop then walks both
+// as one run of memory).
 Result Unary(const ir::OpCall& c, VectorLoop loop) {
   const ir::Value& x = c.arg(0);
   if (!F32(x) || !x.tensor.is_non_overlapping_and_dense()) return std::nullopt;
@@ -271,8 +272,9 @@ bool SharesBytes(const Tensor& a, const Tensor& b) {
 enum class Arith { kAdd, kSub, kMul, kDiv };
 
 // self OP other (add and sub: self + alpha * other, negated for sub) over
-// f32 operands, into a new tensor (`in_place`: into self), with the
-// reference's expressions in double.
+// f32 operands, into a new tensor or an operand's memory only the call
+// holds (FirstTierResult; `in_place`: into self), with the reference's
+// expressions in double.
 Result Binary(const ir::OpCall& c, Arith op, bool in_place) {
   const ir::Value& self = c.arg(0);
   const ir::Value& other = c.arg(1);
@@ -538,6 +540,8 @@ std::optional<Tensor> FirstTierResult(
     const Tensor& t = v->tensor;
     if (t.dtype() == dtype && t.device().is_cpu() &&
         !t.storage().is_borrowed() && t.storage().use_count() == 1 &&
+        t.storage_offset() == 0 &&
+        t.storage().nbytes() == t.numel() * t.itemsize() &&
         t.sizes() == *sizes && t.strides() == *strides &&
         t.is_non_overlapping_and_dense()) {
       return t;

@@ -55,10 +55,10 @@ namespace lathe {
 // or an allocation the limits refuse (the reference then reports it). The
 // first of `reusable` (an elementwise kernel's operands, each element read
 // before the same element of the result is written) that the call holds
-// alone (the interpreter let go of it: ir::EvalCall), in lathe's memory and
-// already laid out so, is the result: no fresh memory, which a process
-// faults in at about 2.5 GB/s on tools/bench/README.md's machine. Else a new
-// tensor.
+// alone (the interpreter let go of it: ir::EvalCall), in lathe's memory,
+// the whole of its storage and already laid out so, is the result: no fresh
+// memory, which a process faults in at about 2.5 GB/s on
+// tools/bench/README.md's machine. Else a new tensor.
 std::optional<Tensor> FirstTierResult(
     const ir::OpCall& c, const ir::Value& meta, DType dtype,
     std::initializer_list<const ir::Value*> reusable = {});

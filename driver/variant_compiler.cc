@@ -10,7 +10,6 @@
 #include <future>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -51,13 +50,14 @@ void RestorePriority(int nice) {
   ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), nice);
 }
 
-// Whether `graph` has a matrix product the library may give to sgemm.
+// Whether `graph` has an f32 matrix product (the library gives them to
+// sgemm).
 bool HasProducts(const ir::Graph& graph) {
   for (const auto& n : graph.nodes()) {
     const std::string& t = n->target();
-    if (t == "aten.mm.default" || t == "aten.bmm.default" ||
-        t == "aten.addmm.default" || t == "aten.mm.dtype" ||
-        t == "aten.bmm.dtype") {
+    if ((t == "aten.mm.default" || t == "aten.bmm.default" ||
+         t == "aten.addmm.default") &&
+        n->meta().tensor.dtype == DType::kFloat32) {
       return true;
     }
   }
@@ -218,18 +218,16 @@ absl::StatusOr<Variant> VariantCompiler::CompileTiered(
                           replace = std::move(replace)] {
       const int nice = YieldToCalls();
       first_call.wait_for(kFirstCallWait);
-      // oneDNN makes all of its sgemm kernels at a process's first product
-      // (about 21 ms; the first tier's products take matmul primitives
-      // instead): made beside the build, so that the library's first call
-      // does not wait for them.
-      std::thread warm;
-      if (products) warm = std::thread(&onednn::WarmProducts);
       if (before_build) before_build();
       absl::StatusOr<Variant> built =
           Compiled(lathe::Compile(parsed_, options));
-      if (warm.joinable()) warm.join();
-      // replace() takes the function's lock, which calls wait on.
+      // replace() takes the function's lock, which calls wait on; so may a
+      // call's sgemm wait on the kernels made next.
       RestorePriority(nice);
+      // oneDNN makes all of its sgemm kernels at a process's first product
+      // (about 21 ms; the first tier's products take matmul primitives
+      // instead): made before the library's first call.
+      if (built.ok() && products) onednn::WarmProducts();
       replace(std::move(built));
     });
   };

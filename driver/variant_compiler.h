@@ -21,8 +21,9 @@
 // process. The build runs at a lower priority (nice +10) and starts once the
 // first call returned, or 250 ms after the compile (so WaitForBuilds may
 // wait that long for a function never called); the build of a graph with
-// products also has oneDNN make its sgemm kernels (once per process), on a
-// thread beside the compiler, before the library replaces the first tier.
+// f32 products also has oneDNN make its sgemm kernels (once per process,
+// about 21 ms), after the compiler and before the library replaces the
+// first tier.
 // One difference shows: a
 // call whose written argument shares a storage with another runs on the
 // interpreter, as PyTorch runs it, and is refused by the library once it

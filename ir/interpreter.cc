@@ -204,9 +204,11 @@ absl::StatusOr<Interpretation> Interpret(
   RETURN_IF_ERROR(checker.Finish());
   Interpretation result;
   result.mutated_inputs.assign(placeholders.size(), false);
-  // Each value is dropped once its last user ran (as eager PyTorch frees a
-  // tensor with its last reference): the peak memory is the live values',
-  // and a freed block serves a later allocation of its size.
+  // Each value is dropped as its last user's kernel starts (as eager
+  // PyTorch frees a tensor with its last reference; the call holds its
+  // arguments until it returns): the peak memory is the live values', a
+  // freed block serves a later allocation of its size, and a kernel may
+  // write its result over an operand nothing else holds.
   std::vector<const Node*> order;
   absl::flat_hash_map<const Node*, int> position;
   for (const auto& node : graph.nodes()) {

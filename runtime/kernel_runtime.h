@@ -74,13 +74,17 @@ absl::Status TakeDeviceError();
 // SgemmByPrimitives()
 //
 // The product KernelRuntime()->sgemm computes (c = a @ b per batch, f32,
-// element strides), in the same pieces on the pool, each by oneDNN's
-// matmul primitive for its geometry (matmul_primitive.h; sgemm where one
-// declines). oneDNN's sgemm makes all of its kernels at a process's first
-// product, about 21 ms on tools/bench/README.md's machine; a primitive is
-// made for its geometry in well under a millisecond. For a process's first
-// calls (driver/first_tier.h), which run few products of few geometries.
-// Sums may round otherwise than sgemm's.
+// element strides), in pieces on the pool, row panels down to 16 rows,
+// each by oneDNN's matmul primitive for its geometry (matmul_primitive.h;
+// sgemm where one declines, Eigen for layouts BLAS cannot express).
+// oneDNN's sgemm makes all of its kernels at a process's first product,
+// about 21 ms on tools/bench/README.md's machine; oneDNN 2.6's brgemm
+// matmul (AVX-512 CPUs) is made for its geometry in well under a
+// millisecond. Where the library takes its gemm-based matmul instead
+// (other CPUs), or declines, the first product still pays for sgemm's
+// kernels. For a process's first calls (driver/first_tier.h), which run few
+// products of few geometries; each geometry's primitive is kept for the
+// process. Sums may round otherwise than sgemm's.
 void SgemmByPrimitives(int64_t batch, int64_t m, int64_t n, int64_t k,
                        const float* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
                        const float* b, int64_t b_bs, int64_t b_rs, int64_t b_cs,

@@ -2,8 +2,8 @@
 // every layout the generated code passes: row-major, transposed operands
 // (BLAS 'T'), batches, a strided output and a layout BLAS cannot express
 // (both strides > 1, which goes to Eigen), and k = 0; large products split
-// over the runtime's pool. Each f32 product not frozen also runs by
-// SgemmByPrimitives (oneDNN's matmul primitive per piece).
+// over the runtime's pool. Each f32 product also runs by SgemmByPrimitives
+// (oneDNN's matmul primitive per piece).
 
 #include "runtime/kernel_runtime.h"
 
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/matmul_primitive.h"
 #include "runtime/packed_weights.h"
 #include "runtime/storage.h"
 
@@ -42,10 +43,10 @@ std::vector<T> Naive(int64_t batch, int64_t m, int64_t n, int64_t k,
 }
 
 // Runs the runtime's product once and checks the result against the naive
-// loop; an f32 product also by SgemmByPrimitives. With `packed` given, b is
-// registered as a frozen constant's around three calls of sgemm, each
-// checked, and *packed is set to how many packed copies the calls added
-// (packed_weights.h); the copies are checked gone after.
+// loop; an f32 product also by SgemmByPrimitives (its second call). With
+// `packed` given, b is registered as a frozen constant's around three
+// calls, each checked, and *packed is set to how many packed copies the calls
+// added (packed_weights.h); the copies are checked gone after.
 template <typename T>
 void Check(int64_t batch, int64_t m, int64_t n, int64_t k, Layout la, Layout lb,
            Layout lc, int64_t* packed = nullptr) {
@@ -58,11 +59,18 @@ void Check(int64_t batch, int64_t m, int64_t n, int64_t k, Layout la, Layout lb,
   const int64_t b_bytes = b.size() * sizeof(T);
   if (frozen) RegisterFrozenWeights(b.data(), b_bytes);
   const int calls = frozen ? 3 : sizeof(T) == 4 ? 2 : 1;
+  if (sizeof(T) == 4 && batch == 1 && m > 0 && n > 0 && k > 0 && la.cs == 1 &&
+      lb.cs == 1 && lc.cs == 1) {
+    // oneDNN's matmul takes a row-major product (else SgemmByPrimitives
+    // would run sgemm, and this test would not see it).
+    EXPECT_TRUE(onednn::MatmulTakes(
+        {dnnl_f32, 1, m, n, k, 0, la.rs, 1, 0, lb.rs, 1, 0, lc.rs, 1, false}));
+  }
   for (int call = 0; call < calls; ++call) {
     std::vector<T> c(batch * lc.bs + m * lc.rs + n * lc.cs + 1, T(-7));
     const LatheKernelRuntime* rt = KernelRuntime();
-    // The second call of an f32 product that is not frozen: by primitives.
-    const bool primitives = !frozen && call == 1;
+    // The second call of an f32 product: by primitives.
+    const bool primitives = sizeof(T) == 4 && call == 1;
     auto gemm = sizeof(T) != 4 ? reinterpret_cast<void*>(rt->dgemm)
                 : primitives   ? reinterpret_cast<void*>(&SgemmByPrimitives)
                                : reinterpret_cast<void*>(rt->sgemm);
