@@ -864,6 +864,44 @@ CHECK-NEXT:         p{{[0-9]}}[((8 * x0) + x1 + (64 * x2))] = lathe_tile[x1 * 32
   ExpectSameOutputs(got, want, 1e-4);
 }
 
+// Transposed f32 convolutions run as the library's convolution over the
+// input spread out with zeros (lower/nn.cc: TransposedConvolution): 1-d
+// with a bias, stride 3 and output_padding; 2-d grouped, dilated, strided
+// along one dim, with output_padding; 3-d; and padding beyond the
+// kernel's reach (the spread input cropped). Each is one sconv call,
+// against the interpreter's direct sums.
+TEST(CpuOpsTest, TransposedConvolutionsRunOnTheLibrary) {
+  ASSERT_OK_AND_ASSIGN(CompiledCpu c, CompileCpuText(R"IR(
+def forward(self, x1: "f32[2, 4, 7][28, 7, 1]cpu", w1: "f32[4, 3, 3][9, 3, 1]cpu", b1: "f32[3][1]cpu", x2: "f32[2, 4, 5, 6][120, 30, 6, 1]cpu", w2: "f32[4, 2, 3, 2][12, 6, 2, 1]cpu", x3: "f32[1, 2, 3, 3, 3][54, 27, 9, 3, 1]cpu", w3: "f32[2, 2, 2, 2, 2][16, 8, 4, 2, 1]cpu", x4: "f32[1, 2, 4, 4][32, 16, 4, 1]cpu", w4: "f32[2, 3, 3, 3][27, 9, 3, 1]cpu"):
+    a = torch.ops.aten.convolution.default(x1, w1, b1, [3], [2], [1], True, [1], 1)
+    b = torch.ops.aten.convolution.default(x2, w2, None, [2, 1], [1, 0], [1, 2], True, [1, 0], 2)
+    c = torch.ops.aten.convolution.default(x3, w3, None, [2, 2, 2], [0, 0, 0], [1, 1, 1], True, [0, 0, 0], 1)
+    d = torch.ops.aten.convolution.default(x4, w4, None, [2, 2], [3, 3], [1, 1], True, [1, 1], 1)
+    return (a, b, c, d)
+)IR"));
+  const std::string& source = c.function->source();
+  int calls = 0;
+  for (size_t at = source.find("rt->sconv("); at != std::string::npos;
+       at = source.find("rt->sconv(", at + 1)) {
+    ++calls;
+  }
+  EXPECT_EQ(calls, 4);
+  std::vector<ir::Value> in;
+  for (const ir::Node* p : c.graph->Placeholders()) {
+    std::vector<int64_t> sizes;
+    for (const symbolic::Expr& e : p->meta().tensor.sizes) {
+      sizes.push_back(e.int_value());
+    }
+    ir::Value v = FilledF32(sizes, -static_cast<double>(in.size()) * 7 - 20);
+    Tensor& t = v.tensor;
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] *= 0.05f;
+    in.push_back(v);
+  }
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, c.function->Run(in));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*c.graph, in));
+  ExpectSameOutputs(got, want, 1e-4);
+}
+
 // A copy of a channels-last tensor into a contiguous one is its own kernel,
 // in its result's order: its stores are contiguous, and no tile is made.
 TEST(CpuOpsTest, ATransposingCopyNeedsNoTile) {
