@@ -866,15 +866,17 @@ CHECK-NEXT:         p{{[0-9]}}[((8 * x0) + x1 + (64 * x2))] = lathe_tile[x1 * 32
 
 // Transposed f32 convolutions run as the library's convolution over the
 // input spread out with zeros (lower/nn.cc: TransposedConvolution): 1-d
-// with a bias, stride 3 and output_padding; 2-d grouped, dilated, strided
-// along one dim, with output_padding; 3-d; and padding beyond the
-// kernel's reach (the spread input cropped). Each is one sconv call,
-// against the interpreter's direct sums.
+// with a bias, stride 3 and output_padding; 2-d grouped (2 input and 3
+// output channels a group), strided, dilated along one dim, with
+// output_padding; 3-d; and padding beyond the kernel's reach (the spread
+// input cropped). Each is one sconv call, against the interpreter's direct
+// sums. One that would spread many channels into few at a large stride
+// keeps the direct form.
 TEST(CpuOpsTest, TransposedConvolutionsRunOnTheLibrary) {
   ASSERT_OK_AND_ASSIGN(CompiledCpu c, CompileCpuText(R"IR(
-def forward(self, x1: "f32[2, 4, 7][28, 7, 1]cpu", w1: "f32[4, 3, 3][9, 3, 1]cpu", b1: "f32[3][1]cpu", x2: "f32[2, 4, 5, 6][120, 30, 6, 1]cpu", w2: "f32[4, 2, 3, 2][12, 6, 2, 1]cpu", x3: "f32[1, 2, 3, 3, 3][54, 27, 9, 3, 1]cpu", w3: "f32[2, 2, 2, 2, 2][16, 8, 4, 2, 1]cpu", x4: "f32[1, 2, 4, 4][32, 16, 4, 1]cpu", w4: "f32[2, 3, 3, 3][27, 9, 3, 1]cpu"):
+def forward(self, x1: "f32[2, 4, 7][28, 7, 1]cpu", w1: "f32[4, 3, 3][9, 3, 1]cpu", b1: "f32[3][1]cpu", x2: "f32[2, 4, 5, 6][120, 30, 6, 1]cpu", w2: "f32[4, 3, 3, 2][18, 6, 2, 1]cpu", x3: "f32[1, 2, 3, 3, 3][54, 27, 9, 3, 1]cpu", w3: "f32[2, 2, 2, 2, 2][16, 8, 4, 2, 1]cpu", x4: "f32[1, 2, 4, 4][32, 16, 4, 1]cpu", w4: "f32[2, 3, 3, 3][27, 9, 3, 1]cpu"):
     a = torch.ops.aten.convolution.default(x1, w1, b1, [3], [2], [1], True, [1], 1)
-    b = torch.ops.aten.convolution.default(x2, w2, None, [2, 1], [1, 0], [1, 2], True, [1, 0], 2)
+    b = torch.ops.aten.convolution.default(x2, w2, None, [2, 2], [1, 0], [1, 2], True, [1, 1], 2)
     c = torch.ops.aten.convolution.default(x3, w3, None, [2, 2, 2], [0, 0, 0], [1, 1, 1], True, [0, 0, 0], 1)
     d = torch.ops.aten.convolution.default(x4, w4, None, [2, 2], [3, 3], [1, 1], True, [1, 1], 1)
     return (a, b, c, d)
@@ -886,6 +888,13 @@ def forward(self, x1: "f32[2, 4, 7][28, 7, 1]cpu", w1: "f32[4, 3, 3][9, 3, 1]cpu
     ++calls;
   }
   EXPECT_EQ(calls, 4);
+  ASSERT_OK_AND_ASSIGN(CompiledCpu direct, CompileCpuText(R"IR(
+def forward(self, x: "f32[1, 64, 3, 3][576, 9, 3, 1]cpu", w: "f32[64, 1, 8, 8][64, 64, 8, 1]cpu"):
+    y = torch.ops.aten.convolution.default(x, w, None, [8, 8], [0, 0], [1, 1], True, [0, 0], 1)
+    return (y,)
+)IR"));
+  EXPECT_THAT(direct.function->source(),
+              ::testing::Not(HasSubstr("rt->sconv(")));
   std::vector<ir::Value> in;
   for (const ir::Node* p : c.graph->Placeholders()) {
     std::vector<int64_t> sizes;
