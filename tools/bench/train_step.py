@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Training step time on this CPU, side by side (issue 29): one SGD step
-(forward, loss, backward, optimizer step) of the pre-norm transformer block
-and the small CNN with batch norm from tools/python/tests/models.py, eager
+(forward, loss, backward, optimizer step) of the pre-norm transformer block,
+the small CNN with batch norm and the ResNet-18-shaped network (width 8,
+32x32) from tools/python/tests/models.py, eager
 against torch.compile with Inductor and with backend="lathe". Compiles are
 warmed up first; rounds are interleaved (each variant once per round, 5
 rounds), medians reported with their spread. A developer tool:
@@ -22,7 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from models import MODELS  # noqa: E402
 from rounds import cells, interleaved, median_ratio  # noqa: E402
 
-BATCH = {"transformer_block": 32, "cnn": 32}
+BATCH = {"transformer_block": 32, "cnn": 32, "resnet18": 8}
 
 
 def step_ms(model, opt, x, loss_fn, steps=20):
