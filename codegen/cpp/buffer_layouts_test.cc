@@ -46,6 +46,26 @@ CHECK-NOT:  kernel
 )"));
 }
 
+// A transposed convolution the library computes (lower/nn.cc:
+// TransposedConvolution) starts channels-last values too: its [2, 3, 8, 8]
+// result (stride 2 from [2, 4, 4, 4], padding 1, output_padding 1) is
+// written channels-last (N 192, C 1, H 24, W 3), and so is the relu the next
+// convolution reads.
+TEST(BufferLayoutsTest, TransposedConvolutionsStartChannelsLastValues) {
+  EXPECT_OK(LowerAndFileCheck(R"IR(
+def forward(self, x: "f32[2, 4, 4, 4]", w1: "f32[4, 3, 3, 3]", w2: "f32[5, 3, 3, 3]"):
+    convolution = torch.ops.aten.convolution.default(x, w1, None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1)
+    relu = torch.ops.aten.relu.default(convolution)
+    convolution_1 = torch.ops.aten.convolution.default(relu, w2, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    return (convolution_1,)
+)IR",
+                              R"(
+CHECK:      extern sconv([[T:buf[0-9]+]], {{.*}}, 0, 192, 1, 24, 3, 0)
+CHECK:      store [[R:buf[0-9]+]][192*x0 + x1 + 24*x2 + 3*x3]
+CHECK:      extern sconv({{buf[0-9]+}}, [[R]], in2;
+)"));
+}
+
 // Three 1x1 convolutions of x ([1, 3, 4, 4] each): a is returned and b
 // viewed, so both keep the meta's NCHW strides (48, 16, 4, 1); c is only
 // written in place by relu_ (through its buffer) and summed, so it is

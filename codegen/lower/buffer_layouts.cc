@@ -47,15 +47,16 @@ bool ChannelsLastRank(const ir::TensorMeta& m) {
   return m.sizes.size() == 4 || m.sizes.size() == 5;
 }
 
-// An f32 convolution the library computes (not transposed), of a 4-d or
-// 5-d result: where channels-last values start.
+// An f32 convolution the library computes (TransposedOnLibrary for a
+// transposed one), of a 4-d or 5-d result: where channels-last values
+// start.
 bool IsLibraryConvolution(const ir::Node& n, const ir::TensorMeta& m) {
   if (n.op() == nullptr || n.op()->target != "aten.convolution.default" ||
       m.dtype != DType::kFloat32 || !ChannelsLastRank(m)) {
     return false;
   }
   absl::StatusOr<bool> transposed = Call(n).Bool("transposed");
-  return transposed.ok() && !*transposed;
+  return transposed.ok() && (!*transposed || TransposedOnLibrary(n));
 }
 
 // An in-place or out= call that writes its target through the target's own
@@ -68,6 +69,32 @@ bool WritesThroughBuffer(const ir::Node& n) {
 }
 
 }  // namespace
+
+bool TransposedOnLibrary(const ir::Node& n) {
+  constexpr double kSpreadRatio = 4;
+  const Call c(n);
+  const ir::Node* weight = c.NodeAt(1);
+  if (weight == nullptr ||
+      weight->meta().kind != ir::ValueMeta::Kind::kTensor) {
+    return false;
+  }
+  const std::vector<symbolic::Expr>& w = weight->meta().tensor.sizes;
+  absl::StatusOr<int64_t> groups = c.Int("groups");
+  absl::StatusOr<std::optional<std::vector<int64_t>>> stride =
+      c.IntList(c.Index("stride"));
+  if (w.size() < 3 || !groups.ok() || !stride.ok() ||
+      w[0].kind() != symbolic::ExprKind::kInteger ||
+      w[1].kind() != symbolic::ExprKind::kInteger) {
+    return false;
+  }
+  std::vector<int64_t> strides = stride->value_or(std::vector<int64_t>{1});
+  if (strides.size() == 1) strides.resize(w.size() - 2, strides[0]);
+  double s = 1;
+  for (int64_t st : strides) s *= static_cast<double>(st);
+  const double c_in = static_cast<double>(w[0].int_value());
+  const double c_out = static_cast<double>(w[1].int_value() * *groups);
+  return c_in * s <= kSpreadRatio * (c_in + c_out * s);
+}
 
 BufferLayouts::BufferLayouts(const ir::Graph& graph, const MetaFn& meta) {
   // Storages seen by more than their producer (views and aliases, which

@@ -38,6 +38,17 @@
 
 namespace lathe::codegen::lower {
 
+// TransposedOnLibrary()
+//
+// Whether a transposed convolution node runs as the library's convolution
+// over its input spread out with zeros (lower/nn.cc): where the spread
+// input stays within 4x the input and output together, about C_in * S
+// against C_in + C_out * S elements per input position (S: the strides'
+// product); not for one that turns many channels into few at a large
+// stride (768 into 3 at 16x16 would spread 175 MB for a 0.6 MB result), or
+// whose channel counts the graph does not fix.
+bool TransposedOnLibrary(const ir::Node& n);
+
 class BufferLayouts {
  public:
   using MetaFn = std::function<const ir::ValueMeta&(const ir::Node*)>;

@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "check.h"
+#include "codegen/lower/buffer_layouts.h"
 #include "codegen/lower/call.h"
 #include "codegen/lower/kernel_builder.h"
 #include "codegen/lower/lowerer.h"
@@ -259,25 +260,6 @@ absl::StatusOr<NodeValue> ConvolutionBias(Lowerer& L, const Call& c,
 // times its multiplies, which oneDNN runs where the direct form would be
 // a scalar gather per product (a CNN's training step took 4.6 ms, its
 // forward 0.4).
-// Whether TransposedConvolution's spread input stays within kSpreadRatio
-// times the input and output together: about C_in * S against C_in + C_out
-// * S elements per input position (S: the strides' product), so not for a
-// convolution that turns many channels into few at a large stride (768
-// into 3 at 16x16 would spread 175 MB for a 0.6 MB result); channel counts
-// the graph does not fix keep the direct form.
-constexpr int64_t kSpreadRatio = 4;
-bool SpreadFits(const TBox& w, const Window& win, int64_t groups) {
-  if (w.sizes[0].kind() != symbolic::ExprKind::kInteger ||
-      w.sizes[1].kind() != symbolic::ExprKind::kInteger) {
-    return false;
-  }
-  const double c_in = static_cast<double>(w.sizes[0].int_value());
-  const double c_out = static_cast<double>(w.sizes[1].int_value()) * groups;
-  double s = 1;
-  for (int64_t st : win.stride) s *= static_cast<double>(st);
-  return c_in * s <= kSpreadRatio * (c_in + c_out * s);
-}
-
 absl::StatusOr<TBox> TransposedConvolution(Lowerer& L, const TBox& x,
                                            const TBox& w, const Window& win,
                                            int64_t groups, const TensorMeta& m,
@@ -356,7 +338,7 @@ absl::StatusOr<TBox> TransposedConvolution(Lowerer& L, const TBox& x,
 
 // convolution(input, weight, bias, stride, padding, dilation, transposed,
 // output_padding, groups): f32 by the library (a transposed one through
-// TransposedConvolution, where its spread input fits), else per output
+// TransposedConvolution, where TransposedOnLibrary), else per output
 // element a sum over the group's
 // input channels and the kernel offsets. Padding is a mask over a clamped
 // index; a transposed convolution reads input position (o + padding -
@@ -377,7 +359,7 @@ absl::StatusOr<NodeValue> LowerConvolution(Lowerer& L, const Call& c) {
   // The library takes 1 to 3 spatial dims (shape propagation already
   // refuses more, as PyTorch does).
   if (m.dtype == DType::kFloat32 && nsp <= 3 &&
-      (!transposed || SpreadFits(w, win, groups))) {
+      (!transposed || TransposedOnLibrary(c.node()))) {
     // The call's result is the node's value (its layout chosen with the
     // graph's), or with a bias, the epilogue's input alone.
     bool own = c.NodeAt(2) != nullptr && m.sizes.size() >= 4;
