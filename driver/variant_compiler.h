@@ -23,11 +23,9 @@
 // wait that long for a function never called); the build of a graph with
 // f32 products also has oneDNN make its sgemm kernels (once per process,
 // about 21 ms), after the compiler and before the library replaces the
-// first tier.
-// One difference shows: a
-// call whose written argument shares a storage with another runs on the
-// interpreter, as PyTorch runs it, and is refused by the library once it
-// replaced the interpreter.
+// first tier. One difference shows: a call whose written argument shares a
+// storage with another runs on the interpreter, as PyTorch runs it, and is
+// refused by the library once it replaced the interpreter.
 //
 // Example:
 //

@@ -339,10 +339,10 @@ absl::StatusOr<TBox> TransposedConvolution(Lowerer& L, const TBox& x,
 // convolution(input, weight, bias, stride, padding, dilation, transposed,
 // output_padding, groups): f32 by the library (a transposed one through
 // TransposedConvolution, where TransposedOnLibrary), else per output
-// element a sum over the group's
-// input channels and the kernel offsets. Padding is a mask over a clamped
-// index; a transposed convolution reads input position (o + padding -
-// k*dilation) / stride where that divides. The bias is an epilogue.
+// element a sum over the group's input channels and the kernel offsets.
+// Padding is a mask over a clamped index; a transposed convolution reads
+// input position (o + padding - k*dilation) / stride where that divides.
+// The bias is an epilogue.
 absl::StatusOr<NodeValue> LowerConvolution(Lowerer& L, const Call& c) {
   const TensorMeta& m = OutMeta(L, c);
   DType acc = ComputeDType(m.dtype);
