@@ -911,6 +911,25 @@ def forward(self, x: "f32[1, 64, 3, 3][576, 9, 3, 1]cpu", w: "f32[64, 1, 8, 8][6
   ExpectSameOutputs(got, want, 1e-4);
 }
 
+// A transposed convolution of an input with no rows still has an output
+// row (stride 2, kernel 3): every element of it is zero, as the
+// interpreter's, and no load reads outside the empty input (the sanitizer
+// build compiles the generated code with AddressSanitizer).
+TEST(CpuOpsTest, TransposedConvolutionOfAnEmptyInputIsZeros) {
+  ASSERT_OK_AND_ASSIGN(CompiledCpu c, CompileCpuText(R"IR(
+def forward(self, x: "f32[1, 2, 0, 3][6, 3, 3, 1]cpu", w: "f32[2, 3, 3, 3][27, 9, 3, 1]cpu"):
+    y = torch.ops.aten.convolution.default(x, w, None, [2, 2], [0, 0], [1, 1], True, [0, 0], 1)
+    return (y,)
+)IR"));
+  std::vector<ir::Value> in = {FilledF32({1, 2, 0, 3}, 1),
+                               FilledF32({2, 3, 3, 3}, 1)};
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, c.function->Run(in));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*c.graph, in));
+  ASSERT_EQ(got.outputs.size(), 1u);
+  EXPECT_GT(got.outputs[0].tensor.numel(), 0);
+  ExpectSameOutputs(got, want);
+}
+
 // A copy of a channels-last tensor into a contiguous one is its own kernel,
 // in its result's order: its stores are contiguous, and no tile is made.
 TEST(CpuOpsTest, ATransposingCopyNeedsNoTile) {
