@@ -24,6 +24,7 @@
 #include "ir/graph_text.h"
 #include "ir/interpreter.h"
 #include "ir/op_testing.h"
+#include "ir/ops_util.h"
 #include "passes/adam_inputs.h"
 #include "runtime/artifact.h"
 #include "runtime/compile_cache.h"
@@ -253,6 +254,47 @@ def forward(self, x: "f32[s0][1]cpu"):
   ASSERT_OK(WriteFileAtomic(dir + "/" + kGuardBoundsFile, "2 99\n"));
   EXPECT_THAT(LoadArtifact(dir),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("damaged")));
+}
+
+// The same where the range bounds a count of several symbolic sizes (a
+// ResNet's input [s0, 3, s1, s1], s0 in [2, 15] and s1 in [2, 32] for
+// Dynamo's first graph, s0 unbounded for its second): the count is checked
+// in both, so the second is still a cache hit, and the check still refuses
+// a count past --max-elements in range.
+TEST(CompileTest, AnotherRangeOfACountOfSeveralSizesIsACacheHit) {
+  const std::string body = R"IR(# lathe: hint s0 4
+# lathe: hint s1 3
+# lathe: range s1 2 32
+def forward(self, x: "f32[s0, s1][s1, 1]cpu"):
+    neg: "f32[s0, s1][s1, 1]cpu" = torch.ops.aten.neg.default(x)
+    return (neg,)
+)IR";
+  MemoryCache cache;
+  const CompileOptions options = {.backend = &codegen::CpuBackend(),
+                                  .cache = &cache};
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<CompiledGraph> bounded,
+      CompileGraphText("# lathe: range s0 2 15\n" + body, options));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompiledGraph> open,
+                       CompileGraphText(body, options));
+  EXPECT_EQ(bounded->function->stats().cache_hit, "");
+  EXPECT_EQ(open->function->stats().cache_hit, "memory");
+  // Under a limit the ranges do not keep every count under, the host
+  // function refuses a count past it and runs one within it.
+  const int64_t limit = ir::MaxOpElements();
+  ir::SetMaxOpElements(100);
+  absl::StatusOr<std::unique_ptr<CompiledGraph>> small =
+      CompileGraphText("# lathe: range s0 2 15\n" + body, options);
+  ir::SetMaxOpElements(limit);
+  ASSERT_OK(small.status());
+  auto run = [&](int64_t rows, int64_t cols) {
+    std::vector<ir::Value> in = {
+        ir::Value::OfTensor(*Tensor::Empty({rows, cols}, DType::kFloat32))};
+    return (*small)->function->RunWithPlan(in).status();
+  };
+  EXPECT_OK(run(10, 10));
+  EXPECT_THAT(run(10, 11).message(),
+              HasSubstr("is more than the 100 one op may take"));
 }
 
 // Compiled code addresses an input from its first element (as Inductor's

@@ -255,8 +255,13 @@ absl::Status Lowerer::CheckElements(const Node& n, const TensorMeta& m,
   // constant factor takes past the limit).
   bool may_exceed =
       symbolic_sizes >= 2 || (from_data && constant > (limit >> 31));
-  if (over.has_value() || !may_exceed ||
-      !checked_numels_.insert(numel).second) {
+  // A count the ranges keep under the limit is checked all the same: a
+  // range's bounds are the guards' data (CallSignature::guard_bounds), so a
+  // graph that differs only in a range (Dynamo's second graph of a model
+  // once a batch passes its fake convolution's bound) compiles to the same
+  // source, whose library the compile cache already holds. The check is a
+  // few multiplies per call.
+  if (!may_exceed || !checked_numels_.insert(numel).second) {
     return absl::OkStatus();
   }
   // The count is reported as the float product the check compares

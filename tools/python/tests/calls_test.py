@@ -179,9 +179,9 @@ class CallsTest(unittest.TestCase):
         Dynamo itself compiles convolutional models twice: its fake
         convolution guards 2 <= batch <= 15 (a PyTorch heuristic, the same
         under Inductor), so batch 33 is a new Dynamo graph, whose libraries
-        the compile cache gives (no C++ build). ResNet-18 runs
-        batches 6 and 11 alone (one Dynamo graph): its second graph's two
-        builds took 62 of this file's 217 s, and cnn crosses that line."""
+        the compile cache gives (no C++ build): the two graphs differ only
+        in the batch's range, which lathe's guards read as data and its
+        element-count checks do not use."""
         torch._dynamo.reset()
         counters.clear()
         torch.manual_seed(0)
@@ -190,7 +190,7 @@ class CallsTest(unittest.TestCase):
         dumps = tempfile.TemporaryDirectory()
         self.addCleanup(dumps.cleanup)
         compiled = torch.compile(model, backend="lathe", dynamic=True, options={"dump_dir": dumps.name})
-        batches = (6, 11) if name == "resnet18" else (6, 11, 33)
+        batches = (6, 11, 33)
         for batch in batches:
             x = inputs(batch)
             out = compiled(*x)
@@ -200,7 +200,7 @@ class CallsTest(unittest.TestCase):
         dynamo = counters["stats"]["unique_graphs"]
         print(f"\n{name} under dynamic=True, batches {batches}: Dynamo graphs {dynamo}, "
               f"lathe compiles {sum(g.fn.compiles for g in graphs)}", file=sys.stderr)
-        self.assertEqual(dynamo, 2 if name == "cnn" else 1, name)
+        self.assertEqual(dynamo, 2 if name in ("cnn", "resnet18") else 1, name)
         self.assertEqual(sorted(g.name.split("_")[0] for g in graphs), sorted(["backward", "forward"] * dynamo), name)
         for g in graphs:
             self.assertEqual(g.fn.compiles, 1, f"{name} {g.name}")
