@@ -4,7 +4,9 @@
 //
 // PassPipeline: an explicit list of passes (and groups run to a fixed
 // point) that runs them in order, checks the invariants after every pass
-// (invariants.h; the functional invariant until a pass that adds mutation),
+// that changed the graph (invariants.h; the functional invariant until a
+// pass that adds mutation; once more at the end after passes that said they
+// changed nothing),
 // times each pass and keeps the graph after each one as parseable text
 // (`NN-name.txt`) for --dump-dir.
 //
@@ -87,6 +89,10 @@ class PassPipeline {
     int max_iterations;
   };
   struct State;
+  // The invariants (invariants.h) of `graph` after `pass` changed it (null:
+  // at the end, after passes that said they changed nothing).
+  absl::Status CheckInvariants(ir::Graph& graph, PassContext& ctx, State& state,
+                               const std::string* pass);
   absl::Status RunSteps(ir::Graph& graph, PassContext& ctx, State& state,
                         bool& changed);
 

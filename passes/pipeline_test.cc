@@ -41,13 +41,21 @@ class FoldNegNeg : public Pass {
   }
 };
 
-// Breaks an invariant: what it does is the constructor's choice.
+// Breaks an invariant: what it does is the constructor's choice ("quiet
+// meta": breaks a meta and says it changed nothing; "nothing": changes
+// nothing and says so; "none": changes nothing and says it did).
 class Breaker : public Pass {
  public:
-  explicit Breaker(std::string how) : how_(std::move(how)) {}
-  absl::string_view name() const override { return "breaker"; }
+  explicit Breaker(std::string how, std::string name = "breaker")
+      : how_(std::move(how)), name_(std::move(name)) {}
+  absl::string_view name() const override { return name_; }
   absl::StatusOr<bool> Run(ir::Graph& g, PassContext&) override {
     ir::Node* a = g.Find("a");
+    if (how_ == "quiet meta") {
+      a->meta().tensor.sizes[0] = symbolic::Int(5);
+      return false;
+    }
+    if (how_ == "nothing") return false;
     if (how_ == "meta") {
       a->meta().tensor.sizes[0] = symbolic::Int(5);
     } else if (how_ == "mutation") {
@@ -61,7 +69,7 @@ class Breaker : public Pass {
   }
 
  private:
-  std::string how_;
+  std::string how_, name_;
 };
 
 struct Fixture {
@@ -128,6 +136,56 @@ TEST(PipelineTest, BrokenInvariantsNameThePass) {
     PassContext ctx(f->env);
     absl::Status s = p.Run(*f->graph, ctx).status();
     EXPECT_THAT(std::string(s.message()), HasSubstr(message)) << how;
+  }
+}
+
+// The invariants are checked after a pass that changed the graph, not
+// after one that said it changed nothing (the last check's findings still
+// hold). One that said so wrongly is still caught: by the check after the
+// next pass that changes the graph, or at the end, which name it.
+TEST(PipelineTest, PassesThatChangedNothingAreCheckedAfterTheNextChange) {
+  const std::string stale =
+      "node 'a': meta f32[5][1]cpu is not the op's meta f32[4][1]cpu";
+  {
+    auto f = Make();
+    PassPipeline p;
+    p.AddPass<Breaker>("nothing", "quiet");
+    p.AddPass<Breaker>("none", "changer");
+    p.AddPass<Breaker>("nothing", "last");
+    PassContext ctx(f->env);
+    ASSERT_OK_AND_ASSIGN(PipelineReport r, p.Run(*f->graph, ctx));
+    ASSERT_EQ(r.runs.size(), 3u);
+    EXPECT_EQ(r.runs[0].check_seconds, 0);
+    EXPECT_GT(r.runs[1].check_seconds, 0);
+    EXPECT_GT(r.runs[2].check_seconds, 0);  // the check at the end
+  }
+  {
+    auto f = Make();
+    PassPipeline p;
+    p.AddPass<Breaker>("quiet meta", "liar");
+    p.AddPass<Breaker>("none", "changer");
+    PassContext ctx(f->env);
+    EXPECT_THAT(p.Run(*f->graph, ctx).status(),
+                StatusIs(absl::StatusCode::kInternal,
+                         HasSubstr("after pass changer (or liar, which said "
+                                   "it changed nothing): " +
+                                   stale)));
+  }
+  for (int quiet : {1, 2}) {
+    auto f = Make();
+    PassPipeline p;
+    p.AddPass<Breaker>("quiet meta", "liar");
+    if (quiet == 2) p.AddPass<Breaker>("nothing", "quiet");
+    PassContext ctx(f->env);
+    EXPECT_THAT(
+        p.Run(*f->graph, ctx).status(),
+        StatusIs(absl::StatusCode::kInternal,
+                 HasSubstr(quiet == 1 ? "after pass liar, which said it "
+                                        "changed nothing: " +
+                                            stale
+                                      : "after passes liar, quiet, which "
+                                        "said they changed nothing: " +
+                                            stale)));
   }
 }
 

@@ -2,8 +2,8 @@
 // (parse, AOT dispatch, the pipeline), on generated graphs of 2,000 and
 // 20,000 nodes: the cost must grow linearly (compare the per-node counters
 // of the two sizes). Each case reports CPU time; the pipeline cases run with
-// the invariant checks after every pass (as lathec runs) and without them
-// (the passes alone).
+// the invariant checks after every pass that changed the graph (as lathec
+// runs) and without them (the passes alone).
 //
 //   bazel run -c opt //tools/bench:pipeline_benchmark
 
