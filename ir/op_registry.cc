@@ -38,7 +38,10 @@ const OpRegistry& OpRegistry::Global() {
           &RegisterConvOps, &RegisterPoolOps, &RegisterNormOps, &RegisterNnOps,
           &RegisterLossOps, &RegisterGridSamplerOps, &RegisterBackwardOps,
           &RegisterAttentionOps, &RegisterExtraOps, &RegisterBuiltinOps}) {
-      std::vector<std::string> before = r->Targets();
+      // The targets before the reductions register theirs (a sorted copy
+      // of every target: not for the other families).
+      std::vector<std::string> before;
+      if (fn == &RegisterReductionOps) before = r->Targets();
       absl::Status s = fn(*r);
       LATHE_CHECK(s.ok()) << "op registration failed: " << s.message();
       if (fn == &RegisterReductionOps) {
