@@ -38,8 +38,8 @@ const OpRegistry& OpRegistry::Global() {
           &RegisterConvOps, &RegisterPoolOps, &RegisterNormOps, &RegisterNnOps,
           &RegisterLossOps, &RegisterGridSamplerOps, &RegisterBackwardOps,
           &RegisterAttentionOps, &RegisterExtraOps, &RegisterBuiltinOps}) {
-      // The targets before the reductions register theirs (a sorted copy
-      // of every target: not for the other families).
+      // The reductions' targets are those their family adds (a sorted copy
+      // of every target, taken for that family alone).
       std::vector<std::string> before;
       if (fn == &RegisterReductionOps) before = r->Targets();
       absl::Status s = fn(*r);

@@ -39,8 +39,10 @@ namespace lathe::passes {
 struct PassRun {
   std::string name;
   bool changed = false;
-  double seconds = 0;        // the pass itself
-  double check_seconds = 0;  // the invariant checks after it
+  double seconds = 0;  // the pass itself
+  // The invariant checks after it (after it changed the graph, or of the
+  // passes up to it that said they changed nothing).
+  double check_seconds = 0;
 };
 
 struct PipelineReport {

@@ -42,8 +42,9 @@ class FoldNegNeg : public Pass {
 };
 
 // Breaks an invariant: what it does is the constructor's choice ("quiet
-// meta": breaks a meta and says it changed nothing; "nothing": changes
-// nothing and says so; "none": changes nothing and says it did).
+// meta", "quiet mutation": breaks a meta or the functional form and says
+// it changed nothing; "nothing": changes nothing and says so; "none":
+// changes nothing and says it did).
 class Breaker : public Pass {
  public:
   explicit Breaker(std::string how, std::string name = "breaker")
@@ -53,6 +54,10 @@ class Breaker : public Pass {
     ir::Node* a = g.Find("a");
     if (how_ == "quiet meta") {
       a->meta().tensor.sizes[0] = symbolic::Int(5);
+      return false;
+    }
+    if (how_ == "quiet mutation") {
+      a->set_target("aten.neg_.default");
       return false;
     }
     if (how_ == "nothing") return false;
@@ -70,6 +75,14 @@ class Breaker : public Pass {
 
  private:
   std::string how_, name_;
+};
+
+// Says it adds mutation (as reinplace does), and changes nothing.
+class Mutator : public Pass {
+ public:
+  absl::string_view name() const override { return "mutator"; }
+  bool AddsMutation() const override { return true; }
+  absl::StatusOr<bool> Run(ir::Graph&, PassContext&) override { return true; }
 };
 
 struct Fixture {
@@ -170,6 +183,20 @@ TEST(PipelineTest, PassesThatChangedNothingAreCheckedAfterTheNextChange) {
                          HasSubstr("after pass changer (or liar, which said "
                                    "it changed nothing): " +
                                    stale)));
+  }
+  // Before a pass that adds mutation (after which the functional form is
+  // checked no more), the quiet passes are checked with it.
+  {
+    auto f = Make();
+    PassPipeline p;
+    p.AddPass<Breaker>("quiet mutation", "liar");
+    p.AddPass<Mutator>();
+    PassContext ctx(f->env);
+    EXPECT_THAT(p.Run(*f->graph, ctx).status(),
+                StatusIs(absl::StatusCode::kInternal,
+                         HasSubstr("after pass liar, which said it changed "
+                                   "nothing: node 'a': aten.neg_.default "
+                                   "writes its argument")));
   }
   for (int quiet : {1, 2}) {
     auto f = Make();

@@ -116,11 +116,15 @@ class Tensorifier {
     if (source_.empty()) return false;
     std::vector<Node*> order;
     for (const auto& n : graph_.nodes()) order.push_back(n.get());
+    // A rewrite that gives up may have added nodes first (the scaled
+    // operand of alpha=, scalar tensors kept for later rewrites): a change.
+    const size_t made = graph_.nodes().size();
     bool changed = false;
     for (Node* n : order) {
       ASSIGN_OR_RETURN(bool did, Rewrite(*n));
       changed = changed || did;
     }
+    changed = changed || graph_.nodes().size() != made;
     // Python-operator nodes the rewrites left without users go.
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       Node* n = *it;
