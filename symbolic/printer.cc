@@ -297,15 +297,23 @@ class CppPrinter {
       case ExprKind::kFloatPow:
         return Fn("std::pow", e.args());
       case ExprKind::kFloorDiv:
+        if (Plain(e.arg(0), e.arg(1))) return Join(e.args(), " / ");
         return Fn("lathe_floordiv", e.args());
       case ExprKind::kCleanDiv:
         return Join(e.args(), " / ");
       case ExprKind::kModularIndexing:
+        if (Plain(e.arg(0), e.arg(1)) && Positive(e.arg(2))) {
+          const std::string q = e.arg(1).int_value() == 1
+                                    ? Print(e.arg(0))
+                                    : Join({e.arg(0), e.arg(1)}, " / ");
+          return absl::StrCat("(", q, " % ", Print(e.arg(2)), ")");
+        }
         return absl::StrCat("lathe_pymod(lathe_floordiv(", Print(e.arg(0)),
                             ", ", Print(e.arg(1)), "), ", Print(e.arg(2)), ")");
       case ExprKind::kMod:
         return Join(e.args(), " % ");
       case ExprKind::kPythonMod:
+        if (Plain(e.arg(0), e.arg(1))) return Join(e.args(), " % ");
         return Fn("lathe_pymod", e.args());
       case ExprKind::kMin:
       case ExprKind::kMax: {
@@ -377,6 +385,14 @@ class CppPrinter {
     std::vector<std::string> parts;
     for (Expr a : args) parts.push_back(Print(a));
     return absl::StrCat(name, "(", absl::StrJoin(parts, ", "), ")");
+  }
+  static bool Positive(Expr e) {
+    return e.kind() == ExprKind::kInteger && e.int_value() > 0;
+  }
+  // Whether `a` divided by `b` rounds as C++ rounds (toward zero) and as
+  // Python floors: a known nonnegative dividend, a positive constant.
+  bool Plain(Expr a, Expr b) const {
+    return Positive(b) && options_.nonnegative && options_.nonnegative(a);
   }
 
   const CppPrintOptions& options_;

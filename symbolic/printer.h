@@ -37,6 +37,13 @@ std::string ToString(Expr e, PrintStyle style = PrintStyle::kPython);
 struct CppPrintOptions {
   // How a symbol is spelled in the generated code; by default, its name.
   std::function<std::string(Expr symbol)> symbol_name;
+  // Whether an integer expression is known to be at least 0 (by default none
+  // is): a floor division, ModularIndexing or Python modulo of such a
+  // dividend by a positive constant is then C++'s `/` and `%`, which a
+  // compiler vectorizes, where lathe_floordiv and lathe_pymod's sign tests
+  // keep GCC from vectorizing the loop (a kernel's loop variables, whose
+  // ranges its emitter knows).
+  std::function<bool(Expr)> nonnegative;
 };
 
 // ToCpp()

@@ -150,5 +150,29 @@ TEST(PrinterTest, CppOutputCompilesAndAgreesWithEvaluate) {
   }
 }
 
+// Where the caller knows a dividend is nonnegative (a kernel's loop
+// variables), a floor division, ModularIndexing and Python modulo by a
+// positive constant print as C++'s / and % (which GCC vectorizes; the
+// helpers' sign tests it does not); otherwise, or by a divisor that is not a
+// positive constant, the helpers keep Python's rounding.
+TEST(PrinterTest, NonnegativeDividendsDivideAsCpp) {
+  Expr x = Symbol("x", SymbolType::kInt);
+  Expr y = Symbol("y", SymbolType::kInt);
+  Expr n = Symbol("n", SymbolType::kInt, {.positive = true});
+  const CppPrintOptions known = {.nonnegative = [&](Expr e) { return e == x; }};
+  EXPECT_EQ(ToCpp(Ok(FloorDiv(x, Int(8))), known), "(x / 8)");
+  EXPECT_EQ(ToCpp(Ok(ModularIndexing(x, Int(1), Int(8))), known), "(x % 8)");
+  EXPECT_EQ(ToCpp(Ok(ModularIndexing(x, Int(4), Int(8))), known),
+            "((x / 4) % 8)");
+  EXPECT_EQ(ToCpp(Ok(PythonMod(x, Int(8))), known), "(x % 8)");
+  // Not known nonnegative, or not by a positive constant: Python's rounding.
+  EXPECT_EQ(ToCpp(Ok(FloorDiv(x, Int(8)))), "lathe_floordiv(x, 8)");
+  EXPECT_EQ(ToCpp(Ok(FloorDiv(y, Int(8))), known), "lathe_floordiv(y, 8)");
+  EXPECT_EQ(ToCpp(Ok(FloorDiv(x, n)), known), "lathe_floordiv(x, n)");
+  EXPECT_EQ(ToCpp(Ok(PythonMod(x, Int(-3))), known), "lathe_pymod(x, (-3))");
+  EXPECT_EQ(ToCpp(Ok(ModularIndexing(y, Int(1), Int(8))), known),
+            "lathe_pymod(lathe_floordiv(y, 1), 8)");
+}
+
 }  // namespace
 }  // namespace lathe::symbolic

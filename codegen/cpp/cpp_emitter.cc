@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -22,6 +23,7 @@
 #include "runtime/convolution.h"
 #include "runtime/kernel_runtime.h"
 #include "symbolic/printer.h"
+#include "symbolic/value_ranges.h"
 
 namespace lathe::codegen {
 namespace {
@@ -377,9 +379,23 @@ class Emitter {
   // `e` as C++: runtime symbols from S[] and F[]; in an indirect access's
   // index (`op`), ind<k> is the value of its k-th indirect argument.
   std::string Cpp(Expr e, const ScalarOp* op = nullptr) {
-    return symbolic::ToCpp(e, {.symbol_name = [this, op](Expr s) {
-                             return KernelSymbolName(s, names_, op);
-                           }});
+    return symbolic::ToCpp(
+        e, {.symbol_name =
+                [this, op](Expr s) { return KernelSymbolName(s, names_, op); },
+            .nonnegative = [this](Expr a) { return Nonnegative(a); }});
+  }
+
+  // Whether `a` is at least 0 for every value of the kernel's loop
+  // variables in their ranges (any other symbol may take any value).
+  bool Nonnegative(Expr a) const {
+    const symbolic::ValueRange r = symbolic::Bound(
+        a, [this](Expr s) -> std::optional<symbolic::ValueRange> {
+          auto it = loop_ranges_.find(s);
+          return it != loop_ranges_.end() ? it->second
+                                          : symbolic::ValueRange::IntUnknown();
+        });
+    const Expr lo = r.lower();
+    return lo.kind() == symbolic::ExprKind::kInteger && lo.int_value() >= 0;
   }
 
   // Opens a kernel's parallel loop on the runtime's pool: a lambda over a
@@ -1244,7 +1260,28 @@ class Emitter {
   }
 
   // The body of kernel `k` (without its braces), its buffers named by Ptr.
+  // Emits kernel k with its loop variables' ranges known to Cpp() (each in
+  // [0, extent - 1]; [0, oo) for a symbolic extent).
   void EmitKernel(const Kernel& k, std::string* out) {
+    absl::flat_hash_map<Expr, symbolic::ValueRange> outer;
+    outer.swap(loop_ranges_);
+    auto add = [this](const std::vector<Expr>& vars,
+                      const std::vector<Expr>& extents) {
+      for (size_t v = 0; v < vars.size() && v < extents.size(); ++v) {
+        const Expr& e = extents[v];
+        loop_ranges_[vars[v]] =
+            e.kind() == symbolic::ExprKind::kInteger && e.int_value() >= 1
+                ? symbolic::ValueRange::Int(0, e.int_value() - 1)
+                : symbolic::ValueRange::Int(0, symbolic::kIntInf);
+      }
+    };
+    add(k.vars, k.ranges);
+    for (const Section& section : k.sections) add(section.vars, section.ranges);
+    EmitKernelBody(k, out);
+    loop_ranges_.swap(outer);
+  }
+
+  void EmitKernelBody(const Kernel& k, std::string* out) {
     if (k.kind == Kernel::Kind::kExtern) {
       auto cpp = [this](Expr e) { return Cpp(e); };
       if (k.routine == "randperm") {
@@ -1362,6 +1399,8 @@ class Emitter {
   bool fixed_threads_ = false;            // some kernel's threads are fixed
   absl::flat_hash_map<int, int> params_;  // buffer -> p<j> of this kernel
   absl::flat_hash_map<Expr, std::string> names_;
+  // The loop variables' ranges of the kernel being emitted (EmitKernel).
+  absl::flat_hash_map<Expr, symbolic::ValueRange> loop_ranges_;
   const char* index_type_ = "int64_t";  // of every loop variable
 };
 

@@ -298,6 +298,30 @@ CHECK-NOT: int32_t x
 )"));
 }
 
+// A head split whose batch and heads _unsafe_view merged into one loop
+// variable (the transformer block's q, k and v): its load divides that
+// variable, nonnegative, by the heads with C++'s / and %, which GCC
+// vectorizes (lathe_floordiv's and lathe_pymod's sign tests kept the bf16
+// block's loop scalar).
+TEST(CppEmitterTest, ALoopVariableDividesAsCpp) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, x: "f32[8, 128, 512]", b: "f32[512]"):
+    add = torch.ops.aten.add.Tensor(x, b)
+    view = torch.ops.aten.view.default(add, [8, 128, 8, 64])
+    transpose = torch.ops.aten.transpose.int(view, 1, 2)
+    expand = torch.ops.aten.expand.default(transpose, [8, 8, 128, 64])
+    clone = torch.ops.aten.clone.default(expand, memory_format = torch.contiguous_format)
+    _unsafe_view = torch.ops.aten._unsafe_view.default(clone, [64, 128, 64])
+    return (_unsafe_view,)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:     static void lathe_k0(
+CHECK:       p0[((512 * x1) + x2 + (65536 * (x0 / 8)) + (64 * (x0 % 8)))]
+CHECK:       p1[(x2 + (64 * (x0 % 8)))]
+CHECK-NOT: lathe_floordiv(x
+)"));
+}
+
 // An index computed from a loaded value (gather's) is int64 arithmetic,
 // so its kernel cannot be bounded: int64.
 TEST(CppEmitterTest, AnIndirectIndexKeepsInt64) {
