@@ -408,6 +408,8 @@ constexpr double TransformerFlops() {
 LATHE_MODEL_ROWS(mlp_gelu_b64, MlpFlops(64));
 LATHE_MODEL_ROWS(mlp_gelu_b1024, MlpFlops(1024));
 LATHE_MODEL_ROWS(transformer_block_b8_s128_d512, TransformerFlops());
+// The same block in bf16: every input and weight (capture_examples.py).
+LATHE_MODEL_ROWS(transformer_block_bf16_b8_s128_d512, TransformerFlops());
 // The same block as torch.compile's AOT forward graph (view/permute/clone
 // where make_fx's graph has _unsafe_view).
 BENCHMARK_CAPTURE(BM_Matmul, transformer_block_aot_b8_s128_d512,
