@@ -120,7 +120,9 @@ std::optional<double> Correction(const Rewriter& r) {
 // ---- Decompositions ---------------------------------------------------------
 
 // _softmax / _log_softmax (decompositions.py): in the computation dtype,
-// x - amax(x) and its exp, normalized by (or log of) their sum.
+// x - amax(x) and its exp, normalized by (or log of) their sum. In f32 a
+// weight exp would make below FLT_MIN is 0 (the sum is at least 1, so a
+// softmax moves by less than FLT_MIN and a log_softmax not at all).
 absl::StatusOr<Outputs> SoftmaxFamily(Rewriter& r, bool log) {
   Node* x = r.Tensor("self");
   std::optional<int64_t> dim = r.Int("dim");
@@ -144,7 +146,12 @@ absl::StatusOr<Outputs> SoftmaxFamily(Rewriter& r, bool log) {
       Node * amax,
       r.Call("aten.amax.default", {A(xc), IntList({*dim}), Arg::Bool(true)}));
   ASSIGN_OR_RETURN(Node * shifted, r.Binary("aten.sub.Tensor", xc, A(amax)));
-  ASSIGN_OR_RETURN(Node * exp, r.Unary("aten.exp.default", shifted));
+  // In f32, a lane far below its row's max is exp's slow path and a weight
+  // under FLT_MIN: 0 instead (ExpUnmasked), as the attention's softmax.
+  ASSIGN_OR_RETURN(Node * exp,
+                   OpMath(m.dtype) == DType::kFloat32
+                       ? decomp::ExpUnmasked(r, shifted, /*mask=*/nullptr)
+                       : r.Unary("aten.exp.default", shifted));
   ASSIGN_OR_RETURN(Node * sum,
                    r.Call("aten.sum.dim_IntList",
                           {A(exp), IntList({*dim}), Arg::Bool(true)}));

@@ -147,12 +147,31 @@ TEST(DecomposeTest, SoftmaxUpcastsHalf) {
 CHECK: [[X:[a-z_0-9]+]]: "f32[3, 5][5, 1]cpu" = torch.ops.prims.convert_element_type.default(x, torch.float32)
 CHECK: [[MAX:[a-z_0-9]+]]: "f32[3, 1][1, 1]cpu" = torch.ops.aten.amax.default([[X]], [-1], True)
 CHECK: [[SUB:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.sub.Tensor([[X]], [[MAX]])
-CHECK: [[EXP:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.exp.default([[SUB]])
+CHECK: [[LOW:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.lt.Scalar([[SUB]], -87.5)
+CHECK: [[ZEROED:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.mul.Scalar([[SUB]], 0.0)
+CHECK: [[ARG:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.where.self([[LOW]], [[ZEROED]], [[SUB]])
+CHECK: [[E:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.exp.default([[ARG]])
+CHECK: [[TINY:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.lt.Scalar([[SUB]], -87.33654022216797)
+CHECK: [[EXP:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.where.ScalarSelf([[TINY]], 0.0, [[E]])
 CHECK: [[SUM:[a-z_0-9]+]]: "f32[3, 1][1, 1]cpu" = torch.ops.aten.sum.dim_IntList([[EXP]], [-1], True)
 CHECK: [[DIV:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.div.Tensor([[EXP]], [[SUM]])
 CHECK: [[OUT:[a-z_0-9]+]]: "f16[3, 5][5, 1]cpu" = torch.ops.prims.convert_element_type.default([[DIV]], torch.float16)
 CHECK-NOT: _softmax
 CHECK: return ([[OUT]],)
+)IR"));
+}
+
+// In f64, where exp underflows only below -708, the softmax's exp is exp.
+TEST(DecomposeTest, SoftmaxInDoubleTakesPlainExp) {
+  EXPECT_OK(
+      RunPassAndFileCheck<Decompose>(R"IR(def forward(self, x: "f64[3, 5]"):
+    s = torch.ops.aten._softmax.default(x, -1, False)
+    return (s,)
+)IR",
+                                     R"IR(
+CHECK: [[SUB:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.sub.Tensor(x,
+CHECK-NEXT: [[EXP:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.exp.default([[SUB]])
+CHECK-NOT: lt.Scalar
 )IR"));
 }
 
@@ -165,7 +184,12 @@ TEST(DecomposeTest, LogSoftmax) {
                                      R"IR(
 CHECK: [[MAX:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.amax.default(x, [1], True)
 CHECK: [[SUB:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.sub.Tensor(x, [[MAX]])
-CHECK: [[EXP:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.exp.default([[SUB]])
+CHECK: [[LOW:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.lt.Scalar([[SUB]], -87.5)
+CHECK: [[ZEROED:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.mul.Scalar([[SUB]], 0.0)
+CHECK: [[ARG:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.where.self([[LOW]], [[ZEROED]], [[SUB]])
+CHECK: [[E:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.exp.default([[ARG]])
+CHECK: [[TINY:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.lt.Scalar([[SUB]], -87.33654022216797)
+CHECK: [[EXP:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.where.ScalarSelf([[TINY]], 0.0, [[E]])
 CHECK: [[SUM:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.sum.dim_IntList([[EXP]], [1], True)
 CHECK: [[LOG:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.log.default([[SUM]])
 CHECK: [[OUT:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.sub.Tensor([[SUB]], [[LOG]])

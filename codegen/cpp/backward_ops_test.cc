@@ -303,6 +303,22 @@ def forward(self, q: "f32[2, 2, 16, 8][256, 128, 8, 1]cpu", k: "f32[2, 2, 16, 8]
                                 "flash_attention_for_cpu_backward");
 }
 
+// Softmax and log_softmax of scores far below their row's max (x * 200:
+// most lanes past exp's underflow, many in its subnormal range) and
+// softmax's backward: the weights under FLT_MIN are 0 (ExpUnmasked), which
+// moves no result past the tolerance, and no NaN or inf leaks in.
+TEST(CpuFunctionTest, SoftmaxWithScoresFarBelowTheRowMax) {
+  ExpectPipelineCompiledMatches(R"IR(
+def forward(self, x: "f32[4, 33][33, 1]cpu", g: "f32[4, 33][33, 1]cpu"):
+    big = torch.ops.aten.mul.Tensor(x, 200.0)
+    s = torch.ops.aten._softmax.default(big, -1, False)
+    l = torch.ops.aten._log_softmax.default(big, -1, False)
+    b = torch.ops.aten._softmax_backward_data.default(g, s, -1, torch.float32)
+    return (s, l, b)
+)IR",
+                                "_softmax.default");
+}
+
 // The CUDA kernels' attention ops (memory-efficient with a bias and its
 // gradient, and causal with a per-head, per-row bias [1, H, L, 1] whose
 // gradient sums the broadcast away; cuDNN, causal), forward then backward,
