@@ -341,6 +341,105 @@ Result Binary(const ir::OpCall& c, Arith op, bool in_place) {
   return in_place ? self : ir::Value::OfTensor(*std::move(out));
 }
 
+// ---- Comparisons and where --------------------------------------------------
+
+// Whether the tensors have one layout, dense: a flat loop walks them all.
+bool OneDenseLayout(std::initializer_list<const Tensor*> tensors) {
+  const Tensor& first = **tensors.begin();
+  if (!first.is_non_overlapping_and_dense()) return false;
+  for (const Tensor* t : tensors) {
+    if (t->sizes() != first.sizes() || t->strides() != first.strides()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+enum class Cmp { kLt, kLe, kGt, kGe, kEq, kNe };
+
+// self CMP other for an f32 tensor and a number, into a bool tensor laid out
+// as self: the reference compares the f32 elements with the number as its
+// 0-d f32 tensor, in double.
+Result Compare(const ir::OpCall& c, Cmp cmp) {
+  const ir::Value& self = c.arg(0);
+  const ir::Value& other = c.arg(1);
+  if (!F32(self) || !other.is_number()) return std::nullopt;
+  absl::StatusOr<ir::Value> meta = ir::ResultMetaOf(c);
+  if (!meta.ok()) return std::nullopt;
+  std::optional<Tensor> out = FirstTierResult(c, *meta, DType::kBool);
+  absl::StatusOr<Tensor> number = ir::ScalarTensor(other, DType::kFloat32);
+  if (!out || !number.ok() || !OneDenseLayout({&self.tensor, &*out})) {
+    return std::nullopt;
+  }
+  const double y = *number->data<float>();
+  const float* x = self.tensor.data<float>();
+  auto* o = static_cast<uint8_t*>(out->data_ptr());
+  const int64_t n = out->numel();
+  switch (cmp) {
+    case Cmp::kLt:
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<double>(x[i]) < y;
+      break;
+    case Cmp::kLe:
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<double>(x[i]) <= y;
+      break;
+    case Cmp::kGt:
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<double>(x[i]) > y;
+      break;
+    case Cmp::kGe:
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<double>(x[i]) >= y;
+      break;
+    case Cmp::kEq:
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<double>(x[i]) == y;
+      break;
+    case Cmp::kNe:
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<double>(x[i]) != y;
+      break;
+  }
+  return ir::Value::OfTensor(*std::move(out));
+}
+
+// where(condition, self, other) of a bool condition and f32 operands (self
+// a number for where.ScalarSelf, as the reference's 0-d f32 tensor), all
+// of the result's layout: each element the chosen operand's.
+Result Where(const ir::OpCall& c) {
+  const ir::Value& cond = c.arg(0);
+  const ir::Value& self = c.arg(1);
+  const ir::Value& other = c.arg(2);
+  if (!cond.is_tensor() || !cond.tensor.defined() ||
+      cond.tensor.dtype() != DType::kBool || !cond.tensor.device().is_cpu() ||
+      !(F32(self) || self.is_number()) || !F32(other)) {
+    return std::nullopt;
+  }
+  absl::StatusOr<ir::Value> meta = ir::ResultMetaOf(c);
+  if (!meta.ok()) return std::nullopt;
+  std::optional<Tensor> out =
+      FirstTierResult(c, *meta, DType::kFloat32, {&self, &other});
+  if (!out) return std::nullopt;
+  std::optional<float> number;
+  if (self.is_number()) {
+    absl::StatusOr<Tensor> t = ir::ScalarTensor(self, DType::kFloat32);
+    if (!t.ok()) return std::nullopt;
+    number = *t->data<float>();
+  }
+  if (!(number ? OneDenseLayout({&cond.tensor, &other.tensor, &*out})
+               : OneDenseLayout(
+                     {&cond.tensor, &self.tensor, &other.tensor, &*out}))) {
+    return std::nullopt;
+  }
+  const auto* pc = static_cast<const uint8_t*>(cond.tensor.data_ptr());
+  const float* pb = other.tensor.data<float>();
+  float* o = out->data<float>();
+  const int64_t n = out->numel();
+  if (number) {
+    const float a = *number;
+    for (int64_t i = 0; i < n; ++i) o[i] = pc[i] != 0 ? a : pb[i];
+  } else {
+    const float* pa = self.tensor.data<float>();
+    for (int64_t i = 0; i < n; ++i) o[i] = pc[i] != 0 ? pa[i] : pb[i];
+  }
+  return ir::Value::OfTensor(*std::move(out));
+}
+
 // ---- Reductions along the last dimension ----------------------------------
 
 enum class Reduce { kSum, kMean, kMax, kMin, kVar, kVarMean };
@@ -588,6 +687,18 @@ void AddFirstTierLoops(ir::KernelOverrides& kernels) {
       {"aten.var_mean.correction", Reduce::kVarMean},
   };
   kernels["aten.max_pool2d_with_indices.default"] = &MaxPool2d;
+  const std::pair<const char*, Cmp> comparisons[] = {
+      {"lt", Cmp::kLt}, {"le", Cmp::kLe}, {"gt", Cmp::kGt},
+      {"ge", Cmp::kGe}, {"eq", Cmp::kEq}, {"ne", Cmp::kNe},
+  };
+  for (const auto& [name, cmp] : comparisons) {
+    const Cmp k = cmp;
+    kernels[absl::StrCat("aten.", name, ".Scalar")] = [k](const ir::OpCall& c) {
+      return Compare(c, k);
+    };
+  }
+  kernels["aten.where.self"] = &Where;
+  kernels["aten.where.ScalarSelf"] = &Where;
   for (const auto& [target, kind] : reductions) {
     const Reduce k = kind;
     kernels[target] = [k](const ir::OpCall& c) { return RowReduce(c, k); };

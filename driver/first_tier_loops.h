@@ -16,6 +16,10 @@
 //   order: its bits;
 // - max_pool2d_with_indices of a 4-d f32 tensor: the reference's windows,
 //   NaN and tie rules: its values and indices;
+// - comparisons of an f32 tensor with a number (lt, le, gt, ge, eq, ne
+//   .Scalar), and where of a bool mask over f32 operands of one layout
+//   (self a tensor or a number): the softmax's exp (passes/rewriter.h:
+//   ExpUnmasked), in the reference's arithmetic: its bits;
 // - the f32 transcendental functions (exp, erf, tanh, sigmoid, ...):
 //   glibc's vector (libmvec) double variants, rounded to f32. libmvec is
 //   within 4 ULP in double of the scalar libm the reference calls, so after

@@ -243,6 +243,49 @@ TEST(FirstTierLoopsTest, ComputesF32CallsItself) {
                        ir::Value::Int(1)}));
 }
 
+// Comparisons of an f32 tensor with numbers (one not an f32, rounded as
+// the reference rounds it; NaN and infinities among the values), and where
+// over their masks with a tensor or a number as self: the softmax's exp
+// (ExpUnmasked). The oracle's bits, and the kernels compute every call.
+constexpr char kWhere[] = R"(class g(torch.nn.Module):
+    def forward(self, x: "f32[6, 40][40, 1]cpu", y: "f32[6, 40][40, 1]cpu"):
+        lt: "b8[6, 40][40, 1]cpu" = torch.ops.aten.lt.Scalar(x, -0.1)
+        le: "b8[6, 40][40, 1]cpu" = torch.ops.aten.le.Scalar(x, 1)
+        gt: "b8[6, 40][40, 1]cpu" = torch.ops.aten.gt.Scalar(x, 2.5)
+        ge: "b8[6, 40][40, 1]cpu" = torch.ops.aten.ge.Scalar(x, -87.33654022216797)
+        eq: "b8[6, 40][40, 1]cpu" = torch.ops.aten.eq.Scalar(x, 0.0)
+        ne: "b8[6, 40][40, 1]cpu" = torch.ops.aten.ne.Scalar(x, 0.0)
+        zeroed: "f32[6, 40][40, 1]cpu" = torch.ops.aten.mul.Scalar(x, 0.0)
+        where: "f32[6, 40][40, 1]cpu" = torch.ops.aten.where.self(lt, zeroed, y)
+        where_1: "f32[6, 40][40, 1]cpu" = torch.ops.aten.where.ScalarSelf(gt, 0.1, x)
+        return (lt, le, gt, ge, eq, ne, where, where_1)
+)";
+
+TEST(FirstTierLoopsTest, ComparisonsAndWhereAreTheOraclesBits) {
+  Tensor x = Filled({6, 40}, DType::kFloat32, 1);
+  const float inf = std::numeric_limits<float>::infinity();
+  x.data<float>()[1] = inf;
+  x.data<float>()[2] = -inf;
+  x.data<float>()[3] = std::nanf("");
+  x.data<float>()[4] = -0.1f;  // not -0.1 in double
+  ExpectMatchesOracle(kWhere, {x, Filled({6, 40}, DType::kFloat32, 2)},
+                      /*ulps=*/0);
+  ir::Value t = ir::Value::OfTensor(x);
+  std::optional<absl::StatusOr<ir::Value>> mask =
+      Direct("aten.lt.Scalar", {t, ir::Value::Float(-0.1)});
+  ASSERT_TRUE(mask.has_value());
+  ASSERT_OK(mask->status());
+  for (const auto& [target, self] :
+       std::vector<std::pair<std::string, ir::Value>>{
+           {"aten.where.self", t},
+           {"aten.where.ScalarSelf", ir::Value::Float(2)}}) {
+    std::optional<absl::StatusOr<ir::Value>> r =
+        Direct(target, {**mask, self, t});
+    ASSERT_TRUE(r.has_value()) << target;
+    EXPECT_OK(r->status());
+  }
+}
+
 // Reductions over the last dimension, kept or dropped, with a NaN in one
 // row (amax and amin keep it), both corrections, and a row of one element
 // (var with correction 1 divides by 0).
