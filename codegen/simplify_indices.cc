@@ -13,8 +13,8 @@
 
 namespace lathe::codegen {
 
-bool SimplifyIndices(Kernel& k) {
-  if (k.kind != Kernel::Kind::kLoops) return false;
+std::optional<absl::flat_hash_map<symbolic::Expr, symbolic::ValueRange>>
+LoopVariableRanges(const Kernel& k) {
   absl::flat_hash_map<symbolic::Expr, symbolic::ValueRange> ranges;
   bool empty = false;
   auto add = [&](const std::vector<symbolic::Expr>& vars,
@@ -33,7 +33,16 @@ bool SimplifyIndices(Kernel& k) {
   };
   add(k.vars, k.ranges);
   for (const Section& s : k.sections) add(s.vars, s.ranges);
-  if (empty) return false;
+  if (empty) return std::nullopt;
+  return ranges;
+}
+
+bool SimplifyIndices(Kernel& k) {
+  if (k.kind != Kernel::Kind::kLoops) return false;
+  std::optional<absl::flat_hash_map<symbolic::Expr, symbolic::ValueRange>>
+      known = LoopVariableRanges(k);
+  if (!known) return false;
+  const auto& ranges = *known;
   symbolic::SimplifyContext context;
   context.ranges =
       [&](symbolic::Expr symbol) -> std::optional<symbolic::ValueRange> {

@@ -18,9 +18,20 @@
 #ifndef LATHE_CODEGEN_SIMPLIFY_INDICES_H_
 #define LATHE_CODEGEN_SIMPLIFY_INDICES_H_
 
+#include <optional>
+
+#include "absl/container/flat_hash_map.h"
 #include "codegen/loop_ir.h"
+#include "symbolic/expr.h"
+#include "symbolic/value_ranges.h"
 
 namespace lathe::codegen {
+
+// The range of each of `k`'s loop variables (its loops' and its sections'):
+// [0, extent - 1] for a constant extent, [0, oo) for a symbolic one;
+// nullopt when a constant extent is 0 or less (the kernel runs nothing).
+std::optional<absl::flat_hash_map<symbolic::Expr, symbolic::ValueRange>>
+LoopVariableRanges(const Kernel& k);
 
 // Simplifies the index of every load, store and index op of `k` with each
 // loop variable in [0, extent - 1] (a constant extent; else [0, oo));

@@ -20,6 +20,7 @@
 #include "codegen/cpp/parallel_loops.h"
 #include "codegen/scalar_code.h"
 #include "codegen/scalar_ops.h"
+#include "codegen/simplify_indices.h"
 #include "runtime/convolution.h"
 #include "runtime/kernel_runtime.h"
 #include "symbolic/printer.h"
@@ -1260,23 +1261,14 @@ class Emitter {
   }
 
   // The body of kernel `k` (without its braces), its buffers named by Ptr.
-  // Emits kernel k with its loop variables' ranges known to Cpp() (each in
-  // [0, extent - 1]; [0, oo) for a symbolic extent).
+  // Emits kernel k with its loop variables' ranges (LoopVariableRanges)
+  // known to Cpp().
   void EmitKernel(const Kernel& k, std::string* out) {
     absl::flat_hash_map<Expr, symbolic::ValueRange> outer;
     outer.swap(loop_ranges_);
-    auto add = [this](const std::vector<Expr>& vars,
-                      const std::vector<Expr>& extents) {
-      for (size_t v = 0; v < vars.size() && v < extents.size(); ++v) {
-        const Expr& e = extents[v];
-        loop_ranges_[vars[v]] =
-            e.kind() == symbolic::ExprKind::kInteger && e.int_value() >= 1
-                ? symbolic::ValueRange::Int(0, e.int_value() - 1)
-                : symbolic::ValueRange::Int(0, symbolic::kIntInf);
-      }
-    };
-    add(k.vars, k.ranges);
-    for (const Section& section : k.sections) add(section.vars, section.ranges);
+    // A kernel with an empty loop runs nothing: no variable is known.
+    loop_ranges_ = LoopVariableRanges(k).value_or(
+        absl::flat_hash_map<Expr, symbolic::ValueRange>{});
     EmitKernelBody(k, out);
     loop_ranges_.swap(outer);
   }
