@@ -375,24 +375,28 @@ Result Compare(const ir::OpCall& c, Cmp cmp) {
   const float* x = self.tensor.data<float>();
   auto* o = static_cast<uint8_t*>(out->data_ptr());
   const int64_t n = out->numel();
+  // One loop per comparison, each the compiler's to vectorize.
+  auto loop = [&](auto holds) {
+    for (int64_t i = 0; i < n; ++i) o[i] = holds(static_cast<double>(x[i]));
+  };
   switch (cmp) {
     case Cmp::kLt:
-      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<double>(x[i]) < y;
+      loop([y](double v) { return v < y; });
       break;
     case Cmp::kLe:
-      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<double>(x[i]) <= y;
+      loop([y](double v) { return v <= y; });
       break;
     case Cmp::kGt:
-      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<double>(x[i]) > y;
+      loop([y](double v) { return v > y; });
       break;
     case Cmp::kGe:
-      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<double>(x[i]) >= y;
+      loop([y](double v) { return v >= y; });
       break;
     case Cmp::kEq:
-      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<double>(x[i]) == y;
+      loop([y](double v) { return v == y; });
       break;
     case Cmp::kNe:
-      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<double>(x[i]) != y;
+      loop([y](double v) { return v != y; });
       break;
   }
   return ir::Value::OfTensor(*std::move(out));
