@@ -284,6 +284,16 @@ TEST(FirstTierLoopsTest, ComparisonsAndWhereAreTheOraclesBits) {
     ASSERT_TRUE(r.has_value()) << target;
     EXPECT_OK(r->status());
   }
+  // Operands of other layouts are the reference's: a broadcast mask, a
+  // transposed operand.
+  ir::Value row = Direct("aten.lt.Scalar",
+                         {ir::Value::OfTensor(Filled({40}, DType::kFloat32, 3)),
+                          ir::Value::Float(0)})
+                      ->value();
+  EXPECT_FALSE(Direct("aten.where.self", {row, t, t}));
+  Tensor xt =
+      Filled({40, 6}, DType::kFloat32, 4).AsStrided({6, 40}, {1, 6}, 0).value();
+  EXPECT_FALSE(Direct("aten.where.self", {**mask, ir::Value::OfTensor(xt), t}));
 }
 
 // Reductions over the last dimension, kept or dropped, with a NaN in one
