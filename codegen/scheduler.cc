@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "codegen/simplify_indices.h"
 #include "runtime/convolution.h"
 #include "runtime/dtype.h"
@@ -37,6 +38,24 @@ bool HasReduction(const Kernel& k) {
   return false;
 }
 
+// Gives k the outer loops `vars` over `ranges`, its indices rewritten by
+// `rename` (each old loop variable to an expression of the new ones);
+// false, and k unchanged, when an index cannot be rewritten.
+bool RenameLoops(Kernel& k, const absl::flat_hash_map<Expr, Expr>& rename,
+                 std::vector<Expr> vars, std::vector<Expr> ranges) {
+  std::vector<ScalarOp> ops = k.ops;
+  for (ScalarOp& op : ops) {
+    if (op.index.is_null()) continue;
+    absl::StatusOr<Expr> e = symbolic::Substitute(op.index, rename);
+    if (!e.ok()) return false;
+    op.index = *e;
+  }
+  k.ops = std::move(ops);
+  k.vars = std::move(vars);
+  k.ranges = std::move(ranges);
+  return true;
+}
+
 // Drops the outer loops of extent 1 (the kept dims of a keepdim reduction,
 // an in-place op on its [n, 1] result): their variable is 0 in every index
 // and the rest are renumbered x0, x1, ..., so that [n, 1] and [n] are the
@@ -56,17 +75,7 @@ bool SqueezeUnitRanges(Kernel& k) {
     ranges.push_back(k.ranges[v]);
   }
   if (rename.empty()) return true;
-  std::vector<ScalarOp> ops = k.ops;
-  for (ScalarOp& op : ops) {
-    if (op.index.is_null()) continue;
-    absl::StatusOr<Expr> e = symbolic::Substitute(op.index, rename);
-    if (!e.ok()) return false;
-    op.index = *e;
-  }
-  k.ops = std::move(ops);
-  k.vars = std::move(vars);
-  k.ranges = std::move(ranges);
-  return true;
+  return RenameLoops(k, rename, std::move(vars), std::move(ranges));
 }
 
 // The element stride of variable `v` in `index` (its coefficient when
@@ -574,6 +583,123 @@ std::optional<std::pair<int64_t, int64_t>> AffineBounds(
   return std::pair{lo, hi};
 }
 
+// A boundary between two adjacent outer loops of a flat pointwise kernel:
+// the number of iterations inside it (the product of the inner loop's
+// range and those within it), and whether the two loops can run as one:
+// every index is affine in both, and the outer loop's stride is the inner
+// one's times its range.
+struct LoopCut {
+  int64_t inner = 1;
+  bool mergeable = false;
+};
+
+// The cuts of flat pointwise kernel `k`, outermost first; nullopt when a
+// range is not a number.
+std::optional<std::vector<LoopCut>> LoopCuts(const Kernel& k) {
+  const size_t n = k.vars.size();
+  std::vector<int64_t> ranges;
+  for (const Expr& r : k.ranges) {
+    std::optional<int64_t> v = IntOf(r);
+    if (!v.has_value()) return std::nullopt;
+    ranges.push_back(*v);
+  }
+  std::vector<LoopCut> cuts(n > 0 ? n - 1 : 0);
+  int64_t inner = 1;
+  for (size_t i = cuts.size(); i-- > 0;) {
+    inner *= ranges[i + 1];
+    cuts[i].inner = inner;
+    const Expr outer = k.vars[i], in = k.vars[i + 1];
+    const absl::flat_hash_map<Expr, Expr> zero = {{outer, symbolic::Int(0)},
+                                                  {in, symbolic::Int(0)}};
+    bool mergeable = true;
+    for (const ScalarOp& op : k.ops) {
+      if (op.index.is_null()) continue;
+      std::optional<int64_t> so = StrideOf(op.index, outer, k.vars);
+      std::optional<int64_t> si = StrideOf(op.index, in, k.vars);
+      absl::StatusOr<Expr> rest = symbolic::Substitute(op.index, zero);
+      if (!so.has_value() || !si.has_value() || !rest.ok() ||
+          *so != *si * ranges[i + 1] ||
+          symbolic::Sub(
+              op.index,
+              symbolic::Add(
+                  *rest,
+                  symbolic::Add(symbolic::Mul(symbolic::Int(*so), outer),
+                                symbolic::Mul(symbolic::Int(*si), in)))) !=
+              symbolic::Int(0)) {
+        mergeable = false;
+        break;
+      }
+    }
+    cuts[i].mergeable = mergeable;
+  }
+  return cuts;
+}
+
+// Merges the loops of flat pointwise kernel `k` across each of its `cuts`
+// (LoopCuts) whose inner count is not in `keep`: each group of loops
+// becomes one, x0, x1, ... from the outermost. False when an index cannot
+// be rewritten.
+bool MergeLoops(Kernel& k, const std::vector<LoopCut>& cuts,
+                const std::set<int64_t>& keep) {
+  absl::flat_hash_map<Expr, Expr> rename;
+  std::vector<Expr> vars, ranges;
+  for (size_t d = 0; d < k.vars.size(); ++d) {
+    const bool joins_next = d + 1 < k.vars.size() && cuts[d].mergeable &&
+                            keep.count(cuts[d].inner) == 0;
+    const bool starts = d == 0 || !(cuts[d - 1].mergeable &&
+                                    keep.count(cuts[d - 1].inner) == 0);
+    if (starts) {
+      vars.push_back(IndexVar(static_cast<int>(vars.size())));
+      ranges.push_back(k.ranges[d]);
+    } else {
+      ranges.back() = symbolic::Mul(ranges.back(), k.ranges[d]);
+    }
+    // The group's index is its innermost loop's (the outer ones' strides
+    // are multiples of it): the others become 0.
+    rename[k.vars[d]] = joins_next ? symbolic::Int(0) : vars.back();
+  }
+  return RenameLoops(k, rename, std::move(vars), std::move(ranges));
+}
+
+// Flat pointwise kernels `a` and `b` over the same elements in different
+// loop nests (a kernel over [8, 128, 2048] and one over its [1024, 2048]
+// view), each with its loops merged where neither needs a boundary: the
+// loops to fuse them in, or nullopt when one needs a boundary the other
+// does not have.
+std::optional<std::pair<Kernel, Kernel>> InCommonLoops(const Kernel& a,
+                                                       const Kernel& b) {
+  if (!FlatPointwise(a) || !FlatPointwise(b) || a.ranges == b.ranges) {
+    return std::nullopt;
+  }
+  std::optional<std::vector<LoopCut>> ca = LoopCuts(a), cb = LoopCuts(b);
+  if (!ca.has_value() || !cb.has_value()) return std::nullopt;
+  auto total = [](const Kernel& k) {
+    int64_t n = 1;
+    for (const Expr& r : k.ranges) n *= *IntOf(r);
+    return n;
+  };
+  if (total(a) != total(b)) return std::nullopt;
+  std::set<int64_t> keep, in_a, in_b;
+  for (const LoopCut& c : *ca) {
+    in_a.insert(c.inner);
+    if (!c.mergeable) keep.insert(c.inner);
+  }
+  for (const LoopCut& c : *cb) {
+    in_b.insert(c.inner);
+    if (!c.mergeable) keep.insert(c.inner);
+  }
+  for (int64_t c : keep) {
+    if (in_a.count(c) == 0 || in_b.count(c) == 0) return std::nullopt;
+  }
+  std::pair<Kernel, Kernel> merged{a, b};
+  if (!MergeLoops(merged.first, *ca, keep) ||
+      !MergeLoops(merged.second, *cb, keep) ||
+      merged.first.ranges != merged.second.ranges) {
+    return std::nullopt;
+  }
+  return merged;
+}
+
 // The loop kernel `b` after convolution `a` as a's epilogue
 // (Routines::sconv_epilogue): b then runs over each image of a's output as
 // soon as it is written, in the thread's cache (the bias, activation and
@@ -730,6 +856,22 @@ absl::StatusOr<ScheduleResult> Schedule(LoweredGraph& g) {
     if (!out.empty()) {
       Kernel merged = out.back();
       std::optional<std::string> why = TryFuse(merged, k);
+      if (!why.has_value()) {
+        // The same elements in other loops: fused in the loops both can
+        // take.
+        if (auto common = InCommonLoops(out.back(), k)) {
+          merged = std::move(common->first);
+          why = TryFuse(merged, common->second);
+          if (why.has_value()) {
+            absl::StrAppend(&*why, ", its loops merged to [",
+                            absl::StrJoin(merged.ranges, ", ",
+                                          [](std::string* o, const Expr& e) {
+                                            o->append(symbolic::ToString(e));
+                                          }),
+                            "]");
+          }
+        }
+      }
       if (why.has_value()) {
         r.log.push_back(absl::StrCat("fuse ", k.name, " into ", out.back().name,
                                      ": ", *why));

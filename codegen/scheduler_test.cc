@@ -5,6 +5,8 @@
 
 #include "codegen/scheduler.h"
 
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "codegen/codegen_testing.h"
 #include "gtest/gtest.h"
@@ -713,6 +715,63 @@ def forward(self, x: "f32[4, 3, 8, 8]", w: "f32[16, 3, 3, 3]", r: "f32[4, 16, 8,
     EXPECT_EQ(s.lowered.program.kernels.size(), 2u) << PrintScheduled(s);
     EXPECT_TRUE(s.lowered.program.kernels[0].ops.empty()) << tail;
   }
+}
+
+// ---- Kernels over views of the same elements ------------------------------
+
+// gelu (as reinplace leaves it) over x [2, 4, 8] plus a bias of shape
+// `bias`, read through an [8, 8] view by a product.
+std::string GeluThroughAView(absl::string_view bias) {
+  return absl::StrCat(R"IR(
+def forward(self, x: "f32[2, 4, 8]", b: "f32[)IR",
+                      bias, R"IR(]", w: "f32[8, 8]"):
+    add = torch.ops.aten.add.Tensor(x, b)
+    mul = torch.ops.aten.mul.Tensor(add, 0.5)
+    mul_1 = torch.ops.aten.mul_.Tensor(add, 0.7071067811865476)
+    erf = torch.ops.aten.erf.default(mul_1)
+    add_1 = torch.ops.aten.add.Tensor(erf, 1)
+    mul_2 = torch.ops.aten.mul.Tensor(mul, add_1)
+    view = torch.ops.aten.view.default(mul_2, [8, 8])
+    mm = torch.ops.aten.mm.default(view, w)
+    return (mm,)
+)IR");
+}
+
+// With a per-column bias, the first kernels run over [2, 4, 8], the one
+// that realizes the view over [8, 8]. The bias kernel's two outer loops
+// run as one (each stride is the next one's times its range), the view's
+// two may not (the bias is per column), so both fit [8, 8] and fuse: the
+// gelu's intermediates stay in registers.
+TEST(SchedulerTest, KernelsOverViewsOfTheSameElementsFuse) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(GeluThroughAView("8")));
+  EXPECT_EQ(s.lowered.program.kernels.size(), 2u);
+  EXPECT_OK(FileCheckScheduled(s, R"(
+CHECK:      buffer buf3 : f32[64] local
+CHECK-NEXT: buffer buf4 : f32[64] local
+CHECK:      kernel k0 ranges=[8, 8]
+CHECK-NEXT:   section 0 pointwise
+CHECK-NEXT:     %0 = load in0[8*x0 + x1] : f32
+CHECK-NEXT:     %1 = load in1[x1] : f32
+CHECK-NOT:      {{load|store}}
+CHECK:          erf(
+CHECK-NOT:      {{load|store}}
+CHECK:          store buf5[8*x0 + x1] =
+CHECK-NEXT: kernel k4 extern sgemm
+CHECK:      log: fuse k3 into k0: pointwise over the same ranges, its loops merged to [8, 8]
+)"));
+}
+
+// With a bias per row of x's [4, 8] matrices, the bias kernel needs both
+// its loop boundaries (after 32 and after 8 iterations), the view's [8, 8]
+// has only the second, so they stay apart.
+TEST(SchedulerTest, AViewWithoutALoopBoundaryTheOtherNeedsIsNotFused) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(GeluThroughAView("4, 1")));
+  EXPECT_EQ(s.lowered.program.kernels.size(), 3u);
+  EXPECT_OK(FileCheckScheduled(s, R"(
+CHECK:      kernel k0 ranges=[2, 4, 8]
+CHECK:      kernel k3 ranges=[8, 8]
+CHECK:      log: keep k3 apart from k0: different ranges or an access at another element
+)"));
 }
 
 }  // namespace
