@@ -720,7 +720,9 @@ namespace {
 // the log of each row's softmax denominator, in float32 (float64 for float64
 // inputs), laid out as PyTorch's [B, L, H] transposed. A row whose every
 // score is -inf (fully masked) gives output 0 and logsumexp 0, as PyTorch's
-// kernel. Dropout is not supported (dropout_p must be 0).
+// kernel. With 16-bit inputs the weights enter the product with v
+// rounded to that dtype, before their division by the row's sum, as in
+// the kernel. Dropout is not supported (dropout_p must be 0).
 absl::StatusOr<Value> FlashAttentionCpu(const OpCall& c) {
   const Value& q = c.arg("query");
   const Value& k = c.arg("key");
@@ -834,6 +836,14 @@ absl::StatusOr<Value> FlashAttentionCpu(const OpCall& c) {
           denom = 1;
         }
         lv[bh * L + i] = mx + std::log(denom);
+        // As PyTorch's kernel: 16-bit inputs' weights enter p @ v rounded
+        // to their dtype (the sum above took them unrounded).
+        if (dt == DType::kBFloat16 || dt == DType::kFloat16) {
+          for (int64_t j = 0; j < S; ++j) {
+            p[j] = dt == DType::kBFloat16 ? ToDouble(FromDouble<BFloat16>(p[j]))
+                                          : ToDouble(FromDouble<Half>(p[j]));
+          }
+        }
         for (int64_t e = 0; e < E; ++e) {
           double acc_v = 0;
           for (int64_t j = 0; j < S; ++j) {

@@ -696,6 +696,31 @@ TEST(NnOpsTest, FlashAttentionForCpu) {
   EXPECT_EQ(Out(big, 1).tensor.strides(), (std::vector<int64_t>{12, 1, 3}));
 }
 
+// In bf16 the kernel rounds each weight (the exp before its division) to
+// bf16 before the product with v: torch 2.15's output, which keeping the
+// weights exact would miss in two elements (1.484375 for 1.4765625,
+// 0.416015625 for 0.4140625).
+TEST(NnOpsTest, FlashAttentionForCpuInBf16RoundsTheWeights) {
+  Tensor q = T({1, 1, 2, 4}, {0.9, -1.3, 0.7, 2.1, 1.7, 0.2, -0.8, 0.5},
+               DType::kBFloat16);
+  Tensor k =
+      T({1, 1, 5, 4}, {1.1, 0.3, -0.6, 0.9, -0.7, 1.9, 0.4,  -1.2, 0.8, -0.5,
+                       1.3, 0.6, 2.2,  0.1, -0.3, 0.7, -1.5, 0.6,  0.9, 0.2},
+        DType::kBFloat16);
+  Tensor v =
+      T({1, 1, 5, 4}, {1.3, -2.1, 0.7, 0.33, 0.9,  1.7, -1.1, 2.9, -0.45, 0.6,
+                       2.3, -1.7, 1.9, -0.3, 0.15, 0.8, 0.7,  1.1, -2.6,  0.05},
+        DType::kBFloat16);
+  Value r = RunV("aten._scaled_dot_product_flash_attention_for_cpu.default",
+                 {V(q), V(k), V(v)});
+  EXPECT_THAT(Elements(Out(r, 0).tensor),
+              ElementsAre(0.7421875, -0.2138671875, 1.0390625, -0.359375,
+                          1.4765625, -0.6484375, 0.4140625, 0.5));
+  EXPECT_EQ(Out(r, 1).tensor.dtype(), DType::kFloat32);
+  EXPECT_NEAR(Elements(Out(r, 1).tensor)[0], 2.640941619873047, 1e-5);
+  EXPECT_NEAR(Elements(Out(r, 1).tensor)[1], 2.707426071166992, 1e-5);
+}
+
 TEST(NnOpsTest, UpsampleNearest2dAndEmbeddingBagForwardOnly) {
   std::vector<double> six = {0, 1, 2, 3, 4, 5};
   Tensor u = T({1, 1, 2, 3}, six);

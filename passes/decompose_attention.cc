@@ -48,7 +48,10 @@ struct Forward {
 // the keys by amax, exp and sum, whose log-sum-exp is the second result
 // ([B, H, L] laid out as [B, L, H], as the kernel writes it); then
 // bmm(p, v), laid out as the query (empty_like, as PyTorch's meta). All in
-// the computation dtype (float32 for 16-bit floats).
+// the computation dtype (float32 for 16-bit floats), except that, as in the
+// kernel, 16-bit q, k and v enter the products as they are (bmm.dtype, a
+// float32 product), and p @ v takes the exps rounded to their dtype, its
+// product divided by the sum after.
 absl::StatusOr<std::optional<Forward>> Attention(Rewriter& r, Node* mask) {
   Node* query = r.Tensor("query");
   Node* key = r.Tensor("key");
@@ -72,17 +75,29 @@ absl::StatusOr<std::optional<Forward>> Attention(Rewriter& r, Node* mask) {
   ASSIGN_OR_RETURN(Arg scale, Scale(r, scale_arg, e, qm.device));
   ASSIGN_OR_RETURN(Arg s, r.Size(key, 2));
   ASSIGN_OR_RETURN(Arg bh, SizeOp(r, "operator.mul", b, h));
-  // [B, H, T, E] as [B * H, T, E] in the computation dtype.
+  // 16-bit operands stay 16-bit in the products, each product in the
+  // computation dtype, as the kernel's gemms read them (a target's bf16
+  // routine takes them so); the rest is in the computation dtype.
+  const bool reduced = compute != qm.dtype && TM(key).dtype == qm.dtype &&
+                       TM(value).dtype == qm.dtype;
+  // [B, H, T, E] as [B * H, T, E], in the products' operand dtype.
   auto batched = [&](Node* t, const Arg& len) -> absl::StatusOr<Node*> {
-    ASSIGN_OR_RETURN(t, r.To(t, compute));
+    if (!reduced) {
+      ASSIGN_OR_RETURN(t, r.To(t, compute));
+    }
     ASSIGN_OR_RETURN(t, r.Contiguous(t));
     return r.Call("aten.view.default", {A(t), Arg::List({bh, len, e})});
+  };
+  // a @ c in the computation dtype.
+  auto bmm = [&](Node* a, Node* c) -> absl::StatusOr<Node*> {
+    if (!reduced) return r.Binary("aten.bmm.default", a, A(c));
+    return r.Call("aten.bmm.dtype", {A(a), A(c), Arg::OfDType(compute)});
   };
   ASSIGN_OR_RETURN(Node * q, batched(query, l));
   ASSIGN_OR_RETURN(Node * k, batched(key, s));
   ASSIGN_OR_RETURN(Node * v, batched(value, s));
   ASSIGN_OR_RETURN(Node * kt, r.Call("aten.transpose.int", {A(k), I(1), I(2)}));
-  ASSIGN_OR_RETURN(Node * scores, r.Binary("aten.bmm.default", q, A(kt)));
+  ASSIGN_OR_RETURN(Node * scores, bmm(q, kt));
   ASSIGN_OR_RETURN(scores, r.Binary("aten.mul.Tensor", scores, scale));
   ASSIGN_OR_RETURN(scores, r.Call("aten.view.default",
                                   {A(scores), Arg::List({b, h, l, s})}));
@@ -129,12 +144,25 @@ absl::StatusOr<std::optional<Forward>> Attention(Rewriter& r, Node* mask) {
       r.Call("aten.sum.dim_IntList", {A(exp), IntList({-1}), Arg::Bool(true)}));
   ASSIGN_OR_RETURN(
       sum, r.Call("aten.where.ScalarSelf", {A(all_masked), F(1.0), A(sum)}));
-  ASSIGN_OR_RETURN(Node * p, r.Binary("aten.div.Tensor", exp, A(sum)));
-  ASSIGN_OR_RETURN(p,
-                   r.Call("aten.view.default", {A(p), Arg::List({bh, l, s})}));
-  ASSIGN_OR_RETURN(Node * out, r.Binary("aten.bmm.default", p, A(v)));
-  ASSIGN_OR_RETURN(
-      out, r.Call("aten.view.default", {A(out), Arg::List({b, h, l, e})}));
+  Node* out = nullptr;
+  if (!reduced) {
+    ASSIGN_OR_RETURN(Node * p, r.Binary("aten.div.Tensor", exp, A(sum)));
+    ASSIGN_OR_RETURN(
+        p, r.Call("aten.view.default", {A(p), Arg::List({bh, l, s})}));
+    ASSIGN_OR_RETURN(out, bmm(p, v));
+    ASSIGN_OR_RETURN(
+        out, r.Call("aten.view.default", {A(out), Arg::List({b, h, l, e})}));
+  } else {
+    // As the kernel: the weights before their division, rounded to the
+    // operands' dtype, times v; the product divided by the sum.
+    ASSIGN_OR_RETURN(Node * p, r.To(exp, qm.dtype));
+    ASSIGN_OR_RETURN(
+        p, r.Call("aten.view.default", {A(p), Arg::List({bh, l, s})}));
+    ASSIGN_OR_RETURN(out, bmm(p, v));
+    ASSIGN_OR_RETURN(
+        out, r.Call("aten.view.default", {A(out), Arg::List({b, h, l, e})}));
+    ASSIGN_OR_RETURN(out, r.Binary("aten.div.Tensor", out, A(sum)));
+  }
   ASSIGN_OR_RETURN(out, r.To(out, qm.dtype));
   ASSIGN_OR_RETURN(out, LaidOutAs(r, out, qm));
   // logsumexp = max + log(sum) (0 for a fully masked row), [B, H, L] with
