@@ -164,7 +164,13 @@ bool EmitScalarOp(const Kernel& k, int i, const IndexCpp& cpp,
   switch (op.kind) {
     // f16 and bf16 elements move as their 16 bits (lathe_half's one
     // member): GCC vectorizes no loop that copies the struct as a whole.
+    // bool elements load as their byte (lathe_load_bool).
     case ScalarOp::Kind::kLoad:
+      if (op.dtype == DType::kBool) {
+        absl::StrAppend(out, indent, "const bool v", i, " = lathe_load_bool(&",
+                        ptr, "[", cpp(op.index, &op), "]);\n");
+        return true;
+      }
       absl::StrAppend(out, indent, "const ", t, " v", i, " = ",
                       IsHalfFloat(op.dtype) ? "{" : "", ptr, "[",
                       cpp(op.index, &op), "]",

@@ -630,6 +630,13 @@ LATHE_FN T lathe_op_rshift(T a, T b) {
     return static_cast<T>(a >> max_shift);
   return static_cast<T>(a >> b);
 }
+// A bool element, read as its byte: GCC 12 vectorizes no loop that loads
+// bool and float elements together ("no vectype for stmt"); a byte
+// compared with 0 it does (and a byte other than 0 or 1 is true, not
+// undefined).
+LATHE_FN bool lathe_load_bool(const bool* p) {
+  return *reinterpret_cast<const unsigned char*>(p) != 0;
+}
 template <typename T>
 LATHE_FN T lathe_op_where(bool c, T a, T b) {
   return c ? a : b;

@@ -63,6 +63,21 @@ TEST(PointwiseTest, Atan2PromotesIntsToFloat) {
   EXPECT_NEAR(r.GetDouble({1}), -M_PI / 2, 1e-6);
 }
 
+// copysign: |self| with other's sign, also of a zero, an infinity and a
+// NaN (its sign bit); ints promote to the default float dtype, as atan2.
+TEST(PointwiseTest, CopysignTakesTheSignBit) {
+  Tensor a = T({5}, {2, -3, 0, INFINITY, 1}),
+         b = T({5}, {-1, 5, -0.0, -2, -NAN});
+  Tensor r = RunT("aten.copysign.Tensor", {V(a), V(b)});
+  EXPECT_THAT(Elements(r), ElementsAre(-2, 3, 0, -INFINITY, -1));
+  EXPECT_TRUE(std::signbit(r.GetDouble({2})));
+  EXPECT_TRUE(std::signbit(r.GetDouble({4})));
+  Tensor i = T({2}, {4, -7}, DType::kInt32), j = T({2}, {-1, 1}, DType::kInt32);
+  Tensor ri = RunT("aten.copysign.Tensor", {V(i), V(j)});
+  EXPECT_EQ(ri.dtype(), DType::kFloat32);
+  EXPECT_THAT(Elements(ri), ElementsAre(-4, 7));
+}
+
 TEST(PointwiseTest, LogicalAndBitwiseOps) {
   Tensor a = T({4}, {0, 1, 2, NAN}), b = T({4}, {0, 0, -1, 0});
   Tensor land = RunT("aten.logical_and.default", {V(a), V(b)});

@@ -138,6 +138,7 @@ const std::pair<const char*, const char*> kTorchInplace[] = {
     {"aten.bitwise_xor.Tensor", "aten.bitwise_xor_.Tensor"},
     {"aten.bitwise_xor.Scalar", "aten.bitwise_xor_.Scalar"},
     {"aten.atan2.default", "aten.atan2_.default"},
+    {"aten.copysign.Tensor", "aten.copysign_.Tensor"},
     {"aten.logical_and.default", "aten.logical_and_.default"},
     {"aten.logical_or.default", "aten.logical_or_.default"},
     {"aten.logical_xor.default", "aten.logical_xor_.default"},

@@ -1,9 +1,9 @@
 // Pointwise ops: unary math (exp2, square, isfinite, nan_to_num among them),
 // binary arithmetic and comparisons (Tensor and Scalar overloads; rsub,
-// hypot, the shifts, fmax/fmin, floor_divide, true_divide), where (and its
-// Scalar overloads), activations with Scalar parameters (elu, hardtanh,
-// leaky_relu, hardsigmoid, softplus) and atan2's out= variant. Every op
-// registered here is marked pointwise; their in-place twins (add_, abs_,
+// hypot, copysign, the shifts, fmax/fmin, floor_divide, true_divide), where
+// (and its Scalar overloads), activations with Scalar parameters (elu,
+// hardtanh, leaky_relu, hardsigmoid, softplus) and atan2's out= variant. Every
+// op registered here is marked pointwise; their in-place twins (add_, abs_,
 // eq_.Scalar, ...) are all derived from the functional ops by
 // RegisterInplaceTwins (ops_extra.cc). Each op infers its output dtype and
 // broadcast shape once; the meta function returns that as metadata and the
@@ -508,6 +508,8 @@ absl::StatusOr<Value> BinaryKernel(const OpCall& c, const std::string& op,
     fd = [](double a, double b) { return std::atan2(a, b); };
   } else if (op == "hypot") {
     fd = [](double a, double b) { return std::hypot(a, b); };
+  } else if (op == "copysign") {
+    fd = [](double a, double b) { return std::copysign(a, b); };
   } else if (op == "lshift" || op == "rshift") {
     // PyTorch's shifts in the operands' width: a shift by a negative amount
     // or by the width or more gives 0 (left) or the sign fill (right).
@@ -624,7 +626,7 @@ absl::Status RegisterBinary(OpRegistry& r, const BinarySpec& spec) {
   bool ints_only = absl::StartsWith(spec.op, "bitwise_");
   bool shift = spec.op == "lshift" || spec.op == "rshift";
   bool floats_only = spec.op == "hypot";
-  bool to_float = spec.op == "atan2";
+  bool to_float = spec.op == "atan2" || spec.op == "copysign";
   bool reversed = spec.op == "rsub";  // other - alpha * self
   auto infer = [spec, is_div, is_cmp, ints_only, shift, floats_only, to_float,
                 reversed,
@@ -1316,6 +1318,7 @@ absl::Status RegisterPointwiseBody(OpRegistry& r) {
       {"pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", "pow"},
       {"pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", "pow"},
       {"hypot(Tensor self, Tensor other) -> Tensor", "hypot"},
+      {"copysign.Tensor(Tensor self, Tensor other) -> Tensor", "copysign"},
       {"__lshift__.Scalar(Tensor self, Scalar other) -> Tensor", "lshift"},
       {"__lshift__.Tensor(Tensor self, Tensor other) -> Tensor", "lshift"},
       {"__rshift__.Scalar(Tensor self, Scalar other) -> Tensor", "rshift"},

@@ -148,7 +148,8 @@ CHECK: [[X:[a-z_0-9]+]]: "f32[3, 5][5, 1]cpu" = torch.ops.prims.convert_element_
 CHECK: [[MAX:[a-z_0-9]+]]: "f32[3, 1][1, 1]cpu" = torch.ops.aten.amax.default([[X]], [-1], True)
 CHECK: [[SUB:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.sub.Tensor([[X]], [[MAX]])
 CHECK: [[LOW:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.lt.Scalar([[SUB]], -87.5)
-CHECK: [[ZEROED:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.mul.Scalar([[SUB]], 0.0)
+CHECK: [[ZERO:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.scalar_tensor.default(0.0,
+CHECK: [[ZEROED:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.copysign.Tensor([[ZERO]], [[SUB]])
 CHECK: [[ARG:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.where.self([[LOW]], [[ZEROED]], [[SUB]])
 CHECK: [[E:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.exp.default([[ARG]])
 CHECK: [[TINY:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.lt.Scalar([[SUB]], -87.33654022216797)
@@ -185,7 +186,8 @@ TEST(DecomposeTest, LogSoftmax) {
 CHECK: [[MAX:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.amax.default(x, [1], True)
 CHECK: [[SUB:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.sub.Tensor(x, [[MAX]])
 CHECK: [[LOW:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.lt.Scalar([[SUB]], -87.5)
-CHECK: [[ZEROED:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.mul.Scalar([[SUB]], 0.0)
+CHECK: [[ZERO:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.scalar_tensor.default(0.0,
+CHECK: [[ZEROED:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.copysign.Tensor([[ZERO]], [[SUB]])
 CHECK: [[ARG:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.where.self([[LOW]], [[ZEROED]], [[SUB]])
 CHECK: [[E:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.exp.default([[ARG]])
 CHECK: [[TINY:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.lt.Scalar([[SUB]], -87.33654022216797)
@@ -607,6 +609,36 @@ CHECK: return ([[OUT]], [[MAX]], [[MI]])
 )IR"));
 }
 
+// In bf16, as PyTorch's CPU kernel: q, k and v enter the products as bf16
+// with f32 results (bmm.dtype), the softmax is f32, and p @ v takes the exps
+// rounded to bf16, its product divided by the sum after.
+TEST(DecomposeTest, FlashAttentionCpuInBf16TakesBf16Products) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      R"IR(def forward(self, q: "bf16[1, 2, 4, 8]", k: "bf16[1, 2, 4, 8]", v: "bf16[1, 2, 4, 8]"):
+    a = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, False)
+    getitem = a[0]
+    getitem_1 = a[1]
+    return (getitem, getitem_1)
+)IR",
+      R"IR(
+CHECK: [[Q:[a-z_0-9]+]]: "bf16[2, 4, 8]{{.*}} = torch.ops.aten.view.default(q, [2, 4, 8])
+CHECK: [[K:[a-z_0-9]+]]: "bf16[2, 4, 8]{{.*}} = torch.ops.aten.view.default(k, [2, 4, 8])
+CHECK: [[V:[a-z_0-9]+]]: "bf16[2, 4, 8]{{.*}} = torch.ops.aten.view.default(v, [2, 4, 8])
+CHECK: [[KT:[a-z_0-9]+]]: "bf16[2, 8, 4]{{.*}} = torch.ops.aten.transpose.int([[K]], 1, 2)
+CHECK: [[S:[a-z_0-9]+]]: "f32[2, 4, 4]{{.*}} = torch.ops.aten.bmm.dtype([[Q]], [[KT]], torch.float32)
+CHECK: [[E:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.where.ScalarSelf({{.*}}, 0.0, {{.*}})
+CHECK: [[SUM:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.sum.dim_IntList([[E]], [-1], True)
+CHECK: [[DENOM:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.where.ScalarSelf({{.*}}, 1.0, [[SUM]])
+CHECK: [[P:[a-z_0-9]+]]: "bf16[1, 2, 4, 4]{{.*}} = torch.ops.prims.convert_element_type.default([[E]], torch.bfloat16)
+CHECK: [[P3:[a-z_0-9]+]]: "bf16[2, 4, 4]{{.*}} = torch.ops.aten.view.default([[P]], [2, 4, 4])
+CHECK: [[PV:[a-z_0-9]+]]: "f32[2, 4, 8]{{.*}} = torch.ops.aten.bmm.dtype([[P3]], [[V]], torch.float32)
+CHECK: [[PV4:[a-z_0-9]+]]: "f32[1, 2, 4, 8]{{.*}} = torch.ops.aten.view.default([[PV]], [1, 2, 4, 8])
+CHECK: [[OUT:[a-z_0-9]+]]: "f32[1, 2, 4, 8]{{.*}} = torch.ops.aten.div.Tensor([[PV4]], [[DENOM]])
+CHECK: torch.ops.prims.convert_element_type.default([[OUT]], torch.bfloat16)
+CHECK-NOT: flash_attention
+)IR"));
+}
+
 // bmm(q, k^T) scaled after, the causal mask as masked_fill, a softmax by
 // amax / exp / sum whose exp reads the unmasked scores (0 instead of a
 // shifted score below -87.5 or a masked one, the lanes whose results would
@@ -634,12 +666,15 @@ CHECK-NOT: torch.ops.aten.sub.Tensor([[M]]
 CHECK: [[X:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.sub.Tensor
 CHECK: [[LOW:[a-z_0-9]+]]: "b8[1, 2, 4, 4]{{.*}} = torch.ops.aten.lt.Scalar([[X]], -87.5)
 CHECK: [[SKIP:[a-z_0-9]+]]: "b8[1, 2, 4, 4]{{.*}} = torch.ops.aten.logical_or.default([[LOW]], [[ABOVE]])
-CHECK: [[ZEROED:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.mul.Scalar([[X]], 0.0)
+CHECK: [[ZERO:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.scalar_tensor.default(0.0,
+CHECK: [[ZEROED:[a-z_0-9]+]]: {{.*}} = torch.ops.aten.copysign.Tensor([[ZERO]], [[X]])
 CHECK: [[ARG:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.where.self([[SKIP]], [[ZEROED]], [[X]])
 CHECK: [[E:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.exp.default([[ARG]])
 CHECK: [[TINY:[a-z_0-9]+]]: "b8[1, 2, 4, 4]{{.*}} = torch.ops.aten.lt.Scalar([[X]], -87.33654022216797)
 CHECK: [[W:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.where.ScalarSelf([[TINY]], 0.0, [[E]])
-CHECK: torch.ops.aten.masked_fill.Scalar([[W]], [[ABOVE]], 0.0)
+CHECK: [[KEEP:[a-z_0-9]+]]: "b8[4, 4]{{.*}} = torch.ops.aten.logical_not.default([[ABOVE]])
+CHECK: [[KEEPF:[a-z_0-9]+]]: "f32[4, 4]{{.*}} = torch.ops.prims.convert_element_type.default([[KEEP]], torch.float32)
+CHECK: torch.ops.aten.mul.Tensor([[W]], [[KEEPF]])
 CHECK: [[SUM:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.sum.dim_IntList
 CHECK: [[DENOM:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.where.ScalarSelf({{.*}}, 1.0, [[SUM]])
 CHECK: torch.ops.aten.div.Tensor({{.*}}, [[DENOM]])

@@ -36,16 +36,19 @@ absl::StatusOr<Node*> CausalMask(Rewriter& r, const Arg& l, const Arg& s,
 }
 
 absl::StatusOr<Node*> ExpUnmasked(Rewriter& r, Node* x, Node* mask) {
-  // The lanes exp never sees: x * 0 there (0 for a finite x), not a
-  // constant, which GCC would fold exp of and then call exp on x after all.
+  // The lanes exp never sees (below kExpSkipBelow, and masked ones, where x
+  // may be far above the row's max: lanes whose exp overflows take glibc's
+  // scalar path as well) get copysign(0, x): 0 whatever x is (also
+  // infinite or NaN), and not a constant, which GCC would fold exp of and
+  // then call exp on x after all.
   ASSIGN_OR_RETURN(Node * skip,
                    r.Binary("aten.lt.Scalar", x, F(kExpSkipBelow)));
-  // Masked lanes too: x there may be far above the row's max, and lanes
-  // whose exp overflows take glibc's scalar path as well.
   if (mask != nullptr) {
     ASSIGN_OR_RETURN(skip, r.Binary("aten.logical_or.default", skip, A(mask)));
   }
-  ASSIGN_OR_RETURN(Node * zeroed, r.Binary("aten.mul.Scalar", x, F(0.0)));
+  const TensorMeta& m = TM(x);
+  ASSIGN_OR_RETURN(Node * zero, r.ScalarTensor(F(0.0), m.dtype, m.device));
+  ASSIGN_OR_RETURN(Node * zeroed, r.Binary("aten.copysign.Tensor", zero, A(x)));
   ASSIGN_OR_RETURN(Node * arg,
                    r.Call("aten.where.self", {A(skip), A(zeroed), A(x)}));
   ASSIGN_OR_RETURN(Node * e, r.Unary("aten.exp.default", arg));
@@ -53,7 +56,11 @@ absl::StatusOr<Node*> ExpUnmasked(Rewriter& r, Node* x, Node* mask) {
                    r.Binary("aten.lt.Scalar", x, F(kExpTinyBelow)));
   ASSIGN_OR_RETURN(e, r.Call("aten.where.ScalarSelf", {A(tiny), F(0.0), A(e)}));
   if (mask == nullptr) return e;
-  return r.Call("aten.masked_fill.Scalar", {A(e), A(mask), F(0.0)});
+  // Masked lanes are 0: e (1 or 0 there) times 0, not a select of 0, which
+  // would let GCC prove those lanes' exp unused and give it x after all.
+  ASSIGN_OR_RETURN(Node * keep, r.Unary("aten.logical_not.default", mask));
+  ASSIGN_OR_RETURN(keep, r.To(keep, m.dtype));
+  return r.Binary("aten.mul.Tensor", e, A(keep));
 }
 
 // `a` op `b` for sizes (ints or SymInt nodes): operator.add / mul /

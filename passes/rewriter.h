@@ -353,8 +353,9 @@ absl::StatusOr<Node*> CausalMask(Rewriter& r, const Arg& l, const Arg& s,
 // (the weight would be below FLT_MIN) and where `mask` (null: none) is
 // true. x holds the unmasked scores there, so exp never reads a -inf the
 // mask would put in. glibc's vector expf computes every lane below -87.3 by
-// scalar expf, about 15x slower than its vector lanes, so exp is given 0
-// instead of x where x < kExpSkipBelow (a lane set to 0 after). A
+// scalar expf, about 15x slower than its vector lanes, so exp is given
+// copysign(0, x) instead of x where x < kExpSkipBelow (a lane set to 0
+// after) or the mask is true (a lane multiplied by 0 after). A
 // subnormal weight costs the core a microcode assist in every op that
 // reads it (the sum, the division, the product with v); as 0 it moves the
 // attention's output by less than FLT_MIN * |v| per key, and its

@@ -147,6 +147,28 @@ def forward(self, x: "f32[s0, 1024][1024, 1]cpu"):
   EXPECT_TRUE(summed) << "no packed-float add on " << reg;
 }
 
+// A loop that loads bool and float elements together vectorizes: a causal
+// mask's fill before a row max (the attention softmax's first loop) takes
+// its maxima with vmaxps in the widest registers. GCC 12 vectorized no such
+// loop while the mask was loaded as bool (not as its byte).
+TEST(VectorizationTest, ALoopReadingABoolMaskIsAVectorLoop) {
+  if (std::optional<std::string> why = WhyNotChecked()) GTEST_SKIP() << *why;
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  ASSERT_OK_AND_ASSIGN(std::string asm_text, CompiledAssembly(R"IR(
+def forward(self, x: "f32[s0, 256][256, 1]cpu", m: "b8[s0, 256][256, 1]cpu"):
+    masked_fill = torch.ops.aten.masked_fill.Scalar(x, m, -inf)
+    amax = torch.ops.aten.amax.default(masked_fill, [-1], True)
+    return (amax,)
+)IR"));
+  const std::string reg = avx512 ? "%zmm" : "%ymm";
+  bool max = false;
+  for (absl::string_view line : absl::StrSplit(asm_text, '\n')) {
+    max = max ||
+          (absl::StrContains(line, "vmaxps") && absl::StrContains(line, reg));
+  }
+  EXPECT_TRUE(max) << "no vmaxps on " << reg;
+}
+
 // A large f32 output (2^22 elements) is written with streaming stores
 // (vmovntps), not ordinary ones.
 TEST(VectorizationTest, LargeOutputsUseStreamingStores) {

@@ -290,18 +290,19 @@ void RegisterPointwise(LoweringTable& T) {
   }
   // Binary: the scalar function of the op's name.
   for (const char* target :
-       {"aten.mul.Tensor",         "aten.mul.Scalar",
-        "aten.maximum.default",    "aten.minimum.default",
-        "aten.fmax.default",       "aten.fmin.default",
-        "aten.atan2.default",      "aten.hypot.default",
-        "aten.remainder.Tensor",   "aten.remainder.Scalar",
-        "aten.fmod.Tensor",        "aten.fmod.Scalar",
-        "aten.pow.Scalar",         "aten.pow.Tensor_Tensor",
-        "aten.pow.Tensor_Scalar",  "aten.bitwise_and.Tensor",
-        "aten.bitwise_and.Scalar", "aten.bitwise_or.Tensor",
-        "aten.bitwise_or.Scalar",  "aten.bitwise_xor.Tensor",
-        "aten.bitwise_xor.Scalar", "aten.logical_and.default",
-        "aten.logical_or.default", "aten.logical_xor.default"}) {
+       {"aten.mul.Tensor",          "aten.mul.Scalar",
+        "aten.maximum.default",     "aten.minimum.default",
+        "aten.fmax.default",        "aten.fmin.default",
+        "aten.atan2.default",       "aten.hypot.default",
+        "aten.copysign.Tensor",     "aten.remainder.Tensor",
+        "aten.remainder.Scalar",    "aten.fmod.Tensor",
+        "aten.fmod.Scalar",         "aten.pow.Scalar",
+        "aten.pow.Tensor_Tensor",   "aten.pow.Tensor_Scalar",
+        "aten.bitwise_and.Tensor",  "aten.bitwise_and.Scalar",
+        "aten.bitwise_or.Tensor",   "aten.bitwise_or.Scalar",
+        "aten.bitwise_xor.Tensor",  "aten.bitwise_xor.Scalar",
+        "aten.logical_and.default", "aten.logical_or.default",
+        "aten.logical_xor.default"}) {
     const OpDef* op = Op(target);
     T.Add(op, PointwiseFn(op->schema.name, {0, 1}));
   }
