@@ -663,9 +663,9 @@ bool MergeLoops(Kernel& k, const std::vector<LoopCut>& cuts,
 
 // Flat pointwise kernels `a` and `b` over the same elements in different
 // loop nests (a kernel over [8, 128, 2048] and one over its [1024, 2048]
-// view), each with its loops merged where neither needs a boundary: the
-// loops to fuse them in, or nullopt when one needs a boundary the other
-// does not have.
+// view), each with its loops merged across the boundaries that neither
+// needs and not both have: the loops to fuse them in, or nullopt when one
+// needs a boundary the other does not have.
 std::optional<std::pair<Kernel, Kernel>> InCommonLoops(const Kernel& a,
                                                        const Kernel& b) {
   if (!FlatPointwise(a) || !FlatPointwise(b) || a.ranges == b.ranges) {
@@ -679,6 +679,8 @@ std::optional<std::pair<Kernel, Kernel>> InCommonLoops(const Kernel& a,
     return n;
   };
   if (total(a) != total(b)) return std::nullopt;
+  // Kept: the boundaries one kernel needs, and those both have (so that a
+  // next kernel that needs one still finds it).
   std::set<int64_t> keep, in_a, in_b;
   for (const LoopCut& c : *ca) {
     in_a.insert(c.inner);
@@ -687,6 +689,7 @@ std::optional<std::pair<Kernel, Kernel>> InCommonLoops(const Kernel& a,
   for (const LoopCut& c : *cb) {
     in_b.insert(c.inner);
     if (!c.mergeable) keep.insert(c.inner);
+    if (in_a.count(c.inner) > 0) keep.insert(c.inner);
   }
   for (int64_t c : keep) {
     if (in_a.count(c) == 0 || in_b.count(c) == 0) return std::nullopt;

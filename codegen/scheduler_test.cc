@@ -739,9 +739,10 @@ def forward(self, x: "f32[2, 4, 8]", b: "f32[)IR",
 
 // With a per-column bias, the first kernels run over [2, 4, 8], the one
 // that realizes the view over [8, 8]. The bias kernel's two outer loops
-// run as one (each stride is the next one's times its range), the view's
-// two may not (the bias is per column), so both fit [8, 8] and fuse: the
-// gelu's intermediates stay in registers.
+// run as one (each stride is the next one's times its range); its inner
+// boundary (the bias is per column) stays, and the view's kernel has it
+// too, so both fit [8, 8] and fuse: the gelu's intermediates stay in
+// registers.
 TEST(SchedulerTest, KernelsOverViewsOfTheSameElementsFuse) {
   ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(GeluThroughAView("8")));
   EXPECT_EQ(s.lowered.program.kernels.size(), 2u);

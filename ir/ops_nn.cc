@@ -837,7 +837,9 @@ absl::StatusOr<Value> FlashAttentionCpu(const OpCall& c) {
         }
         lv[bh * L + i] = mx + std::log(denom);
         // As PyTorch's kernel: 16-bit inputs' weights enter p @ v rounded
-        // to their dtype (the sum above took them unrounded).
+        // to their dtype (the sum above took them unrounded). The kernel
+        // takes them against a running max, block by block of 512 keys:
+        // the same as this for rows of up to 512 keys.
         if (dt == DType::kBFloat16 || dt == DType::kFloat16) {
           for (int64_t j = 0; j < S; ++j) {
             p[j] = dt == DType::kBFloat16 ? ToDouble(FromDouble<BFloat16>(p[j]))

@@ -51,7 +51,8 @@ struct Forward {
 // the computation dtype (float32 for 16-bit floats), except that, as in the
 // kernel, 16-bit q, k and v enter the products as they are (bmm.dtype, a
 // float32 product), and p @ v takes the exps rounded to their dtype, its
-// product divided by the sum after.
+// product multiplied by the sum's reciprocal after. (PyTorch's CUDA
+// kernels round their weights before p @ v too.)
 absl::StatusOr<std::optional<Forward>> Attention(Rewriter& r, Node* mask) {
   Node* query = r.Tensor("query");
   Node* key = r.Tensor("key");
@@ -154,14 +155,18 @@ absl::StatusOr<std::optional<Forward>> Attention(Rewriter& r, Node* mask) {
         out, r.Call("aten.view.default", {A(out), Arg::List({b, h, l, e})}));
   } else {
     // As the kernel: the weights before their division, rounded to the
-    // operands' dtype, times v; the product divided by the sum.
+    // operands' dtype, times v; the product times the sum's reciprocal.
+    // (The kernel takes the exps against a running max, key block by key
+    // block of 512; this takes them against the row's max, the same for
+    // rows of up to 512 keys.)
     ASSIGN_OR_RETURN(Node * p, r.To(exp, qm.dtype));
     ASSIGN_OR_RETURN(
         p, r.Call("aten.view.default", {A(p), Arg::List({bh, l, s})}));
     ASSIGN_OR_RETURN(out, bmm(p, v));
     ASSIGN_OR_RETURN(
         out, r.Call("aten.view.default", {A(out), Arg::List({b, h, l, e})}));
-    ASSIGN_OR_RETURN(out, r.Binary("aten.div.Tensor", out, A(sum)));
+    ASSIGN_OR_RETURN(Node * inverse, r.Unary("aten.reciprocal.default", sum));
+    ASSIGN_OR_RETURN(out, r.Binary("aten.mul.Tensor", out, A(inverse)));
   }
   ASSIGN_OR_RETURN(out, r.To(out, qm.dtype));
   ASSIGN_OR_RETURN(out, LaidOutAs(r, out, qm));

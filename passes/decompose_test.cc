@@ -611,7 +611,7 @@ CHECK: return ([[OUT]], [[MAX]], [[MI]])
 
 // In bf16, as PyTorch's CPU kernel: q, k and v enter the products as bf16
 // with f32 results (bmm.dtype), the softmax is f32, and p @ v takes the exps
-// rounded to bf16, its product divided by the sum after.
+// rounded to bf16, its product times the sum's reciprocal after.
 TEST(DecomposeTest, FlashAttentionCpuInBf16TakesBf16Products) {
   EXPECT_OK(RunPassAndFileCheck<Decompose>(
       R"IR(def forward(self, q: "bf16[1, 2, 4, 8]", k: "bf16[1, 2, 4, 8]", v: "bf16[1, 2, 4, 8]"):
@@ -633,7 +633,8 @@ CHECK: [[P:[a-z_0-9]+]]: "bf16[1, 2, 4, 4]{{.*}} = torch.ops.prims.convert_eleme
 CHECK: [[P3:[a-z_0-9]+]]: "bf16[2, 4, 4]{{.*}} = torch.ops.aten.view.default([[P]], [2, 4, 4])
 CHECK: [[PV:[a-z_0-9]+]]: "f32[2, 4, 8]{{.*}} = torch.ops.aten.bmm.dtype([[P3]], [[V]], torch.float32)
 CHECK: [[PV4:[a-z_0-9]+]]: "f32[1, 2, 4, 8]{{.*}} = torch.ops.aten.view.default([[PV]], [1, 2, 4, 8])
-CHECK: [[OUT:[a-z_0-9]+]]: "f32[1, 2, 4, 8]{{.*}} = torch.ops.aten.div.Tensor([[PV4]], [[DENOM]])
+CHECK: [[INV:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.reciprocal.default([[DENOM]])
+CHECK: [[OUT:[a-z_0-9]+]]: "f32[1, 2, 4, 8]{{.*}} = torch.ops.aten.mul.Tensor([[PV4]], [[INV]])
 CHECK: torch.ops.prims.convert_element_type.default([[OUT]], torch.bfloat16)
 CHECK-NOT: flash_attention
 )IR"));
