@@ -633,8 +633,7 @@ LATHE_FN T lathe_op_rshift(T a, T b) {
 // A bool element, read as its byte: GCC 12 vectorizes no loop that loads
 // bool and float elements together ("no vectype for stmt"); a byte
 // compared with 0 it does (and a byte other than 0 or 1 is true, not
-// undefined; the CUDA emitter's 16-byte vector loads still read bools as
-// bool).
+// undefined).
 LATHE_FN bool lathe_load_bool(const bool* p) {
   return *reinterpret_cast<const unsigned char*>(p) != 0;
 }

@@ -653,6 +653,10 @@ class Emitter {
       const ScalarOp& op = k.ops[i];
       if (!plan.vector[i]) {
         EmitOp(k, static_cast<int>(i), "      ", out);
+      } else if (op.kind == ScalarOp::Kind::kLoad && op.dtype == DType::kBool) {
+        // Its byte, as the scalar loads (lathe_load_bool).
+        absl::StrAppend(out, "      const bool v", i, " = lathe_load_bool(&w",
+                        i, ".v[l]);\n");
       } else if (op.kind == ScalarOp::Kind::kLoad) {
         absl::StrAppend(out, "      const ", CType(op.dtype), " v", i, " = w",
                         i, ".v[l];\n");

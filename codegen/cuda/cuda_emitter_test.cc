@@ -156,6 +156,20 @@ CHECK:        lathe_vec<bool, 8> w5;
 )"));
 }
 
+// A bool input moves eight at a time too, each element read as its byte
+// (lathe_load_bool), as the scalar loads read it.
+TEST(CudaEmitterTest, BoolsLoadAsTheirBytes) {
+  ASSERT_OK_AND_ASSIGN(std::string source, Emit(R"IR(
+def forward(self, m: "b8[64]", x: "f16[64]"):
+    where = torch.ops.aten.where.ScalarSelf(m, 0.0, x)
+    return (where,)
+)IR"));
+  EXPECT_OK(RunFileCheck(source, R"(
+CHECK:        const lathe_vec<bool, 8> w0 =
+CHECK:        const bool v0 = lathe_load_bool(&w0.v[l]);
+)"));
+}
+
 // An input written in place is loaded and stored by one kernel: its
 // accesses keep their order, one element at a time; the other operand
 // still loads as vectors.
