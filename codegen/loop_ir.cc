@@ -87,13 +87,13 @@ std::vector<int> Users(const Kernel& kernel) {
   return users;
 }
 
-namespace {
-
-std::string Exprs(const std::vector<symbolic::Expr>& list) {
+std::string PrintExprs(const std::vector<symbolic::Expr>& list) {
   return absl::StrJoin(list, ", ", [](std::string* out, symbolic::Expr e) {
     out->append(symbolic::ToString(e));
   });
 }
+
+namespace {
 
 // " (ind0=%4, ind1=%7)" for an indirect access.
 std::string IndirectText(const ScalarOp& op) {
@@ -158,7 +158,7 @@ std::string OpText(const Program& p, const ScalarOp& op) {
 std::string PrintProgram(const Program& p) {
   std::string out;
   if (!p.symbols.empty()) {
-    absl::StrAppend(&out, "symbols ", Exprs(p.symbols), "\n");
+    absl::StrAppend(&out, "symbols ", PrintExprs(p.symbols), "\n");
   }
   for (const Buffer& b : p.buffers) {
     absl::StrAppend(&out, "buffer ", b.name, " : ", ShortName(b.dtype), "[",
@@ -192,7 +192,7 @@ std::string PrintProgram(const Program& p) {
       absl::StrAppend(&out, "kernel ", k.name, " assert ",
                       symbolic::ToString(k.value), ", check ", k.check);
       if (!k.check_values.empty()) {
-        absl::StrAppend(&out, " reports [", Exprs(k.check_values), "]");
+        absl::StrAppend(&out, " reports [", PrintExprs(k.check_values), "]");
       }
       out += "\n";
       continue;
@@ -203,7 +203,7 @@ std::string PrintProgram(const Program& p) {
                                     [&](std::string* s, int b) {
                                       s->append(p.buffers[b].name);
                                     }),
-                      "; ", Exprs(k.extern_args), ")",
+                      "; ", PrintExprs(k.extern_args), ")",
                       k.threads > 0 ? absl::StrCat(" threads=", k.threads) : "",
                       k.split_batch ? " split_batch" : "",
                       k.winograd ? " winograd" : "", "\n");
@@ -216,10 +216,10 @@ std::string PrintProgram(const Program& p) {
                                           s, p.buffers[b.first].name, ": ",
                                           symbolic::ToString(b.second));
                                     }),
-                      "] ranges=[", Exprs(k.ranges), "]");
+                      "] ranges=[", PrintExprs(k.ranges), "]");
     } else {
-      absl::StrAppend(&out, "kernel ", k.name, " ranges=[", Exprs(k.ranges),
-                      "]");
+      absl::StrAppend(&out, "kernel ", k.name, " ranges=[",
+                      PrintExprs(k.ranges), "]");
     }
     // Loops in another order than x0, x1, ... (the scheduler's reordering):
     // the variable of each range, outermost first.
@@ -227,7 +227,7 @@ std::string PrintProgram(const Program& p) {
     for (size_t v = 0; v < k.vars.size(); ++v) {
       canonical = canonical && k.vars[v] == IndexVar(static_cast<int>(v));
     }
-    if (!canonical) absl::StrAppend(&out, " order=[", Exprs(k.vars), "]");
+    if (!canonical) absl::StrAppend(&out, " order=[", PrintExprs(k.vars), "]");
     if (k.threads > 0) absl::StrAppend(&out, " threads=", k.threads);
     out += "\n";
     for (size_t s = 0; s < k.sections.size(); ++s) {

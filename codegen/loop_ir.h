@@ -260,6 +260,11 @@ struct Program {
 // The program as text (the form lowering and scheduling tests check).
 std::string PrintProgram(const Program& program);
 
+// PrintExprs()
+//
+// Expressions as the program's text writes a list of them ("8, s0 + 1").
+std::string PrintExprs(const std::vector<symbolic::Expr>& list);
+
 // IndexVar() / SectionVar()
 //
 // The outer index variable x<k> and the inner variable r<s>_<k> of section

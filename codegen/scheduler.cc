@@ -11,7 +11,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "codegen/simplify_indices.h"
 #include "runtime/convolution.h"
 #include "runtime/dtype.h"
@@ -867,11 +866,7 @@ absl::StatusOr<ScheduleResult> Schedule(LoweredGraph& g) {
           why = TryFuse(merged, common->second);
           if (why.has_value()) {
             absl::StrAppend(&*why, ", its loops merged to [",
-                            absl::StrJoin(merged.ranges, ", ",
-                                          [](std::string* o, const Expr& e) {
-                                            o->append(symbolic::ToString(e));
-                                          }),
-                            "]");
+                            PrintExprs(merged.ranges), "]");
           }
         }
       }
