@@ -841,10 +841,11 @@ absl::StatusOr<Value> FlashAttentionCpu(const OpCall& c) {
         // takes them against a running max, block by block of 512 keys:
         // the same as this for rows of up to 512 keys.
         if (dt == DType::kBFloat16 || dt == DType::kFloat16) {
-          for (int64_t j = 0; j < S; ++j) {
-            p[j] = dt == DType::kBFloat16 ? ToDouble(FromDouble<BFloat16>(p[j]))
-                                          : ToDouble(FromDouble<Half>(p[j]));
-          }
+          VisitDType(dt, [&](auto tag) {
+            using T = decltype(tag);
+            for (int64_t j = 0; j < S; ++j)
+              p[j] = ToDouble(FromDouble<T>(p[j]));
+          });
         }
         for (int64_t e = 0; e < E; ++e) {
           double acc_v = 0;

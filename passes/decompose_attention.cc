@@ -145,26 +145,20 @@ absl::StatusOr<std::optional<Forward>> Attention(Rewriter& r, Node* mask) {
       r.Call("aten.sum.dim_IntList", {A(exp), IntList({-1}), Arg::Bool(true)}));
   ASSIGN_OR_RETURN(
       sum, r.Call("aten.where.ScalarSelf", {A(all_masked), F(1.0), A(sum)}));
-  Node* out = nullptr;
-  if (!reduced) {
-    ASSIGN_OR_RETURN(Node * p, r.Binary("aten.div.Tensor", exp, A(sum)));
-    ASSIGN_OR_RETURN(
-        p, r.Call("aten.view.default", {A(p), Arg::List({bh, l, s})}));
-    ASSIGN_OR_RETURN(out, bmm(p, v));
-    ASSIGN_OR_RETURN(
-        out, r.Call("aten.view.default", {A(out), Arg::List({b, h, l, e})}));
-  } else {
-    // As the kernel: the weights before their division, rounded to the
-    // operands' dtype, times v; the product times the sum's reciprocal.
-    // (The kernel takes the exps against a running max, key block by key
-    // block of 512; this takes them against the row's max, the same for
-    // rows of up to 512 keys.)
-    ASSIGN_OR_RETURN(Node * p, r.To(exp, qm.dtype));
-    ASSIGN_OR_RETURN(
-        p, r.Call("aten.view.default", {A(p), Arg::List({bh, l, s})}));
-    ASSIGN_OR_RETURN(out, bmm(p, v));
-    ASSIGN_OR_RETURN(
-        out, r.Call("aten.view.default", {A(out), Arg::List({b, h, l, e})}));
+  // The weights: exp / sum; or, as the kernel, with 16-bit operands, the
+  // exps rounded to their dtype, the product multiplied by the sum's
+  // reciprocal after. (The kernel takes the exps against a running max, key
+  // block by key block of 512; this takes them against the row's max, the
+  // same for rows of up to 512 keys.)
+  ASSIGN_OR_RETURN(Node * p, reduced
+                                 ? r.To(exp, qm.dtype)
+                                 : r.Binary("aten.div.Tensor", exp, A(sum)));
+  ASSIGN_OR_RETURN(p,
+                   r.Call("aten.view.default", {A(p), Arg::List({bh, l, s})}));
+  ASSIGN_OR_RETURN(Node * out, bmm(p, v));
+  ASSIGN_OR_RETURN(
+      out, r.Call("aten.view.default", {A(out), Arg::List({b, h, l, e})}));
+  if (reduced) {
     ASSIGN_OR_RETURN(Node * inverse, r.Unary("aten.reciprocal.default", sum));
     ASSIGN_OR_RETURN(out, r.Binary("aten.mul.Tensor", out, A(inverse)));
   }
