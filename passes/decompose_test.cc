@@ -609,17 +609,25 @@ CHECK: return ([[OUT]], [[MAX]], [[MI]])
 )IR"));
 }
 
+// The CPU flash attention of q, k, v [1, 2, 4, 8] in `dtype`, returning its
+// output and log-sum-exp.
+std::string FlashAttentionGraph(absl::string_view dtype, bool causal) {
+  return absl::StrCat(
+      "def forward(self, q: \"", dtype, "[1, 2, 4, 8]\", k: \"", dtype,
+      "[1, 2, 4, 8]\", v: \"", dtype, "[1, 2, 4, 8]\"):\n",
+      "    a = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu."
+      "default(q, k, v, 0.0, ",
+      causal ? "True" : "False",
+      ")\n    getitem = a[0]\n    getitem_1 = a[1]\n"
+      "    return (getitem, getitem_1)\n");
+}
+
 // In bf16, as PyTorch's CPU kernel: q, k and v enter the products as bf16
 // with f32 results (bmm.dtype), the softmax is f32, and p @ v takes the exps
 // rounded to bf16, its product times the sum's reciprocal after.
 TEST(DecomposeTest, FlashAttentionCpuInBf16TakesBf16Products) {
   EXPECT_OK(RunPassAndFileCheck<Decompose>(
-      R"IR(def forward(self, q: "bf16[1, 2, 4, 8]", k: "bf16[1, 2, 4, 8]", v: "bf16[1, 2, 4, 8]"):
-    a = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, False)
-    getitem = a[0]
-    getitem_1 = a[1]
-    return (getitem, getitem_1)
-)IR",
+      FlashAttentionGraph("bf16", /*causal=*/false),
       R"IR(
 CHECK: [[Q:[a-z_0-9]+]]: "bf16[2, 4, 8]{{.*}} = torch.ops.aten.view.default(q, [2, 4, 8])
 CHECK: [[K:[a-z_0-9]+]]: "bf16[2, 4, 8]{{.*}} = torch.ops.aten.view.default(k, [2, 4, 8])
@@ -648,12 +656,7 @@ CHECK-NOT: flash_attention
 // [B, L, H].
 TEST(DecomposeTest, FlashAttentionCpuCausal) {
   EXPECT_OK(RunPassAndFileCheck<Decompose>(
-      R"IR(def forward(self, q: "f32[1, 2, 4, 8]", k: "f32[1, 2, 4, 8]", v: "f32[1, 2, 4, 8]"):
-    a = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, True)
-    getitem = a[0]
-    getitem_1 = a[1]
-    return (getitem, getitem_1)
-)IR",
+      FlashAttentionGraph("f32", /*causal=*/true),
       R"IR(
 CHECK: [[Q:[a-z_0-9]+]]: "f32[2, 4, 8]{{.*}} = torch.ops.aten.view.default(q, [2, 4, 8])
 CHECK: [[K:[a-z_0-9]+]]: "f32[2, 4, 8]{{.*}} = torch.ops.aten.view.default(k, [2, 4, 8])
