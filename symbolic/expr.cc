@@ -261,8 +261,9 @@ Expr MakeNode(ExprKind kind, ExprType type, absl::Span<const Expr> args,
                                    monomial));
 }
 
+// -0.0 and 0.0 stay two constants: a scalar operand's sign reaches the
+// result (x * -0.0 is -0.0 for a positive x), as in PyTorch.
 int64_t DoubleBits(double v) {
-  if (v == 0) v = 0.0;  // -0.0 and 0.0 are one constant
   int64_t bits;
   std::memcpy(&bits, &v, sizeof(bits));
   return bits;

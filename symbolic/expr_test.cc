@@ -1,6 +1,7 @@
 #include "symbolic/expr.h"
 
 #include <chrono>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -222,6 +223,11 @@ TEST(ExprTest, FloatConversions) {
   EXPECT_EQ(Ok(CeilToInt(Float(-0.5))), Int(0));
   EXPECT_EQ(Ok(TruncToInt(Float(INFINITY))), IntInfinity());
   EXPECT_EQ(Add(Int(1), Float(0.5)), Float(1.5));
+  // -0.0 is its own constant, which prints with its sign (an op's scalar
+  // operand: x * -0.0 is -0.0 for a positive x).
+  EXPECT_NE(Float(-0.0), Float(0.0));
+  EXPECT_TRUE(std::signbit(Float(-0.0).float_value()));
+  EXPECT_EQ(Str(Float(-0.0)), "-0.0");
 }
 
 TEST(ExprTest, FreeSymbolsAndSubstitute) {

@@ -562,6 +562,39 @@ def forward(self, x: "f32[5][1]cpu"):
   }
 }
 
+// A scalar -0.0 keeps its sign (as in PyTorch, where 2 * -0.0 is -0.0 and
+// -2 * -0.0 is 0.0): the graph's constant reaches the kernel as -0.0, not as
+// the 0.0 it compares equal to. full's zero and the folded sum carry it too.
+TEST(CpuOpsTest, ANegativeZeroScalarKeepsItsSign) {
+  constexpr char kText[] = R"IR(
+def forward(self, x: "f32[3][1]cpu"):
+    a = torch.ops.aten.mul.Tensor(x, -0.0)
+    b = torch.ops.aten.full.default([3], -0.0, dtype = torch.float32, device = device(type='cpu'), pin_memory = False)
+    c = torch.ops.aten.add.Tensor(b, -0.0)
+    return (a, b, c)
+)IR";
+  ASSERT_OK_AND_ASSIGN(CompiledCpu c, CompileCpuText(kText));
+  Tensor x = *Tensor::Empty({3}, DType::kFloat32);
+  const float xs[] = {2.0f, -2.0f, 0.0f};
+  std::copy(xs, xs + 3, x.data<float>());
+  std::vector<ir::Value> in = {ir::Value::OfTensor(x)};
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, c.function->Run(in));
+  ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*c.graph, in));
+  const bool negative[3][3] = {{true, false, true},  // x * -0.0
+                               {true, true, true},   // full -0.0
+                               {true, true, true}};  // -0.0 + -0.0
+  for (int k = 0; k < 3; ++k) {
+    for (int64_t i = 0; i < 3; ++i) {
+      SCOPED_TRACE(absl::StrCat("output ", k, " element ", i));
+      EXPECT_EQ(got.outputs[k].tensor.GetDouble({i}), 0.0);
+      EXPECT_EQ(std::signbit(got.outputs[k].tensor.GetDouble({i})),
+                negative[k][i]);
+      EXPECT_EQ(std::signbit(want.outputs[k].tensor.GetDouble({i})),
+                negative[k][i]);
+    }
+  }
+}
+
 // The metadata mutators (t_, transpose_, unsqueeze_, as_strided_, set_) are
 // views, and as in the interpreter the tensor object takes the new view for
 // the nodes after them: `add_1` reads `mul` transposed, and `add` is
