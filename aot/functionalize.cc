@@ -607,9 +607,14 @@ class SizeNodes {
           Make(s->second.stride ? "aten.sym_stride.int" : "aten.sym_size.int",
                {Arg::Of(s->second.input), Arg::Int(s->second.dim)}));
     } else if (e.kind() == symbolic::ExprKind::kAdd ||
-               e.kind() == symbolic::ExprKind::kMul) {
-      const char* op = e.kind() == symbolic::ExprKind::kAdd ? "operator.add"
-                                                            : "operator.mul";
+               e.kind() == symbolic::ExprKind::kMul ||
+               e.kind() == symbolic::ExprKind::kMin ||
+               e.kind() == symbolic::ExprKind::kMax) {
+      // A diagonal's length is a Min of two sizes.
+      const char* op = e.kind() == symbolic::ExprKind::kAdd   ? "operator.add"
+                       : e.kind() == symbolic::ExprKind::kMul ? "operator.mul"
+                       : e.kind() == symbolic::ExprKind::kMin ? "torch.sym_min"
+                                                              : "torch.sym_max";
       ASSIGN_OR_RETURN(Arg acc, ArgOf(e.arg(0)));
       for (int i = 1; i < e.num_args(); ++i) {
         ASSIGN_OR_RETURN(Arg next, ArgOf(e.arg(i)));

@@ -168,6 +168,31 @@ CHECK-NEXT: return (add,)
 )");
 }
 
+// A reshape of a transposed x is a copy (PyTorch's reshape copies where no
+// view has the shape; shape propagation names it _reshape_copy): writing it
+// leaves x alone, so x gets no epilogue copy_ and its readers read x. A
+// reshape of a contiguous x is a view, written back as above.
+TEST(FunctionalizeTest, AWriteToAReshapeThatCopiedIsNotWrittenBack) {
+  ExpectChecks(
+      R"(def forward(self, x: "f32[4, 2][2, 1]cpu", ones: "f32[8][1]cpu"):
+    t = torch.ops.aten.t.default(x)
+    reshape = torch.ops.aten.reshape.default(t, [8])
+    add_ = torch.ops.aten.add_.Tensor(reshape, ones)
+    reshape_1 = torch.ops.aten.reshape.default(x, [8])
+    mul_ = torch.ops.aten.mul_.Tensor(reshape_1, 2)
+    return (reshape, x)
+)",
+      R"(
+CHECK: reshape: {{.*}} = torch.ops.aten._reshape_copy.default(t, [8])
+CHECK-NEXT: add: {{.*}} = torch.ops.aten.add.Tensor(reshape, ones)
+CHECK-NEXT: reshape_1: {{.*}} = torch.ops.aten.reshape.default(x, [8])
+CHECK-NEXT: mul: {{.*}} = torch.ops.aten.mul.Tensor(reshape_1, 2)
+CHECK-NEXT: [[X:view]]: {{.*}} = torch.ops.aten.view.default(mul, [4, 2])
+CHECK-NEXT: copy_: {{.*}} = torch.ops.aten.copy_.default(x, [[X]])
+CHECK-NEXT: return (add, copy_)
+)");
+}
+
 // Scenario 35: x is written while a view y of it exists; y is regenerated.
 TEST(FunctionalizeTest, ViewsOfAWrittenTensorAreRegenerated) {
   ExpectChecks(R"(def forward(self, x: "f32[8][1]cpu", ones: "f32[8][1]cpu"):

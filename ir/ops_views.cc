@@ -521,14 +521,10 @@ absl::StatusOr<Value> AsStrided(const OpCall& c) {
   return Emit(c, c.arg(0), l);
 }
 
-// reshape: a view when the layout allows one, else a view of a contiguous
-// copy.
-absl::StatusOr<Value> Reshape(const OpCall& c) {
-  absl::StatusOr<Value> view = View(c);
-  if (view.ok() || !absl::StrContains(view.status().message(),
-                                      "view size is not compatible")) {
-    return view;
-  }
+// _reshape_copy: a contiguous copy of self, viewed in the new shape (what
+// reshape does when self's layout allows no view; shape propagation names
+// such a reshape so).
+absl::StatusOr<Value> ReshapeCopy(const OpCall& c) {
   const Value& self = c.arg(0);
   Value copy;
   if (self.tensor.defined()) {
@@ -540,6 +536,16 @@ absl::StatusOr<Value> Reshape(const OpCall& c) {
   }
   OpCall on_copy(c.op(), {copy, c.arg(1)}, c.env());
   return View(on_copy);
+}
+
+// reshape: a view when the layout allows one, else _reshape_copy.
+absl::StatusOr<Value> Reshape(const OpCall& c) {
+  absl::StatusOr<Value> view = View(c);
+  if (view.ok() || !absl::StrContains(view.status().message(),
+                                      "view size is not compatible")) {
+    return view;
+  }
+  return ReshapeCopy(c);
 }
 
 // squeeze() / squeeze.dim(dim) / squeeze.dims(dims): drops the given (or
@@ -711,6 +717,8 @@ absl::Status RegisterViewOps(OpRegistry& r) {
       AsStrided));
   RETURN_IF_ERROR(
       r.Add("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", Reshape));
+  RETURN_IF_ERROR(r.Add("_reshape_copy(Tensor self, SymInt[] size) -> Tensor",
+                        ReshapeCopy));
   RETURN_IF_ERROR(r.Add("squeeze(Tensor(a) self) -> Tensor(a)", SqueezeDims));
   RETURN_IF_ERROR(r.Add("squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)",
                         SqueezeDims));

@@ -89,8 +89,10 @@ RandomProgram RandomGraph(std::mt19937& rng,
         call = absl::StrCat("torch.ops.aten.unsqueeze.default(", t, ", ",
                             pick(2), ")");
         break;
-      case 5:
-        call = absl::StrCat("torch.ops.aten.view.default(", t, ", [-1])");
+      case 5:  // reshape copies where view has no layout for the shape
+        call =
+            absl::StrCat("torch.ops.aten.", pick(2) == 0 ? "view" : "reshape",
+                         ".default(", t, ", [-1])");
         break;
       case 6:
         call = absl::StrCat("torch.ops.aten.permute.default(", t, ", [1, 0])");

@@ -5,9 +5,9 @@
 // The shared generator of random eager programs for differential tests:
 // graphs over inputs x: f32[4, 6], y: f32[6], z: f32[4, 6] that take views
 // of inputs and intermediates (slice, select, diagonal, t, unsqueeze, view,
-// permute, as_strided), mutate them in place (add_, mul_, fill_, copy_,
-// clamp_, t_, unsqueeze_, set_, sub_), broadcast (y against [4, 6]), and —
-// when asked — read a dynamic first dimension (x: f32[s0, 6]) and a float
+// reshape, permute, as_strided), mutate them in place (add_, mul_, fill_,
+// copy_, clamp_, t_, unsqueeze_, set_, sub_), broadcast (y against [4, 6]), and
+// — when asked — read a dynamic first dimension (x: f32[s0, 6]) and a float
 // scalar input (lr: Sym(zf0)) through Tensor and Scalar arguments. Each
 // candidate line is kept only if the interpreter (eager semantics) runs it.
 //

@@ -16,6 +16,7 @@
 #include "ir/eval_call.h"
 #include "ir/graph_text.h"
 #include "ir/infer_meta.h"
+#include "ir/known_ops.h"
 #include "ir/op_registry.h"
 #include "ir/value.h"
 #include "status_macros.h"
@@ -238,6 +239,18 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
     }
     Value out = std::move(call->out);
     AssignFreshStorage(out, graph);
+    // reshape is a view where its input's layout allows one and a copy
+    // elsewhere: a copy is renamed _reshape_copy, so that what reads the
+    // graph later (aliasing, functionalization, lowering) sees a new tensor
+    // without the layout that decided it (PyTorch's reshape decomposes at
+    // trace time the same way).
+    if (n.op() == Known().reshape && out.is_tensor()) {
+      auto in = values.find(n.args()[0].node);
+      if (in != values.end() && in->second.is_tensor() &&
+          in->second.meta.storage != out.meta.storage) {
+        n.set_target("aten._reshape_copy.default");
+      }
+    }
     // An .item() PyTorch annotated with a backed symbol
     // (`_local_scalar_dense: "Sym(s16)"`) is that symbol, backed by the hint
     // the caller gives it (lathec: the item'd input's value), not a fresh

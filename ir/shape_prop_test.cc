@@ -299,6 +299,32 @@ TEST(ShapePropTest, CopiesGetNewStorageEvenFromViewOps) {
   EXPECT_EQ(storage("getitem"), storage("x"));
   EXPECT_EQ(storage("set_"), storage("y"));
   EXPECT_EQ(g->Find("split")->meta().elements[0].tensor.storage, storage("x"));
+  // The reshape that copied runs as _reshape_copy, a new tensor to whatever
+  // reads the graph; the one that viewed stays reshape.
+  EXPECT_EQ(g->Find("reshape")->target(), "aten._reshape_copy.default");
+  EXPECT_EQ(g->Find("reshape_1")->target(), "aten.reshape.default");
+}
+
+// Whether a reshape copies follows its input's layout where the reshape
+// runs: after t_, z is transposed and its reshape copies; after set_, w
+// has x's contiguous layout and its reshape is a view of x's storage, though
+// the node w (as its annotation) had another layout and storage.
+TEST(ShapePropTest, AReshapeCopiesByItsInputsLayoutAfterMetadataMutations) {
+  std::unique_ptr<Graph> g = FromText(
+      R"g(def forward(self, x: "f32[4, 6][6, 1]cpu", z: "f32[4, 6][6, 1]cpu", w: "f32[6, 4][1, 6]cpu"):
+    t_ = torch.ops.aten.t_.default(z)
+    reshape = torch.ops.aten.reshape.default(z, [-1])
+    set_ = torch.ops.aten.set_.source_Tensor(w, x)
+    reshape_1 = torch.ops.aten.reshape.default(w, [-1])
+    return (reshape, reshape_1)
+)g");
+  ASSERT_NE(g, nullptr);
+  symbolic::ShapeEnv env;
+  ASSERT_OK(PropagateShapes(*g, env));
+  EXPECT_EQ(g->Find("reshape")->target(), "aten._reshape_copy.default");
+  EXPECT_EQ(g->Find("reshape_1")->target(), "aten.reshape.default");
+  EXPECT_EQ(g->Find("reshape_1")->meta().tensor.storage,
+            g->Find("x")->meta().tensor.storage);
 }
 
 TEST(ShapePropTest, SplittingASymbolicDimSpecializesItWithAGuard) {

@@ -204,6 +204,14 @@ absl::StatusOr<NodeValue> LowerUnsafeView(Lowerer& L, const Call& c) {
   return TensorValue(ReshapeLoader(x, m.sizes));
 }
 
+// _reshape_copy (a reshape whose input's layout allows no view): the input
+// read in row-major order, a new tensor wherever it is realized.
+absl::StatusOr<NodeValue> LowerReshapeCopy(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
+  return TensorValue(ReshapeLoader(x, m.sizes));
+}
+
 // copy(self, src): src broadcast to self's sizes in self's dtype.
 absl::StatusOr<NodeValue> LowerCopy(Lowerer& L, const Call& c) {
   const TensorMeta& m = OutMeta(L, c);
@@ -257,6 +265,7 @@ absl::StatusOr<NodeValue> LowerScatter(Lowerer& L, const Call& c) {
 
 void RegisterViews(LoweringTable& T) {
   T.Add(Op("aten._unsafe_view.default"), LowerUnsafeView);
+  T.Add(Op("aten._reshape_copy.default"), LowerReshapeCopy);
   T.Add(Op("aten.copy.default"), LowerCopy);
 }
 
