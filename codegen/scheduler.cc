@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/simplify_indices.h"
+#include "codegen/split_loops.h"
 #include "runtime/convolution.h"
 #include "runtime/dtype.h"
 #include "status_macros.h"
@@ -887,6 +888,9 @@ absl::StatusOr<ScheduleResult> Schedule(LoweredGraph& g) {
   for (Kernel& k : p.kernels) {
     // Fusion put one kernel's indices in the other's variables.
     SimplifyIndices(k);
+    if (std::optional<std::string> why = SplitLoopAtDivisions(k)) {
+      r.log.push_back(*why);
+    }
     if (std::optional<std::string> why = ReorderForContiguity(k, p)) {
       r.log.push_back(*why);
     }

@@ -1,0 +1,117 @@
+#include "codegen/split_loops.h"
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/algorithm/container.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "codegen/loop_ir.h"
+#include "codegen/simplify_indices.h"
+#include "symbolic/expr.h"
+
+namespace lathe::codegen {
+namespace {
+
+using symbolic::Expr;
+using symbolic::ExprKind;
+
+std::optional<int64_t> IntOf(Expr e) {
+  if (e.kind() != ExprKind::kInteger) return std::nullopt;
+  return e.int_value();
+}
+
+// Adds to `divisors` each c by which `e` floor-divides `v` or takes its
+// remainder: v // c, v % c, ModularIndexing(v, b, c) (b and b * c).
+void CollectDivisors(Expr e, Expr v, std::set<int64_t>& divisors) {
+  const ExprKind kind = e.kind();
+  if (e.num_args() > 0 && e.arg(0) == v) {
+    std::optional<int64_t> b =
+        e.num_args() > 1 ? IntOf(e.arg(1)) : std::nullopt;
+    if (b.has_value() &&
+        (kind == ExprKind::kFloorDiv || kind == ExprKind::kMod ||
+         kind == ExprKind::kPythonMod)) {
+      divisors.insert(*b);
+    } else if (b.has_value() && kind == ExprKind::kModularIndexing) {
+      divisors.insert(*b);
+      if (std::optional<int64_t> c = IntOf(e.arg(2))) divisors.insert(*b * *c);
+    }
+  }
+  for (Expr a : e.args()) CollectDivisors(a, v, divisors);
+}
+
+// Whether `e` divides `v` anywhere (CollectDivisors finds a divisor > 1).
+bool Divides(Expr e, Expr v) {
+  std::set<int64_t> divisors;
+  CollectDivisors(e, v, divisors);
+  for (int64_t d : divisors) {
+    if (d > 1) return true;
+  }
+  return false;
+}
+
+bool IndexOp(const ScalarOp& op) {
+  return !op.index.is_null() && op.kind != ScalarOp::Kind::kSymbol;
+}
+
+// Splits k's innermost loop; false, and k unchanged, when there is no
+// split to make.
+bool SplitOnce(Kernel& k) {
+  const Expr v = k.vars.back();
+  std::optional<int64_t> range = IntOf(k.ranges.back());
+  if (!range.has_value()) return false;
+  std::set<int64_t> divisors;
+  for (const ScalarOp& op : k.ops) {
+    if (IndexOp(op)) CollectDivisors(op.index, v, divisors);
+  }
+  int64_t c = 0;
+  for (int64_t d : divisors) {
+    if (d > 1 && d < *range && *range % d == 0) {
+      c = d;
+      break;
+    }
+  }
+  if (c < kMinSplitInner) return false;
+  int fresh = 0;
+  while (absl::c_linear_search(k.vars, IndexVar(fresh))) ++fresh;
+  const Expr inner = IndexVar(fresh);
+  const absl::flat_hash_map<Expr, Expr> split = {
+      {v, symbolic::Add(symbolic::Mul(symbolic::Int(c), v), inner)}};
+  Kernel next = k;
+  for (ScalarOp& op : next.ops) {
+    if (!IndexOp(op)) continue;
+    absl::StatusOr<Expr> e = symbolic::Substitute(op.index, split);
+    if (!e.ok()) return false;
+    op.index = *e;
+  }
+  next.ranges.back() = symbolic::Int(*range / c);
+  next.vars.push_back(inner);
+  next.ranges.push_back(symbolic::Int(c));
+  SimplifyIndices(next);
+  for (const ScalarOp& op : next.ops) {
+    if (IndexOp(op) && Divides(op.index, inner)) return false;
+  }
+  k = std::move(next);
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::string> SplitLoopAtDivisions(Kernel& k) {
+  if (k.kind != Kernel::Kind::kLoops || k.sections.size() != 1 ||
+      !k.sections[0].vars.empty() || k.vars.empty()) {
+    return std::nullopt;
+  }
+  const std::vector<Expr> before = k.ranges;
+  if (!SplitOnce(k)) return std::nullopt;
+  return absl::StrCat("split ", k.name,
+                      "'s innermost loop at its indices' "
+                      "divisors: [",
+                      PrintExprs(before), "] to [", PrintExprs(k.ranges), "]");
+}
+
+}  // namespace lathe::codegen

@@ -1,0 +1,47 @@
+// -----------------------------------------------------------------------------
+// File: split_loops.h
+// -----------------------------------------------------------------------------
+//
+// Splits a flat pointwise kernel's innermost loop where its indices divide
+// the loop variable: a kernel over a [2048, 768] view of a [8, 12, 256, 64]
+// buffer reads element `16384*(x1//64) + ModularIndexing(x1, 1, 64) + ...`,
+// which a C++ compiler runs as gathers; over [2048, 12, 64] (x1 = 64*x1 +
+// x2) the same read is `16384*x1 + x2 + ...`, contiguous in the simd loop.
+// As Inductor's CPU backend, which splits a loop's range at the divisors its
+// reshapes index by. The scheduler runs it after fusion (fusion compares
+// ranges), before it picks the loop order.
+//
+// Example:
+//
+//   if (std::optional<std::string> why = SplitLoopAtDivisions(kernel)) {
+//     log.push_back(*why);
+//   }
+
+#ifndef LATHE_CODEGEN_SPLIT_LOOPS_H_
+#define LATHE_CODEGEN_SPLIT_LOOPS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "codegen/loop_ir.h"
+
+namespace lathe::codegen {
+
+// The smallest inner range a split leaves: below it the simd loop is too
+// short to gain from contiguous access (a vector holds 16 floats).
+inline constexpr int64_t kMinSplitInner = 16;
+
+// SplitLoopAtDivisions()
+//
+// Splits flat pointwise kernel `k`'s innermost loop (a constant range R) in
+// two, R / c outer iterations of c inner ones, where c is the smallest
+// divisor of R by which an index floor-divides or takes the remainder of its
+// variable, when c >= kMinSplitInner and the split leaves no index dividing
+// the inner variable. Returns a log entry when it split, else nullopt and
+// `k` unchanged.
+std::optional<std::string> SplitLoopAtDivisions(Kernel& k);
+
+}  // namespace lathe::codegen
+
+#endif  // LATHE_CODEGEN_SPLIT_LOOPS_H_
