@@ -150,7 +150,7 @@ absl::StatusOr<Outputs> SoftmaxFamily(Rewriter& r, bool log) {
   // under FLT_MIN: 0 instead (ExpUnmasked), as the attention's softmax.
   ASSIGN_OR_RETURN(Node * exp,
                    OpMath(m.dtype) == DType::kFloat32
-                       ? decomp::ExpUnmasked(r, shifted, /*mask=*/nullptr)
+                       ? decomp::ExpUnmasked(r, shifted, decomp::MaskedLanes())
                        : r.Unary("aten.exp.default", shifted));
   ASSIGN_OR_RETURN(Node * sum,
                    r.Call("aten.sum.dim_IntList",

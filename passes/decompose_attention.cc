@@ -33,6 +33,20 @@ absl::StatusOr<Arg> Scale(Rewriter& r, const Arg& scale_arg, const Arg& e,
   return A(t);
 }
 
+// Whether multiplying a tensor of `dtype` by `scale` is exact wherever the
+// result is a normal number: a constant power of two, and a dtype with
+// float32's exponent range or more (float16's underflows sooner).
+bool ExactScale(const Arg& scale, DType dtype) {
+  if (scale.kind != Arg::Kind::kFloat || !std::isfinite(scale.f) ||
+      scale.f <= 0) {
+    return false;
+  }
+  int exponent = 0;
+  return std::frexp(scale.f, &exponent) == 0.5 &&
+         (dtype == DType::kFloat32 || dtype == DType::kFloat64 ||
+          dtype == DType::kBFloat16);
+}
+
 // The forward's results: the output laid out as the query, and the
 // logsumexp [B, H, L] (laid out [B, L, H]) in the computation dtype.
 struct Forward {
@@ -97,9 +111,20 @@ absl::StatusOr<std::optional<Forward>> Attention(Rewriter& r, Node* mask) {
   ASSIGN_OR_RETURN(Node * q, batched(query, l));
   ASSIGN_OR_RETURN(Node * k, batched(key, s));
   ASSIGN_OR_RETURN(Node * v, batched(value, s));
+  // A power-of-two scale (1 / sqrt(E) for E = 64) multiplies q instead of
+  // the scores: exactly the same scores (a power of two scales every
+  // product and sum exactly; q's dtype has f32's exponent range), one
+  // multiply per query element, in q's copy, rather than one per score in
+  // a kernel of its own.
+  const bool scale_q = ExactScale(scale, TM(q).dtype);
+  if (scale_q) {
+    ASSIGN_OR_RETURN(q, r.Binary("aten.mul.Tensor", q, scale));
+  }
   ASSIGN_OR_RETURN(Node * kt, r.Call("aten.transpose.int", {A(k), I(1), I(2)}));
   ASSIGN_OR_RETURN(Node * scores, bmm(q, kt));
-  ASSIGN_OR_RETURN(scores, r.Binary("aten.mul.Tensor", scores, scale));
+  if (!scale_q) {
+    ASSIGN_OR_RETURN(scores, r.Binary("aten.mul.Tensor", scores, scale));
+  }
   ASSIGN_OR_RETURN(scores, r.Call("aten.view.default",
                                   {A(scores), Arg::List({b, h, l, s})}));
   // The softmax's max reads the scores as the kernel makes them: -inf
@@ -117,8 +142,10 @@ absl::StatusOr<std::optional<Forward>> Attention(Rewriter& r, Node* mask) {
   ASSIGN_OR_RETURN(scores, plus_mask(raw));
   Node* above = nullptr;
   Node* masked = scores;
+  MaskedLanes lanes;
   if (*causal) {
     ASSIGN_OR_RETURN(above, CausalMask(r, l, s, qm.device));
+    ASSIGN_OR_RETURN(lanes, MaskLanes(r, above, compute));
     ASSIGN_OR_RETURN(Node * filled,
                      r.Call("aten.masked_fill.Scalar",
                             {A(raw), A(above),
@@ -139,7 +166,7 @@ absl::StatusOr<std::optional<Forward>> Attention(Rewriter& r, Node* mask) {
                                         {A(all_masked), F(0.0), A(max)}));
   ASSIGN_OR_RETURN(Node * shifted,
                    r.Binary("aten.sub.Tensor", scores, A(shift)));
-  ASSIGN_OR_RETURN(Node * exp, ExpUnmasked(r, shifted, above));
+  ASSIGN_OR_RETURN(Node * exp, ExpUnmasked(r, shifted, lanes));
   ASSIGN_OR_RETURN(
       Node * sum,
       r.Call("aten.sum.dim_IntList", {A(exp), IntList({-1}), Arg::Bool(true)}));
@@ -252,15 +279,16 @@ absl::StatusOr<std::optional<Backward>> AttentionBackward(Rewriter& r,
   // The forward's weights again: exp(scores - lse), the causal lanes 0
   // (PyTorch's kernel takes exp(-inf + attn_mask - lse) there, NaN only
   // where attn_mask is +inf or NaN, whose rows the forward made NaN).
-  Node* above = nullptr;
+  MaskedLanes lanes;
   if (*causal) {
-    ASSIGN_OR_RETURN(above, CausalMask(r, l, s, qm.device));
+    ASSIGN_OR_RETURN(Node * above, CausalMask(r, l, s, qm.device));
+    ASSIGN_OR_RETURN(lanes, MaskLanes(r, above, compute));
   }
   ASSIGN_OR_RETURN(Node * lse4, r.To(lse, compute));
   ASSIGN_OR_RETURN(lse4, r.Binary("aten.unsqueeze.default", lse4, I(3)));
   ASSIGN_OR_RETURN(Node * shifted,
                    r.Binary("aten.sub.Tensor", scores, A(lse4)));
-  ASSIGN_OR_RETURN(Node * p, ExpUnmasked(r, shifted, above));
+  ASSIGN_OR_RETURN(Node * p, ExpUnmasked(r, shifted, lanes));
   ASSIGN_OR_RETURN(p,
                    r.Call("aten.view.default", {A(p), Arg::List({bh, l, s})}));
   ASSIGN_OR_RETURN(Node * pt, transposed(p));

@@ -611,15 +611,38 @@ CHECK: return ([[OUT]], [[MAX]], [[MI]])
 
 // The CPU flash attention of q, k, v [1, 2, 4, 8] in `dtype`, returning its
 // output and log-sum-exp.
-std::string FlashAttentionGraph(absl::string_view dtype, bool causal) {
+std::string FlashAttentionGraph(absl::string_view dtype, bool causal,
+                                absl::string_view scale = "") {
   return absl::StrCat(
       "def forward(self, q: \"", dtype, "[1, 2, 4, 8]\", k: \"", dtype,
       "[1, 2, 4, 8]\", v: \"", dtype, "[1, 2, 4, 8]\"):\n",
       "    a = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu."
       "default(q, k, v, 0.0, ",
-      causal ? "True" : "False",
+      causal ? "True" : "False", scale.empty() ? "" : ", scale = ", scale,
       ")\n    getitem = a[0]\n    getitem_1 = a[1]\n"
       "    return (getitem, getitem_1)\n");
+}
+
+// A power-of-two scale multiplies q (in its copy) instead of the scores:
+// the same scores exactly, where q's dtype has float32's exponent range
+// (bf16, f32); f16's would underflow sooner, so its scores are scaled, as
+// are the scores for any other scale (FlashAttentionCpuCausal's).
+TEST(DecomposeTest, APowerOfTwoScaleMultipliesTheQueries) {
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      FlashAttentionGraph("bf16", /*causal=*/false, "0.25"),
+      R"IR(
+CHECK: [[Q:[a-z_0-9]+]]: "bf16[2, 4, 8]{{.*}} = torch.ops.aten.view.default(q, [2, 4, 8])
+CHECK: [[QS:[a-z_0-9]+]]: "bf16[2, 4, 8]{{.*}} = torch.ops.aten.mul.Tensor([[Q]], 0.25)
+CHECK: [[S:[a-z_0-9]+]]: "f32[2, 4, 4]{{.*}} = torch.ops.aten.bmm.dtype([[QS]],
+CHECK-NOT: torch.ops.aten.mul.Tensor({{.*}}, 0.25)
+CHECK: return
+)IR"));
+  EXPECT_OK(RunPassAndFileCheck<Decompose>(
+      FlashAttentionGraph("f16", /*causal=*/false, "0.25"),
+      R"IR(
+CHECK: [[S:[a-z_0-9]+]]: "f32[2, 4, 4]{{.*}} = torch.ops.aten.bmm.dtype(
+CHECK: torch.ops.aten.mul.Tensor([[S]], 0.25)
+)IR"));
 }
 
 // In bf16, as PyTorch's CPU kernel: q, k and v enter the products as bf16
@@ -664,6 +687,8 @@ CHECK: [[KT:[a-z_0-9]+]]: "f32[2, 8, 4]{{.*}} = torch.ops.aten.transpose.int([[K
 CHECK: [[S:[a-z_0-9]+]]: "f32[2, 4, 4]{{.*}} = torch.ops.aten.bmm.default([[Q]], [[KT]])
 CHECK: torch.ops.aten.mul.Tensor([[S]], 0.35355339059327373)
 CHECK: [[ABOVE:[a-z_0-9]+]]: "b8[4, 4]{{.*}} = torch.ops.aten.gt.Tensor
+CHECK: [[KEEP:[a-z_0-9]+]]: "b8[4, 4]{{.*}} = torch.ops.aten.logical_not.default([[ABOVE]])
+CHECK: [[KEEPF:[a-z_0-9]+]]: "f32[4, 4]{{.*}} = torch.ops.prims.convert_element_type.default([[KEEP]], torch.float32)
 CHECK: [[M:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.masked_fill.Scalar({{.*}}, [[ABOVE]], -inf)
 CHECK: [[MAX:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.amax.default([[M]], [-1], True)
 CHECK-NOT: torch.ops.aten.sub.Tensor([[M]]
@@ -676,8 +701,6 @@ CHECK: [[ARG:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.where.self([[
 CHECK: [[E:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.exp.default([[ARG]])
 CHECK: [[TINY:[a-z_0-9]+]]: "b8[1, 2, 4, 4]{{.*}} = torch.ops.aten.lt.Scalar([[X]], -87.33654022216797)
 CHECK: [[W:[a-z_0-9]+]]: "f32[1, 2, 4, 4]{{.*}} = torch.ops.aten.where.ScalarSelf([[TINY]], 0.0, [[E]])
-CHECK: [[KEEP:[a-z_0-9]+]]: "b8[4, 4]{{.*}} = torch.ops.aten.logical_not.default([[ABOVE]])
-CHECK: [[KEEPF:[a-z_0-9]+]]: "f32[4, 4]{{.*}} = torch.ops.prims.convert_element_type.default([[KEEP]], torch.float32)
 CHECK: torch.ops.aten.mul.Tensor([[W]], [[KEEPF]])
 CHECK: [[SUM:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.sum.dim_IntList
 CHECK: [[DENOM:[a-z_0-9]+]]: "f32[1, 2, 4, 1]{{.*}} = torch.ops.aten.where.ScalarSelf({{.*}}, 1.0, [[SUM]])

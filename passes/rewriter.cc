@@ -35,7 +35,18 @@ absl::StatusOr<Node*> CausalMask(Rewriter& r, const Arg& l, const Arg& s,
   return r.Binary("aten.gt.Tensor", cols, A(rows));
 }
 
-absl::StatusOr<Node*> ExpUnmasked(Rewriter& r, Node* x, Node* mask) {
+absl::StatusOr<MaskedLanes> MaskLanes(Rewriter& r, Node* mask, DType dtype) {
+  MaskedLanes lanes;
+  if (mask == nullptr) return lanes;
+  lanes.mask = mask;
+  ASSIGN_OR_RETURN(Node * keep, r.Unary("aten.logical_not.default", mask));
+  ASSIGN_OR_RETURN(lanes.keep, r.To(keep, dtype));
+  return lanes;
+}
+
+absl::StatusOr<Node*> ExpUnmasked(Rewriter& r, Node* x,
+                                  const MaskedLanes& lanes) {
+  Node* mask = lanes.mask;
   // The lanes exp never sees (below kExpSkipBelow, and masked ones, where x
   // may be far above the row's max: lanes whose exp overflows take glibc's
   // scalar path as well) get copysign(0, x): 0 whatever x is (also
@@ -58,9 +69,7 @@ absl::StatusOr<Node*> ExpUnmasked(Rewriter& r, Node* x, Node* mask) {
   if (mask == nullptr) return e;
   // Masked lanes are 0: e (1 or 0 there) times 0, not a select of 0, which
   // would let GCC prove those lanes' exp unused and give it x after all.
-  ASSIGN_OR_RETURN(Node * keep, r.Unary("aten.logical_not.default", mask));
-  ASSIGN_OR_RETURN(keep, r.To(keep, m.dtype));
-  return r.Binary("aten.mul.Tensor", e, A(keep));
+  return r.Binary("aten.mul.Tensor", e, A(lanes.keep));
 }
 
 // `a` op `b` for sizes (ints or SymInt nodes): operator.add / mul /

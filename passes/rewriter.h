@@ -349,6 +349,21 @@ absl::StatusOr<Node*> Iota(Rewriter& r, const Arg& n, const Device& device);
 absl::StatusOr<Node*> CausalMask(Rewriter& r, const Arg& l, const Arg& s,
                                  const Device& device);
 
+// The lanes ExpUnmasked masks: `mask` (bool, true where masked; null for
+// none) and `keep`, float(!mask) in the scores' dtype, which multiplies the
+// masked lanes to 0.
+struct MaskedLanes {
+  Node* mask = nullptr;
+  Node* keep = nullptr;
+};
+
+// MaskLanes()
+//
+// `mask` (null: none) and its `keep` factor in `dtype`, made where the
+// caller makes the mask: before the scores' softmax, whose passes its
+// kernels would otherwise stand between (and keep apart).
+absl::StatusOr<MaskedLanes> MaskLanes(Rewriter& r, Node* mask, DType dtype);
+
 // exp(x) for an attention's softmax weights: 0 where x < kExpTinyBelow
 // (the weight would be below FLT_MIN) and where `mask` (null: none) is
 // true. x holds the unmasked scores there, so exp never reads a -inf the
@@ -359,8 +374,9 @@ absl::StatusOr<Node*> CausalMask(Rewriter& r, const Arg& l, const Arg& s,
 // subnormal weight costs the core a microcode assist in every op that
 // reads it (the sum, the division, the product with v); as 0 it moves the
 // attention's output by less than FLT_MIN * |v| per key, and its
-// log-sum-exp not at all (the sum is at least 1).
-absl::StatusOr<Node*> ExpUnmasked(Rewriter& r, Node* x, Node* mask);
+// log-sum-exp not at all (the sum is at least 1). `mask` is MaskLanes'.
+absl::StatusOr<Node*> ExpUnmasked(Rewriter& r, Node* x,
+                                  const MaskedLanes& mask);
 
 // ln(FLT_MIN), rounded up to a float: exp of any float at or above it is
 // at least FLT_MIN.
