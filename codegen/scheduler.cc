@@ -516,6 +516,47 @@ void PlanMemory(LoweredGraph& g, std::vector<std::string>& log) {
     log.push_back(
         absl::StrCat(buf.name, ": kept in registers (every read was fused)"));
   }
+  // A store nothing reads after it is dropped: no later kernel reads the
+  // buffer, nor does an op after the store in its own kernel (whose outer
+  // iterations share no element: they run in parallel). An in-place op on
+  // a value's last use leaves such stores (a softmax's x - max written over
+  // the scores it read).
+  std::vector<size_t> last_reader(p.buffers.size(), 0);
+  std::vector<bool> ever_read(p.buffers.size(), false);
+  auto reads = [&](int b, size_t kernel) {
+    ever_read[b] = true;
+    last_reader[b] = std::max(last_reader[b], kernel);
+  };
+  for (const LoweredOutput& o : g.outputs) {
+    if (o.buffer >= 0) reads(o.buffer, p.kernels.size());
+  }
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    for (const ScalarOp& op : p.kernels[i].ops) {
+      if (op.kind == ScalarOp::Kind::kLoad) reads(op.buffer, i);
+    }
+    for (int b : p.kernels[i].extern_buffers) reads(b, i);
+  }
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    Kernel& k = p.kernels[i];
+    if (k.kind != Kernel::Kind::kLoops) continue;
+    std::vector<bool> drop(k.ops.size(), false);
+    absl::flat_hash_set<int> loaded_after;
+    for (size_t j = k.ops.size(); j-- > 0;) {
+      const ScalarOp& op = k.ops[j];
+      if (op.kind == ScalarOp::Kind::kLoad) loaded_after.insert(op.buffer);
+      if (op.kind != ScalarOp::Kind::kStore) continue;
+      const Buffer& buf = p.buffers[op.buffer];
+      drop[j] = buf.kind == Buffer::Kind::kAllocated && ever_read[op.buffer] &&
+                last_reader[op.buffer] <= i &&
+                !loaded_after.contains(op.buffer);
+      if (drop[j]) {
+        log.push_back(
+            absl::StrCat(buf.name, ": ", k.name,
+                         "'s store dropped (nothing reads it after)"));
+      }
+    }
+    EraseOps(k, drop);
+  }
   for (Kernel& k : p.kernels) {
     // A store that a later store of the same section overwrites at the same
     // element, with no load of the buffer between, is dropped (in-place

@@ -775,5 +775,36 @@ CHECK:      log: keep k3 apart from k0: different ranges or an access at another
 )"));
 }
 
+// A softmax as reinplace leaves it: x - max written in place over the
+// scaled scores, which the exp then reads. Fused, the exp takes the value,
+// and no later op reads the buffer: its store is dropped. The exps' store
+// stays (the sum and the division read it).
+TEST(SchedulerTest, AStoreNothingReadsAfterIsDropped) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(R"IR(
+def forward(self, x: "f32[4, 8]"):
+    mul = torch.ops.aten.mul.Tensor(x, 2.0)
+    amax = torch.ops.aten.amax.default(mul, [-1], True)
+    sub_ = torch.ops.aten.sub_.Tensor(mul, amax)
+    exp = torch.ops.aten.exp.default(mul)
+    sum_1 = torch.ops.aten.sum.dim_IntList(exp, [-1], True)
+    div = torch.ops.aten.div.Tensor(exp, sum_1)
+    return (div,)
+)IR"));
+  EXPECT_OK(FileCheckScheduled(s, R"(
+CHECK:      kernel k{{[0-9]+}} ranges=[4]
+CHECK:        section 0 reduction
+CHECK:          load [[B:buf[0-9]+]][
+CHECK:          reduce max(
+CHECK-NOT:      store [[B]]
+CHECK:          sub(
+CHECK-NOT:      store [[B]]
+CHECK:          exp(
+CHECK-NEXT:     store [[E:buf[0-9]+]][
+CHECK:          load [[E]][
+CHECK-NEXT:     reduce sum(
+CHECK:      log: [[B]]: k{{[0-9]+}}'s store dropped (nothing reads it after)
+)"));
+}
+
 }  // namespace
 }  // namespace lathe::codegen
