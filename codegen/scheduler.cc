@@ -912,6 +912,25 @@ absl::StatusOr<ScheduleResult> Schedule(LoweredGraph& g) {
           }
         }
       }
+      if (!why.has_value() && HasReduction(out.back())) {
+        // A pointwise kernel over the reduction's elements in other loops
+        // (the cast of a softmax's weights over their [B*H, L, S] view):
+        // its loops split to the reduction's outer and inner ranges.
+        for (const Section& sec : out.back().sections) {
+          if (sec.vars.empty()) continue;
+          std::vector<Expr> ranges = out.back().ranges;
+          ranges.insert(ranges.end(), sec.ranges.begin(), sec.ranges.end());
+          std::optional<Kernel> split = SplitToRanges(k, ranges);
+          if (!split.has_value()) continue;
+          merged = out.back();
+          why = TryFuse(merged, *split);
+          if (why.has_value()) {
+            absl::StrAppend(&*why, ", its loops split to [", PrintExprs(ranges),
+                            "]");
+            break;
+          }
+        }
+      }
       if (why.has_value()) {
         r.log.push_back(absl::StrCat("fuse ", k.name, " into ", out.back().name,
                                      ": ", *why));

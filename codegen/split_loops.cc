@@ -114,4 +114,50 @@ std::optional<std::string> SplitLoopAtDivisions(Kernel& k) {
                       PrintExprs(before), "] to [", PrintExprs(k.ranges), "]");
 }
 
+std::optional<Kernel> SplitToRanges(const Kernel& k,
+                                    const std::vector<Expr>& ranges) {
+  if (k.kind != Kernel::Kind::kLoops || k.sections.size() != 1 ||
+      !k.sections[0].vars.empty() || ranges.size() < k.ranges.size()) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> to;
+  for (const Expr& r : ranges) {
+    std::optional<int64_t> v = IntOf(r);
+    if (!v.has_value() || *v < 1) return std::nullopt;
+    to.push_back(*v);
+  }
+  // From the innermost: each loop of k takes the next ranges whose product
+  // is its own; its variable is their variables' row-major position.
+  absl::flat_hash_map<Expr, Expr> split;
+  int next = static_cast<int>(to.size());
+  for (size_t d = k.vars.size(); d-- > 0;) {
+    std::optional<int64_t> range = IntOf(k.ranges[d]);
+    if (!range.has_value()) return std::nullopt;
+    Expr position = symbolic::Int(0);
+    int64_t covered = 1;
+    while (covered < *range && next > 0) {
+      --next;
+      position = symbolic::Add(
+          position, symbolic::Mul(symbolic::Int(covered), IndexVar(next)));
+      covered *= to[next];
+    }
+    if (covered != *range || (d == 0 && next != 0)) return std::nullopt;
+    split[k.vars[d]] = position;
+  }
+  Kernel out = k;
+  for (ScalarOp& op : out.ops) {
+    if (!IndexOp(op)) continue;
+    absl::StatusOr<Expr> e = symbolic::Substitute(op.index, split);
+    if (!e.ok()) return std::nullopt;
+    op.index = *e;
+  }
+  out.vars.clear();
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    out.vars.push_back(IndexVar(static_cast<int>(i)));
+  }
+  out.ranges = ranges;
+  SimplifyIndices(out);
+  return out;
+}
+
 }  // namespace lathe::codegen

@@ -23,8 +23,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "codegen/loop_ir.h"
+#include "symbolic/expr.h"
 
 namespace lathe::codegen {
 
@@ -41,6 +43,16 @@ inline constexpr int64_t kMinSplitInner = 16;
 // the inner variable. Returns a log entry when it split, else nullopt and
 // `k` unchanged.
 std::optional<std::string> SplitLoopAtDivisions(Kernel& k);
+
+// SplitToRanges()
+//
+// Flat pointwise kernel `k` over loops of `ranges` (constants), each of its
+// loops split into consecutive ones of `ranges` (a loop over 96 into two
+// over 8 and 12: x0 = 12*x0 + x1): the same iterations in the same order.
+// Nullopt when a loop of k is not a product of consecutive ranges (k's
+// boundaries must be among theirs) or a range is not a constant.
+std::optional<Kernel> SplitToRanges(const Kernel& k,
+                                    const std::vector<symbolic::Expr>& ranges);
 
 }  // namespace lathe::codegen
 

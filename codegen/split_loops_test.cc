@@ -51,5 +51,33 @@ CHECK-NOT: log: split
 )"));
 }
 
+// A pointwise kernel over a reduction's elements viewed in other loops:
+// the softmax over [2, 3, 4, 8], its weights cast over their [6, 4, 8] view
+// (attention's p before p @ v). The cast's loops split to the reduction's
+// outer and inner ranges ([6] to [2, 3]), and it joins the softmax's kernel
+// as a section of its own.
+TEST(SplitLoopsTest, APointwiseKernelOverAViewJoinsTheReduction) {
+  ASSERT_OK_AND_ASSIGN(Scheduled s, ScheduleText(R"IR(
+def forward(self, x: "f32[2, 3, 4, 8]"):
+    amax = torch.ops.aten.amax.default(x, [-1], True)
+    sub = torch.ops.aten.sub.Tensor(x, amax)
+    exp = torch.ops.aten.exp.default(sub)
+    sum_1 = torch.ops.aten.sum.dim_IntList(exp, [-1], True)
+    div = torch.ops.aten.div.Tensor(exp, sum_1)
+    view = torch.ops.aten.view.default(div, [6, 4, 8])
+    cast = torch.ops.prims.convert_element_type.default(view, torch.bfloat16)
+    return (cast,)
+)IR"));
+  EXPECT_EQ(s.lowered.program.kernels.size(), 1u);
+  EXPECT_OK(FileCheckScheduled(s, R"(
+CHECK:      kernel k0 ranges=[2, 3, 4]
+CHECK:          reduce sum(
+CHECK:        section {{[0-9]+}} pointwise r{{[0-9]+}}_0 in 8
+CHECK:          cast(%{{[0-9]+}}) : bf16
+CHECK-NEXT:     store buf{{[0-9]+}}[r{{[0-9]+}}_0 + 96*x0 + 32*x1 + 8*x2] =
+CHECK:      log: fuse k{{[0-9]+}} into k0: pointwise over the reduction's outer ranges and its inner ones, its loops split to [2, 3, 4, 8]
+)"));
+}
+
 }  // namespace
 }  // namespace lathe::codegen
