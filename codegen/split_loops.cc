@@ -116,8 +116,11 @@ std::optional<std::string> SplitLoopAtDivisions(Kernel& k) {
 
 std::optional<Kernel> SplitToRanges(const Kernel& k,
                                     const std::vector<Expr>& ranges) {
+  // A kernel without loops runs once: over `ranges` it would run again and
+  // again.
   if (k.kind != Kernel::Kind::kLoops || k.sections.size() != 1 ||
-      !k.sections[0].vars.empty() || ranges.size() < k.ranges.size()) {
+      !k.sections[0].vars.empty() || k.vars.empty() ||
+      ranges.size() < k.ranges.size()) {
     return std::nullopt;
   }
   std::vector<int64_t> to;
@@ -141,9 +144,10 @@ std::optional<Kernel> SplitToRanges(const Kernel& k,
           position, symbolic::Mul(symbolic::Int(covered), IndexVar(next)));
       covered *= to[next];
     }
-    if (covered != *range || (d == 0 && next != 0)) return std::nullopt;
+    if (covered != *range) return std::nullopt;
     split[k.vars[d]] = position;
   }
+  if (next != 0) return std::nullopt;  // ranges k's loops do not cover
   Kernel out = k;
   for (ScalarOp& op : out.ops) {
     if (!IndexOp(op)) continue;

@@ -16,6 +16,8 @@
 //   if (std::optional<std::string> why = SplitLoopAtDivisions(kernel)) {
 //     log.push_back(*why);
 //   }
+//   // A cast over [96, 256, 256] in a softmax's [8, 12, 256] + [256] loops:
+//   std::optional<Kernel> split = SplitToRanges(cast, {8, 12, 256, 256});
 
 #ifndef LATHE_CODEGEN_SPLIT_LOOPS_H_
 #define LATHE_CODEGEN_SPLIT_LOOPS_H_
@@ -49,8 +51,9 @@ std::optional<std::string> SplitLoopAtDivisions(Kernel& k);
 // Flat pointwise kernel `k` over loops of `ranges` (constants), each of its
 // loops split into consecutive ones of `ranges` (a loop over 96 into two
 // over 8 and 12: x0 = 12*x0 + x1): the same iterations in the same order.
-// Nullopt when a loop of k is not a product of consecutive ranges (k's
-// boundaries must be among theirs) or a range is not a constant.
+// Nullopt when k has no loops, when a loop of k is not a product of
+// consecutive ranges (k's boundaries must be among theirs, and all of them
+// covered), or when a range is not a constant.
 std::optional<Kernel> SplitToRanges(const Kernel& k,
                                     const std::vector<symbolic::Expr>& ranges);
 

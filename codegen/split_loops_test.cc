@@ -4,8 +4,12 @@
 
 #include "codegen/split_loops.h"
 
+#include <optional>
+
 #include "codegen/codegen_testing.h"
+#include "codegen/loop_ir.h"
 #include "gtest/gtest.h"
+#include "symbolic/expr.h"
 #include "testing/status_matchers.h"
 
 namespace lathe::codegen {
@@ -77,6 +81,37 @@ CHECK:          cast(%{{[0-9]+}}) : bf16
 CHECK-NEXT:     store buf{{[0-9]+}}[r{{[0-9]+}}_0 + 96*x0 + 32*x1 + 8*x2] =
 CHECK:      log: fuse k{{[0-9]+}} into k0: pointwise over the reduction's outer ranges and its inner ones, its loops split to [2, 3, 4, 8]
 )"));
+}
+
+// SplitToRanges on kernels built by hand: a loop over 96 becomes two over
+// 8 and 12, its index x0 = 12*x0 + x1; a kernel without loops, one whose
+// loop is no product of consecutive ranges, and ranges its loops do not
+// cover all are refused.
+TEST(SplitLoopsTest, SplitToRangesKeepsTheIterationsOrRefuses) {
+  using symbolic::Int;
+  Kernel k;
+  k.sections.push_back(Section());
+  ScalarOp load;
+  load.kind = ScalarOp::Kind::kLoad;
+  load.buffer = 0;
+  load.index = symbolic::Add(Int(5), IndexVar(0));
+  k.ops.push_back(load);
+  k.vars = {IndexVar(0)};
+  k.ranges = {Int(96)};
+  std::optional<Kernel> split = SplitToRanges(k, {Int(8), Int(12)});
+  ASSERT_TRUE(split.has_value());
+  EXPECT_EQ(PrintExprs(split->ranges), "8, 12");
+  EXPECT_EQ(
+      split->ops[0].index,
+      symbolic::Add(Int(5), symbolic::Add(symbolic::Mul(Int(12), IndexVar(0)),
+                                          IndexVar(1))));
+  EXPECT_FALSE(SplitToRanges(k, {Int(8), Int(10)}).has_value());
+  EXPECT_FALSE(SplitToRanges(k, {Int(2), Int(8), Int(12)}).has_value());
+  Kernel scalar = k;
+  scalar.vars.clear();
+  scalar.ranges.clear();
+  scalar.ops[0].index = Int(0);
+  EXPECT_FALSE(SplitToRanges(scalar, {Int(4), Int(8)}).has_value());
 }
 
 }  // namespace

@@ -91,6 +91,34 @@ absl::Status CheckAttributes(const Graph& g) {
 // Gives new tensors fresh storage identities. A meta function returns a
 // view, an in-place result or set_'s source with the storage it shares, and
 // a newly made tensor with none.
+// Renames reshape `n`, whose value is `out`, to _reshape_copy when out has
+// a storage of its own: its input's layout (in `values`, as the reshape
+// reads it) allows no view. Its arguments become positional, as
+// _reshape_copy names its second one `size` where reshape says `shape`.
+void RenameCopyingReshape(
+    Node& n, const Value& out,
+    const absl::flat_hash_map<const Node*, Value>& values) {
+  auto find = [&](size_t position, absl::string_view name) -> const Arg* {
+    if (n.args().size() > position) return &n.args()[position];
+    for (const auto& [key, arg] : n.kwargs()) {
+      if (key == name) return &arg;
+    }
+    return nullptr;
+  };
+  const Arg* self = find(0, "self");
+  const Arg* shape = find(1, "shape");
+  if (self == nullptr || shape == nullptr || self->kind != Arg::Kind::kNode) {
+    return;
+  }
+  auto in = values.find(self->node);
+  if (in == values.end() || !in->second.is_tensor() ||
+      in->second.meta.storage == out.meta.storage) {
+    return;
+  }
+  n.SetArgs({*self, *shape}, {});
+  n.set_target("aten._reshape_copy.default");
+}
+
 void AssignFreshStorage(Value& out, Graph& graph) {
   if (out.is_tensor() && out.meta.storage == kUnknownStorage)
     out.meta.storage = graph.NewStorageId();
@@ -245,11 +273,7 @@ absl::Status PropagateShapes(Graph& graph, symbolic::ShapeEnv& env,
     // without the layout that decided it (PyTorch's reshape decomposes at
     // trace time the same way).
     if (n.op() == Known().reshape && out.is_tensor()) {
-      auto in = values.find(n.args()[0].node);
-      if (in != values.end() && in->second.is_tensor() &&
-          in->second.meta.storage != out.meta.storage) {
-        n.set_target("aten._reshape_copy.default");
-      }
+      RenameCopyingReshape(n, out, values);
     }
     // An .item() PyTorch annotated with a backed symbol
     // (`_local_scalar_dense: "Sym(s16)"`) is that symbol, backed by the hint

@@ -327,6 +327,39 @@ TEST(ShapePropTest, AReshapeCopiesByItsInputsLayoutAfterMetadataMutations) {
             g->Find("x")->meta().tensor.storage);
 }
 
+// A renamed reshape called with keywords takes its arguments positionally
+// (reshape's `shape` is _reshape_copy's `size`), and the graph prints,
+// parses and propagates again to the same op, whose interpreter kernel
+// copies x.t() in row-major order.
+TEST(ShapePropTest, ARenamedReshapePrintsAndRunsAsACopy) {
+  std::unique_ptr<Graph> g = FromText(
+      R"g(def forward(self, x: "f32[2, 3][3, 1]cpu"):
+    t = torch.ops.aten.t.default(x)
+    reshape = torch.ops.aten.reshape.default(self = t, shape = [-1])
+    return (reshape,)
+)g");
+  ASSERT_NE(g, nullptr);
+  symbolic::ShapeEnv env;
+  ASSERT_OK(PropagateShapes(*g, env));
+  const Node* r = g->Find("reshape");
+  EXPECT_EQ(r->target(), "aten._reshape_copy.default");
+  EXPECT_EQ(r->args().size(), 2u);
+  EXPECT_TRUE(r->kwargs().empty());
+  std::unique_ptr<Graph> again = FromText(PrintGraph(*g));
+  ASSERT_NE(again, nullptr);
+  symbolic::ShapeEnv env2;
+  ASSERT_OK(PropagateShapes(*again, env2));
+  EXPECT_EQ(again->Find("reshape")->target(), "aten._reshape_copy.default");
+  Tensor x = *Tensor::Empty({2, 3}, DType::kFloat32);
+  for (int i = 0; i < 6; ++i) x.data<float>()[i] = static_cast<float>(i);
+  ASSERT_OK_AND_ASSIGN(Interpretation out,
+                       Interpret(*again, {Value::OfTensor(x)}));
+  const Tensor& flat = out.outputs[0].tensor;
+  ASSERT_EQ(flat.numel(), 6);
+  const double want[] = {0, 3, 1, 4, 2, 5};  // x.t() row by row
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(flat.GetDouble({i}), want[i]);
+}
+
 TEST(ShapePropTest, SplittingASymbolicDimSpecializesItWithAGuard) {
   std::unique_ptr<Graph> g = FromText(R"g(def forward(self, x: "f32[s0][1]cpu"):
     split = torch.ops.aten.split.Tensor(x, 3)

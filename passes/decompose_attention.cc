@@ -33,12 +33,14 @@ absl::StatusOr<Arg> Scale(Rewriter& r, const Arg& scale_arg, const Arg& e,
   return A(t);
 }
 
-// Whether multiplying a tensor of `dtype` by `scale` is exact wherever the
-// result is a normal number: a constant power of two, and a dtype with
-// float32's exponent range or more (float16's underflows sooner).
+// Whether q may take the scale instead of the scores: a constant power of
+// two no greater than 1, for a dtype with float32's exponent range or more
+// (float16's underflows sooner). q * scale is then exact unless it falls
+// below the normal range (an |q| under 2^-126 / scale), and every score
+// q k^T * scale is what it was; a scale above 1 could overflow q.
 bool ExactScale(const Arg& scale, DType dtype) {
   if (scale.kind != Arg::Kind::kFloat || !std::isfinite(scale.f) ||
-      scale.f <= 0) {
+      scale.f <= 0 || scale.f > 1) {
     return false;
   }
   int exponent = 0;
@@ -112,10 +114,8 @@ absl::StatusOr<std::optional<Forward>> Attention(Rewriter& r, Node* mask) {
   ASSIGN_OR_RETURN(Node * k, batched(key, s));
   ASSIGN_OR_RETURN(Node * v, batched(value, s));
   // A power-of-two scale (1 / sqrt(E) for E = 64) multiplies q instead of
-  // the scores: exactly the same scores (a power of two scales every
-  // product and sum exactly; q's dtype has f32's exponent range), one
-  // multiply per query element, in q's copy, rather than one per score in
-  // a kernel of its own.
+  // the scores (ExactScale): the same scores, one multiply per query
+  // element, in q's copy, rather than one per score in a kernel of its own.
   const bool scale_q = ExactScale(scale, TM(q).dtype);
   if (scale_q) {
     ASSIGN_OR_RETURN(q, r.Binary("aten.mul.Tensor", q, scale));

@@ -69,6 +69,8 @@ absl::StatusOr<Node*> ExpUnmasked(Rewriter& r, Node* x,
   if (mask == nullptr) return e;
   // Masked lanes are 0: e (1 or 0 there) times 0, not a select of 0, which
   // would let GCC prove those lanes' exp unused and give it x after all.
+  LATHE_CHECK(lanes.keep != nullptr && TM(lanes.keep).dtype == m.dtype)
+      << "ExpUnmasked: a mask without its keep factor in x's dtype";
   return r.Binary("aten.mul.Tensor", e, A(lanes.keep));
 }
 

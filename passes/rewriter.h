@@ -365,8 +365,8 @@ struct MaskedLanes {
 absl::StatusOr<MaskedLanes> MaskLanes(Rewriter& r, Node* mask, DType dtype);
 
 // exp(x) for an attention's softmax weights: 0 where x < kExpTinyBelow
-// (the weight would be below FLT_MIN) and where `mask` (null: none) is
-// true. x holds the unmasked scores there, so exp never reads a -inf the
+// (the weight would be below FLT_MIN) and where `lanes.mask` (null: none)
+// is true. x holds the unmasked scores there, so exp never reads a -inf the
 // mask would put in. glibc's vector expf computes every lane below -87.3 by
 // scalar expf, about 15x slower than its vector lanes, so exp is given
 // copysign(0, x) instead of x where x < kExpSkipBelow (a lane set to 0
@@ -374,9 +374,10 @@ absl::StatusOr<MaskedLanes> MaskLanes(Rewriter& r, Node* mask, DType dtype);
 // subnormal weight costs the core a microcode assist in every op that
 // reads it (the sum, the division, the product with v); as 0 it moves the
 // attention's output by less than FLT_MIN * |v| per key, and its
-// log-sum-exp not at all (the sum is at least 1). `mask` is MaskLanes'.
+// log-sum-exp not at all (the sum is at least 1). `lanes` is MaskLanes',
+// its keep factor in x's dtype.
 absl::StatusOr<Node*> ExpUnmasked(Rewriter& r, Node* x,
-                                  const MaskedLanes& mask);
+                                  const MaskedLanes& lanes);
 
 // ln(FLT_MIN), rounded up to a float: exp of any float at or above it is
 // at least FLT_MIN.

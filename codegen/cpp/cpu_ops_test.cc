@@ -595,40 +595,6 @@ def forward(self, x: "f32[3][1]cpu"):
   }
 }
 
-// A reshape whose input's layout allows no view (attention's heads merged
-// back: [B, H, S, D] transposed to [B, S, H, D], read as [B*S, H*D]) is a
-// copy in row-major order, here read by a product and by a pointwise op;
-// it once lowered as x's memory taken in the copy's layout. By hand, with x
-// holding 0, 1, 2, ... and w all ones: row r = 4*b + s of the copy holds
-// x[b, h, s, d] = 192*b + 64*h + 16*s + d over h < 3, d < 16, whose sum is
-// 48*(192*b + 16*s) + 16*(0 + 64 + 128) + 3*(0 + 1 + ... + 15).
-TEST(CpuOpsTest, AReshapeThatCopiesReadsItsInputInRowMajorOrder) {
-  constexpr char kText[] = R"IR(
-def forward(self, x: "f32[2, 3, 4, 16][192, 64, 16, 1]cpu", w: "f32[48, 1][1, 1]cpu"):
-    permute = torch.ops.aten.permute.default(x, [0, 2, 1, 3])
-    view = torch.ops.aten.reshape.default(permute, [8, 48])
-    mm = torch.ops.aten.mm.default(view, w)
-    add = torch.ops.aten.add.Tensor(view, 1.0)
-    return (mm, add)
-)IR";
-  ASSERT_OK_AND_ASSIGN(CompiledCpu c, CompileCpuText(kText));
-  std::vector<ir::Value> in = {FilledF32({2, 3, 4, 16}, 0),
-                               FilledF32({48, 1}, 1)};
-  std::fill_n(in[1].tensor.data<float>(), 48, 1.0f);
-  ASSERT_OK_AND_ASSIGN(ir::Interpretation got, c.function->Run(in));
-  ASSERT_OK_AND_ASSIGN(ir::Interpretation want, ir::Interpret(*c.graph, in));
-  ExpectSameOutputs(got, want, 1e-6);
-  for (int64_t b = 0; b < 2; ++b) {
-    for (int64_t s = 0; s < 4; ++s) {
-      const double sum = 48 * (192 * b + 16 * s) + 16 * 192 + 3 * 120;
-      EXPECT_EQ(got.outputs[0].tensor.GetDouble({4 * b + s, 0}), sum);
-      // Element (r, 16*h + d) is x[b, h, s, d] + 1; h = 2, d = 5 here.
-      EXPECT_EQ(got.outputs[1].tensor.GetDouble({4 * b + s, 37}),
-                192 * b + 64 * 2 + 16 * s + 5 + 1);
-    }
-  }
-}
-
 // The metadata mutators (t_, transpose_, unsqueeze_, as_strided_, set_) are
 // views, and as in the interpreter the tensor object takes the new view for
 // the nodes after them: `add_1` reads `mul` transposed, and `add` is

@@ -122,6 +122,21 @@ absl::StatusOr<TBox> ViewOfBuffer(Lowerer& L, const Call& c, const Node* base,
 // The most a loader may cost and still be read through a reshape.
 constexpr int kReshapedLoaderCost = 8;
 
+// _reshape_copy (a reshape whose input's layout allows no view): the input
+// read in row-major order, a new tensor wherever it is realized; a costly
+// input (a pool's window) computed once first, as for a reshape.
+absl::StatusOr<NodeValue> LowerReshapeCopy(Lowerer& L, const Call& c) {
+  const TensorMeta& m = OutMeta(L, c);
+  Node* base = c.NodeAt(0);
+  if (base == nullptr) return c.Error("the reshaped argument is not a tensor");
+  TBox x = L.value(base).t;
+  if (x.buffer < 0 && x.cost > kReshapedLoaderCost) {
+    RETURN_IF_ERROR(L.RealizeNode(base));
+    x = L.value(base).t;
+  }
+  return TensorValue(ReshapeLoader(x, m.sizes));
+}
+
 }  // namespace
 
 // A view op: index arithmetic over the view's meta when the base is in
@@ -149,6 +164,11 @@ absl::StatusOr<NodeValue> LowerView(Lowerer& L, const Call& c) {
     return TupleValue(std::move(pieces));
   }
   const TensorMeta& m = vm.tensor;
+  // A reshape a pass made after shape propagation renamed the copying ones
+  // (ir/shape_prop.cc) may copy too: its storage is then its own.
+  if (name == "reshape" && m.storage != L.TMeta(base).storage) {
+    return LowerReshapeCopy(L, c);
+  }
   if (b.buffer < 0) {
     if (name == "expand" || name == "expand_copy") {
       return TensorValue(L.Broadcast(b, m.sizes));
@@ -201,14 +221,6 @@ absl::StatusOr<NodeValue> LowerUnsafeView(Lowerer& L, const Call& c) {
     return TensorValue(L.FromBuffer(x.buffer, m.dtype, m.sizes,
                                     Contiguous(m.sizes), x.offset));
   }
-  return TensorValue(ReshapeLoader(x, m.sizes));
-}
-
-// _reshape_copy (a reshape whose input's layout allows no view): the input
-// read in row-major order, a new tensor wherever it is realized.
-absl::StatusOr<NodeValue> LowerReshapeCopy(Lowerer& L, const Call& c) {
-  const TensorMeta& m = OutMeta(L, c);
-  ASSIGN_OR_RETURN(TBox x, L.Tensor(c, 0));
   return TensorValue(ReshapeLoader(x, m.sizes));
 }
 
