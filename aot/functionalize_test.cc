@@ -193,6 +193,22 @@ CHECK-NEXT: return (add, copy_)
 )");
 }
 
+// x set_ to its own diagonal with a dynamic first dimension: the epilogue
+// restores x's new layout, whose size Min(5, s0) (the diagonal's length) it
+// computes from x's sizes with torch.sym_min.
+TEST(FunctionalizeTest, ARegeneratedLayoutTakesAMinOfSizes) {
+  ExpectChecks(R"(# lathe: hint s0 4
+def forward(self, x: "f32[s0, 6][6, 1]cpu"):
+    d = torch.ops.aten.diagonal.default(x, 1)
+    set_ = torch.ops.aten.set_.source_Tensor(x, d)
+    return (x,)
+)",
+               R"(
+CHECK: torch.sym_min(
+CHECK: torch.ops.aten.as_strided_.default(x,
+)");
+}
+
 // Scenario 35: x is written while a view y of it exists; y is regenerated.
 TEST(FunctionalizeTest, ViewsOfAWrittenTensorAreRegenerated) {
   ExpectChecks(R"(def forward(self, x: "f32[8][1]cpu", ones: "f32[8][1]cpu"):
