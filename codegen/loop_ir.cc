@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "symbolic/printer.h"
@@ -252,6 +254,35 @@ std::string PrintProgram(const Program& p) {
     }
   }
   return out;
+}
+
+bool FlatPointwise(const Kernel& k) {
+  return k.kind == Kernel::Kind::kLoops && k.sections.size() == 1 &&
+         k.sections[0].vars.empty();
+}
+
+bool RenameLoops(
+    Kernel& k,
+    const absl::flat_hash_map<symbolic::Expr, symbolic::Expr>& rename,
+    std::vector<symbolic::Expr> vars, std::vector<symbolic::Expr> ranges) {
+  std::vector<ScalarOp> ops = k.ops;
+  for (ScalarOp& op : ops) {
+    if (op.index.is_null()) continue;
+    absl::StatusOr<symbolic::Expr> e = symbolic::Substitute(op.index, rename);
+    if (!e.ok()) return false;
+    op.index = *e;
+  }
+  k.ops = std::move(ops);
+  k.vars = std::move(vars);
+  k.ranges = std::move(ranges);
+  return true;
+}
+
+std::optional<int64_t> IntOf(symbolic::Expr e) {
+  if (e.is_null() || e.kind() != symbolic::ExprKind::kInteger) {
+    return std::nullopt;
+  }
+  return e.int_value();
 }
 
 }  // namespace lathe::codegen

@@ -47,10 +47,12 @@
 #define LATHE_CODEGEN_LOOP_IR_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "runtime/dtype.h"
 #include "symbolic/expr.h"
 
@@ -306,6 +308,28 @@ symbolic::Expr Product(const std::vector<symbolic::Expr>& factors);
 //
 // For each op of `kernel`, how many later ops use its value.
 std::vector<int> Users(const Kernel& kernel);
+
+// FlatPointwise()
+//
+// Whether `k` is a loop kernel of one section without loops of its own
+// (pointwise over its outer loops alone).
+bool FlatPointwise(const Kernel& k);
+
+// RenameLoops()
+//
+// Gives k the outer loops `vars` over `ranges`, its indices rewritten by
+// `rename` (each old loop variable to an expression of the new ones);
+// false, and k unchanged, when an index cannot be rewritten.
+bool RenameLoops(
+    Kernel& k,
+    const absl::flat_hash_map<symbolic::Expr, symbolic::Expr>& rename,
+    std::vector<symbolic::Expr> vars, std::vector<symbolic::Expr> ranges);
+
+// IntOf()
+//
+// An integer constant's value (a constant range), or nullopt for any other
+// expression.
+std::optional<int64_t> IntOf(symbolic::Expr e);
 
 }  // namespace lathe::codegen
 

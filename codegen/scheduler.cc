@@ -26,34 +26,11 @@ using symbolic::Expr;
 
 constexpr int kMaxSections = 8;
 
-bool FlatPointwise(const Kernel& k) {
-  return k.kind == Kernel::Kind::kLoops && k.sections.size() == 1 &&
-         k.sections[0].vars.empty();
-}
-
 bool HasReduction(const Kernel& k) {
   for (const Section& s : k.sections) {
     if (s.reduction) return true;
   }
   return false;
-}
-
-// Gives k the outer loops `vars` over `ranges`, its indices rewritten by
-// `rename` (each old loop variable to an expression of the new ones);
-// false, and k unchanged, when an index cannot be rewritten.
-bool RenameLoops(Kernel& k, const absl::flat_hash_map<Expr, Expr>& rename,
-                 std::vector<Expr> vars, std::vector<Expr> ranges) {
-  std::vector<ScalarOp> ops = k.ops;
-  for (ScalarOp& op : ops) {
-    if (op.index.is_null()) continue;
-    absl::StatusOr<Expr> e = symbolic::Substitute(op.index, rename);
-    if (!e.ok()) return false;
-    op.index = *e;
-  }
-  k.ops = std::move(ops);
-  k.vars = std::move(vars);
-  k.ranges = std::move(ranges);
-  return true;
 }
 
 // Drops the outer loops of extent 1 (the kept dims of a keepdim reduction,
@@ -490,20 +467,23 @@ void PlanStorage(LoweredGraph& g, std::vector<std::string>& log) {
 
 void PlanMemory(LoweredGraph& g, std::vector<std::string>& log) {
   Program& p = g.program;
-  std::vector<bool> read(p.buffers.size(), false);
-  for (const LoweredOutput& o : g.outputs) {
-    if (o.buffer >= 0) read[o.buffer] = true;
-  }
-  for (const Kernel& k : p.kernels) {
-    for (const ScalarOp& op : k.ops) {
-      if (op.kind == ScalarOp::Kind::kLoad) read[op.buffer] = true;
+  // The last kernel that reads each buffer (the kernel count for an
+  // output), or -1 for one nothing reads.
+  const int end = static_cast<int>(p.kernels.size());
+  std::vector<int> last_read(p.buffers.size(), -1);
+  for (int i = 0; i < end; ++i) {
+    for (const ScalarOp& op : p.kernels[i].ops) {
+      if (op.kind == ScalarOp::Kind::kLoad) last_read[op.buffer] = i;
     }
-    for (int b : k.extern_buffers) read[b] = true;
+    for (int b : p.kernels[i].extern_buffers) last_read[b] = i;
+  }
+  for (const LoweredOutput& o : g.outputs) {
+    if (o.buffer >= 0) last_read[o.buffer] = end;
   }
   // A buffer nothing reads is never stored (its values stay in registers).
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     Buffer& buf = p.buffers[b];
-    if (buf.kind != Buffer::Kind::kAllocated || read[b]) continue;
+    if (buf.kind != Buffer::Kind::kAllocated || last_read[b] >= 0) continue;
     buf.local = true;
     for (Kernel& k : p.kernels) {
       std::vector<bool> drop(k.ops.size(), false);
@@ -517,26 +497,12 @@ void PlanMemory(LoweredGraph& g, std::vector<std::string>& log) {
         absl::StrCat(buf.name, ": kept in registers (every read was fused)"));
   }
   // A store nothing reads after it is dropped: no later kernel reads the
-  // buffer, nor does an op after the store in its own kernel (whose outer
-  // iterations share no element: they run in parallel). An in-place op on
-  // a value's last use leaves such stores (a softmax's x - max written over
-  // the scores it read).
-  std::vector<size_t> last_reader(p.buffers.size(), 0);
-  std::vector<bool> ever_read(p.buffers.size(), false);
-  auto reads = [&](int b, size_t kernel) {
-    ever_read[b] = true;
-    last_reader[b] = std::max(last_reader[b], kernel);
-  };
-  for (const LoweredOutput& o : g.outputs) {
-    if (o.buffer >= 0) reads(o.buffer, p.kernels.size());
-  }
-  for (size_t i = 0; i < p.kernels.size(); ++i) {
-    for (const ScalarOp& op : p.kernels[i].ops) {
-      if (op.kind == ScalarOp::Kind::kLoad) reads(op.buffer, i);
-    }
-    for (int b : p.kernels[i].extern_buffers) reads(b, i);
-  }
-  for (size_t i = 0; i < p.kernels.size(); ++i) {
+  // buffer, nor does an op after the store in its own kernel. A kernel's
+  // outer iterations run in parallel, so none reads an element another
+  // stores, except a combining indirect store's own load before it (which
+  // only that store reads). An in-place op on a value's last use leaves such
+  // stores (a softmax's x - max written over the scores it read).
+  for (int i = 0; i < end; ++i) {
     Kernel& k = p.kernels[i];
     if (k.kind != Kernel::Kind::kLoops) continue;
     std::vector<bool> drop(k.ops.size(), false);
@@ -546,9 +512,8 @@ void PlanMemory(LoweredGraph& g, std::vector<std::string>& log) {
       if (op.kind == ScalarOp::Kind::kLoad) loaded_after.insert(op.buffer);
       if (op.kind != ScalarOp::Kind::kStore) continue;
       const Buffer& buf = p.buffers[op.buffer];
-      drop[j] = buf.kind == Buffer::Kind::kAllocated && ever_read[op.buffer] &&
-                last_reader[op.buffer] <= i &&
-                !loaded_after.contains(op.buffer);
+      drop[j] = buf.kind == Buffer::Kind::kAllocated &&
+                last_read[op.buffer] <= i && !loaded_after.contains(op.buffer);
       if (drop[j]) {
         log.push_back(
             absl::StrCat(buf.name, ": ", k.name,
@@ -591,14 +556,6 @@ void PlanMemory(LoweredGraph& g, std::vector<std::string>& log) {
       changed = EraseOps(k, drop);
     }
   }
-}
-
-// An integer's value, or nullopt for any other expression.
-std::optional<int64_t> IntOf(Expr e) {
-  if (e.is_null() || e.kind() != symbolic::ExprKind::kInteger) {
-    return std::nullopt;
-  }
-  return e.int_value();
 }
 
 // The least and greatest values of `e` over `vars` in [0, ranges), when e

@@ -8,7 +8,6 @@
 
 #include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/loop_ir.h"
 #include "codegen/simplify_indices.h"
@@ -19,11 +18,6 @@ namespace {
 
 using symbolic::Expr;
 using symbolic::ExprKind;
-
-std::optional<int64_t> IntOf(Expr e) {
-  if (e.kind() != ExprKind::kInteger) return std::nullopt;
-  return e.int_value();
-}
 
 // Adds to `divisors` each c by which `e` floor-divides `v` or takes its
 // remainder: v // c, v % c, ModularIndexing(v, b, c) (b and b * c).
@@ -54,10 +48,6 @@ bool Divides(Expr e, Expr v) {
   return false;
 }
 
-bool IndexOp(const ScalarOp& op) {
-  return !op.index.is_null() && op.kind != ScalarOp::Kind::kSymbol;
-}
-
 // Splits k's innermost loop; false, and k unchanged, when there is no
 // split to make.
 bool SplitOnce(Kernel& k) {
@@ -66,7 +56,7 @@ bool SplitOnce(Kernel& k) {
   if (!range.has_value()) return false;
   std::set<int64_t> divisors;
   for (const ScalarOp& op : k.ops) {
-    if (IndexOp(op)) CollectDivisors(op.index, v, divisors);
+    if (!op.index.is_null()) CollectDivisors(op.index, v, divisors);
   }
   int64_t c = 0;
   for (int64_t d : divisors) {
@@ -79,21 +69,19 @@ bool SplitOnce(Kernel& k) {
   int fresh = 0;
   while (absl::c_linear_search(k.vars, IndexVar(fresh))) ++fresh;
   const Expr inner = IndexVar(fresh);
-  const absl::flat_hash_map<Expr, Expr> split = {
-      {v, symbolic::Add(symbolic::Mul(symbolic::Int(c), v), inner)}};
+  std::vector<Expr> vars = k.vars, ranges = k.ranges;
+  vars.push_back(inner);
+  ranges.back() = symbolic::Int(*range / c);
+  ranges.push_back(symbolic::Int(c));
   Kernel next = k;
-  for (ScalarOp& op : next.ops) {
-    if (!IndexOp(op)) continue;
-    absl::StatusOr<Expr> e = symbolic::Substitute(op.index, split);
-    if (!e.ok()) return false;
-    op.index = *e;
+  if (!RenameLoops(
+          next, {{v, symbolic::Add(symbolic::Mul(symbolic::Int(c), v), inner)}},
+          std::move(vars), std::move(ranges))) {
+    return false;
   }
-  next.ranges.back() = symbolic::Int(*range / c);
-  next.vars.push_back(inner);
-  next.ranges.push_back(symbolic::Int(c));
   SimplifyIndices(next);
   for (const ScalarOp& op : next.ops) {
-    if (IndexOp(op) && Divides(op.index, inner)) return false;
+    if (!op.index.is_null() && Divides(op.index, inner)) return false;
   }
   k = std::move(next);
   return true;
@@ -102,10 +90,7 @@ bool SplitOnce(Kernel& k) {
 }  // namespace
 
 std::optional<std::string> SplitLoopAtDivisions(Kernel& k) {
-  if (k.kind != Kernel::Kind::kLoops || k.sections.size() != 1 ||
-      !k.sections[0].vars.empty() || k.vars.empty()) {
-    return std::nullopt;
-  }
+  if (!FlatPointwise(k) || k.vars.empty()) return std::nullopt;
   const std::vector<Expr> before = k.ranges;
   if (!SplitOnce(k)) return std::nullopt;
   return absl::StrCat("split ", k.name,
@@ -118,9 +103,7 @@ std::optional<Kernel> SplitToRanges(const Kernel& k,
                                     const std::vector<Expr>& ranges) {
   // A kernel without loops runs once: over `ranges` it would run again and
   // again.
-  if (k.kind != Kernel::Kind::kLoops || k.sections.size() != 1 ||
-      !k.sections[0].vars.empty() || k.vars.empty() ||
-      ranges.size() < k.ranges.size()) {
+  if (!FlatPointwise(k) || k.vars.empty() || ranges.size() < k.ranges.size()) {
     return std::nullopt;
   }
   std::vector<int64_t> to;
@@ -148,18 +131,12 @@ std::optional<Kernel> SplitToRanges(const Kernel& k,
     split[k.vars[d]] = position;
   }
   if (next != 0) return std::nullopt;  // ranges k's loops do not cover
-  Kernel out = k;
-  for (ScalarOp& op : out.ops) {
-    if (!IndexOp(op)) continue;
-    absl::StatusOr<Expr> e = symbolic::Substitute(op.index, split);
-    if (!e.ok()) return std::nullopt;
-    op.index = *e;
-  }
-  out.vars.clear();
+  std::vector<Expr> vars;
   for (size_t i = 0; i < ranges.size(); ++i) {
-    out.vars.push_back(IndexVar(static_cast<int>(i)));
+    vars.push_back(IndexVar(static_cast<int>(i)));
   }
-  out.ranges = ranges;
+  Kernel out = k;
+  if (!RenameLoops(out, split, std::move(vars), ranges)) return std::nullopt;
   SimplifyIndices(out);
   return out;
 }
