@@ -88,9 +88,6 @@ absl::Status CheckAttributes(const Graph& g) {
   return absl::OkStatus();
 }
 
-// Gives new tensors fresh storage identities. A meta function returns a
-// view, an in-place result or set_'s source with the storage it shares, and
-// a newly made tensor with none.
 // Renames reshape `n`, whose value is `out`, to _reshape_copy when out has
 // a storage of its own: its input's layout (in `values`, as the reshape
 // reads it) allows no view. Its arguments become positional, as
@@ -119,6 +116,9 @@ void RenameCopyingReshape(
   n.set_target("aten._reshape_copy.default");
 }
 
+// Gives new tensors fresh storage identities. A meta function returns a
+// view, an in-place result or set_'s source with the storage it shares, and
+// a newly made tensor with none.
 void AssignFreshStorage(Value& out, Graph& graph) {
   if (out.is_tensor() && out.meta.storage == kUnknownStorage)
     out.meta.storage = graph.NewStorageId();
