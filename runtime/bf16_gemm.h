@@ -12,8 +12,9 @@
 // the primitive refuses (a broadcast row or column; every bf16 product on
 // a CPU without AVX-512, where oneDNN has no bf16 matmul) runs as sgemm on
 // dense f32 copies of the operands (allocated within the host memory
-// limit); an empty product, or one whose copies do not fit, by the
-// reference loops.
+// limit; b converted once per call and shared by every piece, each piece
+// converting its rows of a); an empty product, or one whose copies do not
+// fit, by the reference loops.
 //
 // Operands are given as LatheKernelRuntime::sgemm's are: each matrix by its
 // element strides (batch, row, column), so transposed and broadcast

@@ -214,6 +214,32 @@ TEST(Bf16GemmTest, BroadcastRowsIntoAColumnMajorResult) {
   }
 }
 
+// A product oneDNN refuses (a's rows broadcast) converts b to f32 once for
+// the whole call, and every piece reads that copy from its own first
+// column: column panels of a [40, 999] product on a team of 3 (b as given
+// and transposed, as nn.Linear's weight), and a batch of 9 sharing b, each
+// written into c's rows in place, elements between them untouched.
+TEST(Bf16GemmTest, PiecesShareOneF32CopyOfB) {
+  const int team = omp_get_max_threads();
+  omp_set_num_threads(3);
+  std::mt19937 rng(12);
+  const int64_t m = 40, n = 999, k = 70;
+  std::vector<uint16_t> a = RandomBf16(k, rng), b = RandomBf16(k * n, rng);
+  for (bool transposed : {false, true}) {
+    Product p{
+        1, m,     n, k, 0, 0, 1, 0, transposed ? 1 : n, transposed ? k : 1,
+        0, n + 3, 1};
+    EXPECT_FALSE(p.UsesOneDnn());
+    p.ExpectMatchesReference(a, b, m * (n + 3));
+  }
+  const int64_t batch = 9;
+  std::vector<uint16_t> rows = RandomBf16(batch * k, rng);
+  Product shared{batch, 64, 200, k, k, 0, 1, 0, 200, 1, 64 * 200, 200, 1};
+  EXPECT_FALSE(shared.UsesOneDnn());
+  shared.ExpectMatchesReference(rows, b, batch * 64 * 200);
+  omp_set_num_threads(team);
+}
+
 TEST(Bf16GemmTest, CopiesBeyondTheMemoryLimitFallBackToTheReference) {
   // The dense f32 copies count against the host memory limit: with no room
   // for them, the row-broadcast product runs by the reference loops instead
