@@ -9,6 +9,7 @@
 #include "runtime/half.h"
 #include "runtime/matmul_primitive.h"
 #include "runtime/onednn.h"
+#include "runtime/packed_weights.h"
 #include "runtime/storage.h"
 
 namespace lathe {
@@ -66,6 +67,40 @@ struct F32Operand {
   const float* data = nullptr;
   int64_t bs = 0, ld = 0;
 };
+
+// The f32 copy of a frozen b ([k, n], element strides rs and cs) kept
+// with the weights (packed_weights.h): converted at its first call (ToF32;
+// oneDNN 2.6 reorders bf16 on AVX-512 CPUs alone), read by every later
+// one; null where the host memory limit refuses it.
+const float* KeptF32(const void* b, int64_t k, int64_t n, int64_t rs,
+                     int64_t cs) {
+  dnnl_dims_t dims = {k, n}, strides = {rs, cs};
+  dnnl_memory_desc_t from, to;
+  if (!Ok(dnnl_memory_desc_init_by_strides(&from, 2, dims, dnnl_bf16,
+                                           strides)) ||
+      !Ok(dnnl_memory_desc_init_by_tag(&to, 2, dims, dnnl_f32, dnnl_ab))) {
+    return nullptr;
+  }
+  struct Shape {
+    int64_t k, n, rs, cs;
+  } shape{k, n, rs, cs};
+  dnnl_memory_t kept = onednn::KeptCopy(
+      b, from, to,
+      [](void* ctx, const void* w, dnnl_memory_t to) {
+        const Shape& s = *static_cast<const Shape*>(ctx);
+        void* data = nullptr;
+        if (!Ok(dnnl_memory_get_data_handle(to, &data))) return false;
+        ToF32(static_cast<const uint16_t*>(w), 1, s.k, s.n, 0, s.rs, s.cs,
+              static_cast<float*>(data));
+        return true;
+      },
+      &shape);
+  void* data = nullptr;
+  if (kept == nullptr || !Ok(dnnl_memory_get_data_handle(kept, &data))) {
+    return nullptr;
+  }
+  return static_cast<const float*>(data);
+}
 
 // The product through f32 (what a CPU without oneDNN's bf16 matmul, or a
 // layout its primitive refuses, takes): a's rows converted into a dense
@@ -200,12 +235,18 @@ void Bf16Gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
   // Where oneDNN has no bf16 matmul for the product (every one on a CPU
   // without AVX-512), b is converted to f32 once for the call, not once
   // per piece (within the host memory limit; else each piece converts its
-  // own part, or runs the reference loops).
+  // own part, or runs the reference loops), and a frozen b once for good.
   std::optional<Storage> b_f32;
   const int64_t b_mats = b_bs == 0 ? 1 : batch;
   const int64_t b_elems = DenseElements(b_mats, k, n);
-  if (b_elems > 0 && !Bf16GemmUsesOneDnn(batch, m, n, k, a_bs, a_rs, a_cs, b_bs,
-                                         b_rs, b_cs, c_bs, c_rs, c_cs)) {
+  const bool via_f32 =
+      b_elems > 0 && !Bf16GemmUsesOneDnn(batch, m, n, k, a_bs, a_rs, a_cs, b_bs,
+                                         b_rs, b_cs, c_bs, c_rs, c_cs);
+  if (via_f32 && call.frozen && b_mats == 1) {
+    if (const float* kept = KeptF32(b, k, n, b_rs, b_cs))
+      call.bf = {kept, 0, n};
+  }
+  if (via_f32 && call.bf.data == nullptr) {
     absl::StatusOr<Storage> s =
         Storage::AllocateUninitialized(b_elems * sizeof(float));
     if (s.ok()) {

@@ -105,9 +105,8 @@ int64_t FrozenWeightsKept() {
 
 namespace onednn {
 
-dnnl_memory_t KeptPacking(const void* w, const dnnl_memory_desc_t& from,
-                          const dnnl_memory_desc_t& to,
-                          dnnl_primitive_t reorder) {
+dnnl_memory_t KeptCopy(const void* w, const dnnl_memory_desc_t& from,
+                       const dnnl_memory_desc_t& to, PackFn pack, void* ctx) {
   Frozen& s = State();
   // The first call packs under the lock (once per weight and layout).
   std::lock_guard<std::mutex> lock(s.packing);
@@ -120,24 +119,38 @@ dnnl_memory_t KeptPacking(const void* w, const dnnl_memory_desc_t& from,
       }
     }
   }
-  dnnl_stream_t stream = Stream();
-  if (stream == nullptr) return nullptr;
-  OneThread one;
-  Memory user(from, const_cast<void*>(w));
   absl::StatusOr<Storage> storage = Storage::AllocateKept(
       std::max<int64_t>(1, dnnl_memory_desc_get_size(&to)));
   if (!storage.ok()) return nullptr;  // the host memory limit refused it
   auto packed = std::make_unique<Memory>(to, storage->data());
-  if (user.m == nullptr || packed->m == nullptr ||
-      !Execute(stream, reorder,
-               {{DNNL_ARG_FROM, user.m}, {DNNL_ARG_TO, packed->m}}) ||
-      !Ok(dnnl_stream_wait(stream))) {
-    return nullptr;
-  }
+  if (packed->m == nullptr || !pack(ctx, w, packed->m)) return nullptr;
   dnnl_memory_t m = packed->m;
   s.packed[w].push_back(
       Packed{from, to, *std::move(storage), std::move(packed)});
   return m;
+}
+
+dnnl_memory_t KeptPacking(const void* w, const dnnl_memory_desc_t& from,
+                          const dnnl_memory_desc_t& to,
+                          dnnl_primitive_t reorder) {
+  struct Reorder {
+    const dnnl_memory_desc_t* from;
+    dnnl_primitive_t reorder;
+  } r{&from, reorder};
+  return KeptCopy(
+      w, from, to,
+      [](void* ctx, const void* w, dnnl_memory_t to) {
+        const Reorder& r = *static_cast<const Reorder*>(ctx);
+        dnnl_stream_t stream = Stream();
+        if (stream == nullptr) return false;
+        OneThread one;
+        Memory user(*r.from, const_cast<void*>(w));
+        return user.m != nullptr &&
+               Execute(stream, r.reorder,
+                       {{DNNL_ARG_FROM, user.m}, {DNNL_ARG_TO, to}}) &&
+               Ok(dnnl_stream_wait(stream));
+      },
+      &r);
 }
 
 }  // namespace onednn

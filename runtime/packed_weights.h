@@ -53,6 +53,16 @@ dnnl_memory_t KeptPacking(const void* w, const dnnl_memory_desc_t& from,
                           const dnnl_memory_desc_t& to,
                           dnnl_primitive_t reorder);
 
+// Writes frozen weights `w` into `to` (a copy's memory, in its layout);
+// false when it cannot.
+using PackFn = bool (*)(void* ctx, const void* w, dnnl_memory_t to);
+
+// The same for a copy any routine makes, `pack(ctx, w, to)`, not only a
+// oneDNN reorder (KeptPacking is one): `from` and `to` name the layouts
+// for the lookup, `to` also the copy's size; null when `pack` fails.
+dnnl_memory_t KeptCopy(const void* w, const dnnl_memory_desc_t& from,
+                       const dnnl_memory_desc_t& to, PackFn pack, void* ctx);
+
 }  // namespace onednn
 }  // namespace lathe
 
