@@ -68,30 +68,39 @@ struct F32Operand {
   int64_t bs = 0, ld = 0;
 };
 
-// The f32 copy of a frozen b ([k, n], element strides rs and cs) kept
-// with the weights (packed_weights.h): converted at its first call (ToF32;
-// oneDNN 2.6 reorders bf16 on AVX-512 CPUs alone), read by every later
-// one; null where the host memory limit refuses it.
+// The f32 copy of a frozen b ([k, n], element strides rs and cs; its rows
+// onednn::SgemmRowStride(n) apart) kept with the weights (packed_weights.h):
+// converted at its first call (ToF32; oneDNN 2.6 reorders bf16 on AVX-512 CPUs
+// alone), read by every later one; null where the host memory limit refuses it.
 const float* KeptF32(const void* b, int64_t k, int64_t n, int64_t rs,
                      int64_t cs) {
-  dnnl_dims_t dims = {k, n}, strides = {rs, cs};
+  const int64_t ld = onednn::SgemmRowStride(n);
+  dnnl_dims_t dims = {k, n}, strides = {rs, cs}, rows = {ld, 1};
   dnnl_memory_desc_t from, to;
   if (!Ok(dnnl_memory_desc_init_by_strides(&from, 2, dims, dnnl_bf16,
                                            strides)) ||
-      !Ok(dnnl_memory_desc_init_by_tag(&to, 2, dims, dnnl_f32, dnnl_ab))) {
+      !Ok(dnnl_memory_desc_init_by_strides(&to, 2, dims, dnnl_f32, rows))) {
     return nullptr;
   }
   struct Shape {
-    int64_t k, n, rs, cs;
-  } shape{k, n, rs, cs};
+    int64_t k, n, rs, cs, ld;
+  } shape{k, n, rs, cs, ld};
   dnnl_memory_t kept = onednn::KeptCopy(
       b, from, to,
       [](void* ctx, const void* w, dnnl_memory_t to) {
         const Shape& s = *static_cast<const Shape*>(ctx);
         void* data = nullptr;
         if (!Ok(dnnl_memory_get_data_handle(to, &data))) return false;
-        ToF32(static_cast<const uint16_t*>(w), 1, s.k, s.n, 0, s.rs, s.cs,
-              static_cast<float*>(data));
+        auto* out = static_cast<float*>(data);
+        if (s.ld == s.n) {
+          ToF32(static_cast<const uint16_t*>(w), 1, s.k, s.n, 0, s.rs, s.cs,
+                out);
+          return true;
+        }
+        for (int64_t i = 0; i < s.k; ++i) {  // row by row, padded
+          ToF32(static_cast<const uint16_t*>(w) + i * s.rs, 1, 1, s.n, 0, 0,
+                s.cs, out + i * s.ld);
+        }
         return true;
       },
       &shape);
@@ -244,7 +253,7 @@ void Bf16Gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
                                          b_rs, b_cs, c_bs, c_rs, c_cs);
   if (via_f32 && call.frozen && b_mats == 1) {
     if (const float* kept = KeptF32(b, k, n, b_rs, b_cs))
-      call.bf = {kept, 0, n};
+      call.bf = {kept, 0, onednn::SgemmRowStride(n)};
   }
   if (via_f32 && call.bf.data == nullptr) {
     absl::StatusOr<Storage> s =

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "runtime/copy.h"
 #include "runtime/matmul_primitive.h"
 #include "runtime/onednn.h"
+#include "runtime/packed_weights.h"
 #include "runtime/sort.h"
 #include "runtime/storage.h"
 #include "runtime/tensor.h"
@@ -103,6 +105,45 @@ struct SgemmCall {
   }
 };
 
+// The copy of a frozen f32 b ([k, n], rows ld apart) with its rows
+// onednn::SgemmRowStride(n) apart, kept with the weights
+// (packed_weights.h) from its first call; null where the host memory limit
+// refuses it.
+const float* KeptPaddedRows(const float* b, int64_t k, int64_t n, int64_t ld) {
+  const int64_t padded = onednn::SgemmRowStride(n);
+  dnnl_dims_t dims = {k, n}, from_strides = {ld, 1}, to_strides = {padded, 1};
+  dnnl_memory_desc_t from, to;
+  if (!onednn::Ok(dnnl_memory_desc_init_by_strides(&from, 2, dims, dnnl_f32,
+                                                   from_strides)) ||
+      !onednn::Ok(dnnl_memory_desc_init_by_strides(&to, 2, dims, dnnl_f32,
+                                                   to_strides))) {
+    return nullptr;
+  }
+  struct Rows {
+    int64_t k, n, from, to;
+  } rows{k, n, ld, padded};
+  dnnl_memory_t kept = onednn::KeptCopy(
+      b, from, to,
+      [](void* ctx, const void* w, dnnl_memory_t to) {
+        const Rows& r = *static_cast<const Rows*>(ctx);
+        void* data = nullptr;
+        if (!onednn::Ok(dnnl_memory_get_data_handle(to, &data))) return false;
+        for (int64_t i = 0; i < r.k; ++i) {
+          std::memcpy(static_cast<float*>(data) + i * r.to,
+                      static_cast<const float*>(w) + i * r.from,
+                      r.n * sizeof(float));
+        }
+        return true;
+      },
+      &rows);
+  void* data = nullptr;
+  if (kept == nullptr ||
+      !onednn::Ok(dnnl_memory_get_data_handle(kept, &data))) {
+    return nullptr;
+  }
+  return static_cast<const float*>(data);
+}
+
 // f32: oneDNN's sgemm (tools/bench/library_choice.md: the fastest of Eigen,
 // OpenBLAS and oneDNN on this machine at the MLP and transformer shapes),
 // or its matmul primitive for every piece with `primitives`, in pieces on
@@ -127,15 +168,26 @@ void SgemmWith(bool primitives, int64_t batch, int64_t m, int64_t n, int64_t k,
   // thread.
   const int team = batch > 1 && c_bs == 0 ? 1 : onednn::Team();
   // A frozen b read transposed (nn.Linear's weight) is copied once into the
-  // layout oneDNN's matmul picks, where the pieces are row panels (one copy
-  // serves them all): sgemm reads a transposed b 1.4-1.8x slower at batch
-  // 32-64. A b read as given gains nothing from the copy; column panels
-  // would each want a copy of their own.
+  // layout oneDNN's matmul packs it in (AVX-512), where the pieces are row
+  // panels (one copy serves them all): sgemm reads a transposed b 1.4-1.8x
+  // slower at batch 32-64. A b read as given gains nothing from the packing;
+  // column panels would each want a copy of their own.
   const bool frozen =
-      tb == 'T' &&
+      tb == 'T' && onednn::MatmulPacksWeights() &&
       onednn::PiecesReadAllOfB(batch, m, n, k, team,
                                onednn::kPackedPanelRows) &&
       FrozenOperand(batch, n, k, b, b_bs, b_rs, b_cs, sizeof(float));
+  // A frozen b read as given whose rows sgemm reads at half its rate (their
+  // stride a multiple of 4 KiB, without AVX-512) is copied once with its
+  // rows padded, and every piece reads the copy.
+  if (tb == 'N' && ldb != onednn::SgemmRowStride(ldb) &&
+      FrozenOperand(batch, n, k, b, b_bs, b_rs, b_cs, sizeof(float))) {
+    if (const float* kept = KeptPaddedRows(b, k, n, ldb)) {
+      b = kept;
+      b_bs = 0;
+      b_rs = ldb = onednn::SgemmRowStride(n);
+    }
+  }
   SgemmCall call{ta,   tb,   k,    lda,  ldb,    ldc,       a,
                  b,    c,    a_bs, a_rs, a_cs,   b_bs,      b_rs,
                  b_cs, c_bs, c_rs, c_cs, frozen, primitives};

@@ -13,6 +13,7 @@
 
 #include "gtest/gtest.h"
 #include "runtime/matmul_primitive.h"
+#include "runtime/onednn.h"
 #include "runtime/packed_weights.h"
 #include "runtime/storage.h"
 
@@ -169,12 +170,43 @@ TEST(KernelRuntimeTest, FrozenTransposedWeightsArePackedOnceAndForgotten) {
   Check<float>(1, 64, 1000, 96, {0, 96, 1}, {0, 1, 96}, {0, 1000, 1},
                &packed[3]);
   Check<float>(1, 33, 65, 17, {0, 17, 1}, {0, 65, 1}, {0, 65, 1}, &packed[4]);
-  // The matmul reads b in a layout other than b's own (a dense or blocked
-  // copy): one copy, whatever the pieces.
-  EXPECT_EQ(packed[0], 1);
-  EXPECT_EQ(packed[1], 1);
-  EXPECT_EQ(packed[2], 1);
+  // Where the matmul packs weights (AVX-512), it reads b in a layout other
+  // than b's own: one copy, whatever the pieces. Elsewhere (gemm:jit) sgemm
+  // reads b as it is.
+  const int64_t copies = onednn::MatmulPacksWeights() ? 1 : 0;
+  EXPECT_EQ(packed[0], copies);
+  EXPECT_EQ(packed[1], copies);
+  EXPECT_EQ(packed[2], copies);
   EXPECT_EQ(packed[3], 0);
+  EXPECT_EQ(packed[4], 0);
+  omp_set_num_threads(team);
+}
+
+// An f32 b inside a frozen constant's memory, read as given with its rows a
+// multiple of 4 KiB apart, is copied once with its rows padded where sgemm
+// would read them at half its rate (onednn.h: SgemmRowStride), whatever
+// the pieces (row and column panels on a team of 3, a batch sharing b, a b
+// whose rows are longer than its columns); a b whose rows are not 4 KiB
+// apart is read as it is. Every call against the naive loop.
+TEST(KernelRuntimeTest, FrozenWeightsRowsFourKibApartAreCopiedPadded) {
+  const int team = omp_get_max_threads();
+  omp_set_num_threads(3);
+  int64_t packed[5];
+  Check<float>(1, 64, 1024, 48, {0, 48, 1}, {0, 1024, 1}, {0, 1024, 1},
+               &packed[0]);
+  Check<float>(1, 2400, 1024, 8, {0, 8, 1}, {0, 1024, 1}, {0, 1024, 1},
+               &packed[1]);
+  Check<float>(3, 40, 1024, 30, {1200, 30, 1}, {0, 1024, 1}, {41000, 1024, 1},
+               &packed[2]);
+  Check<float>(1, 50, 1000, 40, {0, 40, 1}, {0, 2048, 1}, {0, 1000, 1},
+               &packed[3]);
+  Check<float>(1, 64, 1000, 48, {0, 48, 1}, {0, 1000, 1}, {0, 1000, 1},
+               &packed[4]);
+  const int64_t copies = onednn::SgemmRowStride(1024) != 1024 ? 1 : 0;
+  EXPECT_EQ(packed[0], copies);
+  EXPECT_EQ(packed[1], copies);
+  EXPECT_EQ(packed[2], copies);
+  EXPECT_EQ(packed[3], copies);
   EXPECT_EQ(packed[4], 0);
   omp_set_num_threads(team);
 }

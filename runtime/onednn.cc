@@ -124,6 +124,26 @@ void* ThreadBuffer(BufferSlot slot, size_t bytes) {
   return b.data();
 }
 
+namespace {
+
+// Whether this CPU (as oneDNN sees it, DNNL_MAX_CPU_ISA included) has
+// oneDNN's avx512_core kernels.
+bool HasAvx512Core() {
+  static const bool has =
+      (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) ==
+      dnnl_cpu_isa_avx512_core;
+  return has;
+}
+
+}  // namespace
+
+int64_t SgemmRowStride(int64_t n) {
+  constexpr int64_t kPageElements = 4096 / sizeof(float);
+  return n % kPageElements == 0 && !HasAvx512Core() ? n + 16 : n;
+}
+
+bool MatmulPacksWeights() { return HasAvx512Core(); }
+
 int Team() {
   return omp_in_parallel() || InParallelFor() ? 1 : omp_get_max_threads();
 }

@@ -122,8 +122,13 @@ constexpr int64_t kThreadedWork = int64_t{1} << 18;
 constexpr int64_t kPiecesPerThread = 2;
 
 // Rows each row panel but the last keeps at least when a product is split
-// by rows though it has more columns (ParallelProducts' default).
-constexpr int64_t kPanelRows = 128;
+// by rows though it has more columns (ParallelProducts' default, sgemm's).
+// oneDNN's sgemm runs a product with few rows or columns (1/rows + 1/cols
+// at least 0.0038: 256 rows of 4096 columns) by its no-copy kernel, which
+// on AVX2 reads b at half its rate where b's rows lie a multiple of 4 KiB
+// apart; 384-row panels of a wide product keep the copying kernel
+// (tools/bench/README.md: the MLP at batch 1024, 110 -> 61 ms on Zen 3).
+constexpr int64_t kPanelRows = 384;
 
 // The same for products that read b packed (bf16 products, frozen f32
 // weights: matmul_primitive.h): row panels down to 16 rows. Each piece then
@@ -132,6 +137,17 @@ constexpr int64_t kPanelRows = 128;
 // oneDNN runs it with gemm:jit at a tenth of its AMX kernel's rate (GPT-2's
 // [256, 768] @ [768, 2304] at 77 GFLOP/s).
 constexpr int64_t kPackedPanelRows = 16;
+
+// The row stride, in elements, of an f32 copy of a [k, n] b that oneDNN's
+// sgemm reads at its full rate: n, or where rows n elements apart would lie
+// a multiple of 4 KiB apart, n + 16 on a CPU without AVX-512 (its no-copy
+// kernel reads such rows at half its rate; AVX-512's sgemm copies them).
+int64_t SgemmRowStride(int64_t n);
+
+// Whether oneDNN's matmul reads a frozen b packed into a layout of its own
+// on this CPU (its brgemm kernels: AVX-512 cores), so one kept copy saves
+// repacking on every call; elsewhere its gemm:jit reads plain rows.
+bool MatmulPacksWeights();
 
 // One piece of a batch of m x n products: matrices [mat, mat + mats), of
 // each the rows [row, row + rows) and columns [col, col + cols).

@@ -84,19 +84,32 @@ TEST(OneDnnTest, OneProductSplitsIntoPanels) {
 }
 
 // A product with more columns than rows splits by rows too when each
-// panel but the last keeps kPanelRows rows (a team of 3: 6 panels, 768
+// panel but the last keeps kPanelRows rows (a team of 3: 6 panels, 2304
 // rows), so every panel's operand and result stay dense.
 TEST(OneDnnTest, AWideProductWithManyRowsSplitsByRows) {
-  std::vector<ProductPiece> p = Pieces(1, 800, 1000, 64);
+  constexpr int64_t kRows = 6 * kPanelRows + 32;
+  std::vector<ProductPiece> p = Pieces(1, kRows, 3000, 16);
   ASSERT_GE(p.size(), 6u);
   for (const ProductPiece& piece : p) {
-    EXPECT_EQ(std::tie(piece.col, piece.cols), std::make_tuple(0, 1000));
-    EXPECT_TRUE(piece.rows >= kPanelRows || piece.row + piece.rows == 800)
+    EXPECT_EQ(std::tie(piece.col, piece.cols), std::make_tuple(0, 3000));
+    EXPECT_TRUE(piece.rows >= kPanelRows || piece.row + piece.rows == kRows)
         << piece.rows;
   }
-  // 767 rows: under 6 * kPanelRows, so column panels as before.
-  for (const ProductPiece& piece : Pieces(1, 767, 1000, 64)) {
-    EXPECT_EQ(piece.rows, 767);
+  // One row fewer than 6 * kPanelRows: column panels as before.
+  for (const ProductPiece& piece : Pieces(1, 6 * kPanelRows - 1, 3000, 16)) {
+    EXPECT_EQ(piece.rows, 6 * kPanelRows - 1);
+  }
+}
+
+// The rows of sgemm's f32 copies: padded where they would lie a multiple of
+// 4 KiB apart, on a CPU without AVX-512 alone (where oneDNN's matmul packs
+// weights itself).
+TEST(OneDnnTest, SgemmCopiesPadRowsFourKibApartWithoutAvx512) {
+  for (int64_t n : {1, 768, 1000, 1040, 4112}) {
+    EXPECT_EQ(SgemmRowStride(n), n);
+  }
+  for (int64_t n : {1024, 3072, 4096}) {
+    EXPECT_EQ(SgemmRowStride(n), MatmulPacksWeights() ? n : n + 16) << n;
   }
 }
 
@@ -123,8 +136,9 @@ TEST(OneDnnTest, PiecesReadAllOfBUnlessSplitIntoColumnPanels) {
   EXPECT_TRUE(PiecesReadAllOfB(1, 40, 1000, 64, 1, kPanelRows));  // team 1
   EXPECT_TRUE(PiecesReadAllOfB(40, 64, 64, 64, 3, kPanelRows));   // runs
   EXPECT_TRUE(PiecesReadAllOfB(1, 999, 30, 64, 3, kPanelRows));   // tall
-  EXPECT_TRUE(PiecesReadAllOfB(1, 800, 1000, 64, 3, kPanelRows));
-  EXPECT_FALSE(PiecesReadAllOfB(1, 767, 1000, 64, 3, kPanelRows));
+  EXPECT_TRUE(PiecesReadAllOfB(1, 6 * kPanelRows, 3000, 16, 3, kPanelRows));
+  EXPECT_FALSE(
+      PiecesReadAllOfB(1, 6 * kPanelRows - 1, 3000, 16, 3, kPanelRows));
   EXPECT_FALSE(PiecesReadAllOfB(1, 40, 1000, 64, 3, kPanelRows));
   EXPECT_FALSE(PiecesReadAllOfB(2, 64, 512, 64, 3, kPanelRows));
   EXPECT_TRUE(PiecesReadAllOfB(1, 256, 2304, 768, 3, kPackedPanelRows));
