@@ -137,10 +137,12 @@ bool HasBf16DotProducts() {
 }
 
 // A frozen b (packed_weights.h) is packed once per piece geometry and kept
-// (on a CPU without oneDNN's bf16 matmul: converted to f32 once and kept):
+// (on a CPU without oneDNN's bf16 matmul: converted to f32 once and kept,
+// rows padded where they would lie 4 KiB apart: onednn.h SgemmRowStride):
 // row panels of a [128, 256] @ [256, 384] (b as given and transposed, as
-// nn.Linear's weight) and column panels of a [32, 64] @ [64, 999], each
-// against the reference, on every call; the copies go with the weights.
+// nn.Linear's weight), column panels of a [32, 64] @ [64, 999] and of a
+// [32, 64] @ [64, 1024] (b as given and transposed), each against the
+// reference, on every call; the copies go with the weights.
 TEST(Bf16GemmTest, FrozenWeightsArePackedOnceAndForgotten) {
   const int team = omp_get_max_threads();
   omp_set_num_threads(3);
@@ -149,7 +151,9 @@ TEST(Bf16GemmTest, FrozenWeightsArePackedOnceAndForgotten) {
   for (const Product& p :
        {Product{1, 128, 384, 256, 0, 256, 1, 0, 384, 1, 0, 384, 1},
         Product{1, 128, 384, 256, 0, 256, 1, 0, 1, 256, 0, 384, 1},
-        Product{1, 32, 999, 64, 0, 64, 1, 0, 999, 1, 0, 999, 1}}) {
+        Product{1, 32, 999, 64, 0, 64, 1, 0, 999, 1, 0, 999, 1},
+        Product{1, 32, 1024, 64, 0, 64, 1, 0, 1024, 1, 0, 1024, 1},
+        Product{1, 32, 1024, 64, 0, 64, 1, 0, 1, 64, 0, 1024, 1}}) {
     std::vector<uint16_t> a = RandomBf16(p.m * p.k, rng);
     std::vector<uint16_t> b = RandomBf16(p.k * p.n, rng);
     const int64_t bytes = p.k * p.n * static_cast<int64_t>(sizeof(uint16_t));
