@@ -20,19 +20,20 @@ using onednn::Ok;
 float FromBf16(uint16_t bits) { return BFloat16{bits}.ToFloat(); }
 
 // Converts a batch of `mats` bf16 matrices [rows, cols] (element strides)
-// into dense row-major f32 at `to`, one matrix after another: rows read in
-// order where their elements are adjacent, 32 rows at a time where their
-// columns are (a transposed operand), so every line read is used whole.
+// into row-major f32 at `to`, rows `ld` elements apart, one matrix after
+// another: rows read in order where their elements are adjacent, 32 rows at
+// a time where their columns are (a transposed operand), so every line read
+// is used whole.
 void ToF32(const uint16_t* from, int64_t mats, int64_t rows, int64_t cols,
-           int64_t bs, int64_t rs, int64_t cs, float* to) {
+           int64_t bs, int64_t rs, int64_t cs, float* to, int64_t ld) {
   constexpr int64_t kRowsAtATime = 32;
   for (int64_t t = 0; t < mats; ++t) {
     const uint16_t* f = from + t * bs;
-    float* o = to + t * rows * cols;
+    float* o = to + t * rows * ld;
     if (cs == 1 || rs != 1) {
       for (int64_t i = 0; i < rows; ++i) {
         for (int64_t j = 0; j < cols; ++j) {
-          o[i * cols + j] = FromBf16(f[i * rs + j * cs]);
+          o[i * ld + j] = FromBf16(f[i * rs + j * cs]);
         }
       }
       continue;
@@ -41,7 +42,7 @@ void ToF32(const uint16_t* from, int64_t mats, int64_t rows, int64_t cols,
       const int64_t i1 = std::min(rows, i0 + kRowsAtATime);
       for (int64_t j = 0; j < cols; ++j) {
         for (int64_t i = i0; i < i1; ++i) {
-          o[i * cols + j] = FromBf16(f[i + j * cs]);
+          o[i * ld + j] = FromBf16(f[i + j * cs]);
         }
       }
     }
@@ -70,45 +71,31 @@ struct F32Operand {
 
 // The f32 copy of a frozen b ([k, n], element strides rs and cs; its rows
 // onednn::SgemmRowStride(n) apart) kept with the weights (packed_weights.h):
-// converted at its first call (ToF32; oneDNN 2.6 reorders bf16 on AVX-512 CPUs
-// alone), read by every later one; null where the host memory limit refuses it.
-const float* KeptF32(const void* b, int64_t k, int64_t n, int64_t rs,
-                     int64_t cs) {
-  const int64_t ld = onednn::SgemmRowStride(n);
-  dnnl_dims_t dims = {k, n}, strides = {rs, cs}, rows = {ld, 1};
-  dnnl_memory_desc_t from, to;
+// converted at its first call (ToF32; oneDNN 2.6 reorders bf16 on AVX-512
+// CPUs alone), read by every later one; no data where the host memory limit
+// refuses it.
+F32Operand KeptF32(const void* b, int64_t k, int64_t n, int64_t rs,
+                   int64_t cs) {
+  dnnl_dims_t dims = {k, n}, strides = {rs, cs};
+  dnnl_memory_desc_t from;
   if (!Ok(dnnl_memory_desc_init_by_strides(&from, 2, dims, dnnl_bf16,
-                                           strides)) ||
-      !Ok(dnnl_memory_desc_init_by_strides(&to, 2, dims, dnnl_f32, rows))) {
-    return nullptr;
+                                           strides))) {
+    return {};
   }
   struct Shape {
-    int64_t k, n, rs, cs, ld;
-  } shape{k, n, rs, cs, ld};
-  dnnl_memory_t kept = onednn::KeptCopy(
-      b, from, to,
-      [](void* ctx, const void* w, dnnl_memory_t to) {
+    int64_t k, n, rs, cs;
+  } shape{k, n, rs, cs};
+  const int64_t ld = onednn::SgemmRowStride(n);
+  const float* kept = onednn::KeptRows(
+      b, from, k, n, ld,
+      [](void* ctx, const void* w, float* to, int64_t ld) {
         const Shape& s = *static_cast<const Shape*>(ctx);
-        void* data = nullptr;
-        if (!Ok(dnnl_memory_get_data_handle(to, &data))) return false;
-        auto* out = static_cast<float*>(data);
-        if (s.ld == s.n) {
-          ToF32(static_cast<const uint16_t*>(w), 1, s.k, s.n, 0, s.rs, s.cs,
-                out);
-          return true;
-        }
-        for (int64_t i = 0; i < s.k; ++i) {  // row by row, padded
-          ToF32(static_cast<const uint16_t*>(w) + i * s.rs, 1, 1, s.n, 0, 0,
-                s.cs, out + i * s.ld);
-        }
+        ToF32(static_cast<const uint16_t*>(w), 1, s.k, s.n, 0, s.rs, s.cs, to,
+              ld);
         return true;
       },
       &shape);
-  void* data = nullptr;
-  if (kept == nullptr || !Ok(dnnl_memory_get_data_handle(kept, &data))) {
-    return nullptr;
-  }
-  return static_cast<const float*>(data);
+  return kept == nullptr ? F32Operand{} : F32Operand{kept, 0, ld};
 }
 
 // The product through f32 (what a CPU without oneDNN's bf16 matmul, or a
@@ -140,12 +127,12 @@ bool ViaSgemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
   const auto* x = static_cast<const uint16_t*>(a);
   const auto* y = static_cast<const uint16_t*>(b);
   for (int64_t t = 0; t < batch; ++t) {
-    ToF32(x + t * a_bs, 1, m, k, 0, a_rs, a_cs, xa);
+    ToF32(x + t * a_bs, 1, m, k, 0, a_rs, a_cs, xa, k);
     const float* bt = yb;
     if (bf.data != nullptr) {
       bt = bf.data + t * bf.bs;
     } else {
-      ToF32(y + t * b_bs, 1, k, n, 0, b_rs, b_cs, yb);
+      ToF32(y + t * b_bs, 1, k, n, 0, b_rs, b_cs, yb, n);
     }
     float* ct = c + t * c_bs;
     if (!Ok(dnnl_sgemm('N', 'N', m, n, k, 1.0f, xa, k, bt,
@@ -252,8 +239,7 @@ void Bf16Gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
       b_elems > 0 && !Bf16GemmUsesOneDnn(batch, m, n, k, a_bs, a_rs, a_cs, b_bs,
                                          b_rs, b_cs, c_bs, c_rs, c_cs);
   if (via_f32 && call.frozen && b_mats == 1) {
-    if (const float* kept = KeptF32(b, k, n, b_rs, b_cs))
-      call.bf = {kept, 0, onednn::SgemmRowStride(n)};
+    call.bf = KeptF32(b, k, n, b_rs, b_cs);
   }
   if (via_f32 && call.bf.data == nullptr) {
     absl::StatusOr<Storage> s =
@@ -261,7 +247,7 @@ void Bf16Gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
     if (s.ok()) {
       b_f32 = *std::move(s);
       auto* data = static_cast<float*>(b_f32->data());
-      ToF32(call.b, b_mats, k, n, b_bs, b_rs, b_cs, data);
+      ToF32(call.b, b_mats, k, n, b_bs, b_rs, b_cs, data, n);
       call.bf = {data, b_bs == 0 ? 0 : k * n, n};
     }
   }

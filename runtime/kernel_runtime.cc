@@ -106,42 +106,30 @@ struct SgemmCall {
 };
 
 // The copy of a frozen f32 b ([k, n], rows ld apart) with its rows
-// onednn::SgemmRowStride(n) apart, kept with the weights
-// (packed_weights.h) from its first call; null where the host memory limit
-// refuses it.
-const float* KeptPaddedRows(const float* b, int64_t k, int64_t n, int64_t ld) {
-  const int64_t padded = onednn::SgemmRowStride(n);
-  dnnl_dims_t dims = {k, n}, from_strides = {ld, 1}, to_strides = {padded, 1};
-  dnnl_memory_desc_t from, to;
+// `padded` apart, kept with the weights (packed_weights.h) from its first
+// call; null where the host memory limit refuses it.
+const float* KeptPaddedRows(const float* b, int64_t k, int64_t n, int64_t ld,
+                            int64_t padded) {
+  dnnl_dims_t dims = {k, n}, strides = {ld, 1};
+  dnnl_memory_desc_t from;
   if (!onednn::Ok(dnnl_memory_desc_init_by_strides(&from, 2, dims, dnnl_f32,
-                                                   from_strides)) ||
-      !onednn::Ok(dnnl_memory_desc_init_by_strides(&to, 2, dims, dnnl_f32,
-                                                   to_strides))) {
+                                                   strides))) {
     return nullptr;
   }
   struct Rows {
-    int64_t k, n, from, to;
-  } rows{k, n, ld, padded};
-  dnnl_memory_t kept = onednn::KeptCopy(
-      b, from, to,
-      [](void* ctx, const void* w, dnnl_memory_t to) {
+    int64_t k, n, ld;
+  } rows{k, n, ld};
+  return onednn::KeptRows(
+      b, from, k, n, padded,
+      [](void* ctx, const void* w, float* to, int64_t to_ld) {
         const Rows& r = *static_cast<const Rows*>(ctx);
-        void* data = nullptr;
-        if (!onednn::Ok(dnnl_memory_get_data_handle(to, &data))) return false;
         for (int64_t i = 0; i < r.k; ++i) {
-          std::memcpy(static_cast<float*>(data) + i * r.to,
-                      static_cast<const float*>(w) + i * r.from,
+          std::memcpy(to + i * to_ld, static_cast<const float*>(w) + i * r.ld,
                       r.n * sizeof(float));
         }
         return true;
       },
       &rows);
-  void* data = nullptr;
-  if (kept == nullptr ||
-      !onednn::Ok(dnnl_memory_get_data_handle(kept, &data))) {
-    return nullptr;
-  }
-  return static_cast<const float*>(data);
 }
 
 // f32: oneDNN's sgemm (tools/bench/library_choice.md: the fastest of Eigen,
@@ -182,10 +170,11 @@ void SgemmWith(bool primitives, int64_t batch, int64_t m, int64_t n, int64_t k,
   // rows padded, and every piece reads the copy.
   if (tb == 'N' && ldb != onednn::SgemmRowStride(ldb) &&
       FrozenOperand(batch, n, k, b, b_bs, b_rs, b_cs, sizeof(float))) {
-    if (const float* kept = KeptPaddedRows(b, k, n, ldb)) {
+    const int64_t padded = onednn::SgemmRowStride(n);
+    if (const float* kept = KeptPaddedRows(b, k, n, ldb, padded)) {
       b = kept;
       b_bs = 0;
-      b_rs = ldb = onednn::SgemmRowStride(n);
+      b_rs = ldb = padded;
     }
   }
   SgemmCall call{ta,   tb,   k,    lda,  ldb,    ldc,       a,

@@ -127,7 +127,7 @@ constexpr int64_t kPiecesPerThread = 2;
 // at least 0.0038: 256 rows of 4096 columns) by its no-copy kernel, which
 // on AVX2 reads b at half its rate where b's rows lie a multiple of 4 KiB
 // apart; 384-row panels of a wide product keep the copying kernel
-// (tools/bench/README.md: the MLP at batch 1024, 110 -> 61 ms on Zen 3).
+// (tools/bench/README.md: the MLP at batch 1024, 112 -> 56-60 ms on Zen 3).
 constexpr int64_t kPanelRows = 384;
 
 // The same for products that read b packed (bf16 products, frozen f32

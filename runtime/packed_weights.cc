@@ -153,5 +153,33 @@ dnnl_memory_t KeptPacking(const void* w, const dnnl_memory_desc_t& from,
       &r);
 }
 
+const float* KeptRows(const void* w, const dnnl_memory_desc_t& from, int64_t k,
+                      int64_t n, int64_t ld, FillRowsFn fill, void* ctx) {
+  dnnl_dims_t dims = {k, n}, strides = {ld, 1};
+  dnnl_memory_desc_t to;
+  if (!Ok(dnnl_memory_desc_init_by_strides(&to, 2, dims, dnnl_f32, strides))) {
+    return nullptr;
+  }
+  struct Fill {
+    FillRowsFn fill;
+    void* ctx;
+    int64_t ld;
+  } f{fill, ctx, ld};
+  dnnl_memory_t kept = KeptCopy(
+      w, from, to,
+      [](void* ctx, const void* w, dnnl_memory_t to) {
+        const Fill& f = *static_cast<const Fill*>(ctx);
+        void* data = nullptr;
+        return Ok(dnnl_memory_get_data_handle(to, &data)) &&
+               f.fill(f.ctx, w, static_cast<float*>(data), f.ld);
+      },
+      &f);
+  void* data = nullptr;
+  if (kept == nullptr || !Ok(dnnl_memory_get_data_handle(kept, &data))) {
+    return nullptr;
+  }
+  return static_cast<const float*>(data);
+}
+
 }  // namespace onednn
 }  // namespace lathe

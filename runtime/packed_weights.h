@@ -63,6 +63,16 @@ using PackFn = bool (*)(void* ctx, const void* w, dnnl_memory_t to);
 dnnl_memory_t KeptCopy(const void* w, const dnnl_memory_desc_t& from,
                        const dnnl_memory_desc_t& to, PackFn pack, void* ctx);
 
+// Writes frozen weights `w` as f32 rows at `to`, `ld` elements apart;
+// false when it cannot.
+using FillRowsFn = bool (*)(void* ctx, const void* w, float* to, int64_t ld);
+
+// A kept f32 copy of `w` (in layout `from`) as a [k, n] matrix with rows
+// `ld` apart, written by `fill(ctx, w, to, ld)` at the first call (a
+// KeptCopy); null when `fill` fails or the host memory limit refuses it.
+const float* KeptRows(const void* w, const dnnl_memory_desc_t& from, int64_t k,
+                      int64_t n, int64_t ld, FillRowsFn fill, void* ctx);
+
 }  // namespace onednn
 }  // namespace lathe
 
