@@ -82,12 +82,15 @@ void BM_Peak(benchmark::State& state, Chain chain) {
   int flops = 0;
   switch (chain) {
     case Chain::kF32Fma512:
-      if (!__builtin_cpu_supports("avx512f"))
+      if (!__builtin_cpu_supports("avx512f")) {
         missing = "no AVX-512 on this CPU";
+      }
       flops = 32;
       break;
     case Chain::kF32Fma256:
-      if (!__builtin_cpu_supports("fma")) missing = "no FMA on this CPU";
+      if (!__builtin_cpu_supports("fma")) {
+        missing = "no FMA on this CPU";
+      }
       flops = 16;
       break;
     case Chain::kBf16Dot:
